@@ -1,0 +1,26 @@
+"""Launchers by name, imported lazily; an unknown name is a usage error listing valid ones."""
+
+from __future__ import annotations
+
+import importlib
+
+from pytest_cluster.errors import LaunchError
+from pytest_cluster.launchers.base import ErrorKind, Launcher, ProbeResult
+from pytest_cluster.spec.model import ClusterSpec
+
+REGISTRY: dict[str, str] = {
+    "local": "pytest_cluster.launchers.local:LocalLauncher",
+}
+
+
+def get_launcher(spec: ClusterSpec) -> Launcher:
+    target = REGISTRY.get(spec.launcher)
+    if target is None:
+        raise LaunchError(f"unknown launcher {spec.launcher!r}; known: {', '.join(REGISTRY)}")
+    module_name, class_name = target.split(":")
+    cls = getattr(importlib.import_module(module_name), class_name)
+    launcher: Launcher = cls(spec)
+    return launcher
+
+
+__all__ = ["REGISTRY", "ErrorKind", "Launcher", "ProbeResult", "get_launcher"]

@@ -1,0 +1,173 @@
+"""What every launcher returns: one typed ProbeResult per node, never an exception per node."""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import signal
+import subprocess
+import time
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+from pytest_cluster.errors import ProbeFailed
+from pytest_cluster.probes import ProbeCall
+from pytest_cluster.spec.model import ClusterSpec
+
+STDERR_TAIL = 2000
+
+
+class ErrorKind(str, enum.Enum):
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    BAD_OUTPUT = "bad_output"
+    UNREACHABLE = "unreachable"
+    AUTH_REFUSED = "auth_refused"
+    INTERPRETER_MISSING = "interpreter_missing"
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """The outcome of one probe on one node: its payload, or an error with its kind."""
+
+    node: str
+    probe: str
+    data: dict[str, Any] | None
+    error: ErrorKind | None = None
+    message: str = ""
+    exit_code: int | None = None
+    stderr_tail: str = ""
+    duration_s: float = 0.0
+    started_at: float = 0.0
+    simulated: bool = False
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.data is not None
+
+    def payload(self) -> dict[str, Any]:
+        if self.data is None or self.error is not None:
+            raise ProbeFailed(self.describe())
+        return self.data
+
+    def describe(self) -> str:
+        """One line a user can act on: node, probe, what went wrong."""
+        if self.ok:
+            return f"{self.node}: {self.probe} probe ok in {self.duration_s:.1f} s"
+        text = f"{self.node}: {self.probe} probe {self.error.value if self.error else 'failed'}"
+        text += f": {self.message}" if self.message else ""
+        if self.exit_code is not None and self.error is ErrorKind.CRASHED:
+            text += f" (exit code {self.exit_code})"
+        tail = self.stderr_tail.strip().splitlines()[-3:]
+        if tail:
+            text += " | stderr: " + " / ".join(tail)
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        record = asdict(self)
+        record["error"] = self.error.value if self.error else None
+        return record
+
+    @classmethod
+    def from_json(cls, record: dict[str, Any]) -> ProbeResult:
+        values = dict(record)
+        values["error"] = ErrorKind(values["error"]) if values.get("error") else None
+        return cls(**values)
+
+
+def parse_probe_output(stdout: str, probe: str) -> dict[str, Any]:
+    """The probe's `data` object from its stdout; ValueError says what is wrong."""
+    text = stdout.strip()
+    if not text:
+        raise ValueError("the probe printed nothing")
+    try:
+        document = json.loads(text.splitlines()[-1])
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the probe's last line is not JSON ({exc.msg})") from None
+    if not isinstance(document, dict) or not isinstance(document.get("data"), dict):
+        raise ValueError("the probe's JSON has no 'data' object")
+    if document.get("probe") != probe:
+        raise ValueError(f"expected output of probe {probe!r}, got {document.get('probe')!r}")
+    data: dict[str, Any] = document["data"]
+    return data
+
+
+def _kill_group(process: subprocess.Popen[str]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_process(node: str, probe: str, argv: list[str], stdin_text: str,
+                timeout_s: float) -> ProbeResult:
+    """Run argv (its own process group) feeding stdin; map every outcome to a ProbeResult."""
+    started = time.time()
+    clock = time.perf_counter()
+
+    def result(**kwargs: Any) -> ProbeResult:
+        return ProbeResult(node=node, probe=probe, started_at=started,
+                           duration_s=time.perf_counter() - clock, **kwargs)
+
+    try:
+        process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
+    except FileNotFoundError:
+        return result(data=None, error=ErrorKind.INTERPRETER_MISSING,
+                      message=f"{argv[0]!r} not found (check cluster.python in the spec)")
+    except OSError as exc:
+        return result(data=None, error=ErrorKind.UNREACHABLE,
+                      message=f"cannot start {argv[0]!r}: {exc.strerror}")
+    try:
+        stdout, stderr = process.communicate(stdin_text, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        stdout, stderr = process.communicate()
+        return result(data=None, error=ErrorKind.TIMEOUT,
+                      message=f"no answer within {timeout_s:g} s; killed",
+                      stderr_tail=stderr[-STDERR_TAIL:])
+    except BaseException:
+        _kill_group(process)  # Ctrl-C: leave no orphan behind, then let it propagate
+        process.wait()
+        raise
+    tail = stderr[-STDERR_TAIL:]
+    if process.returncode != 0:
+        return result(data=None, error=ErrorKind.CRASHED, exit_code=process.returncode,
+                      message="the probe exited with an error", stderr_tail=tail)
+    try:
+        data = parse_probe_output(stdout, probe)
+    except ValueError as exc:
+        return result(data=None, error=ErrorKind.BAD_OUTPUT, exit_code=0, message=str(exc),
+                      stderr_tail=tail)
+    return result(data=data, exit_code=0, stderr_tail=tail)
+
+
+def fan_out(nodes: Sequence[str], one: Callable[[str], ProbeResult],
+            parallel: int) -> dict[str, ProbeResult]:
+    """Run `one(node)` for every node, at most `parallel` at once, results in node order."""
+    if not nodes:
+        return {}
+    with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(nodes)))) as pool:
+        results = list(pool.map(one, nodes))
+    return {result.node: result for result in results}
+
+
+class Launcher(ABC):
+    """Runs a probe on nodes, in parallel, each under a timeout."""
+
+    name: ClassVar[str]
+    simulated: ClassVar[bool] = False
+
+    def __init__(self, spec: ClusterSpec) -> None:
+        self.spec = spec
+
+    @abstractmethod
+    def run(self, call: ProbeCall, nodes: Sequence[str], timeout_s: float) -> dict[str, ProbeResult]:
+        """One ProbeResult per node; per-node failures are results, not exceptions."""

@@ -1,0 +1,38 @@
+"""Probes: small stdlib-only programs that run ON a node and print one JSON document.
+
+Each probe is a single file so that a launcher can ship its text to a node that has
+python3 but not this package (`python3 - ARGS` with the source on stdin).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from importlib import resources
+
+PROBES = ("host", "storage", "import_latency")
+
+
+@dataclass(frozen=True)
+class ProbeCall:
+    """Which probe to run, with which arguments; the same call on every node."""
+
+    name: str
+    args: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.name not in PROBES:
+            raise ValueError(f"unknown probe {self.name!r}; known: {', '.join(PROBES)}")
+
+    def source(self) -> str:
+        return probe_source(self.name)
+
+    def key(self) -> str:
+        """A stable name for this call, for caching its results."""
+        digest = hashlib.sha256(json.dumps([self.name, *self.args]).encode()).hexdigest()
+        return f"{self.name}-{digest[:16]}"
+
+
+def probe_source(name: str) -> str:
+    return resources.files(__package__).joinpath(f"{name}.py").read_text(encoding="utf-8")

@@ -1,0 +1,105 @@
+"""Import-latency probe: how long a fresh interpreter takes to `import torch`.
+
+Runs ON a node with only the standard library; shipped as a single file. Runs
+`PYTHON -c "import MODULE"` a few times (warm: the page cache may hold the files) and,
+when asked and allowed (root), once after dropping the page cache (cold).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any
+
+DROP_CACHES = "/proc/sys/vm/drop_caches"
+
+
+def import_command(python: str, module: str) -> list[str]:
+    return [python, "-c", f"import {module}"]
+
+
+def timed_run(command: list[str], timeout: float) -> tuple[float, str | None]:
+    """Seconds the command took, and an error text if it failed."""
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                              cwd="/", check=False)
+    except subprocess.TimeoutExpired:
+        return time.perf_counter() - start, f"did not finish within {timeout:g} s"
+    except OSError as exc:
+        return time.perf_counter() - start, f"cannot run {command[0]}: {exc.strerror}"
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        tail = done.stderr.strip().splitlines()[-1:] or [f"exit code {done.returncode}"]
+        return seconds, tail[0][:500]
+    return seconds, None
+
+
+def drop_caches() -> str | None:
+    """Drop the page cache; the reason it could not be done, or None."""
+    if os.geteuid() != 0:
+        return "not root: the page cache cannot be dropped, so no cold run"
+    try:
+        os.sync()
+        with open(DROP_CACHES, "w", encoding="ascii") as handle:
+            handle.write("3\n")
+    except OSError as exc:
+        return f"cannot drop the page cache ({DROP_CACHES}: {exc.strerror})"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--python", required=True)
+    parser.add_argument("--module", default="torch")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cold", action="store_true")
+    parser.add_argument("--path", default=None, help="the filesystem the interpreter should be on")
+    parser.add_argument("--timeout", type=float, default=300.0)
+    args = parser.parse_args(argv)
+    resolved = shutil.which(args.python)
+    data: dict[str, Any] = {
+        "python": args.python,
+        "python_resolved": os.path.abspath(resolved) if resolved else None,
+        "module": args.module,
+    }
+    if args.path and resolved:
+        # A venv's bin/python is a link to the base interpreter; where the venv lives counts.
+        prefix = os.path.abspath(args.path).rstrip("/") + "/"
+        data["python_on_path"] = os.path.abspath(resolved).startswith(prefix)
+    if resolved is None:
+        data["error"] = f"interpreter {args.python!r} not found on this node"
+        print(json.dumps({"probe": "import_latency", "schema": 1, "data": data}))
+        return 0
+    command = import_command(args.python, args.module)
+    data["command"] = command
+    if args.cold:
+        reason = drop_caches()
+        if reason is None:
+            seconds, error = timed_run(command, args.timeout)
+            data["cold"] = {"seconds": seconds, "error": error,
+                            "method": "page cache dropped (echo 3 > /proc/sys/vm/drop_caches)"}
+        else:
+            data["cold"] = {"skipped": reason}
+    warm: list[float] = []
+    for _ in range(args.repeats):
+        seconds, error = timed_run(command, args.timeout)
+        if error is not None:
+            data["error"] = f"{' '.join(command)} failed: {error}"
+            break
+        warm.append(seconds)
+    if warm:
+        data["warm"] = {"runs_s": warm, "min_s": min(warm), "median_s": statistics.median(warm),
+                        "max_s": max(warm)}
+    print(json.dumps({"probe": "import_latency", "schema": 1, "data": data}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""A contract clause's bound: a comparison and a quantity (or a version), and its verdict."""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pytest_cluster.errors import UnitError
+from pytest_cluster.units import Dim, Quantity, format_number, format_value, parse_quantity
+
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq,
+}
+#: What a failed comparison reads like: ">= 10" failed means "measured < required".
+_BROKEN = {">=": "<", ">": "<=", "<=": ">", "<": ">=", "==": "!="}
+_REQ_RE = re.compile(r"^\s*(>=|<=|==|=|>|<)?\s*(.*?)\s*$", re.S)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    ok: bool
+    message: str
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """`op quantity`, e.g. `>= 10 GB/s`; `text` is the spec's own spelling."""
+
+    op: str
+    bound: Quantity
+    text: str
+
+    @property
+    def unit(self) -> str:
+        return self.bound.unit or ""
+
+    def holds(self, measured: float) -> bool:
+        return _OPS[self.op](measured, self.bound.value)
+
+    def show(self, value: float) -> str:
+        return format_value(value, self.bound.dim, self.bound.unit)
+
+    def check(self, measured: float, what: str = "") -> Verdict:
+        """Compare; the message reads `what: measured 4.1 GB/s < required 10 GB/s (41%)`."""
+        ok = self.holds(measured)
+        relation = self.op if ok else _BROKEN[self.op]
+        word = "allowed" if self.op in ("<=", "<") else "required"
+        text = f"measured {self.show(measured)} {relation} {word} {self.show(self.bound.value)}"
+        if not ok and self.op in (">=", ">") and self.bound.value > 0:
+            text += f" ({format_number(100 * measured / self.bound.value)}% of required)"
+        return Verdict(ok, f"{what}: {text}" if what else text)
+
+
+def parse_requirement(raw: object, dim: Dim, default_op: str = ">=") -> Requirement:
+    """Parse `">= 10 GB/s"`, `"10 GB/s"` (default comparison) or a bare number."""
+    if isinstance(raw, str):
+        match = _REQ_RE.match(raw)
+        assert match is not None  # the pattern matches any string
+        op_text, rest = match.groups()
+        op = "==" if op_text == "=" else (op_text or default_op)
+        try:
+            bound = parse_quantity(rest, dim)
+        except UnitError as exc:
+            raise UnitError(str(exc).replace(repr(rest), repr(raw), 1)) from None
+        return Requirement(op, bound, raw.strip())
+    bound = parse_quantity(raw, dim)
+    return Requirement(default_op, bound, f"{default_op} {raw}")
+
+
+_VERSION_RE = re.compile(r"\d+(?:\.\d+)*")
+
+
+def version_tuple(text: str) -> tuple[int, ...] | None:
+    """The leading dotted number of a version string: '6.1.0-18-amd64' -> (6, 1, 0)."""
+    match = _VERSION_RE.search(text)
+    if match is None:
+        return None
+    return tuple(int(part) for part in match.group(0).split("."))
+
+
+@dataclass(frozen=True)
+class VersionRequirement:
+    """`>= 5.15` or `== 550.54` (equality compares only the components given)."""
+
+    op: str
+    version: tuple[int, ...]
+    text: str
+
+    def holds(self, found: str) -> bool:
+        have = version_tuple(found)
+        if have is None:
+            return False
+        if self.op == "==":
+            return have[: len(self.version)] == self.version
+        width = max(len(have), len(self.version))
+        pad = lambda v: v + (0,) * (width - len(v))  # noqa: E731
+        return _OPS[self.op](pad(have), pad(self.version))  # type: ignore[arg-type]
+
+    def check(self, found: str | None, what: str) -> Verdict:
+        if found is None:
+            return Verdict(False, f"{what}: not found on the node (required {self.text})")
+        ok = self.holds(found)
+        word = "satisfies" if ok else "does not satisfy"
+        return Verdict(ok, f"{what}: found {found}, which {word} {self.text}")
+
+
+def parse_version_requirement(raw: object) -> VersionRequirement:
+    text = str(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else raw
+    if not isinstance(text, str):
+        raise UnitError(f"expected a version bound like '>= 5.15', got {raw!r}")
+    match = _REQ_RE.match(text)
+    assert match is not None
+    op_text, rest = match.groups()
+    if not re.fullmatch(r"\d+(?:\.\d+)*", rest):
+        raise UnitError(f"expected a version bound like '>= 5.15', got {raw!r}")
+    op = "==" if op_text == "=" else (op_text or ">=")
+    return VersionRequirement(op, tuple(int(p) for p in rest.split(".")), f"{op} {rest}")

@@ -1,0 +1,391 @@
+"""Load and validate a contract spec (trial.yaml) into frozen records.
+
+Every problem becomes a SpecError naming the file, the line, the key path and what
+was expected; all problems of a file are reported together.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import yaml
+from yaml.constructor import ConstructorError, SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from pytest_cluster.errors import SpecError, UnitError
+from pytest_cluster.hostlist import expand_hostlist
+from pytest_cluster.requirement import (
+    Requirement,
+    parse_requirement,
+    parse_version_requirement,
+)
+from pytest_cluster.spec.model import (
+    Clause,
+    ClusterSpec,
+    HostSpec,
+    Spec,
+    StorageSpec,
+    VersionClause,
+)
+from pytest_cluster.units import Dim, parse_quantity
+
+T = TypeVar("T")
+
+#: Sections a later release will read; refusing them beats silently ignoring a clause.
+PLANNED_SECTIONS = {"gpus": "GPU clauses", "interconnect": "interconnect clauses"}
+LAUNCHERS = ("local",)
+SOFTWARE = ("kernel", "python", "torch", "cuda", "nccl", "driver")
+MAX_SPEC_BYTES = 4 * 2**20
+
+
+class _Ctx:
+    """Collects errors with their location while validation goes on."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.errors: list[SpecError] = []
+
+    def error(self, node: Node | None, path: str, message: str) -> None:
+        line = node.start_mark.line + 1 if node is not None else None
+        self.errors.append(SpecError(message, file=self.file, line=line, path=path))
+
+
+def _kind(node: Node) -> str:
+    if isinstance(node, MappingNode):
+        return "a map"
+    if isinstance(node, SequenceNode):
+        return "a list"
+    if node.tag.endswith(":null"):
+        return "nothing"
+    return repr(_scalar(node))
+
+
+def _scalar(node: Node) -> object:
+    try:
+        return SafeConstructor().construct_object(node, deep=True)
+    except (ConstructorError, ValueError, OverflowError):
+        return node.value
+
+
+class _Map:
+    """A YAML mapping being validated: take known keys, then `finish` flags the rest."""
+
+    def __init__(self, ctx: _Ctx, node: Node, path: str, known: tuple[str, ...]) -> None:
+        self.ctx, self.node, self.path, self.known = ctx, node, path, known
+        self.items: dict[str, tuple[Node, Node]] = {}
+        if not isinstance(node, MappingNode):
+            ctx.error(node, path, f"expected a map of {', '.join(known)}, got {_kind(node)}")
+            return
+        SafeConstructor().flatten_mapping(node)
+        for key_node, value_node in node.value:
+            key = _scalar(key_node)
+            sub = self.sub(str(key))
+            if not isinstance(key, str):
+                ctx.error(key_node, sub, f"a key must be a name, got {key!r}")
+            elif key in self.items:
+                first = self.items[key][0].start_mark.line + 1
+                ctx.error(key_node, sub, f"duplicate key (first given on line {first})")
+            else:
+                self.items[key] = (key_node, value_node)
+
+    def sub(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def take(self, key: str) -> Node | None:
+        item = self.items.pop(key, None)
+        if item is None or item[1].tag.endswith(":null"):
+            return None
+        return item[1]
+
+    def finish(self) -> None:
+        for key, (key_node, _) in self.items.items():
+            if key in PLANNED_SECTIONS and not self.path:
+                self.ctx.error(key_node, key, f"{PLANNED_SECTIONS[key]} are not supported by "
+                               "this version of pytest-cluster yet; remove the section or upgrade")
+                continue
+            close = difflib.get_close_matches(key, self.known, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            self.ctx.error(key_node, self.sub(key),
+                           f"unknown key{hint} (known keys: {', '.join(self.known)})")
+
+
+def _field(ctx: _Ctx, node: Node | None, path: str, parse: Callable[[object], T]) -> T | None:
+    """Parse a scalar field; on failure record the error and return None."""
+    if node is None:
+        return None
+    if not isinstance(node, ScalarNode):
+        try:
+            parse(None)
+        except (UnitError, ValueError) as exc:
+            message = str(exc).rsplit(", got", 1)[0]
+            ctx.error(node, path, f"{message}, got {_kind(node)}")
+            return None
+        ctx.error(node, path, f"expected a single value, got {_kind(node)}")
+        return None
+    try:
+        return parse(_scalar(node))
+    except (UnitError, ValueError) as exc:
+        ctx.error(node, path, str(exc))
+        return None
+
+
+def _text(what: str) -> Callable[[object], str]:
+    def parse(raw: object) -> str:
+        if not isinstance(raw, str) or not raw.strip():
+            raise UnitError(f"expected {what}, got {raw!r}")
+        return raw.strip()
+    return parse
+
+
+def _bool(raw: object) -> bool:
+    if not isinstance(raw, bool):
+        raise UnitError(f"expected true or false, got {raw!r}")
+    return raw
+
+
+def _positive_int(raw: object) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
+        raise UnitError(f"expected a whole number >= 1, got {raw!r}")
+    return raw
+
+
+def _clause(ctx: _Ctx, table: _Map, key: str, name: str, dim: Dim,
+            default_op: str = ">=") -> Clause | None:
+    node = table.take(name)
+    path = f"{key}.{name}"
+    req: Requirement | None = _field(ctx, node, table.sub(name),
+                                     lambda raw: parse_requirement(raw, dim, default_op))
+    if req is None or node is None:
+        return None
+    return Clause(path, node.start_mark.line + 1, req)
+
+
+def _nodes(ctx: _Ctx, node: Node | None, path: str) -> tuple[str, ...]:
+    if node is None:
+        return ()
+    items = node.value if isinstance(node, SequenceNode) else [node]
+    names: list[str] = []
+    for index, item in enumerate(items):
+        where = f"{path}[{index}]" if isinstance(node, SequenceNode) else path
+        expr = _field(ctx, item, where, _text("a hostname or hostlist like 'gpu-[001-004]'"))
+        if expr is None:
+            continue
+        try:
+            expanded = expand_hostlist(expr)
+        except UnitError as exc:
+            ctx.error(item, where, str(exc))
+            continue
+        for name in expanded:
+            if name in names:
+                ctx.error(item, where, f"node {name!r} is listed twice")
+            else:
+                names.append(name)
+    return tuple(names)
+
+
+def _cluster(ctx: _Ctx, node: Node | None) -> ClusterSpec:
+    known = ("name", "nodes", "launcher", "python", "probe_timeout", "parallel")
+    if node is None:
+        ctx.error(None, "cluster", "missing section (needs at least name and nodes)")
+        return ClusterSpec("", (), "local", "python3", 600.0, 64)
+    table = _Map(ctx, node, "cluster", known)
+    name_node = table.take("name")
+    name = _field(ctx, name_node, "cluster.name", _text("a name for the cluster"))
+    if name_node is None and isinstance(node, MappingNode):
+        ctx.error(node, "cluster.name", "missing: name the cluster, e.g. name: acme-h100-trial")
+    nodes_node = table.take("nodes")
+    if nodes_node is None and isinstance(node, MappingNode):
+        ctx.error(node, "cluster.nodes", "missing: list the nodes, e.g. nodes: gpu-[001-004]")
+    nodes = _nodes(ctx, nodes_node, "cluster.nodes")
+    if nodes_node is not None and not nodes and not ctx.errors:
+        ctx.error(nodes_node, "cluster.nodes", "no nodes given")
+
+    def launcher(raw: object) -> str:
+        if raw not in LAUNCHERS:
+            raise UnitError(f"expected one of {', '.join(LAUNCHERS)}, got {raw!r}")
+        return str(raw)
+
+    def timeout(raw: object) -> float:
+        return parse_quantity(raw, Dim.TIME).value
+
+    result = ClusterSpec(
+        name=name or "",
+        nodes=nodes,
+        launcher=_field(ctx, table.take("launcher"), "cluster.launcher", launcher) or "local",
+        python=_field(ctx, table.take("python"), "cluster.python",
+                      _text("the path of the python interpreter on the nodes")) or "python3",
+        probe_timeout_s=_field(ctx, table.take("probe_timeout"), "cluster.probe_timeout",
+                               timeout) or 600.0,
+        parallel=_field(ctx, table.take("parallel"), "cluster.parallel", _positive_int) or 64,
+    )
+    table.finish()
+    return result
+
+
+def _host(ctx: _Ctx, node: Node | None) -> HostSpec:
+    if node is None:
+        return HostSpec()
+    table = _Map(ctx, node, "host",
+                 ("cpu_cores", "cpu_threads", "memory", "software", "same_software"))
+    software: list[VersionClause] = []
+    soft_node = table.take("software")
+    if soft_node is not None:
+        soft = _Map(ctx, soft_node, "host.software", SOFTWARE)
+        for name in SOFTWARE:
+            item = soft.take(name)
+            req = _field(ctx, item, f"host.software.{name}", parse_version_requirement)
+            if req is not None and item is not None:
+                software.append(VersionClause(f"host.software.{name}",
+                                              item.start_mark.line + 1, name, req))
+        soft.finish()
+    same = _field(ctx, table.take("same_software"), "host.same_software", _bool)
+    result = HostSpec(
+        cpu_cores=_clause(ctx, table, "host", "cpu_cores", Dim.COUNT),
+        cpu_threads=_clause(ctx, table, "host", "cpu_threads", Dim.COUNT),
+        memory=_clause(ctx, table, "host", "memory", Dim.SIZE),
+        software=tuple(software),
+        same_software=True if same is None else same,
+    )
+    table.finish()
+    return result
+
+
+_STORAGE_KEYS = ("path", "shared", "capacity", "free", "write", "read", "metadata",
+                 "import_torch", "python", "io_size", "metadata_files", "import_repeats",
+                 "cold_cache")
+
+
+def _filesystem(ctx: _Ctx, node: Node, index: int, default_python: str) -> StorageSpec | None:
+    path = f"storage[{index}]"
+    table = _Map(ctx, node, path, _STORAGE_KEYS)
+    if not isinstance(node, MappingNode):
+        return None
+
+    def absolute(raw: object) -> str:
+        text = _text("an absolute path like /data")(raw)
+        if not text.startswith("/") or "\0" in text:
+            raise UnitError(f"expected an absolute path like /data, got {raw!r}")
+        return os.path.normpath(text)
+
+    fs_path = _field(ctx, table.take("path"), f"{path}.path", absolute)
+    if fs_path is None and not any(e.path == f"{path}.path" for e in ctx.errors):
+        ctx.error(node, f"{path}.path", "missing: which filesystem path to test")
+    key = f"storage[{fs_path or index}]"
+
+    def size(raw: object) -> int:
+        value = int(parse_quantity(raw, Dim.SIZE).value)
+        if value < 2**20:
+            raise UnitError(f"expected a size of at least 1 MiB, got {raw!r}")
+        return value
+
+    shared = _field(ctx, table.take("shared"), f"{path}.shared", _bool)
+    python = _field(ctx, table.take("python"), f"{path}.python", _text("an interpreter path"))
+    io_size = _field(ctx, table.take("io_size"), f"{path}.io_size", size)
+    files = _field(ctx, table.take("metadata_files"), f"{path}.metadata_files", _positive_int)
+    repeats = _field(ctx, table.take("import_repeats"), f"{path}.import_repeats", _positive_int)
+    cold = _field(ctx, table.take("cold_cache"), f"{path}.cold_cache", _bool)
+
+    def clause(name: str, dim: Dim, op: str = ">=") -> Clause | None:
+        return _clause(ctx, table, key, name, dim, op)
+
+    result = StorageSpec(
+        path=fs_path or "",
+        index=index,
+        shared=bool(shared),
+        python=python or default_python,
+        io_size_bytes=io_size or 2**30,
+        metadata_files=files or 2000,
+        import_repeats=repeats or 3,
+        cold_cache=True if cold is None else cold,
+        capacity=clause("capacity", Dim.SIZE),
+        free=clause("free", Dim.SIZE),
+        write=clause("write", Dim.RATE),
+        read=clause("read", Dim.RATE),
+        metadata=clause("metadata", Dim.OPS),
+        import_torch=clause("import_torch", Dim.TIME, "<="),
+    )
+    table.finish()
+    return result
+
+
+def _storage(ctx: _Ctx, node: Node | None, default_python: str) -> tuple[StorageSpec, ...]:
+    if node is None:
+        return ()
+    if not isinstance(node, SequenceNode):
+        ctx.error(node, "storage", f"expected a list of filesystems (- path: /data ...), "
+                  f"got {_kind(node)}")
+        return ()
+    found: list[StorageSpec] = []
+    for index, item in enumerate(node.value):
+        fs = _filesystem(ctx, item, index, default_python)
+        if fs is None:
+            continue
+        if fs.path and any(other.path == fs.path for other in found):
+            ctx.error(item, f"storage[{index}].path", f"{fs.path} is listed twice")
+            continue
+        found.append(fs)
+    return tuple(found)
+
+
+def parse_spec(text: str, file: str) -> Spec:
+    """Validate spec text; raise SpecError listing every problem found."""
+    ctx = _Ctx(file)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = exc.problem or exc.context or "invalid YAML"
+        hint = ""
+        if "'>'" in str(exc) or "block scalar" in problem or problem.startswith("expected"):
+            hint = " (quote values that start with '>' or '<', e.g. cpu_cores: \">= 192\")"
+        raise SpecError(f"YAML syntax error: {problem}{hint}", file=file, line=line) from None
+    except yaml.YAMLError as exc:
+        raise SpecError(f"YAML error: {exc}", file=file) from None
+    if root is None:
+        raise SpecError("the spec is empty; it needs at least a cluster section "
+                        "with name and nodes", file=file)
+    if not isinstance(root, MappingNode):
+        raise SpecError(f"the spec must be a map with sections cluster, host, storage; "
+                        f"got {_kind(root)}", file=file, line=root.start_mark.line + 1)
+    top = _Map(ctx, root, "", ("cluster", "host", "storage"))
+    cluster = _cluster(ctx, top.take("cluster"))
+    host = _host(ctx, top.take("host"))
+    storage = _storage(ctx, top.take("storage"), cluster.python)
+    top.finish()
+    if ctx.errors:
+        if len(ctx.errors) == 1:
+            raise ctx.errors[0]
+        ordered = sorted(ctx.errors, key=lambda error: error.line or 0)
+        lines = "\n".join(f"  {error}" for error in ordered)
+        raise SpecError(f"{len(ctx.errors)} problems in the spec:\n{lines}", file=file)
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    return Spec(file=file, sha256=sha, cluster=cluster, host=host, storage=storage)
+
+
+def load_spec(path: str | os.PathLike[str]) -> Spec:
+    """Read and validate the spec file at `path`."""
+    name = str(path)
+    file = Path(path)
+    try:
+        if file.is_dir():
+            raise SpecError("is a directory, expected a YAML spec file", file=name)
+        if file.stat().st_size > MAX_SPEC_BYTES:
+            raise SpecError("is larger than 4 MiB; is this really a spec?", file=name)
+        data = file.read_bytes()
+    except FileNotFoundError:
+        raise SpecError("no such file", file=name) from None
+    except PermissionError:
+        raise SpecError("permission denied", file=name) from None
+    except OSError as exc:
+        raise SpecError(f"cannot read: {exc.strerror}", file=name) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"not UTF-8 text (byte {exc.start})", file=name) from None
+    return parse_spec(text, name)

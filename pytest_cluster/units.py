@@ -1,0 +1,172 @@
+"""Quantities with units: parsing, formatting, conversion to base units.
+
+Base units: bytes, bytes/s, seconds, FLOP/s, ops/s, fraction (0..1) and plain counts.
+GB/s is 1e9 bytes/s; Gb/s is 1e9 bits/s (1.25e8 bytes/s); GiB is 2**30 bytes.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+from dataclasses import dataclass
+
+from pytest_cluster.errors import UnitError
+
+
+class Dim(enum.Enum):
+    """A physical dimension; `example` is shown in error messages."""
+
+    SIZE = ("size", "'1.5 TiB'")
+    RATE = ("rate", "'10 GB/s'")
+    TIME = ("time", "'5 s'")
+    FLOPS = ("compute rate", "'800 TFLOPS'")
+    OPS = ("operation rate", "'20000 ops/s'")
+    FRACTION = ("fraction", "'95%' or 0.95")
+    COUNT = ("count", "192")
+
+    def __init__(self, label: str, example: str) -> None:
+        self.label = label
+        self.example = example
+
+
+_DECIMAL = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
+_BINARY = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50}
+
+
+def _unit_table() -> dict[str, tuple[Dim, float]]:
+    table: dict[str, tuple[Dim, float]] = {}
+    for prefix, factor in {**_DECIMAL, **_BINARY}.items():
+        table[f"{prefix}B"] = (Dim.SIZE, factor)
+        table[f"{prefix}B/s"] = (Dim.RATE, factor)
+    for prefix, factor in _DECIMAL.items():
+        if prefix:
+            table[f"{prefix}b/s"] = (Dim.RATE, factor / 8)
+            table[f"{prefix}bps"] = (Dim.RATE, factor / 8)
+            table[f"{prefix}bit/s"] = (Dim.RATE, factor / 8)
+    table["bit/s"] = (Dim.RATE, 1 / 8)
+    for name, seconds in {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0,
+                          "min": 60.0, "h": 3600.0}.items():
+        table[name] = (Dim.TIME, seconds)
+    for prefix in ("G", "T", "P"):
+        table[f"{prefix}FLOPS"] = (Dim.FLOPS, _DECIMAL[prefix])
+        table[f"{prefix}FLOP/s"] = (Dim.FLOPS, _DECIMAL[prefix])
+    table["ops/s"] = (Dim.OPS, 1.0)
+    table["op/s"] = (Dim.OPS, 1.0)
+    table["kops/s"] = (Dim.OPS, 1e3)
+    table["%"] = (Dim.FRACTION, 0.01)
+    return table
+
+
+UNITS: dict[str, tuple[Dim, float]] = _unit_table()
+
+#: The unit a measured value is shown in when no spec unit is at hand.
+DEFAULT_UNIT = {Dim.SIZE: "GiB", Dim.RATE: "GB/s", Dim.TIME: "s", Dim.FLOPS: "TFLOPS",
+                Dim.OPS: "ops/s", Dim.FRACTION: "%", Dim.COUNT: ""}
+
+_NUMBER = r"[+-]?(?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+_QUANTITY_RE = re.compile(rf"^\s*({_NUMBER})\s*([A-Za-z%/]*)\s*$")
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A value in base units, with the unit it was written in (for display)."""
+
+    value: float
+    dim: Dim
+    unit: str
+
+    def __str__(self) -> str:
+        return format_value(self.value, self.dim, self.unit)
+
+
+def parse_number(text: str) -> float:
+    if not re.fullmatch(_NUMBER, text.strip()):
+        raise UnitError(f"not a number: {text!r}")
+    value = float(text.strip().replace("_", ""))
+    if not math.isfinite(value):
+        raise UnitError(f"not a finite number: {text!r}")
+    return value
+
+
+def parse_quantity(raw: object, dim: Dim) -> Quantity:
+    """Parse `raw` (a YAML scalar) as a quantity of dimension `dim`.
+
+    A bare number is accepted only where no unit is needed (counts, fractions).
+    """
+    expected = f"expected a {dim.label} like {dim.example}"
+    if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
+        raise UnitError(f"{expected}, got {raw!r}")
+    if isinstance(raw, (int, float)):
+        value = float(raw)
+        if not math.isfinite(value):
+            raise UnitError(f"{expected}, got {raw!r}")
+        if dim is Dim.COUNT:
+            return Quantity(value, dim, "")
+        if dim is Dim.FRACTION:
+            if not 0.0 <= value <= 1.0:
+                raise UnitError(f"{expected} (a fraction is between 0 and 1), got {raw!r}")
+            return Quantity(value, dim, "")
+        raise UnitError(f"{expected}, got {raw!r} (a number needs a unit)")
+    match = _QUANTITY_RE.match(raw)
+    if not match:
+        raise UnitError(f"{expected}, got {raw!r}")
+    number_text, unit = match.groups()
+    try:
+        number = parse_number(number_text)
+    except UnitError:
+        raise UnitError(f"{expected}, got {raw!r}") from None
+    if not unit:
+        if dim in (Dim.COUNT, Dim.FRACTION):
+            return parse_quantity(number, dim)
+        raise UnitError(f"{expected}, got {raw!r} (a number needs a unit)")
+    known = UNITS.get(unit)
+    if known is None:
+        hint = _unit_hint(unit, dim)
+        raise UnitError(f"{expected}, got {raw!r} (unknown unit {unit!r}{hint})")
+    unit_dim, factor = known
+    if unit_dim is not dim:
+        raise UnitError(f"{expected}, got {raw!r} (that is a {unit_dim.label})")
+    value = number * factor
+    if dim is Dim.FRACTION and not 0.0 <= value <= 1.0:
+        raise UnitError(f"{expected} (between 0% and 100%), got {raw!r}")
+    return Quantity(value, dim, unit)
+
+
+_UNIT_EXAMPLES = {
+    Dim.SIZE: "B, kB, MB, GB, TB, PB, KiB, MiB, GiB, TiB, PiB",
+    Dim.RATE: "MB/s, GB/s, TB/s, MiB/s, GiB/s (bytes); Mb/s, Gb/s, Gbps, Tb/s (bits)",
+    Dim.TIME: "ms, s, min, h",
+    Dim.FLOPS: "GFLOPS, TFLOPS, PFLOPS",
+    Dim.OPS: "ops/s, kops/s",
+    Dim.FRACTION: "%",
+    Dim.COUNT: "none",
+}
+
+
+def _unit_hint(unit: str, dim: Dim) -> str:
+    for name, (unit_dim, _) in UNITS.items():
+        if unit_dim is dim and name.lower() == unit.lower():
+            return f"; did you mean {name!r}?"
+    return f"; known units: {_UNIT_EXAMPLES[dim]}"
+
+
+def format_number(value: float) -> str:
+    """Four significant digits, no exponent, no trailing zeros: 4.1, 10, 20000, 0.0123."""
+    if value == 0 or not math.isfinite(value):
+        return "0" if value == 0 else str(value)
+    digits = max(0, 3 - math.floor(math.log10(abs(value))))
+    text = f"{value:.{digits}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def format_value(value: float, dim: Dim, unit: str = "") -> str:
+    """Format a base-unit value in `unit` (or the dimension's default unit)."""
+    unit = unit or DEFAULT_UNIT[dim]
+    if not unit:
+        return format_number(value)
+    factor = UNITS[unit][1]
+    sep = "" if unit == "%" else " "
+    return f"{format_number(value / factor)}{sep}{unit}"
