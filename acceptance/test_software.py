@@ -1,0 +1,55 @@
+"""Software clauses: kernel, Python, torch, CUDA, NCCL and driver versions, per node,
+and the same versions on every node."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_cluster.cluster import Cluster
+from pytest_cluster.evidence import Evidence
+from pytest_cluster.launchers.base import ProbeResult
+from pytest_cluster.spec.model import VersionClause
+from pytest_cluster.state import SPEC_KEY
+
+SOFTWARE = ("kernel", "python", "torch", "cuda", "nccl", "driver")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    spec = metafunc.config.stash.get(SPEC_KEY, None)
+    if spec is None:
+        return
+    if "software" in metafunc.fixturenames:
+        clauses = spec.host.software
+        metafunc.parametrize("software", clauses, ids=[c.name for c in clauses])
+    if "package" in metafunc.fixturenames:
+        metafunc.parametrize("package", SOFTWARE, ids=list(SOFTWARE))
+
+
+def test_software_version(node: str, software: VersionClause, host_result: ProbeResult,
+                          evidence: Evidence) -> None:
+    payload = evidence.require(host_result, software)
+    found = payload["versions"].get(software.name)
+    evidence.check_version(software, found, node=node, result=host_result,
+                           source=payload["sources"].get(software.name))
+
+
+@pytest.mark.clause("host.same_software")
+def test_software_same_on_all_nodes(cluster: Cluster, package: str, evidence: Evidence) -> None:
+    """Every node reports the same version (host.same_software, on by default)."""
+    results = cluster.host_all()
+    versions: dict[str, list[str]] = {}
+    unreachable = []
+    for name, result in results.items():
+        if not result.ok:
+            unreachable.append(name)
+            continue
+        found = str(result.payload()["versions"].get(package))
+        versions.setdefault(found, []).append(name)
+    evidence.record(spec_key=f"host.same_software.{package}", node="all",
+                    measured=len(versions), required=1, comparison="==",
+                    raw={"versions": versions, "unreachable": unreachable},
+                    simulated=any(r.simulated for r in results.values()))
+    if len(versions) > 1:
+        detail = "; ".join(f"{v} on {', '.join(nodes)}" for v, nodes in versions.items())
+        pytest.fail(f"{package} differs between nodes: {detail}", pytrace=False)
+

@@ -1,0 +1,52 @@
+"""Probe once, assert many: one run of each probe call per node, shared across processes.
+
+Results live as JSON files in one directory that the controller creates and passes to
+pytest-xdist workers; a file lock makes the first process run the probe and the others
+wait for its results.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pytest_cluster.launchers.base import ProbeResult
+from pytest_cluster.probes import ProbeCall
+
+Runner = Callable[[ProbeCall, Sequence[str]], dict[str, ProbeResult]]
+
+
+class ProbeCache:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._memo: dict[str, dict[str, ProbeResult]] = {}
+
+    def _load(self, path: Path) -> dict[str, ProbeResult]:
+        records = json.loads(path.read_text(encoding="utf-8"))
+        return {node: ProbeResult.from_json(record) for node, record in records.items()}
+
+    def get(self, call: ProbeCall, nodes: Sequence[str], run: Runner) -> dict[str, ProbeResult]:
+        """Results of `call` on all `nodes`, running it only if no process has yet."""
+        key = call.key()
+        if key in self._memo:
+            return self._memo[key]
+        self.directory.mkdir(parents=True, exist_ok=True)
+        target = self.directory / f"{key}.json"
+        with open(self.directory / f"{key}.lock", "w", encoding="ascii") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if target.exists():
+                results = self._load(target)
+            else:
+                results = run(call, nodes)
+                document = {"call": {"probe": call.name, "args": list(call.args)},
+                            "results": {n: r.to_json() for n, r in results.items()}}
+                partial = target.with_suffix(".tmp")
+                partial.write_text(json.dumps(document["results"], indent=1), encoding="utf-8")
+                os.replace(partial, target)
+                (self.directory / f"{key}.call.json").write_text(
+                    json.dumps(document["call"]), encoding="utf-8")
+        self._memo[key] = results
+        return results

@@ -1,0 +1,67 @@
+"""The cluster under test: the validated spec, its launcher and the shared probe cache."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_cluster.cache import ProbeCache
+from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
+from pytest_cluster.probes import ProbeCall
+from pytest_cluster.spec.model import Spec, StorageSpec
+
+
+def storage_call(fs: StorageSpec) -> ProbeCall:
+    """The storage probe's arguments for one filesystem; parts not in contract are skipped."""
+    args = ["--path", fs.path, "--io-size", str(fs.io_size_bytes),
+            "--files", str(fs.metadata_files)]
+    for part in ("write", "read", "metadata"):
+        if fs.clause(part) is None:
+            args += ["--skip", part]
+    return ProbeCall("storage", tuple(args))
+
+
+def import_call(fs: StorageSpec) -> ProbeCall:
+    args = ["--python", fs.python, "--repeats", str(fs.import_repeats), "--path", fs.path]
+    if fs.cold_cache:
+        args.append("--cold")
+    return ProbeCall("import_latency", tuple(args))
+
+
+class Cluster:
+    """What the `cluster` fixture gives a test: spec, nodes and probe results."""
+
+    def __init__(self, spec: Spec, cache_dir: Path, launcher: Launcher | None = None) -> None:
+        self.spec = spec
+        self.launcher = launcher or get_launcher(spec.cluster)
+        self.cache = ProbeCache(cache_dir)
+
+    @property
+    def name(self) -> str:
+        return self.spec.cluster.name
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return self.spec.cluster.nodes
+
+    def _run(self, call: ProbeCall, nodes: Sequence[str]) -> dict[str, ProbeResult]:
+        return self.launcher.run(call, nodes, self.spec.cluster.probe_timeout_s)
+
+    def probe(self, call: ProbeCall, node: str) -> ProbeResult:
+        """The result of `call` on `node`; the call runs once, on all nodes in parallel."""
+        return self.cache.get(call, self.nodes, self._run)[node]
+
+    def probe_all(self, call: ProbeCall) -> dict[str, ProbeResult]:
+        return self.cache.get(call, self.nodes, self._run)
+
+    def host(self, node: str) -> ProbeResult:
+        return self.probe(ProbeCall("host"), node)
+
+    def host_all(self) -> dict[str, ProbeResult]:
+        return self.probe_all(ProbeCall("host"))
+
+    def storage(self, node: str, fs: StorageSpec) -> ProbeResult:
+        return self.probe(storage_call(fs), node)
+
+    def import_latency(self, node: str, fs: StorageSpec) -> ProbeResult:
+        return self.probe(import_call(fs), node)

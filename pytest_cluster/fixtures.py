@@ -1,0 +1,70 @@
+"""Fixtures for contract tests: `cluster`, `node`, `filesystem` and probe results."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_cluster.cluster import Cluster
+from pytest_cluster.evidence import Evidence
+from pytest_cluster.launchers.base import ProbeResult
+from pytest_cluster.spec.model import Spec, StorageSpec
+from pytest_cluster.state import CACHE_DIR_KEY, SPEC_KEY
+
+NEEDS_SPEC = "this test needs a contract spec: run pytest --cluster=trial.yaml"
+
+
+@pytest.fixture(scope="session")
+def cluster_spec(pytestconfig: pytest.Config) -> Spec:
+    """The validated contract spec given with --cluster (frozen records)."""
+    spec = pytestconfig.stash.get(SPEC_KEY, None)
+    if spec is None:
+        pytest.fail(NEEDS_SPEC, pytrace=False)
+    return spec
+
+
+@pytest.fixture(scope="session")
+def cluster(pytestconfig: pytest.Config, cluster_spec: Spec) -> Cluster:
+    """The cluster under test: spec, nodes, launcher; probes run once per node per run."""
+    return Cluster(cluster_spec, pytestconfig.stash[CACHE_DIR_KEY])
+
+
+@pytest.fixture
+def node(request: pytest.FixtureRequest) -> str:
+    """The name of the node under test; tests using it run once per node of the spec."""
+    if not hasattr(request, "param"):
+        pytest.fail(NEEDS_SPEC, pytrace=False)
+    name: str = request.param
+    return name
+
+
+@pytest.fixture
+def filesystem(request: pytest.FixtureRequest) -> StorageSpec:
+    """The filesystem under test (a `storage:` entry); tests run once per filesystem."""
+    if not hasattr(request, "param"):
+        pytest.fail(NEEDS_SPEC, pytrace=False)
+    fs: StorageSpec = request.param
+    return fs
+
+
+@pytest.fixture
+def evidence(request: pytest.FixtureRequest) -> Evidence:
+    """Records measured vs required into JUnit properties and results.jsonl, then asserts."""
+    return Evidence(request.node)
+
+
+@pytest.fixture
+def host_result(cluster: Cluster, node: str) -> ProbeResult:
+    """The host probe's result on `node` (CPU, memory, versions), or its error."""
+    return cluster.host(node)
+
+
+@pytest.fixture
+def storage_result(cluster: Cluster, node: str, filesystem: StorageSpec) -> ProbeResult:
+    """The storage probe's result for `filesystem` on `node`, or its error."""
+    return cluster.storage(node, filesystem)
+
+
+@pytest.fixture
+def import_result(cluster: Cluster, node: str, filesystem: StorageSpec) -> ProbeResult:
+    """The import-latency probe's result for `filesystem`'s interpreter on `node`."""
+    return cluster.import_latency(node, filesystem)

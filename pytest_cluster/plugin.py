@@ -1,0 +1,197 @@
+"""pytest plumbing: options, spec validation at configure time, collection, reports.
+
+With `--cluster=SPEC` and no test paths on the command line, pytest collects the
+packaged contract suite (pytest_cluster.acceptance); with paths, it runs those (your own
+tests may use our fixtures). Nothing is written by pytest-xdist workers.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_cluster.errors import LaunchError, SpecError
+from pytest_cluster.launchers import REGISTRY
+from pytest_cluster.report import ResultsWriter, report_record, summary_html, tally
+from pytest_cluster.spec import Spec, StorageSpec, load_spec
+from pytest_cluster.state import CACHE_DIR_KEY, SPEC_KEY
+
+pytest_plugins = ["pytest_cluster.fixtures"]
+
+NOT_IN_CONTRACT_KEY = pytest.StashKey[list[str]]()
+SESSION_PLUGIN = "pytest-cluster-session"
+
+
+def acceptance_dir() -> Path:
+    """Where the packaged contract suite lives (pytest_cluster.acceptance)."""
+    import pytest_cluster.acceptance as suite
+
+    return Path(suite.__file__).parent
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("cluster", "pytest-cluster: contract acceptance tests")
+    group.addoption(
+        "--cluster", metavar="SPEC", default=None,
+        help="contract spec (YAML) of the cluster under test; without test paths, "
+             "runs the packaged acceptance suite against it")
+    group.addoption(
+        "--cluster-reports", metavar="DIR", default="reports",
+        help="where to write report.html, junit.xml, results.jsonl and the raw probe "
+             "results (default: reports; an empty value writes none)")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "clause(name): the contract clause a test checks, e.g. 'storage.write'; "
+                   "tests of clauses absent from the spec are not collected")
+    spec_path = config.getoption("cluster")
+    if not spec_path:
+        return
+    try:
+        spec = load_spec(spec_path)
+    except SpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if spec.cluster.launcher not in REGISTRY:  # pragma: no cover - the loader checks it too
+        raise pytest.UsageError(str(LaunchError(f"unknown launcher {spec.cluster.launcher!r}")))
+    config.stash[SPEC_KEY] = spec
+    config.stash[NOT_IN_CONTRACT_KEY] = []
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        config.stash[CACHE_DIR_KEY] = Path(workerinput["cluster_cache_dir"])
+    else:
+        reports = config.getoption("cluster_reports")
+        reports_dir = Path(reports) if reports else None
+        if reports_dir is not None:
+            if not config.option.xmlpath:
+                config.option.xmlpath = str(reports_dir / "junit.xml")
+            if not getattr(config.option, "htmlpath", None):
+                config.option.htmlpath = str(reports_dir / "report.html")
+                config.option.self_contained_html = True
+            cache_dir = reports_dir / "probes"
+            shutil.rmtree(cache_dir, ignore_errors=True)
+        else:
+            cache_dir = Path(tempfile.mkdtemp(prefix="pytest-cluster-"))
+        config.stash[CACHE_DIR_KEY] = cache_dir
+        config.pluginmanager.register(ClusterSession(config, spec, reports_dir), SESSION_PLUGIN)
+    if config.args_source is not pytest.Config.ArgsSource.ARGS:
+        config.args = [str(acceptance_dir())]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    spec = metafunc.config.stash.get(SPEC_KEY, None)
+    if spec is None:
+        return
+    if "node" in metafunc.fixturenames:
+        metafunc.parametrize("node", spec.cluster.nodes, ids=list(spec.cluster.nodes),
+                             indirect=True)
+    if "filesystem" in metafunc.fixturenames:
+        metafunc.parametrize("filesystem", spec.storage,
+                             ids=[fs.path for fs in spec.storage], indirect=True)
+
+
+def clause_name(item: pytest.Item, spec: Spec) -> tuple[str, bool] | None:
+    """The clause an item checks and whether the spec has it (None: no clause marker)."""
+    marker = item.get_closest_marker("clause")
+    if marker is None or not marker.args:
+        return None
+    name = str(marker.args[0])
+    section, _, key = name.partition(".")
+    if name == "host.same_software":
+        return name, spec.host.same_software and len(spec.cluster.nodes) > 1
+    if section == "host":
+        return name, spec.host_clause(key) is not None
+    if section == "storage":
+        callspec = getattr(item, "callspec", None)
+        fs = callspec.params.get("filesystem") if callspec is not None else None
+        if not isinstance(fs, StorageSpec):
+            return name, False
+        return f"storage[{fs.path}].{key}", fs.clause(key) is not None
+    return name, True
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    spec = config.stash.get(SPEC_KEY, None)
+    if spec is None:
+        return
+    keep, drop, absent = [], [], config.stash[NOT_IN_CONTRACT_KEY]
+    for item in items:
+        found = clause_name(item, spec)
+        if found is not None and not found[1]:
+            drop.append(item)
+            absent.append(found[0])
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+class ClusterSession:
+    """Controller-only: results.jsonl, the HTML contract summary, the terminal summary."""
+
+    def __init__(self, config: pytest.Config, spec: Spec, reports_dir: Path | None) -> None:
+        self.config = config
+        self.spec = spec
+        self.reports_dir = reports_dir
+        self.records: list[dict[str, Any]] = []
+        self.writer = ResultsWriter(reports_dir / "results.jsonl", spec) if reports_dir else None
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["cluster_cache_dir"] = str(self.config.stash[CACHE_DIR_KEY])
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            record = report_record(report)
+            if record is None:
+                return
+            self.records.append(record)
+            if self.writer is not None:
+                self.writer.write(record)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_summary(self, prefix: list[str], summary: list[str],
+                                    postfix: list[str]) -> None:
+        absent = self.config.stash.get(NOT_IN_CONTRACT_KEY, [])
+        prefix.append(summary_html(self.spec, tally(self.records), absent))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_header(self, cells: list[str]) -> None:
+        cells.insert(2, "<th>Measured</th>")
+        cells.insert(3, "<th>Required</th>")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
+        props = dict(report.user_properties)
+        measured = props.get("measured", props.get("error_kind", ""))
+        unit = props.get("unit", "")
+        sim = " SIMULATED" if props.get("simulated") else ""
+        cells.insert(2, f"<td>{measured} {unit}{sim}</td>")
+        cells.insert(3, f"<td>{props.get('required', '')}</td>")
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        absent = sorted(set(self.config.stash.get(NOT_IN_CONTRACT_KEY, [])))
+        write = terminalreporter.write_line
+        terminalreporter.section("pytest-cluster")
+        write(f"cluster {self.spec.cluster.name}: {len(self.spec.cluster.nodes)} node(s), "
+              f"{len(self.records)} contract check(s), "
+              f"{sum(r['outcome'] != 'passed' for r in self.records)} failed")
+        if absent:
+            write(f"not in contract, not tested: {', '.join(absent)}")
+        if self.reports_dir is not None:
+            paths = [self.config.option.htmlpath, self.config.option.xmlpath,
+                     str(self.reports_dir / "results.jsonl")]
+            write("evidence: " + ", ".join(p for p in paths if p))
+            write(f"raw probe results: {self.config.stash[CACHE_DIR_KEY]}")
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        if self.reports_dir is None:
+            shutil.rmtree(config.stash[CACHE_DIR_KEY], ignore_errors=True)

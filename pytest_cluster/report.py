@@ -1,0 +1,126 @@
+"""Results on the controller: results.jsonl as each test ends, and the contract summary."""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from pytest_cluster.spec.model import Spec
+from pytest_cluster.units import format_number
+
+
+@dataclass
+class ClauseTally:
+    key: str
+    required: str = ""
+    unit: str = ""
+    comparison: str = ""
+    passed: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)
+    worst: float | None = None
+    worst_node: str = ""
+    simulated: bool = False
+
+    def add(self, record: dict[str, Any]) -> None:
+        node = str(record.get("node", "?"))
+        (self.passed if record["outcome"] == "passed" else self.failed).add(node)
+        self.required = str(record.get("required", self.required))
+        self.unit = str(record.get("unit", self.unit) or "")
+        self.comparison = str(record.get("comparison", self.comparison) or "")
+        self.simulated = self.simulated or bool(record.get("simulated"))
+        measured = record.get("measured")
+        if isinstance(measured, (int, float)) and not isinstance(measured, bool):
+            lower_is_worse = self.comparison in (">=", ">", "")
+            if self.worst is None or (measured < self.worst if lower_is_worse
+                                      else measured > self.worst):
+                self.worst, self.worst_node = float(measured), node
+
+    def worst_text(self) -> str:
+        if self.worst is None:
+            return "-"
+        unit = f" {self.unit}" if self.unit and self.unit != "%" else self.unit
+        return f"{format_number(self.worst)}{unit} ({self.worst_node})"
+
+
+def report_record(report: pytest.TestReport) -> dict[str, Any] | None:
+    """The JSONL record of a finished test, or None if it is not a contract test."""
+    props = dict(report.user_properties)
+    if "spec_key" not in props:
+        return None
+    if "raw" in props and isinstance(props["raw"], str):
+        try:
+            props["raw"] = json.loads(props["raw"])
+        except json.JSONDecodeError:
+            pass
+    message = ""
+    if report.failed or report.skipped:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        message = crash.message if crash is not None else str(report.longrepr)
+        if isinstance(report.longrepr, tuple):  # skip: (path, line, reason)
+            message = str(report.longrepr[2])
+    return {"type": "result", "nodeid": report.nodeid, "outcome": report.outcome,
+            "phase": report.when, "duration_s": round(report.duration, 6),
+            "finished_at": time.time(), "message": message, **props}
+
+
+class ResultsWriter:
+    """Appends one line per finished contract test, flushed at once."""
+
+    def __init__(self, path: Path, spec: Spec) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._file: IO[str] = path.open("w", encoding="utf-8")
+        self.write({"type": "run", "cluster": spec.cluster.name, "spec": spec.file,
+                    "spec_sha256": spec.sha256, "nodes": list(spec.cluster.nodes),
+                    "launcher": spec.cluster.launcher, "started_at": time.time()})
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._file.write(json.dumps(record, sort_keys=True, default=str) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def tally(records: Iterable[dict[str, Any]]) -> list[ClauseTally]:
+    clauses: dict[str, ClauseTally] = {}
+    for record in records:
+        key = str(record["spec_key"])
+        clauses.setdefault(key, ClauseTally(key)).add(record)
+    return list(clauses.values())
+
+
+def summary_html(spec: Spec, tallies: list[ClauseTally], not_in_contract: list[str]) -> str:
+    esc = html.escape
+    rows = []
+    for t in tallies:
+        status = "passed" if not t.failed else "failed"
+        sim = ' <span class="simulated">SIMULATED</span>' if t.simulated else ""
+        failed_nodes = ", ".join(sorted(t.failed)) or "-"
+        rows.append(
+            f'<tr class="{status}"><td>{esc(t.key)}{sim}</td><td>{esc(t.required)}</td>'
+            f"<td>{len(t.passed)}</td><td>{len(t.failed)}</td><td>{esc(failed_nodes)}</td>"
+            f"<td>{esc(t.worst_text())}</td></tr>")
+    skipped = ""
+    if not_in_contract:
+        skipped = ("<p>Not in the contract, so not tested: "
+                   f"{esc(', '.join(sorted(set(not_in_contract))))}</p>")
+    return (
+        '<div id="contract-summary"><h2>Contract summary: '
+        f"{esc(spec.cluster.name)}</h2>"
+        f"<p>Spec {esc(spec.file)} (sha256 {spec.sha256[:12]}), "
+        f"{len(spec.cluster.nodes)} node(s), launcher {esc(spec.cluster.launcher)}.</p>"
+        "<style>#contract-summary table{border-collapse:collapse}"
+        "#contract-summary td,#contract-summary th{border:1px solid #999;padding:2px 8px}"
+        "#contract-summary tr.failed td{background:#fdd}"
+        ".simulated{background:#fc0;font-weight:bold;padding:0 4px}</style>"
+        "<table><tr><th>Clause</th><th>Required</th><th>Nodes passed</th>"
+        "<th>Nodes failed</th><th>Failed on</th><th>Worst measured</th></tr>"
+        + "".join(rows) + "</table>" + skipped + "</div>")
