@@ -332,6 +332,28 @@ def _storage(ctx: _Ctx, node: Node | None, default_python: str) -> tuple[Storage
     return tuple(found)
 
 
+_PLAIN_TAGS = {f"tag:yaml.org,2002:{name}" for name in
+               ("str", "int", "float", "bool", "null", "map", "seq", "merge", "timestamp")}
+
+
+def _check_tags(root: Node, file: str) -> None:
+    """Refuse YAML tags (`!!python/...`, `!custom`): a spec is plain data."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if node.tag not in _PLAIN_TAGS:
+            raise SpecError(f"YAML tag {node.tag!r} is not allowed; a spec is plain data",
+                            file=file, line=node.start_mark.line + 1)
+        if isinstance(node, MappingNode):
+            stack.extend(item for pair in node.value for item in pair)
+        elif isinstance(node, SequenceNode):
+            stack.extend(node.value)
+
+
 def parse_spec(text: str, file: str) -> Spec:
     """Validate spec text; raise SpecError listing every problem found."""
     ctx = _Ctx(file)
@@ -342,14 +364,17 @@ def parse_spec(text: str, file: str) -> Spec:
         line = mark.line + 1 if mark is not None else None
         problem = exc.problem or exc.context or "invalid YAML"
         hint = ""
-        if "'>'" in str(exc) or "block scalar" in problem or problem.startswith("expected"):
+        if "chomping or indentation" in problem:
             hint = " (quote values that start with '>' or '<', e.g. cpu_cores: \">= 192\")"
+        elif "'['" in problem:
+            hint = " (quote hostlists inside [...] lists, e.g. nodes: ['gpu-[001-004]', login01])"
         raise SpecError(f"YAML syntax error: {problem}{hint}", file=file, line=line) from None
     except yaml.YAMLError as exc:
         raise SpecError(f"YAML error: {exc}", file=file) from None
     if root is None:
         raise SpecError("the spec is empty; it needs at least a cluster section "
                         "with name and nodes", file=file)
+    _check_tags(root, file)
     if not isinstance(root, MappingNode):
         raise SpecError(f"the spec must be a map with sections cluster, host, storage; "
                         f"got {_kind(root)}", file=file, line=root.start_mark.line + 1)

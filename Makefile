@@ -1,0 +1,37 @@
+# `make demo`: set up .venv and run the contract suite on this machine (one-node cluster).
+# `make test`: set up .venv and run the plugin's own tests.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# torch is needed on the nodes only (import latency); here the local machine is the node.
+# The CPU build keeps the download small where a local wheel is not at hand.
+TORCH ?= torch==2.13.0
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml Makefile
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --quiet "$(TORCH)" numpy \
+		|| $(BIN)/pip install --quiet "$(TORCH)" numpy --index-url https://download.pytorch.org/whl/cpu
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest --cluster=examples/localhost.yaml \
+		--cluster-reports=reports; status=$$?; \
+	echo; echo "Reports: reports/report.html  reports/junit.xml  reports/results.jsonl"; \
+	exit $$status
+
+test: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/overhead.py
+
+clean:
+	rm -rf $(VENV) reports build *.egg-info

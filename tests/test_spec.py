@@ -1,0 +1,193 @@
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_cluster.errors import SpecError
+from pytest_cluster.spec import load_spec, parse_spec
+
+GOOD = """\
+cluster:
+  name: acme-h100-trial
+  nodes:
+    - gpu-[001-002]
+    - login01
+  python: /shared/venv/bin/python
+  probe_timeout: 5 min
+host:
+  cpu_cores: ">= 192"
+  memory: ">= 1.5 TiB"
+  software: {kernel: ">= 5.15", torch: ">= 2.4"}
+storage:
+  - path: /data/
+    shared: true
+    capacity: ">= 100 TiB"
+    write: ">= 10 GB/s"
+    import_torch: "<= 5 s"
+    io_size: 4 GiB
+"""
+
+
+def error_of(text: str) -> str:
+    with pytest.raises(SpecError) as info:
+        parse_spec(text, "trial.yaml")
+    return str(info.value)
+
+
+def test_good_spec_becomes_frozen_records() -> None:
+    spec = parse_spec(GOOD, "trial.yaml")
+    assert spec.cluster.nodes == ("gpu-001", "gpu-002", "login01")
+    assert spec.cluster.probe_timeout_s == 300.0
+    assert spec.host.cpu_cores is not None
+    assert spec.host.cpu_cores.key == "host.cpu_cores"
+    assert spec.host.cpu_cores.line == 9
+    assert spec.host.memory is not None
+    assert spec.host.memory.requirement.bound.value == 1.5 * 2**40
+    assert [c.name for c in spec.host.software] == ["kernel", "torch"]
+    fs = spec.storage[0]
+    assert fs.path == "/data"
+    assert fs.shared is True
+    assert fs.python == "/shared/venv/bin/python"
+    assert fs.io_size_bytes == 4 * 2**30
+    assert fs.write is not None
+    assert fs.write.key == "storage[/data].write"
+    assert fs.read is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.cluster.name = "other"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("", "trial.yaml: the spec is empty; it needs at least a cluster section with name and "
+         "nodes"),
+    ("# only a comment\n", "trial.yaml: the spec is empty; it needs at least a cluster section "
+                           "with name and nodes"),
+    ("- a\n- b\n", "trial.yaml:1: the spec must be a map with sections cluster, host, storage; "
+                   "got a list"),
+    ("cluster: [a]\n", "trial.yaml:1: cluster: expected a map of name, nodes, launcher, python, "
+                       "probe_timeout, parallel, got a list"),
+    ("cluster: {name: x, nodes: a}\nhost:\n  cpu_cores: >= 192\n",
+     "trial.yaml:3: YAML syntax error: expected chomping or indentation indicators, but found "
+     "'=' (quote values that start with '>' or '<', e.g. cpu_cores: \">= 192\")"),
+    ("cluster: {name: x, nodes: [gpu-[1-2], b]}\n",
+     "trial.yaml:1: YAML syntax error: expected ',' or ']', but got '[' (quote hostlists inside "
+     "[...] lists, e.g. nodes: ['gpu-[001-004]', login01])"),
+    ("cluster: {name: x, nodes: a\n", "trial.yaml:2: YAML syntax error: expected ',' or '}', "
+                                      "but got '<stream end>'"),
+    ("cluster: {name: x, nodes: a}\nstorage:\n  - path: /data\n    write: 10 gigs\n",
+     "trial.yaml:4: storage[0].write: expected a rate like '10 GB/s', got '10 gigs' (unknown "
+     "unit 'gigs'; known units: MB/s, GB/s, TB/s, MiB/s, GiB/s (bytes); Mb/s, Gb/s, Gbps, "
+     "Tb/s (bits))"),
+    ("cluster: {name: x, nodes: a}\nhost:\n  memroy: 1 TiB\n",
+     "trial.yaml:3: host.memroy: unknown key; did you mean 'memory'? (known keys: cpu_cores, "
+     "cpu_threads, memory, software, same_software)"),
+    ("cluster: {name: x, nodes: a}\nstorage:\n  - path: /d\n    wirte: 1 GB/s\n",
+     "trial.yaml:4: storage[0].wirte: unknown key; did you mean 'write'? (known keys: path, "
+     "shared, capacity, free, write, read, metadata, import_torch, python, io_size, "
+     "metadata_files, import_repeats, cold_cache)"),
+    ("cluster: {name: x, nodes: a}\nstorage: {path: /data}\n",
+     "trial.yaml:2: storage: expected a list of filesystems (- path: /data ...), got a map"),
+    ("cluster: {name: x, nodes: 'a;rm -rf /'}\n",
+     "trial.yaml:1: cluster.nodes: 'a;rm -rf /' is not a valid hostname (letters, digits, '-', "
+     "'_' and '.')"),
+    ("cluster: {name: x, nodes: [a, b, a]}\n",
+     "trial.yaml:1: cluster.nodes[2]: node 'a' is listed twice"),
+    ("cluster: {name: x}\n", "trial.yaml:1: cluster.nodes: missing: list the nodes, e.g. "
+                             "nodes: gpu-[001-004]"),
+    ("host: {cpu_cores: 1}\n", "trial.yaml: cluster: missing section (needs at least name and "
+                               "nodes)"),
+    ("cluster: {name: x, nodes: a, launcher: pbs}\n",
+     "trial.yaml:1: cluster.launcher: expected one of local, got 'pbs'"),
+    ("cluster: {name: x, nodes: a}\ncluster: {name: y, nodes: b}\n",
+     "trial.yaml:2: cluster: duplicate key (first given on line 1)"),
+    ("cluster: {name: x, nodes: a}\nstorage:\n  - path: data\n",
+     "trial.yaml:3: storage[0].path: expected an absolute path like /data, got 'data'"),
+    ("cluster: {name: x, nodes: a}\nstorage:\n  - shared: true\n",
+     "trial.yaml:3: storage[0].path: missing: which filesystem path to test"),
+    ("cluster: {name: x, nodes: a}\nstorage:\n  - path: /d\n  - path: /d/\n",
+     "trial.yaml:4: storage[1].path: /d is listed twice"),
+    ("cluster: {name: x, nodes: a}\nhost:\n  software: {torch: latest}\n",
+     "trial.yaml:3: host.software.torch: expected a version bound like '>= 5.15', "
+     "got 'latest'"),
+    ("cluster: {name: x, nodes: a}\nhost:\n  cpu_cores: [1, 2]\n",
+     "trial.yaml:3: host.cpu_cores: expected a count like 192, got a list"),
+    ("cluster: {name: x, nodes: a}\ngpus: {count: 8}\n",
+     "trial.yaml:2: gpus: GPU clauses are not supported by this version of pytest-cluster yet; "
+     "remove the section or upgrade"),
+    ("cluster: {name: x, nodes: a}\nstorage:\n  - path: /d\n    shared: maybe\n",
+     "trial.yaml:4: storage[0].shared: expected true or false, got 'maybe'"),
+    ("cluster: {name: x, nodes: a, parallel: 0}\n",
+     "trial.yaml:1: cluster.parallel: expected a whole number >= 1, got 0"),
+])
+def test_errors_are_exact(text: str, message: str) -> None:
+    assert error_of(text) == message
+
+
+def test_all_problems_are_listed_in_line_order() -> None:
+    text = ("cluster: {name: x, nodes: a}\nhost:\n  memroy: 1 TiB\n  cpu_cores: many\n"
+            "storage:\n  - path: rel\n")
+    assert error_of(text) == (
+        "trial.yaml: 3 problems in the spec:\n"
+        "  trial.yaml:3: host.memroy: unknown key; did you mean 'memory'? (known keys: "
+        "cpu_cores, cpu_threads, memory, software, same_software)\n"
+        "  trial.yaml:4: host.cpu_cores: expected a count like 192, got 'many'\n"
+        "  trial.yaml:6: storage[0].path: expected an absolute path like /data, got 'rel'")
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match=r"nope.yaml: no such file$"):
+        load_spec(tmp_path / "nope.yaml")
+
+
+def test_directory_and_binary(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match=r": is a directory, expected a YAML spec file$"):
+        load_spec(tmp_path)
+    binary = tmp_path / "b.yaml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(SpecError, match=r"b.yaml: not UTF-8 text \(byte 0\)$"):
+        load_spec(binary)
+
+
+def test_yaml_tags_are_not_executed() -> None:
+    message = error_of("cluster: !!python/object/apply:os.system ['true']\n")
+    assert message == ("trial.yaml:1: YAML tag 'tag:yaml.org,2002:python/object/apply:os.system' "
+                       "is not allowed; a spec is plain data")
+
+
+def test_example_specs_are_valid() -> None:
+    for path in sorted(Path(__file__).parent.parent.joinpath("examples").glob("*.yaml")):
+        load_spec(path)
+
+
+yaml_values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
+              st.text(max_size=12)),
+    lambda children: st.one_of(st.lists(children, max_size=4),
+                               st.dictionaries(st.sampled_from(
+                                   ["cluster", "name", "nodes", "host", "storage", "path",
+                                    "write", "memory", "software", "torch", "x"]) | st.text(
+                                   max_size=6), children, max_size=4)),
+    max_leaves=20)
+
+
+@settings(max_examples=200, deadline=None)
+@given(yaml_values)
+def test_arbitrary_documents_raise_only_spec_error(document: object) -> None:
+    text = yaml.safe_dump(document)
+    try:
+        parse_spec(text, "fuzz.yaml")
+    except SpecError:
+        pass
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=80))
+def test_arbitrary_text_raises_only_spec_error(text: str) -> None:
+    try:
+        parse_spec(text, "fuzz.yaml")
+    except SpecError:
+        pass

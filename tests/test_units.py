@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_cluster.errors import UnitError
+from pytest_cluster.units import Dim, format_number, format_value, parse_quantity
+
+
+@pytest.mark.parametrize(("text", "dim", "value"), [
+    ("1.5 TiB", Dim.SIZE, 1.5 * 2**40),
+    ("100 TB", Dim.SIZE, 100e12),
+    ("512MiB", Dim.SIZE, 512 * 2**20),
+    ("1 kB", Dim.SIZE, 1000.0),
+    ("10 GB/s", Dim.RATE, 10e9),
+    ("400 Gb/s", Dim.RATE, 50e9),
+    ("400 Gbps", Dim.RATE, 50e9),
+    ("1 Gbit/s", Dim.RATE, 0.125e9),
+    ("3.35 TB/s", Dim.RATE, 3.35e12),
+    ("2 GiB/s", Dim.RATE, 2 * 2**30),
+    ("5 s", Dim.TIME, 5.0),
+    ("200 ms", Dim.TIME, 0.2),
+    ("2 min", Dim.TIME, 120.0),
+    ("1 h", Dim.TIME, 3600.0),
+    ("989 TFLOPS", Dim.FLOPS, 989e12),
+    ("20000 ops/s", Dim.OPS, 20000.0),
+    ("20_000 ops/s", Dim.OPS, 20000.0),
+    ("95%", Dim.FRACTION, 0.95),
+    ("0.8", Dim.FRACTION, 0.8),
+    (0.8, Dim.FRACTION, 0.8),
+    (192, Dim.COUNT, 192.0),
+    ("192", Dim.COUNT, 192.0),
+])
+def test_parse_quantity(text: object, dim: Dim, value: float) -> None:
+    assert parse_quantity(text, dim).value == pytest.approx(value)
+
+
+@pytest.mark.parametrize(("raw", "dim", "message"), [
+    ("10 gigs", Dim.RATE, "expected a rate like '10 GB/s', got '10 gigs' (unknown unit 'gigs'; "
+     "known units: MB/s, GB/s, TB/s, MiB/s, GiB/s (bytes); Mb/s, Gb/s, Gbps, Tb/s (bits))"),
+    ("10 gb/s", Dim.RATE, "expected a rate like '10 GB/s', got '10 gb/s' "
+     "(unknown unit 'gb/s'; did you mean 'GB/s'?)"),
+    ("10", Dim.RATE, "expected a rate like '10 GB/s', got '10' (a number needs a unit)"),
+    (10, Dim.SIZE, "expected a size like '1.5 TiB', got 10 (a number needs a unit)"),
+    ("10 GB", Dim.RATE, "expected a rate like '10 GB/s', got '10 GB' (that is a size)"),
+    ("150%", Dim.FRACTION, "expected a fraction like '95%' or 0.95 (between 0% and 100%), "
+     "got '150%'"),
+    (True, Dim.COUNT, "expected a count like 192, got True"),
+    ("nan s", Dim.TIME, "expected a time like '5 s', got 'nan s'"),
+    ([1], Dim.TIME, "expected a time like '5 s', got [1]"),
+])
+def test_parse_errors_are_exact(raw: object, dim: Dim, message: str) -> None:
+    with pytest.raises(UnitError) as info:
+        parse_quantity(raw, dim)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (4.1, "4.1"), (10.0, "10"), (20000.0, "20000"), (0.0123, "0.0123"), (0, "0"),
+    (123456.7, "123457"), (341.23, "341.2"),
+])
+def test_format_number(value: float, text: str) -> None:
+    assert format_number(value) == text
+
+
+def test_format_value_uses_the_given_unit() -> None:
+    assert format_value(4.1e9, Dim.RATE, "GB/s") == "4.1 GB/s"
+    assert format_value(50e9, Dim.RATE, "Gb/s") == "400 Gb/s"
+    assert format_value(0.95, Dim.FRACTION) == "95%"
+    assert format_value(2**40, Dim.SIZE, "TiB") == "1 TiB"
+
+
+@given(st.one_of(st.text(max_size=30), st.integers(), st.floats(), st.booleans(), st.none()),
+       st.sampled_from(list(Dim)))
+def test_arbitrary_input_raises_only_unit_error(raw: object, dim: Dim) -> None:
+    try:
+        quantity = parse_quantity(raw, dim)
+    except UnitError:
+        return
+    assert quantity.dim is dim
