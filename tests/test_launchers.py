@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from pytest_cluster.cache import ProbeCache
+from pytest_cluster.errors import LaunchError, ProbeFailed
+from pytest_cluster.launchers import ErrorKind, ProbeResult, get_launcher
+from pytest_cluster.launchers.base import fan_out, run_process
+from pytest_cluster.launchers.local import LocalLauncher, probe_command
+from pytest_cluster.probes import ProbeCall
+from pytest_cluster.spec.model import ClusterSpec
+
+
+def cluster(python: str = sys.executable, launcher: str = "local") -> ClusterSpec:
+    return ClusterSpec("t", ("n1", "n2"), launcher, python, 60.0, 8)
+
+
+def test_probe_command_is_an_argument_list() -> None:
+    call = ProbeCall("storage", ("--path", "/data; rm -rf /"))
+    assert probe_command("/shared/venv/bin/python", call) == [
+        "/shared/venv/bin/python", "-", "--path", "/data; rm -rf /"]
+
+
+def test_registry() -> None:
+    assert isinstance(get_launcher(cluster()), LocalLauncher)
+    with pytest.raises(LaunchError, match=r"unknown launcher 'pbs'; known: local"):
+        get_launcher(cluster(launcher="pbs"))
+
+
+def test_local_launcher_runs_every_node() -> None:
+    results = get_launcher(cluster()).run(ProbeCall("host"), ["n1", "n2", "n3"], 60)
+    assert list(results) == ["n1", "n2", "n3"]
+    for name, result in results.items():
+        assert result.ok, result.describe()
+        assert result.node == name
+        assert result.payload()["cpu"]["threads"] == os.cpu_count()
+        assert result.simulated is False
+
+
+def test_missing_interpreter_is_its_own_kind() -> None:
+    result = get_launcher(cluster("/no/such/python")).run(ProbeCall("host"), ["n1"], 60)["n1"]
+    assert result.error is ErrorKind.INTERPRETER_MISSING
+    assert result.describe() == ("n1: host probe interpreter_missing: '/no/such/python' not "
+                                 "found (check cluster.python in the spec)")
+    with pytest.raises(ProbeFailed):
+        result.payload()
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    marker = tmp_path / "child.pid"
+    script = ("import os, subprocess, sys, time\n"
+              "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+              f"open({str(marker)!r}, 'w').write(str(child.pid))\n"
+              "time.sleep(60)\n")
+    result = run_process("n1", "host", [sys.executable, "-"], script, timeout_s=1.5)
+    assert result.error is ErrorKind.TIMEOUT
+    assert result.message == "no answer within 1.5 s; killed"
+    child = int(marker.read_text())
+    for _ in range(50):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"child {child} of the timed-out probe is still alive")
+
+
+def test_crash_keeps_exit_code_and_stderr() -> None:
+    result = run_process("n1", "host", [sys.executable, "-"],
+                         "import sys\nprint('boom', file=sys.stderr)\nsys.exit(3)\n", 30)
+    assert result.error is ErrorKind.CRASHED
+    assert result.exit_code == 3
+    assert result.describe() == ("n1: host probe crashed: the probe exited with an error "
+                                 "(exit code 3) | stderr: boom")
+
+
+def test_bad_output() -> None:
+    result = run_process("n1", "host", [sys.executable, "-"], "print('hello')\n", 30)
+    assert result.error is ErrorKind.BAD_OUTPUT
+    assert result.message.startswith("the probe's last line is not JSON")
+
+
+def test_fan_out_is_parallel_and_ordered() -> None:
+    seen: list[str] = []
+
+    def one(node: str) -> ProbeResult:
+        seen.append(node)
+        return ProbeResult(node=node, probe="host", data={"n": node})
+
+    results = fan_out([f"n{i}" for i in range(20)], one, parallel=4)
+    assert list(results) == [f"n{i}" for i in range(20)]
+    assert sorted(seen) == sorted(results)
+
+
+def test_result_json_round_trip() -> None:
+    result = ProbeResult(node="n1", probe="host", data=None, error=ErrorKind.TIMEOUT,
+                         message="m", exit_code=None, stderr_tail="e", duration_s=1.0)
+    assert ProbeResult.from_json(result.to_json()) == result
+
+
+def _count_runs(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def _cache_worker(directory: str, log: str) -> None:
+    def run(call: ProbeCall, nodes: Sequence[str]) -> dict[str, ProbeResult]:
+        with open(log, "a") as handle:
+            handle.write(f"{os.getpid()}\n")
+        time.sleep(0.3)
+        return {n: ProbeResult(node=n, probe=call.name, data={"pid": os.getpid()}) for n in nodes}
+
+    ProbeCache(Path(directory)).get(ProbeCall("host"), ["n1", "n2"], run)
+
+
+def test_cache_runs_a_probe_once_across_processes(tmp_path: Path) -> None:
+    import multiprocessing
+
+    log = tmp_path / "runs.log"
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_cache_worker, args=(str(tmp_path / "c"), str(log)))
+               for _ in range(3)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+        assert worker.exitcode == 0
+    assert _count_runs(log) == 1
