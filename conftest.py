@@ -1,3 +1,29 @@
-"""Repository conftest: the plugin's own tests drive pytest with pytester."""
+"""Project-wide test policy: under CI a skipped real-component test is a failure.
 
-pytest_plugins = ["pytester"]
+(The pytester plugin is enabled in pyproject.toml; a `pytest_plugins` here would leak into
+pytester runs that collect the acceptance suite from this checkout.)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator
+
+import pytest
+
+REQUIRE_REAL = "PYTEST_CLUSTER_REQUIRE_REAL"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[
+        None, pytest.TestReport, None]:
+    """Under CI (PYTEST_CLUSTER_REQUIRE_REAL=1) a skipped real-component test fails."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if (report.skipped and os.environ.get(REQUIRE_REAL) == "1"
+            and item.get_closest_marker("realcomponents") is not None):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"real-component test skipped under {REQUIRE_REAL}=1: {reason}"
+
+

@@ -25,6 +25,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("package", SOFTWARE, ids=list(SOFTWARE))
 
 
+@pytest.mark.clause("host.software")
 def test_software_version(node: str, software: VersionClause, host_result: ProbeResult,
                           evidence: Evidence) -> None:
     payload = evidence.require(host_result, software)

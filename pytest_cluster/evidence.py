@@ -14,11 +14,13 @@ import pytest
 from pytest_cluster.launchers.base import ProbeResult
 from pytest_cluster.requirement import Verdict
 from pytest_cluster.spec.model import Clause, VersionClause
+from pytest_cluster.units import UNITS
 
 #: Property names every acceptance test may record (in this order in JUnit).
-PROPERTIES = ("node", "filesystem", "spec_key", "spec_line", "measured", "required",
+PROPERTIES = ("node", "filesystem", "spec_key", "spec_line", "requirement", "measured",
+              "required",
               "comparison", "unit", "measured_base", "required_base", "simulated",
-              "method", "error_kind", "raw")
+              "method", "error_kind", "probe_run", "raw")
 
 
 class Evidence:
@@ -29,11 +31,9 @@ class Evidence:
 
     def record(self, **values: Any) -> None:
         for name, value in values.items():
-            if value is None:
-                continue
-            if name == "raw":
-                value = json.dumps(value, sort_keys=True, default=str)
-            self.item.user_properties.append((name, value))
+            if value is not None:
+                text = json.dumps(value, sort_keys=True, default=str) if name == "raw" else value
+                self.item.user_properties.append((name, text))
 
     def _where(self, node: str, filesystem: str | None) -> str:
         return f"{node} {filesystem}" if filesystem else node
@@ -44,7 +44,7 @@ class Evidence:
         if result.ok:
             return result.payload()
         self.record(node=result.node, filesystem=filesystem, spec_key=clause.key,
-                    spec_line=clause.line, required=clause.requirement.text,
+                    spec_line=clause.line, requirement=clause.requirement.text,
                     error_kind=result.error.value if result.error else "failed",
                     simulated=result.simulated,
                     raw={"message": result.message, "exit_code": result.exit_code,
@@ -55,7 +55,7 @@ class Evidence:
                        filesystem: str | None = None, raw: Any = None) -> NoReturn:
         """The probe ran but could not measure this clause: fail, saying why."""
         self.record(node=node, filesystem=filesystem, spec_key=clause.key,
-                    spec_line=clause.line, required=clause.requirement.text,
+                    spec_line=clause.line, requirement=clause.requirement.text,
                     error_kind="cannot_measure", raw=raw)
         name = clause.key.rsplit(".", 1)[-1]
         pytest.fail(f"{self._where(node, filesystem)} {name}: cannot measure: {reason}",
@@ -68,10 +68,12 @@ class Evidence:
         req = clause.requirement
         unit_factor = _factor(req.unit)
         self.record(node=node, filesystem=filesystem, spec_key=clause.key,
-                    spec_line=clause.line, measured=round(measured / unit_factor, 6),
+                    spec_line=clause.line, requirement=req.text,
+                    measured=measured / unit_factor,
                     required=req.bound.value / unit_factor, comparison=req.op,
                     unit=req.unit, measured_base=measured, required_base=req.bound.value,
-                    simulated=result.simulated, method=method, raw=raw)
+                    simulated=result.simulated, method=method, probe_run=result.run_id,
+                    raw=raw)
         name = clause.key.rsplit(".", 1)[-1]
         verdict = req.check(measured, f"{self._where(node, filesystem)} {name}")
         self._assert(verdict)
@@ -80,8 +82,8 @@ class Evidence:
                       result: ProbeResult, source: str | None) -> None:
         req = clause.requirement
         self.record(node=node, spec_key=clause.key, spec_line=clause.line, measured=found,
-                    required=req.text, comparison=req.op, simulated=result.simulated,
-                    method=source)
+                    requirement=req.text, comparison=req.op, simulated=result.simulated,
+                    method=source, probe_run=result.run_id)
         self._assert(req.check(found, f"{node} {clause.name}"))
 
     def _assert(self, verdict: Verdict) -> None:
@@ -91,6 +93,4 @@ class Evidence:
 
 
 def _factor(unit: str) -> float:
-    from pytest_cluster.units import UNITS
-
     return UNITS[unit][1] if unit else 1.0

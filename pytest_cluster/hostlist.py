@@ -20,7 +20,9 @@ def is_valid_hostname(name: str) -> bool:
 
 
 def _split_top_level(expr: str) -> list[str]:
-    parts, depth, current = [], 0, []
+    parts: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in expr:
         if char == "[":
             depth += 1
@@ -79,6 +81,7 @@ def expand_hostlist(expr: str) -> list[str]:
             raise UnitError(f"empty name in hostlist {expr!r}")
         for name in _expand_one(part, expr):
             if not is_valid_hostname(name):
-                raise UnitError(f"{name!r} is not a valid hostname (letters, digits, '-', '_' and '.')")
+                raise UnitError(
+                    f"{name!r} is not a valid hostname (letters, digits, '-', '_' and '.')")
             names.append(name)
     return names

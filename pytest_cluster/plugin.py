@@ -7,6 +7,8 @@ tests may use our fixtures). Nothing is written by pytest-xdist workers.
 
 from __future__ import annotations
 
+import html
+import importlib.util
 import shutil
 import tempfile
 from pathlib import Path
@@ -14,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.errors import LaunchError, SpecError
-from pytest_cluster.launchers import REGISTRY
+from pytest_cluster.errors import SpecError
 from pytest_cluster.report import ResultsWriter, report_record, summary_html, tally
-from pytest_cluster.spec import Spec, StorageSpec, load_spec
+from pytest_cluster.spec import Spec, StorageSpec, VersionClause, load_spec
 from pytest_cluster.state import CACHE_DIR_KEY, SPEC_KEY
+from pytest_cluster.units import format_number
 
 pytest_plugins = ["pytest_cluster.fixtures"]
 
@@ -28,9 +30,10 @@ SESSION_PLUGIN = "pytest-cluster-session"
 
 def acceptance_dir() -> Path:
     """Where the packaged contract suite lives (pytest_cluster.acceptance)."""
-    import pytest_cluster.acceptance as suite
-
-    return Path(suite.__file__).parent
+    spec = importlib.util.find_spec("pytest_cluster.acceptance")
+    if spec is None or not spec.submodule_search_locations:  # pragma: no cover - packaging bug
+        raise pytest.UsageError("pytest-cluster is installed without its acceptance suite")
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -57,8 +60,6 @@ def pytest_configure(config: pytest.Config) -> None:
         spec = load_spec(spec_path)
     except SpecError as exc:
         raise pytest.UsageError(str(exc)) from None
-    if spec.cluster.launcher not in REGISTRY:  # pragma: no cover - the loader checks it too
-        raise pytest.UsageError(str(LaunchError(f"unknown launcher {spec.cluster.launcher!r}")))
     config.stash[SPEC_KEY] = spec
     config.stash[NOT_IN_CONTRACT_KEY] = []
     workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
@@ -102,13 +103,16 @@ def clause_name(item: pytest.Item, spec: Spec) -> tuple[str, bool] | None:
         return None
     name = str(marker.args[0])
     section, _, key = name.partition(".")
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    if name == "host.software":
+        return name, isinstance(params.get("software"), VersionClause)
     if name == "host.same_software":
         return name, spec.host.same_software and len(spec.cluster.nodes) > 1
     if section == "host":
         return name, spec.host_clause(key) is not None
     if section == "storage":
-        callspec = getattr(item, "callspec", None)
-        fs = callspec.params.get("filesystem") if callspec is not None else None
+        fs = params.get("filesystem")
         if not isinstance(fs, StorageSpec):
             return name, False
         return f"storage[{fs.path}].{key}", fs.clause(key) is not None
@@ -158,7 +162,7 @@ class ClusterSession:
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_summary(self, prefix: list[str], summary: list[str],
                                     postfix: list[str]) -> None:
-        absent = self.config.stash.get(NOT_IN_CONTRACT_KEY, [])
+        absent = self.not_in_contract()
         prefix.append(summary_html(self.spec, tally(self.records), absent))
 
     @pytest.hookimpl(optionalhook=True)
@@ -168,15 +172,17 @@ class ClusterSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
-        props = dict(report.user_properties)
+        props = dict(getattr(report, "user_properties", ()))
         measured = props.get("measured", props.get("error_kind", ""))
+        if isinstance(measured, float):
+            measured = format_number(measured)
         unit = props.get("unit", "")
-        sim = " SIMULATED" if props.get("simulated") else ""
-        cells.insert(2, f"<td>{measured} {unit}{sim}</td>")
-        cells.insert(3, f"<td>{props.get('required', '')}</td>")
+        sim = ' <span class="simulated">SIMULATED</span>' if props.get("simulated") else ""
+        cells.insert(2, f"<td>{html.escape(f'{measured} {unit}'.strip())}{sim}</td>")
+        cells.insert(3, f"<td>{html.escape(str(props.get('requirement', '')))}</td>")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        absent = sorted(set(self.config.stash.get(NOT_IN_CONTRACT_KEY, [])))
+        absent = sorted(set(self.not_in_contract()))
         write = terminalreporter.write_line
         terminalreporter.section("pytest-cluster")
         write(f"cluster {self.spec.cluster.name}: {len(self.spec.cluster.nodes)} node(s), "
@@ -189,6 +195,10 @@ class ClusterSession:
                      str(self.reports_dir / "results.jsonl")]
             write("evidence: " + ", ".join(p for p in paths if p))
             write(f"raw probe results: {self.config.stash[CACHE_DIR_KEY]}")
+
+    def not_in_contract(self) -> list[str]:
+        absent: list[str] = self.config.stash.get(NOT_IN_CONTRACT_KEY, [])
+        return absent
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.writer is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import time
@@ -31,7 +32,7 @@ class ClauseTally:
     def add(self, record: dict[str, Any]) -> None:
         node = str(record.get("node", "?"))
         (self.passed if record["outcome"] == "passed" else self.failed).add(node)
-        self.required = str(record.get("required", self.required))
+        self.required = str(record.get("requirement", self.required))
         self.unit = str(record.get("unit", self.unit) or "")
         self.comparison = str(record.get("comparison", self.comparison) or "")
         self.simulated = self.simulated or bool(record.get("simulated"))
@@ -55,10 +56,8 @@ def report_record(report: pytest.TestReport) -> dict[str, Any] | None:
     if "spec_key" not in props:
         return None
     if "raw" in props and isinstance(props["raw"], str):
-        try:
+        with contextlib.suppress(json.JSONDecodeError):
             props["raw"] = json.loads(props["raw"])
-        except json.JSONDecodeError:
-            pass
     message = ""
     if report.failed or report.skipped:
         crash = getattr(report.longrepr, "reprcrash", None)

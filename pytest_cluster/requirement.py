@@ -95,8 +95,10 @@ class VersionRequirement:
         if self.op == "==":
             return have[: len(self.version)] == self.version
         width = max(len(have), len(self.version))
-        pad = lambda v: v + (0,) * (width - len(v))  # noqa: E731
-        return _OPS[self.op](pad(have), pad(self.version))  # type: ignore[arg-type]
+        have += (0,) * (width - len(have))
+        want = self.version + (0,) * (width - len(self.version))
+        return {">=": have >= want, ">": have > want, "<=": have <= want,
+                "<": have < want}[self.op]
 
     def check(self, found: str | None, what: str) -> Verdict:
         if found is None:

@@ -2,28 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 from collections.abc import Generator
 from pathlib import Path
 
 import pytest
-
-REQUIRE_REAL = "PYTEST_CLUSTER_REQUIRE_REAL"
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[
-        None, pytest.TestReport, None]:
-    """Under CI (PYTEST_CLUSTER_REQUIRE_REAL=1) a skipped real-component test fails."""
-    outcome = yield
-    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
-    if (report.skipped and os.environ.get(REQUIRE_REAL) == "1"
-            and item.get_closest_marker("realcomponents") is not None):
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
-        report.outcome = "failed"
-        report.longrepr = f"real-component test skipped under {REQUIRE_REAL}=1: {reason}"
 
 
 def has_torch() -> bool:

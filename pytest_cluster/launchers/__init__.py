@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from pytest_cluster.errors import LaunchError
 from pytest_cluster.launchers.base import ErrorKind, Launcher, ProbeResult
-from pytest_cluster.spec.model import ClusterSpec
 
 REGISTRY: dict[str, str] = {
     "local": "pytest_cluster.launchers.local:LocalLauncher",
 }
+
+if TYPE_CHECKING:  # the spec imports the registry to validate launcher names
+    from pytest_cluster.spec.model import ClusterSpec
 
 
 def get_launcher(spec: ClusterSpec) -> Launcher:

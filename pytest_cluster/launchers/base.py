@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import os
@@ -13,13 +14,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_cluster.errors import ProbeFailed
 from pytest_cluster.probes import ProbeCall
-from pytest_cluster.spec.model import ClusterSpec
 
 STDERR_TAIL = 2000
+
+if TYPE_CHECKING:  # the spec imports the registry to validate launcher names
+    from pytest_cluster.spec.model import ClusterSpec
 
 
 class ErrorKind(str, enum.Enum):
@@ -100,10 +103,8 @@ def parse_probe_output(stdout: str, probe: str) -> dict[str, Any]:
 
 
 def _kill_group(process: subprocess.Popen[str]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def run_process(node: str, probe: str, argv: list[str], stdin_text: str,
@@ -169,5 +170,6 @@ class Launcher(ABC):
         self.spec = spec
 
     @abstractmethod
-    def run(self, call: ProbeCall, nodes: Sequence[str], timeout_s: float) -> dict[str, ProbeResult]:
+    def run(self, call: ProbeCall, nodes: Sequence[str],
+            timeout_s: float) -> dict[str, ProbeResult]:
         """One ProbeResult per node; per-node failures are results, not exceptions."""

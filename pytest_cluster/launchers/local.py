@@ -16,7 +16,8 @@ def probe_command(python: str, call: ProbeCall) -> list[str]:
 class LocalLauncher(Launcher):
     name = "local"
 
-    def run(self, call: ProbeCall, nodes: Sequence[str], timeout_s: float) -> dict[str, ProbeResult]:
+    def run(self, call: ProbeCall, nodes: Sequence[str],
+            timeout_s: float) -> dict[str, ProbeResult]:
         argv = probe_command(self.spec.python, call)
         source = call.source()
         return fan_out(nodes, lambda node: run_process(node, call.name, argv, source, timeout_s),

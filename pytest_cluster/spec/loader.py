@@ -19,6 +19,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pytest_cluster.errors import SpecError, UnitError
 from pytest_cluster.hostlist import expand_hostlist
+from pytest_cluster.launchers import REGISTRY
 from pytest_cluster.requirement import (
     Requirement,
     parse_requirement,
@@ -38,7 +39,6 @@ T = TypeVar("T")
 
 #: Sections a later release will read; refusing them beats silently ignoring a clause.
 PLANNED_SECTIONS = {"gpus": "GPU clauses", "interconnect": "interconnect clauses"}
-LAUNCHERS = ("local",)
 SOFTWARE = ("kernel", "python", "torch", "cuda", "nccl", "driver")
 MAX_SPEC_BYTES = 4 * 2**20
 
@@ -206,8 +206,8 @@ def _cluster(ctx: _Ctx, node: Node | None) -> ClusterSpec:
         ctx.error(nodes_node, "cluster.nodes", "no nodes given")
 
     def launcher(raw: object) -> str:
-        if raw not in LAUNCHERS:
-            raise UnitError(f"expected one of {', '.join(LAUNCHERS)}, got {raw!r}")
+        if raw not in REGISTRY:
+            raise UnitError(f"expected one of {', '.join(REGISTRY)}, got {raw!r}")
         return str(raw)
 
     def timeout(raw: object) -> float:

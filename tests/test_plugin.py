@@ -1,0 +1,273 @@
+"""pytester: run `pytest --cluster=...` on small specs and check outcomes and evidence."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_cluster.launchers import REGISTRY
+from tests.conftest import has_torch
+
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
+
+def spec_text(fs: Path, nodes: str = "nodeA", host: str = "", storage: str = "",
+              launcher: str = "local", extra: str = "") -> str:
+    host = host or ('  cpu_cores: ">= 1"\n  memory: ">= 256 MiB"\n'
+                    '  software: {kernel: ">= 3.0", python: ">= 3.8"}\n')
+    storage = storage or ('    capacity: ">= 1 MiB"\n    write: ">= 1 MB/s"\n'
+                          '    read: ">= 1 MB/s"\n    metadata: ">= 10 ops/s"\n')
+    return (f"cluster:\n  name: test-cluster\n  nodes: {nodes}\n  launcher: {launcher}\n"
+            f"  python: {sys.executable}\n  probe_timeout: 2 min\n{extra}"
+            f"host:\n{host}"
+            f"storage:\n  - path: {fs}\n    io_size: 4 MiB\n    metadata_files: 50\n{storage}")
+
+
+def jsonl(pytester: pytest.Pytester) -> list[dict[str, Any]]:
+    lines = (pytester.path / "reports" / "results.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def junit_props(pytester: pytest.Pytester) -> dict[str, dict[str, str]]:
+    root = ET.parse(pytester.path / "reports" / "junit.xml").getroot()
+    cases = {}
+    for case in root.iter("testcase"):
+        props = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+        cases[case.get("name", "")] = props
+    return cases
+
+
+@pytest.fixture
+def fs(pytester: pytest.Pytester) -> Path:
+    path = pytester.path / "fs"
+    path.mkdir()
+    return path
+
+
+def test_packaged_suite_passes_with_evidence(pytester: pytest.Pytester, fs: Path) -> None:
+    pytester.makefile(".yaml", trial=spec_text(fs))
+    result = pytester.runpytest("--cluster=trial.yaml")
+    result.assert_outcomes(passed=8)
+    result.stdout.fnmatch_lines([
+        "*cluster test-cluster: 1 node(s), 8 contract check(s), 0 failed*",
+        "*not in contract, not tested: host.cpu_threads, host.same_software, "
+        f"storage[[]{fs}].free, storage[[]{fs}].import_torch*",
+        "*evidence: reports/report.html, reports/junit.xml, reports/results.jsonl*",
+    ])
+    props = junit_props(pytester)
+    write = props[f"test_storage_write[nodeA-{fs}]"]
+    assert write["node"] == "nodeA"
+    assert write["filesystem"] == str(fs)
+    assert write["spec_key"] == f"storage[{fs}].write"
+    assert write["spec_line"] == "16"
+    assert write["comparison"] == ">="
+    assert write["unit"] == "MB/s"
+    assert float(write["required"]) == 1.0
+    assert float(write["measured"]) > 1.0
+    assert write["simulated"] == "False"
+    assert json.loads(write["raw"])["bytes"] == 4 * 2**20
+    records = jsonl(pytester)
+    assert records[0]["type"] == "run"
+    assert records[0]["cluster"] == "test-cluster"
+    results = [r for r in records if r["type"] == "result"]
+    assert len(results) == 8
+    assert {r["outcome"] for r in results} == {"passed"}
+    kernel = next(r for r in results if r["spec_key"] == "host.software.kernel")
+    assert kernel["measured"] == __import__("platform").release()
+    html = (pytester.path / "reports" / "report.html").read_text()
+    assert "Contract summary: test-cluster" in html
+    assert f"storage[{fs}].write" in html
+    assert (pytester.path / "reports" / "probes").is_dir()
+
+
+def test_impossible_requirement_fails_with_the_numbers(pytester: pytest.Pytester,
+                                                       fs: Path) -> None:
+    pytester.makefile(".yaml", trial=spec_text(
+        fs, host='  cpu_cores: ">= 100000"\n',
+        storage='    write: ">= 1000 TB/s"\n    capacity: ">= 1 EB"\n'.replace(
+            '    capacity: ">= 1 EB"\n', '    capacity: ">= 1000 PB"\n')))
+    result = pytester.runpytest("--cluster=trial.yaml")
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines([
+        "*nodeA cpu_cores: measured * < required 100000 (0.00*% of required)*",
+        f"*nodeA {fs} capacity: measured * PB < required 1000 PB (*% of required)*",
+        f"*nodeA {fs} write: measured * TB/s < required 1000 TB/s (*% of required)*",
+    ])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    failed = [r for r in jsonl(pytester) if r.get("outcome") == "failed"]
+    assert {r["spec_key"] for r in failed} == {"host.cpu_cores", f"storage[{fs}].write",
+                                              f"storage[{fs}].capacity"}
+    assert all(r["message"].startswith("Failed: nodeA") for r in failed)
+    html = (pytester.path / "reports" / "report.html").read_text()
+    assert re.search(r"<td>host.cpu_cores</td><td>&gt;= 100000</td><td>0</td><td>1</td>"
+                     r"<td>nodeA</td><td>\d+ \(nodeA\)</td>", html)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("", "ERROR: trial.yaml: the spec is empty; it needs at least a cluster section with name "
+         "and nodes"),
+    ("cluster: {name: x, nodes: a}\nstorage:\n  - path: /data\n    write: 10 gigs\n",
+     "ERROR: trial.yaml:4: storage[0].write: expected a rate like '10 GB/s', got '10 gigs' "
+     "(unknown unit 'gigs'; known units: MB/s, GB/s, TB/s, MiB/s, GiB/s (bytes); Mb/s, Gb/s, "
+     "Gbps, Tb/s (bits))"),
+])
+def test_bad_spec_is_a_usage_error(pytester: pytest.Pytester, text: str, message: str) -> None:
+    pytester.makefile(".yaml", trial=text)
+    result = pytester.runpytest("--cluster=trial.yaml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+    assert not (pytester.path / "reports").exists()
+
+
+def test_missing_spec_file_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--cluster=nope.yaml")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: nope.yaml: no such file"])
+
+
+def test_select_a_node_with_k(pytester: pytest.Pytester, fs: Path) -> None:
+    pytester.makefile(".yaml", trial=spec_text(fs, nodes="node[01-03]"))
+    result = pytester.runpytest("--cluster=trial.yaml", "-k", "node02", "-v")
+    result.assert_outcomes(passed=8)
+    result.stdout.fnmatch_lines(["*test_cpu_cores[[]node02[]] PASSED*",
+                                 f"*test_storage_read[[]node02-{fs}[]] PASSED*"])
+    assert "node01" not in "".join(r.get("node", "") for r in jsonl(pytester)[1:])
+
+
+def test_same_software_on_several_nodes(pytester: pytest.Pytester, fs: Path) -> None:
+    pytester.makefile(".yaml", trial=spec_text(fs, nodes="node[1-2]"))
+    result = pytester.runpytest("--cluster=trial.yaml", "-v", "-k", "same_on_all")
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(["*test_software_same_on_all_nodes[[]kernel[]] PASSED*"])
+
+
+@pytest.mark.realcomponents
+@pytest.mark.skipif(not has_torch(), reason="torch is not installed")
+def test_import_torch_clause(pytester: pytest.Pytester, fs: Path) -> None:
+    pytester.makefile(".yaml", trial=spec_text(
+        fs, host='  cpu_cores: ">= 1"\n',
+        storage='    import_torch: "<= 2 min"\n    import_repeats: 1\n    cold_cache: false\n'))
+    result = pytester.runpytest("--cluster=trial.yaml")
+    result.assert_outcomes(passed=2)
+    record = next(r for r in jsonl(pytester) if r.get("spec_key", "").endswith("import_torch"))
+    assert record["unit"] == "min"
+    assert record["method"].startswith("warm: median of 1 runs")
+    assert record["raw"]["command"] == [sys.executable, "-c", "import torch"]
+
+
+HUNG_LAUNCHER = """
+import sys
+from pytest_cluster.launchers.base import fan_out, run_process
+from pytest_cluster.launchers.local import LocalLauncher, probe_command
+
+class HungNode(LocalLauncher):
+    '''Node "hung" never answers; the others are this machine.'''
+    name = "hung"
+
+    def run(self, call, nodes, timeout_s):
+        def one(node):
+            if node == "hung":
+                return run_process(node, call.name, [sys.executable, "-c",
+                                   "import time; time.sleep(600)"], "", timeout_s)
+            return run_process(node, call.name, probe_command(self.spec.python, call),
+                               call.source(), timeout_s)
+        return fan_out(nodes, one, self.spec.parallel)
+"""
+
+
+def test_hung_node_fails_only_its_own_tests(pytester: pytest.Pytester, fs: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(hunglauncher=HUNG_LAUNCHER)
+    pytester.syspathinsert()
+    monkeypatch.setitem(REGISTRY, "hung", "hunglauncher:HungNode")
+    pytester.makefile(".yaml", trial=spec_text(fs, nodes="[good, hung]", launcher="hung")
+                      .replace("probe_timeout: 2 min", "probe_timeout: 2 s"))
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:randomly")
+    # host.same_software (6 packages) compares the nodes that answered; "hung" fails its own.
+    result.assert_outcomes(passed=8 + 6, failed=8)
+    result.stdout.fnmatch_lines(["*hung: host probe timeout: no answer within 2 s; killed*"])
+    failed = [r for r in jsonl(pytester) if r.get("outcome") == "failed"]
+    assert {r["node"] for r in failed} == {"hung"}
+    assert {r["error_kind"] for r in failed} == {"timeout"}
+
+
+def test_results_are_streamed_as_tests_finish(pytester: pytest.Pytester, fs: Path) -> None:
+    pytester.makefile(".yaml", trial=spec_text(fs))
+    pytester.makepyfile(test_mine="""
+        import json, pathlib, pytest
+
+        def test_a_cores(cluster_spec, node, host_result, evidence):
+            evidence.check(cluster_spec.host.cpu_cores, host_result.payload()["cpu"]["cores"],
+                           node=node, result=host_result)
+
+        def test_b_reads_results_so_far(node):
+            lines = pathlib.Path("reports/results.jsonl").read_text().splitlines()
+            assert json.loads(lines[-1])["nodeid"].endswith("test_a_cores[nodeA]")
+            pytest.exit("interrupted on purpose")
+    """)
+    result = pytester.runpytest("--cluster=trial.yaml", "test_mine.py")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    records = jsonl(pytester)
+    assert [r["nodeid"] for r in records[1:]] == ["test_mine.py::test_a_cores[nodeA]"]
+
+
+def test_own_tests_with_fixtures(pytester: pytest.Pytester, fs: Path) -> None:
+    pytester.makefile(".yaml", trial=spec_text(fs, nodes="n[1-2]"))
+    pytester.makepyfile(test_mine="""
+        def test_every_node_has_a_kernel(cluster, node):
+            assert cluster.host(node).payload()["versions"]["kernel"]
+
+        def test_filesystems(filesystem, node):
+            assert filesystem.path.endswith("fs")
+    """)
+    result = pytester.runpytest("--cluster=trial.yaml", "test_mine.py", "-v")
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines([f"*test_filesystems[[]n1-{fs}[]] PASSED*"])
+
+
+def test_fixtures_are_documented(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--fixtures")
+    result.stdout.fnmatch_lines([
+        "*cluster* -- *", "*The cluster under test*",
+        "node -- *", "*The name of the node under test*",
+        "filesystem -- *", "*The filesystem under test*",
+    ])
+
+
+def test_without_spec_the_fixtures_say_what_is_missing(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_x(node):\n    pass\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*this test needs a contract spec: run pytest "
+                                 "--cluster=trial.yaml*"])
+
+
+def test_no_reports_when_asked(pytester: pytest.Pytester, fs: Path) -> None:
+    pytester.makefile(".yaml", trial=spec_text(fs, host='  cpu_cores: ">= 1"\n',
+                                               storage='    capacity: ">= 1 MiB"\n'))
+    result = pytester.runpytest("--cluster=trial.yaml", "--cluster-reports=")
+    result.assert_outcomes(passed=2)
+    assert not (pytester.path / "reports").exists()
+
+
+def test_xdist_probes_each_node_once(pytester: pytest.Pytester, fs: Path) -> None:
+    pytester.makefile(".yaml", trial=spec_text(fs, nodes="n[1-3]"))
+    result = pytester.runpytest_subprocess("--cluster=trial.yaml", "-n", "2", "-p", "xdist")
+    result.assert_outcomes(passed=24 + 6)
+    results = [r for r in jsonl(pytester) if r["type"] == "result" and "probe_run" in r]
+    runs: dict[tuple[str, str], set[str]] = {}
+    for record in results:
+        probe = "host" if record["spec_key"].startswith("host") else "storage"
+        runs.setdefault((probe, record["node"]), set()).add(record["probe_run"])
+    assert len(runs) == 6
+    assert all(len(ids) == 1 for ids in runs.values()), runs
+    result.stdout.fnmatch_lines(["*2 workers*"])
+    probe_files = list((pytester.path / "reports" / "probes").glob("*-*[0-9a-f].json"))
+    assert len(probe_files) == 2
