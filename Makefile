@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml Makefile
 
 demo: $(STAMP)
 	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest --cluster=examples/localhost.yaml \
-		--cluster-reports=reports; status=$$?; \
+		--cluster-reports=reports -p no:hypothesispytest; status=$$?; \
 	echo; echo "Reports: reports/report.html  reports/junit.xml  reports/results.jsonl"; \
 	exit $$status
 
