@@ -132,3 +132,39 @@ def test_cache_runs_a_probe_once_across_processes(tmp_path: Path) -> None:
         worker.join(60)
         assert worker.exitcode == 0
     assert _count_runs(log) == 1
+
+
+def test_interrupt_kills_probes_on_every_node(tmp_path: Path) -> None:
+    """Ctrl-C while nodes are probed in parallel leaves no probe process behind."""
+    import signal
+    import subprocess as sp
+    import textwrap
+
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    driver = textwrap.dedent(f"""
+        import sys
+        from pytest_cluster.launchers.base import fan_out, run_process
+        script = ("import os, time\\n"
+                  "open(os.path.join({str(pids)!r}, str(os.getpid())), 'w').close()\\n"
+                  "time.sleep(120)\\n")
+        fan_out(["a", "b", "c"], lambda n: run_process(n, "host", [sys.executable, "-"],
+                script, 300), parallel=3)
+    """)
+    process = sp.Popen([sys.executable, "-c", driver])
+    for _ in range(100):
+        if len(list(pids.iterdir())) == 3:
+            break
+        time.sleep(0.1)
+    process.send_signal(signal.SIGINT)
+    assert process.wait(30) != 0
+    for pid_file in pids.iterdir():
+        pid = int(pid_file.name)
+        for _ in range(50):
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"probe {pid} outlived the interrupt")

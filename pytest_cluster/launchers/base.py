@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -102,9 +103,22 @@ def parse_probe_output(stdout: str, probe: str) -> dict[str, Any]:
     return data
 
 
+_LIVE: set[subprocess.Popen[str]] = set()
+_LIVE_LOCK = threading.Lock()
+
+
 def _kill_group(process: subprocess.Popen[str]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
+
+
+def kill_all_running() -> int:
+    """Kill every probe process group still running (Ctrl-C, fatal error); how many."""
+    with _LIVE_LOCK:
+        running = list(_LIVE)
+    for process in running:
+        _kill_group(process)
+    return len(running)
 
 
 def run_process(node: str, probe: str, argv: list[str], stdin_text: str,
@@ -126,6 +140,8 @@ def run_process(node: str, probe: str, argv: list[str], stdin_text: str,
     except OSError as exc:
         return result(data=None, error=ErrorKind.UNREACHABLE,
                       message=f"cannot start {argv[0]!r}: {exc.strerror}")
+    with _LIVE_LOCK:
+        _LIVE.add(process)
     try:
         stdout, stderr = process.communicate(stdin_text, timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -138,6 +154,9 @@ def run_process(node: str, probe: str, argv: list[str], stdin_text: str,
         _kill_group(process)  # Ctrl-C: leave no orphan behind, then let it propagate
         process.wait()
         raise
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(process)
     tail = stderr[-STDERR_TAIL:]
     if process.returncode != 0:
         return result(data=None, error=ErrorKind.CRASHED, exit_code=process.returncode,
@@ -156,7 +175,12 @@ def fan_out(nodes: Sequence[str], one: Callable[[str], ProbeResult],
     if not nodes:
         return {}
     with ThreadPoolExecutor(max_workers=max(1, min(parallel, len(nodes)))) as pool:
-        results = list(pool.map(one, nodes))
+        try:
+            results = list(pool.map(one, nodes))
+        except BaseException:
+            # Ctrl-C lands in this thread; the probes run in the pool's threads.
+            kill_all_running()
+            raise
     return {result.node: result for result in results}
 
 
