@@ -44,13 +44,12 @@ def test_software_same_on_all_nodes(cluster: Cluster, package: str, evidence: Ev
         if not result.ok:
             unreachable.append(name)
             continue
-        found = str(result.payload()["versions"].get(package))
+        found = result.payload()["versions"].get(package) or "not installed"
         versions.setdefault(found, []).append(name)
+    summary = "; ".join(f"{v} on {', '.join(nodes)}" for v, nodes in versions.items())
     evidence.record(spec_key=f"host.same_software.{package}", node="all",
-                    measured=len(versions), required=1, comparison="==",
+                    requirement="the same on every node", measured=summary,
                     raw={"versions": versions, "unreachable": unreachable},
                     simulated=any(r.simulated for r in results.values()))
     if len(versions) > 1:
-        detail = "; ".join(f"{v} on {', '.join(nodes)}" for v, nodes in versions.items())
-        pytest.fail(f"{package} differs between nodes: {detail}", pytrace=False)
-
+        pytest.fail(f"{package} differs between nodes: {summary}", pytrace=False)

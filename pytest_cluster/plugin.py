@@ -128,7 +128,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         found = clause_name(item, spec)
         if found is not None and not found[1]:
             drop.append(item)
-            absent.append(found[0])
+            single = found[0] == "host.same_software" and spec.host.same_software
+            absent.append(f"{found[0]} (needs 2+ nodes)" if single else found[0])
         else:
             keep.append(item)
     if drop:
@@ -164,6 +165,10 @@ class ClusterSession:
                                     postfix: list[str]) -> None:
         absent = self.not_in_contract()
         prefix.append(summary_html(self.spec, tally(self.records), absent))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_report_title(self, report: Any) -> None:
+        report.title = f"pytest-cluster: {self.spec.cluster.name}"
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_table_header(self, cells: list[str]) -> None:

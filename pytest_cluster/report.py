@@ -28,6 +28,7 @@ class ClauseTally:
     worst: float | None = None
     worst_node: str = ""
     simulated: bool = False
+    found: dict[str, list[str]] = field(default_factory=dict)  # text values -> nodes
 
     def add(self, record: dict[str, Any]) -> None:
         node = str(record.get("node", "?"))
@@ -37,13 +38,18 @@ class ClauseTally:
         self.comparison = str(record.get("comparison", self.comparison) or "")
         self.simulated = self.simulated or bool(record.get("simulated"))
         measured = record.get("measured")
-        if isinstance(measured, (int, float)) and not isinstance(measured, bool):
+        if isinstance(measured, str):
+            self.found.setdefault(measured, []).append(node)
+        elif isinstance(measured, (int, float)) and not isinstance(measured, bool):
             lower_is_worse = self.comparison in (">=", ">", "")
             if self.worst is None or (measured < self.worst if lower_is_worse
                                       else measured > self.worst):
                 self.worst, self.worst_node = float(measured), node
 
     def worst_text(self) -> str:
+        if self.found:
+            return "; ".join(f"{value} ({', '.join(sorted(nodes))})"
+                             for value, nodes in sorted(self.found.items()))
         if self.worst is None:
             return "-"
         unit = f" {self.unit}" if self.unit and self.unit != "%" else self.unit

@@ -56,7 +56,7 @@ def test_packaged_suite_passes_with_evidence(pytester: pytest.Pytester, fs: Path
     result.assert_outcomes(passed=8)
     result.stdout.fnmatch_lines([
         "*cluster test-cluster: 1 node(s), 8 contract check(s), 0 failed*",
-        "*not in contract, not tested: host.cpu_threads, host.same_software, "
+        "*not in contract, not tested: host.cpu_threads, host.same_software (needs 2+ nodes), "
         f"storage[[]{fs}].free, storage[[]{fs}].import_torch*",
         "*evidence: reports/report.html, reports/junit.xml, reports/results.jsonl*",
     ])
@@ -271,3 +271,38 @@ def test_xdist_probes_each_node_once(pytester: pytest.Pytester, fs: Path) -> Non
     result.stdout.fnmatch_lines(["*2 workers*"])
     probe_files = list((pytester.path / "reports" / "probes").glob("*-*[0-9a-f].json"))
     assert len(probe_files) == 2
+
+
+ODD_LAUNCHER = """
+import dataclasses
+from pytest_cluster.launchers.local import LocalLauncher
+
+class OddKernel(LocalLauncher):
+    '''Node "odd" reports an old kernel; the others are this machine as it is.'''
+    name = "odd"
+
+    def run(self, call, nodes, timeout_s):
+        results = super().run(call, nodes, timeout_s)
+        if call.name == "host":
+            data = dict(results["odd"].data)
+            data["versions"] = {**data["versions"], "kernel": "4.19.0-old"}
+            results["odd"] = dataclasses.replace(results["odd"], data=data)
+        return results
+"""
+
+
+def test_software_mismatch_names_the_odd_node(pytester: pytest.Pytester, fs: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(oddlauncher=ODD_LAUNCHER)
+    pytester.syspathinsert()
+    monkeypatch.setitem(REGISTRY, "odd", "oddlauncher:OddKernel")
+    pytester.makefile(".yaml", trial=spec_text(
+        fs, nodes="[n1, odd]", launcher="odd",
+        host='  software: {kernel: ">= 5.0"}\n', storage='    capacity: ">= 1 MiB"\n'))
+    result = pytester.runpytest("--cluster=trial.yaml", "-k", "kernel")
+    result.assert_outcomes(passed=1, failed=2)
+    release = __import__("platform").release()
+    result.stdout.fnmatch_lines([
+        "*odd kernel: found 4.19.0-old, which does not satisfy >= 5.0*",
+        f"*kernel differs between nodes: {release} on n1; 4.19.0-old on odd*",
+    ])

@@ -188,3 +188,22 @@ def test_arbitrary_documents_raise_only_spec_error(document: object) -> None:
 def test_arbitrary_text_raises_only_spec_error(text: str) -> None:
     with contextlib.suppress(SpecError):
         parse_spec(text, "fuzz.yaml")
+
+
+def test_a_spec_that_promises_nothing_is_refused() -> None:
+    assert error_of("cluster: {name: x, nodes: a}\nstorage:\n  - path: /data\n") == (
+        "trial.yaml: nothing to test: the spec has no host or storage clauses "
+        "(see examples/trial.yaml)")
+
+
+def test_several_nodes_promise_the_same_software_by_default() -> None:
+    spec = parse_spec("cluster: {name: x, nodes: 'n[1-2]'}\n", "trial.yaml")
+    assert spec.host.same_software is True
+
+
+@pytest.mark.parametrize("python", ["-c", "python3 -c 'import os'", "py$(id)", ""])
+def test_interpreter_must_be_a_path(python: str) -> None:
+    message = error_of(f"cluster: {{name: x, nodes: a, python: {python!r}}}\n"
+                       "host: {cpu_cores: 1}\n")
+    assert message == ("trial.yaml:1: cluster.python: expected an interpreter path like "
+                       f"/shared/venv/bin/python, got {python!r}")

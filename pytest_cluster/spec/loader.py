@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -142,6 +143,16 @@ def _text(what: str) -> Callable[[object], str]:
     return parse
 
 
+_INTERPRETER_RE = re.compile(r"^[A-Za-z0-9_./+][A-Za-z0-9_./+-]*$")
+
+
+def _interpreter(raw: object) -> str:
+    """A path or command name for python: no spaces, quotes or options."""
+    if not isinstance(raw, str) or not _INTERPRETER_RE.match(raw.strip()):
+        raise UnitError(f"expected an interpreter path like /shared/venv/bin/python, got {raw!r}")
+    return raw.strip()
+
+
 def _bool(raw: object) -> bool:
     if not isinstance(raw, bool):
         raise UnitError(f"expected true or false, got {raw!r}")
@@ -217,8 +228,7 @@ def _cluster(ctx: _Ctx, node: Node | None) -> ClusterSpec:
         name=name or "",
         nodes=nodes,
         launcher=_field(ctx, table.take("launcher"), "cluster.launcher", launcher) or "local",
-        python=_field(ctx, table.take("python"), "cluster.python",
-                      _text("the path of the python interpreter on the nodes")) or "python3",
+        python=_field(ctx, table.take("python"), "cluster.python", _interpreter) or "python3",
         probe_timeout_s=_field(ctx, table.take("probe_timeout"), "cluster.probe_timeout",
                                timeout) or 600.0,
         parallel=_field(ctx, table.take("parallel"), "cluster.parallel", _positive_int) or 64,
@@ -284,7 +294,7 @@ def _filesystem(ctx: _Ctx, node: Node, index: int, default_python: str) -> Stora
         return value
 
     shared = _field(ctx, table.take("shared"), f"{path}.shared", _bool)
-    python = _field(ctx, table.take("python"), f"{path}.python", _text("an interpreter path"))
+    python = _field(ctx, table.take("python"), f"{path}.python", _interpreter)
     io_size = _field(ctx, table.take("io_size"), f"{path}.io_size", size)
     files = _field(ctx, table.take("metadata_files"), f"{path}.metadata_files", _positive_int)
     repeats = _field(ctx, table.take("import_repeats"), f"{path}.import_repeats", _positive_int)
@@ -330,6 +340,15 @@ def _storage(ctx: _Ctx, node: Node | None, default_python: str) -> tuple[Storage
             continue
         found.append(fs)
     return tuple(found)
+
+
+def _has_clauses(cluster: ClusterSpec, host: HostSpec,
+                 storage: tuple[StorageSpec, ...]) -> bool:
+    host_clauses = (host.cpu_cores, host.cpu_threads, host.memory, *host.software)
+    storage_clauses = [fs.clause(name) for fs in storage for name in
+                       ("capacity", "free", "write", "read", "metadata", "import_torch")]
+    same = host.same_software and len(cluster.nodes) > 1
+    return same or any(c is not None for c in (*host_clauses, *storage_clauses))
 
 
 _PLAIN_TAGS = {f"tag:yaml.org,2002:{name}" for name in
@@ -383,6 +402,9 @@ def parse_spec(text: str, file: str) -> Spec:
     host = _host(ctx, top.take("host"))
     storage = _storage(ctx, top.take("storage"), cluster.python)
     top.finish()
+    if not ctx.errors and not _has_clauses(cluster, host, storage):
+        raise SpecError("nothing to test: the spec has no host or storage clauses "
+                        "(see examples/trial.yaml)", file=file)
     if ctx.errors:
         if len(ctx.errors) == 1:
             raise ctx.errors[0]
