@@ -15,32 +15,35 @@ def _clause(spec: Spec, name: str) -> Clause:
     return clause
 
 
+def _check(spec: Spec, name: str, section: str, value: str, method: str, node: str,
+           result: ProbeResult, evidence: Evidence) -> None:
+    """Compare `section[value]` of the host probe with host clause `name`."""
+    clause = _clause(spec, name)
+    data = evidence.require(result, clause)[section]
+    if data.get(value) is None:
+        evidence.cannot_measure(node, clause, f"the host probe found no {section} {value}",
+                                raw=data)
+    evidence.check(clause, data[value], node=node, result=result,
+                   method=data.get(method, method), raw=data)
+
+
 @pytest.mark.clause("host.cpu_cores")
 def test_cpu_cores(cluster_spec: Spec, node: str, host_result: ProbeResult,
                    evidence: Evidence) -> None:
-    clause = _clause(cluster_spec, "cpu_cores")
-    cpu = evidence.require(host_result, clause)["cpu"]
-    if cpu.get("cores") is None:
-        evidence.cannot_measure(node, clause, "no CPU topology in /sys on this node", raw=cpu)
-    evidence.check(clause, cpu["cores"], node=node, result=host_result,
-                   method=f"physical cores ({cpu.get('cores_source')})", raw=cpu)
+    """Physical cores, from the CPU topology in /sys."""
+    _check(cluster_spec, "cpu_cores", "cpu", "cores", "cores_source", node, host_result,
+           evidence)
 
 
 @pytest.mark.clause("host.cpu_threads")
 def test_cpu_threads(cluster_spec: Spec, node: str, host_result: ProbeResult,
                      evidence: Evidence) -> None:
-    clause = _clause(cluster_spec, "cpu_threads")
-    cpu = evidence.require(host_result, clause)["cpu"]
-    evidence.check(clause, cpu["threads"], node=node, result=host_result,
-                   method="logical CPUs (os.cpu_count)", raw=cpu)
+    _check(cluster_spec, "cpu_threads", "cpu", "threads", "logical CPUs (os.cpu_count)", node,
+           host_result, evidence)
 
 
 @pytest.mark.clause("host.memory")
 def test_memory(cluster_spec: Spec, node: str, host_result: ProbeResult,
                 evidence: Evidence) -> None:
-    clause = _clause(cluster_spec, "memory")
-    memory = evidence.require(host_result, clause)["memory"]
-    if memory.get("total_bytes") is None:
-        evidence.cannot_measure(node, clause, "no MemTotal in /proc/meminfo", raw=memory)
-    evidence.check(clause, memory["total_bytes"], node=node, result=host_result,
-                   method=memory.get("source"), raw=memory)
+    _check(cluster_spec, "memory", "memory", "total_bytes", "source", node, host_result,
+           evidence)

@@ -30,49 +30,45 @@ def _part(evidence: Evidence, result: ProbeResult, node: str, fs: StorageSpec,
     return section
 
 
+def _check(evidence: Evidence, result: ProbeResult, node: str, fs: StorageSpec, name: str,
+           part: str, value: str, method: str | None = None) -> None:
+    """Compare `part[value]` of the storage probe with clause `name` of `fs`."""
+    clause = _clause(fs, name)
+    section = _part(evidence, result, node, fs, clause, part)
+    evidence.check(clause, section[value], node=node, filesystem=fs.path, result=result,
+                   method=method or section.get("method"), raw=section)
+
+
 @pytest.mark.clause("storage.capacity")
 def test_storage_capacity(node: str, filesystem: StorageSpec, storage_result: ProbeResult,
                           evidence: Evidence) -> None:
-    clause = _clause(filesystem, "capacity")
-    cap = _part(evidence, storage_result, node, filesystem, clause, "capacity")
-    evidence.check(clause, cap["total_bytes"], node=node, filesystem=filesystem.path,
-                   result=storage_result, method="statvfs total size", raw=cap)
+    _check(evidence, storage_result, node, filesystem, "capacity", "capacity", "total_bytes",
+           "statvfs total size")
 
 
 @pytest.mark.clause("storage.free")
 def test_storage_free(node: str, filesystem: StorageSpec, storage_result: ProbeResult,
                       evidence: Evidence) -> None:
-    clause = _clause(filesystem, "free")
-    cap = _part(evidence, storage_result, node, filesystem, clause, "capacity")
-    evidence.check(clause, cap["free_bytes"], node=node, filesystem=filesystem.path,
-                   result=storage_result, method=cap.get("free_source"), raw=cap)
+    _check(evidence, storage_result, node, filesystem, "free", "capacity", "free_bytes",
+           "statvfs f_bavail (space a non-root user can still write)")
 
 
 @pytest.mark.clause("storage.write")
 def test_storage_write(node: str, filesystem: StorageSpec, storage_result: ProbeResult,
                        evidence: Evidence) -> None:
-    clause = _clause(filesystem, "write")
-    write = _part(evidence, storage_result, node, filesystem, clause, "write")
-    evidence.check(clause, write["bytes_per_s"], node=node, filesystem=filesystem.path,
-                   result=storage_result, method=write.get("method"), raw=write)
+    _check(evidence, storage_result, node, filesystem, "write", "write", "bytes_per_s")
 
 
 @pytest.mark.clause("storage.read")
 def test_storage_read(node: str, filesystem: StorageSpec, storage_result: ProbeResult,
                       evidence: Evidence) -> None:
-    clause = _clause(filesystem, "read")
-    read = _part(evidence, storage_result, node, filesystem, clause, "read")
-    evidence.check(clause, read["bytes_per_s"], node=node, filesystem=filesystem.path,
-                   result=storage_result, method=read.get("method"), raw=read)
+    _check(evidence, storage_result, node, filesystem, "read", "read", "bytes_per_s")
 
 
 @pytest.mark.clause("storage.metadata")
 def test_storage_metadata(node: str, filesystem: StorageSpec, storage_result: ProbeResult,
                           evidence: Evidence) -> None:
-    clause = _clause(filesystem, "metadata")
-    meta = _part(evidence, storage_result, node, filesystem, clause, "metadata")
-    evidence.check(clause, meta["ops_per_s"], node=node, filesystem=filesystem.path,
-                   result=storage_result, method=meta.get("method"), raw=meta)
+    _check(evidence, storage_result, node, filesystem, "metadata", "metadata", "ops_per_s")
 
 
 @pytest.mark.clause("storage.import_torch")

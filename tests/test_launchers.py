@@ -21,6 +21,18 @@ def cluster(python: str = sys.executable, launcher: str = "local") -> ClusterSpe
     return ClusterSpec("t", ("n1", "n2"), launcher, python, 60.0, 8)
 
 
+def assert_gone(pid: int, seconds: float = 5.0) -> None:
+    """The process `pid` has exited (is not alive, nor a zombie of ours) within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    pytest.fail(f"process {pid} is still alive")
+
+
 def test_probe_command_is_an_argument_list() -> None:
     call = ProbeCall("storage", ("--path", "/data; rm -rf /"))
     assert probe_command("/shared/venv/bin/python", call) == [
@@ -61,15 +73,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     result = run_process("n1", "host", [sys.executable, "-"], script, timeout_s=1.5)
     assert result.error is ErrorKind.TIMEOUT
     assert result.message == "no answer within 1.5 s; killed"
-    child = int(marker.read_text())
-    for _ in range(50):
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.1)
-    else:
-        pytest.fail(f"child {child} of the timed-out probe is still alive")
+    assert_gone(int(marker.read_text()))
 
 
 def test_crash_keeps_exit_code_and_stderr() -> None:
@@ -159,12 +163,4 @@ def test_interrupt_kills_probes_on_every_node(tmp_path: Path) -> None:
     process.send_signal(signal.SIGINT)
     assert process.wait(30) != 0
     for pid_file in pids.iterdir():
-        pid = int(pid_file.name)
-        for _ in range(50):
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.1)
-        else:
-            pytest.fail(f"probe {pid} outlived the interrupt")
+        assert_gone(int(pid_file.name))

@@ -306,3 +306,17 @@ def test_software_mismatch_names_the_odd_node(pytester: pytest.Pytester, fs: Pat
         "*odd kernel: found 4.19.0-old, which does not satisfy >= 5.0*",
         f"*kernel differs between nodes: {release} on n1; 4.19.0-old on odd*",
     ])
+
+
+def test_missing_filesystem_fails_its_clauses_with_the_reason(pytester: pytest.Pytester,
+                                                              fs: Path) -> None:
+    gone = fs / "not-mounted"
+    pytester.makefile(".yaml", trial=spec_text(gone, host='  cpu_cores: ">= 1"\n'))
+    result = pytester.runpytest("--cluster=trial.yaml")
+    result.assert_outcomes(passed=1, failed=4)
+    result.stdout.fnmatch_lines([
+        f"*nodeA {gone} write: cannot measure: {gone} does not exist or is not a directory "
+        "on this node*"])
+    failed = [r for r in jsonl(pytester) if r.get("outcome") == "failed"]
+    assert {r["error_kind"] for r in failed} == {"cannot_measure"}
+    assert {r["requirement"] for r in failed} == {">= 1 MiB", ">= 1 MB/s", ">= 10 ops/s"}
