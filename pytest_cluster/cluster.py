@@ -8,7 +8,11 @@ from pathlib import Path
 from pytest_cluster.cache import ProbeCache
 from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
 from pytest_cluster.probes import ProbeCall
-from pytest_cluster.spec.model import Spec, StorageSpec
+from pytest_cluster.spec.model import GpuSpec, Spec, StorageSpec
+
+#: gpu_perf parts and the GpuSpec clauses that need them.
+PERF_PARTS = {"usable_memory": ("usable_memory",), "copy": ("memory_bandwidth",),
+              "h2d": ("h2d",), "d2h": ("d2h",), "p2p": ("p2p",)}
 
 
 def storage_call(fs: StorageSpec) -> ProbeCall:
@@ -28,12 +32,36 @@ def import_call(fs: StorageSpec) -> ProbeCall:
     return ProbeCall("import_latency", tuple(args))
 
 
+def gpu_call(gpus: GpuSpec) -> ProbeCall:
+    return ProbeCall("gpu", ("--xid-window", f"{gpus.xid_window_s:g}"))
+
+
+def gpu_perf_call(gpus: GpuSpec) -> ProbeCall | None:
+    """The torch probe's arguments: only the measurements the contract has; None if none.
+
+    Throttling, the PCIe link and temperature are judged under load, so the throttle and
+    pcie rules and the temperature clause also need the load this probe creates."""
+    args = ["--dtypes", ",".join(dtype for dtype, _ in gpus.matmul),
+            "--size", str(gpus.matmul_size), "--load-time", f"{gpus.load_time_s:g}"]
+    wanted = False
+    for part, clauses in PERF_PARTS.items():
+        if any(gpus.item(name) is not None for name in clauses):
+            wanted = True
+        else:
+            args += ["--skip", part]
+    under_load = any(gpus.item(name) is not None for name in ("throttle", "pcie",
+                                                               "temperature"))
+    if not (wanted or gpus.matmul or under_load):
+        return None
+    return ProbeCall("gpu_perf", tuple(args))
+
+
 class Cluster:
     """What the `cluster` fixture gives a test: spec, nodes and probe results."""
 
     def __init__(self, spec: Spec, cache_dir: Path, launcher: Launcher | None = None) -> None:
         self.spec = spec
-        self.launcher = launcher or get_launcher(spec.cluster)
+        self.launcher = launcher or get_launcher(spec)
         self.cache = ProbeCache(cache_dir)
 
     @property
@@ -65,3 +93,20 @@ class Cluster:
 
     def import_latency(self, node: str, fs: StorageSpec) -> ProbeResult:
         return self.probe(import_call(fs), node)
+
+    def _gpus(self) -> GpuSpec:
+        if self.spec.gpus is None:
+            raise ValueError("the spec has no gpus section")
+        return self.spec.gpus
+
+    def gpu(self, node: str) -> ProbeResult:
+        """NVML inventory and health of every GPU of `node`."""
+        return self.probe(gpu_call(self._gpus()), node)
+
+    def gpu_all(self) -> dict[str, ProbeResult]:
+        return self.probe_all(gpu_call(self._gpus()))
+
+    def gpu_perf(self, node: str) -> ProbeResult | None:
+        """torch measurements on every GPU of `node` at once; None if none is in contract."""
+        call = gpu_perf_call(self._gpus())
+        return None if call is None else self.probe(call, node)

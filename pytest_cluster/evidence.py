@@ -13,14 +13,26 @@ import pytest
 
 from pytest_cluster.launchers.base import ProbeResult
 from pytest_cluster.requirement import Verdict
-from pytest_cluster.spec.model import Clause, VersionClause
+from pytest_cluster.spec.model import Clause, Rule, VersionClause
 from pytest_cluster.units import UNITS
 
 #: Property names every acceptance test may record (in this order in JUnit).
-PROPERTIES = ("node", "filesystem", "spec_key", "spec_line", "requirement", "measured",
-              "required",
-              "comparison", "unit", "measured_base", "required_base", "simulated",
-              "method", "error_kind", "probe_run", "raw")
+PROPERTIES = ("node", "gpu", "gpu_uuid", "gpu_serial", "filesystem", "spec_key", "spec_line",
+              "requirement", "measured", "required", "comparison", "unit", "measured_base",
+              "required_base", "simulated", "method", "error_kind", "probe_run", "verdict",
+              "raw")
+
+Promise = Clause | VersionClause | Rule
+
+
+def promise_text(promise: Promise) -> str:
+    return promise.text if isinstance(promise, Rule) else promise.requirement.text
+
+
+def where(node: str, filesystem: str | None = None, gpu: int | None = None) -> str:
+    """How a message names what was tested: 'node01', 'node01 /data', 'node01 gpu3'."""
+    text = f"{node} {filesystem}" if filesystem else node
+    return f"{text} gpu{gpu}" if gpu is not None else text
 
 
 class Evidence:
@@ -35,36 +47,43 @@ class Evidence:
                 text = json.dumps(value, sort_keys=True, default=str) if name == "raw" else value
                 self.item.user_properties.append((name, text))
 
-    def _where(self, node: str, filesystem: str | None) -> str:
-        return f"{node} {filesystem}" if filesystem else node
+    def gpu(self, index: int, uuid: str | None, serial: str | None) -> None:
+        """Name the GPU a per-GPU test is about (index, UUID, serial) in its evidence."""
+        self.record(gpu=index, gpu_uuid=uuid, gpu_serial=serial)
 
-    def require(self, result: ProbeResult, clause: Clause | VersionClause,
-                filesystem: str | None = None) -> dict[str, Any]:
+    def require(self, result: ProbeResult, clause: Promise, filesystem: str | None = None,
+                gpu: int | None = None) -> dict[str, Any]:
         """The probe's payload, or fail this test with the probe's error (kind, stderr)."""
         if result.ok:
             return result.payload()
         self.record(node=result.node, filesystem=filesystem, spec_key=clause.key,
-                    spec_line=clause.line, requirement=clause.requirement.text,
+                    spec_line=clause.line, requirement=promise_text(clause),
                     error_kind=result.error.value if result.error else "failed",
                     simulated=result.simulated,
                     raw={"message": result.message, "exit_code": result.exit_code,
                          "stderr_tail": result.stderr_tail, "duration_s": result.duration_s})
-        pytest.fail(result.describe(), pytrace=False)
+        prefix = f"gpu{gpu}: " if gpu is not None else ""
+        pytest.fail(_mark(prefix + result.describe(), result.simulated), pytrace=False)
 
-    def cannot_measure(self, node: str, clause: Clause | VersionClause, reason: str,
-                       filesystem: str | None = None, raw: Any = None) -> NoReturn:
+    def cannot_measure(self, node: str, clause: Promise, reason: str,
+                       filesystem: str | None = None, raw: Any = None,
+                       gpu: int | None = None, kind: str = "cannot_measure",
+                       simulated: bool = False) -> NoReturn:
         """The probe ran but could not measure this clause: fail, saying why."""
         self.record(node=node, filesystem=filesystem, spec_key=clause.key,
-                    spec_line=clause.line, requirement=clause.requirement.text,
-                    error_kind="cannot_measure", raw=raw)
+                    spec_line=clause.line, requirement=promise_text(clause),
+                    error_kind=kind, raw=raw, simulated=simulated or None)
         name = clause.key.rsplit(".", 1)[-1]
-        pytest.fail(f"{self._where(node, filesystem)} {name}: cannot measure: {reason}",
-                    pytrace=False)
+        text = f"{where(node, filesystem, gpu)} {name}: cannot measure: {reason}"
+        if kind != "cannot_measure":
+            text = f"{where(node, filesystem, gpu)} {name}: {reason}"
+        pytest.fail(_mark(text, simulated), pytrace=False)
 
     def check(self, clause: Clause, measured: float, *, node: str, result: ProbeResult,
               filesystem: str | None = None, method: str | None = None,
-              raw: Any = None) -> None:
-        """Record measured vs required for `clause` and fail unless it holds."""
+              raw: Any = None, gpu: int | None = None, note: str = "") -> None:
+        """Record measured vs required for `clause` and fail unless it holds; `note` is
+        added to the failure message (e.g. who else holds GPU memory)."""
         req = clause.requirement
         unit_factor = _factor(req.unit)
         self.record(node=node, filesystem=filesystem, spec_key=clause.key,
@@ -75,8 +94,22 @@ class Evidence:
                     simulated=result.simulated, method=method, probe_run=result.run_id,
                     raw=raw)
         name = clause.key.rsplit(".", 1)[-1]
-        verdict = req.check(measured, f"{self._where(node, filesystem)} {name}")
-        self._assert(verdict)
+        verdict = req.check(measured, f"{where(node, filesystem, gpu)} {name}")
+        if not verdict.ok and note:
+            verdict = Verdict(False, f"{verdict.message}; {note}")
+        self._assert(verdict, result.simulated)
+
+    def check_rule(self, rule: Rule, ok: bool, measured: str, *, node: str,
+                   result: ProbeResult, problem: str, gpu: int | None = None,
+                   method: str | None = None, raw: Any = None) -> None:
+        """A health rule (no number to compare): record what was found, fail with
+        `problem` unless `ok`."""
+        self.record(node=node, spec_key=rule.key, spec_line=rule.line, requirement=rule.text,
+                    measured=measured, simulated=result.simulated, method=method,
+                    probe_run=result.run_id, raw=raw)
+        name = rule.key.rsplit(".", 1)[-1]
+        self._assert(Verdict(ok, f"{where(node, gpu=gpu)} {name}: {problem}"),
+                     result.simulated)
 
     def check_version(self, clause: VersionClause, found: str | None, *, node: str,
                       result: ProbeResult, source: str | None) -> None:
@@ -84,12 +117,17 @@ class Evidence:
         self.record(node=node, spec_key=clause.key, spec_line=clause.line, measured=found,
                     requirement=req.text, comparison=req.op, simulated=result.simulated,
                     method=source, probe_run=result.run_id)
-        self._assert(req.check(found, f"{node} {clause.name}"))
+        self._assert(req.check(found, f"{node} {clause.name}"), result.simulated)
 
-    def _assert(self, verdict: Verdict) -> None:
+    def _assert(self, verdict: Verdict, simulated: bool = False) -> None:
         self.record(verdict="pass" if verdict.ok else "fail")
         if not verdict.ok:
-            pytest.fail(verdict.message, pytrace=False)
+            pytest.fail(_mark(verdict.message, simulated), pytrace=False)
+
+
+def _mark(message: str, simulated: bool) -> str:
+    """Failure messages of simulated results say so first: never pass for measurements."""
+    return f"[SIMULATED] {message}" if simulated else message
 
 
 def _factor(unit: str) -> float:

@@ -47,6 +47,24 @@ def filesystem(request: pytest.FixtureRequest) -> StorageSpec:
 
 
 @pytest.fixture
+def gpu(request: pytest.FixtureRequest) -> int:
+    """The index of the GPU under test (NVML order); tests run for each promised GPU."""
+    if not hasattr(request, "param"):
+        pytest.fail(NEEDS_SPEC, pytrace=False)
+    index: int = request.param
+    return index
+
+
+@pytest.fixture
+def dtype(request: pytest.FixtureRequest) -> str:
+    """A matmul dtype of the contract (bf16, fp16, tf32, fp32, fp8)."""
+    if not hasattr(request, "param"):
+        pytest.fail(NEEDS_SPEC, pytrace=False)
+    name: str = request.param
+    return name
+
+
+@pytest.fixture
 def evidence(request: pytest.FixtureRequest) -> Evidence:
     """Records measured vs required into JUnit properties and results.jsonl, then asserts."""
     return Evidence(request.node)
@@ -68,3 +86,15 @@ def storage_result(cluster: Cluster, node: str, filesystem: StorageSpec) -> Prob
 def import_result(cluster: Cluster, node: str, filesystem: StorageSpec) -> ProbeResult:
     """The import-latency probe's result for `filesystem`'s interpreter on `node`."""
     return cluster.import_latency(node, filesystem)
+
+
+@pytest.fixture
+def gpu_result(cluster: Cluster, node: str) -> ProbeResult:
+    """The NVML GPU probe's result on `node` (inventory and health), or its error."""
+    return cluster.gpu(node)
+
+
+@pytest.fixture
+def gpu_perf_result(cluster: Cluster, node: str) -> ProbeResult | None:
+    """The torch GPU probe's result on `node` (all GPUs at once), None if not needed."""
+    return cluster.gpu_perf(node)

@@ -94,6 +94,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "filesystem" in metafunc.fixturenames:
         metafunc.parametrize("filesystem", spec.storage,
                              ids=[fs.path for fs in spec.storage], indirect=True)
+    if spec.gpus is not None and "gpu" in metafunc.fixturenames:
+        slots = range(spec.gpus.slots)
+        metafunc.parametrize("gpu", slots, ids=[f"gpu{i}" for i in slots], indirect=True)
+    if spec.gpus is not None and "dtype" in metafunc.fixturenames:
+        dtypes = [name for name, _ in spec.gpus.matmul]
+        metafunc.parametrize("dtype", dtypes, ids=dtypes, indirect=True)
 
 
 def clause_name(item: pytest.Item, spec: Spec) -> tuple[str, bool] | None:
@@ -111,12 +117,34 @@ def clause_name(item: pytest.Item, spec: Spec) -> tuple[str, bool] | None:
         return name, spec.host.same_software and len(spec.cluster.nodes) > 1
     if section == "host":
         return name, spec.host_clause(key) is not None
+    if section == "gpus":
+        return _gpu_clause(name, key, spec, params)
     if section == "storage":
         fs = params.get("filesystem")
         if not isinstance(fs, StorageSpec):
             return name, False
         return f"storage[{fs.path}].{key}", fs.clause(key) is not None
     return name, True
+
+
+def _gpu_clause(name: str, key: str, spec: Spec, params: dict[str, Any]) -> tuple[str, bool]:
+    gpus = spec.gpus
+    if gpus is None:
+        return "gpus", False  # the whole section is absent
+    if key == "matmul":
+        dtype = params.get("dtype")
+        if dtype is None:
+            return name, False
+        return f"gpus.matmul.{dtype}", any(d == dtype for d, _ in gpus.matmul)
+    if key == "uniform":
+        return name, True
+    if key == "model":
+        return name, gpus.model is not None
+    if key == "same_driver":
+        return name, len(spec.cluster.nodes) > 1
+    if key == "nvlink":
+        return name, gpus.nvlink is not None or gpus.nvlink_count is not None
+    return name, gpus.item(key) is not None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -128,7 +156,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         found = clause_name(item, spec)
         if found is not None and not found[1]:
             drop.append(item)
-            single = found[0] == "host.same_software" and spec.host.same_software
+            single = (found[0] == "host.same_software" and spec.host.same_software) or (
+                found[0] == "gpus.same_driver" and spec.gpus is not None)
             absent.append(f"{found[0]} (needs 2+ nodes)" if single else found[0])
         else:
             keep.append(item)

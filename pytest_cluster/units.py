@@ -24,6 +24,8 @@ class Dim(enum.Enum):
     OPS = ("operation rate", "'20000 ops/s'")
     FRACTION = ("fraction", "'95%' or 0.95")
     COUNT = ("count", "192")
+    TEMPERATURE = ("temperature", "'85 C'")
+    POWER = ("power", "'700 W'")
 
     def __init__(self, label: str, example: str) -> None:
         self.label = label
@@ -55,6 +57,10 @@ def _unit_table() -> dict[str, tuple[Dim, float]]:
     table["op/s"] = (Dim.OPS, 1.0)
     table["kops/s"] = (Dim.OPS, 1e3)
     table["%"] = (Dim.FRACTION, 0.01)
+    table["C"] = (Dim.TEMPERATURE, 1.0)
+    table["°C"] = (Dim.TEMPERATURE, 1.0)
+    table["W"] = (Dim.POWER, 1.0)
+    table["kW"] = (Dim.POWER, 1e3)
     return table
 
 
@@ -62,10 +68,11 @@ UNITS: dict[str, tuple[Dim, float]] = _unit_table()
 
 #: The unit a measured value is shown in when no spec unit is at hand.
 DEFAULT_UNIT = {Dim.SIZE: "GiB", Dim.RATE: "GB/s", Dim.TIME: "s", Dim.FLOPS: "TFLOPS",
-                Dim.OPS: "ops/s", Dim.FRACTION: "%", Dim.COUNT: ""}
+                Dim.OPS: "ops/s", Dim.FRACTION: "%", Dim.COUNT: "", Dim.TEMPERATURE: "C",
+                Dim.POWER: "W"}
 
 _NUMBER = r"[+-]?(?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
-_QUANTITY_RE = re.compile(rf"^\s*({_NUMBER})\s*([A-Za-z%/]*)\s*$")
+_QUANTITY_RE = re.compile(rf"^\s*({_NUMBER})\s*([A-Za-z%/°]*)\s*$")
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,8 @@ _UNIT_EXAMPLES = {
     Dim.OPS: "ops/s, kops/s",
     Dim.FRACTION: "%",
     Dim.COUNT: "none",
+    Dim.TEMPERATURE: "C",
+    Dim.POWER: "W, kW",
 }
 
 

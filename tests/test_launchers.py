@@ -14,11 +14,11 @@ from pytest_cluster.launchers import ErrorKind, ProbeResult, get_launcher
 from pytest_cluster.launchers.base import fan_out, run_process
 from pytest_cluster.launchers.local import LocalLauncher, probe_command
 from pytest_cluster.probes import ProbeCall
-from pytest_cluster.spec.model import ClusterSpec
+from pytest_cluster.spec.model import ClusterSpec, Spec
 
 
-def cluster(python: str = sys.executable, launcher: str = "local") -> ClusterSpec:
-    return ClusterSpec("t", ("n1", "n2"), launcher, python, 60.0, 8)
+def cluster(python: str = sys.executable, launcher: str = "local") -> Spec:
+    return Spec("t.yaml", "0" * 64, ClusterSpec("t", ("n1", "n2"), launcher, python, 60.0, 8))
 
 
 def assert_gone(pid: int, seconds: float = 5.0) -> None:
@@ -41,7 +41,7 @@ def test_probe_command_is_an_argument_list() -> None:
 
 def test_registry() -> None:
     assert isinstance(get_launcher(cluster()), LocalLauncher)
-    with pytest.raises(LaunchError, match=r"unknown launcher 'pbs'; known: local"):
+    with pytest.raises(LaunchError, match=r"unknown launcher 'pbs'; known: local, sim"):
         get_launcher(cluster(launcher="pbs"))
 
 

@@ -102,7 +102,7 @@ def test_good_spec_becomes_frozen_records() -> None:
     ("host: {cpu_cores: 1}\n", "trial.yaml: cluster: missing section (needs at least name and "
                                "nodes)"),
     ("cluster: {name: x, nodes: a, launcher: pbs}\n",
-     "trial.yaml:1: cluster.launcher: expected one of local, got 'pbs'"),
+     "trial.yaml:1: cluster.launcher: expected one of local, sim, got 'pbs'"),
     ("cluster: {name: x, nodes: a}\ncluster: {name: y, nodes: b}\n",
      "trial.yaml:2: cluster: duplicate key (first given on line 1)"),
     ("cluster: {name: x, nodes: a}\nstorage:\n  - path: data\n",
@@ -116,9 +116,9 @@ def test_good_spec_becomes_frozen_records() -> None:
      "got 'latest'"),
     ("cluster: {name: x, nodes: a}\nhost:\n  cpu_cores: [1, 2]\n",
      "trial.yaml:3: host.cpu_cores: expected a count like 192, got a list"),
-    ("cluster: {name: x, nodes: a}\ngpus: {count: 8}\n",
-     "trial.yaml:2: gpus: GPU clauses are not supported by this version of pytest-cluster yet; "
-     "remove the section or upgrade"),
+    ("cluster: {name: x, nodes: a}\ninterconnect: {all_reduce: 0.8}\n",
+     "trial.yaml:2: interconnect: interconnect clauses are not supported by this version of "
+     "pytest-cluster yet; remove the section or upgrade"),
     ("cluster: {name: x, nodes: a}\nstorage:\n  - path: /d\n    shared: maybe\n",
      "trial.yaml:4: storage[0].shared: expected true or false, got 'maybe'"),
     ("cluster: {name: x, nodes: a, parallel: 0}\n",
@@ -192,7 +192,7 @@ def test_arbitrary_text_raises_only_spec_error(text: str) -> None:
 
 def test_a_spec_that_promises_nothing_is_refused() -> None:
     assert error_of("cluster: {name: x, nodes: a}\nstorage:\n  - path: /data\n") == (
-        "trial.yaml: nothing to test: the spec has no host or storage clauses "
+        "trial.yaml: nothing to test: the spec has no host, storage or gpus clauses "
         "(see examples/trial.yaml)")
 
 

@@ -10,20 +10,21 @@ from pytest_cluster.launchers.base import ErrorKind, Launcher, ProbeResult
 
 REGISTRY: dict[str, str] = {
     "local": "pytest_cluster.launchers.local:LocalLauncher",
+    "sim": "pytest_cluster.launchers.sim:SimLauncher",
 }
 
 if TYPE_CHECKING:  # the spec imports the registry to validate launcher names
-    from pytest_cluster.spec.model import ClusterSpec
+    from pytest_cluster.spec.model import Spec
 
 
-def get_launcher(spec: ClusterSpec) -> Launcher:
-    target = REGISTRY.get(spec.launcher)
+def get_launcher(spec: Spec) -> Launcher:
+    name = spec.cluster.launcher
+    target = REGISTRY.get(name)
     if target is None:
-        raise LaunchError(f"unknown launcher {spec.launcher!r}; known: {', '.join(REGISTRY)}")
+        raise LaunchError(f"unknown launcher {name!r}; known: {', '.join(REGISTRY)}")
     module_name, class_name = target.split(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
-    launcher: Launcher = cls(spec)
-    return launcher
+    cls: type[Launcher] = getattr(importlib.import_module(module_name), class_name)
+    return cls.from_spec(spec)
 
 
 __all__ = ["REGISTRY", "ErrorKind", "Launcher", "ProbeResult", "get_launcher"]

@@ -23,7 +23,7 @@ from pytest_cluster.probes import ProbeCall
 STDERR_TAIL = 2000
 
 if TYPE_CHECKING:  # the spec imports the registry to validate launcher names
-    from pytest_cluster.spec.model import ClusterSpec
+    from pytest_cluster.spec.model import ClusterSpec, Spec
 
 
 class ErrorKind(str, enum.Enum):
@@ -122,18 +122,21 @@ def kill_all_running() -> int:
 
 
 def run_process(node: str, probe: str, argv: list[str], stdin_text: str,
-                timeout_s: float) -> ProbeResult:
+                timeout_s: float, env: dict[str, str] | None = None,
+                simulated: bool = False) -> ProbeResult:
     """Run argv (its own process group) feeding stdin; map every outcome to a ProbeResult."""
     started = time.time()
     clock = time.perf_counter()
 
     def result(**kwargs: Any) -> ProbeResult:
         return ProbeResult(node=node, probe=probe, started_at=started,
-                           duration_s=time.perf_counter() - clock, **kwargs)
+                           duration_s=time.perf_counter() - clock, simulated=simulated,
+                           **kwargs)
 
     try:
         process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                   env=env)
     except FileNotFoundError:
         return result(data=None, error=ErrorKind.INTERPRETER_MISSING,
                       message=f"{argv[0]!r} not found (check cluster.python in the spec)")
@@ -192,6 +195,11 @@ class Launcher(ABC):
 
     def __init__(self, spec: ClusterSpec) -> None:
         self.spec = spec
+
+    @classmethod
+    def from_spec(cls, spec: Spec) -> Launcher:
+        """The launcher for a whole spec (the sim launcher also reads its sim section)."""
+        return cls(spec.cluster)
 
     @abstractmethod
     def run(self, call: ProbeCall, nodes: Sequence[str],

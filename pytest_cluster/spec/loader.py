@@ -6,26 +6,31 @@ was expected; all problems of a file are reported together.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import os
-import re
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import yaml
-from yaml.constructor import ConstructorError, SafeConstructor
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster.errors import SpecError, UnitError
 from pytest_cluster.hostlist import expand_hostlist
 from pytest_cluster.launchers import REGISTRY
 from pytest_cluster.requirement import (
-    Requirement,
-    parse_requirement,
     parse_version_requirement,
 )
+from pytest_cluster.spec.fields import (
+    Ctx,
+    Map,
+    boolean,
+    clause,
+    field,
+    interpreter,
+    kind,
+    positive_int,
+    text,
+)
+from pytest_cluster.spec.gpus import parse_gpus, parse_sim
 from pytest_cluster.spec.model import (
     Clause,
     ClusterSpec,
@@ -36,154 +41,18 @@ from pytest_cluster.spec.model import (
 )
 from pytest_cluster.units import Dim, parse_quantity
 
-T = TypeVar("T")
-
-#: Sections a later release will read; refusing them beats silently ignoring a clause.
-PLANNED_SECTIONS = {"gpus": "GPU clauses", "interconnect": "interconnect clauses"}
 SOFTWARE = ("kernel", "python", "torch", "cuda", "nccl", "driver")
 MAX_SPEC_BYTES = 4 * 2**20
 
 
-class _Ctx:
-    """Collects errors with their location while validation goes on."""
-
-    def __init__(self, file: str) -> None:
-        self.file = file
-        self.errors: list[SpecError] = []
-
-    def error(self, node: Node | None, path: str, message: str) -> None:
-        line = node.start_mark.line + 1 if node is not None else None
-        self.errors.append(SpecError(message, file=self.file, line=line, path=path))
-
-
-def _kind(node: Node) -> str:
-    if isinstance(node, MappingNode):
-        return "a map"
-    if isinstance(node, SequenceNode):
-        return "a list"
-    if node.tag.endswith(":null"):
-        return "nothing"
-    return repr(_scalar(node))
-
-
-def _scalar(node: Node) -> object:
-    try:
-        return SafeConstructor().construct_object(node, deep=True)
-    except (ConstructorError, ValueError, OverflowError):
-        return node.value
-
-
-class _Map:
-    """A YAML mapping being validated: take known keys, then `finish` flags the rest."""
-
-    def __init__(self, ctx: _Ctx, node: Node, path: str, known: tuple[str, ...]) -> None:
-        self.ctx, self.node, self.path, self.known = ctx, node, path, known
-        self.items: dict[str, tuple[Node, Node]] = {}
-        if not isinstance(node, MappingNode):
-            ctx.error(node, path, f"expected a map of {', '.join(known)}, got {_kind(node)}")
-            return
-        SafeConstructor().flatten_mapping(node)
-        for key_node, value_node in node.value:
-            key = _scalar(key_node)
-            sub = self.sub(str(key))
-            if not isinstance(key, str):
-                ctx.error(key_node, sub, f"a key must be a name, got {key!r}")
-            elif key in self.items:
-                first = self.items[key][0].start_mark.line + 1
-                ctx.error(key_node, sub, f"duplicate key (first given on line {first})")
-            else:
-                self.items[key] = (key_node, value_node)
-
-    def sub(self, key: str) -> str:
-        return f"{self.path}.{key}" if self.path else key
-
-    def take(self, key: str) -> Node | None:
-        item = self.items.pop(key, None)
-        if item is None or item[1].tag.endswith(":null"):
-            return None
-        return item[1]
-
-    def finish(self) -> None:
-        for key, (key_node, _) in self.items.items():
-            if key in PLANNED_SECTIONS and not self.path:
-                self.ctx.error(key_node, key, f"{PLANNED_SECTIONS[key]} are not supported by "
-                               "this version of pytest-cluster yet; remove the section or upgrade")
-                continue
-            close = difflib.get_close_matches(key, self.known, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            self.ctx.error(key_node, self.sub(key),
-                           f"unknown key{hint} (known keys: {', '.join(self.known)})")
-
-
-def _field(ctx: _Ctx, node: Node | None, path: str, parse: Callable[[object], T]) -> T | None:
-    """Parse a scalar field; on failure record the error and return None."""
-    if node is None:
-        return None
-    if not isinstance(node, ScalarNode):
-        try:
-            parse(None)
-        except (UnitError, ValueError) as exc:
-            message = str(exc).rsplit(", got", 1)[0]
-            ctx.error(node, path, f"{message}, got {_kind(node)}")
-            return None
-        ctx.error(node, path, f"expected a single value, got {_kind(node)}")
-        return None
-    try:
-        return parse(_scalar(node))
-    except (UnitError, ValueError) as exc:
-        ctx.error(node, path, str(exc))
-        return None
-
-
-def _text(what: str) -> Callable[[object], str]:
-    def parse(raw: object) -> str:
-        if not isinstance(raw, str) or not raw.strip():
-            raise UnitError(f"expected {what}, got {raw!r}")
-        return raw.strip()
-    return parse
-
-
-_INTERPRETER_RE = re.compile(r"^[A-Za-z0-9_./+][A-Za-z0-9_./+-]*$")
-
-
-def _interpreter(raw: object) -> str:
-    """A path or command name for python: no spaces, quotes or options."""
-    if not isinstance(raw, str) or not _INTERPRETER_RE.match(raw.strip()):
-        raise UnitError(f"expected an interpreter path like /shared/venv/bin/python, got {raw!r}")
-    return raw.strip()
-
-
-def _bool(raw: object) -> bool:
-    if not isinstance(raw, bool):
-        raise UnitError(f"expected true or false, got {raw!r}")
-    return raw
-
-
-def _positive_int(raw: object) -> int:
-    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
-        raise UnitError(f"expected a whole number >= 1, got {raw!r}")
-    return raw
-
-
-def _clause(ctx: _Ctx, table: _Map, key: str, name: str, dim: Dim,
-            default_op: str = ">=") -> Clause | None:
-    node = table.take(name)
-    path = f"{key}.{name}"
-    req: Requirement | None = _field(ctx, node, table.sub(name),
-                                     lambda raw: parse_requirement(raw, dim, default_op))
-    if req is None or node is None:
-        return None
-    return Clause(path, node.start_mark.line + 1, req)
-
-
-def _nodes(ctx: _Ctx, node: Node | None, path: str) -> tuple[str, ...]:
+def _nodes(ctx: Ctx, node: Node | None, path: str) -> tuple[str, ...]:
     if node is None:
         return ()
     items = node.value if isinstance(node, SequenceNode) else [node]
     names: list[str] = []
     for index, item in enumerate(items):
         where = f"{path}[{index}]" if isinstance(node, SequenceNode) else path
-        expr = _field(ctx, item, where, _text("a hostname or hostlist like 'gpu-[001-004]'"))
+        expr = field(ctx, item, where, text("a hostname or hostlist like 'gpu-[001-004]'"))
         if expr is None:
             continue
         try:
@@ -199,14 +68,14 @@ def _nodes(ctx: _Ctx, node: Node | None, path: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _cluster(ctx: _Ctx, node: Node | None) -> ClusterSpec:
+def _cluster(ctx: Ctx, node: Node | None) -> ClusterSpec:
     known = ("name", "nodes", "launcher", "python", "probe_timeout", "parallel")
     if node is None:
         ctx.error(None, "cluster", "missing section (needs at least name and nodes)")
         return ClusterSpec("", (), "local", "python3", 600.0, 64)
-    table = _Map(ctx, node, "cluster", known)
+    table = Map(ctx, node, "cluster", known)
     name_node = table.take("name")
-    name = _field(ctx, name_node, "cluster.name", _text("a name for the cluster"))
+    name = field(ctx, name_node, "cluster.name", text("a name for the cluster"))
     if name_node is None and isinstance(node, MappingNode):
         ctx.error(node, "cluster.name", "missing: name the cluster, e.g. name: acme-h100-trial")
     nodes_node = table.take("nodes")
@@ -227,37 +96,37 @@ def _cluster(ctx: _Ctx, node: Node | None) -> ClusterSpec:
     result = ClusterSpec(
         name=name or "",
         nodes=nodes,
-        launcher=_field(ctx, table.take("launcher"), "cluster.launcher", launcher) or "local",
-        python=_field(ctx, table.take("python"), "cluster.python", _interpreter) or "python3",
-        probe_timeout_s=_field(ctx, table.take("probe_timeout"), "cluster.probe_timeout",
+        launcher=field(ctx, table.take("launcher"), "cluster.launcher", launcher) or "local",
+        python=field(ctx, table.take("python"), "cluster.python", interpreter) or "python3",
+        probe_timeout_s=field(ctx, table.take("probe_timeout"), "cluster.probe_timeout",
                                timeout) or 600.0,
-        parallel=_field(ctx, table.take("parallel"), "cluster.parallel", _positive_int) or 64,
+        parallel=field(ctx, table.take("parallel"), "cluster.parallel", positive_int) or 64,
     )
     table.finish()
     return result
 
 
-def _host(ctx: _Ctx, node: Node | None) -> HostSpec:
+def _host(ctx: Ctx, node: Node | None) -> HostSpec:
     if node is None:
         return HostSpec()
-    table = _Map(ctx, node, "host",
+    table = Map(ctx, node, "host",
                  ("cpu_cores", "cpu_threads", "memory", "software", "same_software"))
     software: list[VersionClause] = []
     soft_node = table.take("software")
     if soft_node is not None:
-        soft = _Map(ctx, soft_node, "host.software", SOFTWARE)
+        soft = Map(ctx, soft_node, "host.software", SOFTWARE)
         for name in SOFTWARE:
             item = soft.take(name)
-            req = _field(ctx, item, f"host.software.{name}", parse_version_requirement)
+            req = field(ctx, item, f"host.software.{name}", parse_version_requirement)
             if req is not None and item is not None:
                 software.append(VersionClause(f"host.software.{name}",
                                               item.start_mark.line + 1, name, req))
         soft.finish()
-    same = _field(ctx, table.take("same_software"), "host.same_software", _bool)
+    same = field(ctx, table.take("same_software"), "host.same_software", boolean)
     result = HostSpec(
-        cpu_cores=_clause(ctx, table, "host", "cpu_cores", Dim.COUNT),
-        cpu_threads=_clause(ctx, table, "host", "cpu_threads", Dim.COUNT),
-        memory=_clause(ctx, table, "host", "memory", Dim.SIZE),
+        cpu_cores=clause(ctx, table, "host", "cpu_cores", Dim.COUNT),
+        cpu_threads=clause(ctx, table, "host", "cpu_threads", Dim.COUNT),
+        memory=clause(ctx, table, "host", "memory", Dim.SIZE),
         software=tuple(software),
         same_software=True if same is None else same,
     )
@@ -270,19 +139,19 @@ _STORAGE_KEYS = ("path", "shared", "capacity", "free", "write", "read", "metadat
                  "cold_cache")
 
 
-def _filesystem(ctx: _Ctx, node: Node, index: int, default_python: str) -> StorageSpec | None:
+def _filesystem(ctx: Ctx, node: Node, index: int, default_python: str) -> StorageSpec | None:
     path = f"storage[{index}]"
-    table = _Map(ctx, node, path, _STORAGE_KEYS)
+    table = Map(ctx, node, path, _STORAGE_KEYS)
     if not isinstance(node, MappingNode):
         return None
 
     def absolute(raw: object) -> str:
-        text = _text("an absolute path like /data")(raw)
-        if not text.startswith("/") or "\0" in text:
+        value = text("an absolute path like /data")(raw)
+        if not value.startswith("/") or "\0" in value:
             raise UnitError(f"expected an absolute path like /data, got {raw!r}")
-        return os.path.normpath(text)
+        return os.path.normpath(value)
 
-    fs_path = _field(ctx, table.take("path"), f"{path}.path", absolute)
+    fs_path = field(ctx, table.take("path"), f"{path}.path", absolute)
     if fs_path is None and not any(e.path == f"{path}.path" for e in ctx.errors):
         ctx.error(node, f"{path}.path", "missing: which filesystem path to test")
     key = f"storage[{fs_path or index}]"
@@ -293,15 +162,15 @@ def _filesystem(ctx: _Ctx, node: Node, index: int, default_python: str) -> Stora
             raise UnitError(f"expected a size of at least 1 MiB, got {raw!r}")
         return value
 
-    shared = _field(ctx, table.take("shared"), f"{path}.shared", _bool)
-    python = _field(ctx, table.take("python"), f"{path}.python", _interpreter)
-    io_size = _field(ctx, table.take("io_size"), f"{path}.io_size", size)
-    files = _field(ctx, table.take("metadata_files"), f"{path}.metadata_files", _positive_int)
-    repeats = _field(ctx, table.take("import_repeats"), f"{path}.import_repeats", _positive_int)
-    cold = _field(ctx, table.take("cold_cache"), f"{path}.cold_cache", _bool)
+    shared = field(ctx, table.take("shared"), f"{path}.shared", boolean)
+    python = field(ctx, table.take("python"), f"{path}.python", interpreter)
+    io_size = field(ctx, table.take("io_size"), f"{path}.io_size", size)
+    files = field(ctx, table.take("metadata_files"), f"{path}.metadata_files", positive_int)
+    repeats = field(ctx, table.take("import_repeats"), f"{path}.import_repeats", positive_int)
+    cold = field(ctx, table.take("cold_cache"), f"{path}.cold_cache", boolean)
 
-    def clause(name: str, dim: Dim, op: str = ">=") -> Clause | None:
-        return _clause(ctx, table, key, name, dim, op)
+    def fs_clause(name: str, dim: Dim, op: str = ">=") -> Clause | None:
+        return clause(ctx, table, key, name, dim, op)
 
     result = StorageSpec(
         path=fs_path or "",
@@ -312,23 +181,23 @@ def _filesystem(ctx: _Ctx, node: Node, index: int, default_python: str) -> Stora
         metadata_files=files or 2000,
         import_repeats=repeats or 3,
         cold_cache=True if cold is None else cold,
-        capacity=clause("capacity", Dim.SIZE),
-        free=clause("free", Dim.SIZE),
-        write=clause("write", Dim.RATE),
-        read=clause("read", Dim.RATE),
-        metadata=clause("metadata", Dim.OPS),
-        import_torch=clause("import_torch", Dim.TIME, "<="),
+        capacity=fs_clause("capacity", Dim.SIZE),
+        free=fs_clause("free", Dim.SIZE),
+        write=fs_clause("write", Dim.RATE),
+        read=fs_clause("read", Dim.RATE),
+        metadata=fs_clause("metadata", Dim.OPS),
+        import_torch=fs_clause("import_torch", Dim.TIME, "<="),
     )
     table.finish()
     return result
 
 
-def _storage(ctx: _Ctx, node: Node | None, default_python: str) -> tuple[StorageSpec, ...]:
+def _storage(ctx: Ctx, node: Node | None, default_python: str) -> tuple[StorageSpec, ...]:
     if node is None:
         return ()
     if not isinstance(node, SequenceNode):
         ctx.error(node, "storage", f"expected a list of filesystems (- path: /data ...), "
-                  f"got {_kind(node)}")
+                  f"got {kind(node)}")
         return ()
     found: list[StorageSpec] = []
     for index, item in enumerate(node.value):
@@ -375,7 +244,7 @@ def _check_tags(root: Node, file: str) -> None:
 
 def parse_spec(text: str, file: str) -> Spec:
     """Validate spec text; raise SpecError listing every problem found."""
-    ctx = _Ctx(file)
+    ctx = Ctx(file)
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
@@ -396,14 +265,20 @@ def parse_spec(text: str, file: str) -> Spec:
     _check_tags(root, file)
     if not isinstance(root, MappingNode):
         raise SpecError(f"the spec must be a map with sections cluster, host, storage; "
-                        f"got {_kind(root)}", file=file, line=root.start_mark.line + 1)
-    top = _Map(ctx, root, "", ("cluster", "host", "storage"))
+                        f"got {kind(root)}", file=file, line=root.start_mark.line + 1)
+    top = Map(ctx, root, "", ("cluster", "host", "storage", "gpus", "sim"))
     cluster = _cluster(ctx, top.take("cluster"))
     host = _host(ctx, top.take("host"))
-    storage = _storage(ctx, top.take("storage"), cluster.python)
+    storage_node = top.take("storage")
+    storage = _storage(ctx, storage_node, cluster.python)
+    if storage_node is not None and cluster.launcher == "sim":
+        ctx.error(storage_node, "storage", "the sim launcher simulates hosts and GPUs, not "
+                  "filesystems; test storage with launcher: local (or ssh, slurm)")
+    gpus = parse_gpus(ctx, top.take("gpus"))
+    sim = parse_sim(ctx, top.take("sim"), cluster)
     top.finish()
-    if not ctx.errors and not _has_clauses(cluster, host, storage):
-        raise SpecError("nothing to test: the spec has no host or storage clauses "
+    if not ctx.errors and gpus is None and not _has_clauses(cluster, host, storage):
+        raise SpecError("nothing to test: the spec has no host, storage or gpus clauses "
                         "(see examples/trial.yaml)", file=file)
     if ctx.errors:
         if len(ctx.errors) == 1:
@@ -412,7 +287,8 @@ def parse_spec(text: str, file: str) -> Spec:
         lines = "\n".join(f"  {error}" for error in ordered)
         raise SpecError(f"{len(ctx.errors)} problems in the spec:\n{lines}", file=file)
     sha = hashlib.sha256(text.encode()).hexdigest()
-    return Spec(file=file, sha256=sha, cluster=cluster, host=host, storage=storage)
+    return Spec(file=file, sha256=sha, cluster=cluster, host=host, storage=storage, gpus=gpus,
+                sim=sim)
 
 
 def load_spec(path: str | os.PathLike[str]) -> Spec:

@@ -73,8 +73,90 @@ class Spec:
     cluster: ClusterSpec
     host: HostSpec = field(default_factory=HostSpec)
     storage: tuple[StorageSpec, ...] = ()
+    gpus: GpuSpec | None = None
+    sim: SimSpec | None = None
 
     def host_clause(self, name: str) -> Clause | None:
         value = getattr(self.host, name)
         assert value is None or isinstance(value, Clause), name
         return value
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A health rule with a safe default (e.g. PCIe at max gen and width); off if absent."""
+
+    key: str  # e.g. "gpus.pcie"
+    line: int  # 0: the default, not written in the spec
+    text: str  # what it requires, e.g. "at its maximum generation and width"
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    count: Clause
+    model: str | None = None  # a key of gpu_models.MODELS
+    model_line: int = 0
+    memory: Clause | None = None
+    usable_memory: Clause | None = None  # a fraction of total, or a size
+    temperature: Clause | None = None
+    ecc_uncorrected: Clause | None = None
+    ecc_corrected: Clause | None = None
+    row_remap: Rule | None = None
+    pcie: Rule | None = None
+    nvlink: Rule | None = None
+    nvlink_count: Clause | None = None
+    throttle: Rule | None = None
+    xid: Rule | None = None
+    matmul: tuple[tuple[str, Clause], ...] = ()
+    memory_bandwidth: Clause | None = None
+    h2d: Clause | None = None
+    d2h: Clause | None = None
+    p2p: Clause | None = None
+    matmul_size: int = 8192
+    xid_window_s: float = 2.0
+    power_limit: Clause | None = None
+    load_time_s: float = 10.0  # matmul load while clocks and throttle reasons are sampled
+
+    @property
+    def slots(self) -> int:
+        """How many GPUs per node the per-GPU tests cover (the promised count)."""
+        return int(self.count.requirement.bound.value)
+
+    def item(self, name: str) -> Clause | Rule | None:
+        value = getattr(self, name)
+        assert value is None or isinstance(value, (Clause, Rule)), name
+        return value
+
+
+@dataclass(frozen=True)
+class SimFault:
+    """Something wrong with a simulated node or GPU (gpu None: the whole node)."""
+
+    node: str
+    gpu: int | None
+    line: int
+    gpus: int | None = None  # the node has this many GPUs
+    down: bool = False  # the node does not answer
+    model: str | None = None
+    memory_held_bytes: int = 0
+    pcie_gen: int | None = None
+    pcie_width: int | None = None
+    row_remap_pending: bool = False
+    row_remap_failure: bool = False
+    ecc_uncorrected: int = 0
+    nvlinks_down: int = 0
+    throttle: str | None = None  # hw_slowdown, sw_thermal, hw_thermal, power_brake
+    xid: int | None = None
+    temperature_c: float | None = None
+    matmul_factor: float = 1.0
+    bandwidth_factor: float = 1.0
+
+
+@dataclass(frozen=True)
+class SimSpec:
+    gpu_model: str
+    gpus_per_node: int
+    cpu_cores: int = 112
+    cpu_threads: int = 224
+    memory_bytes: int = 2 * 2**40
+    faults: tuple[SimFault, ...] = ()

@@ -1,0 +1,105 @@
+"""Reading the GPU probes' payloads: one GPU's NVML entry, its torch measurements (joined
+by UUID), its XID events and its GPU-to-GPU copies. Pure functions, no pytest."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+#: XIDs that Azure's node health checks treat as faults (shared/GUIDE.md).
+CRITICAL_XIDS = frozenset({48, 56, 57, 58, 62, 63, 64, 65, 68, 69, 73, 74, 79, 80, 81, 92,
+                           119, 120})
+
+
+def bare_uuid(uuid: object) -> str:
+    """NVML says 'GPU-1a2b...', torch says '1a2b...'."""
+    return str(uuid or "").removeprefix("GPU-").lower()
+
+
+def nvml_gpu(payload: dict[str, Any], index: int) -> dict[str, Any] | None:
+    """The gpu probe's entry for GPU `index`, None if the node has no such GPU."""
+    for entry in payload.get("gpus", ()):
+        if entry.get("index") == index:
+            found: dict[str, Any] = entry
+            return found
+    return None
+
+
+def perf_gpu(perf: dict[str, Any], nvml: dict[str, Any] | None,
+             index: int) -> dict[str, Any] | None:
+    """The gpu_perf entry of the same GPU: by UUID when both probes report one, else by
+    index (the perf probe orders GPUs by PCI bus, as NVML does)."""
+    entries: list[dict[str, Any]] = list(perf.get("gpus", ()))
+    uuid = bare_uuid(nvml.get("uuid")) if nvml else ""
+    if uuid:
+        for entry in entries:
+            if bare_uuid(entry.get("uuid")) == uuid:
+                return entry
+    for entry in entries:
+        if entry.get("index") == index and not (uuid and entry.get("uuid")):
+            return entry
+    return None
+
+
+def _bus(pci: object) -> str:
+    """'00000000:18:00.0' and '0000:18:00' both become '18:00'."""
+    parts = str(pci).lower().split(":")
+    return ":".join(part.split(".")[0].lstrip("0") or "0" for part in parts[-2:])
+
+
+@dataclass(frozen=True)
+class Xid:
+    xid: int
+    source: str
+
+    @property
+    def critical(self) -> bool:
+        return self.xid in CRITICAL_XIDS
+
+
+def xids_for(payload: dict[str, Any], nvml: dict[str, Any]) -> tuple[list[Xid], list[str]]:
+    """XID errors of one GPU from NVML events and the kernel log; and the sources that
+    could not be read, with why."""
+    found: list[Xid] = []
+    unreadable: list[str] = []
+    xid = payload.get("xid") or {}
+    if "error" in xid:
+        unreadable.append(f"NVML events: {xid['error']}")
+    for event in xid.get("events", ()):
+        if event.get("gpu") == nvml.get("index"):
+            found.append(Xid(int(event["xid"]), f"NVML events ({xid.get('window_s')} s)"))
+    log = xid.get("kernel_log")
+    if isinstance(log, dict):
+        if "error" in log:
+            unreadable.append(f"kernel log: {log['error']}")
+        bus = _bus(nvml.get("pci_bus_id", ""))
+        for event in log.get("events", ()):
+            if _bus(event.get("pci", "")) == bus:
+                found.append(Xid(int(event["xid"]), str(log.get("source", "kernel log"))))
+    return found, unreadable
+
+
+@dataclass(frozen=True)
+class PeerCopies:
+    median_bytes_per_s: float
+    slowest_bytes_per_s: float
+    slowest_peer: int
+    pairs: int
+
+
+def p2p_for(perf: dict[str, Any], index: int) -> PeerCopies | None:
+    """Copies to and from GPU `index`: the median over its pairs (one bad partner does not
+    fail a healthy GPU; a GPU whose own links are slow is slow with every partner)."""
+    section = perf.get("p2p") or {}
+    mine = [p for p in section.get("pairs", ()) if index in (p.get("src"), p.get("dst"))]
+    if not mine:
+        return None
+    slowest = min(mine, key=lambda p: float(p["bytes_per_s"]))
+    peer = slowest["dst"] if slowest["src"] == index else slowest["src"]
+    return PeerCopies(statistics.median(float(p["bytes_per_s"]) for p in mine),
+                      float(slowest["bytes_per_s"]), int(peer), len(mine))
+
+
+def gib(value: float) -> str:
+    return f"{value / 2**30:.1f} GiB"

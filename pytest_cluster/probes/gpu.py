@@ -1,0 +1,228 @@
+"""GPU inventory and health probe through NVML (nvidia-ml-py, `import pynvml`).
+
+Runs ON a node; needs only the standard library and nvidia-ml-py; shipped as a single
+file. Every NVML call that fails is reported as an error for that field, never guessed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+THROTTLE_BITS = {"hw_slowdown": 0x8, "sw_thermal": 0x20, "hw_thermal": 0x40,
+                 "power_brake": 0x80}
+#: XIDs that Azure's node health checks treat as faults.
+CRITICAL_XIDS = {48, 56, 57, 58, 62, 63, 64, 65, 68, 69, 73, 74, 79, 80, 81, 92, 119, 120}
+
+
+def text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def call(nvml: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """fn(*args) or {"error": reason} for an NVML error (e.g. Not Supported)."""
+    try:
+        return fn(*args, **kwargs)
+    except nvml.NVMLError as exc:
+        return {"error": f"{fn.__name__}: {exc}"}
+
+
+def watts(milliwatts: Any) -> Any:
+    return milliwatts / 1000 if isinstance(milliwatts, (int, float)) else milliwatts
+
+
+def throttle_names(reasons: int) -> list[str]:
+    return [name for name, bit in THROTTLE_BITS.items() if reasons & bit]
+
+
+def clocks_reasons(nvml: Any, handle: Any) -> Any:
+    fn = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+    if fn is None:  # nvidia-ml-py before 12.535
+        fn = nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+    return call(nvml, fn, handle)
+
+
+NVLINK_COUNTERS = {"replay": 0, "recovery": 1, "crc_flit": 2, "crc_data": 3}
+
+
+def nvlinks(nvml: Any, handle: Any) -> dict[str, Any]:
+    links: list[bool] = []
+    errors: dict[str, int] = dict.fromkeys(NVLINK_COUNTERS, 0)
+    for link in range(getattr(nvml, "NVML_NVLINK_MAX_LINKS", 18)):
+        try:
+            state = nvml.nvmlDeviceGetNvLinkState(handle, link)
+        except nvml.NVMLError:
+            break  # Not Supported ends the list of links this GPU has
+        links.append(state == nvml.NVML_FEATURE_ENABLED)
+        for name, counter in NVLINK_COUNTERS.items():
+            value = call(nvml, nvml.nvmlDeviceGetNvLinkErrorCounter, handle, link, counter)
+            if isinstance(value, int):
+                errors[name] += value
+    return {"links": links, "total": len(links), "up": sum(links), "errors": errors}
+
+
+def retired_pages(nvml: Any, handle: Any) -> dict[str, Any]:
+    """Pre-Ampere GPUs retire pages instead of remapping rows."""
+    found: dict[str, Any] = {}
+    for cause, name in ((0, "multiple_single_bit"), (1, "double_bit")):
+        pages = call(nvml, nvml.nvmlDeviceGetRetiredPages, handle, cause)
+        found[name] = pages if isinstance(pages, dict) else len(pages)
+    found["pending"] = call(nvml, nvml.nvmlDeviceGetRetiredPagesPendingStatus, handle)
+    return found
+
+
+def memory(nvml: Any, handle: Any) -> dict[str, Any]:
+    try:
+        info = nvml.nvmlDeviceGetMemoryInfo(handle, version=nvml.nvmlMemory_v2)
+        return {"total": info.total, "free": info.free, "used": info.used,
+                "reserved": info.reserved}
+    except (nvml.NVMLError, TypeError, AttributeError):
+        info = call(nvml, nvml.nvmlDeviceGetMemoryInfo, handle)
+        if isinstance(info, dict):
+            return info
+        return {"total": info.total, "free": info.free, "used": info.used, "reserved": None}
+
+
+def gpu_info(nvml: Any, index: int) -> dict[str, Any]:
+    h = nvml.nvmlDeviceGetHandleByIndex(index)
+    ecc: dict[str, Any] = {}
+    for counter, counter_name in ((nvml.NVML_VOLATILE_ECC, "volatile"),
+                                  (nvml.NVML_AGGREGATE_ECC, "aggregate")):
+        ecc[counter_name] = {
+            "corrected": call(nvml, nvml.nvmlDeviceGetTotalEccErrors, h,
+                              nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, counter),
+            "uncorrected": call(nvml, nvml.nvmlDeviceGetTotalEccErrors, h,
+                                nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, counter)}
+    mode = call(nvml, nvml.nvmlDeviceGetEccMode, h)
+    ecc["mode"] = mode if isinstance(mode, dict) else {"current": mode[0], "pending": mode[1]}
+    remap = call(nvml, nvml.nvmlDeviceGetRemappedRows, h)
+    if not isinstance(remap, dict):
+        remap = {"corrected_rows": remap[0], "uncorrected_rows": remap[1],
+                 "pending": bool(remap[2]), "failure": bool(remap[3])}
+    else:
+        remap["retired_pages"] = retired_pages(nvml, h)
+    pci = call(nvml, nvml.nvmlDeviceGetPciInfo, h)
+    reasons = clocks_reasons(nvml, h)
+    processes = call(nvml, nvml.nvmlDeviceGetComputeRunningProcesses, h)
+    if not isinstance(processes, dict):
+        processes = [{"pid": p.pid, "used_bytes": p.usedGpuMemory} for p in processes]
+    power = call(nvml, nvml.nvmlDeviceGetPowerUsage, h)
+    limit = call(nvml, nvml.nvmlDeviceGetEnforcedPowerLimit, h)
+    default_limit = call(nvml, nvml.nvmlDeviceGetPowerManagementDefaultLimit, h)
+    return {
+        "index": index,
+        "name": text(nvml.nvmlDeviceGetName(h)),
+        "uuid": text(call(nvml, nvml.nvmlDeviceGetUUID, h)),
+        "serial": text(call(nvml, nvml.nvmlDeviceGetSerial, h)),
+        "board_part": text(call(nvml, nvml.nvmlDeviceGetBoardPartNumber, h)),
+        "pci_bus_id": pci if isinstance(pci, dict) else text(pci.busId),
+        "memory": memory(nvml, h),
+        "ecc": ecc,
+        "row_remap": remap,
+        "pcie": {"gen": call(nvml, nvml.nvmlDeviceGetCurrPcieLinkGeneration, h),
+                 "max_gen": call(nvml, nvml.nvmlDeviceGetMaxPcieLinkGeneration, h),
+                 "width": call(nvml, nvml.nvmlDeviceGetCurrPcieLinkWidth, h),
+                 "max_width": call(nvml, nvml.nvmlDeviceGetMaxPcieLinkWidth, h),
+                 "replays": call(nvml, nvml.nvmlDeviceGetPcieReplayCounter, h)},
+        "nvlink": nvlinks(nvml, h),
+        "clocks_event_reasons": reasons,
+        "throttle_idle": throttle_names(reasons) if isinstance(reasons, int) else reasons,
+        "temperature_c": call(nvml, nvml.nvmlDeviceGetTemperature, h,
+                              nvml.NVML_TEMPERATURE_GPU),
+        "power_w": watts(power),
+        "power_limit_w": watts(limit),
+        "power_default_limit_w": watts(default_limit),
+        "sm_clock_mhz": call(nvml, nvml.nvmlDeviceGetClockInfo, h, nvml.NVML_CLOCK_SM),
+        "sm_clock_max_mhz": call(nvml, nvml.nvmlDeviceGetMaxClockInfo, h, nvml.NVML_CLOCK_SM),
+        "processes": processes,
+    }
+
+
+def xid_events(nvml: Any, count: int, window_s: float) -> dict[str, Any]:
+    """XID errors reported by NVML events during `window_s` seconds."""
+    try:
+        event_set = nvml.nvmlEventSetCreate()
+        for index in range(count):
+            nvml.nvmlDeviceRegisterEvents(nvml.nvmlDeviceGetHandleByIndex(index),
+                                          nvml.nvmlEventTypeXidCriticalError, event_set)
+    except nvml.NVMLError as exc:
+        return {"error": f"cannot listen for XID events: {exc}"}
+    handles = {nvml.nvmlDeviceGetHandleByIndex(i): i for i in range(count)}
+    events: list[dict[str, int | None]] = []
+    deadline = time.monotonic() + window_s
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            event = nvml.nvmlEventSetWait(event_set, max(1, int(left * 1000)))
+        except nvml.NVMLError_Timeout:
+            break
+        except nvml.NVMLError as exc:
+            return {"error": f"nvmlEventSetWait: {exc}", "events": events}
+        events.append({"gpu": handles.get(event.device), "xid": int(event.eventData)})
+    call(nvml, getattr(nvml, "nvmlEventSetFree", lambda s: None), event_set)
+    return {"events": events, "window_s": window_s, "source": "NVML XID events"}
+
+
+def kernel_log_xids() -> dict[str, Any]:
+    """NVRM Xid lines from the kernel log, where this user may read it."""
+    try:
+        done = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=20,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"error": f"cannot read the kernel log: {exc}"}
+    if done.returncode != 0:
+        return {"error": f"cannot read the kernel log: {done.stderr.strip()[:200]}"}
+    found = []
+    for line in done.stdout.splitlines():
+        match = re.search(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): (\d+)", line)
+        if match:
+            found.append({"pci": match.group(1), "xid": int(match.group(2))})
+    return {"events": found, "source": "dmesg (since boot)"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--xid-window", type=float, default=2.0)
+    parser.add_argument("--no-kernel-log", action="store_true")
+    args = parser.parse_args(argv)
+    data: dict[str, Any] = {}
+    try:
+        import pynvml  # type: ignore[import-untyped]  # noqa: PLC0415 - absent on nodes without NVIDIA drivers
+    except ImportError:
+        data["error"] = "nvidia-ml-py is not installed for this interpreter (pip install " \
+                        "nvidia-ml-py)"
+        print(json.dumps({"probe": "gpu", "schema": 1, "data": data}))
+        return 0
+    data["nvml_module"] = getattr(pynvml, "__file__", None)
+    data["simulated_nvml"] = bool(getattr(pynvml, "SIMULATED", False))
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        data["error"] = f"NVML not available: {exc}"
+        print(json.dumps({"probe": "gpu", "schema": 1, "data": data}))
+        return 0
+    try:
+        data["driver"] = text(call(pynvml, pynvml.nvmlSystemGetDriverVersion))
+        cuda = call(pynvml, pynvml.nvmlSystemGetCudaDriverVersion)
+        data["cuda_driver"] = (f"{cuda // 1000}.{cuda % 1000 // 10}"
+                               if isinstance(cuda, int) else cuda)
+        count = pynvml.nvmlDeviceGetCount()
+        data["count"] = count
+        data["gpus"] = [gpu_info(pynvml, index) for index in range(count)]
+        xid = xid_events(pynvml, count, args.xid_window)
+        if not args.no_kernel_log:
+            xid["kernel_log"] = kernel_log_xids()
+        data["xid"] = xid
+    finally:
+        pynvml.nvmlShutdown()
+    print(json.dumps({"probe": "gpu", "schema": 1, "data": data}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The simulated cluster: a description in the spec, answered as real nodes would."""

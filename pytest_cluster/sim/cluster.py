@@ -1,0 +1,220 @@
+"""What a simulated node looks like, from the spec's `sim:` section: the description the
+simulated NVML answers from, and the payloads of the probes that need real hardware
+(host, torch measurements). Pure functions; every number derives from the GPU model's
+healthy reference values (gpu_models), the faults and a small deterministic jitter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from typing import Any
+
+from pytest_cluster.gpu_models import MODELS, GpuModel
+from pytest_cluster.spec.model import SimFault, SimSpec
+
+MIB = 2**20
+DRIVER = "550.90.07"
+CUDA_DRIVER = 12040  # NVML's encoding of CUDA 12.4
+#: PCI bus numbers of the 8 GPUs of an HGX H100 board.
+BUSES = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")
+CUDA_CONTEXT_BYTES = 534 * MIB  # what the CUDA context of a torch process takes
+#: matmul TFLOPS of a dtype relative to bf16 on tensor-core GPUs (measured, not peak)
+DTYPE_RATIO = {"bf16": 1.0, "fp16": 1.0, "tf32": 0.47, "fp32": 0.066, "fp8": 1.65}
+THROTTLE_BITS = {"hw_slowdown": 0x8, "sw_thermal": 0x20, "hw_thermal": 0x40,
+                 "power_brake": 0x80}
+SIMULATED_BY = "simulated from the spec's sim section, no hardware measured"
+
+
+def jitter(*key: object, spread: float = 0.01) -> float:
+    """A factor in [1 - spread, 1 + spread], the same for the same key on every run."""
+    digest = hashlib.sha256(repr(key).encode()).digest()
+    return 1 + spread * (int.from_bytes(digest[:4], "big") / 2**32 * 2 - 1)
+
+
+def watts(milliwatts: float) -> float:
+    return round(milliwatts / 1000, 1)
+
+
+def faults_on(sim: SimSpec, node: str, gpu: int | None = None) -> list[SimFault]:
+    return [f for f in sim.faults if f.node == node and f.gpu == gpu]
+
+
+def node_is_down(sim: SimSpec, node: str) -> SimFault | None:
+    return next((f for f in faults_on(sim, node) if f.down), None)
+
+
+def gpu_count(sim: SimSpec, node: str) -> int:
+    counts = [f.gpus for f in faults_on(sim, node) if f.gpus is not None]
+    return counts[-1] if counts else sim.gpus_per_node
+
+
+def merged(sim: SimSpec, node: str, gpu: int) -> SimFault:
+    """All faults on one GPU as one record (later entries win)."""
+    result = SimFault(node=node, gpu=gpu, line=0)
+    for fault in faults_on(sim, node, gpu):
+        changes = {name: getattr(fault, name) for name in SimFault.__dataclass_fields__
+                   if name not in ("node", "gpu", "line")
+                   and getattr(fault, name) != getattr(SimFault(node, gpu, 0), name)}
+        result = SimFault(**{**result.__dict__, **changes})
+    return result
+
+
+def gpu_model(sim: SimSpec, fault: SimFault) -> GpuModel:
+    return MODELS[fault.model or sim.gpu_model]
+
+
+def describe_gpu(sim: SimSpec, node: str, index: int) -> dict[str, Any]:
+    """One GPU as the simulated NVML reports it."""
+    fault = merged(sim, node, index)
+    model = gpu_model(sim, fault)
+    throttle = THROTTLE_BITS.get(fault.throttle or "", 0)
+    held = fault.memory_held_bytes
+    bus = BUSES[index % len(BUSES)] if index < len(BUSES) else f"{index + 0x10:02x}"
+    load_temp = fault.temperature_c if fault.temperature_c is not None else round(
+        64 * jitter(node, index, "temp", spread=0.05))
+    return {
+        "name": model.nvml_names[0],
+        "uuid": f"GPU-{uuid.uuid5(uuid.NAMESPACE_DNS, f'{node}.gpu{index}.sim')}",
+        "serial": f"1654{int(jitter(node, index, 'serial', spread=0.5) * 10**9) % 10**9:09d}",
+        "board_part": "692-2G520-0200-000" if model.form_factor.startswith("SXM")
+        else "900-21010-0000-000",
+        "pci_bus_id": f"00000000:{bus}:00.0",
+        "memory_total": model.memory_bytes,
+        "memory_reserved": 512 * MIB,
+        "memory_used": held,
+        "ecc": {"corrected": 0, "uncorrected": fault.ecc_uncorrected},
+        "remap_pending": fault.row_remap_pending,
+        "remap_failure": fault.row_remap_failure,
+        # Links drop to Gen1 when idle to save power, as real GPUs do; faults hold under load.
+        "pcie_gen": 1,
+        "pcie_gen_load": fault.pcie_gen or model.pcie_gen,
+        "pcie_max_gen": model.pcie_gen,
+        "pcie_width": fault.pcie_width or model.pcie_width,
+        "pcie_max_width": model.pcie_width,
+        "nvlinks": model.nvlinks,
+        "nvlinks_down": min(fault.nvlinks_down, model.nvlinks),
+        "reasons_idle": 0x1,
+        "reasons_under_load": throttle,
+        "temperature_idle": round(31 * jitter(node, index, "idle", spread=0.05)),
+        "temperature_load": load_temp,
+        "power_idle_mw": round(72000 * jitter(node, index, "pidle")),
+        "power_load_mw": round(model.power_limit_w * 0.93 * 1000 * jitter(node, index, "p")),
+        "power_limit_mw": round(model.power_limit_w * 1000),
+        "power_default_limit_mw": round(model.power_limit_w * 1000),
+        "sm_clock_idle_mhz": 345,
+        "sm_clock_load_mhz": 1230 if throttle else 1755,
+        "sm_clock_max_mhz": 1980,
+        "processes": [{"pid": 4242, "used": held}] if held else [],
+        "xids": [fault.xid] if fault.xid else [],
+    }
+
+
+def describe_node(sim: SimSpec, node: str) -> dict[str, Any]:
+    """What PYTEST_CLUSTER_SIM_NODE carries to the simulated NVML."""
+    return {"node": node, "driver": DRIVER, "cuda_driver": CUDA_DRIVER,
+            "gpus": [describe_gpu(sim, node, i) for i in range(gpu_count(sim, node))]}
+
+
+def host_payload(sim: SimSpec, node: str) -> dict[str, Any]:
+    """The host probe's answer for a simulated node."""
+    return {
+        "hostname": node,
+        "cpu": {"model": "Intel(R) Xeon(R) Platinum 8480+ (simulated)", "threads": sim.cpu_threads,
+                "cores": sim.cpu_cores, "sockets": 2, "usable_threads": sim.cpu_threads,
+                "cores_source": SIMULATED_BY},
+        "memory": {"total_bytes": sim.memory_bytes,
+                   "available_bytes": int(sim.memory_bytes * 0.95), "source": SIMULATED_BY},
+        "os": "Ubuntu 22.04.4 LTS (simulated)",
+        "python_executable": "/usr/bin/python3",
+        "versions": {"kernel": "5.15.0-107-generic", "python": "3.11.9", "torch": "2.4.0",
+                     "cuda": "12.4", "nccl": "2.21.5", "driver": DRIVER},
+        "sources": dict.fromkeys(("kernel", "python", "torch", "cuda", "nccl", "driver"),
+                                 SIMULATED_BY),
+    }
+
+
+def _rate(value: float, what: str, iterations: int = 100) -> dict[str, Any]:
+    return {"bytes_per_s": value, "median_bytes_per_s": value,
+            "max_bytes_per_s": value * 1.01, "min_bytes_per_s": value * 0.98,
+            "iterations": iterations, "method": f"{what} ({SIMULATED_BY})"}
+
+
+def _pcie_factor(gpu: dict[str, Any]) -> float:
+    gen = 2.0 ** (gpu["pcie_gen_load"] - gpu["pcie_max_gen"])
+    return float(gen * gpu["pcie_width"] / gpu["pcie_max_width"])
+
+
+def gpu_perf_payload(sim: SimSpec, node: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The gpu_perf probe's answer for a simulated node, for the probe's options."""
+    described = describe_node(sim, node)
+    skip = set(options.get("skip", ()))
+    size = int(options.get("size", 8192))
+    gpus = []
+    for index, gpu in enumerate(described["gpus"]):
+        fault = merged(sim, node, index)
+        model = gpu_model(sim, fault)
+        entry: dict[str, Any] = {"index": index, "name": gpu["name"],
+                                 "uuid": gpu["uuid"].removeprefix("GPU-")}
+        if "usable_memory" not in skip:
+            free = gpu["memory_total"] - gpu["memory_reserved"] - gpu["memory_used"]
+            allocated = (free - CUDA_CONTEXT_BYTES) // (2 * MIB) * 2 * MIB
+            entry["usable_memory"] = {
+                "allocated_bytes": allocated,
+                "cuda_total_bytes": gpu["memory_total"] - gpu["memory_reserved"],
+                "cuda_free_before_bytes": free - CUDA_CONTEXT_BYTES, "failed_allocations": 10,
+                "method": f"allocation until out of memory ({SIMULATED_BY})"}
+        bandwidth = fault.bandwidth_factor
+        if "copy" not in skip:
+            entry["copy"] = _rate(model.copy_tb_s * 1e12 * bandwidth * jitter(node, index, "c"),
+                                  "device-to-device copy, read + write counted")
+        for part, factor in (("h2d", 1.0), ("d2h", 0.96)):
+            if part not in skip:
+                entry[part] = _rate(model.h2d_gb_s * 1e9 * factor * _pcie_factor(gpu)
+                                    * jitter(node, index, part), f"{part} copy, pinned memory",
+                                    20)
+        bf16 = model.bf16_tflops * fault.matmul_factor
+        entry["matmul"] = {}
+        for dtype in options.get("dtypes", ()):
+            tflops = bf16 * DTYPE_RATIO[dtype] * jitter(node, index, dtype)
+            entry["matmul"][dtype] = {
+                "tflops_median": tflops, "tflops_max": tflops * 1.004,
+                "tflops_min": tflops * 0.985, "shape": [size, size, size], "warmup": 50,
+                "iterations": 100, "method": f"mamf-style matmul ({SIMULATED_BY})"}
+        load_time = float(options.get("load_time", 10.0))
+        if load_time > 0:
+            entry["sustained"] = {"seconds": load_time, "tflops": bf16 * 0.99,
+                                  "matmuls": int(load_time * bf16 * 1e12 / (2 * size**3))}
+        reasons = gpu["reasons_under_load"]
+        entry["load"] = {
+            "nvml_index": index, "samples": int(load_time * 10) + 40,
+            "load_samples": int(load_time * 10) + 10, "reasons_mask": reasons,
+            "throttle": [name for name, bit in THROTTLE_BITS.items() if reasons & bit],
+            "temperature_max_c": gpu["temperature_load"],
+            "power_max_w": watts(gpu["power_load_mw"]),
+            "sm_clock_min_mhz": gpu["sm_clock_load_mhz"],
+            "pcie_gen_max": gpu["pcie_gen_load"], "pcie_width_max": gpu["pcie_width"]}
+        gpus.append(entry)
+    data: dict[str, Any] = {"torch": "2.4.0", "cuda": "12.4", "count": len(gpus),
+                            "options": options, "gpus": gpus, "simulated": True}
+    if len(gpus) > 1 and "p2p" not in skip:
+        data["p2p"] = {"pairs": _p2p(sim, node, described["gpus"]),
+                       "method": f"GPU-to-GPU copy per ordered pair ({SIMULATED_BY})"}
+    return data
+
+
+def _p2p(sim: SimSpec, node: str, gpus: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def link(index: int) -> float:
+        fault = merged(sim, node, index)
+        model = gpu_model(sim, fault)
+        gpu = gpus[index]
+        up = (gpu["nvlinks"] - gpu["nvlinks_down"]) / gpu["nvlinks"] if gpu["nvlinks"] else 1.0
+        return float(model.p2p_gb_s * 1e9 * up * fault.bandwidth_factor)
+
+    pairs = []
+    for src in range(len(gpus)):
+        for dst in range(len(gpus)):
+            if src != dst:
+                rate = min(link(src), link(dst)) * jitter(node, src, dst, "p2p")
+                pairs.append({"src": src, "dst": dst, "peer_access": True, "bytes_per_s": rate})
+    return pairs

@@ -1,0 +1,154 @@
+"""Building blocks of spec validation: a located error collector, a mapping being
+validated key by key, and scalar field parsers that record errors instead of raising."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+from typing import TypeVar
+
+from yaml.constructor import ConstructorError, SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from pytest_cluster.errors import SpecError, UnitError
+from pytest_cluster.requirement import Requirement, parse_requirement
+from pytest_cluster.spec.model import Clause
+from pytest_cluster.units import Dim
+
+T = TypeVar("T")
+
+#: Sections a later release will read; refusing them beats silently ignoring a clause.
+PLANNED_SECTIONS = {"interconnect": "interconnect clauses"}
+
+
+class Ctx:
+    """Collects errors with their location while validation goes on."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.errors: list[SpecError] = []
+
+    def error(self, node: Node | None, path: str, message: str) -> None:
+        line = node.start_mark.line + 1 if node is not None else None
+        self.errors.append(SpecError(message, file=self.file, line=line, path=path))
+
+
+def kind(node: Node) -> str:
+    if isinstance(node, MappingNode):
+        return "a map"
+    if isinstance(node, SequenceNode):
+        return "a list"
+    if node.tag.endswith(":null"):
+        return "nothing"
+    return repr(scalar(node))
+
+
+def scalar(node: Node) -> object:
+    try:
+        return SafeConstructor().construct_object(node, deep=True)
+    except (ConstructorError, ValueError, OverflowError):
+        return node.value
+
+
+class Map:
+    """A YAML mapping being validated: take known keys, then `finish` flags the rest."""
+
+    def __init__(self, ctx: Ctx, node: Node, path: str, known: tuple[str, ...]) -> None:
+        self.ctx, self.node, self.path, self.known = ctx, node, path, known
+        self.items: dict[str, tuple[Node, Node]] = {}
+        if not isinstance(node, MappingNode):
+            ctx.error(node, path, f"expected a map of {', '.join(known)}, got {kind(node)}")
+            return
+        SafeConstructor().flatten_mapping(node)
+        for key_node, value_node in node.value:
+            key = scalar(key_node)
+            sub = self.sub(str(key))
+            if not isinstance(key, str):
+                ctx.error(key_node, sub, f"a key must be a name, got {key!r}")
+            elif key in self.items:
+                first = self.items[key][0].start_mark.line + 1
+                ctx.error(key_node, sub, f"duplicate key (first given on line {first})")
+            else:
+                self.items[key] = (key_node, value_node)
+
+    def sub(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def take(self, key: str) -> Node | None:
+        item = self.items.pop(key, None)
+        if item is None or item[1].tag.endswith(":null"):
+            return None
+        return item[1]
+
+    def finish(self) -> None:
+        for key, (key_node, _) in self.items.items():
+            if key in PLANNED_SECTIONS and not self.path:
+                self.ctx.error(key_node, key, f"{PLANNED_SECTIONS[key]} are not supported by "
+                               "this version of pytest-cluster yet; remove the section or upgrade")
+                continue
+            close = difflib.get_close_matches(key, self.known, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            self.ctx.error(key_node, self.sub(key),
+                           f"unknown key{hint} (known keys: {', '.join(self.known)})")
+
+
+def field(ctx: Ctx, node: Node | None, path: str, parse: Callable[[object], T]) -> T | None:
+    """Parse a scalar field; on failure record the error and return None."""
+    if node is None:
+        return None
+    if not isinstance(node, ScalarNode):
+        try:
+            parse(None)
+        except (UnitError, ValueError) as exc:
+            message = str(exc).rsplit(", got", 1)[0]
+            ctx.error(node, path, f"{message}, got {kind(node)}")
+            return None
+        ctx.error(node, path, f"expected a single value, got {kind(node)}")
+        return None
+    try:
+        return parse(scalar(node))
+    except (UnitError, ValueError) as exc:
+        ctx.error(node, path, str(exc))
+        return None
+
+
+def text(what: str) -> Callable[[object], str]:
+    def parse(raw: object) -> str:
+        if not isinstance(raw, str) or not raw.strip():
+            raise UnitError(f"expected {what}, got {raw!r}")
+        return raw.strip()
+    return parse
+
+
+INTERPRETER_RE = re.compile(r"^[A-Za-z0-9_./+][A-Za-z0-9_./+-]*$")
+
+
+def interpreter(raw: object) -> str:
+    """A path or command name for python: no spaces, quotes or options."""
+    if not isinstance(raw, str) or not INTERPRETER_RE.match(raw.strip()):
+        raise UnitError(f"expected an interpreter path like /shared/venv/bin/python, got {raw!r}")
+    return raw.strip()
+
+
+def boolean(raw: object) -> bool:
+    if not isinstance(raw, bool):
+        raise UnitError(f"expected true or false, got {raw!r}")
+    return raw
+
+
+def positive_int(raw: object) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
+        raise UnitError(f"expected a whole number >= 1, got {raw!r}")
+    return raw
+
+
+def clause(ctx: Ctx, table: Map, key: str, name: str, dim: Dim,
+            default_op: str = ">=") -> Clause | None:
+    node = table.take(name)
+    path = f"{key}.{name}"
+    req: Requirement | None = field(ctx, node, table.sub(name),
+                                     lambda raw: parse_requirement(raw, dim, default_op))
+    if req is None or node is None:
+        return None
+    return Clause(path, node.start_mark.line + 1, req)

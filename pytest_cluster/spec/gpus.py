@@ -1,0 +1,287 @@
+"""The `gpus:` section (GPU clauses with safe health defaults) and the `sim:` section
+(the description of a simulated cluster)."""
+
+from __future__ import annotations
+
+from yaml.nodes import MappingNode, Node, SequenceNode
+
+from pytest_cluster.errors import UnitError
+from pytest_cluster.gpu_models import find_model
+from pytest_cluster.requirement import parse_requirement
+from pytest_cluster.spec.fields import (
+    Ctx,
+    Map,
+    boolean,
+    clause,
+    field,
+    kind,
+    positive_int,
+    scalar,
+    text,
+)
+from pytest_cluster.spec.model import Clause, ClusterSpec, GpuSpec, Rule, SimFault, SimSpec
+from pytest_cluster.units import Dim, parse_quantity
+
+DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")
+
+#: Health rules on by default when a `gpus:` section exists: (key, yaml words that keep it on,
+#: what it requires).
+RULES = {
+    "row_remap": "no pending or failed row remaps",
+    "pcie": "PCIe link at its maximum generation and width",
+    "nvlink": "every NVLink link up",
+    "throttle": "no HW slowdown, thermal or power-brake throttling under load",
+    "xid": "no critical XID errors",
+}
+_ON_WORDS = {"row_remap": (True,), "pcie": (True, "max"), "nvlink": (True, "all"),
+             "throttle": (True, "none"), "xid": (True, "none")}
+
+GPU_KEYS = ("count", "model", "memory", "usable_memory", "temperature", "ecc_uncorrected",
+            "ecc_corrected", "row_remap", "pcie", "nvlink", "throttle", "xid", "matmul",
+            "matmul_size", "memory_bandwidth", "h2d", "d2h", "p2p", "xid_window", "power_limit",
+            "load_time")
+
+
+def _default(key: str, text_value: str, dim: Dim, op: str) -> Clause:
+    return Clause(key, 0, parse_requirement(text_value, dim, op))
+
+
+def _rule(ctx: Ctx, table: Map, name: str) -> Rule | None:
+    node = table.take(name)
+    if node is None:
+        return Rule(f"gpus.{name}", 0, RULES[name])
+    words = _ON_WORDS[name]
+
+    def parse(raw: object) -> bool:
+        if raw is False:
+            return False
+        if raw in words:
+            return True
+        shown = " or ".join(repr(w) if isinstance(w, str) else "true" for w in words)
+        raise UnitError(f"expected {shown} (the default), or false to leave it out, got {raw!r}")
+
+    on = field(ctx, node, f"gpus.{name}", parse)
+    return Rule(f"gpus.{name}", node.start_mark.line + 1, RULES[name]) if on else None
+
+
+def _usable(ctx: Ctx, table: Map) -> Clause | None:
+    node = table.take("usable_memory")
+    if node is None:
+        return None
+
+    def parse(raw: object) -> Clause:
+        if (isinstance(raw, str) and raw.rstrip().endswith("%")) or isinstance(raw, float):
+            req = parse_requirement(raw, Dim.FRACTION)
+        else:
+            try:
+                req = parse_requirement(raw, Dim.SIZE)
+            except UnitError:
+                raise UnitError(f"expected a share of total like '95%' or a size like "
+                                f"'76 GiB', got {raw!r}") from None
+        return Clause("gpus.usable_memory", node.start_mark.line + 1, req)
+
+    return field(ctx, node, "gpus.usable_memory", parse)
+
+
+def _matmul(ctx: Ctx, table: Map) -> tuple[tuple[str, Clause], ...]:
+    node = table.take("matmul")
+    if node is None:
+        return ()
+    sub = Map(ctx, node, "gpus.matmul", DTYPES)
+    found = []
+    for dtype in DTYPES:
+        item = clause(ctx, sub, "gpus.matmul", dtype, Dim.FLOPS)
+        if item is not None:
+            found.append((dtype, item))
+    sub.finish()
+    return tuple(found)
+
+
+def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
+    if node is None:
+        return None
+    table = Map(ctx, node, "gpus", GPU_KEYS)
+    if not isinstance(node, MappingNode):
+        return None
+    count = clause(ctx, table, "gpus", "count", Dim.COUNT, "==")
+    if count is None and not any(e.path == "gpus.count" for e in ctx.errors):
+        ctx.error(node, "gpus.count", "missing: how many GPUs per node, e.g. count: 8")
+    if count is not None and not 1 <= count.requirement.bound.value <= 64:
+        ctx.error(node, "gpus.count", "expected between 1 and 64 GPUs per node")
+    model_node = table.take("model")
+    model = field(ctx, model_node, "gpus.model", lambda raw: find_model(text("a model")(raw)))
+    nvlink_node = table.items.get("nvlink", (None, None))[1]
+    nvlink_count: Clause | None = None
+    nvlink: Rule | None
+    if nvlink_node is not None and isinstance(scalar_value := _plain(nvlink_node), int) \
+            and not isinstance(scalar_value, bool):
+        nvlink_count = clause(ctx, table, "gpus", "nvlink", Dim.COUNT, ">=")
+        nvlink = None
+    else:
+        nvlink = _rule(ctx, table, "nvlink")
+
+    def size(raw: object) -> int:
+        value = int(parse_quantity(raw, Dim.COUNT).value)
+        if not 256 <= value <= 65536:
+            raise UnitError(f"expected a matrix size from 256 to 65536, got {raw!r}")
+        return value
+
+    def window(raw: object) -> float:
+        value = parse_quantity(raw, Dim.TIME).value
+        if not 0 < value <= 600:
+            raise UnitError(f"expected a time above 0 and at most 10 min, got {raw!r}")
+        return value
+
+    def load_time(raw: object) -> float:
+        value = parse_quantity(raw, Dim.TIME).value
+        if not 1 <= value <= 3600:
+            raise UnitError(f"expected a time from 1 s to 1 h, got {raw!r}")
+        return value
+
+    result = GpuSpec(
+        count=count or _default("gpus.count", "== 1", Dim.COUNT, "=="),
+        model=model.key if model else None,
+        model_line=model_node.start_mark.line + 1 if model_node is not None else 0,
+        memory=clause(ctx, table, "gpus", "memory", Dim.SIZE),
+        usable_memory=_usable(ctx, table),
+        temperature=clause(ctx, table, "gpus", "temperature", Dim.TEMPERATURE, "<=")
+        or _default("gpus.temperature", "<= 85 C", Dim.TEMPERATURE, "<="),
+        ecc_uncorrected=clause(ctx, table, "gpus", "ecc_uncorrected", Dim.COUNT, "<=")
+        or _default("gpus.ecc_uncorrected", "<= 0", Dim.COUNT, "<="),
+        ecc_corrected=clause(ctx, table, "gpus", "ecc_corrected", Dim.COUNT, "<="),
+        row_remap=_rule(ctx, table, "row_remap"),
+        pcie=_rule(ctx, table, "pcie"),
+        nvlink=nvlink,
+        nvlink_count=nvlink_count,
+        throttle=_rule(ctx, table, "throttle"),
+        xid=_rule(ctx, table, "xid"),
+        matmul=_matmul(ctx, table),
+        memory_bandwidth=clause(ctx, table, "gpus", "memory_bandwidth", Dim.RATE),
+        h2d=clause(ctx, table, "gpus", "h2d", Dim.RATE),
+        d2h=clause(ctx, table, "gpus", "d2h", Dim.RATE),
+        p2p=clause(ctx, table, "gpus", "p2p", Dim.RATE),
+        matmul_size=field(ctx, table.take("matmul_size"), "gpus.matmul_size", size) or 8192,
+        xid_window_s=field(ctx, table.take("xid_window"), "gpus.xid_window", window) or 2.0,
+        power_limit=clause(ctx, table, "gpus", "power_limit", Dim.POWER),
+        load_time_s=field(ctx, table.take("load_time"), "gpus.load_time", load_time) or 10.0,
+    )
+    table.finish()
+    return result
+
+
+def _plain(node: Node) -> object:
+    return scalar(node) if not isinstance(node, (MappingNode, SequenceNode)) else None
+
+
+FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen", "pcie_width",
+              "row_remap_pending", "row_remap_failure", "ecc_uncorrected", "nvlinks_down",
+              "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor")
+THROTTLES = ("hw_slowdown", "sw_thermal", "hw_thermal", "power_brake")
+
+
+def _fault(ctx: Ctx, node: Node, index: int, cluster: ClusterSpec,
+           gpus_per_node: int) -> SimFault | None:
+    path = f"sim.faults[{index}]"
+    table = Map(ctx, node, path, FAULT_KEYS)
+    if not isinstance(node, MappingNode):
+        return None
+
+    def node_name(raw: object) -> str:
+        if raw not in cluster.nodes:
+            raise UnitError(f"expected one of the cluster's nodes, got {raw!r}")
+        return str(raw)
+
+    def gpu_index(raw: object) -> int:
+        if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw < gpus_per_node:
+            raise UnitError(f"expected a GPU index from 0 to {gpus_per_node - 1}, got {raw!r}")
+        return raw
+
+    def count(raw: object) -> int:
+        if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+            raise UnitError(f"expected a whole number >= 0, got {raw!r}")
+        return raw
+
+    def factor(raw: object) -> float:
+        value = parse_quantity(raw, Dim.FRACTION).value
+        if value <= 0:
+            raise UnitError(f"expected a factor above 0 like 0.8, got {raw!r}")
+        return value
+
+    def throttle(raw: object) -> str:
+        if raw not in THROTTLES:
+            raise UnitError(f"expected one of {', '.join(THROTTLES)}, got {raw!r}")
+        return str(raw)
+
+    def one(key: str, parse: object) -> object:
+        return field(ctx, table.take(key), f"{path}.{key}", parse)  # type: ignore[arg-type]
+
+    name = one("node", node_name)
+    if name is None and not any(e.path == f"{path}.node" for e in ctx.errors):
+        ctx.error(node, f"{path}.node", "missing: which node the fault is on")
+    gpu = one("gpu", gpu_index)
+    model = one("model", lambda raw: find_model(text("a model")(raw)).key)
+    held = one("memory_held", lambda raw: int(parse_quantity(raw, Dim.SIZE).value))
+    temp = one("temperature", lambda raw: parse_quantity(raw, Dim.TEMPERATURE).value)
+    fault = SimFault(
+        node=str(name or ""), gpu=gpu if isinstance(gpu, int) else None,
+        line=node.start_mark.line + 1,
+        gpus=one("gpus", count),  # type: ignore[arg-type]
+        down=bool(one("down", boolean)),
+        model=model if isinstance(model, str) else None,
+        memory_held_bytes=held if isinstance(held, int) else 0,
+        pcie_gen=one("pcie_gen", positive_int),  # type: ignore[arg-type]
+        pcie_width=one("pcie_width", positive_int),  # type: ignore[arg-type]
+        row_remap_pending=bool(one("row_remap_pending", boolean)),
+        row_remap_failure=bool(one("row_remap_failure", boolean)),
+        ecc_uncorrected=one("ecc_uncorrected", count) or 0,  # type: ignore[arg-type]
+        nvlinks_down=one("nvlinks_down", count) or 0,  # type: ignore[arg-type]
+        throttle=one("throttle", throttle),  # type: ignore[arg-type]
+        xid=one("xid", positive_int),  # type: ignore[arg-type]
+        temperature_c=temp if isinstance(temp, float) else None,
+        matmul_factor=one("matmul_factor", factor) or 1.0,  # type: ignore[arg-type]
+        bandwidth_factor=one("bandwidth_factor", factor) or 1.0,  # type: ignore[arg-type]
+    )
+    table.finish()
+    per_gpu = (fault.model, fault.memory_held_bytes, fault.pcie_gen, fault.pcie_width,
+               fault.row_remap_pending, fault.row_remap_failure, fault.ecc_uncorrected,
+               fault.nvlinks_down, fault.throttle, fault.xid, fault.temperature_c,
+               fault.matmul_factor != 1.0, fault.bandwidth_factor != 1.0)
+    if fault.gpu is None and any(per_gpu) and gpu is None:
+        ctx.error(node, f"{path}.gpu", "missing: a GPU fault needs the GPU index (gpu: 3)")
+    return fault
+
+
+def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | None:
+    if node is None:
+        if cluster.launcher == "sim":
+            ctx.error(None, "sim", "missing: launcher sim needs a sim section "
+                      "(gpu_model, gpus_per_node, faults)")
+        return None
+    if cluster.launcher != "sim":
+        ctx.error(node, "sim", f"only used with launcher: sim (the launcher is "
+                  f"{cluster.launcher!r})")
+        return None
+    table = Map(ctx, node, "sim", ("gpu_model", "gpus_per_node", "cpu_cores", "cpu_threads",
+                                   "memory", "faults"))
+    if not isinstance(node, MappingNode):
+        return None
+    model = field(ctx, table.take("gpu_model"), "sim.gpu_model",
+                  lambda raw: find_model(text("a model")(raw)).key) or "H100-SXM-80GB"
+    per_node = field(ctx, table.take("gpus_per_node"), "sim.gpus_per_node", positive_int) or 8
+    cores = field(ctx, table.take("cpu_cores"), "sim.cpu_cores", positive_int) or 112
+    threads = field(ctx, table.take("cpu_threads"), "sim.cpu_threads", positive_int) or 224
+    memory = field(ctx, table.take("memory"), "sim.memory",
+                   lambda raw: int(parse_quantity(raw, Dim.SIZE).value)) or 2 * 2**40
+    faults: list[SimFault] = []
+    faults_node = table.take("faults")
+    if faults_node is not None:
+        if not isinstance(faults_node, SequenceNode):
+            ctx.error(faults_node, "sim.faults", f"expected a list of faults, got "
+                      f"{kind(faults_node)}")
+        else:
+            for index, item in enumerate(faults_node.value):
+                fault = _fault(ctx, item, index, cluster, per_node)
+                if fault is not None:
+                    faults.append(fault)
+    table.finish()
+    return SimSpec(model, per_node, cores, threads, memory, tuple(faults))
