@@ -15,9 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest import junitxml  # xml_key: the one way to add <testsuite> properties
 
 from pytest_cluster.errors import SpecError
-from pytest_cluster.report import ResultsWriter, report_record, summary_html, tally
+from pytest_cluster.report import (
+    SIMULATED_BANNER,
+    ResultsWriter,
+    is_simulated,
+    report_record,
+    summary_html,
+    tally,
+)
 from pytest_cluster.spec import Spec, StorageSpec, VersionClause, load_spec
 from pytest_cluster.state import CACHE_DIR_KEY, SPEC_KEY
 from pytest_cluster.units import format_number
@@ -121,6 +129,8 @@ def clause_name(item: pytest.Item, spec: Spec) -> tuple[str, bool] | None:
         return _gpu_clause(name, key, spec, params)
     if section == "storage":
         fs = params.get("filesystem")
+        if not spec.storage:
+            return "storage", False  # the whole section is absent
         if not isinstance(fs, StorageSpec):
             return name, False
         return f"storage[{fs.path}].{key}", fs.clause(key) is not None
@@ -176,6 +186,13 @@ class ClusterSession:
         self.records: list[dict[str, Any]] = []
         self.writer = ResultsWriter(reports_dir / "results.jsonl", spec) if reports_dir else None
 
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        xml = self.config.stash.get(junitxml.xml_key, None)
+        if xml is not None:
+            xml.add_global_property("cluster", self.spec.cluster.name)
+            xml.add_global_property("spec_sha256", self.spec.sha256)
+            xml.add_global_property("simulated", str(is_simulated(self.spec)).lower())
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         node.workerinput["cluster_cache_dir"] = str(self.config.stash[CACHE_DIR_KEY])
@@ -197,7 +214,8 @@ class ClusterSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_report_title(self, report: Any) -> None:
-        report.title = f"pytest-cluster: {self.spec.cluster.name}"
+        sim = " (SIMULATED)" if is_simulated(self.spec) else ""
+        report.title = f"pytest-cluster: {self.spec.cluster.name}{sim}"
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_table_header(self, cells: list[str]) -> None:
@@ -219,6 +237,8 @@ class ClusterSession:
         absent = sorted(set(self.not_in_contract()))
         write = terminalreporter.write_line
         terminalreporter.section("pytest-cluster")
+        if is_simulated(self.spec):
+            write(SIMULATED_BANNER, yellow=True, bold=True)
         write(f"cluster {self.spec.cluster.name}: {len(self.spec.cluster.nodes)} node(s), "
               f"{len(self.records)} contract check(s), "
               f"{sum(r['outcome'] != 'passed' for r in self.records)} failed")

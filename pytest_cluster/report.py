@@ -32,6 +32,8 @@ class ClauseTally:
 
     def add(self, record: dict[str, Any]) -> None:
         node = str(record.get("node", "?"))
+        if record.get("gpu") is not None:
+            node = f"{node} gpu{record['gpu']}"
         (self.passed if record["outcome"] == "passed" else self.failed).add(node)
         self.required = str(record.get("requirement", self.required))
         self.unit = str(record.get("unit", self.unit) or "")
@@ -84,7 +86,8 @@ class ResultsWriter:
         self._file: IO[str] = path.open("w", encoding="utf-8")
         self.write({"type": "run", "cluster": spec.cluster.name, "spec": spec.file,
                     "spec_sha256": spec.sha256, "nodes": list(spec.cluster.nodes),
-                    "launcher": spec.cluster.launcher, "started_at": time.time()})
+                    "launcher": spec.cluster.launcher, "simulated": is_simulated(spec),
+                    "started_at": time.time()})
 
     def write(self, record: dict[str, Any]) -> None:
         self._file.write(json.dumps(record, sort_keys=True, default=str) + "\n")
@@ -92,6 +95,15 @@ class ResultsWriter:
 
     def close(self) -> None:
         self._file.close()
+
+
+def is_simulated(spec: Spec) -> bool:
+    """Whether every result of this run comes from a simulated cluster."""
+    return spec.cluster.launcher == "sim"
+
+
+SIMULATED_BANNER = ("SIMULATED cluster: every number in this report is simulated from the "
+                    "spec's sim section; no hardware was measured.")
 
 
 def tally(records: Iterable[dict[str, Any]]) -> list[ClauseTally]:
@@ -117,15 +129,17 @@ def summary_html(spec: Spec, tallies: list[ClauseTally], not_in_contract: list[s
     if not_in_contract:
         skipped = ("<p>Not in the contract, so not tested: "
                    f"{esc(', '.join(sorted(set(not_in_contract))))}</p>")
+    banner = (f'<p class="simulated" style="font-size:140%">{esc(SIMULATED_BANNER)}</p>'
+              if is_simulated(spec) else "")
     return (
         '<div id="contract-summary"><h2>Contract summary: '
-        f"{esc(spec.cluster.name)}</h2>"
+        f"{esc(spec.cluster.name)}</h2>{banner}"
         f"<p>Spec {esc(spec.file)} (sha256 {spec.sha256[:12]}), "
         f"{len(spec.cluster.nodes)} node(s), launcher {esc(spec.cluster.launcher)}.</p>"
         "<style>#contract-summary table{border-collapse:collapse}"
         "#contract-summary td,#contract-summary th{border:1px solid #999;padding:2px 8px}"
         "#contract-summary tr.failed td{background:#fdd}"
         ".simulated{background:#fc0;font-weight:bold;padding:0 4px}</style>"
-        "<table><tr><th>Clause</th><th>Required</th><th>Nodes passed</th>"
-        "<th>Nodes failed</th><th>Failed on</th><th>Worst measured</th></tr>"
+        "<table><tr><th>Clause</th><th>Required</th><th>Passed</th>"
+        "<th>Failed</th><th>Failed on</th><th>Worst measured</th></tr>"
         + "".join(rows) + "</table>" + skipped + "</div>")

@@ -29,7 +29,7 @@ NVML_AGGREGATE_ECC = 1
 NVML_TEMPERATURE_GPU = 0
 NVML_FEATURE_DISABLED = 0
 NVML_FEATURE_ENABLED = 1
-NVML_NVLINK_MAX_LINKS = 18
+NVML_NVLINK_MAX_LINKS = 36  # nvidia-ml-py 13; an H100 answers Not Supported from link 18
 NVML_CLOCK_SM = 1
 nvmlMemory_v2 = 0x02000028
 nvmlEventTypeXidCriticalError = 0x0000000000000008
@@ -257,6 +257,20 @@ def nvmlDeviceGetPowerManagementDefaultLimit(handle: _Handle) -> int:
 def nvmlDeviceGetCurrentClocksEventReasons(handle: _Handle) -> int:
     gpu = _gpu(handle)
     return int(gpu["reasons_under_load"] if _STATE.get("load") else gpu["reasons_idle"])
+
+
+nvmlDeviceGetCurrentClocksThrottleReasons = nvmlDeviceGetCurrentClocksEventReasons
+
+
+def nvmlDeviceGetRetiredPages(handle: _Handle, cause: int) -> list[int]:
+    """Pre-Ampere page retirement; Hopper remaps rows instead."""
+    _gpu(handle)
+    raise NVMLError_NotSupported()
+
+
+def nvmlDeviceGetRetiredPagesPendingStatus(handle: _Handle) -> int:
+    _gpu(handle)
+    raise NVMLError_NotSupported()
 
 
 def nvmlDeviceGetTemperature(handle: _Handle, sensor: int) -> int:

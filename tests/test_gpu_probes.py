@@ -1,0 +1,270 @@
+"""The GPU probes against the simulated NVML, the simulated NVML against the real
+nvidia-ml-py, the torch probe without CUDA, and reading the probes' payloads."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from pytest_cluster.cluster import gpu_call, gpu_perf_call
+from pytest_cluster.gpu_facts import nvml_gpu, p2p_for, perf_gpu, xids_for
+from pytest_cluster.launchers.sim import SIM_NVML_DIR, gpu_probe_env
+from pytest_cluster.probes import probe_source
+from pytest_cluster.probes.gpu_perf import parse_options
+from pytest_cluster.sim.cluster import describe_node, gpu_count, gpu_perf_payload, merged
+from pytest_cluster.spec.loader import parse_spec
+from pytest_cluster.spec.model import GpuSpec, SimFault, SimSpec
+
+SIM = SimSpec("H100-SXM-80GB", 8, faults=(
+    SimFault("n1", None, 3, gpus=7),
+    SimFault("n2", 2, 4, memory_held_bytes=5 * 2**30, xid=79),
+    SimFault("n2", 2, 5, pcie_gen=4),
+))
+
+
+def run_gpu_probe(description: dict[str, Any] | None, *args: str) -> dict[str, Any]:
+    env = dict(os.environ)
+    if description is not None:
+        env = gpu_probe_env(env, description)
+    else:
+        env["PYTHONPATH"] = str(SIM_NVML_DIR)
+    done = subprocess.run([sys.executable, "-", *args, "--no-kernel-log"],
+                          input=probe_source("gpu"), capture_output=True, text=True,
+                          env=env, timeout=60, check=True)
+    document = json.loads(done.stdout.splitlines()[-1])
+    assert document["probe"] == "gpu"
+    data: dict[str, Any] = document["data"]
+    return data
+
+
+def test_gpu_probe_reads_every_field_through_the_simulated_nvml() -> None:
+    data = run_gpu_probe(describe_node(SIM, "n2"), "--xid-window", "0.2")
+    assert data["simulated_nvml"] is True
+    assert data["count"] == 8
+    assert data["driver"] == "550.90.07"
+    assert data["cuda_driver"] == "12.4"
+    gpu = data["gpus"][2]
+    assert gpu["name"] == "NVIDIA H100 80GB HBM3"
+    assert gpu["uuid"].startswith("GPU-")
+    assert gpu["memory"]["used"] == 5 * 2**30
+    assert gpu["processes"] == [{"pid": 4242, "used_bytes": 5 * 2**30}]
+    assert gpu["pcie"] == {"gen": 1, "max_gen": 5, "width": 16, "max_width": 16, "replays": 0}
+    assert gpu["nvlink"]["total"] == 18
+    assert gpu["nvlink"]["up"] == 18
+    assert gpu["row_remap"]["pending"] is False
+    assert gpu["ecc"]["mode"] == {"current": 1, "pending": 1}
+    assert gpu["pci_bus_id"] == "00000000:3a:00.0"
+    assert gpu["power_limit_w"] == 700.0
+    assert data["xid"]["events"] == [{"gpu": 2, "xid": 79}]
+    assert "kernel_log" not in data["xid"]
+
+
+def test_gpu_probe_without_nvml_says_so() -> None:
+    data = run_gpu_probe(None)
+    assert data["error"] == "NVML not available: NVML Shared Library Not Found"
+    assert "gpus" not in data
+
+
+def test_gpu_probe_without_nvidia_ml_py_says_so(tmp_path: Path) -> None:
+    (tmp_path / "pynvml.py").write_text("raise ImportError('no module named pynvml')\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-"], input=probe_source("gpu"), env=env,
+                          capture_output=True, text=True, timeout=60, check=True)
+    data = json.loads(done.stdout)["data"]
+    assert data["error"].startswith("nvidia-ml-py is not installed")
+
+
+def _nvml_names(source: str) -> set[str]:
+    """Every `nvml.X` / `pynvml.X` the probe uses."""
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in ("nvml", "pynvml", "self.nvml")):
+            names.add(node.attr)
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+                and node.value.attr == "nvml"):
+            names.add(node.attr)
+    return names
+
+
+def _fake() -> ModuleType:
+    sys.path.insert(0, str(SIM_NVML_DIR))
+    try:
+        spec = importlib.util.spec_from_file_location("sim_pynvml", SIM_NVML_DIR / "pynvml.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["sim_pynvml"] = module  # dataclasses look their module up
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(SIM_NVML_DIR))
+
+
+@pytest.mark.parametrize("probe", ["gpu", "gpu_perf"])
+def test_simulated_nvml_answers_every_call_the_probes_make(probe: str) -> None:
+    used = _nvml_names(probe_source(probe)) - {"NVMLError", "SIMULATED", "__file__"}
+    assert {"nvmlInit", "nvmlDeviceGetName"} <= used or probe == "gpu_perf"
+    fake = _fake()
+    assert sorted(name for name in used if not hasattr(fake, name)) == []
+
+
+def test_simulated_nvml_matches_the_real_binding() -> None:
+    """Names and constants the probes use exist in nvidia-ml-py with the same values."""
+    real = pytest.importorskip("pynvml")
+    if getattr(real, "SIMULATED", False):
+        pytest.fail("the simulated pynvml shadows the real one on sys.path")
+    fake = _fake()
+    used = (_nvml_names(probe_source("gpu")) | _nvml_names(probe_source("gpu_perf"))) - {
+        "SIMULATED", "__file__"}
+    assert sorted(name for name in used if not hasattr(real, name)) == []
+    for name in dir(fake):
+        if name.startswith(("NVML_", "nvmlClocksEventReason", "nvmlEventType", "nvmlMemory_v")):
+            assert getattr(real, name) == getattr(fake, name), name
+    assert real.NVMLError_LibraryNotFound(12).value == fake.NVMLError_LibraryNotFound().value
+    assert issubclass(fake.NVMLError_Timeout, fake.NVMLError)
+
+
+def test_simulated_nvml_errors_like_the_real_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _fake()
+    monkeypatch.delenv("PYTEST_CLUSTER_SIM_NODE", raising=False)
+    with pytest.raises(fake.NVMLError) as info:
+        fake.nvmlInit()
+    assert str(info.value) == "NVML Shared Library Not Found"
+    monkeypatch.setenv("PYTEST_CLUSTER_SIM_NODE", json.dumps(describe_node(SIM, "n1")))
+    fake.nvmlInit()
+    assert fake.nvmlDeviceGetCount() == 7
+    with pytest.raises(fake.NVMLError_InvalidArgument):
+        fake.nvmlDeviceGetHandleByIndex(7)
+    handle = fake.nvmlDeviceGetHandleByIndex(0)
+    with pytest.raises(fake.NVMLError_NotSupported):
+        fake.nvmlDeviceGetClockInfo(handle, 0)  # only the SM clock is simulated
+    assert fake.nvmlDeviceGetCurrentClocksEventReasons(handle) == 0x1
+    fake.simulate_load(True)
+    assert fake.nvmlDeviceGetCurrPcieLinkGeneration(handle) == 5
+    fake.simulate_load(False)
+    fake.nvmlShutdown()
+
+
+def test_gpu_perf_without_cuda_says_so() -> None:
+    done = subprocess.run([sys.executable, "-", "--load-time", "1"],
+                          input=probe_source("gpu_perf"), capture_output=True, text=True,
+                          timeout=300, check=True)
+    data = json.loads(done.stdout.splitlines()[-1])["data"]
+    try:
+        import torch
+    except ImportError:
+        assert data["error"].startswith("torch is not installed")
+        return
+    if torch.cuda.is_available():  # pragma: no cover - the accelerator machine
+        assert data["count"] == torch.cuda.device_count()
+        return
+    assert data["error"] == f"torch {torch.__version__} sees no CUDA GPU"
+    assert "gpus" not in data
+
+
+def test_gpu_perf_options() -> None:
+    assert parse_options([]) == {
+        "dtypes": ["bf16"], "size": 8192, "warmup": 50, "iterations": 100,
+        "load_time": 10.0, "copy_bytes": 2 * 2**30, "xfer_bytes": 256 * 2**20, "skip": []}
+    opts = parse_options(["--dtypes", "", "--skip", "p2p", "--skip", "h2d", "--skip", "p2p"])
+    assert opts["dtypes"] == []
+    assert opts["skip"] == ["h2d", "p2p"]
+
+
+def gpus_of(text: str) -> GpuSpec:
+    spec = parse_spec("cluster: {name: x, nodes: a}\ngpus:\n" + text, "t.yaml")
+    assert spec.gpus is not None
+    return spec.gpus
+
+
+def test_probe_calls_are_exact_argument_lists() -> None:
+    gpus = gpus_of("  count: 8\n  matmul: {bf16: '>= 700 TFLOPS', fp8: '>= 1 PFLOPS'}\n"
+                   "  h2d: '>= 40 GB/s'\n  xid_window: 5 s\n  load_time: 30 s\n")
+    assert gpu_call(gpus).args == ("--xid-window", "5")
+    call = gpu_perf_call(gpus)
+    assert call is not None
+    assert call.args == ("--dtypes", "bf16,fp8", "--size", "8192", "--load-time", "30",
+                         "--skip", "usable_memory", "--skip", "copy", "--skip", "d2h",
+                         "--skip", "p2p")
+
+
+def test_no_torch_probe_when_nothing_needs_load() -> None:
+    gpus = gpus_of("  count: 8\n  throttle: false\n  pcie: false\n")
+    assert gpus.temperature is not None  # the default ceiling, judged under load
+    assert gpu_perf_call(gpus) is not None
+    bare = GpuSpec(count=gpus.count, row_remap=gpus.row_remap)
+    assert gpu_perf_call(bare) is None
+
+
+def test_sim_faults_merge_per_gpu_and_node() -> None:
+    assert gpu_count(SIM, "n1") == 7
+    assert gpu_count(SIM, "n2") == 8
+    fault = merged(SIM, "n2", 2)
+    assert (fault.memory_held_bytes, fault.xid, fault.pcie_gen) == (5 * 2**30, 79, 4)
+    assert merged(SIM, "n2", 3) == SimFault("n2", 3, 0)
+
+
+def test_sim_numbers_are_deterministic_and_follow_faults() -> None:
+    one = gpu_perf_payload(SIM, "n2", parse_options(["--dtypes", "bf16"]))
+    two = gpu_perf_payload(SIM, "n2", parse_options(["--dtypes", "bf16"]))
+    assert one == two
+    assert one["simulated"] is True
+    healthy, slow = one["gpus"][1], one["gpus"][2]
+    assert 790 <= healthy["matmul"]["bf16"]["tflops_median"] <= 806
+    assert slow["h2d"]["bytes_per_s"] == pytest.approx(healthy["h2d"]["bytes_per_s"] / 2,
+                                                       rel=0.03)
+    assert slow["load"]["pcie_gen_max"] == 4
+    held = healthy["usable_memory"]["allocated_bytes"] - slow["usable_memory"][
+        "allocated_bytes"]
+    assert held == 5 * 2**30
+    assert len(one["p2p"]["pairs"]) == 8 * 7
+
+
+NVML = {"gpus": [{"index": 0, "uuid": "GPU-AAA", "pci_bus_id": "00000000:18:00.0"},
+                 {"index": 1, "uuid": "GPU-bbb", "pci_bus_id": "00000000:2A:00.0"}],
+        "xid": {"events": [{"gpu": 1, "xid": 79}, {"gpu": 0, "xid": 31}], "window_s": 2,
+                "kernel_log": {"events": [{"pci": "0000:2a:00", "xid": 48}],
+                               "source": "dmesg (since boot)"}}}
+
+
+def test_reading_payloads() -> None:
+    first = nvml_gpu(NVML, 1)
+    assert first is not None
+    assert nvml_gpu(NVML, 2) is None
+    found, unreadable = xids_for(NVML, first)
+    assert [(x.xid, x.source, x.critical) for x in found] == [
+        (79, "NVML events (2 s)", True), (48, "dmesg (since boot)", True)]
+    assert unreadable == []
+    zero = nvml_gpu(NVML, 0)
+    assert zero is not None
+    assert [x.critical for x in xids_for(NVML, zero)[0]] == [False]
+    # torch lists GPUs in another order (CUDA_VISIBLE_DEVICES): joined by UUID
+    perf = {"gpus": [{"index": 0, "uuid": "bbb"}, {"index": 1, "uuid": "aaa"}]}
+    assert perf_gpu(perf, first, 1) == {"index": 0, "uuid": "bbb"}
+    assert perf_gpu({"gpus": [{"index": 1}]}, first, 1) == {"index": 1}
+    pairs = {"p2p": {"pairs": [{"src": 0, "dst": 1, "bytes_per_s": 100.0},
+                               {"src": 1, "dst": 0, "bytes_per_s": 300.0},
+                               {"src": 0, "dst": 2, "bytes_per_s": 400.0},
+                               {"src": 1, "dst": 2, "bytes_per_s": 50.0}]}}
+    copies = p2p_for(pairs, 0)
+    assert copies is not None
+    assert (copies.median_bytes_per_s, copies.slowest_peer, copies.pairs) == (300.0, 1, 3)
+    assert p2p_for(pairs, 5) is None
+
+
+def test_unreadable_xid_sources_are_named() -> None:
+    payload = {"xid": {"error": "cannot listen for XID events: Not Supported",
+                       "kernel_log": {"error": "cannot read the kernel log: denied"}}}
+    found, unreadable = xids_for(payload, {"index": 0, "pci_bus_id": "0:1:0.0"})
+    assert found == []
+    assert unreadable == ["NVML events: cannot listen for XID events: Not Supported",
+                          "kernel log: cannot read the kernel log: denied"]
