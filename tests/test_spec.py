@@ -207,3 +207,75 @@ def test_interpreter_must_be_a_path(python: str) -> None:
                        "host: {cpu_cores: 1}\n")
     assert message == ("trial.yaml:1: cluster.python: expected an interpreter path like "
                        f"/shared/venv/bin/python, got {python!r}")
+
+
+SIM_BASE = "cluster: {name: x, nodes: 'n[1-2]', launcher: sim}\n"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("gpus: {count: 8, model: H100-SXM}\nsim: {}\n",
+     "t.yaml:2: gpus.model: unknown GPU model 'H100-SXM'; did you mean 'H100-SXM-80GB'? "
+     "known: H100-SXM-80GB, H100-PCIe-80GB, H100-NVL-94GB, H200-SXM-141GB, A100-SXM4-80GB, "
+     "A100-SXM4-40GB, A100-PCIe-80GB"),
+    ("gpus: {count: 8, pcie: slow}\nsim: {}\n",
+     "t.yaml:2: gpus.pcie: expected true or 'max' (the default), or false to leave it out, "
+     "got 'slow'"),
+    ("gpus: {count: 0}\nsim: {}\n", "t.yaml:2: gpus.count: expected between 1 and 64 GPUs "
+                                    "per node"),
+    ("gpus: {model: H100-SXM-80GB}\nsim: {}\n",
+     "t.yaml:2: gpus.count: missing: how many GPUs per node, e.g. count: 8"),
+    ("gpus: {count: 8, usable_memory: lots}\nsim: {}\n",
+     "t.yaml:2: gpus.usable_memory: expected a share of total like '95%' or a size like "
+     "'76 GiB', got 'lots'"),
+    ("gpus: {count: 8, matmul: {int8: '>= 1 TFLOPS'}}\nsim: {}\n",
+     "t.yaml:2: gpus.matmul.int8: unknown key (known keys: bf16, fp16, tf32, fp32, fp8)"),
+    ("gpus: {count: 8, matmul: {bf16: '>= 1 TB/s'}}\nsim: {}\n",
+     "t.yaml:2: gpus.matmul.bf16: expected a compute rate like '800 TFLOPS', got '>= 1 TB/s' "
+     "(that is a rate)"),
+    ("gpus: {count: 8, temperature: 90}\nsim: {}\n",
+     "t.yaml:2: gpus.temperature: expected a temperature like '85 C', got 90 (a number needs "
+     "a unit)"),
+    ("gpus: {count: 8, load_time: 0 s}\nsim: {}\n",
+     "t.yaml:2: gpus.load_time: expected a time from 1 s to 1 h, got '0 s'"),
+    ("gpus: {count: 8}\nsim: {faults: [{node: n9, gpu: 1}]}\n",
+     "t.yaml:3: sim.faults[0].node: expected one of the cluster's nodes, got 'n9'"),
+    ("gpus: {count: 8}\nsim: {faults: [{node: n1, gpu: 8}]}\n",
+     "t.yaml:3: sim.faults[0].gpu: expected a GPU index from 0 to 7, got 8"),
+    ("gpus: {count: 8}\nsim: {faults: [{node: n1, throttle: hot}]}\n",
+     "t.yaml:3: sim.faults[0].throttle: expected one of hw_slowdown, sw_thermal, hw_thermal, "
+     "power_brake, got 'hot'"),
+    ("gpus: {count: 8}\nsim: {faults: [{node: n1, memory_held: 5 GiB}]}\n",
+     "t.yaml:3: sim.faults[0].gpu: missing: a GPU fault needs the GPU index (gpu: 3)"),
+    ("gpus: {count: 8}\n",
+     "t.yaml: sim: missing: launcher sim needs a sim section (gpu_model, gpus_per_node, "
+     "faults)"),
+    ("gpus: {count: 8}\nsim: {}\nstorage:\n  - path: /data\n    write: '>= 1 GB/s'\n",
+     "t.yaml:5: storage: the sim launcher simulates hosts and GPUs, not filesystems; test "
+     "storage with launcher: local (or ssh, slurm)"),
+])
+def test_gpu_and_sim_errors_are_exact(text: str, message: str) -> None:
+    with pytest.raises(SpecError) as info:
+        parse_spec(SIM_BASE + text, "t.yaml")
+    assert str(info.value) == message
+
+
+def test_sim_section_only_with_the_sim_launcher() -> None:
+    assert error_of("cluster: {name: x, nodes: a}\ngpus: {count: 1}\nsim: {}\n") == (
+        "trial.yaml:3: sim: only used with launcher: sim (the launcher is 'local')")
+
+
+def test_gpu_defaults_are_safe() -> None:
+    spec = parse_spec("cluster: {name: x, nodes: a}\ngpus: {count: 8}\n", "t.yaml")
+    gpus = spec.gpus
+    assert gpus is not None
+    assert gpus.slots == 8
+    assert gpus.temperature is not None and gpus.temperature.requirement.text == "<= 85 C"
+    assert gpus.ecc_uncorrected is not None
+    assert gpus.ecc_uncorrected.requirement.text == "<= 0"
+    for rule in (gpus.row_remap, gpus.pcie, gpus.nvlink, gpus.throttle, gpus.xid):
+        assert rule is not None and rule.line == 0
+    assert (gpus.memory, gpus.usable_memory, gpus.matmul) == (None, None, ())
+    off = parse_spec("cluster: {name: x, nodes: a}\ngpus: {count: 8, nvlink: 12, xid: false}\n",
+                     "t.yaml").gpus
+    assert off is not None and off.xid is None and off.nvlink is None
+    assert off.nvlink_count is not None and off.nvlink_count.requirement.text == ">= 12"
