@@ -16,6 +16,15 @@ import pytest
 from pytest_cluster.spec.model import Spec
 from pytest_cluster.units import format_number
 
+MAX_SHOWN = 5
+
+
+def _places(names: list[str]) -> str:
+    ordered = sorted(names)
+    if len(ordered) <= 4:
+        return ", ".join(ordered)
+    return f"{', '.join(ordered[:3])} and {len(ordered) - 3} more"
+
 
 @dataclass
 class ClauseTally:
@@ -29,6 +38,7 @@ class ClauseTally:
     worst_node: str = ""
     simulated: bool = False
     found: dict[str, list[str]] = field(default_factory=dict)  # text values -> nodes
+    found_failed: dict[str, list[str]] = field(default_factory=dict)
 
     def add(self, record: dict[str, Any]) -> None:
         node = str(record.get("node", "?"))
@@ -42,6 +52,8 @@ class ClauseTally:
         measured = record.get("measured")
         if isinstance(measured, str):
             self.found.setdefault(measured, []).append(node)
+            if record["outcome"] != "passed":
+                self.found_failed.setdefault(measured, []).append(node)
         elif isinstance(measured, (int, float)) and not isinstance(measured, bool):
             lower_is_worse = self.comparison in (">=", ">", "")
             if self.worst is None or (measured < self.worst if lower_is_worse
@@ -49,9 +61,16 @@ class ClauseTally:
                 self.worst, self.worst_node = float(measured), node
 
     def worst_text(self) -> str:
+        """Numbers: the worst and where. Text: the failing values when some failed (health
+        rules), else every value when there are few (versions); at most MAX_SHOWN."""
         if self.found:
-            return "; ".join(f"{value} ({', '.join(sorted(nodes))})"
-                             for value, nodes in sorted(self.found.items()))
+            shown = self.found_failed or (self.found if len(self.found) <= 3 else {})
+            if not shown:
+                return f"{len(self.found)} different values, all as required"
+            items = sorted(shown.items())
+            text = "; ".join(f"{value} ({_places(nodes)})" for value, nodes in items[:MAX_SHOWN])
+            more = len(items) - MAX_SHOWN
+            return text + (f"; and {more} more" if more > 0 else "")
         if self.worst is None:
             return "-"
         unit = f" {self.unit}" if self.unit and self.unit != "%" else self.unit
