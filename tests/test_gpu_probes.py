@@ -268,3 +268,54 @@ def test_unreadable_xid_sources_are_named() -> None:
     assert found == []
     assert unreadable == ["NVML events: cannot listen for XID events: Not Supported",
                           "kernel log: cannot read the kernel log: denied"]
+
+
+FAKE_TORCH = Path(__file__).resolve().parent / "fakes"
+
+
+def run_gpu_perf(gpus: int, *args: str, die: int | None = None) -> dict[str, Any]:
+    """The real gpu_perf probe with the fake torch (no GPU here) and the simulated NVML."""
+    sim = SimSpec("H100-SXM-80GB", gpus)
+    env = gpu_probe_env(dict(os.environ), describe_node(sim, "n1"))
+    env["PYTHONPATH"] = f"{FAKE_TORCH}{os.pathsep}{env['PYTHONPATH']}"
+    env["FAKE_TORCH_GPUS"] = str(gpus)
+    if die is not None:
+        env["FAKE_TORCH_DIE"] = str(die)
+    done = subprocess.run([sys.executable, "-", "--iterations", "10", "--warmup", "2",
+                           "--load-time", "0.3", "--copy-bytes", str(2**20), *args],
+                          input=probe_source("gpu_perf"), env=env, capture_output=True,
+                          text=True, timeout=120, check=True)
+    data: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])["data"]
+    return data
+
+
+def test_gpu_perf_runs_one_process_per_gpu_and_collects_all() -> None:
+    data = run_gpu_perf(3, "--dtypes", "bf16,fp16")
+    assert data["torch"] == "0.0+fake"
+    assert data["count"] == 3
+    assert [g["index"] for g in data["gpus"]] == [0, 1, 2]
+    for gpu in data["gpus"]:
+        assert "error" not in gpu, gpu
+        assert set(gpu["matmul"]) == {"bf16", "fp16"}
+        assert gpu["matmul"]["bf16"]["shape"] == [8192, 8192, 8192]
+        total = 3 * 2**30 + 100 * 2**20  # what the fake GPU has
+        assert total - 4 * 2**20 <= gpu["usable_memory"]["allocated_bytes"] <= total
+        for part in ("copy", "h2d", "d2h"):
+            assert gpu[part]["bytes_per_s"] > 0
+        assert gpu["sustained"]["matmuls"] > 0
+        # the sampler read the (simulated) NVML while the processes ran, joined by UUID
+        assert gpu["load"]["samples"] > 0
+        assert gpu["load"]["load_samples"] > 0
+        assert gpu["load"]["pcie_gen_max"] == 1  # the simulated GPUs idle at Gen1
+    assert len(data["p2p"]["pairs"]) == 3 * 2
+
+
+def test_gpu_perf_skips_parts_and_survives_a_dying_gpu_process() -> None:
+    data = run_gpu_perf(3, "--dtypes", "bf16", "--skip", "p2p", "--skip", "usable_memory",
+                        die=1)
+    assert "p2p" not in data
+    by_index = {g["index"]: g for g in data["gpus"]}
+    assert by_index[1]["error"] == "the process for GPU 1 died (exit code 3)"
+    for index in (0, 2):
+        assert "usable_memory" not in by_index[index]
+        assert by_index[index]["matmul"]["bf16"]["tflops_median"] > 0

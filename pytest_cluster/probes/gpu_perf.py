@@ -227,7 +227,7 @@ def device_info(q: Any) -> None:
             info["error"] = f"torch {torch.__version__} sees no CUDA GPU"
         else:
             info["count"] = torch.cuda.device_count()
-            info["uuids"] = [str(torch.cuda.get_device_properties(i).uuid)
+            info["uuids"] = [str(getattr(torch.cuda.get_device_properties(i), "uuid", ""))
                              for i in range(info["count"])]
     except Exception as exc:
         info = {"error": f"cannot use torch: {type(exc).__name__}: {exc}"}
@@ -247,7 +247,7 @@ def worker(index: int, opts: dict[str, Any], barrier: Any, host_lock: Any, loade
         torch = load_torch()
         torch.cuda.set_device(index)
         props = torch.cuda.get_device_properties(index)
-        out.update(name=props.name, uuid=str(props.uuid),
+        out.update(name=props.name, uuid=str(getattr(props, "uuid", "")),  # torch >= 2.2
                    capability=list(torch.cuda.get_device_capability(index)))
         skip = opts["skip"]
         if "usable_memory" not in skip:
