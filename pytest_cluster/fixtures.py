@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from pytest_cluster.cluster import Cluster
@@ -28,39 +30,38 @@ def cluster(pytestconfig: pytest.Config, cluster_spec: Spec) -> Cluster:
     return Cluster(cluster_spec, pytestconfig.stash[CACHE_DIR_KEY])
 
 
+def _param(request: pytest.FixtureRequest) -> Any:
+    """The value the plugin parametrized this fixture with; without a spec there is none."""
+    if not hasattr(request, "param"):
+        pytest.fail(NEEDS_SPEC, pytrace=False)
+    return request.param
+
+
 @pytest.fixture
 def node(request: pytest.FixtureRequest) -> str:
     """The name of the node under test; tests using it run once per node of the spec."""
-    if not hasattr(request, "param"):
-        pytest.fail(NEEDS_SPEC, pytrace=False)
-    name: str = request.param
+    name: str = _param(request)
     return name
 
 
 @pytest.fixture
 def filesystem(request: pytest.FixtureRequest) -> StorageSpec:
     """The filesystem under test (a `storage:` entry); tests run once per filesystem."""
-    if not hasattr(request, "param"):
-        pytest.fail(NEEDS_SPEC, pytrace=False)
-    fs: StorageSpec = request.param
+    fs: StorageSpec = _param(request)
     return fs
 
 
 @pytest.fixture
 def gpu(request: pytest.FixtureRequest) -> int:
     """The index of the GPU under test (NVML order); tests run for each promised GPU."""
-    if not hasattr(request, "param"):
-        pytest.fail(NEEDS_SPEC, pytrace=False)
-    index: int = request.param
+    index: int = _param(request)
     return index
 
 
 @pytest.fixture
 def dtype(request: pytest.FixtureRequest) -> str:
     """A matmul dtype of the contract (bf16, fp16, tf32, fp32, fp8)."""
-    if not hasattr(request, "param"):
-        pytest.fail(NEEDS_SPEC, pytrace=False)
-    name: str = request.param
+    name: str = _param(request)
     return name
 
 
