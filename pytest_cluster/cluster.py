@@ -42,7 +42,8 @@ def gpu_perf_call(gpus: GpuSpec) -> ProbeCall | None:
     Throttling, the PCIe link and temperature are judged under load, so the throttle and
     pcie rules and the temperature clause also need the load this probe creates."""
     args = ["--dtypes", ",".join(dtype for dtype, _ in gpus.matmul),
-            "--size", str(gpus.matmul_size), "--load-time", f"{gpus.load_time_s:g}"]
+            "--shape", ",".join(map(str, gpus.matmul_shape)),
+            "--load-time", f"{gpus.load_time_s:g}"]
     wanted = False
     for part, clauses in PERF_PARTS.items():
         if any(gpus.item(name) is not None for name in clauses):

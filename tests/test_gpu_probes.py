@@ -173,11 +173,24 @@ def test_gpu_perf_without_cuda_says_so() -> None:
 
 def test_gpu_perf_options() -> None:
     assert parse_options([]) == {
-        "dtypes": ["bf16"], "size": 8192, "warmup": 50, "iterations": 100,
+        "dtypes": ["bf16"], "shape": [8192, 8192, 8192], "warmup": 50, "iterations": 100,
         "load_time": 10.0, "copy_bytes": 2 * 2**30, "xfer_bytes": 256 * 2**20, "skip": []}
     opts = parse_options(["--dtypes", "", "--skip", "p2p", "--skip", "h2d", "--skip", "p2p"])
     assert opts["dtypes"] == []
     assert opts["skip"] == ["h2d", "p2p"]
+    assert parse_options(["--shape", "4096"])["shape"] == [4096, 4096, 4096]
+    assert parse_options(["--shape", "4096,8192,1024"])["shape"] == [4096, 8192, 1024]
+    with pytest.raises(SystemExit):
+        parse_options(["--shape", "1,2"])
+
+
+def test_matmul_shape_from_the_spec() -> None:
+    gpus = gpus_of("  count: 8\n  matmul: {bf16: '>= 1 TFLOPS'}\n"
+                   "  matmul_size: [4096, 8192, 1024]\n")
+    assert gpus.matmul_shape == (4096, 8192, 1024)
+    call = gpu_perf_call(gpus)
+    assert call is not None and call.args[2:4] == ("--shape", "4096,8192,1024")
+    assert gpus_of("  count: 8\n  matmul_size: 2048\n").matmul_shape == (2048, 2048, 2048)
 
 
 def gpus_of(text: str) -> GpuSpec:
@@ -192,7 +205,7 @@ def test_probe_calls_are_exact_argument_lists() -> None:
     assert gpu_call(gpus).args == ("--xid-window", "5")
     call = gpu_perf_call(gpus)
     assert call is not None
-    assert call.args == ("--dtypes", "bf16,fp8", "--size", "8192", "--load-time", "30",
+    assert call.args == ("--dtypes", "bf16,fp8", "--shape", "8192,8192,8192", "--load-time", "30",
                          "--skip", "usable_memory", "--skip", "copy", "--skip", "d2h",
                          "--skip", "p2p")
 

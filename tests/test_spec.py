@@ -235,6 +235,11 @@ SIM_BASE = "cluster: {name: x, nodes: 'n[1-2]', launcher: sim}\n"
     ("gpus: {count: 8, temperature: 90}\nsim: {}\n",
      "t.yaml:2: gpus.temperature: expected a temperature like '85 C', got 90 (a number needs "
      "a unit)"),
+    ("gpus: {count: 8, matmul_size: [1024, 2048]}\nsim: {}\n",
+     "t.yaml:2: gpus.matmul_size: expected [m, n, k], got 2 values"),
+    ("gpus: {count: 8, matmul_size: big}\nsim: {}\n",
+     "t.yaml:2: gpus.matmul_size: expected a matrix size from 16 to 65536, or [m, n, k], got "
+     "'big'"),
     ("gpus: {count: 8, load_time: 0 s}\nsim: {}\n",
      "t.yaml:2: gpus.load_time: expected a time from 1 s to 1 h, got '0 s'"),
     ("gpus: {count: 8}\nsim: {faults: [{node: n9, gpu: 1}]}\n",

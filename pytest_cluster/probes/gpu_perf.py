@@ -135,16 +135,17 @@ def host_bandwidth(torch: Any, nbytes: int, iterations: int, to_device: bool) ->
             "method": f"{direction} copy_, pinned host memory, CUDA events, median"}
 
 
-def matmul_operands(torch: Any, dtype: str, size: int) -> Callable[[], Any]:
-    """A closure doing one size^3 matmul in `dtype` (raises if unsupported here)."""
+def matmul_operands(torch: Any, dtype: str, shape: list[int]) -> Callable[[], Any]:
+    """A closure doing one (m x k) @ (k x n) matmul in `dtype` (raises if unsupported)."""
+    m, n, k = shape
     device = "cuda"
     if dtype == "fp8":
         major, minor = torch.cuda.get_device_capability()
         if (major, minor) < (8, 9) or not hasattr(torch, "_scaled_mm"):
             raise RuntimeError(f"fp8 matmul needs compute capability 8.9+ and "
                                f"torch._scaled_mm; this GPU is {major}.{minor}")
-        a = torch.randn(size, size, device=device).to(torch.float8_e4m3fn)
-        b = torch.randn(size, size, device=device).to(torch.float8_e4m3fn).t()
+        a = torch.randn(m, k, device=device).to(torch.float8_e4m3fn)
+        b = torch.randn(n, k, device=device).to(torch.float8_e4m3fn).t()  # column-major
         scale = torch.tensor(1.0, device=device)
         return lambda: torch._scaled_mm(a, b, scale_a=scale, scale_b=scale,
                                         out_dtype=torch.bfloat16)
@@ -153,29 +154,30 @@ def matmul_operands(torch: Any, dtype: str, size: int) -> Callable[[], Any]:
     if dtype not in kinds:
         raise ValueError(f"unknown dtype {dtype!r}")
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
-    a = torch.randn(size, size, device=device, dtype=kinds[dtype])
-    b = torch.randn(size, size, device=device, dtype=kinds[dtype])
-    out = torch.empty(size, size, device=device, dtype=kinds[dtype])
+    a = torch.randn(m, k, device=device, dtype=kinds[dtype])
+    b = torch.randn(k, n, device=device, dtype=kinds[dtype])
+    out = torch.empty(m, n, device=device, dtype=kinds[dtype])
     return lambda: torch.mm(a, b, out=out)
 
 
-def matmul(torch: Any, dtype: str, size: int, warmup: int, iterations: int) -> dict[str, Any]:
-    body = matmul_operands(torch, dtype, size)
+def matmul(torch: Any, dtype: str, shape: list[int], warmup: int,
+           iterations: int) -> dict[str, Any]:
+    body = matmul_operands(torch, dtype, shape)
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     times = timed_events(torch, body, flush.zero_, warmup, iterations)
-    flops = 2 * size**3
+    flops = 2 * shape[0] * shape[1] * shape[2]
     rates = [flops / t / 1e12 for t in times]
     torch.backends.cuda.matmul.allow_tf32 = False
     return {"tflops_median": statistics.median(rates), "tflops_max": max(rates),
-            "tflops_min": min(rates), "shape": [size, size, size], "warmup": warmup,
+            "tflops_min": min(rates), "shape": list(shape), "warmup": warmup,
             "iterations": iterations,
             "method": "mamf-style: flops = 2mnk, L2 flushed before each iteration, CUDA "
                       "events, median"}
 
 
-def sustained_load(torch: Any, dtype: str, size: int, seconds: float) -> dict[str, Any]:
+def sustained_load(torch: Any, dtype: str, shape: list[int], seconds: float) -> dict[str, Any]:
     """Matmuls back to back for `seconds` (throttling only shows under load)."""
-    body = matmul_operands(torch, dtype if dtype != "fp8" else "bf16", size)
+    body = matmul_operands(torch, dtype if dtype != "fp8" else "bf16", shape)
     count = 0
     start = time.perf_counter()
     while time.perf_counter() - start < seconds:
@@ -185,7 +187,7 @@ def sustained_load(torch: Any, dtype: str, size: int, seconds: float) -> dict[st
         count += 20
     elapsed = time.perf_counter() - start
     return {"seconds": elapsed, "matmuls": count,
-            "tflops": 2 * size**3 * count / elapsed / 1e12}
+            "tflops": 2 * shape[0] * shape[1] * shape[2] * count / elapsed / 1e12}
 
 
 def p2p_bandwidth(torch: Any, count: int, nbytes: int, iterations: int) -> dict[str, Any]:
@@ -270,11 +272,11 @@ def worker(index: int, opts: dict[str, Any], barrier: Any, host_lock: Any, loade
             loaded.value += 1
         try:
             out["matmul"] = {dtype: errors_to_json(partial(
-                matmul, torch, dtype, opts["size"], opts["warmup"], opts["iterations"]))
+                matmul, torch, dtype, opts["shape"], opts["warmup"], opts["iterations"]))
                 for dtype in opts["dtypes"]}
             if opts["load_time"] > 0:
                 out["sustained"] = errors_to_json(lambda: sustained_load(
-                    torch, (opts["dtypes"] or ["bf16"])[0], opts["size"], opts["load_time"]))
+                    torch, (opts["dtypes"] or ["bf16"])[0], opts["shape"], opts["load_time"]))
         finally:
             with loaded.get_lock():
                 loaded.value -= 1
@@ -443,7 +445,7 @@ def parse_options(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dtypes", default="bf16", help="comma-separated: bf16,fp16,tf32,"
                                                           "fp32,fp8 (empty: none)")
-    parser.add_argument("--size", type=int, default=8192)
+    parser.add_argument("--shape", default="8192,8192,8192", help="m,n,k (or one n: n^3)")
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--load-time", type=float, default=10.0)
@@ -451,7 +453,12 @@ def parse_options(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--xfer-bytes", type=int, default=256 * MIB)
     parser.add_argument("--skip", action="append", default=[], choices=PARTS)
     args = parser.parse_args(argv)
-    return {"dtypes": [d for d in args.dtypes.split(",") if d], "size": args.size,
+    shape = [int(v) for v in args.shape.split(",")]
+    if len(shape) == 1:
+        shape *= 3
+    if len(shape) != 3 or min(shape) < 1:
+        parser.error(f"--shape: expected m,n,k, got {args.shape!r}")
+    return {"dtypes": [d for d in args.dtypes.split(",") if d], "shape": shape,
             "warmup": args.warmup, "iterations": args.iterations,
             "load_time": args.load_time, "copy_bytes": args.copy_bytes,
             "xfer_bytes": args.xfer_bytes, "skip": sorted(set(args.skip))}

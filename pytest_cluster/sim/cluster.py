@@ -149,7 +149,7 @@ def gpu_perf_payload(sim: SimSpec, node: str, options: dict[str, Any]) -> dict[s
     """The gpu_perf probe's answer for a simulated node, for the probe's options."""
     described = describe_node(sim, node)
     skip = set(options.get("skip", ()))
-    size = int(options.get("size", 8192))
+    m, n, k = options.get("shape", [8192, 8192, 8192])
     gpus = []
     for index, gpu in enumerate(described["gpus"]):
         fault = merged(sim, node, index)
@@ -179,12 +179,12 @@ def gpu_perf_payload(sim: SimSpec, node: str, options: dict[str, Any]) -> dict[s
             tflops = bf16 * DTYPE_RATIO[dtype] * jitter(node, index, dtype)
             entry["matmul"][dtype] = {
                 "tflops_median": tflops, "tflops_max": tflops * 1.004,
-                "tflops_min": tflops * 0.985, "shape": [size, size, size], "warmup": 50,
+                "tflops_min": tflops * 0.985, "shape": [m, n, k], "warmup": 50,
                 "iterations": 100, "method": f"mamf-style matmul ({SIMULATED_BY})"}
         load_time = float(options.get("load_time", 10.0))
         if load_time > 0:
             entry["sustained"] = {"seconds": load_time, "tflops": bf16 * 0.99,
-                                  "matmuls": int(load_time * bf16 * 1e12 / (2 * size**3))}
+                                  "matmuls": int(load_time * bf16 * 1e12 / (2 * m * n * k))}
         reasons = gpu["reasons_under_load"]
         entry["load"] = {
             "nvml_index": index, "samples": int(load_time * 10) + 40,

@@ -121,10 +121,23 @@ def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
         nvlink = _rule(ctx, table, "nvlink")
 
     def size(raw: object) -> int:
-        value = int(parse_quantity(raw, Dim.COUNT).value)
-        if not 256 <= value <= 65536:
-            raise UnitError(f"expected a matrix size from 256 to 65536, got {raw!r}")
-        return value
+        if isinstance(raw, bool) or not isinstance(raw, int) or not 16 <= raw <= 65536:
+            raise UnitError(f"expected a matrix size from 16 to 65536, or [m, n, k], got "
+                            f"{raw!r}")
+        return raw
+
+    def shape(node: Node | None) -> tuple[int, int, int]:
+        if isinstance(node, SequenceNode):
+            values = [field(ctx, item, f"gpus.matmul_size[{i}]", size)
+                      for i, item in enumerate(node.value)]
+            if len(values) != 3:
+                ctx.error(node, "gpus.matmul_size", f"expected [m, n, k], got {len(values)} "
+                          f"values")
+            if len(values) == 3 and all(isinstance(v, int) for v in values):
+                return (values[0] or 0, values[1] or 0, values[2] or 0)
+            return (8192, 8192, 8192)
+        n = field(ctx, node, "gpus.matmul_size", size) or 8192
+        return (n, n, n)
 
     def window(raw: object) -> float:
         value = parse_quantity(raw, Dim.TIME).value
@@ -160,7 +173,7 @@ def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
         h2d=clause(ctx, table, "gpus", "h2d", Dim.RATE),
         d2h=clause(ctx, table, "gpus", "d2h", Dim.RATE),
         p2p=clause(ctx, table, "gpus", "p2p", Dim.RATE),
-        matmul_size=field(ctx, table.take("matmul_size"), "gpus.matmul_size", size) or 8192,
+        matmul_shape=shape(table.take("matmul_size")),
         xid_window_s=field(ctx, table.take("xid_window"), "gpus.xid_window", window) or 2.0,
         power_limit=clause(ctx, table, "gpus", "power_limit", Dim.POWER),
         load_time_s=field(ctx, table.take("load_time"), "gpus.load_time", load_time) or 10.0,

@@ -112,7 +112,7 @@ class GpuSpec:
     h2d: Clause | None = None
     d2h: Clause | None = None
     p2p: Clause | None = None
-    matmul_size: int = 8192
+    matmul_shape: tuple[int, int, int] = (8192, 8192, 8192)  # m, n, k
     xid_window_s: float = 2.0
     power_limit: Clause | None = None
     load_time_s: float = 10.0  # matmul load while clocks and throttle reasons are sampled
