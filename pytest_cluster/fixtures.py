@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,9 +26,11 @@ def cluster_spec(pytestconfig: pytest.Config) -> Spec:
 
 
 @pytest.fixture(scope="session")
-def cluster(pytestconfig: pytest.Config, cluster_spec: Spec) -> Cluster:
+def cluster(pytestconfig: pytest.Config, cluster_spec: Spec) -> Iterator[Cluster]:
     """The cluster under test: spec, nodes, launcher; probes run once per node per run."""
-    return Cluster(cluster_spec, pytestconfig.stash[CACHE_DIR_KEY])
+    found = Cluster(cluster_spec, pytestconfig.stash[CACHE_DIR_KEY])
+    yield found
+    found.launcher.close()
 
 
 def _param(request: pytest.FixtureRequest) -> Any:

@@ -11,6 +11,7 @@ from pytest_cluster.launchers.base import ErrorKind, Launcher, ProbeResult
 REGISTRY: dict[str, str] = {
     "local": "pytest_cluster.launchers.local:LocalLauncher",
     "sim": "pytest_cluster.launchers.sim:SimLauncher",
+    "ssh": "pytest_cluster.launchers.ssh:SshLauncher",
 }
 
 if TYPE_CHECKING:  # the spec imports the registry to validate launcher names

@@ -123,8 +123,11 @@ def kill_all_running() -> int:
 
 def run_process(node: str, probe: str, argv: list[str], stdin_text: str,
                 timeout_s: float, env: dict[str, str] | None = None,
-                simulated: bool = False) -> ProbeResult:
-    """Run argv (its own process group) feeding stdin; map every outcome to a ProbeResult."""
+                simulated: bool = False, hold_stdin: bool = False) -> ProbeResult:
+    """Run argv (its own process group) feeding stdin; map every outcome to a ProbeResult.
+
+    With `hold_stdin`, stdin stays open until the process ends (the ssh launcher's node
+    runner kills the probe when it closes)."""
     started = time.time()
     clock = time.perf_counter()
 
@@ -135,8 +138,8 @@ def run_process(node: str, probe: str, argv: list[str], stdin_text: str,
 
     try:
         process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, start_new_session=True,
-                                   env=env)
+                                   stderr=subprocess.PIPE, text=True, encoding="utf-8",
+                                   errors="replace", start_new_session=True, env=env)
     except FileNotFoundError:
         return result(data=None, error=ErrorKind.INTERPRETER_MISSING,
                       message=f"{argv[0]!r} not found (check cluster.python in the spec)")
@@ -146,13 +149,16 @@ def run_process(node: str, probe: str, argv: list[str], stdin_text: str,
     with _LIVE_LOCK:
         _LIVE.add(process)
     try:
-        stdout, stderr = process.communicate(stdin_text, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
-        stdout, stderr = process.communicate()
-        return result(data=None, error=ErrorKind.TIMEOUT,
-                      message=f"no answer within {timeout_s:g} s; killed",
-                      stderr_tail=stderr[-STDERR_TAIL:])
+        if hold_stdin:
+            stdout, stderr, timed_out = _wait_holding_stdin(process, stdin_text, timeout_s)
+        else:
+            try:
+                stdout, stderr = process.communicate(stdin_text, timeout=timeout_s)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                _kill_group(process)
+                stdout, stderr = process.communicate()
+                timed_out = True
     except BaseException:
         _kill_group(process)  # Ctrl-C: leave no orphan behind, then let it propagate
         process.wait()
@@ -160,6 +166,10 @@ def run_process(node: str, probe: str, argv: list[str], stdin_text: str,
     finally:
         with _LIVE_LOCK:
             _LIVE.discard(process)
+    if timed_out:
+        return result(data=None, error=ErrorKind.TIMEOUT,
+                      message=f"no answer within {timeout_s:g} s; killed",
+                      stderr_tail=stderr[-STDERR_TAIL:])
     tail = stderr[-STDERR_TAIL:]
     if process.returncode != 0:
         return result(data=None, error=ErrorKind.CRASHED, exit_code=process.returncode,
@@ -170,6 +180,37 @@ def run_process(node: str, probe: str, argv: list[str], stdin_text: str,
         return result(data=None, error=ErrorKind.BAD_OUTPUT, exit_code=0, message=str(exc),
                       stderr_tail=tail)
     return result(data=data, exit_code=0, stderr_tail=tail)
+
+
+def _wait_holding_stdin(process: subprocess.Popen[str], stdin_text: str,
+                        timeout_s: float) -> tuple[str, str, bool]:
+    """Write stdin_text, keep stdin open, collect stdout and stderr until the process ends
+    (or kill its group at the timeout); the last item says whether it timed out."""
+    assert process.stdin is not None and process.stdout is not None
+    assert process.stderr is not None
+    chunks: dict[str, str] = {}
+    readers = [threading.Thread(target=lambda name=name, pipe=pipe: chunks.__setitem__(
+        name, pipe.read()), daemon=True) for name, pipe in (("out", process.stdout),
+                                                            ("err", process.stderr))]
+    for reader in readers:
+        reader.start()
+    timed_out = False
+    try:
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.write(stdin_text)
+            process.stdin.flush()
+        try:
+            process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            process.wait()
+            timed_out = True
+    finally:
+        with contextlib.suppress(BrokenPipeError, OSError):
+            process.stdin.close()
+    for reader in readers:
+        reader.join(5)
+    return chunks.get("out", ""), chunks.get("err", ""), timed_out
 
 
 def fan_out(nodes: Sequence[str], one: Callable[[str], ProbeResult],
@@ -205,3 +246,6 @@ class Launcher(ABC):
     def run(self, call: ProbeCall, nodes: Sequence[str],
             timeout_s: float) -> dict[str, ProbeResult]:
         """One ProbeResult per node; per-node failures are results, not exceptions."""
+
+    def close(self) -> None:  # noqa: B027 - most launchers hold nothing
+        """Release what the launcher holds (e.g. shared ssh connections)."""

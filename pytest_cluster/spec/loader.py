@@ -39,6 +39,7 @@ from pytest_cluster.spec.model import (
     StorageSpec,
     VersionClause,
 )
+from pytest_cluster.spec.ssh import parse_ssh
 from pytest_cluster.units import Dim, parse_quantity
 
 SOFTWARE = ("kernel", "python", "torch", "cuda", "nccl", "driver")
@@ -266,7 +267,7 @@ def parse_spec(text: str, file: str) -> Spec:
     if not isinstance(root, MappingNode):
         raise SpecError(f"the spec must be a map with sections cluster, host, storage; "
                         f"got {kind(root)}", file=file, line=root.start_mark.line + 1)
-    top = Map(ctx, root, "", ("cluster", "host", "storage", "gpus", "sim"))
+    top = Map(ctx, root, "", ("cluster", "host", "storage", "gpus", "sim", "ssh"))
     cluster = _cluster(ctx, top.take("cluster"))
     host = _host(ctx, top.take("host"))
     storage_node = top.take("storage")
@@ -276,6 +277,7 @@ def parse_spec(text: str, file: str) -> Spec:
                   "filesystems; test storage with launcher: local (or ssh, slurm)")
     gpus = parse_gpus(ctx, top.take("gpus"))
     sim = parse_sim(ctx, top.take("sim"), cluster)
+    ssh = parse_ssh(ctx, top.take("ssh"), cluster)
     top.finish()
     if not ctx.errors and gpus is None and not _has_clauses(cluster, host, storage):
         raise SpecError("nothing to test: the spec has no host, storage or gpus clauses "
@@ -288,7 +290,7 @@ def parse_spec(text: str, file: str) -> Spec:
         raise SpecError(f"{len(ctx.errors)} problems in the spec:\n{lines}", file=file)
     sha = hashlib.sha256(text.encode()).hexdigest()
     return Spec(file=file, sha256=sha, cluster=cluster, host=host, storage=storage, gpus=gpus,
-                sim=sim)
+                sim=sim, ssh=ssh)
 
 
 def load_spec(path: str | os.PathLike[str]) -> Spec:

@@ -67,6 +67,18 @@ class StorageSpec:
 
 
 @dataclass(frozen=True)
+class SshSpec:
+    """How the ssh launcher reaches nodes; unset values come from ~/.ssh/config."""
+
+    user: str | None = None
+    port: int | None = None
+    identity_file: str | None = None
+    config: str | None = None  # an ssh_config file (ssh -F)
+    options: tuple[tuple[str, str], ...] = ()  # extra -o Key=Value, validated
+    connect_timeout_s: float = 10.0
+
+
+@dataclass(frozen=True)
 class Spec:
     file: str
     sha256: str
@@ -75,6 +87,7 @@ class Spec:
     storage: tuple[StorageSpec, ...] = ()
     gpus: GpuSpec | None = None
     sim: SimSpec | None = None
+    ssh: SshSpec | None = None
 
     def host_clause(self, name: str) -> Clause | None:
         value = getattr(self.host, name)

@@ -1,0 +1,69 @@
+"""Runs ON a node, started over ssh: `python -c <this> TIMEOUT PYTHON [ARGS...]`.
+
+Reads the probe's source from stdin (a line with its length in bytes, then the bytes),
+runs `PYTHON - ARGS` in its own process group, and kills that group when the probe
+outlives TIMEOUT seconds (exit 124) or when stdin reaches end of file (exit 125): the
+controller holds stdin open while it waits, so a killed or cut ssh connection leaves no
+probe behind on the node. Standard library only; nothing of pytest-cluster is imported.
+"""
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+TIMED_OUT = 124
+HUNG_UP = 125
+NOT_FOUND = 127
+
+
+def _kill(process: "subprocess.Popen[bytes]") -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def main(argv: "list[str]") -> int:
+    timeout_s, python, args = float(argv[0]), argv[1], argv[2:]
+    stdin = sys.stdin.buffer
+    size = int(stdin.readline().strip() or b"0")
+    source = stdin.read(size)
+    try:
+        process = subprocess.Popen([python, "-", *args], stdin=subprocess.PIPE,
+                                   start_new_session=True)
+    except FileNotFoundError:
+        sys.stderr.write(f"pytest-cluster: interpreter not found on this node: {python}\n")
+        return NOT_FOUND
+    assert process.stdin is not None
+    process.stdin.write(source)
+    process.stdin.close()
+    hung_up = threading.Event()
+
+    def watch() -> None:
+        while stdin.read(65536):
+            pass
+        hung_up.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    deadline = time.monotonic() + timeout_s
+    while process.poll() is None:
+        if hung_up.is_set():
+            _kill(process)
+            return HUNG_UP
+        if time.monotonic() > deadline:
+            _kill(process)
+            sys.stderr.write(f"pytest-cluster: probe killed on the node after {timeout_s:g} s\n")
+            return TIMED_OUT
+        time.sleep(0.05)
+    return process.returncode
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1:])
+    sys.stderr.flush()
+    # not sys.exit: the stdin watcher may still sit in a read, and interpreter shutdown
+    # with a daemon thread inside a buffered read is a fatal error
+    os._exit(code)

@@ -1,0 +1,193 @@
+"""The ssh launcher: probes run on the nodes through the system OpenSSH client.
+
+Users' ~/.ssh/config, ProxyJump, keys and agents work as for their own ssh. Each node gets
+one connection (ControlMaster), reused by every probe of the run. The probe's source goes
+over stdin to a small runner (node_runner.py, sent as `python -c`) that enforces the
+timeout ON the node and kills the probe when the connection drops. Everything the spec
+says reaches ssh as separate arguments; the remote command is one shlex-quoted string.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_cluster.launchers.base import ErrorKind, Launcher, ProbeResult, fan_out, run_process
+from pytest_cluster.launchers.node_runner import HUNG_UP, NOT_FOUND, TIMED_OUT
+from pytest_cluster.probes import ProbeCall
+from pytest_cluster.spec.model import ClusterSpec, Spec, SshSpec
+
+RUNNER_SOURCE = Path(__file__).with_name("node_runner.py").read_text(encoding="utf-8")
+SSH_FAILED = 255
+#: ssh's own messages, first match wins: what a user should do about each.
+_SSH_ERRORS = (
+    (("Permission denied", "Too many authentication failures", "no mutual signature",
+      "Host key verification failed", "REMOTE HOST IDENTIFICATION HAS CHANGED"),
+     ErrorKind.AUTH_REFUSED, "ssh refused: check the user, key and known_hosts"),
+    (("Could not resolve hostname", "Name or service not known"),
+     ErrorKind.UNREACHABLE, "ssh: unknown host name"),
+    (("Connection refused",), ErrorKind.UNREACHABLE, "ssh: connection refused (no sshd?)"),
+    (("timed out", "No route to host", "Network is unreachable", "Connection closed",
+      "Connection reset", "Broken pipe"),
+     ErrorKind.UNREACHABLE, "ssh: node not reachable"),
+)
+
+
+def ssh_options(ssh: SshSpec, control_path: str | None) -> list[str]:
+    """The options every ssh call of a run shares (batch mode, timeouts, the spec's)."""
+    argv = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={int(ssh.connect_timeout_s)}",
+            "-o", "ServerAliveInterval=10", "-o", "ServerAliveCountMax=3"]
+    if ssh.config:
+        argv += ["-F", os.path.expanduser(ssh.config)]
+    if ssh.user:
+        argv += ["-l", ssh.user]
+    if ssh.port:
+        argv += ["-p", str(ssh.port)]
+    if ssh.identity_file:
+        argv += ["-i", os.path.expanduser(ssh.identity_file)]
+    for key, value in ssh.options:
+        argv += ["-o", f"{key}={value}"]
+    if control_path:
+        argv += ["-o", f"ControlPath={control_path}"]
+    return argv
+
+
+def master_command(ssh: SshSpec, node: str, control_path: str) -> list[str]:
+    """Open the node's shared connection in the background (`-f -N`)."""
+    return [*ssh_options(ssh, control_path), "-o", "ControlMaster=yes",
+            "-o", "ControlPersist=120", "-f", "-N", "--", node]
+
+
+def remote_command(python: str, timeout_s: float, args: Sequence[str]) -> str:
+    """The command line the node's shell runs: the runner, then the probe's arguments."""
+    return shlex.join([python, "-c", RUNNER_SOURCE, f"{timeout_s:g}", python, *args])
+
+
+def probe_command(ssh: SshSpec, node: str, python: str, call: ProbeCall, timeout_s: float,
+                  control_path: str | None) -> list[str]:
+    argv = ssh_options(ssh, control_path)
+    if control_path:
+        argv += ["-o", "ControlMaster=no"]
+    return [*argv, "--", node, remote_command(python, timeout_s, call.args)]
+
+
+def exit_command(ssh: SshSpec, node: str, control_path: str) -> list[str]:
+    return [*ssh_options(ssh, control_path), "-O", "exit", "--", node]
+
+
+def classify(result: ProbeResult, python: str) -> ProbeResult:
+    """Turn a failed ssh run's exit code and stderr into our error kinds and a message."""
+    if result.error is not ErrorKind.CRASHED:
+        return result
+    stderr = result.stderr_tail
+    code = result.exit_code
+    if code == SSH_FAILED:
+        for needles, kind, message in _SSH_ERRORS:
+            if any(needle in stderr for needle in needles):
+                return dataclasses.replace(result, error=kind, message=message)
+        return dataclasses.replace(result, error=ErrorKind.UNREACHABLE,
+                                   message="ssh failed (exit code 255)")
+    if code == NOT_FOUND:
+        return dataclasses.replace(result, error=ErrorKind.INTERPRETER_MISSING,
+                                   message=f"{python!r} not found on the node "
+                                           f"(check cluster.python)")
+    if code == TIMED_OUT:
+        return dataclasses.replace(result, error=ErrorKind.TIMEOUT,
+                                   message="killed on the node at its timeout")
+    if code == HUNG_UP:
+        return dataclasses.replace(result, error=ErrorKind.UNREACHABLE,
+                                   message="the ssh connection dropped; probe killed")
+    return result
+
+
+class SshLauncher(Launcher):
+    name = "ssh"
+
+    def __init__(self, spec: ClusterSpec, ssh: SshSpec) -> None:
+        super().__init__(spec)
+        self.ssh = ssh
+        # unix socket paths are short: a private directory under /tmp
+        self.control_dir = tempfile.mkdtemp(prefix="pcssh-")
+        self._masters: dict[str, ProbeResult | None] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_spec(cls, spec: Spec) -> Launcher:
+        return cls(spec.cluster, spec.ssh or SshSpec())
+
+    def control_path(self) -> str:
+        return f"{self.control_dir}/%C"
+
+    def _connect(self, node: str, probe: str) -> ProbeResult | None:
+        """The node's shared connection, opened once; a failed result if it cannot be."""
+        with self._lock:
+            lock = self._locks.setdefault(node, threading.Lock())
+        with lock:
+            if node not in self._masters:
+                argv = master_command(self.ssh, node, self.control_path())
+                with tempfile.TemporaryFile(mode="w+", encoding="utf-8",
+                                            errors="replace") as err:
+                    # a file, not a pipe: the backgrounded master keeps stderr open
+                    try:
+                        done = subprocess.run(argv, stdin=subprocess.DEVNULL,
+                                              stdout=subprocess.DEVNULL, stderr=err,
+                                              timeout=self.ssh.connect_timeout_s + 10,
+                                              check=False)
+                        code: int | None = done.returncode
+                    except subprocess.TimeoutExpired:
+                        code = None
+                    except FileNotFoundError:
+                        code = -1
+                    err.seek(0)
+                    stderr = err.read()[-2000:]
+                if code == 0:
+                    self._masters[node] = None
+                elif code == -1:
+                    self._masters[node] = ProbeResult(
+                        node, probe, None, ErrorKind.UNREACHABLE,
+                        "the ssh client is not installed on this machine")
+                else:
+                    failed = ProbeResult(node, probe, None, ErrorKind.CRASHED, "",
+                                         exit_code=code if code is not None else SSH_FAILED,
+                                         stderr_tail=stderr or "Connection timed out")
+                    self._masters[node] = classify(failed, self.spec.python)
+            found = self._masters[node]
+        return None if found is None else dataclasses.replace(found, probe=probe)
+
+    def run(self, call: ProbeCall, nodes: Sequence[str],
+            timeout_s: float) -> dict[str, ProbeResult]:
+        source = call.source()
+        return fan_out(nodes, lambda node: self.run_source(node, call, source, timeout_s),
+                       self.spec.parallel)
+
+    def run_source(self, node: str, call: ProbeCall, source: str,
+                   timeout_s: float) -> ProbeResult:
+        failed = self._connect(node, call.name)
+        if failed is not None:
+            return failed
+        argv = probe_command(self.ssh, node, self.spec.python, call, timeout_s,
+                             self.control_path())
+        payload = f"{len(source.encode())}\n{source}"
+        # the node kills the probe at timeout_s; here, a little later, ssh itself
+        result = run_process(node, call.name, argv, payload, timeout_s + 15, hold_stdin=True)
+        return classify(result, self.spec.python)
+
+    def close(self) -> None:
+        with self._lock:
+            nodes = [node for node, failed in self._masters.items() if failed is None]
+            self._masters.clear()
+        for node in nodes:
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                subprocess.run(exit_command(self.ssh, node, self.control_path()),
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=10,
+                               check=False)
+        shutil.rmtree(self.control_dir, ignore_errors=True)

@@ -1,0 +1,180 @@
+"""A real small cluster on this machine: one network namespace per node, joined by a
+bridge in a switch namespace, an OpenSSH server in each node. The machine running the
+tests reaches the nodes over a veth into the switch (node addresses exist only inside the
+namespaces). Needs root, iproute2 and openssh-server; everything is removed by PID and by
+name when the cluster stops, whatever happened (also at interpreter exit).
+
+    with NetnsCluster(4) as cluster:   # nodes node1..node4, ssh config in cluster.ssh_config
+        ...
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+SSHD = "/usr/sbin/sshd"
+
+
+class Unavailable(Exception):
+    """This machine cannot host the cluster (not root, a tool missing); says which."""
+
+
+def _run(*argv: str) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=30)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: {done.stderr.strip()}")
+
+
+def check_machine() -> None:
+    if os.geteuid() != 0:
+        raise Unavailable("needs root (network namespaces)")
+    for tool in ("ip", "ssh", "ssh-keygen"):
+        if shutil.which(tool) is None:
+            raise Unavailable(f"{tool} is not installed (apt install iproute2 openssh-client)")
+    if not Path(SSHD).exists():
+        raise Unavailable("sshd is not installed (apt install openssh-server)")
+
+
+class NetnsCluster:
+    def __init__(self, size: int = 4) -> None:
+        check_machine()
+        tag = os.getpid() % 10000
+        self.prefix = f"pc{tag}"
+        self.subnet = f"10.{200 + tag % 50}.{tag // 50 % 250}"
+        self.nodes = [f"node{i}" for i in range(1, size + 1)]
+        self.addresses = {n: f"{self.subnet}.{10 + i}" for i, n in enumerate(self.nodes, 1)}
+        self.workdir = Path(tempfile.mkdtemp(prefix="pcnet-"))
+        self.ssh_config = self.workdir / "ssh_config"
+        self.sshd: dict[str, subprocess.Popen[bytes]] = {}
+        self._started = False
+
+    def netns(self, node: str) -> str:
+        return f"{self.prefix}{node}"
+
+    @property
+    def switch(self) -> str:
+        return f"{self.prefix}sw"
+
+    def __enter__(self) -> NetnsCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        atexit.register(self.stop)
+        self._started = True
+        sw = self.switch
+        _run("ip", "netns", "add", sw)
+        _run("ip", "-n", sw, "link", "add", "br0", "type", "bridge")
+        _run("ip", "-n", sw, "link", "set", "br0", "up")
+        host_if = f"{self.prefix}h"
+        _run("ip", "link", "add", host_if, "type", "veth", "peer", "name", "up0", "netns", sw)
+        _run("ip", "-n", sw, "link", "set", "up0", "master", "br0", "up")
+        _run("ip", "addr", "add", f"{self.subnet}.1/24", "dev", host_if)
+        _run("ip", "link", "set", host_if, "up")
+        for index, node in enumerate(self.nodes, 1):
+            ns = self.netns(node)
+            _run("ip", "netns", "add", ns)
+            _run("ip", "-n", sw, "link", "add", f"v{index}", "type", "veth", "peer", "name",
+                 "eth0", "netns", ns)
+            _run("ip", "-n", sw, "link", "set", f"v{index}", "master", "br0", "up")
+            _run("ip", "-n", ns, "addr", "add", f"{self.addresses[node]}/24", "dev", "eth0")
+            _run("ip", "-n", ns, "link", "set", "eth0", "up")
+            _run("ip", "-n", ns, "link", "set", "lo", "up")
+        self._keys()
+        Path("/run/sshd").mkdir(parents=True, exist_ok=True)  # sshd's privilege separation
+        for node in self.nodes:
+            self.start_sshd(node)
+        for node in self.nodes:
+            self.wait_for_port(node)
+
+    def _keys(self) -> None:
+        key = self.workdir / "id_ed25519"
+        _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key))
+        (self.workdir / "authorized_keys").write_text(Path(f"{key}.pub").read_text())
+        lines = []
+        for node in self.nodes:
+            home = self.workdir / node
+            home.mkdir()
+            _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(home / "host_key"))
+            (home / "sshd_config").write_text("\n".join([
+                f"ListenAddress {self.addresses[node]}", "Port 22",
+                f"HostKey {home / 'host_key'}", f"PidFile {home / 'sshd.pid'}",
+                f"AuthorizedKeysFile {self.workdir / 'authorized_keys'}",
+                "PermitRootLogin prohibit-password", "PasswordAuthentication no",
+                "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
+                "MaxSessions 100", "MaxStartups 100", "LogLevel ERROR", ""]))
+            lines += [f"Host {node}", f"  HostName {self.addresses[node]}"]
+        lines += ["Host *", "  User root", f"  IdentityFile {key}", "  IdentitiesOnly yes",
+                  "  StrictHostKeyChecking no", "  UserKnownHostsFile /dev/null",
+                  "  LogLevel ERROR", ""]
+        self.ssh_config.write_text("\n".join(lines))
+
+    def start_sshd(self, node: str) -> None:
+        home = self.workdir / node
+        # `ip netns exec` execs sshd: this PID is sshd's
+        self.sshd[node] = subprocess.Popen(
+            ["ip", "netns", "exec", self.netns(node), SSHD, "-D", "-f",
+             str(home / "sshd_config"), "-E", str(home / "sshd.log")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop_sshd(self, node: str) -> None:
+        process = self.sshd.pop(node, None)
+        if process is not None:
+            process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(5)
+            process.kill()
+        self.kill_node_processes(node, signal.SIGKILL)
+
+    def wait_for_port(self, node: str, seconds: float = 10.0) -> None:
+        deadline = time.monotonic() + seconds
+        while True:
+            try:
+                with socket.create_connection((self.addresses[node], 22), timeout=1):
+                    return
+            except OSError:
+                if time.monotonic() > deadline:
+                    log = (self.workdir / node / "sshd.log")
+                    text = log.read_text() if log.exists() else ""
+                    raise RuntimeError(f"sshd on {node} did not start: {text}") from None
+                time.sleep(0.1)
+
+    def pids(self, node: str) -> list[int]:
+        """Processes running in the node's namespace (sshd, sessions, probes)."""
+        done = subprocess.run(["ip", "netns", "pids", self.netns(node)], capture_output=True,
+                              text=True, check=False)
+        return [int(p) for p in done.stdout.split()]
+
+    def kill_node_processes(self, node: str, sig: int = signal.SIGKILL) -> None:
+        for pid in self.pids(node):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+
+    def stop(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        for node in list(self.sshd):
+            self.stop_sshd(node)
+        for node in self.nodes:
+            with contextlib.suppress(RuntimeError):
+                self.kill_node_processes(node)
+            subprocess.run(["ip", "netns", "del", self.netns(node)], capture_output=True,
+                           check=False)
+        subprocess.run(["ip", "link", "del", f"{self.prefix}h"], capture_output=True,
+                       check=False)
+        subprocess.run(["ip", "netns", "del", self.switch], capture_output=True, check=False)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+        atexit.unregister(self.stop)

@@ -1,0 +1,287 @@
+"""The ssh launcher: exact command lines, error kinds, the node runner, and (marked
+realcomponents) the real thing against OpenSSH servers in network namespaces."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_cluster.errors import SpecError
+from pytest_cluster.launchers.base import ErrorKind, ProbeResult
+from pytest_cluster.launchers.ssh import (
+    RUNNER_SOURCE,
+    SshLauncher,
+    classify,
+    exit_command,
+    master_command,
+    probe_command,
+    remote_command,
+    ssh_options,
+)
+from pytest_cluster.probes import ProbeCall
+from pytest_cluster.spec import parse_spec
+from pytest_cluster.spec.model import ClusterSpec, SshSpec
+from tests.netns_cluster import NetnsCluster, Unavailable
+from tests.test_plugin import jsonl
+
+FULL = SshSpec(user="ubuntu", port=2222, identity_file="/keys/id", config="/cfg/ssh_config",
+               options=(("StrictHostKeyChecking", "accept-new"),), connect_timeout_s=7)
+BASE = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=7", "-o", "ServerAliveInterval=10",
+        "-o", "ServerAliveCountMax=3", "-F", "/cfg/ssh_config", "-l", "ubuntu", "-p", "2222",
+        "-i", "/keys/id", "-o", "StrictHostKeyChecking=accept-new",
+        "-o", "ControlPath=/tmp/c/%C"]
+
+
+def test_ssh_command_lines_are_exact() -> None:
+    assert ssh_options(SshSpec(), None) == [
+        "ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=10",
+        "-o", "ServerAliveCountMax=3"]
+    assert ssh_options(FULL, "/tmp/c/%C") == BASE
+    assert master_command(FULL, "gpu-001", "/tmp/c/%C") == [
+        *BASE, "-o", "ControlMaster=yes", "-o", "ControlPersist=120", "-f", "-N", "--",
+        "gpu-001"]
+    assert exit_command(FULL, "gpu-001", "/tmp/c/%C") == [*BASE, "-O", "exit", "--", "gpu-001"]
+    call = ProbeCall("storage", ("--path", "/data; rm -rf / $(reboot) 'x'"))
+    argv = probe_command(FULL, "gpu-001", "/shared/venv/bin/python", call, 600, "/tmp/c/%C")
+    assert argv[:-1] == [*BASE, "-o", "ControlMaster=no", "--", "gpu-001"]
+    assert argv[-1] == remote_command("/shared/venv/bin/python", 600, call.args)
+
+
+def test_the_remote_command_is_quoted_word_for_word() -> None:
+    args = ("--path", "/data; rm -rf / $(reboot) 'x' \"y\" `z`", "--files", "10")
+    remote = remote_command("/opt/py thon/bin/python", 42.5, args)
+    assert shlex.split(remote) == ["/opt/py thon/bin/python", "-c", RUNNER_SOURCE, "42.5",
+                                   "/opt/py thon/bin/python", *args]
+
+
+def failed(code: int, stderr: str) -> ProbeResult:
+    return ProbeResult("n1", "host", None, ErrorKind.CRASHED, "x", exit_code=code,
+                       stderr_tail=stderr)
+
+
+@pytest.mark.parametrize(("code", "stderr", "kind", "message"), [
+    (255, "root@n1: Permission denied (publickey).", ErrorKind.AUTH_REFUSED,
+     "ssh refused: check the user, key and known_hosts"),
+    (255, "Host key verification failed.", ErrorKind.AUTH_REFUSED,
+     "ssh refused: check the user, key and known_hosts"),
+    (255, "ssh: Could not resolve hostname n1: Name or service not known",
+     ErrorKind.UNREACHABLE, "ssh: unknown host name"),
+    (255, "ssh: connect to host 10.0.0.1 port 22: Connection refused", ErrorKind.UNREACHABLE,
+     "ssh: connection refused (no sshd?)"),
+    (255, "ssh: connect to host 10.0.0.1 port 22: Connection timed out",
+     ErrorKind.UNREACHABLE, "ssh: node not reachable"),
+    (255, "", ErrorKind.UNREACHABLE, "ssh failed (exit code 255)"),
+    (127, "bash: /no/python: No such file or directory", ErrorKind.INTERPRETER_MISSING,
+     "'/usr/bin/python3' not found on the node (check cluster.python)"),
+    (124, "pytest-cluster: probe killed on the node after 5 s", ErrorKind.TIMEOUT,
+     "killed on the node at its timeout"),
+    (125, "", ErrorKind.UNREACHABLE, "the ssh connection dropped; probe killed"),
+    (1, "Traceback ...", ErrorKind.CRASHED, "x"),
+])
+def test_ssh_failures_map_to_our_kinds(code: int, stderr: str, kind: ErrorKind,
+                                       message: str) -> None:
+    result = classify(failed(code, stderr), "/usr/bin/python3")
+    assert (result.error, result.message) == (kind, message)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("ssh: {options: {ProxyCommand: 'nc %h %p'}}",
+     "t.yaml:3: ssh.options.ProxyCommand: set by the launcher itself (batch mode, timeouts, "
+     "connection reuse) or able to run commands; not allowed here"),
+    ("ssh: {options: {ServerAliveInterval: '5 6'}}",
+     "t.yaml:3: ssh.options.ServerAliveInterval: expected one word (no blanks or quotes), "
+     "got '5 6'"),
+    ("ssh: {user: 'root; rm'}", "t.yaml:3: ssh.user: expected a user name like 'ubuntu', "
+                                "got 'root; rm'"),
+    ("ssh: {port: 70000}", "t.yaml:3: ssh.port: expected a port from 1 to 65535, got 70000"),
+    ("ssh: {identity_file: -oX}", "t.yaml:3: ssh.identity_file: expected a file path like "
+                                  "~/.ssh/id_ed25519, got '-oX'"),
+])
+def test_bad_ssh_settings_are_refused(text: str, message: str) -> None:
+    base = "cluster: {name: x, nodes: 'n[1-2]', launcher: ssh}\nhost: {cpu_cores: 1}\n"
+    with pytest.raises(SpecError) as info:
+        parse_spec(base + text + "\n", "t.yaml")
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("name", ["-oProxyCommand=touch /tmp/x", "a;b", "$(reboot)", "a b",
+                                  "@x", "n1\nn2", "`id`"])
+def test_hostile_node_names_are_refused(name: str) -> None:
+    text = f"cluster: {{name: x, nodes: {name!r}, launcher: ssh}}\nhost: {{cpu_cores: 1}}\n"
+    with pytest.raises(SpecError, match="is not a valid hostname"):
+        parse_spec(text.replace("\n", "\n", 1), "t.yaml")
+
+
+# -- the node runner, run here (no ssh) -------------------------------------------------
+
+def runner(source: str, timeout: float, *args: str, python: str = sys.executable,
+           close_stdin: bool = True) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen([sys.executable, "-c", RUNNER_SOURCE, str(timeout), python,
+                                *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    assert process.stdin is not None
+    data = source.encode()
+    process.stdin.write(str(len(data)).encode() + b"\n" + data)
+    process.stdin.flush()
+    if close_stdin:
+        process.stdin.close()
+    return process
+
+
+def finish(process: subprocess.Popen[bytes]) -> tuple[bytes, bytes]:
+    """Wait with stdin still open (communicate() would close it: a hang-up)."""
+    process.wait(30)
+    assert process.stdout is not None and process.stderr is not None
+    return process.stdout.read(), process.stderr.read()
+
+
+def alive(marker: str) -> bool:
+    found = subprocess.run(["pgrep", "-f", marker], capture_output=True, check=False)
+    return found.returncode == 0
+
+
+def test_runner_passes_output_and_exit_code_through() -> None:
+    process = runner("import sys; print(sys.argv[1:]); sys.exit(3)", 30, "--x", "a b",
+                     close_stdin=False)
+    out, _err = finish(process)
+    assert process.returncode == 3
+    assert out.decode().strip() == "['--x', 'a b']"
+
+
+def test_runner_kills_the_probe_at_its_timeout() -> None:
+    marker = f"pc-timeout-{os.getpid()}"
+    process = runner("import time; time.sleep(600)", 1, marker, close_stdin=False)
+    _out, err = finish(process)
+    assert process.returncode == 124
+    assert b"probe killed on the node after 1 s" in err
+    assert not alive(marker)
+
+
+def test_runner_kills_the_probe_when_the_connection_drops() -> None:
+    marker = f"pc-hangup-{os.getpid()}"
+    process = runner("import time; time.sleep(600)", 600, marker, close_stdin=False)
+    time.sleep(1)
+    assert alive(marker)
+    assert process.stdin is not None
+    process.stdin.close()  # what a cut ssh connection looks like from the node
+    assert process.wait(10) == 125
+    time.sleep(0.2)
+    assert not alive(marker)
+
+
+def test_runner_says_when_the_interpreter_is_missing() -> None:
+    process = runner("print(1)", 10, python="/no/such/python", close_stdin=False)
+    _out, err = finish(process)
+    assert process.returncode == 127
+    assert b"interpreter not found on this node: /no/such/python" in err
+
+
+# -- the real thing: sshd in network namespaces -----------------------------------------
+
+@pytest.fixture(scope="module")
+def netns() -> Iterator[NetnsCluster]:
+    try:
+        cluster = NetnsCluster(4)
+    except Unavailable as exc:
+        pytest.skip(f"no namespace cluster on this machine: {exc}")
+    with cluster:
+        yield cluster
+
+
+def launcher(netns: NetnsCluster, python: str = sys.executable,
+             ssh: SshSpec | None = None) -> SshLauncher:
+    spec = ClusterSpec("t", tuple(netns.nodes), "ssh", python, 60, 8)
+    return SshLauncher(spec, ssh or SshSpec(config=str(netns.ssh_config), connect_timeout_s=3))
+
+
+def spec_text(netns: NetnsCluster, fs: Path, extra: str = "") -> str:
+    return (f"cluster:\n  name: netns\n  nodes: node[1-4]\n  launcher: ssh\n"
+            f"  python: {sys.executable}\n  probe_timeout: 1 min\n"
+            f"ssh:\n  config: {netns.ssh_config}\n  connect_timeout: 3 s\n{extra}"
+            "host:\n  cpu_cores: '>= 1'\n  memory: '>= 256 MiB'\n"
+            "  software: {kernel: '>= 3.0', python: '>= 3.8'}\n"
+            f"storage:\n  - path: {fs}\n    io_size: 4 MiB\n    metadata_files: 50\n"
+            "    capacity: '>= 1 MiB'\n    write: '>= 1 MB/s'\n    read: '>= 1 MB/s'\n"
+            "    metadata: '>= 10 ops/s'\n")
+
+
+@pytest.mark.realcomponents
+def test_host_and_storage_suite_passes_on_all_nodes(pytester: pytest.Pytester,
+                                                     netns: NetnsCluster) -> None:
+    fs = pytester.mkdir("fs")
+    (pytester.path / "trial.yaml").write_text(spec_text(netns, fs))
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
+    # per node: cores, memory, kernel, python, 4 storage clauses; then 6 same_software
+    result.assert_outcomes(passed=4 * 8 + 6)
+    records = [r for r in jsonl(pytester) if r.get("type") == "result"]
+    assert {r["node"] for r in records} == {"node1", "node2", "node3", "node4", "all"}
+
+
+@pytest.mark.realcomponents
+def test_a_stopped_sshd_fails_only_its_node(pytester: pytest.Pytester,
+                                            netns: NetnsCluster) -> None:
+    fs = pytester.mkdir("fs")
+    (pytester.path / "trial.yaml").write_text(spec_text(netns, fs))
+    netns.stop_sshd("node3")
+    try:
+        start = time.monotonic()
+        result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
+        elapsed = time.monotonic() - start
+    finally:
+        netns.start_sshd("node3")
+        netns.wait_for_port("node3")
+    # the other nodes' 8 checks each, and same_software among the nodes that answered
+    result.assert_outcomes(passed=3 * 8 + 6, failed=8)
+    failed = [r for r in jsonl(pytester) if r.get("outcome") == "failed"]
+    assert {r["node"] for r in failed} == {"node3"}
+    assert {r["error_kind"] for r in failed} == {"unreachable"}
+    assert "node3: host probe unreachable: ssh: connection refused (no sshd?)" in failed[0][
+        "message"]
+    assert elapsed < 60, "a dead node must cost its connect timeout, not the probe timeout"
+
+
+@pytest.mark.realcomponents
+def test_a_hanging_probe_is_killed_and_leaves_nothing(netns: NetnsCluster) -> None:
+    ssh = launcher(netns)
+    try:
+        start = time.monotonic()
+        result = ssh.run_source("node2", ProbeCall("host"), "import time\ntime.sleep(600)\n", 2)
+        assert time.monotonic() - start < 15
+        assert result.error is ErrorKind.TIMEOUT
+        assert result.message == "killed on the node at its timeout"
+        time.sleep(0.3)
+        commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in netns.pids("node2")
+                    if Path(f"/proc/{pid}/cmdline").exists()]
+        assert not [c for c in commands if b"python" in c], commands
+    finally:
+        ssh.close()
+
+
+@pytest.mark.realcomponents
+def test_wrong_key_is_auth_refused_and_missing_python_is_named(netns: NetnsCluster,
+                                                                tmp_path: Path) -> None:
+    key = tmp_path / "other"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    # a config without the cluster's key: -i adds to the config's IdentityFile
+    config = tmp_path / "config"
+    config.write_text(netns.ssh_config.read_text().replace("IdentityFile", "#IdentityFile"))
+    wrong = launcher(netns, ssh=SshSpec(config=str(config), identity_file=str(key),
+                                        options=(("IdentityAgent", "none"),),
+                                        connect_timeout_s=3))
+    missing = launcher(netns, python="/no/such/python")
+    try:
+        refused = wrong.run(ProbeCall("host"), ["node1"], 30)["node1"]
+        assert refused.error is ErrorKind.AUTH_REFUSED, refused.describe()
+        absent = missing.run(ProbeCall("host"), ["node1"], 30)["node1"]
+        assert absent.error is ErrorKind.INTERPRETER_MISSING, absent.describe()
+        assert absent.message == "'/no/such/python' not found on the node (check cluster.python)"
+    finally:
+        wrong.close()
+        missing.close()
