@@ -55,6 +55,10 @@ class NetnsCluster:
         self.workdir = Path(tempfile.mkdtemp(prefix="pcnet-"))
         self.ssh_config = self.workdir / "ssh_config"
         self.sshd: dict[str, subprocess.Popen[bytes]] = {}
+        self.slurmd: dict[str, subprocess.Popen[bytes]] = {}
+        self.slurmctld: subprocess.Popen[bytes] | None = None
+        self.slurm_env: dict[str, str] = {}
+        self.slurm_conf = self.workdir / "slurm" / "slurm.conf"
         self._started = False
 
     def netns(self, node: str) -> str:
@@ -121,6 +125,89 @@ class NetnsCluster:
                   "  LogLevel ERROR", ""]
         self.ssh_config.write_text("\n".join(lines))
 
+    # -- SLURM: slurmctld here, one slurmd per node namespace ---------------------------
+
+    def start_slurm(self) -> dict[str, str]:
+        """Start slurmctld and a slurmd per node; the environment srun/sinfo need."""
+        for tool in ("slurmctld", "slurmd", "srun", "sinfo", "nsenter", "unshare"):
+            if shutil.which(tool) is None:
+                raise Unavailable(f"{tool} is not installed (apt install slurm-wlm)")
+        d = self.workdir / "slurm"
+        (d / "state").mkdir(parents=True)
+        port = 20000 + os.getpid() % 20000
+        nodes = "\n".join(f"NodeName={n} NodeAddr={self.addresses[n]} CPUs=1 State=UNKNOWN"
+                          for n in self.nodes)
+        for node in self.nodes:
+            (d / f"spool-{node}").mkdir()
+        self.slurm_conf.write_text(f"""ClusterName=pcnetns
+SlurmctldHost={socket.gethostname()}({self.subnet}.1)
+SlurmctldPort={port}
+SlurmdPort={port + 1}
+AuthType=auth/none
+CredType=cred/none
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+MpiDefault=none
+SlurmUser=root
+SlurmdUser=root
+ReturnToService=2
+SlurmdTimeout=30
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool-%n
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd-%n.pid
+SlurmctldLogFile={d}/slurmctld.log
+SlurmdLogFile={d}/slurmd-%n.log
+{nodes}
+PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE State=UP
+""")
+        # srun listens for its tasks; tell them the address they can reach it on
+        self.slurm_env = {"SLURM_CONF": str(self.slurm_conf),
+                          "SLURM_SRUN_COMM_HOST": f"{self.subnet}.1"}
+        env = {**os.environ, **self.slurm_env}
+        self.slurmctld = subprocess.Popen(
+            ["slurmctld", "-D", "-i", "-f", str(self.slurm_conf)], env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for node in self.nodes:
+            self.start_slurmd(node)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            done = subprocess.run(["sinfo", "--noheader", "--format=%T %D"], env=env,
+                                  capture_output=True, text=True, check=False)
+            if done.stdout.strip() == f"idle {len(self.nodes)}":
+                return self.slurm_env
+            time.sleep(0.3)
+        log = (d / "slurmctld.log").read_text()[-2000:] if (d / "slurmctld.log").exists() else ""
+        raise RuntimeError(f"SLURM nodes did not come up: {done.stdout} {log}")
+
+    def start_slurmd(self, node: str) -> None:
+        # ip netns exec breaks slurmd's cgroup setup; nsenter + its own host name works
+        self.slurmd[node] = subprocess.Popen(
+            ["nsenter", f"--net=/run/netns/{self.netns(node)}", "unshare", "--uts", "sh",
+             "-c", f"hostname {node} && exec slurmd -D -f {self.slurm_conf} -N {node}"],
+            env={**os.environ, **self.slurm_env}, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop_slurmd(self, node: str) -> None:
+        process = self.slurmd.pop(node, None)
+        if process is not None:
+            process.kill()
+            process.wait(10)
+
+    def scontrol(self, *args: str) -> str:
+        done = subprocess.run(["scontrol", *args], env={**os.environ, **self.slurm_env},
+                              capture_output=True, text=True, check=True, timeout=30)
+        return done.stdout
+
+    def _stop_slurm(self) -> None:
+        for node in list(self.slurmd):
+            self.stop_slurmd(node)
+        ctl = self.slurmctld
+        if ctl is not None:
+            ctl.kill()
+            ctl.wait(10)
+            self.slurmctld = None
+
     def start_sshd(self, node: str) -> None:
         home = self.workdir / node
         # `ip netns exec` execs sshd: this PID is sshd's
@@ -166,6 +253,7 @@ class NetnsCluster:
         if not self._started:
             return
         self._started = False
+        self._stop_slurm()
         for node in list(self.sshd):
             self.stop_sshd(node)
         for node in self.nodes:

@@ -41,7 +41,7 @@ def test_probe_command_is_an_argument_list() -> None:
 
 def test_registry() -> None:
     assert isinstance(get_launcher(cluster()), LocalLauncher)
-    with pytest.raises(LaunchError, match=r"unknown launcher 'pbs'; known: local, sim, ssh"):
+    with pytest.raises(LaunchError, match=r"unknown launcher 'pbs'; known: local, sim, ssh, slurm"):
         get_launcher(cluster(launcher="pbs"))
 
 

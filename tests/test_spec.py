@@ -102,7 +102,7 @@ def test_good_spec_becomes_frozen_records() -> None:
     ("host: {cpu_cores: 1}\n", "trial.yaml: cluster: missing section (needs at least name and "
                                "nodes)"),
     ("cluster: {name: x, nodes: a, launcher: pbs}\n",
-     "trial.yaml:1: cluster.launcher: expected one of local, sim, ssh, got 'pbs'"),
+     "trial.yaml:1: cluster.launcher: expected one of local, sim, ssh, slurm, got 'pbs'"),
     ("cluster: {name: x, nodes: a}\ncluster: {name: y, nodes: b}\n",
      "trial.yaml:2: cluster: duplicate key (first given on line 1)"),
     ("cluster: {name: x, nodes: a}\nstorage:\n  - path: data\n",

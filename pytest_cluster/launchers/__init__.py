@@ -12,6 +12,7 @@ REGISTRY: dict[str, str] = {
     "local": "pytest_cluster.launchers.local:LocalLauncher",
     "sim": "pytest_cluster.launchers.sim:SimLauncher",
     "ssh": "pytest_cluster.launchers.ssh:SshLauncher",
+    "slurm": "pytest_cluster.launchers.slurm:SlurmLauncher",
 }
 
 if TYPE_CHECKING:  # the spec imports the registry to validate launcher names

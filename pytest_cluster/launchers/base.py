@@ -121,69 +121,106 @@ def kill_all_running() -> int:
     return len(running)
 
 
-def run_process(node: str, probe: str, argv: list[str], stdin_text: str,
-                timeout_s: float, env: dict[str, str] | None = None,
-                simulated: bool = False, hold_stdin: bool = False) -> ProbeResult:
-    """Run argv (its own process group) feeding stdin; map every outcome to a ProbeResult.
+@dataclass(frozen=True)
+class Finished:
+    """How a launched command ended: exit code and output, or that it was killed."""
 
-    With `hold_stdin`, stdin stays open until the process ends (the ssh launcher's node
-    runner kills the probe when it closes)."""
-    started = time.time()
-    clock = time.perf_counter()
+    returncode: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    start_error: ErrorKind | None = None  # could not start: interpreter missing, ...
+    start_message: str = ""
 
-    def result(**kwargs: Any) -> ProbeResult:
-        return ProbeResult(node=node, probe=probe, started_at=started,
-                           duration_s=time.perf_counter() - clock, simulated=simulated,
-                           **kwargs)
 
+def execute(argv: list[str], stdin_text: str, timeout_s: float,
+            env: dict[str, str] | None = None, hold_stdin: bool = False,
+            cancel: Callable[[], None] | None = None) -> Finished:
+    """Run argv in its own process group feeding stdin; kill the group at the timeout or
+    on Ctrl-C (after `cancel()`, e.g. scancel, when given).
+
+    With `hold_stdin`, stdin stays open until the process ends (the node runner of the ssh
+    and slurm launchers kills the probe when it closes)."""
     try:
         process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, text=True, encoding="utf-8",
                                    errors="replace", start_new_session=True, env=env)
     except FileNotFoundError:
-        return result(data=None, error=ErrorKind.INTERPRETER_MISSING,
-                      message=f"{argv[0]!r} not found (check cluster.python in the spec)")
+        return Finished(None, "", "", start_error=ErrorKind.INTERPRETER_MISSING,
+                        start_message=f"{argv[0]!r} not found (check cluster.python in the "
+                                      f"spec)")
     except OSError as exc:
-        return result(data=None, error=ErrorKind.UNREACHABLE,
-                      message=f"cannot start {argv[0]!r}: {exc.strerror}")
+        return Finished(None, "", "", start_error=ErrorKind.UNREACHABLE,
+                        start_message=f"cannot start {argv[0]!r}: {exc.strerror}")
     with _LIVE_LOCK:
         _LIVE.add(process)
     try:
         if hold_stdin:
-            stdout, stderr, timed_out = _wait_holding_stdin(process, stdin_text, timeout_s)
+            stdout, stderr, timed_out = _wait_holding_stdin(process, stdin_text, timeout_s,
+                                                            cancel)
         else:
             try:
                 stdout, stderr = process.communicate(stdin_text, timeout=timeout_s)
                 timed_out = False
             except subprocess.TimeoutExpired:
-                _kill_group(process)
+                _stop(process, cancel)
                 stdout, stderr = process.communicate()
                 timed_out = True
     except BaseException:
-        _kill_group(process)  # Ctrl-C: leave no orphan behind, then let it propagate
+        _stop(process, cancel)  # Ctrl-C: leave no orphan behind, then let it propagate
         process.wait()
         raise
     finally:
         with _LIVE_LOCK:
             _LIVE.discard(process)
-    if timed_out:
+    return Finished(process.returncode, stdout, stderr, timed_out)
+
+
+def _stop(process: subprocess.Popen[str], cancel: Callable[[], None] | None) -> None:
+    if cancel is not None:
+        with contextlib.suppress(Exception):
+            cancel()
+    _kill_group(process)
+
+
+def run_process(node: str, probe: str, argv: list[str], stdin_text: str,
+                timeout_s: float, env: dict[str, str] | None = None,
+                simulated: bool = False, hold_stdin: bool = False) -> ProbeResult:
+    """Run a probe on one node (execute) and map every outcome to a ProbeResult."""
+    started = time.time()
+    clock = time.perf_counter()
+    done = execute(argv, stdin_text, timeout_s, env=env, hold_stdin=hold_stdin)
+    return probe_result(node, probe, done, timeout_s, started, time.perf_counter() - clock,
+                        simulated=simulated)
+
+
+def probe_result(node: str, probe: str, done: Finished, timeout_s: float, started: float,
+                 duration_s: float, simulated: bool = False) -> ProbeResult:
+    """A node's ProbeResult from how its probe process ended."""
+
+    def result(**kwargs: Any) -> ProbeResult:
+        return ProbeResult(node=node, probe=probe, started_at=started, duration_s=duration_s,
+                           simulated=simulated, **kwargs)
+
+    if done.start_error is not None:
+        return result(data=None, error=done.start_error, message=done.start_message)
+    tail = done.stderr[-STDERR_TAIL:]
+    if done.timed_out:
         return result(data=None, error=ErrorKind.TIMEOUT,
-                      message=f"no answer within {timeout_s:g} s; killed",
-                      stderr_tail=stderr[-STDERR_TAIL:])
-    tail = stderr[-STDERR_TAIL:]
-    if process.returncode != 0:
-        return result(data=None, error=ErrorKind.CRASHED, exit_code=process.returncode,
+                      message=f"no answer within {timeout_s:g} s; killed", stderr_tail=tail)
+    if done.returncode != 0:
+        return result(data=None, error=ErrorKind.CRASHED, exit_code=done.returncode,
                       message="the probe exited with an error", stderr_tail=tail)
     try:
-        data = parse_probe_output(stdout, probe)
+        data = parse_probe_output(done.stdout, probe)
     except ValueError as exc:
         return result(data=None, error=ErrorKind.BAD_OUTPUT, exit_code=0, message=str(exc),
                       stderr_tail=tail)
     return result(data=data, exit_code=0, stderr_tail=tail)
 
 
-def _wait_holding_stdin(process: subprocess.Popen[str], stdin_text: str,
-                        timeout_s: float) -> tuple[str, str, bool]:
+def _wait_holding_stdin(process: subprocess.Popen[str], stdin_text: str, timeout_s: float,
+                        cancel: Callable[[], None] | None) -> tuple[str, str, bool]:
     """Write stdin_text, keep stdin open, collect stdout and stderr until the process ends
     (or kill its group at the timeout); the last item says whether it timed out."""
     assert process.stdin is not None and process.stdout is not None
@@ -202,7 +239,7 @@ def _wait_holding_stdin(process: subprocess.Popen[str], stdin_text: str,
         try:
             process.wait(timeout_s)
         except subprocess.TimeoutExpired:
-            _kill_group(process)
+            _stop(process, cancel)
             process.wait()
             timed_out = True
     finally:

@@ -18,6 +18,10 @@ import time
 TIMED_OUT = 124
 HUNG_UP = 125
 NOT_FOUND = 127
+#: With PYTEST_CLUSTER_MARKERS=1 (the slurm launcher), stdout starts with the node's name
+#: and ends with the exit code, so that one srun step's output can be split per node.
+NODE_MARKER = "__pytest_cluster_node__"
+EXIT_MARKER = "__pytest_cluster_exit__"
 
 
 def _kill(process: "subprocess.Popen[bytes]") -> None:
@@ -62,7 +66,15 @@ def main(argv: "list[str]") -> int:
 
 
 if __name__ == "__main__":
+    markers = os.environ.get("PYTEST_CLUSTER_MARKERS") == "1"
+    if markers:
+        name = os.environ.get("SLURMD_NODENAME") or os.uname().nodename
+        sys.stdout.write(f"{NODE_MARKER} {name}\n")
+        sys.stdout.flush()
     code = main(sys.argv[1:])
+    if markers:
+        sys.stdout.write(f"\n{EXIT_MARKER} {code}\n")
+        sys.stdout.flush()
     sys.stderr.flush()
     # not sys.exit: the stdin watcher may still sit in a read, and interpreter shutdown
     # with a daemon thread inside a buffered read is a fatal error

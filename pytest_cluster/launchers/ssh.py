@@ -83,13 +83,14 @@ def exit_command(ssh: SshSpec, node: str, control_path: str) -> list[str]:
     return [*ssh_options(ssh, control_path), "-O", "exit", "--", node]
 
 
-def classify(result: ProbeResult, python: str) -> ProbeResult:
-    """Turn a failed ssh run's exit code and stderr into our error kinds and a message."""
+def classify(result: ProbeResult, python: str, ssh: bool = True) -> ProbeResult:
+    """Turn a failed remote run's exit code (the node runner's, or ssh's own 255) and stderr
+    into our error kinds and a message."""
     if result.error is not ErrorKind.CRASHED:
         return result
     stderr = result.stderr_tail
     code = result.exit_code
-    if code == SSH_FAILED:
+    if code == SSH_FAILED and ssh:
         for needles, kind, message in _SSH_ERRORS:
             if any(needle in stderr for needle in needles):
                 return dataclasses.replace(result, error=kind, message=message)

@@ -6,6 +6,7 @@ was expected; all problems of a file are reported together.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from pathlib import Path
@@ -39,6 +40,7 @@ from pytest_cluster.spec.model import (
     StorageSpec,
     VersionClause,
 )
+from pytest_cluster.spec.slurm import allocation_nodes, parse_slurm, wants_allocation
 from pytest_cluster.spec.ssh import parse_ssh
 from pytest_cluster.units import Dim, parse_quantity
 
@@ -69,7 +71,7 @@ def _nodes(ctx: Ctx, node: Node | None, path: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _cluster(ctx: Ctx, node: Node | None) -> ClusterSpec:
+def _cluster(ctx: Ctx, node: Node | None, allocation: bool = False) -> ClusterSpec:
     known = ("name", "nodes", "launcher", "python", "probe_timeout", "parallel")
     if node is None:
         ctx.error(None, "cluster", "missing section (needs at least name and nodes)")
@@ -80,7 +82,10 @@ def _cluster(ctx: Ctx, node: Node | None) -> ClusterSpec:
     if name_node is None and isinstance(node, MappingNode):
         ctx.error(node, "cluster.name", "missing: name the cluster, e.g. name: acme-h100-trial")
     nodes_node = table.take("nodes")
-    if nodes_node is None and isinstance(node, MappingNode):
+    if allocation and nodes_node is not None:
+        ctx.error(nodes_node, "cluster.nodes", "leave it out with slurm.allocation: true (the "
+                  "nodes are the allocation's)")
+    elif nodes_node is None and isinstance(node, MappingNode) and not allocation:
         ctx.error(node, "cluster.nodes", "missing: list the nodes, e.g. nodes: gpu-[001-004]")
     nodes = _nodes(ctx, nodes_node, "cluster.nodes")
     if nodes_node is not None and not nodes and not ctx.errors:
@@ -267,8 +272,10 @@ def parse_spec(text: str, file: str) -> Spec:
     if not isinstance(root, MappingNode):
         raise SpecError(f"the spec must be a map with sections cluster, host, storage; "
                         f"got {kind(root)}", file=file, line=root.start_mark.line + 1)
-    top = Map(ctx, root, "", ("cluster", "host", "storage", "gpus", "sim", "ssh"))
-    cluster = _cluster(ctx, top.take("cluster"))
+    top = Map(ctx, root, "", ("cluster", "host", "storage", "gpus", "sim", "ssh", "slurm"))
+    slurm_node = top.items.get("slurm", (None, None))[1]
+    allocation = wants_allocation(slurm_node)
+    cluster = _cluster(ctx, top.take("cluster"), allocation)
     host = _host(ctx, top.take("host"))
     storage_node = top.take("storage")
     storage = _storage(ctx, storage_node, cluster.python)
@@ -278,6 +285,9 @@ def parse_spec(text: str, file: str) -> Spec:
     gpus = parse_gpus(ctx, top.take("gpus"))
     sim = parse_sim(ctx, top.take("sim"), cluster)
     ssh = parse_ssh(ctx, top.take("ssh"), cluster)
+    slurm = parse_slurm(ctx, top.take("slurm"), cluster)
+    if slurm is not None and slurm.allocation:
+        cluster = dataclasses.replace(cluster, nodes=allocation_nodes(ctx, slurm_node))
     top.finish()
     if not ctx.errors and gpus is None and not _has_clauses(cluster, host, storage):
         raise SpecError("nothing to test: the spec has no host, storage or gpus clauses "
@@ -290,7 +300,7 @@ def parse_spec(text: str, file: str) -> Spec:
         raise SpecError(f"{len(ctx.errors)} problems in the spec:\n{lines}", file=file)
     sha = hashlib.sha256(text.encode()).hexdigest()
     return Spec(file=file, sha256=sha, cluster=cluster, host=host, storage=storage, gpus=gpus,
-                sim=sim, ssh=ssh)
+                sim=sim, ssh=ssh, slurm=slurm)
 
 
 def load_spec(path: str | os.PathLike[str]) -> Spec:

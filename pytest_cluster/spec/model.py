@@ -79,6 +79,17 @@ class SshSpec:
 
 
 @dataclass(frozen=True)
+class SlurmSpec:
+    """Where the slurm launcher runs its steps; unset values are the site's defaults."""
+
+    partition: str | None = None
+    account: str | None = None
+    reservation: str | None = None
+    time_limit_min: int | None = None  # srun --time, a backstop behind probe_timeout
+    allocation: bool = False  # the nodes are those of the allocation this runs in
+
+
+@dataclass(frozen=True)
 class Spec:
     file: str
     sha256: str
@@ -88,6 +99,7 @@ class Spec:
     gpus: GpuSpec | None = None
     sim: SimSpec | None = None
     ssh: SshSpec | None = None
+    slurm: SlurmSpec | None = None
 
     def host_clause(self, name: str) -> Clause | None:
         value = getattr(self.host, name)

@@ -1,0 +1,193 @@
+"""The slurm launcher: exact command lines, sinfo and labeled-output parsing, hostlists
+against scontrol, and (marked realcomponents) a real SLURM with one slurmd per network
+namespace node."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_cluster.errors import SpecError
+from pytest_cluster.hostlist import expand_hostlist
+from pytest_cluster.launchers.base import ErrorKind
+from pytest_cluster.launchers.slurm import (
+    SlurmLauncher,
+    node_problems,
+    scancel_command,
+    split_labeled,
+    srun_command,
+)
+from pytest_cluster.launchers.ssh import RUNNER_SOURCE
+from pytest_cluster.probes import ProbeCall
+from pytest_cluster.spec import parse_spec
+from pytest_cluster.spec.model import ClusterSpec, SlurmSpec
+from tests.netns_cluster import NetnsCluster, Unavailable
+from tests.test_plugin import jsonl
+from tests.test_ssh import spec_text
+
+
+def test_srun_command_is_exact() -> None:
+    slurm = SlurmSpec(partition="gpu", account="ml-team", reservation="trial",
+                      time_limit_min=20)
+    call = ProbeCall("storage", ("--path", "/data; rm -rf /"))
+    assert srun_command(slurm, ["n1", "n2"], "/venv/bin/python", call, 600, "pc-job") == [
+        "srun", "--nodelist=n1,n2", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1",
+        "--input=all", "--label", "--kill-on-bad-exit=0", "--no-kill", "--job-name=pc-job",
+        "--export=ALL,PYTEST_CLUSTER_MARKERS=1", "--partition=gpu", "--account=ml-team",
+        "--reservation=trial", "--time=20", "/venv/bin/python", "-c", RUNNER_SOURCE, "600",
+        "/venv/bin/python", "--path", "/data; rm -rf /"]
+    assert scancel_command("pc-job")[:2] == ["scancel", "--name=pc-job"]
+
+
+def test_sinfo_states_name_the_bad_nodes() -> None:
+    out = ("n1|idle|none\nn2|drained|bad gpu\nn3|down*|Not responding\nn4|mixed|none\n"
+           "n5|idle*|none\nn6|draining|reboot asked\n")
+    assert node_problems(out, ["n1", "n2", "n3", "n4", "n5", "n6", "n7"]) == {
+        "n2": "SLURM reports the node drained (bad gpu)",
+        "n3": "SLURM reports the node down* (Not responding)",
+        "n5": "SLURM reports the node idle*",
+        "n6": "SLURM reports the node draining (reboot asked)",
+        "n7": "SLURM does not know this node (not in sinfo)",
+    }
+
+
+def test_labeled_output_is_split_per_node() -> None:
+    stdout = ("0: __pytest_cluster_node__ n1\n1: __pytest_cluster_node__ n2\n"
+              '0: {"probe": "host"}\n1: partial\n0: \n0: __pytest_cluster_exit__ 0\n')
+    stderr = "1: Traceback\nsrun: error: n2: task 1: Exited with exit code 1\n"
+    tasks = split_labeled(stdout, stderr)
+    assert tasks["n1"].stdout == ['{"probe": "host"}', ""]
+    assert tasks["n1"].exit_code == 0
+    assert tasks["n2"].exit_code is None
+    assert tasks["n2"].stderr == ["Traceback"]
+
+
+@pytest.mark.parametrize("text", [
+    "slurm: {partition: 'gpu; rm'}\n", "slurm: {time_limit: 10 s}\n",
+    "slurm: {allocation: true}\n"])
+def test_bad_slurm_settings_are_refused(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SLURM_JOB_NODELIST", raising=False)
+    nodes = "" if "allocation" in text else ", nodes: 'n[1-2]'"
+    with pytest.raises(SpecError) as info:
+        parse_spec(f"cluster: {{name: x{nodes}, launcher: slurm}}\nhost: {{cpu_cores: 1}}\n"
+                   + text, "t.yaml")
+    assert str(info.value).startswith("t.yaml:3: slurm.")
+
+
+def test_the_allocation_gives_the_nodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "gpu-[001-003],login1")
+    spec = parse_spec("cluster: {name: x, launcher: slurm}\nhost: {cpu_cores: 1}\n"
+                      "slurm: {allocation: true, partition: gpu}\n", "t.yaml")
+    assert spec.cluster.nodes == ("gpu-001", "gpu-002", "gpu-003", "login1")
+    with pytest.raises(SpecError, match=r"leave it out with slurm\.allocation: true"):
+        parse_spec("cluster: {name: x, nodes: a, launcher: slurm}\nhost: {cpu_cores: 1}\n"
+                   "slurm: {allocation: true}\n", "t.yaml")
+
+
+# -- the real thing ---------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def slurm() -> Iterator[NetnsCluster]:
+    try:
+        cluster = NetnsCluster(4)
+    except Unavailable as exc:
+        pytest.skip(f"no namespace cluster on this machine: {exc}")
+    with cluster:
+        try:
+            cluster.start_slurm()
+        except Unavailable as exc:
+            pytest.skip(f"no SLURM on this machine: {exc}")
+        saved = {k: os.environ.get(k) for k in cluster.slurm_env}
+        os.environ.update(cluster.slurm_env)
+        try:
+            yield cluster
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+@pytest.mark.realcomponents
+@pytest.mark.parametrize("expr", ["node[1-4]", "gpu-[001-003,010],login1",
+                                  "r[1-2]-n[01-02]", "a[09-11]", "x[1-2]y[3-4]"])
+def test_our_hostlists_match_scontrol(slurm: NetnsCluster, expr: str) -> None:
+    assert expand_hostlist(expr) == slurm.scontrol("show", "hostnames", expr).split()
+
+
+def slurm_spec(netns: NetnsCluster, fs: Path) -> str:
+    text = spec_text(netns, fs).replace("launcher: ssh", "launcher: slurm")
+    return text.replace(f"ssh:\n  config: {netns.ssh_config}\n  connect_timeout: 3 s\n",
+                        "slurm:\n  time_limit: 5 min\n")
+
+
+def back_to_idle(slurm: NetnsCluster, node: str) -> None:
+    env = {**os.environ, **slurm.slurm_env}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for state in ("resume", "idle"):
+            subprocess.run(["scontrol", "update", f"nodename={node}", f"state={state}"],
+                           env=env, capture_output=True, check=False)
+        done = subprocess.run(["sinfo", "--noheader", "--Node", f"--nodes={node}",
+                               "--format=%T"], env=env, capture_output=True, text=True,
+                              check=False)
+        if done.stdout.strip() == "idle":
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{node} did not come back: {done.stdout}")
+
+
+@pytest.mark.realcomponents
+def test_host_and_storage_suite_passes_through_srun(pytester: pytest.Pytester,
+                                                    slurm: NetnsCluster) -> None:
+    fs = pytester.mkdir("fs")
+    (pytester.path / "trial.yaml").write_text(slurm_spec(slurm, fs))
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=4 * 8 + 6)
+
+
+@pytest.mark.realcomponents
+@pytest.mark.parametrize(("state", "shown"), [("drain", "drained (burn-in failed)"),
+                                              ("down", "down")])
+def test_a_drained_or_down_node_fails_only_its_tests(pytester: pytest.Pytester,
+                                                     slurm: NetnsCluster, state: str,
+                                                     shown: str) -> None:
+    fs = pytester.mkdir("fs")
+    (pytester.path / "trial.yaml").write_text(slurm_spec(slurm, fs))
+    slurm.scontrol("update", "nodename=node2", f"state={state}", "reason=burn-in failed")
+    try:
+        result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
+    finally:
+        back_to_idle(slurm, "node2")
+    result.assert_outcomes(passed=3 * 8 + 6, failed=8)
+    failed = [r for r in jsonl(pytester) if r.get("outcome") == "failed"]
+    assert {r["node"] for r in failed} == {"node2"}
+    assert f"node2: host probe unreachable: SLURM reports the node {shown}" in failed[0][
+        "message"]
+
+
+@pytest.mark.realcomponents
+def test_a_hanging_probe_is_killed_and_the_step_ends(slurm: NetnsCluster) -> None:
+    launcher = SlurmLauncher(ClusterSpec("t", tuple(slurm.nodes), "slurm", sys.executable,
+                                         60, 8), SlurmSpec())
+    start = time.monotonic()
+    results = launcher.run_source(ProbeCall("host"), "import time\ntime.sleep(600)\n",
+                                  ["node1", "node4"], 2)
+    assert time.monotonic() - start < 30
+    for result in results.values():
+        assert result.error is ErrorKind.TIMEOUT, result.describe()
+    time.sleep(0.5)
+    for node in ("node1", "node4"):
+        commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in slurm.pids(node)
+                    if Path(f"/proc/{pid}/cmdline").exists()]
+        assert not [c for c in commands if b"python" in c], commands
+    queue = subprocess.run(["squeue", "--noheader"], capture_output=True, text=True,
+                           check=True)
+    assert queue.stdout.strip() == ""
