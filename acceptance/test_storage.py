@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
+from pytest_cluster.cluster import Cluster
 from pytest_cluster.evidence import Evidence
 from pytest_cluster.launchers.base import ProbeResult
-from pytest_cluster.spec.model import Clause, StorageSpec
+from pytest_cluster.spec.model import Clause, Rule, StorageSpec
 
 
 def _clause(fs: StorageSpec, name: str) -> Clause:
@@ -91,3 +92,39 @@ def test_import_torch(node: str, filesystem: StorageSpec, import_result: ProbeRe
         method = f"warm: median of {len(data['warm']['runs_s'])} runs ({why})"
     evidence.check(clause, seconds, node=node, filesystem=filesystem.path,
                    result=import_result, method=method, raw=data)
+
+
+@pytest.mark.clause("storage.shared")
+def test_storage_shared(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence) -> None:
+    """`shared: true` means it: a file written on one node is seen, byte for byte, on
+    every other node."""
+    writer, write, reads = cluster.shared_check(filesystem)
+    rule = Rule(f"storage[{filesystem.path}].shared", filesystem.shared_line,
+                "a file written on one node is seen with the same content on every node")
+    data = evidence.require(write, rule, filesystem.path)
+    if "error" in data:
+        evidence.cannot_measure(writer, rule, data["error"], filesystem.path, raw=data)
+    missing, different, failed = [], [], []
+    for node, result in reads.items():
+        seen = result.data if result.ok else None
+        if seen is None or "error" in seen:
+            failed.append(f"{node} ({seen['error'] if seen else result.describe()})")
+        elif not seen.get("seen"):
+            missing.append(node)
+        elif seen.get("sha256") != data["sha256"]:
+            different.append(node)
+    problems = []
+    if missing:
+        problems.append(f"not seen on {', '.join(missing)}")
+    if different:
+        problems.append(f"different content on {', '.join(different)}")
+    if failed:
+        problems.append(f"could not be read on {', '.join(failed)}")
+    seen_on = len(reads) - len(missing) - len(different) - len(failed)
+    evidence.check_rule(
+        rule, not problems, f"seen on {seen_on} of {len(reads)} nodes", node="all",
+        result=write, problem=f"a file written on {writer} is " + "; ".join(problems),
+        method=f"1 MiB of random data written and fsync'ed on {writer}, SHA-256 compared on "
+               "every node", raw={"writer": writer, "file": data.get("file"),
+                                  "missing": missing, "different": different,
+                                  "failed": failed})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -94,6 +95,30 @@ class Cluster:
 
     def import_latency(self, node: str, fs: StorageSpec) -> ProbeResult:
         return self.probe(import_call(fs), node)
+
+    def shared_check(self, fs: StorageSpec) -> tuple[str, ProbeResult,
+                                                     dict[str, ProbeResult]]:
+        """Write a file on the first node that answers, read it on every node, remove it:
+        (writer, its write result, every node's read result). Not cached: run each time."""
+        token = uuid.uuid4().hex[:12]
+        timeout = self.spec.cluster.probe_timeout_s
+
+        def call(mode: str) -> ProbeCall:
+            return ProbeCall("shared", ("--path", fs.path, "--token", token, mode))
+
+        write = ProbeResult(self.nodes[0], "shared", None, message="no node answered")
+        writer = self.nodes[0]
+        for node in self.nodes:
+            writer, write = node, self.launcher.run(call("write"), [node], timeout)[node]
+            if write.ok and "error" not in write.payload():
+                break
+        if not write.ok or "error" in write.payload():
+            return writer, write, {}
+        try:
+            reads = self.launcher.run(call("read"), self.nodes, timeout)
+        finally:
+            self.launcher.run(call("remove"), [writer], timeout)
+        return writer, write, reads
 
     def _gpus(self) -> GpuSpec:
         if self.spec.gpus is None:

@@ -133,6 +133,8 @@ def clause_name(item: pytest.Item, spec: Spec) -> tuple[str, bool] | None:
             return "storage", False  # the whole section is absent
         if not isinstance(fs, StorageSpec):
             return name, False
+        if key == "shared":
+            return f"storage[{fs.path}].shared", fs.shared
         return f"storage[{fs.path}].{key}", fs.clause(key) is not None
     return name, True
 

@@ -208,13 +208,20 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
             ctl.wait(10)
             self.slurmctld = None
 
-    def start_sshd(self, node: str) -> None:
+    def start_sshd(self, node: str, private_dir: Path | None = None) -> None:
+        """Start the node's sshd; with `private_dir`, in its own mount namespace with an
+        empty tmpfs over that directory (a filesystem the other nodes do not share)."""
         home = self.workdir / node
         # `ip netns exec` execs sshd: this PID is sshd's
-        self.sshd[node] = subprocess.Popen(
-            ["ip", "netns", "exec", self.netns(node), SSHD, "-D", "-f",
-             str(home / "sshd_config"), "-E", str(home / "sshd.log")],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        argv = ["ip", "netns", "exec", self.netns(node), SSHD, "-D", "-f",
+                str(home / "sshd_config"), "-E", str(home / "sshd.log")]
+        if private_dir is not None:
+            argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                    'mount -t tmpfs tmpfs "$1" && shift && exec "$@"', "sh",
+                    str(private_dir), *argv]
+        self.sshd[node] = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                           stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL)
 
     def stop_sshd(self, node: str) -> None:
         process = self.sshd.pop(node, None)

@@ -207,7 +207,8 @@ def spec_text(netns: NetnsCluster, fs: Path, extra: str = "") -> str:
             f"ssh:\n  config: {netns.ssh_config}\n  connect_timeout: 3 s\n{extra}"
             "host:\n  cpu_cores: '>= 1'\n  memory: '>= 256 MiB'\n"
             "  software: {kernel: '>= 3.0', python: '>= 3.8'}\n"
-            f"storage:\n  - path: {fs}\n    io_size: 4 MiB\n    metadata_files: 50\n"
+            f"storage:\n  - path: {fs}\n    shared: true\n    io_size: 4 MiB\n"
+            "    metadata_files: 50\n"
             "    capacity: '>= 1 MiB'\n    write: '>= 1 MB/s'\n    read: '>= 1 MB/s'\n"
             "    metadata: '>= 10 ops/s'\n")
 
@@ -218,8 +219,8 @@ def test_host_and_storage_suite_passes_on_all_nodes(pytester: pytest.Pytester,
     fs = pytester.mkdir("fs")
     (pytester.path / "trial.yaml").write_text(spec_text(netns, fs))
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
-    # per node: cores, memory, kernel, python, 4 storage clauses; then 6 same_software
-    result.assert_outcomes(passed=4 * 8 + 6)
+    # per node: cores, memory, kernel, python, 4 storage clauses; 6 same_software; shared
+    result.assert_outcomes(passed=4 * 8 + 6 + 1)
     records = [r for r in jsonl(pytester) if r.get("type") == "result"]
     assert {r["node"] for r in records} == {"node1", "node2", "node3", "node4", "all"}
 
@@ -237,14 +238,39 @@ def test_a_stopped_sshd_fails_only_its_node(pytester: pytest.Pytester,
     finally:
         netns.start_sshd("node3")
         netns.wait_for_port("node3")
-    # the other nodes' 8 checks each, and same_software among the nodes that answered
-    result.assert_outcomes(passed=3 * 8 + 6, failed=8)
-    failed = [r for r in jsonl(pytester) if r.get("outcome") == "failed"]
+    # the other nodes' 8 checks each, and same_software among the nodes that answered; the
+    # shared file cannot be read on node3
+    result.assert_outcomes(passed=3 * 8 + 6, failed=8 + 1)
+    failed = [r for r in jsonl(pytester) if r.get("outcome") == "failed"
+              and r["node"] != "all"]
     assert {r["node"] for r in failed} == {"node3"}
     assert {r["error_kind"] for r in failed} == {"unreachable"}
     assert "node3: host probe unreachable: ssh: connection refused (no sshd?)" in failed[0][
         "message"]
     assert elapsed < 60, "a dead node must cost its connect timeout, not the probe timeout"
+
+
+@pytest.mark.realcomponents
+def test_a_filesystem_not_shared_with_one_node_fails_the_shared_check(
+        pytester: pytest.Pytester, netns: NetnsCluster) -> None:
+    fs = pytester.mkdir("fs")
+    (pytester.path / "trial.yaml").write_text(spec_text(netns, fs))
+    netns.stop_sshd("node4")
+    netns.start_sshd("node4", private_dir=fs)  # node4 sees its own empty fs
+    netns.wait_for_port("node4")
+    try:
+        result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                    "-k", "test_storage_shared")
+    finally:
+        netns.stop_sshd("node4")
+        netns.start_sshd("node4")
+        netns.wait_for_port("node4")
+    result.assert_outcomes(failed=1)
+    [record] = [r for r in jsonl(pytester) if r.get("type") == "result"]
+    assert record["nodeid"].endswith(f"test_storage_shared[{fs}]")
+    assert record["message"] == ("Failed: all shared: a file written on node1 is not seen on "
+                                 "node4")
+    assert record["measured"] == "seen on 3 of 4 nodes"
 
 
 @pytest.mark.realcomponents

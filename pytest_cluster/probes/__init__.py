@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
-PROBES = ("host", "storage", "import_latency", "gpu", "gpu_perf")
+PROBES = ("host", "storage", "import_latency", "gpu", "gpu_perf", "shared")
 
 
 @dataclass(frozen=True)

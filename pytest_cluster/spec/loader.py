@@ -168,7 +168,8 @@ def _filesystem(ctx: Ctx, node: Node, index: int, default_python: str) -> Storag
             raise UnitError(f"expected a size of at least 1 MiB, got {raw!r}")
         return value
 
-    shared = field(ctx, table.take("shared"), f"{path}.shared", boolean)
+    shared_node = table.take("shared")
+    shared = field(ctx, shared_node, f"{path}.shared", boolean)
     python = field(ctx, table.take("python"), f"{path}.python", interpreter)
     io_size = field(ctx, table.take("io_size"), f"{path}.io_size", size)
     files = field(ctx, table.take("metadata_files"), f"{path}.metadata_files", positive_int)
@@ -182,6 +183,7 @@ def _filesystem(ctx: Ctx, node: Node, index: int, default_python: str) -> Storag
         path=fs_path or "",
         index=index,
         shared=bool(shared),
+        shared_line=shared_node.start_mark.line + 1 if shared_node is not None else 0,
         python=python or default_python,
         io_size_bytes=io_size or 2**30,
         metadata_files=files or 2000,

@@ -59,6 +59,7 @@ class StorageSpec:
     read: Clause | None = None
     metadata: Clause | None = None
     import_torch: Clause | None = None
+    shared_line: int = 0
 
     def clause(self, name: str) -> Clause | None:
         value = getattr(self, name)
