@@ -1,0 +1,155 @@
+"""One node's part of a distributed job: start its ranks with the torch.distributed
+environment, bound them by a wall-clock limit, and report every rank's result.
+
+`--whereami` only reports the addresses others can reach this node on (for MASTER_ADDR).
+Otherwise the rank program (base64 in --program) runs as RANKS_PER_NODE processes with
+MASTER_ADDR/PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK and
+PYTEST_CLUSTER_INIT_TIMEOUT (pass it to init_process_group(timeout=...)); the socket
+interface toward MASTER_ADDR is given to gloo and NCCL unless already set. The last stdout
+line of a rank that is a JSON object is its result. When one rank fails, or the wall
+clock runs out, this node's other ranks are killed. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+SIOCGIFADDR = 0x8915
+
+
+def interface_of(address: str) -> str | None:
+    """The name of the local interface that has `address`."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for _, name in socket.if_nameindex():
+            with contextlib.suppress(OSError):
+                packed = struct.pack("256s", name.encode()[:15])
+                found = socket.inet_ntoa(fcntl.ioctl(sock.fileno(), SIOCGIFADDR, packed)[20:24])
+                if found == address:
+                    return name
+    return None
+
+
+def source_address(toward: str) -> str:
+    """This node's address on the route toward `toward` (no packet is sent)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.connect((toward, 9))
+        address: str = sock.getsockname()[0]
+        return address
+
+
+def whereami() -> dict[str, Any]:
+    addresses = []
+    ssh = os.environ.get("SSH_CONNECTION", "").split()
+    if len(ssh) == 4:
+        addresses.append(ssh[2])  # the address the controller reached this node on
+    launch = os.environ.get("SLURM_LAUNCH_NODE_IPADDR")
+    if launch:
+        with contextlib.suppress(OSError):
+            addresses.append(source_address(launch))
+    with contextlib.suppress(OSError):
+        addresses.append(socket.gethostbyname(socket.gethostname()))
+    return {"addresses": [a for i, a in enumerate(addresses) if a not in addresses[:i]],
+            "hostname": socket.gethostname()}
+
+
+def run_ranks(args: argparse.Namespace) -> dict[str, Any]:
+    with contextlib.ExitStack() as files:
+        return _run_ranks(args, files)
+
+
+def _run_ranks(args: argparse.Namespace, files: contextlib.ExitStack) -> dict[str, Any]:
+    program = base64.b64decode(args.program).decode()
+    env = dict(os.environ)
+    world = args.nnodes * args.ranks_per_node
+    env.update(MASTER_ADDR=args.master_addr, MASTER_PORT=str(args.master_port),
+               WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(args.ranks_per_node),
+               GROUP_RANK=str(args.node_rank),
+               PYTEST_CLUSTER_INIT_TIMEOUT=f"{args.init_timeout:g}")
+    with contextlib.suppress(OSError):
+        name = interface_of(source_address(args.master_addr))
+        if name:
+            env.setdefault("GLOO_SOCKET_IFNAME", name)
+            env.setdefault("NCCL_SOCKET_IFNAME", name)
+    ranks = []
+    for local in range(args.ranks_per_node):
+        rank = args.node_rank * args.ranks_per_node + local
+        out = files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115 - the stack closes it
+        err = files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
+        process = subprocess.Popen([sys.executable, "-c", program, *args.rank_args],
+                                   env={**env, "RANK": str(rank), "LOCAL_RANK": str(local)},
+                                   stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                   start_new_session=True)
+        ranks.append({"rank": rank, "local_rank": local, "process": process, "out": out,
+                      "err": err, "exit_code": None, "ended_at": None})
+    deadline = time.monotonic() + args.wall_timeout
+    killed_because = ""
+    while any(r["exit_code"] is None for r in ranks):
+        for r in ranks:
+            if r["exit_code"] is None and r["process"].poll() is not None:
+                r["exit_code"], r["ended_at"] = r["process"].returncode, time.time()
+                if r["exit_code"] != 0 and not killed_because:
+                    killed_because = f"rank {r['rank']} exited with code {r['exit_code']}"
+        over = time.monotonic() > deadline
+        if over and not killed_because:
+            killed_because = f"wall-clock limit of {args.wall_timeout:g} s reached"
+        if killed_because:
+            for r in ranks:
+                if r["exit_code"] is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(r["process"].pid, signal.SIGKILL)
+                    r["process"].wait()
+                    r["exit_code"], r["ended_at"] = "killed", time.time()
+        time.sleep(0.05)
+    results = []
+    for r in ranks:
+        r["out"].seek(0)
+        r["err"].seek(0)
+        stdout = r["out"].read().decode(errors="replace")
+        stderr = r["err"].read().decode(errors="replace")
+        data = None
+        for line in reversed(stdout.strip().splitlines()):
+            with contextlib.suppress(ValueError):
+                parsed = json.loads(line)
+                if isinstance(parsed, dict):
+                    data = parsed
+                    break
+        results.append({"rank": r["rank"], "local_rank": r["local_rank"],
+                        "exit_code": r["exit_code"], "ended_at": r["ended_at"], "data": data,
+                        "stderr_tail": stderr[-2000:]})
+    return {"ranks": results, "killed_because": killed_because,
+            "gloo_socket_ifname": env.get("GLOO_SOCKET_IFNAME")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--whereami", action="store_true")
+    parser.add_argument("--master-addr", default="127.0.0.1")
+    parser.add_argument("--master-port", type=int, default=29500)
+    parser.add_argument("--node-rank", type=int, default=0)
+    parser.add_argument("--nnodes", type=int, default=1)
+    parser.add_argument("--ranks-per-node", type=int, default=1)
+    parser.add_argument("--init-timeout", type=float, default=60.0)
+    parser.add_argument("--wall-timeout", type=float, default=300.0)
+    parser.add_argument("--program", default="")
+    parser.add_argument("rank_args", nargs="*")
+    args = parser.parse_args(argv)
+    data = whereami() if args.whereami else run_ranks(args)
+    print(json.dumps({"probe": "job_node", "schema": 1, "data": data}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""Distributed jobs: ranks with the torch.distributed environment through the local
+launcher here, and (marked realcomponents) a gloo all-reduce across 4 namespace nodes
+through ssh and through srun."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_cluster.jobs import JobFailed, JobSpec, node_call, run_job
+from pytest_cluster.launchers.base import Launcher
+from pytest_cluster.launchers.local import LocalLauncher
+from pytest_cluster.launchers.slurm import SlurmLauncher
+from pytest_cluster.launchers.ssh import SshLauncher
+from pytest_cluster.spec.model import ClusterSpec, SlurmSpec, SshSpec
+from tests.conftest import has_torch
+from tests.netns_cluster import NetnsCluster, Unavailable
+
+ENV = """\
+import json, os
+print(json.dumps({k: os.environ[k] for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK",
+      "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR", "MASTER_PORT",
+      "PYTEST_CLUSTER_INIT_TIMEOUT")}))
+"""
+
+ALL_REDUCE = """\
+import datetime, json, os
+import torch
+import torch.distributed as dist
+timeout = datetime.timedelta(seconds=float(os.environ["PYTEST_CLUSTER_INIT_TIMEOUT"]))
+dist.init_process_group("gloo", timeout=timeout)
+t = torch.ones(1024) * (dist.get_rank() + 1)
+dist.all_reduce(t)
+print(json.dumps({"rank": dist.get_rank(), "world": dist.get_world_size(),
+                  "sum": t[0].item()}))
+dist.destroy_process_group()
+"""
+
+
+def local() -> LocalLauncher:
+    return LocalLauncher(ClusterSpec("t", ("a", "b"), "local", sys.executable, 60, 8))
+
+
+def test_node_call_is_exact() -> None:
+    job = JobSpec(("n1", "n2"), "print(1)", ranks_per_node=8, args=("--size", "1G"),
+                  init_timeout_s=30, wall_timeout_s=90)
+    assert node_call(job, "10.0.0.1", 29600, 1).args == (
+        "--master-addr", "10.0.0.1", "--master-port", "29600", "--node-rank", "1",
+        "--nnodes", "2", "--ranks-per-node", "8", "--init-timeout", "30",
+        "--wall-timeout", "90", "--program", "cHJpbnQoMSk=", "--", "--size", "1G")
+
+
+def test_every_rank_gets_the_torch_distributed_environment() -> None:
+    result = run_job(local(), JobSpec(("a", "b"), ENV, ranks_per_node=2, init_timeout_s=45,
+                                      master_port=29777))
+    assert result.ok, result.first_failure()
+    assert [(r.node, r.rank, r.local_rank) for r in result.ranks] == [
+        ("a", 0, 0), ("a", 1, 1), ("b", 2, 0), ("b", 3, 1)]
+    for r in result.ranks:
+        assert r.data == {"RANK": str(r.rank), "WORLD_SIZE": "4", "LOCAL_RANK": str(
+            r.local_rank), "LOCAL_WORLD_SIZE": "2", "GROUP_RANK": str(r.rank // 2),
+            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29777",
+            "PYTEST_CLUSTER_INIT_TIMEOUT": "45"}
+
+
+def test_a_dying_rank_is_named_and_ends_its_node() -> None:
+    program = ("import os, sys, time\nif os.environ['RANK'] == '3':\n"
+               "    sys.exit('rank 3 gives up')\ntime.sleep(600)\n")
+    start = time.monotonic()
+    result = run_job(local(), JobSpec(("a", "b"), program, ranks_per_node=2,
+                                      wall_timeout_s=20))
+    assert time.monotonic() - start < 40
+    assert not result.ok
+    assert result.first_failure() == ("b rank 3 exited with code 1: rank 3 gives up "
+                                      "(3 other rank(s) failed too)")
+    with pytest.raises(JobFailed, match="distributed job failed: b rank 3 exited"):
+        result.raise_for_failure()
+
+
+def test_a_hanging_job_ends_at_its_wall_clock() -> None:
+    start = time.monotonic()
+    result = run_job(local(), JobSpec(("a",), "import time\ntime.sleep(600)\n",
+                                      wall_timeout_s=2))
+    assert time.monotonic() - start < 20
+    assert [r.exit_code for r in result.ranks] == ["killed"]
+    assert result.first_failure() == "a rank 0 was killed"
+
+
+@pytest.mark.realcomponents
+@pytest.mark.skipif(not has_torch(), reason="needs torch")
+def test_gloo_all_reduce_on_this_machine() -> None:
+    result = run_job(local(), JobSpec(("a", "b"), ALL_REDUCE, ranks_per_node=2,
+                                      init_timeout_s=60, wall_timeout_s=180))
+    assert result.ok, result.first_failure()
+    assert [r.data["sum"] for r in result.ranks if r.data] == [10.0] * 4
+
+
+@pytest.fixture(scope="module")
+def netns() -> Iterator[NetnsCluster]:
+    try:
+        cluster = NetnsCluster(4)
+    except Unavailable as exc:
+        pytest.skip(f"no namespace cluster on this machine: {exc}")
+    with cluster:
+        try:
+            env = cluster.start_slurm()
+        except Unavailable as exc:
+            pytest.skip(f"no SLURM on this machine: {exc}")
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            yield cluster
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+@pytest.mark.realcomponents
+@pytest.mark.parametrize("kind", ["ssh", "slurm"])
+def test_gloo_all_reduce_across_four_nodes(netns: NetnsCluster, kind: str) -> None:
+    if not has_torch():
+        pytest.skip("needs torch on the nodes")
+    spec = ClusterSpec("t", tuple(netns.nodes), kind, sys.executable, 60, 8)
+    launcher: Launcher = (SshLauncher(spec, SshSpec(config=str(netns.ssh_config)))
+                          if kind == "ssh" else SlurmLauncher(spec, SlurmSpec()))
+    try:
+        result = run_job(launcher, JobSpec(tuple(netns.nodes), ALL_REDUCE,
+                                           init_timeout_s=60, wall_timeout_s=180))
+    finally:
+        launcher.close()
+    assert result.ok, result.first_failure()
+    assert result.master_addr == netns.addresses["node1"]
+    assert [(r.node, r.rank) for r in result.ranks] == [
+        (node, i) for i, node in enumerate(netns.nodes)]
+    assert {r.data["sum"] for r in result.ranks if r.data} == {10.0}
