@@ -33,6 +33,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/overhead.py
 	$(BIN)/python bench/gpu_fidelity.py
+	$(BIN)/python bench/fanout.py
 
 clean:
 	rm -rf $(VENV) reports build *.egg-info

@@ -242,6 +242,8 @@ SIM_BASE = "cluster: {name: x, nodes: 'n[1-2]', launcher: sim}\n"
      "'big'"),
     ("gpus: {count: 8, load_time: 0 s}\nsim: {}\n",
      "t.yaml:2: gpus.load_time: expected a time from 1 s to 1 h, got '0 s'"),
+    ("gpus: {count: 8}\nsim: {latency: 2 min}\n",
+     "t.yaml:3: sim.latency: expected a time from 0 to 1 min, got '2 min'"),
     ("gpus: {count: 8}\nsim: {faults: [{node: n9, gpu: 1}]}\n",
      "t.yaml:3: sim.faults[0].node: expected one of the cluster's nodes, got 'n9'"),
     ("gpus: {count: 8}\nsim: {faults: [{node: n1, gpu: 8}]}\n",

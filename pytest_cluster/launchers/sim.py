@@ -61,6 +61,8 @@ class SimLauncher(Launcher):
 
     def run_one(self, call: ProbeCall, node: str, timeout_s: float) -> ProbeResult:
         started = time.time()
+        if self.sim.latency_s:
+            time.sleep(self.sim.latency_s)
         down = node_is_down(self.sim, node)
         if down is not None:
             return ProbeResult(node=node, probe=call.name, data=None, simulated=True,

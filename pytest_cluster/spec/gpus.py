@@ -275,7 +275,7 @@ def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | No
                   f"{cluster.launcher!r})")
         return None
     table = Map(ctx, node, "sim", ("gpu_model", "gpus_per_node", "cpu_cores", "cpu_threads",
-                                   "memory", "faults"))
+                                   "memory", "faults", "latency"))
     if not isinstance(node, MappingNode):
         return None
     model = field(ctx, table.take("gpu_model"), "sim.gpu_model",
@@ -285,6 +285,13 @@ def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | No
     threads = field(ctx, table.take("cpu_threads"), "sim.cpu_threads", positive_int) or 224
     memory = field(ctx, table.take("memory"), "sim.memory",
                    lambda raw: int(parse_quantity(raw, Dim.SIZE).value)) or 2 * 2**40
+    def latency(raw: object) -> float:
+        value = parse_quantity(raw, Dim.TIME).value
+        if not 0 <= value <= 60:
+            raise UnitError(f"expected a time from 0 to 1 min, got {raw!r}")
+        return value
+
+    wait = field(ctx, table.take("latency"), "sim.latency", latency) or 0.0
     faults: list[SimFault] = []
     faults_node = table.take("faults")
     if faults_node is not None:
@@ -297,4 +304,4 @@ def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | No
                 if fault is not None:
                     faults.append(fault)
     table.finish()
-    return SimSpec(model, per_node, cores, threads, memory, tuple(faults))
+    return SimSpec(model, per_node, cores, threads, memory, tuple(faults), wait)

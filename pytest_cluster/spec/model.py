@@ -186,3 +186,4 @@ class SimSpec:
     cpu_threads: int = 224
     memory_bytes: int = 2 * 2**40
     faults: tuple[SimFault, ...] = ()
+    latency_s: float = 0.0  # each probe call waits this long, like a network round-trip
