@@ -130,7 +130,11 @@ def slurm_spec(netns: NetnsCluster, fs: Path) -> str:
 
 def back_to_idle(slurm: NetnsCluster, node: str) -> None:
     env = {**os.environ, **slurm.slurm_env}
-    deadline = time.monotonic() + 30
+    subprocess.run(["scancel", "--user=root"], env=env, capture_output=True, check=False)
+    # down clears a node stuck completing the job its dead slurmd never finished
+    subprocess.run(["scontrol", "update", f"nodename={node}", "state=down", "reason=reset"],
+                   env=env, capture_output=True, check=False)
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         for state in ("resume", "idle"):
             subprocess.run(["scontrol", "update", f"nodename={node}", f"state={state}"],
@@ -192,3 +196,35 @@ def test_a_hanging_probe_is_killed_and_the_step_ends(slurm: NetnsCluster) -> Non
     queue = subprocess.run(["squeue", "--noheader"], capture_output=True, text=True,
                            check=True)
     assert queue.stdout.strip() == ""
+
+
+@pytest.mark.realcomponents
+def test_a_dead_slurmd_fails_only_its_node(slurm: NetnsCluster) -> None:
+    """slurmd killed but not yet marked down: the step fails on it; the other nodes are run
+    again in steps of their own and pass."""
+    launcher = SlurmLauncher(ClusterSpec("t", tuple(slurm.nodes), "slurm", sys.executable,
+                                         60, 8), SlurmSpec())
+    slurm.stop_slurmd("node3")
+    try:
+        start = time.monotonic()
+        results = launcher.run(ProbeCall("host"), slurm.nodes, 30)
+        assert time.monotonic() - start < 90
+    finally:
+        slurm.start_slurmd("node3")
+        back_to_idle(slurm, "node3")
+    assert [n for n, r in results.items() if not r.ok] == ["node3"]
+    assert results["node3"].error is ErrorKind.UNREACHABLE
+    assert "Communication connection failure" in results["node3"].stderr_tail
+
+
+@pytest.mark.realcomponents
+def test_inside_an_allocation_the_spec_takes_its_nodes(slurm: NetnsCluster,
+                                                       tmp_path: Path) -> None:
+    spec = tmp_path / "alloc.yaml"
+    spec.write_text("cluster: {name: x, launcher: slurm}\nhost: {cpu_cores: 1}\n"
+                    "slurm: {allocation: true}\n")
+    code = ("import sys; from pytest_cluster.spec import load_spec; "
+            "print(' '.join(load_spec(sys.argv[1]).cluster.nodes))")
+    done = subprocess.run(["salloc", "-N3", sys.executable, "-c", code, str(spec)],
+                          capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "node1 node2 node3"

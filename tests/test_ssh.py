@@ -311,3 +311,21 @@ def test_wrong_key_is_auth_refused_and_missing_python_is_named(netns: NetnsClust
     finally:
         wrong.close()
         missing.close()
+
+
+@pytest.mark.realcomponents
+def test_a_node_off_the_network_costs_its_connect_timeout(netns: NetnsCluster) -> None:
+    ssh = launcher(netns)
+    subprocess.run(["ip", "-n", netns.netns("node2"), "link", "set", "eth0", "down"],
+                   check=True)
+    try:
+        start = time.monotonic()
+        results = ssh.run(ProbeCall("host"), netns.nodes, 60)
+        elapsed = time.monotonic() - start
+    finally:
+        subprocess.run(["ip", "-n", netns.netns("node2"), "link", "set", "eth0", "up"],
+                       check=True)
+        ssh.close()
+    assert [n for n, r in results.items() if not r.ok] == ["node2"]
+    assert results["node2"].error is ErrorKind.UNREACHABLE
+    assert elapsed < 20  # connect_timeout 3 s (+ the master's margin), not the probe timeout

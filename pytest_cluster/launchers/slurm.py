@@ -22,6 +22,7 @@ from pytest_cluster.launchers.base import (
     Launcher,
     ProbeResult,
     execute,
+    fan_out,
     probe_result,
 )
 from pytest_cluster.launchers.node_runner import EXIT_MARKER, NODE_MARKER
@@ -29,6 +30,7 @@ from pytest_cluster.launchers.ssh import RUNNER_SOURCE, classify
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec.model import ClusterSpec, SlurmSpec, Spec
 
+NO_TASK = "srun ran no task on the node"
 #: sinfo states (%T) in which a node cannot run the step.
 BAD_STATES = ("down", "drain", "fail", "maint", "unknown", "inval", "future", "power",
               "reboot")
@@ -148,6 +150,14 @@ class SlurmLauncher(Launcher):
         healthy = [n for n in nodes if n not in problems]
         if healthy:
             results.update(self._step(call, source, healthy, timeout_s, started))
+        # A node that fails to launch (dead slurmd not yet marked down) ends the whole
+        # step: run the nodes that got no task again, each in a step of its own, so the
+        # bad node fails alone.
+        again = [n for n in healthy if results[n].error is ErrorKind.UNREACHABLE
+                 and results[n].message == NO_TASK]
+        if len(again) > 1:
+            results.update(fan_out(again, lambda node: self._step(
+                call, source, [node], timeout_s, time.time())[node], self.spec.parallel))
         return {node: results[node] for node in nodes}
 
     def _step(self, call: ProbeCall, source: str, nodes: list[str], timeout_s: float,
@@ -174,7 +184,7 @@ class SlurmLauncher(Launcher):
             if task is None or task.exit_code is None:
                 kind = ErrorKind.TIMEOUT if done.timed_out else ErrorKind.UNREACHABLE
                 message = ("no answer within the timeout; the step was cancelled"
-                           if done.timed_out else "srun ran no task on the node")
+                           if done.timed_out else NO_TASK)
                 results[node] = self._failed(node, call.name, kind, message,
                                              unlabeled or done.stderr, started)
                 continue
