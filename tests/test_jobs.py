@@ -4,10 +4,8 @@ through ssh and through srun."""
 
 from __future__ import annotations
 
-import os
 import sys
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -18,7 +16,7 @@ from pytest_cluster.launchers.slurm import SlurmLauncher
 from pytest_cluster.launchers.ssh import SshLauncher
 from pytest_cluster.spec.model import ClusterSpec, SlurmSpec, SshSpec
 from tests.conftest import has_torch
-from tests.netns_cluster import NetnsCluster, Unavailable
+from tests.netns_cluster import NetnsCluster
 
 ENV = """\
 import json, os
@@ -99,32 +97,12 @@ def test_gloo_all_reduce_on_this_machine() -> None:
     assert [r.data["sum"] for r in result.ranks if r.data] == [10.0] * 4
 
 
-@pytest.fixture(scope="module")
-def netns() -> Iterator[NetnsCluster]:
-    try:
-        cluster = NetnsCluster(4)
-    except Unavailable as exc:
-        pytest.skip(f"no namespace cluster on this machine: {exc}")
-    with cluster:
-        try:
-            env = cluster.start_slurm()
-        except Unavailable as exc:
-            pytest.skip(f"no SLURM on this machine: {exc}")
-        saved = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
-            yield cluster
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
 
 
 @pytest.mark.realcomponents
 @pytest.mark.parametrize("kind", ["ssh", "slurm"])
-def test_gloo_all_reduce_across_four_nodes(netns: NetnsCluster, kind: str) -> None:
+def test_gloo_all_reduce_across_four_nodes(slurm: NetnsCluster, kind: str) -> None:
+    netns = slurm
     if not has_torch():
         pytest.skip("needs torch on the nodes")
     spec = ClusterSpec("t", tuple(netns.nodes), kind, sys.executable, 60, 8)

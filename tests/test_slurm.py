@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,7 @@ from pytest_cluster.launchers.ssh import RUNNER_SOURCE
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import ClusterSpec, SlurmSpec
-from tests.netns_cluster import NetnsCluster, Unavailable
+from tests.netns_cluster import NetnsCluster
 from tests.test_plugin import jsonl
 from tests.test_ssh import spec_text
 
@@ -92,27 +91,6 @@ def test_the_allocation_gives_the_nodes(monkeypatch: pytest.MonkeyPatch) -> None
 
 # -- the real thing ---------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def slurm() -> Iterator[NetnsCluster]:
-    try:
-        cluster = NetnsCluster(4)
-    except Unavailable as exc:
-        pytest.skip(f"no namespace cluster on this machine: {exc}")
-    with cluster:
-        try:
-            cluster.start_slurm()
-        except Unavailable as exc:
-            pytest.skip(f"no SLURM on this machine: {exc}")
-        saved = {k: os.environ.get(k) for k in cluster.slurm_env}
-        os.environ.update(cluster.slurm_env)
-        try:
-            yield cluster
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
 
 
 @pytest.mark.realcomponents

@@ -8,7 +8,6 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,7 @@ from pytest_cluster.launchers.ssh import (
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import ClusterSpec, SshSpec
-from tests.netns_cluster import NetnsCluster, Unavailable
+from tests.netns_cluster import NetnsCluster
 from tests.test_plugin import jsonl
 
 FULL = SshSpec(user="ubuntu", port=2222, identity_file="/keys/id", config="/cfg/ssh_config",
@@ -185,14 +184,6 @@ def test_runner_says_when_the_interpreter_is_missing() -> None:
 
 # -- the real thing: sshd in network namespaces -----------------------------------------
 
-@pytest.fixture(scope="module")
-def netns() -> Iterator[NetnsCluster]:
-    try:
-        cluster = NetnsCluster(4)
-    except Unavailable as exc:
-        pytest.skip(f"no namespace cluster on this machine: {exc}")
-    with cluster:
-        yield cluster
 
 
 def launcher(netns: NetnsCluster, python: str = sys.executable,
