@@ -15,6 +15,7 @@ import pytest
 from pytest_cluster.errors import SpecError
 from pytest_cluster.hostlist import expand_hostlist
 from pytest_cluster.launchers.base import ErrorKind
+from pytest_cluster.launchers.remote import RUNNER_SOURCE
 from pytest_cluster.launchers.slurm import (
     SlurmLauncher,
     node_problems,
@@ -22,7 +23,6 @@ from pytest_cluster.launchers.slurm import (
     split_labeled,
     srun_command,
 )
-from pytest_cluster.launchers.ssh import RUNNER_SOURCE
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import ClusterSpec, SlurmSpec

@@ -14,8 +14,8 @@ import pytest
 
 from pytest_cluster.errors import SpecError
 from pytest_cluster.launchers.base import ErrorKind, ProbeResult
+from pytest_cluster.launchers.remote import RUNNER_SOURCE
 from pytest_cluster.launchers.ssh import (
-    RUNNER_SOURCE,
     SshLauncher,
     classify,
     exit_command,
@@ -81,7 +81,7 @@ def failed(code: int, stderr: str) -> ProbeResult:
      "'/usr/bin/python3' not found on the node (check cluster.python)"),
     (124, "pytest-cluster: probe killed on the node after 5 s", ErrorKind.TIMEOUT,
      "killed on the node at its timeout"),
-    (125, "", ErrorKind.UNREACHABLE, "the ssh connection dropped; probe killed"),
+    (125, "", ErrorKind.UNREACHABLE, "the connection dropped; probe killed"),
     (1, "Traceback ...", ErrorKind.CRASHED, "x"),
 ])
 def test_ssh_failures_map_to_our_kinds(code: int, stderr: str, kind: ErrorKind,

@@ -26,7 +26,7 @@ from pytest_cluster.launchers.base import (
     probe_result,
 )
 from pytest_cluster.launchers.node_runner import EXIT_MARKER, NODE_MARKER
-from pytest_cluster.launchers.ssh import RUNNER_SOURCE, classify
+from pytest_cluster.launchers.remote import classify_runner_exit, runner_argv, runner_payload
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec.model import ClusterSpec, SlurmSpec, Spec
 
@@ -75,7 +75,7 @@ def srun_command(slurm: SlurmSpec, nodes: Sequence[str], python: str, call: Prob
         argv.append(f"--reservation={slurm.reservation}")
     if slurm.time_limit_min:
         argv.append(f"--time={slurm.time_limit_min}")
-    return [*argv, python, "-c", RUNNER_SOURCE, f"{timeout_s:g}", python, *call.args]
+    return [*argv, *runner_argv(python, timeout_s, call.args)]
 
 
 def scancel_command(job_name: str) -> list[str]:
@@ -163,7 +163,7 @@ class SlurmLauncher(Launcher):
     def _step(self, call: ProbeCall, source: str, nodes: list[str], timeout_s: float,
               started: float) -> dict[str, ProbeResult]:
         job = f"pytest-cluster-{call.name}-{uuid.uuid4().hex[:8]}"
-        payload = f"{len(source.encode())}\n{source}"
+        payload = runner_payload(source)
         argv = srun_command(self.slurm, nodes, self.spec.python, call, timeout_s, job)
 
         def cancel() -> None:
@@ -192,5 +192,5 @@ class SlurmLauncher(Launcher):
                                 "\n".join(task.stderr))
             result = probe_result(node, call.name, finished, timeout_s, started,
                                   time.time() - started)
-            results[node] = classify(result, self.spec.python, ssh=False)
+            results[node] = classify_runner_exit(result, self.spec.python)
         return results

@@ -18,14 +18,12 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 
 from pytest_cluster.launchers.base import ErrorKind, Launcher, ProbeResult, fan_out, run_process
-from pytest_cluster.launchers.node_runner import HUNG_UP, NOT_FOUND, TIMED_OUT
+from pytest_cluster.launchers.remote import classify_runner_exit, runner_argv, runner_payload
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec.model import ClusterSpec, Spec, SshSpec
 
-RUNNER_SOURCE = Path(__file__).with_name("node_runner.py").read_text(encoding="utf-8")
 SSH_FAILED = 255
 #: ssh's own messages, first match wins: what a user should do about each.
 _SSH_ERRORS = (
@@ -68,7 +66,7 @@ def master_command(ssh: SshSpec, node: str, control_path: str) -> list[str]:
 
 def remote_command(python: str, timeout_s: float, args: Sequence[str]) -> str:
     """The command line the node's shell runs: the runner, then the probe's arguments."""
-    return shlex.join([python, "-c", RUNNER_SOURCE, f"{timeout_s:g}", python, *args])
+    return shlex.join(runner_argv(python, timeout_s, args))
 
 
 def probe_command(ssh: SshSpec, node: str, python: str, call: ProbeCall, timeout_s: float,
@@ -83,30 +81,15 @@ def exit_command(ssh: SshSpec, node: str, control_path: str) -> list[str]:
     return [*ssh_options(ssh, control_path), "-O", "exit", "--", node]
 
 
-def classify(result: ProbeResult, python: str, ssh: bool = True) -> ProbeResult:
-    """Turn a failed remote run's exit code (the node runner's, or ssh's own 255) and stderr
-    into our error kinds and a message."""
-    if result.error is not ErrorKind.CRASHED:
-        return result
-    stderr = result.stderr_tail
-    code = result.exit_code
-    if code == SSH_FAILED and ssh:
+def classify(result: ProbeResult, python: str) -> ProbeResult:
+    """ssh's own failures (exit code 255, with its message) and then the node runner's."""
+    if result.error is ErrorKind.CRASHED and result.exit_code == SSH_FAILED:
         for needles, kind, message in _SSH_ERRORS:
-            if any(needle in stderr for needle in needles):
+            if any(needle in result.stderr_tail for needle in needles):
                 return dataclasses.replace(result, error=kind, message=message)
         return dataclasses.replace(result, error=ErrorKind.UNREACHABLE,
                                    message="ssh failed (exit code 255)")
-    if code == NOT_FOUND:
-        return dataclasses.replace(result, error=ErrorKind.INTERPRETER_MISSING,
-                                   message=f"{python!r} not found on the node "
-                                           f"(check cluster.python)")
-    if code == TIMED_OUT:
-        return dataclasses.replace(result, error=ErrorKind.TIMEOUT,
-                                   message="killed on the node at its timeout")
-    if code == HUNG_UP:
-        return dataclasses.replace(result, error=ErrorKind.UNREACHABLE,
-                                   message="the ssh connection dropped; probe killed")
-    return result
+    return classify_runner_exit(result, python)
 
 
 class SshLauncher(Launcher):
@@ -177,7 +160,7 @@ class SshLauncher(Launcher):
             return failed
         argv = probe_command(self.ssh, node, self.spec.python, call, timeout_s,
                              self.control_path())
-        payload = f"{len(source.encode())}\n{source}"
+        payload = runner_payload(source)
         # the node kills the probe at timeout_s; here, a little later, ssh itself
         result = run_process(node, call.name, argv, payload, timeout_s + 15, hold_stdin=True)
         return classify(result, self.spec.python)
