@@ -13,8 +13,8 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pytest_cluster.errors import SpecError, UnitError
 from pytest_cluster.requirement import Requirement, parse_requirement
-from pytest_cluster.spec.model import Clause
-from pytest_cluster.units import Dim
+from pytest_cluster.spec.model import Clause, ClusterSpec
+from pytest_cluster.units import Dim, parse_quantity
 
 T = TypeVar("T")
 
@@ -129,6 +129,26 @@ def interpreter(raw: object) -> str:
     if not isinstance(raw, str) or not INTERPRETER_RE.match(raw.strip()):
         raise UnitError(f"expected an interpreter path like /shared/venv/bin/python, got {raw!r}")
     return raw.strip()
+
+
+def time_between(low: float, high: float, shown: str) -> Callable[[object], float]:
+    """A parser of times from `low` to `high` seconds; `shown` says the range in words."""
+    def parse(raw: object) -> float:
+        value = parse_quantity(raw, Dim.TIME).value
+        if not low <= value <= high:
+            raise UnitError(f"expected a time {shown}, got {raw!r}")
+        return value
+    return parse
+
+
+def for_launcher(ctx: Ctx, node: Node, section: str, cluster: ClusterSpec) -> bool:
+    """Whether a launcher's own section (sim, ssh, slurm) matches cluster.launcher; if not,
+    records the error."""
+    if cluster.launcher == section:
+        return True
+    ctx.error(node, section, f"only used with launcher: {section} (the launcher is "
+              f"{cluster.launcher!r})")
+    return False
 
 
 def boolean(raw: object) -> bool:

@@ -14,10 +14,12 @@ from pytest_cluster.spec.fields import (
     boolean,
     clause,
     field,
+    for_launcher,
     kind,
     positive_int,
     scalar,
     text,
+    time_between,
 )
 from pytest_cluster.spec.model import Clause, ClusterSpec, GpuSpec, Rule, SimFault, SimSpec
 from pytest_cluster.units import Dim, parse_quantity
@@ -139,17 +141,8 @@ def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
         n = field(ctx, node, "gpus.matmul_size", size) or 8192
         return (n, n, n)
 
-    def window(raw: object) -> float:
-        value = parse_quantity(raw, Dim.TIME).value
-        if not 0 < value <= 600:
-            raise UnitError(f"expected a time above 0 and at most 10 min, got {raw!r}")
-        return value
-
-    def load_time(raw: object) -> float:
-        value = parse_quantity(raw, Dim.TIME).value
-        if not 1 <= value <= 3600:
-            raise UnitError(f"expected a time from 1 s to 1 h, got {raw!r}")
-        return value
+    window = time_between(0.001, 600, "from 1 ms to 10 min")
+    load_time = time_between(1, 3600, "from 1 s to 1 h")
 
     result = GpuSpec(
         count=count or _default("gpus.count", "== 1", Dim.COUNT, "=="),
@@ -270,9 +263,7 @@ def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | No
             ctx.error(None, "sim", "missing: launcher sim needs a sim section "
                       "(gpu_model, gpus_per_node, faults)")
         return None
-    if cluster.launcher != "sim":
-        ctx.error(node, "sim", f"only used with launcher: sim (the launcher is "
-                  f"{cluster.launcher!r})")
+    if not for_launcher(ctx, node, "sim", cluster):
         return None
     table = Map(ctx, node, "sim", ("gpu_model", "gpus_per_node", "cpu_cores", "cpu_threads",
                                    "memory", "faults", "latency"))
@@ -285,12 +276,7 @@ def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | No
     threads = field(ctx, table.take("cpu_threads"), "sim.cpu_threads", positive_int) or 224
     memory = field(ctx, table.take("memory"), "sim.memory",
                    lambda raw: int(parse_quantity(raw, Dim.SIZE).value)) or 2 * 2**40
-    def latency(raw: object) -> float:
-        value = parse_quantity(raw, Dim.TIME).value
-        if not 0 <= value <= 60:
-            raise UnitError(f"expected a time from 0 to 1 min, got {raw!r}")
-        return value
-
+    latency = time_between(0, 60, "from 0 to 1 min")
     wait = field(ctx, table.take("latency"), "sim.latency", latency) or 0.0
     faults: list[SimFault] = []
     faults_node = table.take("faults")

@@ -5,21 +5,21 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 
 from yaml.nodes import MappingNode, Node
 
 from pytest_cluster.errors import UnitError
 from pytest_cluster.hostlist import expand_hostlist
-from pytest_cluster.spec.fields import Ctx, Map, boolean, field, scalar
+from pytest_cluster.spec.fields import Ctx, Map, boolean, field, for_launcher, scalar, time_between
 from pytest_cluster.spec.model import ClusterSpec, SlurmSpec
-from pytest_cluster.units import Dim, parse_quantity
 
 KEYS = ("partition", "account", "reservation", "time_limit", "allocation")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 ALLOCATION_ENV = "SLURM_JOB_NODELIST"
 
 
-def _name(what: str):  # type: ignore[no-untyped-def]
+def _name(what: str) -> Callable[[object], str]:
     def parse(raw: object) -> str:
         if not isinstance(raw, str) or not _NAME_RE.match(raw):
             raise UnitError(f"expected a {what} name (letters, digits, '_', '-', '.'), "
@@ -29,9 +29,7 @@ def _name(what: str):  # type: ignore[no-untyped-def]
 
 
 def _minutes(raw: object) -> int:
-    seconds = parse_quantity(raw, Dim.TIME).value
-    if not 60 <= seconds <= 7 * 86400:
-        raise UnitError(f"expected a time from 1 min to 7 days, got {raw!r}")
+    seconds = time_between(60, 7 * 86400, "from 1 min to 7 days")(raw)
     return int(-(-seconds // 60))
 
 
@@ -59,9 +57,7 @@ def allocation_nodes(ctx: Ctx, node: Node | None) -> tuple[str, ...]:
 def parse_slurm(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SlurmSpec | None:
     if node is None:
         return SlurmSpec() if cluster.launcher == "slurm" else None
-    if cluster.launcher != "slurm":
-        ctx.error(node, "slurm", f"only used with launcher: slurm (the launcher is "
-                  f"{cluster.launcher!r})")
+    if not for_launcher(ctx, node, "slurm", cluster):
         return None
     table = Map(ctx, node, "slurm", KEYS)
     if not isinstance(node, MappingNode):

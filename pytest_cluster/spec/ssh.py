@@ -9,9 +9,17 @@ import re
 from yaml.nodes import MappingNode, Node
 
 from pytest_cluster.errors import UnitError
-from pytest_cluster.spec.fields import Ctx, Map, field, kind, positive_int, scalar
+from pytest_cluster.spec.fields import (
+    Ctx,
+    Map,
+    field,
+    for_launcher,
+    kind,
+    positive_int,
+    scalar,
+    time_between,
+)
 from pytest_cluster.spec.model import ClusterSpec, SshSpec
-from pytest_cluster.units import Dim, parse_quantity
 
 KEYS = ("user", "port", "identity_file", "config", "options", "connect_timeout")
 _USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
@@ -38,13 +46,6 @@ def _port(raw: object) -> int:
     value = positive_int(raw)
     if value > 65535:
         raise UnitError(f"expected a port from 1 to 65535, got {raw!r}")
-    return value
-
-
-def _timeout(raw: object) -> float:
-    value = parse_quantity(raw, Dim.TIME).value
-    if not 1 <= value <= 300:
-        raise UnitError(f"expected a time from 1 s to 5 min, got {raw!r}")
     return value
 
 
@@ -81,9 +82,7 @@ def _options(ctx: Ctx, node: Node | None) -> tuple[tuple[str, str], ...]:
 def parse_ssh(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SshSpec | None:
     if node is None:
         return SshSpec() if cluster.launcher == "ssh" else None
-    if cluster.launcher != "ssh":
-        ctx.error(node, "ssh", f"only used with launcher: ssh (the launcher is "
-                  f"{cluster.launcher!r})")
+    if not for_launcher(ctx, node, "ssh", cluster):
         return None
     table = Map(ctx, node, "ssh", KEYS)
     if not isinstance(node, MappingNode):
@@ -95,7 +94,7 @@ def parse_ssh(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SshSpec | No
         config=field(ctx, table.take("config"), "ssh.config", _path),
         options=_options(ctx, table.take("options")),
         connect_timeout_s=field(ctx, table.take("connect_timeout"), "ssh.connect_timeout",
-                                _timeout) or 10.0,
+                                time_between(1, 300, "from 1 s to 5 min")) or 10.0,
     )
     table.finish()
     return result
