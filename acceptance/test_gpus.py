@@ -64,25 +64,38 @@ def _nvml(evidence: Evidence, result: ProbeResult, node: str, gpu: int,
     return entry
 
 
+def _perf_section(result: ProbeResult | None, nvml: dict[str, Any], gpu: int,
+                  part: str) -> dict[str, Any] | str:
+    """Section `part` of the torch probe's entry for this GPU, or why there is none."""
+    if result is None:
+        return "the torch probe was not run"
+    if not result.ok:
+        return result.describe()
+    payload = result.payload()
+    if "error" in payload:
+        return str(payload["error"])
+    entry = perf_gpu(payload, nvml, gpu)
+    if entry is None:
+        return f"torch found no GPU with UUID {nvml.get('uuid')} (CUDA_VISIBLE_DEVICES?)"
+    if "error" in entry:
+        return str(entry["error"])
+    section = entry.get(part)
+    if not isinstance(section, dict):
+        return f"no {part} result"
+    if "error" in section:
+        return str(section["error"])
+    return section
+
+
 def _perf(evidence: Evidence, result: ProbeResult | None, node: str, gpu: int,
           promise: Promise, nvml: dict[str, Any], part: str) -> dict[str, Any]:
     """Section `part` of the torch probe's entry for this GPU, or fail saying why not."""
     assert result is not None, "the gpu_perf probe is not needed by this spec"
-    payload = _node_payload(evidence, result, node, promise, gpu)
-    entry = perf_gpu(payload, nvml, gpu)
-    sim = result.simulated
-    if entry is None:
-        evidence.cannot_measure(node, promise, f"torch found no GPU with UUID "
-                                f"{nvml.get('uuid')} (CUDA_VISIBLE_DEVICES?)", gpu=gpu,
-                                raw={"torch_gpus": payload.get("gpus")}, simulated=sim)
-    if "error" in entry:
-        evidence.cannot_measure(node, promise, entry["error"], gpu=gpu, raw=entry,
-                                simulated=sim)
-    section = entry.get(part)
-    if not isinstance(section, dict) or "error" in section:
-        reason = section["error"] if isinstance(section, dict) else f"no {part} result"
-        evidence.cannot_measure(node, promise, reason, gpu=gpu, raw=section, simulated=sim)
-    return section
+    evidence.require(result, promise, gpu=gpu)  # the probe's own failure, with its kind
+    found = _perf_section(result, nvml, gpu, part)
+    if isinstance(found, str):
+        evidence.cannot_measure(node, promise, found, gpu=gpu, simulated=result.simulated)
+    return found
 
 
 # -- per node ----------------------------------------------------------------------------
@@ -267,7 +280,7 @@ def test_gpu_pcie(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResu
                                     raw=pcie)
     gen, width, when = pcie["gen"], pcie["width"], "idle"
     load_error = ""
-    load = _load(gpu_perf_result, entry, gpu)
+    load = _perf_section(gpu_perf_result, entry, gpu, "load")
     if isinstance(load, dict) and isinstance(load.get("pcie_gen_max"), int):
         gen, width = load["pcie_gen_max"], load["pcie_width_max"]
         when = "under load"
@@ -289,26 +302,6 @@ def test_gpu_pcie(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResu
         method="nvmlDeviceGetCurrPcieLinkGeneration/Width, highest seen while the torch "
                "probe ran" if when == "under load" else "nvmlDeviceGetCurrPcieLinkGeneration"
                "/Width at idle", raw={**pcie, "under_load": load})
-
-
-def _load(result: ProbeResult | None, nvml: dict[str, Any], gpu: int) -> dict[str, Any] | str:
-    """The NVML samples taken while the torch probe ran, or why there are none."""
-    if result is None:
-        return "the torch probe was not run"
-    if not result.ok:
-        return result.describe()
-    payload = result.payload()
-    if "error" in payload:
-        return str(payload["error"])
-    entry = perf_gpu(payload, nvml, gpu)
-    if entry is None:
-        return "torch found no GPU with this UUID"
-    if "error" in entry:
-        return str(entry["error"])
-    load = entry.get("load")
-    if not isinstance(load, dict) or "error" in load:
-        return str(load.get("error") if isinstance(load, dict) else "no NVML samples")
-    return load
 
 
 @pytest.mark.clause("gpus.nvlink")
@@ -371,7 +364,7 @@ def test_gpu_temperature(cluster_spec: Spec, node: str, gpu: int, gpu_result: Pr
     """The hottest the GPU got under load (at idle only if no load could be run)."""
     clause = _clause(cluster_spec, "temperature")
     entry = _nvml(evidence, gpu_result, node, gpu, clause)
-    load = _load(gpu_perf_result, entry, gpu)
+    load = _perf_section(gpu_perf_result, entry, gpu, "load")
     if isinstance(load, dict) and load.get("temperature_max_c") is not None:
         assert gpu_perf_result is not None
         evidence.check(clause, float(load["temperature_max_c"]), node=node, gpu=gpu,

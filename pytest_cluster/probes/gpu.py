@@ -17,8 +17,6 @@ from typing import Any
 
 THROTTLE_BITS = {"hw_slowdown": 0x8, "sw_thermal": 0x20, "hw_thermal": 0x40,
                  "power_brake": 0x80}
-#: XIDs that Azure's node health checks treat as faults.
-CRITICAL_XIDS = {48, 56, 57, 58, 62, 63, 64, 65, 68, 69, 73, 74, 79, 80, 81, 92, 119, 120}
 
 
 def text(value: Any) -> str:

@@ -11,6 +11,7 @@ import uuid
 from typing import Any
 
 from pytest_cluster.gpu_models import MODELS, GpuModel
+from pytest_cluster.probes.gpu import THROTTLE_BITS, throttle_names
 from pytest_cluster.spec.model import SimFault, SimSpec
 
 MIB = 2**20
@@ -21,8 +22,6 @@ BUSES = ("18", "2a", "3a", "5d", "9a", "ab", "ba", "db")
 CUDA_CONTEXT_BYTES = 534 * MIB  # what the CUDA context of a torch process takes
 #: matmul TFLOPS of a dtype relative to bf16 on tensor-core GPUs (measured, not peak)
 DTYPE_RATIO = {"bf16": 1.0, "fp16": 1.0, "tf32": 0.47, "fp32": 0.066, "fp8": 1.65}
-THROTTLE_BITS = {"hw_slowdown": 0x8, "sw_thermal": 0x20, "hw_thermal": 0x40,
-                 "power_brake": 0x80}
 SIMULATED_BY = "simulated from the spec's sim section, no hardware measured"
 
 
@@ -189,7 +188,7 @@ def gpu_perf_payload(sim: SimSpec, node: str, options: dict[str, Any]) -> dict[s
         entry["load"] = {
             "nvml_index": index, "samples": int(load_time * 10) + 40,
             "load_samples": int(load_time * 10) + 10, "reasons_mask": reasons,
-            "throttle": [name for name, bit in THROTTLE_BITS.items() if reasons & bit],
+            "throttle": throttle_names(reasons),
             "temperature_max_c": gpu["temperature_load"],
             "power_max_w": watts(gpu["power_load_mw"]),
             "sm_clock_min_mhz": gpu["sm_clock_load_mhz"],

@@ -7,6 +7,7 @@ from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster.errors import UnitError
 from pytest_cluster.gpu_models import find_model
+from pytest_cluster.probes.gpu import THROTTLE_BITS
 from pytest_cluster.requirement import parse_requirement
 from pytest_cluster.spec.fields import (
     Ctx,
@@ -182,7 +183,7 @@ def _plain(node: Node) -> object:
 FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen", "pcie_width",
               "row_remap_pending", "row_remap_failure", "ecc_uncorrected", "nvlinks_down",
               "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor")
-THROTTLES = ("hw_slowdown", "sw_thermal", "hw_thermal", "power_brake")
+THROTTLES = tuple(THROTTLE_BITS)  # the clocks event reasons that count as throttling
 
 
 def _fault(ctx: Ctx, node: Node, index: int, cluster: ClusterSpec,
