@@ -4,7 +4,8 @@
    round-trip per node, so waiting in parallel shows), and on 1 vs 16 local processes
    standing in for nodes (real processes on this machine's cores).
 2. Where root and sshd are available: the 4 network-namespace nodes through ssh, all at
-   once vs a serial loop.
+   once vs a serial loop; and what a dead node costs (one sshd stopped, one node off the
+   network): its connect timeout, not the probe timeout.
 3. Collecting and running the GPU suite on a simulated 128-node x 8-GPU cluster
    (target < 60 s on a 2-core machine).
 
@@ -67,8 +68,20 @@ def ssh_fanout() -> str:
         serial = min(timed(lambda: [launcher.run(HOST, [n], 60) for n in cluster.nodes])
                      for _ in range(3))
         launcher.close()
+        # what a dead node costs the run: its connect timeout (3 s), not the probe timeout
+        cluster.stop_sshd("node3")
+        dead = SshLauncher(spec, SshSpec(config=str(cluster.ssh_config), connect_timeout_s=3))
+        refused = timed(lambda: dead.run(HOST, cluster.nodes, 60))
+        dead.close()
+        subprocess.run(["ip", "-n", cluster.netns("node2"), "link", "set", "eth0", "down"],
+                       check=True)
+        off = SshLauncher(spec, SshSpec(config=str(cluster.ssh_config), connect_timeout_s=3))
+        silent = timed(lambda: off.run(HOST, cluster.nodes, 60))
+        off.close()
     return (f"ssh, 4 namespace nodes: parallel {parallel:.2f} s, serial loop {serial:.2f} s, "
-            f"serial/parallel {serial / parallel:.2f}")
+            f"serial/parallel {serial / parallel:.2f}\n"
+            f"ssh, probe timeout 60 s, connect timeout 3 s: one sshd stopped {refused:.2f} s, "
+            f"and one node off the network too {silent:.2f} s")
 
 
 def sim_suite() -> str:

@@ -251,6 +251,16 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
                               text=True, check=False)
         return [int(p) for p in done.stdout.split()]
 
+    def python_processes(self, node: str) -> list[bytes]:
+        """Command lines of the python processes in the node's namespace (probes left?)."""
+        found = []
+        for pid in self.pids(node):
+            with contextlib.suppress(OSError):
+                command = Path(f"/proc/{pid}/cmdline").read_bytes()
+                if b"python" in command:
+                    found.append(command)
+        return found
+
     def kill_node_processes(self, node: str, sig: int = signal.SIGKILL) -> None:
         for pid in self.pids(node):
             with contextlib.suppress(ProcessLookupError):

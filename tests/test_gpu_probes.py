@@ -88,7 +88,7 @@ def _nvml_names(source: str) -> set[str]:
     names = set()
     for node in ast.walk(ast.parse(source)):
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id in ("nvml", "pynvml", "self.nvml")):
+                and node.value.id in ("nvml", "pynvml")):
             names.add(node.attr)
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
                 and node.value.attr == "nvml"):

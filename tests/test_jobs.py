@@ -5,7 +5,6 @@ through ssh and through srun."""
 from __future__ import annotations
 
 import sys
-import time
 
 import pytest
 
@@ -68,11 +67,11 @@ def test_every_rank_gets_the_torch_distributed_environment() -> None:
 def test_a_dying_rank_is_named_and_ends_its_node() -> None:
     program = ("import os, sys, time\nif os.environ['RANK'] == '3':\n"
                "    sys.exit('rank 3 gives up')\ntime.sleep(600)\n")
-    start = time.monotonic()
     result = run_job(local(), JobSpec(("a", "b"), program, ranks_per_node=2,
-                                      wall_timeout_s=20))
-    assert time.monotonic() - start < 40
+                                      wall_timeout_s=5))
     assert not result.ok
+    # b's other rank is killed because rank 3 died; a's ranks at the wall clock
+    assert [r.exit_code for r in result.ranks] == ["killed", "killed", "killed", 1]
     assert result.first_failure() == ("b rank 3 exited with code 1: rank 3 gives up "
                                       "(3 other rank(s) failed too)")
     with pytest.raises(JobFailed, match="distributed job failed: b rank 3 exited"):
@@ -80,10 +79,8 @@ def test_a_dying_rank_is_named_and_ends_its_node() -> None:
 
 
 def test_a_hanging_job_ends_at_its_wall_clock() -> None:
-    start = time.monotonic()
     result = run_job(local(), JobSpec(("a",), "import time\ntime.sleep(600)\n",
                                       wall_timeout_s=2))
-    assert time.monotonic() - start < 20
     assert [r.exit_code for r in result.ranks] == ["killed"]
     assert result.first_failure() == "a rank 0 was killed"
 

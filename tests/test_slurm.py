@@ -160,17 +160,15 @@ def test_a_drained_or_down_node_fails_only_its_tests(pytester: pytest.Pytester,
 def test_a_hanging_probe_is_killed_and_the_step_ends(slurm: NetnsCluster) -> None:
     launcher = SlurmLauncher(ClusterSpec("t", tuple(slurm.nodes), "slurm", sys.executable,
                                          60, 8), SlurmSpec())
-    start = time.monotonic()
     results = launcher.run_source(ProbeCall("host"), "import time\ntime.sleep(600)\n",
                                   ["node1", "node4"], 2)
-    assert time.monotonic() - start < 30
     for result in results.values():
+        # killed by the runner on the node at 2 s, not by the launcher's later backstop
         assert result.error is ErrorKind.TIMEOUT, result.describe()
+        assert result.message == "killed on the node at its timeout"
     time.sleep(0.5)
     for node in ("node1", "node4"):
-        commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in slurm.pids(node)
-                    if Path(f"/proc/{pid}/cmdline").exists()]
-        assert not [c for c in commands if b"python" in c], commands
+        assert slurm.python_processes(node) == []
     queue = subprocess.run(["squeue", "--noheader"], capture_output=True, text=True,
                            check=True)
     assert queue.stdout.strip() == ""
@@ -184,9 +182,7 @@ def test_a_dead_slurmd_fails_only_its_node(slurm: NetnsCluster) -> None:
                                          60, 8), SlurmSpec())
     slurm.stop_slurmd("node3")
     try:
-        start = time.monotonic()
         results = launcher.run(ProbeCall("host"), slurm.nodes, 30)
-        assert time.monotonic() - start < 90
     finally:
         slurm.start_slurmd("node3")
         back_to_idle(slurm, "node3")

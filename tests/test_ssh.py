@@ -223,9 +223,7 @@ def test_a_stopped_sshd_fails_only_its_node(pytester: pytest.Pytester,
     (pytester.path / "trial.yaml").write_text(spec_text(netns, fs))
     netns.stop_sshd("node3")
     try:
-        start = time.monotonic()
         result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
-        elapsed = time.monotonic() - start
     finally:
         netns.start_sshd("node3")
         netns.wait_for_port("node3")
@@ -236,9 +234,9 @@ def test_a_stopped_sshd_fails_only_its_node(pytester: pytest.Pytester,
               and r["node"] != "all"]
     assert {r["node"] for r in failed} == {"node3"}
     assert {r["error_kind"] for r in failed} == {"unreachable"}
+    # refused at connect, not waited out to the probe timeout (bench/fanout.py times it)
     assert "node3: host probe unreachable: ssh: connection refused (no sshd?)" in failed[0][
         "message"]
-    assert elapsed < 60, "a dead node must cost its connect timeout, not the probe timeout"
 
 
 @pytest.mark.realcomponents
@@ -268,15 +266,12 @@ def test_a_filesystem_not_shared_with_one_node_fails_the_shared_check(
 def test_a_hanging_probe_is_killed_and_leaves_nothing(netns: NetnsCluster) -> None:
     ssh = launcher(netns)
     try:
-        start = time.monotonic()
         result = ssh.run_source("node2", ProbeCall("host"), "import time\ntime.sleep(600)\n", 2)
-        assert time.monotonic() - start < 15
+        # killed by the runner on the node at 2 s, not by ssh's later backstop
         assert result.error is ErrorKind.TIMEOUT
         assert result.message == "killed on the node at its timeout"
         time.sleep(0.3)
-        commands = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in netns.pids("node2")
-                    if Path(f"/proc/{pid}/cmdline").exists()]
-        assert not [c for c in commands if b"python" in c], commands
+        assert netns.python_processes("node2") == []
     finally:
         ssh.close()
 
@@ -305,18 +300,19 @@ def test_wrong_key_is_auth_refused_and_missing_python_is_named(netns: NetnsClust
 
 
 @pytest.mark.realcomponents
-def test_a_node_off_the_network_costs_its_connect_timeout(netns: NetnsCluster) -> None:
+def test_a_node_off_the_network_fails_at_connect(netns: NetnsCluster) -> None:
     ssh = launcher(netns)
     subprocess.run(["ip", "-n", netns.netns("node2"), "link", "set", "eth0", "down"],
                    check=True)
     try:
-        start = time.monotonic()
         results = ssh.run(ProbeCall("host"), netns.nodes, 60)
-        elapsed = time.monotonic() - start
     finally:
         subprocess.run(["ip", "-n", netns.netns("node2"), "link", "set", "eth0", "up"],
                        check=True)
         ssh.close()
     assert [n for n, r in results.items() if not r.ok] == ["node2"]
+    # ssh's connect timeout (3 s) ended it, not the 60 s probe timeout (that would read
+    # `timeout`); bench/fanout.py times it
     assert results["node2"].error is ErrorKind.UNREACHABLE
-    assert elapsed < 20  # connect_timeout 3 s (+ the master's margin), not the probe timeout
+    assert results["node2"].message == "ssh: node not reachable"
+    assert "timed out" in results["node2"].stderr_tail
