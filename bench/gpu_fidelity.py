@@ -83,9 +83,9 @@ def main() -> int:
         first_ours = round_ % 2 == 0
         for which in ((True, False) if first_ours else (False, True)):
             if which:
-                ours_mm.append(gpu_perf.matmul(torch, args.dtype, [args.size] * 3, 50, 100)[
+                ours_mm.append(gpu_perf.matmul(torch, args.dtype, [args.size] * 3, 50, 100, 1.0)[
                     "tflops_median"])
-                ours_cp.append(gpu_perf.copy_bandwidth(torch, args.copy_bytes, 100)[
+                ours_cp.append(gpu_perf.copy_bandwidth(torch, args.copy_bytes, 100, 1.0)[
                     "bytes_per_s"])
             else:
                 plain_mm.append(plain_matmul(torch, args.dtype, args.size, 100))

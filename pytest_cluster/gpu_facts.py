@@ -67,8 +67,12 @@ def xids_for(payload: dict[str, Any], nvml: dict[str, Any]) -> tuple[list[Xid], 
     if "error" in xid:
         unreadable.append(f"NVML events: {xid['error']}")
     for event in xid.get("events", ()):
-        if event.get("gpu") == nvml.get("index"):
+        gpu = event.get("gpu")
+        if gpu == nvml.get("index"):
             found.append(Xid(int(event["xid"]), f"NVML events ({xid.get('window_s')} s)"))
+        elif gpu is None:  # NVML could not say which GPU: it counts against each of them
+            found.append(Xid(int(event["xid"]), f"NVML events ({xid.get('window_s')} s, "
+                                                "GPU not identified)"))
     log = xid.get("kernel_log")
     if isinstance(log, dict):
         if "error" in log:

@@ -37,11 +37,18 @@ SESSION_PLUGIN = "pytest-cluster-session"
 
 
 def acceptance_dir() -> Path:
-    """Where the packaged contract suite lives (pytest_cluster.acceptance)."""
+    """Where the packaged contract suite lives (pytest_cluster.acceptance); in a source
+    checkout whose pytest_cluster/ comes first on sys.path (`python -m pytest` in the
+    repository), the acceptance/ folder beside it."""
     spec = importlib.util.find_spec("pytest_cluster.acceptance")
-    if spec is None or not spec.submodule_search_locations:  # pragma: no cover - packaging bug
-        raise pytest.UsageError("pytest-cluster is installed without its acceptance suite")
-    return Path(next(iter(spec.submodule_search_locations)))
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    beside = Path(__file__).resolve().parent.parent / "acceptance"
+    if (beside / "test_gpus.py").is_file():
+        return beside
+    raise pytest.UsageError(  # pragma: no cover - packaging bug
+        f"pytest-cluster is installed without its acceptance suite (looked for the "
+        f"package pytest_cluster.acceptance and for {beside})")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -173,8 +173,9 @@ def test_gpu_perf_without_cuda_says_so() -> None:
 
 def test_gpu_perf_options() -> None:
     assert parse_options([]) == {
-        "dtypes": ["bf16"], "shape": [8192, 8192, 8192], "warmup": 50, "iterations": 100,
-        "load_time": 10.0, "copy_bytes": 2 * 2**30, "xfer_bytes": 256 * 2**20, "skip": []}
+        "dtypes": ["bf16"], "shape": [8192, 8192, 8192], "warmup": 50, "warmup_time": 1.0,
+        "iterations": 100, "load_time": 10.0, "copy_bytes": 2 * 2**30,
+        "xfer_bytes": 256 * 2**20, "skip": []}
     opts = parse_options(["--dtypes", "", "--skip", "p2p", "--skip", "h2d", "--skip", "p2p"])
     assert opts["dtypes"] == []
     assert opts["skip"] == ["h2d", "p2p"]
@@ -295,7 +296,8 @@ def run_gpu_perf(gpus: int, *args: str, die: int | None = None) -> dict[str, Any
     if die is not None:
         env["FAKE_TORCH_DIE"] = str(die)
     done = subprocess.run([sys.executable, "-", "--iterations", "10", "--warmup", "2",
-                           "--load-time", "0.3", "--copy-bytes", str(2**20), *args],
+                           "--warmup-time", "0", "--load-time", "0.3",
+                           "--copy-bytes", str(2**20), *args],
                           input=probe_source("gpu_perf"), env=env, capture_output=True,
                           text=True, timeout=120, check=True)
     data: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])["data"]
@@ -332,3 +334,25 @@ def test_gpu_perf_skips_parts_and_survives_a_dying_gpu_process() -> None:
     for index in (0, 2):
         assert "usable_memory" not in by_index[index]
         assert by_index[index]["matmul"]["bf16"]["tflops_median"] > 0
+
+
+def test_an_xid_nvml_cannot_place_counts_against_every_gpu() -> None:
+    payload = {"xid": {"events": [{"gpu": None, "xid": 79}], "window_s": 2}}
+    for index in (0, 1):
+        found, _ = xids_for(payload, {"index": index, "pci_bus_id": "0:1:0.0"})
+        assert [(x.xid, x.source) for x in found] == [
+            (79, "NVML events (2 s, GPU not identified)")]
+
+
+def test_simulated_handles_are_like_ctypes_pointers() -> None:
+    """The real binding's handles are ctypes pointers: unhashable, equal only to
+    themselves (a probe that keyed a dict by handle crashed on a real H100)."""
+    import ctypes
+
+    with pytest.raises(TypeError):
+        hash(ctypes.pointer(ctypes.c_int(0)))
+    fake = _fake()
+    handle = fake._Handle(0)
+    with pytest.raises(TypeError):
+        hash(handle)
+    assert handle != type(handle)(0)

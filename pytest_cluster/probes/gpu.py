@@ -151,7 +151,6 @@ def xid_events(nvml: Any, count: int, window_s: float) -> dict[str, Any]:
                                           nvml.nvmlEventTypeXidCriticalError, event_set)
     except nvml.NVMLError as exc:
         return {"error": f"cannot listen for XID events: {exc}"}
-    handles = {nvml.nvmlDeviceGetHandleByIndex(i): i for i in range(count)}
     events: list[dict[str, int | None]] = []
     deadline = time.monotonic() + window_s
     while (left := deadline - time.monotonic()) > 0:
@@ -161,7 +160,10 @@ def xid_events(nvml: Any, count: int, window_s: float) -> dict[str, Any]:
             break
         except nvml.NVMLError as exc:
             return {"error": f"nvmlEventSetWait: {exc}", "events": events}
-        events.append({"gpu": handles.get(event.device), "xid": int(event.eventData)})
+        # handles are ctypes pointers: unhashable, equal only to themselves; ask NVML
+        index = call(nvml, nvml.nvmlDeviceGetIndex, event.device)
+        events.append({"gpu": index if isinstance(index, int) else None,
+                       "xid": int(event.eventData)})
     call(nvml, getattr(nvml, "nvmlEventSetFree", lambda s: None), event_set)
     return {"events": events, "window_s": window_s, "source": "NVML XID events"}
 

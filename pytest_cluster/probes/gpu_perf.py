@@ -52,12 +52,21 @@ def summary(rates: list[float]) -> dict[str, float]:
 
 
 def timed_events(torch: Any, body: Callable[[], Any], before: Callable[[], Any] | None,
-                 warmup: int, iterations: int) -> list[float]:
-    """Seconds per call of body(), timed with CUDA events; before() runs untimed."""
-    for _ in range(warmup):
+                 warmup: int, iterations: int, warmup_s: float) -> list[float]:
+    """Seconds per call of body(), timed with CUDA events; before() runs untimed.
+
+    Warm-up is `warmup` calls and at least `warmup_s` seconds: an idle GPU takes a while to
+    raise its clocks, and a few calls (a 2 GiB copy takes under 2 ms) would time it
+    half-awake (an H100 copied at 2.6 TB/s after 5 calls and 3.0 TB/s warmed up)."""
+    start, done = time.perf_counter(), 0
+    while done < warmup or time.perf_counter() - start < warmup_s:
         if before is not None:
             before()
         body()
+        done += 1
+        if done % 10 == 0:
+            torch.cuda.synchronize()
+    torch.cuda.synchronize()
     pairs = []
     for _ in range(iterations):
         if before is not None:
@@ -103,30 +112,31 @@ def usable_memory(torch: Any) -> dict[str, Any]:
                       "every byte written"}
 
 
-def copy_bandwidth(torch: Any, nbytes: int, iterations: int) -> dict[str, Any]:
+def copy_bandwidth(torch: Any, nbytes: int, iterations: int, warmup_s: float) -> dict[str, Any]:
     """Device-to-device copy; bytes read + bytes written counted (like BabelStream)."""
     src = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda").fill_(1.0)
     dst = torch.empty_like(src)
-    times = timed_events(torch, lambda: dst.copy_(src), None, 5, iterations)
+    times = timed_events(torch, lambda: dst.copy_(src), None, 5, iterations, warmup_s)
     moved = 2 * src.numel() * 4
     rates = [moved / t for t in times]
     return {"bytes_per_s": statistics.median(rates), **{f"{k}_bytes_per_s": v for k, v in
                                                          summary(rates).items()},
-            "buffer_bytes": nbytes, "iterations": iterations,
+            "buffer_bytes": nbytes, "iterations": iterations, "warmup_s": warmup_s,
             "method": "tensor.copy_ on one GPU, read + write bytes counted, CUDA events, "
                       "median"}
 
 
-def host_bandwidth(torch: Any, nbytes: int, iterations: int, to_device: bool) -> dict[str, Any]:
+def host_bandwidth(torch: Any, nbytes: int, iterations: int, to_device: bool,
+                   warmup_s: float) -> dict[str, Any]:
     """Host<->device copy from/to pinned memory; bytes counted once."""
     host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
     dev = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
     if to_device:
         times = timed_events(torch, lambda: dev.copy_(host, non_blocking=True), None, 3,
-                             iterations)
+                             iterations, warmup_s)
     else:
         times = timed_events(torch, lambda: host.copy_(dev, non_blocking=True), None, 3,
-                             iterations)
+                             iterations, warmup_s)
     rates = [nbytes / t for t in times]
     direction = "host to device" if to_device else "device to host"
     return {"bytes_per_s": statistics.median(rates), **{f"{k}_bytes_per_s": v for k, v in
@@ -161,16 +171,16 @@ def matmul_operands(torch: Any, dtype: str, shape: list[int]) -> Callable[[], An
 
 
 def matmul(torch: Any, dtype: str, shape: list[int], warmup: int,
-           iterations: int) -> dict[str, Any]:
+           iterations: int, warmup_s: float) -> dict[str, Any]:
     body = matmul_operands(torch, dtype, shape)
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
-    times = timed_events(torch, body, flush.zero_, warmup, iterations)
+    times = timed_events(torch, body, flush.zero_, warmup, iterations, warmup_s)
     flops = 2 * shape[0] * shape[1] * shape[2]
     rates = [flops / t / 1e12 for t in times]
     torch.backends.cuda.matmul.allow_tf32 = False
     return {"tflops_median": statistics.median(rates), "tflops_max": max(rates),
             "tflops_min": min(rates), "shape": list(shape), "warmup": warmup,
-            "iterations": iterations,
+            "warmup_s": warmup_s, "iterations": iterations,
             "method": "mamf-style: flops = 2mnk, L2 flushed before each iteration, CUDA "
                       "events, median"}
 
@@ -257,7 +267,8 @@ def worker(index: int, opts: dict[str, Any], barrier: Any, host_lock: Any, loade
         wait(barrier)
         if "copy" not in skip:
             out["copy"] = errors_to_json(
-                lambda: copy_bandwidth(torch, opts["copy_bytes"], opts["iterations"]))
+                lambda: copy_bandwidth(torch, opts["copy_bytes"], opts["iterations"],
+                                       opts["warmup_time"]))
             torch.cuda.empty_cache()
         wait(barrier)
         with host_lock:  # one GPU at a time: each link alone, not the host's total
@@ -265,14 +276,15 @@ def worker(index: int, opts: dict[str, Any], barrier: Any, host_lock: Any, loade
                 if part not in skip:
                     out[part] = errors_to_json(partial(
                         host_bandwidth, torch, opts["xfer_bytes"], opts["iterations"] // 5 or 1,
-                        to_device))
+                        to_device, opts["warmup_time"]))
                     torch.cuda.empty_cache()
         wait(barrier)
         with loaded.get_lock():
             loaded.value += 1
         try:
             out["matmul"] = {dtype: errors_to_json(partial(
-                matmul, torch, dtype, opts["shape"], opts["warmup"], opts["iterations"]))
+                matmul, torch, dtype, opts["shape"], opts["warmup"], opts["iterations"],
+                opts["warmup_time"]))
                 for dtype in opts["dtypes"]}
             if opts["load_time"] > 0:
                 out["sustained"] = errors_to_json(lambda: sustained_load(
@@ -447,6 +459,8 @@ def parse_options(argv: list[str] | None = None) -> dict[str, Any]:
                                                           "fp32,fp8 (empty: none)")
     parser.add_argument("--shape", default="8192,8192,8192", help="m,n,k (or one n: n^3)")
     parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--warmup-time", type=float, default=1.0,
+                        help="seconds each measurement warms the GPU up, at least")
     parser.add_argument("--iterations", type=int, default=100)
     parser.add_argument("--load-time", type=float, default=10.0)
     parser.add_argument("--copy-bytes", type=int, default=2 * GIB)
@@ -459,7 +473,7 @@ def parse_options(argv: list[str] | None = None) -> dict[str, Any]:
     if len(shape) != 3 or min(shape) < 1:
         parser.error(f"--shape: expected m,n,k, got {args.shape!r}")
     return {"dtypes": [d for d in args.dtypes.split(",") if d], "shape": shape,
-            "warmup": args.warmup, "iterations": args.iterations,
+            "warmup": args.warmup, "warmup_time": args.warmup_time, "iterations": args.iterations,
             "load_time": args.load_time, "copy_bytes": args.copy_bytes,
             "xfer_bytes": args.xfer_bytes, "skip": sorted(set(args.skip))}
 

@@ -102,9 +102,14 @@ class c_nvmlPciInfo_t:
     busIdLegacy: str
 
 
-@dataclass(frozen=True)
 class _Handle:
-    index: int
+    """Like the real binding's handle (a ctypes pointer): unhashable, and two handles of
+    the same GPU compare equal only if they are the same object."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, index: int) -> None:
+        self.index = index
 
 
 _STATE: dict[str, Any] = {}
@@ -152,6 +157,11 @@ def nvmlDeviceGetHandleByIndex(index: int) -> _Handle:
     handle = _Handle(index)
     _gpu(handle)
     return handle
+
+
+def nvmlDeviceGetIndex(handle: _Handle) -> int:
+    _gpu(handle)
+    return handle.index
 
 
 def nvmlDeviceGetName(handle: _Handle) -> str:
