@@ -12,6 +12,7 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from pytest_cluster.launchers.base import ProbeResult
 from pytest_cluster.probes import ProbeCall
@@ -50,3 +51,19 @@ class ProbeCache:
                     json.dumps(document["call"]), encoding="utf-8")
         self._memo[key] = results
         return results
+
+    def document(self, key: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """A JSON document computed once per run (e.g. a benchmark job over many nodes),
+        under the same lock discipline as probe results."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        target = self.directory / f"{key}.json"
+        with open(self.directory / f"{key}.lock", "w", encoding="ascii") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if target.exists():
+                loaded: dict[str, Any] = json.loads(target.read_text(encoding="utf-8"))
+                return loaded
+            document = compute()
+            partial = target.with_suffix(".tmp")
+            partial.write_text(json.dumps(document, indent=1), encoding="utf-8")
+            os.replace(partial, target)
+            return document

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 from pathlib import Path
 
 from pytest_cluster.cache import ProbeCache
+from pytest_cluster.interconnect import (
+    CollectiveRun,
+    NodeSearch,
+    find_slow_nodes,
+    run_collective,
+    theoretical,
+)
 from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
 from pytest_cluster.probes import ProbeCall
-from pytest_cluster.spec.model import GpuSpec, Spec, StorageSpec
+from pytest_cluster.spec.model import GpuSpec, InterconnectSpec, Spec, StorageSpec
 
 #: gpu_perf parts and the GpuSpec clauses that need them.
 PERF_PARTS = {"usable_memory": ("usable_memory",), "copy": ("memory_bandwidth",),
@@ -136,3 +148,72 @@ class Cluster:
         """torch measurements on every GPU of `node` at once; None if none is in contract."""
         call = gpu_perf_call(self._gpus())
         return None if call is None else self.probe(call, node)
+
+    # -- interconnect: benchmark jobs, each run once and shared by every test -------------
+
+    def _interconnect(self) -> InterconnectSpec:
+        if self.spec.interconnect is None:
+            raise ValueError("the spec has no interconnect section")
+        return self.spec.interconnect
+
+    def _key(self, *parts: object) -> str:
+        text = json.dumps([asdict(self._interconnect()), *parts], sort_keys=True, default=str)
+        return f"interconnect-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+    def _jobs_at_once(self, jobs: int) -> int:
+        """Jobs on disjoint nodes run at once; with the local launcher every "node" is
+        this machine, so one at a time (they would share its CPUs and network)."""
+        if self.launcher.name == "local":
+            return 1
+        return max(1, min(jobs, self.spec.cluster.parallel))
+
+    def intra_node(self, node: str, collective: str) -> CollectiveRun:
+        """The payload sweep inside `node` (all its ranks); every node's job at once."""
+        spec = self._interconnect()
+
+        def compute() -> dict[str, object]:
+            def one(name: str) -> CollectiveRun:
+                return run_collective(self.launcher, spec, collective, [name], spec.sweep())
+            with ThreadPoolExecutor(max_workers=self._jobs_at_once(len(self.nodes))) as pool:
+                runs = list(pool.map(one, self.nodes))
+            return {name: run.to_json() for name, run in zip(self.nodes, runs, strict=True)}
+
+        document = self.cache.document(self._key("intra", collective), compute)
+        return CollectiveRun.from_json(document[node])
+
+    def inter_node(self, count: int, collective: str) -> CollectiveRun:
+        """The payload sweep across the first `count` nodes of the spec, as one job."""
+        spec = self._interconnect()
+        nodes = self.nodes[:count]
+        document = self.cache.document(
+            self._key("inter", count, collective),
+            lambda: run_collective(self.launcher, spec, collective, nodes,
+                                   spec.sweep()).to_json())
+        return CollectiveRun.from_json(document)
+
+    def search_bar(self) -> float:
+        """The busbw a group of nodes must reach in the slow-node search (bytes/s)."""
+        spec = self._interconnect()
+        bound = spec.busbw.requirement.bound.value
+        if not spec.is_share:
+            return bound
+        theory = theoretical(spec, 2)
+        return bound * theory.bytes_per_s if theory is not None else math.nan
+
+    def node_search(self) -> NodeSearch:
+        """Pairs, then suspects with known-good nodes (all_reduce at search_payload)."""
+        spec = self._interconnect()
+        size = spec.search_payload
+
+        def measure(groups: list[list[str]]) -> list[float]:
+            def one(group: list[str]) -> float:
+                run = run_collective(self.launcher, spec, "all_reduce", group, [size])
+                point = run.at(size) if run.ok else None
+                return point.busbw if point is not None else math.nan
+            with ThreadPoolExecutor(max_workers=self._jobs_at_once(len(groups))) as pool:
+                return list(pool.map(one, groups))
+
+        document = self.cache.document(
+            self._key("search", size),
+            lambda: find_slow_nodes(self.nodes, measure, self.search_bar()).to_json())
+        return NodeSearch.from_json(document)

@@ -17,8 +17,9 @@ from pytest_cluster.spec.model import Clause, Rule, VersionClause
 from pytest_cluster.units import UNITS
 
 #: Property names every acceptance test may record (in this order in JUnit).
-PROPERTIES = ("node", "gpu", "gpu_uuid", "gpu_serial", "filesystem", "spec_key", "spec_line",
-              "requirement", "measured", "required", "comparison", "unit", "measured_base",
+PROPERTIES = ("node", "gpu", "gpu_uuid", "gpu_serial", "filesystem", "collective", "payload",
+              "node_count", "spec_key", "spec_line", "requirement", "theoretical",
+              "derivation", "measured", "required", "comparison", "unit", "measured_base",
               "required_base", "simulated", "method", "error_kind", "probe_run", "verdict",
               "raw")
 
@@ -79,25 +80,28 @@ class Evidence:
             text = f"{where(node, filesystem, gpu)} {name}: {reason}"
         pytest.fail(_mark(text, simulated), pytrace=False)
 
-    def check(self, clause: Clause, measured: float, *, node: str, result: ProbeResult,
-              filesystem: str | None = None, method: str | None = None,
-              raw: Any = None, gpu: int | None = None, note: str = "") -> None:
+    def check(self, clause: Clause, measured: float, *, node: str,
+              result: ProbeResult | None, filesystem: str | None = None,
+              method: str | None = None, raw: Any = None, gpu: int | None = None,
+              note: str = "", simulated: bool = False) -> None:
         """Record measured vs required for `clause` and fail unless it holds; `note` is
-        added to the failure message (e.g. who else holds GPU memory)."""
+        added to the failure message (e.g. who else holds GPU memory). Without a probe
+        `result` (a benchmark job's number), `simulated` says whether it was simulated."""
         req = clause.requirement
         unit_factor = _factor(req.unit)
+        simulated = result.simulated if result is not None else simulated
         self.record(node=node, filesystem=filesystem, spec_key=clause.key,
                     spec_line=clause.line, requirement=req.text,
                     measured=measured / unit_factor,
                     required=req.bound.value / unit_factor, comparison=req.op,
                     unit=req.unit, measured_base=measured, required_base=req.bound.value,
-                    simulated=result.simulated, method=method, probe_run=result.run_id,
-                    raw=raw)
+                    simulated=simulated, method=method,
+                    probe_run=result.run_id if result is not None else None, raw=raw)
         name = clause.key.rsplit(".", 1)[-1]
         verdict = req.check(measured, f"{where(node, filesystem, gpu)} {name}")
         if not verdict.ok and note:
             verdict = Verdict(False, f"{verdict.message}; {note}")
-        self._assert(verdict, result.simulated)
+        self._assert(verdict, simulated)
 
     def check_rule(self, rule: Rule, ok: bool, measured: str, *, node: str,
                    result: ProbeResult, problem: str, gpu: int | None = None,

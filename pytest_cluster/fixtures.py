@@ -69,6 +69,27 @@ def dtype(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
+def collective(request: pytest.FixtureRequest) -> str:
+    """A collective of the contract (all_reduce, all_gather, reduce_scatter, alltoall)."""
+    name: str = _param(request)
+    return name
+
+
+@pytest.fixture
+def payload(request: pytest.FixtureRequest) -> int:
+    """A payload size of the contract, in bytes."""
+    size: int = _param(request)
+    return size
+
+
+@pytest.fixture
+def node_count(request: pytest.FixtureRequest) -> int:
+    """How many nodes (the first ones of the spec) a multi-node collective spans."""
+    count: int = _param(request)
+    return count
+
+
+@pytest.fixture
 def evidence(request: pytest.FixtureRequest) -> Evidence:
     """Records measured vs required into JUnit properties and results.jsonl, then asserts."""
     return Evidence(request.node)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import random
+import socket
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -94,6 +95,14 @@ def node_call(job: JobSpec, master_addr: str, port: int, node_rank: int) -> Prob
         "--program", base64.b64encode(job.program.encode()).decode(), "--", *job.args))
 
 
+def free_local_port() -> int:
+    """A TCP port free on this machine now (the local launcher's ranks all run here)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
 def find_master_addr(launcher: Launcher, node: str, timeout_s: float) -> str:
     if launcher.name == "local":
         return "127.0.0.1"
@@ -112,7 +121,8 @@ def run_job(launcher: Launcher, job: JobSpec) -> JobResult:
     """Start the job on every node at once and wait for all ranks (or the wall clock)."""
     if not job.nodes:
         raise ValueError("a job needs at least one node")
-    port = job.master_port or random.randint(29500, 30499)  # noqa: S311 - not a secret
+    port = job.master_port or (free_local_port() if launcher.name == "local"
+                               else random.randint(29500, 30499))  # noqa: S311 - not a secret
     master = job.master_addr or find_master_addr(launcher, job.nodes[0], job.init_timeout_s)
     # the launcher's own timeout is a backstop: the node kills its ranks at wall_timeout_s
     timeout = job.wall_timeout_s + 30

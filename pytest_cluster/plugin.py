@@ -115,6 +115,31 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if spec.gpus is not None and "dtype" in metafunc.fixturenames:
         dtypes = [name for name, _ in spec.gpus.matmul]
         metafunc.parametrize("dtype", dtypes, ids=dtypes, indirect=True)
+    _interconnect_params(metafunc, spec)
+
+
+def size_id(nbytes: int) -> str:
+    """A payload as a test id: 4GiB, 512MiB, 1536KiB."""
+    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes % factor == 0:
+            return f"{nbytes // factor}{unit}"
+    return f"{nbytes}B"
+
+
+def _interconnect_params(metafunc: pytest.Metafunc, spec: Spec) -> None:
+    ic = spec.interconnect
+    if ic is None:
+        return
+    names = metafunc.fixturenames
+    if "collective" in names:
+        metafunc.parametrize("collective", ic.collectives, ids=list(ic.collectives),
+                             indirect=True)
+    if "payload" in names:
+        metafunc.parametrize("payload", ic.payloads, ids=[size_id(p) for p in ic.payloads],
+                             indirect=True)
+    if "node_count" in names:
+        metafunc.parametrize("node_count", ic.node_counts,
+                             ids=[f"{n}nodes" for n in ic.node_counts], indirect=True)
 
 
 def clause_name(item: pytest.Item, spec: Spec) -> tuple[str, bool] | None:
@@ -134,6 +159,8 @@ def clause_name(item: pytest.Item, spec: Spec) -> tuple[str, bool] | None:
         return name, spec.host_clause(key) is not None
     if section == "gpus":
         return _gpu_clause(name, key, spec, params)
+    if section == "interconnect":
+        return _interconnect_clause(name, key, spec)
     if section == "storage":
         fs = params.get("filesystem")
         if not spec.storage:
@@ -143,6 +170,19 @@ def clause_name(item: pytest.Item, spec: Spec) -> tuple[str, bool] | None:
         if key == "shared":
             return f"storage[{fs.path}].shared", fs.shared
         return f"storage[{fs.path}].{key}", fs.clause(key) is not None
+    return name, True
+
+
+def _interconnect_clause(name: str, key: str, spec: Spec) -> tuple[str, bool]:
+    ic = spec.interconnect
+    if ic is None:
+        return "interconnect", False  # the whole section is absent
+    if key == "intra_node":
+        return name, ic.ranks_per_node > 1
+    if key == "inter_node":
+        return name, bool(ic.node_counts)
+    if key == "node_network":
+        return name, ic.node_network and len(spec.cluster.nodes) > 1
     return name, True
 
 
@@ -180,6 +220,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             absent.append(f"{found[0]} (needs 2+ nodes)" if single else found[0])
         else:
             keep.append(item)
+    ic = spec.interconnect
+    if ic is not None:
+        absent.extend(f"interconnect.node_counts {n} (the cluster has "
+                      f"{len(spec.cluster.nodes)} nodes)" for n in ic.node_counts_dropped)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

@@ -103,6 +103,17 @@ class NetnsCluster:
         for node in self.nodes:
             self.wait_for_port(node)
 
+    def shape(self, node: str, rate: str | None) -> None:
+        """Limit `node`'s link to `rate` (tc tbf, e.g. '1gbit') both ways: on its eth0
+        (what it sends) and on its switch-side veth (what it receives); None: unlimited."""
+        index = self.nodes.index(node) + 1
+        for ns, dev in ((self.netns(node), "eth0"), (self.switch, f"v{index}")):
+            subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev,
+                            "root"], capture_output=True, check=False, timeout=30)
+            if rate is not None:
+                _run("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root",
+                     "tbf", "rate", rate, "burst", "128kb", "latency", "50ms")
+
     def _keys(self) -> None:
         key = self.workdir / "id_ed25519"
         _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key))

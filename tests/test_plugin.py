@@ -57,7 +57,7 @@ def test_packaged_suite_passes_with_evidence(pytester: pytest.Pytester, fs: Path
     result.stdout.fnmatch_lines([
         "*cluster test-cluster: 1 node(s), 8 contract check(s), 0 failed*",
         "*not in contract, not tested: gpus, host.cpu_threads, "
-        "host.same_software (needs 2+ nodes), "
+        "host.same_software (needs 2+ nodes), interconnect, "
         f"storage[[]{fs}].free, storage[[]{fs}].import_torch*",
         "*evidence: reports/report.html, reports/junit.xml, reports/results.jsonl*",
     ])

@@ -57,13 +57,16 @@ def test_sinfo_states_name_the_bad_nodes() -> None:
 
 
 def test_labeled_output_is_split_per_node() -> None:
+    # the runner sends each stdout line in pieces: '+' continues, '|' ends the line
     stdout = ("0: __pytest_cluster_node__ n1\n1: __pytest_cluster_node__ n2\n"
-              '0: {"probe": "host"}\n1: partial\n0: \n0: __pytest_cluster_exit__ 0\n')
+              '0: +{"probe": \n1: +partial\n0: |"host"}\n0: |\n0: \n'
+              "0: __pytest_cluster_exit__ 0\n")
     stderr = "1: Traceback\nsrun: error: n2: task 1: Exited with exit code 1\n"
     tasks = split_labeled(stdout, stderr)
     assert tasks["n1"].stdout == ['{"probe": "host"}', ""]
     assert tasks["n1"].exit_code == 0
     assert tasks["n2"].exit_code is None
+    assert tasks["n2"].stdout == []
     assert tasks["n2"].stderr == ["Traceback"]
 
 
@@ -172,6 +175,20 @@ def test_a_hanging_probe_is_killed_and_the_step_ends(slurm: NetnsCluster) -> Non
     queue = subprocess.run(["squeue", "--noheader"], capture_output=True, text=True,
                            check=True)
     assert queue.stdout.strip() == ""
+
+
+@pytest.mark.realcomponents
+def test_long_output_lines_come_back_whole(slurm: NetnsCluster) -> None:
+    """srun --label cuts lines at 1024 bytes; a probe's JSON is one line (the GPU probe
+    of an 8-GPU node prints ~20 kB)."""
+    launcher = SlurmLauncher(ClusterSpec("t", tuple(slurm.nodes), "slurm", sys.executable,
+                                         60, 8), SlurmSpec())
+    source = ("import json\nprint('first')\nprint(json.dumps({'probe': 'host', 'data': "
+              "{'x': 'é' * 3000 + 'y' * 20000}}))\n")
+    results = launcher.run_source(ProbeCall("host"), source, ["node1", "node2"], 30)
+    for result in results.values():
+        assert result.ok, result.describe()
+        assert result.payload() == {"x": "é" * 3000 + "y" * 20000}
 
 
 @pytest.mark.realcomponents

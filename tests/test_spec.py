@@ -116,9 +116,9 @@ def test_good_spec_becomes_frozen_records() -> None:
      "got 'latest'"),
     ("cluster: {name: x, nodes: a}\nhost:\n  cpu_cores: [1, 2]\n",
      "trial.yaml:3: host.cpu_cores: expected a count like 192, got a list"),
-    ("cluster: {name: x, nodes: a}\ninterconnect: {all_reduce: 0.8}\n",
-     "trial.yaml:2: interconnect: interconnect clauses are not supported by this version of "
-     "pytest-cluster yet; remove the section or upgrade"),
+    ("cluster: {name: x, nodes: a}\ninterconnect: {busbw: 0.8}\n",
+     "trial.yaml:2: interconnect.payloads: missing: the payload sizes the contract names, "
+     "e.g. payloads: [4 GiB, 16 GiB] (busbw depends on the size)"),
     ("cluster: {name: x, nodes: a}\nstorage:\n  - path: /d\n    shared: maybe\n",
      "trial.yaml:4: storage[0].shared: expected true or false, got 'maybe'"),
     ("cluster: {name: x, nodes: a, parallel: 0}\n",
@@ -192,8 +192,8 @@ def test_arbitrary_text_raises_only_spec_error(text: str) -> None:
 
 def test_a_spec_that_promises_nothing_is_refused() -> None:
     assert error_of("cluster: {name: x, nodes: a}\nstorage:\n  - path: /data\n") == (
-        "trial.yaml: nothing to test: the spec has no host, storage or gpus clauses "
-        "(see examples/trial.yaml)")
+        "trial.yaml: nothing to test: the spec has no host, storage, gpus or interconnect "
+        "clauses (see examples/trial.yaml)")
 
 
 def test_several_nodes_promise_the_same_software_by_default() -> None:

@@ -22,6 +22,22 @@ NOT_FOUND = 127
 #: and ends with the exit code, so that one srun step's output can be split per node.
 NODE_MARKER = "__pytest_cluster_node__"
 EXIT_MARKER = "__pytest_cluster_exit__"
+#: srun --label cuts lines longer than 1024 bytes into labeled pieces that read like lines
+#: of their own, so with markers each line of the probe's stdout is sent in pieces of at
+#: most PIECE characters (<= 1000 bytes in UTF-8): MORE before a piece that continues,
+#: LAST before the one that ends the line.
+PIECE = 250
+MORE, LAST = "+", "|"
+
+
+def _relay(stream: "object") -> None:
+    """Copy the probe's stdout to ours, each line in marked pieces (see PIECE)."""
+    for raw in iter(stream.readline, b""):  # type: ignore[attr-defined]
+        line = raw.decode("utf-8", "replace").rstrip("\n")
+        pieces = [line[i:i + PIECE] for i in range(0, len(line), PIECE)] or [""]
+        for index, piece in enumerate(pieces):
+            sys.stdout.write((LAST if index == len(pieces) - 1 else MORE) + piece + "\n")
+        sys.stdout.flush()
 
 
 def _kill(process: "subprocess.Popen[bytes]") -> None:
@@ -30,13 +46,14 @@ def _kill(process: "subprocess.Popen[bytes]") -> None:
     process.wait()
 
 
-def main(argv: "list[str]") -> int:
+def main(argv: "list[str]", pieces: bool = False) -> int:
     timeout_s, python, args = float(argv[0]), argv[1], argv[2:]
     stdin = sys.stdin.buffer
     size = int(stdin.readline().strip() or b"0")
     source = stdin.read(size)
     try:
         process = subprocess.Popen([python, "-", *args], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE if pieces else None,
                                    start_new_session=True)
     except FileNotFoundError:
         sys.stderr.write(f"pytest-cluster: interpreter not found on this node: {python}\n")
@@ -44,10 +61,22 @@ def main(argv: "list[str]") -> int:
     assert process.stdin is not None
     process.stdin.write(source)
     process.stdin.close()
+    relay = None
+    if pieces:
+        relay = threading.Thread(target=_relay, args=(process.stdout,), daemon=True)
+        relay.start()
+    try:
+        return _wait(process, stdin, timeout_s)
+    finally:
+        if relay is not None:
+            relay.join(10)
+
+
+def _wait(process: "subprocess.Popen[bytes]", stdin: "object", timeout_s: float) -> int:
     hung_up = threading.Event()
 
     def watch() -> None:
-        while stdin.read(65536):
+        while stdin.read(65536):  # type: ignore[attr-defined]
             pass
         hung_up.set()
 
@@ -71,7 +100,7 @@ if __name__ == "__main__":
         name = os.environ.get("SLURMD_NODENAME") or os.uname().nodename
         sys.stdout.write(f"{NODE_MARKER} {name}\n")
         sys.stdout.flush()
-    code = main(sys.argv[1:])
+    code = main(sys.argv[1:], pieces=markers)
     if markers:
         sys.stdout.write(f"\n{EXIT_MARKER} {code}\n")
         sys.stdout.flush()

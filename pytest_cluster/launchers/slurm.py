@@ -25,7 +25,7 @@ from pytest_cluster.launchers.base import (
     fan_out,
     probe_result,
 )
-from pytest_cluster.launchers.node_runner import EXIT_MARKER, NODE_MARKER
+from pytest_cluster.launchers.node_runner import EXIT_MARKER, LAST, MORE, NODE_MARKER
 from pytest_cluster.launchers.remote import classify_runner_exit, runner_argv, runner_payload
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec.model import ClusterSpec, SlurmSpec, Spec
@@ -86,6 +86,7 @@ def scancel_command(job_name: str) -> list[str]:
 class TaskOutput:
     node: str = ""
     stdout: list[str] = field(default_factory=list)
+    partial: str = ""  # pieces of a line whose last piece has not come yet
     stderr: list[str] = field(default_factory=list)
     exit_code: int | None = None
 
@@ -99,12 +100,17 @@ def split_labeled(stdout: str, stderr: str) -> dict[str, TaskOutput]:
             if not sep or not label.strip().isdigit():
                 continue
             task = tasks.setdefault(label.strip(), TaskOutput())
-            if stream == "stdout" and rest.startswith(NODE_MARKER):
+            if stream == "stderr":
+                task.stderr.append(rest)
+            elif rest.startswith(NODE_MARKER):
                 task.node = rest.split(maxsplit=1)[1].strip()
-            elif stream == "stdout" and rest.startswith(EXIT_MARKER):
+            elif rest.startswith(EXIT_MARKER):
                 task.exit_code = int(rest.split()[1])
-            else:
-                getattr(task, stream).append(rest)
+            elif rest.startswith(MORE):  # the probe's long line, cut in pieces by the runner
+                task.partial += rest[1:]
+            elif rest.startswith(LAST):
+                task.stdout.append(task.partial + rest[1:])
+                task.partial = ""
     return {task.node: task for task in tasks.values() if task.node}
 
 

@@ -18,9 +18,6 @@ from pytest_cluster.units import Dim, parse_quantity
 
 T = TypeVar("T")
 
-#: Sections a later release will read; refusing them beats silently ignoring a clause.
-PLANNED_SECTIONS = {"interconnect": "interconnect clauses"}
-
 
 class Ctx:
     """Collects errors with their location while validation goes on."""
@@ -83,10 +80,6 @@ class Map:
 
     def finish(self) -> None:
         for key, (key_node, _) in self.items.items():
-            if key in PLANNED_SECTIONS and not self.path:
-                self.ctx.error(key_node, key, f"{PLANNED_SECTIONS[key]} are not supported by "
-                               "this version of pytest-cluster yet; remove the section or upgrade")
-                continue
             close = difflib.get_close_matches(key, self.known, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             self.ctx.error(key_node, self.sub(key),

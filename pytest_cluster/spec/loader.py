@@ -32,6 +32,7 @@ from pytest_cluster.spec.fields import (
     text,
 )
 from pytest_cluster.spec.gpus import parse_gpus, parse_sim
+from pytest_cluster.spec.interconnect import parse_interconnect
 from pytest_cluster.spec.model import (
     Clause,
     ClusterSpec,
@@ -274,7 +275,8 @@ def parse_spec(text: str, file: str) -> Spec:
     if not isinstance(root, MappingNode):
         raise SpecError(f"the spec must be a map with sections cluster, host, storage; "
                         f"got {kind(root)}", file=file, line=root.start_mark.line + 1)
-    top = Map(ctx, root, "", ("cluster", "host", "storage", "gpus", "sim", "ssh", "slurm"))
+    top = Map(ctx, root, "", ("cluster", "host", "storage", "gpus", "interconnect", "sim",
+                              "ssh", "slurm"))
     slurm_node = top.items.get("slurm", (None, None))[1]
     allocation = wants_allocation(slurm_node)
     cluster = _cluster(ctx, top.take("cluster"), allocation)
@@ -290,10 +292,12 @@ def parse_spec(text: str, file: str) -> Spec:
     slurm = parse_slurm(ctx, top.take("slurm"), cluster)
     if slurm is not None and slurm.allocation:
         cluster = dataclasses.replace(cluster, nodes=allocation_nodes(ctx, slurm_node))
+    interconnect = parse_interconnect(ctx, top.take("interconnect"), cluster, gpus)
     top.finish()
-    if not ctx.errors and gpus is None and not _has_clauses(cluster, host, storage):
-        raise SpecError("nothing to test: the spec has no host, storage or gpus clauses "
-                        "(see examples/trial.yaml)", file=file)
+    if not ctx.errors and gpus is None and interconnect is None and not _has_clauses(
+            cluster, host, storage):
+        raise SpecError("nothing to test: the spec has no host, storage, gpus or "
+                        "interconnect clauses (see examples/trial.yaml)", file=file)
     if ctx.errors:
         if len(ctx.errors) == 1:
             raise ctx.errors[0]
@@ -302,7 +306,7 @@ def parse_spec(text: str, file: str) -> Spec:
         raise SpecError(f"{len(ctx.errors)} problems in the spec:\n{lines}", file=file)
     sha = hashlib.sha256(text.encode()).hexdigest()
     return Spec(file=file, sha256=sha, cluster=cluster, host=host, storage=storage, gpus=gpus,
-                sim=sim, ssh=ssh, slurm=slurm)
+                sim=sim, ssh=ssh, slurm=slurm, interconnect=interconnect)
 
 
 def load_spec(path: str | os.PathLike[str]) -> Spec:

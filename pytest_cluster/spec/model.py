@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pytest_cluster.requirement import Requirement, VersionRequirement
+from pytest_cluster.units import Dim
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,7 @@ class Spec:
     sim: SimSpec | None = None
     ssh: SshSpec | None = None
     slurm: SlurmSpec | None = None
+    interconnect: InterconnectSpec | None = None
 
     def host_clause(self, name: str) -> Clause | None:
         value = getattr(self.host, name)
@@ -187,3 +189,56 @@ class SimSpec:
     memory_bytes: int = 2 * 2**40
     faults: tuple[SimFault, ...] = ()
     latency_s: float = 0.0  # each probe call waits this long, like a network round-trip
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """A link of the contract: NVLink inside a node, or the NICs between nodes."""
+
+    key: str  # "interconnect.intra_node" or "interconnect.inter_node"
+    line: int
+    kind: str  # e.g. "nvlink", "infiniband", "roce", "ethernet"
+    rate_bytes_per_s: float  # per GPU per direction (intra), per NIC (inter)
+    rate_text: str  # as written, e.g. "450 GB/s"
+    count: int = 1  # NICs per node (inter); 1 for intra
+
+    @property
+    def total_bytes_per_s(self) -> float:
+        return self.rate_bytes_per_s * self.count
+
+
+@dataclass(frozen=True)
+class InterconnectSpec:
+    """Collective bandwidth promises: busbw (nccl-tests' definition) at contract payloads,
+    inside one node and across node counts, against the links' theoretical rate."""
+
+    line: int
+    busbw: Clause  # a share of theoretical (Dim.FRACTION) or a rate
+    payloads: tuple[int, ...]  # bytes, the sizes the contract names
+    intra_node: LinkSpec | None = None
+    inter_node: LinkSpec | None = None
+    collectives: tuple[str, ...] = ("all_reduce",)
+    node_counts: tuple[int, ...] = ()  # tested, capped by the cluster size, all >= 2
+    node_counts_dropped: tuple[int, ...] = ()  # promised, beyond the cluster size
+    ranks_per_node: int = 1
+    backend: str = "gloo"  # nccl (GPUs) or gloo (CPUs)
+    sweep_from: int = 2**20  # smallest payload of the plotted sweep (bytes)
+    warmup: int = 5
+    iterations: int = 20
+    node_network: bool = True  # the per-node search for slow nodes
+    search_payload: int = 0  # bytes; the smallest contract payload if 0
+    timeout_s: float = 600.0  # one job, wall clock
+
+    @property
+    def is_share(self) -> bool:
+        return self.busbw.requirement.bound.dim is Dim.FRACTION
+
+    def sweep(self) -> tuple[int, ...]:
+        """Payloads measured for the plot: x4 steps from sweep_from, plus the contract's."""
+        top = max(self.payloads)
+        sizes = set(self.payloads)
+        size = self.sweep_from
+        while size < top:
+            sizes.add(size)
+            size *= 4
+        return tuple(sorted(sizes))

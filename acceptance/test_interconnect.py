@@ -1,0 +1,115 @@
+"""Interconnect clauses: collective bus bandwidth (nccl-tests' busbw) inside each node and
+across node counts at the contract's payloads, and a per-node network test from the
+slow-node search."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from pytest_cluster.cluster import Cluster
+from pytest_cluster.evidence import Evidence
+from pytest_cluster.interconnect import CollectiveRun, gbs, required_busbw
+from pytest_cluster.spec.model import InterconnectSpec
+from pytest_cluster.units import Dim, format_value
+
+METHOD = ("torch.distributed {backend}, nccl-tests definitions: time = mean over ranks of "
+          "{iterations} back-to-back collectives / {iterations} after {warmup} warm-up; "
+          "algbw = bytes / time; busbw = algbw x {factor}")
+
+
+def _spec(cluster: Cluster) -> InterconnectSpec:
+    spec = cluster.spec.interconnect
+    assert spec is not None, "the spec has no interconnect section"
+    return spec
+
+
+def _size(nbytes: int) -> str:
+    return format_value(nbytes, Dim.SIZE, "GiB" if nbytes >= 2**30 else "MiB")
+
+
+def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, payload: int,
+           label: str, node_count: int) -> None:
+    clause, theory = required_busbw(spec, node_count)
+    evidence.record(collective=run.collective, payload=payload, node_count=node_count,
+                    theoretical=theory.bytes_per_s / 1e9 if theory else None,
+                    derivation=theory.derivation if theory else None)
+    raw: dict[str, Any] = {"nodes": list(run.nodes), "ranks_per_node": run.ranks_per_node,
+                           "backend": run.backend, "details": run.details,
+                           "sweep": [[p.bytes, p.busbw] for p in run.points]}
+    if not run.ok:
+        evidence.cannot_measure(label, clause, run.error, raw=raw, kind="job_failed",
+                                simulated=run.simulated)
+    if spec.is_share and theory is None:
+        evidence.cannot_measure(label, clause, "no link rate in the spec to take the share "
+                                "of", raw=raw)
+    point = run.at(payload)
+    if point is None:
+        evidence.cannot_measure(label, clause, f"the payload {_size(payload)} was not "
+                                "measured", raw=raw)
+    low, median, high = point.spread
+    raw.update(bytes=point.bytes, time_s=point.time_s, algbw=point.algbw,
+               busbw_iterations=list(point.busbw_iterations), slowest_rank=point.slowest_rank,
+               wrong=point.wrong)
+    if point.wrong:
+        evidence.cannot_measure(label, clause, f"{point.wrong} wrong value(s) in the result: "
+                                "the collective is broken, its speed does not count",
+                                raw=raw, kind="wrong_result", simulated=run.simulated)
+    factor = "2(n-1)/n" if run.collective == "all_reduce" else "(n-1)/n"
+    method = METHOD.format(backend=run.backend, iterations=spec.iterations,
+                           warmup=spec.warmup, factor=factor)
+    note = (f"{run.collective} {_size(point.bytes)} over {len(run.nodes)} node(s) x "
+            f"{run.ranks_per_node} rank(s); busbw over iterations {gbs(low)} min, "
+            f"{gbs(median)} median, {gbs(high)} max; slowest rank {point.slowest_rank}")
+    if theory is not None:
+        note += f"; theoretical {theory.derivation}"
+    evidence.check(clause, point.busbw, node=label, result=None, method=method, raw=raw,
+                   note=note, simulated=run.simulated)
+
+
+@pytest.mark.clause("interconnect.intra_node")
+def test_collective_intra_node(cluster: Cluster, node: str, collective: str, payload: int,
+                               evidence: Evidence) -> None:
+    """All ranks (GPUs) of one node: the intra-node link (NVLink)."""
+    spec = _spec(cluster)
+    _check(evidence, spec, cluster.intra_node(node, collective), payload, node, 1)
+
+
+@pytest.mark.clause("interconnect.inter_node")
+def test_collective_inter_node(cluster: Cluster, node_count: int, collective: str,
+                               payload: int, evidence: Evidence) -> None:
+    """The first `node_count` nodes of the spec in one job: the network between nodes."""
+    spec = _spec(cluster)
+    run = cluster.inter_node(node_count, collective)
+    label = f"{node_count} nodes ({run.nodes[0]}..{run.nodes[-1]})"
+    _check(evidence, spec, run, payload, label, node_count)
+
+
+@pytest.mark.clause("interconnect.node_network")
+def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
+    """This node's share of the slow-node search: all_reduce with known-good partners."""
+    spec = _spec(cluster)
+    search = cluster.node_search()
+    clause, theory = required_busbw(spec, 2)
+    verdict = search.verdicts.get(node)
+    raw = {"search": search.to_json(), "payload": spec.search_payload}
+    evidence.record(collective="all_reduce", payload=spec.search_payload, node_count=2,
+                    theoretical=theory.bytes_per_s / 1e9 if theory else None,
+                    derivation=theory.derivation if theory else None)
+    if verdict is None:
+        evidence.cannot_measure(node, clause, search.note or "not in the search", raw=raw)
+    if math.isnan(verdict.busbw):
+        evidence.cannot_measure(
+            node, clause, f"the all_reduce with {', '.join(verdict.partners)} failed "
+            f"(round {verdict.round} of the search)", raw=raw, kind="job_failed")
+    partners = ", ".join(verdict.partners)
+    why = (f"all_reduce {_size(spec.search_payload)} with {partners} (round "
+           f"{verdict.round} of {len(search.rounds)} of the slow-node search)")
+    if not verdict.ok:
+        why += "; the partners reach the bar with other nodes, so this node is the slow one"
+        if search.note:
+            why += f" ({search.note})"
+    evidence.check(clause, verdict.busbw, node=node, result=None, raw=raw, note=why,
+                   method="pairs, then suspects with known-good nodes (nccl-tests busbw)")

@@ -1,0 +1,330 @@
+"""Collective bandwidth on the controller: nccl-tests' formulas, the theoretical busbw a
+spec's links allow, one benchmark job's result, and the search for slow nodes.
+
+nccl-tests (doc/PERFORMANCE.md): algbw = bytes / time; busbw = algbw x 2(n-1)/n for
+all_reduce, x (n-1)/n for all_gather, reduce_scatter and alltoall (whose bytes are the
+whole array); time is the mean over ranks of each rank's back-to-back loop / iterations.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from pytest_cluster.errors import ClusterError
+from pytest_cluster.jobs import JobSpec, run_job
+from pytest_cluster.launchers.base import Launcher
+from pytest_cluster.probes import probe_source
+from pytest_cluster.requirement import Requirement
+from pytest_cluster.spec.model import Clause, InterconnectSpec
+from pytest_cluster.units import Dim, Quantity, format_number
+
+
+def bus_factor(collective: str, ranks: int) -> float:
+    """busbw / algbw for `ranks` ranks (nccl-tests)."""
+    if ranks < 2:
+        return 0.0
+    if collective == "all_reduce":
+        return 2 * (ranks - 1) / ranks
+    if collective in ("all_gather", "reduce_scatter", "alltoall"):
+        return (ranks - 1) / ranks
+    raise ValueError(f"unknown collective {collective!r}")
+
+
+@dataclass(frozen=True)
+class Theory:
+    """The busbw the links allow, and how it was derived (shown in the report)."""
+
+    bytes_per_s: float
+    derivation: str
+
+
+def gbs(value: float) -> str:
+    return f"{format_number(value / 1e9)} GB/s"
+
+
+def theoretical(spec: InterconnectSpec, nodes: int) -> Theory | None:
+    """One node: the intra-node link's rate per GPU per direction. Several nodes: a ring
+    crosses each node's NICs once per direction, so busbw is bounded by the node's total
+    NIC rate (and by the intra-node link, if slower). None: no link in the spec."""
+    intra, inter = spec.intra_node, spec.inter_node
+    if nodes == 1:
+        if intra is None:
+            return None
+        return Theory(intra.rate_bytes_per_s,
+                      f"{intra.kind} {intra.rate_text} per GPU per direction "
+                      f"= {gbs(intra.rate_bytes_per_s)}")
+    if inter is None:
+        return None
+    total = inter.total_bytes_per_s
+    text = (f"{inter.kind} {inter.count} NIC(s) x {inter.rate_text} per node = {gbs(total)}"
+            " (a ring crosses each node's NICs once)")
+    if intra is not None and intra.rate_bytes_per_s < total:
+        return Theory(intra.rate_bytes_per_s, f"{text}; capped by {intra.kind} "
+                      f"{gbs(intra.rate_bytes_per_s)}")
+    return Theory(total, text)
+
+
+def required_busbw(spec: InterconnectSpec, nodes: int) -> tuple[Clause, Theory | None]:
+    """The busbw clause as a rate: a share of theoretical becomes share x theoretical,
+    its text saying both ('>= 80% of 450 GB/s = 360 GB/s'). None: no theory needed (an
+    absolute rate) or none derivable (no link given for this case)."""
+    clause = spec.busbw
+    theory = theoretical(spec, nodes)
+    if not spec.is_share or theory is None:
+        return clause, theory
+    req = clause.requirement
+    value = req.bound.value * theory.bytes_per_s
+    share = f"{format_number(100 * req.bound.value)}%"
+    text = f"{req.op} {share} of {gbs(theory.bytes_per_s)} = {gbs(value)}"
+    return Clause(clause.key, clause.line,
+                  Requirement(req.op, Quantity(value, Dim.RATE, "GB/s"), text)), theory
+
+
+@dataclass(frozen=True)
+class SizePoint:
+    """One payload of a benchmark: nccl-tests' numbers and the spread over iterations."""
+
+    bytes: int
+    time_s: float  # mean over ranks of (back-to-back loop / iterations)
+    algbw: float  # bytes/s
+    busbw: float  # bytes/s
+    busbw_iterations: tuple[float, ...]  # per iteration, slowest rank's time
+    wrong: int
+    slowest_rank: int  # the rank whose loop took longest
+
+    @property
+    def spread(self) -> tuple[float, float, float]:
+        """(min, median, max) busbw over iterations."""
+        values = self.busbw_iterations or (self.busbw,)
+        return min(values), statistics.median(values), max(values)
+
+
+@dataclass(frozen=True)
+class CollectiveRun:
+    """One benchmark job: a collective over `nodes` x ranks_per_node ranks, a payload sweep."""
+
+    collective: str
+    backend: str
+    nodes: tuple[str, ...]
+    ranks_per_node: int
+    points: tuple[SizePoint, ...] = ()
+    error: str = ""
+    simulated: bool = False
+    details: dict[str, Any] = field(default_factory=dict)  # torch/nccl versions, devices
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and bool(self.points)
+
+    def at(self, nbytes: int) -> SizePoint | None:
+        """The point measured for the payload `nbytes` (buffers round to whole elements)."""
+        best = min(self.points, key=lambda p: abs(p.bytes - nbytes), default=None)
+        if best is None or abs(best.bytes - nbytes) > max(64, nbytes // 1000):
+            return None
+        return best
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CollectiveRun:
+        points = tuple(SizePoint(**{**p, "busbw_iterations": tuple(p["busbw_iterations"])})
+                       for p in data.get("points", ()))
+        return cls(data["collective"], data["backend"], tuple(data["nodes"]),
+                   data["ranks_per_node"], points, data.get("error", ""),
+                   bool(data.get("simulated")), dict(data.get("details", {})))
+
+
+def aggregate(collective: str, ranks: Sequence[dict[str, Any]]) -> tuple[SizePoint, ...]:
+    """Per-rank results of the collective probe -> one point per payload (nccl-tests)."""
+    world = len(ranks)
+    factor = bus_factor(collective, world)
+    points = []
+    for index, first in enumerate(ranks[0]["sizes"]):
+        sizes = [r["sizes"][index] for r in ranks]
+        nbytes = int(first["bytes"])
+        mean_time = statistics.fmean(float(s["time_s"]) for s in sizes)
+        per_iteration = [max(column) for column in zip(*(s["iteration_s"] for s in sizes),
+                                                       strict=True)]
+        algbw = nbytes / mean_time if mean_time > 0 else 0.0
+        slowest = max(range(world), key=lambda r: float(sizes[r]["time_s"]))
+        points.append(SizePoint(
+            nbytes, mean_time, algbw, algbw * factor,
+            tuple(nbytes / t * factor for t in per_iteration if t > 0),
+            sum(int(s["wrong"]) for s in sizes), int(ranks[slowest]["rank"])))
+    return tuple(points)
+
+
+def collective_job(spec: InterconnectSpec, collective: str, nodes: Sequence[str],
+                   sizes: Sequence[int], ranks_per_node: int) -> JobSpec:
+    return JobSpec(nodes=tuple(nodes), program=probe_source("collective"),
+                   ranks_per_node=ranks_per_node,
+                   args=("--collective", collective, "--sizes", ",".join(map(str, sizes)),
+                         "--warmup", str(spec.warmup), "--iterations", str(spec.iterations),
+                         "--backend", spec.backend),
+                   init_timeout_s=min(120.0, spec.timeout_s), wall_timeout_s=spec.timeout_s)
+
+
+def run_collective(launcher: Launcher, spec: InterconnectSpec, collective: str,
+                   nodes: Sequence[str], sizes: Sequence[int],
+                   ranks_per_node: int | None = None) -> CollectiveRun:
+    """Run the benchmark as one distributed job; failures become the run's error."""
+    per_node = spec.ranks_per_node if ranks_per_node is None else ranks_per_node
+    base = CollectiveRun(collective, spec.backend, tuple(nodes), per_node)
+    try:
+        result = run_job(launcher, collective_job(spec, collective, nodes, sizes, per_node))
+    except (ClusterError, OSError, ValueError) as exc:  # the job's failure is the result
+        return replace(base, error=str(exc))
+    if not result.ok:
+        return replace(base, error=result.first_failure())
+    data = [r.data for r in result.ranks if r.data is not None]
+    first = data[0]
+    details: dict[str, Any] = {k: first[k] for k in ("torch", "nccl", "device") if k in first}
+    details["hosts"] = sorted({str(d.get("host")) for d in data})
+    try:
+        points = aggregate(collective, data)
+    except (KeyError, TypeError, ValueError) as exc:
+        return replace(base, error=f"bad benchmark output: {exc!r}")
+    return CollectiveRun(collective, spec.backend, tuple(nodes), per_node, points,
+                         details=details)
+
+
+# -- finding slow nodes ------------------------------------------------------------------
+
+#: Runs groups of nodes at once (each group one job) and returns each group's busbw in
+#: bytes/s, or NaN where the job failed.
+Measure = Callable[[list[list[str]]], list[float]]
+
+
+@dataclass(frozen=True)
+class NodeVerdict:
+    node: str
+    ok: bool
+    busbw: float  # of the group that decided it (NaN: its job failed)
+    partners: tuple[str, ...]  # the other nodes of that group
+    round: int
+
+
+@dataclass(frozen=True)
+class NodeSearch:
+    verdicts: dict[str, NodeVerdict]
+    rounds: tuple[tuple[tuple[tuple[str, ...], float], ...], ...]  # per round: (group, busbw)
+    bar_bytes_per_s: float
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verdicts": {n: asdict(v) for n, v in self.verdicts.items()},
+                "rounds": [[[list(g), bw] for g, bw in r] for r in self.rounds],
+                "bar_bytes_per_s": self.bar_bytes_per_s, "note": self.note}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> NodeSearch:
+        verdicts = {n: NodeVerdict(v["node"], v["ok"], v["busbw"], tuple(v["partners"]),
+                                   v["round"]) for n, v in data["verdicts"].items()}
+        rounds = tuple(tuple((tuple(g), float(bw)) for g, bw in r) for r in data["rounds"])
+        return cls(verdicts, rounds, float(data["bar_bytes_per_s"]), data.get("note", ""))
+
+
+def _chunks(items: list[str], count: int) -> list[list[str]]:
+    size, extra = divmod(len(items), count)
+    out, start = [], 0
+    for index in range(count):
+        end = start + size + (1 if index < extra else 0)
+        out.append(items[start:end])
+        start = end
+    return [c for c in out if c]
+
+
+class _Search:
+    """The state of one slow-node search: verdicts so far, known-good nodes, rounds."""
+
+    def __init__(self, measure: Measure, bar: float) -> None:
+        self.measure, self.bar = measure, bar
+        self.verdicts: dict[str, NodeVerdict] = {}
+        self.rounds: list[tuple[tuple[tuple[str, ...], float], ...]] = []
+        self.good: list[str] = []
+        self.last: dict[str, tuple[float, tuple[str, ...]]] = {}
+
+    def run(self, groups: list[list[str]]) -> list[float]:
+        values = self.measure(groups)
+        self.rounds.append(tuple((tuple(g), v) for g, v in zip(groups, values, strict=True)))
+        return values
+
+    def judge(self, members: list[str], group: list[str], busbw: float) -> bool:
+        """Members clear if the group reached the bar; else they stay suspects for now."""
+        for member in members:
+            partners = tuple(m for m in group if m != member)
+            if busbw >= self.bar:
+                self.verdicts[member] = NodeVerdict(member, True, busbw, partners,
+                                                    len(self.rounds))
+            else:
+                self.last[member] = (busbw, partners)
+        if busbw >= self.bar:
+            self.good.extend(m for m in members if m not in self.good)
+        return busbw >= self.bar
+
+    def slow(self, member: str) -> None:
+        busbw, partners = self.last[member]
+        self.verdicts[member] = NodeVerdict(member, False, busbw, partners, len(self.rounds))
+
+    def groups_for(self, chunks: list[list[str]]) -> tuple[list[list[str]], list[list[str]]]:
+        """(groups to run, the chunks they test): a known-good partner while there are
+        some, else the chunk alone; a lone suspect with no partner waits."""
+        groups, tested, partners = [], [], iter(self.good[:])
+        for chunk in chunks:
+            partner = next(partners, None)
+            if partner is None and len(chunk) == 1:
+                continue
+            groups.append([*chunk, partner] if partner is not None else list(chunk))
+            tested.append(chunk)
+        return groups, tested
+
+
+def find_slow_nodes(nodes: Sequence[str], measure: Measure, bar: float,
+                    max_rounds: int = 32) -> NodeSearch:
+    """Which nodes hold the network back, in about log2(N) rounds instead of N^2 pairs.
+
+    Round 1 pairs the nodes (each once; an odd one out joins the last pair): nodes of a
+    pair at or above `bar` are known good, the others suspects. Each later round splits
+    the suspects into groups, twice as many as the round before (bisection) and at least
+    one per known-good node; a group gets a known-good node while there are some, else
+    runs alone (a single suspect without a partner waits). A group at the bar clears its
+    members; a lone suspect below it with a good partner is slow. The suspects are
+    ordered so that the two members of a slow pair land in different halves."""
+    order = list(nodes)
+    if len(order) < 2:
+        return NodeSearch({}, (), bar, "fewer than 2 nodes: no pair to test")
+    search = _Search(measure, bar)
+    pairs = [order[i:i + 2] for i in range(0, len(order) - 1, 2)]
+    if len(order) % 2:
+        pairs[-1].append(order[-1])
+    failed = [g for g, bw in zip(pairs, search.run(pairs), strict=True)
+              if not search.judge(g, g, bw)]
+    # first members of every slow pair, then the second ones: halves split the pairs
+    suspects = [g[i] for i in range(3) for g in failed if i < len(g)]
+    chunks_before, note = 1, ""
+    while suspects:
+        if len(search.rounds) >= max_rounds:
+            note = f"stopped after {max_rounds} rounds"
+            break
+        chunks_before = min(len(suspects), max(len(search.good), 2 * chunks_before))
+        chunks = _chunks(suspects, chunks_before)
+        groups, tested = search.groups_for(chunks)
+        if not groups:
+            note = ("no group reached the bar, so no node is known good to compare with: "
+                    "the nodes left are named (the whole fabric may be slow)")
+            break
+        suspects = [m for chunk in chunks if chunk not in tested for m in chunk]
+        for chunk, group, busbw in zip(tested, groups, search.run(groups), strict=True):
+            if search.judge(chunk, group, busbw):
+                continue
+            if len(chunk) == 1 and len(group) == 2:
+                search.slow(chunk[0])
+            else:
+                suspects.extend(chunk)
+    for member in suspects:
+        search.slow(member)
+    return NodeSearch({n: search.verdicts[n] for n in order}, tuple(search.rounds), bar, note)

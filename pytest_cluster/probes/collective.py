@@ -1,0 +1,170 @@
+"""Collective benchmark, one rank of a distributed job (started by job_node).
+
+Measures like nccl-tests: for each payload, `--warmup` collectives, then `--iterations`
+back to back, timed with the host clock around the whole loop after a synchronise, and
+divided (nccl-tests' "time"); each iteration is also timed on its own (CUDA events on
+GPUs, the host clock on CPUs) so the spread over iterations shows a straggler. Timing
+runs on zeros (sums stay finite); a last collective on rank-dependent values checks the
+result ("wrong", as nccl-tests counts). Prints one JSON line with this rank's times; the
+controller turns them into algbw and busbw.
+
+Environment from job_node: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT,
+PYTEST_CLUSTER_INIT_TIMEOUT. Needs torch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
+
+
+def buffers(torch: Any, collective: str, nbytes: int, world: int,
+            device: Any) -> tuple[Any, Any, int]:
+    """(input, output, bytes) for one payload of `nbytes` as nccl-tests sizes it: the whole
+    array for all_gather / reduce_scatter / alltoall, rounded down to whole elements
+    that split evenly over the ranks."""
+    elements = max(world, nbytes // 4)
+    if collective != "all_reduce":
+        elements -= elements % world
+    whole = torch.zeros(elements, dtype=torch.float32, device=device)
+    if collective == "all_reduce":
+        return whole, whole, elements * 4
+    part = torch.zeros(elements // world, dtype=torch.float32, device=device)
+    if collective == "all_gather":
+        return part, whole, elements * 4
+    if collective == "reduce_scatter":
+        return whole, part, elements * 4
+    return whole, torch.zeros_like(whole), elements * 4  # alltoall
+
+
+def operation(dist: Any, collective: str, inp: Any, out: Any) -> Callable[[], Any]:
+    if collective == "all_reduce":
+        return lambda: dist.all_reduce(inp)
+    if collective == "all_gather":
+        return lambda: dist.all_gather_into_tensor(out, inp)
+    if collective == "reduce_scatter":
+        return lambda: dist.reduce_scatter_tensor(out, inp)
+    return lambda: dist.all_to_all_single(out, inp)
+
+
+def wrong(torch: Any, dist: Any, collective: str, inp: Any, out: Any, rank: int,
+          world: int) -> int:
+    """Run the collective once on values that depend on the rank; count bad elements
+    among the first and last of the output (a cheap check of a huge buffer)."""
+    inp.fill_(rank + 1)
+    operation(dist, collective, inp, out)()
+    got = out if collective != "all_reduce" else inp
+    ends = torch.cat([got[:1024], got[-1024:]]).double().cpu()
+    if collective in ("all_reduce", "reduce_scatter"):
+        expected = torch.full_like(ends, world * (world + 1) / 2)
+    elif collective == "all_gather":  # block r holds rank r's values
+        block = got.numel() // world
+        index = torch.cat([torch.arange(min(1024, got.numel())),
+                           torch.arange(max(0, got.numel() - 1024), got.numel())])
+        expected = (index // block + 1).double()
+    else:  # alltoall: block r came from rank r
+        block = got.numel() // world
+        index = torch.cat([torch.arange(min(1024, got.numel())),
+                           torch.arange(max(0, got.numel() - 1024), got.numel())])
+        expected = (index // block + 1).double()
+    return int((ends != expected).sum().item())
+
+
+def measure(torch: Any, dist: Any, collective: str, nbytes: int, warmup: int,
+            iterations: int, rank: int, world: int, device: Any) -> dict[str, Any]:
+    inp, out, actual = buffers(torch, collective, nbytes, world, device)
+    run = operation(dist, collective, inp, out)
+    cuda = device.type == "cuda"
+
+    def sync() -> None:
+        if cuda:
+            torch.cuda.synchronize(device)
+
+    for _ in range(warmup):
+        run()
+    sync()
+    dist.barrier()
+    sync()
+    per_iteration: list[float] = []
+    if cuda:
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(iterations)]
+        start = time.perf_counter()
+        for begin, end in events:
+            begin.record()
+            run()
+            end.record()
+        sync()
+        loop = time.perf_counter() - start
+        per_iteration = [begin.elapsed_time(end) / 1e3 for begin, end in events]
+    else:
+        start = time.perf_counter()
+        for _ in range(iterations):
+            began = time.perf_counter()
+            run()
+            per_iteration.append(time.perf_counter() - began)
+        loop = time.perf_counter() - start
+    bad = wrong(torch, dist, collective, inp, out, rank, world)
+    del inp, out
+    if cuda:
+        torch.cuda.empty_cache()
+    return {"bytes": actual, "time_s": loop / iterations, "iteration_s": per_iteration,
+            "wrong": bad}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--collective", choices=COLLECTIVES, default="all_reduce")
+    parser.add_argument("--sizes", required=True, help="comma-separated payloads in bytes")
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--iterations", type=int, default=20)
+    parser.add_argument("--backend", choices=("nccl", "gloo"), default="gloo")
+    args = parser.parse_args(argv)
+    import torch  # noqa: PLC0415 - a node without torch fails here, named by job_node
+    import torch.distributed as dist  # noqa: PLC0415
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    timeout = datetime.timedelta(seconds=float(os.environ.get("PYTEST_CLUSTER_INIT_TIMEOUT",
+                                                              "60")))
+    if args.backend == "nccl":
+        if not torch.cuda.is_available():
+            sys.exit(f"nccl needs CUDA: torch {torch.__version__} sees no GPU on "
+                     f"{socket.gethostname()}")
+        if local >= torch.cuda.device_count():
+            sys.exit(f"LOCAL_RANK {local} but {socket.gethostname()} has "
+                     f"{torch.cuda.device_count()} GPU(s)")
+        device = torch.device("cuda", local)
+        torch.cuda.set_device(device)
+        dist.init_process_group("nccl", timeout=timeout, device_id=device)
+    else:
+        device = torch.device("cpu")
+        dist.init_process_group("gloo", timeout=timeout)
+    results = []
+    try:
+        for size in (int(s) for s in args.sizes.split(",") if s):
+            results.append(measure(torch, dist, args.collective, size, args.warmup,
+                                   args.iterations, rank, world, device))
+    finally:
+        dist.destroy_process_group()
+    info: dict[str, Any] = {"rank": rank, "world": world, "host": socket.gethostname(),
+                            "backend": args.backend, "collective": args.collective,
+                            "torch": torch.__version__, "sizes": results}
+    if args.backend == "nccl":
+        info["device"] = torch.cuda.get_device_name(device)
+        info["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))  # type: ignore[no-untyped-call]
+    print(json.dumps(info))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

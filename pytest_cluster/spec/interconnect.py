@@ -1,0 +1,189 @@
+"""The `interconnect:` section: links, collectives, payloads, node counts and the busbw
+promise (a share of theoretical like '80%', or a rate like '360 GB/s')."""
+
+from __future__ import annotations
+
+from yaml.nodes import MappingNode, Node, SequenceNode
+
+from pytest_cluster.errors import UnitError
+from pytest_cluster.requirement import parse_requirement
+from pytest_cluster.spec.fields import (
+    Ctx,
+    Map,
+    boolean,
+    field,
+    kind,
+    positive_int,
+    text,
+    time_between,
+)
+from pytest_cluster.spec.model import Clause, ClusterSpec, GpuSpec, InterconnectSpec, LinkSpec
+from pytest_cluster.units import Dim, parse_quantity
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
+BACKENDS = ("nccl", "gloo")
+KEYS = ("intra_node", "inter_node", "collectives", "payloads", "node_counts", "busbw",
+        "ranks_per_node", "backend", "sweep_from", "warmup", "iterations", "node_network",
+        "search_payload", "timeout")
+MAX_PAYLOAD = 64 * 2**30
+
+
+def _payload(raw: object) -> int:
+    value = int(parse_quantity(raw, Dim.SIZE).value)
+    if not 1024 <= value <= MAX_PAYLOAD:
+        raise UnitError(f"expected a payload from 1 KiB to 64 GiB like '4 GiB', got {raw!r}")
+    return value
+
+
+def _link(ctx: Ctx, node: Node | None, name: str) -> LinkSpec | None:
+    if node is None:
+        return None
+    path = f"interconnect.{name}"
+    inter = name == "inter_node"
+    known = ("kind", "nics_per_node", "rate_per_nic") if inter else ("kind", "rate")
+    table = Map(ctx, node, path, known)
+    if not isinstance(node, MappingNode):
+        return None
+    link_kind = field(ctx, table.take("kind"), f"{path}.kind",
+                      text("a link kind like nvlink, infiniband, roce or ethernet"))
+    rate_key = "rate_per_nic" if inter else "rate"
+    rate_node = table.take(rate_key)
+    rate = field(ctx, rate_node, f"{path}.{rate_key}",
+                 lambda raw: parse_quantity(raw, Dim.RATE))
+    if rate_node is None:
+        example = "400 Gb/s" if inter else "450 GB/s (per GPU per direction)"
+        ctx.error(node, f"{path}.{rate_key}", f"missing: the link's rate, e.g. {example}")
+    nics = field(ctx, table.take("nics_per_node"), f"{path}.nics_per_node",
+                 positive_int) if inter else 1
+    table.finish()
+    if rate is None or rate.value <= 0:
+        if rate is not None:
+            ctx.error(rate_node, f"{path}.{rate_key}", "expected a rate above 0")
+        return None
+    default_kind = "network" if inter else "intra-node link"
+    return LinkSpec(path, node.start_mark.line + 1, link_kind or default_kind, rate.value,
+                    str(rate), nics or 1)
+
+
+def _list(ctx: Ctx, node: Node | None, path: str, parse: object) -> list[object] | None:
+    """A list (or one value) of scalars, each parsed; None if absent."""
+    if node is None:
+        return None
+    items = node.value if isinstance(node, SequenceNode) else [node]
+    if isinstance(node, MappingNode):
+        ctx.error(node, path, f"expected a list, got {kind(node)}")
+        return []
+    found: list[object] = []
+    for index, item in enumerate(items):
+        where = f"{path}[{index}]" if isinstance(node, SequenceNode) else path
+        value = field(ctx, item, where, parse)  # type: ignore[arg-type]
+        if value is not None:
+            found.append(value)
+    if isinstance(node, SequenceNode) and not items:
+        ctx.error(node, path, "expected at least one value")
+    return found
+
+
+def _busbw(ctx: Ctx, table: Map) -> Clause | None:
+    node = table.take("busbw")
+    if node is None:
+        return None
+
+    def parse(raw: object) -> Clause:
+        if (isinstance(raw, str) and raw.rstrip().endswith("%")) or isinstance(raw, float):
+            req = parse_requirement(raw, Dim.FRACTION)
+        else:
+            try:
+                req = parse_requirement(raw, Dim.RATE)
+            except UnitError:
+                raise UnitError(f"expected a share of theoretical like '>= 80%' or a bus "
+                                f"bandwidth like '>= 360 GB/s', got {raw!r}") from None
+        return Clause("interconnect.busbw", node.start_mark.line + 1, req)
+
+    return field(ctx, node, "interconnect.busbw", parse)
+
+
+def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
+                       gpus: GpuSpec | None) -> InterconnectSpec | None:
+    if node is None:
+        return None
+    path = "interconnect"
+    if cluster.launcher == "sim":
+        ctx.error(node, path, "the sim launcher does not simulate collectives; measure them "
+                  "with launcher: local, ssh or slurm")
+        return None
+    table = Map(ctx, node, path, KEYS)
+    if not isinstance(node, MappingNode):
+        return None
+    given = {name: name in table.items for name in ("intra_node", "inter_node")}
+    intra = _link(ctx, table.take("intra_node"), "intra_node")
+    inter = _link(ctx, table.take("inter_node"), "inter_node")
+
+    def collective(raw: object) -> str:
+        if raw not in COLLECTIVES:
+            raise UnitError(f"expected one of {', '.join(COLLECTIVES)}, got {raw!r}")
+        return str(raw)
+
+    collectives_node = table.take("collectives")
+    collectives = [str(c) for c in _list(ctx, collectives_node, f"{path}.collectives",
+                                         collective) or ["all_reduce"]]
+    if collectives_node is not None and "all_reduce" not in collectives and not any(
+            e.path.startswith(f"{path}.collectives") for e in ctx.errors):
+        ctx.error(collectives_node, f"{path}.collectives", "all_reduce is required (the "
+                  "others are optional)")
+    payload_node = table.take("payloads")
+    payloads = [int(v) for v in _list(ctx, payload_node, f"{path}.payloads", _payload) or []
+                if isinstance(v, int)]
+    if payload_node is None:
+        ctx.error(node, f"{path}.payloads", "missing: the payload sizes the contract names, "
+                  "e.g. payloads: [4 GiB, 16 GiB] (busbw depends on the size)")
+    counts_node = table.take("node_counts")
+    counts = [int(v) for v in _list(ctx, counts_node, f"{path}.node_counts", positive_int)
+              or [] if isinstance(v, int)]
+    if counts_node is None:
+        counts = [len(cluster.nodes)] if len(cluster.nodes) > 1 else []
+    busbw = _busbw(ctx, table)
+    if busbw is None and not any(e.path == f"{path}.busbw" for e in ctx.errors):
+        ctx.error(node, f"{path}.busbw", "missing: the promise, a share of theoretical like "
+                  "'>= 80%' or a bus bandwidth like '>= 360 GB/s'")
+
+    def backend(raw: object) -> str:
+        if raw not in BACKENDS:
+            raise UnitError(f"expected nccl (GPUs) or gloo (CPUs), got {raw!r}")
+        return str(raw)
+
+    ranks = field(ctx, table.take("ranks_per_node"), f"{path}.ranks_per_node", positive_int)
+    chosen = field(ctx, table.take("backend"), f"{path}.backend", backend)
+    sweep_from = field(ctx, table.take("sweep_from"), f"{path}.sweep_from", _payload)
+    warmup = field(ctx, table.take("warmup"), f"{path}.warmup", positive_int)
+    iterations = field(ctx, table.take("iterations"), f"{path}.iterations", positive_int)
+    search = field(ctx, table.take("node_network"), f"{path}.node_network", boolean)
+    search_payload = field(ctx, table.take("search_payload"), f"{path}.search_payload",
+                           _payload)
+    timeout = field(ctx, table.take("timeout"), f"{path}.timeout",
+                    time_between(10, 24 * 3600, "from 10 s to 24 h"))
+    table.finish()
+    if busbw is None or not payloads:
+        return None
+    result = InterconnectSpec(
+        line=node.start_mark.line + 1, busbw=busbw, payloads=tuple(sorted(set(payloads))),
+        intra_node=intra, inter_node=inter, collectives=tuple(dict.fromkeys(collectives)),
+        node_counts=tuple(sorted({c for c in counts if 2 <= c <= len(cluster.nodes)})),
+        node_counts_dropped=tuple(sorted({c for c in counts if c > len(cluster.nodes)})),
+        ranks_per_node=ranks or (gpus.slots if gpus is not None else 1),
+        backend=chosen or ("nccl" if gpus is not None else "gloo"),
+        sweep_from=min(sweep_from or 2**20, *payloads),
+        warmup=warmup or 5, iterations=iterations or 20,
+        node_network=True if search is None else search,
+        search_payload=search_payload or min(payloads),
+        timeout_s=timeout or 600.0)
+    if result.is_share:
+        if result.ranks_per_node > 1 and not given["intra_node"]:
+            ctx.error(node, f"{path}.intra_node", "missing: a share of theoretical needs the "
+                      "intra-node link's rate (intra_node: {kind: nvlink, rate: 450 GB/s}), "
+                      "or give busbw as a rate")
+        if len(cluster.nodes) > 1 and not given["inter_node"]:
+            ctx.error(node, f"{path}.inter_node", "missing: a share of theoretical needs the "
+                      "network's rate (inter_node: {kind: infiniband, nics_per_node: 8, "
+                      "rate_per_nic: 400 Gb/s}), or give busbw as a rate")
+    return result

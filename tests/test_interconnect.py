@@ -1,0 +1,305 @@
+"""Interconnect: nccl-tests' formulas, the theoretical busbw, the spec section, the
+slow-node search, and (realcomponents) gloo all-reduce over tbf-shaped links between the
+4 namespace nodes through ssh and through slurm."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any
+
+import pytest
+
+from pytest_cluster.errors import SpecError
+from pytest_cluster.interconnect import (
+    CollectiveRun,
+    aggregate,
+    bus_factor,
+    find_slow_nodes,
+    required_busbw,
+    theoretical,
+)
+from pytest_cluster.plugin import size_id
+from pytest_cluster.spec.loader import parse_spec
+from pytest_cluster.spec.model import InterconnectSpec
+from tests.conftest import has_torch
+from tests.netns_cluster import NetnsCluster
+
+H100 = """\
+cluster: {name: x, nodes: 'n[1-4]'}
+gpus: {count: 8}
+interconnect:
+  intra_node: {kind: nvlink, rate: 450 GB/s}
+  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}
+  collectives: [all_reduce, all_gather]
+  payloads: [16 GiB, 4 GiB]
+  node_counts: [1, 2, 4, 8, 16]
+  busbw: ">= 80%"
+"""
+
+
+def ic(text: str = H100) -> InterconnectSpec:
+    spec = parse_spec(text, "t.yaml").interconnect
+    assert spec is not None
+    return spec
+
+
+def error_of(text: str) -> str:
+    with pytest.raises(SpecError) as info:
+        parse_spec(text, "t.yaml")
+    return str(info.value)
+
+
+def test_bus_factors_are_nccl_tests() -> None:
+    assert bus_factor("all_reduce", 8) == 2 * 7 / 8
+    assert bus_factor("all_gather", 8) == bus_factor("reduce_scatter", 8) == 7 / 8
+    assert bus_factor("alltoall", 16) == 15 / 16
+    assert bus_factor("all_reduce", 1) == 0.0
+
+
+def test_the_spec_section_and_its_defaults() -> None:
+    spec = ic()
+    assert (spec.ranks_per_node, spec.backend) == (8, "nccl")  # from gpus: one rank per GPU
+    assert spec.payloads == (4 * 2**30, 16 * 2**30)
+    assert (spec.node_counts, spec.node_counts_dropped) == ((2, 4), (8, 16))
+    assert spec.collectives == ("all_reduce", "all_gather")
+    assert spec.is_share and spec.busbw.requirement.bound.value == 0.8
+    assert spec.sweep()[:3] == (2**20, 4 * 2**20, 16 * 2**20)
+    assert spec.sweep()[-2:] == (4 * 2**30, 16 * 2**30)
+    assert spec.search_payload == 4 * 2**30
+    assert [size_id(s) for s in (4 * 2**30, 2**20, 3072, 1536)] == [
+        "4GiB", "1MiB", "3KiB", "1536B"]
+
+
+def test_theoretical_busbw_says_how_it_was_derived() -> None:
+    spec = ic()
+    one = theoretical(spec, 1)
+    assert one is not None
+    assert (one.bytes_per_s, one.derivation) == (
+        450e9, "nvlink 450 GB/s per GPU per direction = 450 GB/s")
+    many = theoretical(spec, 4)
+    assert many is not None
+    assert (many.bytes_per_s, many.derivation) == (
+        400e9, "infiniband 8 NIC(s) x 400 Gb/s per node = 400 GB/s (a ring crosses each "
+               "node's NICs once)")
+    clause, _ = required_busbw(spec, 4)
+    assert clause.requirement.text == ">= 80% of 400 GB/s = 320 GB/s"
+    assert clause.requirement.check(300e9, "4 nodes busbw").message == (
+        "4 nodes busbw: measured 300 GB/s < required 320 GB/s (93.75% of required)")
+    absolute = ic(H100.replace('">= 80%"', '">= 360 GB/s"'))
+    assert required_busbw(absolute, 1)[0].requirement.text == ">= 360 GB/s"
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (("  payloads: [16 GiB, 4 GiB]\n", ""),
+     "t.yaml:4: interconnect.payloads: missing: the payload sizes the contract names, e.g. "
+     "payloads: [4 GiB, 16 GiB] (busbw depends on the size)"),
+    (("[all_reduce, all_gather]", "[all_gather]"),
+     "t.yaml:6: interconnect.collectives: all_reduce is required (the others are optional)"),
+    (("[all_reduce, all_gather]", "[allreduce]"),
+     "t.yaml:6: interconnect.collectives[0]: expected one of all_reduce, all_gather, "
+     "reduce_scatter, alltoall, got 'allreduce'"),
+    (("16 GiB, 4 GiB", "16 GiB, lots"),
+     "t.yaml:7: interconnect.payloads[1]: expected a size like '1.5 TiB', got 'lots'"),
+    (('">= 80%"', '">= 80 Gb"'),
+     "t.yaml:9: interconnect.busbw: expected a share of theoretical like '>= 80%' or a bus "
+     "bandwidth like '>= 360 GB/s', got '>= 80 Gb'"),
+    (("  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}\n", ""),
+     "t.yaml:4: interconnect.inter_node: missing: a share of theoretical needs the network's "
+     "rate (inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}), or "
+     "give busbw as a rate"),
+    (("rate_per_nic: 400 Gb/s", "rate: 400 Gb/s"),
+     "t.yaml: 2 problems in the spec:\n  t.yaml:5: interconnect.inter_node.rate_per_nic: "
+     "missing: the link's rate, e.g. 400 Gb/s\n  t.yaml:5: interconnect.inter_node.rate: "
+     "unknown key (known keys: kind, nics_per_node, rate_per_nic)"),
+    (("cluster: {name: x, nodes: 'n[1-4]'}", "cluster: {name: x, nodes: 'n[1-4]', "
+                                             "launcher: sim}\nsim: {gpus_per_node: 8}"),
+     "t.yaml:5: interconnect: the sim launcher does not simulate collectives; measure them "
+     "with launcher: local, ssh or slurm"),
+])
+def test_bad_interconnect_sections_are_named(change: tuple[str, str], message: str) -> None:
+    assert error_of(H100.replace(*change)) == message
+
+
+def rank(index: int, times: list[float], iterations: list[list[float]]) -> dict[str, Any]:
+    return {"rank": index, "sizes": [{"bytes": 2**20 * (i + 1), "time_s": t,
+                                      "iteration_s": it, "wrong": 0}
+                                     for i, (t, it) in enumerate(zip(times, iterations,
+                                                                     strict=True))]}
+
+
+def test_per_rank_times_become_nccl_tests_numbers() -> None:
+    ranks = [rank(0, [0.001, 0.002], [[0.001, 0.001], [0.002, 0.002]]),
+             rank(1, [0.003, 0.002], [[0.002, 0.004], [0.002, 0.002]])]
+    first, second = aggregate("all_reduce", ranks)
+    assert first.time_s == 0.002  # mean over ranks (nccl-tests -a 1)
+    assert first.algbw == 2**20 / 0.002
+    assert first.busbw == first.algbw * 1.0  # 2(n-1)/n with n = 2
+    # per iteration the slowest rank's time: 0.002 then 0.004
+    assert first.busbw_iterations == (2**20 / 0.002, 2**20 / 0.004)
+    assert first.slowest_rank == 1
+    assert first.spread == (2**20 / 0.004, (2**20 / 0.004 + 2**20 / 0.002) / 2,
+                            2**20 / 0.002)
+    assert second.bytes == 2**21
+    run = CollectiveRun("all_reduce", "gloo", ("a", "b"), 1, (first, second))
+    again = CollectiveRun.from_json(json.loads(json.dumps(run.to_json())))
+    assert again == run
+    assert run.at(2**21) == second
+    assert run.at(3 * 2**20) is None
+
+
+def network(rates: dict[str, float], calls: list[list[list[str]]]) -> Any:
+    """A fake fabric: a group runs at its slowest member's rate; a 0 rate fails (NaN)."""
+    def measure(groups: list[list[str]]) -> list[float]:
+        calls.append(groups)
+        values = [min(rates[n] for n in g) for g in groups]
+        return [v if v > 0 else math.nan for v in values]
+    return measure
+
+
+def test_one_slow_node_among_64_is_found_in_two_rounds() -> None:
+    nodes = [f"n{i:02d}" for i in range(64)]
+    rates = dict.fromkeys(nodes, 100.0) | {"n37": 40.0}
+    calls: list[list[list[str]]] = []
+    search = find_slow_nodes(nodes, network(rates, calls), bar=80.0)
+    assert [n for n, v in search.verdicts.items() if not v.ok] == ["n37"]
+    assert len(calls) == 2 and len(calls[0]) == 32  # all pairs at once, then 2 groups
+    slow = search.verdicts["n37"]
+    assert (slow.busbw, slow.round, len(slow.partners)) == (40.0, 2, 1)
+    assert search.verdicts["n36"].ok and search.verdicts["n36"].round == 2
+    assert search.verdicts["n00"].partners == ("n01",)
+
+
+def test_many_slow_nodes_are_bisected_in_few_rounds() -> None:
+    nodes = [f"n{i}" for i in range(64)]
+    slow = {f"n{i}" for i in range(0, 64, 2)} - {"n0"}  # 31 pairs have a slow node
+    rates = {n: 10.0 if n in slow else 100.0 for n in nodes}
+    calls: list[list[list[str]]] = []
+    search = find_slow_nodes(nodes, network(rates, calls), bar=80.0)
+    assert {n for n, v in search.verdicts.items() if not v.ok} == slow
+    assert len(calls) <= 2 + math.ceil(math.log2(64))  # not 64^2 pairs
+    assert all(len(set(g)) == len(g) for round_ in calls for g in round_)
+
+
+def test_a_dead_node_and_an_odd_count() -> None:
+    rates = {"a": 100.0, "b": 100.0, "c": 0.0, "d": 100.0, "e": 100.0}
+    search = find_slow_nodes(list(rates), network(rates, []), bar=80.0)
+    assert [n for n, v in search.verdicts.items() if not v.ok] == ["c"]
+    assert math.isnan(search.verdicts["c"].busbw)
+    assert search.rounds[0][1][0] == ("c", "d", "e")  # the odd one joins the last pair
+
+
+def test_when_no_node_reaches_the_bar_every_node_is_named() -> None:
+    rates = dict.fromkeys("abcd", 10.0)
+    search = find_slow_nodes(list(rates), network(rates, []), bar=80.0)
+    assert not any(v.ok for v in search.verdicts.values())
+    assert search.note.startswith("no group reached the bar")
+
+
+# -- pytester: the suite through the local launcher (every node is this machine) ---------
+
+LOCAL = """\
+cluster: {{name: local, nodes: [a, b], launcher: local, python: {python}}}
+host: {{same_software: false}}
+interconnect:
+  intra_node: {{kind: shm, rate: 1 TB/s}}
+  inter_node: {{kind: loopback, nics_per_node: 1, rate_per_nic: {rate}}}
+  payloads: [1 MiB]
+  ranks_per_node: 2
+  busbw: ">= 80%"
+  warmup: 1
+  iterations: 3
+"""
+
+
+@pytest.mark.skipif(not has_torch(), reason="needs torch")
+def test_the_suite_names_each_case_and_keeps_the_sweep(pytester: pytest.Pytester) -> None:
+    (pytester.path / "t.yaml").write_text(LOCAL.format(python=sys.executable,
+                                                       rate="1 Mb/s"))
+    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider")
+    # 1 TB/s of shared memory is out of reach; 1 Mb/s of loopback is not
+    result.assert_outcomes(passed=3, failed=2)
+    outcomes = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)}
+    assert sorted(outcomes) == [
+        "test_collective_inter_node[all_reduce-1MiB-2nodes]",
+        "test_collective_intra_node[a-all_reduce-1MiB]",
+        "test_collective_intra_node[b-all_reduce-1MiB]",
+        "test_node_network[a]", "test_node_network[b]"]
+    intra = outcomes["test_collective_intra_node[a-all_reduce-1MiB]"]
+    assert intra["outcome"] == "failed"
+    assert intra["requirement"] == ">= 80% of 1000 GB/s = 800 GB/s"
+    assert intra["derivation"] == "shm 1 TB/s per GPU per direction = 1000 GB/s"
+    assert intra["message"].startswith("Failed: a busbw: measured ")
+    assert "all_reduce 1 MiB over 1 node(s) x 2 rank(s); busbw over iterations" in (
+        intra["message"])
+    inter = outcomes["test_collective_inter_node[all_reduce-1MiB-2nodes]"]
+    assert inter["outcome"] == "passed" and inter["node"] == "2 nodes (a..b)"
+    assert [s[0] for s in inter["raw"]["sweep"]] == [2**20]
+    assert inter["raw"]["wrong"] == 0 and inter["unit"] == "GB/s"
+
+
+def jsonl(pytester: pytest.Pytester) -> list[dict[str, Any]]:
+    lines = (pytester.path / "reports" / "results.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r.get("type") == "result"]
+
+
+# -- the real thing: gloo all-reduce over shaped links between namespace nodes ------------
+
+SHAPED = """\
+cluster:
+  name: shaped
+  nodes: node[1-4]
+  launcher: {kind}
+  python: {python}
+  probe_timeout: 5 min
+{launcher_section}
+host: {{same_software: false}}
+interconnect:
+  inter_node: {{kind: veth, nics_per_node: 1, rate_per_nic: 1 Gb/s}}
+  payloads: [16 MiB]
+  node_counts: [2, 4]
+  ranks_per_node: 1
+  busbw: ">= 80%"
+  warmup: 2
+  iterations: 8
+  timeout: 3 min
+"""
+
+
+def shaped_spec(netns: NetnsCluster, kind: str) -> str:
+    section = (f"ssh:\n  config: {netns.ssh_config}\n  connect_timeout: 3 s" if kind == "ssh"
+               else "slurm: {}")
+    return SHAPED.format(kind=kind, python=sys.executable, launcher_section=section)
+
+
+@pytest.mark.realcomponents
+@pytest.mark.parametrize("kind", ["ssh", "slurm"])
+def test_shaped_links_pass_and_a_slow_node_is_named(pytester: pytest.Pytester,
+                                                    slurm: NetnsCluster, kind: str) -> None:
+    netns = slurm
+    if not has_torch():
+        pytest.skip("needs torch on the nodes")
+    (pytester.path / "t.yaml").write_text(shaped_spec(netns, kind))
+    try:
+        for node in netns.nodes:
+            netns.shape(node, "1gbit")
+        result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider")
+        result.assert_outcomes(passed=2 + 4)
+        for record in jsonl(pytester):
+            if "inter_node" in record["nodeid"]:  # >= 0.85 x 0.125 GB/s, the issue's bar
+                assert record["measured_base"] >= 0.85 * 0.125e9, record
+        netns.shape("node3", "250mbit")
+        result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider")
+    finally:
+        for node in netns.nodes:
+            netns.shape(node, None)
+    # node1 + node2 keep their 1 Gbit/s; the 4-node ring runs at node3's pace; the
+    # search names node3 alone
+    result.assert_outcomes(passed=1 + 3, failed=2)
+    failed = {r["nodeid"].split("::")[1]: r["message"] for r in jsonl(pytester)
+              if r["outcome"] == "failed"}
+    assert sorted(failed) == ["test_collective_inter_node[all_reduce-16MiB-4nodes]",
+                              "test_node_network[node3]"]
+    assert failed["test_node_network[node3]"].startswith("Failed: node3 busbw: measured ")
+    assert "so this node is the slow one" in failed["test_node_network[node3]"]
