@@ -13,7 +13,7 @@ from pytest_cluster.cluster import Cluster
 from pytest_cluster.evidence import Evidence
 from pytest_cluster.interconnect import CollectiveRun, gbs, required_busbw
 from pytest_cluster.spec.model import InterconnectSpec
-from pytest_cluster.units import Dim, format_value
+from pytest_cluster.units import Dim, format_value, size_id
 
 METHOD = ("torch.distributed {backend}, nccl-tests definitions: time = mean over ranks of "
           "{iterations} back-to-back collectives / {iterations} after {warmup} warm-up; "
@@ -32,13 +32,16 @@ def _size(nbytes: int) -> str:
 
 def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, payload: int,
            label: str, node_count: int) -> None:
-    clause, theory = required_busbw(spec, node_count)
+    scope = "intra_node" if node_count == 1 else "inter_node"
+    clause, theory = required_busbw(spec, node_count, scope)
     evidence.record(collective=run.collective, payload=payload, node_count=node_count,
                     theoretical=theory.bytes_per_s / 1e9 if theory else None,
                     derivation=theory.derivation if theory else None)
     raw: dict[str, Any] = {"nodes": list(run.nodes), "ranks_per_node": run.ranks_per_node,
                            "backend": run.backend, "details": run.details,
                            "sweep": [[p.bytes, p.busbw] for p in run.points]}
+    for p in run.points:  # JUnit keeps the sweep: one property per payload, in GB/s
+        evidence.record(**{f"busbw_GBps[{size_id(p.bytes)}]": p.busbw / 1e9})
     if not run.ok:
         evidence.cannot_measure(label, clause, run.error, raw=raw, kind="job_failed",
                                 simulated=run.simulated)
@@ -92,7 +95,7 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
     """This node's share of the slow-node search: all_reduce with known-good partners."""
     spec = _spec(cluster)
     search = cluster.node_search()
-    clause, theory = required_busbw(spec, 2)
+    clause, theory = required_busbw(spec, 2, "node_network")
     verdict = search.verdicts.get(node)
     raw = {"search": search.to_json(), "payload": spec.search_payload}
     evidence.record(collective="all_reduce", payload=spec.search_payload, node_count=2,

@@ -67,11 +67,13 @@ def theoretical(spec: InterconnectSpec, nodes: int) -> Theory | None:
     return Theory(total, text)
 
 
-def required_busbw(spec: InterconnectSpec, nodes: int) -> tuple[Clause, Theory | None]:
-    """The busbw clause as a rate: a share of theoretical becomes share x theoretical,
-    its text saying both ('>= 80% of 450 GB/s = 360 GB/s'). None: no theory needed (an
-    absolute rate) or none derivable (no link given for this case)."""
-    clause = spec.busbw
+def required_busbw(spec: InterconnectSpec, nodes: int,
+                   scope: str) -> tuple[Clause, Theory | None]:
+    """The busbw clause for one kind of test (`scope`: intra_node, inter_node or
+    node_network, its key 'interconnect.busbw[scope]') as a rate: a share of theoretical
+    becomes share x theoretical, its text saying both ('>= 80% of 450 GB/s = 360 GB/s').
+    The theory is None when none is derivable (no link given for this case)."""
+    clause = replace(spec.busbw, key=f"interconnect.busbw[{scope}]")
     theory = theoretical(spec, nodes)
     if not spec.is_share or theory is None:
         return clause, theory

@@ -18,6 +18,7 @@ import pytest
 from _pytest import junitxml  # xml_key: the one way to add <testsuite> properties
 
 from pytest_cluster.errors import SpecError
+from pytest_cluster.plots import interconnect_charts
 from pytest_cluster.report import (
     SIMULATED_BANNER,
     ResultsWriter,
@@ -28,7 +29,7 @@ from pytest_cluster.report import (
 )
 from pytest_cluster.spec import Spec, StorageSpec, VersionClause, load_spec
 from pytest_cluster.state import CACHE_DIR_KEY, SPEC_KEY
-from pytest_cluster.units import format_number
+from pytest_cluster.units import format_number, size_id
 
 pytest_plugins = ["pytest_cluster.fixtures"]
 
@@ -116,14 +117,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         dtypes = [name for name, _ in spec.gpus.matmul]
         metafunc.parametrize("dtype", dtypes, ids=dtypes, indirect=True)
     _interconnect_params(metafunc, spec)
-
-
-def size_id(nbytes: int) -> str:
-    """A payload as a test id: 4GiB, 512MiB, 1536KiB."""
-    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes % factor == 0:
-            return f"{nbytes // factor}{unit}"
-    return f"{nbytes}B"
 
 
 def _interconnect_params(metafunc: pytest.Metafunc, spec: Spec) -> None:
@@ -264,6 +257,7 @@ class ClusterSession:
                                     postfix: list[str]) -> None:
         absent = self.not_in_contract()
         prefix.append(summary_html(self.spec, tally(self.records), absent))
+        prefix.append(interconnect_charts(self.records))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_report_title(self, report: Any) -> None:

@@ -179,3 +179,11 @@ def format_value(value: float, dim: Dim, unit: str = "") -> str:
     factor = UNITS[unit][1]
     sep = "" if unit == "%" else " "
     return f"{format_number(value / factor)}{sep}{unit}"
+
+
+def size_id(nbytes: int) -> str:
+    """A payload as a test id: 4GiB, 512MiB, 1536B."""
+    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes % factor == 0:
+            return f"{nbytes // factor}{unit}"
+    return f"{nbytes}B"

@@ -8,6 +8,7 @@ import json
 import math
 import sys
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
@@ -20,9 +21,10 @@ from pytest_cluster.interconnect import (
     required_busbw,
     theoretical,
 )
-from pytest_cluster.plugin import size_id
+from pytest_cluster.plots import interconnect_charts, nice_step
 from pytest_cluster.spec.loader import parse_spec
 from pytest_cluster.spec.model import InterconnectSpec
+from pytest_cluster.units import size_id
 from tests.conftest import has_torch
 from tests.netns_cluster import NetnsCluster
 
@@ -83,12 +85,13 @@ def test_theoretical_busbw_says_how_it_was_derived() -> None:
     assert (many.bytes_per_s, many.derivation) == (
         400e9, "infiniband 8 NIC(s) x 400 Gb/s per node = 400 GB/s (a ring crosses each "
                "node's NICs once)")
-    clause, _ = required_busbw(spec, 4)
+    clause, _ = required_busbw(spec, 4, "inter_node")
     assert clause.requirement.text == ">= 80% of 400 GB/s = 320 GB/s"
     assert clause.requirement.check(300e9, "4 nodes busbw").message == (
         "4 nodes busbw: measured 300 GB/s < required 320 GB/s (93.75% of required)")
     absolute = ic(H100.replace('">= 80%"', '">= 360 GB/s"'))
-    assert required_busbw(absolute, 1)[0].requirement.text == ">= 360 GB/s"
+    assert clause.key == "interconnect.busbw[inter_node]"
+    assert required_busbw(absolute, 1, "intra_node")[0].requirement.text == ">= 360 GB/s"
 
 
 @pytest.mark.parametrize(("change", "message"), [
@@ -195,6 +198,33 @@ def test_when_no_node_reaches_the_bar_every_node_is_named() -> None:
     search = find_slow_nodes(list(rates), network(rates, []), bar=80.0)
     assert not any(v.ok for v in search.verdicts.values())
     assert search.note.startswith("no group reached the bar")
+
+
+def record(node: str, count: int, measured: float, required: float) -> dict[str, Any]:
+    return {"spec_key": "interconnect.busbw[inter_node]", "collective": "all_reduce",
+            "payload": 2**30, "node_count": count, "node": node,
+            "measured_base": measured, "required_base": required,
+            "raw": {"sweep": [[2**20, measured / 4], [2**30, measured]]}}
+
+
+def test_charts_show_busbw_over_payloads_and_node_counts() -> None:
+    records = [record("node1", 1, 400e9, 360e9), record("node2", 1, 300e9, 360e9),
+               record("2 nodes (a..b)", 2, 350e9, 320e9),
+               record("4 nodes (a..d)", 4, 330e9, 320e9),
+               {"spec_key": "host.memory", "measured_base": 1.0}]
+    text = interconnect_charts(records)
+    root = ElementTree.fromstring(f"<div>{text}</div>")  # well-formed markup
+    svgs = root.findall(".//{http://www.w3.org/2000/svg}svg")
+    assert [s.get("aria-label") for s in svgs] == [
+        "all_reduce: busbw vs payload", "all_reduce: busbw vs node count (1 node: the slowest)"]
+    payload_chart, count_chart = (ElementTree.tostring(s, encoding="unicode") for s in svgs)
+    assert payload_chart.count("<ns0:polyline") == 4  # one line per benchmark run
+    assert "required 360 GB/s (1 node)" in payload_chart
+    assert "required 320 GB/s" in payload_chart
+    assert count_chart.count("<ns0:polyline") == 1
+    assert "1 GiB: 1 300" in count_chart  # at 1 node the slowest node's 300 GB/s
+    assert interconnect_charts([{"spec_key": "host.memory"}]) == ""
+    assert [nice_step(v) for v in (1.456, 9.0, 360.0, 0.0)] == [0.5, 2.0, 100.0, 0.2]
 
 
 # -- pytester: the suite through the local launcher (every node is this machine) ---------
