@@ -260,7 +260,7 @@ def test_the_suite_names_each_case_and_keeps_the_sweep(pytester: pytest.Pytester
     assert intra["outcome"] == "failed"
     assert intra["requirement"] == ">= 80% of 1000 GB/s = 800 GB/s"
     assert intra["derivation"] == "shm 1 TB/s per GPU per direction = 1000 GB/s"
-    assert intra["message"].startswith("Failed: a busbw: measured ")
+    assert intra["message"].startswith("Failed: a busbw[intra_node]: measured ")
     assert "all_reduce 1 MiB over 1 node(s) x 2 rank(s); busbw over iterations" in (
         intra["message"])
     inter = outcomes["test_collective_inter_node[all_reduce-1MiB-2nodes]"]
@@ -331,5 +331,5 @@ def test_shaped_links_pass_and_a_slow_node_is_named(pytester: pytest.Pytester,
               if r["outcome"] == "failed"}
     assert sorted(failed) == ["test_collective_inter_node[all_reduce-16MiB-4nodes]",
                               "test_node_network[node3]"]
-    assert failed["test_node_network[node3]"].startswith("Failed: node3 busbw: measured ")
+    assert failed["test_node_network[node3]"].startswith("Failed: node3 busbw[node_network]: measured ")
     assert "so this node is the slow one" in failed["test_node_network[node3]"]
