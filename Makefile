@@ -34,6 +34,7 @@ bench: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/overhead.py
 	$(BIN)/python bench/gpu_fidelity.py
 	$(BIN)/python bench/fanout.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/allreduce_fidelity.py
 
 clean:
 	rm -rf $(VENV) reports build *.egg-info
