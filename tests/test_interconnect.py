@@ -331,5 +331,6 @@ def test_shaped_links_pass_and_a_slow_node_is_named(pytester: pytest.Pytester,
               if r["outcome"] == "failed"}
     assert sorted(failed) == ["test_collective_inter_node[all_reduce-16MiB-4nodes]",
                               "test_node_network[node3]"]
-    assert failed["test_node_network[node3]"].startswith("Failed: node3 busbw[node_network]: measured ")
-    assert "so this node is the slow one" in failed["test_node_network[node3]"]
+    message = failed["test_node_network[node3]"]
+    assert message.startswith("Failed: node3 busbw[node_network]: measured ")
+    assert "so this node is the slow one" in message
