@@ -47,11 +47,11 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
                                 simulated=run.simulated)
     if spec.is_share and theory is None:
         evidence.cannot_measure(label, clause, "no link rate in the spec to take the share "
-                                "of", raw=raw)
+                                "of", raw=raw, simulated=run.simulated)
     point = run.at(payload)
     if point is None:
         evidence.cannot_measure(label, clause, f"the payload {_size(payload)} was not "
-                                "measured", raw=raw)
+                                "measured", raw=raw, simulated=run.simulated)
     low, median, high = point.spread
     raw.update(bytes=point.bytes, time_s=point.time_s, algbw=point.algbw,
                busbw_iterations=list(point.busbw_iterations), slowest_rank=point.slowest_rank,
@@ -101,12 +101,15 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
     evidence.record(collective="all_reduce", payload=spec.search_payload, node_count=2,
                     theoretical=theory.bytes_per_s / 1e9 if theory else None,
                     derivation=theory.derivation if theory else None)
+    sim = search.simulated
     if verdict is None:
-        evidence.cannot_measure(node, clause, search.note or "not in the search", raw=raw)
+        evidence.cannot_measure(node, clause, search.note or "not in the search", raw=raw,
+                                simulated=sim)
     if math.isnan(verdict.busbw):
         evidence.cannot_measure(
             node, clause, f"the all_reduce with {', '.join(verdict.partners)} failed "
-            f"(round {verdict.round} of the search)", raw=raw, kind="job_failed")
+            f"(round {verdict.round} of the search)", raw=raw, kind="job_failed",
+            simulated=sim)
     partners = ", ".join(verdict.partners)
     why = (f"all_reduce {_size(spec.search_payload)} with {partners} (round "
            f"{verdict.round} of {len(search.rounds)} of the slow-node search)")
@@ -115,4 +118,5 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
         if search.note:
             why += f" ({search.note})"
     evidence.check(clause, verdict.busbw, node=node, result=None, raw=raw, note=why,
-                   method="pairs, then suspects with known-good nodes (nccl-tests busbw)")
+                   method="pairs, then suspects with known-good nodes (nccl-tests busbw)",
+                   simulated=sim)

@@ -46,10 +46,27 @@ def test_software_same_on_all_nodes(cluster: Cluster, package: str, evidence: Ev
             continue
         found = result.payload()["versions"].get(package) or "not installed"
         versions.setdefault(found, []).append(name)
-    summary = "; ".join(f"{v} on {', '.join(nodes)}" for v, nodes in versions.items())
+    summary = _summary(versions)
     evidence.record(spec_key=f"host.same_software.{package}", node="all",
                     requirement="the same on every node", measured=summary,
                     raw={"versions": versions, "unreachable": unreachable},
                     simulated=any(r.simulated for r in results.values()))
     if len(versions) > 1:
         pytest.fail(f"{package} differs between nodes: {summary}", pytrace=False)
+
+
+def _summary(versions: dict[str, list[str]]) -> str:
+    """'2.4.0 on all 64 nodes', or each version with its nodes: the odd ones out in full,
+    the most common version's nodes counted (the raw evidence keeps every name)."""
+    if len(versions) == 1:
+        (version, nodes), = versions.items()
+        return f"{version} on all {len(nodes)} node(s)" if len(nodes) > 4 else (
+            f"{version} on {', '.join(nodes)}")
+    common = max(versions, key=lambda v: len(versions[v]))
+    parts = []
+    for version, nodes in versions.items():
+        shown = ", ".join(nodes)
+        if version == common and len(nodes) > 4:
+            shown = f"{len(nodes)} nodes ({', '.join(nodes[:2])}, ...)"
+        parts.append(f"{version} on {shown}")
+    return "; ".join(parts)

@@ -8,7 +8,7 @@ import math
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from pytest_cluster.cache import ProbeCache
@@ -21,6 +21,7 @@ from pytest_cluster.interconnect import (
 )
 from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
 from pytest_cluster.probes import ProbeCall
+from pytest_cluster.sim.collectives import simulated_run
 from pytest_cluster.spec.model import GpuSpec, InterconnectSpec, Spec, StorageSpec
 
 #: gpu_perf parts and the GpuSpec clauses that need them.
@@ -167,13 +168,27 @@ class Cluster:
             return 1
         return max(1, min(jobs, self.spec.cluster.parallel))
 
+    @property
+    def simulated(self) -> bool:
+        """Whether the benchmark jobs are simulated (launcher: sim), not run."""
+        return self.spec.sim is not None and self.launcher.name == "sim"
+
+    def collective(self, collective: str, nodes: Sequence[str],
+                   sizes: Sequence[int]) -> CollectiveRun:
+        """One benchmark job over `nodes` (simulated with launcher: sim)."""
+        spec = self._interconnect()
+        if self.spec.sim is not None and self.simulated:
+            return simulated_run(self.spec.sim, spec, collective, nodes, sizes,
+                                 spec.ranks_per_node)
+        return run_collective(self.launcher, spec, collective, nodes, sizes)
+
     def intra_node(self, node: str, collective: str) -> CollectiveRun:
         """The payload sweep inside `node` (all its ranks); every node's job at once."""
         spec = self._interconnect()
 
         def compute() -> dict[str, object]:
             def one(name: str) -> CollectiveRun:
-                return run_collective(self.launcher, spec, collective, [name], spec.sweep())
+                return self.collective(collective, [name], spec.sweep())
             with ThreadPoolExecutor(max_workers=self._jobs_at_once(len(self.nodes))) as pool:
                 runs = list(pool.map(one, self.nodes))
             return {name: run.to_json() for name, run in zip(self.nodes, runs, strict=True)}
@@ -187,8 +202,7 @@ class Cluster:
         nodes = self.nodes[:count]
         document = self.cache.document(
             self._key("inter", count, collective),
-            lambda: run_collective(self.launcher, spec, collective, nodes,
-                                   spec.sweep()).to_json())
+            lambda: self.collective(collective, nodes, spec.sweep()).to_json())
         return CollectiveRun.from_json(document)
 
     def search_bar(self) -> float:
@@ -207,7 +221,7 @@ class Cluster:
 
         def measure(groups: list[list[str]]) -> list[float]:
             def one(group: list[str]) -> float:
-                run = run_collective(self.launcher, spec, "all_reduce", group, [size])
+                run = self.collective("all_reduce", group, [size])
                 point = run.at(size) if run.ok else None
                 return point.busbw if point is not None else math.nan
             with ThreadPoolExecutor(max_workers=self._jobs_at_once(len(groups))) as pool:
@@ -215,5 +229,6 @@ class Cluster:
 
         document = self.cache.document(
             self._key("search", size),
-            lambda: find_slow_nodes(self.nodes, measure, self.search_bar()).to_json())
+            lambda: replace(find_slow_nodes(self.nodes, measure, self.search_bar()),
+                            simulated=self.simulated).to_json())
         return NodeSearch.from_json(document)

@@ -216,18 +216,21 @@ class NodeSearch:
     rounds: tuple[tuple[tuple[tuple[str, ...], float], ...], ...]  # per round: (group, busbw)
     bar_bytes_per_s: float
     note: str = ""
+    simulated: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {"verdicts": {n: asdict(v) for n, v in self.verdicts.items()},
                 "rounds": [[[list(g), bw] for g, bw in r] for r in self.rounds],
-                "bar_bytes_per_s": self.bar_bytes_per_s, "note": self.note}
+                "bar_bytes_per_s": self.bar_bytes_per_s, "note": self.note,
+                "simulated": self.simulated}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NodeSearch:
         verdicts = {n: NodeVerdict(v["node"], v["ok"], v["busbw"], tuple(v["partners"]),
                                    v["round"]) for n, v in data["verdicts"].items()}
         rounds = tuple(tuple((tuple(g), float(bw)) for g, bw in r) for r in data["rounds"])
-        return cls(verdicts, rounds, float(data["bar_bytes_per_s"]), data.get("note", ""))
+        return cls(verdicts, rounds, float(data["bar_bytes_per_s"]), data.get("note", ""),
+                   bool(data.get("simulated")))
 
 
 def _chunks(items: list[str], count: int) -> list[list[str]]:

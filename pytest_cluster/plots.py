@@ -109,6 +109,17 @@ def size_text(nbytes: float) -> str:
     return f"{format_number(nbytes)} B"
 
 
+def _payload_runs(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs drawn over payloads: every multi-node run; the single-node runs all when
+    few, else the slowest and the fastest node (by their busbw at the largest payload)."""
+    single = [r for r in records if r.get("node_count") == 1]
+    multi = [r for r in records if r.get("node_count") != 1]
+    if len(single) + len({str(r.get("node")) for r in multi}) > MAX_SERIES:
+        ranked = sorted(single, key=lambda r: float(r["raw"]["sweep"][-1][1]))
+        single = ranked[:1] + ranked[-1:] if ranked else []
+    return single + multi
+
+
 def interconnect_charts(records: Sequence[dict[str, Any]]) -> str:
     """busbw vs payload (each benchmark run) and vs node count (each collective and contract
     payload) from the interconnect tests' records; empty if there are none."""
@@ -120,8 +131,10 @@ def interconnect_charts(records: Sequence[dict[str, Any]]) -> str:
     for collective in sorted({str(r.get("collective")) for r in runs}):
         mine = [r for r in runs if r.get("collective") == collective]
         seen: dict[str, Series] = {}
-        for r in mine:
+        for r in _payload_runs(mine):
             label = str(r.get("node"))
+            if r.get("node_count") == 1 and len(mine) > MAX_SERIES:
+                label += " (slowest node)" if not seen else " (fastest node)"
             seen.setdefault(label, Series(label, tuple(
                 (float(b), float(v) / 1e9) for b, v in r["raw"]["sweep"])))
         lines = {f"required {format_number(float(r['required_base']) / 1e9)} GB/s"

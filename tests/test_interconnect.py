@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
@@ -116,10 +117,8 @@ def test_theoretical_busbw_says_how_it_was_derived() -> None:
      "t.yaml: 2 problems in the spec:\n  t.yaml:5: interconnect.inter_node.rate_per_nic: "
      "missing: the link's rate, e.g. 400 Gb/s\n  t.yaml:5: interconnect.inter_node.rate: "
      "unknown key (known keys: kind, nics_per_node, rate_per_nic)"),
-    (("cluster: {name: x, nodes: 'n[1-4]'}", "cluster: {name: x, nodes: 'n[1-4]', "
-                                             "launcher: sim}\nsim: {gpus_per_node: 8}"),
-     "t.yaml:5: interconnect: the sim launcher does not simulate collectives; measure them "
-     "with launcher: local, ssh or slurm"),
+    (("  busbw: \">= 80%\"\n", "  busbw: \">= 80%\"\n  timeout: 2 s\n"),
+     "t.yaml:10: interconnect.timeout: expected a time from 10 s to 24 h, got '2 s'"),
 ])
 def test_bad_interconnect_sections_are_named(change: tuple[str, str], message: str) -> None:
     assert error_of(H100.replace(*change)) == message
@@ -225,6 +224,35 @@ def test_charts_show_busbw_over_payloads_and_node_counts() -> None:
     assert "1 GiB: 1 300" in count_chart  # at 1 node the slowest node's 300 GB/s
     assert interconnect_charts([{"spec_key": "host.memory"}]) == ""
     assert [nice_step(v) for v in (1.456, 9.0, 360.0, 0.0)] == [0.5, 2.0, 100.0, 0.2]
+
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_the_simulated_64_node_example_names_its_slow_and_dead_nodes(
+        pytester: pytest.Pytester) -> None:
+    """sim-gpu-37's network at half rate, sim-gpu-50 down; every result SIMULATED."""
+    result = pytester.runpytest(f"--cluster={EXAMPLES / 'sim-h100-64.yaml'}",
+                                "-p", "no:cacheprovider")
+    records = jsonl(pytester)
+    failed = {r["nodeid"].split("::")[1]: r["message"] for r in records
+              if r["outcome"] == "failed"}
+    assert sorted(failed) == [
+        "test_collective_inter_node[all_reduce-16GiB-64nodes]",
+        "test_collective_inter_node[all_reduce-4GiB-64nodes]",
+        "test_collective_intra_node[sim-gpu-50-all_reduce-16GiB]",
+        "test_collective_intra_node[sim-gpu-50-all_reduce-4GiB]",
+        "test_node_network[sim-gpu-37]", "test_node_network[sim-gpu-50]"]
+    # intra 64 x 2 payloads, inter 6 counts x 2, node_network 64; same_software x 6
+    result.assert_outcomes(failed=6, passed=64 * 2 + 6 * 2 + 64 - 6 + 6)
+    assert all(m.startswith("Failed: [SIMULATED] ") for m in failed.values())
+    assert all(r["simulated"] is True for r in records)
+    assert "all_reduce 4 GiB with sim-gpu-01 (round 2 of 2 of the slow-node search)" in (
+        failed["test_node_network[sim-gpu-37]"])
+    assert "sim-gpu-50 rank 392 did not start" in (
+        failed["test_collective_inter_node[all_reduce-4GiB-64nodes]"])
+    html = (pytester.path / "reports" / "report.html").read_text()
+    assert "all_reduce: busbw vs node count (1 node: the slowest)" in html
 
 
 # -- pytester: the suite through the local launcher (every node is this machine) ---------

@@ -46,3 +46,13 @@ def test_many_text_values_show_the_failing_ones() -> None:
         "hw_slowdown (max 70 C) (n2 gpu0); hw_slowdown (max 71 C) (n2 gpu1); hw_slowdown "
         "(max 72 C) (n2 gpu2); hw_slowdown (max 73 C) (n2 gpu3); hw_slowdown (max 74 C) "
         "(n2 gpu4); and 2 more")
+
+
+def test_version_summaries_stay_short_on_big_clusters() -> None:
+    from acceptance.test_software import _summary
+
+    many = [f"n{i:02d}" for i in range(64)]
+    assert _summary({"2.4.0": many}) == "2.4.0 on all 64 node(s)"
+    assert _summary({"2.4.0": ["a", "b"]}) == "2.4.0 on a, b"
+    assert _summary({"2.4.0": many[:63], "2.3.1": ["n63"]}) == (
+        "2.4.0 on 63 nodes (n00, n01, ...); 2.3.1 on n63")

@@ -182,7 +182,8 @@ def _plain(node: Node) -> object:
 
 FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen", "pcie_width",
               "row_remap_pending", "row_remap_failure", "ecc_uncorrected", "nvlinks_down",
-              "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor")
+              "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor",
+              "link_factor")
 THROTTLES = tuple(THROTTLE_BITS)  # the clocks event reasons that count as throttling
 
 
@@ -247,6 +248,7 @@ def _fault(ctx: Ctx, node: Node, index: int, cluster: ClusterSpec,
         temperature_c=temp if isinstance(temp, float) else None,
         matmul_factor=one("matmul_factor", factor) or 1.0,  # type: ignore[arg-type]
         bandwidth_factor=one("bandwidth_factor", factor) or 1.0,  # type: ignore[arg-type]
+        link_factor=one("link_factor", factor) or 1.0,  # type: ignore[arg-type]
     )
     table.finish()
     per_gpu = (fault.model, fault.memory_held_bytes, fault.pcie_gen, fault.pcie_width,

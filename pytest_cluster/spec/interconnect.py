@@ -108,10 +108,6 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
     if node is None:
         return None
     path = "interconnect"
-    if cluster.launcher == "sim":
-        ctx.error(node, path, "the sim launcher does not simulate collectives; measure them "
-                  "with launcher: local, ssh or slurm")
-        return None
     table = Map(ctx, node, path, KEYS)
     if not isinstance(node, MappingNode):
         return None

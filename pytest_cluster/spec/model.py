@@ -178,6 +178,7 @@ class SimFault:
     temperature_c: float | None = None
     matmul_factor: float = 1.0
     bandwidth_factor: float = 1.0
+    link_factor: float = 1.0  # the node's network runs at this share of its rate
 
 
 @dataclass(frozen=True)
