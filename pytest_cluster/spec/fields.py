@@ -165,3 +165,24 @@ def clause(ctx: Ctx, table: Map, key: str, name: str, dim: Dim,
     if req is None or node is None:
         return None
     return Clause(path, node.start_mark.line + 1, req)
+
+
+def share_or(ctx: Ctx, table: Map, key: str, name: str, dim: Dim,
+             expected: str) -> Clause | None:
+    """A clause written as a share ('>= 95%', 0.95) or as a quantity of `dim`; `expected`
+    says both in words for the error ("a share of total like '95%' or a size like ...")."""
+    node = table.take(name)
+    if node is None:
+        return None
+
+    def parse(raw: object) -> Clause:
+        if (isinstance(raw, str) and raw.rstrip().endswith("%")) or isinstance(raw, float):
+            req = parse_requirement(raw, Dim.FRACTION)
+        else:
+            try:
+                req = parse_requirement(raw, dim)
+            except UnitError:
+                raise UnitError(f"expected {expected}, got {raw!r}") from None
+        return Clause(f"{key}.{name}", node.start_mark.line + 1, req)
+
+    return field(ctx, node, table.sub(name), parse)

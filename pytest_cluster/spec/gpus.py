@@ -19,6 +19,7 @@ from pytest_cluster.spec.fields import (
     kind,
     positive_int,
     scalar,
+    share_or,
     text,
     time_between,
 )
@@ -65,25 +66,6 @@ def _rule(ctx: Ctx, table: Map, name: str) -> Rule | None:
 
     on = field(ctx, node, f"gpus.{name}", parse)
     return Rule(f"gpus.{name}", node.start_mark.line + 1, RULES[name]) if on else None
-
-
-def _usable(ctx: Ctx, table: Map) -> Clause | None:
-    node = table.take("usable_memory")
-    if node is None:
-        return None
-
-    def parse(raw: object) -> Clause:
-        if (isinstance(raw, str) and raw.rstrip().endswith("%")) or isinstance(raw, float):
-            req = parse_requirement(raw, Dim.FRACTION)
-        else:
-            try:
-                req = parse_requirement(raw, Dim.SIZE)
-            except UnitError:
-                raise UnitError(f"expected a share of total like '95%' or a size like "
-                                f"'76 GiB', got {raw!r}") from None
-        return Clause("gpus.usable_memory", node.start_mark.line + 1, req)
-
-    return field(ctx, node, "gpus.usable_memory", parse)
 
 
 def _matmul(ctx: Ctx, table: Map) -> tuple[tuple[str, Clause], ...]:
@@ -150,7 +132,8 @@ def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
         model=model.key if model else None,
         model_line=model_node.start_mark.line + 1 if model_node is not None else 0,
         memory=clause(ctx, table, "gpus", "memory", Dim.SIZE),
-        usable_memory=_usable(ctx, table),
+        usable_memory=share_or(ctx, table, "gpus", "usable_memory", Dim.SIZE,
+                               "a share of total like '95%' or a size like '76 GiB'"),
         temperature=clause(ctx, table, "gpus", "temperature", Dim.TEMPERATURE, "<=")
         or _default("gpus.temperature", "<= 85 C", Dim.TEMPERATURE, "<="),
         ecc_uncorrected=clause(ctx, table, "gpus", "ecc_uncorrected", Dim.COUNT, "<=")

@@ -6,7 +6,6 @@ from __future__ import annotations
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster.errors import UnitError
-from pytest_cluster.requirement import parse_requirement
 from pytest_cluster.spec.fields import (
     Ctx,
     Map,
@@ -14,10 +13,11 @@ from pytest_cluster.spec.fields import (
     field,
     kind,
     positive_int,
+    share_or,
     text,
     time_between,
 )
-from pytest_cluster.spec.model import Clause, ClusterSpec, GpuSpec, InterconnectSpec, LinkSpec
+from pytest_cluster.spec.model import ClusterSpec, GpuSpec, InterconnectSpec, LinkSpec
 from pytest_cluster.units import Dim, parse_quantity
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
@@ -84,25 +84,6 @@ def _list(ctx: Ctx, node: Node | None, path: str, parse: object) -> list[object]
     return found
 
 
-def _busbw(ctx: Ctx, table: Map) -> Clause | None:
-    node = table.take("busbw")
-    if node is None:
-        return None
-
-    def parse(raw: object) -> Clause:
-        if (isinstance(raw, str) and raw.rstrip().endswith("%")) or isinstance(raw, float):
-            req = parse_requirement(raw, Dim.FRACTION)
-        else:
-            try:
-                req = parse_requirement(raw, Dim.RATE)
-            except UnitError:
-                raise UnitError(f"expected a share of theoretical like '>= 80%' or a bus "
-                                f"bandwidth like '>= 360 GB/s', got {raw!r}") from None
-        return Clause("interconnect.busbw", node.start_mark.line + 1, req)
-
-    return field(ctx, node, "interconnect.busbw", parse)
-
-
 def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
                        gpus: GpuSpec | None) -> InterconnectSpec | None:
     if node is None:
@@ -138,7 +119,8 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
               or [] if isinstance(v, int)]
     if counts_node is None:
         counts = [len(cluster.nodes)] if len(cluster.nodes) > 1 else []
-    busbw = _busbw(ctx, table)
+    busbw = share_or(ctx, table, path, "busbw", Dim.RATE, "a share of theoretical like "
+                     "'>= 80%' or a bus bandwidth like '>= 360 GB/s'")
     if busbw is None and not any(e.path == f"{path}.busbw" for e in ctx.errors):
         ctx.error(node, f"{path}.busbw", "missing: the promise, a share of theoretical like "
                   "'>= 80%' or a bus bandwidth like '>= 360 GB/s'")
