@@ -94,8 +94,9 @@ def test_collective_inter_node(cluster: Cluster, node_count: int, collective: st
 def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
     """This node's share of the slow-node search: all_reduce with known-good partners."""
     spec = _spec(cluster)
-    search = cluster.node_search()
     clause, theory = required_busbw(spec, 2, "node_network")
+    evidence.require(cluster.host(node), clause)  # a node that does not answer says so
+    search = cluster.node_search()
     verdict = search.verdicts.get(node)
     raw = {"search": search.to_json(), "payload": spec.search_payload}
     evidence.record(collective="all_reduce", payload=spec.search_payload, node_count=2,

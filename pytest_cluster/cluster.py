@@ -175,8 +175,16 @@ class Cluster:
 
     def collective(self, collective: str, nodes: Sequence[str],
                    sizes: Sequence[int]) -> CollectiveRun:
-        """One benchmark job over `nodes` (simulated with launcher: sim)."""
+        """One benchmark job over `nodes` (simulated with launcher: sim). A node whose host
+        probe did not answer fails the job at once: the other ranks would otherwise wait
+        out the rendezvous timeout for it."""
         spec = self._interconnect()
+        for node in nodes:
+            host = self.host(node)
+            if not host.ok:
+                return CollectiveRun(collective, spec.backend, tuple(nodes),
+                                     spec.ranks_per_node, error=host.describe(),
+                                     simulated=host.simulated)
         if self.spec.sim is not None and self.simulated:
             return simulated_run(self.spec.sim, spec, collective, nodes, sizes,
                                  spec.ranks_per_node)
