@@ -7,10 +7,11 @@ wait for its results.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,16 @@ class ProbeCache:
         self._memo[key] = results
         return results
 
+    @contextlib.contextmanager
+    def alone(self) -> Iterator[None]:
+        """Held while a measurement that loads the nodes runs (GPU load, storage I/O,
+        collectives): pytest-xdist workers take turns, so no measurement runs beside
+        another one and skews it. Taken inside a result's own lock, never around one."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with open(self.directory / "measuring.lock", "w", encoding="ascii") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
     def document(self, key: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """A JSON document computed once per run (e.g. a benchmark job over many nodes),
         under the same lock discipline as probe results."""
@@ -62,7 +73,8 @@ class ProbeCache:
             if target.exists():
                 loaded: dict[str, Any] = json.loads(target.read_text(encoding="utf-8"))
                 return loaded
-            document = compute()
+            with self.alone():
+                document = compute()
             partial = target.with_suffix(".tmp")
             partial.write_text(json.dumps(document, indent=1), encoding="utf-8")
             os.replace(partial, target)

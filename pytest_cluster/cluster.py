@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import time
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -71,6 +72,10 @@ def gpu_perf_call(gpus: GpuSpec) -> ProbeCall | None:
     return ProbeCall("gpu_perf", tuple(args))
 
 
+#: Probes that load the nodes (GPUs, disks): one at a time across xdist workers.
+LOADING_PROBES = ("gpu_perf", "storage", "import_latency")
+
+
 class Cluster:
     """What the `cluster` fixture gives a test: spec, nodes and probe results."""
 
@@ -88,6 +93,9 @@ class Cluster:
         return self.spec.cluster.nodes
 
     def _run(self, call: ProbeCall, nodes: Sequence[str]) -> dict[str, ProbeResult]:
+        if call.name in LOADING_PROBES:
+            with self.cache.alone():
+                return self.launcher.run(call, nodes, self.spec.cluster.probe_timeout_s)
         return self.launcher.run(call, nodes, self.spec.cluster.probe_timeout_s)
 
     def probe(self, call: ProbeCall, node: str) -> ProbeResult:
@@ -188,7 +196,10 @@ class Cluster:
         if self.spec.sim is not None and self.simulated:
             return simulated_run(self.spec.sim, spec, collective, nodes, sizes,
                                  spec.ranks_per_node)
-        return run_collective(self.launcher, spec, collective, nodes, sizes)
+        started = time.time()
+        run = run_collective(self.launcher, spec, collective, nodes, sizes)
+        return replace(run, details={**run.details, "started_at": started,
+                                     "ended_at": time.time()})
 
     def intra_node(self, node: str, collective: str) -> CollectiveRun:
         """The payload sweep inside `node` (all its ranks); every node's job at once."""
@@ -201,6 +212,7 @@ class Cluster:
                 runs = list(pool.map(one, self.nodes))
             return {name: run.to_json() for name, run in zip(self.nodes, runs, strict=True)}
 
+        self.host_all()  # read before the measuring lock is taken (see ProbeCache.alone)
         document = self.cache.document(self._key("intra", collective), compute)
         return CollectiveRun.from_json(document[node])
 
@@ -208,6 +220,7 @@ class Cluster:
         """The payload sweep across the first `count` nodes of the spec, as one job."""
         spec = self._interconnect()
         nodes = self.nodes[:count]
+        self.host_all()
         document = self.cache.document(
             self._key("inter", count, collective),
             lambda: self.collective(collective, nodes, spec.sweep()).to_json())
@@ -235,6 +248,7 @@ class Cluster:
             with ThreadPoolExecutor(max_workers=self._jobs_at_once(len(groups))) as pool:
                 return list(pool.map(one, groups))
 
+        self.host_all()
         document = self.cache.document(
             self._key("search", size),
             lambda: replace(find_slow_nodes(self.nodes, measure, self.search_bar()),

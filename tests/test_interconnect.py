@@ -4,6 +4,7 @@ slow-node search, and (realcomponents) gloo all-reduce over tbf-shaped links bet
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import sys
@@ -299,6 +300,24 @@ def test_the_suite_names_each_case_and_keeps_the_sweep(pytester: pytest.Pytester
     assert inter["outcome"] == "passed" and inter["node"] == "2 nodes (a..b)"
     assert [s[0] for s in inter["raw"]["sweep"]] == [2**20]
     assert inter["raw"]["wrong"] == 0 and inter["unit"] == "GB/s"
+
+
+@pytest.mark.skipif(not has_torch(), reason="needs torch")
+def test_xdist_workers_take_turns_to_measure(pytester: pytest.Pytester) -> None:
+    """Two workers, one machine: no benchmark job may run beside another one."""
+    (pytester.path / "t.yaml").write_text(LOCAL.format(python=sys.executable,
+                                                       rate="1 Mb/s"))
+    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-n", "2")
+    result.assert_outcomes(passed=3, failed=2)
+    spans = []
+    for path in (pytester.path / "reports" / "probes").glob("interconnect-*.json"):
+        document = json.loads(path.read_text())
+        runs = document.values() if "collective" not in document else [document]
+        spans += [(r["details"]["started_at"], r["details"]["ended_at"]) for r in runs
+                  if isinstance(r, dict) and "started_at" in r.get("details", {})]
+    spans.sort()
+    assert len(spans) >= 2 + 1  # intra a, b; inter 2 nodes; (the search's jobs)
+    assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans))
 
 
 def jsonl(pytester: pytest.Pytester) -> list[dict[str, Any]]:
