@@ -161,5 +161,9 @@ def interconnect_charts(records: Sequence[dict[str, Any]]) -> str:
             parts.append(chart(f"{collective}: busbw vs node count (1 node: the slowest)",
                                series, [Line(k, v) for k, v in inter.items()], "nodes",
                                "busbw (GB/s)", format_number))
-    return ('<div id="interconnect-charts"><h3>Interconnect</h3>' + "".join(parts)
-            + "</div>")
+    theory = {("in one node" if r.get("node_count") == 1 else "across nodes"):
+              str(r["derivation"]) for r in runs if r.get("derivation")}
+    said = "".join(f"<li>Theoretical busbw {html.escape(where)}: {html.escape(text)}</li>"
+                   for where, text in sorted(theory.items(), reverse=True))
+    return ('<div id="interconnect-charts"><h3>Interconnect</h3>'
+            + (f"<ul>{said}</ul>" if said else "") + "".join(parts) + "</div>")

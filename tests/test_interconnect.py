@@ -203,6 +203,7 @@ def test_when_no_node_reaches_the_bar_every_node_is_named() -> None:
 def record(node: str, count: int, measured: float, required: float) -> dict[str, Any]:
     return {"spec_key": "interconnect.busbw[inter_node]", "collective": "all_reduce",
             "payload": 2**30, "node_count": count, "node": node,
+            "derivation": "nvlink 450 GB/s" if count == 1 else "ib 8 x 400 Gb/s",
             "measured_base": measured, "required_base": required,
             "raw": {"sweep": [[2**20, measured / 4], [2**30, measured]]}}
 
@@ -223,6 +224,8 @@ def test_charts_show_busbw_over_payloads_and_node_counts() -> None:
     assert "required 320 GB/s" in payload_chart
     assert count_chart.count("<ns0:polyline") == 1
     assert "1 GiB: 1 300" in count_chart  # at 1 node the slowest node's 300 GB/s
+    assert "<li>Theoretical busbw in one node: nvlink 450 GB/s</li><li>Theoretical busbw " \
+        "across nodes: ib 8 x 400 Gb/s</li>" in text
     assert interconnect_charts([{"spec_key": "host.memory"}]) == ""
     assert [nice_step(v) for v in (1.456, 9.0, 360.0, 0.0)] == [0.5, 2.0, 100.0, 0.2]
 
