@@ -118,6 +118,10 @@ def test_theoretical_busbw_says_how_it_was_derived() -> None:
      "t.yaml: 2 problems in the spec:\n  t.yaml:5: interconnect.inter_node.rate_per_nic: "
      "missing: the link's rate, e.g. 400 Gb/s\n  t.yaml:5: interconnect.inter_node.rate: "
      "unknown key (known keys: kind, nics_per_node, rate_per_nic)"),
+    (("nodes: 'n[1-4]'}\ngpus: {count: 8}", "nodes: n1}\ngpus: {count: 1}"),
+     "t.yaml:4: interconnect.ranks_per_node: nothing to measure: one node with one rank has "
+     "no one to talk to; set ranks_per_node to 2 or more (one per GPU), or test several "
+     "nodes"),
     (("  busbw: \">= 80%\"\n", "  busbw: \">= 80%\"\n  timeout: 2 s\n"),
      "t.yaml:10: interconnect.timeout: expected a time from 10 s to 24 h, got '2 s'"),
 ])

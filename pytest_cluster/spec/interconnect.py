@@ -155,6 +155,10 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
         node_network=True if search is None else search,
         search_payload=search_payload or min(payloads),
         timeout_s=timeout or 600.0)
+    if result.ranks_per_node < 2 and len(cluster.nodes) < 2:
+        ctx.error(node, f"{path}.ranks_per_node", "nothing to measure: one node with one "
+                  "rank has no one to talk to; set ranks_per_node to 2 or more (one per "
+                  "GPU), or test several nodes")
     if result.is_share:
         if result.ranks_per_node > 1 and not given["intra_node"]:
             ctx.error(node, f"{path}.intra_node", "missing: a share of theoretical needs the "
