@@ -19,6 +19,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 SSHD = "/usr/sbin/sshd"
@@ -233,6 +234,16 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
         self.sshd[node] = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                            stdout=subprocess.DEVNULL,
                                            stderr=subprocess.DEVNULL)
+
+    @contextlib.contextmanager
+    def sshd_stopped(self, node: str) -> Iterator[None]:
+        """`node`'s sshd is down inside the block and back (answering) after it."""
+        self.stop_sshd(node)
+        try:
+            yield
+        finally:
+            self.start_sshd(node)
+            self.wait_for_port(node)
 
     def stop_sshd(self, node: str) -> None:
         process = self.sshd.pop(node, None)

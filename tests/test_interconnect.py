@@ -403,12 +403,8 @@ def test_a_dead_node_fails_its_own_cases_and_the_rest_go_on(pytester: pytest.Pyt
     if not has_torch():
         pytest.skip("needs torch on the nodes")
     (pytester.path / "t.yaml").write_text(shaped_spec(netns, "ssh"))
-    netns.stop_sshd("node4")
-    try:
+    with netns.sshd_stopped("node4"):
         result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider")
-    finally:
-        netns.start_sshd("node4")
-        netns.wait_for_port("node4")
     result.assert_outcomes(passed=1 + 3, failed=2)
     failed = {r["nodeid"].split("::")[1]: r["message"] for r in jsonl(pytester)
               if r["outcome"] == "failed"}

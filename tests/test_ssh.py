@@ -221,12 +221,8 @@ def test_a_stopped_sshd_fails_only_its_node(pytester: pytest.Pytester,
                                             netns: NetnsCluster) -> None:
     fs = pytester.mkdir("fs")
     (pytester.path / "trial.yaml").write_text(spec_text(netns, fs))
-    netns.stop_sshd("node3")
-    try:
+    with netns.sshd_stopped("node3"):
         result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
-    finally:
-        netns.start_sshd("node3")
-        netns.wait_for_port("node3")
     # the other nodes' 8 checks each, and same_software among the nodes that answered; the
     # shared file cannot be read on node3
     result.assert_outcomes(passed=3 * 8 + 6, failed=8 + 1)
