@@ -13,14 +13,9 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from pytest_cluster.cache import ProbeCache
-from pytest_cluster.interconnect import (
-    CollectiveRun,
-    NodeSearch,
-    find_slow_nodes,
-    run_collective,
-    theoretical,
-)
+from pytest_cluster.interconnect import CollectiveRun, run_collective, theoretical
 from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
+from pytest_cluster.node_search import NodeSearch, find_slow_nodes
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.sim.collectives import simulated_run
 from pytest_cluster.spec.model import GpuSpec, InterconnectSpec, Spec, StorageSpec

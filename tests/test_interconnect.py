@@ -19,10 +19,10 @@ from pytest_cluster.interconnect import (
     CollectiveRun,
     aggregate,
     bus_factor,
-    find_slow_nodes,
     required_busbw,
     theoretical,
 )
+from pytest_cluster.node_search import find_slow_nodes
 from pytest_cluster.plots import interconnect_charts, nice_step
 from pytest_cluster.spec.loader import parse_spec
 from pytest_cluster.spec.model import InterconnectSpec
