@@ -13,7 +13,7 @@ from pytest_cluster.cluster import Cluster
 from pytest_cluster.evidence import Evidence
 from pytest_cluster.interconnect import CollectiveRun, gbs, required_busbw
 from pytest_cluster.spec.model import InterconnectSpec
-from pytest_cluster.units import Dim, format_value, size_id
+from pytest_cluster.units import format_size, size_id
 
 METHOD = ("torch.distributed {backend}, nccl-tests definitions: time = mean over ranks of "
           "{iterations} back-to-back collectives / {iterations} after {warmup} warm-up; "
@@ -24,10 +24,6 @@ def _spec(cluster: Cluster) -> InterconnectSpec:
     spec = cluster.spec.interconnect
     assert spec is not None, "the spec has no interconnect section"
     return spec
-
-
-def _size(nbytes: int) -> str:
-    return format_value(nbytes, Dim.SIZE, "GiB" if nbytes >= 2**30 else "MiB")
 
 
 def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, payload: int,
@@ -50,7 +46,7 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
                                 "of", raw=raw, simulated=run.simulated)
     point = run.at(payload)
     if point is None:
-        evidence.cannot_measure(label, clause, f"the payload {_size(payload)} was not "
+        evidence.cannot_measure(label, clause, f"the payload {format_size(payload)} was not "
                                 "measured", raw=raw, simulated=run.simulated)
     low, median, high = point.spread
     raw.update(bytes=point.bytes, time_s=point.time_s, algbw=point.algbw,
@@ -63,7 +59,7 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
     factor = "2(n-1)/n" if run.collective == "all_reduce" else "(n-1)/n"
     method = METHOD.format(backend=run.backend, iterations=spec.iterations,
                            warmup=spec.warmup, factor=factor)
-    note = (f"{run.collective} {_size(point.bytes)} over {len(run.nodes)} node(s) x "
+    note = (f"{run.collective} {format_size(point.bytes)} over {len(run.nodes)} node(s) x "
             f"{run.ranks_per_node} rank(s); busbw over iterations {gbs(low)} min, "
             f"{gbs(median)} median, {gbs(high)} max; slowest rank {point.slowest_rank}")
     if theory is not None:
@@ -112,7 +108,7 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
             f"(round {verdict.round} of the search)", raw=raw, kind="job_failed",
             simulated=sim)
     partners = ", ".join(verdict.partners)
-    why = (f"all_reduce {_size(spec.search_payload)} with {partners} (round "
+    why = (f"all_reduce {format_size(spec.search_payload)} with {partners} (round "
            f"{verdict.round} of {len(search.rounds)} of the slow-node search)")
     if not verdict.ok:
         why += "; the partners reach the bar with other nodes, so this node is the slow one"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -13,7 +14,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from pytest_cluster.cache import ProbeCache
-from pytest_cluster.interconnect import CollectiveRun, run_collective, theoretical
+from pytest_cluster.interconnect import CollectiveRun, required_busbw, run_collective
 from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
 from pytest_cluster.node_search import NodeSearch, find_slow_nodes
 from pytest_cluster.probes import ProbeCall
@@ -88,10 +89,9 @@ class Cluster:
         return self.spec.cluster.nodes
 
     def _run(self, call: ProbeCall, nodes: Sequence[str]) -> dict[str, ProbeResult]:
-        if call.name in LOADING_PROBES:
-            with self.cache.alone():
-                return self.launcher.run(call, nodes, self.spec.cluster.probe_timeout_s)
-        return self.launcher.run(call, nodes, self.spec.cluster.probe_timeout_s)
+        alone = self.cache.alone() if call.name in LOADING_PROBES else contextlib.nullcontext()
+        with alone:
+            return self.launcher.run(call, nodes, self.spec.cluster.probe_timeout_s)
 
     def probe(self, call: ProbeCall, node: str) -> ProbeResult:
         """The result of `call` on `node`; the call runs once, on all nodes in parallel."""
@@ -171,10 +171,6 @@ class Cluster:
             return 1
         return max(1, min(jobs, self.spec.cluster.parallel))
 
-    @property
-    def simulated(self) -> bool:
-        """Whether the benchmark jobs are simulated (launcher: sim), not run."""
-        return self.spec.sim is not None and self.launcher.name == "sim"
 
     def collective(self, collective: str, nodes: Sequence[str],
                    sizes: Sequence[int]) -> CollectiveRun:
@@ -188,7 +184,7 @@ class Cluster:
                 return CollectiveRun(collective, spec.backend, tuple(nodes),
                                      spec.ranks_per_node, error=host.describe(),
                                      simulated=host.simulated)
-        if self.spec.sim is not None and self.simulated:
+        if self.spec.sim is not None and self.launcher.name == "sim":
             return simulated_run(self.spec.sim, spec, collective, nodes, sizes,
                                  spec.ranks_per_node)
         started = time.time()
@@ -222,13 +218,10 @@ class Cluster:
         return CollectiveRun.from_json(document)
 
     def search_bar(self) -> float:
-        """The busbw a group of nodes must reach in the slow-node search (bytes/s)."""
-        spec = self._interconnect()
-        bound = spec.busbw.requirement.bound.value
-        if not spec.is_share:
-            return bound
-        theory = theoretical(spec, 2)
-        return bound * theory.bytes_per_s if theory is not None else math.nan
+        """The busbw a group of nodes must reach in the slow-node search (bytes/s): the
+        node_network clause's bound."""
+        clause, _ = required_busbw(self._interconnect(), 2, "node_network")
+        return clause.requirement.bound.value
 
     def node_search(self) -> NodeSearch:
         """Pairs, then suspects with known-good nodes (all_reduce at search_payload)."""
@@ -247,5 +240,5 @@ class Cluster:
         document = self.cache.document(
             self._key("search", size),
             lambda: replace(find_slow_nodes(self.nodes, measure, self.search_bar()),
-                            simulated=self.simulated).to_json())
+                            simulated=self.launcher.name == "sim").to_json())
         return NodeSearch.from_json(document)

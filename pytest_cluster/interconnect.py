@@ -1,5 +1,5 @@
 """Collective bandwidth on the controller: nccl-tests' formulas, the theoretical busbw a
-spec's links allow, one benchmark job's result, and the search for slow nodes.
+spec's links allow, and one benchmark job's result (the slow-node search: node_search).
 
 nccl-tests (doc/PERFORMANCE.md): algbw = bytes / time; busbw = algbw x 2(n-1)/n for
 all_reduce, x (n-1)/n for all_gather, reduce_scatter and alltoall (whose bytes are the
@@ -161,9 +161,9 @@ def aggregate(collective: str, ranks: Sequence[dict[str, Any]]) -> tuple[SizePoi
 
 
 def collective_job(spec: InterconnectSpec, collective: str, nodes: Sequence[str],
-                   sizes: Sequence[int], ranks_per_node: int) -> JobSpec:
+                   sizes: Sequence[int]) -> JobSpec:
     return JobSpec(nodes=tuple(nodes), program=probe_source("collective"),
-                   ranks_per_node=ranks_per_node,
+                   ranks_per_node=spec.ranks_per_node,
                    args=("--collective", collective, "--sizes", ",".join(map(str, sizes)),
                          "--warmup", str(spec.warmup), "--iterations", str(spec.iterations),
                          "--backend", spec.backend),
@@ -171,13 +171,11 @@ def collective_job(spec: InterconnectSpec, collective: str, nodes: Sequence[str]
 
 
 def run_collective(launcher: Launcher, spec: InterconnectSpec, collective: str,
-                   nodes: Sequence[str], sizes: Sequence[int],
-                   ranks_per_node: int | None = None) -> CollectiveRun:
+                   nodes: Sequence[str], sizes: Sequence[int]) -> CollectiveRun:
     """Run the benchmark as one distributed job; failures become the run's error."""
-    per_node = spec.ranks_per_node if ranks_per_node is None else ranks_per_node
-    base = CollectiveRun(collective, spec.backend, tuple(nodes), per_node)
+    base = CollectiveRun(collective, spec.backend, tuple(nodes), spec.ranks_per_node)
     try:
-        result = run_job(launcher, collective_job(spec, collective, nodes, sizes, per_node))
+        result = run_job(launcher, collective_job(spec, collective, nodes, sizes))
     except (ClusterError, OSError, ValueError) as exc:  # the job's failure is the result
         return replace(base, error=str(exc))
     if not result.ok:
@@ -190,5 +188,4 @@ def run_collective(launcher: Launcher, spec: InterconnectSpec, collective: str,
         points = aggregate(collective, data)
     except (KeyError, TypeError, ValueError) as exc:
         return replace(base, error=f"bad benchmark output: {exc!r}")
-    return CollectiveRun(collective, spec.backend, tuple(nodes), per_node, points,
-                         details=details)
+    return replace(base, points=points, details=details)

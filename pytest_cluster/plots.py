@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_cluster.units import format_number
+from pytest_cluster.units import format_number, format_size
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
           "#7f7f7f", "#bcbd22", "#17becf")
@@ -102,13 +102,6 @@ def nice_step(highest: float) -> float:
     return float(next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw))
 
 
-def size_text(nbytes: float) -> str:
-    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if nbytes >= factor:
-            return f"{format_number(nbytes / factor)} {unit}"
-    return f"{format_number(nbytes)} B"
-
-
 def _payload_runs(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """The runs drawn over payloads: every multi-node run; the single-node runs all when
     few, else the slowest and the fastest node (by their busbw at the largest payload)."""
@@ -118,6 +111,17 @@ def _payload_runs(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         ranked = sorted(single, key=lambda r: float(r["raw"]["sweep"][-1][1]))
         single = ranked[:1] + ranked[-1:] if ranked else []
     return single + multi
+
+
+def _required_lines(records: Sequence[dict[str, Any]]) -> list[Line]:
+    """One dashed line per distinct required busbw of `records` (GB/s)."""
+    lines: dict[str, float] = {}
+    for r in records:
+        if isinstance(r.get("required_base"), (int, float)):
+            value = float(r["required_base"]) / 1e9
+            one = " (1 node)" if r.get("node_count") == 1 else ""
+            lines[f"required {format_number(value)} GB/s{one}"] = value
+    return [Line(label, value) for label, value in lines.items()]
 
 
 def interconnect_charts(records: Sequence[dict[str, Any]]) -> str:
@@ -137,13 +141,8 @@ def interconnect_charts(records: Sequence[dict[str, Any]]) -> str:
                 label += " (slowest node)" if not seen else " (fastest node)"
             seen.setdefault(label, Series(label, tuple(
                 (float(b), float(v) / 1e9) for b, v in r["raw"]["sweep"])))
-        lines = {f"required {format_number(float(r['required_base']) / 1e9)} GB/s"
-                 f"{' (1 node)' if r.get('node_count') == 1 else ''}":
-                 float(r["required_base"]) / 1e9
-                 for r in mine if isinstance(r.get("required_base"), (int, float))}
         parts.append(chart(f"{collective}: busbw vs payload", list(seen.values()),
-                           [Line(k, v) for k, v in lines.items()], "payload", "busbw (GB/s)",
-                           size_text))
+                           _required_lines(mine), "payload", "busbw (GB/s)", format_size))
         by_payload: dict[int, dict[float, float]] = {}
         for r in mine:
             if not isinstance(r.get("measured_base"), (int, float)):
@@ -151,16 +150,13 @@ def interconnect_charts(records: Sequence[dict[str, Any]]) -> str:
             counts = by_payload.setdefault(int(r["payload"]), {})
             x, y = float(r["node_count"]), float(r["measured_base"]) / 1e9
             counts[x] = min(counts.get(x, math.inf), y)  # several nodes at 1: the slowest
-        series = [Series(size_text(p), tuple(sorted(c.items())))
+        series = [Series(format_size(p), tuple(sorted(c.items())))
                   for p, c in sorted(by_payload.items()) if len(c) > 1]
         if series:
-            inter = {f"required {format_number(float(r['required_base']) / 1e9)} GB/s":
-                     float(r["required_base"]) / 1e9 for r in mine
-                     if r.get("node_count", 1) != 1
-                     and isinstance(r.get("required_base"), (int, float))}
+            inter = [r for r in mine if r.get("node_count", 1) != 1]
             parts.append(chart(f"{collective}: busbw vs node count (1 node: the slowest)",
-                               series, [Line(k, v) for k, v in inter.items()], "nodes",
-                               "busbw (GB/s)", format_number))
+                               series, _required_lines(inter), "nodes", "busbw (GB/s)",
+                               format_number))
     theory = {("in one node" if r.get("node_count") == 1 else "across nodes"):
               str(r["derivation"]) for r in runs if r.get("derivation")}
     said = "".join(f"<li>Theoretical busbw {html.escape(where)}: {html.escape(text)}</li>"

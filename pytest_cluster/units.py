@@ -181,6 +181,14 @@ def format_value(value: float, dim: Dim, unit: str = "") -> str:
     return f"{format_number(value / factor)}{sep}{unit}"
 
 
+def format_size(nbytes: float) -> str:
+    """A payload for people: 4 GiB, 16 MiB, 512 KiB, 100 B."""
+    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= factor:
+            return f"{format_number(nbytes / factor)} {unit}"
+    return f"{format_number(nbytes)} B"
+
+
 def size_id(nbytes: int) -> str:
     """A payload as a test id: 4GiB, 512MiB, 1536B."""
     for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):

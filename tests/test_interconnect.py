@@ -20,8 +20,10 @@ from pytest_cluster.interconnect import (
     aggregate,
     bus_factor,
     required_busbw,
+    run_collective,
     theoretical,
 )
+from pytest_cluster.launchers.local import LocalLauncher
 from pytest_cluster.node_search import find_slow_nodes
 from pytest_cluster.plots import interconnect_charts, nice_step
 from pytest_cluster.spec.loader import parse_spec
@@ -415,3 +417,22 @@ def test_a_dead_node_fails_its_own_cases_and_the_rest_go_on(pytester: pytest.Pyt
         "ssh: connection refused (no sshd?)")
     assert failed["test_node_network[node4]"].startswith(
         "Failed: node4: host probe unreachable: ssh: connection refused (no sshd?)")
+
+
+@pytest.mark.skipif(not has_torch(), reason="needs torch")
+def test_every_collective_checks_its_result_over_gloo() -> None:
+    """4 ranks on 2 local "nodes"; a size that does not split evenly is rounded down to
+    whole elements per rank, as nccl-tests sizes it."""
+    spec = parse_spec(f"cluster: {{name: t, nodes: [a, b], launcher: local, python: "
+                      f"{sys.executable}}}\ninterconnect: {{payloads: [1 MiB], "
+                      "ranks_per_node: 2, busbw: '>= 1 MB/s', iterations: 2, warmup: 1}\n",
+                      "t.yaml")
+    assert spec.interconnect is not None
+    launcher = LocalLauncher(spec.cluster)
+    for collective in ("all_reduce", "all_gather", "reduce_scatter", "alltoall"):
+        run = run_collective(launcher, spec.interconnect, collective, ["a", "b"],
+                             [2**20, 3000])
+        assert run.ok, run.error
+        expected = 3000 if collective == "all_reduce" else 2992  # 748 floats: 187 per rank
+        assert [(p.bytes, p.wrong) for p in run.points] == [(2**20, 0), (expected, 0)]
+        assert all(p.busbw > 0 for p in run.points)

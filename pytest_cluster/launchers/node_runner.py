@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import typing
 
 TIMED_OUT = 124
 HUNG_UP = 125
@@ -30,9 +31,9 @@ PIECE = 250
 MORE, LAST = "+", "|"
 
 
-def _relay(stream: "object") -> None:
+def _relay(stream: "typing.BinaryIO") -> None:
     """Copy the probe's stdout to ours, each line in marked pieces (see PIECE)."""
-    for raw in iter(stream.readline, b""):  # type: ignore[attr-defined]
+    for raw in iter(stream.readline, b""):
         line = raw.decode("utf-8", "replace").rstrip("\n")
         pieces = [line[i:i + PIECE] for i in range(0, len(line), PIECE)] or [""]
         for index, piece in enumerate(pieces):
@@ -72,11 +73,12 @@ def main(argv: "list[str]", pieces: bool = False) -> int:
             relay.join(10)
 
 
-def _wait(process: "subprocess.Popen[bytes]", stdin: "object", timeout_s: float) -> int:
+def _wait(process: "subprocess.Popen[bytes]", stdin: "typing.BinaryIO",
+          timeout_s: float) -> int:
     hung_up = threading.Event()
 
     def watch() -> None:
-        while stdin.read(65536):  # type: ignore[attr-defined]
+        while stdin.read(65536):
             pass
         hung_up.set()
 

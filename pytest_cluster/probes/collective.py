@@ -66,16 +66,11 @@ def wrong(torch: Any, dist: Any, collective: str, inp: Any, out: Any, rank: int,
     ends = torch.cat([got[:1024], got[-1024:]]).double().cpu()
     if collective in ("all_reduce", "reduce_scatter"):
         expected = torch.full_like(ends, world * (world + 1) / 2)
-    elif collective == "all_gather":  # block r holds rank r's values
-        block = got.numel() // world
-        index = torch.cat([torch.arange(min(1024, got.numel())),
-                           torch.arange(max(0, got.numel() - 1024), got.numel())])
-        expected = (index // block + 1).double()
-    else:  # alltoall: block r came from rank r
-        block = got.numel() // world
-        index = torch.cat([torch.arange(min(1024, got.numel())),
-                           torch.arange(max(0, got.numel() - 1024), got.numel())])
-        expected = (index // block + 1).double()
+    else:  # all_gather, alltoall: block r of the output holds (came from) rank r's values
+        size = got.numel()
+        index = torch.cat([torch.arange(min(1024, size)), torch.arange(max(0, size - 1024),
+                                                                       size)])
+        expected = (index // (size // world) + 1).double()
     return int((ends != expected).sum().item())
 
 

@@ -202,13 +202,17 @@ def gpu_perf_payload(sim: SimSpec, node: str, options: dict[str, Any]) -> dict[s
     return data
 
 
+def gpu_link_rate(sim: SimSpec, node: str, index: int, gpu: dict[str, Any]) -> float:
+    """GPU `index`'s link to its peers (bytes/s): its model's p2p rate, less the NVLink
+    links down, times its bandwidth fault. `gpu` is its entry of describe_node."""
+    fault = merged(sim, node, index)
+    up = (gpu["nvlinks"] - gpu["nvlinks_down"]) / gpu["nvlinks"] if gpu["nvlinks"] else 1.0
+    return float(gpu_model(sim, fault).p2p_gb_s * 1e9 * up * fault.bandwidth_factor)
+
+
 def _p2p(sim: SimSpec, node: str, gpus: list[dict[str, Any]]) -> list[dict[str, Any]]:
     def link(index: int) -> float:
-        fault = merged(sim, node, index)
-        model = gpu_model(sim, fault)
-        gpu = gpus[index]
-        up = (gpu["nvlinks"] - gpu["nvlinks_down"]) / gpu["nvlinks"] if gpu["nvlinks"] else 1.0
-        return float(model.p2p_gb_s * 1e9 * up * fault.bandwidth_factor)
+        return gpu_link_rate(sim, node, index, gpus[index])
 
     pairs = []
     for src in range(len(gpus)):

@@ -6,17 +6,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from pytest_cluster.gpu_models import MODELS
 from pytest_cluster.interconnect import CollectiveRun, SizePoint, bus_factor, theoretical
-from pytest_cluster.sim.cluster import (
-    describe_node,
-    faults_on,
-    gpu_count,
-    gpu_model,
-    jitter,
-    merged,
-)
+from pytest_cluster.sim.cluster import describe_node, faults_on, gpu_count, gpu_link_rate, jitter
 from pytest_cluster.spec.model import InterconnectSpec, SimSpec
 
 #: What NCCL reaches of the wire (shared/GUIDE.md): ring over NVLink ~370 of 450 GB/s,
@@ -30,15 +24,10 @@ DEFAULT_NETWORK = 8 * 50e9  # 8 x 400 Gb/s per node when the spec names no netwo
 
 def _gpu_links(sim: SimSpec, node: str) -> float:
     """The slowest GPU link of `node` relative to a healthy GPU of the sim's model."""
-    healthy = MODELS[sim.gpu_model].p2p_gb_s
-    described = describe_node(sim, node)["gpus"]
-    worst = 1.0
-    for index, gpu in enumerate(described):
-        fault = merged(sim, node, index)
-        model = gpu_model(sim, fault)
-        up = (gpu["nvlinks"] - gpu["nvlinks_down"]) / gpu["nvlinks"] if gpu["nvlinks"] else 1.0
-        worst = min(worst, model.p2p_gb_s * up * fault.bandwidth_factor / healthy)
-    return worst
+    healthy = MODELS[sim.gpu_model].p2p_gb_s * 1e9
+    rates = [gpu_link_rate(sim, node, index, gpu)
+             for index, gpu in enumerate(describe_node(sim, node)["gpus"])]
+    return min([1.0, *(rate / healthy for rate in rates)])
 
 
 def _link_factor(sim: SimSpec, node: str) -> float:
@@ -52,12 +41,11 @@ def simulated_run(sim: SimSpec, spec: InterconnectSpec, collective: str,
     base = CollectiveRun(collective, spec.backend, tuple(nodes), ranks_per_node,
                          simulated=True, details={"simulated": True})
     for node in nodes:  # (a node that is down fails earlier: its host probe)
-        if spec.backend == "nccl" and gpu_count(sim, node) < ranks_per_node:
-            rank = nodes.index(node) * ranks_per_node + gpu_count(sim, node)
-            return CollectiveRun(collective, spec.backend, tuple(nodes), ranks_per_node,
-                                 error=f"{node} rank {rank} exited with code 1: LOCAL_RANK "
-                                       f"{gpu_count(sim, node)} but {node} has "
-                                       f"{gpu_count(sim, node)} GPU(s)", simulated=True)
+        have = gpu_count(sim, node)
+        if spec.backend == "nccl" and have < ranks_per_node:
+            rank = nodes.index(node) * ranks_per_node + have
+            return replace(base, error=f"{node} rank {rank} exited with code 1: LOCAL_RANK "
+                                       f"{have} but {node} has {have} GPU(s)")
     one = len(nodes) == 1
     theory = theoretical(spec, len(nodes))
     wire = theory.bytes_per_s if theory else (450e9 if one else DEFAULT_NETWORK)
@@ -77,5 +65,4 @@ def simulated_run(sim: SimSpec, spec: InterconnectSpec, collective: str,
         algbw = size / time_s if time_s else 0.0
         points.append(SizePoint(size, time_s, algbw, algbw * factor if factor else 0.0,
                                 iterations if factor else (), 0, 0))
-    return CollectiveRun(base.collective, base.backend, base.nodes, ranks_per_node,
-                         tuple(points), simulated=True, details=base.details)
+    return replace(base, points=tuple(points))

@@ -61,8 +61,7 @@ def _link(ctx: Ctx, node: Node | None, name: str) -> LinkSpec | None:
             ctx.error(rate_node, f"{path}.{rate_key}", "expected a rate above 0")
         return None
     default_kind = "network" if inter else "intra-node link"
-    return LinkSpec(path, node.start_mark.line + 1, link_kind or default_kind, rate.value,
-                    str(rate), nics or 1)
+    return LinkSpec(link_kind or default_kind, rate.value, str(rate), nics or 1)
 
 
 def _list(ctx: Ctx, node: Node | None, path: str, parse: object) -> list[object] | None:
@@ -144,7 +143,7 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
     if busbw is None or not payloads:
         return None
     result = InterconnectSpec(
-        line=node.start_mark.line + 1, busbw=busbw, payloads=tuple(sorted(set(payloads))),
+        busbw=busbw, payloads=tuple(sorted(set(payloads))),
         intra_node=intra, inter_node=inter, collectives=tuple(dict.fromkeys(collectives)),
         node_counts=tuple(sorted({c for c in counts if 2 <= c <= len(cluster.nodes)})),
         node_counts_dropped=tuple(sorted({c for c in counts if c > len(cluster.nodes)})),

@@ -196,8 +196,6 @@ class SimSpec:
 class LinkSpec:
     """A link of the contract: NVLink inside a node, or the NICs between nodes."""
 
-    key: str  # "interconnect.intra_node" or "interconnect.inter_node"
-    line: int
     kind: str  # e.g. "nvlink", "infiniband", "roce", "ethernet"
     rate_bytes_per_s: float  # per GPU per direction (intra), per NIC (inter)
     rate_text: str  # as written, e.g. "450 GB/s"
@@ -213,7 +211,6 @@ class InterconnectSpec:
     """Collective bandwidth promises: busbw (nccl-tests' definition) at contract payloads,
     inside one node and across node counts, against the links' theoretical rate."""
 
-    line: int
     busbw: Clause  # a share of theoretical (Dim.FRACTION) or a rate
     payloads: tuple[int, ...]  # bytes, the sizes the contract names
     intra_node: LinkSpec | None = None
@@ -227,7 +224,8 @@ class InterconnectSpec:
     warmup: int = 5
     iterations: int = 20
     node_network: bool = True  # the per-node search for slow nodes
-    search_payload: int = 0  # bytes; the smallest contract payload if 0
+    search_payload: int = 0  # bytes, the slow-node search's all-reduce (the parser's default:
+                             # the smallest contract payload)
     timeout_s: float = 600.0  # one job, wall clock
 
     @property
