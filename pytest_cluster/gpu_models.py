@@ -6,10 +6,7 @@ hardware measures (see shared/GUIDE.md); the simulated cluster uses the latter.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
-
-from pytest_cluster.errors import UnitError
 
 GIB = 2**30
 
@@ -49,14 +46,12 @@ MODELS: dict[str, GpuModel] = {m.key: m for m in (
 )}
 
 
-def find_model(name: str) -> GpuModel:
+def model_named(name: str) -> GpuModel | None:
     """A model by friendly name (any case) or by its exact NVML name."""
     for model in MODELS.values():
         if name.lower() == model.key.lower() or name in model.nvml_names:
             return model
-    close = difflib.get_close_matches(name, list(MODELS), n=1, cutoff=0.5)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    raise UnitError(f"unknown GPU model {name!r}; {hint}known: {', '.join(MODELS)}")
+    return None
 
 
 def model_of_nvml_name(nvml_name: str) -> GpuModel | None:

@@ -247,7 +247,8 @@ SIM_BASE = "cluster: {name: x, nodes: 'n[1-2]', launcher: sim}\n"
     ("gpus: {count: 8}\nsim: {faults: [{node: n9, gpu: 1}]}\n",
      "t.yaml:3: sim.faults[0].node: expected one of the cluster's nodes, got 'n9'"),
     ("gpus: {count: 8}\nsim: {faults: [{node: n1, gpu: 8}]}\n",
-     "t.yaml:3: sim.faults[0].gpu: expected a GPU index from 0 to 7, got 8"),
+     "t.yaml:3: sim.faults[0].gpu: expected a GPU index from 0 to 7 (sim.gpus_per_node: 8), "
+     "got 8"),
     ("gpus: {count: 8}\nsim: {faults: [{node: n1, throttle: hot}]}\n",
      "t.yaml:3: sim.faults[0].throttle: expected one of hw_slowdown, sw_thermal, hw_thermal, "
      "power_brake, got 'hot'"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from yaml.constructor import ConstructorError, SafeConstructor
@@ -14,21 +14,42 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from pytest_cluster.errors import SpecError, UnitError
 from pytest_cluster.requirement import Requirement, parse_requirement
 from pytest_cluster.spec.model import Clause, ClusterSpec
-from pytest_cluster.units import Dim, parse_quantity
+from pytest_cluster.units import UNITS, Dim, Quantity, parse_quantity
 
 T = TypeVar("T")
 
 
 class Ctx:
-    """Collects errors with their location while validation goes on."""
+    """Collects errors, and warnings (likely slips that do not stop the run), with their
+    location while validation goes on."""
 
     def __init__(self, file: str) -> None:
         self.file = file
         self.errors: list[SpecError] = []
+        self.warnings: list[SpecError] = []  # located and rendered like errors
 
     def error(self, node: Node | None, path: str, message: str) -> None:
         line = node.start_mark.line + 1 if node is not None else None
         self.errors.append(SpecError(message, file=self.file, line=line, path=path))
+
+    def warn(self, line: int, path: str, message: str) -> None:
+        self.warnings.append(SpecError(message, file=self.file, line=line, path=path))
+
+
+def closest(word: str, choices: Sequence[str], cutoff: float) -> str | None:
+    """The choice most like `word`, ignoring case (GPUs -> gpus), for a did-you-mean."""
+    lowered = {choice.lower(): choice for choice in choices}
+    match = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=cutoff)
+    return lowered[match[0]] if match else None
+
+
+def respelled(quantity: Quantity, unit: str) -> Quantity | None:
+    """The number as written, in another unit: 400 GB/s -> 400 Gb/s (None if `unit` is not
+    a unit of the same kind)."""
+    if UNITS.get(unit, (None, 0.0))[0] is not quantity.dim or quantity.unit not in UNITS:
+        return None
+    number = quantity.value / UNITS[quantity.unit][1]
+    return Quantity(number * UNITS[unit][1], quantity.dim, unit)
 
 
 def kind(node: Node) -> str:
@@ -72,16 +93,17 @@ class Map:
     def sub(self, key: str) -> str:
         return f"{self.path}.{key}" if self.path else key
 
-    def take(self, key: str) -> Node | None:
+    def take(self, key: str, keep_null: bool = False) -> Node | None:
+        """The value of `key`; a key without a value counts as absent unless `keep_null`."""
         item = self.items.pop(key, None)
-        if item is None or item[1].tag.endswith(":null"):
+        if item is None or (item[1].tag.endswith(":null") and not keep_null):
             return None
         return item[1]
 
     def finish(self) -> None:
         for key, (key_node, _) in self.items.items():
-            close = difflib.get_close_matches(key, self.known, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            close = closest(key, self.known, cutoff=0.6)
+            hint = f"; did you mean {close!r}?" if close else ""
             self.ctx.error(key_node, self.sub(key),
                            f"unknown key{hint} (known keys: {', '.join(self.known)})")
 

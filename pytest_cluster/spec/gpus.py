@@ -6,7 +6,7 @@ from __future__ import annotations
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster.errors import UnitError
-from pytest_cluster.gpu_models import find_model
+from pytest_cluster.gpu_models import MODELS, model_named
 from pytest_cluster.probes.gpu import THROTTLE_BITS
 from pytest_cluster.requirement import parse_requirement
 from pytest_cluster.spec.fields import (
@@ -14,17 +14,19 @@ from pytest_cluster.spec.fields import (
     Map,
     boolean,
     clause,
+    closest,
     field,
     for_launcher,
     kind,
     positive_int,
+    respelled,
     scalar,
     share_or,
     text,
     time_between,
 )
 from pytest_cluster.spec.model import Clause, ClusterSpec, GpuSpec, Rule, SimFault, SimSpec
-from pytest_cluster.units import Dim, parse_quantity
+from pytest_cluster.units import Dim, format_value, parse_quantity
 
 DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")
 
@@ -44,6 +46,34 @@ GPU_KEYS = ("count", "model", "memory", "usable_memory", "temperature", "ecc_unc
             "ecc_corrected", "row_remap", "pcie", "nvlink", "throttle", "xid", "matmul",
             "matmul_size", "memory_bandwidth", "h2d", "d2h", "p2p", "xid_window", "power_limit",
             "load_time")
+
+
+def gpu_model(raw: object) -> str:
+    """A model's key from its friendly name (any case) or its NVML name."""
+    name = text("a model")(raw)
+    model = model_named(name)
+    if model is not None:
+        return model.key
+    close = closest(name, list(MODELS), cutoff=0.5)
+    hint = f"did you mean {close!r}? " if close else ""
+    raise UnitError(f"unknown GPU model {name!r}; {hint}known: {', '.join(MODELS)}")
+
+
+def _memory_slip(ctx: Ctx, memory: Clause | None, model: str | None) -> None:
+    """Warn when the promised memory is more than the model has: every GPU would fail it.
+    The likely slip is GiB for GB ('80 GiB' for an 80 GB H100, which has 79.65 GiB)."""
+    if memory is None or model is None:
+        return
+    req, total = memory.requirement, MODELS[model].memory_bytes
+    if req.op in ("<=", "<") or req.bound.value <= total:
+        return
+    decimal = respelled(req.bound, req.unit.replace("i", ""))
+    hint = ""
+    if decimal is not None and decimal.value <= total:
+        hint = f"; did you mean '{req.op} {decimal}'?"
+    ctx.warn(memory.line, memory.key, f"{req.text!r} is more than the {model}'s total memory "
+             f"({format_value(total, Dim.SIZE, 'GiB')} as NVML reports it): every GPU would "
+             f"fail it{hint}")
 
 
 def _default(key: str, text_value: str, dim: Dim, op: str) -> Clause:
@@ -94,7 +124,7 @@ def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
     if count is not None and not 1 <= count.requirement.bound.value <= 64:
         ctx.error(node, "gpus.count", "expected between 1 and 64 GPUs per node")
     model_node = table.take("model")
-    model = field(ctx, model_node, "gpus.model", lambda raw: find_model(text("a model")(raw)))
+    model = field(ctx, model_node, "gpus.model", gpu_model)
     nvlink_node = table.items.get("nvlink", (None, None))[1]
     nvlink_count: Clause | None = None
     nvlink: Rule | None
@@ -129,7 +159,7 @@ def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
 
     result = GpuSpec(
         count=count or _default("gpus.count", "== 1", Dim.COUNT, "=="),
-        model=model.key if model else None,
+        model=model,
         model_line=model_node.start_mark.line + 1 if model_node is not None else 0,
         memory=clause(ctx, table, "gpus", "memory", Dim.SIZE),
         usable_memory=share_or(ctx, table, "gpus", "usable_memory", Dim.SIZE,
@@ -156,6 +186,7 @@ def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
         load_time_s=field(ctx, table.take("load_time"), "gpus.load_time", load_time) or 10.0,
     )
     table.finish()
+    _memory_slip(ctx, result.memory, result.model)
     return result
 
 
@@ -168,6 +199,19 @@ FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen",
               "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor",
               "link_factor")
 THROTTLES = tuple(THROTTLE_BITS)  # the clocks event reasons that count as throttling
+#: Faults of a whole node, and what they change; the simulator applies them per node only.
+NODE_FAULTS = {"gpus": "the node's GPU count", "down": "the whole node",
+               "link_factor": "the node's network"}
+
+
+def _node_faults_on_a_gpu(ctx: Ctx, table: Map, path: str) -> None:
+    """Refuse a node fault written with `gpu: N` (it would be silently ignored)."""
+    if "gpu" not in table.items:
+        return
+    for key, what in NODE_FAULTS.items():
+        if key in table.items:
+            ctx.error(table.items[key][0], f"{path}.{key}", f"{key} is a node fault ({what}), "
+                      "not a GPU's: give it without gpu")
 
 
 def _fault(ctx: Ctx, node: Node, index: int, cluster: ClusterSpec,
@@ -176,6 +220,7 @@ def _fault(ctx: Ctx, node: Node, index: int, cluster: ClusterSpec,
     table = Map(ctx, node, path, FAULT_KEYS)
     if not isinstance(node, MappingNode):
         return None
+    _node_faults_on_a_gpu(ctx, table, path)
 
     def node_name(raw: object) -> str:
         if raw not in cluster.nodes:
@@ -184,7 +229,8 @@ def _fault(ctx: Ctx, node: Node, index: int, cluster: ClusterSpec,
 
     def gpu_index(raw: object) -> int:
         if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw < gpus_per_node:
-            raise UnitError(f"expected a GPU index from 0 to {gpus_per_node - 1}, got {raw!r}")
+            raise UnitError(f"expected a GPU index from 0 to {gpus_per_node - 1} "
+                            f"(sim.gpus_per_node: {gpus_per_node}), got {raw!r}")
         return raw
 
     def count(raw: object) -> int:
@@ -209,12 +255,13 @@ def _fault(ctx: Ctx, node: Node, index: int, cluster: ClusterSpec,
     name = one("node", node_name)
     if name is None and not any(e.path == f"{path}.node" for e in ctx.errors):
         ctx.error(node, f"{path}.node", "missing: which node the fault is on")
-    gpu = one("gpu", gpu_index)
-    model = one("model", lambda raw: find_model(text("a model")(raw)).key)
+    gpu_node = table.take("gpu")
+    gpu = field(ctx, gpu_node, f"{path}.gpu", gpu_index)
+    model = one("model", gpu_model)
     held = one("memory_held", lambda raw: int(parse_quantity(raw, Dim.SIZE).value))
     temp = one("temperature", lambda raw: parse_quantity(raw, Dim.TEMPERATURE).value)
     fault = SimFault(
-        node=str(name or ""), gpu=gpu if isinstance(gpu, int) else None,
+        node=str(name or ""), gpu=gpu,
         line=node.start_mark.line + 1,
         gpus=one("gpus", count),  # type: ignore[arg-type]
         down=bool(one("down", boolean)),
@@ -238,7 +285,7 @@ def _fault(ctx: Ctx, node: Node, index: int, cluster: ClusterSpec,
                fault.row_remap_pending, fault.row_remap_failure, fault.ecc_uncorrected,
                fault.nvlinks_down, fault.throttle, fault.xid, fault.temperature_c,
                fault.matmul_factor != 1.0, fault.bandwidth_factor != 1.0)
-    if fault.gpu is None and any(per_gpu) and gpu is None:
+    if gpu_node is None and any(per_gpu):
         ctx.error(node, f"{path}.gpu", "missing: a GPU fault needs the GPU index (gpu: 3)")
     return fault
 
@@ -251,12 +298,13 @@ def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | No
         return None
     if not for_launcher(ctx, node, "sim", cluster):
         return None
+    if node.tag.endswith(":null"):  # `sim:` alone: every default
+        node = MappingNode("tag:yaml.org,2002:map", [], node.start_mark, node.end_mark)
     table = Map(ctx, node, "sim", ("gpu_model", "gpus_per_node", "cpu_cores", "cpu_threads",
                                    "memory", "faults", "latency"))
     if not isinstance(node, MappingNode):
         return None
-    model = field(ctx, table.take("gpu_model"), "sim.gpu_model",
-                  lambda raw: find_model(text("a model")(raw)).key) or "H100-SXM-80GB"
+    model = field(ctx, table.take("gpu_model"), "sim.gpu_model", gpu_model) or "H100-SXM-80GB"
     per_node = field(ctx, table.take("gpus_per_node"), "sim.gpus_per_node", positive_int) or 8
     cores = field(ctx, table.take("cpu_cores"), "sim.cpu_cores", positive_int) or 112
     threads = field(ctx, table.take("cpu_threads"), "sim.cpu_threads", positive_int) or 224

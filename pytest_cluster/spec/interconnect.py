@@ -13,12 +13,13 @@ from pytest_cluster.spec.fields import (
     field,
     kind,
     positive_int,
+    respelled,
     share_or,
     text,
     time_between,
 )
 from pytest_cluster.spec.model import ClusterSpec, GpuSpec, InterconnectSpec, LinkSpec
-from pytest_cluster.units import Dim, parse_quantity
+from pytest_cluster.units import Dim, Quantity, format_value, parse_quantity
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 BACKENDS = ("nccl", "gloo")
@@ -26,6 +27,7 @@ KEYS = ("intra_node", "inter_node", "collectives", "payloads", "node_counts", "b
         "ranks_per_node", "backend", "sweep_from", "warmup", "iterations", "node_network",
         "search_payload", "timeout")
 MAX_PAYLOAD = 64 * 2**30
+MAX_NIC_RATE = 200e9  # bytes/s: 1.6 Tb/s; a NIC rate above it is bytes written for bits
 
 
 def _payload(raw: object) -> int:
@@ -56,12 +58,40 @@ def _link(ctx: Ctx, node: Node | None, name: str) -> LinkSpec | None:
     nics = field(ctx, table.take("nics_per_node"), f"{path}.nics_per_node",
                  positive_int) if inter else 1
     table.finish()
-    if rate is None or rate.value <= 0:
+    if rate is None or rate_node is None or rate.value <= 0:
         if rate is not None:
             ctx.error(rate_node, f"{path}.{rate_key}", "expected a rate above 0")
         return None
+    if inter:
+        _nic_slip(ctx, rate_node.start_mark.line + 1, f"{path}.{rate_key}", rate)
     default_kind = "network" if inter else "intra-node link"
     return LinkSpec(link_kind or default_kind, rate.value, str(rate), nics or 1)
+
+
+def _nic_slip(ctx: Ctx, line: int, path: str, rate: Quantity) -> None:
+    """Warn when a NIC rate is faster than any NIC: likely bytes written for bits (400 GB/s
+    for 400 Gb/s)."""
+    if rate.value <= MAX_NIC_RATE:
+        return
+    bits = rate.unit.replace("i", "").replace("B", "b")
+    meant = respelled(rate, bits) if bits != rate.unit else None
+    hint = f"; did you mean {meant}?" if meant is not None else ""
+    ctx.warn(line, path, f"{rate} is {format_value(rate.value, Dim.RATE, 'Tb/s')} per NIC, "
+             f"faster than any NIC ({format_value(MAX_NIC_RATE, Dim.RATE, 'Tb/s')} at "
+             f"most){hint}")
+
+
+def _ranks_fit(ctx: Ctx, node: Node | None, spec: InterconnectSpec,
+               gpus: GpuSpec | None) -> None:
+    """NCCL runs one rank per GPU: more ranks per node than gpus.count would fail every job."""
+    if node is None or gpus is None or spec.backend != "nccl" or any(
+            e.path == "gpus.count" for e in ctx.errors):
+        return
+    if spec.ranks_per_node > gpus.slots:
+        ctx.error(node, "interconnect.ranks_per_node", f"{spec.ranks_per_node} ranks per "
+                  f"node, but gpus.count is {gpus.slots}: NCCL needs a GPU per rank; set "
+                  f"ranks_per_node to {gpus.slots} or less (or backend: gloo for ranks on "
+                  "CPUs)")
 
 
 def _list(ctx: Ctx, node: Node | None, path: str, parse: object) -> list[object] | None:
@@ -129,7 +159,8 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
             raise UnitError(f"expected nccl (GPUs) or gloo (CPUs), got {raw!r}")
         return str(raw)
 
-    ranks = field(ctx, table.take("ranks_per_node"), f"{path}.ranks_per_node", positive_int)
+    ranks_node = table.take("ranks_per_node")
+    ranks = field(ctx, ranks_node, f"{path}.ranks_per_node", positive_int)
     chosen = field(ctx, table.take("backend"), f"{path}.backend", backend)
     sweep_from = field(ctx, table.take("sweep_from"), f"{path}.sweep_from", _payload)
     warmup = field(ctx, table.take("warmup"), f"{path}.warmup", positive_int)
@@ -154,6 +185,7 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
         node_network=True if search is None else search,
         search_payload=search_payload or min(payloads),
         timeout_s=timeout or 600.0)
+    _ranks_fit(ctx, ranks_node, result, gpus)
     if result.ranks_per_node < 2 and len(cluster.nodes) < 2:
         ctx.error(node, f"{path}.ranks_per_node", "nothing to measure: one node with one "
                   "rank has no one to talk to; set ranks_per_node to 2 or more (one per "

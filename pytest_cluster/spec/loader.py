@@ -287,7 +287,7 @@ def parse_spec(text: str, file: str) -> Spec:
         ctx.error(storage_node, "storage", "the sim launcher simulates hosts and GPUs, not "
                   "filesystems; test storage with launcher: local (or ssh, slurm)")
     gpus = parse_gpus(ctx, top.take("gpus"))
-    sim = parse_sim(ctx, top.take("sim"), cluster)
+    sim = parse_sim(ctx, top.take("sim", keep_null=True), cluster)
     ssh = parse_ssh(ctx, top.take("ssh"), cluster)
     slurm = parse_slurm(ctx, top.take("slurm"), cluster)
     if slurm is not None and slurm.allocation:
@@ -305,8 +305,9 @@ def parse_spec(text: str, file: str) -> Spec:
         lines = "\n".join(f"  {error}" for error in ordered)
         raise SpecError(f"{len(ctx.errors)} problems in the spec:\n{lines}", file=file)
     sha = hashlib.sha256(text.encode()).hexdigest()
+    warnings = tuple(str(w) for w in sorted(ctx.warnings, key=lambda w: w.line or 0))
     return Spec(file=file, sha256=sha, cluster=cluster, host=host, storage=storage, gpus=gpus,
-                sim=sim, ssh=ssh, slurm=slurm, interconnect=interconnect)
+                sim=sim, ssh=ssh, slurm=slurm, interconnect=interconnect, warnings=warnings)
 
 
 def load_spec(path: str | os.PathLike[str]) -> Spec:

@@ -103,6 +103,7 @@ class Spec:
     ssh: SshSpec | None = None
     slurm: SlurmSpec | None = None
     interconnect: InterconnectSpec | None = None
+    warnings: tuple[str, ...] = ()  # likely slips, "FILE:LINE: KEY: text" like errors
 
     def host_clause(self, name: str) -> Clause | None:
         value = getattr(self.host, name)

@@ -1,0 +1,139 @@
+"""Slips a tester found in specs: each is refused with one exact message, accepted with its
+defaults, or accepted with an exact warning on Spec.warnings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_cluster.errors import SpecError
+from pytest_cluster.spec import load_spec, parse_spec
+from pytest_cluster.spec.model import SimSpec
+
+SIM_BASE = "cluster: {name: x, nodes: 'n[1-2]', launcher: sim}\ngpus: {count: 8}\n"
+TOP_KEYS = "cluster, host, storage, gpus, interconnect, sim, ssh, slurm"
+
+
+def error_of(text: str) -> str:
+    with pytest.raises(SpecError) as info:
+        parse_spec(text, "t.yaml")
+    return str(info.value)
+
+
+@pytest.mark.parametrize(("fault", "what"), [
+    ("link_factor: 0.5", "link_factor is a node fault (the node's network)"),
+    ("gpus: 7", "gpus is a node fault (the node's GPU count)"),
+    ("down: true", "down is a node fault (the whole node)"),
+])
+def test_a_node_fault_on_a_gpu_is_refused(fault: str, what: str) -> None:
+    text = SIM_BASE + f"sim:\n  faults:\n    - {{node: n1, gpu: 2, {fault}}}\n"
+    key = fault.split(":", maxsplit=1)[0]
+    assert error_of(text) == (f"t.yaml:5: sim.faults[0].{key}: {what}, not a GPU's: give it "
+                              "without gpu")
+
+
+@pytest.mark.parametrize(("per_node", "fault", "shown"), [
+    ("", "{node: n1, gpu: 9, memory_held: 5 GiB}", "from 0 to 7 (sim.gpus_per_node: 8), got 9"),
+    ("", "{node: n1, gpu: 9, matmul_factor: 0.8}", "from 0 to 7 (sim.gpus_per_node: 8), got 9"),
+    ("  gpus_per_node: 4\n", "{node: n1, gpu: 4, throttle: hw_slowdown}",
+     "from 0 to 3 (sim.gpus_per_node: 4), got 4"),
+])
+def test_a_gpu_index_out_of_range_is_one_error(per_node: str, fault: str, shown: str) -> None:
+    text = SIM_BASE + f"sim:\n{per_node}  faults:\n    - {fault}\n"
+    line = 5 + bool(per_node)
+    assert error_of(text) == f"t.yaml:{line}: sim.faults[0].gpu: expected a GPU index {shown}"
+
+
+INTERCONNECT = ("cluster: {name: x, nodes: 'n[1-2]'}\ngpus: {count: 8}\ninterconnect:\n"
+                "  busbw: '>= 100 GB/s'\n  payloads: [4 GiB]\n  ranks_per_node: 16\n")
+
+
+def test_more_nccl_ranks_than_gpus_is_refused_at_load_time() -> None:
+    assert error_of(INTERCONNECT) == (
+        "t.yaml:6: interconnect.ranks_per_node: 16 ranks per node, but gpus.count is 8: "
+        "NCCL needs a GPU per rank; set ranks_per_node to 8 or less (or backend: gloo for "
+        "ranks on CPUs)")
+
+
+def test_more_gloo_ranks_than_gpus_is_accepted() -> None:
+    spec = parse_spec(INTERCONNECT + "  backend: gloo\n", "t.yaml")
+    assert spec.interconnect is not None and spec.interconnect.ranks_per_node == 16
+
+
+@pytest.mark.parametrize("sim", ["sim:\n", "sim: {}\n", "sim: ~\n"])
+def test_an_empty_sim_section_takes_every_default(sim: str) -> None:
+    spec = parse_spec(SIM_BASE + sim, "t.yaml")
+    assert spec.sim == SimSpec(gpu_model="H100-SXM-80GB", gpus_per_node=8)
+
+
+def test_an_empty_sim_section_still_needs_the_sim_launcher() -> None:
+    text = "cluster: {name: x, nodes: a}\ngpus: {count: 1}\nsim:\n"
+    assert error_of(text) == ("t.yaml:3: sim: only used with launcher: sim (the launcher is "
+                              "'local')")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("cluster: {name: x, nodes: a}\nGPUs: {count: 8}\n",
+     f"t.yaml:2: GPUs: unknown key; did you mean 'gpus'? (known keys: {TOP_KEYS})"),
+    ("cluster: {name: x, nodes: a}\nHost: {cpu_cores: 8}\n",
+     f"t.yaml:2: Host: unknown key; did you mean 'host'? (known keys: {TOP_KEYS})"),
+    ("cluster: {name: x, nodes: a}\nhost: {CPU_Cores: 8}\n",
+     "t.yaml:2: host.CPU_Cores: unknown key; did you mean 'cpu_cores'? (known keys: "
+     "cpu_cores, cpu_threads, memory, software, same_software)"),
+    ("cluster: {name: x, nodes: a}\ngpus: {count: 8, matmul: {BF16: '>= 1 TFLOPS'}}\n",
+     "t.yaml:2: gpus.matmul.BF16: unknown key; did you mean 'bf16'? (known keys: bf16, fp16, "
+     "tf32, fp32, fp8)"),
+    ("cluster: {name: x, nodes: a}\ngpus: {count: 8, model: h100-sxm}\n",
+     "t.yaml:2: gpus.model: unknown GPU model 'h100-sxm'; did you mean 'H100-SXM-80GB'? "
+     "known: H100-SXM-80GB, H100-PCIe-80GB, H100-NVL-94GB, H200-SXM-141GB, A100-SXM4-80GB, "
+     "A100-SXM4-40GB, A100-PCIe-80GB"),
+])
+def test_did_you_mean_ignores_case(text: str, message: str) -> None:
+    assert error_of(text) == message
+
+
+NETWORK = ("cluster: {name: x, nodes: 'n[1-2]'}\ninterconnect:\n  busbw: '>= 80%'\n"
+           "  payloads: [4 GiB]\n  ranks_per_node: 2\n"
+           "  intra_node: {kind: nvlink, rate: 450 GB/s}\n"
+           "  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: RATE}\n")
+H100 = "cluster: {name: x, nodes: a}\ngpus:\n  count: 8\n  model: H100-SXM-80GB\n  memory: MEM\n"
+
+
+@pytest.mark.parametrize(("text", "warnings"), [
+    (NETWORK.replace("RATE", "400 GB/s"),
+     ("t.yaml:7: interconnect.inter_node.rate_per_nic: 400 GB/s is 3.2 Tb/s per NIC, faster "
+      "than any NIC (1.6 Tb/s at most); did you mean 400 Gb/s?",)),
+    (NETWORK.replace("RATE", "3.2 Tb/s"),
+     ("t.yaml:7: interconnect.inter_node.rate_per_nic: 3.2 Tb/s is 3.2 Tb/s per NIC, faster "
+      "than any NIC (1.6 Tb/s at most)",)),
+    (NETWORK.replace("RATE", "400 Gb/s"), ()),
+    (NETWORK.replace("RATE", "200 GB/s"), ()),
+    (H100.replace("MEM", "'>= 80 GiB'"),
+     ("t.yaml:5: gpus.memory: '>= 80 GiB' is more than the H100-SXM-80GB's total memory "
+      "(79.65 GiB as NVML reports it): every GPU would fail it; did you mean '>= 80 GB'?",)),
+    (H100.replace("MEM", "'>= 90 GB'"),
+     ("t.yaml:5: gpus.memory: '>= 90 GB' is more than the H100-SXM-80GB's total memory "
+      "(79.65 GiB as NVML reports it): every GPU would fail it",)),
+    (H100.replace("MEM", "'>= 80 GB'"), ()),
+    (H100.replace("MEM", "'>= 79 GiB'"), ()),
+    (H100.replace("MEM", "'<= 100 GiB'"), ()),
+])
+def test_likely_slips_are_warned_not_refused(text: str, warnings: tuple[str, ...]) -> None:
+    assert parse_spec(text, "t.yaml").warnings == warnings
+
+
+def test_load_spec_fills_the_warnings(tmp_path: Path) -> None:
+    path = tmp_path / "trial.yaml"
+    path.write_text(NETWORK.replace("RATE", "400 GB/s") + H100.split("\n", 1)[1].replace(
+        "MEM", "'>= 80 GiB'"), encoding="utf-8")
+    assert load_spec(path).warnings == (
+        f"{path}:7: interconnect.inter_node.rate_per_nic: 400 GB/s is 3.2 Tb/s per NIC, "
+        "faster than any NIC (1.6 Tb/s at most); did you mean 400 Gb/s?",
+        f"{path}:11: gpus.memory: '>= 80 GiB' is more than the H100-SXM-80GB's total memory "
+        "(79.65 GiB as NVML reports it): every GPU would fail it; did you mean '>= 80 GB'?")
+
+
+def test_the_examples_have_no_warnings() -> None:
+    for path in sorted(Path(__file__).parent.parent.joinpath("examples").glob("*.yaml")):
+        assert load_spec(path).warnings == (), path
