@@ -10,11 +10,14 @@ import pytest
 
 from pytest_cluster.cache import ProbeCache
 from pytest_cluster.errors import LaunchError, ProbeFailed
-from pytest_cluster.launchers import ErrorKind, ProbeResult, get_launcher
+from pytest_cluster.launchers import ErrorKind, ProbeResult, default_python, get_launcher
 from pytest_cluster.launchers.base import fan_out, run_process
 from pytest_cluster.launchers.local import LocalLauncher, probe_command
 from pytest_cluster.probes import ProbeCall
+from pytest_cluster.spec import load_spec, parse_spec
 from pytest_cluster.spec.model import ClusterSpec, Spec
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
 def cluster(python: str = sys.executable, launcher: str = "local") -> Spec:
@@ -62,6 +65,45 @@ def test_missing_interpreter_is_its_own_kind() -> None:
                                  "found (check cluster.python in the spec)")
     with pytest.raises(ProbeFailed):
         result.payload()
+
+
+def test_default_interpreter_is_the_launchers() -> None:
+    """Local nodes are this machine: pytest's own interpreter (and its torch); elsewhere
+    python3 on the nodes' PATH."""
+    assert default_python("local") == sys.executable
+    assert default_python("ssh") == default_python("slurm") == "python3"
+
+
+@pytest.mark.parametrize(("section", "python"), [
+    ("launcher: local", sys.executable),
+    ("launcher: ssh", "python3"),
+    ("python: python3", "python3"),  # named in the spec: kept as written
+])
+def test_spec_takes_the_launchers_default_interpreter(section: str, python: str) -> None:
+    spec = parse_spec(f"cluster: {{name: x, nodes: a, {section}}}\n"
+                      "storage: [{path: /tmp, free: '>= 1 B'}]\n", "t.yaml")
+    assert spec.cluster.python == python
+    assert spec.storage[0].python == python
+
+
+def test_local_example_runs_without_the_venv_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`.venv/bin/pytest --cluster=examples/localhost.yaml` with no venv activated runs the
+    probes with pytest's interpreter, not the system python3 (which has no torch)."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    spec = load_spec(EXAMPLES / "localhost.yaml")
+    result = get_launcher(spec).run(ProbeCall("host"), ["localhost"], 60)["localhost"]
+    assert result.payload()["python_executable"] == sys.executable
+
+
+def test_crashed_probe_names_the_interpreter_path(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "python-x"
+    fake.write_text("#!/bin/sh\necho boom >&2\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    result = get_launcher(cluster("python-x")).run(ProbeCall("host"), ["n1"], 60)["n1"]
+    assert result.describe() == (f"n1: host probe crashed: {fake} exited with an error "
+                                 "(exit code 3) | stderr: boom")
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:

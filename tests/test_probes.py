@@ -16,11 +16,12 @@ from pytest_cluster.probes import ProbeCall, probe_source
 from tests.conftest import has_torch
 
 
-def run_probe(name: str, *args: str, cwd: Path | None = None) -> dict[str, Any]:
+def run_probe(name: str, *args: str, cwd: Path | None = None,
+              env: dict[str, str] | None = None) -> dict[str, Any]:
     """As a node would: `python -I - ARGS`, source on stdin, no access to pytest_cluster."""
     done = subprocess.run([sys.executable, "-I", "-", *args], input=probe_source(name),
                           capture_output=True, text=True, timeout=120, cwd=cwd or "/",
-                          check=True)
+                          env=env, check=True)
     return parse_probe_output(done.stdout, name)
 
 
@@ -106,6 +107,23 @@ def test_import_latency_failed_import_is_an_error() -> None:
 def test_import_latency_missing_interpreter() -> None:
     data = run_probe("import_latency", "--python", "/nonexistent/python")
     assert data["error"] == "interpreter '/nonexistent/python' not found on this node"
+
+
+def test_import_latency_failure_names_the_interpreter_path_resolved(tmp_path: Path) -> None:
+    """A bare name (python3) is reported as the interpreter the node's PATH gave it."""
+    (tmp_path / "python-x").symlink_to(sys.executable)
+    data = run_probe("import_latency", "--python", "python-x", "--module", "no_such_module_xyz",
+                     "--repeats", "1", env={**os.environ, "PATH": str(tmp_path)})
+    assert data["python_resolved"] == f"{tmp_path}/python-x"
+    assert data["error"] == (f"{tmp_path}/python-x -c 'import no_such_module_xyz' failed: "
+                             "ModuleNotFoundError: No module named 'no_such_module_xyz'")
+
+
+def test_import_latency_missing_bare_name_says_which_path(tmp_path: Path) -> None:
+    data = run_probe("import_latency", "--python", "no-such-python",
+                     env={**os.environ, "PATH": str(tmp_path)})
+    assert data["error"] == (f"interpreter 'no-such-python' not found on this node "
+                             f"(PATH={tmp_path})")
 
 
 def test_import_latency_cold_run_is_marked() -> None:

@@ -19,14 +19,23 @@ if TYPE_CHECKING:  # the spec imports the registry to validate launcher names
     from pytest_cluster.spec.model import Spec
 
 
-def get_launcher(spec: Spec) -> Launcher:
-    name = spec.cluster.launcher
+def launcher_class(name: str) -> type[Launcher]:
     target = REGISTRY.get(name)
     if target is None:
         raise LaunchError(f"unknown launcher {name!r}; known: {', '.join(REGISTRY)}")
     module_name, class_name = target.split(":")
     cls: type[Launcher] = getattr(importlib.import_module(module_name), class_name)
-    return cls.from_spec(spec)
+    return cls
 
 
-__all__ = ["REGISTRY", "ErrorKind", "Launcher", "ProbeResult", "get_launcher"]
+def get_launcher(spec: Spec) -> Launcher:
+    return launcher_class(spec.cluster.launcher).from_spec(spec)
+
+
+def default_python(name: str) -> str:
+    """The interpreter the nodes of launcher `name` run when the spec names none."""
+    return launcher_class(name).default_python()
+
+
+__all__ = ["REGISTRY", "ErrorKind", "Launcher", "ProbeResult", "default_python",
+           "get_launcher", "launcher_class"]

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import shutil
+import sys
 from collections.abc import Sequence
 
-from pytest_cluster.launchers.base import Launcher, ProbeResult, fan_out, run_process
+from pytest_cluster.launchers.base import (
+    ErrorKind,
+    Launcher,
+    ProbeResult,
+    fan_out,
+    run_process,
+)
 from pytest_cluster.probes import ProbeCall
 
 
@@ -13,12 +23,32 @@ def probe_command(python: str, call: ProbeCall) -> list[str]:
     return [python, "-", *call.args]
 
 
+def resolve_interpreter(python: str) -> str:
+    """The absolute path this machine's PATH gives `python`; unchanged when there is none
+    (the run then reports the interpreter missing)."""
+    found = shutil.which(python)
+    return os.path.abspath(found) if found else python
+
+
+def name_interpreter(result: ProbeResult, python: str) -> ProbeResult:
+    """A crashed probe's message names the interpreter that ran it."""
+    if result.error is not ErrorKind.CRASHED:
+        return result
+    return dataclasses.replace(result, message=f"{python} exited with an error")
+
+
 class LocalLauncher(Launcher):
     name = "local"
 
+    @classmethod
+    def default_python(cls) -> str:
+        """The interpreter running pytest: its packages (torch) are the ones installed."""
+        return sys.executable or super().default_python()
+
     def run(self, call: ProbeCall, nodes: Sequence[str],
             timeout_s: float) -> dict[str, ProbeResult]:
-        argv = probe_command(self.spec.python, call)
+        python = resolve_interpreter(self.spec.python)
+        argv = probe_command(python, call)
         source = call.source()
-        return fan_out(nodes, lambda node: run_process(node, call.name, argv, source, timeout_s),
-                       self.spec.parallel)
+        return fan_out(nodes, lambda node: name_interpreter(
+            run_process(node, call.name, argv, source, timeout_s), python), self.spec.parallel)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -22,6 +23,12 @@ DROP_CACHES = "/proc/sys/vm/drop_caches"
 
 def import_command(python: str, module: str) -> list[str]:
     return [python, "-c", f"import {module}"]
+
+
+def not_found(python: str) -> str:
+    """Why `python` cannot run here; a bare name says which PATH was searched."""
+    where = "" if os.sep in python else f" (PATH={os.environ.get('PATH', '')})"
+    return f"interpreter {python!r} not found on this node{where}"
 
 
 def timed_run(command: list[str], timeout: float) -> tuple[float, str | None]:
@@ -63,21 +70,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--path", default=None, help="the filesystem the interpreter should be on")
     parser.add_argument("--timeout", type=float, default=300.0)
     args = parser.parse_args(argv)
-    resolved = shutil.which(args.python)
+    found = shutil.which(args.python)
+    # abspath, not realpath: a venv's bin/python links to the base interpreter, and the
+    # venv's path is the one that says which packages it imports
+    resolved = os.path.abspath(found) if found else None
     data: dict[str, Any] = {
         "python": args.python,
-        "python_resolved": os.path.abspath(resolved) if resolved else None,
+        "python_resolved": resolved,
         "module": args.module,
     }
     if args.path and resolved:
-        # A venv's bin/python is a link to the base interpreter; where the venv lives counts.
         prefix = os.path.abspath(args.path).rstrip("/") + "/"
-        data["python_on_path"] = os.path.abspath(resolved).startswith(prefix)
+        data["python_on_path"] = resolved.startswith(prefix)
     if resolved is None:
-        data["error"] = f"interpreter {args.python!r} not found on this node"
+        data["error"] = not_found(args.python)
         print(json.dumps({"probe": "import_latency", "schema": 1, "data": data}))
         return 0
-    command = import_command(args.python, args.module)
+    command = import_command(resolved, args.module)
     data["command"] = command
     if args.cold:
         reason = drop_caches()
@@ -91,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(args.repeats):
         seconds, error = timed_run(command, args.timeout)
         if error is not None:
-            data["error"] = f"{' '.join(command)} failed: {error}"
+            data["error"] = f"{shlex.join(command)} failed: {error}"
             break
         warm.append(seconds)
     if warm:

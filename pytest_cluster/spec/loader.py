@@ -16,7 +16,7 @@ from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster.errors import SpecError, UnitError
 from pytest_cluster.hostlist import expand_hostlist
-from pytest_cluster.launchers import REGISTRY
+from pytest_cluster.launchers import REGISTRY, default_python
 from pytest_cluster.requirement import (
     parse_version_requirement,
 )
@@ -100,11 +100,13 @@ def _cluster(ctx: Ctx, node: Node | None, allocation: bool = False) -> ClusterSp
     def timeout(raw: object) -> float:
         return parse_quantity(raw, Dim.TIME).value
 
+    chosen = field(ctx, table.take("launcher"), "cluster.launcher", launcher) or "local"
     result = ClusterSpec(
         name=name or "",
         nodes=nodes,
-        launcher=field(ctx, table.take("launcher"), "cluster.launcher", launcher) or "local",
-        python=field(ctx, table.take("python"), "cluster.python", interpreter) or "python3",
+        launcher=chosen,
+        python=field(ctx, table.take("python"), "cluster.python", interpreter)
+        or default_python(chosen),
         probe_timeout_s=field(ctx, table.take("probe_timeout"), "cluster.probe_timeout",
                                timeout) or 600.0,
         parallel=field(ctx, table.take("parallel"), "cluster.parallel", positive_int) or 64,
