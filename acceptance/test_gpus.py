@@ -44,8 +44,7 @@ def _node_payload(evidence: Evidence, result: ProbeResult, node: str,
                   promise: Promise, gpu: int | None = None) -> dict[str, Any]:
     payload = evidence.require(result, promise, gpu=gpu)
     if "error" in payload:
-        evidence.cannot_measure(node, promise, payload["error"], gpu=gpu, raw=payload,
-                                simulated=result.simulated)
+        evidence.cannot_measure(node, promise, payload["error"], gpu=gpu, raw=payload)
     return payload
 
 
@@ -59,7 +58,7 @@ def _nvml(evidence: Evidence, result: ProbeResult, node: str, gpu: int,
         evidence.cannot_measure(
             node, promise, f"the node has no GPU {gpu}: NVML lists {payload.get('count')} "
             f"GPU(s)", gpu=gpu,
-            kind="missing_gpu", simulated=result.simulated)
+            kind="missing_gpu")
     evidence.record(gpu_uuid=entry.get("uuid"), gpu_serial=entry.get("serial"))
     return entry
 
@@ -94,7 +93,7 @@ def _perf(evidence: Evidence, result: ProbeResult | None, node: str, gpu: int,
     evidence.require(result, promise, gpu=gpu)  # the probe's own failure, with its kind
     found = _perf_section(result, nvml, gpu, part)
     if isinstance(found, str):
-        evidence.cannot_measure(node, promise, found, gpu=gpu, simulated=result.simulated)
+        evidence.cannot_measure(node, promise, found, gpu=gpu)
     return found
 
 
@@ -226,7 +225,7 @@ def _ecc(clause: Clause, kind: str, node: str, gpu: int, result: ProbeResult,
     if mode.get("current") == 0:
         evidence.cannot_measure(node, clause, "ECC is disabled on this GPU, so memory "
                                 "errors are neither corrected nor counted", gpu=gpu,
-                                raw=ecc, kind="ecc_disabled", simulated=result.simulated)
+                                raw=ecc, kind="ecc_disabled")
     count = ecc["volatile"][kind]
     if isinstance(count, dict):
         evidence.cannot_measure(node, clause, count["error"], gpu=gpu, raw=ecc)
@@ -292,7 +291,7 @@ def test_gpu_pcie(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResu
             node, rule, f"the link is at Gen{gen} x{width} while idle, below Gen"
             f"{pcie['max_gen']} x{pcie['max_width']}; GPUs lower link speed when idle, so "
             f"it must be read under load, which failed: {load_error or 'no load was run'}",
-            gpu=gpu, raw=pcie, simulated=gpu_result.simulated)
+            gpu=gpu, raw=pcie)
     shown = f"Gen{gen} x{width} ({when}), maximum Gen{pcie['max_gen']} x{pcie['max_width']}"
     evidence.check_rule(
         rule, at_max, shown, node=node, gpu=gpu,
@@ -485,8 +484,7 @@ def test_gpu_p2p(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResul
     copies = p2p_for(payload, gpu)
     if copies is None:
         evidence.cannot_measure(node, clause, f"no GPU-to-GPU copies with gpu{gpu}: torch "
-                                f"sees {payload.get('count')} GPU(s) on the node", gpu=gpu,
-                                simulated=gpu_perf_result.simulated)
+                                f"sees {payload.get('count')} GPU(s) on the node", gpu=gpu)
     slowest = (f"slowest with gpu{copies.slowest_peer}: "
                f"{copies.slowest_bytes_per_s / 1e9:.1f} GB/s")
     evidence.check(clause, copies.median_bytes_per_s, node=node, gpu=gpu,

@@ -28,6 +28,7 @@ def _spec(cluster: Cluster) -> InterconnectSpec:
 
 def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, payload: int,
            label: str, node_count: int) -> None:
+    evidence.saw(run)
     scope = "intra_node" if node_count == 1 else "inter_node"
     clause, theory = required_busbw(spec, node_count, scope)
     evidence.record(collective=run.collective, payload=payload, node_count=node_count,
@@ -39,15 +40,14 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
     for p in run.points:  # JUnit keeps the sweep: one property per payload, in GB/s
         evidence.record(**{f"busbw_GBps[{size_id(p.bytes)}]": p.busbw / 1e9})
     if not run.ok:
-        evidence.cannot_measure(label, clause, run.error, raw=raw, kind="job_failed",
-                                simulated=run.simulated)
+        evidence.cannot_measure(label, clause, run.error, raw=raw, kind="job_failed")
     if spec.is_share and theory is None:
         evidence.cannot_measure(label, clause, "no link rate in the spec to take the share "
-                                "of", raw=raw, simulated=run.simulated)
+                                "of", raw=raw)
     point = run.at(payload)
     if point is None:
         evidence.cannot_measure(label, clause, f"the payload {format_size(payload)} was not "
-                                "measured", raw=raw, simulated=run.simulated)
+                                "measured", raw=raw)
     low, median, high = point.spread
     raw.update(bytes=point.bytes, time_s=point.time_s, algbw=point.algbw,
                busbw_iterations=list(point.busbw_iterations), slowest_rank=point.slowest_rank,
@@ -55,7 +55,7 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
     if point.wrong:
         evidence.cannot_measure(label, clause, f"{point.wrong} wrong value(s) in the result: "
                                 "the collective is broken, its speed does not count",
-                                raw=raw, kind="wrong_result", simulated=run.simulated)
+                                raw=raw, kind="wrong_result")
     factor = "2(n-1)/n" if run.collective == "all_reduce" else "(n-1)/n"
     method = METHOD.format(backend=run.backend, iterations=spec.iterations,
                            warmup=spec.warmup, factor=factor)
@@ -65,7 +65,7 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
     if theory is not None:
         note += f"; theoretical {theory.derivation}"
     evidence.check(clause, point.busbw, node=label, result=None, method=method, raw=raw,
-                   note=note, simulated=run.simulated)
+                   note=note)
 
 
 @pytest.mark.clause("interconnect.intra_node")
@@ -98,15 +98,13 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
     evidence.record(collective="all_reduce", payload=spec.search_payload, node_count=2,
                     theoretical=theory.bytes_per_s / 1e9 if theory else None,
                     derivation=theory.derivation if theory else None)
-    sim = search.simulated
+    evidence.saw(search)
     if verdict is None:
-        evidence.cannot_measure(node, clause, search.note or "not in the search", raw=raw,
-                                simulated=sim)
+        evidence.cannot_measure(node, clause, search.note or "not in the search", raw=raw)
     if math.isnan(verdict.busbw):
         evidence.cannot_measure(
             node, clause, f"the all_reduce with {', '.join(verdict.partners)} failed "
-            f"(round {verdict.round} of the search)", raw=raw, kind="job_failed",
-            simulated=sim)
+            f"(round {verdict.round} of the search)", raw=raw, kind="job_failed")
     partners = ", ".join(verdict.partners)
     why = (f"all_reduce {format_size(spec.search_payload)} with {partners} (round "
            f"{verdict.round} of {len(search.rounds)} of the slow-node search)")
@@ -115,5 +113,4 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
         if search.note:
             why += f" ({search.note})"
     evidence.check(clause, verdict.busbw, node=node, result=None, raw=raw, note=why,
-                   method="pairs, then suspects with known-good nodes (nccl-tests busbw)",
-                   simulated=sim)
+                   method="pairs, then suspects with known-good nodes (nccl-tests busbw)")

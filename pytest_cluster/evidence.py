@@ -7,7 +7,7 @@ and pytest-xdist ships it to the controller, which writes results.jsonl and the 
 from __future__ import annotations
 
 import json
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol
 
 import pytest
 
@@ -20,10 +20,17 @@ from pytest_cluster.units import UNITS
 PROPERTIES = ("node", "gpu", "gpu_uuid", "gpu_serial", "filesystem", "collective", "payload",
               "node_count", "spec_key", "spec_line", "requirement", "theoretical",
               "derivation", "measured", "required", "comparison", "unit", "measured_base",
-              "required_base", "simulated", "method", "error_kind", "probe_run", "verdict",
-              "raw")
+              "required_base", "simulated", "method", "error_kind", "probe", "probe_run",
+              "verdict", "raw")
 
 Promise = Clause | VersionClause | Rule
+
+
+class Result(Protocol):
+    """Anything a test reads its numbers from: a probe result, a benchmark job, a search."""
+
+    @property
+    def simulated(self) -> bool: ...
 
 
 def promise_text(promise: Promise) -> str:
@@ -41,6 +48,13 @@ class Evidence:
 
     def __init__(self, item: pytest.Item) -> None:
         self.item = item
+        self.simulated = False  # any result this test has read was simulated
+
+    def saw(self, result: Result | None) -> None:
+        """Note a result this test reads: a simulated one marks the whole test simulated,
+        whatever the caller passes on (decided by the results, not by each call)."""
+        if result is not None and result.simulated:
+            self.simulated = True
 
     def record(self, **values: Any) -> None:
         for name, value in values.items():
@@ -55,12 +69,13 @@ class Evidence:
     def require(self, result: ProbeResult, clause: Promise, filesystem: str | None = None,
                 gpu: int | None = None) -> dict[str, Any]:
         """The probe's payload, or fail this test with the probe's error (kind, stderr)."""
+        self.saw(result)
         if result.ok:
             return result.payload()
         self.record(node=result.node, filesystem=filesystem, spec_key=clause.key,
                     spec_line=clause.line, requirement=promise_text(clause),
                     error_kind=result.error.value if result.error else "failed",
-                    simulated=result.simulated,
+                    probe=result.probe, simulated=result.simulated,
                     raw={"message": result.message, "exit_code": result.exit_code,
                          "stderr_tail": result.stderr_tail, "duration_s": result.duration_s})
         prefix = f"gpu{gpu}: " if gpu is not None else ""
@@ -70,7 +85,9 @@ class Evidence:
                        filesystem: str | None = None, raw: Any = None,
                        gpu: int | None = None, kind: str = "cannot_measure",
                        simulated: bool = False) -> NoReturn:
-        """The probe ran but could not measure this clause: fail, saying why."""
+        """The probe ran but could not measure this clause: fail, saying why. Simulated
+        when `simulated` says so or any result this test read was simulated."""
+        simulated = simulated or self.simulated
         self.record(node=node, filesystem=filesystem, spec_key=clause.key,
                     spec_line=clause.line, requirement=promise_text(clause),
                     error_kind=kind, raw=raw, simulated=simulated or None)
@@ -89,7 +106,8 @@ class Evidence:
         `result` (a benchmark job's number), `simulated` says whether it was simulated."""
         req = clause.requirement
         unit_factor = _factor(req.unit)
-        simulated = result.simulated if result is not None else simulated
+        self.saw(result)
+        simulated = result.simulated if result is not None else simulated or self.simulated
         self.record(node=node, filesystem=filesystem, spec_key=clause.key,
                     spec_line=clause.line, requirement=req.text,
                     measured=measured / unit_factor,
@@ -117,6 +135,7 @@ class Evidence:
 
     def check_version(self, clause: VersionClause, found: str | None, *, node: str,
                       result: ProbeResult, source: str | None) -> None:
+        self.saw(result)
         req = clause.requirement
         self.record(node=node, spec_key=clause.key, spec_line=clause.line, measured=found,
                     requirement=req.text, comparison=req.op, simulated=result.simulated,

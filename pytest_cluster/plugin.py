@@ -2,39 +2,35 @@
 
 With `--cluster=SPEC` and no test paths on the command line, pytest collects the
 packaged contract suite (pytest_cluster.acceptance); with paths, it runs those (your own
-tests may use our fixtures). Nothing is written by pytest-xdist workers.
+tests may use our fixtures). pytest-xdist workers write only probe results and the plan
+into the run's probes/ folder; the controller writes the evidence (see session.py).
 """
 
 from __future__ import annotations
 
-import html
+import contextlib
 import importlib.util
-import shutil
 import tempfile
+import time
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _pytest import junitxml  # xml_key: the one way to add <testsuite> properties
 
 from pytest_cluster.errors import SpecError
-from pytest_cluster.plots import interconnect_charts
-from pytest_cluster.report import (
-    SIMULATED_BANNER,
-    ResultsWriter,
-    is_simulated,
-    report_record,
-    summary_html,
-    tally,
-)
+from pytest_cluster.plan import Case, Plan
+from pytest_cluster.rundir import create_run_dir
+from pytest_cluster.session import SESSION_PLUGIN, ClusterSession
 from pytest_cluster.spec import Spec, StorageSpec, VersionClause, load_spec
-from pytest_cluster.state import CACHE_DIR_KEY, SPEC_KEY
-from pytest_cluster.units import format_number, size_id
+from pytest_cluster.state import CACHE_DIR_KEY, CASE_KEY, PLANNED_KEY, SPEC_KEY
+from pytest_cluster.units import size_id
 
 pytest_plugins = ["pytest_cluster.fixtures"]
 
-NOT_IN_CONTRACT_KEY = pytest.StashKey[list[str]]()
-SESSION_PLUGIN = "pytest-cluster-session"
+
+class SpecWarning(UserWarning):
+    """A spec value that is valid but probably not what was meant (e.g. GB/s for Gb/s)."""
 
 
 def acceptance_dir() -> Path:
@@ -64,6 +60,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "results (default: reports; an empty value writes none)")
 
 
+#: Options that show something instead of running the contract: they write no evidence.
+NO_RUN_OPTIONS = ("collectonly", "showfixtures", "show_fixtures_per_test", "markers",
+                  "setupplan", "setuponly", "help", "version")
+
+
+def writes_evidence(config: pytest.Config) -> bool:
+    """Whether this invocation runs checks (so may leave evidence) at all."""
+    return not any(getattr(config.option, name, False) for name in NO_RUN_OPTIONS)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
@@ -77,25 +83,25 @@ def pytest_configure(config: pytest.Config) -> None:
     except SpecError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SPEC_KEY] = spec
-    config.stash[NOT_IN_CONTRACT_KEY] = []
     workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
     if workerinput is not None:
         config.stash[CACHE_DIR_KEY] = Path(workerinput["cluster_cache_dir"])
     else:
+        for warning in spec.warnings:
+            config.issue_config_time_warning(SpecWarning(warning), stacklevel=2)
         reports = config.getoption("cluster_reports")
-        reports_dir = Path(reports) if reports else None
-        if reports_dir is not None:
+        run_dir = None
+        if reports and writes_evidence(config):
+            run_dir = create_run_dir(Path(reports), spec.cluster.name, time.time())
             if not config.option.xmlpath:
-                config.option.xmlpath = str(reports_dir / "junit.xml")
+                config.option.xmlpath = str(run_dir / "junit.xml")
             if not getattr(config.option, "htmlpath", None):
-                config.option.htmlpath = str(reports_dir / "report.html")
+                config.option.htmlpath = str(run_dir / "report.html")
                 config.option.self_contained_html = True
-            cache_dir = reports_dir / "probes"
-            shutil.rmtree(cache_dir, ignore_errors=True)
-        else:
-            cache_dir = Path(tempfile.mkdtemp(prefix="pytest-cluster-"))
+        cache_dir = (run_dir / "probes" if run_dir is not None
+                     else Path(tempfile.mkdtemp(prefix="pytest-cluster-")))
         config.stash[CACHE_DIR_KEY] = cache_dir
-        config.pluginmanager.register(ClusterSession(config, spec, reports_dir), SESSION_PLUGIN)
+        config.pluginmanager.register(ClusterSession(config, spec, run_dir), SESSION_PLUGIN)
     if config.args_source is not pytest.Config.ArgsSource.ARGS:
         config.args = [str(acceptance_dir())]
 
@@ -185,8 +191,8 @@ def _gpu_clause(name: str, key: str, spec: Spec, params: dict[str, Any]) -> tupl
         return "gpus", False  # the whole section is absent
     if key == "matmul":
         dtype = params.get("dtype")
-        if dtype is None:
-            return name, False
+        if not isinstance(dtype, str):  # no dtype in contract: parametrized with NOTSET
+            return "gpus.matmul", False
         return f"gpus.matmul.{dtype}", any(d == dtype for d, _ in gpus.matmul)
     if key == "uniform":
         return name, True
@@ -199,11 +205,15 @@ def _gpu_clause(name: str, key: str, spec: Spec, params: dict[str, Any]) -> tupl
     return name, gpus.item(key) is not None
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leave out the checks of clauses the contract does not have, and remember every
+    contract case left (before -k, -m or --lf choose among them)."""
     spec = config.stash.get(SPEC_KEY, None)
     if spec is None:
         return
-    keep, drop, absent = [], [], config.stash[NOT_IN_CONTRACT_KEY]
+    keep, drop, absent = [], [], []
+    suite = acceptance_dir()
     for item in items:
         found = clause_name(item, spec)
         if found is not None and not found[1]:
@@ -211,98 +221,60 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             single = (found[0] == "host.same_software" and spec.host.same_software) or (
                 found[0] == "gpus.same_driver" and spec.gpus is not None)
             absent.append(f"{found[0]} (needs 2+ nodes)" if single else found[0])
-        else:
-            keep.append(item)
+            continue
+        keep.append(item)
+        if found is not None:
+            item.stash[CASE_KEY] = contract_case(item, found[0], suite)
     ic = spec.interconnect
     if ic is not None:
         absent.extend(f"interconnect.node_counts {n} (the cluster has "
                       f"{len(spec.cluster.nodes)} nodes)" for n in ic.node_counts_dropped)
+    config.stash[PLANNED_KEY] = Plan(
+        tuple(item.stash[CASE_KEY] for item in keep if CASE_KEY in item.stash),
+        not_in_contract=tuple(sorted(set(absent))))
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
 
 
-class ClusterSession:
-    """Controller-only: results.jsonl, the HTML contract summary, the terminal summary."""
+def contract_case(item: pytest.Item, clause: str, suite: Path) -> Case:
+    """The case an item checks, with an id that is the same whatever the working
+    directory: 'acceptance/test_gpus.py::test_ecc_uncorrected[node01-gpu0]'."""
+    case_id = item.nodeid
+    with contextlib.suppress(ValueError):
+        inner = item.nodeid.split("::", 1)[1]
+        case_id = f"acceptance/{item.path.relative_to(suite).as_posix()}::{inner}"
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params if callspec is not None else {}
+    software = params.get("software")
+    if isinstance(software, VersionClause):
+        clause = software.key
+    elif isinstance(params.get("package"), str):
+        clause = f"{clause}.{params['package']}"
+    node = params.get("node")
+    return Case(case_id, clause, node if isinstance(node, str) else None)
 
-    def __init__(self, config: pytest.Config, spec: Spec, reports_dir: Path | None) -> None:
-        self.config = config
-        self.spec = spec
-        self.reports_dir = reports_dir
-        self.records: list[dict[str, Any]] = []
-        self.writer = ResultsWriter(reports_dir / "results.jsonl", spec) if reports_dir else None
 
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        xml = self.config.stash.get(junitxml.xml_key, None)
-        if xml is not None:
-            xml.add_global_property("cluster", self.spec.cluster.name)
-            xml.add_global_property("spec_sha256", self.spec.sha256)
-            xml.add_global_property("simulated", str(is_simulated(self.spec)).lower())
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Write the plan (collected, selected) where the controller will read it."""
+    config = session.config
+    planned = config.stash.get(PLANNED_KEY, None)
+    if planned is None:
+        return
+    selected = frozenset(item.stash[CASE_KEY].case_id for item in session.items
+                         if CASE_KEY in item.stash)
+    plan = Plan(planned.cases, selected, planned.not_in_contract)
+    plan.write(config.stash[CACHE_DIR_KEY])
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput["cluster_cache_dir"] = str(self.config.stash[CACHE_DIR_KEY])
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            record = report_record(report)
-            if record is None:
-                return
-            self.records.append(record)
-            if self.writer is not None:
-                self.writer.write(record)
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[
+        None, pytest.TestReport, pytest.TestReport]:
+    """Every contract case's report says which case it is (pytest-xdist carries it)."""
+    report = yield
+    case = item.stash.get(CASE_KEY, None)
+    if case is not None:
+        report.pytest_cluster_case = case.to_json()  # type: ignore[attr-defined]
+    return report
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_html_results_summary(self, prefix: list[str], summary: list[str],
-                                    postfix: list[str]) -> None:
-        absent = self.not_in_contract()
-        prefix.append(summary_html(self.spec, tally(self.records), absent))
-        prefix.append(interconnect_charts(self.records))
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_html_report_title(self, report: Any) -> None:
-        sim = " (SIMULATED)" if is_simulated(self.spec) else ""
-        report.title = f"pytest-cluster: {self.spec.cluster.name}{sim}"
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_html_results_table_header(self, cells: list[str]) -> None:
-        cells.insert(2, "<th>Measured</th>")
-        cells.insert(3, "<th>Required</th>")
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
-        props = dict(getattr(report, "user_properties", ()))
-        measured = props.get("measured", props.get("error_kind", ""))
-        if isinstance(measured, float):
-            measured = format_number(measured)
-        unit = props.get("unit", "")
-        sim = ' <span class="simulated">SIMULATED</span>' if props.get("simulated") else ""
-        cells.insert(2, f"<td>{html.escape(f'{measured} {unit}'.strip())}{sim}</td>")
-        cells.insert(3, f"<td>{html.escape(str(props.get('requirement', '')))}</td>")
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        absent = sorted(set(self.not_in_contract()))
-        write = terminalreporter.write_line
-        terminalreporter.section("pytest-cluster")
-        if is_simulated(self.spec):
-            write(SIMULATED_BANNER, yellow=True, bold=True)
-        write(f"cluster {self.spec.cluster.name}: {len(self.spec.cluster.nodes)} node(s), "
-              f"{len(self.records)} contract check(s), "
-              f"{sum(r['outcome'] != 'passed' for r in self.records)} failed")
-        if absent:
-            write(f"not in contract, not tested: {', '.join(absent)}")
-        if self.reports_dir is not None:
-            paths = [self.config.option.htmlpath, self.config.option.xmlpath,
-                     str(self.reports_dir / "results.jsonl")]
-            write("evidence: " + ", ".join(p for p in paths if p))
-            write(f"raw probe results: {self.config.stash[CACHE_DIR_KEY]}")
-
-    def not_in_contract(self) -> list[str]:
-        absent: list[str] = self.config.stash.get(NOT_IN_CONTRACT_KEY, [])
-        return absent
-
-    def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if self.writer is not None:
-            self.writer.close()
-        if self.reports_dir is None:
-            shutil.rmtree(config.stash[CACHE_DIR_KEY], ignore_errors=True)

@@ -265,7 +265,7 @@ def test_the_simulated_64_node_example_names_its_slow_and_dead_nodes(
     assert failed["test_node_network[sim-gpu-50]"] == (
         "Failed: [SIMULATED] sim-gpu-50: host probe unreachable: simulated: the node does not "
         "answer (sim fault at spec line 26)")
-    html = (pytester.path / "reports" / "report.html").read_text()
+    html = (pytester.path / "reports" / "latest" / "report.html").read_text()
     assert "all_reduce: busbw vs node count (1 node: the slowest)" in html
 
 
@@ -319,7 +319,7 @@ def test_xdist_workers_take_turns_to_measure(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-n", "2")
     result.assert_outcomes(passed=3, failed=2)
     spans = []
-    for path in (pytester.path / "reports" / "probes").glob("interconnect-*.json"):
+    for path in (pytester.path / "reports" / "latest" / "probes").glob("interconnect-*.json"):
         document = json.loads(path.read_text())
         runs = document.values() if "collective" not in document else [document]
         spans += [(r["details"]["started_at"], r["details"]["ended_at"]) for r in runs
@@ -330,7 +330,7 @@ def test_xdist_workers_take_turns_to_measure(pytester: pytest.Pytester) -> None:
 
 
 def jsonl(pytester: pytest.Pytester) -> list[dict[str, Any]]:
-    lines = (pytester.path / "reports" / "results.jsonl").read_text().splitlines()
+    lines = (pytester.path / "reports" / "latest" / "results.jsonl").read_text().splitlines()
     return [r for r in map(json.loads, lines) if r.get("type") == "result"]
 
 

@@ -30,12 +30,12 @@ def spec_text(fs: Path, nodes: str = "nodeA", host: str = "", storage: str = "",
 
 
 def jsonl(pytester: pytest.Pytester) -> list[dict[str, Any]]:
-    lines = (pytester.path / "reports" / "results.jsonl").read_text().splitlines()
+    lines = (pytester.path / "reports" / "latest" / "results.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines]
 
 
 def junit_props(pytester: pytest.Pytester) -> dict[str, dict[str, str]]:
-    root = ET.parse(pytester.path / "reports" / "junit.xml").getroot()
+    root = ET.parse(pytester.path / "reports" / "latest" / "junit.xml").getroot()
     cases = {}
     for case in root.iter("testcase"):
         props = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
@@ -55,11 +55,14 @@ def test_packaged_suite_passes_with_evidence(pytester: pytest.Pytester, fs: Path
     result = pytester.runpytest("--cluster=trial.yaml")
     result.assert_outcomes(passed=8)
     result.stdout.fnmatch_lines([
-        "*cluster test-cluster: 1 node(s), 8 contract check(s), 0 failed*",
+        "*cluster test-cluster: 8 of 8 contract check(s) ran, 0 failed; nodes covered: "
+        "all 1 node(s)*",
+        "*nodes: 1 ACCEPTED, 0 REJECTED, 0 UNREACHABLE, 0 NOT CHECKED*",
         "*not in contract, not tested: gpus, host.cpu_threads, "
         "host.same_software (needs 2+ nodes), interconnect, "
         f"storage[[]{fs}].free, storage[[]{fs}].import_torch*",
-        "*evidence: reports/report.html, reports/junit.xml, reports/results.jsonl*",
+        "*evidence: reports/2*Z-test-cluster/ (report.html, junit.xml, results.jsonl, "
+        "verdict.json, probes/); reports/latest -> 2*Z-test-cluster*",
     ])
     props = junit_props(pytester)
     write = props[f"test_storage_write[nodeA-{fs}]"]
@@ -81,10 +84,10 @@ def test_packaged_suite_passes_with_evidence(pytester: pytest.Pytester, fs: Path
     assert {r["outcome"] for r in results} == {"passed"}
     kernel = next(r for r in results if r["spec_key"] == "host.software.kernel")
     assert kernel["measured"] == __import__("platform").release()
-    html = (pytester.path / "reports" / "report.html").read_text()
-    assert "Contract summary: test-cluster" in html
+    html = (pytester.path / "reports" / "latest" / "report.html").read_text()
+    assert "test-cluster: ACCEPTED - 1 accepted, 0 rejected, 0 unreachable, 0 not checked" in html
     assert f"storage[{fs}].write" in html
-    assert (pytester.path / "reports" / "probes").is_dir()
+    assert (pytester.path / "reports" / "latest" / "probes").is_dir()
 
 
 def test_impossible_requirement_fails_with_the_numbers(pytester: pytest.Pytester,
@@ -105,9 +108,9 @@ def test_impossible_requirement_fails_with_the_numbers(pytester: pytest.Pytester
     assert {r["spec_key"] for r in failed} == {"host.cpu_cores", f"storage[{fs}].write",
                                               f"storage[{fs}].capacity"}
     assert all(r["message"].startswith("Failed: nodeA") for r in failed)
-    html = (pytester.path / "reports" / "report.html").read_text()
+    html = (pytester.path / "reports" / "latest" / "report.html").read_text()
     assert re.search(r"<td>host.cpu_cores</td><td>&gt;= 100000</td><td>0</td><td>1</td>"
-                     r"<td>nodeA</td><td>\d+ \(nodeA\)</td>", html)
+                     r"<td>nodeA</td><td>\d+ \(nodeA\)</td><td>-\d+\.\d % below required</td>", html)
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -209,14 +212,17 @@ def test_results_are_streamed_as_tests_finish(pytester: pytest.Pytester, fs: Pat
                            node=node, result=host_result)
 
         def test_b_reads_results_so_far(node):
-            lines = pathlib.Path("reports/results.jsonl").read_text().splitlines()
+            lines = pathlib.Path("reports/latest/results.jsonl").read_text().splitlines()
             assert json.loads(lines[-1])["nodeid"].endswith("test_a_cores[nodeA]")
             pytest.exit("interrupted on purpose")
     """)
     result = pytester.runpytest("--cluster=trial.yaml", "test_mine.py")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     records = jsonl(pytester)
-    assert [r["nodeid"] for r in records[1:]] == ["test_mine.py::test_a_cores[nodeA]"]
+    assert [r["nodeid"] for r in records[1:-1]] == ["test_mine.py::test_a_cores[nodeA]"]
+    assert records[-1]["type"] == "end"
+    assert records[-1]["status"] == "interrupted"
+    assert records[-1]["exit_code"] == pytest.ExitCode.INTERRUPTED
 
 
 def test_own_tests_with_fixtures(pytester: pytest.Pytester, fs: Path) -> None:
@@ -270,7 +276,7 @@ def test_xdist_probes_each_node_once(pytester: pytest.Pytester, fs: Path) -> Non
     assert len(runs) == 6
     assert all(len(ids) == 1 for ids in runs.values()), runs
     result.stdout.fnmatch_lines(["*2 workers*"])
-    probe_files = list((pytester.path / "reports" / "probes").glob("*-*[0-9a-f].json"))
+    probe_files = list((pytester.path / "reports" / "latest" / "probes").glob("*-*[0-9a-f].json"))
     assert len(probe_files) == 2
 
 

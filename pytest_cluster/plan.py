@@ -1,0 +1,115 @@
+"""What a run set out to check: every contract case collected, which of them the selection
+kept, and the clauses not in the contract.
+
+The process that collects (the controller, or each pytest-xdist worker) writes the plan to
+`plan.json` in the run's probe directory as soon as collection ends, so the controller
+knows it even when a worker is interrupted; the end record, the verdict and the report say
+from it what was covered and what was not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+PLAN_FILE = "plan.json"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One contract check: its stable id, the clause it checks, the node it is about
+    (None for a check of the whole cluster or of several nodes)."""
+
+    case_id: str
+    clause: str
+    node: str | None
+
+    def to_json(self) -> list[Any]:
+        return [self.case_id, self.clause, self.node]
+
+    @classmethod
+    def from_json(cls, row: list[Any]) -> Case:
+        return cls(str(row[0]), str(row[1]), None if row[2] is None else str(row[2]))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Contract cases collected (after leaving out clauses not in the contract) and the ids
+    of those the selection (-k, -m, --lf, --deselect) kept."""
+
+    cases: tuple[Case, ...] = ()
+    selected: frozenset[str] = frozenset()
+    not_in_contract: tuple[str, ...] = ()
+    known: bool = True  # False: no process wrote a plan (collection never ended)
+    by_id: dict[str, Case] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.by_id.update({case.case_id: case for case in self.cases})
+
+    @property
+    def deselected(self) -> list[Case]:
+        return [case for case in self.cases if case.case_id not in self.selected]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"cases": [case.to_json() for case in self.cases],
+                "selected": sorted(self.selected),
+                "not_in_contract": list(self.not_in_contract)}
+
+    @classmethod
+    def from_json(cls, document: dict[str, Any]) -> Plan:
+        return cls(tuple(Case.from_json(row) for row in document["cases"]),
+                   frozenset(document["selected"]), tuple(document["not_in_contract"]))
+
+    def write(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        partial = directory / f".{PLAN_FILE}.{os.getpid()}"
+        partial.write_text(json.dumps(self.to_json()), encoding="utf-8")
+        os.replace(partial, directory / PLAN_FILE)
+
+    @classmethod
+    def read(cls, directory: Path) -> Plan:
+        """The plan written by whichever process collected; unknown if none did."""
+        try:
+            return cls.from_json(json.loads((directory / PLAN_FILE).read_text("utf-8")))
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            return cls(known=False)
+
+
+def not_checked(plan: Plan, ran: set[str]) -> list[dict[str, Any]]:
+    """Every clause not (fully) checked and why: not in contract, deselected (the
+    selection left its cases out), not reached (selected, but the run ended first)."""
+    rows: list[dict[str, Any]] = [{"clause": name, "why": "not in contract"}
+                                  for name in sorted(set(plan.not_in_contract))]
+    for why, cases in (("deselected", plan.deselected),
+                       ("not reached", [c for c in plan.cases if c.case_id in plan.selected
+                                        and c.case_id not in ran])):
+        counts = Counter(case.clause for case in cases)
+        totals = Counter(case.clause for case in plan.cases)
+        rows.extend({"clause": clause, "why": why, "cases": count, "of": totals[clause]}
+                    for clause, count in sorted(counts.items()))
+    return rows
+
+
+def selection(config: pytest.Config) -> dict[str, Any]:
+    """The options that chose a subset of the contract, as given."""
+    option = config.option
+    chosen: dict[str, Any] = {}
+    for key, name in (("keyword", "-k"), ("markexpr", "-m")):
+        value = getattr(option, key, "")
+        if value:
+            chosen[name] = value
+    if getattr(option, "lf", False):
+        chosen["--lf"] = True
+    if getattr(option, "failedfirst", False):
+        chosen["--ff"] = True
+    if getattr(option, "deselect", None):
+        chosen["--deselect"] = list(option.deselect)
+    if getattr(option, "maxfail", 0):
+        chosen["--maxfail"] = option.maxfail
+    return chosen

@@ -1,0 +1,361 @@
+"""The controller's side of a run: results.jsonl as cases end, then the end record,
+verdict.json, the terminal section, the HTML scorecard and the JUnit suite properties.
+
+Registered only on the controller (never on pytest-xdist workers), only with --cluster.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import json
+import shutil
+import signal
+import time
+from collections import Counter
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+from _pytest import junitxml  # xml_key: the one way to add <testsuite> properties
+
+from pytest_cluster import __version__
+from pytest_cluster.plan import PLAN_FILE, Plan, not_checked, selection
+from pytest_cluster.plots import interconnect_charts
+from pytest_cluster.report import SIMULATED_BANNER, is_simulated
+from pytest_cluster.results import (
+    COMPLETE,
+    ResultsWriter,
+    counts,
+    outcome,
+    report_record,
+    run_status,
+)
+from pytest_cluster.rundir import LATEST, point_latest, remove_if_empty
+from pytest_cluster.scorecard import scorecard_html
+from pytest_cluster.spec import Spec
+from pytest_cluster.state import CACHE_DIR_KEY
+from pytest_cluster.units import format_number
+from pytest_cluster.verdict import (
+    ACCEPTED,
+    NodeVerdict,
+    cluster_failures,
+    drain_line,
+    node_verdicts,
+    tally,
+)
+
+SESSION_PLUGIN = "pytest-cluster-session"
+MAX_LISTED = 20  # nodes and drain lines listed in the terminal; verdict.json has all
+
+
+class ClusterSession:
+    """Controller-only: the evidence of one run, in its own run directory."""
+
+    def __init__(self, config: pytest.Config, spec: Spec, run_dir: Path | None) -> None:
+        self.config = config
+        self.spec = spec
+        self.run_dir = run_dir
+        self.records: list[dict[str, Any]] = []
+        self.writer: ResultsWriter | None = None
+        self.started = time.time()
+        self.end: dict[str, Any] | None = None
+        self.verdicts: list[NodeVerdict] = []
+        self.plan = Plan(known=False)
+        self.evidence_written = False
+        self._old_sigterm: Any = None
+
+    # -- start ----------------------------------------------------------------------------
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        xml = self.config.stash.get(junitxml.xml_key, None)
+        if xml is not None:
+            xml.suite_name = self.spec.cluster.name
+            xml.add_global_property("cluster", self.spec.cluster.name)
+            xml.add_global_property("spec_sha256", self.spec.sha256)
+            xml.add_global_property("simulated", str(is_simulated(self.spec)).lower())
+            xml.add_global_property("tool_version", __version__)
+        # SLURM's time limit, `kill`, a CI runner's cancel: end like Ctrl-C, with an end
+        # record, rather than vanish (a handler set by someone else is left alone).
+        with contextlib.suppress(ValueError):  # not the main thread
+            if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+                self._old_sigterm = signal.signal(signal.SIGTERM, _interrupt)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["cluster_cache_dir"] = str(self.config.stash[CACHE_DIR_KEY])
+
+    # -- each case --------------------------------------------------------------------------
+
+    def _write(self, record: dict[str, Any]) -> None:
+        if self.run_dir is None:
+            return
+        if self.writer is None:
+            self.writer = ResultsWriter(self.run_dir / "results.jsonl", self._run_record())
+            point_latest(self.run_dir)  # reports/latest/results.jsonl can be followed live
+        self.writer.write(record)
+
+    def _run_record(self) -> dict[str, Any]:
+        spec = self.spec
+        return {"cluster": spec.cluster.name, "spec": spec.file, "spec_sha256": spec.sha256,
+                "nodes": list(spec.cluster.nodes), "launcher": spec.cluster.launcher,
+                "simulated": is_simulated(spec), "started_at": self.started,
+                "run_dir": str(self.run_dir)}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        case = getattr(report, "pytest_cluster_case", None)
+        if case is not None:
+            self._junit_names(report, str(case[0]))
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            record = report_record(report)
+            if record is None:
+                return
+            self.records.append(record)
+            self._write(record)
+
+    def _junit_names(self, report: pytest.TestReport, case_id: str) -> None:
+        """JUnit classname and file from the case id: the same from any directory."""
+        xml = self.config.stash.get(junitxml.xml_key, None)
+        if xml is None:
+            return
+        path = case_id.split("::", 1)[0]
+        reporter = xml.node_reporter(report)
+        reporter.add_attribute("classname", path.removesuffix(".py").replace("/", "."))
+        reporter.add_attribute("file", path)
+
+    # -- end ----------------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.plan = Plan.read(self.config.stash[CACHE_DIR_KEY])
+        if not self.records and not self.plan.selected:
+            if self.run_dir is not None:
+                self._write_nothing()
+            return
+        ran = {str(r.get("case")) for r in self.records}
+        for case in self.plan.cases:
+            if case.case_id in self.plan.selected and case.case_id not in ran:
+                record = {"type": "result", "case": case.case_id, "clause": case.clause,
+                          "spec_key": case.clause, "node": case.node, "outcome": "not_run",
+                          "message": "not reached: the run ended before this check"}
+                self.records.append(record)
+                self._write(record)
+        self.verdicts = node_verdicts(self.spec.cluster.nodes, self.plan, self.records)
+        self.end = self._end_record(int(exitstatus), ran)
+        self._write(self.end)
+        if self.writer is not None:
+            self.writer.close()
+        if self.run_dir is not None:
+            self._write_verdict()
+            self.evidence_written = True
+        self._junit_status()
+
+    def _write_nothing(self) -> None:
+        """Nothing was collected: no evidence, and no empty run directory."""
+        for name in ("html", "html-report"):
+            plugin = self.config.pluginmanager.getplugin(name)
+            if plugin is not None and hasattr(plugin, "_report_path"):
+                self.config.pluginmanager.unregister(plugin)
+        xml = self.config.stash.get(junitxml.xml_key, None)
+        if xml is not None:
+            self.config.pluginmanager.unregister(xml)
+            del self.config.stash[junitxml.xml_key]
+        assert self.run_dir is not None
+        with contextlib.suppress(FileNotFoundError):
+            (self.config.stash[CACHE_DIR_KEY] / PLAN_FILE).unlink()
+        remove_if_empty(self.run_dir)
+        self.run_dir = None
+
+    def _end_record(self, exit_code: int, ran: set[str]) -> dict[str, Any]:
+        plan = self.plan
+        # checks outside the plan: your own tests recording evidence without a clause
+        extra = sum(r.get("case") not in plan.by_id for r in self.records)
+        planned, selected = len(plan.cases) + extra, len(plan.selected) + extra
+        checks_ran = sum(outcome(r) != "not_run" for r in self.records)
+        covered = sorted({c.node for c in plan.cases
+                          if c.node is not None and c.case_id in ran})
+        return {
+            "type": "end", "simulated": is_simulated(self.spec),
+            "status": run_status(exit_code, planned, selected, checks_ran),
+            "exit_code": exit_code, "counts": counts(self.records),
+            "checks_ran": checks_ran, "checks_planned": planned,
+            "checks_selected": selected, "deselected": planned - selected,
+            "selection": selection(self.config),
+            "nodes_covered": [n for n in self.spec.cluster.nodes if n in set(covered)],
+            "nodes_in_spec": len(self.spec.cluster.nodes),
+            "not_checked": not_checked(plan, ran),
+            "verdicts": dict(Counter(v.verdict for v in self.verdicts)),
+            "started_at": self.started, "ended_at": time.time(),
+            "duration_s": round(time.time() - self.started, 3),
+            "tool_version": __version__,
+        }
+
+    def _write_verdict(self) -> None:
+        assert self.run_dir is not None and self.end is not None
+        rejected = [v for v in self.verdicts if v.verdict not in (ACCEPTED, "NOT CHECKED")]
+        document = {
+            "cluster": self.spec.cluster.name, "spec_sha256": self.spec.sha256,
+            "simulated": is_simulated(self.spec), "status": self.end["status"],
+            "checks": f"{self.end['checks_ran']} of {self.end['checks_planned']}",
+            "nodes": [v.to_json() for v in self.verdicts],
+            "cluster_checks_failed": cluster_failures(self.records, self.spec.cluster.nodes),
+            "drain": [drain_line(v) for v in rejected],
+        }
+        path = self.run_dir / "verdict.json"
+        path.write_text(json.dumps(document, indent=1, sort_keys=True), encoding="utf-8")
+
+    def _junit_status(self) -> None:
+        xml = self.config.stash.get(junitxml.xml_key, None)
+        if xml is None or self.end is None:
+            return
+        xml.add_global_property("status", self.end["status"])
+        xml.add_global_property("checks_ran", f"{self.end['checks_ran']} of "
+                                               f"{self.end['checks_planned']}")
+        if self.end["status"] != COMPLETE:
+            xml.add_global_property("INCOMPLETE", self.coverage_line())
+        for name, nodes in tally(self.verdicts).items():
+            xml.add_global_property(f"nodes_{name.lower().replace(' ', '_')}",
+                                    ",".join(nodes))
+
+    def coverage_line(self) -> str:
+        """'INCOMPLETE: 12 of 640 contract checks ran (interrupted)', or '' if complete."""
+        end = self.end
+        if end is None or end["status"] == COMPLETE:
+            return ""
+        why = {"partial": "the selection left the others out"}.get(end["status"],
+                                                                    end["status"])
+        return (f"INCOMPLETE: {end['checks_ran']} of {end['checks_planned']} contract "
+                f"checks ran ({why.replace('_', ' ')})")
+
+    # -- HTML ---------------------------------------------------------------------------------
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_summary(self, prefix: list[str], summary: list[str],
+                                    postfix: list[str]) -> None:
+        prefix.append(scorecard_html(self.spec, self.end, self.verdicts, self.records,
+                                     self.coverage_line()))
+        prefix.append(interconnect_charts(self.records))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_report_title(self, report: Any) -> None:
+        sim = " (SIMULATED)" if is_simulated(self.spec) else ""
+        report.title = f"pytest-cluster: {self.spec.cluster.name}{sim}"
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_header(self, cells: list[str]) -> None:
+        cells.insert(2, "<th>Measured</th>")
+        cells.insert(3, "<th>Required</th>")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
+        """pytest-html's table lists the checks that did not pass, in full; a passed
+        contract check is one line of the scorecard's collapsed list instead (thousands of
+        rows rendered by pytest-html's script take tens of seconds to open). It still
+        counts among pytest-html's 'Passed'."""
+        props = dict(getattr(report, "user_properties", ()))
+        contract = "spec_key" in props or hasattr(report, "pytest_cluster_case")
+        if contract and report.when == "call" and report.passed:
+            del cells[:]
+            self._count_passed_in_html()
+            return
+        measured = props.get("measured", props.get("error_kind", ""))
+        if isinstance(measured, float):
+            measured = format_number(measured)
+        unit = props.get("unit", "")
+        sim = ' <span class="simulated">SIMULATED</span>' if props.get("simulated") else ""
+        cells.insert(2, f"<td>{html.escape(f'{measured} {unit}'.strip())}{sim}</td>")
+        cells.insert(3, f"<td>{html.escape(str(props.get('requirement', '')))}</td>")
+
+    def _count_passed_in_html(self) -> None:
+        """pytest-html counts only the rows it shows: count a row we left out."""
+        for plugin in self.config.pluginmanager.get_plugins():
+            data: Any = getattr(plugin, "_report", None)
+            if type(plugin).__module__.startswith("pytest_html") and hasattr(data,
+                                                                             "outcomes"):
+                data.outcomes = "passed"
+                return
+
+    # -- terminal -----------------------------------------------------------------------------
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        write = terminalreporter.write_line
+        terminalreporter.section("pytest-cluster")
+        if is_simulated(self.spec):
+            write(SIMULATED_BANNER, yellow=True, bold=True)
+        for line in self.summary_lines():
+            red = line.startswith(("INCOMPLETE", "  REJECTED", "  UNREACHABLE"))
+            write(line, red=red, bold=line.startswith("INCOMPLETE"))
+
+    def summary_lines(self) -> list[str]:
+        spec, end = self.spec, self.end
+        nodes = spec.cluster.nodes
+        lines: list[str] = []
+        failed = sum(outcome(r) in ("failed", "error") for r in self.records)
+        if end is None:
+            return [f"cluster {spec.cluster.name}: {len(nodes)} node(s); no contract check "
+                    "was collected, so no evidence was written",
+                    *self._not_in_contract_lines()]
+        lines.append(f"cluster {spec.cluster.name}: {end['checks_ran']} of "
+                     f"{end['checks_planned']} contract check(s) ran, {failed} failed; "
+                     f"nodes covered: {_covered(end['nodes_covered'], len(nodes))}")
+        if self.coverage_line():
+            lines.append(self.coverage_line())
+        if end["selection"]:
+            chosen = " ".join(f"{k} {v}" if v is not True else k
+                              for k, v in end["selection"].items())
+            lines.append(f"selection: {chosen}; {end['deselected']} check(s) deselected")
+        counted = tally(self.verdicts)
+        lines.append("nodes: " + ", ".join(f"{len(v)} {k}" for k, v in counted.items()))
+        shown = [v for v in self.verdicts if v.verdict != ACCEPTED]
+        for verdict in shown[:MAX_LISTED]:
+            lines.append(f"  {verdict.verdict} {verdict.node}: {verdict.reason}")
+        if len(shown) > MAX_LISTED:
+            lines.append(f"  and {len(shown) - MAX_LISTED} more (verdict.json lists all)")
+        for failure in cluster_failures(self.records, nodes)[:MAX_LISTED]:
+            lines.append(f"  cluster check failed: {failure['clause']} "
+                         f"({failure['where']}): {failure['message']}")
+        lines.extend(self._not_in_contract_lines())
+        for why in ("deselected", "not reached"):
+            rows = [r for r in end["not_checked"] if r["why"] == why]
+            if rows:
+                lines.append(f"{why}: " + ", ".join(
+                    f"{r['clause']} ({r['cases']} of {r['of']})" for r in rows[:MAX_LISTED])
+                    + (f" and {len(rows) - MAX_LISTED} more" if len(rows) > MAX_LISTED
+                       else ""))
+        drain = [v for v in self.verdicts if v.verdict in ("REJECTED", "UNREACHABLE")]
+        if drain:
+            lines.append("to drain them in SLURM (printed, never run):")
+            lines.extend(f"  {drain_line(v)}" for v in drain[:MAX_LISTED])
+        if self.run_dir is not None and self.evidence_written:
+            link = self.run_dir.parent / LATEST
+            lines.append(f"evidence: {self.run_dir}/ (report.html, junit.xml, results.jsonl, "
+                         f"verdict.json, probes/); {link} -> {self.run_dir.name}")
+        return lines
+
+    def _not_in_contract_lines(self) -> list[str]:
+        absent = sorted(set(self.plan.not_in_contract))
+        return [f"not in contract, not tested: {', '.join(absent)}"] if absent else []
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        if self._old_sigterm is not None:
+            with contextlib.suppress(ValueError):
+                signal.signal(signal.SIGTERM, self._old_sigterm)
+        if self.run_dir is None:
+            shutil.rmtree(config.stash[CACHE_DIR_KEY], ignore_errors=True)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _covered(covered: list[str], total: int) -> str:
+    if not covered:
+        return f"none of {total}"
+    if len(covered) == total:
+        return f"all {total} node(s)"
+    names = ", ".join(covered[:5]) + (f" and {len(covered) - 5} more" if len(covered) > 5
+                                      else "")
+    return f"{names} ({len(covered)} of {total})"

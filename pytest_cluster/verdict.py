@@ -1,0 +1,145 @@
+"""The per-node verdict a provider gates on: ACCEPTED, REJECTED, UNREACHABLE, NOT CHECKED.
+
+- UNREACHABLE: the node did not answer (its host probe, or any probe, could not reach it);
+  every one of its cases fails citing that one reason.
+- REJECTED: it answered and at least one of its checks failed.
+- ACCEPTED: every contract check about this node ran, and all passed.
+- NOT CHECKED: nothing failed, but not every check about it ran (deselected, not reached).
+
+Checks of several nodes at once (a multi-node all-reduce, same versions everywhere) are
+judged on their own, as cluster checks: they never make a single node the culprit.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_cluster.plan import Plan
+from pytest_cluster.results import outcome
+
+ACCEPTED = "ACCEPTED"
+REJECTED = "REJECTED"
+UNREACHABLE = "UNREACHABLE"
+NOT_CHECKED = "NOT CHECKED"
+
+#: Error kinds that mean the node did not answer at all.
+NO_ANSWER = frozenset({"unreachable", "auth_refused"})
+#: ... and those that mean so when the host probe (the first thing asked) ends with them.
+NO_ANSWER_HOST = NO_ANSWER | {"timeout", "interpreter_missing"}
+MAX_REASON = 300
+
+
+def clean_message(message: str) -> str:
+    """A failure message without pytest's 'Failed: ' and '[SIMULATED] ' prefixes."""
+    text = message.removeprefix("Failed: ").removeprefix("[SIMULATED] ").strip()
+    first = text.splitlines()[0] if text else ""
+    return first if len(first) <= MAX_REASON else first[:MAX_REASON - 3] + "..."
+
+
+def _no_answer(record: dict[str, Any]) -> bool:
+    kind = record.get("error_kind")
+    kinds = NO_ANSWER_HOST if record.get("probe") == "host" else NO_ANSWER
+    return kind in kinds
+
+
+@dataclass
+class NodeVerdict:
+    node: str
+    verdict: str = NOT_CHECKED
+    reason: str = ""
+    planned: int = 0
+    ran: int = 0
+    passed: int = 0
+    failed_clauses: list[str] = field(default_factory=list)
+    failures: list[dict[str, str]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "verdict": self.verdict, "reason": self.reason,
+                "checks_planned": self.planned, "checks_ran": self.ran,
+                "checks_passed": self.passed, "failed_clauses": self.failed_clauses,
+                "failures": self.failures}
+
+
+def node_verdicts(nodes: Sequence[str], plan: Plan,
+                  records: Iterable[dict[str, Any]]) -> list[NodeVerdict]:
+    """One verdict per node of the spec, in the spec's order."""
+    verdicts = {name: NodeVerdict(name) for name in nodes}
+    for case in plan.cases:
+        if case.node in verdicts:
+            verdicts[case.node].planned += 1
+    unreachable: dict[str, str] = {}
+    for record in records:
+        found = verdicts.get(str(record.get("node")))
+        if found is None or outcome(record) == "not_run":
+            continue
+        found.ran += 1
+        if outcome(record) == "passed":
+            found.passed += 1
+        elif outcome(record) in ("failed", "error"):
+            clause = str(record.get("clause") or record.get("spec_key"))
+            if clause not in found.failed_clauses:
+                found.failed_clauses.append(clause)
+            message = clean_message(str(record.get("message", "")))
+            found.failures.append({"clause": clause, "case": str(record.get("case", "")),
+                                   "message": message})
+            if _no_answer(record):
+                unreachable.setdefault(found.node, message)
+    for verdict in verdicts.values():
+        _decide(verdict, unreachable.get(verdict.node))
+    return list(verdicts.values())
+
+
+def _decide(verdict: NodeVerdict, no_answer: str | None) -> None:
+    if no_answer is not None:
+        verdict.verdict, verdict.reason = UNREACHABLE, no_answer
+    elif verdict.failed_clauses:
+        verdict.verdict = REJECTED
+        verdict.reason = (f"{len(verdict.failed_clauses)} clause(s) failed: "
+                          f"{', '.join(verdict.failed_clauses)}")
+    elif verdict.planned and verdict.ran >= verdict.planned \
+            and verdict.passed == verdict.planned:
+        verdict.verdict, verdict.reason = ACCEPTED, f"all {verdict.planned} checks passed"
+    elif verdict.ran == 0:
+        verdict.reason = ("no check about this node ran" if verdict.planned
+                          else "no check is about this node alone")
+    else:
+        parts = []
+        if verdict.ran < verdict.planned:
+            parts.append(f"{verdict.planned - verdict.ran} of {verdict.planned} checks did "
+                         "not run")
+        if verdict.ran > verdict.passed:
+            parts.append(f"{verdict.ran - verdict.passed} skipped")
+        verdict.reason = "; ".join([*parts, "none failed"])
+
+
+def cluster_failures(records: Iterable[dict[str, Any]],
+                     nodes: Sequence[str]) -> list[dict[str, str]]:
+    """Failed checks about several nodes at once (or the whole cluster)."""
+    names = set(nodes)
+    return [{"clause": str(r.get("clause") or r.get("spec_key")), "where": str(r.get("node")),
+             "message": clean_message(str(r.get("message", "")))}
+            for r in records if str(r.get("node")) not in names
+            and outcome(r) in ("failed", "error")]
+
+
+def drain_command(verdict: NodeVerdict) -> list[str]:
+    """The scontrol line that drains a rejected or unreachable node (printed, never run)."""
+    reason = f"pytest-cluster {verdict.verdict.lower()}: {verdict.reason}"[:200]
+    return ["scontrol", "update", f"NodeName={verdict.node}", "State=DRAIN",
+            f"Reason={reason}"]
+
+
+def drain_line(verdict: NodeVerdict) -> str:
+    return shlex.join(drain_command(verdict))
+
+
+def tally(verdicts: Iterable[NodeVerdict]) -> dict[str, list[str]]:
+    """Verdict -> nodes, in the order ACCEPTED, REJECTED, UNREACHABLE, NOT CHECKED."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for verdict in verdicts:
+        found[verdict.verdict].append(verdict.node)
+    return {name: found[name] for name in (ACCEPTED, REJECTED, UNREACHABLE, NOT_CHECKED)}
