@@ -101,7 +101,8 @@ def pytest_configure(config: pytest.Config) -> None:
         cache_dir = (run_dir / "probes" if run_dir is not None
                      else Path(tempfile.mkdtemp(prefix="pytest-cluster-")))
         config.stash[CACHE_DIR_KEY] = cache_dir
-        config.pluginmanager.register(ClusterSession(config, spec, run_dir), SESSION_PLUGIN)
+        config.pluginmanager.register(ClusterSession(config, spec, run_dir,
+                                                     writes_evidence(config)), SESSION_PLUGIN)
     if config.args_source is not pytest.Config.ArgsSource.ARGS:
         config.args = [str(acceptance_dir())]
 
@@ -256,15 +257,17 @@ def contract_case(item: pytest.Item, clause: str, suite: Path) -> Case:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Write the plan (collected, selected) where the controller will read it."""
+    """Write the plan (collected, selected) where the controller will read it. Not at
+    the end: an interrupted worker still leaves it."""
     config = session.config
     planned = config.stash.get(PLANNED_KEY, None)
     if planned is None:
         return
     selected = frozenset(item.stash[CASE_KEY].case_id for item in session.items
                          if CASE_KEY in item.stash)
-    plan = Plan(planned.cases, selected, planned.not_in_contract)
-    plan.write(config.stash[CACHE_DIR_KEY])
+    if selected:  # a run that runs nothing leaves nothing behind
+        Plan(planned.cases, selected, planned.not_in_contract).write(
+            config.stash[CACHE_DIR_KEY])
 
 
 @pytest.hookimpl(wrapper=True)

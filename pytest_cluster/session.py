@@ -53,8 +53,10 @@ MAX_LISTED = 20  # nodes and drain lines listed in the terminal; verdict.json ha
 class ClusterSession:
     """Controller-only: the evidence of one run, in its own run directory."""
 
-    def __init__(self, config: pytest.Config, spec: Spec, run_dir: Path | None) -> None:
+    def __init__(self, config: pytest.Config, spec: Spec, run_dir: Path | None,
+                 runs_checks: bool = True) -> None:
         self.config = config
+        self.runs_checks = runs_checks  # False: --collect-only, --fixtures, ...
         self.spec = spec
         self.run_dir = run_dir
         self.records: list[dict[str, Any]] = []
@@ -129,9 +131,7 @@ class ClusterSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.plan = Plan.read(self.config.stash[CACHE_DIR_KEY])
-        if not self.records and not self.plan.selected:
-            if self.run_dir is not None:
-                self._write_nothing()
+        if not self.runs_checks or (not self.records and not self.plan.selected):
             return
         ran = {str(r.get("case")) for r in self.records}
         for case in self.plan.cases:
@@ -151,17 +151,27 @@ class ClusterSession:
             self.evidence_written = True
         self._junit_status()
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if not session.items:
+            self._write_nothing()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        if not ids:
+            self._write_nothing()
+
     def _write_nothing(self) -> None:
-        """Nothing was collected: no evidence, and no empty run directory."""
-        for name in ("html", "html-report"):
-            plugin = self.config.pluginmanager.getplugin(name)
-            if plugin is not None and hasattr(plugin, "_report_path"):
-                self.config.pluginmanager.unregister(plugin)
+        """Nothing was collected: no evidence, and no empty run directory (decided before
+        the run, while pytest-html and JUnit can still be told not to write)."""
+        if self.run_dir is None:
+            return
+        html_report = self._html_report()
+        if html_report is not None:
+            self.config.pluginmanager.unregister(html_report)
         xml = self.config.stash.get(junitxml.xml_key, None)
         if xml is not None:
             self.config.pluginmanager.unregister(xml)
             del self.config.stash[junitxml.xml_key]
-        assert self.run_dir is not None
         with contextlib.suppress(FileNotFoundError):
             (self.config.stash[CACHE_DIR_KEY] / PLAN_FILE).unlink()
         remove_if_empty(self.run_dir)
@@ -267,14 +277,19 @@ class ClusterSession:
         cells.insert(2, f"<td>{html.escape(f'{measured} {unit}'.strip())}{sim}</td>")
         cells.insert(3, f"<td>{html.escape(str(props.get('requirement', '')))}</td>")
 
+    def _html_report(self) -> Any:
+        """pytest-html's report object (registered under no fixed name), or None."""
+        for plugin in self.config.pluginmanager.get_plugins():
+            if type(plugin).__module__.startswith("pytest_html") and hasattr(plugin,
+                                                                             "_report"):
+                return plugin
+        return None
+
     def _count_passed_in_html(self) -> None:
         """pytest-html counts only the rows it shows: count a row we left out."""
-        for plugin in self.config.pluginmanager.get_plugins():
-            data: Any = getattr(plugin, "_report", None)
-            if type(plugin).__module__.startswith("pytest_html") and hasattr(data,
-                                                                             "outcomes"):
-                data.outcomes = "passed"
-                return
+        data: Any = getattr(self._html_report(), "_report", None)
+        if data is not None and hasattr(data, "outcomes"):
+            data.outcomes = "passed"
 
     # -- terminal -----------------------------------------------------------------------------
 
@@ -293,9 +308,10 @@ class ClusterSession:
         lines: list[str] = []
         failed = sum(outcome(r) in ("failed", "error") for r in self.records)
         if end is None:
-            return [f"cluster {spec.cluster.name}: {len(nodes)} node(s); no contract check "
-                    "was collected, so no evidence was written",
-                    *self._not_in_contract_lines()]
+            why = "no check was run" if not self.runs_checks else \
+                "no contract check was collected"
+            return [f"cluster {spec.cluster.name}: {len(nodes)} node(s); {why}, so no "
+                    "evidence was written", *self._not_in_contract_lines()]
         lines.append(f"cluster {spec.cluster.name}: {end['checks_ran']} of "
                      f"{end['checks_planned']} contract check(s) ran, {failed} failed; "
                      f"nodes covered: {_covered(end['nodes_covered'], len(nodes))}")

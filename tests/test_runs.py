@@ -1,0 +1,211 @@
+"""pytester: what a run leaves behind - one directory per run, nothing from runs that run
+nothing, an end record saying what was covered, INCOMPLETE where it was not, a per-node
+verdict, JUnit names that do not depend on the working directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SPEC = """\
+cluster: {{name: small, nodes: "n[1-3]", launcher: sim}}
+gpus:
+  count: 2
+  ecc_corrected: "<= 1000"
+sim:
+  gpus_per_node: 2
+  faults: [{faults}]
+"""
+#: Cases of SPEC per node: count, uniform, and 9 rules/clauses on each of 2 GPUs.
+PER_NODE = 2 + 2 * 8
+ALL = 3 * PER_NODE + 7  # and gpus.same_driver and host.same_software (6), cluster checks
+
+
+def run(pytester: pytest.Pytester, *args: str, faults: str = "") -> pytest.RunResult:
+    (pytester.path / "trial.yaml").write_text(SPEC.format(faults=faults), encoding="utf-8")
+    return pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", *args)
+
+
+def run_dirs(pytester: pytest.Pytester) -> list[Path]:
+    root = pytester.path / "reports"
+    return sorted(p for p in root.iterdir() if p.name != "latest") if root.exists() else []
+
+
+def lines(run_dir: Path) -> list[dict[str, Any]]:
+    text = (run_dir / "results.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def suite(run_dir: Path) -> ET.Element:
+    root = ET.parse(run_dir / "junit.xml").getroot()
+    found = root if root.tag == "testsuite" else root.find("testsuite")
+    assert found is not None
+    return found
+
+
+def suite_props(run_dir: Path) -> dict[str, str]:
+    props = suite(run_dir).find("properties")
+    assert props is not None
+    return {p.get("name", ""): p.get("value", "") for p in props}
+
+
+def test_each_run_keeps_its_own_evidence(pytester: pytest.Pytester) -> None:
+    run(pytester).assert_outcomes(passed=ALL)
+    first, = run_dirs(pytester)
+    saved = {p.name: p.read_bytes() for p in first.iterdir() if p.is_file()}
+    assert set(saved) == {"report.html", "junit.xml", "results.jsonl", "verdict.json"}
+    run(pytester, "-k", "n2").assert_outcomes(passed=PER_NODE)
+    older, newer = run_dirs(pytester)
+    assert older == first
+    assert {p.name: p.read_bytes() for p in first.iterdir() if p.is_file()} == saved
+    assert (first / "probes").is_dir()
+    assert os.readlink(pytester.path / "reports" / "latest") == newer.name
+    assert newer.name.endswith("Z-small") or newer.name.endswith("Z-small-2")
+
+
+@pytest.mark.parametrize("args", [("--collect-only",), ("--fixtures",), ("-k", "nothing"),
+                                  ("--setup-plan",), ("--markers",)])
+def test_runs_that_run_nothing_write_nothing(pytester: pytest.Pytester,
+                                             args: tuple[str, ...]) -> None:
+    run(pytester).assert_outcomes(passed=ALL)
+    before = run_dirs(pytester)
+    latest = os.readlink(pytester.path / "reports" / "latest")
+    run(pytester, *args)
+    assert run_dirs(pytester) == before
+    assert os.readlink(pytester.path / "reports" / "latest") == latest
+
+
+def test_a_selected_run_says_what_it_left_out(pytester: pytest.Pytester) -> None:
+    result = run(pytester, "-k", "n1")
+    result.assert_outcomes(passed=PER_NODE)
+    planned = ALL
+    result.stdout.fnmatch_lines([
+        f"*cluster small: {PER_NODE} of {planned} contract check(s) ran, 0 failed; "
+        "nodes covered: n1 (1 of 3)*",
+        f"INCOMPLETE: {PER_NODE} of {planned} contract checks ran (the selection left the "
+        "others out)",
+        f"selection: -k n1; {planned - PER_NODE} check(s) deselected",
+        "nodes: 1 ACCEPTED, 0 REJECTED, 0 UNREACHABLE, 2 NOT CHECKED",
+        "  NOT CHECKED n2: no check about this node ran",
+        "deselected: gpus.count (2 of 3), gpus.ecc_corrected (4 of 6), *, gpus.same_driver "
+        "(1 of 1), *",
+    ])
+    run_dir, = run_dirs(pytester)
+    end = lines(run_dir)[-1]
+    assert end["type"] == "end"
+    assert end["status"] == "partial"
+    assert (end["checks_ran"], end["checks_planned"], end["deselected"]) == (
+        PER_NODE, planned, planned - PER_NODE)
+    assert end["selection"] == {"-k": "n1"}
+    assert end["nodes_covered"] == ["n1"]
+    assert {"clause": "gpus.count", "why": "deselected", "cases": 2, "of": 3} in \
+        end["not_checked"]
+    assert {"clause": "gpus.power_limit", "why": "not in contract"} in end["not_checked"]
+    props = suite_props(run_dir)
+    assert props["status"] == "partial"
+    assert props["INCOMPLETE"] == (f"INCOMPLETE: {PER_NODE} of {planned} contract checks ran "
+                                   "(the selection left the others out)")
+    assert props["nodes_accepted"] == "n1"
+    assert props["nodes_not_checked"] == "n2,n3"
+    assert "INCOMPLETE: " in (run_dir / "report.html").read_text(encoding="utf-8")
+    verdict = json.loads((run_dir / "verdict.json").read_text(encoding="utf-8"))
+    assert [n["verdict"] for n in verdict["nodes"]] == ["ACCEPTED", "NOT CHECKED",
+                                                       "NOT CHECKED"]
+
+
+INTERRUPT_AFTER_3 = """  # a plugin: a conftest here would not see the packaged suite
+count = 0
+
+def pytest_runtest_teardown(item):
+    global count
+    count += 1
+    if count == 3:
+        raise KeyboardInterrupt
+"""
+
+
+def test_an_interrupted_run_says_so_and_every_case_has_a_line(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(interrupter=INTERRUPT_AFTER_3)
+    pytester.syspathinsert()
+    result = run(pytester, "-p", "interrupter")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    planned = ALL
+    result.stdout.fnmatch_lines([f"INCOMPLETE: 3 of {planned} contract checks ran "
+                                 "(interrupted)"])
+    run_dir, = run_dirs(pytester)
+    records = lines(run_dir)
+    results = [r for r in records if r["type"] == "result"]
+    assert len(results) == planned  # every collected case has a line
+    assert [r["outcome"] for r in results].count("not_run") == planned - 3
+    assert records[-1]["status"] == "interrupted"
+    assert records[-1]["counts"] == {"passed": 3, "failed": 0, "error": 0, "skipped": 0,
+                                     "not_run": planned - 3}
+    assert {"clause": "gpus.ecc_corrected", "why": "not reached", "cases": 6, "of": 6} in \
+        records[-1]["not_checked"]
+    assert suite_props(run_dir)["status"] == "interrupted"
+    html = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert f"INCOMPLETE: 3 of {planned} contract checks ran (interrupted)" in html
+    assert "small: INCOMPLETE - " in html
+
+
+def test_an_unreachable_node_is_one_line_and_the_others_are_judged(
+        pytester: pytest.Pytester) -> None:
+    result = run(pytester, faults="{node: n2, down: true}")
+    result.assert_outcomes(passed=ALL - PER_NODE, failed=PER_NODE)
+    reason = ("n2: gpu probe unreachable: simulated: the node does not answer (sim fault at "
+              "spec line 7)")
+    result.stdout.fnmatch_lines([
+        "nodes: 2 ACCEPTED, 0 REJECTED, 1 UNREACHABLE, 0 NOT CHECKED",
+        f"  UNREACHABLE n2: {reason}",
+        "to drain them in SLURM (printed, never run):",
+        f"  scontrol update NodeName=n2 State=DRAIN 'Reason=pytest-cluster unreachable: "
+        f"{reason}'",
+    ])
+    assert result.stdout.str().count("UNREACHABLE n2") == 1
+    run_dir, = run_dirs(pytester)
+    verdict = json.loads((run_dir / "verdict.json").read_text(encoding="utf-8"))
+    n2 = verdict["nodes"][1]
+    assert (n2["node"], n2["verdict"], n2["reason"]) == ("n2", "UNREACHABLE", reason)
+    assert len(n2["failures"]) == PER_NODE
+    assert {f["message"].split(": cannot measure")[0].split(" gpu")[0]
+            for f in n2["failures"]} >= {"n2"} or all(
+        reason in f["message"] for f in n2["failures"])
+    assert verdict["drain"] == [f"scontrol update NodeName=n2 State=DRAIN "
+                                f"'Reason=pytest-cluster unreachable: {reason}'"]
+
+
+def test_junit_names_are_the_same_from_any_directory(pytester: pytest.Pytester) -> None:
+    run(pytester, "-k", "n1")
+    elsewhere = pytester.path / "elsewhere"
+    elsewhere.mkdir()
+    os.chdir(elsewhere)
+    pytester.runpytest(f"--cluster={pytester.path / 'trial.yaml'}", "-p", "no:cacheprovider",
+                       "-k", "n1", f"--cluster-reports={pytester.path / 'reports'}")
+    first, second = run_dirs(pytester)
+
+    def names(run_dir: Path) -> set[tuple[str, str, str]]:
+        return {(c.get("classname", ""), c.get("name", ""), c.get("file", ""))
+                for c in suite(run_dir).iter("testcase")}
+
+    assert names(first) == names(second)
+    assert ("acceptance.test_gpus", "test_gpu_count[n1]", "acceptance/test_gpus.py") in \
+        names(first)
+    assert suite(first).get("name") == "small"
+
+
+def test_not_in_contract_is_said_under_xdist(pytester: pytest.Pytester) -> None:
+    (pytester.path / "trial.yaml").write_text(SPEC.format(faults=""), encoding="utf-8")
+    result = pytester.runpytest_subprocess("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                           "-n", "2")
+    result.assert_outcomes(passed=ALL)
+    result.stdout.fnmatch_lines(["not in contract, not tested: gpus.d2h, *gpus.matmul, *"])
+    assert "NotSet" not in result.stdout.str()
+    end = lines(run_dirs(pytester)[0])[-1]
+    assert end["status"] == "complete"
+    assert {"clause": "gpus.matmul", "why": "not in contract"} in end["not_checked"]

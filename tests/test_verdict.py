@@ -1,0 +1,177 @@
+"""The per-node verdict, margins, the results reader, run directories, and [SIMULATED]
+following from the results a test read."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_cluster.evidence import Evidence
+from pytest_cluster.launchers.base import ErrorKind, ProbeResult
+from pytest_cluster.plan import Case, Plan, not_checked
+from pytest_cluster.report import ClauseTally, margin, margin_text
+from pytest_cluster.results import read_results, run_status
+from pytest_cluster.rundir import create_run_dir, point_latest, run_dir_name
+from pytest_cluster.scorecard import cell_of
+from pytest_cluster.spec.model import Rule
+from pytest_cluster.verdict import drain_line, node_verdicts
+
+PLAN = Plan((Case("a::t[n1]", "gpus.count", "n1"), Case("a::t[n2]", "gpus.count", "n2"),
+             Case("a::t[n3]", "gpus.count", "n3"), Case("a::u[n1]", "host.memory", "n1"),
+             Case("a::u[n2]", "host.memory", "n2"), Case("a::u[n3]", "host.memory", "n3"),
+             Case("a::all", "host.same_software.kernel", None)),
+            frozenset({"a::t[n1]", "a::t[n2]", "a::t[n3]", "a::u[n1]", "a::u[n2]",
+                       "a::all"}))
+
+
+def result(case: str, node: str | None, outcome: str = "passed", **more: Any) -> dict[str, Any]:
+    clause = PLAN.by_id[case].clause
+    return {"type": "result", "case": case, "clause": clause, "spec_key": clause,
+            "node": node, "outcome": outcome, "phase": "call", **more}
+
+
+def test_each_node_gets_one_verdict_with_its_reason() -> None:
+    unreachable = "Failed: n2: host probe unreachable: ssh: connect to host n2 port 22: refused"
+    records = [
+        result("a::t[n1]", "n1"), result("a::u[n1]", "n1", "failed",
+                                         message="Failed: n1 memory: measured 1 GiB < 2 GiB"),
+        result("a::t[n2]", "n2", "failed", message=unreachable, error_kind="unreachable",
+               probe="host"),
+        result("a::u[n2]", "n2", "failed", message=unreachable, error_kind="unreachable",
+               probe="host"),
+        result("a::t[n3]", "n3"),
+        result("a::all", None, "failed", message="Failed: kernel differs"),
+    ]
+    n1, n2, n3 = node_verdicts(["n1", "n2", "n3"], PLAN, records)
+    assert (n1.verdict, n1.reason) == ("REJECTED", "1 clause(s) failed: host.memory")
+    assert n1.failures == [{"clause": "host.memory", "case": "a::u[n1]",
+                            "message": "n1 memory: measured 1 GiB < 2 GiB"}]
+    assert (n2.verdict, n2.reason) == (
+        "UNREACHABLE", "n2: host probe unreachable: ssh: connect to host n2 port 22: refused")
+    assert (n3.verdict, n3.reason) == ("NOT CHECKED", "1 of 2 checks did not run; none failed")
+    everything = [result(c.case_id, c.node) for c in PLAN.cases if c.node == "n3"]
+    assert node_verdicts(["n3"], PLAN, everything)[0].verdict == "ACCEPTED"
+    assert drain_line(n1) == ("scontrol update NodeName=n1 State=DRAIN "
+                              "'Reason=pytest-cluster rejected: 1 clause(s) failed: "
+                              "host.memory'")
+
+
+def test_a_timeout_is_unreachable_only_for_the_host_probe() -> None:
+    busy = [result("a::t[n1]", "n1", "failed", message="Failed: n1: gpu_perf probe timeout",
+                   error_kind="timeout", probe="gpu_perf")]
+    assert node_verdicts(["n1"], PLAN, busy)[0].verdict == "REJECTED"
+    silent = [dict(busy[0], probe="host")]
+    assert node_verdicts(["n1"], PLAN, silent)[0].verdict == "UNREACHABLE"
+
+
+def test_not_checked_says_why_per_clause() -> None:
+    ran = {"a::t[n1]", "a::t[n2]"}
+    rows = not_checked(Plan(PLAN.cases, PLAN.selected, ("storage",)), ran)
+    assert rows == [
+        {"clause": "storage", "why": "not in contract"},
+        {"clause": "host.memory", "why": "deselected", "cases": 1, "of": 3},
+        {"clause": "gpus.count", "why": "not reached", "cases": 1, "of": 3},
+        {"clause": "host.memory", "why": "not reached", "cases": 2, "of": 3},
+        {"clause": "host.same_software.kernel", "why": "not reached", "cases": 1, "of": 1},
+    ]
+
+
+@pytest.mark.parametrize(("measured", "op", "required", "expected", "text"), [
+    (7, "==", 8, -12.5, "-12.5 % off required"),
+    (341.2, ">=", 360, -5.222, "-5.2 % below required"),
+    (400, ">=", 360, 11.111, "+11.1 % above required"),
+    (25, "<=", 20, -25.0, "-25.0 % over the limit"),
+    (8, "==", 8, 0.0, "as required"),
+])
+def test_margin_in_percent_of_the_requirement(measured: float, op: str, required: float,
+                                              expected: float, text: str) -> None:
+    record = {"measured": measured, "comparison": op, "required": required}
+    found = margin(record)
+    assert found == pytest.approx(expected, abs=1e-3)
+    assert found is not None and margin_text(found, op) == text
+
+
+def test_no_margin_without_two_numbers() -> None:
+    assert margin({"measured": "none", "required": 0, "comparison": "=="}) is None
+    assert margin({"measured": 3, "required": 0, "comparison": "<="}) is None
+
+
+def test_the_worst_count_is_the_one_off_the_requirement() -> None:
+    tally = ClauseTally("gpus.count")
+    for node, count in (("n1", 8), ("n2", 7), ("n3", 8)):
+        tally.add({"node": node, "outcome": "passed" if count == 8 else "failed",
+                   "measured": count, "required": 8, "comparison": "==", "requirement": "== 8"})
+    assert tally.worst_text() == "7 (n2)"
+    assert tally.worst_margin == pytest.approx(-12.5)
+
+
+def test_matrix_cells_colour_by_margin() -> None:
+    near = {"node": "n1", "outcome": "failed", "measured": 341.2, "required": 360,
+            "comparison": ">=", "message": "Failed: slow"}
+    assert (cell_of(near).css, cell_of(near).text) == ("m-short", "-5")
+    far = dict(near, measured=100)
+    assert cell_of(far).css == "m-fail"
+    broken = dict(near, measured=None, error_kind="unreachable")
+    assert cell_of(broken).css == "m-error"
+    assert cell_of(dict(near, outcome="passed", measured=400)).css == "m-pass"
+    assert cell_of(dict(near, outcome="passed", measured=370)).css == "m-near"
+    assert cell_of(dict(near, outcome="not_run")).css == "m-notrun"
+
+
+def test_a_results_file_without_an_end_line_was_interrupted(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    lines = [{"type": "run", "cluster": "c"}, {"type": "result", "outcome": "passed"}]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"type": "resu',
+                    encoding="utf-8")
+    cut = read_results(path)
+    assert (cut.status, cut.complete, len(cut.results)) == ("interrupted", False, 1)
+    path.write_text("".join(json.dumps(x) + "\n" for x in
+                            [*lines, {"type": "end", "status": "complete"}]),
+                    encoding="utf-8")
+    assert read_results(path).complete
+
+
+def test_run_status() -> None:
+    assert run_status(0, 10, 10, 10) == "complete"
+    assert run_status(1, 10, 4, 4) == "partial"
+    assert run_status(2, 10, 10, 3) == "interrupted"
+    assert run_status(1, 10, 10, 3) == "interrupted"  # -x: selected checks not reached
+    assert run_status(3, 10, 10, 10) == "internal_error"
+
+
+def test_run_directories_never_collide_and_latest_follows(tmp_path: Path) -> None:
+    started = 1795395060.0  # 2026-11-23 00:51:00 UTC
+    assert run_dir_name("gpu cluster/../x", started) == "20261123T005100Z-gpu_cluster_.._x"
+    first = create_run_dir(tmp_path, "c", started)
+    second = create_run_dir(tmp_path, "c", started)
+    assert (first.name, second.name) == ("20261123T005100Z-c", "20261123T005100Z-c-2")
+    point_latest(first)
+    point_latest(second)
+    assert os.readlink(tmp_path / "latest") == second.name
+    (tmp_path / "latest").unlink()
+    (tmp_path / "latest").mkdir()  # not ours: left alone
+    point_latest(first)
+    assert (tmp_path / "latest").is_dir() and not (tmp_path / "latest").is_symlink()
+
+
+class FakeItem:
+    def __init__(self) -> None:
+        self.user_properties: list[tuple[str, object]] = []
+
+
+def test_simulated_follows_from_the_result_not_the_caller() -> None:
+    evidence = Evidence(FakeItem())  # type: ignore[arg-type]
+    sim = ProbeResult("n1", "gpu", {"count": 0}, simulated=True)
+    evidence.require(sim, Rule("gpus.xid", 3, "no XID errors"))
+    with pytest.raises(pytest.fail.Exception, match=r"^\[SIMULATED\] n1 gpu0 xid: cannot"):
+        evidence.cannot_measure("n1", Rule("gpus.xid", 3, "no XID errors"), "no events",
+                                gpu=0)
+    real = Evidence(FakeItem())  # type: ignore[arg-type]
+    down = ProbeResult("n1", "host", None, error=ErrorKind.UNREACHABLE, message="refused")
+    with pytest.raises(pytest.fail.Exception, match=r"^n1: host probe unreachable: refused"):
+        real.require(down, Rule("gpus.xid", 3, "no XID errors"))
+    assert ("probe", "host") in real.item.user_properties
