@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml Makefile
 demo: $(STAMP)
 	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest --cluster=examples/localhost.yaml \
 		--cluster-reports=reports -p no:hypothesispytest; status=$$?; \
-	echo; echo "Reports: reports/report.html  reports/junit.xml  reports/results.jsonl"; \
+	echo; echo "Evidence: reports/latest/ (report.html junit.xml results.jsonl verdict.json)"; \
 	exit $$status
 
 test: $(STAMP)
@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/gpu_fidelity.py
 	$(BIN)/python bench/fanout.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/allreduce_fidelity.py
+	$(BIN)/python bench/report_load.py
 
 clean:
 	rm -rf $(VENV) reports build *.egg-info

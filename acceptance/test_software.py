@@ -30,8 +30,10 @@ def test_software_version(node: str, software: VersionClause, host_result: Probe
                           evidence: Evidence) -> None:
     payload = evidence.require(host_result, software)
     found = payload["versions"].get(software.name)
+    python = payload.get("python_executable")
     evidence.check_version(software, found, node=node, result=host_result,
-                           source=payload["sources"].get(software.name))
+                           source=payload["sources"].get(software.name),
+                           asked=f"{python} on {node}" if found is None and python else None)
 
 
 @pytest.mark.clause("host.same_software")

@@ -134,13 +134,19 @@ class Evidence:
                      result.simulated)
 
     def check_version(self, clause: VersionClause, found: str | None, *, node: str,
-                      result: ProbeResult, source: str | None) -> None:
+                      result: ProbeResult, source: str | None,
+                      asked: str | None = None) -> None:
+        """A version clause; `asked` names who was asked when nothing was found (e.g. the
+        interpreter that has no torch)."""
         self.saw(result)
         req = clause.requirement
         self.record(node=node, spec_key=clause.key, spec_line=clause.line, measured=found,
                     requirement=req.text, comparison=req.op, simulated=result.simulated,
                     method=source, probe_run=result.run_id)
-        self._assert(req.check(found, f"{node} {clause.name}"), result.simulated)
+        verdict = req.check(found, f"{node} {clause.name}")
+        if asked and not verdict.ok:
+            verdict = Verdict(False, f"{verdict.message}; asked {asked}")
+        self._assert(verdict, result.simulated)
 
     def _assert(self, verdict: Verdict, simulated: bool = False) -> None:
         self.record(verdict="pass" if verdict.ok else "fail")

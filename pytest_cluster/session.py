@@ -103,6 +103,7 @@ class ClusterSession:
         return {"cluster": spec.cluster.name, "spec": spec.file, "spec_sha256": spec.sha256,
                 "nodes": list(spec.cluster.nodes), "launcher": spec.cluster.launcher,
                 "simulated": is_simulated(spec), "started_at": self.started,
+                "spec_warnings": list(spec.warnings),
                 "run_dir": str(self.run_dir)}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -298,6 +299,8 @@ class ClusterSession:
         terminalreporter.section("pytest-cluster")
         if is_simulated(self.spec):
             write(SIMULATED_BANNER, yellow=True, bold=True)
+        for warning in self.spec.warnings:
+            write(f"spec warning: {warning}", yellow=True)
         for line in self.summary_lines():
             red = line.startswith(("INCOMPLETE", "  REJECTED", "  UNREACHABLE"))
             write(line, red=red, bold=line.startswith("INCOMPLETE"))

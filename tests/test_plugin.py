@@ -328,3 +328,13 @@ def test_missing_filesystem_fails_its_clauses_with_the_reason(pytester: pytest.P
     failed = [r for r in jsonl(pytester) if r.get("outcome") == "failed"]
     assert {r["error_kind"] for r in failed} == {"cannot_measure"}
     assert {r["requirement"] for r in failed} == {">= 1 MiB", ">= 1 MB/s", ">= 10 ops/s"}
+
+
+def test_a_version_not_found_names_the_interpreter_asked(pytester: pytest.Pytester,
+                                                         fs: Path) -> None:
+    pytester.makefile(".yaml", trial=spec_text(
+        fs, host='  software: {nccl: ">= 2.18"}\n'))
+    result = pytester.runpytest("--cluster=trial.yaml", "-k", "software_version")
+    result.stdout.fnmatch_lines([
+        "*nodeA nccl: not found on the node (required >= 2.18); asked "
+        f"{sys.executable} on nodeA*"])

@@ -209,3 +209,17 @@ def test_not_in_contract_is_said_under_xdist(pytester: pytest.Pytester) -> None:
     end = lines(run_dirs(pytester)[0])[-1]
     assert end["status"] == "complete"
     assert {"clause": "gpus.matmul", "why": "not in contract"} in end["not_checked"]
+
+
+def test_a_likely_slip_in_the_spec_is_a_warning_naming_the_clause(
+        pytester: pytest.Pytester) -> None:
+    spec = SPEC.format(faults="").replace("  count: 2\n", "  count: 2\n  model: H100-SXM-80GB\n"
+                                          '  memory: ">= 80 GiB"\n')
+    (pytester.path / "trial.yaml").write_text(spec, encoding="utf-8")
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
+    slip = ("trial.yaml:5: gpus.memory: '>= 80 GiB' is more than the H100-SXM-80GB's total "
+            "memory (79.65 GiB as NVML reports it): every GPU would fail it; did you mean "
+            "'>= 80 GB'?")
+    result.stdout.fnmatch_lines([f"*SpecWarning: {slip}", f"spec warning: {slip}"])
+    run_dir, = run_dirs(pytester)
+    assert lines(run_dir)[0]["spec_warnings"] == [slip]
