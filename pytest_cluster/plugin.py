@@ -92,7 +92,12 @@ def pytest_configure(config: pytest.Config) -> None:
         reports = config.getoption("cluster_reports")
         run_dir = None
         if reports and writes_evidence(config):
-            run_dir = create_run_dir(Path(reports), spec.cluster.name, time.time())
+            try:
+                run_dir = create_run_dir(Path(reports), spec.cluster.name, time.time())
+            except OSError as exc:
+                raise pytest.UsageError(
+                    f"--cluster-reports={reports}: cannot create this run's directory there: "
+                    f"{exc.strerror or exc}") from None
             if not config.option.xmlpath:
                 config.option.xmlpath = str(run_dir / "junit.xml")
             if not getattr(config.option, "htmlpath", None):

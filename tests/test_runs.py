@@ -112,7 +112,10 @@ def test_a_selected_run_says_what_it_left_out(pytester: pytest.Pytester) -> None
                                    "(the selection left the others out)")
     assert props["nodes_accepted"] == "n1"
     assert props["nodes_not_checked"] == "n2,n3"
-    assert "INCOMPLETE: " in (run_dir / "report.html").read_text(encoding="utf-8")
+    html = (run_dir / "report.html").read_text(encoding="utf-8")
+    assert "INCOMPLETE: " in html
+    assert f"{PER_NODE} Passed" in html  # pytest-html still counts the rows it leaves out
+    assert "<summary>gpus.count: 1 passed</summary>" in html  # listed, collapsed
     verdict = json.loads((run_dir / "verdict.json").read_text(encoding="utf-8"))
     assert [n["verdict"] for n in verdict["nodes"]] == ["ACCEPTED", "NOT CHECKED",
                                                        "NOT CHECKED"]
@@ -223,3 +226,12 @@ def test_a_likely_slip_in_the_spec_is_a_warning_naming_the_clause(
     result.stdout.fnmatch_lines([f"*SpecWarning: {slip}", f"spec warning: {slip}"])
     run_dir, = run_dirs(pytester)
     assert lines(run_dir)[0]["spec_warnings"] == [slip]
+
+
+def test_a_reports_root_that_cannot_be_written_is_a_usage_error(
+        pytester: pytest.Pytester) -> None:
+    (pytester.path / "blocked").write_text("a file, not a folder", encoding="utf-8")
+    result = run(pytester, "--cluster-reports=blocked/reports")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --cluster-reports=blocked/reports: cannot create "
+                                 "this run's directory there: Not a directory"])
