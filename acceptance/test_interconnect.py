@@ -73,6 +73,8 @@ def test_collective_intra_node(cluster: Cluster, node: str, collective: str, pay
                                evidence: Evidence) -> None:
     """All ranks (GPUs) of one node: the intra-node link (NVLink)."""
     spec = _spec(cluster)
+    clause, _ = required_busbw(spec, 1, "intra_node")
+    evidence.require(cluster.host(node), clause)  # a node that does not answer says so
     _check(evidence, spec, cluster.intra_node(node, collective), payload, node, 1)
 
 

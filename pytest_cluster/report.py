@@ -67,6 +67,7 @@ class ClauseTally:
     simulated: bool = False
     found: dict[str, list[str]] = field(default_factory=dict)  # text values -> nodes
     found_failed: dict[str, list[str]] = field(default_factory=dict)
+    unmeasured: list[str] = field(default_factory=list)  # failed with no number to show
 
     def add(self, record: dict[str, Any]) -> None:
         node = str(record.get("node", "?"))
@@ -78,6 +79,8 @@ class ClauseTally:
         self.comparison = str(record.get("comparison", self.comparison) or "")
         self.simulated = self.simulated or bool(record.get("simulated"))
         measured = record.get("measured")
+        if record["outcome"] != "passed" and (measured is None or record.get("error_kind")):
+            self.unmeasured.append(node)
         if isinstance(measured, str):
             self.found.setdefault(measured, []).append(node)
             if record["outcome"] != "passed":
@@ -99,6 +102,9 @@ class ClauseTally:
     def worst_text(self) -> str:
         """Numbers: the worst and where. Text: the failing values when some failed (health
         rules), else every value when there are few (versions); at most MAX_SHOWN."""
+        if self.unmeasured and not self.found_failed and (
+                self.worst_margin is None or self.worst_margin >= 0):
+            return f"could not measure: {_places(self.unmeasured)}"
         if self.found:
             shown = self.found_failed or (self.found if len(self.found) <= 3 else {})
             if not shown:

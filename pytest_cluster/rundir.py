@@ -42,17 +42,18 @@ def create_run_dir(root: Path, cluster: str, started: float) -> Path:
     raise FileExistsError(f"{root}: 999 runs named {base} already")
 
 
-def point_latest(run_dir: Path) -> None:
-    """Make `<root>/latest` point at `run_dir` (replaced atomically; a file or folder
-    named latest that is not our link is left alone)."""
+def point_latest(run_dir: Path) -> bool:
+    """Make `<root>/latest` point at `run_dir` (replaced atomically); a file or folder
+    named latest that is not our link is left alone (False)."""
     link = run_dir.parent / LATEST
     if link.exists() and not link.is_symlink():
-        return
+        return False
     partial = run_dir.parent / f".{LATEST}.{os.getpid()}"
     with contextlib.suppress(FileNotFoundError):
         partial.unlink()
     partial.symlink_to(run_dir.name, target_is_directory=True)
     os.replace(partial, link)
+    return True
 
 
 def remove_if_empty(run_dir: Path) -> None:

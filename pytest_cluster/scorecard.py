@@ -213,7 +213,8 @@ def _clause_table(tallies: list[ClauseTally]) -> str:
         if len(t.failed) > 8:
             failed_nodes += f" and {len(t.failed) - 8} more"
         shown_margin = (margin_text(t.worst_margin, t.comparison)
-                        if t.worst_margin is not None else "-")
+                        if t.worst_margin is not None and not t.worst_text().startswith(
+                            "could not measure") else "-")
         rows.append(
             f'<tr class="{status}"><td>{esc(t.key)}{sim}</td><td>{esc(t.required)}</td>'
             f"<td>{len(t.passed)}</td><td>{len(t.failed)}</td><td>{esc(failed_nodes)}</td>"

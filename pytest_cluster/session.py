@@ -66,6 +66,8 @@ class ClusterSession:
         self.verdicts: list[NodeVerdict] = []
         self.plan = Plan(known=False)
         self.evidence_written = False
+        self.collected_nothing = False
+        self.latest_moved = False
         self._old_sigterm: Any = None
 
     # -- start ----------------------------------------------------------------------------
@@ -95,7 +97,8 @@ class ClusterSession:
             return
         if self.writer is None:
             self.writer = ResultsWriter(self.run_dir / "results.jsonl", self._run_record())
-            point_latest(self.run_dir)  # reports/latest/results.jsonl can be followed live
+            # reports/latest/results.jsonl can be followed while the run goes on
+            self.latest_moved = point_latest(self.run_dir)
         self.writer.write(record)
 
     def _run_record(self) -> dict[str, Any]:
@@ -108,7 +111,7 @@ class ClusterSession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         case = getattr(report, "pytest_cluster_case", None)
-        if case is not None:
+        if case is not None and report.when != "teardown":  # teardown closed its testcase
             self._junit_names(report, str(case[0]))
         if report.when == "call" or (report.when == "setup" and not report.passed):
             record = report_record(report)
@@ -118,21 +121,20 @@ class ClusterSession:
             self._write(record)
 
     def _junit_names(self, report: pytest.TestReport, case_id: str) -> None:
-        """JUnit classname and file from the case id: the same from any directory."""
+        """JUnit classname from the case id: the same from any directory."""
         xml = self.config.stash.get(junitxml.xml_key, None)
         if xml is None:
             return
         path = case_id.split("::", 1)[0]
         reporter = xml.node_reporter(report)
         reporter.add_attribute("classname", path.removesuffix(".py").replace("/", "."))
-        reporter.add_attribute("file", path)
 
     # -- end ----------------------------------------------------------------------------------
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.plan = Plan.read(self.config.stash[CACHE_DIR_KEY])
-        if not self.runs_checks or (not self.records and not self.plan.selected):
+        if not self.runs_checks or self.collected_nothing:
             return
         ran = {str(r.get("case")) for r in self.records}
         for case in self.plan.cases:
@@ -164,6 +166,7 @@ class ClusterSession:
     def _write_nothing(self) -> None:
         """Nothing was collected: no evidence, and no empty run directory (decided before
         the run, while pytest-html and JUnit can still be told not to write)."""
+        self.collected_nothing = True
         if self.run_dir is None:
             return
         html_report = self._html_report()
@@ -211,7 +214,7 @@ class ClusterSession:
             "checks": f"{self.end['checks_ran']} of {self.end['checks_planned']}",
             "nodes": [v.to_json() for v in self.verdicts],
             "cluster_checks_failed": cluster_failures(self.records, self.spec.cluster.nodes),
-            "drain": [drain_line(v) for v in rejected],
+            "drain": [drain_line(v, is_simulated(self.spec)) for v in rejected],
         }
         path = self.run_dir / "verdict.json"
         path.write_text(json.dumps(document, indent=1, sort_keys=True), encoding="utf-8")
@@ -345,12 +348,24 @@ class ClusterSession:
         drain = [v for v in self.verdicts if v.verdict in ("REJECTED", "UNREACHABLE")]
         if drain:
             lines.append("to drain them in SLURM (printed, never run):")
-            lines.extend(f"  {drain_line(v)}" for v in drain[:MAX_LISTED])
+            sim = is_simulated(spec)
+            lines.extend(f"  {drain_line(v, sim)}" for v in drain[:MAX_LISTED])
         if self.run_dir is not None and self.evidence_written:
-            link = self.run_dir.parent / LATEST
-            lines.append(f"evidence: {self.run_dir}/ (report.html, junit.xml, results.jsonl, "
-                         f"verdict.json, probes/); {link} -> {self.run_dir.name}")
+            lines.append(self._evidence_line(self.run_dir))
         return lines
+
+    def _evidence_line(self, run_dir: Path) -> str:
+        """Where the evidence is: the files this run's directory holds, and any file put
+        elsewhere by --junitxml or --html."""
+        names = sorted(p.name + ("/" if p.is_dir() else "") for p in run_dir.iterdir())
+        elsewhere = [str(p) for p in (self.config.option.xmlpath,
+                                      getattr(self.config.option, "htmlpath", None))
+                     if p and Path(p).resolve().parent != run_dir.resolve()]
+        link = run_dir.parent / LATEST
+        where = (f"{link} -> {run_dir.name}" if self.latest_moved else
+                 f"{link} left as it is (not a link pytest-cluster made)")
+        text = f"evidence: {run_dir}/ ({', '.join(names)}); {where}"
+        return text + (f"; also {', '.join(elsewhere)}" if elsewhere else "")
 
     def _not_in_contract_lines(self) -> list[str]:
         absent = sorted(set(self.plan.not_in_contract))

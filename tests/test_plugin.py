@@ -61,8 +61,8 @@ def test_packaged_suite_passes_with_evidence(pytester: pytest.Pytester, fs: Path
         "*not in contract, not tested: gpus, host.cpu_threads, "
         "host.same_software (needs 2+ nodes), interconnect, "
         f"storage[[]{fs}].free, storage[[]{fs}].import_torch*",
-        "*evidence: reports/2*Z-test-cluster/ (report.html, junit.xml, results.jsonl, "
-        "verdict.json, probes/); reports/latest -> 2*Z-test-cluster*",
+        "*evidence: reports/2*Z-test-cluster/ (junit.xml, probes/, report.html, "
+        "results.jsonl, verdict.json); reports/latest -> 2*Z-test-cluster*",
     ])
     props = junit_props(pytester)
     write = props[f"test_storage_write[nodeA-{fs}]"]

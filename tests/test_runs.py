@@ -136,7 +136,9 @@ def test_an_interrupted_run_says_so_and_every_case_has_a_line(
         pytester: pytest.Pytester) -> None:
     pytester.makepyfile(interrupter=INTERRUPT_AFTER_3)
     pytester.syspathinsert()
-    result = run(pytester, "-p", "interrupter")
+    (pytester.path / "trial.yaml").write_text(SPEC.format(faults=""), encoding="utf-8")
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", "-p",
+                                "interrupter", no_reraise_ctrlc=True)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     planned = ALL
     result.stdout.fnmatch_lines([f"INCOMPLETE: 3 of {planned} contract checks ran "
@@ -165,22 +167,24 @@ def test_an_unreachable_node_is_one_line_and_the_others_are_judged(
               "spec line 7)")
     result.stdout.fnmatch_lines([
         "nodes: 2 ACCEPTED, 0 REJECTED, 1 UNREACHABLE, 0 NOT CHECKED",
-        f"  UNREACHABLE n2: {reason}",
+        f"  UNREACHABLE n2: [SIMULATED] {reason}",
         "to drain them in SLURM (printed, never run):",
-        f"  scontrol update NodeName=n2 State=DRAIN 'Reason=pytest-cluster unreachable: "
-        f"{reason}'",
+        f"  # SIMULATED, not a real node: scontrol update NodeName=n2 State=DRAIN "
+        f"'Reason=pytest-cluster unreachable: [SIMULATED] {reason}'",
     ])
     assert result.stdout.str().count("UNREACHABLE n2") == 1
     run_dir, = run_dirs(pytester)
     verdict = json.loads((run_dir / "verdict.json").read_text(encoding="utf-8"))
     n2 = verdict["nodes"][1]
-    assert (n2["node"], n2["verdict"], n2["reason"]) == ("n2", "UNREACHABLE", reason)
+    assert (n2["node"], n2["verdict"], n2["reason"]) == ("n2", "UNREACHABLE",
+                                                         f"[SIMULATED] {reason}")
     assert len(n2["failures"]) == PER_NODE
     assert {f["message"].split(": cannot measure")[0].split(" gpu")[0]
             for f in n2["failures"]} >= {"n2"} or all(
         reason in f["message"] for f in n2["failures"])
-    assert verdict["drain"] == [f"scontrol update NodeName=n2 State=DRAIN "
-                                f"'Reason=pytest-cluster unreachable: {reason}'"]
+    assert verdict["drain"] == [f"# SIMULATED, not a real node: scontrol update NodeName=n2 "
+                                f"State=DRAIN 'Reason=pytest-cluster unreachable: "
+                                f"[SIMULATED] {reason}'"]
 
 
 def test_junit_names_are_the_same_from_any_directory(pytester: pytest.Pytester) -> None:
@@ -192,14 +196,15 @@ def test_junit_names_are_the_same_from_any_directory(pytester: pytest.Pytester) 
                        "-k", "n1", f"--cluster-reports={pytester.path / 'reports'}")
     first, second = run_dirs(pytester)
 
-    def names(run_dir: Path) -> set[tuple[str, str, str]]:
-        return {(c.get("classname", ""), c.get("name", ""), c.get("file", ""))
+    def names(run_dir: Path) -> set[tuple[str, str]]:
+        return {(c.get("classname", ""), c.get("name", ""))
                 for c in suite(run_dir).iter("testcase")}
 
     assert names(first) == names(second)
-    assert ("acceptance.test_gpus", "test_gpu_count[n1]", "acceptance/test_gpus.py") in \
-        names(first)
+    assert ("acceptance.test_gpus", "test_gpu_count[n1]") in names(first)
     assert suite(first).get("name") == "small"
+    cases = list(suite(first).iter("testcase"))
+    assert len(cases) == int(suite(first).get("tests", "0")) == PER_NODE  # one per check
 
 
 def test_not_in_contract_is_said_under_xdist(pytester: pytest.Pytester) -> None:

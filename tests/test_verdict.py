@@ -175,3 +175,19 @@ def test_simulated_follows_from_the_result_not_the_caller() -> None:
     with pytest.raises(pytest.fail.Exception, match=r"^n1: host probe unreachable: refused"):
         real.require(down, Rule("gpus.xid", 3, "no XID errors"))
     assert ("probe", "host") in real.item.user_properties
+
+
+def test_a_clause_failing_without_a_number_says_so_not_its_best_value() -> None:
+    tally = ClauseTally("gpus.memory")
+    tally.add({"node": "n1", "gpu": 0, "outcome": "passed", "measured": 85.5, "required": 80,
+               "comparison": ">="})
+    tally.add({"node": "n1", "gpu": 7, "outcome": "failed", "error_kind": "missing_gpu"})
+    assert tally.worst_text() == "could not measure: n1 gpu7"
+
+
+def test_drain_lines_of_a_simulated_cluster_are_comments() -> None:
+    verdict = node_verdicts(["n1"], PLAN, [result("a::t[n1]", "n1", "failed",
+                                                  message="Failed: [SIMULATED] n1 count")])[0]
+    assert verdict.failures[0]["message"] == "[SIMULATED] n1 count"
+    assert drain_line(verdict, simulated=True).startswith(
+        "# SIMULATED, not a real node: scontrol update NodeName=n1 State=DRAIN")
