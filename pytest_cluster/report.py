@@ -40,6 +40,14 @@ def margin(record: dict[str, Any]) -> float | None:
     return (measured - required) / abs(required) * 100
 
 
+def measured_text(values: dict[str, Any]) -> str:
+    """'85.52 GB' for a record or a test's properties; its error kind without a number."""
+    measured = values.get("measured", values.get("error_kind", ""))
+    if isinstance(measured, float):
+        measured = format_number(measured)
+    return f"{measured} {values.get('unit') or ''}".strip()
+
+
 def margin_text(value: float, comparison: str = ">=") -> str:
     """'-7.6 % below required' (>=), '-25.0 % over the limit' (<=), 'as required'."""
     if abs(value) < 0.05:
@@ -99,11 +107,16 @@ class ClauseTally:
         return self.worst is None or (measured < self.worst if lower_is_worse
                                       else measured > self.worst)
 
+    @property
+    def worst_unmeasured(self) -> bool:
+        """The worst of this clause is a failure with no number (no margin to show)."""
+        return bool(self.unmeasured) and not self.found_failed and (
+            self.worst_margin is None or self.worst_margin >= 0)
+
     def worst_text(self) -> str:
         """Numbers: the worst and where. Text: the failing values when some failed (health
         rules), else every value when there are few (versions); at most MAX_SHOWN."""
-        if self.unmeasured and not self.found_failed and (
-                self.worst_margin is None or self.worst_margin >= 0):
+        if self.worst_unmeasured:
             return f"could not measure: {_places(self.unmeasured)}"
         if self.found:
             shown = self.found_failed or (self.found if len(self.found) <= 3 else {})

@@ -13,10 +13,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_cluster.report import SIMULATED_BANNER, ClauseTally, margin, margin_text, tally
+from pytest_cluster.report import (
+    SIMULATED_BANNER,
+    ClauseTally,
+    is_simulated,
+    margin,
+    margin_text,
+    measured_text,
+    tally,
+)
 from pytest_cluster.results import COMPLETE, outcome
 from pytest_cluster.spec import Spec
-from pytest_cluster.units import format_number
 from pytest_cluster.verdict import (
     ACCEPTED,
     REJECTED,
@@ -133,7 +140,7 @@ def scorecard_html(spec: Spec, end: dict[str, Any] | None, verdicts: Sequence[No
     overall = cluster_verdict(end, verdicts, len(cluster_failed))
     counted = verdict_tally(verdicts)
     parts = [STYLE, '<div id="scorecard">']
-    if spec.cluster.launcher == "sim":
+    if is_simulated(spec):
         parts.append(f'<p class="banner simulated">{esc(SIMULATED_BANNER)}</p>')
     if coverage:
         parts.append(f'<p class="banner incomplete">{esc(coverage)}</p>')
@@ -213,8 +220,7 @@ def _clause_table(tallies: list[ClauseTally]) -> str:
         if len(t.failed) > 8:
             failed_nodes += f" and {len(t.failed) - 8} more"
         shown_margin = (margin_text(t.worst_margin, t.comparison)
-                        if t.worst_margin is not None and not t.worst_text().startswith(
-                            "could not measure") else "-")
+                        if t.worst_margin is not None and not t.worst_unmeasured else "-")
         rows.append(
             f'<tr class="{status}"><td>{esc(t.key)}{sim}</td><td>{esc(t.required)}</td>'
             f"<td>{len(t.passed)}</td><td>{len(t.failed)}</td><td>{esc(failed_nodes)}</td>"
@@ -255,13 +261,9 @@ def _passed_lists(records: list[dict[str, Any]]) -> str:
 
 
 def _passed_row(record: dict[str, Any]) -> str:
-    measured = record.get("measured", "")
-    if isinstance(measured, float):
-        measured = format_number(measured)
-    unit = record.get("unit") or ""
     found = margin(record)
     shown = margin_text(found, str(record.get("comparison", ">="))) if found is not None \
         else ""
     case = str(record.get("case") or record.get("nodeid", "")).split("::")[-1]
-    return (f"<tr><td>{esc(case)}</td><td>{esc(f'{measured} {unit}'.strip())}</td>"
+    return (f"<tr><td>{esc(case)}</td><td>{esc(measured_text(record))}</td>"
             f"<td>{esc(str(record.get('requirement', '')))}</td><td>{esc(shown)}</td></tr>")

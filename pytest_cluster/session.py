@@ -23,7 +23,7 @@ from _pytest import junitxml  # xml_key: the one way to add <testsuite> properti
 from pytest_cluster import __version__
 from pytest_cluster.plan import PLAN_FILE, Plan, not_checked, selection
 from pytest_cluster.plots import interconnect_charts
-from pytest_cluster.report import SIMULATED_BANNER, is_simulated
+from pytest_cluster.report import SIMULATED_BANNER, is_simulated, measured_text
 from pytest_cluster.results import (
     COMPLETE,
     ResultsWriter,
@@ -36,7 +36,6 @@ from pytest_cluster.rundir import LATEST, point_latest, remove_if_empty
 from pytest_cluster.scorecard import scorecard_html
 from pytest_cluster.spec import Spec
 from pytest_cluster.state import CACHE_DIR_KEY
-from pytest_cluster.units import format_number
 from pytest_cluster.verdict import (
     ACCEPTED,
     NodeVerdict,
@@ -44,6 +43,7 @@ from pytest_cluster.verdict import (
     drain_line,
     node_verdicts,
     tally,
+    to_drain,
 )
 
 SESSION_PLUGIN = "pytest-cluster-session"
@@ -207,14 +207,13 @@ class ClusterSession:
 
     def _write_verdict(self) -> None:
         assert self.run_dir is not None and self.end is not None
-        rejected = [v for v in self.verdicts if v.verdict not in (ACCEPTED, "NOT CHECKED")]
         document = {
             "cluster": self.spec.cluster.name, "spec_sha256": self.spec.sha256,
             "simulated": is_simulated(self.spec), "status": self.end["status"],
             "checks": f"{self.end['checks_ran']} of {self.end['checks_planned']}",
             "nodes": [v.to_json() for v in self.verdicts],
             "cluster_checks_failed": cluster_failures(self.records, self.spec.cluster.nodes),
-            "drain": [drain_line(v, is_simulated(self.spec)) for v in rejected],
+            "drain": [drain_line(v, is_simulated(self.spec)) for v in to_drain(self.verdicts)],
         }
         path = self.run_dir / "verdict.json"
         path.write_text(json.dumps(document, indent=1, sort_keys=True), encoding="utf-8")
@@ -273,12 +272,8 @@ class ClusterSession:
             del cells[:]
             self._count_passed_in_html()
             return
-        measured = props.get("measured", props.get("error_kind", ""))
-        if isinstance(measured, float):
-            measured = format_number(measured)
-        unit = props.get("unit", "")
         sim = ' <span class="simulated">SIMULATED</span>' if props.get("simulated") else ""
-        cells.insert(2, f"<td>{html.escape(f'{measured} {unit}'.strip())}{sim}</td>")
+        cells.insert(2, f"<td>{html.escape(measured_text(props))}{sim}</td>")
         cells.insert(3, f"<td>{html.escape(str(props.get('requirement', '')))}</td>")
 
     def _html_report(self) -> Any:
@@ -345,7 +340,7 @@ class ClusterSession:
                     f"{r['clause']} ({r['cases']} of {r['of']})" for r in rows[:MAX_LISTED])
                     + (f" and {len(rows) - MAX_LISTED} more" if len(rows) > MAX_LISTED
                        else ""))
-        drain = [v for v in self.verdicts if v.verdict in ("REJECTED", "UNREACHABLE")]
+        drain = to_drain(self.verdicts)
         if drain:
             lines.append("to drain them in SLURM (printed, never run):")
             sim = is_simulated(spec)

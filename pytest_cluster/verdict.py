@@ -130,6 +130,11 @@ def cluster_failures(records: Iterable[dict[str, Any]],
             and outcome(r) in ("failed", "error")]
 
 
+def to_drain(verdicts: Iterable[NodeVerdict]) -> list[NodeVerdict]:
+    """The nodes a provider takes out of service: rejected and unreachable."""
+    return [v for v in verdicts if v.verdict in (REJECTED, UNREACHABLE)]
+
+
 def drain_command(verdict: NodeVerdict) -> list[str]:
     """The scontrol line that drains a rejected or unreachable node (printed, never run)."""
     reason = f"pytest-cluster {verdict.verdict.lower()}: {verdict.reason}"[:200]
