@@ -12,6 +12,7 @@ import pytest
 from pytest_cluster.cluster import Cluster
 from pytest_cluster.evidence import Evidence
 from pytest_cluster.interconnect import CollectiveRun, gbs, required_busbw
+from pytest_cluster.node_search import FAILED, NOT_SEARCHED, SLOW, UNDECIDED
 from pytest_cluster.spec.model import InterconnectSpec
 from pytest_cluster.units import format_size, size_id
 
@@ -90,7 +91,10 @@ def test_collective_inter_node(cluster: Cluster, node_count: int, collective: st
 
 @pytest.mark.clause("interconnect.node_network")
 def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
-    """This node's share of the slow-node search: all_reduce with known-good partners."""
+    """This node's share of the slow-node search: all_reduce with known-good partners.
+    A node is failed as slow only against a known-good partner; when the search could not
+    decide, the test says so (error kind `undecided`: a failure of the fabric, not of
+    this node)."""
     spec = _spec(cluster)
     clause, theory = required_busbw(spec, 2, "node_network")
     evidence.require(cluster.host(node), clause)  # a node that does not answer says so
@@ -101,18 +105,25 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
                     theoretical=theory.bytes_per_s / 1e9 if theory else None,
                     derivation=theory.derivation if theory else None)
     evidence.saw(search)
-    if verdict is None:
-        evidence.cannot_measure(node, clause, search.note or "not in the search", raw=raw)
-    if math.isnan(verdict.busbw):
+    left_out = (f"; left out of the search: {', '.join(search.not_searched)} (probes "
+                "failed)") if search.not_searched else ""
+    if verdict is None or verdict.status == NOT_SEARCHED:
+        why = verdict.why if verdict is not None else search.note or "not in the search"
+        evidence.cannot_measure(node, clause, f"not searched: {why}", raw=raw)
+    if verdict.status == UNDECIDED:
+        tried = (f"; below the bar with {', '.join(verdict.partners)}" if verdict.partners
+                 and not math.isnan(verdict.busbw) else "")
+        evidence.cannot_measure(node, clause, f"the slow-node search could not decide: "
+                                f"{verdict.why}{tried}{left_out}", raw=raw, kind="undecided")
+    if verdict.status == FAILED or math.isnan(verdict.busbw):
         evidence.cannot_measure(
-            node, clause, f"the all_reduce with {', '.join(verdict.partners)} failed "
-            f"(round {verdict.round} of the search)", raw=raw, kind="job_failed")
+            node, clause, f"{verdict.why or 'the all_reduce failed'} (round {verdict.round}"
+            f" of the search)", raw=raw, kind="job_failed")
     partners = ", ".join(verdict.partners)
     why = (f"all_reduce {format_size(spec.search_payload)} with {partners} (round "
            f"{verdict.round} of {len(search.rounds)} of the slow-node search)")
-    if not verdict.ok:
-        why += "; the partners reach the bar with other nodes, so this node is the slow one"
-        if search.note:
-            why += f" ({search.note})"
+    if verdict.status == SLOW:
+        why += (f"; {partners} reached the bar with other nodes, so this node is the slow "
+                f"one{left_out}")
     evidence.check(clause, verdict.busbw, node=node, result=None, raw=raw, note=why,
                    method="pairs, then suspects with known-good nodes (nccl-tests busbw)")

@@ -236,9 +236,14 @@ class Cluster:
             with ThreadPoolExecutor(max_workers=self._jobs_at_once(len(groups))) as pool:
                 return list(pool.map(one, groups))
 
-        self.host_all()
+        hosts = self.host_all()
+        # a node whose host probe failed is left out: paired, it would fail its partner
+        leave_out = {node: result.describe().split(": ", 1)[-1]
+                     for node, result in hosts.items() if not result.ok}
+        simulated = any(result.simulated for result in hosts.values())
         document = self.cache.document(
             self._key("search", size),
-            lambda: replace(find_slow_nodes(self.nodes, measure, self.search_bar()),
-                            simulated=self.launcher.name == "sim").to_json())
+            lambda: replace(find_slow_nodes(self.nodes, measure, self.search_bar(),
+                                            leave_out=leave_out),
+                            simulated=simulated).to_json())
         return NodeSearch.from_json(document)

@@ -1,25 +1,48 @@
 """Finding the slow nodes of a fabric: pair the nodes, then test the suspects with
 known-good nodes, bisecting, in about log2(N) rounds instead of N^2 pairs. Pure: the
-caller's `measure` runs the groups (benchmark jobs, or a fake fabric in the tests)."""
+caller's `measure` runs the groups (benchmark jobs, or a fake fabric in the tests).
+
+A node is named slow only on evidence that holds: it ran alone with a node that reached
+the bar with others (a known-good partner) and the pair stayed below the bar. Nodes the
+caller already knows cannot take part (their probes failed) are left out and listed with
+why; a node whose job failed with a known-good partner is "failed", not slow; when no
+group reaches the bar, no node is known good and the nodes left are "undecided".
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 #: Runs groups of nodes at once (each group one job) and returns each group's busbw in
 #: bytes/s, or NaN where the job failed.
 Measure = Callable[[list[list[str]]], list[float]]
 
+OK = "ok"
+SLOW = "slow"
+FAILED = "failed"  # its job with a known-good partner failed: not measured
+UNDECIDED = "undecided"  # no known-good partner to compare with
+NOT_SEARCHED = "not_searched"  # left out by the caller (its probes failed)
+#: Rounds spent re-pairing suspects when no pair reached the bar, before giving up.
+REMATCH_ROUNDS = 3
+NO_GOOD = ("no group reached the bar, so no node is known good to compare with: the "
+           "search cannot tell which node is slow (the whole fabric may be slow)")
+
 
 @dataclass(frozen=True)
 class NodeVerdict:
     node: str
-    ok: bool
-    busbw: float  # of the group that decided it (NaN: its job failed)
+    status: str  # OK, SLOW, FAILED, UNDECIDED or NOT_SEARCHED
+    busbw: float  # of the group that decided it (NaN: its job failed, or none ran)
     partners: tuple[str, ...]  # the other nodes of that group
     round: int
+    why: str = ""  # for FAILED, UNDECIDED and NOT_SEARCHED
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
 
 
 @dataclass(frozen=True)
@@ -29,20 +52,25 @@ class NodeSearch:
     bar_bytes_per_s: float
     note: str = ""
     simulated: bool = False
+    not_searched: dict[str, str] = field(default_factory=dict)  # node -> why
+
+    def named(self, status: str) -> list[str]:
+        return [n for n, v in self.verdicts.items() if v.status == status]
 
     def to_json(self) -> dict[str, Any]:
         return {"verdicts": {n: asdict(v) for n, v in self.verdicts.items()},
                 "rounds": [[[list(g), bw] for g, bw in r] for r in self.rounds],
                 "bar_bytes_per_s": self.bar_bytes_per_s, "note": self.note,
-                "simulated": self.simulated}
+                "simulated": self.simulated, "not_searched": self.not_searched}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NodeSearch:
-        verdicts = {n: NodeVerdict(v["node"], v["ok"], v["busbw"], tuple(v["partners"]),
-                                   v["round"]) for n, v in data["verdicts"].items()}
+        verdicts = {n: NodeVerdict(v["node"], v["status"], v["busbw"], tuple(v["partners"]),
+                                   v["round"], v.get("why", ""))
+                    for n, v in data["verdicts"].items()}
         rounds = tuple(tuple((tuple(g), float(bw)) for g, bw in r) for r in data["rounds"])
         return cls(verdicts, rounds, float(data["bar_bytes_per_s"]), data.get("note", ""),
-                   bool(data.get("simulated")))
+                   bool(data.get("simulated")), dict(data.get("not_searched", {})))
 
 
 def _chunks(items: list[str], count: int) -> list[list[str]]:
@@ -64,6 +92,7 @@ class _Search:
         self.rounds: list[tuple[tuple[tuple[str, ...], float], ...]] = []
         self.good: list[str] = []
         self.last: dict[str, tuple[float, tuple[str, ...]]] = {}
+        self.tried: set[frozenset[str]] = set()  # pairs that ran together, below the bar
 
     def run(self, groups: list[list[str]]) -> list[float]:
         values = self.measure(groups)
@@ -72,20 +101,36 @@ class _Search:
 
     def judge(self, members: list[str], group: list[str], busbw: float) -> bool:
         """Members clear if the group reached the bar; else they stay suspects for now."""
+        passed = not math.isnan(busbw) and busbw >= self.bar
         for member in members:
             partners = tuple(m for m in group if m != member)
-            if busbw >= self.bar:
-                self.verdicts[member] = NodeVerdict(member, True, busbw, partners,
+            if passed:
+                self.verdicts[member] = NodeVerdict(member, OK, busbw, partners,
                                                     len(self.rounds))
             else:
                 self.last[member] = (busbw, partners)
-        if busbw >= self.bar:
+        if passed:
             self.good.extend(m for m in members if m not in self.good)
-        return busbw >= self.bar
+        elif len(group) == 2:
+            self.tried.add(frozenset(group))
+        return passed
 
-    def slow(self, member: str) -> None:
+    def decide(self, member: str, partner: str) -> None:
+        """A lone suspect below the bar with a known-good partner: slow, or failed when
+        its job failed (no number: not evidence of slowness)."""
         busbw, partners = self.last[member]
-        self.verdicts[member] = NodeVerdict(member, False, busbw, partners, len(self.rounds))
+        if math.isnan(busbw):
+            self.verdicts[member] = NodeVerdict(
+                member, FAILED, busbw, partners, len(self.rounds),
+                f"the all_reduce with {partner}, known good, failed")
+        else:
+            self.verdicts[member] = NodeVerdict(member, SLOW, busbw, partners,
+                                                len(self.rounds))
+
+    def undecided(self, member: str, why: str) -> None:
+        busbw, partners = self.last.get(member, (math.nan, ()))
+        self.verdicts[member] = NodeVerdict(member, UNDECIDED, busbw, partners,
+                                            len(self.rounds), why)
 
     def groups_for(self, chunks: list[list[str]]) -> tuple[list[list[str]], list[list[str]]]:
         """(groups to run, the chunks they test): a known-good partner while there are
@@ -99,21 +144,55 @@ class _Search:
             tested.append(chunk)
         return groups, tested
 
+    def rematch(self, suspects: list[str]) -> list[list[str]]:
+        """Pairs of suspects that have not yet run as a pair (greedy, in order): while no
+        node is known good, a pair that reaches the bar makes two."""
+        pairs: list[list[str]] = []
+        free = list(suspects)
+        while free:
+            first = free.pop(0)
+            other = next((n for n in free if frozenset((first, n)) not in self.tried), None)
+            if other is not None:
+                free.remove(other)
+                pairs.append([first, other])
+        return pairs
+
 
 def find_slow_nodes(nodes: Sequence[str], measure: Measure, bar: float,
-                    max_rounds: int = 32) -> NodeSearch:
+                    max_rounds: int = 32,
+                    leave_out: Mapping[str, str] | None = None) -> NodeSearch:
     """Which nodes hold the network back, in about log2(N) rounds instead of N^2 pairs.
 
-    Round 1 pairs the nodes (each once; an odd one out joins the last pair): nodes of a
-    pair at or above `bar` are known good, the others suspects. Each later round splits
-    the suspects into groups, twice as many as the round before (bisection) and at least
-    one per known-good node; a group gets a known-good node while there are some, else
-    runs alone (a single suspect without a partner waits). A group at the bar clears its
-    members; a lone suspect below it with a good partner is slow. The suspects are
-    ordered so that the two members of a slow pair land in different halves."""
-    order = list(nodes)
+    `leave_out` names nodes that cannot take part (node -> why, e.g. its host probe
+    failed): they run in no group and are reported NOT_SEARCHED. Round 1 pairs the others
+    (each once; an odd one out joins the last pair): nodes of a pair at or above `bar` are
+    known good, the others suspects. While no node is known good, suspects are paired
+    anew (pairs not yet tried, up to REMATCH_ROUNDS rounds). Each later round splits the
+    suspects into groups, twice as many as the round before (bisection) and at least one
+    per known-good node; a group gets a known-good node while there are some, else runs
+    alone (a single suspect without a partner waits). A group at the bar clears its
+    members; a lone suspect below it with a good partner is slow (or failed, if its job
+    failed). The suspects are ordered so that the two members of a slow pair land in
+    different halves. Suspects left without a known-good partner are UNDECIDED: never
+    named slow without evidence."""
+    excluded = dict(leave_out or {})
+    order = [n for n in nodes if n not in excluded]
+    skipped = {n: NodeVerdict(n, NOT_SEARCHED, math.nan, (), 0, why)
+               for n, why in excluded.items() if n in nodes}
+
+    def result(search: _Search | None, note: str) -> NodeSearch:
+        verdicts = {**(search.verdicts if search else {}), **skipped}
+        return NodeSearch({n: verdicts[n] for n in nodes if n in verdicts},
+                          tuple(search.rounds) if search else (), bar, note,
+                          not_searched={n: v.why for n, v in skipped.items()})
+
     if len(order) < 2:
-        return NodeSearch({}, (), bar, "fewer than 2 nodes: no pair to test")
+        search = _Search(measure, bar)
+        why = ("fewer than 2 nodes could take part: no pair to test" if excluded
+               else "fewer than 2 nodes: no pair to test")
+        for node in order:
+            search.undecided(node, why)
+        return result(search, why)
     search = _Search(measure, bar)
     pairs = [order[i:i + 2] for i in range(0, len(order) - 1, 2)]
     if len(order) % 2:
@@ -122,26 +201,34 @@ def find_slow_nodes(nodes: Sequence[str], measure: Measure, bar: float,
               if not search.judge(g, g, bw)]
     # first members of every slow pair, then the second ones: halves split the pairs
     suspects = [g[i] for i in range(3) for g in failed if i < len(g)]
+    for _ in range(REMATCH_ROUNDS):
+        if search.good or len(search.rounds) >= max_rounds:
+            break
+        groups = search.rematch(suspects)
+        if not groups:
+            break
+        for group, busbw in zip(groups, search.run(groups), strict=True):
+            search.judge(group, group, busbw)
+        suspects = [m for m in suspects if m not in search.good]
     chunks_before, note = 1, ""
     while suspects:
+        if not search.good:
+            note = NO_GOOD
+            break
         if len(search.rounds) >= max_rounds:
             note = f"stopped after {max_rounds} rounds"
             break
         chunks_before = min(len(suspects), max(len(search.good), 2 * chunks_before))
         chunks = _chunks(suspects, chunks_before)
         groups, tested = search.groups_for(chunks)
-        if not groups:
-            note = ("no group reached the bar, so no node is known good to compare with: "
-                    "the nodes left are named (the whole fabric may be slow)")
-            break
         suspects = [m for chunk in chunks if chunk not in tested for m in chunk]
         for chunk, group, busbw in zip(tested, groups, search.run(groups), strict=True):
             if search.judge(chunk, group, busbw):
                 continue
             if len(chunk) == 1 and len(group) == 2:
-                search.slow(chunk[0])
+                search.decide(chunk[0], group[1])
             else:
                 suspects.extend(chunk)
     for member in suspects:
-        search.slow(member)
-    return NodeSearch({n: search.verdicts[n] for n in order}, tuple(search.rounds), bar, note)
+        search.undecided(member, note)
+    return result(search, note)

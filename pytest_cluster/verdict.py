@@ -7,7 +7,9 @@
 - NOT CHECKED: nothing failed, but not every check about it ran (deselected, not reached).
 
 Checks of several nodes at once (a multi-node all-reduce, same versions everywhere) are
-judged on their own, as cluster checks: they never make a single node the culprit.
+judged on their own, as cluster checks: they never make a single node the culprit. So is
+a node's check that failed without a culprit (NO_CULPRIT: the slow-node search found the
+fabric below the bar with no known-good node to compare with): the node is NOT CHECKED.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ NOT_CHECKED = "NOT CHECKED"
 NO_ANSWER = frozenset({"unreachable", "auth_refused"})
 #: ... and those that mean so when the host probe (the first thing asked) ends with them.
 NO_ANSWER_HOST = NO_ANSWER | {"timeout", "interpreter_missing"}
+#: Error kinds of a check that failed without a culprit: the slow-node search found the
+#: fabric below the bar but no known-good node to compare with. A cluster failure; the
+#: node is not rejected for it.
+NO_CULPRIT = frozenset({"undecided"})
 MAX_REASON = 300
 
 
@@ -56,11 +62,13 @@ class NodeVerdict:
     passed: int = 0
     failed_clauses: list[str] = field(default_factory=list)
     failures: list[dict[str, str]] = field(default_factory=list)
+    undecided: list[str] = field(default_factory=list)  # NO_CULPRIT failures' messages
 
     def to_json(self) -> dict[str, Any]:
         return {"node": self.node, "verdict": self.verdict, "reason": self.reason,
                 "checks_planned": self.planned, "checks_ran": self.ran,
-                "checks_passed": self.passed, "failed_clauses": self.failed_clauses,
+                "checks_passed": self.passed, "checks_undecided": len(self.undecided),
+                "failed_clauses": self.failed_clauses,
                 "failures": self.failures}
 
 
@@ -83,6 +91,8 @@ def node_verdicts(nodes: Sequence[str], plan: Plan,
         found.ran += 1
         if outcome(record) == "passed":
             found.passed += 1
+        elif outcome(record) in ("failed", "error") and record.get("error_kind") in NO_CULPRIT:
+            found.undecided.append(clean_message(str(record.get("message", ""))))
         elif outcome(record) in ("failed", "error"):
             clause = str(record.get("clause") or record.get("spec_key"))
             if clause not in found.failed_clauses:
@@ -115,8 +125,12 @@ def _decide(verdict: NodeVerdict, no_answer: str | None) -> None:
         if verdict.ran < verdict.planned:
             parts.append(f"{verdict.planned - verdict.ran} of {verdict.planned} checks did "
                          "not run")
-        if verdict.ran > verdict.passed:
-            parts.append(f"{verdict.ran - verdict.passed} skipped")
+        skipped = verdict.ran - verdict.passed - len(verdict.undecided)
+        if verdict.undecided:
+            parts.append(f"{len(verdict.undecided)} could not be decided ("
+                         f"{verdict.undecided[0]})")
+        if skipped:
+            parts.append(f"{skipped} skipped")
         verdict.reason = "; ".join([*parts, "none failed"])
 
 
@@ -126,7 +140,8 @@ def cluster_failures(records: Iterable[dict[str, Any]],
     names = set(nodes)
     return [{"clause": str(r.get("clause") or r.get("spec_key")), "where": str(r.get("node")),
              "message": clean_message(str(r.get("message", "")))}
-            for r in records if str(r.get("node")) not in names
+            for r in records if (str(r.get("node")) not in names
+                                 or r.get("error_kind") in NO_CULPRIT)
             and outcome(r) in ("failed", "error")]
 
 

@@ -4,15 +4,20 @@ slow-node search, and (realcomponents) gloo all-reduce over tbf-shaped links bet
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_cluster.errors import SpecError
 from pytest_cluster.interconnect import (
@@ -24,7 +29,17 @@ from pytest_cluster.interconnect import (
     theoretical,
 )
 from pytest_cluster.launchers.local import LocalLauncher
-from pytest_cluster.node_search import find_slow_nodes
+from pytest_cluster.node_search import (
+    FAILED,
+    NO_GOOD,
+    NOT_SEARCHED,
+    OK,
+    SLOW,
+    UNDECIDED,
+    NodeSearch,
+    NodeVerdict,
+    find_slow_nodes,
+)
 from pytest_cluster.plots import interconnect_charts, nice_step
 from pytest_cluster.spec.loader import parse_spec
 from pytest_cluster.spec.model import InterconnectSpec
@@ -192,18 +207,95 @@ def test_many_slow_nodes_are_bisected_in_few_rounds() -> None:
 
 
 def test_a_dead_node_and_an_odd_count() -> None:
+    """c's jobs fail: with a known-good partner it is "failed" (not measured), never slow."""
     rates = {"a": 100.0, "b": 100.0, "c": 0.0, "d": 100.0, "e": 100.0}
     search = find_slow_nodes(list(rates), network(rates, []), bar=80.0)
-    assert [n for n, v in search.verdicts.items() if not v.ok] == ["c"]
+    assert (search.named(FAILED), search.named(SLOW)) == (["c"], [])
     assert math.isnan(search.verdicts["c"].busbw)
+    assert search.verdicts["c"].why == "the all_reduce with a, known good, failed"
     assert search.rounds[0][1][0] == ("c", "d", "e")  # the odd one joins the last pair
 
 
-def test_when_no_node_reaches_the_bar_every_node_is_named() -> None:
+def test_when_no_node_reaches_the_bar_no_node_is_named() -> None:
+    """No pair reaches the bar, whatever the pairing: no node is known good, so no node is
+    named slow; the suspects are re-paired a bounded number of times, then undecided."""
     rates = dict.fromkeys("abcd", 10.0)
+    calls: list[list[list[str]]] = []
+    search = find_slow_nodes(list(rates), network(rates, calls), bar=80.0)
+    assert search.named(UNDECIDED) == list("abcd")
+    assert search.note == NO_GOOD
+    assert calls == [[["a", "b"], ["c", "d"]], [["a", "c"], ["b", "d"]],
+                     [["a", "d"], ["c", "b"]]]  # every pair once, then it stops
+
+
+def test_a_dead_node_left_out_never_makes_a_healthy_node_the_culprit() -> None:
+    """The tester's case: node1 unreachable (left out by the caller), node3 slow. The
+    three left run as one group below the bar; re-paired, node2 + node4 reach it and
+    node3 is named against node2."""
+    rates = {"node1": 0.0, "node2": 100.0, "node3": 40.0, "node4": 100.0}
+    calls: list[list[list[str]]] = []
+    search = find_slow_nodes(list(rates), network(rates, calls), bar=80.0,
+                             leave_out={"node1": "host probe unreachable: ssh: refused"})
+    assert all("node1" not in group for round_ in calls for group in round_)
+    assert search.named(SLOW) == ["node3"]
+    assert search.verdicts["node3"].partners == ("node2",)
+    assert search.named(OK) == ["node2", "node4"]
+    assert search.verdicts["node1"] == NodeVerdict(
+        "node1", NOT_SEARCHED, search.verdicts["node1"].busbw, (), 0,
+        "host probe unreachable: ssh: refused")
+    assert search.not_searched == {"node1": "host probe unreachable: ssh: refused"}
+    document = json.dumps(search.to_json())  # NaN != NaN: compare the documents
+    assert json.dumps(NodeSearch.from_json(json.loads(document)).to_json()) == document
+
+
+def test_a_dead_node_still_paired_is_failed_and_the_slow_one_named() -> None:
+    """Not left out (its probes answered, then it died): every pair is below the bar at
+    first; re-pairing finds node2 + node4 good, then node1 fails and node3 is slow."""
+    rates = {"node1": 0.0, "node2": 100.0, "node3": 40.0, "node4": 100.0}
     search = find_slow_nodes(list(rates), network(rates, []), bar=80.0)
-    assert not any(v.ok for v in search.verdicts.values())
-    assert search.note.startswith("no group reached the bar")
+    assert (search.named(FAILED), search.named(SLOW)) == (["node1"], ["node3"])
+    assert search.named(OK) == ["node2", "node4"]
+
+
+def test_two_nodes_below_the_bar_cannot_be_told_apart() -> None:
+    rates = {"a": 100.0, "b": 40.0}
+    search = find_slow_nodes(list(rates), network(rates, []), bar=80.0)
+    assert search.named(UNDECIDED) == ["a", "b"]
+    assert search.verdicts["a"].partners == ("b",) and search.verdicts["a"].busbw == 40.0
+
+
+def test_fewer_than_two_nodes_left_is_undecided_with_why() -> None:
+    rates = {"a": 100.0, "b": 100.0}
+    search = find_slow_nodes(list(rates), network(rates, []), bar=80.0,
+                             leave_out={"b": "host probe timeout"})
+    assert search.verdicts["a"].status == UNDECIDED
+    assert search.note == "fewer than 2 nodes could take part: no pair to test"
+    assert search.rounds == ()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([100.0, 90.0, 40.0, 10.0, 0.0]), min_size=2, max_size=24),
+       st.data())
+def test_a_healthy_node_is_never_blamed(speeds: list[float], data: st.DataObject) -> None:
+    """Any mix of healthy (>= the bar), slow and dead (0: its jobs fail) nodes, some left
+    out: a node named slow is slow and was measured with a healthy partner; a node whose
+    job failed is dead; the search takes at most 2 log2(N) + 6 rounds."""
+    nodes = [f"n{i}" for i in range(len(speeds))]
+    rates = dict(zip(nodes, speeds, strict=True))
+    leave_out = {n: "probe failed" for n in data.draw(st.lists(st.sampled_from(nodes),
+                                                               unique=True, max_size=4))}
+    search = find_slow_nodes(nodes, network(rates, []), bar=80.0, leave_out=leave_out)
+    assert set(search.verdicts) == set(nodes)
+    for node, verdict in search.verdicts.items():
+        if node in leave_out:
+            assert verdict.status == NOT_SEARCHED
+        elif verdict.status == SLOW:
+            assert 0 < rates[node] < 80.0 and rates[verdict.partners[0]] >= 80.0
+        elif verdict.status == FAILED:
+            assert rates[node] == 0.0
+        elif verdict.status == OK:
+            assert rates[node] >= 80.0
+    assert len(search.rounds) <= 2 * math.ceil(math.log2(len(nodes))) + 6
 
 
 def record(node: str, count: int, measured: float, required: float) -> dict[str, Any]:
@@ -417,6 +509,57 @@ def test_a_dead_node_fails_its_own_cases_and_the_rest_go_on(pytester: pytest.Pyt
         "ssh: connection refused (no sshd?)")
     assert failed["test_node_network[node4]"].startswith(
         "Failed: node4: host probe unreachable: ssh: connection refused (no sshd?)")
+
+
+@contextlib.contextmanager
+def node_down(netns: NetnsCluster, node: str, fault: str) -> Iterator[None]:
+    """`node` dead for the block: its sshd stopped, or its link down."""
+    if fault == "sshd":
+        with netns.sshd_stopped(node):
+            yield
+        return
+    link = ["ip", "-n", netns.netns(node), "link", "set", "eth0"]
+    subprocess.run([*link, "down"], check=True, timeout=30)
+    try:
+        yield
+    finally:
+        subprocess.run([*link, "up"], check=True, timeout=30)
+        netns.wait_for_port(node)
+
+
+@pytest.mark.realcomponents
+@pytest.mark.parametrize("fault", ["sshd", "link"])
+def test_a_dead_node_never_makes_a_healthy_node_the_slow_one(
+        pytester: pytest.Pytester, netns: NetnsCluster, fault: str) -> None:
+    """The tester's case: node1 dead (sshd stopped, or its link down) and node3 slow.
+    node1 is left out of the search (its host probe failed) and fails alone; node3 is
+    named against a known-good partner; node2 and node4 pass."""
+    if not has_torch():
+        pytest.skip("needs torch on the nodes")
+    (pytester.path / "t.yaml").write_text(shaped_spec(netns, "ssh"))
+    try:
+        for node in netns.nodes:
+            netns.shape(node, "250mbit" if node == "node3" else "1gbit")
+        with node_down(netns, "node1", fault):
+            result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider",
+                                        "-k", "node_network")
+    finally:
+        for node in netns.nodes:
+            netns.shape(node, None)
+    outcomes = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)}
+    assert {case: r["outcome"] for case, r in outcomes.items()} == {
+        "test_node_network[node1]": "failed", "test_node_network[node2]": "passed",
+        "test_node_network[node3]": "failed", "test_node_network[node4]": "passed"}
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    assert outcomes["test_node_network[node1]"]["message"].startswith(
+        "Failed: node1: host probe unreachable: ssh: ")
+    message = outcomes["test_node_network[node3]"]["message"]
+    assert message.startswith("Failed: node3 busbw[node_network]: measured ")
+    assert ("reached the bar with other nodes, so this node is the slow one; left out of "
+            "the search: node1 (probes failed)") in message
+    search = outcomes["test_node_network[node2]"]["raw"]["search"]
+    assert search["not_searched"]["node1"].startswith("host probe unreachable: ssh: ")
+    assert all("node1" not in group for round_ in search["rounds"] for group, _ in round_)
 
 
 @pytest.mark.skipif(not has_torch(), reason="needs torch")

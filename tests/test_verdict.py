@@ -18,7 +18,7 @@ from pytest_cluster.results import read_results, run_status
 from pytest_cluster.rundir import create_run_dir, point_latest, run_dir_name
 from pytest_cluster.scorecard import cell_of
 from pytest_cluster.spec.model import Rule
-from pytest_cluster.verdict import drain_line, node_verdicts
+from pytest_cluster.verdict import cluster_failures, drain_line, node_verdicts, to_drain
 
 PLAN = Plan((Case("a::t[n1]", "gpus.count", "n1"), Case("a::t[n2]", "gpus.count", "n2"),
              Case("a::t[n3]", "gpus.count", "n3"), Case("a::u[n1]", "host.memory", "n1"),
@@ -32,6 +32,23 @@ def result(case: str, node: str | None, outcome: str = "passed", **more: Any) ->
     clause = PLAN.by_id[case].clause
     return {"type": "result", "case": case, "clause": clause, "spec_key": clause,
             "node": node, "outcome": outcome, "phase": "call", **more}
+
+
+def test_a_check_without_a_culprit_fails_the_cluster_not_the_node() -> None:
+    """The slow-node search could not decide (no known-good partner): the failure is the
+    fabric's; the node is NOT CHECKED (never drained for it), the cluster has a failure."""
+    undecided = ("Failed: n1 busbw[node_network]: the slow-node search could not decide: "
+                 "no group reached the bar")
+    records = [result("a::t[n1]", "n1", "failed", message=undecided,
+                      error_kind="undecided"), result("a::u[n1]", "n1")]
+    (n1,) = node_verdicts(["n1"], PLAN, records)
+    assert (n1.verdict, n1.reason) == (
+        "NOT CHECKED", "1 could not be decided (n1 busbw[node_network]: the slow-node "
+        "search could not decide: no group reached the bar); none failed")
+    assert n1.to_json()["checks_undecided"] == 1 and n1.failed_clauses == []
+    assert to_drain([n1]) == []
+    assert cluster_failures(records, ["n1"]) == [
+        {"clause": "gpus.count", "where": "n1", "message": undecided[len("Failed: "):]}]
 
 
 def test_each_node_gets_one_verdict_with_its_reason() -> None:
