@@ -128,19 +128,20 @@ def test_gpus_same_model(node: str, gpu_result: ProbeResult, evidence: Evidence)
 def test_gpu_driver_same_on_all_nodes(cluster: Cluster, evidence: Evidence) -> None:
     results = cluster.gpu_all()
     drivers: dict[str, list[str]] = {}
-    unanswered = []
+    unanswered: dict[str, str] = {}
     for name, result in results.items():
+        evidence.saw(result)
         data = result.data if result.ok else None
         if data is None or "driver" not in data:
-            unanswered.append(name)
+            unanswered[name] = result.describe() if not result.ok else (
+                f"{name}: NVML gave no driver version")
             continue
         version = f"driver {data['driver']}, CUDA {data.get('cuda_driver')}"
         drivers.setdefault(version, []).append(name)
     found = "; ".join(f"{v} on {', '.join(nodes)}" for v, nodes in drivers.items())
-    evidence.check_rule(SAME_DRIVER, len(drivers) <= 1, found or "no answer", node="all",
-                        result=next(iter(results.values())),
-                        problem=f"the driver differs between nodes: {found}",
-                        method="nvmlSystemGetDriverVersion, nvmlSystemGetCudaDriverVersion",
+    evidence.check_same(SAME_DRIVER.key, SAME_DRIVER.line, "driver", drivers, unanswered,
+                        found, method="nvmlSystemGetDriverVersion, "
+                        "nvmlSystemGetCudaDriverVersion",
                         raw={"drivers": drivers, "unanswered": unanswered})
 
 

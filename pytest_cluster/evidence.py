@@ -148,6 +148,37 @@ class Evidence:
             verdict = Verdict(False, f"{verdict.message}; asked {asked}")
         self._assert(verdict, result.simulated)
 
+    def check_same(self, key: str, line: int, what: str, groups: dict[str, list[str]],
+                   unanswered: dict[str, str], summary: str, *, method: str | None = None,
+                   raw: Any = None) -> None:
+        """A cluster-wide "the same on every node" check. `groups`: value -> the nodes
+        that reported it; `unanswered`: node -> why it did not. Fails when the values
+        differ, and when any node did not answer: never a pass on the others alone."""
+        self.record(spec_key=key, spec_line=line, node="all",
+                    requirement=f"the same {what} on every node",
+                    measured=summary or "no node answered", method=method, raw=raw,
+                    simulated=self.simulated)
+        total = sum(len(nodes) for nodes in groups.values()) + len(unanswered)
+        names = list(unanswered)
+        silent = (f"{len(names)} of {total} node(s) did not answer ("
+                  + ", ".join(names[:4]) + (", ...)" if len(names) > 4 else ")"))
+        if len(groups) > 1:
+            self.fail(f"{what} differs between nodes: {summary}"
+                      + (f"; {silent}" if names else ""))
+        if names:
+            self.fail(f"{what}: {summary or 'no node answered'}; {silent}, so the same "
+                      f"{what} on every node is not established (first: "
+                      f"{unanswered[names[0]]})", "not_all_nodes")
+        self.record(verdict="pass")
+
+    def fail(self, message: str, kind: str | None = None,
+             simulated: bool = False) -> NoReturn:
+        """Fail a check that has no number to compare (versions that differ; with `kind`,
+        one that could not be established, e.g. some nodes did not answer)."""
+        simulated = simulated or self.simulated
+        self.record(error_kind=kind, verdict="fail")
+        pytest.fail(_mark(message, simulated), pytrace=False)
+
     def _assert(self, verdict: Verdict, simulated: bool = False) -> None:
         self.record(verdict="pass" if verdict.ok else "fail")
         if not verdict.ok:

@@ -49,6 +49,9 @@ def run(pytester: pytest.Pytester, spec: str, *args: str) -> pytest.RunResult:
                               "no:randomly", *args)
 
 
+SOFTWARE = ("kernel", "python", "torch", "cuda", "nccl", "driver")
+
+
 def failed(pytester: pytest.Pytester) -> dict[str, str]:
     """nodeid name -> failure message, from results.jsonl."""
     return {r["nodeid"].split("::")[-1]: r["message"] for r in jsonl(pytester)
@@ -159,9 +162,18 @@ def test_a_missing_gpu_fails_its_count_and_its_slot(pytester: pytest.Pytester) -
 def test_a_dead_node_fails_only_its_own_tests(pytester: pytest.Pytester) -> None:
     run(pytester, SMALL.format(faults="{node: n1, down: true}"))
     found = failed(pytester)
-    assert {name.split("[")[1].split("-")[0].rstrip("]") for name in found} == {"n1"}
-    assert len(found) == (len(PER_GPU) + 1) * 2 + 2
-    assert "test_gpu_driver_same_on_all_nodes" not in found
+    # the cluster checks ("the same on every node") are not established without n1
+    same = {name for name in found if "same_on_all_nodes" in name}
+    assert same == {"test_gpu_driver_same_on_all_nodes",
+                    *(f"test_software_same_on_all_nodes[{p}]" for p in SOFTWARE)}
+    assert {name.split("[")[1].split("-")[0].rstrip("]") for name in found
+            if name not in same} == {"n1"}
+    assert len(found) == (len(PER_GPU) + 1) * 2 + 2 + 7
+    assert found["test_gpu_driver_same_on_all_nodes"].startswith(
+        "Failed: [SIMULATED] driver: driver ")
+    assert "; 1 of 2 node(s) did not answer (n1), so the same driver on every node is not " \
+        "established (first: n1: gpu probe unreachable: simulated: " in found[
+            "test_gpu_driver_same_on_all_nodes"]
     assert "n1: gpu probe unreachable: simulated: the node does not answer" in found[
         "test_gpu_count[n1]"]
 

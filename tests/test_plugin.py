@@ -195,12 +195,24 @@ def test_hung_node_fails_only_its_own_tests(pytester: pytest.Pytester, fs: Path,
     pytester.makefile(".yaml", trial=spec_text(fs, nodes="[good, hung]", launcher="hung")
                       .replace("probe_timeout: 2 min", "probe_timeout: 2 s"))
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:randomly")
-    # host.same_software (6 packages) compares the nodes that answered; "hung" fails its own.
-    result.assert_outcomes(passed=8 + 6, failed=8)
+    # "hung" fails its own 8; host.same_software (6 packages) is not established while
+    # it does not answer: a cluster check that fails, never a pass on "good" alone
+    result.assert_outcomes(passed=8, failed=8 + 6)
     result.stdout.fnmatch_lines(["*hung: host probe timeout: no answer within 2 s; killed*"])
     failed = [r for r in jsonl(pytester) if r.get("outcome") == "failed"]
-    assert {r["node"] for r in failed} == {"hung"}
-    assert {r["error_kind"] for r in failed} == {"timeout"}
+    assert {r["node"] for r in failed} == {"hung", "all"}
+    assert {r["error_kind"] for r in failed if r["node"] == "hung"} == {"timeout"}
+    same = [r for r in failed if r["node"] == "all"]
+    assert {r["error_kind"] for r in same} == {"not_all_nodes"}
+    assert all(r["message"].startswith(
+        "Failed: " + r["spec_key"].rsplit(".", 1)[1] + ": ") for r in same)
+    for r in same:
+        package = r["spec_key"].rsplit(".", 1)[1]
+        assert (f"on good; 1 of 2 node(s) did not answer (hung), so the same {package} on "
+                "every node is not established (first: hung: host probe timeout") in (
+                    r["message"])
+    verdict = json.loads((pytester.path / "reports" / "latest" / "verdict.json").read_text())
+    assert [v["verdict"] for v in verdict["nodes"]] == ["ACCEPTED", "UNREACHABLE"]
 
 
 def test_results_are_streamed_as_tests_finish(pytester: pytest.Pytester, fs: Path) -> None:

@@ -162,7 +162,8 @@ def test_an_interrupted_run_says_so_and_every_case_has_a_line(
 def test_an_unreachable_node_is_one_line_and_the_others_are_judged(
         pytester: pytest.Pytester) -> None:
     result = run(pytester, faults="{node: n2, down: true}")
-    result.assert_outcomes(passed=ALL - PER_NODE, failed=PER_NODE)
+    # the 7 "same on every node" checks are not established without n2: cluster failures
+    result.assert_outcomes(passed=ALL - PER_NODE - 7, failed=PER_NODE + 7)
     reason = ("n2: gpu probe unreachable: simulated: the node does not answer (sim fault at "
               "spec line 7)")
     result.stdout.fnmatch_lines([
@@ -185,6 +186,26 @@ def test_an_unreachable_node_is_one_line_and_the_others_are_judged(
     assert verdict["drain"] == [f"# SIMULATED, not a real node: scontrol update NodeName=n2 "
                                 f"State=DRAIN 'Reason=pytest-cluster unreachable: "
                                 f"[SIMULATED] {reason}'"]
+
+
+def test_with_every_node_down_every_case_has_a_line_and_nothing_passes(
+        pytester: pytest.Pytester) -> None:
+    """No node answers: the per-node cases fail as unreachable, and the cluster checks
+    ("the same on every node") fail as not established - none crashes, none passes."""
+    down = ", ".join(f"{{node: n{i}, down: true}}" for i in (1, 2, 3))
+    result = run(pytester, faults=down)
+    result.assert_outcomes(failed=ALL)
+    run_dir, = run_dirs(pytester)
+    results = [r for r in lines(run_dir) if r["type"] == "result"]
+    assert len(results) == ALL and {r["outcome"] for r in results} == {"failed"}
+    same = {r["case"].split("::")[1]: r for r in results if r["node"] == "all"}
+    assert len(same) == 7 and {r["error_kind"] for r in same.values()} == {"not_all_nodes"}
+    assert same["test_software_same_on_all_nodes[kernel]"]["message"] == (
+        "Failed: [SIMULATED] kernel: no node answered; 3 of 3 node(s) did not answer (n1, "
+        "n2, n3), so the same kernel on every node is not established (first: n1: host "
+        "probe unreachable: simulated: the node does not answer (sim fault at spec line 7))")
+    assert same["test_software_same_on_all_nodes[kernel]"]["measured"] == "no node answered"
+    assert "INTERNALERROR" not in result.stdout.str()
 
 
 def test_junit_names_are_the_same_from_any_directory(pytester: pytest.Pytester) -> None:
