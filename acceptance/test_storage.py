@@ -1,8 +1,14 @@
 """Storage clauses per node and filesystem: capacity, free space, write, read, metadata
-rate and `import torch` latency."""
+rate and `import torch` latency.
+
+Files an earlier, killed run left on a tested filesystem (the probes' `leftovers`, see
+probes/storage.py) are notes, not failures: each case that reads the probe records them
+(`leftovers` in its evidence) and warns with a LeftoverWarning (pytest's warnings
+summary), saying whether the sweep removed it and why."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import pytest
@@ -11,6 +17,32 @@ from pytest_cluster.cluster import Cluster
 from pytest_cluster.evidence import Evidence
 from pytest_cluster.launchers.base import ProbeResult
 from pytest_cluster.spec.model import Clause, Rule, StorageSpec
+from pytest_cluster.units import format_size
+
+
+class LeftoverWarning(UserWarning):
+    """Files an earlier pytest-cluster run left on a tested filesystem."""
+
+
+def leftover_note(node: str, item: dict[str, Any]) -> str:
+    """One leftover as a sentence: what, how big, removed or not, and why."""
+    what = f"{item['path']} ({format_size(item['bytes'])})"
+    if item["removed"]:
+        return f"{node}: removed {what}, left by an earlier pytest-cluster run: {item['why']}"
+    return f"{node}: found {what}, left by an earlier pytest-cluster run: {item['why']}"
+
+
+def _leftovers(evidence: Evidence, node: str, payload: dict[str, Any]) -> None:
+    """Record and warn about what the probe found of earlier runs (not a failure)."""
+    found: list[dict[str, Any]] = payload.get("leftovers") or []
+    if payload.get("leftovers_error"):
+        warnings.warn(LeftoverWarning(f"{node}: could not look for files earlier runs left: "
+                                      f"{payload['leftovers_error']}"), stacklevel=2)
+    if not found:
+        return
+    evidence.record(leftovers=found)
+    for item in found:
+        warnings.warn(LeftoverWarning(leftover_note(node, item)), stacklevel=2)
 
 
 def _clause(fs: StorageSpec, name: str) -> Clause:
@@ -22,6 +54,7 @@ def _clause(fs: StorageSpec, name: str) -> Clause:
 def _part(evidence: Evidence, result: ProbeResult, node: str, fs: StorageSpec,
           clause: Clause, part: str) -> dict[str, Any]:
     payload = evidence.require(result, clause, fs.path)
+    _leftovers(evidence, node, payload)
     if "error" in payload:
         evidence.cannot_measure(node, clause, payload["error"], fs.path, raw=payload)
     section: dict[str, Any] = payload.get(part) or {}
@@ -102,6 +135,7 @@ def test_storage_shared(cluster: Cluster, filesystem: StorageSpec, evidence: Evi
     rule = Rule(f"storage[{filesystem.path}].shared", filesystem.shared_line,
                 "a file written on one node is seen with the same content on every node")
     data = evidence.require(write, rule, filesystem.path)
+    _leftovers(evidence, writer, data)
     if "error" in data:
         evidence.cannot_measure(writer, rule, data["error"], filesystem.path, raw=data)
     missing, different, failed = [], [], []

@@ -115,26 +115,41 @@ class Cluster:
     def shared_check(self, fs: StorageSpec) -> tuple[str, ProbeResult,
                                                      dict[str, ProbeResult]]:
         """Write a file on the first node that answers, read it on every node, remove it:
-        (writer, its write result, every node's read result). Not cached: run each time."""
-        token = uuid.uuid4().hex[:12]
-        timeout = self.spec.cluster.probe_timeout_s
+        (writer, its write result, every node's read result). Not cached: run each time.
 
-        def call(mode: str) -> ProbeCall:
+        The file is removed however the check ends: a write that fails removes its own
+        (probes/shared.py), and the last write started is removed here even when a
+        Ctrl-C cuts the check short. Its name carries the time by which its reads are
+        over (a write and a read, each within probe_timeout, and 10 minutes for the
+        clocks of the nodes and this machine to differ): a later write sweeps it after
+        that if this process is killed first."""
+        timeout = self.spec.cluster.probe_timeout_s
+        margin_s = 600
+
+        def call(token: str, mode: str) -> ProbeCall:
             return ProbeCall("shared", ("--path", fs.path, "--token", token, mode))
 
         write = ProbeResult(self.nodes[0], "shared", None, message="no node answered")
         writer = self.nodes[0]
-        for node in self.nodes:
-            writer, write = node, self.launcher.run(call("write"), [node], timeout)[node]
-            if write.ok and "error" not in write.payload():
-                break
-        if not write.ok or "error" in write.payload():
-            return writer, write, {}
+        started: tuple[str, str] | None = None  # (node, token) of a write that may exist
         try:
-            reads = self.launcher.run(call("read"), self.nodes, timeout)
+            for node in self.nodes:
+                expires = int(time.time() + 2 * timeout + margin_s)
+                token = f"{expires}-{uuid.uuid4().hex[:12]}"
+                started = (node, token)
+                writer, write = node, self.launcher.run(call(token, "write"), [node],
+                                                        timeout)[node]
+                if write.ok and "error" not in write.payload():
+                    break
+                # a failed write removed its file; a killed one is swept after it expires
+                started = None
+            if started is None:
+                return writer, write, {}
+            return writer, write, self.launcher.run(call(started[1], "read"), self.nodes,
+                                                    timeout)
         finally:
-            self.launcher.run(call("remove"), [writer], timeout)
-        return writer, write, reads
+            if started is not None:
+                self.launcher.run(call(started[1], "remove"), [started[0]], timeout)
 
     def _gpus(self) -> GpuSpec:
         if self.spec.gpus is None:

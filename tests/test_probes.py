@@ -79,7 +79,8 @@ def test_storage_probe_missing_path_is_an_error(tmp_path: Path) -> None:
 def test_storage_probe_read_only_path(scratch: Path) -> None:  # pragma: no cover - root here
     scratch.chmod(0o500)
     data = run_probe("storage", "--path", str(scratch))
-    assert data["write"]["error"].startswith("cannot create a directory")
+    assert data["write"]["error"].startswith("cannot create a file in")
+    assert data["metadata"]["error"].startswith("cannot create a directory in")
 
 
 def test_storage_probe_not_enough_space(scratch: Path) -> None:

@@ -3,6 +3,11 @@
 Runs ON a node with only the standard library; shipped as a single file. Runs
 `PYTHON -c "import MODULE"` a few times (warm: the page cache may hold the files) and,
 when asked and allowed (root), once after dropping the page cache (cold).
+
+It writes no file: no copy of the interpreter or its packages, nothing under --path (the
+cold run drops the page cache instead). The interpreter it starts may write `__pycache__`
+bytecode next to modules that have none yet, as any `import torch` there would; it is not
+run with -B, which would time compiling every module instead of loading it.
 """
 
 from __future__ import annotations

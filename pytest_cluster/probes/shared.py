@@ -4,16 +4,123 @@
 SHA-256; `--read` prints what this node sees there (or that it sees nothing); `--remove`
 deletes it. Run as write on one node, read on every node, remove on the writer: a shared
 filesystem shows every node the same bytes. Standard library only.
+
+The file must outlive the write (other nodes read it), so unlike the storage probe's test
+file it has a name; nothing of it is left behind however a run ends:
+
+* The token is `<expires>-<12 hex digits>`: the controller's UNIX time after which no
+  read of this check can still be running (see Cluster.shared_check).
+* A write that fails, or is stopped by SIGTERM, SIGINT or SIGHUP (the node runner's
+  SIGTERM at the timeout or when the connection drops), removes its partial file.
+* The controller removes the file when the check ends, also when it is interrupted.
+* What a SIGKILL or a cut-off controller leaves is swept by the next write on the same
+  filesystem (`leftovers` in its JSON: path, bytes, removed, why): a file past its
+  expiry is removed; one with an expiry to come belongs to a check still running and is
+  left alone, unreported. A file of a pytest-cluster before expiries (a token of 12 hex
+  digits alone) is removed when older than 24 hours and reported before.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
+import re
+import signal
 import socket
 import sys
+import time
+from types import FrameType
+from typing import Any
+
+PREFIX = ".pytest-cluster-shared-"
+TOKEN = re.compile(r"^(?P<expires>\d{1,12})-[0-9a-f]{12}$")
+LEGACY_TOKEN = re.compile(r"^[0-9a-f]{12}$")
+SAFE_AGE_S = 24 * 3600
+
+
+def _ago(seconds: float) -> str:
+    if seconds >= 7200:
+        return f"{seconds / 3600:.0f} h"
+    if seconds >= 120:
+        return f"{seconds / 60:.0f} min"
+    return f"{max(seconds, 0):.0f} s"
+
+
+def sweep(path: str, now: float | None = None) -> list[dict[str, Any]]:
+    """Remove the shared-check files under `path` that no check can still read; report
+    them, and the ones left in place, as {path, bytes, removed, why}."""
+    now = time.time() if now is None else now
+    found: list[dict[str, Any]] = []
+    for name in sorted(os.listdir(path)):
+        if not name.startswith(PREFIX):
+            continue
+        token, full = name[len(PREFIX):], os.path.join(path, name)
+        try:
+            st = os.lstat(full)
+        except FileNotFoundError:
+            continue
+        current, age = TOKEN.match(token), now - st.st_mtime
+        if current is not None:
+            expires = int(current["expires"])
+            if expires >= now:
+                continue  # a shared check still running
+            remove = True
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(expires))
+            why = (f"its shared check ended by {stamp}; the run was cut off before "
+                   "removing it")
+        elif LEGACY_TOKEN.match(token):
+            remove = age > SAFE_AGE_S
+            why = (f"written {_ago(age)} ago by a pytest-cluster older than the leftover "
+                   "sweep, which records no expiry")
+            why += "; older than 24 h" if remove else (
+                ": left in place; remove it by hand if no pytest-cluster run is checking this "
+                "filesystem (the sweep removes it once it is 24 h old)")
+        else:
+            continue
+        removed = False
+        if remove:
+            try:
+                os.unlink(full)
+                removed = True
+            except FileNotFoundError:
+                continue  # another node's sweep took it
+            except OSError as exc:
+                why += f"; could not be removed ({exc.strerror})"
+        found.append({"path": full, "bytes": st.st_size, "removed": removed, "why": why})
+    return found
+
+
+def write(name: str, data: dict[str, Any]) -> None:
+    """Write 1 MiB of random data to `name` (a new file), fsync'ed; removed again if the
+    write fails or a signal stops it."""
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        sys.stderr.write(f"shared probe: stopped by {signal.Signals(signum).name}; "
+                         f"removed {name}\n")
+        sys.stderr.flush()
+        os._exit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, stop)
+    content = os.urandom(1 << 20)
+    fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        with open(fd, "wb", closefd=False) as handle:
+            handle.write(content)
+            handle.flush()
+            os.fsync(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise
+    finally:
+        os.close(fd)
+    data["sha256"] = hashlib.sha256(content).hexdigest()
+    data["bytes"] = len(content)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,17 +129,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--token", required=True)
     parser.add_argument("mode", choices=("write", "read", "remove"))
     args = parser.parse_args(argv)
-    name = os.path.join(args.path, f".pytest-cluster-shared-{args.token}")
-    data: dict[str, object] = {"file": name, "mode": args.mode, "host": socket.gethostname()}
+    name = os.path.join(args.path, f"{PREFIX}{args.token}")
+    data: dict[str, Any] = {"file": name, "mode": args.mode, "host": socket.gethostname()}
+    if not (TOKEN.match(args.token) or LEGACY_TOKEN.match(args.token)):
+        data["error"] = (f"token {args.token!r} is not <expires>-<12 hex digits>: the "
+                         "controller and this probe are of different pytest-cluster versions")
+        print(json.dumps({"probe": "shared", "schema": 1, "data": data}))
+        return 0
     try:
         if args.mode == "write":
-            content = os.urandom(1 << 20)
-            with open(name, "wb") as handle:
-                handle.write(content)
-                handle.flush()
-                os.fsync(handle.fileno())
-            data["sha256"] = hashlib.sha256(content).hexdigest()
-            data["bytes"] = len(content)
+            try:
+                data["leftovers"] = sweep(args.path)
+            except OSError as exc:
+                data.update(leftovers=[], leftovers_error=f"{args.path}: {exc.strerror}")
+            write(name, data)
         elif args.mode == "read":
             try:
                 with open(name, "rb") as handle:
@@ -43,8 +153,11 @@ def main(argv: list[str] | None = None) -> int:
                 data.update(seen=True, sha256=hashlib.sha256(content).hexdigest(),
                             bytes=len(content))
         else:
-            os.remove(name)
-            data["removed"] = True
+            try:
+                os.remove(name)
+                data["removed"] = True
+            except FileNotFoundError:
+                data["removed"] = False  # never written here, or swept already
     except OSError as exc:
         data["error"] = f"{args.mode} {name}: {exc.strerror or exc}"
     print(json.dumps({"probe": "shared", "schema": 1, "data": data}))
