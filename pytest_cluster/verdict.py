@@ -36,6 +36,9 @@ NO_ANSWER_HOST = NO_ANSWER | {"timeout", "interpreter_missing"}
 #: fabric below the bar but no known-good node to compare with. A cluster failure; the
 #: node is not rejected for it.
 NO_CULPRIT = frozenset({"undecided"})
+#: Error kinds of a check not made because another job held the node (SLURM: busy): the
+#: node is NOT CHECKED, saying so; neither it nor the cluster failed.
+NOT_MEASURED = frozenset({"busy"})
 MAX_REASON = 300
 
 
@@ -91,7 +94,8 @@ def node_verdicts(nodes: Sequence[str], plan: Plan,
         found.ran += 1
         if outcome(record) == "passed":
             found.passed += 1
-        elif outcome(record) in ("failed", "error") and record.get("error_kind") in NO_CULPRIT:
+        elif outcome(record) in ("failed", "error") \
+                and record.get("error_kind") in NO_CULPRIT | NOT_MEASURED:
             found.undecided.append(clean_message(str(record.get("message", ""))))
         elif outcome(record) in ("failed", "error"):
             clause = str(record.get("clause") or record.get("spec_key"))

@@ -19,10 +19,12 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 SSHD = "/usr/sbin/sshd"
+T = TypeVar("T")
 
 
 class Unavailable(Exception):
@@ -205,6 +207,57 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
         if process is not None:
             process.kill()
             process.wait(10)
+
+    @contextlib.contextmanager
+    def hold_node(self, node: str) -> Iterator[str]:
+        """Another job (`srun --exclusive sleep`, named 'holder') holds `node` inside the
+        block; yields its job id. Afterwards the job is cancelled and the node is idle."""
+        env = {**os.environ, **self.slurm_env}
+        name = f"holder-{os.getpid()}-{time.monotonic_ns()}"
+        process = subprocess.Popen(
+            ["srun", f"--nodelist={node}", "--exclusive", f"--job-name={name}", "sleep",
+             "600"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True)
+
+        def running() -> str:
+            return subprocess.run(["squeue", "--noheader", f"--name={name}",
+                                   "--states=RUNNING", "--format=%i"], env=env,
+                                  capture_output=True, text=True, check=False,
+                                  timeout=30).stdout.strip()
+
+        try:
+            yield self.wait_for(running, f"job {name} running on {node}")
+        finally:
+            subprocess.run(["scancel", f"--name={name}"], env=env, capture_output=True,
+                           check=False, timeout=30)
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(10)
+            self.wait_idle(node)
+
+    def node_state(self, node: str) -> str:
+        """sinfo's state (%T) of `node`."""
+        return subprocess.run(["sinfo", "--noheader", "--Node", f"--nodes={node}",
+                               "--format=%T"], env={**os.environ, **self.slurm_env},
+                              capture_output=True, text=True, check=False,
+                              timeout=30).stdout.strip()
+
+    def wait_idle(self, node: str, seconds: float = 120.0) -> None:
+        self.wait_for(lambda: self.node_state(node) == "idle", f"{node} idle", seconds)
+
+    @staticmethod
+    def wait_for(found: Callable[[], T], what: str, seconds: float = 60.0) -> T:
+        """Ask `found` until it returns something true, and return that."""
+        deadline = time.monotonic() + seconds
+        while True:
+            value = found()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"gave up waiting for {what} after {seconds:g} s")
+            time.sleep(0.3)
 
     def scontrol(self, *args: str) -> str:
         done = subprocess.run(["scontrol", *args], env={**os.environ, **self.slurm_env},

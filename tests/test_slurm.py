@@ -4,7 +4,10 @@ namespace node."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -17,15 +20,27 @@ from pytest_cluster.hostlist import expand_hostlist
 from pytest_cluster.launchers.base import ErrorKind
 from pytest_cluster.launchers.remote import RUNNER_SOURCE
 from pytest_cluster.launchers.slurm import (
+    Holder,
+    NodeCheck,
     SlurmLauncher,
-    node_problems,
+    Waiting,
+    _run_text,
+    check_nodes,
+    parse_sinfo,
+    parse_squeue,
     scancel_command,
+    sinfo_command,
     split_labeled,
+    squeue_command,
     srun_command,
+    srun_errors,
+    state_kind,
 )
+from pytest_cluster.plan import Case, Plan
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import ClusterSpec, SlurmSpec
+from pytest_cluster.verdict import cluster_failures, node_verdicts, to_drain
 from tests.netns_cluster import NetnsCluster
 from tests.test_plugin import jsonl
 from tests.test_ssh import spec_text
@@ -37,23 +52,215 @@ def test_srun_command_is_exact() -> None:
     call = ProbeCall("storage", ("--path", "/data; rm -rf /"))
     assert srun_command(slurm, ["n1", "n2"], "/venv/bin/python", call, 600, "pc-job") == [
         "srun", "--nodelist=n1,n2", "--nodes=2", "--ntasks=2", "--ntasks-per-node=1",
-        "--input=all", "--label", "--kill-on-bad-exit=0", "--no-kill", "--job-name=pc-job",
-        "--export=ALL,PYTEST_CLUSTER_MARKERS=1", "--partition=gpu", "--account=ml-team",
-        "--reservation=trial", "--time=20", "/venv/bin/python", "-c", RUNNER_SOURCE, "600",
-        "/venv/bin/python", "--path", "/data; rm -rf /"]
+        "--input=all", "--label", "--kill-on-bad-exit=0", "--no-kill", "--immediate=10",
+        "--job-name=pc-job", "--export=ALL,PYTEST_CLUSTER_MARKERS=1", "--partition=gpu",
+        "--account=ml-team", "--reservation=trial", "--time=20", "/venv/bin/python", "-c",
+        RUNNER_SOURCE, "600", "/venv/bin/python", "--path", "/data; rm -rf /"]
+    assert srun_command(SlurmSpec(), ["n1"], "python3", ProbeCall("host"), 60, "j",
+                        immediate_s=70)[:10] == [
+        "srun", "--nodelist=n1", "--nodes=1", "--ntasks=1", "--ntasks-per-node=1",
+        "--input=all", "--label", "--kill-on-bad-exit=0", "--no-kill", "--immediate=70"]
     assert scancel_command("pc-job")[:2] == ["scancel", "--name=pc-job"]
+    assert sinfo_command(["n1", "n2"]) == [
+        "sinfo", "--noheader", "--Node", "--all", "--nodes=n1,n2", "--format=%N|%T|%E"]
+    assert sinfo_command(["n1"], "gpu") == [
+        "sinfo", "--noheader", "--Node", "--partition=gpu", "--nodes=n1",
+        "--format=%N|%T|%E"]
+    assert squeue_command(["n1", "n2"]) == [
+        "squeue", "--noheader", "--all", "--nodelist=n1,n2", "--format=%i|%u|%T|%N|%j"]
 
 
-def test_sinfo_states_name_the_bad_nodes() -> None:
-    out = ("n1|idle|none\nn2|drained|bad gpu\nn3|down*|Not responding\nn4|mixed|none\n"
-           "n5|idle*|none\nn6|draining|reboot asked\n")
-    assert node_problems(out, ["n1", "n2", "n3", "n4", "n5", "n6", "n7"]) == {
-        "n2": "SLURM reports the node drained (bad gpu)",
-        "n3": "SLURM reports the node down* (Not responding)",
-        "n5": "SLURM reports the node idle*",
-        "n6": "SLURM reports the node draining (reboot asked)",
-        "n7": "SLURM does not know this node (not in sinfo)",
+SINFO = ("n1|idle|none\n"
+         "n2|drained|bad gpu | see ticket #12 (dcgm): ECC\n"
+         "n3|down*|Not responding\n"
+         "n4|mixed|none\n"
+         "n5|idle*|none\n"
+         "n6|draining@|reboot asked\n"
+         "n7|idle~|none\n"
+         "n8|allocated|none\n"
+         "n9|idle|none\n"
+         "n9|drained|kaputt\n"
+         "n10|reserved|none\n"
+         "n11|completing|none\n"
+         "n12|mixed-|none\n"
+         "n13|allocated+drain|\u00d6lpumpe \ufffd defekt\n"
+         "n14|allocated|none\n"
+         "n16|idle+cloud|none\n"
+         "n17|allocated|none\n"
+         "n18|down*|Not responding\n"
+         "n18|idle|none\n"
+         "n19|planned|none\n"
+         "garbage without fields\n")
+SQUEUE = ("97|alice|RUNNING|n[4,8]|train | big\n"
+          "98|root|COMPLETING|n11|pytest-cluster-host-1a2b3c4d\n"
+          "99|root|RUNNING|n14|pytest-cluster-gpu-00000000\n"
+          "100|root|PENDING||pytest-cluster-host-0\n")
+
+
+def test_sinfo_lines_are_read_whatever_the_reason_holds() -> None:
+    """The reason is the last field: '|', spaces, parentheses and non-ASCII stay in it; a
+    node in two partitions keeps its worst state; 'none' is no reason."""
+    sinfo = parse_sinfo(SINFO)
+    assert sinfo["n2"] == ("drained", "bad gpu | see ticket #12 (dcgm): ECC")
+    assert sinfo["n9"] == ("drained", "kaputt")
+    assert sinfo["n18"] == ("down*", "Not responding")
+    assert sinfo["n13"] == ("allocated+drain", "\u00d6lpumpe \ufffd defekt")
+    assert sinfo["n1"] == ("idle", "")
+    assert len(sinfo) == 18
+
+
+@pytest.mark.parametrize(("state", "kind"), [
+    ("idle", "idle"), ("IDLE", "idle"), ("idle+cloud", "idle"),
+    ("allocated", "held"), ("alloc", "held"), ("mixed", "held"), ("completing", "held"),
+    ("allocated+", "held"),
+    ("reserved", "busy"), ("resv", "busy"), ("planned", "planned"), ("plnd", "planned"),
+    ("idle+planned", "planned"), ("mixed-", "busy"),
+    ("perfctrs", "busy"),
+    ("idle*", "down"), ("down*", "down"), ("down", "down"), ("completing*", "down"),
+    ("drain*", "down"), ("drained", "down"), ("draining", "down"), ("draining@", "down"),
+    ("allocated+drain", "down"), ("idle~", "down"), ("idle#", "down"), ("idle%", "down"),
+    ("idle!", "down"), ("powered_down", "down"), ("cloud", "down"), ("fail", "down"),
+    ("failing", "down"), ("maint", "busy"), ("idle$", "busy"), ("mixed$", "busy"),
+    ("drained$", "down"), ("reboot^", "down"),
+    ("idle@", "down"), ("future", "down"), ("unknown", "down"), ("inval", "down"),
+    ("down+not_responding", "down"), ("?", "down"), ("something_new", "down")])
+def test_every_sinfo_state_is_sorted(state: str, kind: str) -> None:
+    assert state_kind(state) == kind
+
+
+def test_inside_a_reservation_reserved_and_maint_nodes_are_expected() -> None:
+    assert [state_kind(s, reservation=True) for s in ("reserved", "maint", "idle$",
+                                                      "mixed$", "drained$")] == [
+        "idle", "idle", "idle", "held", "down"]
+
+
+def test_squeue_lines_give_each_node_its_jobs() -> None:
+    holders = parse_squeue(SQUEUE, ["n4", "n8", "n11", "n14", "n17"])
+    alice = Holder("97", "alice", "RUNNING", "train | big")
+    assert holders == {
+        "n4": [alice], "n8": [alice],
+        "n11": [Holder("98", "root", "COMPLETING", "pytest-cluster-host-1a2b3c4d")],
+        "n14": [Holder("99", "root", "RUNNING", "pytest-cluster-gpu-00000000")]}
+
+
+def test_each_node_is_failed_with_slurms_words_or_kept() -> None:
+    nodes = [f"n{i}" for i in range(1, 18)] + ["n19"]
+    check = check_nodes(parse_sinfo(SINFO), parse_squeue(SQUEUE, nodes), nodes, "root",
+                        timeout_s=60)
+    unreachable, busy = ErrorKind.UNREACHABLE, ErrorKind.BUSY
+    assert check.failed == {
+        "n2": (unreachable, "SLURM reports n2 drained (bad gpu | see ticket #12 (dcgm): "
+                            "ECC): taken out of service; `scontrol update nodename=n2 "
+                            "state=resume` returns it"),
+        "n3": (unreachable, "SLURM reports n3 down* (Not responding): its slurmd does not "
+                            "answer slurmctld; check slurmd on n3"),
+        "n4": (busy, "SLURM reports n4 mixed (held by job 97 of user alice): another job "
+                     "is using it; run again when it is free"),
+        "n5": (unreachable, "SLURM reports n5 idle*: its slurmd does not answer slurmctld; "
+                            "check slurmd on n5"),
+        "n6": (unreachable, "SLURM reports n6 draining@ (reboot asked): taken out of "
+                            "service; `scontrol update nodename=n6 state=resume` returns it"),
+        "n7": (unreachable, "SLURM reports n7 idle~: powered down or changing power state; "
+                            "power it up before the test"),
+        "n8": (busy, "SLURM reports n8 allocated (held by job 97 of user alice): another "
+                     "job is using it; run again when it is free"),
+        "n9": (unreachable, "SLURM reports n9 drained (kaputt): taken out of service; "
+                            "`scontrol update nodename=n9 state=resume` returns it"),
+        "n10": (busy, "SLURM reports n10 reserved: in an advanced reservation; give "
+                      "slurm.reservation to run inside it"),
+        "n12": (busy, "SLURM reports n12 mixed-: kept free by the backfill scheduler for a "
+                      "pending job"),
+        "n13": (unreachable, "SLURM reports n13 allocated+drain (\u00d6lpumpe \ufffd "
+                             "defekt): taken out of service; `scontrol update nodename=n13 "
+                             "state=resume` returns it"),
+        "n15": (unreachable, "SLURM does not know n15 (sinfo does not list it): check "
+                             "cluster.nodes"),
     }
+    # n17: allocated in sinfo, no job in squeue (freed since): srun --immediate decides
+    assert check.idle == ["n1", "n16", "n17"]
+    assert check.waiting == {
+        "n11": Waiting(30, unreachable, (
+            "SLURM still shows n11 completing with our step pytest-cluster-host-1a2b3c4d "
+            "(job 98, completing) after 30 s more: the node does not confirm the step's "
+            "end; its slurmd does not answer slurmctld; check slurmd on n11")),
+        "n14": Waiting(70, busy, (
+            "SLURM reports n14 allocated, held by our own pytest-cluster-gpu-00000000 "
+            "(job 99, running), and did not give it to this step within 70 s")),
+        # maybe for our own step that just gave up: srun decides, in a step of its own
+        "n19": Waiting(10, busy, (
+            "SLURM reports n19 planned: kept free by the backfill scheduler for a pending "
+            "job, and did not give it to this step within 10 s"))}
+
+
+def test_another_users_step_and_the_allocation_we_run_in() -> None:
+    sinfo = {"n1": ("allocated", ""), "n2": ("mixed", "")}
+    holders = {"n1": [Holder("5", "bob", "RUNNING", "pytest-cluster-host-0")],
+               "n2": [Holder("7", "bob", "RUNNING", "interactive")]}
+    # bob's pytest-cluster is another job, not ours
+    assert check_nodes(sinfo, holders, ["n1"], "root").failed["n1"][0] is ErrorKind.BUSY
+    # inside salloc (SLURM_JOB_ID=7) the allocation's nodes are ours: waited for
+    inside = check_nodes(sinfo, holders, ["n2"], "alice", allocation_job="7", timeout_s=5)
+    assert (inside.failed, inside.waiting["n2"].immediate_s) == ({}, 15)
+    partition = check_nodes({}, {}, ["n3"], "root", partition="gpu")
+    assert partition.failed["n3"][1] == ("SLURM does not know n3 in partition gpu (sinfo "
+                                         "does not list it): check cluster.nodes and "
+                                         "slurm.partition")
+
+
+def test_sinfo_bytes_that_are_not_utf8_are_replaced() -> None:
+    code, out, _ = _run_text([sys.executable, "-c", "import sys; sys.stdout.buffer.write("
+                              "b'n1|drained|bad \\xff gpu\\n')"])
+    assert (code, parse_sinfo(out)) == (0, {"n1": ("drained", "bad \ufffd gpu")})
+
+
+def test_srun_says_which_node_it_could_not_start_and_when_it_got_none() -> None:
+    launch = srun_errors(
+        "srun: error: node1: task 0: Killed\n"
+        "srun: error: Task launch for StepId=16.0 failed on node node3: Communication "
+        "connection failure\n"
+        "srun: error: Task launch for 1234.0 failed on node gpu-07: Zero Bytes were "
+        "transmitted or received\n"
+        "srun: error: Application launch failed: Communication connection failure\n"
+        "srun: Job step aborted\n")
+    assert launch.launch_failed == {
+        "node3": "srun: error: Task launch for StepId=16.0 failed on node node3: "
+                 "Communication connection failure",
+        "gpu-07": "srun: error: Task launch for 1234.0 failed on node gpu-07: Zero Bytes "
+                  "were transmitted or received"}
+    assert launch.no_resources == ""
+    busy = srun_errors("srun: job 96 queued and waiting for resources\n"
+                       "srun: error: Unable to allocate resources: Requested nodes are busy\n")
+    assert (busy.launch_failed, busy.no_resources) == ({}, (
+        "srun: job 96 queued and waiting for resources / srun: error: Unable to allocate "
+        "resources: Requested nodes are busy"))
+    assert busy.busy
+    step = srun_errors("srun: error: Unable to create step for job 12: Requested nodes are "
+                       "busy\n")
+    assert step.no_resources.endswith("Requested nodes are busy") and step.busy
+    refused = srun_errors("srun: error: Unable to allocate resources: Invalid account or "
+                          "account/partition combination specified\n")
+    assert refused.no_resources.endswith("combination specified") and not refused.busy
+    assert srun_errors("srun: error: node2: task 1: Exited with exit code 1\n") == (
+        srun_errors(""))
+
+
+def test_a_busy_node_is_not_checked_never_drained() -> None:
+    """Another job held it: nothing was measured, so it is neither rejected nor
+    unreachable (no drain line), and the cluster did not fail for it."""
+    plan = Plan((Case("a::t[n1]", "gpus.count", "n1"), Case("a::u[n1]", "host.memory", "n1")),
+                frozenset({"a::t[n1]", "a::u[n1]"}))
+    message = ("Failed: n1: host probe busy: SLURM reports n1 allocated (held by job 97 of "
+               "user alice): another job is using it; run again when it is free")
+    records = [{"type": "result", "case": case, "clause": clause, "node": "n1",
+                "outcome": "failed", "phase": "call", "message": message,
+                "error_kind": "busy", "probe": "host"}
+               for case, clause in (("a::t[n1]", "gpus.count"), ("a::u[n1]", "host.memory"))]
+    (n1,) = node_verdicts(["n1"], plan, records)
+    assert (n1.verdict, n1.reason) == ("NOT CHECKED", (
+        "2 could not be decided (n1: host probe busy: SLURM reports n1 allocated (held by "
+        "job 97 of user alice): another job is using it; run again when it is free); none "
+        "failed"))
+    assert to_drain([n1]) == [] and cluster_failures(records, ["n1"]) == []
 
 
 def test_labeled_output_is_split_per_node() -> None:
@@ -139,24 +346,91 @@ def test_host_and_storage_suite_passes_through_srun(pytester: pytest.Pytester,
 
 
 @pytest.mark.realcomponents
-@pytest.mark.parametrize(("state", "shown"), [("drain", "drained (burn-in failed)"),
-                                              ("down", "down")])
-def test_a_drained_or_down_node_fails_only_its_tests(pytester: pytest.Pytester,
-                                                     slurm: NetnsCluster, state: str,
-                                                     shown: str) -> None:
+@pytest.mark.parametrize(("state", "shown", "verdict"), [
+    ("drain", "unreachable: SLURM reports node2 drained (burn-in failed): taken out of "
+              "service", "UNREACHABLE"),
+    ("down", "unreachable: SLURM reports node2 down (burn-in failed): not in service",
+     "UNREACHABLE"),
+    ("held", "busy: SLURM reports node2 allocated (held by job {job} of user root): another "
+             "job is using it", "NOT CHECKED")])
+def test_a_drained_down_or_busy_node_fails_only_its_tests(
+        pytester: pytest.Pytester, slurm: NetnsCluster, state: str, shown: str,
+        verdict: str) -> None:
     fs = pytester.mkdir("fs")
     (pytester.path / "trial.yaml").write_text(slurm_spec(slurm, fs))
-    slurm.scontrol("update", "nodename=node2", f"state={state}", "reason=burn-in failed")
-    try:
+    with contextlib.ExitStack() as stack:
+        if state == "held":
+            shown = shown.format(job=stack.enter_context(slurm.hold_node("node2")))
+        else:
+            slurm.scontrol("update", "nodename=node2", f"state={state}",
+                           "reason=burn-in failed")
+            stack.callback(back_to_idle, slurm, "node2")
         result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
-    finally:
-        back_to_idle(slurm, "node2")
-    result.assert_outcomes(passed=3 * 8 + 6, failed=8 + 1)
+    # node2's 8 cases, and the 7 checks of every node at once (the same software on
+    # every node, shared storage) that are not established without it
+    result.assert_outcomes(passed=3 * 8, failed=8 + 7)
     failed = [r for r in jsonl(pytester) if r.get("outcome") == "failed"
               and r["node"] != "all"]
     assert {r["node"] for r in failed} == {"node2"}
-    assert f"node2: host probe unreachable: SLURM reports the node {shown}" in failed[0][
-        "message"]
+    assert f"node2: host probe {shown}" in failed[0]["message"]
+    verdicts = json.loads((pytester.path / "reports" / "latest" / "verdict.json").read_text())
+    assert [v["verdict"] for v in verdicts["nodes"]] == [
+        "ACCEPTED", verdict, "ACCEPTED", "ACCEPTED"]
+    # a node another job holds is not drained for it
+    assert ("node2" in " ".join(verdicts["drain"])) is (verdict == "UNREACHABLE")
+
+
+def launcher_on(slurm: NetnsCluster) -> SlurmLauncher:
+    return SlurmLauncher(ClusterSpec("t", tuple(slurm.nodes), "slurm", sys.executable, 60, 8),
+                         SlurmSpec())
+
+
+@pytest.mark.realcomponents
+def test_a_node_held_by_another_job_is_busy_at_once(slurm: NetnsCluster) -> None:
+    """Another job holds node2 (srun --exclusive sleep): sinfo says allocated, squeue says
+    whose; node2 fails as busy naming the job, without a step; the others answer."""
+    with slurm.hold_node("node2") as job:
+        began = time.monotonic()
+        results = launcher_on(slurm).run(ProbeCall("host"), slurm.nodes, 60)
+        took = time.monotonic() - began
+    print(f"busy node found in {took:.1f} s")
+    assert [n for n, r in results.items() if not r.ok] == ["node2"]
+    assert results["node2"].error is ErrorKind.BUSY
+    assert results["node2"].message == (
+        f"SLURM reports node2 allocated (held by job {job} of user root): another job is "
+        "using it; run again when it is free")
+    assert took < 30  # it queued behind the other job until the timeout (90 s) before
+
+
+@pytest.mark.realcomponents
+def test_a_node_taken_after_sinfo_ends_the_step_in_seconds(
+        slurm: NetnsCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sinfo saw node2 idle, then another job took it: srun --immediate gives up in
+    seconds ('Requested nodes are busy'), a second look names the job, the other nodes
+    answer from one more step."""
+    checks: list[list[str]] = []
+    real_check = SlurmLauncher.check
+
+    def stale_first(self: SlurmLauncher, nodes: list[str],
+                    timeout_s: float) -> NodeCheck | str:
+        checks.append(list(nodes))
+        if len(checks) == 1:  # what sinfo said before the other job took node2
+            return NodeCheck(idle=list(nodes))
+        return real_check(self, nodes, timeout_s)
+
+    monkeypatch.setattr(SlurmLauncher, "check", stale_first)
+    with slurm.hold_node("node2") as job:
+        began = time.monotonic()
+        results = launcher_on(slurm).run(ProbeCall("host"), slurm.nodes, 60)
+        took = time.monotonic() - began
+    print(f"node taken after sinfo: found in {took:.1f} s")
+    assert [n for n, r in results.items() if not r.ok] == ["node2"]
+    assert results["node2"].error is ErrorKind.BUSY
+    assert f"(held by job {job} of user root)" in results["node2"].message
+    # two steps (three if the backfill scheduler planned the others for the step that
+    # gave up), not one per node
+    assert checks[:2] == [slurm.nodes, slurm.nodes] and len(checks) <= 3
+    assert took < 30  # all four queued until the timeout (90 s) and failed before
 
 
 @pytest.mark.realcomponents
@@ -192,20 +466,56 @@ def test_long_output_lines_come_back_whole(slurm: NetnsCluster) -> None:
 
 
 @pytest.mark.realcomponents
-def test_a_dead_slurmd_fails_only_its_node(slurm: NetnsCluster) -> None:
-    """slurmd killed but not yet marked down: the step fails on it; the other nodes are run
-    again in steps of their own and pass."""
-    launcher = SlurmLauncher(ClusterSpec("t", tuple(slurm.nodes), "slurm", sys.executable,
-                                         60, 8), SlurmSpec())
+def test_a_node_in_a_reservation_is_busy_unless_the_spec_runs_inside_it(
+        slurm: NetnsCluster) -> None:
+    """A maintenance reservation holds node3: outside it node3 is busy (not measured, not
+    its fault); with slurm.reservation naming it, the probe runs there."""
+    slurm.scontrol("create", "reservation", "reservationname=burnin", "users=root",
+                   "starttime=now", "duration=10", "nodes=node3", "flags=maint")
+    try:
+        slurm.wait_for(lambda: slurm.node_state("node3") == "maint", "node3 in maint")
+        results = launcher_on(slurm).run(ProbeCall("host"), slurm.nodes, 60)
+        inside = SlurmLauncher(ClusterSpec("t", ("node3",), "slurm", sys.executable, 60, 8),
+                               SlurmSpec(reservation="burnin")).run(
+            ProbeCall("host"), ["node3"], 60)
+    finally:
+        slurm.scontrol("delete", "reservationname=burnin")
+        slurm.wait_idle("node3")
+    assert [n for n, r in results.items() if not r.ok] == ["node3"]
+    assert (results["node3"].error, results["node3"].message) == (
+        ErrorKind.BUSY, "SLURM reports node3 maint: in a maintenance reservation; give "
+                        "slurm.reservation to run inside it")
+    assert inside["node3"].ok, inside["node3"].describe()
+
+
+@pytest.mark.realcomponents
+@pytest.mark.parametrize("probe_s", [0, 20])
+def test_a_dead_slurmd_fails_only_its_node(slurm: NetnsCluster, probe_s: int) -> None:
+    """slurmd killed but not yet marked down (SlurmdTimeout 30 s): the step's launch fails
+    on it within SLURM's MessageTimeout and srun names it; it fails alone as unreachable
+    with srun's words. A probe still running elsewhere when srun aborts the step (20 s) is
+    run again on the other nodes in one step, once SLURM lets them go."""
+    source = ("import json, time\n"
+              f"time.sleep({probe_s})\n"
+              "print(json.dumps({'probe': 'host', 'data': {'slept': True}}))\n")
     slurm.stop_slurmd("node3")
     try:
-        results = launcher.run(ProbeCall("host"), slurm.nodes, 30)
+        began = time.monotonic()
+        results = launcher_on(slurm).run_source(ProbeCall("host"), source, slurm.nodes, 60)
+        took = time.monotonic() - began
     finally:
         slurm.start_slurmd("node3")
         back_to_idle(slurm, "node3")
-    assert [n for n, r in results.items() if not r.ok] == ["node3"]
+    print(f"dead slurmd, {probe_s} s probe: {took:.1f} s")
+    assert {n: r.ok for n, r in results.items()} == {
+        "node1": True, "node2": True, "node3": False, "node4": True}
     assert results["node3"].error is ErrorKind.UNREACHABLE
-    assert "Communication connection failure" in results["node3"].stderr_tail
+    assert re.fullmatch(r"srun could not start the probe on node3: srun: error: Task launch "
+                        r"for StepId=\d+\.0 failed on node node3: Communication connection "
+                        r"failure", results["node3"].message), results["node3"].message
+    assert "node1" not in results["node3"].stderr_tail  # only what is about node3
+    # before: every node failed as a timeout after the run's timeout (60 + 30 s) or more
+    assert took < 45 + probe_s
 
 
 @pytest.mark.realcomponents

@@ -34,6 +34,7 @@ class ErrorKind(str, enum.Enum):
     AUTH_REFUSED = "auth_refused"
     INTERPRETER_MISSING = "interpreter_missing"
     CANCELLED = "cancelled"
+    BUSY = "busy"  # another job holds the node (SLURM): not measured, not its fault
 
 
 @dataclass(frozen=True)
