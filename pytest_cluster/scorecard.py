@@ -30,6 +30,7 @@ from pytest_cluster.verdict import (
     UNREACHABLE,
     NodeVerdict,
     cluster_failures,
+    decisive,
 )
 from pytest_cluster.verdict import tally as verdict_tally
 
@@ -137,7 +138,7 @@ def scorecard_html(spec: Spec, end: dict[str, Any] | None, verdicts: Sequence[No
     cluster_failed = cluster_failures(records, nodes)
     tallies = tally(records)
     failing = [t for t in tallies if t.failed]
-    overall = cluster_verdict(end, verdicts, len(cluster_failed))
+    overall = cluster_verdict(end, verdicts, len(decisive(cluster_failed)))
     counted = verdict_tally(verdicts)
     parts = [STYLE, '<div id="scorecard">']
     if is_simulated(spec):

@@ -39,6 +39,10 @@ NO_CULPRIT = frozenset({"undecided"})
 #: Error kinds of a check not made because another job held the node (SLURM: busy): the
 #: node is NOT CHECKED, saying so; neither it nor the cluster failed.
 NOT_MEASURED = frozenset({"busy"})
+#: Error kinds of a cluster check that could not be established because some node did not
+#: answer ("the same on every node"): it fails, but it rejects the cluster only through
+#: that node's own verdict (UNREACHABLE rejects; busy leaves it INCOMPLETE).
+NOT_ESTABLISHED = frozenset({"not_all_nodes"})
 MAX_REASON = 300
 
 
@@ -143,10 +147,17 @@ def cluster_failures(records: Iterable[dict[str, Any]],
     """Failed checks about several nodes at once (or the whole cluster)."""
     names = set(nodes)
     return [{"clause": str(r.get("clause") or r.get("spec_key")), "where": str(r.get("node")),
-             "message": clean_message(str(r.get("message", "")))}
+             "message": clean_message(str(r.get("message", ""))),
+             "kind": str(r.get("error_kind") or "failed")}
             for r in records if (str(r.get("node")) not in names
                                  or r.get("error_kind") in NO_CULPRIT)
             and outcome(r) in ("failed", "error")]
+
+
+def decisive(failures: Iterable[dict[str, str]]) -> list[dict[str, str]]:
+    """Cluster failures that reject the cluster: not those merely not established
+    (NOT_ESTABLISHED: a node did not answer; that node's own verdict says why)."""
+    return [f for f in failures if f.get("kind") not in NOT_ESTABLISHED]
 
 
 def to_drain(verdicts: Iterable[NodeVerdict]) -> list[NodeVerdict]:

@@ -16,9 +16,15 @@ from pytest_cluster.plan import Case, Plan, not_checked
 from pytest_cluster.report import ClauseTally, margin, margin_text
 from pytest_cluster.results import read_results, run_status
 from pytest_cluster.rundir import create_run_dir, point_latest, run_dir_name
-from pytest_cluster.scorecard import cell_of
+from pytest_cluster.scorecard import cell_of, cluster_verdict
 from pytest_cluster.spec.model import Rule
-from pytest_cluster.verdict import cluster_failures, drain_line, node_verdicts, to_drain
+from pytest_cluster.verdict import (
+    cluster_failures,
+    decisive,
+    drain_line,
+    node_verdicts,
+    to_drain,
+)
 
 PLAN = Plan((Case("a::t[n1]", "gpus.count", "n1"), Case("a::t[n2]", "gpus.count", "n2"),
              Case("a::t[n3]", "gpus.count", "n3"), Case("a::u[n1]", "host.memory", "n1"),
@@ -48,7 +54,8 @@ def test_a_check_without_a_culprit_fails_the_cluster_not_the_node() -> None:
     assert n1.to_json()["checks_undecided"] == 1 and n1.failed_clauses == []
     assert to_drain([n1]) == []
     assert cluster_failures(records, ["n1"]) == [
-        {"clause": "gpus.count", "where": "n1", "message": undecided[len("Failed: "):]}]
+        {"clause": "gpus.count", "where": "n1", "message": undecided[len("Failed: "):],
+         "kind": "undecided"}]
 
 
 def test_each_node_gets_one_verdict_with_its_reason() -> None:
@@ -208,3 +215,21 @@ def test_drain_lines_of_a_simulated_cluster_are_comments() -> None:
     assert verdict.failures[0]["message"] == "[SIMULATED] n1 count"
     assert drain_line(verdict, simulated=True).startswith(
         "# SIMULATED, not a real node: scontrol update NodeName=n1 State=DRAIN")
+
+
+def test_a_check_not_established_rejects_only_through_the_silent_node() -> None:
+    """'The same on every node' with a busy node is not established: listed with its kind,
+    but the cluster is INCOMPLETE (the busy node is NOT CHECKED), not REJECTED."""
+    records = [result("a::t[n1]", "n1"), result("a::u[n1]", "n1"),
+               result("a::t[n2]", "n2", "failed", message="Failed: n2: gpu probe busy",
+                      error_kind="busy", probe="gpu"),
+               result("a::all", None, "failed", error_kind="not_all_nodes",
+                      message="Failed: kernel: 6.8 on n1; 1 of 2 node(s) did not answer (n2)")]
+    verdicts = node_verdicts(["n1", "n2"], PLAN, records)
+    failures = cluster_failures(records, ["n1", "n2"])
+    assert [f["kind"] for f in failures] == ["not_all_nodes"] and decisive(failures) == []
+    end = {"status": "complete"}
+    assert cluster_verdict(end, verdicts, len(decisive(failures))) == "INCOMPLETE"
+    unreachable = [*records[:2], {**records[2], "error_kind": "unreachable"}, records[3]]
+    verdicts = node_verdicts(["n1", "n2"], PLAN, unreachable)
+    assert cluster_verdict(end, verdicts, 0) == "REJECTED"
