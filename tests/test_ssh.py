@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -172,6 +173,52 @@ def test_runner_kills_the_probe_when_the_connection_drops() -> None:
     process.stdin.close()  # what a cut ssh connection looks like from the node
     assert process.wait(10) == 125
     time.sleep(0.2)
+    assert not alive(marker)
+
+
+POLITE = ("import signal, sys, time\n"
+          "def bye(*_):\n    open(sys.argv[1], 'w').close()\n    sys.exit(1)\n"
+          "signal.signal(signal.SIGTERM, bye)\nprint('up', flush=True)\ntime.sleep(600)\n")
+STUBBORN = ("import signal, sys, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "print('up', flush=True)\ntime.sleep(600)\n")
+
+
+def started(process: subprocess.Popen[bytes]) -> None:
+    assert process.stdout is not None
+    assert process.stdout.readline() == b"up\n"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_runner_told_to_stop_gives_its_probe_the_grace_then_kills(tmp_path: Path,
+                                                                   sig: int) -> None:
+    """`timeout` on the node or scancel (SIGTERM), a hang-up (SIGHUP): the probe gets
+    SIGTERM and 3 s to clean up (storage removes its files), then SIGKILL."""
+    cleaned = tmp_path / f"cleaned-{os.getpid()}"
+    polite = runner(POLITE, 600, str(cleaned), close_stdin=False)
+    stubborn = runner(STUBBORN, 600, f"pc-stubborn-{os.getpid()}", close_stdin=False)
+    for process in (polite, stubborn):
+        started(process)
+    begun = time.monotonic()
+    polite.send_signal(sig)
+    stubborn.send_signal(sig)
+    assert polite.wait(10) == 128 + sig
+    assert cleaned.exists()
+    assert stubborn.wait(10) == 128 + sig
+    assert 2.5 < time.monotonic() - begun < 8  # the stubborn one got its 3 s, then SIGKILL
+    time.sleep(0.2)
+    assert not alive(f"pc-stubborn-{os.getpid()}")
+
+
+def test_a_probe_dies_with_its_runner() -> None:
+    """The runner SIGKILLed (nothing can catch that): the kernel kills its probe."""
+    marker = f"pc-orphan-{os.getpid()}"
+    process = runner(STUBBORN, 600, marker, close_stdin=False)
+    started(process)
+    process.kill()
+    process.wait(10)
+    deadline = time.monotonic() + 5
+    while alive(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert not alive(marker)
 
 

@@ -7,7 +7,11 @@ MASTER_ADDR/PORT, RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK and
 PYTEST_CLUSTER_INIT_TIMEOUT (pass it to init_process_group(timeout=...)); the socket
 interface toward MASTER_ADDR is given to gloo and NCCL unless already set. The last stdout
 line of a rank that is a JSON object is its result. When one rank fails, or the wall
-clock runs out, this node's other ranks are killed. Standard library only.
+clock runs out, this node's other ranks are killed. Each rank runs in a session of its own
+(killed with whatever it started); they never outlive this process: SIGTERM, SIGHUP or
+SIGINT here (the node runner ending the probe, scancel) kills them before it exits, and
+should it be SIGKILLed they get SIGKILL from the kernel (PR_SET_PDEATHSIG, Linux).
+Standard library only.
 """
 
 from __future__ import annotations
@@ -25,9 +29,41 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 SIOCGIFADDR = 0x8915
+PR_SET_PDEATHSIG = 1
+#: The ranks started so far, for the signal handler.
+_RANKS: list[subprocess.Popen[bytes]] = []
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A preexec_fn that makes the child get SIGKILL when this process dies (Linux
+    prctl PR_SET_PDEATHSIG); None where prctl is not to be had. (The node runner has its
+    own copy: a probe is one file.)"""
+    parent = os.getpid()
+    try:
+        import ctypes  # noqa: PLC0415 - only where it is used, on Linux
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (ImportError, OSError, AttributeError):
+        return None
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:  # died before prctl took effect
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return preexec
+
+
+def _end_ranks(signum: int, frame: object) -> None:
+    """Told to stop: kill every rank's session, then exit (128 + signal)."""
+    for process in _RANKS:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+    os._exit(128 + signum)
 
 
 def interface_of(address: str) -> str | None:
@@ -84,6 +120,8 @@ def _run_ranks(args: argparse.Namespace, files: contextlib.ExitStack) -> dict[st
             env.setdefault("GLOO_SOCKET_IFNAME", name)
             env.setdefault("NCCL_SOCKET_IFNAME", name)
     ranks = []
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, _end_ranks)
     for local in range(args.ranks_per_node):
         rank = args.node_rank * args.ranks_per_node + local
         out = files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115 - the stack closes it
@@ -91,7 +129,9 @@ def _run_ranks(args: argparse.Namespace, files: contextlib.ExitStack) -> dict[st
         process = subprocess.Popen([sys.executable, "-c", program, *args.rank_args],
                                    env={**env, "RANK": str(rank), "LOCAL_RANK": str(local)},
                                    stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                   start_new_session=True)
+                                   start_new_session=True,  # no thread here
+                                   preexec_fn=die_with_parent())  # noqa: PLW1509
+        _RANKS.append(process)
         ranks.append({"rank": rank, "local_rank": local, "process": process, "out": out,
                       "err": err, "exit_code": None, "ended_at": None})
     deadline = time.monotonic() + args.wall_timeout
