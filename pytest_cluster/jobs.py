@@ -13,12 +13,11 @@ import base64
 import random
 import socket
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_cluster.errors import ClusterError
-from pytest_cluster.launchers.base import Launcher, ProbeResult
+from pytest_cluster.launchers.base import Launcher, ProbeResult, in_parallel
 from pytest_cluster.probes import ProbeCall
 
 
@@ -131,8 +130,8 @@ def run_job(launcher: Launcher, job: JobSpec) -> JobResult:
         node = job.nodes[index]
         return launcher.run(node_call(job, master, port, index), [node], timeout)[node]
 
-    with ThreadPoolExecutor(max_workers=len(job.nodes)) as pool:
-        results = list(pool.map(one, range(len(job.nodes))))
+    # Ctrl-C here (the main thread) stops every node's part at once, ranks included
+    results = in_parallel(one, range(len(job.nodes)), len(job.nodes))
     ranks: list[RankResult] = []
     errors: list[str] = []
     for node, result in zip(job.nodes, results, strict=True):

@@ -4,7 +4,13 @@ through ssh and through srun."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import sys
+import textwrap
+import time
+from pathlib import Path
 
 import pytest
 
@@ -115,3 +121,50 @@ def test_gloo_all_reduce_across_four_nodes(slurm: NetnsCluster, kind: str) -> No
     assert [(r.node, r.rank) for r in result.ranks] == [
         (node, i) for i, node in enumerate(netns.nodes)]
     assert {r.data["sum"] for r in result.ranks if r.data} == {10.0}
+
+
+def test_ctrl_c_stops_every_node_of_a_job_and_its_ranks(tmp_path: Path) -> None:
+    """Ctrl-C lands in the thread waiting for the job's nodes: every node's part and its
+    ranks end at once, and the program exits (the pool used to wait for the job's end)."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    program = (f"import os, time\nopen(os.path.join({str(pids)!r}, str(os.getpid())), "
+               "'w').close()\ntime.sleep(600)\n")
+    driver = textwrap.dedent(f"""
+        import sys
+        from pytest_cluster.jobs import JobSpec, run_job
+        from pytest_cluster.launchers.local import LocalLauncher
+        from pytest_cluster.spec.model import ClusterSpec
+        launcher = LocalLauncher(ClusterSpec("t", ("a", "b"), "local", sys.executable, 60, 8))
+        run_job(launcher, JobSpec(("a", "b"), {program!r}, ranks_per_node=2,
+                                  wall_timeout_s=600))
+    """)
+    process = subprocess.Popen([sys.executable, "-c", driver], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(pids.iterdir())) < 4 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        ranks = [int(p.name) for p in pids.iterdir()]
+        assert len(ranks) == 4
+        process.send_signal(signal.SIGINT)
+        process.wait(15)  # minutes before: the job ran to its wall clock
+        deadline = time.monotonic() + 5
+        while [p for p in ranks if running(p)] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert [p for p in ranks if running(p)] == []
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        for pid in (int(p.name) for p in pids.iterdir()):  # left by a failure: ours
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -206,3 +207,59 @@ def test_interrupt_kills_probes_on_every_node(tmp_path: Path) -> None:
     assert process.wait(30) != 0
     for pid_file in pids.iterdir():
         assert_gone(int(pid_file.name))
+
+
+
+def test_after_ctrl_c_no_probe_starts_anywhere(tmp_path: Path) -> None:
+    """Ctrl-C while pool threads of the caller's own (like the interconnect's, one job
+    per node group) each run probes one after the other: the running ones end at once,
+    and none of those threads starts another; the main thread's cleanup still runs its
+    probe (a shared check removing its file)."""
+    import signal
+    import subprocess as sp
+    import textwrap
+
+    first, second, cleanup = tmp_path / "first", tmp_path / "second", tmp_path / "cleanup"
+    first.mkdir()
+    second.mkdir()
+    cleanup.mkdir()
+    driver = textwrap.dedent(f"""
+        import sys
+        from concurrent.futures import ThreadPoolExecutor
+        from pytest_cluster.launchers.base import fan_out, run_process
+        from pytest_cluster.launchers.local import LocalLauncher
+        from pytest_cluster.spec.model import ClusterSpec
+        LocalLauncher(ClusterSpec("t", ("a",), "local", sys.executable, 60, 8))
+        def script(where):
+            return ("import os, time\\n"
+                    f"open(os.path.join({{where!r}}, str(os.getpid())), 'w').close()\\n"
+                    "time.sleep(120)\\n")
+        def two(node):
+            run_process(node, "host", [sys.executable, "-"], script({str(first)!r}), 300)
+            return run_process(node, "host", [sys.executable, "-"], script({str(second)!r}),
+                               300)
+        try:
+            with ThreadPoolExecutor(3) as pool:
+                list(pool.map(two, ["a", "b", "c"]))
+        finally:
+            fan_out(["a"], lambda node: run_process(node, "host", [sys.executable, "-c",
+                    f"open({{str({str(cleanup)!r})!r}} + '/done', 'w').close()"], "", 30),
+                    1)
+    """)
+    process = sp.Popen([sys.executable, "-c", driver])
+    try:
+        for _ in range(100):
+            if len(list(first.iterdir())) == 3:
+                break
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) != 0  # minutes before: each thread ran both probes
+        for pid_file in first.iterdir():
+            assert_gone(int(pid_file.name))
+        assert list(second.iterdir()) == []
+        assert [p.name for p in cleanup.iterdir()] == ["done"]
+    finally:  # what a failure left: ours, ended by their ids
+        process.kill()
+        for pid_file in [*first.iterdir(), *second.iterdir()]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.name), signal.SIGKILL)

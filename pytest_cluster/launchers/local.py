@@ -50,5 +50,7 @@ class LocalLauncher(Launcher):
         python = resolve_interpreter(self.spec.python)
         argv = probe_command(python, call)
         source = call.source()
+        within = self.timeout_text(timeout_s)
         return fan_out(nodes, lambda node: name_interpreter(
-            run_process(node, call.name, argv, source, timeout_s), python), self.spec.parallel)
+            run_process(node, call.name, argv, source, timeout_s, within=within), python),
+            self.spec.parallel)

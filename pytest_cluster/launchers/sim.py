@@ -73,7 +73,7 @@ class SimLauncher(Launcher):
             argv = [sys.executable, "-", *call.args, "--no-kernel-log"]
             env = gpu_probe_env(dict(os.environ), describe_node(self.sim, node))
             return run_process(node, call.name, argv, call.source(), timeout_s, env=env,
-                               simulated=True)
+                               simulated=True, within=self.timeout_text(timeout_s))
         if call.name == "host":
             data = host_payload(self.sim, node)
         elif call.name == "gpu_perf":

@@ -1,0 +1,298 @@
+"""Ctrl-C (SIGINT, and SIGTERM) stops every rank and probe on every node within seconds,
+over local, ssh and slurm, and pytest exits at once; a probe killed at its timeout leaves
+no rank behind. The real tests drive `pytest --cluster=...` in a
+subprocess against the namespace cluster (tests/netns_cluster.py) and send it SIGINT while
+a collective benchmark's ranks run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pytest_cluster.launchers.base import (
+    Finished,
+    execute,
+    running_launches,
+    stop_everything,
+)
+from tests.conftest import has_torch
+from tests.netns_cluster import NetnsCluster
+
+#: text of the collective benchmark that only its ranks' command lines hold
+RANK_MARKER = b"PYTEST_CLUSTER_INIT_TIMEOUT"
+EXIT_BOUND_S = 15.0  # pytest took minutes on main (the job ran to its wall clock)
+CLEAN_BOUND_S = 8.0
+RANKS_RUN_S = 5.0  # once the ranks exist: past import torch, into the collectives
+
+
+# -- helpers ----------------------------------------------------------------------------
+
+def wait_for(what: str, check: Callable[[], bool], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {seconds:g} s: {what}")
+        time.sleep(0.2)
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie whose parent is gone counts as ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def descendants(root: int) -> set[int]:
+    """Every process below `root` now (children, their children, ...)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+    found: set[int] = set()
+    frontier = {root}
+    while frontier:
+        frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def start_pytest(directory: Path, spec: str) -> subprocess.Popen[bytes]:
+    (directory / "t.yaml").write_text(spec)
+    log = (directory / "pytest.log").open("wb")
+    return subprocess.Popen([sys.executable, "-m", "pytest", "--cluster=t.yaml",
+                             "-p", "no:cacheprovider", "-q"], cwd=directory,
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def interrupt(process: subprocess.Popen[bytes], directory: Path,
+              sig: signal.Signals = signal.SIGINT) -> float:
+    """Send `sig` once; pytest's exit code says interrupted; seconds until it exited."""
+    started = time.monotonic()
+    process.send_signal(sig)
+    try:
+        code = process.wait(60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        pytest.fail("pytest did not exit within 60 s of one Ctrl-C")
+    elapsed = time.monotonic() - started
+    log = (directory / "pytest.log").read_text(errors="replace")
+    assert code == pytest.ExitCode.INTERRUPTED, log[-3000:]
+    return elapsed
+
+
+def ranks_on(netns: NetnsCluster, node: str) -> list[bytes]:
+    return [c for c in netns.python_processes(node) if RANK_MARKER in c]
+
+
+def left_on_nodes(netns: NetnsCluster) -> dict[str, list[bytes]]:
+    found = {node: netns.python_processes(node) for node in netns.nodes}
+    return {node: [c[:80] for c in found[node]] for node in found if found[node]}
+
+
+INTERCONNECT = """\
+cluster:
+  name: interrupted
+  nodes: node[1-4]
+  launcher: {kind}
+  python: {python}
+  probe_timeout: 5 min
+{section}
+host: {{same_software: false}}
+interconnect:
+  inter_node: {{kind: veth, nics_per_node: 1, rate_per_nic: 1 Gb/s}}
+  payloads: [16 MiB]
+  node_counts: [2, 4]
+  ranks_per_node: 1
+  busbw: ">= 80%"
+  warmup: 1
+  iterations: 100000
+  timeout: 5 min
+"""
+
+
+def interconnect_spec(netns: NetnsCluster, kind: str) -> str:
+    section = (f"ssh:\n  config: {netns.ssh_config}\n  connect_timeout: 3 s" if kind == "ssh"
+               else "slurm: {}")
+    return INTERCONNECT.format(kind=kind, python=sys.executable, section=section)
+
+
+def interrupt_a_running_job(netns: NetnsCluster, kind: str, directory: Path) -> None:
+    """The first job (node1 + node2) is started by the plugin; Ctrl-C once its ranks run:
+    pytest exits within seconds and no probe or rank is left on any node."""
+    process = start_pytest(directory, interconnect_spec(netns, kind))
+    try:
+        wait_for("the benchmark's ranks run on node1 and node2",
+                 lambda: bool(ranks_on(netns, "node1") and ranks_on(netns, "node2")), 120)
+        time.sleep(RANKS_RUN_S)
+        elapsed = interrupt(process, directory)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert elapsed < EXIT_BOUND_S, f"pytest took {elapsed:.1f} s to exit after Ctrl-C"
+    started = time.monotonic()
+    wait_for(f"nothing of ours left on the nodes: {left_on_nodes(netns)}",
+             lambda: not left_on_nodes(netns), CLEAN_BOUND_S)
+    print(f"{kind}: pytest exited {elapsed:.1f} s after Ctrl-C, the nodes were clean "
+          f"{time.monotonic() - started:.1f} s after that")
+
+
+# -- the real thing: ssh and slurm over the namespace cluster -----------------------------
+
+@pytest.mark.realcomponents
+def test_ctrl_c_over_ssh_stops_every_rank_on_every_node(netns: NetnsCluster,
+                                                        tmp_path: Path) -> None:
+    if not has_torch():
+        pytest.skip("needs torch on the nodes")
+    interrupt_a_running_job(netns, "ssh", tmp_path)
+
+
+@pytest.mark.realcomponents
+def test_ctrl_c_over_slurm_cancels_the_steps(slurm: NetnsCluster, tmp_path: Path) -> None:
+    if not has_torch():
+        pytest.skip("needs torch on the nodes")
+    interrupt_a_running_job(slurm, "slurm", tmp_path)
+
+    def queue() -> str:
+        done = subprocess.run(["squeue", "--noheader", "--format=%i %j %T"],
+                              capture_output=True, text=True, check=True, timeout=30)
+        return done.stdout.strip()
+
+    wait_for("no job of ours in squeue", lambda: queue() == "", CLEAN_BOUND_S)
+
+
+# -- local: the same without a cluster ---------------------------------------------------
+
+LOCAL = """\
+cluster: {{name: here, nodes: [a, b], launcher: local, python: {python}, probe_timeout: 5 min}}
+interconnect:
+  payloads: [16 MiB]
+  node_counts: [2]
+  ranks_per_node: 1
+  busbw: ">= 1 MB/s"
+  warmup: 1
+  iterations: 100000
+  timeout: 5 min
+"""
+
+
+@pytest.mark.realcomponents
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_with_the_local_launcher_leaves_no_child(tmp_path: Path,
+                                                        sig: signal.Signals) -> None:
+    if not has_torch():
+        pytest.skip("needs torch")
+    process = start_pytest(tmp_path, LOCAL.format(python=sys.executable))
+    below: set[int] = set()
+    try:
+        def ranks() -> set[int]:
+            return {p for p in descendants(process.pid) if RANK_MARKER in cmdline(p)}
+
+        wait_for("both ranks run", lambda: len(ranks()) == 2, 120)
+        time.sleep(RANKS_RUN_S)
+        below = descendants(process.pid)
+        elapsed = interrupt(process, tmp_path, sig)
+        started = time.monotonic()
+        wait_for("every process pytest started has ended",
+                 lambda: not [p for p in below if alive(p)], CLEAN_BOUND_S)
+        print(f"local, {sig.name}: pytest exited {elapsed:.1f} s after it, nothing left "
+              f"{time.monotonic() - started:.1f} s after that")
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        for pid in below:  # left by a failure: ours, ended by their ids
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert elapsed < EXIT_BOUND_S, f"pytest took {elapsed:.1f} s to exit"
+
+
+def test_a_job_killed_at_its_timeout_leaves_no_rank(tmp_path: Path) -> None:
+    """The local launcher kills job_node at the launcher's timeout: its ranks (each in a
+    session of its own) die with it."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    program = (f"import os, time\nopen(os.path.join({str(pids)!r}, str(os.getpid())), "
+               "'w').close()\ntime.sleep(600)\n")
+    driver = textwrap.dedent(f"""
+        import sys
+        from pytest_cluster.jobs import JobSpec, node_call
+        from pytest_cluster.launchers.local import LocalLauncher
+        from pytest_cluster.spec.model import ClusterSpec
+        job = JobSpec(("a",), {program!r}, ranks_per_node=2, wall_timeout_s=600)
+        launcher = LocalLauncher(ClusterSpec("t", ("a",), "local", sys.executable, 4, 8))
+        result = launcher.run(node_call(job, "127.0.0.1", 29999, 0), ["a"], 4)["a"]
+        print(result.error.value, result.message)
+    """)
+    done = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True,
+                          timeout=60, check=False)
+    started = [int(p.name) for p in pids.iterdir()]
+    assert len(started) == 2, done.stderr
+    try:
+        wait_for("both ranks ended", lambda: not [p for p in started if alive(p)], 5)
+    finally:
+        for pid in started:  # left by a failure: ours, ended by their ids
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+    assert done.stdout.strip() == ("timeout no answer within 4 s (cluster.probe_timeout); "
+                                   "killed"), done.stderr
+
+
+# -- the registry of running launches ----------------------------------------------------
+
+def test_stop_everything_cancels_and_ends_each_launch(tmp_path: Path) -> None:
+    """Each launch's own cancel action (scancel for a srun step) runs, and its process
+    group ends: a SIGTERM first (a probe may clean up), SIGKILL for one that ignores it."""
+    cancelled: list[str] = []
+    marker = tmp_path / "cleaned"
+    polite = (f"import signal, sys, time\n"
+              f"def bye(*_):\n    open({str(marker)!r}, 'w').close()\n    sys.exit(1)\n"
+              "signal.signal(signal.SIGTERM, bye)\nprint('up', flush=True)\ntime.sleep(600)\n")
+    stubborn = ("import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                "print('up', flush=True)\ntime.sleep(600)\n")
+    ended: dict[str, Finished] = {}
+
+    def launch(name: str, source: str) -> None:
+        ended[name] = execute([sys.executable, "-c", source], "", 600,
+                              cancel=lambda: cancelled.append(name))
+
+    threads = [threading.Thread(target=launch, args=(n, s))
+               for n, s in (("polite", polite), ("stubborn", stubborn))]
+    for thread in threads:
+        thread.start()
+    wait_for("both launches registered", lambda: len(running_launches()) == 2, 20)
+    time.sleep(1)  # past the interpreters' start, into their sleep
+    started = time.monotonic()
+    assert stop_everything() == 2
+    for thread in threads:
+        thread.join(10)
+    assert time.monotonic() - started < 8
+    assert sorted(cancelled) == ["polite", "stubborn"]
+    assert marker.exists()  # SIGTERM came first
+    assert ended["polite"].returncode == 1
+    assert ended["stubborn"].returncode == -signal.SIGKILL
+    assert running_launches() == []
