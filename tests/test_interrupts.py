@@ -1,6 +1,7 @@
 """Ctrl-C (SIGINT, and SIGTERM) stops every rank and probe on every node within seconds,
 over local, ssh and slurm, and pytest exits at once; a probe killed at its timeout leaves
-no rank behind. The real tests drive `pytest --cluster=...` in a
+no rank behind; a hung interpreter is killed on the node at its timeout over ssh, and the
+message says the timeout that applied. The real tests drive `pytest --cluster=...` in a
 subprocess against the namespace cluster (tests/netns_cluster.py) and send it SIGINT while
 a collective benchmark's ranks run."""
 
@@ -19,11 +20,17 @@ from pathlib import Path
 import pytest
 
 from pytest_cluster.launchers.base import (
+    ErrorKind,
     Finished,
+    ProbeResult,
     execute,
+    probe_result,
     running_launches,
     stop_everything,
 )
+from pytest_cluster.launchers.ssh import SshLauncher, backstop_message, classify
+from pytest_cluster.probes import ProbeCall
+from pytest_cluster.spec.model import ClusterSpec, SshSpec
 from tests.conftest import has_torch
 from tests.netns_cluster import NetnsCluster
 
@@ -185,6 +192,34 @@ def test_ctrl_c_over_slurm_cancels_the_steps(slurm: NetnsCluster, tmp_path: Path
     wait_for("no job of ours in squeue", lambda: queue() == "", CLEAN_BOUND_S)
 
 
+@pytest.mark.realcomponents
+def test_a_hung_interpreter_is_killed_on_the_node_at_its_timeout(netns: NetnsCluster,
+                                                                 tmp_path: Path) -> None:
+    """cluster.python hangs before the node runner starts (an interpreter on a hung NFS
+    mount): the node kills it at the spec's 3 s timeout (not the controller at its later
+    backstop, leaving it there), and the message says 3 s."""
+    hung = tmp_path / "hung-python"
+    hung.write_text("#!/bin/sh\nsleep 613\n")
+    hung.chmod(0o755)
+    spec = ClusterSpec("t", tuple(netns.nodes), "ssh", str(hung), 3, 8)
+    ssh = SshLauncher(spec, SshSpec(config=str(netns.ssh_config), connect_timeout_s=3))
+
+    def left() -> list[bytes]:
+        return [c for c in map(cmdline, netns.pids("node2"))
+                if str(hung).encode() in c or c == b"sleep\x00613\x00"]
+
+    try:
+        started = time.monotonic()
+        result = ssh.run(ProbeCall("host"), ["node2"], 3)["node2"]
+        elapsed = time.monotonic() - started
+    finally:
+        ssh.close()
+    assert result.error is ErrorKind.TIMEOUT, result.describe()
+    assert result.message == "no answer within 3 s (cluster.probe_timeout); killed on the node"
+    assert elapsed < 15  # the node's own kill, not the controller's 18 s backstop
+    wait_for(f"the hung interpreter gone from node2: {left()}", lambda: not left(), 5)
+
+
 # -- local: the same without a cluster ---------------------------------------------------
 
 LOCAL = """\
@@ -296,3 +331,28 @@ def test_stop_everything_cancels_and_ends_each_launch(tmp_path: Path) -> None:
     assert ended["polite"].returncode == 1
     assert ended["stubborn"].returncode == -signal.SIGKILL
     assert running_launches() == []
+
+
+# -- the message names the timeout that applied -------------------------------------------
+
+def test_timeout_messages_name_the_timeout_that_applied() -> None:
+    """ssh's controller waits 15 s longer than the node (a backstop); the message says the
+    spec's timeout, and which side ended the probe."""
+    spec = ClusterSpec("t", ("n1",), "ssh", "python3", 10, 8)
+    ssh = SshLauncher(spec, SshSpec())
+    try:
+        within = ssh.timeout_text(10)
+        assert within == "10 s (cluster.probe_timeout)"
+        assert ssh.timeout_text(42) == "42 s"
+    finally:
+        ssh.close()
+    on_node = ProbeResult("n1", "host", None, ErrorKind.CRASHED, "", exit_code=124)
+    killed = classify(on_node, "python3", within)
+    assert (killed.error, killed.message) == (
+        ErrorKind.TIMEOUT, "no answer within 10 s (cluster.probe_timeout); killed on the node")
+    assert backstop_message(within, 25) == (
+        "no answer within 10 s (cluster.probe_timeout); the node did not answer and the "
+        "connection was cut after 25 s")
+    local = probe_result("n1", "host", Finished(None, "", "", timed_out=True), 10, 0.0, 10.0,
+                         within=within)
+    assert local.message == "no answer within 10 s (cluster.probe_timeout); killed"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,7 +16,7 @@ import pytest
 
 from pytest_cluster.errors import SpecError
 from pytest_cluster.launchers.base import ErrorKind, ProbeResult
-from pytest_cluster.launchers.remote import RUNNER_SOURCE
+from pytest_cluster.launchers.remote import RUNNER_SOURCE, runner_payload
 from pytest_cluster.launchers.ssh import (
     SshLauncher,
     classify,
@@ -28,6 +29,7 @@ from pytest_cluster.launchers.ssh import (
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import ClusterSpec, SshSpec
+from pytest_cluster.spec.ssh import ALLOWED
 from tests.netns_cluster import NetnsCluster
 from tests.test_plugin import jsonl
 
@@ -57,8 +59,47 @@ def test_ssh_command_lines_are_exact() -> None:
 def test_the_remote_command_is_quoted_word_for_word() -> None:
     args = ("--path", "/data; rm -rf / $(reboot) 'x' \"y\" `z`", "--files", "10")
     remote = remote_command("/opt/py thon/bin/python", 42.5, args)
-    assert shlex.split(remote) == ["/opt/py thon/bin/python", "-c", RUNNER_SOURCE, "42.5",
-                                   "/opt/py thon/bin/python", *args]
+    # the node's `timeout` ends a hung interpreter at T+5 (SIGKILL at T+10)
+    assert shlex.split(remote) == [
+        "sh", "-c", 'if command -v timeout >/dev/null 2>&1; then timeout -k 5 "$@"; '
+                    'else shift; exec "$@"; fi', "sh", "47.5",
+        "/opt/py thon/bin/python", "-c", RUNNER_SOURCE, "42.5", "/opt/py thon/bin/python",
+        *args]
+
+
+@pytest.mark.parametrize("has_timeout", [True, False])
+def test_the_remote_command_runs_the_runner_with_or_without_timeout(
+        tmp_path: Path, has_timeout: bool) -> None:
+    """Run by a shell as sshd would: the arguments arrive word for word; a node without
+    coreutils `timeout` runs the runner without it."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("sh", *(["timeout"] if has_timeout else [])):
+        (bin_dir / tool).symlink_to(shutil.which(tool) or tool)
+    args = ("--x", "a b; $(y)")
+    process = subprocess.Popen(["/bin/sh", "-c", remote_command(sys.executable, 30, args)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env={"PATH": str(bin_dir)})
+    assert process.stdin is not None
+    process.stdin.write(runner_payload("import sys; print(sys.argv[1:])").encode())
+    process.stdin.flush()
+    out, err = finish(process)  # stdin held open, as the controller does
+    assert (process.returncode, out.decode().strip()) == (0, "['--x', 'a b; $(y)']"), err
+
+
+def test_a_hung_interpreter_is_killed_by_the_nodes_timeout(tmp_path: Path) -> None:
+    """`python` hangs before the runner starts: SIGTERM at T+5; one that ignores it is
+    SIGKILLed 5 s later (exit 137), its children too."""
+    hung = tmp_path / "hung-python"
+    hung.write_text("#!/bin/sh\ntrap '' TERM\nsleep 617\n")
+    hung.chmod(0o755)
+    done = subprocess.run(["/bin/sh", "-c", remote_command(str(hung), 0.5, ())],
+                          input=b"1\n1", capture_output=True, timeout=60, check=False)
+    assert done.returncode == 137, done.stderr  # SIGKILLed by the node's `timeout`
+    assert not alive("sleep 617")
+    failed = ProbeResult("n1", "host", None, ErrorKind.CRASHED, "", exit_code=137)
+    assert classify(failed, str(hung), "0.5 s").message == (
+        "no answer within 0.5 s; killed on the node")
 
 
 def failed(code: int, stderr: str) -> ProbeResult:
@@ -81,22 +122,24 @@ def failed(code: int, stderr: str) -> ProbeResult:
     (127, "bash: /no/python: No such file or directory", ErrorKind.INTERPRETER_MISSING,
      "'/usr/bin/python3' not found on the node (check cluster.python)"),
     (124, "pytest-cluster: probe killed on the node after 5 s", ErrorKind.TIMEOUT,
-     "killed on the node at its timeout"),
+     "no answer within 5 s (cluster.probe_timeout); killed on the node"),
+    (137, "", ErrorKind.TIMEOUT,
+     "no answer within 5 s (cluster.probe_timeout); killed on the node"),
     (125, "", ErrorKind.UNREACHABLE, "the connection dropped; probe killed"),
     (1, "Traceback ...", ErrorKind.CRASHED, "x"),
 ])
 def test_ssh_failures_map_to_our_kinds(code: int, stderr: str, kind: ErrorKind,
                                        message: str) -> None:
-    result = classify(failed(code, stderr), "/usr/bin/python3")
+    result = classify(failed(code, stderr), "/usr/bin/python3", "5 s (cluster.probe_timeout)")
     assert (result.error, result.message) == (kind, message)
 
 
 @pytest.mark.parametrize(("text", "message"), [
     ("ssh: {options: {ProxyCommand: 'nc %h %p'}}",
-     "t.yaml:3: ssh.options.ProxyCommand: set by the launcher itself (batch mode, timeouts, "
-     "connection reuse) or able to run commands; not allowed here"),
-    ("ssh: {options: {ServerAliveInterval: '5 6'}}",
-     "t.yaml:3: ssh.options.ServerAliveInterval: expected one word (no blanks or quotes), "
+     "t.yaml:3: ssh.options.ProxyCommand: not on the allowlist of ssh options: it runs a "
+     f"command or loads code on this machine; allowed: {', '.join(ALLOWED)}"),
+    ("ssh: {options: {ConnectionAttempts: '5 6'}}",
+     "t.yaml:3: ssh.options.ConnectionAttempts: expected one word (no blanks or quotes), "
      "got '5 6'"),
     ("ssh: {user: 'root; rm'}", "t.yaml:3: ssh.user: expected a user name like 'ubuntu', "
                                 "got 'root; rm'"),
@@ -270,9 +313,9 @@ def test_a_stopped_sshd_fails_only_its_node(pytester: pytest.Pytester,
     (pytester.path / "trial.yaml").write_text(spec_text(netns, fs))
     with netns.sshd_stopped("node3"):
         result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
-    # the other nodes' 8 checks each, and same_software among the nodes that answered; the
-    # shared file cannot be read on node3
-    result.assert_outcomes(passed=3 * 8 + 6, failed=8 + 1)
+    # the other nodes' 8 checks each pass; same_software (6) is not established while
+    # node3 does not answer, and the shared file cannot be read on node3
+    result.assert_outcomes(passed=3 * 8, failed=8 + 6 + 1)
     failed = [r for r in jsonl(pytester) if r.get("outcome") == "failed"
               and r["node"] != "all"]
     assert {r["node"] for r in failed} == {"node3"}
@@ -312,7 +355,7 @@ def test_a_hanging_probe_is_killed_and_leaves_nothing(netns: NetnsCluster) -> No
         result = ssh.run_source("node2", ProbeCall("host"), "import time\ntime.sleep(600)\n", 2)
         # killed by the runner on the node at 2 s, not by ssh's later backstop
         assert result.error is ErrorKind.TIMEOUT
-        assert result.message == "killed on the node at its timeout"
+        assert result.message == "no answer within 2 s; killed on the node"
         time.sleep(0.3)
         assert netns.python_processes("node2") == []
     finally:

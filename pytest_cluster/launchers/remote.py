@@ -24,14 +24,22 @@ def runner_payload(source: str) -> str:
     return f"{len(source.encode())}\n{source}"
 
 
-def classify_runner_exit(result: ProbeResult, python: str) -> ProbeResult:
-    """A crashed result whose exit code is the runner's own, turned into our error kinds."""
+def killed_on_node(within: str) -> str:
+    """The message of a probe the node ended at its timeout ('10 s (cluster.probe_timeout)')."""
+    return f"no answer within {within}; killed on the node"
+
+
+def classify_runner_exit(result: ProbeResult, python: str,
+                         within: str | None = None) -> ProbeResult:
+    """A crashed result whose exit code is the runner's own, turned into our error kinds;
+    `within` says the timeout that applied (Launcher.timeout_text)."""
     if result.error is not ErrorKind.CRASHED:
         return result
     found = {
         NOT_FOUND: (ErrorKind.INTERPRETER_MISSING,
                     f"{python!r} not found on the node (check cluster.python)"),
-        TIMED_OUT: (ErrorKind.TIMEOUT, "killed on the node at its timeout"),
+        TIMED_OUT: (ErrorKind.TIMEOUT, killed_on_node(within) if within
+                    else "killed on the node at its timeout"),
         HUNG_UP: (ErrorKind.UNREACHABLE, "the connection dropped; probe killed"),
     }.get(result.exit_code or 0)
     if found is None:

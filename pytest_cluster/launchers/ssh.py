@@ -5,6 +5,13 @@ one connection (ControlMaster), reused by every probe of the run. The probe's so
 over stdin to a small runner (node_runner.py, sent as `python -c`) that enforces the
 timeout ON the node and kills the probe when the connection drops. Everything the spec
 says reaches ssh as separate arguments; the remote command is one shlex-quoted string.
+
+Timeouts, for a probe timeout T: the runner ends the probe at T. An interpreter that hangs
+before the runner runs (a hung NFS mount) reads nothing, so the remote command starts with
+coreutils `timeout -k 5 T+5`: SIGTERM at T+5, SIGKILL at T+10, on the node, whatever became
+of the connection. A node without `timeout` runs the runner without it (the runner still
+enforces T; only a hung interpreter is then left to the node). Here, ssh itself is killed
+at T+15 (BACKSTOP_S): the node did not answer. Messages say T, the timeout that applied.
 """
 
 from __future__ import annotations
@@ -19,12 +26,36 @@ import tempfile
 import threading
 from collections.abc import Sequence
 
-from pytest_cluster.launchers.base import ErrorKind, Launcher, ProbeResult, fan_out, run_process
-from pytest_cluster.launchers.remote import classify_runner_exit, runner_argv, runner_payload
+from pytest_cluster.launchers.base import (
+    INTERRUPTED_MESSAGE,
+    ErrorKind,
+    Launcher,
+    ProbeResult,
+    fan_out,
+    launched,
+    run_process,
+)
+from pytest_cluster.launchers.remote import (
+    classify_runner_exit,
+    killed_on_node,
+    runner_argv,
+    runner_payload,
+)
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec.model import ClusterSpec, Spec, SshSpec
 
 SSH_FAILED = 255
+#: The node's `timeout` ends the interpreter this long after the probe timeout (SIGTERM),
+#: and KILL_AFTER_S later with SIGKILL (its shell then exits 137).
+NODE_GRACE_S = 5
+KILL_AFTER_S = 5
+KILLED_ON_NODE = 137
+#: Here, ssh is killed this long after the probe timeout: the node did not answer.
+BACKSTOP_S = 15
+#: The remote command's first words: `sh -c GUARD sh T+5 PYTHON -c RUNNER ...` runs the
+#: rest under `timeout` where the node has it. No spec value is in this text.
+GUARD = (f'if command -v timeout >/dev/null 2>&1; then timeout -k {KILL_AFTER_S} "$@"; '
+         'else shift; exec "$@"; fi')
 #: ssh's own messages, first match wins: what a user should do about each.
 _SSH_ERRORS = (
     (("Permission denied", "Too many authentication failures", "no mutual signature",
@@ -65,8 +96,10 @@ def master_command(ssh: SshSpec, node: str, control_path: str) -> list[str]:
 
 
 def remote_command(python: str, timeout_s: float, args: Sequence[str]) -> str:
-    """The command line the node's shell runs: the runner, then the probe's arguments."""
-    return shlex.join(runner_argv(python, timeout_s, args))
+    """The command line the node's shell runs: the runner under the node's `timeout`
+    (see GUARD), then the probe's arguments."""
+    return shlex.join(["sh", "-c", GUARD, "sh", f"{timeout_s + NODE_GRACE_S:g}",
+                       *runner_argv(python, timeout_s, args)])
 
 
 def probe_command(ssh: SshSpec, node: str, python: str, call: ProbeCall, timeout_s: float,
@@ -81,15 +114,26 @@ def exit_command(ssh: SshSpec, node: str, control_path: str) -> list[str]:
     return [*ssh_options(ssh, control_path), "-O", "exit", "--", node]
 
 
-def classify(result: ProbeResult, python: str) -> ProbeResult:
-    """ssh's own failures (exit code 255, with its message) and then the node runner's."""
+def backstop_message(within: str, after_s: float) -> str:
+    """ssh killed here: neither the probe nor the node's own kill came back in time."""
+    return (f"no answer within {within}; the node did not answer and the connection was cut "
+            f"after {after_s:g} s")
+
+
+def classify(result: ProbeResult, python: str, within: str | None = None) -> ProbeResult:
+    """ssh's own failures (exit code 255, with its message) and then the node runner's;
+    `within` says the timeout that applied (Launcher.timeout_text)."""
+    if result.error is ErrorKind.CRASHED and result.exit_code == KILLED_ON_NODE and within:
+        # the interpreter ignored the node's SIGTERM at its timeout: SIGKILLed
+        return dataclasses.replace(result, error=ErrorKind.TIMEOUT,
+                                   message=killed_on_node(within))
     if result.error is ErrorKind.CRASHED and result.exit_code == SSH_FAILED:
         for needles, kind, message in _SSH_ERRORS:
             if any(needle in result.stderr_tail for needle in needles):
                 return dataclasses.replace(result, error=kind, message=message)
         return dataclasses.replace(result, error=ErrorKind.UNREACHABLE,
                                    message="ssh failed (exit code 255)")
-    return classify_runner_exit(result, python)
+    return classify_runner_exit(result, python, within)
 
 
 class SshLauncher(Launcher):
@@ -120,13 +164,16 @@ class SshLauncher(Launcher):
                 argv = master_command(self.ssh, node, self.control_path())
                 with tempfile.TemporaryFile(mode="w+", encoding="utf-8",
                                             errors="replace") as err:
-                    # a file, not a pipe: the backgrounded master keeps stderr open
+                    # a file, not a pipe: the backgrounded master keeps stderr open;
+                    # registered, so that Ctrl-C stops a connection under way too
+                    code: int | None
                     try:
-                        done = subprocess.run(argv, stdin=subprocess.DEVNULL,
-                                              stdout=subprocess.DEVNULL, stderr=err,
-                                              timeout=self.ssh.connect_timeout_s + 10,
-                                              check=False)
-                        code: int | None = done.returncode
+                        with launched(argv, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=err) as process:
+                            if process is None:
+                                return ProbeResult(node, probe, None, ErrorKind.CANCELLED,
+                                                   INTERRUPTED_MESSAGE)
+                            code = process.wait(self.ssh.connect_timeout_s + 10)
                     except subprocess.TimeoutExpired:
                         code = None
                     except FileNotFoundError:
@@ -161,9 +208,15 @@ class SshLauncher(Launcher):
         argv = probe_command(self.ssh, node, self.spec.python, call, timeout_s,
                              self.control_path())
         payload = runner_payload(source)
-        # the node kills the probe at timeout_s; here, a little later, ssh itself
-        result = run_process(node, call.name, argv, payload, timeout_s + 15, hold_stdin=True)
-        return classify(result, self.spec.python)
+        within = self.timeout_text(timeout_s)
+        # the node kills the probe at timeout_s (a hung interpreter by T+10); ssh itself
+        # is killed here at T+15
+        result = run_process(node, call.name, argv, payload, timeout_s + BACKSTOP_S,
+                             hold_stdin=True)
+        if result.error is ErrorKind.TIMEOUT:
+            result = dataclasses.replace(
+                result, message=backstop_message(within, timeout_s + BACKSTOP_S))
+        return classify(result, self.spec.python, within)
 
     def close(self) -> None:
         with self._lock:
