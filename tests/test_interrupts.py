@@ -333,6 +333,39 @@ def test_stop_everything_cancels_and_ends_each_launch(tmp_path: Path) -> None:
     assert running_launches() == []
 
 
+def test_a_second_ctrl_c_during_the_grace_kills_at_once(tmp_path: Path) -> None:
+    """Ctrl-C again while a probe that ignores SIGTERM has its 3 s: SIGKILL now, and the
+    program exits (a probe left running would keep its waiting thread, and the program,
+    alive)."""
+    pid_file = tmp_path / "pid"
+    stubborn = ("import os, signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(600)\n")
+    driver = textwrap.dedent(f"""
+        import sys, threading
+        from pytest_cluster.launchers.base import execute, stop_on_interrupt
+        stop_on_interrupt()
+        waiting = threading.Thread(target=execute,
+                                   args=([sys.executable, "-c", {stubborn!r}], "", 600))
+        waiting.start()
+        waiting.join()
+    """)
+    process = subprocess.Popen([sys.executable, "-c", driver], stderr=subprocess.DEVNULL)
+    probe = 0
+    try:
+        wait_for("the probe runs", lambda: pid_file.exists() and pid_file.read_text() != "",
+                 30)
+        probe = int(pid_file.read_text())
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.5)  # inside the grace
+        process.send_signal(signal.SIGINT)
+        assert process.wait(30) != 0
+        wait_for("the probe gone", lambda: not alive(probe), 5)
+    finally:  # what a failure left: ours, ended by their ids
+        process.kill()
+        if probe and alive(probe):
+            os.kill(probe, signal.SIGKILL)
+
+
 # -- the message names the timeout that applied -------------------------------------------
 
 def test_timeout_messages_name_the_timeout_that_applied() -> None:

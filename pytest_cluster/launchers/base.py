@@ -191,14 +191,16 @@ def _has_ended(process: subprocess.Popen[str]) -> bool:
 
 def _end_groups(processes: Sequence[subprocess.Popen[str]], grace_s: float) -> None:
     """SIGTERM every process group, wait for their leaders up to `grace_s`, then SIGKILL
-    every group (what a leader left behind in it too)."""
+    every group (what a leader left behind in it too); at once on a second Ctrl-C."""
     for process in processes:
         _signal_group(process, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and not all(_has_ended(p) for p in processes):
-        time.sleep(0.05)
-    for process in processes:
-        _signal_group(process, signal.SIGKILL)
+    try:
+        while time.monotonic() < deadline and not all(_has_ended(p) for p in processes):
+            time.sleep(0.05)
+    finally:
+        for process in processes:
+            _signal_group(process, signal.SIGKILL)
 
 
 def _quietly(action: Callable[[], None]) -> None:
