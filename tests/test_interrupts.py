@@ -97,6 +97,8 @@ def start_pytest(directory: Path, spec: str) -> subprocess.Popen[bytes]:
 def interrupt(process: subprocess.Popen[bytes], directory: Path,
               sig: signal.Signals = signal.SIGINT) -> float:
     """Send `sig` once; pytest's exit code says interrupted; seconds until it exited."""
+    log = directory / "pytest.log"
+    assert process.poll() is None, f"pytest ended before the signal: {log.read_text()[-3000:]}"
     started = time.monotonic()
     process.send_signal(sig)
     try:
@@ -106,8 +108,9 @@ def interrupt(process: subprocess.Popen[bytes], directory: Path,
         process.wait()
         pytest.fail("pytest did not exit within 60 s of one Ctrl-C")
     elapsed = time.monotonic() - started
-    log = (directory / "pytest.log").read_text(errors="replace")
-    assert code == pytest.ExitCode.INTERRUPTED, log[-3000:]
+    text = log.read_text(errors="replace")[-3000:]
+    assert code == pytest.ExitCode.INTERRUPTED, text
+    assert elapsed < EXIT_BOUND_S, f"pytest took {elapsed:.1f} s to exit: {text}"
     return elapsed
 
 
