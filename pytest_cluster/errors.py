@@ -2,6 +2,25 @@
 
 from __future__ import annotations
 
+#: The longest line an error shows; a longer one (a huge value from a spec) is cut in the
+#: middle, keeping how it starts (where, what was expected) and how it ends (hints).
+MAX_LINE = 1000
+#: The most problems one SpecError lists; the rest are counted.
+MAX_SHOWN = 20
+
+
+def clip(text: str, limit: int = MAX_LINE) -> str:
+    """`text` with every line at most `limit` characters long: a longer line keeps its
+    start and its end and says how many characters were cut between them."""
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if len(line) > limit:
+            keep = limit - len(f" [...{len(line)} characters cut...] ")
+            head = keep * 2 // 3
+            marker = f" [...{len(line) - keep} characters cut...] "
+            lines[index] = line[:head] + marker + line[len(line) - (keep - head):]
+    return "\n".join(lines)
+
 
 class ClusterError(Exception):
     """Base of every error pytest-cluster raises on purpose."""
@@ -16,7 +35,21 @@ class SpecError(ClusterError):
         self.line = line
         self.path = path
         self.detail = message
-        super().__init__(self.render())
+        super().__init__(clip(self.render()))
+
+    @classmethod
+    def listing(cls, errors: list[SpecError], file: str, count: int = 0) -> SpecError:
+        """One error for `count` (default: as many as `errors`), in line order: the first
+        MAX_SHOWN, then how many more."""
+        count = count or len(errors)
+        ordered = sorted(errors, key=lambda error: error.line or 0)
+        lines = [f"  {error}" for error in ordered[:MAX_SHOWN]]  # each line already clipped
+        if count > MAX_SHOWN:
+            lines.append(f"  ... and {count - MAX_SHOWN} more")
+        listed = cls(f"{count} problems in the spec:", file=file)
+        listed.detail = "\n".join([listed.detail, *lines])
+        listed.args = (clip(listed.render(), MAX_LINE + 2),)  # the indent
+        return listed
 
     def render(self) -> str:
         where = self.file

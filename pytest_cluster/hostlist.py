@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from pytest_cluster.errors import UnitError
@@ -11,7 +12,8 @@ MAX_NODES = 65536
 
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?"
 _HOSTNAME_RE = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*$")
-_RANGE_RE = re.compile(r"^(\d+)(?:-(\d+))?$")
+_RANGE_RE = re.compile(r"^(\d{1,63})(?:-(\d{1,63}))?$")  # a label has at most 63
+_GROUP_RE = re.compile(r"\[([^\]]*)\]")
 
 
 def is_valid_hostname(name: str) -> bool:
@@ -43,8 +45,9 @@ def _split_top_level(expr: str) -> list[str]:
     return [p.strip() for p in parts]
 
 
-def _expand_ranges(body: str, expr: str) -> list[str]:
-    out: list[str] = []
+def _ranges(body: str, expr: str) -> list[tuple[int, int, int]]:
+    """The ranges of one `[...]`, as (low, high, zero-padded width)."""
+    out: list[tuple[int, int, int]] = []
     for item in body.split(","):
         match = _RANGE_RE.match(item.strip())
         if not match:
@@ -55,31 +58,43 @@ def _expand_ranges(body: str, expr: str) -> list[str]:
             raise UnitError(f"range {item!r} in hostlist {expr!r} goes backwards")
         if high - low + 1 > MAX_NODES:
             raise UnitError(f"range {item!r} in hostlist {expr!r} has more than {MAX_NODES} nodes")
-        width = len(low_text) if low_text.startswith("0") else 0
-        out.extend(str(n).zfill(width) for n in range(low, high + 1))
+        out.append((low, high, len(low_text) if low_text.startswith("0") else 0))
     return out
 
 
 def _expand_one(pattern: str, expr: str) -> list[str]:
-    match = re.search(r"\[([^\]]*)\]", pattern)
-    if match is None:
-        return [pattern]
-    head, tail = pattern[: match.start()], pattern[match.end():]
-    names: list[str] = []
-    for value in _expand_ranges(match.group(1), expr):
-        names.extend(_expand_one(head + value + tail, expr))
-        if len(names) > MAX_NODES:
+    """Every name of one part (`r[1-2]-n[01-02]`), the first `[...]` varying slowest;
+    counted before anything is expanded, so `n[1-60000]x[1-60000]` costs nothing."""
+    pieces = _GROUP_RE.split(pattern)  # literal, body, literal, body, ..., literal
+    groups = [_ranges(body, expr) for body in pieces[1::2]]
+    total = 1
+    for ranges in groups:
+        total *= sum(high - low + 1 for low, high, _ in ranges)
+        if total > MAX_NODES:
             raise UnitError(f"hostlist {expr!r} expands to more than {MAX_NODES} nodes")
+    choices = [[str(n).zfill(width) for low, high, width in ranges
+                for n in range(low, high + 1)] for ranges in groups]
+    literals = pieces[0::2]
+    names = []
+    for values in itertools.product(*choices):
+        parts = [literals[0]]
+        for value, literal in zip(values, literals[1:], strict=True):
+            parts += [value, literal]
+        names.append("".join(parts))
     return names
 
 
 def expand_hostlist(expr: str) -> list[str]:
-    """Expand a hostlist expression in order; every name must be a valid hostname."""
+    """Expand a hostlist expression in order (at most MAX_NODES names); every name must be
+    a valid hostname."""
     names: list[str] = []
     for part in _split_top_level(expr):
         if not part:
             raise UnitError(f"empty name in hostlist {expr!r}")
-        for name in _expand_one(part, expr):
+        expanded = _expand_one(part, expr)
+        if len(names) + len(expanded) > MAX_NODES:
+            raise UnitError(f"hostlist {expr!r} expands to more than {MAX_NODES} nodes")
+        for name in expanded:
             if not is_valid_hostname(name):
                 raise UnitError(
                     f"{name!r} is not a valid hostname (letters, digits, '-', '_' and '.')")

@@ -115,7 +115,7 @@ def parse_version_requirement(raw: object) -> VersionRequirement:
     match = _REQ_RE.match(text)
     assert match is not None
     op_text, rest = match.groups()
-    if not re.fullmatch(r"\d+(?:\.\d+)*", rest):
+    if not re.fullmatch(r"\d{1,18}(?:\.\d{1,18}){0,15}", rest):
         raise UnitError(f"expected a version bound like '>= 5.15', got {raw!r}")
     op = "==" if op_text == "=" else (op_text or ">=")
     return VersionRequirement(op, tuple(int(p) for p in rest.split(".")), f"{op} {rest}")

@@ -15,7 +15,9 @@ from pytest_cluster.errors import UnitError
 
 
 class Dim(enum.Enum):
-    """A physical dimension; `example` is shown in error messages."""
+    """A physical dimension; `example` is shown in error messages; `minimum` is the least
+    value there is: 0 for all but a temperature (absolute zero), so a negative size, time,
+    rate or count (and any bound on one) is refused wherever it is written."""
 
     SIZE = ("size", "'1.5 TiB'")
     RATE = ("rate", "'10 GB/s'")
@@ -24,12 +26,13 @@ class Dim(enum.Enum):
     OPS = ("operation rate", "'20000 ops/s'")
     FRACTION = ("fraction", "'95%' or 0.95")
     COUNT = ("count", "192")
-    TEMPERATURE = ("temperature", "'85 C'")
+    TEMPERATURE = ("temperature", "'85 C'", -273.15)
     POWER = ("power", "'700 W'")
 
-    def __init__(self, label: str, example: str) -> None:
+    def __init__(self, label: str, example: str, minimum: float = 0.0) -> None:
         self.label = label
         self.example = example
+        self.minimum = minimum
 
 
 _DECIMAL = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
@@ -105,11 +108,14 @@ def parse_quantity(raw: object, dim: Dim) -> Quantity:
     if isinstance(raw, bool) or not isinstance(raw, (int, float, str)):
         raise UnitError(f"{expected}, got {raw!r}")
     if isinstance(raw, (int, float)):
-        value = float(raw)
+        try:
+            value = float(raw)
+        except OverflowError:  # an int beyond any float
+            value = math.inf
         if not math.isfinite(value):
             raise UnitError(f"{expected}, got {raw!r}")
         if dim is Dim.COUNT:
-            return Quantity(value, dim, "")
+            return _checked(Quantity(value, dim, ""), raw, expected)
         if dim is Dim.FRACTION:
             if not 0.0 <= value <= 1.0:
                 raise UnitError(f"{expected} (a fraction is between 0 and 1), got {raw!r}")
@@ -124,8 +130,12 @@ def parse_quantity(raw: object, dim: Dim) -> Quantity:
     except UnitError:
         raise UnitError(f"{expected}, got {raw!r}") from None
     if not unit:
-        if dim in (Dim.COUNT, Dim.FRACTION):
-            return parse_quantity(number, dim)
+        if dim is Dim.COUNT:
+            return _checked(Quantity(number, dim, ""), raw, expected)
+        if dim is Dim.FRACTION:
+            if not 0.0 <= number <= 1.0:
+                raise UnitError(f"{expected} (a fraction is between 0 and 1), got {raw!r}")
+            return Quantity(number, dim, "")
         raise UnitError(f"{expected}, got {raw!r} (a number needs a unit)")
     known = UNITS.get(unit)
     if known is None:
@@ -137,7 +147,21 @@ def parse_quantity(raw: object, dim: Dim) -> Quantity:
     value = number * factor
     if dim is Dim.FRACTION and not 0.0 <= value <= 1.0:
         raise UnitError(f"{expected} (between 0% and 100%), got {raw!r}")
-    return Quantity(value, dim, unit)
+    return _checked(Quantity(value, dim, unit), raw, expected)
+
+
+def _checked(quantity: Quantity, raw: object, expected: str) -> Quantity:
+    """The one rule on every quantity's value: finite, not below its dimension's minimum
+    (0, or absolute zero), and a count is a whole number."""
+    value, dim = quantity.value, quantity.dim
+    if not math.isfinite(value):
+        raise UnitError(f"{expected}, got {raw!r} (too large)")
+    if value < dim.minimum:
+        floor = "be negative" if dim.minimum == 0 else "be below absolute zero"
+        raise UnitError(f"{expected}, got {raw!r} (a {dim.label} cannot {floor})")
+    if dim is Dim.COUNT and value != math.floor(value):
+        raise UnitError(f"{expected}, got {raw!r} (a count is a whole number)")
+    return quantity
 
 
 _UNIT_EXAMPLES = {

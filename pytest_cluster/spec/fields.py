@@ -19,18 +19,36 @@ from pytest_cluster.units import UNITS, Dim, Quantity, parse_quantity
 T = TypeVar("T")
 
 
+#: Errors kept with their text; later ones are counted (a SpecError shows 20 anyway).
+MAX_KEPT = 200
+
+
 class Ctx:
     """Collects errors, and warnings (likely slips that do not stop the run), with their
     location while validation goes on."""
 
     def __init__(self, file: str) -> None:
         self.file = file
-        self.errors: list[SpecError] = []
+        self.errors: list[SpecError] = []  # the first MAX_KEPT
+        self.count = 0  # of all errors
         self.warnings: list[SpecError] = []  # located and rendered like errors
+        self.paths: set[str] = set()  # of all errors
+
+    @property
+    def full(self) -> bool:
+        """Whether errors are only counted now: skip costly hints (did-you-mean)."""
+        return self.count >= MAX_KEPT
 
     def error(self, node: Node | None, path: str, message: str) -> None:
-        line = node.start_mark.line + 1 if node is not None else None
-        self.errors.append(SpecError(message, file=self.file, line=line, path=path))
+        self.count += 1
+        self.paths.add(path)
+        if len(self.errors) < MAX_KEPT:
+            line = node.start_mark.line + 1 if node is not None else None
+            self.errors.append(SpecError(message, file=self.file, line=line, path=path))
+
+    def failed(self, path: str) -> bool:
+        """Whether an error was recorded at `path` (one set lookup, however many errors)."""
+        return path in self.paths
 
     def warn(self, line: int, path: str, message: str) -> None:
         self.warnings.append(SpecError(message, file=self.file, line=line, path=path))
@@ -38,6 +56,8 @@ class Ctx:
 
 def closest(word: str, choices: Sequence[str], cutoff: float) -> str | None:
     """The choice most like `word`, ignoring case (GPUs -> gpus), for a did-you-mean."""
+    if len(word) > 64:  # no name is that long
+        return None
     lowered = {choice.lower(): choice for choice in choices}
     match = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=cutoff)
     return lowered[match[0]] if match else None
@@ -69,6 +89,32 @@ def scalar(node: Node) -> object:
         return node.value
 
 
+MERGE_TAG = "tag:yaml.org,2002:merge"
+Pairs = list[tuple[Node, Node]]
+
+
+def merge_keys(ctx: Ctx, node: MappingNode, path: str) -> tuple[Pairs, Pairs]:
+    """A mapping's pairs brought in by merge keys (`<<: *base`, `<<: [*a, *b]`) and its
+    own, the YAML way and without changing the nodes (an anchored map is read again where
+    its aliases are): of the merged, the last of a key wins (the maps of a list are
+    given last to first, so the first map wins); a key of the map's own wins over them."""
+    merged: Pairs = []
+    own: Pairs = []
+    for key_node, value_node in node.value:
+        if key_node.tag != MERGE_TAG:
+            own.append((key_node, value_node))
+            continue
+        sources = value_node.value if isinstance(value_node, SequenceNode) else [value_node]
+        for source in reversed(sources):
+            if isinstance(source, MappingNode):
+                inner, inner_own = merge_keys(ctx, source, path)
+                merged += inner + inner_own
+            else:
+                ctx.error(key_node, path, f"YAML merge key (<<): expected a map or a list "
+                          f"of maps, got {kind(source)}")
+    return merged, own
+
+
 class Map:
     """A YAML mapping being validated: take known keys, then `finish` flags the rest."""
 
@@ -78,17 +124,21 @@ class Map:
         if not isinstance(node, MappingNode):
             ctx.error(node, path, f"expected a map of {', '.join(known)}, got {kind(node)}")
             return
-        SafeConstructor().flatten_mapping(node)
-        for key_node, value_node in node.value:
-            key = scalar(key_node)
-            sub = self.sub(str(key))
-            if not isinstance(key, str):
-                ctx.error(key_node, sub, f"a key must be a name, got {key!r}")
-            elif key in self.items:
-                first = self.items[key][0].start_mark.line + 1
-                ctx.error(key_node, sub, f"duplicate key (first given on line {first})")
-            else:
-                self.items[key] = (key_node, value_node)
+        merged, own = merge_keys(ctx, node, path)
+        given: set[str] = set()
+        for explicit, pairs in ((False, merged), (True, own)):
+            for key_node, value_node in pairs:
+                key = scalar(key_node)
+                sub = self.sub(str(key))
+                if not isinstance(key, str):
+                    ctx.error(key_node, sub, f"a key must be a name, got {key!r}")
+                elif explicit and key in given:
+                    first = self.items[key][0].start_mark.line + 1
+                    ctx.error(key_node, sub, f"duplicate key (first given on line {first})")
+                else:  # a key written in the map wins over a merged one
+                    if explicit:
+                        given.add(key)
+                    self.items[key] = (key_node, value_node)
 
     def sub(self, key: str) -> str:
         return f"{self.path}.{key}" if self.path else key
@@ -102,7 +152,7 @@ class Map:
 
     def finish(self) -> None:
         for key, (key_node, _) in self.items.items():
-            close = closest(key, self.known, cutoff=0.6)
+            close = None if self.ctx.full else closest(key, self.known, cutoff=0.6)
             hint = f"; did you mean {close!r}?" if close else ""
             self.ctx.error(key_node, self.sub(key),
                            f"unknown key{hint} (known keys: {', '.join(self.known)})")
@@ -176,6 +226,21 @@ def positive_int(raw: object) -> int:
     if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
         raise UnitError(f"expected a whole number >= 1, got {raw!r}")
     return raw
+
+
+def whole(low: int, high: int) -> Callable[[object], int]:
+    """A parser of whole numbers from `low` to `high` (a count that sizes real work)."""
+    def parse(raw: object) -> int:
+        if isinstance(raw, bool) or not isinstance(raw, int) or not low <= raw <= high:
+            raise UnitError(f"expected a whole number from {low} to {high}, got {raw!r}")
+        return raw
+    return parse
+
+
+def or_default(value: T | None, default: T) -> T:
+    """`value`, or `default` when the key is absent (or invalid, already reported): unlike
+    `value or default`, a 0 or '' that passed its parser stays what was written."""
+    return default if value is None else value
 
 
 def clause(ctx: Ctx, table: Map, key: str, name: str, dim: Dim,

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster.errors import UnitError
@@ -18,16 +21,19 @@ from pytest_cluster.spec.fields import (
     field,
     for_launcher,
     kind,
+    or_default,
     positive_int,
     respelled,
     scalar,
     share_or,
     text,
     time_between,
+    whole,
 )
 from pytest_cluster.spec.model import Clause, ClusterSpec, GpuSpec, Rule, SimFault, SimSpec
 from pytest_cluster.units import Dim, format_value, parse_quantity
 
+T = TypeVar("T")
 DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")
 
 #: Health rules on by default when a `gpus:` section exists: (key, yaml words that keep it on,
@@ -119,7 +125,7 @@ def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
     if not isinstance(node, MappingNode):
         return None
     count = clause(ctx, table, "gpus", "count", Dim.COUNT, "==")
-    if count is None and not any(e.path == "gpus.count" for e in ctx.errors):
+    if count is None and not ctx.failed("gpus.count"):
         ctx.error(node, "gpus.count", "missing: how many GPUs per node, e.g. count: 8")
     if count is not None and not 1 <= count.requirement.bound.value <= 64:
         ctx.error(node, "gpus.count", "expected between 1 and 64 GPUs per node")
@@ -148,11 +154,12 @@ def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
             if len(values) != 3:
                 ctx.error(node, "gpus.matmul_size", f"expected [m, n, k], got {len(values)} "
                           f"values")
-            if len(values) == 3 and all(isinstance(v, int) for v in values):
-                return (values[0] or 0, values[1] or 0, values[2] or 0)
+            m, n, k = values if len(values) == 3 else (None, None, None)
+            if m is not None and n is not None and k is not None:
+                return (m, n, k)
             return (8192, 8192, 8192)
-        n = field(ctx, node, "gpus.matmul_size", size) or 8192
-        return (n, n, n)
+        side = or_default(field(ctx, node, "gpus.matmul_size", size), 8192)
+        return (side, side, side)
 
     window = time_between(0.001, 600, "from 1 ms to 10 min")
     load_time = time_between(1, 3600, "from 1 s to 1 h")
@@ -181,9 +188,11 @@ def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
         d2h=clause(ctx, table, "gpus", "d2h", Dim.RATE),
         p2p=clause(ctx, table, "gpus", "p2p", Dim.RATE),
         matmul_shape=shape(table.take("matmul_size")),
-        xid_window_s=field(ctx, table.take("xid_window"), "gpus.xid_window", window) or 2.0,
+        xid_window_s=or_default(field(ctx, table.take("xid_window"), "gpus.xid_window",
+                                      window), 2.0),
         power_limit=clause(ctx, table, "gpus", "power_limit", Dim.POWER),
-        load_time_s=field(ctx, table.take("load_time"), "gpus.load_time", load_time) or 10.0,
+        load_time_s=or_default(field(ctx, table.take("load_time"), "gpus.load_time",
+                                     load_time), 10.0),
     )
     table.finish()
     _memory_slip(ctx, result.memory, result.model)
@@ -214,7 +223,7 @@ def _node_faults_on_a_gpu(ctx: Ctx, table: Map, path: str) -> None:
                       "not a GPU's: give it without gpu")
 
 
-def _fault(ctx: Ctx, node: Node, index: int, cluster: ClusterSpec,
+def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
            gpus_per_node: int) -> SimFault | None:
     path = f"sim.faults[{index}]"
     table = Map(ctx, node, path, FAULT_KEYS)
@@ -223,7 +232,7 @@ def _fault(ctx: Ctx, node: Node, index: int, cluster: ClusterSpec,
     _node_faults_on_a_gpu(ctx, table, path)
 
     def node_name(raw: object) -> str:
-        if raw not in cluster.nodes:
+        if raw not in nodes:
             raise UnitError(f"expected one of the cluster's nodes, got {raw!r}")
         return str(raw)
 
@@ -253,7 +262,7 @@ def _fault(ctx: Ctx, node: Node, index: int, cluster: ClusterSpec,
         return field(ctx, table.take(key), f"{path}.{key}", parse)  # type: ignore[arg-type]
 
     name = one("node", node_name)
-    if name is None and not any(e.path == f"{path}.node" for e in ctx.errors):
+    if name is None and not ctx.failed(f"{path}.node"):
         ctx.error(node, f"{path}.node", "missing: which node the fault is on")
     gpu_node = table.take("gpu")
     gpu = field(ctx, gpu_node, f"{path}.gpu", gpu_index)
@@ -271,14 +280,15 @@ def _fault(ctx: Ctx, node: Node, index: int, cluster: ClusterSpec,
         pcie_width=one("pcie_width", positive_int),  # type: ignore[arg-type]
         row_remap_pending=bool(one("row_remap_pending", boolean)),
         row_remap_failure=bool(one("row_remap_failure", boolean)),
-        ecc_uncorrected=one("ecc_uncorrected", count) or 0,  # type: ignore[arg-type]
-        nvlinks_down=one("nvlinks_down", count) or 0,  # type: ignore[arg-type]
+        ecc_uncorrected=or_default(one("ecc_uncorrected", count), 0),  # type: ignore[arg-type]
+        nvlinks_down=or_default(one("nvlinks_down", count), 0),  # type: ignore[arg-type]
         throttle=one("throttle", throttle),  # type: ignore[arg-type]
         xid=one("xid", positive_int),  # type: ignore[arg-type]
         temperature_c=temp if isinstance(temp, float) else None,
-        matmul_factor=one("matmul_factor", factor) or 1.0,  # type: ignore[arg-type]
-        bandwidth_factor=one("bandwidth_factor", factor) or 1.0,  # type: ignore[arg-type]
-        link_factor=one("link_factor", factor) or 1.0,  # type: ignore[arg-type]
+        matmul_factor=or_default(one("matmul_factor", factor), 1.0),  # type: ignore[arg-type]
+        bandwidth_factor=or_default(one("bandwidth_factor", factor),  # type: ignore[arg-type]
+                                    1.0),
+        link_factor=or_default(one("link_factor", factor), 1.0),  # type: ignore[arg-type]
     )
     table.finish()
     per_gpu = (fault.model, fault.memory_held_bytes, fault.pcie_gen, fault.pcie_width,
@@ -304,14 +314,21 @@ def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | No
                                    "memory", "faults", "latency"))
     if not isinstance(node, MappingNode):
         return None
-    model = field(ctx, table.take("gpu_model"), "sim.gpu_model", gpu_model) or "H100-SXM-80GB"
-    per_node = field(ctx, table.take("gpus_per_node"), "sim.gpus_per_node", positive_int) or 8
-    cores = field(ctx, table.take("cpu_cores"), "sim.cpu_cores", positive_int) or 112
-    threads = field(ctx, table.take("cpu_threads"), "sim.cpu_threads", positive_int) or 224
-    memory = field(ctx, table.take("memory"), "sim.memory",
-                   lambda raw: int(parse_quantity(raw, Dim.SIZE).value)) or 2 * 2**40
-    latency = time_between(0, 60, "from 0 to 1 min")
-    wait = field(ctx, table.take("latency"), "sim.latency", latency) or 0.0
+    def memory_size(raw: object) -> int:
+        value = int(parse_quantity(raw, Dim.SIZE).value)
+        if value < 2**30:
+            raise UnitError(f"expected a size of at least 1 GiB like '2 TiB', got {raw!r}")
+        return value
+
+    def one(key: str, parse: Callable[[object], T], default: T) -> T:
+        return or_default(field(ctx, table.take(key), f"sim.{key}", parse), default)
+
+    model = one("gpu_model", gpu_model, "H100-SXM-80GB")
+    per_node = one("gpus_per_node", whole(1, 64), 8)
+    cores = one("cpu_cores", positive_int, 112)
+    threads = one("cpu_threads", positive_int, 224)
+    memory = one("memory", memory_size, 2 * 2**40)
+    wait = one("latency", time_between(0, 60, "from 0 to 1 min"), 0.0)
     faults: list[SimFault] = []
     faults_node = table.take("faults")
     if faults_node is not None:
@@ -319,8 +336,9 @@ def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | No
             ctx.error(faults_node, "sim.faults", f"expected a list of faults, got "
                       f"{kind(faults_node)}")
         else:
+            nodes = frozenset(cluster.nodes)
             for index, item in enumerate(faults_node.value):
-                fault = _fault(ctx, item, index, cluster, per_node)
+                fault = _fault(ctx, item, index, nodes, per_node)
                 if fault is not None:
                     faults.append(fault)
     table.finish()

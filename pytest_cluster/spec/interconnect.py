@@ -12,11 +12,13 @@ from pytest_cluster.spec.fields import (
     boolean,
     field,
     kind,
+    or_default,
     positive_int,
     respelled,
     share_or,
     text,
     time_between,
+    whole,
 )
 from pytest_cluster.spec.model import ClusterSpec, GpuSpec, InterconnectSpec, LinkSpec
 from pytest_cluster.units import Dim, Quantity, format_value, parse_quantity
@@ -27,6 +29,7 @@ KEYS = ("intra_node", "inter_node", "collectives", "payloads", "node_counts", "b
         "ranks_per_node", "backend", "sweep_from", "warmup", "iterations", "node_network",
         "search_payload", "timeout")
 MAX_PAYLOAD = 64 * 2**30
+MAX_RANKS = 512  # processes per node: one per GPU (nccl) or per core (gloo)
 MAX_NIC_RATE = 200e9  # bytes/s: 1.6 Tb/s; a NIC rate above it is bytes written for bits
 
 
@@ -65,7 +68,8 @@ def _link(ctx: Ctx, node: Node | None, name: str) -> LinkSpec | None:
     if inter:
         _nic_slip(ctx, rate_node.start_mark.line + 1, f"{path}.{rate_key}", rate)
     default_kind = "network" if inter else "intra-node link"
-    return LinkSpec(link_kind or default_kind, rate.value, str(rate), nics or 1)
+    return LinkSpec(or_default(link_kind, default_kind), rate.value, str(rate),
+                    or_default(nics, 1))
 
 
 def _nic_slip(ctx: Ctx, line: int, path: str, rate: Quantity) -> None:
@@ -84,8 +88,7 @@ def _nic_slip(ctx: Ctx, line: int, path: str, rate: Quantity) -> None:
 def _ranks_fit(ctx: Ctx, node: Node | None, spec: InterconnectSpec,
                gpus: GpuSpec | None) -> None:
     """NCCL runs one rank per GPU: more ranks per node than gpus.count would fail every job."""
-    if node is None or gpus is None or spec.backend != "nccl" or any(
-            e.path == "gpus.count" for e in ctx.errors):
+    if node is None or gpus is None or spec.backend != "nccl" or ctx.failed("gpus.count"):
         return
     if spec.ranks_per_node > gpus.slots:
         ctx.error(node, "interconnect.ranks_per_node", f"{spec.ranks_per_node} ranks per "
@@ -134,7 +137,7 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
     collectives = [str(c) for c in _list(ctx, collectives_node, f"{path}.collectives",
                                          collective) or ["all_reduce"]]
     if collectives_node is not None and "all_reduce" not in collectives and not any(
-            e.path.startswith(f"{path}.collectives") for e in ctx.errors):
+            failed.startswith(f"{path}.collectives") for failed in ctx.paths):
         ctx.error(collectives_node, f"{path}.collectives", "all_reduce is required (the "
                   "others are optional)")
     payload_node = table.take("payloads")
@@ -150,7 +153,7 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
         counts = [len(cluster.nodes)] if len(cluster.nodes) > 1 else []
     busbw = share_or(ctx, table, path, "busbw", Dim.RATE, "a share of theoretical like "
                      "'>= 80%' or a bus bandwidth like '>= 360 GB/s'")
-    if busbw is None and not any(e.path == f"{path}.busbw" for e in ctx.errors):
+    if busbw is None and not ctx.failed(f"{path}.busbw"):
         ctx.error(node, f"{path}.busbw", "missing: the promise, a share of theoretical like "
                   "'>= 80%' or a bus bandwidth like '>= 360 GB/s'")
 
@@ -160,7 +163,7 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
         return str(raw)
 
     ranks_node = table.take("ranks_per_node")
-    ranks = field(ctx, ranks_node, f"{path}.ranks_per_node", positive_int)
+    ranks = field(ctx, ranks_node, f"{path}.ranks_per_node", whole(1, MAX_RANKS))
     chosen = field(ctx, table.take("backend"), f"{path}.backend", backend)
     sweep_from = field(ctx, table.take("sweep_from"), f"{path}.sweep_from", _payload)
     warmup = field(ctx, table.take("warmup"), f"{path}.warmup", positive_int)
@@ -178,13 +181,13 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
         intra_node=intra, inter_node=inter, collectives=tuple(dict.fromkeys(collectives)),
         node_counts=tuple(sorted({c for c in counts if 2 <= c <= len(cluster.nodes)})),
         node_counts_dropped=tuple(sorted({c for c in counts if c > len(cluster.nodes)})),
-        ranks_per_node=ranks or (gpus.slots if gpus is not None else 1),
-        backend=chosen or ("nccl" if gpus is not None else "gloo"),
-        sweep_from=min(sweep_from or 2**20, *payloads),
-        warmup=warmup or 5, iterations=iterations or 20,
-        node_network=True if search is None else search,
-        search_payload=search_payload or min(payloads),
-        timeout_s=timeout or 600.0)
+        ranks_per_node=or_default(ranks, gpus.slots if gpus is not None else 1),
+        backend=or_default(chosen, "nccl" if gpus is not None else "gloo"),
+        sweep_from=min(or_default(sweep_from, 2**20), *payloads),
+        warmup=or_default(warmup, 5), iterations=or_default(iterations, 20),
+        node_network=or_default(search, True),
+        search_payload=or_default(search_payload, min(payloads)),
+        timeout_s=or_default(timeout, 600.0))
     _ranks_fit(ctx, ranks_node, result, gpus)
     if result.ranks_per_node < 2 and len(cluster.nodes) < 2:
         ctx.error(node, f"{path}.ranks_per_node", "nothing to measure: one node with one "

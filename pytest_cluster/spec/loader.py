@@ -9,17 +9,17 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-from pathlib import Path
+import stat
 
-import yaml
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster.errors import SpecError, UnitError
-from pytest_cluster.hostlist import expand_hostlist
+from pytest_cluster.hostlist import MAX_NODES, expand_hostlist
 from pytest_cluster.launchers import REGISTRY, default_python
 from pytest_cluster.requirement import (
     parse_version_requirement,
 )
+from pytest_cluster.spec.compose import compose
 from pytest_cluster.spec.fields import (
     Ctx,
     Map,
@@ -28,8 +28,11 @@ from pytest_cluster.spec.fields import (
     field,
     interpreter,
     kind,
+    or_default,
     positive_int,
     text,
+    time_between,
+    whole,
 )
 from pytest_cluster.spec.gpus import parse_gpus, parse_sim
 from pytest_cluster.spec.interconnect import parse_interconnect
@@ -53,7 +56,7 @@ def _nodes(ctx: Ctx, node: Node | None, path: str) -> tuple[str, ...]:
     if node is None:
         return ()
     items = node.value if isinstance(node, SequenceNode) else [node]
-    names: list[str] = []
+    names: dict[str, None] = {}  # ordered, and `in` is O(1)
     for index, item in enumerate(items):
         where = f"{path}[{index}]" if isinstance(node, SequenceNode) else path
         expr = field(ctx, item, where, text("a hostname or hostlist like 'gpu-[001-004]'"))
@@ -64,12 +67,22 @@ def _nodes(ctx: Ctx, node: Node | None, path: str) -> tuple[str, ...]:
         except UnitError as exc:
             ctx.error(item, where, str(exc))
             continue
+        twice = []
         for name in expanded:
             if name in names:
-                ctx.error(item, where, f"node {name!r} is listed twice")
+                twice.append(name)
             else:
-                names.append(name)
-    return tuple(names)
+                names[name] = None
+        if twice:
+            shown = ", ".join(repr(name) for name in twice[:5])
+            more = f" and {len(twice) - 5} more" if len(twice) > 5 else ""
+            ctx.error(item, where, f"node {shown} is listed twice" if len(twice) == 1 else
+                      f"nodes {shown}{more} are listed twice")
+        if len(names) > MAX_NODES:
+            ctx.error(item, where, f"more than {MAX_NODES} nodes; test a cluster in parts "
+                      f"of at most {MAX_NODES} (one spec each)")
+            break
+    return tuple(names)[:MAX_NODES]
 
 
 def _cluster(ctx: Ctx, node: Node | None, allocation: bool = False) -> ClusterSpec:
@@ -89,7 +102,7 @@ def _cluster(ctx: Ctx, node: Node | None, allocation: bool = False) -> ClusterSp
     elif nodes_node is None and isinstance(node, MappingNode) and not allocation:
         ctx.error(node, "cluster.nodes", "missing: list the nodes, e.g. nodes: gpu-[001-004]")
     nodes = _nodes(ctx, nodes_node, "cluster.nodes")
-    if nodes_node is not None and not nodes and not ctx.errors:
+    if nodes_node is not None and not nodes and not ctx.count:
         ctx.error(nodes_node, "cluster.nodes", "no nodes given")
 
     def launcher(raw: object) -> str:
@@ -97,19 +110,19 @@ def _cluster(ctx: Ctx, node: Node | None, allocation: bool = False) -> ClusterSp
             raise UnitError(f"expected one of {', '.join(REGISTRY)}, got {raw!r}")
         return str(raw)
 
-    def timeout(raw: object) -> float:
-        return parse_quantity(raw, Dim.TIME).value
-
-    chosen = field(ctx, table.take("launcher"), "cluster.launcher", launcher) or "local"
+    chosen = or_default(field(ctx, table.take("launcher"), "cluster.launcher", launcher),
+                        "local")
+    timeout = time_between(1, 24 * 3600, "from 1 s to 24 h")
     result = ClusterSpec(
-        name=name or "",
+        name=or_default(name, ""),
         nodes=nodes,
         launcher=chosen,
-        python=field(ctx, table.take("python"), "cluster.python", interpreter)
-        or default_python(chosen),
-        probe_timeout_s=field(ctx, table.take("probe_timeout"), "cluster.probe_timeout",
-                               timeout) or 600.0,
-        parallel=field(ctx, table.take("parallel"), "cluster.parallel", positive_int) or 64,
+        python=or_default(field(ctx, table.take("python"), "cluster.python", interpreter),
+                          default_python(chosen)),
+        probe_timeout_s=or_default(field(ctx, table.take("probe_timeout"),
+                                         "cluster.probe_timeout", timeout), 600.0),
+        parallel=or_default(field(ctx, table.take("parallel"), "cluster.parallel",
+                                  positive_int), 64),
     )
     table.finish()
     return result
@@ -161,36 +174,38 @@ def _filesystem(ctx: Ctx, node: Node, index: int, default_python: str) -> Storag
         return os.path.normpath(value)
 
     fs_path = field(ctx, table.take("path"), f"{path}.path", absolute)
-    if fs_path is None and not any(e.path == f"{path}.path" for e in ctx.errors):
+    if fs_path is None and not ctx.failed(f"{path}.path"):
         ctx.error(node, f"{path}.path", "missing: which filesystem path to test")
-    key = f"storage[{fs_path or index}]"
+    key = f"storage[{or_default(fs_path, index)}]"
 
     def size(raw: object) -> int:
         value = int(parse_quantity(raw, Dim.SIZE).value)
-        if value < 2**20:
-            raise UnitError(f"expected a size of at least 1 MiB, got {raw!r}")
+        if not 2**20 <= value <= 2**40:
+            raise UnitError(f"expected a size from 1 MiB to 1 TiB, got {raw!r}")
         return value
 
     shared_node = table.take("shared")
     shared = field(ctx, shared_node, f"{path}.shared", boolean)
     python = field(ctx, table.take("python"), f"{path}.python", interpreter)
     io_size = field(ctx, table.take("io_size"), f"{path}.io_size", size)
-    files = field(ctx, table.take("metadata_files"), f"{path}.metadata_files", positive_int)
-    repeats = field(ctx, table.take("import_repeats"), f"{path}.import_repeats", positive_int)
+    files = field(ctx, table.take("metadata_files"), f"{path}.metadata_files",
+                  whole(1, 10**6))
+    repeats = field(ctx, table.take("import_repeats"), f"{path}.import_repeats",
+                    whole(1, 100))
     cold = field(ctx, table.take("cold_cache"), f"{path}.cold_cache", boolean)
 
     def fs_clause(name: str, dim: Dim, op: str = ">=") -> Clause | None:
         return clause(ctx, table, key, name, dim, op)
 
     result = StorageSpec(
-        path=fs_path or "",
+        path=or_default(fs_path, ""),
         index=index,
         shared=bool(shared),
         shared_line=shared_node.start_mark.line + 1 if shared_node is not None else 0,
-        python=python or default_python,
-        io_size_bytes=io_size or 2**30,
-        metadata_files=files or 2000,
-        import_repeats=repeats or 3,
+        python=or_default(python, default_python),
+        io_size_bytes=or_default(io_size, 2**30),
+        metadata_files=or_default(files, 2000),
+        import_repeats=or_default(repeats, 3),
         cold_cache=True if cold is None else cold,
         capacity=fs_clause("capacity", Dim.SIZE),
         free=fs_clause("free", Dim.SIZE),
@@ -210,16 +225,16 @@ def _storage(ctx: Ctx, node: Node | None, default_python: str) -> tuple[StorageS
         ctx.error(node, "storage", f"expected a list of filesystems (- path: /data ...), "
                   f"got {kind(node)}")
         return ()
-    found: list[StorageSpec] = []
+    found: dict[str, StorageSpec] = {}
     for index, item in enumerate(node.value):
         fs = _filesystem(ctx, item, index, default_python)
         if fs is None:
             continue
-        if fs.path and any(other.path == fs.path for other in found):
+        if fs.path in found:
             ctx.error(item, f"storage[{index}].path", f"{fs.path} is listed twice")
             continue
-        found.append(fs)
-    return tuple(found)
+        found[fs.path or f"[{index}]"] = fs
+    return tuple(found.values())
 
 
 def _has_clauses(cluster: ClusterSpec, host: HostSpec,
@@ -231,49 +246,13 @@ def _has_clauses(cluster: ClusterSpec, host: HostSpec,
     return same or any(c is not None for c in (*host_clauses, *storage_clauses))
 
 
-_PLAIN_TAGS = {f"tag:yaml.org,2002:{name}" for name in
-               ("str", "int", "float", "bool", "null", "map", "seq", "merge", "timestamp")}
-
-
-def _check_tags(root: Node, file: str) -> None:
-    """Refuse YAML tags (`!!python/...`, `!custom`): a spec is plain data."""
-    seen: set[int] = set()
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if node.tag not in _PLAIN_TAGS:
-            raise SpecError(f"YAML tag {node.tag!r} is not allowed; a spec is plain data",
-                            file=file, line=node.start_mark.line + 1)
-        if isinstance(node, MappingNode):
-            stack.extend(item for pair in node.value for item in pair)
-        elif isinstance(node, SequenceNode):
-            stack.extend(node.value)
-
-
 def parse_spec(text: str, file: str) -> Spec:
     """Validate spec text; raise SpecError listing every problem found."""
     ctx = Ctx(file)
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        problem = exc.problem or exc.context or "invalid YAML"
-        hint = ""
-        if "chomping or indentation" in problem:
-            hint = " (quote values that start with '>' or '<', e.g. cpu_cores: \">= 192\")"
-        elif "'['" in problem:
-            hint = " (quote hostlists inside [...] lists, e.g. nodes: ['gpu-[001-004]', login01])"
-        raise SpecError(f"YAML syntax error: {problem}{hint}", file=file, line=line) from None
-    except yaml.YAMLError as exc:
-        raise SpecError(f"YAML error: {exc}", file=file) from None
+    root = compose(text, file)
     if root is None:
         raise SpecError("the spec is empty; it needs at least a cluster section "
                         "with name and nodes", file=file)
-    _check_tags(root, file)
     if not isinstance(root, MappingNode):
         raise SpecError(f"the spec must be a map with sections cluster, host, storage; "
                         f"got {kind(root)}", file=file, line=root.start_mark.line + 1)
@@ -296,38 +275,61 @@ def parse_spec(text: str, file: str) -> Spec:
         cluster = dataclasses.replace(cluster, nodes=allocation_nodes(ctx, slurm_node))
     interconnect = parse_interconnect(ctx, top.take("interconnect"), cluster, gpus)
     top.finish()
-    if not ctx.errors and gpus is None and interconnect is None and not _has_clauses(
+    if not ctx.count and gpus is None and interconnect is None and not _has_clauses(
             cluster, host, storage):
         raise SpecError("nothing to test: the spec has no host, storage, gpus or "
                         "interconnect clauses (see examples/trial.yaml)", file=file)
-    if ctx.errors:
-        if len(ctx.errors) == 1:
+    if ctx.count:
+        if ctx.count == 1:
             raise ctx.errors[0]
-        ordered = sorted(ctx.errors, key=lambda error: error.line or 0)
-        lines = "\n".join(f"  {error}" for error in ordered)
-        raise SpecError(f"{len(ctx.errors)} problems in the spec:\n{lines}", file=file)
+        raise SpecError.listing(ctx.errors, file, ctx.count)
     sha = hashlib.sha256(text.encode()).hexdigest()
     warnings = tuple(str(w) for w in sorted(ctx.warnings, key=lambda w: w.line or 0))
     return Spec(file=file, sha256=sha, cluster=cluster, host=host, storage=storage, gpus=gpus,
                 sim=sim, ssh=ssh, slurm=slurm, interconnect=interconnect, warnings=warnings)
 
 
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def _not_a_file(mode: int) -> str | None:
+    """What a file of `mode` is, if it is not a regular file."""
+    for test, what in _KINDS:
+        if test(mode):
+            return what
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def _read(name: str) -> bytes:
+    """The spec file's bytes: a regular file only (a FIFO, /dev/zero or a directory is
+    refused before it is read), and never more than MAX_SPEC_BYTES + 1 of them."""
+    what = _not_a_file(os.stat(name).st_mode)
+    if what is None:
+        # O_NONBLOCK: if the path was swapped for a FIFO since, opening does not wait
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            what = _not_a_file(os.fstat(fd).st_mode)
+            if what is None:
+                return handle.read(MAX_SPEC_BYTES + 1)
+    raise SpecError(f"is {what}, expected a YAML spec file", file=name)
+
+
 def load_spec(path: str | os.PathLike[str]) -> Spec:
     """Read and validate the spec file at `path`."""
     name = str(path)
-    file = Path(path)
     try:
-        if file.is_dir():
-            raise SpecError("is a directory, expected a YAML spec file", file=name)
-        if file.stat().st_size > MAX_SPEC_BYTES:
-            raise SpecError("is larger than 4 MiB; is this really a spec?", file=name)
-        data = file.read_bytes()
+        data = _read(name)
     except FileNotFoundError:
         raise SpecError("no such file", file=name) from None
     except PermissionError:
         raise SpecError("permission denied", file=name) from None
-    except OSError as exc:
-        raise SpecError(f"cannot read: {exc.strerror}", file=name) from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise SpecError(f"cannot read: {reason}", file=name) from None
+    if len(data) > MAX_SPEC_BYTES:
+        raise SpecError("is larger than 4 MiB; is this really a spec?", file=name)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
