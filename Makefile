@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/gpu_fidelity.py
 	$(BIN)/python bench/fanout.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/allreduce_fidelity.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/faults.py
 	$(BIN)/python bench/report_load.py
 
 clean:
