@@ -68,7 +68,13 @@ def test_good_spec_becomes_frozen_records() -> None:
     ("# only a comment\n", "trial.yaml: the spec is empty; it needs at least a cluster section "
                            "with name and nodes"),
     ("- a\n- b\n", "trial.yaml:1: the spec must be a map with sections cluster, host, storage; "
-                   "got a list"),
+                   "got a list (is this file a spec?)"),
+    # nothing of a file that is not a spec is echoed (a token, a password file's lines)
+    ("ghp_SECRET123\n", "trial.yaml:1: the spec must be a map with sections cluster, host, "
+                        "storage; got a scalar (is this file a spec?)"),
+    ("cluster: {name: x, nodes: [a]}\nroot:$6$secret:19000:0::: x\n",
+     "trial.yaml:2: <key not shown>: unknown key, not a plain name (not shown: is this file a "
+     "spec? known keys: cluster, host, storage, gpus, interconnect, sim, ssh, slurm)"),
     ("cluster: [a]\n", "trial.yaml:1: cluster: expected a map of name, nodes, launcher, python, "
                        "probe_timeout, parallel, got a list"),
     ("cluster: {name: x, nodes: a}\nhost:\n  cpu_cores: >= 192\n",

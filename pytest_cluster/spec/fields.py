@@ -16,6 +16,9 @@ from pytest_cluster.requirement import Requirement, parse_requirement
 from pytest_cluster.spec.model import Clause, ClusterSpec
 from pytest_cluster.units import UNITS, Dim, Quantity, parse_quantity
 
+#: Keys echoed in "unknown key" messages; others (a password file's lines, tokens) are not.
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+
 T = TypeVar("T")
 
 
@@ -152,6 +155,11 @@ class Map:
 
     def finish(self) -> None:
         for key, (key_node, _) in self.items.items():
+            if not _PLAIN_KEY.match(key):  # echo no line of a file that is not a spec
+                self.ctx.error(key_node, self.sub("<key not shown>"),
+                               "unknown key, not a plain name (not shown: is this file a "
+                               f"spec? known keys: {', '.join(self.known)})")
+                continue
             close = None if self.ctx.full else closest(key, self.known, cutoff=0.6)
             hint = f"; did you mean {close!r}?" if close else ""
             self.ctx.error(key_node, self.sub(key),

@@ -11,7 +11,7 @@ import hashlib
 import os
 import stat
 
-from yaml.nodes import MappingNode, Node, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pytest_cluster.errors import SpecError, UnitError
 from pytest_cluster.hostlist import MAX_NODES, expand_hostlist
@@ -255,7 +255,8 @@ def parse_spec(text: str, file: str) -> Spec:
                         "with name and nodes", file=file)
     if not isinstance(root, MappingNode):
         raise SpecError(f"the spec must be a map with sections cluster, host, storage; "
-                        f"got {kind(root)}", file=file, line=root.start_mark.line + 1)
+                        f"got {kind(root) if not isinstance(root, ScalarNode) else 'a scalar'}"
+                        " (is this file a spec?)", file=file, line=root.start_mark.line + 1)
     top = Map(ctx, root, "", ("cluster", "host", "storage", "gpus", "interconnect", "sim",
                               "ssh", "slurm"))
     slurm_node = top.items.get("slurm", (None, None))[1]
