@@ -442,7 +442,7 @@ def test_a_hanging_probe_is_killed_and_the_step_ends(slurm: NetnsCluster) -> Non
     for result in results.values():
         # killed by the runner on the node at 2 s, not by the launcher's later backstop
         assert result.error is ErrorKind.TIMEOUT, result.describe()
-        assert result.message == "killed on the node at its timeout"
+        assert result.message == "no answer within 2 s; killed on the node"
     time.sleep(0.5)
     for node in ("node1", "node4"):
         assert slurm.python_processes(node) == []

@@ -9,10 +9,11 @@ hold; every other node fails at once with SLURM's own words, instead of hanging 
   unknown, inval, a state we do not know, and a node sinfo does not list.
 - BUSY: held by another job (allocated, mixed, completing: `SLURM reports node2 allocated
   (held by job 97 of user alice)`), in a reservation (reserved, maint, `$`), in use by
-  another job and planned for a pending one (`mixed-`). A mixed node still has free CPUs and SLURM could start a 1-CPU
-  step there; we do not: a measurement on a node that another job loads is not a
-  measurement of the node. With `slurm.reservation` set, reserved and maint nodes are
-  expected (the burn-in runs inside the reservation) and srun decides.
+  another job and planned for a pending one (`mixed-`). A mixed node still has free CPUs
+  and SLURM could start a 1-CPU step there; we do not: a measurement on a node that
+  another job loads is not a measurement of the node. With `slurm.reservation` set,
+  reserved and maint nodes are expected (the burn-in runs inside the reservation) and
+  srun decides.
 - An idle node that the backfill scheduler keeps for a pending job (planned) may be kept
   for our own step that just gave up: it gets a step of its own after the idle nodes, and
   fails as busy only if SLURM does not give it within IMMEDIATE_S.
@@ -534,12 +535,14 @@ class SlurmLauncher(Launcher):
                                     "\n".join(task.stderr))
                 result = probe_result(node, call.name, finished, timeout_s, started,
                                       time.time() - started)
-                results[node] = classify_runner_exit(result, self.spec.python)
+                results[node] = classify_runner_exit(result, self.spec.python,
+                                                     within=self.timeout_text(timeout_s))
                 continue
             kind, message = ErrorKind.UNREACHABLE, NO_TASK
             if done.timed_out:
                 kind, message = (ErrorKind.TIMEOUT,
-                                 "no answer within the timeout; the step was cancelled")
+                                 f"no answer within {self.timeout_text(timeout_s)}; the step "
+                                 "was cancelled")
             elif node in errors.launch_failed:
                 message = (f"srun could not start the probe on {node}: "
                            f"{errors.launch_failed[node]}")
