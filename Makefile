@@ -36,6 +36,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/fanout.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/allreduce_fidelity.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/faults.py
+	$(BIN)/python bench/hostile_specs.py
 	$(BIN)/python bench/report_load.py
 
 clean:

@@ -39,7 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-CONNECT_S = 3.0
+CONNECT_S = 3.0  # the connect_timeout of NetnsCluster.launcher_section('ssh')
 PROBE_TIMEOUT_S = 10.0
 ALLOWANCE_S = 5.0
 SPEC = """\
@@ -82,16 +82,11 @@ class Bench:
         self.workdir = workdir
         self.excess: list[float] = []
 
-    def section(self, launcher: str) -> str:
-        if launcher == "ssh":
-            return (f"ssh:\n  config: {self.cluster.ssh_config}\n"
-                    f"  connect_timeout: {CONNECT_S:g} s")
-        return "slurm: {}"
-
     def spec(self, launcher: str, python: str = sys.executable, text: str = SPEC) -> Path:
         path = self.workdir / f"{launcher}-{time.monotonic_ns()}.yaml"
+        section = self.cluster.launcher_section(launcher)
         path.write_text(text.format(launcher=launcher, python=python,
-                                    timeout=PROBE_TIMEOUT_S, section=self.section(launcher)))
+                                    timeout=PROBE_TIMEOUT_S, section=section))
         return path
 
     def argv(self, spec: Path, *more: str) -> list[str]:
@@ -190,8 +185,8 @@ def main() -> int:
             if launcher == "ssh":
                 bench.fault("sshd stopped", launcher, healthy_s,
                             lambda: cluster.sshd_stopped(node), aim)
-                bench.fault("link down", launcher, healthy_s, lambda: link_down(cluster, node),
-                            aim)
+                bench.fault("link down", launcher, healthy_s,
+                            lambda: cluster.link_down(node), aim)
                 hang = Path(tmp) / "python-hangs-on-node4"
                 hang.write_text(HANG.format(address=cluster.addresses[node],
                                             python=sys.executable))
@@ -225,20 +220,6 @@ def message_timeout_s(cluster: object) -> float:
         if name.strip() == "MessageTimeout":
             return float(value.split()[0])
     return 10.0
-
-
-@contextlib.contextmanager
-def link_down(cluster: object, node: str) -> Iterator[None]:
-    from tests.netns_cluster import NetnsCluster  # noqa: PLC0415
-
-    assert isinstance(cluster, NetnsCluster)
-    link = ["ip", "-n", cluster.netns(node), "link", "set", "eth0"]
-    subprocess.run([*link, "down"], check=True, timeout=30)
-    try:
-        yield
-    finally:
-        subprocess.run([*link, "up"], check=True, timeout=30)
-        cluster.wait_for_port(node)
 
 
 @contextlib.contextmanager

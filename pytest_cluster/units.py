@@ -114,13 +114,7 @@ def parse_quantity(raw: object, dim: Dim) -> Quantity:
             value = math.inf
         if not math.isfinite(value):
             raise UnitError(f"{expected}, got {raw!r}")
-        if dim is Dim.COUNT:
-            return _checked(Quantity(value, dim, ""), raw, expected)
-        if dim is Dim.FRACTION:
-            if not 0.0 <= value <= 1.0:
-                raise UnitError(f"{expected} (a fraction is between 0 and 1), got {raw!r}")
-            return Quantity(value, dim, "")
-        raise UnitError(f"{expected}, got {raw!r} (a number needs a unit)")
+        return _unitless(value, dim, raw, expected)
     match = _QUANTITY_RE.match(raw)
     if not match:
         raise UnitError(f"{expected}, got {raw!r}")
@@ -130,13 +124,7 @@ def parse_quantity(raw: object, dim: Dim) -> Quantity:
     except UnitError:
         raise UnitError(f"{expected}, got {raw!r}") from None
     if not unit:
-        if dim is Dim.COUNT:
-            return _checked(Quantity(number, dim, ""), raw, expected)
-        if dim is Dim.FRACTION:
-            if not 0.0 <= number <= 1.0:
-                raise UnitError(f"{expected} (a fraction is between 0 and 1), got {raw!r}")
-            return Quantity(number, dim, "")
-        raise UnitError(f"{expected}, got {raw!r} (a number needs a unit)")
+        return _unitless(number, dim, raw, expected)
     known = UNITS.get(unit)
     if known is None:
         hint = _unit_hint(unit, dim)
@@ -148,6 +136,17 @@ def parse_quantity(raw: object, dim: Dim) -> Quantity:
     if dim is Dim.FRACTION and not 0.0 <= value <= 1.0:
         raise UnitError(f"{expected} (between 0% and 100%), got {raw!r}")
     return _checked(Quantity(value, dim, unit), raw, expected)
+
+
+def _unitless(value: float, dim: Dim, raw: object, expected: str) -> Quantity:
+    """A number written without a unit: a count or a fraction, else an error."""
+    if dim is Dim.COUNT:
+        return _checked(Quantity(value, dim, ""), raw, expected)
+    if dim is Dim.FRACTION:
+        if not 0.0 <= value <= 1.0:
+            raise UnitError(f"{expected} (a fraction is between 0 and 1), got {raw!r}")
+        return Quantity(value, dim, "")
+    raise UnitError(f"{expected}, got {raw!r} (a number needs a unit)")
 
 
 def _checked(quantity: Quantity, raw: object, expected: str) -> Quantity:

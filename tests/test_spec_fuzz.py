@@ -1,12 +1,11 @@
 """Structural fuzzing of the spec loader: random nesting depths, anchors and aliases (cycles
 included), merge keys, 'billion laughs', long lists, huge and odd scalars and wrong types in
 every section. Whatever the text, parse_spec returns a Spec or raises a SpecError (never
-another exception), in seconds, with a bounded message."""
+another exception), with a bounded message (bench/hostile_specs.py times the worst forms)."""
 
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 
 from hypothesis import HealthCheck, given, settings
@@ -213,13 +212,11 @@ def documents(draw: st.DrawFn) -> str:
 
 
 def check(text: str) -> None:
-    started = time.monotonic()
     try:
         assert isinstance(parse_spec(text, "fuzz.yaml"), Spec)
     except SpecError as exc:
         message = str(exc)
         assert len(message) <= (MAX_SHOWN + 2) * (MAX_LINE + 2) * 2, len(message)
-    assert time.monotonic() - started < 10
 
 
 @settings(max_examples=700, deadline=None,

