@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_cluster.launchers import REGISTRY
+from pytest_cluster.spec.launchers import KINDS, LauncherKind
 from tests.conftest import has_torch
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
@@ -192,6 +193,7 @@ def test_hung_node_fails_only_its_own_tests(pytester: pytest.Pytester, fs: Path,
     pytester.makepyfile(hunglauncher=HUNG_LAUNCHER)
     pytester.syspathinsert()
     monkeypatch.setitem(REGISTRY, "hung", "hunglauncher:HungNode")
+    monkeypatch.setitem(KINDS, "hung", LauncherKind("hung", python=None))
     pytester.makefile(".yaml", trial=spec_text(fs, nodes="[good, hung]", launcher="hung")
                       .replace("probe_timeout: 2 min", "probe_timeout: 2 s"))
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:randomly")
@@ -316,6 +318,7 @@ def test_software_mismatch_names_the_odd_node(pytester: pytest.Pytester, fs: Pat
     pytester.makepyfile(oddlauncher=ODD_LAUNCHER)
     pytester.syspathinsert()
     monkeypatch.setitem(REGISTRY, "odd", "oddlauncher:OddKernel")
+    monkeypatch.setitem(KINDS, "odd", LauncherKind("odd", python=None))
     pytester.makefile(".yaml", trial=spec_text(
         fs, nodes="[n1, odd]", launcher="odd",
         host='  software: {kernel: ">= 5.0"}\n', storage='    capacity: ">= 1 MiB"\n'))

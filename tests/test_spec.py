@@ -293,3 +293,21 @@ def test_gpu_defaults_are_safe() -> None:
                      "t.yaml").gpus
     assert off is not None and off.xid is None and off.nvlink is None
     assert off.nvlink_count is not None and off.nvlink_count.requirement.text == ">= 12"
+
+
+def test_the_spec_knows_the_launchers_the_registry_has() -> None:
+    """The spec imports no launcher: its own table of launcher kinds names the same ones, in
+    the same order, with the same default interpreter on the nodes."""
+    from pytest_cluster.launchers import REGISTRY, launcher_class
+    from pytest_cluster.spec.launchers import KINDS
+
+    assert list(KINDS) == list(REGISTRY)
+    for name, kind in KINDS.items():
+        assert kind.default_python() == launcher_class(name).default_python(), name
+
+
+def test_the_spec_knows_the_throttle_reasons_the_gpu_probe_reads() -> None:
+    from pytest_cluster.probes.gpu import THROTTLE_BITS
+    from pytest_cluster.spec.gpus import THROTTLES
+
+    assert tuple(THROTTLE_BITS) == THROTTLES

@@ -10,7 +10,6 @@ from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster.errors import UnitError
 from pytest_cluster.gpu_models import MODELS, model_named
-from pytest_cluster.probes.gpu import THROTTLE_BITS
 from pytest_cluster.requirement import parse_requirement
 from pytest_cluster.spec.fields import (
     Ctx,
@@ -30,6 +29,7 @@ from pytest_cluster.spec.fields import (
     time_between,
     whole,
 )
+from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import Clause, ClusterSpec, GpuSpec, Rule, SimFault, SimSpec
 from pytest_cluster.units import Dim, format_value, parse_quantity
 
@@ -207,7 +207,9 @@ FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen",
               "row_remap_pending", "row_remap_failure", "ecc_uncorrected", "nvlinks_down",
               "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor",
               "link_factor")
-THROTTLES = tuple(THROTTLE_BITS)  # the clocks event reasons that count as throttling
+#: The clocks event reasons that count as throttling (the GPU probe's THROTTLE_BITS: the spec
+#: imports no probe; tests/test_spec.py asserts both name the same).
+THROTTLES = ("hw_slowdown", "sw_thermal", "hw_thermal", "power_brake")
 #: Faults of a whole node, and what they change; the simulator applies them per node only.
 NODE_FAULTS = {"gpus": "the node's GPU count", "down": "the whole node",
                "link_factor": "the node's network"}
@@ -302,8 +304,9 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
 
 def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | None:
     if node is None:
-        if cluster.launcher == "sim":
-            ctx.error(None, "sim", "missing: launcher sim needs a sim section "
+        launcher = KINDS[cluster.launcher]
+        if launcher.section == "sim" and launcher.needs_section:
+            ctx.error(None, "sim", f"missing: launcher {launcher.name} needs a sim section "
                       "(gpu_model, gpus_per_node, faults)")
         return None
     if not for_launcher(ctx, node, "sim", cluster):

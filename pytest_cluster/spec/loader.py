@@ -15,7 +15,6 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pytest_cluster.errors import SpecError, UnitError
 from pytest_cluster.hostlist import MAX_NODES, expand_hostlist
-from pytest_cluster.launchers import REGISTRY, default_python
 from pytest_cluster.requirement import (
     parse_version_requirement,
 )
@@ -36,6 +35,7 @@ from pytest_cluster.spec.fields import (
 )
 from pytest_cluster.spec.gpus import parse_gpus, parse_sim
 from pytest_cluster.spec.interconnect import parse_interconnect
+from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import (
     Clause,
     ClusterSpec,
@@ -106,8 +106,8 @@ def _cluster(ctx: Ctx, node: Node | None, allocation: bool = False) -> ClusterSp
         ctx.error(nodes_node, "cluster.nodes", "no nodes given")
 
     def launcher(raw: object) -> str:
-        if raw not in REGISTRY:
-            raise UnitError(f"expected one of {', '.join(REGISTRY)}, got {raw!r}")
+        if raw not in KINDS:
+            raise UnitError(f"expected one of {', '.join(KINDS)}, got {raw!r}")
         return str(raw)
 
     chosen = or_default(field(ctx, table.take("launcher"), "cluster.launcher", launcher),
@@ -118,7 +118,7 @@ def _cluster(ctx: Ctx, node: Node | None, allocation: bool = False) -> ClusterSp
         nodes=nodes,
         launcher=chosen,
         python=or_default(field(ctx, table.take("python"), "cluster.python", interpreter),
-                          default_python(chosen)),
+                          KINDS[chosen].default_python()),
         probe_timeout_s=or_default(field(ctx, table.take("probe_timeout"),
                                          "cluster.probe_timeout", timeout), 600.0),
         parallel=or_default(field(ctx, table.take("parallel"), "cluster.parallel",
@@ -265,9 +265,10 @@ def parse_spec(text: str, file: str) -> Spec:
     host = _host(ctx, top.take("host"))
     storage_node = top.take("storage")
     storage = _storage(ctx, storage_node, cluster.python)
-    if storage_node is not None and cluster.launcher == "sim":
-        ctx.error(storage_node, "storage", "the sim launcher simulates hosts and GPUs, not "
-                  "filesystems; test storage with launcher: local (or ssh, slurm)")
+    no_storage = KINDS[cluster.launcher].no_storage
+    if storage_node is not None and no_storage is not None:
+        ctx.error(storage_node, "storage", f"the {cluster.launcher} launcher {no_storage}; "
+                  "test storage with launcher: local (or ssh, slurm)")
     gpus = parse_gpus(ctx, top.take("gpus"))
     sim = parse_sim(ctx, top.take("sim", keep_null=True), cluster)
     ssh = parse_ssh(ctx, top.take("ssh"), cluster)
