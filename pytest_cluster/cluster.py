@@ -118,7 +118,7 @@ class Cluster:
         (writer, its write result, every node's read result). Not cached: run each time.
 
         The file is removed however the check ends: a write that fails removes its own
-        (probes/shared.py), and the last write started is removed here even when a
+        (probes/shared_fs.py), and the last write started is removed here even when a
         Ctrl-C cuts the check short. Its name carries the time by which its reads are
         over (a write and a read, each within probe_timeout, and 10 minutes for the
         clocks of the nodes and this machine to differ): a later write sweeps it after
@@ -127,9 +127,9 @@ class Cluster:
         margin_s = 600
 
         def call(token: str, mode: str) -> ProbeCall:
-            return ProbeCall("shared", ("--path", fs.path, "--token", token, mode))
+            return ProbeCall("shared_fs", ("--path", fs.path, "--token", token, mode))
 
-        write = ProbeResult(self.nodes[0], "shared", None, message="no node answered")
+        write = ProbeResult(self.nodes[0], "shared_fs", None, message="no node answered")
         writer = self.nodes[0]
         started: tuple[str, str] | None = None  # (node, token) of a write that may exist
         try:

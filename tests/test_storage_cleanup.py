@@ -335,7 +335,7 @@ def test_the_shared_write_sweeps_expired_files_and_leaves_running_checks_alone(
     for path in (expired, running, legacy):
         path.write_bytes(b"z" * 1000)
     token = f"{now + 3600}-fedcba987654"
-    data = run_probe("shared", "--path", str(scratch), "--token", token, "write")
+    data = run_probe("shared_fs", "--path", str(scratch), "--token", token, "write")
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(now - 5))
     assert data["leftovers"] == [
         {"path": str(expired), "bytes": 1000, "removed": True,
@@ -346,15 +346,15 @@ def test_the_shared_write_sweeps_expired_files_and_leaves_running_checks_alone(
                 "is checking this filesystem (the sweep removes it once it is 24 h old)"}]
     assert ours(scratch) == sorted([legacy.name, running.name,
                                     f".pytest-cluster-shared-{token}"])
-    removed = run_probe("shared", "--path", str(scratch), "--token", token, "remove")
+    removed = run_probe("shared_fs", "--path", str(scratch), "--token", token, "remove")
     assert removed["removed"] is True
-    again = run_probe("shared", "--path", str(scratch), "--token", token, "remove")
+    again = run_probe("shared_fs", "--path", str(scratch), "--token", token, "remove")
     assert again["removed"] is False
     assert "error" not in again
 
 
 def test_a_shared_token_that_is_not_ours_is_refused(scratch: Path) -> None:
-    data = run_probe("shared", "--path", str(scratch), "--token", "../../etc/x", "write")
+    data = run_probe("shared_fs", "--path", str(scratch), "--token", "../../etc/x", "write")
     assert data["error"].startswith("token '../../etc/x' is not <expires>-<12 hex digits>")
     assert ours(scratch) == []
 

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
-PROBES = ("host", "storage", "import_latency", "gpu", "gpu_perf", "shared", "job_node")
+PROBES = ("host", "storage", "import_latency", "gpu", "gpu_perf", "shared_fs", "job_node")
 
 
 @dataclass(frozen=True)

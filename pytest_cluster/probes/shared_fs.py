@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     if not (TOKEN.match(args.token) or LEGACY_TOKEN.match(args.token)):
         data["error"] = (f"token {args.token!r} is not <expires>-<12 hex digits>: the "
                          "controller and this probe are of different pytest-cluster versions")
-        print(json.dumps({"probe": "shared", "schema": 1, "data": data}))
+        print(json.dumps({"probe": "shared_fs", "schema": 1, "data": data}))
         return 0
     try:
         if args.mode == "write":
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
                 data["removed"] = False  # never written here, or swept already
     except OSError as exc:
         data["error"] = f"{args.mode} {name}: {exc.strerror or exc}"
-    print(json.dumps({"probe": "shared", "schema": 1, "data": data}))
+    print(json.dumps({"probe": "shared_fs", "schema": 1, "data": data}))
     return 0
 
 
