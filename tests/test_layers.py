@@ -1,0 +1,157 @@
+"""Layers point one way: what each part of the package may import, read from the source
+with `ast` (nothing is imported to check it).
+
+Launchers, jobs and the simulated cluster sit below the cluster, the fixtures, the
+evidence, the acceptance suites, the plugin and the session: none of them may import
+upward. Probes run on the nodes as one file each and import nothing of ours.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "pytest_cluster"
+ACCEPTANCE = ROOT / "acceptance"
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import of a module of ours: who imports what, where, and whether it is guarded
+    (inside `if TYPE_CHECKING:` or `if __name__ == "__main__":`)."""
+
+    module: str
+    target: str
+    line: int
+    guarded: bool
+
+    def __str__(self) -> str:
+        guard = " (guarded)" if self.guarded else ""
+        return f"{self.module}:{self.line} imports {self.target}{guard}"
+
+
+def module_name(path: Path) -> str:
+    """The dotted name a source file is imported as (acceptance/ is installed as
+    pytest_cluster.acceptance)."""
+    if path.is_relative_to(ACCEPTANCE):
+        parts = ("pytest_cluster", "acceptance", *path.relative_to(ACCEPTANCE).parts)
+    else:
+        parts = path.relative_to(ROOT).parts
+    names = [*parts[:-1], path.stem]
+    return ".".join(names[:-1] if names[-1] == "__init__" else names)
+
+
+def sources() -> dict[str, Path]:
+    """Every module of the package and of the acceptance suites, by dotted name."""
+    paths = [*PACKAGE.rglob("*.py"), *ACCEPTANCE.rglob("*.py")]
+    return {module_name(p): p for p in sorted(paths) if "__pycache__" not in p.parts}
+
+
+def _is_guard(test: ast.expr) -> bool:
+    """`TYPE_CHECKING`, `typing.TYPE_CHECKING` or `__name__ == "__main__"`."""
+    if isinstance(test, ast.Name) and test.id == "TYPE_CHECKING":
+        return True
+    if isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING":
+        return True
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__")
+
+
+def _walk(node: ast.AST, guarded: bool = False) -> Iterator[tuple[ast.AST, bool]]:
+    for child in ast.iter_child_nodes(node):
+        inside = guarded or (isinstance(node, ast.If) and _is_guard(node.test)
+                             and child in node.body)
+        yield child, inside
+        yield from _walk(child, inside)
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> list[Import]:
+    """The imports of modules of ours in one source file, resolved to module names (`from
+    pytest_cluster.probes import gpu_perf` is pytest_cluster.probes.gpu_perf)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = []
+    for node, guarded in _walk(ast.parse(path.read_text(encoding="utf-8"))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base
+                       for a in node.names]
+        found += [Import(name, target, node.lineno, guarded)  # type: ignore[attr-defined]
+                  for target in dict.fromkeys(targets)
+                  if target == "pytest_cluster" or target.startswith("pytest_cluster.")]
+    return found
+
+
+def all_imports() -> list[Import]:
+    modules = sources()
+    known = set(modules)
+    return [imp for name, path in modules.items() for imp in imports_of(name, path, known)]
+
+
+def within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+# -- the layers of launching: launchers, jobs, and what they stand on -----------------------
+
+#: What the modules under each prefix may import of ours (their own part included); a
+#: guarded import counts too: a type is a dependency as well.
+MAY_IMPORT: dict[str, tuple[str, ...]] = {
+    "pytest_cluster.launchers": ("pytest_cluster.launchers", "pytest_cluster.probes",
+                                 "pytest_cluster.sim", "pytest_cluster.spec",
+                                 "pytest_cluster.errors", "pytest_cluster.hostlist",
+                                 "pytest_cluster.units"),
+    "pytest_cluster.jobs": ("pytest_cluster.launchers", "pytest_cluster.probes",
+                            "pytest_cluster.errors"),
+}
+#: The top of the package: nothing below it may import these.
+UPPER = ("pytest_cluster.cluster", "pytest_cluster.fixtures", "pytest_cluster.evidence",
+         "pytest_cluster.acceptance", "pytest_cluster.plugin", "pytest_cluster.session")
+
+
+def test_the_import_reader_resolves_what_a_module_imports(tmp_path: Path) -> None:
+    source = tmp_path / "mod.py"
+    source.write_text("from typing import TYPE_CHECKING\n"
+                      "from pytest_cluster.probes import ProbeCall, gpu_perf\n"
+                      "from . import base\n"
+                      "if TYPE_CHECKING:\n"
+                      "    from pytest_cluster.spec.model import Spec\n"
+                      "def f():\n"
+                      "    import pytest_cluster.cluster\n")
+    known = {"pytest_cluster.probes", "pytest_cluster.probes.gpu_perf",
+             "pytest_cluster.launchers.base"}
+    assert [(i.target, i.line, i.guarded) for i in imports_of(
+        "pytest_cluster.launchers.mod", source, known)] == [
+        ("pytest_cluster.probes", 2, False), ("pytest_cluster.probes.gpu_perf", 2, False),
+        ("pytest_cluster.launchers.base", 3, False), ("pytest_cluster.spec.model", 5, True),
+        ("pytest_cluster.cluster", 7, False)]
+
+
+def test_probes_import_nothing_of_ours() -> None:
+    """A probe is sent to a node as one file: it can import nothing of this package."""
+    imports = all_imports()
+    assert "pytest_cluster.probes.job_node" in sources()
+    wrong = [str(i) for i in imports
+             if within(i.module, "pytest_cluster.probes") and not i.guarded]
+    assert wrong == []
+
+
+@pytest.mark.parametrize("prefix", sorted(MAY_IMPORT))
+def test_launching_layers_import_only_what_is_below_them(prefix: str) -> None:
+    imports = [i for i in all_imports() if within(i.module, prefix)]
+    assert any(within(m, prefix) for m in sources()), f"no module {prefix}"
+    allowed = MAY_IMPORT[prefix]
+    wrong = [str(i) for i in imports if not any(within(i.target, a) for a in allowed)]
+    assert wrong == []
+    upward = [str(i) for i in imports if any(within(i.target, u) for u in UPPER)]
+    assert upward == []
