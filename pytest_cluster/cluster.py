@@ -180,9 +180,9 @@ class Cluster:
         return f"interconnect-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
     def _jobs_at_once(self, jobs: int) -> int:
-        """Jobs on disjoint nodes run at once; with the local launcher every "node" is
-        this machine, so one at a time (they would share its CPUs and network)."""
-        if self.launcher.name == "local":
+        """Jobs on disjoint nodes run at once; where every "node" is this machine
+        (Launcher.one_host), one at a time (they would share its CPUs and network)."""
+        if self.launcher.one_host:
             return 1
         return max(1, min(jobs, self.spec.cluster.parallel))
 

@@ -70,3 +70,7 @@ class LaunchError(ClusterError):
 
 class ProbeFailed(ClusterError):
     """A probe result was asked for its payload but carries an error."""
+
+
+class JobFailed(ClusterError):
+    """A distributed job did not complete on every rank; the message names which."""

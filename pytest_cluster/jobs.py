@@ -10,20 +10,14 @@ per rank. Later suites (the interconnect benchmarks) build on this.
 from __future__ import annotations
 
 import base64
-import random
-import socket
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_cluster.errors import ClusterError
+from pytest_cluster.errors import JobFailed
 from pytest_cluster.launchers.base import Launcher, ProbeResult, in_parallel
 from pytest_cluster.probes import ProbeCall
 
-
-class JobFailed(ClusterError):
-    """A distributed job did not complete on every rank; the message names which."""
-
+__all__ = ["JobFailed", "JobResult", "JobSpec", "RankResult", "node_call", "run_job"]
 
 @dataclass(frozen=True)
 class JobSpec:
@@ -33,8 +27,8 @@ class JobSpec:
     args: tuple[str, ...] = ()
     init_timeout_s: float = 60.0  # for init_process_group(timeout=...)
     wall_timeout_s: float = 300.0  # the whole job, hard
-    master_port: int = 0  # 0: a random port in 29500-30499
-    master_addr: str | None = None  # None: asked of the first node
+    master_port: int = 0  # 0: the launcher's (Launcher.master_port)
+    master_addr: str | None = None  # None: the launcher's for the first node
 
 
 @dataclass(frozen=True)
@@ -94,35 +88,14 @@ def node_call(job: JobSpec, master_addr: str, port: int, node_rank: int) -> Prob
         "--program", base64.b64encode(job.program.encode()).decode(), "--", *job.args))
 
 
-def free_local_port() -> int:
-    """A TCP port free on this machine now (the local launcher's ranks all run here)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def find_master_addr(launcher: Launcher, node: str, timeout_s: float) -> str:
-    if launcher.name == "local":
-        return "127.0.0.1"
-    result = launcher.run(ProbeCall("job_node", ("--whereami",)), [node], timeout_s)[node]
-    if not result.ok:
-        raise JobFailed(f"cannot find {node}'s address for MASTER_ADDR: {result.describe()}")
-    addresses: Sequence[str] = result.payload().get("addresses", [])
-    usable = [a for a in addresses if not a.startswith("127.")]
-    if not usable:
-        raise JobFailed(f"{node} has no address other nodes can reach (found "
-                        f"{list(addresses)}); give JobSpec.master_addr")
-    return usable[0]
-
-
 def run_job(launcher: Launcher, job: JobSpec) -> JobResult:
-    """Start the job on every node at once and wait for all ranks (or the wall clock)."""
+    """Start the job on every node at once and wait for all ranks (or the wall clock).
+    The master's address and port are the job's, else the launcher's
+    (Launcher.master_address, Launcher.master_port)."""
     if not job.nodes:
         raise ValueError("a job needs at least one node")
-    port = job.master_port or (free_local_port() if launcher.name == "local"
-                               else random.randint(29500, 30499))  # noqa: S311 - not a secret
-    master = job.master_addr or find_master_addr(launcher, job.nodes[0], job.init_timeout_s)
+    port = job.master_port or launcher.master_port()
+    master = job.master_addr or launcher.master_address(job.nodes[0], job.init_timeout_s)
     # the launcher's own timeout is a backstop: the node kills its ranks at wall_timeout_s
     timeout = job.wall_timeout_s + 30
 

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_cluster.launchers import launcher_class
 from pytest_cluster.spec.model import Spec
 from pytest_cluster.units import format_number
 
@@ -133,8 +134,9 @@ class ClauseTally:
 
 
 def is_simulated(spec: Spec) -> bool:
-    """Whether every result of this run comes from a simulated cluster."""
-    return spec.cluster.launcher == "sim"
+    """Whether every result of this run comes from a simulated cluster (its launcher's
+    Launcher.simulated)."""
+    return launcher_class(spec.cluster.launcher).simulated
 
 
 SIMULATED_BANNER = ("SIMULATED cluster: every number in this report is simulated from the "

@@ -6,19 +6,25 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from pytest_cluster.cluster import Cluster
 from pytest_cluster.jobs import JobFailed, JobSpec, node_call, run_job
-from pytest_cluster.launchers.base import Launcher
+from pytest_cluster.launchers.base import Launcher, ProbeResult
 from pytest_cluster.launchers.local import LocalLauncher
 from pytest_cluster.launchers.slurm import SlurmLauncher
 from pytest_cluster.launchers.ssh import SshLauncher
+from pytest_cluster.probes import ProbeCall
+from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import ClusterSpec, SlurmSpec, SshSpec
 from tests.conftest import has_torch
 from tests.netns_cluster import NetnsCluster
@@ -46,6 +52,107 @@ dist.destroy_process_group()
 
 def local() -> LocalLauncher:
     return LocalLauncher(ClusterSpec("t", ("a", "b"), "local", sys.executable, 60, 8))
+
+
+class Answering(Launcher):
+    """A launcher no code knows by name: it answers job_node calls itself (each rank's
+    data is the MASTER_ADDR and MASTER_PORT it was given) and host calls with {}, and
+    records the calls. With `barrier`, every job_node call waits for that many others:
+    the test hangs (and fails at the barrier's guard) unless they run at once."""
+
+    name = "answering"
+
+    def __init__(self, barrier: int = 0) -> None:
+        super().__init__(ClusterSpec("t", ("a", "b", "c"), "answering", "python3", 60, 8))
+        self.calls: list[tuple[str, tuple[str, ...]]] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.lock = threading.Lock()
+        self.barrier = threading.Barrier(barrier) if barrier else None
+
+    def run(self, call: ProbeCall, nodes: Sequence[str],
+            timeout_s: float) -> dict[str, ProbeResult]:
+        return {node: self.answer(call, node) for node in nodes}
+
+    def answer(self, call: ProbeCall, node: str) -> ProbeResult:
+        with self.lock:
+            self.calls.append((node, call.args))
+        if call.name == "host":
+            return ProbeResult(node, "host", {})
+        if call.args == ("--whereami",):
+            return ProbeResult(node, "job_node", {
+                "addresses": ["127.0.1.1", f"10.0.0.{len(node)}", "10.9.9.9"],
+                "hostname": node})
+        with self.lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            if self.barrier is not None:
+                self.barrier.wait(30)  # a hang guard, not a timing
+            args = dict(zip(call.args[:-1:2], call.args[1::2], strict=False))
+            rank = int(args["--node-rank"])
+            data = {"master": args["--master-addr"], "port": int(args["--master-port"])}
+            return ProbeResult(node, "job_node", {"ranks": [
+                {"rank": rank, "local_rank": 0, "exit_code": 0, "ended_at": None,
+                 "data": data, "stderr_tail": ""}]})
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+
+class OneHost(Answering):
+    one_host = True
+
+
+def test_on_one_host_a_job_meets_on_this_machine_at_a_free_port() -> None:
+    launcher = OneHost()
+    result = run_job(launcher, JobSpec(("a", "b"), "print(1)"))
+    assert result.ok
+    assert result.master_addr == "127.0.0.1"
+    assert all(args != ("--whereami",) for _, args in launcher.calls)  # nothing asked
+    data = [r.data or {} for r in result.ranks]
+    assert [d["master"] for d in data] == ["127.0.0.1"] * 2
+    port = data[0]["port"]
+    assert data[1]["port"] == port
+    with socket.socket() as sock:  # free here: nothing holds it
+        sock.bind(("127.0.0.1", port))
+
+
+def test_elsewhere_the_first_node_says_where_the_master_is() -> None:
+    launcher = Answering()
+    result = run_job(launcher, JobSpec(("b", "a"), "print(1)"))
+    assert result.ok
+    assert launcher.calls[0] == ("b", ("--whereami",))  # the first node of the job
+    assert result.master_addr == "10.0.0.1"  # its first address that is not loopback
+    ports = {r.data["port"] for r in result.ranks if r.data}
+    assert len(ports) == 1 and 29500 <= ports.pop() <= 30499
+    given = run_job(launcher, JobSpec(("a",), "print(1)", master_addr="h", master_port=7))
+    assert [r.data for r in given.ranks] == [{"master": "h", "port": 7}]
+
+
+def test_a_node_that_cannot_say_where_it_is_fails_the_job() -> None:
+    class Loopback(Answering):
+        def answer(self, call: ProbeCall, node: str) -> ProbeResult:
+            if call.args == ("--whereami",):
+                return ProbeResult(node, "job_node", {"addresses": ["127.0.1.1"]})
+            return super().answer(call, node)
+
+    with pytest.raises(JobFailed, match=r"^a has no address other nodes can reach \(found "
+                       r"\['127.0.1.1'\]\); give JobSpec.master_addr$"):
+        run_job(Loopback(), JobSpec(("a",), "print(1)"))
+
+
+@pytest.mark.parametrize(("launcher", "at_once"), [(OneHost(), 1), (Answering(3), 3)])
+def test_one_host_runs_its_benchmark_jobs_one_at_a_time(tmp_path: Path, launcher: Answering,
+                                                         at_once: int) -> None:
+    """Each node's own job (intra_node): one at a time where every node is this machine,
+    else all at once (the barrier makes the three jobs wait for each other)."""
+    spec = parse_spec("cluster: {name: t, nodes: [a, b, c]}\n"
+                      "interconnect: {payloads: [1 MiB], busbw: '>= 1 MB/s'}\n", "t.yaml")
+    Cluster(spec, tmp_path, launcher=launcher).intra_node("a", "all_reduce")
+    assert sorted(node for node, args in launcher.calls if "--node-rank" in args) == [
+        "a", "b", "c"]
+    assert launcher.most_in_flight == at_once
 
 
 def test_node_call_is_exact() -> None:

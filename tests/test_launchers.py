@@ -11,10 +11,18 @@ import pytest
 
 from pytest_cluster.cache import ProbeCache
 from pytest_cluster.errors import LaunchError, ProbeFailed
-from pytest_cluster.launchers import ErrorKind, ProbeResult, default_python, get_launcher
+from pytest_cluster.launchers import (
+    REGISTRY,
+    ErrorKind,
+    ProbeResult,
+    default_python,
+    get_launcher,
+    launcher_class,
+)
 from pytest_cluster.launchers.base import fan_out, run_process
 from pytest_cluster.launchers.local import LocalLauncher, probe_command
 from pytest_cluster.probes import ProbeCall
+from pytest_cluster.report import is_simulated
 from pytest_cluster.spec import load_spec, parse_spec
 from pytest_cluster.spec.model import ClusterSpec, Spec
 
@@ -47,6 +55,20 @@ def test_registry() -> None:
     assert isinstance(get_launcher(cluster()), LocalLauncher)
     with pytest.raises(LaunchError, match=r"unknown launcher 'pbs'; known: local, sim, ssh, slurm"):
         get_launcher(cluster(launcher="pbs"))
+
+
+def test_launchers_say_what_they_can_do() -> None:
+    """(simulated, one_host) per launcher: what the rest of the code asks, never a name."""
+    assert {name: (launcher_class(name).simulated, launcher_class(name).one_host)
+            for name in REGISTRY} == {"local": (False, True), "sim": (True, False),
+                                      "ssh": (False, False), "slurm": (False, False)}
+
+
+def test_a_run_is_simulated_when_its_launcher_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert is_simulated(load_spec(EXAMPLES / "sim-h100.yaml")) is True
+    assert is_simulated(cluster()) is False
+    monkeypatch.setattr(LocalLauncher, "simulated", True)  # asked, not inferred from a name
+    assert is_simulated(cluster()) is True
 
 
 def test_local_launcher_runs_every_node() -> None:

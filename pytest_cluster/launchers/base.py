@@ -16,7 +16,9 @@ import contextlib
 import enum
 import json
 import os
+import random
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -28,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from types import FrameType
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from pytest_cluster.errors import ProbeFailed
+from pytest_cluster.errors import JobFailed, ProbeFailed
 from pytest_cluster.probes import ProbeCall
 
 STDERR_TAIL = 2000
@@ -462,11 +464,40 @@ def fan_out(nodes: Sequence[str], one: Callable[[str], ProbeResult],
     return {result.node: result for result in in_parallel(one, nodes, parallel)}
 
 
+#: The master address of a job whose ranks all run on this machine.
+LOOPBACK = "127.0.0.1"
+#: The ports a job's master listens on when the nodes' free ports are not known here.
+MASTER_PORTS = (29500, 30499)
+
+
+def free_local_port() -> int:
+    """A TCP port free on this machine now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
 class Launcher(ABC):
-    """Runs a probe on nodes, in parallel, each under a timeout."""
+    """Runs a probe on nodes, in parallel, each under a timeout, and says what it can do:
+    the rest of the code asks that, never which launcher it is.
+
+    - `name`: the spec's `cluster.launcher` that picks it (the registry's key); for
+      messages, not to branch on.
+    - `simulated`: every result comes from the spec's description of the cluster, not
+      from hardware (the sim); its results are marked simulated, and so is the run
+      (report.is_simulated).
+    - `one_host`: every "node" is this machine (local): distributed jobs run one at a
+      time (they would share its CPUs and network), their master is 127.0.0.1 and their
+      port one that is free here.
+    - `master_address(node, timeout_s)`: where the other ranks of a job reach its rank 0
+      on `node` (MASTER_ADDR).
+    - `master_port()`: the port a new job's master listens on (MASTER_PORT).
+    """
 
     name: ClassVar[str]
     simulated: ClassVar[bool] = False
+    one_host: ClassVar[bool] = False
 
     def __init__(self, spec: ClusterSpec) -> None:
         self.spec = spec
@@ -492,6 +523,30 @@ class Launcher(ABC):
     def run(self, call: ProbeCall, nodes: Sequence[str],
             timeout_s: float) -> dict[str, ProbeResult]:
         """One ProbeResult per node; per-node failures are results, not exceptions."""
+
+    def master_address(self, node: str, timeout_s: float) -> str:
+        """The address the other nodes reach `node` on: 127.0.0.1 on one host; else the
+        first address the node reports (job_node --whereami) that is not a loopback one.
+        JobFailed says why there is none."""
+        if self.one_host:
+            return LOOPBACK
+        result = self.run(ProbeCall("job_node", ("--whereami",)), [node], timeout_s)[node]
+        if not result.ok:
+            raise JobFailed(f"cannot find {node}'s address for MASTER_ADDR: "
+                            f"{result.describe()}")
+        addresses: Sequence[str] = result.payload().get("addresses", [])
+        usable = [a for a in addresses if not a.startswith("127.")]
+        if not usable:
+            raise JobFailed(f"{node} has no address other nodes can reach (found "
+                            f"{list(addresses)}); give JobSpec.master_addr")
+        return usable[0]
+
+    def master_port(self) -> int:
+        """A port for a new job's master: one free here on one host; else a random one
+        in 29500-30499 (which ports are free on the node is not known here)."""
+        if self.one_host:
+            return free_local_port()
+        return random.randint(*MASTER_PORTS)  # noqa: S311 - not a secret
 
     def close(self) -> None:  # noqa: B027 - most launchers hold nothing
         """Release what the launcher holds (e.g. shared ssh connections)."""

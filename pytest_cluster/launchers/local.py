@@ -39,6 +39,7 @@ def name_interpreter(result: ProbeResult, python: str) -> ProbeResult:
 
 class LocalLauncher(Launcher):
     name = "local"
+    one_host = True
 
     @classmethod
     def default_python(cls) -> str:
