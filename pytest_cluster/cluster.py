@@ -13,8 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 from pathlib import Path
 
+from pytest_cluster.benchmark import run_collective
+from pytest_cluster.busbw import CollectiveRun, required_busbw
 from pytest_cluster.cache import ProbeCache
-from pytest_cluster.interconnect import CollectiveRun, required_busbw, run_collective
 from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
 from pytest_cluster.node_search import NodeSearch, find_slow_nodes
 from pytest_cluster.probes import ProbeCall

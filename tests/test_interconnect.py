@@ -18,15 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_cluster.benchmark import run_collective
+from pytest_cluster.busbw import CollectiveRun, aggregate, bus_factor, required_busbw, theoretical
 from pytest_cluster.errors import SpecError
-from pytest_cluster.interconnect import (
-    CollectiveRun,
-    aggregate,
-    bus_factor,
-    required_busbw,
-    run_collective,
-    theoretical,
-)
 from pytest_cluster.launchers.local import LocalLauncher
 from pytest_cluster.node_search import (
     FAILED,

@@ -113,6 +113,17 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
                                  "pytest_cluster.units"),
     "pytest_cluster.jobs": ("pytest_cluster.launchers", "pytest_cluster.probes",
                             "pytest_cluster.errors"),
+    # nccl-tests' formulas: pure, no launcher, no job
+    "pytest_cluster.busbw": ("pytest_cluster.requirement", "pytest_cluster.spec",
+                             "pytest_cluster.units"),
+    # benchmark jobs: busbw's numbers from jobs run through a launcher
+    "pytest_cluster.benchmark": ("pytest_cluster.busbw", "pytest_cluster.jobs",
+                                 "pytest_cluster.launchers", "pytest_cluster.probes",
+                                 "pytest_cluster.errors", "pytest_cluster.spec"),
+    # the simulated cluster: formulas and descriptions, never the job runner
+    "pytest_cluster.sim": ("pytest_cluster.sim", "pytest_cluster.busbw",
+                           "pytest_cluster.gpu_models", "pytest_cluster.probes",
+                           "pytest_cluster.spec", "pytest_cluster.units"),
 }
 #: The top of the package: nothing below it may import these.
 UPPER = ("pytest_cluster.cluster", "pytest_cluster.fixtures", "pytest_cluster.evidence",
@@ -155,3 +166,4 @@ def test_launching_layers_import_only_what_is_below_them(prefix: str) -> None:
     assert wrong == []
     upward = [str(i) for i in imports if any(within(i.target, u) for u in UPPER)]
     assert upward == []
+

@@ -8,8 +8,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
+from pytest_cluster.busbw import CollectiveRun, SizePoint, bus_factor, theoretical
 from pytest_cluster.gpu_models import MODELS
-from pytest_cluster.interconnect import CollectiveRun, SizePoint, bus_factor, theoretical
 from pytest_cluster.sim.cluster import describe_node, faults_on, gpu_count, gpu_link_rate, jitter
 from pytest_cluster.spec.model import InterconnectSpec, SimSpec
 

@@ -1,5 +1,6 @@
-"""Collective bandwidth on the controller: nccl-tests' formulas, the theoretical busbw a
-spec's links allow, and one benchmark job's result (the slow-node search: node_search).
+"""Collective bandwidth, pure: nccl-tests' formulas, the theoretical busbw a spec's links
+allow, and a benchmark's result (CollectiveRun). No launcher, no job: benchmark.py runs the
+jobs, the simulated cluster (sim/) answers them with these same formulas.
 
 nccl-tests (doc/PERFORMANCE.md): algbw = bytes / time; busbw = algbw x 2(n-1)/n for
 all_reduce, x (n-1)/n for all_gather, reduce_scatter and alltoall (whose bytes are the
@@ -13,10 +14,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from pytest_cluster.errors import ClusterError
-from pytest_cluster.jobs import JobSpec, run_job
-from pytest_cluster.launchers.base import Launcher
-from pytest_cluster.probes import probe_source
 from pytest_cluster.requirement import Requirement
 from pytest_cluster.spec.model import Clause, InterconnectSpec
 from pytest_cluster.units import Dim, Quantity, format_number
@@ -158,34 +155,3 @@ def aggregate(collective: str, ranks: Sequence[dict[str, Any]]) -> tuple[SizePoi
             tuple(nbytes / t * factor for t in per_iteration if t > 0),
             sum(int(s["wrong"]) for s in sizes), int(ranks[slowest]["rank"])))
     return tuple(points)
-
-
-def collective_job(spec: InterconnectSpec, collective: str, nodes: Sequence[str],
-                   sizes: Sequence[int]) -> JobSpec:
-    return JobSpec(nodes=tuple(nodes), program=probe_source("collective"),
-                   ranks_per_node=spec.ranks_per_node,
-                   args=("--collective", collective, "--sizes", ",".join(map(str, sizes)),
-                         "--warmup", str(spec.warmup), "--iterations", str(spec.iterations),
-                         "--backend", spec.backend),
-                   init_timeout_s=min(120.0, spec.timeout_s), wall_timeout_s=spec.timeout_s)
-
-
-def run_collective(launcher: Launcher, spec: InterconnectSpec, collective: str,
-                   nodes: Sequence[str], sizes: Sequence[int]) -> CollectiveRun:
-    """Run the benchmark as one distributed job; failures become the run's error."""
-    base = CollectiveRun(collective, spec.backend, tuple(nodes), spec.ranks_per_node)
-    try:
-        result = run_job(launcher, collective_job(spec, collective, nodes, sizes))
-    except (ClusterError, OSError, ValueError) as exc:  # the job's failure is the result
-        return replace(base, error=str(exc))
-    if not result.ok:
-        return replace(base, error=result.first_failure())
-    data = [r.data for r in result.ranks if r.data is not None]
-    first = data[0]
-    details: dict[str, Any] = {k: first[k] for k in ("torch", "nccl", "device") if k in first}
-    details["hosts"] = sorted({str(d.get("host")) for d in data})
-    try:
-        points = aggregate(collective, data)
-    except (KeyError, TypeError, ValueError) as exc:
-        return replace(base, error=f"bad benchmark output: {exc!r}")
-    return replace(base, points=points, details=details)
