@@ -2,25 +2,24 @@
 memory, usable memory, ECC, row remaps, PCIe, NVLink, throttling, temperature, power,
 XID errors, matmul TFLOPS, memory, host<->device and GPU<->GPU bandwidth).
 
-Every per-GPU case records the GPU's index, UUID and serial with its evidence.
+Every per-GPU case records the GPU's index, UUID and serial with its evidence. The node
+and GPU a case is about are its own parameters: the evidence knows them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from pytest_cluster.cluster import Cluster
+from pytest_cluster.contract_tests import checks, table_tests
 from pytest_cluster.evidence import Evidence, Promise
 from pytest_cluster.gpu_facts import gib, nvml_gpu, p2p_for, perf_gpu, xids_for
 from pytest_cluster.gpu_models import MODELS, model_of_nvml_name
 from pytest_cluster.launchers.base import ProbeResult
+from pytest_cluster.spec.clauses import Declaration
 from pytest_cluster.spec.model import Clause, GpuSpec, Rule, Spec
 from pytest_cluster.units import Dim
-
-UNIFORM = Rule("gpus.uniform", 0, "every GPU of a node is the same model")
-SAME_DRIVER = Rule("gpus.same_driver", 0, "the same NVIDIA driver on every node")
 
 
 def _gpus(spec: Spec) -> GpuSpec:
@@ -40,25 +39,24 @@ def _rule(spec: Spec, name: str) -> Rule:
     return item
 
 
-def _node_payload(evidence: Evidence, result: ProbeResult, node: str,
-                  promise: Promise, gpu: int | None = None) -> dict[str, Any]:
-    payload = evidence.require(result, promise, gpu=gpu)
+def _node_payload(evidence: Evidence, result: ProbeResult,
+                  promise: Promise) -> dict[str, Any]:
+    payload = evidence.require(result, promise)
     if "error" in payload:
-        evidence.cannot_measure(node, promise, payload["error"], gpu=gpu, raw=payload)
+        evidence.cannot_measure(promise, payload["error"], raw=payload)
     return payload
 
 
-def _nvml(evidence: Evidence, result: ProbeResult, node: str, gpu: int,
-          promise: Promise) -> dict[str, Any]:
-    """GPU `gpu`'s NVML entry; records its UUID and serial; fails if the node lacks it."""
+def _nvml(evidence: Evidence, result: ProbeResult, promise: Promise) -> dict[str, Any]:
+    """This GPU's NVML entry; records its UUID and serial; fails if the node lacks it."""
+    gpu = evidence.place.gpu
+    assert gpu is not None, "a per-GPU test"
     evidence.record(gpu=gpu)
-    payload = _node_payload(evidence, result, node, promise, gpu)
+    payload = _node_payload(evidence, result, promise)
     entry = nvml_gpu(payload, gpu)
     if entry is None:
-        evidence.cannot_measure(
-            node, promise, f"the node has no GPU {gpu}: NVML lists {payload.get('count')} "
-            f"GPU(s)", gpu=gpu,
-            kind="missing_gpu")
+        evidence.cannot_measure(promise, f"the node has no GPU {gpu}: NVML lists "
+                                f"{payload.get('count')} GPU(s)", kind="missing_gpu")
     evidence.record(gpu_uuid=entry.get("uuid"), gpu_serial=entry.get("serial"))
     return entry
 
@@ -86,46 +84,48 @@ def _perf_section(result: ProbeResult | None, nvml: dict[str, Any], gpu: int,
     return section
 
 
-def _perf(evidence: Evidence, result: ProbeResult | None, node: str, gpu: int,
-          promise: Promise, nvml: dict[str, Any], part: str) -> dict[str, Any]:
+def _perf(evidence: Evidence, result: ProbeResult | None, promise: Promise,
+          nvml: dict[str, Any], part: str) -> dict[str, Any]:
     """Section `part` of the torch probe's entry for this GPU, or fail saying why not."""
     assert result is not None, "the gpu_perf probe is not needed by this spec"
-    evidence.require(result, promise, gpu=gpu)  # the probe's own failure, with its kind
-    found = _perf_section(result, nvml, gpu, part)
+    assert evidence.place.gpu is not None, "a per-GPU test"
+    evidence.require(result, promise)  # the probe's own failure, with its kind
+    found = _perf_section(result, nvml, evidence.place.gpu, part)
     if isinstance(found, str):
-        evidence.cannot_measure(node, promise, found, gpu=gpu)
+        evidence.cannot_measure(promise, found)
     return found
 
 
 # -- per node ----------------------------------------------------------------------------
 
-@pytest.mark.clause("gpus.count")
-def test_gpu_count(cluster_spec: Spec, node: str, gpu_result: ProbeResult,
-                   evidence: Evidence) -> None:
+@checks("gpus.count")
+def test_gpu_count(cluster_spec: Spec, gpu_result: ProbeResult, evidence: Evidence) -> None:
     clause = _gpus(cluster_spec).count
-    payload = _node_payload(evidence, gpu_result, node, clause)
+    payload = _node_payload(evidence, gpu_result, clause)
     gpus = payload.get("gpus", [])
-    evidence.check(clause, payload["count"], node=node, result=gpu_result,
-                   method="nvmlDeviceGetCount",
+    evidence.check(clause, payload["count"], result=gpu_result, method="nvmlDeviceGetCount",
                    raw={"gpus": [{k: g.get(k) for k in ("index", "name", "uuid", "serial",
                                                          "pci_bus_id")} for g in gpus]})
 
 
-@pytest.mark.clause("gpus.uniform")
-def test_gpus_same_model(node: str, gpu_result: ProbeResult, evidence: Evidence) -> None:
-    payload = _node_payload(evidence, gpu_result, node, UNIFORM)
+@checks("gpus.uniform")
+def test_gpus_same_model(cluster_spec: Spec, gpu_result: ProbeResult,
+                         evidence: Evidence) -> None:
+    rule = _rule(cluster_spec, "uniform")
+    payload = _node_payload(evidence, gpu_result, rule)
     models: dict[str, list[int]] = {}
     for entry in payload.get("gpus", []):
         models.setdefault(str(entry.get("name")), []).append(int(entry["index"]))
     found = "; ".join(f"{len(ix)} x {name} (gpu {', '.join(map(str, ix))})"
                       for name, ix in models.items())
-    evidence.check_rule(UNIFORM, len(models) <= 1, found or "no GPUs", node=node,
-                        result=gpu_result, problem=f"GPUs of different models: {found}",
+    evidence.check_rule(rule, len(models) <= 1, found or "no GPUs", result=gpu_result,
+                        problem=f"GPUs of different models: {found}",
                         method="nvmlDeviceGetName")
 
 
-@pytest.mark.clause("gpus.same_driver")
+@checks("gpus.same_driver")
 def test_gpu_driver_same_on_all_nodes(cluster: Cluster, evidence: Evidence) -> None:
+    rule = _rule(cluster.spec, "same_driver")
     results = cluster.gpu_all()
     drivers: dict[str, list[str]] = {}
     unanswered: dict[str, str] = {}
@@ -139,55 +139,50 @@ def test_gpu_driver_same_on_all_nodes(cluster: Cluster, evidence: Evidence) -> N
         version = f"driver {data['driver']}, CUDA {data.get('cuda_driver')}"
         drivers.setdefault(version, []).append(name)
     found = "; ".join(f"{v} on {', '.join(nodes)}" for v, nodes in drivers.items())
-    evidence.check_same(SAME_DRIVER.key, SAME_DRIVER.line, "driver", drivers, unanswered,
-                        found, method="nvmlSystemGetDriverVersion, "
-                        "nvmlSystemGetCudaDriverVersion",
+    evidence.check_same(rule.key, rule.line, "driver", drivers, unanswered, found,
+                        method="nvmlSystemGetDriverVersion, nvmlSystemGetCudaDriverVersion",
                         raw={"drivers": drivers, "unanswered": unanswered})
 
 
 # -- per GPU: identity and health (NVML) -------------------------------------------------
 
-@pytest.mark.clause("gpus.model")
-def test_gpu_model(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResult,
+@checks("gpus.model")
+def test_gpu_model(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
                    evidence: Evidence) -> None:
     """The GPU is the promised model and form factor (an H100 PCIe is not an H100 SXM)."""
-    gpus = _gpus(cluster_spec)
-    assert gpus.model is not None
-    promised = MODELS[gpus.model]
-    rule = Rule("gpus.model", gpus.model_line,
-                f"{promised.key} ({promised.form_factor}, NVML name "
-                f"{' or '.join(promised.nvml_names)})")
-    entry = _nvml(evidence, gpu_result, node, gpu, rule)
+    promised = MODELS[str(_gpus(cluster_spec).model)]
+    rule = _rule(cluster_spec, "model")
+    entry = _nvml(evidence, gpu_result, rule)
     name = str(entry.get("name"))
     found = model_of_nvml_name(name)
     shown = f"{name} ({found.key}, {found.form_factor})" if found else f"{name} (unknown model)"
-    evidence.check_rule(rule, name in promised.nvml_names, shown, node=node, gpu=gpu,
-                        result=gpu_result, method="nvmlDeviceGetName",
+    evidence.check_rule(rule, name in promised.nvml_names, shown, result=gpu_result,
+                        method="nvmlDeviceGetName",
                         problem=f"is {shown}, the contract says {promised.key} "
                                 f"({promised.form_factor})",
                         raw={"name": name, "board_part": entry.get("board_part")})
 
 
-@pytest.mark.clause("gpus.memory")
-def test_gpu_memory(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResult,
+@checks("gpus.memory")
+def test_gpu_memory(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
                     evidence: Evidence) -> None:
     clause = _clause(cluster_spec, "memory")
-    entry = _nvml(evidence, gpu_result, node, gpu, clause)
+    entry = _nvml(evidence, gpu_result, clause)
     memory = entry["memory"]
     if "error" in memory:
-        evidence.cannot_measure(node, clause, memory["error"], gpu=gpu)
-    evidence.check(clause, memory["total"], node=node, gpu=gpu, result=gpu_result,
+        evidence.cannot_measure(clause, memory["error"])
+    evidence.check(clause, memory["total"], result=gpu_result,
                    method="nvmlDeviceGetMemoryInfo total", raw=memory)
 
 
-@pytest.mark.clause("gpus.usable_memory")
-def test_gpu_memory_usable(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResult,
+@checks("gpus.usable_memory")
+def test_gpu_memory_usable(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
                            gpu_perf_result: ProbeResult | None, evidence: Evidence) -> None:
     """What a job can really allocate (torch, until out of memory), not the datasheet."""
     clause = _clause(cluster_spec, "usable_memory")
-    entry = _nvml(evidence, gpu_result, node, gpu, clause)
+    entry = _nvml(evidence, gpu_result, clause)
     assert gpu_perf_result is not None
-    section = _perf(evidence, gpu_perf_result, node, gpu, clause, entry, "usable_memory")
+    section = _perf(evidence, gpu_perf_result, clause, entry, "usable_memory")
     allocated = float(section["allocated_bytes"])
     total = float(entry["memory"].get("total") or section["cuda_total_bytes"])
     holders = [p for p in entry.get("processes", []) if isinstance(p, dict)]
@@ -197,59 +192,55 @@ def test_gpu_memory_usable(cluster_spec: Spec, node: str, gpu: int, gpu_result: 
             f"pid {p.get('pid')} ({gib(p['used_bytes']) if p.get('used_bytes') else '?'})"
             for p in holders)
     measured = allocated / total if clause.requirement.bound.dim is Dim.FRACTION else allocated
-    evidence.check(clause, measured, node=node, gpu=gpu, result=gpu_perf_result,
+    evidence.check(clause, measured, result=gpu_perf_result,
                    method=f"{section.get('method')}: {gib(allocated)} of {gib(total)}",
                    raw={**section, "nvml_total_bytes": total, "processes": holders},
                    note=note)
 
 
-@pytest.mark.clause("gpus.ecc_uncorrected")
-def test_gpu_ecc(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResult,
+@checks("gpus.ecc_uncorrected")
+def test_gpu_ecc(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
                  evidence: Evidence) -> None:
     """ECC is on and uncorrectable errors since the driver loaded are within the limit."""
-    clause = _clause(cluster_spec, "ecc_uncorrected")
-    _ecc(clause, "uncorrected", node, gpu, gpu_result, evidence)
+    _ecc(_clause(cluster_spec, "ecc_uncorrected"), "uncorrected", gpu_result, evidence)
 
 
-@pytest.mark.clause("gpus.ecc_corrected")
-def test_gpu_ecc_corrected(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResult,
+@checks("gpus.ecc_corrected")
+def test_gpu_ecc_corrected(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
                            evidence: Evidence) -> None:
-    clause = _clause(cluster_spec, "ecc_corrected")
-    _ecc(clause, "corrected", node, gpu, gpu_result, evidence)
+    _ecc(_clause(cluster_spec, "ecc_corrected"), "corrected", gpu_result, evidence)
 
 
-def _ecc(clause: Clause, kind: str, node: str, gpu: int, result: ProbeResult,
-         evidence: Evidence) -> None:
-    entry = _nvml(evidence, result, node, gpu, clause)
+def _ecc(clause: Clause, kind: str, result: ProbeResult, evidence: Evidence) -> None:
+    entry = _nvml(evidence, result, clause)
     ecc = entry["ecc"]
     mode = ecc.get("mode", {})
     if mode.get("current") == 0:
-        evidence.cannot_measure(node, clause, "ECC is disabled on this GPU, so memory "
-                                "errors are neither corrected nor counted", gpu=gpu,
-                                raw=ecc, kind="ecc_disabled")
+        evidence.cannot_measure(clause, "ECC is disabled on this GPU, so memory errors are "
+                                "neither corrected nor counted", raw=ecc, kind="ecc_disabled")
     count = ecc["volatile"][kind]
     if isinstance(count, dict):
-        evidence.cannot_measure(node, clause, count["error"], gpu=gpu, raw=ecc)
-    evidence.check(clause, count, node=node, gpu=gpu, result=result, raw=ecc,
+        evidence.cannot_measure(clause, count["error"], raw=ecc)
+    evidence.check(clause, count, result=result, raw=ecc,
                    method=f"nvmlDeviceGetTotalEccErrors({kind.upper()}, VOLATILE): since "
                           f"the driver loaded; lifetime (aggregate) in raw")
 
 
-@pytest.mark.clause("gpus.row_remap")
-def test_gpu_row_remap(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResult,
+@checks("gpus.row_remap")
+def test_gpu_row_remap(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
                        evidence: Evidence) -> None:
     """No row remap pending (needs a GPU reset) or failed (the GPU needs replacing)."""
     rule = _rule(cluster_spec, "row_remap")
-    entry = _nvml(evidence, gpu_result, node, gpu, rule)
+    entry = _nvml(evidence, gpu_result, rule)
     remap = entry["row_remap"]
     if "error" in remap:
         pages = remap.get("retired_pages", {})
         pending = pages.get("pending")
         if not isinstance(pending, int):
-            evidence.cannot_measure(node, rule, f"{remap['error']}; retired pages: {pages}",
-                                    gpu=gpu, raw=remap)
+            evidence.cannot_measure(rule, f"{remap['error']}; retired pages: {pages}",
+                                    raw=remap)
         evidence.check_rule(rule, not pending, f"retired pages pending: {bool(pending)}",
-                            node=node, gpu=gpu, result=gpu_result, raw=remap,
+                            result=gpu_result, raw=remap,
                             problem="retired memory pages are pending (reset the GPU)",
                             method="nvmlDeviceGetRetiredPagesPendingStatus (pre-Ampere)")
         return
@@ -261,23 +252,22 @@ def test_gpu_row_remap(cluster_spec: Spec, node: str, gpu: int, gpu_result: Prob
     shown = (f"pending {remap['pending']}, failure {remap['failure']}, "
              f"{remap['uncorrected_rows']} rows remapped for uncorrectable errors, "
              f"{remap['corrected_rows']} for correctable")
-    evidence.check_rule(rule, not problems, shown, node=node, gpu=gpu, result=gpu_result,
+    evidence.check_rule(rule, not problems, shown, result=gpu_result,
                         problem="; ".join(problems), method="nvmlDeviceGetRemappedRows",
                         raw=remap)
 
 
-@pytest.mark.clause("gpus.pcie")
-def test_gpu_pcie(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResult,
+@checks("gpus.pcie")
+def test_gpu_pcie(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
                   gpu_perf_result: ProbeResult | None, evidence: Evidence) -> None:
     """The PCIe link runs at its maximum generation and width - under load, because an
     idle GPU lowers its link speed to save power."""
     rule = _rule(cluster_spec, "pcie")
-    entry = _nvml(evidence, gpu_result, node, gpu, rule)
+    entry = _nvml(evidence, gpu_result, rule)
     pcie = entry["pcie"]
     for key in ("gen", "max_gen", "width", "max_width"):
         if not isinstance(pcie.get(key), int):
-            evidence.cannot_measure(node, rule, f"PCIe {key}: {pcie.get(key)}", gpu=gpu,
-                                    raw=pcie)
+            evidence.cannot_measure(rule, f"PCIe {key}: {pcie.get(key)}", raw=pcie)
     gen, width, when = pcie["gen"], pcie["width"], "idle"
     load_error = ""
     load = _perf_section(gpu_perf_result, entry, gpu, "load")
@@ -289,13 +279,12 @@ def test_gpu_pcie(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResu
     at_max = gen >= pcie["max_gen"] and width >= pcie["max_width"]
     if not at_max and when == "idle":
         evidence.cannot_measure(
-            node, rule, f"the link is at Gen{gen} x{width} while idle, below Gen"
-            f"{pcie['max_gen']} x{pcie['max_width']}; GPUs lower link speed when idle, so "
-            f"it must be read under load, which failed: {load_error or 'no load was run'}",
-            gpu=gpu, raw=pcie)
+            rule, f"the link is at Gen{gen} x{width} while idle, below Gen{pcie['max_gen']} "
+            f"x{pcie['max_width']}; GPUs lower link speed when idle, so it must be read "
+            f"under load, which failed: {load_error or 'no load was run'}", raw=pcie)
     shown = f"Gen{gen} x{width} ({when}), maximum Gen{pcie['max_gen']} x{pcie['max_width']}"
     evidence.check_rule(
-        rule, at_max, shown, node=node, gpu=gpu,
+        rule, at_max, shown,
         result=gpu_perf_result if when == "under load" and gpu_perf_result else gpu_result,
         problem=f"PCIe link at Gen{gen} x{width} {when}, below its maximum Gen"
                 f"{pcie['max_gen']} x{pcie['max_width']}",
@@ -304,19 +293,20 @@ def test_gpu_pcie(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResu
                "/Width at idle", raw={**pcie, "under_load": load})
 
 
-@pytest.mark.clause("gpus.nvlink")
-def test_gpu_nvlink(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResult,
+@checks("gpus.nvlink")
+def test_gpu_nvlink(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
                     evidence: Evidence) -> None:
+    """Every link up (a rule), or as many up as the contract says (a count)."""
     gpus = _gpus(cluster_spec)
-    promise: Promise = gpus.nvlink_count or _rule(cluster_spec, "nvlink")
-    entry = _nvml(evidence, gpu_result, node, gpu, promise)
+    promise = gpus.item("nvlink")
+    assert promise is not None, "gpus.nvlink is not in the contract"
+    entry = _nvml(evidence, gpu_result, promise)
     links = entry["nvlink"]
     down = [i for i, up in enumerate(links.get("links", [])) if not up]
-    if gpus.nvlink_count is not None:
-        evidence.check(gpus.nvlink_count, links["up"], node=node, gpu=gpu, result=gpu_result,
+    if isinstance(promise, Clause):
+        evidence.check(promise, links["up"], result=gpu_result,
                        method="nvmlDeviceGetNvLinkState per link", raw=links)
         return
-    assert isinstance(promise, Rule)
     model = MODELS.get(gpus.model or "")
     expected = model.nvlinks if model else None  # links NVML does not list are not up
     problems = []
@@ -327,29 +317,27 @@ def test_gpu_nvlink(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeRe
         problems.append(f"NVML lists {links['total']} NVLink links, the contract's "
                         f"{model.key if model else ''} has {expected}")
     shown = f"{links['up']} of {links['total']} links up"
-    evidence.check_rule(promise, not problems, shown, node=node, gpu=gpu, result=gpu_result,
+    evidence.check_rule(promise, not problems, shown, result=gpu_result,
                         problem="; ".join(problems),
                         method="nvmlDeviceGetNvLinkState per link", raw=links)
 
 
-@pytest.mark.clause("gpus.throttle")
-def test_gpu_throttle(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResult,
+@checks("gpus.throttle")
+def test_gpu_throttle(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
                       gpu_perf_result: ProbeResult | None, evidence: Evidence) -> None:
     """No HW slowdown, thermal or power-brake throttling while all GPUs run matmuls."""
     rule = _rule(cluster_spec, "throttle")
-    entry = _nvml(evidence, gpu_result, node, gpu, rule)
-    load = _perf(evidence, gpu_perf_result, node, gpu, rule, entry, "load")
+    entry = _nvml(evidence, gpu_result, rule)
+    load = _perf(evidence, gpu_perf_result, rule, entry, "load")
     if not load.get("load_samples"):
-        evidence.cannot_measure(node, rule, "no NVML sample was taken under load", gpu=gpu,
-                                raw=load)
+        evidence.cannot_measure(rule, "no NVML sample was taken under load", raw=load)
     assert gpu_perf_result is not None
     reasons = list(load.get("throttle", []))
     shown = (", ".join(reasons) or "none") + (
         f" in {load['load_samples']} samples under load (max {load.get('temperature_max_c')}"
         f" C, {load.get('power_max_w')} W, SM clock down to {load.get('sm_clock_min_mhz')} "
         f"MHz)")
-    evidence.check_rule(rule, not reasons, shown, node=node, gpu=gpu,
-                        result=gpu_perf_result,
+    evidence.check_rule(rule, not reasons, shown, result=gpu_perf_result,
                         problem=f"throttled under load: {', '.join(reasons)} (clocks event "
                                 f"reasons {load.get('reasons_mask', 0):#x}, SM clock down to "
                                 f"{load.get('sm_clock_min_mhz')} MHz, max "
@@ -358,58 +346,58 @@ def test_gpu_throttle(cluster_spec: Spec, node: str, gpu: int, gpu_result: Probe
                                "while every GPU of the node ran matmuls", raw=load)
 
 
-@pytest.mark.clause("gpus.temperature")
-def test_gpu_temperature(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResult,
+@checks("gpus.temperature")
+def test_gpu_temperature(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
                          gpu_perf_result: ProbeResult | None, evidence: Evidence) -> None:
     """The hottest the GPU got under load (at idle only if no load could be run)."""
     clause = _clause(cluster_spec, "temperature")
-    entry = _nvml(evidence, gpu_result, node, gpu, clause)
+    entry = _nvml(evidence, gpu_result, clause)
     load = _perf_section(gpu_perf_result, entry, gpu, "load")
     if isinstance(load, dict) and load.get("temperature_max_c") is not None:
         assert gpu_perf_result is not None
-        evidence.check(clause, float(load["temperature_max_c"]), node=node, gpu=gpu,
-                       result=gpu_perf_result, raw=load,
+        evidence.check(clause, float(load["temperature_max_c"]), result=gpu_perf_result,
+                       raw=load,
                        method="nvmlDeviceGetTemperature, highest while all GPUs ran matmuls")
         return
     temp = entry.get("temperature_c")
     if not isinstance(temp, (int, float)):
-        evidence.cannot_measure(node, clause, f"{temp}; under load: {load}", gpu=gpu)
-    evidence.check(clause, float(temp), node=node, gpu=gpu, result=gpu_result,
+        evidence.cannot_measure(clause, f"{temp}; under load: {load}")
+    evidence.check(clause, float(temp), result=gpu_result,
                    method=f"nvmlDeviceGetTemperature at idle (no load: {load})", raw=entry)
 
 
-@pytest.mark.clause("gpus.power_limit")
-def test_gpu_power_limit(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResult,
+@checks("gpus.power_limit")
+def test_gpu_power_limit(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
                          evidence: Evidence) -> None:
     """The enforced power limit (a GPU capped below its rating runs slower)."""
     clause = _clause(cluster_spec, "power_limit")
-    entry = _nvml(evidence, gpu_result, node, gpu, clause)
+    entry = _nvml(evidence, gpu_result, clause)
     limit = entry.get("power_limit_w")
     if not isinstance(limit, (int, float)):
-        evidence.cannot_measure(node, clause, str(limit), gpu=gpu)
-    evidence.check(clause, float(limit), node=node, gpu=gpu, result=gpu_result,
+        evidence.cannot_measure(clause, str(limit))
+    evidence.check(clause, float(limit), result=gpu_result,
                    method="nvmlDeviceGetEnforcedPowerLimit",
                    raw={k: entry.get(k) for k in ("power_limit_w", "power_default_limit_w",
                                                   "power_w")})
 
 
-@pytest.mark.clause("gpus.xid")
-def test_gpu_xid(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResult,
+@checks("gpus.xid")
+def test_gpu_xid(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
                  evidence: Evidence) -> None:
     """No critical XID error: NVML events over a window, and the kernel log if readable."""
     rule = _rule(cluster_spec, "xid")
-    entry = _nvml(evidence, gpu_result, node, gpu, rule)
+    entry = _nvml(evidence, gpu_result, rule)
     payload = gpu_result.payload()
     found, unreadable = xids_for(payload, entry)
     xid = payload.get("xid") or {}
     sources = 1 + isinstance(xid.get("kernel_log"), dict)
     if len(unreadable) == sources:
-        evidence.cannot_measure(node, rule, "; ".join(unreadable), gpu=gpu, raw=xid)
+        evidence.cannot_measure(rule, "; ".join(unreadable), raw=xid)
     critical = [x for x in found if x.critical]
     shown = ", ".join(f"XID {x.xid} ({x.source})" for x in found) or "none"
     read = "; ".join(unreadable)
     evidence.check_rule(rule, not critical, shown + (f"; unreadable: {read}" if read else ""),
-                        node=node, gpu=gpu, result=gpu_result,
+                        result=gpu_result,
                         problem="critical XID errors: " + ", ".join(
                             f"XID {x.xid} ({x.source})" for x in critical),
                         method="NVML XID events" + (", kernel log" if sources > 1 else ""),
@@ -418,78 +406,64 @@ def test_gpu_xid(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResul
 
 # -- per GPU: measured with torch --------------------------------------------------------
 
-@pytest.mark.clause("gpus.matmul")
-def test_gpu_matmul(cluster_spec: Spec, node: str, gpu: int, dtype: str,
-                    gpu_result: ProbeResult, gpu_perf_result: ProbeResult | None,
-                    evidence: Evidence) -> None:
+@checks("gpus.matmul")
+def test_gpu_matmul(cluster_spec: Spec, gpu: int, dtype: str, gpu_result: ProbeResult,
+                    gpu_perf_result: ProbeResult | None, evidence: Evidence) -> None:
     """Achieved matmul TFLOPS, every GPU of the node loaded at once (mamf-style)."""
     clause = dict(_gpus(cluster_spec).matmul)[dtype]
-    entry = _nvml(evidence, gpu_result, node, gpu, clause)
-    matmul = _perf(evidence, gpu_perf_result, node, gpu, clause, entry, "matmul")
+    entry = _nvml(evidence, gpu_result, clause)
+    matmul = _perf(evidence, gpu_perf_result, clause, entry, "matmul")
     found = matmul.get(dtype)
     if not isinstance(found, dict) or "error" in found:
         reason = found["error"] if isinstance(found, dict) else f"no {dtype} result"
-        evidence.cannot_measure(node, clause, reason, gpu=gpu, raw=found)
+        evidence.cannot_measure(clause, reason, raw=found)
     assert gpu_perf_result is not None
     m, n, k = found["shape"]
-    evidence.check(clause, found["tflops_median"] * 1e12, node=node, gpu=gpu,
-                   result=gpu_perf_result, raw=found,
+    evidence.check(clause, found["tflops_median"] * 1e12, result=gpu_perf_result, raw=found,
                    method=f"{found.get('method')}; {m}x{n}x{k} {dtype}, median of "
                           f"{found.get('iterations')}, max {found['tflops_max']:.1f} TFLOPS")
 
 
-def _bandwidth(spec: Spec, name: str, part: str, node: str, gpu: int,
-               gpu_result: ProbeResult, perf: ProbeResult | None,
-               evidence: Evidence) -> None:
-    clause = _clause(spec, name)
-    entry = _nvml(evidence, gpu_result, node, gpu, clause)
-    section = _perf(evidence, perf, node, gpu, clause, entry, part)
-    assert perf is not None
-    evidence.check(clause, float(section["bytes_per_s"]), node=node, gpu=gpu, result=perf,
-                   method=section.get("method"), raw=section)
+def _test(declaration: Declaration) -> Callable[..., None]:
+    """A clause compared with one field of the torch probe's part for this GPU (memory
+    bandwidth, host<->device copies)."""
+    reads = declaration.reads
+    assert reads is not None
+
+    def test(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
+             gpu_perf_result: ProbeResult | None, evidence: Evidence) -> None:
+        clause = _clause(cluster_spec, declaration.key)
+        entry = _nvml(evidence, gpu_result, clause)
+        part = _perf(evidence, gpu_perf_result, clause, entry, reads.part)
+        assert gpu_perf_result is not None
+        evidence.check(clause, float(part[reads.field]), result=gpu_perf_result,
+                       method=part.get(reads.method_field) or reads.method, raw=part)
+    test.__doc__ = _test.__doc__
+    return test
 
 
-@pytest.mark.clause("gpus.memory_bandwidth")
-def test_gpu_memory_bandwidth(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResult,
-                              gpu_perf_result: ProbeResult | None, evidence: Evidence) -> None:
-    """Device-to-device copy, bytes read + written counted."""
-    _bandwidth(cluster_spec, "memory_bandwidth", "copy", node, gpu, gpu_result,
-               gpu_perf_result, evidence)
+globals().update(table_tests("gpus", _test))
 
 
-@pytest.mark.clause("gpus.h2d")
-def test_gpu_h2d(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResult,
-                 gpu_perf_result: ProbeResult | None, evidence: Evidence) -> None:
-    """Host to device from pinned memory, one GPU at a time (its own PCIe link)."""
-    _bandwidth(cluster_spec, "h2d", "h2d", node, gpu, gpu_result, gpu_perf_result, evidence)
-
-
-@pytest.mark.clause("gpus.d2h")
-def test_gpu_d2h(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResult,
-                 gpu_perf_result: ProbeResult | None, evidence: Evidence) -> None:
-    _bandwidth(cluster_spec, "d2h", "d2h", node, gpu, gpu_result, gpu_perf_result, evidence)
-
-
-@pytest.mark.clause("gpus.p2p")
-def test_gpu_p2p(cluster_spec: Spec, node: str, gpu: int, gpu_result: ProbeResult,
+@checks("gpus.p2p")
+def test_gpu_p2p(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
                  gpu_perf_result: ProbeResult | None, evidence: Evidence) -> None:
     """GPU-to-GPU copies with every other GPU of the node (NVLink): the median over its
     pairs, naming the slowest partner."""
     clause = _clause(cluster_spec, "p2p")
-    entry = _nvml(evidence, gpu_result, node, gpu, clause)
+    entry = _nvml(evidence, gpu_result, clause)
     assert gpu_perf_result is not None
-    payload = _node_payload(evidence, gpu_perf_result, node, clause, gpu)
+    payload = _node_payload(evidence, gpu_perf_result, clause)
     section = payload.get("p2p")
     if isinstance(section, dict) and "error" in section:
-        evidence.cannot_measure(node, clause, section["error"], gpu=gpu, raw=section)
+        evidence.cannot_measure(clause, section["error"], raw=section)
     copies = p2p_for(payload, gpu)
     if copies is None:
-        evidence.cannot_measure(node, clause, f"no GPU-to-GPU copies with gpu{gpu}: torch "
-                                f"sees {payload.get('count')} GPU(s) on the node", gpu=gpu)
+        evidence.cannot_measure(clause, f"no GPU-to-GPU copies with gpu{gpu}: torch sees "
+                                f"{payload.get('count')} GPU(s) on the node")
     slowest = (f"slowest with gpu{copies.slowest_peer}: "
                f"{copies.slowest_bytes_per_s / 1e9:.1f} GB/s")
-    evidence.check(clause, copies.median_bytes_per_s, node=node, gpu=gpu,
-                   result=gpu_perf_result, note=slowest, raw={**copies.__dict__,
-                                                              "uuid": entry.get("uuid")},
+    evidence.check(clause, copies.median_bytes_per_s, result=gpu_perf_result, note=slowest,
+                   raw={**copies.__dict__, "uuid": entry.get("uuid")},
                    method=f"median over {copies.pairs} copies to and from the other GPUs; "
                           f"{slowest}")

@@ -7,10 +7,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import pytest
-
 from pytest_cluster.busbw import CollectiveRun, gbs, required_busbw
 from pytest_cluster.cluster import Cluster
+from pytest_cluster.contract_tests import checks
 from pytest_cluster.evidence import Evidence
 from pytest_cluster.node_search import FAILED, NOT_SEARCHED, SLOW, UNDECIDED
 from pytest_cluster.spec.model import InterconnectSpec
@@ -41,22 +40,22 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
     for p in run.points:  # JUnit keeps the sweep: one property per payload, in GB/s
         evidence.record(**{f"busbw_GBps[{size_id(p.bytes)}]": p.busbw / 1e9})
     if not run.ok:
-        evidence.cannot_measure(label, clause, run.error, raw=raw, kind="job_failed")
+        evidence.cannot_measure(clause, run.error, raw=raw, kind="job_failed", node=label)
     if spec.is_share and theory is None:
-        evidence.cannot_measure(label, clause, "no link rate in the spec to take the share "
-                                "of", raw=raw)
+        evidence.cannot_measure(clause, "no link rate in the spec to take the share of",
+                                raw=raw, node=label)
     point = run.at(payload)
     if point is None:
-        evidence.cannot_measure(label, clause, f"the payload {format_size(payload)} was not "
-                                "measured", raw=raw)
+        evidence.cannot_measure(clause, f"the payload {format_size(payload)} was not "
+                                "measured", raw=raw, node=label)
     low, median, high = point.spread
     raw.update(bytes=point.bytes, time_s=point.time_s, algbw=point.algbw,
                busbw_iterations=list(point.busbw_iterations), slowest_rank=point.slowest_rank,
                wrong=point.wrong)
     if point.wrong:
-        evidence.cannot_measure(label, clause, f"{point.wrong} wrong value(s) in the result: "
-                                "the collective is broken, its speed does not count",
-                                raw=raw, kind="wrong_result")
+        evidence.cannot_measure(clause, f"{point.wrong} wrong value(s) in the result: the "
+                                "collective is broken, its speed does not count", raw=raw,
+                                kind="wrong_result", node=label)
     factor = "2(n-1)/n" if run.collective == "all_reduce" else "(n-1)/n"
     method = METHOD.format(backend=run.backend, iterations=spec.iterations,
                            warmup=spec.warmup, factor=factor)
@@ -69,7 +68,7 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
                    note=note)
 
 
-@pytest.mark.clause("interconnect.intra_node")
+@checks("interconnect.intra_node")
 def test_collective_intra_node(cluster: Cluster, node: str, collective: str, payload: int,
                                evidence: Evidence) -> None:
     """All ranks (GPUs) of one node: the intra-node link (NVLink)."""
@@ -79,7 +78,7 @@ def test_collective_intra_node(cluster: Cluster, node: str, collective: str, pay
     _check(evidence, spec, cluster.intra_node(node, collective), payload, node, 1)
 
 
-@pytest.mark.clause("interconnect.inter_node")
+@checks("interconnect.inter_node")
 def test_collective_inter_node(cluster: Cluster, node_count: int, collective: str,
                                payload: int, evidence: Evidence) -> None:
     """The first `node_count` nodes of the spec in one job: the network between nodes."""
@@ -89,7 +88,7 @@ def test_collective_inter_node(cluster: Cluster, node_count: int, collective: st
     _check(evidence, spec, run, payload, label, node_count)
 
 
-@pytest.mark.clause("interconnect.node_network")
+@checks("interconnect.node_network")
 def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
     """This node's share of the slow-node search: all_reduce with known-good partners.
     A node is failed as slow only against a known-good partner; when the search could not
@@ -109,15 +108,15 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
                 "failed)") if search.not_searched else ""
     if verdict is None or verdict.status == NOT_SEARCHED:
         why = verdict.why if verdict is not None else search.note or "not in the search"
-        evidence.cannot_measure(node, clause, f"not searched: {why}", raw=raw)
+        evidence.cannot_measure(clause, f"not searched: {why}", raw=raw)
     if verdict.status == UNDECIDED:
         tried = (f"; below the bar with {', '.join(verdict.partners)}" if verdict.partners
                  and not math.isnan(verdict.busbw) else "")
-        evidence.cannot_measure(node, clause, f"the slow-node search could not decide: "
+        evidence.cannot_measure(clause, f"the slow-node search could not decide: "
                                 f"{verdict.why}{tried}{left_out}", raw=raw, kind="undecided")
     if verdict.status == FAILED or math.isnan(verdict.busbw):
         evidence.cannot_measure(
-            node, clause, f"{verdict.why or 'the all_reduce failed'} (round {verdict.round}"
+            clause, f"{verdict.why or 'the all_reduce failed'} (round {verdict.round}"
             f" of the search)", raw=raw, kind="job_failed")
     partners = ", ".join(verdict.partners)
     why = (f"all_reduce {format_size(spec.search_payload)} with {partners} (round "
@@ -125,5 +124,5 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
     if verdict.status == SLOW:
         why += (f"; {partners} reached the bar with other nodes, so this node is the slow "
                 f"one{left_out}")
-    evidence.check(clause, verdict.busbw, node=node, result=None, raw=raw, note=why,
+    evidence.check(clause, verdict.busbw, result=None, raw=raw, note=why,
                    method="pairs, then suspects with known-good nodes (nccl-tests busbw)")

@@ -1,5 +1,7 @@
 """Storage clauses per node and filesystem: capacity, free space, write, read, metadata
-rate and `import torch` latency.
+rate (each a field of the storage probe's payload compared with the clause, a test per
+declared clause: `test_storage_write[node01-/data]`), `import torch` latency, and that a
+shared filesystem is shared.
 
 Files an earlier, killed run left on a tested filesystem (the probes' `leftovers`, see
 probes/storage.py) are notes, not failures: each case that reads the probe records them
@@ -9,14 +11,15 @@ summary), saying whether the sweep removed it and why."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from pytest_cluster.cluster import Cluster
+from pytest_cluster.contract_tests import check_reading, checks, table_tests
 from pytest_cluster.evidence import Evidence
 from pytest_cluster.launchers.base import ProbeResult
-from pytest_cluster.spec.model import Clause, Rule, StorageSpec
+from pytest_cluster.spec.clauses import Declaration, declared
+from pytest_cluster.spec.model import Clause, StorageSpec
 from pytest_cluster.units import format_size
 
 
@@ -45,99 +48,56 @@ def _leftovers(evidence: Evidence, node: str, payload: dict[str, Any]) -> None:
         warnings.warn(LeftoverWarning(leftover_note(node, item)), stacklevel=2)
 
 
-def _clause(fs: StorageSpec, name: str) -> Clause:
-    clause = fs.clause(name)
-    assert clause is not None, f"storage[{fs.path}].{name} is not in the contract"
+def _clause(fs: StorageSpec, key: str) -> Clause:
+    clause = fs.clause(key)
+    assert clause is not None, f"{declared(f'storage.{key}').name(fs.path)} is not in the contract"
     return clause
 
 
-def _part(evidence: Evidence, result: ProbeResult, node: str, fs: StorageSpec,
-          clause: Clause, part: str) -> dict[str, Any]:
-    payload = evidence.require(result, clause, fs.path)
-    _leftovers(evidence, node, payload)
-    if "error" in payload:
-        evidence.cannot_measure(node, clause, payload["error"], fs.path, raw=payload)
-    section: dict[str, Any] = payload.get(part) or {}
-    if "error" in section or not section:
-        reason = section.get("error", f"the probe returned no {part} result")
-        evidence.cannot_measure(node, clause, reason, fs.path, raw=section)
-    return section
+def _test(declaration: Declaration) -> Callable[..., None]:
+    def test(node: str, filesystem: StorageSpec, storage_result: ProbeResult,
+             evidence: Evidence) -> None:
+        clause = _clause(filesystem, declaration.key)
+        payload = evidence.require(storage_result, clause)
+        _leftovers(evidence, node, payload)
+        check_reading(evidence, declaration, clause, storage_result, payload)
+    return test
 
 
-def _check(evidence: Evidence, result: ProbeResult, node: str, fs: StorageSpec, name: str,
-           part: str, value: str, method: str | None = None) -> None:
-    """Compare `part[value]` of the storage probe with clause `name` of `fs`."""
-    clause = _clause(fs, name)
-    section = _part(evidence, result, node, fs, clause, part)
-    evidence.check(clause, section[value], node=node, filesystem=fs.path, result=result,
-                   method=method or section.get("method"), raw=section)
+globals().update(table_tests("storage", _test))
 
 
-@pytest.mark.clause("storage.capacity")
-def test_storage_capacity(node: str, filesystem: StorageSpec, storage_result: ProbeResult,
-                          evidence: Evidence) -> None:
-    _check(evidence, storage_result, node, filesystem, "capacity", "capacity", "total_bytes",
-           "statvfs total size")
-
-
-@pytest.mark.clause("storage.free")
-def test_storage_free(node: str, filesystem: StorageSpec, storage_result: ProbeResult,
-                      evidence: Evidence) -> None:
-    _check(evidence, storage_result, node, filesystem, "free", "capacity", "free_bytes",
-           "statvfs f_bavail (space a non-root user can still write)")
-
-
-@pytest.mark.clause("storage.write")
-def test_storage_write(node: str, filesystem: StorageSpec, storage_result: ProbeResult,
-                       evidence: Evidence) -> None:
-    _check(evidence, storage_result, node, filesystem, "write", "write", "bytes_per_s")
-
-
-@pytest.mark.clause("storage.read")
-def test_storage_read(node: str, filesystem: StorageSpec, storage_result: ProbeResult,
-                      evidence: Evidence) -> None:
-    _check(evidence, storage_result, node, filesystem, "read", "read", "bytes_per_s")
-
-
-@pytest.mark.clause("storage.metadata")
-def test_storage_metadata(node: str, filesystem: StorageSpec, storage_result: ProbeResult,
-                          evidence: Evidence) -> None:
-    _check(evidence, storage_result, node, filesystem, "metadata", "metadata", "ops_per_s")
-
-
-@pytest.mark.clause("storage.import_torch")
-def test_import_torch(node: str, filesystem: StorageSpec, import_result: ProbeResult,
+@checks("storage.import_torch")
+def test_import_torch(filesystem: StorageSpec, import_result: ProbeResult,
                       evidence: Evidence) -> None:
     """Cold start when the page cache could be dropped (root), else the warm median."""
     clause = _clause(filesystem, "import_torch")
-    data = evidence.require(import_result, clause, filesystem.path)
+    data = evidence.require(import_result, clause)
     if "error" in data:
-        evidence.cannot_measure(node, clause, data["error"], filesystem.path, raw=data)
+        evidence.cannot_measure(clause, data["error"], raw=data)
     cold = data.get("cold") or {}
     if cold.get("error"):
-        evidence.cannot_measure(node, clause, f"cold run failed: {cold['error']}",
-                                filesystem.path, raw=data)
+        evidence.cannot_measure(clause, f"cold run failed: {cold['error']}", raw=data)
     if "seconds" in cold:
         seconds, method = cold["seconds"], f"cold: {cold['method']}"
     else:
         seconds = data["warm"]["median_s"]
         why = cold.get("skipped", "cold run not asked for (cold_cache: false)")
         method = f"warm: median of {len(data['warm']['runs_s'])} runs ({why})"
-    evidence.check(clause, seconds, node=node, filesystem=filesystem.path,
-                   result=import_result, method=method, raw=data)
+    evidence.check(clause, seconds, result=import_result, method=method, raw=data)
 
 
-@pytest.mark.clause("storage.shared")
+@checks("storage.shared")
 def test_storage_shared(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence) -> None:
     """`shared: true` means it: a file written on one node is seen, byte for byte, on
     every other node."""
     writer, write, reads = cluster.shared_check(filesystem)
-    rule = Rule(f"storage[{filesystem.path}].shared", filesystem.shared_line,
-                "a file written on one node is seen with the same content on every node")
-    data = evidence.require(write, rule, filesystem.path)
+    rule = filesystem.rule("shared")
+    assert rule is not None, f"{filesystem.path} is not promised shared"
+    data = evidence.require(write, rule)
     _leftovers(evidence, writer, data)
     if "error" in data:
-        evidence.cannot_measure(writer, rule, data["error"], filesystem.path, raw=data)
+        evidence.cannot_measure(rule, data["error"], raw=data, node=writer)
     missing, different, failed = [], [], []
     for node, result in reads.items():
         seen = result.data if result.ok else None

@@ -2,11 +2,16 @@
 
 Everything is recorded as the test's `user_properties` (so JUnit `<properties>` carry it
 and pytest-xdist ships it to the controller, which writes results.jsonl and the HTML).
+Where a test looks (its node, GPU and filesystem) comes from the test's own parameters
+(`Place`), and whether its evidence is simulated from the results it read (`saw`): no
+call says either.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
 import pytest
@@ -43,12 +48,37 @@ def where(node: str, filesystem: str | None = None, gpu: int | None = None) -> s
     return f"{text} gpu{gpu}" if gpu is not None else text
 
 
-class Evidence:
-    """Bound to one test item: `check()` records the evidence and fails with the verdict."""
+@dataclass(frozen=True)
+class Place:
+    """What a test case is about: its node, filesystem (path) and GPU, if any."""
 
-    def __init__(self, item: pytest.Item) -> None:
+    node: str | None = None
+    filesystem: str | None = None
+    gpu: int | None = None
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any]) -> Place:
+        """From a test's parameters (`node`, `filesystem`, `gpu`)."""
+        node, fs, gpu = params.get("node"), params.get("filesystem"), params.get("gpu")
+        path = getattr(fs, "path", None)
+        return cls(node if isinstance(node, str) else None,
+                   path if isinstance(path, str) else None,
+                   gpu if isinstance(gpu, int) and not isinstance(gpu, bool) else None)
+
+
+class Evidence:
+    """Bound to one test item: `check()` records the evidence and fails with the verdict.
+    `node=` on a call names something else than the test's node (a group of nodes, the
+    writer of a shared file)."""
+
+    def __init__(self, item: pytest.Item, place: Place | None = None) -> None:
         self.item = item
+        callspec = getattr(item, "callspec", None)
+        self.place = place or Place.of(callspec.params if callspec is not None else {})
         self.simulated = False  # any result this test has read was simulated
+
+    def _node(self, node: str | None) -> str:
+        return node if node is not None else self.place.node or ""
 
     def saw(self, result: Result | None) -> None:
         """Note a result this test reads: a simulated one marks the whole test simulated,
@@ -62,53 +92,49 @@ class Evidence:
                 text = json.dumps(value, sort_keys=True, default=str) if name == "raw" else value
                 self.item.user_properties.append((name, text))
 
-    def gpu(self, index: int, uuid: str | None, serial: str | None) -> None:
-        """Name the GPU a per-GPU test is about (index, UUID, serial) in its evidence."""
-        self.record(gpu=index, gpu_uuid=uuid, gpu_serial=serial)
-
-    def require(self, result: ProbeResult, clause: Promise, filesystem: str | None = None,
-                gpu: int | None = None) -> dict[str, Any]:
+    def require(self, result: ProbeResult, clause: Promise) -> dict[str, Any]:
         """The probe's payload, or fail this test with the probe's error (kind, stderr)."""
         self.saw(result)
         if result.ok:
             return result.payload()
-        self.record(node=result.node, filesystem=filesystem, spec_key=clause.key,
+        self.record(node=result.node, filesystem=self.place.filesystem, spec_key=clause.key,
                     spec_line=clause.line, requirement=promise_text(clause),
                     error_kind=result.error.value if result.error else "failed",
                     probe=result.probe, simulated=result.simulated,
                     raw={"message": result.message, "exit_code": result.exit_code,
                          "stderr_tail": result.stderr_tail, "duration_s": result.duration_s})
+        gpu = self.place.gpu
         prefix = f"gpu{gpu}: " if gpu is not None else ""
         pytest.fail(_mark(prefix + result.describe(), result.simulated), pytrace=False)
 
-    def cannot_measure(self, node: str, clause: Promise, reason: str,
-                       filesystem: str | None = None, raw: Any = None,
-                       gpu: int | None = None, kind: str = "cannot_measure",
-                       simulated: bool = False) -> NoReturn:
-        """The probe ran but could not measure this clause: fail, saying why. Simulated
-        when `simulated` says so or any result this test read was simulated."""
-        simulated = simulated or self.simulated
-        self.record(node=node, filesystem=filesystem, spec_key=clause.key,
+    def cannot_measure(self, clause: Promise, reason: str, *, raw: Any = None,
+                       kind: str = "cannot_measure", node: str | None = None) -> NoReturn:
+        """The probe ran but could not measure this clause: fail, saying why (simulated
+        when a result this test read was)."""
+        place = self.place
+        node = self._node(node)
+        self.record(node=node, filesystem=place.filesystem, spec_key=clause.key,
                     spec_line=clause.line, requirement=promise_text(clause),
-                    error_kind=kind, raw=raw, simulated=simulated or None)
+                    error_kind=kind, raw=raw, simulated=self.simulated or None)
         name = clause.key.rsplit(".", 1)[-1]
-        text = f"{where(node, filesystem, gpu)} {name}: cannot measure: {reason}"
+        text = f"{where(node, place.filesystem, place.gpu)} {name}: cannot measure: {reason}"
         if kind != "cannot_measure":
-            text = f"{where(node, filesystem, gpu)} {name}: {reason}"
-        pytest.fail(_mark(text, simulated), pytrace=False)
+            text = f"{where(node, place.filesystem, place.gpu)} {name}: {reason}"
+        pytest.fail(_mark(text, self.simulated), pytrace=False)
 
-    def check(self, clause: Clause, measured: float, *, node: str,
-              result: ProbeResult | None, filesystem: str | None = None,
-              method: str | None = None, raw: Any = None, gpu: int | None = None,
-              note: str = "", simulated: bool = False) -> None:
+    def check(self, clause: Clause, measured: float, *, result: ProbeResult | None,
+              method: str | None = None, raw: Any = None, note: str = "",
+              node: str | None = None) -> None:
         """Record measured vs required for `clause` and fail unless it holds; `note` is
         added to the failure message (e.g. who else holds GPU memory). Without a probe
-        `result` (a benchmark job's number), `simulated` says whether it was simulated."""
+        `result` (a benchmark job's number), the results this test saw say whether it was
+        simulated."""
         req = clause.requirement
         unit_factor = _factor(req.unit)
         self.saw(result)
-        simulated = result.simulated if result is not None else simulated or self.simulated
-        self.record(node=node, filesystem=filesystem, spec_key=clause.key,
+        simulated = result.simulated if result is not None else self.simulated
+        place, node = self.place, self._node(node)
+        self.record(node=node, filesystem=place.filesystem, spec_key=clause.key,
                     spec_line=clause.line, requirement=req.text,
                     measured=measured / unit_factor,
                     required=req.bound.value / unit_factor, comparison=req.op,
@@ -116,29 +142,31 @@ class Evidence:
                     simulated=simulated, method=method,
                     probe_run=result.run_id if result is not None else None, raw=raw)
         name = clause.key.rsplit(".", 1)[-1]
-        verdict = req.check(measured, f"{where(node, filesystem, gpu)} {name}")
+        verdict = req.check(measured, f"{where(node, place.filesystem, place.gpu)} {name}")
         if not verdict.ok and note:
             verdict = Verdict(False, f"{verdict.message}; {note}")
         self._assert(verdict, simulated)
 
-    def check_rule(self, rule: Rule, ok: bool, measured: str, *, node: str,
-                   result: ProbeResult, problem: str, gpu: int | None = None,
-                   method: str | None = None, raw: Any = None) -> None:
+    def check_rule(self, rule: Rule, ok: bool, measured: str, *, result: ProbeResult,
+                   problem: str, method: str | None = None, raw: Any = None,
+                   node: str | None = None) -> None:
         """A health rule (no number to compare): record what was found, fail with
-        `problem` unless `ok`."""
+        `problem` unless `ok`. Its message names the node and GPU."""
+        node = self._node(node)
         self.record(node=node, spec_key=rule.key, spec_line=rule.line, requirement=rule.text,
                     measured=measured, simulated=result.simulated, method=method,
                     probe_run=result.run_id, raw=raw)
         name = rule.key.rsplit(".", 1)[-1]
-        self._assert(Verdict(ok, f"{where(node, gpu=gpu)} {name}: {problem}"),
+        self._assert(Verdict(ok, f"{where(node, gpu=self.place.gpu)} {name}: {problem}"),
                      result.simulated)
 
-    def check_version(self, clause: VersionClause, found: str | None, *, node: str,
-                      result: ProbeResult, source: str | None,
-                      asked: str | None = None) -> None:
+    def check_version(self, clause: VersionClause, found: str | None, *,
+                      result: ProbeResult, source: str | None, asked: str | None = None,
+                      node: str | None = None) -> None:
         """A version clause; `asked` names who was asked when nothing was found (e.g. the
         interpreter that has no torch)."""
         self.saw(result)
+        node = self._node(node)
         req = clause.requirement
         self.record(node=node, spec_key=clause.key, spec_line=clause.line, measured=found,
                     requirement=req.text, comparison=req.op, simulated=result.simulated,
@@ -171,13 +199,11 @@ class Evidence:
                       f"{unanswered[names[0]]})", "not_all_nodes")
         self.record(verdict="pass")
 
-    def fail(self, message: str, kind: str | None = None,
-             simulated: bool = False) -> NoReturn:
+    def fail(self, message: str, kind: str | None = None) -> NoReturn:
         """Fail a check that has no number to compare (versions that differ; with `kind`,
         one that could not be established, e.g. some nodes did not answer)."""
-        simulated = simulated or self.simulated
         self.record(error_kind=kind, verdict="fail")
-        pytest.fail(_mark(message, simulated), pytrace=False)
+        pytest.fail(_mark(message, self.simulated), pytrace=False)
 
     def _assert(self, verdict: Verdict, simulated: bool = False) -> None:
         self.record(verdict="pass" if verdict.ok else "fail")

@@ -36,7 +36,6 @@ from pytest_cluster.results import (
 from pytest_cluster.rundir import LATEST, point_latest, remove_if_empty
 from pytest_cluster.scorecard import scorecard_html
 from pytest_cluster.spec import Spec
-from pytest_cluster.state import CACHE_DIR_KEY
 from pytest_cluster.verdict import (
     ACCEPTED,
     NodeVerdict,
@@ -55,8 +54,9 @@ class ClusterSession:
     """Controller-only: the evidence of one run, in its own run directory."""
 
     def __init__(self, config: pytest.Config, spec: Spec, run_dir: Path | None,
-                 runs_checks: bool = True) -> None:
+                 cache_dir: Path, runs_checks: bool = True) -> None:
         self.config = config
+        self.cache_dir = cache_dir  # the probe results and the plan (the run's probes/)
         self.runs_checks = runs_checks  # False: --collect-only, --fixtures, ...
         self.spec = spec
         self.run_dir = run_dir
@@ -94,7 +94,7 @@ class ClusterSession:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput["cluster_cache_dir"] = str(self.config.stash[CACHE_DIR_KEY])
+        node.workerinput["cluster_cache_dir"] = str(self.cache_dir)
 
     # -- each case --------------------------------------------------------------------------
 
@@ -139,7 +139,7 @@ class ClusterSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        self.plan = Plan.read(self.config.stash[CACHE_DIR_KEY])
+        self.plan = Plan.read(self.cache_dir)
         if not self.runs_checks or self.collected_nothing:
             return
         ran = {str(r.get("case")) for r in self.records}
@@ -183,7 +183,7 @@ class ClusterSession:
             self.config.pluginmanager.unregister(xml)
             del self.config.stash[junitxml.xml_key]
         with contextlib.suppress(FileNotFoundError):
-            (self.config.stash[CACHE_DIR_KEY] / PLAN_FILE).unlink()
+            (self.cache_dir / PLAN_FILE).unlink()
         remove_if_empty(self.run_dir)
         self.run_dir = None
 
@@ -379,7 +379,7 @@ class ClusterSession:
             with contextlib.suppress(ValueError):
                 signal.signal(signal.SIGTERM, self._old_sigterm)
         if self.run_dir is None:
-            shutil.rmtree(config.stash[CACHE_DIR_KEY], ignore_errors=True)
+            shutil.rmtree(self.cache_dir, ignore_errors=True)
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

@@ -215,7 +215,9 @@ def test_no_torch_probe_when_nothing_needs_load() -> None:
     gpus = gpus_of("  count: 8\n  throttle: false\n  pcie: false\n")
     assert gpus.temperature is not None  # the default ceiling, judged under load
     assert gpu_perf_call(gpus) is not None
-    bare = GpuSpec(count=gpus.count, row_remap=gpus.row_remap)
+    remap = gpus.rule("row_remap")
+    assert remap is not None
+    bare = GpuSpec(clauses=(gpus.count, remap))
     assert gpu_perf_call(bare) is None
 
 

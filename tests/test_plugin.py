@@ -119,7 +119,7 @@ def test_impossible_requirement_fails_with_the_numbers(pytester: pytest.Pytester
     ("", "ERROR: trial.yaml: the spec is empty; it needs at least a cluster section with name "
          "and nodes"),
     ("cluster: {name: x, nodes: a}\nstorage:\n  - path: /data\n    write: 10 gigs\n",
-     "ERROR: trial.yaml:4: storage[0].write: expected a rate like '10 GB/s', got '10 gigs' "
+     "ERROR: trial.yaml:4: storage[/data].write: expected a rate like '10 GB/s', got '10 gigs' "
      "(unknown unit 'gigs'; known units: MB/s, GB/s, TB/s, MiB/s, GiB/s (bytes); Mb/s, Gb/s, "
      "Gbps, Tb/s (bits))"),
 ])

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from pytest_cluster.errors import SpecError
 from pytest_cluster.spec import load_spec, parse_spec
+from pytest_cluster.spec.model import Rule
 
 GOOD = """\
 cluster:
@@ -47,8 +48,9 @@ def test_good_spec_becomes_frozen_records() -> None:
     assert spec.host.cpu_cores is not None
     assert spec.host.cpu_cores.key == "host.cpu_cores"
     assert spec.host.cpu_cores.line == 9
-    assert spec.host.memory is not None
-    assert spec.host.memory.requirement.bound.value == 1.5 * 2**40
+    memory = spec.host.clause("memory")
+    assert memory is not None
+    assert memory.requirement.bound.value == 1.5 * 2**40
     assert [c.name for c in spec.host.software] == ["kernel", "torch"]
     fs = spec.storage[0]
     assert fs.path == "/data"
@@ -86,14 +88,14 @@ def test_good_spec_becomes_frozen_records() -> None:
     ("cluster: {name: x, nodes: a\n", "trial.yaml:2: YAML syntax error: expected ',' or '}', "
                                       "but got '<stream end>'"),
     ("cluster: {name: x, nodes: a}\nstorage:\n  - path: /data\n    write: 10 gigs\n",
-     "trial.yaml:4: storage[0].write: expected a rate like '10 GB/s', got '10 gigs' (unknown "
+     "trial.yaml:4: storage[/data].write: expected a rate like '10 GB/s', got '10 gigs' (unknown "
      "unit 'gigs'; known units: MB/s, GB/s, TB/s, MiB/s, GiB/s (bytes); Mb/s, Gb/s, Gbps, "
      "Tb/s (bits))"),
     ("cluster: {name: x, nodes: a}\nhost:\n  memroy: 1 TiB\n",
      "trial.yaml:3: host.memroy: unknown key; did you mean 'memory'? (known keys: cpu_cores, "
      "cpu_threads, memory, software, same_software)"),
     ("cluster: {name: x, nodes: a}\nstorage:\n  - path: /d\n    wirte: 1 GB/s\n",
-     "trial.yaml:4: storage[0].wirte: unknown key; did you mean 'write'? (known keys: path, "
+     "trial.yaml:4: storage[/d].wirte: unknown key; did you mean 'write'? (known keys: path, "
      "shared, capacity, free, write, read, metadata, import_torch, python, io_size, "
      "metadata_files, import_repeats, cold_cache)"),
     ("cluster: {name: x, nodes: a}\nstorage: {path: /data}\n",
@@ -126,7 +128,7 @@ def test_good_spec_becomes_frozen_records() -> None:
      "trial.yaml:2: interconnect.payloads: missing: the payload sizes the contract names, "
      "e.g. payloads: [4 GiB, 16 GiB] (busbw depends on the size)"),
     ("cluster: {name: x, nodes: a}\nstorage:\n  - path: /d\n    shared: maybe\n",
-     "trial.yaml:4: storage[0].shared: expected true or false, got 'maybe'"),
+     "trial.yaml:4: storage[/d].shared: expected true or false, got 'maybe'"),
     ("cluster: {name: x, nodes: a, parallel: 0}\n",
      "trial.yaml:1: cluster.parallel: expected a whole number >= 1, got 0"),
 ])
@@ -283,16 +285,17 @@ def test_gpu_defaults_are_safe() -> None:
     gpus = spec.gpus
     assert gpus is not None
     assert gpus.slots == 8
-    assert gpus.temperature is not None and gpus.temperature.requirement.text == "<= 85 C"
-    assert gpus.ecc_uncorrected is not None
-    assert gpus.ecc_uncorrected.requirement.text == "<= 0"
+    temperature, ecc = gpus.clause("temperature"), gpus.clause("ecc_uncorrected")
+    assert temperature is not None and temperature.requirement.text == "<= 85 C"
+    assert ecc is not None and ecc.requirement.text == "<= 0"
     for rule in (gpus.row_remap, gpus.pcie, gpus.nvlink, gpus.throttle, gpus.xid):
-        assert rule is not None and rule.line == 0
+        assert isinstance(rule, Rule) and rule.line == 0
     assert (gpus.memory, gpus.usable_memory, gpus.matmul) == (None, None, ())
     off = parse_spec("cluster: {name: x, nodes: a}\ngpus: {count: 8, nvlink: 12, xid: false}\n",
                      "t.yaml").gpus
-    assert off is not None and off.xid is None and off.nvlink is None
-    assert off.nvlink_count is not None and off.nvlink_count.requirement.text == ">= 12"
+    assert off is not None and off.xid is None
+    links = off.clause("nvlink")  # a number of links instead of the rule
+    assert links is not None and links.requirement.text == ">= 12"
 
 
 def test_the_spec_knows_the_launchers_the_registry_has() -> None:

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from pytest_cluster.errors import MAX_LINE, MAX_SHOWN, SpecError
 from pytest_cluster.spec import Spec, parse_spec
-from pytest_cluster.spec.gpus import DTYPES, FAULT_KEYS, GPU_KEYS
+from pytest_cluster.spec.clauses import DTYPES, SOFTWARE, keys
+from pytest_cluster.spec.gpus import FAULT_KEYS
 from pytest_cluster.spec.interconnect import KEYS as INTERCONNECT_KEYS
-from pytest_cluster.spec.loader import _STORAGE_KEYS, SOFTWARE
 from pytest_cluster.spec.slurm import KEYS as SLURM_KEYS
 from pytest_cluster.spec.ssh import ALLOWED, REFUSED
 from pytest_cluster.spec.ssh import KEYS as SSH_KEYS
@@ -23,10 +23,10 @@ from pytest_cluster.spec.ssh import KEYS as SSH_KEYS
 #: the keys of each map the validators read, so generated maps reach deep into each one
 MAP_KEYS: dict[str, tuple[str, ...]] = {
     "cluster": ("name", "nodes", "launcher", "python", "probe_timeout", "parallel"),
-    "host": ("cpu_cores", "cpu_threads", "memory", "software", "same_software"),
+    "host": keys("host"),
     "software": SOFTWARE,
-    "storage": _STORAGE_KEYS,
-    "gpus": GPU_KEYS,
+    "storage": keys("storage"),
+    "gpus": keys("gpus"),
     "matmul": DTYPES,
     "sim": ("gpu_model", "gpus_per_node", "cpu_cores", "cpu_threads", "memory", "faults",
             "latency"),

@@ -140,13 +140,13 @@ def test_allowed_options_pass_as_written_and_once() -> None:
      "t.yaml:2: host.cpu_cores: expected a count like 192, got 1.5 (a count is a whole "
      "number)"),
     ("cluster: {name: x, nodes: a}\nstorage:\n  - {path: /d, write: '>= -1 GB/s'}\n",
-     "t.yaml:3: storage[0].write: expected a rate like '10 GB/s', got '>= -1 GB/s' (a rate "
+     "t.yaml:3: storage[/d].write: expected a rate like '10 GB/s', got '>= -1 GB/s' (a rate "
      "cannot be negative)"),
     ("cluster: {name: x, nodes: a}\nstorage:\n  - {path: /d, import_torch: '<= -1 s'}\n",
-     "t.yaml:3: storage[0].import_torch: expected a time like '5 s', got '<= -1 s' (a time "
+     "t.yaml:3: storage[/d].import_torch: expected a time like '5 s', got '<= -1 s' (a time "
      "cannot be negative)"),
     ("cluster: {name: x, nodes: a}\nstorage:\n  - {path: /d, free: 1 GB, io_size: 1 PiB}\n",
-     "t.yaml:3: storage[0].io_size: expected a size from 1 MiB to 1 TiB, got '1 PiB'"),
+     "t.yaml:3: storage[/d].io_size: expected a size from 1 MiB to 1 TiB, got '1 PiB'"),
     ("cluster: {name: x, nodes: a}\ngpus: {count: 1, power_limit: '>= -700 W'}\n",
      "t.yaml:2: gpus.power_limit: expected a power like '700 W', got '>= -700 W' (a power "
      "cannot be negative)"),
@@ -176,7 +176,7 @@ def test_allowed_options_pass_as_written_and_once() -> None:
      "negative)"),
     ("cluster: {name: x, nodes: a}\nstorage:\n  - {path: /d, free: 1 GB, metadata_files: "
      "1000000000}\n",
-     "t.yaml:3: storage[0].metadata_files: expected a whole number from 1 to 1000000, got "
+     "t.yaml:3: storage[/d].metadata_files: expected a whole number from 1 to 1000000, got "
      "1000000000"),
 ])
 def test_negative_zero_and_absurd_numbers_are_refused(text: str, message: str) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.evidence import Evidence
+from pytest_cluster.evidence import Evidence, Place
 from pytest_cluster.launchers.base import ErrorKind, ProbeResult
 from pytest_cluster.plan import Case, Plan, not_checked
 from pytest_cluster.report import ClauseTally, margin, margin_text
@@ -188,12 +188,11 @@ class FakeItem:
 
 
 def test_simulated_follows_from_the_result_not_the_caller() -> None:
-    evidence = Evidence(FakeItem())  # type: ignore[arg-type]
+    evidence = Evidence(FakeItem(), Place("n1", gpu=0))  # type: ignore[arg-type]
     sim = ProbeResult("n1", "gpu", {"count": 0}, simulated=True)
     evidence.require(sim, Rule("gpus.xid", 3, "no XID errors"))
     with pytest.raises(pytest.fail.Exception, match=r"^\[SIMULATED\] n1 gpu0 xid: cannot"):
-        evidence.cannot_measure("n1", Rule("gpus.xid", 3, "no XID errors"), "no events",
-                                gpu=0)
+        evidence.cannot_measure(Rule("gpus.xid", 3, "no XID errors"), "no events")
     real = Evidence(FakeItem())  # type: ignore[arg-type]
     down = ProbeResult("n1", "host", None, error=ErrorKind.UNREACHABLE, message="refused")
     with pytest.raises(pytest.fail.Exception, match=r"^n1: host probe unreachable: refused"):

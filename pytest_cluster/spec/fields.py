@@ -13,7 +13,8 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pytest_cluster.errors import SpecError, UnitError
 from pytest_cluster.requirement import Requirement, parse_requirement
-from pytest_cluster.spec.model import Clause, ClusterSpec
+from pytest_cluster.spec.clauses import Declaration, Value, clauses
+from pytest_cluster.spec.model import Clause, ClusterSpec, Rule
 from pytest_cluster.units import UNITS, Dim, Quantity, parse_quantity
 
 #: Keys echoed in "unknown key" messages; others (a password file's lines, tokens) are not.
@@ -33,6 +34,7 @@ class Ctx:
     def __init__(self, file: str) -> None:
         self.file = file
         self.errors: list[SpecError] = []  # the first MAX_KEPT
+        self.where: list[tuple[int, int]] = []  # each kept error's line and column
         self.count = 0  # of all errors
         self.warnings: list[SpecError] = []  # located and rendered like errors
         self.paths: set[str] = set()  # of all errors
@@ -48,6 +50,13 @@ class Ctx:
         if len(self.errors) < MAX_KEPT:
             line = node.start_mark.line + 1 if node is not None else None
             self.errors.append(SpecError(message, file=self.file, line=line, path=path))
+            self.where.append((line or 0, node.start_mark.column if node is not None else 0))
+
+    def in_order(self) -> list[SpecError]:
+        """The kept errors as they stand in the file (line, then column), whatever order
+        the sections were validated in."""
+        order = sorted(range(len(self.errors)), key=self.where.__getitem__)
+        return [self.errors[index] for index in order]
 
     def failed(self, path: str) -> bool:
         """Whether an error was recorded at `path` (one set lookup, however many errors)."""
@@ -251,15 +260,27 @@ def or_default(value: T | None, default: T) -> T:
     return default if value is None else value
 
 
-def clause(ctx: Ctx, table: Map, key: str, name: str, dim: Dim,
-            default_op: str = ">=") -> Clause | None:
-    node = table.take(name)
-    path = f"{key}.{name}"
-    req: Requirement | None = field(ctx, node, table.sub(name),
-                                     lambda raw: parse_requirement(raw, dim, default_op))
+def clause(ctx: Ctx, table: Map, declaration: Declaration, where: str | None = None,
+           member: str | None = None) -> Clause | None:
+    """A clause written as `declaration` says (a comparison and a quantity of its dim), named
+    as its instance (`where`: the filesystem; `member`: e.g. the dtype); None if absent."""
+    key = member or declaration.key
+    node = table.take(key)
+    dim, op = declaration.dim, declaration.op
+    assert dim is not None, declaration.id
+    req: Requirement | None = field(ctx, node, table.sub(key),
+                                     lambda raw: parse_requirement(raw, dim, op))
     if req is None or node is None:
         return None
-    return Clause(path, node.start_mark.line + 1, req)
+    return Clause(declaration.name(where, member), node.start_mark.line + 1, req)
+
+
+def default(declaration: Declaration, where: str | None = None) -> Clause | None:
+    """What a declared clause requires when the spec leaves it out (None: nothing)."""
+    if declaration.default is None or declaration.dim is None:
+        return None
+    return Clause(declaration.name(where), 0,
+                  parse_requirement(declaration.default, declaration.dim, declaration.op))
 
 
 def share_or(ctx: Ctx, table: Map, key: str, name: str, dim: Dim,
@@ -281,3 +302,56 @@ def share_or(ctx: Ctx, table: Map, key: str, name: str, dim: Dim,
         return Clause(f"{key}.{name}", node.start_mark.line + 1, req)
 
     return field(ctx, node, table.sub(name), parse)
+
+
+def rule(ctx: Ctx, table: Map, declaration: Declaration) -> Rule | None:
+    """A health rule: on (its line 0) unless the spec says false; the words that keep it
+    on are the declaration's."""
+    node = table.take(declaration.key)
+    if node is None:
+        return Rule(declaration.id, 0, declaration.text)
+    words = declaration.on
+
+    def parse(raw: object) -> bool:
+        if raw is False:
+            return False
+        if raw in words:
+            return True
+        shown = " or ".join(repr(w) if isinstance(w, str) else "true" for w in words)
+        raise UnitError(f"expected {shown} (the default), or false to leave it out, got {raw!r}")
+
+    on = field(ctx, node, declaration.id, parse)
+    return Rule(declaration.id, node.start_mark.line + 1, declaration.text) if on else None
+
+
+def flag(ctx: Ctx, table: Map, declaration: Declaration,
+         where: str | None = None) -> tuple[bool | None, Rule | None]:
+    """A promise switched by true or false: the value (None if absent) and, when true, the
+    rule it promises."""
+    node = table.take(declaration.key)
+    on = field(ctx, node, table.sub(declaration.key), boolean)
+    if not on or node is None:
+        return on, None
+    return on, Rule(declaration.name(where), node.start_mark.line + 1, declaration.text)
+
+
+def promises(ctx: Ctx, table: Map, section: str, where: str | None = None,
+             skip: tuple[str, ...] = ()) -> tuple[Clause | Rule, ...]:
+    """The section's clauses that are quantities, shares or rules, parsed as declared (a
+    default where the spec leaves one out); the others (`skip`, versions, flags, members)
+    are the section parser's."""
+    found: list[Clause | Rule | None] = []
+    for declaration in clauses(section):
+        if declaration.key in skip:
+            continue
+        if declaration.value is Value.QUANTITY:
+            found.append(clause(ctx, table, declaration, where)
+                         or default(declaration, where))
+        elif declaration.value is Value.SHARE:
+            assert declaration.dim is not None
+            prefix = section if where is None else f"{section}[{where}]"
+            found.append(share_or(ctx, table, prefix, declaration.key, declaration.dim,
+                                  declaration.expected))
+        elif declaration.value is Value.RULE:
+            found.append(rule(ctx, table, declaration))
+    return tuple(item for item in found if item is not None)

@@ -11,6 +11,7 @@ from yaml.nodes import MappingNode, Node, SequenceNode
 from pytest_cluster.errors import UnitError
 from pytest_cluster.gpu_models import MODELS, model_named
 from pytest_cluster.requirement import parse_requirement
+from pytest_cluster.spec.clauses import Value, clauses, declared, keys
 from pytest_cluster.spec.fields import (
     Ctx,
     Map,
@@ -22,9 +23,10 @@ from pytest_cluster.spec.fields import (
     kind,
     or_default,
     positive_int,
+    promises,
     respelled,
+    rule,
     scalar,
-    share_or,
     text,
     time_between,
     whole,
@@ -34,24 +36,6 @@ from pytest_cluster.spec.model import Clause, ClusterSpec, GpuSpec, Rule, SimFau
 from pytest_cluster.units import Dim, format_value, parse_quantity
 
 T = TypeVar("T")
-DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")
-
-#: Health rules on by default when a `gpus:` section exists: (key, yaml words that keep it on,
-#: what it requires).
-RULES = {
-    "row_remap": "no pending or failed row remaps",
-    "pcie": "PCIe link at its maximum generation and width",
-    "nvlink": "every NVLink link up",
-    "throttle": "no HW slowdown, thermal or power-brake throttling under load",
-    "xid": "no critical XID errors",
-}
-_ON_WORDS = {"row_remap": (True,), "pcie": (True, "max"), "nvlink": (True, "all"),
-             "throttle": (True, "none"), "xid": (True, "none")}
-
-GPU_KEYS = ("count", "model", "memory", "usable_memory", "temperature", "ecc_uncorrected",
-            "ecc_corrected", "row_remap", "pcie", "nvlink", "throttle", "xid", "matmul",
-            "matmul_size", "memory_bandwidth", "h2d", "d2h", "p2p", "xid_window", "power_limit",
-            "load_time")
 
 
 def gpu_model(raw: object) -> str:
@@ -82,64 +66,58 @@ def _memory_slip(ctx: Ctx, memory: Clause | None, model: str | None) -> None:
              f"fail it{hint}")
 
 
-def _default(key: str, text_value: str, dim: Dim, op: str) -> Clause:
-    return Clause(key, 0, parse_requirement(text_value, dim, op))
-
-
-def _rule(ctx: Ctx, table: Map, name: str) -> Rule | None:
-    node = table.take(name)
-    if node is None:
-        return Rule(f"gpus.{name}", 0, RULES[name])
-    words = _ON_WORDS[name]
-
-    def parse(raw: object) -> bool:
-        if raw is False:
-            return False
-        if raw in words:
-            return True
-        shown = " or ".join(repr(w) if isinstance(w, str) else "true" for w in words)
-        raise UnitError(f"expected {shown} (the default), or false to leave it out, got {raw!r}")
-
-    on = field(ctx, node, f"gpus.{name}", parse)
-    return Rule(f"gpus.{name}", node.start_mark.line + 1, RULES[name]) if on else None
-
-
 def _matmul(ctx: Ctx, table: Map) -> tuple[tuple[str, Clause], ...]:
-    node = table.take("matmul")
+    declaration = declared("gpus.matmul")
+    node = table.take(declaration.key)
     if node is None:
         return ()
-    sub = Map(ctx, node, "gpus.matmul", DTYPES)
+    sub = Map(ctx, node, declaration.id, declaration.members)
     found = []
-    for dtype in DTYPES:
-        item = clause(ctx, sub, "gpus.matmul", dtype, Dim.FLOPS)
+    for dtype in declaration.members:
+        item = clause(ctx, sub, declaration, member=dtype)
         if item is not None:
             found.append((dtype, item))
     sub.finish()
     return tuple(found)
 
 
+def _model_rule(model: str, line: int) -> Rule:
+    """The promised model and form factor, as a rule (an H100 PCIe is not an H100 SXM)."""
+    promised = MODELS[model]
+    return Rule(declared("gpus.model").id, line,
+                f"{promised.key} ({promised.form_factor}, NVML name "
+                f"{' or '.join(promised.nvml_names)})")
+
+
+def _nvlink(ctx: Ctx, table: Map) -> Clause | Rule | None:
+    """A rule (every link up), or a count of links that must be up."""
+    declaration = declared("gpus.nvlink")
+    node = table.items.get(declaration.key, (None, None))[1]
+    if node is not None and isinstance(value := _plain(node), int) \
+            and not isinstance(value, bool):
+        return clause(ctx, table, declaration)
+    return rule(ctx, table, declaration)
+
+
+def _implied(section: str) -> tuple[Rule, ...]:
+    return tuple(Rule(d.id, 0, d.text) for d in clauses(section)
+                 if d.value is Value.IMPLIED)
+
+
 def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
     if node is None:
         return None
-    table = Map(ctx, node, "gpus", GPU_KEYS)
+    table = Map(ctx, node, "gpus", keys("gpus"))
     if not isinstance(node, MappingNode):
         return None
-    count = clause(ctx, table, "gpus", "count", Dim.COUNT, "==")
+    count = clause(ctx, table, declared("gpus.count"))
     if count is None and not ctx.failed("gpus.count"):
         ctx.error(node, "gpus.count", "missing: how many GPUs per node, e.g. count: 8")
     if count is not None and not 1 <= count.requirement.bound.value <= 64:
         ctx.error(node, "gpus.count", "expected between 1 and 64 GPUs per node")
     model_node = table.take("model")
     model = field(ctx, model_node, "gpus.model", gpu_model)
-    nvlink_node = table.items.get("nvlink", (None, None))[1]
-    nvlink_count: Clause | None = None
-    nvlink: Rule | None
-    if nvlink_node is not None and isinstance(scalar_value := _plain(nvlink_node), int) \
-            and not isinstance(scalar_value, bool):
-        nvlink_count = clause(ctx, table, "gpus", "nvlink", Dim.COUNT, ">=")
-        nvlink = None
-    else:
-        nvlink = _rule(ctx, table, "nvlink")
+    nvlink = _nvlink(ctx, table)
 
     def size(raw: object) -> int:
         if isinstance(raw, bool) or not isinstance(raw, int) or not 16 <= raw <= 65536:
@@ -163,40 +141,29 @@ def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
 
     window = time_between(0.001, 600, "from 1 ms to 10 min")
     load_time = time_between(1, 3600, "from 1 s to 1 h")
-
+    found = promises(ctx, table, "gpus", skip=("count", "nvlink"))
+    matmul = _matmul(ctx, table)
+    model_rule = () if model is None or model_node is None else (
+        _model_rule(model, model_node.start_mark.line + 1),)
     result = GpuSpec(
-        count=count or _default("gpus.count", "== 1", Dim.COUNT, "=="),
+        clauses=(count or _one_gpu(), *model_rule, *found, *((nvlink,) if nvlink else ()),
+                 *_implied("gpus")),
         model=model,
-        model_line=model_node.start_mark.line + 1 if model_node is not None else 0,
-        memory=clause(ctx, table, "gpus", "memory", Dim.SIZE),
-        usable_memory=share_or(ctx, table, "gpus", "usable_memory", Dim.SIZE,
-                               "a share of total like '95%' or a size like '76 GiB'"),
-        temperature=clause(ctx, table, "gpus", "temperature", Dim.TEMPERATURE, "<=")
-        or _default("gpus.temperature", "<= 85 C", Dim.TEMPERATURE, "<="),
-        ecc_uncorrected=clause(ctx, table, "gpus", "ecc_uncorrected", Dim.COUNT, "<=")
-        or _default("gpus.ecc_uncorrected", "<= 0", Dim.COUNT, "<="),
-        ecc_corrected=clause(ctx, table, "gpus", "ecc_corrected", Dim.COUNT, "<="),
-        row_remap=_rule(ctx, table, "row_remap"),
-        pcie=_rule(ctx, table, "pcie"),
-        nvlink=nvlink,
-        nvlink_count=nvlink_count,
-        throttle=_rule(ctx, table, "throttle"),
-        xid=_rule(ctx, table, "xid"),
-        matmul=_matmul(ctx, table),
-        memory_bandwidth=clause(ctx, table, "gpus", "memory_bandwidth", Dim.RATE),
-        h2d=clause(ctx, table, "gpus", "h2d", Dim.RATE),
-        d2h=clause(ctx, table, "gpus", "d2h", Dim.RATE),
-        p2p=clause(ctx, table, "gpus", "p2p", Dim.RATE),
+        matmul=matmul,
         matmul_shape=shape(table.take("matmul_size")),
         xid_window_s=or_default(field(ctx, table.take("xid_window"), "gpus.xid_window",
                                       window), 2.0),
-        power_limit=clause(ctx, table, "gpus", "power_limit", Dim.POWER),
         load_time_s=or_default(field(ctx, table.take("load_time"), "gpus.load_time",
                                      load_time), 10.0),
     )
     table.finish()
-    _memory_slip(ctx, result.memory, result.model)
+    _memory_slip(ctx, result.clause("memory"), result.model)
     return result
+
+
+def _one_gpu() -> Clause:
+    """The count of a spec whose count is wrong (already an error): one GPU."""
+    return Clause("gpus.count", 0, parse_requirement("== 1", Dim.COUNT, "=="))
 
 
 def _plain(node: Node) -> object:

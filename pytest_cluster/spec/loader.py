@@ -10,6 +10,8 @@ import dataclasses
 import hashlib
 import os
 import stat
+from collections.abc import Callable
+from typing import TypeVar
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -18,17 +20,19 @@ from pytest_cluster.hostlist import MAX_NODES, expand_hostlist
 from pytest_cluster.requirement import (
     parse_version_requirement,
 )
+from pytest_cluster.spec.clauses import declared, keys
 from pytest_cluster.spec.compose import compose
 from pytest_cluster.spec.fields import (
     Ctx,
     Map,
     boolean,
-    clause,
     field,
+    flag,
     interpreter,
     kind,
     or_default,
     positive_int,
+    promises,
     text,
     time_between,
     whole,
@@ -48,8 +52,8 @@ from pytest_cluster.spec.slurm import allocation_nodes, parse_slurm, wants_alloc
 from pytest_cluster.spec.ssh import parse_ssh
 from pytest_cluster.units import Dim, parse_quantity
 
-SOFTWARE = ("kernel", "python", "torch", "cuda", "nccl", "driver")
 MAX_SPEC_BYTES = 4 * 2**20
+T = TypeVar("T")
 
 
 def _nodes(ctx: Ctx, node: Node | None, path: str) -> tuple[str, ...]:
@@ -128,42 +132,37 @@ def _cluster(ctx: Ctx, node: Node | None, allocation: bool = False) -> ClusterSp
     return result
 
 
+def _software(ctx: Ctx, table: Map) -> tuple[VersionClause, ...]:
+    declaration = declared("host.software")
+    node = table.take(declaration.key)
+    if node is None:
+        return ()
+    found: list[VersionClause] = []
+    soft = Map(ctx, node, declaration.id, declaration.members)
+    for name in declaration.members:
+        item = soft.take(name)
+        req = field(ctx, item, declaration.name(member=name), parse_version_requirement)
+        if req is not None and item is not None:
+            found.append(VersionClause(declaration.name(member=name),
+                                       item.start_mark.line + 1, name, req))
+    soft.finish()
+    return tuple(found)
+
+
 def _host(ctx: Ctx, node: Node | None) -> HostSpec:
     if node is None:
         return HostSpec()
-    table = Map(ctx, node, "host",
-                 ("cpu_cores", "cpu_threads", "memory", "software", "same_software"))
-    software: list[VersionClause] = []
-    soft_node = table.take("software")
-    if soft_node is not None:
-        soft = Map(ctx, soft_node, "host.software", SOFTWARE)
-        for name in SOFTWARE:
-            item = soft.take(name)
-            req = field(ctx, item, f"host.software.{name}", parse_version_requirement)
-            if req is not None and item is not None:
-                software.append(VersionClause(f"host.software.{name}",
-                                              item.start_mark.line + 1, name, req))
-        soft.finish()
-    same = field(ctx, table.take("same_software"), "host.same_software", boolean)
-    result = HostSpec(
-        cpu_cores=clause(ctx, table, "host", "cpu_cores", Dim.COUNT),
-        cpu_threads=clause(ctx, table, "host", "cpu_threads", Dim.COUNT),
-        memory=clause(ctx, table, "host", "memory", Dim.SIZE),
-        software=tuple(software),
-        same_software=True if same is None else same,
-    )
+    table = Map(ctx, node, "host", keys("host"))
+    software = _software(ctx, table)
+    same, _ = flag(ctx, table, declared("host.same_software"))
+    result = HostSpec(clauses=promises(ctx, table, "host"), software=software,
+                      same_software=True if same is None else same)
     table.finish()
     return result
 
 
-_STORAGE_KEYS = ("path", "shared", "capacity", "free", "write", "read", "metadata",
-                 "import_torch", "python", "io_size", "metadata_files", "import_repeats",
-                 "cold_cache")
-
-
 def _filesystem(ctx: Ctx, node: Node, index: int, default_python: str) -> StorageSpec | None:
-    path = f"storage[{index}]"
-    table = Map(ctx, node, path, _STORAGE_KEYS)
+    table = Map(ctx, node, f"storage[{index}]", keys("storage"))
     if not isinstance(node, MappingNode):
         return None
 
@@ -173,10 +172,11 @@ def _filesystem(ctx: Ctx, node: Node, index: int, default_python: str) -> Storag
             raise UnitError(f"expected an absolute path like /data, got {raw!r}")
         return os.path.normpath(value)
 
-    fs_path = field(ctx, table.take("path"), f"{path}.path", absolute)
-    if fs_path is None and not ctx.failed(f"{path}.path"):
-        ctx.error(node, f"{path}.path", "missing: which filesystem path to test")
-    key = f"storage[{or_default(fs_path, index)}]"
+    fs_path = field(ctx, table.take("path"), table.sub("path"), absolute)
+    if fs_path is None and not ctx.failed(table.sub("path")):
+        ctx.error(node, table.sub("path"), "missing: which filesystem path to test")
+    if fs_path is not None:  # from here on the filesystem is named by its path
+        table.path = f"storage[{fs_path}]"
 
     def size(raw: object) -> int:
         value = int(parse_quantity(raw, Dim.SIZE).value)
@@ -184,35 +184,27 @@ def _filesystem(ctx: Ctx, node: Node, index: int, default_python: str) -> Storag
             raise UnitError(f"expected a size from 1 MiB to 1 TiB, got {raw!r}")
         return value
 
-    shared_node = table.take("shared")
-    shared = field(ctx, shared_node, f"{path}.shared", boolean)
-    python = field(ctx, table.take("python"), f"{path}.python", interpreter)
-    io_size = field(ctx, table.take("io_size"), f"{path}.io_size", size)
-    files = field(ctx, table.take("metadata_files"), f"{path}.metadata_files",
-                  whole(1, 10**6))
-    repeats = field(ctx, table.take("import_repeats"), f"{path}.import_repeats",
-                    whole(1, 100))
-    cold = field(ctx, table.take("cold_cache"), f"{path}.cold_cache", boolean)
+    def setting(key: str, parse: Callable[[object], T]) -> T | None:
+        return field(ctx, table.take(key), table.sub(key), parse)
 
-    def fs_clause(name: str, dim: Dim, op: str = ">=") -> Clause | None:
-        return clause(ctx, table, key, name, dim, op)
-
+    where = or_default(fs_path, str(index))
+    shared, shared_rule = flag(ctx, table, declared("storage.shared"), where)
+    python = setting("python", interpreter)
+    io_size = setting("io_size", size)
+    files = setting("metadata_files", whole(1, 10**6))
+    repeats = setting("import_repeats", whole(1, 100))
+    cold = setting("cold_cache", boolean)
+    found = promises(ctx, table, "storage", where)
     result = StorageSpec(
         path=or_default(fs_path, ""),
         index=index,
         shared=bool(shared),
-        shared_line=shared_node.start_mark.line + 1 if shared_node is not None else 0,
         python=or_default(python, default_python),
         io_size_bytes=or_default(io_size, 2**30),
         metadata_files=or_default(files, 2000),
         import_repeats=or_default(repeats, 3),
         cold_cache=True if cold is None else cold,
-        capacity=fs_clause("capacity", Dim.SIZE),
-        free=fs_clause("free", Dim.SIZE),
-        write=fs_clause("write", Dim.RATE),
-        read=fs_clause("read", Dim.RATE),
-        metadata=fs_clause("metadata", Dim.OPS),
-        import_torch=fs_clause("import_torch", Dim.TIME, "<="),
+        clauses=found if shared_rule is None else (shared_rule, *found),
     )
     table.finish()
     return result
@@ -239,11 +231,10 @@ def _storage(ctx: Ctx, node: Node | None, default_python: str) -> tuple[StorageS
 
 def _has_clauses(cluster: ClusterSpec, host: HostSpec,
                  storage: tuple[StorageSpec, ...]) -> bool:
-    host_clauses = (host.cpu_cores, host.cpu_threads, host.memory, *host.software)
-    storage_clauses = [fs.clause(name) for fs in storage for name in
-                       ("capacity", "free", "write", "read", "metadata", "import_torch")]
+    """Whether host or storage promise something (a shared filesystem alone does not)."""
     same = host.same_software and len(cluster.nodes) > 1
-    return same or any(c is not None for c in (*host_clauses, *storage_clauses))
+    measured = [c for fs in storage for c in fs.clauses if isinstance(c, Clause)]
+    return same or bool(host.clauses or host.software or measured)
 
 
 def parse_spec(text: str, file: str) -> Spec:
@@ -284,7 +275,7 @@ def parse_spec(text: str, file: str) -> Spec:
     if ctx.count:
         if ctx.count == 1:
             raise ctx.errors[0]
-        raise SpecError.listing(ctx.errors, file, ctx.count)
+        raise SpecError.listing(ctx.in_order(), file, ctx.count)
     sha = hashlib.sha256(text.encode()).hexdigest()
     warnings = tuple(str(w) for w in sorted(ctx.warnings, key=lambda w: w.line or 0))
     return Spec(file=file, sha256=sha, cluster=cluster, host=host, storage=storage, gpus=gpus,

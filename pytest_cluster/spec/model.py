@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from pytest_cluster.requirement import Requirement, VersionRequirement
+from pytest_cluster.spec.clauses import CLAUSES, Declaration, declared
 from pytest_cluster.units import Dim
+
+DECLARED = frozenset(declaration.id for declaration in CLAUSES if declaration.is_clause)
 
 
 @dataclass(frozen=True)
@@ -35,17 +39,50 @@ class ClusterSpec:
     parallel: int
 
 
+class _Promises:
+    """What a section promises, each promise found by its declared key: `item('write')`,
+    or as an attribute (`fs.write`, `spec.host.cpu_cores`); None when it is not in the
+    contract. The declarations (spec/clauses.py) say which keys there are."""
+
+    section: ClassVar[str]
+    clauses: tuple[Clause | Rule, ...]
+
+    def _name(self, declaration: Declaration) -> str:
+        return declaration.name()
+
+    def item(self, key: str) -> Clause | Rule | None:
+        name = self._name(declared(f"{self.section}.{key}"))
+        return next((c for c in self.clauses if c.key == name), None)
+
+    def clause(self, key: str) -> Clause | None:
+        """A promise with a number to compare (None if not in contract)."""
+        found = self.item(key)
+        assert found is None or isinstance(found, Clause), key
+        return found
+
+    def rule(self, key: str) -> Rule | None:
+        """A promise without a number (a health rule; None if not in contract)."""
+        found = self.item(key)
+        assert found is None or isinstance(found, Rule), key
+        return found
+
+    def __getattr__(self, name: str) -> Clause | Rule | None:
+        if name.startswith("_") or f"{self.section}.{name}" not in DECLARED:
+            raise AttributeError(name)
+        return self.item(name)
+
+
 @dataclass(frozen=True)
-class HostSpec:
-    cpu_cores: Clause | None = None
-    cpu_threads: Clause | None = None
-    memory: Clause | None = None
+class HostSpec(_Promises):
+    section: ClassVar[str] = "host"
+    clauses: tuple[Clause | Rule, ...] = ()
     software: tuple[VersionClause, ...] = ()
     same_software: bool = True
 
 
 @dataclass(frozen=True)
-class StorageSpec:
+class StorageSpec(_Promises):
+    section: ClassVar[str] = "storage"
     path: str
     index: int
     shared: bool
@@ -54,18 +91,10 @@ class StorageSpec:
     metadata_files: int
     import_repeats: int
     cold_cache: bool
-    capacity: Clause | None = None
-    free: Clause | None = None
-    write: Clause | None = None
-    read: Clause | None = None
-    metadata: Clause | None = None
-    import_torch: Clause | None = None
-    shared_line: int = 0
+    clauses: tuple[Clause | Rule, ...] = ()
 
-    def clause(self, name: str) -> Clause | None:
-        value = getattr(self, name)
-        assert value is None or isinstance(value, Clause), name
-        return value
+    def _name(self, declaration: Declaration) -> str:
+        return declaration.name(self.path)
 
 
 @dataclass(frozen=True)
@@ -105,11 +134,6 @@ class Spec:
     interconnect: InterconnectSpec | None = None
     warnings: tuple[str, ...] = ()  # likely slips, "FILE:LINE: KEY: text" like errors
 
-    def host_clause(self, name: str) -> Clause | None:
-        value = getattr(self.host, name)
-        assert value is None or isinstance(value, Clause), name
-        return value
-
 
 @dataclass(frozen=True)
 class Rule:
@@ -121,40 +145,28 @@ class Rule:
 
 
 @dataclass(frozen=True)
-class GpuSpec:
-    count: Clause
+class GpuSpec(_Promises):
+    """The GPU promises, each by its key (`item('pcie')`, `gpus.pcie`; the implied ones
+    included), matmul's by dtype; `count` is always there."""
+
+    section: ClassVar[str] = "gpus"
+    clauses: tuple[Clause | Rule, ...]
     model: str | None = None  # a key of gpu_models.MODELS
-    model_line: int = 0
-    memory: Clause | None = None
-    usable_memory: Clause | None = None  # a fraction of total, or a size
-    temperature: Clause | None = None
-    ecc_uncorrected: Clause | None = None
-    ecc_corrected: Clause | None = None
-    row_remap: Rule | None = None
-    pcie: Rule | None = None
-    nvlink: Rule | None = None
-    nvlink_count: Clause | None = None
-    throttle: Rule | None = None
-    xid: Rule | None = None
     matmul: tuple[tuple[str, Clause], ...] = ()
-    memory_bandwidth: Clause | None = None
-    h2d: Clause | None = None
-    d2h: Clause | None = None
-    p2p: Clause | None = None
     matmul_shape: tuple[int, int, int] = (8192, 8192, 8192)  # m, n, k
     xid_window_s: float = 2.0
-    power_limit: Clause | None = None
     load_time_s: float = 10.0  # matmul load while clocks and throttle reasons are sampled
+
+    @property
+    def count(self) -> Clause:
+        found = self.clause("count")
+        assert found is not None, "a GpuSpec always has its count"
+        return found
 
     @property
     def slots(self) -> int:
         """How many GPUs per node the per-GPU tests cover (the promised count)."""
         return int(self.count.requirement.bound.value)
-
-    def item(self, name: str) -> Clause | Rule | None:
-        value = getattr(self, name)
-        assert value is None or isinstance(value, (Clause, Rule)), name
-        return value
 
 
 @dataclass(frozen=True)

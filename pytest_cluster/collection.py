@@ -1,0 +1,146 @@
+"""pytest hooks of collection: the contract's parameters (nodes, filesystems, GPUs, ...),
+the checks of clauses the spec does not have left out (spec/promised.py decides, from
+the declarations), and the plan of what this run set out to check (plan.py).
+
+pytest-xdist workers write the plan into the run's probes/ folder; the controller reads it
+and writes the evidence (see session.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Generator
+from pathlib import Path
+
+import pytest
+
+from pytest_cluster.configure import CACHE_DIR_KEY, SPEC_KEY, acceptance_dir
+from pytest_cluster.plan import Case, Plan
+from pytest_cluster.spec import Spec
+from pytest_cluster.spec.clauses import declared
+from pytest_cluster.spec.promised import Promised, promised
+from pytest_cluster.units import size_id
+
+#: On each contract item: the case it checks.
+CASE_KEY = pytest.StashKey[Case]()
+#: Contract cases collected, before the selection (-k, -m, --lf) chose among them.
+PLANNED_KEY = pytest.StashKey[Plan]()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    spec = metafunc.config.stash.get(SPEC_KEY, None)
+    if spec is None:
+        return
+    names = metafunc.fixturenames
+    # software first: its cases read [torch-node01], as they always have
+    if "software" in names:
+        versions = spec.host.software
+        metafunc.parametrize("software", versions, ids=[c.name for c in versions])
+    if "package" in names:
+        packages = declared("host.same_software").members
+        metafunc.parametrize("package", packages, ids=list(packages))
+    if "node" in names:
+        metafunc.parametrize("node", spec.cluster.nodes, ids=list(spec.cluster.nodes),
+                             indirect=True)
+    if "filesystem" in names:
+        metafunc.parametrize("filesystem", spec.storage,
+                             ids=[fs.path for fs in spec.storage], indirect=True)
+    if spec.gpus is not None and "gpu" in names:
+        slots = range(spec.gpus.slots)
+        metafunc.parametrize("gpu", slots, ids=[f"gpu{i}" for i in slots], indirect=True)
+    if spec.gpus is not None and "dtype" in names:
+        dtypes = [name for name, _ in spec.gpus.matmul]
+        metafunc.parametrize("dtype", dtypes, ids=dtypes, indirect=True)
+    _interconnect_params(metafunc, spec)
+
+
+def _interconnect_params(metafunc: pytest.Metafunc, spec: Spec) -> None:
+    ic = spec.interconnect
+    if ic is None:
+        return
+    names = metafunc.fixturenames
+    if "collective" in names:
+        metafunc.parametrize("collective", ic.collectives, ids=list(ic.collectives),
+                             indirect=True)
+    if "payload" in names:
+        metafunc.parametrize("payload", ic.payloads, ids=[size_id(p) for p in ic.payloads],
+                             indirect=True)
+    if "node_count" in names:
+        metafunc.parametrize("node_count", ic.node_counts,
+                             ids=[f"{n}nodes" for n in ic.node_counts], indirect=True)
+
+
+def checked(item: pytest.Item, spec: Spec) -> Promised | None:
+    """The clause an item checks and whether the spec has it (None: no clause marker)."""
+    marker = item.get_closest_marker("clause")
+    if marker is None or not marker.args:
+        return None
+    callspec = getattr(item, "callspec", None)
+    return promised(spec, str(marker.args[0]), callspec.params if callspec is not None else {})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leave out the checks of clauses the contract does not have, and remember every
+    contract case left (before -k, -m or --lf choose among them)."""
+    spec = config.stash.get(SPEC_KEY, None)
+    if spec is None:
+        return
+    keep, drop, absent = [], [], []
+    suite = acceptance_dir()
+    for item in items:
+        found = checked(item, spec)
+        if found is not None and not found.promised:
+            drop.append(item)
+            absent.append(found.not_in_contract)
+            continue
+        keep.append(item)
+        if found is not None:
+            item.stash[CASE_KEY] = contract_case(item, found.name, suite)
+    ic = spec.interconnect
+    if ic is not None:
+        absent.extend(f"interconnect.node_counts {n} (the cluster has "
+                      f"{len(spec.cluster.nodes)} nodes)" for n in ic.node_counts_dropped)
+    config.stash[PLANNED_KEY] = Plan(
+        tuple(item.stash[CASE_KEY] for item in keep if CASE_KEY in item.stash),
+        not_in_contract=tuple(sorted(set(absent))))
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def contract_case(item: pytest.Item, clause: str, suite: Path) -> Case:
+    """The case an item checks, with an id that is the same whatever the working
+    directory: 'acceptance/test_gpus.py::test_ecc_uncorrected[node01-gpu0]'."""
+    case_id = item.nodeid
+    with contextlib.suppress(ValueError):
+        inner = item.nodeid.split("::", 1)[1]
+        case_id = f"acceptance/{item.path.relative_to(suite).as_posix()}::{inner}"
+    callspec = getattr(item, "callspec", None)
+    node = callspec.params.get("node") if callspec is not None else None
+    return Case(case_id, clause, node if isinstance(node, str) else None)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Write the plan (collected, selected) where the controller will read it. Not at
+    the end: an interrupted worker still leaves it."""
+    config = session.config
+    planned = config.stash.get(PLANNED_KEY, None)
+    if planned is None:
+        return
+    selected = frozenset(item.stash[CASE_KEY].case_id for item in session.items
+                         if CASE_KEY in item.stash)
+    if selected:  # a run that runs nothing leaves nothing behind
+        Plan(planned.cases, selected, planned.not_in_contract).write(
+            config.stash[CACHE_DIR_KEY])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[
+        None, pytest.TestReport, pytest.TestReport]:
+    """Every contract case's report says which case it is (pytest-xdist carries it)."""
+    report = yield
+    case = item.stash.get(CASE_KEY, None)
+    if case is not None:
+        report.pytest_cluster_case = case.to_json()  # type: ignore[attr-defined]
+    return report

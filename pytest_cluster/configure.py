@@ -1,0 +1,111 @@
+"""pytest hooks of configure time: the options, the spec validated from --cluster, this
+run's directory for its evidence, and the controller's session (session.py).
+
+With `--cluster=SPEC` and no test paths on the command line, pytest collects the
+packaged contract suite (pytest_cluster.acceptance); with paths, it runs those (your own
+tests may use our fixtures).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_cluster.errors import SpecError
+from pytest_cluster.rundir import create_run_dir
+from pytest_cluster.session import SESSION_PLUGIN, ClusterSession
+from pytest_cluster.spec import Spec, load_spec
+
+#: The validated spec, in `config.stash` (absent without --cluster).
+SPEC_KEY = pytest.StashKey[Spec]()
+#: Where probe results are kept: the run's probes/ folder (a temporary one without
+#: reports); pytest-xdist workers get the controller's.
+CACHE_DIR_KEY = pytest.StashKey[Path]()
+
+
+class SpecWarning(UserWarning):
+    """A spec value that is valid but probably not what was meant (e.g. GB/s for Gb/s)."""
+
+
+def acceptance_dir() -> Path:
+    """Where the packaged contract suite lives (pytest_cluster.acceptance); in a source
+    checkout whose pytest_cluster/ comes first on sys.path (`python -m pytest` in the
+    repository), the acceptance/ folder beside it."""
+    spec = importlib.util.find_spec("pytest_cluster.acceptance")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    beside = Path(__file__).resolve().parent.parent / "acceptance"
+    if (beside / "test_gpus.py").is_file():
+        return beside
+    raise pytest.UsageError(  # pragma: no cover - packaging bug
+        f"pytest-cluster is installed without its acceptance suite (looked for the "
+        f"package pytest_cluster.acceptance and for {beside})")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("cluster", "pytest-cluster: contract acceptance tests")
+    group.addoption(
+        "--cluster", metavar="SPEC", default=None,
+        help="contract spec (YAML) of the cluster under test; without test paths, "
+             "runs the packaged acceptance suite against it")
+    group.addoption(
+        "--cluster-reports", metavar="DIR", default="reports",
+        help="where to write report.html, junit.xml, results.jsonl and the raw probe "
+             "results (default: reports; an empty value writes none)")
+
+
+#: Options that show something instead of running the contract: they write no evidence.
+NO_RUN_OPTIONS = ("collectonly", "showfixtures", "show_fixtures_per_test", "markers",
+                  "setupplan", "setuponly", "help", "version")
+
+
+def writes_evidence(config: pytest.Config) -> bool:
+    """Whether this invocation runs checks (so may leave evidence) at all."""
+    return not any(getattr(config.option, name, False) for name in NO_RUN_OPTIONS)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "clause(name): the contract clause a test checks, e.g. 'storage.write'; "
+                   "tests of clauses absent from the spec are not collected")
+    spec_path = config.getoption("cluster")
+    if not spec_path:
+        return
+    try:
+        spec = load_spec(spec_path)
+    except SpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[SPEC_KEY] = spec
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        config.stash[CACHE_DIR_KEY] = Path(workerinput["cluster_cache_dir"])
+    else:
+        for warning in spec.warnings:
+            config.issue_config_time_warning(SpecWarning(warning), stacklevel=2)
+        reports = config.getoption("cluster_reports")
+        run_dir = None
+        if reports and writes_evidence(config):
+            try:
+                run_dir = create_run_dir(Path(reports), spec.cluster.name, time.time())
+            except OSError as exc:
+                raise pytest.UsageError(
+                    f"--cluster-reports={reports}: cannot create this run's directory there: "
+                    f"{exc.strerror or exc}") from None
+            if not config.option.xmlpath:
+                config.option.xmlpath = str(run_dir / "junit.xml")
+            if not getattr(config.option, "htmlpath", None):
+                config.option.htmlpath = str(run_dir / "report.html")
+                config.option.self_contained_html = True
+        cache_dir = (run_dir / "probes" if run_dir is not None
+                     else Path(tempfile.mkdtemp(prefix="pytest-cluster-")))
+        config.stash[CACHE_DIR_KEY] = cache_dir
+        config.pluginmanager.register(ClusterSession(config, spec, run_dir, cache_dir,
+                                                     writes_evidence(config)), SESSION_PLUGIN)
+    if config.args_source is not pytest.Config.ArgsSource.ARGS:
+        config.args = [str(acceptance_dir())]

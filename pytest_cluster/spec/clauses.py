@@ -1,0 +1,245 @@
+"""Every clause of the contract, declared once.
+
+A declaration says what a clause is: its section and key, the kind of value written
+(`Value`) with its unit dimension and default comparison, what it requires when it is a
+rule, the probe field it reads and how that is measured (`Reads`), and when the contract has
+it. The rest derives from it: the spec loader's known keys and the parsing of each value,
+the names in errors and evidence, the `clause` markers, "not in contract", the tests of the
+clauses that compare a probe field (`Reads`), and the clause names of the report.
+
+One name per clause: the family `storage.write` (its marker) and each instance
+`storage[/data].write` (errors, evidence, reports) are the same name with the filesystem
+filled in; members of a family add their own (`host.software.torch`, `gpus.matmul.bf16`).
+
+A section's keys are listed here in the order error messages list them, settings included
+(`Value.SETTING`: how a clause is measured, e.g. `io_size`; their parsing stays with the
+section's parser). Clauses not written in the spec (`Value.IMPLIED`, e.g. `gpus.uniform`)
+are always promised with their section, or when `when` says so.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pytest_cluster.units import Dim
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.model import Spec
+
+
+class Value(enum.Enum):
+    """What a key of the spec holds."""
+
+    QUANTITY = "quantity"  # a comparison and a quantity of `dim`: '>= 10 GB/s'
+    SHARE = "share"  # a share of a total ('>= 95%') or a quantity of `dim`
+    RULE = "rule"  # a health rule, on unless `false`; with `dim`, a number is a count
+    FLAG = "flag"  # true or false switches a promise (same_software, shared)
+    VERSIONS = "versions"  # a map of `members` to version bounds
+    MEMBERS = "members"  # a map of `members` to quantities of `dim` (matmul dtypes)
+    NAME = "name"  # a name the section's parser knows (a GPU model)
+    IMPLIED = "implied"  # not written: promised with its section (or when `when` says)
+    SETTING = "setting"  # how clauses are measured (io_size); not a clause
+
+
+@dataclass(frozen=True)
+class Reads:
+    """Which probe measures a clause, where in its payload the number is, and how it was
+    measured. With a `field`, the clause's test is made from this: the number compared
+    with the clause (`table`); without, a test of its own reads `part`."""
+
+    probe: str  # e.g. "host"
+    part: str = ""  # the section of the payload, e.g. "cpu"
+    field: str = ""  # the number in that section, e.g. "cores"
+    method: str | None = None  # how it is measured, when the probe does not say
+    method_field: str = "method"  # where in `part` the probe says how it measured
+
+    @property
+    def table(self) -> bool:
+        return bool(self.field)
+
+
+@dataclass(frozen=True)
+class Declaration:
+    section: str
+    key: str
+    value: Value
+    dim: Dim | None = None
+    op: str = ">="  # the comparison of a bare number ('cpu_cores: 112' means >= 112)
+    default: str | None = None  # the requirement when the spec leaves it out ('<= 85 C')
+    text: str = ""  # what a rule (or a flag, or an implied clause) requires
+    on: tuple[object, ...] = (True,)  # the YAML values that keep a rule on
+    members: tuple[str, ...] = ()  # of a family (VERSIONS, MEMBERS, FLAG per member)
+    expected: str = ""  # SHARE: both forms in words, for the error
+    reads: Reads | None = None  # the probe that measures it
+    needs_nodes: int = 1  # checked only on a cluster of this many nodes or more
+    when: Callable[[Spec], bool] | None = None  # promised when; None: when written
+
+    @property
+    def id(self) -> str:
+        """The family's name, e.g. 'storage.write' (the `clause` marker)."""
+        return f"{self.section}.{self.key}"
+
+    def name(self, where: str | None = None, member: str | None = None) -> str:
+        """An instance's name: 'storage[/data].write', 'host.software.torch'."""
+        base = self.id if where is None else f"{self.section}[{where}].{self.key}"
+        return base if member is None else f"{base}.{member}"
+
+    @property
+    def is_clause(self) -> bool:
+        return self.value is not Value.SETTING
+
+    @property
+    def written(self) -> bool:
+        """Whether it is a key of the spec (an implied clause is not)."""
+        return self.value is not Value.IMPLIED
+
+    @property
+    def table(self) -> bool:
+        """Whether its test is made from this declaration (a probe field compared)."""
+        return self.reads is not None and self.reads.table
+
+    @property
+    def test(self) -> str:
+        """The name of the test made from this declaration (when `table`)."""
+        return f"{TEST_PREFIX[self.section]}{self.key}"
+
+
+#: How the acceptance suite names a section's table-made tests (kept as users know them:
+#: `test_cpu_cores[node01]`, `test_storage_write[node01-/data]`, `test_gpu_h2d[...]`).
+TEST_PREFIX = {"host": "test_", "storage": "test_storage_", "gpus": "test_gpu_"}
+
+SOFTWARE = ("kernel", "python", "torch", "cuda", "nccl", "driver")
+DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")
+
+
+def _quantity(section: str, key: str, dim: Dim, op: str = ">=", *,
+              reads: Reads | None = None, default: str | None = None) -> Declaration:
+    return Declaration(section, key, Value.QUANTITY, dim, op, default=default, reads=reads)
+
+
+def _setting(section: str, key: str) -> Declaration:
+    return Declaration(section, key, Value.SETTING)
+
+
+#: What the torch probe measures under load: throttling, the PCIe link, the temperature.
+_LOAD = Reads("gpu_perf", "load")
+
+
+def _rule(key: str, text: str, *on: object, reads: Reads | None = None) -> Declaration:
+    return Declaration("gpus", key, Value.RULE, text=text, on=(True, *on), reads=reads)
+
+
+def _several(spec: Spec) -> bool:
+    return len(spec.cluster.nodes) > 1
+
+
+def _intra(spec: Spec) -> bool:
+    return spec.interconnect is not None and spec.interconnect.ranks_per_node > 1
+
+
+def _inter(spec: Spec) -> bool:
+    return spec.interconnect is not None and bool(spec.interconnect.node_counts)
+
+
+def _search(spec: Spec) -> bool:
+    return spec.interconnect is not None and spec.interconnect.node_network and _several(spec)
+
+
+CLAUSES: tuple[Declaration, ...] = (
+    # -- host: per node, from the host probe ------------------------------------------------
+    _quantity("host", "cpu_cores", Dim.COUNT,
+              reads=Reads("host", "cpu", "cores", method_field="cores_source")),
+    _quantity("host", "cpu_threads", Dim.COUNT,
+              reads=Reads("host", "cpu", "threads", method="logical CPUs (os.cpu_count)")),
+    _quantity("host", "memory", Dim.SIZE,
+              reads=Reads("host", "memory", "total_bytes", method_field="source")),
+    Declaration("host", "software", Value.VERSIONS, members=SOFTWARE),
+    Declaration("host", "same_software", Value.FLAG, members=SOFTWARE, needs_nodes=2,
+                text="the same versions on every node"),
+    # -- storage: per node and filesystem ---------------------------------------------------
+    _setting("storage", "path"),
+    Declaration("storage", "shared", Value.FLAG,
+                text="a file written on one node is seen with the same content on every "
+                     "node"),
+    _quantity("storage", "capacity", Dim.SIZE,
+              reads=Reads("storage", "capacity", "total_bytes", "statvfs total size")),
+    _quantity("storage", "free", Dim.SIZE,
+              reads=Reads("storage", "capacity", "free_bytes",
+                          "statvfs f_bavail (space a non-root user can still write)",
+                          method_field="free_source")),
+    _quantity("storage", "write", Dim.RATE, reads=Reads("storage", "write", "bytes_per_s")),
+    _quantity("storage", "read", Dim.RATE, reads=Reads("storage", "read", "bytes_per_s")),
+    _quantity("storage", "metadata", Dim.OPS,
+              reads=Reads("storage", "metadata", "ops_per_s")),
+    _quantity("storage", "import_torch", Dim.TIME, "<=", reads=Reads("import_latency")),
+    _setting("storage", "python"),
+    _setting("storage", "io_size"),
+    _setting("storage", "metadata_files"),
+    _setting("storage", "import_repeats"),
+    _setting("storage", "cold_cache"),
+    # -- gpus: per node, and per GPU of each node ---------------------------------------------
+    _quantity("gpus", "count", Dim.COUNT, "=="),
+    Declaration("gpus", "model", Value.NAME),
+    _quantity("gpus", "memory", Dim.SIZE),
+    Declaration("gpus", "usable_memory", Value.SHARE, Dim.SIZE,
+                expected="a share of total like '95%' or a size like '76 GiB'",
+                reads=Reads("gpu_perf", "usable_memory")),
+    _quantity("gpus", "temperature", Dim.TEMPERATURE, "<=", default="<= 85 C", reads=_LOAD),
+    _quantity("gpus", "ecc_uncorrected", Dim.COUNT, "<=", default="<= 0"),
+    _quantity("gpus", "ecc_corrected", Dim.COUNT, "<="),
+    _rule("row_remap", "no pending or failed row remaps"),
+    _rule("pcie", "PCIe link at its maximum generation and width", "max", reads=_LOAD),
+    Declaration("gpus", "nvlink", Value.RULE, Dim.COUNT, text="every NVLink link up",
+                on=(True, "all")),
+    _rule("throttle", "no HW slowdown, thermal or power-brake throttling under load", "none",
+          reads=_LOAD),
+    _rule("xid", "no critical XID errors", "none"),
+    Declaration("gpus", "matmul", Value.MEMBERS, Dim.FLOPS, members=DTYPES,
+                reads=Reads("gpu_perf", "matmul")),
+    _setting("gpus", "matmul_size"),
+    _quantity("gpus", "memory_bandwidth", Dim.RATE,
+              reads=Reads("gpu_perf", "copy", "bytes_per_s")),
+    _quantity("gpus", "h2d", Dim.RATE, reads=Reads("gpu_perf", "h2d", "bytes_per_s")),
+    _quantity("gpus", "d2h", Dim.RATE, reads=Reads("gpu_perf", "d2h", "bytes_per_s")),
+    _quantity("gpus", "p2p", Dim.RATE, reads=Reads("gpu_perf", "p2p")),
+    _setting("gpus", "xid_window"),
+    _quantity("gpus", "power_limit", Dim.POWER),
+    _setting("gpus", "load_time"),
+    Declaration("gpus", "uniform", Value.IMPLIED,
+                text="every GPU of a node is the same model"),
+    Declaration("gpus", "same_driver", Value.IMPLIED, needs_nodes=2,
+                text="the same NVIDIA driver on every node"),
+    # -- interconnect: the busbw promise, tested three ways ------------------------------------
+    Declaration("interconnect", "intra_node", Value.IMPLIED, when=_intra),
+    Declaration("interconnect", "inter_node", Value.IMPLIED, when=_inter),
+    Declaration("interconnect", "node_network", Value.IMPLIED, when=_search),
+)
+
+_BY_ID = {declaration.id: declaration for declaration in CLAUSES}
+
+
+def declared(name: str) -> Declaration:
+    """The declaration of a clause by its family name ('storage.write'); KeyError if none."""
+    return _BY_ID[name]
+
+
+def clauses(section: str) -> tuple[Declaration, ...]:
+    """The clauses of a section, in their declared order (settings left out)."""
+    return tuple(d for d in CLAUSES if d.section == section and d.is_clause)
+
+
+def keys(section: str) -> tuple[str, ...]:
+    """The keys a section of the spec may have, in the order errors list them."""
+    return tuple(d.key for d in CLAUSES if d.section == section and d.written)
+
+
+def readers(probe: str) -> dict[str, tuple[str, ...]]:
+    """Each part of `probe`'s payload and the keys of the clauses that read it."""
+    found: dict[str, tuple[str, ...]] = {}
+    for d in CLAUSES:
+        if d.reads is not None and d.reads.probe == probe:
+            found[d.reads.part] = (*found.get(d.reads.part, ()), d.key)
+    return found

@@ -1,0 +1,83 @@
+"""Whether the contract promises what one test case checks, and under which name.
+
+A test case checks a declared clause (its `clause` marker names the family, e.g.
+`storage.write`) for the values it was parametrized with (a node, a filesystem, a dtype, a
+software package). Its name is the family's with those filled in (`storage[/data].write`,
+`gpus.matmul.bf16`); a case the spec does not promise is named by what is missing: the whole
+section (`gpus`), or the family (`host.software`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from pytest_cluster.spec.clauses import Declaration, Value, declared
+from pytest_cluster.spec.model import GpuSpec, HostSpec, Spec, StorageSpec, VersionClause
+
+
+@dataclass(frozen=True)
+class Promised:
+    name: str  # the instance checked, or what is not in the contract
+    promised: bool
+    why: str = ""  # why a clause the spec has is not checked here, e.g. "needs 2+ nodes"
+
+    @property
+    def not_in_contract(self) -> str:
+        """How 'not in contract' lists it."""
+        return f"{self.name} ({self.why})" if self.why else self.name
+
+
+def _section(spec: Spec, declaration: Declaration,
+             params: Mapping[str, object]) -> HostSpec | StorageSpec | GpuSpec | None:
+    if declaration.section == "host":
+        return spec.host
+    if declaration.section == "gpus":
+        return spec.gpus
+    fs = params.get("filesystem")
+    return fs if isinstance(fs, StorageSpec) else None
+
+
+def _member(declaration: Declaration, spec: Spec,
+            params: Mapping[str, object]) -> Promised:
+    """A case of one member of a family: a version, a package, a dtype."""
+    if declaration.value is Value.VERSIONS:
+        software = params.get("software")
+        if isinstance(software, VersionClause):
+            return Promised(software.key, True)
+        return Promised(declaration.id, False)
+    if declaration.value is Value.MEMBERS:
+        dtype = params.get("dtype")
+        if spec.gpus is None or not isinstance(dtype, str):  # none in contract: NOTSET
+            return Promised(declaration.id, False)
+        return Promised(declaration.name(member=dtype),
+                        any(name == dtype for name, _ in spec.gpus.matmul))
+    package = params.get("package")  # a flag of every member: host.same_software
+    on = spec.host.same_software and isinstance(package, str)
+    return Promised(declaration.name(member=str(package)) if on else declaration.id, on)
+
+
+def promised(spec: Spec, name: str, params: Mapping[str, object]) -> Promised:
+    """What a case of clause `name` checks, with these parameters, and whether the spec
+    promises it. A clause that is not declared (your own marker) is always checked."""
+    try:
+        declaration = declared(name)
+    except KeyError:
+        return Promised(name, True)
+    section = declaration.section
+    if (section == "gpus" and spec.gpus is None) or (section == "storage" and not spec.storage) \
+            or (section == "interconnect" and spec.interconnect is None):
+        return Promised(section, False)  # the whole section is absent
+    if declaration.when is not None:
+        found = Promised(name, declaration.when(spec))
+    elif declaration.members:
+        found = _member(declaration, spec, params)
+    else:
+        record = _section(spec, declaration, params)
+        if record is None:
+            return Promised(name, False)
+        where = record.path if isinstance(record, StorageSpec) else None
+        found = Promised(declaration.name(where), record.item(declaration.key) is not None)
+    if found.promised and len(spec.cluster.nodes) < declaration.needs_nodes:
+        return Promised(declaration.id, False, f"needs {declaration.needs_nodes}+ nodes")
+    return found
