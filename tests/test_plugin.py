@@ -59,7 +59,7 @@ def test_packaged_suite_passes_with_evidence(pytester: pytest.Pytester, fs: Path
         "*cluster test-cluster: 8 of 8 contract check(s) ran, 0 failed; nodes covered: "
         "all 1 node(s)*",
         "*nodes: 1 ACCEPTED, 0 REJECTED, 0 UNREACHABLE, 0 NOT CHECKED*",
-        "*not in contract, not tested: gpus, host.cpu_threads, "
+        "*not in contract, not tested: gpus, host.cpu_threads, host.memory_available, "
         "host.same_software (needs 2+ nodes), interconnect, "
         f"storage[[]{fs}].free, storage[[]{fs}].import_torch*",
         "*evidence: reports/2*Z-test-cluster/ (junit.xml, probes/, report.html, "
@@ -113,6 +113,31 @@ def test_impossible_requirement_fails_with_the_numbers(pytester: pytest.Pytester
     assert re.search(r"<td>host.cpu_cores</td><td>&gt;= 100000</td><td>0</td><td>1</td>"
                      r"<td>nodeA</td><td>\d+ \(nodeA\)</td><td>-\d+\.\d % below required</td>",
                      html)
+
+
+def test_a_host_clause_is_a_declaration_and_a_probe_field(pytester: pytest.Pytester,
+                                                           fs: Path) -> None:
+    """host.memory_available is one declaration (spec/clauses.py) of a field the host probe
+    reads: the spec takes it, a test per node checks it, named and measured as declared."""
+    pytester.makefile(".yaml", trial=spec_text(
+        fs, nodes="node[1-2]", host='  memory_available: ">= 1 MiB"\n  cpu_cores: 1\n',
+        storage='    capacity: ">= 1 MiB"\n'))
+    result = pytester.runpytest("--cluster=trial.yaml", "-v", "-k", "memory")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_memory_available[[]node1[]] PASSED*",
+                                 "*test_memory_available[[]node2[]] PASSED*"])
+    records = [r for r in jsonl(pytester) if r.get("spec_key") == "host.memory_available"]
+    assert [r["case"] for r in records] == [
+        f"acceptance/test_host.py::test_memory_available[{n}]" for n in ("node1", "node2")]
+    assert all(r["clause"] == "host.memory_available" and r["unit"] == "MiB"
+               and r["measured"] > 1 and r["spec_line"] == 8 for r in records)
+    assert records[0]["method"].startswith("/proc/meminfo MemAvailable")
+    pytester.makefile(".yaml", trial=spec_text(
+        fs, host='  memory_available: 1000 PiB\n', storage='    capacity: ">= 1 MiB"\n'))
+    result = pytester.runpytest("--cluster=trial.yaml", "-k", "memory_available")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*nodeA memory_available: measured * < required 1000 PiB "
+                                 "(*% of required)*"])
 
 
 @pytest.mark.parametrize(("text", "message"), [

@@ -93,7 +93,7 @@ def test_good_spec_becomes_frozen_records() -> None:
      "Tb/s (bits))"),
     ("cluster: {name: x, nodes: a}\nhost:\n  memroy: 1 TiB\n",
      "trial.yaml:3: host.memroy: unknown key; did you mean 'memory'? (known keys: cpu_cores, "
-     "cpu_threads, memory, software, same_software)"),
+     "cpu_threads, memory, memory_available, software, same_software)"),
     ("cluster: {name: x, nodes: a}\nstorage:\n  - path: /d\n    wirte: 1 GB/s\n",
      "trial.yaml:4: storage[/d].wirte: unknown key; did you mean 'write'? (known keys: path, "
      "shared, capacity, free, write, read, metadata, import_torch, python, io_size, "
@@ -142,7 +142,7 @@ def test_all_problems_are_listed_in_line_order() -> None:
     assert error_of(text) == (
         "trial.yaml: 3 problems in the spec:\n"
         "  trial.yaml:3: host.memroy: unknown key; did you mean 'memory'? (known keys: "
-        "cpu_cores, cpu_threads, memory, software, same_software)\n"
+        "cpu_cores, cpu_threads, memory, memory_available, software, same_software)\n"
         "  trial.yaml:4: host.cpu_cores: expected a count like 192, got 'many'\n"
         "  trial.yaml:6: storage[0].path: expected an absolute path like /data, got 'rel'")
 

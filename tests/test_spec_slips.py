@@ -80,7 +80,7 @@ def test_an_empty_sim_section_still_needs_the_sim_launcher() -> None:
      f"t.yaml:2: Host: unknown key; did you mean 'host'? (known keys: {TOP_KEYS})"),
     ("cluster: {name: x, nodes: a}\nhost: {CPU_Cores: 8}\n",
      "t.yaml:2: host.CPU_Cores: unknown key; did you mean 'cpu_cores'? (known keys: "
-     "cpu_cores, cpu_threads, memory, software, same_software)"),
+     "cpu_cores, cpu_threads, memory, memory_available, software, same_software)"),
     ("cluster: {name: x, nodes: a}\ngpus: {count: 8, matmul: {BF16: '>= 1 TFLOPS'}}\n",
      "t.yaml:2: gpus.matmul.BF16: unknown key; did you mean 'bf16'? (known keys: bf16, fp16, "
      "tf32, fp32, fp8)"),

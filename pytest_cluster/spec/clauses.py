@@ -156,6 +156,10 @@ CLAUSES: tuple[Declaration, ...] = (
               reads=Reads("host", "cpu", "threads", method="logical CPUs (os.cpu_count)")),
     _quantity("host", "memory", Dim.SIZE,
               reads=Reads("host", "memory", "total_bytes", method_field="source")),
+    _quantity("host", "memory_available", Dim.SIZE,
+              reads=Reads("host", "memory", "available_bytes",
+                          "/proc/meminfo MemAvailable (what new jobs can have without "
+                          "swapping)")),
     Declaration("host", "software", Value.VERSIONS, members=SOFTWARE),
     Declaration("host", "same_software", Value.FLAG, members=SOFTWARE, needs_nodes=2,
                 text="the same versions on every node"),
