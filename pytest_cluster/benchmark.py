@@ -30,18 +30,24 @@ def collective_job(spec: InterconnectSpec, collective: str, nodes: Sequence[str]
 
 def run_collective(launcher: Launcher, spec: InterconnectSpec, collective: str,
                    nodes: Sequence[str], sizes: Sequence[int]) -> CollectiveRun:
-    """Run the benchmark as one distributed job; failures become the run's error."""
+    """Run the benchmark as one distributed job; failures become the run's error. The
+    run is simulated when the job's results are (the sim launcher's); its details are
+    what the first rank reports of its software and device, and the ranks' hosts."""
     base = CollectiveRun(collective, spec.backend, tuple(nodes), spec.ranks_per_node)
     try:
         result = run_job(launcher, collective_job(spec, collective, nodes, sizes))
     except (ClusterError, OSError, ValueError) as exc:  # the job's failure is the result
         return replace(base, error=str(exc))
+    base = replace(base, simulated=result.simulated)
     if not result.ok:
         return replace(base, error=result.first_failure())
     data = [r.data for r in result.ranks if r.data is not None]
     first = data[0]
-    details: dict[str, Any] = {k: first[k] for k in ("torch", "nccl", "device") if k in first}
-    details["hosts"] = sorted({str(d.get("host")) for d in data})
+    details: dict[str, Any] = {k: first[k] for k in ("torch", "nccl", "device", "simulated")
+                               if k in first}
+    hosts = sorted({str(d["host"]) for d in data if "host" in d})  # none on simulated ranks
+    if hosts:
+        details["hosts"] = hosts
     try:
         points = aggregate(collective, data)
     except (KeyError, TypeError, ValueError) as exc:

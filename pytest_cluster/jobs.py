@@ -51,6 +51,7 @@ class JobResult:
     ranks: tuple[RankResult, ...]
     master_addr: str
     errors: tuple[str, ...] = field(default_factory=tuple)  # per node, when it did not run
+    simulated: bool = False  # a node's part was simulated (ProbeResult.simulated)
 
     @property
     def ok(self) -> bool:
@@ -114,4 +115,5 @@ def run_job(launcher: Launcher, job: JobSpec) -> JobResult:
         for rank in result.payload()["ranks"]:
             ranks.append(RankResult(node, rank["rank"], rank["local_rank"], rank["exit_code"],
                                     rank["data"], rank["stderr_tail"], rank["ended_at"]))
-    return JobResult(tuple(sorted(ranks, key=lambda r: r.rank)), master, tuple(errors))
+    return JobResult(tuple(sorted(ranks, key=lambda r: r.rank)), master, tuple(errors),
+                     simulated=any(result.simulated for result in results))

@@ -10,6 +10,8 @@ import json
 import math
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -18,10 +20,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_cluster.benchmark import run_collective
+from pytest_cluster.benchmark import collective_job, run_collective
 from pytest_cluster.busbw import CollectiveRun, aggregate, bus_factor, required_busbw, theoretical
 from pytest_cluster.errors import SpecError
+from pytest_cluster.jobs import JobSpec, node_call, run_job
+from pytest_cluster.launchers import sim as sim_launcher
+from pytest_cluster.launchers.base import INTERRUPTED_MESSAGE, ErrorKind
 from pytest_cluster.launchers.local import LocalLauncher
+from pytest_cluster.launchers.sim import SimLauncher
 from pytest_cluster.node_search import (
     FAILED,
     NO_GOOD,
@@ -34,7 +40,10 @@ from pytest_cluster.node_search import (
     find_slow_nodes,
 )
 from pytest_cluster.plots import interconnect_charts, nice_step
-from pytest_cluster.spec.loader import parse_spec
+from pytest_cluster.probes import ProbeCall
+from pytest_cluster.sim.cluster import jitter
+from pytest_cluster.sim.job_node import NodePart, Rendezvous, read_node_call
+from pytest_cluster.spec.loader import load_spec, parse_spec
 from pytest_cluster.spec.model import InterconnectSpec
 from pytest_cluster.units import size_id
 from tests.conftest import has_torch
@@ -322,6 +331,149 @@ def test_charts_show_busbw_over_payloads_and_node_counts() -> None:
 
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+# -- the simulated cluster answers benchmark jobs as real nodes do --------------------------
+
+SIM = """\
+cluster: {{name: s, nodes: 'n[1-3]', launcher: sim}}
+interconnect:
+  intra_node: {{kind: nvlink, rate: 450 GB/s}}
+  inter_node: {{kind: infiniband, nics_per_node: 1, rate_per_nic: 400 Gb/s}}
+  payloads: [1 MiB]
+  ranks_per_node: 2
+  iterations: 2
+  busbw: ">= 80%"
+  backend: {backend}
+sim:
+  gpu_model: H100-SXM-80GB
+  gpus_per_node: 2
+  faults: [{{node: n3, gpus: 1}}, {{node: n2, down: true}}]
+"""
+
+
+def sim_cluster(backend: str = "gloo") -> tuple[SimLauncher, InterconnectSpec]:
+    spec = parse_spec(SIM.format(backend=backend), "t.yaml")
+    assert spec.interconnect is not None
+    launcher = SimLauncher.from_spec(spec)
+    assert isinstance(launcher, SimLauncher)
+    return launcher, spec.interconnect
+
+
+def test_a_simulated_node_says_where_it_is() -> None:
+    launcher, _ = sim_cluster()
+    result = launcher.run(ProbeCall("job_node", ("--whereami",)), ["n1"], 10)["n1"]
+    assert result.simulated and result.data == {"addresses": ["n1"], "hostname": "n1"}
+    assert launcher.master_address("n1", 10) == "n1"
+
+
+def test_a_simulated_node_answers_its_part_of_a_benchmark_job() -> None:
+    """The job_node call jobs.run_job sends: every rank's output as the collective probe
+    prints it, times from the sim's links (NVLink 450 GB/s x 0.82, latency-bound at
+    1 MiB, the job's own jitter)."""
+    launcher, spec = sim_cluster()
+    job = collective_job(spec, "all_reduce", ["n1"], [2**20])
+    result = launcher.run(node_call(job, "n1", 29999, 0), ["n1"], 30)["n1"]
+    sizes = [{"bytes": 2**20, "time_s": 9.463021336950564e-05,
+              "iteration_s": [9.359598928778236e-05, 9.59798070661608e-05], "wrong": 0}]
+    assert result.ok and result.simulated
+    assert result.data == {"ranks": [
+        {"rank": rank, "local_rank": rank, "exit_code": 0, "ended_at": None, "stderr_tail": "",
+         "data": {"rank": rank, "world": 2, "backend": "gloo", "collective": "all_reduce",
+                  "sizes": sizes, "simulated": True}} for rank in (0, 1)],
+        "killed_because": "", "gloo_socket_ifname": None}
+    busbw = 450e9 * 0.82 * 2**20 / (2**20 + 32 * 2**20) * jitter(["n1"], "all_reduce", 2**20)
+    assert sizes[0]["time_s"] == 2**20 * bus_factor("all_reduce", 2) / busbw
+
+
+def test_a_benchmark_takes_the_same_path_on_the_sim() -> None:
+    """run_collective through the sim launcher: simulated from the results themselves,
+    one job one number (the slow-node search's pair and the 2-node case agree)."""
+    spec = load_spec(EXAMPLES / "sim-h100-64.yaml")
+    assert spec.interconnect is not None
+    launcher = SimLauncher.from_spec(spec)
+    pair = run_collective(launcher, spec.interconnect, "all_reduce",
+                          ("sim-gpu-01", "sim-gpu-02"), [4 * 2**30])
+    again = run_collective(launcher, spec.interconnect, "all_reduce",
+                           ["sim-gpu-01", "sim-gpu-02"], [4 * 2**30, 2**30])
+    assert pair.ok and pair.simulated and pair.details == {"simulated": True}
+    assert [p.busbw for p in pair.points] == [360332347938.57837]
+    assert again.at(4 * 2**30) == pair.points[0]
+    one = run_collective(launcher, spec.interconnect, "all_reduce", ["sim-gpu-01"],
+                         [4 * 2**30])  # what the sim gave before jobs went through it
+    assert one.points[0].busbw == pytest.approx(364756480670.0723, rel=1e-12)
+
+
+def test_a_rank_without_a_gpu_fails_the_simulated_job() -> None:
+    launcher, spec = sim_cluster("nccl")
+    run = run_collective(launcher, spec, "all_reduce", ["n1", "n3"], [2**20])
+    assert run.simulated and not run.ok
+    assert run.error == "n3 rank 3 exited with code 1: LOCAL_RANK 1 but n3 has 1 GPU(s)"
+    assert run_collective(launcher, spec, "all_reduce", ["n1"], [2**20]).ok
+
+
+def test_a_simulated_job_waits_for_its_nodes_at_the_rendezvous() -> None:
+    """n2 does not answer: n1 waits for it at the rendezvous until the init timeout, then
+    its ranks fail as torch's would; the job says both."""
+    launcher, spec = sim_cluster()
+    job = replace(collective_job(spec, "all_reduce", ["n1", "n2"], [2**20]),
+                  init_timeout_s=0.3, master_addr="n1", master_port=29999)
+    result = run_job(launcher, job)
+    assert result.simulated and not result.ok
+    assert result.errors == ("n2: n2: job_node probe unreachable: simulated: the node does "
+                             "not answer (sim fault at spec line 13)",)
+    assert [(r.rank, r.exit_code, r.stderr_tail) for r in result.ranks] == [
+        (rank, 1, "simulated: the rendezvous at n1:29999 timed out after 0.3 s with 1 of 2 "
+                  "node(s)") for rank in (0, 1)]
+
+
+def test_ctrl_c_ends_a_simulated_job_waiting_for_its_nodes(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Interrupted (Ctrl-C, SIGTERM), a part waiting at the rendezvous stops at once and is
+    cancelled, as a real node's ranks are stopped (an init timeout of an hour: a hang
+    otherwise)."""
+    launcher, spec = sim_cluster()
+    monkeypatch.setattr(sim_launcher, "interrupted", lambda: True)
+    job = replace(collective_job(spec, "all_reduce", ["n1", "n3"], [2**20]),
+                  init_timeout_s=3600)
+    result = launcher.run(node_call(job, "n1", 29999, 0), ["n1"], 30)["n1"]
+    assert (result.error, result.message) == (ErrorKind.CANCELLED, INTERRUPTED_MESSAGE)
+
+
+def test_the_sim_runs_no_program_but_the_benchmark() -> None:
+    launcher, _ = sim_cluster()
+    result = run_job(launcher, JobSpec(("n1",), "print(1)", master_port=29999))
+    assert result.errors == ("n1: n1: job_node probe crashed: the sim launcher simulates no "
+                             "job but the collective benchmark (probes/collective.py)",)
+
+
+def test_the_sim_reads_every_part_of_a_job_as_jobs_sends_it() -> None:
+    job = JobSpec(("a", "b"), "print('hi')\n", ranks_per_node=4, args=("--sizes", "1,2"),
+                  init_timeout_s=30, wall_timeout_s=90)
+    assert read_node_call(node_call(job, "a", 29600, 1).args) == NodePart(
+        "a", 29600, 1, 2, 4, 30.0, 90.0, "print('hi')\n", ("--sizes", "1,2"))
+    assert read_node_call(("--whereami",)) is None
+    with pytest.raises(ValueError, match="node rank 2 of 2 node"):
+        read_node_call(node_call(job, "a", 29600, 2).args)
+
+
+def test_the_parts_of_a_job_meet_and_one_answers_for_all() -> None:
+    rendezvous: Rendezvous[str] = Rendezvous()
+    asked: list[tuple[str, ...]] = []
+
+    def answer(nodes: tuple[str, ...]) -> list[str]:
+        asked.append(nodes)
+        return [f"share of {node}" for node in nodes]
+
+    def part(rank: int) -> NodePart:
+        return NodePart("m", 1, rank, 3, 1, 30.0, 60.0, "", ())
+
+    with ThreadPoolExecutor(3) as pool:
+        shares = list(pool.map(lambda i: rendezvous.join(part(i), f"n{i}", answer,
+                                                         lambda: False), [2, 0, 1]))
+    assert shares == ["share of n2", "share of n0", "share of n1"]
+    assert asked == [("n0", "n1", "n2")]  # once, in rank order
+    assert rendezvous.join(part(0), "n0", answer, lambda: True) == (
+        "simulated: the rendezvous at m:1 timed out after 30 s with 1 of 3 node(s)")
 
 
 def test_the_simulated_64_node_example_names_its_slow_and_dead_nodes(

@@ -167,3 +167,61 @@ def test_launching_layers_import_only_what_is_below_them(prefix: str) -> None:
     upward = [str(i) for i in imports if any(within(i.target, u) for u in UPPER)]
     assert upward == []
 
+
+# -- launchers say what they can do: nobody else asks which one it is -----------------------
+
+def _names_a_launcher(node: ast.expr) -> bool:
+    """`launcher`, `self.launcher`, `get_launcher(...)`, `cluster.launcher_kind`, ..."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    text = node.id if isinstance(node, ast.Name) else \
+        node.attr if isinstance(node, ast.Attribute) else ""
+    return "launcher" in text.lower()
+
+
+def launcher_branches(source: str) -> list[int]:
+    """Lines that branch on which launcher runs: a comparison with a launcher's `.name`,
+    a launcher setting (`spec.cluster.launcher`) compared with a string, or an
+    isinstance() with a launcher class (SimLauncher, ...)."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            by_name = any(isinstance(s, ast.Attribute) and s.attr == "name"
+                          and _names_a_launcher(s.value) for s in sides)
+            by_setting = any(isinstance(s, ast.Attribute) and s.attr == "launcher"
+                             for s in sides) and any(
+                (isinstance(s, ast.Constant) and isinstance(s.value, str)) or
+                isinstance(s, (ast.Tuple, ast.List, ast.Set)) for s in sides)
+            if by_name or by_setting:
+                lines.append(node.lineno)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2):
+            kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else \
+                [node.args[1]]
+            if any(isinstance(k, (ast.Name, ast.Attribute)) and _names_a_launcher(k)
+                   and (k.id if isinstance(k, ast.Name) else k.attr) != "Launcher"
+                   for k in kinds):
+                lines.append(node.lineno)
+    return sorted(lines)
+
+
+def test_the_branch_finder_finds_branches_on_a_launcher() -> None:
+    source = ("if self.launcher.name == 'local':\n    pass\n"
+              "x = 'sim' == launcher.name\n"
+              "y = spec.cluster.launcher in ('sim', 'local')\n"
+              "z = isinstance(launcher, SimLauncher)\n"
+              "ok = launcher.one_host or call.name == 'gpu' or isinstance(x, Launcher)\n"
+              "ok = spec.cluster.launcher\n")
+    assert launcher_branches(source) == [1, 3, 4, 5]
+
+
+def test_nothing_outside_launchers_branches_on_which_launcher_runs() -> None:
+    """Launchers expose capabilities (Launcher.simulated, one_host, master_address,
+    master_port); the rest of the code asks those. spec/ validates the spec's own
+    `launcher:` key and is checked by its own test."""
+    found = [f"{name}:{line}" for name, path in sources().items()
+             if not within(name, "pytest_cluster.launchers")
+             and not within(name, "pytest_cluster.spec")
+             for line in launcher_branches(path.read_text(encoding="utf-8"))]
+    assert found == []

@@ -169,6 +169,13 @@ class _Interrupts:
 _INTERRUPTS = _Interrupts()
 
 
+def interrupted() -> bool:
+    """Whether the work of this thread was interrupted (Ctrl-C, SIGTERM): it starts
+    nothing new (see _Interrupts), and what waits for others (a simulated job's
+    rendezvous) stops waiting."""
+    return not _INTERRUPTS.may_start()
+
+
 def running_launches() -> list[Launch]:
     with _RUNNING_LOCK:
         return list(_RUNNING)

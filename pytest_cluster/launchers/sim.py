@@ -1,9 +1,13 @@
 """The sim launcher: a cluster described in the spec's `sim:` section, for demos and tests.
 
+It answers the same probe calls as a real launcher, as a mock transport answers requests.
 The GPU probe is the real probe program, run as a process with the simulated NVML
 binding (pytest_cluster/sim/nvml) first on its path and the node's description in its
 environment; only the binding is swapped. Host facts and torch measurements come from
-the description (pytest_cluster.sim.cluster). Every result is marked simulated.
+the description (pytest_cluster.sim.cluster). Distributed jobs (job_node) meet at a
+simulated rendezvous and the collective benchmark's ranks answer from the description and
+the spec's links (pytest_cluster.sim.job_node, sim.collectives): a benchmark takes the
+same path through jobs.run_job as on real nodes. Every result is marked simulated.
 """
 
 from __future__ import annotations
@@ -14,18 +18,35 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pytest_cluster.launchers.base import (
+    INTERRUPTED_MESSAGE,
     ErrorKind,
     Launcher,
     ProbeResult,
     fan_out,
+    interrupted,
     run_process,
 )
-from pytest_cluster.probes import ProbeCall
+from pytest_cluster.probes import ProbeCall, probe_source
 from pytest_cluster.probes.gpu_perf import parse_options
 from pytest_cluster.sim.cluster import describe_node, gpu_perf_payload, host_payload, node_is_down
-from pytest_cluster.spec.model import ClusterSpec, SimSpec, Spec
+from pytest_cluster.sim.collectives import Benchmark, job_ranks
+from pytest_cluster.sim.job_node import (
+    NodePart,
+    Rendezvous,
+    failed_ranks,
+    read_node_call,
+    whereami,
+)
+from pytest_cluster.spec.model import ClusterSpec, InterconnectSpec, SimSpec, Spec
+
+RankEntries = list[dict[str, Any]]
+
+
+class _Cancelled(Exception):
+    """The run was interrupted while a simulated job waited for its nodes."""
 
 SIM_NVML_DIR = Path(__file__).resolve().parent.parent / "sim" / "nvml"
 NODE_ENV = "PYTEST_CLUSTER_SIM_NODE"
@@ -44,15 +65,20 @@ class SimLauncher(Launcher):
     name = "sim"
     simulated = True
 
-    def __init__(self, spec: ClusterSpec, sim: SimSpec) -> None:
+    def __init__(self, spec: ClusterSpec, sim: SimSpec,
+                 interconnect: InterconnectSpec | None = None) -> None:
+        """`interconnect`: the links the simulated nodes have (its intra_node and
+        inter_node rates); None: NVLink-like and 8 x 400 Gb/s per node."""
         super().__init__(spec)
         self.sim = sim
+        self.interconnect = interconnect
+        self.rendezvous: Rendezvous[RankEntries] = Rendezvous()
 
     @classmethod
     def from_spec(cls, spec: Spec) -> Launcher:
         if spec.sim is None:  # the spec loader refuses this; a programming error here
             raise ValueError("launcher sim needs the spec's sim section")
-        return cls(spec.cluster, spec.sim)
+        return cls(spec.cluster, spec.sim, spec.interconnect)
 
     def run(self, call: ProbeCall, nodes: Sequence[str],
             timeout_s: float) -> dict[str, ProbeResult]:
@@ -65,7 +91,7 @@ class SimLauncher(Launcher):
             time.sleep(self.sim.latency_s)
         down = node_is_down(self.sim, node)
         if down is not None:
-            return ProbeResult(node=node, probe=call.name, data=None, simulated=True,
+            return ProbeResult(node=node, probe=call.name, data=None, simulated=self.simulated,
                                error=ErrorKind.UNREACHABLE, started_at=started,
                                message=f"simulated: the node does not answer (sim fault at "
                                        f"spec line {down.line})")
@@ -73,15 +99,51 @@ class SimLauncher(Launcher):
             argv = [sys.executable, "-", *call.args, "--no-kernel-log"]
             env = gpu_probe_env(dict(os.environ), describe_node(self.sim, node))
             return run_process(node, call.name, argv, call.source(), timeout_s, env=env,
-                               simulated=True, within=self.timeout_text(timeout_s))
-        if call.name == "host":
-            data = host_payload(self.sim, node)
-        elif call.name == "gpu_perf":
-            data = gpu_perf_payload(self.sim, node, parse_options(list(call.args)))
-        else:
-            return ProbeResult(node=node, probe=call.name, data=None, simulated=True,
-                               error=ErrorKind.CRASHED, started_at=started,
-                               message=f"the sim launcher does not simulate the {call.name} "
-                                       f"probe")
-        return ProbeResult(node=node, probe=call.name, data=data, simulated=True,
+                               simulated=self.simulated, within=self.timeout_text(timeout_s))
+        try:
+            if call.name == "host":
+                data = host_payload(self.sim, node)
+            elif call.name == "gpu_perf":
+                data = gpu_perf_payload(self.sim, node, parse_options(list(call.args)))
+            elif call.name == "job_node":
+                data = self.job_node(call, node)
+            else:
+                raise ValueError(f"the sim launcher does not simulate the {call.name} probe")
+        except ValueError as exc:
+            return ProbeResult(node=node, probe=call.name, data=None, simulated=self.simulated,
+                               error=ErrorKind.CRASHED, started_at=started, message=str(exc))
+        except _Cancelled:
+            return ProbeResult(node=node, probe=call.name, data=None, simulated=self.simulated,
+                               error=ErrorKind.CANCELLED, started_at=started,
+                               message=INTERRUPTED_MESSAGE)
+        return ProbeResult(node=node, probe=call.name, data=data, simulated=self.simulated,
                            started_at=started, exit_code=0)
+
+    def job_node(self, call: ProbeCall, node: str) -> dict[str, Any]:
+        """job_node's answer on a simulated node: where it is, or its ranks' results once
+        every node of the job has joined (the collective benchmark only). ValueError for
+        what the sim cannot answer; _Cancelled when the run was interrupted."""
+        part = read_node_call(call.args)
+        if part is None:
+            return whereami(node)
+        if part.program != probe_source("collective"):
+            raise ValueError("the sim launcher simulates no job but the collective benchmark "
+                             "(probes/collective.py)")
+        benchmark = Benchmark.from_args(part.rank_args)
+        share = self.rendezvous.join(part, node, lambda nodes: self.answer(part, benchmark,
+                                                                           nodes),
+                                     interrupted)
+        if isinstance(share, str):
+            if interrupted():
+                raise _Cancelled
+            return {"ranks": failed_ranks(part, share), "killed_because": share,
+                    "gloo_socket_ifname": None}
+        failed = next((r for r in share if r["exit_code"] != 0), None)
+        return {"ranks": share, "gloo_socket_ifname": None, "killed_because":
+                f"rank {failed['rank']} exited with code {failed['exit_code']}" if failed
+                else ""}
+
+    def answer(self, part: NodePart, benchmark: Benchmark,
+               nodes: tuple[str, ...]) -> list[RankEntries]:
+        """The whole job's ranks, node by node (sim/collectives.job_ranks)."""
+        return job_ranks(self.sim, self.interconnect, benchmark, nodes, part.ranks_per_node)

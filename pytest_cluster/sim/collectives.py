@@ -1,14 +1,18 @@
-"""Simulated collective benchmarks for `launcher: sim`: the numbers a healthy cluster of the
-sim's GPU model would measure, changed by the faults (a node down, fewer GPUs, slow GPU
-links, `link_factor` for a slow network). Marked simulated; nothing is run."""
+"""Simulated collective benchmarks: what each rank of the collective benchmark (the
+collective probe, run by job_node) would print on the sim's nodes: the times a healthy
+cluster of the sim's GPU model would measure, changed by the faults (fewer GPUs, slow GPU
+links, `link_factor` for a slow network). The controller turns them into busbw with
+nccl-tests' formulas (busbw.aggregate) as it does for real ranks. Pure functions.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass
+from typing import Any
 
-from pytest_cluster.busbw import CollectiveRun, SizePoint, bus_factor, theoretical
+from pytest_cluster.busbw import bus_factor, theoretical
 from pytest_cluster.gpu_models import MODELS
 from pytest_cluster.sim.cluster import describe_node, faults_on, gpu_count, gpu_link_rate, jitter
 from pytest_cluster.spec.model import InterconnectSpec, SimSpec
@@ -20,6 +24,32 @@ INTER_EFFICIENCY = 0.93
 #: Payload at which busbw is half its peak (latency-bound below).
 HALF_PEAK_BYTES = {True: 32 * 2**20, False: 64 * 2**20}
 DEFAULT_NETWORK = 8 * 50e9  # 8 x 400 Gb/s per node when the spec names no network
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """What every rank of the job runs: the collective probe's arguments."""
+
+    collective: str
+    sizes: tuple[int, ...]
+    warmup: int = 5
+    iterations: int = 20
+    backend: str = "gloo"
+
+    @classmethod
+    def from_args(cls, args: Sequence[str]) -> Benchmark:
+        """The collective probe's `--option value` arguments; ValueError if they are not."""
+        if len(args) % 2 or not all(a.startswith("--") for a in args[::2]):
+            raise ValueError(f"not the collective benchmark's arguments: {list(args)}")
+        given = dict(zip(args[::2], args[1::2], strict=True))
+        unknown = set(given) - {"--collective", "--sizes", "--warmup", "--iterations",
+                                "--backend"}
+        if unknown or "--sizes" not in given:
+            raise ValueError(f"not the collective benchmark's arguments: {list(args)}")
+        return cls(given.get("--collective", "all_reduce"),
+                   tuple(int(s) for s in given["--sizes"].split(",") if s),
+                   int(given.get("--warmup", 5)), int(given.get("--iterations", 20)),
+                   given.get("--backend", "gloo"))
 
 
 def _gpu_links(sim: SimSpec, node: str) -> float:
@@ -35,34 +65,68 @@ def _link_factor(sim: SimSpec, node: str) -> float:
     return factors[-1] if factors else 1.0
 
 
-def simulated_run(sim: SimSpec, spec: InterconnectSpec, collective: str,
-                  nodes: Sequence[str], sizes: Sequence[int],
-                  ranks_per_node: int) -> CollectiveRun:
-    base = CollectiveRun(collective, spec.backend, tuple(nodes), ranks_per_node,
-                         simulated=True, details={"simulated": True})
-    for node in nodes:  # (a node that is down fails earlier: its host probe)
+def missing_gpu(sim: SimSpec, benchmark: Benchmark, nodes: Sequence[str],
+                ranks_per_node: int) -> tuple[int, int, str] | None:
+    """(node index, local rank, its message) of the job's first rank that has no GPU of
+    its own (nccl: one GPU per rank), as the collective probe says it; None if none."""
+    if benchmark.backend != "nccl":
+        return None
+    for index, node in enumerate(nodes):
         have = gpu_count(sim, node)
-        if spec.backend == "nccl" and have < ranks_per_node:
-            rank = nodes.index(node) * ranks_per_node + have
-            return replace(base, error=f"{node} rank {rank} exited with code 1: LOCAL_RANK "
-                                       f"{have} but {node} has {have} GPU(s)")
+        if have < ranks_per_node:
+            return index, have, f"LOCAL_RANK {have} but {node} has {have} GPU(s)"
+    return None
+
+
+def size_results(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchmark,
+                 nodes: Sequence[str], ranks_per_node: int) -> list[dict[str, Any]]:
+    """One rank's measurements (the collective probe's `sizes`), the same on every rank of
+    the job: busbw near the wire's rate (the spec's links, see busbw.theoretical) for large
+    payloads, latency-bound for small ones, at the pace of the job's slowest link, with a
+    small jitter of its own per job (its nodes, collective and payload) and iteration."""
+    key = list(nodes)  # the job's nodes in rank order: one job, one jitter
     one = len(nodes) == 1
-    theory = theoretical(spec, len(nodes))
+    theory = theoretical(spec, len(nodes)) if spec is not None else None
     wire = theory.bytes_per_s if theory else (450e9 if one else DEFAULT_NETWORK)
     if one:
         peak = wire * INTRA_EFFICIENCY * _gpu_links(sim, nodes[0])
     else:
         peak = wire * INTER_EFFICIENCY * min(_link_factor(sim, n) for n in nodes)
         peak *= 1 - 0.01 * math.log2(len(nodes))  # a longer ring, a little slower
+    factor = bus_factor(benchmark.collective, len(nodes) * ranks_per_node)
+    results = []
+    for size in benchmark.sizes:
+        busbw = peak * size / (size + HALF_PEAK_BYTES[one]) * jitter(key, benchmark.collective,
+                                                                     size)
+        iterations = [busbw * jitter(key, size, i, spread=0.02)
+                      for i in range(benchmark.iterations)]
+        results.append({"bytes": size, "time_s": size * factor / busbw if factor else 0.0,
+                        "iteration_s": [size * factor / b for b in iterations] if factor
+                        else [], "wrong": 0})
+    return results
+
+
+def job_ranks(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchmark,
+              nodes: Sequence[str], ranks_per_node: int) -> list[list[dict[str, Any]]]:
+    """Every node's ranks as job_node reports them (rank, local_rank, exit_code, data,
+    ...), in node order. A job with a rank that has no GPU fails at that rank (exit code
+    1 and the probe's message), the first one only, as before any rank measured."""
     world = len(nodes) * ranks_per_node
-    factor = bus_factor(collective, world)
-    points = []
-    for size in sizes:
-        busbw = peak * size / (size + HALF_PEAK_BYTES[one]) * jitter(nodes, collective, size)
-        iterations = tuple(busbw * jitter(nodes, size, i, spread=0.02)
-                           for i in range(spec.iterations))
-        time_s = size * factor / busbw if factor else 0.0
-        algbw = size / time_s if time_s else 0.0
-        points.append(SizePoint(size, time_s, algbw, algbw * factor if factor else 0.0,
-                                iterations if factor else (), 0, 0))
-    return replace(base, points=tuple(points))
+    missing = missing_gpu(sim, benchmark, nodes, ranks_per_node)
+    sizes = size_results(sim, spec, benchmark, nodes, ranks_per_node) if missing is None \
+        else []
+    ranks = []
+    for index in range(len(nodes)):
+        mine: list[dict[str, Any]] = []
+        for local in range(ranks_per_node):
+            rank = index * ranks_per_node + local
+            if missing is not None and missing[:2] == (index, local):
+                mine.append({"rank": rank, "local_rank": local, "exit_code": 1,
+                             "ended_at": None, "data": None, "stderr_tail": missing[2]})
+                continue
+            data: dict[str, Any] = {"rank": rank, "world": world, "backend": benchmark.backend,
+                    "collective": benchmark.collective, "sizes": sizes, "simulated": True}
+            mine.append({"rank": rank, "local_rank": local, "exit_code": 0, "ended_at": None,
+                         "data": data, "stderr_tail": ""})
+        ranks.append(mine)
+    return ranks
