@@ -17,6 +17,7 @@ from pytest_cluster.report import ClauseTally, margin, margin_text
 from pytest_cluster.results import read_results, run_status
 from pytest_cluster.rundir import create_run_dir, point_latest, run_dir_name
 from pytest_cluster.scorecard import cell_of, cluster_verdict
+from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import Rule
 from pytest_cluster.verdict import (
     cluster_failures,
@@ -185,6 +186,7 @@ def test_run_directories_never_collide_and_latest_follows(tmp_path: Path) -> Non
 class FakeItem:
     def __init__(self) -> None:
         self.user_properties: list[tuple[str, object]] = []
+        self.callspec: FakeCallSpec | None = None
 
 
 def test_simulated_follows_from_the_result_not_the_caller() -> None:
@@ -198,6 +200,31 @@ def test_simulated_follows_from_the_result_not_the_caller() -> None:
     with pytest.raises(pytest.fail.Exception, match=r"^n1: host probe unreachable: refused"):
         real.require(down, Rule("gpus.xid", 3, "no XID errors"))
     assert ("probe", "host") in real.item.user_properties
+
+
+class FakeCallSpec:
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.params = params
+
+
+def test_the_evidence_knows_where_from_the_tests_parameters() -> None:
+    """Node, filesystem and GPU come from the test's own parameters: no call says them."""
+    spec = parse_spec("cluster: {name: x, nodes: n2}\nstorage:\n  - {path: /data, "
+                      "write: 1 GB/s}\n", "t.yaml")
+    item = FakeItem()
+    item.callspec = FakeCallSpec({"node": "n2", "filesystem": spec.storage[0], "gpu": 3})
+    evidence = Evidence(item)  # type: ignore[arg-type]
+    assert evidence.place == Place("n2", "/data", 3)
+    write = spec.storage[0].clause("write")
+    assert write is not None
+    result = ProbeResult("n2", "storage", {}, simulated=True)
+    with pytest.raises(pytest.fail.Exception, match=r"^\[SIMULATED\] n2 /data gpu3 write: "
+                       r"measured 0.5 GB/s < required 1 GB/s \(50% of required\)$"):
+        evidence.check(write, 5e8, result=result)
+    recorded = dict(item.user_properties)
+    assert (recorded["node"], recorded["filesystem"], recorded["spec_key"]) == (
+        "n2", "/data", "storage[/data].write")
+    assert Evidence(FakeItem()).place == Place()  # type: ignore[arg-type]
 
 
 def test_a_clause_failing_without_a_number_says_so_not_its_best_value() -> None:

@@ -1,0 +1,147 @@
+"""The clause declarations (spec/clauses.py) are the one place a clause is spelled: the
+acceptance suite checks exactly the declared clauses, the loader parses each as declared,
+and the probes give the fields the table-made tests read."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pytest_cluster.probes import PROBES, probe_source
+from pytest_cluster.sim.cluster import host_payload
+from pytest_cluster.spec import parse_spec
+from pytest_cluster.spec.clauses import (
+    CLAUSES,
+    TEST_PREFIX,
+    Declaration,
+    Value,
+    clauses,
+    declared,
+    keys,
+)
+from pytest_cluster.spec.model import Clause, Rule, SimSpec
+from pytest_cluster.spec.promised import promised
+from pytest_cluster.units import Dim
+
+SUITES = ("test_host", "test_software", "test_storage", "test_gpus", "test_interconnect")
+
+
+def marked() -> dict[str, list[str]]:
+    """Clause marker -> the acceptance tests that carry it."""
+    found: dict[str, list[str]] = {}
+    for suite in SUITES:
+        module = importlib.import_module(f"pytest_cluster.acceptance.{suite}")
+        for name, test in inspect.getmembers(module, inspect.isfunction):
+            if not name.startswith("test_"):
+                continue
+            for mark in getattr(test, "pytestmark", []):
+                if mark.name == "clause":
+                    found.setdefault(mark.args[0], []).append(f"{suite}::{name}")
+    return found
+
+
+def test_the_suite_checks_exactly_the_declared_clauses() -> None:
+    tests = marked()
+    assert sorted(tests) == sorted(d.id for d in CLAUSES if d.is_clause)
+    assert all(len(names) == 1 for names in tests.values()), tests
+
+
+def test_table_made_tests_carry_their_declared_names() -> None:
+    """A clause that compares a probe field gets its test from the table, named as users
+    know it (test_cpu_cores, test_storage_write, test_gpu_h2d), in its section's suite."""
+    tests = marked()
+    table = [d for d in CLAUSES if d.table]
+    assert {d.id for d in table} >= {"host.cpu_cores", "host.memory_available",
+                                     "storage.write", "gpus.h2d"}
+    for declaration in table:
+        assert declaration.test.startswith(TEST_PREFIX[declaration.section])
+        assert tests[declaration.id][0].endswith(f"::{declaration.test}")
+        assert declaration.reads is not None and declaration.reads.probe in PROBES
+
+
+def example(declaration: Declaration) -> str:
+    """A value of the declared kind, as YAML (the unit's example from its dimension)."""
+    assert declaration.dim is not None
+    return "8" if declaration.dim is Dim.COUNT else declaration.dim.example.split(" or ")[0]
+
+
+@pytest.mark.parametrize("section", ["host", "gpus"])
+def test_each_declared_quantity_parses_as_declared(section: str) -> None:
+    """Every quantity of a section, written as a bare value: parsed with its declared
+    dimension, its default comparison, and named as declared."""
+    quantities = [d for d in clauses(section) if d.value is Value.QUANTITY]
+    body = "".join(f"  {d.key}: {example(d)}\n" for d in quantities)
+    spec = parse_spec(f"cluster: {{name: x, nodes: a}}\n{section}:\n{body}", "t.yaml")
+    record = spec.host if section == "host" else spec.gpus
+    assert record is not None
+    for line, declaration in enumerate(quantities, start=3):
+        clause = record.item(declaration.key)
+        assert isinstance(clause, Clause), declaration.id
+        assert (clause.key, clause.line, clause.requirement.op) == (
+            declaration.id, line, declaration.op)
+        assert clause.requirement.bound.dim is declaration.dim
+
+
+def test_a_filesystem_names_its_clauses_by_its_path() -> None:
+    body = "".join(f"    {d.key}: {example(d)}\n" for d in clauses("storage")
+                   if d.value is Value.QUANTITY)
+    spec = parse_spec(f"cluster: {{name: x, nodes: a}}\nstorage:\n  - path: /data/\n"
+                      f"    shared: true\n{body}", "t.yaml")
+    (fs,) = spec.storage
+    assert [c.key for c in fs.clauses] == [f"storage[/data].{d.key}" for d in
+                                           clauses("storage") if d.value is not Value.SETTING]
+    assert isinstance(fs.item("shared"), Rule) and isinstance(fs.write, Clause)
+    assert keys("storage")[:3] == ("path", "shared", "capacity")
+
+
+def test_what_a_case_checks_and_whether_it_is_promised() -> None:
+    spec = parse_spec("cluster: {name: x, nodes: a}\nhost: {cpu_cores: 8}\n"
+                      "storage:\n  - {path: /d, write: 1 GB/s}\ngpus: {count: 8, pcie: false}\n",
+                      "t.yaml")
+    fs = spec.storage[0]
+    cases = {
+        ("host.cpu_cores", None): ("host.cpu_cores", True, ""),
+        ("host.memory", None): ("host.memory", False, ""),
+        ("storage.write", fs): ("storage[/d].write", True, ""),
+        ("storage.read", fs): ("storage[/d].read", False, ""),
+        ("gpus.pcie", None): ("gpus.pcie", False, ""),
+        ("gpus.uniform", None): ("gpus.uniform", True, ""),
+        ("gpus.same_driver", None): ("gpus.same_driver", False, "needs 2+ nodes"),
+        ("interconnect.intra_node", None): ("interconnect", False, ""),
+        ("mine.anything", None): ("mine.anything", True, ""),  # not declared: always
+    }
+    for (name, filesystem), expected in cases.items():
+        found = promised(spec, name, {"filesystem": filesystem} if filesystem else {})
+        assert (found.name, found.promised, found.why) == expected, name
+    assert promised(spec, "host.same_software", {"package": "torch"}).not_in_contract == (
+        "host.same_software (needs 2+ nodes)")
+
+
+def test_a_marker_of_an_undeclared_clause_fails_at_import() -> None:
+    from pytest_cluster.contract_tests import checks
+
+    assert checks("gpus.p2p").args == ("gpus.p2p",)
+    with pytest.raises(KeyError):
+        checks("gpus.p2q")
+    assert declared("storage.write").name("/data") == "storage[/data].write"
+    assert declared("gpus.matmul").name(member="bf16") == "gpus.matmul.bf16"
+
+
+def table_fields(probe: str) -> list[tuple[str, str, str]]:
+    return [(d.id, d.reads.part, d.reads.field) for d in CLAUSES
+            if d.table and d.reads is not None and d.reads.probe == probe]
+
+
+def test_the_host_probe_and_the_simulated_host_give_every_field_declared() -> None:
+    done = subprocess.run([sys.executable, "-I", "-"], input=probe_source("host"),
+                          capture_output=True, text=True, timeout=120, check=True)
+    payloads = {"probe": json.loads(done.stdout.splitlines()[-1])["data"],
+                "sim": host_payload(SimSpec("H100-SXM-80GB", 8), "n1")}
+    for source, payload in payloads.items():
+        for name, part, field in table_fields("host"):
+            assert isinstance(payload[part].get(field), int), (source, name)
