@@ -19,11 +19,9 @@ from pytest_cluster.cache import ProbeCache
 from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
 from pytest_cluster.node_search import NodeSearch, find_slow_nodes
 from pytest_cluster.probes import ProbeCall
+from pytest_cluster.probes.gpu_perf import PARTS as PERF_PARTS
+from pytest_cluster.spec.clauses import readers
 from pytest_cluster.spec.model import GpuSpec, InterconnectSpec, Spec, StorageSpec
-
-#: gpu_perf parts and the GpuSpec clauses that need them.
-PERF_PARTS = {"usable_memory": ("usable_memory",), "copy": ("memory_bandwidth",),
-              "h2d": ("h2d",), "d2h": ("d2h",), "p2p": ("p2p",)}
 
 
 def storage_call(fs: StorageSpec) -> ProbeCall:
@@ -50,19 +48,20 @@ def gpu_call(gpus: GpuSpec) -> ProbeCall:
 def gpu_perf_call(gpus: GpuSpec) -> ProbeCall | None:
     """The torch probe's arguments: only the measurements the contract has; None if none.
 
-    Throttling, the PCIe link and temperature are judged under load, so the throttle and
-    pcie rules and the temperature clause also need the load this probe creates."""
+    Which clauses read which part of its payload is declared (spec/clauses.py): a part no
+    clause of the contract reads is skipped. Throttling, the PCIe link and temperature
+    read its `load` part: judged under load, they need the load this probe creates."""
     args = ["--dtypes", ",".join(dtype for dtype, _ in gpus.matmul),
             "--shape", ",".join(map(str, gpus.matmul_shape)),
             "--load-time", f"{gpus.load_time_s:g}"]
+    needed = readers("gpu_perf")
     wanted = False
-    for part, clauses in PERF_PARTS.items():
-        if any(gpus.item(name) is not None for name in clauses):
+    for part in PERF_PARTS:
+        if any(gpus.item(key) is not None for key in needed.get(part, ())):
             wanted = True
         else:
             args += ["--skip", part]
-    under_load = any(gpus.item(name) is not None for name in ("throttle", "pcie",
-                                                               "temperature"))
+    under_load = any(gpus.item(key) is not None for key in needed["load"])
     if not (wanted or gpus.matmul or under_load):
         return None
     return ProbeCall("gpu_perf", tuple(args))
