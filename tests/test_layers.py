@@ -225,3 +225,40 @@ def test_nothing_outside_launchers_branches_on_which_launcher_runs() -> None:
              and not within(name, "pytest_cluster.spec")
              for line in launcher_branches(path.read_text(encoding="utf-8"))]
     assert found == []
+
+
+# -- the spec: the bottom of the package ----------------------------------------------------
+
+#: What spec/ may import of ours: itself, and the plain values a spec is made of (which
+#: import only each other).
+SPEC_MAY_IMPORT = ("pytest_cluster.spec", "pytest_cluster.errors", "pytest_cluster.hostlist",
+                   "pytest_cluster.requirement", "pytest_cluster.units",
+                   "pytest_cluster.gpu_models")
+
+
+def test_the_spec_imports_no_launcher_probe_or_anything_above() -> None:
+    """spec/ knows no launcher, probe, cluster, fixture, evidence or suite: what it needs of
+    them it keeps itself (spec/launchers.py, spec/gpus.THROTTLES), and test_spec checks
+    that against the launcher registry and the GPU probe."""
+    imports = [i for i in all_imports() if within(i.module, "pytest_cluster.spec")]
+    assert any(i.target == "pytest_cluster.spec.clauses" for i in imports)
+    wrong = [str(i) for i in imports
+             if not any(within(i.target, allowed) for allowed in SPEC_MAY_IMPORT)]
+    assert wrong == []
+
+
+def test_what_the_spec_is_made_of_imports_nothing_above_it() -> None:
+    below = SPEC_MAY_IMPORT[1:]
+    imports = [i for i in all_imports() if i.module in below]
+    assert imports, "errors, hostlist, requirement and units import each other"
+    wrong = [str(i) for i in imports if i.target not in below]
+    assert wrong == []
+
+
+def test_the_spec_asks_its_table_of_launcher_kinds_not_their_names() -> None:
+    """The spec's own `launcher:` key is read through spec/launchers.KINDS (its section, its
+    interpreter, whether it tests filesystems), never compared with a launcher's name."""
+    found = [f"{name}:{line}" for name, path in sources().items()
+             if within(name, "pytest_cluster.spec")
+             for line in launcher_branches(path.read_text(encoding="utf-8"))]
+    assert found == []

@@ -14,6 +14,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from pytest_cluster.errors import SpecError, UnitError
 from pytest_cluster.requirement import Requirement, parse_requirement
 from pytest_cluster.spec.clauses import Declaration, Value, clauses
+from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import Clause, ClusterSpec, Rule
 from pytest_cluster.units import UNITS, Dim, Quantity, parse_quantity
 
@@ -226,7 +227,7 @@ def time_between(low: float, high: float, shown: str) -> Callable[[object], floa
 def for_launcher(ctx: Ctx, node: Node, section: str, cluster: ClusterSpec) -> bool:
     """Whether a launcher's own section (sim, ssh, slurm) matches cluster.launcher; if not,
     records the error."""
-    if cluster.launcher == section:
+    if KINDS[cluster.launcher].section == section:
         return True
     ctx.error(node, section, f"only used with launcher: {section} (the launcher is "
               f"{cluster.launcher!r})")

@@ -12,6 +12,7 @@ from yaml.nodes import MappingNode, Node
 from pytest_cluster.errors import UnitError
 from pytest_cluster.hostlist import expand_hostlist
 from pytest_cluster.spec.fields import Ctx, Map, boolean, field, for_launcher, scalar, time_between
+from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import ClusterSpec, SlurmSpec
 
 KEYS = ("partition", "account", "reservation", "time_limit", "allocation")
@@ -56,7 +57,7 @@ def allocation_nodes(ctx: Ctx, node: Node | None) -> tuple[str, ...]:
 
 def parse_slurm(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SlurmSpec | None:
     if node is None:
-        return SlurmSpec() if cluster.launcher == "slurm" else None
+        return SlurmSpec() if KINDS[cluster.launcher].section == "slurm" else None
     if not for_launcher(ctx, node, "slurm", cluster):
         return None
     table = Map(ctx, node, "slurm", KEYS)

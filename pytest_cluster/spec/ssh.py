@@ -32,6 +32,7 @@ from pytest_cluster.spec.fields import (
     scalar,
     time_between,
 )
+from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import ClusterSpec, SshSpec
 
 KEYS = ("user", "port", "identity_file", "config", "options", "connect_timeout")
@@ -251,7 +252,7 @@ def _options(ctx: Ctx, node: Node | None) -> tuple[tuple[str, str], ...]:
 
 def parse_ssh(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SshSpec | None:
     if node is None:
-        return SshSpec() if cluster.launcher == "ssh" else None
+        return SshSpec() if KINDS[cluster.launcher].section == "ssh" else None
     if not for_launcher(ctx, node, "ssh", cluster):
         return None
     table = Map(ctx, node, "ssh", KEYS)
