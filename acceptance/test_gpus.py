@@ -16,7 +16,7 @@ from pytest_cluster.contract_tests import checks, table_tests
 from pytest_cluster.evidence import Evidence, Promise
 from pytest_cluster.gpu_facts import gib, nvml_gpu, p2p_for, perf_gpu, xids_for
 from pytest_cluster.gpu_models import MODELS, model_of_nvml_name
-from pytest_cluster.launchers.base import ProbeResult
+from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.spec.clauses import Declaration
 from pytest_cluster.spec.model import Clause, GpuSpec, Rule, Spec
 from pytest_cluster.units import Dim

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from pytest_cluster.contract_tests import check_reading, table_tests
 from pytest_cluster.evidence import Evidence
-from pytest_cluster.launchers.base import ProbeResult
+from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.spec.clauses import Declaration
 from pytest_cluster.spec.model import Spec
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pytest_cluster.cluster import Cluster
 from pytest_cluster.contract_tests import checks
 from pytest_cluster.evidence import Evidence
-from pytest_cluster.launchers.base import ProbeResult
+from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.spec.clauses import declared
 from pytest_cluster.spec.model import VersionClause
 

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_cluster.launchers.base import ProbeResult
+from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.probes import ProbeCall
 
 Runner = Callable[[ProbeCall, Sequence[str]], dict[str, ProbeResult]]

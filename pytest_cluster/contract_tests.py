@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import pytest
 
 from pytest_cluster.evidence import Evidence
-from pytest_cluster.launchers.base import ProbeResult
+from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.spec.clauses import Declaration, clauses, declared
 from pytest_cluster.spec.model import Clause
 

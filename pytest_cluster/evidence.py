@@ -16,7 +16,7 @@ from typing import Any, NoReturn, Protocol
 
 import pytest
 
-from pytest_cluster.launchers.base import ProbeResult
+from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.requirement import Verdict
 from pytest_cluster.spec.model import Clause, Rule, VersionClause
 from pytest_cluster.units import UNITS

@@ -10,7 +10,7 @@ import pytest
 from pytest_cluster.cluster import Cluster
 from pytest_cluster.configure import CACHE_DIR_KEY, SPEC_KEY
 from pytest_cluster.evidence import Evidence
-from pytest_cluster.launchers.base import ProbeResult
+from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.spec.model import Spec, StorageSpec
 
 NEEDS_SPEC = "this test needs a contract spec: run pytest --cluster=trial.yaml"

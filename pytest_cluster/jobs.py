@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_cluster.errors import JobFailed
-from pytest_cluster.launchers.base import Launcher, ProbeResult, in_parallel
+from pytest_cluster.launchers.base import Launcher
+from pytest_cluster.launchers.fanout import in_parallel
+from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.probes import ProbeCall
 
 __all__ = ["JobFailed", "JobResult", "JobSpec", "RankResult", "node_call", "run_job"]

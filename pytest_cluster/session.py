@@ -21,7 +21,7 @@ import pytest
 from _pytest import junitxml  # xml_key: the one way to add <testsuite> properties
 
 from pytest_cluster import __version__
-from pytest_cluster.launchers.base import stop_everything
+from pytest_cluster.launchers.process import stop_everything
 from pytest_cluster.plan import PLAN_FILE, Plan, not_checked, selection
 from pytest_cluster.plots import interconnect_charts
 from pytest_cluster.report import SIMULATED_BANNER, is_simulated, measured_text
@@ -89,7 +89,7 @@ class ClusterSession:
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         """Ctrl-C or SIGTERM: no probe or rank launched keeps running on any node (the
-        signal handler of launchers.base stopped them already; this is the backstop)."""
+        signal handler of launchers.process stopped them already; this is the backstop)."""
         stop_everything()
 
     @pytest.hookimpl(optionalhook=True)

@@ -25,8 +25,9 @@ from pytest_cluster.busbw import CollectiveRun, aggregate, bus_factor, required_
 from pytest_cluster.errors import SpecError
 from pytest_cluster.jobs import JobSpec, node_call, run_job
 from pytest_cluster.launchers import sim as sim_launcher
-from pytest_cluster.launchers.base import INTERRUPTED_MESSAGE, ErrorKind
 from pytest_cluster.launchers.local import LocalLauncher
+from pytest_cluster.launchers.process import INTERRUPTED_MESSAGE
+from pytest_cluster.launchers.result import ErrorKind
 from pytest_cluster.launchers.sim import SimLauncher
 from pytest_cluster.node_search import (
     FAILED,

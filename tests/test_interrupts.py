@@ -19,15 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cluster.launchers.base import (
-    ErrorKind,
+from pytest_cluster.launchers.process import (
     Finished,
-    ProbeResult,
     execute,
     probe_result,
     running_launches,
     stop_everything,
 )
+from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 from pytest_cluster.launchers.ssh import SshLauncher, backstop_message, classify
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec.model import ClusterSpec, SshSpec
@@ -314,7 +313,7 @@ def test_a_second_ctrl_c_during_the_grace_kills_at_once(tmp_path: Path) -> None:
                 f"open({str(pid_file)!r}, 'w').write(str(os.getpid()))\ntime.sleep(600)\n")
     driver = textwrap.dedent(f"""
         import sys, threading
-        from pytest_cluster.launchers.base import execute, stop_on_interrupt
+        from pytest_cluster.launchers.process import execute, stop_on_interrupt
         stop_on_interrupt()
         waiting = threading.Thread(target=execute,
                                    args=([sys.executable, "-c", {stubborn!r}], "", 600))

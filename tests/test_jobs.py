@@ -19,8 +19,9 @@ import pytest
 
 from pytest_cluster.cluster import Cluster
 from pytest_cluster.jobs import JobFailed, JobSpec, node_call, run_job
-from pytest_cluster.launchers.base import Launcher, ProbeResult
+from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.local import LocalLauncher
+from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.launchers.slurm import SlurmLauncher
 from pytest_cluster.launchers.ssh import SshLauncher
 from pytest_cluster.probes import ProbeCall

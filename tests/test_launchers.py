@@ -19,8 +19,9 @@ from pytest_cluster.launchers import (
     get_launcher,
     launcher_class,
 )
-from pytest_cluster.launchers.base import fan_out, run_process
+from pytest_cluster.launchers.fanout import fan_out
 from pytest_cluster.launchers.local import LocalLauncher, probe_command
+from pytest_cluster.launchers.process import run_process
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.report import is_simulated
 from pytest_cluster.spec import load_spec, parse_spec
@@ -213,7 +214,8 @@ def test_interrupt_kills_probes_on_every_node(tmp_path: Path) -> None:
     pids.mkdir()
     driver = textwrap.dedent(f"""
         import sys
-        from pytest_cluster.launchers.base import fan_out, run_process
+        from pytest_cluster.launchers.fanout import fan_out
+        from pytest_cluster.launchers.process import run_process
         script = ("import os, time\\n"
                   "open(os.path.join({str(pids)!r}, str(os.getpid())), 'w').close()\\n"
                   "time.sleep(120)\\n")
@@ -248,7 +250,8 @@ def test_after_ctrl_c_no_probe_starts_anywhere(tmp_path: Path) -> None:
     driver = textwrap.dedent(f"""
         import sys
         from concurrent.futures import ThreadPoolExecutor
-        from pytest_cluster.launchers.base import fan_out, run_process
+        from pytest_cluster.launchers.fanout import fan_out
+        from pytest_cluster.launchers.process import run_process
         from pytest_cluster.launchers.local import LocalLauncher
         from pytest_cluster.spec.model import ClusterSpec
         LocalLauncher(ClusterSpec("t", ("a",), "local", sys.executable, 60, 8))

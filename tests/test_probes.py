@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.launchers.base import parse_probe_output
+from pytest_cluster.launchers.result import parse_probe_output
 from pytest_cluster.probes import ProbeCall, probe_source
 from tests.conftest import has_torch
 

@@ -17,8 +17,8 @@ import pytest
 
 from pytest_cluster.errors import SpecError
 from pytest_cluster.hostlist import expand_hostlist
-from pytest_cluster.launchers.base import ErrorKind
 from pytest_cluster.launchers.remote import RUNNER_SOURCE
+from pytest_cluster.launchers.result import ErrorKind
 from pytest_cluster.launchers.slurm import (
     Holder,
     NodeCheck,

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from pytest_cluster.errors import SpecError
-from pytest_cluster.launchers.base import ErrorKind, ProbeResult
 from pytest_cluster.launchers.remote import RUNNER_SOURCE, runner_payload
+from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 from pytest_cluster.launchers.ssh import (
     SshLauncher,
     classify,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_cluster.evidence import Evidence, Place
-from pytest_cluster.launchers.base import ErrorKind, ProbeResult
+from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 from pytest_cluster.plan import Case, Plan, not_checked
 from pytest_cluster.report import ClauseTally, margin, margin_text
 from pytest_cluster.results import read_results, run_status

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
 
 from pytest_cluster.errors import LaunchError
-from pytest_cluster.launchers.base import ErrorKind, Launcher, ProbeResult
+from pytest_cluster.launchers.base import Launcher
+from pytest_cluster.launchers.result import ErrorKind, ProbeResult
+from pytest_cluster.spec.model import Spec
 
 REGISTRY: dict[str, str] = {
     "local": "pytest_cluster.launchers.local:LocalLauncher",
@@ -14,9 +15,6 @@ REGISTRY: dict[str, str] = {
     "ssh": "pytest_cluster.launchers.ssh:SshLauncher",
     "slurm": "pytest_cluster.launchers.slurm:SlurmLauncher",
 }
-
-if TYPE_CHECKING:  # the spec imports the registry to validate launcher names
-    from pytest_cluster.spec.model import Spec
 
 
 def launcher_class(name: str) -> type[Launcher]:

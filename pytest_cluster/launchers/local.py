@@ -8,13 +8,10 @@ import shutil
 import sys
 from collections.abc import Sequence
 
-from pytest_cluster.launchers.base import (
-    ErrorKind,
-    Launcher,
-    ProbeResult,
-    fan_out,
-    run_process,
-)
+from pytest_cluster.launchers.base import Launcher
+from pytest_cluster.launchers.fanout import fan_out
+from pytest_cluster.launchers.process import run_process
+from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 from pytest_cluster.probes import ProbeCall
 
 

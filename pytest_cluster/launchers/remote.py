@@ -7,8 +7,8 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_cluster.launchers.base import ErrorKind, ProbeResult
 from pytest_cluster.launchers.node_runner import HUNG_UP, NOT_FOUND, TIMED_OUT
+from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 
 RUNNER_SOURCE = Path(__file__).with_name("node_runner.py").read_text(encoding="utf-8")
 

@@ -20,15 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_cluster.launchers.base import (
-    INTERRUPTED_MESSAGE,
-    ErrorKind,
-    Launcher,
-    ProbeResult,
-    fan_out,
-    interrupted,
-    run_process,
-)
+from pytest_cluster.launchers.base import Launcher
+from pytest_cluster.launchers.fanout import fan_out
+from pytest_cluster.launchers.process import INTERRUPTED_MESSAGE, interrupted, run_process
+from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 from pytest_cluster.probes import ProbeCall, probe_source
 from pytest_cluster.probes.gpu_perf import parse_options
 from pytest_cluster.sim.cluster import describe_node, gpu_perf_payload, host_payload, node_is_down

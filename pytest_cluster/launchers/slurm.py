@@ -53,17 +53,12 @@ from dataclasses import dataclass, field
 
 from pytest_cluster.errors import UnitError
 from pytest_cluster.hostlist import expand_hostlist
-from pytest_cluster.launchers.base import (
-    ErrorKind,
-    Finished,
-    Launcher,
-    ProbeResult,
-    execute,
-    fan_out,
-    probe_result,
-)
+from pytest_cluster.launchers.base import Launcher
+from pytest_cluster.launchers.fanout import fan_out
 from pytest_cluster.launchers.node_runner import EXIT_MARKER, LAST, MORE, NODE_MARKER
+from pytest_cluster.launchers.process import Finished, execute, probe_result
 from pytest_cluster.launchers.remote import classify_runner_exit, runner_argv, runner_payload
+from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec.model import ClusterSpec, SlurmSpec, Spec
 

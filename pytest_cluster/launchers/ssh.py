@@ -26,21 +26,16 @@ import tempfile
 import threading
 from collections.abc import Sequence
 
-from pytest_cluster.launchers.base import (
-    INTERRUPTED_MESSAGE,
-    ErrorKind,
-    Launcher,
-    ProbeResult,
-    fan_out,
-    launched,
-    run_process,
-)
+from pytest_cluster.launchers.base import Launcher
+from pytest_cluster.launchers.fanout import fan_out
+from pytest_cluster.launchers.process import INTERRUPTED_MESSAGE, launched, run_process
 from pytest_cluster.launchers.remote import (
     classify_runner_exit,
     killed_on_node,
     runner_argv,
     runner_payload,
 )
+from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec.model import ClusterSpec, Spec, SshSpec
 

@@ -1,0 +1,90 @@
+"""What every launcher returns: one typed ProbeResult per node, never an exception per
+node, and how a probe's output becomes one (parse_probe_output)."""
+
+from __future__ import annotations
+
+import enum
+import json
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pytest_cluster.errors import ProbeFailed
+
+
+class ErrorKind(str, enum.Enum):
+    TIMEOUT = "timeout"
+    CRASHED = "crashed"
+    BAD_OUTPUT = "bad_output"
+    UNREACHABLE = "unreachable"
+    AUTH_REFUSED = "auth_refused"
+    INTERPRETER_MISSING = "interpreter_missing"
+    CANCELLED = "cancelled"
+    BUSY = "busy"  # another job holds the node (SLURM): not measured, not its fault
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """The outcome of one probe on one node: its payload, or an error with its kind."""
+
+    node: str
+    probe: str
+    data: dict[str, Any] | None
+    error: ErrorKind | None = None
+    message: str = ""
+    exit_code: int | None = None
+    stderr_tail: str = ""
+    duration_s: float = 0.0
+    started_at: float = 0.0
+    simulated: bool = False
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.data is not None
+
+    def payload(self) -> dict[str, Any]:
+        if self.data is None or self.error is not None:
+            raise ProbeFailed(self.describe())
+        return self.data
+
+    def describe(self) -> str:
+        """One line a user can act on: node, probe, what went wrong."""
+        if self.ok:
+            return f"{self.node}: {self.probe} probe ok in {self.duration_s:.1f} s"
+        text = f"{self.node}: {self.probe} probe {self.error.value if self.error else 'failed'}"
+        text += f": {self.message}" if self.message else ""
+        if self.exit_code is not None and self.error is ErrorKind.CRASHED:
+            text += f" (exit code {self.exit_code})"
+        tail = self.stderr_tail.strip().splitlines()[-3:]
+        if tail:
+            text += " | stderr: " + " / ".join(tail)
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        record = asdict(self)
+        record["error"] = self.error.value if self.error else None
+        return record
+
+    @classmethod
+    def from_json(cls, record: dict[str, Any]) -> ProbeResult:
+        values = dict(record)
+        values["error"] = ErrorKind(values["error"]) if values.get("error") else None
+        return cls(**values)
+
+
+def parse_probe_output(stdout: str, probe: str) -> dict[str, Any]:
+    """The probe's `data` object from its stdout; ValueError says what is wrong."""
+    text = stdout.strip()
+    if not text:
+        raise ValueError("the probe printed nothing")
+    try:
+        document = json.loads(text.splitlines()[-1])
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the probe's last line is not JSON ({exc.msg})") from None
+    if not isinstance(document, dict) or not isinstance(document.get("data"), dict):
+        raise ValueError("the probe's JSON has no 'data' object")
+    if document.get("probe") != probe:
+        raise ValueError(f"expected output of probe {probe!r}, got {document.get('probe')!r}")
+    data: dict[str, Any] = document["data"]
+    return data
