@@ -193,6 +193,15 @@ def test_import_torch_clause(pytester: pytest.Pytester, fs: Path) -> None:
     assert record["raw"]["command"] == [sys.executable, "-c", "import torch"]
 
 
+def add_launcher(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, name: str,
+                 source: str, cls: str) -> None:
+    """A launcher of this test's own, known by `name` to the registry and to the spec."""
+    pytester.makepyfile(**{f"{name}launcher": source})
+    pytester.syspathinsert()
+    monkeypatch.setitem(REGISTRY, name, f"{name}launcher:{cls}")
+    monkeypatch.setitem(KINDS, name, LauncherKind(name, python=None))
+
+
 HUNG_LAUNCHER = """
 import sys
 from pytest_cluster.launchers.fanout import fan_out
@@ -216,10 +225,7 @@ class HungNode(LocalLauncher):
 
 def test_hung_node_fails_only_its_own_tests(pytester: pytest.Pytester, fs: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    pytester.makepyfile(hunglauncher=HUNG_LAUNCHER)
-    pytester.syspathinsert()
-    monkeypatch.setitem(REGISTRY, "hung", "hunglauncher:HungNode")
-    monkeypatch.setitem(KINDS, "hung", LauncherKind("hung", python=None))
+    add_launcher(pytester, monkeypatch, "hung", HUNG_LAUNCHER, "HungNode")
     pytester.makefile(".yaml", trial=spec_text(fs, nodes="[good, hung]", launcher="hung")
                       .replace("probe_timeout: 2 min", "probe_timeout: 2 s"))
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:randomly")
@@ -341,10 +347,7 @@ class OddKernel(LocalLauncher):
 
 def test_software_mismatch_names_the_odd_node(pytester: pytest.Pytester, fs: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    pytester.makepyfile(oddlauncher=ODD_LAUNCHER)
-    pytester.syspathinsert()
-    monkeypatch.setitem(REGISTRY, "odd", "oddlauncher:OddKernel")
-    monkeypatch.setitem(KINDS, "odd", LauncherKind("odd", python=None))
+    add_launcher(pytester, monkeypatch, "odd", ODD_LAUNCHER, "OddKernel")
     pytester.makefile(".yaml", trial=spec_text(
         fs, nodes="[n1, odd]", launcher="odd",
         host='  software: {kernel: ">= 5.0"}\n', storage='    capacity: ">= 1 MiB"\n'))
