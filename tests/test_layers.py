@@ -262,3 +262,20 @@ def test_the_spec_asks_its_table_of_launcher_kinds_not_their_names() -> None:
              if within(name, "pytest_cluster.spec")
              for line in launcher_branches(path.read_text(encoding="utf-8"))]
     assert found == []
+
+
+#: launchers/ by job, each module only on those before it: the result record, running and
+#: stopping processes, fanning out, the Launcher; the launchers on all of them.
+LAUNCHER_PARTS = ("result", "process", "fanout", "base")
+
+
+def test_the_launcher_parts_stand_on_each_other_in_one_order() -> None:
+    order = {f"pytest_cluster.launchers.{part}": i for i, part in enumerate(LAUNCHER_PARTS)}
+    assert set(order) <= set(sources())
+    wrong = [str(i) for i in all_imports() if i.module in order
+             and within(i.target, "pytest_cluster.launchers")
+             and order.get(i.target, len(order)) >= order[i.module]]
+    assert wrong == []
+    # the record imports nothing of ours but the error it raises
+    assert {i.target for i in all_imports() if i.module == "pytest_cluster.launchers.result"} \
+        == {"pytest_cluster.errors"}
