@@ -35,9 +35,10 @@ storage:
 """
 
 
-def error_of(text: str) -> str:
+def error_of(text: str, file: str = "trial.yaml") -> str:
+    """The SpecError a spec text is refused with."""
     with pytest.raises(SpecError) as info:
-        parse_spec(text, "trial.yaml")
+        parse_spec(text, file)
     return str(info.value)
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from pytest_cluster.errors import MAX_LINE, SpecError
 from pytest_cluster.spec import load_spec, parse_spec
+from tests.test_spec import error_of as spec_error
 
 ALLOWED = ("AddressFamily, CASignatureAlgorithms, CertificateFile, CheckHostIP, Ciphers, "
            "Compression, ConnectionAttempts, GlobalKnownHostsFile, GSSAPIAuthentication, "
@@ -29,9 +30,7 @@ SSH = "cluster: {name: x, nodes: 'n[1-2]', launcher: ssh}\nhost: {cpu_cores: 1}\
 
 
 def error_of(text: str) -> str:
-    with pytest.raises(SpecError) as info:
-        parse_spec(text, "t.yaml")
-    return str(info.value)
+    return spec_error(text, "t.yaml")
 
 
 # -- ssh options: an allowlist -----------------------------------------------------------

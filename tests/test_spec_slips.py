@@ -7,18 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cluster.errors import SpecError
 from pytest_cluster.spec import load_spec, parse_spec
 from pytest_cluster.spec.model import SimSpec
+from tests.test_spec import error_of as spec_error
 
 SIM_BASE = "cluster: {name: x, nodes: 'n[1-2]', launcher: sim}\ngpus: {count: 8}\n"
 TOP_KEYS = "cluster, host, storage, gpus, interconnect, sim, ssh, slurm"
 
 
 def error_of(text: str) -> str:
-    with pytest.raises(SpecError) as info:
-        parse_spec(text, "t.yaml")
-    return str(info.value)
+    return spec_error(text, "t.yaml")
 
 
 @pytest.mark.parametrize(("fault", "what"), [
