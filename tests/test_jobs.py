@@ -29,6 +29,7 @@ from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import ClusterSpec, SlurmSpec, SshSpec
 from tests.conftest import has_torch
 from tests.netns_cluster import NetnsCluster
+from tests.test_interrupts import alive
 
 ENV = """\
 import json, os
@@ -257,22 +258,13 @@ def test_ctrl_c_stops_every_node_of_a_job_and_its_ranks(tmp_path: Path) -> None:
         process.send_signal(signal.SIGINT)
         process.wait(15)  # minutes before: the job ran to its wall clock
         deadline = time.monotonic() + 5
-        while [p for p in ranks if running(p)] and time.monotonic() < deadline:
+        while [p for p in ranks if alive(p)] and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert [p for p in ranks if running(p)] == []
+        assert [p for p in ranks if alive(p)] == []
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         for pid in (int(p.name) for p in pids.iterdir()):  # left by a failure: ours
-            if running(pid):
+            if alive(pid):
                 os.kill(pid, signal.SIGKILL)
-
-
-def running(pid: int) -> bool:
-    """Alive and not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"

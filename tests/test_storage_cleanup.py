@@ -401,15 +401,22 @@ def test_a_shared_check_cut_short_during_its_write_removes_the_file(scratch: Pat
 
 # -- the acceptance side reports it -----------------------------------------------------------
 
+def on_this_machine(pytester: pytest.Pytester, fs: Path, storage: str,
+                    cluster: str = "") -> pytest.RunResult:
+    """The suite on one node, this machine, with the filesystem `fs` (`storage`: its
+    settings and clauses; `cluster`: more of the cluster section)."""
+    pytester.makefile(".yaml", trial=(
+        f"cluster:\n  name: t\n  nodes: nodeA\n  launcher: local\n  python: {sys.executable}\n"
+        f"{cluster}storage:\n  - path: {fs}\n{storage}"))
+    return pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
+
+
 def test_a_leftover_is_a_note_in_the_evidence_not_a_failure(pytester: pytest.Pytester) -> None:
     fs = pytester.mkdir("fs")
     pid = dead_pid()
     left = plant(fs / leftover_name(pid), size=3 * MiB)
-    pytester.makefile(".yaml", trial=(
-        f"cluster:\n  name: t\n  nodes: nodeA\n  launcher: local\n  python: {sys.executable}\n"
-        f"storage:\n  - path: {fs}\n    io_size: 4 MiB\n    metadata_files: 50\n"
-        "    write: '>= 1 MB/s'\n    metadata: '>= 10 ops/s'\n"))
-    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
+    result = on_this_machine(pytester, fs, "    io_size: 4 MiB\n    metadata_files: 50\n"
+                             "    write: '>= 1 MB/s'\n    metadata: '>= 10 ops/s'\n")
     result.assert_outcomes(passed=2)
     why = (f"its probe (pid {pid} on {probe.host_tag()}) ended without removing it (killed by "
            "SIGKILL, or its node went down); made 0 s ago")
@@ -426,11 +433,8 @@ def test_a_leftover_is_a_note_in_the_evidence_not_a_failure(pytester: pytest.Pyt
 def test_a_probe_timeout_during_the_write_leaves_nothing(pytester: pytest.Pytester) -> None:
     """The launcher kills the probe at its timeout, half-way through an 8 GiB write."""
     fs = pytester.mkdir("fs")
-    pytester.makefile(".yaml", trial=(
-        f"cluster:\n  name: t\n  nodes: nodeA\n  launcher: local\n  python: {sys.executable}\n"
-        f"  probe_timeout: 2 s\nstorage:\n  - path: {fs}\n    io_size: 8 GiB\n"
-        "    write: '>= 1 MB/s'\n"))
-    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
+    result = on_this_machine(pytester, fs, "    io_size: 8 GiB\n    write: '>= 1 MB/s'\n",
+                             cluster="  probe_timeout: 2 s\n")
     result.assert_outcomes(failed=1)
     [record] = [r for r in jsonl(pytester) if r.get("type") == "result"]
     assert record["error_kind"] == "timeout"
