@@ -63,6 +63,8 @@ class Reads:
 
 @dataclass(frozen=True)
 class Declaration:
+    """One clause (or setting) of a section, as the contract spells it."""
+
     section: str
     key: str
     value: Value
