@@ -68,7 +68,7 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
                    note=note)
 
 
-@checks("interconnect.intra_node")
+@checks("interconnect.busbw[intra_node]")
 def test_collective_intra_node(cluster: Cluster, node: str, collective: str, payload: int,
                                evidence: Evidence) -> None:
     """All ranks (GPUs) of one node: the intra-node link (NVLink)."""
@@ -78,7 +78,7 @@ def test_collective_intra_node(cluster: Cluster, node: str, collective: str, pay
     _check(evidence, spec, cluster.intra_node(node, collective), payload, node, 1)
 
 
-@checks("interconnect.inter_node")
+@checks("interconnect.busbw[inter_node]")
 def test_collective_inter_node(cluster: Cluster, node_count: int, collective: str,
                                payload: int, evidence: Evidence) -> None:
     """The first `node_count` nodes of the spec in one job: the network between nodes."""
@@ -88,7 +88,7 @@ def test_collective_inter_node(cluster: Cluster, node_count: int, collective: st
     _check(evidence, spec, run, payload, label, node_count)
 
 
-@checks("interconnect.node_network")
+@checks("interconnect.busbw[node_network]")
 def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
     """This node's share of the slow-node search: all_reduce with known-good partners.
     A node is failed as slow only against a known-good partner; when the search could not

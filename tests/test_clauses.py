@@ -112,7 +112,7 @@ def test_what_a_case_checks_and_whether_it_is_promised() -> None:
         ("gpus.pcie", None): ("gpus.pcie", False, ""),
         ("gpus.uniform", None): ("gpus.uniform", True, ""),
         ("gpus.same_driver", None): ("gpus.same_driver", False, "needs 2+ nodes"),
-        ("interconnect.intra_node", None): ("interconnect", False, ""),
+        ("interconnect.busbw[intra_node]", None): ("interconnect", False, ""),
         ("mine.anything", None): ("mine.anything", True, ""),  # not declared: always
     }
     for (name, filesystem), expected in cases.items():
@@ -120,6 +120,15 @@ def test_what_a_case_checks_and_whether_it_is_promised() -> None:
         assert (found.name, found.promised, found.why) == expected, name
     assert promised(spec, "host.same_software", {"package": "torch"}).not_in_contract == (
         "host.same_software (needs 2+ nodes)")
+    # the busbw promise is written once (interconnect.busbw); each scope is an instance of it
+    # under the name its evidence carries
+    two = parse_spec("cluster: {name: x, nodes: 'n[1-2]'}\ninterconnect:\n  busbw: '>= 1 GB/s'\n"
+                     "  payloads: [1 MiB]\n  ranks_per_node: 1\n", "t.yaml")
+    assert [(p.name, p.promised) for p in (
+        promised(two, f"interconnect.busbw[{scope}]", {})
+        for scope in ("intra_node", "inter_node", "node_network"))] == [
+        ("interconnect.busbw[intra_node]", False), ("interconnect.busbw[inter_node]", True),
+        ("interconnect.busbw[node_network]", True)]
 
 
 def test_a_marker_of_an_undeclared_clause_fails_at_import() -> None:
