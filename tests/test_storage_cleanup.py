@@ -180,7 +180,7 @@ def plant(directory: Path, size: int = 0, age_s: float = 0.0, lock: bool = True)
 
 def test_directories_of_older_versions_are_reported_then_removed_after_a_day(
         scratch: Path) -> None:
-    young = plant(scratch / ".pytest-cluster-abc_1234", size=MiB, lock=False)
+    young = plant(scratch / ".pytest-cluster-abc_1234", size=MiB, lock=False, age_s=600)
     old = plant(scratch / ".pytest-cluster-0ld12345", lock=False)
     (old / "seq.bin").write_bytes(b"s" * 2 * MiB)
     then = time.time() - 25 * 3600
@@ -191,7 +191,7 @@ def test_directories_of_older_versions_are_reported_then_removed_after_a_day(
          "why": "made 25 h ago by a pytest-cluster older than its leftover sweep, which "
                 "records no owner; older than 24 h"},
         {"path": str(young), "bytes": MiB, "removed": False,
-         "why": "made 0 s ago by a pytest-cluster older than its leftover sweep, which "
+         "why": "made 10 min ago by a pytest-cluster older than its leftover sweep, which "
                 "records no owner: left in place; remove it by hand if no pytest-cluster run "
                 "is using it (the sweep removes it once it is 24 h old)"}]
     assert ours(scratch) == [young.name]
@@ -414,12 +414,12 @@ def on_this_machine(pytester: pytest.Pytester, fs: Path, storage: str,
 def test_a_leftover_is_a_note_in_the_evidence_not_a_failure(pytester: pytest.Pytester) -> None:
     fs = pytester.mkdir("fs")
     pid = dead_pid()
-    left = plant(fs / leftover_name(pid), size=3 * MiB)
+    left = plant(fs / leftover_name(pid), size=3 * MiB, age_s=600)  # an age that reads the same
     result = on_this_machine(pytester, fs, "    io_size: 4 MiB\n    metadata_files: 50\n"
                              "    write: '>= 1 MB/s'\n    metadata: '>= 10 ops/s'\n")
     result.assert_outcomes(passed=2)
     why = (f"its probe (pid {pid} on {probe.host_tag()}) ended without removing it (killed by "
-           "SIGKILL, or its node went down); made 0 s ago")
+           "SIGKILL, or its node went down); made 10 min ago")
     result.stdout.fnmatch_lines(["*warnings summary*", "*::test_storage_write[[]nodeA-*",
                                  "*::test_storage_metadata[[]nodeA-*",
                                  f"*LeftoverWarning: nodeA: removed {left} (3 MiB), left by an "
