@@ -205,12 +205,14 @@ def test_where_locks_fail_the_pid_on_this_host_and_the_age_decide(scratch: Path)
     (gone / probe.LOCK_NAME).mkdir()
     elsewhere = plant(scratch / leftover_name(pid, host="other-host"), lock=False)
     (elsewhere / probe.LOCK_NAME).mkdir()
+    then = time.time() - 600  # an age that reads the same during the test
+    os.utime(elsewhere, (then, then))
     alive = plant(scratch / leftover_name(os.getpid(), suffix="a11ce000"), lock=False)
     (alive / probe.LOCK_NAME).mkdir()
     found = probe.sweep(str(scratch))
     assert found == [
         {"path": str(elsewhere), "bytes": 0, "removed": False,
-         "why": f"made by pid {pid} on other-host 0 s ago, and whether it still runs cannot "
+         "why": f"made by pid {pid} on other-host 10 min ago, and whether it still runs cannot "
                 "be told (cannot open its owner lock (Is a directory)): left in place; remove "
                 "it by hand if no pytest-cluster run is using it (the sweep removes it once "
                 "it is 24 h old)"},
@@ -334,6 +336,7 @@ def test_the_shared_write_sweeps_expired_files_and_leaves_running_checks_alone(
     legacy = scratch / ".pytest-cluster-shared-abcdef012345"
     for path in (expired, running, legacy):
         path.write_bytes(b"z" * 1000)
+    os.utime(legacy, (now - 600, now - 600))  # an age that reads the same during the test
     token = f"{now + 3600}-fedcba987654"
     data = run_probe("shared_fs", "--path", str(scratch), "--token", token, "write")
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(now - 5))
@@ -341,7 +344,7 @@ def test_the_shared_write_sweeps_expired_files_and_leaves_running_checks_alone(
         {"path": str(expired), "bytes": 1000, "removed": True,
          "why": f"its shared check ended by {stamp}; the run was cut off before removing it"},
         {"path": str(legacy), "bytes": 1000, "removed": False,
-         "why": "written 0 s ago by a pytest-cluster older than the leftover sweep, which "
+         "why": "written 10 min ago by a pytest-cluster older than the leftover sweep, which "
                 "records no expiry: left in place; remove it by hand if no pytest-cluster run "
                 "is checking this filesystem (the sweep removes it once it is 24 h old)"}]
     assert ours(scratch) == sorted([legacy.name, running.name,
