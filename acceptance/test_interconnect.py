@@ -5,6 +5,7 @@ slow-node search."""
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 from typing import Any
 
 from pytest_cluster.busbw import CollectiveRun, gbs, required_busbw
@@ -99,7 +100,15 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
     evidence.require(cluster.host(node), clause)  # a node that does not answer says so
     search = cluster.node_search()
     verdict = search.verdicts.get(node)
-    raw = {"search": search.to_json(), "payload": spec.search_payload}
+    # the search is recorded once per run (probes/<id>.json); each node's case keeps its
+    # own verdict and refers to the search by id
+    search_id = cluster.search_id()
+    raw: dict[str, Any] = {
+        "search": {"id": search_id, "file": f"probes/{search_id}.json",
+                   "rounds": len(search.rounds), "bar_bytes_per_s": search.bar_bytes_per_s,
+                   "not_searched": len(search.not_searched)},
+        "verdict": asdict(verdict) if verdict is not None else None,
+        "payload": spec.search_payload}
     evidence.record(collective="all_reduce", payload=spec.search_payload, node_count=2,
                     theoretical=theory.bytes_per_s / 1e9 if theory else None,
                     derivation=theory.derivation if theory else None)

@@ -25,6 +25,7 @@ class ProbeCache:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self._memo: dict[str, dict[str, ProbeResult]] = {}
+        self._documents: dict[str, dict[str, Any]] = {}  # read once per process
 
     def _load(self, path: Path) -> dict[str, ProbeResult]:
         records = json.loads(path.read_text(encoding="utf-8"))
@@ -65,17 +66,25 @@ class ProbeCache:
 
     def document(self, key: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
         """A JSON document computed once per run (e.g. a benchmark job over many nodes),
-        under the same lock discipline as probe results."""
+        under the same lock discipline as probe results. Read (or computed) once per
+        process: later calls return the same document, whatever the cluster's size."""
+        if key in self._documents:
+            return self._documents[key]
         self.directory.mkdir(parents=True, exist_ok=True)
         target = self.directory / f"{key}.json"
         with open(self.directory / f"{key}.lock", "w", encoding="ascii") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if target.exists():
-                loaded: dict[str, Any] = json.loads(target.read_text(encoding="utf-8"))
-                return loaded
-            with self.alone():
-                document = compute()
-            partial = target.with_suffix(".tmp")
-            partial.write_text(json.dumps(document, indent=1), encoding="utf-8")
-            os.replace(partial, target)
-            return document
+                document: dict[str, Any] = json.loads(target.read_text(encoding="utf-8"))
+            else:
+                with self.alone():
+                    document = compute()
+                partial = target.with_suffix(".tmp")
+                partial.write_text(json.dumps(document, indent=1), encoding="utf-8")
+                os.replace(partial, target)
+        self._documents[key] = document
+        return document
+
+    def path(self, key: str) -> Path:
+        """Where the document or probe results stored under `key` are."""
+        return self.directory / f"{key}.json"

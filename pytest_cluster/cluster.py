@@ -78,6 +78,8 @@ class Cluster:
         self.spec = spec
         self.launcher = launcher or get_launcher(spec)
         self.cache = ProbeCache(cache_dir)
+        self._interconnect_text: str | None = None  # the section as JSON, for _key
+        self._search: NodeSearch | None = None  # read once per process
 
     @property
     def name(self) -> str:
@@ -175,7 +177,10 @@ class Cluster:
         return self.spec.interconnect
 
     def _key(self, *parts: object) -> str:
-        text = json.dumps([asdict(self._interconnect()), *parts], sort_keys=True, default=str)
+        if self._interconnect_text is None:
+            self._interconnect_text = json.dumps(asdict(self._interconnect()), sort_keys=True,
+                                                 default=str)
+        text = json.dumps([self._interconnect_text, *parts], sort_keys=True, default=str)
         return f"interconnect-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
     def _jobs_at_once(self, jobs: int) -> int:
@@ -235,8 +240,16 @@ class Cluster:
         clause, _ = required_busbw(self._interconnect(), 2, "node_network")
         return clause.requirement.bound.value
 
+    def search_id(self) -> str:
+        """The slow-node search's id: it is stored once per run as `<id>.json` in the
+        run's probes/ directory, and each node's case refers to it by this id."""
+        return self._key("search", self._interconnect().search_payload)
+
     def node_search(self) -> NodeSearch:
-        """Pairs, then suspects with known-good nodes (all_reduce at search_payload)."""
+        """Pairs, then suspects with known-good nodes (all_reduce at search_payload); run
+        once per run, read once per process."""
+        if self._search is not None:
+            return self._search
         spec = self._interconnect()
         size = spec.search_payload
 
@@ -254,8 +267,9 @@ class Cluster:
                      for node, result in hosts.items() if not result.ok}
         simulated = any(result.simulated for result in hosts.values())
         document = self.cache.document(
-            self._key("search", size),
+            self.search_id(),
             lambda: replace(find_slow_nodes(self.nodes, measure, self.search_bar(),
                                             leave_out=leave_out),
                             simulated=simulated).to_json())
-        return NodeSearch.from_json(document)
+        self._search = NodeSearch.from_json(document)
+        return self._search

@@ -144,3 +144,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if case is not None:
         report.pytest_cluster_case = case.to_json()  # type: ignore[attr-defined]
     return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[
+        None, object, object]:
+    """Once a contract case's reports are made and read (results.jsonl, JUnit, ...), the
+    item lets go of what it recorded: pytest keeps every item until the end of the run,
+    and its raw payloads would stay with it."""
+    try:
+        return (yield)
+    finally:
+        if CASE_KEY in item.stash:
+            item.user_properties = []

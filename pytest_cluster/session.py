@@ -13,6 +13,7 @@ import shutil
 import signal
 import time
 from collections import Counter
+from collections.abc import Generator
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -47,6 +48,7 @@ from pytest_cluster.verdict import (
 )
 
 SESSION_PLUGIN = "pytest-cluster-session"
+_UNKNOWN = object()
 MAX_LISTED = 20  # nodes and drain lines listed in the terminal; verdict.json has all
 
 
@@ -60,7 +62,8 @@ class ClusterSession:
         self.runs_checks = runs_checks  # False: --collect-only, --fixtures, ...
         self.spec = spec
         self.run_dir = run_dir
-        self.records: list[dict[str, Any]] = []
+        self.records: list[dict[str, Any]] = []  # held(): without their raw payloads
+        self._open: dict[str, list[pytest.TestReport]] = {}  # a case's reports until teardown
         self.writer: ResultsWriter | None = None
         self.started = time.time()
         self.end: dict[str, Any] | None = None
@@ -70,6 +73,7 @@ class ClusterSession:
         self.collected_nothing = False
         self.latest_moved = False
         self._old_sigterm: Any = None
+        self._html: Any = _UNKNOWN
 
     # -- start ----------------------------------------------------------------------------
 
@@ -115,16 +119,44 @@ class ClusterSession:
                 "spec_warnings": list(spec.warnings),
                 "run_dir": str(self.run_dir)}
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None]:
+        """Before every other reader (JUnit, pytest-html, the terminal): the JUnit names
+        and the result line, written at once. After them all: the case's bulk dropped
+        once its teardown has been read, so that memory does not grow with the run."""
         case = getattr(report, "pytest_cluster_case", None)
         if case is not None and report.when != "teardown":  # teardown closed its testcase
             self._junit_names(report, str(case[0]))
+        record = None
         if report.when == "call" or (report.when == "setup" and not report.passed):
             record = report_record(report)
-            if record is None:
-                return
-            self.records.append(record)
-            self._write(record)
+            if record is not None:
+                self._write(record)
+                self.records.append(held(record))
+        yield
+        if case is not None or record is not None or report.nodeid in self._open:
+            self._drop_bulk(report)
+
+    def _drop_bulk(self, report: pytest.TestReport) -> None:
+        """A contract case's reports, once every reader has taken what it needs: JUnit
+        reads the teardown report's properties, pytest-html reads all three reports at
+        teardown, results.jsonl was written at the call. Then their properties (the raw
+        payloads) are dropped and pytest-html lets go of them; a passed setup or teardown
+        with no output leaves the terminal's list of reports at once (it prints nothing
+        for it, and its failure summary scans that list once per failed case)."""
+        if report.passed and report.when != "call" and not report.sections:
+            terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+            kept = getattr(terminal, "stats", {}).get("", [])
+            if kept and kept[-1] is report:
+                kept.pop()
+        if report.when != "teardown":
+            self._open.setdefault(report.nodeid, []).append(report)
+            return
+        for each in (*self._open.pop(report.nodeid, ()), report):
+            each.user_properties = []
+        held_by_html = getattr(self._html_report(), "_reports", None)
+        if isinstance(held_by_html, dict):
+            held_by_html.pop(report.nodeid, None)
 
     def _junit_names(self, report: pytest.TestReport, case_id: str) -> None:
         """JUnit classname from the case id: the same from any directory."""
@@ -178,6 +210,7 @@ class ClusterSession:
         html_report = self._html_report()
         if html_report is not None:
             self.config.pluginmanager.unregister(html_report)
+            self._html = None
         xml = self.config.stash.get(junitxml.xml_key, None)
         if xml is not None:
             self.config.pluginmanager.unregister(xml)
@@ -283,12 +316,14 @@ class ClusterSession:
         cells.insert(3, f"<td>{html.escape(str(props.get('requirement', '')))}</td>")
 
     def _html_report(self) -> Any:
-        """pytest-html's report object (registered under no fixed name), or None."""
-        for plugin in self.config.pluginmanager.get_plugins():
-            if type(plugin).__module__.startswith("pytest_html") and hasattr(plugin,
-                                                                             "_report"):
-                return plugin
-        return None
+        """pytest-html's report object (registered under no fixed name), or None; looked
+        up once (it is asked for every case)."""
+        if self._html is _UNKNOWN:
+            self._html = next(
+                (plugin for plugin in self.config.pluginmanager.get_plugins()
+                 if type(plugin).__module__.startswith("pytest_html")
+                 and hasattr(plugin, "_report")), None)
+        return self._html
 
     def _count_passed_in_html(self) -> None:
         """pytest-html counts only the rows it shows: count a row we left out."""
@@ -380,6 +415,19 @@ class ClusterSession:
                 signal.signal(signal.SIGTERM, self._old_sigterm)
         if self.run_dir is None:
             shutil.rmtree(self.cache_dir, ignore_errors=True)
+
+
+def held(record: dict[str, Any]) -> dict[str, Any]:
+    """What the controller keeps of a result line until the end (verdicts, the
+    scorecard, the charts): the line without its raw probe payload, which stays in
+    results.jsonl; a benchmark's payload sweep is kept for the charts."""
+    raw = record.get("raw")
+    if raw is None:
+        return record
+    kept = {k: v for k, v in record.items() if k != "raw"}
+    if isinstance(raw, dict) and "sweep" in raw:
+        kept["raw"] = {"sweep": raw["sweep"]}
+    return kept
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
