@@ -20,12 +20,15 @@ from pytest_cluster.errors import SpecError
 from pytest_cluster.rundir import create_run_dir
 from pytest_cluster.session import SESSION_PLUGIN, ClusterSession
 from pytest_cluster.spec import Spec, load_spec
+from pytest_cluster.workers import cut_note, fit_workers, usable_cpus
 
 #: The validated spec, in `config.stash` (absent without --cluster).
 SPEC_KEY = pytest.StashKey[Spec]()
 #: Where probe results are kept: the run's probes/ folder (a temporary one without
 #: reports); pytest-xdist workers get the controller's.
 CACHE_DIR_KEY = pytest.StashKey[Path]()
+#: Why fewer pytest-xdist workers run than `-n` asked for (absent where none were cut).
+WORKERS_CUT_KEY = pytest.StashKey[str]()
 
 
 class SpecWarning(UserWarning):
@@ -69,6 +72,30 @@ def writes_evidence(config: pytest.Config) -> bool:
     return not any(getattr(config.option, name, False) for name in NO_RUN_OPTIONS)
 
 
+def fit_xdist_workers(config: pytest.Config) -> None:
+    """Cut `-n N` to this machine's CPUs (see workers.py). Runs before pytest-xdist's own
+    pytest_configure, which starts its distributed session from `dist` and `tx`; gateways
+    given with --tx are left as they are."""
+    option = config.option
+    tx = getattr(option, "tx", None) or []
+    if (not getattr(option, "numprocesses", None) or getattr(option, "dist", "no") == "no"
+            or not tx or any(gateway != "popen" for gateway in tx)):
+        return
+    requested = len(tx)
+    cpus = usable_cpus()
+    workers = fit_workers(requested, cpus)
+    if workers == requested:
+        return
+    option.numprocesses, option.tx = workers, ["popen"] * workers
+    if workers == 0:
+        option.dist = "no"
+    config.stash[WORKERS_CUT_KEY] = cut_note(requested, workers, cpus)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    return config.stash.get(WORKERS_CUT_KEY, None)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
@@ -86,6 +113,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if workerinput is not None:
         config.stash[CACHE_DIR_KEY] = Path(workerinput["cluster_cache_dir"])
     else:
+        fit_xdist_workers(config)
         for warning in spec.warnings:
             config.issue_config_time_warning(SpecWarning(warning), stacklevel=2)
         reports = config.getoption("cluster_reports")
