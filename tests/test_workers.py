@@ -1,5 +1,6 @@
 """`-n N` with --cluster starts no more pytest-xdist workers than the machine has CPUs
-(pytest_cluster.workers): above that they only contend for the CPUs (bench/xdist.py)."""
+beside the controller's (pytest_cluster.workers): above that they only contend for the
+CPUs (bench/xdist.py)."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ sim:
 
 
 @pytest.mark.parametrize(("requested", "cpus", "workers"), [
-    (4, 16, 4), (2, 2, 2), (1, 2, 1), (4, 2, 2), (16, 3, 3), (4, 1, 0), (2, 1, 0)])
-def test_workers_are_cut_to_the_cpus_and_one_left_is_a_serial_run(
+    (4, 16, 4), (4, 5, 4), (1, 2, 1), (4, 4, 3), (16, 3, 2), (4, 2, 0), (2, 2, 0),
+    (2, 1, 0)])
+def test_workers_are_cut_to_the_cpus_beside_the_controller_and_one_is_a_serial_run(
         requested: int, cpus: int, workers: int) -> None:
     assert fit_workers(requested, cpus) == workers
 
@@ -36,24 +38,32 @@ def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, cpus: int,
 
 def test_more_workers_than_cpus_start_one_per_cpu(pytester: pytest.Pytester,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    result = run(pytester, monkeypatch, 2, "-n", "5")
+    result = run(pytester, monkeypatch, 3, "-n", "5")
     result.assert_outcomes(passed=8)
     result.stdout.fnmatch_lines([
-        "pytest-cluster: -n 5 runs 2 workers: this machine has 2 CPU(s)*", "2 workers ?8 items?"])
+        "pytest-cluster: -n 5 runs 2 workers: this machine has 3 CPU(s)*", "2 workers ?8 items?"])
     assert (pytester.path / "reports" / "latest" / "results.jsonl").is_file()
 
 
-def test_one_cpu_runs_serially_and_says_why(pytester: pytest.Pytester,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    result = run(pytester, monkeypatch, 1, "-n", "4")
+def test_two_cpus_run_serially_and_say_why(pytester: pytest.Pytester,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    result = run(pytester, monkeypatch, 2, "-n", "4")
     result.assert_outcomes(passed=8)
-    result.stdout.fnmatch_lines(["pytest-cluster: -n 4 runs serially: this machine has 1 CPU(s)*"])
+    result.stdout.fnmatch_lines(["pytest-cluster: -n 4 runs serially: this machine has 2 CPU(s)*"])
     result.stdout.no_fnmatch_line("*workers*items*")
 
 
 def test_workers_the_cpus_allow_are_started_as_asked(pytester: pytest.Pytester,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     result = run(pytester, monkeypatch, 8, "-n", "2")
+    result.assert_outcomes(passed=8)
+    result.stdout.fnmatch_lines(["2 workers ?8 items?"])
+    result.stdout.no_fnmatch_line("pytest-cluster: -n*")
+
+
+def test_workers_given_as_gateways_are_started_regardless(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = run(pytester, monkeypatch, 1, "--tx", "2*popen", "--dist", "load")
     result.assert_outcomes(passed=8)
     result.stdout.fnmatch_lines(["2 workers ?8 items?"])
     result.stdout.no_fnmatch_line("pytest-cluster: -n*")
