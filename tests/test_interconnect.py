@@ -557,7 +557,8 @@ def test_xdist_workers_take_turns_to_measure(pytester: pytest.Pytester) -> None:
     """Two workers, one machine: no benchmark job may run beside another one."""
     (pytester.path / "t.yaml").write_text(LOCAL.format(python=sys.executable,
                                                        rate="1 Mb/s"))
-    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-n", "2")
+    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider",
+                                "--tx", "2*popen", "--dist", "load")  # even on 2 CPUs
     result.assert_outcomes(passed=3, failed=2)
     spans = []
     for path in (pytester.path / "reports" / "latest" / "probes").glob("interconnect-*.json"):
