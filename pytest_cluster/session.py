@@ -22,6 +22,7 @@ import pytest
 from _pytest import junitxml  # xml_key: the one way to add <testsuite> properties
 
 from pytest_cluster import __version__
+from pytest_cluster.junit_spool import JunitSpool
 from pytest_cluster.launchers.process import stop_everything
 from pytest_cluster.plan import PLAN_FILE, Plan, not_checked, selection
 from pytest_cluster.plots import interconnect_charts
@@ -74,6 +75,7 @@ class ClusterSession:
         self.latest_moved = False
         self._old_sigterm: Any = None
         self._html: Any = _UNKNOWN
+        self._spool: JunitSpool | None = None  # JUnit testcases on disk as they finish
 
     # -- start ----------------------------------------------------------------------------
 
@@ -85,6 +87,7 @@ class ClusterSession:
             xml.add_global_property("spec_sha256", self.spec.sha256)
             xml.add_global_property("simulated", str(is_simulated(self.spec)).lower())
             xml.add_global_property("tool_version", __version__)
+            self._spool = JunitSpool(xml)
         # SLURM's time limit, `kill`, a CI runner's cancel: end like Ctrl-C, with an end
         # record, rather than vanish (a handler set by someone else is left alone).
         with contextlib.suppress(ValueError):  # not the main thread
@@ -133,7 +136,11 @@ class ClusterSession:
             if record is not None:
                 self._write(record)
                 self.records.append(held(record))
+        testcase = (self._spool.open_reporter(report)
+                    if self._spool is not None and report.when == "teardown" else None)
         yield
+        if testcase is not None and self._spool is not None:
+            self._spool.spool(testcase)
         if case is not None or record is not None or report.nodeid in self._open:
             self._drop_bulk(report)
 
@@ -191,6 +198,15 @@ class ClusterSession:
             self._write_verdict()
             self.evidence_written = True
         self._junit_status()
+
+    @pytest.hookimpl(hookwrapper=True, specname="pytest_sessionfinish")
+    def pytest_sessionfinish_junit(self, session: pytest.Session) -> Generator[None]:
+        """After pytest's JUnit writer: the spooled testcases put back in junit.xml."""
+        yield
+        xml = self.config.stash.get(junitxml.xml_key, None)
+        if self._spool is not None:
+            self._spool.restore(Path(xml.logfile) if xml is not None else None)
+            self._spool = None
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if not session.items:

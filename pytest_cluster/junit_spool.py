@@ -1,0 +1,74 @@
+"""JUnit without holding every testcase: pytest's JUnit writer keeps each finished
+testcase as an XML element (its properties, its failure text) until the end of the run,
+then writes the file. At 157,000 cases that is more memory than the rest of the run.
+
+`JunitSpool` writes each testcase to a temporary file as soon as pytest's writer has
+finished it, leaves a small placeholder element in its place, and once pytest's writer has
+written junit.xml, puts each testcase back where its placeholder is. The file is the one
+pytest would have written, byte for byte; the memory is a placeholder per case.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import xml.etree.ElementTree as ET
+from array import array
+from pathlib import Path
+from typing import IO, Any
+
+PLACEHOLDER = "pytest-cluster-spooled"
+_PLACEHOLDER = re.compile(rf'<{PLACEHOLDER} i="(\d+)" />'.encode())
+
+
+class JunitSpool:
+    """Bound to pytest's LogXML (`config.stash[junitxml.xml_key]`)."""
+
+    def __init__(self, xml: Any) -> None:
+        self.xml = xml
+        # removed by the system when closed (restore, close) or when this process ends
+        self._file: IO[bytes] = tempfile.TemporaryFile(  # noqa: SIM115
+            prefix="pytest-cluster-junit-")
+        self._offsets = array("q")
+        self._lengths = array("q")
+
+    def open_reporter(self, report: Any) -> Any:
+        """The testcase a report belongs to, if pytest's writer has opened it (ask before
+        the writer reads the report: it lets go of it when it finishes it)."""
+        key = (report.id, getattr(report, "node", None))
+        return self.xml.node_reporters.get(key)
+
+    def spool(self, reporter: Any) -> None:
+        """Write a finished testcase out; its place keeps a placeholder."""
+        if reporter is None or set(vars(reporter)) != {"to_xml"}:  # not finished
+            return
+        data = ET.tostring(reporter.to_xml(), encoding="unicode").encode("utf-8")
+        index = len(self._offsets)
+        self._offsets.append(self._file.tell())
+        self._lengths.append(len(data))
+        self._file.write(data)
+        placeholder = ET.Element(PLACEHOLDER, i=str(index))
+        reporter.to_xml = lambda: placeholder
+
+    def restore(self, path: Path | None) -> None:
+        """After pytest's writer wrote `path`: each placeholder replaced by its testcase."""
+        if not self._offsets or path is None or not path.is_file():
+            self.close()
+            return
+        text = path.read_bytes()
+        self._file.flush()
+        partial = path.with_name(path.name + ".tmp")
+        with partial.open("wb") as out:
+            start = 0
+            for found in _PLACEHOLDER.finditer(text):
+                out.write(text[start:found.start()])
+                index = int(found.group(1))
+                self._file.seek(self._offsets[index])
+                out.write(self._file.read(self._lengths[index]))
+                start = found.end()
+            out.write(text[start:])
+        partial.replace(path)
+        self.close()
+
+    def close(self) -> None:
+        self._file.close()

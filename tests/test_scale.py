@@ -1,0 +1,128 @@
+"""pytester, simulated clusters: what keeps a run's cost per case and its memory flat in the
+cluster's size - the slow-node search recorded once and referred to by id, each
+node_network line the same size whatever the node count, and a case's bulk let go once
+results.jsonl, JUnit and pytest-html have it."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SPEC = """\
+cluster: {{name: scale, nodes: "n[01-{nodes:02d}]", launcher: sim}}
+host:
+  cpu_cores: ">= 1"
+interconnect:
+  intra_node: {{kind: nvlink, rate: 450 GB/s}}
+  inter_node: {{kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}}
+  payloads: [4 GiB]
+  node_counts: [2]
+  busbw: ">= 80%"
+  ranks_per_node: 8
+sim:
+  gpus_per_node: 8
+  faults: [{{node: n02, link_factor: 0.5}}]
+"""
+
+
+def run(pytester: pytest.Pytester, nodes: int, *args: str) -> Path:
+    (pytester.path / "trial.yaml").write_text(SPEC.format(nodes=nodes), encoding="utf-8")
+    pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", *args)
+    return pytester.path / "reports" / "latest"
+
+
+def results(run_dir: Path) -> list[tuple[str, dict[str, Any]]]:
+    """(line as written, line parsed) of each result line."""
+    text = (run_dir / "results.jsonl").read_text(encoding="utf-8")
+    parsed = [(line, json.loads(line)) for line in text.splitlines()]
+    return [(line, record) for line, record in parsed if record["type"] == "result"]
+
+
+def node_network(run_dir: Path) -> dict[str, tuple[str, dict[str, Any]]]:
+    return {record["node"]: (line, record) for line, record in results(run_dir)
+            if "test_node_network" in record["nodeid"]}
+
+
+def test_the_search_is_written_once_and_each_node_refers_to_it(
+        pytester: pytest.Pytester) -> None:
+    run_dir = run(pytester, 6)
+    cases = node_network(run_dir)
+    assert sorted(cases) == [f"n{i:02d}" for i in range(1, 7)]
+    files = {record["raw"]["search"]["file"] for _, record in cases.values()}
+    assert len(files) == 1  # one search, the same for every node
+    search = json.loads((run_dir / files.pop()).read_text(encoding="utf-8"))
+    assert sorted(search["verdicts"]) == sorted(cases)
+    assert search["verdicts"]["n02"]["status"] == "slow"
+    for node, (_, record) in cases.items():
+        # each node keeps its own verdict, partners and busbw; never the whole search
+        assert "verdicts" not in record["raw"]["search"]
+        own = record["raw"]["verdict"]
+        assert own["node"] == node and own == search["verdicts"][node]
+        assert record["measured_base"] == own["busbw"]
+        assert record["raw"]["search"]["rounds"] == len(search["rounds"])
+    assert cases["n02"][1]["outcome"] == "failed"
+    assert "so this node is the slow one" in cases["n02"][1]["message"]
+    assert {r["outcome"] for n, (_, r) in cases.items() if n != "n02"} == {"passed"}
+
+
+def test_a_node_network_line_does_not_grow_with_the_cluster(
+        pytester: pytest.Pytester) -> None:
+    small = max(len(line) for line, _ in node_network(run(pytester, 4)).values())
+    large = max(len(line) for line, _ in node_network(run(pytester, 32)).values())
+    # 8 times the nodes: a few more characters in names and ids, not 8 times the line
+    assert large < small + 100, (small, large)
+    assert large < 3000
+
+
+CONFTEST = """
+import json
+import pytest
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    terminal = session.config.pluginmanager.get_plugin("terminalreporter")
+    reports = [r for reports in terminal.stats.values() for r in reports
+               if hasattr(r, "user_properties")]
+    html = next(p for p in session.config.pluginmanager.get_plugins()
+                if type(p).__module__.startswith("pytest_html") and hasattr(p, "_reports"))
+    held = {
+        "items": len(session.items),
+        "items_with_properties": sum(bool(i.user_properties) for i in session.items),
+        "reports": len(reports),
+        "reports_with_properties": sum(bool(r.user_properties) for r in reports),
+        "setup_teardown_reports": len(terminal.stats.get("", [])),
+        "html_reports": len(html._reports),
+    }
+    with open("held.json", "w") as out:
+        json.dump(held, out)
+"""
+
+
+def test_a_case_lets_go_of_its_bulk_once_written(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(CONFTEST)
+    run_dir = run(pytester, 4)
+    held = json.loads((pytester.path / "held.json").read_text(encoding="utf-8"))
+    assert held["items"] > 10
+    assert held["items_with_properties"] == 0
+    assert held["reports"] >= held["items"]  # pytest keeps each call's report
+    assert held["reports_with_properties"] == 0
+    assert held["setup_teardown_reports"] == 0  # passed, no output: nothing to print
+    assert held["html_reports"] == 0
+    # ... while results.jsonl and JUnit still carry every value, raw payloads included
+    lines = results(run_dir)
+    assert len(lines) == held["items"]
+    intra = [r for _, r in lines if "intra_node" in r["nodeid"]]
+    assert intra and all(r["raw"]["sweep"] and r["measured_base"] > 0 for r in intra)
+    root = ET.parse(run_dir / "junit.xml").getroot()
+    cases = root.iter("testcase")
+    props = [{p.get("name"): p.get("value") for p in case.iter("property")} for case in cases]
+    assert len(props) == held["items"]
+    assert all("spec_key" in p and "measured" in p for p in props)
+    assert sum("raw" in p for p in props) == sum("raw" in r for _, r in lines) > len(intra)
+    # the HTML report still shows the failed node's case
+    assert "test_node_network[n02]" in (run_dir / "report.html").read_text(encoding="utf-8")
