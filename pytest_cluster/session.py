@@ -11,6 +11,7 @@ import html
 import json
 import shutil
 import signal
+import sys
 import time
 from collections import Counter
 from collections.abc import Generator
@@ -433,16 +434,31 @@ class ClusterSession:
             shutil.rmtree(self.cache_dir, ignore_errors=True)
 
 
+#: Keys of a result line that only results.jsonl and JUnit need, not the controller's
+#: reports at the end (verdicts, scorecard, charts, the terminal).
+NOT_HELD = frozenset({"method", "gpu_uuid", "gpu_serial", "probe_run", "finished_at",
+                      "duration_s", "spec_line"})
+#: Keys whose values repeat across thousands of cases: one string each, shared.
+SHARED = frozenset({"clause", "spec_key", "requirement", "comparison", "unit", "node",
+                    "outcome", "phase", "verdict", "collective", "derivation", "error_kind",
+                    "filesystem", "type"})
+
+
 def held(record: dict[str, Any]) -> dict[str, Any]:
     """What the controller keeps of a result line until the end (verdicts, the
-    scorecard, the charts): the line without its raw probe payload, which stays in
-    results.jsonl; a benchmark's payload sweep is kept for the charts."""
-    raw = record.get("raw")
-    if raw is None:
-        return record
-    kept = {k: v for k, v in record.items() if k != "raw"}
-    if isinstance(raw, dict) and "sweep" in raw:
-        kept["raw"] = {"sweep": raw["sweep"]}
+    scorecard, the charts, the terminal): the line without its raw probe payload and the
+    keys only the files need, which stay in results.jsonl and JUnit; a benchmark's
+    payload sweep is kept for the charts."""
+    kept: dict[str, Any] = {}
+    for key, value in record.items():
+        if key in NOT_HELD or key.startswith("busbw_GBps["):
+            continue
+        if key == "raw":
+            if isinstance(value, dict) and "sweep" in value:
+                kept["raw"] = {"sweep": value["sweep"]}
+            continue
+        kept[sys.intern(key)] = (sys.intern(value) if key in SHARED and isinstance(value, str)
+                                 else value)
     return kept
 
 

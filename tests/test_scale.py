@@ -126,3 +126,21 @@ def test_a_case_lets_go_of_its_bulk_once_written(pytester: pytest.Pytester) -> N
     assert sum("raw" in p for p in props) == sum("raw" in r for _, r in lines) > len(intra)
     # the HTML report still shows the failed node's case
     assert "test_node_network[n02]" in (run_dir / "report.html").read_text(encoding="utf-8")
+
+
+def test_the_controller_holds_a_line_without_its_bulk() -> None:
+    from pytest_cluster.session import held
+
+    line = {"type": "result", "case": "acceptance/test_gpus.py::test_gpu_ecc[n1-gpu0]",
+            "clause": "gpus.ecc", "node": "n1", "outcome": "failed", "phase": "call",
+            "measured": 3.0, "unit": "", "error_kind": None, "method": "NVML " * 40,
+            "raw": {"volatile": list(range(100))}, "probe_run": "x" * 32,
+            "busbw_GBps[4GiB]": 1.0}
+    kept = held(line)
+    assert {k: kept[k] for k in ("case", "clause", "node", "outcome", "phase", "measured",
+                                 "unit", "error_kind")} == {
+        k: line[k] for k in ("case", "clause", "node", "outcome", "phase", "measured", "unit",
+                             "error_kind")}
+    assert not {"raw", "method", "probe_run", "busbw_GBps[4GiB]"} & set(kept)
+    sweep = {"sweep": [[2**30, 3e11]], "nodes": ["n1"], "details": {"x": 1}}
+    assert held({**line, "raw": sweep})["raw"] == {"sweep": [[2**30, 3e11]]}  # the charts'
