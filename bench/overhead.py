@@ -7,8 +7,8 @@ inside each node (on examples/localhost.yaml the gloo all-reduce of 2 ranks), th
 node counts and the slow-node search - once each, with its own probe cache. The pytest
 side runs the suite as `make demo` runs it (with hypothesis's pytest plugin disabled: it is
 a dev dependency of this repository, not of the plugin, and costs ~0.75 s of import per
-run), reports written. (Before, the direct side skipped the all-reduce and the ratio read
-1.44 for ~1.1 of real overhead.)
+run), reports written. (Before, the direct side skipped the all-reduce: the ratio read
+1.44 where the same work gave 1.08-1.2.)
 
 Runs both, alternating, REPEATS times each, and prints the median wall times side by side;
 the last line is `ratio=<pytest/direct>` (target <= 1.15). First it profiles one more
