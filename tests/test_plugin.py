@@ -313,7 +313,8 @@ def test_no_reports_when_asked(pytester: pytest.Pytester, fs: Path) -> None:
 
 def test_xdist_probes_each_node_once(pytester: pytest.Pytester, fs: Path) -> None:
     pytester.makefile(".yaml", trial=spec_text(fs, nodes="n[1-3]"))
-    result = pytester.runpytest_subprocess("--cluster=trial.yaml", "-n", "2", "-p", "xdist")
+    result = pytester.runpytest_subprocess("--cluster=trial.yaml", "--tx", "2*popen",
+                                           "--dist", "load", "-p", "xdist")  # even on 2 CPUs
     result.assert_outcomes(passed=24 + 6)
     results = [r for r in jsonl(pytester) if r["type"] == "result" and "probe_run" in r]
     runs: dict[tuple[str, str], set[str]] = {}

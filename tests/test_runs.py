@@ -231,7 +231,7 @@ def test_junit_names_are_the_same_from_any_directory(pytester: pytest.Pytester) 
 def test_not_in_contract_is_said_under_xdist(pytester: pytest.Pytester) -> None:
     (pytester.path / "trial.yaml").write_text(SPEC.format(faults=""), encoding="utf-8")
     result = pytester.runpytest_subprocess("--cluster=trial.yaml", "-p", "no:cacheprovider",
-                                           "-n", "2")
+                                           "--tx", "2*popen", "--dist", "load")  # on 2 CPUs too
     result.assert_outcomes(passed=ALL)
     result.stdout.fnmatch_lines(["not in contract, not tested: gpus.d2h, *gpus.matmul, *"])
     assert "NotSet" not in result.stdout.str()
