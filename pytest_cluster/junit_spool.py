@@ -14,11 +14,16 @@ import re
 import tempfile
 import xml.etree.ElementTree as ET
 from array import array
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
 PLACEHOLDER = "pytest-cluster-spooled"
 _PLACEHOLDER = re.compile(rf'<{PLACEHOLDER} i="(\d+)" />'.encode())
+
+
+def _placeholder(index: int) -> ET.Element:
+    return ET.Element(PLACEHOLDER, i=str(index))
 
 
 class JunitSpool:
@@ -47,8 +52,7 @@ class JunitSpool:
         self._offsets.append(self._file.tell())
         self._lengths.append(len(data))
         self._file.write(data)
-        placeholder = ET.Element(PLACEHOLDER, i=str(index))
-        reporter.to_xml = lambda: placeholder
+        reporter.to_xml = partial(_placeholder, index)  # made when junit.xml is written
 
     def restore(self, path: Path | None) -> None:
         """After pytest's writer wrote `path`: each placeholder replaced by its testcase."""

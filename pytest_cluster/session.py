@@ -162,6 +162,8 @@ class ClusterSession:
             return
         for each in (*self._open.pop(report.nodeid, ()), report):
             each.user_properties = []
+            if each.passed:  # the terminal keeps it only to count it
+                each.keywords = {}
         held_by_html = getattr(self._html_report(), "_reports", None)
         if isinstance(held_by_html, dict):
             held_by_html.pop(report.nodeid, None)
@@ -446,12 +448,14 @@ SHARED = frozenset({"clause", "spec_key", "requirement", "comparison", "unit", "
 
 def held(record: dict[str, Any]) -> dict[str, Any]:
     """What the controller keeps of a result line until the end (verdicts, the
-    scorecard, the charts, the terminal): the line without its raw probe payload and the
-    keys only the files need, which stay in results.jsonl and JUnit; a benchmark's
+    scorecard, the charts, the terminal): the line without its raw probe payload, the
+    pytest node id where the case id says which case it is, and the keys only the files
+    need, which stay in results.jsonl and JUnit; a benchmark's
     payload sweep is kept for the charts."""
     kept: dict[str, Any] = {}
     for key, value in record.items():
-        if key in NOT_HELD or key.startswith("busbw_GBps["):
+        if key in NOT_HELD or key.startswith("busbw_GBps[") or (
+                key == "nodeid" and "case" in record):  # the case says which it is
             continue
         if key == "raw":
             if isinstance(value, dict) and "sweep" in value:
