@@ -38,6 +38,7 @@ bench: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/faults.py
 	$(BIN)/python bench/hostile_specs.py
 	$(BIN)/python bench/report_load.py
+	$(BIN)/python bench/scale.py
 
 clean:
 	rm -rf $(VENV) reports build *.egg-info
