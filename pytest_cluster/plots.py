@@ -293,7 +293,7 @@ def _failures(records: Sequence[dict[str, Any]]) -> list[Failure]:
     return failures
 
 
-def _is_benchmark(record: dict[str, Any]) -> bool:
+def is_benchmark(record: dict[str, Any]) -> bool:
     """Whether the record is a benchmark run's (its raw has a payload sweep, empty when
     the job failed), not the slow-node search's."""
     raw = record.get("raw")
@@ -341,7 +341,7 @@ def _count_chart(collective: str, mine: Sequence[dict[str, Any]]) -> str:
 def interconnect_charts(records: Sequence[dict[str, Any]]) -> str:
     """busbw vs payload (each benchmark run) and vs node count (each collective and contract
     payload) from the interconnect tests' records; empty if there are none."""
-    mine = [r for r in records if _is_benchmark(r)]
+    mine = [r for r in records if is_benchmark(r)]
     runs = [r for r in mine if _has_sweep(r)]
     if not runs:
         return ""

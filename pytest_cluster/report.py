@@ -4,6 +4,7 @@ value measured and its margin against the requirement."""
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,8 +81,8 @@ class ClauseTally:
 
     def add(self, record: dict[str, Any]) -> None:
         node = str(record.get("node", "?"))
-        if record.get("gpu") is not None:
-            node = f"{node} gpu{record['gpu']}"
+        if record.get("gpu") is not None:  # one string per GPU, whichever clause
+            node = sys.intern(f"{node} gpu{record['gpu']}")
         (self.passed if record["outcome"] == "passed" else self.failed).add(node)
         self.required = str(record.get("requirement", self.required))
         self.unit = str(record.get("unit", self.unit) or "")
@@ -143,13 +144,18 @@ SIMULATED_BANNER = ("SIMULATED cluster: every number in this report is simulated
                     "spec's sim section; no hardware was measured.")
 
 
+def add_to_tally(clauses: dict[str, ClauseTally], record: dict[str, Any]) -> None:
+    """Count one result line in its clause's tally (a line not run counts nowhere)."""
+    if record.get("outcome") == "not_run":
+        return
+    key = str(record["spec_key"])
+    clauses.setdefault(key, ClauseTally(key)).add(record)
+
+
 def tally(records: Iterable[dict[str, Any]]) -> list[ClauseTally]:
     clauses: dict[str, ClauseTally] = {}
     for record in records:
-        if record.get("outcome") == "not_run":
-            continue
-        key = str(record["spec_key"])
-        clauses.setdefault(key, ClauseTally(key)).add(record)
+        add_to_tally(clauses, record)
     return list(clauses.values())
 
 

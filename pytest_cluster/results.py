@@ -14,7 +14,7 @@ import contextlib
 import json
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -47,10 +47,16 @@ def outcome(record: dict[str, Any]) -> str:
     return str(record.get("outcome"))
 
 
+OUTCOMES = ("passed", "failed", "error", "skipped", "not_run")
+
+
 def counts(records: Iterable[dict[str, Any]]) -> dict[str, int]:
-    found = Counter(outcome(r) for r in records)
-    return {name: found.get(name, 0) for name in ("passed", "failed", "error", "skipped",
-                                                  "not_run")}
+    return counted(Counter(outcome(r) for r in records))
+
+
+def counted(found: Mapping[str, int]) -> dict[str, int]:
+    """The end record's `counts`: every outcome, 0 where none."""
+    return {name: found.get(name, 0) for name in OUTCOMES}
 
 
 def report_record(report: pytest.TestReport) -> dict[str, Any] | None:

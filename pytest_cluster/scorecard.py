@@ -20,7 +20,6 @@ from pytest_cluster.report import (
     margin,
     margin_text,
     measured_text,
-    tally,
 )
 from pytest_cluster.results import COMPLETE, outcome
 from pytest_cluster.spec import Spec
@@ -29,7 +28,6 @@ from pytest_cluster.verdict import (
     REJECTED,
     UNREACHABLE,
     NodeVerdict,
-    cluster_failures,
     decisive,
 )
 from pytest_cluster.verdict import tally as verdict_tally
@@ -95,24 +93,38 @@ def cell_of(record: dict[str, Any]) -> Cell:
     return Cell(css, text, f"{where}: {detail}")
 
 
-def matrix(nodes: Sequence[str], records: Iterable[dict[str, Any]]) -> tuple[
-        list[str], dict[tuple[str, str], Cell]]:
-    """Clauses (columns) and the worst cell per (node, clause)."""
-    names = set(nodes)
-    clauses: dict[str, None] = {}
-    cells: dict[tuple[str, str], Cell] = {}
-    for record in records:
+class Matrix:
+    """Clauses (columns, in the order first seen) and the worst cell per (node, clause),
+    gathered one result line at a time."""
+
+    def __init__(self, nodes: Sequence[str]) -> None:
+        self.nodes = tuple(nodes)
+        self._names = set(nodes)
+        self._clauses: dict[str, None] = {}
+        self.cells: dict[tuple[str, str], Cell] = {}
+
+    @property
+    def clauses(self) -> list[str]:
+        return list(self._clauses)
+
+    def add(self, record: dict[str, Any]) -> None:
         node = str(record.get("node"))
-        if node not in names:
-            continue
+        if node not in self._names:
+            return
         clause = str(record.get("clause") or record.get("spec_key"))
-        clauses.setdefault(clause, None)
+        self._clauses.setdefault(clause, None)
         cell = cell_of(record)
-        old = cells.get((node, clause))
+        old = self.cells.get((node, clause))
         if old is None or _rank(cell.css) > _rank(old.css) or (
                 _rank(cell.css) == _rank(old.css) and _below(cell, old)):
-            cells[(node, clause)] = cell
-    return list(clauses), cells
+            self.cells[(node, clause)] = cell
+
+
+def matrix(nodes: Sequence[str], records: Iterable[dict[str, Any]]) -> Matrix:
+    found = Matrix(nodes)
+    for record in records:
+        found.add(record)
+    return found
 
 
 def _below(cell: Cell, old: Cell) -> bool:
@@ -132,11 +144,23 @@ def cluster_verdict(end: dict[str, Any] | None, verdicts: Sequence[NodeVerdict],
     return "ACCEPTED"
 
 
+@dataclass(frozen=True)
+class Gathered:
+    """What the scorecard shows of a run's result lines, gathered as they were written
+    (ledger.py): the checks about several nodes that failed, each clause's tally, the
+    nodes x clauses matrix and, per clause, the rows of its passed checks."""
+
+    cluster_failed: list[dict[str, str]]
+    tallies: list[ClauseTally]
+    matrix: Matrix
+    passed: dict[str, list[str]]
+
+
 def scorecard_html(spec: Spec, end: dict[str, Any] | None, verdicts: Sequence[NodeVerdict],
-                   records: list[dict[str, Any]], coverage: str) -> str:
+                   gathered: Gathered, coverage: str) -> str:
     nodes = spec.cluster.nodes
-    cluster_failed = cluster_failures(records, nodes)
-    tallies = tally(records)
+    cluster_failed = gathered.cluster_failed
+    tallies = gathered.tallies
     failing = [t for t in tallies if t.failed]
     overall = cluster_verdict(end, verdicts, len(decisive(cluster_failed)))
     counted = verdict_tally(verdicts)
@@ -155,10 +179,10 @@ def scorecard_html(spec: Spec, end: dict[str, Any] | None, verdicts: Sequence[No
                     if end else "") + ".</p>")
     parts.append(_nodes_table(verdicts))
     parts.append(_cluster_table(cluster_failed))
-    parts.append(_matrix_table(nodes, records))
+    parts.append(_matrix_table(gathered.matrix))
     parts.append(_clause_table(tallies))
     parts.append(_not_checked(end))
-    parts.append(_passed_lists(records))
+    parts.append(_passed_lists(gathered.passed))
     parts.append("</div>")
     return "".join(parts)
 
@@ -186,8 +210,8 @@ def _cluster_table(failed: list[dict[str, str]]) -> str:
             f"<th>Why</th></tr>{rows}</table>")
 
 
-def _matrix_table(nodes: Sequence[str], records: list[dict[str, Any]]) -> str:
-    clauses, cells = matrix(nodes, records)
+def _matrix_table(found: Matrix) -> str:
+    nodes, clauses, cells = found.nodes, found.clauses, found.cells
     if not clauses:
         return ""
     head = "".join(f'<th class="clause">{esc(c)}</th>' for c in clauses)
@@ -241,19 +265,14 @@ def _not_checked(end: dict[str, Any] | None) -> str:
     return f"<h2>Not checked</h2><ul>{''.join(items)}</ul>"
 
 
-def _passed_lists(records: list[dict[str, Any]]) -> str:
+def _passed_lists(by_clause: dict[str, list[str]]) -> str:
     """Every passed check, collapsed per clause: where, measured, required, margin. (The
     results table below pytest-html's summary lists the checks that did not pass.)"""
-    by_clause: dict[str, list[dict[str, Any]]] = {}
-    for record in records:
-        if outcome(record) == "passed":
-            clause = str(record.get("clause") or record.get("spec_key"))
-            by_clause.setdefault(clause, []).append(record)
     if not by_clause:
         return ""
     blocks = []
     for clause, passed in by_clause.items():
-        rows = "".join(_passed_row(r) for r in passed)
+        rows = "".join(passed)
         blocks.append(f"<details><summary>{esc(clause)}: {len(passed)} passed</summary>"
                       "<table><tr><th>Case</th><th>Measured</th><th>Required</th>"
                       f"<th>Margin</th></tr>{rows}</table></details>")
@@ -261,7 +280,8 @@ def _passed_lists(records: list[dict[str, Any]]) -> str:
             "lists every check that did not pass, with its details.</p>" + "".join(blocks))
 
 
-def _passed_row(record: dict[str, Any]) -> str:
+def passed_row(record: dict[str, Any]) -> str:
+    """A passed check's row in its clause's list."""
     found = margin(record)
     shown = margin_text(found, str(record.get("comparison", ">="))) if found is not None \
         else ""

@@ -11,7 +11,6 @@ import html
 import json
 import shutil
 import signal
-import sys
 import time
 from collections import Counter
 from collections.abc import Generator
@@ -25,14 +24,13 @@ from _pytest import junitxml  # xml_key: the one way to add <testsuite> properti
 from pytest_cluster import __version__
 from pytest_cluster.junit_spool import JunitSpool
 from pytest_cluster.launchers.process import stop_everything
-from pytest_cluster.plan import PLAN_FILE, Plan, not_checked, selection
+from pytest_cluster.ledger import Ledger
+from pytest_cluster.plan import PLAN_FILE, PLAN_KEY, Plan, not_checked, selection
 from pytest_cluster.plots import interconnect_charts
 from pytest_cluster.report import SIMULATED_BANNER, is_simulated, measured_text
 from pytest_cluster.results import (
     COMPLETE,
     ResultsWriter,
-    counts,
-    outcome,
     report_record,
     run_status,
 )
@@ -42,9 +40,7 @@ from pytest_cluster.spec import Spec
 from pytest_cluster.verdict import (
     ACCEPTED,
     NodeVerdict,
-    cluster_failures,
     drain_line,
-    node_verdicts,
     tally,
     to_drain,
 )
@@ -64,7 +60,7 @@ class ClusterSession:
         self.runs_checks = runs_checks  # False: --collect-only, --fixtures, ...
         self.spec = spec
         self.run_dir = run_dir
-        self.records: list[dict[str, Any]] = []  # held(): without their raw payloads
+        self.ledger = Ledger(spec.cluster.nodes)  # what the end reads of the result lines
         self._open: dict[str, list[pytest.TestReport]] = {}  # a case's reports until teardown
         self.writer: ResultsWriter | None = None
         self.started = time.time()
@@ -136,7 +132,7 @@ class ClusterSession:
             record = report_record(report)
             if record is not None:
                 self._write(record)
-                self.records.append(held(record))
+                self.ledger.add(record)
         testcase = (self._spool.open_reporter(report)
                     if self._spool is not None and report.when == "teardown" else None)
         yield
@@ -151,12 +147,18 @@ class ClusterSession:
         teardown, results.jsonl was written at the call. Then their properties (the raw
         payloads) are dropped and pytest-html lets go of them; a passed setup or teardown
         with no output leaves the terminal's list of reports at once (it prints nothing
-        for it, and its failure summary scans that list once per failed case)."""
+        for it, and its failure summary scans that list once per failed case), and a
+        passed call leaves a token there to be counted, unless -rp, -rP or -rA asks the
+        terminal to list the passed cases."""
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
         if report.passed and report.when != "call" and not report.sections:
-            terminal = self.config.pluginmanager.get_plugin("terminalreporter")
             kept = getattr(terminal, "stats", {}).get("", [])
             if kept and kept[-1] is report:
                 kept.pop()
+        elif report.passed and report.when == "call" and not _lists_passed(terminal):
+            kept = getattr(terminal, "stats", {}).get("passed", [])
+            if kept and kept[-1] is report:
+                kept[-1] = COUNTED  # the terminal only counts it
         if report.when != "teardown":
             self._open.setdefault(report.nodeid, []).append(report)
             return
@@ -167,6 +169,9 @@ class ClusterSession:
         held_by_html = getattr(self._html_report(), "_reports", None)
         if isinstance(held_by_html, dict):
             held_by_html.pop(report.nodeid, None)
+        rows = getattr(getattr(self._html_report(), "_report", None), "_data", {}).get("tests")
+        if isinstance(rows, dict) and rows.get(report.nodeid) == []:
+            del rows[report.nodeid]  # no row: a passed check, listed in the scorecard
 
     def _junit_names(self, report: pytest.TestReport, case_id: str) -> None:
         """JUnit classname from the case id: the same from any directory."""
@@ -181,18 +186,18 @@ class ClusterSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        self.plan = Plan.read(self.cache_dir)
+        self.plan = self.config.stash.get(PLAN_KEY, None) or Plan.read(self.cache_dir)
         if not self.runs_checks or self.collected_nothing:
             return
-        ran = {str(r.get("case")) for r in self.records}
+        ran = set(self.ledger.ran)
         for case in self.plan.cases:
             if case.case_id in self.plan.selected and case.case_id not in ran:
                 record = {"type": "result", "case": case.case_id, "clause": case.clause,
                           "spec_key": case.clause, "node": case.node, "outcome": "not_run",
                           "message": "not reached: the run ended before this check"}
-                self.records.append(record)
+                self.ledger.add(record)
                 self._write(record)
-        self.verdicts = node_verdicts(self.spec.cluster.nodes, self.plan, self.records)
+        self.verdicts = self.ledger.verdicts(self.plan)
         self.end = self._end_record(int(exitstatus), ran)
         self._write(self.end)
         if self.writer is not None:
@@ -242,15 +247,15 @@ class ClusterSession:
     def _end_record(self, exit_code: int, ran: set[str]) -> dict[str, Any]:
         plan = self.plan
         # checks outside the plan: your own tests recording evidence without a clause
-        extra = sum(r.get("case") not in plan.by_id for r in self.records)
+        extra = sum(self.ledger.outside_plan(plan).values())
         planned, selected = len(plan.cases) + extra, len(plan.selected) + extra
-        checks_ran = sum(outcome(r) != "not_run" for r in self.records)
+        checks_ran = self.ledger.checks_ran
         covered = sorted({c.node for c in plan.cases
                           if c.node is not None and c.case_id in ran})
         return {
             "type": "end", "simulated": is_simulated(self.spec),
             "status": run_status(exit_code, planned, selected, checks_ran),
-            "exit_code": exit_code, "counts": counts(self.records),
+            "exit_code": exit_code, "counts": self.ledger.counts(),
             "checks_ran": checks_ran, "checks_planned": planned,
             "checks_selected": selected, "deselected": planned - selected,
             "selection": selection(self.config),
@@ -270,7 +275,7 @@ class ClusterSession:
             "simulated": is_simulated(self.spec), "status": self.end["status"],
             "checks": f"{self.end['checks_ran']} of {self.end['checks_planned']}",
             "nodes": [v.to_json() for v in self.verdicts],
-            "cluster_checks_failed": cluster_failures(self.records, self.spec.cluster.nodes),
+            "cluster_checks_failed": self.ledger.cluster_failures(),
             "drain": [drain_line(v, is_simulated(self.spec)) for v in to_drain(self.verdicts)],
         }
         path = self.run_dir / "verdict.json"
@@ -304,9 +309,9 @@ class ClusterSession:
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_summary(self, prefix: list[str], summary: list[str],
                                     postfix: list[str]) -> None:
-        prefix.append(scorecard_html(self.spec, self.end, self.verdicts, self.records,
-                                     self.coverage_line()))
-        prefix.append(interconnect_charts(self.records))
+        prefix.append(scorecard_html(self.spec, self.end, self.verdicts,
+                                     self.ledger.gathered(), self.coverage_line()))
+        prefix.append(interconnect_charts(self.ledger.kept))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_report_title(self, report: Any) -> None:
@@ -367,7 +372,7 @@ class ClusterSession:
         spec, end = self.spec, self.end
         nodes = spec.cluster.nodes
         lines: list[str] = []
-        failed = sum(outcome(r) in ("failed", "error") for r in self.records)
+        failed = self.ledger.failed
         if end is None:
             why = "no check was run" if not self.runs_checks else \
                 "no contract check was collected"
@@ -389,7 +394,7 @@ class ClusterSession:
             lines.append(f"  {verdict.verdict} {verdict.node}: {verdict.reason}")
         if len(shown) > MAX_LISTED:
             lines.append(f"  and {len(shown) - MAX_LISTED} more (verdict.json lists all)")
-        for failure in cluster_failures(self.records, nodes)[:MAX_LISTED]:
+        for failure in self.ledger.cluster_failures()[:MAX_LISTED]:
             lines.append(f"  cluster check failed: {failure['clause']} "
                          f"({failure['where']}): {failure['message']}")
         lines.extend(self._not_in_contract_lines())
@@ -427,6 +432,7 @@ class ClusterSession:
         return [f"not in contract, not tested: {', '.join(absent)}"] if absent else []
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.ledger.close()
         if self.writer is not None:
             self.writer.close()
         if self._old_sigterm is not None:
@@ -436,34 +442,19 @@ class ClusterSession:
             shutil.rmtree(self.cache_dir, ignore_errors=True)
 
 
-#: Keys of a result line that only results.jsonl and JUnit need, not the controller's
-#: reports at the end (verdicts, scorecard, charts, the terminal).
-NOT_HELD = frozenset({"method", "gpu_uuid", "gpu_serial", "probe_run", "finished_at",
-                      "duration_s", "spec_line"})
-#: Keys whose values repeat across thousands of cases: one string each, shared.
-SHARED = frozenset({"clause", "spec_key", "requirement", "comparison", "unit", "node",
-                    "outcome", "phase", "verdict", "collective", "derivation", "error_kind",
-                    "filesystem", "type"})
+class _Counted:
+    """What the terminal keeps of a passed case when it only counts it."""
+
+    count_towards_summary = True
 
 
-def held(record: dict[str, Any]) -> dict[str, Any]:
-    """What the controller keeps of a result line until the end (verdicts, the
-    scorecard, the charts, the terminal): the line without its raw probe payload, the
-    pytest node id where the case id says which case it is, and the keys only the files
-    need, which stay in results.jsonl and JUnit; a benchmark's
-    payload sweep is kept for the charts."""
-    kept: dict[str, Any] = {}
-    for key, value in record.items():
-        if key in NOT_HELD or key.startswith("busbw_GBps[") or (
-                key == "nodeid" and "case" in record):  # the case says which it is
-            continue
-        if key == "raw":
-            if isinstance(value, dict) and "sweep" in value:
-                kept["raw"] = {"sweep": value["sweep"]}
-            continue
-        kept[sys.intern(key)] = (sys.intern(value) if key in SHARED and isinstance(value, str)
-                                 else value)
-    return kept
+COUNTED = _Counted()
+
+
+def _lists_passed(terminal: Any) -> bool:
+    """Whether the terminal will list passed cases (-rp, -rP, -rA): then it keeps them."""
+    chars = str(getattr(terminal, "reportchars", "p"))
+    return "p" in chars or "P" in chars
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:

@@ -15,8 +15,8 @@ fabric below the bar with no known-good node to compare with): the node is NOT C
 from __future__ import annotations
 
 import shlex
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,22 +79,18 @@ class NodeVerdict:
                 "failures": self.failures}
 
 
-def node_verdicts(nodes: Sequence[str], plan: Plan,
-                  records: Iterable[dict[str, Any]]) -> list[NodeVerdict]:
-    """One verdict per node of the spec, in the spec's order."""
-    verdicts = {name: NodeVerdict(name) for name in nodes}
-    for case in plan.cases:
-        if case.node in verdicts:
-            verdicts[case.node].planned += 1
-    records = list(records)
-    for record in records:  # your own tests' evidence, outside the plan
-        if record.get("case") not in plan.by_id and str(record.get("node")) in verdicts:
-            verdicts[str(record.get("node"))].planned += 1
-    unreachable: dict[str, str] = {}
-    for record in records:
-        found = verdicts.get(str(record.get("node")))
+class VerdictBuilder:
+    """Node verdicts gathered one result line at a time, as the lines are written (the
+    lines themselves stay on disk); `finish` decides them once the plan is known."""
+
+    def __init__(self, nodes: Sequence[str]) -> None:
+        self._verdicts = {name: NodeVerdict(name) for name in nodes}
+        self._unreachable: dict[str, str] = {}
+
+    def add(self, record: dict[str, Any]) -> None:
+        found = self._verdicts.get(str(record.get("node")))
         if found is None or outcome(record) == "not_run":
-            continue
+            return
         found.ran += 1
         if outcome(record) == "passed":
             found.passed += 1
@@ -109,10 +105,33 @@ def node_verdicts(nodes: Sequence[str], plan: Plan,
             found.failures.append({"clause": clause, "case": str(record.get("case", "")),
                                    "message": message})
             if _no_answer(record):
-                unreachable.setdefault(found.node, message)
-    for verdict in verdicts.values():
-        _decide(verdict, unreachable.get(verdict.node))
-    return list(verdicts.values())
+                self._unreachable.setdefault(found.node, message)
+
+    def finish(self, plan: Plan, extra: Mapping[str, int]) -> list[NodeVerdict]:
+        """One verdict per node of the spec, in the spec's order. `extra`: per node, the
+        result lines of your own tests, outside the plan."""
+        verdicts = self._verdicts
+        for case in plan.cases:
+            if case.node in verdicts:
+                verdicts[case.node].planned += 1
+        for node, count in extra.items():
+            if node in verdicts:
+                verdicts[node].planned += count
+        for verdict in verdicts.values():
+            _decide(verdict, self._unreachable.get(verdict.node))
+        return list(verdicts.values())
+
+
+def node_verdicts(nodes: Sequence[str], plan: Plan,
+                  records: Iterable[dict[str, Any]]) -> list[NodeVerdict]:
+    """One verdict per node of the spec, in the spec's order."""
+    builder = VerdictBuilder(nodes)
+    extra: Counter[str] = Counter()
+    for record in records:
+        builder.add(record)
+        if record.get("case") not in plan.by_id:  # your own tests' evidence
+            extra[str(record.get("node"))] += 1
+    return builder.finish(plan, extra)
 
 
 def _decide(verdict: NodeVerdict, no_answer: str | None) -> None:

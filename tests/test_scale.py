@@ -129,7 +129,7 @@ def test_a_case_lets_go_of_its_bulk_once_written(pytester: pytest.Pytester) -> N
 
 
 def test_the_controller_holds_a_line_without_its_bulk() -> None:
-    from pytest_cluster.session import held
+    from pytest_cluster.ledger import held
 
     line = {"type": "result", "case": "acceptance/test_gpus.py::test_gpu_ecc[n1-gpu0]",
             "clause": "gpus.ecc", "node": "n1", "outcome": "failed", "phase": "call",
