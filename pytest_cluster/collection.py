@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_cluster.configure import CACHE_DIR_KEY, SPEC_KEY, acceptance_dir
-from pytest_cluster.plan import Case, Plan
+from pytest_cluster.plan import PLAN_KEY, Case, Plan
 from pytest_cluster.spec import Spec
 from pytest_cluster.spec.clauses import declared
 from pytest_cluster.spec.promised import Promised, promised
@@ -25,6 +25,9 @@ from pytest_cluster.units import size_id
 CASE_KEY = pytest.StashKey[Case]()
 #: Contract cases collected, before the selection (-k, -m, --lf) chose among them.
 PLANNED_KEY = pytest.StashKey[Plan]()
+#: A finished item's keywords, shared: nothing is matched against it any more.
+_NO_KEYWORDS: dict[str, object] = {}
+_NO_MATCHES: set[str] = set()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -131,8 +134,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     selected = frozenset(item.stash[CASE_KEY].case_id for item in session.items
                          if CASE_KEY in item.stash)
     if selected:  # a run that runs nothing leaves nothing behind
-        Plan(planned.cases, selected, planned.not_in_contract).write(
-            config.stash[CACHE_DIR_KEY])
+        plan = Plan(planned.cases, selected, planned.not_in_contract)
+        plan.write(config.stash[CACHE_DIR_KEY])
+        config.stash[PLAN_KEY] = plan
 
 
 @pytest.hookimpl(wrapper=True)
@@ -150,10 +154,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[
         None, object, object]:
     """Once a contract case's reports are made and read (results.jsonl, JUnit, ...), the
-    item lets go of what it recorded: pytest keeps every item until the end of the run,
-    and its raw payloads would stay with it."""
+    item lets go of what it recorded and of its keywords: pytest keeps every item until
+    the end of the run, and its raw payloads would stay with it."""
     try:
         return (yield)
     finally:
-        if CASE_KEY in item.stash:
+        if CASE_KEY in item.stash:  # and its keywords, read by -k and its reports only
             item.user_properties = []
+            item.keywords = _NO_KEYWORDS
+            item.extra_keyword_matches = _NO_MATCHES
+            item.__dict__.pop("location", None)  # pytest's cached property: made again if asked

@@ -14,7 +14,6 @@ import re
 import tempfile
 import xml.etree.ElementTree as ET
 from array import array
-from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,8 +21,19 @@ PLACEHOLDER = "pytest-cluster-spooled"
 _PLACEHOLDER = re.compile(rf'<{PLACEHOLDER} i="(\d+)" />'.encode())
 
 
-def _placeholder(index: int) -> ET.Element:
-    return ET.Element(PLACEHOLDER, i=str(index))
+class _Spooled:
+    """A spooled testcase where pytest's writer keeps it: its placeholder element, made
+    only when junit.xml is written (a few bytes per case until then)."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def to_xml(self) -> ET.Element:
+        return ET.Element(PLACEHOLDER, i=str(self.index))
+
+    __call__ = to_xml
 
 
 class JunitSpool:
@@ -52,7 +62,13 @@ class JunitSpool:
         self._offsets.append(self._file.tell())
         self._lengths.append(len(data))
         self._file.write(data)
-        reporter.to_xml = partial(_placeholder, index)  # made when junit.xml is written
+        spooled = _Spooled(index)
+        ordered: list[Any] = self.xml.node_reporters_ordered
+        for back in range(1, min(len(ordered), 8) + 1):  # it is among the last opened
+            if ordered[-back] is reporter:
+                ordered[-back] = spooled  # the reporter itself goes
+                return
+        reporter.to_xml = spooled
 
     def restore(self, path: Path | None) -> None:
         """After pytest's writer wrote `path`: each placeholder replaced by its testcase."""

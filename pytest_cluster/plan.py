@@ -19,6 +19,9 @@ from typing import Any
 import pytest
 
 PLAN_FILE = "plan.json"
+#: The plan a process wrote to PLAN_FILE, kept by that process (the controller reads it
+#: back from the file only where pytest-xdist workers collected).
+PLAN_KEY = pytest.StashKey["Plan"]()
 
 
 @dataclass(frozen=True)
