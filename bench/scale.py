@@ -7,7 +7,9 @@ it as a user would: `python -m pytest --cluster=SPEC` in a fresh process, under
 /usr/bin/time -v (the controller's peak RSS), from a scratch directory, serially. It reads
 the number of cases from results.jsonl's end line and prints, per size: cases, seconds,
 seconds per 1,000 cases, peak RSS, the sizes of report.html, junit.xml and results.jsonl and
-the longest results.jsonl line.
+the longest results.jsonl line; and how long report.html takes to open and render in
+headless Chromium (bench/report_load.py's measure: load event and the report's own scripts
+done, one fresh browser; `nan` without Chromium).
 
 Ends with `per_1000_ratio=<seconds per 1,000 cases at the largest size / at the smallest>`
 (aim: <= 1.3, the cost of a case flat in the cluster size).
@@ -20,12 +22,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import report_load  # bench/report_load.py, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST_AND_GPUS = (ROOT / "examples" / "sim-h100.yaml").read_text(encoding="utf-8")
@@ -89,11 +96,24 @@ def run_size(nodes: int, scratch: Path) -> dict[str, float]:
         path = run_dir / name
         return path.stat().st_size / 1e6 if path.exists() else float("nan")
 
-    return {"nodes": nodes, "cases": cases, "seconds": seconds,
+    return {"nodes": nodes, "cases": cases, "seconds": seconds, "load_s": load_s(run_dir, work),
             "per_1000": seconds / cases * 1000 if cases else float("nan"),
             "rss_mb": rss_mb, "html_mb": mb("report.html"), "junit_mb": mb("junit.xml"),
             "jsonl_mb": mb("results.jsonl"), "longest_kb": longest / 1e3,
             "exit": done.returncode}
+
+
+def load_s(run_dir: Path, work: Path) -> float:
+    """Seconds until report.html is rendered in a fresh headless Chromium; nan without."""
+    chromium = shutil.which(os.environ.get("CHROMIUM") or "chromium")
+    report = run_dir / "report.html"
+    if chromium is None or not report.exists():
+        return math.nan
+    try:
+        return report_load.measure_once(chromium, report, work, 0)["rendered_s"]
+    except (report_load.CdpError, OSError, TimeoutError) as exc:
+        print(f"report load not measured: {exc}", file=sys.stderr)
+        return math.nan
 
 
 def main() -> None:
@@ -103,7 +123,8 @@ def main() -> None:
     sizes = [int(s) for s in parser.parse_args().sizes.split(",")]
     rows = []
     header = (f"{'nodes':>6} {'cases':>8} {'run s':>7} {'s/1000':>7} {'RSS MB':>7} "
-              f"{'html MB':>8} {'junit MB':>9} {'jsonl MB':>9} {'line KB':>8} {'exit':>4}")
+              f"{'html MB':>8} {'load s':>7} {'junit MB':>9} {'jsonl MB':>9} {'line KB':>8} "
+              f"{'exit':>4}")
     print(header)
     with tempfile.TemporaryDirectory(prefix="scale-") as scratch:
         for nodes in sizes:
@@ -111,9 +132,11 @@ def main() -> None:
             rows.append(row)
             print(f"{row['nodes']:>6} {row['cases']:>8} {row['seconds']:>7.1f} "
                   f"{row['per_1000']:>7.2f} {row['rss_mb']:>7.0f} {row['html_mb']:>8.1f} "
+                  f"{row['load_s']:>7.2f} "
                   f"{row['junit_mb']:>9.1f} {row['jsonl_mb']:>9.1f} "
                   f"{row['longest_kb']:>8.1f} {row['exit']:>4}", flush=True)
     print(f"peak_rss_mb={max(r['rss_mb'] for r in rows):.0f}")
+    print(f"largest_report_load_s={rows[-1]['load_s']:.2f}")
     print(f"per_1000_ratio={rows[-1]['per_1000'] / rows[0]['per_1000']:.2f}")
 
 
