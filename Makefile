@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/hostile_specs.py
 	$(BIN)/python bench/report_load.py
 	$(BIN)/python bench/scale.py
+	$(BIN)/python bench/xdist.py
 
 clean:
 	rm -rf $(VENV) reports build *.egg-info
