@@ -189,7 +189,7 @@ class ClusterSession:
         self.plan = self.config.stash.get(PLAN_KEY, None) or Plan.read(self.cache_dir)
         if not self.runs_checks or self.collected_nothing:
             return
-        ran = set(self.ledger.ran)
+        ran = set(self.ledger.ran)  # a copy: the not-run lines below join the ledger
         for case in self.plan.cases:
             if case.case_id in self.plan.selected and case.case_id not in ran:
                 record = {"type": "result", "case": case.case_id, "clause": case.clause,
