@@ -91,7 +91,9 @@ class SimLauncher(Launcher):
                                message=f"simulated: the node does not answer (sim fault at "
                                        f"spec line {down.line})")
         if call.name == "gpu":
-            argv = [sys.executable, "-", *call.args, "--no-kernel-log"]
+            # -S: the probe needs the standard library and the simulated pynvml only, and
+            # a thousand nodes start a thousand interpreters
+            argv = [sys.executable, "-S", "-", *call.args, "--no-kernel-log"]
             env = gpu_probe_env(dict(os.environ), describe_node(self.sim, node))
             return run_process(node, call.name, argv, call.source(), timeout_s, env=env,
                                simulated=self.simulated, within=self.timeout_text(timeout_s))

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 SIMULATED = True
 
@@ -74,8 +73,7 @@ class NVMLError_LibraryNotFound(NVMLError):
     value = NVML_ERROR_LIBRARY_NOT_FOUND
 
 
-@dataclass
-class c_nvmlMemory_v2_t:
+class c_nvmlMemory_v2_t(NamedTuple):
     version: int
     total: int
     reserved: int
@@ -83,21 +81,18 @@ class c_nvmlMemory_v2_t:
     used: int
 
 
-@dataclass
-class c_nvmlProcessInfo_t:
+class c_nvmlProcessInfo_t(NamedTuple):
     pid: int
     usedGpuMemory: int
 
 
-@dataclass
-class c_nvmlEventData_t:
+class c_nvmlEventData_t(NamedTuple):
     device: Any
     eventType: int
     eventData: int
 
 
-@dataclass
-class c_nvmlPciInfo_t:
+class c_nvmlPciInfo_t(NamedTuple):
     busId: str
     busIdLegacy: str
 
