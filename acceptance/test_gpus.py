@@ -138,10 +138,8 @@ def test_gpu_driver_same_on_all_nodes(cluster: Cluster, evidence: Evidence) -> N
             continue
         version = f"driver {data['driver']}, CUDA {data.get('cuda_driver')}"
         drivers.setdefault(version, []).append(name)
-    found = "; ".join(f"{v} on {', '.join(nodes)}" for v, nodes in drivers.items())
-    evidence.check_same(rule.key, rule.line, "driver", drivers, unanswered, found,
-                        method="nvmlSystemGetDriverVersion, nvmlSystemGetCudaDriverVersion",
-                        raw={"drivers": drivers, "unanswered": unanswered})
+    evidence.check_same(rule.key, rule.line, "driver", drivers, unanswered,
+                        method="nvmlSystemGetDriverVersion, nvmlSystemGetCudaDriverVersion")
 
 
 # -- per GPU: identity and health (NVML) -------------------------------------------------

@@ -38,23 +38,4 @@ def test_software_same_on_all_nodes(cluster: Cluster, package: str, evidence: Ev
         found = result.payload()["versions"].get(package) or "not installed"
         versions.setdefault(found, []).append(name)
     evidence.check_same(declared("host.same_software").name(member=package), 0, package,
-                        versions, unreachable,
-                        _summary(versions) if versions else "",
-                        raw={"versions": versions, "unreachable": unreachable})
-
-
-def _summary(versions: dict[str, list[str]]) -> str:
-    """'2.4.0 on all 64 nodes', or each version with its nodes: the odd ones out in full,
-    the most common version's nodes counted (the raw evidence keeps every name)."""
-    if len(versions) == 1:
-        (version, nodes), = versions.items()
-        return f"{version} on all {len(nodes)} node(s)" if len(nodes) > 4 else (
-            f"{version} on {', '.join(nodes)}")
-    common = max(versions, key=lambda v: len(versions[v]))
-    parts = []
-    for version, nodes in versions.items():
-        shown = ", ".join(nodes)
-        if version == common and len(nodes) > 4:
-            shown = f"{len(nodes)} nodes ({', '.join(nodes[:2])}, ...)"
-        parts.append(f"{version} on {shown}")
-    return "; ".join(parts)
+                        versions, unreachable)

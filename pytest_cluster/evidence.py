@@ -16,6 +16,7 @@ from typing import Any, NoReturn, Protocol
 
 import pytest
 
+from pytest_cluster import node_groups
 from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.requirement import Verdict
 from pytest_cluster.spec.model import Clause, Rule, VersionClause
@@ -177,24 +178,24 @@ class Evidence:
         self._assert(verdict, result.simulated)
 
     def check_same(self, key: str, line: int, what: str, groups: dict[str, list[str]],
-                   unanswered: dict[str, str], summary: str, *, method: str | None = None,
-                   raw: Any = None) -> None:
+                   unanswered: dict[str, str], *, method: str | None = None) -> None:
         """A cluster-wide "the same on every node" check. `groups`: value -> the nodes
         that reported it; `unanswered`: node -> why it did not. Fails when the values
-        differ, and when any node did not answer: never a pass on the others alone."""
+        differ, and when any node did not answer: never a pass on the others alone. The
+        summary and the evidence name nodes as hostlists (node_groups)."""
+        found = node_groups.summary(groups) if groups else ""
         self.record(spec_key=key, spec_line=line, node="all",
                     requirement=f"the same {what} on every node",
-                    measured=summary or "no node answered", method=method, raw=raw,
-                    simulated=self.simulated)
+                    measured=found or "no node answered", method=method,
+                    raw=node_groups.evidence(groups, unanswered), simulated=self.simulated)
         total = sum(len(nodes) for nodes in groups.values()) + len(unanswered)
         names = list(unanswered)
-        silent = (f"{len(names)} of {total} node(s) did not answer ("
-                  + ", ".join(names[:4]) + (", ...)" if len(names) > 4 else ")"))
+        silent = f"{len(names)} of {total} node(s) did not answer ({node_groups.nodes_text(names)})"
         if len(groups) > 1:
-            self.fail(f"{what} differs between nodes: {summary}"
+            self.fail(f"{what} differs between nodes: {found}"
                       + (f"; {silent}" if names else ""))
         if names:
-            self.fail(f"{what}: {summary or 'no node answered'}; {silent}, so the same "
+            self.fail(f"{what}: {found or 'no node answered'}; {silent}, so the same "
                       f"{what} on every node is not established (first: "
                       f"{unanswered[names[0]]})", "not_all_nodes")
         self.record(verdict="pass")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterable
 
 from pytest_cluster.errors import UnitError
 
@@ -100,3 +101,46 @@ def expand_hostlist(expr: str) -> list[str]:
                     f"{name!r} is not a valid hostname (letters, digits, '-', '_' and '.')")
             names.append(name)
     return names
+
+
+_LAST_NUMBER_RE = re.compile(r"^(.*?)(\d+)(\D*)$")
+
+
+def compress_hostlist(names: Iterable[str]) -> str:
+    """The shortest-to-read hostlist of `names` (`gpu-[0001-0127,0129-1024]`), as SLURM's
+    `scontrol show hostlist` writes one: names that differ only in their last number, with
+    as many digits, share a `[...]` of sorted runs; other names stand alone; repeats once.
+    Groups keep the order of their first name. `expand_hostlist` gives the names back."""
+    groups: dict[tuple[str, str, int] | str, set[int]] = {}
+    for name in names:
+        match = _LAST_NUMBER_RE.match(name)
+        if match is None:
+            groups.setdefault(name, set())
+            continue
+        prefix, digits, suffix = match.groups()
+        groups.setdefault((prefix, suffix, len(digits)), set()).add(int(digits))
+    parts: list[str] = []
+    for key, numbers in groups.items():
+        if isinstance(key, str):
+            parts.append(key)
+            continue
+        prefix, suffix, width = key
+        runs = _runs(sorted(numbers))
+        if len(runs) == 1 and runs[0][0] == runs[0][1]:
+            parts.append(f"{prefix}{runs[0][0]:0{width}d}{suffix}")
+            continue
+        body = ",".join(f"{low:0{width}d}" if low == high else f"{low:0{width}d}-{high:0{width}d}"
+                        for low, high in runs)
+        parts.append(f"{prefix}[{body}]{suffix}")
+    return ",".join(parts)
+
+
+def _runs(numbers: list[int]) -> list[tuple[int, int]]:
+    """Sorted numbers as (first, last) runs of consecutive ones."""
+    runs: list[tuple[int, int]] = []
+    for number in numbers:
+        if runs and number == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], number)
+        else:
+            runs.append((number, number))
+    return runs

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_cluster.errors import UnitError
-from pytest_cluster.hostlist import expand_hostlist, is_valid_hostname
+from pytest_cluster.hostlist import compress_hostlist, expand_hostlist, is_valid_hostname
 
 
 @pytest.mark.parametrize(("expr", "names"), [
@@ -53,3 +53,27 @@ def test_arbitrary_expressions_raise_only_unit_error(expr: str) -> None:
     except UnitError:
         return
     assert all(is_valid_hostname(name) for name in names)
+
+
+@pytest.mark.parametrize(("names", "expr"), [
+    ([f"gpu-{i:04d}" for i in range(1, 1025) if i != 128], "gpu-[0001-0127,0129-1024]"),
+    (["n8", "n9", "n10", "n11"], "n[8-9],n[10-11]"),
+    (["r1-n01", "r1-n02", "r2-n01"], "r1-n[01-02],r2-n01"),
+    (["b", "a", "b", "n5"], "b,a,n5"),
+    (["x.example.com"], "x.example.com"),
+    (["gpu7-ib", "gpu8-ib"], "gpu[7-8]-ib"),
+    ([], ""),
+])
+def test_compress(names: list[str], expr: str) -> None:
+    assert compress_hostlist(names) == expr
+
+
+_NAMES = st.lists(st.from_regex(r"[a-z]{1,3}(-?[0-9]{1,4}){0,2}", fullmatch=True),
+                  max_size=60)
+
+
+@given(_NAMES)
+def test_compressed_hostlists_expand_to_the_same_names(names: list[str]) -> None:
+    expr = compress_hostlist(names)
+    assert sorted(expand_hostlist(expr) if names else []) == sorted(set(names))
+    assert len(expr) <= len(",".join(dict.fromkeys(names)))
