@@ -12,6 +12,7 @@ from pytest_cluster.busbw import CollectiveRun, gbs, required_busbw
 from pytest_cluster.cluster import Cluster
 from pytest_cluster.contract_tests import checks
 from pytest_cluster.evidence import Evidence
+from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.node_search import FAILED, NOT_SEARCHED, SLOW, UNDECIDED
 from pytest_cluster.spec.model import InterconnectSpec
 from pytest_cluster.units import format_size, size_id
@@ -27,6 +28,12 @@ def _spec(cluster: Cluster) -> InterconnectSpec:
     return spec
 
 
+def _node_of_rank(run: CollectiveRun, rank: int) -> str | None:
+    """The node a global rank ran on (node-major, as torchrun numbers them)."""
+    index = rank // max(run.ranks_per_node, 1)
+    return run.nodes[index] if 0 <= index < len(run.nodes) else None
+
+
 def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, payload: int,
            label: str, node_count: int) -> None:
     evidence.saw(run)
@@ -35,8 +42,9 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
     evidence.record(collective=run.collective, payload=payload, node_count=node_count,
                     theoretical=theory.bytes_per_s / 1e9 if theory else None,
                     derivation=theory.derivation if theory else None)
-    raw: dict[str, Any] = {"nodes": list(run.nodes), "ranks_per_node": run.ranks_per_node,
-                           "backend": run.backend, "details": run.details,
+    raw: dict[str, Any] = {"nodes": compress_hostlist(run.nodes),
+                           "ranks_per_node": run.ranks_per_node, "backend": run.backend,
+                           "details": run.details,
                            "sweep": [[p.bytes, p.busbw] for p in run.points]}
     for p in run.points:  # JUnit keeps the sweep: one property per payload, in GB/s
         evidence.record(**{f"busbw_GBps[{size_id(p.bytes)}]": p.busbw / 1e9})
@@ -52,6 +60,7 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
     low, median, high = point.spread
     raw.update(bytes=point.bytes, time_s=point.time_s, algbw=point.algbw,
                busbw_iterations=list(point.busbw_iterations), slowest_rank=point.slowest_rank,
+               slowest_node=_node_of_rank(run, point.slowest_rank),
                wrong=point.wrong)
     if point.wrong:
         evidence.cannot_measure(clause, f"{point.wrong} wrong value(s) in the result: the "

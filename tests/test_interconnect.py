@@ -550,6 +550,8 @@ def test_the_suite_names_each_case_and_keeps_the_sweep(pytester: pytest.Pytester
     assert inter["outcome"] == "passed" and inter["node"] == "2 nodes (a..b)"
     assert [s[0] for s in inter["raw"]["sweep"]] == [2**20]
     assert inter["raw"]["wrong"] == 0 and inter["unit"] == "GB/s"
+    assert inter["raw"]["nodes"] == "a,b"
+    assert inter["raw"]["slowest_node"] == ["a", "b"][inter["raw"]["slowest_rank"] // 2]
 
 
 @pytest.mark.skipif(not has_torch(), reason="needs torch")
