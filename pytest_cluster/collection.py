@@ -9,6 +9,7 @@ and writes the evidence (see session.py).
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Generator
 from pathlib import Path
 
@@ -118,10 +119,17 @@ def contract_case(item: pytest.Item, clause: str, suite: Path) -> Case:
     case_id = item.nodeid
     with contextlib.suppress(ValueError):
         inner = item.nodeid.split("::", 1)[1]
-        case_id = f"acceptance/{item.path.relative_to(suite).as_posix()}::{inner}"
+        case_id = f"{_in_suite(item.path, suite)}::{inner}"
     callspec = getattr(item, "callspec", None)
     node = callspec.params.get("node") if callspec is not None else None
     return Case(case_id, clause, node if isinstance(node, str) else None)
+
+
+@functools.lru_cache(maxsize=64)
+def _in_suite(path: Path, suite: Path) -> str:
+    """'acceptance/test_gpus.py' (ValueError outside the suite); asked once per file,
+    not once per item."""
+    return f"acceptance/{path.relative_to(suite).as_posix()}"
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

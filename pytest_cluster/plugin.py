@@ -3,7 +3,8 @@
 - configure.py: the options, the spec validated at configure time, the run's directory;
 - collection.py: the contract's parameters, clauses not in the spec left out, the plan;
 - fixtures.py: `cluster`, `node`, `filesystem`, `gpu`, probe results, `evidence`;
-- session.py (registered by configure, on the controller only): the evidence of a run.
+- session.py (registered by configure, on the controller only): the evidence of a run;
+- collector_gc.py: the garbage collector tuned while the collected cases run.
 
 Without `--cluster` the plugin does nothing: other test suites run as before.
 """
@@ -11,4 +12,4 @@ Without `--cluster` the plugin does nothing: other test suites run as before.
 from __future__ import annotations
 
 pytest_plugins = ["pytest_cluster.configure", "pytest_cluster.collection",
-                  "pytest_cluster.fixtures"]
+                  "pytest_cluster.fixtures", "pytest_cluster.collector_gc"]

@@ -125,7 +125,7 @@ class ClusterSession:
         and the result line, written at once. After them all: the case's bulk dropped
         once its teardown has been read, so that memory does not grow with the run."""
         case = getattr(report, "pytest_cluster_case", None)
-        if case is not None and report.when != "teardown":  # teardown closed its testcase
+        if case is not None and report.when == "setup":  # it opens the case's testcase
             self._junit_names(report, str(case[0]))
         record = None
         if report.when == "call" or (report.when == "setup" and not report.passed):
@@ -329,8 +329,13 @@ class ClusterSession:
         contract check is one line of the scorecard's collapsed list instead (thousands of
         rows rendered by pytest-html's script take tens of seconds to open). It still
         counts among pytest-html's 'Passed'."""
+        contract = hasattr(report, "pytest_cluster_case")
+        if contract and report.passed and (
+                report.when == "setup" or (report.when == "teardown" and not report.sections)):
+            del cells[:]  # pytest-html shows nothing of it either: only its work is saved
+            return
         props = dict(getattr(report, "user_properties", ()))
-        contract = "spec_key" in props or hasattr(report, "pytest_cluster_case")
+        contract = contract or "spec_key" in props
         if contract and report.when == "call" and report.passed:
             del cells[:]
             self._count_passed_in_html()

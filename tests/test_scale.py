@@ -144,3 +144,39 @@ def test_the_controller_holds_a_line_without_its_bulk() -> None:
     assert not {"raw", "method", "probe_run", "busbw_GBps[4GiB]"} & set(kept)
     sweep = {"sweep": [[2**30, 3e11]], "nodes": ["n1"], "details": {"x": 1}}
     assert held({**line, "raw": sweep})["raw"] == {"sweep": [[2**30, 3e11]]}  # the charts'
+
+
+def test_the_collector_is_tuned_while_the_cases_run_and_put_back_after(
+        pytester: pytest.Pytester) -> None:
+    """What collection built is frozen and young collections are rarer while the cases
+    run; the process gets its own settings back when the run ends."""
+    import gc
+
+    from pytest_cluster.collector_gc import RUN_THRESHOLDS
+
+    pytester.syspathinsert()
+    pytester.makepyfile(gcspy="""
+        import gc, json, pathlib
+        def pytest_runtest_call(item):
+            pathlib.Path("gc.json").write_text(json.dumps(
+                [gc.get_threshold(), gc.get_freeze_count()]))
+    """)
+    before = (gc.get_threshold(), gc.get_freeze_count())
+    run(pytester, 2, "-p", "gcspy")
+    during = json.loads((pytester.path / "gc.json").read_text(encoding="utf-8"))
+    assert tuple(during[0]) == RUN_THRESHOLDS != before[0]
+    assert during[1] > before[1] + 1000
+    assert (gc.get_threshold(), gc.get_freeze_count()) == before
+
+
+def test_without_a_spec_the_collector_is_left_alone(pytester: pytest.Pytester) -> None:
+    import gc
+
+    pytester.makepyfile("""
+        import gc
+        def test_it():
+            assert gc.get_freeze_count() == 0
+            assert gc.get_threshold()[0] != 20_000
+    """)
+    assert gc.get_freeze_count() == 0
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)
