@@ -29,6 +29,8 @@ PLANNED_KEY = pytest.StashKey[Plan]()
 #: A finished item's keywords, shared: nothing is matched against it any more.
 _NO_KEYWORDS: dict[str, object] = {}
 _NO_MATCHES: set[str] = set()
+#: A finished item's user properties, shared: its reports were read.
+_NO_PROPERTIES: list[tuple[str, object]] = []
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -168,7 +170,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return (yield)
     finally:
         if CASE_KEY in item.stash:  # and its keywords, read by -k and its reports only
-            item.user_properties = []
+            item.user_properties = _NO_PROPERTIES
             item.keywords = _NO_KEYWORDS
             item.extra_keyword_matches = _NO_MATCHES
             item.__dict__.pop("location", None)  # pytest's cached property: made again if asked

@@ -119,8 +119,8 @@ class ClusterSession:
                 "spec_warnings": list(spec.warnings),
                 "run_dir": str(self.run_dir)}
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None]:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:
         """Before every other reader (JUnit, pytest-html, the terminal): the JUnit names
         and the result line, written at once. After them all: the case's bulk dropped
         once its teardown has been read, so that memory does not grow with the run."""
@@ -135,11 +135,13 @@ class ClusterSession:
                 self.ledger.add(record)
         testcase = (self._spool.open_reporter(report)
                     if self._spool is not None and report.when == "teardown" else None)
-        yield
-        if testcase is not None and self._spool is not None:
-            self._spool.spool(testcase)
-        if case is not None or record is not None or report.nodeid in self._open:
-            self._drop_bulk(report)
+        try:
+            return (yield)
+        finally:
+            if testcase is not None and self._spool is not None:
+                self._spool.spool(testcase)
+            if case is not None or record is not None or report.nodeid in self._open:
+                self._drop_bulk(report)
 
     def _drop_bulk(self, report: pytest.TestReport) -> None:
         """A contract case's reports, once every reader has taken what it needs: JUnit

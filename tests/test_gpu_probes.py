@@ -4,6 +4,7 @@ nvidia-ml-py, the torch probe without CUDA, and reading the probes' payloads."""
 from __future__ import annotations
 
 import ast
+import getopt
 import importlib
 import json
 import os
@@ -358,3 +359,37 @@ def test_simulated_handles_are_like_ctypes_pointers() -> None:
     with pytest.raises(TypeError):
         hash(handle)
     assert handle != type(handle)(0)
+
+
+def test_gpu_probe_options() -> None:
+    from pytest_cluster.probes.gpu import options
+
+    assert options([]) == (2.0, False)
+    assert options(["--xid-window", "5", "--no-kernel-log"]) == (5.0, True)
+    assert options(["--xid-window=0.5"]) == (0.5, False)
+    for bad in (["--bogus"], ["--xid-window", "x"], ["extra"], ["--xid-window"]):
+        with pytest.raises((ValueError, getopt.GetoptError)):
+            options(bad)
+
+
+def test_gpu_probe_refuses_unknown_options_with_usage() -> None:
+    done = subprocess.run([sys.executable, "-S", "-", "--bogus"], input=probe_source("gpu"),
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert "usage: gpu.py" in done.stderr and "--bogus" in done.stderr
+    assert done.stdout == ""
+
+
+def test_the_gpu_probe_starts_without_typing_or_argparse() -> None:
+    """On a simulated node the probe starts once per node: what it imports is its cost
+    (typing and argparse were a third of it)."""
+    env = gpu_probe_env(dict(os.environ), describe_node(SIM, "n1"))
+    done = subprocess.run([sys.executable, "-X", "importtime", "-S", "-", "--no-kernel-log",
+                           "--xid-window", "0"], input=probe_source("gpu"), env=env,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["data"]["simulated_nvml"] is True
+    imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:") and line.count("|") == 2}
+    assert "pynvml" in imported
+    assert not imported & {"typing", "argparse", "shutil", "dataclasses", "subprocess"}

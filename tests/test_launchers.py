@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cluster.cache import ProbeCache
+from pytest_cluster.cache import ProbeCache, write_by_node
 from pytest_cluster.errors import LaunchError, ProbeFailed
 from pytest_cluster.launchers import (
     REGISTRY,
@@ -202,6 +202,27 @@ def test_cache_runs_a_probe_once_across_processes(tmp_path: Path) -> None:
         worker.join(60)
         assert worker.exitcode == 0
     assert _count_runs(log) == 1
+
+
+def test_cached_results_are_a_node_a_line_and_read_back_the_same(tmp_path: Path) -> None:
+    results = {n: ProbeResult(node=n, probe="host", data={"name": n, "q": 'a"\nb'},
+                              simulated=True, exit_code=0)
+               for n in ("n1", "n2", 'odd"name')}
+    target = tmp_path / "host.json"
+    write_by_node(target, results)
+    lines = target.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "{" and lines[-1] == "}" and len(lines) == 5
+    assert lines[1].startswith('"n1": {') and lines[3].startswith('"odd\\"name": {')
+    assert not list(tmp_path.glob("*.tmp"))
+    cache = ProbeCache(tmp_path)
+    assert cache._load(target) == results  # what another process reads
+
+    def never(call: ProbeCall, nodes: Sequence[str]) -> dict[str, ProbeResult]:
+        raise AssertionError("ran again")
+
+    cache.directory = tmp_path / "c"
+    cache.get(ProbeCall("host"), list(results), lambda c, n: results)
+    assert ProbeCache(tmp_path / "c").get(ProbeCall("host"), list(results), never) == results
 
 
 def test_interrupt_kills_probes_on_every_node(tmp_path: Path) -> None:

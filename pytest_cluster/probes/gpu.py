@@ -6,13 +6,16 @@ file. Every NVML call that fails is reported as an error for that field, never g
 
 from __future__ import annotations
 
-import argparse
+import getopt
 import json
 import re
 import sys
 import time
-from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # not imported when it runs: typing and argparse double its start-up
+    from collections.abc import Callable
+    from typing import Any
 
 THROTTLE_BITS = {"hw_slowdown": 0x8, "sw_thermal": 0x20, "hw_thermal": 0x40,
                  "power_brake": 0x80}
@@ -185,11 +188,23 @@ def kernel_log_xids() -> dict[str, Any]:
     return {"events": found, "source": "dmesg (since boot)"}
 
 
+def options(argv: list[str]) -> tuple[float, bool]:
+    """(--xid-window SECONDS, default 2; whether --no-kernel-log was given). GetoptError
+    or ValueError for anything else."""
+    found, rest = getopt.getopt(argv, "", ["xid-window=", "no-kernel-log"])
+    if rest:
+        raise getopt.GetoptError(f"unexpected argument {rest[0]!r}")
+    chosen = dict(found)
+    return float(chosen.get("--xid-window", 2.0)), "--no-kernel-log" in chosen
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--xid-window", type=float, default=2.0)
-    parser.add_argument("--no-kernel-log", action="store_true")
-    args = parser.parse_args(argv)
+    try:
+        xid_window, no_kernel_log = options(sys.argv[1:] if argv is None else argv)
+    except (getopt.GetoptError, ValueError) as exc:
+        print(f"usage: gpu.py [--xid-window SECONDS] [--no-kernel-log]: {exc}",
+              file=sys.stderr)
+        return 2
     data: dict[str, Any] = {}
     try:
         import pynvml  # type: ignore[import-untyped]  # noqa: PLC0415 - absent on nodes without NVIDIA drivers
@@ -214,8 +229,8 @@ def main(argv: list[str] | None = None) -> int:
         count = pynvml.nvmlDeviceGetCount()
         data["count"] = count
         data["gpus"] = [gpu_info(pynvml, index) for index in range(count)]
-        xid = xid_events(pynvml, count, args.xid_window)
-        if not args.no_kernel_log:
+        xid = xid_events(pynvml, count, xid_window)
+        if not no_kernel_log:
             xid["kernel_log"] = kernel_log_xids()
         data["xid"] = xid
     finally:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SIMULATED = True
 
@@ -73,28 +76,38 @@ class NVMLError_LibraryNotFound(NVMLError):
     value = NVML_ERROR_LIBRARY_NOT_FOUND
 
 
-class c_nvmlMemory_v2_t(NamedTuple):
-    version: int
-    total: int
-    reserved: int
-    free: int
-    used: int
+# The binding's structures are ctypes Structures: fields by name, not tuples. Plain
+# classes here: typing (NamedTuple) would cost each simulated node's probe 5 ms at start.
 
 
-class c_nvmlProcessInfo_t(NamedTuple):
-    pid: int
-    usedGpuMemory: int
+class c_nvmlMemory_v2_t:
+    __slots__ = ("free", "reserved", "total", "used", "version")
+
+    def __init__(self, version: int, total: int, reserved: int, free: int,
+                 used: int) -> None:
+        self.version, self.total, self.reserved = version, total, reserved
+        self.free, self.used = free, used
 
 
-class c_nvmlEventData_t(NamedTuple):
-    device: Any
-    eventType: int
-    eventData: int
+class c_nvmlProcessInfo_t:
+    __slots__ = ("pid", "usedGpuMemory")
+
+    def __init__(self, pid: int, usedGpuMemory: int) -> None:
+        self.pid, self.usedGpuMemory = pid, usedGpuMemory
 
 
-class c_nvmlPciInfo_t(NamedTuple):
-    busId: str
-    busIdLegacy: str
+class c_nvmlEventData_t:
+    __slots__ = ("device", "eventData", "eventType")
+
+    def __init__(self, device: _Handle, eventType: int, eventData: int) -> None:
+        self.device, self.eventType, self.eventData = device, eventType, eventData
+
+
+class c_nvmlPciInfo_t:
+    __slots__ = ("busId", "busIdLegacy")
+
+    def __init__(self, busId: str, busIdLegacy: str) -> None:
+        self.busId, self.busIdLegacy = busId, busIdLegacy
 
 
 class _Handle:
