@@ -6,10 +6,12 @@ node_counts [2, 8, 64, N], one node at half its network rate and one node down -
 it as a user would: `python -m pytest --cluster=SPEC` in a fresh process, under
 /usr/bin/time -v (the controller's peak RSS), from a scratch directory, serially. It reads
 the number of cases from results.jsonl's end line and prints, per size: cases, seconds,
-seconds per 1,000 cases, peak RSS, the sizes of report.html, junit.xml and results.jsonl and
-the longest results.jsonl line; and how long report.html takes to open and render in
-headless Chromium (bench/report_load.py's measure: load event and the report's own scripts
-done, one fresh browser; `nan` without Chromium).
+seconds per 1,000 cases, peak RSS (MiB), the sizes of report.html, junit.xml and
+results.jsonl (MB: 1e6 bytes), the longest results.jsonl line (the run's first or last
+line, which name every node) and the longest result line of a case (KB: 1e3 bytes); and how
+long report.html takes to open and render in headless Chromium (bench/report_load.py's
+measure: load event and the report's own scripts done, one fresh browser; `nan` without
+Chromium).
 
 Ends with `per_1000_ratio=<seconds per 1,000 cases at the largest size / at the smallest>`
 (aim: <= 1.3, the cost of a case flat in the cluster size).
@@ -78,15 +80,17 @@ def run_size(nodes: int, scratch: Path) -> dict[str, float]:
     done = subprocess.run(command, cwd=work, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - started
     found = re.search(r"Maximum resident set size \(kbytes\): (\d+)", done.stderr)
-    rss_mb = int(found.group(1)) / 1024 if found else float("nan")
+    rss_mib = int(found.group(1)) / 1024 if found else float("nan")
     run_dir = reports / "latest"
     results = run_dir / "results.jsonl"
-    cases, longest = 0, 0
+    cases, longest, longest_case = 0, 0, 0
     if results.exists():
         with results.open(encoding="utf-8") as lines:
             for line in lines:
                 longest = max(longest, len(line))
                 record = json.loads(line)
+                if record.get("type") == "result":
+                    longest_case = max(longest_case, len(line))
                 if record.get("type") == "end":
                     cases = int(record["checks_ran"])
     else:
@@ -98,8 +102,9 @@ def run_size(nodes: int, scratch: Path) -> dict[str, float]:
 
     return {"nodes": nodes, "cases": cases, "seconds": seconds, "load_s": load_s(run_dir, work),
             "per_1000": seconds / cases * 1000 if cases else float("nan"),
-            "rss_mb": rss_mb, "html_mb": mb("report.html"), "junit_mb": mb("junit.xml"),
+            "rss_mib": rss_mib, "html_mb": mb("report.html"), "junit_mb": mb("junit.xml"),
             "jsonl_mb": mb("results.jsonl"), "longest_kb": longest / 1e3,
+            "case_kb": longest_case / 1e3,
             "exit": done.returncode}
 
 
@@ -122,20 +127,21 @@ def main() -> None:
                         help="node counts, comma-separated (default 128,512,1024)")
     sizes = [int(s) for s in parser.parse_args().sizes.split(",")]
     rows = []
-    header = (f"{'nodes':>6} {'cases':>8} {'run s':>7} {'s/1000':>7} {'RSS MB':>7} "
+    header = (f"{'nodes':>6} {'cases':>8} {'run s':>7} {'s/1000':>7} {'RSS MiB':>7} "
               f"{'html MB':>8} {'load s':>7} {'junit MB':>9} {'jsonl MB':>9} {'line KB':>8} "
-              f"{'exit':>4}")
+              f"{'case KB':>8} {'exit':>4}")
     print(header)
     with tempfile.TemporaryDirectory(prefix="scale-") as scratch:
         for nodes in sizes:
             row = run_size(nodes, Path(scratch))
             rows.append(row)
             print(f"{row['nodes']:>6} {row['cases']:>8} {row['seconds']:>7.1f} "
-                  f"{row['per_1000']:>7.2f} {row['rss_mb']:>7.0f} {row['html_mb']:>8.1f} "
+                  f"{row['per_1000']:>7.2f} {row['rss_mib']:>7.0f} {row['html_mb']:>8.1f} "
                   f"{row['load_s']:>7.2f} "
                   f"{row['junit_mb']:>9.1f} {row['jsonl_mb']:>9.1f} "
-                  f"{row['longest_kb']:>8.1f} {row['exit']:>4}", flush=True)
-    print(f"peak_rss_mb={max(r['rss_mb'] for r in rows):.0f}")
+                  f"{row['longest_kb']:>8.1f} {row['case_kb']:>8.1f} {row['exit']:>4}",
+                  flush=True)
+    print(f"peak_rss_mib={max(r['rss_mib'] for r in rows):.0f}")
     print(f"largest_report_load_s={rows[-1]['load_s']:.2f}")
     print(f"per_1000_ratio={rows[-1]['per_1000'] / rows[0]['per_1000']:.2f}")
 
