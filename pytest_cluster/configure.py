@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pytest_cluster import sealing
 from pytest_cluster.errors import SpecError
 from pytest_cluster.rundir import create_run_dir
 from pytest_cluster.session import SESSION_PLUGIN, ClusterSession
@@ -60,6 +61,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--cluster-reports", metavar="DIR", default="reports",
         help="where to write report.html, junit.xml, results.jsonl and the raw probe "
              "results (default: reports; an empty value writes none)")
+    sealing.add_options(group)
 
 
 #: Options that show something instead of running the contract: they write no evidence.
@@ -117,6 +119,7 @@ def pytest_configure(config: pytest.Config) -> None:
         for warning in spec.warnings:
             config.issue_config_time_warning(SpecWarning(warning), stacklevel=2)
         reports = config.getoption("cluster_reports")
+        signers = sealing.signers(config) if reports and writes_evidence(config) else ()
         run_dir = None
         if reports and writes_evidence(config):
             try:
@@ -134,6 +137,7 @@ def pytest_configure(config: pytest.Config) -> None:
                      else Path(tempfile.mkdtemp(prefix="pytest-cluster-")))
         config.stash[CACHE_DIR_KEY] = cache_dir
         config.pluginmanager.register(ClusterSession(config, spec, run_dir, cache_dir,
-                                                     writes_evidence(config)), SESSION_PLUGIN)
+                                                     writes_evidence(config), signers),
+                                      SESSION_PLUGIN)
     if config.args_source is not pytest.Config.ArgsSource.ARGS:
         config.args = [str(acceptance_dir())]

@@ -74,3 +74,11 @@ class ProbeFailed(ClusterError):
 
 class JobFailed(ClusterError):
     """A distributed job did not complete on every rank; the message names which."""
+
+
+class BundleError(ClusterError):
+    """A run's evidence bundle cannot be read, signed or checked (a missing or malformed
+    manifest, an unusable key); the message names the file and what was expected."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(clip(message))

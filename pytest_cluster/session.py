@@ -11,6 +11,7 @@ import html
 import json
 import shutil
 import signal
+import sys
 import time
 from collections import Counter
 from collections.abc import Generator
@@ -22,6 +23,8 @@ import pytest
 from _pytest import junitxml  # xml_key: the one way to add <testsuite> properties
 
 from pytest_cluster import __version__
+from pytest_cluster.bundle.keys import Signer
+from pytest_cluster.bundle.manifest import MANIFEST
 from pytest_cluster.junit_spool import JunitSpool
 from pytest_cluster.launchers.process import stop_everything
 from pytest_cluster.ledger import Ledger
@@ -36,6 +39,7 @@ from pytest_cluster.results import (
 )
 from pytest_cluster.rundir import LATEST, point_latest, remove_if_empty
 from pytest_cluster.scorecard import scorecard_html
+from pytest_cluster.sealing import predicate, seal_run, sealed_line
 from pytest_cluster.spec import Spec
 from pytest_cluster.verdict import (
     ACCEPTED,
@@ -54,8 +58,10 @@ class ClusterSession:
     """Controller-only: the evidence of one run, in its own run directory."""
 
     def __init__(self, config: pytest.Config, spec: Spec, run_dir: Path | None,
-                 cache_dir: Path, runs_checks: bool = True) -> None:
+                 cache_dir: Path, runs_checks: bool = True,
+                 signers: tuple[Signer, ...] = ()) -> None:
         self.config = config
+        self.signers = signers  # who signs the manifest at the end
         self.cache_dir = cache_dir  # the probe results and the plan (the run's probes/)
         self.runs_checks = runs_checks  # False: --collect-only, --fixtures, ...
         self.spec = spec
@@ -425,14 +431,20 @@ class ClusterSession:
         """Where the evidence is: the files this run's directory holds, and any file put
         elsewhere by --junitxml or --html."""
         names = sorted(p.name + ("/" if p.is_dir() else "") for p in run_dir.iterdir())
-        elsewhere = [str(p) for p in (self.config.option.xmlpath,
-                                      getattr(self.config.option, "htmlpath", None))
-                     if p and Path(p).resolve().parent != run_dir.resolve()]
+        names.append(MANIFEST)  # written last, after this line
+        elsewhere = self._elsewhere(run_dir)
         link = run_dir.parent / LATEST
         where = (f"{link} -> {run_dir.name}" if self.latest_moved else
                  f"{link} left as it is (not a link pytest-cluster made)")
         text = f"evidence: {run_dir}/ ({', '.join(names)}); {where}"
         return text + (f"; also {', '.join(elsewhere)}" if elsewhere else "")
+
+    def _elsewhere(self, run_dir: Path) -> list[str]:
+        """Reports put outside the run's directory by --junitxml or --html: not in its
+        manifest."""
+        return [str(p) for p in (self.config.option.xmlpath,
+                                 getattr(self.config.option, "htmlpath", None))
+                if p and Path(p).resolve().parent != run_dir.resolve()]
 
     def _not_in_contract_lines(self) -> list[str]:
         absent = sorted(set(self.plan.not_in_contract))
@@ -442,11 +454,26 @@ class ClusterSession:
         self.ledger.close()
         if self.writer is not None:
             self.writer.close()
+        if self.run_dir is not None and self.evidence_written:
+            self._seal(self.run_dir)
         if self._old_sigterm is not None:
             with contextlib.suppress(ValueError):
                 signal.signal(signal.SIGTERM, self._old_sigterm)
         if self.run_dir is None:
             shutil.rmtree(self.cache_dir, ignore_errors=True)
+
+
+    def _seal(self, run_dir: Path) -> None:
+        """Last: the manifest over every file of the run (reports written, JUnit's
+        testcases put back), signed by the keys given."""
+        facts = predicate(self.config, self.spec, self.started, time.time(),
+                          self._elsewhere(run_dir))
+        text = sealed_line(seal_run(run_dir, facts, self.signers))
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if terminal is not None:
+            terminal.write_line(text)
+        else:
+            print(text, file=sys.stderr)
 
 
 class _Counted:

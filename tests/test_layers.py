@@ -120,6 +120,8 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "pytest_cluster.benchmark": ("pytest_cluster.busbw", "pytest_cluster.jobs",
                                  "pytest_cluster.launchers", "pytest_cluster.probes",
                                  "pytest_cluster.errors", "pytest_cluster.spec"),
+    # the evidence bundle and `verify`: read where only the evidence is
+    "pytest_cluster.bundle": ("pytest_cluster.bundle", "pytest_cluster.errors"),
     # the simulated cluster: formulas and descriptions, never the job runner
     "pytest_cluster.sim": ("pytest_cluster.sim", "pytest_cluster.busbw",
                            "pytest_cluster.gpu_models", "pytest_cluster.probes",

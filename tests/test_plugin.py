@@ -63,7 +63,10 @@ def test_packaged_suite_passes_with_evidence(pytester: pytest.Pytester, fs: Path
         "host.same_software (needs 2+ nodes), interconnect, "
         f"storage[[]{fs}].free, storage[[]{fs}].import_torch*",
         "*evidence: reports/2*Z-test-cluster/ (junit.xml, probes/, report.html, "
-        "results.jsonl, verdict.json); reports/latest -> 2*Z-test-cluster*",
+        "results.jsonl, verdict.json, manifest.intoto.json); reports/latest -> "
+        "2*Z-test-cluster*",
+        "*manifest: reports/2*Z-test-cluster/manifest.intoto.json sha256 *, UNSIGNED; "
+        "check it: pytest-cluster verify reports/2*Z-test-cluster",
     ])
     props = junit_props(pytester)
     write = props[f"test_storage_write[nodeA-{fs}]"]

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from pytest_cluster.bundle.verify import verify
+
 SPEC = """\
 cluster: {{name: small, nodes: "n[1-3]", launcher: sim}}
 gpus:
@@ -58,7 +60,10 @@ def test_each_run_keeps_its_own_evidence(pytester: pytest.Pytester) -> None:
     run(pytester).assert_outcomes(passed=ALL)
     first, = run_dirs(pytester)
     saved = {p.name: p.read_bytes() for p in first.iterdir() if p.is_file()}
-    assert set(saved) == {"report.html", "junit.xml", "results.jsonl", "verdict.json"}
+    assert set(saved) == {"report.html", "junit.xml", "results.jsonl", "verdict.json",
+                          "manifest.intoto.json"}
+    verdict = verify(first)  # sealed over every file, as the run left them
+    assert verdict.ok and verdict.checked == len(list(first.rglob("*"))) - 2  # probes/, itself
     run(pytester, "-k", "n2").assert_outcomes(passed=PER_NODE)
     older, newer = run_dirs(pytester)
     assert older == first

@@ -279,7 +279,8 @@ def parse_spec(text: str, file: str) -> Spec:
     sha = hashlib.sha256(text.encode()).hexdigest()
     warnings = tuple(str(w) for w in sorted(ctx.warnings, key=lambda w: w.line or 0))
     return Spec(file=file, sha256=sha, cluster=cluster, host=host, storage=storage, gpus=gpus,
-                sim=sim, ssh=ssh, slurm=slurm, interconnect=interconnect, warnings=warnings)
+                sim=sim, ssh=ssh, slurm=slurm, interconnect=interconnect, warnings=warnings,
+                text=text)
 
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),

@@ -133,6 +133,7 @@ class Spec:
     slurm: SlurmSpec | None = None
     interconnect: InterconnectSpec | None = None
     warnings: tuple[str, ...] = ()  # likely slips, "FILE:LINE: KEY: text" like errors
+    text: str = field(default="", repr=False, compare=False)  # as read: the evidence keeps it
 
 
 @dataclass(frozen=True)

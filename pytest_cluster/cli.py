@@ -1,0 +1,51 @@
+"""The `pytest-cluster` command: what is done with a run's evidence after the run.
+
+    pytest-cluster verify DIR [--key PUBKEY]
+
+exits 0 when every file of DIR is as its manifest lists it (and, with --key, the manifest
+is signed by that key), 1 when not, 2 when DIR or the key cannot be read as one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pytest_cluster import __version__
+from pytest_cluster.bundle.keys import PublicKey
+from pytest_cluster.bundle.verify import verify
+from pytest_cluster.errors import BundleError
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="pytest-cluster", description="pytest-cluster's "
+                                  "evidence tools (the tests run with pytest --cluster=SPEC)")
+    top.add_argument("--version", action="version", version=f"pytest-cluster {__version__}")
+    commands = top.add_subparsers(dest="command", required=True)
+    check = commands.add_parser(
+        "verify", help="check a run directory against its signed manifest",
+        description="Recompute the hash of every file of a run directory, name every "
+                    "changed, missing or added one, and check the manifest's signature.")
+    check.add_argument("run_dir", metavar="DIR", type=Path,
+                       help="a run's evidence directory (e.g. reports/latest)")
+    check.add_argument("--key", metavar="PUBKEY", type=Path,
+                       help="public key the manifest must be signed by: a PEM public key "
+                            "or an OpenSSH .pub line")
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        key = PublicKey.load(args.key) if args.key is not None else None
+        verdict = verify(args.run_dir, key)
+    except BundleError as exc:
+        print(f"pytest-cluster verify: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(verdict.lines()))
+    return 0 if verdict.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,308 @@
+"""The evidence bundle: DSSE envelope, in-toto manifest, Ed25519 and OpenSSH signatures,
+and `pytest-cluster verify` on changed, missing, added files, wrong keys and no signature."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from pytest_cluster.bundle.dsse import IN_TOTO, Envelope, Signature, pae
+from pytest_cluster.bundle.keys import Ed25519FileSigner, PublicKey, SshKeygenSigner
+from pytest_cluster.bundle.manifest import MANIFEST, PREDICATE_TYPE, seal
+from pytest_cluster.bundle.verify import verify
+from pytest_cluster.cli import main
+from pytest_cluster.errors import BundleError
+
+PREDICATE = {"cluster": "c1", "started_at": "2026-11-23T10:00:00Z",
+             "ended_at": "2026-11-23T10:05:00Z", "controller": "login1",
+             "spec": {"sha256": "ab" * 32}}
+
+
+def test_pae_is_the_dsse_encoding() -> None:
+    # the example of DSSE's protocol.md
+    assert pae("http://example.com/HelloWorld", b"hello world") == \
+        b"DSSEv1 29 http://example.com/HelloWorld 11 hello world"
+    assert pae("t", b"") == b"DSSEv1 1 t 0 "
+    assert pae("\u00e9", b"x") == b"DSSEv1 2 \xc3\xa9 1 x"  # lengths in bytes
+
+
+def test_envelope_round_trip_and_malformed_ones_are_named() -> None:
+    envelope = Envelope(IN_TOTO, b'{"a": 1}', (Signature("ed25519 SHA256:x", b"\x00\xff"),))
+    again = Envelope.from_json(json.loads(json.dumps(envelope.to_json())), "m.json")
+    assert again == envelope
+    urlsafe = dict(envelope.to_json(), payload="eyJhIjogMX0")  # unpadded, as DSSE allows
+    assert Envelope.from_json(urlsafe, "m.json").payload == b'{"a": 1}'
+    for bad, said in (([], "not a DSSE envelope"), ({"payloadType": 1}, "not a DSSE"),
+                      ({"payloadType": "t", "payload": "!!"}, "payload: not base64"),
+                      ({"payloadType": "t", "payload": "", "signatures": [{}]},
+                       r"signatures\[0\]")):
+        with pytest.raises(BundleError, match=said) as caught:
+            Envelope.from_json(bad, "m.json")
+        assert str(caught.value).startswith("m.json: ")
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    run = tmp_path / "20261123T100000Z-c1"
+    (run / "probes").mkdir(parents=True)
+    (run / "junit.xml").write_text("<testsuites><testsuite/></testsuites>\n")
+    (run / "results.jsonl").write_text('{"type": "run"}\n{"type": "end"}\n')
+    (run / "probes" / "gpu-1.json").write_text("{}\n")
+    (run / "probes" / "gpu-1.lock").write_text("")
+    (tmp_path / "elsewhere").write_text("x")
+    (run / "link").symlink_to(tmp_path / "elsewhere")  # not evidence: not listed
+    return run
+
+
+def ed25519_key(tmp_path: Path, name: str) -> tuple[Path, Path, Path]:
+    """(private PEM, public PEM, public OpenSSH) files of a new Ed25519 key."""
+    key = Ed25519PrivateKey.generate()
+    private, public, openssh = (tmp_path / f"{name}.pem", tmp_path / f"{name}.pub.pem",
+                                tmp_path / f"{name}.pub")
+    private.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                          serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))
+    public.write_bytes(key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
+    openssh.write_bytes(key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH) + b" me@host\n")
+    return private, public, openssh
+
+
+def statement_of(run_dir: Path) -> dict[str, Any]:
+    envelope = Envelope.from_json(json.loads((run_dir / MANIFEST).read_text()), "m")
+    return envelope.statement("m")
+
+
+def test_the_manifest_lists_every_file_with_its_hash_and_size(run_dir: Path) -> None:
+    seal(run_dir, PREDICATE, [])
+    statement = statement_of(run_dir)
+    assert statement["_type"] == "https://in-toto.io/Statement/v1"
+    assert statement["predicateType"] == PREDICATE_TYPE
+    assert statement["predicate"] == PREDICATE
+    assert [(s["name"], s["annotations"]["size"]) for s in statement["subject"]] == [
+        ("junit.xml", 38), ("probes/gpu-1.json", 3), ("probes/gpu-1.lock", 0),
+        ("results.jsonl", 32)]
+    assert statement["subject"][0]["digest"] == {
+        "sha256": hashlib.sha256((run_dir / "junit.xml").read_bytes()).hexdigest()}
+    assert not list(run_dir.glob(".*.tmp"))
+
+
+def test_an_untouched_signed_run_verifies(run_dir: Path, tmp_path: Path) -> None:
+    private, public, openssh = ed25519_key(tmp_path, "k")
+    seal(run_dir, PREDICATE, [Ed25519FileSigner.load(private)])
+    for key in (public, openssh):  # either form of the public key checks it
+        verdict = verify(run_dir, PublicKey.load(key))
+        assert verdict.ok, verdict.lines()
+        assert verdict.lines()[-2] == f"signature: valid, by {verdict.key}"
+        assert verdict.lines()[-1] == "VERIFIED"
+    assert main(["verify", str(run_dir), "--key", str(openssh)]) == 0
+
+
+def test_one_byte_changed_in_junit_is_named(run_dir: Path, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    private, public, _ = ed25519_key(tmp_path, "k")
+    seal(run_dir, PREDICATE, [Ed25519FileSigner.load(private)])
+    junit = run_dir / "junit.xml"
+    junit.write_bytes(junit.read_bytes().replace(b"<testsuite/>", b"<testsuitX/>"))
+    verdict = verify(run_dir, PublicKey.load(public))
+    assert not verdict.ok and verdict.signature_problem is None  # the manifest is intact
+    assert [c.split(" ")[0] for c in verdict.changed] == ["junit.xml"]
+    assert main(["verify", str(run_dir), "--key", str(public)]) == 1
+    out = capsys.readouterr().out
+    assert "CHANGED: junit.xml (sha256 " in out and "38 bytes" in out
+    assert "files: 3 of 4 as listed; 1 changed, 0 missing, 0 added" in out
+    assert out.rstrip().endswith("NOT VERIFIED")
+
+
+def test_a_removed_file_and_an_added_file_are_named(run_dir: Path) -> None:
+    seal(run_dir, PREDICATE, [])
+    (run_dir / "probes" / "gpu-1.json").unlink()
+    (run_dir / "probes" / "extra.json").write_text("{}")
+    verdict = verify(run_dir)
+    assert verdict.missing == ("probes/gpu-1.json",)
+    assert verdict.added == ("probes/extra.json",)
+    assert not verdict.ok
+    lines = verdict.lines()
+    assert "MISSING: probes/gpu-1.json" in lines and "ADDED: probes/extra.json" in lines
+
+
+def test_a_wrong_key_fails(run_dir: Path, tmp_path: Path,
+                           capsys: pytest.CaptureFixture[str]) -> None:
+    private, _, _ = ed25519_key(tmp_path, "signer")
+    _, other, _ = ed25519_key(tmp_path, "other")
+    seal(run_dir, PREDICATE, [Ed25519FileSigner.load(private)])
+    verdict = verify(run_dir, PublicKey.load(other))
+    assert verdict.files_hold and not verdict.ok
+    assert "not signed by this key (signed by: ed25519 SHA256:" in str(
+        verdict.signature_problem)
+    assert main(["verify", str(run_dir), "--key", str(other)]) == 1
+    assert "signature: INVALID for SHA256:" in capsys.readouterr().out
+
+
+def test_a_manifest_rewritten_after_signing_fails(run_dir: Path, tmp_path: Path) -> None:
+    """Files edited, and the manifest's hashes edited to match, the signature kept: the
+    signature no longer holds."""
+    private, public, _ = ed25519_key(tmp_path, "k")
+    seal(run_dir, PREDICATE, [Ed25519FileSigner.load(private)])
+    signed = json.loads((run_dir / MANIFEST).read_text())
+    (run_dir / "junit.xml").write_text("<testsuites/>\n")
+    seal(run_dir, PREDICATE, [])  # a forger's manifest, over the edited file
+    forged = json.loads((run_dir / MANIFEST).read_text())
+    forged["signatures"] = signed["signatures"]
+    (run_dir / MANIFEST).write_text(json.dumps(forged))
+    verdict = verify(run_dir, PublicKey.load(public))
+    assert verdict.files_hold and not verdict.ok
+    assert "does not match the manifest" in str(verdict.signature_problem)
+
+
+def test_an_unsigned_bundle_says_unsigned_and_fails_when_a_key_is_asked(
+        run_dir: Path, tmp_path: Path) -> None:
+    seal(run_dir, PREDICATE, [])
+    plain = verify(run_dir)
+    assert plain.ok and plain.signed_by == ()
+    assert plain.lines()[-2].startswith("signature: UNSIGNED")
+    _, public, _ = ed25519_key(tmp_path, "k")
+    keyed = verify(run_dir, PublicKey.load(public))
+    assert not keyed.ok
+    assert keyed.lines()[-2].startswith("signature: UNSIGNED")
+    assert "expected a signature by SHA256:" in keyed.lines()[-2]
+    assert keyed.lines()[-1] == "NOT VERIFIED"
+
+
+def test_a_signed_bundle_without_a_key_says_the_signature_was_not_checked(
+        run_dir: Path, tmp_path: Path) -> None:
+    private, _, _ = ed25519_key(tmp_path, "k")
+    seal(run_dir, PREDICATE, [Ed25519FileSigner.load(private)])
+    lines = verify(run_dir).lines()
+    assert "NOT CHECKED (give --key PUBKEY to check it)" in lines[-2]
+
+
+def test_unreadable_bundles_and_keys_are_usage_errors(run_dir: Path, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    assert main(["verify", str(run_dir)]) == 2  # not sealed
+    assert "no manifest" in capsys.readouterr().err
+    assert main(["verify", str(tmp_path / "nowhere")]) == 2
+    seal(run_dir, PREDICATE, [])
+    manifest = run_dir / MANIFEST
+    envelope = json.loads(manifest.read_text())
+    statement = statement_of(run_dir)
+    statement["subject"].append({"name": "../../etc/passwd", "digest": {"sha256": "0"}})
+    envelope["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    manifest.write_text(json.dumps(envelope))
+    assert main(["verify", str(run_dir)]) == 2
+    assert "'../../etc/passwd' is not a path inside the run directory" in \
+        capsys.readouterr().err
+    garbage = tmp_path / "garbage.pub"
+    garbage.write_text("not a key\n")
+    assert main(["verify", str(run_dir), "--key", str(garbage)]) == 2
+    assert "not a public key" in capsys.readouterr().err
+
+
+def test_signing_keys_that_cannot_sign_are_named(tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives.asymmetric import ec
+    other = tmp_path / "ec.pem"
+    other.write_bytes(ec.generate_private_key(ec.SECP256R1()).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    with pytest.raises(BundleError, match="expected an Ed25519 private key"):
+        Ed25519FileSigner.load(other)
+    with pytest.raises(BundleError, match="cannot read the signing key"):
+        Ed25519FileSigner.load(tmp_path / "missing.pem")
+    locked = tmp_path / "locked.pem"
+    locked.write_bytes(Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"secret")))
+    with pytest.raises(BundleError, match="PYTEST_CLUSTER_SIGN_PASSPHRASE"):
+        Ed25519FileSigner.load(locked)
+
+
+def ssh_key(tmp_path: Path, name: str) -> Path:
+    path = tmp_path / name
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "me@host",
+                    "-f", str(path)], check=True, timeout=30)
+    return path
+
+
+@pytest.mark.realcomponents
+def test_openssh_signatures_through_ssh_keygen(run_dir: Path, tmp_path: Path) -> None:
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("needs OpenSSH's ssh-keygen")
+    key, other = ssh_key(tmp_path, "id"), ssh_key(tmp_path, "other")
+    signer = SshKeygenSigner(key)
+    seal(run_dir, PREDICATE, [signer])
+    done = subprocess.run(["ssh-keygen", "-lf", str(key) + ".pub"], capture_output=True,
+                          text=True, check=True)
+    verdict = verify(run_dir, PublicKey.load(Path(str(key) + ".pub")))
+    assert verdict.ok, verdict.lines()
+    assert verdict.signed_by == (f"sshsig {done.stdout.split()[1]}",)  # ssh-keygen -l's
+    assert not verify(run_dir, PublicKey.load(Path(str(other) + ".pub"))).ok
+    # both kinds at once: an Ed25519 key file and the user's OpenSSH key
+    private, public, _ = ed25519_key(tmp_path, "k")
+    seal(run_dir, PREDICATE, [Ed25519FileSigner.load(private), signer])
+    assert verify(run_dir, PublicKey.load(public)).ok
+    assert verify(run_dir, PublicKey.load(Path(str(key) + ".pub"))).ok
+    # the OpenSSH private key file also signs as a plain Ed25519 key
+    seal(run_dir, PREDICATE, [Ed25519FileSigner.load(key)])
+    assert verify(run_dir, PublicKey.load(Path(str(key) + ".pub"))).ok
+    # a changed file under an ssh signature
+    seal(run_dir, PREDICATE, [signer])
+    (run_dir / "results.jsonl").write_text("{}\n")
+    assert verify(run_dir, PublicKey.load(Path(str(key) + ".pub"))).changed
+
+
+@pytest.mark.realcomponents
+def test_ssh_keygen_failing_to_sign_is_named(tmp_path: Path) -> None:
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("needs OpenSSH's ssh-keygen")
+    with pytest.raises(BundleError, match="ssh-keygen -Y sign failed"):
+        SshKeygenSigner(tmp_path / "no-such-key").sign(b"data")
+
+
+SIM_SPEC = """\
+cluster: {name: sealed, nodes: "n[1-2]", launcher: sim}
+host:
+  cpu_cores: ">= 1"
+sim:
+  gpus_per_node: 8
+"""
+
+
+def test_a_run_signed_with_a_key_file_verifies(pytester: pytest.Pytester,
+                                               tmp_path: Path) -> None:
+    private, public, _ = ed25519_key(tmp_path, "k")
+    (pytester.path / "trial.yaml").write_text(SIM_SPEC)
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                f"--cluster-sign-key={private}")
+    assert result.ret == pytest.ExitCode.OK
+    signer = Ed25519FileSigner.load(private)
+    result.stdout.fnmatch_lines([f"*manifest.intoto.json sha256 *, signed by {signer.keyid}; "
+                                 "check it: pytest-cluster verify * --key PUBKEY"])
+    run_dir = (pytester.path / "reports" / "latest").resolve()
+    verdict = verify(run_dir, PublicKey.load(public))
+    assert verdict.ok, verdict.lines()
+    assert verdict.predicate["spec"]["text"] == SIM_SPEC
+    assert verdict.predicate["cluster"] == "sealed"
+    assert f"--cluster-sign-key={private}" in verdict.predicate["command"]["args"]
+    assert {"report.html", "junit.xml", "results.jsonl", "verdict.json"} <= {
+        p.name for p in run_dir.iterdir()}
+
+
+def test_an_unusable_signing_key_is_a_usage_error_before_any_test(
+        pytester: pytest.Pytester, tmp_path: Path) -> None:
+    (pytester.path / "trial.yaml").write_text(SIM_SPEC)
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                f"--cluster-sign-key={tmp_path / 'missing.pem'}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*missing.pem: cannot read the signing key*"])
+    assert not (pytester.path / "reports").exists()
