@@ -44,6 +44,13 @@ def fingerprint(ssh_blob: bytes) -> str:
     return "SHA256:" + digest.rstrip("=")
 
 
+def _read(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise BundleError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+
+
 def _blob(openssh_line: bytes) -> bytes:
     """The wire form of a public key from its 'ssh-ed25519 AAAA... comment' line."""
     return base64.b64decode(openssh_line.split()[1])
@@ -59,11 +66,7 @@ class Ed25519FileSigner:
 
     @classmethod
     def load(cls, path: Path) -> Ed25519FileSigner:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise BundleError(f"{path}: cannot read the signing key: "
-                              f"{exc.strerror or exc}") from None
+        data = _read(path, "the signing key")
         secret = os.environ.get(PASSPHRASE_ENV)
         password = secret.encode() if secret else None
         loader = (serialization.load_ssh_private_key if b"OPENSSH PRIVATE KEY" in data
@@ -154,11 +157,7 @@ class PublicKey:
 
     @classmethod
     def load(cls, path: Path) -> PublicKey:
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise BundleError(f"{path}: cannot read the public key: "
-                              f"{exc.strerror or exc}") from None
+        data = _read(path, "the public key")
         try:
             key = (serialization.load_pem_public_key(data) if b"-----BEGIN" in data
                    else serialization.load_ssh_public_key(data.strip().splitlines()[0]
