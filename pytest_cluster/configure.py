@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_cluster import sealing
+from pytest_cluster.bundle.keys import Signer
 from pytest_cluster.errors import SpecError
 from pytest_cluster.rundir import create_run_dir
 from pytest_cluster.session import SESSION_PLUGIN, ClusterSession
@@ -119,9 +120,10 @@ def pytest_configure(config: pytest.Config) -> None:
         for warning in spec.warnings:
             config.issue_config_time_warning(SpecWarning(warning), stacklevel=2)
         reports = config.getoption("cluster_reports")
-        signers = sealing.signers(config) if reports and writes_evidence(config) else ()
+        signers: tuple[Signer, ...] = ()
         run_dir = None
         if reports and writes_evidence(config):
+            signers = sealing.signers(config)  # before the run's directory is made
             try:
                 run_dir = create_run_dir(Path(reports), spec.cluster.name, time.time())
             except OSError as exc:

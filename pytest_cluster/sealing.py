@@ -48,10 +48,6 @@ def signers(config: pytest.Config) -> tuple[Signer, ...]:
     return tuple(found)
 
 
-def keyids(chosen: tuple[Signer, ...]) -> list[str]:
-    return [str(getattr(signer, "keyid", "")) for signer in chosen]
-
-
 def utc(stamp: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp))
 
@@ -79,7 +75,7 @@ class Sealed:
     path: Path
     sha256: str
     signed_by: tuple[str, ...]
-    problem: str | None = None  # a signer that failed: the manifest was written unsigned
+    failed: tuple[str, ...] = ()  # why each signer that failed did
 
 
 def predicate(config: pytest.Config, spec: Spec, started: float, ended: float,
@@ -100,15 +96,9 @@ def predicate(config: pytest.Config, spec: Spec, started: float, ended: float,
 
 
 def seal_run(run_dir: Path, facts: dict[str, Any], chosen: tuple[Signer, ...]) -> Sealed:
-    """Write the manifest; a signer that fails leaves it unsigned, and says why."""
-    problem = None
-    try:
-        envelope = seal(run_dir, facts, chosen)
-    except BundleError as exc:
-        problem = str(exc)
-        envelope = seal(run_dir, facts, ())
+    envelope, failed = seal(run_dir, facts, chosen)
     path = run_dir / MANIFEST
-    return Sealed(path, digest(path), tuple(s.keyid for s in envelope.signatures), problem)
+    return Sealed(path, digest(path), tuple(s.keyid for s in envelope.signatures), failed)
 
 
 def sealed_line(sealed: Sealed) -> str:
@@ -118,6 +108,6 @@ def sealed_line(sealed: Sealed) -> str:
     text = (f"manifest: {sealed.path} sha256 {sealed.sha256}, {by}; check it: "
             f"pytest-cluster verify {sealed.path.parent}"
             + (" --key PUBKEY" if sealed.signed_by else ""))
-    if sealed.problem:
-        text += f"\nSIGNING FAILED, the manifest is unsigned: {sealed.problem}"
+    text += "".join(f"\nSIGNING FAILED, that signature is missing: {why}"
+                    for why in sealed.failed)
     return text

@@ -462,7 +462,6 @@ class ClusterSession:
         if self.run_dir is None:
             shutil.rmtree(self.cache_dir, ignore_errors=True)
 
-
     def _seal(self, run_dir: Path) -> None:
         """Last: the manifest over every file of the run (reports written, JUnit's
         testcases put back), signed by the keys given."""

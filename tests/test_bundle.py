@@ -21,6 +21,7 @@ from pytest_cluster.bundle.manifest import MANIFEST, PREDICATE_TYPE, seal
 from pytest_cluster.bundle.verify import verify
 from pytest_cluster.cli import main
 from pytest_cluster.errors import BundleError
+from pytest_cluster.sealing import seal_run, sealed_line
 
 PREDICATE = {"cluster": "c1", "started_at": "2026-11-23T10:00:00Z",
              "ended_at": "2026-11-23T10:05:00Z", "controller": "login1",
@@ -163,6 +164,26 @@ def test_a_manifest_rewritten_after_signing_fails(run_dir: Path, tmp_path: Path)
     verdict = verify(run_dir, PublicKey.load(public))
     assert verdict.files_hold and not verdict.ok
     assert "does not match the manifest" in str(verdict.signature_problem)
+
+
+class _Refusing:
+    def sign(self, data: bytes) -> Signature:
+        raise BundleError("agent.pub: ssh-keygen -Y sign failed (exit 255): agent refused")
+
+
+def test_a_signer_that_fails_leaves_its_signature_out_and_says_why(
+        run_dir: Path, tmp_path: Path) -> None:
+    private, public, _ = ed25519_key(tmp_path, "k")
+    envelope, failed = seal(run_dir, PREDICATE, [_Refusing(), Ed25519FileSigner.load(private)])
+    assert failed == ("agent.pub: ssh-keygen -Y sign failed (exit 255): agent refused",)
+    assert len(envelope.signatures) == 1
+    assert verify(run_dir, PublicKey.load(public)).ok  # the other signature holds
+    sealed = seal_run(run_dir, PREDICATE, (_Refusing(),))
+    assert sealed.signed_by == () and sealed.failed == failed
+    assert sealed_line(sealed).splitlines() == [
+        f"manifest: {run_dir / MANIFEST} sha256 {sealed.sha256}, UNSIGNED; check it: "
+        f"pytest-cluster verify {run_dir}",
+        f"SIGNING FAILED, that signature is missing: {failed[0]}"]
 
 
 def test_an_unsigned_bundle_says_unsigned_and_fails_when_a_key_is_asked(

@@ -16,6 +16,7 @@ from typing import Any
 
 from pytest_cluster.bundle.dsse import IN_TOTO, Envelope
 from pytest_cluster.bundle.keys import Signer
+from pytest_cluster.errors import BundleError
 
 MANIFEST = "manifest.intoto.json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -64,17 +65,25 @@ def statement(run_dir: Path, predicate: dict[str, Any]) -> dict[str, Any]:
             "predicateType": PREDICATE_TYPE, "predicate": predicate}
 
 
-def seal(run_dir: Path, predicate: dict[str, Any], signers: Sequence[Signer]) -> Envelope:
-    """Write `run_dir`/manifest.intoto.json over what `run_dir` holds now; return it."""
+def seal(run_dir: Path, predicate: dict[str, Any],
+         signers: Sequence[Signer]) -> tuple[Envelope, tuple[str, ...]]:
+    """Write `run_dir`/manifest.intoto.json over what `run_dir` holds now: (the envelope,
+    why each signer that failed did). A failed signer leaves its signature out, never the
+    manifest."""
     payload = json.dumps(statement(run_dir, predicate), indent=1, sort_keys=True).encode()
-    envelope = Envelope(IN_TOTO, payload)
-    signed = envelope.signed_bytes()
-    envelope = Envelope(IN_TOTO, payload, tuple(s.sign(signed) for s in signers))
+    signed = Envelope(IN_TOTO, payload).signed_bytes()
+    signatures, failed = [], []
+    for signer in signers:
+        try:
+            signatures.append(signer.sign(signed))
+        except BundleError as exc:
+            failed.append(str(exc))
+    envelope = Envelope(IN_TOTO, payload, tuple(signatures))
     target = run_dir / MANIFEST
     partial = target.with_name(f".{MANIFEST}.tmp")
     partial.write_text(json.dumps(envelope.to_json(), indent=1) + "\n", encoding="utf-8")
     os.replace(partial, target)
-    return envelope
+    return envelope, tuple(failed)
 
 
 def digest(path: Path) -> str:
