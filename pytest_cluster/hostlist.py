@@ -109,8 +109,9 @@ _LAST_NUMBER_RE = re.compile(r"^(.*?)(\d+)(\D*)$")
 def compress_hostlist(names: Iterable[str]) -> str:
     """The shortest-to-read hostlist of `names` (`gpu-[0001-0127,0129-1024]`), as SLURM's
     `scontrol show hostlist` writes one: names that differ only in their last number, with
-    as many digits, share a `[...]` of sorted runs; other names stand alone; repeats once.
-    Groups keep the order of their first name. `expand_hostlist` gives the names back."""
+    as many digits, share a `[...]` of sorted runs where that is shorter than listing
+    them; other names stand alone; repeats once. Groups keep the order of their first
+    name. `expand_hostlist` gives the names back."""
     groups: dict[tuple[str, str, int] | str, set[int]] = {}
     for name in names:
         match = _LAST_NUMBER_RE.match(name)
@@ -125,13 +126,11 @@ def compress_hostlist(names: Iterable[str]) -> str:
             parts.append(key)
             continue
         prefix, suffix, width = key
-        runs = _runs(sorted(numbers))
-        if len(runs) == 1 and runs[0][0] == runs[0][1]:
-            parts.append(f"{prefix}{runs[0][0]:0{width}d}{suffix}")
-            continue
         body = ",".join(f"{low:0{width}d}" if low == high else f"{low:0{width}d}-{high:0{width}d}"
-                        for low, high in runs)
-        parts.append(f"{prefix}[{body}]{suffix}")
+                        for low, high in _runs(sorted(numbers)))
+        plain = ",".join(f"{prefix}{n:0{width}d}{suffix}" for n in sorted(numbers))
+        bracketed = f"{prefix}[{body}]{suffix}"
+        parts.append(plain if len(plain) <= len(bracketed) else bracketed)  # never longer
     return ",".join(parts)
 
 

@@ -57,7 +57,9 @@ def test_arbitrary_expressions_raise_only_unit_error(expr: str) -> None:
 
 @pytest.mark.parametrize(("names", "expr"), [
     ([f"gpu-{i:04d}" for i in range(1, 1025) if i != 128], "gpu-[0001-0127,0129-1024]"),
-    (["n8", "n9", "n10", "n11"], "n[8-9],n[10-11]"),
+    (["n8", "n9", "n10", "n11", "n12"], "n8,n9,n[10-12]"),  # each width its shorter form
+    (["n8", "n9", "n10", "n11"], "n8,n9,n10,n11"),  # a bracket would be longer
+    (["a00", "a01"], "a00,a01"),
     (["r1-n01", "r1-n02", "r2-n01"], "r1-n[01-02],r2-n01"),
     (["b", "a", "b", "n5"], "b,a,n5"),
     (["x.example.com"], "x.example.com"),
