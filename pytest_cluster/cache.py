@@ -66,6 +66,16 @@ class ProbeCache:
         self._memo[key] = results
         return results
 
+    def peek(self, call: ProbeCall) -> dict[str, ProbeResult] | None:
+        """The results of `call` if some process of this run has them; never runs it."""
+        key = call.key()
+        if key not in self._memo:
+            target = self.directory / f"{key}.json"
+            if not target.exists():
+                return None
+            self._memo[key] = self._load(target)
+        return self._memo[key]
+
     @contextlib.contextmanager
     def alone(self) -> Iterator[None]:
         """Held while a measurement that loads the nodes runs (GPU load, storage I/O,

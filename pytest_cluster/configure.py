@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster import sealing
+from pytest_cluster import baseline, sealing
+from pytest_cluster.baseline import Baseline
 from pytest_cluster.bundle.keys import Signer
 from pytest_cluster.errors import SpecError
 from pytest_cluster.rundir import create_run_dir
@@ -62,7 +63,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--cluster-reports", metavar="DIR", default="reports",
         help="where to write report.html, junit.xml, results.jsonl and the raw probe "
              "results (default: reports; an empty value writes none)")
+    group.addoption(
+        "--cluster-baseline", metavar="DIR", default=None,
+        help="compare this run with an earlier run's evidence directory (one that passes "
+             "pytest-cluster verify): the same nodes and hardware, and no figure worse "
+             "than there by more than the spec's baseline.tolerance (default 5%%)")
     sealing.add_options(group)
+
+
+def load_baseline(config: pytest.Config) -> Baseline | None:
+    """The baseline --cluster-baseline names, verified now: one that cannot serve is a
+    usage error before any test runs."""
+    where = config.getoption("cluster_baseline")
+    if not where:
+        return None
+    try:
+        return baseline.load(Path(where))
+    except baseline.BaselineError as exc:
+        raise pytest.UsageError(f"--cluster-baseline={where}: {exc}") from None
 
 
 #: Options that show something instead of running the contract: they write no evidence.
@@ -122,8 +140,10 @@ def pytest_configure(config: pytest.Config) -> None:
         reports = config.getoption("cluster_reports")
         signers: tuple[Signer, ...] = ()
         run_dir = None
+        accepted = None
         if reports and writes_evidence(config):
             signers = sealing.signers(config)  # before the run's directory is made
+            accepted = load_baseline(config)
             try:
                 run_dir = create_run_dir(Path(reports), spec.cluster.name, time.time())
             except OSError as exc:
@@ -139,7 +159,7 @@ def pytest_configure(config: pytest.Config) -> None:
                      else Path(tempfile.mkdtemp(prefix="pytest-cluster-")))
         config.stash[CACHE_DIR_KEY] = cache_dir
         config.pluginmanager.register(ClusterSession(config, spec, run_dir, cache_dir,
-                                                     writes_evidence(config), signers),
-                                      SESSION_PLUGIN)
+                                                     writes_evidence(config), signers,
+                                                     accepted), SESSION_PLUGIN)
     if config.args_source is not pytest.Config.ArgsSource.ARGS:
         config.args = [str(acceptance_dir())]

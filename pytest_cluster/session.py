@@ -22,9 +22,11 @@ from typing import Any
 import pytest
 from _pytest import junitxml  # xml_key: the one way to add <testsuite> properties
 
-from pytest_cluster import __version__
+from pytest_cluster import __version__, derived_cases, inventory
+from pytest_cluster.baseline import Baseline, Case, compare
 from pytest_cluster.bundle.keys import Signer
 from pytest_cluster.bundle.manifest import MANIFEST
+from pytest_cluster.cluster import Cluster
 from pytest_cluster.junit_spool import JunitSpool
 from pytest_cluster.launchers.process import stop_everything
 from pytest_cluster.ledger import Ledger
@@ -59,8 +61,10 @@ class ClusterSession:
 
     def __init__(self, config: pytest.Config, spec: Spec, run_dir: Path | None,
                  cache_dir: Path, runs_checks: bool = True,
-                 signers: tuple[Signer, ...] = ()) -> None:
+                 signers: tuple[Signer, ...] = (), accepted: Baseline | None = None) -> None:
         self.config = config
+        self.baseline = accepted  # the run this one is compared with (--cluster-baseline)
+        self.baseline_cases: list[Case] = []
         self.signers = signers  # who signs the manifest at the end
         self.cache_dir = cache_dir  # the probe results and the plan (the run's probes/)
         self.runs_checks = runs_checks  # False: --collect-only, --fixtures, ...
@@ -79,6 +83,8 @@ class ClusterSession:
         self._old_sigterm: Any = None
         self._html: Any = _UNKNOWN
         self._spool: JunitSpool | None = None  # JUnit testcases on disk as they finish
+        self.inventory: dict[str, Any] | None = None  # inventory.json, once taken
+        self.inventory_error = ""  # why it could not be taken
 
     # -- start ----------------------------------------------------------------------------
 
@@ -189,6 +195,38 @@ class ClusterSession:
         path = case_id.split("::", 1)[0]
         reporter = xml.node_reporter(report)
         reporter.add_attribute("classname", path.removesuffix(".py").replace("/", "."))
+
+    # -- after the checks: the inventory ------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        """Once every check has run (on every worker): inventory.json. After Ctrl-C it
+        holds what was already probed, and asks no node for more."""
+        finished = False
+        try:
+            result = yield
+            finished = True
+            return result
+        finally:
+            if self.runs_checks and not self.collected_nothing and self.run_dir is not None:
+                self._take_inventory(self.run_dir, may_probe=finished)
+                if finished and self.baseline is not None and self.inventory is not None:
+                    self._compare_with_baseline(session, self.run_dir, self.baseline,
+                                                self.inventory)
+
+    def _take_inventory(self, run_dir: Path, may_probe: bool) -> None:
+        try:
+            self.inventory = inventory.take(Cluster(self.spec, self.cache_dir), may_probe)
+            inventory.write(run_dir, self.inventory)
+        except Exception as exc:  # the checks' evidence matters more: said, not raised
+            self.inventory_error = f"{type(exc).__name__}: {exc}"
+
+    def _compare_with_baseline(self, session: pytest.Session, run_dir: Path,
+                               accepted: Baseline, taken: dict[str, Any]) -> None:
+        self.baseline_cases = compare(accepted, taken, run_dir / "results.jsonl",
+                                      self.spec.baseline.tolerance)
+        derived_cases.emit(self.config, session, self.baseline_cases,
+                           is_simulated(self.spec))
 
     # -- end ----------------------------------------------------------------------------------
 
@@ -423,6 +461,8 @@ class ClusterSession:
             lines.append("to drain them in SLURM (printed, never run):")
             sim = is_simulated(spec)
             lines.extend(f"  {drain_line(v, sim)}" for v in drain[:MAX_LISTED])
+        if self.inventory_error:
+            lines.append(f"inventory.json could not be written: {self.inventory_error}")
         if self.run_dir is not None and self.evidence_written:
             lines.append(self._evidence_line(self.run_dir))
         return lines

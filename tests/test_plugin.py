@@ -62,7 +62,7 @@ def test_packaged_suite_passes_with_evidence(pytester: pytest.Pytester, fs: Path
         "*not in contract, not tested: gpus, host.cpu_threads, host.memory_available, "
         "host.same_software (needs 2+ nodes), interconnect, "
         f"storage[[]{fs}].free, storage[[]{fs}].import_torch*",
-        "*evidence: reports/2*Z-test-cluster/ (junit.xml, probes/, report.html, "
+        "*evidence: reports/2*Z-test-cluster/ (inventory.json, junit.xml, probes/, report.html, "
         "results.jsonl, verdict.json, manifest.intoto.json); reports/latest -> "
         "2*Z-test-cluster*",
         "*manifest: reports/2*Z-test-cluster/manifest.intoto.json sha256 *, UNSIGNED; "

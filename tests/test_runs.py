@@ -61,7 +61,7 @@ def test_each_run_keeps_its_own_evidence(pytester: pytest.Pytester) -> None:
     first, = run_dirs(pytester)
     saved = {p.name: p.read_bytes() for p in first.iterdir() if p.is_file()}
     assert set(saved) == {"report.html", "junit.xml", "results.jsonl", "verdict.json",
-                          "manifest.intoto.json"}
+                          "inventory.json", "manifest.intoto.json"}
     verdict = verify(first)  # sealed over every file, as the run left them
     assert verdict.ok and verdict.checked == len(list(first.rglob("*"))) - 2  # probes/, itself
     run(pytester, "-k", "n2").assert_outcomes(passed=PER_NODE)

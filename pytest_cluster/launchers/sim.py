@@ -26,7 +26,13 @@ from pytest_cluster.launchers.process import INTERRUPTED_MESSAGE, interrupted, r
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 from pytest_cluster.probes import ProbeCall, probe_source
 from pytest_cluster.probes.gpu_perf import parse_options
-from pytest_cluster.sim.cluster import describe_node, gpu_perf_payload, host_payload, node_is_down
+from pytest_cluster.sim.cluster import (
+    describe_node,
+    gpu_perf_payload,
+    host_payload,
+    inventory_payload,
+    node_is_down,
+)
 from pytest_cluster.sim.collectives import Benchmark, job_ranks
 from pytest_cluster.sim.job_node import (
     NodePart,
@@ -100,6 +106,8 @@ class SimLauncher(Launcher):
         try:
             if call.name == "host":
                 data = host_payload(self.sim, node)
+            elif call.name == "inventory":
+                data = inventory_payload(self.sim, node, list(call.args[1::2]))
             elif call.name == "gpu_perf":
                 data = gpu_perf_payload(self.sim, node, parse_options(list(call.args)))
             elif call.name == "job_node":

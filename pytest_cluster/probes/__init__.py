@@ -11,7 +11,8 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
-PROBES = ("host", "storage", "import_latency", "gpu", "gpu_perf", "shared_fs", "job_node")
+PROBES = ("host", "inventory", "storage", "import_latency", "gpu", "gpu_perf", "shared_fs",
+          "job_node")
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,7 @@ def gpu_info(nvml: Any, index: int) -> dict[str, Any]:
         "uuid": text(call(nvml, nvml.nvmlDeviceGetUUID, h)),
         "serial": text(call(nvml, nvml.nvmlDeviceGetSerial, h)),
         "board_part": text(call(nvml, nvml.nvmlDeviceGetBoardPartNumber, h)),
+        "vbios": text(call(nvml, nvml.nvmlDeviceGetVbiosVersion, h)),
         "pci_bus_id": pci if isinstance(pci, dict) else text(pci.busId),
         "memory": memory(nvml, h),
         "ecc": ecc,

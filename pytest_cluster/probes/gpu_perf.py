@@ -230,11 +230,21 @@ def p2p_bandwidth(torch: Any, count: int, nbytes: int, iterations: int) -> dict[
 
 # -- processes ---------------------------------------------------------------------------
 
+def nccl_version(torch: Any) -> str | None:
+    """The NCCL torch loads (torch.cuda.nccl.version()), e.g. '2.21.5'; None without."""
+    try:
+        found = torch.cuda.nccl.version()
+    except Exception:
+        return None
+    return ".".join(map(str, found)) if isinstance(found, tuple) else str(found)
+
+
 def device_info(q: Any) -> None:
     """In a forked child: how many GPUs torch sees (the parent must not initialise CUDA)."""
     try:
         torch = load_torch()
-        info: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.version.cuda}
+        info: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.version.cuda,
+                                "nccl": nccl_version(torch)}
         if not torch.cuda.is_available():
             info["error"] = f"torch {torch.__version__} sees no CUDA GPU"
         else:
@@ -402,7 +412,7 @@ def run(opts: dict[str, Any]) -> dict[str, Any]:
         info = {"error": "torch did not answer within 300 s"}
     probe.join(10)
     data: dict[str, Any] = {"torch": info.get("torch"), "cuda": info.get("cuda"),
-                            "pid": os.getpid(), "options": opts}
+                            "nccl": info.get("nccl"), "pid": os.getpid(), "options": opts}
     if "error" in info:
         data["error"] = info["error"]
         return data

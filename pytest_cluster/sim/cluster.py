@@ -23,6 +23,10 @@ CUDA_CONTEXT_BYTES = 534 * MIB  # what the CUDA context of a torch process takes
 #: matmul TFLOPS of a dtype relative to bf16 on tensor-core GPUs (measured, not peak)
 DTYPE_RATIO = {"bf16": 1.0, "fp16": 1.0, "tf32": 0.47, "fp32": 0.066, "fp8": 1.65}
 SIMULATED_BY = "simulated from the spec's sim section, no hardware measured"
+#: VBIOS versions as NVML prints them, by form factor (SXM, PCI)
+VBIOS = {"SXM": "96.00.74.00.0F", "PCI": "96.00.5E.00.03"}
+NICS_PER_NODE = 8
+IB_SPEEDS = {400: "NDR", 200: "HDR", 100: "EDR"}  # 4X link rate (Gb/s) -> its name
 
 
 def jitter(*key: object, spread: float = 0.01) -> float:
@@ -41,6 +45,12 @@ def faults_on(sim: SimSpec, node: str, gpu: int | None = None) -> list[SimFault]
 
 def node_is_down(sim: SimSpec, node: str) -> SimFault | None:
     return next((f for f in faults_on(sim, node) if f.down), None)
+
+
+def link_factor(sim: SimSpec, node: str) -> float:
+    """The share of its rate `node`'s network runs at (its last link_factor fault)."""
+    factors = [f.link_factor for f in faults_on(sim, node) if f.link_factor != 1.0]
+    return factors[-1] if factors else 1.0
 
 
 def gpu_count(sim: SimSpec, node: str) -> int:
@@ -72,12 +82,15 @@ def describe_gpu(sim: SimSpec, node: str, index: int) -> dict[str, Any]:
     bus = BUSES[index % len(BUSES)] if index < len(BUSES) else f"{index + 0x10:02x}"
     load_temp = fault.temperature_c if fault.temperature_c is not None else round(
         64 * jitter(node, index, "temp", spread=0.05))
+    board = (node, index, "replaced") if fault.replaced else (node, index)
+    seat = f"{node}.gpu{index}" + (".replaced" if fault.replaced else "")
     return {
         "name": model.nvml_names[0],
-        "uuid": f"GPU-{uuid.uuid5(uuid.NAMESPACE_DNS, f'{node}.gpu{index}.sim')}",
-        "serial": f"1654{int(jitter(node, index, 'serial', spread=0.5) * 10**9) % 10**9:09d}",
+        "uuid": f"GPU-{uuid.uuid5(uuid.NAMESPACE_DNS, seat + '.sim')}",
+        "serial": f"1654{int(jitter(*board, 'serial', spread=0.5) * 10**9) % 10**9:09d}",
         "board_part": "692-2G520-0200-000" if model.form_factor.startswith("SXM")
         else "900-21010-0000-000",
+        "vbios": VBIOS.get(model.form_factor[:3], "96.00.99.00.01"),
         "pci_bus_id": f"00000000:{bus}:00.0",
         "memory_total": model.memory_bytes,
         "memory_reserved": 512 * MIB,
@@ -131,6 +144,45 @@ def host_payload(sim: SimSpec, node: str) -> dict[str, Any]:
         "sources": dict.fromkeys(("kernel", "python", "torch", "cuda", "nccl", "driver"),
                                  SIMULATED_BY),
     }
+
+
+def _unreadable(why: str) -> dict[str, str]:
+    return {"unreadable": f"{why} ({SIMULATED_BY})"}
+
+
+def inventory_payload(sim: SimSpec, node: str, paths: list[str]) -> dict[str, Any]:
+    """The inventory probe's answer for a simulated node: a DGX-like machine with one
+    400 Gb/s NDR InfiniBand HCA per GPU (a node's link_factor lowers the rate its links
+    trained at), and one local NVMe disk behind every filesystem."""
+    digest = hashlib.sha256(node.encode()).hexdigest()
+    rate = 400 * link_factor(sim, node)
+    hcas = []
+    for index in range(NICS_PER_NODE):
+        guid = f"{digest[:4]}:{digest[4:8]}:{digest[8:10]}{index:02x}:{digest[12:16]}"
+        hcas.append({"name": f"mlx5_{index}", "node_guid": guid, "sys_image_guid": guid,
+                     "firmware": "28.39.1002", "board_id": "MT_0000000838",
+                     "hca_type": "MT4129", "netdevs": [f"ibp{index}s0"],
+                     "ports": [{"port": "1", "state": "4: ACTIVE",
+                                "rate": f"{rate:g} Gb/sec (4X {IB_SPEEDS.get(round(rate), 'NDR')})",
+                                "link_layer": "InfiniBand"}]})
+    interfaces = [{"name": "eno1", "address": ":".join(digest[i:i + 2] for i in range(0, 12, 2)),
+                   "link_layer": "ethernet", "state": "up", "rate_gbps": 25.0, "mtu": "9000",
+                   "pci": "0000:c1:00.0", "driver": "mlx5_core", "driver_version": "24.04",
+                   "firmware": "22.39.1002", "bus": "0000:c1:00.0"}]
+    disks = [{"name": "nvme0n1", "model": "SAMSUNG MZQL23T8HCLS (simulated)",
+              "serial": f"S64HNE0T{digest[16:22].upper()}", "size_bytes": 3840755982336,
+              "rotational": False}]
+    return {"machine": {"hostname": node, "machine_id": digest[:32],
+                        "dmi": {"sys_vendor": "NVIDIA (simulated)", "product_name": "DGXH100",
+                                "product_serial": f"SIM{digest[:10].upper()}",
+                                "product_uuid": str(uuid.uuid5(uuid.NAMESPACE_DNS, node)),
+                                "board_serial": _unreadable("not simulated"),
+                                "chassis_serial": _unreadable("not simulated"),
+                                "bios_version": "1.4.2"}},
+            "interfaces": interfaces, "infiniband": hcas,
+            "filesystems": [{"path": path, "mount_point": path, "fs_type": "xfs",
+                             "source": "/dev/nvme0n1p1", "block_devices": disks}
+                            for path in paths]}
 
 
 def _rate(value: float, what: str, iterations: int = 100) -> dict[str, Any]:
@@ -194,7 +246,8 @@ def gpu_perf_payload(sim: SimSpec, node: str, options: dict[str, Any]) -> dict[s
             "sm_clock_min_mhz": gpu["sm_clock_load_mhz"],
             "pcie_gen_max": gpu["pcie_gen_load"], "pcie_width_max": gpu["pcie_width"]}
         gpus.append(entry)
-    data: dict[str, Any] = {"torch": "2.4.0", "cuda": "12.4", "count": len(gpus),
+    data: dict[str, Any] = {"torch": "2.4.0", "cuda": "12.4", "nccl": "2.21.5",
+                            "count": len(gpus),
                             "options": options, "gpus": gpus, "simulated": True}
     if len(gpus) > 1 and "p2p" not in skip:
         data["p2p"] = {"pairs": _p2p(sim, node, described["gpus"]),

@@ -14,7 +14,13 @@ from typing import Any
 
 from pytest_cluster.busbw import bus_factor, theoretical
 from pytest_cluster.gpu_models import MODELS
-from pytest_cluster.sim.cluster import describe_node, faults_on, gpu_count, gpu_link_rate, jitter
+from pytest_cluster.sim.cluster import (
+    describe_node,
+    gpu_count,
+    gpu_link_rate,
+    jitter,
+    link_factor,
+)
 from pytest_cluster.spec.model import InterconnectSpec, SimSpec
 
 #: What NCCL reaches of the wire (shared/GUIDE.md): ring over NVLink ~370 of 450 GB/s,
@@ -60,11 +66,6 @@ def _gpu_links(sim: SimSpec, node: str) -> float:
     return min([1.0, *(rate / healthy for rate in rates)])
 
 
-def _link_factor(sim: SimSpec, node: str) -> float:
-    factors = [f.link_factor for f in faults_on(sim, node) if f.link_factor != 1.0]
-    return factors[-1] if factors else 1.0
-
-
 def missing_gpu(sim: SimSpec, benchmark: Benchmark, nodes: Sequence[str],
                 ranks_per_node: int) -> tuple[int, int, str] | None:
     """(node index, local rank, its message) of the job's first rank that has no GPU of
@@ -91,7 +92,7 @@ def size_results(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchma
     if one:
         peak = wire * INTRA_EFFICIENCY * _gpu_links(sim, nodes[0])
     else:
-        peak = wire * INTER_EFFICIENCY * min(_link_factor(sim, n) for n in nodes)
+        peak = wire * INTER_EFFICIENCY * min(link_factor(sim, n) for n in nodes)
         peak *= 1 - 0.01 * math.log2(len(nodes))  # a longer ring, a little slower
     factor = bus_factor(benchmark.collective, len(nodes) * ranks_per_node)
     results = []

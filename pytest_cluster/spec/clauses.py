@@ -223,6 +223,9 @@ CLAUSES: tuple[Declaration, ...] = (
     Declaration("interconnect", "busbw[intra_node]", Value.IMPLIED, when=_intra),
     Declaration("interconnect", "busbw[inter_node]", Value.IMPLIED, when=_inter),
     Declaration("interconnect", "busbw[node_network]", Value.IMPLIED, when=_search),
+    # -- baseline: how a run is compared with an accepted one (--cluster-baseline); its
+    # cases (baseline.nodes, .hardware, .performance) are derived after the run ----------
+    _setting("baseline", "tolerance"),
 )
 
 _BY_ID = {declaration.id: declaration for declaration in CLAUSES}

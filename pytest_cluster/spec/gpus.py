@@ -173,7 +173,7 @@ def _plain(node: Node) -> object:
 FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen", "pcie_width",
               "row_remap_pending", "row_remap_failure", "ecc_uncorrected", "nvlinks_down",
               "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor",
-              "link_factor")
+              "link_factor", "replaced")
 #: The clocks event reasons that count as throttling (the GPU probe's THROTTLE_BITS: the spec
 #: imports no probe; tests/test_spec.py asserts both name the same).
 THROTTLES = ("hw_slowdown", "sw_thermal", "hw_thermal", "power_brake")
@@ -258,12 +258,13 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
         bandwidth_factor=or_default(one("bandwidth_factor", factor),  # type: ignore[arg-type]
                                     1.0),
         link_factor=or_default(one("link_factor", factor), 1.0),  # type: ignore[arg-type]
+        replaced=bool(one("replaced", boolean)),
     )
     table.finish()
     per_gpu = (fault.model, fault.memory_held_bytes, fault.pcie_gen, fault.pcie_width,
                fault.row_remap_pending, fault.row_remap_failure, fault.ecc_uncorrected,
                fault.nvlinks_down, fault.throttle, fault.xid, fault.temperature_c,
-               fault.matmul_factor != 1.0, fault.bandwidth_factor != 1.0)
+               fault.matmul_factor != 1.0, fault.bandwidth_factor != 1.0, fault.replaced)
     if gpu_node is None and any(per_gpu):
         ctx.error(node, f"{path}.gpu", "missing: a GPU fault needs the GPU index (gpu: 3)")
     return fault

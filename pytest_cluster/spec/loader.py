@@ -41,6 +41,7 @@ from pytest_cluster.spec.gpus import parse_gpus, parse_sim
 from pytest_cluster.spec.interconnect import parse_interconnect
 from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import (
+    BaselineSpec,
     Clause,
     ClusterSpec,
     HostSpec,
@@ -237,6 +238,25 @@ def _has_clauses(cluster: ClusterSpec, host: HostSpec,
     return same or bool(host.clauses or host.software or measured)
 
 
+def _baseline(ctx: Ctx, node: Node | None) -> BaselineSpec:
+    """`baseline: {tolerance: 5%}`: how much worse than the baseline run a figure may be."""
+    if node is None:
+        return BaselineSpec()
+    table = Map(ctx, node, "baseline", keys("baseline"))
+    if not isinstance(node, MappingNode):
+        return BaselineSpec()
+
+    def share(raw: object) -> float:
+        value = parse_quantity(raw, Dim.FRACTION).value
+        if value >= 1:
+            raise UnitError(f"expected a share below 100% like '5%', got {raw!r}")
+        return value
+
+    tolerance = field(ctx, table.take("tolerance"), "baseline.tolerance", share)
+    table.finish()
+    return BaselineSpec(or_default(tolerance, 0.05), node.start_mark.line + 1)
+
+
 def parse_spec(text: str, file: str) -> Spec:
     """Validate spec text; raise SpecError listing every problem found."""
     ctx = Ctx(file)
@@ -249,7 +269,7 @@ def parse_spec(text: str, file: str) -> Spec:
                         f"got {kind(root) if not isinstance(root, ScalarNode) else 'a scalar'}"
                         " (is this file a spec?)", file=file, line=root.start_mark.line + 1)
     top = Map(ctx, root, "", ("cluster", "host", "storage", "gpus", "interconnect", "sim",
-                              "ssh", "slurm"))
+                              "ssh", "slurm", "baseline"))
     slurm_node = top.items.get("slurm", (None, None))[1]
     allocation = wants_allocation(slurm_node)
     cluster = _cluster(ctx, top.take("cluster"), allocation)
@@ -267,6 +287,7 @@ def parse_spec(text: str, file: str) -> Spec:
     if slurm is not None and slurm.allocation:
         cluster = dataclasses.replace(cluster, nodes=allocation_nodes(ctx, slurm_node))
     interconnect = parse_interconnect(ctx, top.take("interconnect"), cluster, gpus)
+    baseline = _baseline(ctx, top.take("baseline"))
     top.finish()
     if not ctx.count and gpus is None and interconnect is None and not _has_clauses(
             cluster, host, storage):
@@ -279,8 +300,8 @@ def parse_spec(text: str, file: str) -> Spec:
     sha = hashlib.sha256(text.encode()).hexdigest()
     warnings = tuple(str(w) for w in sorted(ctx.warnings, key=lambda w: w.line or 0))
     return Spec(file=file, sha256=sha, cluster=cluster, host=host, storage=storage, gpus=gpus,
-                sim=sim, ssh=ssh, slurm=slurm, interconnect=interconnect, warnings=warnings,
-                text=text)
+                sim=sim, ssh=ssh, slurm=slurm, interconnect=interconnect, baseline=baseline,
+                warnings=warnings, text=text)
 
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),

@@ -121,6 +121,15 @@ class SlurmSpec:
 
 
 @dataclass(frozen=True)
+class BaselineSpec:
+    """How a run is compared with an accepted earlier run (--cluster-baseline): a measured
+    figure may be worse than at baseline by at most `tolerance` (a share, 0.05 = 5 %)."""
+
+    tolerance: float = 0.05
+    line: int = 0  # where the spec sets it; 0: the default
+
+
+@dataclass(frozen=True)
 class Spec:
     file: str
     sha256: str
@@ -132,6 +141,7 @@ class Spec:
     ssh: SshSpec | None = None
     slurm: SlurmSpec | None = None
     interconnect: InterconnectSpec | None = None
+    baseline: BaselineSpec = field(default_factory=BaselineSpec)
     warnings: tuple[str, ...] = ()  # likely slips, "FILE:LINE: KEY: text" like errors
     text: str = field(default="", repr=False, compare=False)  # as read: the evidence keeps it
 
@@ -193,6 +203,7 @@ class SimFault:
     matmul_factor: float = 1.0
     bandwidth_factor: float = 1.0
     link_factor: float = 1.0  # the node's network runs at this share of its rate
+    replaced: bool = False  # another board of the same model in this GPU's slot
 
 
 @dataclass(frozen=True)

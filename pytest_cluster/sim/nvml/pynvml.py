@@ -188,6 +188,10 @@ def nvmlDeviceGetBoardPartNumber(handle: _Handle) -> str:
     return str(_gpu(handle)["board_part"])
 
 
+def nvmlDeviceGetVbiosVersion(handle: _Handle) -> str:
+    return str(_gpu(handle)["vbios"])
+
+
 def nvmlDeviceGetMemoryInfo(handle: _Handle, version: int | None = None) -> Any:
     gpu = _gpu(handle)
     total, reserved, used = gpu["memory_total"], gpu["memory_reserved"], gpu["memory_used"]

@@ -1,0 +1,299 @@
+"""This run against an accepted earlier one (--cluster-baseline=DIR): the cases that say
+whether the cluster is still the one that was accepted.
+
+- `baseline.nodes`: the same nodes (missing and new ones named);
+- `baseline.hardware`, per node: the same machine, GPUs (a swapped GPU named with both
+  serials), NICs and HCAs (address or GUID, firmware, rate), block devices, driver;
+- `baseline.performance`, per measured figure of both runs: not worse than at baseline by
+  more than the spec's `baseline.tolerance` (5 % unless it says), in the direction its
+  clause counts as better.
+
+The baseline must pass `pytest-cluster verify` (its files as its manifest lists them) and
+hold results.jsonl and inventory.json. Pure comparisons: the cases are emitted by
+derived_cases.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_cluster.bundle.verify import verify
+from pytest_cluster.errors import BundleError
+from pytest_cluster.inventory import INVENTORY, is_unreadable
+from pytest_cluster.results import read_results
+
+HIGHER_BETTER = (">=", ">")
+LOWER_BETTER = ("<=", "<")
+#: What a numeric result line needs to be compared: its case, node, GPU, figure.
+KEPT = ("case", "clause", "node", "gpu", "filesystem", "measured", "measured_base", "unit",
+        "comparison")
+
+
+class BaselineError(Exception):
+    """The baseline directory cannot serve as one (says which file and why)."""
+
+
+@dataclass(frozen=True)
+class Baseline:
+    path: Path
+    date: str  # the day the baseline run started, UTC
+    signed_by: tuple[str, ...]
+    manifest_sha256: str
+    inventory: dict[str, Any]
+    figures: dict[str, dict[str, Any]]  # numeric result lines by case id
+
+    @property
+    def label(self) -> str:
+        return f"run {self.date}"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One derived case: its id's parameter, clause, node, GPU, outcome and evidence."""
+
+    param: str
+    clause: str
+    node: str
+    passed: bool
+    message: str
+    gpu: int | None = None
+    props: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def test(self) -> str:
+        return {"baseline.nodes": "test_same_nodes", "baseline.hardware": "test_same_hardware",
+                "baseline.performance": "test_not_worse"}[self.clause]
+
+
+def figures(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The result lines with a number compared one way (>=, <=), by case id."""
+    found = {}
+    for record in records:
+        base = record.get("measured_base")
+        if (isinstance(record.get("case"), str) and record.get("comparison") in
+                HIGHER_BETTER + LOWER_BETTER and isinstance(base, (int, float))
+                and not isinstance(base, bool) and math.isfinite(base)
+                and record.get("outcome") in ("passed", "failed")):
+            found[record["case"]] = {key: record.get(key) for key in KEPT}
+    return found
+
+
+def load(path: Path) -> Baseline:
+    """The baseline at `path`, verified; BaselineError saying why it cannot be one."""
+    try:
+        verdict = verify(path)
+    except BundleError as exc:
+        raise BaselineError(str(exc)) from None
+    if not verdict.ok:
+        problems = "; ".join(line for line in verdict.lines()
+                             if line.startswith(("CHANGED", "MISSING", "ADDED", "files")))
+        raise BaselineError(f"it fails pytest-cluster verify, so it is no evidence of what "
+                            f"was accepted: {problems}")
+    missing = [name for name in ("results.jsonl", INVENTORY) if not (path / name).is_file()]
+    if missing:
+        raise BaselineError(f"it has no {' or '.join(missing)}: a run's evidence directory "
+                            "written by a pytest-cluster that records its inventory is needed")
+    results = read_results(path / "results.jsonl")
+    try:
+        inventory = json.loads((path / INVENTORY).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BaselineError(f"{path / INVENTORY}: cannot be read: {exc}") from None
+    started = results.run.get("started_at")
+    date = time.strftime("%Y-%m-%d", time.gmtime(started)) if isinstance(
+        started, (int, float)) else "of unknown date"
+    return Baseline(path, date, tuple(verdict.signed_by), verdict.manifest_sha256,
+                    inventory, figures(results.results))
+
+
+# -- nodes and hardware ------------------------------------------------------------------
+
+def same_nodes(baseline: Baseline, now: dict[str, Any]) -> Case:
+    before, after = list(baseline.inventory["nodes"]), list(now["nodes"])
+    missing = [n for n in before if n not in set(after)]
+    new = [n for n in after if n not in set(before)]
+    parts = ([f"{len(missing)} missing since the baseline: {', '.join(missing)}"] if missing
+             else []) + ([f"{len(new)} new: {', '.join(new)}"] if new else [])
+    measured = f"{len(after)} node(s), {len(before)} at baseline"
+    return Case("cluster", "baseline.nodes", "all", not parts,
+                f"nodes differ from the baseline ({baseline.label}): " + "; ".join(parts)
+                if parts else "", props={"measured": measured,
+                                         "requirement": "the nodes of the baseline"})
+
+
+def _shown(value: Any) -> str:
+    return f"unreadable ({value['unreadable']})" if is_unreadable(value) else str(value)
+
+
+def _changed(what: str, before: Any, after: Any) -> Iterator[str]:
+    """'WHAT X at baseline, now Y' when a readable value changed (unreadable at baseline:
+    nothing to compare)."""
+    if is_unreadable(before) or before in (None, "") or before == after:
+        return
+    yield f"{what} {_shown(before)} at baseline, now {_shown(after)}"
+
+
+def _by(items: Any, key: str) -> dict[str, dict[str, Any]]:
+    if not isinstance(items, list):
+        return {}
+    return {str(item.get(key)): item for item in items if isinstance(item, dict)}
+
+
+def _listed(what: str, before: Any, after: Any, key: str,
+            fields: tuple[str, ...]) -> Iterator[str]:
+    """Differences between two lists of devices matched by `key`."""
+    if not isinstance(before, list):
+        return
+    if not isinstance(after, list):
+        yield f"{what}s unreadable now ({_shown(after)})"
+        return
+    old, new = _by(before, key), _by(after, key)
+    for name, item in old.items():
+        if name not in new:
+            yield f"{what} {name} missing (was {', '.join(_shown(item.get(f)) for f in fields)})"
+            continue
+        for each in fields:
+            yield from _changed(f"{what} {name} {each}", item.get(each), new[name].get(each))
+    for name in new:
+        if name not in old:
+            yield f"{what} {name} new"
+
+
+def _gpus(before: Any, after: Any) -> Iterator[str]:
+    if not isinstance(before, list):
+        return
+    if not isinstance(after, list):
+        yield f"GPUs unreadable now ({_shown(after)})"
+        return
+    old, new = _by(before, "index"), _by(after, "index")
+    for index, gpu in old.items():
+        now = new.get(index)
+        if now is None:
+            yield f"gpu{index} missing (serial {gpu.get('serial')} at baseline)"
+        elif gpu.get("serial") != now.get("serial") or gpu.get("uuid") != now.get("uuid"):
+            yield (f"gpu{index} swapped: serial {gpu.get('serial')} ({gpu.get('uuid')}) at "
+                   f"baseline, now serial {now.get('serial')} ({now.get('uuid')})")
+        else:
+            for each in ("board_part", "vbios", "pci_bus_id"):
+                yield from _changed(f"gpu{index} {each}", gpu.get(each), now.get(each))
+    for index, gpu in new.items():
+        if index not in old:
+            yield f"gpu{index} new (serial {gpu.get('serial')})"
+
+
+def _ports(hca: dict[str, Any]) -> str:
+    return "; ".join(f"port {p.get('port')} {_shown(p.get('rate'))}"
+                     for p in hca.get("ports", []) if isinstance(p, dict))
+
+
+def hardware_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """What differs in one node's inventory from its baseline, in words."""
+    if is_unreadable(after):
+        return [f"no inventory this run: {after['unreadable']}"]
+    if is_unreadable(before):
+        return []
+    found: list[str] = []
+    old_dmi, new_dmi = before.get("dmi"), after.get("dmi")
+    for key in ("product_serial", "product_uuid"):
+        if isinstance(old_dmi, dict):
+            found += _changed(f"system {key}", old_dmi.get(key),
+                              new_dmi.get(key) if isinstance(new_dmi, dict) else new_dmi)
+    found += _changed("machine id", before.get("machine_id"), after.get("machine_id"))
+    found += _gpus(before.get("gpus"), after.get("gpus"))
+    found += _listed("NIC", before.get("interfaces"), after.get("interfaces"), "name",
+                     ("address", "firmware", "rate_gbps", "link_layer"))
+    old_hcas = [{**h, "rate": _ports(h)} for h in before.get("infiniband") or []
+                if isinstance(h, dict)] if isinstance(before.get("infiniband"), list) else None
+    new_hcas = [{**h, "rate": _ports(h)} for h in after.get("infiniband") or []
+                if isinstance(h, dict)] if isinstance(after.get("infiniband"), list) else \
+        after.get("infiniband")
+    found += _listed("HCA", old_hcas, new_hcas, "name", ("node_guid", "firmware", "rate"))
+    old_fs, new_fs = _by(before.get("filesystems"), "path"), _by(after.get("filesystems"),
+                                                                  "path")
+    for path, fs in old_fs.items():
+        if path in new_fs:
+            found += _listed(f"disk under {path}", fs.get("block_devices"),
+                             new_fs[path].get("block_devices"), "name", ("serial", "model"))
+    found += _changed("driver", before.get("software", {}).get("driver"),
+                      after.get("software", {}).get("driver"))
+    return found
+
+
+def same_hardware(baseline: Baseline, now: dict[str, Any]) -> list[Case]:
+    cases = []
+    for node, before in baseline.inventory["nodes"].items():
+        after = now["nodes"].get(node)
+        if after is None:
+            continue  # named by same_nodes
+        changes = hardware_changes(before, after)
+        gpus = before.get("gpus") if isinstance(before, dict) else None
+        measured = "as at baseline" if not changes else f"{len(changes)} change(s)"
+        cases.append(Case(node, "baseline.hardware", node, not changes,
+                          f"{node}: " + "; ".join(changes) + f" ({baseline.label})"
+                          if changes else "",
+                          props={"measured": measured, "changes": changes,
+                                 "requirement": "the machine, GPUs, NICs, disks and driver "
+                                                "of the baseline",
+                                 "gpus_at_baseline": len(gpus) if isinstance(gpus, list)
+                                 else None}))
+    return cases
+
+
+# -- performance -------------------------------------------------------------------------
+
+def _number(value: float) -> str:
+    return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
+
+
+def compared(now: dict[str, Any], before: dict[str, Any], tolerance: float,
+             label: str) -> Case | None:
+    """One figure against its baseline; None where they cannot be compared (a baseline of
+    0 has no relative change)."""
+    base, current = float(before["measured_base"]), float(now["measured_base"])
+    if base == 0 or not math.isfinite(current):
+        return None
+    higher = now["comparison"] in HIGHER_BETTER
+    change = (current - base) / abs(base)
+    worse = -change if higher else change
+    scale = (float(now["measured"]) / current) if isinstance(now.get("measured"),
+                                                            (int, float)) and current else 1.0
+    unit = str(now.get("unit") or "")
+    shown_now, shown_base = _number(current * scale), _number(base * scale)
+    where = " ".join(str(p) for p in (now.get("node"),
+                                      f"gpu{now['gpu']}" if now.get("gpu") is not None
+                                      else None) if p)
+    direction = ("below" if change < 0 else "above")
+    text = (f"{where} {now['clause']}: {shown_now}{' ' + unit if unit else ''}, "
+            f"{abs(change) * 100:.1f} % {direction} baseline {shown_base} ({label})")
+    param = str(now["case"]).rpartition("::")[2]  # the case it compares, by its name
+    props = {"measured": shown_now, "unit": unit, "baseline_value": shown_base,
+             "change_pct": round(change * 100, 2), "compared_case": now["case"],
+             "requirement": f"no more than {tolerance * 100:g} % "
+                            f"{'below' if higher else 'above'} baseline"}
+    return Case(param, "baseline.performance", str(now.get("node")), worse <= tolerance,
+                text if worse > tolerance else "", gpu=now.get("gpu"), props=props)
+
+
+def not_worse(baseline: Baseline, now: dict[str, dict[str, Any]],
+              tolerance: float) -> list[Case]:
+    cases = []
+    for case_id, record in now.items():
+        before = baseline.figures.get(case_id)
+        case = compared(record, before, tolerance, baseline.label) if before else None
+        if case is not None:
+            cases.append(case)
+    return cases
+
+
+def compare(baseline: Baseline, inventory: dict[str, Any], results: Path,
+            tolerance: float) -> list[Case]:
+    """Every derived case of this run against `baseline`: nodes, hardware per node, and
+    each figure measured in both runs."""
+    now = figures(read_results(results).results) if results.is_file() else {}
+    return [same_nodes(baseline, inventory), *same_hardware(baseline, inventory),
+            *not_worse(baseline, now, tolerance)]

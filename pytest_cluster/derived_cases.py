@@ -1,0 +1,57 @@
+"""Cases derived from the whole run once every check has ended (the baseline comparison):
+reported through pytest's own report hooks on the controller, exactly as pytest-xdist
+reports its workers' cases, so the terminal, JUnit, pytest-html, results.jsonl and the
+exit status take them like any other case.
+
+They cannot be collected items: each reads results that other cases (on any worker)
+produce, so they are decided after the run loop, where no item can run any more.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Literal
+
+import pytest
+
+from pytest_cluster.baseline import Case
+
+#: Where derived cases say they come from (the id's path, JUnit's classname).
+SOURCE = "pytest_cluster/baseline.py"
+
+
+WHEN: tuple[Literal["setup", "call", "teardown"], ...] = ("setup", "call", "teardown")
+
+
+def case_id(case: Case) -> str:
+    return f"{SOURCE}::{case.test}[{case.param}]"
+
+
+def report(case: Case, when: Literal["setup", "call", "teardown"], now: float,
+           simulated: bool) -> pytest.TestReport:
+    failed = when == "call" and not case.passed
+    props = {"spec_key": case.clause, "node": case.node, "simulated": simulated,
+             **({"gpu": case.gpu} if case.gpu is not None else {}), **case.props}
+    made = pytest.TestReport(
+        nodeid=case_id(case), location=(SOURCE, None, f"{case.test}[{case.param}]"),
+        keywords={case.test: 1, "baseline": 1}, outcome="failed" if failed else "passed",
+        longrepr=f"{'[SIMULATED] ' if simulated else ''}{case.message}" if failed else None,
+        when=when, sections=[], duration=0.0, start=now, stop=now,
+        user_properties=list(props.items()))
+    made.pytest_cluster_case = (case_id(case), case.clause, case.node)  # type: ignore[attr-defined]
+    return made
+
+
+def emit(config: pytest.Config, session: pytest.Session, cases: Sequence[Case],
+         simulated: bool) -> None:
+    """Report every case: setup, call and teardown, as a worker would."""
+    hook = config.hook
+    session.testscollected += len(cases)  # the terminal's progress counts them
+    for case in cases:
+        location = (SOURCE, None, f"{case.test}[{case.param}]")
+        hook.pytest_runtest_logstart(nodeid=case_id(case), location=location)
+        now = time.time()
+        for when in WHEN:
+            hook.pytest_runtest_logreport(report=report(case, when, now, simulated))
+        hook.pytest_runtest_logfinish(nodeid=case_id(case), location=location)

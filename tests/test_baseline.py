@@ -1,0 +1,199 @@
+"""--cluster-baseline: this run against an accepted one. The comparisons (figures, nodes,
+hardware) as pure functions, then whole runs: a GPU swapped and a link slowed in the sim
+are both named, a tampered baseline is a usage error, the spec's tolerance decides."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_cluster.baseline import (
+    Baseline,
+    compared,
+    figures,
+    hardware_changes,
+    load,
+    same_nodes,
+)
+from pytest_cluster.results import read_results
+
+
+def figure(measured: float, scale: float, unit: str, comparison: str = ">=",
+           **extra: Any) -> dict[str, Any]:
+    return {"case": "acceptance/test_gpus.py::test_gpu_matmul[gpu-003-gpu6-bf16]",
+            "clause": "gpus.matmul.bf16", "node": "gpu-003", "gpu": 6,
+            "measured": measured, "measured_base": measured * scale, "unit": unit,
+            "comparison": comparison, **extra}
+
+
+def test_a_figure_worse_than_baseline_reads_as_the_contract_would_say_it() -> None:
+    case = compared(figure(598.2, 1e12, "TFLOPS"), figure(663.1, 1e12, "TFLOPS"), 0.05,
+                    "run 2026-11-02")
+    assert case is not None and not case.passed
+    assert case.message == ("gpu-003 gpu6 gpus.matmul.bf16: 598.2 TFLOPS, 9.8 % below "
+                            "baseline 663.1 (run 2026-11-02)")
+    assert case.param == "test_gpu_matmul[gpu-003-gpu6-bf16]"
+    assert case.props["change_pct"] == pytest.approx(-9.79, abs=0.01)
+    # within the tolerance, and better, both pass
+    assert compared(figure(640.0, 1e12, "TFLOPS"), figure(663.1, 1e12, "TFLOPS"), 0.05,
+                    "r").passed  # type: ignore[union-attr]
+    assert compared(figure(700.0, 1e12, "TFLOPS"), figure(663.1, 1e12, "TFLOPS"), 0.0,
+                    "r").passed  # type: ignore[union-attr]
+
+
+def test_lower_is_better_where_the_clause_says_so() -> None:
+    slower = compared(figure(3.4, 1.0, "s", "<=", gpu=None, node="n1",
+                             clause="storage[/data].import_torch"),
+                      figure(2.8, 1.0, "s", "<="), 0.05, "run 2026-11-02")
+    assert slower is not None and not slower.passed
+    assert slower.message == ("n1 storage[/data].import_torch: 3.4 s, 21.4 % above baseline "
+                              "2.8 (run 2026-11-02)")
+    faster = compared(figure(2.0, 1.0, "s", "<="), figure(2.8, 1.0, "s", "<="), 0.05, "r")
+    assert faster is not None and faster.passed
+    assert compared(figure(3.0, 1.0, "", "<="), figure(0.0, 1.0, "", "<="), 0.05,
+                    "r") is None  # no relative change from 0
+
+
+def test_only_figures_compared_one_way_are_kept() -> None:
+    kept = figures([
+        {**figure(1.0, 1.0, ""), "outcome": "passed"},
+        {**figure(8.0, 1.0, "", "=="), "case": "a::count", "outcome": "passed"},
+        {**figure(1.0, 1.0, ""), "case": "a::b", "measured_base": None, "outcome": "failed"},
+        {**figure(1.0, 1.0, ""), "case": "a::c", "outcome": "not_run"},
+        {**figure(1.0, 1.0, ""), "case": "a::d", "measured_base": True, "outcome": "passed"},
+    ])
+    assert list(kept) == ["acceptance/test_gpus.py::test_gpu_matmul[gpu-003-gpu6-bf16]"]
+
+
+def _baseline(nodes: dict[str, Any]) -> Baseline:
+    return Baseline(Path("b"), "2026-11-02", (), "0" * 64, {"nodes": nodes}, {})
+
+
+GPU = {"index": 6, "serial": "1650001", "uuid": "GPU-a", "board_part": "692", "vbios": "96.1",
+       "pci_bus_id": "0:ba"}
+NODE = {"dmi": {"product_serial": "S1", "product_uuid": "U1"}, "machine_id": "m1",
+        "gpus": [GPU], "software": {"driver": "550.90.07"},
+        "interfaces": [{"name": "eno1", "address": "aa:bb", "firmware": "22.39",
+                        "rate_gbps": 25.0, "link_layer": "ethernet"}],
+        "infiniband": [{"name": "mlx5_0", "node_guid": "g0", "firmware": "28.39",
+                        "ports": [{"port": "1", "rate": "400 Gb/sec (4X NDR)"}]}],
+        "filesystems": [{"path": "/data", "block_devices": [{"name": "nvme0n1",
+                                                             "serial": "D1", "model": "X"}]}]}
+
+
+def test_hardware_changes_name_both_sides() -> None:
+    assert hardware_changes(NODE, json.loads(json.dumps(NODE))) == []
+    now = json.loads(json.dumps(NODE))
+    now["gpus"][0].update(serial="1650002", uuid="GPU-b")
+    now["interfaces"][0]["firmware"] = "22.41"
+    now["infiniband"][0]["ports"][0]["rate"] = "200 Gb/sec (4X HDR)"
+    now["software"]["driver"] = "560.35.03"
+    now["filesystems"][0]["block_devices"] = []
+    assert hardware_changes(NODE, now) == [
+        "gpu6 swapped: serial 1650001 (GPU-a) at baseline, now serial 1650002 (GPU-b)",
+        "NIC eno1 firmware 22.39 at baseline, now 22.41",
+        "HCA mlx5_0 rate port 1 400 Gb/sec (4X NDR) at baseline, now port 1 200 Gb/sec "
+        "(4X HDR)",
+        "disk under /data nvme0n1 missing (was D1, X)",
+        "driver 550.90.07 at baseline, now 560.35.03"]
+    gone = {**NODE, "gpus": {"unreadable": "NVML not available"}}
+    assert hardware_changes(NODE, gone) == ["GPUs unreadable now (unreadable (NVML not "
+                                            "available))"]
+    assert hardware_changes(NODE, {"unreadable": "n1: ssh: connection refused"}) == [
+        "no inventory this run: n1: ssh: connection refused"]
+    # unreadable at baseline: nothing to compare it with, so no change is claimed
+    assert hardware_changes({**NODE, "dmi": {"unreadable": "root only"}},
+                            {**NODE, "dmi": {"product_serial": "S9"}}) == []
+
+
+def test_missing_and_new_nodes_are_named() -> None:
+    case = same_nodes(_baseline({"n1": NODE, "n2": NODE}), {"nodes": {"n1": NODE, "n3": NODE}})
+    assert not case.passed
+    assert case.message == ("nodes differ from the baseline (run 2026-11-02): 1 missing since "
+                            "the baseline: n2; 1 new: n3")
+    assert same_nodes(_baseline({"n1": NODE}), {"nodes": {"n1": NODE}}).passed
+
+
+SPEC = """\
+cluster: {{name: base, nodes: "n[1-4]", launcher: sim}}
+gpus:
+  count: 8
+  matmul: {{bf16: ">= 700 TFLOPS"}}
+interconnect:
+  intra_node: {{kind: nvlink, rate: 450 GB/s}}
+  inter_node: {{kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}}
+  payloads: [1 GiB]
+  node_counts: [2, 4]
+  busbw: ">= 10%"
+  ranks_per_node: 8
+  backend: nccl
+{baseline}sim:
+  gpus_per_node: 8
+{faults}"""
+CHANGED = """\
+  faults:
+    - {node: n3, gpu: 6, replaced: true}
+    - {node: n2, link_factor: 0.5}
+"""
+
+
+def _run(pytester: pytest.Pytester, reports: str, *args: str, faults: str = "",
+         baseline: str = "") -> pytest.RunResult:
+    (pytester.path / "trial.yaml").write_text(SPEC.format(faults=faults, baseline=baseline))
+    return pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                              f"--cluster-reports={reports}", *args)
+
+
+def test_a_swapped_gpu_and_a_slowed_link_are_both_named(pytester: pytest.Pytester) -> None:
+    accepted = _run(pytester, "accepted")
+    assert accepted.ret == pytest.ExitCode.OK
+    base = (pytester.path / "accepted" / "latest").resolve()
+    same = _run(pytester, "same", f"--cluster-baseline={base}")
+    assert same.ret == pytest.ExitCode.OK, same.stdout.str()[-3000:]
+    kept = read_results(pytester.path / "same" / "latest" / "results.jsonl").results
+    derived = [r for r in kept if r["clause"].startswith("baseline.")]
+    assert {r["clause"] for r in derived} == {"baseline.nodes", "baseline.hardware",
+                                              "baseline.performance"}
+    assert all(r["outcome"] == "passed" for r in derived)
+    now = _run(pytester, "now", f"--cluster-baseline={base}", faults=CHANGED)
+    assert now.ret == pytest.ExitCode.TESTS_FAILED
+    failed = {r["nodeid"]: r["message"] for r in read_results(
+        pytester.path / "now" / "latest" / "results.jsonl").results
+        if r["outcome"] == "failed" and r["clause"].startswith("baseline.")}
+    swapped = failed.pop("pytest_cluster/baseline.py::test_same_hardware[n3]")
+    assert "gpu6 swapped: serial 1654" in swapped and swapped.endswith(
+        f"({load(base).label})")
+    slowed = failed.pop("pytest_cluster/baseline.py::test_same_hardware[n2]")
+    assert "HCA mlx5_0 rate port 1 400 Gb/sec (4X NDR) at baseline, now port 1 200 Gb/sec" \
+        in slowed
+    assert failed, "the busbw over n2's link is slower than at baseline"
+    for nodeid, message in failed.items():
+        assert nodeid.startswith("pytest_cluster/baseline.py::test_not_worse[")
+        assert "interconnect.busbw" in message and "% below baseline" in message
+    junit = (pytester.path / "now" / "latest" / "junit.xml").read_text()
+    assert 'classname="pytest_cluster.baseline" name="test_same_hardware[n3]"' in junit
+    # the spec's tolerance decides: at 60 %, a link at half its rate is within it
+    lenient = _run(pytester, "lenient", f"--cluster-baseline={base}", faults=CHANGED,
+                   baseline="baseline: {tolerance: 60%}\n")
+    results = read_results(pytester.path / "lenient" / "latest" / "results.jsonl").results
+    assert not [r for r in results if r["clause"] == "baseline.performance"
+                and r["outcome"] == "failed"]
+    assert lenient.ret == pytest.ExitCode.TESTS_FAILED  # the hardware still changed
+
+
+def test_a_baseline_that_fails_verify_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    assert _run(pytester, "accepted").ret == pytest.ExitCode.OK
+    base = (pytester.path / "accepted" / "latest").resolve()
+    with (base / "results.jsonl").open("a") as out:
+        out.write("\n")
+    result = _run(pytester, "now", f"--cluster-baseline={base}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--cluster-baseline={base}: it fails pytest-cluster "
+                                 "verify*CHANGED: results.jsonl*"])
+    assert not (pytester.path / "now").exists()
+    result = _run(pytester, "now", f"--cluster-baseline={pytester.path / 'nowhere'}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert not (pytester.path / "now").exists()

@@ -1,0 +1,155 @@
+"""inventory.json: the inventory probe on this machine, the record a node gets from its
+probes (unreadable fields say why), the simulated NVML's VBIOS and board part, a GPU
+replaced in the sim, and the file a run leaves."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_cluster.bundle.verify import verify
+from pytest_cluster.inventory import INVENTORY, is_unreadable, node_record
+from pytest_cluster.launchers import ProbeResult
+from pytest_cluster.launchers.result import ErrorKind
+from pytest_cluster.probes import probe_source
+from pytest_cluster.probes.inventory import read
+from pytest_cluster.sim.cluster import describe_gpu, inventory_payload
+from pytest_cluster.spec.model import SimFault, SimSpec
+
+
+def run_probe(*args: str) -> dict[str, Any]:
+    done = subprocess.run([sys.executable, "-", *args], input=probe_source("inventory"),
+                          capture_output=True, text=True, check=True, timeout=60)
+    document: dict[str, Any] = json.loads(done.stdout)
+    assert document["probe"] == "inventory"
+    data: dict[str, Any] = document["data"]
+    return data
+
+
+def test_the_probe_reads_this_machine(tmp_path: Path) -> None:
+    data = run_probe("--path", str(tmp_path))
+    machine = data["machine"]
+    assert machine["machine_id"] == read("/etc/machine-id")
+    dmi = machine["dmi"]
+    assert is_unreadable(dmi) or set(dmi) >= {"product_serial", "product_uuid"}
+    names = {i["name"] for i in data["interfaces"]}
+    expected = {n for n in os.listdir("/sys/class/net")
+                if Path(f"/sys/class/net/{n}/type").read_text().strip() != "772"}
+    assert names == expected
+    for interface in data["interfaces"]:
+        assert interface["address"].count(":") == 5
+        assert interface["link_layer"] in ("ethernet", "infiniband") or \
+            interface["link_layer"].startswith("arp type")
+        assert "driver" in interface or is_unreadable(interface.get("firmware"))
+        rate = interface["rate_gbps"]
+        assert isinstance(rate, float) or "unreadable" in rate
+    (fs,) = data["filesystems"]
+    assert fs["path"] == str(tmp_path)
+    assert str(tmp_path).startswith(fs["mount_point"])
+    devices = fs["block_devices"]
+    assert is_unreadable(devices) or all(d["name"] and "size_bytes" in d for d in devices)
+
+
+def test_what_cannot_be_read_says_why(tmp_path: Path) -> None:
+    assert read(str(tmp_path / "absent")) == {"unreadable": f"{tmp_path / 'absent'}: not "
+                                                            "present"}
+    data = run_probe("--path", str(tmp_path / "absent"))
+    assert data["filesystems"] == [{"path": str(tmp_path / "absent"), "unreadable":
+                                    f"{tmp_path / 'absent'}: No such file or directory"}]
+    done = subprocess.run([sys.executable, "-", "--nope"], input=probe_source("inventory"),
+                          capture_output=True, text=True, check=False, timeout=60)
+    assert done.returncode == 2 and "usage: inventory.py" in done.stderr
+
+
+def _result(probe: str, data: dict[str, Any] | None, simulated: bool = False,
+            error: ErrorKind | None = None) -> ProbeResult:
+    return ProbeResult(node="n1", probe=probe, data=data, simulated=simulated, error=error,
+                       message="connection refused" if error else "", exit_code=0)
+
+
+HOST = {"hostname": "n1", "cpu": {"model": "EPYC", "cores": 96, "threads": 192, "sockets": 2},
+        "memory": {"total_bytes": 2**40}, "os": "Ubuntu", "versions": {
+            "kernel": "6.8", "python": "3.12", "torch": None, "cuda": None, "nccl": None,
+            "driver": "550.1"}, "sources": {}}
+
+
+def test_a_node_record_joins_its_probes_and_marks_what_is_missing() -> None:
+    gpu = {"driver": "550.90.07", "cuda_driver": "12.4", "count": 1,
+           "gpus": [{"index": 0, "name": "H100", "uuid": "GPU-1", "serial": "165", "vbios":
+                     "96.00", "board_part": "692", "pci_bus_id": "0:18", "ecc": {}}]}
+    record = node_record(_result("host", HOST), _result("gpu", gpu), None,
+                         _result("gpu_perf", {"nccl": "2.21.5"}), with_gpus=True)
+    assert record["gpus"] == [{"index": 0, "name": "H100", "uuid": "GPU-1", "serial": "165",
+                               "board_part": "692", "vbios": "96.00", "pci_bus_id": "0:18"}]
+    assert record["software"]["driver"] == "550.90.07"  # NVML's, not the module's
+    assert record["software"]["nccl"] == "2.21.5"
+    assert record["nccl_source"].startswith("torch.cuda.nccl.version()")
+    assert record["dmi"] == {"unreadable": "the inventory probe did not run on this node"}
+    assert record["cpu"] == {"model": "EPYC", "sockets": 2, "cores": 96, "threads": 192}
+    no_nvml = node_record(_result("host", HOST), _result("gpu", {"error": "NVML not "
+                                                                  "available: driver"}),
+                          None, None, with_gpus=True)
+    assert no_nvml["gpus"] == {"unreadable": "NVML not available: driver"}
+    assert is_unreadable(no_nvml["software"]["nccl"])
+    down = node_record(_result("host", None, error=ErrorKind.UNREACHABLE), None, None, None,
+                       with_gpus=True)
+    assert set(down) == {"simulated", "unreadable"}
+    assert "connection refused" in down["unreadable"]
+
+
+def test_the_sim_answers_vbios_and_a_replaced_gpu_is_another_board() -> None:
+    sim = SimSpec("H100-SXM-80GB", 8, faults=(SimFault("n1", 6, 1, replaced=True),))
+    healthy = SimSpec("H100-SXM-80GB", 8)
+    for index in range(8):
+        before, after = describe_gpu(healthy, "n1", index), describe_gpu(sim, "n1", index)
+        assert after["vbios"] == "96.00.74.00.0F"
+        assert (before["serial"] == after["serial"]) == (index != 6)
+        assert (before["uuid"] == after["uuid"]) == (index != 6)
+    slow = SimSpec("H100-SXM-80GB", 8, faults=(SimFault("n1", None, 1, link_factor=0.5),))
+    rates = {p["rate"] for h in inventory_payload(slow, "n1", [])["infiniband"]
+             for p in h["ports"]}
+    assert rates == {"200 Gb/sec (4X HDR)"}
+
+
+SIM_SPEC = """\
+cluster: {name: inv, nodes: "n[1-3]", launcher: sim}
+gpus:
+  count: 8
+  matmul: {bf16: ">= 700 TFLOPS"}
+sim:
+  gpus_per_node: 8
+  faults:
+    - {node: n3, down: true}
+"""
+
+
+def test_a_run_leaves_its_inventory_listed_in_its_manifest(pytester: pytest.Pytester) -> None:
+    (pytester.path / "trial.yaml").write_text(SIM_SPEC)
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # n3 does not answer
+    run_dir = (pytester.path / "reports" / "latest").resolve()
+    document = json.loads((run_dir / INVENTORY).read_text())
+    assert document["simulated"] is True and document["complete"] is True
+    assert list(document["nodes"]) == ["n1", "n2", "n3"]
+    n1 = document["nodes"]["n1"]
+    assert n1["simulated"] is True
+    probed = json.loads(next((run_dir / "probes").glob("gpu-*[0-9a-f].json")).read_text())
+    serials = [g["serial"] for g in probed["n1"]["data"]["gpus"]]
+    assert [g["serial"] for g in n1["gpus"]] == serials
+    assert {g["vbios"] for g in n1["gpus"]} == {"96.00.74.00.0F"}
+    assert n1["software"]["nccl"] == "2.21.5"  # from the torch measurements
+    assert n1["dmi"]["product_serial"].startswith("SIM")
+    assert len(n1["infiniband"]) == 8
+    assert "does not answer" in document["nodes"]["n3"]["unreadable"]
+    assert verify(run_dir).ok
+    statement = json.loads(base64.b64decode(json.loads(
+        (run_dir / "manifest.intoto.json").read_text())["payload"]))
+    assert INVENTORY in {s["name"] for s in statement["subject"]}
+    assert "inventory.json" in result.stdout.str()
