@@ -17,6 +17,7 @@ from pytest_cluster.evidence import Evidence, Promise
 from pytest_cluster.gpu_facts import gib, nvml_gpu, p2p_for, perf_gpu, xids_for
 from pytest_cluster.gpu_models import MODELS, model_of_nvml_name
 from pytest_cluster.launchers.result import ProbeResult
+from pytest_cluster.reference import for_gpu
 from pytest_cluster.spec.clauses import Declaration
 from pytest_cluster.spec.model import Clause, GpuSpec, Rule, Spec
 from pytest_cluster.units import Dim
@@ -418,6 +419,7 @@ def test_gpu_matmul(cluster_spec: Spec, gpu: int, dtype: str, gpu_result: ProbeR
     assert gpu_perf_result is not None
     m, n, k = found["shape"]
     evidence.check(clause, found["tflops_median"] * 1e12, result=gpu_perf_result, raw=found,
+                   references=for_gpu(clause.key, entry.get("name")),
                    method=f"{found.get('method')}; {m}x{n}x{k} {dtype}, median of "
                           f"{found.get('iterations')}, max {found['tflops_max']:.1f} TFLOPS")
 
@@ -435,7 +437,8 @@ def _test(declaration: Declaration) -> Callable[..., None]:
         part = _perf(evidence, gpu_perf_result, clause, entry, reads.part)
         assert gpu_perf_result is not None
         evidence.check(clause, float(part[reads.field]), result=gpu_perf_result,
-                       method=part.get(reads.method_field) or reads.method, raw=part)
+                       method=part.get(reads.method_field) or reads.method, raw=part,
+                       references=for_gpu(clause.key, entry.get("name")))
     test.__doc__ = _test.__doc__
     return test
 
@@ -462,6 +465,7 @@ def test_gpu_p2p(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
     slowest = (f"slowest with gpu{copies.slowest_peer}: "
                f"{copies.slowest_bytes_per_s / 1e9:.1f} GB/s")
     evidence.check(clause, copies.median_bytes_per_s, result=gpu_perf_result, note=slowest,
+                   references=for_gpu(clause.key, entry.get("name")),
                    raw={**copies.__dict__, "uuid": entry.get("uuid")},
                    method=f"median over {copies.pairs} copies to and from the other GPUs; "
                           f"{slowest}")

@@ -14,6 +14,7 @@ from pytest_cluster.contract_tests import checks
 from pytest_cluster.evidence import Evidence
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.node_search import FAILED, NOT_SEARCHED, SLOW, UNDECIDED
+from pytest_cluster.reference import Reference, for_busbw
 from pytest_cluster.spec.model import InterconnectSpec
 from pytest_cluster.units import format_size, size_id
 
@@ -34,8 +35,20 @@ def _node_of_rank(run: CollectiveRun, rank: int) -> str | None:
     return run.nodes[index] if 0 <= index < len(run.nodes) else None
 
 
+def _references(cluster: Cluster, scope: str, collective: str) -> tuple[Reference, ...]:
+    """Published busbw figures for this scope: by the GPU model the spec names (inside a
+    node), by its NICs' rate (between nodes)."""
+    spec = _spec(cluster)
+    gpus = cluster.spec.gpus
+    nics = spec.inter_node
+    return for_busbw(scope, collective, spec.backend,
+                     str(gpus.model) if gpus is not None else None,
+                     nics.rate_bytes_per_s * 8 if nics is not None else None,
+                     nics.count if nics is not None else 0)
+
+
 def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, payload: int,
-           label: str, node_count: int) -> None:
+           label: str, node_count: int, references: tuple[Reference, ...] = ()) -> None:
     evidence.saw(run)
     scope = "intra_node" if node_count == 1 else "inter_node"
     clause, theory = required_busbw(spec, node_count, scope)
@@ -75,7 +88,7 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
     if theory is not None:
         note += f"; theoretical {theory.derivation}"
     evidence.check(clause, point.busbw, node=label, result=None, method=method, raw=raw,
-                   note=note)
+                   note=note, references=references)
 
 
 @checks("interconnect.busbw[intra_node]")
@@ -85,7 +98,8 @@ def test_collective_intra_node(cluster: Cluster, node: str, collective: str, pay
     spec = _spec(cluster)
     clause, _ = required_busbw(spec, 1, "intra_node")
     evidence.require(cluster.host(node), clause)  # a node that does not answer says so
-    _check(evidence, spec, cluster.intra_node(node, collective), payload, node, 1)
+    _check(evidence, spec, cluster.intra_node(node, collective), payload, node, 1,
+           _references(cluster, "intra_node", collective))
 
 
 @checks("interconnect.busbw[inter_node]")
@@ -95,7 +109,8 @@ def test_collective_inter_node(cluster: Cluster, node_count: int, collective: st
     spec = _spec(cluster)
     run = cluster.inter_node(node_count, collective)
     label = f"{node_count} nodes ({run.nodes[0]}..{run.nodes[-1]})"
-    _check(evidence, spec, run, payload, label, node_count)
+    _check(evidence, spec, run, payload, label, node_count,
+           _references(cluster, "inter_node", collective))
 
 
 @checks("interconnect.busbw[node_network]")
@@ -143,4 +158,5 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
         why += (f"; {partners} reached the bar with other nodes, so this node is the slow "
                 f"one{left_out}")
     evidence.check(clause, verdict.busbw, result=None, raw=raw, note=why,
+                   references=_references(cluster, "inter_node", "all_reduce"),
                    method="pairs, then suspects with known-good nodes (nccl-tests busbw)")

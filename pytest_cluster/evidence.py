@@ -10,7 +10,7 @@ call says either.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
@@ -18,6 +18,7 @@ import pytest
 
 from pytest_cluster import node_groups
 from pytest_cluster.launchers.result import ProbeResult
+from pytest_cluster.reference import Reference, properties
 from pytest_cluster.requirement import Verdict
 from pytest_cluster.spec.model import Clause, Rule, VersionClause
 from pytest_cluster.units import UNITS
@@ -125,11 +126,12 @@ class Evidence:
 
     def check(self, clause: Clause, measured: float, *, result: ProbeResult | None,
               method: str | None = None, raw: Any = None, note: str = "",
-              node: str | None = None) -> None:
+              node: str | None = None, references: Sequence[Reference] = ()) -> None:
         """Record measured vs required for `clause` and fail unless it holds; `note` is
         added to the failure message (e.g. who else holds GPU memory). Without a probe
         `result` (a benchmark job's number), the results this test saw say whether it was
-        simulated."""
+        simulated. `references`: published figures recorded beside the measurement, with
+        the ratio to them; they never decide the outcome."""
         req = clause.requirement
         unit_factor = _factor(req.unit)
         self.saw(result)
@@ -141,7 +143,8 @@ class Evidence:
                     required=req.bound.value / unit_factor, comparison=req.op,
                     unit=req.unit, measured_base=measured, required_base=req.bound.value,
                     simulated=simulated, method=method,
-                    probe_run=result.run_id if result is not None else None, raw=raw)
+                    probe_run=result.run_id if result is not None else None, raw=raw,
+                    **properties(references, measured))
         name = clause.key.rsplit(".", 1)[-1]
         verdict = req.check(measured, f"{where(node, place.filesystem, place.gpu)} {name}")
         if not verdict.ok and note:
