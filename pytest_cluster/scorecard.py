@@ -53,6 +53,10 @@ body{display:flex;flex-direction:column}
 .m-fail{background:#e55;color:#fff}.m-error{background:#555;color:#fff}
 .m-notrun{background:#eee;color:#888}
 #clauses tr.failed td{background:#fdd}
+.evidence table{border-collapse:collapse;margin:4px 0 12px}
+.evidence td,.evidence th{border:1px solid #bbb;padding:2px 6px;font-size:12px;
+vertical-align:top}
+.small{font-size:11px}.unreadable{color:#a60;text-decoration:underline dotted}
 </style>"""
 
 
@@ -275,7 +279,8 @@ def _passed_lists(by_clause: dict[str, list[str]]) -> str:
         rows = "".join(passed)
         blocks.append(f"<details><summary>{esc(clause)}: {len(passed)} passed</summary>"
                       "<table><tr><th>Case</th><th>Measured</th><th>Required</th>"
-                      f"<th>Margin</th></tr>{rows}</table></details>")
+                      f"<th>Margin</th><th>Reference (informs, never decides)</th></tr>"
+                      f"{rows}</table></details>")
     return ("<h2>Passed checks</h2><p>Collapsed, one list per clause; the table below "
             "lists every check that did not pass, with its details.</p>" + "".join(blocks))
 
@@ -287,4 +292,5 @@ def passed_row(record: dict[str, Any]) -> str:
         else ""
     case = str(record.get("case") or record.get("nodeid", "")).split("::")[-1]
     return (f"<tr><td>{esc(case)}</td><td>{esc(measured_text(record))}</td>"
-            f"<td>{esc(str(record.get('requirement', '')))}</td><td>{esc(shown)}</td></tr>")
+            f"<td>{esc(str(record.get('requirement', '')))}</td><td>{esc(shown)}</td>"
+            f"<td>{esc(str(record.get('reference', '')))}</td></tr>")

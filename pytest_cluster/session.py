@@ -26,6 +26,7 @@ from pytest_cluster import __version__, derived_cases, inventory
 from pytest_cluster.baseline import Baseline, Case, compare
 from pytest_cluster.bundle.keys import Signer
 from pytest_cluster.bundle.manifest import MANIFEST
+from pytest_cluster.bundle_html import baseline_html, inventory_html, sealing_html
 from pytest_cluster.cluster import Cluster
 from pytest_cluster.junit_spool import JunitSpool
 from pytest_cluster.launchers.process import stop_everything
@@ -357,7 +358,14 @@ class ClusterSession:
                                     postfix: list[str]) -> None:
         prefix.append(scorecard_html(self.spec, self.end, self.verdicts,
                                      self.ledger.gathered(), self.coverage_line()))
+        evidence = [baseline_html(self.baseline, self.baseline_cases,
+                                  self.spec.baseline.tolerance)]
+        prefix.append(f'<div class="evidence">{evidence[0]}</div>')
         prefix.append(interconnect_charts(self.ledger.kept))
+        evidence = [inventory_html(self.inventory, self.inventory_error)]
+        if self.run_dir is not None:
+            evidence.append(sealing_html([s.keyid for s in self.signers], str(self.run_dir)))
+        prefix.append(f'<div class="evidence">{"".join(evidence)}</div>')
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_report_title(self, report: Any) -> None:
@@ -368,6 +376,7 @@ class ClusterSession:
     def pytest_html_results_table_header(self, cells: list[str]) -> None:
         cells.insert(2, "<th>Measured</th>")
         cells.insert(3, "<th>Required</th>")
+        cells.insert(4, "<th>Reference</th>")
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
@@ -389,6 +398,7 @@ class ClusterSession:
         sim = ' <span class="simulated">SIMULATED</span>' if props.get("simulated") else ""
         cells.insert(2, f"<td>{html.escape(measured_text(props))}{sim}</td>")
         cells.insert(3, f"<td>{html.escape(str(props.get('requirement', '')))}</td>")
+        cells.insert(4, f"<td>{html.escape(str(props.get('reference', '')))}</td>")
 
     def _html_report(self) -> Any:
         """pytest-html's report object (registered under no fixed name), or None; looked

@@ -173,6 +173,9 @@ def test_a_swapped_gpu_and_a_slowed_link_are_both_named(pytester: pytest.Pyteste
     for nodeid, message in failed.items():
         assert nodeid.startswith("pytest_cluster/baseline.py::test_not_worse[")
         assert "interconnect.busbw" in message and "% below baseline" in message
+    report = (pytester.path / "now" / "latest" / "report.html").read_text()
+    assert "<h2>Against the baseline</h2>" in report and "gpu6 swapped: serial" in report
+    assert load(base).manifest_sha256 in report
     junit = (pytester.path / "now" / "latest" / "junit.xml").read_text()
     assert 'classname="pytest_cluster.baseline" name="test_same_hardware[n3]"' in junit
     # the spec's tolerance decides: at 60 %, a link at half its rate is within it

@@ -167,6 +167,8 @@ def test_a_manifest_rewritten_after_signing_fails(run_dir: Path, tmp_path: Path)
 
 
 class _Refusing:
+    keyid = "sshsig SHA256:refusing"
+
     def sign(self, data: bytes) -> Signature:
         raise BundleError("agent.pub: ssh-keygen -Y sign failed (exit 255): agent refused")
 
@@ -317,6 +319,7 @@ def test_a_run_signed_with_a_key_file_verifies(pytester: pytest.Pytester,
     assert f"--cluster-sign-key={private}" in verdict.predicate["command"]["args"]
     assert {"report.html", "junit.xml", "results.jsonl", "verdict.json"} <= {
         p.name for p in run_dir.iterdir()}
+    assert f"it is signed with {signer.keyid}" in (run_dir / "report.html").read_text()
 
 
 def test_an_unusable_signing_key_is_a_usage_error_before_any_test(

@@ -153,3 +153,7 @@ def test_a_run_leaves_its_inventory_listed_in_its_manifest(pytester: pytest.Pyte
         (run_dir / "manifest.intoto.json").read_text())["payload"]))
     assert INVENTORY in {s["name"] for s in statement["subject"]}
     assert "inventory.json" in result.stdout.str()
+    report = (run_dir / "report.html").read_text()
+    assert "<h2>Inventory</h2>" in report and serials[0] in report
+    assert n1["dmi"]["product_serial"] in report
+    assert "UNSIGNED (no --cluster-sign-key or --cluster-ssh-sign-key given)" in report

@@ -35,6 +35,11 @@ _TIMEOUT_S = 120  # ssh-keygen may ask ssh-agent, which may ask the user to conf
 
 
 class Signer(Protocol):
+    @property
+    def keyid(self) -> str:
+        """How it signs and with which key, as its signatures name it."""
+        ...
+
     def sign(self, data: bytes) -> Signature: ...
 
 
