@@ -3,6 +3,7 @@ realcomponents) the real thing against OpenSSH servers in network namespaces."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_cluster.cli import main as cli_main
 from pytest_cluster.errors import SpecError
 from pytest_cluster.launchers.remote import RUNNER_SOURCE, runner_payload
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
@@ -31,6 +33,7 @@ from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import ClusterSpec, SshSpec
 from pytest_cluster.spec.ssh import ALLOWED
 from tests.netns_cluster import NetnsCluster
+from tests.test_bundle import ed25519_key, ssh_key
 from tests.test_plugin import jsonl
 
 FULL = SshSpec(user="ubuntu", port=2222, identity_file="/keys/id", config="/cfg/ssh_config",
@@ -302,6 +305,50 @@ def test_host_and_storage_suite_passes_on_all_nodes(pytester: pytest.Pytester,
     result.assert_outcomes(passed=4 * 8 + 6 + 1)
     records = [r for r in jsonl(pytester) if r.get("type") == "result"]
     assert {r["node"] for r in records} == {"node1", "node2", "node3", "node4", "all"}
+
+
+@pytest.mark.realcomponents
+def test_a_signed_run_of_the_cluster_verifies_and_matches_itself_as_baseline(
+        pytester: pytest.Pytester, netns: NetnsCluster, tmp_path: Path) -> None:
+    """Evidence of a real run over ssh: every node's inventory read on the node, the
+    manifest signed with a key file and with ssh-keygen, both verified; the run then
+    serves as the baseline of the next one, whose nodes and hardware are found the same."""
+    fs = pytester.mkdir("fs")
+    private, public, _ = ed25519_key(tmp_path, "evidence")
+    openssh = ssh_key(tmp_path, "id_evidence")
+    (pytester.path / "trial.yaml").write_text(
+        spec_text(netns, fs, "baseline: {tolerance: 99%}\n"))
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                f"--cluster-sign-key={private}",
+                                f"--cluster-ssh-sign-key={openssh}")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
+    first = (pytester.path / "reports" / "latest").resolve()
+    for key in (public, openssh.with_suffix(".pub")):
+        assert cli_main(["verify", str(first), "--key", str(key)]) == 0
+    inventory = json.loads((first / "inventory.json").read_text())
+    assert inventory["simulated"] is False and list(inventory["nodes"]) == netns.nodes
+    machine_id = Path("/etc/machine-id").read_text().strip()
+    addresses = set()
+    for node, record in inventory["nodes"].items():
+        assert record["machine_id"] == machine_id  # namespaces share the machine
+        assert record["kernel"] == os.uname().release
+        (fs_entry,) = record["filesystems"]
+        assert fs_entry["path"] == str(fs) and "mount_point" in fs_entry, node
+        addresses |= {nic["address"] for nic in record["interfaces"]}
+    assert len(addresses) >= len(netns.nodes)  # each namespace has its own veth
+    with (first / "junit.xml").open("a") as out:  # tampered: refused as a baseline
+        out.write(" ")
+    refused = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                 f"--cluster-baseline={first}")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    (first / "junit.xml").write_bytes((first / "junit.xml").read_bytes()[:-1])
+    again = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                               f"--cluster-baseline={first}")
+    assert again.ret == pytest.ExitCode.OK, again.stdout.str()[-3000:]
+    derived = [r for r in jsonl(pytester) if str(r.get("clause", "")).startswith("baseline.")]
+    assert {r["clause"] for r in derived} == {"baseline.nodes", "baseline.hardware",
+                                              "baseline.performance"}
+    assert sum(r["clause"] == "baseline.hardware" for r in derived) == len(netns.nodes)
 
 
 @pytest.mark.realcomponents
