@@ -55,8 +55,11 @@ def _nics(record: dict[str, Any]) -> str:
 
 
 def _disks(record: dict[str, Any]) -> str:
+    filesystems = record.get("filesystems")
+    if not isinstance(filesystems, list):
+        return _v(filesystems)
     found = []
-    for fs in record.get("filesystems") or []:
+    for fs in filesystems:
         devices = fs.get("block_devices")
         shown = ", ".join(f"{_v(d.get('name'))} {_v(d.get('model'))} {_v(d.get('serial'))}"
                           for d in devices) if isinstance(devices, list) else _v(

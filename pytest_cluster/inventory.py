@@ -42,10 +42,14 @@ def inventory_call(spec: Spec) -> ProbeCall:
     return ProbeCall("inventory", tuple(args))
 
 
-def _payload(result: ProbeResult | None, what: str) -> dict[str, Any]:
+INTERRUPTED = "not recorded: the run was interrupted before the {what} probe ran on this node"
+NOT_RUN = "the {what} probe did not run on this node"
+
+
+def _payload(result: ProbeResult | None, what: str, missing: str = NOT_RUN) -> dict[str, Any]:
     """The result's payload, or {"unreadable": why} when there is none."""
     if result is None:
-        return unreadable(f"the {what} probe did not run on this node")
+        return unreadable(missing.format(what=what))
     if not result.ok:
         return unreadable(result.describe())
     payload = result.payload()
@@ -54,9 +58,9 @@ def _payload(result: ProbeResult | None, what: str) -> dict[str, Any]:
     return payload
 
 
-def _gpus(gpu: ProbeResult | None) -> tuple[Any, dict[str, Any]]:
+def _gpus(gpu: ProbeResult | None, missing: str) -> tuple[Any, dict[str, Any]]:
     """(the GPUs as the record lists them or why not, NVML's driver and CUDA)."""
-    payload = _payload(gpu, "GPU")
+    payload = _payload(gpu, "GPU", missing)
     if is_unreadable(payload):
         return payload, {}
     listed = [{name: entry.get(name) for name in GPU_FIELDS} for entry in payload["gpus"]]
@@ -75,13 +79,13 @@ def _nccl(host: dict[str, Any], perf: ProbeResult | None) -> tuple[Any, str]:
 
 def node_record(host_result: ProbeResult | None, gpu: ProbeResult | None,
                 inventory: ProbeResult | None, perf: ProbeResult | None,
-                with_gpus: bool) -> dict[str, Any]:
-    """One node's entry of inventory.json."""
-    host = _payload(host_result, "host")
+                with_gpus: bool, missing: str = NOT_RUN) -> dict[str, Any]:
+    """One node's entry of inventory.json; `missing` says why a probe has no result."""
+    host = _payload(host_result, "host", missing)
     simulated = any(r.simulated for r in (host_result, gpu, inventory) if r is not None)
     if is_unreadable(host):
         return {"simulated": simulated, **host}
-    found = _payload(inventory, "inventory")
+    found = _payload(inventory, "inventory", missing)
     machine = found.get("machine", found)
     versions = dict(host.get("versions", {}))
     record: dict[str, Any] = {
@@ -98,7 +102,7 @@ def node_record(host_result: ProbeResult | None, gpu: ProbeResult | None,
     software = {"python": versions.get("python"), "torch": versions.get("torch"),
                 "cuda": versions.get("cuda"), "nccl": nccl, "driver": versions.get("driver")}
     if with_gpus:
-        gpus, nvml = _gpus(gpu)
+        gpus, nvml = _gpus(gpu, missing)
         record["gpus"] = gpus
         software["driver"] = nvml.get("driver") or software["driver"]
         software["cuda_driver"] = nvml.get("cuda_driver")
@@ -132,12 +136,9 @@ def take(cluster: Cluster, may_probe: bool) -> dict[str, Any]:
     found = results(inventory_call(spec), answered)
     nodes: dict[str, Any] = {}
     for node in cluster.nodes:
-        if node not in hosts:
-            nodes[node] = unreadable("not recorded: the run was interrupted before this "
-                                     "node was probed")
-            continue
         nodes[node] = node_record(hosts.get(node), gpus.get(node), found.get(node),
-                                  perf.get(node), spec.gpus is not None)
+                                  perf.get(node), spec.gpus is not None,
+                                  NOT_RUN if may_probe else INTERRUPTED)
     return {"schema": 1, "cluster": spec.cluster.name,
             "simulated": any(entry.get("simulated") for entry in nodes.values()),
             "taken_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -273,6 +273,14 @@ def test_results_are_streamed_as_tests_finish(pytester: pytest.Pytester, fs: Pat
     assert records[-1]["type"] == "end"
     assert records[-1]["status"] == "interrupted"
     assert records[-1]["exit_code"] == pytest.ExitCode.INTERRUPTED
+    # what was probed is kept; nothing more is asked of the nodes once interrupted
+    inventory = json.loads((pytester.path / "reports" / "latest" / "inventory.json")
+                           .read_text())
+    assert inventory["complete"] is False
+    assert inventory["nodes"]["nodeA"]["cpu"]["cores"] >= 1
+    assert inventory["nodes"]["nodeA"]["interfaces"] == {
+        "unreadable": "not recorded: the run was interrupted before the inventory probe "
+                      "ran on this node"}
 
 
 def test_own_tests_with_fixtures(pytester: pytest.Pytester, fs: Path) -> None:

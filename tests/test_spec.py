@@ -224,8 +224,8 @@ SIM_BASE = "cluster: {name: x, nodes: 'n[1-2]', launcher: sim}\n"
 @pytest.mark.parametrize(("text", "message"), [
     ("gpus: {count: 8, model: H100-SXM}\nsim: {}\n",
      "t.yaml:2: gpus.model: unknown GPU model 'H100-SXM'; did you mean 'H100-SXM-80GB'? "
-     "known: H100-SXM-80GB, H100-PCIe-80GB, H100-NVL-94GB, H200-SXM-141GB, A100-SXM4-80GB, "
-     "A100-SXM4-40GB, A100-PCIe-80GB"),
+     "known: H100-SXM-80GB, H100-PCIe-80GB, H100-NVL-94GB, H200-SXM-141GB, B200-SXM-180GB, "
+     "A100-SXM4-80GB, A100-SXM4-40GB, A100-PCIe-80GB"),
     ("gpus: {count: 8, pcie: slow}\nsim: {}\n",
      "t.yaml:2: gpus.pcie: expected true or 'max' (the default), or false to leave it out, "
      "got 'slow'"),

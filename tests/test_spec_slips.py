@@ -84,8 +84,8 @@ def test_an_empty_sim_section_still_needs_the_sim_launcher() -> None:
      "tf32, fp32, fp8)"),
     ("cluster: {name: x, nodes: a}\ngpus: {count: 8, model: h100-sxm}\n",
      "t.yaml:2: gpus.model: unknown GPU model 'h100-sxm'; did you mean 'H100-SXM-80GB'? "
-     "known: H100-SXM-80GB, H100-PCIe-80GB, H100-NVL-94GB, H200-SXM-141GB, A100-SXM4-80GB, "
-     "A100-SXM4-40GB, A100-PCIe-80GB"),
+     "known: H100-SXM-80GB, H100-PCIe-80GB, H100-NVL-94GB, H200-SXM-141GB, B200-SXM-180GB, "
+     "A100-SXM4-80GB, A100-SXM4-40GB, A100-PCIe-80GB"),
 ])
 def test_did_you_mean_ignores_case(text: str, message: str) -> None:
     assert error_of(text) == message
