@@ -25,7 +25,7 @@ from pytest_cluster.plan import Plan
 from pytest_cluster.plots import is_benchmark
 from pytest_cluster.report import ClauseTally, add_to_tally
 from pytest_cluster.results import counted, outcome
-from pytest_cluster.scorecard import Gathered, Matrix, passed_row
+from pytest_cluster.scorecard import Gathered, Matrix, passed_row, reference_named
 from pytest_cluster.verdict import NodeVerdict, VerdictBuilder, cluster_failures
 
 #: Keys of a result line that only results.jsonl and JUnit need, not the controller's
@@ -67,6 +67,7 @@ class Ledger:
         self._verdicts = VerdictBuilder(nodes)
         self._tallies: dict[str, ClauseTally] = {}
         self._matrix = Matrix(nodes)
+        self._references: dict[str, str] = {}  # per clause, the first passed one's
         self._passed = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 (closed by close())
 
     def add(self, record: dict[str, Any]) -> None:
@@ -85,6 +86,8 @@ class Ledger:
         if kind == "passed":
             clause = str(record.get("clause") or record.get("spec_key"))
             self._passed.write(json.dumps([clause, passed_row(record)]) + "\n")
+            if "reference" in record and clause not in self._references:
+                self._references[clause] = reference_named(record)
         if kind != "passed" or is_benchmark(record):
             self.kept.append(held(record))
 
@@ -115,7 +118,7 @@ class Ledger:
     def gathered(self) -> Gathered:
         """What the HTML scorecard shows; reads the passed rows back from disk."""
         return Gathered(self.cluster_failures(), list(self._tallies.values()),
-                        self._matrix, self._passed_rows())
+                        self._matrix, self._passed_rows(), self._references)
 
     def _passed_rows(self) -> dict[str, list[str]]:
         by_clause: dict[str, list[str]] = {}

@@ -16,25 +16,25 @@ from dataclasses import dataclass
 
 from pytest_cluster.gpu_models import model_of_nvml_name
 
-MAMF = ("stas00/ml-engineering, compute/accelerator: maximum achievable matmul FLOPS "
-        "(mamf-finder.py), https://github.com/stas00/ml-engineering/tree/master/compute/"
-        "accelerator")
-NHC = ("Azure/azurehpc-health-checks (ND H100 v5: H2D/D2H expected 52 GB/s, fail below 48; "
-       "P2P >= 335), https://github.com/Azure/azurehpc-health-checks")
-NCCL_H100 = ("NVIDIA/nccl-tests issue 212, NCCL maintainer: ring ~370 GB/s busbw, NVLink "
-             "SHARP ~480 on 8 GPUs, https://github.com/NVIDIA/nccl-tests/issues/212")
-NCCL_H200 = ("NVIDIA/nccl-tests issue 272: all_reduce_perf on 8 x H200 peaks at 475 GB/s "
-             "busbw (NVLS), https://github.com/NVIDIA/nccl-tests/issues/272")
-H100_SHEET = ("NVIDIA H100 Tensor Core GPU datasheet, https://resources.nvidia.com/"
-              "en-us-tensor-core/nvidia-tensor-core-gpu-datasheet")
-H200_SHEET = "NVIDIA H200 product page, https://www.nvidia.com/en-us/data-center/h200/"
-B200_SHEET = "NVIDIA DGX B200 datasheet, https://www.nvidia.com/en-us/data-center/dgx-b200/"
-NCCL_B200 = ("nccl-tests all_reduce_perf on 8 x B200 as reported on the NVIDIA/nccl-tests "
-             "tracker (NVLS 838-846, ring 682 GB/s busbw)")
-NDR = ("NCCL ring all_reduce over InfiniBand NDR 400 Gb/s: 46-48 GB/s busbw per NIC "
-       "(50 GB/s on the wire), NVIDIA/nccl-tests PERFORMANCE.md and user reports")
-XDR = ("no published nccl-tests figure for XDR 800 Gb/s was found: NDR's 94 % of the wire "
-       "applied to 100 GB/s (a derived figure, not a measurement)")
+# Sources, as each case records them (short: they repeat on every case).
+# mamf-finder: stas00/ml-engineering, "maximum achievable matmul FLOPS" table.
+MAMF = "https://github.com/stas00/ml-engineering/tree/master/compute/accelerator (mamf-finder)"
+# Azure NHC, ND H100 v5: H2D/D2H expected 52 GB/s (fails below 48), P2P >= 335.
+NHC = "https://github.com/Azure/azurehpc-health-checks (ND H100 v5 thresholds)"
+# The NCCL maintainer: ring ~370 GB/s busbw, NVLink SHARP ~480 on 8 x H100.
+NCCL_H100 = "https://github.com/NVIDIA/nccl-tests/issues/212 (NCCL maintainer)"
+# all_reduce_perf on 8 x H200 peaks at 475 GB/s busbw (NVLS).
+NCCL_H200 = "https://github.com/NVIDIA/nccl-tests/issues/272 (8 x H200)"
+H100_SHEET = ("https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"
+              " (datasheet)")
+H200_SHEET = "https://www.nvidia.com/en-us/data-center/h200/ (datasheet)"
+B200_SHEET = "https://www.nvidia.com/en-us/data-center/dgx-b200/ (datasheet)"
+# NVLS 838-846, ring 682 GB/s busbw on 8 x B200, as users report them.
+NCCL_B200 = "https://github.com/NVIDIA/nccl-tests/issues (8 x B200 user reports)"
+# 46-48 GB/s busbw per NDR 400 Gb/s NIC (50 GB/s on the wire) in a NCCL ring.
+NDR = "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md (NDR, ring)"
+XDR = ("derived: no published nccl-tests figure for XDR 800 Gb/s; NDR's 94 % of the wire "
+       "applied to 100 GB/s")
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,7 @@ class ClusterSession:
         self._old_sigterm: Any = None
         self._html: Any = _UNKNOWN
         self._spool: JunitSpool | None = None  # JUnit testcases on disk as they finish
-        self.inventory: dict[str, Any] | None = None  # inventory.json, once taken
+        self.inventory_html = ""  # the report's rendering of inventory.json, once taken
         self.inventory_error = ""  # why it could not be taken
 
     # -- start ----------------------------------------------------------------------------
@@ -210,17 +210,22 @@ class ClusterSession:
             return result
         finally:
             if self.runs_checks and not self.collected_nothing and self.run_dir is not None:
-                self._take_inventory(self.run_dir, may_probe=finished)
-                if finished and self.baseline is not None and self.inventory is not None:
-                    self._compare_with_baseline(session, self.run_dir, self.baseline,
-                                                self.inventory)
+                taken = self._take_inventory(self.run_dir, may_probe=finished)
+                if finished and self.baseline is not None and taken is not None:
+                    self._compare_with_baseline(session, self.run_dir, self.baseline, taken)
 
-    def _take_inventory(self, run_dir: Path, may_probe: bool) -> None:
+    def _take_inventory(self, run_dir: Path, may_probe: bool) -> dict[str, Any] | None:
+        """inventory.json written, and rendered for the report at once (a thousand nodes'
+        inventory is not held to the end of the run)."""
         try:
-            self.inventory = inventory.take(Cluster(self.spec, self.cache_dir), may_probe)
-            inventory.write(run_dir, self.inventory)
+            taken = inventory.take(Cluster(self.spec, self.cache_dir), may_probe)
+            inventory.write(run_dir, taken)
         except Exception as exc:  # the checks' evidence matters more: said, not raised
             self.inventory_error = f"{type(exc).__name__}: {exc}"
+            self.inventory_html = inventory_html(None, self.inventory_error)
+            return None
+        self.inventory_html = inventory_html(taken)
+        return taken
 
     def _compare_with_baseline(self, session: pytest.Session, run_dir: Path,
                                accepted: Baseline, taken: dict[str, Any]) -> None:
@@ -362,7 +367,7 @@ class ClusterSession:
                                   self.spec.baseline.tolerance)]
         prefix.append(f'<div class="evidence">{evidence[0]}</div>')
         prefix.append(interconnect_charts(self.ledger.kept))
-        evidence = [inventory_html(self.inventory, self.inventory_error)]
+        evidence = [self.inventory_html]
         if self.run_dir is not None:
             evidence.append(sealing_html([s.keyid for s in self.signers], str(self.run_dir)))
         prefix.append(f'<div class="evidence">{"".join(evidence)}</div>')

@@ -61,6 +61,7 @@ cluster: {name: ref, nodes: "n1", launcher: sim}
 gpus:
   count: 8
   matmul: {bf16: ">= 900 TFLOPS", tf32: ">= 100 TFLOPS"}
+  h2d: ">= 40 GB/s"
 sim:
   gpus_per_node: 8
 """
@@ -81,3 +82,8 @@ def test_references_inform_and_the_clause_decides(pytester: pytest.Pytester) -> 
                 and "reference" in r]
     junit = (pytester.path / "reports" / "latest" / "junit.xml").read_text()
     assert '<property name="reference_ratio" value="' in junit
+    report = (pytester.path / "reports" / "latest" / "report.html").read_text()
+    # passed: the reference named once above the clause's rows, each row its ratio
+    assert ("Reference (informs, never decides): 52 GB/s Azure NHC expects on H100 SXM "
+            "(PCIe Gen5 x16)") in report
+    assert "of the 794.5 TFLOPS measured by mamf-finder" in report  # a failed case's row
