@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml Makefile
 demo: $(STAMP)
 	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest --cluster=examples/localhost.yaml \
 		--cluster-reports=reports -p no:hypothesispytest; status=$$?; \
-	echo; echo "Evidence: reports/latest/ (report.html junit.xml results.jsonl verdict.json manifest.intoto.json; check it: $(BIN)/pytest-cluster verify reports/latest)"; \
+	echo; echo "Evidence: reports/latest/ (report.html junit.xml results.jsonl verdict.json inventory.json manifest.intoto.json; check it: $(BIN)/pytest-cluster verify reports/latest)"; \
 	exit $$status
 
 test: $(STAMP)

@@ -67,6 +67,18 @@ def _gpus(gpu: ProbeResult | None, missing: str) -> tuple[Any, dict[str, Any]]:
     return listed, {"driver": payload.get("driver"), "cuda_driver": payload.get("cuda_driver")}
 
 
+#: Where the host probe looks for each version (probes/host.py), for one it did not find.
+LOOKED = {"python": "the interpreter the spec names", "torch": "package metadata of torch",
+          "cuda": "torch/version.py (no torch, or a CPU build)",
+          "driver": "/sys/module/nvidia/version and /proc/driver/nvidia/version (no NVIDIA "
+                    "driver loaded)"}
+
+
+def _found(versions: dict[str, Any], name: str) -> Any:
+    value = versions.get(name)
+    return value if value else unreadable(f"not found: looked in {LOOKED[name]}")
+
+
 def _nccl(host: dict[str, Any], perf: ProbeResult | None) -> tuple[Any, str]:
     if perf is not None and perf.ok and perf.payload().get("nccl"):
         return perf.payload()["nccl"], "torch.cuda.nccl.version() in the GPU measurements"
@@ -99,13 +111,15 @@ def node_record(host_result: ProbeResult | None, gpu: ProbeResult | None,
         "os": host.get("os"), "kernel": versions.get("kernel"),
     }
     nccl, nccl_source = _nccl(host, perf)
-    software = {"python": versions.get("python"), "torch": versions.get("torch"),
-                "cuda": versions.get("cuda"), "nccl": nccl, "driver": versions.get("driver")}
+    software = {"python": _found(versions, "python"), "torch": _found(versions, "torch"),
+                "cuda": _found(versions, "cuda"), "nccl": nccl,
+                "driver": _found(versions, "driver")}
     if with_gpus:
         gpus, nvml = _gpus(gpu, missing)
         record["gpus"] = gpus
         software["driver"] = nvml.get("driver") or software["driver"]
-        software["cuda_driver"] = nvml.get("cuda_driver")
+        software["cuda_driver"] = nvml.get("cuda_driver") or unreadable(
+            "NVML gave no CUDA driver version" if nvml else "no answer from NVML")
     record["software"] = software
     record["nccl_source"] = nccl_source
     for part in ("interfaces", "infiniband", "filesystems"):

@@ -91,6 +91,8 @@ def test_a_node_record_joins_its_probes_and_marks_what_is_missing() -> None:
                                "board_part": "692", "vbios": "96.00", "pci_bus_id": "0:18"}]
     assert record["software"]["driver"] == "550.90.07"  # NVML's, not the module's
     assert record["software"]["nccl"] == "2.21.5"
+    assert record["software"]["torch"] == {"unreadable": "not found: looked in package "
+                                                         "metadata of torch"}
     assert record["nccl_source"].startswith("torch.cuda.nccl.version()")
     assert record["dmi"] == {"unreadable": "the inventory probe did not run on this node"}
     assert record["cpu"] == {"model": "EPYC", "sockets": 2, "cores": 96, "threads": 192}
