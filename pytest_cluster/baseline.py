@@ -104,6 +104,10 @@ def load(path: Path) -> Baseline:
         inventory = json.loads((path / INVENTORY).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise BaselineError(f"{path / INVENTORY}: cannot be read: {exc}") from None
+    nodes = inventory.get("nodes") if isinstance(inventory, dict) else None
+    if not isinstance(nodes, dict) or not all(isinstance(n, dict) for n in nodes.values()):
+        raise BaselineError(f"{path / INVENTORY}: expected {{\"nodes\": {{NODE: {{...}}}}}} as "
+                            "pytest-cluster writes it")
     started = results.run.get("started_at")
     date = time.strftime("%Y-%m-%d", time.gmtime(started)) if isinstance(
         started, (int, float)) else "of unknown date"

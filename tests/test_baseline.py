@@ -18,6 +18,7 @@ from pytest_cluster.baseline import (
     load,
     same_nodes,
 )
+from pytest_cluster.bundle.manifest import MANIFEST, seal
 from pytest_cluster.results import read_results
 
 
@@ -200,3 +201,30 @@ def test_a_baseline_that_fails_verify_is_a_usage_error(pytester: pytest.Pytester
     result = _run(pytester, "now", f"--cluster-baseline={pytester.path / 'nowhere'}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert not (pytester.path / "now").exists()
+
+
+def _reseal(run_dir: Path) -> None:
+    """A forger's bundle: files changed, the manifest made again over them (unsigned)."""
+    (run_dir / MANIFEST).unlink()
+    seal(run_dir, {}, ())
+
+
+def test_a_baseline_that_verifies_but_holds_odd_values_never_crashes_the_run(
+        pytester: pytest.Pytester) -> None:
+    assert _run(pytester, "accepted").ret == pytest.ExitCode.OK
+    base = (pytester.path / "accepted" / "latest").resolve()
+    inventory = json.loads((base / "inventory.json").read_text())
+    (base / "inventory.json").write_text('{"nodes": [1, 2]}')
+    _reseal(base)
+    refused = _run(pytester, "now", f"--cluster-baseline={base}")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["*inventory.json: expected {\"nodes\": {NODE: {...}}}*"])
+    inventory["nodes"]["n1"]["infiniband"] = [{"name": "mlx5_0", "ports": 5}]
+    (base / "inventory.json").write_text(json.dumps(inventory))
+    _reseal(base)
+    odd = _run(pytester, "odd", f"--cluster-baseline={base}")
+    assert odd.ret == pytest.ExitCode.TESTS_FAILED
+    [failed] = [r for r in read_results(pytester.path / "odd" / "latest" /
+                                        "results.jsonl").results if r["outcome"] == "failed"]
+    assert failed["nodeid"] == "pytest_cluster/baseline.py::test_same_nodes[cluster]"
+    assert "could not be compared: TypeError" in failed["message"]
