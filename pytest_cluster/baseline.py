@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_cluster.bundle.keys import PublicKey
 from pytest_cluster.bundle.verify import verify
 from pytest_cluster.errors import BundleError
 from pytest_cluster.inventory import INVENTORY, is_unreadable
@@ -47,6 +48,7 @@ class Baseline:
     manifest_sha256: str
     inventory: dict[str, Any]
     figures: dict[str, dict[str, Any]]  # numeric result lines by case id
+    checked_key: str | None = None  # the key its signature was checked against, if one
 
     @property
     def label(self) -> str:
@@ -84,15 +86,17 @@ def figures(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def load(path: Path) -> Baseline:
-    """The baseline at `path`, verified; BaselineError saying why it cannot be one."""
+def load(path: Path, key: Path | None = None) -> Baseline:
+    """The baseline at `path`, verified (with `key`: signed by that key); BaselineError
+    saying why it cannot be one."""
     try:
-        verdict = verify(path)
+        verdict = verify(path, PublicKey.load(key) if key is not None else None)
     except BundleError as exc:
         raise BaselineError(str(exc)) from None
     if not verdict.ok:
         problems = "; ".join(line for line in verdict.lines()
-                             if line.startswith(("CHANGED", "MISSING", "ADDED", "files")))
+                             if line.startswith(("CHANGED", "MISSING", "ADDED", "files",
+                                                 "signature")))
         raise BaselineError(f"it fails pytest-cluster verify, so it is no evidence of what "
                             f"was accepted: {problems}")
     missing = [name for name in ("results.jsonl", INVENTORY) if not (path / name).is_file()]
@@ -112,7 +116,7 @@ def load(path: Path) -> Baseline:
     date = time.strftime("%Y-%m-%d", time.gmtime(started)) if isinstance(
         started, (int, float)) else "of unknown date"
     return Baseline(path, date, tuple(verdict.signed_by), verdict.manifest_sha256,
-                    inventory, figures(results.results))
+                    inventory, figures(results.results), verdict.key)
 
 
 # -- nodes and hardware ------------------------------------------------------------------

@@ -128,7 +128,9 @@ def baseline_html(baseline: Baseline | None, cases: Sequence[Case], tolerance: f
         by_clause.setdefault(case.clause, []).append(case)
     counts = "; ".join(f"{clause}: {sum(c.passed for c in found)} of {len(found)} as at "
                        "baseline" for clause, found in by_clause.items())
-    signed = ", ".join(baseline.signed_by) or "unsigned"
+    signed = (f"signed by {', '.join(baseline.signed_by)}" if baseline.signed_by
+              else "unsigned") + (f", the signature checked against {baseline.checked_key}"
+                                  if baseline.checked_key else "")
     rows = "".join(f"<tr><td>{esc(c.clause)}</td><td>{esc(c.param)}</td>"
                    f"<td>{esc(c.message)}</td></tr>" for c in failed[:MAX_FAILED_SHOWN])
     more = (f"<p>and {len(failed) - MAX_FAILED_SHOWN} more (JUnit and results.jsonl list "

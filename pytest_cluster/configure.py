@@ -68,6 +68,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="compare this run with an earlier run's evidence directory (one that passes "
              "pytest-cluster verify): the same nodes and hardware, and no figure worse "
              "than there by more than the spec's baseline.tolerance (default 5%%)")
+    group.addoption(
+        "--cluster-baseline-key", metavar="PUBKEY", default=None,
+        help="the baseline must be signed by this public key (PEM or OpenSSH), as "
+             "`pytest-cluster verify --key` checks it")
     sealing.add_options(group)
 
 
@@ -75,10 +79,13 @@ def load_baseline(config: pytest.Config) -> Baseline | None:
     """The baseline --cluster-baseline names, verified now: one that cannot serve is a
     usage error before any test runs."""
     where = config.getoption("cluster_baseline")
+    key = config.getoption("cluster_baseline_key")
     if not where:
+        if key:
+            raise pytest.UsageError("--cluster-baseline-key needs --cluster-baseline=DIR")
         return None
     try:
-        return baseline.load(Path(where))
+        return baseline.load(Path(where), Path(key) if key else None)
     except baseline.BaselineError as exc:
         raise pytest.UsageError(f"--cluster-baseline={where}: {exc}") from None
 

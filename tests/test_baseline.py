@@ -20,6 +20,7 @@ from pytest_cluster.baseline import (
 )
 from pytest_cluster.bundle.manifest import MANIFEST, seal
 from pytest_cluster.results import read_results
+from tests.test_bundle import ed25519_key
 
 
 def figure(measured: float, scale: float, unit: str, comparison: str = ">=",
@@ -228,3 +229,25 @@ def test_a_baseline_that_verifies_but_holds_odd_values_never_crashes_the_run(
                                         "results.jsonl").results if r["outcome"] == "failed"]
     assert failed["nodeid"] == "pytest_cluster/baseline.py::test_same_nodes[cluster]"
     assert "could not be compared: TypeError" in failed["message"]
+
+
+def test_a_baseline_key_requires_the_baseline_signed_by_it(pytester: pytest.Pytester,
+                                                          tmp_path: Path) -> None:
+    private, public, _ = ed25519_key(tmp_path, "accepted")
+    _, other, _ = ed25519_key(tmp_path, "other")
+    assert _run(pytester, "accepted", f"--cluster-sign-key={private}").ret == \
+        pytest.ExitCode.OK
+    base = (pytester.path / "accepted" / "latest").resolve()
+    good = _run(pytester, "good", f"--cluster-baseline={base}",
+                f"--cluster-baseline-key={public}")
+    assert good.ret == pytest.ExitCode.OK
+    report = (pytester.path / "good" / "latest" / "report.html").read_text()
+    assert "the signature checked against SHA256:" in report
+    wrong = _run(pytester, "wrong", f"--cluster-baseline={base}",
+                 f"--cluster-baseline-key={other}")
+    assert wrong.ret == pytest.ExitCode.USAGE_ERROR
+    wrong.stderr.fnmatch_lines(["*it fails pytest-cluster verify*signature: INVALID*"])
+    assert not (pytester.path / "wrong").exists()
+    alone = _run(pytester, "alone", f"--cluster-baseline-key={public}")
+    assert alone.ret == pytest.ExitCode.USAGE_ERROR
+    alone.stderr.fnmatch_lines(["*--cluster-baseline-key needs --cluster-baseline=DIR*"])
