@@ -18,18 +18,28 @@ from pytest_cluster.busbw import CollectiveRun, required_busbw
 from pytest_cluster.cache import ProbeCache
 from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
 from pytest_cluster.node_search import NodeSearch, find_slow_nodes
+from pytest_cluster.plan import Plan
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.probes.gpu_perf import PARTS as PERF_PARTS
 from pytest_cluster.spec.clauses import readers
 from pytest_cluster.spec.model import GpuSpec, InterconnectSpec, Spec, StorageSpec
 
+STORAGE_PARTS = ("write", "read", "metadata")  # what the storage probe measures under load
 
-def storage_call(fs: StorageSpec) -> ProbeCall:
-    """The storage probe's arguments for one filesystem; parts not in contract are skipped."""
+
+def storage_call(fs: StorageSpec,
+                 selected: frozenset[str] | None = None) -> ProbeCall:
+    """The storage probe's arguments for one filesystem. A part not in contract is skipped,
+    and so is one this run's selection left out (`selected`: the clauses it checks, e.g.
+    `-m sanity` checks capacity without writing a byte) when it checks any clause of this
+    filesystem; None, or none of them: every part in contract."""
     args = ["--path", fs.path, "--io-size", str(fs.io_size_bytes),
             "--files", str(fs.metadata_files)]
-    for part in ("write", "read", "metadata"):
-        if fs.clause(part) is None:
+    ours = {c.key for c in fs.clauses}
+    chosen = selected if selected is not None and ours & selected else None
+    for part in STORAGE_PARTS:
+        clause = fs.clause(part)
+        if clause is None or (chosen is not None and clause.key not in chosen):
             args += ["--skip", part]
     return ProbeCall("storage", tuple(args))
 
@@ -67,6 +77,8 @@ def gpu_perf_call(gpus: GpuSpec) -> ProbeCall | None:
     return ProbeCall("gpu_perf", tuple(args))
 
 
+_UNREAD = object()
+
 #: Probes that load the nodes (GPUs, disks): one at a time across xdist workers.
 LOADING_PROBES = ("gpu_perf", "storage", "import_latency")
 
@@ -80,6 +92,7 @@ class Cluster:
         self.cache = ProbeCache(cache_dir)
         self._interconnect_text: str | None = None  # the section as JSON, for _key
         self._search: NodeSearch | None = None  # read once per process
+        self._selected: object = _UNREAD  # the selection's clauses, read once
 
     @property
     def name(self) -> str:
@@ -108,7 +121,17 @@ class Cluster:
         return self.probe_all(ProbeCall("host"))
 
     def storage(self, node: str, fs: StorageSpec) -> ProbeResult:
-        return self.probe(storage_call(fs), node)
+        return self.probe(storage_call(fs, self.selected_clauses()), node)
+
+    def selected_clauses(self) -> frozenset[str] | None:
+        """The clauses this run's selection checks (the plan the collecting process
+        wrote), read once; None when no plan is known."""
+        if self._selected is _UNREAD:
+            plan = Plan.read(self.cache.directory)
+            self._selected = frozenset(case.clause for case in plan.cases
+                                       if case.case_id in plan.selected) if plan.known \
+                else None
+        return self._selected  # type: ignore[return-value]
 
     def import_latency(self, node: str, fs: StorageSpec) -> ProbeResult:
         return self.probe(import_call(fs), node)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import re
 from collections.abc import Generator
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pytest
 from pytest_cluster.configure import CACHE_DIR_KEY, SPEC_KEY, acceptance_dir
 from pytest_cluster.plan import PLAN_KEY, Case, Plan
 from pytest_cluster.spec import Spec
-from pytest_cluster.spec.clauses import declared
+from pytest_cluster.spec.clauses import ACCEPTANCE, STRESS, declared
 from pytest_cluster.spec.promised import Promised, promised
 from pytest_cluster.units import size_id
 
@@ -76,6 +77,15 @@ def _interconnect_params(metafunc: pytest.Metafunc, spec: Spec) -> None:
                              ids=[f"{n}nodes" for n in ic.node_counts], indirect=True)
 
 
+def level_of(item: pytest.Item) -> str:
+    """The level of a contract case (its clause's declaration says), or of your own test
+    (a `stress` marker makes it stress; otherwise it is of the full acceptance suite)."""
+    marker = item.get_closest_marker("clause")
+    if marker is not None and marker.args:
+        return declared(str(marker.args[0])).level
+    return STRESS if item.get_closest_marker(STRESS) is not None else ACCEPTANCE
+
+
 def checked(item: pytest.Item, spec: Spec) -> Promised | None:
     """The clause an item checks and whether the spec has it (None: no clause marker)."""
     marker = item.get_closest_marker("clause")
@@ -94,15 +104,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     keep, drop, absent = [], [], []
     suite = acceptance_dir()
+    chosen = str(config.option.markexpr or "")
+    stress = re.search(rf"\b{STRESS}\b", chosen) is not None
     for item in items:
         found = checked(item, spec)
         if found is not None and not found.promised:
             drop.append(item)
             absent.append(found.not_in_contract)
             continue
+        level = level_of(item)
+        if level == STRESS and not stress:  # opt-in: only when -m names it
+            drop.append(item)
+            absent.append(f"{found.name if found else item.nodeid} (level stress: run it "
+                          "with -m stress)")
+            continue
         keep.append(item)
         if found is not None:
             item.stash[CASE_KEY] = contract_case(item, found.name, suite)
+            if chosen:  # -m sanity, -m "not acceptance": each case carries its level
+                item.add_marker(level)
     ic = spec.interconnect
     if ic is not None:
         absent.extend(f"interconnect.node_counts {n} (the cluster has "

@@ -23,6 +23,7 @@ from pytest_cluster.errors import SpecError
 from pytest_cluster.rundir import create_run_dir
 from pytest_cluster.session import SESSION_PLUGIN, ClusterSession
 from pytest_cluster.spec import Spec, load_spec
+from pytest_cluster.spec.clauses import ACCEPTANCE, SANITY, STRESS
 from pytest_cluster.workers import cut_note, fit_workers, usable_cpus
 
 #: The validated spec, in `config.stash` (absent without --cluster).
@@ -90,6 +91,15 @@ def load_baseline(config: pytest.Config) -> Baseline | None:
         raise pytest.UsageError(f"--cluster-baseline={where}: {exc}") from None
 
 
+#: The levels a contract case has (its clause's declaration says which), as -m selects.
+LEVEL_MARKERS = {
+    SANITY: "no load: counts, models, NVML health, versions, reachability (seconds; a "
+            "SLURM prolog or pre-job gate): pytest --cluster=SPEC -m sanity",
+    ACCEPTANCE: "the checks under load: benchmarks of GPUs, storage and interconnect",
+    STRESS: "long sustained load; opt-in: collected only when -m names stress",
+}
+
+
 #: Options that show something instead of running the contract: they write no evidence.
 NO_RUN_OPTIONS = ("collectonly", "showfixtures", "show_fixtures_per_test", "markers",
                   "setupplan", "setuponly", "help", "version")
@@ -129,6 +139,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "clause(name): the contract clause a test checks, e.g. 'storage.write'; "
                    "tests of clauses absent from the spec are not collected")
+    for level, what in LEVEL_MARKERS.items():
+        config.addinivalue_line("markers", f"{level}: {what}")
     spec_path = config.getoption("cluster")
     if not spec_path:
         return

@@ -30,6 +30,13 @@ if TYPE_CHECKING:
     from pytest_cluster.spec.model import Spec
 
 
+#: How heavy a check is, as a marker to select with -m (README: each level's duration).
+SANITY = "sanity"  # no load: counts, models, NVML health, versions, reachability; seconds
+ACCEPTANCE = "acceptance"  # the full suite: benchmarks under load (the default)
+STRESS = "stress"  # long sustained load; opt-in: run only when -m names it
+LEVELS = (SANITY, ACCEPTANCE, STRESS)
+
+
 class Value(enum.Enum):
     """What a key of the spec holds."""
 
@@ -78,6 +85,7 @@ class Declaration:
     reads: Reads | None = None  # the probe that measures it
     needs_nodes: int = 1  # checked only on a cluster of this many nodes or more
     when: Callable[[Spec], bool] | None = None  # promised when; None: when written
+    level: str = ACCEPTANCE  # SANITY: checked without loading anything
 
     @property
     def id(self) -> str:
@@ -118,8 +126,10 @@ DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")
 
 
 def _quantity(section: str, key: str, dim: Dim, op: str = ">=", *,
-              reads: Reads | None = None, default: str | None = None) -> Declaration:
-    return Declaration(section, key, Value.QUANTITY, dim, op, default=default, reads=reads)
+              reads: Reads | None = None, default: str | None = None,
+              level: str = ACCEPTANCE) -> Declaration:
+    return Declaration(section, key, Value.QUANTITY, dim, op, default=default, reads=reads,
+                       level=level)
 
 
 def _setting(section: str, key: str) -> Declaration:
@@ -130,8 +140,10 @@ def _setting(section: str, key: str) -> Declaration:
 _LOAD = Reads("gpu_perf", "load")
 
 
-def _rule(key: str, text: str, *on: object, reads: Reads | None = None) -> Declaration:
-    return Declaration("gpus", key, Value.RULE, text=text, on=(True, *on), reads=reads)
+def _rule(key: str, text: str, *on: object, reads: Reads | None = None,
+          level: str = ACCEPTANCE) -> Declaration:
+    return Declaration("gpus", key, Value.RULE, text=text, on=(True, *on), reads=reads,
+                       level=level)
 
 
 def _several(spec: Spec) -> bool:
@@ -152,27 +164,27 @@ def _search(spec: Spec) -> bool:
 
 CLAUSES: tuple[Declaration, ...] = (
     # -- host: per node, from the host probe ------------------------------------------------
-    _quantity("host", "cpu_cores", Dim.COUNT,
+    _quantity("host", "cpu_cores", Dim.COUNT, level=SANITY,
               reads=Reads("host", "cpu", "cores", method_field="cores_source")),
-    _quantity("host", "cpu_threads", Dim.COUNT,
+    _quantity("host", "cpu_threads", Dim.COUNT, level=SANITY,
               reads=Reads("host", "cpu", "threads", method="logical CPUs (os.cpu_count)")),
-    _quantity("host", "memory", Dim.SIZE,
+    _quantity("host", "memory", Dim.SIZE, level=SANITY,
               reads=Reads("host", "memory", "total_bytes", method_field="source")),
-    _quantity("host", "memory_available", Dim.SIZE,
+    _quantity("host", "memory_available", Dim.SIZE, level=SANITY,
               reads=Reads("host", "memory", "available_bytes",
                           "/proc/meminfo MemAvailable (what new jobs can have without "
                           "swapping)")),
-    Declaration("host", "software", Value.VERSIONS, members=SOFTWARE),
+    Declaration("host", "software", Value.VERSIONS, members=SOFTWARE, level=SANITY),
     Declaration("host", "same_software", Value.FLAG, members=SOFTWARE, needs_nodes=2,
-                text="the same versions on every node"),
+                text="the same versions on every node", level=SANITY),
     # -- storage: per node and filesystem ---------------------------------------------------
     _setting("storage", "path"),
     Declaration("storage", "shared", Value.FLAG,
                 text="a file written on one node is seen with the same content on every "
                      "node"),
-    _quantity("storage", "capacity", Dim.SIZE,
+    _quantity("storage", "capacity", Dim.SIZE, level=SANITY,
               reads=Reads("storage", "capacity", "total_bytes", "statvfs total size")),
-    _quantity("storage", "free", Dim.SIZE,
+    _quantity("storage", "free", Dim.SIZE, level=SANITY,
               reads=Reads("storage", "capacity", "free_bytes",
                           "statvfs f_bavail (space a non-root user can still write)",
                           method_field="free_source")),
@@ -187,22 +199,22 @@ CLAUSES: tuple[Declaration, ...] = (
     _setting("storage", "import_repeats"),
     _setting("storage", "cold_cache"),
     # -- gpus: per node, and per GPU of each node ---------------------------------------------
-    _quantity("gpus", "count", Dim.COUNT, "=="),
-    Declaration("gpus", "model", Value.NAME),
-    _quantity("gpus", "memory", Dim.SIZE),
+    _quantity("gpus", "count", Dim.COUNT, "==", level=SANITY),
+    Declaration("gpus", "model", Value.NAME, level=SANITY),
+    _quantity("gpus", "memory", Dim.SIZE, level=SANITY),
     Declaration("gpus", "usable_memory", Value.SHARE, Dim.SIZE,
                 expected="a share of total like '95%' or a size like '76 GiB'",
                 reads=Reads("gpu_perf", "usable_memory")),
     _quantity("gpus", "temperature", Dim.TEMPERATURE, "<=", default="<= 85 C", reads=_LOAD),
-    _quantity("gpus", "ecc_uncorrected", Dim.COUNT, "<=", default="<= 0"),
-    _quantity("gpus", "ecc_corrected", Dim.COUNT, "<="),
-    _rule("row_remap", "no pending or failed row remaps"),
+    _quantity("gpus", "ecc_uncorrected", Dim.COUNT, "<=", default="<= 0", level=SANITY),
+    _quantity("gpus", "ecc_corrected", Dim.COUNT, "<=", level=SANITY),
+    _rule("row_remap", "no pending or failed row remaps", level=SANITY),
     _rule("pcie", "PCIe link at its maximum generation and width", "max", reads=_LOAD),
     Declaration("gpus", "nvlink", Value.RULE, Dim.COUNT, text="every NVLink link up",
-                on=(True, "all")),
+                on=(True, "all"), level=SANITY),
     _rule("throttle", "no HW slowdown, thermal or power-brake throttling under load", "none",
           reads=_LOAD),
-    _rule("xid", "no critical XID errors", "none"),
+    _rule("xid", "no critical XID errors", "none", level=SANITY),
     Declaration("gpus", "matmul", Value.MEMBERS, Dim.FLOPS, members=DTYPES,
                 reads=Reads("gpu_perf", "matmul")),
     _setting("gpus", "matmul_size"),
@@ -212,12 +224,12 @@ CLAUSES: tuple[Declaration, ...] = (
     _quantity("gpus", "d2h", Dim.RATE, reads=Reads("gpu_perf", "d2h", "bytes_per_s")),
     _quantity("gpus", "p2p", Dim.RATE, reads=Reads("gpu_perf", "p2p")),
     _setting("gpus", "xid_window"),
-    _quantity("gpus", "power_limit", Dim.POWER),
+    _quantity("gpus", "power_limit", Dim.POWER, level=SANITY),
     _setting("gpus", "load_time"),
     Declaration("gpus", "uniform", Value.IMPLIED,
-                text="every GPU of a node is the same model"),
+                text="every GPU of a node is the same model", level=SANITY),
     Declaration("gpus", "same_driver", Value.IMPLIED, needs_nodes=2,
-                text="the same NVIDIA driver on every node"),
+                text="the same NVIDIA driver on every node", level=SANITY),
     # -- interconnect: the busbw promise, tested three ways (its scopes); the spec writes it
     # once, `interconnect.busbw`, and each scope is an instance of it ------------------------
     Declaration("interconnect", "busbw[intra_node]", Value.IMPLIED, when=_intra),

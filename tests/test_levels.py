@@ -1,0 +1,115 @@
+"""Levels: each clause declares one; `-m sanity` runs the checks that load nothing (no
+torch measurement, no storage benchmark), stress is opt-in."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_cluster.cluster import storage_call
+from pytest_cluster.spec import parse_spec
+from pytest_cluster.spec.clauses import CLAUSES, LEVELS, SANITY
+
+
+def test_every_clause_has_a_level_and_sanity_reads_nothing_that_loads() -> None:
+    for declaration in CLAUSES:
+        assert declaration.level in LEVELS, declaration.id
+        reads = declaration.reads
+        if declaration.level == SANITY and reads is not None:
+            assert reads.probe in ("host", "gpu", "storage"), declaration.id
+            if reads.probe == "storage":  # statvfs, not the benchmark
+                assert reads.part == "capacity", declaration.id
+    sanity = {d.id for d in CLAUSES if d.level == SANITY}
+    assert {"gpus.count", "gpus.model", "gpus.xid", "gpus.nvlink", "gpus.ecc_uncorrected",
+            "host.software", "storage.capacity"} <= sanity
+    assert not sanity & {"gpus.matmul", "gpus.usable_memory", "gpus.throttle",
+                         "gpus.temperature", "storage.write", "storage.import_torch",
+                         "interconnect.busbw[intra_node]"}
+
+
+SPEC = """\
+cluster: {name: c, nodes: n1, launcher: local}
+storage:
+  - path: /d
+    capacity: ">= 1 GiB"
+    write: ">= 1 GB/s"
+    read: ">= 1 GB/s"
+"""
+
+
+def test_the_storage_probe_measures_only_what_the_selection_checks() -> None:
+    (fs,) = parse_spec(SPEC, "t.yaml").storage
+    every = ("storage", ("--path", "/d", "--io-size", "1073741824", "--files", "2000",
+                         "--skip", "metadata"))
+    assert (storage_call(fs).name, storage_call(fs).args) == every
+    sanity = storage_call(fs, frozenset({"storage[/d].capacity", "host.cpu_cores"}))
+    assert sanity.args == ("--path", "/d", "--io-size", "1073741824", "--files", "2000",
+                           "--skip", "write", "--skip", "read", "--skip", "metadata")
+    one = storage_call(fs, frozenset({"storage[/d].read"}))
+    assert one.args[-4:] == ("--skip", "write", "--skip", "metadata")
+    # no case of this filesystem selected (your own tests ask for it): every part
+    assert storage_call(fs, frozenset({"host.cpu_cores"})).args == every[1]
+
+
+SIM = """\
+cluster: {name: lv, nodes: "n[1-3]", launcher: sim}
+host: {cpu_cores: ">= 1"}
+gpus:
+  count: 8
+  matmul: {bf16: ">= 700 TFLOPS"}
+sim:
+  gpus_per_node: 8
+"""
+
+
+def test_sanity_loads_nothing_and_says_what_it_left_out(pytester: pytest.Pytester) -> None:
+    (pytester.path / "trial.yaml").write_text(SIM)
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "-m", "sanity")
+    assert result.ret == pytest.ExitCode.OK
+    run_dir = (pytester.path / "reports" / "latest").resolve()
+    probes = {json.loads(p.read_text())["probe"] for p in (run_dir / "probes").glob(
+        "*.call.json")}
+    assert probes == {"host", "gpu"}  # no torch measurement
+    lines = [json.loads(line) for line in (run_dir / "results.jsonl").read_text()
+             .splitlines()]
+    ran = {r["clause"] for r in lines if r["type"] == "result"}
+    assert "gpus.matmul.bf16" not in ran and {"gpus.count", "host.cpu_cores"} <= ran
+    assert lines[-1]["status"] == "partial"
+    assert lines[-1]["selection"] == {"-m": "sanity"}
+
+
+def test_stress_is_opt_in(pytester: pytest.Pytester) -> None:
+    (pytester.path / "trial.yaml").write_text(SIM)
+    pytester.makepyfile(test_mine="""
+        import pytest
+
+        @pytest.mark.stress
+        def test_soak(cluster):
+            assert cluster.nodes
+
+        def test_plain(cluster):
+            assert cluster.nodes
+    """)
+    default = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                 "test_mine.py")
+    default.assert_outcomes(passed=1, deselected=1)
+    chosen = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "test_mine.py", "-m", "stress")
+    chosen.assert_outcomes(passed=1, deselected=1)  # -m stress leaves test_plain out
+    markers = pytester.runpytest("--markers")
+    markers.stdout.fnmatch_lines(["*@pytest.mark.sanity: no load*", "*@pytest.mark.stress:*"])
+
+
+def test_not_sanity_is_the_rest_of_the_suite(pytester: pytest.Pytester) -> None:
+    """`-m "not sanity"` runs the rest of the suite: the levels split it in two."""
+    (pytester.path / "trial.yaml").write_text(SIM)
+    rest = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                              "-m", "not sanity")
+    assert rest.ret == pytest.ExitCode.OK
+    lines = [json.loads(line) for line in (pytester.path / "reports" / "latest" /
+                                           "results.jsonl").read_text().splitlines()]
+    # what is judged under the torch probe's load: matmul, and the default rules read then
+    assert {r["clause"] for r in lines if r["type"] == "result"} == {
+        "gpus.matmul.bf16", "gpus.temperature", "gpus.throttle", "gpus.pcie"}
