@@ -238,6 +238,12 @@ CLAUSES: tuple[Declaration, ...] = (
     # -- baseline: how a run is compared with an accepted one (--cluster-baseline); its
     # cases (baseline.nodes, .hardware, .performance) are derived after the run ----------
     _setting("baseline", "tolerance"),
+    # -- sla: availability over a soak and the credit owed for falling short --------------
+    _setting("sla", "uptime"),
+    _setting("sla", "down_after"),
+    _setting("sla", "price_per_node_hour"),
+    _setting("sla", "currency"),
+    _setting("sla", "credits"),
 )
 
 _BY_ID = {declaration.id: declaration for declaration in CLAUSES}

@@ -49,6 +49,7 @@ from pytest_cluster.spec.model import (
     StorageSpec,
     VersionClause,
 )
+from pytest_cluster.spec.sla import parse_sla
 from pytest_cluster.spec.slurm import allocation_nodes, parse_slurm, wants_allocation
 from pytest_cluster.spec.ssh import parse_ssh
 from pytest_cluster.units import Dim, parse_quantity
@@ -269,7 +270,7 @@ def parse_spec(text: str, file: str) -> Spec:
                         f"got {kind(root) if not isinstance(root, ScalarNode) else 'a scalar'}"
                         " (is this file a spec?)", file=file, line=root.start_mark.line + 1)
     top = Map(ctx, root, "", ("cluster", "host", "storage", "gpus", "interconnect", "sim",
-                              "ssh", "slurm", "baseline"))
+                              "ssh", "slurm", "baseline", "sla"))
     slurm_node = top.items.get("slurm", (None, None))[1]
     allocation = wants_allocation(slurm_node)
     cluster = _cluster(ctx, top.take("cluster"), allocation)
@@ -288,6 +289,7 @@ def parse_spec(text: str, file: str) -> Spec:
         cluster = dataclasses.replace(cluster, nodes=allocation_nodes(ctx, slurm_node))
     interconnect = parse_interconnect(ctx, top.take("interconnect"), cluster, gpus)
     baseline = _baseline(ctx, top.take("baseline"))
+    sla = parse_sla(ctx, top.take("sla"))
     top.finish()
     if not ctx.count and gpus is None and interconnect is None and not _has_clauses(
             cluster, host, storage):
@@ -301,7 +303,7 @@ def parse_spec(text: str, file: str) -> Spec:
     warnings = tuple(str(w) for w in sorted(ctx.warnings, key=lambda w: w.line or 0))
     return Spec(file=file, sha256=sha, cluster=cluster, host=host, storage=storage, gpus=gpus,
                 sim=sim, ssh=ssh, slurm=slurm, interconnect=interconnect, baseline=baseline,
-                warnings=warnings, text=text)
+                sla=sla, warnings=warnings, text=text)
 
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),

@@ -121,6 +121,28 @@ class SlurmSpec:
 
 
 @dataclass(frozen=True)
+class CreditTier:
+    """Below `below` availability (a share), `credit` (a share) of the fees is owed."""
+
+    below: float
+    credit: float
+
+
+@dataclass(frozen=True)
+class SlaSpec:
+    """The service level of the contract: the availability promised per node over a soak,
+    how long a failure must last to count as downtime, the price of a node-hour and the
+    credit owed per availability tier (the lowest tier that applies)."""
+
+    uptime: float  # a share, 0.995 = 99.5 %
+    down_after_s: float
+    price_per_node_hour: float
+    currency: str
+    credits: tuple[CreditTier, ...]  # highest threshold first
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class BaselineSpec:
     """How a run is compared with an accepted earlier run (--cluster-baseline): a measured
     figure may be worse than at baseline by at most `tolerance` (a share, 0.05 = 5 %)."""
@@ -142,6 +164,7 @@ class Spec:
     slurm: SlurmSpec | None = None
     interconnect: InterconnectSpec | None = None
     baseline: BaselineSpec = field(default_factory=BaselineSpec)
+    sla: SlaSpec | None = None
     warnings: tuple[str, ...] = ()  # likely slips, "FILE:LINE: KEY: text" like errors
     text: str = field(default="", repr=False, compare=False)  # as read: the evidence keeps it
 

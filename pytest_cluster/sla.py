@@ -1,0 +1,144 @@
+"""Availability and the SLA credit owed, from each node's timeline.
+
+A timeline is a node's spans over the soak: healthy, failed or unreachable. Failed and
+unreachable both count as down, but only in stretches that last at least the spec's
+`down_after` (a blip shorter than that is not downtime, as public cloud SLAs count it).
+Per node: the seconds down, the node-hours lost, its availability, the credit tier that
+applies (the lowest one below which it fell) and the credit owed on its fees; for the
+cluster, the same summed. Every figure comes with its arithmetic in words. Pure
+functions: the soak records the timelines, the reports show this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from pytest_cluster.spec.model import CreditTier, SlaSpec
+
+HEALTHY, FAILED, UNREACHABLE = "healthy", "failed", "unreachable"
+STATES = (HEALTHY, FAILED, UNREACHABLE)
+
+
+@dataclass(frozen=True)
+class Span:
+    start: float  # seconds since the epoch
+    end: float
+    state: str  # HEALTHY, FAILED or UNREACHABLE
+
+
+@dataclass(frozen=True)
+class NodeAvailability:
+    node: str
+    window_s: float
+    down_s: float
+    outages: tuple[tuple[float, float], ...]  # the stretches counted as down
+
+    @property
+    def availability(self) -> float:
+        return 1.0 - self.down_s / self.window_s if self.window_s > 0 else 1.0
+
+    @property
+    def node_hours_lost(self) -> float:
+        return self.down_s / 3600
+
+
+@dataclass(frozen=True)
+class Credit:
+    node: str
+    availability: float
+    tier: CreditTier | None  # None: the uptime was met, or no tier applies
+    fees: float  # the node-hours of the window x the price
+    owed: float
+    arithmetic: str
+
+
+def outages(spans: Iterable[Span], down_after_s: float) -> list[tuple[float, float]]:
+    """The stretches of consecutive failed or unreachable spans that last at least
+    `down_after_s` (a gap between spans, when nothing was recorded, breaks a stretch)."""
+    stretches: list[list[float]] = []
+    joined = False  # whether the next down span may extend the last stretch
+    for span in sorted(spans, key=lambda s: s.start):
+        if span.state == HEALTHY:
+            joined = False
+        elif joined and span.start <= stretches[-1][1]:
+            stretches[-1][1] = max(stretches[-1][1], span.end)
+        else:
+            stretches.append([span.start, span.end])
+            joined = True
+    return [(start, end) for start, end in stretches if end - start >= down_after_s]
+
+
+def node_availability(node: str, spans: Sequence[Span], window: tuple[float, float],
+                      down_after_s: float) -> NodeAvailability:
+    """One node over `window` (start, end): its outages clipped to the window."""
+    start, end = window
+    clipped = [(max(a, start), min(b, end)) for a, b in outages(spans, down_after_s)]
+    counted = tuple((a, b) for a, b in clipped if b > a)
+    return NodeAvailability(node, max(0.0, end - start), sum(b - a for a, b in counted),
+                            counted)
+
+
+def tier_for(availability: float, sla: SlaSpec) -> CreditTier | None:
+    """The credit tier an availability falls in (the lowest threshold it is below);
+    None when it meets the promised uptime or is above every threshold."""
+    if availability >= sla.uptime:
+        return None
+    below = [t for t in sla.credits if availability < t.below]
+    return min(below, key=lambda t: t.below) if below else None
+
+
+def _pct(share: float) -> str:
+    return f"{share * 100:.3f}".rstrip("0").rstrip(".") + " %"
+
+
+def credit(found: NodeAvailability, sla: SlaSpec) -> Credit:
+    hours = found.window_s / 3600
+    fees = hours * sla.price_per_node_hour
+    tier = tier_for(found.availability, sla)
+    owed = fees * tier.credit if tier is not None else 0.0
+    head = (f"{found.node}: down {found.down_s / 3600:.2f} h of {hours:.2f} h = "
+            f"{_pct(found.availability)} available")
+    if tier is None:
+        why = ("meets the promised " + _pct(sla.uptime)) if found.availability >= sla.uptime \
+            else (f"below the promised {_pct(sla.uptime)}, above every credit tier")
+        return Credit(found.node, found.availability, None, fees, 0.0, f"{head}, {why}: "
+                      f"no credit")
+    return Credit(found.node, found.availability, tier, fees, owed,
+                  f"{head}, below {_pct(tier.below)}: {_pct(tier.credit)} of {hours:.2f} "
+                  f"node-hours x {sla.price_per_node_hour:g} {sla.currency} = {owed:.2f} "
+                  f"{sla.currency}")
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """What the cluster owes over a soak: per node, and in total."""
+
+    credits: tuple[Credit, ...]
+    currency: str
+
+    @property
+    def owed(self) -> float:
+        return sum(c.owed for c in self.credits)
+
+    def total_line(self) -> str:
+        owing = [c for c in self.credits if c.owed > 0]
+        if not owing:
+            return f"no credit owed: every node met its tier (0.00 {self.currency})"
+        parts = " + ".join(f"{c.owed:.2f}" for c in owing)
+        return (f"credit owed: {parts} = {self.owed:.2f} {self.currency} "
+                f"({len(owing)} of {len(self.credits)} node(s))")
+
+
+def settle(timelines: dict[str, Sequence[Span]], window: tuple[float, float],
+           sla: SlaSpec) -> tuple[list[NodeAvailability], Settlement]:
+    """Every node's availability over `window`, and the credit the SLA owes for it."""
+    found = [node_availability(node, spans, window, sla.down_after_s)
+             for node, spans in timelines.items()]
+    return found, Settlement(tuple(credit(each, sla) for each in found), sla.currency)
+
+
+def cluster_availability(found: Sequence[NodeAvailability]) -> float:
+    """Node-seconds up over node-seconds in the window, across the cluster."""
+    total = sum(f.window_s for f in found)
+    return 1.0 - sum(f.down_s for f in found) / total if total > 0 else 1.0

@@ -1,0 +1,99 @@
+"""The `sla:` section: the availability a contract promises and the credit it owes.
+
+    sla:
+      uptime: 99.5%                 # per node, over the soak
+      down_after: 5 min             # failed or unreachable this long counts as down
+      price_per_node_hour: 2.49     # in `currency`
+      currency: USD
+      credits:                      # as public cloud SLAs: the lowest tier that applies
+        - {below: 99.5%, credit: 10%}
+        - {below: 99%, credit: 25%}
+        - {below: 95%, credit: 100%}
+"""
+
+from __future__ import annotations
+
+import re
+
+from yaml.nodes import MappingNode, Node, SequenceNode
+
+from pytest_cluster.errors import UnitError
+from pytest_cluster.spec.clauses import keys
+from pytest_cluster.spec.fields import Ctx, Map, field, kind, or_default, time_between
+from pytest_cluster.spec.model import CreditTier, SlaSpec
+from pytest_cluster.units import Dim, parse_quantity
+
+_CURRENCY = re.compile(r"^[A-Z]{3}$")
+
+
+def share(raw: object) -> float:
+    return parse_quantity(raw, Dim.FRACTION).value
+
+
+def price(raw: object) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not raw > 0:
+        raise UnitError(f"expected a price above 0 like 2.49, got {raw!r}")
+    return float(raw)
+
+
+def currency(raw: object) -> str:
+    if not isinstance(raw, str) or not _CURRENCY.match(raw):
+        raise UnitError(f"expected an ISO 4217 code like USD or EUR, got {raw!r}")
+    return raw
+
+
+def _tiers(ctx: Ctx, node: Node | None) -> tuple[CreditTier, ...]:
+    if node is None:
+        ctx.error(None, "sla.credits", "missing: the credit per availability tier, e.g. "
+                  "[{below: 99.5%, credit: 10%}, {below: 99%, credit: 25%}]")
+        return ()
+    if not isinstance(node, SequenceNode) or not node.value:
+        ctx.error(node, "sla.credits", f"expected a list of {{below, credit}} tiers, got "
+                  f"{kind(node)}")
+        return ()
+    tiers = []
+    for index, item in enumerate(node.value):
+        path = f"sla.credits[{index}]"
+        table = Map(ctx, item, path, ("below", "credit"))
+        if not isinstance(item, MappingNode):
+            continue
+        below = field(ctx, table.take("below"), f"{path}.below", share)
+        credit = field(ctx, table.take("credit"), f"{path}.credit", share)
+        table.finish()
+        for name, value in (("below", below), ("credit", credit)):
+            if value is None and not ctx.failed(f"{path}.{name}"):
+                ctx.error(item, f"{path}.{name}", "missing: a share like '99%'")
+        if below is not None and credit is not None:
+            tiers.append((item, CreditTier(below, credit)))
+    for (item, tier), (_, before) in zip(tiers[1:], tiers, strict=False):
+        if not (tier.below < before.below and tier.credit > before.credit):
+            ctx.error(item, "sla.credits", "expected tiers from the highest threshold down, "
+                      "each lower threshold owing a larger credit")
+    return tuple(tier for _, tier in tiers)
+
+
+def parse_sla(ctx: Ctx, node: Node | None) -> SlaSpec | None:
+    if node is None:
+        return None
+    table = Map(ctx, node, "sla", keys("sla"))
+    if not isinstance(node, MappingNode):
+        return None
+
+    def one(key: str, parse: object) -> object:
+        return field(ctx, table.take(key), f"sla.{key}", parse)  # type: ignore[arg-type]
+
+    uptime = one("uptime", share)
+    down_after = one("down_after", time_between(0, 86400, "from 0 to 24 h"))
+    cost = one("price_per_node_hour", price)
+    money = one("currency", currency)
+    tiers = _tiers(ctx, table.take("credits"))
+    table.finish()
+    for key, value in (("uptime", uptime), ("price_per_node_hour", cost)):
+        if value is None and not ctx.failed(f"sla.{key}"):
+            ctx.error(node, f"sla.{key}", "missing: " + (
+                "the availability promised per node, e.g. 99.5%" if key == "uptime"
+                else "what a node-hour costs, e.g. 2.49"))
+    if not isinstance(uptime, float) or not isinstance(cost, float):
+        return None
+    return SlaSpec(uptime, or_default(down_after, 300.0), cost,  # type: ignore[arg-type]
+                   or_default(money, "USD"), tiers, node.start_mark.line + 1)  # type: ignore[arg-type]
