@@ -11,7 +11,7 @@ functions: the soak records the timelines, the reports show this.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pytest_cluster.spec.model import CreditTier, SlaSpec
@@ -130,7 +130,7 @@ class Settlement:
                 f"({len(owing)} of {len(self.credits)} node(s))")
 
 
-def settle(timelines: dict[str, Sequence[Span]], window: tuple[float, float],
+def settle(timelines: Mapping[str, Sequence[Span]], window: tuple[float, float],
            sla: SlaSpec) -> tuple[list[NodeAvailability], Settlement]:
     """Every node's availability over `window`, and the credit the SLA owes for it."""
     found = [node_availability(node, spans, window, sla.down_after_s)
