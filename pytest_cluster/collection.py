@@ -77,18 +77,18 @@ def _interconnect_params(metafunc: pytest.Metafunc, spec: Spec) -> None:
                              ids=[f"{n}nodes" for n in ic.node_counts], indirect=True)
 
 
-def level_of(item: pytest.Item) -> str:
-    """The level of a contract case (its clause's declaration says), or of your own test
-    (a `stress` marker makes it stress; otherwise it is of the full acceptance suite)."""
-    marker = item.get_closest_marker("clause")
+def level_of(item: pytest.Item, marker: pytest.Mark | None) -> str:
+    """The level of a contract case (its clause's declaration says; `marker`: its clause
+    marker), or of your own test (a `stress` marker makes it stress; otherwise it is of
+    the full acceptance suite)."""
     if marker is not None and marker.args:
         return declared(str(marker.args[0])).level
     return STRESS if item.get_closest_marker(STRESS) is not None else ACCEPTANCE
 
 
-def checked(item: pytest.Item, spec: Spec) -> Promised | None:
-    """The clause an item checks and whether the spec has it (None: no clause marker)."""
-    marker = item.get_closest_marker("clause")
+def checked(item: pytest.Item, spec: Spec, marker: pytest.Mark | None) -> Promised | None:
+    """The clause an item checks (`marker`: its clause marker) and whether the spec has it
+    (None: no clause marker)."""
     if marker is None or not marker.args:
         return None
     callspec = getattr(item, "callspec", None)
@@ -107,12 +107,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     chosen = str(config.option.markexpr or "")
     stress = re.search(rf"\b{STRESS}\b", chosen) is not None
     for item in items:
-        found = checked(item, spec)
+        marker = item.get_closest_marker("clause")
+        found = checked(item, spec, marker)
         if found is not None and not found.promised:
             drop.append(item)
             absent.append(found.not_in_contract)
             continue
-        level = level_of(item)
+        level = level_of(item, marker)
         if level == STRESS and not stress:  # opt-in: only when -m names it
             drop.append(item)
             absent.append(f"{found.name if found else item.nodeid} (level stress: run it "
