@@ -28,6 +28,7 @@ from pytest_cluster.bundle.verify import verify
 from pytest_cluster.errors import BundleError
 from pytest_cluster.inventory import INVENTORY, is_unreadable
 from pytest_cluster.results import read_results
+from pytest_cluster.spec.model import Spec
 
 HIGHER_BETTER = (">=", ">")
 LOWER_BETTER = ("<=", "<")
@@ -49,6 +50,23 @@ class Baseline:
     inventory: dict[str, Any]
     figures: dict[str, dict[str, Any]]  # numeric result lines by case id
     checked_key: str | None = None  # the key its signature was checked against, if one
+    cluster: str = ""
+    spec_sha256: str = ""
+    status: str = ""  # how the baseline run ended: complete, partial, interrupted
+
+    def notes(self, spec: Spec) -> list[str]:
+        """What makes this baseline a weaker one to compare with, in words."""
+        found = []
+        if self.cluster and self.cluster != spec.cluster.name:
+            found.append(f"it is of cluster {self.cluster}, this run of {spec.cluster.name}")
+        if self.spec_sha256 and self.spec_sha256 != spec.sha256:
+            found.append("its spec differs from this run's (sha256 "
+                         f"{self.spec_sha256[:12]} vs {spec.sha256[:12]}): only the cases "
+                         "both have are compared")
+        if self.status and self.status != "complete":
+            found.append(f"it ran {self.status}: figures it did not measure have nothing "
+                         "to compare with")
+        return found
 
     @property
     def label(self) -> str:
@@ -68,9 +86,14 @@ class Case:
     props: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def family(self) -> str:
+        """'baseline.performance' of 'baseline.performance[gpus.matmul.bf16]'."""
+        return self.clause.split("[", 1)[0]
+
+    @property
     def test(self) -> str:
         return {"baseline.nodes": "test_same_nodes", "baseline.hardware": "test_same_hardware",
-                "baseline.performance": "test_not_worse"}[self.clause]
+                "baseline.performance": "test_not_worse"}[self.family]
 
 
 def figures(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -116,7 +139,9 @@ def load(path: Path, key: Path | None = None) -> Baseline:
     date = time.strftime("%Y-%m-%d", time.gmtime(started)) if isinstance(
         started, (int, float)) else "of unknown date"
     return Baseline(path, date, tuple(verdict.signed_by), verdict.manifest_sha256,
-                    inventory, figures(results.results), verdict.key)
+                    inventory, figures(results.results), verdict.key,
+                    str(results.run.get("cluster", "")), str(results.run.get("spec_sha256", "")),
+                    results.status)
 
 
 # -- nodes and hardware ------------------------------------------------------------------
@@ -184,14 +209,20 @@ def _gpus(before: Any, after: Any) -> Iterator[str]:
         if now is None:
             yield f"gpu{index} missing (serial {gpu.get('serial')} at baseline)"
         elif gpu.get("serial") != now.get("serial") or gpu.get("uuid") != now.get("uuid"):
-            yield (f"gpu{index} swapped: serial {gpu.get('serial')} ({gpu.get('uuid')}) at "
-                   f"baseline, now serial {now.get('serial')} ({now.get('uuid')})")
+            yield (f"gpu{index} swapped: serial {gpu.get('serial')} ({gpu.get('uuid')}"
+                   f"{_model(gpu, now)}) at baseline, now serial {now.get('serial')} "
+                   f"({now.get('uuid')}{_model(now, gpu)})")
         else:
             for each in ("board_part", "vbios", "pci_bus_id"):
                 yield from _changed(f"gpu{index} {each}", gpu.get(each), now.get(each))
     for index, gpu in new.items():
         if index not in old:
             yield f"gpu{index} new (serial {gpu.get('serial')})"
+
+
+def _model(gpu: dict[str, Any], other: dict[str, Any]) -> str:
+    """', NVIDIA H100 PCIe' where the two GPUs' models differ, else nothing."""
+    return f", {gpu.get('name')}" if gpu.get("name") != other.get("name") else ""
 
 
 def _ports(hca: dict[str, Any]) -> str:
@@ -279,12 +310,15 @@ def compared(now: dict[str, Any], before: dict[str, Any], tolerance: float,
     text = (f"{where} {now['clause']}: {shown_now}{' ' + unit if unit else ''}, "
             f"{abs(change) * 100:.1f} % {direction} baseline {shown_base} ({label})")
     param = str(now["case"]).rpartition("::")[2]  # the case it compares, by its name
-    props = {"measured": shown_now, "unit": unit, "baseline_value": shown_base,
-             "change_pct": round(change * 100, 2), "compared_case": now["case"],
+    props = {"measured": f"{shown_now}{' ' + unit if unit else ''} ({change * 100:+.1f} % on "
+                         f"{shown_base})",
+             "baseline_value": shown_base, "change_pct": round(change * 100, 2),
+             "compared_case": now["case"],
              "requirement": f"no more than {tolerance * 100:g} % "
                             f"{'below' if higher else 'above'} baseline"}
-    return Case(param, "baseline.performance", str(now.get("node")), worse <= tolerance,
-                text if worse > tolerance else "", gpu=now.get("gpu"), props=props)
+    return Case(param, f"baseline.performance[{now['clause']}]", str(now.get("node")),
+                worse <= tolerance, text if worse > tolerance else "", gpu=now.get("gpu"),
+                props=props)
 
 
 def not_worse(baseline: Baseline, now: dict[str, dict[str, Any]],

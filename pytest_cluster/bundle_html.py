@@ -119,7 +119,8 @@ def sealing_html(keyids: Sequence[str], run_dir: str) -> str:
             "which it lists).</p>")
 
 
-def baseline_html(baseline: Baseline | None, cases: Sequence[Case], tolerance: float) -> str:
+def baseline_html(baseline: Baseline | None, cases: Sequence[Case], tolerance: float,
+                  notes: Sequence[str] = ()) -> str:
     if baseline is None:
         return ""
     failed = [c for c in cases if not c.passed]
@@ -137,7 +138,8 @@ def baseline_html(baseline: Baseline | None, cases: Sequence[Case], tolerance: f
             "all)</p>") if len(failed) > MAX_FAILED_SHOWN else ""
     table = ("<table id=\"baseline\"><tr><th>Clause</th><th>Case</th><th>Change</th></tr>"
              f"{rows}</table>{more}") if failed else "<p>Nothing differs.</p>"
-    return (f"<h2>Against the baseline</h2><p>Baseline {esc(str(baseline.path))} "
+    noted = "".join(f'<p class="banner incomplete">Note: {esc(n)}</p>' for n in notes)
+    return (f"<h2>Against the baseline</h2>{noted}<p>Baseline {esc(str(baseline.path))} "
             f"({esc(baseline.label)}; manifest sha256 {esc(baseline.manifest_sha256)}, "
             f"verified; {esc(signed)}). Tolerance {tolerance * 100:g} % "
             f"(spec baseline.tolerance). {esc(counts)}.</p>{table}")

@@ -43,15 +43,29 @@ def report(case: Case, when: Literal["setup", "call", "teardown"], now: float,
     return made
 
 
-def emit(config: pytest.Config, session: pytest.Session, cases: Sequence[Case],
+def is_derived(case_id: str) -> bool:
+    """Whether a case id is of a derived case (not of the spec's contract)."""
+    return case_id.startswith(f"{SOURCE}::")
+
+
+def emit(config: pytest.Config, cases: Sequence[Case],
          simulated: bool) -> None:
-    """Report every case: setup, call and teardown, as a worker would."""
+    """Report every case: setup, call and teardown, as a worker would. The terminal
+    shows them after the run's cases, without a progress percentage (the percentage is of
+    the cases collected, which they are not)."""
     hook = config.hook
-    session.testscollected += len(cases)  # the terminal's progress counts them
-    for case in cases:
-        location = (SOURCE, None, f"{case.test}[{case.param}]")
-        hook.pytest_runtest_logstart(nodeid=case_id(case), location=location)
-        now = time.time()
-        for when in WHEN:
-            hook.pytest_runtest_logreport(report=report(case, when, now, simulated))
-        hook.pytest_runtest_logfinish(nodeid=case_id(case), location=location)
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    shown = getattr(terminal, "_show_progress_info", None)
+    if shown is not None:
+        terminal._show_progress_info = False  # type: ignore[union-attr]
+    try:
+        for case in cases:
+            location = (SOURCE, None, f"{case.test}[{case.param}]")
+            hook.pytest_runtest_logstart(nodeid=case_id(case), location=location)
+            now = time.time()
+            for when in WHEN:
+                hook.pytest_runtest_logreport(report=report(case, when, now, simulated))
+            hook.pytest_runtest_logfinish(nodeid=case_id(case), location=location)
+    finally:
+        if shown is not None:
+            terminal._show_progress_info = shown  # type: ignore[union-attr]

@@ -199,10 +199,12 @@ class ClusterSession:
 
     # -- after the checks: the inventory ------------------------------------------------------
 
-    @pytest.hookimpl(wrapper=True)
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
-        """Once every check has run (on every worker): inventory.json. After Ctrl-C it
-        holds what was already probed, and asks no node for more."""
+        """Once every check has run (on every worker): inventory.json, then the cases
+        derived from the whole run. After Ctrl-C it holds what was already probed, and
+        asks no node for more. The outermost wrapper: the terminal has written its final
+        progress before the derived cases are reported."""
         finished = False
         try:
             result = yield
@@ -236,8 +238,7 @@ class ClusterSession:
             self.baseline_cases = [Case("cluster", "baseline.nodes", "all", False,
                                         f"the baseline {accepted.path} could not be compared:"
                                         f" {type(exc).__name__}: {exc}")]
-        derived_cases.emit(self.config, session, self.baseline_cases,
-                           is_simulated(self.spec))
+        derived_cases.emit(self.config, self.baseline_cases, is_simulated(self.spec))
 
     # -- end ----------------------------------------------------------------------------------
 
@@ -303,16 +304,21 @@ class ClusterSession:
 
     def _end_record(self, exit_code: int, ran: set[str]) -> dict[str, Any]:
         plan = self.plan
+        derived = self.baseline_cases  # not the spec's checks: counted apart
+        failed_derived = sum(not case.passed for case in derived)
         # checks outside the plan: your own tests recording evidence without a clause
-        extra = sum(self.ledger.outside_plan(plan).values())
+        extra = sum(self.ledger.outside_plan(plan).values()) - len(derived)
         planned, selected = len(plan.cases) + extra, len(plan.selected) + extra
-        checks_ran = self.ledger.checks_ran
+        checks_ran = self.ledger.checks_ran - len(derived)
+        counts = self.ledger.counts()
+        counts["passed"] -= len(derived) - failed_derived
+        counts["failed"] -= failed_derived
         covered = sorted({c.node for c in plan.cases
                           if c.node is not None and c.case_id in ran})
-        return {
+        end = {
             "type": "end", "simulated": is_simulated(self.spec),
             "status": run_status(exit_code, planned, selected, checks_ran),
-            "exit_code": exit_code, "counts": self.ledger.counts(),
+            "exit_code": exit_code, "counts": counts,
             "checks_ran": checks_ran, "checks_planned": planned,
             "checks_selected": selected, "deselected": planned - selected,
             "selection": selection(self.config),
@@ -324,6 +330,11 @@ class ClusterSession:
             "duration_s": round(time.time() - self.started, 3),
             "tool_version": __version__,
         }
+        if self.baseline is not None:
+            end["baseline"] = {"path": str(self.baseline.path), "run": self.baseline.label,
+                               "manifest_sha256": self.baseline.manifest_sha256,
+                               "cases": len(derived), "failed": failed_derived}
+        return end
 
     def _write_verdict(self) -> None:
         assert self.run_dir is not None and self.end is not None
@@ -343,6 +354,9 @@ class ClusterSession:
         if xml is None or self.end is None:
             return
         xml.add_global_property("status", self.end["status"])
+        if self.baseline is not None:
+            xml.add_global_property("baseline", f"{self.baseline.path} ({self.baseline.label}, "
+                                    f"manifest sha256 {self.baseline.manifest_sha256})")
         xml.add_global_property("checks_ran", f"{self.end['checks_ran']} of "
                                                f"{self.end['checks_planned']}")
         if self.end["status"] != COMPLETE:
@@ -369,7 +383,8 @@ class ClusterSession:
         prefix.append(scorecard_html(self.spec, self.end, self.verdicts,
                                      self.ledger.gathered(), self.coverage_line()))
         evidence = [baseline_html(self.baseline, self.baseline_cases,
-                                  self.spec.baseline.tolerance)]
+                                  self.spec.baseline.tolerance,
+                                  self.baseline.notes(self.spec) if self.baseline else ())]
         prefix.append(f'<div class="evidence">{evidence[0]}</div>')
         prefix.append(interconnect_charts(self.ledger.kept))
         evidence = [self.inventory_html]
@@ -443,15 +458,17 @@ class ClusterSession:
         spec, end = self.spec, self.end
         nodes = spec.cluster.nodes
         lines: list[str] = []
-        failed = self.ledger.failed
         if end is None:
             why = "no check was run" if not self.runs_checks else \
                 "no contract check was collected"
             return [f"cluster {spec.cluster.name}: {len(nodes)} node(s); {why}, so no "
                     "evidence was written", *self._not_in_contract_lines()]
+        failed = end["counts"]["failed"] + end["counts"]["error"]
         lines.append(f"cluster {spec.cluster.name}: {end['checks_ran']} of "
                      f"{end['checks_planned']} contract check(s) ran, {failed} failed; "
                      f"nodes covered: {_covered(end['nodes_covered'], len(nodes))}")
+        if self.baseline is not None and "baseline" in end:
+            lines.extend(self._baseline_lines(self.baseline, end["baseline"]))
         if self.coverage_line():
             lines.append(self.coverage_line())
         if end["selection"]:
@@ -485,6 +502,13 @@ class ClusterSession:
             lines.append(f"inventory.json could not be written: {self.inventory_error}")
         if self.run_dir is not None and self.evidence_written:
             lines.append(self._evidence_line(self.run_dir))
+        return lines
+
+    def _baseline_lines(self, accepted: Baseline, counted: dict[str, Any]) -> list[str]:
+        lines = [f"baseline: compared with {accepted.path} ({accepted.label}, manifest sha256 "
+                 f"{accepted.manifest_sha256[:16]}...): {counted['cases']} case(s), "
+                 f"{counted['failed']} failed"]
+        lines += [f"  baseline note: {note}" for note in accepted.notes(self.spec)]
         return lines
 
     def _evidence_line(self, run_dir: Path) -> str:

@@ -157,9 +157,17 @@ def test_a_swapped_gpu_and_a_slowed_link_are_both_named(pytester: pytest.Pyteste
     assert same.ret == pytest.ExitCode.OK, same.stdout.str()[-3000:]
     kept = read_results(pytester.path / "same" / "latest" / "results.jsonl").results
     derived = [r for r in kept if r["clause"].startswith("baseline.")]
-    assert {r["clause"] for r in derived} == {"baseline.nodes", "baseline.hardware",
-                                              "baseline.performance"}
+    assert {r["clause"].split("[")[0] for r in derived} == {
+        "baseline.nodes", "baseline.hardware", "baseline.performance"}
+    assert "baseline.performance[gpus.matmul.bf16]" in {r["clause"] for r in derived}
     assert all(r["outcome"] == "passed" for r in derived)
+    end = read_results(pytester.path / "same" / "latest" / "results.jsonl").end
+    assert end is not None and end["baseline"]["failed"] == 0
+    # the contract's checks are counted as without a baseline; its cases apart
+    assert end["checks_ran"] == end["checks_planned"] == read_results(
+        base / "results.jsonl").end["checks_ran"]  # type: ignore[index]
+    assert end["baseline"]["cases"] == len(derived)
+    assert "baseline: compared with" in same.stdout.str()
     now = _run(pytester, "now", f"--cluster-baseline={base}", faults=CHANGED)
     assert now.ret == pytest.ExitCode.TESTS_FAILED
     failed = {r["nodeid"]: r["message"] for r in read_results(
@@ -184,7 +192,7 @@ def test_a_swapped_gpu_and_a_slowed_link_are_both_named(pytester: pytest.Pyteste
     lenient = _run(pytester, "lenient", f"--cluster-baseline={base}", faults=CHANGED,
                    baseline="baseline: {tolerance: 60%}\n")
     results = read_results(pytester.path / "lenient" / "latest" / "results.jsonl").results
-    assert not [r for r in results if r["clause"] == "baseline.performance"
+    assert not [r for r in results if r["clause"].startswith("baseline.performance")
                 and r["outcome"] == "failed"]
     assert lenient.ret == pytest.ExitCode.TESTS_FAILED  # the hardware still changed
 

@@ -56,14 +56,17 @@ def test_the_section_parses_as_written() -> None:
      "credits: [{below: 99%, credit: 1%}]}\n",
      "t.yaml:4: sla.currency: expected an ISO 4217 code like USD or EUR, got 'dollars'"),
     ("sla: {uptime: 99.5%, price_per_node_hour: 1}\n",
-     "t.yaml: sla.credits: missing: the credit per availability tier, e.g. [{below: 99.5%, "
-     "credit: 10%}, {below: 99%, credit: 25%}]"),
+     "t.yaml:4: sla.credits: missing: the credit per availability tier, e.g. [{below: "
+     "99.5%, credit: 10%}, {below: 99%, credit: 25%}]"),
+    ("sla: {uptime: 99.5%, price_per_node_hour: 1, credits: []}\n",
+     "t.yaml:4: sla.credits: expected a list of {below, credit} tiers, got an empty list"),
     ("sla: {uptime: 99.5%, price_per_node_hour: 1, credits: [{below: 99%, credit: 25%}, "
      "{below: 99.5%, credit: 10%}]}\n",
-     "t.yaml:4: sla.credits: expected tiers from the highest threshold down, each lower "
-     "threshold owing a larger credit"),
+     "t.yaml:4: sla.credits[1]: expected tiers from the highest threshold down, each lower "
+     "threshold owing a larger credit: below 99.50% credit 10% comes after below 99.00% "
+     "credit 25%"),
     ("sla: {uptime: 99.5%, price_per_node_hour: 1, credits: [{below: 99%}]}\n",
-     "t.yaml:4: sla.credits[0].credit: missing: a share like '99%'"),
+     "t.yaml:4: sla.credits[0].credit: missing: a share of the fees like '10%'"),
 ])
 def test_bad_sla_sections_are_named(text: str, message: str) -> None:
     with pytest.raises(SpecError) as caught:

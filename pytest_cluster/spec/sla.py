@@ -42,14 +42,18 @@ def currency(raw: object) -> str:
     return raw
 
 
-def _tiers(ctx: Ctx, node: Node | None) -> tuple[CreditTier, ...]:
+WANTED = {"below": "an availability like '99%'", "credit": "a share of the fees like '10%'"}
+
+
+def _tiers(ctx: Ctx, node: Node | None, section: Node) -> tuple[CreditTier, ...]:
     if node is None:
-        ctx.error(None, "sla.credits", "missing: the credit per availability tier, e.g. "
+        ctx.error(section, "sla.credits", "missing: the credit per availability tier, e.g. "
                   "[{below: 99.5%, credit: 10%}, {below: 99%, credit: 25%}]")
         return ()
     if not isinstance(node, SequenceNode) or not node.value:
+        got = "an empty list" if isinstance(node, SequenceNode) else kind(node)
         ctx.error(node, "sla.credits", f"expected a list of {{below, credit}} tiers, got "
-                  f"{kind(node)}")
+                  f"{got}")
         return ()
     tiers = []
     for index, item in enumerate(node.value):
@@ -62,14 +66,16 @@ def _tiers(ctx: Ctx, node: Node | None) -> tuple[CreditTier, ...]:
         table.finish()
         for name, value in (("below", below), ("credit", credit)):
             if value is None and not ctx.failed(f"{path}.{name}"):
-                ctx.error(item, f"{path}.{name}", "missing: a share like '99%'")
+                ctx.error(item, f"{path}.{name}", f"missing: {WANTED[name]}")
         if below is not None and credit is not None:
-            tiers.append((item, CreditTier(below, credit)))
-    for (item, tier), (_, before) in zip(tiers[1:], tiers, strict=False):
+            tiers.append((index, item, CreditTier(below, credit)))
+    for (index, item, tier), (_, _, before) in zip(tiers[1:], tiers, strict=False):
         if not (tier.below < before.below and tier.credit > before.credit):
-            ctx.error(item, "sla.credits", "expected tiers from the highest threshold down, "
-                      "each lower threshold owing a larger credit")
-    return tuple(tier for _, tier in tiers)
+            ctx.error(item, f"sla.credits[{index}]", "expected tiers from the highest "
+                      "threshold down, each lower threshold owing a larger credit: "
+                      f"below {tier.below:.2%} credit {tier.credit:.0%} comes after below "
+                      f"{before.below:.2%} credit {before.credit:.0%}")
+    return tuple(tier for _, _, tier in tiers)
 
 
 def parse_sla(ctx: Ctx, node: Node | None) -> SlaSpec | None:
@@ -86,7 +92,7 @@ def parse_sla(ctx: Ctx, node: Node | None) -> SlaSpec | None:
     down_after = one("down_after", time_between(0, 86400, "from 0 to 24 h"))
     cost = one("price_per_node_hour", price)
     money = one("currency", currency)
-    tiers = _tiers(ctx, table.take("credits"))
+    tiers = _tiers(ctx, table.take("credits"), node)
     table.finish()
     for key, value in (("uptime", uptime), ("price_per_node_hour", cost)):
         if value is None and not ctx.failed(f"sla.{key}"):
