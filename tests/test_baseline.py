@@ -20,6 +20,7 @@ from pytest_cluster.baseline import (
 )
 from pytest_cluster.bundle.manifest import MANIFEST, seal
 from pytest_cluster.results import read_results
+from pytest_cluster.spec import parse_spec
 from tests.test_bundle import ed25519_key
 
 
@@ -259,3 +260,17 @@ def test_a_baseline_key_requires_the_baseline_signed_by_it(pytester: pytest.Pyte
     alone = _run(pytester, "alone", f"--cluster-baseline-key={public}")
     assert alone.ret == pytest.ExitCode.USAGE_ERROR
     alone.stderr.fnmatch_lines(["*--cluster-baseline-key needs --cluster-baseline=DIR*"])
+
+
+def test_a_weaker_baseline_says_why() -> None:
+    spec = parse_spec(SPEC.format(faults="", baseline=""), "t.yaml")
+    same = Baseline(Path("b"), "2026-11-02", (), "0" * 64, {"nodes": {}}, {}, None,
+                    "base", spec.sha256, "complete")
+    assert same.notes(spec) == []
+    other = Baseline(Path("b"), "2026-11-02", (), "0" * 64, {"nodes": {}}, {}, None,
+                     "other", "f" * 64, "partial")
+    assert other.notes(spec) == [
+        "it is of cluster other, this run of base",
+        f"its spec differs from this run's (sha256 ffffffffffff vs {spec.sha256[:12]}): only "
+        "the cases both have are compared",
+        "it ran partial: figures it did not measure have nothing to compare with"]
