@@ -1,0 +1,82 @@
+"""Error counters that must not grow: one GPU probe's answer against a later one's.
+
+A healthy GPU's ECC counts, remapped rows, retired pages, PCIe replays and NVLink error
+counters stay where they are; growth between two probes of the same GPU (matched by UUID,
+so a swapped board is never compared with its predecessor) is a fault, named with both
+numbers. Critical XIDs are events, not counters: any in the later probe counts. Pure
+functions over the GPU probe's payload (probes/gpu.py); a soak compares its rounds with
+them, first against each later round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+#: (what it is called, where it is in a GPU's entry of the GPU probe's payload)
+COUNTERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("ECC corrected", ("ecc", "aggregate", "corrected")),
+    ("ECC uncorrected", ("ecc", "aggregate", "uncorrected")),
+    ("ECC corrected (volatile)", ("ecc", "volatile", "corrected")),
+    ("ECC uncorrected (volatile)", ("ecc", "volatile", "uncorrected")),
+    ("rows remapped (correctable)", ("row_remap", "corrected_rows")),
+    ("rows remapped (uncorrectable)", ("row_remap", "uncorrected_rows")),
+    ("retired pages (single-bit)", ("row_remap", "retired_pages", "multiple_single_bit")),
+    ("retired pages (double-bit)", ("row_remap", "retired_pages", "double_bit")),
+    ("PCIe replays", ("pcie", "replays")),
+    ("NVLink replay errors", ("nvlink", "errors", "replay")),
+    ("NVLink recovery errors", ("nvlink", "errors", "recovery")),
+    ("NVLink CRC flit errors", ("nvlink", "errors", "crc_flit")),
+    ("NVLink CRC data errors", ("nvlink", "errors", "crc_data")),
+)
+
+
+def _at(entry: dict[str, Any], path: tuple[str, ...]) -> int | None:
+    value: Any = entry
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def counts(entry: dict[str, Any]) -> dict[str, int]:
+    """The counters one GPU's entry has (one NVML could not read is left out)."""
+    found = {name: _at(entry, path) for name, path in COUNTERS}
+    return {name: value for name, value in found.items() if value is not None}
+
+
+def _grown(before: dict[str, int], after: dict[str, int]) -> Iterator[str]:
+    for name, old in before.items():
+        new = after.get(name)
+        if new is not None and new > old:
+            yield f"{name} {old} -> {new} (+{new - old})"
+
+
+def _xids(payload: dict[str, Any], index: object) -> list[int]:
+    events = (payload.get("xid") or {}).get("events") or []
+    return [int(e["xid"]) for e in events if isinstance(e, dict) and e.get("gpu") == index
+            and isinstance(e.get("xid"), int)]
+
+
+def growth(first: dict[str, Any], later: dict[str, Any]) -> dict[str, list[str]]:
+    """Per GPU (by UUID, as '<index> <uuid>'), what grew from `first` to `later` (two
+    payloads of the GPU probe on one node); GPUs with no growth are left out. A GPU of
+    `first` that `later` lacks is named as gone."""
+    then = {g.get("uuid"): g for g in first.get("gpus") or [] if isinstance(g, dict)}
+    found: dict[str, list[str]] = {}
+    seen = set()
+    for gpu in later.get("gpus") or []:
+        if not isinstance(gpu, dict):
+            continue
+        uuid = gpu.get("uuid")
+        seen.add(uuid)
+        where = f"gpu{gpu.get('index')} {uuid}"
+        changes = list(_grown(counts(then[uuid]), counts(gpu))) if uuid in then else []
+        changes += [f"XID {xid} during the probe" for xid in _xids(later, gpu.get("index"))]
+        if changes:
+            found[where] = changes
+    for uuid, gpu in then.items():
+        if uuid not in seen:
+            found[f"gpu{gpu.get('index')} {uuid}"] = ["gone: NVML no longer lists it"]
+    return found
