@@ -11,9 +11,9 @@ import contextlib
 import fcntl
 import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.probes import ProbeCall
@@ -28,12 +28,19 @@ def write_by_node(target: Path, results: dict[str, ProbeResult]) -> None:
     `target` whole."""
     partial = target.with_suffix(".tmp")
     with partial.open("w", encoding="utf-8") as out:
-        out.write("{")
-        for index, (node, result) in enumerate(results.items()):
-            out.write(f"{',' if index else ''}\n{json.dumps(node)}: "
-                      f"{json.dumps(result.to_json())}")
-        out.write("\n}\n")
+        write_object(out, ((node, result.to_json()) for node, result in results.items()))
+        out.write("\n")
     os.replace(partial, target)
+
+
+def write_object(out: IO[str], items: Iterable[tuple[str, Any]]) -> None:
+    """A JSON object to `out`, a key a line, each value encoded as it is reached (never
+    the whole object as one string)."""
+    out.write("{")
+    for index, (key, value) in enumerate(items):
+        out.write(f"{',' if index else ''}\n{json.dumps(key)}: "
+                  f"{json.dumps(value, sort_keys=True)}")
+    out.write("\n}")
 
 
 class ProbeCache:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import math
@@ -77,8 +78,6 @@ def gpu_perf_call(gpus: GpuSpec) -> ProbeCall | None:
     return ProbeCall("gpu_perf", tuple(args))
 
 
-_UNREAD = object()
-
 #: Probes that load the nodes (GPUs, disks): one at a time across xdist workers.
 LOADING_PROBES = ("gpu_perf", "storage", "import_latency")
 
@@ -92,7 +91,6 @@ class Cluster:
         self.cache = ProbeCache(cache_dir)
         self._interconnect_text: str | None = None  # the section as JSON, for _key
         self._search: NodeSearch | None = None  # read once per process
-        self._selected: object = _UNREAD  # the selection's clauses, read once
 
     @property
     def name(self) -> str:
@@ -121,17 +119,16 @@ class Cluster:
         return self.probe_all(ProbeCall("host"))
 
     def storage(self, node: str, fs: StorageSpec) -> ProbeResult:
-        return self.probe(storage_call(fs, self.selected_clauses()), node)
+        return self.probe(storage_call(fs, self.selected_clauses), node)
 
+    @functools.cached_property
     def selected_clauses(self) -> frozenset[str] | None:
         """The clauses this run's selection checks (the plan the collecting process
         wrote), read once; None when no plan is known."""
-        if self._selected is _UNREAD:
-            plan = Plan.read(self.cache.directory)
-            self._selected = frozenset(case.clause for case in plan.cases
-                                       if case.case_id in plan.selected) if plan.known \
-                else None
-        return self._selected  # type: ignore[return-value]
+        plan = Plan.read(self.cache.directory)
+        if not plan.known:
+            return None
+        return frozenset(case.clause for case in plan.cases if case.case_id in plan.selected)
 
     def import_latency(self, node: str, fs: StorageSpec) -> ProbeResult:
         return self.probe(import_call(fs), node)

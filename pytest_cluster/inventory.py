@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pytest_cluster.cache import write_object
 from pytest_cluster.cluster import Cluster, gpu_call, gpu_perf_call
 from pytest_cluster.launchers import ProbeResult
 from pytest_cluster.probes import ProbeCall
@@ -165,14 +166,7 @@ def write(run_dir: Path, document: dict[str, Any]) -> Path:
     path = run_dir / INVENTORY
     head = {key: value for key, value in document.items() if key != "nodes"}
     with path.open("x", encoding="utf-8") as out:
-        out.write(json.dumps(head, sort_keys=True)[:-1] + ', "nodes": {')
-        for index, (node, record) in enumerate(document["nodes"].items()):
-            out.write(f"{',' if index else ''}\n{json.dumps(node)}: "
-                      f"{json.dumps(record, sort_keys=True)}")
-        out.write("\n}}\n")
+        out.write(json.dumps(head, sort_keys=True)[:-1] + ', "nodes": ')
+        write_object(out, document["nodes"].items())
+        out.write("}\n")
     return path
-
-
-def read(path: Path) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    return document

@@ -214,7 +214,7 @@ class ClusterSession:
             if self.runs_checks and not self.collected_nothing and self.run_dir is not None:
                 taken = self._take_inventory(self.run_dir, may_probe=finished)
                 if finished and self.baseline is not None and taken is not None:
-                    self._compare_with_baseline(session, self.run_dir, self.baseline, taken)
+                    self._compare_with_baseline(self.run_dir, self.baseline, taken)
 
     def _take_inventory(self, run_dir: Path, may_probe: bool) -> dict[str, Any] | None:
         """inventory.json written, and rendered for the report at once (a thousand nodes'
@@ -229,8 +229,8 @@ class ClusterSession:
         self.inventory_html = inventory_html(taken)
         return taken
 
-    def _compare_with_baseline(self, session: pytest.Session, run_dir: Path,
-                               accepted: Baseline, taken: dict[str, Any]) -> None:
+    def _compare_with_baseline(self, run_dir: Path, accepted: Baseline,
+                               taken: dict[str, Any]) -> None:
         try:
             self.baseline_cases = compare(accepted, taken, run_dir / "results.jsonl",
                                           self.spec.baseline.tolerance)
@@ -382,15 +382,14 @@ class ClusterSession:
                                     postfix: list[str]) -> None:
         prefix.append(scorecard_html(self.spec, self.end, self.verdicts,
                                      self.ledger.gathered(), self.coverage_line()))
-        evidence = [baseline_html(self.baseline, self.baseline_cases,
-                                  self.spec.baseline.tolerance,
-                                  self.baseline.notes(self.spec) if self.baseline else ())]
-        prefix.append(f'<div class="evidence">{evidence[0]}</div>')
+        compared = baseline_html(self.baseline, self.baseline_cases,
+                                 self.spec.baseline.tolerance,
+                                 self.baseline.notes(self.spec) if self.baseline else ())
+        prefix.append(f'<div class="evidence">{compared}</div>')
         prefix.append(interconnect_charts(self.ledger.kept))
-        evidence = [self.inventory_html]
-        if self.run_dir is not None:
-            evidence.append(sealing_html([s.keyid for s in self.signers], str(self.run_dir)))
-        prefix.append(f'<div class="evidence">{"".join(evidence)}</div>')
+        sealed = sealing_html([s.keyid for s in self.signers], str(self.run_dir)) \
+            if self.run_dir is not None else ""
+        prefix.append(f'<div class="evidence">{self.inventory_html}{sealed}</div>')
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_report_title(self, report: Any) -> None:
