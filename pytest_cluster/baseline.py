@@ -92,8 +92,24 @@ class Case:
 
     @property
     def test(self) -> str:
-        return {"baseline.nodes": "test_same_nodes", "baseline.hardware": "test_same_hardware",
-                "baseline.performance": "test_not_worse"}[self.family]
+        return TESTS[self.family][1]
+
+    @property
+    def source(self) -> str:
+        """The module whose derived case it is: the id's path, JUnit's classname."""
+        return TESTS[self.family][0]
+
+
+#: Per family of derived cases: the module it is reported from and the test's name.
+TESTS = {
+    "baseline.nodes": ("pytest_cluster/baseline.py", "test_same_nodes"),
+    "baseline.hardware": ("pytest_cluster/baseline.py", "test_same_hardware"),
+    "baseline.performance": ("pytest_cluster/baseline.py", "test_not_worse"),
+    "soak.availability": ("pytest_cluster/soak.py", "test_available"),
+    "soak.sla": ("pytest_cluster/soak.py", "test_no_credit_owed"),
+    "soak.counters": ("pytest_cluster/soak.py", "test_counters_steady"),
+    "soak.stability": ("pytest_cluster/soak.py", "test_steady"),
+}
 
 
 def figures(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:

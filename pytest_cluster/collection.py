@@ -17,14 +17,12 @@ from pathlib import Path
 import pytest
 
 from pytest_cluster.configure import CACHE_DIR_KEY, SPEC_KEY, acceptance_dir
-from pytest_cluster.plan import PLAN_KEY, Case, Plan
+from pytest_cluster.plan import CASE_KEY, PLAN_KEY, Case, Plan
 from pytest_cluster.spec import Spec
 from pytest_cluster.spec.clauses import ACCEPTANCE, STRESS, declared
 from pytest_cluster.spec.promised import Promised, promised
 from pytest_cluster.units import size_id
 
-#: On each contract item: the case it checks.
-CASE_KEY = pytest.StashKey[Case]()
 #: Contract cases collected, before the selection (-k, -m, --lf) chose among them.
 PLANNED_KEY = pytest.StashKey[Plan]()
 #: A finished item's keywords, shared: nothing is matched against it any more.

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster import baseline, sealing
+from pytest_cluster import baseline, sealing, soak, soak_driver
 from pytest_cluster.baseline import Baseline
 from pytest_cluster.bundle.keys import Signer
 from pytest_cluster.errors import SpecError
@@ -73,7 +73,71 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--cluster-baseline-key", metavar="PUBKEY", default=None,
         help="the baseline must be signed by this public key (PEM or OpenSSH), as "
              "`pytest-cluster verify --key` checks it")
+    group.addoption(
+        "--cluster-soak", metavar="DURATION", default=None,
+        help="soak: repeat the selected checks in rounds until DURATION (e.g. 48h) is up; "
+             "each round is a whole run with its own evidence, the soak's directory adds "
+             "availability, the SLA credit, counters and steadiness over the rounds")
+    group.addoption(
+        "--cluster-soak-rounds", metavar="N", default=None, type=int,
+        help="soak: at most N rounds (alone: exactly N rounds, however long they take)")
+    group.addoption(
+        "--cluster-soak-resume", metavar="DIR", default=None,
+        help="go on with the stopped soak in DIR (same spec), numbering its rounds on; its "
+             "earlier rounds count towards its time and availability")
+    group.addoption(
+        "--cluster-soak-round", metavar="N", default=None, type=int,
+        help="(set by a soak for each of its rounds: this run is round N, written to "
+             "--cluster-reports/round-NNNN)")
     sealing.add_options(group)
+
+
+def soak_options(config: pytest.Config) -> tuple[float | None, int | None] | None:
+    """(duration in seconds, most rounds) of a soak this invocation drives, None when it
+    drives none; a usage error when they are wrong. The soak's process runs no checks
+    itself (its rounds do): it takes no pytest-xdist workers."""
+    raw = config.getoption("cluster_soak")
+    rounds = config.getoption("cluster_soak_rounds")
+    resume = config.getoption("cluster_soak_resume")
+    if raw is None and rounds is None and resume is None:
+        return None
+    if config.getoption("cluster_soak_round"):
+        raise pytest.UsageError("--cluster-soak-round is set by a soak for its rounds; "
+                                "it cannot start a soak itself")
+    try:
+        duration = soak.parse_duration(raw) if raw is not None else None
+    except soak.SoakError as exc:
+        raise pytest.UsageError(f"--cluster-soak={raw}: {exc}") from None
+    if rounds is not None and rounds < 1:
+        raise pytest.UsageError(f"--cluster-soak-rounds={rounds}: expected a number of "
+                                "rounds of 1 or more")
+    if not config.getoption("cluster_reports"):
+        raise pytest.UsageError("a soak writes its rounds' evidence: it needs "
+                                "--cluster-reports=DIR (not empty)")
+    if not writes_evidence(config):
+        return None
+    option = config.option
+    option.dist, option.tx, option.numprocesses = "no", [], None
+    return duration, rounds
+
+
+def evidence_dir(config: pytest.Config, spec: Spec, reports: Path,
+                 soaking: tuple[float | None, int | None] | None) -> Path:
+    """This run's directory: a new one under `reports`; a soak's round's is
+    reports/round-NNNN; a resumed soak's is the soak's own."""
+    number = config.getoption("cluster_soak_round")
+    if number:
+        path = reports / soak.round_name(int(number))
+        path.mkdir(parents=True)
+        return path
+    resume = config.getoption("cluster_soak_resume")
+    if soaking is not None and resume:
+        try:
+            soak.resume_dir(Path(resume), spec.sha256)
+        except soak.SoakError as exc:
+            raise pytest.UsageError(f"--cluster-soak-resume={resume}: {exc}") from None
+        return Path(resume)
+    return create_run_dir(reports, spec.cluster.name, time.time())
 
 
 def load_baseline(config: pytest.Config) -> Baseline | None:
@@ -153,6 +217,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if workerinput is not None:
         config.stash[CACHE_DIR_KEY] = Path(workerinput["cluster_cache_dir"])
     else:
+        soaking = soak_options(config)
         fit_xdist_workers(config)
         for warning in spec.warnings:
             config.issue_config_time_warning(SpecWarning(warning), stacklevel=2)
@@ -164,7 +229,7 @@ def pytest_configure(config: pytest.Config) -> None:
             signers = sealing.signers(config)  # before the run's directory is made
             accepted = load_baseline(config)
             try:
-                run_dir = create_run_dir(Path(reports), spec.cluster.name, time.time())
+                run_dir = evidence_dir(config, spec, Path(reports), soaking)
             except OSError as exc:
                 raise pytest.UsageError(
                     f"--cluster-reports={reports}: cannot create this run's directory there: "
@@ -177,8 +242,12 @@ def pytest_configure(config: pytest.Config) -> None:
         cache_dir = (run_dir / "probes" if run_dir is not None
                      else Path(tempfile.mkdtemp(prefix="pytest-cluster-")))
         config.stash[CACHE_DIR_KEY] = cache_dir
-        config.pluginmanager.register(ClusterSession(config, spec, run_dir, cache_dir,
-                                                     writes_evidence(config), signers,
-                                                     accepted), SESSION_PLUGIN)
+        controller = ClusterSession(config, spec, run_dir, cache_dir, writes_evidence(config),
+                                    signers, accepted)
+        config.pluginmanager.register(controller, SESSION_PLUGIN)
+        if soaking is not None and run_dir is not None:
+            soak_driver.start(config, spec, run_dir, soaking[0], soaking[1], controller)
+        if config.getoption("cluster_soak_round"):
+            controller.links_latest = False
     if config.args_source is not pytest.Config.ArgsSource.ARGS:
         config.args = [str(acceptance_dir())]

@@ -22,6 +22,8 @@ PLAN_FILE = "plan.json"
 #: The plan a process wrote to PLAN_FILE, kept by that process (the controller reads it
 #: back from the file only where pytest-xdist workers collected).
 PLAN_KEY = pytest.StashKey["Plan"]()
+#: On each contract item: the case it checks.
+CASE_KEY = pytest.StashKey["Case"]()
 
 
 @dataclass(frozen=True)

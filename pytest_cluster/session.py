@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Generator
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 from _pytest import junitxml  # xml_key: the one way to add <testsuite> properties
@@ -57,6 +57,16 @@ _UNKNOWN = object()
 MAX_LISTED = 20  # nodes and drain lines listed in the terminal; verdict.json has all
 
 
+class SoakPart(Protocol):
+    """What a soak adds to its own evidence (soak_driver.SoakDriver)."""
+
+    def end_record(self) -> dict[str, Any]: ...
+
+    def summary_lines(self) -> list[str]: ...
+
+    def html(self) -> str: ...
+
+
 class ClusterSession:
     """Controller-only: the evidence of one run, in its own run directory."""
 
@@ -66,6 +76,9 @@ class ClusterSession:
         self.config = config
         self.baseline = accepted  # the run this one is compared with (--cluster-baseline)
         self.baseline_cases: list[Case] = []
+        self.derived: list[Case] = []  # every derived case reported (baseline, soak)
+        self.links_latest = True  # False: a soak's round (the soak's directory is latest)
+        self.soak: SoakPart | None = None  # the soak this run drives (--cluster-soak)
         self.signers = signers  # who signs the manifest at the end
         self.cache_dir = cache_dir  # the probe results and the plan (the run's probes/)
         self.runs_checks = runs_checks  # False: --collect-only, --fixtures, ...
@@ -121,8 +134,18 @@ class ClusterSession:
         if self.writer is None:
             self.writer = ResultsWriter(self.run_dir / "results.jsonl", self._run_record())
             # reports/latest/results.jsonl can be followed while the run goes on
-            self.latest_moved = point_latest(self.run_dir)
+            self.latest_moved = self.links_latest and point_latest(self.run_dir)
         self.writer.write(record)
+
+    def write_line(self, record: dict[str, Any]) -> None:
+        """A line of results.jsonl that is no case of this run (a soak's rounds)."""
+        self._write(record)
+
+    def report_derived(self, cases: list[Case]) -> None:
+        """Cases derived from the whole run, reported now; counted apart from the
+        contract's checks."""
+        self.derived.extend(cases)
+        derived_cases.emit(self.config, cases, is_simulated(self.spec))
 
     def _run_record(self) -> dict[str, Any]:
         spec = self.spec
@@ -238,7 +261,7 @@ class ClusterSession:
             self.baseline_cases = [Case("cluster", "baseline.nodes", "all", False,
                                         f"the baseline {accepted.path} could not be compared:"
                                         f" {type(exc).__name__}: {exc}")]
-        derived_cases.emit(self.config, self.baseline_cases, is_simulated(self.spec))
+        self.report_derived(self.baseline_cases)
 
     # -- end ----------------------------------------------------------------------------------
 
@@ -304,7 +327,7 @@ class ClusterSession:
 
     def _end_record(self, exit_code: int, ran: set[str]) -> dict[str, Any]:
         plan = self.plan
-        derived = self.baseline_cases  # not the spec's checks: counted apart
+        derived = self.derived  # not the spec's checks: counted apart
         failed_derived = sum(not case.passed for case in derived)
         # checks outside the plan: your own tests recording evidence without a clause
         extra = sum(self.ledger.outside_plan(plan).values()) - len(derived)
@@ -331,9 +354,13 @@ class ClusterSession:
             "tool_version": __version__,
         }
         if self.baseline is not None:
+            compared = self.baseline_cases
             end["baseline"] = {"path": str(self.baseline.path), "run": self.baseline.label,
                                "manifest_sha256": self.baseline.manifest_sha256,
-                               "cases": len(derived), "failed": failed_derived}
+                               "cases": len(compared),
+                               "failed": sum(not case.passed for case in compared)}
+        if self.soak is not None:
+            end["soak"] = self.soak.end_record()
         return end
 
     def _write_verdict(self) -> None:
@@ -354,6 +381,12 @@ class ClusterSession:
         if xml is None or self.end is None:
             return
         xml.add_global_property("status", self.end["status"])
+        if self.soak is not None and self.end.get("soak"):
+            found = self.end["soak"]
+            xml.add_global_property("soak", f"{found['rounds']} round(s) over "
+                                    f"{found['observed_s'] / 3600:.2f} h observed")
+            if "credit" in found:
+                xml.add_global_property("sla_credit", found["credit"]["total"])
         if self.baseline is not None:
             xml.add_global_property("baseline", f"{self.baseline.path} ({self.baseline.label}, "
                                     f"manifest sha256 {self.baseline.manifest_sha256})")
@@ -386,6 +419,8 @@ class ClusterSession:
                                  self.spec.baseline.tolerance,
                                  self.baseline.notes(self.spec) if self.baseline else ())
         prefix.append(f'<div class="evidence">{compared}</div>')
+        if self.soak is not None:
+            prefix.append(f'<div class="evidence">{self.soak.html()}</div>')
         prefix.append(interconnect_charts(self.ledger.kept))
         sealed = sealing_html([s.keyid for s in self.signers], str(self.run_dir)) \
             if self.run_dir is not None else ""
@@ -468,6 +503,8 @@ class ClusterSession:
                      f"nodes covered: {_covered(end['nodes_covered'], len(nodes))}")
         if self.baseline is not None and "baseline" in end:
             lines.extend(self._baseline_lines(self.baseline, end["baseline"]))
+        if self.soak is not None:
+            lines.extend(self.soak.summary_lines())
         if self.coverage_line():
             lines.append(self.coverage_line())
         if end["selection"]:

@@ -70,13 +70,15 @@ def outages(spans: Iterable[Span], down_after_s: float) -> list[tuple[float, flo
 
 
 def node_availability(node: str, spans: Sequence[Span], window: tuple[float, float],
-                      down_after_s: float) -> NodeAvailability:
-    """One node over `window` (start, end): its outages clipped to the window."""
+                      down_after_s: float, unobserved_s: float = 0.0) -> NodeAvailability:
+    """One node over `window` (start, end): its outages clipped to the window. Time in
+    the window when nothing was observed (`unobserved_s`: a stopped soak) counts neither
+    up nor down: it is taken off the window."""
     start, end = window
     clipped = [(max(a, start), min(b, end)) for a, b in outages(spans, down_after_s)]
     counted = tuple((a, b) for a, b in clipped if b > a)
-    return NodeAvailability(node, max(0.0, end - start), sum(b - a for a, b in counted),
-                            counted)
+    return NodeAvailability(node, max(0.0, end - start - unobserved_s),
+                            sum(b - a for a, b in counted), counted)
 
 
 def tier_for(availability: float, sla: SlaSpec) -> CreditTier | None:
@@ -131,9 +133,10 @@ class Settlement:
 
 
 def settle(timelines: Mapping[str, Sequence[Span]], window: tuple[float, float],
-           sla: SlaSpec) -> tuple[list[NodeAvailability], Settlement]:
+           sla: SlaSpec, unobserved_s: float = 0.0
+           ) -> tuple[list[NodeAvailability], Settlement]:
     """Every node's availability over `window`, and the credit the SLA owes for it."""
-    found = [node_availability(node, spans, window, sla.down_after_s)
+    found = [node_availability(node, spans, window, sla.down_after_s, unobserved_s)
              for node, spans in timelines.items()]
     return found, Settlement(tuple(credit(each, sla) for each in found), sla.currency)
 

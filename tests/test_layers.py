@@ -122,10 +122,12 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
                                  "pytest_cluster.errors", "pytest_cluster.spec"),
     # the evidence bundle and `verify`: read where only the evidence is
     "pytest_cluster.bundle": ("pytest_cluster.bundle", "pytest_cluster.errors"),
-    # the simulated cluster: formulas and descriptions, never the job runner
+    # the simulated cluster: formulas and descriptions, never the job runner; it reads
+    # which soak round it is in (a leaf: the environment only)
     "pytest_cluster.sim": ("pytest_cluster.sim", "pytest_cluster.busbw",
                            "pytest_cluster.gpu_models", "pytest_cluster.probes",
-                           "pytest_cluster.spec", "pytest_cluster.units"),
+                           "pytest_cluster.spec", "pytest_cluster.units",
+                           "pytest_cluster.rounds"),
 }
 #: The top of the package: nothing below it may import these.
 UPPER = ("pytest_cluster.cluster", "pytest_cluster.fixtures", "pytest_cluster.evidence",

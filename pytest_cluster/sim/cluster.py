@@ -10,6 +10,7 @@ import hashlib
 import uuid
 from typing import Any
 
+from pytest_cluster import rounds
 from pytest_cluster.gpu_models import MODELS, GpuModel
 from pytest_cluster.probes.gpu import THROTTLE_BITS, throttle_names
 from pytest_cluster.spec.model import SimFault, SimSpec
@@ -40,7 +41,10 @@ def watts(milliwatts: float) -> float:
 
 
 def faults_on(sim: SimSpec, node: str, gpu: int | None = None) -> list[SimFault]:
-    return [f for f in sim.faults if f.node == node and f.gpu == gpu]
+    """The faults on a node (gpu None) or one of its GPUs that have started by this
+    soak round (rounds.current(): 1 outside a soak)."""
+    now = rounds.current()
+    return [f for f in sim.faults if f.node == node and f.gpu == gpu and f.from_round <= now]
 
 
 def node_is_down(sim: SimSpec, node: str) -> SimFault | None:

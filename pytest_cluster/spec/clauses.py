@@ -244,6 +244,9 @@ CLAUSES: tuple[Declaration, ...] = (
     _setting("sla", "price_per_node_hour"),
     _setting("sla", "currency"),
     _setting("sla", "credits"),
+    # -- soak: how steady figures must stay over a soak's rounds (--cluster-soak) ---------
+    _setting("soak", "spread"),
+    _setting("soak", "drop"),
 )
 
 _BY_ID = {declaration.id: declaration for declaration in CLAUSES}

@@ -173,7 +173,7 @@ def _plain(node: Node) -> object:
 FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen", "pcie_width",
               "row_remap_pending", "row_remap_failure", "ecc_uncorrected", "nvlinks_down",
               "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor",
-              "link_factor", "replaced")
+              "link_factor", "replaced", "from_round")
 #: The clocks event reasons that count as throttling (the GPU probe's THROTTLE_BITS: the spec
 #: imports no probe; tests/test_spec.py asserts both name the same).
 THROTTLES = ("hw_slowdown", "sw_thermal", "hw_thermal", "power_brake")
@@ -259,6 +259,7 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
                                     1.0),
         link_factor=or_default(one("link_factor", factor), 1.0),  # type: ignore[arg-type]
         replaced=bool(one("replaced", boolean)),
+        from_round=or_default(one("from_round", positive_int), 1),  # type: ignore[arg-type]
     )
     table.finish()
     per_gpu = (fault.model, fault.memory_held_bytes, fault.pcie_gen, fault.pcie_width,

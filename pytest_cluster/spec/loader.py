@@ -45,6 +45,7 @@ from pytest_cluster.spec.model import (
     Clause,
     ClusterSpec,
     HostSpec,
+    SoakSpec,
     Spec,
     StorageSpec,
     VersionClause,
@@ -239,6 +240,13 @@ def _has_clauses(cluster: ClusterSpec, host: HostSpec,
     return same or bool(host.clauses or host.software or measured)
 
 
+def _below_one(raw: object) -> float:
+    value = parse_quantity(raw, Dim.FRACTION).value
+    if value >= 1:
+        raise UnitError(f"expected a share below 100% like '5%', got {raw!r}")
+    return value
+
+
 def _baseline(ctx: Ctx, node: Node | None) -> BaselineSpec:
     """`baseline: {tolerance: 5%}`: how much worse than the baseline run a figure may be."""
     if node is None:
@@ -246,16 +254,23 @@ def _baseline(ctx: Ctx, node: Node | None) -> BaselineSpec:
     table = Map(ctx, node, "baseline", keys("baseline"))
     if not isinstance(node, MappingNode):
         return BaselineSpec()
-
-    def share(raw: object) -> float:
-        value = parse_quantity(raw, Dim.FRACTION).value
-        if value >= 1:
-            raise UnitError(f"expected a share below 100% like '5%', got {raw!r}")
-        return value
-
-    tolerance = field(ctx, table.take("tolerance"), "baseline.tolerance", share)
+    tolerance = field(ctx, table.take("tolerance"), "baseline.tolerance", _below_one)
     table.finish()
     return BaselineSpec(or_default(tolerance, 0.05), node.start_mark.line + 1)
+
+
+def _soak(ctx: Ctx, node: Node | None) -> SoakSpec:
+    """`soak: {spread: 5%, drop: 10%}`: how steady a soak's figures must stay."""
+    if node is None:
+        return SoakSpec()
+    table = Map(ctx, node, "soak", keys("soak"))
+    if not isinstance(node, MappingNode):
+        return SoakSpec()
+    spread = field(ctx, table.take("spread"), "soak.spread", _below_one)
+    drop = field(ctx, table.take("drop"), "soak.drop", _below_one)
+    table.finish()
+    return SoakSpec(or_default(spread, 0.05), or_default(drop, 0.10),
+                    node.start_mark.line + 1)
 
 
 def parse_spec(text: str, file: str) -> Spec:
@@ -270,7 +285,7 @@ def parse_spec(text: str, file: str) -> Spec:
                         f"got {kind(root) if not isinstance(root, ScalarNode) else 'a scalar'}"
                         " (is this file a spec?)", file=file, line=root.start_mark.line + 1)
     top = Map(ctx, root, "", ("cluster", "host", "storage", "gpus", "interconnect", "sim",
-                              "ssh", "slurm", "baseline", "sla"))
+                              "ssh", "slurm", "baseline", "sla", "soak"))
     slurm_node = top.items.get("slurm", (None, None))[1]
     allocation = wants_allocation(slurm_node)
     cluster = _cluster(ctx, top.take("cluster"), allocation)
@@ -290,6 +305,7 @@ def parse_spec(text: str, file: str) -> Spec:
     interconnect = parse_interconnect(ctx, top.take("interconnect"), cluster, gpus)
     baseline = _baseline(ctx, top.take("baseline"))
     sla = parse_sla(ctx, top.take("sla"))
+    soak = _soak(ctx, top.take("soak"))
     top.finish()
     if not ctx.count and gpus is None and interconnect is None and not _has_clauses(
             cluster, host, storage):
@@ -303,7 +319,7 @@ def parse_spec(text: str, file: str) -> Spec:
     warnings = tuple(str(w) for w in sorted(ctx.warnings, key=lambda w: w.line or 0))
     return Spec(file=file, sha256=sha, cluster=cluster, host=host, storage=storage, gpus=gpus,
                 sim=sim, ssh=ssh, slurm=slurm, interconnect=interconnect, baseline=baseline,
-                sla=sla, warnings=warnings, text=text)
+                sla=sla, soak=soak, warnings=warnings, text=text)
 
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),

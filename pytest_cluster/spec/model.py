@@ -152,6 +152,17 @@ class BaselineSpec:
 
 
 @dataclass(frozen=True)
+class SoakSpec:
+    """How steady a soak's figures must stay (--cluster-soak): per case measured in every
+    round, its coefficient of variation over the rounds at most `spread`, and its worst
+    round at most `drop` worse than its first (shares: 0.05 = 5 %)."""
+
+    spread: float = 0.05
+    drop: float = 0.10
+    line: int = 0  # where the spec sets it; 0: the defaults
+
+
+@dataclass(frozen=True)
 class Spec:
     file: str
     sha256: str
@@ -165,6 +176,7 @@ class Spec:
     interconnect: InterconnectSpec | None = None
     baseline: BaselineSpec = field(default_factory=BaselineSpec)
     sla: SlaSpec | None = None
+    soak: SoakSpec = field(default_factory=SoakSpec)
     warnings: tuple[str, ...] = ()  # likely slips, "FILE:LINE: KEY: text" like errors
     text: str = field(default="", repr=False, compare=False)  # as read: the evidence keeps it
 
@@ -227,6 +239,7 @@ class SimFault:
     bandwidth_factor: float = 1.0
     link_factor: float = 1.0  # the node's network runs at this share of its rate
     replaced: bool = False  # another board of the same model in this GPU's slot
+    from_round: int = 1  # in a soak, the fault starts at this round (a plain run: round 1)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,354 @@
+"""A soak (--cluster-soak=48h, --cluster-soak-rounds=N): the selected suite repeated in
+rounds, each round a whole ordinary run with its own sealed evidence, and what only the
+rounds together can say.
+
+    SOAK/                       the soak's own evidence (results.jsonl, junit.xml, ...)
+    SOAK/soak.json              what the soak is: spec, its start, its time and rounds
+    SOAK/rounds/round-0001/     round 1: an ordinary run directory, sealed
+    SOAK/logs/round-0001.log    what round 1 printed
+    SOAK/stops/stop-01/         the soak's own evidence as an earlier, stopped session left it
+
+Pure functions over the rounds' directories: which rounds there are, what each says per
+node (healthy, failed, unreachable), the nodes' timelines, the counters that grew, the
+figures that did not stay steady, and the command line of a round. soak_driver.py runs
+the rounds and reports these as cases.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_cluster import counters
+from pytest_cluster.baseline import HIGHER_BETTER, Case, figures
+from pytest_cluster.errors import UnitError
+from pytest_cluster.results import read_results
+from pytest_cluster.sla import FAILED, HEALTHY, UNREACHABLE, Span
+from pytest_cluster.spec.model import SoakSpec
+from pytest_cluster.units import Dim, parse_quantity
+
+SOAK_FILE = "soak.json"
+ROUNDS_DIR = "rounds"
+LOGS_DIR = "logs"
+STOPS_DIR = "stops"
+#: What a soak keeps from session to session; anything else in its directory is the
+#: evidence of the session that wrote it, moved to stops/ when the soak is resumed.
+KEPT = (SOAK_FILE, ROUNDS_DIR, LOGS_DIR, STOPS_DIR)
+_ROUND = re.compile(r"^round-(\d{4,})$")
+
+#: Options of the soak's own command line that a round does not take: the soak's and
+#: where its evidence goes (each round writes into SOAK/rounds/round-NNNN).
+ROUND_DROPS_VALUED = ("--cluster-soak", "--cluster-soak-rounds", "--cluster-soak-resume",
+                      "--cluster-soak-round", "--cluster-reports", "--junitxml",
+                      "--junit-xml", "--html")
+ROUND_DROPS_FLAGS = ("--self-contained-html",)
+
+
+class SoakError(Exception):
+    """A soak that cannot go on as asked (a bad duration, a directory that is no soak)."""
+
+
+def parse_duration(raw: str) -> float:
+    """'48h', '90 min', '600 s' in seconds (above 0)."""
+    try:
+        seconds = parse_quantity(raw, Dim.TIME).value
+    except UnitError as exc:
+        raise SoakError(str(exc)) from None
+    if seconds <= 0:
+        raise SoakError(f"expected a time above 0 like '48h', got {raw!r}")
+    return seconds
+
+
+def round_name(number: int) -> str:
+    return f"round-{number:04d}"
+
+
+def round_argv(python: str, args: Sequence[str], rounds_dir: Path,
+               number: int) -> list[str]:
+    """The command line of round `number`: the soak's own, without the soak's options and
+    its report paths, writing into `rounds_dir/round-NNNN`."""
+    kept: list[str] = []
+    skip_value = False
+    for arg in args:
+        if skip_value:
+            skip_value = False
+            continue
+        name, equals, _ = arg.partition("=")
+        if name in ROUND_DROPS_VALUED:
+            skip_value = not equals
+            continue
+        if arg in ROUND_DROPS_FLAGS:
+            continue
+        kept.append(arg)
+    return [python, "-m", "pytest", *kept, f"--cluster-reports={rounds_dir}",
+            f"--cluster-soak-round={number}"]
+
+
+def round_numbers(soak_dir: Path) -> list[int]:
+    """The rounds a soak directory holds, in order."""
+    where = soak_dir / ROUNDS_DIR
+    if not where.is_dir():
+        return []
+    found = (_ROUND.match(p.name) for p in where.iterdir() if p.is_dir())
+    return sorted(int(m.group(1)) for m in found if m)
+
+
+def utc(when: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
+
+
+def clock(seconds: float) -> str:
+    """'1:02:03' (h:mm:ss)."""
+    whole = max(0, round(seconds))
+    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+# -- resuming ----------------------------------------------------------------------------------
+
+def resume_dir(soak_dir: Path, spec_sha256: str) -> list[str]:
+    """Make an earlier soak's directory ready to go on: it must be a soak of this spec;
+    the evidence its last session wrote moves to stops/stop-NN. What moved is returned."""
+    marker = soak_dir / SOAK_FILE
+    if not marker.is_file():
+        raise SoakError(f"{soak_dir} is not a soak's directory (no {SOAK_FILE})")
+    try:
+        known = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SoakError(f"{marker} cannot be read: {exc}") from None
+    if known.get("spec_sha256") != spec_sha256:
+        raise SoakError(f"{soak_dir} is a soak of another spec (sha256 "
+                             f"{str(known.get('spec_sha256'))[:16]}..., this one "
+                             f"{spec_sha256[:16]}...)")
+    stale = [p for p in soak_dir.iterdir() if p.name not in KEPT]
+    if not stale:
+        return []
+    stops = soak_dir / STOPS_DIR
+    stops.mkdir(exist_ok=True)
+    number = len([p for p in stops.iterdir() if p.name.startswith("stop-")]) + 1
+    target = stops / f"stop-{number:02d}"
+    target.mkdir()
+    for path in stale:
+        path.rename(target / path.name)
+    return [p.name for p in stale]
+
+
+# -- one round --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Round:
+    """One finished (or stopped) round as its directory tells it."""
+
+    number: int
+    path: Path
+    started: float
+    ended: float
+    status: str  # the round's end record: complete, partial, interrupted, ...
+    states: dict[str, str]  # node -> healthy, failed or unreachable (nodes it checked)
+    results: list[dict[str, Any]] = field(repr=False)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def node_state(entry: dict[str, Any]) -> str | None:
+    """A node's state over a round from its verdict: None when the round checked nothing
+    of it (deselected, not reached, or only undecided because SLURM had it busy)."""
+    verdict = entry.get("verdict")
+    if verdict == "UNREACHABLE":
+        return UNREACHABLE
+    if verdict == "REJECTED":
+        return FAILED
+    return HEALTHY if int(entry.get("checks_passed") or 0) > 0 else None
+
+
+def read_round(path: Path, number: int) -> Round | None:
+    """The round in `path`; None when it left no results (it never started its checks)."""
+    results_path = path / "results.jsonl"
+    if not results_path.is_file():
+        return None
+    found = read_results(results_path)
+    started = float(found.run.get("started_at") or 0.0)
+    finished = [float(r["finished_at"]) for r in found.results
+                if isinstance(r.get("finished_at"), (int, float))]
+    ended = float(found.end["ended_at"]) if found.end is not None else \
+        max(finished, default=started)
+    states: dict[str, str] = {}
+    with _suppress_bad_json():
+        verdict = json.loads((path / "verdict.json").read_text(encoding="utf-8"))
+        for entry in verdict.get("nodes") or []:
+            state = node_state(entry) if isinstance(entry, dict) else None
+            if state is not None:
+                states[str(entry.get("node"))] = state
+    counts = dict(found.end.get("counts") or {}) if found.end is not None else {}
+    return Round(number, path, started, ended, found.status, states, found.results, counts)
+
+
+class _suppress_bad_json:
+    """A verdict.json missing or unreadable (a killed round): no states from it."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> bool:
+        return kind is not None and issubclass(kind, (OSError, ValueError, TypeError))
+
+
+# -- timelines --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Timelines:
+    """Each node's spans over the soak, the soak's window, and the time in it when no round
+    ran (a stopped soak, resumed later): not observed, so counted neither up nor down."""
+
+    spans: dict[str, list[Span]]
+    window: tuple[float, float]
+    unobserved_s: float
+
+    @property
+    def observed_s(self) -> float:
+        return max(0.0, self.window[1] - self.window[0] - self.unobserved_s)
+
+
+def timelines(rounds: Sequence[Round], join_s: float = 120.0) -> Timelines:
+    """A round's state holds from its start until the next round starts when that is
+    within `join_s` of its end (the pause between rounds of one session), else until its
+    own end; what lies between is not observed."""
+    ordered = sorted(rounds, key=lambda r: r.started)
+    spans: dict[str, list[Span]] = {}
+    unobserved = 0.0
+    for index, each in enumerate(ordered):
+        end = each.ended
+        after = ordered[index + 1] if index + 1 < len(ordered) else None
+        if after is not None:
+            if after.started - each.ended <= join_s:
+                end = max(each.ended, after.started)
+            else:
+                unobserved += after.started - each.ended
+        for node, state in each.states.items():
+            spans.setdefault(node, []).append(Span(each.started, end, state))
+    window = (ordered[0].started, ordered[-1].ended) if ordered else (0.0, 0.0)
+    return Timelines(spans, window, unobserved)
+
+
+# -- counters that must not grow ----------------------------------------------------------------
+
+def gpu_payloads(round_dir: Path) -> dict[str, dict[str, Any]]:
+    """Per node, the GPU probe's payload in a round (nodes whose probe failed left out)."""
+    found: dict[str, dict[str, Any]] = {}
+    for path in sorted((round_dir / "probes").glob("gpu-*.json")):
+        with _suppress_bad_json():
+            for node, result in json.loads(path.read_text(encoding="utf-8")).items():
+                data = result.get("data") if isinstance(result, dict) else None
+                if isinstance(data, dict) and not result.get("error"):
+                    found[str(node)] = data
+    return found
+
+
+def counter_cases(rounds: Sequence[Round], nodes: Iterable[str]) -> list[Case]:
+    """Per node with GPU probes in two rounds or more: each later round against the first
+    that probed it; a growth fails the node, naming the round it was first seen in."""
+    payloads = {r.number: gpu_payloads(r.path) for r in rounds}
+    when = {r.number: r.started for r in rounds}
+    cases = []
+    for node in nodes:
+        seen = [(number, found[node]) for number, found in sorted(payloads.items())
+                if node in found]
+        if len(seen) < 2:
+            continue
+        (first_round, first), lines = seen[0], []
+        reported: set[tuple[str, str]] = set()
+        for number, later in seen[1:]:
+            for gpu, changes in counters.growth(first, later).items():
+                for change in changes:
+                    what = change.split(" -> ", 1)[0].rsplit(" ", 1)[0] \
+                        if " -> " in change else change
+                    if (gpu, what) in reported:
+                        continue
+                    reported.add((gpu, what))
+                    lines.append(f"{gpu}: {change} at round {number} ({utc(when[number])}), "
+                                 f"against round {first_round}")
+        props = {"rounds_compared": len(seen), "first_round": first_round,
+                 "last_round": seen[-1][0],
+                 "requirement": "no error counter grows, no critical XID, no GPU gone"}
+        message = "; ".join(lines[:20]) + (f"; and {len(lines) - 20} more" if len(lines) > 20
+                                           else "")
+        cases.append(Case(node, "soak.counters", node, not lines,
+                          f"{node} {message}" if lines else "", props=props))
+    return cases
+
+
+# -- steady figures ----------------------------------------------------------------------------
+
+def _shown(value: float) -> str:
+    return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
+
+
+def stability_cases(rounds: Sequence[Round], bounds: SoakSpec) -> list[Case]:
+    """Per figure measured in two rounds or more: its worst round against its first, and
+    its spread (coefficient of variation) over the rounds, against the spec's bounds."""
+    series: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for each in sorted(rounds, key=lambda r: r.number):
+        for case_id, record in figures(each.results).items():
+            series.setdefault(case_id, []).append((each.number, record))
+    cases = []
+    for case_id, found in series.items():
+        values = [float(record["measured_base"]) for _, record in found]
+        first = values[0]
+        if len(found) < 2 or first == 0 or not all(math.isfinite(v) for v in values):
+            continue
+        last = found[-1][1]
+        higher = last["comparison"] in HIGHER_BETTER
+        worst_at = min(range(len(values)), key=lambda i: values[i] if higher else -values[i])
+        worst = values[worst_at]
+        drop = (first - worst) / abs(first) if higher else (worst - first) / abs(first)
+        mean = statistics.fmean(values)
+        spread = statistics.pstdev(values) / abs(mean) if mean else 0.0
+        scale = (float(last["measured"]) / values[-1]) if isinstance(
+            last.get("measured"), (int, float)) and values[-1] else 1.0
+        unit = f" {last['unit']}" if last.get("unit") else ""
+        where = " ".join(str(p) for p in (last.get("node"), f"gpu{last['gpu']}"
+                                          if last.get("gpu") is not None else None) if p)
+        text = (f"{where} {last['clause']}: worst round {found[worst_at][0]} "
+                f"{_shown(worst * scale)}{unit} is {max(drop, 0) * 100:.1f} % "
+                f"{'below' if higher else 'above'} round {found[0][0]}'s "
+                f"{_shown(first * scale)}; spread {spread * 100:.1f} % over {len(values)} "
+                f"rounds (coefficient of variation)")
+        passed = drop <= bounds.drop and spread <= bounds.spread
+        limits = (f"worst round at most {bounds.drop * 100:g} % worse than the first, "
+                  f"spread at most {bounds.spread * 100:g} %")
+        param = case_id.rpartition("::")[2]
+        props = {"measured": f"spread {spread * 100:.2f} %, worst {drop * 100:+.1f} %",
+                 "spread_pct": round(spread * 100, 3), "drop_pct": round(drop * 100, 3),
+                 "rounds": len(values), "compared_case": case_id, "requirement": limits}
+        cases.append(Case(param, f"soak.stability[{last['clause']}]", str(last.get("node")),
+                          passed, "" if passed else f"{text}: beyond {limits}",
+                          gpu=last.get("gpu"), props=props))
+    return cases
+
+
+# -- the soak's own cases from the rounds' cases ------------------------------------------------
+
+def aggregate(found: Sequence[tuple[int, dict[str, Any]]], rounds: int) -> dict[str, Any]:
+    """One contract case over the soak from its result line in each round it ran in:
+    failed if it failed (or could not start) in any round, naming those rounds; skipped
+    when it was skipped in every one; passed otherwise. Its figures are its last round's
+    (its first failing round's when it failed)."""
+    failing = [(n, r) for n, r in found if r.get("outcome") == "failed"]
+    if failing:
+        number, first = failing[0]
+        names = ", ".join(str(n) for n, _ in failing[:20]) + (
+            f" and {len(failing) - 20} more" if len(failing) > 20 else "")
+        message = (f"failed in {len(failing)} of {len(found)} round(s) (rounds {names}); "
+                   f"round {number}: {str(first.get('message', '')).removeprefix('Failed: ')}")
+        return {**first, "outcome": "failed", "message": message,
+                "rounds": len(found), "rounds_failed": [n for n, _ in failing]}
+    last = found[-1][1]
+    if all(r.get("outcome") == "skipped" for _, r in found):
+        return {**last, "rounds": len(found), "rounds_failed": []}
+    return {**last, "outcome": "passed", "phase": "call", "message": "",
+            "rounds": len(found), "rounds_failed": []}

@@ -1,0 +1,78 @@
+"""The report's account of a soak: the rounds, each node's timeline (healthy, failed,
+unreachable) as a chart, the availability table and the SLA credit with its arithmetic.
+Renders records only; every value is escaped."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from html import escape as esc
+
+from pytest_cluster.sla import FAILED, HEALTHY, UNREACHABLE, NodeAvailability, Settlement
+from pytest_cluster.soak import Round, Timelines, clock, utc
+
+MAX_ROWS = 64  # nodes drawn and tabled: those that were down first; JUnit has every node
+COLOURS = {HEALTHY: "#3a9a4a", FAILED: "#d08a1e", UNREACHABLE: "#c0392b"}
+WIDTH, ROW, LABEL = 760, 16, 120
+
+
+def _order(found: Sequence[NodeAvailability]) -> list[NodeAvailability]:
+    return sorted(found, key=lambda a: (a.availability, a.node))[:MAX_ROWS]
+
+
+def timeline_svg(lines: Timelines, shown: Sequence[str]) -> str:
+    """A row per node: a bar per round in the colour of its state, on one time axis."""
+    start, end = lines.window
+    span = max(end - start, 1e-9)
+    scale = (WIDTH - LABEL - 10) / span
+    height = ROW * len(shown) + 30
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{WIDTH}" '
+             f'height="{height}" role="img" aria-label="each node\'s state over the soak">']
+    for row, node in enumerate(shown):
+        y = row * ROW + 4
+        parts.append(f'<text x="0" y="{y + 11}" font-size="11">{esc(node[:18])}</text>')
+        for piece in lines.spans.get(node, []):
+            x = LABEL + (piece.start - start) * scale
+            w = max((piece.end - piece.start) * scale, 1.0)
+            parts.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{ROW - 4}" '
+                         f'fill="{COLOURS.get(piece.state, "#999")}"><title>'
+                         f'{esc(node)} {esc(piece.state)} {utc(piece.start)} to '
+                         f'{utc(piece.end)}</title></rect>')
+    axis = ROW * len(shown) + 20
+    parts.append(f'<text x="{LABEL}" y="{axis}" font-size="11">{utc(start)}</text>')
+    parts.append(f'<text x="{WIDTH - 10}" y="{axis}" font-size="11" text-anchor="end">'
+                 f'{utc(end)} ({clock(end - start)})</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def soak_html(rounds: Sequence[Round], lines: Timelines, found: Sequence[NodeAvailability],
+              settlement: Settlement | None, uptime: float, stopped: str = "") -> str:
+    if not rounds:
+        return "<h2>Soak</h2><p>No round finished.</p>"
+    shown = _order(found)
+    legend = " ".join(f'<span style="color:{c}">&#9632; {esc(s)}</span>'
+                      for s, c in COLOURS.items())
+    rows = "".join(
+        f"<tr><td>{esc(a.node)}</td><td>{a.availability * 100:.3f} %</td>"
+        f"<td>{a.down_s / 3600:.3f}</td><td>{a.node_hours_lost:.3f}</td>"
+        f"<td>{esc(', '.join(f'{utc(s)} to {utc(e)}' for s, e in a.outages[:5]))}</td></tr>"
+        for a in shown)
+    more = (f"<p>and {len(found) - len(shown)} more node(s), all in JUnit and "
+            "results.jsonl</p>") if len(found) > len(shown) else ""
+    credit = ""
+    if settlement is not None:
+        owing = [c for c in settlement.credits if c.owed > 0]
+        listed = "".join(f"<li>{esc(c.arithmetic)}</li>" for c in owing[:MAX_ROWS])
+        credit = (f"<h3>SLA credit</h3><p><b>{esc(settlement.total_line())}</b></p>"
+                  f"<ul>{listed}</ul>")
+    statuses = ", ".join(f"{r.number}: {esc(r.status)}" for r in rounds[-40:])
+    stop = f'<p class="banner incomplete">{esc(stopped)}</p>' if stopped else ""
+    return (f"<h2>Soak</h2>{stop}<p>{len(rounds)} round(s) from {utc(lines.window[0])} to "
+            f"{utc(lines.window[1])}: {clock(lines.observed_s)} observed"
+            + (f", {clock(lines.unobserved_s)} not observed (the soak was stopped)"
+               if lines.unobserved_s else "")
+            + f"; promised availability {uptime * 100:g} % per node. Rounds: {statuses}.</p>"
+            f"<p>{legend}</p>{timeline_svg(lines, [a.node for a in shown])}"
+            "<table id=\"availability\"><tr><th>Node</th><th>Availability</th>"
+            "<th>Down (h)</th><th>Node-hours lost</th><th>Outages (UTC)</th></tr>"
+            f"{rows}</table>{more}{credit}")

@@ -1,0 +1,251 @@
+"""--cluster-soak: the suite in rounds. A round's command line, the nodes' timelines and a
+case over the rounds as pure functions; then whole soaks of the sim cluster: a fault that
+starts at round 3 is named at round 3, a dead node's downtime and the SLA credit come out
+of the rounds, Ctrl-C keeps every finished round, and a stopped soak goes on."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_cluster import soak
+from pytest_cluster.bundle.verify import verify
+from pytest_cluster.results import read_results
+from pytest_cluster.sla import FAILED, HEALTHY, UNREACHABLE, Span
+from pytest_cluster.soak import Round, aggregate, round_argv, timelines
+
+
+def test_a_round_runs_the_soaks_command_line_without_the_soaks_options() -> None:
+    args = ["--cluster=trial.yaml", "--cluster-soak", "48h", "-m", "sanity", "-n", "2",
+            "--junitxml=out.xml", "--html", "r.html", "--self-contained-html",
+            "--cluster-soak-rounds=5", "--cluster-reports", "reports", "tests/mine.py"]
+    assert round_argv("/py", args, Path("reports/x/rounds"), 7) == [
+        "/py", "-m", "pytest", "--cluster=trial.yaml", "-m", "sanity", "-n", "2",
+        "tests/mine.py", "--cluster-reports=reports/x/rounds", "--cluster-soak-round=7"]
+    resumed = ["--cluster=t.yaml", "--cluster-soak-resume=/r/soak", "-k", "ecc"]
+    assert round_argv("/py", resumed, Path("/r/soak/rounds"), 12) == [
+        "/py", "-m", "pytest", "--cluster=t.yaml", "-k", "ecc",
+        "--cluster-reports=/r/soak/rounds", "--cluster-soak-round=12"]
+
+
+@pytest.mark.parametrize(("raw", "seconds"), [("48h", 172800.0), ("90 min", 5400.0),
+                                              ("30s", 30.0)])
+def test_a_soaks_time_is_a_time(raw: str, seconds: float) -> None:
+    assert soak.parse_duration(raw) == seconds
+
+
+@pytest.mark.parametrize("raw", ["2d", "forever", "0 s", "-1h"])
+def test_a_soaks_time_that_is_no_time_is_refused(raw: str) -> None:
+    with pytest.raises(soak.SoakError, match="expected"):
+        soak.parse_duration(raw)
+
+
+def _round(number: int, start: float, end: float, **states: str) -> Round:
+    return Round(number, Path(f"r{number}"), start, end, "complete", dict(states), [])
+
+
+def test_a_rounds_state_lasts_until_the_next_round_and_a_stop_is_not_observed() -> None:
+    found = timelines([_round(1, 0, 95, a=HEALTHY, b=HEALTHY),
+                       _round(2, 100, 190, a=HEALTHY, b=UNREACHABLE),
+                       _round(3, 1000, 1100, a=FAILED, b=HEALTHY)], join_s=60)
+    assert found.spans["b"] == [Span(0, 100, HEALTHY), Span(100, 190, UNREACHABLE),
+                                Span(1000, 1100, HEALTHY)]
+    assert found.window == (0, 1100)
+    assert found.unobserved_s == 810  # 190 to 1000: the soak was stopped
+    assert found.observed_s == 290
+
+
+def test_a_case_over_the_rounds_fails_naming_the_rounds_it_failed_in() -> None:
+    ok = {"case": "c", "outcome": "passed", "measured": 1}
+    bad = {"case": "c", "outcome": "failed", "message": "Failed: gpu3 ecc 4 > 0",
+           "error_kind": None}
+    over = aggregate([(1, ok), (2, ok), (3, bad), (4, bad)], 4)
+    assert over["outcome"] == "failed"
+    assert over["rounds_failed"] == [3, 4]
+    assert over["message"] == "failed in 2 of 4 round(s) (rounds 3, 4); round 3: gpu3 ecc 4 > 0"
+    assert aggregate([(1, ok), (2, ok)], 2)["outcome"] == "passed"
+    skipped = {"case": "c", "outcome": "skipped", "message": "busy"}
+    assert aggregate([(1, skipped)], 1)["outcome"] == "skipped"
+
+
+# -- whole soaks of the sim cluster ---------------------------------------------------------
+
+SPEC = """\
+cluster: {{name: soak, nodes: "n[1-3]", launcher: sim}}
+gpus:
+  count: 8
+  ecc_uncorrected: 0
+  matmul: {{bf16: ">= 500 TFLOPS"}}
+{extra}sim:
+  gpus_per_node: 8
+  faults:
+{faults}"""
+ROUND3 = """\
+    - {node: n2, gpu: 5, ecc_uncorrected: 4, from_round: 3}
+    - {node: n2, gpu: 6, matmul_factor: 0.8, from_round: 3}
+"""
+SLA = """\
+sla:
+  uptime: 99.5%
+  down_after: 0 s
+  price_per_node_hour: 2.0
+  credits: [{below: 99.5%, credit: 10%}, {below: 90%, credit: 50%}]
+"""
+
+
+def _soak(pytester: pytest.Pytester, *args: str, faults: str = ROUND3,
+          extra: str = "") -> pytest.RunResult:
+    (pytester.path / "trial.yaml").write_text(SPEC.format(faults=faults, extra=extra))
+    return pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                              "--cluster-reports=reports", *args)
+
+
+def _lines(path: Path, kind: str) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as lines:
+        return [r for r in map(json.loads, lines) if r.get("type") == kind]
+
+
+def test_a_fault_that_starts_at_round_3_is_named_at_round_3(
+        pytester: pytest.Pytester) -> None:
+    result = _soak(pytester, "--cluster-soak-rounds=4")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "soak round 1 of 4: complete, * passed, 0 failed in *nodes failing so far: none",
+        "soak round 2 of 4: complete, * 0 failed in *",
+        "soak round 3 of 4: complete, * 1 failed in *nodes failing so far: n2 (since round 3)",
+        "soak round 4 of 4: *"])
+    soak_dir = (pytester.path / "reports" / "latest").resolve()
+    assert soak.round_numbers(soak_dir) == [1, 2, 3, 4]
+    for number in range(1, 5):  # every round is a whole run with its own sealed evidence
+        assert verify(soak_dir / "rounds" / soak.round_name(number), None).ok
+    assert verify(soak_dir, None).ok
+    run = read_results(soak_dir / "results.jsonl")
+    by_case = {r["case"]: r for r in run.results}
+    counted = by_case["pytest_cluster/soak.py::test_counters_steady[n2]"]
+    assert counted["outcome"] == "failed"
+    assert "gpu5 GPU-" in counted["message"]
+    assert "ECC uncorrected 0 -> 4 (+4) at round 3 (" in counted["message"]
+    assert "against round 1" in counted["message"]
+    assert by_case["pytest_cluster/soak.py::test_counters_steady[n1]"]["outcome"] == "passed"
+    ecc = by_case["acceptance/test_gpus.py::test_gpu_ecc[n2-gpu5]"]
+    assert ecc["rounds_failed"] == [3, 4]
+    assert ecc["message"].startswith("failed in 2 of 4 round(s) (rounds 3, 4); round 3: ")
+    steady = [r for r in run.results if r["clause"] == "soak.stability[gpus.matmul.bf16]"
+              and r["outcome"] == "failed"]
+    assert [(r["node"], r["gpu"]) for r in steady] == [("n2", 6)]
+    assert "worst round 3" in steady[0]["message"] and "below round 1's" in \
+        steady[0]["message"]
+    # each round's lines, with its number and UTC time
+    copied = _lines(soak_dir / "results.jsonl", "round_result")
+    assert {r["round"] for r in copied} == {1, 2, 3, 4}
+    assert all(r["utc"].endswith("Z") for r in copied)
+    rounds = _lines(soak_dir / "results.jsonl", "round")
+    assert [r["nodes"].get("failed", []) for r in rounds] == [[], [], ["n2"], ["n2"]]
+    assert run.end is not None and run.end["soak"]["rounds"] == 4
+    junit = (soak_dir / "junit.xml").read_text()
+    for node in ("n1", "n2", "n3"):
+        assert f'name="test_available[{node}]"' in junit
+    assert "Soak" in (soak_dir / "report.html").read_text()
+
+
+def test_a_dead_node_loses_its_rounds_and_the_sla_says_what_is_owed(
+        pytester: pytest.Pytester) -> None:
+    down = "    - {node: n3, down: true, from_round: 2}\n"
+    result = _soak(pytester, "--cluster-soak-rounds=3", faults=down, extra=SLA)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    soak_dir = (pytester.path / "reports" / "latest").resolve()
+    run = read_results(soak_dir / "results.jsonl")
+    by_case = {r["case"]: r for r in run.results}
+    assert by_case["pytest_cluster/soak.py::test_available[n1]"]["outcome"] == "passed"
+    dead = by_case["pytest_cluster/soak.py::test_available[n3]"]
+    assert dead["outcome"] == "failed"
+    rounds = _lines(soak_dir / "results.jsonl", "round")
+    assert [r["nodes"].get("unreachable", []) for r in rounds] == [[], ["n3"], ["n3"]]
+    # down from round 2's start to the end of the soak
+    assert dead["down_s"] == pytest.approx(rounds[2]["ended_at"] - rounds[1]["started_at"],
+                                           abs=0.01)
+    window = rounds[2]["ended_at"] - rounds[0]["started_at"]
+    assert dead["availability"] == pytest.approx(1 - dead["down_s"] / window, abs=1e-3)
+    assert dead["message"].startswith("[SIMULATED] n3: down ")
+    assert "below 90 %: 50 % of" in dead["message"]
+    owed = by_case["pytest_cluster/soak.py::test_no_credit_owed[cluster]"]
+    assert owed["outcome"] == "failed" and "credit owed: " in owed["message"]
+    assert run.end is not None
+    assert run.end["soak"]["credit"]["owed"] == pytest.approx(
+        0.5 * 2.0 * window / 3600, abs=0.01)
+    result.stdout.fnmatch_lines(["*SLA: credit owed: *"])
+
+
+def test_a_stopped_soak_goes_on_where_it_stopped(pytester: pytest.Pytester) -> None:
+    assert _soak(pytester, "--cluster-soak-rounds=1", faults="").ret == pytest.ExitCode.OK
+    soak_dir = (pytester.path / "reports" / "latest").resolve()
+    first = (soak_dir / "results.jsonl").read_bytes()
+    again = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                               "--cluster-reports=reports", f"--cluster-soak-resume={soak_dir}",
+                               "--cluster-soak-rounds=2")
+    assert again.ret == pytest.ExitCode.OK
+    assert soak.round_numbers(soak_dir) == [1, 2]
+    # the first session's evidence is kept whole, its manifest still verifies it there
+    assert (soak_dir / "stops" / "stop-01" / "results.jsonl").read_bytes() == first
+    assert {r["round"] for r in _lines(soak_dir / "results.jsonl", "round")} == {1, 2}
+    assert verify(soak_dir, None).ok
+    # another spec cannot go on with it
+    (pytester.path / "other.yaml").write_text(SPEC.format(faults="", extra="soak: "
+                                                           "{spread: 3%}\n"))
+    refused = pytester.runpytest("--cluster=other.yaml", "--cluster-reports=reports",
+                                 f"--cluster-soak-resume={soak_dir}")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["*is a soak of another spec*"])
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--cluster-soak=2d"], "--cluster-soak=2d: expected a time like*"),
+    (["--cluster-soak-rounds=0"], "--cluster-soak-rounds=0: expected a number of rounds*"),
+    (["--cluster-soak=1h", "--cluster-reports="], "*it needs --cluster-reports=DIR*"),
+    (["--cluster-soak-resume=nowhere"], "*nowhere is not a soak's directory*"),
+])
+def test_a_soak_asked_wrongly_is_a_usage_error(pytester: pytest.Pytester, args: list[str],
+                                               says: str) -> None:
+    (pytester.path / "trial.yaml").write_text(SPEC.format(faults="", extra=""))
+    result = pytester.runpytest("--cluster=trial.yaml", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{says}"])
+
+
+def test_ctrl_c_ends_the_soak_with_every_finished_round_kept(tmp_path: Path) -> None:
+    (tmp_path / "trial.yaml").write_text(
+        "cluster: {name: slow, nodes: [n1, n2], launcher: sim}\n"
+        "gpus: {count: 8}\nsim: {gpus_per_node: 8, latency: 1 s}\n")
+    soaking = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--cluster=trial.yaml",
+         "--cluster-soak=1h", "-q"], cwd=tmp_path, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, start_new_session=True)
+    rounds = tmp_path / "reports"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list(rounds.glob("*/rounds/round-0002")):
+        time.sleep(0.2)
+    time.sleep(1.0)  # round 2 is under way
+    os.killpg(soaking.pid, signal.SIGINT)  # Ctrl-C reaches the terminal's process group
+    output, _ = soaking.communicate(timeout=180)
+    assert soaking.returncode == pytest.ExitCode.INTERRUPTED, output.decode()[-2000:]
+    soak_dir = next(rounds.glob("*-slow"))
+    numbers = soak.round_numbers(soak_dir)
+    assert numbers[:2] == [1, 2]
+    for number in numbers:
+        assert verify(soak_dir / "rounds" / soak.round_name(number), None).ok
+    run = read_results(soak_dir / "results.jsonl")
+    assert run.end is not None and run.end["status"] == "interrupted"
+    assert run.end["soak"]["rounds"] == len(numbers)
+    assert verify(soak_dir, None).ok
+    # nothing of the soak is left running
+    left = subprocess.run(["pgrep", "-f", f"--cluster-reports={soak_dir}"],
+                          capture_output=True, text=True, check=False)
+    assert left.stdout.strip() == ""
