@@ -255,6 +255,7 @@ class SoakDriver:
                      "down_s": round(found.down_s, 3), "observed_s": round(found.window_s, 3),
                      "node_hours_lost": round(found.node_hours_lost, 4),
                      "outages": [[soak.utc(a), soak.utc(b)] for a, b in found.outages],
+                     "outages_at": [[round(a, 3), round(b, 3)] for a, b in found.outages],
                      "requirement": f">= {sla.uptime * 100:g} % available",
                      "arithmetic": text}
             if self.spec.sla is not None:
