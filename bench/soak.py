@@ -19,6 +19,7 @@ Measured on the 2-CPU dev machine: see the issue notes.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import subprocess
@@ -61,8 +62,7 @@ def main() -> int:
         rounds = [r for r in map(json.loads, results.read_text().splitlines())
                   if r.get("type") == "round"]
     took = [r["ended_at"] - r["started_at"] for r in rounds]
-    between = [b["started_at"] - a["ended_at"] for a, b in zip(rounds, rounds[1:],
-                                                               strict=False)]
+    between = [b["started_at"] - a["ended_at"] for a, b in itertools.pairwise(rounds)]
     print(f"{options.nodes} simulated nodes, {options.rounds} rounds, "
           f"-m {options.select or '(all)'}")
     print(f"  plain runs one after another  {plain:7.2f} s  ({plain / options.rounds:.2f} "
