@@ -21,6 +21,7 @@ import math
 import re
 import statistics
 import time
+from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,7 +152,6 @@ class Round:
     ended: float
     status: str  # the round's end record: complete, partial, interrupted, ...
     states: dict[str, str]  # node -> healthy, failed or unreachable (nodes it checked)
-    results: list[dict[str, Any]] = field(repr=False)
     counts: dict[str, int] = field(default_factory=dict)
 
 
@@ -166,8 +166,9 @@ def node_state(entry: dict[str, Any]) -> str | None:
     return HEALTHY if int(entry.get("checks_passed") or 0) > 0 else None
 
 
-def read_round(path: Path, number: int) -> Round | None:
-    """The round in `path`; None when it left no results (it never started its checks)."""
+def read_round(path: Path, number: int) -> tuple[Round, list[dict[str, Any]]] | None:
+    """The round in `path` and its result lines (read once, for the soak's tally); None
+    when it left no results (it never started its checks)."""
     results_path = path / "results.jsonl"
     if not results_path.is_file():
         return None
@@ -185,7 +186,7 @@ def read_round(path: Path, number: int) -> Round | None:
             if state is not None:
                 states[str(entry.get("node"))] = state
     counts = dict(found.end.get("counts") or {}) if found.end is not None else {}
-    return Round(number, path, started, ended, found.status, states, found.results, counts)
+    return Round(number, path, started, ended, found.status, states, counts), found.results
 
 
 class _suppress_bad_json:
@@ -235,7 +236,144 @@ def timelines(rounds: Sequence[Round], join_s: float = 120.0) -> Timelines:
     return Timelines(spans, window, unobserved)
 
 
-# -- counters that must not grow ----------------------------------------------------------------
+# -- what the soak keeps of its rounds ------------------------------------------------------
+
+@dataclass
+class CaseTally:
+    """One contract case over the rounds it ran in: its rounds, those it failed in, its
+    first failing line and its last line (never every round's line)."""
+
+    rounds: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    first_failed: dict[str, Any] | None = None
+    last: dict[str, Any] = field(default_factory=dict)
+    all_skipped: bool = True
+
+
+@dataclass
+class Series:
+    """One figure over the rounds: the round numbers and values (measured_base), and its
+    latest line's fields (clause, node, GPU, unit, how it is compared)."""
+
+    rounds: list[int] = field(default_factory=list)
+    values: array[float] = field(default_factory=lambda: array("d"))
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Tally:
+    """What a soak keeps of its rounds, a round at a time, in memory that grows with the
+    cases and figures, not with the rounds' lines: per case its rounds and failures, per
+    figure its values, per node its first GPU probe and the growth seen since."""
+
+    def __init__(self) -> None:
+        self.cases: dict[str, CaseTally] = {}
+        self.series: dict[str, Series] = {}
+        self.first_gpu: dict[str, tuple[int, dict[str, Any]]] = {}
+        self.gpu_rounds: dict[str, list[int]] = {}
+        self.growth: dict[str, list[str]] = {}
+        self._seen: set[tuple[str, str, str]] = set()
+
+    def add(self, number: int, started: float, results: Iterable[dict[str, Any]],
+            gpus: dict[str, dict[str, Any]]) -> None:
+        for record in results:
+            case_id = record.get("case")
+            if not isinstance(case_id, str) or record.get("outcome") == "not_run":
+                continue
+            tally = self.cases.setdefault(case_id, CaseTally())
+            tally.rounds.append(number)
+            tally.last = record
+            tally.all_skipped = tally.all_skipped and record.get("outcome") == "skipped"
+            if record.get("outcome") == "failed":
+                tally.failed.append(number)
+                if tally.first_failed is None:
+                    tally.first_failed = record
+        for case_id, record in figures(results).items():
+            series = self.series.setdefault(case_id, Series())
+            series.rounds.append(number)
+            series.values.append(float(record["measured_base"]))
+            series.meta = record
+        for node, payload in gpus.items():
+            self._counters(node, number, started, payload)
+
+    def _counters(self, node: str, number: int, started: float,
+                  payload: dict[str, Any]) -> None:
+        self.gpu_rounds.setdefault(node, []).append(number)
+        if node not in self.first_gpu:
+            self.first_gpu[node] = (number, payload)
+            return
+        first_round, first = self.first_gpu[node]
+        for gpu, changes in counters.growth(first, payload).items():
+            for change in changes:
+                what = change.split(" -> ", 1)[0].rsplit(" ", 1)[0] \
+                    if " -> " in change else change
+                if (node, gpu, what) in self._seen:
+                    continue  # named at the round it was first seen
+                self._seen.add((node, gpu, what))
+                self.growth.setdefault(node, []).append(
+                    f"{gpu}: {change} at round {number} ({utc(started)}), against round "
+                    f"{first_round}")
+
+    def counter_cases(self, nodes: Iterable[str]) -> list[Case]:
+        """Per node with GPU probes in two rounds or more: no counter grew since the
+        first round that probed it."""
+        cases = []
+        for node in nodes:
+            seen = self.gpu_rounds.get(node, [])
+            if len(seen) < 2:
+                continue
+            lines = self.growth.get(node, [])
+            props = {"rounds_compared": len(seen), "first_round": seen[0],
+                     "last_round": seen[-1],
+                     "requirement": "no error counter grows, no critical XID, no GPU gone"}
+            message = "; ".join(lines[:20]) + (f"; and {len(lines) - 20} more"
+                                               if len(lines) > 20 else "")
+            cases.append(Case(node, "soak.counters", node, not lines,
+                              f"{node} {message}" if lines else "", props=props))
+        return cases
+
+    def stability_cases(self, bounds: SoakSpec) -> list[Case]:
+        """Per figure measured in two rounds or more: its worst round against its first,
+        and its spread (coefficient of variation) over the rounds, against the bounds."""
+        return [case for case_id, series in self.series.items()
+                if (case := steadiness(case_id, series, bounds)) is not None]
+
+
+def _shown(value: float) -> str:
+    return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
+
+
+def steadiness(case_id: str, series: Series, bounds: SoakSpec) -> Case | None:
+    values = list(series.values)
+    first = values[0] if values else 0.0
+    if len(values) < 2 or first == 0 or not all(math.isfinite(v) for v in values):
+        return None
+    last = series.meta
+    higher = last["comparison"] in HIGHER_BETTER
+    worst_at = min(range(len(values)), key=lambda i: values[i] if higher else -values[i])
+    worst = values[worst_at]
+    drop = (first - worst) / abs(first) if higher else (worst - first) / abs(first)
+    mean = statistics.fmean(values)
+    spread = statistics.pstdev(values) / abs(mean) if mean else 0.0
+    scale = (float(last["measured"]) / values[-1]) if isinstance(
+        last.get("measured"), (int, float)) and values[-1] else 1.0
+    unit = f" {last['unit']}" if last.get("unit") else ""
+    where = " ".join(str(p) for p in (last.get("node"), f"gpu{last['gpu']}"
+                                      if last.get("gpu") is not None else None) if p)
+    text = (f"{where} {last['clause']}: worst round {series.rounds[worst_at]} "
+            f"{_shown(worst * scale)}{unit} is {max(drop, 0) * 100:.1f} % "
+            f"{'below' if higher else 'above'} round {series.rounds[0]}'s "
+            f"{_shown(first * scale)}; spread {spread * 100:.1f} % over {len(values)} "
+            f"rounds (coefficient of variation)")
+    passed = drop <= bounds.drop and spread <= bounds.spread
+    limits = (f"worst round at most {bounds.drop * 100:g} % worse than the first, "
+              f"spread at most {bounds.spread * 100:g} %")
+    props = {"measured": f"spread {spread * 100:.2f} %, worst {drop * 100:+.1f} %",
+             "spread_pct": round(spread * 100, 3), "drop_pct": round(drop * 100, 3),
+             "rounds": len(values), "compared_case": case_id, "requirement": limits}
+    return Case(case_id.rpartition("::")[2], f"soak.stability[{last['clause']}]",
+                str(last.get("node")), passed, "" if passed else f"{text}: beyond {limits}",
+                gpu=last.get("gpu"), props=props)
+
 
 def gpu_payloads(round_dir: Path) -> dict[str, dict[str, Any]]:
     """Per node, the GPU probe's payload in a round (nodes whose probe failed left out)."""
@@ -249,106 +387,24 @@ def gpu_payloads(round_dir: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
-def counter_cases(rounds: Sequence[Round], nodes: Iterable[str]) -> list[Case]:
-    """Per node with GPU probes in two rounds or more: each later round against the first
-    that probed it; a growth fails the node, naming the round it was first seen in."""
-    payloads = {r.number: gpu_payloads(r.path) for r in rounds}
-    when = {r.number: r.started for r in rounds}
-    cases = []
-    for node in nodes:
-        seen = [(number, found[node]) for number, found in sorted(payloads.items())
-                if node in found]
-        if len(seen) < 2:
-            continue
-        (first_round, first), lines = seen[0], []
-        reported: set[tuple[str, str]] = set()
-        for number, later in seen[1:]:
-            for gpu, changes in counters.growth(first, later).items():
-                for change in changes:
-                    what = change.split(" -> ", 1)[0].rsplit(" ", 1)[0] \
-                        if " -> " in change else change
-                    if (gpu, what) in reported:
-                        continue
-                    reported.add((gpu, what))
-                    lines.append(f"{gpu}: {change} at round {number} ({utc(when[number])}), "
-                                 f"against round {first_round}")
-        props = {"rounds_compared": len(seen), "first_round": first_round,
-                 "last_round": seen[-1][0],
-                 "requirement": "no error counter grows, no critical XID, no GPU gone"}
-        message = "; ".join(lines[:20]) + (f"; and {len(lines) - 20} more" if len(lines) > 20
-                                           else "")
-        cases.append(Case(node, "soak.counters", node, not lines,
-                          f"{node} {message}" if lines else "", props=props))
-    return cases
-
-
-# -- steady figures ----------------------------------------------------------------------------
-
-def _shown(value: float) -> str:
-    return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
-
-
-def stability_cases(rounds: Sequence[Round], bounds: SoakSpec) -> list[Case]:
-    """Per figure measured in two rounds or more: its worst round against its first, and
-    its spread (coefficient of variation) over the rounds, against the spec's bounds."""
-    series: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-    for each in sorted(rounds, key=lambda r: r.number):
-        for case_id, record in figures(each.results).items():
-            series.setdefault(case_id, []).append((each.number, record))
-    cases = []
-    for case_id, found in series.items():
-        values = [float(record["measured_base"]) for _, record in found]
-        first = values[0]
-        if len(found) < 2 or first == 0 or not all(math.isfinite(v) for v in values):
-            continue
-        last = found[-1][1]
-        higher = last["comparison"] in HIGHER_BETTER
-        worst_at = min(range(len(values)), key=lambda i: values[i] if higher else -values[i])
-        worst = values[worst_at]
-        drop = (first - worst) / abs(first) if higher else (worst - first) / abs(first)
-        mean = statistics.fmean(values)
-        spread = statistics.pstdev(values) / abs(mean) if mean else 0.0
-        scale = (float(last["measured"]) / values[-1]) if isinstance(
-            last.get("measured"), (int, float)) and values[-1] else 1.0
-        unit = f" {last['unit']}" if last.get("unit") else ""
-        where = " ".join(str(p) for p in (last.get("node"), f"gpu{last['gpu']}"
-                                          if last.get("gpu") is not None else None) if p)
-        text = (f"{where} {last['clause']}: worst round {found[worst_at][0]} "
-                f"{_shown(worst * scale)}{unit} is {max(drop, 0) * 100:.1f} % "
-                f"{'below' if higher else 'above'} round {found[0][0]}'s "
-                f"{_shown(first * scale)}; spread {spread * 100:.1f} % over {len(values)} "
-                f"rounds (coefficient of variation)")
-        passed = drop <= bounds.drop and spread <= bounds.spread
-        limits = (f"worst round at most {bounds.drop * 100:g} % worse than the first, "
-                  f"spread at most {bounds.spread * 100:g} %")
-        param = case_id.rpartition("::")[2]
-        props = {"measured": f"spread {spread * 100:.2f} %, worst {drop * 100:+.1f} %",
-                 "spread_pct": round(spread * 100, 3), "drop_pct": round(drop * 100, 3),
-                 "rounds": len(values), "compared_case": case_id, "requirement": limits}
-        cases.append(Case(param, f"soak.stability[{last['clause']}]", str(last.get("node")),
-                          passed, "" if passed else f"{text}: beyond {limits}",
-                          gpu=last.get("gpu"), props=props))
-    return cases
-
-
 # -- the soak's own cases from the rounds' cases ------------------------------------------------
 
-def aggregate(found: Sequence[tuple[int, dict[str, Any]]], rounds: int) -> dict[str, Any]:
-    """One contract case over the soak from its result line in each round it ran in:
-    failed if it failed (or could not start) in any round, naming those rounds; skipped
-    when it was skipped in every one; passed otherwise. Its figures are its last round's
-    (its first failing round's when it failed)."""
-    failing = [(n, r) for n, r in found if r.get("outcome") == "failed"]
-    if failing:
-        number, first = failing[0]
-        names = ", ".join(str(n) for n, _ in failing[:20]) + (
+def aggregate(tally: CaseTally) -> dict[str, Any]:
+    """One contract case over the soak: failed if it failed (or could not start) in any
+    round, naming those rounds; skipped when it was skipped in every one; passed
+    otherwise. Its figures are its last round's (its first failing round's when it
+    failed)."""
+    ran = len(tally.rounds)
+    if tally.first_failed is not None:
+        first, failing = tally.first_failed, tally.failed
+        names = ", ".join(str(n) for n in failing[:20]) + (
             f" and {len(failing) - 20} more" if len(failing) > 20 else "")
-        message = (f"failed in {len(failing)} of {len(found)} round(s) (rounds {names}); "
-                   f"round {number}: {str(first.get('message', '')).removeprefix('Failed: ')}")
-        return {**first, "outcome": "failed", "message": message,
-                "rounds": len(found), "rounds_failed": [n for n, _ in failing]}
-    last = found[-1][1]
-    if all(r.get("outcome") == "skipped" for _, r in found):
-        return {**last, "rounds": len(found), "rounds_failed": []}
-    return {**last, "outcome": "passed", "phase": "call", "message": "",
-            "rounds": len(found), "rounds_failed": []}
+        said = str(first.get("message", "")).removeprefix("Failed: ")
+        message = (f"failed in {len(failing)} of {ran} round(s) (rounds {names}); "
+                   f"round {failing[0]}: {said}")
+        return {**first, "outcome": "failed", "message": message, "rounds": ran,
+                "rounds_failed": list(failing)}
+    if tally.all_skipped:
+        return {**tally.last, "rounds": ran, "rounds_failed": []}
+    return {**tally.last, "outcome": "passed", "phase": "call", "message": "",
+            "rounds": ran, "rounds_failed": []}

@@ -69,6 +69,7 @@ class SoakDriver:
         self.max_rounds = max_rounds
         self.session_plugin = session_plugin
         self.rounds: list[soak.Round] = []
+        self.tally = soak.Tally()  # what is kept of the rounds' lines and probes
         self.started = time.time()
         self.earlier_s = 0.0  # the soak's time in rounds of earlier sessions (resumed)
         self.availability: list[NodeAvailability] = []
@@ -91,10 +92,7 @@ class SoakDriver:
                 "duration_s": self.duration_s, "max_rounds": self.max_rounds}, indent=1,
                 sort_keys=True) + "\n", encoding="utf-8")
         for number in soak.round_numbers(self.soak_dir):
-            found = soak.read_round(self._round_dir(number), number)
-            if found is not None:
-                self.rounds.append(found)
-                self._copy(found)
+            self._take(number)
         self.earlier_s = soak.timelines(self.rounds).observed_s
 
     def _round_dir(self, number: int) -> Path:
@@ -153,21 +151,31 @@ class SoakDriver:
         self._finish_round(number, log_path, code)
 
     def _finish_round(self, number: int, log_path: Path, code: int | None) -> None:
-        found = soak.read_round(self._round_dir(number), number)
+        found = self._take(number)
         if found is None:
             tail = " / ".join(log_path.read_text(encoding="utf-8", errors="replace")
                               .strip().splitlines()[-3:])
             raise SoakStopped(f"round {number} left no results (exit status {code}); see "
                               f"{log_path}: {tail[-600:]}")
-        self.rounds.append(found)
-        self._copy(found)
         self._progress(found)
 
-    def _copy(self, found: soak.Round) -> None:
+    def _take(self, number: int) -> soak.Round | None:
+        """A round's directory read once: tallied, its lines copied, then let go."""
+        path = self._round_dir(number)
+        read = soak.read_round(path, number)
+        if read is None:
+            return None
+        found, results = read
+        self.rounds.append(found)
+        self.tally.add(number, found.started, results, soak.gpu_payloads(path))
+        self._copy(found, results)
+        return found
+
+    def _copy(self, found: soak.Round, results: list[dict[str, Any]]) -> None:
         """The round's result lines into the soak's results.jsonl, with its number and
         UTC time, then a line for the round itself."""
         write = self.session_plugin.write_line
-        for record in found.results:
+        for record in results:
             at = record.get("finished_at")
             write({**record, "type": "round_result", "round": found.number,
                    "utc": soak.utc(float(at)) if isinstance(at, (int, float)) else None})
@@ -217,24 +225,17 @@ class SoakDriver:
 
     def report(self, session: pytest.Session) -> None:
         """Every collected case once over the rounds."""
-        if not self.rounds:
-            return
-        by_case: dict[str, list[tuple[int, dict[str, Any]]]] = {}
-        for each in sorted(self.rounds, key=lambda r: r.number):
-            for record in each.results:
-                if isinstance(record.get("case"), str) and record.get("outcome") != "not_run":
-                    by_case.setdefault(record["case"], []).append((each.number, record))
         for item in session.items:
             case = item.stash.get(CASE_KEY, None)
-            found = by_case.get(case.case_id) if case is not None else None
-            if case is None or not found:
+            found = self.tally.cases.get(case.case_id) if case is not None else None
+            if case is None or found is None:
                 continue  # never ran in any round: the end says not run
-            _emit(self.config, item, case.to_json(), soak.aggregate(found, len(self.rounds)))
+            _emit(self.config, item, case.to_json(), soak.aggregate(found))
 
     def derived(self) -> list[Case]:
         nodes = self.spec.cluster.nodes
-        return [*self._availability(), *soak.counter_cases(self.rounds, nodes),
-                *soak.stability_cases(self.rounds, self.spec.soak)]
+        return [*self._availability(), *self.tally.counter_cases(nodes),
+                *self.tally.stability_cases(self.spec.soak)]
 
     def _availability(self) -> list[Case]:
         lines = soak.timelines(self.rounds)

@@ -21,6 +21,7 @@ from pytest_cluster.bundle.verify import verify
 from pytest_cluster.results import read_results
 from pytest_cluster.sla import FAILED, HEALTHY, UNREACHABLE, Span
 from pytest_cluster.soak import Round, aggregate, round_argv, timelines
+from pytest_cluster.spec.model import SoakSpec
 
 
 def test_a_round_runs_the_soaks_command_line_without_the_soaks_options() -> None:
@@ -49,7 +50,7 @@ def test_a_soaks_time_that_is_no_time_is_refused(raw: str) -> None:
 
 
 def _round(number: int, start: float, end: float, **states: str) -> Round:
-    return Round(number, Path(f"r{number}"), start, end, "complete", dict(states), [])
+    return Round(number, Path(f"r{number}"), start, end, "complete", dict(states))
 
 
 def test_a_rounds_state_lasts_until_the_next_round_and_a_stop_is_not_observed() -> None:
@@ -63,17 +64,42 @@ def test_a_rounds_state_lasts_until_the_next_round_and_a_stop_is_not_observed() 
     assert found.observed_s == 290
 
 
+def _tallied(*rounds: dict[str, Any]) -> soak.CaseTally:
+    tally = soak.Tally()
+    for number, record in enumerate(rounds, 1):
+        tally.add(number, 0.0, [record], {})
+    return tally.cases["c"]
+
+
 def test_a_case_over_the_rounds_fails_naming_the_rounds_it_failed_in() -> None:
     ok = {"case": "c", "outcome": "passed", "measured": 1}
     bad = {"case": "c", "outcome": "failed", "message": "Failed: gpu3 ecc 4 > 0",
            "error_kind": None}
-    over = aggregate([(1, ok), (2, ok), (3, bad), (4, bad)], 4)
+    over = aggregate(_tallied(ok, ok, bad, bad))
     assert over["outcome"] == "failed"
     assert over["rounds_failed"] == [3, 4]
     assert over["message"] == "failed in 2 of 4 round(s) (rounds 3, 4); round 3: gpu3 ecc 4 > 0"
-    assert aggregate([(1, ok), (2, ok)], 2)["outcome"] == "passed"
+    assert aggregate(_tallied(ok, ok))["outcome"] == "passed"
     skipped = {"case": "c", "outcome": "skipped", "message": "busy"}
-    assert aggregate([(1, skipped)], 1)["outcome"] == "skipped"
+    assert aggregate(_tallied(skipped))["outcome"] == "skipped"
+    assert aggregate(_tallied(skipped, ok))["outcome"] == "passed"
+
+
+def test_a_figure_that_sags_in_one_round_is_named_with_that_round() -> None:
+    tally = soak.Tally()
+    for number, tflops in enumerate((700.0, 702.0, 560.0, 699.0), 1):
+        tally.add(number, 0.0, [{"case": "acceptance/test_gpus.py::test_gpu_matmul[n1-gpu3-bf16]",
+                                 "clause": "gpus.matmul.bf16", "node": "n1", "gpu": 3,
+                                 "outcome": "passed", "comparison": ">=", "unit": "TFLOPS",
+                                 "measured": tflops, "measured_base": tflops * 1e12}], {})
+    (case,) = tally.stability_cases(SoakSpec())
+    assert not case.passed
+    assert case.param == "test_gpu_matmul[n1-gpu3-bf16]"
+    assert case.message == (
+        "n1 gpu3 gpus.matmul.bf16: worst round 3 560 TFLOPS is 20.0 % below round 1's 700; "
+        "spread 9.1 % over 4 rounds (coefficient of variation): beyond worst round at most "
+        "10 % worse than the first, spread at most 5 %")
+    assert soak.Tally().stability_cases(SoakSpec()) == []  # no figure, no case
 
 
 # -- whole soaks of the sim cluster ---------------------------------------------------------

@@ -69,12 +69,19 @@ def _outage(stop: Callable[[], None], start: Callable[[], None],
 def test_a_node_down_for_a_minute_mid_soak_is_down_for_that_minute(
         pytester: pytest.Pytester, request: pytest.FixtureRequest, kind: str) -> None:
     cluster: NetnsCluster = request.getfixturevalue("netns" if kind == "ssh" else "slurm")
-    if kind == "ssh":
-        stop = lambda: cluster.stop_sshd("node3")  # noqa: E731
-        start = lambda: (cluster.start_sshd("node3"), cluster.wait_for_port("node3"))  # noqa: E731
-    else:
-        stop = lambda: cluster.stop_slurmd("node3")  # noqa: E731
-        start = lambda: _resume_slurmd(cluster, "node3")  # noqa: E731
+
+    def stop() -> None:
+        if kind == "ssh":
+            cluster.stop_sshd("node3")
+        else:
+            cluster.stop_slurmd("node3")
+
+    def start() -> None:
+        if kind == "ssh":
+            cluster.start_sshd("node3")
+            cluster.wait_for_port("node3")
+        else:
+            _resume_slurmd(cluster, "node3")
     (pytester.path / "trial.yaml").write_text(_spec(cluster, kind))
     when: dict[str, float] = {}
     outage = _outage(stop, start, when)
