@@ -24,6 +24,7 @@ from pytest_cluster.probes import ProbeCall
 from pytest_cluster.probes.gpu_perf import PARTS as PERF_PARTS
 from pytest_cluster.spec.clauses import readers
 from pytest_cluster.spec.model import GpuSpec, InterconnectSpec, Spec, StorageSpec
+from pytest_cluster.training import TrainingRun, run_training, step_bound
 
 STORAGE_PARTS = ("write", "read", "metadata")  # what the storage probe measures under load
 
@@ -293,3 +294,27 @@ class Cluster:
                             simulated=simulated).to_json())
         self._search = NodeSearch.from_json(document)
         return self._search
+
+    def training(self) -> TrainingRun:
+        """The training loop over every node of the spec, as one job, run once per run.
+        A node whose host probe did not answer fails it at once, named (its ranks would
+        otherwise leave the others waiting out the rendezvous)."""
+        spec = self.spec.training
+        if spec is None:
+            raise ValueError("the spec has no training section")
+
+        def compute() -> dict[str, object]:
+            base = TrainingRun(self.nodes, spec.ranks_per_node, spec.backend, step_bound(spec))
+            for result in self.host_all().values():
+                if not result.ok:
+                    return replace(base, error=result.describe(),
+                                   simulated=result.simulated).to_json()
+            started = time.time()
+            run = run_training(self.launcher, spec, self.nodes)
+            return replace(run, details={**run.details, "started_at": started,
+                                         "ended_at": time.time()}).to_json()
+
+        self.host_all()  # read before the measuring lock is taken (see ProbeCache.alone)
+        text = json.dumps(asdict(spec), sort_keys=True, default=str)
+        key = f"training-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+        return TrainingRun.from_json(self.cache.document(key, compute))

@@ -28,7 +28,8 @@ from pytest_cluster.spec.model import Clause, Rule, SimSpec
 from pytest_cluster.spec.promised import promised
 from pytest_cluster.units import Dim
 
-SUITES = ("test_host", "test_software", "test_storage", "test_gpus", "test_interconnect")
+SUITES = ("test_host", "test_software", "test_storage", "test_gpus", "test_interconnect",
+          "test_training")
 
 
 def marked() -> dict[str, list[str]]:

@@ -78,7 +78,7 @@ def test_good_spec_becomes_frozen_records() -> None:
     ("cluster: {name: x, nodes: [a]}\nroot:$6$secret:19000:0::: x\n",
      "trial.yaml:2: <key not shown>: unknown key, not a plain name (not shown: is this file a "
      "spec? known keys: cluster, host, storage, gpus, interconnect, sim, ssh, slurm, baseline, "
-     "sla, soak)"),
+     "sla, soak, training)"),
     ("cluster: [a]\n", "trial.yaml:1: cluster: expected a map of name, nodes, launcher, python, "
                        "probe_timeout, parallel, got a list"),
     ("cluster: {name: x, nodes: a}\nhost:\n  cpu_cores: >= 192\n",

@@ -244,6 +244,15 @@ CLAUSES: tuple[Declaration, ...] = (
     _setting("sla", "price_per_node_hour"),
     _setting("sla", "currency"),
     _setting("sla", "credits"),
+    # -- training: a small transformer trained with DistributedDataParallel on every node;
+    # the step-time bound is also how a hang is found ----------------------------------------
+    _quantity("training", "step_time", Dim.TIME, "<=", default="<= 60 s"),
+    _quantity("training", "spread", Dim.FRACTION, "<=", default="<= 25%"),
+    _quantity("training", "tokens_per_s", Dim.COUNT),
+    _setting("training", "steps"),
+    _setting("training", "ranks_per_node"),
+    _setting("training", "backend"),
+    _setting("training", "timeout"),
     # -- soak: how steady figures must stay over a soak's rounds (--cluster-soak) ---------
     _setting("soak", "spread"),
     _setting("soak", "drop"),

@@ -19,6 +19,7 @@ class LauncherKind:
     needs_section: bool = False  # the section must be given (sim: the description)
     python: str | None = "python3"  # on the nodes' PATH; None: the one running pytest
     no_storage: str | None = None  # why it cannot test filesystems; None: it can
+    no_training: str | None = None  # why it cannot run a training loop; None: it can
 
     def default_python(self) -> str:
         """The interpreter on the nodes when the spec names none."""
@@ -29,7 +30,8 @@ class LauncherKind:
 KINDS: dict[str, LauncherKind] = {kind.name: kind for kind in (
     LauncherKind("local", python=None),
     LauncherKind("sim", section="sim", needs_section=True,
-                 no_storage="simulates hosts and GPUs, not filesystems"),
+                 no_storage="simulates hosts and GPUs, not filesystems",
+                 no_training="simulates collective benchmarks, not a training loop"),
     LauncherKind("ssh", section="ssh"),
     LauncherKind("slurm", section="slurm"),
 )}

@@ -53,6 +53,7 @@ from pytest_cluster.spec.model import (
 from pytest_cluster.spec.sla import parse_sla
 from pytest_cluster.spec.slurm import allocation_nodes, parse_slurm, wants_allocation
 from pytest_cluster.spec.ssh import parse_ssh
+from pytest_cluster.spec.training import parse_training
 from pytest_cluster.units import Dim, parse_quantity
 
 MAX_SPEC_BYTES = 4 * 2**20
@@ -285,7 +286,7 @@ def parse_spec(text: str, file: str) -> Spec:
                         f"got {kind(root) if not isinstance(root, ScalarNode) else 'a scalar'}"
                         " (is this file a spec?)", file=file, line=root.start_mark.line + 1)
     top = Map(ctx, root, "", ("cluster", "host", "storage", "gpus", "interconnect", "sim",
-                              "ssh", "slurm", "baseline", "sla", "soak"))
+                              "ssh", "slurm", "baseline", "sla", "soak", "training"))
     slurm_node = top.items.get("slurm", (None, None))[1]
     allocation = wants_allocation(slurm_node)
     cluster = _cluster(ctx, top.take("cluster"), allocation)
@@ -306,8 +307,10 @@ def parse_spec(text: str, file: str) -> Spec:
     baseline = _baseline(ctx, top.take("baseline"))
     sla = parse_sla(ctx, top.take("sla"))
     soak = _soak(ctx, top.take("soak"))
+    training = parse_training(ctx, top.take("training"), cluster, gpus)
     top.finish()
-    if not ctx.count and gpus is None and interconnect is None and not _has_clauses(
+    if not ctx.count and gpus is None and interconnect is None and training is None \
+            and not _has_clauses(
             cluster, host, storage):
         raise SpecError("nothing to test: the spec has no host, storage, gpus or "
                         "interconnect clauses (see examples/trial.yaml)", file=file)
@@ -319,7 +322,7 @@ def parse_spec(text: str, file: str) -> Spec:
     warnings = tuple(str(w) for w in sorted(ctx.warnings, key=lambda w: w.line or 0))
     return Spec(file=file, sha256=sha, cluster=cluster, host=host, storage=storage, gpus=gpus,
                 sim=sim, ssh=ssh, slurm=slurm, interconnect=interconnect, baseline=baseline,
-                sla=sla, soak=soak, warnings=warnings, text=text)
+                sla=sla, soak=soak, training=training, warnings=warnings, text=text)
 
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),

@@ -152,6 +152,23 @@ class BaselineSpec:
 
 
 @dataclass(frozen=True)
+class TrainingSpec(_Promises):
+    """A real training loop: a small transformer trained with DistributedDataParallel over
+    every node of the cluster (`ranks_per_node` each), `steps` steps after a warm-up; its
+    clauses bound each step's time (a step over it is a hang: the job is stopped), its
+    step time's spread and the tokens per second."""
+
+    section: ClassVar[str] = "training"
+    clauses: tuple[Clause | Rule, ...] = ()
+    steps: int = 50
+    warmup: int = 3
+    ranks_per_node: int = 1
+    backend: str = "gloo"
+    timeout_s: float = 900.0
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class SoakSpec:
     """How steady a soak's figures must stay (--cluster-soak): per case measured in every
     round, its coefficient of variation over the rounds at most `spread`, and its worst
@@ -177,6 +194,7 @@ class Spec:
     baseline: BaselineSpec = field(default_factory=BaselineSpec)
     sla: SlaSpec | None = None
     soak: SoakSpec = field(default_factory=SoakSpec)
+    training: TrainingSpec | None = None
     warnings: tuple[str, ...] = ()  # likely slips, "FILE:LINE: KEY: text" like errors
     text: str = field(default="", repr=False, compare=False)  # as read: the evidence keeps it
 

@@ -13,7 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pytest_cluster.spec.clauses import Declaration, Value, declared
-from pytest_cluster.spec.model import GpuSpec, HostSpec, Spec, StorageSpec, VersionClause
+from pytest_cluster.spec.model import (
+    GpuSpec,
+    HostSpec,
+    Spec,
+    StorageSpec,
+    TrainingSpec,
+    VersionClause,
+)
 
 
 @dataclass(frozen=True)
@@ -29,11 +36,14 @@ class Promised:
 
 
 def _section(spec: Spec, declaration: Declaration,
-             params: Mapping[str, object]) -> HostSpec | StorageSpec | GpuSpec | None:
+             params: Mapping[str, object]
+             ) -> HostSpec | StorageSpec | GpuSpec | TrainingSpec | None:
     if declaration.section == "host":
         return spec.host
     if declaration.section == "gpus":
         return spec.gpus
+    if declaration.section == "training":
+        return spec.training
     fs = params.get("filesystem")
     return fs if isinstance(fs, StorageSpec) else None
 
@@ -66,7 +76,8 @@ def promised(spec: Spec, name: str, params: Mapping[str, object]) -> Promised:
         return Promised(name, True)
     section = declaration.section
     if (section == "gpus" and spec.gpus is None) or (section == "storage" and not spec.storage) \
-            or (section == "interconnect" and spec.interconnect is None):
+            or (section == "interconnect" and spec.interconnect is None) \
+            or (section == "training" and spec.training is None):
         return Promised(section, False)  # the whole section is absent
     if declaration.when is not None:
         found = Promised(name, declaration.when(spec))

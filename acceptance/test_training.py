@@ -1,0 +1,86 @@
+"""Training clauses: a small transformer trained with DistributedDataParallel over every
+node of the cluster, as one job (pytest_cluster/training.py): no step over the bound (a
+hang is found by it), the step time steady, the tokens per second promised."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_cluster.cluster import Cluster
+from pytest_cluster.contract_tests import checks
+from pytest_cluster.evidence import Evidence
+from pytest_cluster.hostlist import compress_hostlist
+from pytest_cluster.spec.model import Clause, TrainingSpec
+from pytest_cluster.training import TrainingRun
+
+METHOD = ("torch.nn TransformerEncoder trained with DistributedDataParallel ({backend}) on "
+          "synthetic tokens, {steps} steps after {warmup} warm-up; a step's time is its "
+          "slowest rank's (DDP synchronises every step)")
+
+
+def _spec(cluster: Cluster) -> TrainingSpec:
+    spec = cluster.spec.training
+    assert spec is not None, "the spec has no training section"
+    return spec
+
+
+def _run(cluster: Cluster, evidence: Evidence, key: str) -> tuple[TrainingSpec, Clause,
+                                                                  TrainingRun,
+                                                                  dict[str, Any], str]:
+    spec = _spec(cluster)
+    clause = spec.clause(key)
+    assert clause is not None, f"training.{key} is not in the contract"
+    run = cluster.training()
+    evidence.saw(run)
+    label = f"{len(run.nodes)} node(s) ({compress_hostlist(run.nodes)})"
+    raw: dict[str, Any] = {"nodes": compress_hostlist(run.nodes),
+                           "ranks_per_node": run.ranks_per_node, "backend": run.backend,
+                           "step_s": list(run.step_s), "slowest": run.slowest,
+                           "loss_first": run.loss_first, "loss_last": run.loss_last,
+                           "details": run.details}
+    if run.error:
+        evidence.cannot_measure(clause, run.error, raw=raw, kind="job_failed", node=label)
+    if run.ok and not run.finite:
+        evidence.cannot_measure(clause, "the loss was not finite: the training is broken, "
+                                "its speed does not count", raw=raw, kind="wrong_result",
+                                node=label)
+    return spec, clause, run, raw, label
+
+
+def _method(spec: TrainingSpec, run: TrainingRun) -> str:
+    return METHOD.format(backend=run.backend, steps=spec.steps, warmup=spec.warmup)
+
+
+@checks("training.step_time")
+def test_training_steps(cluster: Cluster, evidence: Evidence) -> None:
+    """Every step within the bound; a step over it is a hang, named with its node, rank
+    and step (the job is stopped there, not waited out)."""
+    spec, clause, run, raw, label = _run(cluster, evidence, "step_time")
+    if run.hang:
+        raw["hang"] = run.hang
+        evidence.check(clause, run.bound_s * 1.000001 + 1e-9, node=label, result=None,
+                       method=_method(spec, run), raw=raw, note=run.hang)
+    evidence.check(clause, run.longest_s, node=label, result=None, method=_method(spec, run),
+                   raw=raw, note=f"the longest step: {run.slowest}; loss "
+                                 f"{run.loss_first:.3f} -> {run.loss_last:.3f}"
+                   if run.loss_first is not None and run.loss_last is not None else "")
+
+
+@checks("training.spread")
+def test_training_steady(cluster: Cluster, evidence: Evidence) -> None:
+    """The step time's coefficient of variation over the measured steps."""
+    spec, clause, run, raw, label = _run(cluster, evidence, "spread")
+    if run.hang:
+        evidence.cannot_measure(clause, run.hang, raw=raw, kind="hang", node=label)
+    evidence.check(clause, run.spread, node=label, result=None, method=_method(spec, run),
+                   raw=raw, note=f"longest step {run.longest_s:.3f} s ({run.slowest})")
+
+
+@checks("training.tokens_per_s")
+def test_training_throughput(cluster: Cluster, evidence: Evidence) -> None:
+    """Tokens per second over the whole job: every rank's tokens over the steps' time."""
+    spec, clause, run, raw, label = _run(cluster, evidence, "tokens_per_s")
+    if run.hang:
+        evidence.cannot_measure(clause, run.hang, raw=raw, kind="hang", node=label)
+    evidence.check(clause, run.tokens_per_s, node=label, result=None,
+                   method=_method(spec, run), raw=raw)
