@@ -1,6 +1,7 @@
 """GPU clauses: per node (count, one model, one driver) and per GPU (model and form factor,
 memory, usable memory, ECC, row remaps, PCIe, NVLink, throttling, temperature, power,
-XID errors, matmul TFLOPS, memory, host<->device and GPU<->GPU bandwidth).
+XID errors, matmul TFLOPS, memory, host<->device and GPU<->GPU bandwidth; under stress,
+throttling and silent data corruption).
 
 Every per-GPU case records the GPU's index, UUID and serial with its evidence. The node
 and GPU a case is about are its own parameters: the evidence knows them.
@@ -8,6 +9,7 @@ and GPU a case is about are its own parameters: the evidence knows them.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -469,3 +471,84 @@ def test_gpu_p2p(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
                    raw={**copies.__dict__, "uuid": entry.get("uuid")},
                    method=f"median over {copies.pairs} copies to and from the other GPUs; "
                           f"{slowest}")
+
+
+# -- the stress level (-m stress, opt-in): every GPU of a node under bf16 matmuls at once for
+# gpus.stress_time, NVML sampled throughout, then the same matmul on the same inputs on every
+# GPU, compared across the node's GPUs and its repeats (silent data corruption); a soak
+# compares it across rounds too (pytest_cluster/soak.py) -------------------------------------
+
+def _stressed(cluster: Cluster, node: str) -> ProbeResult:
+    return cluster.gpu_stress(node)
+
+
+@checks("gpus.stress_throttle")
+def test_gpu_stress_throttle(cluster_spec: Spec, cluster: Cluster, node: str, gpu: int,
+                             gpu_result: ProbeResult, evidence: Evidence) -> None:
+    """No HW slowdown, thermal or power-brake throttling all through the stress."""
+    rule = _rule(cluster_spec, "stress_throttle")
+    entry = _nvml(evidence, gpu_result, rule)
+    stressed = _stressed(cluster, node)
+    load = _perf(evidence, stressed, rule, entry, "load")
+    sustained = _perf(evidence, stressed, rule, entry, "sustained")
+    if not load.get("load_samples"):
+        evidence.cannot_measure(rule, "no NVML sample was taken during the stress", raw=load)
+    reasons = list(load.get("throttle", []))
+    shown = (f"{', '.join(reasons) or 'none'} in {load['load_samples']} samples over "
+             f"{sustained.get('seconds', 0):.0f} s at {sustained.get('tflops', 0):.0f} TFLOPS "
+             f"(max {load.get('temperature_max_c')} C, {load.get('power_max_w')} W, SM clock "
+             f"down to {load.get('sm_clock_min_mhz')} MHz)")
+    evidence.check_rule(rule, not reasons, shown, result=stressed,
+                        problem=f"throttled during the stress: {', '.join(reasons)} (clocks "
+                                f"event reasons {load.get('reasons_mask', 0):#x}, SM clock "
+                                f"down to {load.get('sm_clock_min_mhz')} MHz, max "
+                                f"{load.get('temperature_max_c')} C)",
+                        method="bf16 matmuls back to back on every GPU of the node at once; "
+                               "nvmlDeviceGetCurrentClocksEventReasons, temperature, power "
+                               "and SM clock sampled every 0.1 s",
+                        raw={"load": load, "sustained": sustained})
+
+
+def _checksums(stressed: ProbeResult, node_gpus: list[dict[str, Any]]) -> Counter[int]:
+    """The first checksum of every GPU of the node whose check ran."""
+    found: Counter[int] = Counter()
+    payload = stressed.payload()
+    for nvml in node_gpus:
+        entry = perf_gpu(payload, nvml, int(nvml.get("index", -1)))
+        sdc = entry.get("sdc") if entry is not None else None
+        if isinstance(sdc, dict) and isinstance(sdc.get("checksum"), int):
+            found[sdc["checksum"]] += 1
+    return found
+
+
+@checks("gpus.sdc")
+def test_gpu_sdc(cluster_spec: Spec, cluster: Cluster, node: str, gpu: int,
+                 gpu_result: ProbeResult, evidence: Evidence) -> None:
+    """The same bf16 matmul on the same inputs gives this GPU the same result every time,
+    and the same as the node's other GPUs (of its model)."""
+    rule = _rule(cluster_spec, "sdc")
+    entry = _nvml(evidence, gpu_result, rule)
+    stressed = _stressed(cluster, node)
+    sdc = _perf(evidence, stressed, rule, entry, "sdc")
+    same_model = [g for g in gpu_result.payload().get("gpus", [])
+                  if isinstance(g, dict) and g.get("name") == entry.get("name")]
+    others = _checksums(stressed, same_model)
+    mine = sdc.get("checksum")
+    majority, count = others.most_common(1)[0] if others else (mine, 0)
+    repeats = sdc.get("checksums") or []
+    problems = []
+    if not sdc.get("consistent", False):
+        problems.append(f"{len(set(repeats))} different results over {len(repeats)} repeats "
+                        "of the same matmul")
+    if len(others) > 1 and (mine != majority or count * 2 <= sum(others.values())):
+        problems.append(f"its result {mine:#x} differs from {majority:#x}, which {count} of "
+                        f"the node's {sum(others.values())} GPUs give on identical inputs"
+                        if mine != majority else
+                        f"no result is shared by most of the node's GPUs ({len(others)} "
+                        "different ones)")
+    shown = (f"checksum {mine:#x}, the same in all {len(repeats)} repeats and on "
+             f"{others.get(mine, 0) if isinstance(mine, int) else 0} of "
+             f"{sum(others.values())} GPU(s)") if isinstance(mine, int) else "no checksum"
+    evidence.check_rule(rule, not problems, shown, result=stressed,
+                        problem="silent data corruption: " + "; ".join(problems),
+                        method=str(sdc.get("method", "")), raw=sdc)

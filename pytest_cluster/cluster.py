@@ -79,6 +79,16 @@ def gpu_perf_call(gpus: GpuSpec) -> ProbeCall | None:
     return ProbeCall("gpu_perf", tuple(args))
 
 
+def gpu_stress_call(gpus: GpuSpec) -> ProbeCall:
+    """The stress level's torch probe: every GPU of the node under bf16 matmuls for
+    stress_time, NVML sampled throughout, then the SDC check; nothing else measured."""
+    args = ["--dtypes", "", "--shape", ",".join(map(str, gpus.matmul_shape)),
+            "--load-time", f"{gpus.stress_time_s:g}", "--sdc"]
+    for part in PERF_PARTS:
+        args += ["--skip", part]
+    return ProbeCall("gpu_perf", tuple(args))
+
+
 #: Probes that load the nodes (GPUs, disks): one at a time across xdist workers.
 LOADING_PROBES = ("gpu_perf", "storage", "import_latency")
 
@@ -101,10 +111,12 @@ class Cluster:
     def nodes(self) -> tuple[str, ...]:
         return self.spec.cluster.nodes
 
-    def _run(self, call: ProbeCall, nodes: Sequence[str]) -> dict[str, ProbeResult]:
+    def _run(self, call: ProbeCall, nodes: Sequence[str],
+             at_least_s: float = 0.0) -> dict[str, ProbeResult]:
         alone = self.cache.alone() if call.name in LOADING_PROBES else contextlib.nullcontext()
         with alone:
-            return self.launcher.run(call, nodes, self.spec.cluster.probe_timeout_s)
+            return self.launcher.run(call, nodes,
+                                     max(self.spec.cluster.probe_timeout_s, at_least_s))
 
     def probe(self, call: ProbeCall, node: str) -> ProbeResult:
         """The result of `call` on `node`; the call runs once, on all nodes in parallel."""
@@ -189,6 +201,14 @@ class Cluster:
         """torch measurements on every GPU of `node` at once; None if none is in contract."""
         call = gpu_perf_call(self._gpus())
         return None if call is None else self.probe(call, node)
+
+    def gpu_stress(self, node: str) -> ProbeResult:
+        """The stress level on `node`: sustained load on every GPU at once, then the same
+        matmul on each, compared (gpu_stress_call)."""
+        gpus = self._gpus()
+        # its timeout: the stress itself, and 10 minutes for starting up and the check
+        longer = functools.partial(self._run, at_least_s=gpus.stress_time_s + 600)
+        return self.cache.get(gpu_stress_call(gpus), self.nodes, longer)[node]
 
     # -- interconnect: benchmark jobs, each run once and shared by every test -------------
 

@@ -271,10 +271,12 @@ class Tally:
         self.first_gpu: dict[str, tuple[int, dict[str, Any]]] = {}
         self.gpu_rounds: dict[str, list[int]] = {}
         self.growth: dict[str, list[str]] = {}
+        self.first_sdc: dict[tuple[str, str], tuple[int, int]] = {}
         self._seen: set[tuple[str, str, str]] = set()
 
     def add(self, number: int, started: float, results: Iterable[dict[str, Any]],
-            gpus: dict[str, dict[str, Any]]) -> None:
+            gpus: dict[str, dict[str, Any]],
+            perf: dict[str, dict[str, Any]] | None = None) -> None:
         for record in results:
             case_id = record.get("case")
             if not isinstance(case_id, str) or record.get("outcome") == "not_run":
@@ -294,6 +296,25 @@ class Tally:
             series.meta = record
         for node, payload in gpus.items():
             self._counters(node, number, started, payload)
+        for node, payload in (perf or {}).items():
+            self._results(node, number, started, payload)
+
+    def _results(self, node: str, number: int, started: float,
+                 payload: dict[str, Any]) -> None:
+        """The SDC check's checksum of each GPU (by UUID) against its first round's."""
+        for gpu in payload.get("gpus") or []:
+            sdc = gpu.get("sdc") if isinstance(gpu, dict) else None
+            if not isinstance(sdc, dict) or not isinstance(sdc.get("checksum"), int):
+                continue
+            where = f"gpu{gpu.get('index')} GPU-{str(gpu.get('uuid')).removeprefix('GPU-')}"
+            first = self.first_sdc.setdefault((node, where), (number, sdc["checksum"]))
+            if sdc["checksum"] != first[1] and (node, where, "sdc") not in self._seen:
+                self._seen.add((node, where, "sdc"))
+                self.gpu_rounds.setdefault(node, [])
+                self.growth.setdefault(node, []).append(
+                    f"{where}: matmul checksum {sdc['checksum']:#x} at round {number} "
+                    f"({utc(started)}) differs from round {first[0]}'s {first[1]:#x} on "
+                    "identical inputs (silent data corruption)")
 
     def _counters(self, node: str, number: int, started: float,
                   payload: dict[str, Any]) -> None:
@@ -324,7 +345,8 @@ class Tally:
             lines = self.growth.get(node, [])
             props = {"rounds_compared": len(seen), "first_round": seen[0],
                      "last_round": seen[-1],
-                     "requirement": "no error counter grows, no critical XID, no GPU gone"}
+                     "requirement": "no error counter grows, no critical XID, no GPU gone, "
+                                    "the same SDC matmul result as in the first round"}
             message = "; ".join(lines[:20]) + (f"; and {len(lines) - 20} more"
                                                if len(lines) > 20 else "")
             cases.append(Case(node, "soak.counters", node, not lines,
@@ -375,10 +397,11 @@ def steadiness(case_id: str, series: Series, bounds: SoakSpec) -> Case | None:
                 gpu=last.get("gpu"), props=props)
 
 
-def gpu_payloads(round_dir: Path) -> dict[str, dict[str, Any]]:
-    """Per node, the GPU probe's payload in a round (nodes whose probe failed left out)."""
+def gpu_payloads(round_dir: Path, probe: str = "gpu") -> dict[str, dict[str, Any]]:
+    """Per node, a GPU probe's payload in a round (nodes whose probe failed left out):
+    the NVML probe's, or (probe "gpu_perf") the torch probe's, the SDC check's there."""
     found: dict[str, dict[str, Any]] = {}
-    for path in sorted((round_dir / "probes").glob("gpu-*.json")):
+    for path in sorted((round_dir / "probes").glob(f"{probe}-*.json")):
         with _suppress_bad_json():
             for node, result in json.loads(path.read_text(encoding="utf-8")).items():
                 data = result.get("data") if isinstance(result, dict) else None

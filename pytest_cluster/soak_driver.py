@@ -167,7 +167,8 @@ class SoakDriver:
             return None
         found, results = read
         self.rounds.append(found)
-        self.tally.add(number, found.started, results, soak.gpu_payloads(path))
+        self.tally.add(number, found.started, results, soak.gpu_payloads(path),
+                       soak.gpu_payloads(path, "gpu_perf"))
         self._copy(found, results)
         return found
 

@@ -176,7 +176,7 @@ def test_gpu_perf_options() -> None:
     assert parse_options([]) == {
         "dtypes": ["bf16"], "shape": [8192, 8192, 8192], "warmup": 50, "warmup_time": 1.0,
         "iterations": 100, "load_time": 10.0, "copy_bytes": 2 * 2**30,
-        "xfer_bytes": 256 * 2**20, "skip": []}
+        "xfer_bytes": 256 * 2**20, "skip": [], "sdc": False}
     opts = parse_options(["--dtypes", "", "--skip", "p2p", "--skip", "h2d", "--skip", "p2p"])
     assert opts["dtypes"] == []
     assert opts["skip"] == ["h2d", "p2p"]

@@ -62,7 +62,7 @@ def test_healthy_small_cluster_passes_everything(pytester: pytest.Pytester) -> N
     result = run(pytester, SMALL.format(faults=""))
     # per GPU: 16 tests + matmul, 2 GPUs, 2 nodes; per node: count, same model; 1 driver;
     # and host.same_software (on by default) for its 6 packages
-    result.assert_outcomes(passed=(len(PER_GPU) + 1) * 4 + 2 * 2 + 1 + 6, deselected=31)
+    result.assert_outcomes(passed=(len(PER_GPU) + 1) * 4 + 2 * 2 + 1 + 6, deselected=39)
     assert failed(pytester) == {}
 
 
@@ -183,7 +183,8 @@ def test_rules_can_be_left_out(pytester: pytest.Pytester) -> None:
         "  load_time: 2 s\n", "  load_time: 2 s\n  throttle: false\n  pcie: false\n")
     result = run(pytester, spec)
     assert failed(pytester) == {}
-    result.stdout.fnmatch_lines(["*not in contract, not tested: *gpus.pcie, gpus.throttle*"])
+    result.stdout.fnmatch_lines(["*not in contract, not tested: *gpus.pcie, gpus.sdc (level "
+                                 "stress: run it with -m stress), *, gpus.throttle, *"])
 
 
 def test_evidence_names_the_gpu_and_says_simulated(pytester: pytest.Pytester) -> None:

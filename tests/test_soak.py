@@ -182,6 +182,31 @@ def test_a_fault_that_starts_at_round_3_is_named_at_round_3(
     assert "Soak" in (soak_dir / "report.html").read_text()
 
 
+def test_a_gpu_whose_matmul_goes_wrong_at_round_3_is_named_at_round_3(
+        pytester: pytest.Pytester) -> None:
+    """The stress level's silent-data-corruption check, soaked: the GPU is named by its
+    node's other GPUs in round 3, and against its own round 1."""
+    wrong = "    - {node: n2, gpu: 6, sdc: true, from_round: 3}\n"
+    result = _soak(pytester, "-m", "stress", "--cluster-soak-rounds=3", faults=wrong,
+                   extra="")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    soak_dir = (pytester.path / "reports" / "latest").resolve()
+    by_case = {r["case"]: r for r in read_results(soak_dir / "results.jsonl").results}
+    sdc = by_case["acceptance/test_gpus.py::test_gpu_sdc[n2-gpu6]"]
+    assert sdc["rounds_failed"] == [3]
+    assert "silent data corruption: 2 different results over 8 repeats" in sdc["message"]
+    assert "which 7 of the node's 8 GPUs give on identical inputs" in sdc["message"]
+    assert [c for c, r in by_case.items() if r["outcome"] == "failed"
+            and "test_gpu_sdc" in c] == ["acceptance/test_gpus.py::test_gpu_sdc[n2-gpu6]"]
+    counted = by_case["pytest_cluster/soak.py::test_counters_steady[n2]"]
+    assert counted["outcome"] == "failed"
+    assert ": matmul checksum 0x" in counted["message"]
+    assert "at round 3 (" in counted["message"] and "differs from round 1's 0x" in \
+        counted["message"]
+    throttle = by_case["acceptance/test_gpus.py::test_gpu_stress_throttle[n1-gpu0]"]
+    assert throttle["outcome"] == "passed" and throttle["rounds"] == 3
+
+
 def test_a_dead_node_loses_its_rounds_and_the_sla_says_what_is_owed(
         pytester: pytest.Pytester) -> None:
     down = "    - {node: n3, down: true, from_round: 2}\n"

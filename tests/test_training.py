@@ -16,7 +16,7 @@ from pytest_cluster.spec.model import TrainingSpec
 from pytest_cluster.training import TrainingRun, summarise, training_job
 from tests.conftest import has_torch
 from tests.netns_cluster import NetnsCluster
-from tests.test_ssh import jsonl
+from tests.test_plugin import jsonl
 
 
 def _spec(text: str) -> TrainingSpec:

@@ -200,6 +200,30 @@ def sustained_load(torch: Any, dtype: str, shape: list[int], seconds: float) -> 
             "tflops": 2 * shape[0] * shape[1] * shape[2] * count / elapsed / 1e12}
 
 
+SDC_SIDE = 4096
+SDC_REPEATS = 8
+
+
+def sdc_check(torch: Any) -> dict[str, Any]:
+    """The same bf16 matmul on the same inputs (a fixed seed: identical on every GPU)
+    SDC_REPEATS times; each result reduced on the GPU to an exact checksum of its bits
+    (int64 sum of each element's 16 bits times a weight by position, so a flipped bit or
+    a swapped element changes it). A healthy GPU gives the same checksum every time, and
+    the same as the node's other GPUs of its model."""
+    seed = torch.Generator(device="cuda").manual_seed(20261123)
+    a = torch.randn(SDC_SIDE, SDC_SIDE, device="cuda", dtype=torch.bfloat16, generator=seed)
+    b = torch.randn(SDC_SIDE, SDC_SIDE, device="cuda", dtype=torch.bfloat16, generator=seed)
+    weights = torch.arange(SDC_SIDE * SDC_SIDE, device="cuda", dtype=torch.int64) % 65521 + 1
+    checksums = []
+    for _ in range(SDC_REPEATS):
+        bits = torch.mm(a, b).view(torch.int16).reshape(-1).to(torch.int64)
+        checksums.append(int((bits * weights).sum()))
+    return {"checksum": checksums[0], "checksums": checksums, "repeats": SDC_REPEATS,
+            "consistent": len(set(checksums)) == 1, "shape": [SDC_SIDE] * 3,
+            "method": f"bf16 {SDC_SIDE}^3 matmul of fixed-seed inputs, {SDC_REPEATS} times; "
+                      "a position-weighted int64 sum of the result's bits"}
+
+
 def p2p_bandwidth(torch: Any, count: int, nbytes: int, iterations: int) -> dict[str, Any]:
     """GPU->GPU copy for every ordered pair (the NVLink check); bytes counted once."""
     pairs = []
@@ -299,6 +323,8 @@ def worker(index: int, opts: dict[str, Any], barrier: Any, host_lock: Any, loade
             if opts["load_time"] > 0:
                 out["sustained"] = errors_to_json(lambda: sustained_load(
                     torch, (opts["dtypes"] or ["bf16"])[0], opts["shape"], opts["load_time"]))
+            if opts["sdc"]:  # right after the load, while the GPU is hot
+                out["sdc"] = errors_to_json(lambda: sdc_check(torch))
         finally:
             with loaded.get_lock():
                 loaded.value -= 1
@@ -476,6 +502,8 @@ def parse_options(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--copy-bytes", type=int, default=2 * GIB)
     parser.add_argument("--xfer-bytes", type=int, default=256 * MIB)
     parser.add_argument("--skip", action="append", default=[], choices=PARTS)
+    parser.add_argument("--sdc", action="store_true",
+                        help="after the load, the same matmul on every GPU, compared")
     args = parser.parse_args(argv)
     shape = [int(v) for v in args.shape.split(",")]
     if len(shape) == 1:
@@ -485,7 +513,7 @@ def parse_options(argv: list[str] | None = None) -> dict[str, Any]:
     return {"dtypes": [d for d in args.dtypes.split(",") if d], "shape": shape,
             "warmup": args.warmup, "warmup_time": args.warmup_time, "iterations": args.iterations,
             "load_time": args.load_time, "copy_bytes": args.copy_bytes,
-            "xfer_bytes": args.xfer_bytes, "skip": sorted(set(args.skip))}
+            "xfer_bytes": args.xfer_bytes, "skip": sorted(set(args.skip)), "sdc": args.sdc}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -240,6 +240,8 @@ def gpu_perf_payload(sim: SimSpec, node: str, options: dict[str, Any]) -> dict[s
         if load_time > 0:
             entry["sustained"] = {"seconds": load_time, "tflops": bf16 * 0.99,
                                   "matmuls": int(load_time * bf16 * 1e12 / (2 * m * n * k))}
+        if options.get("sdc"):
+            entry["sdc"] = _sdc(model.nvml_names[0], fault)
         reasons = gpu["reasons_under_load"]
         entry["load"] = {
             "nvml_index": index, "samples": int(load_time * 10) + 40,
@@ -257,6 +259,18 @@ def gpu_perf_payload(sim: SimSpec, node: str, options: dict[str, Any]) -> dict[s
         data["p2p"] = {"pairs": _p2p(sim, node, described["gpus"]),
                        "method": f"GPU-to-GPU copy per ordered pair ({SIMULATED_BY})"}
     return data
+
+
+def _sdc(name: str, fault: SimFault) -> dict[str, Any]:
+    """The SDC check's answer: every healthy GPU of a model gives the same checksum; one
+    with the `sdc` fault gives another, and not the same one every time."""
+    good = int(hashlib.sha256(f"sdc {name}".encode()).hexdigest()[:15], 16)
+    checksums = [good] * 8
+    if fault.sdc:
+        checksums = [good ^ (1 << 17)] * 7 + [good ^ (1 << 40)]
+    return {"checksum": checksums[0], "checksums": checksums, "repeats": len(checksums),
+            "consistent": len(set(checksums)) == 1, "shape": [4096] * 3,
+            "method": f"bf16 matmul of fixed-seed inputs, 8 times ({SIMULATED_BY})"}
 
 
 def gpu_link_rate(sim: SimSpec, node: str, index: int, gpu: dict[str, Any]) -> float:

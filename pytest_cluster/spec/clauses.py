@@ -226,6 +226,13 @@ CLAUSES: tuple[Declaration, ...] = (
     _setting("gpus", "xid_window"),
     _quantity("gpus", "power_limit", Dim.POWER, level=SANITY),
     _setting("gpus", "load_time"),
+    # -- gpus under stress (-m stress, opt-in): every GPU of a node loaded at once for
+    # stress_time, NVML sampled throughout, then the same matmul on every GPU compared ------
+    _rule("stress_throttle", "no HW slowdown, thermal or power-brake throttling during the "
+          "stress", "none", level=STRESS),
+    _rule("sdc", "the same matmul result on every GPU of a node, every time (no silent data "
+          "corruption)", level=STRESS),
+    _setting("gpus", "stress_time"),
     Declaration("gpus", "uniform", Value.IMPLIED,
                 text="every GPU of a node is the same model", level=SANITY),
     Declaration("gpus", "same_driver", Value.IMPLIED, needs_nodes=2,

@@ -155,6 +155,9 @@ def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
                                       window), 2.0),
         load_time_s=or_default(field(ctx, table.take("load_time"), "gpus.load_time",
                                      load_time), 10.0),
+        stress_time_s=or_default(field(ctx, table.take("stress_time"), "gpus.stress_time",
+                                       time_between(1, 7 * 86400, "from 1 s to 7 days")),
+                                 300.0),
     )
     table.finish()
     _memory_slip(ctx, result.clause("memory"), result.model)
@@ -173,7 +176,7 @@ def _plain(node: Node) -> object:
 FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen", "pcie_width",
               "row_remap_pending", "row_remap_failure", "ecc_uncorrected", "nvlinks_down",
               "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor",
-              "link_factor", "replaced", "from_round")
+              "link_factor", "replaced", "from_round", "sdc")
 #: The clocks event reasons that count as throttling (the GPU probe's THROTTLE_BITS: the spec
 #: imports no probe; tests/test_spec.py asserts both name the same).
 THROTTLES = ("hw_slowdown", "sw_thermal", "hw_thermal", "power_brake")
@@ -260,12 +263,14 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
         link_factor=or_default(one("link_factor", factor), 1.0),  # type: ignore[arg-type]
         replaced=bool(one("replaced", boolean)),
         from_round=or_default(one("from_round", positive_int), 1),  # type: ignore[arg-type]
+        sdc=bool(one("sdc", boolean)),
     )
     table.finish()
     per_gpu = (fault.model, fault.memory_held_bytes, fault.pcie_gen, fault.pcie_width,
                fault.row_remap_pending, fault.row_remap_failure, fault.ecc_uncorrected,
                fault.nvlinks_down, fault.throttle, fault.xid, fault.temperature_c,
-               fault.matmul_factor != 1.0, fault.bandwidth_factor != 1.0, fault.replaced)
+               fault.matmul_factor != 1.0, fault.bandwidth_factor != 1.0, fault.replaced,
+               fault.sdc)
     if gpu_node is None and any(per_gpu):
         ctx.error(node, f"{path}.gpu", "missing: a GPU fault needs the GPU index (gpu: 3)")
     return fault

@@ -220,6 +220,7 @@ class GpuSpec(_Promises):
     matmul_shape: tuple[int, int, int] = (8192, 8192, 8192)  # m, n, k
     xid_window_s: float = 2.0
     load_time_s: float = 10.0  # matmul load while clocks and throttle reasons are sampled
+    stress_time_s: float = 300.0  # the stress level's sustained load, every GPU at once
 
     @property
     def count(self) -> Clause:
@@ -258,6 +259,7 @@ class SimFault:
     link_factor: float = 1.0  # the node's network runs at this share of its rate
     replaced: bool = False  # another board of the same model in this GPU's slot
     from_round: int = 1  # in a soak, the fault starts at this round (a plain run: round 1)
+    sdc: bool = False  # the GPU's matmul results are wrong (silent data corruption)
 
 
 @dataclass(frozen=True)
