@@ -333,18 +333,24 @@ def test_gpu_throttle(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
     if not load.get("load_samples"):
         evidence.cannot_measure(rule, "no NVML sample was taken under load", raw=load)
     assert gpu_perf_result is not None
+    _no_throttling(evidence, rule, gpu_perf_result, load, "under load", "under load",
+                   "nvmlDeviceGetCurrentClocksEventReasons sampled every 0.1 s while every "
+                   "GPU of the node ran matmuls", load)
+
+
+def _no_throttling(evidence: Evidence, rule: Rule, result: ProbeResult, load: dict[str, Any],
+                   samples: str, during: str, method: str, raw: Any) -> None:
+    """No throttling clocks event reason in the NVML samples of `load`."""
     reasons = list(load.get("throttle", []))
-    shown = (", ".join(reasons) or "none") + (
-        f" in {load['load_samples']} samples under load (max {load.get('temperature_max_c')}"
-        f" C, {load.get('power_max_w')} W, SM clock down to {load.get('sm_clock_min_mhz')} "
-        f"MHz)")
-    evidence.check_rule(rule, not reasons, shown, result=gpu_perf_result,
-                        problem=f"throttled under load: {', '.join(reasons)} (clocks event "
+    shown = (f"{', '.join(reasons) or 'none'} in {load['load_samples']} samples {samples} "
+             f"(max {load.get('temperature_max_c')} C, {load.get('power_max_w')} W, SM clock "
+             f"down to {load.get('sm_clock_min_mhz')} MHz)")
+    evidence.check_rule(rule, not reasons, shown, result=result,
+                        problem=f"throttled {during}: {', '.join(reasons)} (clocks event "
                                 f"reasons {load.get('reasons_mask', 0):#x}, SM clock down to "
                                 f"{load.get('sm_clock_min_mhz')} MHz, max "
                                 f"{load.get('temperature_max_c')} C)",
-                        method="nvmlDeviceGetCurrentClocksEventReasons sampled every 0.1 s "
-                               "while every GPU of the node ran matmuls", raw=load)
+                        method=method, raw=raw)
 
 
 @checks("gpus.temperature")
@@ -493,20 +499,12 @@ def test_gpu_stress_throttle(cluster_spec: Spec, cluster: Cluster, node: str, gp
     sustained = _perf(evidence, stressed, rule, entry, "sustained")
     if not load.get("load_samples"):
         evidence.cannot_measure(rule, "no NVML sample was taken during the stress", raw=load)
-    reasons = list(load.get("throttle", []))
-    shown = (f"{', '.join(reasons) or 'none'} in {load['load_samples']} samples over "
-             f"{sustained.get('seconds', 0):.0f} s at {sustained.get('tflops', 0):.0f} TFLOPS "
-             f"(max {load.get('temperature_max_c')} C, {load.get('power_max_w')} W, SM clock "
-             f"down to {load.get('sm_clock_min_mhz')} MHz)")
-    evidence.check_rule(rule, not reasons, shown, result=stressed,
-                        problem=f"throttled during the stress: {', '.join(reasons)} (clocks "
-                                f"event reasons {load.get('reasons_mask', 0):#x}, SM clock "
-                                f"down to {load.get('sm_clock_min_mhz')} MHz, max "
-                                f"{load.get('temperature_max_c')} C)",
-                        method="bf16 matmuls back to back on every GPU of the node at once; "
-                               "nvmlDeviceGetCurrentClocksEventReasons, temperature, power "
-                               "and SM clock sampled every 0.1 s",
-                        raw={"load": load, "sustained": sustained})
+    _no_throttling(evidence, rule, stressed, load,
+                   f"over {sustained.get('seconds', 0):.0f} s at "
+                   f"{sustained.get('tflops', 0):.0f} TFLOPS", "during the stress",
+                   "bf16 matmuls back to back on every GPU of the node at once; "
+                   "nvmlDeviceGetCurrentClocksEventReasons, temperature, power and SM clock "
+                   "sampled every 0.1 s", {"load": load, "sustained": sustained})
 
 
 def _checksums(stressed: ProbeResult, node_gpus: list[dict[str, Any]]) -> Counter[int]:
