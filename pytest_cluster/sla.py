@@ -90,6 +90,16 @@ def tier_for(availability: float, sla: SlaSpec) -> CreditTier | None:
     return min(below, key=lambda t: t.below) if below else None
 
 
+def hours_text(seconds: float) -> str:
+    """Hours as a credit's working shows them: '2.00', or '0.0042' under an hour."""
+    hours = seconds / 3600
+    return f"{hours:.2f}" if hours >= 1 or hours == 0 else f"{hours:.4f}"
+
+
+#: Money is owed in cents: less than half a cent is nothing owed.
+CENT = 0.005
+
+
 def _pct(share: float) -> str:
     return f"{share * 100:.3f}".rstrip("0").rstrip(".") + " %"
 
@@ -99,7 +109,7 @@ def credit(found: NodeAvailability, sla: SlaSpec) -> Credit:
     fees = hours * sla.price_per_node_hour
     tier = tier_for(found.availability, sla)
     owed = fees * tier.credit if tier is not None else 0.0
-    head = (f"{found.node}: down {found.down_s / 3600:.2f} h of {hours:.2f} h = "
+    head = (f"{found.node}: down {hours_text(found.down_s)} h of {hours_text(found.window_s)} h = "
             f"{_pct(found.availability)} available")
     if tier is None:
         why = ("meets the promised " + _pct(sla.uptime)) if found.availability >= sla.uptime \
@@ -107,7 +117,8 @@ def credit(found: NodeAvailability, sla: SlaSpec) -> Credit:
         return Credit(found.node, found.availability, None, fees, 0.0, f"{head}, {why}: "
                       f"no credit")
     return Credit(found.node, found.availability, tier, fees, owed,
-                  f"{head}, below {_pct(tier.below)}: {_pct(tier.credit)} of {hours:.2f} "
+                  f"{head}, below {_pct(tier.below)}: {_pct(tier.credit)} of "
+                  f"{hours_text(found.window_s)} "
                   f"node-hours x {sla.price_per_node_hour:g} {sla.currency} = {owed:.2f} "
                   f"{sla.currency}")
 
@@ -123,8 +134,13 @@ class Settlement:
     def owed(self) -> float:
         return sum(c.owed for c in self.credits)
 
+    @property
+    def owes(self) -> bool:
+        """Whether at least a cent is owed."""
+        return self.owed >= CENT
+
     def total_line(self) -> str:
-        owing = [c for c in self.credits if c.owed > 0]
+        owing = [c for c in self.credits if c.owed >= CENT]
         if not owing:
             return f"no credit owed: every node met its tier (0.00 {self.currency})"
         parts = " + ".join(f"{c.owed:.2f}" for c in owing)

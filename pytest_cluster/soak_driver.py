@@ -38,6 +38,7 @@ from pytest_cluster.sla import (
     NodeAvailability,
     Settlement,
     cluster_availability,
+    hours_text,
     settle,
 )
 from pytest_cluster.soak_html import soak_html
@@ -249,9 +250,9 @@ class SoakDriver:
         for found, owed in zip(self.availability, self.settlement.credits, strict=True):
             met = found.availability >= sla.uptime
             text = owed.arithmetic if self.spec.sla is not None else (
-                f"{found.node}: down {found.down_s / 3600:.2f} h of {found.window_s / 3600:.2f}"
-                f" h = {found.availability * 100:.3f} % available (no sla: section: every "
-                f"failed or unreachable round counts as down)")
+                f"{found.node}: down {hours_text(found.down_s)} h of "
+                f"{hours_text(found.window_s)} h = {found.availability * 100:.3f} % available "
+                "(no sla: section: every failed or unreachable round counts as down)")
             props = {"measured": f"{found.availability * 100:.3f} %",
                      "availability": round(found.availability, 6),
                      "down_s": round(found.down_s, 3), "observed_s": round(found.window_s, 3),
@@ -267,8 +268,9 @@ class SoakDriver:
         if self.spec.sla is not None:
             total = self.settlement.total_line()
             share = cluster_availability(self.availability)
-            cases.append(Case("cluster", "soak.sla", "cluster", self.settlement.owed == 0,
-                              "" if self.settlement.owed == 0 else total,
+            owes = self.settlement.owes
+            cases.append(Case("cluster", "soak.sla", "cluster", not owes,
+                              total if owes else "",
                               props={"measured": f"{self.settlement.owed:.2f} "
                                                  f"{sla.currency}",
                                      "cluster_availability": round(share, 6),

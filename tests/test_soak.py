@@ -122,7 +122,7 @@ SLA = """\
 sla:
   uptime: 99.5%
   down_after: 0 s
-  price_per_node_hour: 2.0
+  price_per_node_hour: 20000.0
   credits: [{below: 99.5%, credit: 10%}, {below: 90%, credit: 50%}]
 """
 
@@ -231,7 +231,7 @@ def test_a_dead_node_loses_its_rounds_and_the_sla_says_what_is_owed(
     assert owed["outcome"] == "failed" and "credit owed: " in owed["message"]
     assert run.end is not None
     assert run.end["soak"]["credit"]["owed"] == pytest.approx(
-        0.5 * 2.0 * window / 3600, abs=0.01)
+        0.5 * 20000.0 * window / 3600, abs=0.05)
     result.stdout.fnmatch_lines(["*SLA: credit owed: *"])
 
 
