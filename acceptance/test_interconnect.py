@@ -1,6 +1,7 @@
 """Interconnect clauses: collective bus bandwidth (nccl-tests' busbw) inside each node and
-across node counts at the contract's payloads, and a per-node network test from the
-slow-node search."""
+across node counts at the contract's payloads, a per-node network test from the
+slow-node search, and (the stress level) a sustained all_reduce loop with every result
+checked."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from pytest_cluster.evidence import Evidence
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.node_search import FAILED, NOT_SEARCHED, SLOW, UNDECIDED
 from pytest_cluster.reference import Reference, for_busbw
-from pytest_cluster.spec.model import InterconnectSpec
+from pytest_cluster.spec.clauses import declared
+from pytest_cluster.spec.model import InterconnectSpec, Rule
 from pytest_cluster.units import format_size, size_id
 
 METHOD = ("torch.distributed {backend}, nccl-tests definitions: time = mean over ranks of "
@@ -160,3 +162,35 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
     evidence.check(clause, verdict.busbw, result=None, raw=raw, note=why,
                    references=_references(cluster, "inter_node", "all_reduce"),
                    method="pairs, then suspects with known-good nodes (nccl-tests busbw)")
+
+
+@checks("interconnect.stress_loop")
+def test_collective_stress(cluster: Cluster, evidence: Evidence) -> None:
+    """The stress level: all_reduce over every node of the cluster, back to back for
+    interconnect.stress_time, every element of every result checked."""
+    spec = _spec(cluster)
+    rule = Rule("interconnect.stress_loop", 0, declared("interconnect.stress_loop").text)
+    loop = cluster.collective_stress()
+    evidence.saw(loop)
+    label = f"{len(loop.nodes)} node(s) ({compress_hostlist(loop.nodes)})"
+    raw: dict[str, Any] = {"nodes": compress_hostlist(loop.nodes),
+                           "ranks_per_node": loop.ranks_per_node, "backend": loop.backend,
+                           "bytes": loop.bytes, "iterations": loop.iterations,
+                           "seconds": loop.seconds, "busbw_windows": list(loop.busbw_windows),
+                           "wrong": loop.wrong, "wrong_iterations": loop.wrong_iterations,
+                           "first_wrong": loop.first_wrong}
+    if loop.error:
+        evidence.cannot_measure(rule, loop.error, raw=raw, kind="job_failed", node=label)
+    speeds = sorted(loop.busbw_windows)
+    busbw = (f"; busbw {gbs(speeds[0])} min, {gbs(speeds[len(speeds) // 2])} median, "
+             f"{gbs(speeds[-1])} max over the loop") if speeds else ""
+    shown = (f"{loop.iterations} all_reduce of {format_size(loop.bytes)} x "
+             f"{loop.ranks_per_node} rank(s) per node in {loop.seconds:.0f} s, "
+             f"{loop.wrong_iterations} with a wrong result{busbw}")
+    evidence.check_rule(rule, loop.wrong == 0, shown, result=None, node=label,
+                        problem=f"{loop.wrong_iterations} of {loop.iterations} all_reduce "
+                                f"results wrong ({loop.wrong} element(s)), the first on "
+                                f"{loop.first_wrong}: the collective corrupts data",
+                        method=f"torch.distributed {spec.backend} all_reduce of "
+                               f"{format_size(loop.bytes)} (search_payload), each iteration "
+                               "on rank-dependent values checked in full", raw=raw)

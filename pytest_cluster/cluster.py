@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from pytest_cluster.benchmark import run_collective
+from pytest_cluster.benchmark import StressLoop, run_collective, run_collective_stress
 from pytest_cluster.busbw import CollectiveRun, required_busbw
 from pytest_cluster.cache import ProbeCache
 from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
@@ -274,6 +274,22 @@ class Cluster:
             self._key("inter", count, collective),
             lambda: self.collective(collective, nodes, spec.sweep()).to_json())
         return CollectiveRun.from_json(document)
+
+    def collective_stress(self) -> StressLoop:
+        """The stress level's all_reduce loop over every node of the spec, as one job; a
+        node whose host probe did not answer fails it at once, named."""
+        spec = self._interconnect()
+
+        def compute() -> dict[str, object]:
+            for result in self.host_all().values():
+                if not result.ok:
+                    return StressLoop(self.nodes, spec.ranks_per_node, spec.backend,
+                                      error=result.describe(),
+                                      simulated=result.simulated).to_json()
+            return run_collective_stress(self.launcher, spec, self.nodes).to_json()
+
+        self.host_all()
+        return StressLoop.from_json(self.cache.document(self._key("stress"), compute))
 
     def search_bar(self) -> float:
         """The busbw a group of nodes must reach in the slow-node search (bytes/s): the

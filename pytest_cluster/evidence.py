@@ -151,18 +151,20 @@ class Evidence:
             verdict = Verdict(False, f"{verdict.message}; {note}")
         self._assert(verdict, simulated)
 
-    def check_rule(self, rule: Rule, ok: bool, measured: str, *, result: ProbeResult,
+    def check_rule(self, rule: Rule, ok: bool, measured: str, *, result: ProbeResult | None,
                    problem: str, method: str | None = None, raw: Any = None,
                    node: str | None = None) -> None:
         """A health rule (no number to compare): record what was found, fail with
-        `problem` unless `ok`. Its message names the node and GPU."""
+        `problem` unless `ok`. Its message names the node and GPU. Without a probe
+        `result` (a job's), the results this test saw say whether it was simulated."""
         node = self._node(node)
+        simulated = result.simulated if result is not None else self.simulated
         self.record(node=node, spec_key=rule.key, spec_line=rule.line, requirement=rule.text,
-                    measured=measured, simulated=result.simulated, method=method,
-                    probe_run=result.run_id, raw=raw)
+                    measured=measured, simulated=simulated, method=method,
+                    probe_run=result.run_id if result is not None else None, raw=raw)
         name = rule.key.rsplit(".", 1)[-1]
         self._assert(Verdict(ok, f"{where(node, gpu=self.place.gpu)} {name}: {problem}"),
-                     result.simulated)
+                     simulated)
 
     def check_version(self, clause: VersionClause, found: str | None, *,
                       result: ProbeResult, source: str | None, asked: str | None = None,

@@ -527,6 +527,22 @@ interconnect:
 
 
 @pytest.mark.skipif(not has_torch(), reason="needs torch")
+def test_the_stress_loop_checks_every_all_reduce_over_gloo(pytester: pytest.Pytester) -> None:
+    """-m stress: all_reduce over both nodes (4 gloo ranks) for 3 s, every result checked."""
+    (pytester.path / "t.yaml").write_text(LOCAL.format(python=sys.executable, rate="1 Mb/s")
+                                          + "  stress_time: 3 s\n")
+    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-m", "stress")
+    result.assert_outcomes(passed=1)
+    (record,) = [r for r in jsonl(pytester) if r.get("clause") == "interconnect.stress_loop"]
+    raw = record["raw"]
+    assert raw["iterations"] > 10 and raw["wrong"] == 0 and raw["wrong_iterations"] == 0
+    assert 2.0 < raw["seconds"] < 30.0
+    assert 1 <= len(raw["busbw_windows"]) <= 100
+    assert record["node"] == "2 node(s) (a,b)"
+    assert record["measured"].startswith(f"{raw['iterations']} all_reduce of 1 MiB x 2 rank(s)")
+
+
+@pytest.mark.skipif(not has_torch(), reason="needs torch")
 def test_the_suite_names_each_case_and_keeps_the_sweep(pytester: pytest.Pytester) -> None:
     (pytester.path / "t.yaml").write_text(LOCAL.format(python=sys.executable,
                                                        rate="1 Mb/s"))

@@ -6,7 +6,8 @@ divided (nccl-tests' "time"); each iteration is also timed on its own (CUDA even
 GPUs, the host clock on CPUs) so the spread over iterations shows a straggler. Timing
 runs on zeros (sums stay finite); a last collective on rank-dependent values checks the
 result ("wrong", as nccl-tests counts). Prints one JSON line with this rank's times; the
-controller turns them into algbw and busbw.
+controller turns them into algbw and busbw. With `--seconds`, the stress level's loop
+instead: all_reduce back to back for that long, every result checked (`sustained`).
 
 Environment from job_node: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT,
 PYTEST_CLUSTER_INIT_TIMEOUT. Needs torch.
@@ -116,6 +117,57 @@ def measure(torch: Any, dist: Any, collective: str, nbytes: int, warmup: int,
             "wrong": bad}
 
 
+def sustained(torch: Any, dist: Any, nbytes: int, seconds: float, warmup: int, rank: int,
+              world: int, device: Any) -> dict[str, Any]:
+    """all_reduce back to back for about `seconds`, every result checked in full: each
+    iteration fills the input with (rank + 1) x f (f cycling 1..7), and every element must
+    come back as f x world (world + 1) / 2. The ranks agree on the number of iterations
+    first (rank 0's estimate, broadcast), so that all stop together."""
+    inp, _, actual = buffers(torch, "all_reduce", nbytes, world, device)
+    cuda = device.type == "cuda"
+    for _ in range(warmup):
+        dist.all_reduce(inp)
+    dist.barrier()
+    began = time.perf_counter()
+    for _ in range(5):
+        inp.fill_(1.0)
+        dist.all_reduce(inp)
+        int((inp != world).sum().item())
+    each = max((time.perf_counter() - began) / 5, 1e-6)
+    count = torch.tensor([max(1, int(seconds / each))], dtype=torch.int64, device=device)
+    dist.broadcast(count, 0)
+    iterations = int(count.item())
+    windows = min(100, iterations)
+    window_s = [0.0] * windows
+    window_n = [0] * windows
+    wrong_iterations = wrong_total = 0
+    first_wrong: int | None = None
+    total = 0.0
+    start = time.perf_counter()
+    for index in range(iterations):
+        factor = index % 7 + 1
+        inp.fill_(float((rank + 1) * factor))
+        if cuda:
+            torch.cuda.synchronize(device)
+        began = time.perf_counter()
+        dist.all_reduce(inp)
+        bad = int((inp != factor * world * (world + 1) / 2).sum().item())  # waits for it
+        took = time.perf_counter() - began
+        total += took
+        slot = index * windows // iterations
+        window_s[slot] += took
+        window_n[slot] += 1
+        if bad:
+            wrong_iterations += 1
+            wrong_total += bad
+            first_wrong = index if first_wrong is None else first_wrong
+    return {"bytes": actual, "time_s": total / iterations, "iteration_s": [],
+            "iterations": iterations, "seconds": time.perf_counter() - start,
+            "windows_s": [t / n for t, n in zip(window_s, window_n, strict=True) if n],
+            "wrong": wrong_total, "wrong_iterations": wrong_iterations,
+            "first_wrong": first_wrong}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--collective", choices=COLLECTIVES, default="all_reduce")
@@ -123,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--backend", choices=("nccl", "gloo"), default="gloo")
+    parser.add_argument("--seconds", type=float, default=0.0,
+                        help="all_reduce of the first size for this long, every result "
+                             "checked (the stress level), instead of the benchmark")
     args = parser.parse_args(argv)
     import torch  # noqa: PLC0415 - a node without torch fails here, named by job_node
     import torch.distributed as dist  # noqa: PLC0415
@@ -146,7 +201,12 @@ def main(argv: list[str] | None = None) -> int:
         dist.init_process_group("gloo", timeout=timeout)
     results = []
     try:
-        for size in (int(s) for s in args.sizes.split(",") if s):
+        sizes = [int(s) for s in args.sizes.split(",") if s]
+        if args.seconds > 0:
+            results.append(sustained(torch, dist, sizes[0], args.seconds, args.warmup,
+                                     rank, world, device))
+            sizes = []
+        for size in sizes:
             results.append(measure(torch, dist, args.collective, size, args.warmup,
                                    args.iterations, rank, world, device))
     finally:

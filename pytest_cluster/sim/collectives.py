@@ -41,6 +41,7 @@ class Benchmark:
     warmup: int = 5
     iterations: int = 20
     backend: str = "gloo"
+    seconds: float = 0.0  # the stress level's sustained loop (collective.py --seconds)
 
     @classmethod
     def from_args(cls, args: Sequence[str]) -> Benchmark:
@@ -49,13 +50,13 @@ class Benchmark:
             raise ValueError(f"not the collective benchmark's arguments: {list(args)}")
         given = dict(zip(args[::2], args[1::2], strict=True))
         unknown = set(given) - {"--collective", "--sizes", "--warmup", "--iterations",
-                                "--backend"}
+                                "--backend", "--seconds"}
         if unknown or "--sizes" not in given:
             raise ValueError(f"not the collective benchmark's arguments: {list(args)}")
         return cls(given.get("--collective", "all_reduce"),
                    tuple(int(s) for s in given["--sizes"].split(",") if s),
                    int(given.get("--warmup", 5)), int(given.get("--iterations", 20)),
-                   given.get("--backend", "gloo"))
+                   given.get("--backend", "gloo"), float(given.get("--seconds", 0.0)))
 
 
 def _gpu_links(sim: SimSpec, node: str) -> float:
@@ -96,6 +97,15 @@ def size_results(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchma
         peak *= 1 - 0.01 * math.log2(len(nodes))  # a longer ring, a little slower
     factor = bus_factor(benchmark.collective, len(nodes) * ranks_per_node)
     results = []
+    if benchmark.seconds > 0 and benchmark.sizes:
+        size = benchmark.sizes[0]
+        busbw = peak * size / (size + HALF_PEAK_BYTES[one]) * jitter(key, "stress", size)
+        each = size * factor / busbw if factor else 1e-3
+        count = max(1, int(benchmark.seconds / each))
+        windows = [each / jitter(key, size, i, spread=0.02) for i in range(min(100, count))]
+        return [{"bytes": size, "time_s": each, "iteration_s": [], "iterations": count,
+                 "seconds": count * each, "windows_s": windows, "wrong": 0,
+                 "wrong_iterations": 0, "first_wrong": None}]
     for size in benchmark.sizes:
         busbw = peak * size / (size + HALF_PEAK_BYTES[one]) * jitter(key, benchmark.collective,
                                                                      size)

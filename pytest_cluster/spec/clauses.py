@@ -158,6 +158,11 @@ def _inter(spec: Spec) -> bool:
     return spec.interconnect is not None and bool(spec.interconnect.node_counts)
 
 
+def _stress_loop(spec: Spec) -> bool:
+    ic = spec.interconnect
+    return ic is not None and (ic.ranks_per_node > 1 or _several(spec))
+
+
 def _search(spec: Spec) -> bool:
     return spec.interconnect is not None and spec.interconnect.node_network and _several(spec)
 
@@ -242,6 +247,12 @@ CLAUSES: tuple[Declaration, ...] = (
     Declaration("interconnect", "busbw[intra_node]", Value.IMPLIED, when=_intra),
     Declaration("interconnect", "busbw[inter_node]", Value.IMPLIED, when=_inter),
     Declaration("interconnect", "busbw[node_network]", Value.IMPLIED, when=_search),
+    # the stress level: all_reduce over every node, back to back for stress_time, every
+    # result checked (-m stress, opt-in)
+    Declaration("interconnect", "stress_loop", Value.IMPLIED, when=_stress_loop,
+                text="all_reduce over every node back to back for stress_time, every "
+                     "result correct", level=STRESS),
+    _setting("interconnect", "stress_time"),
     # -- baseline: how a run is compared with an accepted one (--cluster-baseline); its
     # cases (baseline.nodes, .hardware, .performance) are derived after the run ----------
     _setting("baseline", "tolerance"),

@@ -173,6 +173,8 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
                            _payload)
     timeout = field(ctx, table.take("timeout"), f"{path}.timeout",
                     time_between(10, 24 * 3600, "from 10 s to 24 h"))
+    stress = field(ctx, table.take("stress_time"), f"{path}.stress_time",
+                   time_between(1, 7 * 86400, "from 1 s to 7 days"))
     table.finish()
     if busbw is None or not payloads:
         return None
@@ -187,7 +189,7 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
         warmup=or_default(warmup, 5), iterations=or_default(iterations, 20),
         node_network=or_default(search, True),
         search_payload=or_default(search_payload, min(payloads)),
-        timeout_s=or_default(timeout, 600.0))
+        timeout_s=or_default(timeout, 600.0), stress_time_s=or_default(stress, 300.0))
     _ranks_fit(ctx, ranks_node, result, gpus)
     if result.ranks_per_node < 2 and len(cluster.nodes) < 2:
         ctx.error(node, f"{path}.ranks_per_node", "nothing to measure: one node with one "

@@ -308,6 +308,7 @@ class InterconnectSpec:
     search_payload: int = 0  # bytes, the slow-node search's all-reduce (the parser's default:
                              # the smallest contract payload)
     timeout_s: float = 600.0  # one job, wall clock
+    stress_time_s: float = 300.0  # the stress level's all_reduce loop over every node
 
     @property
     def is_share(self) -> bool:
