@@ -147,8 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     ddp = DistributedDataParallel(model, device_ids=[device.index] if gpu else None)
     try:
         times, losses = train(torch, ddp, device, size, args, rank)
-    finally:
+        dist.barrier()  # every rank past every collective: none waits on another now
+    except BaseException:
         dist.destroy_process_group()
+        raise
     info: dict[str, Any] = {
         "rank": rank, "world": world, "host": socket.gethostname(), "backend": args.backend,
         "torch": torch.__version__, "step_s": times, "tokens_per_step": size[4] * size[3],
@@ -159,8 +161,11 @@ def main(argv: list[str] | None = None) -> int:
         "parameters": sum(p.numel() for p in model.parameters())}
     if gpu:
         info["device"] = torch.cuda.get_device_name(device)
-    print(json.dumps(info))
-    return 0
+    print(json.dumps(info), flush=True)
+    # Out at once: tearing DDP's process group down at interpreter exit can abort the
+    # process (std::terminate in a gloo thread) after the result is printed, under load
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
