@@ -19,12 +19,13 @@ import json
 import math
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_cluster.bundle.keys import PublicKey
 from pytest_cluster.bundle.verify import verify
+from pytest_cluster.derived_cases import Case
 from pytest_cluster.errors import BundleError
 from pytest_cluster.inventory import INVENTORY, is_unreadable
 from pytest_cluster.results import read_results
@@ -71,45 +72,6 @@ class Baseline:
     @property
     def label(self) -> str:
         return f"run {self.date}"
-
-
-@dataclass(frozen=True)
-class Case:
-    """One derived case: its id's parameter, clause, node, GPU, outcome and evidence."""
-
-    param: str
-    clause: str
-    node: str
-    passed: bool
-    message: str
-    gpu: int | None = None
-    props: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def family(self) -> str:
-        """'baseline.performance' of 'baseline.performance[gpus.matmul.bf16]'."""
-        return self.clause.split("[", 1)[0]
-
-    @property
-    def test(self) -> str:
-        return TESTS[self.family][1]
-
-    @property
-    def source(self) -> str:
-        """The module whose derived case it is: the id's path, JUnit's classname."""
-        return TESTS[self.family][0]
-
-
-#: Per family of derived cases: the module it is reported from and the test's name.
-TESTS = {
-    "baseline.nodes": ("pytest_cluster/baseline.py", "test_same_nodes"),
-    "baseline.hardware": ("pytest_cluster/baseline.py", "test_same_hardware"),
-    "baseline.performance": ("pytest_cluster/baseline.py", "test_not_worse"),
-    "soak.availability": ("pytest_cluster/soak.py", "test_available"),
-    "soak.sla": ("pytest_cluster/soak.py", "test_no_credit_owed"),
-    "soak.counters": ("pytest_cluster/soak.py", "test_counters_steady"),
-    "soak.stability": ("pytest_cluster/soak.py", "test_steady"),
-}
 
 
 def figures(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -301,8 +263,39 @@ def same_hardware(baseline: Baseline, now: dict[str, Any]) -> list[Case]:
 
 # -- performance -------------------------------------------------------------------------
 
-def _number(value: float) -> str:
+def number_text(value: float) -> str:
+    """'598.2', '12345': four significant digits, whole numbers from 10,000 on."""
     return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """How a figure's result line is shown: where it was measured ('gpu-003 gpu6'), and
+    a value of its (SI) measured_base in the line's own unit ('598.2 TFLOPS')."""
+
+    record: dict[str, Any]
+
+    @property
+    def where(self) -> str:
+        gpu = self.record.get("gpu")
+        return " ".join(str(p) for p in (self.record.get("node"),
+                                         f"gpu{gpu}" if gpu is not None else None) if p)
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.record["comparison"] in HIGHER_BETTER
+
+    def number(self, base_value: float) -> str:
+        """`base_value` (SI, as measured_base) in the line's unit, without the unit."""
+        measured, base = self.record.get("measured"), self.record.get("measured_base")
+        scale = float(measured) / float(base) if isinstance(measured, (int, float)) and \
+            isinstance(base, (int, float)) and base else 1.0
+        return number_text(base_value * scale)
+
+    def value(self, base_value: float) -> str:
+        """The same, with the unit."""
+        unit = self.record.get("unit")
+        return f"{self.number(base_value)}{' ' + str(unit) if unit else ''}"
 
 
 def compared(now: dict[str, Any], before: dict[str, Any], tolerance: float,
@@ -312,22 +305,16 @@ def compared(now: dict[str, Any], before: dict[str, Any], tolerance: float,
     base, current = float(before["measured_base"]), float(now["measured_base"])
     if base == 0 or not math.isfinite(current):
         return None
-    higher = now["comparison"] in HIGHER_BETTER
+    figure = Figure(now)
+    higher = figure.higher_is_better
     change = (current - base) / abs(base)
     worse = -change if higher else change
-    scale = (float(now["measured"]) / current) if isinstance(now.get("measured"),
-                                                            (int, float)) and current else 1.0
-    unit = str(now.get("unit") or "")
-    shown_now, shown_base = _number(current * scale), _number(base * scale)
-    where = " ".join(str(p) for p in (now.get("node"),
-                                      f"gpu{now['gpu']}" if now.get("gpu") is not None
-                                      else None) if p)
+    shown_now, shown_base = figure.value(current), figure.number(base)
     direction = ("below" if change < 0 else "above")
-    text = (f"{where} {now['clause']}: {shown_now}{' ' + unit if unit else ''}, "
+    text = (f"{figure.where} {now['clause']}: {shown_now}, "
             f"{abs(change) * 100:.1f} % {direction} baseline {shown_base} ({label})")
     param = str(now["case"]).rpartition("::")[2]  # the case it compares, by its name
-    props = {"measured": f"{shown_now}{' ' + unit if unit else ''} ({change * 100:+.1f} % on "
-                         f"{shown_base})",
+    props = {"measured": f"{shown_now} ({change * 100:+.1f} % on {shown_base})",
              "baseline_value": shown_base, "change_pct": round(change * 100, 2),
              "compared_case": now["case"],
              "requirement": f"no more than {tolerance * 100:g} % "

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from html import escape as esc
 from typing import Any
 
-from pytest_cluster.baseline import Baseline, Case
+from pytest_cluster.baseline import Baseline
+from pytest_cluster.derived_cases import Case
 from pytest_cluster.inventory import is_unreadable
 from pytest_cluster.units import format_size
 

@@ -89,6 +89,13 @@ def gpu_stress_call(gpus: GpuSpec) -> ProbeCall:
     return ProbeCall("gpu_perf", tuple(args))
 
 
+def document_key(prefix: str, *parts: object) -> str:
+    """The cache's name for a document computed once per run from `parts` (a section of
+    the spec, a job's scope): 'interconnect-1a2b3c4d5e6f7a8b'."""
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return f"{prefix}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
 #: Probes that load the nodes (GPUs, disks): one at a time across xdist workers.
 LOADING_PROBES = ("gpu_perf", "storage", "import_latency")
 
@@ -221,8 +228,13 @@ class Cluster:
         if self._interconnect_text is None:
             self._interconnect_text = json.dumps(asdict(self._interconnect()), sort_keys=True,
                                                  default=str)
-        text = json.dumps([self._interconnect_text, *parts], sort_keys=True, default=str)
-        return f"interconnect-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+        return document_key("interconnect", self._interconnect_text, *parts)
+
+    def _silent(self, nodes: Sequence[str]) -> ProbeResult | None:
+        """The host probe of the first of `nodes` that did not answer, None if all did: a
+        job over them fails at once, naming it, instead of its other ranks waiting out
+        the rendezvous for it."""
+        return next((r for r in map(self.host, nodes) if not r.ok), None)
 
     def _jobs_at_once(self, jobs: int) -> int:
         """Jobs on disjoint nodes run at once; where every "node" is this machine
@@ -239,12 +251,10 @@ class Cluster:
         job at once: the other ranks would otherwise wait out the rendezvous timeout for
         it."""
         spec = self._interconnect()
-        for node in nodes:
-            host = self.host(node)
-            if not host.ok:
-                return CollectiveRun(collective, spec.backend, tuple(nodes),
-                                     spec.ranks_per_node, error=host.describe(),
-                                     simulated=host.simulated)
+        host = self._silent(nodes)
+        if host is not None:
+            return CollectiveRun(collective, spec.backend, tuple(nodes), spec.ranks_per_node,
+                                 error=host.describe(), simulated=host.simulated)
         started = time.time()
         run = run_collective(self.launcher, spec, collective, nodes, sizes)
         return replace(run, details={**run.details, "started_at": started,
@@ -281,11 +291,10 @@ class Cluster:
         spec = self._interconnect()
 
         def compute() -> dict[str, object]:
-            for result in self.host_all().values():
-                if not result.ok:
-                    return StressLoop(self.nodes, spec.ranks_per_node, spec.backend,
-                                      error=result.describe(),
-                                      simulated=result.simulated).to_json()
+            host = self._silent(self.nodes)
+            if host is not None:
+                return StressLoop(self.nodes, spec.ranks_per_node, spec.backend,
+                                  error=host.describe(), simulated=host.simulated).to_json()
             return run_collective_stress(self.launcher, spec, self.nodes).to_json()
 
         self.host_all()
@@ -340,17 +349,16 @@ class Cluster:
             raise ValueError("the spec has no training section")
 
         def compute() -> dict[str, object]:
-            base = TrainingRun(self.nodes, spec.ranks_per_node, spec.backend, step_bound(spec))
-            for result in self.host_all().values():
-                if not result.ok:
-                    return replace(base, error=result.describe(),
-                                   simulated=result.simulated).to_json()
+            host = self._silent(self.nodes)
+            if host is not None:
+                return TrainingRun(self.nodes, spec.ranks_per_node, spec.backend,
+                                   step_bound(spec), error=host.describe(),
+                                   simulated=host.simulated).to_json()
             started = time.time()
             run = run_training(self.launcher, spec, self.nodes)
             return replace(run, details={**run.details, "started_at": started,
                                          "ended_at": time.time()}).to_json()
 
         self.host_all()  # read before the measuring lock is taken (see ProbeCache.alone)
-        text = json.dumps(asdict(spec), sort_keys=True, default=str)
-        key = f"training-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
-        return TrainingRun.from_json(self.cache.document(key, compute))
+        document = self.cache.document(document_key("training", asdict(spec)), compute)
+        return TrainingRun.from_json(document)

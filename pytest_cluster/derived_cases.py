@@ -11,15 +11,50 @@ produce, so they are decided after the run loop, where no item can run any more.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import pytest
 
-from pytest_cluster.baseline import TESTS, Case
 
-#: Where derived cases say they come from (the id's path, JUnit's classname).
-SOURCES = tuple(sorted({source for source, _ in TESTS.values()}))
+@dataclass(frozen=True)
+class Case:
+    """One derived case: its id's parameter, clause, node, GPU, outcome and evidence."""
+
+    param: str
+    clause: str
+    node: str
+    passed: bool
+    message: str
+    gpu: int | None = None
+    props: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def family(self) -> str:
+        """'baseline.performance' of 'baseline.performance[gpus.matmul.bf16]'."""
+        return self.clause.split("[", 1)[0]
+
+    @property
+    def test(self) -> str:
+        return TESTS[self.family][1]
+
+    @property
+    def source(self) -> str:
+        """The module whose derived case it is: the id's path, JUnit's classname."""
+        return TESTS[self.family][0]
+
+
+#: Per family of derived cases: the module it is reported from and the test's name.
+TESTS = {
+    "baseline.nodes": ("pytest_cluster/baseline.py", "test_same_nodes"),
+    "baseline.hardware": ("pytest_cluster/baseline.py", "test_same_hardware"),
+    "baseline.performance": ("pytest_cluster/baseline.py", "test_not_worse"),
+    "soak.availability": ("pytest_cluster/soak.py", "test_available"),
+    "soak.sla": ("pytest_cluster/soak.py", "test_no_credit_owed"),
+    "soak.counters": ("pytest_cluster/soak.py", "test_counters_steady"),
+    "soak.stability": ("pytest_cluster/soak.py", "test_steady"),
+}
 
 
 WHEN: tuple[Literal["setup", "call", "teardown"], ...] = ("setup", "call", "teardown")
@@ -45,17 +80,11 @@ def report(case: Case, when: Literal["setup", "call", "teardown"], now: float,
     return made
 
 
-def is_derived(case_id: str) -> bool:
-    """Whether a case id is of a derived case (not of the spec's contract)."""
-    return case_id.startswith(tuple(f"{source}::" for source in SOURCES))
-
-
 def emit(config: pytest.Config, cases: Sequence[Case],
          simulated: bool) -> None:
     """Report every case: setup, call and teardown, as a worker would. The terminal
     shows them after the run's cases, without a progress percentage (the percentage is of
     the cases collected, which they are not)."""
-    hook = config.hook
     terminal = config.pluginmanager.get_plugin("terminalreporter")
     shown = getattr(terminal, "_show_progress_info", None)
     if shown is not None:
@@ -67,12 +96,20 @@ def emit(config: pytest.Config, cases: Sequence[Case],
         terminal.write_sep("-", "derived from the whole run")  # type: ignore[union-attr]
     try:
         for case in cases:
-            location = (case.source, None, f"{case.test}[{case.param}]")
-            hook.pytest_runtest_logstart(nodeid=case_id(case), location=location)
             now = time.time()
-            for when in WHEN:
-                hook.pytest_runtest_logreport(report=report(case, when, now, simulated))
-            hook.pytest_runtest_logfinish(nodeid=case_id(case), location=location)
+            log(config, case_id(case), (case.source, None, f"{case.test}[{case.param}]"),
+                [report(case, when, now, simulated) for when in WHEN])
     finally:
         if shown is not None:
             terminal._show_progress_info = shown  # type: ignore[union-attr]
+
+
+def log(config: pytest.Config, nodeid: str, location: tuple[str, int | None, str],
+        reports: Iterable[pytest.TestReport]) -> None:
+    """A case's reports through pytest's report hooks, between its start and finish, as
+    the controller gets a pytest-xdist worker's."""
+    hook = config.hook
+    hook.pytest_runtest_logstart(nodeid=nodeid, location=location)
+    for made in reports:
+        hook.pytest_runtest_logreport(report=made)
+    hook.pytest_runtest_logfinish(nodeid=nodeid, location=location)

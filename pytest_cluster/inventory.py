@@ -10,8 +10,8 @@ torch loads. What could not be read says why ({"unreadable": why}); nothing is g
 
 from __future__ import annotations
 
-import datetime as dt
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from pytest_cluster.cluster import Cluster, gpu_call, gpu_perf_call
 from pytest_cluster.launchers import ProbeResult
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec.model import Spec
+from pytest_cluster.units import utc
 
 INVENTORY = "inventory.json"
 UNREADABLE = "unreadable"
@@ -156,7 +157,7 @@ def take(cluster: Cluster, may_probe: bool) -> dict[str, Any]:
                                   NOT_RUN if may_probe else INTERRUPTED)
     return {"schema": 1, "cluster": spec.cluster.name,
             "simulated": any(entry.get("simulated") for entry in nodes.values()),
-            "taken_at": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "taken_at": utc(time.time()),
             "complete": may_probe, "nodes": nodes}
 
 

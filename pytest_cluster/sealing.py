@@ -7,7 +7,6 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from pytest_cluster.bundle.keys import Ed25519FileSigner, Signer, SshKeygenSigne
 from pytest_cluster.bundle.manifest import MANIFEST, digest, seal
 from pytest_cluster.errors import BundleError
 from pytest_cluster.spec.model import Spec
+from pytest_cluster.units import utc
 
 _SOURCE = Path(__file__).resolve().parent.parent
 
@@ -46,10 +46,6 @@ def signers(config: pytest.Config) -> tuple[Signer, ...]:
     except BundleError as exc:
         raise pytest.UsageError(str(exc)) from None
     return tuple(found)
-
-
-def utc(stamp: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp))
 
 
 def source_commit() -> dict[str, Any] | None:

@@ -23,11 +23,12 @@ import pytest
 from _pytest import junitxml  # xml_key: the one way to add <testsuite> properties
 
 from pytest_cluster import __version__, derived_cases, inventory
-from pytest_cluster.baseline import Baseline, Case, compare
+from pytest_cluster.baseline import Baseline, compare
 from pytest_cluster.bundle.keys import Signer
 from pytest_cluster.bundle.manifest import MANIFEST
 from pytest_cluster.bundle_html import baseline_html, inventory_html, sealing_html
 from pytest_cluster.cluster import Cluster
+from pytest_cluster.derived_cases import Case
 from pytest_cluster.junit_spool import JunitSpool
 from pytest_cluster.launchers.process import stop_everything
 from pytest_cluster.ledger import Ledger

@@ -16,11 +16,11 @@ the rounds and reports these as cases.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
 import statistics
-import time
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,12 +28,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_cluster import counters
-from pytest_cluster.baseline import HIGHER_BETTER, Case, figures
+from pytest_cluster.baseline import Figure, figures
+from pytest_cluster.derived_cases import Case
 from pytest_cluster.errors import UnitError
 from pytest_cluster.results import read_results
 from pytest_cluster.sla import FAILED, HEALTHY, UNREACHABLE, Span
 from pytest_cluster.spec.model import SoakSpec
-from pytest_cluster.units import Dim, parse_quantity
+from pytest_cluster.units import Dim, parse_quantity, utc
 
 SOAK_FILE = "soak.json"
 ROUNDS_DIR = "rounds"
@@ -99,10 +100,6 @@ def round_numbers(soak_dir: Path) -> list[int]:
         return []
     found = (_ROUND.match(p.name) for p in where.iterdir() if p.is_dir())
     return sorted(int(m.group(1)) for m in found if m)
-
-
-def utc(when: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
 
 
 def clock(seconds: float) -> str:
@@ -179,7 +176,7 @@ def read_round(path: Path, number: int) -> tuple[Round, list[dict[str, Any]]] | 
     ended = float(found.end["ended_at"]) if found.end is not None else \
         max(finished, default=started)
     states: dict[str, str] = {}
-    with _suppress_bad_json():
+    with contextlib.suppress(*UNREADABLE):
         verdict = json.loads((path / "verdict.json").read_text(encoding="utf-8"))
         for entry in verdict.get("nodes") or []:
             state = node_state(entry) if isinstance(entry, dict) else None
@@ -189,14 +186,9 @@ def read_round(path: Path, number: int) -> tuple[Round, list[dict[str, Any]]] | 
     return Round(number, path, started, ended, found.status, states, counts), found.results
 
 
-class _suppress_bad_json:
-    """A verdict.json missing or unreadable (a killed round): no states from it."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> bool:
-        return kind is not None and issubclass(kind, (OSError, ValueError, TypeError))
+#: What a file a killed round left half-written raises as it is read: nothing is taken
+#: from it.
+UNREADABLE = (OSError, ValueError, TypeError)
 
 
 # -- timelines --------------------------------------------------------------------------------
@@ -360,31 +352,23 @@ class Tally:
                 if (case := steadiness(case_id, series, bounds)) is not None]
 
 
-def _shown(value: float) -> str:
-    return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
-
-
 def steadiness(case_id: str, series: Series, bounds: SoakSpec) -> Case | None:
     values = list(series.values)
     first = values[0] if values else 0.0
     if len(values) < 2 or first == 0 or not all(math.isfinite(v) for v in values):
         return None
     last = series.meta
-    higher = last["comparison"] in HIGHER_BETTER
+    figure = Figure(last)
+    higher = figure.higher_is_better
     worst_at = min(range(len(values)), key=lambda i: values[i] if higher else -values[i])
     worst = values[worst_at]
     drop = (first - worst) / abs(first) if higher else (worst - first) / abs(first)
     mean = statistics.fmean(values)
     spread = statistics.pstdev(values) / abs(mean) if mean else 0.0
-    scale = (float(last["measured"]) / values[-1]) if isinstance(
-        last.get("measured"), (int, float)) and values[-1] else 1.0
-    unit = f" {last['unit']}" if last.get("unit") else ""
-    where = " ".join(str(p) for p in (last.get("node"), f"gpu{last['gpu']}"
-                                      if last.get("gpu") is not None else None) if p)
-    text = (f"{where} {last['clause']}: worst round {series.rounds[worst_at]} "
-            f"{_shown(worst * scale)}{unit} is {max(drop, 0) * 100:.1f} % "
+    text = (f"{figure.where} {last['clause']}: worst round {series.rounds[worst_at]} "
+            f"{figure.value(worst)} is {max(drop, 0) * 100:.1f} % "
             f"{'below' if higher else 'above'} round {series.rounds[0]}'s "
-            f"{_shown(first * scale)}; spread {spread * 100:.1f} % over {len(values)} "
+            f"{figure.number(first)}; spread {spread * 100:.1f} % over {len(values)} "
             f"rounds (coefficient of variation)")
     passed = drop <= bounds.drop and spread <= bounds.spread
     limits = (f"worst round at most {bounds.drop * 100:g} % worse than the first, "
@@ -402,7 +386,7 @@ def gpu_payloads(round_dir: Path, probe: str = "gpu") -> dict[str, dict[str, Any
     the NVML probe's, or (probe "gpu_perf") the torch probe's, the SDC check's there."""
     found: dict[str, dict[str, Any]] = {}
     for path in sorted((round_dir / "probes").glob(f"{probe}-*.json")):
-        with _suppress_bad_json():
+        with contextlib.suppress(*UNREADABLE):
             for node, result in json.loads(path.read_text(encoding="utf-8")).items():
                 data = result.get("data") if isinstance(result, dict) else None
                 if isinstance(data, dict) and not result.get("error"):

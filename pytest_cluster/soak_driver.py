@@ -26,9 +26,9 @@ from typing import Any, Literal
 
 import pytest
 
+from pytest_cluster import derived_cases, soak
 from pytest_cluster import rounds as round_env
-from pytest_cluster import soak
-from pytest_cluster.baseline import Case
+from pytest_cluster.derived_cases import Case
 from pytest_cluster.plan import CASE_KEY
 from pytest_cluster.results import COMPLETE, PARTIAL
 from pytest_cluster.session import ClusterSession
@@ -44,6 +44,7 @@ from pytest_cluster.sla import (
 from pytest_cluster.soak_html import soak_html
 from pytest_cluster.spec import Spec
 from pytest_cluster.spec.model import SlaSpec
+from pytest_cluster.units import utc
 
 SOAK_PLUGIN = "pytest-cluster-soak"
 #: How long a stopped round may take to write and seal its evidence, then how long after
@@ -89,7 +90,7 @@ class SoakDriver:
         else:
             path.write_text(json.dumps({
                 "cluster": self.spec.cluster.name, "spec_sha256": self.spec.sha256,
-                "started_at": self.started, "started_utc": soak.utc(self.started),
+                "started_at": self.started, "started_utc": utc(self.started),
                 "duration_s": self.duration_s, "max_rounds": self.max_rounds}, indent=1,
                 sort_keys=True) + "\n", encoding="utf-8")
         for number in soak.round_numbers(self.soak_dir):
@@ -180,13 +181,13 @@ class SoakDriver:
         for record in results:
             at = record.get("finished_at")
             write({**record, "type": "round_result", "round": found.number,
-                   "utc": soak.utc(float(at)) if isinstance(at, (int, float)) else None})
+                   "utc": utc(float(at)) if isinstance(at, (int, float)) else None})
         by_state: dict[str, list[str]] = {}
         for node, state in found.states.items():
             by_state.setdefault(state, []).append(node)
         write({"type": "round", "round": found.number, "status": found.status,
                "started_at": found.started, "ended_at": found.ended,
-               "started_utc": soak.utc(found.started), "ended_utc": soak.utc(found.ended),
+               "started_utc": utc(found.started), "ended_utc": utc(found.ended),
                "counts": found.counts, "nodes": by_state,
                "run_dir": str(found.path.relative_to(self.soak_dir))})
 
@@ -257,7 +258,7 @@ class SoakDriver:
                      "availability": round(found.availability, 6),
                      "down_s": round(found.down_s, 3), "observed_s": round(found.window_s, 3),
                      "node_hours_lost": round(found.node_hours_lost, 4),
-                     "outages": [[soak.utc(a), soak.utc(b)] for a, b in found.outages],
+                     "outages": [[utc(a), utc(b)] for a, b in found.outages],
                      "outages_at": [[round(a, 3), round(b, 3)] for a, b in found.outages],
                      "requirement": f">= {sla.uptime * 100:g} % available",
                      "arithmetic": text}
@@ -282,7 +283,7 @@ class SoakDriver:
             return [f"soak: no round finished ({self.soak_dir})"]
         lines = soak.timelines(self.rounds)
         found = [f"soak: {len(self.rounds)} round(s), {soak.clock(lines.observed_s)} observed "
-                 f"({soak.utc(lines.window[0])} to {soak.utc(lines.window[1])})"
+                 f"({utc(lines.window[0])} to {utc(lines.window[1])})"
                  + (f", {soak.clock(lines.unobserved_s)} not observed" if lines.unobserved_s
                     else "")]
         if self.stopped_why:
@@ -315,7 +316,7 @@ class SoakDriver:
             "rounds_finished": len(finished), "duration_s": self.duration_s,
             "max_rounds": self.max_rounds, "observed_s": round(lines.observed_s, 3),
             "unobserved_s": round(lines.unobserved_s, 3),
-            "window": [soak.utc(t) for t in lines.window] if self.rounds else [],
+            "window": [utc(t) for t in lines.window] if self.rounds else [],
             "availability": {a.node: round(a.availability, 6) for a in self.availability},
         }
         if self.settlement is not None and self.spec.sla is not None:
@@ -331,15 +332,14 @@ class SoakDriver:
 def _emit(config: pytest.Config, item: pytest.Item, case: list[Any],
           record: dict[str, Any]) -> None:
     """One collected case's report over the soak, through pytest's report hooks."""
-    hook = config.hook
     skip = {"type", "nodeid", "outcome", "phase", "duration_s", "finished_at", "message",
             "case", "clause"}
     props = [(k, v) for k, v in record.items() if k not in skip]
     outcome = record["outcome"]
     failed_at = record.get("phase") if outcome == "failed" else None
-    hook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     now = time.time()
-    for when in ("setup", "call", "teardown"):
+    reports = []
+    for when in derived_cases.WHEN:
         if failed_at == "setup" and when == "call":
             continue
         this: Literal["passed", "failed", "skipped"] = "passed"
@@ -356,8 +356,8 @@ def _emit(config: pytest.Config, item: pytest.Item, case: list[Any],
             duration=float(record.get("duration_s") or 0.0) if when == "call" else 0.0,
             start=now, stop=now, user_properties=list(props))
         report.pytest_cluster_case = case  # type: ignore[attr-defined]
-        hook.pytest_runtest_logreport(report=report)
-    hook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        reports.append(report)
+    derived_cases.log(config, item.nodeid, item.location, reports)
 
 
 def _stop(child: subprocess.Popen[bytes]) -> None:

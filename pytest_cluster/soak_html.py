@@ -15,7 +15,8 @@ from pytest_cluster.sla import (
     NodeAvailability,
     Settlement,
 )
-from pytest_cluster.soak import Round, Timelines, clock, utc
+from pytest_cluster.soak import Round, Timelines, clock
+from pytest_cluster.units import utc
 
 MAX_ROWS = 64  # nodes drawn and tabled: those that were down first; JUnit has every node
 COLOURS = {HEALTHY: "#3a9a4a", FAILED: "#d08a1e", UNREACHABLE: "#c0392b"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import math
 import re
+import time
 from dataclasses import dataclass
 
 from pytest_cluster.errors import UnitError
@@ -218,3 +219,8 @@ def size_id(nbytes: int) -> str:
         if nbytes % factor == 0:
             return f"{nbytes // factor}{unit}"
     return f"{nbytes}B"
+
+
+def utc(stamp: float) -> str:
+    """'2026-11-23T21:01:20Z': a time since the epoch, in UTC, to the second."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp))
