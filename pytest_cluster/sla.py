@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import ROUND_HALF_EVEN, Decimal
 
+from pytest_cluster import money
 from pytest_cluster.spec.model import CreditTier, SlaSpec
 
 HEALTHY, FAILED, UNREACHABLE = "healthy", "failed", "unreachable"
-STATES = (HEALTHY, FAILED, UNREACHABLE)
+#: Node-hours are counted to 6 places (3.6 ms).
+HOURS = Decimal("0.000001")
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,9 @@ class Credit:
     node: str
     availability: float
     tier: CreditTier | None  # None: the uptime was met, or no tier applies
-    fees: float  # the node-hours of the window x the price
-    owed: float
+    node_hours: Decimal  # the window in node-hours, to 6 places, as printed
+    fees: Decimal  # node_hours x the price, exact
+    owed: Decimal  # the tier's share of the fees, rounded once to the minor unit
     arithmetic: str
 
 
@@ -96,55 +100,70 @@ def hours_text(seconds: float) -> str:
     return f"{hours:.2f}" if hours >= 1 or hours == 0 else f"{hours:.4f}"
 
 
-#: Money is owed in cents: less than half a cent is nothing owed.
-CENT = 0.005
-
-
 def _pct(share: float) -> str:
     return f"{share * 100:.3f}".rstrip("0").rstrip(".") + " %"
 
 
+def node_hours(seconds: float) -> Decimal:
+    """Seconds as the node-hours a credit is computed on: to 6 places (3.6 ms), so that
+    the arithmetic printed is the arithmetic done."""
+    return (Decimal(repr(seconds)) / 3600).quantize(HOURS, ROUND_HALF_EVEN)
+
+
 def credit(found: NodeAvailability, sla: SlaSpec) -> Credit:
-    hours = found.window_s / 3600
+    """The credit one node is owed: its tier's share of its fees, rounded once, half up,
+    to the currency's minor unit (less than half a cent of a 2-decimal currency is
+    nothing owed)."""
+    hours = node_hours(found.window_s)
     fees = hours * sla.price_per_node_hour
     tier = tier_for(found.availability, sla)
-    owed = fees * tier.credit if tier is not None else 0.0
     head = (f"{found.node}: down {hours_text(found.down_s)} h of {hours_text(found.window_s)} h = "
             f"{_pct(found.availability)} available")
+    zero = money.rounded(Decimal(0), sla.currency)
     if tier is None:
         why = ("meets the promised " + _pct(sla.uptime)) if found.availability >= sla.uptime \
             else (f"below the promised {_pct(sla.uptime)}, above every credit tier")
-        return Credit(found.node, found.availability, None, fees, 0.0, f"{head}, {why}: "
-                      f"no credit")
-    return Credit(found.node, found.availability, tier, fees, owed,
-                  f"{head}, below {_pct(tier.below)}: {_pct(tier.credit)} of "
-                  f"{hours_text(found.window_s)} "
-                  f"node-hours x {sla.price_per_node_hour:g} {sla.currency} = {owed:.2f} "
-                  f"{sla.currency}")
+        return Credit(found.node, found.availability, None, hours, fees, zero,
+                      f"{head}, {why}: no credit")
+    share = money.share(tier.credit)
+    exact = fees * share
+    owed = money.rounded(exact, sla.currency)
+    worked = (f"{_pct(tier.credit)} of {money.text(hours)} node-hours x "
+              f"{money.text(sla.price_per_node_hour)} {sla.currency} = ")
+    rounded = str(owed) if exact == owed else f"{money.text(exact)}, rounded to {owed}"
+    return Credit(found.node, found.availability, tier, hours, fees, owed,
+                  f"{head}, below {_pct(tier.below)}: {worked}{rounded} {sla.currency}")
+
+
+#: Per-node parts a total line names one by one; above this it names their count.
+SHOWN_PARTS = 12
 
 
 @dataclass(frozen=True)
 class Settlement:
-    """What the cluster owes over a soak: per node, and in total."""
+    """What the cluster owes over a soak: per node, and in total (the sum of the per-node
+    credits as rounded, so the total is the sum of the printed parts)."""
 
     credits: tuple[Credit, ...]
     currency: str
 
     @property
-    def owed(self) -> float:
-        return sum(c.owed for c in self.credits)
+    def owed(self) -> Decimal:
+        return sum((c.owed for c in self.credits), money.rounded(Decimal(0), self.currency))
 
     @property
     def owes(self) -> bool:
-        """Whether at least a cent is owed."""
-        return self.owed >= CENT
+        """Whether anything is owed (at least the currency's minor unit)."""
+        return self.owed > 0
 
     def total_line(self) -> str:
-        owing = [c for c in self.credits if c.owed >= CENT]
+        owing = [c for c in self.credits if c.owed > 0]
         if not owing:
-            return f"no credit owed: every node met its tier (0.00 {self.currency})"
-        parts = " + ".join(f"{c.owed:.2f}" for c in owing)
-        return (f"credit owed: {parts} = {self.owed:.2f} {self.currency} "
+            return f"no credit owed: every node met its tier ({self.owed} {self.currency})"
+        parts = (" + ".join(str(c.owed) for c in owing) if len(owing) <= SHOWN_PARTS
+                 else f"the sum of {len(owing)} per-node credits (each in its node's "
+                      f"test_available)")
+        return (f"credit owed: {parts} = {self.owed} {self.currency} "
                 f"({len(owing)} of {len(self.credits)} node(s))")
 
 

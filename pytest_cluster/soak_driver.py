@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Generator
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
@@ -52,7 +53,7 @@ SOAK_PLUGIN = "pytest-cluster-soak"
 STOP_GRACE_S = (120.0, 30.0)
 #: Without an `sla:` section: every failed or unreachable round counts as down, and a
 #: node is available as promised only at 100 %.
-NO_SLA = SlaSpec(uptime=1.0, down_after_s=0.0, price_per_node_hour=0.0, currency="USD",
+NO_SLA = SlaSpec(uptime=1.0, down_after_s=0.0, price_per_node_hour=Decimal(0), currency="USD",
                  credits=())
 
 
@@ -263,7 +264,7 @@ class SoakDriver:
                      "requirement": f">= {sla.uptime * 100:g} % available",
                      "arithmetic": text}
             if self.spec.sla is not None:
-                props.update(credit=round(owed.owed, 2), currency=sla.currency)
+                props.update(credit=str(owed.owed), currency=sla.currency)
             cases.append(Case(found.node, "soak.availability", found.node, met,
                               "" if met else text, props=props))
         if self.spec.sla is not None:
@@ -272,8 +273,7 @@ class SoakDriver:
             owes = self.settlement.owes
             cases.append(Case("cluster", "soak.sla", "cluster", not owes,
                               total if owes else "",
-                              props={"measured": f"{self.settlement.owed:.2f} "
-                                                 f"{sla.currency}",
+                              props={"measured": f"{self.settlement.owed} {sla.currency}",
                                      "cluster_availability": round(share, 6),
                                      "requirement": "no credit owed", "arithmetic": total}))
         return cases
@@ -320,7 +320,7 @@ class SoakDriver:
             "availability": {a.node: round(a.availability, 6) for a in self.availability},
         }
         if self.settlement is not None and self.spec.sla is not None:
-            found["credit"] = {"owed": round(self.settlement.owed, 2),
+            found["credit"] = {"owed": str(self.settlement.owed),
                                "currency": self.settlement.currency,
                                "arithmetic": [c.arithmetic for c in self.settlement.credits],
                                "total": self.settlement.total_line()}

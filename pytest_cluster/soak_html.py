@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from html import escape as esc
 
 from pytest_cluster.sla import (
-    CENT,
     FAILED,
     HEALTHY,
     UNREACHABLE,
@@ -69,7 +68,7 @@ def soak_html(rounds: Sequence[Round], lines: Timelines, found: Sequence[NodeAva
             "results.jsonl</p>") if len(found) > len(shown) else ""
     credit = ""
     if settlement is not None:
-        owing = [c for c in settlement.credits if c.owed >= CENT]
+        owing = [c for c in settlement.credits if c.owed > 0]
         listed = "".join(f"<li>{esc(c.arithmetic)}</li>" for c in owing[:MAX_ROWS])
         credit = (f"<h3>SLA credit</h3><p><b>{esc(settlement.total_line())}</b></p>"
                   f"<ul>{listed}</ul>")

@@ -237,7 +237,7 @@ def test_nothing_outside_launchers_branches_on_which_launcher_runs() -> None:
 #: import only each other).
 SPEC_MAY_IMPORT = ("pytest_cluster.spec", "pytest_cluster.errors", "pytest_cluster.hostlist",
                    "pytest_cluster.requirement", "pytest_cluster.units",
-                   "pytest_cluster.gpu_models")
+                   "pytest_cluster.gpu_models", "pytest_cluster.money")
 
 
 def test_the_spec_imports_no_launcher_probe_or_anything_above() -> None:

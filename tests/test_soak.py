@@ -11,6 +11,8 @@ import signal
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -230,9 +232,19 @@ def test_a_dead_node_loses_its_rounds_and_the_sla_says_what_is_owed(
     owed = by_case["pytest_cluster/soak.py::test_no_credit_owed[cluster]"]
     assert owed["outcome"] == "failed" and "credit owed: " in owed["message"]
     assert run.end is not None
-    assert run.end["soak"]["credit"]["owed"] == pytest.approx(
-        0.5 * 20000.0 * window / 3600, abs=0.05)
-    result.stdout.fnmatch_lines(["*SLA: credit owed: *"])
+    total = Decimal(run.end["soak"]["credit"]["owed"])
+    assert float(total) == pytest.approx(0.5 * 20000.0 * window / 3600, rel=1e-3)
+    # the same sum everywhere: per node and in total, results.jsonl, JUnit, terminal
+    parts = [Decimal(by_case[f"pytest_cluster/soak.py::test_available[{n}]"]["credit"])
+             for n in ("n1", "n2", "n3")]
+    assert sum(parts) == total and parts[2] == total and parts[0] == Decimal("0.00")
+    junit = ET.parse(soak_dir / "junit.xml").getroot()
+    per_node = [Decimal(p.get("value", "")) for p in junit.iter("property")
+                if p.get("name") == "credit"]
+    assert sorted(per_node) == sorted(parts)
+    suite = {p.get("name"): p.get("value") for p in junit.iter("property")}
+    assert suite["sla_credit"] == f"credit owed: {total} = {total} USD (1 of 3 node(s))"
+    result.stdout.fnmatch_lines([f"*SLA: credit owed: {total} = {total} USD (1 of 3 node(s))"])
 
 
 def test_a_stopped_soak_goes_on_where_it_stopped(pytester: pytest.Pytester) -> None:

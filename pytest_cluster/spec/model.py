@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import ClassVar
 
 from pytest_cluster.requirement import Requirement, VersionRequirement
@@ -136,7 +137,7 @@ class SlaSpec:
 
     uptime: float  # a share, 0.995 = 99.5 %
     down_after_s: float
-    price_per_node_hour: float
+    price_per_node_hour: Decimal  # money: never a float
     currency: str
     credits: tuple[CreditTier, ...]  # highest threshold first
     line: int = 0

@@ -14,9 +14,11 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 
 from yaml.nodes import MappingNode, Node, SequenceNode
 
+from pytest_cluster import money
 from pytest_cluster.errors import UnitError
 from pytest_cluster.spec.clauses import keys
 from pytest_cluster.spec.fields import Ctx, Map, field, kind, or_default, time_between
@@ -30,10 +32,8 @@ def share(raw: object) -> float:
     return parse_quantity(raw, Dim.FRACTION).value
 
 
-def price(raw: object) -> float:
-    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not raw > 0:
-        raise UnitError(f"expected a price above 0 like 2.49, got {raw!r}")
-    return float(raw)
+def price(raw: object) -> Decimal:
+    return money.price(raw)
 
 
 def currency(raw: object) -> str:
@@ -45,7 +45,8 @@ def currency(raw: object) -> str:
 WANTED = {"below": "an availability like '99%'", "credit": "a share of the fees like '10%'"}
 
 
-def _tiers(ctx: Ctx, node: Node | None, section: Node) -> tuple[CreditTier, ...]:
+def _tiers(ctx: Ctx, node: Node | None, section: Node,
+           uptime: object) -> tuple[CreditTier, ...]:
     if node is None:
         ctx.error(section, "sla.credits", "missing: the credit per availability tier, e.g. "
                   "[{below: 99.5%, credit: 10%}, {below: 99%, credit: 25%}]")
@@ -75,6 +76,11 @@ def _tiers(ctx: Ctx, node: Node | None, section: Node) -> tuple[CreditTier, ...]
                       "threshold down, each lower threshold owing a larger credit: "
                       f"below {tier.below:.2%} credit {tier.credit:.0%} comes after below "
                       f"{before.below:.2%} credit {before.credit:.0%}")
+    for index, item, tier in tiers:
+        if isinstance(uptime, float) and tier.below > uptime:
+            ctx.error(item, f"sla.credits[{index}].below", f"expected at most the promised "
+                      f"uptime {uptime:.2%}: a tier below {tier.below:.2%} can never apply "
+                      f"(a node at or above the uptime is owed nothing)")
     return tuple(tier for _, _, tier in tiers)
 
 
@@ -92,14 +98,14 @@ def parse_sla(ctx: Ctx, node: Node | None) -> SlaSpec | None:
     down_after = one("down_after", time_between(0, 86400, "from 0 to 24 h"))
     cost = one("price_per_node_hour", price)
     money = one("currency", currency)
-    tiers = _tiers(ctx, table.take("credits"), node)
+    tiers = _tiers(ctx, table.take("credits"), node, uptime)
     table.finish()
     for key, value in (("uptime", uptime), ("price_per_node_hour", cost)):
         if value is None and not ctx.failed(f"sla.{key}"):
             ctx.error(node, f"sla.{key}", "missing: " + (
                 "the availability promised per node, e.g. 99.5%" if key == "uptime"
                 else "what a node-hour costs, e.g. 2.49"))
-    if not isinstance(uptime, float) or not isinstance(cost, float):
+    if not isinstance(uptime, float) or not isinstance(cost, Decimal):
         return None
     return SlaSpec(uptime, or_default(down_after, 300.0), cost,  # type: ignore[arg-type]
                    or_default(money, "USD"), tiers, node.start_mark.line + 1)  # type: ignore[arg-type]
