@@ -79,7 +79,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "each round is a whole run with its own evidence, the soak's directory adds "
              "availability, the SLA credit, counters and steadiness over the rounds")
     group.addoption(
-        "--cluster-soak-rounds", metavar="N", default=None, type=int,
+        "--cluster-soak-rounds", metavar="N", default=None,
         help="soak: at most N rounds (alone: exactly N rounds, however long they take)")
     group.addoption(
         "--cluster-soak-resume", metavar="DIR", default=None,
@@ -104,13 +104,17 @@ def soak_options(config: pytest.Config) -> tuple[float | None, int | None] | Non
     if config.getoption("cluster_soak_round"):
         raise pytest.UsageError("--cluster-soak-round is set by a soak for its rounds; "
                                 "it cannot start a soak itself")
+    if resume is not None and not resume.strip():
+        raise pytest.UsageError("--cluster-soak-resume=: expected the directory of a "
+                                "stopped soak, got an empty value")
     try:
         duration = soak.parse_duration(raw) if raw is not None else None
     except soak.SoakError as exc:
-        raise pytest.UsageError(f"--cluster-soak={raw}: {exc}") from None
-    if rounds is not None and rounds < 1:
-        raise pytest.UsageError(f"--cluster-soak-rounds={rounds}: expected a number of "
-                                "rounds of 1 or more")
+        raise pytest.UsageError(f"--cluster-soak={raw[:40]}: {exc}") from None
+    try:
+        most = soak.parse_rounds(rounds) if rounds is not None else None
+    except soak.SoakError as exc:
+        raise pytest.UsageError(f"--cluster-soak-rounds={rounds[:40]}: {exc}") from None
     if not config.getoption("cluster_reports"):
         raise pytest.UsageError("a soak writes its rounds' evidence: it needs "
                                 "--cluster-reports=DIR (not empty)")
@@ -118,7 +122,7 @@ def soak_options(config: pytest.Config) -> tuple[float | None, int | None] | Non
         return None
     option = config.option
     option.dist, option.tx, option.numprocesses = "no", [], None
-    return duration, rounds
+    return duration, most
 
 
 def evidence_dir(config: pytest.Config, spec: Spec, reports: Path,

@@ -38,6 +38,13 @@ def signers(config: pytest.Config) -> tuple[Signer, ...]:
     """The signers the options name, each loaded now: an unusable key is a usage error
     before any test runs, not a surprise at the end."""
     found: list[Signer] = []
+    for option, what in (("--cluster-sign-key", "an Ed25519 private key file"),
+                         ("--cluster-ssh-sign-key", "an OpenSSH key file")):
+        value = config.getoption(option.lstrip("-").replace("-", "_"))
+        if value is not None and not str(value).strip():
+            raise pytest.UsageError(f"{option}=: expected the path of {what}, got an empty "
+                                    "value (an unset variable?); leave the option out to "
+                                    "run unsigned")
     try:
         if path := config.getoption("cluster_sign_key"):
             found.append(Ed25519FileSigner.load(Path(path)))

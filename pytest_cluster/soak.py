@@ -57,15 +57,38 @@ class SoakError(Exception):
     """A soak that cannot go on as asked (a bad duration, a directory that is no soak)."""
 
 
+#: The longest soak and the most rounds one may ask for: beyond them a value is a slip.
+MAX_DURATION_S = 366 * 86400.0
+MAX_ROUNDS = 1_000_000
+
+
 def parse_duration(raw: str) -> float:
-    """'48h', '90 min', '600 s' in seconds (above 0)."""
+    """'48h', '90 min', '600 s' in seconds (above 0, at most a year)."""
+    shown = raw[:40]
+    if not raw.strip():
+        raise SoakError("expected a duration like '48h', got an empty value")
     try:
         seconds = parse_quantity(raw, Dim.TIME).value
     except UnitError as exc:
-        raise SoakError(str(exc)) from None
-    if seconds <= 0:
-        raise SoakError(f"expected a time above 0 like '48h', got {raw!r}")
+        raise SoakError(str(exc)[:300]) from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise SoakError(f"expected a time above 0 like '48h', got {shown!r}")
+    if seconds > MAX_DURATION_S:
+        raise SoakError(f"expected at most a year (366 days) like '48h', got {shown!r} "
+                        f"({seconds / 86400:.0f} days)")
     return seconds
+
+
+def parse_rounds(raw: str) -> int:
+    """A number of rounds: a whole number from 1 to MAX_ROUNDS, written in digits."""
+    text = raw.strip()
+    if not text.isdigit() or not text.isascii():
+        raise SoakError(f"expected a whole number of rounds from 1 to {MAX_ROUNDS:,} like "
+                        f"48, got {raw[:40]!r}")
+    if len(text) > 7 or not 1 <= int(text) <= MAX_ROUNDS:
+        raise SoakError(f"expected a whole number of rounds from 1 to {MAX_ROUNDS:,}, got "
+                        f"{text[:40]}")
+    return int(text)
 
 
 def round_name(number: int) -> str:

@@ -271,7 +271,8 @@ def test_a_stopped_soak_goes_on_where_it_stopped(pytester: pytest.Pytester) -> N
 
 @pytest.mark.parametrize(("args", "says"), [
     (["--cluster-soak=2d"], "--cluster-soak=2d: expected a time like*"),
-    (["--cluster-soak-rounds=0"], "--cluster-soak-rounds=0: expected a number of rounds*"),
+    (["--cluster-soak-rounds=0"], "--cluster-soak-rounds=0: expected a whole number of rounds "
+                                  "from 1 to 1,000,000, got 0"),
     (["--cluster-soak=1h", "--cluster-reports="], "*it needs --cluster-reports=DIR*"),
     (["--cluster-soak-resume=nowhere"], "*nowhere is not a soak's directory*"),
 ])

@@ -1,0 +1,66 @@
+"""Empty or absurd option values are usage errors before anything runs (issue 25, item 4):
+an unset `$KEY` in CI must not run unsigned with exit 0, a soak of 100,000 hours or of
+1e23 rounds must not start. Each error says what was expected, in one bounded line, and
+no run directory is left."""
+
+from __future__ import annotations
+
+import pytest
+
+SPEC = "cluster: {name: opts, nodes: [n1], launcher: sim}\ngpus: {count: 8}\nsim: {}\n"
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--cluster-sign-key="],
+     "ERROR: --cluster-sign-key=: expected the path of an Ed25519 private key file, got an "
+     "empty value (an unset variable?); leave the option out to run unsigned"),
+    (["--cluster-sign-key", " "],
+     "ERROR: --cluster-sign-key=: expected the path of an Ed25519 private key file, got an "
+     "empty value (an unset variable?); leave the option out to run unsigned"),
+    (["--cluster-ssh-sign-key="],
+     "ERROR: --cluster-ssh-sign-key=: expected the path of an OpenSSH key file, got an empty "
+     "value (an unset variable?); leave the option out to run unsigned"),
+    (["--cluster-soak=100000h"],
+     "ERROR: --cluster-soak=100000h: expected at most a year (366 days) like '48h', got "
+     "'100000h' (4167 days)"),
+    (["--cluster-soak="],
+     "ERROR: --cluster-soak=: expected a duration like '48h', got an empty value"),
+    (["--cluster-soak=inf h"],
+     "ERROR: --cluster-soak=inf h: expected a time like '5 s', got 'inf h'"),
+    (["--cluster-soak-rounds=1e23"],
+     "ERROR: --cluster-soak-rounds=1e23: expected a whole number of rounds from 1 to "
+     "1,000,000 like 48, got '1e23'"),
+    (["--cluster-soak-rounds=100000000000000000000000"],
+     "ERROR: --cluster-soak-rounds=100000000000000000000000: expected a whole number of "
+     "rounds from 1 to 1,000,000, got 100000000000000000000000"),
+    (["--cluster-soak-rounds=2.5"],
+     "ERROR: --cluster-soak-rounds=2.5: expected a whole number of rounds from 1 to "
+     "1,000,000 like 48, got '2.5'"),
+    (["--cluster-soak-rounds=-3"],
+     "ERROR: --cluster-soak-rounds=-3: expected a whole number of rounds from 1 to "
+     "1,000,000 like 48, got '-3'"),
+    (["--cluster-soak-rounds=1000001"],
+     "ERROR: --cluster-soak-rounds=1000001: expected a whole number of rounds from 1 to "
+     "1,000,000, got 1000001"),
+    (["--cluster-soak-resume="],
+     "ERROR: --cluster-soak-resume=: expected the directory of a stopped soak, got an empty "
+     "value"),
+])
+def test_an_empty_or_absurd_option_is_a_usage_error(pytester: pytest.Pytester,
+                                                    args: list[str], says: str) -> None:
+    (pytester.path / "trial.yaml").write_text(SPEC)
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert says in result.stderr.lines
+    assert len(result.stderr.str()) < 1000
+    assert not (pytester.path / "reports").exists()
+    assert "passed" not in result.stdout.str()
+
+
+def test_a_huge_option_value_is_echoed_cut(pytester: pytest.Pytester) -> None:
+    (pytester.path / "trial.yaml").write_text(SPEC)
+    result = pytester.runpytest("--cluster=trial.yaml", "--cluster-soak-rounds=" + "9" * 5000)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert len(result.stderr.str()) < 1000
+    result.stderr.fnmatch_lines(["ERROR: --cluster-soak-rounds=9999999999*: expected a whole "
+                                 "number of rounds from 1 to 1,000,000, got 9999*"])
