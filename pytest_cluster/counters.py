@@ -46,11 +46,20 @@ def counts(entry: dict[str, Any]) -> dict[str, int]:
     return {name: value for name, value in found.items() if value is not None}
 
 
+VOLATILE = " (volatile)"
+
+
 def _grown(before: dict[str, int], after: dict[str, int]) -> Iterator[str]:
-    for name, old in before.items():
-        new = after.get(name)
-        if new is not None and new > old:
-            yield f"{name} {old} -> {new} (+{new - old})"
+    """Each counter that grew, once: a volatile ECC count that grew with its aggregate
+    one (the same errors, counted since the driver loaded) is named beside it."""
+    grew = {name: (old, new) for name, old in before.items()
+            if (new := after.get(name)) is not None and new > old}
+    for name, (old, new) in grew.items():
+        if name.endswith(VOLATILE) and name.removesuffix(VOLATILE) in grew:
+            continue
+        volatile = grew.get(name + VOLATILE)
+        also = f"; volatile {volatile[0]} -> {volatile[1]}" if volatile else ""
+        yield f"{name} {old} -> {new} (+{new - old}{also})"
 
 
 def _xids(payload: dict[str, Any], index: object) -> list[int]:

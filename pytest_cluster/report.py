@@ -140,6 +140,16 @@ def is_simulated(spec: Spec) -> bool:
     return launcher_class(spec.cluster.launcher).simulated
 
 
+def not_a_node(spec: Spec) -> str | None:
+    """Why the spec's node names are no SLURM nodes to drain (None when they may be)."""
+    launcher = launcher_class(spec.cluster.launcher)
+    if launcher.simulated:
+        return "SIMULATED, not a real node"
+    if launcher.one_host:
+        return "this machine stands for every node here, not a SLURM node"
+    return None
+
+
 SIMULATED_BANNER = ("SIMULATED cluster: every number in this report is simulated from the "
                     "spec's sim section; no hardware was measured.")
 

@@ -34,7 +34,7 @@ from pytest_cluster.launchers.process import stop_everything
 from pytest_cluster.ledger import Ledger
 from pytest_cluster.plan import PLAN_FILE, PLAN_KEY, Plan, not_checked, selection
 from pytest_cluster.plots import interconnect_charts
-from pytest_cluster.report import SIMULATED_BANNER, is_simulated, measured_text
+from pytest_cluster.report import SIMULATED_BANNER, is_simulated, measured_text, not_a_node
 from pytest_cluster.results import (
     COMPLETE,
     ResultsWriter,
@@ -372,7 +372,7 @@ class ClusterSession:
             "checks": f"{self.end['checks_ran']} of {self.end['checks_planned']}",
             "nodes": [v.to_json() for v in self.verdicts],
             "cluster_checks_failed": self.ledger.cluster_failures(),
-            "drain": [drain_line(v, is_simulated(self.spec)) for v in to_drain(self.verdicts)],
+            "drain": [drain_line(v, not_a_node(self.spec)) for v in to_drain(self.verdicts)],
         }
         path = self.run_dir / "verdict.json"
         path.write_text(json.dumps(document, indent=1, sort_keys=True), encoding="utf-8")
@@ -414,14 +414,14 @@ class ClusterSession:
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_summary(self, prefix: list[str], summary: list[str],
                                     postfix: list[str]) -> None:
+        if self.soak is not None:  # a soak's availability and credit come first
+            prefix.append(f'<div class="evidence">{self.soak.html()}</div>')
         prefix.append(scorecard_html(self.spec, self.end, self.verdicts,
                                      self.ledger.gathered(), self.coverage_line()))
         compared = baseline_html(self.baseline, self.baseline_cases,
                                  self.spec.baseline.tolerance,
                                  self.baseline.notes(self.spec) if self.baseline else ())
         prefix.append(f'<div class="evidence">{compared}</div>')
-        if self.soak is not None:
-            prefix.append(f'<div class="evidence">{self.soak.html()}</div>')
         prefix.append(interconnect_charts(self.ledger.kept))
         sealed = sealing_html([s.keyid for s in self.signers], str(self.run_dir)) \
             if self.run_dir is not None else ""
@@ -499,13 +499,14 @@ class ClusterSession:
             return [f"cluster {spec.cluster.name}: {len(nodes)} node(s); {why}, so no "
                     "evidence was written", *self._not_in_contract_lines()]
         failed = end["counts"]["failed"] + end["counts"]["error"]
+        mark = "[SIMULATED] " if is_simulated(spec) else ""
+        if self.soak is not None:  # a soak's availability and credit come first
+            lines.extend(_marked(mark, self.soak.summary_lines()))
         lines.append(f"cluster {spec.cluster.name}: {end['checks_ran']} of "
                      f"{end['checks_planned']} contract check(s) ran, {failed} failed; "
                      f"nodes covered: {_covered(end['nodes_covered'], len(nodes))}")
         if self.baseline is not None and "baseline" in end:
-            lines.extend(self._baseline_lines(self.baseline, end["baseline"]))
-        if self.soak is not None:
-            lines.extend(self.soak.summary_lines())
+            lines.extend(_marked(mark, self._baseline_lines(self.baseline, end["baseline"])))
         if self.coverage_line():
             lines.append(self.coverage_line())
         if end["selection"]:
@@ -533,8 +534,8 @@ class ClusterSession:
         drain = to_drain(self.verdicts)
         if drain:
             lines.append("to drain them in SLURM (printed, never run):")
-            sim = is_simulated(spec)
-            lines.extend(f"  {drain_line(v, sim)}" for v in drain[:MAX_LISTED])
+            why_not = not_a_node(spec)
+            lines.extend(f"  {drain_line(v, why_not)}" for v in drain[:MAX_LISTED])
         if self.inventory_error:
             lines.append(f"inventory.json could not be written: {self.inventory_error}")
         if self.run_dir is not None and self.evidence_written:
@@ -623,3 +624,8 @@ def _covered(covered: list[str], total: int) -> str:
     names = ", ".join(covered[:5]) + (f" and {len(covered) - 5} more" if len(covered) > 5
                                       else "")
     return f"{names} ({len(covered)} of {total})"
+
+
+def _marked(mark: str, lines: list[str]) -> list[str]:
+    """A block of summary lines whose first says it is simulated (`mark`)."""
+    return [mark + lines[0], *lines[1:]] if lines else lines

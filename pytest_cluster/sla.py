@@ -159,7 +159,13 @@ class Settlement:
     def total_line(self) -> str:
         owing = [c for c in self.credits if c.owed > 0]
         if not owing:
-            return f"no credit owed: every node met its tier ({self.owed} {self.currency})"
+            tiered = sum(1 for c in self.credits if c.tier is not None)
+            if tiered:
+                return (f"no credit owed ({self.owed} {self.currency}): {tiered} node(s) fell "
+                        f"below a credit tier, but each one's credit rounds to less than "
+                        f"{money.minor_unit(self.currency)} {self.currency}")
+            return f"no credit owed: no node fell below a credit tier ({self.owed} " \
+                   f"{self.currency})"
         parts = (" + ".join(str(c.owed) for c in owing) if len(owing) <= SHOWN_PARTS
                  else f"the sum of {len(owing)} per-node credits (each in its node's "
                       f"test_available)")

@@ -125,6 +125,39 @@ def round_numbers(soak_dir: Path) -> list[int]:
     return sorted(int(m.group(1)) for m in found if m)
 
 
+#: How a simulated result's message starts.
+SIM_MARK = "[SIMULATED] "
+#: Failure spells a case's message names one by one, and how much of each it quotes.
+MAX_SPELLS, MAX_SAID = 5, 400
+
+
+def spans_of(numbers: Iterable[int]) -> list[list[int]]:
+    """Round numbers as [first, last] spans of consecutive numbers: [[5, 18], [22, 22]]."""
+    found: list[list[int]] = []
+    for number in sorted(set(numbers)):
+        if found and number == found[-1][1] + 1:
+            found[-1][1] = number
+        else:
+            found.append([number, number])
+    return found
+
+
+def ranges(numbers: Iterable[int], most: int = 40) -> str:
+    """Round numbers as ranges: '5-18, 22' (at most `most` ranges, then how many more)."""
+    found = spans_of(numbers)
+    shown = ", ".join(f"{a}-{b}" if b > a else str(a) for a, b in found[:most])
+    return shown + (f" and {len(found) - most} more range(s)" if len(found) > most else "")
+
+
+def _span(first: int, last: int) -> str:
+    return f"rounds {first}-{last}" if last > first else f"round {first}"
+
+
+def _span_words(numbers: Sequence[int]) -> str:
+    shown = ranges(numbers)
+    return f"round {shown}" if shown.isdigit() else f"rounds {shown}"
+
+
 def clock(seconds: float) -> str:
     """'1:02:03' (h:mm:ss)."""
     whole = max(0, round(seconds))
@@ -263,6 +296,28 @@ class CaseTally:
     first_failed: dict[str, Any] | None = None
     last: dict[str, Any] = field(default_factory=dict)
     all_skipped: bool = True
+    #: Failure spells (consecutive failing rounds of the case): [first, last, what the
+    #: first round of the spell said]; the first MAX_SPELLS are kept, the rest counted.
+    spells: list[list[Any]] = field(default_factory=list)
+    more_spells: int = 0
+
+    def add(self, number: int, record: dict[str, Any]) -> None:
+        before = self.rounds[-1] if self.rounds else None
+        self.rounds.append(number)
+        self.last = record
+        self.all_skipped = self.all_skipped and record.get("outcome") == "skipped"
+        if record.get("outcome") != "failed":
+            return
+        self.failed.append(number)
+        if self.first_failed is None:
+            self.first_failed = record
+        said = str(record.get("message", "")).removeprefix("Failed: ")
+        if self.spells and before is not None and self.spells[-1][1] == before:
+            self.spells[-1][1] = number  # the spell goes on
+        elif self.more_spells or len(self.spells) >= MAX_SPELLS:
+            self.more_spells += 1
+        else:
+            self.spells.append([number, number, said[:MAX_SAID]])
 
 
 @dataclass
@@ -296,14 +351,7 @@ class Tally:
             case_id = record.get("case")
             if not isinstance(case_id, str) or record.get("outcome") == "not_run":
                 continue
-            tally = self.cases.setdefault(case_id, CaseTally())
-            tally.rounds.append(number)
-            tally.last = record
-            tally.all_skipped = tally.all_skipped and record.get("outcome") == "skipped"
-            if record.get("outcome") == "failed":
-                tally.failed.append(number)
-                if tally.first_failed is None:
-                    tally.first_failed = record
+            self.cases.setdefault(case_id, CaseTally()).add(number, record)
         for case_id, record in figures(results).items():
             series = self.series.setdefault(case_id, Series())
             series.rounds.append(number)
@@ -396,7 +444,10 @@ def steadiness(case_id: str, series: Series, bounds: SoakSpec) -> Case | None:
     passed = drop <= bounds.drop and spread <= bounds.spread
     limits = (f"worst round at most {bounds.drop * 100:g} % worse than the first, "
               f"spread at most {bounds.spread * 100:g} %")
-    props = {"measured": f"spread {spread * 100:.2f} %, worst {drop * 100:+.1f} %",
+    change = (worst - first) / abs(first)  # signed: a drop of a rate is negative
+    props = {"measured": f"spread {spread * 100:.2f} %, worst round "
+                         f"{series.rounds[worst_at]} {change * 100:+.1f} % against round "
+                         f"{series.rounds[0]}",
              "spread_pct": round(spread * 100, 3), "drop_pct": round(drop * 100, 3),
              "rounds": len(values), "compared_case": case_id, "requirement": limits}
     return Case(case_id.rpartition("::")[2], f"soak.stability[{last['clause']}]",
@@ -427,13 +478,15 @@ def aggregate(tally: CaseTally) -> dict[str, Any]:
     ran = len(tally.rounds)
     if tally.first_failed is not None:
         first, failing = tally.first_failed, tally.failed
-        names = ", ".join(str(n) for n in failing[:20]) + (
-            f" and {len(failing) - 20} more" if len(failing) > 20 else "")
-        said = str(first.get("message", "")).removeprefix("Failed: ")
-        message = (f"failed in {len(failing)} of {ran} round(s) (rounds {names}); "
-                   f"round {failing[0]}: {said}")
+        sim = any(said.startswith(SIM_MARK) for _, _, said in tally.spells)
+        spells = "; ".join(f"{_span(a, b)}: {said.removeprefix(SIM_MARK)}"
+                           for a, b, said in tally.spells)
+        if tally.more_spells:
+            spells += f"; and {tally.more_spells} more spell(s)"
+        message = (f"{SIM_MARK if sim else ''}failed in {len(failing)} of {ran} round(s) "
+                   f"({_span_words(failing)}); {spells}")
         return {**first, "outcome": "failed", "message": message, "rounds": ran,
-                "rounds_failed": list(failing)}
+                "rounds_failed": spans_of(failing)}
     if tally.all_skipped:
         return {**tally.last, "rounds": ran, "rounds_failed": []}
     return {**tally.last, "outcome": "passed", "phase": "call", "message": "",

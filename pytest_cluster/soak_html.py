@@ -14,7 +14,7 @@ from pytest_cluster.sla import (
     NodeAvailability,
     Settlement,
 )
-from pytest_cluster.soak import Round, Timelines, clock
+from pytest_cluster.soak import Round, Timelines, clock, ranges
 from pytest_cluster.units import utc
 
 MAX_ROWS = 64  # nodes drawn and tabled: those that were down first; JUnit has every node
@@ -72,14 +72,19 @@ def soak_html(rounds: Sequence[Round], lines: Timelines, found: Sequence[NodeAva
         listed = "".join(f"<li>{esc(c.arithmetic)}</li>" for c in owing[:MAX_ROWS])
         credit = (f"<h3>SLA credit</h3><p><b>{esc(settlement.total_line())}</b></p>"
                   f"<ul>{listed}</ul>")
-    statuses = ", ".join(f"{r.number}: {esc(r.status)}" for r in rounds[-40:])
+    by_status: dict[str, list[int]] = {}
+    for each in rounds:
+        by_status.setdefault(each.status, []).append(each.number)
+    statuses = "; ".join(f"{esc(status)} {ranges(numbers)}"
+                         for status, numbers in by_status.items())
     stop = f'<p class="banner incomplete">{esc(stopped)}</p>' if stopped else ""
     return (f"<h2>Soak</h2>{stop}<p>{len(rounds)} round(s) from {utc(lines.window[0])} to "
             f"{utc(lines.window[1])}: {clock(lines.observed_s)} observed"
             + (f", {clock(lines.unobserved_s)} not observed (the soak was stopped)"
                if lines.unobserved_s else "")
             + f"; promised availability {uptime * 100:g} % per node. Rounds: {statuses}.</p>"
-            f"<p>{legend}</p>{timeline_svg(lines, [a.node for a in shown])}"
+            f"{credit}"
             "<table id=\"availability\"><tr><th>Node</th><th>Availability</th>"
             "<th>Down (h)</th><th>Node-hours lost</th><th>Outages (UTC)</th></tr>"
-            f"{rows}</table>{more}{credit}")
+            f"{rows}</table>{more}"
+            f"<p>{legend}</p>{timeline_svg(lines, [a.node for a in shown])}")

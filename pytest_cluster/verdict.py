@@ -191,11 +191,12 @@ def drain_command(verdict: NodeVerdict) -> list[str]:
             f"Reason={reason}"]
 
 
-def drain_line(verdict: NodeVerdict, simulated: bool = False) -> str:
-    """The drain line as a shell command; for a simulated cluster a shell comment, so a
-    pipeline that runs these lines cannot drain a real node of the same name."""
+def drain_line(verdict: NodeVerdict, not_a_node: str | None = None) -> str:
+    """The drain line as a shell command; where the cluster's nodes are no SLURM nodes (a
+    simulated cluster; this machine standing for every node), a shell comment saying
+    why, so a pipeline that runs these lines cannot drain a real node of that name."""
     line = shlex.join(drain_command(verdict))
-    return f"# SIMULATED, not a real node: {line}" if simulated else line
+    return f"# {not_a_node}: {line}" if not_a_node else line
 
 
 def tally(verdicts: Iterable[NodeVerdict]) -> dict[str, list[str]]:

@@ -26,7 +26,8 @@ def test_a_healthy_node_grows_nothing_and_ecc_errors_that_appear_are_named() -> 
     found = growth(first, later)
     [(where, changes)] = found.items()
     assert where.startswith("gpu2 GPU-")
-    assert "ECC uncorrected 0 -> 3 (+3)" in changes
+    # the aggregate and the volatile count are the same errors: named once
+    assert changes == ["ECC uncorrected 0 -> 3 (+3; volatile 0 -> 3)"]
     assert counts(first["gpus"][0])["NVLink replay errors"] == 0
 
 
@@ -49,3 +50,12 @@ def test_xids_in_the_later_probe_and_unreadable_counters() -> None:
     assert growth({"gpus": [entry]}, {"gpus": [later], "xid": {"events": [
         {"gpu": 0, "xid": 79}, {"gpu": 1, "xid": 48}]}}) == {
         "gpu0 GPU-a": ["PCIe replays 4 -> 7 (+3)", "XID 79 during the probe"]}
+
+
+def test_a_volatile_count_that_grew_alone_is_named_alone() -> None:
+    before = {"index": 0, "uuid": "GPU-a", "ecc": {"aggregate": {"uncorrected": 5},
+                                                   "volatile": {"uncorrected": 0}}}
+    after = {"index": 0, "uuid": "GPU-a", "ecc": {"aggregate": {"uncorrected": 5},
+                                                  "volatile": {"uncorrected": 2}}}
+    assert growth({"gpus": [before]}, {"gpus": [after]}) == {
+        "gpu0 GPU-a": ["ECC uncorrected (volatile) 0 -> 2 (+2)"]}

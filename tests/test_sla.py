@@ -233,3 +233,16 @@ def test_every_printed_sum_adds_up(sla: SlaSpec, timelines: dict[str, list[Span]
     assert total == settlement.owed == sum(c.owed for c in settlement.credits)
     if "+" in match["parts"] or match["parts"].replace(".", "").isdigit():
         assert sum(Decimal(p) for p in match["parts"].split(" + ")) == total
+
+
+def test_credits_that_round_to_nothing_say_so() -> None:
+    sla = SlaSpec(0.999, 0.0, Decimal("0.01"), "USD", (CreditTier(0.999, 0.1),))
+    short = [Span(0, 3000, HEALTHY), Span(3000, 3600, FAILED)]
+    _, settlement = settle({"n1": short, "n2": [Span(0, 3600, HEALTHY)]}, (0.0, 3600.0), sla)
+    assert not settlement.owes
+    assert settlement.total_line() == (
+        "no credit owed (0.00 USD): 1 node(s) fell below a credit tier, but each one's credit "
+        "rounds to less than 0.01 USD")
+    _, settlement = settle({"n2": [Span(0, 3600, HEALTHY)]}, (0.0, 3600.0), sla)
+    assert settlement.total_line() == "no credit owed: no node fell below a credit tier " \
+                                      "(0.00 USD)"

@@ -74,13 +74,24 @@ def _tallied(*rounds: dict[str, Any]) -> soak.CaseTally:
 
 
 def test_a_case_over_the_rounds_fails_naming_the_rounds_it_failed_in() -> None:
-    ok = {"case": "c", "outcome": "passed", "measured": 1}
-    bad = {"case": "c", "outcome": "failed", "message": "Failed: gpu3 ecc 4 > 0",
-           "error_kind": None}
+    ok: dict[str, Any] = {"case": "c", "outcome": "passed", "measured": 1}
+    bad: dict[str, Any] = {"case": "c", "outcome": "failed",
+                           "message": "Failed: gpu3 ecc 4 > 0", "error_kind": None}
     over = aggregate(_tallied(ok, ok, bad, bad))
     assert over["outcome"] == "failed"
-    assert over["rounds_failed"] == [3, 4]
-    assert over["message"] == "failed in 2 of 4 round(s) (rounds 3, 4); round 3: gpu3 ecc 4 > 0"
+    assert over["rounds_failed"] == [[3, 4]]
+    assert over["message"] == "failed in 2 of 4 round(s) (rounds 3-4); rounds 3-4: gpu3 ecc 4 > 0"
+    down = {"case": "c", "outcome": "failed", "message": "n3 unreachable"}
+    spells = [ok] * 4 + [bad] * 14 + [ok] * 3 + [down] + [ok] * 2
+    over = aggregate(_tallied(*spells))
+    assert over["rounds_failed"] == [[5, 18], [22, 22]]
+    assert over["message"] == ("failed in 15 of 24 round(s) (rounds 5-18, 22); rounds 5-18: "
+                               "gpu3 ecc 4 > 0; round 22: n3 unreachable")
+    flapping = aggregate(_tallied(*[bad, ok] * 30))
+    assert flapping["message"].startswith("failed in 30 of 60 round(s) (rounds 1, 3, 5, 7, ")
+    assert flapping["message"].endswith("; round 9: gpu3 ecc 4 > 0; and 25 more spell(s)")
+    assert "and 0 more" not in aggregate(_tallied(bad))["message"]
+    assert soak.ranges(range(1, 200, 2), most=3) == "1, 3, 5 and 97 more range(s)"
     assert aggregate(_tallied(ok, ok))["outcome"] == "passed"
     skipped = {"case": "c", "outcome": "skipped", "message": "busy"}
     assert aggregate(_tallied(skipped))["outcome"] == "skipped"
@@ -101,6 +112,7 @@ def test_a_figure_that_sags_in_one_round_is_named_with_that_round() -> None:
         "n1 gpu3 gpus.matmul.bf16: worst round 3 560 TFLOPS is 20.0 % below round 1's 700; "
         "spread 9.1 % over 4 rounds (coefficient of variation): beyond worst round at most "
         "10 % worse than the first, spread at most 5 %")
+    assert case.props["measured"] == "spread 9.14 %, worst round 3 -20.0 % against round 1"
     assert soak.Tally().stability_cases(SoakSpec()) == []  # no figure, no case
 
 
@@ -160,12 +172,14 @@ def test_a_fault_that_starts_at_round_3_is_named_at_round_3(
     counted = by_case["pytest_cluster/soak.py::test_counters_steady[n2]"]
     assert counted["outcome"] == "failed"
     assert "gpu5 GPU-" in counted["message"]
-    assert "ECC uncorrected 0 -> 4 (+4) at round 3 (" in counted["message"]
+    assert "ECC uncorrected 0 -> 4 (+4; volatile 0 -> 4) at round 3 (" in counted["message"]
+    assert counted["message"].count("ECC uncorrected") == 1
     assert "against round 1" in counted["message"]
     assert by_case["pytest_cluster/soak.py::test_counters_steady[n1]"]["outcome"] == "passed"
     ecc = by_case["acceptance/test_gpus.py::test_gpu_ecc[n2-gpu5]"]
-    assert ecc["rounds_failed"] == [3, 4]
-    assert ecc["message"].startswith("failed in 2 of 4 round(s) (rounds 3, 4); round 3: ")
+    assert ecc["rounds_failed"] == [[3, 4]]
+    assert ecc["message"].startswith("[SIMULATED] failed in 2 of 4 round(s) (rounds 3-4); "
+                                     "rounds 3-4: n2 gpu5 ecc_uncorrected: measured 4 > ")
     steady = [r for r in run.results if r["clause"] == "soak.stability[gpus.matmul.bf16]"
               and r["outcome"] == "failed"]
     assert [(r["node"], r["gpu"]) for r in steady] == [("n2", 6)]
@@ -195,7 +209,7 @@ def test_a_gpu_whose_matmul_goes_wrong_at_round_3_is_named_at_round_3(
     soak_dir = (pytester.path / "reports" / "latest").resolve()
     by_case = {r["case"]: r for r in read_results(soak_dir / "results.jsonl").results}
     sdc = by_case["acceptance/test_gpus.py::test_gpu_sdc[n2-gpu6]"]
-    assert sdc["rounds_failed"] == [3]
+    assert sdc["rounds_failed"] == [[3, 3]]
     assert "silent data corruption: 2 different results over 8 repeats" in sdc["message"]
     assert "which 7 of the node's 8 GPUs give on identical inputs" in sdc["message"]
     assert [c for c, r in by_case.items() if r["outcome"] == "failed"

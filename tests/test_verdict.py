@@ -239,7 +239,7 @@ def test_drain_lines_of_a_simulated_cluster_are_comments() -> None:
     verdict = node_verdicts(["n1"], PLAN, [result("a::t[n1]", "n1", "failed",
                                                   message="Failed: [SIMULATED] n1 count")])[0]
     assert verdict.failures[0]["message"] == "[SIMULATED] n1 count"
-    assert drain_line(verdict, simulated=True).startswith(
+    assert drain_line(verdict, "SIMULATED, not a real node").startswith(
         "# SIMULATED, not a real node: scontrol update NodeName=n1 State=DRAIN")
 
 
@@ -259,3 +259,20 @@ def test_a_check_not_established_rejects_only_through_the_silent_node() -> None:
     unreachable = [*records[:2], {**records[2], "error_kind": "unreachable"}, records[3]]
     verdicts = node_verdicts(["n1", "n2"], PLAN, unreachable)
     assert cluster_verdict(end, verdicts, 0) == "REJECTED"
+
+
+def test_drain_lines_of_this_machine_standing_for_the_nodes_are_comments() -> None:
+    """In a local run every node is this machine: its drain line is no command to run."""
+    from pytest_cluster.report import not_a_node
+    from pytest_cluster.spec import parse_spec
+
+    local = parse_spec("cluster: {name: c, nodes: [localhost], launcher: local}\n"
+                       "host: {cpu_cores: 1}\n", "t.yaml")
+    ssh = parse_spec("cluster: {name: c, nodes: [n1], launcher: ssh}\nhost: {cpu_cores: 1}\n",
+                     "t.yaml")
+    verdict = node_verdicts(["n1"], PLAN, [result("a::t[n1]", "n1", "failed",
+                                                  message="Failed: x")])[0]
+    assert drain_line(verdict, not_a_node(local)).startswith(
+        "# this machine stands for every node here, not a SLURM node: scontrol update "
+        "NodeName=n1 State=DRAIN")
+    assert not_a_node(ssh) is None
