@@ -348,7 +348,7 @@ class ClusterSession:
             "selection": selection(self.config),
             "nodes_covered": [n for n in self.spec.cluster.nodes if n in set(covered)],
             "nodes_in_spec": len(self.spec.cluster.nodes),
-            "not_checked": not_checked(plan, ran),
+            "not_checked": not_checked(plan, ran) + self._needs_a_soak(),
             "verdicts": dict(Counter(v.verdict for v in self.verdicts)),
             "started_at": self.started, "ended_at": time.time(),
             "duration_s": round(time.time() - self.started, 3),
@@ -524,6 +524,9 @@ class ClusterSession:
             lines.append(f"  cluster check failed: {failure['clause']} "
                          f"({failure['where']}): {failure['message']}")
         lines.extend(self._not_in_contract_lines())
+        for row in end["not_checked"]:
+            if row["why"] == NEEDS_A_SOAK:
+                lines.append(f"not checked: {row['clause']}: {row['why']}")
         for why in ("deselected", "not reached"):
             rows = [r for r in end["not_checked"] if r["why"] == why]
             if rows:
@@ -567,6 +570,12 @@ class ClusterSession:
         return [str(p) for p in (self.config.option.xmlpath,
                                  getattr(self.config.option, "htmlpath", None))
                 if p and Path(p).resolve().parent != run_dir.resolve()]
+
+    def _needs_a_soak(self) -> list[dict[str, Any]]:
+        """The sla: section, in a run that is no soak: given, but not checked."""
+        if self.spec.sla is None or self.soak is not None:
+            return []
+        return [{"clause": "sla", "why": NEEDS_A_SOAK}]
 
     def _not_in_contract_lines(self) -> list[str]:
         absent = sorted(set(self.plan.not_in_contract))
@@ -624,6 +633,11 @@ def _covered(covered: list[str], total: int) -> str:
     names = ", ".join(covered[:5]) + (f" and {len(covered) - 5} more" if len(covered) > 5
                                       else "")
     return f"{names} ({len(covered)} of {total})"
+
+
+#: Why the sla: section of a run that is no soak is not checked.
+NEEDS_A_SOAK = ("availability is measured over time, by a soak (--cluster-soak=DURATION or "
+                "--cluster-soak-rounds=N); this run is none")
 
 
 def _marked(mark: str, lines: list[str]) -> list[str]:

@@ -5,6 +5,8 @@ no run directory is left."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 SPEC = "cluster: {name: opts, nodes: [n1], launcher: sim}\ngpus: {count: 8}\nsim: {}\n"
@@ -64,3 +66,22 @@ def test_a_huge_option_value_is_echoed_cut(pytester: pytest.Pytester) -> None:
     assert len(result.stderr.str()) < 1000
     result.stderr.fnmatch_lines(["ERROR: --cluster-soak-rounds=9999999999*: expected a whole "
                                  "number of rounds from 1 to 1,000,000, got 9999*"])
+
+
+def test_an_sla_section_in_a_run_that_is_no_soak_is_listed_as_not_checked(
+        pytester: pytest.Pytester) -> None:
+    (pytester.path / "trial.yaml").write_text(
+        SPEC + "sla: {uptime: 99%, price_per_node_hour: 2.5, credits: [{below: 99%, "
+               "credit: 10%}]}\n")
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "--cluster-reports=reports", "-m", "sanity")
+    result.stdout.fnmatch_lines([
+        "not checked: sla: availability is measured over time, by a soak "
+        "(--cluster-soak=DURATION or --cluster-soak-rounds=N); this run is none"])
+    end = [json.loads(line) for line in (pytester.path / "reports" / "latest" /
+                                         "results.jsonl").read_text().splitlines()][-1]
+    assert end["type"] == "end" and end["not_checked"][-1] == {"clause": "sla", "why": (
+        "availability is measured over time, by a soak (--cluster-soak=DURATION or "
+        "--cluster-soak-rounds=N); this run is none")}
+    assert "sla: availability is measured over time" in (
+        pytester.path / "reports" / "latest" / "report.html").read_text()
