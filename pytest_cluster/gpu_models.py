@@ -48,6 +48,20 @@ MODELS: dict[str, GpuModel] = {m.key: m for m in (
 )}
 
 
+#: Datasheet dense peaks (no sparsity) in TFLOPS per dtype, from NVIDIA's datasheets
+#: (H100 SXM/PCIe/NVL, H200, B200, A100): no contract can promise a matmul above them.
+#: A dtype a model lacks (fp8 before Hopper) is left out.
+PEAK_TFLOPS: dict[str, dict[str, float]] = {
+    "H100-SXM-80GB": {"fp32": 67, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5, "fp8": 1979},
+    "H100-PCIe-80GB": {"fp32": 51, "tf32": 378, "bf16": 756, "fp16": 756, "fp8": 1513},
+    "H100-NVL-94GB": {"fp32": 60, "tf32": 417.5, "bf16": 835.5, "fp16": 835.5, "fp8": 1670.5},
+    "H200-SXM-141GB": {"fp32": 67, "tf32": 494.5, "bf16": 989.5, "fp16": 989.5, "fp8": 1979},
+    "B200-SXM-180GB": {"fp32": 80, "tf32": 1100, "bf16": 2250, "fp16": 2250, "fp8": 4500},
+    **{key: {"fp32": 19.5, "tf32": 156, "bf16": 312, "fp16": 312}
+       for key in ("A100-SXM4-80GB", "A100-SXM4-40GB", "A100-PCIe-80GB")},
+}
+
+
 def model_named(name: str) -> GpuModel | None:
     """A model by friendly name (any case) or by its exact NVML name."""
     for model in MODELS.values():

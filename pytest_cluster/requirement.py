@@ -63,10 +63,25 @@ def parse_requirement(raw: object, dim: Dim, default_op: str = ">=") -> Requirem
         try:
             bound = parse_quantity(rest, dim)
         except UnitError as exc:
-            raise UnitError(str(exc).replace(repr(rest), repr(raw), 1)) from None
+            said = str(exc).replace(repr(rest), repr(raw), 1)
+            meant = _respelled_comparison(raw)
+            raise UnitError(said + (f"; did you mean {meant!r}?" if meant else "")) from None
         return Requirement(op, bound, raw.strip())
     bound = parse_quantity(raw, dim)
     return Requirement(default_op, bound, f"{default_op} {raw}")
+
+
+#: Comparisons written another way, as they are meant.
+_SLIPS = {"=>": ">=", "=<": "<=", "≥": ">=", "≤": "<=", "==": "=", "!=": None, "<>": None}
+
+
+def _respelled_comparison(raw: str) -> str | None:
+    """'=> 700' as meant ('>= 700'), or None if it is no such slip."""
+    text = raw.strip()
+    for slip, meant in _SLIPS.items():
+        if text.startswith(slip) and meant is not None:
+            return f"{meant} {text[len(slip):].strip()}"[:60]
+    return None
 
 
 _VERSION_RE = re.compile(r"\d+(?:\.\d+)*")

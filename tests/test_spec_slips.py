@@ -92,6 +92,31 @@ def test_did_you_mean_ignores_case(text: str, message: str) -> None:
     assert error_of(text) == message
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    ("cluster: {name: x, nodes: a, launcher: simm}\nhost: {cpu_cores: 1}\n",
+     "t.yaml:1: cluster.launcher: expected one of local, sim, ssh, slurm, got 'simm'; did you "
+     "mean 'sim'?"),
+    ("cluster: {name: x, nodes: a}\nhost: {cpu_cores: '=> 700'}\n",
+     "t.yaml:2: host.cpu_cores: expected a count like 192, got '=> 700'; did you mean "
+     "'>= 700'?"),
+    ("cluster: {name: x, nodes: a}\nstorage: [{path: /data, write: '=< 2 GB/s'}]\n",
+     "t.yaml:2: storage[/data].write: expected a rate like '10 GB/s', got '=< 2 GB/s'; did you "
+     "mean '<= 2 GB/s'?"),
+    ("cluster: {name: x, nodes: a}\nhost: {cpu_cores: 1}\ns\u043ba: {uptime: 99%}\n",
+     "t.yaml:3: <key not shown>: unknown key; did you mean 'sla'? It is written with U+043B "
+     "CYRILLIC SMALL LETTER EL at position 2"),
+    ("cluster: {name: x, nodes: a}\nh\u043est: {cpu_cores: 1}\n",
+     "t.yaml:2: <key not shown>: unknown key; did you mean 'host'? It is written with U+043E "
+     "CYRILLIC SMALL LETTER O at position 2"),
+    ("cluster: {name: x, nodes: a}\nhost: {cpu_cores: 1}\n\u00fcnknown: 3\n",
+     "t.yaml:3: <key not shown>: unknown key, not a plain name (not shown: is this file a "
+     f"spec? known keys: {TOP_KEYS})"),
+])
+def test_slips_of_a_comparison_a_launcher_or_a_lookalike_letter_get_a_did_you_mean(
+        text: str, message: str) -> None:
+    assert error_of(text) == message
+
+
 NETWORK = ("cluster: {name: x, nodes: 'n[1-2]'}\ninterconnect:\n  busbw: '>= 80%'\n"
            "  payloads: [4 GiB]\n  ranks_per_node: 2\n"
            "  intra_node: {kind: nvlink, rate: 450 GB/s}\n"
@@ -117,6 +142,15 @@ H100 = "cluster: {name: x, nodes: a}\ngpus:\n  count: 8\n  model: H100-SXM-80GB\
     (H100.replace("MEM", "'>= 80 GB'"), ()),
     (H100.replace("MEM", "'>= 79 GiB'"), ()),
     (H100.replace("MEM", "'<= 100 GiB'"), ()),
+    (H100.replace("memory: MEM", "matmul: {bf16: '>= 70000 TFLOPS', fp8: '>= 1400 TFLOPS'}"),
+     ("t.yaml:5: gpus.matmul.bf16: '>= 70000 TFLOPS' is above the H100-SXM-80GB's datasheet "
+      "dense bf16 peak 989.5 TFLOPS: every GPU would fail it; check the unit and the number",)),
+    (H100.replace("  model: H100-SXM-80GB\n", "").replace("memory: MEM", "matmul: {bf16: "
+                                                           "'>= 3 PFLOPS'}"),
+     ("t.yaml:4: gpus.matmul.bf16: '>= 3 PFLOPS' is above every known GPU's datasheet dense "
+      "bf16 peak (the highest: B200-SXM-180GB's 2250 TFLOPS): every GPU would fail it; check "
+      "the unit and the number",)),
+    (H100.replace("memory: MEM", "matmul: {bf16: '>= 800 TFLOPS'}"), ()),
 ])
 def test_likely_slips_are_warned_not_refused(text: str, warnings: tuple[str, ...]) -> None:
     assert parse_spec(text, "t.yaml").warnings == warnings

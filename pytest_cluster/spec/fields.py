@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -74,6 +75,37 @@ def closest(word: str, choices: Sequence[str], cutoff: float) -> str | None:
     lowered = {choice.lower(): choice for choice in choices}
     match = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=cutoff)
     return lowered[match[0]] if match else None
+
+
+#: Letters of other scripts that look like Latin ones (Cyrillic, Greek), as they look.
+_LOOKALIKES = str.maketrans(
+    "аеорсухіјѕԁһӏкмнтвгпьАВЕКМНОРСТХІЈЅαεικνορτυχΑΒΕΗΙΚΜΝΟΡΤΥΧ",
+    "aeopcyxijsdhlkmhtbrnbABEKMHOPCTXIJSaeiknoptuxABEHIKMNOPTYX")
+
+
+def lookalike(key: str, known: Sequence[str]) -> str | None:
+    """The known key a name written with other scripts' letters stands for: the same once
+    lookalike letters are read as Latin ('host' written with a Cyrillic o), or the only
+    known key of its length whose every plain letter matches ('sla' written with a
+    Cyrillic el)."""
+    if len(key) > 64:
+        return None
+    folded = unicodedata.normalize("NFKC", key).translate(_LOOKALIKES)
+    if folded in known:
+        return folded
+    plain = [i for i, c in enumerate(key) if c.isascii()]
+    if len(plain) < max(2, len(key) - 2):
+        return None
+    fits = [k for k in known if len(k) == len(key) and all(k[i] == key[i] for i in plain)]
+    return fits[0] if len(fits) == 1 else None
+
+
+def foreign_letters(key: str) -> str:
+    """The letters of `key` that are not plain ASCII, named: 'U+043B CYRILLIC SMALL
+    LETTER EL at position 2'."""
+    found = [f"U+{ord(c):04X} {unicodedata.name(c, 'UNNAMED')} at position {i + 1}"
+             for i, c in enumerate(key) if not c.isascii()]
+    return ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
 
 
 def respelled(quantity: Quantity, unit: str) -> Quantity | None:
@@ -166,6 +198,12 @@ class Map:
     def finish(self) -> None:
         for key, (key_node, _) in self.items.items():
             if not _PLAIN_KEY.match(key):  # echo no line of a file that is not a spec
+                meant = lookalike(key, self.known)
+                if meant is not None:
+                    self.ctx.error(key_node, self.sub("<key not shown>"),
+                                   f"unknown key; did you mean {meant!r}? It is written "
+                                   f"with {foreign_letters(key)}")
+                    continue
                 self.ctx.error(key_node, self.sub("<key not shown>"),
                                "unknown key, not a plain name (not shown: is this file a "
                                f"spec? known keys: {', '.join(self.known)})")

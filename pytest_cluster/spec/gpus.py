@@ -9,7 +9,7 @@ from typing import TypeVar
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster.errors import UnitError
-from pytest_cluster.gpu_models import MODELS, model_named
+from pytest_cluster.gpu_models import MODELS, PEAK_TFLOPS, model_named
 from pytest_cluster.requirement import parse_requirement
 from pytest_cluster.spec.clauses import Value, clauses, declared, keys
 from pytest_cluster.spec.fields import (
@@ -64,6 +64,27 @@ def _memory_slip(ctx: Ctx, memory: Clause | None, model: str | None) -> None:
     ctx.warn(memory.line, memory.key, f"{req.text!r} is more than the {model}'s total memory "
              f"({format_value(total, Dim.SIZE, 'GiB')} as NVML reports it): every GPU would "
              f"fail it{hint}")
+
+
+def _matmul_slip(ctx: Ctx, matmul: tuple[tuple[str, Clause], ...],
+                 model: str | None) -> None:
+    """Warn when a promised matmul rate is above the datasheet's dense peak (of the
+    promised model, else of every known model): every GPU would fail it."""
+    for dtype, promised in matmul:
+        req = promised.requirement
+        peaks = {m: p[dtype] for m, p in PEAK_TFLOPS.items()
+                 if dtype in p and (model is None or m == model)}
+        if req.op in ("<=", "<") or not peaks:
+            continue
+        top = max(peaks, key=lambda m: peaks[m])
+        if req.bound.value <= peaks[top] * 1e12:
+            continue
+        whose = (f"the {model}'s datasheet dense {dtype} peak" if model is not None else
+                 f"every known GPU's datasheet dense {dtype} peak (the highest: {top}'s")
+        close = ")" if model is None else ""
+        ctx.warn(promised.line, promised.key, f"{req.text!r} is above {whose} "
+                 f"{peaks[top]:g} TFLOPS{close}: every GPU would fail it; check the unit "
+                 "and the number")
 
 
 def _matmul(ctx: Ctx, table: Map) -> tuple[tuple[str, Clause], ...]:
@@ -161,6 +182,7 @@ def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
     )
     table.finish()
     _memory_slip(ctx, result.clause("memory"), result.model)
+    _matmul_slip(ctx, result.matmul, result.model)
     return result
 
 

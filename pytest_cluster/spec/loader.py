@@ -26,6 +26,7 @@ from pytest_cluster.spec.fields import (
     Ctx,
     Map,
     boolean,
+    closest,
     field,
     flag,
     interpreter,
@@ -115,7 +116,9 @@ def _cluster(ctx: Ctx, node: Node | None, allocation: bool = False) -> ClusterSp
 
     def launcher(raw: object) -> str:
         if raw not in KINDS:
-            raise UnitError(f"expected one of {', '.join(KINDS)}, got {raw!r}")
+            close = closest(raw, list(KINDS), cutoff=0.6) if isinstance(raw, str) else None
+            hint = f"; did you mean {close!r}?" if close else ""
+            raise UnitError(f"expected one of {', '.join(KINDS)}, got {raw!r}"[:200] + hint)
         return str(raw)
 
     chosen = or_default(field(ctx, table.take("launcher"), "cluster.launcher", launcher),
