@@ -176,10 +176,14 @@ class SoakDriver:
         return found
 
     def _copy(self, found: soak.Round, results: list[dict[str, Any]]) -> None:
-        """The round's result lines into the soak's results.jsonl, with its number and
-        UTC time, then a line for the round itself."""
+        """The round's result lines that did not pass into the soak's results.jsonl, with
+        its number and UTC time, then a line for the round itself (every line of the round
+        stays in its own sealed results.jsonl, which the round line names: copying the
+        passed ones too would write a 48-hour soak's lines twice)."""
         write = self.session_plugin.write_line
         for record in results:
+            if record.get("outcome") == "passed":
+                continue
             at = record.get("finished_at")
             write({**record, "type": "round_result", "round": found.number,
                    "utc": utc(float(at)) if isinstance(at, (int, float)) else None})

@@ -13,6 +13,7 @@ from pytest_cluster.sla import (
     UNREACHABLE,
     NodeAvailability,
     Settlement,
+    Span,
 )
 from pytest_cluster.soak import Round, Timelines, clock, ranges
 from pytest_cluster.units import utc
@@ -26,6 +27,23 @@ def _order(found: Sequence[NodeAvailability]) -> list[NodeAvailability]:
     return sorted(found, key=lambda a: (a.availability, a.node))[:MAX_ROWS]
 
 
+def _outages(outages: Sequence[tuple[float, float]], most: int = 5) -> str:
+    shown = ", ".join(f"{utc(a)} to {utc(b)}" for a, b in outages[:most])
+    return shown + (f" and {len(outages) - most} more" if len(outages) > most else "")
+
+
+def _joined(spans: Sequence[Span]) -> list[Span]:
+    """Consecutive spans of one state drawn as one bar (a 48-hour soak's healthy node is
+    one bar, not one per round)."""
+    found: list[Span] = []
+    for piece in spans:
+        if found and found[-1].state == piece.state and piece.start <= found[-1].end:
+            found[-1] = Span(found[-1].start, max(found[-1].end, piece.end), piece.state)
+        else:
+            found.append(piece)
+    return found
+
+
 def timeline_svg(lines: Timelines, shown: Sequence[str]) -> str:
     """A row per node: a bar per round in the colour of its state, on one time axis."""
     start, end = lines.window
@@ -37,7 +55,7 @@ def timeline_svg(lines: Timelines, shown: Sequence[str]) -> str:
     for row, node in enumerate(shown):
         y = row * ROW + 4
         parts.append(f'<text x="0" y="{y + 11}" font-size="11">{esc(node[:18])}</text>')
-        for piece in lines.spans.get(node, []):
+        for piece in _joined(lines.spans.get(node, [])):
             x = LABEL + (piece.start - start) * scale
             w = max((piece.end - piece.start) * scale, 1.0)
             parts.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{ROW - 4}" '
@@ -59,13 +77,18 @@ def soak_html(rounds: Sequence[Round], lines: Timelines, found: Sequence[NodeAva
     shown = _order(found)
     legend = " ".join(f'<span style="color:{c}">&#9632; {esc(s)}</span>'
                       for s, c in COLOURS.items())
+    down = [a for a in shown if a.down_s > 0]
     rows = "".join(
         f"<tr><td>{esc(a.node)}</td><td>{a.availability * 100:.3f} %</td>"
         f"<td>{a.down_s / 3600:.3f}</td><td>{a.node_hours_lost:.3f}</td>"
-        f"<td>{esc(', '.join(f'{utc(s)} to {utc(e)}' for s, e in a.outages[:5]))}</td></tr>"
-        for a in shown)
-    more = (f"<p>and {len(found) - len(shown)} more node(s), all in JUnit and "
-            "results.jsonl</p>") if len(found) > len(shown) else ""
+        f"<td>{esc(_outages(a.outages))}</td></tr>"
+        for a in down)
+    always = len([a for a in found if a.down_s == 0])
+    more = (f"<p>{len(found) - always} node(s) down at some time"
+            + (f" ({len(found) - always - len(down)} more than shown)"
+               if len(found) - always > len(down) else "")
+            + f"; {always} node(s) up all through (100 %); every node is in JUnit and "
+            "results.jsonl</p>")
     credit = ""
     if settlement is not None:
         owing = [c for c in settlement.credits if c.owed > 0]

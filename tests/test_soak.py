@@ -185,9 +185,10 @@ def test_a_fault_that_starts_at_round_3_is_named_at_round_3(
     assert [(r["node"], r["gpu"]) for r in steady] == [("n2", 6)]
     assert "worst round 3" in steady[0]["message"] and "below round 1's" in \
         steady[0]["message"]
-    # each round's lines, with its number and UTC time
+    # each round's lines that did not pass, with its number and UTC time
     copied = _lines(soak_dir / "results.jsonl", "round_result")
-    assert {r["round"] for r in copied} == {1, 2, 3, 4}
+    assert {r["round"] for r in copied} == {3, 4}
+    assert {r["outcome"] for r in copied} == {"failed"}
     assert all(r["utc"].endswith("Z") for r in copied)
     rounds = _lines(soak_dir / "results.jsonl", "round")
     assert [r["nodes"].get("failed", []) for r in rounds] == [[], [], ["n2"], ["n2"]]
@@ -327,3 +328,14 @@ def test_ctrl_c_ends_the_soak_with_every_finished_round_kept(tmp_path: Path) -> 
     left = subprocess.run(["pgrep", "-f", f"--cluster-reports={soak_dir}"],
                           capture_output=True, text=True, check=False)
     assert left.stdout.strip() == ""
+
+
+def test_a_long_soak_draws_a_bar_per_spell_not_per_round() -> None:
+    from pytest_cluster.soak_html import timeline_svg
+
+    spans = [Span(k * 10.0, (k + 1) * 10.0, FAILED if 120 <= k <= 170 else HEALTHY)
+             for k in range(300)]
+    lines = soak.Timelines({"n1": spans}, (0.0, 3000.0), 0.0)
+    svg = timeline_svg(lines, ["n1"])
+    assert svg.count("<rect") == 3
+    assert "n1 failed 1970-01-01T00:20:00Z to 1970-01-01T00:28:30Z" in svg
