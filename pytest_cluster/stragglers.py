@@ -12,8 +12,9 @@ A slow run (name_straggler): a rank whose forward pass is slow makes the others 
 it in the all-reduce after the forward pass, while it waits least: it is named from its
 forward time and its wait time, when its extra forward time accounts for at least half
 of their wait. A rank the others wait for whose forward pass does not explain it comes
-late into its steps (it leaves the previous step's gradient all-reduce last, as a node
-with a slow link does): that is said, not called slow compute.
+late into its steps (it leaves the previous step's gradient all-reduce last): that is
+said, not called slow compute, unless the link probe places a slow link, which explains
+it (in a ring, a rank next to the slow link may be the one that comes out last).
 
 A slow link shows on every rank alike in the gradient all-reduce (a ring moves at its
 slowest link's pace), so the step times cannot place it; the link probe's pairwise
@@ -186,29 +187,47 @@ def _size(size_bytes: int) -> str:
     return f"{size_bytes / 2**20:g} MiB" if size_bytes >= 2**20 else f"{size_bytes} B"
 
 
-def waited_for(ranks: Sequence[RankTimes]) -> str:
-    """The rank the others wait for after the forward pass, and why: its slow forward
-    pass when that accounts for at least half of their wait, else that it comes late
-    into the step (out of the previous step's all-reduce: see the link); '' when none
-    is waited for."""
+def _waited_for(ranks: Sequence[RankTimes]) -> tuple[RankTimes, float, float, float] | None:
+    """(the rank the others wait for after the forward pass, their median forward time,
+    their median wait, how much longer they wait than it), or None when none is."""
     if len(ranks) < 2:
-        return ""
+        return None
     last = min(ranks, key=lambda r: (r.wait_s, -r.forward_s))
     others = [r for r in ranks if r is not last]
     forward = statistics.median(r.forward_s for r in others)
     wait = statistics.median(r.wait_s for r in others)
-    excess, waited = last.forward_s - forward, wait - last.wait_s
+    waited = wait - last.wait_s
     if waited <= MIN_EXCESS_S or waited <= (COMPUTE_FACTOR - 1) * forward:
+        return None
+    return last, forward, wait, waited
+
+
+def slow_compute(ranks: Sequence[RankTimes]) -> str:
+    """The rank whose slow forward pass the others wait for (its extra forward time
+    accounts for at least half of their wait), or ''."""
+    found = _waited_for(ranks)
+    if found is None:
         return ""
-    if excess >= waited / 2 and last.forward_s > COMPUTE_FACTOR * forward:
-        return (f"{last.node} rank {last.rank} computes slowest: its forward pass takes "
-                f"{seconds(last.forward_s)} per step against {seconds(forward)} on the other "
-                f"ranks (median), and they wait {seconds(wait)} per step for it after the "
-                f"forward pass while it waits {seconds(last.wait_s)}")
+    last, forward, wait, waited = found
+    if last.forward_s - forward < waited / 2 or last.forward_s <= COMPUTE_FACTOR * forward:
+        return ""
+    return (f"{last.node} rank {last.rank} computes slowest: its forward pass takes "
+            f"{seconds(last.forward_s)} per step against {seconds(forward)} on the other "
+            f"ranks (median), and they wait {seconds(wait)} per step for it after the "
+            f"forward pass while it waits {seconds(last.wait_s)}")
+
+
+def comes_late(ranks: Sequence[RankTimes]) -> str:
+    """The rank the others wait for though its forward pass does not explain it, or ''."""
+    found = _waited_for(ranks)
+    if found is None:
+        return ""
+    last, forward, wait, _ = found
     return (f"the others wait {seconds(wait)} per step for {last.node} rank {last.rank} "
             f"after the forward pass (it waits {seconds(last.wait_s)}), though its forward "
             f"pass takes {seconds(last.forward_s)} against their {seconds(forward)}: it "
-            f"comes late into its steps, out of the previous step's gradient all-reduce")
+            f"comes late into its steps, out of the previous step's gradient all-reduce "
+            f"(not slow compute; a link the link probe could not place, or the host)")
 
 
 def slow_link(ranks: Sequence[RankTimes], size_bytes: int) -> str:
@@ -253,7 +272,10 @@ def slow_link(ranks: Sequence[RankTimes], size_bytes: int) -> str:
 def name_straggler(ranks: Sequence[RankTimes], size_bytes: int) -> str:
     """Who holds a healthy run up: the slow rank in compute, the node with the slow link,
     both, or a line saying none stands out (with the ranges measured)."""
-    found = [text for text in (waited_for(ranks), slow_link(ranks, size_bytes)) if text]
+    compute, link = slow_compute(ranks), slow_link(ranks, size_bytes)
+    if link and not link.startswith("two nodes"):  # a ring's late ranks follow from it
+        return "; ".join(text for text in (compute, link) if text)
+    found = [text for text in (compute or comes_late(ranks), link) if text]
     if any(not text.startswith("two nodes") for text in found):
         return "; ".join(found)
     if not ranks:

@@ -138,7 +138,19 @@ def test_a_rank_waited_for_without_a_slow_forward_pass_comes_late() -> None:
     assert name_straggler(ranks, 1 << 20) == (
         "the others wait 0.11 s per step for node4 rank 3 after the forward pass (it waits "
         "3 ms), though its forward pass takes 12.1 ms against their 8.3 ms: it comes late "
-        "into its steps, out of the previous step's gradient all-reduce")
+        "into its steps, out of the previous step's gradient all-reduce (not slow compute; a "
+        "link the link probe could not place, or the host)")
+
+
+def test_with_a_slow_link_placed_the_late_rank_is_not_named() -> None:
+    """Seen on the namespace cluster: node4's link slow, node3 (its ring neighbour)
+    came late into its steps; the link explains that, so only node4 is named."""
+    ranks = _ring_of_four("node4", slow_s=0.77, fast_s=0.0017)
+    late = RankTimes("node3", 2, 0.0727, 0.0127, ranks[2].exchange_s)
+    ranks = [RankTimes(r.node, r.rank, 0.0423, 0.24, r.exchange_s) for r in ranks]
+    ranks[2] = late
+    text = name_straggler(ranks, 1 << 20)
+    assert text.startswith("node4's link is the slowest: ") and "node3" not in text
 
 
 def test_a_slow_link_names_its_node_from_the_pairwise_exchanges() -> None:

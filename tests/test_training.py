@@ -292,4 +292,4 @@ def test_a_slow_link_names_its_node(pytester: pytest.Pytester, netns: NetnsClust
     slowest = record["raw"]["slowest"]
     assert "node4's link is the slowest: exchanging 1 MiB each way with a rank on " \
            "another node takes " in slowest, slowest
-    assert not any(node in slowest for node in ("node1", "node2", "node3"))
+    assert not any(node in slowest for node in ("node1", "node2", "node3")), slowest
