@@ -15,7 +15,9 @@ from pytest_cluster.training import TrainingRun
 
 METHOD = ("torch.nn TransformerEncoder trained with DistributedDataParallel ({backend}) on "
           "synthetic tokens, {steps} steps after {warmup} warm-up; a step's time is its "
-          "slowest rank's (DDP synchronises every step)")
+          "slowest rank's (DDP synchronises every step); each step timed in its forward "
+          "pass, the wait for the other ranks after it, the backward pass with DDP's "
+          "gradient all-reduce and the optimiser step; then pairwise link exchanges")
 
 
 def _spec(cluster: Cluster) -> TrainingSpec:
@@ -53,17 +55,18 @@ def _method(spec: TrainingSpec, run: TrainingRun) -> str:
 
 @checks("training.step_time")
 def test_training_steps(cluster: Cluster, evidence: Evidence) -> None:
-    """Every step within the bound; a step over it is a hang, named with its node, rank
-    and step (the job is stopped there, not waited out)."""
+    """Every step within the bound; a step over it is a hang: the rank(s) that stopped
+    advancing are named with their node, step and phase, and the ranks waiting for them
+    (the job is stopped at the bound, not waited out)."""
     spec, clause, run, raw, label = _run(cluster, evidence, "step_time")
     if run.hang:
         raw["hang"] = run.hang
         evidence.check(clause, run.bound_s * 1.000001 + 1e-9, node=label, result=None,
                        method=_method(spec, run), raw=raw, note=run.hang)
     evidence.check(clause, run.longest_s, node=label, result=None, method=_method(spec, run),
-                   raw=raw, note=f"the longest step: {run.slowest}; loss "
-                                 f"{run.loss_first:.3f} -> {run.loss_last:.3f}"
-                   if run.loss_first is not None and run.loss_last is not None else "")
+                   raw=raw, note=f"longest step {run.longest_s:.3f} s; {run.slowest}"
+                   + (f"; loss {run.loss_first:.3f} -> {run.loss_last:.3f}"
+                      if run.loss_first is not None and run.loss_last is not None else ""))
 
 
 @checks("training.spread")
@@ -73,7 +76,7 @@ def test_training_steady(cluster: Cluster, evidence: Evidence) -> None:
     if run.hang:
         evidence.cannot_measure(clause, run.hang, raw=raw, kind="hang", node=label)
     evidence.check(clause, run.spread, node=label, result=None, method=_method(spec, run),
-                   raw=raw, note=f"longest step {run.longest_s:.3f} s ({run.slowest})")
+                   raw=raw, note=f"longest step {run.longest_s:.3f} s; {run.slowest}")
 
 
 @checks("training.tokens_per_s")

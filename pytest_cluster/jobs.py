@@ -31,6 +31,9 @@ class JobSpec:
     wall_timeout_s: float = 300.0  # the whole job, hard
     master_port: int = 0  # 0: the launcher's (Launcher.master_port)
     master_addr: str | None = None  # None: the launcher's for the first node
+    #: A rank whose progress file (PYTEST_CLUSTER_PROGRESS) goes unwritten this long is
+    #: killed by its node (exit_code "stalled"); None: no progress files, no such check
+    stall_timeout_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,8 @@ class RankResult:
     data: dict[str, Any] | None
     stderr_tail: str = ""
     ended_at: float | None = None
+    #: its last progress, when the job has a stall timeout (job_node.read_progress)
+    progress: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -70,6 +75,7 @@ class JobResult:
         first = failed[0]
         tail = first.stderr_tail.strip().splitlines()[-1:] if first.stderr_tail else []
         how = ("was killed" if first.exit_code == "killed"
+               else "gave no sign of life and was killed" if first.exit_code == "stalled"
                else f"exited with code {first.exit_code}" if first.exit_code != 0
                else "printed no JSON result")
         return (f"{first.node} rank {first.rank} {how}"
@@ -88,7 +94,9 @@ def node_call(job: JobSpec, master_addr: str, port: int, node_rank: int) -> Prob
         "--node-rank", str(node_rank), "--nnodes", str(len(job.nodes)),
         "--ranks-per-node", str(job.ranks_per_node),
         "--init-timeout", f"{job.init_timeout_s:g}", "--wall-timeout", f"{job.wall_timeout_s:g}",
-        "--program", base64.b64encode(job.program.encode()).decode(), "--", *job.args))
+        "--program", base64.b64encode(job.program.encode()).decode(),
+        *(("--stall-timeout", f"{job.stall_timeout_s:g}") if job.stall_timeout_s else ()),
+        "--", *job.args))
 
 
 def run_job(launcher: Launcher, job: JobSpec) -> JobResult:
@@ -116,6 +124,7 @@ def run_job(launcher: Launcher, job: JobSpec) -> JobResult:
             continue
         for rank in result.payload()["ranks"]:
             ranks.append(RankResult(node, rank["rank"], rank["local_rank"], rank["exit_code"],
-                                    rank["data"], rank["stderr_tail"], rank["ended_at"]))
+                                    rank["data"], rank["stderr_tail"], rank["ended_at"],
+                                    rank.get("progress")))
     return JobResult(tuple(sorted(ranks, key=lambda r: r.rank)), master, tuple(errors),
                      simulated=any(result.simulated for result in results))

@@ -1,10 +1,14 @@
 """The training loop as a distributed job: probes/train.py on every rank of one job over
 the chosen nodes (jobs.run_job through the cluster's launcher), its ranks' step times
 turned into what the contract's `training:` clauses compare: the slowest step, the step
-time's spread, tokens per second, and a hang named by its node, rank and step.
+time's spread, tokens per second; a hang named by the rank(s) that stopped advancing, and
+in a run that finished, the rank or node that held it up (stragglers.py says how).
 
 DDP synchronises every step, so a step's time is its slowest rank's; tokens per second
-are every rank's tokens over the sum of those step times.
+are every rank's tokens over the sum of those step times. The job has a stall timeout
+(the step bound, at least STALL_FLOOR_S): a rank that stops beating that long (SIGSTOP, a
+frozen process) is killed by its node, so the job ends at the bound, not at
+`training.timeout`.
 """
 
 from __future__ import annotations
@@ -19,6 +23,11 @@ from pytest_cluster.jobs import JobResult, JobSpec, run_job
 from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.probes import probe_source
 from pytest_cluster.spec.model import TrainingSpec
+from pytest_cluster.stragglers import Progress, RankTimes, name_hang, name_straggler
+
+#: A rank's heartbeat comes every 0.5 s at most; its node kills it after this much
+#: silence at the least (the step bound when that is longer).
+STALL_FLOOR_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -28,12 +37,12 @@ class TrainingRun:
     backend: str
     bound_s: float  # a step longer than this is a hang
     step_s: tuple[float, ...] = ()  # per measured step, its slowest rank's time
-    slowest: str = ""  # where the longest step was slowest: 'node2 rank 3, step 17'
+    slowest: str = ""  # who held the run up: 'node4's link is the slowest: ...'
     tokens_per_s: float = 0.0
     loss_first: float | None = None
     loss_last: float | None = None
     finite: bool = True
-    hang: str = ""  # 'node3 rank 5: step 12 still running after 5.2 s (bound 5 s)'
+    hang: str = ""  # 'node3 rank 2: stuck at step 8 (forward) for 8.4 s, ...'
     error: str = ""  # the job did not finish (no hang found): why
     details: dict[str, Any] = field(default_factory=dict)
     simulated: bool = False
@@ -68,39 +77,54 @@ def step_bound(spec: TrainingSpec) -> float:
     return clause.requirement.bound.value if clause is not None else 60.0
 
 
+def stall_timeout(bound_s: float) -> float:
+    return max(bound_s, STALL_FLOOR_S)
+
+
 def training_job(spec: TrainingSpec, nodes: Sequence[str]) -> JobSpec:
+    bound = step_bound(spec)
     return JobSpec(nodes=tuple(nodes), program=probe_source("train"),
                    ranks_per_node=spec.ranks_per_node,
                    args=("--steps", str(spec.steps), "--warmup", str(spec.warmup),
-                         "--step-bound", f"{step_bound(spec):g}", "--backend", spec.backend),
-                   init_timeout_s=min(120.0, spec.timeout_s), wall_timeout_s=spec.timeout_s)
+                         "--step-bound", f"{bound:g}", "--backend", spec.backend),
+                   init_timeout_s=min(120.0, spec.timeout_s), wall_timeout_s=spec.timeout_s,
+                   stall_timeout_s=stall_timeout(bound))
+
+
+def hang_text(base: TrainingRun, result: JobResult) -> str:
+    """Who hung, from the ranks' last progress ('' when no rank hung or stalled)."""
+    hung = [r for r in result.ranks if r.exit_code == "stalled"
+            or (r.data and isinstance(r.data.get("hang"), dict))]
+    if not hung:
+        return ""
+    records = [p for p in (Progress.of(r.node, r.rank, r.progress, r.exit_code)
+                           for r in result.ranks) if p is not None]
+    if records:
+        return name_hang(records, base.bound_s, stall_timeout(base.bound_s) / 2,
+                         [r.rank for r in result.ranks])
+    # no progress files (an older node side): what the first watchdog said
+    first = min(hung, key=lambda r: (r.ended_at or 0.0, r.rank))
+    hang = first.data.get("hang", {}) if first.data else {}
+    return (f"{first.node} rank {first.rank}: step {hang.get('step')} still running after "
+            f"{hang.get('waited_s')} s (bound {base.bound_s:g} s); no rank reported its "
+            f"progress, so which rank holds it up is not known")
 
 
 def summarise(base: TrainingRun, result: JobResult) -> TrainingRun:
-    """The run from its ranks' lines: a hang first (named by the rank that found it
-    first), else the job's failure, else the figures."""
-    hung = [r for r in result.ranks if r.data and isinstance(r.data.get("hang"), dict)]
-    if hung:
-        first = min(hung, key=lambda r: (r.ended_at or 0.0, r.rank))
-        hang = first.data["hang"] if first.data else {}
-        others = [r for r in result.ranks if not r.ok and r not in hung]
-        text = (f"{first.node} rank {first.rank}: step {hang.get('step')} still running "
-                f"after {hang.get('waited_s')} s (bound {hang.get('bound_s'):g} s): a hang"
-                + (f"; {result.first_failure()}" if others else ""))
-        return TrainingRun(**{**asdict(base), "hang": text})
+    """The run from its ranks' lines: a hang first (named by the ranks' progress), else
+    the job's failure, else the figures and who held the run up."""
+    hang = hang_text(base, result)
+    if hang:
+        return TrainingRun(**{**asdict(base), "hang": hang})
     if not result.ok:
         return TrainingRun(**{**asdict(base), "error": result.first_failure()})
     data = [(r, r.data) for r in result.ranks if r.data is not None]
     steps = min(len(d["step_s"]) for _, d in data)
     if steps == 0:
         return TrainingRun(**{**asdict(base), "error": "no step was measured"})
-    per_step: list[float] = []
-    slowest = ""
-    for index in range(steps):
-        rank, record = max(data, key=lambda pair: float(pair[1]["step_s"][index]))
-        per_step.append(float(record["step_s"][index]))
-        if per_step[-1] == max(per_step):
-            slowest = f"{rank.node} rank {rank.rank}, step {index}"
+    per_step = [max(float(d["step_s"][index]) for _, d in data) for index in range(steps)]
+    link_bytes = int((data[0][1].get("link") or {}).get("bytes", 0))
+    slowest = name_straggler([RankTimes.of(r.node, r.rank, d) for r, d in data], link_bytes)
     tokens = sum(int(d["tokens_per_step"]) for _, d in data) * steps
     lead = data[0][1]
     details = {k: lead[k] for k in ("torch", "device", "model", "parameters") if k in lead}

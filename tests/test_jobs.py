@@ -268,3 +268,34 @@ def test_ctrl_c_stops_every_node_of_a_job_and_its_ranks(tmp_path: Path) -> None:
         for pid in (int(p.name) for p in pids.iterdir()):  # left by a failure: ours
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+BEATS = """\
+import json, os, signal, time
+path, start = os.environ["PYTEST_CLUSTER_PROGRESS"], time.time()
+def beat():
+    with open(path + ".new", "w") as file:
+        json.dump({"step": 4, "phase": "forward", "since": start, "beat": time.time()}, file)
+    os.replace(path + ".new", path)
+beat()
+if os.environ["RANK"] == "1":
+    os.kill(os.getpid(), signal.SIGSTOP)
+for _ in range(15):
+    time.sleep(0.2)
+    beat()
+raise SystemExit(3)
+"""
+
+
+def test_a_rank_that_stops_beating_is_killed_by_its_node_with_its_progress() -> None:
+    """Rank 1 stops itself (SIGSTOP) after its first beat: its node kills it after the
+    stall timeout, not at the wall clock; rank 0 beats on and ends by itself."""
+    job = JobSpec(("a", "b"), BEATS, stall_timeout_s=1.0, wall_timeout_s=120)
+    assert node_call(job, "127.0.0.1", 29600, 0).args[-3:] == ("--stall-timeout", "1", "--")
+    result = run_job(local(), job)
+    assert [r.exit_code for r in result.ranks] == [3, "stalled"]
+    beating, stopped = (r.progress or {} for r in result.ranks)
+    assert (stopped["step"], stopped["phase"]) == (4, "forward")
+    assert stopped["silent_s"] > 1.0 and beating["silent_s"] < 1.0
+    assert result.first_failure() == ("b rank 1 gave no sign of life and was killed (1 other "
+                                      "rank(s) failed too)")

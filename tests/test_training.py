@@ -5,7 +5,13 @@ step bound."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import sys
+import threading
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,6 +38,10 @@ def test_the_training_job_runs_the_train_probe_with_the_spec_settings() -> None:
     assert job.args == ("--steps", "30", "--warmup", "3", "--step-bound", "4",
                         "--backend", "gloo")
     assert job.ranks_per_node == 2 and job.wall_timeout_s == 900.0
+    # a rank silent for the bound is killed by its node (2 s at the least)
+    assert job.stall_timeout_s == 4.0
+    assert training_job(_spec("training: {step_time: '<= 50 ms'}\n"), ["a"]).stall_timeout_s \
+        == 2.0
     assert "DistributedDataParallel" in job.program
 
 
@@ -52,8 +62,9 @@ def test_the_sim_cannot_train_and_says_so() -> None:
 
 
 def _rank(node: str, rank: int, steps: list[float], **extra: Any) -> RankResult:
-    data = {"step_s": steps, "tokens_per_step": 512, "loss_first": 6.4, "loss_last": 6.1,
-            "finite": True, "torch": "2.4.0", **extra}
+    data = {"step_s": steps, "forward_s": [0.05] * len(steps), "wait_s": [0.001] * len(steps),
+            "tokens_per_step": 512, "loss_first": 6.4, "loss_last": 6.1, "finite": True,
+            "torch": "2.4.0", "link": {"bytes": 1 << 20, "exchange_s": {}}, **extra}
     return RankResult(node, rank, 0, 0, data, ended_at=float(rank))
 
 
@@ -65,18 +76,50 @@ def test_a_step_takes_its_slowest_ranks_time_and_tokens_count_every_rank() -> No
                                      _rank("b", 1, [0.15, 0.10, 0.10])), "a"))
     assert run.ok
     assert run.step_s == (0.15, 0.20, 0.10)
-    assert run.slowest == "a rank 0, step 1"
+    assert run.slowest == ("no rank stands out: forward pass 50.0 ms to 50.0 ms per step, "
+                           "wait after it 1 ms to 1 ms")
     assert run.tokens_per_s == pytest.approx(2 * 512 * 3 / 0.45)
     assert run.longest_s == 0.20
     assert run.spread == pytest.approx(0.2721655, rel=1e-5)
 
 
-def test_a_hang_is_named_by_the_rank_that_found_it() -> None:
+def test_the_rank_others_wait_for_is_the_slowest() -> None:
+    slow = _rank("b", 1, [0.4, 0.4], forward_s=[0.35, 0.33], wait_s=[0.0, 0.002],
+                 link={"bytes": 1 << 20, "exchange_s": {"0": 0.01}})
+    fast = _rank("a", 0, [0.4, 0.4], forward_s=[0.05, 0.05], wait_s=[0.30, 0.28],
+                 link={"bytes": 1 << 20, "exchange_s": {"1": 0.01}})
+    assert summarise(BASE, JobResult((fast, slow), "a")).slowest.startswith(
+        "b rank 1 computes slowest: its forward pass takes 0.34 s per step against 50.0 ms "
+        "on the other ranks (median), and they wait 0.29 s per step for it after the forward "
+        "pass while it waits 1 ms; two nodes: a slow link cannot be placed")
+
+
+def _progress(step: int, phase: str, phase_s: float, silent_s: float) -> dict[str, Any]:
+    return {"step": step, "phase": phase, "since": 0.0, "beat": 0.0, "phase_s": phase_s,
+            "silent_s": silent_s}
+
+
+def test_a_hang_names_the_rank_that_stopped_not_the_one_that_found_it() -> None:
+    """a's watchdog ends it at the bound (waiting in the all-reduce); b went silent in its
+    forward pass and its node killed it: b is named."""
+    found = RankResult("a", 0, 0, 3, {"hang": {"step": 7, "phase": "wait", "waited_s": 5.3,
+                                               "bound_s": 5.0}}, ended_at=10.0,
+                       progress=_progress(7, "wait", 5.2, 0.1))
+    stuck = RankResult("b", 1, 0, "stalled", None, ended_at=10.5,
+                       progress=_progress(7, "forward", 5.4, 5.4))
+    run = summarise(BASE, JobResult((found, stuck), "a"))
+    assert not run.ok
+    assert run.hang == ("b rank 1: stuck at step 7 (forward) for 5.4 s (bound 5 s), no sign "
+                        "of life for 5.4 s: stopped or frozen; rank 0 waits for it in the "
+                        "all-reduce after the forward pass")
+
+
+def test_a_hang_without_progress_says_who_is_not_known() -> None:
     stuck = RankResult("b", 1, 0, 3, {"hang": {"step": 7, "waited_s": 5.3, "bound_s": 5.0}},
                        ended_at=10.0)
     run = summarise(BASE, JobResult((_rank("a", 0, [0.1]), stuck), "a"))
-    assert not run.ok
-    assert run.hang == "b rank 1: step 7 still running after 5.3 s (bound 5 s): a hang"
+    assert run.hang == ("b rank 1: step 7 still running after 5.3 s (bound 5 s); no rank "
+                        "reported its progress, so which rank holds it up is not known")
 
 
 def test_a_job_that_fails_says_which_rank() -> None:
@@ -120,8 +163,7 @@ def test_ddp_on_gloo_trains_and_a_step_over_the_bound_is_a_hang(
     failed = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)
               if r.get("type") == "result"}
     message = failed["test_training_steps"]["message"]
-    assert "localhost rank " in message and ": step 0 still running after " in message
-    assert "(bound 0.001 s): a hang" in message
+    assert " at step " in message and "(bound 0.001 s)" in message
     assert failed["test_training_steady"]["error_kind"] == "hang"
 
 
@@ -142,3 +184,112 @@ def test_ddp_trains_across_the_namespace_nodes_through_ssh(
     (steps,) = [r for r in jsonl(pytester) if r.get("clause") == "training.step_time"]
     assert steps["raw"]["nodes"] == "node[1-4]"
     assert len(steps["raw"]["step_s"]) == 10
+
+
+TRAINING_ON_NETNS = """\
+cluster:
+  name: train
+  nodes: node[1-4]
+  launcher: ssh
+  python: {python}
+{section}
+training:
+  steps: {steps}
+  step_time: "<= {bound} s"
+  timeout: 5 min
+"""
+
+
+def _train_rank(netns: NetnsCluster, node: str) -> int | None:
+    """The pid of the training rank running in `node`'s namespace (python -c train.py)."""
+    for pid in netns.pids(node):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if len(argv) > 2 and argv[1] == b"-c" and b"class Monitor" in argv[2]:
+            return pid
+    return None
+
+
+def _step_of(pid: int) -> int:
+    """The training step the rank has reached (its progress file, found in its
+    environment); -1 before its steps or when it cannot be read."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        path = next(e.split(b"=", 1)[1] for e in environ
+                    if e.startswith(b"PYTEST_CLUSTER_PROGRESS="))
+        record = json.loads(Path(os.fsdecode(path)).read_text())
+    except (OSError, StopIteration, ValueError):
+        return -1
+    return int(record["step"]) if record.get("phase") == "forward" else -1
+
+
+def _stop_at_step(netns: NetnsCluster, node: str, step: int, stopped: dict[str, Any]) -> None:
+    """SIGSTOP `node`'s rank once it has begun `step`; record when and which pid."""
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        pid = _train_rank(netns, node)
+        if pid is not None and _step_of(pid) >= step:
+            os.kill(pid, signal.SIGSTOP)
+            stopped.update(pid=pid, at=time.monotonic())
+            return
+        time.sleep(0.02)
+
+
+@pytest.mark.realcomponents
+def test_a_stopped_rank_is_named_and_the_job_ends_at_the_bound(
+        pytester: pytest.Pytester, netns: NetnsCluster) -> None:
+    """node3's rank SIGSTOPped at step 8: the case names node3 rank 2 (not the ranks that
+    wait for it), and the job ends at the 8 s bound plus the stall check, far before the
+    5 min training.timeout: node3's own node kills the silent rank."""
+    if not has_torch():
+        pytest.skip("needs torch on the nodes")
+    bound = 8
+    (pytester.path / "t.yaml").write_text(TRAINING_ON_NETNS.format(
+        python=sys.executable, section=netns.launcher_section("ssh"), steps=60, bound=bound))
+    stopped: dict[str, Any] = {}
+    stopper = threading.Thread(target=_stop_at_step, args=(netns, "node3", 8, stopped))
+    stopper.start()
+    try:
+        result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k",
+                                    "training_steps")
+        ended = time.monotonic()
+    finally:
+        stopper.join()
+        if stopped and _train_rank(netns, "node3") == stopped["pid"]:
+            os.kill(stopped["pid"], signal.SIGKILL)
+    assert stopped, "node3's rank never reached step 8"
+    result.assert_outcomes(failed=1)
+    (record,) = [r for r in jsonl(pytester) if r.get("type") == "result"]
+    message = record["message"]
+    assert "node3 rank 2: stuck at step 8 (" in message
+    assert ", no sign of life for " in message and ": stopped or frozen; " in message
+    assert "ranks 0, 1, 3 wait for it in " in message
+    assert not any(f"{node} rank" in message for node in ("node1", "node2", "node4"))
+    assert _train_rank(netns, "node3") is None  # killed by its node, not left stopped
+    # the bound (8 s), the stall check's (8 s after the last beat) and the run's end;
+    # training.timeout is 300 s
+    assert ended - stopped["at"] < bound + 10, ended - stopped["at"]
+
+
+@pytest.mark.realcomponents
+def test_a_slow_link_names_its_node(pytester: pytest.Pytester, netns: NetnsCluster) -> None:
+    """node4's link shaped to 20 Mbit/s both ways: the steps slow down on every rank alike
+    (the ring all-reduce), and the link probe's pairwise exchanges name node4."""
+    if not has_torch():
+        pytest.skip("needs torch on the nodes")
+    (pytester.path / "t.yaml").write_text(TRAINING_ON_NETNS.format(
+        python=sys.executable, section=netns.launcher_section("ssh"), steps=4, bound=60))
+    try:
+        netns.shape("node4", "20mbit")
+        result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k",
+                                    "training_steps")
+    finally:
+        netns.shape("node4", None)
+    result.assert_outcomes(passed=1)
+    (record,) = [r for r in jsonl(pytester) if r.get("type") == "result"]
+    slowest = record["raw"]["slowest"]
+    assert "node4's link is the slowest: exchanging 1 MiB each way with a rank on " \
+           "another node takes " in slowest, slowest
+    assert not any(node in slowest for node in ("node1", "node2", "node3")), slowest

@@ -11,6 +11,13 @@ clock runs out, this node's other ranks are killed. Each rank runs in a session 
 (killed with whatever it started); they never outlive this process: SIGTERM, SIGHUP or
 SIGINT here (the node runner ending the probe, scancel) kills them before it exits, and
 should it be SIGKILLed they get SIGKILL from the kernel (PR_SET_PDEATHSIG, Linux).
+
+With `--stall-timeout S` (above 0) every rank gets PYTEST_CLUSTER_PROGRESS, the path of a
+small JSON file it rewrites with its progress and a heartbeat (probes/train.py does). A
+rank whose file has been written once and then not for S seconds is stopped or frozen
+(SIGSTOP, a hung node process): it is killed (exit_code "stalled"), since it will not end
+by itself and its peers' own watchdogs have ended theirs. Every rank's last progress is
+reported with it, and how long before its end it last changed phase and last beat.
 Standard library only.
 """
 
@@ -101,9 +108,71 @@ def whereami() -> dict[str, Any]:
             "hostname": socket.gethostname()}
 
 
+def read_progress(path: str, ended_at: float | None) -> dict[str, Any] | None:
+    """A rank's last progress (its JSON file), with `phase_s` and `silent_s`: how long
+    before it ended (or now) it entered that phase and last beat."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            record = json.load(file)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    end = ended_at if ended_at is not None else time.time()
+    for key, name in (("since", "phase_s"), ("beat", "silent_s")):
+        if isinstance(record.get(key), (int, float)):
+            record[name] = round(max(0.0, end - record[key]), 3)
+    return record
+
+
+def stalled(path: str, stall_s: float) -> float | None:
+    """How long the rank's progress file has gone unwritten, when over `stall_s`."""
+    if stall_s <= 0:
+        return None
+    try:
+        silent = time.time() - os.stat(path).st_mtime
+    except OSError:  # not written yet: the rank has not started its steps
+        return None
+    return silent if silent > stall_s else None
+
+
 def run_ranks(args: argparse.Namespace) -> dict[str, Any]:
     with contextlib.ExitStack() as files:
         return _run_ranks(args, files)
+
+
+def _wait_ranks(ranks: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    """Wait for every rank; kill the others when one fails or stalls, or all at the wall
+    clock. Returns why ranks were killed ('' when none was)."""
+    deadline = time.monotonic() + args.wall_timeout
+    killed_because = ""
+    while any(r["exit_code"] is None for r in ranks):
+        for r in ranks:
+            if r["exit_code"] is None and r["process"].poll() is not None:
+                r["exit_code"], r["ended_at"] = r["process"].returncode, time.time()
+                if r["exit_code"] != 0 and not killed_because:
+                    killed_because = f"rank {r['rank']} exited with code {r['exit_code']}"
+            silent = stalled(r["progress"], args.stall_timeout) \
+                if r["exit_code"] is None else None
+            if silent is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(r["process"].pid, signal.SIGKILL)  # works on a stopped one too
+                r["process"].wait()
+                r["exit_code"], r["ended_at"] = "stalled", time.time()
+                killed_because = killed_because or (
+                    f"rank {r['rank']} gave no sign of life for {silent:.1f} s")
+        over = time.monotonic() > deadline
+        if over and not killed_because:
+            killed_because = f"wall-clock limit of {args.wall_timeout:g} s reached"
+        if killed_because:
+            for r in ranks:
+                if r["exit_code"] is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(r["process"].pid, signal.SIGKILL)
+                    r["process"].wait()
+                    r["exit_code"], r["ended_at"] = "killed", time.time()
+        time.sleep(0.05)
+    return killed_because
 
 
 def _run_ranks(args: argparse.Namespace, files: contextlib.ExitStack) -> dict[str, Any]:
@@ -119,6 +188,7 @@ def _run_ranks(args: argparse.Namespace, files: contextlib.ExitStack) -> dict[st
         if name:
             env.setdefault("GLOO_SOCKET_IFNAME", name)
             env.setdefault("NCCL_SOCKET_IFNAME", name)
+    progress_dir = files.enter_context(tempfile.TemporaryDirectory(prefix="pc-progress-"))
     ranks = []
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, _end_ranks)
@@ -126,33 +196,19 @@ def _run_ranks(args: argparse.Namespace, files: contextlib.ExitStack) -> dict[st
         rank = args.node_rank * args.ranks_per_node + local
         out = files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115 - the stack closes it
         err = files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
+        progress = os.path.join(progress_dir, f"rank{rank}.json")
+        extra = {"PYTEST_CLUSTER_PROGRESS": progress} if args.stall_timeout > 0 else {}
         process = subprocess.Popen([sys.executable, "-c", program, *args.rank_args],
-                                   env={**env, "RANK": str(rank), "LOCAL_RANK": str(local)},
+                                   env={**env, "RANK": str(rank), "LOCAL_RANK": str(local),
+                                        **extra},
                                    stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                    start_new_session=True,  # no thread here
                                    preexec_fn=die_with_parent())  # noqa: PLW1509
         _RANKS.append(process)
         ranks.append({"rank": rank, "local_rank": local, "process": process, "out": out,
-                      "err": err, "exit_code": None, "ended_at": None})
-    deadline = time.monotonic() + args.wall_timeout
-    killed_because = ""
-    while any(r["exit_code"] is None for r in ranks):
-        for r in ranks:
-            if r["exit_code"] is None and r["process"].poll() is not None:
-                r["exit_code"], r["ended_at"] = r["process"].returncode, time.time()
-                if r["exit_code"] != 0 and not killed_because:
-                    killed_because = f"rank {r['rank']} exited with code {r['exit_code']}"
-        over = time.monotonic() > deadline
-        if over and not killed_because:
-            killed_because = f"wall-clock limit of {args.wall_timeout:g} s reached"
-        if killed_because:
-            for r in ranks:
-                if r["exit_code"] is None:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(r["process"].pid, signal.SIGKILL)
-                    r["process"].wait()
-                    r["exit_code"], r["ended_at"] = "killed", time.time()
-        time.sleep(0.05)
+                      "err": err, "exit_code": None, "ended_at": None,
+                      "progress": progress})
+    killed_because = _wait_ranks(ranks, args)
     results = []
     for r in ranks:
         r["out"].seek(0)
@@ -168,7 +224,8 @@ def _run_ranks(args: argparse.Namespace, files: contextlib.ExitStack) -> dict[st
                     break
         results.append({"rank": r["rank"], "local_rank": r["local_rank"],
                         "exit_code": r["exit_code"], "ended_at": r["ended_at"], "data": data,
-                        "stderr_tail": stderr[-2000:]})
+                        "stderr_tail": stderr[-2000:],
+                        "progress": read_progress(r["progress"], r["ended_at"])})
     return {"ranks": results, "killed_because": killed_because,
             "gloo_socket_ifname": env.get("GLOO_SOCKET_IFNAME")}
 
@@ -183,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ranks-per-node", type=int, default=1)
     parser.add_argument("--init-timeout", type=float, default=60.0)
     parser.add_argument("--wall-timeout", type=float, default=300.0)
+    parser.add_argument("--stall-timeout", type=float, default=0.0)
     parser.add_argument("--program", default="")
     parser.add_argument("rank_args", nargs="*")
     args = parser.parse_args(argv)
