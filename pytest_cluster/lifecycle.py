@@ -11,7 +11,7 @@
   sealed, launcher closed) rather than vanish. A SIGTERM handler set by someone else is
   left alone. The launchers' own handler (launchers/process.py) stops every launch first.
 - A soak's round takes SIGINT, which is how its soak stops it, even where the soak was
-  started with SIGINT ignored (`nohup`, `&` in a script), which the round inherits.
+  started with SIGINT ignored (a script's background job, `&`), which the round inherits.
 """
 
 from __future__ import annotations

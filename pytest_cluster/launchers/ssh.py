@@ -14,9 +14,9 @@ enforces T; only a hung interpreter is then left to the node). Here, ssh itself 
 at T+15 (BACKSTOP_S): the node did not answer. Messages say T, the timeout that applied.
 
 Closing (close(), once, by the run's owner of launchers, lifecycle.py): every master is
-told `ssh -O exit`, all at once, each given EXIT_WAIT_S; then any process still holding
-the launcher's control directory (a master that did not answer, one started while
-Ctrl-C stopped its launch) gets SIGTERM and, MASTER_GRACE_S later, SIGKILL; then the
+told `ssh -O exit` (cluster.parallel at a time), each given EXIT_WAIT_S; then any process
+still holding the launcher's control directory (a master that did not answer, one started
+while Ctrl-C stopped its launch) gets SIGTERM and, MASTER_GRACE_S later, SIGKILL; then the
 directory goes. A dead node costs EXIT_WAIT_S + MASTER_GRACE_S at most, not a hang.
 """
 
