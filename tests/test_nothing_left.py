@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.netns_cluster import NetnsCluster
-from tests.test_interrupts import wait_for
+from tests.test_interrupts import alive, descendants, wait_for
 
 #: How long the nodes' sshd sessions may take to end once the run has exited.
 GONE_WITHIN_S = 10.0
@@ -56,7 +56,24 @@ def private_tmp() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _start(directory: Path, tmp: Path, netns: NetnsCluster, *args: str,
+@pytest.fixture
+def started() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """The runs a test started; a failed test's are killed, soak rounds (sessions of
+    their own) included, by their ids."""
+    runs: list[subprocess.Popen[bytes]] = []
+    yield runs
+    for process in runs:
+        if process.poll() is None:
+            below = descendants(process.pid)
+            process.kill()
+            process.wait()
+            for pid in below:
+                if alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def _start(started: list[subprocess.Popen[bytes]], directory: Path, tmp: Path,
+           netns: NetnsCluster, *args: str,
            hold_round: int | None = None) -> subprocess.Popen[bytes]:
     (directory / "t.yaml").write_text(_spec(netns))
     (directory / "test_hold.py").write_text(HOLD)
@@ -65,11 +82,13 @@ def _start(directory: Path, tmp: Path, netns: NetnsCluster, *args: str,
         env["HOLD_ROUND"] = str(hold_round)
     log = (directory / "pytest.log").open("wb")
     # `trap '' INT`: SIGINT ignored, as in a script's background job
-    return subprocess.Popen(
+    process = subprocess.Popen(
         ["sh", "-c", 'trap "" INT; exec "$@"', "sh", sys.executable, "-m", "pytest",
          "--cluster=t.yaml", "-p", "no:cacheprovider", "-q", *args, "test_hold.py"],
         cwd=directory, env=env, stdin=subprocess.DEVNULL, stdout=log,
         stderr=subprocess.STDOUT, start_new_session=True)
+    started.append(process)
+    return process
 
 
 def _finish(process: subprocess.Popen[bytes], directory: Path,
@@ -79,8 +98,6 @@ def _finish(process: subprocess.Popen[bytes], directory: Path,
     try:
         return process.wait(WAIT_S)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
         log = (directory / "pytest.log").read_text(errors="replace")[-3000:]
         pytest.fail(f"pytest still ran {WAIT_S:g} s later: {log}")
 
@@ -103,8 +120,9 @@ def _end(path: Path) -> dict[str, Any]:
 
 
 @pytest.mark.realcomponents
-def test_a_run_leaves_nothing(netns: NetnsCluster, tmp_path: Path, private_tmp: Path) -> None:
-    process = _start(tmp_path, private_tmp, netns)
+def test_a_run_leaves_nothing(netns: NetnsCluster, tmp_path: Path, private_tmp: Path,
+                              started: list[subprocess.Popen[bytes]]) -> None:
+    process = _start(started, tmp_path, private_tmp, netns)
     code = _finish(process, tmp_path)
     assert code == pytest.ExitCode.OK, (tmp_path / "pytest.log").read_text()[-3000:]
     inventory = json.loads((tmp_path / "reports" / "latest" / "inventory.json").read_text())
@@ -114,8 +132,9 @@ def test_a_run_leaves_nothing(netns: NetnsCluster, tmp_path: Path, private_tmp: 
 
 @pytest.mark.realcomponents
 def test_sigterm_mid_run_leaves_nothing(netns: NetnsCluster, tmp_path: Path,
-                                        private_tmp: Path) -> None:
-    process = _start(tmp_path, private_tmp, netns, hold_round=1)
+                                        private_tmp: Path,
+                                        started: list[subprocess.Popen[bytes]]) -> None:
+    process = _start(started, tmp_path, private_tmp, netns, hold_round=1)
     wait_for("the run is held after probing", (tmp_path / "holding").exists, WAIT_S)
     assert len(netns.ssh_masters()) == len(netns.nodes)  # one connection per node
     assert _finish(process, tmp_path, signal.SIGTERM) == pytest.ExitCode.INTERRUPTED
@@ -127,10 +146,12 @@ def test_sigterm_mid_run_leaves_nothing(netns: NetnsCluster, tmp_path: Path,
 
 @pytest.mark.realcomponents
 def test_a_soak_stopped_by_sigterm_mid_round_leaves_nothing(
-        netns: NetnsCluster, tmp_path: Path, private_tmp: Path) -> None:
+        netns: NetnsCluster, tmp_path: Path, private_tmp: Path,
+        started: list[subprocess.Popen[bytes]]) -> None:
     """Rounds 1 and 2 end by themselves; SIGTERM in round 3 stops that round as Ctrl-C
     does (it writes and seals what it has) and the soak ends over the 3 rounds."""
-    process = _start(tmp_path, private_tmp, netns, "--cluster-soak-rounds=3", hold_round=3)
+    process = _start(started, tmp_path, private_tmp, netns, "--cluster-soak-rounds=3",
+                     hold_round=3)
     wait_for("round 3 is held after probing", (tmp_path / "holding").exists, 3 * WAIT_S)
     # rounds 1 and 2 closed theirs; the soak itself holds none
     assert len(netns.ssh_masters()) == len(netns.nodes)
