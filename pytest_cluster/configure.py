@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster import baseline, sealing, soak, soak_driver
+from pytest_cluster import baseline, lifecycle, sealing, soak, soak_driver
 from pytest_cluster.baseline import Baseline
 from pytest_cluster.bundle.keys import Signer
 from pytest_cluster.errors import SpecError
@@ -217,6 +217,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except SpecError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SPEC_KEY] = spec
+    lifecycle.open_run(config, spec, bool(config.getoption("cluster_soak_round")))
     workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
     if workerinput is not None:
         config.stash[CACHE_DIR_KEY] = Path(workerinput["cluster_cache_dir"])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -11,6 +10,7 @@ from pytest_cluster.cluster import Cluster
 from pytest_cluster.configure import CACHE_DIR_KEY, SPEC_KEY
 from pytest_cluster.evidence import Evidence
 from pytest_cluster.launchers.result import ProbeResult
+from pytest_cluster.lifecycle import run_launcher
 from pytest_cluster.spec.model import Spec, StorageSpec
 
 NEEDS_SPEC = "this test needs a contract spec: run pytest --cluster=trial.yaml"
@@ -26,11 +26,11 @@ def cluster_spec(pytestconfig: pytest.Config) -> Spec:
 
 
 @pytest.fixture(scope="session")
-def cluster(pytestconfig: pytest.Config, cluster_spec: Spec) -> Iterator[Cluster]:
-    """The cluster under test: spec, nodes, launcher; probes run once per node per run."""
-    found = Cluster(cluster_spec, pytestconfig.stash[CACHE_DIR_KEY])
-    yield found
-    found.launcher.close()
+def cluster(pytestconfig: pytest.Config, cluster_spec: Spec) -> Cluster:
+    """The cluster under test: spec, nodes, launcher; probes run once per node per run.
+    The launcher is the run's (lifecycle.py): closed when the run ends, not here."""
+    return Cluster(cluster_spec, pytestconfig.stash[CACHE_DIR_KEY],
+                   run_launcher(pytestconfig))
 
 
 def _param(request: pytest.FixtureRequest) -> Any:

@@ -10,13 +10,11 @@ import contextlib
 import html
 import json
 import shutil
-import signal
 import sys
 import time
 from collections import Counter
 from collections.abc import Generator
 from pathlib import Path
-from types import FrameType
 from typing import Any, Protocol
 
 import pytest
@@ -32,6 +30,7 @@ from pytest_cluster.derived_cases import Case
 from pytest_cluster.junit_spool import JunitSpool
 from pytest_cluster.launchers.process import stop_everything
 from pytest_cluster.ledger import Ledger
+from pytest_cluster.lifecycle import run_launcher
 from pytest_cluster.plan import PLAN_FILE, PLAN_KEY, Plan, not_checked, selection
 from pytest_cluster.plots import interconnect_charts
 from pytest_cluster.report import SIMULATED_BANNER, is_simulated, measured_text, not_a_node
@@ -95,7 +94,6 @@ class ClusterSession:
         self.evidence_written = False
         self.collected_nothing = False
         self.latest_moved = False
-        self._old_sigterm: Any = None
         self._html: Any = _UNKNOWN
         self._spool: JunitSpool | None = None  # JUnit testcases on disk as they finish
         self.inventory_html = ""  # the report's rendering of inventory.json, once taken
@@ -112,11 +110,6 @@ class ClusterSession:
             xml.add_global_property("simulated", str(is_simulated(self.spec)).lower())
             xml.add_global_property("tool_version", __version__)
             self._spool = JunitSpool(xml)
-        # SLURM's time limit, `kill`, a CI runner's cancel: end like Ctrl-C, with an end
-        # record, rather than vanish (a handler set by someone else is left alone).
-        with contextlib.suppress(ValueError):  # not the main thread
-            if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-                self._old_sigterm = signal.signal(signal.SIGTERM, _interrupt)
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         """Ctrl-C or SIGTERM: no probe or rank launched keeps running on any node (the
@@ -244,7 +237,8 @@ class ClusterSession:
         """inventory.json written, and rendered for the report at once (a thousand nodes'
         inventory is not held to the end of the run)."""
         try:
-            taken = inventory.take(Cluster(self.spec, self.cache_dir), may_probe)
+            cluster = Cluster(self.spec, self.cache_dir, run_launcher(self.config))
+            taken = inventory.take(cluster, may_probe)
             inventory.write(run_dir, taken)
         except Exception as exc:  # the checks' evidence matters more: said, not raised
             self.inventory_error = f"{type(exc).__name__}: {exc}"
@@ -587,9 +581,6 @@ class ClusterSession:
             self.writer.close()
         if self.run_dir is not None and self.evidence_written:
             self._seal(self.run_dir)
-        if self._old_sigterm is not None:
-            with contextlib.suppress(ValueError):
-                signal.signal(signal.SIGTERM, self._old_sigterm)
         if self.run_dir is None:
             shutil.rmtree(self.cache_dir, ignore_errors=True)
 
@@ -619,10 +610,6 @@ def _lists_passed(terminal: Any) -> bool:
     """Whether the terminal will list passed cases (-rp, -rP, -rA): then it keeps them."""
     chars = str(getattr(terminal, "reportchars", "p"))
     return "p" in chars or "P" in chars
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def _covered(covered: list[str], total: int) -> str:

@@ -5,10 +5,10 @@ each a child pytest run writing its own sealed evidence into SOAK/rounds/round-N
 until the time or the round count is reached. After each round its result lines are
 copied into the soak's results.jsonl with the round's number and UTC time, and a line
 is printed: round k, elapsed, time left, nodes failing so far. Once the rounds end (their
-number, their time, or Ctrl-C, which stops the round in progress as a run is stopped and
-keeps it), every collected case is reported once over all rounds, then the cases only
-the rounds together decide: each node's availability (and the SLA credit), the counters
-that must not grow, the figures that must stay steady.
+number, their time, or Ctrl-C or SIGTERM, which stop the round in progress as a run is
+stopped and keep it), every collected case is reported once over all rounds, then the
+cases only the rounds together decide: each node's availability (and the SLA credit), the
+counters that must not grow, the figures that must stay steady.
 """
 
 from __future__ import annotations
@@ -366,14 +366,15 @@ def _emit(config: pytest.Config, item: pytest.Item, case: list[Any],
 
 def _stop(child: subprocess.Popen[bytes]) -> None:
     """A round stopped the way a run is (SIGINT: it writes and seals what it has), then
-    SIGTERM, then killed, each after its grace."""
+    SIGTERM, then killed, each after its grace; a further Ctrl-C or SIGTERM to the soak
+    meanwhile moves on to the next at once (the round never outlives the soak)."""
     for sig, grace in ((signal.SIGINT, STOP_GRACE_S[0]), (signal.SIGTERM, STOP_GRACE_S[1]),
                        (signal.SIGKILL, 10.0)):
         if child.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
             child.send_signal(sig)
-        with contextlib.suppress(subprocess.TimeoutExpired):
+        with contextlib.suppress(subprocess.TimeoutExpired, KeyboardInterrupt):
             child.wait(timeout=grace)
             return
 

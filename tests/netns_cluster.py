@@ -354,6 +354,31 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
                     found.append(command)
         return found
 
+    def left_on_node(self, node: str) -> list[bytes]:
+        """Command lines of the processes in the node's namespace other than its daemons
+        (the listening sshd, slurmd): sshd sessions, probes, ranks a run left behind."""
+        daemons = {p.pid for p in (self.sshd.get(node), self.slurmd.get(node)) if p}
+        found = []
+        for pid in self.pids(node):
+            if pid not in daemons:
+                with contextlib.suppress(OSError):
+                    found.append(Path(f"/proc/{pid}/cmdline").read_bytes()
+                                 .replace(b"\0", b" ").strip()[:120])
+        return found
+
+    def ssh_masters(self) -> list[bytes]:
+        """Command lines of the ssh ControlMasters on this machine for this cluster (they
+        read its ssh config): none once a run has ended."""
+        needle = os.fsencode(str(self.ssh_config))
+        found = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError):
+                    command = (entry / "cmdline").read_bytes()
+                    if needle in command and b"ControlMaster=yes" in command:
+                        found.append(command.replace(b"\0", b" ")[:160])
+        return found
+
     def kill_node_processes(self, node: str, sig: int = signal.SIGKILL) -> None:
         for pid in self.pids(node):
             with contextlib.suppress(ProcessLookupError):

@@ -20,9 +20,11 @@ from pytest_cluster.errors import SpecError
 from pytest_cluster.launchers.remote import RUNNER_SOURCE, runner_payload
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 from pytest_cluster.launchers.ssh import (
+    CLOSED_MESSAGE,
     SshLauncher,
     classify,
     exit_command,
+    holding,
     master_command,
     probe_command,
     remote_command,
@@ -57,6 +59,36 @@ def test_ssh_command_lines_are_exact() -> None:
     argv = probe_command(FULL, "gpu-001", "/shared/venv/bin/python", call, 600, "/tmp/c/%C")
     assert argv[:-1] == [*BASE, "-o", "ControlMaster=no", "--", "gpu-001"]
     assert argv[-1] == remote_command("/shared/venv/bin/python", 600, call.args)
+
+
+STUBBORN = ("import signal, sys, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "print('up', flush=True)\ntime.sleep(600)\n")
+
+
+def test_closing_ends_what_holds_the_control_directory_and_removes_it() -> None:
+    """A master `ssh -O exit` did not end (here: a process naming the control path that
+    ignores SIGTERM) is killed; a process naming a directory whose name merely starts the
+    same is left alone; the directory goes, and no connection is opened afterwards."""
+    launcher = SshLauncher(ClusterSpec("t", ("n1",), "ssh", "python3", 60, 8), SshSpec())
+    started = [subprocess.Popen([sys.executable, "-c", STUBBORN, f"ControlPath={path}"],
+                                stdout=subprocess.PIPE)
+               for path in (launcher.control_path(), f"{launcher.control_dir}x/%C")]
+    stubborn, other = started
+    try:
+        for process in started:
+            assert process.stdout is not None and process.stdout.readline() == b"up\n"
+        assert holding(launcher.control_dir) == [stubborn.pid]
+        launcher.close()
+        assert stubborn.wait(10) == -signal.SIGKILL
+        assert other.poll() is None
+        assert not Path(launcher.control_dir).exists()
+        result = launcher.run(ProbeCall("host"), ["n1"], 60)["n1"]
+        assert (result.error, result.message) == (ErrorKind.CANCELLED, CLOSED_MESSAGE)
+        launcher.close()  # again: nothing to do
+    finally:
+        for process in started:
+            process.kill()
+            process.wait()
 
 
 def test_the_remote_command_is_quoted_word_for_word() -> None:

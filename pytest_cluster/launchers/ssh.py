@@ -12,6 +12,12 @@ coreutils `timeout -k 5 T+5`: SIGTERM at T+5, SIGKILL at T+10, on the node, what
 of the connection. A node without `timeout` runs the runner without it (the runner still
 enforces T; only a hung interpreter is then left to the node). Here, ssh itself is killed
 at T+15 (BACKSTOP_S): the node did not answer. Messages say T, the timeout that applied.
+
+Closing (close(), once, by the run's owner of launchers, lifecycle.py): every master is
+told `ssh -O exit` (cluster.parallel at a time), each given EXIT_WAIT_S; then any process
+still holding the launcher's control directory (a master that did not answer, one started
+while Ctrl-C stopped its launch) gets SIGTERM and, MASTER_GRACE_S later, SIGKILL; then the
+directory goes. A dead node costs EXIT_WAIT_S + MASTER_GRACE_S at most, not a hang.
 """
 
 from __future__ import annotations
@@ -21,13 +27,16 @@ import dataclasses
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from pytest_cluster.launchers.base import Launcher
-from pytest_cluster.launchers.fanout import fan_out
+from pytest_cluster.launchers.fanout import fan_out, in_parallel
 from pytest_cluster.launchers.process import INTERRUPTED_MESSAGE, launched, run_process
 from pytest_cluster.launchers.remote import (
     classify_runner_exit,
@@ -47,6 +56,12 @@ KILL_AFTER_S = 5
 KILLED_ON_NODE = 137
 #: Here, ssh is killed this long after the probe timeout: the node did not answer.
 BACKSTOP_S = 15
+#: At close: how long `ssh -O exit` may take per node, then how long a master that is
+#: still there has between SIGTERM and SIGKILL.
+EXIT_WAIT_S = 5.0
+MASTER_GRACE_S = 2.0
+#: A node whose master could not be opened, or whose launcher is closed.
+CLOSED_MESSAGE = "not started: the run's ssh connections are closed (the run is ending)"
 #: The remote command's first words: `sh -c GUARD sh T+5 PYTHON -c RUNNER ...` runs the
 #: rest under `timeout` where the node has it. No spec value is in this text.
 GUARD = (f'if command -v timeout >/dev/null 2>&1; then timeout -k {KILL_AFTER_S} "$@"; '
@@ -109,6 +124,44 @@ def exit_command(ssh: SshSpec, node: str, control_path: str) -> list[str]:
     return [*ssh_options(ssh, control_path), "-O", "exit", "--", node]
 
 
+def holding(control_dir: str, proc: Path = Path("/proc")) -> list[int]:
+    """The processes whose command line names `control_dir` (a master: its ControlPath),
+    read from /proc; none where there is no /proc."""
+    needle = os.fsencode(os.path.join(control_dir, ""))
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in proc.iterdir():
+            if entry.name.isdigit() and int(entry.name) != os.getpid():
+                with contextlib.suppress(OSError):
+                    if needle in (entry / "cmdline").read_bytes():
+                        found.append(int(entry.name))
+    return found
+
+
+def running(pid: int, proc: Path = Path("/proc")) -> bool:
+    """Whether `pid` runs (a zombie has ended), from /proc: a master is not our child."""
+    try:
+        stat = (proc / str(pid) / "stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[:1] != ["Z"]
+
+
+def end_processes(pids: Sequence[int], grace_s: float, proc: Path = Path("/proc")) -> None:
+    """SIGTERM to each, SIGKILL to those still running after `grace_s`."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    left = list(pids)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = [pid for pid in left if running(pid, proc)]
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
 def backstop_message(within: str, after_s: float) -> str:
     """ssh killed here: neither the probe nor the node's own kill came back in time."""
     return (f"no answer within {within}; the node did not answer and the connection was cut "
@@ -142,6 +195,7 @@ class SshLauncher(Launcher):
         self._masters: dict[str, ProbeResult | None] = {}
         self._locks: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
+        self._closed = False
 
     @classmethod
     def from_spec(cls, spec: Spec) -> Launcher:
@@ -155,6 +209,8 @@ class SshLauncher(Launcher):
         with self._lock:
             lock = self._locks.setdefault(node, threading.Lock())
         with lock:
+            if self._closed:
+                return ProbeResult(node, probe, None, ErrorKind.CANCELLED, CLOSED_MESSAGE)
             if node not in self._masters:
                 argv = master_command(self.ssh, node, self.control_path())
                 with tempfile.TemporaryFile(mode="w+", encoding="utf-8",
@@ -214,12 +270,27 @@ class SshLauncher(Launcher):
         return classify(result, self.spec.python, within)
 
     def close(self) -> None:
+        """Every master ended and the control directory removed (see the module's
+        docstring); a master being opened now is waited for, one opened later is refused.
+        Once; a second Ctrl-C here cuts the wait short, not the killing."""
+        with self._lock:
+            self._closed = True
+            locks = list(self._locks.values())
+        deadline = time.monotonic() + self.ssh.connect_timeout_s + 10
+        for lock in locks:  # a connection under way ends (or is stopped by Ctrl-C)
+            if lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                lock.release()
         with self._lock:
             nodes = [node for node, failed in self._masters.items() if failed is None]
             self._masters.clear()
-        for node in nodes:
-            with contextlib.suppress(OSError, subprocess.SubprocessError):
-                subprocess.run(exit_command(self.ssh, node, self.control_path()),
-                               stdin=subprocess.DEVNULL, capture_output=True, timeout=10,
-                               check=False)
-        shutil.rmtree(self.control_dir, ignore_errors=True)
+        try:
+            in_parallel(self._exit_master, nodes, self.spec.parallel)
+        finally:
+            end_processes(holding(self.control_dir), MASTER_GRACE_S)
+            shutil.rmtree(self.control_dir, ignore_errors=True)
+
+    def _exit_master(self, node: str) -> None:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            subprocess.run(exit_command(self.ssh, node, self.control_path()),
+                           stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=EXIT_WAIT_S, check=False, start_new_session=True)
