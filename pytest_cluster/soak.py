@@ -172,10 +172,7 @@ def resume_dir(soak_dir: Path, spec_sha256: str) -> list[str]:
     marker = soak_dir / SOAK_FILE
     if not marker.is_file():
         raise SoakError(f"{soak_dir} is not a soak's directory (no {SOAK_FILE})")
-    try:
-        known = json.loads(marker.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SoakError(f"{marker} cannot be read: {exc}") from None
+    known = read_marker(marker)
     if known.get("spec_sha256") != spec_sha256:
         raise SoakError(f"{soak_dir} is a soak of another spec (sha256 "
                              f"{str(known.get('spec_sha256'))[:16]}..., this one "
@@ -191,6 +188,35 @@ def resume_dir(soak_dir: Path, spec_sha256: str) -> list[str]:
     for path in stale:
         path.rename(target / path.name)
     return [p.name for p in stale]
+
+
+#: soak.json is a few hundred bytes; a larger one is not ours.
+MARKER_MOST = 64 * 1024
+
+
+def read_marker(marker: Path) -> dict[str, Any]:
+    """A soak's soak.json, checked as the untrusted input it is on resuming: bounded, an
+    object, its duration and round count within what a soak may be asked for."""
+    try:
+        if marker.is_symlink() or marker.stat().st_size > MARKER_MOST:
+            raise SoakError(f"{marker}: expected a soak's soak.json (a plain file of at most "
+                            f"{MARKER_MOST // 1024} KiB)")
+        known = json.loads(marker.read_bytes())
+    except (OSError, ValueError, RecursionError) as exc:
+        raise SoakError(f"{marker} cannot be read: {str(exc)[:200]}") from None
+    if not isinstance(known, dict):
+        raise SoakError(f"{marker}: expected a JSON object")
+    duration, most = known.get("duration_s"), known.get("max_rounds")
+    if duration is not None and (isinstance(duration, bool)
+                                 or not isinstance(duration, (int, float))
+                                 or not 0 < duration <= MAX_DURATION_S):
+        raise SoakError(f"{marker}: duration_s: expected seconds above 0 and at most a year, "
+                        f"got {str(duration)[:40]}")
+    if most is not None and (isinstance(most, bool) or not isinstance(most, int)
+                             or not 1 <= most <= MAX_ROUNDS):
+        raise SoakError(f"{marker}: max_rounds: expected a whole number from 1 to "
+                        f"{MAX_ROUNDS:,}, got {str(most)[:40]}")
+    return known
 
 
 # -- one round --------------------------------------------------------------------------------

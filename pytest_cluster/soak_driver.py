@@ -85,7 +85,7 @@ class SoakDriver:
         """soak.json written (a new soak) or read (resumed); earlier rounds read back."""
         path = self.soak_dir / soak.SOAK_FILE
         if path.is_file():
-            known = json.loads(path.read_text(encoding="utf-8"))
+            known = soak.read_marker(path)  # checked when the soak was resumed
             self.duration_s = self.duration_s or known.get("duration_s")
             self.max_rounds = self.max_rounds or known.get("max_rounds")
         else:

@@ -85,3 +85,22 @@ def test_an_sla_section_in_a_run_that_is_no_soak_is_listed_as_not_checked(
         "--cluster-soak-rounds=N); this run is none")}
     assert "sla: availability is measured over time" in (
         pytester.path / "reports" / "latest" / "report.html").read_text()
+
+
+@pytest.mark.parametrize(("marker", "says"), [
+    ('{"max_rounds": 1e23}', "max_rounds: expected a whole number from 1 to 1,000,000, got "
+                             "1e+23"),
+    ('{"duration_s": -5}', "duration_s: expected seconds above 0 and at most a year, got -5"),
+    ("[" * 100_000, "expected a soak's soak.json (a plain file of at most 64 KiB)"),
+    ("[" * 5000, "cannot be read: maximum recursion depth exceeded"),
+    ("[]", "expected a JSON object"),
+])
+def test_a_soak_to_resume_whose_soak_json_is_hostile_is_a_usage_error(
+        pytester: pytest.Pytester, marker: str, says: str) -> None:
+    (pytester.path / "trial.yaml").write_text(SPEC)
+    (pytester.path / "old").mkdir()
+    (pytester.path / "old" / "soak.json").write_text(marker)
+    result = pytester.runpytest("--cluster=trial.yaml", "--cluster-soak-resume=old")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert len(result.stderr.str()) < 1000
+    result.stderr.fnmatch_lines([f"ERROR: --cluster-soak-resume=old: old/soak.json*{says}*"])
