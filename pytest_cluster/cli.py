@@ -2,8 +2,12 @@
 
     pytest-cluster verify DIR [--key PUBKEY]
 
-exits 0 when every file of DIR is as its manifest lists it (and, with --key, the manifest
-is signed by that key), 1 when not, 2 when DIR or the key cannot be read as one.
+Its last line states the files (FILES MATCH / FILES CHANGED) and the signature (SIGNED BY
+the key given / UNSIGNED / SIGNATURE NOT CHECKED: signed, no --key / SIGNATURE INVALID)
+apart; it starts with VERIFIED only when the files match and the --key given signed them.
+Exits 0 when every file of DIR is as its manifest lists it (and, with --key, the manifest
+is signed by that key), 1 when a file differs (or, with --key, the signature is not that
+key's), 2 when DIR, its manifest or the key cannot be read as one (one line, on stderr).
 """
 
 from __future__ import annotations
