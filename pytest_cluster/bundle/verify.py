@@ -76,7 +76,7 @@ class Manifest:
                               + (f" (-> {shown(data.detail)}, not followed)"
                                  if data.kind == "symlink" else ""))
         if len(data) > MAX_MANIFEST_BYTES:
-            raise BundleError(f"{where}: larger than {MAX_MANIFEST_BYTES >> 20} MiB; expected "
+            raise BundleError(f"{where}: larger than {MAX_MANIFEST_BYTES:,} bytes; expected "
                               f"a manifest as pytest-cluster writes it (about 250 bytes a "
                               f"file)")
         outer = load_json(data, where)
@@ -303,7 +303,8 @@ def _check(tree: Tree, soak: Tree | None, manifest: Manifest,
         found = (soak if soak is not None and kept else tree).hash(subject.name)
         if found is None:
             missing.append(subject.name)
-        elif isinstance(found, Odd):
+        elif isinstance(found, Odd):  # no file there without following a link
+            missing.append(subject.name)
             odd.setdefault(found.name, found)
         elif found.sha256 != subject.sha256:
             changed.append(_changed(subject, found))
