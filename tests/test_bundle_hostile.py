@@ -234,8 +234,9 @@ def test_a_manifest_too_large_is_refused_unread(run_dir: Path, monkeypatch: pyte
     monkeypatch.setattr(verify_module, "MAX_MANIFEST_BYTES", 100 << 20 >> 10)
     (run_dir / MANIFEST).write_bytes(b'{"payload": "' + b"A" * (200 << 10) + b'"}')
     assert run_cli([str(run_dir)], capsys) == (
-        2, "", f"pytest-cluster verify: {run_dir / MANIFEST}: larger than 102,400 bytes; "
-               "expected a manifest as pytest-cluster writes it (about 250 bytes a file)\n")
+        2, "", f"pytest-cluster verify: {run_dir / MANIFEST}: 204,815 bytes; "
+               "expected a manifest as pytest-cluster writes it, at most 102,400 bytes "
+               "(about 250 bytes a file)\n")
 
 
 DEEP_PAYLOAD = json.dumps({"payloadType": "application/vnd.in-toto+json",

@@ -29,7 +29,8 @@ class Odd:
     """An entry that is no evidence: neither a regular file nor a directory of them."""
 
     name: str  # its path relative to the run directory, POSIX
-    kind: str  # "symlink", "directory", "fifo", "socket", "device", "unreadable", "too deep"
+    kind: str  # "symlink", "directory", "fifo", "socket", "device", "unreadable",
+    # "too deep", "too large"
     detail: str = ""  # a link's target as read (never followed); why it could not be read
 
 
@@ -91,13 +92,17 @@ class Tree:
     # -- one file ------------------------------------------------------------------------
 
     def read(self, name: str, limit: int) -> bytes | Odd | None:
-        """At most `limit` + 1 bytes of the regular file `name` directly in the directory
-        (more than `limit` means it is larger); None when there is none."""
+        """The regular file `name` directly in the directory, if at most `limit` bytes
+        (a larger one is an Odd "too large", unread); None when there is none."""
         found = self._open(self.fd, name, name)
         if not isinstance(found, int):
             return found
         with os.fdopen(found, "rb") as handle:
-            return handle.read(limit + 1)
+            size = os.fstat(found).st_size
+            data = handle.read(limit + 1) if size <= limit else b""
+            if size > limit or len(data) > limit:
+                return Odd(name, "too large", f"{max(size, len(data)):,} bytes")
+            return data
 
     def hash(self, name: str) -> Hashed | Odd | None:
         """SHA-256 and size of the regular file at the relative POSIX path `name`: an Odd

@@ -71,14 +71,14 @@ class Manifest:
         if data is None:
             raise BundleError(f"{where}: no manifest: this directory was not sealed by "
                               f"pytest-cluster (runs write one at their end)")
+        if isinstance(data, Odd) and data.kind == "too large":
+            raise BundleError(f"{where}: {data.detail}; expected a manifest as pytest-cluster "
+                              f"writes it, at most {MAX_MANIFEST_BYTES:,} bytes (about 250 "
+                              f"bytes a file)")
         if isinstance(data, Odd):
             raise BundleError(f"{where}: a {data.kind}, not a file"
                               + (f" (-> {shown(data.detail)}, not followed)"
                                  if data.kind == "symlink" else ""))
-        if len(data) > MAX_MANIFEST_BYTES:
-            raise BundleError(f"{where}: larger than {MAX_MANIFEST_BYTES:,} bytes; expected "
-                              f"a manifest as pytest-cluster writes it (about 250 bytes a "
-                              f"file)")
         outer = load_json(data, where)
         signatures = outer.get("signatures") if isinstance(outer, dict) else None
         if isinstance(signatures, list) and len(signatures) > MAX_SIGNATURES:
