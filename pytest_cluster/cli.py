@@ -30,7 +30,11 @@ def parser() -> argparse.ArgumentParser:
     check = commands.add_parser(
         "verify", help="check a run directory against its signed manifest",
         description="Recompute the hash of every file of a run directory, name every "
-                    "changed, missing or added one, and check the manifest's signature.")
+                    "changed, missing or added one, and check the manifest's signature.",
+        epilog="The last line says FILES MATCH or FILES CHANGED, and SIGNED BY the key, "
+               "UNSIGNED, SIGNATURE NOT CHECKED or SIGNATURE INVALID; VERIFIED only when "
+               "the files match and --key signed them. Exit 0: the files match (and --key "
+               "signed them); 1: they do not, or --key did not sign them; 2: unreadable.")
     check.add_argument("run_dir", metavar="DIR", type=Path,
                        help="a run's evidence directory (e.g. reports/latest)")
     check.add_argument("--key", metavar="PUBKEY", type=Path,
