@@ -37,6 +37,7 @@ bench: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/allreduce_fidelity.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/faults.py
 	$(BIN)/python bench/hostile_specs.py
+	$(BIN)/python bench/hostile_evidence.py
 	$(BIN)/python bench/report_load.py
 	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/xdist.py

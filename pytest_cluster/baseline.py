@@ -95,9 +95,7 @@ def load(path: Path, key: Path | None = None) -> Baseline:
     except BundleError as exc:
         raise BaselineError(str(exc)) from None
     if not verdict.ok:
-        problems = "; ".join(line for line in verdict.lines()
-                             if line.startswith(("CHANGED", "MISSING", "ADDED", "files",
-                                                 "signature")))
+        problems = "; ".join(verdict.problems())
         raise BaselineError(f"it fails pytest-cluster verify, so it is no evidence of what "
                             f"was accepted: {problems}")
     missing = [name for name in ("results.jsonl", INVENTORY) if not (path / name).is_file()]

@@ -2,8 +2,12 @@
 
     pytest-cluster verify DIR [--key PUBKEY]
 
-exits 0 when every file of DIR is as its manifest lists it (and, with --key, the manifest
-is signed by that key), 1 when not, 2 when DIR or the key cannot be read as one.
+Its last line states the files (FILES MATCH / FILES CHANGED) and the signature (SIGNED BY
+the key given / UNSIGNED / SIGNATURE NOT CHECKED: signed, no --key / SIGNATURE INVALID)
+apart; it starts with VERIFIED only when the files match and the --key given signed them.
+Exits 0 when every file of DIR is as its manifest lists it (and, with --key, the manifest
+is signed by that key), 1 when a file differs (or, with --key, the signature is not that
+key's), 2 when DIR, its manifest or the key cannot be read as one (one line, on stderr).
 """
 
 from __future__ import annotations
@@ -26,7 +30,11 @@ def parser() -> argparse.ArgumentParser:
     check = commands.add_parser(
         "verify", help="check a run directory against its signed manifest",
         description="Recompute the hash of every file of a run directory, name every "
-                    "changed, missing or added one, and check the manifest's signature.")
+                    "changed, missing or added one, and check the manifest's signature.",
+        epilog="The last line says FILES MATCH or FILES CHANGED, and SIGNED BY the key, "
+               "UNSIGNED, SIGNATURE NOT CHECKED or SIGNATURE INVALID; VERIFIED only when "
+               "the files match and --key signed them. Exit 0: the files match (and --key "
+               "signed them); 1: they do not, or --key did not sign them; 2: unreadable.")
     check.add_argument("run_dir", metavar="DIR", type=Path,
                        help="a run's evidence directory (e.g. reports/latest)")
     check.add_argument("--key", metavar="PUBKEY", type=Path,

@@ -59,8 +59,6 @@ def run_dir(tmp_path: Path) -> Path:
     (run / "results.jsonl").write_text('{"type": "run"}\n{"type": "end"}\n')
     (run / "probes" / "gpu-1.json").write_text("{}\n")
     (run / "probes" / "gpu-1.lock").write_text("")
-    (tmp_path / "elsewhere").write_text("x")
-    (run / "link").symlink_to(tmp_path / "elsewhere")  # not evidence: not listed
     return run
 
 
@@ -105,7 +103,7 @@ def test_an_untouched_signed_run_verifies(run_dir: Path, tmp_path: Path) -> None
         verdict = verify(run_dir, PublicKey.load(key))
         assert verdict.ok, verdict.lines()
         assert verdict.lines()[-2] == f"signature: valid, by {verdict.key}"
-        assert verdict.lines()[-1] == "VERIFIED"
+        assert verdict.lines()[-1] == f"VERIFIED: FILES MATCH, SIGNED BY {verdict.key}"
     assert main(["verify", str(run_dir), "--key", str(openssh)]) == 0
 
 
@@ -114,15 +112,18 @@ def test_one_byte_changed_in_junit_is_named(run_dir: Path, tmp_path: Path,
     private, public, _ = ed25519_key(tmp_path, "k")
     seal(run_dir, PREDICATE, [Ed25519FileSigner.load(private)])
     junit = run_dir / "junit.xml"
+    listed = hashlib.sha256(junit.read_bytes()).hexdigest()
     junit.write_bytes(junit.read_bytes().replace(b"<testsuite/>", b"<testsuitX/>"))
+    found = hashlib.sha256(junit.read_bytes()).hexdigest()
     verdict = verify(run_dir, PublicKey.load(public))
     assert not verdict.ok and verdict.signature_problem is None  # the manifest is intact
-    assert [c.split(" ")[0] for c in verdict.changed] == ["junit.xml"]
+    assert [c.name for c in verdict.changed] == ["junit.xml"]
     assert main(["verify", str(run_dir), "--key", str(public)]) == 1
-    out = capsys.readouterr().out
-    assert "CHANGED: junit.xml (sha256 " in out and "38 bytes" in out
-    assert "files: 3 of 4 as listed; 1 changed, 0 missing, 0 added" in out
-    assert out.rstrip().endswith("NOT VERIFIED")
+    out = capsys.readouterr().out.splitlines()
+    assert f"CHANGED: junit.xml: listed sha256 {listed} found {found}" in out
+    assert "files: 3 of 4 as listed; 1 changed, 0 missing, 0 added, 0 links or other " \
+        "entries" in out
+    assert out[-1] == f"FILES CHANGED, SIGNED BY {verdict.key}"  # not VERIFIED
 
 
 def test_a_removed_file_and_an_added_file_are_named(run_dir: Path) -> None:
@@ -147,7 +148,9 @@ def test_a_wrong_key_fails(run_dir: Path, tmp_path: Path,
     assert "not signed by this key (signed by: ed25519 SHA256:" in str(
         verdict.signature_problem)
     assert main(["verify", str(run_dir), "--key", str(other)]) == 1
-    assert "signature: INVALID for SHA256:" in capsys.readouterr().out
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2].startswith("signature: INVALID for SHA256:")
+    assert out[-1] == "FILES MATCH, SIGNATURE INVALID"
 
 
 def test_a_manifest_rewritten_after_signing_fails(run_dir: Path, tmp_path: Path) -> None:
@@ -164,6 +167,9 @@ def test_a_manifest_rewritten_after_signing_fails(run_dir: Path, tmp_path: Path)
     verdict = verify(run_dir, PublicKey.load(public))
     assert verdict.files_hold and not verdict.ok
     assert "does not match the manifest" in str(verdict.signature_problem)
+    assert verdict.final_line() == "FILES MATCH, SIGNATURE INVALID"
+    # without a key: the files match the forged manifest, and that is all it says
+    assert verify(run_dir).final_line() == "FILES MATCH, SIGNATURE NOT CHECKED"
 
 
 class _Refusing:
@@ -194,20 +200,24 @@ def test_an_unsigned_bundle_says_unsigned_and_fails_when_a_key_is_asked(
     plain = verify(run_dir)
     assert plain.ok and plain.signed_by == ()
     assert plain.lines()[-2].startswith("signature: UNSIGNED")
+    assert plain.lines()[-1] == "FILES MATCH, UNSIGNED"
     _, public, _ = ed25519_key(tmp_path, "k")
     keyed = verify(run_dir, PublicKey.load(public))
     assert not keyed.ok
     assert keyed.lines()[-2].startswith("signature: UNSIGNED")
     assert "expected a signature by SHA256:" in keyed.lines()[-2]
-    assert keyed.lines()[-1] == "NOT VERIFIED"
+    assert keyed.lines()[-1] == "FILES MATCH, UNSIGNED"
 
 
 def test_a_signed_bundle_without_a_key_says_the_signature_was_not_checked(
         run_dir: Path, tmp_path: Path) -> None:
     private, _, _ = ed25519_key(tmp_path, "k")
     seal(run_dir, PREDICATE, [Ed25519FileSigner.load(private)])
-    lines = verify(run_dir).lines()
+    verdict = verify(run_dir)
+    lines = verdict.lines()
+    assert verdict.ok and not verdict.verified  # exit 0: nothing was asked of the signature
     assert "NOT CHECKED (give --key PUBKEY to check it)" in lines[-2]
+    assert lines[-1] == "FILES MATCH, SIGNATURE NOT CHECKED"
 
 
 def test_unreadable_bundles_and_keys_are_usage_errors(run_dir: Path, tmp_path: Path,

@@ -275,6 +275,13 @@ def test_a_stopped_soak_goes_on_where_it_stopped(pytester: pytest.Pytester) -> N
     assert (soak_dir / "stops" / "stop-01" / "results.jsonl").read_bytes() == first
     assert {r["round"] for r in _lines(soak_dir / "results.jsonl", "round")} == {1, 2}
     assert verify(soak_dir, None).ok
+    # the first session's manifest, moved with its files, checks them through the soak:
+    # its rounds, logs and soak.json stayed in the soak
+    stop = verify(soak_dir / "stops" / "stop-01", None)
+    assert stop.ok and stop.soak == soak_dir and stop.checked > 3, stop.lines()
+    assert stop.lines()[1].startswith(f"soak: this is a stopped session of the soak "
+                                      f"{soak_dir}: the soak.json, rounds, logs, stops it")
+    assert stop.final_line() == "FILES MATCH, UNSIGNED"
     # another spec cannot go on with it
     (pytester.path / "other.yaml").write_text(SPEC.format(faults="", extra="soak: "
                                                            "{spread: 3%}\n"))

@@ -6,7 +6,9 @@ given), and `pytest-cluster verify`.
 - keys.py: signing with an Ed25519 key file (`cryptography`) or an OpenSSH key
   (`ssh-keygen -Y sign`), and checking either against a public key;
 - manifest.py: the Statement of a run directory, written at the end of a run;
-- verify.py: a run directory checked against its manifest.
+- verify.py: a run directory checked against its manifest, which the other side may
+  have made: tree.py reads the directory without following any link, bounds.py parses
+  its JSON with bounded depth and echoes its values cut short and printable.
 
 It imports nothing of pytest or of the rest of the package but errors: `verify` runs
 where only the evidence is.
