@@ -145,8 +145,14 @@ def load_baseline(config: pytest.Config) -> Baseline | None:
     usage error before any test runs."""
     where = config.getoption("cluster_baseline")
     key = config.getoption("cluster_baseline_key")
-    if not where:
-        if key:
+    if where == "":
+        raise pytest.UsageError("--cluster-baseline= is empty: expected a run's evidence "
+                                "directory (one that passes pytest-cluster verify)")
+    if key == "":
+        raise pytest.UsageError("--cluster-baseline-key= is empty: expected a public key "
+                                "file (PEM or OpenSSH) the baseline must be signed by")
+    if where is None:
+        if key is not None:
             raise pytest.UsageError("--cluster-baseline-key needs --cluster-baseline=DIR")
         return None
     try:
