@@ -245,6 +245,10 @@ def pytest_configure(config: pytest.Config) -> None:
             if not getattr(config.option, "htmlpath", None):
                 config.option.htmlpath = str(run_dir / "report.html")
                 config.option.self_contained_html = True
+        elif writes_evidence(config) and config.getoption("cluster_baseline") is not None:
+            raise pytest.UsageError("--cluster-baseline needs this run's evidence to compare "
+                                    "with it: --cluster-reports= is empty (expected a "
+                                    "directory)")
         cache_dir = (run_dir / "probes" if run_dir is not None
                      else Path(tempfile.mkdtemp(prefix="pytest-cluster-")))
         config.stash[CACHE_DIR_KEY] = cache_dir

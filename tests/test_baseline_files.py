@@ -349,6 +349,10 @@ def test_empty_or_missing_baseline_options_are_usage_errors(pytester: pytest.Pyt
                               "--cluster-baseline-key="),
                          "ERROR: --cluster-baseline-key= is empty: expected a public key file "
                          "(PEM or OpenSSH) the baseline must be signed by")
+    _refused_in_one_line(_run(pytester, f"--cluster-baseline={accepted}",
+                              "--cluster-reports="),
+                         "ERROR: --cluster-baseline needs this run's evidence to compare with "
+                         "it: --cluster-reports= is empty (expected a directory)")
     nowhere = pytester.path / "nowhere"
     _refused_in_one_line(_run(pytester, f"--cluster-baseline={nowhere}"),
                          f"ERROR: --cluster-baseline={nowhere}: {nowhere}: not a directory "
