@@ -34,7 +34,7 @@ from pytest_cluster.untrusted_json import (
     json_path,
     parse,
 )
-from tests.test_baseline import SPEC, _reseal
+from tests.test_baseline import NODE, SPEC, _reseal
 
 ID = ('{"unreadable": WHY} or a string of at most 4096 characters, a number, true, false or '
       'null')
@@ -168,6 +168,48 @@ def test_any_inventory_is_taken_and_compared_or_refused_in_one_line(
         taken = Baseline(tmp_path, "x", (), "0" * 64, inventory, {})
         for case in compare(taken, NOW, tmp_path / "none.jsonl", 0.05):
             assert len(case.message) < 20_000
+
+
+def _paths(value: Any, at: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """Every place in `value`, containers and leaves."""
+    found = [at]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*at, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*at, index))
+    return found
+
+
+def _replaced(value: Any, at: tuple[str | int, ...], new: Any) -> Any:
+    if not at:
+        return new
+    copy = json.loads(json.dumps(value))
+    inner = copy
+    for step in at[:-1]:
+        inner = inner[step]
+    inner[at[-1]] = new
+    return copy
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+          HealthCheck.function_scoped_fixture])
+@given(place=st.sampled_from(_paths(NODE)), new=JSON)
+def test_a_real_node_with_any_one_part_replaced_is_compared_or_refused_in_one_line(
+        tmp_path: Path, place: tuple[str | int, ...], new: Any) -> None:
+    path = tmp_path / "inventory.json"
+    path.write_text(json.dumps({"nodes": {"n1": _replaced(NODE, place, new), "n2": NODE}}))
+    try:
+        inventory = read_inventory(path)
+    except InputError as exc:
+        assert str(exc).startswith("inventory.json: ") and "\n" not in str(exc)
+        assert len(str(exc)) < 1000
+        return
+    taken = Baseline(tmp_path, "x", (), "0" * 64, inventory, {})
+    for case in compare(taken, {"nodes": {"n1": NODE, "n2": NODE}}, tmp_path / "none", 0.05):
+        assert len(case.message) < 20_000
+        assert case.passed or case.node == "n1"
 
 
 FIELDS = ("case", "clause", "node", "gpu", "measured", "measured_base", "unit", "comparison",
