@@ -62,7 +62,8 @@ class Baseline:
         """What makes this baseline a weaker one to compare with, in words."""
         found = []
         if self.cluster and self.cluster != spec.cluster.name:
-            found.append(f"it is of cluster {self.cluster}, this run of {spec.cluster.name}")
+            found.append(f"it is of cluster {_shown(self.cluster)}, this run of "
+                         f"{spec.cluster.name}")
         if self.spec_sha256 and self.spec_sha256 != spec.sha256:
             found.append("its spec differs from this run's (sha256 "
                          f"{self.spec_sha256[:12]} vs {spec.sha256[:12]}): only the cases "
