@@ -15,27 +15,30 @@ derived_cases.py.
 
 from __future__ import annotations
 
-import json
 import math
-import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_cluster import baseline_files
+from pytest_cluster.baseline_files import RESULTS
 from pytest_cluster.bundle.keys import PublicKey
 from pytest_cluster.bundle.verify import verify
 from pytest_cluster.derived_cases import Case
-from pytest_cluster.errors import BundleError
+from pytest_cluster.errors import BundleError, InputError
 from pytest_cluster.inventory import INVENTORY, is_unreadable
 from pytest_cluster.results import read_results
 from pytest_cluster.spec.model import Spec
+from pytest_cluster.units import UNITS, utc
 
 HIGHER_BETTER = (">=", ">")
 LOWER_BETTER = ("<=", "<")
 #: What a numeric result line needs to be compared: its case, node, GPU, figure.
 KEPT = ("case", "clause", "node", "gpu", "filesystem", "measured", "measured_base", "unit",
         "comparison")
+MAX_NAMED = 20  # nodes named in a message; the rest are counted
+MAX_SHOWN = 300  # characters of a value a change shows
 
 
 class BaselineError(Exception):
@@ -45,7 +48,7 @@ class BaselineError(Exception):
 @dataclass(frozen=True)
 class Baseline:
     path: Path
-    date: str  # the day the baseline run started, UTC
+    started: str  # when the baseline run started, as units.utc writes it
     signed_by: tuple[str, ...]
     manifest_sha256: str
     inventory: dict[str, Any]
@@ -59,7 +62,8 @@ class Baseline:
         """What makes this baseline a weaker one to compare with, in words."""
         found = []
         if self.cluster and self.cluster != spec.cluster.name:
-            found.append(f"it is of cluster {self.cluster}, this run of {spec.cluster.name}")
+            found.append(f"it is of cluster {_shown(self.cluster)}, this run of "
+                         f"{spec.cluster.name}")
         if self.spec_sha256 and self.spec_sha256 != spec.sha256:
             found.append("its spec differs from this run's (sha256 "
                          f"{self.spec_sha256[:12]} vs {spec.sha256[:12]}): only the cases "
@@ -71,7 +75,7 @@ class Baseline:
 
     @property
     def label(self) -> str:
-        return f"run {self.date}"
+        return f"run {self.started}"
 
 
 def figures(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -88,46 +92,47 @@ def figures(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def load(path: Path, key: Path | None = None) -> Baseline:
-    """The baseline at `path`, verified (with `key`: signed by that key); BaselineError
-    saying why it cannot be one."""
+    """The baseline at `path`, verified (with `key`: signed by that key) and its files
+    checked (baseline_files.py); BaselineError saying why it cannot be one."""
     try:
+        baseline_files.check_sizes(path)
         verdict = verify(path, PublicKey.load(key) if key is not None else None)
-    except BundleError as exc:
+    except (BundleError, InputError) as exc:
         raise BaselineError(str(exc)) from None
     if not verdict.ok:
         problems = "; ".join(verdict.problems())
         raise BaselineError(f"it fails pytest-cluster verify, so it is no evidence of what "
                             f"was accepted: {problems}")
-    missing = [name for name in ("results.jsonl", INVENTORY) if not (path / name).is_file()]
+    missing = [name for name in (RESULTS, INVENTORY) if not (path / name).is_file()]
     if missing:
         raise BaselineError(f"it has no {' or '.join(missing)}: a run's evidence directory "
                             "written by a pytest-cluster that records its inventory is needed")
-    results = read_results(path / "results.jsonl")
     try:
-        inventory = json.loads((path / INVENTORY).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise BaselineError(f"{path / INVENTORY}: cannot be read: {exc}") from None
-    nodes = inventory.get("nodes") if isinstance(inventory, dict) else None
-    if not isinstance(nodes, dict) or not all(isinstance(n, dict) for n in nodes.values()):
-        raise BaselineError(f"{path / INVENTORY}: expected {{\"nodes\": {{NODE: {{...}}}}}} as "
-                            "pytest-cluster writes it")
+        results = baseline_files.read_results(path / RESULTS)
+        inventory = baseline_files.read_inventory(path / INVENTORY)
+    except InputError as exc:
+        raise BaselineError(str(exc)) from None
     started = results.run.get("started_at")
-    date = time.strftime("%Y-%m-%d", time.gmtime(started)) if isinstance(
-        started, (int, float)) else "of unknown date"
-    return Baseline(path, date, tuple(verdict.signed_by), verdict.manifest_sha256,
-                    inventory, figures(results.results), verdict.key,
-                    str(results.run.get("cluster", "")), str(results.run.get("spec_sha256", "")),
-                    results.status)
+    return Baseline(path, utc(started) if started is not None else "of unknown time",
+                    tuple(verdict.signed_by), verdict.manifest_sha256, inventory,
+                    figures(results.results), verdict.key, results.run.get("cluster", ""),
+                    results.run.get("spec_sha256", ""), results.status)
 
 
 # -- nodes and hardware ------------------------------------------------------------------
+
+def _named(nodes: list[str]) -> str:
+    """'n1, n2', the first MAX_NAMED of them and how many more."""
+    more = f" and {len(nodes) - MAX_NAMED} more" if len(nodes) > MAX_NAMED else ""
+    return ", ".join(nodes[:MAX_NAMED]) + more
+
 
 def same_nodes(baseline: Baseline, now: dict[str, Any]) -> Case:
     before, after = list(baseline.inventory["nodes"]), list(now["nodes"])
     missing = [n for n in before if n not in set(after)]
     new = [n for n in after if n not in set(before)]
-    parts = ([f"{len(missing)} missing since the baseline: {', '.join(missing)}"] if missing
-             else []) + ([f"{len(new)} new: {', '.join(new)}"] if new else [])
+    parts = ([f"{len(missing)} missing since the baseline: {_named(missing)}"] if missing
+             else []) + ([f"{len(new)} new: {_named(new)}"] if new else [])
     measured = f"{len(after)} node(s), {len(before)} at baseline"
     return Case("cluster", "baseline.nodes", "all", not parts,
                 f"nodes differ from the baseline ({baseline.label}): " + "; ".join(parts)
@@ -136,7 +141,9 @@ def same_nodes(baseline: Baseline, now: dict[str, Any]) -> Case:
 
 
 def _shown(value: Any) -> str:
-    return f"unreadable ({value['unreadable']})" if is_unreadable(value) else str(value)
+    """A value as a change names it, cut to MAX_SHOWN characters."""
+    text = f"unreadable ({value['unreadable']})" if is_unreadable(value) else str(value)
+    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "…"
 
 
 def _changed(what: str, before: Any, after: Any) -> Iterator[str]:
@@ -163,14 +170,15 @@ def _listed(what: str, before: Any, after: Any, key: str,
         return
     old, new = _by(before, key), _by(after, key)
     for name, item in old.items():
+        shown = _shown(name)
         if name not in new:
-            yield f"{what} {name} missing (was {', '.join(_shown(item.get(f)) for f in fields)})"
+            yield f"{what} {shown} missing (was {', '.join(_shown(item.get(f)) for f in fields)})"
             continue
         for each in fields:
-            yield from _changed(f"{what} {name} {each}", item.get(each), new[name].get(each))
+            yield from _changed(f"{what} {shown} {each}", item.get(each), new[name].get(each))
     for name in new:
         if name not in old:
-            yield f"{what} {name} new"
+            yield f"{what} {_shown(name)} new"
 
 
 def _gpus(before: Any, after: Any) -> Iterator[str]:
@@ -183,26 +191,27 @@ def _gpus(before: Any, after: Any) -> Iterator[str]:
     for index, gpu in old.items():
         now = new.get(index)
         if now is None:
-            yield f"gpu{index} missing (serial {gpu.get('serial')} at baseline)"
+            yield f"gpu{_shown(index)} missing (serial {_shown(gpu.get('serial'))} at baseline)"
         elif gpu.get("serial") != now.get("serial") or gpu.get("uuid") != now.get("uuid"):
-            yield (f"gpu{index} swapped: serial {gpu.get('serial')} ({gpu.get('uuid')}"
-                   f"{_model(gpu, now)}) at baseline, now serial {now.get('serial')} "
-                   f"({now.get('uuid')}{_model(now, gpu)})")
+            yield (f"gpu{_shown(index)} swapped: serial {_shown(gpu.get('serial'))} "
+                   f"({_shown(gpu.get('uuid'))}{_model(gpu, now)}) at baseline, now serial "
+                   f"{_shown(now.get('serial'))} ({_shown(now.get('uuid'))}"
+                   f"{_model(now, gpu)})")
         else:
             for each in ("board_part", "vbios", "pci_bus_id"):
-                yield from _changed(f"gpu{index} {each}", gpu.get(each), now.get(each))
+                yield from _changed(f"gpu{_shown(index)} {each}", gpu.get(each), now.get(each))
     for index, gpu in new.items():
         if index not in old:
-            yield f"gpu{index} new (serial {gpu.get('serial')})"
+            yield f"gpu{_shown(index)} new (serial {_shown(gpu.get('serial'))})"
 
 
 def _model(gpu: dict[str, Any], other: dict[str, Any]) -> str:
     """', NVIDIA H100 PCIe' where the two GPUs' models differ, else nothing."""
-    return f", {gpu.get('name')}" if gpu.get("name") != other.get("name") else ""
+    return f", {_shown(gpu.get('name'))}" if gpu.get("name") != other.get("name") else ""
 
 
 def _ports(hca: dict[str, Any]) -> str:
-    return "; ".join(f"port {p.get('port')} {_shown(p.get('rate'))}"
+    return "; ".join(f"port {_shown(p.get('port'))} {_shown(p.get('rate'))}"
                      for p in hca.get("ports", []) if isinstance(p, dict))
 
 
@@ -296,14 +305,28 @@ class Figure:
         return f"{self.number(base_value)}{' ' + str(unit) if unit else ''}"
 
 
+def _dimension(unit: Any) -> object:
+    """What a unit measures (GB/s and Gb/s both a rate); an unknown unit is itself."""
+    return UNITS[unit][0] if isinstance(unit, str) and unit in UNITS else unit or ""
+
+
 def compared(now: dict[str, Any], before: dict[str, Any], tolerance: float,
              label: str) -> Case | None:
     """One figure against its baseline; None where they cannot be compared (a baseline of
-    0 has no relative change)."""
+    0 has no relative change); a failed case where the baseline measured another quantity
+    (its unit of another dimension)."""
     base, current = float(before["measured_base"]), float(now["measured_base"])
     if base == 0 or not math.isfinite(current):
         return None
     figure = Figure(now)
+    if _dimension(now.get("unit")) != _dimension(before.get("unit")):
+        return Case(str(now["case"]).rpartition("::")[2],
+                    f"baseline.performance[{now['clause']}]", str(now.get("node")), False,
+                    f"{figure.where} {now['clause']}: in {_shown(now.get('unit'))} now, in "
+                    f"{_shown(before.get('unit'))} at baseline: not the same quantity, so "
+                    f"not compared ({label})", gpu=now.get("gpu"),
+                    props={"measured": figure.value(current), "compared_case": now["case"],
+                           "requirement": "the same quantity as at baseline"})
     higher = figure.higher_is_better
     change = (current - base) / abs(base)
     worse = -change if higher else change

@@ -149,8 +149,14 @@ def load_baseline(config: pytest.Config) -> Baseline | None:
     usage error before any test runs."""
     where = config.getoption("cluster_baseline")
     key = config.getoption("cluster_baseline_key")
-    if not where:
-        if key:
+    if where == "":
+        raise pytest.UsageError("--cluster-baseline= is empty: expected a run's evidence "
+                                "directory (one that passes pytest-cluster verify)")
+    if key == "":
+        raise pytest.UsageError("--cluster-baseline-key= is empty: expected a public key "
+                                "file (PEM or OpenSSH) the baseline must be signed by")
+    if where is None:
+        if key is not None:
             raise pytest.UsageError("--cluster-baseline-key needs --cluster-baseline=DIR")
         return None
     try:
@@ -244,6 +250,10 @@ def pytest_configure(config: pytest.Config) -> None:
             if not getattr(config.option, "htmlpath", None):
                 config.option.htmlpath = str(run_dir / "report.html")
                 config.option.self_contained_html = True
+        elif writes_evidence(config) and config.getoption("cluster_baseline") is not None:
+            raise pytest.UsageError("--cluster-baseline needs this run's evidence to compare "
+                                    "with it: --cluster-reports= is empty (expected a "
+                                    "directory)")
         cache_dir = (run_dir / "probes" if run_dir is not None
                      else Path(tempfile.mkdtemp(prefix="pytest-cluster-")))
         config.stash[CACHE_DIR_KEY] = cache_dir

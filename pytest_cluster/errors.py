@@ -82,3 +82,9 @@ class BundleError(ClusterError):
 
     def __init__(self, message: str) -> None:
         super().__init__(clip(message))
+
+
+class InputError(ClusterError):
+    """A file from elsewhere (a baseline's evidence) is too big, not strict JSON, or not
+    of its declared shape; the message names the file, the field and what was expected,
+    every value in it cut short."""

@@ -27,6 +27,7 @@ from pytest_cluster.bundle.manifest import MANIFEST
 from pytest_cluster.bundle_html import baseline_html, inventory_html, sealing_html
 from pytest_cluster.cluster import Cluster
 from pytest_cluster.derived_cases import Case
+from pytest_cluster.errors import clip
 from pytest_cluster.junit_spool import JunitSpool
 from pytest_cluster.launchers.process import stop_everything
 from pytest_cluster.ledger import Ledger
@@ -255,7 +256,7 @@ class ClusterSession:
         except Exception as exc:  # a baseline verify passes can still hold odd values
             self.baseline_cases = [Case("cluster", "baseline.nodes", "all", False,
                                         f"the baseline {accepted.path} could not be compared:"
-                                        f" {type(exc).__name__}: {exc}")]
+                                        f" {type(exc).__name__}: {clip(str(exc))}")]
         self.report_derived(self.baseline_cases)
 
     # -- end ----------------------------------------------------------------------------------

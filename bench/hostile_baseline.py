@@ -1,0 +1,122 @@
+"""Hostile baselines: how long a whole run takes to refuse each, at what peak memory.
+
+The aim (issue 25): a baseline changed by whoever handed it over, its manifest made again
+(unsigned, so `pytest-cluster verify` passes), is a usage error (exit 4) in under 2 s, in a
+few hundred bytes of output, with no run directory left. The tester's own was a 30 MB
+machine id: 192 MB printed, 1.1 GB written, 2.1 GB resident.
+
+One real run of the sim is sealed first; each case is a copy of it edited and sealed again,
+then `python -m pytest --cluster=SPEC --cluster-baseline=COPY` in a fresh process from a
+scratch directory: the time is start to exit (interpreter and pytest's start-up included;
+`--cluster-baseline=` with no value shows that start-up alone), the peak RSS is the
+process's own (wait4).
+
+Cases: a 200 MB inventory.json (refused by its size before verify hashes it), a 30 MB
+machine id, 200,000 nested `[` in inventory.json.
+
+Prints per case: exit code, seconds, peak RSS in MiB, bytes of output, whether a run
+directory was made. Ends with `hostile_baseline_worst_s=<the slowest case>`, or `nan` when
+a case did not end as a usage error without a run directory.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pytest_cluster.bundle.manifest import MANIFEST, seal
+
+SPEC = """\
+cluster: {name: base, nodes: "n[1-4]", launcher: sim}
+gpus:
+  count: 8
+  matmul: {bf16: ">= 700 TFLOPS"}
+sim:
+  gpus_per_node: 8
+"""
+USAGE_ERROR = 4
+MIB = 2**20
+
+
+def repeated(text: str, times: int) -> Iterator[str]:
+    """`text` `times` times over, a MiB at a time: the bench itself stays small (a child's
+    peak RSS counts its parent's at the fork)."""
+    chunk = max(1, MIB // len(text))
+    for start in range(0, times, chunk):
+        yield text * min(chunk, times - start)
+
+
+#: Per case: where in inventory.json to insert (after the first `at` following `node`, or
+#: after the document's opening brace), and what.
+CASES: dict[str, tuple[str, str, Callable[[], Iterator[str]]]] = {
+    "200 MB inventory.json": ('"n2"', '"machine_id": "', lambda: repeated("a", 200 * MIB)),
+    "30 MB machine id": ('"n2"', '"machine_id": "', lambda: repeated("a", 30 * MIB)),
+    "200000 nested [": ("", "{", lambda: iter(['"x": ', *repeated("[", 200_000),
+                                               *repeated("]", 200_000), ", "])),
+}
+
+
+def run(directory: Path, reports: str, *args: str) -> tuple[int, float, float, int]:
+    """(exit code, seconds, peak RSS in MiB, bytes of output) of one pytest run."""
+    out = directory / "out.txt"
+    started = time.perf_counter()
+    with out.open("wb") as sink:
+        process = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                                    "--cluster=trial.yaml", f"--cluster-reports={reports}",
+                                    *args],
+                                   cwd=directory, stdout=sink, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    return os.waitstatus_to_exitcode(status), seconds, usage.ru_maxrss / 1024, out.stat().st_size
+
+
+def hostile(accepted: Path, where: Path, node: str, at: str,
+            inserted: Iterator[str]) -> Path:
+    """A copy of `accepted` with `inserted` in its inventory, its manifest made again."""
+    shutil.copytree(accepted, where)
+    text = (where / "inventory.json").read_text()
+    cut = text.index(at, text.index(node)) + len(at)
+    with (where / "inventory.json").open("w") as out:
+        out.write(text[:cut])
+        out.writelines(inserted)
+        out.write(text[cut:])
+    (where / MANIFEST).unlink()
+    seal(where, {}, ())
+    return where
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="hostile-baseline-") as tmp:
+        directory = Path(tmp)
+        (directory / "trial.yaml").write_text(SPEC)
+        code, seconds, _, _ = run(directory, "accepted", "-q")
+        accepted = (directory / "accepted" / "latest").resolve()
+        print(f"{'the accepted run (sim, 4 nodes)':32s} {seconds:6.2f} s  exit {code}")
+        code, seconds, rss, out = run(directory, "now", "--cluster-baseline=")
+        print(f"{'start-up (--cluster-baseline=)':32s} {seconds:6.2f} s  {rss:7.1f} MiB  "
+              f"exit {code}  {out:5d} bytes of output")
+        worst = 0.0
+        for number, (name, (node, at, inserted)) in enumerate(CASES.items()):
+            base = hostile(accepted, directory / f"base{number}", node, at, inserted())
+            code, seconds, rss, out = run(directory, "now", f"--cluster-baseline={base}")
+            made = (directory / "now").exists()
+            print(f"{name:32s} {seconds:6.2f} s  {rss:7.1f} MiB  exit {code}  {out:5d} bytes "
+                  f"of output  {'a run directory made' if made else 'no run directory'}")
+            worst = math.nan if code != USAGE_ERROR or made or math.isnan(worst) else \
+                max(worst, seconds)
+            shutil.rmtree(base)
+    print(f"hostile_baseline_worst_s={worst:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

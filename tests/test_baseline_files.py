@@ -1,0 +1,429 @@
+"""A baseline is untrusted input: its results.jsonl and inventory.json, changed by whoever
+handed the directory over and the manifest made again (unsigned, so verify passes), are
+refused before anything runs (exit 4, one line naming the file, the field and what was
+expected, no run directory), or compared without a crash. The strict reader and the
+shapes alone, a fuzz of both files, then whole runs against hostile baselines."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_cluster import baseline_files
+from pytest_cluster.baseline import Baseline, compare, figures, load
+from pytest_cluster.baseline_files import read_inventory, read_results
+from pytest_cluster.errors import InputError
+from pytest_cluster.results import read_results as read_run_results
+from pytest_cluster.untrusted_json import (
+    Either,
+    ListOf,
+    Null,
+    Record,
+    Text,
+    check,
+    cut,
+    json_path,
+    parse,
+)
+from tests.test_baseline import NODE, SPEC, _reseal
+
+ID = ('{"unreadable": WHY} or a string of at most 4096 characters, a number, true, false or '
+      'null')
+
+
+# -- the strict reader and the shapes ------------------------------------------------------
+
+def _refused(data: bytes) -> str:
+    with pytest.raises(InputError) as caught:
+        parse(data, "f.json")
+    return str(caught.value)
+
+
+def test_parse_refuses_what_json_loads_would_take_or_crash_on() -> None:
+    assert parse(b'{"a": [1, 2.5, "x", null]}', "f.json") == {"a": [1, 2.5, "x", None]}
+    assert _refused(b'{"a": NaN}') == ("f.json: NaN (expected a finite number: JSON has no "
+                                       "NaN or Infinity)")
+    assert _refused(b"[-Infinity]") == ("f.json: -Infinity (expected a finite number: JSON "
+                                        "has no NaN or Infinity)")
+    assert _refused(b"[1e400]") == ("f.json: the number '1e400' is beyond a float (expected "
+                                    "a finite number)")
+    assert _refused(b'{"a": 1, "a": 2}') == ("f.json: the key 'a' twice in one object "
+                                             "(expected each key once)")
+    assert _refused(b'{"a": "\xff"}') == ("f.json: byte 7 is not UTF-8 (expected JSON text "
+                                          "in UTF-8)")
+    assert _refused(b"[" * 200_000) == ("f.json: nested too deeply to be read (expected the "
+                                        "few levels of [ and { that pytest-cluster writes)")
+    assert _refused(b'{"a": 1,\n "b": }') == ("f.json: not JSON at line 2 column 7: "
+                                              "Expecting value")
+    assert _refused(b"1" * 5000).startswith("f.json: not JSON pytest-cluster writes: ")
+
+
+def test_a_mismatch_names_the_path_what_was_expected_and_a_cut_printable_value() -> None:
+    shape = Record({"nodes": Record({"n1": ListOf(Record({"serial": Text(8)}))})})
+    value = {"nodes": {"n1": [{"serial": "ok"}, {"serial": "\x1b[31m" * 30}]}}
+    with pytest.raises(InputError) as caught:
+        check(shape, value)
+    assert str(caught.value) == (
+        "nodes.n1[1].serial: expected a string of at most 8 characters, found a string of "
+        "150 characters, " + repr("\x1b[31m" * 12 + "…") + "")
+    assert "\x1b" not in str(caught.value)
+    assert check(shape, {"nodes": {"n1": [{"serial": "ok", "other": [[[]]]}]}, "x": 1}) == {
+        "nodes": {"n1": [{"serial": "ok"}]}}  # only what the shape declares is kept
+    assert json_path(["nodes", "gpu-1.example.com", "gpus", 3]) == \
+        "nodes['gpu-1.example.com'].gpus[3]"
+    assert cut("a" * 61) == repr("a" * 60 + "…")
+    either = Either(Text(4), Null())
+    with pytest.raises(InputError, match=r"^the document: expected a string of at most 4 "
+                                         r"characters or null, found true$"):
+        check(either, True)
+
+
+def _write(path: Path, lines: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_results_lines_are_checked_and_a_cut_last_line_is_left_out(tmp_path: Path) -> None:
+    run = {"type": "run", "started_at": 1795548710.5, "cluster": "c", "raw": [[[1]]]}
+    result = {"type": "result", "case": "a::b", "clause": "gpus.count", "node": "n1",
+              "gpu": 3, "measured": 8.0, "measured_base": 8, "unit": "", "comparison": ">=",
+              "outcome": "passed", "message": "x" * 100_000}
+    path = _write(tmp_path / "results.jsonl", [run, result, {"type": "other"}])
+    with path.open("a") as out:
+        out.write('{"type": "end", "sta')
+    read = read_results(path)
+    assert read.run == {"started_at": 1795548710.5, "cluster": "c"}
+    assert read.results == [{k: v for k, v in result.items() if k not in ("type", "message")}]
+    assert read.end is None and read.status == "interrupted"
+    _write(path, [run, {**result, "gpu": "3"}])
+    with pytest.raises(InputError) as caught:
+        read_results(path)
+    assert str(caught.value) == ("results.jsonl line 2: gpu: expected a whole number or "
+                                 "null, found '3'")
+    _write(path, [run, [result]])  # type: ignore[list-item]
+    with pytest.raises(InputError, match=r'^results.jsonl line 2: the document: expected a '
+                                         r'mapping with "type" \(a run, result or end line\), '
+                                         r'found a list of 1 item\(s\)$'):
+        read_results(path)
+
+
+def test_a_file_over_its_limit_is_refused_before_it_is_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(baseline_files.MAX_BYTES, "inventory.json", 100)
+    monkeypatch.setitem(baseline_files.MAX_BYTES, "results.jsonl", 100)
+    (tmp_path / "inventory.json").write_text('{"nodes": {}}' + " " * 100)
+    with pytest.raises(InputError) as caught:
+        baseline_files.check_sizes(tmp_path)
+    assert str(caught.value) == ("inventory.json: 113 bytes, more than the 100 B a "
+                                 "baseline's inventory may have")
+    with pytest.raises(InputError, match=r"^inventory.json: 113 bytes, more than"):
+        read_inventory(tmp_path / "inventory.json")
+    _write(tmp_path / "results.jsonl", [{"type": "other", "x": "y" * 40}] * 3)
+    with pytest.raises(InputError, match=r"^results.jsonl: 1\d\d bytes, more than the 100 B "
+                                         r"a baseline's results may have$"):
+        read_results(tmp_path / "results.jsonl")
+
+
+# -- a fuzz of both files -------------------------------------------------------------------
+
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
+                    st.text(max_size=8), st.sampled_from(["n1", "n2", "unreadable", "gpus",
+                                                          "serial", "index", "nodes"]))
+JSON = st.recursive(SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=4),
+    st.dictionaries(st.sampled_from(["nodes", "n1", "gpus", "serial", "index", "ports",
+                                     "unreadable", "dmi", "software", "driver", "infiniband",
+                                     "interfaces", "filesystems", "block_devices", "name",
+                                     "machine_id", "rate", "port", "path"]) | st.text(
+                                         max_size=3), inner, max_size=5)), max_leaves=30)
+NOW = {"nodes": {"n1": {"machine_id": "m", "gpus": [{"index": 0, "serial": "s"}],
+                        "infiniband": [{"name": "mlx5_0", "ports": [{"port": "1"}]}],
+                        "software": {"driver": "1"}, "filesystems": [{"path": "/d"}]}}}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+          HealthCheck.function_scoped_fixture])
+@given(document=JSON, nodes=st.dictionaries(st.sampled_from(["n1", "n2"]), JSON, max_size=2),
+       raw=st.binary(max_size=40))
+def test_any_inventory_is_taken_and_compared_or_refused_in_one_line(
+        tmp_path: Path, document: Any, nodes: dict[str, Any], raw: bytes) -> None:
+    for text in (json.dumps(document).encode(), json.dumps({"nodes": nodes}).encode(), raw):
+        path = tmp_path / "inventory.json"
+        path.write_bytes(text)
+        try:
+            inventory = read_inventory(path)
+        except InputError as exc:
+            assert str(exc).startswith("inventory.json: ") and "\n" not in str(exc)
+            assert len(str(exc)) < 1000
+            continue
+        taken = Baseline(tmp_path, "x", (), "0" * 64, inventory, {})
+        for case in compare(taken, NOW, tmp_path / "none.jsonl", 0.05):
+            assert len(case.message) < 20_000
+
+
+def _paths(value: Any, at: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """Every place in `value`, containers and leaves."""
+    found = [at]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += _paths(item, (*at, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _paths(item, (*at, index))
+    return found
+
+
+def _replaced(value: Any, at: tuple[str | int, ...], new: Any) -> Any:
+    if not at:
+        return new
+    copy = json.loads(json.dumps(value))
+    inner = copy
+    for step in at[:-1]:
+        inner = inner[step]
+    inner[at[-1]] = new
+    return copy
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+          HealthCheck.function_scoped_fixture])
+@given(place=st.sampled_from(_paths(NODE)), new=JSON)
+def test_a_real_node_with_any_one_part_replaced_is_compared_or_refused_in_one_line(
+        tmp_path: Path, place: tuple[str | int, ...], new: Any) -> None:
+    path = tmp_path / "inventory.json"
+    path.write_text(json.dumps({"nodes": {"n1": _replaced(NODE, place, new), "n2": NODE}}))
+    try:
+        inventory = read_inventory(path)
+    except InputError as exc:
+        assert str(exc).startswith("inventory.json: ") and "\n" not in str(exc)
+        assert len(str(exc)) < 1000
+        return
+    taken = Baseline(tmp_path, "x", (), "0" * 64, inventory, {})
+    for case in compare(taken, {"nodes": {"n1": NODE, "n2": NODE}}, tmp_path / "none", 0.05):
+        assert len(case.message) < 20_000
+        assert case.passed or case.node == "n1"
+
+
+FIELDS = ("case", "clause", "node", "gpu", "measured", "measured_base", "unit", "comparison",
+          "outcome", "started_at", "cluster", "status")
+RESULT_FIELDS = st.fixed_dictionaries(
+    {"type": st.sampled_from(["run", "result", "end"])}, optional=dict.fromkeys(FIELDS, JSON))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+          HealthCheck.function_scoped_fixture])
+@given(lines=st.lists(RESULT_FIELDS | JSON, max_size=4), raw=st.binary(max_size=40))
+def test_any_results_file_is_taken_or_refused_in_one_line(
+        tmp_path: Path, lines: list[Any], raw: bytes) -> None:
+    path = tmp_path / "results.jsonl"
+    for text in ("".join(json.dumps(line) + "\n" for line in lines).encode(), raw + b"\n"):
+        path.write_bytes(text)
+        try:
+            read = read_results(path)
+        except InputError as exc:
+            assert str(exc).startswith("results.jsonl") and "\n" not in str(exc)
+            assert len(str(exc)) < 1000
+            continue
+        figures(read.results)
+        assert read.status
+
+
+# -- whole runs against hostile baselines ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def accepted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real sealed run of the sim (unsigned), made once."""
+    where = tmp_path_factory.mktemp("accepted")
+    (where / "trial.yaml").write_text(SPEC.format(faults="", baseline=""))
+    done = subprocess.run([sys.executable, "-m", "pytest", "--cluster=trial.yaml", "-q",
+                           "-p", "no:cacheprovider", "--cluster-reports=reports"],
+                          cwd=where, capture_output=True, check=False)
+    assert done.returncode == 0, done.stdout[-3000:]
+    return (where / "reports" / "latest").resolve()
+
+
+def _inventory(edit: Callable[[dict[str, Any]], Any]) -> Callable[[Path], None]:
+    def change(base: Path) -> None:
+        document = json.loads((base / "inventory.json").read_text())
+        edit(document)
+        (base / "inventory.json").write_text(json.dumps(document))
+    return change
+
+
+def _text(name: str, change: Callable[[str], str]) -> Callable[[Path], None]:
+    def edit(base: Path) -> None:
+        (base / name).write_text(change((base / name).read_text()))
+    return edit
+
+
+def _second_line(change: Callable[[dict[str, Any]], str]) -> Callable[[Path], None]:
+    def edit(base: Path) -> None:
+        lines = (base / "results.jsonl").read_text().splitlines()
+        lines[1] = change(json.loads(lines[1]))
+        (base / "results.jsonl").write_text("\n".join(lines) + "\n")
+    return edit
+
+
+def _not_utf8(path: Path) -> None:
+    path.write_bytes(path.read_bytes().replace(b'"n1"', b'"n\xff"', 1))
+
+
+NESTED = "[" * 200_000 + "]" * 200_000
+ESCAPES = "\x1b[2J" * 2000  # clear the screen, in a terminal that shows it
+HOSTILE: dict[str, tuple[Callable[[Path], None], str]] = {
+    "30 MB machine id": (
+        _inventory(lambda d: d["nodes"]["n2"].update(machine_id="a" * 30 * 2**20)),
+        f"inventory.json: nodes.n2.machine_id: expected {ID}, found a string of 31457280 "
+        f"characters, {cut('a' * 61)}"),
+    "a node a string": (
+        _inventory(lambda d: d["nodes"].update(n3="gpu-003")),
+        "inventory.json: nodes.n3: expected {\"unreadable\": WHY} or a mapping of a node's "
+        "inventory, found 'gpu-003'"),
+    "a serial a list": (
+        _inventory(lambda d: d["nodes"]["n1"]["gpus"][3].update(serial=["165"])),
+        f"inventory.json: nodes.n1.gpus[3].serial: expected {ID}, found a list of 1 item(s)"),
+    "ports a number": (
+        _inventory(lambda d: d["nodes"]["n1"]["infiniband"][0].update(ports=5)),
+        "inventory.json: nodes.n1.infiniband[0].ports: expected {\"unreadable\": WHY} or a "
+        "list of ports (mappings), found 5"),
+    "GPUs a string": (
+        _inventory(lambda d: d["nodes"]["n1"].update(gpus="8 x H100")),
+        "inventory.json: nodes.n1.gpus: expected {\"unreadable\": WHY} or a list of GPUs "
+        "(mappings), found '8 x H100'"),
+    "an escape-laden serial": (
+        _inventory(lambda d: d["nodes"]["n1"]["gpus"][0].update(serial=ESCAPES)),
+        f"inventory.json: nodes.n1.gpus[0].serial: expected {ID}, found a string of 8000 "
+        f"characters, {cut(ESCAPES)}"),
+    "a lone surrogate": (
+        _text("inventory.json", lambda t: t.replace('"machine_id": "', '"machine_id": "\\ud800',
+                                                    1)),
+        "inventory.json: nodes.n1.machine_id: expected {\"unreadable\": WHY} or a string of "
+        "at most 4096 characters, a number, true, false or null, found "),
+    "200000 nested [": (
+        _text("inventory.json", lambda t: t.replace('"nodes": {', f'"x": {NESTED}, "nodes": {{',
+                                                    1)),
+        "inventory.json: nested too deeply to be read (expected the few levels of [ and { "
+        "that pytest-cluster writes)"),
+    "non-UTF-8": (
+        lambda base: _not_utf8(base / "inventory.json"),
+        "inventory.json: byte "),
+    "a key twice": (
+        _text("inventory.json", lambda t: t.replace('"nodes": {', '"nodes": {}, "nodes": {',
+                                                    1)),
+        "inventory.json: the key 'nodes' twice in one object (expected each key once)"),
+    "NaN": (
+        _second_line(lambda r: json.dumps({**r, "measured_base": float("nan")})),
+        "results.jsonl line 2: NaN (expected a finite number: JSON has no NaN or Infinity)"),
+    "Infinity": (
+        _second_line(lambda r: json.dumps({**r, "measured": float("inf")})),
+        "results.jsonl line 2: Infinity (expected a finite number: JSON has no NaN or "
+        "Infinity)"),
+    "a case a mapping": (
+        _second_line(lambda r: json.dumps({**r, "case": {"id": r["case"]}})),
+        "results.jsonl line 2: case: expected a string of at most 4096 characters, found a "
+        "mapping of 1 key(s)"),
+    "nested raw": (
+        _second_line(lambda r: json.dumps(r)[:-1] + f', "raw2": {NESTED}}}'),
+        "results.jsonl line 2: nested too deeply to be read (expected the few levels of [ "
+        "and { that pytest-cluster writes)"),
+    "a start past 9999": (
+        _text("results.jsonl", lambda t: t.replace('"started_at": ', '"started_at": 1e300, '
+                                                   '"x": ', 1)),
+        "results.jsonl line 1: started_at: expected a number from 0 to 2.53402e+11 (seconds "
+        "since 1970, UTC), found 1e+300"),
+}
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    (pytester.path / "trial.yaml").write_text(SPEC.format(faults="", baseline=""))
+    return pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                              "--cluster-reports=now", *args)
+
+
+def _refused_in_one_line(result: pytest.RunResult, expected: str) -> None:
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line]
+    assert len(errors) == 1, errors
+    assert errors[0].startswith(expected) if expected.endswith(" ") else \
+        errors[0] == expected, errors[0][:2000]
+    assert len(result.stdout.str()) + len(result.stderr.str()) < 2000
+
+
+@pytest.mark.parametrize("case", HOSTILE)
+def test_a_hostile_baseline_is_a_usage_error_before_anything_runs(
+        pytester: pytest.Pytester, accepted: Path, case: str) -> None:
+    base = pytester.path / "base"
+    shutil.copytree(accepted, base)
+    edit, message = HOSTILE[case]
+    edit(base)
+    _reseal(base)
+    result = _run(pytester, f"--cluster-baseline={base}")
+    _refused_in_one_line(result, f"ERROR: --cluster-baseline={base}: {message}")
+    assert not (pytester.path / "now").exists()
+
+
+def test_a_baseline_over_its_size_is_refused_before_verify_reads_it(
+        pytester: pytest.Pytester, accepted: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(baseline_files.MAX_BYTES, "inventory.json", 2**10)
+    base = pytester.path / "base"
+    shutil.copytree(accepted, base)
+    size = (base / "inventory.json").stat().st_size
+    result = _run(pytester, f"--cluster-baseline={base}")
+    _refused_in_one_line(result, f"ERROR: --cluster-baseline={base}: inventory.json: {size} "
+                                 "bytes, more than the 1 KiB a baseline's inventory may have")
+    assert not (pytester.path / "now").exists()
+
+
+def test_empty_or_missing_baseline_options_are_usage_errors(pytester: pytest.Pytester,
+                                                           accepted: Path) -> None:
+    _refused_in_one_line(_run(pytester, "--cluster-baseline="),
+                         "ERROR: --cluster-baseline= is empty: expected a run's evidence "
+                         "directory (one that passes pytest-cluster verify)")
+    _refused_in_one_line(_run(pytester, f"--cluster-baseline={accepted}",
+                              "--cluster-baseline-key="),
+                         "ERROR: --cluster-baseline-key= is empty: expected a public key file "
+                         "(PEM or OpenSSH) the baseline must be signed by")
+    _refused_in_one_line(_run(pytester, f"--cluster-baseline={accepted}",
+                              "--cluster-reports="),
+                         "ERROR: --cluster-baseline needs this run's evidence to compare with "
+                         "it: --cluster-reports= is empty (expected a directory)")
+    nowhere = pytester.path / "nowhere"
+    _refused_in_one_line(_run(pytester, f"--cluster-baseline={nowhere}"),
+                         f"ERROR: --cluster-baseline={nowhere}: {nowhere}: not a directory "
+                         "(expected a run's evidence directory, e.g. reports/latest)")
+    _refused_in_one_line(_run(pytester, f"--cluster-baseline={accepted}",
+                              f"--cluster-baseline-key={nowhere}"),
+                         f"ERROR: --cluster-baseline={accepted}: {nowhere}: cannot read ")
+    assert not (pytester.path / "now").exists()
+
+
+def test_a_figure_of_another_unit_fails_its_case_saying_why(pytester: pytest.Pytester,
+                                                           accepted: Path) -> None:
+    base = pytester.path / "base"
+    shutil.copytree(accepted, base)
+    lines = (base / "results.jsonl").read_text().splitlines()
+    changed = None
+    for index, line in enumerate(lines):
+        record = json.loads(line)
+        if record.get("clause") == "gpus.matmul.bf16" and changed is None:
+            changed = record["case"]
+            lines[index] = json.dumps({**record, "unit": "GB/s"})
+    (base / "results.jsonl").write_text("\n".join(lines) + "\n")
+    _reseal(base)
+    result = _run(pytester, f"--cluster-baseline={base}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    failed = [r for r in read_run_results(pytester.path / "now" / "latest" /
+                                          "results.jsonl").results if r["outcome"] == "failed"]
+    assert [r["compared_case"] for r in failed] == [changed]
+    assert failed[0]["message"].endswith(
+        "gpus.matmul.bf16: in TFLOPS now, in GB/s at baseline: not the same quantity, so "
+        f"not compared ({load(base).label})")
+    assert load(base).label.startswith("run 20") and load(base).label.endswith("Z")
