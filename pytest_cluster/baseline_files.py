@@ -3,7 +3,8 @@ made them: whoever handed us the directory could have changed them and made its 
 again (unsigned), and `pytest-cluster verify` would pass.
 
 Each file is held to its limit of size before it is parsed, parsed strictly
-(untrusted_json.py) and checked against its one declared shape below; what is kept is only
+(untrusted_json.py) and checked against its one declared shape below, a JSON Schema
+that the jsonschema library checks; what is kept is only
 what the comparison reads. Anything else is an InputError naming the file, the field and
 what was expected.
 """
@@ -19,18 +20,19 @@ from pytest_cluster.hostlist import MAX_NODES
 from pytest_cluster.inventory import GPU_FIELDS, INVENTORY, UNREADABLE
 from pytest_cluster.results import INTERRUPTED
 from pytest_cluster.untrusted_json import (
-    Either,
-    Integer,
-    ListOf,
-    MapOf,
-    Null,
-    Number,
-    Record,
-    Scalar,
-    Text,
+    Schema,
     check,
+    either,
+    integer,
+    list_of,
+    map_of,
+    number,
+    optional,
     parse,
     read_bounded,
+    record,
+    scalar,
+    text,
     too_big,
 )
 
@@ -45,18 +47,18 @@ LAST_SECOND = 253402300799  # 9999-12-31T23:59:59Z: a time units.utc can write
 
 # -- inventory.json ----------------------------------------------------------------------
 
-REASON = Text(MAX_TEXT)
-UNREADABLE_VALUE = Record({UNREADABLE: REASON}, '{"unreadable": WHY}', (UNREADABLE,))
+REASON = text(MAX_TEXT)
+UNREADABLE_VALUE = record({UNREADABLE: REASON}, '{"unreadable": WHY}', (UNREADABLE,))
 #: A value compared as it is and shown: a serial, a firmware, a rate.
-VALUE = Either(UNREADABLE_VALUE, Scalar(MAX_TEXT))
+VALUE = either(UNREADABLE_VALUE, scalar(MAX_TEXT))
 
 
-def _record(what: str, *names: str, **more: Any) -> Record:
-    return Record({**dict.fromkeys(names, VALUE), **more}, f"a mapping of {what}")
+def _record(what: str, *names: str, **more: Schema) -> Schema:
+    return record({**dict.fromkeys(names, VALUE), **more}, f"a mapping of {what}")
 
 
-def _listed(item: Record, what: str) -> Either:
-    return Either(UNREADABLE_VALUE, ListOf(item, f"a list of {what}"))
+def _listed(item: Schema, what: str) -> Schema:
+    return either(UNREADABLE_VALUE, list_of(item, f"a list of {what}"))
 
 
 GPU = _record("a GPU's fields", *GPU_FIELDS)
@@ -68,34 +70,34 @@ HCA = _record("an HCA's fields", "name", "node_guid", "firmware",
 DISK = _record("a block device's fields", "name", "serial", "model")
 FILESYSTEM = _record("a filesystem's fields", "path",
                      block_devices=_listed(DISK, "block devices (mappings)"))
-NODE = Either(UNREADABLE_VALUE, _record(
+NODE = either(UNREADABLE_VALUE, _record(
     "a node's inventory", "machine_id",
-    dmi=Either(UNREADABLE_VALUE, _record("DMI fields", "product_serial", "product_uuid")),
+    dmi=either(UNREADABLE_VALUE, _record("DMI fields", "product_serial", "product_uuid")),
     gpus=_listed(GPU, "GPUs (mappings)"),
     interfaces=_listed(NIC, "network interfaces (mappings)"),
     infiniband=_listed(HCA, "HCAs (mappings)"),
     filesystems=_listed(FILESYSTEM, "filesystems (mappings)"),
-    software=Either(UNREADABLE_VALUE, _record("software versions", "driver"))))
-INVENTORY_SHAPE = Record(
-    {"nodes": MapOf(NODE, MAX_NODE_NAME, MAX_NODES, "a mapping of node names to their "
+    software=either(UNREADABLE_VALUE, _record("software versions", "driver"))))
+INVENTORY_SHAPE = record(
+    {"nodes": map_of(NODE, MAX_NODE_NAME, MAX_NODES, "a mapping of node names to their "
                                                     "inventory")},
     '{"nodes": {NODE: {...}}} as pytest-cluster writes it', ("nodes",))
 
 # -- results.jsonl -----------------------------------------------------------------------
 
-OPTIONAL_TEXT = Either(Text(MAX_TEXT), Null())
-LINE = Record({"type": Text(32)}, 'a mapping with "type" (a run, result or end line)',
+OPTIONAL_TEXT = optional(text(MAX_TEXT))
+LINE = record({"type": text(32)}, 'a mapping with "type" (a run, result or end line)',
               ("type",))
 LINES = {
-    "run": Record({"started_at": Number(0, LAST_SECOND, "seconds since 1970, UTC"),
-                   "cluster": Text(MAX_TEXT), "spec_sha256": Text(64)}),
-    "result": Record({
-        "case": Text(MAX_TEXT), "clause": Text(MAX_TEXT), "node": OPTIONAL_TEXT,
-        "gpu": Either(Integer(), Null()), "filesystem": OPTIONAL_TEXT,
-        "measured": Scalar(MAX_TEXT), "measured_base": Scalar(MAX_TEXT),
-        "unit": Either(Text(64), Null()), "comparison": Either(Text(8), Null()),
-        "outcome": Text(32)}),
-    "end": Record({"status": Text(32)}),
+    "run": record({"started_at": number(0, LAST_SECOND, "seconds since 1970, UTC"),
+                   "cluster": text(MAX_TEXT), "spec_sha256": text(64)}),
+    "result": record({
+        "case": text(MAX_TEXT), "clause": text(MAX_TEXT), "node": OPTIONAL_TEXT,
+        "gpu": optional(integer()), "filesystem": OPTIONAL_TEXT,
+        "measured": scalar(MAX_TEXT), "measured_base": scalar(MAX_TEXT),
+        "unit": optional(text(64)), "comparison": optional(text(8)),
+        "outcome": text(32)}),
+    "end": record({"status": text(32)}),
 }
 
 
@@ -151,7 +153,9 @@ def read_results(path: Path) -> BaselineResults:
                     if line.endswith(b"\n"):
                         raise
                     continue  # the last line, cut off
-                kind = _checked(LINE, record, where)["type"]
+                kind = record.get("type") if isinstance(record, dict) else None
+                if not isinstance(kind, str) or len(kind) > 32:
+                    kind = _checked(LINE, record, where)["type"]
                 if kind not in LINES:
                     continue
                 kept = _checked(LINES[kind], record, where)
@@ -166,7 +170,7 @@ def read_results(path: Path) -> BaselineResults:
     return BaselineResults(run, results, end)
 
 
-def _checked(shape: Record, value: Any, where: str) -> Any:
+def _checked(shape: Schema, value: Any, where: str) -> Any:
     try:
         return check(shape, value)
     except InputError as exc:

@@ -4,10 +4,11 @@ strictly, and checked against a declared shape.
 - `read_bounded`: a file's bytes, refused by its size before more than the limit is read;
 - `parse`: UTF-8 only; no NaN, Infinity or number beyond a float; no key twice in one
   object; nesting deeper than Python's JSON reader can follow is refused, not a crash;
-- a shape (`Text`, `Number`, `Integer`, `Scalar`, `Null`, `Record`, `ListOf`, `MapOf`,
-  `Either`) takes a parsed value and gives back only what it declares, or raises
-  InputError naming the field as a JSON path (`nodes.gpu-001.gpus[3].serial`), what was
-  expected and what was found, a value cut to SHOWN characters and made printable.
+- a shape is a JSON Schema (Draft 2020-12, built by `text`, `number`, `integer`,
+  `scalar`, `null`, `record`, `list_of`, `map_of`, `either`) checked by the jsonschema
+  library; `check` gives back only what it declares, or raises InputError naming the
+  field as a JSON path (`nodes.gpu-001.gpus[3].serial`), what was expected and what was
+  found, a value cut to SHOWN characters and made printable.
 
 Every message is one line: the caller prefixes the file's name.
 """
@@ -19,17 +20,18 @@ import math
 import os
 import re
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from jsonschema import Draft202012Validator, ValidationError
 
 from pytest_cluster.errors import InputError, clip
 from pytest_cluster.units import format_size
 
 SHOWN = 60  # characters of a value echoed in a message
+_NO_SURROGATE = "^[^\ud800-\udfff]*$"  # a string that is Unicode text
+_FLOAT = sys.float_info.max  # a number beyond a float (an integer of 400 digits) is none
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def cut(text: str, limit: int = SHOWN) -> str:
@@ -69,254 +71,143 @@ def json_path(steps: list[str | int]) -> str:
     return text or "the document"
 
 
-class _Mismatch(Exception):
-    """A value that is not of its shape; `steps` grow as it passes up through containers."""
+# -- shapes: JSON Schema (Draft 2020-12), checked by the jsonschema library --------------
+#
+# Each schema node carries a "description" that says, in words, what is expected there; a
+# mismatch is reported with it. Only the properties a schema declares are kept (project).
 
-    def __init__(self, expected: str, value: Any) -> None:
-        super().__init__(expected)
-        self.expected = expected
-        self.value = value
-        self.steps: list[str | int] = []
-
-    def render(self) -> str:
-        return f"{json_path(self.steps)}: expected {self.expected}, found {found(self.value)}"
+Schema = dict[str, Any]
 
 
-class Shape:
-    """A declared shape of a JSON value."""
-
-    @property
-    def expected(self) -> str:
-        raise NotImplementedError
-
-    def claims(self, value: Any) -> bool:
-        """Whether `value` is of this shape's kind (Either picks the first that is)."""
-        raise NotImplementedError
-
-    def take(self, value: Any) -> Any:
-        """`value` checked, with only what the shape declares; _Mismatch where not."""
-        if not self.claims(value):
-            raise _Mismatch(self.expected, value)
-        return value
+def text(max_chars: int) -> Schema:
+    return {"type": "string", "maxLength": max_chars, "pattern": _NO_SURROGATE,
+            "description": f"a string of at most {max_chars} characters"}
 
 
-def _number(value: Any) -> bool:
-    """An int or float a float can hold (an integer of 400 digits is none)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and \
-        abs(value) <= sys.float_info.max
+def number(low: float | None = None, high: float | None = None, what: str = "") -> Schema:
+    bounds = f" from {low:g} to {high:g}" if low is not None and high is not None else ""
+    return {"type": "number", "minimum": -_FLOAT if low is None else low,
+            "maximum": _FLOAT if high is None else high,
+            "description": f"a number{bounds}{f' ({what})' if what else ''}"}
 
 
-def check(shape: Shape, value: Any) -> Any:
-    """`value` as `shape` takes it; InputError 'PATH: expected ..., found ...'."""
-    try:
-        return shape.take(value)
-    except _Mismatch as exc:
-        raise InputError(exc.render()) from None
+def integer() -> Schema:
+    return {"type": "integer", "minimum": -(2**63) + 1, "maximum": 2**63 - 1,
+            "description": "a whole number"}
 
 
-@dataclass(frozen=True)
-class Text(Shape):
-    max_chars: int
-
-    @property
-    def expected(self) -> str:
-        return f"a string of at most {self.max_chars} characters"
-
-    def claims(self, value: Any) -> bool:
-        return isinstance(value, str)
-
-    def take(self, value: Any) -> Any:
-        if not isinstance(value, str) or len(value) > self.max_chars:
-            raise _Mismatch(self.expected, value)
-        if _SURROGATE.search(value):
-            raise _Mismatch(f"{self.expected} of Unicode text (no lone surrogate)", value)
-        return value
+def null() -> Schema:
+    return {"type": "null", "description": "null"}
 
 
-@dataclass(frozen=True)
-class Number(Shape):
-    """A number, from `low` to `high` where they are given (`what` says what it is)."""
-
-    low: float | None = None
-    high: float | None = None
-    what: str = ""
-
-    @property
-    def expected(self) -> str:
-        bounds = (f" from {self.low:g} to {self.high:g}" if self.low is not None and
-                  self.high is not None else "")
-        return f"a number{bounds}{f' ({self.what})' if self.what else ''}"
-
-    def claims(self, value: Any) -> bool:
-        return _number(value)
-
-    def take(self, value: Any) -> Any:
-        if not _number(value) or (self.low is not None and value < self.low) or (
-                self.high is not None and value > self.high):
-            raise _Mismatch(self.expected, value)
-        return value
-
-
-@dataclass(frozen=True)
-class Integer(Shape):
-    @property
-    def expected(self) -> str:
-        return "a whole number"
-
-    def claims(self, value: Any) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool) and \
-            abs(value) < 2**63
-
-
-@dataclass(frozen=True)
-class Null(Shape):
-    @property
-    def expected(self) -> str:
-        return "null"
-
-    def claims(self, value: Any) -> bool:
-        return value is None
-
-
-@dataclass(frozen=True)
-class Scalar(Shape):
+def scalar(max_chars: int) -> Schema:
     """A string (of at most `max_chars`), a number, true, false or null."""
-
-    max_chars: int
-
-    @property
-    def expected(self) -> str:
-        return f"a string of at most {self.max_chars} characters, a number, true, false or null"
-
-    def claims(self, value: Any) -> bool:
-        return value is None or isinstance(value, (str, bool)) or _number(value)
-
-    def take(self, value: Any) -> Any:
-        if isinstance(value, str):
-            try:
-                return Text(self.max_chars).take(value)
-            except _Mismatch:
-                raise _Mismatch(self.expected, value) from None
-        return super().take(value)
+    return {"type": ["string", "number", "boolean", "null"], "maxLength": max_chars,
+            "pattern": _NO_SURROGATE, "minimum": -_FLOAT, "maximum": _FLOAT,
+            "description": f"a string of at most {max_chars} characters, a number, true, "
+                           "false or null"}
 
 
-@dataclass(frozen=True)
-class Record(Shape):
-    """A mapping: the `fields` it declares are checked where present (`required` ones
-    must be) and kept; other keys are left out."""
-
-    fields: Mapping[str, Shape]
-    what: str = "a mapping"
-    required: tuple[str, ...] = ()
-
-    @property
-    def expected(self) -> str:
-        return self.what
-
-    def claims(self, value: Any) -> bool:
-        return isinstance(value, dict) and all(key in value for key in self.required)
-
-    def take(self, value: Any) -> Any:
-        if not isinstance(value, dict):
-            raise _Mismatch(self.expected, value)
-        for key in self.required:
-            if key not in value:
-                raise _Mismatch(f"{self.what} with the key {key!r}", value)
-        kept = {}
-        for key, shape in self.fields.items():
-            if key in value:
-                try:
-                    kept[key] = shape.take(value[key])
-                except _Mismatch as exc:
-                    exc.steps.insert(0, key)
-                    raise
-        return kept
+def record(fields: dict[str, Schema], what: str = "a mapping",
+           required: tuple[str, ...] = ()) -> Schema:
+    """A mapping: the `fields` it declares are checked where present (`required` ones must
+    be) and kept; other keys are left out."""
+    return {"type": "object", "properties": fields, "required": list(required),
+            "description": what}
 
 
-@dataclass(frozen=True)
-class ListOf(Shape):
-    item: Shape
-    what: str = "a list"
-
-    @property
-    def expected(self) -> str:
-        return self.what
-
-    def claims(self, value: Any) -> bool:
-        return isinstance(value, list)
-
-    def take(self, value: Any) -> Any:
-        if not isinstance(value, list):
-            raise _Mismatch(self.expected, value)
-        kept = []
-        for index, item in enumerate(value):
-            try:
-                kept.append(self.item.take(item))
-            except _Mismatch as exc:
-                exc.steps.insert(0, index)
-                raise
-        return kept
+def list_of(item: Schema, what: str = "a list") -> Schema:
+    return {"type": "array", "items": item, "description": what}
 
 
-@dataclass(frozen=True)
-class MapOf(Shape):
+def map_of(value: Schema, key_chars: int, max_items: int, what: str = "a mapping") -> Schema:
     """A mapping of any keys (each at most `key_chars` long), at most `max_items` of them,
     to values of one shape."""
-
-    value: Shape
-    key_chars: int
-    max_items: int
-    what: str = "a mapping"
-
-    @property
-    def expected(self) -> str:
-        return self.what
-
-    def claims(self, value: Any) -> bool:
-        return isinstance(value, dict)
-
-    def take(self, value: Any) -> Any:
-        if not isinstance(value, dict):
-            raise _Mismatch(self.expected, value)
-        if len(value) > self.max_items:
-            raise _Mismatch(f"{self.what} of at most {self.max_items} entries", value)
-        kept = {}
-        for key, item in value.items():
-            if len(key) > self.key_chars or _SURROGATE.search(key):
-                raise _Mismatch(f"keys of at most {self.key_chars} characters of Unicode "
-                                "text", key)
-            try:
-                kept[key] = self.value.take(item)
-            except _Mismatch as exc:
-                exc.steps.insert(0, key)
-                raise
-        return kept
+    return {"type": "object", "additionalProperties": value, "maxProperties": max_items,
+            "propertyNames": {"maxLength": key_chars, "pattern": _NO_SURROGATE,
+                              "description": f"keys of at most {key_chars} characters of "
+                                             "Unicode text"},
+            "description": what}
 
 
-class Either(Shape):
-    """The first of `options` whose kind the value is of decides; a mismatch of the value
-    itself names every option."""
+def optional(schema: Schema) -> Schema:
+    """A leaf (`text`, `integer`, `number`) or null: one type list, no anyOf to try."""
+    return {**schema, "type": [schema["type"], "null"],
+            "description": f"{schema['description']} or null"}
 
-    def __init__(self, *options: Shape) -> None:
-        self.options = options
 
-    @property
-    def expected(self) -> str:
-        return " or ".join(option.expected for option in self.options)
+def either(*options: Schema) -> Schema:
+    """Any of `options`; a mismatch of the value itself names every option."""
+    return {"anyOf": list(options),
+            "description": " or ".join(str(o["description"]) for o in options)}
 
-    def claims(self, value: Any) -> bool:
-        return any(option.claims(value) for option in self.options)
 
-    def take(self, value: Any) -> Any:
-        for option in self.options:
-            if option.claims(value):
-                try:
-                    return option.take(value)
-                except _Mismatch as exc:
-                    if exc.steps:  # deeper inside: that field says more
-                        raise
-                    raise _Mismatch(self.expected, exc.value) from None
-        raise _Mismatch(self.expected, value)
+_VALIDATORS: dict[int, Draft202012Validator] = {}
+
+
+def _validator(schema: Schema) -> Draft202012Validator:
+    found = _VALIDATORS.get(id(schema))
+    if found is None or found.schema is not schema:
+        found = _VALIDATORS[id(schema)] = Draft202012Validator(schema)
+    return found
+
+
+def _deepest(error: ValidationError) -> ValidationError:
+    """Where an anyOf failed inside the option the value is of (a list of GPUs one of
+    which is wrong), that deeper error says more; otherwise the error itself."""
+    if error.validator != "anyOf":
+        return error
+    deeper = [e for e in error.context or () if e.relative_path]
+    if not deeper:
+        return error
+    return _deepest(max(deeper, key=lambda e: len(e.relative_path)))
+
+
+def _expected(error: ValidationError) -> str:
+    schema = error.schema if isinstance(error.schema, dict) else {}
+    what = str(schema.get("description", "a value of its declared shape"))
+    keyword = error.validator
+    if keyword == "required":
+        wanted, instance = error.validator_value, error.instance
+        missing = next((k for k in wanted if k not in instance), "?") \
+            if isinstance(wanted, list) and isinstance(instance, dict) else "?"
+        return f"{what} with the key {missing!r}"
+    if keyword == "maxProperties":
+        return f"{what} of at most {error.validator_value} entries"
+    if keyword == "pattern":
+        return f"{what} of Unicode text (no lone surrogate)"
+    return what
+
+
+def check(schema: Schema, value: Any) -> Any:
+    """`value` checked against `schema`, with only what it declares; InputError 'PATH:
+    expected ..., found ...' (the first mismatch, where the value goes wrong deepest)."""
+    validator = _validator(schema)
+    error = next(validator.iter_errors(value), None)
+    if error is not None:
+        error = _deepest(error)
+        raise InputError(f"{json_path(list(error.absolute_path))}: expected "
+                         f"{_expected(error)}, found {found(error.instance)}")
+    return project(schema, value)
+
+
+def project(schema: Schema, value: Any) -> Any:
+    """A valid `value` with only the properties `schema` declares, all the way down."""
+    if not isinstance(value, (dict, list)):
+        return value
+    if "anyOf" in schema:
+        option = next(o for o in schema["anyOf"] if _validator(o).is_valid(value))
+        return project(option, value)
+    if isinstance(value, dict):
+        if "properties" in schema:
+            return {k: project(s, value[k]) for k, s in schema["properties"].items()
+                    if k in value}
+        inner = schema.get("additionalProperties")
+        return {k: project(inner, v) for k, v in value.items()} if isinstance(inner, dict) \
+            else value
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [project(schema["items"], item) for item in value]
+    return value
 
 
 # -- reading and parsing -----------------------------------------------------------------

@@ -24,15 +24,15 @@ from pytest_cluster.baseline_files import read_inventory, read_results
 from pytest_cluster.errors import InputError
 from pytest_cluster.results import read_results as read_run_results
 from pytest_cluster.untrusted_json import (
-    Either,
-    ListOf,
-    Null,
-    Record,
-    Text,
     check,
     cut,
+    either,
     json_path,
+    list_of,
+    null,
     parse,
+    record,
+    text,
 )
 from tests.test_baseline import NODE, SPEC, _reseal
 
@@ -68,7 +68,7 @@ def test_parse_refuses_what_json_loads_would_take_or_crash_on() -> None:
 
 
 def test_a_mismatch_names_the_path_what_was_expected_and_a_cut_printable_value() -> None:
-    shape = Record({"nodes": Record({"n1": ListOf(Record({"serial": Text(8)}))})})
+    shape = record({"nodes": record({"n1": list_of(record({"serial": text(8)}))})})
     value = {"nodes": {"n1": [{"serial": "ok"}, {"serial": "\x1b[31m" * 30}]}}
     with pytest.raises(InputError) as caught:
         check(shape, value)
@@ -81,10 +81,9 @@ def test_a_mismatch_names_the_path_what_was_expected_and_a_cut_printable_value()
     assert json_path(["nodes", "gpu-1.example.com", "gpus", 3]) == \
         "nodes['gpu-1.example.com'].gpus[3]"
     assert cut("a" * 61) == repr("a" * 60 + "…")
-    either = Either(Text(4), Null())
     with pytest.raises(InputError, match=r"^the document: expected a string of at most 4 "
                                          r"characters or null, found true$"):
-        check(either, True)
+        check(either(text(4), null()), True)
 
 
 def _write(path: Path, lines: list[dict[str, Any]]) -> Path:
@@ -156,9 +155,9 @@ NOW = {"nodes": {"n1": {"machine_id": "m", "gpus": [{"index": 0, "serial": "s"}]
        raw=st.binary(max_size=40))
 def test_any_inventory_is_taken_and_compared_or_refused_in_one_line(
         tmp_path: Path, document: Any, nodes: dict[str, Any], raw: bytes) -> None:
-    for text in (json.dumps(document).encode(), json.dumps({"nodes": nodes}).encode(), raw):
+    for data in (json.dumps(document).encode(), json.dumps({"nodes": nodes}).encode(), raw):
         path = tmp_path / "inventory.json"
-        path.write_bytes(text)
+        path.write_bytes(data)
         try:
             inventory = read_inventory(path)
         except InputError as exc:
@@ -224,8 +223,8 @@ RESULT_FIELDS = st.fixed_dictionaries(
 def test_any_results_file_is_taken_or_refused_in_one_line(
         tmp_path: Path, lines: list[Any], raw: bytes) -> None:
     path = tmp_path / "results.jsonl"
-    for text in ("".join(json.dumps(line) + "\n" for line in lines).encode(), raw + b"\n"):
-        path.write_bytes(text)
+    for data in ("".join(json.dumps(line) + "\n" for line in lines).encode(), raw + b"\n"):
+        path.write_bytes(data)
         try:
             read = read_results(path)
         except InputError as exc:
@@ -398,7 +397,8 @@ def test_empty_or_missing_baseline_options_are_usage_errors(pytester: pytest.Pyt
     nowhere = pytester.path / "nowhere"
     _refused_in_one_line(_run(pytester, f"--cluster-baseline={nowhere}"),
                          f"ERROR: --cluster-baseline={nowhere}: {nowhere}: not a directory "
-                         "(expected a run's evidence directory, e.g. reports/latest)")
+                         "(No such file or directory); expected a run's evidence directory, "
+                         "e.g. reports/latest")
     _refused_in_one_line(_run(pytester, f"--cluster-baseline={accepted}",
                               f"--cluster-baseline-key={nowhere}"),
                          f"ERROR: --cluster-baseline={accepted}: {nowhere}: cannot read ")
