@@ -24,14 +24,13 @@ import json
 import math
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from report_load import measure_once  # bench/report_load.py, beside this script
 from scale import spec_text  # bench/scale.py, beside this script
+from soak import timed as run  # bench/soak.py: a run timed from outside
 
 BASE = ("-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-m", "sanity")
 SLA = """
@@ -58,15 +57,6 @@ sim:
     - {{node: sim-gpu-{nodes // 2:0{width}d}, down: true, from_round: 2}}
     - {{node: sim-gpu-{nodes // 3:0{width}d}, gpu: 3, ecc_uncorrected: 2, from_round: 2}}
 """
-
-
-def run(command: list[str], cwd: Path) -> float:
-    started = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=cwd)
-    if done.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(command)} exited {done.returncode}:\n"
-                         f"{done.stdout[-2000:]}{done.stderr[-2000:]}")
-    return time.monotonic() - started
 
 
 def shifted(results: Path, by: float) -> str:
