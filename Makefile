@@ -38,9 +38,13 @@ bench: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/faults.py
 	$(BIN)/python bench/hostile_specs.py
 	$(BIN)/python bench/hostile_evidence.py
+	$(BIN)/python bench/hostile_baseline.py
+	$(BIN)/python bench/hostile_options.py
 	$(BIN)/python bench/report_load.py
 	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/xdist.py
+	$(BIN)/python bench/soak.py
+	$(BIN)/python bench/soak_report.py
 
 clean:
 	rm -rf $(VENV) reports build *.egg-info
