@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -116,4 +117,7 @@ def test_a_node_down_for_a_minute_mid_soak_is_down_for_that_minute(
     for node in ("node1", "node2", "node4"):
         healthy = by_case[f"pytest_cluster/soak.py::test_available[{node}]"]
         assert healthy["outcome"] == "passed" and healthy["down_s"] == 0
-    assert run.end is not None and run.end["soak"]["credit"]["owed"] > 0
+    assert run.end is not None and Decimal(run.end["soak"]["credit"]["owed"]) > 0
+    assert Decimal(run.end["soak"]["credit"]["owed"]) == sum(
+        Decimal(by_case[f"pytest_cluster/soak.py::test_available[{node}]"]["credit"])
+        for node in ("node1", "node2", "node3", "node4"))
