@@ -6,6 +6,7 @@ no run directory is left."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -57,6 +58,41 @@ def test_an_empty_or_absurd_option_is_a_usage_error(pytester: pytest.Pytester,
     assert len(result.stderr.str()) < 1000
     assert not (pytester.path / "reports").exists()
     assert "passed" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("option", ["--cluster-sign-key", "--cluster-ssh-sign-key",
+                                    "--cluster-baseline-key"])
+@pytest.mark.parametrize("kind", ["device", "fifo", "huge"])
+def test_a_key_that_is_no_key_file_is_refused_unread(pytester: pytest.Pytester, option: str,
+                                                     kind: str) -> None:
+    """/dev/zero, a FIFO nobody writes to, or a 2 MiB file as a key: refused from its
+    type and size, never read to the end (before: /dev/zero ate the memory)."""
+    import os
+    (pytester.path / "trial.yaml").write_text(SPEC)
+    if kind == "device":
+        key = "/dev/zero"
+    elif kind == "fifo":
+        key = str(pytester.path / "key.fifo")
+        os.mkfifo(key)
+    else:
+        key = str(pytester.path / "key.pem")
+        Path(key).write_bytes(b"A" * (2 << 20))
+    extra = ["--cluster-baseline=" + str(pytester.path)] if "baseline" in option else []
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                f"{option}={key}", *extra)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    said = result.stderr.str()
+    assert ("not a regular file" if kind != "huge" else "expected a key file of at most "
+            "1048576 bytes") in said
+    assert len(said) < 1000
+    assert not (pytester.path / "reports").exists()
+
+
+def test_verify_refuses_a_key_that_is_no_key_file(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_cluster.cli import main
+    assert main(["verify", str(tmp_path), "--key", "/dev/zero"]) == 2
+    assert "/dev/zero: cannot read the public key: not a regular file" in capsys.readouterr().err
 
 
 def test_a_huge_option_value_is_echoed_cut(pytester: pytest.Pytester) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -49,11 +50,36 @@ def fingerprint(ssh_blob: bytes) -> str:
     return "SHA256:" + digest.rstrip("=")
 
 
+#: A key file is a few hundred bytes; an authorized_keys file a few KiB. Anything larger,
+#: or anything that is not a regular file (/dev/zero, a FIFO), is not read.
+KEY_FILE_MAX_BYTES = 1 << 20
+
+
 def _read(path: Path, what: str) -> bytes:
+    """The key file's bytes: a regular file of at most KEY_FILE_MAX_BYTES, read from the
+    descriptor that was checked (no swap between the check and the read)."""
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise BundleError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise BundleError(f"{path}: cannot read {what}: not a regular file "
+                              f"(expected a key file)")
+        if info.st_size > KEY_FILE_MAX_BYTES:
+            raise BundleError(f"{path}: cannot read {what}: {info.st_size} bytes (expected a "
+                              f"key file of at most {KEY_FILE_MAX_BYTES} bytes)")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(KEY_FILE_MAX_BYTES + 1)
+    except OSError as exc:
+        raise BundleError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > KEY_FILE_MAX_BYTES:
+        raise BundleError(f"{path}: cannot read {what}: it grew past {KEY_FILE_MAX_BYTES} "
+                          f"bytes while being read")
+    return data
 
 
 def _blob(openssh_line: bytes) -> bytes:
@@ -108,6 +134,7 @@ class SshKeygenSigner:
     def load(cls, path: Path) -> SshKeygenSigner:
         """Checked before the run: the key is readable by ssh-keygen (`-l`: its
         fingerprint, which names it in the report before it signs)."""
+        _read(path, "the signing key")  # a bounded regular file before ssh-keygen sees it
         try:
             done = subprocess.run(["ssh-keygen", "-l", "-f", str(path)], capture_output=True,
                                   text=True, timeout=_TIMEOUT_S, check=False)
