@@ -30,6 +30,7 @@ from pytest_cluster.errors import BundleError, InputError
 from pytest_cluster.inventory import INVENTORY, is_unreadable
 from pytest_cluster.results import read_results
 from pytest_cluster.spec.model import Spec
+from pytest_cluster.untrusted_json import printable
 from pytest_cluster.units import UNITS, utc
 
 HIGHER_BETTER = (">=", ">")
@@ -66,10 +67,10 @@ class Baseline:
                          f"{spec.cluster.name}")
         if self.spec_sha256 and self.spec_sha256 != spec.sha256:
             found.append("its spec differs from this run's (sha256 "
-                         f"{self.spec_sha256[:12]} vs {spec.sha256[:12]}): only the cases "
+                         f"{_shown(self.spec_sha256[:12])} vs {spec.sha256[:12]}): only the cases "
                          "both have are compared")
         if self.status and self.status != "complete":
-            found.append(f"it ran {self.status}: figures it did not measure have nothing "
+            found.append(f"it ran {_shown(self.status)}: figures it did not measure have nothing "
                          "to compare with")
         return found
 
@@ -124,7 +125,7 @@ def load(path: Path, key: Path | None = None) -> Baseline:
 def _named(nodes: list[str]) -> str:
     """'n1, n2', the first MAX_NAMED of them and how many more."""
     more = f" and {len(nodes) - MAX_NAMED} more" if len(nodes) > MAX_NAMED else ""
-    return ", ".join(nodes[:MAX_NAMED]) + more
+    return ", ".join(_shown(node) for node in nodes[:MAX_NAMED]) + more
 
 
 def same_nodes(baseline: Baseline, now: dict[str, Any]) -> Case:
@@ -141,9 +142,10 @@ def same_nodes(baseline: Baseline, now: dict[str, Any]) -> Case:
 
 
 def _shown(value: Any) -> str:
-    """A value as a change names it, cut to MAX_SHOWN characters."""
+    """A value as a change names it: cut to MAX_SHOWN characters, and what a terminal
+    would act on (an ESC, a bidi override) escaped, since the baseline is untrusted."""
     text = f"unreadable ({value['unreadable']})" if is_unreadable(value) else str(value)
-    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "…"
+    return printable(text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "…")
 
 
 def _changed(what: str, before: Any, after: Any) -> Iterator[str]:

@@ -40,6 +40,16 @@ def cut(text: str, limit: int = SHOWN) -> str:
     return repr(text[:limit] + ("…" if len(text) > limit else ""))
 
 
+def printable(text: str) -> str:
+    """`text` with every character a terminal or a browser would act on rather than show
+    (controls such as ESC, bidi overrides, zero-width characters: `str.isprintable` is
+    false) written as its Python escape, so a hostile value can neither clear a screen
+    nor reorder a line. Printable text, accented or not, is kept as it is."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
 def found(value: Any) -> str:
     """What a value is, in a few words: 'a string of 31457280 characters, 'ab…'', 'a list
     of 3 items', 'null'."""

@@ -112,6 +112,20 @@ def test_hardware_changes_name_both_sides() -> None:
                             {**NODE, "dmi": {"product_serial": "S9"}}) == []
 
 
+def test_what_a_terminal_would_act_on_is_escaped_in_a_change() -> None:
+    """A hostile baseline's serial that clears the screen, or a node name with a bidi
+    override, is shown escaped; printable text (accents too) is kept as it is."""
+    before = json.loads(json.dumps(NODE))
+    before["gpus"][0]["serial"] = "\x1b[2J\x1b[Hall good\u202e"
+    before["software"]["driver"] = "550 é"
+    assert hardware_changes(before, NODE) == [
+        "gpu6 swapped: serial \\x1b[2J\\x1b[Hall good\\u202e (GPU-a) at baseline, now serial "
+        "1650001 (GPU-a)",
+        "driver 550 é at baseline, now 550.90.07"]
+    case = same_nodes(_baseline({"n1": NODE, "n\x1b[31m2": NODE}), {"nodes": {"n1": NODE}})
+    assert case.message.endswith("1 missing since the baseline: n\\x1b[31m2")
+
+
 def test_missing_and_new_nodes_are_named() -> None:
     case = same_nodes(_baseline({"n1": NODE, "n2": NODE}), {"nodes": {"n1": NODE, "n3": NODE}})
     assert not case.passed
