@@ -30,8 +30,8 @@ from pytest_cluster.errors import BundleError, InputError
 from pytest_cluster.inventory import INVENTORY, is_unreadable
 from pytest_cluster.results import read_results
 from pytest_cluster.spec.model import Spec
-from pytest_cluster.untrusted_json import printable
 from pytest_cluster.units import UNITS, utc
+from pytest_cluster.untrusted_json import printable
 
 HIGHER_BETTER = (">=", ">")
 LOWER_BETTER = ("<=", "<")

@@ -38,18 +38,23 @@ class NodeAvailability:
     outages: tuple[tuple[float, float], ...]  # the stretches counted as down
 
     @property
-    def availability(self) -> float:
-        return 1.0 - self.down_s / self.window_s if self.window_s > 0 else 1.0
+    def availability(self) -> Decimal:
+        """1 - node-hours down / node-hours observed, both to 6 places as printed, so the
+        availability held against the promise is the one the arithmetic shows (a float
+        0.995 is below Decimal 0.995)."""
+        window = node_hours(self.window_s)
+        return 1 - self.node_hours_lost / window if window > 0 else Decimal(1)
 
     @property
-    def node_hours_lost(self) -> float:
-        return self.down_s / 3600
+    def node_hours_lost(self) -> Decimal:
+        """The downtime in node-hours, to 6 places, as every output prints it."""
+        return node_hours(self.down_s)
 
 
 @dataclass(frozen=True)
 class Credit:
     node: str
-    availability: float
+    availability: Decimal
     tier: CreditTier | None  # None: the uptime was met, or no tier applies
     node_hours: Decimal  # the window in node-hours, to 6 places, as printed
     fees: Decimal  # node_hours x the price, exact
@@ -85,7 +90,7 @@ def node_availability(node: str, spans: Sequence[Span], window: tuple[float, flo
                             sum(b - a for a, b in counted), counted)
 
 
-def tier_for(availability: float, sla: SlaSpec) -> CreditTier | None:
+def tier_for(availability: Decimal, sla: SlaSpec) -> CreditTier | None:
     """The credit tier an availability falls in (the lowest threshold it is below);
     None when it meets the promised uptime or is above every threshold."""
     if availability >= sla.uptime:
@@ -95,13 +100,26 @@ def tier_for(availability: float, sla: SlaSpec) -> CreditTier | None:
 
 
 def hours_text(seconds: float) -> str:
-    """Hours as a credit's working shows them: '2.00', or '0.0042' under an hour."""
-    hours = seconds / 3600
-    return f"{hours:.2f}" if hours >= 1 or hours == 0 else f"{hours:.4f}"
+    """Hours as every figure of a soak shows them: node-hours to 6 places, the precision
+    the credit is computed with ('2', '0.004167'), never a rounding of their own."""
+    return money.text(node_hours(seconds))
 
 
-def _pct(share: float) -> str:
-    return f"{share * 100:.3f}".rstrip("0").rstrip(".") + " %"
+def _side(value: Decimal, limit: Decimal) -> int:
+    return (value > limit) - (value < limit)
+
+
+def availability_text(availability: Decimal, *against: Decimal) -> str:
+    """A measured availability in percent to 3 places ('95.833 %'), or to as many more
+    (up to 9) as it takes to stay on the same side of each threshold it is compared with,
+    and of 100 %: a node at 99.49996 % is not printed '99.5 %' beside 'below 99.5 %'."""
+    exact = availability.scaleb(2)
+    for places in range(3, 10):
+        shown = exact.quantize(Decimal(1).scaleb(-places), ROUND_HALF_EVEN)
+        if all(_side(shown, limit.scaleb(2)) == _side(exact, limit.scaleb(2))
+               for limit in (*against, Decimal(1))):
+            break
+    return money.text(shown) + " %"
 
 
 def node_hours(seconds: float) -> Decimal:
@@ -117,22 +135,24 @@ def credit(found: NodeAvailability, sla: SlaSpec) -> Credit:
     hours = node_hours(found.window_s)
     fees = hours * sla.price_per_node_hour
     tier = tier_for(found.availability, sla)
-    head = (f"{found.node}: down {hours_text(found.down_s)} h of {hours_text(found.window_s)} h = "
-            f"{_pct(found.availability)} available")
+    shown = availability_text(found.availability, sla.uptime,
+                              *(t.below for t in sla.credits))
+    head = (f"{found.node}: down {hours_text(found.down_s)} h of {hours_text(found.window_s)} "
+            f"h = {shown} available")
     zero = money.rounded(Decimal(0), sla.currency)
     if tier is None:
-        why = ("meets the promised " + _pct(sla.uptime)) if found.availability >= sla.uptime \
-            else (f"below the promised {_pct(sla.uptime)}, above every credit tier")
+        why = ("meets the promised " + money.percent(sla.uptime)) \
+            if found.availability >= sla.uptime \
+            else (f"below the promised {money.percent(sla.uptime)}, above every credit tier")
         return Credit(found.node, found.availability, None, hours, fees, zero,
                       f"{head}, {why}: no credit")
-    share = money.share(tier.credit)
-    exact = fees * share
+    exact = fees * tier.credit
     owed = money.rounded(exact, sla.currency)
-    worked = (f"{_pct(tier.credit)} of {money.text(hours)} node-hours x "
+    worked = (f"{money.percent(tier.credit)} of {money.text(hours)} node-hours x "
               f"{money.text(sla.price_per_node_hour)} {sla.currency} = ")
     rounded = str(owed) if exact == owed else f"{money.text(exact)}, rounded to {owed}"
     return Credit(found.node, found.availability, tier, hours, fees, owed,
-                  f"{head}, below {_pct(tier.below)}: {worked}{rounded} {sla.currency}")
+                  f"{head}, below {money.percent(tier.below)}: {worked}{rounded} {sla.currency}")
 
 
 #: Per-node parts a total line names one by one; above this it names their count.
@@ -182,7 +202,9 @@ def settle(timelines: Mapping[str, Sequence[Span]], window: tuple[float, float],
     return found, Settlement(tuple(credit(each, sla) for each in found), sla.currency)
 
 
-def cluster_availability(found: Sequence[NodeAvailability]) -> float:
-    """Node-seconds up over node-seconds in the window, across the cluster."""
-    total = sum(f.window_s for f in found)
-    return 1.0 - sum(f.down_s for f in found) / total if total > 0 else 1.0
+def cluster_availability(found: Sequence[NodeAvailability]) -> Decimal:
+    """Node-hours up over node-hours in the window, across the cluster (each to 6 places,
+    as printed)."""
+    total = sum((node_hours(f.window_s) for f in found), Decimal(0))
+    lost = sum((f.node_hours_lost for f in found), Decimal(0))
+    return 1 - lost / total if total > 0 else Decimal(1)

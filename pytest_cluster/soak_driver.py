@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 import pytest
 
-from pytest_cluster import derived_cases, soak
+from pytest_cluster import derived_cases, money, soak
 from pytest_cluster import rounds as round_env
 from pytest_cluster.derived_cases import Case
 from pytest_cluster.plan import CASE_KEY
@@ -38,6 +38,7 @@ from pytest_cluster.sla import (
     UNREACHABLE,
     NodeAvailability,
     Settlement,
+    availability_text,
     cluster_availability,
     hours_text,
     settle,
@@ -53,8 +54,8 @@ SOAK_PLUGIN = "pytest-cluster-soak"
 STOP_GRACE_S = (120.0, 30.0)
 #: Without an `sla:` section: every failed or unreachable round counts as down, and a
 #: node is available as promised only at 100 %.
-NO_SLA = SlaSpec(uptime=1.0, down_after_s=0.0, price_per_node_hour=Decimal(0), currency="USD",
-                 credits=())
+NO_SLA = SlaSpec(uptime=Decimal(1), down_after_s=0.0, price_per_node_hour=Decimal(0),
+                 currency="USD", credits=())
 
 
 class SoakStopped(Exception):
@@ -255,17 +256,19 @@ class SoakDriver:
         cases = []
         for found, owed in zip(self.availability, self.settlement.credits, strict=True):
             met = found.availability >= sla.uptime
+            shown = availability_text(found.availability, sla.uptime,
+                                      *(t.below for t in sla.credits))
             text = owed.arithmetic if self.spec.sla is not None else (
                 f"{found.node}: down {hours_text(found.down_s)} h of "
-                f"{hours_text(found.window_s)} h = {found.availability * 100:.3f} % available "
+                f"{hours_text(found.window_s)} h = {shown} available "
                 "(no sla: section: every failed or unreachable round counts as down)")
-            props = {"measured": f"{found.availability * 100:.3f} %",
-                     "availability": round(found.availability, 6),
+            props = {"measured": shown,
+                     "availability": float(round(found.availability, 6)),
                      "down_s": round(found.down_s, 3), "observed_s": round(found.window_s, 3),
-                     "node_hours_lost": round(found.node_hours_lost, 4),
+                     "node_hours_lost": hours_text(found.down_s),
                      "outages": [[utc(a), utc(b)] for a, b in found.outages],
                      "outages_at": [[round(a, 3), round(b, 3)] for a, b in found.outages],
-                     "requirement": f">= {sla.uptime * 100:g} % available",
+                     "requirement": f">= {money.percent(sla.uptime)} available",
                      "arithmetic": text}
             if self.spec.sla is not None:
                 props.update(credit=str(owed.owed), currency=sla.currency)
@@ -278,7 +281,7 @@ class SoakDriver:
             cases.append(Case("cluster", "soak.sla", "cluster", not owes,
                               total if owes else "",
                               props={"measured": f"{self.settlement.owed} {sla.currency}",
-                                     "cluster_availability": round(share, 6),
+                                     "cluster_availability": float(round(share, 6)),
                                      "requirement": "no credit owed", "arithmetic": total}))
         return cases
 
@@ -294,12 +297,15 @@ class SoakDriver:
             found.append(f"  soak stopped: {self.stopped_why}")
         down = [a for a in self.availability if a.down_s > 0]
         share = cluster_availability(self.availability)
-        found.append(f"  availability: cluster {share * 100:.3f} %; "
+        lost = sum((a.node_hours_lost for a in down), Decimal(0))
+        found.append(f"  availability: cluster {availability_text(share)}; "
                      f"{len(down)} node(s) down at some time, "
-                     f"{sum(a.node_hours_lost for a in down):.3f} node-hours lost")
+                     f"{money.text(lost)} node-hours lost")
+        uptime = (self.spec.sla or NO_SLA).uptime
         for each in sorted(down, key=lambda a: a.availability)[:8]:
-            found.append(f"    {each.node}: {each.availability * 100:.3f} % available, down "
-                         f"{soak.clock(each.down_s)}")
+            found.append(f"    {each.node}: {availability_text(each.availability, uptime)} "
+                         f"available, down {soak.clock(each.down_s)} "
+                         f"({hours_text(each.down_s)} node-hours)")
         if self.settlement is not None and self.spec.sla is not None:
             found.append(f"  SLA: {self.settlement.total_line()}")
         return found
@@ -321,7 +327,8 @@ class SoakDriver:
             "max_rounds": self.max_rounds, "observed_s": round(lines.observed_s, 3),
             "unobserved_s": round(lines.unobserved_s, 3),
             "window": [utc(t) for t in lines.window] if self.rounds else [],
-            "availability": {a.node: round(a.availability, 6) for a in self.availability},
+            "availability": {a.node: float(round(a.availability, 6))
+                             for a in self.availability},
         }
         if self.settlement is not None and self.spec.sla is not None:
             found["credit"] = {"owed": str(self.settlement.owed),

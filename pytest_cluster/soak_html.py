@@ -5,8 +5,10 @@ Renders records only; every value is escaped."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 from html import escape as esc
 
+from pytest_cluster.money import percent
 from pytest_cluster.sla import (
     FAILED,
     HEALTHY,
@@ -14,6 +16,8 @@ from pytest_cluster.sla import (
     NodeAvailability,
     Settlement,
     Span,
+    availability_text,
+    hours_text,
 )
 from pytest_cluster.soak import Round, Timelines, clock, ranges
 from pytest_cluster.units import utc
@@ -71,7 +75,7 @@ def timeline_svg(lines: Timelines, shown: Sequence[str]) -> str:
 
 
 def soak_html(rounds: Sequence[Round], lines: Timelines, found: Sequence[NodeAvailability],
-              settlement: Settlement | None, uptime: float, stopped: str = "") -> str:
+              settlement: Settlement | None, uptime: Decimal, stopped: str = "") -> str:
     if not rounds:
         return "<h2>Soak</h2><p>No round finished.</p>"
     shown = _order(found)
@@ -79,8 +83,8 @@ def soak_html(rounds: Sequence[Round], lines: Timelines, found: Sequence[NodeAva
                       for s, c in COLOURS.items())
     down = [a for a in shown if a.down_s > 0]
     rows = "".join(
-        f"<tr><td>{esc(a.node)}</td><td>{a.availability * 100:.3f} %</td>"
-        f"<td>{a.down_s / 3600:.3f}</td><td>{a.node_hours_lost:.3f}</td>"
+        f"<tr><td>{esc(a.node)}</td><td>{availability_text(a.availability, uptime)}</td>"
+        f"<td>{clock(a.down_s)}</td><td>{hours_text(a.down_s)}</td>"
         f"<td>{esc(_outages(a.outages))}</td></tr>"
         for a in down)
     always = len([a for a in found if a.down_s == 0])
@@ -105,9 +109,9 @@ def soak_html(rounds: Sequence[Round], lines: Timelines, found: Sequence[NodeAva
             f"{utc(lines.window[1])}: {clock(lines.observed_s)} observed"
             + (f", {clock(lines.unobserved_s)} not observed (the soak was stopped)"
                if lines.unobserved_s else "")
-            + f"; promised availability {uptime * 100:g} % per node. Rounds: {statuses}.</p>"
+            + f"; promised availability {percent(uptime)} per node. Rounds: {statuses}.</p>"
             f"{credit}"
             "<table id=\"availability\"><tr><th>Node</th><th>Availability</th>"
-            "<th>Down (h)</th><th>Node-hours lost</th><th>Outages (UTC)</th></tr>"
+            "<th>Down (h:mm:ss)</th><th>Node-hours lost</th><th>Outages (UTC)</th></tr>"
             f"{rows}</table>{more}"
             f"<p>{legend}</p>{timeline_svg(lines, [a.node for a in shown])}")

@@ -45,9 +45,9 @@ def test_the_section_parses_as_written() -> None:
     sla = parse_spec(BASE + SLA, "t.yaml").sla
     assert sla is not None
     assert (sla.uptime, sla.down_after_s, sla.price_per_node_hour, sla.currency, sla.line) \
-        == (0.995, 300.0, Decimal("2.5"), "EUR", 5)
-    assert [(t.below, t.credit) for t in sla.credits] == [
-        (0.995, 0.10), (0.99, 0.25), (pytest.approx(0.95), 1.0)]
+        == (Decimal("0.995"), 300.0, Decimal("2.5"), "EUR", 5)
+    assert [(str(t.below), str(t.credit)) for t in sla.credits] == [
+        ("0.995", "0.1"), ("0.99", "0.25"), ("0.95", "1")]
     assert parse_spec(BASE, "t.yaml").sla is None
 
 
@@ -67,8 +67,8 @@ def test_the_section_parses_as_written() -> None:
     ("sla: {uptime: 99.5%, price_per_node_hour: 1, credits: [{below: 99%, credit: 25%}, "
      "{below: 99.5%, credit: 10%}]}\n",
      "t.yaml:4: sla.credits[1]: expected tiers from the highest threshold down, each lower "
-     "threshold owing a larger credit: below 99.50% credit 10% comes after below 99.00% "
-     "credit 25%"),
+     "threshold owing a larger credit: below 99.5 % credit 10 % comes after below 99 % "
+     "credit 25 %"),
     ("sla: {uptime: 99.5%, price_per_node_hour: 1, credits: [{below: 99%}]}\n",
      "t.yaml:4: sla.credits[0].credit: missing: a share of the fees like '10%'"),
     ("sla: {uptime: 99.5%, price_per_node_hour: .inf, credits: [{below: 99%, credit: 1%}]}\n",
@@ -81,11 +81,40 @@ def test_the_section_parses_as_written() -> None:
     ("sla: {uptime: 99.5%, price_per_node_hour: 0.0000001, "
      "credits: [{below: 99%, credit: 1%}]}\n",
      "t.yaml:4: sla.price_per_node_hour: expected a price with at most 6 decimal places like "
-     "2.49, got 1e-07"),
+     "2.49, got 0.0000001"),
+    ("sla: {uptime: 99.5%, price_per_node_hour: '1e3', credits: [{below: 99%, credit: 1%}]}\n",
+     "t.yaml:4: sla.price_per_node_hour: expected a price written in plain digits like 2.49 "
+     "(no sign, no exponent, no separator), got '1e3'"),
+    ("sla: {uptime: 99.5%, price_per_node_hour: 1, currency: BTC, "
+     "credits: [{below: 99%, credit: 1%}]}\n",
+     "t.yaml:4: sla.currency: expected an ISO 4217 code like USD or EUR, got 'BTC' (not an "
+     "ISO 4217 currency)"),
+    ("sla: {uptime: 99.5%, price_per_node_hour: 1, currency: XXX, "
+     "credits: [{below: 99%, credit: 1%}]}\n",
+     "t.yaml:4: sla.currency: expected an ISO 4217 code like USD or EUR, got 'XXX' (not an "
+     "ISO 4217 currency)"),
+    ("sla: {uptime: 99.5%, price_per_node_hour: 1, currency: eur, "
+     "credits: [{below: 99%, credit: 1%}]}\n",
+     "t.yaml:4: sla.currency: expected an ISO 4217 code like USD or EUR, got 'eur' (did you "
+     "mean EUR?)"),
+    ("sla: {uptime: 99.5%, price_per_node_hour: 1, currency: , "
+     "credits: [{below: 99%, credit: 1%}]}\n",
+     "t.yaml:4: sla.currency: expected an ISO 4217 code like USD or EUR, got no value (leave "
+     "the key out for USD)"),
+    ("sla: {uptime: 99.5%, price_per_node_hour: 1, credits: [{below: 0%, credit: 10%}]}\n",
+     "t.yaml:4: sla.credits[0].below: expected a threshold above 0%: no availability is below "
+     "0%, so the tier could never apply, got 0 %"),
+    ("sla: {uptime: 99.5%, price_per_node_hour: 1, credits: [{below: 99%, credit: 0%}]}\n",
+     "t.yaml:4: sla.credits[0].credit: expected a credit above 0%: a tier that owes nothing is "
+     "no tier, got 0 %"),
+    ("sla: {uptime: 99.5%, price_per_node_hour: 1, "
+     "credits: [{below: 99%, credit: 12.12345678%}]}\n",
+     "t.yaml:4: sla.credits[0].credit: expected at most 6 decimal places of a percent, got "
+     "12.12345678%"),
     ("sla: {uptime: 99%, price_per_node_hour: 1, credits: [{below: 99.5%, credit: 10%}, "
      "{below: 95%, credit: 50%}]}\n",
-     "t.yaml:4: sla.credits[0].below: expected at most the promised uptime 99.00%: a tier "
-     "below 99.50% can never apply (a node at or above the uptime is owed nothing)"),
+     "t.yaml:4: sla.credits[0].below: expected at most the promised uptime 99 %: a tier "
+     "below 99.5 % can never apply (a node at or above the uptime is owed nothing)"),
 ])
 def test_bad_sla_sections_are_named(text: str, message: str) -> None:
     with pytest.raises(SpecError) as caught:
@@ -93,8 +122,13 @@ def test_bad_sla_sections_are_named(text: str, message: str) -> None:
     assert str(caught.value) == message
 
 
-SPEC = SlaSpec(0.995, 300.0, Decimal("2.5"), "EUR",
-               (CreditTier(0.995, 0.10), CreditTier(0.99, 0.25), CreditTier(0.95, 1.0)))
+def d(text: str) -> Decimal:
+    return Decimal(text)
+
+
+SPEC = SlaSpec(d("0.995"), 300.0, d("2.5"), "EUR",
+               (CreditTier(d("0.995"), d("0.10")), CreditTier(d("0.99"), d("0.25")),
+                CreditTier(d("0.95"), d("1"))))
 HOUR = 3600.0
 
 
@@ -116,17 +150,44 @@ def test_a_node_down_two_hours_of_48_owes_its_tier_with_the_arithmetic() -> None
                         Span(12 * HOUR, 48 * HOUR, HEALTHY)]}
     found, settlement = settle(timelines, window, SPEC)
     n1, n2 = found
-    assert (n1.down_s, n1.availability) == (0.0, 1.0)
-    assert n2.node_hours_lost == 2.0 and n2.availability == pytest.approx(46 / 48)
+    assert (n1.down_s, n1.availability) == (0.0, Decimal(1))
+    assert n2.node_hours_lost == 2 and n2.availability == 1 - Decimal(2) / 48
     first, second = settlement.credits
     assert first.owed == 0 and first.arithmetic == (
-        "n1: down 0.00 h of 48.00 h = 100 % available, meets the promised 99.5 %: no credit")
-    assert second.tier == CreditTier(0.99, 0.25)  # 95.83 %: below 99 %, not below 95 %
+        "n1: down 0 h of 48 h = 100 % available, meets the promised 99.5 %: no credit")
+    assert second.tier == CreditTier(d("0.99"), d("0.25"))  # 95.83 %: below 99 %, not below 95 %
     assert second.owed == Decimal("30.00")
-    assert second.arithmetic == ("n2: down 2.00 h of 48.00 h = 95.833 % available, below "
+    assert second.arithmetic == ("n2: down 2 h of 48 h = 95.833 % available, below "
                                  "99 %: 25 % of 48 node-hours x 2.5 EUR = 30.00 EUR")
     assert settlement.total_line() == "credit owed: 30.00 = 30.00 EUR (1 of 2 node(s))"
-    assert cluster_availability(found) == pytest.approx(94 / 96)
+    assert cluster_availability(found) == 1 - Decimal(2) / 96
+
+
+def test_shares_are_used_and_printed_as_written() -> None:
+    """12.3456 % of the fees is 12.3456 %, not a float near it printed as '12.346 %';
+    a credit of 0.0296 % is no '0 %'; a node just below the uptime is not printed at it."""
+    sla = parse_spec(BASE + SLA.replace("credit: 10%", "credit: 12.3456%").replace(
+        "credit: 25%", "credit: 25.0296%"), "t.yaml").sla
+    assert sla is not None and sla.credits[0].credit == Decimal("0.123456")
+    hour = [Span(0, 3599.99, HEALTHY), Span(3599.99, 3600, FAILED)]
+    quick = SlaSpec(d("0.999999"), 0.0, d("100"), "USD", (CreditTier(d("0.999999"),
+                                                                      d("0.000296")),))
+    _, settlement = settle({"n1": hour}, (0.0, 3600.0), quick)
+    assert settlement.credits[0].arithmetic == (
+        "n1: down 0.000003 h of 1 h = 99.9997 % available, below 99.9999 %: 0.0296 % of 1 "
+        "node-hours x 100 USD = 0.0296, rounded to 0.03 USD")
+    _, settlement = settle({"n1": hour}, (0.0, 3600.0), sla)
+    assert settlement.credits[0].arithmetic.startswith(
+        "n1: down 0 h of 1 h = 100 % available")  # 10 ms is no downtime under down_after
+    near = [Span(0, 3582, HEALTHY), Span(3582, 3600, FAILED)]  # 99.5 % exactly: met
+    no_blip = SlaSpec(d("0.995"), 0.0, d("1"), "EUR", sla.credits)
+    _, settlement = settle({"n1": near}, (0.0, 3600.0), no_blip)
+    assert settlement.credits[0].arithmetic == (
+        "n1: down 0.005 h of 1 h = 99.5 % available, meets the promised 99.5 %: no credit")
+    under = [Span(0, 3581.99, HEALTHY), Span(3581.99, 3600, FAILED)]
+    _, settlement = settle({"n1": under}, (0.0, 3600.0), no_blip)
+    assert settlement.credits[0].arithmetic.startswith(
+        "n1: down 0.005003 h of 1 h = 99.4997 % available, below 99.5 %: 12.3456 % of")
 
 
 def test_an_outage_is_clipped_to_the_window() -> None:
@@ -134,8 +195,9 @@ def test_an_outage_is_clipped_to_the_window() -> None:
     assert found.outages == ((0.0, HOUR),) and found.down_s == HOUR
 
 
-@given(st.floats(min_value=0.0, max_value=1.0))
-def test_the_tier_is_the_lowest_that_applies(availability: float) -> None:
+@given(st.floats(min_value=0.0, max_value=1.0, allow_subnormal=False))
+def test_the_tier_is_the_lowest_that_applies(share: float) -> None:
+    availability = Decimal(repr(share))
     tier = tier_for(availability, SPEC)
     if availability >= 0.995:
         assert tier is None
@@ -146,12 +208,12 @@ def test_the_tier_is_the_lowest_that_applies(availability: float) -> None:
 
 def test_two_half_cents_are_each_a_cent_and_the_total_is_their_sum() -> None:
     """The tester's 0.01 + 0.01 = 0.01 EUR: each node rounded once, the total their sum."""
-    sla = SlaSpec(0.999, 0.0, Decimal("0.1"), "EUR", (CreditTier(0.999, 0.5),))
+    sla = SlaSpec(d("0.999"), 0.0, d("0.1"), "EUR", (CreditTier(d("0.999"), d("0.5")),))
     hour = [Span(0, 3000, HEALTHY), Span(3000, 3600, FAILED)]  # 83.3 %: 0.05 x 0.1 h
     _, settlement = settle({"n1": hour, "n2": hour}, (0.0, 3600.0), sla)
     assert [c.owed for c in settlement.credits] == [Decimal("0.05"), Decimal("0.05")]
     assert settlement.total_line() == "credit owed: 0.05 + 0.05 = 0.10 EUR (2 of 2 node(s))"
-    third = SlaSpec(0.999, 0.0, Decimal("0.03"), "EUR", (CreditTier(0.999, 0.5),))
+    third = SlaSpec(d("0.999"), 0.0, d("0.03"), "EUR", (CreditTier(d("0.999"), d("0.5")),))
     _, settlement = settle({"n1": hour, "n2": hour}, (0.0, 3600.0), third)
     assert settlement.credits[0].arithmetic.endswith(
         "below 99.9 %: 50 % of 1 node-hours x 0.03 EUR = 0.015, rounded to 0.02 EUR")
@@ -185,9 +247,9 @@ TIERS = st.lists(st.tuples(st.integers(1, 9999), st.integers(1, 100)), min_size=
 def _contracts(draw: st.DrawFn) -> SlaSpec:
     raw = sorted(draw(TIERS), reverse=True)  # thresholds in basis points, highest first
     credits = sorted({c for _, c in raw})
-    tiers = tuple(CreditTier(below / 10000, credit / 100)
+    tiers = tuple(CreditTier(Decimal(below).scaleb(-4), Decimal(credit).scaleb(-2))
                   for (below, _), credit in zip(raw, credits, strict=False))
-    uptime = draw(st.integers(raw[0][0], 10000)) / 10000
+    uptime = Decimal(draw(st.integers(raw[0][0], 10000))).scaleb(-4)
     cents = draw(st.integers(1, 10**8))  # up to 1,000,000.00 a node-hour
     currency = draw(st.sampled_from(["USD", "EUR", "JPY", "KWD"]))
     return SlaSpec(uptime, draw(st.sampled_from([0.0, 60.0, 300.0])),
@@ -220,8 +282,8 @@ def test_every_printed_sum_adds_up(sla: SlaSpec, timelines: dict[str, list[Span]
         assert each.arithmetic.endswith(f" {sla.currency}") or each.owed == 0
         if each.owed:
             assert each.arithmetic.rsplit(" ", 2)[-2] == str(each.owed)
-            exact = each.node_hours * sla.price_per_node_hour * Decimal(repr(
-                each.tier.credit if each.tier else 0))
+            exact = each.node_hours * sla.price_per_node_hour * (
+                each.tier.credit if each.tier else 0)
             assert abs(exact - each.owed) <= unit / 2
     line = settlement.total_line()
     assert len(line) < 400
@@ -236,7 +298,7 @@ def test_every_printed_sum_adds_up(sla: SlaSpec, timelines: dict[str, list[Span]
 
 
 def test_credits_that_round_to_nothing_say_so() -> None:
-    sla = SlaSpec(0.999, 0.0, Decimal("0.01"), "USD", (CreditTier(0.999, 0.1),))
+    sla = SlaSpec(d("0.999"), 0.0, d("0.01"), "USD", (CreditTier(d("0.999"), d("0.1")),))
     short = [Span(0, 3000, HEALTHY), Span(3000, 3600, FAILED)]
     _, settlement = settle({"n1": short, "n2": [Span(0, 3600, HEALTHY)]}, (0.0, 3600.0), sla)
     assert not settlement.owes

@@ -125,8 +125,8 @@ class SlurmSpec:
 class CreditTier:
     """Below `below` availability (a share), `credit` (a share) of the fees is owed."""
 
-    below: float
-    credit: float
+    below: Decimal  # as written in the spec, never through a float
+    credit: Decimal
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ class SlaSpec:
     how long a failure must last to count as downtime, the price of a node-hour and the
     credit owed per availability tier (the lowest tier that applies)."""
 
-    uptime: float  # a share, 0.995 = 99.5 %
+    uptime: Decimal  # a share as written, 0.995 = 99.5 %
     down_after_s: float
     price_per_node_hour: Decimal  # money: never a float
     currency: str

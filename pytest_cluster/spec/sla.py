@@ -13,23 +13,27 @@
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster import money
-from pytest_cluster.errors import UnitError
 from pytest_cluster.spec.clauses import keys
 from pytest_cluster.spec.fields import Ctx, Map, field, kind, or_default, time_between
 from pytest_cluster.spec.model import CreditTier, SlaSpec
 from pytest_cluster.units import Dim, parse_quantity
 
-_CURRENCY = re.compile(r"^[A-Z]{3}$")
 
-
-def share(raw: object) -> float:
-    return parse_quantity(raw, Dim.FRACTION).value
+def share(raw: object) -> Decimal:
+    """A share ('99.5%' or 0.995) as the decimal it was written as: the arithmetic of a
+    credit uses, and prints, the figure of the contract, not a float near it."""
+    quantity = parse_quantity(raw, Dim.FRACTION)  # the checks every share has
+    if isinstance(raw, str):
+        written = raw.strip()
+        percent = quantity.unit == "%"
+        return money.share_of(written.removesuffix("%").strip() if percent else written,
+                              percent)
+    return money.share_of(repr(raw) if isinstance(raw, float) else str(raw), False)
 
 
 def price(raw: object) -> Decimal:
@@ -37,9 +41,7 @@ def price(raw: object) -> Decimal:
 
 
 def currency(raw: object) -> str:
-    if not isinstance(raw, str) or not _CURRENCY.match(raw):
-        raise UnitError(f"expected an ISO 4217 code like USD or EUR, got {raw!r}")
-    return raw
+    return money.currency(raw)
 
 
 WANTED = {"below": "an availability like '99%'", "credit": "a share of the fees like '10%'"}
@@ -68,19 +70,27 @@ def _tiers(ctx: Ctx, node: Node | None, section: Node,
         for name, value in (("below", below), ("credit", credit)):
             if value is None and not ctx.failed(f"{path}.{name}"):
                 ctx.error(item, f"{path}.{name}", f"missing: {WANTED[name]}")
-        if below is not None and credit is not None:
+            elif value is not None and value <= 0:
+                ctx.error(item, f"{path}.{name}", "expected " + (
+                    "a threshold above 0%: no availability is below 0%, so the tier could "
+                    "never apply" if name == "below" else "a credit above 0%: a tier that "
+                    "owes nothing is no tier") + f", got {money.percent(value)}")
+                below = credit = None
+        if below is not None and credit is not None and below > 0 and credit > 0:
             tiers.append((index, item, CreditTier(below, credit)))
     for (index, item, tier), (_, _, before) in zip(tiers[1:], tiers, strict=False):
         if not (tier.below < before.below and tier.credit > before.credit):
             ctx.error(item, f"sla.credits[{index}]", "expected tiers from the highest "
                       "threshold down, each lower threshold owing a larger credit: "
-                      f"below {tier.below:.2%} credit {tier.credit:.0%} comes after below "
-                      f"{before.below:.2%} credit {before.credit:.0%}")
+                      f"below {money.percent(tier.below)} credit {money.percent(tier.credit)} "
+                      f"comes after below {money.percent(before.below)} credit "
+                      f"{money.percent(before.credit)}")
     for index, item, tier in tiers:
-        if isinstance(uptime, float) and tier.below > uptime:
+        if isinstance(uptime, Decimal) and tier.below > uptime:
             ctx.error(item, f"sla.credits[{index}].below", f"expected at most the promised "
-                      f"uptime {uptime:.2%}: a tier below {tier.below:.2%} can never apply "
-                      f"(a node at or above the uptime is owed nothing)")
+                      f"uptime {money.percent(uptime)}: a tier below "
+                      f"{money.percent(tier.below)} can never apply (a node at or above the "
+                      f"uptime is owed nothing)")
     return tuple(tier for _, _, tier in tiers)
 
 
@@ -91,13 +101,14 @@ def parse_sla(ctx: Ctx, node: Node | None) -> SlaSpec | None:
     if not isinstance(node, MappingNode):
         return None
 
-    def one(key: str, parse: object) -> object:
-        return field(ctx, table.take(key), f"sla.{key}", parse)  # type: ignore[arg-type]
+    def one(key: str, parse: object, keep_null: bool = False) -> object:
+        return field(ctx, table.take(key, keep_null), f"sla.{key}",
+                     parse)  # type: ignore[arg-type]
 
     uptime = one("uptime", share)
     down_after = one("down_after", time_between(0, 86400, "from 0 to 24 h"))
     cost = one("price_per_node_hour", price)
-    money = one("currency", currency)
+    code = one("currency", currency, keep_null=True)  # money: no silent default
     tiers = _tiers(ctx, table.take("credits"), node, uptime)
     table.finish()
     for key, value in (("uptime", uptime), ("price_per_node_hour", cost)):
@@ -105,7 +116,7 @@ def parse_sla(ctx: Ctx, node: Node | None) -> SlaSpec | None:
             ctx.error(node, f"sla.{key}", "missing: " + (
                 "the availability promised per node, e.g. 99.5%" if key == "uptime"
                 else "what a node-hour costs, e.g. 2.49"))
-    if not isinstance(uptime, float) or not isinstance(cost, Decimal):
+    if not isinstance(uptime, Decimal) or not isinstance(cost, Decimal):
         return None
     return SlaSpec(uptime, or_default(down_after, 300.0), cost,  # type: ignore[arg-type]
-                   or_default(money, "USD"), tiers, node.start_mark.line + 1)  # type: ignore[arg-type]
+                   or_default(code, "USD"), tiers, node.start_mark.line + 1)  # type: ignore[arg-type]
