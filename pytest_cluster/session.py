@@ -65,7 +65,7 @@ class SoakPart(Protocol):
 
     def summary_lines(self) -> list[str]: ...
 
-    def html(self) -> str: ...
+    def html(self, mark: str = "") -> str: ...
 
 
 class ClusterSession:
@@ -410,7 +410,8 @@ class ClusterSession:
     def pytest_html_results_summary(self, prefix: list[str], summary: list[str],
                                     postfix: list[str]) -> None:
         if self.soak is not None:  # a soak's availability and credit come first
-            prefix.append(f'<div class="evidence">{self.soak.html()}</div>')
+            mark = "[SIMULATED] " if is_simulated(self.spec) else ""
+            prefix.append(f'<div class="evidence">{self.soak.html(mark)}</div>')
         prefix.append(scorecard_html(self.spec, self.end, self.verdicts,
                                      self.ledger.gathered(), self.coverage_line()))
         compared = baseline_html(self.baseline, self.baseline_cases,

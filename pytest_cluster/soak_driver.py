@@ -310,12 +310,12 @@ class SoakDriver:
             found.append(f"  SLA: {self.settlement.total_line()}")
         return found
 
-    def html(self) -> str:
+    def html(self, mark: str = "") -> str:
         lines = soak.timelines(self.rounds)
         sla = self.spec.sla
         return soak_html(self.rounds, lines, self.availability,
                          self.settlement if sla is not None else None,
-                         (sla or NO_SLA).uptime, self.stopped_why)
+                         (sla or NO_SLA).uptime, self.stopped_why, mark)
 
     def end_record(self) -> dict[str, Any]:
         """The soak's part of the end record."""

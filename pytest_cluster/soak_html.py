@@ -75,9 +75,12 @@ def timeline_svg(lines: Timelines, shown: Sequence[str]) -> str:
 
 
 def soak_html(rounds: Sequence[Round], lines: Timelines, found: Sequence[NodeAvailability],
-              settlement: Settlement | None, uptime: Decimal, stopped: str = "") -> str:
+              settlement: Settlement | None, uptime: Decimal, stopped: str = "",
+              mark: str = "") -> str:
+    """The soak's section; `mark` ('[SIMULATED] ') heads it and its credit when the
+    cluster is simulated, as the terminal's lines are headed."""
     if not rounds:
-        return "<h2>Soak</h2><p>No round finished.</p>"
+        return f"<h2>{esc(mark)}Soak</h2><p>No round finished.</p>"
     shown = _order(found)
     legend = " ".join(f'<span style="color:{c}">&#9632; {esc(s)}</span>'
                       for s, c in COLOURS.items())
@@ -97,7 +100,8 @@ def soak_html(rounds: Sequence[Round], lines: Timelines, found: Sequence[NodeAva
     if settlement is not None:
         owing = [c for c in settlement.credits if c.owed > 0]
         listed = "".join(f"<li>{esc(c.arithmetic)}</li>" for c in owing[:MAX_ROWS])
-        credit = (f"<h3>SLA credit</h3><p><b>{esc(settlement.total_line())}</b></p>"
+        credit = (f"<h3>{esc(mark)}SLA credit</h3>"
+                  f"<p><b>{esc(mark + settlement.total_line())}</b></p>"
                   f"<ul>{listed}</ul>")
     by_status: dict[str, list[int]] = {}
     for each in rounds:
@@ -105,7 +109,7 @@ def soak_html(rounds: Sequence[Round], lines: Timelines, found: Sequence[NodeAva
     statuses = "; ".join(f"{esc(status)} {ranges(numbers)}"
                          for status, numbers in by_status.items())
     stop = f'<p class="banner incomplete">{esc(stopped)}</p>' if stopped else ""
-    return (f"<h2>Soak</h2>{stop}<p>{len(rounds)} round(s) from {utc(lines.window[0])} to "
+    return (f"<h2>{esc(mark)}Soak</h2>{stop}<p>{len(rounds)} round(s) from {utc(lines.window[0])} to "
             f"{utc(lines.window[1])}: {clock(lines.observed_s)} observed"
             + (f", {clock(lines.unobserved_s)} not observed (the soak was stopped)"
                if lines.unobserved_s else "")

@@ -196,7 +196,7 @@ def test_a_fault_that_starts_at_round_3_is_named_at_round_3(
     junit = (soak_dir / "junit.xml").read_text()
     for node in ("n1", "n2", "n3"):
         assert f'name="test_available[{node}]"' in junit
-    assert "Soak" in (soak_dir / "report.html").read_text()
+    assert "<h2>[SIMULATED] Soak</h2>" in (soak_dir / "report.html").read_text()
 
 
 def test_a_gpu_whose_matmul_goes_wrong_at_round_3_is_named_at_round_3(
@@ -260,6 +260,14 @@ def test_a_dead_node_loses_its_rounds_and_the_sla_says_what_is_owed(
     suite = {p.get("name"): p.get("value") for p in junit.iter("property")}
     assert suite["sla_credit"] == f"credit owed: {total} = {total} USD (1 of 3 node(s))"
     result.stdout.fnmatch_lines([f"*SLA: credit owed: {total} = {total} USD (1 of 3 node(s))"])
+    report = (soak_dir / "report.html").read_text()
+    assert "<h3>[SIMULATED] SLA credit</h3>" in report
+    assert f"<b>[SIMULATED] credit owed: {total} = {total} USD" in report
+    # node-hours at the one precision the credit is computed with, as a string
+    lost = dead["node_hours_lost"]
+    assert isinstance(lost, str) and Decimal(lost) == Decimal(lost).quantize(Decimal("1e-6"))
+    assert f"n3: down {lost} h of " in dead["message"]
+    result.stdout.fnmatch_lines([f"*n3: * available, down *:* ({lost} node-hours)"])
 
 
 def test_a_stopped_soak_goes_on_where_it_stopped(pytester: pytest.Pytester) -> None:
