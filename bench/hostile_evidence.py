@@ -85,7 +85,8 @@ def oracle(root: Path) -> list[str]:
     run = files(root / "run", 10)
     envelope = json.loads((run / MANIFEST).read_text())
     statement = json.loads(base64.b64decode(envelope["payload"]))
-    statement["subject"].append({"name": "probes/shadow", "digest": {"sha256": "0" * 64}})
+    statement["subject"].append({"name": "probes/shadow", "digest": {"sha256": "0" * 64},
+                                 "annotations": {"size": 1}})
     envelope["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
     (run / MANIFEST).write_text(json.dumps(envelope))
     (run / "probes").symlink_to("/etc")

@@ -133,6 +133,38 @@ def test_changed_lines_say_the_listed_and_the_found_hash_and_sizes(
         f"found 14 bytes" in verify(run_dir).lines()
 
 
+def test_a_size_listed_wrong_is_a_change_though_the_hash_matches(
+        run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    seal(run_dir, PREDICATE, [])
+    listed = hashlib.sha256((run_dir / "junit.xml").read_bytes()).hexdigest()
+
+    def lie(statement: dict[str, Any]) -> None:
+        for each in statement["subject"]:
+            if each["name"] == "junit.xml":
+                each["annotations"]["size"] = 5
+    rewrite(run_dir, lie)
+    code, out, _ = run_cli([str(run_dir)], capsys)
+    assert code == 1
+    assert f"CHANGED: junit.xml: listed sha256 {listed} found {listed}; listed 5 bytes, " \
+        "found 38 bytes" in out.splitlines()
+    assert out.splitlines()[-1] == "FILES CHANGED, UNSIGNED"
+
+
+@pytest.mark.parametrize(("payload", "said"), [
+    (b'{"_type": NaN}', "payload: NaN is not JSON (expected numbers that are finite)"),
+    (b'{"a": [Infinity]}', "payload: Infinity is not JSON (expected numbers that are finite)"),
+    (b'{"subject": [], "subject": []}', "payload: key 'subject' is given twice in one object"),
+])
+def test_json_that_two_readers_could_read_two_ways_is_refused(
+        run_dir: Path, capsys: pytest.CaptureFixture[str], payload: bytes, said: str) -> None:
+    seal(run_dir, PREDICATE, [])
+    envelope = json.loads((run_dir / MANIFEST).read_text())
+    envelope["payload"] = base64.b64encode(payload).decode()
+    (run_dir / MANIFEST).write_text(json.dumps(envelope))
+    assert run_cli([str(run_dir)], capsys) == (
+        2, "", f"pytest-cluster verify: {run_dir / MANIFEST}: {said}\n")
+
+
 # -- links and odd entries --------------------------------------------------------------------
 
 def test_a_linked_directory_is_no_hash_oracle(tmp_path: Path,
@@ -155,7 +187,8 @@ def test_a_linked_directory_is_no_hash_oracle(tmp_path: Path,
         def oracle(statement: dict[str, Any], guess: str = guess) -> None:
             statement["subject"] = [
                 *(e for e in statement["subject"] if not e["name"].startswith("probes/")),
-                {"name": "probes/shadow", "digest": {"sha256": guess}}]
+                {"name": "probes/shadow", "digest": {"sha256": guess},
+                 "annotations": {"size": 35}}]
         rewrite(run, oracle)
         code, out, err = run_cli([str(run)], capsys)
         assert code == 1
@@ -257,14 +290,21 @@ def test_deep_nesting_is_refused_before_parsing(run_dir: Path, where: str, text:
                f"levels deep; expected at most {MAX_DEPTH}\n")
 
 
+SIZE = ("subject[0]: annotations.size: expected a whole number of bytes from 0 to "
+        "9223372036854775807 (every file is listed with its size)")
+
+
 @pytest.mark.parametrize(("change", "said"), [
     (lambda s: s["subject"].append(dict(s["subject"][0])),
      "subject[3]: 'junit.xml' is listed twice"),
     (lambda s: s["subject"][0]["digest"].update(sha256="0" * 63 + "\x1b"),
      "subject[0]: sha256 '000000000000000000000000000000000000000000000000000000000000000"
      "\\x1b': expected 64 lowercase hex digits"),
-    (lambda s: s["subject"][0].update(annotations={"size": -1}),
-     "subject[0]: annotations.size: expected a whole number of bytes"),
+    (lambda s: s["subject"][0].update(annotations={"size": -1}), SIZE),
+    (lambda s: s["subject"][0].update(annotations={"size": False}), SIZE),
+    (lambda s: s["subject"][0].update(annotations={"size": 10**400}), SIZE),
+    (lambda s: s["subject"][0].update(annotations={"size": 5.0}), SIZE),
+    (lambda s: s["subject"][0].pop("annotations"), SIZE),
     (lambda s: s.update(subject={"a": 1}), "subject: expected a list of files"),
 ])
 def test_malformed_subjects_are_named(run_dir: Path, capsys: pytest.CaptureFixture[str],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from array import array
+from collections import Counter
 from itertools import accumulate
 from typing import Any
 
@@ -29,8 +30,28 @@ def depth(data: bytes) -> int:
     return max(accumulate(array("b", brackets.translate(_SIGNED)), initial=0))
 
 
+class _Refused(ValueError):
+    """JSON that parses, but that two readers could read two ways."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _Refused(f"{name} is not JSON (expected numbers that are finite)")
+
+
+def _once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are each given once: with a key twice, which one counts
+    depends on the reader, so the other side could show a verifier one and a person the
+    other."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        twice = next(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)
+        raise _Refused(f"key '{shown(twice)}' is given twice in one object")
+    return found
+
+
 def load_json(data: bytes, where: str) -> Any:
-    """`data` (UTF-8 JSON, at most MAX_DEPTH deep) parsed; BundleError naming `where`."""
+    """`data` (UTF-8 JSON, at most MAX_DEPTH deep, no NaN or Infinity, no key twice in an
+    object) parsed; BundleError naming `where`."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -40,7 +61,9 @@ def load_json(data: bytes, where: str) -> Any:
         raise BundleError(f"{where}: JSON nested {nesting} levels deep; expected at most "
                           f"{MAX_DEPTH}")
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_once)
+    except _Refused as exc:
+        raise BundleError(f"{where}: {exc}") from None
     except RecursionError:  # cannot happen after the depth check; still ours, not a trace
         raise BundleError(f"{where}: JSON nested too deep") from None
     except ValueError as exc:

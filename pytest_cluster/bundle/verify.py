@@ -25,6 +25,8 @@ from pytest_cluster.errors import BundleError
 MAX_MANIFEST_BYTES = 64 << 20
 #: The most files a manifest may list, and signatures it may carry.
 MAX_SUBJECTS = 200_000
+#: The largest size a subject may list: a file's size fits a signed 64-bit off_t.
+MAX_SIZE = 2**63 - 1
 MAX_SIGNATURES = 16
 #: The longest file name listed, in characters.
 MAX_NAME = 4096
@@ -50,7 +52,7 @@ KINDS = ("CHANGED", "MISSING", "ADDED", "SYMLINK", "NOT A FILE", "UNREADABLE", "
 class Subject:
     name: str
     sha256: str
-    size: int | None
+    size: int
 
 
 @dataclass(frozen=True)
@@ -124,9 +126,9 @@ def _subjects(listed: object, where: str) -> tuple[Subject, ...]:
                               f"digits")
         annotations = each.get("annotations")
         size = annotations.get("size") if isinstance(annotations, dict) else None
-        if size is not None and (not isinstance(size, int) or isinstance(size, bool)
-                                 or size < 0):
-            raise BundleError(f"{at}: annotations.size: expected a whole number of bytes")
+        if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size <= MAX_SIZE:
+            raise BundleError(f"{at}: annotations.size: expected a whole number of bytes "
+                              f"from 0 to {MAX_SIZE} (every file is listed with its size)")
         if name in found:
             raise BundleError(f"{at}: '{shown(name)}' is listed twice")
         found[name] = Subject(name, sha, size)
@@ -151,11 +153,11 @@ class Changed:
     name: str
     listed: str  # sha256 in the manifest
     found: str  # sha256 of the file now
-    listed_size: int | None  # bytes
+    listed_size: int  # bytes
     found_size: int  # bytes
 
     def line(self) -> str:
-        sizes = ("" if self.listed_size in (None, self.found_size) else
+        sizes = ("" if self.listed_size == self.found_size else
                  f"; listed {self.listed_size} bytes, found {self.found_size} bytes")
         return (f"CHANGED: {shown(self.name)}: listed sha256 {self.listed} found "
                 f"{self.found}{sizes}")
@@ -306,8 +308,8 @@ def _check(tree: Tree, soak: Tree | None, manifest: Manifest,
         elif isinstance(found, Odd):  # no file there without following a link
             missing.append(subject.name)
             odd.setdefault(found.name, found)
-        elif found.sha256 != subject.sha256:
-            changed.append(_changed(subject, found))
+        elif found.sha256 != subject.sha256 or found.size != subject.size:
+            changed.append(_changed(subject, found))  # a size listed wrong is a lie too
     files, entries = tree.walk()
     for entry in entries:
         odd.setdefault(entry.name, entry)
