@@ -159,6 +159,11 @@ def read_results(path: Path) -> BaselineResults:
                 if kind not in LINES:
                     continue
                 kept = _checked(LINES[kind], record, where)
+                if (kind == "run") != (not run and not results and end is None):
+                    raise InputError(f"{where}: a {kind} line where " + (
+                        "the run line was expected first (results.jsonl starts with "
+                        "the run line pytest-cluster writes)" if not run else
+                        "the run had begun: a second run line (two runs in one file)"))
                 if kind == "run":
                     run = kept
                 elif kind == "result":
@@ -167,6 +172,10 @@ def read_results(path: Path) -> BaselineResults:
                     end = kept
     except OSError as exc:
         raise InputError(f"{path.name}: cannot be read: {exc.strerror or exc}") from None
+    if not run:
+        raise InputError(f"{path.name}: no run line (expected the results of a run, which "
+                         f"start with the run line pytest-cluster writes; this one is "
+                         f"{'empty' if not size else 'without one'})")
     return BaselineResults(run, results, end)
 
 

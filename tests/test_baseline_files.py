@@ -338,6 +338,17 @@ HOSTILE: dict[str, tuple[Callable[[Path], None], str]] = {
                                                    '"x": ', 1)),
         "results.jsonl line 1: started_at: expected a number from 0 to 2.53402e+11 (seconds "
         "since 1970, UTC), found 1e+300"),
+    "an empty results.jsonl": (
+        _text("results.jsonl", lambda t: ""),
+        "results.jsonl: no run line (expected the results of a run, which start with the run "
+        "line pytest-cluster writes; this one is empty)"),
+    "no run line": (
+        _text("results.jsonl", lambda t: t.split("\n", 1)[1]),
+        "results.jsonl line 1: a result line where the run line was expected first "
+        "(results.jsonl starts with the run line pytest-cluster writes)"),
+    "two runs in one": (
+        _text("results.jsonl", lambda t: t + t.split("\n", 1)[0] + "\n"),
+        "results.jsonl line "),
 }
 
 
