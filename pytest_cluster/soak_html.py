@@ -109,7 +109,8 @@ def soak_html(rounds: Sequence[Round], lines: Timelines, found: Sequence[NodeAva
     statuses = "; ".join(f"{esc(status)} {ranges(numbers)}"
                          for status, numbers in by_status.items())
     stop = f'<p class="banner incomplete">{esc(stopped)}</p>' if stopped else ""
-    return (f"<h2>{esc(mark)}Soak</h2>{stop}<p>{len(rounds)} round(s) from {utc(lines.window[0])} to "
+    return (f"<h2>{esc(mark)}Soak</h2>{stop}<p>{len(rounds)} round(s) from "
+            f"{utc(lines.window[0])} to "
             f"{utc(lines.window[1])}: {clock(lines.observed_s)} observed"
             + (f", {clock(lines.unobserved_s)} not observed (the soak was stopped)"
                if lines.unobserved_s else "")

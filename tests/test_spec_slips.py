@@ -108,6 +108,14 @@ def test_did_you_mean_ignores_case(text: str, message: str) -> None:
     ("cluster: {name: x, nodes: a}\nh\u043est: {cpu_cores: 1}\n",
      "t.yaml:2: <key not shown>: unknown key; did you mean 'host'? It is written with U+043E "
      "CYRILLIC SMALL LETTER O at position 2"),
+    ("cluster: {name: x, nodes: a, launcher: s\u0456m}\nhost: {cpu_cores: 1}\n",
+     "t.yaml:1: cluster.launcher: expected one of local, sim, ssh, slurm, got 's\u0456m' "
+     "(written with U+0456 CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I at position 2); "
+     "did you mean 'sim'?"),
+    ("cluster: {name: x, nodes: a}\ngpus: {count: 8, model: H1\u041e0}\n",
+     "t.yaml:2: gpus.model: unknown GPU model 'H1\u041e0' (written with U+041E CYRILLIC "
+     "CAPITAL LETTER O at position 3); known: H100-SXM-80GB, H100-PCIe-80GB, H100-NVL-94GB, "
+     "H200-SXM-141GB, B200-SXM-180GB, A100-SXM4-80GB, A100-SXM4-40GB, A100-PCIe-80GB"),
     ("cluster: {name: x, nodes: a}\nhost: {cpu_cores: 1}\n\u00fcnknown: 3\n",
      "t.yaml:3: <key not shown>: unknown key, not a plain name (not shown: is this file a "
      f"spec? known keys: {TOP_KEYS})"),
@@ -115,6 +123,14 @@ def test_did_you_mean_ignores_case(text: str, message: str) -> None:
 def test_slips_of_a_comparison_a_launcher_or_a_lookalike_letter_get_a_did_you_mean(
         text: str, message: str) -> None:
     assert error_of(text) == message
+
+
+def test_an_unknown_launcher_is_one_error_not_a_second_about_its_section() -> None:
+    """`launcher: simm` with a sim: section: the launcher is named, and sim: is not
+    called out as 'only used with launcher: sim (the launcher is local)'."""
+    assert error_of("cluster: {name: x, nodes: a, launcher: simm}\ngpus: {count: 8}\nsim: {}\n"
+                    ) == ("t.yaml:1: cluster.launcher: expected one of local, sim, "
+                                 "ssh, slurm, got 'simm'; did you mean 'sim'?")
 
 
 NETWORK = ("cluster: {name: x, nodes: 'n[1-2]'}\ninterconnect:\n  busbw: '>= 80%'\n"

@@ -73,7 +73,8 @@ def closest(word: str, choices: Sequence[str], cutoff: float) -> str | None:
     if len(word) > 64:  # no name is that long
         return None
     lowered = {choice.lower(): choice for choice in choices}
-    match = difflib.get_close_matches(word.lower(), list(lowered), n=1, cutoff=cutoff)
+    folded = unicodedata.normalize("NFKC", word).translate(_LOOKALIKES).lower()
+    match = difflib.get_close_matches(folded, list(lowered), n=1, cutoff=cutoff)
     return lowered[match[0]] if match else None
 
 
@@ -106,6 +107,13 @@ def foreign_letters(key: str) -> str:
     found = [f"U+{ord(c):04X} {unicodedata.name(c, 'UNNAMED')} at position {i + 1}"
              for i, c in enumerate(key) if not c.isascii()]
     return ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+
+
+def written_with(value: str) -> str:
+    """' (written with U+0456 CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I at position
+    2)' for a value with letters that are not plain ASCII (a name pasted from a document,
+    that looks right and is not), else ''."""
+    return f" (written with {foreign_letters(value)})" if not value.isascii() else ""
 
 
 def respelled(quantity: Quantity, unit: str) -> Quantity | None:
@@ -267,6 +275,8 @@ def for_launcher(ctx: Ctx, node: Node, section: str, cluster: ClusterSpec) -> bo
     records the error."""
     if KINDS[cluster.launcher].section == section:
         return True
+    if ctx.failed("cluster.launcher"):  # which launcher was meant is not known: one error
+        return False
     ctx.error(node, section, f"only used with launcher: {section} (the launcher is "
               f"{cluster.launcher!r})")
     return False

@@ -30,6 +30,7 @@ from pytest_cluster.spec.fields import (
     text,
     time_between,
     whole,
+    written_with,
 )
 from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import Clause, ClusterSpec, GpuSpec, Rule, SimFault, SimSpec
@@ -46,7 +47,8 @@ def gpu_model(raw: object) -> str:
         return model.key
     close = closest(name, list(MODELS), cutoff=0.5)
     hint = f"did you mean {close!r}? " if close else ""
-    raise UnitError(f"unknown GPU model {name!r}; {hint}known: {', '.join(MODELS)}")
+    raise UnitError(f"unknown GPU model {name[:64]!r}{written_with(name[:64])}; {hint}known: "
+                    f"{', '.join(MODELS)}")
 
 
 def _memory_slip(ctx: Ctx, memory: Clause | None, model: str | None) -> None:

@@ -37,6 +37,7 @@ from pytest_cluster.spec.fields import (
     text,
     time_between,
     whole,
+    written_with,
 )
 from pytest_cluster.spec.gpus import parse_gpus, parse_sim
 from pytest_cluster.spec.interconnect import parse_interconnect
@@ -118,7 +119,9 @@ def _cluster(ctx: Ctx, node: Node | None, allocation: bool = False) -> ClusterSp
         if raw not in KINDS:
             close = closest(raw, list(KINDS), cutoff=0.6) if isinstance(raw, str) else None
             hint = f"; did you mean {close!r}?" if close else ""
-            raise UnitError(f"expected one of {', '.join(KINDS)}, got {raw!r}"[:200] + hint)
+            spelled = written_with(raw[:64]) if isinstance(raw, str) else ""
+            raise UnitError(f"expected one of {', '.join(KINDS)}, got {raw!r}"[:200] + spelled
+                            + hint)
         return str(raw)
 
     chosen = or_default(field(ctx, table.take("launcher"), "cluster.launcher", launcher),
