@@ -119,7 +119,12 @@ class ClauseTally:
         """Numbers: the worst and where. Text: the failing values when some failed (health
         rules), else every value when there are few (versions); at most MAX_SHOWN."""
         if self.worst_unmeasured:
-            return f"could not measure: {_places(self.unmeasured)}"
+            measured = self._measured_text()
+            return f"could not measure: {_places(self.unmeasured)}" + (
+                f"; worst measured {measured}" if measured != "-" else "")
+        return self._measured_text()
+
+    def _measured_text(self) -> str:
         if self.found:
             shown = self.found_failed or (self.found if len(self.found) <= 3 else {})
             if not shown:

@@ -232,7 +232,13 @@ def test_a_clause_failing_without_a_number_says_so_not_its_best_value() -> None:
     tally.add({"node": "n1", "gpu": 0, "outcome": "passed", "measured": 85.5, "required": 80,
                "comparison": ">="})
     tally.add({"node": "n1", "gpu": 7, "outcome": "failed", "error_kind": "missing_gpu"})
-    assert tally.worst_text() == "could not measure: n1 gpu7"
+    tally.add({"node": "n2", "gpu": 1, "outcome": "passed", "measured": 81.0, "required": 80,
+               "comparison": ">="})
+    # the failure without a number first, then what the measured ones were at worst
+    assert tally.worst_text() == "could not measure: n1 gpu7; worst measured 81 (n2 gpu1)"
+    alone = ClauseTally("gpus.memory")
+    alone.add({"node": "n1", "gpu": 7, "outcome": "failed", "error_kind": "missing_gpu"})
+    assert alone.worst_text() == "could not measure: n1 gpu7"
 
 
 def test_drain_lines_of_a_simulated_cluster_are_comments() -> None:
