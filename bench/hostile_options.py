@@ -9,7 +9,8 @@ validation and usage error), and each case's cost is its time minus that (median
 
 Cases: an empty --cluster-sign-key (an unset $KEY in CI), --cluster-ssh-sign-key,
 --cluster-soak, --cluster-soak-resume; a soak of 100,000 hours; 1e23 rounds; rounds written
-with 5,000 digits; a 100,000-character --cluster-soak value.
+with 5,000 digits; a 100,000-character --cluster-soak value; /dev/zero as the signing, the
+ssh signing and the baseline's key (read to exhaustion before: refused from its type now).
 
 Prints per case: exit code, seconds, seconds beyond start-up, bytes of output. Ends with
 `hostile_options_worst_s=<the largest time beyond start-up>` (aim: below 1), or `nan` when a
@@ -35,6 +36,10 @@ CASES: dict[str, list[str]] = {
     "--cluster-soak-rounds=1e23": ["--cluster-soak-rounds=1e23"],
     "--cluster-soak-rounds=<5,000 digits>": ["--cluster-soak-rounds=" + "9" * 5000],
     "--cluster-soak=<100,000 characters>": ["--cluster-soak=" + "1" * 100_000 + "h"],
+    "--cluster-sign-key=/dev/zero": ["--cluster-sign-key=/dev/zero"],
+    "--cluster-ssh-sign-key=/dev/zero": ["--cluster-ssh-sign-key=/dev/zero"],
+    "--cluster-baseline-key=/dev/zero": ["--cluster-baseline=.",
+                                         "--cluster-baseline-key=/dev/zero"],
 }
 MOST_OUTPUT = 2000
 
