@@ -13,14 +13,14 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from pytest_cluster.cluster import Cluster
-from pytest_cluster.contract_tests import checks, table_tests
-from pytest_cluster.evidence import Evidence, Promise
-from pytest_cluster.gpu_facts import gib, nvml_gpu, p2p_for, perf_gpu, xids_for
-from pytest_cluster.gpu_models import MODELS, model_of_nvml_name
+from pytest_cluster.evidence.check import Evidence, Promise
 from pytest_cluster.launchers.result import ProbeResult
-from pytest_cluster.reference import for_gpu
+from pytest_cluster.measure.cluster import Cluster
+from pytest_cluster.measure.gpu_facts import gib, nvml_gpu, p2p_for, perf_gpu, xids_for
+from pytest_cluster.measure.reference import for_gpu
+from pytest_cluster.run.contract_tests import checks, table_tests
 from pytest_cluster.spec.clauses import Declaration
+from pytest_cluster.spec.gpu_models import MODELS, model_of_nvml_name
 from pytest_cluster.spec.model import Clause, GpuSpec, Rule, Spec
 from pytest_cluster.units import Dim
 
@@ -482,7 +482,7 @@ def test_gpu_p2p(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
 # -- the stress level (-m stress, opt-in): every GPU of a node under bf16 matmuls at once for
 # gpus.stress_time, NVML sampled throughout, then the same matmul on the same inputs on every
 # GPU, compared across the node's GPUs and its repeats (silent data corruption); a soak
-# compares it across rounds too (pytest_cluster/soak.py) -------------------------------------
+# compares it across rounds too (pytest_cluster/soak/rounds.py) ---------------------------
 
 def _stressed(cluster: Cluster, node: str) -> ProbeResult:
     return cluster.gpu_stress(node)

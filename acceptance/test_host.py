@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pytest_cluster.contract_tests import check_reading, table_tests
-from pytest_cluster.evidence import Evidence
+from pytest_cluster.evidence.check import Evidence
 from pytest_cluster.launchers.result import ProbeResult
+from pytest_cluster.run.contract_tests import check_reading, table_tests
 from pytest_cluster.spec.clauses import Declaration
 from pytest_cluster.spec.model import Spec
 

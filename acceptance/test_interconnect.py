@@ -9,13 +9,13 @@ import math
 from dataclasses import asdict
 from typing import Any
 
-from pytest_cluster.busbw import CollectiveRun, gbs, required_busbw
-from pytest_cluster.cluster import Cluster
-from pytest_cluster.contract_tests import checks
-from pytest_cluster.evidence import Evidence
+from pytest_cluster.evidence.check import Evidence
 from pytest_cluster.hostlist import compress_hostlist
-from pytest_cluster.node_search import FAILED, NOT_SEARCHED, SLOW, UNDECIDED
-from pytest_cluster.reference import Reference, for_busbw
+from pytest_cluster.measure.cluster import Cluster
+from pytest_cluster.measure.node_search import FAILED, NOT_SEARCHED, SLOW, UNDECIDED
+from pytest_cluster.measure.reference import Reference, for_busbw
+from pytest_cluster.run.contract_tests import checks
+from pytest_cluster.spec.busbw import CollectiveRun, gbs, required_busbw
 from pytest_cluster.spec.clauses import declared
 from pytest_cluster.spec.model import InterconnectSpec, Rule
 from pytest_cluster.units import format_size, size_id

@@ -14,10 +14,10 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from pytest_cluster.cluster import Cluster
-from pytest_cluster.contract_tests import check_reading, checks, table_tests
-from pytest_cluster.evidence import Evidence
+from pytest_cluster.evidence.check import Evidence
 from pytest_cluster.launchers.result import ProbeResult
+from pytest_cluster.measure.cluster import Cluster
+from pytest_cluster.run.contract_tests import check_reading, checks, table_tests
 from pytest_cluster.spec.clauses import Declaration, declared
 from pytest_cluster.spec.model import Clause, StorageSpec
 from pytest_cluster.units import format_size

@@ -1,17 +1,17 @@
 """Training clauses: a small transformer trained with DistributedDataParallel over every
-node of the cluster, as one job (pytest_cluster/training.py): no step over the bound (a
+node of the cluster, as one job (pytest_cluster/measure/training.py): no step over the bound (a
 hang is found by it), the step time steady, the tokens per second promised."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pytest_cluster.cluster import Cluster
-from pytest_cluster.contract_tests import checks
-from pytest_cluster.evidence import Evidence
+from pytest_cluster.evidence.check import Evidence
 from pytest_cluster.hostlist import compress_hostlist
+from pytest_cluster.measure.cluster import Cluster
+from pytest_cluster.measure.training import TrainingRun
+from pytest_cluster.run.contract_tests import checks
 from pytest_cluster.spec.model import Clause, TrainingSpec
-from pytest_cluster.training import TrainingRun
 
 METHOD = ("torch.nn TransformerEncoder trained with DistributedDataParallel ({backend}) on "
           "synthetic tokens, {steps} steps after {warmup} warm-up; a step's time is its "

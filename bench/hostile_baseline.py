@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_cluster.bundle.manifest import MANIFEST, seal
+from pytest_cluster.evidence.bundle.manifest import MANIFEST, seal
 
 SPEC = """\
 cluster: {name: base, nodes: "n[1-4]", launcher: sim}

@@ -49,7 +49,7 @@ class Case:
 def files(run: Path, count: int) -> Path:
     """A sealed run directory of `count` small files, 1,000 a directory."""
     # only where cases are built: the bench's own process stays small (see above)
-    from pytest_cluster.bundle.manifest import seal  # noqa: PLC0415
+    from pytest_cluster.evidence.bundle.manifest import seal  # noqa: PLC0415
     for index in range(count):
         folder = run / f"d{index // 1000:03d}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -64,7 +64,7 @@ def ordinary(root: Path) -> list[str]:
 
 def field(size: int) -> Callable[[Path], list[str]]:
     def make(root: Path) -> list[str]:
-        from pytest_cluster.bundle.manifest import seal  # noqa: PLC0415
+        from pytest_cluster.evidence.bundle.manifest import seal  # noqa: PLC0415
         run = files(root / "run", 10)
         seal(run, {**PREDICATE, "cluster": "x" * size}, [])
         return [str(run)]

@@ -40,8 +40,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_cluster import inventory
-from pytest_cluster.cluster import Cluster, import_call, storage_call
+from pytest_cluster.measure import inventory
+from pytest_cluster.measure.cluster import Cluster, import_call, storage_call
 from pytest_cluster.spec import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,7 +10,7 @@ other processes) and the median CPU seconds of all its processes (controller and
 what xdist adds).
 
 A fourth run, "2 forced" (`--tx 2*popen --dist load`), starts two workers whatever the
-CPUs: what xdist costs where the plugin would not start them (see pytest_cluster/workers.py).
+CPUs: what xdist costs where the plugin would not start them (see pytest_cluster/run/workers.py).
 
 Ends with `xdist_ratio=<the slowest of -n 2 / -n 4 over serial (best of rounds), worst
 spec>` (aim: <= 1.0).
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MODES: dict[str, list[str]] = {"serial": [], "-n 2": ["-n", "2"], "-n 4": ["-n", "4"],
                                 "2 forced": ["--tx", "2*popen", "--dist", "load"]}
 #: Shown, not in xdist_ratio: two workers whatever the CPUs (what -n 2 ran before
-#: pytest_cluster.workers cut it to the CPUs beside the controller's).
+#: pytest_cluster.run.workers cut it to the CPUs beside the controller's).
 FORCED = "2 forced"
 
 

@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 
 from pytest_cluster import __version__
-from pytest_cluster.bundle.keys import PublicKey
-from pytest_cluster.bundle.verify import verify
 from pytest_cluster.errors import BundleError
+from pytest_cluster.evidence.bundle.keys import PublicKey
+from pytest_cluster.evidence.bundle.verify import verify
 
 
 def parser() -> argparse.ArgumentParser:

@@ -1,4 +1,4 @@
-"""The pytest plugin (entry point `cluster`): its hooks live in a module each.
+"""The pytest plugin (entry point `cluster`): its hooks live in a module each, in run/.
 
 - configure.py: the options, the spec validated at configure time, the run's directory;
 - collection.py: the contract's parameters, clauses not in the spec left out, the plan;
@@ -11,5 +11,5 @@ Without `--cluster` the plugin does nothing: other test suites run as before.
 
 from __future__ import annotations
 
-pytest_plugins = ["pytest_cluster.configure", "pytest_cluster.collection",
-                  "pytest_cluster.fixtures", "pytest_cluster.collector_gc"]
+pytest_plugins = ["pytest_cluster.run.configure", "pytest_cluster.run.collection",
+                  "pytest_cluster.run.fixtures", "pytest_cluster.run.collector_gc"]

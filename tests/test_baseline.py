@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.baseline import (
+from pytest_cluster.evidence.baseline import (
     Baseline,
     compared,
     figures,
@@ -18,8 +18,8 @@ from pytest_cluster.baseline import (
     load,
     same_nodes,
 )
-from pytest_cluster.bundle.manifest import MANIFEST, seal
-from pytest_cluster.results import read_results
+from pytest_cluster.evidence.bundle.manifest import MANIFEST, seal
+from pytest_cluster.evidence.results import read_results
 from pytest_cluster.spec import parse_spec
 from tests.test_bundle import ed25519_key
 
@@ -202,7 +202,7 @@ def test_a_swapped_gpu_and_a_slowed_link_are_both_named(pytester: pytest.Pyteste
     assert "<h2>Against the baseline</h2>" in report and "gpu6 swapped: serial" in report
     assert load(base).manifest_sha256 in report
     junit = (pytester.path / "now" / "latest" / "junit.xml").read_text()
-    assert 'classname="pytest_cluster.baseline" name="test_same_hardware[n3]"' in junit
+    assert 'classname="pytest_cluster.evidence.baseline" name="test_same_hardware[n3]"' in junit
     # the spec's tolerance decides: at 60 %, a link at half its rate is within it
     lenient = _run(pytester, "lenient", f"--cluster-baseline={base}", faults=CHANGED,
                    baseline="baseline: {tolerance: 60%}\n")
@@ -252,7 +252,7 @@ def test_a_baseline_that_verifies_but_holds_odd_values_never_crashes_the_run(
     def odd(*_: object) -> None:
         raise TypeError("unsupported operand type(s) for +: 'int' and 'str'")
 
-    monkeypatch.setattr("pytest_cluster.session.compare", odd)
+    monkeypatch.setattr("pytest_cluster.run.session.compare", odd)
     crashed = _run(pytester, "odd", f"--cluster-baseline={base}")
     assert crashed.ret == pytest.ExitCode.TESTS_FAILED
     [failed] = [r for r in read_results(pytester.path / "odd" / "latest" /

@@ -18,12 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_cluster import baseline_files
-from pytest_cluster.baseline import Baseline, compare, figures, load
-from pytest_cluster.baseline_files import read_inventory, read_results
 from pytest_cluster.errors import InputError
-from pytest_cluster.results import read_results as read_run_results
-from pytest_cluster.untrusted_json import (
+from pytest_cluster.evidence import baseline_files
+from pytest_cluster.evidence.baseline import Baseline, compare, figures, load
+from pytest_cluster.evidence.baseline_files import read_inventory, read_results
+from pytest_cluster.evidence.results import read_results as read_run_results
+from pytest_cluster.evidence.untrusted_json import (
     check,
     cut,
     either,

@@ -19,13 +19,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_cluster import soak
-from pytest_cluster.bundle import verify as verify_module
-from pytest_cluster.bundle.bounds import MAX_DEPTH, depth, shown
-from pytest_cluster.bundle.keys import Ed25519FileSigner, PublicKey
-from pytest_cluster.bundle.manifest import MANIFEST, PREDICATE_TYPE, seal
-from pytest_cluster.bundle.verify import verify
 from pytest_cluster.cli import main
+from pytest_cluster.evidence.bundle import verify as verify_module
+from pytest_cluster.evidence.bundle.bounds import MAX_DEPTH, depth, shown
+from pytest_cluster.evidence.bundle.keys import Ed25519FileSigner, PublicKey
+from pytest_cluster.evidence.bundle.manifest import MANIFEST, PREDICATE_TYPE, seal
+from pytest_cluster.evidence.bundle.verify import verify
+from pytest_cluster.soak import rounds as soak
 from tests.test_bundle import PREDICATE, ed25519_key
 
 #: What a verify may print at most, whatever it is given.
@@ -254,7 +254,7 @@ def test_directories_nested_too_deep_are_named_not_walked(
         run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seal(run_dir, PREDICATE, [])
     (run_dir / "a" / "b" / "c").mkdir(parents=True)
-    monkeypatch.setattr("pytest_cluster.bundle.tree.MAX_LEVELS", 2)
+    monkeypatch.setattr("pytest_cluster.evidence.bundle.tree.MAX_LEVELS", 2)
     assert "TOO DEEP: a/b/c (more than 2 levels of directories; not walked)" in \
         verify(run_dir).lines()
 

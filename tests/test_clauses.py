@@ -133,7 +133,7 @@ def test_what_a_case_checks_and_whether_it_is_promised() -> None:
 
 
 def test_a_marker_of_an_undeclared_clause_fails_at_import() -> None:
-    from pytest_cluster.contract_tests import checks
+    from pytest_cluster.run.contract_tests import checks
 
     assert checks("gpus.p2p").args == ("gpus.p2p",)
     with pytest.raises(KeyError):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_cluster.counters import counts, growth
 from pytest_cluster.launchers.sim import SimLauncher
 from pytest_cluster.probes import ProbeCall
+from pytest_cluster.soak.counters import counts, growth
 from pytest_cluster.spec.model import ClusterSpec, SimFault, SimSpec
 
 

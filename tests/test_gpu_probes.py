@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.cluster import gpu_call, gpu_perf_call
-from pytest_cluster.gpu_facts import nvml_gpu, p2p_for, perf_gpu, xids_for
 from pytest_cluster.launchers.sim import SIM_NVML_DIR, gpu_probe_env
+from pytest_cluster.measure.cluster import gpu_call, gpu_perf_call
+from pytest_cluster.measure.gpu_facts import nvml_gpu, p2p_for, perf_gpu, xids_for
 from pytest_cluster.probes import probe_source
 from pytest_cluster.probes.gpu_perf import parse_options
 from pytest_cluster.sim.cluster import describe_node, gpu_count, gpu_perf_payload, merged

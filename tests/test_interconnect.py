@@ -20,16 +20,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_cluster.benchmark import collective_job, run_collective
-from pytest_cluster.busbw import CollectiveRun, aggregate, bus_factor, required_busbw, theoretical
 from pytest_cluster.errors import SpecError
-from pytest_cluster.jobs import JobSpec, node_call, run_job
 from pytest_cluster.launchers import sim as sim_launcher
+from pytest_cluster.launchers.jobs import JobSpec, node_call, run_job
 from pytest_cluster.launchers.local import LocalLauncher
 from pytest_cluster.launchers.process import INTERRUPTED_MESSAGE
 from pytest_cluster.launchers.result import ErrorKind
 from pytest_cluster.launchers.sim import SimLauncher
-from pytest_cluster.node_search import (
+from pytest_cluster.measure.benchmark import collective_job, run_collective
+from pytest_cluster.measure.node_search import (
     FAILED,
     NO_GOOD,
     NOT_SEARCHED,
@@ -40,10 +39,17 @@ from pytest_cluster.node_search import (
     NodeVerdict,
     find_slow_nodes,
 )
-from pytest_cluster.plots import interconnect_charts, nice_step
 from pytest_cluster.probes import ProbeCall
+from pytest_cluster.report.plots import interconnect_charts, nice_step
 from pytest_cluster.sim.cluster import jitter
 from pytest_cluster.sim.job_node import NodePart, Rendezvous, read_node_call
+from pytest_cluster.spec.busbw import (
+    CollectiveRun,
+    aggregate,
+    bus_factor,
+    required_busbw,
+    theoretical,
+)
 from pytest_cluster.spec.loader import load_spec, parse_spec
 from pytest_cluster.spec.model import InterconnectSpec
 from pytest_cluster.units import size_id

@@ -247,7 +247,7 @@ def test_a_job_killed_at_its_timeout_leaves_no_rank(tmp_path: Path) -> None:
                "'w').close()\ntime.sleep(600)\n")
     driver = textwrap.dedent(f"""
         import sys
-        from pytest_cluster.jobs import JobSpec, node_call
+        from pytest_cluster.launchers.jobs import JobSpec, node_call
         from pytest_cluster.launchers.local import LocalLauncher
         from pytest_cluster.spec.model import ClusterSpec
         job = JobSpec(("a",), {program!r}, ranks_per_node=2, wall_timeout_s=600)

@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.bundle.verify import verify
-from pytest_cluster.bundle_html import inventory_html
-from pytest_cluster.inventory import INVENTORY, is_unreadable, node_record
+from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.launchers import ProbeResult
 from pytest_cluster.launchers.result import ErrorKind
+from pytest_cluster.measure.inventory import INVENTORY, is_unreadable, node_record
 from pytest_cluster.probes import probe_source
 from pytest_cluster.probes.inventory import read
+from pytest_cluster.report.sections import inventory_html
 from pytest_cluster.sim.cluster import describe_gpu, inventory_payload
 from pytest_cluster.spec.model import SimFault, SimSpec
 

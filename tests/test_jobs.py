@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cluster.cluster import Cluster
-from pytest_cluster.jobs import JobFailed, JobSpec, node_call, run_job
 from pytest_cluster.launchers.base import Launcher
+from pytest_cluster.launchers.jobs import JobFailed, JobSpec, node_call, run_job
 from pytest_cluster.launchers.local import LocalLauncher
 from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.launchers.slurm import SlurmLauncher
 from pytest_cluster.launchers.ssh import SshLauncher
+from pytest_cluster.measure.cluster import Cluster
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import ClusterSpec, SlurmSpec, SshSpec
@@ -241,7 +241,7 @@ def test_ctrl_c_stops_every_node_of_a_job_and_its_ranks(tmp_path: Path) -> None:
                "'w').close()\ntime.sleep(600)\n")
     driver = textwrap.dedent(f"""
         import sys
-        from pytest_cluster.jobs import JobSpec, run_job
+        from pytest_cluster.launchers.jobs import JobSpec, run_job
         from pytest_cluster.launchers.local import LocalLauncher
         from pytest_cluster.spec.model import ClusterSpec
         launcher = LocalLauncher(ClusterSpec("t", ("a", "b"), "local", sys.executable, 60, 8))

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cluster.cache import ProbeCache, write_by_node
 from pytest_cluster.errors import LaunchError, ProbeFailed
+from pytest_cluster.evidence.tally import is_simulated
 from pytest_cluster.launchers import (
     REGISTRY,
     ErrorKind,
@@ -22,8 +22,8 @@ from pytest_cluster.launchers import (
 from pytest_cluster.launchers.fanout import fan_out
 from pytest_cluster.launchers.local import LocalLauncher, probe_command
 from pytest_cluster.launchers.process import run_process
+from pytest_cluster.measure.cache import ProbeCache, write_by_node
 from pytest_cluster.probes import ProbeCall
-from pytest_cluster.report import is_simulated
 from pytest_cluster.spec import load_spec, parse_spec
 from pytest_cluster.spec.model import ClusterSpec, Spec
 

@@ -111,27 +111,73 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
                                  "pytest_cluster.sim", "pytest_cluster.spec",
                                  "pytest_cluster.errors", "pytest_cluster.hostlist",
                                  "pytest_cluster.units"),
-    "pytest_cluster.jobs": ("pytest_cluster.launchers", "pytest_cluster.probes",
-                            "pytest_cluster.errors"),
+    "pytest_cluster.launchers.jobs": ("pytest_cluster.launchers", "pytest_cluster.probes",
+                                      "pytest_cluster.errors"),
     # nccl-tests' formulas: pure, no launcher, no job
-    "pytest_cluster.busbw": ("pytest_cluster.requirement", "pytest_cluster.spec",
-                             "pytest_cluster.units"),
+    "pytest_cluster.spec.busbw": ("pytest_cluster.spec", "pytest_cluster.units"),
     # benchmark jobs: busbw's numbers from jobs run through a launcher
-    "pytest_cluster.benchmark": ("pytest_cluster.busbw", "pytest_cluster.jobs",
-                                 "pytest_cluster.launchers", "pytest_cluster.probes",
-                                 "pytest_cluster.errors", "pytest_cluster.spec"),
+    "pytest_cluster.measure.benchmark": ("pytest_cluster.spec", "pytest_cluster.launchers",
+                                         "pytest_cluster.probes", "pytest_cluster.errors"),
     # the evidence bundle and `verify`: read where only the evidence is
-    "pytest_cluster.bundle": ("pytest_cluster.bundle", "pytest_cluster.errors"),
+    "pytest_cluster.evidence.bundle": ("pytest_cluster.evidence.bundle",
+                                       "pytest_cluster.errors"),
     # the simulated cluster: formulas and descriptions, never the job runner; it reads
     # which soak round it is in (a leaf: the environment only)
-    "pytest_cluster.sim": ("pytest_cluster.sim", "pytest_cluster.busbw",
-                           "pytest_cluster.gpu_models", "pytest_cluster.probes",
-                           "pytest_cluster.spec", "pytest_cluster.units",
-                           "pytest_cluster.rounds"),
+    "pytest_cluster.sim": ("pytest_cluster.sim", "pytest_cluster.probes",
+                           "pytest_cluster.spec", "pytest_cluster.units"),
 }
 #: The top of the package: nothing below it may import these.
-UPPER = ("pytest_cluster.cluster", "pytest_cluster.fixtures", "pytest_cluster.evidence",
-         "pytest_cluster.acceptance", "pytest_cluster.plugin", "pytest_cluster.session")
+UPPER = ("pytest_cluster.measure.cluster", "pytest_cluster.run.fixtures",
+         "pytest_cluster.evidence.check", "pytest_cluster.acceptance", "pytest_cluster.plugin",
+         "pytest_cluster.run.session")
+
+
+# -- the folders: the architecture, from the bottom up ---------------------------------------
+
+#: The folders of the package from the bottom up: each imports only itself and those
+#: below it. Under them the plain values at the top level (BASE); above them the
+#: entry points, the re-exports of old import paths and the acceptance suites (TOP).
+FOLDERS = ("spec", "probes", "sim", "launchers", "measure", "evidence", "report", "soak",
+           "run")
+BASE = ("errors", "units", "hostlist", "money")
+TOP = ("plugin", "cli", "jobs", "results", "acceptance")
+#: How many modules may sit at the top of pytest_cluster/ (beside __init__).
+MOST_AT_TOP = 10
+
+
+def layer(module: str) -> int:
+    """Where a module stands: 0 for the plain values, 1.. for the folders in order, one
+    more for the top; the package's own __init__ (its version) at 0."""
+    parts = module.split(".")
+    if len(parts) == 1 or parts[1] in BASE:
+        return 0
+    if parts[1] in FOLDERS:
+        return 1 + FOLDERS.index(parts[1])
+    assert parts[1] in TOP, f"{module}: in no folder and not at the top: name its place"
+    return 1 + len(FOLDERS)
+
+
+def test_the_folders_stand_on_each_other_in_one_order() -> None:
+    imports = all_imports()
+    assert {m.split(".")[1] for m in sources() if m.count(".") >= 2} >= set(FOLDERS)
+    wrong = [str(i) for i in imports if layer(i.target) > layer(i.module)]
+    assert wrong == []
+
+
+def test_few_modules_stay_at_the_top_of_the_package() -> None:
+    top = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
+    assert len(top) <= MOST_AT_TOP, top
+    assert set(top) == set(BASE) | (set(TOP) - {"acceptance"})
+
+
+def test_the_old_public_import_paths_still_work() -> None:
+    """README's earlier import paths are re-exports of where the code moved."""
+    from pytest_cluster.evidence.results import read_results
+    from pytest_cluster.jobs import JobSpec, run_job
+    from pytest_cluster.launchers import jobs
+    from pytest_cluster.results import read_results as old_read_results
+    assert (JobSpec, run_job) == (jobs.JobSpec, jobs.run_job)
+    assert old_read_results is read_results
 
 
 def test_the_import_reader_resolves_what_a_module_imports(tmp_path: Path) -> None:
@@ -142,14 +188,14 @@ def test_the_import_reader_resolves_what_a_module_imports(tmp_path: Path) -> Non
                       "if TYPE_CHECKING:\n"
                       "    from pytest_cluster.spec.model import Spec\n"
                       "def f():\n"
-                      "    import pytest_cluster.cluster\n")
+                      "    import pytest_cluster.measure.cluster\n")
     known = {"pytest_cluster.probes", "pytest_cluster.probes.gpu_perf",
              "pytest_cluster.launchers.base"}
     assert [(i.target, i.line, i.guarded) for i in imports_of(
         "pytest_cluster.launchers.mod", source, known)] == [
         ("pytest_cluster.probes", 2, False), ("pytest_cluster.probes.gpu_perf", 2, False),
         ("pytest_cluster.launchers.base", 3, False), ("pytest_cluster.spec.model", 5, True),
-        ("pytest_cluster.cluster", 7, False)]
+        ("pytest_cluster.measure.cluster", 7, False)]
 
 
 def test_probes_import_nothing_of_ours() -> None:
@@ -236,8 +282,8 @@ def test_nothing_outside_launchers_branches_on_which_launcher_runs() -> None:
 #: What spec/ may import of ours: itself, and the plain values a spec is made of (which
 #: import only each other).
 SPEC_MAY_IMPORT = ("pytest_cluster.spec", "pytest_cluster.errors", "pytest_cluster.hostlist",
-                   "pytest_cluster.requirement", "pytest_cluster.units",
-                   "pytest_cluster.gpu_models", "pytest_cluster.money")
+                   "pytest_cluster.spec.requirement", "pytest_cluster.units",
+                   "pytest_cluster.spec.gpu_models", "pytest_cluster.money")
 
 
 def test_the_spec_imports_no_launcher_probe_or_anything_above() -> None:

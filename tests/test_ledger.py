@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_cluster.ledger import Ledger
-from pytest_cluster.plan import Case, Plan
-from pytest_cluster.report import tally
-from pytest_cluster.results import counts
-from pytest_cluster.scorecard import matrix, passed_row
-from pytest_cluster.verdict import cluster_failures, node_verdicts
+from pytest_cluster.evidence.gathered import matrix, passed_row
+from pytest_cluster.evidence.ledger import Ledger
+from pytest_cluster.evidence.plan import Case, Plan
+from pytest_cluster.evidence.results import counts
+from pytest_cluster.evidence.tally import tally
+from pytest_cluster.evidence.verdict import cluster_failures, node_verdicts
 
 NODES = ("n1", "n2", "n3")
 PLAN = Plan((*(Case(f"a::t[{n}-gpu{g}]", "gpus.memory", n) for n in NODES for g in (0, 1)),

@@ -1,4 +1,4 @@
-"""What a run lets go of, and when (pytest_cluster/lifecycle.py): the run's one launcher,
+"""What a run lets go of, and when (pytest_cluster/run/lifecycle.py): the run's one launcher,
 shared by the `cluster` fixture and the inventory, is closed once at the end of the run,
 after Ctrl-C, after SIGTERM and after a usage error; SIGTERM ends a run as Ctrl-C does.
 The launcher here is the local one, recording when it is made and closed (a conftest of
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_cluster.errors import LaunchError
-from pytest_cluster.lifecycle import CLOSED, RunLauncher
+from pytest_cluster.run.lifecycle import CLOSED, RunLauncher
 from pytest_cluster.spec import load_spec
 
 RECORDING = """\
@@ -96,7 +96,7 @@ def test_ctrl_c_closes_the_launcher(pytester: pytest.Pytester) -> None:
 def test_a_usage_error_after_the_launcher_was_made_closes_it(
         pytester: pytest.Pytester) -> None:
     late = ("\n\ndef pytest_collection_modifyitems(config):\n"
-            "    from pytest_cluster.lifecycle import run_launcher\n"
+            "    from pytest_cluster.run.lifecycle import run_launcher\n"
             "    run_launcher(config)\n"
             "    raise pytest.UsageError('refused after the launcher was made')\n")
     result = _run(pytester, PROBING, conftest=late)

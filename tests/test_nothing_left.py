@@ -28,7 +28,7 @@ GONE_WITHIN_S = 10.0
 WAIT_S = 120.0  # for a run to get to where it is held
 HOLD = """\
 import os, pathlib, time
-from pytest_cluster import rounds
+from pytest_cluster.sim import round as rounds
 
 
 def test_probe(cluster):

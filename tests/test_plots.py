@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 from xml.etree import ElementTree
 
-from pytest_cluster.plots import free_rows, interconnect_charts, spread_out
+from pytest_cluster.report.plots import free_rows, interconnect_charts, spread_out
 
 SVG = "{http://www.w3.org/2000/svg}"
 GIB = 2**30

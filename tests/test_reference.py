@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from pytest_cluster.gpu_models import MODELS
-from pytest_cluster.reference import GPU_FIGURES, for_busbw, for_gpu, properties
+from pytest_cluster.measure.reference import GPU_FIGURES, for_busbw, for_gpu, properties
+from pytest_cluster.spec.gpu_models import MODELS
 
 
 @pytest.mark.parametrize("model", ["H100-SXM-80GB", "H100-PCIe-80GB", "H200-SXM-141GB",

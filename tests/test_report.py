@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_cluster import node_groups
-from pytest_cluster.report import tally
+from pytest_cluster.evidence import node_groups
+from pytest_cluster.evidence.tally import tally
 
 
 def rec(node: str, measured: Any, outcome: str = "passed", gpu: int | None = None,

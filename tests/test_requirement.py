@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_cluster.errors import UnitError
-from pytest_cluster.requirement import (
+from pytest_cluster.spec.requirement import (
     parse_requirement,
     parse_version_requirement,
     version_tuple,

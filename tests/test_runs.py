@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.bundle.verify import verify
+from pytest_cluster.evidence.bundle.verify import verify
 
 SPEC = """\
 cluster: {{name: small, nodes: "n[1-3]", launcher: sim}}

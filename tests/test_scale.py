@@ -129,7 +129,7 @@ def test_a_case_lets_go_of_its_bulk_once_written(pytester: pytest.Pytester) -> N
 
 
 def test_the_controller_holds_a_line_without_its_bulk() -> None:
-    from pytest_cluster.ledger import held
+    from pytest_cluster.evidence.ledger import held
 
     line = {"type": "result", "case": "acceptance/test_gpus.py::test_gpu_ecc[n1-gpu0]",
             "clause": "gpus.ecc", "node": "n1", "outcome": "failed", "phase": "call",
@@ -152,7 +152,7 @@ def test_the_collector_is_tuned_while_the_cases_run_and_put_back_after(
     run; the process gets its own settings back when the run ends."""
     import gc
 
-    from pytest_cluster.collector_gc import RUN_THRESHOLDS
+    from pytest_cluster.run.collector_gc import RUN_THRESHOLDS
 
     pytester.syspathinsert()
     pytester.makepyfile(gcspy="""

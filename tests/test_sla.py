@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from pytest_cluster.errors import SpecError, UnitError
 from pytest_cluster.money import price, rounded
-from pytest_cluster.sla import (
+from pytest_cluster.soak.sla import (
     FAILED,
     HEALTHY,
     UNREACHABLE,

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from pytest_cluster.errors import SpecError
+from pytest_cluster.evidence.plan import Case, Plan
+from pytest_cluster.evidence.verdict import cluster_failures, node_verdicts, to_drain
 from pytest_cluster.hostlist import expand_hostlist
 from pytest_cluster.launchers.remote import RUNNER_SOURCE
 from pytest_cluster.launchers.result import ErrorKind
@@ -36,11 +38,9 @@ from pytest_cluster.launchers.slurm import (
     srun_errors,
     state_kind,
 )
-from pytest_cluster.plan import Case, Plan
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import ClusterSpec, SlurmSpec
-from pytest_cluster.verdict import cluster_failures, node_verdicts, to_drain
 from tests.netns_cluster import NetnsCluster
 from tests.test_plugin import jsonl
 from tests.test_ssh import spec_text

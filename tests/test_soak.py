@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster import soak
-from pytest_cluster.bundle.verify import verify
-from pytest_cluster.results import read_results
-from pytest_cluster.sla import FAILED, HEALTHY, UNREACHABLE, Span
-from pytest_cluster.soak import Round, aggregate, round_argv, timelines
+from pytest_cluster.evidence.bundle.verify import verify
+from pytest_cluster.evidence.results import read_results
+from pytest_cluster.soak import rounds as soak
+from pytest_cluster.soak.rounds import Round, aggregate, round_argv, timelines
+from pytest_cluster.soak.sla import FAILED, HEALTHY, UNREACHABLE, Span
 from pytest_cluster.spec.model import SoakSpec
 
 
@@ -346,7 +346,7 @@ def test_ctrl_c_ends_the_soak_with_every_finished_round_kept(tmp_path: Path) -> 
 
 
 def test_a_long_soak_draws_a_bar_per_spell_not_per_round() -> None:
-    from pytest_cluster.soak_html import timeline_svg
+    from pytest_cluster.soak.html import timeline_svg
 
     spans = [Span(k * 10.0, (k + 1) * 10.0, FAILED if 120 <= k <= 170 else HEALTHY)
              for k in range(300)]

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.cluster import Cluster
 from pytest_cluster.launchers.local import LocalLauncher
 from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.launchers.ssh import SshLauncher
+from pytest_cluster.measure.cluster import Cluster
 from pytest_cluster.probes import ProbeCall, probe_source
 from pytest_cluster.probes import storage as probe
 from pytest_cluster.spec import parse_spec

@@ -7,8 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_cluster.probes.train import pairings
-from pytest_cluster.stragglers import (
+from pytest_cluster.measure.stragglers import (
     Progress,
     RankTimes,
     name_hang,
@@ -16,6 +15,7 @@ from pytest_cluster.stragglers import (
     rank_list,
     seconds,
 )
+from pytest_cluster.probes.train import pairings
 
 
 def _at(node: str, rank: int, step: int, phase: str, phase_s: float = 8.4,

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.jobs import JobResult, RankResult
+from pytest_cluster.launchers.jobs import JobResult, RankResult
+from pytest_cluster.measure.training import TrainingRun, summarise, training_job
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import TrainingSpec
-from pytest_cluster.training import TrainingRun, summarise, training_job
 from tests.conftest import has_torch
 from tests.netns_cluster import NetnsCluster
 from tests.test_plugin import jsonl

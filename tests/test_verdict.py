@@ -10,22 +10,23 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.evidence import Evidence, Place
-from pytest_cluster.launchers.result import ErrorKind, ProbeResult
-from pytest_cluster.plan import Case, Plan, not_checked
-from pytest_cluster.report import ClauseTally, margin, margin_text
-from pytest_cluster.results import read_results, run_status
-from pytest_cluster.rundir import create_run_dir, point_latest, run_dir_name
-from pytest_cluster.scorecard import cell_of, cluster_verdict
-from pytest_cluster.spec import parse_spec
-from pytest_cluster.spec.model import Rule
-from pytest_cluster.verdict import (
+from pytest_cluster.evidence.check import Evidence, Place
+from pytest_cluster.evidence.gathered import cell_of
+from pytest_cluster.evidence.plan import Case, Plan, not_checked
+from pytest_cluster.evidence.results import read_results, run_status
+from pytest_cluster.evidence.rundir import create_run_dir, point_latest, run_dir_name
+from pytest_cluster.evidence.tally import ClauseTally, margin, margin_text
+from pytest_cluster.evidence.verdict import (
     cluster_failures,
     decisive,
     drain_line,
     node_verdicts,
     to_drain,
 )
+from pytest_cluster.launchers.result import ErrorKind, ProbeResult
+from pytest_cluster.report.scorecard import cluster_verdict
+from pytest_cluster.spec import parse_spec
+from pytest_cluster.spec.model import Rule
 
 PLAN = Plan((Case("a::t[n1]", "gpus.count", "n1"), Case("a::t[n2]", "gpus.count", "n2"),
              Case("a::t[n3]", "gpus.count", "n3"), Case("a::u[n1]", "host.memory", "n1"),
@@ -269,7 +270,7 @@ def test_a_check_not_established_rejects_only_through_the_silent_node() -> None:
 
 def test_drain_lines_of_this_machine_standing_for_the_nodes_are_comments() -> None:
     """In a local run every node is this machine: its drain line is no command to run."""
-    from pytest_cluster.report import not_a_node
+    from pytest_cluster.evidence.tally import not_a_node
     from pytest_cluster.spec import parse_spec
 
     local = parse_spec("cluster: {name: c, nodes: [localhost], launcher: local}\n"

@@ -1,12 +1,12 @@
 """`-n N` with --cluster starts no more pytest-xdist workers than the machine has CPUs
-beside the controller's (pytest_cluster.workers): above that they only contend for the
+beside the controller's (pytest_cluster.run.workers): above that they only contend for the
 CPUs (bench/xdist.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_cluster.workers import fit_workers
+from pytest_cluster.run.workers import fit_workers
 
 SPEC = """\
 cluster:
@@ -31,7 +31,7 @@ def test_workers_are_cut_to_the_cpus_beside_the_controller_and_one_is_a_serial_r
 
 def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, cpus: int,
         *args: str) -> pytest.RunResult:
-    monkeypatch.setattr("pytest_cluster.configure.usable_cpus", lambda: cpus)
+    monkeypatch.setattr("pytest_cluster.run.configure.usable_cpus", lambda: cpus)
     (pytester.path / "t.yaml").write_text(SPEC, encoding="utf-8")
     return pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", *args)
 

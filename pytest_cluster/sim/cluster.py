@@ -10,9 +10,9 @@ import hashlib
 import uuid
 from typing import Any
 
-from pytest_cluster import rounds
-from pytest_cluster.gpu_models import MODELS, GpuModel
 from pytest_cluster.probes.gpu import THROTTLE_BITS, throttle_names
+from pytest_cluster.sim import round as rounds
+from pytest_cluster.spec.gpu_models import MODELS, GpuModel
 from pytest_cluster.spec.model import SimFault, SimSpec
 
 MIB = 2**20

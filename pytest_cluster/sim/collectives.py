@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_cluster.busbw import bus_factor, theoretical
-from pytest_cluster.gpu_models import MODELS
 from pytest_cluster.sim.cluster import (
     describe_node,
     gpu_count,
@@ -21,6 +19,8 @@ from pytest_cluster.sim.cluster import (
     jitter,
     link_factor,
 )
+from pytest_cluster.spec.busbw import bus_factor, theoretical
+from pytest_cluster.spec.gpu_models import MODELS
 from pytest_cluster.spec.model import InterconnectSpec, SimSpec
 
 #: What NCCL reaches of the wire (shared/GUIDE.md): ring over NVLink ~370 of 450 GB/s,

@@ -13,10 +13,10 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pytest_cluster.errors import SpecError, UnitError
-from pytest_cluster.requirement import Requirement, parse_requirement
 from pytest_cluster.spec.clauses import Declaration, Value, clauses
 from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import Clause, ClusterSpec, Rule
+from pytest_cluster.spec.requirement import Requirement, parse_requirement
 from pytest_cluster.units import UNITS, Dim, Quantity, parse_quantity
 
 #: Keys echoed in "unknown key" messages; others (a password file's lines, tokens) are not.

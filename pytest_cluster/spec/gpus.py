@@ -9,8 +9,6 @@ from typing import TypeVar
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster.errors import UnitError
-from pytest_cluster.gpu_models import MODELS, PEAK_TFLOPS, model_named
-from pytest_cluster.requirement import parse_requirement
 from pytest_cluster.spec.clauses import Value, clauses, declared, keys
 from pytest_cluster.spec.fields import (
     Ctx,
@@ -32,8 +30,10 @@ from pytest_cluster.spec.fields import (
     whole,
     written_with,
 )
+from pytest_cluster.spec.gpu_models import MODELS, PEAK_TFLOPS, model_named
 from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import Clause, ClusterSpec, GpuSpec, Rule, SimFault, SimSpec
+from pytest_cluster.spec.requirement import parse_requirement
 from pytest_cluster.units import Dim, format_value, parse_quantity
 
 T = TypeVar("T")

@@ -17,9 +17,6 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pytest_cluster.errors import SpecError, UnitError
 from pytest_cluster.hostlist import MAX_NODES, expand_hostlist
-from pytest_cluster.requirement import (
-    parse_version_requirement,
-)
 from pytest_cluster.spec.clauses import declared, keys
 from pytest_cluster.spec.compose import compose
 from pytest_cluster.spec.fields import (
@@ -51,6 +48,9 @@ from pytest_cluster.spec.model import (
     Spec,
     StorageSpec,
     VersionClause,
+)
+from pytest_cluster.spec.requirement import (
+    parse_version_requirement,
 )
 from pytest_cluster.spec.sla import parse_sla
 from pytest_cluster.spec.slurm import allocation_nodes, parse_slurm, wants_allocation

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import ClassVar
 
-from pytest_cluster.requirement import Requirement, VersionRequirement
 from pytest_cluster.spec.clauses import CLAUSES, Declaration, declared
+from pytest_cluster.spec.requirement import Requirement, VersionRequirement
 from pytest_cluster.units import Dim
 
 DECLARED = frozenset(declaration.id for declaration in CLAUSES if declaration.is_clause)

@@ -1,0 +1,367 @@
+"""This run against an accepted earlier one (--cluster-baseline=DIR): the cases that say
+whether the cluster is still the one that was accepted.
+
+- `baseline.nodes`: the same nodes (missing and new ones named);
+- `baseline.hardware`, per node: the same machine, GPUs (a swapped GPU named with both
+  serials), NICs and HCAs (address or GUID, firmware, rate), block devices, driver;
+- `baseline.performance`, per measured figure of both runs: not worse than at baseline by
+  more than the spec's `baseline.tolerance` (5 % unless it says), in the direction its
+  clause counts as better.
+
+The baseline must pass `pytest-cluster verify` (its files as its manifest lists them) and
+hold results.jsonl and inventory.json. Pure comparisons: the cases are emitted by
+derived_cases.py.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_cluster.errors import BundleError, InputError
+from pytest_cluster.evidence import baseline_files
+from pytest_cluster.evidence.baseline_files import RESULTS
+from pytest_cluster.evidence.bundle.keys import PublicKey
+from pytest_cluster.evidence.bundle.verify import verify
+from pytest_cluster.evidence.derived_cases import Case
+from pytest_cluster.evidence.results import read_results
+from pytest_cluster.evidence.untrusted_json import printable
+from pytest_cluster.measure.inventory import INVENTORY, is_unreadable
+from pytest_cluster.spec.model import Spec
+from pytest_cluster.units import UNITS, utc
+
+HIGHER_BETTER = (">=", ">")
+LOWER_BETTER = ("<=", "<")
+#: What a numeric result line needs to be compared: its case, node, GPU, figure.
+KEPT = ("case", "clause", "node", "gpu", "filesystem", "measured", "measured_base", "unit",
+        "comparison")
+MAX_NAMED = 20  # nodes named in a message; the rest are counted
+MAX_SHOWN = 300  # characters of a value a change shows
+
+
+class BaselineError(Exception):
+    """The baseline directory cannot serve as one (says which file and why)."""
+
+
+@dataclass(frozen=True)
+class Baseline:
+    path: Path
+    started: str  # when the baseline run started, as units.utc writes it
+    signed_by: tuple[str, ...]
+    manifest_sha256: str
+    inventory: dict[str, Any]
+    figures: dict[str, dict[str, Any]]  # numeric result lines by case id
+    checked_key: str | None = None  # the key its signature was checked against, if one
+    cluster: str = ""
+    spec_sha256: str = ""
+    status: str = ""  # how the baseline run ended: complete, partial, interrupted
+
+    def notes(self, spec: Spec) -> list[str]:
+        """What makes this baseline a weaker one to compare with, in words."""
+        found = []
+        if self.cluster and self.cluster != spec.cluster.name:
+            found.append(f"it is of cluster {_shown(self.cluster)}, this run of "
+                         f"{spec.cluster.name}")
+        if self.spec_sha256 and self.spec_sha256 != spec.sha256:
+            found.append("its spec differs from this run's (sha256 "
+                         f"{_shown(self.spec_sha256[:12])} vs {spec.sha256[:12]}): only the cases "
+                         "both have are compared")
+        if self.status and self.status != "complete":
+            found.append(f"it ran {_shown(self.status)}: figures it did not measure have nothing "
+                         "to compare with")
+        return found
+
+    @property
+    def label(self) -> str:
+        return f"run {self.started}"
+
+
+def figures(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The result lines with a number compared one way (>=, <=), by case id."""
+    found = {}
+    for record in records:
+        base = record.get("measured_base")
+        if (isinstance(record.get("case"), str) and record.get("comparison") in
+                HIGHER_BETTER + LOWER_BETTER and isinstance(base, (int, float))
+                and not isinstance(base, bool) and math.isfinite(base)
+                and record.get("outcome") in ("passed", "failed")):
+            found[record["case"]] = {key: record.get(key) for key in KEPT}
+    return found
+
+
+def load(path: Path, key: Path | None = None) -> Baseline:
+    """The baseline at `path`, verified (with `key`: signed by that key) and its files
+    checked (baseline_files.py); BaselineError saying why it cannot be one."""
+    try:
+        baseline_files.check_sizes(path)
+        verdict = verify(path, PublicKey.load(key) if key is not None else None)
+    except (BundleError, InputError) as exc:
+        raise BaselineError(str(exc)) from None
+    if not verdict.ok:
+        problems = "; ".join(verdict.problems())
+        raise BaselineError(f"it fails pytest-cluster verify, so it is no evidence of what "
+                            f"was accepted: {problems}")
+    missing = [name for name in (RESULTS, INVENTORY) if not (path / name).is_file()]
+    if missing:
+        raise BaselineError(f"it has no {' or '.join(missing)}: a run's evidence directory "
+                            "written by a pytest-cluster that records its inventory is needed")
+    try:
+        results = baseline_files.read_results(path / RESULTS)
+        inventory = baseline_files.read_inventory(path / INVENTORY)
+    except InputError as exc:
+        raise BaselineError(str(exc)) from None
+    started = results.run.get("started_at")
+    return Baseline(path, utc(started) if started is not None else "of unknown time",
+                    tuple(verdict.signed_by), verdict.manifest_sha256, inventory,
+                    figures(results.results), verdict.key, results.run.get("cluster", ""),
+                    results.run.get("spec_sha256", ""), results.status)
+
+
+# -- nodes and hardware ------------------------------------------------------------------
+
+def _named(nodes: list[str]) -> str:
+    """'n1, n2', the first MAX_NAMED of them and how many more."""
+    more = f" and {len(nodes) - MAX_NAMED} more" if len(nodes) > MAX_NAMED else ""
+    return ", ".join(_shown(node) for node in nodes[:MAX_NAMED]) + more
+
+
+def same_nodes(baseline: Baseline, now: dict[str, Any]) -> Case:
+    before, after = list(baseline.inventory["nodes"]), list(now["nodes"])
+    missing = [n for n in before if n not in set(after)]
+    new = [n for n in after if n not in set(before)]
+    parts = ([f"{len(missing)} missing since the baseline: {_named(missing)}"] if missing
+             else []) + ([f"{len(new)} new: {_named(new)}"] if new else [])
+    measured = f"{len(after)} node(s), {len(before)} at baseline"
+    return Case("cluster", "baseline.nodes", "all", not parts,
+                f"nodes differ from the baseline ({baseline.label}): " + "; ".join(parts)
+                if parts else "", props={"measured": measured,
+                                         "requirement": "the nodes of the baseline"})
+
+
+def _shown(value: Any) -> str:
+    """A value as a change names it: cut to MAX_SHOWN characters, and what a terminal
+    would act on (an ESC, a bidi override) escaped, since the baseline is untrusted."""
+    text = f"unreadable ({value['unreadable']})" if is_unreadable(value) else str(value)
+    return printable(text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "…")
+
+
+def _changed(what: str, before: Any, after: Any) -> Iterator[str]:
+    """'WHAT X at baseline, now Y' when a readable value changed (unreadable at baseline:
+    nothing to compare)."""
+    if is_unreadable(before) or before in (None, "") or before == after:
+        return
+    yield f"{what} {_shown(before)} at baseline, now {_shown(after)}"
+
+
+def _by(items: Any, key: str) -> dict[str, dict[str, Any]]:
+    if not isinstance(items, list):
+        return {}
+    return {str(item.get(key)): item for item in items if isinstance(item, dict)}
+
+
+def _listed(what: str, before: Any, after: Any, key: str,
+            fields: tuple[str, ...]) -> Iterator[str]:
+    """Differences between two lists of devices matched by `key`."""
+    if not isinstance(before, list):
+        return
+    if not isinstance(after, list):
+        yield f"{what}s unreadable now ({_shown(after)})"
+        return
+    old, new = _by(before, key), _by(after, key)
+    for name, item in old.items():
+        shown = _shown(name)
+        if name not in new:
+            yield f"{what} {shown} missing (was {', '.join(_shown(item.get(f)) for f in fields)})"
+            continue
+        for each in fields:
+            yield from _changed(f"{what} {shown} {each}", item.get(each), new[name].get(each))
+    for name in new:
+        if name not in old:
+            yield f"{what} {_shown(name)} new"
+
+
+def _gpus(before: Any, after: Any) -> Iterator[str]:
+    if not isinstance(before, list):
+        return
+    if not isinstance(after, list):
+        yield f"GPUs unreadable now ({_shown(after)})"
+        return
+    old, new = _by(before, "index"), _by(after, "index")
+    for index, gpu in old.items():
+        now = new.get(index)
+        if now is None:
+            yield f"gpu{_shown(index)} missing (serial {_shown(gpu.get('serial'))} at baseline)"
+        elif gpu.get("serial") != now.get("serial") or gpu.get("uuid") != now.get("uuid"):
+            yield (f"gpu{_shown(index)} swapped: serial {_shown(gpu.get('serial'))} "
+                   f"({_shown(gpu.get('uuid'))}{_model(gpu, now)}) at baseline, now serial "
+                   f"{_shown(now.get('serial'))} ({_shown(now.get('uuid'))}"
+                   f"{_model(now, gpu)})")
+        else:
+            for each in ("board_part", "vbios", "pci_bus_id"):
+                yield from _changed(f"gpu{_shown(index)} {each}", gpu.get(each), now.get(each))
+    for index, gpu in new.items():
+        if index not in old:
+            yield f"gpu{_shown(index)} new (serial {_shown(gpu.get('serial'))})"
+
+
+def _model(gpu: dict[str, Any], other: dict[str, Any]) -> str:
+    """', NVIDIA H100 PCIe' where the two GPUs' models differ, else nothing."""
+    return f", {_shown(gpu.get('name'))}" if gpu.get("name") != other.get("name") else ""
+
+
+def _ports(hca: dict[str, Any]) -> str:
+    return "; ".join(f"port {_shown(p.get('port'))} {_shown(p.get('rate'))}"
+                     for p in hca.get("ports", []) if isinstance(p, dict))
+
+
+def hardware_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """What differs in one node's inventory from its baseline, in words."""
+    if is_unreadable(after):
+        return [f"no inventory this run: {after['unreadable']}"]
+    if is_unreadable(before):
+        return []
+    found: list[str] = []
+    old_dmi, new_dmi = before.get("dmi"), after.get("dmi")
+    for key in ("product_serial", "product_uuid"):
+        if isinstance(old_dmi, dict):
+            found += _changed(f"system {key}", old_dmi.get(key),
+                              new_dmi.get(key) if isinstance(new_dmi, dict) else new_dmi)
+    found += _changed("machine id", before.get("machine_id"), after.get("machine_id"))
+    found += _gpus(before.get("gpus"), after.get("gpus"))
+    found += _listed("NIC", before.get("interfaces"), after.get("interfaces"), "name",
+                     ("address", "firmware", "rate_gbps", "link_layer"))
+    old_hcas = [{**h, "rate": _ports(h)} for h in before.get("infiniband") or []
+                if isinstance(h, dict)] if isinstance(before.get("infiniband"), list) else None
+    new_hcas = [{**h, "rate": _ports(h)} for h in after.get("infiniband") or []
+                if isinstance(h, dict)] if isinstance(after.get("infiniband"), list) else \
+        after.get("infiniband")
+    found += _listed("HCA", old_hcas, new_hcas, "name", ("node_guid", "firmware", "rate"))
+    old_fs, new_fs = _by(before.get("filesystems"), "path"), _by(after.get("filesystems"),
+                                                                  "path")
+    for path, fs in old_fs.items():
+        if path in new_fs:
+            found += _listed(f"disk under {path}", fs.get("block_devices"),
+                             new_fs[path].get("block_devices"), "name", ("serial", "model"))
+    found += _changed("driver", before.get("software", {}).get("driver"),
+                      after.get("software", {}).get("driver"))
+    return found
+
+
+def same_hardware(baseline: Baseline, now: dict[str, Any]) -> list[Case]:
+    cases = []
+    for node, before in baseline.inventory["nodes"].items():
+        after = now["nodes"].get(node)
+        if after is None:
+            continue  # named by same_nodes
+        changes = hardware_changes(before, after)
+        gpus = before.get("gpus") if isinstance(before, dict) else None
+        measured = "as at baseline" if not changes else f"{len(changes)} change(s)"
+        cases.append(Case(node, "baseline.hardware", node, not changes,
+                          f"{node}: " + "; ".join(changes) + f" ({baseline.label})"
+                          if changes else "",
+                          props={"measured": measured, "changes": changes,
+                                 "requirement": "the machine, GPUs, NICs, disks and driver "
+                                                "of the baseline",
+                                 "gpus_at_baseline": len(gpus) if isinstance(gpus, list)
+                                 else None}))
+    return cases
+
+
+# -- performance -------------------------------------------------------------------------
+
+def number_text(value: float) -> str:
+    """'598.2', '12345': four significant digits, whole numbers from 10,000 on."""
+    return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """How a figure's result line is shown: where it was measured ('gpu-003 gpu6'), and
+    a value of its (SI) measured_base in the line's own unit ('598.2 TFLOPS')."""
+
+    record: dict[str, Any]
+
+    @property
+    def where(self) -> str:
+        gpu = self.record.get("gpu")
+        return " ".join(str(p) for p in (self.record.get("node"),
+                                         f"gpu{gpu}" if gpu is not None else None) if p)
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.record["comparison"] in HIGHER_BETTER
+
+    def number(self, base_value: float) -> str:
+        """`base_value` (SI, as measured_base) in the line's unit, without the unit."""
+        measured, base = self.record.get("measured"), self.record.get("measured_base")
+        scale = float(measured) / float(base) if isinstance(measured, (int, float)) and \
+            isinstance(base, (int, float)) and base else 1.0
+        return number_text(base_value * scale)
+
+    def value(self, base_value: float) -> str:
+        """The same, with the unit."""
+        unit = self.record.get("unit")
+        return f"{self.number(base_value)}{' ' + str(unit) if unit else ''}"
+
+
+def _dimension(unit: Any) -> object:
+    """What a unit measures (GB/s and Gb/s both a rate); an unknown unit is itself."""
+    return UNITS[unit][0] if isinstance(unit, str) and unit in UNITS else unit or ""
+
+
+def compared(now: dict[str, Any], before: dict[str, Any], tolerance: float,
+             label: str) -> Case | None:
+    """One figure against its baseline; None where they cannot be compared (a baseline of
+    0 has no relative change); a failed case where the baseline measured another quantity
+    (its unit of another dimension)."""
+    base, current = float(before["measured_base"]), float(now["measured_base"])
+    if base == 0 or not math.isfinite(current):
+        return None
+    figure = Figure(now)
+    if _dimension(now.get("unit")) != _dimension(before.get("unit")):
+        return Case(str(now["case"]).rpartition("::")[2],
+                    f"baseline.performance[{now['clause']}]", str(now.get("node")), False,
+                    f"{figure.where} {now['clause']}: in {_shown(now.get('unit'))} now, in "
+                    f"{_shown(before.get('unit'))} at baseline: not the same quantity, so "
+                    f"not compared ({label})", gpu=now.get("gpu"),
+                    props={"measured": figure.value(current), "compared_case": now["case"],
+                           "requirement": "the same quantity as at baseline"})
+    higher = figure.higher_is_better
+    change = (current - base) / abs(base)
+    worse = -change if higher else change
+    shown_now, shown_base = figure.value(current), figure.number(base)
+    direction = ("below" if change < 0 else "above")
+    text = (f"{figure.where} {now['clause']}: {shown_now}, "
+            f"{abs(change) * 100:.1f} % {direction} baseline {shown_base} ({label})")
+    param = str(now["case"]).rpartition("::")[2]  # the case it compares, by its name
+    props = {"measured": f"{shown_now} ({change * 100:+.1f} % on {shown_base})",
+             "baseline_value": shown_base, "change_pct": round(change * 100, 2),
+             "compared_case": now["case"],
+             "requirement": f"no more than {tolerance * 100:g} % "
+                            f"{'below' if higher else 'above'} baseline"}
+    return Case(param, f"baseline.performance[{now['clause']}]", str(now.get("node")),
+                worse <= tolerance, text if worse > tolerance else "", gpu=now.get("gpu"),
+                props=props)
+
+
+def not_worse(baseline: Baseline, now: dict[str, dict[str, Any]],
+              tolerance: float) -> list[Case]:
+    cases = []
+    for case_id, record in now.items():
+        before = baseline.figures.get(case_id)
+        case = compared(record, before, tolerance, baseline.label) if before else None
+        if case is not None:
+            cases.append(case)
+    return cases
+
+
+def compare(baseline: Baseline, inventory: dict[str, Any], results: Path,
+            tolerance: float) -> list[Case]:
+    """Every derived case of this run against `baseline`: nodes, hardware per node, and
+    each figure measured in both runs."""
+    now = figures(read_results(results).results) if results.is_file() else {}
+    return [same_nodes(baseline, inventory), *same_hardware(baseline, inventory),
+            *not_worse(baseline, now, tolerance)]

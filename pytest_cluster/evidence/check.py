@@ -1,0 +1,226 @@
+"""Evidence of one acceptance test: measured vs required, recorded, then asserted.
+
+Everything is recorded as the test's `user_properties` (so JUnit `<properties>` carry it
+and pytest-xdist ships it to the controller, which writes results.jsonl and the HTML).
+Where a test looks (its node, GPU and filesystem) comes from the test's own parameters
+(`Place`), and whether its evidence is simulated from the results it read (`saw`): no
+call says either.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn, Protocol
+
+import pytest
+
+from pytest_cluster.evidence import node_groups
+from pytest_cluster.launchers.result import ProbeResult
+from pytest_cluster.measure.reference import Reference, properties
+from pytest_cluster.spec.model import Clause, Rule, VersionClause
+from pytest_cluster.spec.requirement import Verdict
+from pytest_cluster.units import UNITS
+
+#: Property names every acceptance test may record (in this order in JUnit).
+PROPERTIES = ("node", "gpu", "gpu_uuid", "gpu_serial", "filesystem", "collective", "payload",
+              "node_count", "spec_key", "spec_line", "requirement", "theoretical",
+              "derivation", "measured", "required", "comparison", "unit", "measured_base",
+              "required_base", "simulated", "method", "error_kind", "probe", "probe_run",
+              "verdict", "raw")
+
+Promise = Clause | VersionClause | Rule
+
+
+class Result(Protocol):
+    """Anything a test reads its numbers from: a probe result, a benchmark job, a search."""
+
+    @property
+    def simulated(self) -> bool: ...
+
+
+def promise_text(promise: Promise) -> str:
+    return promise.text if isinstance(promise, Rule) else promise.requirement.text
+
+
+def where(node: str, filesystem: str | None = None, gpu: int | None = None) -> str:
+    """How a message names what was tested: 'node01', 'node01 /data', 'node01 gpu3'."""
+    text = f"{node} {filesystem}" if filesystem else node
+    return f"{text} gpu{gpu}" if gpu is not None else text
+
+
+@dataclass(frozen=True)
+class Place:
+    """What a test case is about: its node, filesystem (path) and GPU, if any."""
+
+    node: str | None = None
+    filesystem: str | None = None
+    gpu: int | None = None
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any]) -> Place:
+        """From a test's parameters (`node`, `filesystem`, `gpu`)."""
+        node, fs, gpu = params.get("node"), params.get("filesystem"), params.get("gpu")
+        path = getattr(fs, "path", None)
+        return cls(node if isinstance(node, str) else None,
+                   path if isinstance(path, str) else None,
+                   gpu if isinstance(gpu, int) and not isinstance(gpu, bool) else None)
+
+
+class Evidence:
+    """Bound to one test item: `check()` records the evidence and fails with the verdict.
+    `node=` on a call names something else than the test's node (a group of nodes, the
+    writer of a shared file)."""
+
+    def __init__(self, item: pytest.Item, place: Place | None = None) -> None:
+        self.item = item
+        callspec = getattr(item, "callspec", None)
+        self.place = place or Place.of(callspec.params if callspec is not None else {})
+        self.simulated = False  # any result this test has read was simulated
+
+    def _node(self, node: str | None) -> str:
+        return node if node is not None else self.place.node or ""
+
+    def saw(self, result: Result | None) -> None:
+        """Note a result this test reads: a simulated one marks the whole test simulated,
+        whatever the caller passes on (decided by the results, not by each call)."""
+        if result is not None and result.simulated:
+            self.simulated = True
+
+    def record(self, **values: Any) -> None:
+        for name, value in values.items():
+            if value is not None:
+                text = json.dumps(value, sort_keys=True, default=str) if name == "raw" else value
+                self.item.user_properties.append((name, text))
+
+    def require(self, result: ProbeResult, clause: Promise) -> dict[str, Any]:
+        """The probe's payload, or fail this test with the probe's error (kind, stderr)."""
+        self.saw(result)
+        if result.ok:
+            return result.payload()
+        self.record(node=result.node, filesystem=self.place.filesystem, spec_key=clause.key,
+                    spec_line=clause.line, requirement=promise_text(clause),
+                    error_kind=result.error.value if result.error else "failed",
+                    probe=result.probe, simulated=result.simulated,
+                    raw={"message": result.message, "exit_code": result.exit_code,
+                         "stderr_tail": result.stderr_tail, "duration_s": result.duration_s})
+        gpu = self.place.gpu
+        prefix = f"gpu{gpu}: " if gpu is not None else ""
+        pytest.fail(_mark(prefix + result.describe(), result.simulated), pytrace=False)
+
+    def cannot_measure(self, clause: Promise, reason: str, *, raw: Any = None,
+                       kind: str = "cannot_measure", node: str | None = None) -> NoReturn:
+        """The probe ran but could not measure this clause: fail, saying why (simulated
+        when a result this test read was)."""
+        place = self.place
+        node = self._node(node)
+        self.record(node=node, filesystem=place.filesystem, spec_key=clause.key,
+                    spec_line=clause.line, requirement=promise_text(clause),
+                    error_kind=kind, raw=raw, simulated=self.simulated or None)
+        name = clause.key.rsplit(".", 1)[-1]
+        text = f"{where(node, place.filesystem, place.gpu)} {name}: cannot measure: {reason}"
+        if kind != "cannot_measure":
+            text = f"{where(node, place.filesystem, place.gpu)} {name}: {reason}"
+        pytest.fail(_mark(text, self.simulated), pytrace=False)
+
+    def check(self, clause: Clause, measured: float, *, result: ProbeResult | None,
+              method: str | None = None, raw: Any = None, note: str = "",
+              node: str | None = None, references: Sequence[Reference] = ()) -> None:
+        """Record measured vs required for `clause` and fail unless it holds; `note` is
+        added to the failure message (e.g. who else holds GPU memory). Without a probe
+        `result` (a benchmark job's number), the results this test saw say whether it was
+        simulated. `references`: published figures recorded beside the measurement, with
+        the ratio to them; they never decide the outcome."""
+        req = clause.requirement
+        unit_factor = _factor(req.unit)
+        self.saw(result)
+        simulated = result.simulated if result is not None else self.simulated
+        place, node = self.place, self._node(node)
+        self.record(node=node, filesystem=place.filesystem, spec_key=clause.key,
+                    spec_line=clause.line, requirement=req.text,
+                    measured=measured / unit_factor,
+                    required=req.bound.value / unit_factor, comparison=req.op,
+                    unit=req.unit, measured_base=measured, required_base=req.bound.value,
+                    simulated=simulated, method=method,
+                    probe_run=result.run_id if result is not None else None, raw=raw,
+                    **properties(references, measured))
+        name = clause.key.rsplit(".", 1)[-1]
+        verdict = req.check(measured, f"{where(node, place.filesystem, place.gpu)} {name}")
+        if not verdict.ok and note:
+            verdict = Verdict(False, f"{verdict.message}; {note}")
+        self._assert(verdict, simulated)
+
+    def check_rule(self, rule: Rule, ok: bool, measured: str, *, result: ProbeResult | None,
+                   problem: str, method: str | None = None, raw: Any = None,
+                   node: str | None = None) -> None:
+        """A health rule (no number to compare): record what was found, fail with
+        `problem` unless `ok`. Its message names the node and GPU. Without a probe
+        `result` (a job's), the results this test saw say whether it was simulated."""
+        node = self._node(node)
+        simulated = result.simulated if result is not None else self.simulated
+        self.record(node=node, spec_key=rule.key, spec_line=rule.line, requirement=rule.text,
+                    measured=measured, simulated=simulated, method=method,
+                    probe_run=result.run_id if result is not None else None, raw=raw)
+        name = rule.key.rsplit(".", 1)[-1]
+        self._assert(Verdict(ok, f"{where(node, gpu=self.place.gpu)} {name}: {problem}"),
+                     simulated)
+
+    def check_version(self, clause: VersionClause, found: str | None, *,
+                      result: ProbeResult, source: str | None, asked: str | None = None,
+                      node: str | None = None) -> None:
+        """A version clause; `asked` names who was asked when nothing was found (e.g. the
+        interpreter that has no torch)."""
+        self.saw(result)
+        node = self._node(node)
+        req = clause.requirement
+        self.record(node=node, spec_key=clause.key, spec_line=clause.line, measured=found,
+                    requirement=req.text, comparison=req.op, simulated=result.simulated,
+                    method=source, probe_run=result.run_id)
+        verdict = req.check(found, f"{node} {clause.name}")
+        if asked and not verdict.ok:
+            verdict = Verdict(False, f"{verdict.message}; asked {asked}")
+        self._assert(verdict, result.simulated)
+
+    def check_same(self, key: str, line: int, what: str, groups: dict[str, list[str]],
+                   unanswered: dict[str, str], *, method: str | None = None) -> None:
+        """A cluster-wide "the same on every node" check. `groups`: value -> the nodes
+        that reported it; `unanswered`: node -> why it did not. Fails when the values
+        differ, and when any node did not answer: never a pass on the others alone. The
+        summary and the evidence name nodes as hostlists (node_groups)."""
+        found = node_groups.summary(groups) if groups else ""
+        self.record(spec_key=key, spec_line=line, node="all",
+                    requirement=f"the same {what} on every node",
+                    measured=found or "no node answered", method=method,
+                    raw=node_groups.evidence(groups, unanswered), simulated=self.simulated)
+        total = sum(len(nodes) for nodes in groups.values()) + len(unanswered)
+        names = list(unanswered)
+        silent = f"{len(names)} of {total} node(s) did not answer ({node_groups.nodes_text(names)})"
+        if len(groups) > 1:
+            self.fail(f"{what} differs between nodes: {found}"
+                      + (f"; {silent}" if names else ""))
+        if names:
+            self.fail(f"{what}: {found or 'no node answered'}; {silent}, so the same "
+                      f"{what} on every node is not established (first: "
+                      f"{unanswered[names[0]]})", "not_all_nodes")
+        self.record(verdict="pass")
+
+    def fail(self, message: str, kind: str | None = None) -> NoReturn:
+        """Fail a check that has no number to compare (versions that differ; with `kind`,
+        one that could not be established, e.g. some nodes did not answer)."""
+        self.record(error_kind=kind, verdict="fail")
+        pytest.fail(_mark(message, self.simulated), pytrace=False)
+
+    def _assert(self, verdict: Verdict, simulated: bool = False) -> None:
+        self.record(verdict="pass" if verdict.ok else "fail")
+        if not verdict.ok:
+            pytest.fail(_mark(verdict.message, simulated), pytrace=False)
+
+
+def _mark(message: str, simulated: bool) -> str:
+    """Failure messages of simulated results say so first: never pass for measurements."""
+    return f"[SIMULATED] {message}" if simulated else message
+
+
+def _factor(unit: str) -> float:
+    return UNITS[unit][1] if unit else 1.0

@@ -1,0 +1,140 @@
+"""What the end of a run needs from its result lines, gathered as each line is written.
+
+The lines themselves go to results.jsonl and are not held: at 1,024 nodes a run has
+157,711 of them. The ledger keeps, as the run goes on, only what the end reads:
+
+- per outcome, how many; per case id, its node (which cases ran, and the lines of your
+  own tests outside the plan);
+- the node verdicts' counts and failures (verdict.VerdictBuilder);
+- each clause's tally and the nodes x clauses matrix (tally.ClauseTally, gathered.Matrix);
+- in full (without their raw payloads, see `held`), the lines that did not pass and the
+  benchmark runs the charts draw; a run where everything fails holds them all;
+- the rows of the HTML's passed lists, in an unnamed temporary file (gone when closed or
+  when the process ends), read back once for the report.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from collections import Counter
+from typing import Any
+
+from pytest_cluster.evidence.gathered import (
+    Gathered,
+    Matrix,
+    PassedRow,
+    is_benchmark,
+    passed_row,
+    reference_named,
+)
+from pytest_cluster.evidence.plan import Plan
+from pytest_cluster.evidence.results import counted, outcome
+from pytest_cluster.evidence.tally import ClauseTally, add_to_tally
+from pytest_cluster.evidence.verdict import NodeVerdict, VerdictBuilder, cluster_failures
+
+#: Keys of a result line that only results.jsonl and JUnit need, not the controller's
+#: reports at the end (verdicts, scorecard, charts, the terminal).
+NOT_HELD = frozenset({"method", "gpu_uuid", "gpu_serial", "probe_run", "finished_at",
+                      "duration_s", "spec_line"})
+#: Keys whose values repeat across thousands of cases: one string each, shared.
+SHARED = frozenset({"clause", "spec_key", "requirement", "comparison", "unit", "node",
+                    "outcome", "phase", "verdict", "collective", "derivation", "error_kind",
+                    "filesystem", "type"})
+
+
+def held(record: dict[str, Any]) -> dict[str, Any]:
+    """What the ledger keeps of a line it holds in full: the line without its raw probe
+    payload, the pytest node id where the case id says which case it is, and the keys
+    only the files need, which stay in results.jsonl and JUnit; a benchmark's payload
+    sweep is kept for the charts."""
+    kept: dict[str, Any] = {}
+    for key, value in record.items():
+        if key in NOT_HELD or key.startswith("busbw_GBps[") or (
+                key == "nodeid" and "case" in record):  # the case says which it is
+            continue
+        if key == "raw":
+            if isinstance(value, dict) and "sweep" in value:
+                kept["raw"] = {"sweep": value["sweep"]}
+            continue
+        kept[sys.intern(key)] = (sys.intern(value) if key in SHARED and isinstance(value, str)
+                                 else value)
+    return kept
+
+
+class Ledger:
+    def __init__(self, nodes: tuple[str, ...]) -> None:
+        self.nodes = nodes
+        self.outcomes: Counter[str] = Counter()
+        self.ran: dict[str, str] = {}  # case id -> its node ("None": about no one node)
+        self._caseless: Counter[str] = Counter()  # node -> lines with no case id
+        self.kept: list[dict[str, Any]] = []  # not passed, or a benchmark run (charts)
+        self._verdicts = VerdictBuilder(nodes)
+        self._tallies: dict[str, ClauseTally] = {}
+        self._matrix = Matrix(nodes)
+        self._references: dict[str, str] = {}  # per clause, the first passed one's
+        self._passed = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 (closed by close())
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Count one result line, as it is written."""
+        kind = outcome(record)
+        self.outcomes[kind] += 1
+        node = sys.intern(str(record.get("node")))
+        case = record.get("case")
+        if isinstance(case, str):
+            self.ran[case] = node
+        else:
+            self._caseless[node] += 1
+        self._verdicts.add(record)
+        add_to_tally(self._tallies, record)
+        self._matrix.add(record)
+        if kind == "passed":
+            clause = str(record.get("clause") or record.get("spec_key"))
+            self._passed.write(json.dumps([clause, passed_row(record)]) + "\n")
+            if "reference" in record and clause not in self._references:
+                self._references[clause] = reference_named(record)
+        if kind != "passed" or is_benchmark(record):
+            self.kept.append(held(record))
+
+    @property
+    def checks_ran(self) -> int:
+        return sum(n for kind, n in self.outcomes.items() if kind != "not_run")
+
+    @property
+    def failed(self) -> int:
+        return self.outcomes["failed"] + self.outcomes["error"]
+
+    def counts(self) -> dict[str, int]:
+        return counted(self.outcomes)
+
+    def outside_plan(self, plan: Plan) -> Counter[str]:
+        """Per node, the lines of your own tests: evidence recorded outside the plan."""
+        found = Counter(self._caseless)
+        found.update(node for case, node in self.ran.items() if case not in plan.by_id)
+        return found
+
+    def verdicts(self, plan: Plan) -> list[NodeVerdict]:
+        """One verdict per node, once every line is in (call once)."""
+        return self._verdicts.finish(plan, self.outside_plan(plan))
+
+    def cluster_failures(self) -> list[dict[str, str]]:
+        return cluster_failures(self.kept, self.nodes)
+
+    def gathered(self) -> Gathered:
+        """What the HTML scorecard shows; reads the passed rows back from disk."""
+        return Gathered(self.cluster_failures(), list(self._tallies.values()),
+                        self._matrix, self._passed_rows(), self._references)
+
+    def _passed_rows(self) -> dict[str, list[PassedRow]]:
+        by_clause: dict[str, list[PassedRow]] = {}
+        self._passed.flush()
+        self._passed.seek(0)
+        for line in self._passed:
+            clause, row = json.loads(line)
+            by_clause.setdefault(clause, []).append(PassedRow(*row))
+        self._passed.seek(0, 2)
+        return by_clause
+
+    def close(self) -> None:
+        self._passed.close()

@@ -1,0 +1,146 @@
+"""results.jsonl: a run line, one line per contract case as it ends, and an end line.
+
+    {"type": "run", ...}       cluster, spec and its SHA-256, nodes, launcher, simulated
+    {"type": "result", ...}    one per contract case, written and flushed as it ends
+    {"type": "end", ...}       how the run ended and exactly what it covered
+
+A file without an end line is a run that was cut off (killed, power lost): `read_results`
+reports it as interrupted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from pytest_cluster import __version__
+
+#: How a run ended (the end record's `status`).
+COMPLETE = "complete"  # every contract check of the spec ran
+PARTIAL = "partial"  # ran to its end, but the selection (-k, -m, --lf) left checks out
+INTERRUPTED = "interrupted"  # Ctrl-C, -x / --maxfail, a killed run: selected checks not reached
+INTERNAL_ERROR = "internal_error"
+
+
+def run_status(exit_code: int, planned: int, selected: int, ran: int) -> str:
+    if exit_code == pytest.ExitCode.INTERNAL_ERROR:
+        return INTERNAL_ERROR
+    if exit_code == pytest.ExitCode.INTERRUPTED or ran < selected:
+        return INTERRUPTED
+    if selected < planned:
+        return PARTIAL
+    return COMPLETE
+
+
+def outcome(record: dict[str, Any]) -> str:
+    """passed, failed, error (the check could not start: setup failed), skipped, not_run."""
+    if record.get("outcome") == "failed" and record.get("phase") == "setup":
+        return "error"
+    return str(record.get("outcome"))
+
+
+OUTCOMES = ("passed", "failed", "error", "skipped", "not_run")
+
+
+def counts(records: Iterable[dict[str, Any]]) -> dict[str, int]:
+    return counted(Counter(outcome(r) for r in records))
+
+
+def counted(found: Mapping[str, int]) -> dict[str, int]:
+    """The end record's `counts`: every outcome, 0 where none."""
+    return {name: found.get(name, 0) for name in OUTCOMES}
+
+
+def report_record(report: pytest.TestReport) -> dict[str, Any] | None:
+    """The result line of a finished contract case, or None if it is not one.
+
+    A case that failed before recording anything (a fixture crashed) still gets its line,
+    with the clause its marker names."""
+    props = dict(report.user_properties)
+    case = getattr(report, "pytest_cluster_case", None)
+    if "spec_key" not in props and case is None:
+        return None
+    if "raw" in props and isinstance(props["raw"], str):
+        with contextlib.suppress(json.JSONDecodeError):
+            props["raw"] = json.loads(props["raw"])
+    message = ""
+    if report.failed or report.skipped:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        message = crash.message if crash is not None else str(report.longrepr)
+        if isinstance(report.longrepr, tuple):  # skip: (path, line, reason)
+            message = str(report.longrepr[2])
+    record: dict[str, Any] = {"type": "result", "nodeid": report.nodeid,
+                              "outcome": report.outcome, "phase": report.when,
+                              "duration_s": round(report.duration, 6),
+                              "finished_at": time.time(), "message": message}
+    if case is not None:
+        record.update(case=case[0], clause=case[1])
+        props.setdefault("spec_key", case[1])
+        if case[2] is not None:
+            props.setdefault("node", case[2])
+    record.update(props)
+    return record
+
+
+class ResultsWriter:
+    """Appends one line per record, flushed at once; never overwrites an earlier file."""
+
+    def __init__(self, path: Path, run: dict[str, Any]) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._file: IO[str] = path.open("x", encoding="utf-8")
+        self.write({"type": "run", "tool_version": __version__, **run})
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._file.write(json.dumps(record, sort_keys=True, default=str) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+@dataclass(frozen=True)
+class RunResults:
+    """A results.jsonl as read back: its run line, result lines and end line (None when
+    the run was cut off), and the status that follows."""
+
+    run: dict[str, Any]
+    results: list[dict[str, Any]]
+    end: dict[str, Any] | None
+
+    @property
+    def status(self) -> str:
+        return str(self.end["status"]) if self.end is not None else INTERRUPTED
+
+    @property
+    def complete(self) -> bool:
+        return self.status == COMPLETE
+
+
+def read_results(path: Path) -> RunResults:
+    """Read a results.jsonl; a last line cut in half (a killed writer) is ignored."""
+    run: dict[str, Any] = {}
+    results: list[dict[str, Any]] = []
+    end: dict[str, Any] | None = None
+    with path.open(encoding="utf-8") as lines:
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            kind = record.get("type")
+            if kind == "run":
+                run = record
+            elif kind == "result":
+                results.append(record)
+            elif kind == "end":
+                end = record
+    return RunResults(run, results, end)

@@ -1,0 +1,207 @@
+"""The per-node verdict a provider gates on: ACCEPTED, REJECTED, UNREACHABLE, NOT CHECKED.
+
+- UNREACHABLE: the node did not answer (its host probe, or any probe, could not reach it);
+  every one of its cases fails citing that one reason.
+- REJECTED: it answered and at least one of its checks failed.
+- ACCEPTED: every contract check about this node ran, and all passed.
+- NOT CHECKED: nothing failed, but not every check about it ran (deselected, not reached).
+
+Checks of several nodes at once (a multi-node all-reduce, same versions everywhere) are
+judged on their own, as cluster checks: they never make a single node the culprit. So is
+a node's check that failed without a culprit (NO_CULPRIT: the slow-node search found the
+fabric below the bar with no known-good node to compare with): the node is NOT CHECKED.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_cluster.evidence.plan import Plan
+from pytest_cluster.evidence.results import outcome
+
+ACCEPTED = "ACCEPTED"
+REJECTED = "REJECTED"
+UNREACHABLE = "UNREACHABLE"
+NOT_CHECKED = "NOT CHECKED"
+
+#: Error kinds that mean the node did not answer at all.
+NO_ANSWER = frozenset({"unreachable", "auth_refused"})
+#: ... and those that mean so when the host probe (the first thing asked) ends with them.
+NO_ANSWER_HOST = NO_ANSWER | {"timeout", "interpreter_missing"}
+#: Error kinds of a check that failed without a culprit: the slow-node search found the
+#: fabric below the bar but no known-good node to compare with. A cluster failure; the
+#: node is not rejected for it.
+NO_CULPRIT = frozenset({"undecided"})
+#: Error kinds of a check not made because another job held the node (SLURM: busy): the
+#: node is NOT CHECKED, saying so; neither it nor the cluster failed.
+NOT_MEASURED = frozenset({"busy"})
+#: Error kinds of a cluster check that could not be established because some node did not
+#: answer ("the same on every node"): it fails, but it rejects the cluster only through
+#: that node's own verdict (UNREACHABLE rejects; busy leaves it INCOMPLETE).
+NOT_ESTABLISHED = frozenset({"not_all_nodes"})
+MAX_REASON = 300
+
+
+def clean_message(message: str) -> str:
+    """A failure message without pytest's 'Failed: ' prefix ('[SIMULATED]' stays)."""
+    text = message.removeprefix("Failed: ").strip()
+    first = text.splitlines()[0] if text else ""
+    return first if len(first) <= MAX_REASON else first[:MAX_REASON - 3] + "..."
+
+
+def _no_answer(record: dict[str, Any]) -> bool:
+    kind = record.get("error_kind")
+    kinds = NO_ANSWER_HOST if record.get("probe") == "host" else NO_ANSWER
+    return kind in kinds
+
+
+@dataclass
+class NodeVerdict:
+    node: str
+    verdict: str = NOT_CHECKED
+    reason: str = ""
+    planned: int = 0
+    ran: int = 0
+    passed: int = 0
+    failed_clauses: list[str] = field(default_factory=list)
+    failures: list[dict[str, str]] = field(default_factory=list)
+    undecided: list[str] = field(default_factory=list)  # NO_CULPRIT failures' messages
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "verdict": self.verdict, "reason": self.reason,
+                "checks_planned": self.planned, "checks_ran": self.ran,
+                "checks_passed": self.passed, "checks_undecided": len(self.undecided),
+                "failed_clauses": self.failed_clauses,
+                "failures": self.failures}
+
+
+class VerdictBuilder:
+    """Node verdicts gathered one result line at a time, as the lines are written (the
+    lines themselves stay on disk); `finish` decides them once the plan is known."""
+
+    def __init__(self, nodes: Sequence[str]) -> None:
+        self._verdicts = {name: NodeVerdict(name) for name in nodes}
+        self._unreachable: dict[str, str] = {}
+
+    def add(self, record: dict[str, Any]) -> None:
+        found = self._verdicts.get(str(record.get("node")))
+        if found is None or outcome(record) == "not_run":
+            return
+        found.ran += 1
+        if outcome(record) == "passed":
+            found.passed += 1
+        elif outcome(record) in ("failed", "error") \
+                and record.get("error_kind") in NO_CULPRIT | NOT_MEASURED:
+            found.undecided.append(clean_message(str(record.get("message", ""))))
+        elif outcome(record) in ("failed", "error"):
+            clause = str(record.get("clause") or record.get("spec_key"))
+            if clause not in found.failed_clauses:
+                found.failed_clauses.append(clause)
+            message = clean_message(str(record.get("message", "")))
+            found.failures.append({"clause": clause, "case": str(record.get("case", "")),
+                                   "message": message})
+            if _no_answer(record):
+                self._unreachable.setdefault(found.node, message)
+
+    def finish(self, plan: Plan, extra: Mapping[str, int]) -> list[NodeVerdict]:
+        """One verdict per node of the spec, in the spec's order. `extra`: per node, the
+        result lines of your own tests, outside the plan."""
+        verdicts = self._verdicts
+        for case in plan.cases:
+            if case.node in verdicts:
+                verdicts[case.node].planned += 1
+        for node, count in extra.items():
+            if node in verdicts:
+                verdicts[node].planned += count
+        for verdict in verdicts.values():
+            _decide(verdict, self._unreachable.get(verdict.node))
+        return list(verdicts.values())
+
+
+def node_verdicts(nodes: Sequence[str], plan: Plan,
+                  records: Iterable[dict[str, Any]]) -> list[NodeVerdict]:
+    """One verdict per node of the spec, in the spec's order."""
+    builder = VerdictBuilder(nodes)
+    extra: Counter[str] = Counter()
+    for record in records:
+        builder.add(record)
+        if record.get("case") not in plan.by_id:  # your own tests' evidence
+            extra[str(record.get("node"))] += 1
+    return builder.finish(plan, extra)
+
+
+def _decide(verdict: NodeVerdict, no_answer: str | None) -> None:
+    if no_answer is not None:
+        verdict.verdict, verdict.reason = UNREACHABLE, no_answer
+    elif verdict.failed_clauses:
+        verdict.verdict = REJECTED
+        verdict.reason = (f"{len(verdict.failed_clauses)} clause(s) failed: "
+                          f"{', '.join(verdict.failed_clauses)}")
+    elif verdict.planned and verdict.ran >= verdict.planned \
+            and verdict.passed == verdict.planned:
+        verdict.verdict, verdict.reason = ACCEPTED, f"all {verdict.planned} checks passed"
+    elif verdict.ran == 0:
+        verdict.reason = ("no check about this node ran" if verdict.planned
+                          else "no check is about this node alone")
+    else:
+        parts = []
+        if verdict.ran < verdict.planned:
+            parts.append(f"{verdict.planned - verdict.ran} of {verdict.planned} checks did "
+                         "not run")
+        skipped = verdict.ran - verdict.passed - len(verdict.undecided)
+        if verdict.undecided:
+            parts.append(f"{len(verdict.undecided)} could not be decided ("
+                         f"{verdict.undecided[0]})")
+        if skipped:
+            parts.append(f"{skipped} skipped")
+        verdict.reason = "; ".join([*parts, "none failed"])
+
+
+def cluster_failures(records: Iterable[dict[str, Any]],
+                     nodes: Sequence[str]) -> list[dict[str, str]]:
+    """Failed checks about several nodes at once (or the whole cluster)."""
+    names = set(nodes)
+    return [{"clause": str(r.get("clause") or r.get("spec_key")), "where": str(r.get("node")),
+             "message": clean_message(str(r.get("message", ""))),
+             "kind": str(r.get("error_kind") or "failed")}
+            for r in records if (str(r.get("node")) not in names
+                                 or r.get("error_kind") in NO_CULPRIT)
+            and outcome(r) in ("failed", "error")]
+
+
+def decisive(failures: Iterable[dict[str, str]]) -> list[dict[str, str]]:
+    """Cluster failures that reject the cluster: not those merely not established
+    (NOT_ESTABLISHED: a node did not answer; that node's own verdict says why)."""
+    return [f for f in failures if f.get("kind") not in NOT_ESTABLISHED]
+
+
+def to_drain(verdicts: Iterable[NodeVerdict]) -> list[NodeVerdict]:
+    """The nodes a provider takes out of service: rejected and unreachable."""
+    return [v for v in verdicts if v.verdict in (REJECTED, UNREACHABLE)]
+
+
+def drain_command(verdict: NodeVerdict) -> list[str]:
+    """The scontrol line that drains a rejected or unreachable node (printed, never run)."""
+    reason = f"pytest-cluster {verdict.verdict.lower()}: {verdict.reason}"[:200]
+    return ["scontrol", "update", f"NodeName={verdict.node}", "State=DRAIN",
+            f"Reason={reason}"]
+
+
+def drain_line(verdict: NodeVerdict, not_a_node: str | None = None) -> str:
+    """The drain line as a shell command; where the cluster's nodes are no SLURM nodes (a
+    simulated cluster; this machine standing for every node), a shell comment saying
+    why, so a pipeline that runs these lines cannot drain a real node of that name."""
+    line = shlex.join(drain_command(verdict))
+    return f"# {not_a_node}: {line}" if not_a_node else line
+
+
+def tally(verdicts: Iterable[NodeVerdict]) -> dict[str, list[str]]:
+    """Verdict -> nodes, in the order ACCEPTED, REJECTED, UNREACHABLE, NOT CHECKED."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for verdict in verdicts:
+        found[verdict.verdict].append(verdict.node)
+    return {name: found[name] for name in (ACCEPTED, REJECTED, UNREACHABLE, NOT_CHECKED)}

@@ -1,0 +1,358 @@
+"""The cluster under test: the validated spec, its launcher and the shared probe cache."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import math
+import time
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, replace
+from pathlib import Path
+
+from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
+from pytest_cluster.measure.benchmark import StressLoop, run_collective, run_collective_stress
+from pytest_cluster.measure.cache import ProbeCache
+from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes
+from pytest_cluster.measure.training import TrainingRun, run_training, step_bound
+from pytest_cluster.probes import ProbeCall
+from pytest_cluster.probes.gpu_perf import PARTS as PERF_PARTS
+from pytest_cluster.spec.busbw import CollectiveRun, required_busbw
+from pytest_cluster.spec.clauses import readers
+from pytest_cluster.spec.model import GpuSpec, InterconnectSpec, Spec, StorageSpec
+
+STORAGE_PARTS = ("write", "read", "metadata")  # what the storage probe measures under load
+
+
+def storage_call(fs: StorageSpec,
+                 selected: frozenset[str] | None = None) -> ProbeCall:
+    """The storage probe's arguments for one filesystem. A part not in contract is skipped,
+    and so is one this run's selection left out (`selected`: the clauses it checks, e.g.
+    `-m sanity` checks capacity without writing a byte) when it checks any clause of this
+    filesystem; None, or none of them: every part in contract."""
+    args = ["--path", fs.path, "--io-size", str(fs.io_size_bytes),
+            "--files", str(fs.metadata_files)]
+    ours = {c.key for c in fs.clauses}
+    chosen = selected if selected is not None and ours & selected else None
+    for part in STORAGE_PARTS:
+        clause = fs.clause(part)
+        if clause is None or (chosen is not None and clause.key not in chosen):
+            args += ["--skip", part]
+    return ProbeCall("storage", tuple(args))
+
+
+def import_call(fs: StorageSpec) -> ProbeCall:
+    args = ["--python", fs.python, "--repeats", str(fs.import_repeats), "--path", fs.path]
+    if fs.cold_cache:
+        args.append("--cold")
+    return ProbeCall("import_latency", tuple(args))
+
+
+def gpu_call(gpus: GpuSpec) -> ProbeCall:
+    return ProbeCall("gpu", ("--xid-window", f"{gpus.xid_window_s:g}"))
+
+
+def gpu_perf_call(gpus: GpuSpec) -> ProbeCall | None:
+    """The torch probe's arguments: only the measurements the contract has; None if none.
+
+    Which clauses read which part of its payload is declared (spec/clauses.py): a part no
+    clause of the contract reads is skipped. Throttling, the PCIe link and temperature
+    read its `load` part: judged under load, they need the load this probe creates."""
+    args = ["--dtypes", ",".join(dtype for dtype, _ in gpus.matmul),
+            "--shape", ",".join(map(str, gpus.matmul_shape)),
+            "--load-time", f"{gpus.load_time_s:g}"]
+    needed = readers("gpu_perf")
+    wanted = False
+    for part in PERF_PARTS:
+        if any(gpus.item(key) is not None for key in needed.get(part, ())):
+            wanted = True
+        else:
+            args += ["--skip", part]
+    under_load = any(gpus.item(key) is not None for key in needed["load"])
+    if not (wanted or gpus.matmul or under_load):
+        return None
+    return ProbeCall("gpu_perf", tuple(args))
+
+
+def gpu_stress_call(gpus: GpuSpec) -> ProbeCall:
+    """The stress level's torch probe: every GPU of the node under bf16 matmuls for
+    stress_time, NVML sampled throughout, then the SDC check; nothing else measured."""
+    args = ["--dtypes", "", "--shape", ",".join(map(str, gpus.matmul_shape)),
+            "--load-time", f"{gpus.stress_time_s:g}", "--sdc"]
+    for part in PERF_PARTS:
+        args += ["--skip", part]
+    return ProbeCall("gpu_perf", tuple(args))
+
+
+def document_key(prefix: str, *parts: object) -> str:
+    """The cache's name for a document computed once per run from `parts` (a section of
+    the spec, a job's scope): 'interconnect-1a2b3c4d5e6f7a8b'."""
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return f"{prefix}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+#: Probes that load the nodes (GPUs, disks): one at a time across xdist workers.
+LOADING_PROBES = ("gpu_perf", "storage", "import_latency")
+
+
+class Cluster:
+    """What the `cluster` fixture gives a test: spec, nodes and probe results."""
+
+    def __init__(self, spec: Spec, cache_dir: Path, launcher: Launcher | None = None,
+                 selected_clauses: frozenset[str] | None = None) -> None:
+        self.spec = spec
+        #: The clauses this run's selection checks (from the plan the run wrote); None:
+        #: every clause (no plan known).
+        self.selected_clauses = selected_clauses
+        self.launcher = launcher or get_launcher(spec)
+        self.cache = ProbeCache(cache_dir)
+        self._interconnect_text: str | None = None  # the section as JSON, for _key
+        self._search: NodeSearch | None = None  # read once per process
+
+    @property
+    def name(self) -> str:
+        return self.spec.cluster.name
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        return self.spec.cluster.nodes
+
+    def _run(self, call: ProbeCall, nodes: Sequence[str],
+             at_least_s: float = 0.0) -> dict[str, ProbeResult]:
+        alone = self.cache.alone() if call.name in LOADING_PROBES else contextlib.nullcontext()
+        with alone:
+            return self.launcher.run(call, nodes,
+                                     max(self.spec.cluster.probe_timeout_s, at_least_s))
+
+    def probe(self, call: ProbeCall, node: str) -> ProbeResult:
+        """The result of `call` on `node`; the call runs once, on all nodes in parallel."""
+        return self.cache.get(call, self.nodes, self._run)[node]
+
+    def probe_all(self, call: ProbeCall) -> dict[str, ProbeResult]:
+        return self.cache.get(call, self.nodes, self._run)
+
+    def host(self, node: str) -> ProbeResult:
+        return self.probe(ProbeCall("host"), node)
+
+    def host_all(self) -> dict[str, ProbeResult]:
+        return self.probe_all(ProbeCall("host"))
+
+    def storage(self, node: str, fs: StorageSpec) -> ProbeResult:
+        return self.probe(storage_call(fs, self.selected_clauses), node)
+
+    def import_latency(self, node: str, fs: StorageSpec) -> ProbeResult:
+        return self.probe(import_call(fs), node)
+
+    def shared_check(self, fs: StorageSpec) -> tuple[str, ProbeResult,
+                                                     dict[str, ProbeResult]]:
+        """Write a file on the first node that answers, read it on every node, remove it:
+        (writer, its write result, every node's read result). Not cached: run each time.
+
+        The file is removed however the check ends: a write that fails removes its own
+        (probes/shared_fs.py), and the last write started is removed here even when a
+        Ctrl-C cuts the check short. Its name carries the time by which its reads are
+        over (a write and a read, each within probe_timeout, and 10 minutes for the
+        clocks of the nodes and this machine to differ): a later write sweeps it after
+        that if this process is killed first."""
+        timeout = self.spec.cluster.probe_timeout_s
+        margin_s = 600
+
+        def call(token: str, mode: str) -> ProbeCall:
+            return ProbeCall("shared_fs", ("--path", fs.path, "--token", token, mode))
+
+        write = ProbeResult(self.nodes[0], "shared_fs", None, message="no node answered")
+        writer = self.nodes[0]
+        started: tuple[str, str] | None = None  # (node, token) of a write that may exist
+        try:
+            for node in self.nodes:
+                expires = int(time.time() + 2 * timeout + margin_s)
+                token = f"{expires}-{uuid.uuid4().hex[:12]}"
+                started = (node, token)
+                writer, write = node, self.launcher.run(call(token, "write"), [node],
+                                                        timeout)[node]
+                if write.ok and "error" not in write.payload():
+                    break
+                # a failed write removed its file; a killed one is swept after it expires
+                started = None
+            if started is None:
+                return writer, write, {}
+            return writer, write, self.launcher.run(call(started[1], "read"), self.nodes,
+                                                    timeout)
+        finally:
+            if started is not None:
+                self.launcher.run(call(started[1], "remove"), [started[0]], timeout)
+
+    def _gpus(self) -> GpuSpec:
+        if self.spec.gpus is None:
+            raise ValueError("the spec has no gpus section")
+        return self.spec.gpus
+
+    def gpu(self, node: str) -> ProbeResult:
+        """NVML inventory and health of every GPU of `node`."""
+        return self.probe(gpu_call(self._gpus()), node)
+
+    def gpu_all(self) -> dict[str, ProbeResult]:
+        return self.probe_all(gpu_call(self._gpus()))
+
+    def gpu_perf(self, node: str) -> ProbeResult | None:
+        """torch measurements on every GPU of `node` at once; None if none is in contract."""
+        call = gpu_perf_call(self._gpus())
+        return None if call is None else self.probe(call, node)
+
+    def gpu_stress(self, node: str) -> ProbeResult:
+        """The stress level on `node`: sustained load on every GPU at once, then the same
+        matmul on each, compared (gpu_stress_call)."""
+        gpus = self._gpus()
+        # its timeout: the stress itself, and 10 minutes for starting up and the check
+        longer = functools.partial(self._run, at_least_s=gpus.stress_time_s + 600)
+        return self.cache.get(gpu_stress_call(gpus), self.nodes, longer)[node]
+
+    # -- interconnect: benchmark jobs, each run once and shared by every test -------------
+
+    def _interconnect(self) -> InterconnectSpec:
+        if self.spec.interconnect is None:
+            raise ValueError("the spec has no interconnect section")
+        return self.spec.interconnect
+
+    def _key(self, *parts: object) -> str:
+        if self._interconnect_text is None:
+            self._interconnect_text = json.dumps(asdict(self._interconnect()), sort_keys=True,
+                                                 default=str)
+        return document_key("interconnect", self._interconnect_text, *parts)
+
+    def _silent(self, nodes: Sequence[str]) -> ProbeResult | None:
+        """The host probe of the first of `nodes` that did not answer, None if all did: a
+        job over them fails at once, naming it, instead of its other ranks waiting out
+        the rendezvous for it."""
+        return next((r for r in map(self.host, nodes) if not r.ok), None)
+
+    def _jobs_at_once(self, jobs: int) -> int:
+        """Jobs on disjoint nodes run at once; where every "node" is this machine
+        (Launcher.one_host), one at a time (they would share its CPUs and network)."""
+        if self.launcher.one_host:
+            return 1
+        return max(1, min(jobs, self.spec.cluster.parallel))
+
+
+    def collective(self, collective: str, nodes: Sequence[str],
+                   sizes: Sequence[int]) -> CollectiveRun:
+        """One benchmark job over `nodes`, through the launcher (the sim's answers its
+        ranks from its description). A node whose host probe did not answer fails the
+        job at once: the other ranks would otherwise wait out the rendezvous timeout for
+        it."""
+        spec = self._interconnect()
+        host = self._silent(nodes)
+        if host is not None:
+            return CollectiveRun(collective, spec.backend, tuple(nodes), spec.ranks_per_node,
+                                 error=host.describe(), simulated=host.simulated)
+        started = time.time()
+        run = run_collective(self.launcher, spec, collective, nodes, sizes)
+        return replace(run, details={**run.details, "started_at": started,
+                                     "ended_at": time.time()})
+
+    def intra_node(self, node: str, collective: str) -> CollectiveRun:
+        """The payload sweep inside `node` (all its ranks); every node's job at once."""
+        spec = self._interconnect()
+
+        def compute() -> dict[str, object]:
+            def one(name: str) -> CollectiveRun:
+                return self.collective(collective, [name], spec.sweep())
+            with ThreadPoolExecutor(max_workers=self._jobs_at_once(len(self.nodes))) as pool:
+                runs = list(pool.map(one, self.nodes))
+            return {name: run.to_json() for name, run in zip(self.nodes, runs, strict=True)}
+
+        self.host_all()  # read before the measuring lock is taken (see ProbeCache.alone)
+        document = self.cache.document(self._key("intra", collective), compute)
+        return CollectiveRun.from_json(document[node])
+
+    def inter_node(self, count: int, collective: str) -> CollectiveRun:
+        """The payload sweep across the first `count` nodes of the spec, as one job."""
+        spec = self._interconnect()
+        nodes = self.nodes[:count]
+        self.host_all()
+        document = self.cache.document(
+            self._key("inter", count, collective),
+            lambda: self.collective(collective, nodes, spec.sweep()).to_json())
+        return CollectiveRun.from_json(document)
+
+    def collective_stress(self) -> StressLoop:
+        """The stress level's all_reduce loop over every node of the spec, as one job; a
+        node whose host probe did not answer fails it at once, named."""
+        spec = self._interconnect()
+
+        def compute() -> dict[str, object]:
+            host = self._silent(self.nodes)
+            if host is not None:
+                return StressLoop(self.nodes, spec.ranks_per_node, spec.backend,
+                                  error=host.describe(), simulated=host.simulated).to_json()
+            return run_collective_stress(self.launcher, spec, self.nodes).to_json()
+
+        self.host_all()
+        return StressLoop.from_json(self.cache.document(self._key("stress"), compute))
+
+    def search_bar(self) -> float:
+        """The busbw a group of nodes must reach in the slow-node search (bytes/s): the
+        node_network clause's bound."""
+        clause, _ = required_busbw(self._interconnect(), 2, "node_network")
+        return clause.requirement.bound.value
+
+    def search_id(self) -> str:
+        """The slow-node search's id: it is stored once per run as `<id>.json` in the
+        run's probes/ directory, and each node's case refers to it by this id."""
+        return self._key("search", self._interconnect().search_payload)
+
+    def node_search(self) -> NodeSearch:
+        """Pairs, then suspects with known-good nodes (all_reduce at search_payload); run
+        once per run, read once per process."""
+        if self._search is not None:
+            return self._search
+        spec = self._interconnect()
+        size = spec.search_payload
+
+        def measure(groups: list[list[str]]) -> list[float]:
+            def one(group: list[str]) -> float:
+                run = self.collective("all_reduce", group, [size])
+                point = run.at(size) if run.ok else None
+                return point.busbw if point is not None else math.nan
+            with ThreadPoolExecutor(max_workers=self._jobs_at_once(len(groups))) as pool:
+                return list(pool.map(one, groups))
+
+        hosts = self.host_all()
+        # a node whose host probe failed is left out: paired, it would fail its partner
+        leave_out = {node: result.describe().split(": ", 1)[-1]
+                     for node, result in hosts.items() if not result.ok}
+        simulated = any(result.simulated for result in hosts.values())
+        document = self.cache.document(
+            self.search_id(),
+            lambda: replace(find_slow_nodes(self.nodes, measure, self.search_bar(),
+                                            leave_out=leave_out),
+                            simulated=simulated).to_json())
+        self._search = NodeSearch.from_json(document)
+        return self._search
+
+    def training(self) -> TrainingRun:
+        """The training loop over every node of the spec, as one job, run once per run.
+        A node whose host probe did not answer fails it at once, named (its ranks would
+        otherwise leave the others waiting out the rendezvous)."""
+        spec = self.spec.training
+        if spec is None:
+            raise ValueError("the spec has no training section")
+
+        def compute() -> dict[str, object]:
+            host = self._silent(self.nodes)
+            if host is not None:
+                return TrainingRun(self.nodes, spec.ranks_per_node, spec.backend,
+                                   step_bound(spec), error=host.describe(),
+                                   simulated=host.simulated).to_json()
+            started = time.time()
+            run = run_training(self.launcher, spec, self.nodes)
+            return replace(run, details={**run.details, "started_at": started,
+                                         "ended_at": time.time()}).to_json()
+
+        self.host_all()  # read before the measuring lock is taken (see ProbeCache.alone)
+        document = self.cache.document(document_key("training", asdict(spec)), compute)
+        return TrainingRun.from_json(document)

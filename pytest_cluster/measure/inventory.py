@@ -1,0 +1,173 @@
+"""inventory.json: exactly what a run tested, node by node.
+
+Assembled on the controller at the end of the run from the probes' answers: the host
+probe (CPU, memory, OS, kernel, versions), the GPU probe (every GPU by index, UUID, serial,
+board part number, VBIOS, PCI bus id, and the driver through NVML), the inventory probe
+(machine id, DMI serial and UUID, network interfaces, InfiniBand HCAs, the block devices
+behind each filesystem of the contract) and, when this run measured the GPUs, the NCCL
+torch loads. What could not be read says why ({"unreadable": why}); nothing is guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from pytest_cluster.launchers import ProbeResult
+from pytest_cluster.measure.cache import write_object
+from pytest_cluster.measure.cluster import Cluster, gpu_call, gpu_perf_call
+from pytest_cluster.probes import ProbeCall
+from pytest_cluster.spec.model import Spec
+from pytest_cluster.units import utc
+
+INVENTORY = "inventory.json"
+UNREADABLE = "unreadable"
+#: What a GPU is known by, in the order the record lists it.
+GPU_FIELDS = ("index", "name", "uuid", "serial", "board_part", "vbios", "pci_bus_id")
+
+
+def unreadable(why: str) -> dict[str, str]:
+    return {UNREADABLE: why}
+
+
+def is_unreadable(value: object) -> bool:
+    return isinstance(value, dict) and UNREADABLE in value
+
+
+def inventory_call(spec: Spec) -> ProbeCall:
+    """The inventory probe with every filesystem of the contract."""
+    args: list[str] = []
+    for fs in spec.storage:
+        args += ["--path", fs.path]
+    return ProbeCall("inventory", tuple(args))
+
+
+INTERRUPTED = "not recorded: the run was interrupted before the {what} probe ran on this node"
+NOT_RUN = "the {what} probe did not run on this node"
+
+
+def _payload(result: ProbeResult | None, what: str, missing: str = NOT_RUN) -> dict[str, Any]:
+    """The result's payload, or {"unreadable": why} when there is none."""
+    if result is None:
+        return unreadable(missing.format(what=what))
+    if not result.ok:
+        return unreadable(result.describe())
+    payload = result.payload()
+    if "error" in payload:
+        return unreadable(str(payload["error"]))
+    return payload
+
+
+def _gpus(gpu: ProbeResult | None, missing: str) -> tuple[Any, dict[str, Any]]:
+    """(the GPUs as the record lists them or why not, NVML's driver and CUDA)."""
+    payload = _payload(gpu, "GPU", missing)
+    if is_unreadable(payload):
+        return payload, {}
+    listed = [{name: entry.get(name) for name in GPU_FIELDS} for entry in payload["gpus"]]
+    return listed, {"driver": payload.get("driver"), "cuda_driver": payload.get("cuda_driver")}
+
+
+#: Where the host probe looks for each version (probes/host.py), for one it did not find.
+LOOKED = {"python": "the interpreter the spec names", "torch": "package metadata of torch",
+          "cuda": "torch/version.py (no torch, or a CPU build)",
+          "driver": "/sys/module/nvidia/version and /proc/driver/nvidia/version (no NVIDIA "
+                    "driver loaded)"}
+
+
+def _found(versions: dict[str, Any], name: str) -> Any:
+    value = versions.get(name)
+    return value if value else unreadable(f"not found: looked in {LOOKED[name]}")
+
+
+def _nccl(host: dict[str, Any], perf: ProbeResult | None) -> tuple[Any, str]:
+    if perf is not None and perf.ok and perf.payload().get("nccl"):
+        return perf.payload()["nccl"], "torch.cuda.nccl.version() in the GPU measurements"
+    versions = host.get("versions", {})
+    if versions.get("nccl"):
+        return versions["nccl"], str(host.get("sources", {}).get("nccl"))
+    return unreadable("no NCCL package installed for the node's Python, and this run did "
+                      "not measure the GPUs with torch"), ""
+
+
+def node_record(host_result: ProbeResult | None, gpu: ProbeResult | None,
+                inventory: ProbeResult | None, perf: ProbeResult | None,
+                with_gpus: bool, missing: str = NOT_RUN) -> dict[str, Any]:
+    """One node's entry of inventory.json; `missing` says why a probe has no result."""
+    host = _payload(host_result, "host", missing)
+    simulated = any(r.simulated for r in (host_result, gpu, inventory) if r is not None)
+    if is_unreadable(host):
+        return {"simulated": simulated, **host}
+    found = _payload(inventory, "inventory", missing)
+    machine = found.get("machine", found)
+    versions = dict(host.get("versions", {}))
+    record: dict[str, Any] = {
+        "simulated": simulated,
+        "hostname": host.get("hostname"),
+        "machine_id": machine.get("machine_id", machine),
+        "dmi": machine.get("dmi", machine),
+        "cpu": {key: host.get("cpu", {}).get(key)
+                for key in ("model", "sockets", "cores", "threads")},
+        "memory_bytes": host.get("memory", {}).get("total_bytes"),
+        "os": host.get("os"), "kernel": versions.get("kernel"),
+    }
+    nccl, nccl_source = _nccl(host, perf)
+    software = {"python": _found(versions, "python"), "torch": _found(versions, "torch"),
+                "cuda": _found(versions, "cuda"), "nccl": nccl,
+                "driver": _found(versions, "driver")}
+    if with_gpus:
+        gpus, nvml = _gpus(gpu, missing)
+        record["gpus"] = gpus
+        software["driver"] = nvml.get("driver") or software["driver"]
+        software["cuda_driver"] = nvml.get("cuda_driver") or unreadable(
+            "NVML gave no CUDA driver version" if nvml else "no answer from NVML")
+    record["software"] = software
+    record["nccl_source"] = nccl_source
+    for part in ("interfaces", "infiniband", "filesystems"):
+        record[part] = found.get(part, found)
+    return record
+
+
+def take(cluster: Cluster, may_probe: bool) -> dict[str, Any]:
+    """Every node's record. Results this run already has are used as they are; with
+    `may_probe`, what is missing is asked for (the inventory probe only of the nodes that
+    answered the host probe: an unreachable node is not waited for twice). Without (the
+    run was interrupted), a node with nothing recorded says so."""
+    spec = cluster.spec
+
+    def results(call: ProbeCall | None, nodes: tuple[str, ...]) -> dict[str, ProbeResult]:
+        if call is None:
+            return {}
+        found = cluster.cache.peek(call)
+        if found is None and may_probe and nodes:
+            found = cluster.launcher.run(call, nodes, spec.cluster.probe_timeout_s)
+        return found or {}
+
+    hosts = results(ProbeCall("host"), cluster.nodes)
+    answered = tuple(node for node in cluster.nodes if node in hosts and hosts[node].ok)
+    gpus = results(gpu_call(spec.gpus), answered) if spec.gpus is not None else {}
+    perf_call = gpu_perf_call(spec.gpus) if spec.gpus is not None else None
+    perf = (cluster.cache.peek(perf_call) if perf_call is not None else None) or {}
+    found = results(inventory_call(spec), answered)
+    nodes: dict[str, Any] = {}
+    for node in cluster.nodes:
+        nodes[node] = node_record(hosts.get(node), gpus.get(node), found.get(node),
+                                  perf.get(node), spec.gpus is not None,
+                                  NOT_RUN if may_probe else INTERRUPTED)
+    return {"schema": 1, "cluster": spec.cluster.name,
+            "simulated": any(entry.get("simulated") for entry in nodes.values()),
+            "taken_at": utc(time.time()),
+            "complete": may_probe, "nodes": nodes}
+
+
+def write(run_dir: Path, document: dict[str, Any]) -> Path:
+    """inventory.json in the run's directory, a node a line (a thousand nodes' GPUs are
+    megabytes)."""
+    path = run_dir / INVENTORY
+    head = {key: value for key, value in document.items() if key != "nodes"}
+    with path.open("x", encoding="utf-8") as out:
+        out.write(json.dumps(head, sort_keys=True)[:-1] + ', "nodes": ')
+        write_object(out, document["nodes"].items())
+        out.write("}\n")
+    return path

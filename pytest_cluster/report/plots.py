@@ -1,0 +1,351 @@
+"""Inline SVG line charts for the HTML report (no plotting library on the controller):
+busbw vs payload and busbw vs node count, each required busbw drawn as a labelled line and
+each node count whose job failed marked with a cross on the x axis."""
+
+from __future__ import annotations
+
+import html
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_cluster.evidence.gathered import is_benchmark
+from pytest_cluster.units import format_number, format_size
+
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+          "#7f7f7f", "#bcbd22", "#17becf")
+#: (colour, stroke-dasharray) of the required lines, one each, in order.
+LINE_STYLES = (("#c00", "6,4"), ("#6a3d9a", "2,3"), ("#b15928", "10,3,2,3"), ("#000", "12,6"))
+FAILED_COLOR = "#d00"
+MAX_SERIES = 10
+GB = 1e9  # the charts' busbw axis is in GB/s; records are in bytes/s
+ROW_PX = 14  # the height of a text row: legend entries, the required lines' labels
+
+
+@dataclass(frozen=True)
+class Series:
+    label: str
+    points: tuple[tuple[float, float], ...]  # (x, y); x > 0 (log2 axis)
+
+
+@dataclass(frozen=True)
+class Line:
+    """A required value, drawn across the chart and labelled at its right end."""
+
+    label: str
+    y: float
+    note: str = ""  # the tooltip: which clause it comes from
+
+
+@dataclass(frozen=True)
+class Failure:
+    """An x (a node count) whose job failed or measured nothing: a cross on the x axis."""
+
+    x: float
+    note: str  # the tooltip: what failed
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Where a chart's values land, in pixels: a log2 x axis and a linear y axis from 0."""
+
+    low: float  # log2 of the smallest x
+    span: float  # log2 of the largest x less low
+    top_y: float  # the value at the top of the y axis
+    width: int = 720
+    height: int = 340
+    left: int = 64
+    right: int = 190
+    top: int = 30
+    bottom: int = 46
+
+    def px(self, x: float) -> float:
+        return self.left + (math.log2(x) - self.low) / self.span * (
+            self.width - self.left - self.right)
+
+    def py(self, y: float) -> float:
+        return self.height - self.bottom - y / self.top_y * (
+            self.height - self.top - self.bottom)
+
+    @property
+    def x_end(self) -> int:
+        return self.width - self.right
+
+
+def chart(title: str, series: Sequence[Series], lines: Sequence[Line], x_label: str,
+          y_label: str, x_text: Callable[[float], str],
+          failures: Sequence[Failure] = ()) -> str:
+    """An SVG chart with a log2 x axis (payloads, node counts) and a linear y axis from 0;
+    `lines` are horizontal dashed lines (the required busbw), `failures` crosses on the x
+    axis. Empty if there is nothing to draw."""
+    shown = [s for s in series if s.points][:MAX_SERIES]
+    xs = sorted({x for s in shown for x, _ in s.points} | {f.x for f in failures})
+    if not xs:
+        return ""
+    highest = max([y for s in shown for _, y in s.points] + [line.y for line in lines],
+                  default=0.0)
+    low = math.log2(xs[0])
+    frame = Frame(low, math.log2(xs[-1]) - low or 1.0, nice_step(highest) * 5)
+    styled = sorted(zip(lines, itertools.cycle(LINE_STYLES)), key=lambda item: -item[0].y)
+    label_rows = spread_out([frame.py(line.y) + 4 for line, _ in styled], ROW_PX)
+    esc = html.escape
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{frame.width}" '
+           f'height="{frame.height}" font-family="sans-serif" font-size="11" role="img" '
+           f'aria-label="{esc(title)}">',
+           f'<text x="{frame.width / 2}" y="16" text-anchor="middle" font-size="13">'
+           f"{esc(title)}</text>",
+           *_axes(frame, xs, x_text, x_label, y_label),
+           *_required_lines_svg(frame, styled, label_rows),
+           *_series_svg(frame, shown, x_text),
+           *_failures_svg(frame, failures),
+           *_legend(frame, shown, bool(failures), label_rows),
+           "</svg>"]
+    return "".join(out)
+
+
+def _axes(frame: Frame, xs: Sequence[float], x_text: Callable[[float], str], x_label: str,
+          y_label: str) -> list[str]:
+    """Both axes, the x ticks, the y grid and the axis titles."""
+    esc, left, zero = html.escape, frame.left, frame.py(0)
+    out = [f'<line x1="{left}" y1="{zero}" x2="{frame.x_end}" y2="{zero}" stroke="#333"/>',
+           f'<line x1="{left}" y1="{zero}" x2="{left}" y2="{frame.top}" stroke="#333"/>']
+    out.extend(f'<text x="{frame.px(x):.1f}" y="{zero + 14:.1f}" text-anchor="middle">'
+               f"{esc(x_text(x))}</text>" for x in xs)
+    for step in range(6):
+        y = frame.top_y * step / 5
+        out.append(f'<text x="{left - 6}" y="{frame.py(y) + 4:.1f}" text-anchor="end">'
+                   f"{esc(format_number(y))}</text>")
+        out.append(f'<line x1="{left}" y1="{frame.py(y):.1f}" x2="{frame.x_end}" '
+                   f'y2="{frame.py(y):.1f}" stroke="#ddd"/>')
+    middle = (frame.top + frame.height - frame.bottom) / 2
+    out.append(f'<text x="{(left + frame.x_end) / 2}" y="{frame.height - 8}" '
+               f'text-anchor="middle">{esc(x_label)}</text>')
+    out.append(f'<text x="14" y="{middle}" text-anchor="middle" '
+               f'transform="rotate(-90 14 {middle})">{esc(y_label)}</text>')
+    return out
+
+
+def spread_out(positions: Sequence[float], gap: float) -> list[float]:
+    """`positions` (ascending) moved down as little as needed to be `gap` apart."""
+    placed: list[float] = []
+    for position in positions:
+        placed.append(max(position, placed[-1] + gap) if placed else position)
+    return placed
+
+
+def _required_lines_svg(frame: Frame, styled: Sequence[tuple[Line, tuple[str, str]]],
+                        label_rows: Sequence[float]) -> list[str]:
+    """Each line in its colour and dashes, its label right of its end, on `label_rows`
+    (the lines' heights, moved apart where two labels would overlap)."""
+    esc = html.escape
+    out = []
+    for (line, (color, dashes)), row in zip(styled, label_rows, strict=True):
+        y = frame.py(line.y)
+        out.append(f'<g class="required"><title>{esc(line.note or line.label)}</title>'
+                   f'<line x1="{frame.left}" y1="{y:.1f}" x2="{frame.x_end}" y2="{y:.1f}" '
+                   f'stroke="{color}" stroke-width="1.5" stroke-dasharray="{dashes}"/>'
+                   f'<text x="{frame.x_end + 4}" y="{row:.1f}" fill="{color}">'
+                   f"{esc(line.label)}</text></g>")
+    return out
+
+
+def _series_svg(frame: Frame, shown: Sequence[Series],
+                x_text: Callable[[float], str]) -> list[str]:
+    esc = html.escape
+    out = []
+    for index, item in enumerate(shown):
+        color = COLORS[index % len(COLORS)]
+        points = sorted(item.points)
+        path = " ".join(f"{frame.px(x):.1f},{frame.py(y):.1f}" for x, y in points)
+        out.append(f'<polyline points="{path}" fill="none" stroke="{color}" '
+                   'stroke-width="2"/>')
+        out.extend(f'<circle cx="{frame.px(x):.1f}" cy="{frame.py(y):.1f}" r="3" '
+                   f'fill="{color}"><title>{esc(item.label)}: {esc(x_text(x))} '
+                   f"{esc(format_number(y))}</title></circle>" for x, y in points)
+    return out
+
+
+def _cross(x: float, y: float, size: float) -> str:
+    return (f'<path d="M{x - size:.1f},{y - size:.1f}L{x + size:.1f},{y + size:.1f}'
+            f'M{x - size:.1f},{y + size:.1f}L{x + size:.1f},{y - size:.1f}" '
+            f'stroke="{FAILED_COLOR}" stroke-width="2.5"/>')
+
+
+def _failures_svg(frame: Frame, failures: Sequence[Failure]) -> list[str]:
+    """A red cross on the x axis at each failed x, "failed" written above it."""
+    zero = frame.py(0)
+    return [f'<g class="failed"><title>{html.escape(failure.note)}</title>'
+            f"{_cross(frame.px(failure.x), zero - 7, 6)}"
+            f'<text x="{frame.px(failure.x):.1f}" y="{zero - 17:.1f}" text-anchor="middle" '
+            f'fill="{FAILED_COLOR}">failed</text></g>' for failure in failures]
+
+
+def free_rows(count: int, first: float, taken: Sequence[float]) -> list[float]:
+    """`count` text rows (baselines) from `first` down, ROW_PX apart, none nearer than
+    ROW_PX to a row `taken` already."""
+    rows: list[float] = []
+    row = first
+    while len(rows) < count:
+        clash = [other for other in taken if abs(row - other) < ROW_PX]
+        if clash:
+            row = max(clash) + ROW_PX
+            continue
+        rows.append(row)
+        row += ROW_PX
+    return rows
+
+
+def _legend(frame: Frame, shown: Sequence[Series], failed: bool,
+            taken: Sequence[float]) -> list[str]:
+    """Right of the plot, in the rows the required lines' labels leave free: the series'
+    colours, and the failed cross when there is one."""
+    left = frame.x_end + 4
+    rows = free_rows(len(shown) + failed, frame.top + ROW_PX, taken)
+    out = [f'<rect x="{left}" y="{row - 9}" width="10" height="10" '
+           f'fill="{COLORS[index % len(COLORS)]}"/><text x="{left + 14}" y="{row}">'
+           f"{html.escape(item.label)}</text>"
+           for index, (item, row) in enumerate(zip(shown, rows, strict=False))]
+    if failed:
+        out.append(f'{_cross(left + 5, rows[-1] - 4, 4)}<text x="{left + 14}" '
+                   f'y="{rows[-1]}" fill="{FAILED_COLOR}">job failed: no busbw</text>')
+    return out
+
+
+def nice_step(highest: float) -> float:
+    """A round tick step (1, 2, 2.5 or 5 x 10^k) so that 5 steps cover `highest`."""
+    if highest <= 0 or not math.isfinite(highest):
+        return 0.2
+    raw = highest * 1.05 / 5
+    power = 10.0 ** math.floor(math.log10(raw))
+    return float(next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw))
+
+
+def _payload_runs(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs drawn over payloads: every multi-node run; the single-node runs all when
+    few, else the slowest and the fastest node (by their busbw at the largest payload)."""
+    single = [r for r in records if r.get("node_count") == 1]
+    multi = [r for r in records if r.get("node_count") != 1]
+    if len(single) + len({str(r.get("node")) for r in multi}) > MAX_SERIES:
+        ranked = sorted(single, key=lambda r: float(r["raw"]["sweep"][-1][1]))
+        single = ranked[:1] + ranked[-1:] if ranked else []
+    return single + multi
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _payloads(records: Sequence[dict[str, Any]]) -> list[float]:
+    """The records' payloads (bytes), smallest first."""
+    return sorted({float(r["payload"]) for r in records if _is_number(r.get("payload"))})
+
+
+def _payloads_text(records: Sequence[dict[str, Any]]) -> str:
+    return ", ".join(format_size(p) for p in _payloads(records))
+
+
+def nodes_text(counts: Sequence[int]) -> str:
+    """Node counts for a label: '1 node', '4 nodes', '2-64 nodes'."""
+    low, high = min(counts), max(counts)
+    if low == high:
+        return f"{low} node" + ("" if low == 1 else "s")
+    return f"{low}-{high} nodes"
+
+
+def _required_lines(records: Sequence[dict[str, Any]]) -> list[Line]:
+    """One line per distinct required busbw of `records` (GB/s), labelled with the node
+    counts it applies to (failed jobs, which have no number, by their requirement's text),
+    and with its payloads when it is not every payload's."""
+    groups: dict[float, list[dict[str, Any]]] = {}
+    for r in records:
+        if _is_number(r.get("required_base")):
+            groups.setdefault(float(r["required_base"]) / GB, []).append(r)
+    every_payload = _payloads(records)
+    lines = []
+    for value, numbered in groups.items():
+        texts = {r.get("requirement") for r in numbered} - {None, ""}
+        mine = numbered + [r for r in records if not _is_number(r.get("required_base"))
+                           and r.get("requirement") in texts]
+        where = nodes_text([int(r.get("node_count", 1)) for r in mine])
+        if _payloads(mine) != every_payload:
+            where += ", " + _payloads_text(mine)
+        clauses = sorted({f"{r.get('spec_key')}: {r.get('requirement', '')}" for r in mine})
+        lines.append(Line(f"required {format_number(value)} GB/s ({where})", value,
+                          "; ".join(clauses)))
+    return lines
+
+
+def _failures(records: Sequence[dict[str, Any]]) -> list[Failure]:
+    """One cross per node count with a failed job (or one that measured nothing): its
+    payloads and the first reason in the tooltip."""
+    by_count: dict[int, list[dict[str, Any]]] = {}
+    for r in records:
+        if r.get("outcome") in ("failed", "error") and not _is_number(r.get("measured_base")):
+            by_count.setdefault(int(r.get("node_count", 1)), []).append(r)
+    failures = []
+    for count, mine in sorted(by_count.items()):
+        nodes = sorted({str(r.get("node")) for r in mine}) if count == 1 else []
+        reason = str(mine[0].get("message", "")).removeprefix("Failed: ")[:300]
+        failures.append(Failure(float(count), f"{nodes_text([count])}"
+                                + (f" ({', '.join(nodes)})" if nodes else "")
+                                + f" failed at {_payloads_text(mine)}: {reason}"))
+    return failures
+
+
+def _has_sweep(record: dict[str, Any]) -> bool:
+    """Whether the record's benchmark run measured payloads (a failed job did not)."""
+    return bool(record["raw"]["sweep"])
+
+
+def _payload_chart(collective: str, mine: Sequence[dict[str, Any]]) -> str:
+    """busbw over payloads: one line per benchmark run (see _payload_runs)."""
+    runs = [r for r in mine if _has_sweep(r)]
+    seen: dict[str, Series] = {}
+    for r in _payload_runs(runs):
+        label = str(r.get("node"))
+        if r.get("node_count") == 1 and len(runs) > MAX_SERIES:
+            label += " (slowest node)" if not seen else " (fastest node)"
+        seen.setdefault(label, Series(label, tuple(
+            (float(b), float(v) / GB) for b, v in r["raw"]["sweep"])))
+    return chart(f"{collective}: busbw vs payload", list(seen.values()),
+                 _required_lines(mine), "payload", "busbw (GB/s)", format_size)
+
+
+def _count_chart(collective: str, mine: Sequence[dict[str, Any]]) -> str:
+    """busbw over node counts, one line per payload (at 1 node the slowest node), a cross
+    at each node count whose job failed; empty unless there are two node counts."""
+    by_payload: dict[int, dict[float, float]] = {}
+    for r in mine:
+        if _is_number(r.get("measured_base")):
+            counts = by_payload.setdefault(int(r["payload"]), {})
+            x, y = float(r["node_count"]), float(r["measured_base"]) / GB
+            counts[x] = min(counts.get(x, math.inf), y)  # several nodes at 1: the slowest
+    failures = _failures(mine)
+    if len({x for c in by_payload.values() for x in c} | {f.x for f in failures}) < 2:
+        return ""
+    series = [Series(format_size(p), tuple(sorted(c.items())))
+              for p, c in sorted(by_payload.items())]
+    return chart(f"{collective}: busbw vs node count (1 node: the slowest)", series,
+                 _required_lines(mine), "nodes", "busbw (GB/s)", format_number, failures)
+
+
+def interconnect_charts(records: Sequence[dict[str, Any]]) -> str:
+    """busbw vs payload (each benchmark run) and vs node count (each collective and contract
+    payload) from the interconnect tests' records; empty if there are none."""
+    mine = [r for r in records if is_benchmark(r)]
+    runs = [r for r in mine if _has_sweep(r)]
+    if not runs:
+        return ""
+    parts = []
+    for collective in sorted({str(r.get("collective")) for r in mine}):
+        of_collective = [r for r in mine if r.get("collective") == collective]
+        parts.append(_payload_chart(collective, of_collective))
+        parts.append(_count_chart(collective, of_collective))
+    theory = {("in one node" if r.get("node_count") == 1 else "across nodes"):
+              str(r["derivation"]) for r in runs if r.get("derivation")}
+    said = "".join(f"<li>Theoretical busbw {html.escape(where)}: {html.escape(text)}</li>"
+                   for where, text in sorted(theory.items(), reverse=True))
+    return ('<div id="interconnect-charts"><h3>Interconnect</h3>'
+            + (f"<ul>{said}</ul>" if said else "") + "".join(parts) + "</div>")

@@ -1,0 +1,195 @@
+"""pytest hooks of collection: the contract's parameters (nodes, filesystems, GPUs, ...),
+the checks of clauses the spec does not have left out (spec/promised.py decides, from
+the declarations), and the plan of what this run set out to check (plan.py).
+
+pytest-xdist workers write the plan into the run's probes/ folder; the controller reads it
+and writes the evidence (see session.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import re
+from collections.abc import Generator
+from pathlib import Path
+
+import pytest
+
+from pytest_cluster.evidence.plan import CASE_KEY, PLAN_KEY, Case, Plan
+from pytest_cluster.run.configure import CACHE_DIR_KEY, SPEC_KEY, acceptance_dir
+from pytest_cluster.spec import Spec
+from pytest_cluster.spec.clauses import ACCEPTANCE, STRESS, declared
+from pytest_cluster.spec.promised import Promised, promised
+from pytest_cluster.units import size_id
+
+#: Contract cases collected, before the selection (-k, -m, --lf) chose among them.
+PLANNED_KEY = pytest.StashKey[Plan]()
+#: A finished item's keywords, shared: nothing is matched against it any more.
+_NO_KEYWORDS: dict[str, object] = {}
+_NO_MATCHES: set[str] = set()
+#: A finished item's user properties, shared: its reports were read.
+_NO_PROPERTIES: list[tuple[str, object]] = []
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    spec = metafunc.config.stash.get(SPEC_KEY, None)
+    if spec is None:
+        return
+    names = metafunc.fixturenames
+    # software first: its cases read [torch-node01], as they always have
+    if "software" in names:
+        versions = spec.host.software
+        metafunc.parametrize("software", versions, ids=[c.name for c in versions])
+    if "package" in names:
+        packages = declared("host.same_software").members
+        metafunc.parametrize("package", packages, ids=list(packages))
+    if "node" in names:
+        metafunc.parametrize("node", spec.cluster.nodes, ids=list(spec.cluster.nodes),
+                             indirect=True)
+    if "filesystem" in names:
+        metafunc.parametrize("filesystem", spec.storage,
+                             ids=[fs.path for fs in spec.storage], indirect=True)
+    if spec.gpus is not None and "gpu" in names:
+        slots = range(spec.gpus.slots)
+        metafunc.parametrize("gpu", slots, ids=[f"gpu{i}" for i in slots], indirect=True)
+    if spec.gpus is not None and "dtype" in names:
+        dtypes = [name for name, _ in spec.gpus.matmul]
+        metafunc.parametrize("dtype", dtypes, ids=dtypes, indirect=True)
+    _interconnect_params(metafunc, spec)
+
+
+def _interconnect_params(metafunc: pytest.Metafunc, spec: Spec) -> None:
+    ic = spec.interconnect
+    if ic is None:
+        return
+    names = metafunc.fixturenames
+    if "collective" in names:
+        metafunc.parametrize("collective", ic.collectives, ids=list(ic.collectives),
+                             indirect=True)
+    if "payload" in names:
+        metafunc.parametrize("payload", ic.payloads, ids=[size_id(p) for p in ic.payloads],
+                             indirect=True)
+    if "node_count" in names:
+        metafunc.parametrize("node_count", ic.node_counts,
+                             ids=[f"{n}nodes" for n in ic.node_counts], indirect=True)
+
+
+def level_of(item: pytest.Item, marker: pytest.Mark | None) -> str:
+    """The level of a contract case (its clause's declaration says; `marker`: its clause
+    marker), or of your own test (a `stress` marker makes it stress; otherwise it is of
+    the full acceptance suite)."""
+    if marker is not None and marker.args:
+        return declared(str(marker.args[0])).level
+    return STRESS if item.get_closest_marker(STRESS) is not None else ACCEPTANCE
+
+
+def checked(item: pytest.Item, spec: Spec, marker: pytest.Mark | None) -> Promised | None:
+    """The clause an item checks (`marker`: its clause marker) and whether the spec has it
+    (None: no clause marker)."""
+    if marker is None or not marker.args:
+        return None
+    callspec = getattr(item, "callspec", None)
+    return promised(spec, str(marker.args[0]), callspec.params if callspec is not None else {})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leave out the checks of clauses the contract does not have, and remember every
+    contract case left (before -k, -m or --lf choose among them)."""
+    spec = config.stash.get(SPEC_KEY, None)
+    if spec is None:
+        return
+    keep, drop, absent = [], [], []
+    suite = acceptance_dir()
+    chosen = str(config.option.markexpr or "")
+    stress = re.search(rf"\b{STRESS}\b", chosen) is not None
+    for item in items:
+        marker = item.get_closest_marker("clause")
+        found = checked(item, spec, marker)
+        if found is not None and not found.promised:
+            drop.append(item)
+            absent.append(found.not_in_contract)
+            continue
+        level = level_of(item, marker)
+        if level == STRESS and not stress:  # opt-in: only when -m names it
+            drop.append(item)
+            absent.append(f"{found.name if found else item.nodeid} (level stress: run it "
+                          "with -m stress)")
+            continue
+        keep.append(item)
+        if found is not None:
+            item.stash[CASE_KEY] = contract_case(item, found.name, suite)
+            if chosen:  # -m sanity, -m "not acceptance": each case carries its level
+                item.add_marker(level)
+    ic = spec.interconnect
+    if ic is not None:
+        absent.extend(f"interconnect.node_counts {n} (the cluster has "
+                      f"{len(spec.cluster.nodes)} nodes)" for n in ic.node_counts_dropped)
+    config.stash[PLANNED_KEY] = Plan(
+        tuple(item.stash[CASE_KEY] for item in keep if CASE_KEY in item.stash),
+        not_in_contract=tuple(sorted(set(absent))))
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def contract_case(item: pytest.Item, clause: str, suite: Path) -> Case:
+    """The case an item checks, with an id that is the same whatever the working
+    directory: 'acceptance/test_gpus.py::test_ecc_uncorrected[node01-gpu0]'."""
+    case_id = item.nodeid
+    with contextlib.suppress(ValueError):
+        inner = item.nodeid.split("::", 1)[1]
+        case_id = f"{_in_suite(item.path, suite)}::{inner}"
+    callspec = getattr(item, "callspec", None)
+    node = callspec.params.get("node") if callspec is not None else None
+    return Case(case_id, clause, node if isinstance(node, str) else None)
+
+
+@functools.lru_cache(maxsize=64)
+def _in_suite(path: Path, suite: Path) -> str:
+    """'acceptance/test_gpus.py' (ValueError outside the suite); asked once per file,
+    not once per item."""
+    return f"acceptance/{path.relative_to(suite).as_posix()}"
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Write the plan (collected, selected) where the controller will read it. Not at
+    the end: an interrupted worker still leaves it."""
+    config = session.config
+    planned = config.stash.get(PLANNED_KEY, None)
+    if planned is None:
+        return
+    selected = frozenset(item.stash[CASE_KEY].case_id for item in session.items
+                         if CASE_KEY in item.stash)
+    if selected:  # a run that runs nothing leaves nothing behind
+        plan = Plan(planned.cases, selected, planned.not_in_contract)
+        plan.write(config.stash[CACHE_DIR_KEY])
+        config.stash[PLAN_KEY] = plan
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[
+        None, pytest.TestReport, pytest.TestReport]:
+    """Every contract case's report says which case it is (pytest-xdist carries it)."""
+    report = yield
+    case = item.stash.get(CASE_KEY, None)
+    if case is not None:
+        report.pytest_cluster_case = case.to_json()  # type: ignore[attr-defined]
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[
+        None, object, object]:
+    """Once a contract case's reports are made and read (results.jsonl, JUnit, ...), the
+    item lets go of what it recorded and of its keywords: pytest keeps every item until
+    the end of the run, and its raw payloads would stay with it."""
+    try:
+        return (yield)
+    finally:
+        if CASE_KEY in item.stash:  # and its keywords, read by -k and its reports only
+            item.user_properties = _NO_PROPERTIES
+            item.keywords = _NO_KEYWORDS
+            item.extra_keyword_matches = _NO_MATCHES
+            item.__dict__.pop("location", None)  # pytest's cached property: made again if asked

@@ -1,0 +1,271 @@
+"""pytest hooks of configure time: the options, the spec validated from --cluster, this
+run's directory for its evidence, and the controller's session (session.py).
+
+With `--cluster=SPEC` and no test paths on the command line, pytest collects the
+packaged contract suite (pytest_cluster.acceptance); with paths, it runs those (your own
+tests may use our fixtures).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_cluster.errors import SpecError
+from pytest_cluster.evidence import baseline, sealing
+from pytest_cluster.evidence.baseline import Baseline
+from pytest_cluster.evidence.bundle.keys import Signer
+from pytest_cluster.evidence.rundir import create_run_dir
+from pytest_cluster.run import lifecycle
+from pytest_cluster.run.session import SESSION_PLUGIN, ClusterSession
+from pytest_cluster.run.workers import cut_note, fit_workers, usable_cpus
+from pytest_cluster.soak import driver as soak_driver
+from pytest_cluster.soak import rounds as soak
+from pytest_cluster.spec import Spec, load_spec
+from pytest_cluster.spec.clauses import ACCEPTANCE, SANITY, STRESS
+
+#: The validated spec, in `config.stash` (absent without --cluster).
+SPEC_KEY = pytest.StashKey[Spec]()
+#: Where probe results are kept: the run's probes/ folder (a temporary one without
+#: reports); pytest-xdist workers get the controller's.
+CACHE_DIR_KEY = pytest.StashKey[Path]()
+#: Why fewer pytest-xdist workers run than `-n` asked for (absent where none were cut).
+WORKERS_CUT_KEY = pytest.StashKey[str]()
+
+
+class SpecWarning(UserWarning):
+    """A spec value that is valid but probably not what was meant (e.g. GB/s for Gb/s)."""
+
+
+def acceptance_dir() -> Path:
+    """Where the packaged contract suite lives (pytest_cluster.acceptance); in a source
+    checkout whose pytest_cluster/ comes first on sys.path (`python -m pytest` in the
+    repository), the acceptance/ folder beside it."""
+    spec = importlib.util.find_spec("pytest_cluster.acceptance")
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    beside = Path(__file__).resolve().parents[2] / "acceptance"  # pytest_cluster/run/..
+    if (beside / "test_gpus.py").is_file():
+        return beside
+    raise pytest.UsageError(  # pragma: no cover - packaging bug
+        f"pytest-cluster is installed without its acceptance suite (looked for the "
+        f"package pytest_cluster.acceptance and for {beside})")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("cluster", "pytest-cluster: contract acceptance tests")
+    group.addoption(
+        "--cluster", metavar="SPEC", default=None,
+        help="contract spec (YAML) of the cluster under test; without test paths, "
+             "runs the packaged acceptance suite against it")
+    group.addoption(
+        "--cluster-reports", metavar="DIR", default="reports",
+        help="where to write report.html, junit.xml, results.jsonl and the raw probe "
+             "results (default: reports; an empty value writes none)")
+    group.addoption(
+        "--cluster-baseline", metavar="DIR", default=None,
+        help="compare this run with an earlier run's evidence directory (one that passes "
+             "pytest-cluster verify): the same nodes and hardware, and no figure worse "
+             "than there by more than the spec's baseline.tolerance (default 5%%)")
+    group.addoption(
+        "--cluster-baseline-key", metavar="PUBKEY", default=None,
+        help="the baseline must be signed by this public key (PEM or OpenSSH), as "
+             "`pytest-cluster verify --key` checks it")
+    group.addoption(
+        "--cluster-soak", metavar="DURATION", default=None,
+        help="soak: repeat the selected checks in rounds until DURATION (e.g. 48h) is up; "
+             "each round is a whole run with its own evidence, the soak's directory adds "
+             "availability, the SLA credit, counters and steadiness over the rounds")
+    group.addoption(
+        "--cluster-soak-rounds", metavar="N", default=None,
+        help="soak: at most N rounds (alone: exactly N rounds, however long they take)")
+    group.addoption(
+        "--cluster-soak-resume", metavar="DIR", default=None,
+        help="go on with the stopped soak in DIR (same spec), numbering its rounds on; its "
+             "earlier rounds count towards its time and availability")
+    group.addoption(
+        "--cluster-soak-round", metavar="N", default=None, type=int,
+        help="(set by a soak for each of its rounds: this run is round N, written to "
+             "--cluster-reports/round-NNNN)")
+    sealing.add_options(group)
+
+
+def soak_options(config: pytest.Config) -> tuple[float | None, int | None] | None:
+    """(duration in seconds, most rounds) of a soak this invocation drives, None when it
+    drives none; a usage error when they are wrong. The soak's process runs no checks
+    itself (its rounds do): it takes no pytest-xdist workers."""
+    raw = config.getoption("cluster_soak")
+    rounds = config.getoption("cluster_soak_rounds")
+    resume = config.getoption("cluster_soak_resume")
+    if raw is None and rounds is None and resume is None:
+        return None
+    if config.getoption("cluster_soak_round"):
+        raise pytest.UsageError("--cluster-soak-round is set by a soak for its rounds; "
+                                "it cannot start a soak itself")
+    if resume is not None and not resume.strip():
+        raise pytest.UsageError("--cluster-soak-resume=: expected the directory of a "
+                                "stopped soak, got an empty value")
+    try:
+        duration = soak.parse_duration(raw) if raw is not None else None
+    except soak.SoakError as exc:
+        raise pytest.UsageError(f"--cluster-soak={raw[:40]}: {exc}") from None
+    try:
+        most = soak.parse_rounds(rounds) if rounds is not None else None
+    except soak.SoakError as exc:
+        raise pytest.UsageError(f"--cluster-soak-rounds={rounds[:40]}: {exc}") from None
+    if not config.getoption("cluster_reports"):
+        raise pytest.UsageError("a soak writes its rounds' evidence: it needs "
+                                "--cluster-reports=DIR (not empty)")
+    if not writes_evidence(config):
+        return None
+    option = config.option
+    option.dist, option.tx, option.numprocesses = "no", [], None
+    return duration, most
+
+
+def evidence_dir(config: pytest.Config, spec: Spec, reports: Path,
+                 soaking: tuple[float | None, int | None] | None) -> Path:
+    """This run's directory: a new one under `reports`; a soak's round's is
+    reports/round-NNNN; a resumed soak's is the soak's own."""
+    number = config.getoption("cluster_soak_round")
+    if number:
+        path = reports / soak.round_name(int(number))
+        path.mkdir(parents=True)
+        return path
+    resume = config.getoption("cluster_soak_resume")
+    if soaking is not None and resume:
+        try:
+            soak.resume_dir(Path(resume), spec.sha256)
+        except soak.SoakError as exc:
+            raise pytest.UsageError(f"--cluster-soak-resume={resume}: {exc}") from None
+        return Path(resume)
+    return create_run_dir(reports, spec.cluster.name, time.time())
+
+
+def load_baseline(config: pytest.Config) -> Baseline | None:
+    """The baseline --cluster-baseline names, verified now: one that cannot serve is a
+    usage error before any test runs."""
+    where = config.getoption("cluster_baseline")
+    key = config.getoption("cluster_baseline_key")
+    if where == "":
+        raise pytest.UsageError("--cluster-baseline= is empty: expected a run's evidence "
+                                "directory (one that passes pytest-cluster verify)")
+    if key == "":
+        raise pytest.UsageError("--cluster-baseline-key= is empty: expected a public key "
+                                "file (PEM or OpenSSH) the baseline must be signed by")
+    if where is None:
+        if key is not None:
+            raise pytest.UsageError("--cluster-baseline-key needs --cluster-baseline=DIR")
+        return None
+    try:
+        return baseline.load(Path(where), Path(key) if key else None)
+    except baseline.BaselineError as exc:
+        raise pytest.UsageError(f"--cluster-baseline={where}: {exc}") from None
+
+
+#: The levels a contract case has (its clause's declaration says which), as -m selects.
+LEVEL_MARKERS = {
+    SANITY: "no load: counts, models, NVML health, versions, reachability (seconds; a "
+            "SLURM prolog or pre-job gate): pytest --cluster=SPEC -m sanity",
+    ACCEPTANCE: "the checks under load: benchmarks of GPUs, storage and interconnect",
+    STRESS: "long sustained load; opt-in: collected only when -m names stress",
+}
+
+
+#: Options that show something instead of running the contract: they write no evidence.
+NO_RUN_OPTIONS = ("collectonly", "showfixtures", "show_fixtures_per_test", "markers",
+                  "setupplan", "setuponly", "help", "version")
+
+
+def writes_evidence(config: pytest.Config) -> bool:
+    """Whether this invocation runs checks (so may leave evidence) at all."""
+    return not any(getattr(config.option, name, False) for name in NO_RUN_OPTIONS)
+
+
+def fit_xdist_workers(config: pytest.Config) -> None:
+    """Cut `-n N` to this machine's CPUs (see workers.py). Runs before pytest-xdist's own
+    pytest_configure, which starts its distributed session from `dist` and `tx`; gateways
+    given with --tx are left as they are."""
+    option = config.option
+    tx = getattr(option, "tx", None) or []
+    if (not getattr(option, "numprocesses", None) or getattr(option, "dist", "no") == "no"
+            or not tx or any(gateway != "popen" for gateway in tx)):
+        return
+    requested = len(tx)
+    cpus = usable_cpus()
+    workers = fit_workers(requested, cpus)
+    if workers == requested:
+        return
+    option.numprocesses, option.tx = workers, ["popen"] * workers
+    if workers == 0:
+        option.dist = "no"
+    config.stash[WORKERS_CUT_KEY] = cut_note(requested, workers, cpus)
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    return config.stash.get(WORKERS_CUT_KEY, None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "clause(name): the contract clause a test checks, e.g. 'storage.write'; "
+                   "tests of clauses absent from the spec are not collected")
+    for level, what in LEVEL_MARKERS.items():
+        config.addinivalue_line("markers", f"{level}: {what}")
+    spec_path = config.getoption("cluster")
+    if not spec_path:
+        return
+    try:
+        spec = load_spec(spec_path)
+    except SpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[SPEC_KEY] = spec
+    lifecycle.open_run(config, spec, bool(config.getoption("cluster_soak_round")))
+    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        config.stash[CACHE_DIR_KEY] = Path(workerinput["cluster_cache_dir"])
+    else:
+        soaking = soak_options(config)
+        fit_xdist_workers(config)
+        for warning in spec.warnings:
+            config.issue_config_time_warning(SpecWarning(warning), stacklevel=2)
+        reports = config.getoption("cluster_reports")
+        signers: tuple[Signer, ...] = ()
+        run_dir = None
+        accepted = None
+        if reports and writes_evidence(config):
+            signers = sealing.signers(config)  # before the run's directory is made
+            accepted = load_baseline(config)
+            try:
+                run_dir = evidence_dir(config, spec, Path(reports), soaking)
+            except OSError as exc:
+                raise pytest.UsageError(
+                    f"--cluster-reports={reports}: cannot create this run's directory there: "
+                    f"{exc.strerror or exc}") from None
+            if not config.option.xmlpath:
+                config.option.xmlpath = str(run_dir / "junit.xml")
+            if not getattr(config.option, "htmlpath", None):
+                config.option.htmlpath = str(run_dir / "report.html")
+                config.option.self_contained_html = True
+        elif writes_evidence(config) and config.getoption("cluster_baseline") is not None:
+            raise pytest.UsageError("--cluster-baseline needs this run's evidence to compare "
+                                    "with it: --cluster-reports= is empty (expected a "
+                                    "directory)")
+        cache_dir = (run_dir / "probes" if run_dir is not None
+                     else Path(tempfile.mkdtemp(prefix="pytest-cluster-")))
+        config.stash[CACHE_DIR_KEY] = cache_dir
+        controller = ClusterSession(config, spec, run_dir, cache_dir, writes_evidence(config),
+                                    signers, accepted)
+        config.pluginmanager.register(controller, SESSION_PLUGIN)
+        if soaking is not None and run_dir is not None:
+            soak_driver.start(config, spec, run_dir, soaking[0], soaking[1], controller)
+        if config.getoption("cluster_soak_round"):
+            controller.links_latest = False
+    if config.args_source is not pytest.Config.ArgsSource.ARGS:
+        config.args = [str(acceptance_dir())]

@@ -1,0 +1,68 @@
+"""The acceptance suite's tests, from the clause declarations (spec/clauses.py).
+
+- `checks('gpus.memory')` marks a test written by hand as the check of a declared clause
+  (an undeclared name fails at import).
+- `table_tests(section, make)` gives a test for every clause of `section` that compares one
+  field of a probe's payload (its declaration `Reads` it), named as users know it
+  (`test_cpu_cores`, `test_storage_write`); `check_reading` is what such a test does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import pytest
+
+from pytest_cluster.evidence.check import Evidence
+from pytest_cluster.launchers.result import ProbeResult
+from pytest_cluster.spec.clauses import Declaration, clauses, declared
+from pytest_cluster.spec.model import Clause
+
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def checks(name: str) -> pytest.MarkDecorator:
+    """The `clause` marker of a declared clause (KeyError for an undeclared one)."""
+    return pytest.mark.clause(declared(name).id)
+
+
+def table_tests(section: str,
+                make: Callable[[Declaration], Callable[..., None]]) -> Iterator[
+                    tuple[str, Callable[..., None]]]:
+    """(name, test) for each clause of `section` whose test is a probe field compared with
+    it, in declared order; `make` writes the test of one declaration."""
+    for declaration in clauses(section):
+        if declaration.table:
+            test = make(declaration)
+            test.__name__ = test.__qualname__ = declaration.test
+            yield declaration.test, checks(declaration.id)(test)
+
+
+def reading(evidence: Evidence, declaration: Declaration, clause: Clause,
+            payload: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    """The declared field of a probe's payload and the part it is in; fails the test,
+    saying why, when the probe could not measure it."""
+    reads = declaration.reads
+    assert reads is not None, declaration.id
+    if "error" in payload:
+        evidence.cannot_measure(clause, payload["error"], raw=payload)
+    part: dict[str, Any] = payload.get(reads.part) or {}
+    if "error" in part or not part:
+        evidence.cannot_measure(clause, part.get("error", f"the probe returned no "
+                                                         f"{reads.part} result"), raw=part)
+    if part.get(reads.field) is None:
+        evidence.cannot_measure(clause, f"the {reads.probe} probe found no {reads.part} "
+                                f"{reads.field}", raw=part)
+    return part[reads.field], part
+
+
+def check_reading(evidence: Evidence, declaration: Declaration, clause: Clause,
+                  result: ProbeResult, payload: dict[str, Any]) -> None:
+    """Compare the declared field of `payload` (from `result`) with `clause`; how it was
+    measured is what the probe says, else what the declaration says."""
+    value, part = reading(evidence, declaration, clause, payload)
+    reads = declaration.reads
+    assert reads is not None
+    evidence.check(clause, value, result=result, raw=part,
+                   method=part.get(reads.method_field) or reads.method)

@@ -1,0 +1,636 @@
+"""The controller's side of a run: results.jsonl as cases end, then the end record,
+verdict.json, the terminal section, the HTML scorecard and the JUnit suite properties.
+
+Registered only on the controller (never on pytest-xdist workers), only with --cluster.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import json
+import shutil
+import sys
+import time
+from collections import Counter
+from collections.abc import Generator
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+from _pytest import junitxml  # xml_key: the one way to add <testsuite> properties
+
+from pytest_cluster import __version__
+from pytest_cluster.errors import clip
+from pytest_cluster.evidence import derived_cases
+from pytest_cluster.evidence.baseline import Baseline, compare
+from pytest_cluster.evidence.bundle.keys import Signer
+from pytest_cluster.evidence.bundle.manifest import MANIFEST
+from pytest_cluster.evidence.derived_cases import Case
+from pytest_cluster.evidence.junit_spool import JunitSpool
+from pytest_cluster.evidence.ledger import Ledger
+from pytest_cluster.evidence.plan import PLAN_FILE, PLAN_KEY, Plan, not_checked, selection
+from pytest_cluster.evidence.results import (
+    COMPLETE,
+    ResultsWriter,
+    report_record,
+    run_status,
+)
+from pytest_cluster.evidence.rundir import LATEST, point_latest, remove_if_empty
+from pytest_cluster.evidence.sealing import predicate, seal_run, sealed_line
+from pytest_cluster.evidence.tally import SIMULATED_BANNER, is_simulated, measured_text, not_a_node
+from pytest_cluster.evidence.verdict import (
+    ACCEPTED,
+    NodeVerdict,
+    drain_line,
+    tally,
+    to_drain,
+)
+from pytest_cluster.launchers.process import stop_everything
+from pytest_cluster.measure import inventory
+from pytest_cluster.measure.cluster import Cluster
+from pytest_cluster.report.plots import interconnect_charts
+from pytest_cluster.report.scorecard import scorecard_html
+from pytest_cluster.report.sections import baseline_html, inventory_html, sealing_html
+from pytest_cluster.run.lifecycle import run_launcher
+from pytest_cluster.spec import Spec
+
+SESSION_PLUGIN = "pytest-cluster-session"
+_UNKNOWN = object()
+MAX_LISTED = 20  # nodes and drain lines listed in the terminal; verdict.json has all
+
+
+class SoakPart(Protocol):
+    """What a soak adds to its own evidence (soak_driver.SoakDriver)."""
+
+    def end_record(self) -> dict[str, Any]: ...
+
+    def summary_lines(self) -> list[str]: ...
+
+    def html(self, mark: str = "") -> str: ...
+
+
+class ClusterSession:
+    """Controller-only: the evidence of one run, in its own run directory."""
+
+    def __init__(self, config: pytest.Config, spec: Spec, run_dir: Path | None,
+                 cache_dir: Path, runs_checks: bool = True,
+                 signers: tuple[Signer, ...] = (), accepted: Baseline | None = None) -> None:
+        self.config = config
+        self.baseline = accepted  # the run this one is compared with (--cluster-baseline)
+        self.baseline_cases: list[Case] = []
+        self.derived: list[Case] = []  # every derived case reported (baseline, soak)
+        self.links_latest = True  # False: a soak's round (the soak's directory is latest)
+        self.soak: SoakPart | None = None  # the soak this run drives (--cluster-soak)
+        self.signers = signers  # who signs the manifest at the end
+        self.cache_dir = cache_dir  # the probe results and the plan (the run's probes/)
+        self.runs_checks = runs_checks  # False: --collect-only, --fixtures, ...
+        self.spec = spec
+        self.run_dir = run_dir
+        self.ledger = Ledger(spec.cluster.nodes)  # what the end reads of the result lines
+        self._open: dict[str, list[pytest.TestReport]] = {}  # a case's reports until teardown
+        self.writer: ResultsWriter | None = None
+        self.started = time.time()
+        self.end: dict[str, Any] | None = None
+        self.verdicts: list[NodeVerdict] = []
+        self.plan = Plan(known=False)
+        self.evidence_written = False
+        self.collected_nothing = False
+        self.latest_moved = False
+        self._html: Any = _UNKNOWN
+        self._spool: JunitSpool | None = None  # JUnit testcases on disk as they finish
+        self.inventory_html = ""  # the report's rendering of inventory.json, once taken
+        self.inventory_error = ""  # why it could not be taken
+
+    # -- start ----------------------------------------------------------------------------
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        xml = self.config.stash.get(junitxml.xml_key, None)
+        if xml is not None:
+            xml.suite_name = self.spec.cluster.name
+            xml.add_global_property("cluster", self.spec.cluster.name)
+            xml.add_global_property("spec_sha256", self.spec.sha256)
+            xml.add_global_property("simulated", str(is_simulated(self.spec)).lower())
+            xml.add_global_property("tool_version", __version__)
+            self._spool = JunitSpool(xml)
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """Ctrl-C or SIGTERM: no probe or rank launched keeps running on any node (the
+        signal handler of launchers.process stopped them already; this is the backstop)."""
+        stop_everything()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        node.workerinput["cluster_cache_dir"] = str(self.cache_dir)
+
+    # -- each case --------------------------------------------------------------------------
+
+    def _write(self, record: dict[str, Any]) -> None:
+        if self.run_dir is None:
+            return
+        if self.writer is None:
+            self.writer = ResultsWriter(self.run_dir / "results.jsonl", self._run_record())
+            # reports/latest/results.jsonl can be followed while the run goes on
+            self.latest_moved = self.links_latest and point_latest(self.run_dir)
+        self.writer.write(record)
+
+    def write_line(self, record: dict[str, Any]) -> None:
+        """A line of results.jsonl that is no case of this run (a soak's rounds)."""
+        self._write(record)
+
+    def report_derived(self, cases: list[Case]) -> None:
+        """Cases derived from the whole run, reported now; counted apart from the
+        contract's checks."""
+        self.derived.extend(cases)
+        derived_cases.emit(self.config, cases, is_simulated(self.spec))
+
+    def _run_record(self) -> dict[str, Any]:
+        spec = self.spec
+        return {"cluster": spec.cluster.name, "spec": spec.file, "spec_sha256": spec.sha256,
+                "nodes": list(spec.cluster.nodes), "launcher": spec.cluster.launcher,
+                "simulated": is_simulated(spec), "started_at": self.started,
+                "spec_warnings": list(spec.warnings),
+                "run_dir": str(self.run_dir)}
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:
+        """Before every other reader (JUnit, pytest-html, the terminal): the JUnit names
+        and the result line, written at once. After them all: the case's bulk dropped
+        once its teardown has been read, so that memory does not grow with the run."""
+        case = getattr(report, "pytest_cluster_case", None)
+        if case is not None and report.when == "setup":  # it opens the case's testcase
+            self._junit_names(report, str(case[0]))
+        record = None
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            record = report_record(report)
+            if record is not None:
+                self._write(record)
+                self.ledger.add(record)
+        testcase = (self._spool.open_reporter(report)
+                    if self._spool is not None and report.when == "teardown" else None)
+        try:
+            return (yield)
+        finally:
+            if testcase is not None and self._spool is not None:
+                self._spool.spool(testcase)
+            if case is not None or record is not None or report.nodeid in self._open:
+                self._drop_bulk(report)
+
+    def _drop_bulk(self, report: pytest.TestReport) -> None:
+        """A contract case's reports, once every reader has taken what it needs: JUnit
+        reads the teardown report's properties, pytest-html reads all three reports at
+        teardown, results.jsonl was written at the call. Then their properties (the raw
+        payloads) are dropped and pytest-html lets go of them; a passed setup or teardown
+        with no output leaves the terminal's list of reports at once (it prints nothing
+        for it, and its failure summary scans that list once per failed case), and a
+        passed call leaves a token there to be counted, unless -rp, -rP or -rA asks the
+        terminal to list the passed cases."""
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if report.passed and report.when != "call" and not report.sections:
+            kept = getattr(terminal, "stats", {}).get("", [])
+            if kept and kept[-1] is report:
+                kept.pop()
+        elif report.passed and report.when == "call" and not _lists_passed(terminal):
+            kept = getattr(terminal, "stats", {}).get("passed", [])
+            if kept and kept[-1] is report:
+                kept[-1] = COUNTED  # the terminal only counts it
+        if report.when != "teardown":
+            self._open.setdefault(report.nodeid, []).append(report)
+            return
+        for each in (*self._open.pop(report.nodeid, ()), report):
+            each.user_properties = []
+            if each.passed:  # the terminal keeps it only to count it
+                each.keywords = {}
+        held_by_html = getattr(self._html_report(), "_reports", None)
+        if isinstance(held_by_html, dict):
+            held_by_html.pop(report.nodeid, None)
+        rows = getattr(getattr(self._html_report(), "_report", None), "_data", {}).get("tests")
+        if isinstance(rows, dict) and rows.get(report.nodeid) == []:
+            del rows[report.nodeid]  # no row: a passed check, listed in the scorecard
+
+    def _junit_names(self, report: pytest.TestReport, case_id: str) -> None:
+        """JUnit classname from the case id: the same from any directory."""
+        xml = self.config.stash.get(junitxml.xml_key, None)
+        if xml is None:
+            return
+        path = case_id.split("::", 1)[0]
+        reporter = xml.node_reporter(report)
+        reporter.add_attribute("classname", path.removesuffix(".py").replace("/", "."))
+
+    # -- after the checks: the inventory ------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        """Once every check has run (on every worker): inventory.json, then the cases
+        derived from the whole run. After Ctrl-C it holds what was already probed, and
+        asks no node for more. The outermost wrapper: the terminal has written its final
+        progress before the derived cases are reported."""
+        finished = False
+        try:
+            result = yield
+            finished = True
+            return result
+        finally:
+            if self.runs_checks and not self.collected_nothing and self.run_dir is not None:
+                taken = self._take_inventory(self.run_dir, may_probe=finished)
+                if finished and self.baseline is not None and taken is not None:
+                    self._compare_with_baseline(self.run_dir, self.baseline, taken)
+
+    def _take_inventory(self, run_dir: Path, may_probe: bool) -> dict[str, Any] | None:
+        """inventory.json written, and rendered for the report at once (a thousand nodes'
+        inventory is not held to the end of the run)."""
+        try:
+            cluster = Cluster(self.spec, self.cache_dir, run_launcher(self.config))
+            taken = inventory.take(cluster, may_probe)
+            inventory.write(run_dir, taken)
+        except Exception as exc:  # the checks' evidence matters more: said, not raised
+            self.inventory_error = f"{type(exc).__name__}: {exc}"
+            self.inventory_html = inventory_html(None, self.inventory_error)
+            return None
+        self.inventory_html = inventory_html(taken)
+        return taken
+
+    def _compare_with_baseline(self, run_dir: Path, accepted: Baseline,
+                               taken: dict[str, Any]) -> None:
+        try:
+            self.baseline_cases = compare(accepted, taken, run_dir / "results.jsonl",
+                                          self.spec.baseline.tolerance)
+        except Exception as exc:  # a baseline verify passes can still hold odd values
+            self.baseline_cases = [Case("cluster", "baseline.nodes", "all", False,
+                                        f"the baseline {accepted.path} could not be compared:"
+                                        f" {type(exc).__name__}: {clip(str(exc))}")]
+        self.report_derived(self.baseline_cases)
+
+    # -- end ----------------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.plan = self.config.stash.get(PLAN_KEY, None) or Plan.read(self.cache_dir)
+        if not self.runs_checks or self.collected_nothing:
+            return
+        ran = set(self.ledger.ran)  # a copy: the not-run lines below join the ledger
+        for case in self.plan.cases:
+            if case.case_id in self.plan.selected and case.case_id not in ran:
+                record = {"type": "result", "case": case.case_id, "clause": case.clause,
+                          "spec_key": case.clause, "node": case.node, "outcome": "not_run",
+                          "message": "not reached: the run ended before this check"}
+                self.ledger.add(record)
+                self._write(record)
+        self.verdicts = self.ledger.verdicts(self.plan)
+        self.end = self._end_record(int(exitstatus), ran)
+        self._write(self.end)
+        if self.writer is not None:
+            self.writer.close()
+        if self.run_dir is not None:
+            self._write_verdict()
+            self.evidence_written = True
+        self._junit_status()
+
+    @pytest.hookimpl(hookwrapper=True, specname="pytest_sessionfinish")
+    def pytest_sessionfinish_junit(self, session: pytest.Session) -> Generator[None]:
+        """After pytest's JUnit writer: the spooled testcases put back in junit.xml."""
+        yield
+        xml = self.config.stash.get(junitxml.xml_key, None)
+        if self._spool is not None:
+            self._spool.restore(Path(xml.logfile) if xml is not None else None)
+            self._spool = None
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if not session.items:
+            self._write_nothing()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        if not ids:
+            self._write_nothing()
+
+    def _write_nothing(self) -> None:
+        """Nothing was collected: no evidence, and no empty run directory (decided before
+        the run, while pytest-html and JUnit can still be told not to write)."""
+        self.collected_nothing = True
+        if self.run_dir is None:
+            return
+        html_report = self._html_report()
+        if html_report is not None:
+            self.config.pluginmanager.unregister(html_report)
+            self._html = None
+        xml = self.config.stash.get(junitxml.xml_key, None)
+        if xml is not None:
+            self.config.pluginmanager.unregister(xml)
+            del self.config.stash[junitxml.xml_key]
+        with contextlib.suppress(FileNotFoundError):
+            (self.cache_dir / PLAN_FILE).unlink()
+        remove_if_empty(self.run_dir)
+        self.run_dir = None
+
+    def _end_record(self, exit_code: int, ran: set[str]) -> dict[str, Any]:
+        plan = self.plan
+        derived = self.derived  # not the spec's checks: counted apart
+        failed_derived = sum(not case.passed for case in derived)
+        # checks outside the plan: your own tests recording evidence without a clause
+        extra = sum(self.ledger.outside_plan(plan).values()) - len(derived)
+        planned, selected = len(plan.cases) + extra, len(plan.selected) + extra
+        checks_ran = self.ledger.checks_ran - len(derived)
+        counts = self.ledger.counts()
+        counts["passed"] -= len(derived) - failed_derived
+        counts["failed"] -= failed_derived
+        covered = sorted({c.node for c in plan.cases
+                          if c.node is not None and c.case_id in ran})
+        end = {
+            "type": "end", "simulated": is_simulated(self.spec),
+            "status": run_status(exit_code, planned, selected, checks_ran),
+            "exit_code": exit_code, "counts": counts,
+            "checks_ran": checks_ran, "checks_planned": planned,
+            "checks_selected": selected, "deselected": planned - selected,
+            "selection": selection(self.config),
+            "nodes_covered": [n for n in self.spec.cluster.nodes if n in set(covered)],
+            "nodes_in_spec": len(self.spec.cluster.nodes),
+            "not_checked": not_checked(plan, ran) + self._needs_a_soak(),
+            "verdicts": dict(Counter(v.verdict for v in self.verdicts)),
+            "started_at": self.started, "ended_at": time.time(),
+            "duration_s": round(time.time() - self.started, 3),
+            "tool_version": __version__,
+        }
+        if self.baseline is not None:
+            compared = self.baseline_cases
+            end["baseline"] = {"path": str(self.baseline.path), "run": self.baseline.label,
+                               "manifest_sha256": self.baseline.manifest_sha256,
+                               "cases": len(compared),
+                               "failed": sum(not case.passed for case in compared)}
+        if self.soak is not None:
+            end["soak"] = self.soak.end_record()
+        return end
+
+    def _write_verdict(self) -> None:
+        assert self.run_dir is not None and self.end is not None
+        document = {
+            "cluster": self.spec.cluster.name, "spec_sha256": self.spec.sha256,
+            "simulated": is_simulated(self.spec), "status": self.end["status"],
+            "checks": f"{self.end['checks_ran']} of {self.end['checks_planned']}",
+            "nodes": [v.to_json() for v in self.verdicts],
+            "cluster_checks_failed": self.ledger.cluster_failures(),
+            "drain": [drain_line(v, not_a_node(self.spec)) for v in to_drain(self.verdicts)],
+        }
+        path = self.run_dir / "verdict.json"
+        path.write_text(json.dumps(document, indent=1, sort_keys=True), encoding="utf-8")
+
+    def _junit_status(self) -> None:
+        xml = self.config.stash.get(junitxml.xml_key, None)
+        if xml is None or self.end is None:
+            return
+        xml.add_global_property("status", self.end["status"])
+        if self.soak is not None and self.end.get("soak"):
+            found = self.end["soak"]
+            xml.add_global_property("soak", f"{found['rounds']} round(s) over "
+                                    f"{found['observed_s'] / 3600:.2f} h observed")
+            if "credit" in found:
+                xml.add_global_property("sla_credit", found["credit"]["total"])
+        if self.baseline is not None:
+            xml.add_global_property("baseline", f"{self.baseline.path} ({self.baseline.label}, "
+                                    f"manifest sha256 {self.baseline.manifest_sha256})")
+        xml.add_global_property("checks_ran", f"{self.end['checks_ran']} of "
+                                               f"{self.end['checks_planned']}")
+        if self.end["status"] != COMPLETE:
+            xml.add_global_property("INCOMPLETE", self.coverage_line())
+        for name, nodes in tally(self.verdicts).items():
+            xml.add_global_property(f"nodes_{name.lower().replace(' ', '_')}",
+                                    ",".join(nodes))
+
+    def coverage_line(self) -> str:
+        """'INCOMPLETE: 12 of 640 contract checks ran (interrupted)', or '' if complete."""
+        end = self.end
+        if end is None or end["status"] == COMPLETE:
+            return ""
+        why = {"partial": "the selection left the others out"}.get(end["status"],
+                                                                    end["status"])
+        return (f"INCOMPLETE: {end['checks_ran']} of {end['checks_planned']} contract "
+                f"checks ran ({why.replace('_', ' ')})")
+
+    # -- HTML ---------------------------------------------------------------------------------
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_summary(self, prefix: list[str], summary: list[str],
+                                    postfix: list[str]) -> None:
+        if self.soak is not None:  # a soak's availability and credit come first
+            mark = "[SIMULATED] " if is_simulated(self.spec) else ""
+            prefix.append(f'<div class="evidence">{self.soak.html(mark)}</div>')
+        prefix.append(scorecard_html(self.spec, self.end, self.verdicts,
+                                     self.ledger.gathered(), self.coverage_line()))
+        compared = baseline_html(self.baseline, self.baseline_cases,
+                                 self.spec.baseline.tolerance,
+                                 self.baseline.notes(self.spec) if self.baseline else ())
+        prefix.append(f'<div class="evidence">{compared}</div>')
+        prefix.append(interconnect_charts(self.ledger.kept))
+        sealed = sealing_html([s.keyid for s in self.signers], str(self.run_dir)) \
+            if self.run_dir is not None else ""
+        prefix.append(f'<div class="evidence">{self.inventory_html}{sealed}</div>')
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_report_title(self, report: Any) -> None:
+        sim = " (SIMULATED)" if is_simulated(self.spec) else ""
+        report.title = f"pytest-cluster: {self.spec.cluster.name}{sim}"
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_header(self, cells: list[str]) -> None:
+        cells.insert(2, "<th>Measured</th>")
+        cells.insert(3, "<th>Required</th>")
+        cells.insert(4, "<th>Reference</th>")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
+        """pytest-html's table lists the checks that did not pass, in full; a passed
+        contract check is one line of the scorecard's collapsed list instead (thousands of
+        rows rendered by pytest-html's script take tens of seconds to open). It still
+        counts among pytest-html's 'Passed'."""
+        contract = hasattr(report, "pytest_cluster_case")
+        if contract and report.passed and (
+                report.when == "setup" or (report.when == "teardown" and not report.sections)):
+            del cells[:]  # pytest-html shows nothing of it either: only its work is saved
+            return
+        props = dict(getattr(report, "user_properties", ()))
+        contract = contract or "spec_key" in props
+        if contract and report.when == "call" and report.passed:
+            del cells[:]
+            self._count_passed_in_html()
+            return
+        sim = ' <span class="simulated">SIMULATED</span>' if props.get("simulated") else ""
+        cells.insert(2, f"<td>{html.escape(measured_text(props))}{sim}</td>")
+        cells.insert(3, f"<td>{html.escape(str(props.get('requirement', '')))}</td>")
+        cells.insert(4, f"<td>{html.escape(str(props.get('reference', '')))}</td>")
+
+    def _html_report(self) -> Any:
+        """pytest-html's report object (registered under no fixed name), or None; looked
+        up once (it is asked for every case)."""
+        if self._html is _UNKNOWN:
+            self._html = next(
+                (plugin for plugin in self.config.pluginmanager.get_plugins()
+                 if type(plugin).__module__.startswith("pytest_html")
+                 and hasattr(plugin, "_report")), None)
+        return self._html
+
+    def _count_passed_in_html(self) -> None:
+        """pytest-html counts only the rows it shows: count a row we left out."""
+        data: Any = getattr(self._html_report(), "_report", None)
+        if data is not None and hasattr(data, "outcomes"):
+            data.outcomes = "passed"
+
+    # -- terminal -----------------------------------------------------------------------------
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        write = terminalreporter.write_line
+        terminalreporter.section("pytest-cluster")
+        if is_simulated(self.spec):
+            write(SIMULATED_BANNER, yellow=True, bold=True)
+        for warning in self.spec.warnings:
+            write(f"spec warning: {warning}", yellow=True)
+        for line in self.summary_lines():
+            red = line.startswith(("INCOMPLETE", "  REJECTED", "  UNREACHABLE"))
+            write(line, red=red, bold=line.startswith("INCOMPLETE"))
+
+    def summary_lines(self) -> list[str]:
+        spec, end = self.spec, self.end
+        nodes = spec.cluster.nodes
+        lines: list[str] = []
+        if end is None:
+            why = "no check was run" if not self.runs_checks else \
+                "no contract check was collected"
+            return [f"cluster {spec.cluster.name}: {len(nodes)} node(s); {why}, so no "
+                    "evidence was written", *self._not_in_contract_lines()]
+        failed = end["counts"]["failed"] + end["counts"]["error"]
+        mark = "[SIMULATED] " if is_simulated(spec) else ""
+        if self.soak is not None:  # a soak's availability and credit come first
+            lines.extend(_marked(mark, self.soak.summary_lines()))
+        lines.append(f"cluster {spec.cluster.name}: {end['checks_ran']} of "
+                     f"{end['checks_planned']} contract check(s) ran, {failed} failed; "
+                     f"nodes covered: {_covered(end['nodes_covered'], len(nodes))}")
+        if self.baseline is not None and "baseline" in end:
+            lines.extend(_marked(mark, self._baseline_lines(self.baseline, end["baseline"])))
+        if self.coverage_line():
+            lines.append(self.coverage_line())
+        if end["selection"]:
+            chosen = " ".join(f"{k} {v}" if v is not True else k
+                              for k, v in end["selection"].items())
+            lines.append(f"selection: {chosen}; {end['deselected']} check(s) deselected")
+        counted = tally(self.verdicts)
+        lines.append("nodes: " + ", ".join(f"{len(v)} {k}" for k, v in counted.items()))
+        shown = [v for v in self.verdicts if v.verdict != ACCEPTED]
+        for verdict in shown[:MAX_LISTED]:
+            lines.append(f"  {verdict.verdict} {verdict.node}: {verdict.reason}")
+        if len(shown) > MAX_LISTED:
+            lines.append(f"  and {len(shown) - MAX_LISTED} more (verdict.json lists all)")
+        for failure in self.ledger.cluster_failures()[:MAX_LISTED]:
+            lines.append(f"  cluster check failed: {failure['clause']} "
+                         f"({failure['where']}): {failure['message']}")
+        lines.extend(self._not_in_contract_lines())
+        for row in end["not_checked"]:
+            if row["why"] == NEEDS_A_SOAK:
+                lines.append(f"not checked: {row['clause']}: {row['why']}")
+        for why in ("deselected", "not reached"):
+            rows = [r for r in end["not_checked"] if r["why"] == why]
+            if rows:
+                lines.append(f"{why}: " + ", ".join(
+                    f"{r['clause']} ({r['cases']} of {r['of']})" for r in rows[:MAX_LISTED])
+                    + (f" and {len(rows) - MAX_LISTED} more" if len(rows) > MAX_LISTED
+                       else ""))
+        drain = to_drain(self.verdicts)
+        if drain:
+            lines.append("to drain them in SLURM (printed, never run):")
+            why_not = not_a_node(spec)
+            lines.extend(f"  {drain_line(v, why_not)}" for v in drain[:MAX_LISTED])
+        if self.inventory_error:
+            lines.append(f"inventory.json could not be written: {self.inventory_error}")
+        if self.run_dir is not None and self.evidence_written:
+            lines.append(self._evidence_line(self.run_dir))
+        return lines
+
+    def _baseline_lines(self, accepted: Baseline, counted: dict[str, Any]) -> list[str]:
+        lines = [f"baseline: compared with {accepted.path} ({accepted.label}, manifest sha256 "
+                 f"{accepted.manifest_sha256[:16]}...): {counted['cases']} case(s), "
+                 f"{counted['failed']} failed"]
+        lines += [f"  baseline note: {note}" for note in accepted.notes(self.spec)]
+        return lines
+
+    def _evidence_line(self, run_dir: Path) -> str:
+        """Where the evidence is: the files this run's directory holds, and any file put
+        elsewhere by --junitxml or --html."""
+        names = sorted(p.name + ("/" if p.is_dir() else "") for p in run_dir.iterdir())
+        names.append(MANIFEST)  # written last, after this line
+        elsewhere = self._elsewhere(run_dir)
+        link = run_dir.parent / LATEST
+        where = (f"{link} -> {run_dir.name}" if self.latest_moved else
+                 f"{link} left as it is (not a link pytest-cluster made)")
+        text = f"evidence: {run_dir}/ ({', '.join(names)}); {where}"
+        return text + (f"; also {', '.join(elsewhere)}" if elsewhere else "")
+
+    def _elsewhere(self, run_dir: Path) -> list[str]:
+        """Reports put outside the run's directory by --junitxml or --html: not in its
+        manifest."""
+        return [str(p) for p in (self.config.option.xmlpath,
+                                 getattr(self.config.option, "htmlpath", None))
+                if p and Path(p).resolve().parent != run_dir.resolve()]
+
+    def _needs_a_soak(self) -> list[dict[str, Any]]:
+        """The sla: section, in a run that is no soak: given, but not checked."""
+        if self.spec.sla is None or self.soak is not None:
+            return []
+        return [{"clause": "sla", "why": NEEDS_A_SOAK}]
+
+    def _not_in_contract_lines(self) -> list[str]:
+        absent = sorted(set(self.plan.not_in_contract))
+        return [f"not in contract, not tested: {', '.join(absent)}"] if absent else []
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.ledger.close()
+        if self.writer is not None:
+            self.writer.close()
+        if self.run_dir is not None and self.evidence_written:
+            self._seal(self.run_dir)
+        if self.run_dir is None:
+            shutil.rmtree(self.cache_dir, ignore_errors=True)
+
+    def _seal(self, run_dir: Path) -> None:
+        """Last: the manifest over every file of the run (reports written, JUnit's
+        testcases put back), signed by the keys given."""
+        facts = predicate(self.config, self.spec, self.started, time.time(),
+                          self._elsewhere(run_dir))
+        text = sealed_line(seal_run(run_dir, facts, self.signers))
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if terminal is not None:
+            terminal.write_line(text)
+        else:
+            print(text, file=sys.stderr)
+
+
+class _Counted:
+    """What the terminal keeps of a passed case when it only counts it."""
+
+    count_towards_summary = True
+
+
+COUNTED = _Counted()
+
+
+def _lists_passed(terminal: Any) -> bool:
+    """Whether the terminal will list passed cases (-rp, -rP, -rA): then it keeps them."""
+    chars = str(getattr(terminal, "reportchars", "p"))
+    return "p" in chars or "P" in chars
+
+
+def _covered(covered: list[str], total: int) -> str:
+    if not covered:
+        return f"none of {total}"
+    if len(covered) == total:
+        return f"all {total} node(s)"
+    names = ", ".join(covered[:5]) + (f" and {len(covered) - 5} more" if len(covered) > 5
+                                      else "")
+    return f"{names} ({len(covered)} of {total})"
+
+
+#: Why the sla: section of a run that is no soak is not checked.
+NEEDS_A_SOAK = ("availability is measured over time, by a soak (--cluster-soak=DURATION or "
+                "--cluster-soak-rounds=N); this run is none")
+
+
+def _marked(mark: str, lines: list[str]) -> list[str]:
+    """A block of summary lines whose first says it is simulated (`mark`)."""
+    return [mark + lines[0], *lines[1:]] if lines else lines

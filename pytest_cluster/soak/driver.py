@@ -1,0 +1,406 @@
+"""The soak's driver, in the process the user started (soak.py says what a soak is).
+
+Instead of running the collected cases itself, it runs the same command line as rounds,
+each a child pytest run writing its own sealed evidence into SOAK/rounds/round-NNNN,
+until the time or the round count is reached. After each round its result lines are
+copied into the soak's results.jsonl with the round's number and UTC time, and a line
+is printed: round k, elapsed, time left, nodes failing so far. Once the rounds end (their
+number, their time, or Ctrl-C or SIGTERM, which stop the round in progress as a run is
+stopped and keep it), every collected case is reported once over all rounds, then the
+cases only the rounds together decide: each node's availability (and the SLA credit), the
+counters that must not grow, the figures that must stay steady.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Generator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import pytest
+
+from pytest_cluster import money
+from pytest_cluster.evidence import derived_cases
+from pytest_cluster.evidence.derived_cases import Case
+from pytest_cluster.evidence.plan import CASE_KEY
+from pytest_cluster.evidence.results import COMPLETE, PARTIAL
+from pytest_cluster.sim import round as round_env
+from pytest_cluster.soak import rounds as soak
+from pytest_cluster.soak.html import soak_html
+from pytest_cluster.soak.sla import (
+    FAILED,
+    UNREACHABLE,
+    NodeAvailability,
+    Settlement,
+    availability_text,
+    cluster_availability,
+    hours_text,
+    settle,
+)
+from pytest_cluster.spec import Spec
+from pytest_cluster.spec.model import SlaSpec
+from pytest_cluster.units import utc
+
+SOAK_PLUGIN = "pytest-cluster-soak"
+#: How long a stopped round may take to write and seal its evidence, then how long after
+#: SIGTERM, before it is killed.
+STOP_GRACE_S = (120.0, 30.0)
+#: Without an `sla:` section: every failed or unreachable round counts as down, and a
+#: node is available as promised only at 100 %.
+NO_SLA = SlaSpec(uptime=Decimal(1), down_after_s=0.0, price_per_node_hour=Decimal(0),
+                 currency="USD", credits=())
+
+
+class Session(Protocol):
+    """What the soak needs of the run's session (run/session.ClusterSession): a line
+    written to results.jsonl, the derived cases reported, and the soak it drives."""
+
+    soak: Any
+
+    def write_line(self, record: dict[str, Any]) -> None: ...
+
+    def report_derived(self, cases: list[Case]) -> None: ...
+
+
+class SoakStopped(Exception):
+    """A round could not run at all: the soak ends, saying why."""
+
+
+class SoakDriver:
+    def __init__(self, config: pytest.Config, spec: Spec, soak_dir: Path,
+                 duration_s: float | None, max_rounds: int | None,
+                 session_plugin: Session) -> None:
+        self.config = config
+        self.spec = spec
+        self.soak_dir = soak_dir
+        self.duration_s = duration_s
+        self.max_rounds = max_rounds
+        self.session_plugin = session_plugin
+        self.rounds: list[soak.Round] = []
+        self.tally = soak.Tally()  # what is kept of the rounds' lines and probes
+        self.started = time.time()
+        self.earlier_s = 0.0  # the soak's time in rounds of earlier sessions (resumed)
+        self.availability: list[NodeAvailability] = []
+        self.settlement: Settlement | None = None
+        self.stopped_why = ""
+
+    # -- the state kept between sessions ---------------------------------------------------
+
+    def begin(self) -> None:
+        """soak.json written (a new soak) or read (resumed); earlier rounds read back."""
+        path = self.soak_dir / soak.SOAK_FILE
+        if path.is_file():
+            known = soak.read_marker(path)  # checked when the soak was resumed
+            self.duration_s = self.duration_s or known.get("duration_s")
+            self.max_rounds = self.max_rounds or known.get("max_rounds")
+        else:
+            path.write_text(json.dumps({
+                "cluster": self.spec.cluster.name, "spec_sha256": self.spec.sha256,
+                "started_at": self.started, "started_utc": utc(self.started),
+                "duration_s": self.duration_s, "max_rounds": self.max_rounds}, indent=1,
+                sort_keys=True) + "\n", encoding="utf-8")
+        for number in soak.round_numbers(self.soak_dir):
+            self._take(number)
+        self.earlier_s = soak.timelines(self.rounds).observed_s
+
+    def _round_dir(self, number: int) -> Path:
+        return self.soak_dir / soak.ROUNDS_DIR / soak.round_name(number)
+
+    # -- the rounds --------------------------------------------------------------------------
+
+    def elapsed(self) -> float:
+        return self.earlier_s + (time.time() - self.started)
+
+    def more(self) -> bool:
+        if self.max_rounds is not None and len(self.rounds) >= self.max_rounds:
+            return False
+        return self.duration_s is None or self.elapsed() < self.duration_s
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        if session.testsfailed and not session.config.option.continue_on_collection_errors:
+            raise session.Interrupted(f"{session.testsfailed} error(s) during collection")
+        if session.config.option.collectonly:
+            return True
+        interrupted = False
+        try:
+            self.begin()
+            while self.more():
+                self.run_round(max((r.number for r in self.rounds), default=0) + 1)
+        except KeyboardInterrupt:
+            interrupted = True
+        except SoakStopped as exc:
+            self.stopped_why = str(exc)
+            session.shouldstop = f"soak stopped: {exc}"
+        finally:
+            self.report(session)
+        if interrupted:
+            raise KeyboardInterrupt("the soak was stopped; every finished round is kept")
+        return True
+
+    def run_round(self, number: int) -> None:
+        logs = self.soak_dir / soak.LOGS_DIR
+        logs.mkdir(exist_ok=True)
+        argv = soak.round_argv(sys.executable, self.config.invocation_params.args,
+                               self.soak_dir / soak.ROUNDS_DIR, number)
+        env = {**os.environ, round_env.ENV: str(number)}
+        log_path = logs / f"{soak.round_name(number)}.log"
+        with log_path.open("x", encoding="utf-8") as log:
+            # its own session: Ctrl-C reaches the soak, which stops the round exactly once
+            child = subprocess.Popen(argv, cwd=self.config.invocation_params.dir, env=env,
+                                     stdin=subprocess.DEVNULL, stdout=log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                code = child.wait()
+            except KeyboardInterrupt:
+                _stop(child)
+                self._finish_round(number, log_path, child.returncode)
+                raise
+        self._finish_round(number, log_path, code)
+
+    def _finish_round(self, number: int, log_path: Path, code: int | None) -> None:
+        found = self._take(number)
+        if found is None:
+            tail = " / ".join(log_path.read_text(encoding="utf-8", errors="replace")
+                              .strip().splitlines()[-3:])
+            raise SoakStopped(f"round {number} left no results (exit status {code}); see "
+                              f"{log_path}: {tail[-600:]}")
+        self._progress(found)
+
+    def _take(self, number: int) -> soak.Round | None:
+        """A round's directory read once: tallied, its lines copied, then let go."""
+        path = self._round_dir(number)
+        read = soak.read_round(path, number)
+        if read is None:
+            return None
+        found, results = read
+        self.rounds.append(found)
+        self.tally.add(number, found.started, results, soak.gpu_payloads(path),
+                       soak.gpu_payloads(path, "gpu_perf"))
+        self._copy(found, results)
+        return found
+
+    def _copy(self, found: soak.Round, results: list[dict[str, Any]]) -> None:
+        """The round's result lines that did not pass into the soak's results.jsonl, with
+        its number and UTC time, then a line for the round itself (every line of the round
+        stays in its own sealed results.jsonl, which the round line names: copying the
+        passed ones too would write a 48-hour soak's lines twice)."""
+        write = self.session_plugin.write_line
+        for record in results:
+            if record.get("outcome") == "passed":
+                continue
+            at = record.get("finished_at")
+            write({**record, "type": "round_result", "round": found.number,
+                   "utc": utc(float(at)) if isinstance(at, (int, float)) else None})
+        by_state: dict[str, list[str]] = {}
+        for node, state in found.states.items():
+            by_state.setdefault(state, []).append(node)
+        write({"type": "round", "round": found.number, "status": found.status,
+               "started_at": found.started, "ended_at": found.ended,
+               "started_utc": utc(found.started), "ended_utc": utc(found.ended),
+               "counts": found.counts, "nodes": by_state,
+               "run_dir": str(found.path.relative_to(self.soak_dir))})
+
+    def _progress(self, found: soak.Round) -> None:
+        failing: dict[str, int] = {}
+        for each in self.rounds:
+            for node, state in each.states.items():
+                if state in (FAILED, UNREACHABLE):
+                    failing.setdefault(node, each.number)
+        left = ("" if self.duration_s is None else
+                f", left {soak.clock(max(0.0, self.duration_s - self.elapsed()))}")
+        of = f" of {self.max_rounds}" if self.max_rounds else ""
+        names = ", ".join(f"{node} (since round {k})" for node, k in list(failing.items())[:8])
+        more = f" and {len(failing) - 8} more" if len(failing) > 8 else ""
+        counts = found.counts
+        line = (f"soak round {found.number}{of}: {found.status}, {counts.get('passed', 0)} "
+                f"passed, {counts.get('failed', 0) + counts.get('error', 0)} failed in "
+                f"{soak.clock(found.ended - found.started)}; elapsed "
+                f"{soak.clock(self.elapsed())}{left}; nodes failing so far: "
+                f"{(names + more) if failing else 'none'}")
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if terminal is not None:
+            terminal.ensure_newline()
+            terminal.write_line(line, red=bool(failing), green=not failing)
+
+    # -- the soak's cases ---------------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True, specname="pytest_runtestloop")
+    def pytest_runtestloop_derived(self, session: pytest.Session) -> Generator[
+            None, object, object]:
+        """Once the terminal has written its final progress: the cases only the rounds
+        together decide (after Ctrl-C too, over the rounds kept)."""
+        try:
+            return (yield)
+        finally:
+            if self.rounds:
+                self.session_plugin.report_derived(self.derived())
+
+    def report(self, session: pytest.Session) -> None:
+        """Every collected case once over the rounds."""
+        for item in session.items:
+            case = item.stash.get(CASE_KEY, None)
+            found = self.tally.cases.get(case.case_id) if case is not None else None
+            if case is None or found is None:
+                continue  # never ran in any round: the end says not run
+            _emit(self.config, item, case.to_json(), soak.aggregate(found))
+
+    def derived(self) -> list[Case]:
+        nodes = self.spec.cluster.nodes
+        return [*self._availability(), *self.tally.counter_cases(nodes),
+                *self.tally.stability_cases(self.spec.soak)]
+
+    def _availability(self) -> list[Case]:
+        lines = soak.timelines(self.rounds)
+        sla = self.spec.sla or NO_SLA
+        window = lines.window
+        self.availability, self.settlement = settle(
+            {node: lines.spans[node] for node in self.spec.cluster.nodes
+             if node in lines.spans}, window, sla, lines.unobserved_s)
+        cases = []
+        for found, owed in zip(self.availability, self.settlement.credits, strict=True):
+            met = found.availability >= sla.uptime
+            shown = availability_text(found.availability, sla.uptime,
+                                      *(t.below for t in sla.credits))
+            text = owed.arithmetic if self.spec.sla is not None else (
+                f"{found.node}: down {hours_text(found.down_s)} h of "
+                f"{hours_text(found.window_s)} h = {shown} available "
+                "(no sla: section: every failed or unreachable round counts as down)")
+            props = {"measured": shown,
+                     "availability": float(round(found.availability, 6)),
+                     "down_s": round(found.down_s, 3), "observed_s": round(found.window_s, 3),
+                     "node_hours_lost": hours_text(found.down_s),
+                     "outages": [[utc(a), utc(b)] for a, b in found.outages],
+                     "outages_at": [[round(a, 3), round(b, 3)] for a, b in found.outages],
+                     "requirement": f">= {money.percent(sla.uptime)} available",
+                     "arithmetic": text}
+            if self.spec.sla is not None:
+                props.update(credit=str(owed.owed), currency=sla.currency)
+            cases.append(Case(found.node, "soak.availability", found.node, met,
+                              "" if met else text, props=props))
+        if self.spec.sla is not None:
+            total = self.settlement.total_line()
+            share = cluster_availability(self.availability)
+            owes = self.settlement.owes
+            cases.append(Case("cluster", "soak.sla", "cluster", not owes,
+                              total if owes else "",
+                              props={"measured": f"{self.settlement.owed} {sla.currency}",
+                                     "cluster_availability": float(round(share, 6)),
+                                     "requirement": "no credit owed", "arithmetic": total}))
+        return cases
+
+    def summary_lines(self) -> list[str]:
+        if not self.rounds:
+            return [f"soak: no round finished ({self.soak_dir})"]
+        lines = soak.timelines(self.rounds)
+        found = [f"soak: {len(self.rounds)} round(s), {soak.clock(lines.observed_s)} observed "
+                 f"({utc(lines.window[0])} to {utc(lines.window[1])})"
+                 + (f", {soak.clock(lines.unobserved_s)} not observed" if lines.unobserved_s
+                    else "")]
+        if self.stopped_why:
+            found.append(f"  soak stopped: {self.stopped_why}")
+        down = [a for a in self.availability if a.down_s > 0]
+        share = cluster_availability(self.availability)
+        lost = sum((a.node_hours_lost for a in down), Decimal(0))
+        found.append(f"  availability: cluster {availability_text(share)}; "
+                     f"{len(down)} node(s) down at some time, "
+                     f"{money.text(lost)} node-hours lost")
+        uptime = (self.spec.sla or NO_SLA).uptime
+        for each in sorted(down, key=lambda a: a.availability)[:8]:
+            found.append(f"    {each.node}: {availability_text(each.availability, uptime)} "
+                         f"available, down {soak.clock(each.down_s)} "
+                         f"({hours_text(each.down_s)} node-hours)")
+        if self.settlement is not None and self.spec.sla is not None:
+            found.append(f"  SLA: {self.settlement.total_line()}")
+        return found
+
+    def html(self, mark: str = "") -> str:
+        lines = soak.timelines(self.rounds)
+        sla = self.spec.sla
+        return soak_html(self.rounds, lines, self.availability,
+                         self.settlement if sla is not None else None,
+                         (sla or NO_SLA).uptime, self.stopped_why, mark)
+
+    def end_record(self) -> dict[str, Any]:
+        """The soak's part of the end record."""
+        finished = [r for r in self.rounds if r.status in (COMPLETE, PARTIAL)]
+        lines = soak.timelines(self.rounds)
+        found: dict[str, Any] = {
+            "dir": str(self.soak_dir), "rounds": len(self.rounds),
+            "rounds_finished": len(finished), "duration_s": self.duration_s,
+            "max_rounds": self.max_rounds, "observed_s": round(lines.observed_s, 3),
+            "unobserved_s": round(lines.unobserved_s, 3),
+            "window": [utc(t) for t in lines.window] if self.rounds else [],
+            "availability": {a.node: float(round(a.availability, 6))
+                             for a in self.availability},
+        }
+        if self.settlement is not None and self.spec.sla is not None:
+            found["credit"] = {"owed": str(self.settlement.owed),
+                               "currency": self.settlement.currency,
+                               "arithmetic": [c.arithmetic for c in self.settlement.credits],
+                               "total": self.settlement.total_line()}
+        if self.stopped_why:
+            found["stopped"] = self.stopped_why
+        return found
+
+
+def _emit(config: pytest.Config, item: pytest.Item, case: list[Any],
+          record: dict[str, Any]) -> None:
+    """One collected case's report over the soak, through pytest's report hooks."""
+    skip = {"type", "nodeid", "outcome", "phase", "duration_s", "finished_at", "message",
+            "case", "clause"}
+    props = [(k, v) for k, v in record.items() if k not in skip]
+    outcome = record["outcome"]
+    failed_at = record.get("phase") if outcome == "failed" else None
+    now = time.time()
+    reports = []
+    for when in derived_cases.WHEN:
+        if failed_at == "setup" and when == "call":
+            continue
+        this: Literal["passed", "failed", "skipped"] = "passed"
+        if when == (failed_at or "call") and outcome in ("failed", "skipped"):
+            this = "failed" if outcome == "failed" else "skipped"
+        longrepr: Any = None
+        if this == "failed":
+            longrepr = record.get("message", "")
+        elif this == "skipped":
+            longrepr = (str(item.path), None, str(record.get("message", "")))
+        report = pytest.TestReport(
+            nodeid=item.nodeid, location=item.location, keywords=dict(item.keywords),
+            outcome=this, longrepr=longrepr, when=when, sections=[],
+            duration=float(record.get("duration_s") or 0.0) if when == "call" else 0.0,
+            start=now, stop=now, user_properties=list(props))
+        report.pytest_cluster_case = case  # type: ignore[attr-defined]
+        reports.append(report)
+    derived_cases.log(config, item.nodeid, item.location, reports)
+
+
+def _stop(child: subprocess.Popen[bytes]) -> None:
+    """A round stopped the way a run is (SIGINT: it writes and seals what it has), then
+    SIGTERM, then killed, each after its grace; a further Ctrl-C or SIGTERM to the soak
+    meanwhile moves on to the next at once (the round never outlives the soak)."""
+    for sig, grace in ((signal.SIGINT, STOP_GRACE_S[0]), (signal.SIGTERM, STOP_GRACE_S[1]),
+                       (signal.SIGKILL, 10.0)):
+        if child.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(sig)
+        with contextlib.suppress(subprocess.TimeoutExpired, KeyboardInterrupt):
+            child.wait(timeout=grace)
+            return
+
+
+def start(config: pytest.Config, spec: Spec, soak_dir: Path, duration_s: float | None,
+          max_rounds: int | None, session_plugin: Session) -> SoakDriver:
+    driver = SoakDriver(config, spec, soak_dir, duration_s, max_rounds, session_plugin)
+    session_plugin.soak = driver
+    config.pluginmanager.register(driver, SOAK_PLUGIN)
+    return driver
