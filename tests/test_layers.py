@@ -170,6 +170,36 @@ def test_few_modules_stay_at_the_top_of_the_package() -> None:
     assert set(top) == set(BASE) | (set(TOP) - {"acceptance"})
 
 
+#: The longest chain of imports (a module importing one that imports one ...), counted in
+#: modules. A ratchet: it may only come down (issue 26 aims at 10).
+MOST_LAYERS = 16
+
+
+def longest_chain(imports: list[Import]) -> list[str]:
+    """The longest chain of unguarded imports between our modules (the graph has no
+    cycle: a cycle fails here)."""
+    below: dict[str, set[str]] = {}
+    for each in imports:
+        if not each.guarded and not within(each.module, each.target):  # not its own package
+            below.setdefault(each.module, set()).add(each.target)
+    chains: dict[str, list[str]] = {}
+
+    def chain(module: str, path: tuple[str, ...]) -> list[str]:
+        assert module not in path, f"an import cycle: {' -> '.join((*path, module))}"
+        if module not in chains:
+            longest = max((chain(t, (*path, module)) for t in below.get(module, ())),
+                          key=len, default=[])
+            chains[module] = [module, *longest]
+        return chains[module]
+
+    return max((chain(m, ()) for m in below), key=len, default=[])
+
+
+def test_the_import_graph_is_no_taller_than_it_was() -> None:
+    found = longest_chain(all_imports())
+    assert len(found) <= MOST_LAYERS, " -> ".join(found)
+
+
 def test_the_old_public_import_paths_still_work() -> None:
     """README's earlier import paths are re-exports of where the code moved."""
     from pytest_cluster.evidence.results import read_results
