@@ -208,6 +208,8 @@ def test_the_old_public_import_paths_still_work() -> None:
     from pytest_cluster.results import read_results as old_read_results
     assert (JobSpec, run_job) == (jobs.JobSpec, jobs.run_job)
     assert old_read_results is read_results
+    from pytest_cluster.evidence import Evidence, check
+    assert Evidence is check.Evidence
 
 
 def test_the_import_reader_resolves_what_a_module_imports(tmp_path: Path) -> None:
