@@ -12,7 +12,6 @@ import importlib.util
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -21,7 +20,7 @@ from pytest_cluster.evidence import baseline, sealing
 from pytest_cluster.evidence.baseline import Baseline
 from pytest_cluster.evidence.bundle.keys import Signer
 from pytest_cluster.evidence.rundir import create_run_dir
-from pytest_cluster.run import lifecycle
+from pytest_cluster.run import internals, lifecycle
 from pytest_cluster.run.session import SESSION_PLUGIN, ClusterSession
 from pytest_cluster.run.workers import cut_note, fit_workers, usable_cpus
 from pytest_cluster.soak import driver as soak_driver
@@ -227,7 +226,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.stash[SPEC_KEY] = spec
     lifecycle.open_run(config, spec, bool(config.getoption("cluster_soak_round")))
-    workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
+    workerinput = internals.worker_input(config)
     if workerinput is not None:
         config.stash[CACHE_DIR_KEY] = Path(workerinput["cluster_cache_dir"])
     else:

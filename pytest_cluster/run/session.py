@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
-from _pytest import junitxml  # xml_key: the one way to add <testsuite> properties
 
 from pytest_cluster import __version__
 from pytest_cluster.errors import clip
@@ -27,7 +26,6 @@ from pytest_cluster.evidence.baseline import Baseline, compare
 from pytest_cluster.evidence.bundle.keys import Signer
 from pytest_cluster.evidence.bundle.manifest import MANIFEST
 from pytest_cluster.evidence.derived_cases import Case
-from pytest_cluster.evidence.junit_spool import JunitSpool
 from pytest_cluster.evidence.ledger import Ledger
 from pytest_cluster.evidence.plan import PLAN_FILE, PLAN_KEY, Plan, not_checked, selection
 from pytest_cluster.evidence.results import (
@@ -52,6 +50,8 @@ from pytest_cluster.measure.cluster import Cluster
 from pytest_cluster.report.plots import interconnect_charts
 from pytest_cluster.report.scorecard import scorecard_html
 from pytest_cluster.report.sections import baseline_html, inventory_html, sealing_html
+from pytest_cluster.run import internals
+from pytest_cluster.run.junit_spool import JunitSpool
 from pytest_cluster.run.lifecycle import run_launcher
 from pytest_cluster.spec import Spec
 
@@ -105,7 +105,7 @@ class ClusterSession:
     # -- start ----------------------------------------------------------------------------
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        xml = self.config.stash.get(junitxml.xml_key, None)
+        xml = internals.junit_writer(self.config)
         if xml is not None:
             xml.suite_name = self.spec.cluster.name
             xml.add_global_property("cluster", self.spec.cluster.name)
@@ -187,11 +187,12 @@ class ClusterSession:
         terminal to list the passed cases."""
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
         if report.passed and report.when != "call" and not report.sections:
-            kept = getattr(terminal, "stats", {}).get("", [])
+            kept = internals.terminal_reports(terminal, "")
             if kept and kept[-1] is report:
                 kept.pop()
-        elif report.passed and report.when == "call" and not _lists_passed(terminal):
-            kept = getattr(terminal, "stats", {}).get("passed", [])
+        elif report.passed and report.when == "call" and \
+                not internals.terminal_lists_passed(terminal):
+            kept = internals.terminal_reports(terminal, "passed")
             if kept and kept[-1] is report:
                 kept[-1] = COUNTED  # the terminal only counts it
         if report.when != "teardown":
@@ -201,20 +202,16 @@ class ClusterSession:
             each.user_properties = []
             if each.passed:  # the terminal keeps it only to count it
                 each.keywords = {}
-        held_by_html = getattr(self._html_report(), "_reports", None)
-        if isinstance(held_by_html, dict):
-            held_by_html.pop(report.nodeid, None)
-        rows = getattr(getattr(self._html_report(), "_report", None), "_data", {}).get("tests")
-        if isinstance(rows, dict) and rows.get(report.nodeid) == []:
-            del rows[report.nodeid]  # no row: a passed check, listed in the scorecard
+        if self._html_report() is not None:
+            internals.html_forget(self._html_report(), report.nodeid)
 
     def _junit_names(self, report: pytest.TestReport, case_id: str) -> None:
         """JUnit classname from the case id: the same from any directory."""
-        xml = self.config.stash.get(junitxml.xml_key, None)
+        xml = internals.junit_writer(self.config)
         if xml is None:
             return
         path = case_id.split("::", 1)[0]
-        reporter = xml.node_reporter(report)
+        reporter = internals.junit_reporter(xml, report)
         reporter.add_attribute("classname", path.removesuffix(".py").replace("/", "."))
 
     # -- after the checks: the inventory ------------------------------------------------------
@@ -290,7 +287,7 @@ class ClusterSession:
     def pytest_sessionfinish_junit(self, session: pytest.Session) -> Generator[None]:
         """After pytest's JUnit writer: the spooled testcases put back in junit.xml."""
         yield
-        xml = self.config.stash.get(junitxml.xml_key, None)
+        xml = internals.junit_writer(self.config)
         if self._spool is not None:
             self._spool.restore(Path(xml.logfile) if xml is not None else None)
             self._spool = None
@@ -314,10 +311,7 @@ class ClusterSession:
         if html_report is not None:
             self.config.pluginmanager.unregister(html_report)
             self._html = None
-        xml = self.config.stash.get(junitxml.xml_key, None)
-        if xml is not None:
-            self.config.pluginmanager.unregister(xml)
-            del self.config.stash[junitxml.xml_key]
+        internals.drop_junit_writer(self.config)
         with contextlib.suppress(FileNotFoundError):
             (self.cache_dir / PLAN_FILE).unlink()
         remove_if_empty(self.run_dir)
@@ -375,7 +369,7 @@ class ClusterSession:
         path.write_text(json.dumps(document, indent=1, sort_keys=True), encoding="utf-8")
 
     def _junit_status(self) -> None:
-        xml = self.config.stash.get(junitxml.xml_key, None)
+        xml = internals.junit_writer(self.config)
         if xml is None or self.end is None:
             return
         xml.add_global_property("status", self.end["status"])
@@ -459,20 +453,15 @@ class ClusterSession:
         cells.insert(4, f"<td>{html.escape(str(props.get('reference', '')))}</td>")
 
     def _html_report(self) -> Any:
-        """pytest-html's report object (registered under no fixed name), or None; looked
-        up once (it is asked for every case)."""
+        """pytest-html's report object, or None; looked up once (it is asked for every
+        case)."""
         if self._html is _UNKNOWN:
-            self._html = next(
-                (plugin for plugin in self.config.pluginmanager.get_plugins()
-                 if type(plugin).__module__.startswith("pytest_html")
-                 and hasattr(plugin, "_report")), None)
+            self._html = internals.html_plugin(self.config)
         return self._html
 
     def _count_passed_in_html(self) -> None:
-        """pytest-html counts only the rows it shows: count a row we left out."""
-        data: Any = getattr(self._html_report(), "_report", None)
-        if data is not None and hasattr(data, "outcomes"):
-            data.outcomes = "passed"
+        if self._html_report() is not None:
+            internals.html_count_passed(self._html_report())
 
     # -- terminal -----------------------------------------------------------------------------
 
@@ -608,12 +597,6 @@ class _Counted:
 
 
 COUNTED = _Counted()
-
-
-def _lists_passed(terminal: Any) -> bool:
-    """Whether the terminal will list passed cases (-rp, -rP, -rA): then it keeps them."""
-    chars = str(getattr(terminal, "reportchars", "p"))
-    return "p" in chars or "P" in chars
 
 
 def _covered(covered: list[str], total: int) -> str:

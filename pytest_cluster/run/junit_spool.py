@@ -17,6 +17,8 @@ from array import array
 from pathlib import Path
 from typing import IO, Any
 
+from pytest_cluster.run import internals
+
 PLACEHOLDER = "pytest-cluster-spooled"
 _PLACEHOLDER = re.compile(rf'<{PLACEHOLDER} i="(\d+)" />'.encode())
 
@@ -50,8 +52,7 @@ class JunitSpool:
     def open_reporter(self, report: Any) -> Any:
         """The testcase a report belongs to, if pytest's writer has opened it (ask before
         the writer reads the report: it lets go of it when it finishes it)."""
-        key = (report.id, getattr(report, "node", None))
-        return self.xml.node_reporters.get(key)
+        return internals.open_junit_reporter(self.xml, report)
 
     def spool(self, reporter: Any) -> None:
         """Write a finished testcase out; its place keeps a placeholder."""
@@ -63,7 +64,7 @@ class JunitSpool:
         self._lengths.append(len(data))
         self._file.write(data)
         spooled = _Spooled(index)
-        ordered: list[Any] = self.xml.node_reporters_ordered
+        ordered = internals.junit_reporters_in_order(self.xml)
         for back in range(1, min(len(ordered), 8) + 1):  # it is among the last opened
             if ordered[-back] is reporter:
                 ordered[-back] = spooled  # the reporter itself goes

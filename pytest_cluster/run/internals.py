@@ -1,0 +1,104 @@
+"""Everything a contract run reaches for inside pytest, pytest-html and pytest-xdist that
+is not their documented API, in one place, each with why. tests/test_internals.py runs the
+installed versions through every one of these, so that an upgrade that moves one fails
+there, by name, not somewhere in a run; pyproject.toml pins the versions so tested.
+
+- pytest's JUnit writer (`_pytest.junitxml`): its stash key is the one way to add
+  `<testsuite>` properties and a testcase's classname; its reporters are spooled to disk
+  as each testcase finishes (evidence/junit_spool.py), so 100,000s of them are not held.
+- The terminal reporter's `stats` lists: a passed case's reports are dropped or replaced
+  by a token once it is counted (it holds every report until the end otherwise);
+  `reportchars` says whether it will list the passed ones (-rp, -rP, -rA).
+- pytest-html's report object: it holds every report and every row until it writes; a
+  passed check's (listed in the scorecard instead) is let go of, and counted.
+- pytest-xdist's `workerinput`: what the controller hands its workers (documented, but an
+  attribute that exists only on workers).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from _pytest import junitxml
+
+# -- pytest's JUnit writer ----------------------------------------------------------------------
+
+def junit_writer(config: pytest.Config) -> Any | None:
+    """pytest's LogXML when --junitxml is given, else None."""
+    return config.stash.get(junitxml.xml_key, None)
+
+
+def drop_junit_writer(config: pytest.Config) -> None:
+    """No junit.xml for this run (nothing was collected)."""
+    xml = junit_writer(config)
+    if xml is not None:
+        config.pluginmanager.unregister(xml)
+        del config.stash[junitxml.xml_key]
+
+
+def junit_reporter(xml: Any, report: pytest.TestReport) -> Any:
+    """The testcase a report belongs to (opened if it is not yet)."""
+    return xml.node_reporter(report)
+
+
+def open_junit_reporter(xml: Any, report: Any) -> Any | None:
+    """The testcase a report belongs to, if the writer has opened it, else None."""
+    return xml.node_reporters.get((report.id, getattr(report, "node", None)))
+
+
+def junit_reporters_in_order(xml: Any) -> list[Any]:
+    """The writer's testcases in the order they will be written (replaced in place)."""
+    ordered: list[Any] = xml.node_reporters_ordered
+    return ordered
+
+
+# -- the terminal -------------------------------------------------------------------------------
+
+def terminal_reports(terminal: Any, key: str) -> list[Any]:
+    """The terminal's list of reports under `key` ('' for setup and teardown, 'passed'),
+    to be trimmed in place; an empty list when there is none."""
+    found = getattr(terminal, "stats", {}).get(key)
+    return found if isinstance(found, list) else []
+
+
+def terminal_lists_passed(terminal: Any) -> bool:
+    """Whether the terminal will list the passed cases (-rp, -rP, -rA): then it keeps
+    them."""
+    chars = str(getattr(terminal, "reportchars", "p"))
+    return "p" in chars or "P" in chars
+
+
+# -- pytest-html --------------------------------------------------------------------------------
+
+def html_plugin(config: pytest.Config) -> Any | None:
+    """pytest-html's report object (registered under no fixed name), or None."""
+    return next((plugin for plugin in config.pluginmanager.get_plugins()
+                 if type(plugin).__module__.startswith("pytest_html")
+                 and hasattr(plugin, "_report")), None)
+
+
+def html_forget(html: Any, nodeid: str) -> None:
+    """pytest-html lets go of a case's reports, and of its rows when it has none (a passed
+    check, listed in the scorecard instead)."""
+    held = getattr(html, "_reports", None)
+    if isinstance(held, dict):
+        held.pop(nodeid, None)
+    rows = getattr(getattr(html, "_report", None), "_data", {}).get("tests")
+    if isinstance(rows, dict) and rows.get(nodeid) == []:
+        del rows[nodeid]
+
+
+def html_count_passed(html: Any) -> None:
+    """pytest-html counts only the rows it shows: count a passed row left out."""
+    data: Any = getattr(html, "_report", None)
+    if data is not None and hasattr(data, "outcomes"):
+        data.outcomes = "passed"
+
+
+# -- pytest-xdist -------------------------------------------------------------------------------
+
+def worker_input(config: pytest.Config) -> dict[str, Any] | None:
+    """What the controller handed this xdist worker; None on the controller."""
+    found: dict[str, Any] | None = getattr(config, "workerinput", None)
+    return found

@@ -1,0 +1,102 @@
+"""The internals of pytest, pytest-html and pytest-xdist that a run reaches for
+(pytest_cluster/run/internals.py), each found where it is used, on the versions installed:
+an upgrade that moves one fails here, naming it, not somewhere in a contract run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_cluster.run import internals
+
+TEST = "def test_passes():\n    pass\n"
+
+
+class Looks:
+    """Looks for each internal at the moment the run uses it."""
+
+    def __init__(self) -> None:
+        self.found: dict[str, Any] = {}
+        self.config: pytest.Config | None = None
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        assert self.config is not None
+        xml = internals.junit_writer(self.config)
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        html = internals.html_plugin(self.config)
+        if report.when == "call":
+            self.found.update({
+                "junit writer": xml is not None,
+                "junit testcase opened": internals.open_junit_reporter(xml, report)
+                is not None,
+                "junit testcase": internals.junit_reporter(xml, report) is not None,
+                "junit testcases in order": len(internals.junit_reporters_in_order(xml)),
+                "terminal keeps the passed report": report in internals.terminal_reports(
+                    terminal, "passed"),
+                "pytest-html plugin": html is not None,
+                "pytest-html holds the reports": report.nodeid in getattr(html, "_reports",
+                                                                           {}),
+            })
+        if report.when == "teardown" and html is not None:
+            rows = getattr(getattr(html, "_report", None), "_data", {}).get("tests")
+            self.found["pytest-html rows by case"] = isinstance(rows, dict)
+            self.found["pytest-html counts outcomes"] = isinstance(
+                getattr(type(html._report), "outcomes", None), property)
+            internals.html_forget(html, report.nodeid)
+            self.found["pytest-html let go"] = report.nodeid not in html._reports
+
+
+def test_every_internal_is_where_the_run_reaches_for_it(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(TEST)
+    looks = Looks()
+    result = pytester.runpytest("-p", "no:cacheprovider", "--junitxml=j.xml",
+                                "--html=r.html", plugins=[looks])
+    assert result.ret == pytest.ExitCode.OK
+    assert looks.found == {
+        "junit writer": True, "junit testcase opened": True, "junit testcase": True,
+        "junit testcases in order": 1, "terminal keeps the passed report": True,
+        "pytest-html plugin": True, "pytest-html holds the reports": True,
+        "pytest-html rows by case": True, "pytest-html counts outcomes": True,
+        "pytest-html let go": True}
+
+
+def test_the_terminal_says_whether_it_lists_passed_cases(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(TEST)
+    for chars, lists in (("fE", False), ("A", True), ("p", True), ("P", True)):
+        config = pytester.parseconfigure(f"-r{chars}")
+        terminal = config.pluginmanager.get_plugin("terminalreporter")
+        assert internals.terminal_lists_passed(terminal) is lists, chars
+
+
+def test_an_xdist_worker_gets_what_the_controller_hands_it(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        "import json\nfrom pathlib import Path\nfrom pytest_cluster.run import internals\n"
+        "def pytest_configure_node(node):\n"
+        "    node.workerinput['handed'] = 'yes'\n"
+        "def pytest_configure(config):\n"
+        "    found = internals.worker_input(config)\n"
+        "    name = 'worker.json' if found is not None else 'controller.json'\n"
+        "    Path(name).write_text(json.dumps(found and found.get('handed')))\n")
+    pytester.makepyfile(TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "1")
+    assert result.ret == pytest.ExitCode.OK
+    assert json.loads(Path(pytester.path / "worker.json").read_text()) == "yes"
+    assert json.loads(Path(pytester.path / "controller.json").read_text()) is None
+
+
+def test_without_junit_the_writer_is_none_and_dropping_it_is_harmless(
+        pytester: pytest.Pytester) -> None:
+    config = pytester.parseconfigure()
+    assert internals.junit_writer(config) is None
+    internals.drop_junit_writer(config)
+    with_xml = pytester.parseconfigure("--junitxml=j.xml")
+    assert internals.junit_writer(with_xml) is not None
+    internals.drop_junit_writer(with_xml)
+    assert internals.junit_writer(with_xml) is None
