@@ -21,6 +21,7 @@ from pytest_cluster.evidence.baseline import Baseline
 from pytest_cluster.evidence.bundle.keys import Signer
 from pytest_cluster.evidence.rundir import create_run_dir
 from pytest_cluster.run import internals, lifecycle
+from pytest_cluster.run.html_hooks import HTML_PLUGIN, HtmlHooks
 from pytest_cluster.run.session import SESSION_PLUGIN, ClusterSession
 from pytest_cluster.run.workers import cut_note, fit_workers, usable_cpus
 from pytest_cluster.soak import driver as soak_driver
@@ -262,6 +263,7 @@ def pytest_configure(config: pytest.Config) -> None:
         controller = ClusterSession(config, spec, run_dir, cache_dir, writes_evidence(config),
                                     signers, accepted)
         config.pluginmanager.register(controller, SESSION_PLUGIN)
+        config.pluginmanager.register(HtmlHooks(controller), HTML_PLUGIN)
         if soaking is not None and run_dir is not None:
             soak_driver.start(config, spec, run_dir, soaking[0], soaking[1], controller)
         if config.getoption("cluster_soak_round"):

@@ -1,5 +1,5 @@
 """The controller's side of a run: results.jsonl as cases end, then the end record,
-verdict.json, the terminal section, the HTML scorecard and the JUnit suite properties.
+verdict.json, the terminal section and the JUnit suite properties (its HTML: html_hooks.py).
 
 Registered only on the controller (never on pytest-xdist workers), only with --cluster.
 """
@@ -7,7 +7,6 @@ Registered only on the controller (never on pytest-xdist workers), only with --c
 from __future__ import annotations
 
 import contextlib
-import html
 import json
 import shutil
 import sys
@@ -36,7 +35,7 @@ from pytest_cluster.evidence.results import (
 )
 from pytest_cluster.evidence.rundir import LATEST, point_latest, remove_if_empty
 from pytest_cluster.evidence.sealing import predicate, seal_run, sealed_line
-from pytest_cluster.evidence.tally import SIMULATED_BANNER, is_simulated, measured_text, not_a_node
+from pytest_cluster.evidence.tally import SIMULATED_BANNER, is_simulated, not_a_node
 from pytest_cluster.evidence.verdict import (
     ACCEPTED,
     NodeVerdict,
@@ -47,9 +46,7 @@ from pytest_cluster.evidence.verdict import (
 from pytest_cluster.launchers.process import stop_everything
 from pytest_cluster.measure import inventory
 from pytest_cluster.measure.cluster import Cluster
-from pytest_cluster.report.plots import interconnect_charts
-from pytest_cluster.report.scorecard import scorecard_html
-from pytest_cluster.report.sections import baseline_html, inventory_html, sealing_html
+from pytest_cluster.report.sections import inventory_html
 from pytest_cluster.run import internals
 from pytest_cluster.run.junit_spool import JunitSpool
 from pytest_cluster.run.lifecycle import run_launcher
@@ -400,68 +397,12 @@ class ClusterSession:
         return (f"INCOMPLETE: {end['checks_ran']} of {end['checks_planned']} contract "
                 f"checks ran ({why.replace('_', ' ')})")
 
-    # -- HTML ---------------------------------------------------------------------------------
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_html_results_summary(self, prefix: list[str], summary: list[str],
-                                    postfix: list[str]) -> None:
-        if self.soak is not None:  # a soak's availability and credit come first
-            mark = "[SIMULATED] " if is_simulated(self.spec) else ""
-            prefix.append(f'<div class="evidence">{self.soak.html(mark)}</div>')
-        prefix.append(scorecard_html(self.spec, self.end, self.verdicts,
-                                     self.ledger.gathered(), self.coverage_line()))
-        compared = baseline_html(self.baseline, self.baseline_cases,
-                                 self.spec.baseline.tolerance,
-                                 self.baseline.notes(self.spec) if self.baseline else ())
-        prefix.append(f'<div class="evidence">{compared}</div>')
-        prefix.append(interconnect_charts(self.ledger.kept))
-        sealed = sealing_html([s.keyid for s in self.signers], str(self.run_dir)) \
-            if self.run_dir is not None else ""
-        prefix.append(f'<div class="evidence">{self.inventory_html}{sealed}</div>')
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_html_report_title(self, report: Any) -> None:
-        sim = " (SIMULATED)" if is_simulated(self.spec) else ""
-        report.title = f"pytest-cluster: {self.spec.cluster.name}{sim}"
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_html_results_table_header(self, cells: list[str]) -> None:
-        cells.insert(2, "<th>Measured</th>")
-        cells.insert(3, "<th>Required</th>")
-        cells.insert(4, "<th>Reference</th>")
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
-        """pytest-html's table lists the checks that did not pass, in full; a passed
-        contract check is one line of the scorecard's collapsed list instead (thousands of
-        rows rendered by pytest-html's script take tens of seconds to open). It still
-        counts among pytest-html's 'Passed'."""
-        contract = hasattr(report, "pytest_cluster_case")
-        if contract and report.passed and (
-                report.when == "setup" or (report.when == "teardown" and not report.sections)):
-            del cells[:]  # pytest-html shows nothing of it either: only its work is saved
-            return
-        props = dict(getattr(report, "user_properties", ()))
-        contract = contract or "spec_key" in props
-        if contract and report.when == "call" and report.passed:
-            del cells[:]
-            self._count_passed_in_html()
-            return
-        sim = ' <span class="simulated">SIMULATED</span>' if props.get("simulated") else ""
-        cells.insert(2, f"<td>{html.escape(measured_text(props))}{sim}</td>")
-        cells.insert(3, f"<td>{html.escape(str(props.get('requirement', '')))}</td>")
-        cells.insert(4, f"<td>{html.escape(str(props.get('reference', '')))}</td>")
-
     def _html_report(self) -> Any:
         """pytest-html's report object, or None; looked up once (it is asked for every
         case)."""
         if self._html is _UNKNOWN:
             self._html = internals.html_plugin(self.config)
         return self._html
-
-    def _count_passed_in_html(self) -> None:
-        if self._html_report() is not None:
-            internals.html_count_passed(self._html_report())
 
     # -- terminal -----------------------------------------------------------------------------
 

@@ -1,0 +1,80 @@
+"""pytest-html's hooks of a contract run (registered beside the session, on the controller):
+the report's title; above pytest-html's table, a soak's account, the scorecard, the
+baseline, the busbw charts and the evidence itself; the table's Measured, Required and
+Reference columns; a passed contract check left out of the table (it is a line of the
+scorecard's collapsed lists instead) but counted."""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_cluster.evidence.tally import is_simulated, measured_text
+from pytest_cluster.report.plots import interconnect_charts
+from pytest_cluster.report.scorecard import scorecard_html
+from pytest_cluster.report.sections import baseline_html, sealing_html
+from pytest_cluster.run import internals
+
+if TYPE_CHECKING:
+    from pytest_cluster.run.session import ClusterSession
+
+HTML_PLUGIN = "pytest-cluster-html"
+
+
+class HtmlHooks:
+    def __init__(self, session: ClusterSession) -> None:
+        self.session = session
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_summary(self, prefix: list[str], summary: list[str],
+                                    postfix: list[str]) -> None:
+        run = self.session
+        if run.soak is not None:  # a soak's availability and credit come first
+            mark = "[SIMULATED] " if is_simulated(run.spec) else ""
+            prefix.append(f'<div class="evidence">{run.soak.html(mark)}</div>')
+        prefix.append(scorecard_html(run.spec, run.end, run.verdicts, run.ledger.gathered(),
+                                     run.coverage_line()))
+        compared = baseline_html(run.baseline, run.baseline_cases, run.spec.baseline.tolerance,
+                                 run.baseline.notes(run.spec) if run.baseline else ())
+        prefix.append(f'<div class="evidence">{compared}</div>')
+        prefix.append(interconnect_charts(run.ledger.kept))
+        sealed = sealing_html([s.keyid for s in run.signers], str(run.run_dir)) \
+            if run.run_dir is not None else ""
+        prefix.append(f'<div class="evidence">{run.inventory_html}{sealed}</div>')
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_report_title(self, report: Any) -> None:
+        sim = " (SIMULATED)" if is_simulated(self.session.spec) else ""
+        report.title = f"pytest-cluster: {self.session.spec.cluster.name}{sim}"
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_header(self, cells: list[str]) -> None:
+        cells.insert(2, "<th>Measured</th>")
+        cells.insert(3, "<th>Required</th>")
+        cells.insert(4, "<th>Reference</th>")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
+        """pytest-html's table lists the checks that did not pass, in full; a passed
+        contract check is one line of the scorecard's collapsed list instead (thousands of
+        rows rendered by pytest-html's script take tens of seconds to open). It still
+        counts among pytest-html's 'Passed'."""
+        contract = hasattr(report, "pytest_cluster_case")
+        if contract and report.passed and (
+                report.when == "setup" or (report.when == "teardown" and not report.sections)):
+            del cells[:]  # pytest-html shows nothing of it either: only its work is saved
+            return
+        props = dict(getattr(report, "user_properties", ()))
+        contract = contract or "spec_key" in props
+        if contract and report.when == "call" and report.passed:
+            del cells[:]
+            html_report = self.session._html_report()
+            if html_report is not None:
+                internals.html_count_passed(html_report)
+            return
+        sim = ' <span class="simulated">SIMULATED</span>' if props.get("simulated") else ""
+        cells.insert(2, f"<td>{html.escape(measured_text(props))}{sim}</td>")
+        cells.insert(3, f"<td>{html.escape(str(props.get('requirement', '')))}</td>")
+        cells.insert(4, f"<td>{html.escape(str(props.get('reference', '')))}</td>")
