@@ -37,7 +37,6 @@ from pytest_cluster.evidence.rundir import LATEST, point_latest, remove_if_empty
 from pytest_cluster.evidence.sealing import predicate, seal_run, sealed_line
 from pytest_cluster.evidence.tally import SIMULATED_BANNER, is_simulated, not_a_node
 from pytest_cluster.evidence.verdict import (
-    ACCEPTED,
     NodeVerdict,
     drain_line,
     tally,
@@ -47,6 +46,7 @@ from pytest_cluster.launchers.process import stop_everything
 from pytest_cluster.measure import inventory
 from pytest_cluster.measure.cluster import Cluster
 from pytest_cluster.report.sections import inventory_html
+from pytest_cluster.report.terminal import NEEDS_A_SOAK, RunSummary, terminal_lines
 from pytest_cluster.run import internals
 from pytest_cluster.run.junit_spool import JunitSpool
 from pytest_cluster.run.lifecycle import run_launcher
@@ -54,7 +54,6 @@ from pytest_cluster.spec import Spec
 
 SESSION_PLUGIN = "pytest-cluster-session"
 _UNKNOWN = object()
-MAX_LISTED = 20  # nodes and drain lines listed in the terminal; verdict.json has all
 
 
 class SoakPart(Protocol):
@@ -418,67 +417,16 @@ class ClusterSession:
             write(line, red=red, bold=line.startswith("INCOMPLETE"))
 
     def summary_lines(self) -> list[str]:
-        spec, end = self.spec, self.end
-        nodes = spec.cluster.nodes
-        lines: list[str] = []
-        if end is None:
-            why = "no check was run" if not self.runs_checks else \
-                "no contract check was collected"
-            return [f"cluster {spec.cluster.name}: {len(nodes)} node(s); {why}, so no "
-                    "evidence was written", *self._not_in_contract_lines()]
-        failed = end["counts"]["failed"] + end["counts"]["error"]
-        mark = "[SIMULATED] " if is_simulated(spec) else ""
-        if self.soak is not None:  # a soak's availability and credit come first
-            lines.extend(_marked(mark, self.soak.summary_lines()))
-        lines.append(f"cluster {spec.cluster.name}: {end['checks_ran']} of "
-                     f"{end['checks_planned']} contract check(s) ran, {failed} failed; "
-                     f"nodes covered: {_covered(end['nodes_covered'], len(nodes))}")
-        if self.baseline is not None and "baseline" in end:
-            lines.extend(_marked(mark, self._baseline_lines(self.baseline, end["baseline"])))
-        if self.coverage_line():
-            lines.append(self.coverage_line())
-        if end["selection"]:
-            chosen = " ".join(f"{k} {v}" if v is not True else k
-                              for k, v in end["selection"].items())
-            lines.append(f"selection: {chosen}; {end['deselected']} check(s) deselected")
-        counted = tally(self.verdicts)
-        lines.append("nodes: " + ", ".join(f"{len(v)} {k}" for k, v in counted.items()))
-        shown = [v for v in self.verdicts if v.verdict != ACCEPTED]
-        for verdict in shown[:MAX_LISTED]:
-            lines.append(f"  {verdict.verdict} {verdict.node}: {verdict.reason}")
-        if len(shown) > MAX_LISTED:
-            lines.append(f"  and {len(shown) - MAX_LISTED} more (verdict.json lists all)")
-        for failure in self.ledger.cluster_failures()[:MAX_LISTED]:
-            lines.append(f"  cluster check failed: {failure['clause']} "
-                         f"({failure['where']}): {failure['message']}")
-        lines.extend(self._not_in_contract_lines())
-        for row in end["not_checked"]:
-            if row["why"] == NEEDS_A_SOAK:
-                lines.append(f"not checked: {row['clause']}: {row['why']}")
-        for why in ("deselected", "not reached"):
-            rows = [r for r in end["not_checked"] if r["why"] == why]
-            if rows:
-                lines.append(f"{why}: " + ", ".join(
-                    f"{r['clause']} ({r['cases']} of {r['of']})" for r in rows[:MAX_LISTED])
-                    + (f" and {len(rows) - MAX_LISTED} more" if len(rows) > MAX_LISTED
-                       else ""))
-        drain = to_drain(self.verdicts)
-        if drain:
-            lines.append("to drain them in SLURM (printed, never run):")
-            why_not = not_a_node(spec)
-            lines.extend(f"  {drain_line(v, why_not)}" for v in drain[:MAX_LISTED])
-        if self.inventory_error:
-            lines.append(f"inventory.json could not be written: {self.inventory_error}")
-        if self.run_dir is not None and self.evidence_written:
-            lines.append(self._evidence_line(self.run_dir))
-        return lines
-
-    def _baseline_lines(self, accepted: Baseline, counted: dict[str, Any]) -> list[str]:
-        lines = [f"baseline: compared with {accepted.path} ({accepted.label}, manifest sha256 "
-                 f"{accepted.manifest_sha256[:16]}...): {counted['cases']} case(s), "
-                 f"{counted['failed']} failed"]
-        lines += [f"  baseline note: {note}" for note in accepted.notes(self.spec)]
-        return lines
+        """The terminal's section (report/terminal.py writes it from these facts)."""
+        evidence = (self._evidence_line(self.run_dir)
+                    if self.run_dir is not None and self.evidence_written else None)
+        return terminal_lines(RunSummary(
+            spec=self.spec, end=self.end, runs_checks=self.runs_checks,
+            verdicts=tuple(self.verdicts), cluster_failures=self.ledger.cluster_failures(),
+            soak_lines=self.soak.summary_lines() if self.soak is not None else None,
+            baseline=self.baseline, coverage=self.coverage_line(),
+            not_in_contract=tuple(sorted(set(self.plan.not_in_contract))),
+            inventory_error=self.inventory_error, evidence=evidence))
 
     def _evidence_line(self, run_dir: Path) -> str:
         """Where the evidence is: the files this run's directory holds, and any file put
@@ -504,10 +452,6 @@ class ClusterSession:
         if self.spec.sla is None or self.soak is not None:
             return []
         return [{"clause": "sla", "why": NEEDS_A_SOAK}]
-
-    def _not_in_contract_lines(self) -> list[str]:
-        absent = sorted(set(self.plan.not_in_contract))
-        return [f"not in contract, not tested: {', '.join(absent)}"] if absent else []
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.ledger.close()
@@ -538,23 +482,3 @@ class _Counted:
 
 
 COUNTED = _Counted()
-
-
-def _covered(covered: list[str], total: int) -> str:
-    if not covered:
-        return f"none of {total}"
-    if len(covered) == total:
-        return f"all {total} node(s)"
-    names = ", ".join(covered[:5]) + (f" and {len(covered) - 5} more" if len(covered) > 5
-                                      else "")
-    return f"{names} ({len(covered)} of {total})"
-
-
-#: Why the sla: section of a run that is no soak is not checked.
-NEEDS_A_SOAK = ("availability is measured over time, by a soak (--cluster-soak=DURATION or "
-                "--cluster-soak-rounds=N); this run is none")
-
-
-def _marked(mark: str, lines: list[str]) -> list[str]:
-    """A block of summary lines whose first says it is simulated (`mark`)."""
-    return [mark + lines[0], *lines[1:]] if lines else lines

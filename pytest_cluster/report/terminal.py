@@ -1,0 +1,124 @@
+"""The terminal's section of a run, from what the run found: a soak's availability and
+credit first, then the checks that ran, the baseline, the selection, the nodes' verdicts
+and why each one not accepted is not, the cluster checks that failed, what was not
+checked, the drain lines (printed, never run), and where the evidence is. Pure: it renders
+the facts it is given."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_cluster.evidence.baseline import Baseline
+from pytest_cluster.evidence.tally import is_simulated, not_a_node
+from pytest_cluster.evidence.verdict import ACCEPTED, NodeVerdict, drain_line, tally, to_drain
+from pytest_cluster.spec import Spec
+
+MAX_LISTED = 20  # nodes and drain lines listed in the terminal; verdict.json has all
+#: Why the sla: section of a run that is no soak is not checked.
+NEEDS_A_SOAK = ("availability is measured over time, by a soak (--cluster-soak=DURATION or "
+                "--cluster-soak-rounds=N); this run is none")
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What the terminal's section says, as the run's session found it."""
+
+    spec: Spec
+    end: dict[str, Any] | None  # the end record; None: no check ran
+    runs_checks: bool  # False: --collect-only, --fixtures, ...
+    verdicts: Sequence[NodeVerdict]
+    cluster_failures: list[dict[str, str]]
+    soak_lines: list[str] | None  # a soak's own lines; None: no soak
+    baseline: Baseline | None
+    coverage: str  # 'INCOMPLETE: ...', or ''
+    not_in_contract: Sequence[str]
+    inventory_error: str
+    evidence: str | None  # where the evidence is; None: none written
+
+
+def terminal_lines(run: RunSummary) -> list[str]:
+    """The lines of the terminal's section."""
+    spec, end = run.spec, run.end
+    nodes = spec.cluster.nodes
+    lines: list[str] = []
+    if end is None:
+        why = "no check was run" if not run.runs_checks else \
+            "no contract check was collected"
+        return [f"cluster {spec.cluster.name}: {len(nodes)} node(s); {why}, so no "
+                "evidence was written", *_not_in_contract(run)]
+    failed = end["counts"]["failed"] + end["counts"]["error"]
+    mark = "[SIMULATED] " if is_simulated(spec) else ""
+    if run.soak_lines is not None:  # a soak's availability and credit come first
+        lines.extend(_marked(mark, run.soak_lines))
+    lines.append(f"cluster {spec.cluster.name}: {end['checks_ran']} of "
+                 f"{end['checks_planned']} contract check(s) ran, {failed} failed; "
+                 f"nodes covered: {_covered(end['nodes_covered'], len(nodes))}")
+    if run.baseline is not None and "baseline" in end:
+        lines.extend(_marked(mark, _baseline_lines(run.baseline, end["baseline"], spec)))
+    if run.coverage:
+        lines.append(run.coverage)
+    if end["selection"]:
+        chosen = " ".join(f"{k} {v}" if v is not True else k
+                          for k, v in end["selection"].items())
+        lines.append(f"selection: {chosen}; {end['deselected']} check(s) deselected")
+    counted = tally(run.verdicts)
+    lines.append("nodes: " + ", ".join(f"{len(v)} {k}" for k, v in counted.items()))
+    shown = [v for v in run.verdicts if v.verdict != ACCEPTED]
+    for verdict in shown[:MAX_LISTED]:
+        lines.append(f"  {verdict.verdict} {verdict.node}: {verdict.reason}")
+    if len(shown) > MAX_LISTED:
+        lines.append(f"  and {len(shown) - MAX_LISTED} more (verdict.json lists all)")
+    for failure in run.cluster_failures[:MAX_LISTED]:
+        lines.append(f"  cluster check failed: {failure['clause']} "
+                     f"({failure['where']}): {failure['message']}")
+    lines.extend(_not_in_contract(run))
+    for row in end["not_checked"]:
+        if row["why"] == NEEDS_A_SOAK:
+            lines.append(f"not checked: {row['clause']}: {row['why']}")
+    for why in ("deselected", "not reached"):
+        rows = [r for r in end["not_checked"] if r["why"] == why]
+        if rows:
+            lines.append(f"{why}: " + ", ".join(
+                f"{r['clause']} ({r['cases']} of {r['of']})" for r in rows[:MAX_LISTED])
+                + (f" and {len(rows) - MAX_LISTED} more" if len(rows) > MAX_LISTED
+                   else ""))
+    drain = to_drain(run.verdicts)
+    if drain:
+        lines.append("to drain them in SLURM (printed, never run):")
+        why_not = not_a_node(spec)
+        lines.extend(f"  {drain_line(v, why_not)}" for v in drain[:MAX_LISTED])
+    if run.inventory_error:
+        lines.append(f"inventory.json could not be written: {run.inventory_error}")
+    if run.evidence is not None:
+        lines.append(run.evidence)
+    return lines
+
+
+def _baseline_lines(accepted: Baseline, counted: dict[str, Any], spec: Spec) -> list[str]:
+    lines = [f"baseline: compared with {accepted.path} ({accepted.label}, manifest sha256 "
+             f"{accepted.manifest_sha256[:16]}...): {counted['cases']} case(s), "
+             f"{counted['failed']} failed"]
+    lines += [f"  baseline note: {note}" for note in accepted.notes(spec)]
+    return lines
+
+
+def _not_in_contract(run: RunSummary) -> list[str]:
+    absent = ", ".join(run.not_in_contract)
+    return [f"not in contract, not tested: {absent}"] if absent else []
+
+
+def _covered(covered: list[str], total: int) -> str:
+    if not covered:
+        return f"none of {total}"
+    if len(covered) == total:
+        return f"all {total} node(s)"
+    names = ", ".join(covered[:5]) + (f" and {len(covered) - 5} more" if len(covered) > 5
+                                      else "")
+    return f"{names} ({len(covered)} of {total})"
+
+
+def _marked(mark: str, lines: list[str]) -> list[str]:
+    """A block of summary lines whose first says it is simulated (`mark`)."""
+    return [mark + lines[0], *lines[1:]] if lines else lines
