@@ -1,0 +1,55 @@
+"""The terminal's section as a pure function of what the run found (report/terminal.py):
+a soak's lines first and marked when simulated, the nodes not accepted named, what was not
+checked, the drain lines commented where the nodes are no SLURM nodes, lists cut."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_cluster.evidence.verdict import ACCEPTED, REJECTED, NodeVerdict
+from pytest_cluster.report.terminal import MAX_LISTED, NEEDS_A_SOAK, RunSummary, terminal_lines
+from pytest_cluster.spec import parse_spec
+
+SIM = parse_spec("cluster: {name: c, nodes: 'n[1-30]', launcher: sim}\ngpus: {count: 8}\n"
+                 "sim: {}\n", "t.yaml")
+
+
+def end(**changes: Any) -> dict[str, Any]:
+    found = {"counts": {"failed": 2, "error": 0}, "checks_ran": 10, "checks_planned": 12,
+             "nodes_covered": ["n1", "n2"], "selection": {}, "deselected": 0,
+             "not_checked": [{"clause": "sla", "why": NEEDS_A_SOAK}], "status": "partial"}
+    return {**found, **changes}
+
+
+def summary(**changes: Any) -> RunSummary:
+    found: dict[str, Any] = dict(
+        spec=SIM, end=end(), runs_checks=True, verdicts=(), cluster_failures=[],
+        soak_lines=None, baseline=None, coverage="", not_in_contract=(), inventory_error="",
+        evidence=None)
+    return RunSummary(**{**found, **changes})
+
+
+def test_no_check_ran_says_so_and_what_the_contract_left_out() -> None:
+    assert terminal_lines(summary(end=None, runs_checks=False,
+                                  not_in_contract=("storage", "training"))) == [
+        "cluster c: 30 node(s); no check was run, so no evidence was written",
+        "not in contract, not tested: storage, training"]
+
+
+def test_a_soaks_lines_come_first_marked_simulated_and_lists_are_cut() -> None:
+    rejected = tuple(NodeVerdict(f"n{i}", REJECTED, "gpus.count: 7 GPUs") for i in
+                     range(1, MAX_LISTED + 3))
+    lines = terminal_lines(summary(
+        soak_lines=["soak: 2 round(s)", "  availability: cluster 100 %"],
+        verdicts=(NodeVerdict("n30", ACCEPTED), *rejected), evidence="evidence: here/"))
+    assert lines[:3] == [
+        "[SIMULATED] soak: 2 round(s)", "  availability: cluster 100 %",
+        "cluster c: 10 of 12 contract check(s) ran, 2 failed; nodes covered: n1, n2 (2 of 30)"]
+    assert "nodes: 1 ACCEPTED, 22 REJECTED, 0 UNREACHABLE, 0 NOT CHECKED" in lines
+    assert lines.count("  REJECTED n1: gpus.count: 7 GPUs") == 1
+    assert "  and 2 more (verdict.json lists all)" in lines
+    assert f"not checked: sla: {NEEDS_A_SOAK}" in lines
+    drain = lines.index("to drain them in SLURM (printed, never run):")
+    assert lines[drain + 1].startswith("  # ") and "SIMULATED" in lines[drain + 1]
+    assert len(lines[drain + 1:-1]) == MAX_LISTED
+    assert lines[-1] == "evidence: here/"
