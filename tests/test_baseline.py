@@ -202,7 +202,7 @@ def test_a_swapped_gpu_and_a_slowed_link_are_both_named(pytester: pytest.Pyteste
     assert "<h2>Against the baseline</h2>" in report and "gpu6 swapped: serial" in report
     assert load(base).manifest_sha256 in report
     junit = (pytester.path / "now" / "latest" / "junit.xml").read_text()
-    assert 'classname="pytest_cluster.evidence.baseline" name="test_same_hardware[n3]"' in junit
+    assert 'classname="pytest_cluster.baseline" name="test_same_hardware[n3]"' in junit
     # the spec's tolerance decides: at 60 %, a link at half its rate is within it
     lenient = _run(pytester, "lenient", f"--cluster-baseline={base}", faults=CHANGED,
                    baseline="baseline: {tolerance: 60%}\n")
