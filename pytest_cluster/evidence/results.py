@@ -21,8 +21,6 @@ from typing import IO, Any
 
 import pytest
 
-from pytest_cluster import __version__
-
 #: How a run ended (the end record's `status`).
 COMPLETE = "complete"  # every contract check of the spec ran
 PARTIAL = "partial"  # ran to its end, but the selection (-k, -m, --lf) left checks out
@@ -93,11 +91,10 @@ def report_record(report: pytest.TestReport) -> dict[str, Any] | None:
 class ResultsWriter:
     """Appends one line per record, flushed at once; never overwrites an earlier file."""
 
-    def __init__(self, path: Path, run: dict[str, Any]) -> None:
+    def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._file: IO[str] = path.open("x", encoding="utf-8")
-        self.write({"type": "run", "tool_version": __version__, **run})
 
     def write(self, record: dict[str, Any]) -> None:
         self._file.write(json.dumps(record, sort_keys=True, default=str) + "\n")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_cluster import hookspecs
 from pytest_cluster.errors import SpecError
 from pytest_cluster.evidence import baseline, sealing
 from pytest_cluster.evidence.baseline import Baseline
@@ -55,6 +56,11 @@ def acceptance_dir() -> Path:
     raise pytest.UsageError(  # pragma: no cover - packaging bug
         f"pytest-cluster is installed without its acceptance suite (looked for the "
         f"package pytest_cluster.acceptance and for {beside})")
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """pytest-cluster's own hooks (hookspecs.py), for sinks of its evidence."""
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -86,6 +86,7 @@ class ClusterSession:
         self.ledger = Ledger(spec.cluster.nodes)  # what the end reads of the result lines
         self._open: dict[str, list[pytest.TestReport]] = {}  # a case's reports until teardown
         self.writer: ResultsWriter | None = None
+        self.run_line_sent = False  # results.jsonl's first line, before the first result
         self.started = time.time()
         self.end: dict[str, Any] | None = None
         self.verdicts: list[NodeVerdict] = []
@@ -122,10 +123,21 @@ class ClusterSession:
     # -- each case --------------------------------------------------------------------------
 
     def _write(self, record: dict[str, Any]) -> None:
+        """A line of results.jsonl: every sink of pytest_cluster_result_line gets it, the
+        run's results.jsonl among them (below); the run line goes first."""
+        hook = self.config.hook.pytest_cluster_result_line
+        if not self.run_line_sent:
+            self.run_line_sent = True
+            hook(config=self.config, record=self._run_record())
+        hook(config=self.config, record=record)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_cluster_result_line(self, record: dict[str, Any]) -> None:
+        """The run's results.jsonl, written line by line (a sink like any other, first)."""
         if self.run_dir is None:
             return
         if self.writer is None:
-            self.writer = ResultsWriter(self.run_dir / "results.jsonl", self._run_record())
+            self.writer = ResultsWriter(self.run_dir / "results.jsonl")
             # reports/latest/results.jsonl can be followed while the run goes on
             self.latest_moved = self.links_latest and point_latest(self.run_dir)
         self.writer.write(record)
@@ -142,7 +154,8 @@ class ClusterSession:
 
     def _run_record(self) -> dict[str, Any]:
         spec = self.spec
-        return {"cluster": spec.cluster.name, "spec": spec.file, "spec_sha256": spec.sha256,
+        return {"type": "run", "tool_version": __version__, "cluster": spec.cluster.name,
+                "spec": spec.file, "spec_sha256": spec.sha256,
                 "nodes": list(spec.cluster.nodes), "launcher": spec.cluster.launcher,
                 "simulated": is_simulated(spec), "started_at": self.started,
                 "spec_warnings": list(spec.warnings),
@@ -270,8 +283,12 @@ class ClusterSession:
                 self.ledger.add(record)
                 self._write(record)
         self.verdicts = self.ledger.verdicts(self.plan)
+        hook = self.config.hook
+        for verdict in self.verdicts:
+            hook.pytest_cluster_node_verdict(config=self.config, verdict=verdict.to_json())
         self.end = self._end_record(int(exitstatus), ran)
         self._write(self.end)
+        hook.pytest_cluster_run_ended(config=self.config, end=self.end)
         if self.writer is not None:
             self.writer.close()
         if self.run_dir is not None:
@@ -467,7 +484,10 @@ class ClusterSession:
         testcases put back), signed by the keys given."""
         facts = predicate(self.config, self.spec, self.started, time.time(),
                           self._elsewhere(run_dir))
-        text = sealed_line(seal_run(run_dir, facts, self.signers))
+        sealed = seal_run(run_dir, facts, self.signers)
+        text = sealed_line(sealed)
+        self.config.hook.pytest_cluster_evidence_sealed(
+            config=self.config, run_dir=run_dir.resolve(), manifest=sealed.path.resolve())
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
         if terminal is not None:
             terminal.write_line(text)

@@ -203,11 +203,13 @@ class SoakDriver:
         by_state: dict[str, list[str]] = {}
         for node, state in found.states.items():
             by_state.setdefault(state, []).append(node)
-        write({"type": "round", "round": found.number, "status": found.status,
-               "started_at": found.started, "ended_at": found.ended,
-               "started_utc": utc(found.started), "ended_utc": utc(found.ended),
-               "counts": found.counts, "nodes": by_state,
-               "run_dir": str(found.path.relative_to(self.soak_dir))})
+        line = {"type": "round", "round": found.number, "status": found.status,
+                "started_at": found.started, "ended_at": found.ended,
+                "started_utc": utc(found.started), "ended_utc": utc(found.ended),
+                "counts": found.counts, "nodes": by_state,
+                "run_dir": str(found.path.relative_to(self.soak_dir))}
+        write(line)
+        self.config.hook.pytest_cluster_soak_round(config=self.config, record=line)
 
     def _progress(self, found: soak.Round) -> None:
         failing: dict[str, int] = {}
