@@ -12,10 +12,8 @@ import pytest
 from pytest_cluster.errors import LaunchError, ProbeFailed
 from pytest_cluster.evidence.tally import is_simulated
 from pytest_cluster.launchers import (
-    REGISTRY,
     ErrorKind,
     ProbeResult,
-    default_python,
     get_launcher,
     launcher_class,
 )
@@ -25,6 +23,7 @@ from pytest_cluster.launchers.process import run_process
 from pytest_cluster.measure.cache import ProbeCache, write_by_node
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec import load_spec, parse_spec
+from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import ClusterSpec, Spec
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -61,7 +60,7 @@ def test_registry() -> None:
 def test_launchers_say_what_they_can_do() -> None:
     """(simulated, one_host) per launcher: what the rest of the code asks, never a name."""
     assert {name: (launcher_class(name).simulated, launcher_class(name).one_host)
-            for name in REGISTRY} == {"local": (False, True), "sim": (True, False),
+            for name in KINDS} == {"local": (False, True), "sim": (True, False),
                                       "ssh": (False, False), "slurm": (False, False)}
 
 
@@ -94,8 +93,8 @@ def test_missing_interpreter_is_its_own_kind() -> None:
 def test_default_interpreter_is_the_launchers() -> None:
     """Local nodes are this machine: pytest's own interpreter (and its torch); elsewhere
     python3 on the nodes' PATH."""
-    assert default_python("local") == sys.executable
-    assert default_python("ssh") == default_python("slurm") == "python3"
+    assert KINDS["local"].default_python() == sys.executable
+    assert KINDS["ssh"].default_python() == KINDS["slurm"].default_python() == "python3"
 
 
 @pytest.mark.parametrize(("section", "python"), [

@@ -19,9 +19,10 @@ from pytest_cluster.run.lifecycle import CLOSED, RunLauncher
 from pytest_cluster.spec import load_spec
 
 RECORDING = """\
+import dataclasses
 import pytest
-from pytest_cluster.launchers import REGISTRY
 from pytest_cluster.launchers.local import LocalLauncher
+from pytest_cluster.spec.launchers import KINDS
 
 
 def note(what):
@@ -39,9 +40,9 @@ class Recording(LocalLauncher):
 
 
 def pytest_configure(config):
-    saved = REGISTRY["local"]
-    REGISTRY["local"] = "conftest:Recording"
-    config.add_cleanup(lambda: REGISTRY.__setitem__("local", saved))
+    saved = KINDS["local"]
+    KINDS["local"] = dataclasses.replace(saved, implementation="conftest:Recording")
+    config.add_cleanup(lambda: KINDS.__setitem__("local", saved))
 """
 SPEC = """\
 cluster:

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.launchers import REGISTRY
 from pytest_cluster.spec.launchers import KINDS, LauncherKind
 from tests.conftest import has_torch
 
@@ -201,8 +200,7 @@ def add_launcher(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, nam
     """A launcher of this test's own, known by `name` to the registry and to the spec."""
     pytester.makepyfile(**{f"{name}launcher": source})
     pytester.syspathinsert()
-    monkeypatch.setitem(REGISTRY, name, f"{name}launcher:{cls}")
-    monkeypatch.setitem(KINDS, name, LauncherKind(name, python=None))
+    monkeypatch.setitem(KINDS, name, LauncherKind(name, f"{name}launcher:{cls}", python=None))
 
 
 HUNG_LAUNCHER = """

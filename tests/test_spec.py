@@ -300,15 +300,16 @@ def test_gpu_defaults_are_safe() -> None:
     assert links is not None and links.requirement.text == ">= 12"
 
 
-def test_the_spec_knows_the_launchers_the_registry_has() -> None:
-    """The spec imports no launcher: its own table of launcher kinds names the same ones, in
-    the same order, with the same default interpreter on the nodes."""
-    from pytest_cluster.launchers import REGISTRY, launcher_class
+def test_one_registry_names_every_launcher_and_its_class() -> None:
+    """spec/launchers.py's KINDS is the one registry: each kind's implementation is a
+    Launcher subclass of that name, imported only when asked for."""
+    from pytest_cluster.launchers import Launcher, launcher_class
     from pytest_cluster.spec.launchers import KINDS
 
-    assert list(KINDS) == list(REGISTRY)
+    assert list(KINDS) == ["local", "sim", "ssh", "slurm"]
     for name, kind in KINDS.items():
-        assert kind.default_python() == launcher_class(name).default_python(), name
+        cls = launcher_class(name)
+        assert issubclass(cls, Launcher) and cls.name == name, kind.implementation
 
 
 def test_the_spec_knows_the_throttle_reasons_the_gpu_probe_reads() -> None:

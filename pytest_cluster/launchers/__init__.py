@@ -1,4 +1,5 @@
-"""Launchers by name, imported lazily; an unknown name is a usage error listing valid ones."""
+"""Launchers by name, from the one registry (spec/launchers.py's KINDS), imported lazily;
+an unknown name is an error listing the known ones."""
 
 from __future__ import annotations
 
@@ -7,21 +8,15 @@ import importlib
 from pytest_cluster.errors import LaunchError
 from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
+from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import Spec
-
-REGISTRY: dict[str, str] = {
-    "local": "pytest_cluster.launchers.local:LocalLauncher",
-    "sim": "pytest_cluster.launchers.sim:SimLauncher",
-    "ssh": "pytest_cluster.launchers.ssh:SshLauncher",
-    "slurm": "pytest_cluster.launchers.slurm:SlurmLauncher",
-}
 
 
 def launcher_class(name: str) -> type[Launcher]:
-    target = REGISTRY.get(name)
-    if target is None:
-        raise LaunchError(f"unknown launcher {name!r}; known: {', '.join(REGISTRY)}")
-    module_name, class_name = target.split(":")
+    kind = KINDS.get(name)
+    if kind is None:
+        raise LaunchError(f"unknown launcher {name!r}; known: {', '.join(KINDS)}")
+    module_name, class_name = kind.implementation.split(":")
     cls: type[Launcher] = getattr(importlib.import_module(module_name), class_name)
     return cls
 
@@ -30,10 +25,4 @@ def get_launcher(spec: Spec) -> Launcher:
     return launcher_class(spec.cluster.launcher).from_spec(spec)
 
 
-def default_python(name: str) -> str:
-    """The interpreter the nodes of launcher `name` run when the spec names none."""
-    return launcher_class(name).default_python()
-
-
-__all__ = ["REGISTRY", "ErrorKind", "Launcher", "ProbeResult", "default_python",
-           "get_launcher", "launcher_class"]
+__all__ = ["ErrorKind", "Launcher", "ProbeResult", "get_launcher", "launcher_class"]

@@ -68,11 +68,6 @@ class Launcher(ABC):
         """The launcher for a whole spec (the sim launcher also reads its sim section)."""
         return cls(spec.cluster)
 
-    @classmethod
-    def default_python(cls) -> str:
-        """The interpreter on the nodes when the spec names none: found on their PATH."""
-        return "python3"
-
     @abstractmethod
     def run(self, call: ProbeCall, nodes: Sequence[str],
             timeout_s: float) -> dict[str, ProbeResult]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
-import sys
 from collections.abc import Sequence
 
 from pytest_cluster.launchers.base import Launcher
@@ -37,11 +36,6 @@ def name_interpreter(result: ProbeResult, python: str) -> ProbeResult:
 class LocalLauncher(Launcher):
     name = "local"
     one_host = True
-
-    @classmethod
-    def default_python(cls) -> str:
-        """The interpreter running pytest: its packages (torch) are the ones installed."""
-        return sys.executable or super().default_python()
 
     def run(self, call: ProbeCall, nodes: Sequence[str],
             timeout_s: float) -> dict[str, ProbeResult]:

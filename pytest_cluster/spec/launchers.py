@@ -1,9 +1,9 @@
-"""What the spec needs to know of each launcher kind, without importing a launcher: its
-name, the section of the spec it reads (sim, ssh, slurm) and whether that section must be
-given, the interpreter its nodes run when the spec names none, and whether it can test
-filesystems. The launchers themselves (pytest_cluster/launchers/) build on the spec, not
-the other way round; tests/test_spec.py asserts that both list the same kinds with the same
-default interpreters.
+"""The one registry of launchers: each kind's name, the class that implements it (named,
+imported only when a run uses it), the section of the spec it reads (sim, ssh, slurm) and
+whether that section must be given, the interpreter its nodes run when the spec names none,
+and what it cannot do. The spec's launcher names, its error messages and
+`launchers.launcher_class` all read this table; the launchers themselves
+(pytest_cluster/launchers/) build on the spec, not the other way round.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class LauncherKind:
     name: str
+    implementation: str  # "module:Class", a Launcher subclass (imported when used)
     section: str | None = None  # the spec section of its own
     needs_section: bool = False  # the section must be given (sim: the description)
     python: str | None = "python3"  # on the nodes' PATH; None: the one running pytest
@@ -28,10 +29,11 @@ class LauncherKind:
 
 #: The launcher kinds, in the order error messages list them.
 KINDS: dict[str, LauncherKind] = {kind.name: kind for kind in (
-    LauncherKind("local", python=None),
-    LauncherKind("sim", section="sim", needs_section=True,
+    LauncherKind("local", "pytest_cluster.launchers.local:LocalLauncher", python=None),
+    LauncherKind("sim", "pytest_cluster.launchers.sim:SimLauncher",
+                 section="sim", needs_section=True,
                  no_storage="simulates hosts and GPUs, not filesystems",
                  no_training="simulates collective benchmarks, not a training loop"),
-    LauncherKind("ssh", section="ssh"),
-    LauncherKind("slurm", section="slurm"),
+    LauncherKind("ssh", "pytest_cluster.launchers.ssh:SshLauncher", section="ssh"),
+    LauncherKind("slurm", "pytest_cluster.launchers.slurm:SlurmLauncher", section="slurm"),
 )}
