@@ -317,3 +317,26 @@ def test_the_spec_knows_the_throttle_reasons_the_gpu_probe_reads() -> None:
     from pytest_cluster.spec.gpus import THROTTLES
 
     assert tuple(THROTTLE_BITS) == THROTTLES
+
+
+def test_the_spec_sections_are_one_registry() -> None:
+    """SECTIONS declares each section once: every Spec field that is a section is parsed by
+    it, every clause's section is one of them, and the probes a section names are probes
+    (those its declared clauses read among them)."""
+    from pytest_cluster.probes import PROBES
+    from pytest_cluster.spec.clauses import CLAUSES
+    from pytest_cluster.spec.loader import BY_NAME, LISTED, SECTIONS
+    from pytest_cluster.spec.model import Spec
+
+    names = [section.name for section in SECTIONS]
+    fields = [f.name for f in dataclasses.fields(Spec)
+              if f.name not in ("file", "sha256", "warnings", "text")]
+    assert sorted(names) == sorted(fields) == sorted(LISTED)
+    assert names[0] == "cluster" and len(set(names)) == len(names)
+    assert {d.section for d in CLAUSES} <= set(BY_NAME)
+    for d in CLAUSES:
+        if d.reads is not None:
+            assert d.reads.probe in BY_NAME[d.section].probes, d.id
+    named = {probe for section in SECTIONS for probe in section.probes}
+    assert named <= set(PROBES)
+    assert set(PROBES) - named == set(), "a probe no section reads"

@@ -11,7 +11,8 @@ import hashlib
 import os
 import stat
 from collections.abc import Callable
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -44,6 +45,7 @@ from pytest_cluster.spec.model import (
     Clause,
     ClusterSpec,
     HostSpec,
+    SlurmSpec,
     SoakSpec,
     Spec,
     StorageSpec,
@@ -280,6 +282,84 @@ def _soak(ctx: Ctx, node: Node | None) -> SoakSpec:
                     node.start_mark.line + 1)
 
 
+class Sofar:
+    """What the sections parsed so far give the ones after them: the cluster (its launcher,
+    its nodes: a SLURM allocation's once the slurm section is read) and each section's
+    record by name."""
+
+    def __init__(self, top: Map) -> None:
+        self.top = top  # the spec's top-level map (a section may peek at another's node)
+        self.cluster = ClusterSpec("", (), "local", "python3", 600.0, 64)
+        self.records: dict[str, Any] = {}
+
+    def record(self, name: str) -> Any:
+        return self.records.get(name)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of the spec, declared once: its key, its parser (the node, None when
+    absent; it returns the Spec's field of the same name) and the probes whose results its
+    clauses are checked against. The loader and `promised` iterate SECTIONS; a section's
+    clauses are declared in clauses.py under its name."""
+
+    name: str
+    parse: Callable[[Ctx, Node | None, Sofar], object]
+    probes: tuple[str, ...] = ()
+    keep_null: bool = False  # `sim:` with nothing under it is a section (a healthy cluster)
+
+
+def _cluster_section(ctx: Ctx, node: Node | None, sofar: Sofar) -> ClusterSpec:
+    slurm_node = sofar.top.items.get("slurm", (None, None))[1]
+    sofar.cluster = _cluster(ctx, node, wants_allocation(slurm_node))
+    return sofar.cluster
+
+
+def _storage_section(ctx: Ctx, node: Node | None, sofar: Sofar) -> tuple[StorageSpec, ...]:
+    cluster = sofar.cluster
+    storage = _storage(ctx, node, cluster.python)
+    no_storage = KINDS[cluster.launcher].no_storage
+    if node is not None and no_storage is not None:
+        ctx.error(node, "storage", f"the {cluster.launcher} launcher {no_storage}; "
+                  "test storage with launcher: local (or ssh, slurm)")
+    return storage
+
+
+def _slurm_section(ctx: Ctx, node: Node | None, sofar: Sofar) -> SlurmSpec | None:
+    slurm = parse_slurm(ctx, node, sofar.cluster)
+    if slurm is not None and slurm.allocation:
+        sofar.cluster = dataclasses.replace(sofar.cluster, nodes=allocation_nodes(ctx, node))
+        sofar.records["cluster"] = sofar.cluster
+    return slurm
+
+
+#: The spec's sections, in the order they are parsed (a section reads what those before it
+#: gave). Each is a field of Spec of the same name.
+SECTIONS: tuple[Section, ...] = (
+    Section("cluster", _cluster_section, ("inventory",)),
+    Section("host", lambda ctx, node, _: _host(ctx, node), ("host",)),
+    Section("storage", _storage_section, ("storage", "import_latency", "shared_fs")),
+    Section("gpus", lambda ctx, node, _: parse_gpus(ctx, node), ("gpu", "gpu_perf")),
+    Section("sim", lambda ctx, node, sofar: parse_sim(ctx, node, sofar.cluster),
+            keep_null=True),
+    Section("ssh", lambda ctx, node, sofar: parse_ssh(ctx, node, sofar.cluster)),
+    Section("slurm", _slurm_section),
+    Section("interconnect", lambda ctx, node, sofar: parse_interconnect(
+        ctx, node, sofar.cluster, sofar.record("gpus")), ("job_node",)),
+    Section("baseline", lambda ctx, node, _: _baseline(ctx, node)),
+    Section("sla", lambda ctx, node, _: parse_sla(ctx, node)),
+    Section("soak", lambda ctx, node, _: _soak(ctx, node)),
+    Section("training", lambda ctx, node, sofar: parse_training(
+        ctx, node, sofar.cluster, sofar.record("gpus")), ("job_node",)),
+)
+BY_NAME = {section.name: section for section in SECTIONS}
+#: The top-level keys in the order error messages list them.
+LISTED = ("cluster", "host", "storage", "gpus", "interconnect", "sim", "ssh", "slurm",
+          "baseline", "sla", "soak", "training")
+#: Sections whose clauses are checked: a spec needs at least one of them.
+_CHECKED = ("gpus", "interconnect", "training")
+
+
 def parse_spec(text: str, file: str) -> Spec:
     """Validate spec text; raise SpecError listing every problem found."""
     ctx = Ctx(file)
@@ -291,33 +371,15 @@ def parse_spec(text: str, file: str) -> Spec:
         raise SpecError(f"the spec must be a map with sections cluster, host, storage; "
                         f"got {kind(root) if not isinstance(root, ScalarNode) else 'a scalar'}"
                         " (is this file a spec?)", file=file, line=root.start_mark.line + 1)
-    top = Map(ctx, root, "", ("cluster", "host", "storage", "gpus", "interconnect", "sim",
-                              "ssh", "slurm", "baseline", "sla", "soak", "training"))
-    slurm_node = top.items.get("slurm", (None, None))[1]
-    allocation = wants_allocation(slurm_node)
-    cluster = _cluster(ctx, top.take("cluster"), allocation)
-    host = _host(ctx, top.take("host"))
-    storage_node = top.take("storage")
-    storage = _storage(ctx, storage_node, cluster.python)
-    no_storage = KINDS[cluster.launcher].no_storage
-    if storage_node is not None and no_storage is not None:
-        ctx.error(storage_node, "storage", f"the {cluster.launcher} launcher {no_storage}; "
-                  "test storage with launcher: local (or ssh, slurm)")
-    gpus = parse_gpus(ctx, top.take("gpus"))
-    sim = parse_sim(ctx, top.take("sim", keep_null=True), cluster)
-    ssh = parse_ssh(ctx, top.take("ssh"), cluster)
-    slurm = parse_slurm(ctx, top.take("slurm"), cluster)
-    if slurm is not None and slurm.allocation:
-        cluster = dataclasses.replace(cluster, nodes=allocation_nodes(ctx, slurm_node))
-    interconnect = parse_interconnect(ctx, top.take("interconnect"), cluster, gpus)
-    baseline = _baseline(ctx, top.take("baseline"))
-    sla = parse_sla(ctx, top.take("sla"))
-    soak = _soak(ctx, top.take("soak"))
-    training = parse_training(ctx, top.take("training"), cluster, gpus)
+    top = Map(ctx, root, "", LISTED)
+    sofar = Sofar(top)
+    for section in SECTIONS:
+        sofar.records[section.name] = section.parse(
+            ctx, top.take(section.name, keep_null=section.keep_null), sofar)
     top.finish()
-    if not ctx.count and gpus is None and interconnect is None and training is None \
-            and not _has_clauses(
-            cluster, host, storage):
+    records = sofar.records
+    if not ctx.count and all(records[name] is None for name in _CHECKED) \
+            and not _has_clauses(records["cluster"], records["host"], records["storage"]):
         raise SpecError("nothing to test: the spec has no host, storage, gpus or "
                         "interconnect clauses (see examples/trial.yaml)", file=file)
     if ctx.count:
@@ -326,9 +388,7 @@ def parse_spec(text: str, file: str) -> Spec:
         raise SpecError.listing(ctx.in_order(), file, ctx.count)
     sha = hashlib.sha256(text.encode()).hexdigest()
     warnings = tuple(str(w) for w in sorted(ctx.warnings, key=lambda w: w.line or 0))
-    return Spec(file=file, sha256=sha, cluster=cluster, host=host, storage=storage, gpus=gpus,
-                sim=sim, ssh=ssh, slurm=slurm, interconnect=interconnect, baseline=baseline,
-                sla=sla, soak=soak, training=training, warnings=warnings, text=text)
+    return Spec(file=file, sha256=sha, warnings=warnings, text=text, **records)
 
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),

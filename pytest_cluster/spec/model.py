@@ -40,7 +40,7 @@ class ClusterSpec:
     parallel: int
 
 
-class _Promises:
+class Promises:
     """What a section promises, each promise found by its declared key: `item('write')`,
     or as an attribute (`fs.write`, `spec.host.cpu_cores`); None when it is not in the
     contract. The declarations (spec/clauses.py) say which keys there are."""
@@ -74,7 +74,7 @@ class _Promises:
 
 
 @dataclass(frozen=True)
-class HostSpec(_Promises):
+class HostSpec(Promises):
     section: ClassVar[str] = "host"
     clauses: tuple[Clause | Rule, ...] = ()
     software: tuple[VersionClause, ...] = ()
@@ -82,7 +82,7 @@ class HostSpec(_Promises):
 
 
 @dataclass(frozen=True)
-class StorageSpec(_Promises):
+class StorageSpec(Promises):
     section: ClassVar[str] = "storage"
     path: str
     index: int
@@ -153,7 +153,7 @@ class BaselineSpec:
 
 
 @dataclass(frozen=True)
-class TrainingSpec(_Promises):
+class TrainingSpec(Promises):
     """A real training loop: a small transformer trained with DistributedDataParallel over
     every node of the cluster (`ranks_per_node` each), `steps` steps after a warm-up; its
     clauses bound each step's time (a step over it is a hang: the job is stopped), its
@@ -210,7 +210,7 @@ class Rule:
 
 
 @dataclass(frozen=True)
-class GpuSpec(_Promises):
+class GpuSpec(Promises):
     """The GPU promises, each by its key (`item('pcie')`, `gpus.pcie`; the implied ones
     included), matmul's by dtype; `count` is always there."""
 

@@ -14,11 +14,9 @@ from dataclasses import dataclass
 
 from pytest_cluster.spec.clauses import Declaration, Value, declared
 from pytest_cluster.spec.model import (
-    GpuSpec,
-    HostSpec,
+    Promises,
     Spec,
     StorageSpec,
-    TrainingSpec,
     VersionClause,
 )
 
@@ -35,17 +33,19 @@ class Promised:
         return f"{self.name} ({self.why})" if self.why else self.name
 
 
-def _section(spec: Spec, declaration: Declaration,
-             params: Mapping[str, object]
-             ) -> HostSpec | StorageSpec | GpuSpec | TrainingSpec | None:
-    if declaration.section == "host":
-        return spec.host
-    if declaration.section == "gpus":
-        return spec.gpus
-    if declaration.section == "training":
-        return spec.training
-    fs = params.get("filesystem")
-    return fs if isinstance(fs, StorageSpec) else None
+def _record(spec: Spec, declaration: Declaration,
+            params: Mapping[str, object]) -> Promises | None:
+    """The spec's record of a declaration's section; of a section that is a list (storage),
+    the entry the case was parametrized with."""
+    record = getattr(spec, declaration.section)
+    if isinstance(record, tuple):
+        record = params.get("filesystem")
+    return record if isinstance(record, Promises) else None
+
+
+def absent(spec: Spec, section: str) -> bool:
+    """Whether the spec leaves a whole section out (None, or an empty list)."""
+    return getattr(spec, section) in (None, ())
 
 
 def _member(declaration: Declaration, spec: Spec,
@@ -75,16 +75,14 @@ def promised(spec: Spec, name: str, params: Mapping[str, object]) -> Promised:
     except KeyError:
         return Promised(name, True)
     section = declaration.section
-    if (section == "gpus" and spec.gpus is None) or (section == "storage" and not spec.storage) \
-            or (section == "interconnect" and spec.interconnect is None) \
-            or (section == "training" and spec.training is None):
+    if absent(spec, section):
         return Promised(section, False)  # the whole section is absent
     if declaration.when is not None:
         found = Promised(name, declaration.when(spec))
     elif declaration.members:
         found = _member(declaration, spec, params)
     else:
-        record = _section(spec, declaration, params)
+        record = _record(spec, declaration, params)
         if record is None:
             return Promised(name, False)
         where = record.path if isinstance(record, StorageSpec) else None
