@@ -83,3 +83,28 @@ def test_a_sink_gets_each_soak_round(
     lines = [c["record"] for c in calls if c["hook"] == "result_line"]
     assert [r for r in lines if r["type"] == "round"] == rounds
     assert calls[-1]["hook"] == "evidence_sealed"
+
+
+SECTION_CONFTEST = """
+from pytest_cluster.run import html_hooks
+
+def _ours(run):
+    return f'<div id="ours">our section: {run.spec.cluster.name}</div>'
+
+def pytest_configure(config):
+    saved = html_hooks.SECTIONS
+    html_hooks.SECTIONS = (*saved, _ours)
+    config.add_cleanup(lambda: setattr(html_hooks, "SECTIONS", saved))
+"""
+
+
+def test_a_report_section_is_a_line_in_the_registry(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """run/html_hooks.py's SECTIONS, in order: the soak's (none here), the scorecard, the
+    baseline, the charts, the evidence, then one added by a conftest."""
+    pytester.makeconftest(SECTION_CONFTEST)
+    _run(pytester, monkeypatch)
+    report = next((pytester.path / "reports").glob("*-hooked/report.html"))
+    text = report.read_text(encoding="utf-8")
+    assert 'id="ours">our section: hooked</div>' in text
+    assert text.index("our section") > text.index("scorecard")

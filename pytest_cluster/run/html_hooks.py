@@ -7,6 +7,7 @@ scorecard's collapsed lists instead) but counted."""
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -23,6 +24,43 @@ if TYPE_CHECKING:
 HTML_PLUGIN = "pytest-cluster-html"
 
 
+def _soak(run: ClusterSession) -> str | None:
+    """A soak's availability and credit (first: they are what a soak is for)."""
+    if run.soak is None:
+        return None
+    mark = "[SIMULATED] " if is_simulated(run.spec) else ""
+    return f'<div class="evidence">{run.soak.html(mark)}</div>'
+
+
+def _scorecard(run: ClusterSession) -> str:
+    return scorecard_html(run.spec, run.end, run.verdicts, run.ledger.gathered(),
+                          run.coverage_line())
+
+
+def _baseline(run: ClusterSession) -> str:
+    compared = baseline_html(run.baseline, run.baseline_cases, run.spec.baseline.tolerance,
+                             run.baseline.notes(run.spec) if run.baseline else ())
+    return f'<div class="evidence">{compared}</div>'
+
+
+def _charts(run: ClusterSession) -> str:
+    return interconnect_charts(run.ledger.kept)
+
+
+def _evidence(run: ClusterSession) -> str:
+    """What was tested (inventory.json) and how the evidence is sealed."""
+    sealed = sealing_html([s.keyid for s in run.signers], str(run.run_dir)) \
+        if run.run_dir is not None else ""
+    return f'<div class="evidence">{run.inventory_html}{sealed}</div>'
+
+
+#: The report's sections above pytest-html's table, the one registry of them, in order:
+#: each renders from the run's records (HTML, or None for no section). A new section is a
+#: function here and its line below.
+SECTIONS: tuple[Callable[[ClusterSession], str | None], ...] = (
+    _soak, _scorecard, _baseline, _charts, _evidence)
+
+
 class HtmlHooks:
     def __init__(self, session: ClusterSession) -> None:
         self.session = session
@@ -30,19 +68,10 @@ class HtmlHooks:
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_summary(self, prefix: list[str], summary: list[str],
                                     postfix: list[str]) -> None:
-        run = self.session
-        if run.soak is not None:  # a soak's availability and credit come first
-            mark = "[SIMULATED] " if is_simulated(run.spec) else ""
-            prefix.append(f'<div class="evidence">{run.soak.html(mark)}</div>')
-        prefix.append(scorecard_html(run.spec, run.end, run.verdicts, run.ledger.gathered(),
-                                     run.coverage_line()))
-        compared = baseline_html(run.baseline, run.baseline_cases, run.spec.baseline.tolerance,
-                                 run.baseline.notes(run.spec) if run.baseline else ())
-        prefix.append(f'<div class="evidence">{compared}</div>')
-        prefix.append(interconnect_charts(run.ledger.kept))
-        sealed = sealing_html([s.keyid for s in run.signers], str(run.run_dir)) \
-            if run.run_dir is not None else ""
-        prefix.append(f'<div class="evidence">{run.inventory_html}{sealed}</div>')
+        for section in SECTIONS:
+            text = section(self.session)
+            if text is not None:
+                prefix.append(text)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_report_title(self, report: Any) -> None:
