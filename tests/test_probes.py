@@ -165,3 +165,39 @@ def test_output_parsing() -> None:
                           "expected output of probe 'host', got 'storage'")]:
         with pytest.raises(ValueError, match=message):
             parse_probe_output(bad, "host")
+
+
+# -- helpers copied between single-file programs -------------------------------------------
+
+#: A probe (and the node runner) is sent to a node as one file, so a helper two of them need
+#: is written in each: these copies must stay the same (docstrings and comments aside).
+COPIED = {
+    "THROTTLE_BITS": ("probes/gpu.py", "probes/gpu_perf.py"),
+    "_ago": ("probes/storage.py", "probes/shared_fs.py"),
+    "die_with_parent": ("probes/job_node.py", "launchers/node_runner.py"),
+    "PR_SET_PDEATHSIG": ("probes/job_node.py", "launchers/node_runner.py"),
+}
+
+
+def _top_level(path: Path, name: str) -> str:
+    """The source of a top-level function or assignment, as `ast` reads it, without its
+    docstring or its annotations (one file may spell a type as a string)."""
+    import ast
+
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                body = body[1:]
+            return ast.dump(ast.Module(body=body, type_ignores=[]))
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return ast.dump(node.value)
+    raise AssertionError(f"{path}: no top-level {name}")
+
+
+@pytest.mark.parametrize("name", sorted(COPIED))
+def test_a_helper_copied_into_single_file_programs_is_the_same_in_each(name: str) -> None:
+    package = Path(__file__).resolve().parent.parent / "pytest_cluster"
+    copies = {where: _top_level(package / where, name) for where in COPIED[name]}
+    assert len(set(copies.values())) == 1, f"{name} differs between {', '.join(copies)}"
