@@ -36,7 +36,7 @@ from pytest_cluster.measure.node_search import (
     SLOW,
     UNDECIDED,
     NodeSearch,
-    NodeVerdict,
+    SearchVerdict,
     find_slow_nodes,
 )
 from pytest_cluster.probes import ProbeCall
@@ -249,7 +249,7 @@ def test_a_dead_node_left_out_never_makes_a_healthy_node_the_culprit() -> None:
     assert search.named(SLOW) == ["node3"]
     assert search.verdicts["node3"].partners == ("node2",)
     assert search.named(OK) == ["node2", "node4"]
-    assert search.verdicts["node1"] == NodeVerdict(
+    assert search.verdicts["node1"] == SearchVerdict(
         "node1", NOT_SEARCHED, search.verdicts["node1"].busbw, (), 0,
         "host probe unreachable: ssh: refused")
     assert search.not_searched == {"node1": "host probe unreachable: ssh: refused"}

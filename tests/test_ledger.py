@@ -7,15 +7,15 @@ from typing import Any
 
 from pytest_cluster.evidence.gathered import matrix, passed_row
 from pytest_cluster.evidence.ledger import Ledger
-from pytest_cluster.evidence.plan import Case, Plan
+from pytest_cluster.evidence.plan import Plan, PlannedCase
 from pytest_cluster.evidence.results import counts
-from pytest_cluster.evidence.tally import tally
+from pytest_cluster.evidence.tally import clause_tallies
 from pytest_cluster.evidence.verdict import cluster_failures, node_verdicts
 
 NODES = ("n1", "n2", "n3")
-PLAN = Plan((*(Case(f"a::t[{n}-gpu{g}]", "gpus.memory", n) for n in NODES for g in (0, 1)),
-             Case("a::busbw[n3]", "interconnect.busbw[node_network]", "n3"),
-             Case("a::same", "host.same_software.kernel", None)), frozenset())
+PLAN = Plan((*(PlannedCase(f"a::t[{n}-gpu{g}]", "gpus.memory", n) for n in NODES for g in (0, 1)),
+             PlannedCase("a::busbw[n3]", "interconnect.busbw[node_network]", "n3"),
+             PlannedCase("a::same", "host.same_software.kernel", None)), frozenset())
 
 
 def line(case: str, node: str | None, outcome: str = "passed", **more: Any) -> dict[str, Any]:
@@ -51,7 +51,7 @@ def test_the_ledger_says_what_reading_every_line_says() -> None:
         v.to_json() for v in node_verdicts(NODES, PLAN, every)]
     assert ledger.cluster_failures() == cluster_failures(every, NODES) != []
     gathered = ledger.gathered()
-    assert [vars(t) for t in gathered.tallies] == [vars(t) for t in tally(every)]
+    assert [vars(t) for t in gathered.tallies] == [vars(t) for t in clause_tallies(every)]
     whole = matrix(NODES, every)
     assert (gathered.matrix.clauses, gathered.matrix.cells) == (whole.clauses, whole.cells)
     assert gathered.passed == {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_cluster.evidence import node_groups
-from pytest_cluster.evidence.tally import tally
+from pytest_cluster.evidence.tally import clause_tallies
 
 
 def rec(node: str, measured: Any, outcome: str = "passed", gpu: int | None = None,
@@ -18,31 +18,32 @@ def rec(node: str, measured: Any, outcome: str = "passed", gpu: int | None = Non
 
 
 def test_numbers_keep_the_worst_and_where() -> None:
-    [t] = tally([rec("n1", 790.0, gpu=0), rec("n1", 640.0, "failed", gpu=1),
+    [t] = clause_tallies([rec("n1", 790.0, gpu=0), rec("n1", 640.0, "failed", gpu=1),
                  rec("n2", 795.0, gpu=0)])
     assert t.passed == {"n1 gpu0", "n2 gpu0"}
     assert t.failed == {"n1 gpu1"}
     assert t.worst_text() == "640 TFLOPS (n1 gpu1)"
-    [upper] = tally([rec("n1", 60.0, comparison="<="), rec("n2", 91.0, "failed",
+    [upper] = clause_tallies([rec("n1", 60.0, comparison="<="), rec("n2", 91.0, "failed",
                                                             comparison="<=")])
     assert upper.worst_text() == "91 TFLOPS (n2)"
 
 
 def test_few_text_values_are_all_shown() -> None:
-    [t] = tally([rec("n1", "2.4.0"), rec("n2", "2.4.0"), rec("n3", "2.3.1")])
+    [t] = clause_tallies([rec("n1", "2.4.0"), rec("n2", "2.4.0"), rec("n3", "2.3.1")])
     assert t.worst_text() == "2.3.1 (n3); 2.4.0 (n1, n2)"
-    [t] = tally([rec(f"n{i}", "2.4.0") for i in range(1, 7)] + [rec("n9", "2.3", "failed")])
+    [t] = clause_tallies([rec(f"n{i}", "2.4.0") for i in range(1, 7)]
+                         + [rec("n9", "2.3", "failed")])
     assert t.worst_text() == "2.3 (n9)"
-    [t] = tally([rec(f"n{i}", "2.4.0") for i in range(1, 7)])
+    [t] = clause_tallies([rec(f"n{i}", "2.4.0") for i in range(1, 7)])
     assert t.worst_text() == "2.4.0 (n1, n2, n3 and 3 more)"
 
 
 def test_many_text_values_show_the_failing_ones() -> None:
     records = [rec("n1", f"none (max {60 + i} C)", gpu=i) for i in range(8)]
-    [t] = tally(records)
+    [t] = clause_tallies(records)
     assert t.worst_text() == "8 different values, all as required"
     records += [rec("n2", f"hw_slowdown (max {70 + i} C)", "failed", gpu=i) for i in range(7)]
-    [t] = tally(records)
+    [t] = clause_tallies(records)
     assert t.worst_text() == (
         "hw_slowdown (max 70 C) (n2 gpu0); hw_slowdown (max 71 C) (n2 gpu1); hw_slowdown "
         "(max 72 C) (n2 gpu2); hw_slowdown (max 73 C) (n2 gpu3); hw_slowdown (max 74 C) "

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_cluster.errors import SpecError
-from pytest_cluster.evidence.plan import Case, Plan
+from pytest_cluster.evidence.plan import Plan, PlannedCase
 from pytest_cluster.evidence.verdict import cluster_failures, node_verdicts, to_drain
 from pytest_cluster.hostlist import expand_hostlist
 from pytest_cluster.launchers.remote import RUNNER_SOURCE
@@ -247,7 +247,8 @@ def test_srun_says_which_node_it_could_not_start_and_when_it_got_none() -> None:
 def test_a_busy_node_is_not_checked_never_drained() -> None:
     """Another job held it: nothing was measured, so it is neither rejected nor
     unreachable (no drain line), and the cluster did not fail for it."""
-    plan = Plan((Case("a::t[n1]", "gpus.count", "n1"), Case("a::u[n1]", "host.memory", "n1")),
+    plan = Plan((PlannedCase("a::t[n1]", "gpus.count", "n1"),
+                 PlannedCase("a::u[n1]", "host.memory", "n1")),
                 frozenset({"a::t[n1]", "a::u[n1]"}))
     message = ("Failed: n1: host probe busy: SLURM reports n1 allocated (held by job 97 of "
                "user alice): another job is using it; run again when it is free")

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_cluster.evidence.check import Evidence, Place
 from pytest_cluster.evidence.gathered import cell_of
-from pytest_cluster.evidence.plan import Case, Plan, not_checked
+from pytest_cluster.evidence.plan import Plan, PlannedCase, not_checked
 from pytest_cluster.evidence.results import read_results, run_status
 from pytest_cluster.evidence.rundir import create_run_dir, point_latest, run_dir_name
 from pytest_cluster.evidence.tally import ClauseTally, margin, margin_text
@@ -28,10 +28,13 @@ from pytest_cluster.report.scorecard import cluster_verdict
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import Rule
 
-PLAN = Plan((Case("a::t[n1]", "gpus.count", "n1"), Case("a::t[n2]", "gpus.count", "n2"),
-             Case("a::t[n3]", "gpus.count", "n3"), Case("a::u[n1]", "host.memory", "n1"),
-             Case("a::u[n2]", "host.memory", "n2"), Case("a::u[n3]", "host.memory", "n3"),
-             Case("a::all", "host.same_software.kernel", None)),
+PLAN = Plan((PlannedCase("a::t[n1]", "gpus.count", "n1"),
+             PlannedCase("a::t[n2]", "gpus.count", "n2"),
+             PlannedCase("a::t[n3]", "gpus.count", "n3"),
+             PlannedCase("a::u[n1]", "host.memory", "n1"),
+             PlannedCase("a::u[n2]", "host.memory", "n2"),
+             PlannedCase("a::u[n3]", "host.memory", "n3"),
+             PlannedCase("a::all", "host.same_software.kernel", None)),
             frozenset({"a::t[n1]", "a::t[n2]", "a::t[n3]", "a::u[n1]", "a::u[n2]",
                        "a::all"}))
 

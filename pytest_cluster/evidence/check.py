@@ -23,13 +23,6 @@ from pytest_cluster.spec.model import Clause, Rule, VersionClause
 from pytest_cluster.spec.requirement import Verdict
 from pytest_cluster.units import UNITS
 
-#: Property names every acceptance test may record (in this order in JUnit).
-PROPERTIES = ("node", "gpu", "gpu_uuid", "gpu_serial", "filesystem", "collective", "payload",
-              "node_count", "spec_key", "spec_line", "requirement", "theoretical",
-              "derivation", "measured", "required", "comparison", "unit", "measured_base",
-              "required_base", "simulated", "method", "error_kind", "probe", "probe_run",
-              "verdict", "raw")
-
 Promise = Clause | VersionClause | Rule
 
 

@@ -23,11 +23,11 @@ PLAN_FILE = "plan.json"
 #: back from the file only where pytest-xdist workers collected).
 PLAN_KEY = pytest.StashKey["Plan"]()
 #: On each contract item: the case it checks.
-CASE_KEY = pytest.StashKey["Case"]()
+CASE_KEY = pytest.StashKey["PlannedCase"]()
 
 
 @dataclass(frozen=True)
-class Case:
+class PlannedCase:
     """One contract check: its stable id, the clause it checks, the node it is about
     (None for a check of the whole cluster or of several nodes)."""
 
@@ -39,7 +39,7 @@ class Case:
         return [self.case_id, self.clause, self.node]
 
     @classmethod
-    def from_json(cls, row: list[Any]) -> Case:
+    def from_json(cls, row: list[Any]) -> PlannedCase:
         return cls(str(row[0]), str(row[1]), None if row[2] is None else str(row[2]))
 
 
@@ -48,17 +48,17 @@ class Plan:
     """Contract cases collected (after leaving out clauses not in the contract) and the ids
     of those the selection (-k, -m, --lf, --deselect) kept."""
 
-    cases: tuple[Case, ...] = ()
+    cases: tuple[PlannedCase, ...] = ()
     selected: frozenset[str] = frozenset()
     not_in_contract: tuple[str, ...] = ()
     known: bool = True  # False: no process wrote a plan (collection never ended)
-    by_id: dict[str, Case] = field(default_factory=dict, compare=False, repr=False)
+    by_id: dict[str, PlannedCase] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self.by_id.update({case.case_id: case for case in self.cases})
 
     @property
-    def deselected(self) -> list[Case]:
+    def deselected(self) -> list[PlannedCase]:
         return [case for case in self.cases if case.case_id not in self.selected]
 
     def to_json(self) -> dict[str, Any]:
@@ -68,7 +68,7 @@ class Plan:
 
     @classmethod
     def from_json(cls, document: dict[str, Any]) -> Plan:
-        return cls(tuple(Case.from_json(row) for row in document["cases"]),
+        return cls(tuple(PlannedCase.from_json(row) for row in document["cases"]),
                    frozenset(document["selected"]), tuple(document["not_in_contract"]))
 
     def write(self, directory: Path) -> None:

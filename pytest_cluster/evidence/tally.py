@@ -167,7 +167,7 @@ def add_to_tally(clauses: dict[str, ClauseTally], record: dict[str, Any]) -> Non
     clauses.setdefault(key, ClauseTally(key)).add(record)
 
 
-def tally(records: Iterable[dict[str, Any]]) -> list[ClauseTally]:
+def clause_tallies(records: Iterable[dict[str, Any]]) -> list[ClauseTally]:
     clauses: dict[str, ClauseTally] = {}
     for record in records:
         add_to_tally(clauses, record)

@@ -199,7 +199,7 @@ def drain_line(verdict: NodeVerdict, not_a_node: str | None = None) -> str:
     return f"# {not_a_node}: {line}" if not_a_node else line
 
 
-def tally(verdicts: Iterable[NodeVerdict]) -> dict[str, list[str]]:
+def by_verdict(verdicts: Iterable[NodeVerdict]) -> dict[str, list[str]]:
     """Verdict -> nodes, in the order ACCEPTED, REJECTED, UNREACHABLE, NOT CHECKED."""
     found: dict[str, list[str]] = defaultdict(list)
     for verdict in verdicts:

@@ -32,7 +32,7 @@ NO_GOOD = ("no group reached the bar, so no node is known good to compare with: 
 
 
 @dataclass(frozen=True)
-class NodeVerdict:
+class SearchVerdict:
     node: str
     status: str  # OK, SLOW, FAILED, UNDECIDED or NOT_SEARCHED
     busbw: float  # of the group that decided it (NaN: its job failed, or none ran)
@@ -47,7 +47,7 @@ class NodeVerdict:
 
 @dataclass(frozen=True)
 class NodeSearch:
-    verdicts: dict[str, NodeVerdict]
+    verdicts: dict[str, SearchVerdict]
     rounds: tuple[tuple[tuple[tuple[str, ...], float], ...], ...]  # per round: (group, busbw)
     bar_bytes_per_s: float
     note: str = ""
@@ -65,7 +65,7 @@ class NodeSearch:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NodeSearch:
-        verdicts = {n: NodeVerdict(v["node"], v["status"], v["busbw"], tuple(v["partners"]),
+        verdicts = {n: SearchVerdict(v["node"], v["status"], v["busbw"], tuple(v["partners"]),
                                    v["round"], v.get("why", ""))
                     for n, v in data["verdicts"].items()}
         rounds = tuple(tuple((tuple(g), float(bw)) for g, bw in r) for r in data["rounds"])
@@ -88,7 +88,7 @@ class _Search:
 
     def __init__(self, measure: Measure, bar: float) -> None:
         self.measure, self.bar = measure, bar
-        self.verdicts: dict[str, NodeVerdict] = {}
+        self.verdicts: dict[str, SearchVerdict] = {}
         self.rounds: list[tuple[tuple[tuple[str, ...], float], ...]] = []
         self.good: list[str] = []
         self.last: dict[str, tuple[float, tuple[str, ...]]] = {}
@@ -105,7 +105,7 @@ class _Search:
         for member in members:
             partners = tuple(m for m in group if m != member)
             if passed:
-                self.verdicts[member] = NodeVerdict(member, OK, busbw, partners,
+                self.verdicts[member] = SearchVerdict(member, OK, busbw, partners,
                                                     len(self.rounds))
             else:
                 self.last[member] = (busbw, partners)
@@ -120,16 +120,16 @@ class _Search:
         its job failed (no number: not evidence of slowness)."""
         busbw, partners = self.last[member]
         if math.isnan(busbw):
-            self.verdicts[member] = NodeVerdict(
+            self.verdicts[member] = SearchVerdict(
                 member, FAILED, busbw, partners, len(self.rounds),
                 f"the all_reduce with {partner}, known good, failed")
         else:
-            self.verdicts[member] = NodeVerdict(member, SLOW, busbw, partners,
+            self.verdicts[member] = SearchVerdict(member, SLOW, busbw, partners,
                                                 len(self.rounds))
 
     def undecided(self, member: str, why: str) -> None:
         busbw, partners = self.last.get(member, (math.nan, ()))
-        self.verdicts[member] = NodeVerdict(member, UNDECIDED, busbw, partners,
+        self.verdicts[member] = SearchVerdict(member, UNDECIDED, busbw, partners,
                                             len(self.rounds), why)
 
     def groups_for(self, chunks: list[list[str]]) -> tuple[list[list[str]], list[list[str]]]:
@@ -177,7 +177,7 @@ def find_slow_nodes(nodes: Sequence[str], measure: Measure, bar: float,
     named slow without evidence."""
     excluded = dict(leave_out or {})
     order = [n for n in nodes if n not in excluded]
-    skipped = {n: NodeVerdict(n, NOT_SEARCHED, math.nan, (), 0, why)
+    skipped = {n: SearchVerdict(n, NOT_SEARCHED, math.nan, (), 0, why)
                for n, why in excluded.items() if n in nodes}
 
     def result(search: _Search | None, note: str) -> NodeSearch:

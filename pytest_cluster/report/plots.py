@@ -25,7 +25,7 @@ ROW_PX = 14  # the height of a text row: legend entries, the required lines' lab
 
 
 @dataclass(frozen=True)
-class Series:
+class PlotSeries:
     label: str
     points: tuple[tuple[float, float], ...]  # (x, y); x > 0 (log2 axis)
 
@@ -74,7 +74,7 @@ class Frame:
         return self.width - self.right
 
 
-def chart(title: str, series: Sequence[Series], lines: Sequence[Line], x_label: str,
+def chart(title: str, series: Sequence[PlotSeries], lines: Sequence[Line], x_label: str,
           y_label: str, x_text: Callable[[float], str],
           failures: Sequence[Failure] = ()) -> str:
     """An SVG chart with a log2 x axis (payloads, node counts) and a linear y axis from 0;
@@ -151,7 +151,7 @@ def _required_lines_svg(frame: Frame, styled: Sequence[tuple[Line, tuple[str, st
     return out
 
 
-def _series_svg(frame: Frame, shown: Sequence[Series],
+def _series_svg(frame: Frame, shown: Sequence[PlotSeries],
                 x_text: Callable[[float], str]) -> list[str]:
     esc = html.escape
     out = []
@@ -197,7 +197,7 @@ def free_rows(count: int, first: float, taken: Sequence[float]) -> list[float]:
     return rows
 
 
-def _legend(frame: Frame, shown: Sequence[Series], failed: bool,
+def _legend(frame: Frame, shown: Sequence[PlotSeries], failed: bool,
             taken: Sequence[float]) -> list[str]:
     """Right of the plot, in the rows the required lines' labels leave free: the series'
     colours, and the failed cross when there is one."""
@@ -302,12 +302,12 @@ def _has_sweep(record: dict[str, Any]) -> bool:
 def _payload_chart(collective: str, mine: Sequence[dict[str, Any]]) -> str:
     """busbw over payloads: one line per benchmark run (see _payload_runs)."""
     runs = [r for r in mine if _has_sweep(r)]
-    seen: dict[str, Series] = {}
+    seen: dict[str, PlotSeries] = {}
     for r in _payload_runs(runs):
         label = str(r.get("node"))
         if r.get("node_count") == 1 and len(runs) > MAX_SERIES:
             label += " (slowest node)" if not seen else " (fastest node)"
-        seen.setdefault(label, Series(label, tuple(
+        seen.setdefault(label, PlotSeries(label, tuple(
             (float(b), float(v) / GB) for b, v in r["raw"]["sweep"])))
     return chart(f"{collective}: busbw vs payload", list(seen.values()),
                  _required_lines(mine), "payload", "busbw (GB/s)", format_size)
@@ -325,7 +325,7 @@ def _count_chart(collective: str, mine: Sequence[dict[str, Any]]) -> str:
     failures = _failures(mine)
     if len({x for c in by_payload.values() for x in c} | {f.x for f in failures}) < 2:
         return ""
-    series = [Series(format_size(p), tuple(sorted(c.items())))
+    series = [PlotSeries(format_size(p), tuple(sorted(c.items())))
               for p, c in sorted(by_payload.items())]
     return chart(f"{collective}: busbw vs node count (1 node: the slowest)", series,
                  _required_lines(mine), "nodes", "busbw (GB/s)", format_number, failures)

@@ -25,9 +25,9 @@ from pytest_cluster.evidence.verdict import (
     REJECTED,
     UNREACHABLE,
     NodeVerdict,
+    by_verdict,
     decisive,
 )
-from pytest_cluster.evidence.verdict import tally as verdict_tally
 from pytest_cluster.spec import Spec
 
 esc = html.escape
@@ -74,7 +74,7 @@ def scorecard_html(spec: Spec, end: dict[str, Any] | None, verdicts: Sequence[No
     tallies = gathered.tallies
     failing = [t for t in tallies if t.failed]
     overall = cluster_verdict(end, verdicts, len(decisive(cluster_failed)))
-    counted = verdict_tally(verdicts)
+    counted = by_verdict(verdicts)
     parts = [STYLE, '<div id="scorecard">']
     if is_simulated(spec):
         parts.append(f'<p class="banner simulated">{esc(SIMULATED_BANNER)}</p>')

@@ -12,7 +12,7 @@ from typing import Any
 
 from pytest_cluster.evidence.baseline import Baseline
 from pytest_cluster.evidence.tally import is_simulated, not_a_node
-from pytest_cluster.evidence.verdict import ACCEPTED, NodeVerdict, drain_line, tally, to_drain
+from pytest_cluster.evidence.verdict import ACCEPTED, NodeVerdict, by_verdict, drain_line, to_drain
 from pytest_cluster.spec import Spec
 
 MAX_LISTED = 20  # nodes and drain lines listed in the terminal; verdict.json has all
@@ -63,7 +63,7 @@ def terminal_lines(run: RunSummary) -> list[str]:
         chosen = " ".join(f"{k} {v}" if v is not True else k
                           for k, v in end["selection"].items())
         lines.append(f"selection: {chosen}; {end['deselected']} check(s) deselected")
-    counted = tally(run.verdicts)
+    counted = by_verdict(run.verdicts)
     lines.append("nodes: " + ", ".join(f"{len(v)} {k}" for k, v in counted.items()))
     shown = [v for v in run.verdicts if v.verdict != ACCEPTED]
     for verdict in shown[:MAX_LISTED]:

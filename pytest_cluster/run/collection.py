@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cluster.evidence.plan import CASE_KEY, PLAN_KEY, Case, Plan
+from pytest_cluster.evidence.plan import CASE_KEY, PLAN_KEY, Plan, PlannedCase
 from pytest_cluster.run.configure import CACHE_DIR_KEY, SPEC_KEY, acceptance_dir
 from pytest_cluster.spec import Spec
 from pytest_cluster.spec.clauses import ACCEPTANCE, STRESS, declared
@@ -134,7 +134,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
-def contract_case(item: pytest.Item, clause: str, suite: Path) -> Case:
+def contract_case(item: pytest.Item, clause: str, suite: Path) -> PlannedCase:
     """The case an item checks, with an id that is the same whatever the working
     directory: 'acceptance/test_gpus.py::test_ecc_uncorrected[node01-gpu0]'."""
     case_id = item.nodeid
@@ -143,7 +143,7 @@ def contract_case(item: pytest.Item, clause: str, suite: Path) -> Case:
         case_id = f"{_in_suite(item.path, suite)}::{inner}"
     callspec = getattr(item, "callspec", None)
     node = callspec.params.get("node") if callspec is not None else None
-    return Case(case_id, clause, node if isinstance(node, str) else None)
+    return PlannedCase(case_id, clause, node if isinstance(node, str) else None)
 
 
 @functools.lru_cache(maxsize=64)

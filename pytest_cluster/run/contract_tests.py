@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
@@ -18,8 +18,6 @@ from pytest_cluster.evidence.check import Evidence
 from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.spec.clauses import Declaration, clauses, declared
 from pytest_cluster.spec.model import Clause
-
-F = TypeVar("F", bound=Callable[..., None])
 
 
 def checks(name: str) -> pytest.MarkDecorator:

@@ -38,8 +38,8 @@ from pytest_cluster.evidence.sealing import predicate, seal_run, sealed_line
 from pytest_cluster.evidence.tally import SIMULATED_BANNER, is_simulated, not_a_node
 from pytest_cluster.evidence.verdict import (
     NodeVerdict,
+    by_verdict,
     drain_line,
-    tally,
     to_drain,
 )
 from pytest_cluster.launchers.process import stop_everything
@@ -399,7 +399,7 @@ class ClusterSession:
                                                f"{self.end['checks_planned']}")
         if self.end["status"] != COMPLETE:
             xml.add_global_property("INCOMPLETE", self.coverage_line())
-        for name, nodes in tally(self.verdicts).items():
+        for name, nodes in by_verdict(self.verdicts).items():
             xml.add_global_property(f"nodes_{name.lower().replace(' ', '_')}",
                                     ",".join(nodes))
 

@@ -347,7 +347,7 @@ class CaseTally:
 
 
 @dataclass
-class Series:
+class RoundSeries:
     """One figure over the rounds: the round numbers and values (measured_base), and its
     latest line's fields (clause, node, GPU, unit, how it is compared)."""
 
@@ -363,7 +363,7 @@ class Tally:
 
     def __init__(self) -> None:
         self.cases: dict[str, CaseTally] = {}
-        self.series: dict[str, Series] = {}
+        self.series: dict[str, RoundSeries] = {}
         self.first_gpu: dict[str, tuple[int, dict[str, Any]]] = {}
         self.gpu_rounds: dict[str, list[int]] = {}
         self.growth: dict[str, list[str]] = {}
@@ -379,7 +379,7 @@ class Tally:
                 continue
             self.cases.setdefault(case_id, CaseTally()).add(number, record)
         for case_id, record in figures(results).items():
-            series = self.series.setdefault(case_id, Series())
+            series = self.series.setdefault(case_id, RoundSeries())
             series.rounds.append(number)
             series.values.append(float(record["measured_base"]))
             series.meta = record
@@ -449,7 +449,7 @@ class Tally:
                 if (case := steadiness(case_id, series, bounds)) is not None]
 
 
-def steadiness(case_id: str, series: Series, bounds: SoakSpec) -> Case | None:
+def steadiness(case_id: str, series: RoundSeries, bounds: SoakSpec) -> Case | None:
     values = list(series.values)
     first = values[0] if values else 0.0
     if len(values) < 2 or first == 0 or not all(math.isfinite(v) for v in values):

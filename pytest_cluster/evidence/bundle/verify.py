@@ -174,7 +174,7 @@ def odd_line(odd: Odd) -> str:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Verification:
     run_dir: Path
     manifest_sha256: str
     checked: int
@@ -275,7 +275,7 @@ def _field(record: dict[str, Any], key: str) -> str:
     return "?" if value is None else shown(str(value), 80)
 
 
-def verify(run_dir: Path, key: PublicKey | None = None) -> Verdict:
+def verify(run_dir: Path, key: PublicKey | None = None) -> Verification:
     """`run_dir` checked against its manifest (and, with `key`, its signature); BundleError
     when the directory or its manifest cannot be read as one."""
     try:
@@ -293,7 +293,7 @@ def verify(run_dir: Path, key: PublicKey | None = None) -> Verdict:
 
 
 def _check(tree: Tree, soak: Tree | None, manifest: Manifest,
-           key: PublicKey | None) -> Verdict:
+           key: PublicKey | None) -> Verification:
     changed: list[Changed] = []
     missing: list[str] = []
     odd: dict[str, Odd] = {}
@@ -315,7 +315,7 @@ def _check(tree: Tree, soak: Tree | None, manifest: Manifest,
         odd.setdefault(entry.name, entry)
     added = [name for name in files if name != MANIFEST and name not in own]
     envelope = manifest.envelope
-    return Verdict(tree.path, manifest.sha256, len(manifest.subjects), tuple(changed),
+    return Verification(tree.path, manifest.sha256, len(manifest.subjects), tuple(changed),
                    tuple(missing), tuple(added), tuple(sorted(odd.values(),
                                                               key=lambda o: o.name)),
                    tuple(s.keyid for s in envelope.signatures),
