@@ -11,18 +11,20 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.evidence.check import Evidence, Promise
-from pytest_cluster.launchers.result import ProbeResult
-from pytest_cluster.measure.cluster import Cluster
 from pytest_cluster.measure.gpu_facts import gib, nvml_gpu, p2p_for, perf_gpu, xids_for
 from pytest_cluster.measure.reference import for_gpu
 from pytest_cluster.run.contract_tests import checks, table_tests
-from pytest_cluster.spec.clauses import Declaration
 from pytest_cluster.spec.gpu_models import MODELS, model_of_nvml_name
 from pytest_cluster.spec.model import Clause, GpuSpec, Rule, Spec
 from pytest_cluster.units import Dim
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.check import Evidence, Promise
+    from pytest_cluster.launchers.result import ProbeResult
+    from pytest_cluster.measure.cluster import Cluster
+    from pytest_cluster.spec.clauses import Declaration
 
 
 def _gpus(spec: Spec) -> GpuSpec:

@@ -5,12 +5,15 @@ a test per declared clause, `test_cpu_cores[node01]`."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from pytest_cluster.evidence.check import Evidence
-from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.run.contract_tests import check_reading, table_tests
-from pytest_cluster.spec.clauses import Declaration
-from pytest_cluster.spec.model import Spec
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.check import Evidence
+    from pytest_cluster.launchers.result import ProbeResult
+    from pytest_cluster.spec.clauses import Declaration
+    from pytest_cluster.spec.model import Spec
 
 
 def _test(declaration: Declaration) -> Callable[..., None]:

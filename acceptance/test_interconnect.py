@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.evidence.check import Evidence
 from pytest_cluster.hostlist import compress_hostlist
-from pytest_cluster.measure.cluster import Cluster
 from pytest_cluster.measure.node_search import FAILED, NOT_SEARCHED, SLOW, UNDECIDED
 from pytest_cluster.measure.reference import Reference, for_busbw
 from pytest_cluster.run.contract_tests import checks
@@ -19,6 +17,10 @@ from pytest_cluster.spec.busbw import CollectiveRun, gbs, required_busbw
 from pytest_cluster.spec.clauses import declared
 from pytest_cluster.spec.model import InterconnectSpec, Rule
 from pytest_cluster.units import format_size, size_id
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.check import Evidence
+    from pytest_cluster.measure.cluster import Cluster
 
 METHOD = ("torch.distributed {backend}, nccl-tests definitions: time = mean over ranks of "
           "{iterations} back-to-back collectives / {iterations} after {warmup} warm-up; "

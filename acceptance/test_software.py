@@ -3,12 +3,16 @@ and the same versions on every node."""
 
 from __future__ import annotations
 
-from pytest_cluster.evidence.check import Evidence
-from pytest_cluster.launchers.result import ProbeResult
-from pytest_cluster.measure.cluster import Cluster
+from typing import TYPE_CHECKING
+
 from pytest_cluster.run.contract_tests import checks
 from pytest_cluster.spec.clauses import declared
-from pytest_cluster.spec.model import VersionClause
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.check import Evidence
+    from pytest_cluster.launchers.result import ProbeResult
+    from pytest_cluster.measure.cluster import Cluster
+    from pytest_cluster.spec.model import VersionClause
 
 
 @checks("host.software")

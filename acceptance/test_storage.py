@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.evidence.check import Evidence
-from pytest_cluster.launchers.result import ProbeResult
-from pytest_cluster.measure.cluster import Cluster
 from pytest_cluster.run.contract_tests import check_reading, checks, table_tests
 from pytest_cluster.spec.clauses import Declaration, declared
-from pytest_cluster.spec.model import Clause, StorageSpec
 from pytest_cluster.units import format_size
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.check import Evidence
+    from pytest_cluster.launchers.result import ProbeResult
+    from pytest_cluster.measure.cluster import Cluster
+    from pytest_cluster.spec.model import Clause, StorageSpec
 
 
 class LeftoverWarning(UserWarning):

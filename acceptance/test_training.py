@@ -4,14 +4,16 @@ hang is found by it), the step time steady, the tokens per second promised."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.evidence.check import Evidence
 from pytest_cluster.hostlist import compress_hostlist
-from pytest_cluster.measure.cluster import Cluster
-from pytest_cluster.measure.training import TrainingRun
 from pytest_cluster.run.contract_tests import checks
-from pytest_cluster.spec.model import Clause, TrainingSpec
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.check import Evidence
+    from pytest_cluster.measure.cluster import Cluster
+    from pytest_cluster.measure.training import TrainingRun
+    from pytest_cluster.spec.model import Clause, TrainingSpec
 
 METHOD = ("torch.nn TransformerEncoder trained with DistributedDataParallel ({backend}) on "
           "synthetic tokens, {steps} steps after {warmup} warm-up; a step's time is its "

@@ -19,7 +19,7 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import BundleError, InputError
 from pytest_cluster.evidence import baseline_files
@@ -30,8 +30,10 @@ from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.results import read_results
 from pytest_cluster.evidence.untrusted_json import printable
 from pytest_cluster.measure.inventory import INVENTORY, is_unreadable
-from pytest_cluster.spec.model import Spec
 from pytest_cluster.units import UNITS, utc
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.model import Spec
 
 HIGHER_BETTER = (">=", ">")
 LOWER_BETTER = ("<=", "<")

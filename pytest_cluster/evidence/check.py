@@ -12,16 +12,18 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import pytest
 
 from pytest_cluster.evidence import node_groups
-from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.measure.reference import Reference, properties
 from pytest_cluster.spec.model import Clause, Rule, VersionClause
 from pytest_cluster.spec.requirement import Verdict
 from pytest_cluster.units import UNITS
+
+if TYPE_CHECKING:
+    from pytest_cluster.launchers.result import ProbeResult
 
 Promise = Clause | VersionClause | Rule
 

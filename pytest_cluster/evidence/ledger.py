@@ -19,7 +19,7 @@ import json
 import sys
 import tempfile
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.evidence.gathered import (
     Gathered,
@@ -29,10 +29,12 @@ from pytest_cluster.evidence.gathered import (
     passed_row,
     reference_named,
 )
-from pytest_cluster.evidence.plan import Plan
 from pytest_cluster.evidence.results import counted, outcome
 from pytest_cluster.evidence.tally import ClauseTally, add_to_tally
 from pytest_cluster.evidence.verdict import NodeVerdict, VerdictBuilder, cluster_failures
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.plan import Plan
 
 #: Keys of a result line that only results.jsonl and JUnit need, not the controller's
 #: reports at the end (verdicts, scorecard, charts, the terminal).

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -17,8 +17,10 @@ from pytest_cluster import __version__
 from pytest_cluster.errors import BundleError
 from pytest_cluster.evidence.bundle.keys import Ed25519FileSigner, Signer, SshKeygenSigner
 from pytest_cluster.evidence.bundle.manifest import MANIFEST, digest, seal
-from pytest_cluster.spec.model import Spec
 from pytest_cluster.units import utc
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.model import Spec
 
 _SOURCE = Path(__file__).resolve().parents[2]  # the checkout: pytest_cluster/evidence/..
 

@@ -7,11 +7,13 @@ import math
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.launchers import launcher_class
-from pytest_cluster.spec.model import Spec
 from pytest_cluster.units import format_number
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.model import Spec
 
 MAX_SHOWN = 5
 

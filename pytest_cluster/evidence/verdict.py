@@ -18,10 +18,12 @@ import shlex
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.evidence.plan import Plan
 from pytest_cluster.evidence.results import outcome
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.plan import Plan
 
 ACCEPTED = "ACCEPTED"
 REJECTED = "REJECTED"

@@ -4,12 +4,15 @@ an unknown name is an error listing the known ones."""
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from pytest_cluster.errors import LaunchError
 from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 from pytest_cluster.spec.launchers import KINDS
-from pytest_cluster.spec.model import Spec
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.model import Spec
 
 
 def launcher_class(name: str) -> type[Launcher]:

@@ -10,13 +10,15 @@ import random
 import socket
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pytest_cluster.errors import JobFailed
 from pytest_cluster.launchers.process import stop_on_interrupt
-from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.probes import ProbeCall
-from pytest_cluster.spec.model import ClusterSpec, Spec
+
+if TYPE_CHECKING:
+    from pytest_cluster.launchers.result import ProbeResult
+    from pytest_cluster.spec.model import ClusterSpec, Spec
 
 #: The master address of a job whose ranks all run on this machine.
 LOOPBACK = "127.0.0.1"

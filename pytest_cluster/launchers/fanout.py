@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pytest_cluster.launchers.process import stop_everything, working_for, working_on
-from pytest_cluster.launchers.result import ProbeResult
+
+if TYPE_CHECKING:
+    from pytest_cluster.launchers.result import ProbeResult
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")

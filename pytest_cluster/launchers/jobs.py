@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import JobFailed
-from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.fanout import in_parallel
-from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.probes import ProbeCall
+
+if TYPE_CHECKING:
+    from pytest_cluster.launchers.base import Launcher
+    from pytest_cluster.launchers.result import ProbeResult
 
 __all__ = ["JobFailed", "JobResult", "JobSpec", "RankResult", "node_call", "run_job"]
 

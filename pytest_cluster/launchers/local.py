@@ -6,12 +6,15 @@ import dataclasses
 import os
 import shutil
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.fanout import fan_out
 from pytest_cluster.launchers.process import run_process
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
-from pytest_cluster.probes import ProbeCall
+
+if TYPE_CHECKING:
+    from pytest_cluster.probes import ProbeCall
 
 
 def probe_command(python: str, call: ProbeCall) -> list[str]:

@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.fanout import fan_out
@@ -41,7 +41,9 @@ from pytest_cluster.sim.job_node import (
     read_node_call,
     whereami,
 )
-from pytest_cluster.spec.model import ClusterSpec, InterconnectSpec, SimSpec, Spec
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.model import ClusterSpec, InterconnectSpec, SimSpec, Spec
 
 RankEntries = list[dict[str, Any]]
 

@@ -50,6 +50,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pytest_cluster.errors import UnitError
 from pytest_cluster.hostlist import expand_hostlist
@@ -59,8 +60,10 @@ from pytest_cluster.launchers.node_runner import EXIT_MARKER, LAST, MORE, NODE_M
 from pytest_cluster.launchers.process import Finished, execute, probe_result
 from pytest_cluster.launchers.remote import classify_runner_exit, runner_argv, runner_payload
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
-from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec.model import ClusterSpec, SlurmSpec, Spec
+
+if TYPE_CHECKING:
+    from pytest_cluster.probes import ProbeCall
 
 NO_TASK = "srun ran no task on the node"
 #: srun --immediate for idle nodes: SLURM starts a job on idle nodes in well under a second.

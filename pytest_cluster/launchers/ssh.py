@@ -34,6 +34,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.fanout import fan_out, in_parallel
@@ -45,8 +46,10 @@ from pytest_cluster.launchers.remote import (
     runner_payload,
 )
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
-from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec.model import ClusterSpec, Spec, SshSpec
+
+if TYPE_CHECKING:
+    from pytest_cluster.probes import ProbeCall
 
 SSH_FAILED = 255
 #: The node's `timeout` ends the interpreter this long after the probe timeout (SIGTERM),

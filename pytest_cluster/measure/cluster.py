@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
 from pytest_cluster.measure.benchmark import StressLoop, run_collective, run_collective_stress
@@ -23,7 +24,9 @@ from pytest_cluster.probes import ProbeCall
 from pytest_cluster.probes.gpu_perf import PARTS as PERF_PARTS
 from pytest_cluster.spec.busbw import CollectiveRun, required_busbw
 from pytest_cluster.spec.clauses import readers
-from pytest_cluster.spec.model import GpuSpec, InterconnectSpec, Spec, StorageSpec
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.model import GpuSpec, InterconnectSpec, Spec, StorageSpec
 
 STORAGE_PARTS = ("write", "read", "metadata")  # what the storage probe measures under load
 

@@ -13,14 +13,16 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.launchers import ProbeResult
 from pytest_cluster.measure.cache import write_object
 from pytest_cluster.measure.cluster import Cluster, gpu_call, gpu_perf_call
 from pytest_cluster.probes import ProbeCall
-from pytest_cluster.spec.model import Spec
 from pytest_cluster.units import utc
+
+if TYPE_CHECKING:
+    from pytest_cluster.launchers import ProbeResult
+    from pytest_cluster.spec.model import Spec
 
 INVENTORY = "inventory.json"
 UNREADABLE = "unreadable"

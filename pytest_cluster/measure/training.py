@@ -16,14 +16,16 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import ClusterError
-from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.jobs import JobResult, JobSpec, run_job
 from pytest_cluster.measure.stragglers import Progress, RankTimes, name_hang, name_straggler
 from pytest_cluster.probes import probe_source
-from pytest_cluster.spec.model import TrainingSpec
+
+if TYPE_CHECKING:
+    from pytest_cluster.launchers.base import Launcher
+    from pytest_cluster.spec.model import TrainingSpec
 
 #: A rank's heartbeat comes every 0.5 s at most; its node kills it after this much
 #: silence at the least (the step bound when that is longer).

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.evidence.gathered import NEAR, Gathered, Matrix, PassedRow
 from pytest_cluster.evidence.results import COMPLETE
@@ -28,7 +28,9 @@ from pytest_cluster.evidence.verdict import (
     by_verdict,
     decisive,
 )
-from pytest_cluster.spec import Spec
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec import Spec
 
 esc = html.escape
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape as esc
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.evidence.baseline import Baseline
-from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.measure.inventory import is_unreadable
 from pytest_cluster.units import format_size
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.baseline import Baseline
+    from pytest_cluster.evidence.derived_cases import Case
 
 MAX_FAILED_SHOWN = 200  # baseline failures listed in full; JUnit and results.jsonl have all
 

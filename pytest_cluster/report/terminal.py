@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.evidence.baseline import Baseline
 from pytest_cluster.evidence.tally import is_simulated, not_a_node
 from pytest_cluster.evidence.verdict import ACCEPTED, NodeVerdict, by_verdict, drain_line, to_drain
-from pytest_cluster.spec import Spec
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.baseline import Baseline
+    from pytest_cluster.spec import Spec
 
 MAX_LISTED = 20  # nodes and drain lines listed in the terminal; verdict.json has all
 #: Why the sla: section of a run that is no soak is not checked.

@@ -13,15 +13,18 @@ import functools
 import re
 from collections.abc import Generator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_cluster.evidence.plan import CASE_KEY, PLAN_KEY, Plan, PlannedCase
 from pytest_cluster.run.configure import CACHE_DIR_KEY, SPEC_KEY, acceptance_dir
-from pytest_cluster.spec import Spec
 from pytest_cluster.spec.clauses import ACCEPTANCE, STRESS, declared
 from pytest_cluster.spec.promised import Promised, promised
 from pytest_cluster.units import size_id
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec import Spec
 
 #: Contract cases collected, before the selection (-k, -m, --lf) chose among them.
 PLANNED_KEY = pytest.StashKey[Plan]()

@@ -12,14 +12,13 @@ import importlib.util
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_cluster import hookspecs
 from pytest_cluster.errors import SpecError
 from pytest_cluster.evidence import baseline, sealing
-from pytest_cluster.evidence.baseline import Baseline
-from pytest_cluster.evidence.bundle.keys import Signer
 from pytest_cluster.evidence.rundir import create_run_dir
 from pytest_cluster.run import internals, lifecycle
 from pytest_cluster.run.html_hooks import HTML_PLUGIN, HtmlHooks
@@ -29,6 +28,10 @@ from pytest_cluster.soak import driver as soak_driver
 from pytest_cluster.soak import rounds as soak
 from pytest_cluster.spec import Spec, load_spec
 from pytest_cluster.spec.clauses import ACCEPTANCE, SANITY, STRESS
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.baseline import Baseline
+    from pytest_cluster.evidence.bundle.keys import Signer
 
 #: The validated spec, in `config.stash` (absent without --cluster).
 SPEC_KEY = pytest.StashKey[Spec]()

@@ -10,14 +10,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_cluster.evidence.check import Evidence
-from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.spec.clauses import Declaration, clauses, declared
-from pytest_cluster.spec.model import Clause
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.check import Evidence
+    from pytest_cluster.launchers.result import ProbeResult
+    from pytest_cluster.spec.model import Clause
 
 
 def checks(name: str) -> pytest.MarkDecorator:

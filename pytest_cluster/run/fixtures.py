@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_cluster.evidence.check import Evidence
 from pytest_cluster.evidence.plan import Plan
-from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.measure.cluster import Cluster
 from pytest_cluster.run.configure import CACHE_DIR_KEY, SPEC_KEY
 from pytest_cluster.run.lifecycle import run_launcher
-from pytest_cluster.spec.model import Spec, StorageSpec
+
+if TYPE_CHECKING:
+    from pytest_cluster.launchers.result import ProbeResult
+    from pytest_cluster.spec.model import Spec, StorageSpec
 
 NEEDS_SPEC = "this test needs a contract spec: run pytest --cluster=trial.yaml"
 

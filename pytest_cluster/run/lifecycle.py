@@ -20,12 +20,15 @@ import contextlib
 import signal
 import threading
 from types import FrameType
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_cluster.errors import LaunchError
 from pytest_cluster.launchers import Launcher, get_launcher
-from pytest_cluster.spec.model import Spec
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.model import Spec
 
 #: What a run asks for its launcher (absent without --cluster).
 LAUNCHER_KEY = pytest.StashKey["RunLauncher"]()

@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from collections.abc import Generator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
@@ -22,7 +22,6 @@ from pytest_cluster import __version__
 from pytest_cluster.errors import clip
 from pytest_cluster.evidence import derived_cases
 from pytest_cluster.evidence.baseline import Baseline, compare
-from pytest_cluster.evidence.bundle.keys import Signer
 from pytest_cluster.evidence.bundle.manifest import MANIFEST
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.ledger import Ledger
@@ -50,7 +49,10 @@ from pytest_cluster.report.terminal import NEEDS_A_SOAK, RunSummary, terminal_li
 from pytest_cluster.run import internals
 from pytest_cluster.run.junit_spool import JunitSpool
 from pytest_cluster.run.lifecycle import run_launcher
-from pytest_cluster.spec import Spec
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.bundle.keys import Signer
+    from pytest_cluster.spec import Spec
 
 SESSION_PLUGIN = "pytest-cluster-session"
 _UNKNOWN = object()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.sim.cluster import (
     describe_node,
@@ -21,7 +21,9 @@ from pytest_cluster.sim.cluster import (
 )
 from pytest_cluster.spec.busbw import bus_factor, theoretical
 from pytest_cluster.spec.gpu_models import MODELS
-from pytest_cluster.spec.model import InterconnectSpec, SimSpec
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.model import InterconnectSpec, SimSpec
 
 #: What NCCL reaches of the wire (shared/GUIDE.md): ring over NVLink ~370 of 450 GB/s,
 #: 46-48 of 50 GB/s per NDR NIC.

@@ -23,7 +23,7 @@ import time
 from collections.abc import Generator
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import pytest
 
@@ -45,9 +45,11 @@ from pytest_cluster.soak.sla import (
     hours_text,
     settle,
 )
-from pytest_cluster.spec import Spec
 from pytest_cluster.spec.model import SlaSpec
 from pytest_cluster.units import utc
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec import Spec
 
 SOAK_PLUGIN = "pytest-cluster-soak"
 #: How long a stopped round may take to write and seal its evidence, then how long after

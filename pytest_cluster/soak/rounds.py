@@ -25,7 +25,7 @@ from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import UnitError
 from pytest_cluster.evidence.baseline import Figure, figures
@@ -33,8 +33,10 @@ from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.results import read_results
 from pytest_cluster.soak import counters
 from pytest_cluster.soak.sla import FAILED, HEALTHY, UNREACHABLE, Span
-from pytest_cluster.spec.model import SoakSpec
 from pytest_cluster.units import Dim, parse_quantity, utc
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.model import SoakSpec
 
 SOAK_FILE = "soak.json"
 ROUNDS_DIR = "rounds"

@@ -14,9 +14,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
+from typing import TYPE_CHECKING
 
 from pytest_cluster import money
-from pytest_cluster.spec.model import CreditTier, SlaSpec
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.model import CreditTier, SlaSpec
 
 HEALTHY, FAILED, UNREACHABLE = "healthy", "failed", "unreachable"
 #: Node-hours are counted to 6 places (3.6 ms).

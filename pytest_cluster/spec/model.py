@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from pytest_cluster.spec.clauses import CLAUSES, Declaration, declared
-from pytest_cluster.spec.requirement import Requirement, VersionRequirement
 from pytest_cluster.units import Dim
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.requirement import Requirement, VersionRequirement
 
 DECLARED = frozenset(declaration.id for declaration in CLAUSES if declaration.is_clause)
 

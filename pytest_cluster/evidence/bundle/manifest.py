@@ -12,11 +12,13 @@ import json
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import BundleError
 from pytest_cluster.evidence.bundle.dsse import IN_TOTO, Envelope
-from pytest_cluster.evidence.bundle.keys import Signer
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.bundle.keys import Signer
 
 MANIFEST = "manifest.intoto.json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"

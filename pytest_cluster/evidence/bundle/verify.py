@@ -12,14 +12,16 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import BundleError
 from pytest_cluster.evidence.bundle.bounds import load_json, shown
 from pytest_cluster.evidence.bundle.dsse import IN_TOTO, Envelope
-from pytest_cluster.evidence.bundle.keys import PublicKey
 from pytest_cluster.evidence.bundle.manifest import MANIFEST, PREDICATE_TYPE, STATEMENT_TYPE
 from pytest_cluster.evidence.bundle.tree import MAX_LEVELS, Hashed, Odd, Tree
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.bundle.keys import PublicKey
 
 #: The largest manifest read (ours: about 250 bytes a file).
 MAX_MANIFEST_BYTES = 64 << 20
