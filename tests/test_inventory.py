@@ -17,7 +17,8 @@ import pytest
 from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.launchers import ProbeResult
 from pytest_cluster.launchers.result import ErrorKind
-from pytest_cluster.measure.inventory import INVENTORY, is_unreadable, node_record
+from pytest_cluster.measure.inventory import node_record
+from pytest_cluster.measure.inventory_file import INVENTORY, is_unreadable
 from pytest_cluster.probes import probe_source
 from pytest_cluster.probes.inventory import read
 from pytest_cluster.report.sections import inventory_html

@@ -171,8 +171,10 @@ def test_few_modules_stay_at_the_top_of_the_package() -> None:
 
 
 #: The longest chain of imports (a module importing one that imports one ...), counted in
-#: modules. A ratchet: it may only come down (issue 26 aims at 10).
-MOST_LAYERS = 16
+#: modules; imports under TYPE_CHECKING are no link of it (ruff's TC001 puts an import used
+#: only in annotations there). At most 10 (issue 26; it was 16): a ratchet, it may only
+#: come down.
+MOST_LAYERS = 10
 
 
 def longest_chain(imports: list[Import]) -> list[str]:

@@ -29,7 +29,7 @@ from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.results import read_results
 from pytest_cluster.evidence.untrusted_json import printable
-from pytest_cluster.measure.inventory import INVENTORY, is_unreadable
+from pytest_cluster.measure.inventory_file import INVENTORY, is_unreadable
 from pytest_cluster.units import UNITS, utc
 
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ from pytest_cluster.evidence.untrusted_json import (
     too_big,
 )
 from pytest_cluster.hostlist import MAX_NODES
-from pytest_cluster.measure.inventory import GPU_FIELDS, INVENTORY, UNREADABLE
+from pytest_cluster.measure.inventory_file import GPU_FIELDS, INVENTORY, UNREADABLE
 
 RESULTS = "results.jsonl"
 #: A 1,000-node run of every clause writes about 70 MB of results; 10,000 such nodes'

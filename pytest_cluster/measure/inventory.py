@@ -17,26 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.measure.cache import write_object
 from pytest_cluster.measure.cluster import Cluster, gpu_call, gpu_perf_call
+from pytest_cluster.measure.inventory_file import GPU_FIELDS, INVENTORY, is_unreadable, unreadable
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
     from pytest_cluster.launchers import ProbeResult
     from pytest_cluster.spec.model import Spec
-
-INVENTORY = "inventory.json"
-UNREADABLE = "unreadable"
-#: What a GPU is known by, in the order the record lists it.
-GPU_FIELDS = ("index", "name", "uuid", "serial", "board_part", "vbios", "pci_bus_id")
-
-
-def unreadable(why: str) -> dict[str, str]:
-    return {UNREADABLE: why}
-
-
-def is_unreadable(value: object) -> bool:
-    return isinstance(value, dict) and UNREADABLE in value
-
 
 def inventory_call(spec: Spec) -> ProbeCall:
     """The inventory probe with every filesystem of the contract."""

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from html import escape as esc
 from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.measure.inventory import is_unreadable
+from pytest_cluster.measure.inventory_file import is_unreadable
 from pytest_cluster.units import format_size
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ import gc
 
 import pytest
 
-from pytest_cluster.run.configure import SPEC_KEY
+from pytest_cluster.run.stash import SPEC_KEY
 
 #: Young-generation threshold during the run, and how many young (then middle)
 #: collections trigger the next generation's.

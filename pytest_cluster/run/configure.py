@@ -8,7 +8,6 @@ tests may use our fixtures).
 
 from __future__ import annotations
 
-import importlib.util
 import tempfile
 import time
 from pathlib import Path
@@ -23,6 +22,8 @@ from pytest_cluster.evidence.rundir import create_run_dir
 from pytest_cluster.run import internals, lifecycle
 from pytest_cluster.run.html_hooks import HTML_PLUGIN, HtmlHooks
 from pytest_cluster.run.session import SESSION_PLUGIN, ClusterSession
+from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY, WORKERS_CUT_KEY
+from pytest_cluster.run.suite import acceptance_dir
 from pytest_cluster.run.workers import cut_note, fit_workers, usable_cpus
 from pytest_cluster.soak import driver as soak_driver
 from pytest_cluster.soak import rounds as soak
@@ -33,32 +34,8 @@ if TYPE_CHECKING:
     from pytest_cluster.evidence.baseline import Baseline
     from pytest_cluster.evidence.bundle.keys import Signer
 
-#: The validated spec, in `config.stash` (absent without --cluster).
-SPEC_KEY = pytest.StashKey[Spec]()
-#: Where probe results are kept: the run's probes/ folder (a temporary one without
-#: reports); pytest-xdist workers get the controller's.
-CACHE_DIR_KEY = pytest.StashKey[Path]()
-#: Why fewer pytest-xdist workers run than `-n` asked for (absent where none were cut).
-WORKERS_CUT_KEY = pytest.StashKey[str]()
-
-
 class SpecWarning(UserWarning):
     """A spec value that is valid but probably not what was meant (e.g. GB/s for Gb/s)."""
-
-
-def acceptance_dir() -> Path:
-    """Where the packaged contract suite lives (pytest_cluster.acceptance); in a source
-    checkout whose pytest_cluster/ comes first on sys.path (`python -m pytest` in the
-    repository), the acceptance/ folder beside it."""
-    spec = importlib.util.find_spec("pytest_cluster.acceptance")
-    if spec is not None and spec.submodule_search_locations:
-        return Path(next(iter(spec.submodule_search_locations)))
-    beside = Path(__file__).resolve().parents[2] / "acceptance"  # pytest_cluster/run/..
-    if (beside / "test_gpus.py").is_file():
-        return beside
-    raise pytest.UsageError(  # pragma: no cover - packaging bug
-        f"pytest-cluster is installed without its acceptance suite (looked for the "
-        f"package pytest_cluster.acceptance and for {beside})")
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:

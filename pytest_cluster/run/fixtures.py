@@ -10,8 +10,8 @@ import pytest
 from pytest_cluster.evidence.check import Evidence
 from pytest_cluster.evidence.plan import Plan
 from pytest_cluster.measure.cluster import Cluster
-from pytest_cluster.run.configure import CACHE_DIR_KEY, SPEC_KEY
 from pytest_cluster.run.lifecycle import run_launcher
+from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
 
 if TYPE_CHECKING:
     from pytest_cluster.launchers.result import ProbeResult
