@@ -22,6 +22,7 @@ numbers): a sink must not change them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,9 +35,10 @@ hookspec = pluggy.HookspecMarker("pytest")
 
 
 @hookspec
-def pytest_cluster_result_line(config: pytest.Config, record: dict[str, Any]) -> None:
+def pytest_cluster_result_line(config: pytest.Config, record: Mapping[str, Any]) -> None:
     """A line of results.jsonl, as it is written (`record["type"]` says which: run,
-    result, round_result, round, derived cases' results, end)."""
+    result, round_result, round, derived cases' results, end); a result line's keys are
+    `pytest_cluster.evidence.results.ResultLine`'s."""
 
 
 @hookspec

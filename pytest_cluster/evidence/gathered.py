@@ -6,11 +6,11 @@ report renders it (report/scorecard.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from pytest_cluster.evidence.results import outcome
+from pytest_cluster.evidence.results import clause_of, outcome
 from pytest_cluster.evidence.tally import ClauseTally, margin, margin_text, measured_text
 
 NEAR = 10.0  # % of the requirement: a margin closer than this is shown as near the line
@@ -29,7 +29,7 @@ def _rank(css: str) -> int:
     return ["m-notrun", "m-pass", "m-near", "m-short", "m-fail", "m-error"].index(css)
 
 
-def cell_of(record: dict[str, Any]) -> Cell:
+def cell_of(record: Mapping[str, Any]) -> Cell:
     """How one record shows in the matrix: colour by its margin, text the margin."""
     kind = outcome(record)
     where = str(record.get("node", ""))
@@ -67,11 +67,11 @@ class Matrix:
     def clauses(self) -> list[str]:
         return list(self._clauses)
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: Mapping[str, Any]) -> None:
         node = str(record.get("node"))
         if node not in self._names:
             return
-        clause = str(record.get("clause") or record.get("spec_key"))
+        clause = clause_of(record)
         self._clauses.setdefault(clause, None)
         cell = cell_of(record)
         old = self.cells.get((node, clause))
@@ -80,7 +80,7 @@ class Matrix:
             self.cells[(node, clause)] = cell
 
 
-def matrix(nodes: Sequence[str], records: Iterable[dict[str, Any]]) -> Matrix:
+def matrix(nodes: Sequence[str], records: Iterable[Mapping[str, Any]]) -> Matrix:
     found = Matrix(nodes)
     for record in records:
         found.add(record)
@@ -105,7 +105,7 @@ class PassedRow(NamedTuple):
     of_reference: str
 
 
-def passed_row(record: dict[str, Any]) -> PassedRow:
+def passed_row(record: Mapping[str, Any]) -> PassedRow:
     """A passed check's row in its clause's list."""
     found = margin(record)
     shown = margin_text(found, str(record.get("comparison", ">="))) if found is not None \
@@ -115,12 +115,12 @@ def passed_row(record: dict[str, Any]) -> PassedRow:
                      _ratio(record))
 
 
-def _ratio(record: dict[str, Any]) -> str:
+def _ratio(record: Mapping[str, Any]) -> str:
     ratio = record.get("reference_ratio")
     return f"{ratio * 100:.0f} %" if isinstance(ratio, (int, float)) else ""
 
 
-def reference_named(record: dict[str, Any]) -> str:
+def reference_named(record: Mapping[str, Any]) -> str:
     """A clause's reference as its list names it once: the figure and what it is, without
     this case's ratio ('794.5 TFLOPS measured by mamf-finder on H100 SXM')."""
     text = str(record.get("reference") or "")
@@ -132,7 +132,7 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def is_benchmark(record: dict[str, Any]) -> bool:
+def is_benchmark(record: Mapping[str, Any]) -> bool:
     """Whether the record is a benchmark run's (its raw has a payload sweep, empty when
     the job failed), not the slow-node search's."""
     raw = record.get("raw")

@@ -19,6 +19,7 @@ import json
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.evidence.gathered import (
@@ -29,7 +30,7 @@ from pytest_cluster.evidence.gathered import (
     passed_row,
     reference_named,
 )
-from pytest_cluster.evidence.results import counted, outcome
+from pytest_cluster.evidence.results import clause_of, counted, outcome
 from pytest_cluster.evidence.tally import ClauseTally, add_to_tally
 from pytest_cluster.evidence.verdict import NodeVerdict, VerdictBuilder, cluster_failures
 
@@ -46,7 +47,7 @@ SHARED = frozenset({"clause", "spec_key", "requirement", "comparison", "unit", "
                     "filesystem", "type"})
 
 
-def held(record: dict[str, Any]) -> dict[str, Any]:
+def held(record: Mapping[str, Any]) -> dict[str, Any]:
     """What the ledger keeps of a line it holds in full: the line without its raw probe
     payload, the pytest node id where the case id says which case it is, and the keys
     only the files need, which stay in results.jsonl and JUnit; a benchmark's payload
@@ -78,7 +79,7 @@ class Ledger:
         self._references: dict[str, str] = {}  # per clause, the first passed one's
         self._passed = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 (closed by close())
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: Mapping[str, Any]) -> None:
         """Count one result line, as it is written."""
         kind = outcome(record)
         self.outcomes[kind] += 1
@@ -92,7 +93,7 @@ class Ledger:
         add_to_tally(self._tallies, record)
         self._matrix.add(record)
         if kind == "passed":
-            clause = str(record.get("clause") or record.get("spec_key"))
+            clause = clause_of(record)
             self._passed.write(json.dumps([clause, passed_row(record)]) + "\n")
             if "reference" in record and clause not in self._references:
                 self._references[clause] = reference_named(record)

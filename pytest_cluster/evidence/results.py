@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypedDict, cast
 
 import pytest
 
@@ -38,7 +38,57 @@ def run_status(exit_code: int, planned: int, selected: int, ran: int) -> str:
     return COMPLETE
 
 
-def outcome(record: dict[str, Any]) -> str:
+class ResultLine(TypedDict, total=False):
+    """A result line of results.jsonl, as `report_record` makes it from a finished case and
+    every reader takes it (the ledger, the verdicts, the tallies, the reports, the hooks).
+    What a test recorded through `Evidence` is among its keys; a test of your own may add
+    more (any JSON value), so readers take it as a Mapping."""
+
+    type: str  # "result"
+    nodeid: str  # pytest's id of the case
+    case: str  # the case id (stable across directories), for contract cases
+    clause: str  # the clause family the case checks ('storage.write')
+    spec_key: str  # the instance ('storage[/data].write'); the clause when none is recorded
+    outcome: str  # passed, failed, skipped, not_run (see `outcome`)
+    phase: str  # setup or call
+    duration_s: float
+    finished_at: float  # epoch seconds
+    message: str  # why it failed or was skipped
+    node: str
+    gpu: int
+    gpu_uuid: str
+    gpu_serial: str
+    filesystem: str
+    collective: str
+    payload: int
+    node_count: int
+    spec_line: int
+    requirement: str
+    theoretical: str
+    derivation: str
+    measured: Any  # in the clause's unit
+    required: Any
+    comparison: str
+    unit: str
+    measured_base: float  # in base units (bytes/s, s, ...)
+    required_base: float
+    simulated: bool
+    method: str
+    error_kind: str
+    probe: str
+    probe_run: str
+    verdict: str
+    reference: str
+    raw: Any  # the probe's payload or the check's own evidence
+
+
+def clause_of(record: Mapping[str, Any]) -> str:
+    """The clause a line is about: its case's clause family, else the key it recorded (a
+    test of your own). The one place that says so."""
+    return str(record.get("clause") or record.get("spec_key"))
+
+
+def outcome(record: Mapping[str, Any]) -> str:
     """passed, failed, error (the check could not start: setup failed), skipped, not_run."""
     if record.get("outcome") == "failed" and record.get("phase") == "setup":
         return "error"
@@ -48,7 +98,7 @@ def outcome(record: dict[str, Any]) -> str:
 OUTCOMES = ("passed", "failed", "error", "skipped", "not_run")
 
 
-def counts(records: Iterable[dict[str, Any]]) -> dict[str, int]:
+def counts(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     return counted(Counter(outcome(r) for r in records))
 
 
@@ -57,7 +107,7 @@ def counted(found: Mapping[str, int]) -> dict[str, int]:
     return {name: found.get(name, 0) for name in OUTCOMES}
 
 
-def report_record(report: pytest.TestReport) -> dict[str, Any] | None:
+def report_record(report: pytest.TestReport) -> ResultLine | None:
     """The result line of a finished contract case, or None if it is not one.
 
     A case that failed before recording anything (a fixture crashed) still gets its line,
@@ -85,7 +135,7 @@ def report_record(report: pytest.TestReport) -> dict[str, Any] | None:
         if case[2] is not None:
             props.setdefault("node", case[2])
     record.update(props)
-    return record
+    return cast("ResultLine", record)
 
 
 class ResultsWriter:
@@ -96,7 +146,7 @@ class ResultsWriter:
         self.path = path
         self._file: IO[str] = path.open("x", encoding="utf-8")
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: Mapping[str, Any]) -> None:
         self._file.write(json.dumps(record, sort_keys=True, default=str) + "\n")
         self._file.flush()
 

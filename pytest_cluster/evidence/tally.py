@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,7 @@ def _places(names: list[str]) -> str:
     return f"{', '.join(ordered[:3])} and {len(ordered) - 3} more"
 
 
-def margin(record: dict[str, Any]) -> float | None:
+def margin(record: Mapping[str, Any]) -> float | None:
     """How far the measured value is from the requirement, in % of the required value:
     positive is headroom, negative a shortfall ('== 8' with 7 found: -12.5). None when
     there is no number to compare (text, an error) or the requirement is 0."""
@@ -44,7 +44,7 @@ def margin(record: dict[str, Any]) -> float | None:
     return (measured - required) / abs(required) * 100
 
 
-def measured_text(values: dict[str, Any]) -> str:
+def measured_text(values: Mapping[str, Any]) -> str:
     """'85.52 GB' for a record or a test's properties; its error kind without a number."""
     measured = values.get("measured", values.get("error_kind", ""))
     if isinstance(measured, float):
@@ -81,7 +81,7 @@ class ClauseTally:
     found_failed: dict[str, list[str]] = field(default_factory=dict)
     unmeasured: list[str] = field(default_factory=list)  # failed with no number to show
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: Mapping[str, Any]) -> None:
         node = str(record.get("node", "?"))
         if record.get("gpu") is not None:  # one string per GPU, whichever clause
             node = sys.intern(f"{node} gpu{record['gpu']}")
@@ -161,7 +161,7 @@ SIMULATED_BANNER = ("SIMULATED cluster: every number in this report is simulated
                     "spec's sim section; no hardware was measured.")
 
 
-def add_to_tally(clauses: dict[str, ClauseTally], record: dict[str, Any]) -> None:
+def add_to_tally(clauses: dict[str, ClauseTally], record: Mapping[str, Any]) -> None:
     """Count one result line in its clause's tally (a line not run counts nowhere)."""
     if record.get("outcome") == "not_run":
         return
@@ -169,7 +169,7 @@ def add_to_tally(clauses: dict[str, ClauseTally], record: dict[str, Any]) -> Non
     clauses.setdefault(key, ClauseTally(key)).add(record)
 
 
-def clause_tallies(records: Iterable[dict[str, Any]]) -> list[ClauseTally]:
+def clause_tallies(records: Iterable[Mapping[str, Any]]) -> list[ClauseTally]:
     clauses: dict[str, ClauseTally] = {}
     for record in records:
         add_to_tally(clauses, record)

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.evidence.results import outcome
+from pytest_cluster.evidence.results import clause_of, outcome
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.plan import Plan
@@ -55,7 +55,7 @@ def clean_message(message: str) -> str:
     return first if len(first) <= MAX_REASON else first[:MAX_REASON - 3] + "..."
 
 
-def _no_answer(record: dict[str, Any]) -> bool:
+def _no_answer(record: Mapping[str, Any]) -> bool:
     kind = record.get("error_kind")
     kinds = NO_ANSWER_HOST if record.get("probe") == "host" else NO_ANSWER
     return kind in kinds
@@ -89,7 +89,7 @@ class VerdictBuilder:
         self._verdicts = {name: NodeVerdict(name) for name in nodes}
         self._unreachable: dict[str, str] = {}
 
-    def add(self, record: dict[str, Any]) -> None:
+    def add(self, record: Mapping[str, Any]) -> None:
         found = self._verdicts.get(str(record.get("node")))
         if found is None or outcome(record) == "not_run":
             return
@@ -100,7 +100,7 @@ class VerdictBuilder:
                 and record.get("error_kind") in NO_CULPRIT | NOT_MEASURED:
             found.undecided.append(clean_message(str(record.get("message", ""))))
         elif outcome(record) in ("failed", "error"):
-            clause = str(record.get("clause") or record.get("spec_key"))
+            clause = clause_of(record)
             if clause not in found.failed_clauses:
                 found.failed_clauses.append(clause)
             message = clean_message(str(record.get("message", "")))
@@ -125,7 +125,7 @@ class VerdictBuilder:
 
 
 def node_verdicts(nodes: Sequence[str], plan: Plan,
-                  records: Iterable[dict[str, Any]]) -> list[NodeVerdict]:
+                  records: Iterable[Mapping[str, Any]]) -> list[NodeVerdict]:
     """One verdict per node of the spec, in the spec's order."""
     builder = VerdictBuilder(nodes)
     extra: Counter[str] = Counter()
@@ -163,11 +163,11 @@ def _decide(verdict: NodeVerdict, no_answer: str | None) -> None:
         verdict.reason = "; ".join([*parts, "none failed"])
 
 
-def cluster_failures(records: Iterable[dict[str, Any]],
+def cluster_failures(records: Iterable[Mapping[str, Any]],
                      nodes: Sequence[str]) -> list[dict[str, str]]:
     """Failed checks about several nodes at once (or the whole cluster)."""
     names = set(nodes)
-    return [{"clause": str(r.get("clause") or r.get("spec_key")), "where": str(r.get("node")),
+    return [{"clause": clause_of(r), "where": str(r.get("node")),
              "message": clean_message(str(r.get("message", ""))),
              "kind": str(r.get("error_kind") or "failed")}
             for r in records if (str(r.get("node")) not in names

@@ -12,7 +12,7 @@ import shutil
 import sys
 import time
 from collections import Counter
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -124,7 +124,7 @@ class ClusterSession:
 
     # -- each case --------------------------------------------------------------------------
 
-    def _write(self, record: dict[str, Any]) -> None:
+    def _write(self, record: Mapping[str, Any]) -> None:
         """A line of results.jsonl: every sink of pytest_cluster_result_line gets it, the
         run's results.jsonl among them (below); the run line goes first."""
         hook = self.config.hook.pytest_cluster_result_line
@@ -134,7 +134,7 @@ class ClusterSession:
         hook(config=self.config, record=record)
 
     @pytest.hookimpl(tryfirst=True)
-    def pytest_cluster_result_line(self, record: dict[str, Any]) -> None:
+    def pytest_cluster_result_line(self, record: Mapping[str, Any]) -> None:
         """The run's results.jsonl, written line by line (a sink like any other, first)."""
         if self.run_dir is None:
             return
