@@ -11,7 +11,6 @@ import json
 import shutil
 import sys
 import time
-from collections import Counter
 from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -24,22 +23,20 @@ from pytest_cluster.evidence import derived_cases
 from pytest_cluster.evidence.baseline import Baseline, compare
 from pytest_cluster.evidence.bundle.manifest import MANIFEST
 from pytest_cluster.evidence.derived_cases import Case
+from pytest_cluster.evidence.end import RunFacts, end_record, verdict_document
 from pytest_cluster.evidence.ledger import Ledger
-from pytest_cluster.evidence.plan import PLAN_FILE, PLAN_KEY, Plan, not_checked, selection
+from pytest_cluster.evidence.plan import PLAN_FILE, PLAN_KEY, Plan, selection
 from pytest_cluster.evidence.results import (
     COMPLETE,
     ResultsWriter,
     report_record,
-    run_status,
 )
 from pytest_cluster.evidence.rundir import LATEST, point_latest, remove_if_empty
 from pytest_cluster.evidence.sealing import predicate, seal_run, sealed_line
-from pytest_cluster.evidence.tally import SIMULATED_BANNER, is_simulated, not_a_node
+from pytest_cluster.evidence.tally import SIMULATED_BANNER, is_simulated
 from pytest_cluster.evidence.verdict import (
     NodeVerdict,
     by_verdict,
-    drain_line,
-    to_drain,
 )
 from pytest_cluster.launchers.process import stop_everything
 from pytest_cluster.measure import inventory
@@ -333,53 +330,17 @@ class ClusterSession:
         self.run_dir = None
 
     def _end_record(self, exit_code: int, ran: set[str]) -> dict[str, Any]:
-        plan = self.plan
-        derived = self.derived  # not the spec's checks: counted apart
-        failed_derived = sum(not case.passed for case in derived)
-        # checks outside the plan: your own tests recording evidence without a clause
-        extra = sum(self.ledger.outside_plan(plan).values()) - len(derived)
-        planned, selected = len(plan.cases) + extra, len(plan.selected) + extra
-        checks_ran = self.ledger.checks_ran - len(derived)
-        counts = self.ledger.counts()
-        counts["passed"] -= len(derived) - failed_derived
-        counts["failed"] -= failed_derived
-        covered = sorted({c.node for c in plan.cases
-                          if c.node is not None and c.case_id in ran})
-        end = {
-            "type": "end", "simulated": is_simulated(self.spec),
-            "status": run_status(exit_code, planned, selected, checks_ran),
-            "exit_code": exit_code, "counts": counts,
-            "checks_ran": checks_ran, "checks_planned": planned,
-            "checks_selected": selected, "deselected": planned - selected,
-            "selection": selection(self.config),
-            "nodes_covered": [n for n in self.spec.cluster.nodes if n in set(covered)],
-            "nodes_in_spec": len(self.spec.cluster.nodes),
-            "not_checked": not_checked(plan, ran) + self._needs_a_soak(),
-            "verdicts": dict(Counter(v.verdict for v in self.verdicts)),
-            "started_at": self.started, "ended_at": time.time(),
-            "duration_s": round(time.time() - self.started, 3),
-            "tool_version": __version__,
-        }
-        if self.baseline is not None:
-            compared = self.baseline_cases
-            end["baseline"] = {"path": str(self.baseline.path), "run": self.baseline.label,
-                               "manifest_sha256": self.baseline.manifest_sha256,
-                               "cases": len(compared),
-                               "failed": sum(not case.passed for case in compared)}
-        if self.soak is not None:
-            end["soak"] = self.soak.end_record()
-        return end
+        return end_record(RunFacts(
+            spec=self.spec, plan=self.plan, ledger=self.ledger, ran=ran,
+            verdicts=self.verdicts, exit_code=exit_code, started=self.started,
+            selection=selection(self.config), derived=self.derived,
+            not_checked=self._needs_a_soak(), baseline=self.baseline,
+            baseline_cases=self.baseline_cases,
+            soak=self.soak.end_record() if self.soak is not None else None))
 
     def _write_verdict(self) -> None:
         assert self.run_dir is not None and self.end is not None
-        document = {
-            "cluster": self.spec.cluster.name, "spec_sha256": self.spec.sha256,
-            "simulated": is_simulated(self.spec), "status": self.end["status"],
-            "checks": f"{self.end['checks_ran']} of {self.end['checks_planned']}",
-            "nodes": [v.to_json() for v in self.verdicts],
-            "cluster_checks_failed": self.ledger.cluster_failures(),
-            "drain": [drain_line(v, not_a_node(self.spec)) for v in to_drain(self.verdicts)],
-        }
+        document = verdict_document(self.spec, self.end, self.verdicts, self.ledger)
         path = self.run_dir / "verdict.json"
         path.write_text(json.dumps(document, indent=1, sort_keys=True), encoding="utf-8")
 

@@ -1,0 +1,98 @@
+"""The end of a run's evidence: the end record (results.jsonl's last line) and
+verdict.json, as pure functions of what the run found (the session gathers the facts and
+writes them)."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pytest_cluster import __version__
+from pytest_cluster.evidence.plan import not_checked
+from pytest_cluster.evidence.results import run_status
+from pytest_cluster.evidence.tally import is_simulated, not_a_node
+from pytest_cluster.evidence.verdict import drain_line, to_drain
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.baseline import Baseline
+    from pytest_cluster.evidence.derived_cases import Case
+    from pytest_cluster.evidence.ledger import Ledger
+    from pytest_cluster.evidence.plan import Plan
+    from pytest_cluster.evidence.verdict import NodeVerdict
+    from pytest_cluster.spec import Spec
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What a run found, as the end record tells it."""
+
+    spec: Spec
+    plan: Plan
+    ledger: Ledger
+    ran: set[str]  # the case ids that ran (before the not-run lines joined the ledger)
+    verdicts: Sequence[NodeVerdict]
+    exit_code: int
+    started: float
+    selection: dict[str, Any]
+    derived: Sequence[Case] = ()  # cases derived from the whole run: counted apart
+    not_checked: Sequence[dict[str, Any]] = ()  # more clauses given but not checked
+    baseline: Baseline | None = None
+    baseline_cases: Sequence[Case] = field(default_factory=tuple)
+    soak: dict[str, Any] | None = None  # a soak's own end record
+
+
+def end_record(facts: RunFacts) -> dict[str, Any]:
+    """results.jsonl's last line: how the run ended and exactly what it covered."""
+    plan, ledger, derived = facts.plan, facts.ledger, facts.derived
+    failed_derived = sum(not case.passed for case in derived)
+    # checks outside the plan: your own tests recording evidence without a clause
+    extra = sum(ledger.outside_plan(plan).values()) - len(derived)
+    planned, selected = len(plan.cases) + extra, len(plan.selected) + extra
+    checks_ran = ledger.checks_ran - len(derived)
+    counts = ledger.counts()
+    counts["passed"] -= len(derived) - failed_derived
+    counts["failed"] -= failed_derived
+    covered = {c.node for c in plan.cases if c.node is not None and c.case_id in facts.ran}
+    nodes = facts.spec.cluster.nodes
+    now = time.time()
+    end: dict[str, Any] = {
+        "type": "end", "simulated": is_simulated(facts.spec),
+        "status": run_status(facts.exit_code, planned, selected, checks_ran),
+        "exit_code": facts.exit_code, "counts": counts,
+        "checks_ran": checks_ran, "checks_planned": planned,
+        "checks_selected": selected, "deselected": planned - selected,
+        "selection": facts.selection,
+        "nodes_covered": [n for n in nodes if n in covered],
+        "nodes_in_spec": len(nodes),
+        "not_checked": not_checked(plan, facts.ran) + list(facts.not_checked),
+        "verdicts": dict(Counter(v.verdict for v in facts.verdicts)),
+        "started_at": facts.started, "ended_at": now,
+        "duration_s": round(now - facts.started, 3),
+        "tool_version": __version__,
+    }
+    if facts.baseline is not None:
+        compared = facts.baseline_cases
+        end["baseline"] = {"path": str(facts.baseline.path), "run": facts.baseline.label,
+                           "manifest_sha256": facts.baseline.manifest_sha256,
+                           "cases": len(compared),
+                           "failed": sum(not case.passed for case in compared)}
+    if facts.soak is not None:
+        end["soak"] = facts.soak
+    return end
+
+
+def verdict_document(spec: Spec, end: dict[str, Any], verdicts: Sequence[NodeVerdict],
+                     ledger: Ledger) -> dict[str, Any]:
+    """verdict.json: each node's verdict, the failed checks about no one node, and the
+    nodes to drain."""
+    return {
+        "cluster": spec.cluster.name, "spec_sha256": spec.sha256,
+        "simulated": is_simulated(spec), "status": end["status"],
+        "checks": f"{end['checks_ran']} of {end['checks_planned']}",
+        "nodes": [v.to_json() for v in verdicts],
+        "cluster_checks_failed": ledger.cluster_failures(),
+        "drain": [drain_line(v, not_a_node(spec)) for v in to_drain(verdicts)],
+    }
