@@ -559,7 +559,7 @@ def test_the_stress_loop_checks_every_all_reduce_over_gloo(pytester: pytest.Pyte
     (record,) = [r for r in jsonl(pytester) if r.get("clause") == "interconnect.stress_loop"]
     raw = record["raw"]
     assert raw["iterations"] > 10 and raw["wrong"] == 0 and raw["wrong_iterations"] == 0
-    assert 2.0 < raw["seconds"] < 30.0
+    assert 3.0 <= raw["seconds"] < 30.0  # at least stress_time, however the pace changed
     assert 1 <= len(raw["busbw_windows"]) <= 100
     assert record["node"] == "2 node(s) (a,b)"
     assert record["measured"].startswith(f"{raw['iterations']} all_reduce of 1 MiB x 2 rank(s)")

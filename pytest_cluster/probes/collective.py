@@ -119,10 +119,12 @@ def measure(torch: Any, dist: Any, collective: str, nbytes: int, warmup: int,
 
 def sustained(torch: Any, dist: Any, nbytes: int, seconds: float, warmup: int, rank: int,
               world: int, device: Any) -> dict[str, Any]:
-    """all_reduce back to back for about `seconds`, every result checked in full: each
+    """all_reduce back to back for `seconds` (at least), every result checked in full: each
     iteration fills the input with (rank + 1) x f (f cycling 1..7), and every element must
-    come back as f x world (world + 1) / 2. The ranks agree on the number of iterations
-    first (rank 0's estimate, broadcast), so that all stop together."""
+    come back as f x world (world + 1) / 2. The ranks agree on how many iterations to run
+    next, about a second's worth at a time (rank 0's count from the pace so far and the
+    time left, broadcast; 0 once the time is up), so that all stop together and the loop
+    lasts its time however the pace changes."""
     inp, _, actual = buffers(torch, "all_reduce", nbytes, world, device)
     cuda = device.type == "cuda"
     for _ in range(warmup):
@@ -134,33 +136,41 @@ def sustained(torch: Any, dist: Any, nbytes: int, seconds: float, warmup: int, r
         dist.all_reduce(inp)
         int((inp != world).sum().item())
     each = max((time.perf_counter() - began) / 5, 1e-6)
-    count = torch.tensor([max(1, int(seconds / each))], dtype=torch.int64, device=device)
-    dist.broadcast(count, 0)
-    iterations = int(count.item())
-    windows = min(100, iterations)
+    windows = 100  # by time: the busbw of each hundredth of the loop
     window_s = [0.0] * windows
     window_n = [0] * windows
     wrong_iterations = wrong_total = 0
     first_wrong: int | None = None
     total = 0.0
+    iterations = 0
     start = time.perf_counter()
-    for index in range(iterations):
-        factor = index % 7 + 1
-        inp.fill_(float((rank + 1) * factor))
-        if cuda:
-            torch.cuda.synchronize(device)
-        began = time.perf_counter()
-        dist.all_reduce(inp)
-        bad = int((inp != factor * world * (world + 1) / 2).sum().item())  # waits for it
-        took = time.perf_counter() - began
-        total += took
-        slot = index * windows // iterations
-        window_s[slot] += took
-        window_n[slot] += 1
-        if bad:
-            wrong_iterations += 1
-            wrong_total += bad
-            first_wrong = index if first_wrong is None else first_wrong
+    while True:
+        pace = total / iterations if iterations else each
+        left = seconds - (time.perf_counter() - start)
+        nxt = 0 if left <= 0 else max(1, int(min(left, 1.0) / max(pace, 1e-6)))
+        count = torch.tensor([nxt], dtype=torch.int64, device=device)
+        dist.broadcast(count, 0)
+        chunk = int(count.item())
+        if chunk == 0:
+            break
+        for _ in range(chunk):
+            factor = iterations % 7 + 1
+            inp.fill_(float((rank + 1) * factor))
+            if cuda:
+                torch.cuda.synchronize(device)
+            began = time.perf_counter()
+            dist.all_reduce(inp)
+            bad = int((inp != factor * world * (world + 1) / 2).sum().item())  # waits for it
+            took = time.perf_counter() - began
+            total += took
+            slot = min(windows - 1, int((began - start) / seconds * windows))
+            window_s[slot] += took
+            window_n[slot] += 1
+            if bad:
+                wrong_iterations += 1
+                wrong_total += bad
+                first_wrong = iterations if first_wrong is None else first_wrong
+            iterations += 1
     return {"bytes": actual, "time_s": total / iterations, "iteration_s": [],
             "iterations": iterations, "seconds": time.perf_counter() - start,
             "windows_s": [t / n for t, n in zip(window_s, window_n, strict=True) if n],
