@@ -116,9 +116,14 @@ def report_record(report: pytest.TestReport) -> ResultLine | None:
     case = getattr(report, "pytest_cluster_case", None)
     if "spec_key" not in props and case is None:
         return None
+    raw_text = None
     if "raw" in props and isinstance(props["raw"], str):
         with contextlib.suppress(json.JSONDecodeError):
-            props["raw"] = json.loads(props["raw"])
+            text = props["raw"]
+            props["raw"] = json.loads(text)
+            # as Evidence serialised it (one line); a test's own raw with line breaks
+            # between its tokens is serialised again, to keep results.jsonl a line each
+            raw_text = text if "\n" not in text and "\r" not in text else None
     message = ""
     if report.failed or report.skipped:
         crash = getattr(report.longrepr, "reprcrash", None)
@@ -135,7 +140,29 @@ def report_record(report: pytest.TestReport) -> ResultLine | None:
         if case[2] is not None:
             props.setdefault("node", case[2])
     record.update(props)
-    return cast("ResultLine", record)
+    line = _Line(record)
+    line.raw_text = raw_text
+    return cast("ResultLine", line)
+
+
+class _Line(dict[str, Any]):
+    """A result line that keeps its raw part as Evidence serialised it (`raw_text`), so
+    that results.jsonl writes that text instead of serialising the parsed value again."""
+
+    raw_text: str | None = None
+
+
+def line_text(record: Mapping[str, Any]) -> str:
+    """A line of results.jsonl: the record as JSON, its keys sorted; a raw part already
+    serialised (a result line's, see _Line) is put in as it is, in its sorted place."""
+    raw_text = getattr(record, "raw_text", None)
+    if raw_text is None:
+        return json.dumps(record, sort_keys=True, default=str)
+    before = json.dumps({k: v for k, v in record.items() if k < "raw"}, sort_keys=True,
+                        default=str)[1:-1]
+    after = json.dumps({k: v for k, v in record.items() if k > "raw"}, sort_keys=True,
+                       default=str)[1:-1]
+    return "{" + ", ".join(p for p in (before, f'"raw": {raw_text}', after) if p) + "}"
 
 
 class ResultsWriter:
@@ -147,7 +174,7 @@ class ResultsWriter:
         self._file: IO[str] = path.open("x", encoding="utf-8")
 
     def write(self, record: Mapping[str, Any]) -> None:
-        self._file.write(json.dumps(record, sort_keys=True, default=str) + "\n")
+        self._file.write(line_text(record) + "\n")
         self._file.flush()
 
     def close(self) -> None:
