@@ -266,3 +266,19 @@ def test_a_reports_root_that_cannot_be_written_is_a_usage_error(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --cluster-reports=blocked/reports: cannot create "
                                  "this run's directory there: Not a directory"])
+
+
+def test_the_evidence_line_names_the_files_the_link_and_what_is_elsewhere(
+        tmp_path: Path) -> None:
+    from pytest_cluster.evidence.rundir import evidence_line, outside
+
+    run = tmp_path / "reports" / "20261125T000000Z-c"
+    (run / "probes").mkdir(parents=True)
+    (run / "results.jsonl").write_text("", encoding="utf-8")
+    away = str(tmp_path / "junit.xml")
+    assert outside(run, (str(run / "junit.xml"), None, away, "")) == [away]
+    assert evidence_line(run, True, [away]) == (
+        f"evidence: {run}/ (probes/, results.jsonl, manifest.intoto.json); "
+        f"{tmp_path / 'reports' / 'latest'} -> 20261125T000000Z-c; also {away}")
+    assert evidence_line(run, False, []).endswith(
+        "latest left as it is (not a link pytest-cluster made)")

@@ -15,7 +15,10 @@ import contextlib
 import os
 import re
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+
+from pytest_cluster.evidence.bundle.manifest import MANIFEST
 
 LATEST = "latest"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -64,3 +67,21 @@ def remove_if_empty(run_dir: Path) -> None:
                 path.rmdir()
     with contextlib.suppress(OSError):
         run_dir.rmdir()
+
+
+def outside(run_dir: Path, reports: Iterable[str | None]) -> list[str]:
+    """The reports (--junitxml, --html) put outside the run's directory: not in its
+    manifest."""
+    return [str(p) for p in reports if p and Path(p).resolve().parent != run_dir.resolve()]
+
+
+def evidence_line(run_dir: Path, latest_moved: bool, elsewhere: Sequence[str]) -> str:
+    """Where the evidence is: the files the run's directory holds (the manifest, written
+    last, among them), where `latest` points, and any report put elsewhere."""
+    names = sorted(p.name + ("/" if p.is_dir() else "") for p in run_dir.iterdir())
+    names.append(MANIFEST)  # written last, after this line
+    link = run_dir.parent / LATEST
+    where = (f"{link} -> {run_dir.name}" if latest_moved else
+             f"{link} left as it is (not a link pytest-cluster made)")
+    text = f"evidence: {run_dir}/ ({', '.join(names)}); {where}"
+    return text + (f"; also {', '.join(elsewhere)}" if elsewhere else "")

@@ -21,6 +21,7 @@ from pytest_cluster.evidence import baseline, sealing
 from pytest_cluster.evidence.rundir import create_run_dir
 from pytest_cluster.run import internals, lifecycle
 from pytest_cluster.run.html_hooks import HTML_PLUGIN, HtmlHooks
+from pytest_cluster.run.memory import MEMORY_PLUGIN, CaseMemory
 from pytest_cluster.run.session import SESSION_PLUGIN, ClusterSession
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY, WORKERS_CUT_KEY
 from pytest_cluster.run.suite import acceptance_dir
@@ -250,6 +251,7 @@ def pytest_configure(config: pytest.Config) -> None:
                                     signers, accepted)
         config.pluginmanager.register(controller, SESSION_PLUGIN)
         config.pluginmanager.register(HtmlHooks(controller), HTML_PLUGIN)
+        config.pluginmanager.register(CaseMemory(config), MEMORY_PLUGIN)
         if soaking is not None and run_dir is not None:
             soak_driver.start(config, spec, run_dir, soaking[0], soaking[1], controller)
         if config.getoption("cluster_soak_round"):

@@ -21,7 +21,6 @@ from pytest_cluster import __version__
 from pytest_cluster.errors import clip
 from pytest_cluster.evidence import derived_cases
 from pytest_cluster.evidence.baseline import Baseline, compare
-from pytest_cluster.evidence.bundle.manifest import MANIFEST
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.end import RunFacts, end_record, verdict_document
 from pytest_cluster.evidence.ledger import Ledger
@@ -31,7 +30,12 @@ from pytest_cluster.evidence.results import (
     ResultsWriter,
     report_record,
 )
-from pytest_cluster.evidence.rundir import LATEST, point_latest, remove_if_empty
+from pytest_cluster.evidence.rundir import (
+    evidence_line,
+    outside,
+    point_latest,
+    remove_if_empty,
+)
 from pytest_cluster.evidence.sealing import predicate, seal_run, sealed_line
 from pytest_cluster.evidence.tally import SIMULATED_BANNER, is_simulated
 from pytest_cluster.evidence.verdict import (
@@ -83,7 +87,6 @@ class ClusterSession:
         self.spec = spec
         self.run_dir = run_dir
         self.ledger = Ledger(spec.cluster.nodes)  # what the end reads of the result lines
-        self._open: dict[str, list[pytest.TestReport]] = {}  # a case's reports until teardown
         self.writer: ResultsWriter | None = None
         self.run_line_sent = False  # results.jsonl's first line, before the first result
         self.started = time.time()
@@ -163,12 +166,11 @@ class ClusterSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:
         """Before every other reader (JUnit, pytest-html, the terminal): the JUnit names
-        and the result line, written at once. After them all: the case's bulk dropped
-        once its teardown has been read, so that memory does not grow with the run."""
+        and the result line, written at once (memory.py drops the case's bulk after them
+        all)."""
         case = getattr(report, "pytest_cluster_case", None)
         if case is not None and report.when == "setup":  # it opens the case's testcase
             self._junit_names(report, str(case[0]))
-        record = None
         if report.when == "call" or (report.when == "setup" and not report.passed):
             record = report_record(report)
             if record is not None:
@@ -181,37 +183,6 @@ class ClusterSession:
         finally:
             if testcase is not None and self._spool is not None:
                 self._spool.spool(testcase)
-            if case is not None or record is not None or report.nodeid in self._open:
-                self._drop_bulk(report)
-
-    def _drop_bulk(self, report: pytest.TestReport) -> None:
-        """A contract case's reports, once every reader has taken what it needs: JUnit
-        reads the teardown report's properties, pytest-html reads all three reports at
-        teardown, results.jsonl was written at the call. Then their properties (the raw
-        payloads) are dropped and pytest-html lets go of them; a passed setup or teardown
-        with no output leaves the terminal's list of reports at once (it prints nothing
-        for it, and its failure summary scans that list once per failed case), and a
-        passed call leaves a token there to be counted, unless -rp, -rP or -rA asks the
-        terminal to list the passed cases."""
-        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
-        if report.passed and report.when != "call" and not report.sections:
-            kept = internals.terminal_reports(terminal, "")
-            if kept and kept[-1] is report:
-                kept.pop()
-        elif report.passed and report.when == "call" and \
-                not internals.terminal_lists_passed(terminal):
-            kept = internals.terminal_reports(terminal, "passed")
-            if kept and kept[-1] is report:
-                kept[-1] = COUNTED  # the terminal only counts it
-        if report.when != "teardown":
-            self._open.setdefault(report.nodeid, []).append(report)
-            return
-        for each in (*self._open.pop(report.nodeid, ()), report):
-            each.user_properties = []
-            if each.passed:  # the terminal keeps it only to count it
-                each.keywords = {}
-        if self._html_report() is not None:
-            internals.html_forget(self._html_report(), report.nodeid)
 
     def _junit_names(self, report: pytest.TestReport, case_id: str) -> None:
         """JUnit classname from the case id: the same from any directory."""
@@ -409,23 +380,13 @@ class ClusterSession:
             inventory_error=self.inventory_error, evidence=evidence))
 
     def _evidence_line(self, run_dir: Path) -> str:
-        """Where the evidence is: the files this run's directory holds, and any file put
-        elsewhere by --junitxml or --html."""
-        names = sorted(p.name + ("/" if p.is_dir() else "") for p in run_dir.iterdir())
-        names.append(MANIFEST)  # written last, after this line
-        elsewhere = self._elsewhere(run_dir)
-        link = run_dir.parent / LATEST
-        where = (f"{link} -> {run_dir.name}" if self.latest_moved else
-                 f"{link} left as it is (not a link pytest-cluster made)")
-        text = f"evidence: {run_dir}/ ({', '.join(names)}); {where}"
-        return text + (f"; also {', '.join(elsewhere)}" if elsewhere else "")
+        return evidence_line(run_dir, self.latest_moved, self._elsewhere(run_dir))
 
     def _elsewhere(self, run_dir: Path) -> list[str]:
         """Reports put outside the run's directory by --junitxml or --html: not in its
         manifest."""
-        return [str(p) for p in (self.config.option.xmlpath,
-                                 getattr(self.config.option, "htmlpath", None))
-                if p and Path(p).resolve().parent != run_dir.resolve()]
+        return outside(run_dir, (self.config.option.xmlpath,
+                                 getattr(self.config.option, "htmlpath", None)))
 
     def _needs_a_soak(self) -> list[dict[str, Any]]:
         """The sla: section, in a run that is no soak: given, but not checked."""
@@ -456,12 +417,3 @@ class ClusterSession:
             terminal.write_line(text)
         else:
             print(text, file=sys.stderr)
-
-
-class _Counted:
-    """What the terminal keeps of a passed case when it only counts it."""
-
-    count_towards_summary = True
-
-
-COUNTED = _Counted()
