@@ -1,5 +1,5 @@
 """The internals of pytest, pytest-html and pytest-xdist that a run reaches for
-(pytest_cluster/run/internals.py), each found where it is used, on the versions installed:
+(pytest_cluster/internals.py), each found where it is used, on the versions installed:
 an upgrade that moves one fails here, naming it, not somewhere in a contract run."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.run import internals
+from pytest_cluster import internals
 
 TEST = "def test_passes():\n    pass\n"
 
@@ -77,7 +77,7 @@ def test_the_terminal_says_whether_it_lists_passed_cases(pytester: pytest.Pytest
 
 def test_an_xdist_worker_gets_what_the_controller_hands_it(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(
-        "import json\nfrom pathlib import Path\nfrom pytest_cluster.run import internals\n"
+        "import json\nfrom pathlib import Path\nfrom pytest_cluster import internals\n"
         "def pytest_configure_node(node):\n"
         "    node.workerinput['handed'] = 'yes'\n"
         "def pytest_configure(config):\n"
@@ -100,3 +100,27 @@ def test_without_junit_the_writer_is_none_and_dropping_it_is_harmless(
     assert internals.junit_writer(with_xml) is not None
     internals.drop_junit_writer(with_xml)
     assert internals.junit_writer(with_xml) is None
+
+
+def test_the_terminal_s_progress_and_writer_are_where_derived_cases_reach(
+        pytester: pytest.Pytester) -> None:
+    config = pytester.parseconfigure()
+    terminal: Any = config.pluginmanager.get_plugin("terminalreporter")
+    shown = terminal._show_progress_info  # 'progress', 'count', ... or False
+    assert shown
+    with internals.no_progress(terminal):
+        assert terminal._show_progress_info is False
+    assert terminal._show_progress_info is shown
+    terminal._tw.write("half a line")
+    assert terminal._tw.width_of_current_line > 0
+    internals.end_line(terminal)
+    assert terminal._tw.width_of_current_line == 0
+
+
+def test_an_item_s_location_is_a_cached_property_that_can_be_dropped(
+        pytester: pytest.Pytester) -> None:
+    item = pytester.getitem("def test_it(): pass", funcname="test_it")
+    assert item.location[2] == "test_it"
+    assert "location" in item.__dict__
+    internals.forget_location(item)
+    assert "location" not in item.__dict__ and item.location[2] == "test_it"

@@ -139,7 +139,7 @@ UPPER = ("pytest_cluster.measure.cluster", "pytest_cluster.run.fixtures",
 #: entry points, the re-exports of old import paths and the acceptance suites (TOP).
 FOLDERS = ("spec", "probes", "sim", "launchers", "measure", "evidence", "report", "soak",
            "run")
-BASE = ("errors", "units", "hostlist", "money", "hookspecs")
+BASE = ("errors", "units", "hostlist", "money", "hookspecs", "internals")
 TOP = ("plugin", "cli", "jobs", "results", "acceptance")
 #: How many modules may sit at the top of pytest_cluster/ (beside __init__).
 MOST_AT_TOP = 10

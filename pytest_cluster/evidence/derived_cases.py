@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 import pytest
 
+from pytest_cluster import internals
+
 
 @dataclass(frozen=True)
 class Case:
@@ -88,22 +90,14 @@ def emit(config: pytest.Config, cases: Sequence[Case],
     shows them after the run's cases, without a progress percentage (the percentage is of
     the cases collected, which they are not)."""
     terminal = config.pluginmanager.get_plugin("terminalreporter")
-    shown = getattr(terminal, "_show_progress_info", None)
-    if shown is not None:
-        terminal._show_progress_info = False  # type: ignore[union-attr]
-    writer = getattr(terminal, "_tw", None)
-    if cases and writer is not None:
-        if writer.width_of_current_line:
-            writer.line()
-        terminal.write_sep("-", "derived from the whole run")  # type: ignore[union-attr]
-    try:
+    with internals.no_progress(terminal):
+        if cases and terminal is not None:
+            internals.end_line(terminal)
+            terminal.write_sep("-", "derived from the whole run")
         for case in cases:
             now = time.time()
             log(config, case_id(case), (case.source, None, f"{case.test}[{case.param}]"),
                 [report(case, when, now, simulated) for when in WHEN])
-    finally:
-        if shown is not None:
-            terminal._show_progress_info = shown  # type: ignore[union-attr]
 
 
 def log(config: pytest.Config, nodeid: str, location: tuple[str, int | None, str],

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_cluster import internals
 from pytest_cluster.evidence.plan import CASE_KEY, PLAN_KEY, Plan, PlannedCase
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
 from pytest_cluster.run.suite import acceptance_dir
@@ -196,4 +197,4 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
             item.user_properties = _NO_PROPERTIES
             item.keywords = _NO_KEYWORDS
             item.extra_keyword_matches = _NO_MATCHES
-            item.__dict__.pop("location", None)  # pytest's cached property: made again if asked
+            internals.forget_location(item)

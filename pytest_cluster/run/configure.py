@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_cluster import hookspecs
+from pytest_cluster import hookspecs, internals
 from pytest_cluster.errors import SpecError
 from pytest_cluster.evidence import baseline, sealing
 from pytest_cluster.evidence.rundir import create_run_dir
-from pytest_cluster.run import internals, lifecycle
+from pytest_cluster.run import lifecycle
 from pytest_cluster.run.html_hooks import HTML_PLUGIN, HtmlHooks
 from pytest_cluster.run.memory import MEMORY_PLUGIN, CaseMemory
 from pytest_cluster.run.session import SESSION_PLUGIN, ClusterSession

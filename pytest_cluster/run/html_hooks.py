@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_cluster import internals
 from pytest_cluster.evidence.tally import is_simulated, measured_text
 from pytest_cluster.report.plots import interconnect_charts
 from pytest_cluster.report.scorecard import scorecard_html
 from pytest_cluster.report.sections import baseline_html, sealing_html
-from pytest_cluster.run import internals
 
 if TYPE_CHECKING:
     from pytest_cluster.run.session import ClusterSession

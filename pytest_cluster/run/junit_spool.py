@@ -17,7 +17,7 @@ from array import array
 from pathlib import Path
 from typing import IO, Any
 
-from pytest_cluster.run import internals
+from pytest_cluster import internals
 
 PLACEHOLDER = "pytest-cluster-spooled"
 _PLACEHOLDER = re.compile(rf'<{PLACEHOLDER} i="(\d+)" />'.encode())

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.run import internals
+from pytest_cluster import internals
 
 MEMORY_PLUGIN = "pytest-cluster-memory"
 _UNKNOWN = object()

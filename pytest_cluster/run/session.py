@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
-from pytest_cluster import __version__
+from pytest_cluster import __version__, internals
 from pytest_cluster.errors import clip
 from pytest_cluster.evidence import derived_cases
 from pytest_cluster.evidence.baseline import Baseline, compare
@@ -47,7 +47,6 @@ from pytest_cluster.measure import inventory
 from pytest_cluster.measure.cluster import Cluster
 from pytest_cluster.report.sections import inventory_html
 from pytest_cluster.report.terminal import NEEDS_A_SOAK, RunSummary, terminal_lines
-from pytest_cluster.run import internals
 from pytest_cluster.run.junit_spool import JunitSpool
 from pytest_cluster.run.lifecycle import run_launcher
 

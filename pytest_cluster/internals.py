@@ -11,12 +11,17 @@ there, by name, not somewhere in a run; pyproject.toml pins the versions so test
   `reportchars` says whether it will list the passed ones (-rp, -rP, -rA).
 - pytest-html's report object: it holds every report and every row until it writes; a
   passed check's (listed in the scorecard instead) is let go of, and counted.
+- The terminal's progress percentage and its writer: cases derived from the whole run are
+  reported after the collected ones, without a percentage, on a line of their own.
+- An item's cached `location`: dropped when the item has finished.
 - pytest-xdist's `workerinput`: what the controller hands its workers (documented, but an
   attribute that exists only on workers).
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -67,6 +72,35 @@ def terminal_lists_passed(terminal: Any) -> bool:
     them."""
     chars = str(getattr(terminal, "reportchars", "p"))
     return "p" in chars or "P" in chars
+
+
+@contextlib.contextmanager
+def no_progress(terminal: Any) -> Iterator[None]:
+    """The terminal prints no progress percentage meanwhile (its `_show_progress_info`):
+    cases reported after the run's own (derived ones) are not among those it counts."""
+    shown = getattr(terminal, "_show_progress_info", None)
+    if shown is not None:
+        terminal._show_progress_info = False
+    try:
+        yield
+    finally:
+        if shown is not None:
+            terminal._show_progress_info = shown
+
+
+def end_line(terminal: Any) -> None:
+    """End the line the terminal's writer (its `_tw`) is in the middle of, if any."""
+    writer = getattr(terminal, "_tw", None)
+    if writer is not None and writer.width_of_current_line:
+        writer.line()
+
+
+# -- pytest's items ------------------------------------------------------------------------------
+
+def forget_location(item: pytest.Item) -> None:
+    """Drop an item's cached `location` (a cached property of pytest's: made again if
+    asked for), so a finished item holds less."""
+    item.__dict__.pop("location", None)
 
 
 # -- pytest-html --------------------------------------------------------------------------------
