@@ -9,6 +9,7 @@ import inspect
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -28,8 +29,9 @@ from pytest_cluster.spec.model import Clause, Rule, SimSpec
 from pytest_cluster.spec.promised import promised
 from pytest_cluster.units import Dim
 
-SUITES = ("test_host", "test_software", "test_storage", "test_gpus", "test_interconnect",
-          "test_training")
+#: Every module of the acceptance suite (a new one is found, not listed here).
+SUITES = tuple(sorted(p.stem for p in (Path(__file__).resolve().parent.parent / "acceptance")
+                      .glob("test_*.py")))
 
 
 def marked() -> dict[str, list[str]]:
@@ -60,7 +62,8 @@ def test_table_made_tests_carry_their_declared_names() -> None:
     assert {d.id for d in table} >= {"host.cpu_cores", "host.memory_available",
                                      "storage.write", "gpus.h2d"}
     for declaration in table:
-        assert declaration.test.startswith(TEST_PREFIX[declaration.section])
+        assert declaration.test.startswith(
+            TEST_PREFIX.get(declaration.section, f"test_{declaration.section}_"))
         assert tests[declaration.id][0].endswith(f"::{declaration.test}")
         assert declaration.reads is not None and declaration.reads.probe in PROBES
 

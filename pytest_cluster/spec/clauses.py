@@ -114,11 +114,12 @@ class Declaration:
     @property
     def test(self) -> str:
         """The name of the test made from this declaration (when `table`)."""
-        return f"{TEST_PREFIX[self.section]}{self.key}"
+        return f"{TEST_PREFIX.get(self.section, f'test_{self.section}_')}{self.key}"
 
 
 #: How the acceptance suite names a section's table-made tests (kept as users know them:
-#: `test_cpu_cores[node01]`, `test_storage_write[node01-/data]`, `test_gpu_h2d[...]`).
+#: `test_cpu_cores[node01]`, `test_storage_write[node01-/data]`, `test_gpu_h2d[...]`); any
+#: other section's are `test_<section>_<key>`.
 TEST_PREFIX = {"host": "test_", "storage": "test_storage_", "gpus": "test_gpu_"}
 
 SOFTWARE = ("kernel", "python", "torch", "cuda", "nccl", "driver")

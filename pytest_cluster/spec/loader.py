@@ -45,7 +45,6 @@ from pytest_cluster.spec.model import (
     Clause,
     ClusterSpec,
     HostSpec,
-    SlurmSpec,
     SoakSpec,
     Spec,
     StorageSpec,
@@ -307,12 +306,19 @@ class Section:
     parse: Callable[[Ctx, Node | None, Sofar], object]
     probes: tuple[str, ...] = ()
     keep_null: bool = False  # `sim:` with nothing under it is a section (a healthy cluster)
+    checked: bool = False  # its clauses are checked: given alone, it is something to test
 
 
 def _cluster_section(ctx: Ctx, node: Node | None, sofar: Sofar) -> ClusterSpec:
+    """The cluster; with `slurm: {allocation: true}` and the slurm launcher, its nodes are
+    the SLURM allocation's (read before any section that counts the nodes)."""
     slurm_node = sofar.top.items.get("slurm", (None, None))[1]
-    sofar.cluster = _cluster(ctx, node, wants_allocation(slurm_node))
-    return sofar.cluster
+    allocation = wants_allocation(slurm_node)
+    cluster = _cluster(ctx, node, allocation)
+    if allocation and KINDS[cluster.launcher].section == "slurm":
+        cluster = dataclasses.replace(cluster, nodes=allocation_nodes(ctx, slurm_node))
+    sofar.cluster = cluster
+    return cluster
 
 
 def _storage_section(ctx: Ctx, node: Node | None, sofar: Sofar) -> tuple[StorageSpec, ...]:
@@ -325,39 +331,30 @@ def _storage_section(ctx: Ctx, node: Node | None, sofar: Sofar) -> tuple[Storage
     return storage
 
 
-def _slurm_section(ctx: Ctx, node: Node | None, sofar: Sofar) -> SlurmSpec | None:
-    slurm = parse_slurm(ctx, node, sofar.cluster)
-    if slurm is not None and slurm.allocation:
-        sofar.cluster = dataclasses.replace(sofar.cluster, nodes=allocation_nodes(ctx, node))
-        sofar.records["cluster"] = sofar.cluster
-    return slurm
-
-
-#: The spec's sections, in the order they are parsed (a section reads what those before it
-#: gave). Each is a field of Spec of the same name.
+#: The spec's sections, the one registry of them, in the order they are parsed (a section
+#: reads what those before it gave) and error messages list them. Each is a field of Spec
+#: of the same name.
 SECTIONS: tuple[Section, ...] = (
     Section("cluster", _cluster_section, ("inventory",)),
     Section("host", lambda ctx, node, _: _host(ctx, node), ("host",)),
     Section("storage", _storage_section, ("storage", "import_latency", "shared_fs")),
-    Section("gpus", lambda ctx, node, _: parse_gpus(ctx, node), ("gpu", "gpu_perf")),
+    Section("gpus", lambda ctx, node, _: parse_gpus(ctx, node), ("gpu", "gpu_perf"),
+            checked=True),
+    Section("interconnect", lambda ctx, node, sofar: parse_interconnect(
+        ctx, node, sofar.cluster, sofar.record("gpus")), ("job_node",), checked=True),
     Section("sim", lambda ctx, node, sofar: parse_sim(ctx, node, sofar.cluster),
             keep_null=True),
     Section("ssh", lambda ctx, node, sofar: parse_ssh(ctx, node, sofar.cluster)),
-    Section("slurm", _slurm_section),
-    Section("interconnect", lambda ctx, node, sofar: parse_interconnect(
-        ctx, node, sofar.cluster, sofar.record("gpus")), ("job_node",)),
+    Section("slurm", lambda ctx, node, sofar: parse_slurm(ctx, node, sofar.cluster)),
     Section("baseline", lambda ctx, node, _: _baseline(ctx, node)),
     Section("sla", lambda ctx, node, _: parse_sla(ctx, node)),
     Section("soak", lambda ctx, node, _: _soak(ctx, node)),
     Section("training", lambda ctx, node, sofar: parse_training(
-        ctx, node, sofar.cluster, sofar.record("gpus")), ("job_node",)),
+        ctx, node, sofar.cluster, sofar.record("gpus")), ("job_node",), checked=True),
 )
 BY_NAME = {section.name: section for section in SECTIONS}
-#: The top-level keys in the order error messages list them.
-LISTED = ("cluster", "host", "storage", "gpus", "interconnect", "sim", "ssh", "slurm",
-          "baseline", "sla", "soak", "training")
-#: Sections whose clauses are checked: a spec needs at least one of them.
-_CHECKED = ("gpus", "interconnect", "training")
+#: The top-level keys, in the order error messages list them.
+LISTED = tuple(BY_NAME)
 
 
 def parse_spec(text: str, file: str) -> Spec:
@@ -378,7 +375,7 @@ def parse_spec(text: str, file: str) -> Spec:
             ctx, top.take(section.name, keep_null=section.keep_null), sofar)
     top.finish()
     records = sofar.records
-    if not ctx.count and all(records[name] is None for name in _CHECKED) \
+    if not ctx.count and all(records[s.name] is None for s in SECTIONS if s.checked) \
             and not _has_clauses(records["cluster"], records["host"], records["storage"]):
         raise SpecError("nothing to test: the spec has no host, storage, gpus or "
                         "interconnect clauses (see examples/trial.yaml)", file=file)
