@@ -133,7 +133,11 @@ class NetnsCluster:
                 f"AuthorizedKeysFile {self.workdir / 'authorized_keys'}",
                 "PermitRootLogin prohibit-password", "PasswordAuthentication no",
                 "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
-                "MaxSessions 100", "MaxStartups 100", "LogLevel ERROR", ""]))
+                "MaxSessions 100", "MaxStartups 100", "LogLevel ERROR",
+                # a login shell that runs `pyenv init` (this machine's .bashrc) rehashes on
+                # every ssh command; one killed by a test leaves pyenv's lock behind, and
+                # every later command would wait 60 s for it: try the lock once, go on
+                "SetEnv PYENV_REHASH_TIMEOUT=0", ""]))
             lines += [f"Host {node}", f"  HostName {self.addresses[node]}"]
         lines += ["Host *", "  User root", f"  IdentityFile {key}", "  IdentitiesOnly yes",
                   "  StrictHostKeyChecking no", "  UserKnownHostsFile /dev/null",
