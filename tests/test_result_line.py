@@ -74,3 +74,24 @@ def test_a_test_s_own_raw_stays_one_line_of_results_jsonl(pytester: Any) -> None
     mine = [json.loads(line) for line in lines if '"spec_key": "mine.' in line]
     assert [r["raw"] for r in mine] == [{"b": 1, "a": [2, 3]}, {"a": 1}]
     assert all(json.loads(line) for line in lines)  # every line whole
+
+
+def _report(when: Any, outcome: Any, props: Any) -> Any:
+    import pytest
+
+    return pytest.TestReport("t.py::t", ("t.py", 0, "t"), {}, outcome, None, when,
+                             user_properties=props)
+
+
+def test_a_line_is_made_at_the_call_or_a_failed_setup_of_a_case_with_a_clause() -> None:
+    from pytest_cluster.evidence.results import makes_line
+
+    keyed = [("spec_key", "mine.x")]
+    assert makes_line(_report("call", "passed", keyed))
+    assert makes_line(_report("setup", "failed", keyed))
+    assert not makes_line(_report("setup", "passed", keyed))
+    assert not makes_line(_report("teardown", "passed", keyed))
+    assert not makes_line(_report("call", "passed", [("other", 1)]))
+    case = _report("setup", "failed", [])
+    case.pytest_cluster_case = ("t.py::t", "gpus.count", "n1")
+    assert makes_line(case)

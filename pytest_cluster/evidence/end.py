@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster import __version__
@@ -40,7 +40,7 @@ class RunFacts:
     derived: Sequence[Case] = ()  # cases derived from the whole run: counted apart
     not_checked: Sequence[dict[str, Any]] = ()  # more clauses given but not checked
     baseline: Baseline | None = None
-    baseline_cases: Sequence[Case] = field(default_factory=tuple)
+    baseline_cases: Sequence[Case] = ()
     soak: dict[str, Any] | None = None  # a soak's own end record
 
 

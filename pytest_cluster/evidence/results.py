@@ -107,8 +107,19 @@ def counted(found: Mapping[str, int]) -> dict[str, int]:
     return {name: found.get(name, 0) for name in OUTCOMES}
 
 
+def makes_line(report: pytest.TestReport) -> bool:
+    """Whether a report is one that gets a result line: a contract case's (or a test's of
+    your own recording a spec_key), at its call or at a setup that failed (the check could
+    not start)."""
+    if not (report.when == "call" or (report.when == "setup" and not report.passed)):
+        return False
+    return getattr(report, "pytest_cluster_case", None) is not None or any(
+        name == "spec_key" for name, _ in report.user_properties)
+
+
 def report_record(report: pytest.TestReport) -> ResultLine | None:
-    """The result line of a finished contract case, or None if it is not one.
+    """The result line of a finished contract case, or None if it is not one (see
+    `makes_line` for the phases that get one).
 
     A case that failed before recording anything (a fixture crashed) still gets its line,
     with the clause its marker names."""

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_cluster import internals
+from pytest_cluster.evidence.results import makes_line
 
 MEMORY_PLUGIN = "pytest-cluster-memory"
 _UNKNOWN = object()
@@ -32,15 +33,6 @@ class _Counted:
 COUNTED = _Counted()
 
 
-def is_contract_report(report: pytest.TestReport) -> bool:
-    """A report of a contract case, or one that wrote a result line (a test of your own
-    recording a spec_key): the session writes a line at the call, or at a failed setup."""
-    if getattr(report, "pytest_cluster_case", None) is not None:
-        return True
-    wrote = report.when == "call" or (report.when == "setup" and not report.passed)
-    return wrote and any(name == "spec_key" for name, _ in report.user_properties)
-
-
 class CaseMemory:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -50,7 +42,8 @@ class CaseMemory:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:
         """After every reader: the case's bulk dropped once its teardown has been read."""
-        ours = report.nodeid in self._open or is_contract_report(report)
+        ours = (report.nodeid in self._open or makes_line(report)
+                or getattr(report, "pytest_cluster_case", None) is not None)
         try:
             return (yield)
         finally:

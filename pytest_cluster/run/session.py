@@ -28,6 +28,7 @@ from pytest_cluster.evidence.plan import PLAN_FILE, PLAN_KEY, Plan, selection
 from pytest_cluster.evidence.results import (
     COMPLETE,
     ResultsWriter,
+    makes_line,
     report_record,
 )
 from pytest_cluster.evidence.rundir import (
@@ -170,7 +171,7 @@ class ClusterSession:
         case = getattr(report, "pytest_cluster_case", None)
         if case is not None and report.when == "setup":  # it opens the case's testcase
             self._junit_names(report, str(case[0]))
-        if report.when == "call" or (report.when == "setup" and not report.passed):
+        if makes_line(report):
             record = report_record(report)
             if record is not None:
                 self._write(record)

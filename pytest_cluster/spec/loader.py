@@ -283,7 +283,7 @@ def _soak(ctx: Ctx, node: Node | None) -> SoakSpec:
 
 class Sofar:
     """What the sections parsed so far give the ones after them: the cluster (its launcher,
-    its nodes: a SLURM allocation's once the slurm section is read) and each section's
+    its nodes: a SLURM allocation's with `slurm: {allocation: true}`) and each section's
     record by name."""
 
     def __init__(self, top: Map) -> None:
