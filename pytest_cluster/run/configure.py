@@ -251,7 +251,8 @@ def pytest_configure(config: pytest.Config) -> None:
                                     signers, accepted)
         config.pluginmanager.register(controller, SESSION_PLUGIN)
         config.pluginmanager.register(HtmlHooks(controller), HTML_PLUGIN)
-        config.pluginmanager.register(CaseMemory(config), MEMORY_PLUGIN)
+        config.pluginmanager.register(CaseMemory(config, controller.html_report),
+                                      MEMORY_PLUGIN)
         if soaking is not None and run_dir is not None:
             soak_driver.start(config, spec, run_dir, soaking[0], soaking[1], controller)
         if config.getoption("cluster_soak_round"):

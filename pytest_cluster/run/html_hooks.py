@@ -99,7 +99,7 @@ class HtmlHooks:
         contract = contract or "spec_key" in props
         if contract and report.when == "call" and report.passed:
             del cells[:]
-            html_report = self.session._html_report()
+            html_report = self.session.html_report()
             if html_report is not None:
                 internals.html_count_passed(html_report)
             return

@@ -12,7 +12,7 @@ there to be counted, unless -rp, -rP or -rA asks the terminal to list the passed
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any
 
 import pytest
@@ -21,7 +21,6 @@ from pytest_cluster import internals
 from pytest_cluster.evidence.results import makes_line
 
 MEMORY_PLUGIN = "pytest-cluster-memory"
-_UNKNOWN = object()
 
 
 class _Counted:
@@ -34,10 +33,10 @@ COUNTED = _Counted()
 
 
 class CaseMemory:
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, html_report: Callable[[], Any]) -> None:
         self.config = config
+        self.html_report = html_report  # pytest-html's report object, or None (the session's)
         self._open: dict[str, list[pytest.TestReport]] = {}  # a case's reports until teardown
-        self._html: Any = _UNKNOWN
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:
@@ -68,13 +67,6 @@ class CaseMemory:
             each.user_properties = []
             if each.passed:  # the terminal keeps it only to count it
                 each.keywords = {}
-        html_report = self._html_report()
+        html_report = self.html_report()
         if html_report is not None:
             internals.html_forget(html_report, report.nodeid)
-
-    def _html_report(self) -> Any:
-        """pytest-html's report object, or None; looked up once the run's cases have
-        begun (asked for every case; a run that collected nothing has dropped it)."""
-        if self._html is _UNKNOWN:
-            self._html = internals.html_plugin(self.config)
-        return self._html

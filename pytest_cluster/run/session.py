@@ -290,7 +290,7 @@ class ClusterSession:
         self.collected_nothing = True
         if self.run_dir is None:
             return
-        html_report = self._html_report()
+        html_report = self.html_report()
         if html_report is not None:
             self.config.pluginmanager.unregister(html_report)
             self._html = None
@@ -347,7 +347,7 @@ class ClusterSession:
         return (f"INCOMPLETE: {end['checks_ran']} of {end['checks_planned']} contract "
                 f"checks ran ({why.replace('_', ' ')})")
 
-    def _html_report(self) -> Any:
+    def html_report(self) -> Any:
         """pytest-html's report object, or None; looked up once (it is asked for every
         case)."""
         if self._html is _UNKNOWN:
