@@ -11,8 +11,21 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
-PROBES = ("host", "inventory", "storage", "import_latency", "gpu", "gpu_perf", "shared_fs",
-          "job_node")
+#: Programs in this folder that are not probes: a job's rank program, sent by job_node
+#: (measure/benchmark.py, measure/training.py).
+JOB_PROGRAMS = ("collective", "train")
+
+
+def _probes() -> tuple[str, ...]:
+    """Every program in this folder that is not a job's: a probe is added by adding its
+    file (`probes/<name>.py`), nothing else names it."""
+    names = (entry.name.removesuffix(".py") for entry in resources.files(__package__).iterdir()
+             if entry.name.endswith(".py") and not entry.name.startswith("_"))
+    return tuple(sorted(name for name in names if name not in JOB_PROGRAMS))
+
+
+#: The probes, by the names of their files.
+PROBES = _probes()
 
 
 @dataclass(frozen=True)
