@@ -330,8 +330,9 @@ def test_the_spec_sections_are_one_registry() -> None:
 
     names = [section.name for section in SECTIONS]
     fields = [f.name for f in dataclasses.fields(Spec)
-              if f.name not in ("file", "sha256", "warnings", "text")]
-    assert sorted(names) == sorted(fields) == sorted(LISTED)
+              if f.name not in ("file", "sha256", "others", "warnings", "text")]
+    typed = [section.name for section in SECTIONS if section.parse is not None]
+    assert sorted(typed) == sorted(fields) and names == list(LISTED)
     assert names[0] == "cluster" and len(set(names)) == len(names)
     assert {d.section for d in CLAUSES} <= set(BY_NAME)
     for d in CLAUSES:
@@ -340,3 +341,41 @@ def test_the_spec_sections_are_one_registry() -> None:
     named = {probe for section in SECTIONS for probe in section.probes}
     assert named <= set(PROBES)
     assert set(PROBES) - named == set(), "a probe no section reads"
+
+
+def test_a_section_declared_without_a_parser_is_its_declared_clauses(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's recipe for a spec section: its clauses declared and one line in
+    SECTIONS, no parser, record or Spec field of its own. The loader knows its keys (and
+    refuses others, naming the file, line and key), its record promises what it says, and
+    a case of its clause is promised, or not in contract when the section is left out."""
+    from pytest_cluster.spec import clauses, loader
+    from pytest_cluster.spec.clauses import Declaration, Reads, Value
+    from pytest_cluster.spec.model import SectionSpec
+    from pytest_cluster.spec.promised import promised
+    from pytest_cluster.units import Dim
+
+    count = Declaration("nics", "count", Value.QUANTITY, Dim.COUNT,
+                        reads=Reads("host", "nics", "count"))
+    monkeypatch.setattr(clauses, "CLAUSES", (*clauses.CLAUSES, count))
+    monkeypatch.setattr(clauses, "_BY_ID", {**clauses._BY_ID, count.id: count})
+    sections = (*loader.SECTIONS, loader.Section("nics", probes=("host",), checked=True))
+    monkeypatch.setattr(loader, "SECTIONS", sections)
+    monkeypatch.setattr(loader, "LISTED", tuple(s.name for s in sections))
+
+    spec = parse_spec("cluster: {name: c, nodes: [a, b]}\nnics:\n  count: '>= 2'\n", "t.yaml")
+    record = spec.section("nics")
+    assert isinstance(record, SectionSpec) and spec.others == (record,)
+    found = record.clause("count")
+    assert found is not None and found.key == "nics.count" and found.line == 3
+    assert found.requirement.text == ">= 2"
+    assert promised(spec, "nics.count", {"node": "a"}).promised
+    alone = parse_spec("cluster: {name: c, nodes: [a]}\nnics: {count: 1}\n", "t.yaml")
+    assert alone.section("nics") is not None  # a checked section alone is something to test
+    left_out = parse_spec("cluster: {name: c, nodes: [a]}\nhost: {cpu_cores: 1}\n", "t.yaml")
+    assert left_out.section("nics") is None and left_out.others == ()
+    assert promised(left_out, "nics.count", {"node": "a"}).not_in_contract == "nics"
+    with pytest.raises(SpecError) as caught:
+        parse_spec("cluster: {name: c, nodes: [a]}\nnics: {cuont: 2}\n", "t.yaml")
+    assert "t.yaml:2: nics.cuont: unknown key" in str(caught.value)
+    assert "did you mean 'count'" in str(caught.value)

@@ -4,7 +4,9 @@
   (an undeclared name fails at import).
 - `table_tests(section, make)` gives a test for every clause of `section` that compares one
   field of a probe's payload (its declaration `Reads` it), named as users know it
-  (`test_cpu_cores`, `test_storage_write`); `check_reading` is what such a test does.
+  (`test_cpu_cores`, `test_storage_write`); `check_reading` is what such a test does, and
+  `node_reading` the whole test of a clause read per node from a probe run without
+  arguments: `globals().update(table_tests("host", node_reading))` is a section's suite.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec.clauses import Declaration, clauses, declared
+from pytest_cluster.spec.model import Promises
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.check import Evidence
     from pytest_cluster.launchers.result import ProbeResult
-    from pytest_cluster.spec.model import Clause
+    from pytest_cluster.measure.cluster import Cluster
+    from pytest_cluster.spec.model import Clause, Spec
 
 
 def checks(name: str) -> pytest.MarkDecorator:
@@ -66,3 +71,21 @@ def check_reading(evidence: Evidence, declaration: Declaration, clause: Clause,
     assert reads is not None
     evidence.check(clause, value, result=result, raw=part,
                    method=part.get(reads.method_field) or reads.method)
+
+
+def node_reading(declaration: Declaration) -> Callable[..., None]:
+    """The test of a clause whose declaration reads a field of a probe run on each node
+    without arguments (`Reads("host", "cpu", "cores")`): the probe's result on the node
+    compared with the section's clause."""
+    reads = declaration.reads
+    assert reads is not None and reads.table, declaration.id
+    call = ProbeCall(reads.probe)
+
+    def test(cluster_spec: Spec, cluster: Cluster, node: str, evidence: Evidence) -> None:
+        record = cluster_spec.section(declaration.section)
+        assert isinstance(record, Promises), declaration.section
+        clause = record.clause(declaration.key)
+        assert clause is not None, f"{declaration.id} is not in the contract"
+        result = cluster.probe(call, node)
+        check_reading(evidence, declaration, clause, result, evidence.require(result, clause))
+    return test

@@ -41,10 +41,12 @@ from pytest_cluster.spec.gpus import parse_gpus, parse_sim
 from pytest_cluster.spec.interconnect import parse_interconnect
 from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import (
+    SECTION_FIELDS,
     BaselineSpec,
     Clause,
     ClusterSpec,
     HostSpec,
+    SectionSpec,
     SoakSpec,
     Spec,
     StorageSpec,
@@ -255,30 +257,34 @@ def _below_one(raw: object) -> float:
     return value
 
 
+def _shares(ctx: Ctx, node: Node | None, section: str) -> tuple[dict[str, float | None], int]:
+    """A section of shares below 100% (its declared keys), each None when left out, and
+    the line it starts at (0: the spec leaves it out)."""
+    if node is None:
+        return {}, 0
+    table = Map(ctx, node, section, keys(section))
+    if not isinstance(node, MappingNode):
+        return {}, 0
+    found = {key: field(ctx, table.take(key), f"{section}.{key}", _below_one)
+             for key in keys(section)}
+    table.finish()
+    return found, node.start_mark.line + 1
+
+
 def _baseline(ctx: Ctx, node: Node | None) -> BaselineSpec:
     """`baseline: {tolerance: 5%}`: how much worse than the baseline run a figure may be."""
-    if node is None:
+    found, line = _shares(ctx, node, "baseline")
+    if not line:
         return BaselineSpec()
-    table = Map(ctx, node, "baseline", keys("baseline"))
-    if not isinstance(node, MappingNode):
-        return BaselineSpec()
-    tolerance = field(ctx, table.take("tolerance"), "baseline.tolerance", _below_one)
-    table.finish()
-    return BaselineSpec(or_default(tolerance, 0.05), node.start_mark.line + 1)
+    return BaselineSpec(or_default(found["tolerance"], 0.05), line)
 
 
 def _soak(ctx: Ctx, node: Node | None) -> SoakSpec:
     """`soak: {spread: 5%, drop: 10%}`: how steady a soak's figures must stay."""
-    if node is None:
+    found, line = _shares(ctx, node, "soak")
+    if not line:
         return SoakSpec()
-    table = Map(ctx, node, "soak", keys("soak"))
-    if not isinstance(node, MappingNode):
-        return SoakSpec()
-    spread = field(ctx, table.take("spread"), "soak.spread", _below_one)
-    drop = field(ctx, table.take("drop"), "soak.drop", _below_one)
-    table.finish()
-    return SoakSpec(or_default(spread, 0.05), or_default(drop, 0.10),
-                    node.start_mark.line + 1)
+    return SoakSpec(or_default(found["spread"], 0.05), or_default(found["drop"], 0.10), line)
 
 
 class Sofar:
@@ -295,18 +301,41 @@ class Sofar:
         return self.records.get(name)
 
 
+def _declared_only(ctx: Ctx, node: Node | None, name: str) -> SectionSpec | None:
+    """A section without a parser of its own: a map of its declared clauses, each parsed as
+    declared (spec/clauses.py), into a SectionSpec; None when the spec leaves it out."""
+    if node is None:
+        return None
+    table = Map(ctx, node, name, keys(name))
+    if not isinstance(node, MappingNode):
+        return None
+    record = SectionSpec(name, promises(ctx, table, name))
+    table.finish()
+    return record
+
+
 @dataclass(frozen=True)
 class Section:
     """One section of the spec, declared once: its key, its parser (the node, None when
     absent; it returns the Spec's field of the same name) and the probes whose results its
     clauses are checked against. The loader and `promised` iterate SECTIONS; a section's
-    clauses are declared in clauses.py under its name."""
+    clauses are declared in clauses.py under its name.
+
+    A section without a parser (`parse` None) is a map of its declared clauses, parsed as
+    declared, and its record a SectionSpec in `Spec.others`: adding one takes its clauses,
+    this line, its probe and its acceptance module (README: how to add a spec section)."""
 
     name: str
-    parse: Callable[[Ctx, Node | None, Sofar], object]
+    parse: Callable[[Ctx, Node | None, Sofar], object] | None = None
     probes: tuple[str, ...] = ()
     keep_null: bool = False  # `sim:` with nothing under it is a section (a healthy cluster)
     checked: bool = False  # its clauses are checked: given alone, it is something to test
+
+    def read(self, ctx: Ctx, node: Node | None, sofar: Sofar) -> object:
+        """The section's record from its node (None when the spec leaves it out)."""
+        if self.parse is None:
+            return _declared_only(ctx, node, self.name)
+        return self.parse(ctx, node, sofar)
 
 
 def _cluster_section(ctx: Ctx, node: Node | None, sofar: Sofar) -> ClusterSpec:
@@ -371,7 +400,7 @@ def parse_spec(text: str, file: str) -> Spec:
     top = Map(ctx, root, "", LISTED)
     sofar = Sofar(top)
     for section in SECTIONS:
-        sofar.records[section.name] = section.parse(
+        sofar.records[section.name] = section.read(
             ctx, top.take(section.name, keep_null=section.keep_null), sofar)
     top.finish()
     records = sofar.records
@@ -385,7 +414,10 @@ def parse_spec(text: str, file: str) -> Spec:
         raise SpecError.listing(ctx.in_order(), file, ctx.count)
     sha = hashlib.sha256(text.encode()).hexdigest()
     warnings = tuple(str(w) for w in sorted(ctx.warnings, key=lambda w: w.line or 0))
-    return Spec(file=file, sha256=sha, warnings=warnings, text=text, **records)
+    others = tuple(record for name, record in records.items()
+                   if name not in SECTION_FIELDS and isinstance(record, SectionSpec))
+    fields = {name: record for name, record in records.items() if name in SECTION_FIELDS}
+    return Spec(file=file, sha256=sha, warnings=warnings, text=text, others=others, **fields)
 
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from typing import TYPE_CHECKING, ClassVar
 
@@ -50,11 +50,14 @@ class Promises:
     section: ClassVar[str]
     clauses: tuple[Clause | Rule, ...]
 
+    def _section(self) -> str:
+        return self.section
+
     def _name(self, declaration: Declaration) -> str:
         return declaration.name()
 
     def item(self, key: str) -> Clause | Rule | None:
-        name = self._name(declared(f"{self.section}.{key}"))
+        name = self._name(declared(f"{self._section()}.{key}"))
         return next((c for c in self.clauses if c.key == name), None)
 
     def clause(self, key: str) -> Clause | None:
@@ -70,9 +73,21 @@ class Promises:
         return found
 
     def __getattr__(self, name: str) -> Clause | Rule | None:
-        if name.startswith("_") or f"{self.section}.{name}" not in DECLARED:
+        if name.startswith("_") or f"{self._section()}.{name}" not in DECLARED:
             raise AttributeError(name)
         return self.item(name)
+
+
+@dataclass(frozen=True)
+class SectionSpec(Promises):
+    """The record of a section declared without one of its own (spec/loader.py's SECTIONS,
+    no parser): the clauses it promises, parsed as declared."""
+
+    name: str  # the section's key, e.g. "nics"
+    clauses: tuple[Clause | Rule, ...] = ()
+
+    def _section(self) -> str:
+        return self.name
 
 
 @dataclass(frozen=True)
@@ -198,8 +213,22 @@ class Spec:
     sla: SlaSpec | None = None
     soak: SoakSpec = field(default_factory=SoakSpec)
     training: TrainingSpec | None = None
+    #: The sections without a field here (declared in SECTIONS without a parser), present
+    #: in the spec, in SECTIONS' order.
+    others: tuple[SectionSpec, ...] = ()
     warnings: tuple[str, ...] = ()  # likely slips, "FILE:LINE: KEY: text" like errors
     text: str = field(default="", repr=False, compare=False)  # as read: the evidence keeps it
+
+    def section(self, name: str) -> object:
+        """The record of the section `name`: its field, or one of `others` (None: absent)."""
+        if name in SECTION_FIELDS:
+            return getattr(self, name)
+        return next((record for record in self.others if record.name == name), None)
+
+
+#: The fields of Spec that are sections of the spec.
+SECTION_FIELDS = frozenset(f.name for f in fields(Spec)) - {"file", "sha256", "others",
+                                                             "warnings", "text"}
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ def _record(spec: Spec, declaration: Declaration,
             params: Mapping[str, object]) -> Promises | None:
     """The spec's record of a declaration's section; of a section that is a list (storage),
     the entry the case was parametrized with."""
-    record = getattr(spec, declaration.section)
+    record = spec.section(declaration.section)
     if isinstance(record, tuple):
         record = params.get("filesystem")
     return record if isinstance(record, Promises) else None
@@ -45,7 +45,7 @@ def _record(spec: Spec, declaration: Declaration,
 
 def absent(spec: Spec, section: str) -> bool:
     """Whether the spec leaves a whole section out (None, or an empty list)."""
-    return getattr(spec, section) in (None, ())
+    return spec.section(section) in (None, ())
 
 
 def _member(declaration: Declaration, spec: Spec,
