@@ -252,7 +252,7 @@ def test_a_baseline_that_verifies_but_holds_odd_values_never_crashes_the_run(
     def odd(*_: object) -> None:
         raise TypeError("unsupported operand type(s) for +: 'int' and 'str'")
 
-    monkeypatch.setattr("pytest_cluster.run.session.compare", odd)
+    monkeypatch.setattr("pytest_cluster.run.after_checks.compare", odd)
     crashed = _run(pytester, "odd", f"--cluster-baseline={base}")
     assert crashed.ret == pytest.ExitCode.TESTS_FAILED
     [failed] = [r for r in read_results(pytester.path / "odd" / "latest" /

@@ -20,6 +20,7 @@ from pytest_cluster.errors import SpecError
 from pytest_cluster.evidence import baseline, sealing
 from pytest_cluster.evidence.rundir import create_run_dir
 from pytest_cluster.run import lifecycle
+from pytest_cluster.run.after_checks import AfterChecks
 from pytest_cluster.run.html_hooks import HTML_PLUGIN, HtmlHooks
 from pytest_cluster.run.memory import MEMORY_PLUGIN, CaseMemory
 from pytest_cluster.run.session import SESSION_PLUGIN, ClusterSession
@@ -247,8 +248,8 @@ def pytest_configure(config: pytest.Config) -> None:
         cache_dir = (run_dir / "probes" if run_dir is not None
                      else Path(tempfile.mkdtemp(prefix="pytest-cluster-")))
         config.stash[CACHE_DIR_KEY] = cache_dir
-        controller = ClusterSession(config, spec, run_dir, cache_dir, writes_evidence(config),
-                                    signers, accepted)
+        controller = ClusterSession(config, spec, run_dir, cache_dir, AfterChecks(),
+                                    writes_evidence(config), signers, accepted)
         config.pluginmanager.register(controller, SESSION_PLUGIN)
         config.pluginmanager.register(HtmlHooks(controller), HTML_PLUGIN)
         config.pluginmanager.register(CaseMemory(config, controller.html_report),

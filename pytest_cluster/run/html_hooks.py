@@ -38,7 +38,8 @@ def _scorecard(run: ClusterSession) -> str:
 
 
 def _baseline(run: ClusterSession) -> str:
-    compared = baseline_html(run.baseline, run.baseline_cases, run.spec.baseline.tolerance,
+    compared = baseline_html(run.baseline, run.after_checks.baseline_cases,
+                             run.spec.baseline.tolerance,
                              run.baseline.notes(run.spec) if run.baseline else ())
     return f'<div class="evidence">{compared}</div>'
 
@@ -51,7 +52,7 @@ def _evidence(run: ClusterSession) -> str:
     """What was tested (inventory.json) and how the evidence is sealed."""
     sealed = sealing_html([s.keyid for s in run.signers], str(run.run_dir)) \
         if run.run_dir is not None else ""
-    return f'<div class="evidence">{run.inventory_html}{sealed}</div>'
+    return f'<div class="evidence">{run.after_checks.inventory_html}{sealed}</div>'
 
 
 #: The report's sections above pytest-html's table, the one registry of them, in order:

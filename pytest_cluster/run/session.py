@@ -18,10 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pytest
 
 from pytest_cluster import __version__, internals
-from pytest_cluster.errors import clip
 from pytest_cluster.evidence import derived_cases
-from pytest_cluster.evidence.baseline import Baseline, compare
-from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.end import RunFacts, end_record, verdict_document
 from pytest_cluster.evidence.ledger import Ledger
 from pytest_cluster.evidence.plan import PLAN_FILE, PLAN_KEY, Plan, selection
@@ -44,15 +41,15 @@ from pytest_cluster.evidence.verdict import (
     by_verdict,
 )
 from pytest_cluster.launchers.process import stop_everything
-from pytest_cluster.measure import inventory
-from pytest_cluster.measure.cluster import Cluster
-from pytest_cluster.report.sections import inventory_html
 from pytest_cluster.report.terminal import NEEDS_A_SOAK, RunSummary, terminal_lines
 from pytest_cluster.run.junit_spool import JunitSpool
 from pytest_cluster.run.lifecycle import run_launcher
 
 if TYPE_CHECKING:
+    from pytest_cluster.evidence.baseline import Baseline
     from pytest_cluster.evidence.bundle.keys import Signer
+    from pytest_cluster.evidence.derived_cases import Case
+    from pytest_cluster.run.after_checks import AfterChecks
     from pytest_cluster.spec import Spec
 
 SESSION_PLUGIN = "pytest-cluster-session"
@@ -73,11 +70,10 @@ class ClusterSession:
     """Controller-only: the evidence of one run, in its own run directory."""
 
     def __init__(self, config: pytest.Config, spec: Spec, run_dir: Path | None,
-                 cache_dir: Path, runs_checks: bool = True,
+                 cache_dir: Path, after_checks: AfterChecks, runs_checks: bool = True,
                  signers: tuple[Signer, ...] = (), accepted: Baseline | None = None) -> None:
         self.config = config
         self.baseline = accepted  # the run this one is compared with (--cluster-baseline)
-        self.baseline_cases: list[Case] = []
         self.derived: list[Case] = []  # every derived case reported (baseline, soak)
         self.links_latest = True  # False: a soak's round (the soak's directory is latest)
         self.soak: SoakPart | None = None  # the soak this run drives (--cluster-soak)
@@ -98,8 +94,8 @@ class ClusterSession:
         self.latest_moved = False
         self._html: Any = _UNKNOWN
         self._spool: JunitSpool | None = None  # JUnit testcases on disk as they finish
-        self.inventory_html = ""  # the report's rendering of inventory.json, once taken
-        self.inventory_error = ""  # why it could not be taken
+        #: inventory.json and the baseline's cases, once every check has run
+        self.after_checks = after_checks
 
     # -- start ----------------------------------------------------------------------------
 
@@ -208,34 +204,14 @@ class ClusterSession:
             return result
         finally:
             if self.runs_checks and not self.collected_nothing and self.run_dir is not None:
-                taken = self._take_inventory(self.run_dir, may_probe=finished)
+                after = self.after_checks
+                taken = after.take_inventory(self.spec, self.cache_dir,
+                                             run_launcher(self.config), self.run_dir,
+                                             may_probe=finished)
                 if finished and self.baseline is not None and taken is not None:
-                    self._compare_with_baseline(self.run_dir, self.baseline, taken)
-
-    def _take_inventory(self, run_dir: Path, may_probe: bool) -> dict[str, Any] | None:
-        """inventory.json written, and rendered for the report at once (a thousand nodes'
-        inventory is not held to the end of the run)."""
-        try:
-            cluster = Cluster(self.spec, self.cache_dir, run_launcher(self.config))
-            taken = inventory.take(cluster, may_probe)
-            inventory.write(run_dir, taken)
-        except Exception as exc:  # the checks' evidence matters more: said, not raised
-            self.inventory_error = f"{type(exc).__name__}: {exc}"
-            self.inventory_html = inventory_html(None, self.inventory_error)
-            return None
-        self.inventory_html = inventory_html(taken)
-        return taken
-
-    def _compare_with_baseline(self, run_dir: Path, accepted: Baseline,
-                               taken: dict[str, Any]) -> None:
-        try:
-            self.baseline_cases = compare(accepted, taken, run_dir / "results.jsonl",
-                                          self.spec.baseline.tolerance)
-        except Exception as exc:  # a baseline verify passes can still hold odd values
-            self.baseline_cases = [Case("cluster", "baseline.nodes", "all", False,
-                                        f"the baseline {accepted.path} could not be compared:"
-                                        f" {type(exc).__name__}: {clip(str(exc))}")]
-        self.report_derived(self.baseline_cases)
+                    self.report_derived(after.compare_with_baseline(
+                        self.baseline, taken, self.run_dir / "results.jsonl",
+                        self.spec.baseline.tolerance))
 
     # -- end ----------------------------------------------------------------------------------
 
@@ -306,7 +282,7 @@ class ClusterSession:
             verdicts=self.verdicts, exit_code=exit_code, started=self.started,
             selection=selection(self.config), derived=self.derived,
             not_checked=self._needs_a_soak(), baseline=self.baseline,
-            baseline_cases=self.baseline_cases,
+            baseline_cases=self.after_checks.baseline_cases,
             soak=self.soak.end_record() if self.soak is not None else None))
 
     def _write_verdict(self) -> None:
@@ -377,7 +353,7 @@ class ClusterSession:
             soak_lines=self.soak.summary_lines() if self.soak is not None else None,
             baseline=self.baseline, coverage=self.coverage_line(),
             not_in_contract=tuple(sorted(set(self.plan.not_in_contract))),
-            inventory_error=self.inventory_error, evidence=evidence))
+            inventory_error=self.after_checks.inventory_error, evidence=evidence))
 
     def _evidence_line(self, run_dir: Path) -> str:
         return evidence_line(run_dir, self.latest_moved, self._elsewhere(run_dir))
