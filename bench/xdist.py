@@ -32,6 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import scale  # bench/scale.py, beside this script
+
 ROOT = Path(__file__).resolve().parent.parent
 MODES: dict[str, list[str]] = {"serial": [], "-n 2": ["-n", "2"], "-n 4": ["-n", "4"],
                                 "2 forced": ["--tx", "2*popen", "--dist", "load"]}
@@ -41,27 +43,9 @@ FORCED = "2 forced"
 
 
 def spec_128() -> str:
-    """examples/sim-h100.yaml at 128 nodes with an interconnect section."""
-    text = (ROOT / "examples" / "sim-h100.yaml").read_text(encoding="utf-8").split("sim:")[0]
-    text = text.replace("name: sim-h100\n", "name: sim-h100-128\n")
-    text = text.replace("nodes: sim-gpu-[01-04]", "nodes: sim-gpu-[001-128]")
-    return text + """
-interconnect:
-  intra_node: {kind: nvlink, rate: 450 GB/s}
-  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}
-  payloads: [4 GiB, 16 GiB]
-  node_counts: [2, 8, 64, 128]
-  busbw: ">= 80%"
-  ranks_per_node: 8
-  backend: nccl
-
-sim:
-  gpu_model: H100-SXM-80GB
-  gpus_per_node: 8
-  faults:
-    - {node: sim-gpu-042, link_factor: 0.5}
-    - {node: sim-gpu-064, down: true}
-"""
+    """examples/sim-h100.yaml at 128 nodes with an interconnect section (bench/scale.py's
+    spec at 128 nodes: a slow link on sim-gpu-042, sim-gpu-064 down)."""
+    return scale.spec_text(128)
 
 
 def cpu_of_children() -> float:

@@ -13,11 +13,12 @@ import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.probes import ProbeCall
 
+T = TypeVar("T")
 Runner = Callable[[ProbeCall, Sequence[str]], dict[str, ProbeResult]]
 
 
@@ -53,24 +54,30 @@ class ProbeCache:
         records = json.loads(path.read_text(encoding="utf-8"))
         return {node: ProbeResult.from_json(record) for node, record in records.items()}
 
+    def _once(self, key: str, read: Callable[[Path], T], make: Callable[[Path], T]) -> T:
+        """What is stored under `key`: read if some process of this run stored it, else
+        made and stored by `make` (given where), under the key's lock: the first process
+        makes it, the others wait and read it."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        target = self.path(key)
+        with open(self.directory / f"{key}.lock", "w", encoding="ascii") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            return read(target) if target.exists() else make(target)
+
     def get(self, call: ProbeCall, nodes: Sequence[str], run: Runner) -> dict[str, ProbeResult]:
         """Results of `call` on all `nodes`, running it only if no process has yet."""
         key = call.key()
         if key in self._memo:
             return self._memo[key]
-        self.directory.mkdir(parents=True, exist_ok=True)
-        target = self.directory / f"{key}.json"
-        with open(self.directory / f"{key}.lock", "w", encoding="ascii") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if target.exists():
-                results = self._load(target)
-            else:
-                results = run(call, nodes)
-                write_by_node(target, results)
-                (self.directory / f"{key}.call.json").write_text(
-                    json.dumps({"probe": call.name, "args": list(call.args)}),
-                    encoding="utf-8")
-        self._memo[key] = results
+
+        def make(target: Path) -> dict[str, ProbeResult]:
+            results = run(call, nodes)
+            write_by_node(target, results)
+            (self.directory / f"{key}.call.json").write_text(
+                json.dumps({"probe": call.name, "args": list(call.args)}), encoding="utf-8")
+            return results
+
+        self._memo[key] = results = self._once(key, self._load, make)
         return results
 
     def peek(self, call: ProbeCall) -> dict[str, ProbeResult] | None:
@@ -99,19 +106,20 @@ class ProbeCache:
         process: later calls return the same document, whatever the cluster's size."""
         if key in self._documents:
             return self._documents[key]
-        self.directory.mkdir(parents=True, exist_ok=True)
-        target = self.directory / f"{key}.json"
-        with open(self.directory / f"{key}.lock", "w", encoding="ascii") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if target.exists():
-                document: dict[str, Any] = json.loads(target.read_text(encoding="utf-8"))
-            else:
-                with self.alone():
-                    document = compute()
-                partial = target.with_suffix(".tmp")
-                partial.write_text(json.dumps(document), encoding="utf-8")
-                os.replace(partial, target)
-        self._documents[key] = document
+
+        def read(target: Path) -> dict[str, Any]:
+            found: dict[str, Any] = json.loads(target.read_text(encoding="utf-8"))
+            return found
+
+        def make(target: Path) -> dict[str, Any]:
+            with self.alone():
+                document = compute()
+            partial = target.with_suffix(".tmp")
+            partial.write_text(json.dumps(document), encoding="utf-8")
+            os.replace(partial, target)
+            return document
+
+        self._documents[key] = document = self._once(key, read, make)
         return document
 
     def path(self, key: str) -> Path:
