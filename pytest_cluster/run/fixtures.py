@@ -54,29 +54,53 @@ def _param(request: pytest.FixtureRequest) -> Any:
     return request.param
 
 
-def _parametrized(name: str, doc: str) -> Any:
-    """A fixture the plugin parametrizes from the spec (run/collection.py): a test that
-    uses it runs once per value, with the value's id in its name."""
-    def value(request: pytest.FixtureRequest) -> Any:
-        return _param(request)
-    value.__doc__ = doc
-    value.__name__ = value.__qualname__ = name
-    return pytest.fixture(name=name)(value)
+@pytest.fixture
+def node(request: pytest.FixtureRequest) -> str:
+    """The name of the node under test; tests using it run once per node of the spec."""
+    name: str = _param(request)
+    return name
 
 
-node = _parametrized("node", "The name of the node under test (str); tests using it run "
-                     "once per node of the spec.")
-filesystem = _parametrized("filesystem", "The filesystem under test (a `storage:` entry, "
-                           "StorageSpec); tests run once per filesystem.")
-gpu = _parametrized("gpu", "The index of the GPU under test (int, NVML order); tests run "
-                    "for each promised GPU.")
-dtype = _parametrized("dtype", "A matmul dtype of the contract (bf16, fp16, tf32, fp32, "
-                      "fp8).")
-collective = _parametrized("collective", "A collective of the contract (all_reduce, "
-                           "all_gather, reduce_scatter, alltoall).")
-payload = _parametrized("payload", "A payload size of the contract, in bytes (int).")
-node_count = _parametrized("node_count", "How many nodes (the first ones of the spec) a "
-                           "multi-node collective spans (int).")
+@pytest.fixture
+def filesystem(request: pytest.FixtureRequest) -> StorageSpec:
+    """The filesystem under test (a `storage:` entry); tests run once per filesystem."""
+    fs: StorageSpec = _param(request)
+    return fs
+
+
+@pytest.fixture
+def gpu(request: pytest.FixtureRequest) -> int:
+    """The index of the GPU under test (NVML order); tests run for each promised GPU."""
+    index: int = _param(request)
+    return index
+
+
+@pytest.fixture
+def dtype(request: pytest.FixtureRequest) -> str:
+    """A matmul dtype of the contract (bf16, fp16, tf32, fp32, fp8)."""
+    name: str = _param(request)
+    return name
+
+
+@pytest.fixture
+def collective(request: pytest.FixtureRequest) -> str:
+    """A collective of the contract (all_reduce, all_gather, reduce_scatter, alltoall)."""
+    name: str = _param(request)
+    return name
+
+
+@pytest.fixture
+def payload(request: pytest.FixtureRequest) -> int:
+    """A payload size of the contract, in bytes."""
+    size: int = _param(request)
+    return size
+
+
+@pytest.fixture
+def node_count(request: pytest.FixtureRequest) -> int:
+    """How many nodes (the first ones of the spec) a multi-node collective spans."""
+    count: int = _param(request)
+    return count
 
 
 @pytest.fixture
