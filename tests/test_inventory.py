@@ -17,12 +17,13 @@ import pytest
 from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.launchers import ProbeResult
 from pytest_cluster.launchers.result import ErrorKind
-from pytest_cluster.measure.inventory import node_record
+from pytest_cluster.measure.inventory import nic_parts, node_record
 from pytest_cluster.measure.inventory_file import INVENTORY, is_unreadable
 from pytest_cluster.probes import probe_source
 from pytest_cluster.probes.inventory import read
 from pytest_cluster.report.sections import inventory_html
-from pytest_cluster.sim.cluster import describe_gpu, inventory_payload
+from pytest_cluster.sim.cluster import describe_gpu
+from pytest_cluster.sim.nics import nic_payload
 from pytest_cluster.spec.model import SimFault, SimSpec
 
 
@@ -41,11 +42,15 @@ def test_the_probe_reads_this_machine(tmp_path: Path) -> None:
     assert machine["machine_id"] == read("/etc/machine-id")
     dmi = machine["dmi"]
     assert is_unreadable(dmi) or set(dmi) >= {"product_serial", "product_uuid"}
-    names = {i["name"] for i in data["interfaces"]}
+    assert "interfaces" not in data and "infiniband" not in data  # the NIC probe's
+    done = subprocess.run([sys.executable, "-"], input=probe_source("nic"),
+                          capture_output=True, text=True, check=True, timeout=60)
+    interfaces, _ = nic_parts(json.loads(done.stdout)["data"])
+    names = {i["name"] for i in interfaces}
     expected = {n for n in os.listdir("/sys/class/net")
                 if Path(f"/sys/class/net/{n}/type").read_text().strip() != "772"}
     assert names == expected
-    for interface in data["interfaces"]:
+    for interface in interfaces:
         assert interface["address"].count(":") == 5
         assert interface["link_layer"] in ("ethernet", "infiniband") or \
             interface["link_layer"].startswith("arp type")
@@ -117,9 +122,10 @@ def test_the_sim_answers_vbios_and_a_replaced_gpu_is_another_board() -> None:
         assert (before["serial"] == after["serial"]) == (index != 6)
         assert (before["uuid"] == after["uuid"]) == (index != 6)
     slow = SimSpec("H100-SXM-80GB", 8, faults=(SimFault("n1", None, 1, link_factor=0.5),))
-    rates = {p["rate"] for h in inventory_payload(slow, "n1", [])["infiniband"]
-             for p in h["ports"]}
-    assert rates == {"200 Gb/sec (4X HDR)"}
+    _, hcas = nic_parts(nic_payload(slow, "n1", None))
+    assert {p["rate"] for h in hcas for p in h["ports"]} == {"200 Gb/sec (4X HDR)"}
+    assert len(hcas) == 8 and hcas[0]["firmware"] == "28.39.1002"
+    assert hcas[0]["netdevs"] == ["ibp0s0"]
 
 
 SIM_SPEC = """\

@@ -17,12 +17,12 @@ def test_every_clause_has_a_level_and_sanity_reads_nothing_that_loads() -> None:
         assert declaration.level in LEVELS, declaration.id
         reads = declaration.reads
         if declaration.level == SANITY and reads is not None:
-            assert reads.probe in ("host", "gpu", "storage"), declaration.id
+            assert reads.probe in ("host", "gpu", "storage", "nic"), declaration.id
             if reads.probe == "storage":  # statvfs, not the benchmark
                 assert reads.part == "capacity", declaration.id
     sanity = {d.id for d in CLAUSES if d.level == SANITY}
     assert {"gpus.count", "gpus.model", "gpus.xid", "gpus.nvlink", "gpus.ecc_uncorrected",
-            "host.software", "storage.capacity"} <= sanity
+            "host.software", "storage.capacity", "fabric.ports", "fabric.rate"} <= sanity
     assert not sanity & {"gpus.matmul", "gpus.usable_memory", "gpus.throttle",
                          "gpus.temperature", "storage.write", "storage.import_torch",
                          "interconnect.busbw[intra_node]"}

@@ -238,7 +238,7 @@ def test_not_in_contract_is_said_under_xdist(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--cluster=trial.yaml", "-p", "no:cacheprovider",
                                            "--tx", "2*popen", "--dist", "load")  # on 2 CPUs too
     result.assert_outcomes(passed=ALL)
-    result.stdout.fnmatch_lines(["not in contract, not tested: gpus.d2h, *gpus.matmul, *"])
+    result.stdout.fnmatch_lines(["not in contract, not tested: fabric, gpus.d2h, *gpus.matmul, *"])
     assert "NotSet" not in result.stdout.str()
     end = lines(run_dirs(pytester)[0])[-1]
     assert end["status"] == "complete"

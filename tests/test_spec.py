@@ -78,7 +78,7 @@ def test_good_spec_becomes_frozen_records() -> None:
     ("cluster: {name: x, nodes: [a]}\nroot:$6$secret:19000:0::: x\n",
      "trial.yaml:2: <key not shown>: unknown key, not a plain name (not shown: is this file a "
      "spec? known keys: cluster, host, storage, gpus, interconnect, sim, ssh, slurm, baseline, "
-     "sla, soak, training)"),
+     "sla, soak, training, fabric)"),
     ("cluster: [a]\n", "trial.yaml:1: cluster: expected a map of name, nodes, launcher, python, "
                        "probe_timeout, parallel, got a list"),
     ("cluster: {name: x, nodes: a}\nhost:\n  cpu_cores: >= 192\n",
@@ -355,27 +355,27 @@ def test_a_section_declared_without_a_parser_is_its_declared_clauses(
     from pytest_cluster.spec.promised import promised
     from pytest_cluster.units import Dim
 
-    count = Declaration("nics", "count", Value.QUANTITY, Dim.COUNT,
-                        reads=Reads("host", "nics", "count"))
-    monkeypatch.setattr(clauses, "CLAUSES", (*clauses.CLAUSES, count))
-    monkeypatch.setattr(clauses, "_BY_ID", {**clauses._BY_ID, count.id: count})
-    sections = (*loader.SECTIONS, loader.Section("nics", probes=("host",), checked=True))
+    fans = Declaration("bmc", "fans", Value.QUANTITY, Dim.COUNT,
+                       reads=Reads("host", "sensors", "fans"))
+    monkeypatch.setattr(clauses, "CLAUSES", (*clauses.CLAUSES, fans))
+    monkeypatch.setattr(clauses, "_BY_ID", {**clauses._BY_ID, fans.id: fans})
+    sections = (*loader.SECTIONS, loader.Section("bmc", probes=("host",), checked=True))
     monkeypatch.setattr(loader, "SECTIONS", sections)
     monkeypatch.setattr(loader, "LISTED", tuple(s.name for s in sections))
 
-    spec = parse_spec("cluster: {name: c, nodes: [a, b]}\nnics:\n  count: '>= 2'\n", "t.yaml")
-    record = spec.section("nics")
+    spec = parse_spec("cluster: {name: c, nodes: [a, b]}\nbmc:\n  fans: '>= 2'\n", "t.yaml")
+    record = spec.section("bmc")
     assert isinstance(record, SectionSpec) and spec.others == (record,)
-    found = record.clause("count")
-    assert found is not None and found.key == "nics.count" and found.line == 3
+    found = record.clause("fans")
+    assert found is not None and found.key == "bmc.fans" and found.line == 3
     assert found.requirement.text == ">= 2"
-    assert promised(spec, "nics.count", {"node": "a"}).promised
-    alone = parse_spec("cluster: {name: c, nodes: [a]}\nnics: {count: 1}\n", "t.yaml")
-    assert alone.section("nics") is not None  # a checked section alone is something to test
+    assert promised(spec, "bmc.fans", {"node": "a"}).promised
+    alone = parse_spec("cluster: {name: c, nodes: [a]}\nbmc: {fans: 1}\n", "t.yaml")
+    assert alone.section("bmc") is not None  # a checked section alone is something to test
     left_out = parse_spec("cluster: {name: c, nodes: [a]}\nhost: {cpu_cores: 1}\n", "t.yaml")
-    assert left_out.section("nics") is None and left_out.others == ()
-    assert promised(left_out, "nics.count", {"node": "a"}).not_in_contract == "nics"
+    assert left_out.section("bmc") is None and left_out.others == ()
+    assert promised(left_out, "bmc.fans", {"node": "a"}).not_in_contract == "bmc"
     with pytest.raises(SpecError) as caught:
-        parse_spec("cluster: {name: c, nodes: [a]}\nnics: {cuont: 2}\n", "t.yaml")
-    assert "t.yaml:2: nics.cuont: unknown key" in str(caught.value)
-    assert "did you mean 'count'" in str(caught.value)
+        parse_spec("cluster: {name: c, nodes: [a]}\nbmc: {fnas: 2}\n", "t.yaml")
+    assert "t.yaml:2: bmc.fnas: unknown key" in str(caught.value)
+    assert "did you mean 'fans'" in str(caught.value)

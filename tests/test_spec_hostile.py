@@ -208,7 +208,7 @@ def test_deep_nesting_is_refused_at_its_line(levels: int) -> None:
     # 64 levels: the root map and 63 below it
     assert error_of(BASE + "x: " + "[" * 63 + "]" * 63 + "\n") == (
         "t.yaml:3: x: unknown key (known keys: cluster, host, storage, gpus, interconnect, sim, "
-        "ssh, slurm, baseline, sla, soak, training)")
+        "ssh, slurm, baseline, sla, soak, training, fabric)")
 
 
 BILLION_LAUGHS = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
@@ -294,7 +294,7 @@ def test_a_hostlist_of_many_brackets_is_not_a_recursion_error() -> None:
 def test_many_problems_show_the_first_twenty() -> None:
     text = BASE + "".join(f"k{i}: 1\n" for i in range(30))
     known = ("(known keys: cluster, host, storage, gpus, interconnect, sim, ssh, slurm, "
-             "baseline, sla, soak, training)")
+             "baseline, sla, soak, training, fabric)")
     assert error_of(text) == "\n".join(
         ["t.yaml: 30 problems in the spec:",
          *(f"  t.yaml:{i + 3}: k{i}: unknown key {known}" for i in range(20)),

@@ -13,7 +13,7 @@ from tests.test_spec import error_of as spec_error
 
 SIM_BASE = "cluster: {name: x, nodes: 'n[1-2]', launcher: sim}\ngpus: {count: 8}\n"
 TOP_KEYS = ("cluster, host, storage, gpus, interconnect, sim, ssh, slurm, baseline, sla, soak, "
-            "training")
+            "training, fabric")
 
 
 def error_of(text: str) -> str:

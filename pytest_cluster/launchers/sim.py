@@ -41,6 +41,7 @@ from pytest_cluster.sim.job_node import (
     read_node_call,
     whereami,
 )
+from pytest_cluster.sim.nics import nic_payload
 
 if TYPE_CHECKING:
     from pytest_cluster.spec.model import ClusterSpec, InterconnectSpec, SimSpec, Spec
@@ -114,6 +115,8 @@ class SimLauncher(Launcher):
                 data = gpu_perf_payload(self.sim, node, parse_options(list(call.args)))
             elif call.name == "job_node":
                 data = self.job_node(call, node)
+            elif call.name == "nic":
+                data = nic_payload(self.sim, node, self.interconnect)
             else:
                 raise ValueError(f"the sim launcher does not simulate the {call.name} probe")
         except ValueError as exc:

@@ -3,9 +3,10 @@
 Assembled on the controller at the end of the run from the probes' answers: the host
 probe (CPU, memory, OS, kernel, versions), the GPU probe (every GPU by index, UUID, serial,
 board part number, VBIOS, PCI bus id, and the driver through NVML), the inventory probe
-(machine id, DMI serial and UUID, network interfaces, InfiniBand HCAs, the block devices
-behind each filesystem of the contract) and, when this run measured the GPUs, the NCCL
-torch loads. What could not be read says why ({"unreadable": why}); nothing is guessed.
+(machine id, DMI serial and UUID, the block devices behind each filesystem of the
+contract), the NIC probe (network interfaces and InfiniBand HCAs, as the fabric clauses
+read them) and, when this run measured the GPUs, the NCCL torch loads. What could not be
+read says why ({"unreadable": why}); nothing is guessed.
 """
 
 from __future__ import annotations
@@ -80,9 +81,73 @@ def _nccl(host: dict[str, Any], perf: ProbeResult | None) -> tuple[Any, str]:
                       "not measure the GPUs with torch"), ""
 
 
+#: inventory.json's words for a link layer (as it has always written them)
+LAYER_WORDS = {"Ethernet": "ethernet", "InfiniBand": "infiniband"}
+
+
+def _read(port: dict[str, Any], value: Any, path: str) -> Any:
+    """A field the NIC probe read, or {"unreadable": "PATH: why"} when it could not."""
+    if value is not None:
+        return value
+    return unreadable(f"{path}: {(port.get('unreadable') or {}).get(path, 'not present')}")
+
+
+def _interface(root: str, port: dict[str, Any]) -> dict[str, Any]:
+    base = f"{root}/class/net/{port['name']}"
+    layer = port.get("link_layer")
+    mtu = port.get("mtu")
+    entry: dict[str, Any] = {
+        "name": port["name"], "address": _read(port, port.get("address"), f"{base}/address"),
+        "link_layer": _read(port, LAYER_WORDS.get(str(layer), layer), f"{base}/type"),
+        "state": _read(port, port.get("state"), f"{base}/operstate"),
+        "rate_gbps": _read(port, port.get("rate_gbit"), f"{base}/speed"),
+        "mtu": _read(port, None if mtu is None else str(mtu), f"{base}/mtu"),
+        "pci": port.get("pci")}
+    if port.get("ethtool_error"):
+        entry["unreadable"] = port["ethtool_error"]
+    elif port.get("driver"):
+        entry.update(driver=port["driver"], driver_version=port.get("driver_version") or "",
+                     firmware=port.get("firmware")
+                     or unreadable(f"the {port['driver']} driver reports none"),
+                     bus=port.get("bus") or "")
+    return entry
+
+
+def nic_parts(payload: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """inventory.json's `interfaces` and `infiniband` from the NIC probe's ports: the one
+    reader of a node's sysfs that the fabric clauses read too."""
+    root = str(payload.get("sysfs", "/sys"))
+    interfaces: list[dict[str, Any]] = []
+    hcas: dict[str, dict[str, Any]] = {}
+    for port in payload.get("ports") or []:
+        if port.get("kind") != "rdma":
+            interfaces.append(_interface(root, port))
+            continue
+        device = str(port["device"])
+        base = f"{root}/class/infiniband/{device}"
+        hca = hcas.get(device)
+        if hca is None:
+            hca = hcas[device] = {
+                "name": device, **{key: _read(port, port.get(key), f"{base}/{name}")
+                                   for key, name in (("node_guid", "node_guid"),
+                                                     ("sys_image_guid", "sys_image_guid"),
+                                                     ("firmware", "fw_ver"),
+                                                     ("board_id", "board_id"),
+                                                     ("hca_type", "hca_type"))},
+                "netdevs": port.get("netdevs") or [], "ports": []}
+        where = f"{base}/ports/{port['port']}"
+        hca["ports"].append({
+            "port": str(port["port"]),
+            "state": _read(port, port.get("state"), f"{where}/state"),
+            "rate": _read(port, port.get("rate_text"), f"{where}/rate"),
+            "link_layer": _read(port, port.get("link_layer"), f"{where}/link_layer")})
+    return interfaces, list(hcas.values())
+
+
 def node_record(host_result: ProbeResult | None, gpu: ProbeResult | None,
                 inventory: ProbeResult | None, perf: ProbeResult | None,
-                with_gpus: bool, missing: str = NOT_RUN) -> dict[str, Any]:
+                with_gpus: bool, missing: str = NOT_RUN,
+                nic: ProbeResult | None = None) -> dict[str, Any]:
     """One node's entry of inventory.json; `missing` says why a probe has no result."""
     host = _payload(host_result, "host", missing)
     simulated = any(r.simulated for r in (host_result, gpu, inventory) if r is not None)
@@ -113,8 +178,12 @@ def node_record(host_result: ProbeResult | None, gpu: ProbeResult | None,
             "NVML gave no CUDA driver version" if nvml else "no answer from NVML")
     record["software"] = software
     record["nccl_source"] = nccl_source
-    for part in ("interfaces", "infiniband", "filesystems"):
-        record[part] = found.get(part, found)
+    ports = _payload(nic, "NIC", missing)
+    if is_unreadable(ports):
+        record["interfaces"] = record["infiniband"] = ports
+    else:
+        record["interfaces"], record["infiniband"] = nic_parts(ports)
+    record["filesystems"] = found.get("filesystems", found)
     return record
 
 
@@ -139,11 +208,12 @@ def take(cluster: Cluster, may_probe: bool) -> dict[str, Any]:
     perf_call = gpu_perf_call(spec.gpus) if spec.gpus is not None else None
     perf = (cluster.cache.peek(perf_call) if perf_call is not None else None) or {}
     found = results(inventory_call(spec), answered)
+    nics = results(ProbeCall("nic"), answered)
     nodes: dict[str, Any] = {}
     for node in cluster.nodes:
         nodes[node] = node_record(hosts.get(node), gpus.get(node), found.get(node),
                                   perf.get(node), spec.gpus is not None,
-                                  NOT_RUN if may_probe else INTERRUPTED)
+                                  NOT_RUN if may_probe else INTERRUPTED, nics.get(node))
     return {"schema": 1, "cluster": spec.cluster.name,
             "simulated": any(entry.get("simulated") for entry in nodes.values()),
             "taken_at": utc(time.time()),

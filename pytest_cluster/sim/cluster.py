@@ -159,20 +159,6 @@ def inventory_payload(sim: SimSpec, node: str, paths: list[str]) -> dict[str, An
     400 Gb/s NDR InfiniBand HCA per GPU (a node's link_factor lowers the rate its links
     trained at), and one local NVMe disk behind every filesystem."""
     digest = hashlib.sha256(node.encode()).hexdigest()
-    rate = 400 * link_factor(sim, node)
-    hcas = []
-    for index in range(NICS_PER_NODE):
-        guid = f"{digest[:4]}:{digest[4:8]}:{digest[8:10]}{index:02x}:{digest[12:16]}"
-        hcas.append({"name": f"mlx5_{index}", "node_guid": guid, "sys_image_guid": guid,
-                     "firmware": "28.39.1002", "board_id": "MT_0000000838",
-                     "hca_type": "MT4129", "netdevs": [f"ibp{index}s0"],
-                     "ports": [{"port": "1", "state": "4: ACTIVE",
-                                "rate": f"{rate:g} Gb/sec (4X {IB_SPEEDS.get(round(rate), 'NDR')})",
-                                "link_layer": "InfiniBand"}]})
-    interfaces = [{"name": "eno1", "address": ":".join(digest[i:i + 2] for i in range(0, 12, 2)),
-                   "link_layer": "ethernet", "state": "up", "rate_gbps": 25.0, "mtu": "9000",
-                   "pci": "0000:c1:00.0", "driver": "mlx5_core", "driver_version": "24.04",
-                   "firmware": "22.39.1002", "bus": "0000:c1:00.0"}]
     disks = [{"name": "nvme0n1", "model": "SAMSUNG MZQL23T8HCLS (simulated)",
               "serial": f"S64HNE0T{digest[16:22].upper()}", "size_bytes": 3840755982336,
               "rotational": False}]
@@ -183,7 +169,6 @@ def inventory_payload(sim: SimSpec, node: str, paths: list[str]) -> dict[str, An
                                 "board_serial": _unreadable("not simulated"),
                                 "chassis_serial": _unreadable("not simulated"),
                                 "bios_version": "1.4.2"}},
-            "interfaces": interfaces, "infiniband": hcas,
             "filesystems": [{"path": path, "mount_point": path, "fs_type": "xfs",
                              "source": "/dev/nvme0n1p1", "block_devices": disks}
                             for path in paths]}

@@ -254,6 +254,16 @@ CLAUSES: tuple[Declaration, ...] = (
                 text="all_reduce over every node back to back for stress_time, every "
                      "result correct", level=STRESS),
     _setting("interconnect", "stress_time"),
+    # -- fabric: every network port of a node as the kernel shows it (the NIC probe reads
+    # sysfs), counted among `devices` (default: the RDMA ports, or with none the network
+    # interfaces that are devices); each failure names the node and the port -------------
+    _setting("fabric", "devices"),
+    _quantity("fabric", "ports", Dim.COUNT, level=SANITY, reads=Reads("nic")),
+    _quantity("fabric", "rate", Dim.RATE, level=SANITY, reads=Reads("nic")),
+    Declaration("fabric", "link_layer", Value.NAME, level=SANITY, reads=Reads("nic")),
+    _quantity("fabric", "mtu", Dim.COUNT, level=SANITY, reads=Reads("nic")),
+    Declaration("fabric", "same_firmware", Value.IMPLIED, needs_nodes=2,
+                text="the same NIC firmware on every node", level=SANITY, reads=Reads("nic")),
     # -- baseline: how a run is compared with an accepted one (--cluster-baseline); its
     # cases (baseline.nodes, .hardware, .performance) are derived after the run ----------
     _setting("baseline", "tolerance"),

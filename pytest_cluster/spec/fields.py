@@ -13,7 +13,7 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pytest_cluster.errors import SpecError, UnitError
-from pytest_cluster.spec.clauses import Declaration, Value, clauses
+from pytest_cluster.spec.clauses import Declaration, Value, clauses, keys
 from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import Clause, ClusterSpec, Rule
 from pytest_cluster.spec.requirement import Requirement, parse_requirement
@@ -220,6 +220,15 @@ class Map:
             hint = f"; did you mean {close!r}?" if close else ""
             self.ctx.error(key_node, self.sub(key),
                            f"unknown key{hint} (known keys: {', '.join(self.known)})")
+
+
+def section_map(ctx: Ctx, node: Node | None, name: str) -> Map | None:
+    """The map of the spec's section `name`, its keys the declared ones (spec/clauses.py);
+    None when the spec leaves the section out or it is not a map (said as an error)."""
+    if node is None:
+        return None
+    table = Map(ctx, node, name, keys(name))
+    return table if isinstance(node, MappingNode) else None
 
 
 def field(ctx: Ctx, node: Node | None, path: str, parse: Callable[[object], T]) -> T | None:

@@ -9,7 +9,7 @@ from typing import TypeVar
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster.errors import UnitError
-from pytest_cluster.spec.clauses import Value, clauses, declared, keys
+from pytest_cluster.spec.clauses import Value, clauses, declared
 from pytest_cluster.spec.fields import (
     Ctx,
     Map,
@@ -25,6 +25,7 @@ from pytest_cluster.spec.fields import (
     respelled,
     rule,
     scalar,
+    section_map,
     text,
     time_between,
     whole,
@@ -128,10 +129,8 @@ def _implied(section: str) -> tuple[Rule, ...]:
 
 
 def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
-    if node is None:
-        return None
-    table = Map(ctx, node, "gpus", keys("gpus"))
-    if not isinstance(node, MappingNode):
+    table = section_map(ctx, node, "gpus")
+    if table is None:
         return None
     count = clause(ctx, table, declared("gpus.count"))
     if count is None and not ctx.failed("gpus.count"):
@@ -200,7 +199,8 @@ def _plain(node: Node) -> object:
 FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen", "pcie_width",
               "row_remap_pending", "row_remap_failure", "ecc_uncorrected", "nvlinks_down",
               "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor",
-              "link_factor", "replaced", "from_round", "sdc")
+              "link_factor", "replaced", "from_round", "sdc", "nic", "nic_down", "nic_rate",
+              "nic_firmware")
 #: The clocks event reasons that count as throttling (the GPU probe's THROTTLE_BITS: the spec
 #: imports no probe; tests/test_spec.py asserts both name the same).
 THROTTLES = ("hw_slowdown", "sw_thermal", "hw_thermal", "power_brake")
@@ -257,6 +257,12 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
     def one(key: str, parse: object) -> object:
         return field(ctx, table.take(key), f"{path}.{key}", parse)  # type: ignore[arg-type]
 
+    def nic_rate(raw: object) -> float:
+        value = parse_quantity(raw, Dim.RATE).value
+        if value <= 0:
+            raise UnitError(f"expected a rate above 0 like '200 Gb/s', got {raw!r}")
+        return value * 8 / 1e9
+
     name = one("node", node_name)
     if name is None and not ctx.failed(f"{path}.node"):
         ctx.error(node, f"{path}.node", "missing: which node the fault is on")
@@ -288,8 +294,16 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
         replaced=bool(one("replaced", boolean)),
         from_round=or_default(one("from_round", positive_int), 1),  # type: ignore[arg-type]
         sdc=bool(one("sdc", boolean)),
+        nic=one("nic", whole(0, 63)),  # type: ignore[arg-type]
+        nic_down=bool(one("nic_down", boolean)),
+        nic_rate_gbit=one("nic_rate", nic_rate),  # type: ignore[arg-type]
+        nic_firmware=one("nic_firmware", text("a firmware version like '28.39.1002'")),  # type: ignore[arg-type]
     )
     table.finish()
+    per_nic = (fault.nic_down, fault.nic_rate_gbit, fault.nic_firmware)
+    if fault.nic is None and any(per_nic) and not ctx.failed(f"{path}.nic"):
+        ctx.error(node, f"{path}.nic", "missing: a NIC fault needs the NIC's index (nic: 3, "
+                  "for mlx5_3)")
     per_gpu = (fault.model, fault.memory_held_bytes, fault.pcie_gen, fault.pcie_width,
                fault.row_remap_pending, fault.row_remap_failure, fault.ecc_uncorrected,
                fault.nvlinks_down, fault.throttle, fault.xid, fault.temperature_c,

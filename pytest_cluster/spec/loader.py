@@ -20,6 +20,7 @@ from pytest_cluster.errors import SpecError, UnitError
 from pytest_cluster.hostlist import MAX_NODES, expand_hostlist
 from pytest_cluster.spec.clauses import declared, keys
 from pytest_cluster.spec.compose import compose
+from pytest_cluster.spec.fabric import parse_fabric
 from pytest_cluster.spec.fields import (
     Ctx,
     Map,
@@ -32,6 +33,7 @@ from pytest_cluster.spec.fields import (
     or_default,
     positive_int,
     promises,
+    section_map,
     text,
     time_between,
     whole,
@@ -260,10 +262,8 @@ def _below_one(raw: object) -> float:
 def _shares(ctx: Ctx, node: Node | None, section: str) -> tuple[dict[str, float | None], int]:
     """A section of shares below 100% (its declared keys), each None when left out, and
     the line it starts at (0: the spec leaves it out)."""
-    if node is None:
-        return {}, 0
-    table = Map(ctx, node, section, keys(section))
-    if not isinstance(node, MappingNode):
+    table = section_map(ctx, node, section)
+    if table is None or node is None:
         return {}, 0
     found = {key: field(ctx, table.take(key), f"{section}.{key}", _below_one)
              for key in keys(section)}
@@ -304,10 +304,8 @@ class Sofar:
 def _declared_only(ctx: Ctx, node: Node | None, name: str) -> SectionSpec | None:
     """A section without a parser of its own: a map of its declared clauses, each parsed as
     declared (spec/clauses.py), into a SectionSpec; None when the spec leaves it out."""
-    if node is None:
-        return None
-    table = Map(ctx, node, name, keys(name))
-    if not isinstance(node, MappingNode):
+    table = section_map(ctx, node, name)
+    if table is None:
         return None
     record = SectionSpec(name, promises(ctx, table, name))
     table.finish()
@@ -380,6 +378,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("soak", lambda ctx, node, _: _soak(ctx, node)),
     Section("training", lambda ctx, node, sofar: parse_training(
         ctx, node, sofar.cluster, sofar.record("gpus")), ("job_node",), checked=True),
+    Section("fabric", lambda ctx, node, _: parse_fabric(ctx, node), ("nic",), checked=True),
 )
 BY_NAME = {section.name: section for section in SECTIONS}
 #: The top-level keys, in the order error messages list them.

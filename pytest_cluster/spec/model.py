@@ -213,6 +213,7 @@ class Spec:
     sla: SlaSpec | None = None
     soak: SoakSpec = field(default_factory=SoakSpec)
     training: TrainingSpec | None = None
+    fabric: FabricSpec | None = None
     #: The sections without a field here (declared in SECTIONS without a parser), present
     #: in the spec, in SECTIONS' order.
     others: tuple[SectionSpec, ...] = ()
@@ -267,6 +268,17 @@ class GpuSpec(Promises):
 
 
 @dataclass(frozen=True)
+class FabricSpec(Promises):
+    """The fabric's promises (ports, rate, link_layer, mtu, same_firmware), each by its
+    key, and which ports they count."""
+
+    section: ClassVar[str] = "fabric"
+    clauses: tuple[Clause | Rule, ...] = ()
+    link_layer: str | None = None  # "InfiniBand" or "Ethernet"
+    devices: str | None = None  # a glob of port or device names; None: the default ports
+
+
+@dataclass(frozen=True)
 class SimFault:
     """Something wrong with a simulated node or GPU (gpu None: the whole node)."""
 
@@ -292,6 +304,10 @@ class SimFault:
     replaced: bool = False  # another board of the same model in this GPU's slot
     from_round: int = 1  # in a soak, the fault starts at this round (a plain run: round 1)
     sdc: bool = False  # the GPU's matmul results are wrong (silent data corruption)
+    nic: int | None = None  # the node's NIC (mlx5_<nic>) the nic_ faults are on
+    nic_down: bool = False  # its port is down
+    nic_rate_gbit: float | None = None  # its port trained at this rate
+    nic_firmware: str | None = None  # its firmware
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,7 @@ from decimal import Decimal
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster import money
-from pytest_cluster.spec.clauses import keys
-from pytest_cluster.spec.fields import Ctx, Map, field, kind, or_default, time_between
+from pytest_cluster.spec.fields import Ctx, Map, field, kind, or_default, section_map, time_between
 from pytest_cluster.spec.model import CreditTier, SlaSpec
 from pytest_cluster.units import Dim, parse_quantity
 
@@ -95,10 +94,8 @@ def _tiers(ctx: Ctx, node: Node | None, section: Node,
 
 
 def parse_sla(ctx: Ctx, node: Node | None) -> SlaSpec | None:
-    if node is None:
-        return None
-    table = Map(ctx, node, "sla", keys("sla"))
-    if not isinstance(node, MappingNode):
+    table = section_map(ctx, node, "sla")
+    if table is None:
         return None
 
     def one(key: str, parse: object, keep_null: bool = False) -> object:
@@ -109,14 +106,14 @@ def parse_sla(ctx: Ctx, node: Node | None) -> SlaSpec | None:
     down_after = one("down_after", time_between(0, 86400, "from 0 to 24 h"))
     cost = one("price_per_node_hour", price)
     code = one("currency", currency, keep_null=True)  # money: no silent default
-    tiers = _tiers(ctx, table.take("credits"), node, uptime)
+    tiers = _tiers(ctx, table.take("credits"), table.node, uptime)
     table.finish()
     for key, value in (("uptime", uptime), ("price_per_node_hour", cost)):
         if value is None and not ctx.failed(f"sla.{key}"):
-            ctx.error(node, f"sla.{key}", "missing: " + (
+            ctx.error(table.node, f"sla.{key}", "missing: " + (
                 "the availability promised per node, e.g. 99.5%" if key == "uptime"
                 else "what a node-hour costs, e.g. 2.49"))
     if not isinstance(uptime, Decimal) or not isinstance(cost, Decimal):
         return None
     return SlaSpec(uptime, or_default(down_after, 300.0), cost,  # type: ignore[arg-type]
-                   or_default(code, "USD"), tiers, node.start_mark.line + 1)  # type: ignore[arg-type]
+                   or_default(code, "USD"), tiers, table.node.start_mark.line + 1)  # type: ignore[arg-type]

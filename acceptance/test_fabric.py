@@ -1,0 +1,172 @@
+"""Fabric clauses, per node: how many ports are active, at which rate, link layer and MTU,
+and the same NIC firmware on every node. The NIC probe reads the kernel's sysfs; the ports
+counted are the spec's `fabric.devices` (measure/fabric.py). A failure names the node and
+each port at fault (`mlx5_3/1`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pytest_cluster.hostlist import compress_hostlist
+from pytest_cluster.measure import fabric
+from pytest_cluster.probes import ProbeCall
+from pytest_cluster.run.contract_tests import checks
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.check import Evidence
+    from pytest_cluster.launchers.result import ProbeResult
+    from pytest_cluster.measure.cluster import Cluster
+    from pytest_cluster.spec.model import Clause, FabricSpec, Rule, Spec
+
+NIC = ProbeCall("nic")
+METHOD = "sysfs /sys/class/infiniband/*/ports/* and /sys/class/net/* (NIC probe)"
+
+
+def _fabric(spec: Spec) -> FabricSpec:
+    assert spec.fabric is not None, "the spec has no fabric section"
+    return spec.fabric
+
+
+def _ports(evidence: Evidence, result: ProbeResult, promise: Clause | Rule,
+           spec: FabricSpec) -> list[dict[str, Any]]:
+    """The counted ports of the node, or fail saying there are none to judge."""
+    payload = evidence.require(result, promise)
+    if "error" in payload:
+        evidence.cannot_measure(promise, payload["error"], raw=payload)
+    ports = fabric.counted(payload.get("ports") or [], spec.devices)
+    if not ports:
+        names = [str(p.get("name")) for p in payload.get("ports") or []]
+        seen = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8
+                                       else "") if names else "none"
+        evidence.cannot_measure(promise, f"no port among {fabric.which(spec.devices)} "
+                                f"(the node has: {seen})", raw=payload)
+    return ports
+
+
+def _readable(evidence: Evidence, result: ProbeResult, clause: Clause, spec: FabricSpec,
+              field: str, what: str, files: tuple[str, ...],
+              active_only: bool = True) -> list[dict[str, Any]]:
+    """The counted ports (the active ones: `active_only`), each with its `field` read;
+    else fail saying which port has none, and why (the probe names the file)."""
+    active = [p for p in _ports(evidence, result, clause, spec)
+              if p.get("active") or not active_only]
+    if not active:
+        evidence.cannot_measure(clause, "no counted port is active", raw=None)
+    missing = [fabric.unreadable(p, what, files) for p in active if p.get(field) is None]
+    if missing:
+        evidence.cannot_measure(clause, "; ".join(missing[:4]),
+                                raw=_raw(active, field, "unreadable"))
+    return active
+
+
+def _clause(spec: FabricSpec, key: str) -> Clause:
+    clause = spec.clause(key)
+    assert clause is not None, f"fabric.{key} is not in the contract"
+    return clause
+
+
+def _raw(ports: list[dict[str, Any]], *fields: str) -> dict[str, Any]:
+    return {p["name"]: {f: p.get(f) for f in fields} for p in ports}
+
+
+@checks("fabric.ports")
+def test_fabric_ports(cluster_spec: Spec, cluster: Cluster, node: str,
+                      evidence: Evidence) -> None:
+    """How many counted ports are active (state ACTIVE and LinkUp; an interface: up)."""
+    spec = _fabric(cluster_spec)
+    clause = _clause(spec, "ports")
+    result = cluster.probe(NIC, node)
+    ports = _ports(evidence, result, clause, spec)
+    down = fabric.inactive(ports)
+    evidence.check(clause, len(ports) - len(down), result=result,
+                   method=f"active among {fabric.which(spec.devices)}: {METHOD}",
+                   raw=_raw(ports, "state", "phys_state", "active"),
+                   note=f"not active: {', '.join(down)}" if down else "")
+
+
+@checks("fabric.rate")
+def test_fabric_rate(cluster_spec: Spec, cluster: Cluster, node: str,
+                     evidence: Evidence) -> None:
+    """Each active counted port's rate (the slowest is the measured figure); every port
+    below the bound is named."""
+    spec = _fabric(cluster_spec)
+    clause = _clause(spec, "rate")
+    result = cluster.probe(NIC, node)
+    active = _readable(evidence, result, clause, spec, "rate_gbit", "rate",
+                       ("rate", "speed"))
+    rates = {p["name"]: fabric.rate_bytes(p) or 0.0 for p in active}
+    slow = [f"{name} at {rate / fabric.GBIT:g} Gb/s" for name, rate in rates.items()
+            if not clause.requirement.holds(rate)]
+    evidence.check(clause, min(rates.values()), result=result,
+                   method=f"each active port's rate (sysfs rate, speed): {METHOD}",
+                   raw=_raw(active, "rate_gbit"),
+                   note=f"{len(slow)} of {len(active)} port(s) below it: {', '.join(slow)}"
+                   if slow else "")
+
+
+@checks("fabric.link_layer")
+def test_fabric_link_layer(cluster_spec: Spec, cluster: Cluster, node: str,
+                           evidence: Evidence) -> None:
+    """Every counted port on the promised link layer (InfiniBand, or Ethernet: RoCE)."""
+    spec = _fabric(cluster_spec)
+    rule = spec.rule("link_layer")
+    assert rule is not None and spec.link_layer is not None
+    result = cluster.probe(NIC, node)
+    ports = _ports(evidence, result, rule, spec)
+    other = [f"{p['name']} ({p.get('link_layer')})" for p in ports
+             if p.get("link_layer") != spec.link_layer]
+    layers = sorted({str(p.get("link_layer")) for p in ports})
+    evidence.check_rule(rule, not other, ", ".join(layers), result=result,
+                        problem=f"{len(other)} of {len(ports)} port(s) not on "
+                                f"{spec.link_layer}: {', '.join(other)}",
+                        method=METHOD, raw=_raw(ports, "link_layer"))
+
+
+@checks("fabric.mtu")
+def test_fabric_mtu(cluster_spec: Spec, cluster: Cluster, node: str,
+                    evidence: Evidence) -> None:
+    """Each counted port's interface MTU, a port down included (it is configured: the port
+    comes up with it). RoCE's path MTU follows it; an IB port without an interface has none
+    to read."""
+    spec = _fabric(cluster_spec)
+    clause = _clause(spec, "mtu")
+    result = cluster.probe(NIC, node)
+    active = _readable(evidence, result, clause, spec, "mtu", "MTU (no network interface)",
+                       ("mtu",), active_only=False)
+    mtus = {p["name"]: int(p["mtu"]) for p in active}
+    low = [f"{name} ({mtu})" for name, mtu in mtus.items()
+           if not clause.requirement.holds(mtu)]
+    evidence.check(clause, min(mtus.values()), result=result,
+                   method=f"each active port's interface mtu: {METHOD}",
+                   raw=_raw(active, "netdev", "mtu"),
+                   note=f"below it: {', '.join(low)}" if low else "")
+
+
+@checks("fabric.same_firmware")
+def test_fabric_same_firmware(cluster_spec: Spec, cluster: Cluster,
+                              evidence: Evidence) -> None:
+    """The counted ports' firmware versions, the same on every node."""
+    spec = _fabric(cluster_spec)
+    rule = spec.rule("same_firmware")
+    assert rule is not None
+    groups: dict[str, list[str]] = {}
+    unanswered: dict[str, str] = {}
+    none: list[str] = []  # the nodes that answered without a firmware version
+    for node, result in cluster.probe_all(NIC).items():
+        evidence.saw(result)
+        payload = result.payload() if result.ok else {}
+        if not result.ok or "error" in payload:
+            unanswered[node] = result.describe() if not result.ok else str(payload["error"])
+            continue
+        versions = fabric.firmware(fabric.counted(payload.get("ports") or [], spec.devices))
+        if not versions:
+            unanswered[node] = f"no firmware version among {fabric.which(spec.devices)}"
+            none.append(node)
+            continue
+        groups.setdefault(versions, []).append(node)
+    if not groups and none:  # they answered, with nothing to compare: never a pass
+        evidence.cannot_measure(rule, f"no counted port reports a firmware version on "
+                                f"{compress_hostlist(none)} (a virtual NIC has none)",
+                                node="all", raw={"unanswered": unanswered})
+    evidence.check_same(rule.key, rule.line, "NIC firmware", groups, unanswered,
+                        method=METHOD)

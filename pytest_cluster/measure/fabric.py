@@ -1,0 +1,71 @@
+"""Which ports of a NIC probe's answer a fabric clause counts, and what is wrong with them.
+
+The spec's `fabric.devices` (a glob of port or device names) chooses; without it the RDMA
+ports count when the node has any, else the network interfaces that are devices (not a
+veth, a bridge or a tunnel). Every function takes the probe's `ports` list and names each
+port as the kernel does (`mlx5_3/1`, `eth0`).
+"""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+from typing import Any
+
+from pytest_cluster.hostlist import compress_hostlist
+
+GBIT = 1e9 / 8  # bytes/s in a Gb/s
+
+
+def counted(ports: list[dict[str, Any]], devices: str | None) -> list[dict[str, Any]]:
+    """The ports the fabric clauses count, in the probe's order."""
+    if devices is not None:
+        return [p for p in ports
+                if fnmatchcase(str(p.get("name")), devices)
+                or fnmatchcase(str(p.get("device")), devices)]
+    rdma = [p for p in ports if p.get("kind") == "rdma"]
+    return rdma or [p for p in ports if p.get("kind") == "net" and not p.get("virtual")]
+
+
+def which(devices: str | None) -> str:
+    """The counted ports in words, for a method and a message."""
+    if devices is not None:
+        return f"the ports matching {devices!r}"
+    return "the RDMA ports (else the network interfaces that are devices)"
+
+
+def state(port: dict[str, Any]) -> str:
+    """'DOWN, Polling' of an RDMA port, 'down' of an interface."""
+    return ", ".join(str(part) for part in (port.get("state"), port.get("phys_state"))
+                     if part is not None) or "state unreadable"
+
+
+def inactive(ports: list[dict[str, Any]]) -> list[str]:
+    """'mlx5_3/1 (DOWN, Polling)' for each port that is not active."""
+    return [f"{p['name']} ({state(p)})" for p in ports if not p.get("active")]
+
+
+def rate_bytes(port: dict[str, Any]) -> float | None:
+    """The port's rate in bytes/s (the kernel gives Gb/s), None when unreadable."""
+    gbit = port.get("rate_gbit")
+    return None if gbit is None else float(gbit) * GBIT
+
+
+def unreadable(port: dict[str, Any], field: str, files: tuple[str, ...]) -> str:
+    """Why a port's field could not be read: what the probe says of `files`, the sysfs
+    files the field is read from."""
+    reasons = {path: why for path, why in (port.get("unreadable") or {}).items()
+               if path.rsplit("/", 1)[-1] in files}
+    shown = "; ".join(f"{path}: {why}" for path, why in list(reasons.items())[:2])
+    return f"{port['name']}: no {field}" + (f" ({shown})" if shown else "")
+
+
+def firmware(ports: list[dict[str, Any]]) -> str:
+    """The firmware of the counted ports' devices, one text per node that names the
+    devices of each version: '28.36.1010 (mlx5_0), 28.39.1002 (mlx5_[1-7])'; '' if none
+    says."""
+    devices: dict[str, set[str]] = {}
+    for port in ports:
+        if port.get("firmware"):
+            devices.setdefault(str(port["firmware"]), set()).add(str(port.get("device")))
+    return ", ".join(f"{version} ({compress_hostlist(sorted(names))})"
+                     for version, names in sorted(devices.items()))

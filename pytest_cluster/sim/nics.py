@@ -1,0 +1,134 @@
+"""A simulated node's network ports, as a sysfs tree in memory that the real NIC probe
+reads (probes/nic.py's reader over these files instead of /sys): the probe's own parsing
+runs on every simulated answer.
+
+Each node has NICS_PER_NODE InfiniBand HCAs (mlx5_0..7, one port each, 400 Gb/s NDR, its
+IPoIB interface ibp<i>s0) and a management Ethernet interface eno1; the spec's
+interconnect.inter_node (nics_per_node, rate_per_nic, kind roce/ethernet) changes them.
+Faults: `nic: 3` with `nic_down`, `nic_rate` or `nic_firmware` (from a soak round with
+`from_round`), and a node's `link_factor` slows every port.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import TYPE_CHECKING, Any
+
+from pytest_cluster.probes.nic import Reader, read_ports
+from pytest_cluster.sim.cluster import IB_SPEEDS, NICS_PER_NODE, faults_on, link_factor
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.model import InterconnectSpec, SimSpec
+
+ROOT = "/sim/sys"
+FIRMWARE = "28.39.1002"
+GBIT = 1e9 / 8
+
+
+class Tree(Reader):
+    """A Reader over files held in memory: path -> text."""
+
+    def __init__(self, files: dict[str, str], links: dict[str, str] | None = None,
+                 drivers: dict[str, dict[str, str]] | None = None) -> None:
+        super().__init__(ROOT)
+        self.files = files
+        self.links = links or {}  # a link's path -> the name it points at
+        self.drivers = drivers or {}  # an interface -> what `ethtool -i` says
+        self.dirs: dict[str, set[str]] = {}
+        for path in files:
+            parent, name = os.path.split(path)
+            while parent.startswith(ROOT):
+                self.dirs.setdefault(parent, set()).add(name)
+                parent, name = os.path.split(parent)
+
+    def text(self, path: str, missing: dict[str, str]) -> str | None:
+        if path not in self.files:
+            missing[path] = "not present"
+            return None
+        return self.files[path]
+
+    def names(self, path: str) -> list[str]:
+        return sorted(self.dirs.get(path, ()))
+
+    def exists(self, path: str) -> bool:
+        return path in self.files or path in self.dirs
+
+    def target(self, path: str) -> str | None:
+        return self.links.get(path)
+
+    def drvinfo(self, name: str) -> dict[str, str]:
+        return self.drivers.get(name, {"error": f"ethtool drvinfo of {name}: Operation not "
+                                                "supported"})
+
+
+def _layout(ic: InterconnectSpec | None) -> tuple[int, float, str]:
+    """(NICs per node, Gb/s each, link layer) from the spec's inter_node link."""
+    link = ic.inter_node if ic is not None else None
+    if link is None:
+        return NICS_PER_NODE, 400.0, "InfiniBand"
+    layer = "InfiniBand" if link.kind.lower() in ("infiniband", "ib", "network") else "Ethernet"
+    return link.count, link.rate_bytes_per_s / GBIT, layer
+
+
+def tree(sim: SimSpec, node: str, ic: InterconnectSpec | None) -> dict[str, str]:
+    """The node's sysfs files of its NICs."""
+    count, rate, layer = _layout(ic)
+    rate *= link_factor(sim, node)
+    faults = {f.nic: f for f in faults_on(sim, node) if f.nic is not None}
+    digest = hashlib.sha256(node.encode()).hexdigest()
+    files: dict[str, str] = {}
+    for index in range(count):
+        fault = faults.get(index)
+        device, netdev = f"mlx5_{index}", f"ibp{index}s0" if layer == "InfiniBand" \
+            else f"enp{index}s0np0"
+        base = f"{ROOT}/class/infiniband/{device}"
+        port = f"{base}/ports/1"
+        down = fault is not None and fault.nic_down
+        gbit = fault.nic_rate_gbit if fault is not None and fault.nic_rate_gbit else rate
+        files.update({
+            f"{base}/fw_ver": fault.nic_firmware if fault is not None and fault.nic_firmware
+            else FIRMWARE,
+            f"{base}/board_id": "MT_0000000838",
+            f"{base}/hca_type": "MT4129",
+            f"{base}/node_guid": guid(digest, index),
+            f"{base}/sys_image_guid": guid(digest, index),
+            f"{port}/state": "1: DOWN" if down else "4: ACTIVE",
+            f"{port}/phys_state": "3: Disabled" if down else "5: LinkUp",
+            f"{port}/rate": f"{gbit:g} Gb/sec (4X {IB_SPEEDS.get(round(gbit), 'NDR')})",
+            f"{port}/link_layer": layer,
+            f"{port}/lid": f"0x{index + 1:x}" if layer == "InfiniBand" else "0x0",
+            f"{port}/gids/0": f"fe80:0000:0000:0000:{guid(digest, index)}",
+            f"{base}/device/net/{netdev}/dev_port": "0",
+            f"{ROOT}/class/net/{netdev}/type": "32" if layer == "InfiniBand" else "1",
+            f"{ROOT}/class/net/{netdev}/operstate": "down" if down else "up",
+            f"{ROOT}/class/net/{netdev}/mtu": "4092" if layer == "InfiniBand" else "9000",
+            f"{ROOT}/class/net/{netdev}/device/vendor": "0x15b3",
+        })
+        for counter in ("link_downed", "link_error_recovery", "symbol_error",
+                        "port_rcv_errors", "port_xmit_discards"):
+            files[f"{port}/counters/{counter}"] = "0"
+    eno = f"{ROOT}/class/net/eno1"
+    files.update({f"{eno}/address": ":".join(digest[i:i + 2] for i in range(0, 12, 2)),
+                  f"{eno}/type": "1", f"{eno}/operstate": "up", f"{eno}/carrier": "1",
+                  f"{eno}/speed": "25000", f"{eno}/mtu": "9000", f"{eno}/carrier_changes": "1",
+                  f"{eno}/device/vendor": "0x15b3", f"{ROOT}/class/net/lo/type": "772"})
+    return files
+
+
+def guid(digest: str, index: int) -> str:
+    """The simulated HCA's GUID: from the node's name, one per NIC."""
+    return f"{digest[:4]}:{digest[4:8]}:{digest[8:10]}{index:02x}:{digest[12:16]}"
+
+
+#: The management interface's PCI address and what `ethtool -i` says of it.
+ENO_PCI = "0000:c1:00.0"
+ENO_DRIVER = {"driver": "mlx5_core", "driver_version": "24.04", "firmware": "22.39.1002",
+              "bus": ENO_PCI}
+
+
+def nic_payload(sim: SimSpec, node: str, ic: InterconnectSpec | None) -> dict[str, Any]:
+    """The NIC probe's answer for a simulated node: the probe's reader over its tree."""
+    reader = Tree(tree(sim, node, ic), {f"{ROOT}/class/net/eno1/device": ENO_PCI},
+                  {"eno1": ENO_DRIVER})
+    return read_ports(reader, ethtool=True)

@@ -1,0 +1,63 @@
+"""The `fabric:` section: every network port of each node, as the NIC probe reads it.
+
+    fabric:
+      devices: "mlx5_*"        # which ports count (default: RDMA ports, else NIC devices)
+      ports: 8                 # active ports, at least
+      rate: 400 Gb/s           # each counted active port's rate, at least
+      link_layer: InfiniBand   # each counted port's (InfiniBand or Ethernet: RoCE)
+      mtu: 4096                # each counted active port's interface MTU, at least
+
+`same_firmware` is implied on two nodes or more.
+"""
+
+from __future__ import annotations
+
+import re
+
+from yaml.nodes import Node
+
+from pytest_cluster.errors import UnitError
+from pytest_cluster.spec.clauses import declared
+from pytest_cluster.spec.fields import Ctx, field, promises, section_map, text
+from pytest_cluster.spec.model import FabricSpec, Rule
+
+#: The link layers a port may have (sysfs link_layer), by the spelling users write.
+LINK_LAYERS = {"infiniband": "InfiniBand", "ib": "InfiniBand", "ethernet": "Ethernet",
+               "roce": "Ethernet"}
+#: A glob of port or device names: letters, digits, `_ . - /` and the wildcards `* ? [ ]`.
+_GLOB = re.compile(r"^[A-Za-z0-9_.\-/*?\[\]]{1,64}$")
+
+
+def link_layer(raw: object) -> str:
+    name = text("InfiniBand or Ethernet")(raw)
+    found = LINK_LAYERS.get(name.lower())
+    if found is None:
+        raise UnitError(f"expected InfiniBand or Ethernet (RoCE), got {name[:64]!r}")
+    return found
+
+
+def devices(raw: object) -> str:
+    value = text("a glob of port or device names like 'mlx5_*'")(raw)
+    if not _GLOB.match(value):
+        raise UnitError(f"expected a glob of port or device names like 'mlx5_*' (letters, "
+                        f"digits, _ . - / and * ? [ ]), got {value[:64]!r}")
+    return value
+
+
+def parse_fabric(ctx: Ctx, node: Node | None) -> FabricSpec | None:
+    table = section_map(ctx, node, "fabric")
+    if table is None:
+        return None
+    chosen = field(ctx, table.take("devices"), "fabric.devices", devices)
+    layer_node = table.take("link_layer")
+    layer = field(ctx, layer_node, "fabric.link_layer", link_layer)
+    rules: list[Rule] = []
+    if layer is not None and layer_node is not None:
+        rules.append(Rule(declared("fabric.link_layer").id, layer_node.start_mark.line + 1,
+                          f"{layer} on every counted port"))
+    firmware = declared("fabric.same_firmware")
+    rules.append(Rule(firmware.id, 0, firmware.text))
+    record = FabricSpec(clauses=(*promises(ctx, table, "fabric"), *rules), link_layer=layer,
+                        devices=chosen)
+    table.finish()
+    return record

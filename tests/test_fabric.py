@@ -1,0 +1,186 @@
+"""The fabric section: its spec, which ports it counts, the simulated cluster's faults
+named by node and port, and (marked realcomponents) real ports read from the kernel's
+sysfs inside network namespaces over ssh."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_cluster.errors import SpecError
+from pytest_cluster.measure import fabric
+from pytest_cluster.spec import parse_spec
+from pytest_cluster.spec.model import FabricSpec
+from tests.netns_cluster import NetnsCluster
+from tests.test_plugin import jsonl
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+HEAD = "cluster: {name: c, nodes: [a, b], launcher: sim}\nsim: {}\n"
+
+
+def fabric_of(text: str) -> FabricSpec:
+    spec = parse_spec(HEAD + text, "t.yaml")
+    assert spec.fabric is not None
+    return spec.fabric
+
+
+def test_the_section_parses_as_declared() -> None:
+    spec = fabric_of("fabric:\n  devices: 'mlx5_*'\n  ports: 8\n  rate: 400 Gb/s\n"
+                     "  link_layer: roce\n  mtu: 4096\n")
+    assert spec.devices == "mlx5_*" and spec.link_layer == "Ethernet"
+    ports, rate, mtu = (spec.clause(k) for k in ("ports", "rate", "mtu"))
+    assert ports is not None and ports.requirement.text == ">= 8" and ports.line == 5
+    assert rate is not None and rate.requirement.bound.value == 400e9 / 8
+    assert mtu is not None and mtu.requirement.bound.value == 4096
+    rule = spec.rule("link_layer")
+    assert rule is not None and rule.text == "Ethernet on every counted port"
+    firmware = spec.rule("same_firmware")
+    assert firmware is not None and firmware.line == 0  # implied
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("fabric: {link_layer: token-ring}",
+     "t.yaml:3: fabric.link_layer: expected InfiniBand or Ethernet (RoCE), got 'token-ring'"),
+    ("fabric: {devices: 'mlx5_*; rm -rf /'}",
+     "t.yaml:3: fabric.devices: expected a glob of port or device names like 'mlx5_*'"),
+    ("fabric: {ports: 8, rtae: 400 Gb/s}", "t.yaml:3: fabric.rtae: unknown key"),
+    ("fabric: {rate: 400 GB}", "t.yaml:3: fabric.rate:"),
+])
+def test_a_bad_fabric_section_is_a_usage_error_naming_the_key(body: str,
+                                                               message: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        parse_spec("cluster: {name: c, nodes: [a, b], launcher: sim}\n"
+                   + ("" if "sim:" in body else "sim: {}\n") + body + "\n", "t.yaml")
+    assert message in str(caught.value)
+
+
+def test_a_nic_fault_needs_the_nic() -> None:
+    with pytest.raises(SpecError) as caught:
+        parse_spec(HEAD.replace("sim: {}", "sim:\n  faults: [{node: a, nic_down: true}]")
+                   + "fabric: {ports: 8}\n", "t.yaml")
+    assert "sim.faults[0].nic: missing: a NIC fault needs the NIC's index" in str(caught.value)
+
+
+def port(name: str, kind: str = "rdma", **fields: Any) -> dict[str, Any]:
+    return {"name": name, "device": name.split("/", maxsplit=1)[0], "kind": kind, "virtual": False,
+            "active": True, **fields}
+
+
+def test_the_counted_ports_are_rdma_else_devices_else_the_glob() -> None:
+    ib = [port("mlx5_0/1"), port("mlx5_1/1")]
+    eth = [port("eno1", "net"), port("veth3", "net", virtual=True)]
+    assert [p["name"] for p in fabric.counted(ib + eth, None)] == ["mlx5_0/1", "mlx5_1/1"]
+    assert [p["name"] for p in fabric.counted(eth, None)] == ["eno1"]
+    assert [p["name"] for p in fabric.counted(ib + eth, "veth*")] == ["veth3"]
+    assert [p["name"] for p in fabric.counted(ib + eth, "mlx5_1")] == ["mlx5_1/1"]
+    assert fabric.inactive([port("mlx5_3/1", active=False, state="DOWN",
+                                 phys_state="Polling")]) == ["mlx5_3/1 (DOWN, Polling)"]
+    assert fabric.firmware([port("mlx5_0/1", firmware="1.2"), port("mlx5_1/1", firmware="1.3"),
+                            port("mlx5_2/1", firmware="1.3")]) == \
+        "1.2 (mlx5_0), 1.3 (mlx5_[1-2])"
+
+
+def failures(pytester: pytest.Pytester) -> dict[str, str]:
+    return {r["case"].split("::")[1]: r["message"].removeprefix("Failed: ")
+            for r in jsonl(pytester)
+            if r.get("type") == "result" and r.get("outcome") == "failed"}
+
+
+def test_the_simulated_fabric_faults_fail_exactly_their_cases(
+        pytester: pytest.Pytester) -> None:
+    """examples/sim-h100-fabric-faulty.yaml: a port down, one at half rate and an older
+    firmware fail their clause on their node, each naming the port; the rest pass."""
+    spec = pytester.path / "trial.yaml"
+    spec.write_text((EXAMPLES / "sim-h100-fabric-faulty.yaml").read_text())
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=20, failed=3)
+    found = failures(pytester)
+    assert set(found) == {"test_fabric_ports[sim-gpu-02]", "test_fabric_rate[sim-gpu-03]",
+                          "test_fabric_same_firmware"}
+    assert found["test_fabric_ports[sim-gpu-02]"] == (
+        "[SIMULATED] sim-gpu-02 ports: measured 7 < required 8 (87.5% of required); not "
+        "active: mlx5_3/1 (DOWN, Disabled)")
+    assert found["test_fabric_rate[sim-gpu-03]"] == (
+        "[SIMULATED] sim-gpu-03 rate: measured 200 Gb/s < required 400 Gb/s (50% of "
+        "required); 1 of 8 port(s) below it: mlx5_5/1 at 200 Gb/s")
+    assert found["test_fabric_same_firmware"] == (
+        "[SIMULATED] NIC firmware differs between nodes: 28.39.1002 (mlx5_[0-7]) on "
+        "sim-gpu-01, sim-gpu-02, sim-gpu-03; 28.36.1010 (mlx5_0), 28.39.1002 (mlx5_[1-7]) "
+        "on sim-gpu-04")
+    verdict = (pytester.path / "reports" / "latest" / "verdict.json").read_text()
+    assert '"sim-gpu-02"' in verdict and "fabric.ports" in verdict
+
+
+def test_the_fabric_is_checked_at_the_sanity_level(pytester: pytest.Pytester) -> None:
+    """State, rate and count need no load: `-m sanity` checks every fabric clause."""
+    (pytester.path / "trial.yaml").write_text(
+        (EXAMPLES / "sim-h100-fabric-faulty.yaml").read_text())
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "-m", "sanity")
+    result.assert_outcomes(passed=20, failed=3)
+
+
+def test_a_port_the_spec_names_that_no_node_has_cannot_be_measured(
+        pytester: pytest.Pytester) -> None:
+    (pytester.path / "trial.yaml").write_text(
+        "cluster: {name: c, nodes: [a], launcher: sim}\nsim: {}\n"
+        "fabric: {devices: 'bnxt_re*', ports: 1}\n")
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    message = failures(pytester)["test_fabric_ports[a]"]
+    assert message.startswith("[SIMULATED] a ports: cannot measure: no port among the ports "
+                              "matching 'bnxt_re*' (the node has: mlx5_0/1, mlx5_1/1,")
+    assert message.endswith("mlx5_7/1 and 9 more)")
+
+
+# -- the real thing: the kernel's sysfs inside network namespaces, over ssh ---------------
+
+
+def _ip(netns: NetnsCluster, node: str, *args: str) -> None:
+    subprocess.run(["ip", "-n", netns.netns(node), *args], check=True, timeout=30)
+
+
+@pytest.mark.realcomponents
+def test_real_ports_are_read_on_each_node_and_the_faulty_one_named(
+        pytester: pytest.Pytester, netns: NetnsCluster) -> None:
+    """Every node gets a second interface, `rail1` (a veth whose peer stays in the node,
+    MTU 9000), up; on node3 it is down and on node4 its MTU is 1500. The NIC probe reads
+    each node's own /sys over ssh: node3 fails ports naming rail1, node4 fails mtu naming
+    rail1, and the others pass."""
+    for node in netns.nodes:
+        _ip(netns, node, "link", "add", "rail1", "type", "veth", "peer", "name", "peer1")
+        mtu = "1500" if node == "node4" else "9000"
+        for end in ("rail1", "peer1"):
+            _ip(netns, node, "link", "set", end, "mtu", mtu)
+        _ip(netns, node, "link", "set", "peer1", "up")
+        if node != "node3":
+            _ip(netns, node, "link", "set", "rail1", "up")
+    try:
+        (pytester.path / "trial.yaml").write_text(
+            f"cluster:\n  name: netns\n  nodes: node[1-4]\n  launcher: ssh\n"
+            f"  python: {sys.executable}\n  probe_timeout: 1 min\n"
+            f"{netns.launcher_section('ssh')}\n"
+            "fabric:\n  devices: 'rail*'\n  ports: 1\n  link_layer: Ethernet\n  mtu: 9000\n")
+        result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
+        # each node: ports, link_layer, mtu; the cluster: same_firmware and (the host
+        # section's default) the same software, 6 packages
+        result.assert_outcomes(passed=4 * 3 - 2 + 6, failed=3)
+        found = failures(pytester)
+        assert found == {
+            "test_fabric_ports[node3]": "node3 ports: measured 0 < required 1 (0% of "
+                                        "required); not active: rail1 (down)",
+            "test_fabric_mtu[node4]": "node4 mtu: measured 1500 < required 9000 (16.67% of "
+                                      "required); below it: rail1 (1500)",
+            # a veth has no firmware: nothing to compare is never a pass
+            "test_fabric_same_firmware": "all same_firmware: cannot measure: no counted port "
+                                         "reports a firmware version on node[1-4] (a "
+                                         "virtual NIC has none)",
+        }
+    finally:
+        for node in netns.nodes:
+            subprocess.run(["ip", "-n", netns.netns(node), "link", "del", "rail1"],
+                           check=False, timeout=30)
