@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import fabric
-from pytest_cluster.probes import ProbeCall
+from pytest_cluster.measure.cluster import NIC_END, NIC_START
 from pytest_cluster.run.contract_tests import checks
 
 if TYPE_CHECKING:
@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from pytest_cluster.measure.cluster import Cluster
     from pytest_cluster.spec.model import Clause, FabricSpec, Rule, Spec
 
-NIC = ProbeCall("nic")
 METHOD = "sysfs /sys/class/infiniband/*/ports/* and /sys/class/net/* (NIC probe)"
 
 
@@ -75,7 +74,7 @@ def test_fabric_ports(cluster_spec: Spec, cluster: Cluster, node: str,
     """How many counted ports are active (state ACTIVE and LinkUp; an interface: up)."""
     spec = _fabric(cluster_spec)
     clause = _clause(spec, "ports")
-    result = cluster.probe(NIC, node)
+    result = cluster.probe(NIC_START, node)
     ports = _ports(evidence, result, clause, spec)
     down = fabric.inactive(ports)
     evidence.check(clause, len(ports) - len(down), result=result,
@@ -91,7 +90,7 @@ def test_fabric_rate(cluster_spec: Spec, cluster: Cluster, node: str,
     below the bound is named."""
     spec = _fabric(cluster_spec)
     clause = _clause(spec, "rate")
-    result = cluster.probe(NIC, node)
+    result = cluster.probe(NIC_START, node)
     active = _readable(evidence, result, clause, spec, "rate_gbit", "rate",
                        ("rate", "speed"))
     rates = {p["name"]: fabric.rate_bytes(p) or 0.0 for p in active}
@@ -111,7 +110,7 @@ def test_fabric_link_layer(cluster_spec: Spec, cluster: Cluster, node: str,
     spec = _fabric(cluster_spec)
     rule = spec.rule("link_layer")
     assert rule is not None and spec.link_layer is not None
-    result = cluster.probe(NIC, node)
+    result = cluster.probe(NIC_START, node)
     ports = _ports(evidence, result, rule, spec)
     other = [f"{p['name']} ({p.get('link_layer')})" for p in ports
              if p.get("link_layer") != spec.link_layer]
@@ -130,7 +129,7 @@ def test_fabric_mtu(cluster_spec: Spec, cluster: Cluster, node: str,
     to read."""
     spec = _fabric(cluster_spec)
     clause = _clause(spec, "mtu")
-    result = cluster.probe(NIC, node)
+    result = cluster.probe(NIC_START, node)
     active = _readable(evidence, result, clause, spec, "mtu", "MTU (no network interface)",
                        ("mtu",), active_only=False)
     mtus = {p["name"]: int(p["mtu"]) for p in active}
@@ -152,7 +151,7 @@ def test_fabric_same_firmware(cluster_spec: Spec, cluster: Cluster,
     groups: dict[str, list[str]] = {}
     unanswered: dict[str, str] = {}
     none: list[str] = []  # the nodes that answered without a firmware version
-    for node, result in cluster.probe_all(NIC).items():
+    for node, result in cluster.probe_all(NIC_START).items():
         evidence.saw(result)
         payload = result.payload() if result.ok else {}
         if not result.ok or "error" in payload:
@@ -170,3 +169,28 @@ def test_fabric_same_firmware(cluster_spec: Spec, cluster: Cluster,
                                 node="all", raw={"unanswered": unanswered})
     evidence.check_same(rule.key, rule.line, "NIC firmware", groups, unanswered,
                         method=METHOD)
+
+
+@checks("fabric.counters")
+def test_fabric_counters(cluster_spec: Spec, cluster: Cluster, node: str,
+                         evidence: Evidence) -> None:
+    """No counted port's error counters grow between the run's first reading (before its
+    first case) and its last (after every other case, no load running), each growth named
+    with both numbers."""
+    spec = _fabric(cluster_spec)
+    rule = spec.rule("counters")
+    assert rule is not None
+    before = cluster.probe(NIC_START, node)
+    first = _ports(evidence, before, rule, spec)
+    after = cluster.probe(NIC_END, node)
+    last = _ports(evidence, after, rule, spec)
+    grew = fabric.grown(first, last)
+    shown = f"{len(grew)} counter(s) grew" if grew else \
+        f"no error counter grew on {len(last)} port(s)"
+    evidence.check_rule(rule, not grew, shown, result=after,
+                        problem=f"during the run: {'; '.join(grew[:8])}"
+                                + (f" and {len(grew) - 8} more" if len(grew) > 8 else ""),
+                        method=f"the NIC probe before the first case and after the last: "
+                               f"{', '.join(fabric.MUST_NOT_GROW)}",
+                        raw={"grew": grew, "read_at": [before.payload().get("read_at"),
+                                                       after.payload().get("read_at")]})

@@ -79,6 +79,12 @@ def test_the_counted_ports_are_rdma_else_devices_else_the_glob() -> None:
     assert [p["name"] for p in fabric.counted(ib + eth, "mlx5_1")] == ["mlx5_1/1"]
     assert fabric.inactive([port("mlx5_3/1", active=False, state="DOWN",
                                  phys_state="Polling")]) == ["mlx5_3/1 (DOWN, Polling)"]
+    assert fabric.grown([port("mlx5_0/1", counters={"link_downed": 1, "symbol_error": 3}),
+                         port("eno1", "net", counters={"carrier_changes": 4})],
+                        [port("mlx5_0/1", counters={"link_downed": 3, "symbol_error": 90}),
+                         port("eno1", "net", counters={"carrier_changes": 2}),
+                         port("mlx5_9/1", counters={"link_downed": 5})]) == [
+        "mlx5_0/1: link_downed 1 -> 3"]  # symbol errors recorded; a reset or a new port
     assert fabric.firmware([port("mlx5_0/1", firmware="1.2"), port("mlx5_1/1", firmware="1.3"),
                             port("mlx5_2/1", firmware="1.3")]) == \
         "1.2 (mlx5_0), 1.3 (mlx5_[1-2])"
@@ -92,15 +98,20 @@ def failures(pytester: pytest.Pytester) -> dict[str, str]:
 
 def test_the_simulated_fabric_faults_fail_exactly_their_cases(
         pytester: pytest.Pytester) -> None:
-    """examples/sim-h100-fabric-faulty.yaml: a port down, one at half rate and an older
-    firmware fail their clause on their node, each naming the port; the rest pass."""
+    """examples/sim-h100-fabric-faulty.yaml: a port down, one at half rate, an older
+    firmware and a port that went down during the run fail their clause on their node,
+    each naming the port; the rest pass. The counters are read after every other case."""
     spec = pytester.path / "trial.yaml"
     spec.write_text((EXAMPLES / "sim-h100-fabric-faulty.yaml").read_text())
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=20, failed=3)
+    result.assert_outcomes(passed=23, failed=4)
     found = failures(pytester)
     assert set(found) == {"test_fabric_ports[sim-gpu-02]", "test_fabric_rate[sim-gpu-03]",
-                          "test_fabric_same_firmware"}
+                          "test_fabric_same_firmware", "test_fabric_counters[sim-gpu-01]"}
+    assert found["test_fabric_counters[sim-gpu-01]"] == (
+        "[SIMULATED] sim-gpu-01 counters: during the run: mlx5_2/1: link_downed 0 -> 2")
+    cases = [r["case"] for r in jsonl(pytester) if r.get("type") == "result"]
+    assert all("test_fabric_counters" in case for case in cases[-4:])
     assert found["test_fabric_ports[sim-gpu-02]"] == (
         "[SIMULATED] sim-gpu-02 ports: measured 7 < required 8 (87.5% of required); not "
         "active: mlx5_3/1 (DOWN, Disabled)")
@@ -121,7 +132,9 @@ def test_the_fabric_is_checked_at_the_sanity_level(pytester: pytest.Pytester) ->
         (EXAMPLES / "sim-h100-fabric-faulty.yaml").read_text())
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
                                 "-m", "sanity")
-    result.assert_outcomes(passed=20, failed=3)
+    result.assert_outcomes(passed=20, failed=3)  # the counters, read across the run: not
+    assert not any("counters" in r.get("case", "") for r in jsonl(pytester)
+                   if r.get("type") == "result" and r.get("outcome") != "not_run")
 
 
 def test_a_port_the_spec_names_that_no_node_has_cannot_be_measured(
@@ -130,7 +143,7 @@ def test_a_port_the_spec_names_that_no_node_has_cannot_be_measured(
         "cluster: {name: c, nodes: [a], launcher: sim}\nsim: {}\n"
         "fabric: {devices: 'bnxt_re*', ports: 1}\n")
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
-    result.assert_outcomes(failed=1)
+    result.assert_outcomes(failed=2)  # ports and counters (on by default)
     message = failures(pytester)["test_fabric_ports[a]"]
     assert message.startswith("[SIMULATED] a ports: cannot measure: no port among the ports "
                               "matching 'bnxt_re*' (the node has: mlx5_0/1, mlx5_1/1,")
@@ -166,9 +179,9 @@ def test_real_ports_are_read_on_each_node_and_the_faulty_one_named(
             f"{netns.launcher_section('ssh')}\n"
             "fabric:\n  devices: 'rail*'\n  ports: 1\n  link_layer: Ethernet\n  mtu: 9000\n")
         result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
-        # each node: ports, link_layer, mtu; the cluster: same_firmware and (the host
-        # section's default) the same software, 6 packages
-        result.assert_outcomes(passed=4 * 3 - 2 + 6, failed=3)
+        # each node: ports, link_layer, mtu, counters; the cluster: same_firmware and (the
+        # host section's default) the same software, 6 packages
+        result.assert_outcomes(passed=4 * 4 - 2 + 6, failed=3)
         found = failures(pytester)
         assert found == {
             "test_fabric_ports[node3]": "node3 ports: measured 0 < required 1 (0% of "

@@ -277,6 +277,9 @@ def test_results_are_streamed_as_tests_finish(pytester: pytest.Pytester, fs: Pat
     assert inventory["complete"] is False
     assert inventory["nodes"]["nodeA"]["cpu"]["cores"] >= 1
     assert inventory["nodes"]["nodeA"]["interfaces"] == {
+        "unreadable": "not recorded: the run was interrupted before the NIC probe ran on "
+                      "this node"}
+    assert inventory["nodes"]["nodeA"]["filesystems"] == {
         "unreadable": "not recorded: the run was interrupted before the inventory probe "
                       "ran on this node"}
 

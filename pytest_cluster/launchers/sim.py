@@ -116,7 +116,7 @@ class SimLauncher(Launcher):
             elif call.name == "job_node":
                 data = self.job_node(call, node)
             elif call.name == "nic":
-                data = nic_payload(self.sim, node, self.interconnect)
+                data = nic_payload(self.sim, node, self.interconnect, call.args)
             else:
                 raise ValueError(f"the sim launcher does not simulate the {call.name} probe")
         except ValueError as exc:

@@ -100,6 +100,11 @@ def document_key(prefix: str, *parts: object) -> str:
 
 #: Probes that load the nodes (GPUs, disks): one at a time across xdist workers.
 LOADING_PROBES = ("gpu_perf", "storage", "import_latency")
+#: The NIC probe at the run's start (every fabric check reads it; taken before the first
+#: case) and at its end (after every other case, with no load running: its error counters
+#: compared with the start's).
+NIC_START = ProbeCall("nic", ("--when", "start"))
+NIC_END = ProbeCall("nic", ("--when", "end"))
 
 
 class Cluster:
@@ -126,7 +131,8 @@ class Cluster:
 
     def _run(self, call: ProbeCall, nodes: Sequence[str],
              at_least_s: float = 0.0) -> dict[str, ProbeResult]:
-        alone = self.cache.alone() if call.name in LOADING_PROBES else contextlib.nullcontext()
+        quiet = call.name in LOADING_PROBES or call == NIC_END
+        alone = self.cache.alone() if quiet else contextlib.nullcontext()
         with alone:
             return self.launcher.run(call, nodes,
                                      max(self.spec.cluster.probe_timeout_s, at_least_s))

@@ -59,6 +59,34 @@ def unreadable(port: dict[str, Any], field: str, files: tuple[str, ...]) -> str:
     return f"{port['name']}: no {field}" + (f" ({shown})" if shown else "")
 
 
+#: The counters that must not grow during a run: a link that went down or retrained,
+#: packets received in error, integrity and buffer-overrun errors; an interface's errors
+#: and carrier changes. Symbol errors and discards are recorded, not judged: a healthy link
+#: sees a few symbol errors, and congestion discards.
+MUST_NOT_GROW = ("link_downed", "link_error_recovery", "port_rcv_errors",
+                 "port_rcv_remote_physical_errors", "local_link_integrity_errors",
+                 "excessive_buffer_overrun_errors", "carrier_changes", "rx_errors",
+                 "tx_errors", "rx_crc_errors", "rx_frame_errors", "tx_carrier_errors")
+
+
+def grown(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[str]:
+    """'mlx5_3/1: link_downed 0 -> 2' for each counter of MUST_NOT_GROW that grew on a
+    port between two readings (a port only one of them has, or a counter reset by a
+    driver reload, is not growth)."""
+    was = {str(p.get("name")): p.get("counters") or {} for p in before}
+    found = []
+    for port in after:
+        old = was.get(str(port.get("name")))
+        if old is None:
+            continue
+        now = port.get("counters") or {}
+        for name in MUST_NOT_GROW:
+            first, last = old.get(name), now.get(name)
+            if isinstance(first, int) and isinstance(last, int) and last > first:
+                found.append(f"{port['name']}: {name} {first} -> {last}")
+    return found
+
+
 def firmware(ports: list[dict[str, Any]]) -> str:
     """The firmware of the counted ports' devices, one text per node that names the
     devices of each version: '28.36.1010 (mlx5_0), 28.39.1002 (mlx5_[1-7])'; '' if none

@@ -9,7 +9,8 @@ the driver has them). For each network interface but the loopback, `<sysfs>/clas
 carrier_changes, the error statistics, whether it is a device (or virtual: a veth, a
 bridge), and its driver and firmware (ETHTOOL_GDRVINFO, what `ethtool -i` prints).
 
-`--sysfs ROOT` reads another tree (a capture, a test's tree, a simulated node's). A file
+`--sysfs ROOT` reads another tree (a capture, a test's tree, a simulated node's); `--when
+LABEL` names the reading (a run reads at its start and at its end, to compare counters). A file
 that cannot be read is named with the reason in the port's `unreadable`, never guessed.
 Runs ON a node with only the standard library; shipped as a single file. Prints one JSON
 document: {"probe": "nic", "schema": 1, "data": {"ports": [...], ...}}.
@@ -285,12 +286,14 @@ def read_ports(reader: Reader, ethtool: bool) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     opts, _ = getopt.getopt(sys.argv[1:] if argv is None else argv, "",
-                            ["sysfs=", "no-ethtool"])
+                            ["sysfs=", "no-ethtool", "when="])
     options = dict(opts)
     root = options.get("--sysfs", "/sys")
     # ethtool asks this machine's kernel: only when the tree read is this machine's
     ethtool = "--no-ethtool" not in options and root == "/sys"
     data = read_ports(Reader(root), ethtool)
+    if "--when" in options:  # which reading of the run this is (start, end): a label
+        data["when"] = options["--when"]
     print(json.dumps({"probe": "nic", "schema": 1, "data": data}))
     return 0
 

@@ -89,6 +89,16 @@ def level_of(item: pytest.Item, marker: pytest.Mark | None) -> str:
     return STRESS if item.get_closest_marker(STRESS) is not None else ACCEPTANCE
 
 
+def runs_last(marker: pytest.Mark | None) -> bool:
+    """Whether a case's clause runs after every other case (its declaration's `last`)."""
+    if marker is None or not marker.args:
+        return False
+    try:
+        return declared(str(marker.args[0])).last
+    except KeyError:  # your own clause marker
+        return False
+
+
 def checked(item: pytest.Item, spec: Spec, marker: pytest.Mark | None) -> Promised | None:
     """The clause an item checks (`marker`: its clause marker) and whether the spec has it
     (None: no clause marker)."""
@@ -105,7 +115,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     spec = config.stash.get(SPEC_KEY, None)
     if spec is None:
         return
-    keep, drop, absent = [], [], []
+    keep: list[pytest.Item] = []
+    last: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    absent: list[str] = []
     suite = acceptance_dir()
     chosen = str(config.option.markexpr or "")
     stress = re.search(rf"\b{STRESS}\b", chosen) is not None
@@ -122,11 +135,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             absent.append(f"{found.name if found else item.nodeid} (level stress: run it "
                           "with -m stress)")
             continue
-        keep.append(item)
+        (last if runs_last(marker) else keep).append(item)
         if found is not None:
             item.stash[CASE_KEY] = contract_case(item, found.name, suite)
             if chosen:  # -m sanity, -m "not acceptance": each case carries its level
                 item.add_marker(level)
+    keep += last  # what the run did to a node is read after every other case
     ic = spec.interconnect
     if ic is not None:
         absent.extend(f"interconnect.node_counts {n} (the cluster has "
@@ -136,6 +150,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         not_in_contract=tuple(sorted(set(absent))))
     if drop:
         config.hook.pytest_deselected(items=drop)
+    if drop or last:
         items[:] = keep
 
 

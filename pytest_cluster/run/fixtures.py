@@ -9,7 +9,7 @@ import pytest
 
 from pytest_cluster.evidence.check import Evidence
 from pytest_cluster.evidence.plan import Plan
-from pytest_cluster.measure.cluster import Cluster
+from pytest_cluster.measure.cluster import NIC_START, Cluster
 from pytest_cluster.run.lifecycle import run_launcher
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
 
@@ -107,6 +107,16 @@ def node_count(request: pytest.FixtureRequest) -> int:
 def evidence(request: pytest.FixtureRequest) -> Evidence:
     """Records measured vs required into JUnit properties and results.jsonl, then asserts."""
     return Evidence(request.node)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fabric_at_start(request: pytest.FixtureRequest) -> None:
+    """The NIC reading a run's fabric checks read and its error counters are compared
+    with, taken before its first case (in each process; once per run, shared)."""
+    spec = request.config.stash.get(SPEC_KEY, None)
+    if spec is not None and spec.fabric is not None:
+        cluster: Cluster = request.getfixturevalue("cluster")
+        cluster.probe_all(NIC_START)
 
 
 @pytest.fixture

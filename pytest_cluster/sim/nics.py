@@ -71,8 +71,10 @@ def _layout(ic: InterconnectSpec | None) -> tuple[int, float, str]:
     return link.count, link.rate_bytes_per_s / GBIT, layer
 
 
-def tree(sim: SimSpec, node: str, ic: InterconnectSpec | None) -> dict[str, str]:
-    """The node's sysfs files of its NICs."""
+def tree(sim: SimSpec, node: str, ic: InterconnectSpec | None,
+         when: str | None = None) -> dict[str, str]:
+    """The node's sysfs files of its NICs; read at the run's end (`when`), a port with a
+    nic_link_downed fault has gone down that many times."""
     count, rate, layer = _layout(ic)
     rate *= link_factor(sim, node)
     faults = {f.nic: f for f in faults_on(sim, node) if f.nic is not None}
@@ -108,6 +110,8 @@ def tree(sim: SimSpec, node: str, ic: InterconnectSpec | None) -> dict[str, str]
         for counter in ("link_downed", "link_error_recovery", "symbol_error",
                         "port_rcv_errors", "port_xmit_discards"):
             files[f"{port}/counters/{counter}"] = "0"
+        if fault is not None and when == "end":
+            files[f"{port}/counters/link_downed"] = str(fault.nic_link_downed)
     eno = f"{ROOT}/class/net/eno1"
     files.update({f"{eno}/address": ":".join(digest[i:i + 2] for i in range(0, 12, 2)),
                   f"{eno}/type": "1", f"{eno}/operstate": "up", f"{eno}/carrier": "1",
@@ -127,8 +131,15 @@ ENO_DRIVER = {"driver": "mlx5_core", "driver_version": "24.04", "firmware": "22.
               "bus": ENO_PCI}
 
 
-def nic_payload(sim: SimSpec, node: str, ic: InterconnectSpec | None) -> dict[str, Any]:
-    """The NIC probe's answer for a simulated node: the probe's reader over its tree."""
-    reader = Tree(tree(sim, node, ic), {f"{ROOT}/class/net/eno1/device": ENO_PCI},
+def nic_payload(sim: SimSpec, node: str, ic: InterconnectSpec | None,
+                args: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The NIC probe's answer for a simulated node (`args`: the probe's): the probe's
+    reader over its tree."""
+    options = dict(zip(args[::2], args[1::2], strict=False))
+    when = options.get("--when")
+    reader = Tree(tree(sim, node, ic, when), {f"{ROOT}/class/net/eno1/device": ENO_PCI},
                   {"eno1": ENO_DRIVER})
-    return read_ports(reader, ethtool=True)
+    data = read_ports(reader, ethtool=True)
+    if when is not None:
+        data["when"] = when
+    return data

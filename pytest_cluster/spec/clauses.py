@@ -86,6 +86,7 @@ class Declaration:
     needs_nodes: int = 1  # checked only on a cluster of this many nodes or more
     when: Callable[[Spec], bool] | None = None  # promised when; None: when written
     level: str = ACCEPTANCE  # SANITY: checked without loading anything
+    last: bool = False  # its cases run after every other case (what the run did to a node)
 
     @property
     def id(self) -> str:
@@ -264,6 +265,9 @@ CLAUSES: tuple[Declaration, ...] = (
     _quantity("fabric", "mtu", Dim.COUNT, level=SANITY, reads=Reads("nic")),
     Declaration("fabric", "same_firmware", Value.IMPLIED, needs_nodes=2,
                 text="the same NIC firmware on every node", level=SANITY, reads=Reads("nic")),
+    Declaration("fabric", "counters", Value.RULE, reads=Reads("nic"), last=True,
+                text="no counted port's error counters grow during the run (read before "
+                     "the first case and after the last)"),
     # -- baseline: how a run is compared with an accepted one (--cluster-baseline); its
     # cases (baseline.nodes, .hardware, .performance) are derived after the run ----------
     _setting("baseline", "tolerance"),

@@ -308,6 +308,7 @@ class SimFault:
     nic_down: bool = False  # its port is down
     nic_rate_gbit: float | None = None  # its port trained at this rate
     nic_firmware: str | None = None  # its firmware
+    nic_link_downed: int = 0  # its port went down this many times during the run
 
 
 @dataclass(frozen=True)
