@@ -10,6 +10,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.hostlist import compress_hostlist
+from pytest_cluster.measure import nccl_log
 from pytest_cluster.measure.node_search import FAILED, NOT_SEARCHED, SLOW, UNDECIDED
 from pytest_cluster.measure.reference import Reference, for_busbw
 from pytest_cluster.run.contract_tests import checks
@@ -58,7 +59,9 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
     clause, theory = required_busbw(spec, node_count, scope)
     evidence.record(collective=run.collective, payload=payload, node_count=node_count,
                     theoretical=theory.bytes_per_s / 1e9 if theory else None,
-                    derivation=theory.derivation if theory else None)
+                    derivation=theory.derivation if theory else None,
+                    transport=nccl_log.describe(run.details.get("transport") or {},
+                                                node_count > 1) or None)
     raw: dict[str, Any] = {"nodes": compress_hostlist(run.nodes),
                            "ranks_per_node": run.ranks_per_node, "backend": run.backend,
                            "details": run.details,
@@ -115,6 +118,57 @@ def test_collective_inter_node(cluster: Cluster, node_count: int, collective: st
     label = f"{node_count} nodes ({run.nodes[0]}..{run.nodes[-1]})"
     _check(evidence, spec, run, payload, label, node_count,
            _references(cluster, "inter_node", collective))
+
+
+def _nodes_of(run: CollectiveRun, ranges: str) -> str:
+    """The nodes of ranks '0-7,12' as a hostlist."""
+    ranks: list[int] = []
+    for part in ranges.split(","):
+        first, _, last = part.partition("-")
+        ranks.extend(range(int(first), int(last or first) + 1))
+    return compress_hostlist(dict.fromkeys(n for r in ranks if (n := _node_of_rank(run, r))))
+
+
+@checks("interconnect.transport")
+def test_collective_transport(cluster: Cluster, node_count: int, collective: str,
+                              evidence: Evidence) -> None:
+    """What NCCL used in the inter-node job over the first `node_count` nodes, from every
+    rank's log: the network, GPUDirect RDMA on the network channels and NVLS, against the
+    contract's `transport`, whatever the job's busbw. A rank that used another is named
+    with its node."""
+    spec = _spec(cluster)
+    promise = spec.transport
+    assert promise is not None, "interconnect.transport is not in the contract"
+    rule = Rule(declared("interconnect.transport").id, promise.line, promise.text)
+    run = cluster.inter_node(node_count, collective)
+    evidence.saw(run)
+    label = f"{node_count} nodes ({run.nodes[0]}..{run.nodes[-1]})"
+    found: dict[str, Any] = run.details.get("transport") or {}
+    raw = {"transport": found, "nccl_log_first_rank": run.details.get("nccl_log_first_rank")}
+    if not run.ok:
+        evidence.cannot_measure(rule, run.error, raw=raw, kind="job_failed", node=label)
+    if found.get("not_said") or not found.get("inter_node"):
+        evidence.cannot_measure(rule, f"NCCL's log says nothing of its transport on ranks "
+                                f"{found.get('not_said') or 'all'} (NCCL_DEBUG or "
+                                "NCCL_DEBUG_FILE set by the environment?)", raw=raw,
+                                node=label)
+    problems = []
+    wanted = {"inter_node": promise.inter_node,
+              "gdr": None if promise.gdr is None else str(promise.gdr).lower(),
+              "nvls": None if promise.nvls is None else str(promise.nvls).lower()}
+    for key, value in wanted.items():
+        if value is None:
+            continue
+        # a rank with no network channel says nothing of GPUDirect ("none"): not counted
+        other = {seen: ranks for seen, ranks in found.get(key, {}).items()
+                 if seen != value and not (key == "gdr" and seen == "none")}
+        problems += [f"{key} {seen} on ranks {ranks} ({_nodes_of(run, ranks)})"
+                     for seen, ranks in other.items()]
+    evidence.check_rule(rule, not problems, nccl_log.describe(found), result=None,
+                        problem=f"{rule.text} promised; " + "; ".join(problems),
+                        method="NCCL_DEBUG=INFO (INIT,NET) on every rank: 'Using network', "
+                               "'via NET/<net>/<dev>[/GDRDMA]', 'NVLS multicast support'",
+                        raw=raw, node=label)
 
 
 @checks("interconnect.busbw[node_network]")

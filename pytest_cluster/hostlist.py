@@ -17,6 +17,18 @@ _RANGE_RE = re.compile(r"^(\d{1,63})(?:-(\d{1,63}))?$")  # a label has at most 6
 _GROUP_RE = re.compile(r"\[([^\]]*)\]")
 
 
+def spans_of(numbers: Iterable[int]) -> list[list[int]]:
+    """Numbers as [first, last] spans of consecutive ones: [[5, 18], [22, 22]] (a soak's
+    rounds, a job's ranks)."""
+    found: list[list[int]] = []
+    for number in sorted(set(numbers)):
+        if found and number == found[-1][1] + 1:
+            found[-1][1] = number
+        else:
+            found.append([number, number])
+    return found
+
+
 def is_valid_hostname(name: str) -> bool:
     """RFC 1123 host names only: plus `_`; no spaces, quotes, `;`, `$`, leading `-` or `@`."""
     return len(name) <= 253 and bool(_HOSTNAME_RE.match(name))

@@ -104,14 +104,26 @@ def test_the_simulated_fabric_faults_fail_exactly_their_cases(
     spec = pytester.path / "trial.yaml"
     spec.write_text((EXAMPLES / "sim-h100-fabric-faulty.yaml").read_text())
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=23, failed=4)
+    result.assert_outcomes(passed=28, failed=5)
     found = failures(pytester)
     assert set(found) == {"test_fabric_ports[sim-gpu-02]", "test_fabric_rate[sim-gpu-03]",
-                          "test_fabric_same_firmware", "test_fabric_counters[sim-gpu-01]"}
+                          "test_fabric_same_firmware", "test_fabric_counters[sim-gpu-01]",
+                          "test_collective_transport[all_reduce-4nodes]"}
+    # NCCL fell back to sockets on one node and lost GPUDirect on another: named by rank
+    # and node, while the job's busbw passed
+    assert found["test_collective_transport[all_reduce-4nodes]"] == (
+        "[SIMULATED] 4 nodes (sim-gpu-01..sim-gpu-04) transport: NCCL used inter_node ib, "
+        "gdr true, nvls true promised; inter_node socket on ranks 16-23 (sim-gpu-03); gdr "
+        "false on ranks 16-31 (sim-gpu-[03-04])")
+    busbw = [r for r in jsonl(pytester) if "test_collective_inter_node" in r.get("case", "")]
+    assert [r["outcome"] for r in busbw] == ["passed"]
+    assert busbw[0]["transport"] == ("inter_node ib (ranks 0-15,24-31), socket (ranks 16-23); "
+                                     "gdr false (ranks 16-31), true (ranks 0-15); nvls true "
+                                     "(ranks 0-31)")
     assert found["test_fabric_counters[sim-gpu-01]"] == (
         "[SIMULATED] sim-gpu-01 counters: during the run: mlx5_2/1: link_downed 0 -> 2")
     cases = [r["case"] for r in jsonl(pytester) if r.get("type") == "result"]
-    assert all("test_fabric_counters" in case for case in cases[-4:])
+    assert all("test_fabric_counters" in case for case in cases[-4:]), cases[-4:]
     assert found["test_fabric_ports[sim-gpu-02]"] == (
         "[SIMULATED] sim-gpu-02 ports: measured 7 < required 8 (87.5% of required); not "
         "active: mlx5_3/1 (DOWN, Disabled)")
@@ -197,3 +209,37 @@ def test_real_ports_are_read_on_each_node_and_the_faulty_one_named(
         for node in netns.nodes:
             subprocess.run(["ip", "-n", netns.netns(node), "link", "del", "rail1"],
                            check=False, timeout=30)
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("transport: {inter_node: infiniband}",
+     "interconnect.transport.inter_node: expected ib or socket (the network NCCL uses "
+     "between nodes), got 'infiniband'"),
+    ("transport: {gdr: yes please}", "interconnect.transport.gdr:"),
+    ("transport: {}", "interconnect.transport: promises nothing: give inter_node, gdr, nvls"),
+    ("transport: {inter_node: ib, nvl: true}", "interconnect.transport.nvl: unknown key"),
+])
+def test_a_bad_transport_promise_is_a_usage_error(body: str, message: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        parse_spec(HEAD + "interconnect:\n  busbw: '>= 10 GB/s'\n  payloads: [1 GiB]\n"
+                   "  backend: nccl\n  ranks_per_node: 8\n  " + body + "\n", "t.yaml")
+    assert message in str(caught.value)
+
+
+def test_the_transport_needs_nccl() -> None:
+    with pytest.raises(SpecError) as caught:
+        parse_spec(HEAD + "interconnect:\n  busbw: '>= 1 GB/s'\n  payloads: [1 MiB]\n"
+                   "  backend: gloo\n  transport: {inter_node: socket}\n", "t.yaml")
+    assert "interconnect.transport: the transport NCCL used: needs backend nccl" in \
+        str(caught.value)
+
+
+def test_a_transport_promise_parses() -> None:
+    spec = parse_spec(HEAD + "interconnect:\n  busbw: '>= 10 GB/s'\n  payloads: [1 GiB]\n"
+                      "  backend: nccl\n  ranks_per_node: 8\n"
+                      "  transport: {inter_node: ib, gdr: true}\n", "t.yaml")
+    assert spec.interconnect is not None and spec.interconnect.transport is not None
+    transport = spec.interconnect.transport
+    assert (transport.inter_node, transport.gdr, transport.nvls, transport.line) == (
+        "ib", True, None, 8)
+    assert transport.text == "NCCL used inter_node ib, gdr true"

@@ -403,7 +403,8 @@ def test_a_simulated_node_answers_its_part_of_a_benchmark_job() -> None:
     assert result.data == {"ranks": [
         {"rank": rank, "local_rank": rank, "exit_code": 0, "ended_at": None, "stderr_tail": "",
          "data": {"rank": rank, "world": 2, "backend": "gloo", "collective": "all_reduce",
-                  "sizes": sizes, "simulated": True}} for rank in (0, 1)],
+                  "sizes": sizes, "simulated": True,
+                  "gloo": {"interface": "eno1", "address": "10.0.0.1"}}} for rank in (0, 1)],
         "killed_because": "", "gloo_socket_ifname": None}
     busbw = 450e9 * 0.82 * 2**20 / (2**20 + 32 * 2**20) * jitter(["n1"], "all_reduce", 2**20)
     assert sizes[0]["time_s"] == 2**20 * bus_factor("all_reduce", 2) / busbw
@@ -419,7 +420,9 @@ def test_a_benchmark_takes_the_same_path_on_the_sim() -> None:
                           ("sim-gpu-01", "sim-gpu-02"), [4 * 2**30])
     again = run_collective(launcher, spec.interconnect, "all_reduce",
                            ["sim-gpu-01", "sim-gpu-02"], [4 * 2**30, 2**30])
-    assert pair.ok and pair.simulated and pair.details == {"simulated": True}
+    assert pair.ok and pair.simulated
+    assert set(pair.details) == {"simulated", "transport", "nccl_log_first_rank"}
+    assert pair.details["transport"]["inter_node"] == {"ib": "0-15"}
     assert [p.busbw for p in pair.points] == [360332347938.57837]
     assert again.at(4 * 2**30) == pair.points[0]
     one = run_collective(launcher, spec.interconnect, "all_reduce", ["sim-gpu-01"],
@@ -635,6 +638,9 @@ def test_shaped_links_pass_and_a_slow_node_is_named(pytester: pytest.Pytester,
         for record in jsonl(pytester):
             if "inter_node" in record["nodeid"]:  # >= 0.85 x 0.125 GB/s, the bar
                 assert record["measured_base"] >= 0.85 * 0.125e9, record
+                # gloo's interface and address, per rank: each node's eth0
+                assert record["transport"].startswith("gloo eth0 10."), record["transport"]
+                assert len(record["raw"]["details"]["transport"]["gloo"]) == 4
         netns.shape("node3", "250mbit")
         result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider")
     finally:

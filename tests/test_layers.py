@@ -115,9 +115,11 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
                                       "pytest_cluster.errors"),
     # nccl-tests' formulas: pure, no launcher, no job
     "pytest_cluster.spec.busbw": ("pytest_cluster.spec", "pytest_cluster.units"),
-    # benchmark jobs: busbw's numbers from jobs run through a launcher
+    # benchmark jobs: busbw's numbers from jobs run through a launcher, and what NCCL said
+    # it used (its log's reader: pure)
     "pytest_cluster.measure.benchmark": ("pytest_cluster.spec", "pytest_cluster.launchers",
-                                         "pytest_cluster.probes", "pytest_cluster.errors"),
+                                         "pytest_cluster.probes", "pytest_cluster.errors",
+                                         "pytest_cluster.measure.nccl_log"),
     # the evidence bundle and `verify`: read where only the evidence is
     "pytest_cluster.evidence.bundle": ("pytest_cluster.evidence.bundle",
                                        "pytest_cluster.errors"),

@@ -171,12 +171,13 @@ def test_output_parsing() -> None:
 
 #: A probe (and the node runner) is sent to a node as one file, so a helper two of them need
 #: is written in each: these copies must stay the same (docstrings and comments aside).
-COPIED = {
-    "THROTTLE_BITS": ("probes/gpu.py", "probes/gpu_perf.py"),
-    "_ago": ("probes/storage.py", "probes/shared_fs.py"),
-    "die_with_parent": ("probes/job_node.py", "launchers/node_runner.py"),
-    "PR_SET_PDEATHSIG": ("probes/job_node.py", "launchers/node_runner.py"),
+COPIED_BETWEEN = {
+    ("probes/gpu.py", "probes/gpu_perf.py"): ("THROTTLE_BITS",),
+    ("probes/storage.py", "probes/shared_fs.py"): ("_ago",),
+    ("probes/job_node.py", "launchers/node_runner.py"): ("die_with_parent", "PR_SET_PDEATHSIG"),
+    ("probes/collective.py", "measure/nccl_log.py"): ("KEEP", "MAX_LINES"),
 }
+COPIED = {name: files for files, names in COPIED_BETWEEN.items() for name in names}
 
 
 def _top_level(path: Path, name: str) -> str:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, run_job
+from pytest_cluster.measure import nccl_log
 from pytest_cluster.probes import probe_source
 from pytest_cluster.spec.busbw import CollectiveRun, aggregate, bus_factor
 
@@ -50,6 +51,12 @@ def run_collective(launcher: Launcher, spec: InterconnectSpec, collective: str,
     hosts = sorted({str(d["host"]) for d in data if "host" in d})  # none on simulated ranks
     if hosts:
         details["hosts"] = hosts
+    used = nccl_log.summary(data)
+    if used:
+        details["transport"] = used
+        lines = next((d["nccl_log"] for d in data if d.get("nccl_log")), None)
+        if lines:  # the first rank's lines that say it, for the evidence (bounded)
+            details["nccl_log_first_rank"] = lines
     try:
         points = aggregate(collective, data)
     except (KeyError, TypeError, ValueError) as exc:

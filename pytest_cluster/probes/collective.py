@@ -16,16 +16,72 @@ PYTEST_CLUSTER_INIT_TIMEOUT. Needs torch.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
+import re
 import socket
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
+#: NCCL's INFO lines that say what it used (measure/nccl_log.py reads them; this is its
+#: KEEP, copied: this file is sent alone)
+KEEP = re.compile(r"NCCL INFO (Using network |NET/\S+ : Using |Channel \d+(?:/\d+)? : .* via |"
+                  r"NVLS multicast support|Connected all rings|Connected NVLS|NET/Plugin)")
+MAX_LINES = 400
+
+
+def nccl_debug() -> str | None:
+    """Have NCCL say what it uses (INFO, subsystems INIT and NET) into a file of this
+    rank's; its path, or None when the environment already directs NCCL's log (then the
+    transport is not recorded, never guessed)."""
+    if "NCCL_DEBUG_FILE" in os.environ or os.environ.get("NCCL_DEBUG", "INFO") != "INFO":
+        return None
+    handle, path = tempfile.mkstemp(prefix="pytest-cluster-nccl-", suffix=".log")
+    os.close(handle)
+    os.environ.update(NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,NET", NCCL_DEBUG_FILE=path)
+    return path
+
+
+def nccl_lines(path: str | None) -> list[str] | None:
+    """The lines of NCCL's log this run keeps (bounded), the file removed."""
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = [line.strip() for line in handle if KEEP.search(line)]
+    except OSError:
+        return None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    return lines[:MAX_LINES]
+
+
+def gloo_interface() -> dict[str, Any]:
+    """The interface gloo binds (GLOO_SOCKET_IFNAME, else the host name's address) and
+    its address."""
+    name = os.environ.get("GLOO_SOCKET_IFNAME")
+    found: dict[str, Any] = {"interface": name}
+    try:
+        if name:
+            import fcntl  # noqa: PLC0415 - only here
+            import struct  # noqa: PLC0415
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+                raw = fcntl.ioctl(sock.fileno(), 0x8915,  # SIOCGIFADDR
+                                  struct.pack("256s", name.encode()[:15]))
+            found["address"] = socket.inet_ntoa(raw[20:24])
+        else:
+            found["address"] = socket.gethostbyname(socket.gethostname())
+    except OSError as exc:
+        found["address"] = None
+        found["error"] = str(exc)
+    return found
 
 
 def buffers(torch: Any, collective: str, nbytes: int, world: int,
@@ -196,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     local = int(os.environ.get("LOCAL_RANK", "0"))
     timeout = datetime.timedelta(seconds=float(os.environ.get("PYTEST_CLUSTER_INIT_TIMEOUT",
                                                               "60")))
+    log = nccl_debug() if args.backend == "nccl" else None
     if args.backend == "nccl":
         if not torch.cuda.is_available():
             sys.exit(f"nccl needs CUDA: torch {torch.__version__} sees no GPU on "
@@ -227,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.backend == "nccl":
         info["device"] = torch.cuda.get_device_name(device)
         info["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))  # type: ignore[no-untyped-call]
+        info["nccl_log"] = nccl_lines(log)
+    else:
+        info["gloo"] = gloo_interface()
     print(json.dumps(info))
     return 0
 

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.sim.cluster import (
+    NICS_PER_NODE,
     describe_node,
+    faults_on,
     gpu_count,
     gpu_link_rate,
     jitter,
@@ -119,6 +121,41 @@ def size_results(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchma
     return results
 
 
+def nccl_lines(sim: SimSpec, nodes: Sequence[str], index: int, local: int,
+               ranks_per_node: int) -> list[str]:
+    """What NCCL's INFO log says on a simulated rank (measure/nccl_log.py reads it): IB
+    with GPUDirect RDMA over the node's NICs between nodes (the node's `transport:
+    socket` fault: a fallback to sockets; `gdr: false`: no GPUDirect), P2P inside the
+    node, and NVLS where the GPU model has NVLink."""
+    node = nodes[index]
+    rank = index * ranks_per_node + local
+    head = f"{node}:1:1 [{local}] NCCL INFO"
+    faults = faults_on(sim, node)
+    socket_ = any(f.transport == "socket" for f in faults)
+    gdr = not any(f.gdr is False for f in faults)
+    nics = NICS_PER_NODE
+    if socket_:
+        lines = [f"{head} NET/Socket : Using [0]eno1:10.0.0.{index + 1}<0>",
+                 f"{head} Using network Socket"]
+    else:
+        devices = " ".join(f"[{i}]mlx5_{i}:1/IB" for i in range(nics))
+        lines = [f"{head} NET/IB : Using {devices} ; OOB eno1:10.0.0.{index + 1}<0>",
+                 f"{head} Using network IB"]
+    if MODELS[sim.gpu_model].nvlinks and ranks_per_node > 1:
+        lines.append(f"{head} NVLS multicast support is available on dev {local}")
+    if ranks_per_node > 1:
+        nxt = (local + 1) % ranks_per_node
+        lines.append(f"{head} Channel 00/0 : {rank}[{local}] -> "
+                     f"{index * ranks_per_node + nxt}[{nxt}] via P2P/IPC")
+    if len(nodes) > 1:
+        peer = (index + 1) % len(nodes) * ranks_per_node + local
+        via = "NET/Socket/0" if socket_ else \
+            f"NET/IB/{local % nics}" + ("/GDRDMA" if gdr else "")
+        lines.append(f"{head} Channel 00/0 : {rank}[{local}] -> {peer}[{local}] [send] "
+                     f"via {via}")
+    return lines
+
+
 def job_ranks(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchmark,
               nodes: Sequence[str], ranks_per_node: int) -> list[list[dict[str, Any]]]:
     """Every node's ranks as job_node reports them (rank, local_rank, exit_code, data,
@@ -139,6 +176,11 @@ def job_ranks(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchmark,
                 continue
             data: dict[str, Any] = {"rank": rank, "world": world, "backend": benchmark.backend,
                     "collective": benchmark.collective, "sizes": sizes, "simulated": True}
+            if benchmark.backend == "nccl":
+                data["nccl_log"] = nccl_lines(sim, nodes, index, local, ranks_per_node)
+            else:
+                data["gloo"] = {"interface": "eno1", "address": f"10.0.{index // 250}."
+                                                                f"{index % 250 + 1}"}
             mine.append({"rank": rank, "local_rank": local, "exit_code": 0, "ended_at": None,
                          "data": data, "stderr_tail": ""})
         ranks.append(mine)

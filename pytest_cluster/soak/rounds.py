@@ -31,6 +31,7 @@ from pytest_cluster.errors import UnitError
 from pytest_cluster.evidence.baseline import Figure, figures
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.results import read_results
+from pytest_cluster.hostlist import spans_of
 from pytest_cluster.soak import counters
 from pytest_cluster.soak.sla import FAILED, HEALTHY, UNREACHABLE, Span
 from pytest_cluster.units import Dim, parse_quantity, utc
@@ -131,17 +132,6 @@ def round_numbers(soak_dir: Path) -> list[int]:
 SIM_MARK = "[SIMULATED] "
 #: Failure spells a case's message names one by one, and how much of each it quotes.
 MAX_SPELLS, MAX_SAID = 5, 400
-
-
-def spans_of(numbers: Iterable[int]) -> list[list[int]]:
-    """Round numbers as [first, last] spans of consecutive numbers: [[5, 18], [22, 22]]."""
-    found: list[list[int]] = []
-    for number in sorted(set(numbers)):
-        if found and number == found[-1][1] + 1:
-            found[-1][1] = number
-        else:
-            found.append([number, number])
-    return found
 
 
 def ranges(numbers: Iterable[int], most: int = 40) -> str:

@@ -165,6 +165,11 @@ def _stress_loop(spec: Spec) -> bool:
     return ic is not None and (ic.ranks_per_node > 1 or _several(spec))
 
 
+def _transport(spec: Spec) -> bool:
+    return _inter(spec) and spec.interconnect is not None \
+        and spec.interconnect.transport is not None
+
+
 def _search(spec: Spec) -> bool:
     return spec.interconnect is not None and spec.interconnect.node_network and _several(spec)
 
@@ -255,6 +260,11 @@ CLAUSES: tuple[Declaration, ...] = (
                 text="all_reduce over every node back to back for stress_time, every "
                      "result correct", level=STRESS),
     _setting("interconnect", "stress_time"),
+    # what NCCL used between nodes, from its log (interconnect.transport): each inter-node
+    # job, whatever its busbw
+    Declaration("interconnect", "transport", Value.IMPLIED, when=_transport,
+                text="the network, GPUDirect RDMA and NVLS the contract names, on every "
+                     "rank"),
     # -- fabric: every network port of a node as the kernel shows it (the NIC probe reads
     # sysfs), counted among `devices` (default: the RDMA ports, or with none the network
     # interfaces that are devices); each failure names the node and the port -------------

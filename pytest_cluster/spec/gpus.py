@@ -200,13 +200,16 @@ FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen",
               "row_remap_pending", "row_remap_failure", "ecc_uncorrected", "nvlinks_down",
               "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor",
               "link_factor", "replaced", "from_round", "sdc", "nic", "nic_down", "nic_rate",
-              "nic_firmware", "nic_link_downed")
+              "nic_firmware", "nic_link_downed", "transport", "gdr")
+#: What a simulated node's NCCL may fall back to (its `transport` fault).
+SIM_TRANSPORTS = ("socket",)
 #: The clocks event reasons that count as throttling (the GPU probe's THROTTLE_BITS: the spec
 #: imports no probe; tests/test_spec.py asserts both name the same).
 THROTTLES = ("hw_slowdown", "sw_thermal", "hw_thermal", "power_brake")
 #: Faults of a whole node, and what they change; the simulator applies them per node only.
 NODE_FAULTS = {"gpus": "the node's GPU count", "down": "the whole node",
-               "link_factor": "the node's network"}
+               "link_factor": "the node's network", "transport": "the node's NCCL network",
+               "gdr": "the node's GPUDirect RDMA"}
 
 
 def _node_faults_on_a_gpu(ctx: Ctx, table: Map, path: str) -> None:
@@ -257,6 +260,12 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
     def one(key: str, parse: object) -> object:
         return field(ctx, table.take(key), f"{path}.{key}", parse)  # type: ignore[arg-type]
 
+    def sim_transport(raw: object) -> str:
+        if raw not in SIM_TRANSPORTS:
+            raise UnitError(f"expected {' or '.join(SIM_TRANSPORTS)} (the network NCCL falls "
+                            f"back to), got {raw!r}")
+        return str(raw)
+
     def nic_rate(raw: object) -> float:
         value = parse_quantity(raw, Dim.RATE).value
         if value <= 0:
@@ -299,6 +308,8 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
         nic_rate_gbit=one("nic_rate", nic_rate),  # type: ignore[arg-type]
         nic_firmware=one("nic_firmware", text("a firmware version like '28.39.1002'")),  # type: ignore[arg-type]
         nic_link_downed=or_default(one("nic_link_downed", count), 0),  # type: ignore[arg-type]
+        transport=one("transport", sim_transport),  # type: ignore[arg-type]
+        gdr=one("gdr", boolean),  # type: ignore[arg-type]
     )
     table.finish()
     per_nic = (fault.nic_down, fault.nic_rate_gbit, fault.nic_firmware, fault.nic_link_downed)

@@ -20,14 +20,24 @@ from pytest_cluster.spec.fields import (
     time_between,
     whole,
 )
-from pytest_cluster.spec.model import ClusterSpec, GpuSpec, InterconnectSpec, LinkSpec
+from pytest_cluster.spec.model import (
+    ClusterSpec,
+    GpuSpec,
+    InterconnectSpec,
+    LinkSpec,
+    TransportSpec,
+)
 from pytest_cluster.units import Dim, Quantity, format_value, parse_quantity
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 BACKENDS = ("nccl", "gloo")
 KEYS = ("intra_node", "inter_node", "collectives", "payloads", "node_counts", "busbw",
         "ranks_per_node", "backend", "sweep_from", "warmup", "iterations", "node_network",
-        "search_payload", "timeout")
+        "search_payload", "timeout", "transport")
+#: The keys of `transport:` and the names of a network NCCL may use between nodes (a net
+#: plugin's, like IBext_v8, is IB's).
+TRANSPORT_KEYS = ("inter_node", "gdr", "nvls")
+NETWORKS = ("ib", "socket")
 MAX_PAYLOAD = 64 * 2**30
 MAX_RANKS = 512  # processes per node: one per GPU (nccl) or per core (gloo)
 MAX_NIC_RATE = 200e9  # bytes/s: 1.6 Tb/s; a NIC rate above it is bytes written for bits
@@ -116,6 +126,37 @@ def _list(ctx: Ctx, node: Node | None, path: str, parse: object) -> list[object]
     return found
 
 
+def _backend(raw: object) -> str:
+    if raw not in BACKENDS:
+        raise UnitError(f"expected nccl (GPUs) or gloo (CPUs), got {raw!r}")
+    return str(raw)
+
+
+def _transport(ctx: Ctx, node: Node | None, path: str) -> TransportSpec | None:
+    """`transport: {inter_node: ib, gdr: true, nvls: true}`: what NCCL must have used."""
+    if node is None:
+        return None
+    table = Map(ctx, node, path, TRANSPORT_KEYS)
+    if not isinstance(node, MappingNode):
+        return None
+
+    def network(raw: object) -> str:
+        if raw not in NETWORKS:
+            raise UnitError(f"expected {' or '.join(NETWORKS)} (the network NCCL uses "
+                            f"between nodes), got {raw!r}"[:200])
+        return str(raw)
+
+    found = TransportSpec(
+        inter_node=field(ctx, table.take("inter_node"), f"{path}.inter_node", network),
+        gdr=field(ctx, table.take("gdr"), f"{path}.gdr", boolean),
+        nvls=field(ctx, table.take("nvls"), f"{path}.nvls", boolean),
+        line=node.start_mark.line + 1)
+    table.finish()
+    if (found.inter_node, found.gdr, found.nvls) == (None, None, None):
+        ctx.error(node, path, f"promises nothing: give {', '.join(TRANSPORT_KEYS)}")
+    return found
+
+
 def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
                        gpus: GpuSpec | None) -> InterconnectSpec | None:
     if node is None:
@@ -157,14 +198,9 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
         ctx.error(node, f"{path}.busbw", "missing: the promise, a share of theoretical like "
                   "'>= 80%' or a bus bandwidth like '>= 360 GB/s'")
 
-    def backend(raw: object) -> str:
-        if raw not in BACKENDS:
-            raise UnitError(f"expected nccl (GPUs) or gloo (CPUs), got {raw!r}")
-        return str(raw)
-
     ranks_node = table.take("ranks_per_node")
     ranks = field(ctx, ranks_node, f"{path}.ranks_per_node", whole(1, MAX_RANKS))
-    chosen = field(ctx, table.take("backend"), f"{path}.backend", backend)
+    chosen = field(ctx, table.take("backend"), f"{path}.backend", _backend)
     sweep_from = field(ctx, table.take("sweep_from"), f"{path}.sweep_from", _payload)
     warmup = field(ctx, table.take("warmup"), f"{path}.warmup", positive_int)
     iterations = field(ctx, table.take("iterations"), f"{path}.iterations", positive_int)
@@ -175,6 +211,7 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
                     time_between(10, 24 * 3600, "from 10 s to 24 h"))
     stress = field(ctx, table.take("stress_time"), f"{path}.stress_time",
                    time_between(1, 7 * 86400, "from 1 s to 7 days"))
+    transport = _transport(ctx, table.take("transport"), f"{path}.transport")
     table.finish()
     if busbw is None or not payloads:
         return None
@@ -189,7 +226,11 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
         warmup=or_default(warmup, 5), iterations=or_default(iterations, 20),
         node_network=or_default(search, True),
         search_payload=or_default(search_payload, min(payloads)),
-        timeout_s=or_default(timeout, 600.0), stress_time_s=or_default(stress, 300.0))
+        timeout_s=or_default(timeout, 600.0), stress_time_s=or_default(stress, 300.0),
+        transport=transport)
+    if transport is not None and result.backend != "nccl":
+        ctx.error(node, f"{path}.transport", f"the transport NCCL used: needs backend nccl "
+                  f"(this spec's is {result.backend}, which uses TCP sockets)")
     _ranks_fit(ctx, ranks_node, result, gpus)
     if result.ranks_per_node < 2 and len(cluster.nodes) < 2:
         ctx.error(node, f"{path}.ranks_per_node", "nothing to measure: one node with one "

@@ -309,6 +309,8 @@ class SimFault:
     nic_rate_gbit: float | None = None  # its port trained at this rate
     nic_firmware: str | None = None  # its firmware
     nic_link_downed: int = 0  # its port went down this many times during the run
+    transport: str | None = None  # the node's NCCL used this network ("socket": fell back)
+    gdr: bool | None = None  # False: the node's NCCL had no GPUDirect RDMA
 
 
 @dataclass(frozen=True)
@@ -337,6 +339,23 @@ class LinkSpec:
 
 
 @dataclass(frozen=True)
+class TransportSpec:
+    """What NCCL must have used between nodes (`interconnect.transport`); None: any."""
+
+    inter_node: str | None = None  # "ib", "socket", or a net plugin's name, lowercase
+    gdr: bool | None = None  # GPUDirect RDMA on every network channel
+    nvls: bool | None = None  # NVLink SHARP available
+    line: int = 0
+
+    @property
+    def text(self) -> str:
+        said = [f"{key} {str(value).lower()}" for key, value in
+                (("inter_node", self.inter_node), ("gdr", self.gdr), ("nvls", self.nvls))
+                if value is not None]
+        return "NCCL used " + ", ".join(said)
+
+
+@dataclass(frozen=True)
 class InterconnectSpec:
     """Collective bandwidth promises: busbw (nccl-tests' definition) at contract payloads,
     inside one node and across node counts, against the links' theoretical rate."""
@@ -358,6 +377,7 @@ class InterconnectSpec:
                              # the smallest contract payload)
     timeout_s: float = 600.0  # one job, wall clock
     stress_time_s: float = 300.0  # the stress level's all_reduce loop over every node
+    transport: TransportSpec | None = None  # what NCCL must have used between nodes
 
     @property
     def is_share(self) -> bool:
