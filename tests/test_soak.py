@@ -354,3 +354,28 @@ def test_a_long_soak_draws_a_bar_per_spell_not_per_round() -> None:
     svg = timeline_svg(lines, ["n1"])
     assert svg.count("<rect") == 3
     assert "n1 failed 1970-01-01T00:20:00Z to 1970-01-01T00:28:30Z" in svg
+
+
+def test_a_port_that_goes_down_from_round_2_is_named_at_round_2(
+        pytester: pytest.Pytester) -> None:
+    """A soak of the fabric: each round reads every port before its first case and after
+    its last; across rounds, the NIC counters are compared with the first round's. A port
+    that went down from round 2 on fails that round's counters case, and the soak's
+    counters case names the port and round 2."""
+    (pytester.path / "trial.yaml").write_text(
+        'cluster: {name: soak, nodes: "n[1-3]", launcher: sim}\n'
+        "fabric: {ports: 8, rate: 400 Gb/s}\n"
+        "sim:\n  faults:\n    - {node: n3, nic: 1, nic_link_downed: 3, from_round: 2}\n")
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "--cluster-reports=reports", "--cluster-soak-rounds=3")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    soak_dir = (pytester.path / "reports" / "latest").resolve()
+    by_case = {r["case"]: r for r in read_results(soak_dir / "results.jsonl").results}
+    counted = by_case["pytest_cluster/soak.py::test_counters_steady[n3]"]
+    assert counted["outcome"] == "failed"
+    assert counted["message"].startswith(
+        "[SIMULATED] n3 mlx5_1/1: link_downed 0 -> 3 at round 2 (")
+    assert counted["message"].endswith("), against round 1")
+    assert by_case["pytest_cluster/soak.py::test_counters_steady[n1]"]["outcome"] == "passed"
+    per_round = by_case["acceptance/test_fabric.py::test_fabric_counters[n3]"]
+    assert per_round["rounds_failed"] == [[2, 3]]

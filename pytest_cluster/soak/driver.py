@@ -185,8 +185,10 @@ class SoakDriver:
             return None
         found, results = read
         self.rounds.append(found)
+        fabric_spec = self.spec.fabric
+        nics = soak.nic_ports(path, fabric_spec.devices) if fabric_spec is not None else None
         self.tally.add(number, found.started, results, soak.gpu_payloads(path),
-                       soak.gpu_payloads(path, "gpu_perf"))
+                       soak.gpu_payloads(path, "gpu_perf"), nics)
         self._copy(found, results)
         return found
 

@@ -32,6 +32,7 @@ from pytest_cluster.evidence.baseline import Figure, figures
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.results import read_results
 from pytest_cluster.hostlist import spans_of
+from pytest_cluster.measure import fabric
 from pytest_cluster.soak import counters
 from pytest_cluster.soak.sla import FAILED, HEALTHY, UNREACHABLE, Span
 from pytest_cluster.units import Dim, parse_quantity, utc
@@ -360,11 +361,15 @@ class Tally:
         self.gpu_rounds: dict[str, list[int]] = {}
         self.growth: dict[str, list[str]] = {}
         self.first_sdc: dict[tuple[str, str], tuple[int, int]] = {}
+        self.first_nic: dict[str, tuple[int, list[dict[str, Any]]]] = {}
         self._seen: set[tuple[str, str, str]] = set()
 
     def add(self, number: int, started: float, results: Iterable[dict[str, Any]],
             gpus: dict[str, dict[str, Any]],
-            perf: dict[str, dict[str, Any]] | None = None) -> None:
+            perf: dict[str, dict[str, Any]] | None = None,
+            nics: dict[str, list[dict[str, Any]]] | None = None) -> None:
+        """A round: its result lines, its GPU probes, its torch probes (the SDC check's
+        checksums) and its last NIC reading's counted ports, per node."""
         for record in results:
             case_id = record.get("case")
             if not isinstance(case_id, str) or record.get("outcome") == "not_run":
@@ -379,6 +384,29 @@ class Tally:
             self._counters(node, number, started, payload)
         for node, payload in (perf or {}).items():
             self._results(node, number, started, payload)
+        for node, ports in (nics or {}).items():
+            self._nic_counters(node, number, started, ports)
+
+    def _nic_counters(self, node: str, number: int, started: float,
+                      ports: list[dict[str, Any]]) -> None:
+        """The NIC ports' error counters against the node's first round's: a port that
+        went down or took errors between rounds, named at the round it was seen."""
+        self.gpu_rounds.setdefault(node, [])
+        if node not in self.first_nic:
+            self.first_nic[node] = (number, ports)
+            if number not in self.gpu_rounds[node]:
+                self.gpu_rounds[node].append(number)
+            return
+        if number not in self.gpu_rounds[node]:
+            self.gpu_rounds[node].append(number)
+        first_round, first = self.first_nic[node]
+        for change in fabric.grown(first, ports):
+            port, what = change.split(": ", 1)[0], change.split(": ", 1)[1].split(" ", 1)[0]
+            if (node, port, what) in self._seen:
+                continue
+            self._seen.add((node, port, what))
+            self.growth.setdefault(node, []).append(
+                f"{change} at round {number} ({utc(started)}), against round {first_round}")
 
     def _results(self, node: str, number: int, started: float,
                  payload: dict[str, Any]) -> None:
@@ -399,7 +427,9 @@ class Tally:
 
     def _counters(self, node: str, number: int, started: float,
                   payload: dict[str, Any]) -> None:
-        self.gpu_rounds.setdefault(node, []).append(number)
+        rounds = self.gpu_rounds.setdefault(node, [])
+        if number not in rounds:
+            rounds.append(number)
         if node not in self.first_gpu:
             self.first_gpu[node] = (number, payload)
             return
@@ -426,8 +456,9 @@ class Tally:
             lines = self.growth.get(node, [])
             props = {"rounds_compared": len(seen), "first_round": seen[0],
                      "last_round": seen[-1],
-                     "requirement": "no error counter grows, no critical XID, no GPU gone, "
-                                    "the same SDC matmul result as in the first round"}
+                     "requirement": "no GPU or NIC error counter grows, no critical XID, "
+                                    "no GPU gone, the same SDC matmul result as in the "
+                                    "first round"}
             message = "; ".join(lines[:20]) + (f"; and {len(lines) - 20} more"
                                                if len(lines) > 20 else "")
             cases.append(Case(node, "soak.counters", node, not lines,
@@ -473,15 +504,34 @@ def steadiness(case_id: str, series: RoundSeries, bounds: SoakSpec) -> Case | No
                 gpu=last.get("gpu"), props=props)
 
 
-def gpu_payloads(round_dir: Path, probe: str = "gpu") -> dict[str, dict[str, Any]]:
-    """Per node, a GPU probe's payload in a round (nodes whose probe failed left out):
-    the NVML probe's, or (probe "gpu_perf") the torch probe's, the SDC check's there."""
+def nic_ports(round_dir: Path, devices: str | None) -> dict[str, list[dict[str, Any]]]:
+    """Per node, the counted ports of a round's last NIC reading (its end's, else its
+    start's)."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    readings = gpu_payloads(round_dir, "nic", prefer=("when", "end"))
+    for node, payload in readings.items():
+        ports = payload.get("ports")
+        if isinstance(ports, list):
+            found[node] = fabric.counted([p for p in ports if isinstance(p, dict)], devices)
+    return found
+
+
+def gpu_payloads(round_dir: Path, probe: str = "gpu",
+                 prefer: tuple[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """Per node, a probe's payload in a round (nodes whose probe failed left out): the
+    NVML probe's, or (probe "gpu_perf") the torch probe's, the SDC check's there; of a
+    probe read more than once (the NIC probe, at the round's start and end), the reading
+    whose field `prefer` names has the value it names."""
     found: dict[str, dict[str, Any]] = {}
     for path in sorted((round_dir / "probes").glob(f"{probe}-*.json")):
         with contextlib.suppress(*UNREADABLE):
             for node, result in json.loads(path.read_text(encoding="utf-8")).items():
                 data = result.get("data") if isinstance(result, dict) else None
-                if isinstance(data, dict) and not result.get("error"):
+                if not isinstance(data, dict) or result.get("error"):
+                    continue
+                mine = found.get(str(node))
+                # of several readings of the probe, the one `prefer` names wins
+                if mine is None or prefer is None or mine.get(prefer[0]) != prefer[1]:
                     found[str(node)] = data
     return found
 
