@@ -31,10 +31,14 @@ def _ports(evidence: Evidence, result: ProbeResult, promise: Clause | Rule,
     """The counted ports of the node, or fail saying there are none to judge."""
     payload = evidence.require(result, promise)
     if "error" in payload:
-        evidence.cannot_measure(promise, payload["error"], raw=payload)
-    ports = fabric.counted(payload.get("ports") or [], spec.devices)
+        evidence.cannot_measure(promise, str(payload["error"])[:400], raw=payload)
+    try:
+        every = fabric.ports_of(payload)
+    except ValueError as exc:
+        evidence.cannot_measure(promise, str(exc), raw=None)
+    ports = fabric.counted(every, spec.devices)
     if not ports:
-        names = [str(p.get("name")) for p in payload.get("ports") or []]
+        names = [str(p.get("name")) for p in every]
         seen = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8
                                        else "") if names else "none"
         evidence.cannot_measure(promise, f"no port among {fabric.which(spec.devices)} "
@@ -157,7 +161,12 @@ def test_fabric_same_firmware(cluster_spec: Spec, cluster: Cluster,
         if not result.ok or "error" in payload:
             unanswered[node] = result.describe() if not result.ok else str(payload["error"])
             continue
-        versions = fabric.firmware(fabric.counted(payload.get("ports") or [], spec.devices))
+        try:
+            every = fabric.ports_of(payload)
+        except ValueError as exc:
+            unanswered[node] = str(exc)
+            continue
+        versions = fabric.firmware(fabric.counted(every, spec.devices))
         if not versions:
             unanswered[node] = f"no firmware version among {fabric.which(spec.devices)}"
             none.append(node)

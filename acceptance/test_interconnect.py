@@ -147,11 +147,12 @@ def test_collective_transport(cluster: Cluster, node_count: int, collective: str
     raw = {"transport": found, "nccl_log_first_rank": run.details.get("nccl_log_first_rank")}
     if not run.ok:
         evidence.cannot_measure(rule, run.error, raw=raw, kind="job_failed", node=label)
-    if found.get("not_said") or not found.get("inter_node"):
-        evidence.cannot_measure(rule, f"NCCL's log says nothing of its transport on ranks "
-                                f"{found.get('not_said') or 'all'} (NCCL_DEBUG or "
-                                "NCCL_DEBUG_FILE set by the environment?)", raw=raw,
-                                node=label)
+    networks = found.get("inter_node") or {}
+    silent = found.get("not_said") or networks.get("None")
+    if silent or not networks:
+        evidence.cannot_measure(rule, f"NCCL's log says nothing of its network on ranks "
+                                f"{silent or 'all'} (NCCL_DEBUG or NCCL_DEBUG_FILE set by "
+                                "the environment?)", raw=raw, node=label)
     problems = []
     wanted = {"inter_node": promise.inter_node,
               "gdr": None if promise.gdr is None else str(promise.gdr).lower(),

@@ -4,6 +4,7 @@ sysfs inside network namespaces over ssh."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -243,3 +244,28 @@ def test_a_transport_promise_parses() -> None:
     assert (transport.inter_node, transport.gdr, transport.nvls, transport.line) == (
         "ib", True, None, 8)
     assert transport.text == "NCCL used inter_node ib, gdr true"
+
+
+@pytest.mark.parametrize(("payload", "message"), [
+    ({"sysfs": "/sys"}, "the NIC probe's answer has no list of ports"),
+    ({"ports": "mlx5_0"}, "the NIC probe's answer has no list of ports"),
+    ({"ports": [{"name": "eth0"}, 7]}, "the NIC probe's port 1 is not a map with a name"),
+    ({"ports": [{"name": ["x"]}]}, "the NIC probe's port 0 is not a map with a name"),
+    ({"ports": [{"name": "e", "counters": []}]}, "port 0 is not a map with a name"),
+    ({"ports": [{"name": "e"}] * 5000}, "lists 5000 ports (at most 4096)"),
+])
+def test_a_malformed_nic_answer_is_refused_saying_what_is_wrong(payload: Any,
+                                                                message: str) -> None:
+    """A node's answer is untrusted: whatever it prints, the fabric checks, the inventory
+    and the soak say what is wrong with it, never a traceback."""
+    from pytest_cluster.launchers.result import ProbeResult
+    from pytest_cluster.measure.inventory import node_record
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        fabric.ports_of(payload)
+    host = ProbeResult("n1", "host", {"hostname": "n1", "versions": {}})
+    nic = ProbeResult("n1", "nic", payload)
+    record = node_record(host, None, None, None, with_gpus=False, nic=nic)
+    said = record["interfaces"]["unreadable"]
+    assert record["infiniband"] == {"unreadable": said}
+    assert said.startswith("the NIC probe's answer: ") and message in said

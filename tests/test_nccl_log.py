@@ -112,3 +112,11 @@ def test_a_job_is_summarised_with_the_ranks_of_each_answer() -> None:
                     {"rank": 1, "gloo": {"interface": "eth1", "address": "10.0.0.2"}}])
     assert describe(gloo, between_nodes=False) == (
         "gloo eth1 10.0.0.1 (ranks 0), eth1 10.0.0.2 (ranks 1)")
+
+
+def test_ranks_that_answer_oddly_say_nothing_of_a_rank() -> None:
+    from pytest_cluster.measure.nccl_log import summary
+
+    found = summary([{"rank": "0", "nccl_log": ["x"]}, {"rank": True}, {"sizes": []},
+                     {"rank": 3, "nccl_log": [None, 5] * 10_000}])
+    assert found["inter_node"] == {"None": "3"}  # its lines say nothing: not guessed

@@ -16,6 +16,26 @@ from pytest_cluster.hostlist import compress_hostlist
 GBIT = 1e9 / 8  # bytes/s in a Gb/s
 
 
+#: The most ports one node's answer may list (a node's answer is not trusted blindly).
+MAX_PORTS = 4096
+
+
+def ports_of(payload: Any) -> list[dict[str, Any]]:
+    """The ports of a NIC probe's payload, each a map with a text `name`; ValueError
+    saying what is wrong when the answer is not one (a node's output is untrusted)."""
+    ports = payload.get("ports") if isinstance(payload, dict) else None
+    if not isinstance(ports, list):
+        raise ValueError("the NIC probe's answer has no list of ports")
+    if len(ports) > MAX_PORTS:
+        raise ValueError(f"the NIC probe's answer lists {len(ports)} ports (at most "
+                         f"{MAX_PORTS})")
+    for index, port in enumerate(ports):
+        if not isinstance(port, dict) or not isinstance(port.get("name"), str) \
+                or not isinstance(port.get("counters", {}), dict):
+            raise ValueError(f"the NIC probe's port {index} is not a map with a name")
+    return ports
+
+
 def counted(ports: list[dict[str, Any]], devices: str | None) -> list[dict[str, Any]]:
     """The ports the fabric clauses count, in the probe's order."""
     if devices is not None:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.measure import fabric
 from pytest_cluster.measure.cache import write_object
 from pytest_cluster.measure.cluster import Cluster, gpu_call, gpu_perf_call
 from pytest_cluster.measure.inventory_file import GPU_FIELDS, INVENTORY, is_unreadable, unreadable
@@ -119,7 +120,7 @@ def nic_parts(payload: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[
     root = str(payload.get("sysfs", "/sys"))
     interfaces: list[dict[str, Any]] = []
     hcas: dict[str, dict[str, Any]] = {}
-    for port in payload.get("ports") or []:
+    for port in fabric.ports_of(payload):
         if port.get("kind") != "rdma":
             interfaces.append(_interface(root, port))
             continue
@@ -179,10 +180,13 @@ def node_record(host_result: ProbeResult | None, gpu: ProbeResult | None,
     record["software"] = software
     record["nccl_source"] = nccl_source
     ports = _payload(nic, "NIC", missing)
+    if not is_unreadable(ports):
+        try:
+            record["interfaces"], record["infiniband"] = nic_parts(ports)
+        except (ValueError, KeyError, TypeError) as exc:  # a node's answer: untrusted
+            ports = unreadable(f"the NIC probe's answer: {str(exc)[:200]}")
     if is_unreadable(ports):
         record["interfaces"] = record["infiniband"] = ports
-    else:
-        record["interfaces"], record["infiniband"] = nic_parts(ports)
     record["filesystems"] = found.get("filesystems", found)
     return record
 

@@ -142,12 +142,14 @@ def summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
     gloo: dict[int, str] = {}
     unsaid: list[int] = []
     for data in ranks:
-        rank = int(data.get("rank", -1))
+        rank = data.get("rank")
+        if not isinstance(rank, int) or isinstance(rank, bool):
+            continue  # a rank's answer without its number says nothing of a rank
         if isinstance(data.get("gloo"), dict):
             where = data["gloo"]
             gloo[rank] = f"{where.get('interface') or 'default'} {where.get('address')}"
         elif isinstance(data.get("nccl_log"), list):
-            nccl[rank] = parse("\n".join(map(str, data["nccl_log"])))
+            nccl[rank] = parse("\n".join(map(str, data["nccl_log"][:MAX_LINES])))
         else:
             unsaid.append(rank)
     found: dict[str, Any] = {}
