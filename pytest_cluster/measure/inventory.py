@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.measure import fabric
 from pytest_cluster.measure.cache import write_object
-from pytest_cluster.measure.cluster import Cluster, gpu_call, gpu_perf_call
+from pytest_cluster.measure.cluster import NIC_START, Cluster, gpu_call, gpu_perf_call
 from pytest_cluster.measure.inventory_file import GPU_FIELDS, INVENTORY, is_unreadable, unreadable
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.units import utc
@@ -212,7 +212,7 @@ def take(cluster: Cluster, may_probe: bool) -> dict[str, Any]:
     perf_call = gpu_perf_call(spec.gpus) if spec.gpus is not None else None
     perf = (cluster.cache.peek(perf_call) if perf_call is not None else None) or {}
     found = results(inventory_call(spec), answered)
-    nics = results(ProbeCall("nic"), answered)
+    nics = results(NIC_START, answered)  # the fabric checks' reading, when the run took it
     nodes: dict[str, Any] = {}
     for node in cluster.nodes:
         nodes[node] = node_record(hosts.get(node), gpus.get(node), found.get(node),

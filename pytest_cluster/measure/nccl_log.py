@@ -14,12 +14,13 @@ ignored, and what is not said is None (never guessed).
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_cluster.hostlist import spans_of
 
-#: Only these lines are kept of a rank's log (bounded: MAX_LINES), for the evidence.
+#: Only these lines of a rank's log are kept (at most MAX_LINES), by the collective probe
+#: (probes/collective.py, a copy) for this module and the evidence.
 KEEP = re.compile(r"NCCL INFO (Using network |NET/\S+ : Using |Channel \d+(?:/\d+)? : .* via |"
                   r"NVLS multicast support|Connected all rings|Connected NVLS|NET/Plugin)")
 MAX_LINES = 400
@@ -44,15 +45,6 @@ class Transport:
     gdr: bool | None = None  # every network channel GPUDirect RDMA (None: none seen)
     nvls: bool | None = None
     plugin: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def kept(text: str) -> list[str]:
-    """The lines of a log this module reads (at most MAX_LINES), for the evidence."""
-    lines = [line.strip() for line in text.splitlines() if KEEP.search(line)]
-    return lines[:MAX_LINES]
 
 
 def _kind(via: str) -> tuple[str, int | None, bool]:

@@ -391,14 +391,10 @@ class Tally:
                       ports: list[dict[str, Any]]) -> None:
         """The NIC ports' error counters against the node's first round's: a port that
         went down or took errors between rounds, named at the round it was seen."""
-        self.gpu_rounds.setdefault(node, [])
+        self._compared(node, number)
         if node not in self.first_nic:
             self.first_nic[node] = (number, ports)
-            if number not in self.gpu_rounds[node]:
-                self.gpu_rounds[node].append(number)
             return
-        if number not in self.gpu_rounds[node]:
-            self.gpu_rounds[node].append(number)
         first_round, first = self.first_nic[node]
         for change in fabric.grown(first, ports):
             port, what = change.split(": ", 1)[0], change.split(": ", 1)[1].split(" ", 1)[0]
@@ -425,11 +421,15 @@ class Tally:
                     f"({utc(started)}) differs from round {first[0]}'s {first[1]:#x} on "
                     "identical inputs (silent data corruption)")
 
-    def _counters(self, node: str, number: int, started: float,
-                  payload: dict[str, Any]) -> None:
+    def _compared(self, node: str, number: int) -> None:
+        """A round of `node` whose counters (GPU or NIC) were read."""
         rounds = self.gpu_rounds.setdefault(node, [])
         if number not in rounds:
             rounds.append(number)
+
+    def _counters(self, node: str, number: int, started: float,
+                  payload: dict[str, Any]) -> None:
+        self._compared(node, number)
         if node not in self.first_gpu:
             self.first_gpu[node] = (number, payload)
             return
