@@ -11,6 +11,7 @@ from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import fabric
 from pytest_cluster.measure.cluster import NIC_END, NIC_START
 from pytest_cluster.run.contract_tests import checks
+from pytest_cluster.units import format_number
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.check import Evidence
@@ -203,3 +204,36 @@ def test_fabric_counters(cluster_spec: Spec, cluster: Cluster, node: str,
                                f"{', '.join(fabric.MUST_NOT_GROW)}",
                         raw={"grew": grew, "read_at": [before.payload().get("read_at"),
                                                        after.payload().get("read_at")]})
+
+
+@checks("fabric.symbol_errors")
+def test_fabric_symbol_errors(cluster_spec: Spec, cluster: Cluster, node: str,
+                              evidence: Evidence) -> None:
+    """Each counted port's symbol errors between the run's first NIC reading and its last,
+    per unit of time (the worst port is the measured figure); every port above the bound
+    is named with its count."""
+    spec = _fabric(cluster_spec)
+    clause = _clause(spec, "symbol_errors")
+    before = cluster.probe(NIC_START, node)
+    first = _ports(evidence, before, clause, spec)
+    after = cluster.probe(NIC_END, node)
+    last = _ports(evidence, after, clause, spec)
+    start, end = before.payload().get("read_at"), after.payload().get("read_at")
+    if not isinstance(start, (int, float)) or not isinstance(end, (int, float)) \
+            or end <= start:
+        evidence.cannot_measure(clause, f"the NIC readings carry no usable times (start "
+                                f"{str(start)[:32]}, end {str(end)[:32]})", raw=None)
+    seconds = float(end) - float(start)
+    rates = fabric.symbol_rates(first, last, seconds)
+    if not rates:
+        evidence.cannot_measure(clause, "no counted port has a readable symbol_error "
+                                "counter in both readings", raw=None)
+    high = [f"{name}: {taken} in {format_number(seconds)} s" for name, (taken, rate) in rates.items()
+            if not clause.requirement.holds(rate)]
+    evidence.check(clause, max(rate for _, rate in rates.values()), result=after,
+                   method=f"symbol_error growth per port between the NIC probe before the "
+                          f"first case and after the last ({format_number(seconds)} s apart): "
+                          f"{METHOD}",
+                   raw={name: taken for name, (taken, _) in rates.items()},
+                   note=f"{len(high)} of {len(rates)} port(s) above it: {', '.join(high)}"
+                   if high else "")

@@ -29,6 +29,7 @@ class Dim(enum.Enum):
     COUNT = ("count", "192")
     TEMPERATURE = ("temperature", "'85 C'", -273.15)
     POWER = ("power", "'700 W'")
+    EVENTS = ("rate of events", "'10 /h'")  # errors counted per second
 
     def __init__(self, label: str, example: str, minimum: float = 0.0) -> None:
         self.label = label
@@ -65,6 +66,8 @@ def _unit_table() -> dict[str, tuple[Dim, float]]:
     table["°C"] = (Dim.TEMPERATURE, 1.0)
     table["W"] = (Dim.POWER, 1.0)
     table["kW"] = (Dim.POWER, 1e3)
+    for name, seconds in {"/s": 1.0, "/min": 60.0, "/h": 3600.0, "/day": 86400.0}.items():
+        table[name] = (Dim.EVENTS, 1 / seconds)
     return table
 
 
@@ -73,7 +76,7 @@ UNITS: dict[str, tuple[Dim, float]] = _unit_table()
 #: The unit a measured value is shown in when no spec unit is at hand.
 DEFAULT_UNIT = {Dim.SIZE: "GiB", Dim.RATE: "GB/s", Dim.TIME: "s", Dim.FLOPS: "TFLOPS",
                 Dim.OPS: "ops/s", Dim.FRACTION: "%", Dim.COUNT: "", Dim.TEMPERATURE: "C",
-                Dim.POWER: "W"}
+                Dim.POWER: "W", Dim.EVENTS: "/h"}
 
 _NUMBER = r"[+-]?(?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
 _QUANTITY_RE = re.compile(rf"^\s*({_NUMBER})\s*([A-Za-z%/°]*)\s*$")
@@ -174,6 +177,7 @@ _UNIT_EXAMPLES = {
     Dim.COUNT: "none",
     Dim.TEMPERATURE: "C",
     Dim.POWER: "W, kW",
+    Dim.EVENTS: "/s, /min, /h, /day",
 }
 
 

@@ -41,6 +41,11 @@ def test_the_section_parses_as_declared() -> None:
     assert rule is not None and rule.text == "Ethernet on every counted port"
     firmware = spec.rule("same_firmware")
     assert firmware is not None and firmware.line == 0  # implied
+    assert spec.flap_s == 30.0  # the default: NVIDIA's "down 30 s or more is critical"
+    errors = fabric_of("fabric:\n  symbol_errors: 10 /h\n  flap: 2 min\n")
+    bound = errors.clause("symbol_errors")
+    assert bound is not None and bound.requirement.op == "<="
+    assert bound.requirement.bound.value == 10 / 3600 and errors.flap_s == 120.0
 
 
 @pytest.mark.parametrize(("body", "message"), [
@@ -50,6 +55,13 @@ def test_the_section_parses_as_declared() -> None:
      "t.yaml:3: fabric.devices: expected a glob of port or device names like 'mlx5_*'"),
     ("fabric: {ports: 8, rtae: 400 Gb/s}", "t.yaml:3: fabric.rtae: unknown key"),
     ("fabric: {rate: 400 GB}", "t.yaml:3: fabric.rate:"),
+    ("fabric: {symbol_errors: 10 /week}",
+     "t.yaml:3: fabric.symbol_errors: expected a rate of events like '10 /h', got '10 /week' "
+     "(unknown unit '/week'; known units: /s, /min, /h, /day)"),
+    ("fabric: {symbol_errors: 10}", "t.yaml:3: fabric.symbol_errors: expected a rate of "
+                                    "events like '10 /h', got 10 (a number needs a unit)"),
+    ("fabric: {flap: 8 days}", "t.yaml:3: fabric.flap: expected a time"),
+    ("fabric: {flap: -1 s}", "t.yaml:3: fabric.flap: expected a time"),
 ])
 def test_a_bad_fabric_section_is_a_usage_error_naming_the_key(body: str,
                                                                message: str) -> None:
@@ -86,6 +98,12 @@ def test_the_counted_ports_are_rdma_else_devices_else_the_glob() -> None:
                          port("eno1", "net", counters={"carrier_changes": 2}),
                          port("mlx5_9/1", counters={"link_downed": 5})]) == [
         "mlx5_0/1: link_downed 1 -> 3"]  # symbol errors recorded; a reset or a new port
+    assert fabric.symbol_rates(
+        [port("a/1", counters={"symbol_error": 3}), port("b/1", counters={"symbol_error": 50}),
+         port("c/1", counters={}), port("d/1", counters={"symbol_error": 1})],
+        [port("a/1", counters={"symbol_error": 93}), port("b/1", counters={"symbol_error": 4}),
+         port("c/1", counters={"symbol_error": 7}), port("e/1", counters={"symbol_error": 2})],
+        60.0) == {"a/1": (90, 1.5), "b/1": (4, 4 / 60)}  # b/1 was reset: counts from 0
     assert fabric.firmware([port("mlx5_0/1", firmware="1.2"), port("mlx5_1/1", firmware="1.3"),
                             port("mlx5_2/1", firmware="1.3")]) == \
         "1.2 (mlx5_0), 1.3 (mlx5_[1-2])"
@@ -105,11 +123,19 @@ def test_the_simulated_fabric_faults_fail_exactly_their_cases(
     spec = pytester.path / "trial.yaml"
     spec.write_text((EXAMPLES / "sim-h100-fabric-faulty.yaml").read_text())
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=28, failed=5)
+    result.assert_outcomes(passed=31, failed=6)
     found = failures(pytester)
     assert set(found) == {"test_fabric_ports[sim-gpu-02]", "test_fabric_rate[sim-gpu-03]",
                           "test_fabric_same_firmware", "test_fabric_counters[sim-gpu-01]",
+                          "test_fabric_symbol_errors[sim-gpu-02]",
                           "test_collective_transport[all_reduce-4nodes]"}
+    assert re.fullmatch(
+        r"\[SIMULATED\] sim-gpu-02 symbol_errors: measured \d+ /h > allowed 10 /h; 1 of 8 "
+        r"port\(s\) above it: mlx5_6/1: 5000 in [\d.]+ s",
+        found["test_fabric_symbol_errors[sim-gpu-02]"]), found
+    symbols = [r for r in jsonl(pytester) if "test_fabric_symbol_errors" in r.get("case", "")]
+    assert all(r["unit"] == "/h" for r in symbols) and len(symbols) == 4
+    assert [r["measured"] for r in symbols if r["node"] != "sim-gpu-02"] == [0, 0, 0]
     # NCCL fell back to sockets on one node and lost GPUDirect on another: named by rank
     # and node, while the job's busbw passed
     assert found["test_collective_transport[all_reduce-4nodes]"] == (
@@ -124,7 +150,8 @@ def test_the_simulated_fabric_faults_fail_exactly_their_cases(
     assert found["test_fabric_counters[sim-gpu-01]"] == (
         "[SIMULATED] sim-gpu-01 counters: during the run: mlx5_2/1: link_downed 0 -> 2")
     cases = [r["case"] for r in jsonl(pytester) if r.get("type") == "result"]
-    assert all("test_fabric_counters" in case for case in cases[-4:]), cases[-4:]
+    assert all("test_fabric_counters" in case or "test_fabric_symbol_errors" in case
+               for case in cases[-8:]), cases[-8:]
     assert found["test_fabric_ports[sim-gpu-02]"] == (
         "[SIMULATED] sim-gpu-02 ports: measured 7 < required 8 (87.5% of required); not "
         "active: mlx5_3/1 (DOWN, Disabled)")

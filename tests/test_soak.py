@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -96,6 +97,40 @@ def test_a_case_over_the_rounds_fails_naming_the_rounds_it_failed_in() -> None:
     skipped = {"case": "c", "outcome": "skipped", "message": "busy"}
     assert aggregate(_tallied(skipped))["outcome"] == "skipped"
     assert aggregate(_tallied(skipped, ok))["outcome"] == "passed"
+
+
+def _reading(at: float, *states: bool) -> soak.NicReading:
+    return soak.NicReading(at, [{"name": f"mlx5_{i}/1", "active": up, "state": "ACTIVE"
+                                 if up else "DOWN", "phys_state": "LinkUp" if up else
+                                 "Polling", "counters": {}} for i, up in enumerate(states)])
+
+
+def test_a_port_down_for_the_flap_time_fails_its_node_at_the_round_it_was_seen() -> None:
+    """A port not active in readings `flap` apart (and in none between) fails the node,
+    named with the round its spell began; a shorter spell, or one broken by a reading
+    that saw it up, does not; a port gone from the reading is down; each port once."""
+    tally = soak.Tally(flap_s=30.0)
+    rounds: list[list[soak.NicReading]] = [
+        [_reading(0, True, True, True), _reading(10, True, True, True)],
+        [_reading(100, False, True, False), _reading(120, True, True, False)],  # 20 s
+        [_reading(200, True, False, False), _reading(229, True, False, False)],
+        [_reading(300, True, True, False), _reading(310, True, True)],  # mlx5_2 gone
+        [_reading(400, True, True), _reading(500, True, True)],
+    ]
+    for number, readings in enumerate(rounds, 1):
+        tally.add(number, readings[0].at, [], {}, nics={"n1": readings})
+    assert tally.growth["n1"] == [
+        "mlx5_2/1: down (DOWN, Polling) for at least 100 s, from round 2 "
+        "(1970-01-01T00:01:40Z) to round 3 (1970-01-01T00:03:20Z): fabric.flap is 30 s"]
+    # mlx5_0 down for 20 s, mlx5_1 for 29 s then up: shorter than the flap time
+    (case,) = tally.counter_cases(["n1"])
+    assert not case.passed and case.props["rounds_compared"] == 5
+    gone = soak.Tally(flap_s=0.0)
+    gone.add(1, 0.0, [], {}, nics={"n1": [_reading(0, True, True)]})
+    gone.add(2, 9.0, [], {}, nics={"n1": [_reading(9, True)]})
+    assert gone.growth["n1"] == [
+        "mlx5_1/1: down (gone from the reading) for at least 0 s, from round 2 "
+        "(1970-01-01T00:00:09Z) to round 2 (1970-01-01T00:00:09Z): fabric.flap is 0 s"]
 
 
 def test_a_figure_that_sags_in_one_round_is_named_with_that_round() -> None:
@@ -364,8 +399,9 @@ def test_a_port_that_goes_down_from_round_2_is_named_at_round_2(
     counters case names the port and round 2."""
     (pytester.path / "trial.yaml").write_text(
         'cluster: {name: soak, nodes: "n[1-3]", launcher: sim}\n'
-        "fabric: {ports: 8, rate: 400 Gb/s}\n"
-        "sim:\n  faults:\n    - {node: n3, nic: 1, nic_link_downed: 3, from_round: 2}\n")
+        "fabric: {ports: 8, rate: 400 Gb/s, flap: 0.2 s}\n"
+        "sim:\n  faults:\n    - {node: n3, nic: 1, nic_link_downed: 3, from_round: 2}\n"
+        "    - {node: n2, nic: 4, nic_down: true, from_round: 2}\n")
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
                                 "--cluster-reports=reports", "--cluster-soak-rounds=3")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -377,5 +413,9 @@ def test_a_port_that_goes_down_from_round_2_is_named_at_round_2(
         "[SIMULATED] n3 mlx5_1/1: link_downed 0 -> 3 at round 2 (")
     assert counted["message"].endswith("), against round 1")
     assert by_case["pytest_cluster/soak.py::test_counters_steady[n1]"]["outcome"] == "passed"
+    down = by_case["pytest_cluster/soak.py::test_counters_steady[n2]"]
+    assert re.fullmatch(r"\[SIMULATED\] n2 mlx5_4/1: down \(DOWN, Disabled\) for at least "
+                        r"\d+ s, from round 2 \(\S+Z\) to round [23] \(\S+Z\): fabric\.flap "
+                        r"is 0\.2 s", down["message"]), down["message"]
     per_round = by_case["acceptance/test_fabric.py::test_fabric_counters[n3]"]
     assert per_round["rounds_failed"] == [[2, 3]]

@@ -107,6 +107,22 @@ def grown(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[str
     return found
 
 
+def symbol_rates(before: list[dict[str, Any]], after: list[dict[str, Any]],
+                 seconds: float) -> dict[str, tuple[int, float]]:
+    """Per port in both readings whose symbol_error counter was read in both: how many
+    symbol errors it took over `seconds` and their rate per second (a counter that went
+    back, a driver reload, counts from 0)."""
+    was = {str(p.get("name")): (p.get("counters") or {}).get("symbol_error") for p in before}
+    found = {}
+    for port in after:
+        first = was.get(str(port.get("name")))
+        last = (port.get("counters") or {}).get("symbol_error")
+        if isinstance(first, int) and isinstance(last, int):
+            taken = last - first if last >= first else last
+            found[str(port["name"])] = (taken, taken / seconds)
+    return found
+
+
 def firmware(ports: list[dict[str, Any]]) -> str:
     """The firmware of the counted ports' devices, one text per node that names the
     devices of each version: '28.36.1010 (mlx5_0), 28.39.1002 (mlx5_[1-7])'; '' if none

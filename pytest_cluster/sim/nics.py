@@ -5,8 +5,9 @@ runs on every simulated answer.
 Each node has NICS_PER_NODE InfiniBand HCAs (mlx5_0..7, one port each, 400 Gb/s NDR, its
 IPoIB interface ibp<i>s0) and a management Ethernet interface eno1; the spec's
 interconnect.inter_node (nics_per_node, rate_per_nic, kind roce/ethernet) changes them.
-Faults: `nic: 3` with `nic_down`, `nic_rate` or `nic_firmware` (from a soak round with
-`from_round`), and a node's `link_factor` slows every port.
+Faults: `nic: 3` with `nic_down`, `nic_rate`, `nic_firmware`, `nic_link_downed` or
+`nic_symbol_errors` (from a soak round with `from_round`; the counters grow between a run's
+first and last reading), and a node's `link_factor` slows every port.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ def tree(sim: SimSpec, node: str, ic: InterconnectSpec | None,
             files[f"{port}/counters/{counter}"] = "0"
         if fault is not None and when == "end":
             files[f"{port}/counters/link_downed"] = str(fault.nic_link_downed)
+            files[f"{port}/counters/symbol_error"] = str(fault.nic_symbol_errors)
     eno = f"{ROOT}/class/net/eno1"
     files.update({f"{eno}/address": ":".join(digest[i:i + 2] for i in range(0, 12, 2)),
                   f"{eno}/type": "1", f"{eno}/operstate": "up", f"{eno}/carrier": "1",

@@ -87,7 +87,8 @@ class SoakDriver:
         self.max_rounds = max_rounds
         self.session_plugin = session_plugin
         self.rounds: list[soak.Round] = []
-        self.tally = soak.Tally()  # what is kept of the rounds' lines and probes
+        # what is kept of the rounds' lines and probes
+        self.tally = soak.Tally(spec.fabric.flap_s if spec.fabric is not None else 30.0)
         self.started = time.time()
         self.earlier_s = 0.0  # the soak's time in rounds of earlier sessions (resumed)
         self.availability: list[NodeAvailability] = []
@@ -186,7 +187,8 @@ class SoakDriver:
         found, results = read
         self.rounds.append(found)
         fabric_spec = self.spec.fabric
-        nics = soak.nic_ports(path, fabric_spec.devices) if fabric_spec is not None else None
+        nics = soak.nic_readings(path, fabric_spec.devices) if fabric_spec is not None \
+            else None
         self.tally.add(number, found.started, results, soak.gpu_payloads(path),
                        soak.gpu_payloads(path, "gpu_perf"), nics)
         self._copy(found, results)

@@ -354,7 +354,8 @@ class Tally:
     cases and figures, not with the rounds' lines: per case its rounds and failures, per
     figure its values, per node its first GPU probe and the growth seen since."""
 
-    def __init__(self) -> None:
+    def __init__(self, flap_s: float = 30.0) -> None:
+        self.flap_s = flap_s  # a NIC port seen down this long fails its node
         self.cases: dict[str, CaseTally] = {}
         self.series: dict[str, RoundSeries] = {}
         self.first_gpu: dict[str, tuple[int, dict[str, Any]]] = {}
@@ -362,14 +363,16 @@ class Tally:
         self.growth: dict[str, list[str]] = {}
         self.first_sdc: dict[tuple[str, str], tuple[int, int]] = {}
         self.first_nic: dict[str, tuple[int, list[dict[str, Any]]]] = {}
+        # per node and port seen down: the round and time of the first reading of the spell
+        self.down_since: dict[tuple[str, str], tuple[int, float]] = {}
         self._seen: set[tuple[str, str, str]] = set()
 
     def add(self, number: int, started: float, results: Iterable[dict[str, Any]],
             gpus: dict[str, dict[str, Any]],
             perf: dict[str, dict[str, Any]] | None = None,
-            nics: dict[str, list[dict[str, Any]]] | None = None) -> None:
+            nics: dict[str, list[NicReading]] | None = None) -> None:
         """A round: its result lines, its GPU probes, its torch probes (the SDC check's
-        checksums) and its last NIC reading's counted ports, per node."""
+        checksums) and its NIC readings' counted ports (start, end), per node."""
         for record in results:
             case_id = record.get("case")
             if not isinstance(case_id, str) or record.get("outcome") == "not_run":
@@ -384,8 +387,35 @@ class Tally:
             self._counters(node, number, started, payload)
         for node, payload in (perf or {}).items():
             self._results(node, number, started, payload)
-        for node, ports in (nics or {}).items():
-            self._nic_counters(node, number, started, ports)
+        for node, readings in (nics or {}).items():
+            for reading in readings:
+                self._nic_down(node, number, reading)
+            if readings:
+                self._nic_counters(node, number, started, readings[-1].ports)
+
+    def _nic_down(self, node: str, number: int, reading: NicReading) -> None:
+        """Each counted port's state in a reading: a port not active in readings at least
+        `flap_s` apart, and in none between, fails the node, named at the round its spell
+        was first seen (a port gone from the reading is down)."""
+        first = self.first_nic.get(node)
+        known = [str(p.get("name")) for p in first[1]] if first is not None else []
+        ports = {str(p.get("name")): p for p in reading.ports}
+        for name in dict.fromkeys([*known, *ports]):
+            port = ports.get(name)
+            if port is not None and port.get("active"):
+                self.down_since.pop((node, name), None)
+                continue
+            since = self.down_since.setdefault((node, name), (number, reading.at))
+            held = reading.at - since[1]
+            if held < self.flap_s or (node, name, "down") in self._seen:
+                continue
+            self._seen.add((node, name, "down"))
+            self._compared(node, number)
+            state = fabric.state(port) if port is not None else "gone from the reading"
+            self.growth.setdefault(node, []).append(
+                f"{name}: down ({state}) for at least {held:.0f} s, from round {since[0]} "
+                f"({utc(since[1])}) to round {number} ({utc(reading.at)}): fabric.flap is "
+                f"{self.flap_s:g} s")
 
     def _nic_counters(self, node: str, number: int, started: float,
                       ports: list[dict[str, Any]]) -> None:
@@ -457,8 +487,8 @@ class Tally:
             props = {"rounds_compared": len(seen), "first_round": seen[0],
                      "last_round": seen[-1],
                      "requirement": "no GPU or NIC error counter grows, no critical XID, "
-                                    "no GPU gone, the same SDC matmul result as in the "
-                                    "first round"}
+                                    "no GPU gone, no NIC port down for fabric.flap, the "
+                                    "same SDC matmul result as in the first round"}
             message = "; ".join(lines[:20]) + (f"; and {len(lines) - 20} more"
                                                if len(lines) > 20 else "")
             cases.append(Case(node, "soak.counters", node, not lines,
@@ -504,34 +534,50 @@ def steadiness(case_id: str, series: RoundSeries, bounds: SoakSpec) -> Case | No
                 gpu=last.get("gpu"), props=props)
 
 
-def nic_ports(round_dir: Path, devices: str | None) -> dict[str, list[dict[str, Any]]]:
-    """Per node, the counted ports of a round's last NIC reading (its end's, else its
-    start's)."""
-    found: dict[str, list[dict[str, Any]]] = {}
-    readings = gpu_payloads(round_dir, "nic", prefer=("when", "end"))
-    for node, payload in readings.items():
-        with contextlib.suppress(ValueError):  # a malformed answer: nothing to compare
-            found[node] = fabric.counted(fabric.ports_of(payload), devices)
+@dataclass(frozen=True)
+class NicReading:
+    """One NIC probe answer of a node in a round: when it was read, its counted ports."""
+
+    at: float
+    ports: list[dict[str, Any]]
+
+
+def nic_readings(round_dir: Path, devices: str | None) -> dict[str, list[NicReading]]:
+    """Per node, the counted ports of a round's NIC readings, in the order read (its
+    start's, its end's); an answer without a time or not a list of ports is left out."""
+    found: dict[str, list[NicReading]] = {}
+    for path in sorted((round_dir / "probes").glob("nic-*.json")):
+        for node, payload in _payloads(path).items():
+            at = payload.get("read_at")
+            if isinstance(at, bool) or not isinstance(at, (int, float)) \
+                    or not math.isfinite(at):
+                continue
+            with contextlib.suppress(ValueError):  # a malformed answer: nothing to compare
+                ports = fabric.counted(fabric.ports_of(payload), devices)
+                found.setdefault(node, []).append(NicReading(float(at), ports))
+    for readings in found.values():
+        readings.sort(key=lambda reading: reading.at)
     return found
 
 
-def gpu_payloads(round_dir: Path, probe: str = "gpu",
-                 prefer: tuple[str, str] | None = None) -> dict[str, dict[str, Any]]:
+def _payloads(path: Path) -> dict[str, dict[str, Any]]:
+    """Per node, the payload of a probe's results file (nodes whose probe failed left
+    out; an unreadable file: none)."""
+    found: dict[str, dict[str, Any]] = {}
+    with contextlib.suppress(*UNREADABLE):
+        for node, result in json.loads(path.read_text(encoding="utf-8")).items():
+            data = result.get("data") if isinstance(result, dict) else None
+            if isinstance(data, dict) and not result.get("error"):
+                found[str(node)] = data
+    return found
+
+
+def gpu_payloads(round_dir: Path, probe: str = "gpu") -> dict[str, dict[str, Any]]:
     """Per node, a probe's payload in a round (nodes whose probe failed left out): the
-    NVML probe's, or (probe "gpu_perf") the torch probe's, the SDC check's there; of a
-    probe read more than once (the NIC probe, at the round's start and end), the reading
-    whose field `prefer` names has the value it names."""
+    NVML probe's, or (probe "gpu_perf") the torch probe's, the SDC check's there."""
     found: dict[str, dict[str, Any]] = {}
     for path in sorted((round_dir / "probes").glob(f"{probe}-*.json")):
-        with contextlib.suppress(*UNREADABLE):
-            for node, result in json.loads(path.read_text(encoding="utf-8")).items():
-                data = result.get("data") if isinstance(result, dict) else None
-                if not isinstance(data, dict) or result.get("error"):
-                    continue
-                mine = found.get(str(node))
-                # of several readings of the probe, the one `prefer` names wins
-                if mine is None or prefer is None or mine.get(prefer[0]) != prefer[1]:
-                    found[str(node)] = data
+        found.update(_payloads(path))
     return found
 
 

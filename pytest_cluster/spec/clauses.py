@@ -129,9 +129,9 @@ DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")
 
 def _quantity(section: str, key: str, dim: Dim, op: str = ">=", *,
               reads: Reads | None = None, default: str | None = None,
-              level: str = ACCEPTANCE) -> Declaration:
+              level: str = ACCEPTANCE, last: bool = False) -> Declaration:
     return Declaration(section, key, Value.QUANTITY, dim, op, default=default, reads=reads,
-                       level=level)
+                       level=level, last=last)
 
 
 def _setting(section: str, key: str) -> Declaration:
@@ -278,6 +278,9 @@ CLAUSES: tuple[Declaration, ...] = (
     Declaration("fabric", "counters", Value.RULE, reads=Reads("nic"), last=True,
                 text="no counted port's error counters grow during the run (read before "
                      "the first case and after the last)"),
+    # symbol errors: a healthy link sees a few, so their rate over the run has a bound
+    _quantity("fabric", "symbol_errors", Dim.EVENTS, "<=", reads=Reads("nic"), last=True),
+    _setting("fabric", "flap"),  # in a soak: a port down this long fails its node (30 s)
     # -- baseline: how a run is compared with an accepted one (--cluster-baseline); its
     # cases (baseline.nodes, .hardware, .performance) are derived after the run ----------
     _setting("baseline", "tolerance"),

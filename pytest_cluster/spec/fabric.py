@@ -6,8 +6,11 @@
       rate: 400 Gb/s           # each counted active port's rate, at least
       link_layer: InfiniBand   # each counted port's (InfiniBand or Ethernet: RoCE)
       mtu: 4096                # each counted active port's interface MTU, at least
+      symbol_errors: 10 /h     # each counted port's symbol errors over the run, at most
+      flap: 30 s               # in a soak: a port seen down this long fails its node
 
-`same_firmware` is implied on two nodes or more.
+`same_firmware` is implied on two nodes or more; `counters` (no error counter grows during
+the run) is on unless `counters: false`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,15 @@ from yaml.nodes import Node
 
 from pytest_cluster.errors import UnitError
 from pytest_cluster.spec.clauses import declared
-from pytest_cluster.spec.fields import Ctx, field, promises, section_map, text
+from pytest_cluster.spec.fields import (
+    Ctx,
+    field,
+    or_default,
+    promises,
+    section_map,
+    text,
+    time_between,
+)
 from pytest_cluster.spec.model import FabricSpec, Rule
 
 #: The link layers a port may have (sysfs link_layer), by the spelling users write.
@@ -49,6 +60,8 @@ def parse_fabric(ctx: Ctx, node: Node | None) -> FabricSpec | None:
     if table is None:
         return None
     chosen = field(ctx, table.take("devices"), "fabric.devices", devices)
+    flap = field(ctx, table.take("flap"), "fabric.flap",
+                 time_between(0, 7 * 86400, "from 0 s to 7 days"))
     layer_node = table.take("link_layer")
     layer = field(ctx, layer_node, "fabric.link_layer", link_layer)
     rules: list[Rule] = []
@@ -58,6 +71,6 @@ def parse_fabric(ctx: Ctx, node: Node | None) -> FabricSpec | None:
     firmware = declared("fabric.same_firmware")
     rules.append(Rule(firmware.id, 0, firmware.text))
     record = FabricSpec(clauses=(*promises(ctx, table, "fabric"), *rules), link_layer=layer,
-                        devices=chosen)
+                        devices=chosen, flap_s=or_default(flap, 30.0))
     table.finish()
     return record

@@ -200,7 +200,7 @@ FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen",
               "row_remap_pending", "row_remap_failure", "ecc_uncorrected", "nvlinks_down",
               "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor",
               "link_factor", "replaced", "from_round", "sdc", "nic", "nic_down", "nic_rate",
-              "nic_firmware", "nic_link_downed", "transport", "gdr")
+              "nic_firmware", "nic_link_downed", "nic_symbol_errors", "transport", "gdr")
 #: What a simulated node's NCCL may fall back to (its `transport` fault).
 SIM_TRANSPORTS = ("socket",)
 #: The clocks event reasons that count as throttling (the GPU probe's THROTTLE_BITS: the spec
@@ -308,11 +308,14 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
         nic_rate_gbit=one("nic_rate", nic_rate),  # type: ignore[arg-type]
         nic_firmware=one("nic_firmware", text("a firmware version like '28.39.1002'")),  # type: ignore[arg-type]
         nic_link_downed=or_default(one("nic_link_downed", count), 0),  # type: ignore[arg-type]
+        nic_symbol_errors=or_default(one("nic_symbol_errors", count),  # type: ignore[arg-type]
+                                     0),
         transport=one("transport", sim_transport),  # type: ignore[arg-type]
         gdr=one("gdr", boolean),  # type: ignore[arg-type]
     )
     table.finish()
-    per_nic = (fault.nic_down, fault.nic_rate_gbit, fault.nic_firmware, fault.nic_link_downed)
+    per_nic = (fault.nic_down, fault.nic_rate_gbit, fault.nic_firmware, fault.nic_link_downed,
+               fault.nic_symbol_errors)
     if fault.nic is None and any(per_nic) and not ctx.failed(f"{path}.nic"):
         ctx.error(node, f"{path}.nic", "missing: a NIC fault needs the NIC's index (nic: 3, "
                   "for mlx5_3)")

@@ -276,6 +276,7 @@ class FabricSpec(Promises):
     clauses: tuple[Clause | Rule, ...] = ()
     link_layer: str | None = None  # "InfiniBand" or "Ethernet"
     devices: str | None = None  # a glob of port or device names; None: the default ports
+    flap_s: float = 30.0  # in a soak, a port seen down this long fails its node
 
 
 @dataclass(frozen=True)
@@ -309,6 +310,7 @@ class SimFault:
     nic_rate_gbit: float | None = None  # its port trained at this rate
     nic_firmware: str | None = None  # its firmware
     nic_link_downed: int = 0  # its port went down this many times during the run
+    nic_symbol_errors: int = 0  # its port took this many symbol errors during the run
     transport: str | None = None  # the node's NCCL used this network ("socket": fell back)
     gdr: bool | None = None  # False: the node's NCCL had no GPUDirect RDMA
 
