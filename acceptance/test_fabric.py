@@ -228,8 +228,8 @@ def test_fabric_symbol_errors(cluster_spec: Spec, cluster: Cluster, node: str,
     if not rates:
         evidence.cannot_measure(clause, "no counted port has a readable symbol_error "
                                 "counter in both readings", raw=None)
-    high = [f"{name}: {taken} in {format_number(seconds)} s" for name, (taken, rate) in rates.items()
-            if not clause.requirement.holds(rate)]
+    high = [f"{name}: {taken} in {format_number(seconds)} s"
+            for name, (taken, rate) in rates.items() if not clause.requirement.holds(rate)]
     evidence.check(clause, max(rate for _, rate in rates.values()), result=after,
                    method=f"symbol_error growth per port between the NIC probe before the "
                           f"first case and after the last ({format_number(seconds)} s apart): "
