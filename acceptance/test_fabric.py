@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import fabric
 from pytest_cluster.measure.cluster import NIC_END, NIC_START
+from pytest_cluster.measure.node_search import OK, SLOW
 from pytest_cluster.run.contract_tests import checks
-from pytest_cluster.units import format_number
+from pytest_cluster.units import Dim, format_number, format_size, format_value
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.check import Evidence
@@ -237,3 +238,54 @@ def test_fabric_symbol_errors(cluster_spec: Spec, cluster: Cluster, node: str,
                    raw={name: taken for name, (taken, _) in rates.items()},
                    note=f"{len(high)} of {len(rates)} port(s) above it: {', '.join(high)}"
                    if high else "")
+
+
+@checks("fabric.rail_busbw")
+def test_fabric_rail_busbw(cluster_spec: Spec, cluster: Cluster, node: str,
+                           evidence: Evidence) -> None:
+    """Each rail of this node alone: the slow-node search's all_reduce (one rank per
+    node, search_payload) run once per rail with every job bound to that port, so a slow
+    port is named with its node. A node is slow on a rail only against a partner that
+    reached the bar on it with other nodes; it passes only when every rail was measured
+    at the bar."""
+    spec = _fabric(cluster_spec)
+    clause = _clause(spec, "rail_busbw")
+    rails = cluster.rail_searches()
+    if node in rails.unread:
+        evidence.cannot_measure(clause, f"its NIC or host probe failed: "
+                                f"{rails.unread[node]}", raw=None)
+    unit = clause.requirement.unit
+    raw: dict[str, Any] = {}
+    slow: list[str] = []
+    slow_rates: list[float] = []
+    unmeasured = [f"{name}: {why}" for name, why in rails.errors.items()]
+    figures: dict[str, float] = {}
+    for name, search in rails.searches.items():
+        evidence.saw(search)
+        verdict = search.verdicts.get(node)
+        if verdict is None:
+            unmeasured.append(f"{name}: not in the search")
+            continue
+        raw[name] = {"status": verdict.status, "busbw": verdict.busbw,
+                     "partners": list(verdict.partners), "round": verdict.round,
+                     "env": [list(pair) for pair in rails.env.get(name, ())]}
+        if verdict.status in (OK, SLOW):
+            figures[name] = verdict.busbw
+            if verdict.status == SLOW:
+                slow_rates.append(verdict.busbw)
+                partners = ", ".join(verdict.partners)
+                slow.append(f"{name} {format_value(verdict.busbw, Dim.RATE, unit)} with "
+                            f"{partners} (round {verdict.round} of {len(search.rounds)}; "
+                            f"{partners} reached the bar on {name} with other nodes)")
+        else:
+            unmeasured.append(f"{name}: {verdict.why or verdict.status}")
+    method = (f"all_reduce {format_size(rails.payload)}, one rank per node, bound to one "
+              f"rail at a time (NCCL_IB_HCA, NCCL_SOCKET_IFNAME or GLOO_SOCKET_IFNAME); "
+              f"pairs, then suspects with known-good nodes (nccl-tests busbw)")
+    if not slow and (unmeasured or not figures):
+        evidence.cannot_measure(clause, "; ".join(unmeasured[:6]) or "no rail to measure",
+                                raw=raw)
+    evidence.check(clause, min(slow_rates or figures.values()),
+                   result=None, method=method, raw=raw,
+                   note="; ".join([*(f"slow rail {text}" for text in slow),
+                                   *(f"not measured: {text}" for text in unmeasured[:4])]))

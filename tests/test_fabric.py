@@ -109,6 +109,74 @@ def test_the_counted_ports_are_rdma_else_devices_else_the_glob() -> None:
         "1.2 (mlx5_0), 1.3 (mlx5_[1-2])"
 
 
+def test_a_rail_is_bound_by_the_environment_its_backend_reads() -> None:
+    """NCCL over an HCA port: that port alone (exact match); NCCL over an interface: that
+    socket interface with IB off; gloo: the port's interface, or why it has none."""
+    hca = port("mlx5_3/1", port=1, netdev="ibp3s0")
+    assert fabric.rail_env(hca, "nccl") == (("NCCL_IB_HCA", "=mlx5_3:1"),)
+    assert fabric.rail_env(hca, "gloo") == (("GLOO_SOCKET_IFNAME", "ibp3s0"),)
+    eth = port("rail2", "net", netdev="rail2")
+    assert fabric.rail_env(eth, "nccl") == (("NCCL_SOCKET_IFNAME", "=rail2"),
+                                            ("NCCL_IB_DISABLE", "1"))
+    assert fabric.rail_env(eth, "gloo") == (("GLOO_SOCKET_IFNAME", "rail2"),)
+    with pytest.raises(ValueError, match="mlx5_0/1 has no network interface for gloo"):
+        fabric.rail_env(port("mlx5_0/1", port=1, netdev=None), "gloo")
+    # every port name any node has, in the order first seen, with the first node's port
+    found = fabric.rails({"a": [port("mlx5_1/1"), port("mlx5_0/1")],
+                          "b": [port("mlx5_0/1", netdev="x"), port("mlx5_2/1")]})
+    assert list(found) == ["mlx5_1/1", "mlx5_0/1", "mlx5_2/1"]
+    assert "netdev" not in found["mlx5_0/1"]
+
+
+def test_rail_busbw_needs_the_interconnect_section_its_jobs_run_by() -> None:
+    with pytest.raises(SpecError) as caught:
+        fabric_of("fabric:\n  rail_busbw: 40 GB/s\n")
+    assert str(caught.value) == (
+        "t.yaml:4: fabric.rail_busbw: needs an interconnect section: its jobs run with its "
+        "backend, search_payload, warmup, iterations and timeout")
+
+
+RAILS = """\
+cluster: {name: rails, nodes: "n[1-4]", launcher: sim}
+fabric: {rail_busbw: 40 GB/s}
+interconnect:
+  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}
+  payloads: [1 GiB]
+  busbw: ">= 80%"
+  node_network: false
+sim:
+  faults:
+    - {node: n3, nic: 5, nic_rate: 200 Gb/s}
+    - {node: n2, nic: 1, nic_down: true}
+"""
+
+
+def test_each_rail_alone_names_the_slow_port_and_its_node(pytester: pytest.Pytester) -> None:
+    """The slow-node search once per rail, every job bound to that port: n3's mlx5_5 at
+    half rate fails n3 naming mlx5_5/1 (its partners reached the bar on that rail with
+    other nodes); n2's mlx5_1 is down, so its jobs on that rail fail: not measured, never
+    a figure; n1 and n4 pass on all 8 rails."""
+    (pytester.path / "trial.yaml").write_text(RAILS)
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "-k", "rail_busbw")
+    result.assert_outcomes(passed=2, failed=2)
+    found = failures(pytester)
+    assert re.fullmatch(
+        r"\[SIMULATED\] n3 rail_busbw: measured 2\d\.\d+ GB/s < required 40 GB/s "
+        r"\([\d.]+% of required\); slow rail mlx5_5/1 2\d\.\d+ GB/s with n\d \(round 2 of 2; "
+        r"n\d reached the bar on mlx5_5/1 with other nodes\)",
+        found["test_fabric_rail_busbw[n3]"]), found
+    assert found["test_fabric_rail_busbw[n2]"] == (
+        "[SIMULATED] n2 rail_busbw: cannot measure: mlx5_1/1: the all_reduce with n4, "
+        "known good, failed")
+    lines = {r["node"]: r for r in jsonl(pytester) if r.get("clause") == "fabric.rail_busbw"}
+    assert lines["n1"]["outcome"] == "passed" and 40 < lines["n1"]["measured"] < 50
+    assert sorted(lines["n1"]["raw"]) == [f"mlx5_{i}/1" for i in range(8)]
+    # gloo (the section's default backend) binds to the HCA port's IPoIB interface
+    assert lines["n3"]["raw"]["mlx5_5/1"]["env"] == [["GLOO_SOCKET_IFNAME", "ibp5s0"]]
+    assert lines["n3"]["simulated"] is True
+
+
 def failures(pytester: pytest.Pytester) -> dict[str, str]:
     return {r["case"].split("::")[1]: r["message"].removeprefix("Failed: ")
             for r in jsonl(pytester)

@@ -479,6 +479,9 @@ def test_the_sim_reads_every_part_of_a_job_as_jobs_sends_it() -> None:
     assert read_node_call(node_call(job, "a", 29600, 1).args) == NodePart(
         "a", 29600, 1, 2, 4, 30.0, 90.0, "print('hi')\n", ("--sizes", "1,2"))
     assert read_node_call(("--whereami",)) is None
+    railed = JobSpec(("a", "b"), "print('hi')\n", env=(("NCCL_IB_HCA", "=mlx5_3:1"),))
+    part = read_node_call(node_call(railed, "a", 29600, 0).args)
+    assert part is not None and part.env == (("NCCL_IB_HCA", "=mlx5_3:1"),)
     with pytest.raises(ValueError, match="node rank 2 of 2 node"):
         read_node_call(node_call(job, "a", 29600, 2).args)
 

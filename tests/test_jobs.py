@@ -164,6 +164,34 @@ def test_node_call_is_exact() -> None:
         "--master-addr", "10.0.0.1", "--master-port", "29600", "--node-rank", "1",
         "--nnodes", "2", "--ranks-per-node", "8", "--init-timeout", "30",
         "--wall-timeout", "90", "--program", "cHJpbnQoMSk=", "--", "--size", "1G")
+    railed = JobSpec(("n1", "n2"), "print(1)", args=("--size", "1G"),
+                     env=(("NCCL_IB_HCA", "=mlx5_3:1"), ("GLOO_SOCKET_IFNAME", "ibp3s0")))
+    assert node_call(railed, "10.0.0.1", 29600, 0).args[-9:] == (
+        "--program", "cHJpbnQoMSk=", "--env", "NCCL_IB_HCA==mlx5_3:1", "--env",
+        "GLOO_SOCKET_IFNAME=ibp3s0", "--", "--size", "1G")
+
+
+@pytest.mark.parametrize("env", [(("LD_PRELOAD", "/tmp/evil.so"),),
+                                 (("GLOO_SOCKET_IFNAME", "eth0; reboot"),),
+                                 (("NCCL_IB_HCA", ""),)])
+def test_a_job_sets_only_the_network_environment_of_its_ranks(
+        env: tuple[tuple[str, str], ...]) -> None:
+    """An allowlist of names (the network a rank uses) and of characters in values."""
+    with pytest.raises(ValueError, match="a job cannot set"):
+        JobSpec(("n1",), "print(1)", env=env)
+    from pytest_cluster.probes import job_node
+    with pytest.raises(SystemExit):
+        job_node.main(["--env", "=".join(env[0]), "--", "x"])
+
+
+def test_a_jobs_environment_reaches_every_rank_over_the_default_interface() -> None:
+    program = ("import json, os\nprint(json.dumps({k: os.environ.get(k) for k in "
+               "('GLOO_SOCKET_IFNAME', 'NCCL_IB_DISABLE')}))\n")
+    result = run_job(local(), JobSpec(("a",), program, ranks_per_node=2, env=(
+        ("GLOO_SOCKET_IFNAME", "lo"), ("NCCL_IB_DISABLE", "1"))))
+    assert result.ok, result.first_failure()
+    assert [r.data for r in result.ranks] == [
+        {"GLOO_SOCKET_IFNAME": "lo", "NCCL_IB_DISABLE": "1"}] * 2
 
 
 def test_every_rank_gets_the_torch_distributed_environment() -> None:

@@ -176,6 +176,7 @@ COPIED_BETWEEN = {
     ("probes/storage.py", "probes/shared_fs.py"): ("_ago",),
     ("probes/job_node.py", "launchers/node_runner.py"): ("die_with_parent", "PR_SET_PDEATHSIG"),
     ("probes/collective.py", "measure/nccl_log.py"): ("KEEP", "MAX_LINES"),
+    ("probes/job_node.py", "launchers/jobs.py"): ("JOB_ENV", "ENV_VALUE"),
 }
 COPIED = {name: files for files, names in COPIED_BETWEEN.items() for name in names}
 

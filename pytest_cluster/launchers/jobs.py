@@ -10,6 +10,7 @@ per rank. Later suites (the interconnect benchmarks) build on this.
 from __future__ import annotations
 
 import base64
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,21 @@ class JobSpec:
     #: A rank whose progress file (PYTEST_CLUSTER_PROGRESS) goes unwritten this long is
     #: killed by its node (exit_code "stalled"); None: no progress files, no such check
     stall_timeout_s: float | None = None
+    #: What each rank's environment must say beyond the rendezvous (which network it
+    #: uses: rail_env); names from JOB_ENV only
+    env: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        for name, value in self.env:
+            if name not in JOB_ENV or not ENV_VALUE.fullmatch(value):
+                raise ValueError(f"a job cannot set {name}={value[:64]!r} (names: "
+                                 f"{', '.join(JOB_ENV)}; values: {ENV_VALUE.pattern})")
+
+
+#: The environment a job may set on its ranks (the network each uses), and what a value
+#: may hold: an interface or HCA name, NCCL's `=` (exact) and `^` (not) prefixes, a port.
+JOB_ENV = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_DISABLE")
+ENV_VALUE = re.compile(r"[=^]?[A-Za-z0-9_.:,\-]{1,128}")
 
 
 @dataclass(frozen=True)
@@ -98,6 +114,7 @@ def node_call(job: JobSpec, master_addr: str, port: int, node_rank: int) -> Prob
         "--init-timeout", f"{job.init_timeout_s:g}", "--wall-timeout", f"{job.wall_timeout_s:g}",
         "--program", base64.b64encode(job.program.encode()).decode(),
         *(("--stall-timeout", f"{job.stall_timeout_s:g}") if job.stall_timeout_s else ()),
+        *(part for name, value in job.env for part in ("--env", f"{name}={value}")),
         "--", *job.args))
 
 

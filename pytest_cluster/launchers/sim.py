@@ -156,4 +156,5 @@ class SimLauncher(Launcher):
     def answer(self, part: NodePart, benchmark: Benchmark,
                nodes: tuple[str, ...]) -> list[RankEntries]:
         """The whole job's ranks, node by node (sim/collectives.job_ranks)."""
-        return job_ranks(self.sim, self.interconnect, benchmark, nodes, part.ranks_per_node)
+        return job_ranks(self.sim, self.interconnect, benchmark, nodes, part.ranks_per_node,
+                         part.env)

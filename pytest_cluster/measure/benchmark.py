@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 
 def collective_job(spec: InterconnectSpec, collective: str, nodes: Sequence[str],
-                   sizes: Sequence[int]) -> JobSpec:
-    return JobSpec(nodes=tuple(nodes), program=probe_source("collective"),
+                   sizes: Sequence[int], env: tuple[tuple[str, str], ...] = ()) -> JobSpec:
+    return JobSpec(nodes=tuple(nodes), program=probe_source("collective"), env=env,
                    ranks_per_node=spec.ranks_per_node,
                    args=("--collective", collective, "--sizes", ",".join(map(str, sizes)),
                          "--warmup", str(spec.warmup), "--iterations", str(spec.iterations),
@@ -32,13 +32,15 @@ def collective_job(spec: InterconnectSpec, collective: str, nodes: Sequence[str]
 
 
 def run_collective(launcher: Launcher, spec: InterconnectSpec, collective: str,
-                   nodes: Sequence[str], sizes: Sequence[int]) -> CollectiveRun:
-    """Run the benchmark as one distributed job; failures become the run's error. The
-    run is simulated when the job's results are (the sim launcher's); its details are
-    what the first rank reports of its software and device, and the ranks' hosts."""
+                   nodes: Sequence[str], sizes: Sequence[int],
+                   env: tuple[tuple[str, str], ...] = ()) -> CollectiveRun:
+    """Run the benchmark as one distributed job (its ranks' network chosen by `env`: a
+    rail); failures become the run's error. The run is simulated when the job's results
+    are (the sim launcher's); its details are what the first rank reports of its
+    software and device, and the ranks' hosts."""
     base = CollectiveRun(collective, spec.backend, tuple(nodes), spec.ranks_per_node)
     try:
-        result = run_job(launcher, collective_job(spec, collective, nodes, sizes))
+        result = run_job(launcher, collective_job(spec, collective, nodes, sizes, env))
     except (ClusterError, OSError, ValueError) as exc:  # the job's failure is the result
         return replace(base, error=str(exc))
     base = replace(base, simulated=result.simulated)

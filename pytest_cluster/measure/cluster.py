@@ -11,11 +11,12 @@ import time
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
+from pytest_cluster.measure import fabric
 from pytest_cluster.measure.benchmark import StressLoop, run_collective, run_collective_stress
 from pytest_cluster.measure.cache import ProbeCache
 from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes
@@ -107,6 +108,46 @@ NIC_START = ProbeCall("nic", ("--when", "start"))
 NIC_END = ProbeCall("nic", ("--when", "end"))
 
 
+def _unread(result: ProbeResult, ports: bool = False) -> str:
+    """Why a probe's answer cannot be used ('' when it can); `ports`: a NIC probe's,
+    whose list of ports must be well formed."""
+    if not result.ok:
+        return result.describe()
+    payload = result.payload()
+    if "error" in payload:
+        return str(payload["error"])[:400]
+    try:
+        if ports:
+            fabric.ports_of(payload)
+    except ValueError as exc:
+        return str(exc)
+    return ""
+
+
+@dataclass(frozen=True)
+class RailSearches:
+    """The slow-node search of each rail (Cluster.rail_searches): per rail the search, or
+    why the rail could not be measured; the nodes left out of every rail, with why."""
+
+    searches: dict[str, NodeSearch]
+    errors: dict[str, str]
+    env: dict[str, tuple[tuple[str, str], ...]]
+    unread: dict[str, str]
+    payload: int
+    bar: float
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RailSearches:
+        rails = data["rails"]
+        return cls({name: NodeSearch.from_json(rail["search"]) for name, rail in rails.items()
+                    if "search" in rail},
+                   {name: str(rail["error"]) for name, rail in rails.items()
+                    if "error" in rail},
+                   {name: tuple((str(a), str(b)) for a, b in rail["env"])
+                    for name, rail in rails.items() if "env" in rail},
+                   dict(data["unread"]), int(data["payload"]), float(data["bar"]))
+
+
 class Cluster:
     """What the `cluster` fixture gives a test: spec, nodes and probe results."""
 
@@ -120,6 +161,7 @@ class Cluster:
         self.cache = ProbeCache(cache_dir)
         self._interconnect_text: str | None = None  # the section as JSON, for _key
         self._search: NodeSearch | None = None  # read once per process
+        self._rails: RailSearches | None = None
 
     @property
     def name(self) -> str:
@@ -247,19 +289,21 @@ class Cluster:
         return max(1, min(jobs, self.spec.cluster.parallel))
 
 
-    def collective(self, collective: str, nodes: Sequence[str],
-                   sizes: Sequence[int]) -> CollectiveRun:
+    def collective(self, collective: str, nodes: Sequence[str], sizes: Sequence[int],
+                   env: tuple[tuple[str, str], ...] = (),
+                   spec: InterconnectSpec | None = None) -> CollectiveRun:
         """One benchmark job over `nodes`, through the launcher (the sim's answers its
-        ranks from its description). A node whose host probe did not answer fails the
+        ranks from its description), as the interconnect section says (or `spec`), its
+        ranks' network chosen by `env`. A node whose host probe did not answer fails the
         job at once: the other ranks would otherwise wait out the rendezvous timeout for
         it."""
-        spec = self._interconnect()
+        spec = spec or self._interconnect()
         host = self._silent(nodes)
         if host is not None:
             return CollectiveRun(collective, spec.backend, tuple(nodes), spec.ranks_per_node,
                                  error=host.describe(), simulated=host.simulated)
         started = time.time()
-        run = run_collective(self.launcher, spec, collective, nodes, sizes)
+        run = run_collective(self.launcher, spec, collective, nodes, sizes, env)
         return replace(run, details={**run.details, "started_at": started,
                                      "ended_at": time.time()})
 
@@ -342,6 +386,62 @@ class Cluster:
                             simulated=simulated).to_json())
         self._search = NodeSearch.from_json(document)
         return self._search
+
+    def rail_searches(self) -> RailSearches:
+        """The slow-node search on each rail alone (fabric.rail_busbw): every counted port
+        name any node has, one rail after another, each job bound to that port
+        (fabric.rail_env), one rank per node, all_reduce at search_payload, against the
+        clause's bound. A node whose NIC or host probe failed, or without that port, is
+        left out of that rail's search, named with why. Run once per run."""
+        if self._rails is not None:
+            return self._rails
+        assert self.spec.fabric is not None, "the spec has no fabric section"
+        clause = self.spec.fabric.clause("rail_busbw")
+        assert clause is not None, "fabric.rail_busbw is not in the contract"
+        spec = replace(self._interconnect(), ranks_per_node=1)
+        size, bar, devices = spec.search_payload, clause.requirement.bound.value, \
+            self.spec.fabric.devices
+        nics, hosts = self.probe_all(NIC_START), self.host_all()
+
+        def compute() -> dict[str, object]:
+            ports: dict[str, list[dict[str, Any]]] = {}
+            unread: dict[str, str] = {}
+            for node in self.nodes:
+                why = _unread(nics[node], ports=True) or _unread(hosts[node])
+                if why:
+                    unread[node] = why
+                    continue
+                ports[node] = fabric.counted(fabric.ports_of(nics[node].payload()), devices)
+            found: dict[str, object] = {}
+            for name, port in fabric.rails(ports).items():
+                try:
+                    env = fabric.rail_env(port, spec.backend)
+                except ValueError as exc:
+                    found[name] = {"error": str(exc)}
+                    continue
+
+                def measure(groups: list[list[str]], env: tuple[tuple[str, str], ...] = env,
+                            ) -> list[float]:
+                    def one(group: list[str]) -> float:
+                        run = self.collective("all_reduce", group, [size], env, spec)
+                        point = run.at(size) if run.ok else None
+                        return point.busbw if point is not None else math.nan
+                    with ThreadPoolExecutor(max_workers=self._jobs_at_once(len(groups))) \
+                            as pool:
+                        return list(pool.map(one, groups))
+
+                leave_out = {**unread, **{node: f"no port {name}" for node, mine in
+                                          ports.items() if name not in {str(p["name"])
+                                                                         for p in mine}}}
+                search = find_slow_nodes(self.nodes, measure, bar, leave_out=leave_out)
+                simulated = any(nics[node].simulated for node in self.nodes)
+                found[name] = {"env": [list(pair) for pair in env],
+                               "search": replace(search, simulated=simulated).to_json()}
+            return {"rails": found, "unread": unread, "payload": size, "bar": bar}
+
+        document = self.cache.document(self._key("rails", size, bar, devices), compute)
+        self._rails = RailSearches.from_json(document)
+        return self._rails
 
     def training(self) -> TrainingRun:
         """The training loop over every node of the spec, as one job, run once per run.

@@ -133,3 +133,36 @@ def firmware(ports: list[dict[str, Any]]) -> str:
             devices.setdefault(str(port["firmware"]), set()).add(str(port.get("device")))
     return ", ".join(f"{version} ({compress_hostlist(sorted(names))})"
                      for version, names in sorted(devices.items()))
+
+
+#: The most rails (counted ports) a node's rails are measured on, one after another.
+MAX_RAILS = 64
+
+
+def rails(ports_by_node: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """The rails to measure one at a time: every counted port name any node has, in the
+    order first seen, each with the first node's port of that name (what binds a job to
+    it: rail_env)."""
+    found: dict[str, dict[str, Any]] = {}
+    for ports in ports_by_node.values():
+        for port in ports:
+            found.setdefault(str(port["name"]), port)
+    return dict(list(found.items())[:MAX_RAILS])
+
+
+def rail_env(port: dict[str, Any], backend: str) -> tuple[tuple[str, str], ...]:
+    """The environment that binds a job's ranks to one port, so the job measures that
+    rail alone: NCCL over an RDMA port uses that HCA port only (`NCCL_IB_HCA==mlx5_3:1`,
+    exact match); NCCL over an interface uses that socket interface with IB off; gloo uses
+    the port's interface (an RDMA port's IPoIB or RoCE netdev). ValueError saying why
+    when the port cannot carry the backend (an RDMA port without an interface, for
+    gloo)."""
+    name = str(port.get("name"))
+    if backend == "nccl":
+        if port.get("kind") == "rdma":
+            return (("NCCL_IB_HCA", f"={port.get('device')}:{port.get('port')}"),)
+        return (("NCCL_SOCKET_IFNAME", f"={name}"), ("NCCL_IB_DISABLE", "1"))
+    netdev = port.get("netdev")
+    if not isinstance(netdev, str) or not netdev:
+        raise ValueError(f"{name} has no network interface for gloo to bind to")
+    return (("GLOO_SOCKET_IFNAME", netdev),)

@@ -29,6 +29,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import signal
 import socket
 import struct
@@ -188,6 +189,7 @@ def _run_ranks(args: argparse.Namespace, files: contextlib.ExitStack) -> dict[st
         if name:
             env.setdefault("GLOO_SOCKET_IFNAME", name)
             env.setdefault("NCCL_SOCKET_IFNAME", name)
+    env.update(args.env)  # the job's own choice (a rail) wins
     progress_dir = files.enter_context(tempfile.TemporaryDirectory(prefix="pc-progress-"))
     ranks = []
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
@@ -230,6 +232,21 @@ def _run_ranks(args: argparse.Namespace, files: contextlib.ExitStack) -> dict[st
             "gloo_socket_ifname": env.get("GLOO_SOCKET_IFNAME")}
 
 
+#: What a job may set in its ranks' environment (launchers/jobs.py JOB_ENV, ENV_VALUE: a
+#: probe imports nothing of the package; tests/test_probes.py checks they are the same).
+JOB_ENV = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_DISABLE")
+ENV_VALUE = re.compile(r"[=^]?[A-Za-z0-9_.:,\-]{1,128}")
+
+
+def job_env(text: str) -> tuple[str, str]:
+    """`--env NAME=VALUE`: a name of JOB_ENV and a value ENV_VALUE allows."""
+    name, _, value = text.partition("=")
+    if name not in JOB_ENV or not ENV_VALUE.fullmatch(value):
+        raise argparse.ArgumentTypeError(f"not NAME=VALUE with NAME one of "
+                                         f"{', '.join(JOB_ENV)}: {text[:80]!r}")
+    return name, value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--whereami", action="store_true")
@@ -242,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wall-timeout", type=float, default=300.0)
     parser.add_argument("--stall-timeout", type=float, default=0.0)
     parser.add_argument("--program", default="")
+    parser.add_argument("--env", action="append", default=[], type=job_env,
+                        help="NAME=VALUE for every rank; NAME one of " + ", ".join(JOB_ENV))
     parser.add_argument("rank_args", nargs="*")
     args = parser.parse_args(argv)
     data = whereami() if args.whereami else run_ranks(args)

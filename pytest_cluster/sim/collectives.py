@@ -21,6 +21,7 @@ from pytest_cluster.sim.cluster import (
     jitter,
     link_factor,
 )
+from pytest_cluster.sim.nics import port_gbit, rail_of
 from pytest_cluster.spec.busbw import bus_factor, theoretical
 from pytest_cluster.spec.gpu_models import MODELS
 
@@ -85,16 +86,21 @@ def missing_gpu(sim: SimSpec, benchmark: Benchmark, nodes: Sequence[str],
 
 
 def size_results(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchmark,
-                 nodes: Sequence[str], ranks_per_node: int) -> list[dict[str, Any]]:
+                 nodes: Sequence[str], ranks_per_node: int,
+                 rail_gbit: float | None = None) -> list[dict[str, Any]]:
     """One rank's measurements (the collective probe's `sizes`), the same on every rank of
     the job: busbw near the wire's rate (the spec's links, see busbw.theoretical) for large
     payloads, latency-bound for small ones, at the pace of the job's slowest link, with a
-    small jitter of its own per job (its nodes, collective and payload) and iteration."""
+    small jitter of its own per job (its nodes, collective and payload) and iteration.
+    A job bound to one rail (`rail_gbit`: its slowest node's port) runs at that port's
+    rate."""
     key = list(nodes)  # the job's nodes in rank order: one job, one jitter
     one = len(nodes) == 1
     theory = theoretical(spec, len(nodes)) if spec is not None else None
     wire = theory.bytes_per_s if theory else (450e9 if one else DEFAULT_NETWORK)
-    if one:
+    if rail_gbit is not None and not one:
+        peak = rail_gbit * 1e9 / 8 * INTER_EFFICIENCY
+    elif one:
         peak = wire * INTRA_EFFICIENCY * _gpu_links(sim, nodes[0])
     else:
         peak = wire * INTER_EFFICIENCY * min(link_factor(sim, n) for n in nodes)
@@ -156,15 +162,38 @@ def nccl_lines(sim: SimSpec, nodes: Sequence[str], index: int, local: int,
     return lines
 
 
+def missing_rail(sim: SimSpec, spec: InterconnectSpec | None, nodes: Sequence[str],
+                 rail: int | None) -> tuple[int, str] | float | None:
+    """A job bound to NIC `rail` (sim/nics.rail_of): the slowest node's port rate in
+    Gb/s, or (node index, what its first rank says) when a node's port is down; None
+    without a rail."""
+    if rail is None:
+        return None
+    rates = []
+    for index, node in enumerate(nodes):
+        gbit = port_gbit(sim, node, spec, rail)
+        if gbit is None:
+            return index, f"simulated: {node}'s mlx5_{rail} is down: no route to the peers"
+        rates.append(gbit)
+    return min(rates)
+
+
 def job_ranks(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchmark,
-              nodes: Sequence[str], ranks_per_node: int) -> list[list[dict[str, Any]]]:
+              nodes: Sequence[str], ranks_per_node: int,
+              env: Sequence[tuple[str, str]] = ()) -> list[list[dict[str, Any]]]:
     """Every node's ranks as job_node reports them (rank, local_rank, exit_code, data,
     ...), in node order. A job with a rank that has no GPU fails at that rank (exit code
-    1 and the probe's message), the first one only, as before any rank measured."""
+    1 and the probe's message), the first one only, as before any rank measured; so does
+    a job bound to a rail (`env`) whose port is down on a node, at that node's first
+    rank."""
     world = len(nodes) * ranks_per_node
     missing = missing_gpu(sim, benchmark, nodes, ranks_per_node)
-    sizes = size_results(sim, spec, benchmark, nodes, ranks_per_node) if missing is None \
-        else []
+    rail = missing_rail(sim, spec, nodes, rail_of(env))
+    if isinstance(rail, tuple) and missing is None:
+        missing = (rail[0], 0, rail[1])
+    sizes = size_results(sim, spec, benchmark, nodes, ranks_per_node,
+                         rail if isinstance(rail, float) else None) \
+        if missing is None else []
     ranks = []
     for index in range(len(nodes)):
         mine: list[dict[str, Any]] = []

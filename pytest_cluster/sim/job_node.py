@@ -40,6 +40,7 @@ class NodePart:
     wall_timeout_s: float
     program: str  # the rank program's source
     rank_args: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()  # what the job sets on its ranks (a rail)
 
     @property
     def job(self) -> tuple[str, int]:
@@ -54,10 +55,11 @@ def read_node_call(args: Sequence[str]) -> NodePart | None:
         return None
     ours, rank_args = (args[:list(args).index("--")], args[list(args).index("--") + 1:]) \
         if "--" in args else (args, ())
-    if len(ours) % 2 or any(name not in _OPTIONS for name in ours[::2]):
+    if len(ours) % 2 or any(name not in _OPTIONS and name != "--env" for name in ours[::2]):
         raise ValueError(f"not job_node's arguments: {list(ours)}")
-    given = {_OPTIONS[name]: value for name, value in zip(ours[::2], ours[1::2],
-                                                          strict=True)}
+    pairs = list(zip(ours[::2], ours[1::2], strict=True))
+    given = {_OPTIONS[name]: value for name, value in pairs if name != "--env"}
+    env = tuple(tuple(value.partition("=")[::2]) for name, value in pairs if name == "--env")
     if set(given) != set(_OPTIONS.values()):
         missing = sorted(set(_OPTIONS) - set(ours[::2]))
         raise ValueError(f"job_node needs {', '.join(missing)}")
@@ -66,7 +68,8 @@ def read_node_call(args: Sequence[str]) -> NodePart | None:
         part = NodePart(given["master_addr"], int(given["master_port"]),
                         int(given["node_rank"]), int(given["nnodes"]),
                         int(given["ranks_per_node"]), float(given["init_timeout_s"]),
-                        float(given["wall_timeout_s"]), program, tuple(rank_args))
+                        float(given["wall_timeout_s"]), program, tuple(rank_args),
+                        env)  # type: ignore[arg-type]
     except (binascii.Error, UnicodeDecodeError) as exc:
         raise ValueError(f"the program is not base64 of a text: {exc}") from None
     if not 0 <= part.node_rank < part.nnodes or part.ranks_per_node < 1:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.probes.nic import Reader, read_ports
@@ -72,12 +74,39 @@ def _layout(ic: InterconnectSpec | None) -> tuple[int, float, str]:
     return link.count, link.rate_bytes_per_s / GBIT, layer
 
 
+def port_gbit(sim: SimSpec, node: str, ic: InterconnectSpec | None,
+              index: int) -> float | None:
+    """The rate of the node's NIC `index` in Gb/s (its faults and the node's link_factor
+    applied); None when it is down or the node has no such NIC."""
+    count, rate, _ = _layout(ic)
+    fault = next((f for f in faults_on(sim, node) if f.nic == index), None)
+    if not 0 <= index < count or (fault is not None and fault.nic_down):
+        return None
+    if fault is not None and fault.nic_rate_gbit:
+        return fault.nic_rate_gbit
+    return rate * link_factor(sim, node)
+
+
+#: Which NIC a job's environment binds it to (a rail): NCCL_IB_HCA=mlx5_3..., or an
+#: interface of it (ibp3s0, enp3s0np0).
+_RAIL = re.compile(r"^=?mlx5_(\d+)(?::\d+)?$|^=?(?:ibp|enp)(\d+)s0(?:np0)?$")
+
+
+def rail_of(env: Sequence[tuple[str, str]]) -> int | None:
+    """The NIC index a job's environment binds its ranks to; None: no rail (every NIC)."""
+    for name, value in env:
+        if name in ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
+            found = _RAIL.match(value)
+            if found:
+                return int(found.group(1) or found.group(2))
+    return None
+
+
 def tree(sim: SimSpec, node: str, ic: InterconnectSpec | None,
          when: str | None = None) -> dict[str, str]:
     """The node's sysfs files of its NICs; read at the run's end (`when`), a port with a
     nic_link_downed fault has gone down that many times."""
-    count, rate, layer = _layout(ic)
-    rate *= link_factor(sim, node)
+    count, _, layer = _layout(ic)
     faults = {f.nic: f for f in faults_on(sim, node) if f.nic is not None}
     digest = hashlib.sha256(node.encode()).hexdigest()
     files: dict[str, str] = {}
@@ -87,8 +116,9 @@ def tree(sim: SimSpec, node: str, ic: InterconnectSpec | None,
             else f"enp{index}s0np0"
         base = f"{ROOT}/class/infiniband/{device}"
         port = f"{base}/ports/1"
-        down = fault is not None and fault.nic_down
-        gbit = fault.nic_rate_gbit if fault is not None and fault.nic_rate_gbit else rate
+        gbit = port_gbit(sim, node, ic, index)
+        down = gbit is None
+        gbit = gbit or _layout(ic)[1] * link_factor(sim, node)  # down: its last rate
         files.update({
             f"{base}/fw_ver": fault.nic_firmware if fault is not None and fault.nic_firmware
             else FIRMWARE,

@@ -281,6 +281,9 @@ CLAUSES: tuple[Declaration, ...] = (
     # symbol errors: a healthy link sees a few, so their rate over the run has a bound
     _quantity("fabric", "symbol_errors", Dim.EVENTS, "<=", reads=Reads("nic"), last=True),
     _setting("fabric", "flap"),  # in a soak: a port down this long fails its node (30 s)
+    # each rail alone: the slow-node search's all_reduce with every job bound to one port
+    # (NCCL_IB_HCA, NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME), one rail after another
+    Declaration("fabric", "rail_busbw", Value.QUANTITY, Dim.RATE, needs_nodes=2),
     # -- baseline: how a run is compared with an accepted one (--cluster-baseline); its
     # cases (baseline.nodes, .hardware, .performance) are derived after the run ----------
     _setting("baseline", "tolerance"),

@@ -7,6 +7,7 @@
       link_layer: InfiniBand   # each counted port's (InfiniBand or Ethernet: RoCE)
       mtu: 4096                # each counted active port's interface MTU, at least
       symbol_errors: 10 /h     # each counted port's symbol errors over the run, at most
+      rail_busbw: 40 GB/s      # all_reduce busbw over each rail alone, pairs of nodes
       flap: 30 s               # in a soak: a port seen down this long fails its node
 
 `same_firmware` is implied on two nodes or more; `counters` (no error counter grows during
@@ -55,10 +56,16 @@ def devices(raw: object) -> str:
     return value
 
 
-def parse_fabric(ctx: Ctx, node: Node | None) -> FabricSpec | None:
+def parse_fabric(ctx: Ctx, node: Node | None, interconnect: bool = False) -> FabricSpec | None:
+    """The section; `interconnect`: whether the spec has one (rail_busbw's jobs run as it
+    says: backend, search_payload, warmup, iterations, timeout)."""
     table = section_map(ctx, node, "fabric")
     if table is None:
         return None
+    rails = table.items.get("rail_busbw", (None, None))[0]
+    if rails is not None and not interconnect:
+        ctx.error(rails, "fabric.rail_busbw", "needs an interconnect section: its jobs run "
+                  "with its backend, search_payload, warmup, iterations and timeout")
     chosen = field(ctx, table.take("devices"), "fabric.devices", devices)
     flap = field(ctx, table.take("flap"), "fabric.flap",
                  time_between(0, 7 * 86400, "from 0 s to 7 days"))

@@ -294,6 +294,7 @@ class Sofar:
 
     def __init__(self, top: Map) -> None:
         self.top = top  # the spec's top-level map (a section may peek at another's node)
+        self.written = frozenset(top.items)  # the sections the spec has
         self.cluster = ClusterSpec("", (), "local", "python3", 600.0, 64)
         self.records: dict[str, Any] = {}
 
@@ -378,7 +379,8 @@ SECTIONS: tuple[Section, ...] = (
     Section("soak", lambda ctx, node, _: _soak(ctx, node)),
     Section("training", lambda ctx, node, sofar: parse_training(
         ctx, node, sofar.cluster, sofar.record("gpus")), ("job_node",), checked=True),
-    Section("fabric", lambda ctx, node, _: parse_fabric(ctx, node), ("nic",), checked=True),
+    Section("fabric", lambda ctx, node, sofar: parse_fabric(
+        ctx, node, "interconnect" in sofar.written), ("nic",), checked=True),
 )
 BY_NAME = {section.name: section for section in SECTIONS}
 #: The top-level keys, in the order error messages list them.
