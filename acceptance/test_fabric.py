@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import fabric
 from pytest_cluster.measure.cluster import NIC_END, NIC_START
-from pytest_cluster.measure.node_search import OK, SLOW
+from pytest_cluster.measure.node_search import FAILED, OK, SLOW
 from pytest_cluster.run.contract_tests import checks
 from pytest_cluster.units import Dim, format_number, format_size, format_value
 
@@ -278,7 +278,10 @@ def test_fabric_rail_busbw(cluster_spec: Spec, cluster: Cluster, node: str,
                             f"{partners} (round {verdict.round} of {len(search.rounds)}; "
                             f"{partners} reached the bar on {name} with other nodes)")
         else:
-            unmeasured.append(f"{name}: {verdict.why or verdict.status}")
+            said = rails.why_failed(name, [node, *verdict.partners]) \
+                if verdict.status == FAILED else ""
+            unmeasured.append(f"{name}: {verdict.why or verdict.status}"
+                              + (f" ({said})" if said else ""))
     method = (f"all_reduce {format_size(rails.payload)}, one rank per node, bound to one "
               f"rail at a time (NCCL_IB_HCA, NCCL_SOCKET_IFNAME or GLOO_SOCKET_IFNAME); "
               f"pairs, then suspects with known-good nodes (nccl-tests busbw)")

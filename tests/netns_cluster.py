@@ -107,11 +107,43 @@ class NetnsCluster:
         for node in self.nodes:
             self.wait_for_port(node)
 
-    def shape(self, node: str, rate: str | None) -> None:
+    def rail_address(self, node: str, number: int) -> str:
+        return f"172.{16 + number}.{os.getpid() % 250}.{10 + self.nodes.index(node) + 1}"
+
+    def add_rail(self, number: int) -> str:
+        """A second network beside eth0 (a rail, 1 to 15): a bridge `br<number>` in the
+        switch and on each node an interface `rail<number>`, up, with an address of the
+        rail's own subnet (no route to eth0's). Returns the interface's name."""
+        sw, name = self.switch, f"rail{number}"
+        _run("ip", "-n", sw, "link", "add", f"br{number}", "type", "bridge")
+        _run("ip", "-n", sw, "link", "set", f"br{number}", "up")
+        for index, node in enumerate(self.nodes, 1):
+            ns = self.netns(node)
+            _run("ip", "-n", sw, "link", "add", f"r{number}v{index}", "type", "veth", "peer",
+                 "name", name, "netns", ns)
+            _run("ip", "-n", sw, "link", "set", f"r{number}v{index}", "master", f"br{number}",
+                 "up")
+            _run("ip", "-n", ns, "addr", "add", f"{self.rail_address(node, number)}/24", "dev",
+                 name)
+            _run("ip", "-n", ns, "link", "set", name, "up")
+        return name
+
+    def remove_rail(self, number: int) -> None:
+        """Undo add_rail: its veths (both ends) and its bridge."""
+        for index in range(1, len(self.nodes) + 1):
+            subprocess.run(["ip", "-n", self.switch, "link", "del", f"r{number}v{index}"],
+                           capture_output=True, check=False, timeout=30)
+        subprocess.run(["ip", "-n", self.switch, "link", "del", f"br{number}"],
+                       capture_output=True, check=False, timeout=30)
+
+    def shape(self, node: str, rate: str | None, rail: int = 0) -> None:
         """Limit `node`'s link to `rate` (tc tbf, e.g. '1gbit') both ways: on its eth0
-        (what it sends) and on its switch-side veth (what it receives); None: unlimited."""
+        (what it sends) and on its switch-side veth (what it receives), or those of its
+        `rail` (add_rail); None: unlimited."""
         index = self.nodes.index(node) + 1
-        for ns, dev in ((self.netns(node), "eth0"), (self.switch, f"v{index}")):
+        ends = ((self.netns(node), "eth0"), (self.switch, f"v{index}")) if not rail else \
+            ((self.netns(node), f"rail{rail}"), (self.switch, f"r{rail}v{index}"))
+        for ns, dev in ends:
             subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev,
                             "root"], capture_output=True, check=False, timeout=30)
             if rate is not None:

@@ -16,6 +16,7 @@ from pytest_cluster.errors import SpecError
 from pytest_cluster.measure import fabric
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import FabricSpec
+from tests.conftest import has_torch
 from tests.netns_cluster import NetnsCluster
 from tests.test_plugin import jsonl
 
@@ -168,7 +169,8 @@ def test_each_rail_alone_names_the_slow_port_and_its_node(pytester: pytest.Pytes
         found["test_fabric_rail_busbw[n3]"]), found
     assert found["test_fabric_rail_busbw[n2]"] == (
         "[SIMULATED] n2 rail_busbw: cannot measure: mlx5_1/1: the all_reduce with n4, "
-        "known good, failed")
+        "known good, failed (n2 rank 0 exited with code 1: simulated: n2's mlx5_1 is down: "
+        "no route to the peers)")
     lines = {r["node"]: r for r in jsonl(pytester) if r.get("clause") == "fabric.rail_busbw"}
     assert lines["n1"]["outcome"] == "passed" and 40 < lines["n1"]["measured"] < 50
     assert sorted(lines["n1"]["raw"]) == [f"mlx5_{i}/1" for i in range(8)]
@@ -191,12 +193,19 @@ def test_the_simulated_fabric_faults_fail_exactly_their_cases(
     spec = pytester.path / "trial.yaml"
     spec.write_text((EXAMPLES / "sim-h100-fabric-faulty.yaml").read_text())
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=31, failed=6)
+    result.assert_outcomes(passed=33, failed=8)
     found = failures(pytester)
     assert set(found) == {"test_fabric_ports[sim-gpu-02]", "test_fabric_rate[sim-gpu-03]",
                           "test_fabric_same_firmware", "test_fabric_counters[sim-gpu-01]",
                           "test_fabric_symbol_errors[sim-gpu-02]",
+                          "test_fabric_rail_busbw[sim-gpu-02]",
+                          "test_fabric_rail_busbw[sim-gpu-03]",
                           "test_collective_transport[all_reduce-4nodes]"}
+    # NCCL bound to one HCA port per job: sim-gpu-03's slow port named, sim-gpu-02's
+    # rail that is down not measured
+    assert "slow rail mlx5_5/1 " in found["test_fabric_rail_busbw[sim-gpu-03]"]
+    assert found["test_fabric_rail_busbw[sim-gpu-02]"].startswith(
+        "[SIMULATED] sim-gpu-02 rail_busbw: cannot measure: mlx5_3/1: the all_reduce with ")
     assert re.fullmatch(
         r"\[SIMULATED\] sim-gpu-02 symbol_errors: measured \d+ /h > allowed 10 /h; 1 of 8 "
         r"port\(s\) above it: mlx5_6/1: 5000 in [\d.]+ s",
@@ -305,6 +314,46 @@ def test_real_ports_are_read_on_each_node_and_the_faulty_one_named(
         for node in netns.nodes:
             subprocess.run(["ip", "-n", netns.netns(node), "link", "del", "rail1"],
                            check=False, timeout=30)
+
+
+@pytest.mark.realcomponents
+def test_real_rails_each_alone_name_the_slow_rail_of_the_slow_node(
+        pytester: pytest.Pytester, netns: NetnsCluster) -> None:
+    """Two rails beside eth0 on every node (rail1, rail2: a bridge each), rail2 of node3
+    shaped to 200 Mbit/s. Gloo all_reduce over ssh bound to one rail at a time
+    (GLOO_SOCKET_IFNAME): node3 fails naming rail2, and no other node or rail fails (its
+    partners are cleared by their other pairs)."""
+    if not has_torch():
+        pytest.skip("torch is not installed")
+    for number in (1, 2):
+        netns.add_rail(number)
+    netns.shape("node3", "200mbit", rail=2)
+    try:
+        (pytester.path / "trial.yaml").write_text(
+            f"cluster:\n  name: rails\n  nodes: node[1-4]\n  launcher: ssh\n"
+            f"  python: {sys.executable}\n  probe_timeout: 1 min\n"
+            f"{netns.launcher_section('ssh')}\n"
+            "fabric: {devices: 'rail*', rail_busbw: 60 MB/s}\n"
+            "interconnect:\n  inter_node: {kind: veth, nics_per_node: 2, rate_per_nic: "
+            "1 Gb/s}\n  payloads: [16 MiB]\n  busbw: '>= 1 MB/s'\n  node_network: false\n"
+            "  warmup: 2\n  iterations: 5\n  timeout: 2 min\n")
+        result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                    "-k", "rail_busbw")
+        result.assert_outcomes(passed=3, failed=1)
+        (message,) = failures(pytester).values()
+        assert re.fullmatch(
+            r"node3 rail_busbw: measured (\d+(\.\d+)?) MB/s < required 60 MB/s \([\d.]+% of "
+            r"required\); slow rail rail2 \1 MB/s with node\d \(round 2 of 2; node\d reached "
+            r"the bar on rail2 with other nodes\)", message), message
+        measured = float(message.split("measured ")[1].split(" ")[0])
+        assert 15 < measured < 26  # 200 Mbit/s is 25 MB/s: the shaped rail's own rate
+        lines = {r["node"]: r for r in jsonl(pytester) if r.get("clause") == "fabric.rail_busbw"}
+        assert lines["node3"]["raw"]["rail1"]["status"] == "ok"
+        assert lines["node3"]["raw"]["rail2"]["env"] == [["GLOO_SOCKET_IFNAME", "rail2"]]
+        assert all(lines[n]["raw"]["rail2"]["busbw"] > 60e6 for n in ("node1", "node2", "node4"))
+    finally:
+        for number in (1, 2):
+            netns.remove_rail(number)
 
 
 @pytest.mark.parametrize(("body", "message"), [

@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -124,6 +124,10 @@ def _unread(result: ProbeResult, ports: bool = False) -> str:
     return ""
 
 
+#: The failed jobs a rail's search keeps the reason of (the first ones).
+MAX_FAILED_JOBS = 64
+
+
 @dataclass(frozen=True)
 class RailSearches:
     """The slow-node search of each rail (Cluster.rail_searches): per rail the search, or
@@ -135,6 +139,12 @@ class RailSearches:
     unread: dict[str, str]
     payload: int
     bar: float
+    failed: dict[str, dict[str, str]] = field(default_factory=dict)  # rail: group: why
+
+    def why_failed(self, rail: str, nodes: Sequence[str]) -> str:
+        """Why the job of `nodes` on `rail` failed, as its first failing rank said ('' when
+        not kept)."""
+        return self.failed.get(rail, {}).get(",".join(sorted(nodes)), "")
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RailSearches:
@@ -145,7 +155,8 @@ class RailSearches:
                     if "error" in rail},
                    {name: tuple((str(a), str(b)) for a, b in rail["env"])
                     for name, rail in rails.items() if "env" in rail},
-                   dict(data["unread"]), int(data["payload"]), float(data["bar"]))
+                   dict(data["unread"]), int(data["payload"]), float(data["bar"]),
+                   {name: dict(rail.get("failed") or {}) for name, rail in rails.items()})
 
 
 class Cluster:
@@ -420,11 +431,15 @@ class Cluster:
                     found[name] = {"error": str(exc)}
                     continue
 
+                failed: dict[str, str] = {}  # a group's job that failed: why
+
                 def measure(groups: list[list[str]], env: tuple[tuple[str, str], ...] = env,
-                            ) -> list[float]:
+                            failed: dict[str, str] = failed) -> list[float]:
                     def one(group: list[str]) -> float:
                         run = self.collective("all_reduce", group, [size], env, spec)
                         point = run.at(size) if run.ok else None
+                        if point is None and len(failed) < MAX_FAILED_JOBS:
+                            failed[",".join(sorted(group))] = (run.error or "no result")[:400]
                         return point.busbw if point is not None else math.nan
                     with ThreadPoolExecutor(max_workers=self._jobs_at_once(len(groups))) \
                             as pool:
@@ -436,7 +451,8 @@ class Cluster:
                 search = find_slow_nodes(self.nodes, measure, bar, leave_out=leave_out)
                 simulated = any(nics[node].simulated for node in self.nodes)
                 found[name] = {"env": [list(pair) for pair in env],
-                               "search": replace(search, simulated=simulated).to_json()}
+                               "search": replace(search, simulated=simulated).to_json(),
+                               "failed": failed}
             return {"rails": found, "unread": unread, "payload": size, "bar": bar}
 
         document = self.cache.document(self._key("rails", size, bar, devices), compute)
