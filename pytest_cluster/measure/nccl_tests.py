@@ -1,0 +1,249 @@
+"""What nccl-tests printed (its `-J` JSON file, else the table on stdout), read into rows:
+per payload the out-of-place and in-place time, algbw and busbw, and the wrong elements;
+the run's out-of-bounds count and average bus bandwidth. Pure functions on untrusted text
+(a node's output): bounded, and any text that is not nccl-tests' output is a ValueError
+saying why.
+
+The formats read, by nccl-tests version (src/util.cu writes both):
+- the table, 2.0-2.10: `size count type time algbw busbw error ...` (`error` as 0e+00), or
+  with `redop` before `time`; 2.10 on: `size count type redop root time algbw busbw #wrong
+  time algbw busbw #wrong` (`#wrong` N/A without -c); 2.19 with per-iteration timing adds
+  `i_min i_max i_p99 i_cv%` to each side; `-R` adds a timestamp at the end;
+- the JSON file (2.17 on, `-J FILE.json`): `results` rows with `size`, `count`, `type`,
+  `redop`, `out_of_place` and `in_place` (`time` or `cpu_time` in us, `alg_bw`, `bus_bw` in
+  GB/s, `nwrong`), `out_of_bounds.count` and `average_bus_bandwidth.bandwidth` (spelled
+  `average_bus_bandwidith.bandwidith` before 2.17.9). It writes NaN as "nan" and an
+  infinity as a bare `inf`, which JSON has not.
+
+GB/s is nccl-tests' 1e9 bytes/s; every rate here is in bytes/s.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+#: The most text read of one run, and the most rows kept.
+MAX_TEXT = 4 * 2**20
+MAX_ROWS = 4096
+GB = 1e9
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a row: out-of-place or in-place."""
+
+    time_us: float  # as nccl-tests prints it: one operation, microseconds
+    algbw: float  # bytes/s
+    busbw: float  # bytes/s
+    wrong: int | None  # None: not checked (nccl-tests run without -c)
+
+
+@dataclass(frozen=True)
+class Row:
+    bytes: int
+    count: int
+    type: str
+    redop: str
+    out_of_place: Side | None  # None: a trace replay prints only in-place
+    in_place: Side | None
+
+    @property
+    def busbw(self) -> float:
+        """The figure: out-of-place busbw (in-place where there is none)."""
+        side = self.out_of_place or self.in_place
+        return side.busbw if side is not None else math.nan
+
+    @property
+    def wrong(self) -> int:
+        return sum(side.wrong or 0 for side in (self.out_of_place, self.in_place)
+                   if side is not None)
+
+
+@dataclass(frozen=True)
+class Report:
+    rows: tuple[Row, ...]
+    out_of_bounds: int | None  # wrong values over the run, as its footer says
+    avg_busbw: float | None  # bytes/s, the footer's average
+    source: str  # "json" or "text"
+    version: str | None = None  # nccl-tests' version, where printed
+    errors: tuple[str, ...] = ()  # what nccl-tests reported as errors
+
+
+def _number(value: Any, what: str) -> float:
+    """A number nccl-tests wrote (a JSON number, "nan", "inf"); ValueError if not one."""
+    if isinstance(value, bool):
+        raise ValueError(f"{what} is not a number: {value!r}")
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str) and value.strip().lower() in ("nan", "-nan", "inf", "-inf"):
+        return float(value.strip().lower().lstrip("-") if "nan" in value.lower()
+                     else value.strip().lower())
+    raise ValueError(f"{what} is not a number: {str(value)[:40]!r}")
+
+
+def _wrong(value: Any, what: str) -> int | None:
+    if value is None or value == "N/A":
+        return None
+    number = _number(value, what)
+    if not math.isfinite(number) or number < 0:
+        raise ValueError(f"{what} is not a count: {value!r}")
+    return int(number)
+
+
+# -- the JSON file ------------------------------------------------------------------------------
+
+_BARE = re.compile(r"(?<=[:\[,])(\s*)(-?inf|-?nan)(?=\s*[,\]}])")
+
+
+def parse_json(text: str) -> Report:
+    """The `-J` file's results; ValueError saying what is wrong."""
+    if len(text) > MAX_TEXT:
+        raise ValueError(f"the JSON file is {len(text)} characters (at most {MAX_TEXT})")
+    try:
+        data = json.loads(_BARE.sub(r'\1"\2"', text))
+    except ValueError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("results"), list):
+        raise ValueError("not nccl-tests' JSON output: no list of results")
+    if len(data["results"]) > MAX_ROWS:
+        raise ValueError(f"{len(data['results'])} results (at most {MAX_ROWS})")
+    rows = []
+    for index, item in enumerate(data["results"]):
+        if not isinstance(item, dict):
+            raise ValueError(f"result {index} is not a map")
+        try:
+            rows.append(Row(int(item["size"]), int(item.get("count", 0)),
+                            str(item.get("type", ""))[:16], str(item.get("redop", ""))[:16],
+                            _json_side(item.get("out_of_place"), f"result {index} out_of_place"),
+                            _json_side(item.get("in_place"), f"result {index} in_place")))
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"result {index} has no {exc}") from None
+    bounds = data.get("out_of_bounds")
+    average = data.get("average_bus_bandwidth", data.get("average_bus_bandwidith"))
+    bandwidth = (average.get("bandwidth", average.get("bandwidith"))
+                 if isinstance(average, dict) else None)
+    errors = data.get("errors")
+    version = data.get("nccl_tests_version", data.get("version"))
+    return Report(tuple(rows),
+                  _wrong(bounds.get("count"), "out_of_bounds.count")
+                  if isinstance(bounds, dict) else None,
+                  _number(bandwidth, "average_bus_bandwidth") * GB
+                  if bandwidth is not None else None, "json",
+                  str(version)[:32] if version is not None else None,
+                  tuple(str(e)[:400] for e in errors[:8]) if isinstance(errors, list) else ())
+
+
+def _json_side(side: Any, what: str) -> Side | None:
+    if side is None:
+        return None
+    if not isinstance(side, dict):
+        raise ValueError(f"{what} is not a map")
+    time_us = side.get("time", side.get("cpu_time"))
+    return Side(_number(time_us, f"{what}.time"),
+                _number(side.get("alg_bw"), f"{what}.alg_bw") * GB,
+                _number(side.get("bus_bw"), f"{what}.bus_bw") * GB,
+                _wrong(side.get("nwrong"), f"{what}.nwrong"))
+
+
+# -- the table on stdout ------------------------------------------------------------------------
+
+#: A side's columns in the table, by header name. The wrong count is `#wrong` (2.10 on);
+#: before, `error` was the largest relative error (1e-06), not a count: the footer's out
+#: of bounds values say whether any was wrong.
+_SIDE = ("time", "algbw", "busbw")
+_VERSION = re.compile(r"^# nccl-tests version (\S+)")
+_FOOTER = re.compile(r"^#\s*(Out of bounds values|Avg bus bandwidth)\s*:\s*(\S+)")
+
+
+def parse_text(text: str) -> Report:
+    """The table nccl-tests printed; rows are read by the header's columns, so every
+    version's table reads the same. Lines that are not the table (NCCL's log, MPI's
+    warnings) are passed over. ValueError when there is no table or no row."""
+    if len(text) > MAX_TEXT:
+        text = text[-MAX_TEXT:]
+    header: list[str] | None = None
+    rows: list[Row] = []
+    version = None
+    bounds: int | None = None
+    average: float | None = None
+    for line in text.splitlines():
+        words = line.split()
+        if not words:
+            continue
+        if words[0] == "#":
+            found = _VERSION.match(line)
+            version = found.group(1)[:32] if found else version
+            names = words[1:]
+            if "size" in names and "busbw" in names:
+                header = names
+            footer = _FOOTER.match(line)
+            if footer is not None:
+                try:
+                    if footer.group(1).startswith("Out"):
+                        bounds = int(footer.group(2))
+                    else:
+                        average = float(footer.group(2)) * GB
+                except ValueError:
+                    pass
+            continue
+        if header is None or not words[0].isdigit():
+            continue
+        row = _text_row(header, words)
+        if row is not None and len(rows) < MAX_ROWS:
+            rows.append(row)
+    if header is None:
+        raise ValueError("no nccl-tests table (no header line with size and busbw)")
+    if not rows:
+        raise ValueError("the nccl-tests table has no rows")
+    return Report(tuple(rows), bounds, average, "text", version)
+
+
+def _text_row(header: list[str], words: list[str]) -> Row | None:
+    """One line of the table by the header's columns; None when it is not one (a line
+    of another program that starts with a number)."""
+    starts = [i for i, name in enumerate(header) if name in ("time", "cputime")]
+    lead = starts[0] if starts else len(header)
+    width = (starts[1] - starts[0]) if len(starts) > 1 else len(header) - lead
+    try:
+        fields = dict(zip(header[:lead], words[:lead], strict=False))
+        values = words[lead:]
+        sides: list[Side | None] = []
+        for number in range(len(starts)):
+            part = values[number * width:(number + 1) * width]
+            names = header[lead + number * width:lead + (number + 1) * width]
+            if len(part) < len(_SIDE) + 1:
+                sides.append(None)
+                continue
+            got = dict(zip(names, part, strict=False))
+            wrong = got.get("#wrong", "N/A")
+            sides.append(Side(float(got.get("time", got.get("cputime", "nan"))),
+                              float(got["algbw"]) * GB, float(got["busbw"]) * GB,
+                              None if wrong == "N/A" else int(wrong)))
+        if not sides or all(side is None for side in sides):
+            return None
+        if len(sides) == 2 and sides[1] is None:
+            sides = [None, sides[0]]  # a trace replay: blanks, then in-place only
+        return Row(int(fields["size"]), int(fields.get("count", 0)),
+                   fields.get("type", "")[:16], fields.get("redop", "")[:16],
+                   sides[0], sides[1] if len(sides) > 1 else None)
+    except (KeyError, ValueError):
+        return None
+
+
+def parse(stdout: str, json_text: str | None) -> Report:
+    """The run's report: its JSON file when it reads, else its table; ValueError naming
+    both problems when neither does."""
+    problem = ""
+    if json_text:
+        try:
+            return parse_json(json_text)
+        except ValueError as exc:
+            problem = f"the JSON file: {exc}; "
+    try:
+        return parse_text(stdout)
+    except ValueError as exc:
+        raise ValueError(f"{problem}the output: {exc}") from None
