@@ -7,46 +7,25 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
 from pytest_cluster.measure import nccl_tests
 from pytest_cluster.measure.nccl_tests import Side
 
+#: Outputs published in issues, byte for byte as quoted there (trailing blanks included).
+CAPTURES = Path(__file__).resolve().parent / "captures" / "nccl-tests"
+
 # nccl-tests 2.13 era (NVIDIA/nccl-tests#252, 2024): 2.10 on, `redop root` and `#wrong`
-V2_13 = """\
-#                                                              out-of-place                       in-place          
-#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
-#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
-   536870912     134217728     float     sum      -1    10052   53.41   93.46      0   9676.9   55.48   97.09      0
-  1073741824     268435456     float     sum      -1    20079   53.48   93.58      0    19265   55.74   97.54      0
-  2147483648     536870912     float     sum      -1    39871   53.86   94.26      0    39357   54.56   95.49      0
-  4294967296    1073741824     float     sum      -1    77194   55.64   97.37      0    79688   53.90   94.32      0
-  8589934592    2147483648     float     sum      -1   158070   54.34   95.10      0   158561   54.17   94.80      0
-# Out of bounds values : 0 OK
-# Avg bus bandwidth    : 95.3009
-"""  # noqa: W291 - the header's trailing blanks are nccl-tests'
+V2_13 = (CAPTURES / "2.13-nccl-tests-252.txt").read_text(encoding="utf-8")
 
 # wrong results counted per side (NVIDIA/nccl#1184, 2024, NCCL 2.18.3 with NCCL_PROTO=SIMPLE)
-WRONG = """\
-#                                                              out-of-place                       in-place          
-#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
-#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       
-           8             2     float     sum      -1    130.1    0.00    0.00      0    118.6    0.00    0.00      0
-      262144         65536     float     sum      -1    325.1    0.81    0.81      0    325.3    0.81    0.81      0
-      524288        131072     float     sum      -1    663.1    0.79    0.79  237858    569.4    0.92    0.92  238038
-"""  # noqa: W291
+WRONG = (CAPTURES / "wrong-nccl-1184.txt").read_text(encoding="utf-8")
 
 # before 2.10 (NVIDIA/nccl-tests#176, 2023): no `root`, and `error` is the largest relative
 # error, not a count
-OLD = """\
-#                                                       out-of-place                       in-place          
-#       size         count      type   redop     time   algbw   busbw  error     time   algbw   busbw  error
-#        (B)    (elements)                       (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       
-        4096          1024     float     sum    93.73    0.04    0.09  1e-06    93.15    0.04    0.09  1e-06
-        8192          2048     float     sum    96.51    0.08    0.17  1e-06    95.46    0.09    0.17  1e-06
-      131072         32768     float     sum    120.9    1.08    2.15  1e-06    117.4    1.12    2.22  1e-06
-"""  # noqa: W291
+OLD = (CAPTURES / "before-2.10-nccl-tests-176.txt").read_text(encoding="utf-8")
 
 
 def test_the_table_of_2_10_on_reads_both_sides_and_the_footer() -> None:
@@ -168,7 +147,7 @@ def test_the_json_file_wins_and_the_table_is_the_fallback() -> None:
     assert str(caught.value).endswith("; the output: no nccl-tests table (no header line "
                                       "with size and busbw)")
     with pytest.raises(ValueError, match="the nccl-tests table has no rows"):
-        nccl_tests.parse_text(V2_13.split("   536870912")[0])
+        nccl_tests.parse_text(V2_13.split("   536870912", maxsplit=1)[0])
 
 
 def test_a_huge_output_is_read_from_its_end_within_bounds() -> None:
