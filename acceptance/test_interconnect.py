@@ -87,8 +87,8 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
                                 "collective is broken, its speed does not count", raw=raw,
                                 kind="wrong_result", node=label)
     factor = "2(n-1)/n" if run.collective == "all_reduce" else "(n-1)/n"
-    method = METHOD.format(backend=run.backend, iterations=spec.iterations,
-                           warmup=spec.warmup, factor=factor)
+    method = str(run.details.get("method") or METHOD.format(
+        backend=run.backend, iterations=spec.iterations, warmup=spec.warmup, factor=factor))
     note = (f"{run.collective} {format_size(point.bytes)} over {len(run.nodes)} node(s) x "
             f"{run.ranks_per_node} rank(s); busbw over iterations {gbs(low)} min, "
             f"{gbs(median)} median, {gbs(high)} max; slowest rank {point.slowest_rank}")

@@ -13,6 +13,7 @@ import pytest
 
 from pytest_cluster.measure import nccl_tests
 from pytest_cluster.measure.nccl_tests import Side
+from pytest_cluster.spec.busbw import CollectiveRun
 
 #: Outputs published in issues, byte for byte as quoted there (trailing blanks included).
 CAPTURES = Path(__file__).resolve().parent / "captures" / "nccl-tests"
@@ -154,3 +155,145 @@ def test_a_huge_output_is_read_from_its_end_within_bounds() -> None:
     noise = "x" * (nccl_tests.MAX_TEXT + 10) + "\n"
     assert len(nccl_tests.parse_text(noise + V2_13).rows) == 5
     assert json.dumps(nccl_tests.MAX_ROWS) == "4096"
+
+
+# -- the probe that runs nccl-tests on a node, and its answer read into a run ---------------
+
+def test_the_probe_runs_the_payloads_on_a_doubling_grid_and_the_others_alone() -> None:
+    from pytest_cluster.probes import nccl_tests as probe
+
+    assert probe.runs([1 << 20, 4 << 20, 1 << 30]) == [(1 << 20, 1 << 30)]
+    assert probe.runs([1 << 20, 3 << 20, 1 << 30]) == [(1 << 20, 1 << 30), (3 << 20, 3 << 20)]
+    assert probe.argv("/opt/nt/all_reduce_perf", 8, 1024, 8, 5, 20, "/tmp/r0.json") == [
+        "/opt/nt/all_reduce_perf", "-b", "8", "-e", "1024", "-f", "2", "-g", "8", "-w", "5",
+        "-n", "20", "-c", "1", "-J", "/tmp/r0.json"]
+    assert probe.argv("/opt/nt/all_reduce_perf", 8, 8, 1, 5, 20, None)[-2:] == ["-c", "1"]
+    assert nccl_tests.probe_args("/opt/nt", "reduce_scatter", [8, 16], 4, 2, 10, 600.0) == (
+        "--dir", "/opt/nt", "--binary", "reduce_scatter_perf", "--sizes", "8,16",
+        "--gpus", "4", "--warmup", "2", "--iterations", "10", "--timeout", "600")
+
+
+#: A stand-in for an nccl-tests binary (no GPU here): it prints the published 2.13 table
+#: and, given -J, writes a JSON file with the environment in it, as nccl-tests does. The
+#: probe's process handling is what it tests; nccl-tests itself runs on a GPU machine.
+STAND_IN = """\
+#!/bin/sh
+case "$1" in -h) echo "[-J,--output_file <file> write output to filepath]"; exit 0;; esac
+cat "$TABLE"
+while [ $# -gt 0 ]; do
+  if [ "$1" = "-J" ]; then printf '%s' "$DOCUMENT" > "$2"; fi
+  shift
+done
+exit "${EXIT:-0}"
+"""
+
+
+def test_the_probe_sends_back_the_table_and_the_json_without_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_cluster.probes import nccl_tests as probe
+
+    binary = tmp_path / "all_reduce_perf"
+    binary.write_text(STAND_IN)
+    binary.chmod(0o755)
+    monkeypatch.setenv("TABLE", str(CAPTURES / "2.13-nccl-tests-252.txt"))
+    monkeypatch.setenv("DOCUMENT", _json(busbw="inf"))
+    data = probe.measure({"--dir": str(tmp_path), "--binary": "all_reduce_perf",
+                          "--sizes": "536870912,1073741824", "--gpus": "8"})
+    assert data["json_output"] is True and len(data["runs"]) == 1
+    (run,) = data["runs"]
+    assert run["exit_code"] == 0 and run["argv"][-2] == "-J"
+    assert "AWS_SECRET" not in run["json"] and json.loads(run["json"])["results"]
+    base = CollectiveRun("all_reduce", "nccl", ("n1",), 8)
+    found = nccl_tests.to_run(base, data, [536870912, 1073741824])
+    assert [p.busbw for p in found.points] == [math.inf, 97.54e9]  # from the JSON file
+    assert found.details["nccl_tests"][0]["source"] == "json"
+    assert found.details["in_place_busbw"] == {"536870912": 97.09e9, "1073741824": 97.54e9}
+    monkeypatch.setenv("EXIT", "3")
+    failed = nccl_tests.to_run(base, probe.measure(
+        {"--dir": str(tmp_path), "--binary": "all_reduce_perf", "--sizes": "8"}), [8])
+    assert failed.error.startswith(f"`{binary} -b 8 -e 8 -f 2 -g 1 -w 5 -n 20 -c 1 -J ")
+    # nothing on stderr: the last lines it printed say where it stopped
+    assert failed.error.endswith("exited with 3: # Out of bounds values : 0 OK # Avg bus "
+                                 "bandwidth    : 95.3009")
+    assert probe.measure({"--dir": str(tmp_path), "--binary": "rm"}) == {
+        "error": "not a binary of nccl-tests this probe runs: 'rm'"}
+    assert probe.measure({"--dir": "/nonexistent", "--binary": "all_reduce_perf"}) == {
+        "error": "no executable /nonexistent/all_reduce_perf on this node (build nccl-tests "
+                 "there, `make -C nccl-tests`, or set interconnect.nccl_tests)"}
+
+
+@pytest.mark.parametrize(("payload", "error"), [
+    ("a list", "the nccl_tests probe's answer is not a map of runs"),
+    ({"error": "no executable /x/all_reduce_perf"}, "no executable /x/all_reduce_perf"),
+    ({"runs": ["x"]}, "the nccl_tests probe's run 0 is not a map"),
+    ({"runs": [{"argv": ["a"], "exit_code": 0, "stdout": "Segmentation fault"}]},
+     "`a`: the output: no nccl-tests table (no header line with size and busbw)"),
+    ({"runs": [{"argv": ["a"], "exit_code": 0, "stdout": V2_13}]},
+     "nccl-tests printed none of the payloads asked for"),
+])
+def test_an_answer_that_does_not_read_is_the_runs_error(payload: object, error: str) -> None:
+    base = CollectiveRun("all_reduce", "nccl", ("n1",), 8)
+    assert nccl_tests.to_run(base, payload, [4096]).error == error
+
+
+# -- the spec's engine, and a simulated cluster measured by it ----------------------------
+
+SIM_HEAD = "cluster: {name: c, nodes: [a, b], launcher: sim}\nsim: {}\n"
+ENGINE = "interconnect:\n  busbw: '>= 10 GB/s'\n  payloads: [1 GiB]\n  ranks_per_node: 8\n"
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("  backend: gloo\n  engine: nccl-tests\n  nccl_tests: /opt/nt\n",
+     "t.yaml:8: interconnect.engine: nccl-tests runs NCCL: needs backend nccl (this spec's "
+     "is gloo)"),
+    ("  backend: nccl\n  engine: nccl-tests\n",
+     "t.yaml:8: interconnect.nccl_tests: missing: the folder nccl-tests was built in"),
+    ("  backend: nccl\n  nccl_tests: /opt/nt\n",
+     "t.yaml:8: interconnect.nccl_tests: only used with engine: nccl-tests"),
+    ("  backend: nccl\n  engine: nccl-tests\n  nccl_tests: 'opt/nt; rm -rf /'\n",
+     "t.yaml:9: interconnect.nccl_tests: expected the absolute path of the folder"),
+    ("  backend: nccl\n  engine: nccl-tests\n  nccl_tests: /opt/../etc\n",
+     "t.yaml:9: interconnect.nccl_tests: expected the absolute path"),
+    ("  backend: nccl\n  engine: mpi\n", "t.yaml:8: interconnect.engine: expected torch or "
+                                          "nccl-tests, got 'mpi'"),
+])
+def test_a_bad_engine_is_a_usage_error_naming_the_key(body: str, message: str) -> None:
+    from pytest_cluster.errors import SpecError
+    from pytest_cluster.spec import parse_spec
+
+    with pytest.raises(SpecError) as caught:
+        parse_spec(SIM_HEAD + ENGINE + body, "t.yaml")
+    assert message in str(caught.value)
+
+
+def test_a_simulated_node_measured_by_nccl_tests_fills_the_same_cases(
+        pytester: pytest.Pytester) -> None:
+    """engine: nccl-tests on the sim: each node's job is nccl-tests' (its table and JSON
+    as 2.19 prints them, read by the same parser); a node with 7 GPUs fails as nccl-tests
+    does, in its words; the jobs across nodes stay torch's, and say so."""
+    from tests.test_plugin import jsonl
+
+    (pytester.path / "trial.yaml").write_text(
+        "cluster: {name: nt, nodes: 'n[1-2]', launcher: sim}\n"
+        "interconnect:\n  intra_node: {kind: nvlink, rate: 450 GB/s}\n"
+        "  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}\n"
+        "  payloads: [4 GiB]\n  busbw: '>= 75%'\n  node_network: false\n"
+        "  ranks_per_node: 8\n  backend: nccl\n"
+        "  engine: nccl-tests\n  nccl_tests: /opt/nccl-tests/build\n"
+        "sim:\n  gpu_model: H100-SXM-80GB\n  faults:\n    - {node: n2, gpus: 7}\n")
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "-k", "collective")
+    result.assert_outcomes(passed=1, failed=2)
+    lines = {r["case"].split("::")[1]: r for r in jsonl(pytester) if r.get("type") == "result"}
+    good = lines["test_collective_intra_node[n1-all_reduce-4GiB]"]
+    assert good["outcome"] == "passed" and good["simulated"] is True
+    assert good["method"].startswith("nccl-tests all_reduce_perf -g 8: one process")
+    assert good["raw"]["details"]["nccl_tests"][0]["source"] == "json"
+    assert good["raw"]["details"]["nccl_tests"][0]["version"] == "2.19.6"
+    assert lines["test_collective_intra_node[n2-all_reduce-4GiB]"]["message"] == (
+        "Failed: [SIMULATED] n2 busbw[intra_node]: `/opt/nccl-tests/build/"
+        "all_reduce_perf -b 1048576 -e 4294967296 -f 2 -g 8` exited with 1: Invalid number "
+        "of GPUs: 8 requested but only 7 were found. Please check the number of processes "
+        "and GPUs per process.")
+    inter = lines["test_collective_inter_node[all_reduce-4GiB-2nodes]"]
+    assert "engine" not in inter["raw"]["details"]  # torch's job, failed on n2's 7 GPUs

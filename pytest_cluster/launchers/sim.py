@@ -33,7 +33,7 @@ from pytest_cluster.sim.cluster import (
     inventory_payload,
     node_is_down,
 )
-from pytest_cluster.sim.collectives import Benchmark, job_ranks
+from pytest_cluster.sim.collectives import Benchmark, job_ranks, nccl_tests_payload
 from pytest_cluster.sim.job_node import (
     NodePart,
     Rendezvous,
@@ -117,6 +117,8 @@ class SimLauncher(Launcher):
                 data = self.job_node(call, node)
             elif call.name == "nic":
                 data = nic_payload(self.sim, node, self.interconnect, call.args)
+            elif call.name == "nccl_tests":
+                data = nccl_tests_payload(self.sim, self.interconnect, node, call.args)
             else:
                 raise ValueError(f"the sim launcher does not simulate the {call.name} probe")
         except ValueError as exc:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
-from pytest_cluster.measure import fabric
+from pytest_cluster.measure import fabric, nccl_tests
 from pytest_cluster.measure.benchmark import StressLoop, run_collective, run_collective_stress
 from pytest_cluster.measure.cache import ProbeCache
 from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes
@@ -314,9 +314,27 @@ class Cluster:
             return CollectiveRun(collective, spec.backend, tuple(nodes), spec.ranks_per_node,
                                  error=host.describe(), simulated=host.simulated)
         started = time.time()
-        run = run_collective(self.launcher, spec, collective, nodes, sizes, env)
+        if spec.engine == "nccl-tests" and len(nodes) == 1 and spec.nccl_tests and not env:
+            run = self._nccl_tests(spec, collective, nodes[0], sizes)
+        else:
+            run = run_collective(self.launcher, spec, collective, nodes, sizes, env)
         return replace(run, details={**run.details, "started_at": started,
                                      "ended_at": time.time()})
+
+    def _nccl_tests(self, spec: InterconnectSpec, collective: str, node: str,
+                    sizes: Sequence[int]) -> CollectiveRun:
+        """One node's job by nccl-tests: its binary driving every GPU of the job from one
+        process (-g ranks_per_node), through the launcher like a probe."""
+        assert spec.nccl_tests is not None
+        base = CollectiveRun(collective, spec.backend, (node,), spec.ranks_per_node)
+        call = ProbeCall("nccl_tests", nccl_tests.probe_args(
+            spec.nccl_tests, collective, sizes, spec.ranks_per_node, spec.warmup,
+            spec.iterations, spec.timeout_s))
+        result = self._run(call, [node], spec.timeout_s * 2 + 60)[node]
+        base = replace(base, simulated=result.simulated)
+        if not result.ok:
+            return replace(base, error=result.describe())
+        return nccl_tests.to_run(base, result.payload(), sizes)
 
     def intra_node(self, node: str, collective: str) -> CollectiveRun:
         """The payload sweep inside `node` (all its ranks); every node's job at once."""

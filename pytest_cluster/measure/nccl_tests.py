@@ -23,8 +23,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
+
+from pytest_cluster.spec.busbw import CollectiveRun, SizePoint
 
 #: The most text read of one run, and the most rows kept.
 MAX_TEXT = 4 * 2**20
@@ -127,13 +130,11 @@ def parse_json(text: str) -> Report:
     bandwidth = (average.get("bandwidth", average.get("bandwidith"))
                  if isinstance(average, dict) else None)
     errors = data.get("errors")
-    version = data.get("nccl_tests_version", data.get("version"))
     return Report(tuple(rows),
                   _wrong(bounds.get("count"), "out_of_bounds.count")
                   if isinstance(bounds, dict) else None,
                   _number(bandwidth, "average_bus_bandwidth") * GB
-                  if bandwidth is not None else None, "json",
-                  str(version)[:32] if version is not None else None,
+                  if bandwidth is not None else None, "json", None,
                   tuple(str(e)[:400] for e in errors[:8]) if isinstance(errors, list) else ())
 
 
@@ -247,3 +248,72 @@ def parse(stdout: str, json_text: str | None) -> Report:
         return parse_text(stdout)
     except ValueError as exc:
         raise ValueError(f"{problem}the output: {exc}") from None
+
+
+#: The binary nccl-tests builds for each collective the spec may name.
+BINARY = {"all_reduce": "all_reduce_perf", "all_gather": "all_gather_perf",
+          "reduce_scatter": "reduce_scatter_perf", "alltoall": "alltoall_perf"}
+
+
+def probe_args(folder: str, collective: str, sizes: Sequence[int], gpus: int, warmup: int,
+               iterations: int, timeout_s: float) -> tuple[str, ...]:
+    """The nccl_tests probe's arguments for one node's job."""
+    return ("--dir", folder, "--binary", BINARY[collective],
+            "--sizes", ",".join(str(s) for s in sizes), "--gpus", str(gpus),
+            "--warmup", str(warmup), "--iterations", str(iterations),
+            "--timeout", f"{timeout_s:g}")
+
+
+def to_run(base: CollectiveRun, payload: Any, sizes: Sequence[int]) -> CollectiveRun:
+    """The nccl_tests probe's answer (untrusted) as the run of `base`: one point per payload
+    asked for, its out-of-place figures (in-place, the average and the out-of-bounds count
+    kept in the details), or the error: the probe's, a run's exit, or why its output does
+    not read."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("runs", []), list):
+        return replace(base, error="the nccl_tests probe's answer is not a map of runs")
+    if "error" in payload:
+        return replace(base, error=str(payload["error"])[:400])
+    rows: dict[int, Row] = {}
+    reports = []
+    for index, run in enumerate(payload.get("runs", [])[:64]):
+        if not isinstance(run, dict):
+            return replace(base, error=f"the nccl_tests probe's run {index} is not a map")
+        line = " ".join(str(a) for a in (run.get("argv") or [])[:40])[:600]
+        if run.get("exit_code") != 0:
+            said = [text for text in str(run.get("stderr_tail") or run.get("stdout") or "")
+                    .splitlines() if text.strip()]
+            last = " ".join(said[-2:])[:400] if said else "nothing on stderr"
+            return replace(base, error=f"`{line}` exited with {run.get('exit_code')}: {last}")
+        try:
+            report = parse(str(run.get("stdout") or ""),
+                           run.get("json") if isinstance(run.get("json"), str) else None)
+        except ValueError as exc:
+            return replace(base, error=f"`{line}`: {exc}")
+        stdout = str(run.get("stdout") or "")
+        version = report.version or next(
+            (found.group(1)[:32] for text in stdout.splitlines()[:50]
+             if (found := _VERSION.match(text))), None)
+        reports.append({"argv": line, "source": report.source, "version": version,
+                        "out_of_bounds": report.out_of_bounds, "avg_busbw": report.avg_busbw,
+                        "errors": list(report.errors)})
+        rows.update((row.bytes, row) for row in report.rows)
+    points = []
+    for size in sorted(set(sizes)):
+        row = rows.get(size)
+        side = (row.out_of_place or row.in_place) if row is not None else None
+        if row is None or side is None:
+            continue
+        points.append(SizePoint(size, side.time_us / 1e6, side.algbw, side.busbw,
+                                (side.busbw,), row.wrong, 0))
+    in_place = {str(size): row.in_place.busbw for size, row in rows.items()
+                if row.in_place is not None and size in sizes}
+    details = {"engine": "nccl-tests", "binary": str(payload.get("binary", ""))[:300],
+               "nccl_tests": reports, "in_place_busbw": in_place,
+               "method": f"nccl-tests {BINARY.get(base.collective, '?')} -g "
+                         f"{base.ranks_per_node}: one process driving every GPU of the "
+                         f"node, its out-of-place busbw (nccl-tests' own factor), results "
+                         f"checked (-c 1)"}
+    if not points:
+        return replace(base, error="nccl-tests printed none of the payloads asked for",
+                       details=details)
+    return replace(base, points=tuple(points), details=details)

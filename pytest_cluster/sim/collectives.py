@@ -7,6 +7,7 @@ nccl-tests' formulas (busbw.aggregate) as it does for real ranks. Pure functions
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -214,3 +215,76 @@ def job_ranks(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchmark,
                          "data": data, "stderr_tail": ""})
         ranks.append(mine)
     return ranks
+
+
+# -- nccl-tests on a simulated node (interconnect.engine: nccl-tests) ---------------------------
+
+#: The collective each of nccl-tests' binaries runs (the probe's BINARIES that the sim runs).
+NCCL_TESTS = {"all_reduce_perf": "all_reduce", "all_gather_perf": "all_gather",
+              "reduce_scatter_perf": "reduce_scatter", "alltoall_perf": "alltoall"}
+
+
+def _float_text(value: float, width: int) -> str:
+    """nccl-tests' getFloatStr: 2 decimals, fewer when the column is too narrow."""
+    for pattern in ("{:>{w}.2f}", "{:>{w}.1f}", "{:>{w}.0f}"):
+        text = pattern.format(value, w=width)
+        if len(text) <= width:
+            return text
+    return f"{value:>{width}.1e}"
+
+
+def nccl_tests_payload(sim: SimSpec, spec: InterconnectSpec | None,
+                       node: str, args: Sequence[str]) -> dict[str, Any]:
+    """The nccl_tests probe's answer on a simulated node: what nccl-tests 2.19 would print
+    (its table, as src/util.cu formats it) and write (its -J file), from the same
+    simulated times as the torch engine's; a node with fewer GPUs than `-g` fails as
+    nccl-tests does."""
+    options = dict(zip(args[::2], args[1::2], strict=False))
+    binary = options.get("--binary", "")
+    if binary not in NCCL_TESTS:
+        raise ValueError(f"the sim does not simulate nccl-tests' {binary[:40]!r}")
+    collective = NCCL_TESTS[binary]
+    sizes = tuple(int(s) for s in options.get("--sizes", "").split(",") if s)
+    gpus = int(options.get("--gpus", "1"))
+    path = f"{options.get('--dir', '')}/{binary}"
+    argv = [path, "-b", str(min(sizes)), "-e", str(max(sizes)), "-f", "2", "-g", str(gpus)]
+    have = gpu_count(sim, node)
+    if have < gpus:
+        return {"binary": path, "json_output": True, "runs": [{
+            "argv": argv, "exit_code": 1, "stdout": "", "json": None,
+            "stderr_tail": f"Invalid number of GPUs: {gpus} requested but only {have} were "
+                           f"found.\nPlease check the number of processes and GPUs per "
+                           f"process.\n"}]}
+    benchmark = Benchmark(collective, sizes, int(options.get("--warmup", "5")),
+                          int(options.get("--iterations", "20")), "nccl")
+    factor = bus_factor(collective, gpus)
+    lines = ["# nccl-tests version 2.19.6 nccl-headers=22803 nccl-library=22803",
+             f"# Collective test starting: {binary}", "#",
+             "#                                                              out-of-place  "
+             "                     in-place          ",
+             "#       size         count      type   redop    root     time   algbw   busbw "
+             "#wrong     time   algbw   busbw #wrong"]
+    results: list[dict[str, Any]] = []
+    busbws: list[float] = []
+    for measured in size_results(sim, spec, benchmark, [node], gpus):
+        size, time_s = int(measured["bytes"]), float(measured["time_s"])
+        algbw = size / time_s / 1e9 if time_s else 0.0
+        busbw = algbw * factor
+        sides = "".join(f"  {_float_text(time_s * 1e6, 7)}  {_float_text(algbw, 6)}  "
+                        f"{_float_text(busbw, 6)}  {0:6g}" for _ in range(2))
+        lines.append(f"{size:12d}  {size // 4:12d}  {'float':>8}  {'sum':>6}  {-1:6d}{sides}")
+        busbws.append(busbw)
+        side = {"time": time_s * 1e6, "alg_bw": algbw, "bus_bw": busbw, "nwrong": 0.0}
+        results.append({"size": size, "count": size // 4, "type": "float", "redop": "sum",
+                        "root": "    -1", "out_of_place": side, "in_place": side,
+                        "actual_iterations": benchmark.iterations, "experiment_name": binary})
+    average = sum(busbws) / max(1, len(busbws))
+    lines += ["# Out of bounds values : 0 OK", f"# Avg bus bandwidth    : {average:g} ", "#",
+              f"# Collective test concluded: {binary}"]
+    document = {"version": 1, "nccl_version": 22803, "results": results,
+                "out_of_bounds": {"count": 0, "okay": "true"},
+                "average_bus_bandwidth": {"bandwidth": average, "okay": "unchecked"},
+                "errors": []}
+    return {"binary": path, "json_output": True, "runs": [{
+        "argv": argv, "exit_code": 0, "stdout": "\n".join(lines) + "\n",
+        "stderr_tail": "", "json": json.dumps(document)}]}

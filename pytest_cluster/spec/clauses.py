@@ -260,6 +260,8 @@ CLAUSES: tuple[Declaration, ...] = (
                 text="all_reduce over every node back to back for stress_time, every "
                      "result correct", level=STRESS),
     _setting("interconnect", "stress_time"),
+    _setting("interconnect", "engine"),  # torch, or nccl-tests inside one node
+    _setting("interconnect", "nccl_tests"),  # the folder of nccl-tests' binaries
     # what NCCL used between nodes, from its log (interconnect.transport): each inter-node
     # job, whatever its busbw
     Declaration("interconnect", "transport", Value.IMPLIED, when=_transport,

@@ -3,6 +3,8 @@ promise (a share of theoretical like '80%', or a rate like '360 GB/s')."""
 
 from __future__ import annotations
 
+import re
+
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster.errors import UnitError
@@ -33,7 +35,12 @@ COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 BACKENDS = ("nccl", "gloo")
 KEYS = ("intra_node", "inter_node", "collectives", "payloads", "node_counts", "busbw",
         "ranks_per_node", "backend", "sweep_from", "warmup", "iterations", "node_network",
-        "search_payload", "timeout", "transport")
+        "search_payload", "timeout", "transport", "engine", "nccl_tests")
+#: What measures a job inside one node: the collective probe over torch.distributed, or
+#: nccl-tests' binaries (interconnect.nccl_tests: the folder they were built in).
+ENGINES = ("torch", "nccl-tests")
+#: A folder of nccl-tests' binaries: an absolute path of plain characters.
+_FOLDER = re.compile(r"^/[A-Za-z0-9_.+@/\-]{0,255}$")
 #: The keys of `transport:` and the names of a network NCCL may use between nodes (a net
 #: plugin's, like IBext_v8, is IB's).
 TRANSPORT_KEYS = ("inter_node", "gdr", "nvls")
@@ -132,6 +139,47 @@ def _backend(raw: object) -> str:
     return str(raw)
 
 
+def _engine(raw: object) -> str:
+    if raw not in ENGINES:
+        raise UnitError(f"expected torch or nccl-tests, got {str(raw)[:64]!r}")
+    return str(raw)
+
+
+def _folder(raw: object) -> str:
+    if not isinstance(raw, str) or not _FOLDER.match(raw) or "/../" in f"{raw}/":
+        raise UnitError(f"expected the absolute path of the folder nccl-tests was built in, "
+                        f"like /opt/nccl-tests/build (letters, digits and _ . + @ - /), got "
+                        f"{str(raw)[:64]!r}")
+    return raw.rstrip("/") or "/"
+
+
+def _collectives(ctx: Ctx, node: Node | None, path: str) -> list[str]:
+    """The collectives measured: all_reduce, and any of the others."""
+    def collective(raw: object) -> str:
+        if raw not in COLLECTIVES:
+            raise UnitError(f"expected one of {', '.join(COLLECTIVES)}, got {raw!r}")
+        return str(raw)
+
+    found = [str(c) for c in _list(ctx, node, path, collective) or ["all_reduce"]]
+    if node is not None and "all_reduce" not in found and not any(
+            failed.startswith(path) for failed in ctx.paths):
+        ctx.error(node, path, "all_reduce is required (the others are optional)")
+    return found
+
+
+def _check_engine(ctx: Ctx, spec: InterconnectSpec, engine: Node | None,
+                  folder: Node | None) -> None:
+    """nccl-tests runs NCCL from a folder the spec names; the folder only with it."""
+    if spec.engine == "nccl-tests" and spec.backend != "nccl":
+        ctx.error(engine, "interconnect.engine", f"nccl-tests runs NCCL: needs backend nccl "
+                  f"(this spec's is {spec.backend})")
+    if spec.engine == "nccl-tests" and spec.nccl_tests is None and folder is None:
+        ctx.error(engine, "interconnect.nccl_tests", "missing: the folder nccl-tests was "
+                  "built in, like /opt/nccl-tests/build (its all_reduce_perf ...)")
+    if folder is not None and spec.engine != "nccl-tests":
+        ctx.error(folder, "interconnect.nccl_tests", "only used with engine: nccl-tests")
+
+
 def _transport(ctx: Ctx, node: Node | None, path: str) -> TransportSpec | None:
     """`transport: {inter_node: ib, gdr: true, nvls: true}`: what NCCL must have used."""
     if node is None:
@@ -168,19 +216,7 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
     given = {name: name in table.items for name in ("intra_node", "inter_node")}
     intra = _link(ctx, table.take("intra_node"), "intra_node")
     inter = _link(ctx, table.take("inter_node"), "inter_node")
-
-    def collective(raw: object) -> str:
-        if raw not in COLLECTIVES:
-            raise UnitError(f"expected one of {', '.join(COLLECTIVES)}, got {raw!r}")
-        return str(raw)
-
-    collectives_node = table.take("collectives")
-    collectives = [str(c) for c in _list(ctx, collectives_node, f"{path}.collectives",
-                                         collective) or ["all_reduce"]]
-    if collectives_node is not None and "all_reduce" not in collectives and not any(
-            failed.startswith(f"{path}.collectives") for failed in ctx.paths):
-        ctx.error(collectives_node, f"{path}.collectives", "all_reduce is required (the "
-                  "others are optional)")
+    collectives = _collectives(ctx, table.take("collectives"), f"{path}.collectives")
     payload_node = table.take("payloads")
     payloads = [int(v) for v in _list(ctx, payload_node, f"{path}.payloads", _payload) or []
                 if isinstance(v, int)]
@@ -212,6 +248,9 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
     stress = field(ctx, table.take("stress_time"), f"{path}.stress_time",
                    time_between(1, 7 * 86400, "from 1 s to 7 days"))
     transport = _transport(ctx, table.take("transport"), f"{path}.transport")
+    engine_node, folder_node = table.take("engine"), table.take("nccl_tests")
+    engine = field(ctx, engine_node, f"{path}.engine", _engine)
+    folder = field(ctx, folder_node, f"{path}.nccl_tests", _folder)
     table.finish()
     if busbw is None or not payloads:
         return None
@@ -227,7 +266,8 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
         node_network=or_default(search, True),
         search_payload=or_default(search_payload, min(payloads)),
         timeout_s=or_default(timeout, 600.0), stress_time_s=or_default(stress, 300.0),
-        transport=transport)
+        transport=transport, engine=or_default(engine, "torch"), nccl_tests=folder)
+    _check_engine(ctx, result, engine_node, folder_node)
     if transport is not None and result.backend != "nccl":
         ctx.error(node, f"{path}.transport", f"the transport NCCL used: needs backend nccl "
                   f"(this spec's is {result.backend}, which uses TCP sockets)")

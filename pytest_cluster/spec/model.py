@@ -380,6 +380,8 @@ class InterconnectSpec:
     timeout_s: float = 600.0  # one job, wall clock
     stress_time_s: float = 300.0  # the stress level's all_reduce loop over every node
     transport: TransportSpec | None = None  # what NCCL must have used between nodes
+    engine: str = "torch"  # what measures a job inside one node: torch or nccl-tests
+    nccl_tests: str | None = None  # the folder of nccl-tests' binaries (engine nccl-tests)
 
     @property
     def is_share(self) -> bool:
