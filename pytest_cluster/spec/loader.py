@@ -369,7 +369,8 @@ SECTIONS: tuple[Section, ...] = (
     Section("gpus", lambda ctx, node, _: parse_gpus(ctx, node), ("gpu", "gpu_perf"),
             checked=True),
     Section("interconnect", lambda ctx, node, sofar: parse_interconnect(
-        ctx, node, sofar.cluster, sofar.record("gpus")), ("job_node",), checked=True),
+        ctx, node, sofar.cluster, sofar.record("gpus")), ("job_node", "nccl_tests"),
+        checked=True),
     Section("sim", lambda ctx, node, sofar: parse_sim(ctx, node, sofar.cluster),
             keep_null=True),
     Section("ssh", lambda ctx, node, sofar: parse_ssh(ctx, node, sofar.cluster)),
