@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import fabric
-from pytest_cluster.measure.cluster import NIC_END, NIC_START
+from pytest_cluster.measure.fabric import NIC_END, NIC_START
 from pytest_cluster.measure.node_search import FAILED, OK, SLOW
 from pytest_cluster.run.contract_tests import checks
-from pytest_cluster.units import Dim, format_number, format_size, format_value
+from pytest_cluster.units import Dim, format_number, format_value
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.check import Evidence
@@ -268,7 +268,7 @@ def test_fabric_rail_busbw(cluster_spec: Spec, cluster: Cluster, node: str,
             continue
         raw[name] = {"status": verdict.status, "busbw": verdict.busbw,
                      "partners": list(verdict.partners), "round": verdict.round,
-                     "env": [list(pair) for pair in rails.env.get(name, ())]}
+                     **rails.bound.get(name, {})}
         if verdict.status in (OK, SLOW):
             figures[name] = verdict.busbw
             if verdict.status == SLOW:
@@ -282,9 +282,7 @@ def test_fabric_rail_busbw(cluster_spec: Spec, cluster: Cluster, node: str,
                 if verdict.status == FAILED else ""
             unmeasured.append(f"{name}: {verdict.why or verdict.status}"
                               + (f" ({said})" if said else ""))
-    method = (f"all_reduce {format_size(rails.payload)}, one rank per node, bound to one "
-              f"rail at a time (NCCL_IB_HCA, NCCL_SOCKET_IFNAME or GLOO_SOCKET_IFNAME); "
-              f"pairs, then suspects with known-good nodes (nccl-tests busbw)")
+    method = rails.method
     if not slow and (unmeasured or not figures):
         evidence.cannot_measure(clause, "; ".join(unmeasured[:6]) or "no rail to measure",
                                 raw=raw)

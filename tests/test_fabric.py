@@ -4,6 +4,9 @@ sysfs inside network namespaces over ssh."""
 
 from __future__ import annotations
 
+import json
+import math
+import os
 import re
 import subprocess
 import sys
@@ -134,7 +137,18 @@ def test_rail_busbw_needs_the_interconnect_section_its_jobs_run_by() -> None:
         fabric_of("fabric:\n  rail_busbw: 40 GB/s\n")
     assert str(caught.value) == (
         "t.yaml:4: fabric.rail_busbw: needs an interconnect section: its jobs run with its "
-        "backend, search_payload, warmup, iterations and timeout")
+        "backend, search_payload, warmup, iterations and timeout (or rail_tool: "
+        "ib_write_bw)")
+    perftest = fabric_of("fabric:\n  rail_busbw: 380 Gb/s\n  rail_tool: ib_write_bw\n"
+                         "  rail_cuda: true\n")
+    assert (perftest.rail_tool, perftest.rail_cuda) == ("ib_write_bw", True)
+    with pytest.raises(SpecError, match=r"t\.yaml:5: fabric\.rail_cuda: only with "
+                                        r"rail_tool: ib_write_bw"):
+        fabric_of("fabric:\n  rail_busbw: 1 GB/s\n  rail_cuda: true\n"
+                  "interconnect: {busbw: '>= 1 GB/s', payloads: [1 MiB]}\n")
+    with pytest.raises(SpecError, match=r"fabric\.rail_tool: expected all_reduce or "
+                                        r"ib_write_bw, got 'iperf3'"):
+        fabric_of("fabric:\n  rail_busbw: 1 GB/s\n  rail_tool: iperf3\n")
 
 
 RAILS = """\
@@ -177,6 +191,63 @@ def test_each_rail_alone_names_the_slow_port_and_its_node(pytester: pytest.Pytes
     # gloo (the section's default backend) binds to the HCA port's IPoIB interface
     assert lines["n3"]["raw"]["mlx5_5/1"]["env"] == [["GLOO_SOCKET_IFNAME", "ibp5s0"]]
     assert lines["n3"]["simulated"] is True
+
+
+def test_each_rail_by_ib_write_bw_names_the_slow_port_and_its_node(
+        pytester: pytest.Pytester) -> None:
+    """rail_tool: ib_write_bw: the perftest rank program on each pair (rank 0 serves, the
+    others are its clients in turn), one HCA port at a time, read from perftest's own
+    table; no interconnect section needed. The sim answers as ib_write_bw prints."""
+    (pytester.path / "trial.yaml").write_text(
+        "cluster: {name: rails, nodes: 'n[1-4]', launcher: sim}\n"
+        "fabric: {rail_busbw: 350 Gb/s, rail_tool: ib_write_bw, rail_cuda: true}\n"
+        "gpus: {model: H100-SXM-80GB, count: 8}\n"
+        "sim:\n  gpus_per_node: 8\n  faults:\n    - {node: n3, nic: 5, nic_rate: 200 Gb/s}\n")
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "-k", "rail_busbw")
+    result.assert_outcomes(passed=3, failed=1)
+    (message,) = failures(pytester).values()
+    assert re.fullmatch(r"\[SIMULATED\] n3 rail_busbw: measured 194 Gb/s < required 350 "
+                        r"Gb/s \(55.43% of required\); slow rail mlx5_5/1 194 Gb/s with n\d "
+                        r"\(round 2 of 2; n\d reached the bar on mlx5_5/1 with other nodes\)",
+                        message), message
+    lines = {r["node"]: r for r in jsonl(pytester) if r.get("clause") == "fabric.rail_busbw"}
+    assert lines["n1"]["raw"]["mlx5_2/1"]["command"] == [
+        "ib_write_bw", "-d", "mlx5_2", "-i", "1", "-s", "1048576", "-D", "5",
+        "--report_gbits", "-F", "--use_cuda=2"]  # rail 2's GPU: GPUDirect RDMA
+    assert lines["n1"]["method"].startswith("ib_write_bw")
+
+
+def test_perftest_output_reads_as_its_versions_print_it() -> None:
+    from pytest_cluster.measure import perftest
+
+    # linux-rdma/perftest#273 (2024), --report_gbits: peak 0.00 (not measured with -D)
+    text = (" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   "
+            "MsgRate[Mpps]\n 8          224958464        0.00               0.48   \t\t   "
+            "7.498617\n---------------------------------------------------------------------"
+            "------------------\n")
+    found = perftest.parse(text)
+    assert (found.bytes, found.iterations, found.peak) == (8, 224958464, 0.0)
+    assert found.average == 0.48 * 125_000_000
+    mib = text.replace("Gb/sec", "MiB/sec")  # newer versions without --report_gbits
+    assert perftest.parse(mib).average == 0.48 * 2**20
+    qos = (" #bytes    #sl      #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   "
+           "MsgRate[Mpps]\n 65536      3        5000             96.40              96.38"
+           "              0.183838\n")
+    assert perftest.parse(qos).average == 96.38 * 125_000_000
+    for bad, why in (("Couldn't connect to n1:29501", "no perftest bandwidth table"),
+                     (text.split("\n", maxsplit=1)[0],
+                      "perftest printed its header but no result line"),
+                     (text.replace("Gb/sec", "furlongs"),
+                      "perftest reported its bandwidth in 'furlongs'")):
+        with pytest.raises(ValueError, match=why):
+            perftest.parse(bad)
+    with pytest.raises(ValueError, match="not an HCA port: 'mlx5_0; reboot'"):
+        perftest.command("ib_write_bw", "mlx5_0; reboot", 1)
+    rate, why = perftest.group_rate([{"rank": 1, "tool": "ib_write_bw", "exit_code": 1,
+                                      "stderr_tail": "Couldn't connect to n1:29501\n"}])
+    assert math.isnan(rate)
+    assert why == "rank 1: ib_write_bw exited with 1: Couldn't connect to n1:29501"
 
 
 def failures(pytester: pytest.Pytester) -> dict[str, str]:
@@ -413,3 +484,51 @@ def test_a_malformed_nic_answer_is_refused_saying_what_is_wrong(payload: Any,
     said = record["interfaces"]["unreadable"]
     assert record["infiniband"] == {"unreadable": said}
     assert said.startswith("the NIC probe's answer: ") and message in said
+
+
+#: A stand-in for ib_write_bw (no RDMA here): as a server (no host after -p) it marks that it
+#: listens, waits for its client's mark, and exits; as a client it fails as perftest does
+#: until its server listens, then prints perftest's table (linux-rdma/perftest#273's
+#: format) at a rate that tells the client apart. It tests the rank program's turn-taking.
+IB_WRITE_BW = """\
+#!/bin/sh
+for last; do :; done
+port=$(echo "$@" | sed 's/.*-p \\([0-9]*\\).*/\\1/')
+if [ "$last" = "$port" ]; then
+  touch "$MARKS/listen-$port"
+  while [ ! -e "$MARKS/done-$port" ]; do sleep 0.05; done
+  exit 0
+fi
+if [ ! -e "$MARKS/listen-$port" ]; then echo "Couldn't connect to $last:$port" >&2; exit 1; fi
+echo " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
+echo " 1048576    5000             0.00               $((port % 100)).50   \t\t   0.011"
+touch "$MARKS/done-$port"
+"""
+
+
+def test_the_perftest_rank_program_serves_each_client_in_turn(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_cluster.launchers.jobs import JobSpec, run_job
+    from pytest_cluster.measure import perftest
+    from pytest_cluster.probes import probe_source
+    from tests.test_jobs import local
+
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "ib_write_bw").write_text(IB_WRITE_BW)
+    (tools / "ib_write_bw").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tools}:{os.environ['PATH']}")
+    monkeypatch.setenv("MARKS", str(tmp_path))
+    base = perftest.command("ib_write_bw", "mlx5_0", 1, seconds=1)
+    launcher = local()
+    launcher.spec = type(launcher.spec)("t", ("a", "b", "c"), "local", sys.executable, 60, 8)
+    result = run_job(launcher, JobSpec(("a", "b", "c"), probe_source("perftest"),
+                                       args=("--argv", json.dumps(base), "--seconds", "1"),
+                                       init_timeout_s=20, wall_timeout_s=60, master_port=29810))
+    assert result.ok, result.first_failure()
+    server, *clients = [r.data for r in result.ranks]
+    assert server is not None and server["role"] == "server" and server["clients"] == 2
+    assert [c["argv"][-3:] for c in clients if c] == [["-p", "29811", "127.0.0.1"],
+                                                      ["-p", "29812", "127.0.0.1"]]
+    rate, why = perftest.group_rate([c for c in clients if c])
+    assert (rate, why) == (11.5 * 125_000_000, "")  # the slower client: port 29811

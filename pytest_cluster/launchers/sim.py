@@ -41,7 +41,7 @@ from pytest_cluster.sim.job_node import (
     read_node_call,
     whereami,
 )
-from pytest_cluster.sim.nics import nic_payload
+from pytest_cluster.sim.nics import nic_payload, perftest_ranks
 
 if TYPE_CHECKING:
     from pytest_cluster.spec.model import ClusterSpec, InterconnectSpec, SimSpec, Spec
@@ -138,13 +138,18 @@ class SimLauncher(Launcher):
         part = read_node_call(call.args)
         if part is None:
             return whereami(node)
-        if part.program != probe_source("collective"):
+        if part.program == probe_source("perftest"):
+            def answer(nodes: tuple[str, ...]) -> list[RankEntries]:
+                return perftest_ranks(self.sim, self.interconnect, nodes, part.rank_args)
+        elif part.program == probe_source("collective"):
+            benchmark = Benchmark.from_args(part.rank_args)
+
+            def answer(nodes: tuple[str, ...]) -> list[RankEntries]:
+                return self.answer(part, benchmark, nodes)
+        else:
             raise ValueError("the sim launcher simulates no job but the collective benchmark "
-                             "(probes/collective.py)")
-        benchmark = Benchmark.from_args(part.rank_args)
-        share = self.rendezvous.join(part, node, lambda nodes: self.answer(part, benchmark,
-                                                                           nodes),
-                                     interrupted)
+                             "(probes/collective.py) and perftest (probes/perftest.py)")
+        share = self.rendezvous.join(part, node, answer, interrupted)
         if isinstance(share, str):
             if interrupted():
                 raise _Cancelled

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -125,3 +126,10 @@ class ProbeCache:
     def path(self, key: str) -> Path:
         """Where the document or probe results stored under `key` are."""
         return self.directory / f"{key}.json"
+
+
+def document_key(prefix: str, *parts: object) -> str:
+    """The cache's name for a document computed once per run from `parts` (a section of
+    the spec, a job's scope): 'interconnect-1a2b3c4d5e6f7a8b'."""
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return f"{prefix}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import math
 import time
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
-from pytest_cluster.measure import fabric, nccl_tests
+from pytest_cluster.measure import nccl_tests, rails
 from pytest_cluster.measure.benchmark import StressLoop, run_collective, run_collective_stress
-from pytest_cluster.measure.cache import ProbeCache
+from pytest_cluster.measure.cache import ProbeCache, document_key
+from pytest_cluster.measure.fabric import NIC_END
 from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes
 from pytest_cluster.measure.training import TrainingRun, run_training, step_bound
 from pytest_cluster.probes import ProbeCall
@@ -92,71 +92,8 @@ def gpu_stress_call(gpus: GpuSpec) -> ProbeCall:
     return ProbeCall("gpu_perf", tuple(args))
 
 
-def document_key(prefix: str, *parts: object) -> str:
-    """The cache's name for a document computed once per run from `parts` (a section of
-    the spec, a job's scope): 'interconnect-1a2b3c4d5e6f7a8b'."""
-    text = json.dumps(parts, sort_keys=True, default=str)
-    return f"{prefix}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
-
-
 #: Probes that load the nodes (GPUs, disks): one at a time across xdist workers.
 LOADING_PROBES = ("gpu_perf", "storage", "import_latency")
-#: The NIC probe at the run's start (every fabric check reads it; taken before the first
-#: case) and at its end (after every other case, with no load running: its error counters
-#: compared with the start's).
-NIC_START = ProbeCall("nic", ("--when", "start"))
-NIC_END = ProbeCall("nic", ("--when", "end"))
-
-
-def _unread(result: ProbeResult, ports: bool = False) -> str:
-    """Why a probe's answer cannot be used ('' when it can); `ports`: a NIC probe's,
-    whose list of ports must be well formed."""
-    if not result.ok:
-        return result.describe()
-    payload = result.payload()
-    if "error" in payload:
-        return str(payload["error"])[:400]
-    try:
-        if ports:
-            fabric.ports_of(payload)
-    except ValueError as exc:
-        return str(exc)
-    return ""
-
-
-#: The failed jobs a rail's search keeps the reason of (the first ones).
-MAX_FAILED_JOBS = 64
-
-
-@dataclass(frozen=True)
-class RailSearches:
-    """The slow-node search of each rail (Cluster.rail_searches): per rail the search, or
-    why the rail could not be measured; the nodes left out of every rail, with why."""
-
-    searches: dict[str, NodeSearch]
-    errors: dict[str, str]
-    env: dict[str, tuple[tuple[str, str], ...]]
-    unread: dict[str, str]
-    payload: int
-    bar: float
-    failed: dict[str, dict[str, str]] = field(default_factory=dict)  # rail: group: why
-
-    def why_failed(self, rail: str, nodes: Sequence[str]) -> str:
-        """Why the job of `nodes` on `rail` failed, as its first failing rank said ('' when
-        not kept)."""
-        return self.failed.get(rail, {}).get(",".join(sorted(nodes)), "")
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RailSearches:
-        rails = data["rails"]
-        return cls({name: NodeSearch.from_json(rail["search"]) for name, rail in rails.items()
-                    if "search" in rail},
-                   {name: str(rail["error"]) for name, rail in rails.items()
-                    if "error" in rail},
-                   {name: tuple((str(a), str(b)) for a, b in rail["env"])
-                    for name, rail in rails.items() if "env" in rail},
-                   dict(data["unread"]), int(data["payload"]), float(data["bar"]),
-                   {name: dict(rail.get("failed") or {}) for name, rail in rails.items()})
 
 
 class Cluster:
@@ -172,7 +109,7 @@ class Cluster:
         self.cache = ProbeCache(cache_dir)
         self._interconnect_text: str | None = None  # the section as JSON, for _key
         self._search: NodeSearch | None = None  # read once per process
-        self._rails: RailSearches | None = None
+        self._rails: rails.RailSearches | None = None
 
     @property
     def name(self) -> str:
@@ -416,65 +353,11 @@ class Cluster:
         self._search = NodeSearch.from_json(document)
         return self._search
 
-    def rail_searches(self) -> RailSearches:
-        """The slow-node search on each rail alone (fabric.rail_busbw): every counted port
-        name any node has, one rail after another, each job bound to that port
-        (fabric.rail_env), one rank per node, all_reduce at search_payload, against the
-        clause's bound. A node whose NIC or host probe failed, or without that port, is
-        left out of that rail's search, named with why. Run once per run."""
-        if self._rails is not None:
-            return self._rails
-        assert self.spec.fabric is not None, "the spec has no fabric section"
-        clause = self.spec.fabric.clause("rail_busbw")
-        assert clause is not None, "fabric.rail_busbw is not in the contract"
-        spec = replace(self._interconnect(), ranks_per_node=1)
-        size, bar, devices = spec.search_payload, clause.requirement.bound.value, \
-            self.spec.fabric.devices
-        nics, hosts = self.probe_all(NIC_START), self.host_all()
 
-        def compute() -> dict[str, object]:
-            ports: dict[str, list[dict[str, Any]]] = {}
-            unread: dict[str, str] = {}
-            for node in self.nodes:
-                why = _unread(nics[node], ports=True) or _unread(hosts[node])
-                if why:
-                    unread[node] = why
-                    continue
-                ports[node] = fabric.counted(fabric.ports_of(nics[node].payload()), devices)
-            found: dict[str, object] = {}
-            for name, port in fabric.rails(ports).items():
-                try:
-                    env = fabric.rail_env(port, spec.backend)
-                except ValueError as exc:
-                    found[name] = {"error": str(exc)}
-                    continue
-
-                failed: dict[str, str] = {}  # a group's job that failed: why
-
-                def measure(groups: list[list[str]], env: tuple[tuple[str, str], ...] = env,
-                            failed: dict[str, str] = failed) -> list[float]:
-                    def one(group: list[str]) -> float:
-                        run = self.collective("all_reduce", group, [size], env, spec)
-                        point = run.at(size) if run.ok else None
-                        if point is None and len(failed) < MAX_FAILED_JOBS:
-                            failed[",".join(sorted(group))] = (run.error or "no result")[:400]
-                        return point.busbw if point is not None else math.nan
-                    with ThreadPoolExecutor(max_workers=self._jobs_at_once(len(groups))) \
-                            as pool:
-                        return list(pool.map(one, groups))
-
-                leave_out = {**unread, **{node: f"no port {name}" for node, mine in
-                                          ports.items() if name not in {str(p["name"])
-                                                                         for p in mine}}}
-                search = find_slow_nodes(self.nodes, measure, bar, leave_out=leave_out)
-                simulated = any(nics[node].simulated for node in self.nodes)
-                found[name] = {"env": [list(pair) for pair in env],
-                               "search": replace(search, simulated=simulated).to_json(),
-                               "failed": failed}
-            return {"rails": found, "unread": unread, "payload": size, "bar": bar}
-
-        document = self.cache.document(self._key("rails", size, bar, devices), compute)
-        self._rails = RailSearches.from_json(document)
+    def rail_searches(self) -> rails.RailSearches:
+        """The slow-node search on each rail alone (measure/rails.py), once per run."""
+        if self._rails is None:
+            self._rails = rails.search(self)
         return self._rails
 
     def training(self) -> TrainingRun:

@@ -12,8 +12,15 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from pytest_cluster.hostlist import compress_hostlist
+from pytest_cluster.probes import ProbeCall
 
 GBIT = 1e9 / 8  # bytes/s in a Gb/s
+
+#: The NIC probe at the run's start (every fabric check reads it; taken before the first
+#: case) and at its end (after every other case, with no load running: its error counters
+#: compared with the start's).
+NIC_START = ProbeCall("nic", ("--when", "start"))
+NIC_END = ProbeCall("nic", ("--when", "end"))
 
 
 #: The most ports one node's answer may list (a node's answer is not trusted blindly).

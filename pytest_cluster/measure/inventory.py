@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.measure import fabric
 from pytest_cluster.measure.cache import write_object
-from pytest_cluster.measure.cluster import NIC_START, Cluster, gpu_call, gpu_perf_call
+from pytest_cluster.measure.cluster import Cluster, gpu_call, gpu_perf_call
+from pytest_cluster.measure.fabric import NIC_START
 from pytest_cluster.measure.inventory_file import GPU_FIELDS, INVENTORY, is_unreadable, unreadable
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.units import utc

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from importlib import resources
 
 #: Programs in this folder that are not probes: a job's rank program, sent by job_node
-#: (measure/benchmark.py, measure/training.py).
-JOB_PROGRAMS = ("collective", "train")
+#: (measure/benchmark.py, measure/training.py, the rails' perftest in measure/cluster.py).
+JOB_PROGRAMS = ("collective", "train", "perftest")
 
 
 def _probes() -> tuple[str, ...]:

@@ -9,7 +9,8 @@ import pytest
 
 from pytest_cluster.evidence.check import Evidence
 from pytest_cluster.evidence.plan import Plan
-from pytest_cluster.measure.cluster import NIC_START, Cluster
+from pytest_cluster.measure.cluster import Cluster
+from pytest_cluster.measure.fabric import NIC_START
 from pytest_cluster.run.lifecycle import run_launcher
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
 

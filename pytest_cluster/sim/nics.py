@@ -13,6 +13,7 @@ first and last reading), and a node's `link_factor` slows every port.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from collections.abc import Sequence
@@ -175,3 +176,50 @@ def nic_payload(sim: SimSpec, node: str, ic: InterconnectSpec | None,
     if when is not None:
         data["when"] = when
     return data
+
+
+#: What ib_write_bw reaches of a port's rate (RDMA write, one QP, large messages).
+WRITE_EFFICIENCY = 0.97
+#: The rows perftest prints (src/perftest_parameters.h RESULT_FMT_G, REPORT_FMT).
+_PERFTEST_HEAD = (" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   "
+                  "MsgRate[Mpps]")
+
+
+def perftest_ranks(sim: SimSpec, ic: InterconnectSpec | None, nodes: Sequence[str],
+                   args: Sequence[str]) -> list[list[dict[str, Any]]]:
+    """The perftest rank program's answer on simulated nodes (probes/perftest.py): rank 0
+    serves, every other rank's client prints what ib_write_bw would, at the slower of its
+    port and rank 0's (a port down: the client cannot reach the server, as perftest
+    says)."""
+    options = dict(zip(args[::2], args[1::2], strict=False))
+    base = [str(a) for a in json.loads(options.get("--argv", "[]"))]
+    device = base[base.index("-d") + 1] if "-d" in base else ""
+    found = re.match(r"^mlx5_(\d+)$", device)
+    index = int(found.group(1)) if found else -1
+    size = int(base[base.index("-s") + 1]) if "-s" in base else 65536
+    seconds = float(base[base.index("-D") + 1]) if "-D" in base else 5.0
+    server = port_gbit(sim, nodes[0], ic, index)
+    ranks: list[list[dict[str, Any]]] = [[{
+        "rank": 0, "local_rank": 0, "exit_code": 0, "ended_at": None, "stderr_tail": "",
+        "data": {"rank": 0, "role": "server", "tool": base[0] if base else "",
+                 "clients": len(nodes) - 1, "exit_code": 0}}]]
+    for rank, node in enumerate(nodes[1:], 1):
+        mine = port_gbit(sim, node, ic, index)
+        line = [*base, "-p", f"{29500 + rank}", nodes[0]]
+        if server is None or mine is None:
+            data = {"rank": rank, "role": "client", "tool": base[0], "argv": line,
+                    "exit_code": 1, "stdout": "",
+                    "stderr_tail": f"Couldn't connect to {nodes[0]}:{29500 + rank}\n"}
+        else:
+            gbit = min(server, mine) * WRITE_EFFICIENCY
+            iterations = int(gbit * 1e9 / 8 * seconds / size)
+            rate = iterations / seconds / 1e6
+            table = (f"{'-' * 87}\n{_PERFTEST_HEAD}\n {size:<7d}    {iterations:<10d}"
+                     f"       {0.0:<7.2f}            {gbit:<7.2f}\t\t     {rate:<7.6f}\n"
+                     f"{'-' * 87}\n")
+            data = {"rank": rank, "role": "client", "tool": base[0], "argv": line,
+                    "exit_code": 0, "stdout": " WARNING: BW peak won't be measured in this "
+                                              "run.\n" + table, "stderr_tail": ""}
+        ranks.append([{"rank": rank, "local_rank": 0, "exit_code": 0, "ended_at": None,
+                       "stderr_tail": "", "data": {**data, "simulated": True}}])
+    return ranks

@@ -286,6 +286,8 @@ CLAUSES: tuple[Declaration, ...] = (
     # each rail alone: the slow-node search's all_reduce with every job bound to one port
     # (NCCL_IB_HCA, NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME), one rail after another
     Declaration("fabric", "rail_busbw", Value.QUANTITY, Dim.RATE, needs_nodes=2),
+    _setting("fabric", "rail_tool"),  # all_reduce (the default) or ib_write_bw
+    _setting("fabric", "rail_cuda"),  # ib_write_bw --use_cuda (GPUDirect RDMA)
     # -- baseline: how a run is compared with an accepted one (--cluster-baseline); its
     # cases (baseline.nodes, .hardware, .performance) are derived after the run ----------
     _setting("baseline", "tolerance"),

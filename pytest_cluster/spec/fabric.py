@@ -8,6 +8,8 @@
       mtu: 4096                # each counted active port's interface MTU, at least
       symbol_errors: 10 /h     # each counted port's symbol errors over the run, at most
       rail_busbw: 40 GB/s      # all_reduce busbw over each rail alone, pairs of nodes
+      rail_tool: ib_write_bw   # or measure each rail with perftest (RDMA ports)
+      rail_cuda: true          # ib_write_bw --use_cuda: GPUDirect RDMA
       flap: 30 s               # in a soak: a port seen down this long fails its node
 
 `same_firmware` is implied on two nodes or more; `counters` (no error counter grows during
@@ -24,6 +26,7 @@ from pytest_cluster.errors import UnitError
 from pytest_cluster.spec.clauses import declared
 from pytest_cluster.spec.fields import (
     Ctx,
+    boolean,
     field,
     or_default,
     promises,
@@ -36,6 +39,8 @@ from pytest_cluster.spec.model import FabricSpec, Rule
 #: The link layers a port may have (sysfs link_layer), by the spelling users write.
 LINK_LAYERS = {"infiniband": "InfiniBand", "ib": "InfiniBand", "ethernet": "Ethernet",
                "roce": "Ethernet"}
+#: What measures a rail alone (fabric.rail_busbw).
+RAIL_TOOLS = ("all_reduce", "ib_write_bw")
 #: A glob of port or device names: letters, digits, `_ . - /` and the wildcards `* ? [ ]`.
 _GLOB = re.compile(r"^[A-Za-z0-9_.\-/*?\[\]]{1,64}$")
 
@@ -46,6 +51,12 @@ def link_layer(raw: object) -> str:
     if found is None:
         raise UnitError(f"expected InfiniBand or Ethernet (RoCE), got {name[:64]!r}")
     return found
+
+
+def rail_tool(raw: object) -> str:
+    if raw not in RAIL_TOOLS:
+        raise UnitError(f"expected all_reduce or ib_write_bw, got {str(raw)[:64]!r}")
+    return str(raw)
 
 
 def devices(raw: object) -> str:
@@ -63,9 +74,16 @@ def parse_fabric(ctx: Ctx, node: Node | None, interconnect: bool = False) -> Fab
     if table is None:
         return None
     rails = table.items.get("rail_busbw", (None, None))[0]
-    if rails is not None and not interconnect:
+    tool_node, cuda_node = table.take("rail_tool"), table.take("rail_cuda")
+    tool = field(ctx, tool_node, "fabric.rail_tool", rail_tool)
+    cuda = field(ctx, cuda_node, "fabric.rail_cuda", boolean)
+    if rails is not None and not interconnect and tool in (None, "all_reduce"):
         ctx.error(rails, "fabric.rail_busbw", "needs an interconnect section: its jobs run "
-                  "with its backend, search_payload, warmup, iterations and timeout")
+                  "with its backend, search_payload, warmup, iterations and timeout (or "
+                  "rail_tool: ib_write_bw)")
+    if cuda and tool != "ib_write_bw":
+        ctx.error(cuda_node, "fabric.rail_cuda", "only with rail_tool: ib_write_bw (an "
+                  "all_reduce on NCCL already runs from GPU memory)")
     chosen = field(ctx, table.take("devices"), "fabric.devices", devices)
     flap = field(ctx, table.take("flap"), "fabric.flap",
                  time_between(0, 7 * 86400, "from 0 s to 7 days"))
@@ -78,6 +96,7 @@ def parse_fabric(ctx: Ctx, node: Node | None, interconnect: bool = False) -> Fab
     firmware = declared("fabric.same_firmware")
     rules.append(Rule(firmware.id, 0, firmware.text))
     record = FabricSpec(clauses=(*promises(ctx, table, "fabric"), *rules), link_layer=layer,
-                        devices=chosen, flap_s=or_default(flap, 30.0))
+                        devices=chosen, flap_s=or_default(flap, 30.0),
+                        rail_tool=or_default(tool, "all_reduce"), rail_cuda=bool(cuda))
     table.finish()
     return record

@@ -277,6 +277,8 @@ class FabricSpec(Promises):
     link_layer: str | None = None  # "InfiniBand" or "Ethernet"
     devices: str | None = None  # a glob of port or device names; None: the default ports
     flap_s: float = 30.0  # in a soak, a port seen down this long fails its node
+    rail_tool: str = "all_reduce"  # what measures a rail: the collective, or ib_write_bw
+    rail_cuda: bool = False  # ib_write_bw with its buffer in GPU memory (GPUDirect RDMA)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,209 @@
+"""Each rail alone (fabric.rail_busbw): the slow-node search run once per counted port
+name, one rail after another, every job bound to that port: an all_reduce whose ranks use
+only it (fabric.rail_env: NCCL_IB_HCA, NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME), or
+perftest's ib_write_bw on that HCA port (the perftest rank program, one server after
+another on the group's first node). A slow port is named with its node.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from pytest_cluster.errors import ClusterError
+from pytest_cluster.launchers.jobs import JobSpec, run_job
+from pytest_cluster.measure import fabric, perftest
+from pytest_cluster.measure.cache import document_key
+from pytest_cluster.measure.fabric import NIC_START
+from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes
+from pytest_cluster.probes import probe_source
+from pytest_cluster.units import format_size
+
+if TYPE_CHECKING:
+    from pytest_cluster.launchers import ProbeResult
+    from pytest_cluster.measure.cluster import Cluster
+    from pytest_cluster.spec.model import InterconnectSpec
+
+
+#: How a group of nodes is measured on one rail: (bytes/s or NaN, why it failed).
+RailRunner = Callable[[list[str]], tuple[float, str]]
+#: The failed jobs a rail's search keeps the reason of (the first ones).
+MAX_FAILED_JOBS = 64
+
+
+@dataclass(frozen=True)
+class RailSearches:
+    """The slow-node search of each rail (Cluster.rail_searches): per rail the search, or
+    why the rail could not be measured; the nodes left out of every rail, with why."""
+
+    searches: dict[str, NodeSearch]
+    errors: dict[str, str]
+    bound: dict[str, dict[str, Any]]  # per rail what binds its jobs: env, or command
+    unread: dict[str, str]
+    payload: int
+    bar: float
+    tool: str = "all_reduce"  # fabric.rail_tool
+    failed: dict[str, dict[str, str]] = field(default_factory=dict)  # rail: group: why
+
+    @property
+    def method(self) -> str:
+        """How each rail was measured, in words."""
+        if self.tool == "all_reduce":
+            return (f"all_reduce {format_size(self.payload)}, one rank per node, bound to "
+                    f"one rail at a time (NCCL_IB_HCA, NCCL_SOCKET_IFNAME or "
+                    f"GLOO_SOCKET_IFNAME); pairs, then suspects with known-good nodes "
+                    f"(nccl-tests busbw)")
+        return (f"{self.tool} -s {format_size(self.payload)} -D {perftest.SECONDS:g} s on "
+                f"one HCA port at a time, the group's first node serving each other node "
+                f"in turn (its average, the slowest client's); pairs, then suspects with "
+                f"known-good nodes")
+
+    def why_failed(self, rail: str, nodes: Sequence[str]) -> str:
+        """Why the job of `nodes` on `rail` failed, as its first failing rank said ('' when
+        not kept)."""
+        return self.failed.get(rail, {}).get(",".join(sorted(nodes)), "")
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RailSearches:
+        rails = data["rails"]
+        return cls({name: NodeSearch.from_json(rail["search"]) for name, rail in rails.items()
+                    if "search" in rail},
+                   {name: str(rail["error"]) for name, rail in rails.items()
+                    if "error" in rail},
+                   {name: {key: rail[key] for key in ("env", "command") if key in rail}
+                    for name, rail in rails.items()},
+                   dict(data["unread"]), int(data["payload"]), float(data["bar"]),
+                   str(data.get("tool", "all_reduce")),
+                   {name: dict(rail.get("failed") or {}) for name, rail in rails.items()})
+
+
+def _unread(result: ProbeResult, ports: bool = False) -> str:
+    """Why a probe's answer cannot be used ('' when it can); `ports`: a NIC probe's,
+    whose list of ports must be well formed."""
+    if not result.ok:
+        return result.describe()
+    payload = result.payload()
+    if "error" in payload:
+        return str(payload["error"])[:400]
+    try:
+        if ports:
+            fabric.ports_of(payload)
+    except ValueError as exc:
+        return str(exc)
+    return ""
+
+
+def interconnect(cluster: Cluster) -> InterconnectSpec:
+    if cluster.spec.interconnect is None:
+        raise ValueError("the spec has no interconnect section")
+    return cluster.spec.interconnect
+
+
+def search(cluster: Cluster) -> RailSearches:
+    """The slow-node search on each rail alone (fabric.rail_busbw): every counted port
+    name any node has, one rail after another, against the clause's bound. Each job
+    is bound to that port: an all_reduce (fabric.rail_env, one rank per node, at
+    search_payload), or perftest's ib_write_bw on that HCA port (fabric.rail_tool). A
+    node whose NIC or host probe failed, or without that port, is left out of that
+    rail's search, named with why. Run once per run."""
+    fab = cluster.spec.fabric
+    assert fab is not None, "the spec has no fabric section"
+    clause = fab.clause("rail_busbw")
+    assert clause is not None, "fabric.rail_busbw is not in the contract"
+    bar = clause.requirement.bound.value
+    size = interconnect(cluster).search_payload if fab.rail_tool == "all_reduce" \
+        else perftest.MESSAGE
+    nics, hosts = cluster.probe_all(NIC_START), cluster.host_all()
+
+    def compute() -> dict[str, object]:
+        ports: dict[str, list[dict[str, Any]]] = {}
+        unread: dict[str, str] = {}
+        for node in cluster.nodes:
+            why = _unread(nics[node], ports=True) or _unread(hosts[node])
+            if why:
+                unread[node] = why
+                continue
+            ports[node] = fabric.counted(fabric.ports_of(nics[node].payload()),
+                                         fab.devices)
+        found: dict[str, object] = {}
+        for index, (name, port) in enumerate(fabric.rails(ports).items()):
+            try:
+                bound, one = runner(cluster, port, index, size)
+            except ValueError as exc:
+                found[name] = {"error": str(exc)}
+                continue
+            failed: dict[str, str] = {}  # a group's job that failed: why
+
+            def measure(groups: list[list[str]], one: RailRunner = one,
+                        failed: dict[str, str] = failed) -> list[float]:
+                def each(group: list[str]) -> float:
+                    rate, why = one(group)
+                    if why and len(failed) < MAX_FAILED_JOBS:
+                        failed[",".join(sorted(group))] = why[:400]
+                    return rate
+                with ThreadPoolExecutor(max_workers=cluster._jobs_at_once(len(groups))) \
+                        as pool:
+                    return list(pool.map(each, groups))
+
+            leave_out = {**unread, **{node: f"no port {name}" for node, mine in
+                                      ports.items() if name not in {str(p["name"])
+                                                                     for p in mine}}}
+            search = find_slow_nodes(cluster.nodes, measure, bar, leave_out=leave_out)
+            simulated = any(nics[node].simulated for node in cluster.nodes)
+            found[name] = {**bound, "failed": failed,
+                           "search": replace(search, simulated=simulated).to_json()}
+        return {"rails": found, "unread": unread, "payload": size, "bar": bar,
+                "tool": fab.rail_tool}
+
+    key = document_key("rails", json.dumps(asdict(fab), sort_keys=True, default=str),
+                       json.dumps(asdict(cluster.spec.interconnect), sort_keys=True,
+                                  default=str) if cluster.spec.interconnect else "")
+    return RailSearches.from_json(cluster.cache.document(key, compute))
+
+def runner(cluster: Cluster, port: dict[str, Any], index: int,
+       size: int) -> tuple[dict[str, object], RailRunner]:
+    """What binds a rail's jobs to `port` (recorded), and how a group of nodes is
+    measured on it: (bytes/s or NaN, why it failed). ValueError when the port cannot
+    carry the rail's tool."""
+    fab = cluster.spec.fabric
+    assert fab is not None
+    if fab.rail_tool == "all_reduce":
+        spec = replace(interconnect(cluster), ranks_per_node=1)
+        env = fabric.rail_env(port, spec.backend)
+
+        def collective(group: list[str]) -> tuple[float, str]:
+            run = cluster.collective("all_reduce", group, [size], env, spec)
+            point = run.at(size) if run.ok else None
+            return (point.busbw, "") if point is not None else \
+                (math.nan, run.error or "no result")
+        return {"env": [list(pair) for pair in env]}, collective
+    if port.get("kind") != "rdma":
+        raise ValueError(f"{port.get('name')} is not an RDMA port: {fab.rail_tool} "
+                         f"needs one")
+    gpus = cluster.spec.gpus.slots if cluster.spec.gpus is not None else 1
+    base = perftest.command(fab.rail_tool, str(port.get("device")),
+                            int(port.get("port") or 0),
+                            index % max(1, gpus) if fab.rail_cuda else None)
+    wait_s = min(120.0, cluster.spec.cluster.probe_timeout_s)
+
+    def write_bw(group: list[str]) -> tuple[float, str]:
+        job = JobSpec(tuple(group), probe_source("perftest"),
+                      args=("--argv", json.dumps(base), "--seconds",
+                            f"{perftest.SECONDS:g}"),
+                      init_timeout_s=wait_s, wall_timeout_s=(len(group) - 1) * (
+                          perftest.SECONDS + wait_s + 30) + 60)
+        try:
+            result = run_job(cluster.launcher, job)
+        except (ClusterError, OSError, ValueError) as exc:
+            return math.nan, str(exc)
+        if result.errors:
+            return math.nan, result.first_failure()
+        clients = [r.data for r in result.ranks
+                   if r.data is not None and r.data.get("role") == "client"]
+        return perftest.group_rate(clients)
+    return {"command": base}, write_bw
+
