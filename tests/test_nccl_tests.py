@@ -266,34 +266,51 @@ def test_a_bad_engine_is_a_usage_error_naming_the_key(body: str, message: str) -
     assert message in str(caught.value)
 
 
-def test_a_simulated_node_measured_by_nccl_tests_fills_the_same_cases(
+def test_a_simulated_cluster_measured_by_nccl_tests_fills_the_same_cases(
         pytester: pytest.Pytester) -> None:
     """engine: nccl-tests on the sim: each node's job is nccl-tests' (its table and JSON
-    as 2.19 prints them, read by the same parser); a node with 7 GPUs fails as nccl-tests
-    does, in its words; the jobs across nodes stay torch's, and say so."""
+    as 2.19 prints them, read by the same parser), and so is the job across nodes (-g 1,
+    one task per GPU, as the launcher's MPI launch would start it); a node with 7 GPUs
+    fails as nccl-tests does, in its words."""
     from tests.test_plugin import jsonl
 
     (pytester.path / "trial.yaml").write_text(
-        "cluster: {name: nt, nodes: 'n[1-2]', launcher: sim}\n"
+        "cluster: {name: nt, nodes: 'n[1-3]', launcher: sim}\n"
         "interconnect:\n  intra_node: {kind: nvlink, rate: 450 GB/s}\n"
         "  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}\n"
         "  payloads: [4 GiB]\n  busbw: '>= 75%'\n  node_network: false\n"
-        "  ranks_per_node: 8\n  backend: nccl\n"
+        "  node_counts: [2]\n  ranks_per_node: 8\n  backend: nccl\n"
         "  engine: nccl-tests\n  nccl_tests: /opt/nccl-tests/build\n"
-        "sim:\n  gpu_model: H100-SXM-80GB\n  faults:\n    - {node: n2, gpus: 7}\n")
+        "sim:\n  gpu_model: H100-SXM-80GB\n  faults:\n    - {node: n3, gpus: 7}\n")
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
                                 "-k", "collective")
-    result.assert_outcomes(passed=1, failed=2)
+    result.assert_outcomes(passed=3, failed=1)
     lines = {r["case"].split("::")[1]: r for r in jsonl(pytester) if r.get("type") == "result"}
     good = lines["test_collective_intra_node[n1-all_reduce-4GiB]"]
     assert good["outcome"] == "passed" and good["simulated"] is True
     assert good["method"].startswith("nccl-tests all_reduce_perf -g 8: one process")
     assert good["raw"]["details"]["nccl_tests"][0]["source"] == "json"
     assert good["raw"]["details"]["nccl_tests"][0]["version"] == "2.19.6"
-    assert lines["test_collective_intra_node[n2-all_reduce-4GiB]"]["message"] == (
-        "Failed: [SIMULATED] n2 busbw[intra_node]: `/opt/nccl-tests/build/"
+    assert lines["test_collective_intra_node[n3-all_reduce-4GiB]"]["message"] == (
+        "Failed: [SIMULATED] n3 busbw[intra_node]: `/opt/nccl-tests/build/"
         "all_reduce_perf -b 1048576 -e 4294967296 -f 2 -g 8` exited with 1: Invalid number "
         "of GPUs: 8 requested but only 7 were found. Please check the number of processes "
         "and GPUs per process.")
     inter = lines["test_collective_inter_node[all_reduce-4GiB-2nodes]"]
-    assert "engine" not in inter["raw"]["details"]  # torch's job, failed on n2's 7 GPUs
+    assert inter["outcome"] == "passed"
+    assert inter["method"].startswith("nccl-tests all_reduce_perf -g 1, 8 task(s) per node "
+                                      "started as one MPI job by the launcher")
+    assert inter["raw"]["details"]["nccl_tests"][0]["source"] == "text"  # no -J file
+    assert inter["raw"]["details"]["nccl_tests"][0]["argv"] == (
+        "/opt/nccl-tests/build/all_reduce_perf -b 1048576 -e 4294967296 -f 2 -g 1 -w 5 "
+        "-n 20 -c 1")
+
+
+def test_a_launcher_without_an_mpi_launch_measures_across_nodes_with_torch() -> None:
+    """ssh and local offer no MPI launch (run_program is None), so a job across nodes
+    stays torch's (Cluster.collective falls back when it gets None)."""
+    from pytest_cluster.launchers.local import LocalLauncher
+    from pytest_cluster.spec.model import ClusterSpec
+
+    launcher = LocalLauncher(ClusterSpec("t", ("a", "b"), "local", "python3", 60, 8))
+    assert launcher.run_program(["/opt/nt/all_reduce_perf"], ["a", "b"], 8, 60) is None

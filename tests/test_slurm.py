@@ -28,6 +28,7 @@ from pytest_cluster.launchers.slurm import (
     Waiting,
     _run_text,
     check_nodes,
+    mpi_srun_command,
     parse_sinfo,
     parse_squeue,
     scancel_command,
@@ -37,6 +38,7 @@ from pytest_cluster.launchers.slurm import (
     srun_command,
     srun_errors,
     state_kind,
+    task_lines,
 )
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec import parse_spec
@@ -526,3 +528,48 @@ def test_inside_an_allocation_the_spec_takes_its_nodes(slurm: NetnsCluster,
     done = subprocess.run(["salloc", "-N3", sys.executable, "-c", code, str(spec)],
                           capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "node1 node2 node3"
+
+
+def test_a_program_built_with_mpi_runs_as_one_srun_step() -> None:
+    """nccl-tests across nodes: one task per GPU, ranked by SLURM's PMI, every line
+    labelled; the first task's lines are what it printed."""
+    slurm = SlurmSpec(partition="gpu", mpi="pmix")
+    assert mpi_srun_command(slurm, ["n1", "n2"], 8, ["/opt/nt/all_reduce_perf", "-g", "1"],
+                            "pc-program") == [
+        "srun", "--nodelist=n1,n2", "--nodes=2", "--ntasks=16", "--ntasks-per-node=8",
+        "--mpi=pmix", "--label", "--kill-on-bad-exit=1", "--immediate=10",
+        "--job-name=pc-program", "--partition=gpu", "/opt/nt/all_reduce_perf", "-g", "1"]
+    assert task_lines(" 0: # nccl-tests version 2.19.6\n 1: # nccl-tests\n10: x\n"
+                      " 0:   8  2  float\nsrun: error\n") == (
+        "# nccl-tests version 2.19.6\n  8  2  float\n")
+    with pytest.raises(SpecError, match=r"slurm\.mpi: expected a MPI plugin name"):
+        parse_spec("cluster: {name: c, nodes: [a], launcher: slurm}\n"
+                   "slurm: {mpi: 'pmix; reboot'}\nhost: {cpu_cores: 1}\n", "t.yaml")
+
+
+#: A program standing in for an MPI build (no MPI here): each task prints its rank as
+#: SLURM gives it; task 1 fails when asked to.
+RANKS = """\
+#!/bin/sh
+echo "rank $SLURM_PROCID of $SLURM_NTASKS on $SLURMD_NODENAME"
+if [ "$SLURM_PROCID" = "1" ] && [ -n "$1" ]; then echo "rank 1 gives up" >&2; exit 3; fi
+"""
+
+
+@pytest.mark.realcomponents
+def test_a_program_runs_on_real_slurm_as_one_step_of_tasks(
+        slurm: NetnsCluster, tmp_path: Path) -> None:
+    """srun --mpi (none here) starts a task on each of 2 nodes (the test's nodes have one
+    CPU each); the first task's lines come back alone; a task that fails ends the step
+    with its exit code and words."""
+    program = tmp_path / "ranks.sh"
+    program.write_text(RANKS)
+    program.chmod(0o755)
+    launcher = SlurmLauncher(ClusterSpec("t", tuple(slurm.nodes), "slurm", sys.executable,
+                                         60, 8), SlurmSpec(mpi="none"))
+    done = launcher.run_program([str(program)], ["node1", "node2"], 1, 60)
+    assert done is not None and done.exit_code == 0, done
+    assert done.first_task == "rank 0 of 2 on node1\n"
+    failed = launcher.run_program([str(program), "fail"], ["node1", "node2"], 1, 60)
+    assert failed is not None and failed.exit_code == 3, failed
+    assert "rank 1 gives up" in failed.stderr_tail

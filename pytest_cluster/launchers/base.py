@@ -17,7 +17,7 @@ from pytest_cluster.launchers.process import stop_on_interrupt
 from pytest_cluster.probes import ProbeCall
 
 if TYPE_CHECKING:
-    from pytest_cluster.launchers.result import ProbeResult
+    from pytest_cluster.launchers.result import ProbeResult, ProgramRun
     from pytest_cluster.spec.model import ClusterSpec, Spec
 
 #: The master address of a job whose ranks all run on this machine.
@@ -98,6 +98,14 @@ class Launcher(ABC):
         if self.one_host:
             return free_local_port()
         return random.randint(*MASTER_PORTS)  # noqa: S311 - not a secret
+
+    def run_program(self, argv: Sequence[str], nodes: Sequence[str], tasks_per_node: int,
+                    timeout_s: float) -> ProgramRun | None:
+        """`argv` (a program on the nodes, not a probe) started as one MPI job:
+        `tasks_per_node` tasks on each of `nodes`, ranked by the launcher's process
+        manager (SLURM's PMI for srun --mpi). None where the launcher has none: a
+        program built with MPI cannot span nodes without one."""
+        return None
 
     def close(self) -> None:  # noqa: B027 - most launchers hold nothing
         """Release what the launcher holds (e.g. shared ssh connections)."""

@@ -88,3 +88,15 @@ def parse_probe_output(stdout: str, probe: str) -> dict[str, Any]:
         raise ValueError(f"expected output of probe {probe!r}, got {document.get('probe')!r}")
     data: dict[str, Any] = document["data"]
     return data
+
+
+@dataclass(frozen=True)
+class ProgramRun:
+    """A program run as one parallel job (Launcher.run_program): how it ended (its exit
+    code, or why it did not run: "unavailable", "timeout"), what its first task printed,
+    and the end of what its tasks and the launcher said on stderr."""
+
+    exit_code: int | str
+    first_task: str
+    stderr_tail: str = ""
+    simulated: bool = False

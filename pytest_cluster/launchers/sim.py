@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.fanout import fan_out
 from pytest_cluster.launchers.process import INTERRUPTED_MESSAGE, interrupted, run_process
-from pytest_cluster.launchers.result import ErrorKind, ProbeResult
+from pytest_cluster.launchers.result import ErrorKind, ProbeResult, ProgramRun
 from pytest_cluster.probes import ProbeCall, probe_source
 from pytest_cluster.probes.gpu_perf import parse_options
 from pytest_cluster.sim.cluster import (
@@ -33,7 +33,13 @@ from pytest_cluster.sim.cluster import (
     inventory_payload,
     node_is_down,
 )
-from pytest_cluster.sim.collectives import Benchmark, job_ranks, nccl_tests_payload
+from pytest_cluster.sim.collectives import (
+    Benchmark,
+    doubling,
+    job_ranks,
+    nccl_tests_payload,
+    nccl_tests_run,
+)
 from pytest_cluster.sim.job_node import (
     NodePart,
     Rendezvous,
@@ -130,6 +136,25 @@ class SimLauncher(Launcher):
                                message=INTERRUPTED_MESSAGE)
         return ProbeResult(node=node, probe=call.name, data=data, simulated=self.simulated,
                            started_at=started, exit_code=0)
+
+    def run_program(self, argv: Sequence[str], nodes: Sequence[str], tasks_per_node: int,
+                    timeout_s: float) -> ProgramRun | None:
+        """nccl-tests across simulated nodes (the only program the sim runs), one step:
+        a node that does not answer ends it as srun would."""
+        down = next((n for n in nodes if node_is_down(self.sim, n) is not None), None)
+        if down is not None:
+            return ProgramRun("unavailable", "", f"simulated: {down} does not answer",
+                              simulated=True)
+        line = list(argv)
+        options = dict(zip(line[1::2], line[2::2], strict=False))
+        try:
+            run = nccl_tests_run(self.sim, self.interconnect, os.path.basename(line[0]),
+                                 nodes, doubling(int(options["-b"]), int(options["-e"])),
+                                 tasks_per_node, int(options.get("-g", "1")),
+                                 int(options.get("-n", "20")))
+        except (KeyError, ValueError) as exc:
+            return ProgramRun(1, "", f"simulated: {exc}", simulated=True)
+        return ProgramRun(run.exit_code, run.stdout, run.stderr, simulated=True)
 
     def job_node(self, call: ProbeCall, node: str) -> dict[str, Any]:
         """job_node's answer on a simulated node: where it is, or its ranks' results once

@@ -59,7 +59,7 @@ from pytest_cluster.launchers.fanout import fan_out
 from pytest_cluster.launchers.node_runner import EXIT_MARKER, LAST, MORE, NODE_MARKER
 from pytest_cluster.launchers.process import Finished, execute, probe_result
 from pytest_cluster.launchers.remote import classify_runner_exit, runner_argv, runner_payload
-from pytest_cluster.launchers.result import ErrorKind, ProbeResult
+from pytest_cluster.launchers.result import ErrorKind, ProbeResult, ProgramRun
 from pytest_cluster.spec.model import ClusterSpec, SlurmSpec, Spec
 
 if TYPE_CHECKING:
@@ -325,6 +325,36 @@ def srun_command(slurm: SlurmSpec, nodes: Sequence[str], python: str, call: Prob
     return [*argv, *runner_argv(python, timeout_s, call.args)]
 
 
+def mpi_srun_command(slurm: SlurmSpec, nodes: Sequence[str], tasks_per_node: int,
+                     program: Sequence[str], job_name: str,
+                     immediate_s: int = IMMEDIATE_S) -> list[str]:
+    """One step of a program built with MPI: `tasks_per_node` tasks on each node, ranked
+    by SLURM's PMI (--mpi), every task's lines labelled; one task failing ends them all."""
+    argv = ["srun", f"--nodelist={','.join(nodes)}", f"--nodes={len(nodes)}",
+            f"--ntasks={len(nodes) * tasks_per_node}", f"--ntasks-per-node={tasks_per_node}",
+            f"--mpi={slurm.mpi}", "--label", "--kill-on-bad-exit=1",
+            f"--immediate={immediate_s}", f"--job-name={job_name}"]
+    if slurm.partition:
+        argv.append(f"--partition={slurm.partition}")
+    if slurm.account:
+        argv.append(f"--account={slurm.account}")
+    if slurm.reservation:
+        argv.append(f"--reservation={slurm.reservation}")
+    if slurm.time_limit_min:
+        argv.append(f"--time={slurm.time_limit_min}")
+    return [*argv, *program]
+
+
+def task_lines(text: str, task: int = 0) -> str:
+    """What one task printed, from srun --label output ('  0: text')."""
+    found = []
+    for line in text.splitlines():
+        label, sep, rest = line.partition(": ")
+        if sep and label.strip().isdigit() and int(label) == task:
+            found.append(rest)
+    return "\n".join(found) + ("\n" if found else "")
+
+
 def scancel_command(job_name: str) -> list[str]:
     return ["scancel", f"--name={job_name}", f"--user={getpass.getuser()}"]
 
@@ -448,6 +478,31 @@ class SlurmLauncher(Launcher):
                     break
             todo = again
         return {node: results[node] for node in nodes}
+
+    def run_program(self, argv: Sequence[str], nodes: Sequence[str], tasks_per_node: int,
+                    timeout_s: float) -> ProgramRun | None:
+        """`argv` as one srun step with --mpi (slurm.mpi): every node must be free now (as
+        sinfo and squeue say), else it does not run, saying which node and why."""
+        check = self.check(nodes, timeout_s)
+        if isinstance(check, str):
+            return ProgramRun("unavailable", "", check)
+        held = {**{n: message for n, (_, message) in check.failed.items()},
+                **{n: w.message for n, w in check.waiting.items()}}
+        if held:
+            node = next(iter(held))
+            return ProgramRun("unavailable", "", f"{node}: {held[node]}")
+        job = f"{JOB_PREFIX}program-{uuid.uuid4().hex[:8]}"
+        line = mpi_srun_command(self.slurm, nodes, tasks_per_node, argv, job)
+
+        def cancel() -> None:
+            subprocess.run(scancel_command(job), capture_output=True, timeout=30, check=False)
+
+        done = execute(line, "", timeout_s + IMMEDIATE_S + 30, cancel=cancel)
+        if done.start_error is not None:
+            return ProgramRun("unavailable", "", f"srun: {done.start_message}")
+        code: int | str = "timeout" if done.timed_out else \
+            done.returncode if done.returncode is not None else "killed"
+        return ProgramRun(code, task_lines(done.stdout), done.stderr[-2000:])
 
     def check(self, nodes: Sequence[str], timeout_s: float) -> NodeCheck | str:
         """What SLURM says about `nodes` now (sinfo, then squeue for the held ones), or why

@@ -22,6 +22,7 @@ from pytest_cluster.measure.fabric import NIC_END
 from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes
 from pytest_cluster.measure.training import TrainingRun, run_training, step_bound
 from pytest_cluster.probes import ProbeCall
+from pytest_cluster.probes import nccl_tests as nccl_tests_probe
 from pytest_cluster.probes.gpu_perf import PARTS as PERF_PARTS
 from pytest_cluster.spec.busbw import CollectiveRun, required_busbw
 from pytest_cluster.spec.clauses import readers
@@ -251,9 +252,11 @@ class Cluster:
             return CollectiveRun(collective, spec.backend, tuple(nodes), spec.ranks_per_node,
                                  error=host.describe(), simulated=host.simulated)
         started = time.time()
-        if spec.engine == "nccl-tests" and len(nodes) == 1 and spec.nccl_tests and not env:
-            run = self._nccl_tests(spec, collective, nodes[0], sizes)
-        else:
+        run: CollectiveRun | None = None
+        if spec.engine == "nccl-tests" and spec.nccl_tests and not env:
+            run = self._nccl_tests(spec, collective, nodes[0], sizes) if len(nodes) == 1 \
+                else self._nccl_tests_across(spec, collective, nodes, sizes)
+        if run is None:  # torch's, or nccl-tests across nodes where no MPI launch is offered
             run = run_collective(self.launcher, spec, collective, nodes, sizes, env)
         return replace(run, details={**run.details, "started_at": started,
                                      "ended_at": time.time()})
@@ -272,6 +275,32 @@ class Cluster:
         if not result.ok:
             return replace(base, error=result.describe())
         return nccl_tests.to_run(base, result.payload(), sizes)
+
+    def _nccl_tests_across(self, spec: InterconnectSpec, collective: str,
+                           nodes: Sequence[str], sizes: Sequence[int]) -> CollectiveRun | None:
+        """A job over several nodes by nccl-tests' MPI build: one task per GPU (-g 1),
+        ranks_per_node on each node, started by the launcher's MPI launch (srun --mpi);
+        None where the launcher offers none."""
+        assert spec.nccl_tests is not None
+        path = f"{spec.nccl_tests}/{nccl_tests.BINARY[collective]}"
+        runs: list[dict[str, object]] = []
+        simulated = False
+        for first, last in nccl_tests_probe.runs(list(sizes)):
+            argv = nccl_tests_probe.argv(path, first, last, 1, spec.warmup, spec.iterations,
+                                         None)
+            got = self.launcher.run_program(argv, nodes, spec.ranks_per_node, spec.timeout_s)
+            if got is None:
+                return None
+            simulated = simulated or got.simulated
+            runs.append({"argv": argv, "exit_code": got.exit_code, "stdout": got.first_task,
+                         "stderr_tail": got.stderr_tail, "json": None})
+            if got.exit_code != 0:
+                break
+        base = CollectiveRun(collective, spec.backend, tuple(nodes), spec.ranks_per_node,
+                             simulated=simulated)
+        return nccl_tests.to_run(base, {"binary": path, "runs": runs}, sizes,
+                                 f"-g 1, {spec.ranks_per_node} task(s) per node started "
+                                 f"as one MPI job by the launcher (srun --mpi)")
 
     def intra_node(self, node: str, collective: str) -> CollectiveRun:
         """The payload sweep inside `node` (all its ranks); every node's job at once."""

@@ -264,15 +264,18 @@ def probe_args(folder: str, collective: str, sizes: Sequence[int], gpus: int, wa
             "--timeout", f"{timeout_s:g}")
 
 
-def to_run(base: CollectiveRun, payload: Any, sizes: Sequence[int]) -> CollectiveRun:
+def to_run(base: CollectiveRun, payload: Any, sizes: Sequence[int],
+           how: str = "") -> CollectiveRun:
     """The nccl_tests probe's answer (untrusted) as the run of `base`: one point per payload
     asked for, its out-of-place figures (in-place, the average and the out-of-bounds count
     kept in the details), or the error: the probe's, a run's exit, or why its output does
-    not read."""
+    not read. `how`: how its processes ran, for the method (default: one process driving
+    every GPU of the node)."""
     if not isinstance(payload, dict) or not isinstance(payload.get("runs", []), list):
         return replace(base, error="the nccl_tests probe's answer is not a map of runs")
     if "error" in payload:
         return replace(base, error=str(payload["error"])[:400])
+    how = how or f"-g {base.ranks_per_node}: one process driving every GPU of the node"
     rows: dict[int, Row] = {}
     reports = []
     for index, run in enumerate(payload.get("runs", [])[:64]):
@@ -283,6 +286,8 @@ def to_run(base: CollectiveRun, payload: Any, sizes: Sequence[int]) -> Collectiv
             said = [text for text in str(run.get("stderr_tail") or run.get("stdout") or "")
                     .splitlines() if text.strip()]
             last = " ".join(said[-2:])[:400] if said else "nothing on stderr"
+            if run.get("exit_code") == "unavailable":
+                return replace(base, error=f"`{line}` did not start: {last}")
             return replace(base, error=f"`{line}` exited with {run.get('exit_code')}: {last}")
         try:
             report = parse(str(run.get("stdout") or ""),
@@ -309,10 +314,9 @@ def to_run(base: CollectiveRun, payload: Any, sizes: Sequence[int]) -> Collectiv
                 if row.in_place is not None and size in sizes}
     details = {"engine": "nccl-tests", "binary": str(payload.get("binary", ""))[:300],
                "nccl_tests": reports, "in_place_busbw": in_place,
-               "method": f"nccl-tests {BINARY.get(base.collective, '?')} -g "
-                         f"{base.ranks_per_node}: one process driving every GPU of the "
-                         f"node, its out-of-place busbw (nccl-tests' own factor), results "
-                         f"checked (-c 1)"}
+               "method": f"nccl-tests {BINARY.get(base.collective, '?')} {how}, its "
+                         f"out-of-place busbw (nccl-tests' own factor), results checked "
+                         f"(-c 1)"}
     if not points:
         return replace(base, error="nccl-tests printed none of the payloads asked for",
                        details=details)

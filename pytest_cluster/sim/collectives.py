@@ -233,31 +233,35 @@ def _float_text(value: float, width: int) -> str:
     return f"{value:>{width}.1e}"
 
 
-def nccl_tests_payload(sim: SimSpec, spec: InterconnectSpec | None,
-                       node: str, args: Sequence[str]) -> dict[str, Any]:
-    """The nccl_tests probe's answer on a simulated node: what nccl-tests 2.19 would print
-    (its table, as src/util.cu formats it) and write (its -J file), from the same
-    simulated times as the torch engine's; a node with fewer GPUs than `-g` fails as
-    nccl-tests does."""
-    options = dict(zip(args[::2], args[1::2], strict=False))
-    binary = options.get("--binary", "")
+@dataclass(frozen=True)
+class NcclTestsRun:
+    """What a simulated nccl-tests run printed and wrote."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    document: dict[str, Any] | None  # its -J file
+
+
+def nccl_tests_run(sim: SimSpec, spec: InterconnectSpec | None, binary: str,
+                   nodes: Sequence[str], sizes: Sequence[int], tasks_per_node: int,
+                   gpus_per_task: int, iterations: int = 20) -> NcclTestsRun:
+    """nccl-tests 2.19 on simulated nodes: its table (as src/util.cu formats it) and its
+    -J file, from the same simulated times as the torch engine's, for every rank of the
+    job (`tasks_per_node` x `gpus_per_task` GPUs per node). A node with fewer GPUs fails
+    as nccl-tests does."""
     if binary not in NCCL_TESTS:
         raise ValueError(f"the sim does not simulate nccl-tests' {binary[:40]!r}")
     collective = NCCL_TESTS[binary]
-    sizes = tuple(int(s) for s in options.get("--sizes", "").split(",") if s)
-    gpus = int(options.get("--gpus", "1"))
-    path = f"{options.get('--dir', '')}/{binary}"
-    argv = [path, "-b", str(min(sizes)), "-e", str(max(sizes)), "-f", "2", "-g", str(gpus)]
-    have = gpu_count(sim, node)
-    if have < gpus:
-        return {"binary": path, "json_output": True, "runs": [{
-            "argv": argv, "exit_code": 1, "stdout": "", "json": None,
-            "stderr_tail": f"Invalid number of GPUs: {gpus} requested but only {have} were "
-                           f"found.\nPlease check the number of processes and GPUs per "
-                           f"process.\n"}]}
-    benchmark = Benchmark(collective, sizes, int(options.get("--warmup", "5")),
-                          int(options.get("--iterations", "20")), "nccl")
-    factor = bus_factor(collective, gpus)
+    per_node = tasks_per_node * gpus_per_task
+    for node in nodes:
+        have = gpu_count(sim, node)
+        if have < per_node:
+            return NcclTestsRun(1, "", f"Invalid number of GPUs: {per_node} requested but "
+                                       f"only {have} were found.\nPlease check the number "
+                                       f"of processes and GPUs per process.\n", None)
+    benchmark = Benchmark(collective, tuple(sizes), 5, iterations, "nccl")
+    factor = bus_factor(collective, len(nodes) * per_node)
     lines = ["# nccl-tests version 2.19.6 nccl-headers=22803 nccl-library=22803",
              f"# Collective test starting: {binary}", "#",
              "#                                                              out-of-place  "
@@ -266,7 +270,7 @@ def nccl_tests_payload(sim: SimSpec, spec: InterconnectSpec | None,
              "#wrong     time   algbw   busbw #wrong"]
     results: list[dict[str, Any]] = []
     busbws: list[float] = []
-    for measured in size_results(sim, spec, benchmark, [node], gpus):
+    for measured in size_results(sim, spec, benchmark, list(nodes), per_node):
         size, time_s = int(measured["bytes"]), float(measured["time_s"])
         algbw = size / time_s / 1e9 if time_s else 0.0
         busbw = algbw * factor
@@ -277,7 +281,7 @@ def nccl_tests_payload(sim: SimSpec, spec: InterconnectSpec | None,
         side = {"time": time_s * 1e6, "alg_bw": algbw, "bus_bw": busbw, "nwrong": 0.0}
         results.append({"size": size, "count": size // 4, "type": "float", "redop": "sum",
                         "root": "    -1", "out_of_place": side, "in_place": side,
-                        "actual_iterations": benchmark.iterations, "experiment_name": binary})
+                        "actual_iterations": iterations, "experiment_name": binary})
     average = sum(busbws) / max(1, len(busbws))
     lines += ["# Out of bounds values : 0 OK", f"# Avg bus bandwidth    : {average:g} ", "#",
               f"# Collective test concluded: {binary}"]
@@ -285,6 +289,30 @@ def nccl_tests_payload(sim: SimSpec, spec: InterconnectSpec | None,
                 "out_of_bounds": {"count": 0, "okay": "true"},
                 "average_bus_bandwidth": {"bandwidth": average, "okay": "unchecked"},
                 "errors": []}
+    return NcclTestsRun(0, "\n".join(lines) + "\n", "", document)
+
+
+def doubling(first: int, last: int) -> tuple[int, ...]:
+    """nccl-tests' payloads for -b first -e last -f 2."""
+    sizes, size = [], max(1, first)
+    while size <= last:
+        sizes.append(size)
+        size *= 2
+    return tuple(sizes)
+
+
+def nccl_tests_payload(sim: SimSpec, spec: InterconnectSpec | None,
+                       node: str, args: Sequence[str]) -> dict[str, Any]:
+    """The nccl_tests probe's answer on a simulated node (one process, `--gpus` GPUs)."""
+    options = dict(zip(args[::2], args[1::2], strict=False))
+    binary = options.get("--binary", "")
+    sizes = tuple(int(s) for s in options.get("--sizes", "").split(",") if s)
+    gpus = int(options.get("--gpus", "1"))
+    path = f"{options.get('--dir', '')}/{binary}"
+    argv = [path, "-b", str(min(sizes)), "-e", str(max(sizes)), "-f", "2", "-g", str(gpus)]
+    run = nccl_tests_run(sim, spec, binary, [node], sizes, 1, gpus,
+                         int(options.get("--iterations", "20")))
     return {"binary": path, "json_output": True, "runs": [{
-        "argv": argv, "exit_code": 0, "stdout": "\n".join(lines) + "\n",
-        "stderr_tail": "", "json": json.dumps(document)}]}
+        "argv": argv, "exit_code": run.exit_code, "stdout": run.stdout,
+        "stderr_tail": run.stderr,
+        "json": json.dumps(run.document) if run.document is not None else None}]}

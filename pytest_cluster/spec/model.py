@@ -136,6 +136,7 @@ class SlurmSpec:
     reservation: str | None = None
     time_limit_min: int | None = None  # srun --time, a backstop behind probe_timeout
     allocation: bool = False  # the nodes are those of the allocation this runs in
+    mpi: str = "pmix"  # srun --mpi for a program built with MPI (nccl-tests across nodes)
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,20 @@ from yaml.nodes import MappingNode, Node
 
 from pytest_cluster.errors import UnitError
 from pytest_cluster.hostlist import expand_hostlist
-from pytest_cluster.spec.fields import Ctx, Map, boolean, field, for_launcher, scalar, time_between
+from pytest_cluster.spec.fields import (
+    Ctx,
+    Map,
+    boolean,
+    field,
+    for_launcher,
+    or_default,
+    scalar,
+    time_between,
+)
 from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import ClusterSpec, SlurmSpec
 
-KEYS = ("partition", "account", "reservation", "time_limit", "allocation")
+KEYS = ("partition", "account", "reservation", "time_limit", "allocation", "mpi")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 ALLOCATION_ENV = "SLURM_JOB_NODELIST"
 
@@ -70,6 +79,8 @@ def parse_slurm(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SlurmSpec 
                           _name("reservation")),
         time_limit_min=field(ctx, table.take("time_limit"), "slurm.time_limit", _minutes),
         allocation=bool(field(ctx, table.take("allocation"), "slurm.allocation", boolean)),
+        mpi=or_default(field(ctx, table.take("mpi"), "slurm.mpi", _name("MPI plugin")),
+                       "pmix"),
     )
     table.finish()
     return result
