@@ -466,11 +466,12 @@ def test_ctrl_c_ends_a_simulated_job_waiting_for_its_nodes(
     assert (result.error, result.message) == (ErrorKind.CANCELLED, INTERRUPTED_MESSAGE)
 
 
-def test_the_sim_runs_no_program_but_the_benchmark() -> None:
+def test_the_sim_runs_no_program_but_the_benchmarks() -> None:
     launcher, _ = sim_cluster()
     result = run_job(launcher, JobSpec(("n1",), "print(1)", master_port=29999))
     assert result.errors == ("n1: n1: job_node probe crashed: the sim launcher simulates no "
-                             "job but the collective benchmark (probes/collective.py)",)
+                             "job but the collective benchmark (probes/collective.py) and "
+                             "perftest (probes/perftest.py)",)
 
 
 def test_the_sim_reads_every_part_of_a_job_as_jobs_sends_it() -> None:
