@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.evidence.tally import is_simulated, not_a_node
 from pytest_cluster.evidence.verdict import ACCEPTED, NodeVerdict, by_verdict, drain_line, to_drain
+from pytest_cluster.spec.promised import ACROSS
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.baseline import Baseline
@@ -56,7 +57,9 @@ def terminal_lines(run: RunSummary) -> list[str]:
         lines.extend(_marked(mark, run.soak_lines))
     lines.append(f"cluster {spec.cluster.name}: {end['checks_ran']} of "
                  f"{end['checks_planned']} contract check(s) ran, {failed} failed; "
-                 f"nodes covered: {_covered(end['nodes_covered'], len(nodes))}")
+                 f"nodes covered: {_covered(end['nodes_covered'], len(nodes))}"
+                 + (f" (a run of {len(nodes)} of the spec's {len(spec.cluster.chosen_from)} "
+                    f"nodes: --cluster-node)" if spec.cluster.chosen_from else ""))
     if run.baseline is not None and "baseline" in end:
         lines.extend(_marked(mark, _baseline_lines(run.baseline, end["baseline"], spec)))
     if run.coverage:
@@ -107,8 +110,17 @@ def _baseline_lines(accepted: Baseline, counted: dict[str, Any], spec: Spec) -> 
 
 
 def _not_in_contract(run: RunSummary) -> list[str]:
-    absent = ", ".join(run.not_in_contract)
-    return [f"not in contract, not tested: {absent}"] if absent else []
+    """What the run did not test: not in the contract (or not at this level), and in a run
+    of some nodes the clauses across nodes, on a line of their own."""
+    mark = f" ({ACROSS}: "
+    spanning = [entry for entry in run.not_in_contract if mark in entry]
+    absent = ", ".join(entry for entry in run.not_in_contract if mark not in entry)
+    lines = [f"not in contract, not tested: {absent}"] if absent else []
+    if spanning:
+        why = spanning[0].split(mark, 1)[1].removesuffix(")")
+        names = ", ".join(entry.split(mark, 1)[0] for entry in spanning)
+        lines.append(f"not tested here, {ACROSS} ({why}): {names}")
+    return lines
 
 
 def _covered(covered: list[str], total: int) -> str:

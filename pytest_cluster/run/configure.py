@@ -8,6 +8,7 @@ tests may use our fixtures).
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -29,7 +30,7 @@ from pytest_cluster.run.suite import acceptance_dir
 from pytest_cluster.run.workers import cut_note, fit_workers, usable_cpus
 from pytest_cluster.soak import driver as soak_driver
 from pytest_cluster.soak import rounds as soak
-from pytest_cluster.spec import Spec, load_spec
+from pytest_cluster.spec import Spec, load_spec, narrow
 from pytest_cluster.spec.clauses import ACCEPTANCE, SANITY, STRESS
 
 if TYPE_CHECKING:
@@ -80,7 +81,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--cluster-soak-round", metavar="N", default=None, type=int,
         help="(set by a soak for each of its rounds: this run is round N, written to "
              "--cluster-reports/round-NNNN)")
+    group.addoption(
+        "--cluster-node", metavar="NODE", action="append", default=None,
+        help="check only this node (repeatable; a hostlist like gpu-[001-004]; `.`: this "
+             "host, run by the local launcher, as in a SLURM prolog, where it is the "
+             "default): collection, probes and the verdict cover those nodes alone, and "
+             "the clauses across nodes are listed as not checked")
     sealing.add_options(group)
+
+
+def chosen_spec(config: pytest.Config, spec: Spec) -> Spec:
+    """The spec of this run's nodes: all of them, or those --cluster-node names (this host
+    alone in a SLURM prolog or epilog); a name not in cluster.nodes is a usage error."""
+    values = config.getoption("cluster_node") or []
+    if not values and narrow.in_slurm_script(os.environ):
+        values = [narrow.THIS_HOST]
+    if not values:
+        return spec
+    try:
+        nodes, here = narrow.chosen(values, spec.cluster.nodes, os.environ)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--cluster-node: {exc}") from None
+    return narrow.narrow(spec, nodes, here=here)
 
 
 def soak_options(config: pytest.Config) -> tuple[float | None, int | None] | None:
@@ -213,6 +235,7 @@ def pytest_configure(config: pytest.Config) -> None:
         spec = load_spec(spec_path)
     except SpecError as exc:
         raise pytest.UsageError(str(exc)) from None
+    spec = chosen_spec(config, spec)
     config.stash[SPEC_KEY] = spec
     lifecycle.open_run(config, spec, bool(config.getoption("cluster_soak_round")))
     workerinput = internals.worker_input(config)

@@ -21,6 +21,9 @@ class LauncherKind:
     python: str | None = "python3"  # on the nodes' PATH; None: the one running pytest
     no_storage: str | None = None  # why it cannot test filesystems; None: it can
     no_training: str | None = None  # why it cannot run a training loop; None: it can
+    #: It reaches the nodes from elsewhere (ssh, srun): a run on a node of this host alone
+    #: (a SLURM prolog) runs its probes there directly, by the local launcher, instead
+    remote: bool = False
 
     def default_python(self) -> str:
         """The interpreter on the nodes when the spec names none."""
@@ -34,6 +37,8 @@ KINDS: dict[str, LauncherKind] = {kind.name: kind for kind in (
                  section="sim", needs_section=True,
                  no_storage="simulates hosts and GPUs, not filesystems",
                  no_training="simulates collective benchmarks, not a training loop"),
-    LauncherKind("ssh", "pytest_cluster.launchers.ssh:SshLauncher", section="ssh"),
-    LauncherKind("slurm", "pytest_cluster.launchers.slurm:SlurmLauncher", section="slurm"),
+    LauncherKind("ssh", "pytest_cluster.launchers.ssh:SshLauncher", section="ssh",
+                 remote=True),
+    LauncherKind("slurm", "pytest_cluster.launchers.slurm:SlurmLauncher", section="slurm",
+                 remote=True),
 )}

@@ -40,6 +40,9 @@ class ClusterSpec:
     python: str
     probe_timeout_s: float
     parallel: int
+    #: In a run of some nodes (--cluster-node): the spec's nodes, of which `nodes` are
+    #: the ones checked; () when every node is
+    chosen_from: tuple[str, ...] = ()
 
 
 class Promises:
@@ -220,6 +223,8 @@ class Spec:
     others: tuple[SectionSpec, ...] = ()
     warnings: tuple[str, ...] = ()  # likely slips, "FILE:LINE: KEY: text" like errors
     text: str = field(default="", repr=False, compare=False)  # as read: the evidence keeps it
+    #: In a run of some nodes (spec/narrow.py): the spec of the whole cluster
+    whole: Spec | None = field(default=None, repr=False, compare=False)
 
     def section(self, name: str) -> object:
         """The record of the section `name`: its field, or one of `others` (None: absent)."""
@@ -230,7 +235,7 @@ class Spec:
 
 #: The fields of Spec that are sections of the spec.
 SECTION_FIELDS = frozenset(f.name for f in fields(Spec)) - {"file", "sha256", "others",
-                                                             "warnings", "text"}
+                                                             "warnings", "text", "whole"}
 
 
 @dataclass(frozen=True)

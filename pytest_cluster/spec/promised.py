@@ -69,7 +69,28 @@ def _member(declaration: Declaration, spec: Spec,
 
 def promised(spec: Spec, name: str, params: Mapping[str, object]) -> Promised:
     """What a case of clause `name` checks, with these parameters, and whether the spec
-    promises it. A clause that is not declared (your own marker) is always checked."""
+    promises it. A clause that is not declared (your own marker) is always checked. In a
+    run of some nodes, what the whole cluster's spec promises but this run cannot check
+    (a clause across nodes) says so."""
+    found = _promised(spec, name, params)
+    whole, cluster = spec.whole, spec.cluster
+    if found.promised or whole is None:
+        return found
+    full = _promised(whole, name, params)
+    if not full.promised:
+        return found
+    return Promised(full.name, False, across(len(cluster.nodes), len(cluster.chosen_from)))
+
+
+#: Why a run of some nodes does not check a clause across nodes (its words start so).
+ACROSS = "across nodes"
+
+
+def across(chosen: int, of: int) -> str:
+    return f"{ACROSS}: this run covers {chosen} of {of} nodes (--cluster-node)"
+
+
+def _promised(spec: Spec, name: str, params: Mapping[str, object]) -> Promised:
     try:
         declaration = declared(name)
     except KeyError:

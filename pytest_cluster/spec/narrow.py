@@ -1,0 +1,88 @@
+"""A run of some nodes of the contract (`--cluster-node`): which nodes, and the spec those
+nodes are checked against. Collection, the plan, the probes and the verdict see only the
+chosen nodes, so a run of one node costs the same whatever the cluster's size; the clauses
+that span nodes (the same software everywhere, all-reduce across nodes, the slow-node
+search) are listed as not checked, saying why (spec/promised.py reads `Spec.whole`).
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from pytest_cluster.errors import UnitError
+from pytest_cluster.hostlist import expand_hostlist
+from pytest_cluster.spec.launchers import KINDS
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.model import Spec
+
+#: `--cluster-node=.`: this host.
+THIS_HOST = "."
+#: What SLURM sets in a prolog or epilog's environment (SLURM_SCRIPT_CONTEXT): run there,
+#: a run checks this host alone.
+SLURM_CONTEXTS = ("prolog_slurmd", "epilog_slurmd")
+#: The most names --cluster-node may give in all.
+MAX_CHOSEN = 100_000
+
+
+def this_host(env: Mapping[str, str]) -> list[str]:
+    """The names this host may have in cluster.nodes: SLURM's name for it (a prolog's
+    SLURMD_NODENAME), then its host name, then that name's first label."""
+    names = [env.get("SLURMD_NODENAME", "").strip(), socket.gethostname()]
+    names.append(names[1].split(".", 1)[0])
+    return [name for name in dict.fromkeys(names) if name]
+
+
+def in_slurm_script(env: Mapping[str, str]) -> bool:
+    """Whether this runs as a SLURM prolog or epilog (a run of this host alone)."""
+    return env.get("SLURM_SCRIPT_CONTEXT", "") in SLURM_CONTEXTS
+
+
+def chosen(values: Sequence[str], nodes: Sequence[str],
+           env: Mapping[str, str]) -> tuple[tuple[str, ...], bool]:
+    """The nodes `--cluster-node` names (each a node, a hostlist like gpu-[001-004], or `.`
+    for this host), in the spec's order, and whether they are this host alone. ValueError
+    saying which name is not one of cluster.nodes."""
+    known = set(nodes)
+    wanted: set[str] = set()
+    here = False
+    for value in values:
+        if value.strip() == THIS_HOST:
+            names = this_host(env)
+            found = next((name for name in names if name in known), None)
+            if found is None:
+                raise ValueError(f"this host ({', '.join(names)}) is not one of the spec's "
+                                 f"cluster.nodes")
+            wanted.add(found)
+            here = True
+            continue
+        try:
+            names = expand_hostlist(value)
+        except UnitError as exc:
+            raise ValueError(f"{value[:80]!r}: {exc}") from None
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more"
+                                              if len(unknown) > 5 else "")
+            raise ValueError(f"not in the spec's cluster.nodes: {shown}")
+        wanted.update(names)
+        if len(wanted) > MAX_CHOSEN:
+            raise ValueError(f"more than {MAX_CHOSEN} nodes")
+    return tuple(node for node in nodes if node in wanted), here and len(wanted) == 1
+
+
+def narrow(spec: Spec, nodes: Sequence[str], here: bool = False) -> Spec:
+    """The spec a run of `nodes` checks: the cluster cut to them, no job across nodes
+    (its node counts are the whole cluster's), and the whole spec kept to say what is not
+    checked here. `here`: the one node is this host, so a launcher that reaches nodes
+    from elsewhere (ssh, srun: a prolog must not) gives way to the local one."""
+    launcher = spec.cluster.launcher
+    cluster = replace(spec.cluster, nodes=tuple(nodes), chosen_from=spec.cluster.nodes,
+                      launcher="local" if here and KINDS[launcher].remote else launcher)
+    interconnect = spec.interconnect
+    if interconnect is not None:
+        interconnect = replace(interconnect, node_counts=(), node_counts_dropped=())
+    return replace(spec, cluster=cluster, interconnect=interconnect, whole=spec)

@@ -1,0 +1,125 @@
+"""--cluster-node: a run of some nodes of the contract (a provider's gate, a SLURM prolog).
+Which nodes a value names, the spec they are checked against, and whole runs of the sim
+cluster: only the chosen nodes are collected and judged, the clauses across nodes are listed
+as not tested here, a name not in the spec is a usage error, and a prolog checks its host."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from pytest_cluster.spec import parse_spec
+from pytest_cluster.spec.narrow import chosen, in_slurm_script, narrow, this_host
+from pytest_cluster.spec.promised import promised
+from tests.test_plugin import jsonl
+
+NODES = tuple(f"gpu-{i:03d}" for i in range(1, 1025))
+
+
+def test_a_value_names_nodes_a_hostlist_or_this_host() -> None:
+    assert chosen(["gpu-007"], NODES, {}) == (("gpu-007",), False)
+    assert chosen(["gpu-[010-012]", "gpu-003", "gpu-011"], NODES, {}) == (
+        ("gpu-003", "gpu-010", "gpu-011", "gpu-012"), False)  # the spec's order, once each
+    # `.`: SLURM's name for this host first (a prolog's SLURMD_NODENAME), then its own
+    assert chosen(["."], NODES, {"SLURMD_NODENAME": "gpu-042"}) == (("gpu-042",), True)
+    assert this_host({})[0] == socket.gethostname()
+    assert chosen([".", "gpu-042"], NODES, {"SLURMD_NODENAME": "gpu-042"})[1] is True
+    assert chosen([".", "gpu-043"], NODES, {"SLURMD_NODENAME": "gpu-042"})[1] is False
+    with pytest.raises(ValueError, match=r"not in the spec's cluster\.nodes: gpu-2000"):
+        chosen(["gpu-[1024-1025]", "gpu-2000"][1:], NODES, {})
+    with pytest.raises(ValueError, match=r"not in the spec's cluster\.nodes: gpu-1025, "
+                                         r"gpu-1026, gpu-1027, gpu-1028, gpu-1029 and 1 more"):
+        chosen(["gpu-[1020-1030]"], NODES, {})
+    with pytest.raises(ValueError, match=r"this host \(elsewhere"):
+        chosen(["."], NODES, {"SLURMD_NODENAME": "elsewhere"})
+    with pytest.raises(ValueError, match="'gpu-\\[9-1\\]': "):
+        chosen(["gpu-[9-1]"], NODES, {})
+    assert in_slurm_script({"SLURM_SCRIPT_CONTEXT": "prolog_slurmd"})
+    assert not in_slurm_script({"SLURM_SCRIPT_CONTEXT": "prolog_slurmctld"})
+    assert not in_slurm_script({})
+
+
+SPEC = """\
+cluster: {name: c, nodes: "n[1-4]", launcher: ssh}
+ssh: {user: root}
+host: {cpu_cores: 1, same_software: true}
+interconnect:
+  inter_node: {kind: ethernet, nics_per_node: 1, rate_per_nic: 10 Gb/s}
+  payloads: [1 MiB]
+  busbw: ">= 50%"
+"""
+
+
+def test_a_narrowed_spec_keeps_the_whole_one_to_say_what_is_not_checked() -> None:
+    whole = parse_spec(SPEC, "t.yaml")
+    spec = narrow(whole, ["n3"], here=True)
+    assert spec.cluster.nodes == ("n3",) and spec.cluster.chosen_from == whole.cluster.nodes
+    assert spec.cluster.launcher == "local"  # this host: probes run here, not over ssh
+    assert narrow(whole, ["n3"]).cluster.launcher == "ssh"
+    assert spec.interconnect is not None and spec.interconnect.node_counts == ()
+    found = promised(spec, "interconnect.busbw[inter_node]", {})
+    assert (found.promised, found.not_in_contract) == (False, (
+        "interconnect.busbw[inter_node] (across nodes: this run covers 1 of 4 nodes "
+        "(--cluster-node))"))
+    same = promised(spec, "host.same_software", {"package": "torch"})
+    assert same.name == "host.same_software.torch" and not same.promised
+    assert promised(spec, "host.cpu_cores", {"node": "n3"}).promised
+    assert promised(spec, "gpus.ecc_uncorrected", {}).not_in_contract == "gpus"
+
+
+SIM = """\
+cluster: {name: c, nodes: "n[1-4]", launcher: sim}
+host: {cpu_cores: 96}
+interconnect:
+  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}
+  payloads: [1 GiB]
+  busbw: ">= 80%"
+  node_network: false
+sim:
+  faults:
+    - {node: n2, down: true}
+"""
+
+
+def test_a_run_of_one_node_collects_judges_and_reports_that_node_alone(
+        pytester: pytest.Pytester) -> None:
+    (pytester.path / "trial.yaml").write_text(SIM)
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "--cluster-node=n3")
+    result.assert_outcomes(passed=1)  # n3's cpu_cores
+    cases = [r["case"] for r in jsonl(pytester) if r.get("type") == "result"]
+    assert all("n3" in case for case in cases), cases
+    result.stdout.fnmatch_lines([
+        "cluster c: 1 of 1 contract check(s) ran, 0 failed; nodes covered: all 1 node(s) (a "
+        "run of 1 of the spec's 4 nodes: --cluster-node)",
+        "*nodes: 1 ACCEPTED, 0 REJECTED, 0 UNREACHABLE, 0 NOT CHECKED*"])
+    assert ("not tested here, across nodes (this run covers 1 of 4 nodes (--cluster-node)): "
+            "host.same_software.cuda, ") in result.stdout.str()
+    assert "interconnect.busbw[inter_node], interconnect.stress_loop\n" in result.stdout.str()
+    verdict = (pytester.path / "reports" / "latest" / "verdict.json").read_text()
+    assert '"n3"' in verdict and '"n2"' not in verdict  # n2 is down, but not in this run
+    down = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                              "--cluster-node=n2")
+    assert down.ret == pytest.ExitCode.TESTS_FAILED
+    down.stdout.fnmatch_lines(["*UNREACHABLE n2*"])
+
+
+def test_a_node_not_in_the_spec_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    (pytester.path / "trial.yaml").write_text(SIM)
+    result = pytester.runpytest("--cluster=trial.yaml", "--cluster-node=n9")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--cluster-node: not in the spec's cluster.nodes: n9*"])
+
+
+def test_a_slurm_prolog_checks_its_own_node(pytester: pytest.Pytester,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """SLURM sets SLURM_SCRIPT_CONTEXT and SLURMD_NODENAME for a prolog: without
+    --cluster-node, the run is of that node alone."""
+    (pytester.path / "trial.yaml").write_text(SIM)
+    monkeypatch.setenv("SLURM_SCRIPT_CONTEXT", "prolog_slurmd")
+    monkeypatch.setenv("SLURMD_NODENAME", "n4")
+    result = pytester.runpytest_subprocess("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                           "-m", "sanity")
+    result.assert_outcomes(passed=1)
+    assert {r["node"] for r in jsonl(pytester) if r.get("type") == "result"} == {"n4"}
