@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from jsonschema import Draft202012Validator, ValidationError
 
 from pytest_cluster.evidence.check import Evidence, Place
 from pytest_cluster.evidence.gathered import cell_of
@@ -18,13 +19,14 @@ from pytest_cluster.evidence.rundir import create_run_dir, point_latest, run_dir
 from pytest_cluster.evidence.tally import ClauseTally, margin, margin_text
 from pytest_cluster.evidence.verdict import (
     cluster_failures,
+    cluster_verdict,
     decisive,
     drain_line,
     node_verdicts,
+    taint_line,
     to_drain,
 )
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
-from pytest_cluster.report.scorecard import cluster_verdict
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import Rule
 
@@ -265,10 +267,10 @@ def test_a_check_not_established_rejects_only_through_the_silent_node() -> None:
     failures = cluster_failures(records, ["n1", "n2"])
     assert [f["kind"] for f in failures] == ["not_all_nodes"] and decisive(failures) == []
     end = {"status": "complete"}
-    assert cluster_verdict(end, verdicts, len(decisive(failures))) == "INCOMPLETE"
+    assert cluster_verdict(end["status"], verdicts, len(decisive(failures))) == "INCOMPLETE"
     unreachable = [*records[:2], {**records[2], "error_kind": "unreachable"}, records[3]]
     verdicts = node_verdicts(["n1", "n2"], PLAN, unreachable)
-    assert cluster_verdict(end, verdicts, 0) == "REJECTED"
+    assert cluster_verdict(end["status"], verdicts, 0) == "REJECTED"
 
 
 def test_drain_lines_of_this_machine_standing_for_the_nodes_are_comments() -> None:
@@ -286,3 +288,51 @@ def test_drain_lines_of_this_machine_standing_for_the_nodes_are_comments() -> No
         "# this machine stands for every node here, not a SLURM node: scontrol update "
         "NodeName=n1 State=DRAIN")
     assert not_a_node(ssh) is None
+    # a prolog's run of its own node: the local launcher reaches it, but it is a real node
+    from pytest_cluster.spec.narrow import narrow
+
+    here = narrow(ssh, ["n1"], here=True)
+    assert here.cluster.launcher == "local" and not_a_node(here) is None
+    assert taint_line(verdict) == ("kubectl taint nodes n1 "
+                                   "pytest-cluster/verdict=rejected:NoSchedule --overwrite")
+    assert taint_line(verdict, not_a_node(local)).startswith("# this machine stands for ")
+
+
+def _verdict(pytester: pytest.Pytester, *args: str) -> dict[str, Any]:
+    from pytest_cluster.evidence.end import verdict_schema
+
+    pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", *args)
+    document: dict[str, Any] = json.loads(
+        (pytester.path / "reports" / "latest" / "verdict.json").read_text())
+    Draft202012Validator(verdict_schema()).validate(document)
+    return document
+
+
+def test_verdict_json_has_the_clusters_verdict_and_follows_its_schema(
+        pytester: pytest.Pytester) -> None:
+    """A pipeline reads the cluster's verdict, the run's id and UTC times, and the lines
+    that take nodes out; verdict.schema.json (shipped in the package, Draft 2020-12)
+    describes every key, checked with jsonschema on a rejected, an accepted, a partial
+    and a one-node run."""
+    from pytest_cluster.evidence.end import verdict_schema
+
+    Draft202012Validator.check_schema(verdict_schema())
+    (pytester.path / "trial.yaml").write_text(
+        "cluster: {name: c, nodes: 'n[1-3]', launcher: sim}\nhost: {cpu_cores: 96}\n"
+        "sim:\n  faults:\n    - {node: n2, down: true}\n")
+    rejected = _verdict(pytester)
+    assert rejected["verdict"] == "REJECTED" and rejected["status"] == "complete"
+    assert rejected["run_id"] == os.readlink(pytester.path / "reports" / "latest")
+    assert rejected["started_at"].endswith("Z") and rejected["schema"] == \
+        "pytest-cluster/verdict/1"
+    assert rejected["taint"] == [
+        "# SIMULATED, not a real node: kubectl taint nodes n2 "
+        "pytest-cluster/verdict=unreachable:NoSchedule --overwrite"]
+    assert (rejected["nodes_in_spec"], rejected["nodes_checked"]) == (3, 3)
+    accepted = _verdict(pytester, "--cluster-node=n[1,3]")
+    assert accepted["verdict"] == "ACCEPTED" and accepted["drain"] == []
+    assert (accepted["nodes_in_spec"], accepted["nodes_checked"]) == (3, 2)
+    partial = _verdict(pytester, "-k", "n1")
+    assert (partial["verdict"], partial["status"]) == ("INCOMPLETE", "partial")
+    with pytest.raises(ValidationError):
+        Draft202012Validator(verdict_schema()).validate({**accepted, "verdict": "MAYBE"})

@@ -4,17 +4,26 @@ writes them)."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster import __version__
 from pytest_cluster.evidence.plan import not_checked
 from pytest_cluster.evidence.results import run_status
 from pytest_cluster.evidence.tally import is_simulated, not_a_node
-from pytest_cluster.evidence.verdict import drain_line, to_drain
+from pytest_cluster.evidence.verdict import (
+    cluster_verdict,
+    decisive,
+    drain_line,
+    taint_line,
+    to_drain,
+)
+from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.baseline import Baseline
@@ -84,15 +93,36 @@ def end_record(facts: RunFacts) -> dict[str, Any]:
     return end
 
 
+#: The verdict.json shape this version writes (verdict.schema.json, shipped beside this).
+VERDICT_SCHEMA = "pytest-cluster/verdict/1"
+
+
+def verdict_schema() -> dict[str, Any]:
+    """verdict.json's JSON Schema (Draft 2020-12), as the package ships it."""
+    text = resources.files(__package__).joinpath("verdict.schema.json").read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
 def verdict_document(spec: Spec, end: dict[str, Any], verdicts: Sequence[NodeVerdict],
-                     ledger: Ledger) -> dict[str, Any]:
-    """verdict.json: each node's verdict, the failed checks about no one node, and the
-    nodes to drain."""
+                     ledger: Ledger, run_id: str = "") -> dict[str, Any]:
+    """verdict.json: the cluster's verdict, each node's, the failed checks about no one
+    node, and the lines that take the nodes not accepted out of service (SLURM drain,
+    Kubernetes taint; printed, never run). Its shape: verdict.schema.json."""
+    failed = ledger.cluster_failures()
+    why_not = not_a_node(spec)
+    out = to_drain(verdicts)
     return {
+        "schema": VERDICT_SCHEMA, "run_id": run_id, "tool_version": __version__,
         "cluster": spec.cluster.name, "spec_sha256": spec.sha256,
         "simulated": is_simulated(spec), "status": end["status"],
+        "verdict": cluster_verdict(end["status"], verdicts, len(decisive(failed))),
+        "started_at": utc(end["started_at"]), "ended_at": utc(end["ended_at"]),
         "checks": f"{end['checks_ran']} of {end['checks_planned']}",
+        "nodes_in_spec": len(spec.cluster.chosen_from or spec.cluster.nodes),
+        "nodes_checked": len(spec.cluster.nodes),
         "nodes": [v.to_json() for v in verdicts],
-        "cluster_checks_failed": ledger.cluster_failures(),
-        "drain": [drain_line(v, not_a_node(spec)) for v in to_drain(verdicts)],
+        "cluster_checks_failed": failed,
+        "drain": [drain_line(v, why_not) for v in out],
+        "taint": [taint_line(v, why_not) for v in out],
     }

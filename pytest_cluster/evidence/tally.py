@@ -152,7 +152,7 @@ def not_a_node(spec: Spec) -> str | None:
     launcher = launcher_class(spec.cluster.launcher)
     if launcher.simulated:
         return "SIMULATED, not a real node"
-    if launcher.one_host:
+    if launcher.one_host and not spec.cluster.here:
         return "this machine stands for every node here, not a SLURM node"
     return None
 

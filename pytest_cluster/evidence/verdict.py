@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.evidence.results import clause_of, outcome
+from pytest_cluster.evidence.results import COMPLETE, clause_of, outcome
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.plan import Plan
@@ -181,6 +181,22 @@ def decisive(failures: Iterable[dict[str, str]]) -> list[dict[str, str]]:
     return [f for f in failures if f.get("kind") not in NOT_ESTABLISHED]
 
 
+#: The cluster's verdict when some checks did not run (the nodes' are NOT CHECKED).
+INCOMPLETE = "INCOMPLETE"
+
+
+def cluster_verdict(status: str | None, verdicts: Sequence[NodeVerdict],
+                    cluster_failed: int) -> str:
+    """The whole run's verdict: REJECTED when a node was rejected or unreachable or a
+    cluster check failed (`cluster_failed`: the decisive ones); ACCEPTED when every node
+    was and the run was complete (`status`: the end record's); INCOMPLETE otherwise."""
+    if any(v.verdict in (REJECTED, UNREACHABLE) for v in verdicts) or cluster_failed:
+        return REJECTED
+    if status != COMPLETE or any(v.verdict != ACCEPTED for v in verdicts):
+        return INCOMPLETE
+    return ACCEPTED
+
+
 def to_drain(verdicts: Iterable[NodeVerdict]) -> list[NodeVerdict]:
     """The nodes a provider takes out of service: rejected and unreachable."""
     return [v for v in verdicts if v.verdict in (REJECTED, UNREACHABLE)]
@@ -198,6 +214,23 @@ def drain_line(verdict: NodeVerdict, not_a_node: str | None = None) -> str:
     simulated cluster; this machine standing for every node), a shell comment saying
     why, so a pipeline that runs these lines cannot drain a real node of that name."""
     line = shlex.join(drain_command(verdict))
+    return f"# {not_a_node}: {line}" if not_a_node else line
+
+
+#: The Kubernetes taint a node not accepted gets: its key, and the effect.
+TAINT_KEY = "pytest-cluster/verdict"
+
+
+def taint_command(verdict: NodeVerdict) -> list[str]:
+    """The kubectl line that keeps new pods off a rejected or unreachable node (printed,
+    never run): `pytest-cluster/verdict=rejected:NoSchedule`."""
+    return ["kubectl", "taint", "nodes", verdict.node,
+            f"{TAINT_KEY}={verdict.verdict.lower()}:NoSchedule", "--overwrite"]
+
+
+def taint_line(verdict: NodeVerdict, not_a_node: str | None = None) -> str:
+    """The taint line as a shell command; a comment where the node is not a real one."""
+    line = shlex.join(taint_command(verdict))
     return f"# {not_a_node}: {line}" if not_a_node else line
 
 

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.evidence.gathered import NEAR, Gathered, Matrix, PassedRow
-from pytest_cluster.evidence.results import COMPLETE
 from pytest_cluster.evidence.tally import (
     SIMULATED_BANNER,
     ClauseTally,
@@ -22,10 +21,9 @@ from pytest_cluster.evidence.tally import (
 )
 from pytest_cluster.evidence.verdict import (
     ACCEPTED,
-    REJECTED,
-    UNREACHABLE,
     NodeVerdict,
     by_verdict,
+    cluster_verdict,
     decisive,
 )
 
@@ -59,23 +57,14 @@ vertical-align:top}
 </style>"""
 
 
-def cluster_verdict(end: dict[str, Any] | None, verdicts: Sequence[NodeVerdict],
-                    cluster_failed: int) -> str:
-    if any(v.verdict in (REJECTED, UNREACHABLE) for v in verdicts) or cluster_failed:
-        return "REJECTED"
-    if end is None or end["status"] != COMPLETE or any(v.verdict != ACCEPTED
-                                                       for v in verdicts):
-        return "INCOMPLETE"
-    return "ACCEPTED"
-
-
 def scorecard_html(spec: Spec, end: dict[str, Any] | None, verdicts: Sequence[NodeVerdict],
                    gathered: Gathered, coverage: str) -> str:
     nodes = spec.cluster.nodes
     cluster_failed = gathered.cluster_failed
     tallies = gathered.tallies
     failing = [t for t in tallies if t.failed]
-    overall = cluster_verdict(end, verdicts, len(decisive(cluster_failed)))
+    overall = cluster_verdict(end["status"] if end else None, verdicts,
+                              len(decisive(cluster_failed)))
     counted = by_verdict(verdicts)
     parts = [STYLE, '<div id="scorecard">']
     if is_simulated(spec):

@@ -11,7 +11,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.evidence.tally import is_simulated, not_a_node
-from pytest_cluster.evidence.verdict import ACCEPTED, NodeVerdict, by_verdict, drain_line, to_drain
+from pytest_cluster.evidence.verdict import (
+    ACCEPTED,
+    NodeVerdict,
+    by_verdict,
+    drain_line,
+    taint_line,
+    to_drain,
+)
 from pytest_cluster.spec.promised import ACROSS
 
 if TYPE_CHECKING:
@@ -94,6 +101,8 @@ def terminal_lines(run: RunSummary) -> list[str]:
         lines.append("to drain them in SLURM (printed, never run):")
         why_not = not_a_node(spec)
         lines.extend(f"  {drain_line(v, why_not)}" for v in drain[:MAX_LISTED])
+        lines.append("to keep new pods off them in Kubernetes (printed, never run):")
+        lines.extend(f"  {taint_line(v, why_not)}" for v in drain[:MAX_LISTED])
     if run.inventory_error:
         lines.append(f"inventory.json could not be written: {run.inventory_error}")
     if run.evidence is not None:

@@ -287,7 +287,8 @@ class ClusterSession:
 
     def _write_verdict(self) -> None:
         assert self.run_dir is not None and self.end is not None
-        document = verdict_document(self.spec, self.end, self.verdicts, self.ledger)
+        document = verdict_document(self.spec, self.end, self.verdicts, self.ledger,
+                                    self.run_dir.name)
         path = self.run_dir / "verdict.json"
         path.write_text(json.dumps(document, indent=1, sort_keys=True), encoding="utf-8")
 

@@ -43,6 +43,9 @@ class ClusterSpec:
     #: In a run of some nodes (--cluster-node): the spec's nodes, of which `nodes` are
     #: the ones checked; () when every node is
     chosen_from: tuple[str, ...] = ()
+    #: The one node checked is this host, reached by the local launcher instead of the
+    #: spec's ssh or srun (a SLURM prolog): a real node, whose drain line is to be run
+    here: bool = False
 
 
 class Promises:

@@ -80,8 +80,9 @@ def narrow(spec: Spec, nodes: Sequence[str], here: bool = False) -> Spec:
     checked here. `here`: the one node is this host, so a launcher that reaches nodes
     from elsewhere (ssh, srun: a prolog must not) gives way to the local one."""
     launcher = spec.cluster.launcher
+    local = here and KINDS[launcher].remote
     cluster = replace(spec.cluster, nodes=tuple(nodes), chosen_from=spec.cluster.nodes,
-                      launcher="local" if here and KINDS[launcher].remote else launcher)
+                      launcher="local" if local else launcher, here=local)
     interconnect = spec.interconnect
     if interconnect is not None:
         interconnect = replace(interconnect, node_counts=(), node_counts_dropped=())
