@@ -48,6 +48,15 @@ def pytest_cluster_soak_round(config: pytest.Config, record: dict[str, Any]) -> 
 
 
 @hookspec
+def pytest_cluster_soak_progress(config: pytest.Config, rounds: int,
+                                 availability: dict[str, float], credit: str,
+                                 currency: str) -> None:
+    """A soak after each round: the rounds finished, each node's availability so far (a
+    share, as the soak's availability cases count it) and the SLA credit owed so far (a
+    decimal text in `currency`; "0" without an sla: section)."""
+
+
+@hookspec
 def pytest_cluster_node_verdict(config: pytest.Config, verdict: dict[str, Any]) -> None:
     """A node's verdict, as verdict.json lists it (node, verdict, reasons, ...)."""
 

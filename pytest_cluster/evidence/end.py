@@ -81,6 +81,9 @@ def end_record(facts: RunFacts) -> dict[str, Any]:
         "started_at": facts.started, "ended_at": now,
         "duration_s": round(now - facts.started, 3),
         "tool_version": __version__,
+        "verdict": cluster_verdict(
+            run_status(facts.exit_code, planned, selected, checks_ran), facts.verdicts,
+            len(decisive(facts.ledger.cluster_failures()))),
     }
     if facts.baseline is not None:
         compared = facts.baseline_cases
@@ -116,7 +119,7 @@ def verdict_document(spec: Spec, end: dict[str, Any], verdicts: Sequence[NodeVer
         "schema": VERDICT_SCHEMA, "run_id": run_id, "tool_version": __version__,
         "cluster": spec.cluster.name, "spec_sha256": spec.sha256,
         "simulated": is_simulated(spec), "status": end["status"],
-        "verdict": cluster_verdict(end["status"], verdicts, len(decisive(failed))),
+        "verdict": end["verdict"],
         "started_at": utc(end["started_at"]), "ended_at": utc(end["ended_at"]),
         "checks": f"{end['checks_ran']} of {end['checks_planned']}",
         "nodes_in_spec": len(spec.cluster.chosen_from or spec.cluster.nodes),

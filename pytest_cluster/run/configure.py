@@ -24,6 +24,7 @@ from pytest_cluster.run import lifecycle
 from pytest_cluster.run.after_checks import AfterChecks
 from pytest_cluster.run.html_hooks import HTML_PLUGIN, HtmlHooks
 from pytest_cluster.run.memory import MEMORY_PLUGIN, CaseMemory
+from pytest_cluster.run.metrics_sink import METRICS_PLUGIN, MetricsSink
 from pytest_cluster.run.session import SESSION_PLUGIN, ClusterSession
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY, WORKERS_CUT_KEY
 from pytest_cluster.run.suite import acceptance_dir
@@ -81,6 +82,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--cluster-soak-round", metavar="N", default=None, type=int,
         help="(set by a soak for each of its rounds: this run is round N, written to "
              "--cluster-reports/round-NNNN)")
+    group.addoption(
+        "--cluster-metrics", metavar="FILE", default=None,
+        help="also write the run in Prometheus' text format to FILE (atomically, for "
+             "node_exporter's textfile collector): each node's verdict, each check's "
+             "measured value and margin in base units, the run's status; a soak rewrites "
+             "it after every round with availability and the credit so far")
     group.addoption(
         "--cluster-node", metavar="NODE", action="append", default=None,
         help="check only this node (repeatable; a hostlist like gpu-[001-004]; `.`: this "
@@ -221,6 +228,15 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     return config.stash.get(WORKERS_CUT_KEY, None)
 
 
+def _metrics(config: pytest.Config, spec: Spec, run_dir: Path | None) -> None:
+    """--cluster-metrics: the sink that writes the run's metrics (run/metrics_sink.py)."""
+    metrics = config.getoption("cluster_metrics")
+    if metrics and writes_evidence(config):
+        config.pluginmanager.register(MetricsSink(
+            Path(metrics), spec.cluster.name, run_dir.name if run_dir else ""),
+            METRICS_PLUGIN)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
@@ -274,6 +290,7 @@ def pytest_configure(config: pytest.Config) -> None:
         controller = ClusterSession(config, spec, run_dir, cache_dir, AfterChecks(),
                                     writes_evidence(config), signers, accepted)
         config.pluginmanager.register(controller, SESSION_PLUGIN)
+        _metrics(config, spec, run_dir)
         config.pluginmanager.register(HtmlHooks(controller), HTML_PLUGIN)
         config.pluginmanager.register(CaseMemory(config, controller.html_report),
                                       MEMORY_PLUGIN)

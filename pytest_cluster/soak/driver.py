@@ -238,6 +238,20 @@ class SoakDriver:
         if terminal is not None:
             terminal.ensure_newline()
             terminal.write_line(line, red=bool(failing), green=not failing)
+        self._so_far()
+
+    def _so_far(self) -> None:
+        """Each node's availability and the credit owed so far, to the sinks
+        (pytest_cluster_soak_progress: --cluster-metrics rewrites its file)."""
+        lines = soak.timelines(self.rounds)
+        sla = self.spec.sla or NO_SLA
+        availability, settlement = settle(
+            {node: lines.spans[node] for node in self.spec.cluster.nodes
+             if node in lines.spans}, lines.window, sla, lines.unobserved_s)
+        self.config.hook.pytest_cluster_soak_progress(
+            config=self.config, rounds=len(self.rounds),
+            availability={found.node: found.availability for found in availability},
+            credit=str(settlement.owed), currency=sla.currency)
 
     # -- the soak's cases ---------------------------------------------------------------------
 

@@ -53,7 +53,7 @@ _ROUND = re.compile(r"^round-(\d{4,})$")
 #: where its evidence goes (each round writes into SOAK/rounds/round-NNNN).
 ROUND_DROPS_VALUED = ("--cluster-soak", "--cluster-soak-rounds", "--cluster-soak-resume",
                       "--cluster-soak-round", "--cluster-reports", "--junitxml",
-                      "--junit-xml", "--html")
+                      "--junit-xml", "--html", "--cluster-metrics")
 ROUND_DROPS_FLAGS = ("--self-contained-html",)
 
 
