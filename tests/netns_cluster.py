@@ -63,6 +63,7 @@ class NetnsCluster:
         self.slurmctld: subprocess.Popen[bytes] | None = None
         self.slurm_env: dict[str, str] = {}
         self.slurm_conf = self.workdir / "slurm" / "slurm.conf"
+        self.tmpfs: dict[str, tuple[str, str]] = {}  # per node: a folder of its own tmpfs
         self._started = False
 
     def netns(self, node: str) -> str:
@@ -178,18 +179,24 @@ class NetnsCluster:
 
     # -- SLURM: slurmctld here, one slurmd per node namespace ---------------------------
 
-    def start_slurm(self) -> dict[str, str]:
-        """Start slurmctld and a slurmd per node; the environment srun/sinfo need."""
+    def start_slurm(self, prolog: Path | None = None,
+                    tmpfs: dict[str, tuple[str, str]] | None = None) -> dict[str, str]:
+        """Start slurmctld and a slurmd per node; the environment srun/sinfo need. With
+        `prolog`, slurm.conf's Prolog (run at allocation); `tmpfs`: per node a folder and
+        a size, a tmpfs of that size on that folder in that node's own mount namespace
+        (its slurmd, its prolog and its jobs see it; the other nodes see this machine's)."""
+        self.tmpfs = tmpfs or {}
         for tool in ("slurmctld", "slurmd", "srun", "sinfo", "nsenter", "unshare"):
             if shutil.which(tool) is None:
                 raise Unavailable(f"{tool} is not installed (apt install slurm-wlm)")
         d = self.workdir / "slurm"
+        shutil.rmtree(d / "state", ignore_errors=True)  # a restart forgets drained nodes
         (d / "state").mkdir(parents=True)
         port = 20000 + os.getpid() % 20000
         nodes = "\n".join(f"NodeName={n} NodeAddr={self.addresses[n]} CPUs=1 State=UNKNOWN"
                           for n in self.nodes)
         for node in self.nodes:
-            (d / f"spool-{node}").mkdir()
+            (d / f"spool-{node}").mkdir(exist_ok=True)
         self.slurm_conf.write_text(f"""ClusterName=pcnetns
 SlurmctldHost={socket.gethostname()}({self.subnet}.1)
 SlurmctldPort={port}
@@ -211,7 +218,7 @@ SlurmctldLogFile={d}/slurmctld.log
 SlurmdLogFile={d}/slurmd-%n.log
 {nodes}
 PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE State=UP
-""")
+""" + (f"Prolog={prolog}\nPrologFlags=Alloc\nPrologEpilogTimeout=120\n" if prolog else ""))
         # srun listens for its tasks; tell them the address they can reach it on
         self.slurm_env = {"SLURM_CONF": str(self.slurm_conf),
                           "SLURM_SRUN_COMM_HOST": f"{self.subnet}.1"}
@@ -233,9 +240,15 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
 
     def start_slurmd(self, node: str) -> None:
         # ip netns exec breaks slurmd's cgroup setup; nsenter + its own host name works
+        mount = ""
+        unshare = ["unshare", "--uts"]
+        if node in self.tmpfs:
+            folder, size = self.tmpfs[node]
+            unshare.append("--mount")
+            mount = f"mount -t tmpfs -o size={size} tmpfs {folder} && "
         self.slurmd[node] = subprocess.Popen(
-            ["nsenter", f"--net=/run/netns/{self.netns(node)}", "unshare", "--uts", "sh",
-             "-c", f"hostname {node} && exec slurmd -D -f {self.slurm_conf} -N {node}"],
+            ["nsenter", f"--net=/run/netns/{self.netns(node)}", *unshare, "sh", "-c",
+             f"{mount}hostname {node} && exec slurmd -D -f {self.slurm_conf} -N {node}"],
             env={**os.environ, **self.slurm_env}, stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

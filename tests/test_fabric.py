@@ -151,14 +151,18 @@ def test_rail_busbw_needs_the_interconnect_section_its_jobs_run_by() -> None:
         fabric_of("fabric:\n  rail_busbw: 1 GB/s\n  rail_tool: iperf3\n")
 
 
-RAILS = """\
-cluster: {name: rails, nodes: "n[1-4]", launcher: sim}
-fabric: {rail_busbw: 40 GB/s}
+#: An interconnect section of 8 NDR NICs per node, without the slow-node search.
+IB = """\
 interconnect:
   inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}
   payloads: [1 GiB]
   busbw: ">= 80%"
   node_network: false
+"""
+RAILS = """\
+cluster: {name: rails, nodes: "n[1-4]", launcher: sim}
+fabric: {rail_busbw: 40 GB/s}
+""" + IB + """\
 sim:
   faults:
     - {node: n3, nic: 5, nic_rate: 200 Gb/s}
@@ -203,10 +207,7 @@ def test_each_rail_by_ib_write_bw_names_the_slow_port_and_its_node(
         "fabric: {rail_busbw: 350 Gb/s, rail_tool: ib_write_bw, rail_cuda: true}\n"
         "gpus: {model: H100-SXM-80GB, count: 8}\n"
         "sim:\n  gpus_per_node: 8\n  faults:\n    - {node: n3, nic: 5, nic_rate: 200 Gb/s}\n")
-    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
-                                "-k", "rail_busbw")
-    result.assert_outcomes(passed=3, failed=1)
-    (message,) = failures(pytester).values()
+    message = one_rail_failure(pytester)
     assert re.fullmatch(r"\[SIMULATED\] n3 rail_busbw: measured 194 Gb/s < required 350 "
                         r"Gb/s \(55.43% of required\); slow rail mlx5_5/1 194 Gb/s with n\d "
                         r"\(round 2 of 2; n\d reached the bar on mlx5_5/1 with other nodes\)",
@@ -248,6 +249,15 @@ def test_perftest_output_reads_as_its_versions_print_it() -> None:
                                       "stderr_tail": "Couldn't connect to n1:29501\n"}])
     assert math.isnan(rate)
     assert why == "rank 1: ib_write_bw exited with 1: Couldn't connect to n1:29501"
+
+
+def one_rail_failure(pytester: pytest.Pytester) -> str:
+    """The message of the one node whose rails fail, of four (trial.yaml, -k rail_busbw)."""
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "-k", "rail_busbw")
+    result.assert_outcomes(passed=3, failed=1)
+    (message,) = failures(pytester).values()
+    return message
 
 
 def failures(pytester: pytest.Pytester) -> dict[str, str]:
@@ -408,10 +418,7 @@ def test_real_rails_each_alone_name_the_slow_rail_of_the_slow_node(
             "interconnect:\n  inter_node: {kind: veth, nics_per_node: 2, rate_per_nic: "
             "1 Gb/s}\n  payloads: [16 MiB]\n  busbw: '>= 1 MB/s'\n  node_network: false\n"
             "  warmup: 2\n  iterations: 5\n  timeout: 2 min\n")
-        result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
-                                    "-k", "rail_busbw")
-        result.assert_outcomes(passed=3, failed=1)
-        (message,) = failures(pytester).values()
+        message = one_rail_failure(pytester)
         assert re.fullmatch(
             r"node3 rail_busbw: measured (\d+(\.\d+)?) MB/s < required 60 MB/s \([\d.]+% of "
             r"required\); slow rail rail2 \1 MB/s with node\d \(round 2 of 2; node\d reached "

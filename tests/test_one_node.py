@@ -12,6 +12,7 @@ import pytest
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.narrow import chosen, in_slurm_script, narrow, this_host
 from pytest_cluster.spec.promised import promised
+from tests.test_fabric import IB
 from tests.test_plugin import jsonl
 
 NODES = tuple(f"gpu-{i:03d}" for i in range(1, 1025))
@@ -71,11 +72,7 @@ def test_a_narrowed_spec_keeps_the_whole_one_to_say_what_is_not_checked() -> Non
 SIM = """\
 cluster: {name: c, nodes: "n[1-4]", launcher: sim}
 host: {cpu_cores: 96}
-interconnect:
-  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}
-  payloads: [1 GiB]
-  busbw: ">= 80%"
-  node_network: false
+""" + IB + """\
 sim:
   faults:
     - {node: n2, down: true}

@@ -177,6 +177,7 @@ COPIED_BETWEEN = {
     ("probes/job_node.py", "launchers/node_runner.py"): ("die_with_parent", "PR_SET_PDEATHSIG"),
     ("probes/collective.py", "measure/nccl_log.py"): ("KEEP", "MAX_LINES"),
     ("probes/job_node.py", "launchers/jobs.py"): ("JOB_ENV", "ENV_VALUE"),
+    ("probes/nccl_tests.py", "probes/perftest.py"): ("run_command", "MAX_STDOUT"),
 }
 COPIED = {name: files for files, names in COPIED_BETWEEN.items() for name in names}
 

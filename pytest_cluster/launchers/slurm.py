@@ -314,15 +314,16 @@ def srun_command(slurm: SlurmSpec, nodes: Sequence[str], python: str, call: Prob
             f"--ntasks={len(nodes)}", "--ntasks-per-node=1", "--input=all", "--label",
             "--kill-on-bad-exit=0", "--no-kill", f"--immediate={immediate_s}",
             f"--job-name={job_name}", "--export=ALL,PYTEST_CLUSTER_MARKERS=1"]
-    if slurm.partition:
-        argv.append(f"--partition={slurm.partition}")
-    if slurm.account:
-        argv.append(f"--account={slurm.account}")
-    if slurm.reservation:
-        argv.append(f"--reservation={slurm.reservation}")
-    if slurm.time_limit_min:
-        argv.append(f"--time={slurm.time_limit_min}")
-    return [*argv, *runner_argv(python, timeout_s, call.args)]
+    return [*argv, *site_options(slurm), *runner_argv(python, timeout_s, call.args)]
+
+
+def site_options(slurm: SlurmSpec) -> list[str]:
+    """Where the site wants our steps: partition, account, reservation, time limit."""
+    found = [f"--partition={slurm.partition}" if slurm.partition else "",
+             f"--account={slurm.account}" if slurm.account else "",
+             f"--reservation={slurm.reservation}" if slurm.reservation else "",
+             f"--time={slurm.time_limit_min}" if slurm.time_limit_min else ""]
+    return [option for option in found if option]
 
 
 def mpi_srun_command(slurm: SlurmSpec, nodes: Sequence[str], tasks_per_node: int,
@@ -334,15 +335,7 @@ def mpi_srun_command(slurm: SlurmSpec, nodes: Sequence[str], tasks_per_node: int
             f"--ntasks={len(nodes) * tasks_per_node}", f"--ntasks-per-node={tasks_per_node}",
             f"--mpi={slurm.mpi}", "--label", "--kill-on-bad-exit=1",
             f"--immediate={immediate_s}", f"--job-name={job_name}"]
-    if slurm.partition:
-        argv.append(f"--partition={slurm.partition}")
-    if slurm.account:
-        argv.append(f"--account={slurm.account}")
-    if slurm.reservation:
-        argv.append(f"--reservation={slurm.reservation}")
-    if slurm.time_limit_min:
-        argv.append(f"--time={slurm.time_limit_min}")
-    return [*argv, *program]
+    return [*argv, *site_options(slurm), *program]
 
 
 def task_lines(text: str, task: int = 0) -> str:

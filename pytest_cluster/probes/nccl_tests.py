@@ -21,7 +21,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 from typing import Any
 
 #: The binaries nccl-tests builds that this probe runs.
@@ -79,8 +78,9 @@ def kept_json(path: str) -> str | None:
     return json.dumps(data)
 
 
-def run_one(line: list[str], timeout_s: float, json_file: str | None) -> dict[str, Any]:
-    started = time.monotonic()
+def run_command(line: list[str], timeout_s: float) -> dict[str, Any]:
+    """Run a program: its command line, exit code (or "timeout", "not_found") and the end
+    of what it printed."""
     try:
         done = subprocess.run(line, capture_output=True, timeout=timeout_s, check=False,
                               stdin=subprocess.DEVNULL)
@@ -88,9 +88,16 @@ def run_one(line: list[str], timeout_s: float, json_file: str | None) -> dict[st
         stdout, stderr = done.stdout, done.stderr
     except subprocess.TimeoutExpired as exc:
         code, stdout, stderr = "timeout", exc.stdout or b"", exc.stderr or b""
-    return {"argv": line, "exit_code": code, "seconds": time.monotonic() - started,
+    except OSError as exc:
+        code, stdout, stderr = "not_found", b"", str(exc).encode()
+    return {"argv": line, "exit_code": code,
             "stdout": stdout.decode(errors="replace")[-MAX_STDOUT:],
-            "stderr_tail": stderr.decode(errors="replace")[-2000:],
+            "stderr_tail": stderr.decode(errors="replace")[-2000:]}
+
+
+def run_one(line: list[str], timeout_s: float, json_file: str | None) -> dict[str, Any]:
+    """One run of the binary, with what it wrote to its JSON file (its env dropped)."""
+    return {**run_command(line, timeout_s),
             "json": kept_json(json_file) if json_file else None}
 
 

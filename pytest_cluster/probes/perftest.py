@@ -24,10 +24,12 @@ from typing import Any
 TOOLS = ("ib_write_bw",)
 #: What a client says when its server does not listen yet (perftest_communication.c).
 NOT_YET = ("Couldn't connect to", "Unable to open file descriptor for socket connection")
-MAX_STDOUT = 64 * 1024
+MAX_STDOUT = 256 * 1024
 
 
-def run(line: list[str], timeout_s: float) -> dict[str, Any]:
+def run_command(line: list[str], timeout_s: float) -> dict[str, Any]:
+    """Run a program: its command line, exit code (or "timeout", "not_found") and the end
+    of what it printed."""
     try:
         done = subprocess.run(line, capture_output=True, timeout=timeout_s, check=False,
                               stdin=subprocess.DEVNULL)
@@ -57,7 +59,7 @@ def main(args: list[str]) -> int:
     tool = base[0]
     each_s = seconds + wait_s  # one client's turn, at most
     if rank == 0:
-        served = [run([*base, "-p", str(port + client)], each_s + 30)
+        served = [run_command([*base, "-p", str(port + client)], each_s + 30)
                   for client in range(1, world)]
         failed = next((s for s in served if s["exit_code"] != 0), None)
         print(json.dumps({"rank": 0, "role": "server", "tool": tool, "clients": world - 1,
@@ -66,7 +68,7 @@ def main(args: list[str]) -> int:
     deadline = time.monotonic() + rank * (each_s + 30)
     line = [*base, "-p", str(port + rank), os.environ["MASTER_ADDR"]]
     while True:
-        result = run(line, each_s + 30)
+        result = run_command(line, each_s + 30)
         waiting = result["exit_code"] != 0 and any(
             text in result["stderr_tail"] for text in NOT_YET)
         if not waiting or time.monotonic() > deadline:
