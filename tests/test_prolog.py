@@ -88,8 +88,10 @@ def test_the_prolog_lets_a_healthy_node_run_and_drains_an_unhealthy_one(
         netns.wait_for(lambda: ran1.exists() or None, "the job on node1 ran", 120)
     except RuntimeError:
         log = next((where / "prolog").glob("node1-*/pytest.log"), where / "none")
+        queue = subprocess.run(["squeue", "-a", "-l"], capture_output=True, text=True,
+                               check=False).stdout
         raise AssertionError(
-            f"{subprocess.run(['squeue', '-a', '-l'], capture_output=True, text=True).stdout}"
+            f"{queue}"
             f"\n{netns.scontrol('show', 'node', 'node1')}\n"
             f"{log.read_text()[-3000:] if log.exists() else 'no prolog log'}") from None
     time.sleep(2)
