@@ -50,6 +50,9 @@ def test_a_soaks_lines_come_first_marked_simulated_and_lists_are_cut() -> None:
     assert "  and 2 more (verdict.json lists all)" in lines
     assert f"not checked: sla: {NEEDS_A_SOAK}" in lines
     drain = lines.index("to drain them in SLURM (printed, never run):")
+    taint = lines.index("to keep new pods off them in Kubernetes (printed, never run):")
     assert lines[drain + 1].startswith("  # ") and "SIMULATED" in lines[drain + 1]
-    assert len(lines[drain + 1:-1]) == MAX_LISTED
+    assert len(lines[drain + 1:taint]) == len(lines[taint + 1:-1]) == MAX_LISTED
+    assert lines[taint + 1] == ("  # SIMULATED, not a real node: kubectl taint nodes n1 "
+                                "pytest-cluster/verdict=rejected:NoSchedule --overwrite")
     assert lines[-1] == "evidence: here/"
