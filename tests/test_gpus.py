@@ -246,6 +246,18 @@ def test_the_faulty_example_fails_exactly_its_faults(pytester: pytest.Pytester) 
     assert set(failed(pytester)) == expected
 
 
+def test_the_simulated_trial_fails_exactly_its_two_faults(pytester: pytest.Pytester) -> None:
+    """examples/trial-sim.yaml, README's first run: examples/trial.yaml's contract on a
+    simulated cluster (no storage), a slow GPU and a NIC down."""
+    result = run(pytester, (EXAMPLES / "trial-sim.yaml").read_text())
+    assert set(failed(pytester)) == {
+        "test_fabric_ports[gpu-002]", "test_gpu_memory_bandwidth[gpu-003-gpu5]",
+        "test_gpu_p2p[gpu-003-gpu5]",
+        *(f"test_collective_intra_node[gpu-003-{c}-{p}]"
+          for c in ("all_reduce", "all_gather") for p in ("4GiB", "16GiB"))}
+    result.stdout.fnmatch_lines(["nodes: 2 ACCEPTED, 2 REJECTED, 0 UNREACHABLE, 0 NOT CHECKED"])
+
+
 def test_without_a_gpu_the_real_probes_say_why(pytester: pytest.Pytester) -> None:
     """On this machine (no GPU) the real probes run through the local launcher and every
     GPU case fails with their reason, not a number."""
