@@ -213,14 +213,14 @@ class Cluster:
 
     # -- interconnect: benchmark jobs, each run once and shared by every test -------------
 
-    def _interconnect(self) -> InterconnectSpec:
+    def interconnect_spec(self) -> InterconnectSpec:
         if self.spec.interconnect is None:
             raise ValueError("the spec has no interconnect section")
         return self.spec.interconnect
 
     def _key(self, *parts: object) -> str:
         if self._interconnect_text is None:
-            self._interconnect_text = json.dumps(asdict(self._interconnect()), sort_keys=True,
+            self._interconnect_text = json.dumps(asdict(self.interconnect_spec()), sort_keys=True,
                                                  default=str)
         return document_key("interconnect", self._interconnect_text, *parts)
 
@@ -230,7 +230,7 @@ class Cluster:
         the rendezvous for it."""
         return next((r for r in map(self.host, nodes) if not r.ok), None)
 
-    def _jobs_at_once(self, jobs: int) -> int:
+    def jobs_at_once(self, jobs: int) -> int:
         """Jobs on disjoint nodes run at once; where every "node" is this machine
         (Launcher.one_host), one at a time (they would share its CPUs and network)."""
         if self.launcher.one_host:
@@ -246,7 +246,7 @@ class Cluster:
         ranks' network chosen by `env`. A node whose host probe did not answer fails the
         job at once: the other ranks would otherwise wait out the rendezvous timeout for
         it."""
-        spec = spec or self._interconnect()
+        spec = spec or self.interconnect_spec()
         host = self._silent(nodes)
         if host is not None:
             return CollectiveRun(collective, spec.backend, tuple(nodes), spec.ranks_per_node,
@@ -304,12 +304,12 @@ class Cluster:
 
     def intra_node(self, node: str, collective: str) -> CollectiveRun:
         """The payload sweep inside `node` (all its ranks); every node's job at once."""
-        spec = self._interconnect()
+        spec = self.interconnect_spec()
 
         def compute() -> dict[str, object]:
             def one(name: str) -> CollectiveRun:
                 return self.collective(collective, [name], spec.sweep())
-            with ThreadPoolExecutor(max_workers=self._jobs_at_once(len(self.nodes))) as pool:
+            with ThreadPoolExecutor(max_workers=self.jobs_at_once(len(self.nodes))) as pool:
                 runs = list(pool.map(one, self.nodes))
             return {name: run.to_json() for name, run in zip(self.nodes, runs, strict=True)}
 
@@ -319,7 +319,7 @@ class Cluster:
 
     def inter_node(self, count: int, collective: str) -> CollectiveRun:
         """The payload sweep across the first `count` nodes of the spec, as one job."""
-        spec = self._interconnect()
+        spec = self.interconnect_spec()
         nodes = self.nodes[:count]
         self.host_all()
         document = self.cache.document(
@@ -330,7 +330,7 @@ class Cluster:
     def collective_stress(self) -> StressLoop:
         """The stress level's all_reduce loop over every node of the spec, as one job; a
         node whose host probe did not answer fails it at once, named."""
-        spec = self._interconnect()
+        spec = self.interconnect_spec()
 
         def compute() -> dict[str, object]:
             host = self._silent(self.nodes)
@@ -345,20 +345,20 @@ class Cluster:
     def search_bar(self) -> float:
         """The busbw a group of nodes must reach in the slow-node search (bytes/s): the
         node_network clause's bound."""
-        clause, _ = required_busbw(self._interconnect(), 2, "node_network")
+        clause, _ = required_busbw(self.interconnect_spec(), 2, "node_network")
         return clause.requirement.bound.value
 
     def search_id(self) -> str:
         """The slow-node search's id: it is stored once per run as `<id>.json` in the
         run's probes/ directory, and each node's case refers to it by this id."""
-        return self._key("search", self._interconnect().search_payload)
+        return self._key("search", self.interconnect_spec().search_payload)
 
     def node_search(self) -> NodeSearch:
         """Pairs, then suspects with known-good nodes (all_reduce at search_payload); run
         once per run, read once per process."""
         if self._search is not None:
             return self._search
-        spec = self._interconnect()
+        spec = self.interconnect_spec()
         size = spec.search_payload
 
         def measure(groups: list[list[str]]) -> list[float]:
@@ -366,7 +366,7 @@ class Cluster:
                 run = self.collective("all_reduce", group, [size])
                 point = run.at(size) if run.ok else None
                 return point.busbw if point is not None else math.nan
-            with ThreadPoolExecutor(max_workers=self._jobs_at_once(len(groups))) as pool:
+            with ThreadPoolExecutor(max_workers=self.jobs_at_once(len(groups))) as pool:
                 return list(pool.map(one, groups))
 
         hosts = self.host_all()

@@ -26,7 +26,6 @@ from pytest_cluster.units import format_size
 if TYPE_CHECKING:
     from pytest_cluster.launchers import ProbeResult
     from pytest_cluster.measure.cluster import Cluster
-    from pytest_cluster.spec.model import InterconnectSpec
 
 
 #: How a group of nodes is measured on one rail: (bytes/s or NaN, why it failed).
@@ -97,12 +96,6 @@ def _unread(result: ProbeResult, ports: bool = False) -> str:
     return ""
 
 
-def interconnect(cluster: Cluster) -> InterconnectSpec:
-    if cluster.spec.interconnect is None:
-        raise ValueError("the spec has no interconnect section")
-    return cluster.spec.interconnect
-
-
 def search(cluster: Cluster) -> RailSearches:
     """The slow-node search on each rail alone (fabric.rail_busbw): every counted port
     name any node has, one rail after another, against the clause's bound. Each job
@@ -115,7 +108,7 @@ def search(cluster: Cluster) -> RailSearches:
     clause = fab.clause("rail_busbw")
     assert clause is not None, "fabric.rail_busbw is not in the contract"
     bar = clause.requirement.bound.value
-    size = interconnect(cluster).search_payload if fab.rail_tool == "all_reduce" \
+    size = cluster.interconnect_spec().search_payload if fab.rail_tool == "all_reduce" \
         else perftest.MESSAGE
     nics, hosts = cluster.probe_all(NIC_START), cluster.host_all()
 
@@ -145,7 +138,7 @@ def search(cluster: Cluster) -> RailSearches:
                     if why and len(failed) < MAX_FAILED_JOBS:
                         failed[",".join(sorted(group))] = why[:400]
                     return rate
-                with ThreadPoolExecutor(max_workers=cluster._jobs_at_once(len(groups))) \
+                with ThreadPoolExecutor(max_workers=cluster.jobs_at_once(len(groups))) \
                         as pool:
                     return list(pool.map(each, groups))
 
@@ -164,6 +157,7 @@ def search(cluster: Cluster) -> RailSearches:
                                   default=str) if cluster.spec.interconnect else "")
     return RailSearches.from_json(cluster.cache.document(key, compute))
 
+
 def runner(cluster: Cluster, port: dict[str, Any], index: int,
        size: int) -> tuple[dict[str, object], RailRunner]:
     """What binds a rail's jobs to `port` (recorded), and how a group of nodes is
@@ -172,7 +166,7 @@ def runner(cluster: Cluster, port: dict[str, Any], index: int,
     fab = cluster.spec.fabric
     assert fab is not None
     if fab.rail_tool == "all_reduce":
-        spec = replace(interconnect(cluster), ranks_per_node=1)
+        spec = replace(cluster.interconnect_spec(), ranks_per_node=1)
         env = fabric.rail_env(port, spec.backend)
 
         def collective(group: list[str]) -> tuple[float, str]:
