@@ -243,11 +243,8 @@ class SoakDriver:
     def _so_far(self) -> None:
         """Each node's availability and the credit owed so far, to the sinks
         (pytest_cluster_soak_progress: --cluster-metrics rewrites its file)."""
-        lines = soak.timelines(self.rounds)
         sla = self.spec.sla or NO_SLA
-        availability, settlement = settle(
-            {node: lines.spans[node] for node in self.spec.cluster.nodes
-             if node in lines.spans}, lines.window, sla, lines.unobserved_s)
+        availability, settlement = self._settle()
         self.config.hook.pytest_cluster_soak_progress(
             config=self.config, rounds=len(self.rounds),
             availability={found.node: found.availability for found in availability},
@@ -280,13 +277,16 @@ class SoakDriver:
         return [*self._availability(), *self.tally.counter_cases(nodes),
                 *self.tally.stability_cases(self.spec.soak)]
 
-    def _availability(self) -> list[Case]:
+    def _settle(self) -> tuple[list[NodeAvailability], Settlement]:
+        """Each node's availability over the rounds so far, and the credit it is owed."""
         lines = soak.timelines(self.rounds)
+        return settle({node: lines.spans[node] for node in self.spec.cluster.nodes
+                       if node in lines.spans}, lines.window, self.spec.sla or NO_SLA,
+                      lines.unobserved_s)
+
+    def _availability(self) -> list[Case]:
         sla = self.spec.sla or NO_SLA
-        window = lines.window
-        self.availability, self.settlement = settle(
-            {node: lines.spans[node] for node in self.spec.cluster.nodes
-             if node in lines.spans}, window, sla, lines.unobserved_s)
+        self.availability, self.settlement = self._settle()
         cases = []
         for found, owed in zip(self.availability, self.settlement.credits, strict=True):
             met = found.availability >= sla.uptime
