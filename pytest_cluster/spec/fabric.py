@@ -28,6 +28,7 @@ from pytest_cluster.spec.fields import (
     Ctx,
     boolean,
     field,
+    one_of,
     or_default,
     promises,
     section_map,
@@ -53,12 +54,6 @@ def link_layer(raw: object) -> str:
     return found
 
 
-def rail_tool(raw: object) -> str:
-    if raw not in RAIL_TOOLS:
-        raise UnitError(f"expected all_reduce or ib_write_bw, got {str(raw)[:64]!r}")
-    return str(raw)
-
-
 def devices(raw: object) -> str:
     value = text("a glob of port or device names like 'mlx5_*'")(raw)
     if not _GLOB.match(value):
@@ -75,7 +70,7 @@ def parse_fabric(ctx: Ctx, node: Node | None, interconnect: bool = False) -> Fab
         return None
     rails = table.items.get("rail_busbw", (None, None))[0]
     tool_node, cuda_node = table.take("rail_tool"), table.take("rail_cuda")
-    tool = field(ctx, tool_node, "fabric.rail_tool", rail_tool)
+    tool = field(ctx, tool_node, "fabric.rail_tool", one_of(RAIL_TOOLS, " or ".join(RAIL_TOOLS)))
     cuda = field(ctx, cuda_node, "fabric.rail_cuda", boolean)
     if rails is not None and not interconnect and tool in (None, "all_reduce"):
         ctx.error(rails, "fabric.rail_busbw", "needs an interconnect section: its jobs run "

@@ -251,6 +251,17 @@ def field(ctx: Ctx, node: Node | None, path: str, parse: Callable[[object], T]) 
         return None
 
 
+def one_of(choices: Sequence[str], expected: str) -> Callable[[object], str]:
+    """A parser of one name from `choices` (allowlisted, as written); `expected` says
+    them in words for the error."""
+    def parse(raw: object) -> str:
+        if not isinstance(raw, str) or raw not in choices:
+            shown = repr(raw) if len(repr(raw)) <= 80 else repr(str(raw)[:64])
+            raise UnitError(f"expected {expected}, got {shown}")
+        return raw
+    return parse
+
+
 def text(what: str) -> Callable[[object], str]:
     def parse(raw: object) -> str:
         if not isinstance(raw, str) or not raw.strip():

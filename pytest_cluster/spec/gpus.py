@@ -19,6 +19,7 @@ from pytest_cluster.spec.fields import (
     field,
     for_launcher,
     kind,
+    one_of,
     or_default,
     positive_int,
     promises,
@@ -252,19 +253,13 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
             raise UnitError(f"expected a factor above 0 like 0.8, got {raw!r}")
         return value
 
-    def throttle(raw: object) -> str:
-        if raw not in THROTTLES:
-            raise UnitError(f"expected one of {', '.join(THROTTLES)}, got {raw!r}")
-        return str(raw)
+    throttle = one_of(THROTTLES, f"one of {', '.join(THROTTLES)}")
 
     def one(key: str, parse: object) -> object:
         return field(ctx, table.take(key), f"{path}.{key}", parse)  # type: ignore[arg-type]
 
-    def sim_transport(raw: object) -> str:
-        if raw not in SIM_TRANSPORTS:
-            raise UnitError(f"expected {' or '.join(SIM_TRANSPORTS)} (the network NCCL falls "
-                            f"back to), got {raw!r}")
-        return str(raw)
+    sim_transport = one_of(SIM_TRANSPORTS, f"{' or '.join(SIM_TRANSPORTS)} (the network "
+                                           f"NCCL falls back to)")
 
     def nic_rate(raw: object) -> float:
         value = parse_quantity(raw, Dim.RATE).value

@@ -14,6 +14,7 @@ from pytest_cluster.spec.fields import (
     boolean,
     field,
     kind,
+    one_of,
     or_default,
     positive_int,
     respelled,
@@ -133,16 +134,8 @@ def _list(ctx: Ctx, node: Node | None, path: str, parse: object) -> list[object]
     return found
 
 
-def _backend(raw: object) -> str:
-    if raw not in BACKENDS:
-        raise UnitError(f"expected nccl (GPUs) or gloo (CPUs), got {raw!r}")
-    return str(raw)
-
-
-def _engine(raw: object) -> str:
-    if raw not in ENGINES:
-        raise UnitError(f"expected torch or nccl-tests, got {str(raw)[:64]!r}")
-    return str(raw)
+#: The backends a job may run on, as the spec's errors say them.
+backend = one_of(BACKENDS, "nccl (GPUs) or gloo (CPUs)")
 
 
 def _folder(raw: object) -> str:
@@ -155,11 +148,7 @@ def _folder(raw: object) -> str:
 
 def _collectives(ctx: Ctx, node: Node | None, path: str) -> list[str]:
     """The collectives measured: all_reduce, and any of the others."""
-    def collective(raw: object) -> str:
-        if raw not in COLLECTIVES:
-            raise UnitError(f"expected one of {', '.join(COLLECTIVES)}, got {raw!r}")
-        return str(raw)
-
+    collective = one_of(COLLECTIVES, f"one of {', '.join(COLLECTIVES)}")
     found = [str(c) for c in _list(ctx, node, path, collective) or ["all_reduce"]]
     if node is not None and "all_reduce" not in found and not any(
             failed.startswith(path) for failed in ctx.paths):
@@ -236,7 +225,7 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
 
     ranks_node = table.take("ranks_per_node")
     ranks = field(ctx, ranks_node, f"{path}.ranks_per_node", whole(1, MAX_RANKS))
-    chosen = field(ctx, table.take("backend"), f"{path}.backend", _backend)
+    chosen = field(ctx, table.take("backend"), f"{path}.backend", backend)
     sweep_from = field(ctx, table.take("sweep_from"), f"{path}.sweep_from", _payload)
     warmup = field(ctx, table.take("warmup"), f"{path}.warmup", positive_int)
     iterations = field(ctx, table.take("iterations"), f"{path}.iterations", positive_int)
@@ -249,7 +238,8 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
                    time_between(1, 7 * 86400, "from 1 s to 7 days"))
     transport = _transport(ctx, table.take("transport"), f"{path}.transport")
     engine_node, folder_node = table.take("engine"), table.take("nccl_tests")
-    engine = field(ctx, engine_node, f"{path}.engine", _engine)
+    engine = field(ctx, engine_node, f"{path}.engine",
+                   one_of(ENGINES, " or ".join(ENGINES)))
     folder = field(ctx, folder_node, f"{path}.nccl_tests", _folder)
     table.finish()
     if busbw is None or not payloads:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from yaml.nodes import MappingNode, Node
 
-from pytest_cluster.errors import UnitError
 from pytest_cluster.spec.clauses import keys
 from pytest_cluster.spec.fields import (
     Ctx,
@@ -25,15 +24,9 @@ from pytest_cluster.spec.fields import (
     time_between,
     whole,
 )
-from pytest_cluster.spec.interconnect import BACKENDS, MAX_RANKS
+from pytest_cluster.spec.interconnect import MAX_RANKS, backend
 from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import ClusterSpec, GpuSpec, TrainingSpec
-
-
-def backend(raw: object) -> str:
-    if raw not in BACKENDS:
-        raise UnitError(f"expected nccl (GPUs) or gloo (CPUs), got {raw!r}")
-    return str(raw)
 
 
 def parse_training(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
