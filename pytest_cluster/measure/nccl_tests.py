@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pytest_cluster.probes.nccl_tests import COLLECTIVE_BINARY
 from pytest_cluster.spec.busbw import CollectiveRun, SizePoint
 
 #: The most text read of one run, and the most rows kept.
@@ -250,9 +251,8 @@ def parse(stdout: str, json_text: str | None) -> Report:
         raise ValueError(f"{problem}the output: {exc}") from None
 
 
-#: The binary nccl-tests builds for each collective the spec may name.
-BINARY = {"all_reduce": "all_reduce_perf", "all_gather": "all_gather_perf",
-          "reduce_scatter": "reduce_scatter_perf", "alltoall": "alltoall_perf"}
+#: The binary nccl-tests builds for each collective the spec may name (the probe's).
+BINARY = COLLECTIVE_BINARY
 
 
 def probe_args(folder: str, collective: str, sizes: Sequence[int], gpus: int, warmup: int,

@@ -26,6 +26,9 @@ from typing import Any
 #: The binaries nccl-tests builds that this probe runs.
 BINARIES = ("all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf",
             "broadcast_perf", "reduce_perf", "sendrecv_perf")
+#: The binary that measures each collective a spec may name.
+COLLECTIVE_BINARY = {"all_reduce": "all_reduce_perf", "all_gather": "all_gather_perf",
+                     "reduce_scatter": "reduce_scatter_perf", "alltoall": "alltoall_perf"}
 #: How much of what a run printed is sent back (its table is at the end).
 MAX_STDOUT = 256 * 1024
 MAX_JSON = 4 * 2**20

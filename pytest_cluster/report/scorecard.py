@@ -63,8 +63,9 @@ def scorecard_html(spec: Spec, end: dict[str, Any] | None, verdicts: Sequence[No
     cluster_failed = gathered.cluster_failed
     tallies = gathered.tallies
     failing = [t for t in tallies if t.failed]
-    overall = cluster_verdict(end["status"] if end else None, verdicts,
-                              len(decisive(cluster_failed)))
+    # the end record's, as verdict.json says it; decided here only before the run's end
+    overall = str((end or {}).get("verdict") or cluster_verdict(
+        end["status"] if end else None, verdicts, len(decisive(cluster_failed))))
     counted = by_verdict(verdicts)
     parts = [STYLE, '<div id="scorecard">']
     if is_simulated(spec):

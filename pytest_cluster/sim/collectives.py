@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.probes.nccl_tests import COLLECTIVE_BINARY
 from pytest_cluster.sim.cluster import (
     NICS_PER_NODE,
     describe_node,
@@ -219,9 +220,8 @@ def job_ranks(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchmark,
 
 # -- nccl-tests on a simulated node (interconnect.engine: nccl-tests) ---------------------------
 
-#: The collective each of nccl-tests' binaries runs (the probe's BINARIES that the sim runs).
-NCCL_TESTS = {"all_reduce_perf": "all_reduce", "all_gather_perf": "all_gather",
-              "reduce_scatter_perf": "reduce_scatter", "alltoall_perf": "alltoall"}
+#: The collective each of nccl-tests' binaries the sim runs measures (the probe's mapping).
+NCCL_TESTS = {binary: collective for collective, binary in COLLECTIVE_BINARY.items()}
 
 
 def _float_text(value: float, width: int) -> str:
