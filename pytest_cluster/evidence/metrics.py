@@ -118,13 +118,9 @@ class Metrics:
         self.credit.labels(self.cluster, currency).set(float(credit))
 
     def write(self, path: Path) -> None:
-        write(path, self.registry)
-
-
-def write(path: Path, found: CollectorRegistry) -> None:
-    """Write atomically (a temporary file renamed over it), as the textfile collector
-    needs: a scrape reads the old file or the new, never half of one."""
-    write_to_textfile(str(path), found)
+        """Write atomically (a temporary file renamed over it), as the textfile collector
+        needs: a scrape reads the old file or the new, never half of one."""
+        write_to_textfile(str(path), self.registry)
 
 
 def _text(value: object) -> str:

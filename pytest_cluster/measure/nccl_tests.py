@@ -84,8 +84,7 @@ def _number(value: Any, what: str) -> float:
     if isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, str) and value.strip().lower() in ("nan", "-nan", "inf", "-inf"):
-        return float(value.strip().lower().lstrip("-") if "nan" in value.lower()
-                     else value.strip().lower())
+        return float(value)
     raise ValueError(f"{what} is not a number: {str(value)[:40]!r}")
 
 
