@@ -8,9 +8,11 @@ there, by name, not somewhere in a run; pyproject.toml pins the versions so test
   as each testcase finishes (evidence/junit_spool.py), so 100,000s of them are not held.
 - The terminal reporter's `stats` lists: a passed case's reports are dropped or replaced
   by a token once it is counted (it holds every report until the end otherwise);
-  `reportchars` says whether it will list the passed ones (-rp, -rP, -rA).
+  `reportchars` says whether it will list the passed ones (-rp, -rP, -rA), and
+  `_show_progress_info` whether its "times" progress reads them all.
 - pytest-html's report object: it holds every report and every row until it writes; a
-  passed check's (listed in the scorecard instead) is let go of, and counted.
+  passed check's (listed in the scorecard instead) is let go of, and counted. Where it
+  writes (the scorecard's passed lists go into that file afterwards).
 - The terminal's progress percentage and its writer: cases derived from the whole run are
   reported after the collected ones, without a percentage, on a line of their own.
 - An item's cached `location`: dropped when the item has finished.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -67,11 +70,13 @@ def terminal_reports(terminal: Any, key: str) -> list[Any]:
     return found if isinstance(found, list) else []
 
 
-def terminal_lists_passed(terminal: Any) -> bool:
-    """Whether the terminal will list the passed cases (-rp, -rP, -rA): then it keeps
-    them."""
+def terminal_reads_every_report(terminal: Any) -> bool:
+    """Whether the terminal reads the passed reports again: it lists them (-rp, -rP, -rA),
+    or its "times" progress (console_output_style) sums each file's durations from every
+    report. Then it keeps them all."""
     chars = str(getattr(terminal, "reportchars", "p"))
-    return "p" in chars or "P" in chars
+    return ("p" in chars or "P" in chars
+            or getattr(terminal, "_show_progress_info", None) == "times")
 
 
 @contextlib.contextmanager
@@ -121,6 +126,12 @@ def html_forget(html: Any, nodeid: str) -> None:
     rows = getattr(getattr(html, "_report", None), "_data", {}).get("tests")
     if isinstance(rows, dict) and rows.get(nodeid) == []:
         del rows[nodeid]
+
+
+def html_path(html: Any) -> Path | None:
+    """Where pytest-html writes its report (its `_report_path`), or None."""
+    found = getattr(html, "_report_path", None)
+    return found if isinstance(found, Path) else None
 
 
 def html_count_passed(html: Any) -> None:

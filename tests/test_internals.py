@@ -51,6 +51,8 @@ class Looks:
                 getattr(type(html._report), "outcomes", None), property)
             internals.html_forget(html, report.nodeid)
             self.found["pytest-html let go"] = report.nodeid not in html._reports
+            where = internals.html_path(html)
+            self.found["pytest-html writes to"] = where.name if where is not None else None
 
 
 def test_every_internal_is_where_the_run_reaches_for_it(pytester: pytest.Pytester) -> None:
@@ -64,7 +66,8 @@ def test_every_internal_is_where_the_run_reaches_for_it(pytester: pytest.Pyteste
         "junit testcases in order": 1, "terminal keeps the passed report": True,
         "pytest-html plugin": True, "pytest-html holds the reports": True,
         "pytest-html rows by case": True, "pytest-html counts outcomes": True,
-        "pytest-html let go": True}
+        "pytest-html let go": True, "pytest-html writes to": "r.html"}
+    assert (pytester.path / "r.html").is_file()
 
 
 def test_the_terminal_says_whether_it_lists_passed_cases(pytester: pytest.Pytester) -> None:
@@ -72,7 +75,11 @@ def test_the_terminal_says_whether_it_lists_passed_cases(pytester: pytest.Pytest
     for chars, lists in (("fE", False), ("A", True), ("p", True), ("P", True)):
         config = pytester.parseconfigure(f"-r{chars}")
         terminal = config.pluginmanager.get_plugin("terminalreporter")
-        assert internals.terminal_lists_passed(terminal) is lists, chars
+        assert internals.terminal_reads_every_report(terminal) is lists, chars
+    for style, reads in (("times", True), ("progress", False), ("count", False)):
+        config = pytester.parseconfigure("-rfE", "-o", f"console_output_style={style}")
+        terminal = config.pluginmanager.get_plugin("terminalreporter")
+        assert internals.terminal_reads_every_report(terminal) is reads, style
 
 
 def test_an_xdist_worker_gets_what_the_controller_hands_it(pytester: pytest.Pytester) -> None:
@@ -124,3 +131,22 @@ def test_an_item_s_location_is_a_cached_property_that_can_be_dropped(
     assert "location" in item.__dict__
     internals.forget_location(item)
     assert "location" not in item.__dict__ and item.location[2] == "test_it"
+
+
+def test_a_finished_case_s_stand_in_says_what_its_item_said(
+        pytester: pytest.Pytester) -> None:
+    """The terminal's "times" progress reads the items' `location` (its file, its name)."""
+    from pytest_cluster.run.memory import FinishedItem
+
+    pytester.mkpydir("sub")
+    module = pytester.path / "sub" / "test_it.py"
+    module.write_text("import pytest\nclass TestIt:\n"
+                      "    @pytest.mark.parametrize('x', ['a::b', 'c'])\n"
+                      "    def test_it(self, x): pass\n", encoding="utf-8")
+    items, _ = pytester.inline_genitems("sub")
+    assert len(items) == 2
+    for item in items:
+        finished = FinishedItem(item.nodeid, item.location[0])
+        assert finished.location[0] == item.location[0] == "sub/test_it.py"
+        assert (finished.name, finished.location[2]) == (item.name, item.location[2])
+    assert items[1].location[2] == "TestIt.test_it[c]"

@@ -54,7 +54,7 @@ def test_the_ledger_says_what_reading_every_line_says() -> None:
     assert [vars(t) for t in gathered.tallies] == [vars(t) for t in clause_tallies(every)]
     whole = matrix(NODES, every)
     assert (gathered.matrix.clauses, gathered.matrix.cells) == (whole.clauses, whole.cells)
-    assert gathered.passed == {
+    assert gathered.passed.as_dict() == {
         "gpus.memory": [passed_row(r) for r in every[:6] if r["outcome"] == "passed"],
         "host.memory": [passed_row(every[-2])]}
     ledger.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pytest_cluster.evidence import node_groups
@@ -80,3 +81,52 @@ def test_same_on_all_nodes_evidence_names_nodes_as_hostlists() -> None:
     dead = {n: f"{n}: host probe unreachable: down" for n in nodes[:512]}
     assert node_groups.evidence({}, dead) == {
         "values": {}, "unanswered": {"host probe unreachable: down": "gpu-[0001-0512]"}}
+
+
+def test_the_passed_lists_stream_every_row_in_order_per_clause(tmp_path: Path) -> None:
+    """2,500 rows in two clauses, interleaved as a run writes them: each clause's list
+    holds its rows in order, in pieces of at most 1,000 rows."""
+    import html
+    import tempfile
+
+    from pytest_cluster.evidence.gathered import PassedRow, PassedRows
+    from pytest_cluster.report.scorecard import passed_lists
+
+    with tempfile.TemporaryFile() as spool:
+        rows = PassedRows(spool)
+        added: dict[str, list[PassedRow]] = {"gpus.d2h": [], "host.memory": []}
+        for i in range(2500):
+            clause = "gpus.d2h" if i % 3 else "host.memory"
+            row = PassedRow(f"test_d2h[n{i}-gpu<{i % 8}>]", f"{i} GB/s", ">= 40 GB/s",
+                            "+2 %", "")
+            rows.add(clause, row)
+            added[clause].append(row)
+        assert rows.counts == {"host.memory": 834, "gpus.d2h": 1666}
+        assert rows.as_dict() == {"host.memory": added["host.memory"],
+                                  "gpus.d2h": added["gpus.d2h"]}
+        pieces = list(passed_lists(rows, {"gpus.d2h": "PCIe Gen5 x16"}))
+    text = "".join(pieces)
+    assert text.index("host.memory: 834 passed") < text.index("gpus.d2h: 1666 passed")
+    assert text.count("<tr><td>test_d2h[") == 2500
+    assert html.escape("test_d2h[n2-gpu<2>]") in text and "gpu<2>" not in text
+    assert "Reference (informs, never decides): PCIe Gen5 x16" in text
+    assert max(piece.count("<tr><td>") for piece in pieces) == 1000
+    with tempfile.TemporaryFile() as empty:
+        assert list(passed_lists(PassedRows(empty))) == []
+
+
+def test_a_splice_puts_the_pieces_where_the_mark_is_and_nothing_else(tmp_path: Path) -> None:
+    from pytest_cluster.report.splice import splice
+
+    report = tmp_path / "report.html"
+    report.write_text("<p>héad</p><!--here--><p>tail <!--here--></p>", encoding="utf-8")
+    report.chmod(0o640)
+    assert splice(report, "<!--here-->", iter(["<b>ä</b>", "", "<i>2</i>"]))
+    assert report.read_text(encoding="utf-8") == \
+        "<p>héad</p><b>ä</b><i>2</i><p>tail <!--here--></p>"  # the first mark only
+    assert report.stat().st_mode & 0o777 == 0o640
+    before = report.read_bytes()
+    assert not splice(report, "<!--absent-->", ["x"])
+    assert report.read_bytes() == before
+    assert not splice(tmp_path / "missing.html", "<!--here-->", ["x"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]  # no leftovers

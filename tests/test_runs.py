@@ -121,6 +121,7 @@ def test_a_selected_run_says_what_it_left_out(pytester: pytest.Pytester) -> None
     assert "INCOMPLETE: " in html
     assert f"{PER_NODE} Passed" in html  # pytest-html still counts the rows it leaves out
     assert "<summary>gpus.count: 1 passed</summary>" in html  # listed, collapsed
+    assert "pytest-cluster: passed lists" not in html  # written where their place was
     verdict = json.loads((run_dir / "verdict.json").read_text(encoding="utf-8"))
     assert [n["verdict"] for n in verdict["nodes"]] == ["ACCEPTED", "NOT CHECKED",
                                                        "NOT CHECKED"]

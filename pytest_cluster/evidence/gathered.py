@@ -6,9 +6,12 @@ report renders it (report/scorecard.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import json
+import os
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from pytest_cluster.evidence.results import clause_of, outcome
 from pytest_cluster.evidence.tally import ClauseTally, margin, margin_text, measured_text
@@ -120,6 +123,42 @@ def _ratio(record: Mapping[str, Any]) -> str:
     return f"{ratio * 100:.0f} %" if isinstance(ratio, (int, float)) else ""
 
 
+class PassedRows:
+    """The passed lists' rows, spooled to a file as they come (one JSON line each) and
+    read back one clause at a time, a row at a time: a 1,024-node run has 157,000 of them,
+    and the report streams them into its file (never all in memory). Per row, its place in
+    the file (16 bytes)."""
+
+    def __init__(self, spool: IO[bytes]) -> None:
+        self._spool = spool  # the owner closes it
+        self._where: dict[str, tuple[array[int], array[int]]] = {}  # offsets, lengths
+
+    def add(self, clause: str, row: PassedRow) -> None:
+        data = (json.dumps(row) + "\n").encode("utf-8")
+        offsets, lengths = self._where.setdefault(clause, (array("q"), array("q")))
+        offsets.append(self._spool.tell())
+        lengths.append(len(data))
+        self._spool.write(data)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Each clause with passed checks, in the order first seen: how many."""
+        return {clause: len(offsets) for clause, (offsets, _) in self._where.items()}
+
+    def rows(self, clause: str) -> Iterator[PassedRow]:
+        """A clause's rows in the order they were added (reads leave the writes' place
+        alone)."""
+        offsets, lengths = self._where.get(clause, (array("q"), array("q")))
+        self._spool.flush()
+        handle = self._spool.fileno()
+        for offset, length in zip(offsets, lengths, strict=True):
+            yield PassedRow(*json.loads(os.pread(handle, length, offset)))
+
+    def as_dict(self) -> dict[str, list[PassedRow]]:
+        """Every row, per clause (for a small run, or a test)."""
+        return {clause: list(self.rows(clause)) for clause in self._where}
+
+
 def reference_named(record: Mapping[str, Any]) -> str:
     """A clause's reference as its list names it once: the figure and what it is, without
     this case's ratio ('794.5 TFLOPS measured by mamf-finder on H100 SXM')."""
@@ -149,5 +188,5 @@ class Gathered:
     cluster_failed: list[dict[str, str]]
     tallies: list[ClauseTally]
     matrix: Matrix
-    passed: dict[str, list[PassedRow]]
+    passed: PassedRows
     references: dict[str, str] = field(default_factory=dict)  # per clause, its first one

@@ -10,12 +10,11 @@ The lines themselves go to results.jsonl and are not held: at 1,024 nodes a run 
 - in full (without their raw payloads, see `held`), the lines that did not pass and the
   benchmark runs the charts draw; a run where everything fails holds them all;
 - the rows of the HTML's passed lists, in an unnamed temporary file (gone when closed or
-  when the process ends), read back once for the report.
+  when the process ends), read back a row at a time as the report is written.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 from collections import Counter
@@ -25,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_cluster.evidence.gathered import (
     Gathered,
     Matrix,
-    PassedRow,
+    PassedRows,
     is_benchmark,
     passed_row,
     reference_named,
@@ -77,7 +76,8 @@ class Ledger:
         self._tallies: dict[str, ClauseTally] = {}
         self._matrix = Matrix(nodes)
         self._references: dict[str, str] = {}  # per clause, the first passed one's
-        self._passed = tempfile.TemporaryFile("w+", encoding="utf-8")  # noqa: SIM115 (closed by close())
+        self._spool = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
+        self.passed = PassedRows(self._spool)
 
     def add(self, record: Mapping[str, Any]) -> None:
         """Count one result line, as it is written."""
@@ -94,7 +94,7 @@ class Ledger:
         self._matrix.add(record)
         if kind == "passed":
             clause = clause_of(record)
-            self._passed.write(json.dumps([clause, passed_row(record)]) + "\n")
+            self.passed.add(clause, passed_row(record))
             if "reference" in record and clause not in self._references:
                 self._references[clause] = reference_named(record)
         if kind != "passed" or is_benchmark(record):
@@ -125,19 +125,9 @@ class Ledger:
         return cluster_failures(self.kept, self.nodes)
 
     def gathered(self) -> Gathered:
-        """What the HTML scorecard shows; reads the passed rows back from disk."""
+        """What the HTML scorecard shows (the passed rows stay on disk until read)."""
         return Gathered(self.cluster_failures(), list(self._tallies.values()),
-                        self._matrix, self._passed_rows(), self._references)
-
-    def _passed_rows(self) -> dict[str, list[PassedRow]]:
-        by_clause: dict[str, list[PassedRow]] = {}
-        self._passed.flush()
-        self._passed.seek(0)
-        for line in self._passed:
-            clause, row = json.loads(line)
-            by_clause.setdefault(clause, []).append(PassedRow(*row))
-        self._passed.seek(0, 2)
-        return by_clause
+                        self._matrix, self.passed, self._references)
 
     def close(self) -> None:
-        self._passed.close()
+        self._spool.close()

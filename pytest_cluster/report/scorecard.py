@@ -4,15 +4,19 @@ First the verdict (the cluster, then each node not accepted and why), then a nod
 matrix coloured by the worst margin against the requirement, then each clause with its
 worst value and margin, then what was not checked. pytest-html's own tables follow, its
 environment tables last.
+
+The passed lists, the report's bulk (a row per passed check), are not in the scorecard's
+text: it holds PASSED_LISTS where they go, and `passed_lists` renders them a piece at a
+time, for the report's file to take in as it is written.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.evidence.gathered import NEAR, Gathered, Matrix, PassedRow
+from pytest_cluster.evidence.gathered import NEAR, Gathered, Matrix, PassedRow, PassedRows
 from pytest_cluster.evidence.tally import (
     SIMULATED_BANNER,
     ClauseTally,
@@ -31,6 +35,9 @@ if TYPE_CHECKING:
     from pytest_cluster.spec import Spec
 
 esc = html.escape
+#: Where the passed lists go in the scorecard's text (an HTML comment, read by no browser
+#: if it stays).
+PASSED_LISTS = "<!-- pytest-cluster: passed lists -->"
 
 STYLE = """<style>
 body{display:flex;flex-direction:column}
@@ -85,7 +92,8 @@ def scorecard_html(spec: Spec, end: dict[str, Any] | None, verdicts: Sequence[No
     parts.append(_matrix_table(gathered.matrix))
     parts.append(_clause_table(tallies))
     parts.append(_not_checked(end))
-    parts.append(_passed_lists(gathered.passed, gathered.references))
+    if gathered.passed.counts:
+        parts.append(PASSED_LISTS)
     parts.append("</div>")
     return "".join(parts)
 
@@ -174,21 +182,28 @@ def _row(row: PassedRow) -> str:
             f"<td>{esc(row.of_reference)}</td></tr>")
 
 
-def _passed_lists(by_clause: dict[str, list[PassedRow]],
-                  references: dict[str, str] | None = None) -> str:
+def passed_lists(passed: PassedRows, references: dict[str, str] | None = None,
+                 ) -> Iterator[str]:
     """Every passed check, collapsed per clause: where, measured, required, margin, and
-    the ratio to the clause's published reference (named once, above its rows). (The
-    results table below pytest-html's summary lists the checks that did not pass.)"""
-    if not by_clause:
-        return ""
-    blocks = []
-    for clause, passed in by_clause.items():
-        rows = "".join(_row(row) for row in passed)
+    the ratio to the clause's published reference (named once, above its rows), rendered
+    a piece at a time. (The results table below pytest-html's summary lists the checks
+    that did not pass.)"""
+    counts = passed.counts
+    if not counts:
+        return
+    yield ("<h2>Passed checks</h2><p>Collapsed, one list per clause; the table below "
+           "lists every check that did not pass, with its details.</p>")
+    for clause, count in counts.items():
         reference = (references or {}).get(clause)
         named = (f"<p>Reference (informs, never decides): {esc(reference)}</p>"
                  if reference else "")
-        blocks.append(f"<details><summary>{esc(clause)}: {len(passed)} passed</summary>"
-                      f"{named}<table><tr><th>Case</th><th>Measured</th><th>Required</th>"
-                      f"<th>Margin</th><th>Of reference</th></tr>{rows}</table></details>")
-    return ("<h2>Passed checks</h2><p>Collapsed, one list per clause; the table below "
-            "lists every check that did not pass, with its details.</p>" + "".join(blocks))
+        yield (f"<details><summary>{esc(clause)}: {count} passed</summary>"
+               f"{named}<table><tr><th>Case</th><th>Measured</th><th>Required</th>"
+               f"<th>Margin</th><th>Of reference</th></tr>")
+        batch: list[str] = []
+        for row in passed.rows(clause):
+            batch.append(_row(row))
+            if len(batch) == 1000:
+                yield "".join(batch)
+                batch.clear()
+        yield "".join(batch) + "</table></details>"

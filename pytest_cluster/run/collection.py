@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_cluster import internals
 from pytest_cluster.evidence.plan import CASE_KEY, PLAN_KEY, Plan, PlannedCase
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
 from pytest_cluster.run.suite import acceptance_dir
@@ -30,11 +29,6 @@ if TYPE_CHECKING:
 
 #: Contract cases collected, before the selection (-k, -m, --lf) chose among them.
 PLANNED_KEY = pytest.StashKey[Plan]()
-#: A finished item's keywords, shared: nothing is matched against it any more.
-_NO_KEYWORDS: dict[str, object] = {}
-_NO_MATCHES: set[str] = set()
-#: A finished item's user properties, shared: its reports were read.
-_NO_PROPERTIES: list[tuple[str, object]] = []
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -197,19 +191,3 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if case is not None:
         report.pytest_cluster_case = case.to_json()  # type: ignore[attr-defined]
     return report
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[
-        None, object, object]:
-    """Once a contract case's reports are made and read (results.jsonl, JUnit, ...), the
-    item lets go of what it recorded and of its keywords: pytest keeps every item until
-    the end of the run, and its raw payloads would stay with it."""
-    try:
-        return (yield)
-    finally:
-        if CASE_KEY in item.stash:  # and its keywords, read by -k and its reports only
-            item.user_properties = _NO_PROPERTIES
-            item.keywords = _NO_KEYWORDS
-            item.extra_keyword_matches = _NO_MATCHES
-            internals.forget_location(item)

@@ -2,12 +2,14 @@
 the report's title; above pytest-html's table, a soak's account, the scorecard, the
 baseline, the busbw charts and the evidence itself; the table's Measured, Required and
 Reference columns; a passed contract check left out of the table (it is a line of the
-scorecard's collapsed lists instead) but counted."""
+scorecard's collapsed lists instead) but counted. The scorecard's passed lists are written
+into report.html once pytest-html has written it, a piece at a time (report/splice.py)."""
 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -15,8 +17,9 @@ import pytest
 from pytest_cluster import internals
 from pytest_cluster.evidence.tally import is_simulated, measured_text
 from pytest_cluster.report.plots import interconnect_charts
-from pytest_cluster.report.scorecard import scorecard_html
+from pytest_cluster.report.scorecard import PASSED_LISTS, passed_lists, scorecard_html
 from pytest_cluster.report.sections import baseline_html, sealing_html
+from pytest_cluster.report.splice import splice
 
 if TYPE_CHECKING:
     from pytest_cluster.run.session import ClusterSession
@@ -73,6 +76,18 @@ class HtmlHooks:
             text = section(self.session)
             if text is not None:
                 prefix.append(text)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_sessionfinish(self) -> Generator[None]:
+        """After pytest-html wrote report.html: the passed lists where the scorecard left
+        their place."""
+        yield
+        html_report = self.session.html_report()
+        path = internals.html_path(html_report) if html_report is not None else None
+        if path is not None:
+            gathered = self.session.ledger.gathered()
+            splice(Path(path), PASSED_LISTS, passed_lists(gathered.passed,
+                                                          gathered.references))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_report_title(self, report: Any) -> None:
