@@ -1,5 +1,7 @@
 # `make demo`: set up .venv and run the contract suite on this machine (one-node cluster).
 # `make test`: set up .venv and run the plugin's own tests.
+# `make gpu-check`: every GPU path on this machine's GPU beside plain torch loops (one line
+# and exit 0 without CUDA); GPU_PYTHON: a python with torch+CUDA and pytest-cluster.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -8,7 +10,10 @@ BIN := $(VENV)/bin
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench clean
+# .venv's python where it exists (CI: no CUDA), else the python3 that holds torch
+GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
+
+.PHONY: demo test lint bench gpu-check clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +34,9 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+
+gpu-check:
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(GPU_PYTHON) bench/gpu_check.py $(GPU_CHECK_ARGS)
 
 bench: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/overhead.py
