@@ -160,7 +160,7 @@ def run_suite(name: str, argv: Sequence[str], reports: Path, timeout_s: float,
     latest = reports / "latest"
     run_dir = latest.resolve() if latest.exists() else None
     found = SuiteRun(name, code, seconds, run_dir)
-    if run_dir is None:
+    if run_dir is None or not (run_dir / "results.jsonl").is_file():
         return found
     with (run_dir / "results.jsonl").open(encoding="utf-8") as lines:
         found.records = [r for r in map(json.loads, lines) if r.get("type") == "result"]
@@ -257,17 +257,21 @@ def nccl_tests_row(folder: Path, timeout_s: float) -> dict[str, Any]:
     from pytest_cluster.measure import nccl_tests  # noqa: PLC0415
     from pytest_cluster.probes import nccl_tests as probe  # noqa: PLC0415
 
-    sizes = [2**20, 2**30]
-    answer = probe.measure(dict(zip(
-        *[iter(nccl_tests.probe_args(str(folder), "all_reduce", sizes, 1, 5, 20,
-                                     timeout_s))] * 2, strict=True)))
+    words = nccl_tests.probe_args(str(folder), "all_reduce", [2**20, 2**30], 1, 5, 20,
+                                  timeout_s)
+    answer = probe.measure(dict(zip(words[::2], words[1::2], strict=True)))
     if "error" in answer:
         return {"error": answer["error"]}
     last = answer["runs"][-1]
     if last["exit_code"] != 0:
         return {"error": f"exit {last['exit_code']}: {last['stderr_tail'][-300:]}"}
-    report = nccl_tests.parse(last["stdout"], json.dumps(last["json"]) if last["json"]
-                              else None)
+    try:
+        report = nccl_tests.parse(last["stdout"], json.dumps(last["json"]) if last["json"]
+                                  else None)
+    except ValueError as exc:
+        return {"error": f"its output does not read: {exc}"}
+    if not report.rows:
+        return {"error": "its table has no row"}
     row = max(report.rows, key=lambda r: r.bytes)
     side = row.out_of_place or row.in_place
     return {"bytes": row.bytes, "algbw": side.algbw if side else math.nan,

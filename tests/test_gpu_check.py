@@ -102,3 +102,23 @@ def test_a_row_sets_ours_beside_the_torch_loop_and_the_published_figure() -> Non
     shown = gpu_check.table(list(rows.values()))
     assert shown[2].split() == ["gpus.matmul.bf16", "TFLOPS", "500.0", "625.0", "0.80",
                                 "794.5", "0.63", "failed"]
+
+
+def test_nccl_tests_runs_through_our_probe_and_parser(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """With -g 1, on a stand-in binary that prints a published table (no GPU here)."""
+    from tests.test_nccl_tests import CAPTURES, STAND_IN
+
+    binary = tmp_path / "all_reduce_perf"
+    binary.write_text(STAND_IN)
+    binary.chmod(0o755)
+    monkeypatch.setenv("TABLE", str(CAPTURES / "2.13-nccl-tests-252.txt"))
+    monkeypatch.delenv("DOCUMENT", raising=False)
+    # the largest payload's out-of-place figures, from its table (the stand-in's -J file
+    # is empty)
+    assert gpu_check.nccl_tests_row(tmp_path, 60) == {
+        "bytes": 8589934592, "algbw": 54.34e9, "busbw": 95.10e9, "wrong": 0,
+        "source": "text", "version": None}
+    monkeypatch.setenv("EXIT", "3")
+    assert gpu_check.nccl_tests_row(tmp_path, 60)["error"].startswith("exit 3")
+    assert "no executable" in gpu_check.nccl_tests_row(tmp_path / "absent", 60)["error"]
