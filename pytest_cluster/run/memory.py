@@ -89,8 +89,8 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
         return
     terminal = items[0].config.pluginmanager.get_plugin("terminalreporter")
     kept = internals.terminal_reports(terminal, "deselected")
-    for index, each in enumerate(kept):
-        if isinstance(each, pytest.Item):
+    for index in range(max(0, len(kept) - len(items)), len(kept)):  # it added them last
+        if isinstance(kept[index], pytest.Item):
             kept[index] = COUNTED
 
 
