@@ -8,8 +8,8 @@ into report.html once pytest-html has written it, a piece at a time (report/spli
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Callable, Generator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from pytest_cluster.run.session import ClusterSession
 
 HTML_PLUGIN = "pytest-cluster-html"
+PASSED_LISTS_MARK = re.compile(re.escape(PASSED_LISTS.encode("utf-8")))
 
 
 def _soak(run: ClusterSession) -> str | None:
@@ -86,8 +87,9 @@ class HtmlHooks:
         path = internals.html_path(html_report) if html_report is not None else None
         if path is not None:
             gathered = self.session.ledger.gathered()
-            splice(Path(path), PASSED_LISTS, passed_lists(gathered.passed,
-                                                          gathered.references))
+            splice(path, PASSED_LISTS_MARK,
+                   lambda _: (piece.encode("utf-8") for piece in passed_lists(
+                       gathered.passed, gathered.references)), count=1)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_report_title(self, report: Any) -> None:

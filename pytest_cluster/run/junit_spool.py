@@ -15,10 +15,12 @@ import re
 import tempfile
 import xml.etree.ElementTree as ET
 from array import array
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from pytest_cluster import internals
+from pytest_cluster.report.splice import splice
 
 PLACEHOLDER = "pytest-cluster-spooled"
 _PLACEHOLDER = re.compile(rf'<{PLACEHOLDER} i="(\d+)" n="(\d+)" />'.encode())
@@ -78,25 +80,18 @@ class JunitSpool:
         reporter.to_xml = _Spooled(index)
 
     def restore(self, path: Path | None) -> None:
-        """After pytest's writer wrote `path`: each placeholder replaced by its testcase."""
-        if not self._offsets or path is None or not path.is_file():
-            self.close()
-            return
-        text = path.read_bytes()
-        self._file.flush()
-        partial = path.with_name(path.name + ".tmp")
-        with partial.open("wb") as out:
-            start = 0
-            for found in _PLACEHOLDER.finditer(text):
-                out.write(text[start:found.start()])
-                first, count = int(found.group(1)), int(found.group(2))
-                self._file.seek(self._offsets[first])
-                for index in range(first, first + count):  # one after another in the file
-                    out.write(self._file.read(self._lengths[index]))
-                start = found.end()
-            out.write(text[start:])
-        partial.replace(path)
+        """After pytest's writer wrote `path`: each placeholder replaced by its testcases."""
+        if self._offsets and path is not None:
+            self._file.flush()
+            splice(path, _PLACEHOLDER, self._testcases)
         self.close()
+
+    def _testcases(self, placeholder: re.Match[bytes]) -> Iterator[bytes]:
+        """The testcases a placeholder stands for, one after another in the file."""
+        first, count = int(placeholder.group(1)), int(placeholder.group(2))
+        self._file.seek(self._offsets[first])
+        for index in range(first, first + count):
+            yield self._file.read(self._lengths[index])
 
     def close(self) -> None:
         self._file.close()
