@@ -472,11 +472,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             nccl = nccl_tests_row(nccl_folder, min(left() - 45, 120))
         if left() > 30:
             ratio_fidelity = fidelity(left() - 10)
-    said(runs, records, rows_of(records, plain), nccl)
+    rows = rows_of(records, plain)
+    said(runs, records, rows, nccl)
     print(f"gpu_fidelity_ratio={ratio_fidelity:.3f}")
     print(f"gpu_check_s={time.monotonic() - started:.0f}")
-    ratios = [ratio for ratio in (row.vs_plain for row in rows_of(records, plain))
-              if ratio is not None]
+    ratios = [ratio for ratio in (row.vs_plain for row in rows) if ratio is not None]
     print(f"gpu_check_ratio={min(ratios) if ratios else math.nan:.3f}")
     return 0
 
