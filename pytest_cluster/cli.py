@@ -1,7 +1,13 @@
 """The `pytest-cluster` command: what is done with a run's evidence after the run.
 
     pytest-cluster verify DIR [--key PUBKEY]
+    pytest-cluster gate DIR --exit-status N [--log FILE] [--since EPOCH] [--drain]
 
+`gate` says what a gate does with a run (evidence/gate.py): PASS (exit 0), FAIL (exit 1:
+take the failed nodes out; --drain drains them with scontrol) or ERROR (exit 2: the tool
+could not judge; never drains), one line per reason.
+
+`verify`:
 Its last line states the files (FILES MATCH / FILES CHANGED) and the signature (SIGNED BY
 the key given / UNSIGNED / SIGNATURE NOT CHECKED: signed, no --key / SIGNATURE INVALID)
 apart; it starts with VERIFIED only when the files match and the --key given signed them.
@@ -13,6 +19,7 @@ key's), 2 when DIR, its manifest or the key cannot be read as one (one line, on 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +27,7 @@ from pytest_cluster import __version__
 from pytest_cluster.errors import BundleError
 from pytest_cluster.evidence.bundle.keys import PublicKey
 from pytest_cluster.evidence.bundle.verify import verify
+from pytest_cluster.evidence.gate import drain_commands, gate, shown
 
 
 def parser() -> argparse.ArgumentParser:
@@ -40,11 +48,53 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("--key", metavar="PUBKEY", type=Path,
                        help="public key the manifest must be signed by: a PEM public key "
                             "or an OpenSSH .pub line")
+    decide = commands.add_parser(
+        "gate", help="PASS, FAIL or ERROR for a run, as a prolog or health check acts",
+        description="Read a run's verdict.json and pytest's exit status and say what a "
+                    "gate does: PASS; FAIL (a node failed a check or did not answer: take "
+                    "it out); ERROR (the tool could not judge: a spec or option that is "
+                    "not valid, a crash, a time limit, a check not decided; never drains).",
+        epilog="Exit 0: PASS; 1: FAIL; 2: ERROR. One line per reason on stdout.")
+    decide.add_argument("run_dir", metavar="DIR", type=Path,
+                        help="the run's directory, or the --cluster-reports directory "
+                             "(its latest run)")
+    decide.add_argument("--exit-status", type=int, required=True, metavar="N",
+                        help="how `pytest --cluster=...` exited")
+    decide.add_argument("--log", type=Path, metavar="FILE",
+                        help="the run's output, for why it ended without a verdict")
+    decide.add_argument("--since", type=float, metavar="EPOCH",
+                        help="when the run started: an older verdict.json is not its own")
+    decide.add_argument("--drain", action="store_true",
+                        help="on FAIL, drain the failed nodes (scontrol update ... "
+                             "State=DRAIN Reason='pytest-cluster ...'); never on ERROR, "
+                             "never a simulated node")
     return top
+
+
+def _gate(args: argparse.Namespace) -> int:
+    decision = gate(args.run_dir, args.exit_status, args.log, args.since)
+    print("\n".join(f"pytest-cluster {line}" for line in decision.lines))
+    if args.drain and decision.simulated and decision.failed:
+        print("pytest-cluster not drained: a simulated cluster's nodes are no SLURM nodes")
+    if args.drain:
+        for command, text in zip(drain_commands(decision), shown(drain_commands(decision)),
+                                 strict=True):
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, timeout=30,
+                                      check=False)
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                print(f"pytest-cluster drain failed: {text}: {exc}")
+                continue
+            print(f"pytest-cluster drained: {text}" if done.returncode == 0 else
+                  f"pytest-cluster drain failed (exit {done.returncode}): {text}: "
+                  f"{done.stderr.strip()[:300]}")
+    return decision.exit_code
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.command == "gate":
+        return _gate(args)
     try:
         key = PublicKey.load(args.key) if args.key is not None else None
         verdict = verify(args.run_dir, key)

@@ -95,8 +95,10 @@ def test_a_selected_run_says_what_it_left_out(pytester: pytest.Pytester) -> None
         f"INCOMPLETE: {PER_NODE} of {planned} contract checks ran (the selection left the "
         "others out)",
         f"selection: -k n1; {planned - PER_NODE} check(s) deselected",
+        "verdict: INCOMPLETE at level acceptance (ERROR: not every node was judged; none is "
+        "drained for it)",
         "nodes: 1 ACCEPTED, 0 REJECTED, 0 UNREACHABLE, 2 NOT CHECKED",
-        "  NOT CHECKED n2: no check about this node ran",
+        f"  NOT CHECKED n2: none of its {PER_NODE} checks ran: deselected",
         "deselected: gpus.count (2 of 3), gpus.ecc_corrected (4 of 6), *, gpus.same_driver "
         "(1 of 1), *",
     ])

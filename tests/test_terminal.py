@@ -17,7 +17,8 @@ SIM = parse_spec("cluster: {name: c, nodes: 'n[1-30]', launcher: sim}\ngpus: {co
 def end(**changes: Any) -> dict[str, Any]:
     found = {"counts": {"failed": 2, "error": 0}, "checks_ran": 10, "checks_planned": 12,
              "nodes_covered": ["n1", "n2"], "selection": {}, "deselected": 0,
-             "not_checked": [{"clause": "sla", "why": NEEDS_A_SOAK}], "status": "partial"}
+             "not_checked": [{"clause": "sla", "why": NEEDS_A_SOAK}], "status": "partial",
+             "verdict": "REJECTED", "level": "acceptance"}
     return {**found, **changes}
 
 
@@ -46,6 +47,7 @@ def test_a_soaks_lines_come_first_marked_simulated_and_lists_are_cut() -> None:
         "[SIMULATED] soak: 2 round(s)", "  availability: cluster 100 %",
         "cluster c: 10 of 12 contract check(s) ran, 2 failed; nodes covered: n1, n2 (2 of 30)"]
     assert "nodes: 1 ACCEPTED, 22 REJECTED, 0 UNREACHABLE, 0 NOT CHECKED" in lines
+    assert "verdict: REJECTED at level acceptance (FAIL)" in lines
     assert lines.count("  REJECTED n1: gpus.count: 7 GPUs") == 1
     assert "  and 2 more (verdict.json lists all)" in lines
     assert f"not checked: sla: {NEEDS_A_SOAK}" in lines

@@ -83,9 +83,12 @@ def test_each_node_gets_one_verdict_with_its_reason() -> None:
                             "message": "n1 memory: measured 1 GiB < 2 GiB"}]
     assert (n2.verdict, n2.reason) == (
         "UNREACHABLE", "n2: host probe unreachable: ssh: connect to host n2 port 22: refused")
-    assert (n3.verdict, n3.reason) == ("NOT CHECKED", "1 of 2 checks did not run; none failed")
+    # n3's host.memory is not selected: it is judged on the check the run selected
+    assert (n3.verdict, n3.reason) == ("ACCEPTED", "all 1 checks passed; 1 more deselected")
+    assert (n3.planned, n3.not_selected, n3.outcome) == (1, 1, "PASS")
     everything = [result(c.case_id, c.node) for c in PLAN.cases if c.node == "n3"]
     assert node_verdicts(["n3"], PLAN, everything)[0].verdict == "ACCEPTED"
+    assert (n1.outcome, n2.outcome) == ("FAIL", "FAIL")
     assert drain_line(n1) == ("scontrol update NodeName=n1 State=DRAIN "
                               "'Reason=pytest-cluster rejected: 1 clause(s) failed: "
                               "host.memory'")
@@ -324,7 +327,7 @@ def test_verdict_json_has_the_clusters_verdict_and_follows_its_schema(
     assert rejected["verdict"] == "REJECTED" and rejected["status"] == "complete"
     assert rejected["run_id"] == os.readlink(pytester.path / "reports" / "latest")
     assert rejected["started_at"].endswith("Z") and rejected["schema"] == \
-        "pytest-cluster/verdict/1"
+        "pytest-cluster/verdict/2"
     assert rejected["taint"] == [
         "# SIMULATED, not a real node: kubectl taint nodes n2 "
         "pytest-cluster/verdict=unreachable:NoSchedule --overwrite"]

@@ -13,13 +13,14 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster import __version__
-from pytest_cluster.evidence.plan import not_checked
+from pytest_cluster.evidence.plan import level_of_run, not_checked, why_left_out
 from pytest_cluster.evidence.results import run_status
 from pytest_cluster.evidence.tally import is_simulated, not_a_node
 from pytest_cluster.evidence.verdict import (
     cluster_verdict,
     decisive,
     drain_line,
+    outcome_of,
     taint_line,
     to_drain,
 )
@@ -76,7 +77,9 @@ def end_record(facts: RunFacts) -> dict[str, Any]:
         "selection": facts.selection,
         "nodes_covered": [n for n in nodes if n in covered],
         "nodes_in_spec": len(nodes),
-        "not_checked": not_checked(plan, facts.ran) + list(facts.not_checked),
+        "level": level_of_run(facts.selection),
+        "not_checked": not_checked(plan, facts.ran, why_left_out(facts.selection))
+        + list(facts.not_checked),
         "verdicts": dict(Counter(v.verdict for v in facts.verdicts)),
         "started_at": facts.started, "ended_at": now,
         "duration_s": round(now - facts.started, 3),
@@ -97,7 +100,7 @@ def end_record(facts: RunFacts) -> dict[str, Any]:
 
 
 #: The verdict.json shape this version writes (verdict.schema.json, shipped beside this).
-VERDICT_SCHEMA = "pytest-cluster/verdict/1"
+VERDICT_SCHEMA = "pytest-cluster/verdict/2"
 
 
 def verdict_schema() -> dict[str, Any]:
@@ -109,9 +112,10 @@ def verdict_schema() -> dict[str, Any]:
 
 def verdict_document(spec: Spec, end: dict[str, Any], verdicts: Sequence[NodeVerdict],
                      ledger: Ledger, run_id: str = "") -> dict[str, Any]:
-    """verdict.json: the cluster's verdict, each node's, the failed checks about no one
-    node, and the lines that take the nodes not accepted out of service (SLURM drain,
-    Kubernetes taint; printed, never run). Its shape: verdict.schema.json."""
+    """verdict.json: the cluster's verdict and outcome (PASS, FAIL, ERROR) at the level
+    that ran, each node's, the failed checks about no one node, and the lines that take
+    the nodes that failed out of service (SLURM drain, Kubernetes taint; printed, never
+    run). Its shape: verdict.schema.json."""
     failed = ledger.cluster_failures()
     why_not = not_a_node(spec)
     out = to_drain(verdicts)
@@ -119,7 +123,9 @@ def verdict_document(spec: Spec, end: dict[str, Any], verdicts: Sequence[NodeVer
         "schema": VERDICT_SCHEMA, "run_id": run_id, "tool_version": __version__,
         "cluster": spec.cluster.name, "spec_sha256": spec.sha256,
         "simulated": is_simulated(spec), "status": end["status"],
-        "verdict": end["verdict"],
+        "verdict": end["verdict"], "outcome": outcome_of(end["verdict"]),
+        "level": end["level"], "selection": end["selection"],
+        "checks_not_selected": end["deselected"],
         "started_at": utc(end["started_at"]), "ended_at": utc(end["ended_at"]),
         "checks": f"{end['checks_ran']} of {end['checks_planned']}",
         "nodes_in_spec": len(spec.cluster.chosen_from or spec.cluster.nodes),

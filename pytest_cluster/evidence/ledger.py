@@ -29,6 +29,7 @@ from pytest_cluster.evidence.gathered import (
     passed_row,
     reference_named,
 )
+from pytest_cluster.evidence.plan import DESELECTED
 from pytest_cluster.evidence.results import clause_of, counted, outcome
 from pytest_cluster.evidence.tally import ClauseTally, add_to_tally
 from pytest_cluster.evidence.verdict import NodeVerdict, VerdictBuilder, cluster_failures
@@ -117,9 +118,10 @@ class Ledger:
         found.update(node for case, node in self.ran.items() if case not in plan.by_id)
         return found
 
-    def verdicts(self, plan: Plan) -> list[NodeVerdict]:
-        """One verdict per node, once every line is in (call once)."""
-        return self._verdicts.finish(plan, self.outside_plan(plan))
+    def verdicts(self, plan: Plan, left_out: str = DESELECTED) -> list[NodeVerdict]:
+        """One verdict per node, once every line is in (call once); `left_out`: why the
+        checks the selection left out were (plan.why_left_out)."""
+        return self._verdicts.finish(plan, self.outside_plan(plan), left_out)
 
     def cluster_failures(self) -> list[dict[str, str]]:
         return cluster_failures(self.kept, self.nodes)

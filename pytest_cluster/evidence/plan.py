@@ -86,12 +86,31 @@ class Plan:
             return cls(known=False)
 
 
-def not_checked(plan: Plan, ran: set[str]) -> list[dict[str, Any]]:
-    """Every clause not (fully) checked and why: not in contract, deselected (the
-    selection left its cases out), not reached (selected, but the run ended first)."""
+#: Why a selection left checks out: a level chose (-m alone), or another selection did.
+NOT_AT_THIS_LEVEL, DESELECTED = "not at this level", "deselected"
+
+
+def why_left_out(chosen: dict[str, Any]) -> str:
+    """Why the checks a run's selection left out (`selection`'s dict) were not run: 'not
+    at this level' when `-m` alone chose (a sanity run judges the sanity level), else
+    'deselected' (-k, --lf, --deselect)."""
+    return NOT_AT_THIS_LEVEL if set(chosen) == {"-m"} else DESELECTED
+
+
+def level_of_run(chosen: dict[str, Any]) -> str:
+    """The level a run judged: the `-m` expression given ('sanity', 'stress'), else the
+    default, the full acceptance suite."""
+    return str(chosen.get("-m") or "acceptance")
+
+
+def not_checked(plan: Plan, ran: set[str],
+                left_out: str = DESELECTED) -> list[dict[str, Any]]:
+    """Every clause not (fully) checked and why: not in contract, left out by the
+    selection (`left_out`: deselected, or not at this level), not reached (selected, but
+    the run ended first)."""
     rows: list[dict[str, Any]] = [{"clause": name, "why": "not in contract"}
                                   for name in sorted(set(plan.not_in_contract))]
-    for why, cases in (("deselected", plan.deselected),
+    for why, cases in ((left_out, plan.deselected),
                        ("not reached", [c for c in plan.cases if c.case_id in plan.selected
                                         and c.case_id not in ran])):
         counts = Counter(case.clause for case in cases)

@@ -1,10 +1,18 @@
-"""The per-node verdict a provider gates on: ACCEPTED, REJECTED, UNREACHABLE, NOT CHECKED.
+"""The per-node verdict a provider gates on: ACCEPTED, REJECTED, UNREACHABLE, NOT CHECKED,
+and the outcome a gate acts on (PASS, FAIL, ERROR).
 
 - UNREACHABLE: the node did not answer (its host probe, or any probe, could not reach it);
   every one of its cases fails citing that one reason.
 - REJECTED: it answered and at least one of its checks failed.
-- ACCEPTED: every contract check about this node ran, and all passed.
-- NOT CHECKED: nothing failed, but not every check about it ran (deselected, not reached).
+- ACCEPTED: every contract check about this node that the run selected (its level, `-m
+  sanity`; `-k`; `--cluster-node`) ran, and all passed. The checks the selection left out
+  are counted apart (`checks_not_selected`): a sanity run accepts at the sanity level.
+- NOT CHECKED: nothing failed, but a selected check about it did not run (not reached,
+  skipped, busy, undecided, the tool could not run its probes) or none was selected.
+
+The outcome (the taxonomy of Nebius' soperator and NVIDIA's readiness engine): PASS
+(ACCEPTED), FAIL (REJECTED, UNREACHABLE: take the node out) and ERROR (NOT CHECKED: the tool
+could not judge the node; never drain it, say why).
 
 Checks of several nodes at once (a multi-node all-reduce, same versions everywhere) are
 judged on their own, as cluster checks: they never make a single node the culprit. So is
@@ -20,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.evidence.results import COMPLETE, clause_of, outcome
+from pytest_cluster.evidence.results import COMPLETE, PARTIAL, clause_of, outcome
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.plan import Plan
@@ -33,7 +41,7 @@ NOT_CHECKED = "NOT CHECKED"
 #: Error kinds that mean the node did not answer at all.
 NO_ANSWER = frozenset({"unreachable", "auth_refused"})
 #: ... and those that mean so when the host probe (the first thing asked) ends with them.
-NO_ANSWER_HOST = NO_ANSWER | {"timeout", "interpreter_missing"}
+NO_ANSWER_HOST = NO_ANSWER | {"timeout"}
 #: Error kinds of a check that failed without a culprit: the slow-node search found the
 #: fabric below the bar but no known-good node to compare with. A cluster failure; the
 #: node is not rejected for it.
@@ -45,7 +53,13 @@ NOT_MEASURED = frozenset({"busy"})
 #: answer ("the same on every node"): it fails, but it rejects the cluster only through
 #: that node's own verdict (UNREACHABLE rejects; busy leaves it INCOMPLETE).
 NOT_ESTABLISHED = frozenset({"not_all_nodes"})
+#: Error kinds of a check the tool itself could not make: the interpreter the spec names
+#: (cluster.python) is not there. A spec's slip is no node's fault: it drains none.
+TOOL_ERROR = frozenset({"interpreter_missing"})
 MAX_REASON = 300
+
+#: The outcomes a gate acts on: PASS, FAIL (drain), ERROR (the tool could not judge).
+PASS, FAIL, ERROR = "PASS", "FAIL", "ERROR"
 
 
 def clean_message(message: str) -> str:
@@ -66,16 +80,23 @@ class NodeVerdict:
     node: str
     verdict: str = NOT_CHECKED
     reason: str = ""
-    planned: int = 0
+    planned: int = 0  # the checks about it the run selected
+    not_selected: int = 0  # ... and those the selection left out (another level, -k)
     ran: int = 0
     passed: int = 0
     failed_clauses: list[str] = field(default_factory=list)
     failures: list[dict[str, str]] = field(default_factory=list)
     undecided: list[str] = field(default_factory=list)  # NO_CULPRIT failures' messages
 
+    @property
+    def outcome(self) -> str:
+        """PASS, FAIL or ERROR: what a gate does with this node."""
+        return outcome_of(self.verdict)
+
     def to_json(self) -> dict[str, Any]:
-        return {"node": self.node, "verdict": self.verdict, "reason": self.reason,
-                "checks_planned": self.planned, "checks_ran": self.ran,
+        return {"node": self.node, "verdict": self.verdict, "outcome": self.outcome,
+                "reason": self.reason, "checks_planned": self.planned,
+                "checks_not_selected": self.not_selected, "checks_ran": self.ran,
                 "checks_passed": self.passed, "checks_undecided": len(self.undecided),
                 "failed_clauses": self.failed_clauses,
                 "failures": self.failures}
@@ -97,7 +118,7 @@ class VerdictBuilder:
         if outcome(record) == "passed":
             found.passed += 1
         elif outcome(record) in ("failed", "error") \
-                and record.get("error_kind") in NO_CULPRIT | NOT_MEASURED:
+                and record.get("error_kind") in NO_CULPRIT | NOT_MEASURED | TOOL_ERROR:
             found.undecided.append(clean_message(str(record.get("message", ""))))
         elif outcome(record) in ("failed", "error"):
             clause = clause_of(record)
@@ -109,18 +130,23 @@ class VerdictBuilder:
             if _no_answer(record):
                 self._unreachable.setdefault(found.node, message)
 
-    def finish(self, plan: Plan, extra: Mapping[str, int]) -> list[NodeVerdict]:
+    def finish(self, plan: Plan, extra: Mapping[str, int],
+               left_out: str = "deselected") -> list[NodeVerdict]:
         """One verdict per node of the spec, in the spec's order. `extra`: per node, the
-        result lines of your own tests, outside the plan."""
+        result lines of your own tests, outside the plan; `left_out`: why the checks the
+        selection left out were (plan.why_left_out: 'not at this level (-m sanity)')."""
         verdicts = self._verdicts
         for case in plan.cases:
             if case.node in verdicts:
-                verdicts[case.node].planned += 1
+                if case.case_id in plan.selected:
+                    verdicts[case.node].planned += 1
+                else:
+                    verdicts[case.node].not_selected += 1
         for node, count in extra.items():
             if node in verdicts:
                 verdicts[node].planned += count
         for verdict in verdicts.values():
-            _decide(verdict, self._unreachable.get(verdict.node))
+            _decide(verdict, self._unreachable.get(verdict.node), left_out)
         return list(verdicts.values())
 
 
@@ -136,7 +162,7 @@ def node_verdicts(nodes: Sequence[str], plan: Plan,
     return builder.finish(plan, extra)
 
 
-def _decide(verdict: NodeVerdict, no_answer: str | None) -> None:
+def _decide(verdict: NodeVerdict, no_answer: str | None, left_out: str) -> None:
     if no_answer is not None:
         verdict.verdict, verdict.reason = UNREACHABLE, no_answer
     elif verdict.failed_clauses:
@@ -144,11 +170,14 @@ def _decide(verdict: NodeVerdict, no_answer: str | None) -> None:
         verdict.reason = (f"{len(verdict.failed_clauses)} clause(s) failed: "
                           f"{', '.join(verdict.failed_clauses)}")
     elif verdict.planned and verdict.ran >= verdict.planned \
-            and verdict.passed == verdict.planned:
-        verdict.verdict, verdict.reason = ACCEPTED, f"all {verdict.planned} checks passed"
+            and verdict.passed == verdict.ran:
+        verdict.verdict, verdict.reason = ACCEPTED, f"all {verdict.ran} checks passed"
+        if verdict.not_selected:
+            verdict.reason += f"; {verdict.not_selected} more {left_out}"
     elif verdict.ran == 0:
         verdict.reason = ("no check about this node ran" if verdict.planned
-                          else "no check is about this node alone")
+                          else f"none of its {verdict.not_selected} checks ran: {left_out}"
+                          if verdict.not_selected else "no check is about this node alone")
     else:
         parts = []
         if verdict.ran < verdict.planned:
@@ -189,12 +218,22 @@ def cluster_verdict(status: str | None, verdicts: Sequence[NodeVerdict],
                     cluster_failed: int) -> str:
     """The whole run's verdict: REJECTED when a node was rejected or unreachable or a
     cluster check failed (`cluster_failed`: the decisive ones); ACCEPTED when every node
-    was and the run was complete (`status`: the end record's); INCOMPLETE otherwise."""
+    was and every selected check ran (`status`: the end record's, complete or partial: a
+    selection's, `-m sanity`, judged at its level); INCOMPLETE otherwise."""
     if any(v.verdict in (REJECTED, UNREACHABLE) for v in verdicts) or cluster_failed:
         return REJECTED
-    if status != COMPLETE or any(v.verdict != ACCEPTED for v in verdicts):
+    if status not in (COMPLETE, PARTIAL) or any(v.verdict != ACCEPTED for v in verdicts):
         return INCOMPLETE
     return ACCEPTED
+
+
+def outcome_of(verdict: str) -> str:
+    """A node's or the cluster's verdict as a gate's outcome: ACCEPTED passes; REJECTED and
+    UNREACHABLE fail (drain); NOT CHECKED and INCOMPLETE are errors (the tool could not
+    judge: never drain)."""
+    if verdict == ACCEPTED:
+        return PASS
+    return FAIL if verdict in (REJECTED, UNREACHABLE) else ERROR
 
 
 def to_drain(verdicts: Iterable[NodeVerdict]) -> list[NodeVerdict]:

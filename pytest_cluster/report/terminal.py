@@ -10,12 +10,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.evidence.plan import DESELECTED, NOT_AT_THIS_LEVEL
 from pytest_cluster.evidence.tally import is_simulated, not_a_node
 from pytest_cluster.evidence.verdict import (
     ACCEPTED,
+    ERROR,
     NodeVerdict,
     by_verdict,
     drain_line,
+    outcome_of,
     taint_line,
     to_drain,
 )
@@ -75,6 +78,7 @@ def terminal_lines(run: RunSummary) -> list[str]:
         chosen = " ".join(f"{k} {v}" if v is not True else k
                           for k, v in end["selection"].items())
         lines.append(f"selection: {chosen}; {end['deselected']} check(s) deselected")
+    lines.append(verdict_line(end))
     counted = by_verdict(run.verdicts)
     lines.append("nodes: " + ", ".join(f"{len(v)} {k}" for k, v in counted.items()))
     shown = [v for v in run.verdicts if v.verdict != ACCEPTED]
@@ -89,7 +93,7 @@ def terminal_lines(run: RunSummary) -> list[str]:
     for row in end["not_checked"]:
         if row["why"] == NEEDS_A_SOAK:
             lines.append(f"not checked: {row['clause']}: {row['why']}")
-    for why in ("deselected", "not reached"):
+    for why in (NOT_AT_THIS_LEVEL, DESELECTED, "not reached"):
         rows = [r for r in end["not_checked"] if r["why"] == why]
         if rows:
             lines.append(f"{why}: " + ", ".join(
@@ -108,6 +112,15 @@ def terminal_lines(run: RunSummary) -> list[str]:
     if run.evidence is not None:
         lines.append(run.evidence)
     return lines
+
+
+def verdict_line(end: dict[str, Any]) -> str:
+    """'verdict: ACCEPTED at level sanity (PASS)': the cluster's verdict, the level it
+    judged and what a gate does with it."""
+    outcome = outcome_of(end["verdict"])
+    why = (": not every node was judged; none is drained for it"
+           if outcome == ERROR else "")
+    return f"verdict: {end['verdict']} at level {end['level']} ({outcome}{why})"
 
 
 def _baseline_lines(accepted: Baseline, counted: dict[str, Any], spec: Spec) -> list[str]:

@@ -21,9 +21,10 @@ from pytest_cluster import __version__, internals
 from pytest_cluster.evidence import derived_cases
 from pytest_cluster.evidence.end import RunFacts, end_record, verdict_document
 from pytest_cluster.evidence.ledger import Ledger
-from pytest_cluster.evidence.plan import PLAN_FILE, PLAN_KEY, Plan, selection
+from pytest_cluster.evidence.plan import PLAN_FILE, PLAN_KEY, Plan, selection, why_left_out
 from pytest_cluster.evidence.results import (
     COMPLETE,
+    PARTIAL,
     ResultsWriter,
     makes_line,
     report_record,
@@ -37,8 +38,10 @@ from pytest_cluster.evidence.rundir import (
 from pytest_cluster.evidence.sealing import predicate, seal_run, sealed_line
 from pytest_cluster.evidence.tally import SIMULATED_BANNER, is_simulated
 from pytest_cluster.evidence.verdict import (
+    INCOMPLETE,
     NodeVerdict,
     by_verdict,
+    outcome_of,
 )
 from pytest_cluster.launchers.process import stop_everything
 from pytest_cluster.report.terminal import NEEDS_A_SOAK, RunSummary, terminal_lines
@@ -228,7 +231,7 @@ class ClusterSession:
                           "message": "not reached: the run ended before this check"}
                 self.ledger.add(record)
                 self._write(record)
-        self.verdicts = self.ledger.verdicts(self.plan)
+        self.verdicts = self.ledger.verdicts(self.plan, why_left_out(selection(self.config)))
         hook = self.config.hook
         for verdict in self.verdicts:
             hook.pytest_cluster_node_verdict(config=self.config, verdict=verdict.to_json())
@@ -308,17 +311,26 @@ class ClusterSession:
                                     f"manifest sha256 {self.baseline.manifest_sha256})")
         xml.add_global_property("checks_ran", f"{self.end['checks_ran']} of "
                                                f"{self.end['checks_planned']}")
-        if self.end["status"] != COMPLETE:
-            xml.add_global_property("INCOMPLETE", self.coverage_line())
+        coverage = self.coverage_line()
+        if coverage:
+            name = INCOMPLETE if coverage.startswith(INCOMPLETE) else "level"
+            xml.add_global_property(name, coverage)
+        xml.add_global_property("outcome", outcome_of(self.end["verdict"]))
         for name, nodes in by_verdict(self.verdicts).items():
             xml.add_global_property(f"nodes_{name.lower().replace(' ', '_')}",
                                     ",".join(nodes))
 
     def coverage_line(self) -> str:
-        """'INCOMPLETE: 12 of 640 contract checks ran (interrupted)', or '' if complete."""
+        """'INCOMPLETE: 12 of 640 contract checks ran (interrupted)'; for a selection that
+        ran in full and decided every node, the level it judged ('level sanity: 70 of 155
+        contract checks selected and ran; 85 not at this level'); '' if complete."""
         end = self.end
         if end is None or end["status"] == COMPLETE:
             return ""
+        if end["status"] == PARTIAL and end["verdict"] != INCOMPLETE:
+            return (f"level {end['level']}: {end['checks_ran']} of {end['checks_planned']} "
+                    f"contract checks selected and ran; {end['deselected']} "
+                    f"{why_left_out(end['selection'])}")
         why = {"partial": "the selection left the others out"}.get(end["status"],
                                                                     end["status"])
         return (f"INCOMPLETE: {end['checks_ran']} of {end['checks_planned']} contract "

@@ -1,0 +1,220 @@
+"""What a gate (a SLURM prolog, a health check, a pipeline's step) does with one run: PASS,
+FAIL or ERROR, from the run's verdict.json and pytest's exit status.
+
+- FAIL: some node's outcome is FAIL (rejected: a check failed; unreachable: it did not
+  answer). Only FAIL takes a node out of service.
+- ERROR: the tool could not judge. The run wrote no verdict.json (a spec or option that is
+  not valid, exit 4; an interpreter that cannot be run, 126/127; the gate's time limit,
+  124/137; pytest-cluster's own crash, 3; interrupted, 2), or its verdict is not decided
+  (INCOMPLETE: a node NOT CHECKED), or a check across nodes failed with no node to blame.
+  An ERROR never drains a node: it says why, loudly.
+- PASS: every node the run covered passed every check at the level that ran, and pytest
+  exited 0.
+
+Only the standard library is imported here (a prolog's budget is seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_cluster.evidence.verdict import (
+    ERROR,
+    FAIL,
+    PASS,
+    NodeVerdict,
+    drain_command,
+    outcome_of,
+)
+
+#: verdict.json is read up to this size (a 1,024-node verdict is a few MB).
+MAX_VERDICT_BYTES = 64 * 2**20
+#: The tail of a run's log read for why it ended (a usage error is its last lines).
+LOG_TAIL_BYTES = 64 * 2**10
+MAX_WHY = 300
+#: A node's name as a spec's hostlist makes it: nothing scontrol would read as more.
+NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
+#: Exit codes after which no verdict can be trusted to be the whole truth, and why.
+EXIT_MEANING = {
+    2: "interrupted",
+    3: "pytest-cluster's own error (pytest: internal error)",
+    4: "the spec or an option is not valid (pytest: usage error)",
+    5: "no check was selected",
+    124: "the gate's time limit was reached (timeout)",
+    125: "the time limit could not be applied (timeout failed)",
+    126: "the interpreter cannot be run",
+    127: "the interpreter was not found",
+    137: "killed at the gate's time limit (SIGKILL)",
+}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A gate's decision: the outcome, one line per reason, and the nodes to take out."""
+
+    outcome: str  # PASS, FAIL, ERROR
+    lines: tuple[str, ...]
+    failed: tuple[NodeVerdict, ...] = ()
+    simulated: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        """0 PASS, 1 FAIL, 2 ERROR."""
+        return {PASS: 0, FAIL: 1}.get(self.outcome, 2)
+
+
+def exit_meaning(status: int) -> str:
+    """Why a run that exited `status` ended: '4: the spec or an option is not valid ...'."""
+    if status in EXIT_MEANING:
+        return f"exit {status}: {EXIT_MEANING[status]}"
+    if status > 128:
+        return f"exit {status}: killed by signal {status - 128}"
+    return f"exit {status}"
+
+
+def _printable(text: str) -> str:
+    text = "".join(ch if ch.isprintable() else " " for ch in text).strip()
+    return text if len(text) <= MAX_WHY else text[:MAX_WHY - 3] + "..."
+
+
+def log_reason(log: Path | None) -> str:
+    """The line of a run's log that says why it ended: its last 'ERROR:' line (pytest's
+    usage errors), else its last line that is not blank; '' without one."""
+    if log is None:
+        return ""
+    try:
+        with log.open("rb") as stream:
+            size = stream.seek(0, os.SEEK_END)
+            stream.seek(max(0, size - LOG_TAIL_BYTES))
+            tail = stream.read(LOG_TAIL_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith(("ERROR:", "E   "))]
+    chosen = errors[-1] if errors else (lines[-1] if lines else "")
+    return _printable(chosen)
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number")
+
+
+def read_verdict(path: Path) -> dict[str, Any]:
+    """verdict.json as written by the run: a JSON object within MAX_VERDICT_BYTES, finite
+    numbers only; ValueError or OSError says what is wrong."""
+    with path.open("rb") as stream:
+        data = stream.read(MAX_VERDICT_BYTES + 1)
+    if len(data) > MAX_VERDICT_BYTES:
+        raise ValueError(f"larger than {MAX_VERDICT_BYTES} bytes")
+    try:
+        document = json.loads(data.decode("utf-8"), parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    if not isinstance(document, dict):
+        raise ValueError("not a JSON object")
+    return document
+
+
+def _nodes(document: Mapping[str, Any]) -> list[NodeVerdict]:
+    """The node entries of verdict.json; ValueError where one is not as written."""
+    found = document.get("nodes")
+    if not isinstance(found, list):
+        raise ValueError("'nodes' is not a list")
+    nodes = []
+    for entry in found:
+        if not isinstance(entry, dict) or not all(
+                isinstance(entry.get(key), str) for key in ("node", "verdict", "reason")) \
+                or entry.get("outcome") not in (PASS, FAIL, ERROR):
+            raise ValueError("a node entry lacks node, verdict, outcome or reason")
+        if entry["outcome"] != outcome_of(entry["verdict"]):
+            raise ValueError(f"node {entry['node'][:60]!r}: outcome {entry['outcome']} does "
+                             f"not follow from verdict {entry['verdict'][:20]!r}")
+        if not NODE_NAME.fullmatch(entry["node"]):
+            raise ValueError(f"a node's name is not a host name: {entry['node'][:60]!r}")
+        nodes.append(NodeVerdict(entry["node"], entry["verdict"], entry["reason"]))
+    return nodes
+
+
+def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: str = "",
+           log_line: str = "") -> Decision:
+    """The gate's decision from verdict.json (`document`; None: the run wrote none for
+    this run, `why_missing` says why) and pytest's exit status."""
+    if document is None:
+        parts = [exit_meaning(exit_status), why_missing, log_line]
+        why = "; ".join(part for part in parts if part)
+        return Decision(ERROR, (f"ERROR: the check did not finish ({why}); no node is "
+                                "drained for it",))
+    try:
+        nodes = _nodes(document)
+    except ValueError as exc:
+        return Decision(ERROR, (f"ERROR: verdict.json cannot be read: {exc}",))
+    simulated = document.get("simulated") is True
+    level = _printable(str(document.get("level", "")))
+    failed = tuple(n for n in nodes if n.outcome == FAIL)
+    if failed:
+        return Decision(FAIL, tuple(f"FAIL {_printable(n.node)}: {n.verdict.lower()}: "
+                                    f"{_printable(n.reason)}" for n in failed),
+                        failed, simulated)
+    lines = [f"ERROR {_printable(n.node)}: not checked: {_printable(n.reason)}"
+             for n in nodes if n.outcome == ERROR]
+    checks = document.get("cluster_checks_failed")
+    for check in checks if isinstance(checks, list) else []:
+        if isinstance(check, dict):
+            lines.append(f"ERROR: a check across nodes failed with no node to blame: "
+                         f"{_printable(str(check.get('clause', '')))}: "
+                         f"{_printable(str(check.get('message', '')))}")
+    if document.get("outcome") != PASS and not lines:
+        lines.append(f"ERROR: the run's verdict is {_printable(str(document.get('verdict')))}")
+    if exit_status != 0:
+        lines.append(f"ERROR: pytest ended with {exit_meaning(exit_status)}"
+                     + (f": {log_line}" if log_line else ""))
+    if lines:
+        return Decision(ERROR, (*lines, "no node is drained for it"), simulated=simulated)
+    return Decision(PASS, (f"PASS: {len(nodes)} node(s) passed every check at level "
+                           f"{level}: {', '.join(_printable(n.node) for n in nodes)}",),
+                    simulated=simulated)
+
+
+def verdict_path(run: Path) -> Path:
+    """verdict.json of a run directory, or of the latest run under a reports directory."""
+    return run / "verdict.json" if (run / "verdict.json").exists() else \
+        run / "latest" / "verdict.json"
+
+
+def gate(run: Path, exit_status: int, log: Path | None = None,
+         since: float | None = None) -> Decision:
+    """The decision for the run under `run` (a run directory or --cluster-reports'), which
+    exited `exit_status`; a verdict.json older than `since` (epoch seconds: when this
+    gate's run started) is another run's, and so none."""
+    path = verdict_path(run)
+    why_missing = ""
+    document: dict[str, Any] | None = None
+    try:
+        if since is not None and path.stat().st_mtime < since - 1:
+            why_missing = f"{path} is an earlier run's"
+        else:
+            document = read_verdict(path)
+    except FileNotFoundError:
+        why_missing = "it wrote no verdict.json"
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        why_missing = f"{path} cannot be read: {_printable(str(exc))}"
+    return decide(document, exit_status, why_missing, log_reason(log))
+
+
+def drain_commands(decision: Decision) -> list[list[str]]:
+    """The scontrol commands that drain the nodes a decision failed; none for a simulated
+    run (its nodes are no SLURM nodes) and none unless the outcome is FAIL."""
+    if decision.outcome != FAIL or decision.simulated:
+        return []
+    return [drain_command(node) for node in decision.failed]
+
+
+def shown(commands: Sequence[Sequence[str]]) -> list[str]:
+    return [shlex.join(command) for command in commands]
