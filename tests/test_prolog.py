@@ -17,23 +17,9 @@ from pathlib import Path
 import pytest
 
 from tests.netns_cluster import NetnsCluster
+from tests.slurm_scripts import HEALTHCHECK, PROLOG, installed
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "slurm"
 pytestmark = pytest.mark.realcomponents
-
-
-def installed(script: str, where: Path, spec: Path, reports: Path) -> Path:
-    """The example script with this test's paths in place of /etc and /opt ones."""
-    text = (EXAMPLES / script).read_text(encoding="utf-8")
-    for default, ours in (("/etc/pytest-cluster/contract.yaml", str(spec)),
-                          ("/opt/pytest-cluster/bin/python", sys.executable),
-                          ("/var/lib/pytest-cluster/prolog", str(reports / "prolog")),
-                          ("/var/lib/pytest-cluster/healthcheck", str(reports / "health"))):
-        text = text.replace(default, ours)
-    path = where / script
-    path.write_text(text, encoding="utf-8")
-    path.chmod(0o755)
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +34,7 @@ def gate(netns: NetnsCluster, tmp_path_factory: pytest.TempPathFactory,
                     f"{netns.launcher_section('ssh')}\n"
                     f"storage:\n  - path: {scratch}\n    capacity: '>= 64 MiB'\n",
                     encoding="utf-8")
-    prolog = installed("pytest-cluster-prolog.sh", where, spec, where)
+    prolog = installed(PROLOG, where, spec, where)
     running = netns.slurmctld is not None
     netns._stop_slurm()
     env = netns.start_slurm(prolog=prolog, tmpfs={"node3": (str(scratch), "1m")})
@@ -107,7 +93,7 @@ def test_the_prolog_lets_a_healthy_node_run_and_drains_an_unhealthy_one(
 def test_the_health_check_drains_with_pytest_clusters_reason(
         gate: tuple[NetnsCluster, Path, Path]) -> None:
     netns, spec, where = gate
-    health = installed("pytest-cluster-healthcheck.sh", where, spec, where)
+    health = installed(HEALTHCHECK, where, spec, where)
     # as slurmd runs it: in the node's namespaces (its slurmd's: node3's has its 1 MiB
     # scratch), with no search path; node4 is healthy
     for node in ("node4", "node3"):

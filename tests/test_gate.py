@@ -1,0 +1,173 @@
+"""A gate's decision (evidence/gate.py, `pytest-cluster gate`): PASS, FAIL or ERROR from a
+run's verdict.json and pytest's exit status. Only FAIL takes a node out; a run that could
+not judge (a spec with a typo, a crash, a time limit, a verdict not decided) is an ERROR
+that names why and drains nothing; a verdict.json that is not this run's, not as written or
+not a JSON object is no verdict."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_cluster.evidence.gate import (
+    EXIT_MEANING,
+    MAX_VERDICT_BYTES,
+    decide,
+    drain_commands,
+    exit_meaning,
+    gate,
+    log_reason,
+)
+from pytest_cluster.evidence.verdict import (
+    ACCEPTED,
+    ERROR,
+    FAIL,
+    NOT_CHECKED,
+    PASS,
+    REJECTED,
+    UNREACHABLE,
+    outcome_of,
+)
+
+
+def node(name: str, verdict: str, reason: str = "") -> dict[str, Any]:
+    return {"node": name, "verdict": verdict, "outcome": outcome_of(verdict),
+            "reason": reason}
+
+
+def document(*nodes: dict[str, Any], verdict: str = ACCEPTED, **more: Any) -> dict[str, Any]:
+    return {"verdict": verdict, "outcome": outcome_of(verdict), "level": "sanity",
+            "simulated": False, "nodes": list(nodes), "cluster_checks_failed": [], **more}
+
+
+def test_outcomes_follow_from_every_verdict() -> None:
+    assert {v: outcome_of(v) for v in (ACCEPTED, REJECTED, UNREACHABLE, NOT_CHECKED,
+                                       "INCOMPLETE")} == {
+        ACCEPTED: PASS, REJECTED: FAIL, UNREACHABLE: FAIL, NOT_CHECKED: ERROR,
+        "INCOMPLETE": ERROR}
+
+
+def test_every_node_passed_is_a_pass() -> None:
+    decided = decide(document(node("n1", ACCEPTED, "all 70 checks passed")), 0)
+    assert (decided.outcome, decided.exit_code) == (PASS, 0)
+    assert decided.lines == ("PASS: 1 node(s) passed every check at level sanity: n1",)
+
+
+def test_a_failed_node_is_a_fail_naming_it_and_only_it_is_drained() -> None:
+    decided = decide(document(node("n1", ACCEPTED), node("n2", REJECTED, "1 clause(s) "
+                                                         "failed: fabric.ports"),
+                              node("n3", UNREACHABLE, "n3: host probe unreachable"),
+                              verdict=REJECTED), 1)
+    assert (decided.outcome, decided.exit_code) == (FAIL, 1)
+    assert decided.lines == ("FAIL n2: rejected: 1 clause(s) failed: fabric.ports",
+                             "FAIL n3: unreachable: n3: host probe unreachable")
+    assert drain_commands(decided) == [
+        ["scontrol", "update", "NodeName=n2", "State=DRAIN",
+         "Reason=pytest-cluster rejected: 1 clause(s) failed: fabric.ports"],
+        ["scontrol", "update", "NodeName=n3", "State=DRAIN",
+         "Reason=pytest-cluster unreachable: n3: host probe unreachable"]]
+
+
+def test_a_simulated_failure_drains_nothing() -> None:
+    decided = decide(document(node("n2", REJECTED, "x"), verdict=REJECTED, simulated=True), 1)
+    assert decided.outcome == FAIL and drain_commands(decided) == []
+
+
+def test_a_node_not_checked_is_an_error_that_drains_nothing() -> None:
+    decided = decide(document(node("n1", NOT_CHECKED, "1 could not be decided (busy)"),
+                              verdict="INCOMPLETE"), 1)
+    assert (decided.outcome, decided.exit_code) == (ERROR, 2)
+    assert decided.lines == ("ERROR n1: not checked: 1 could not be decided (busy)",
+                             "ERROR: pytest ended with exit 1", "no node is drained for it")
+    assert drain_commands(decided) == []
+
+
+def test_a_check_across_nodes_without_a_culprit_is_an_error() -> None:
+    decided = decide(document(node("n1", ACCEPTED), verdict=REJECTED, cluster_checks_failed=[
+        {"clause": "interconnect.busbw[inter_node]", "message": "measured 3 < 40 GB/s"}]), 1)
+    assert decided.outcome == ERROR
+    assert decided.lines[0] == ("ERROR: a check across nodes failed with no node to blame: "
+                                "interconnect.busbw[inter_node]: measured 3 < 40 GB/s")
+
+
+def test_every_node_passed_but_pytest_did_not_is_an_error() -> None:
+    decided = decide(document(node("n1", ACCEPTED)), 3, log_line="INTERNALERROR> boom")
+    assert decided.outcome == ERROR
+    assert decided.lines == (f"ERROR: pytest ended with exit 3: {EXIT_MEANING[3]}: "
+                             "INTERNALERROR> boom", "no node is drained for it")
+
+
+@pytest.mark.parametrize("status", sorted(EXIT_MEANING))
+def test_a_run_without_a_verdict_is_an_error_saying_why(status: int) -> None:
+    decided = decide(None, status, "it wrote no verdict.json", "ERROR: t.yaml:3: gpuz: "
+                     "unknown key")
+    assert decided.outcome == ERROR and decided.exit_code == 2
+    assert decided.lines == (f"ERROR: the check did not finish (exit {status}: "
+                             f"{EXIT_MEANING[status]}; it wrote no verdict.json; ERROR: "
+                             "t.yaml:3: gpuz: unknown key); no node is drained for it",)
+
+
+def test_exit_meanings() -> None:
+    assert exit_meaning(143) == "exit 143: killed by signal 15"
+    assert exit_meaning(1) == "exit 1"
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("[]", "not a JSON object"),
+    ('{"nodes": 3}', "'nodes' is not a list"),
+    ('{"nodes": [{"node": "n1", "verdict": "ACCEPTED", "outcome": "FAIL", "reason": ""}]}',
+     "outcome FAIL does not follow from verdict 'ACCEPTED'"),
+    ('{"nodes": [{"node": "n1 State=RESUME", "verdict": "REJECTED", "outcome": "FAIL", '
+     '"reason": ""}]}', "a node's name is not a host name"),
+    ('{"nodes": [{"node": "n1"}]}', "a node entry lacks node, verdict, outcome or reason"),
+    ('{"nodes": [], "x": NaN}', "NaN is not a number"),
+    ("[" * 100_000, "nested too deeply"),
+])
+def test_a_verdict_not_as_written_is_an_error(tmp_path: Path, text: str, why: str) -> None:
+    (tmp_path / "verdict.json").write_text(text)
+    decided = gate(tmp_path, 1)
+    assert decided.outcome == ERROR and why in " ".join(decided.lines), decided.lines
+    assert drain_commands(decided) == []
+
+
+def test_a_verdict_too_large_or_older_than_the_run_is_none(tmp_path: Path) -> None:
+    path = tmp_path / "latest" / "verdict.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(document(node("n1", REJECTED, "x"), verdict=REJECTED)))
+    assert gate(tmp_path, 1).outcome == FAIL  # read through reports/latest
+    old = time.time() - 3600
+    os.utime(path, (old, old))
+    decided = gate(tmp_path, 1, since=time.time())
+    assert decided.outcome == ERROR and "is an earlier run's" in decided.lines[0]
+    with path.open("wb") as stream:
+        stream.truncate(MAX_VERDICT_BYTES + 1)
+    assert f"larger than {MAX_VERDICT_BYTES} bytes" in gate(tmp_path, 1).lines[0]
+
+
+def test_the_reason_from_a_log_is_its_last_error_line_bounded(tmp_path: Path) -> None:
+    log = tmp_path / "pytest.log"
+    log.write_bytes(b"x" * 200_000 + b"\nERROR: spec.yaml:3: gpuz: unknown key\n\x1b[2Jbye\n")
+    assert log_reason(log) == "ERROR: spec.yaml:3: gpuz: unknown key"
+    log.write_bytes(b"\n  last words " + b"y" * 1000 + b"\n\n")
+    assert log_reason(log).startswith("last words y") and len(log_reason(log)) == 300
+    assert log_reason(tmp_path / "none") == ""
+
+
+def test_the_command_prints_a_line_per_reason_and_exits_by_outcome(tmp_path: Path) -> None:
+    (tmp_path / "verdict.json").write_text(json.dumps(document(
+        node("n2", REJECTED, "1 clause(s) failed: fabric.ports"), verdict=REJECTED,
+        simulated=True)))
+    done = subprocess.run([sys.executable, "-m", "pytest_cluster.cli", "gate", str(tmp_path),
+                           "--exit-status", "1", "--drain"], capture_output=True, text=True,
+                          check=False, timeout=60)
+    assert done.returncode == 1
+    assert done.stdout.splitlines() == [
+        "pytest-cluster FAIL n2: rejected: 1 clause(s) failed: fabric.ports",
+        "pytest-cluster not drained: a simulated cluster's nodes are no SLURM nodes"]
