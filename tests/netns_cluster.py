@@ -239,13 +239,19 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
         raise RuntimeError(f"SLURM nodes did not come up: {done.stdout} {log}")
 
     def start_slurmd(self, node: str) -> None:
-        # ip netns exec breaks slurmd's cgroup setup; nsenter + its own host name works
-        mount = ""
-        unshare = ["unshare", "--uts"]
+        # ip netns exec breaks slurmd's cgroup setup (it mounts a whole new /sys); nsenter
+        # + its own host name works. As on a real node, the node's processes (slurmd, its
+        # prolog, its jobs) see the node's own network devices in /sys: a sysfs mounted in
+        # the node's network namespace, bound over /sys/class/net and its devices, in a
+        # mount namespace of the node's own (the rest of /sys, cgroups too, stays)
+        own = self.workdir / f"sys-{node}"
+        own.mkdir(exist_ok=True)
+        unshare = ["unshare", "--uts", "--mount"]
+        mount = (f"mount -t sysfs sysfs {own} && mount --bind {own}/class/net /sys/class/net "
+                 f"&& mount --bind {own}/devices/virtual/net /sys/devices/virtual/net && ")
         if node in self.tmpfs:
             folder, size = self.tmpfs[node]
-            unshare.append("--mount")
-            mount = f"mount -t tmpfs -o size={size} tmpfs {folder} && "
+            mount += f"mount -t tmpfs -o size={size} tmpfs {folder} && "
         self.slurmd[node] = subprocess.Popen(
             ["nsenter", f"--net=/run/netns/{self.netns(node)}", *unshare, "sh", "-c",
              f"{mount}hostname {node} && exec slurmd -D -f {self.slurm_conf} -N {node}"],

@@ -1,9 +1,12 @@
 """The provider's gate on a real SLURM: examples/slurm/pytest-cluster-prolog.sh installed as
 slurm.conf's Prolog (PrologFlags=Alloc) on the namespace cluster, and the HealthCheckProgram
-script run on a node as slurmd runs it. node3's scratch filesystem is a 1 MiB tmpfs (in its
-own mount namespace, which its slurmd, prolog and jobs share): the contract's capacity
-clause fails there alone. A job on a healthy node runs; on node3 slurmd drains the node and
-the job does not run; the health check drains with pytest-cluster's own reason."""
+script run on a node as slurmd runs it, with a contract holding every section that can run
+there (host, software, storage, fabric: each node's own eth0; interconnect and training,
+which are not at the sanity level). node3's scratch filesystem is a 1 MiB tmpfs (in its own
+mount namespace, which its slurmd, prolog and jobs share): the contract's capacity clause
+fails there alone. 20 consecutive jobs on the healthy nodes run and drain none; on node3
+slurmd drains the node and the job does not run; the health check drains it with the
+clause in the reason; a typo in the contract drains no node and says so."""
 
 from __future__ import annotations
 
@@ -21,6 +24,35 @@ from tests.slurm_scripts import HEALTHCHECK, PROLOG, installed
 
 pytestmark = pytest.mark.realcomponents
 
+#: The contract: every section that can run on the namespace nodes.
+CONTRACT = """cluster:
+  name: gate
+  nodes: node[1-4]
+  launcher: ssh
+  python: {python}
+  probe_timeout: 1 min
+{section}
+host:
+  cpu_cores: ">= 1"
+  memory: ">= 256 MiB"
+  software: {{python: ">= 3.9"}}
+storage:
+  - path: {scratch}
+    capacity: ">= 64 MiB"
+fabric:
+  devices: "eth*"
+  ports: 1
+  link_layer: Ethernet
+interconnect:
+  inter_node: {{kind: veth, nics_per_node: 1, rate_per_nic: 1 Gb/s}}
+  payloads: [16 MiB]
+  ranks_per_node: 1
+  busbw: ">= 80%"
+training:
+  steps: 5
+  step_time: "<= 60 s"
+"""
+
 
 @pytest.fixture(scope="module")
 def gate(netns: NetnsCluster, tmp_path_factory: pytest.TempPathFactory,
@@ -29,11 +61,8 @@ def gate(netns: NetnsCluster, tmp_path_factory: pytest.TempPathFactory,
     scratch = where / "scratch"
     scratch.mkdir()
     spec = where / "contract.yaml"
-    spec.write_text(f"cluster:\n  name: gate\n  nodes: node[1-4]\n  launcher: ssh\n"
-                    f"  python: {sys.executable}\n  probe_timeout: 1 min\n"
-                    f"{netns.launcher_section('ssh')}\n"
-                    f"storage:\n  - path: {scratch}\n    capacity: '>= 64 MiB'\n",
-                    encoding="utf-8")
+    spec.write_text(CONTRACT.format(python=sys.executable, scratch=scratch,
+                                    section=netns.launcher_section("ssh")), encoding="utf-8")
     prolog = installed(PROLOG, where, spec, where)
     running = netns.slurmctld is not None
     netns._stop_slurm()
@@ -61,33 +90,49 @@ def _job(node: str, marker: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, check=True, timeout=60)
 
 
-def test_the_prolog_lets_a_healthy_node_run_and_drains_an_unhealthy_one(
+def _ran(netns: NetnsCluster, where: Path, node: str, marker: Path) -> None:
+    """Wait for the job's marker; fail saying what SLURM and the prolog said."""
+    try:
+        netns.wait_for(lambda: marker.exists() or None, f"the job on {node} ran", 120)
+    except RuntimeError:
+        log = next((where / "prolog").glob(f"{node}-*/pytest.log"), where / "none")
+        queue = subprocess.run(["squeue", "-a", "-l"], capture_output=True, text=True,
+                               check=False).stdout
+        raise AssertionError(
+            f"{queue}\n{netns.scontrol('show', 'node', node)}\n"
+            f"{log.read_text()[-3000:] if log.exists() else 'no prolog log'}") from None
+
+
+#: Consecutive jobs on the healthy nodes, each after the last one ran.
+JOBS = 20
+
+
+def test_the_prolog_lets_healthy_nodes_run_and_drains_an_unhealthy_one(
         gate: tuple[NetnsCluster, Path, Path]) -> None:
     netns, _, where = gate
-    ran1, ran3 = where / "ran-node1", where / "ran-node3"
-    _job("node1", ran1)
+    healthy = [node for node in netns.nodes if node not in netns.tmpfs]
+    for job in range(JOBS):
+        node = healthy[job % len(healthy)]
+        marker = where / f"ran-{job}-{node}"
+        _job(node, marker)
+        _ran(netns, where, node, marker)
+    assert [netns.node_state(node) for node in healthy] == ["idle"] * len(healthy)
+    verdicts = sorted((where / "prolog").glob("*/latest/verdict.json"))
+    assert len(verdicts) == JOBS
+    for path in verdicts:  # each accepted at the sanity level, every section judged
+        text = path.read_text()
+        assert '"verdict": "ACCEPTED"' in text and '"level": "sanity"' in text, text
+    ran3 = where / "ran-node3"
     _job("node3", ran3)
     netns.wait_for(lambda: "drain" in netns.node_state("node3"), "node3 drained", 120)
     reason = netns.scontrol("show", "node", "node3")
     assert "Prolog error" in reason or "prolog" in reason.lower(), reason
-    try:
-        netns.wait_for(lambda: ran1.exists() or None, "the job on node1 ran", 120)
-    except RuntimeError:
-        log = next((where / "prolog").glob("node1-*/pytest.log"), where / "none")
-        queue = subprocess.run(["squeue", "-a", "-l"], capture_output=True, text=True,
-                               check=False).stdout
-        raise AssertionError(
-            f"{queue}"
-            f"\n{netns.scontrol('show', 'node', 'node1')}\n"
-            f"{log.read_text()[-3000:] if log.exists() else 'no prolog log'}") from None
     time.sleep(2)
     assert not ran3.exists()  # the job did not run on the node the prolog failed
     # why is the prolog run's evidence, on that node's side
-    verdicts = sorted((where / "prolog").glob("*/*/verdict.json"))
-    found = [v.read_text() for v in verdicts if '"node3"' in v.read_text()]
-    assert found and '"REJECTED"' in found[-1] and "capacity" in found[-1]
-    assert any('"node1"' in v.read_text() and '"verdict": "ACCEPTED"' in v.read_text()
-               for v in verdicts)
+    found = [v.read_text() for v in (where / "prolog").glob("node3-*/latest/verdict.json")]
+    assert found and '"REJECTED"' in found[-1] and "storage[" in found[-1]
+    assert "capacity" in found[-1] and '"outcome": "FAIL"' in found[-1]
 
 
 def test_the_health_check_drains_with_pytest_clusters_reason(
@@ -103,3 +148,31 @@ def test_the_health_check_drains_with_pytest_clusters_reason(
     assert "drain" not in netns.node_state("node4")
     shown = netns.scontrol("show", "node", "node3")
     assert "Reason=pytest-cluster rejected: 1 clause(s) failed: storage[" in shown, shown
+
+
+def test_a_typo_in_the_contract_drains_no_node(gate: tuple[NetnsCluster, Path, Path]) -> None:
+    netns, spec, where = gate
+    good = spec.read_text(encoding="utf-8")
+    spec.write_text(good.replace("\nfabric:", "\nfabrik:"), encoding="utf-8")
+    try:
+        netns.scontrol("update", "NodeName=node3", "State=RESUME")  # fixed by hand
+        netns.wait_for(lambda: "drain" not in netns.node_state("node3"), "node3 back", 60)
+        for node in netns.nodes:  # node3 too: its check cannot run, it is not judged
+            marker = where / f"typo-{node}"
+            _job(node, marker)
+            _ran(netns, where, node, marker)
+        health = installed(HEALTHCHECK, where, spec, where)
+        for node in netns.nodes:
+            done = subprocess.run(["nsenter", "-t", str(netns.slurmd[node].pid), "--all",
+                                   "env", "-i", f"SLURM_CONF={os.environ['SLURM_CONF']}",
+                                   str(health)], capture_output=True, text=True,
+                                  check=False, timeout=120)
+            assert done.returncode == 0
+            assert "ERROR" in done.stderr and "fabrik: unknown key" in done.stderr
+        assert all("drain" not in netns.node_state(node) for node in netns.nodes)
+        gates = [p.read_text() for p in (where / "prolog").glob("*/gate.log")
+                 if "fabrik" in p.read_text()]
+        assert len(gates) == len(netns.nodes)
+        assert all("exit 4: the spec or an option is not valid" in g for g in gates)
+    finally:
+        spec.write_text(good, encoding="utf-8")
