@@ -348,6 +348,61 @@ def test_a_stopped_rank_is_named_and_the_job_ends_at_the_bound(
     assert ended - stopped["at"] < bound + 10, ended - stopped["at"]
 
 
+def _stop_at_start(netns: NetnsCluster, node: str, stopped: dict[str, Any]) -> None:
+    """SIGSTOP `node`'s rank as soon as it is started (before its first step)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        pid = _train_rank(netns, node)
+        if pid is not None:
+            os.kill(pid, signal.SIGSTOP)
+            stopped.update(pid=pid, at=time.monotonic(), step=_step_of(pid))
+            return
+        time.sleep(0.005)
+
+
+@pytest.mark.realcomponents
+def test_a_rank_stopped_before_its_first_step_is_named_and_its_node_rejected(
+        pytester: pytest.Pytester, netns: NetnsCluster) -> None:
+    """node3's rank SIGSTOPped as it starts (before torch is even imported): it is known
+    from its start, so its node kills it for its silence and names it; the other ranks'
+    rendezvous ends at the start bound, not at the store's 120 s timeout; the job ends
+    within the bound + 15 s (training.timeout is 300 s). Only node3 fails training.ranks,
+    with the silence measured; no healthy node is blamed."""
+    if not has_torch():
+        pytest.skip("needs torch on the nodes")
+    bound = 8
+    (pytester.path / "t.yaml").write_text(TRAINING_ON_NETNS.format(
+        python=sys.executable, section=netns.launcher_section("ssh"), steps=20, bound=bound))
+    stopped: dict[str, Any] = {}
+    stopper = threading.Thread(target=_stop_at_start, args=(netns, "node3", stopped))
+    stopper.start()
+    try:
+        result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k",
+                                    "training_steps or training_ranks")
+        ended = time.monotonic()
+    finally:
+        stopper.join()
+        if stopped and _train_rank(netns, "node3") == stopped["pid"]:
+            os.kill(stopped["pid"], signal.SIGKILL)
+    assert stopped and stopped["step"] == -1, stopped
+    result.assert_outcomes(passed=3, failed=2)
+    records = [r for r in jsonl(pytester) if r.get("type") == "result"]
+    (steps,) = [r for r in records if r.get("clause") == "training.step_time"]
+    message = steps["message"]
+    assert "node3 rank 2: stuck at " in message and "(before its first step)" in message
+    assert ": stopped or frozen; " in message, message
+    assert not any(f"{node} rank" in message for node in ("node1", "node2", "node4"))
+    assert "DistStoreError" not in message and "wait timeout" not in message
+    ranks = {r["node"]: r for r in records if r.get("clause") == "training.ranks"}
+    assert {n for n, r in ranks.items() if r["outcome"] == "failed"} == {"node3"}, ranks
+    assert ranks["node3"]["measured_base"] > bound
+    assert _train_rank(netns, "node3") is None
+    took = ended - stopped["at"]
+    print(f"frozen before its first step: the job ended {took:.1f} s after the SIGSTOP; "
+          f"node3's silence measured {ranks['node3']['measured_base']:.1f} s")
+    assert took < bound + 15, took
+
+
 @pytest.mark.realcomponents
 def test_a_slow_link_names_its_node(pytester: pytest.Pytester, netns: NetnsCluster) -> None:
     """node4's link shaped to 20 Mbit/s both ways: the steps slow down on every rank alike
