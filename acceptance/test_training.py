@@ -8,12 +8,16 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.run.contract_tests import checks
+from pytest_cluster.spec.clauses import declared
+from pytest_cluster.spec.model import Clause
+from pytest_cluster.spec.requirement import parse_requirement
+from pytest_cluster.units import Dim
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.check import Evidence
     from pytest_cluster.measure.cluster import Cluster
     from pytest_cluster.measure.training import TrainingRun
-    from pytest_cluster.spec.model import Clause, TrainingSpec
+    from pytest_cluster.spec.model import TrainingSpec
 
 METHOD = ("torch.nn TransformerEncoder trained with DistributedDataParallel ({backend}) on "
           "synthetic tokens, {steps} steps after {warmup} warm-up; a step's time is its "
@@ -63,8 +67,9 @@ def test_training_steps(cluster: Cluster, evidence: Evidence) -> None:
     spec, clause, run, raw, label = _run(cluster, evidence, "step_time")
     if run.hang:
         raw["hang"] = run.hang
-        evidence.check(clause, run.bound_s * 1.000001 + 1e-9, node=label, result=None,
-                       method=_method(spec, run), raw=raw, note=run.hang)
+        # the figure is the stall measured; a hang fails even when it was found early
+        evidence.check(clause, max(run.hang_s, run.bound_s * 1.000001 + 1e-9), node=label,
+                       result=None, method=_method(spec, run), raw=raw, note=run.hang)
     evidence.check(clause, run.longest_s, node=label, result=None, method=_method(spec, run),
                    raw=raw, note=f"longest step {run.longest_s:.3f} s; {run.slowest}"
                    + (f"; loss {run.loss_first:.3f} -> {run.loss_last:.3f}"
@@ -75,6 +80,7 @@ def test_training_steps(cluster: Cluster, evidence: Evidence) -> None:
 def test_training_steady(cluster: Cluster, evidence: Evidence) -> None:
     """The step time's coefficient of variation over the measured steps."""
     spec, clause, run, raw, label = _run(cluster, evidence, "spread")
+    _straggler(evidence, run)
     if run.hang:
         evidence.cannot_measure(clause, run.hang, raw=raw, kind="hang", node=label)
     evidence.check(clause, run.spread, node=label, result=None, method=_method(spec, run),
@@ -89,3 +95,38 @@ def test_training_throughput(cluster: Cluster, evidence: Evidence) -> None:
         evidence.cannot_measure(clause, run.hang, raw=raw, kind="hang", node=label)
     evidence.check(clause, run.tokens_per_s, node=label, result=None,
                    method=_method(spec, run), raw=raw)
+
+
+def _straggler(evidence: Evidence, run: TrainingRun) -> None:
+    """Who held a finished run up, as a finding of its own (terminal, report, JUnit)."""
+    if run.ok and run.slowest and not run.slowest.startswith("no rank stands out"):
+        evidence.record(finding=run.slowest)
+
+
+RANKS_METHOD = ("each rank's progress file, written at its start by its node and then by "
+                "the rank at every phase and heartbeat (<= 0.5 s); its node polls it every "
+                "50 ms and kills a rank silent past the limit (stopped, frozen)")
+
+
+@checks("training.ranks")
+def test_training_ranks(cluster: Cluster, node: str, evidence: Evidence) -> None:
+    """This node's ranks took their steps: none went silent (stopped, frozen) past the
+    watchdog's limit, from its start (rendezvous, setup) to its end. The figure is the
+    longest silence the node saw; a hung rank's node fails it (the others wait for it and
+    pass), so the verdict rejects the node that hung, not the ones that found it."""
+    spec = _spec(cluster)
+    run = cluster.training()
+    evidence.saw(run)
+    clause = Clause(declared("training.ranks").id, spec.line,
+                    parse_requirement(f"<= {run.stall_s:g} s", Dim.TIME, "<="))
+    raw: dict[str, Any] = {"silence_s": run.silence.get(node), "stall_s": run.stall_s,
+                           "hang": run.hang or None}
+    if node not in run.silence:
+        why = run.error or run.hang or "its ranks reported no progress"
+        mine = why.startswith(f"{node}: ") or why.startswith(f"{node} ")
+        evidence.cannot_measure(clause, f"its ranks' silence was not measured: {why}",
+                                raw=raw, kind="job_failed" if mine else "undecided",
+                                node=node)
+    silent = run.silence[node]
+    evidence.check(clause, silent, node=node, result=None, method=RANKS_METHOD, raw=raw,
+                   note=run.hang or run.error)

@@ -225,7 +225,8 @@ def test_a_hanging_job_ends_at_its_wall_clock() -> None:
     result = run_job(local(), JobSpec(("a",), "import time\ntime.sleep(600)\n",
                                       wall_timeout_s=2))
     assert [r.exit_code for r in result.ranks] == ["killed"]
-    assert result.first_failure() == "a rank 0 was killed"
+    assert result.first_failure() == ("wall-clock limit of 2 s reached: every rank was "
+                                      "killed by its node")
 
 
 @pytest.mark.realcomponents

@@ -7,6 +7,7 @@ SIGINT ignored, and with a TMPDIR of their own to count what they leave there.""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -163,3 +164,88 @@ def test_a_soak_stopped_by_sigterm_mid_round_leaves_nothing(
     end = _end(soak_dir / "results.jsonl")
     assert (end["status"], end["soak"]["rounds"]) == ("interrupted", 3)
     _assert_nothing_left(netns, private_tmp)
+
+
+# -- a job's part on each node: its progress files go however it ends ----------------------
+
+#: A rank that keeps its progress file beating (as train.py does) until it is killed, in a
+#: "collective" when it has no progress file.
+RANK = """\
+import json, os, time
+path = os.environ.get("PYTEST_CLUSTER_PROGRESS")
+while True:
+    if path and os.environ.get("BEAT", "1") == "1":
+        with open(path + ".tmp", "w") as f:
+            json.dump({"step": 3, "phase": "forward", "since": time.time(),
+                       "beat": time.time()}, f)
+        os.replace(path + ".tmp", path)
+    time.sleep(0.1)
+"""
+
+
+def _job_parts(netns: NetnsCluster, tmp: Path, stall_s: float,
+               beat: bool = True) -> list[subprocess.Popen[bytes]]:
+    """job_node on every namespace node (two ranks each, TMPDIR its own folder of `tmp`)."""
+    source = Path(__file__).parent.parent / "pytest_cluster" / "probes" / "job_node.py"
+    parts = []
+    for index, node in enumerate(netns.nodes):
+        (tmp / node).mkdir()
+        parts.append(subprocess.Popen(
+            ["ip", "netns", "exec", netns.netns(node), sys.executable, str(source),
+             "--node-rank", str(index), "--nnodes", str(len(netns.nodes)),
+             "--ranks-per-node", "2", "--wall-timeout", "120",
+             "--stall-timeout", f"{stall_s:g}",
+             "--program", base64.b64encode(RANK.encode()).decode()],
+            env={**os.environ, "TMPDIR": str(tmp / node), "BEAT": "1" if beat else "0"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, start_new_session=True))
+    return parts
+
+
+def _ours(tmp: Path, node: str) -> list[str]:
+    return sorted(p.name for p in (tmp / node).glob("pc-*"))
+
+
+@pytest.mark.realcomponents
+@pytest.mark.parametrize("stall_s", [30.0, 0.0], ids=["mid-training", "mid-collective"])
+def test_sigterm_to_a_job_leaves_no_progress_file_on_any_node(
+        netns: NetnsCluster, private_tmp: Path, stall_s: float) -> None:
+    """SIGTERM to each node's part while its ranks run (mid-training: progress files
+    beating; mid-collective: none asked for): 0 pc-* files and folders left on each node."""
+    parts = _job_parts(netns, private_tmp, stall_s)
+    try:
+        wait_for("every node's ranks running", lambda: all(
+            len([c for c in netns.python_processes(n) if b"-c" in c]) >= 2
+            and _ours(private_tmp, n) for n in netns.nodes), 60)
+        if stall_s:
+            assert all(len(list((private_tmp / n).glob("pc-progress-*/rank*.json"))) == 2
+                       for n in netns.nodes)
+        for part in parts:
+            part.send_signal(signal.SIGTERM)
+        assert [part.wait(30) for part in parts] == [128 + signal.SIGTERM] * len(parts)
+    finally:
+        for part in parts:
+            if part.poll() is None:
+                os.killpg(part.pid, signal.SIGKILL)
+    assert {n: _ours(private_tmp, n) for n in netns.nodes} == {n: [] for n in netns.nodes}
+
+
+@pytest.mark.realcomponents
+def test_a_rank_killed_by_the_watchdog_leaves_no_progress_file(
+        netns: NetnsCluster, private_tmp: Path) -> None:
+    """A rank that never beats (frozen from its start) is killed by its node's watchdog at
+    the stall timeout; the part ends, naming it, and leaves 0 pc-* behind."""
+    parts = _job_parts(netns, private_tmp, 1.0, beat=False)
+    try:
+        outputs = [part.communicate(timeout=60)[0] for part in parts]
+    finally:
+        for part in parts:
+            if part.poll() is None:
+                os.killpg(part.pid, signal.SIGKILL)
+    for output in outputs:
+        data = json.loads(output.decode().strip().splitlines()[-1])["data"]
+        assert data["killed_because"].startswith("rank ") \
+            and " gave no sign of life for " in data["killed_because"], data
+        assert "stalled" in {r["exit_code"] for r in data["ranks"]}
+        assert all(r["progress"]["phase"] == "start" for r in data["ranks"])
+    assert {n: _ours(private_tmp, n) for n in netns.nodes} == {n: [] for n in netns.nodes}

@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,9 @@ def _spec(text: str) -> TrainingSpec:
 def test_the_training_job_runs_the_train_probe_with_the_spec_settings() -> None:
     spec = _spec("training: {steps: 30, ranks_per_node: 2, step_time: '<= 4 s'}\n")
     job = training_job(spec, ["a", "b"])
+    # the rendezvous and setup are bounded too: the step bound, at least 10 s
     assert job.args == ("--steps", "30", "--warmup", "3", "--step-bound", "4",
-                        "--backend", "gloo")
+                        "--start-bound", "10", "--backend", "gloo")
     assert job.ranks_per_node == 2 and job.wall_timeout_s == 900.0
     # a rank silent for the bound is killed by its node (2 s at the least)
     assert job.stall_timeout_s == 4.0
@@ -113,6 +115,76 @@ def test_a_hang_names_the_rank_that_stopped_not_the_one_that_found_it() -> None:
     assert run.hang == ("b rank 1: stuck at step 7 (forward) for 5.4 s (bound 5 s), no sign "
                         "of life for 5.4 s: stopped or frozen; rank 0 waits for it in the "
                         "all-reduce after the forward pass")
+
+
+def test_a_rank_frozen_before_its_first_step_is_named_not_the_store_timeouts() -> None:
+    """b was stopped while importing torch: its node killed it for its silence since its
+    start; a's watchdog ended its rendezvous at the start bound. b is named, with the
+    silence measured; a store timeout is nowhere."""
+    found = RankResult("a", 0, 0, 3, {"hang": {"step": -1, "phase": "rendezvous",
+                                               "waited_s": 10.2, "bound_s": 10.0}},
+                       "torch.distributed.DistStoreError: wait timeout after 120000ms",
+                       ended_at=12.0, progress=_progress(-1, "rendezvous", 10.2, 0.1),
+                       longest_silent_s=0.4)
+    stuck = RankResult("b", 1, 0, "stalled", None, ended_at=8.3,
+                       progress=_progress(-1, "import torch", 8.2, 8.2), longest_silent_s=8.2)
+    run = summarise(replace(BASE, stall_s=5.0), JobResult((found, stuck), "a"))
+    assert run.hang == ("b rank 1: stuck at import torch (before its first step) for 8.2 s "
+                        "(bound 5 s), no sign of life for 8.2 s: stopped or frozen; rank 0 "
+                        "waits for it in the rendezvous (init_process_group)")
+    assert run.hang_s == 10.2  # the longest stuck: a's watchdog's wait
+    assert run.silence == {"a": 0.4, "b": 8.2}
+
+
+def _killed(node: str, rank: int, at: int, stderr: str = "",
+            times: dict[str, list[float]] | None = None) -> RankResult:
+    return RankResult(node, rank, 0, "killed", None, stderr, ended_at=20.0,
+                      progress=_progress(at, "backward", 0.05, 0.1), longest_silent_s=0.3,
+                      steps={f"{k}_s": v for k, v in times.items()} if times else None)
+
+
+def _timed(step: list[float], forward: list[float], wait: list[float]) -> dict[str, list[float]]:
+    return {"step": step, "forward": forward, "wait": wait, "backward": [0.1] * len(step),
+            "optimiser": [0.01] * len(step)}
+
+
+def test_a_run_ended_by_its_wall_clock_says_so_and_keeps_its_steps() -> None:
+    """Every rank killed at the wall clock: the reason is the limit, at the step the ranks
+    had reached; no torch warning is quoted; the steps that ran are kept."""
+    warning = "[W1127 10:00:00.1 socket.cpp:1] [c10d] The hostname of the client socket " \
+              "cannot be retrieved"
+    a = _killed("a", 0, 71, warning, _timed([0.5, 0.6, 0.55], [0.1] * 3, [0.3] * 3))
+    b = _killed("b", 1, 71, warning, _timed([0.5, 0.7], [0.4] * 2, [0.0] * 2))
+    result = JobResult((a, b), "a", stopped=(("a", "wall-clock limit of 180 s reached"),
+                                             ("b", "wall-clock limit of 180 s reached")))
+    assert result.first_failure() == ("wall-clock limit of 180 s reached: every rank was "
+                                      "killed by its node")
+    run = summarise(BASE, result, 103)
+    assert run.error == "wall-clock limit of 180 s reached at step 71 of 103"
+    assert run.step_s == (0.5, 0.7)  # the steps every rank completed, their slowest
+    assert run.slowest.startswith("b rank 1 computes slowest: its forward pass takes 0.40 s")
+    assert not run.ok and "W1127" not in run.error
+    behind = _killed("b", 1, 40)
+    run = summarise(BASE, JobResult((a, behind), "a",
+                                    stopped=(("a", "wall-clock limit of 180 s reached"),)), 103)
+    assert run.error == ("wall-clock limit of 180 s reached at step 71 of 103; b rank 1: "
+                         "stuck at step 40 (backward) for 50.0 ms (bound 5 s); rank 0 waits "
+                         "for it in the backward pass's gradient all-reduce")
+    assert run.step_s == ()  # b's steps file was never written: none kept
+
+
+def test_the_first_failure_is_never_a_store_timeout_or_a_warning() -> None:
+    store = RankResult("d", 3, 0, 1, None, "Traceback\ntorch.distributed.DistStoreError: "
+                       "wait timeout after 120000ms\n[W1127 ...] [c10d] a warning", 5.0)
+    real = RankResult("c", 2, 0, 1, None, "RuntimeError: CUDA error: an illegal memory "
+                      "access\n/x/torch/a.py:3: UserWarning: deprecated\n  warnings.warn(",
+                      9.0)
+    assert JobResult((store, real), "a").first_failure() == (
+        "c rank 2 exited with code 1: RuntimeError: CUDA error: an illegal memory access "
+        "(1 other rank(s) failed too)")
+    assert JobResult((store,), "a").first_failure() == (
+        "d rank 3 exited with code 1: torch.distributed.DistStoreError: wait timeout after "
+        "120000ms")
 
 
 def test_a_hang_without_progress_says_who_is_not_known() -> None:
@@ -274,6 +346,61 @@ def test_a_stopped_rank_is_named_and_the_job_ends_at_the_bound(
     # the bound (8 s), the stall check's (8 s after the last beat) and the run's end;
     # training.timeout is 300 s
     assert ended - stopped["at"] < bound + 10, ended - stopped["at"]
+
+
+def _stop_at_start(netns: NetnsCluster, node: str, stopped: dict[str, Any]) -> None:
+    """SIGSTOP `node`'s rank as soon as it is started (before its first step)."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        pid = _train_rank(netns, node)
+        if pid is not None:
+            os.kill(pid, signal.SIGSTOP)
+            stopped.update(pid=pid, at=time.monotonic(), step=_step_of(pid))
+            return
+        time.sleep(0.005)
+
+
+@pytest.mark.realcomponents
+def test_a_rank_stopped_before_its_first_step_is_named_and_its_node_rejected(
+        pytester: pytest.Pytester, netns: NetnsCluster) -> None:
+    """node3's rank SIGSTOPped as it starts (before torch is even imported): it is known
+    from its start, so its node kills it for its silence and names it; the other ranks'
+    rendezvous ends at the start bound, not at the store's 120 s timeout; the job ends
+    within the bound + 15 s (training.timeout is 300 s). Only node3 fails training.ranks,
+    with the silence measured; no healthy node is blamed."""
+    if not has_torch():
+        pytest.skip("needs torch on the nodes")
+    bound = 8
+    (pytester.path / "t.yaml").write_text(TRAINING_ON_NETNS.format(
+        python=sys.executable, section=netns.launcher_section("ssh"), steps=20, bound=bound))
+    stopped: dict[str, Any] = {}
+    stopper = threading.Thread(target=_stop_at_start, args=(netns, "node3", stopped))
+    stopper.start()
+    try:
+        result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k",
+                                    "training_steps or training_ranks")
+        ended = time.monotonic()
+    finally:
+        stopper.join()
+        if stopped and _train_rank(netns, "node3") == stopped["pid"]:
+            os.kill(stopped["pid"], signal.SIGKILL)
+    assert stopped and stopped["step"] == -1, stopped
+    result.assert_outcomes(passed=3, failed=2)
+    records = [r for r in jsonl(pytester) if r.get("type") == "result"]
+    (steps,) = [r for r in records if r.get("clause") == "training.step_time"]
+    message = steps["message"]
+    assert "node3 rank 2: stuck at " in message and "(before its first step)" in message
+    assert ": stopped or frozen; " in message, message
+    assert not any(f"{node} rank" in message for node in ("node1", "node2", "node4"))
+    assert "DistStoreError" not in message and "wait timeout" not in message
+    ranks = {r["node"]: r for r in records if r.get("clause") == "training.ranks"}
+    assert {n for n, r in ranks.items() if r["outcome"] == "failed"} == {"node3"}, ranks
+    assert ranks["node3"]["measured_base"] > bound
+    assert _train_rank(netns, "node3") is None
+    took = ended - stopped["at"]
+    print(f"frozen before its first step: the job ended {took:.1f} s after the SIGSTOP; "
+          f"node3's silence measured {ranks['node3']['measured_base']:.1f} s")
+    assert took < bound + 15, took
 
 
 @pytest.mark.realcomponents

@@ -48,6 +48,30 @@ class JobSpec:
                                  f"{', '.join(JOB_ENV)}; values: {ENV_VALUE.pattern})")
 
 
+#: How job_node says it ended its ranks at the job's wall clock.
+WALL_CLOCK = "wall-clock limit of "
+#: A log line, not a reason: torch's c10 log ('[W1127 10:00:00.1 ...] ...', '[I ...'),
+#: Python's warnings and the source line they quote.
+_LOG_LINE = re.compile(r"^\s*(\[[WI]\d*[ \]]|.*\wWarning: |warnings\.warn\()")
+#: What a rank that gave up waiting on the rendezvous store says (a symptom of a peer).
+_STORE_WAIT = re.compile(r"DistStoreError|wait timeout after \d+ms|waiting for clients"
+                         r"|socket has timed out")
+
+
+def reason_line(stderr_tail: str) -> str:
+    """The last line of a rank's stderr that says why it ended: not a warning or log
+    line; '' when there is none."""
+    for line in reversed(stderr_tail.strip().splitlines()):
+        if line.strip() and not _LOG_LINE.match(line):
+            return line.strip()[:300]
+    return ""
+
+
+def waited_on_store(stderr_tail: str) -> bool:
+    """Whether the rank ended because the rendezvous store timed out waiting for others."""
+    return _STORE_WAIT.search(reason_line(stderr_tail)) is not None
+
+
 #: The environment a job may set on its ranks (the network each uses), and what a value
 #: may hold: an interface or HCA name, NCCL's `=` (exact) and `^` (not) prefixes, a port.
 JOB_ENV = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_DISABLE")
@@ -65,6 +89,11 @@ class RankResult:
     ended_at: float | None = None
     #: its last progress, when the job has a stall timeout (job_node.read_progress)
     progress: dict[str, Any] | None = None
+    #: the longest its progress went unwritten, as its node saw (a stall timeout's job)
+    longest_silent_s: float | None = None
+    #: its measured steps' times as it last wrote them (probes/train.py's steps file):
+    #: what is left of a rank killed before it printed its result
+    steps: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -77,28 +106,44 @@ class JobResult:
     master_addr: str
     errors: tuple[str, ...] = field(default_factory=tuple)  # per node, when it did not run
     simulated: bool = False  # a node's part was simulated (ProbeResult.simulated)
+    #: (node, why it killed its ranks) for each node that did: 'wall-clock limit of 300 s
+    #: reached', 'rank 2 gave no sign of life for 8.1 s'
+    stopped: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def wall_clock(self) -> str:
+        """'wall-clock limit of 300 s reached' when a node ended its ranks at the job's
+        wall clock; ''."""
+        return next((why for _, why in self.stopped if why.startswith(WALL_CLOCK)), "")
 
     @property
     def ok(self) -> bool:
         return not self.errors and all(r.ok for r in self.ranks)
 
     def first_failure(self) -> str:
-        """The rank that failed first (the others usually fail because of it)."""
+        """The rank that failed first (the others usually fail because of it): a rank
+        that went silent before one that failed by itself, before one that gave up
+        waiting on the store (a symptom, never the culprit), before one its node killed.
+        Ranks that were all killed say why their node killed them (the wall clock), not
+        what they last printed (a torch warning is no reason)."""
         if self.errors:
             return self.errors[0]
         failed = sorted((r for r in self.ranks if not r.ok),
-                        key=lambda r: (r.exit_code == "killed", r.ended_at or 0.0))
+                        key=lambda r: (r.exit_code == "killed", r.exit_code != "stalled",
+                                       waited_on_store(r.stderr_tail), r.ended_at or 0.0))
         if not failed:
             return ""
         first = failed[0]
-        tail = first.stderr_tail.strip().splitlines()[-1:] if first.stderr_tail else []
-        how = ("was killed" if first.exit_code == "killed"
-               else "gave no sign of life and was killed" if first.exit_code == "stalled"
+        others = f" ({len(failed) - 1} other rank(s) failed too)" if len(failed) > 1 else ""
+        if first.exit_code == "killed":
+            why = dict(self.stopped).get(first.node, "")
+            return (f"{why}: every rank was killed by its node" if why else
+                    f"{first.node} rank {first.rank} was killed by its node{others}")
+        tail = reason_line(first.stderr_tail)
+        how = ("gave no sign of life and was killed" if first.exit_code == "stalled"
                else f"exited with code {first.exit_code}" if first.exit_code != 0
                else "printed no JSON result")
-        return (f"{first.node} rank {first.rank} {how}"
-                + (f": {tail[0]}" if tail else "")
-                + (f" ({len(failed) - 1} other rank(s) failed too)" if len(failed) > 1 else ""))
+        return f"{first.node} rank {first.rank} {how}" + (f": {tail}" if tail else "") + others
 
     def raise_for_failure(self) -> None:
         if not self.ok:
@@ -137,13 +182,23 @@ def run_job(launcher: Launcher, job: JobSpec) -> JobResult:
     results = in_parallel(one, range(len(job.nodes)), len(job.nodes))
     ranks: list[RankResult] = []
     errors: list[str] = []
+    stopped: list[tuple[str, str]] = []
     for node, result in zip(job.nodes, results, strict=True):
         if not result.ok:
             errors.append(f"{node}: {result.describe()}")
             continue
-        for rank in result.payload()["ranks"]:
+        payload = result.payload()
+        why = payload.get("killed_because")
+        if isinstance(why, str) and why:
+            stopped.append((node, why[:300]))
+        for rank in payload["ranks"]:
+            silent, steps = rank.get("longest_silent_s"), rank.get("steps")
             ranks.append(RankResult(node, rank["rank"], rank["local_rank"], rank["exit_code"],
                                     rank["data"], rank["stderr_tail"], rank["ended_at"],
-                                    rank.get("progress")))
+                                    rank.get("progress"),
+                                    float(silent) if isinstance(silent, (int, float))
+                                    and not isinstance(silent, bool) else None,
+                                    steps if isinstance(steps, dict) else None))
     return JobResult(tuple(sorted(ranks, key=lambda r: r.rank)), master, tuple(errors),
-                     simulated=any(result.simulated for result in results))
+                     simulated=any(result.simulated for result in results),
+                     stopped=tuple(stopped))

@@ -32,15 +32,20 @@ from typing import Any
 
 #: Training phases in their order within a step (probes/train.py).
 PHASES = ("forward", "wait", "backward", "optimiser")
-#: What comes after the steps, in order; "start" is before the first step.
+#: What comes before the first step (step -1), in order: the rank started, importing
+#: torch, in the rendezvous (init_process_group), in DDP's setup; and after the steps.
+BEFORE = ("start", "import torch", "rendezvous", "setup")
 AFTER = ("link probe", "final barrier", "done")
 #: Where a rank is, for the ranks that wait: "... wait for it in the all-reduce ...".
 WHERE = {"forward": "in the forward pass", "wait": "in the all-reduce after the forward "
          "pass", "backward": "in the backward pass's gradient all-reduce",
          "optimiser": "in the optimiser step", "link probe": "in the link probe",
-         "final barrier": "in the final barrier", "start": "before the first step"}
+         "final barrier": "in the final barrier", "start": "before the first step",
+         "import torch": "while importing torch",
+         "rendezvous": "in the rendezvous (init_process_group)",
+         "setup": "in DDP's setup"}
 #: Phases without a collective in them.
-COMPUTING = ("forward", "optimiser", "start")
+COMPUTING = ("forward", "optimiser", "start", "import torch")
 #: A rank is named slowest in compute when its forward pass is this much over the others'
 #: median (and over MIN_EXCESS_S); a node's link when its exchanges take LINK_FACTOR times
 #: the other nodes' median.
@@ -81,6 +86,8 @@ class Progress:
             return (1, self.step, PHASES.index(self.phase))
         if self.phase in AFTER:
             return (2 + AFTER.index(self.phase), self.step, 0)
+        if self.phase in BEFORE:
+            return (0, 0, BEFORE.index(self.phase))
         return (0, self.step, 0)
 
     @property
@@ -89,6 +96,8 @@ class Progress:
             return f"step {self.step} ({self.phase})"
         if self.phase == "link probe":
             return f"link probe round {self.step}"
+        if self.phase in BEFORE:
+            return f"{self.phase} (before its first step)"
         return self.phase
 
 

@@ -13,12 +13,17 @@ SIGINT here (the node runner ending the probe, scancel) kills them before it exi
 should it be SIGKILLed they get SIGKILL from the kernel (PR_SET_PDEATHSIG, Linux).
 
 With `--stall-timeout S` (above 0) every rank gets PYTEST_CLUSTER_PROGRESS, the path of a
-small JSON file it rewrites with its progress and a heartbeat (probes/train.py does). A
-rank whose file has been written once and then not for S seconds is stopped or frozen
-(SIGSTOP, a hung node process): it is killed (exit_code "stalled"), since it will not end
-by itself and its peers' own watchdogs have ended theirs. Every rank's last progress is
-reported with it, and how long before its end it last changed phase and last beat.
-Standard library only.
+small JSON file it rewrites with its progress and a heartbeat (probes/train.py does).
+The file is made here when the rank is started (step -1, phase "start", beat: the start),
+so a rank is known from its start: one whose file has not been written for S seconds,
+since its start or since its last beat, is stopped or frozen (SIGSTOP, a hung node
+process), in rendezvous or init as well as in its steps: it is killed (exit_code
+"stalled"), since it will not end by itself and its peers' own watchdogs end theirs. Every
+rank's last progress is reported with it, how long before its end it last changed phase
+and last beat, and the longest silence seen over its run (`longest_silent_s`). A rank may
+also write its step times to the same path + ".steps" (read back bounded, reported as
+`steps`): a run ended by the wall clock keeps the steps that ran. The progress files go
+with the job however it ends (SIGTERM, SIGHUP, SIGINT included). Standard library only.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import fcntl
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import struct
@@ -42,8 +48,11 @@ from typing import Any
 
 SIOCGIFADDR = 0x8915
 PR_SET_PDEATHSIG = 1
-#: The ranks started so far, for the signal handler.
+#: The ranks started so far, and the progress folder, for the signal handler.
 _RANKS: list[subprocess.Popen[bytes]] = []
+_PROGRESS_DIRS: list[str] = []
+#: The most of a rank's progress (or steps) file read back: a rank's bytes are not trusted.
+MAX_PROGRESS_BYTES = 1 << 20
 
 
 def die_with_parent() -> Callable[[], None] | None:
@@ -67,10 +76,16 @@ def die_with_parent() -> Callable[[], None] | None:
 
 
 def _end_ranks(signum: int, frame: object) -> None:
-    """Told to stop: kill every rank's session, then exit (128 + signal)."""
+    """Told to stop: kill every rank's session, remove the progress files, then exit
+    (128 + signal: os._exit, so nothing else runs; what would have is done here)."""
     for process in _RANKS:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
+    for process in _RANKS:  # reaped: no rank writes into the folder as it goes
+        with contextlib.suppress(ChildProcessError, OSError):
+            process.wait(timeout=2)
+    for folder in _PROGRESS_DIRS:
+        shutil.rmtree(folder, ignore_errors=True)
     os._exit(128 + signum)
 
 
@@ -109,15 +124,32 @@ def whereami() -> dict[str, Any]:
             "hostname": socket.gethostname()}
 
 
+def read_json(path: str) -> dict[str, Any] | None:
+    """A JSON object from a rank's file, at most MAX_PROGRESS_BYTES; None otherwise."""
+    try:
+        with open(path, "rb") as file:
+            text = file.read(MAX_PROGRESS_BYTES + 1)
+        if len(text) > MAX_PROGRESS_BYTES:
+            return None
+        record = json.loads(text)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def start_progress(path: str, rank: int) -> None:
+    """A rank's progress record as it is started: known from its start, silent since."""
+    now = time.time()
+    with open(path, "w", encoding="utf-8") as file:
+        json.dump({"rank": rank, "step": -1, "phase": "start", "since": now, "beat": now},
+                  file)
+
+
 def read_progress(path: str, ended_at: float | None) -> dict[str, Any] | None:
     """A rank's last progress (its JSON file), with `phase_s` and `silent_s`: how long
     before it ended (or now) it entered that phase and last beat."""
-    try:
-        with open(path, encoding="utf-8") as file:
-            record = json.load(file)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(record, dict):
+    record = read_json(path)
+    if record is None:
         return None
     end = ended_at if ended_at is not None else time.time()
     for key, name in (("since", "phase_s"), ("beat", "silent_s")):
@@ -126,15 +158,20 @@ def read_progress(path: str, ended_at: float | None) -> dict[str, Any] | None:
     return record
 
 
+def silence(path: str) -> float | None:
+    """How long the rank's progress file has gone unwritten (made at the rank's start)."""
+    try:
+        return max(0.0, time.time() - os.stat(path).st_mtime)
+    except OSError:  # no progress file: no progress asked for
+        return None
+
+
 def stalled(path: str, stall_s: float) -> float | None:
     """How long the rank's progress file has gone unwritten, when over `stall_s`."""
     if stall_s <= 0:
         return None
-    try:
-        silent = time.time() - os.stat(path).st_mtime
-    except OSError:  # not written yet: the rank has not started its steps
-        return None
-    return silent if silent > stall_s else None
+    silent = silence(path)
+    return silent if silent is not None and silent > stall_s else None
 
 
 def run_ranks(args: argparse.Namespace) -> dict[str, Any]:
@@ -153,8 +190,11 @@ def _wait_ranks(ranks: list[dict[str, Any]], args: argparse.Namespace) -> str:
                 r["exit_code"], r["ended_at"] = r["process"].returncode, time.time()
                 if r["exit_code"] != 0 and not killed_because:
                     killed_because = f"rank {r['rank']} exited with code {r['exit_code']}"
-            silent = stalled(r["progress"], args.stall_timeout) \
-                if r["exit_code"] is None else None
+            quiet = silence(r["progress"]) \
+                if r["exit_code"] is None and args.stall_timeout > 0 else None
+            if quiet is not None:
+                r["longest_silent"] = max(r["longest_silent"], quiet)
+            silent = quiet if quiet is not None and quiet > args.stall_timeout else None
             if silent is not None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(r["process"].pid, signal.SIGKILL)  # works on a stopped one too
@@ -191,6 +231,7 @@ def _run_ranks(args: argparse.Namespace, files: contextlib.ExitStack) -> dict[st
             env.setdefault("NCCL_SOCKET_IFNAME", name)
     env.update(args.env)  # the job's own choice (a rail) wins
     progress_dir = files.enter_context(tempfile.TemporaryDirectory(prefix="pc-progress-"))
+    _PROGRESS_DIRS.append(progress_dir)
     ranks = []
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, _end_ranks)
@@ -200,6 +241,8 @@ def _run_ranks(args: argparse.Namespace, files: contextlib.ExitStack) -> dict[st
         err = files.enter_context(tempfile.TemporaryFile())  # noqa: SIM115
         progress = os.path.join(progress_dir, f"rank{rank}.json")
         extra = {"PYTEST_CLUSTER_PROGRESS": progress} if args.stall_timeout > 0 else {}
+        if extra:
+            start_progress(progress, rank)
         process = subprocess.Popen([sys.executable, "-c", program, *args.rank_args],
                                    env={**env, "RANK": str(rank), "LOCAL_RANK": str(local),
                                         **extra},
@@ -209,7 +252,7 @@ def _run_ranks(args: argparse.Namespace, files: contextlib.ExitStack) -> dict[st
         _RANKS.append(process)
         ranks.append({"rank": rank, "local_rank": local, "process": process, "out": out,
                       "err": err, "exit_code": None, "ended_at": None,
-                      "progress": progress})
+                      "progress": progress, "longest_silent": 0.0})
     killed_because = _wait_ranks(ranks, args)
     results = []
     for r in ranks:
@@ -227,7 +270,10 @@ def _run_ranks(args: argparse.Namespace, files: contextlib.ExitStack) -> dict[st
         results.append({"rank": r["rank"], "local_rank": r["local_rank"],
                         "exit_code": r["exit_code"], "ended_at": r["ended_at"], "data": data,
                         "stderr_tail": stderr[-2000:],
-                        "progress": read_progress(r["progress"], r["ended_at"])})
+                        "progress": read_progress(r["progress"], r["ended_at"]),
+                        **({"longest_silent_s": round(r["longest_silent"], 3),
+                            "steps": read_json(r["progress"] + ".steps")}
+                           if args.stall_timeout > 0 else {})})
     return {"ranks": results, "killed_because": killed_because,
             "gloo_socket_ifname": env.get("GLOO_SOCKET_IFNAME")}
 

@@ -31,10 +31,15 @@ slow in every pair it is in, every other node in the one pair it shares with it.
 
 Progress: with PYTEST_CLUSTER_PROGRESS (job_node's --stall-timeout) this rank writes the
 step and phase it is in, when it entered it and a heartbeat into that file (atomically,
-at every phase change and every beat from a thread): its node reads it even when this
-process is stopped (SIGSTOP) or frozen, and kills it when the heartbeat stops. A watchdog
-thread ends this rank when a step (or link round) runs past `--step-bound` seconds:
-a hang is found by the bound, not by waiting forever. On NCCL,
+at every phase change and every beat from a thread), from its first line on: before
+torch is imported ("import torch"), in the rendezvous ("rendezvous": init_process_group)
+and DDP's setup ("setup", step -1), then in its steps. Its node reads it even when this
+process is stopped (SIGSTOP) or frozen, and kills it when the heartbeat stops. The beat
+thread also writes the measured steps' times to the same path + ".steps", so a run ended
+by its wall clock keeps the steps that ran. A watchdog thread ends this rank when a step
+(or link round) runs past `--step-bound` seconds, or the rendezvous and setup past
+`--start-bound`: a hang is found by the bound (and a rank frozen before its first step
+by its node), never by a store's timeout. On NCCL,
 TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (unless set) lets a broken communicator end the
 process rather than leave it blocked. Prints one JSON line: this rank's step and phase
 times, its link exchanges, tokens per step, first and last loss; or, on a hang, the step
@@ -63,6 +68,8 @@ SIZES = {"cpu": (2, 128, 4, 64, 8, 512), "gpu": (4, 1024, 16, 512, 8, 32000)}
 LINK_BYTES = {"cpu": 1 << 20, "gpu": 64 << 20}
 HANG_EXIT = 3
 PHASES = ("forward", "wait", "backward", "optimiser")
+#: The most measured steps' times the steps file keeps (the latest).
+MAX_KEPT = 4096
 
 
 class Monitor:
@@ -78,12 +85,18 @@ class Monitor:
         self.began = self.since = time.monotonic()
         self.since_wall = time.time()
         self.beat_s = max(0.05, min(0.5, bound_s / 4))
+        self.limit_s: float | None = None  # the bound of what is under way; None: none
+        self.times: dict[str, list[float]] = {}  # the measured steps' (train's `times`)
+        self.written = 0  # how many measured steps the steps file has
+        self._write()
         threading.Thread(target=self._watch, daemon=True).start()
 
-    def start(self, step: int, phase: str) -> None:
-        """A new step (or link round), in its first phase: the bound counts from here."""
+    def start(self, step: int, phase: str, bound_s: float | None = None) -> None:
+        """A new step (or link round, or the rendezvous with `bound_s`), in its first
+        phase: the bound counts from here."""
         with self.lock:
             self.step, self.began = step, time.monotonic()
+            self.limit_s = self.bound_s if bound_s is None else bound_s
         self.enter(phase)
 
     def enter(self, phase: str) -> None:
@@ -93,8 +106,23 @@ class Monitor:
 
     def stop(self, phase: str = "done") -> None:
         with self.lock:
-            self.step = -1
+            self.step, self.limit_s = -1, None
         self.enter(phase)
+
+    def _write_steps(self) -> None:
+        """The measured steps' times so far, when more were measured (replaced at once)."""
+        count = len(self.times.get("step_s", ()))
+        if self.path is None or count == self.written:
+            return
+        temporary = f"{self.path}.steps.{os.getpid()}"
+        try:
+            with open(temporary, "w", encoding="utf-8") as file:
+                json.dump({name: [round(v, 6) for v in values[-MAX_KEPT:]]
+                           for name, values in self.times.items()}, file)
+            os.replace(temporary, f"{self.path}.steps")
+            self.written = count
+        except OSError:
+            pass  # a run ended by its wall clock then keeps no steps: said so
 
     def _write(self) -> None:
         """The progress file, replaced at once (the reader never sees half of it)."""
@@ -115,15 +143,16 @@ class Monitor:
             time.sleep(self.beat_s)
             with self.lock:
                 self._write()
+                self._write_steps()
                 waited = time.monotonic() - self.began
-                step, phase = self.step, self.phase
+                step, phase, limit = self.step, self.phase, self.limit_s
                 in_phase = time.monotonic() - self.since
-            if step >= 0 and waited > self.bound_s:
+            if limit is not None and waited > limit:
                 print(json.dumps({"rank": self.rank, "host": socket.gethostname(),
                                   "hang": {"step": step, "phase": phase,
                                            "waited_s": round(waited, 3),
                                            "phase_s": round(in_phase, 3),
-                                           "bound_s": self.bound_s}}), flush=True)
+                                           "bound_s": limit}}), flush=True)
                 os._exit(HANG_EXIT)
 
 
@@ -206,6 +235,7 @@ def train(torch: Any, dist: Any, ddp: Any, device: Any, size: tuple[int, ...],
     loss_fn = torch.nn.CrossEntropyLoss()
     arrived = torch.zeros(1, device=device)
     times: dict[str, list[float]] = {f"{name}_s": [] for name in ("step", *PHASES)}
+    monitor.times = times  # the beat thread writes them as they grow
     losses: list[float] = []
     for step in range(args.warmup + args.steps):
         monitor.start(step, "forward")
@@ -225,9 +255,9 @@ def train(torch: Any, dist: Any, ddp: Any, device: Any, size: tuple[int, ...],
         optimiser.step()
         done("optimiser", None)
         if step >= args.warmup:
-            times["step_s"].append(time.perf_counter() - began)
-            for phase in PHASES:
+            for phase in PHASES:  # step_s last: its length says how many are complete
                 times[f"{phase}_s"].append(timer.seconds[phase])
+            times["step_s"].append(time.perf_counter() - began)
             losses.append(float(loss.detach()))
     return times, losses
 
@@ -278,22 +308,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--step-bound", type=float, default=60.0)
+    parser.add_argument("--start-bound", type=float, default=0.0,
+                        help="the rendezvous and DDP's setup, seconds (0: --step-bound)")
     parser.add_argument("--backend", choices=("nccl", "gloo"), default="gloo")
     parser.add_argument("--link-bytes", type=int, default=0, help="0: by device")
     args = parser.parse_args(argv)
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    # beating from here on: a rank frozen before its first step is found by its node
+    monitor = Monitor(args.step_bound, rank, os.environ.get("PYTEST_CLUSTER_PROGRESS"))
+    monitor.enter("import torch")
     import torch  # noqa: PLC0415 - a node without torch fails here, named by job_node
     import torch.distributed as dist  # noqa: PLC0415
     from torch.nn.parallel import DistributedDataParallel  # noqa: PLC0415
 
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    monitor.start(-1, "rendezvous", args.start_bound or args.step_bound)
     device = start(torch, dist, args.backend)
+    monitor.enter("setup")  # the same bound: DDP's setup broadcasts rank 0's weights
     gpu = device.type == "cuda"
     kind = "gpu" if gpu else "cpu"
     size = SIZES[kind]
     torch.manual_seed(0)  # the same weights everywhere (DDP broadcasts rank 0's anyway)
     model = build(torch, torch.nn, size).to(device)
     ddp = DistributedDataParallel(model, device_ids=[device.index] if gpu else None)
-    monitor = Monitor(args.step_bound, rank, os.environ.get("PYTEST_CLUSTER_PROGRESS"))
     link_bytes = args.link_bytes or LINK_BYTES[kind]
     try:
         times, losses = train(torch, dist, ddp, device, size, args, rank, monitor)

@@ -170,6 +170,10 @@ def _transport(spec: Spec) -> bool:
         and spec.interconnect.transport is not None
 
 
+def _training(spec: Spec) -> bool:
+    return spec.training is not None
+
+
 def _search(spec: Spec) -> bool:
     return spec.interconnect is not None and spec.interconnect.node_network and _several(spec)
 
@@ -302,6 +306,11 @@ CLAUSES: tuple[Declaration, ...] = (
     _quantity("training", "step_time", Dim.TIME, "<=", default="<= 60 s"),
     _quantity("training", "spread", Dim.FRACTION, "<=", default="<= 25%"),
     _quantity("training", "tokens_per_s", Dim.COUNT),
+    # per node: its ranks kept giving signs of life (a rank silent past the watchdog's
+    # limit is stopped or frozen: its node is rejected, the figure the silence measured)
+    Declaration("training", "ranks", Value.IMPLIED, Dim.TIME, "<=", when=_training,
+                text="every rank of the node gives a sign of life within the watchdog's "
+                     "limit (the step bound, at least 2 s), from its start to its end"),
     _setting("training", "steps"),
     _setting("training", "ranks_per_node"),
     _setting("training", "backend"),
