@@ -65,11 +65,13 @@ def test_training_steps(cluster: Cluster, evidence: Evidence) -> None:
     advancing are named with their node, step and phase, and the ranks waiting for them
     (the job is stopped at the bound, not waited out)."""
     spec, clause, run, raw, label = _run(cluster, evidence, "step_time")
+    _straggler(evidence, run)
     if run.hang:
         raw["hang"] = run.hang
         # the figure is the stall measured; a hang fails even when it was found early
         evidence.check(clause, max(run.hang_s, run.bound_s * 1.000001 + 1e-9), node=label,
-                       result=None, method=_method(spec, run), raw=raw, note=run.hang)
+                       result=None, method=_method(spec, run), raw=raw,
+                       note="; ".join(part for part in (run.hang, run.slowest) if part))
     evidence.check(clause, run.longest_s, node=label, result=None, method=_method(spec, run),
                    raw=raw, note=f"longest step {run.longest_s:.3f} s; {run.slowest}"
                    + (f"; loss {run.loss_first:.3f} -> {run.loss_last:.3f}"

@@ -5,6 +5,7 @@ step bound."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -221,7 +222,7 @@ def test_ddp_on_gloo_trains_and_a_step_over_the_bound_is_a_hang(
         pytest.skip("needs torch")
     (pytester.path / "t.yaml").write_text(LOCAL.format(bound="<= 30 s"))
     result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)  # steps, spread, throughput; and this node's ranks
     records = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)
                if r.get("type") == "result"}
     steps = records["test_training_steps"]
@@ -232,7 +233,8 @@ def test_ddp_on_gloo_trains_and_a_step_over_the_bound_is_a_hang(
     # a bound no step can keep: the watchdog stops the job at the first step, named
     (pytester.path / "t.yaml").write_text(LOCAL.format(bound="<= 1 ms"))
     result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider")
-    result.assert_outcomes(failed=3)
+    # its ranks kept their heartbeats (slow, not silent): this node's ranks case passes
+    result.assert_outcomes(failed=3, passed=1)
     failed = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)
               if r.get("type") == "result"}
     message = failed["test_training_steps"]["message"]
@@ -420,6 +422,12 @@ def test_a_slow_link_names_its_node(pytester: pytest.Pytester, netns: NetnsClust
     result.assert_outcomes(passed=1)
     (record,) = [r for r in jsonl(pytester) if r.get("type") == "result"]
     slowest = record["raw"]["slowest"]
+    # the straggler is said where a reader looks: the terminal, the report, JUnit
+    result.stdout.fnmatch_lines([f"found: training.step_time: {slowest[:40]}*"])
+    run_dir = pytester.path / "reports" / "latest"
+    assert html.escape(f"found: training.step_time: {slowest[:40]}") in (
+        run_dir / "report.html").read_text(encoding="utf-8")
+    assert 'name="finding"' in (run_dir / "junit.xml").read_text(encoding="utf-8")
     assert "node4's link is the slowest: exchanging 1 MiB each way with a rank on " \
            "another node takes " in slowest, slowest
     assert not any(node in slowest for node in ("node1", "node2", "node3")), slowest

@@ -190,3 +190,4 @@ class Gathered:
     matrix: Matrix
     passed: PassedRows
     references: dict[str, str] = field(default_factory=dict)  # per clause, its first one
+    findings: list[str] = field(default_factory=list)  # 'clause: who held the run up'

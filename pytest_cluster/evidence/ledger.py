@@ -66,6 +66,10 @@ def held(record: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
+#: Findings held for the terminal and the report (results.jsonl and JUnit have all).
+MAX_FINDINGS, MAX_FINDING = 20, 500
+
+
 class Ledger:
     def __init__(self, nodes: tuple[str, ...]) -> None:
         self.nodes = nodes
@@ -79,6 +83,7 @@ class Ledger:
         self._references: dict[str, str] = {}  # per clause, the first passed one's
         self._spool = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
         self.passed = PassedRows(self._spool)
+        self.findings: list[str] = []  # what a check found beside its figure (a straggler)
 
     def add(self, record: Mapping[str, Any]) -> None:
         """Count one result line, as it is written."""
@@ -100,6 +105,9 @@ class Ledger:
                 self._references[clause] = reference_named(record)
         if kind != "passed" or is_benchmark(record):
             self.kept.append(held(record))
+        finding = record.get("finding")
+        if isinstance(finding, str) and finding and len(self.findings) < MAX_FINDINGS:
+            self.findings.append(f"{clause_of(record)}: {finding[:MAX_FINDING]}")
 
     @property
     def checks_ran(self) -> int:
@@ -129,7 +137,7 @@ class Ledger:
     def gathered(self) -> Gathered:
         """What the HTML scorecard shows (the passed rows stay on disk until read)."""
         return Gathered(self.cluster_failures(), list(self._tallies.values()),
-                        self._matrix, self.passed, self._references)
+                        self._matrix, self.passed, self._references, list(self.findings))
 
     def close(self) -> None:
         self._spool.close()

@@ -25,6 +25,7 @@ from pytest_cluster.evidence.tally import (
 )
 from pytest_cluster.evidence.verdict import (
     ACCEPTED,
+    INCOMPLETE,
     NodeVerdict,
     by_verdict,
     cluster_verdict,
@@ -78,7 +79,8 @@ def scorecard_html(spec: Spec, end: dict[str, Any] | None, verdicts: Sequence[No
     if is_simulated(spec):
         parts.append(f'<p class="banner simulated">{esc(SIMULATED_BANNER)}</p>')
     if coverage:
-        parts.append(f'<p class="banner incomplete">{esc(coverage)}</p>')
+        css = "incomplete" if coverage.startswith(INCOMPLETE) else "level"
+        parts.append(f'<p class="banner {css}">{esc(coverage)}</p>')
     parts.append(
         f'<p class="verdict v-{overall}">{esc(spec.cluster.name)}: {overall} - '
         + ", ".join(f"{len(v)} {k.lower()}" for k, v in counted.items())
@@ -89,6 +91,9 @@ def scorecard_html(spec: Spec, end: dict[str, Any] | None, verdicts: Sequence[No
                     if end else "") + ".</p>")
     parts.append(_nodes_table(verdicts))
     parts.append(_cluster_table(cluster_failed))
+    if gathered.findings:
+        parts.append('<ul id="findings">' + "".join(
+            f"<li>found: {esc(finding)}</li>" for finding in gathered.findings) + "</ul>")
     parts.append(_matrix_table(gathered.matrix))
     parts.append(_clause_table(tallies))
     parts.append(_not_checked(end))

@@ -49,6 +49,7 @@ class RunSummary:
     not_in_contract: Sequence[str]
     inventory_error: str
     evidence: str | None  # where the evidence is; None: none written
+    findings: Sequence[str] = ()  # what checks found beside their figures (a straggler)
 
 
 def terminal_lines(run: RunSummary) -> list[str]:
@@ -89,6 +90,7 @@ def terminal_lines(run: RunSummary) -> list[str]:
     for failure in run.cluster_failures[:MAX_LISTED]:
         lines.append(f"  cluster check failed: {failure['clause']} "
                      f"({failure['where']}): {failure['message']}")
+    lines.extend(f"found: {finding}" for finding in run.findings[:MAX_LISTED])
     lines.extend(_not_in_contract(run))
     for row in end["not_checked"]:
         if row["why"] == NEEDS_A_SOAK:

@@ -366,7 +366,8 @@ class ClusterSession:
             soak_lines=self.soak.summary_lines() if self.soak is not None else None,
             baseline=self.baseline, coverage=self.coverage_line(),
             not_in_contract=tuple(sorted(set(self.plan.not_in_contract))),
-            inventory_error=self.after_checks.inventory_error, evidence=evidence))
+            inventory_error=self.after_checks.inventory_error, evidence=evidence,
+            findings=tuple(self.ledger.findings)))
 
     def _evidence_line(self, run_dir: Path) -> str:
         return evidence_line(run_dir, self.latest_moved, self._elsewhere(run_dir))
