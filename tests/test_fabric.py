@@ -133,6 +133,24 @@ def test_a_rail_is_bound_by_the_environment_its_backend_reads() -> None:
     assert "netdev" not in found["mlx5_0/1"]
 
 
+def test_a_port_seen_down_is_named_with_its_node_and_who_saw_it() -> None:
+    """The rail search's reason for running no job on a port down (fabric.down_on): per
+    node whose port of that name is not active; a node without the port is not down."""
+    ports = {"a": [port("mlx5_0/1"), port("mlx5_1/1", active=False, state="DOWN",
+                                          phys_state="Disabled")],
+             "b": [port("mlx5_1/1")], "c": [port("mlx5_0/1")],
+             "d": [port("rail2", "net", active=False, state="down")]}
+    assert fabric.down_on(ports, "mlx5_1/1") == {
+        "a": "port mlx5_1/1 on a is down (DOWN, Disabled), seen by the NIC probe at the "
+             "run's start (fabric.ports): not run on it"}
+    assert fabric.down_on(ports, "rail2", fabric.AFTER_FAILURE) == {
+        "d": "port rail2 on d is down (down), seen by the NIC probe after a job on it "
+             "failed: not run on it again"}
+    assert fabric.down_on(ports, "mlx5_0/1") == {}
+    # the port that binds a rail's jobs: an active one, where a node has one
+    assert fabric.rails(ports)["mlx5_1/1"] is ports["b"][0]
+
+
 def test_rail_busbw_needs_the_interconnect_section_its_jobs_run_by() -> None:
     with pytest.raises(SpecError) as caught:
         fabric_of("fabric:\n  rail_busbw: 40 GB/s\n")
@@ -196,6 +214,27 @@ def test_each_rail_alone_names_the_slow_port_and_its_node(pytester: pytest.Pytes
     # gloo (the section's default backend) binds to the HCA port's IPoIB interface
     assert lines["n3"]["raw"]["mlx5_5/1"]["env"] == [["GLOO_SOCKET_IFNAME", "ibp5s0"]]
     assert lines["n3"]["simulated"] is True
+
+
+def test_after_a_failed_job_its_nodes_are_read_again_for_a_port_down(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rails.recheck: a fresh NIC reading of the nodes of a rail's failed job (the sim's,
+    as a node's probe answers); a node whose port is down runs no more on that rail. A
+    launcher error tells nothing: no node is taken for down on it."""
+    from pytest_cluster.errors import ClusterError
+    from pytest_cluster.measure import rails
+    from pytest_cluster.measure.cluster import Cluster
+
+    cluster = Cluster(parse_spec(RAILS, "t.yaml"), tmp_path)
+    assert rails.recheck(cluster, "mlx5_1/1", ["n1", "n2"]) == {
+        "n2": "port mlx5_1/1 on n2 is down (DOWN, Disabled), seen by the NIC probe after a "
+              "job on it failed: not run on it again"}
+    assert rails.recheck(cluster, "mlx5_0/1", ["n1", "n2"]) == {}
+
+    def broken(*_: object) -> None:
+        raise ClusterError("ssh: connection refused")
+    monkeypatch.setattr(cluster.launcher, "run", broken)
+    assert rails.recheck(cluster, "mlx5_1/1", ["n1", "n2"]) == {}
 
 
 def test_each_rail_by_ib_write_bw_names_the_slow_port_and_its_node(

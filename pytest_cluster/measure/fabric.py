@@ -75,9 +75,9 @@ def inactive(ports: list[dict[str, Any]]) -> list[str]:
 
 #: Why a rail's search runs no job on a node's port seen down (each job on it would wait
 #: out interconnect.timeout and measure nothing); `seen`: AT_START or AFTER_FAILURE.
-DOWN_WHY = "port {port} on {node} is down ({state}), seen by {seen}: not run on it"
-AT_START = "the NIC probe at the run's start (fabric.ports)"
-AFTER_FAILURE = "the NIC probe after a job on it failed"
+DOWN_WHY = "port {port} on {node} is down ({state}), seen by {seen}"
+AT_START = "the NIC probe at the run's start (fabric.ports): not run on it"
+AFTER_FAILURE = "the NIC probe after a job on it failed: not run on it again"
 
 
 def down_on(ports_by_node: dict[str, list[dict[str, Any]]], name: str,
