@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +133,24 @@ def test_a_rail_is_bound_by_the_environment_its_backend_reads() -> None:
     assert "netdev" not in found["mlx5_0/1"]
 
 
+def test_a_port_seen_down_is_named_with_its_node_and_who_saw_it() -> None:
+    """The rail search's reason for running no job on a port down (fabric.down_on): per
+    node whose port of that name is not active; a node without the port is not down."""
+    ports = {"a": [port("mlx5_0/1"), port("mlx5_1/1", active=False, state="DOWN",
+                                          phys_state="Disabled")],
+             "b": [port("mlx5_1/1")], "c": [port("mlx5_0/1")],
+             "d": [port("rail2", "net", active=False, state="down")]}
+    assert fabric.down_on(ports, "mlx5_1/1") == {
+        "a": "port mlx5_1/1 on a is down (DOWN, Disabled), seen by the NIC probe at the "
+             "run's start (fabric.ports): not run on it"}
+    assert fabric.down_on(ports, "rail2", fabric.AFTER_FAILURE) == {
+        "d": "port rail2 on d is down (down), seen by the NIC probe after a job on it "
+             "failed: not run on it again"}
+    assert fabric.down_on(ports, "mlx5_0/1") == {}
+    # the port that binds a rail's jobs: an active one, where a node has one
+    assert fabric.rails(ports)["mlx5_1/1"] is ports["b"][0]
+
+
 def test_rail_busbw_needs_the_interconnect_section_its_jobs_run_by() -> None:
     with pytest.raises(SpecError) as caught:
         fabric_of("fabric:\n  rail_busbw: 40 GB/s\n")
@@ -173,8 +192,8 @@ sim:
 def test_each_rail_alone_names_the_slow_port_and_its_node(pytester: pytest.Pytester) -> None:
     """The slow-node search once per rail, every job bound to that port: n3's mlx5_5 at
     half rate fails n3 naming mlx5_5/1 (its partners reached the bar on that rail with
-    other nodes); n2's mlx5_1 is down, so its jobs on that rail fail: not measured, never
-    a figure; n1 and n4 pass on all 8 rails."""
+    other nodes); n2's mlx5_1 is down, seen by the NIC probe: no job runs on it, not
+    measured, never a figure; n1 and n4 pass on all 8 rails."""
     (pytester.path / "trial.yaml").write_text(RAILS)
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
                                 "-k", "rail_busbw")
@@ -186,15 +205,36 @@ def test_each_rail_alone_names_the_slow_port_and_its_node(pytester: pytest.Pytes
         r"n\d reached the bar on mlx5_5/1 with other nodes\)",
         found["test_fabric_rail_busbw[n3]"]), found
     assert found["test_fabric_rail_busbw[n2]"] == (
-        "[SIMULATED] n2 rail_busbw: cannot measure: mlx5_1/1: the all_reduce with n4, "
-        "known good, failed (n2 rank 0 exited with code 1: simulated: n2's mlx5_1 is down: "
-        "no route to the peers)")
+        "[SIMULATED] n2 rail_busbw: cannot measure: mlx5_1/1: port mlx5_1/1 on n2 is down "
+        "(DOWN, Disabled), seen by the NIC probe at the run's start (fabric.ports): not run "
+        "on it")
     lines = {r["node"]: r for r in jsonl(pytester) if r.get("clause") == "fabric.rail_busbw"}
     assert lines["n1"]["outcome"] == "passed" and 40 < lines["n1"]["measured"] < 50
     assert sorted(lines["n1"]["raw"]) == [f"mlx5_{i}/1" for i in range(8)]
     # gloo (the section's default backend) binds to the HCA port's IPoIB interface
     assert lines["n3"]["raw"]["mlx5_5/1"]["env"] == [["GLOO_SOCKET_IFNAME", "ibp5s0"]]
     assert lines["n3"]["simulated"] is True
+
+
+def test_after_a_failed_job_its_nodes_are_read_again_for_a_port_down(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """rails.recheck: a fresh NIC reading of the nodes of a rail's failed job (the sim's,
+    as a node's probe answers); a node whose port is down runs no more on that rail. A
+    launcher error tells nothing: no node is taken for down on it."""
+    from pytest_cluster.errors import ClusterError
+    from pytest_cluster.measure import rails
+    from pytest_cluster.measure.cluster import Cluster
+
+    cluster = Cluster(parse_spec(RAILS, "t.yaml"), tmp_path)
+    assert rails.recheck(cluster, "mlx5_1/1", ["n1", "n2"]) == {
+        "n2": "port mlx5_1/1 on n2 is down (DOWN, Disabled), seen by the NIC probe after a "
+              "job on it failed: not run on it again"}
+    assert rails.recheck(cluster, "mlx5_0/1", ["n1", "n2"]) == {}
+
+    def broken(*_: object) -> None:
+        raise ClusterError("ssh: connection refused")
+    monkeypatch.setattr(cluster.launcher, "run", broken)
+    assert rails.recheck(cluster, "mlx5_1/1", ["n1", "n2"]) == {}
 
 
 def test_each_rail_by_ib_write_bw_names_the_slow_port_and_its_node(
@@ -283,10 +323,12 @@ def test_the_simulated_fabric_faults_fail_exactly_their_cases(
                           "test_fabric_rail_busbw[sim-gpu-03]",
                           "test_collective_transport[all_reduce-4nodes]"}
     # NCCL bound to one HCA port per job: sim-gpu-03's slow port named, sim-gpu-02's
-    # rail that is down not measured
+    # rail that is down not measured (not run: the NIC probe saw it down)
     assert "slow rail mlx5_5/1 " in found["test_fabric_rail_busbw[sim-gpu-03]"]
-    assert found["test_fabric_rail_busbw[sim-gpu-02]"].startswith(
-        "[SIMULATED] sim-gpu-02 rail_busbw: cannot measure: mlx5_3/1: the all_reduce with ")
+    assert found["test_fabric_rail_busbw[sim-gpu-02]"] == (
+        "[SIMULATED] sim-gpu-02 rail_busbw: cannot measure: mlx5_3/1: port mlx5_3/1 on "
+        "sim-gpu-02 is down (DOWN, Disabled), seen by the NIC probe at the run's start "
+        "(fabric.ports): not run on it")
     assert re.fullmatch(
         r"\[SIMULATED\] sim-gpu-02 symbol_errors: measured \d+ /h > allowed 10 /h; 1 of 8 "
         r"port\(s\) above it: mlx5_6/1: 5000 in [\d.]+ s",
@@ -429,6 +471,56 @@ def test_real_rails_each_alone_name_the_slow_rail_of_the_slow_node(
         assert lines["node3"]["raw"]["rail1"]["status"] == "ok"
         assert lines["node3"]["raw"]["rail2"]["env"] == [["GLOO_SOCKET_IFNAME", "rail2"]]
         assert all(lines[n]["raw"]["rail2"]["busbw"] > 60e6 for n in ("node1", "node2", "node4"))
+    finally:
+        for number in (1, 2):
+            netns.remove_rail(number)
+
+
+#: The rail search's jobs' timeout in the real tests: a port down must not cost it twice.
+RAIL_TIMEOUT_S = 40
+
+
+@pytest.mark.realcomponents
+def test_a_rail_seen_down_is_not_run_again_and_costs_no_timeout(
+        pytester: pytest.Pytester, netns: NetnsCluster) -> None:
+    """Two rails on every node, node2's rail2 down. The NIC probe at the run's start sees
+    it (fabric.ports fails node2 naming rail2); the rail search leaves node2 out of rail2's
+    search, saying why once, and runs no job on that port: the whole run takes less than
+    two of the jobs' timeouts (before, every round that paired node2 on rail2 waited one
+    out). node2's other rail and every other node pass: no healthy node is blamed."""
+    if not has_torch():
+        pytest.skip("torch is not installed")
+    for number in (1, 2):
+        netns.add_rail(number)
+    _ip(netns, "node2", "link", "set", "rail2", "down")
+    try:
+        (pytester.path / "trial.yaml").write_text(
+            f"cluster:\n  name: rails\n  nodes: node[1-4]\n  launcher: ssh\n"
+            f"  python: {sys.executable}\n  probe_timeout: 1 min\n"
+            f"{netns.launcher_section('ssh')}\n"
+            "fabric: {devices: 'rail*', ports: 2, rail_busbw: 60 MB/s}\n"
+            "interconnect:\n  inter_node: {kind: veth, nics_per_node: 2, rate_per_nic: "
+            "1 Gb/s}\n  payloads: [16 MiB]\n  busbw: '>= 1 MB/s'\n  node_network: false\n"
+            f"  warmup: 2\n  iterations: 5\n  timeout: {RAIL_TIMEOUT_S} s\n")
+        started = time.monotonic()
+        result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                    "-k", "rail_busbw or ports")
+        took = time.monotonic() - started
+        result.assert_outcomes(passed=6, failed=2)
+        assert failures(pytester) == {
+            "test_fabric_ports[node2]": "node2 ports: measured 1 < required 2 (50% of "
+                                        "required); not active: rail2 (down)",
+            "test_fabric_rail_busbw[node2]": "node2 rail_busbw: cannot measure: rail2: port "
+                                             "rail2 on node2 is down (down), seen by the NIC "
+                                             "probe at the run's start (fabric.ports): not "
+                                             "run on it",
+        }
+        lines = {r["node"]: r for r in jsonl(pytester)
+                 if r.get("clause") == "fabric.rail_busbw"}
+        assert lines["node2"]["raw"]["rail1"]["status"] == "ok"
+        assert lines["node2"]["raw"]["rail2"]["status"] == "not_searched"
+        print(f"the run with node2's rail2 down took {took:.1f} s")
+        assert took < 2 * RAIL_TIMEOUT_S, took
     finally:
         for number in (1, 2):
             netns.remove_rail(number)

@@ -266,6 +266,32 @@ def test_a_dead_node_still_paired_is_failed_and_the_slow_one_named() -> None:
     assert search.named(OK) == ["node2", "node4"]
 
 
+def test_a_node_rechecked_down_after_its_failed_job_runs_in_no_later_round() -> None:
+    """The same, with a recheck after each failed job (the rail search's fresh NIC
+    reading): node1's port is found down after round 1, so node1 runs in no later group
+    (each would have waited out a timeout): NOT_SEARCHED with why, never failed or slow;
+    its partner node2 is tested on and cleared, node3 named slow against it."""
+    rates = {"node1": 0.0, "node2": 100.0, "node3": 40.0, "node4": 100.0}
+    calls: list[list[list[str]]] = []
+    asked: list[list[str]] = []
+
+    def recheck(nodes: list[str]) -> dict[str, str]:
+        asked.append(nodes)
+        return {node: "its port is down" for node in nodes if rates[node] == 0.0}
+
+    search = find_slow_nodes(list(rates), network(rates, calls), bar=80.0,
+                             recheck=recheck)
+    assert [group for round_ in calls for group in round_ if "node1" in group] == [
+        ["node1", "node2"]]
+    assert asked == [["node1", "node2"]]
+    assert search.verdicts["node1"] == SearchVerdict(
+        "node1", NOT_SEARCHED, search.verdicts["node1"].busbw, ("node2",), 1,
+        "its port is down")
+    assert search.not_searched == {"node1": "its port is down"}
+    assert (search.named(SLOW), search.named(OK)) == (["node3"], ["node2", "node4"])
+    assert search.verdicts["node3"].partners == ("node2",)
+
+
 def test_two_nodes_below_the_bar_cannot_be_told_apart() -> None:
     rates = {"a": 100.0, "b": 40.0}
     search = find_slow_nodes(list(rates), network(rates, []), bar=80.0)

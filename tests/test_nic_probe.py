@@ -5,12 +5,15 @@ shipped: one file, its source on stdin, `--sysfs` the tree."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from pytest_cluster.probes import PROBES, probe_source
+import pytest
+
+from pytest_cluster.probes import PROBES, nic, probe_source
 
 
 def write(root: Path, files: dict[str, str]) -> None:
@@ -138,3 +141,65 @@ def test_this_machine(tmp_path: Path) -> None:
     ports = run()["ports"]
     assert ports and all(port["name"] != "lo" for port in ports)
     assert all(port["kind"] in ("rdma", "net") for port in ports)
+
+
+def test_a_sysfs_of_another_namespace_is_said_naming_both_sides() -> None:
+    assert nic.namespace_mismatch(["lo", "eth0"], ["eth0", "lo"]) == ""
+    assert nic.namespace_mismatch(["eth0", "lo", "docker0"], ["lo", "rail1"]) == (
+        "/sys/class/net belongs to another network namespace: it shows docker0, eth0, lo; "
+        "this process's namespace has lo, rail1 (socket.if_nameindex()); no port read "
+        "(nsenter --net or unshare keep the /sys of the namespace they left: ip netns exec "
+        "remounts it)")
+    many = [f"veth{i}" for i in range(nic.MAX_NAMED + 3)]
+    assert nic.listed(set(many)) == ", ".join(sorted(many)[:nic.MAX_NAMED]) + " and 3 more"
+    assert nic.listed(set()) == "none"
+
+
+def test_only_the_directories_of_class_net_are_interfaces(tmp_path: Path) -> None:
+    """bonding_masters is a file of /sys/class/net, not an interface."""
+    root = tree(tmp_path)
+    (root / "class/net/bonding_masters").write_text("\n")
+    reader = nic.Reader(str(root))
+    assert reader.directories(reader.path("class", "net")) == ["eth0", "eth2", "lo", "veth1"]
+    own = ["eth0", "eth2", "lo", "veth1"]
+    assert "ports" in nic.read_ports(reader, ethtool=False, namespace=lambda: own)
+    other = nic.read_ports(reader, ethtool=False, namespace=lambda: ["lo"])
+    assert "ports" not in other
+    assert other["error"] == nic.namespace_mismatch(own, ["lo"])
+    assert other["interfaces"] == {"sysfs": own, "namespace": ["lo"]}
+
+
+def _in_namespace(*prefix: str) -> dict[str, Any]:
+    done = subprocess.run([*prefix, sys.executable, "-"], input=probe_source("nic"),
+                          capture_output=True, text=True, timeout=60, check=True)
+    data: dict[str, Any] = json.loads(done.stdout)["data"]
+    return data
+
+
+@pytest.mark.realcomponents
+def test_a_process_entering_only_the_net_namespace_reads_no_port() -> None:
+    """`ip netns exec` remounts /sys for the namespace: the probe reads its ports. `nsenter
+    --net` and `unshare --net` keep this machine's /sys: the probe says so, naming what
+    /sys shows (this machine's interfaces) and what the namespace has, and reads none of
+    them as the node's."""
+    name = f"pcnic{os.getpid()}"
+    host = sorted(entry.name for entry in Path("/sys/class/net").iterdir() if entry.is_dir())
+    try:
+        subprocess.run(["ip", "netns", "add", name], check=True, timeout=30,
+                       capture_output=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        pytest.skip(f"no network namespace here: {exc}")
+    try:
+        subprocess.run(["ip", "-n", name, "link", "add", "rail1", "type", "veth", "peer",
+                        "name", "peer1"], check=True, timeout=30)
+        own = _in_namespace("ip", "netns", "exec", name)
+        assert sorted(port["name"] for port in own["ports"]) == ["peer1", "rail1"]
+        ns = sorted(["lo", "peer1", "rail1"])
+        for prefix in (("nsenter", f"--net=/run/netns/{name}"), ("unshare", "--net")):
+            data = _in_namespace(*prefix)
+            expected = ns if prefix[0] == "nsenter" else ["lo"]
+            assert "ports" not in data, prefix
+            assert data["interfaces"] == {"sysfs": host, "namespace": expected}
+            assert data["error"] == nic.namespace_mismatch(host, expected)
+    finally:
+        subprocess.run(["ip", "netns", "del", name], check=False, timeout=30)

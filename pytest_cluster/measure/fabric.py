@@ -21,6 +21,8 @@ GBIT = 1e9 / 8  # bytes/s in a Gb/s
 #: compared with the start's).
 NIC_START = ProbeCall("nic", ("--when", "start"))
 NIC_END = ProbeCall("nic", ("--when", "end"))
+#: A fresh reading of the nodes of a rail's job that failed: is its port down now?
+NIC_RECHECK = ProbeCall("nic", ("--when", "rail_recheck"))
 
 
 #: The most ports one node's answer may list (a node's answer is not trusted blindly).
@@ -69,6 +71,22 @@ def state(port: dict[str, Any]) -> str:
 def inactive(ports: list[dict[str, Any]]) -> list[str]:
     """'mlx5_3/1 (DOWN, Polling)' for each port that is not active."""
     return [f"{p['name']} ({state(p)})" for p in ports if not p.get("active")]
+
+
+#: Why a rail's search runs no job on a node's port seen down (each job on it would wait
+#: out interconnect.timeout and measure nothing); `seen`: AT_START or AFTER_FAILURE.
+DOWN_WHY = "port {port} on {node} is down ({state}), seen by {seen}"
+AT_START = "the NIC probe at the run's start (fabric.ports): not run on it"
+AFTER_FAILURE = "the NIC probe after a job on it failed: not run on it again"
+
+
+def down_on(ports_by_node: dict[str, list[dict[str, Any]]], name: str,
+            seen: str = AT_START) -> dict[str, str]:
+    """The nodes whose port `name` is not active, each with why the rail search leaves it
+    out of that rail (DOWN_WHY); a node without that port is not among them."""
+    return {node: DOWN_WHY.format(port=name, node=node, state=state(port), seen=seen)
+            for node, ports in ports_by_node.items() for port in ports
+            if str(port.get("name")) == name and not port.get("active")}
 
 
 def rate_bytes(port: dict[str, Any]) -> float | None:
@@ -148,12 +166,14 @@ MAX_RAILS = 64
 
 def rails(ports_by_node: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """The rails to measure one at a time: every counted port name any node has, in the
-    order first seen, each with the first node's port of that name (what binds a job to
-    it: rail_env)."""
+    order first seen, each with the first node's active port of that name, else its first
+    (what binds a job to it: rail_env)."""
     found: dict[str, dict[str, Any]] = {}
     for ports in ports_by_node.values():
         for port in ports:
-            found.setdefault(str(port["name"]), port)
+            first = found.get(str(port["name"]))
+            if first is None or (not first.get("active") and port.get("active")):
+                found[str(port["name"])] = port  # an active one binds, where one is
     return dict(list(found.items())[:MAX_RAILS])
 
 

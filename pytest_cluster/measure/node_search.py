@@ -19,12 +19,16 @@ from typing import Any
 #: Runs groups of nodes at once (each group one job) and returns each group's busbw in
 #: bytes/s, or NaN where the job failed.
 Measure = Callable[[list[list[str]]], list[float]]
+#: Asked after a round with the nodes of its groups whose job failed: those of them now
+#: known unable to take part (node -> why, e.g. its port was seen down), left out of
+#: every later round. A node it cannot tell about is not among them.
+Recheck = Callable[[list[str]], Mapping[str, str]]
 
 OK = "ok"
 SLOW = "slow"
 FAILED = "failed"  # its job with a known-good partner failed: not measured
 UNDECIDED = "undecided"  # no known-good partner to compare with
-NOT_SEARCHED = "not_searched"  # left out by the caller (its probes failed)
+NOT_SEARCHED = "not_searched"  # left out by the caller (its probes failed, its port down)
 #: Rounds spent re-pairing suspects when no pair reached the bar, before giving up.
 REMATCH_ROUNDS = 3
 NO_GOOD = ("no group reached the bar, so no node is known good to compare with: the "
@@ -86,8 +90,9 @@ def _chunks(items: list[str], count: int) -> list[list[str]]:
 class _Search:
     """The state of one slow-node search: verdicts so far, known-good nodes, rounds."""
 
-    def __init__(self, measure: Measure, bar: float) -> None:
-        self.measure, self.bar = measure, bar
+    def __init__(self, measure: Measure, bar: float, recheck: Recheck | None = None) -> None:
+        self.measure, self.bar, self.recheck = measure, bar, recheck
+        self.out: dict[str, SearchVerdict] = {}  # left out after a failed job (recheck)
         self.verdicts: dict[str, SearchVerdict] = {}
         self.rounds: list[tuple[tuple[tuple[str, ...], float], ...]] = []
         self.good: list[str] = []
@@ -97,7 +102,21 @@ class _Search:
     def run(self, groups: list[list[str]]) -> list[float]:
         values = self.measure(groups)
         self.rounds.append(tuple((tuple(g), v) for g, v in zip(groups, values, strict=True)))
+        failed = {m: g for g, v in zip(groups, values, strict=True) if math.isnan(v)
+                  for m in g if m not in self.out}
+        if failed and self.recheck is not None:
+            for node, why in self.recheck(list(failed)).items():
+                if node in failed:
+                    self.out[node] = SearchVerdict(
+                        node, NOT_SEARCHED, math.nan,
+                        tuple(m for m in failed[node] if m != node), len(self.rounds), why)
+                    self.verdicts.pop(node, None)
+                    self.good = [m for m in self.good if m != node]
         return values
+
+    def left(self, nodes: list[str]) -> list[str]:
+        """`nodes` but those left out after a failed job."""
+        return [m for m in nodes if m not in self.out]
 
     def judge(self, members: list[str], group: list[str], busbw: float) -> bool:
         """Members clear if the group reached the bar; else they stay suspects for now."""
@@ -160,7 +179,8 @@ class _Search:
 
 def find_slow_nodes(nodes: Sequence[str], measure: Measure, bar: float,
                     max_rounds: int = 32,
-                    leave_out: Mapping[str, str] | None = None) -> NodeSearch:
+                    leave_out: Mapping[str, str] | None = None,
+                    recheck: Recheck | None = None) -> NodeSearch:
     """Which nodes hold the network back, in about log2(N) rounds instead of N^2 pairs.
 
     `leave_out` names nodes that cannot take part (node -> why, e.g. its host probe
@@ -174,17 +194,21 @@ def find_slow_nodes(nodes: Sequence[str], measure: Measure, bar: float,
     members; a lone suspect below it with a good partner is slow (or failed, if its job
     failed). The suspects are ordered so that the two members of a slow pair land in
     different halves. Suspects left without a known-good partner are UNDECIDED: never
-    named slow without evidence."""
+    named slow without evidence. `recheck`, when given, is asked after each round about
+    the nodes of its failed jobs: a node it names (its port seen down) is NOT_SEARCHED
+    from then on, with why, and runs in no later group (a job with it would fail again,
+    after waiting out its timeout), its partners tested on."""
     excluded = dict(leave_out or {})
     order = [n for n in nodes if n not in excluded]
     skipped = {n: SearchVerdict(n, NOT_SEARCHED, math.nan, (), 0, why)
                for n, why in excluded.items() if n in nodes}
 
     def result(search: _Search | None, note: str) -> NodeSearch:
-        verdicts = {**(search.verdicts if search else {}), **skipped}
+        out = {**(search.out if search else {}), **skipped}
+        verdicts = {**(search.verdicts if search else {}), **out}
         return NodeSearch({n: verdicts[n] for n in nodes if n in verdicts},
                           tuple(search.rounds) if search else (), bar, note,
-                          not_searched={n: v.why for n, v in skipped.items()})
+                          not_searched={n: out[n].why for n in nodes if n in out})
 
     if len(order) < 2:
         search = _Search(measure, bar)
@@ -193,14 +217,14 @@ def find_slow_nodes(nodes: Sequence[str], measure: Measure, bar: float,
         for node in order:
             search.undecided(node, why)
         return result(search, why)
-    search = _Search(measure, bar)
+    search = _Search(measure, bar, recheck)
     pairs = [order[i:i + 2] for i in range(0, len(order) - 1, 2)]
     if len(order) % 2:
         pairs[-1].append(order[-1])
     failed = [g for g, bw in zip(pairs, search.run(pairs), strict=True)
               if not search.judge(g, g, bw)]
     # first members of every slow pair, then the second ones: halves split the pairs
-    suspects = [g[i] for i in range(3) for g in failed if i < len(g)]
+    suspects = search.left([g[i] for i in range(3) for g in failed if i < len(g)])
     for _ in range(REMATCH_ROUNDS):
         if search.good or len(search.rounds) >= max_rounds:
             break
@@ -209,7 +233,7 @@ def find_slow_nodes(nodes: Sequence[str], measure: Measure, bar: float,
             break
         for group, busbw in zip(groups, search.run(groups), strict=True):
             search.judge(group, group, busbw)
-        suspects = [m for m in suspects if m not in search.good]
+        suspects = search.left([m for m in suspects if m not in search.good])
     chunks_before, note = 1, ""
     while suspects:
         if not search.good:
@@ -225,10 +249,11 @@ def find_slow_nodes(nodes: Sequence[str], measure: Measure, bar: float,
         for chunk, group, busbw in zip(tested, groups, search.run(groups), strict=True):
             if search.judge(chunk, group, busbw):
                 continue
-            if len(chunk) == 1 and len(group) == 2:
-                search.decide(chunk[0], group[1])
+            still = search.left(chunk)
+            if len(still) == 1 and len(group) == 2 and group[1] not in search.out:
+                search.decide(still[0], group[1])
             else:
-                suspects.extend(chunk)
+                suspects.extend(still)
     for member in suspects:
         search.undecided(member, note)
     return result(search, note)

@@ -7,6 +7,7 @@ another on the group's first node). A slow port is named with its node.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -18,7 +19,7 @@ from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, run_job
 from pytest_cluster.measure import fabric, perftest
 from pytest_cluster.measure.cache import document_key
-from pytest_cluster.measure.fabric import NIC_START
+from pytest_cluster.measure.fabric import NIC_RECHECK, NIC_START
 from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes
 from pytest_cluster.probes import probe_source
 from pytest_cluster.units import format_size
@@ -102,7 +103,9 @@ def search(cluster: Cluster) -> RailSearches:
     is bound to that port: an all_reduce (fabric.rail_env, one rank per node, at
     search_payload), or perftest's ib_write_bw on that HCA port (fabric.rail_tool). A
     node whose NIC or host probe failed, or without that port, is left out of that
-    rail's search, named with why. Run once per run."""
+    rail's search, named with why; so is a node whose port the NIC probe saw down, at the
+    run's start or after a job on it failed (rails.recheck): a job on a port down would
+    wait out its timeout, each round. Run once per run."""
     fab = cluster.spec.fabric
     assert fab is not None, "the spec has no fabric section"
     clause = fab.clause("rail_busbw")
@@ -144,8 +147,10 @@ def search(cluster: Cluster) -> RailSearches:
 
             leave_out = {**unread, **{node: f"no port {name}" for node, mine in
                                       ports.items() if name not in {str(p["name"])
-                                                                     for p in mine}}}
-            search = find_slow_nodes(cluster.nodes, measure, bar, leave_out=leave_out)
+                                                                     for p in mine}},
+                         **fabric.down_on(ports, name)}
+            search = find_slow_nodes(cluster.nodes, measure, bar, leave_out=leave_out,
+                                     recheck=functools.partial(recheck, cluster, name))
             simulated = any(nics[node].simulated for node in cluster.nodes)
             found[name] = {**bound, "failed": failed,
                            "search": replace(search, simulated=simulated).to_json()}
@@ -156,6 +161,22 @@ def search(cluster: Cluster) -> RailSearches:
                        json.dumps(asdict(cluster.spec.interconnect), sort_keys=True,
                                   default=str) if cluster.spec.interconnect else "")
     return RailSearches.from_json(cluster.cache.document(key, compute))
+
+
+def recheck(cluster: Cluster, name: str, nodes: list[str]) -> dict[str, str]:
+    """Of `nodes`, whose job on rail `name` failed, those whose port `name` a fresh NIC
+    reading finds down (fabric.down_on, AFTER_FAILURE): the search runs them on that rail
+    no more. A node whose reading fails, or a launcher error, tells nothing: not down."""
+    fab = cluster.spec.fabric
+    assert fab is not None
+    try:
+        fresh = cluster.launcher.run(NIC_RECHECK, nodes, cluster.spec.cluster.probe_timeout_s)
+    except (ClusterError, OSError, ValueError):
+        return {}
+    ports = {node: fabric.counted(fabric.ports_of(result.payload()), fab.devices)
+             for node, result in fresh.items()
+             if node in nodes and not _unread(result, ports=True)}
+    return fabric.down_on(ports, name, fabric.AFTER_FAILURE)
 
 
 def runner(cluster: Cluster, port: dict[str, Any], index: int,

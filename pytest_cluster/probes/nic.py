@@ -9,9 +9,13 @@ the driver has them). For each network interface but the loopback, `<sysfs>/clas
 carrier_changes, the error statistics, whether it is a device (or virtual: a veth, a
 bridge), and its driver and firmware (ETHTOOL_GDRVINFO, what `ethtool -i` prints).
 
-`--sysfs ROOT` reads another tree (a capture, a test's tree, a simulated node's); `--when
-LABEL` names the reading (a run reads at its start and at its end, to compare counters). A file
-that cannot be read is named with the reason in the port's `unreadable`, never guessed.
+Reading this machine's /sys, it first checks that /sys/class/net lists the interfaces of
+its own network namespace (socket.if_nameindex()): a process that entered a namespace with
+`nsenter --net` or `unshare` still sees another namespace's /sys; then it says so, naming
+both, and reads no port. `--sysfs ROOT` reads another tree (a capture, a test's tree, a
+simulated node's); `--when LABEL` names the reading (a run reads at its start and at its
+end, to compare counters). A file that cannot be read is named with the reason in the
+port's `unreadable`, never guessed.
 Runs ON a node with only the standard library; shipped as a single file. Prints one JSON
 document: {"probe": "nic", "schema": 1, "data": {"ports": [...], ...}}.
 """
@@ -29,6 +33,7 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 #: The error counters of an InfiniBand port (its PortCounters attribute), as sysfs names
@@ -102,6 +107,11 @@ class Reader:
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)
+
+    def directories(self, path: str) -> list[str]:
+        """The names in `path` that are directories (an interface of class/net, not a
+        file such as bonding_masters)."""
+        return [name for name in self.names(path) if os.path.isdir(os.path.join(path, name))]
 
     def drvinfo(self, name: str) -> dict[str, str]:
         """Driver, its version, firmware and bus of interface `name` (`ethtool -i`)."""
@@ -274,13 +284,65 @@ def net_ports(reader: Reader, ethtool: bool) -> list[dict[str, Any]]:
     return found
 
 
-def read_ports(reader: Reader, ethtool: bool) -> dict[str, Any]:
-    """The probe's data: every port the tree of `reader` has."""
+#: The most interface names a namespace mismatch names of each side.
+MAX_NAMED = 8
+
+
+def listed(names: set[str]) -> str:
+    """'eth0, lo, rail1' (at most MAX_NAMED, then how many more), 'none'."""
+    shown = sorted(names)
+    more = len(shown) - MAX_NAMED
+    return ", ".join(shown[:MAX_NAMED]) + (f" and {more} more" if more > 0 else "") \
+        if shown else "none"
+
+
+def namespace_mismatch(sysfs: list[str], namespace: list[str]) -> str:
+    """'' when the interfaces sysfs lists are those of this process's network namespace
+    (socket.if_nameindex()); else why not, naming each side. A process that entered a
+    namespace with `nsenter --net` or `unshare --net` still sees the /sys mounted for
+    another one (`ip netns exec` remounts it): its ports are not this node's."""
+    shown, own = set(sysfs), set(namespace)
+    if shown == own:
+        return ""
+    return (f"/sys/class/net belongs to another network namespace: it shows "
+            f"{listed(shown)}; this process's namespace has {listed(own)} "
+            f"(socket.if_nameindex()); no port read (nsenter --net or unshare keep the "
+            f"/sys of the namespace they left: ip netns exec remounts it)")
+
+
+def own_interfaces() -> list[str]:
+    """The interfaces of this process's network namespace, as the kernel names them."""
+    return [name for _, name in socket.if_nameindex()][:MAX_ENTRIES]
+
+
+def read_ports(reader: Reader, ethtool: bool,
+               namespace: Callable[[], list[str]] | None = None) -> dict[str, Any]:
+    """The probe's data: every port the tree of `reader` has. `namespace`: the interfaces
+    of the namespace the tree must belong to (this machine's /sys: own_interfaces); when
+    the tree's differ, an error naming both, and no port (never another host's)."""
     data: dict[str, Any] = {"sysfs": reader.root, "read_at": time.time()}
-    if not reader.names(reader.path("class", "net")):
-        data["error"] = f"{reader.path('class', 'net')} is not present: no sysfs to read"
-    else:
-        data["ports"] = rdma_ports(reader) + net_ports(reader, ethtool)
+    net = reader.path("class", "net")
+    if not reader.names(net):
+        data["error"] = f"{net} is not present: no sysfs to read"
+        return data
+    if namespace is not None:
+        try:
+            why = ""
+            for attempt in range(2):  # an interface added or removed between the reads
+                if attempt:
+                    time.sleep(0.2)
+                sysfs, own = reader.directories(net), namespace()
+                why = namespace_mismatch(sysfs, own)
+                if not why:
+                    break
+        except OSError as exc:  # no if_nameindex: nothing to compare with, said
+            data["namespace_unchecked"] = f"socket.if_nameindex(): {exc.strerror or exc}"
+        else:
+            if why:
+                data["error"] = why
+                data["interfaces"] = {"sysfs": sysfs, "namespace": own}
+                return data
+    data["ports"] = rdma_ports(reader) + net_ports(reader, ethtool)
     return data
 
 
@@ -289,9 +351,10 @@ def main(argv: list[str] | None = None) -> int:
                             ["sysfs=", "no-ethtool", "when="])
     options = dict(opts)
     root = options.get("--sysfs", "/sys")
-    # ethtool asks this machine's kernel: only when the tree read is this machine's
+    # ethtool asks this machine's kernel: only when the tree read is this machine's; and
+    # this machine's tree must be this process's network namespace's
     ethtool = "--no-ethtool" not in options and root == "/sys"
-    data = read_ports(Reader(root), ethtool)
+    data = read_ports(Reader(root), ethtool, own_interfaces if root == "/sys" else None)
     if "--when" in options:  # which reading of the run this is (start, end): a label
         data["when"] = options["--when"]
     print(json.dumps({"probe": "nic", "schema": 1, "data": data}))

@@ -58,6 +58,9 @@ class Tree(Reader):
     def exists(self, path: str) -> bool:
         return path in self.files or path in self.dirs
 
+    def directories(self, path: str) -> list[str]:
+        return [name for name in self.names(path) if os.path.join(path, name) in self.dirs]
+
     def target(self, path: str) -> str | None:
         return self.links.get(path)
 
@@ -167,12 +170,14 @@ ENO_DRIVER = {"driver": "mlx5_core", "driver_version": "24.04", "firmware": "22.
 def nic_payload(sim: SimSpec, node: str, ic: InterconnectSpec | None,
                 args: tuple[str, ...] = ()) -> dict[str, Any]:
     """The NIC probe's answer for a simulated node (`args`: the probe's): the probe's
-    reader over its tree."""
+    reader over its tree, checked against its namespace's interfaces as on a node."""
     options = dict(zip(args[::2], args[1::2], strict=False))
     when = options.get("--when")
     reader = Tree(tree(sim, node, ic, when), {f"{ROOT}/class/net/eno1/device": ENO_PCI},
                   {"eno1": ENO_DRIVER})
-    data = read_ports(reader, ethtool=True)
+    # a simulated node's tree is its own namespace's: the probe's check runs, and holds
+    data = read_ports(reader, ethtool=True,
+                      namespace=lambda: reader.directories(f"{ROOT}/class/net"))
     if when is not None:
         data["when"] = when
     return data
