@@ -33,7 +33,10 @@ def _ports(evidence: Evidence, result: ProbeResult, promise: Clause | Rule,
     """The counted ports of the node, or fail saying there are none to judge."""
     payload = evidence.require(result, promise)
     if "error" in payload:
-        evidence.cannot_measure(promise, str(payload["error"])[:400], raw=payload)
+        # another namespace's /sys read is the tool's error, not the node's (never drained)
+        kind = ("wrong_namespace" if payload.get("error_kind") == "wrong_namespace"
+                else "cannot_measure")
+        evidence.cannot_measure(promise, str(payload["error"])[:400], raw=payload, kind=kind)
     try:
         every = fabric.ports_of(payload)
     except ValueError as exc:

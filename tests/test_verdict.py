@@ -13,11 +13,18 @@ from jsonschema import Draft202012Validator, ValidationError
 
 from pytest_cluster.evidence.check import Evidence, Place
 from pytest_cluster.evidence.gathered import cell_of
-from pytest_cluster.evidence.plan import Plan, PlannedCase, not_checked
+from pytest_cluster.evidence.plan import (
+    Plan,
+    PlannedCase,
+    level_of_run,
+    not_checked,
+    why_left_out,
+)
 from pytest_cluster.evidence.results import read_results, run_status
 from pytest_cluster.evidence.rundir import create_run_dir, point_latest, run_dir_name
 from pytest_cluster.evidence.tally import ClauseTally, margin, margin_text
 from pytest_cluster.evidence.verdict import (
+    TOOL_ERROR,
     cluster_failures,
     cluster_verdict,
     decisive,
@@ -339,3 +346,32 @@ def test_verdict_json_has_the_clusters_verdict_and_follows_its_schema(
     assert (partial["verdict"], partial["status"]) == ("INCOMPLETE", "partial")
     with pytest.raises(ValidationError):
         Draft202012Validator(verdict_schema()).validate({**accepted, "verdict": "MAYBE"})
+
+
+@pytest.mark.parametrize("kind", sorted(TOOL_ERROR))
+def test_a_tool_error_is_no_nodes_failure(kind: str) -> None:
+    """The tool could not make the check (cluster.python not found, another namespace's
+    /sys read), on the host probe too: the node is NOT CHECKED, an ERROR, never drained."""
+    records = [result("a::t[n1]", "n1", "failed", message=f"Failed: n1: {kind}",
+                      error_kind=kind, probe="host"), result("a::u[n1]", "n1")]
+    (n1,) = node_verdicts(["n1"], PLAN, records)
+    assert (n1.verdict, n1.outcome) == ("NOT CHECKED", "ERROR")
+    assert to_drain([n1]) == []
+    assert cluster_verdict("complete", [n1], 0) == "INCOMPLETE"
+
+
+def test_a_level_judges_its_checks_and_names_what_it_left_out() -> None:
+    """A sanity run: the checks of other levels are 'not at this level', the node is
+    ACCEPTED at it, the cluster too; a selected check that did not run leaves it INCOMPLETE."""
+    assert why_left_out({"-m": "sanity"}) == "not at this level"
+    assert why_left_out({"-m": "sanity", "-k": "n1"}) == "deselected"
+    assert level_of_run({"-m": "sanity"}) == "sanity" and level_of_run({}) == "acceptance"
+    records = [result(c.case_id, c.node) for c in PLAN.cases if c.case_id in PLAN.selected]
+    verdicts = node_verdicts(["n1", "n2", "n3"], PLAN, records)
+    assert [v.verdict for v in verdicts] == ["ACCEPTED"] * 3
+    assert cluster_verdict("partial", verdicts, 0) == "ACCEPTED"
+    assert {"clause": "host.memory", "why": "not at this level", "cases": 1, "of": 3} in \
+        not_checked(PLAN, {r["case"] for r in records}, why_left_out({"-m": "sanity"}))
+    short = node_verdicts(["n1", "n2", "n3"], PLAN, records[1:])
+    assert short[0].verdict == "NOT CHECKED" and cluster_verdict("interrupted", short, 0) == \
+        "INCOMPLETE"

@@ -54,8 +54,9 @@ NOT_MEASURED = frozenset({"busy"})
 #: that node's own verdict (UNREACHABLE rejects; busy leaves it INCOMPLETE).
 NOT_ESTABLISHED = frozenset({"not_all_nodes"})
 #: Error kinds of a check the tool itself could not make: the interpreter the spec names
-#: (cluster.python) is not there. A spec's slip is no node's fault: it drains none.
-TOOL_ERROR = frozenset({"interpreter_missing"})
+#: (cluster.python) is not there; the NIC probe read another network namespace's /sys. A
+#: spec's slip or a wrong vantage point is no node's fault: it drains none.
+TOOL_ERROR = frozenset({"interpreter_missing", "wrong_namespace"})
 MAX_REASON = 300
 
 #: The outcomes a gate acts on: PASS, FAIL (drain), ERROR (the tool could not judge).

@@ -296,6 +296,11 @@ def listed(names: set[str]) -> str:
         if shown else "none"
 
 
+#: The error kind of a reading of another namespace's /sys: the tool measured in the wrong
+#: place, so it judges nothing (never the node; the verdict's TOOL_ERROR).
+WRONG_NAMESPACE = "wrong_namespace"
+
+
 def namespace_mismatch(sysfs: list[str], namespace: list[str]) -> str:
     """'' when the interfaces sysfs lists are those of this process's network namespace
     (socket.if_nameindex()); else why not, naming each side. A process that entered a
@@ -340,6 +345,7 @@ def read_ports(reader: Reader, ethtool: bool,
         else:
             if why:
                 data["error"] = why
+                data["error_kind"] = WRONG_NAMESPACE
                 data["interfaces"] = {"sysfs": sysfs, "namespace": own}
                 return data
     data["ports"] = rdma_ports(reader) + net_ports(reader, ethtool)
