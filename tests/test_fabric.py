@@ -18,6 +18,7 @@ import pytest
 
 from pytest_cluster.errors import SpecError
 from pytest_cluster.measure import fabric
+from pytest_cluster.probes.nic import namespace_mismatch
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import FabricSpec
 from tests.conftest import has_torch
@@ -474,6 +475,27 @@ def test_real_rails_each_alone_name_the_slow_rail_of_the_slow_node(
     finally:
         for number in (1, 2):
             netns.remove_rail(number)
+
+
+@pytest.mark.realcomponents
+def test_over_slurm_entered_with_nsenter_no_node_judges_the_hosts_nics(
+        pytester: pytest.Pytester, slurm: NetnsCluster) -> None:
+    """Each slurmd here enters its node's namespace with `nsenter --net` (as many sites'
+    container setups do): its jobs see this machine's /sys. The NIC probe says so, naming
+    both lists, and reads no port: every node's ports case cannot measure, none passes on
+    the host's interfaces."""
+    host = sorted(entry.name for entry in Path("/sys/class/net").iterdir() if entry.is_dir())
+    (pytester.path / "trial.yaml").write_text(
+        f"cluster:\n  name: nsenter\n  nodes: node[1-4]\n  launcher: slurm\n"
+        f"  python: {sys.executable}\n  probe_timeout: 1 min\n"
+        "slurm:\n  time_limit: 5 min\n"
+        "fabric: {devices: '*', ports: 1}\n")
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "-k", "ports")
+    result.assert_outcomes(failed=4)
+    why = namespace_mismatch(host, ["eth0", "lo"])
+    assert failures(pytester) == {f"test_fabric_ports[{node}]": f"{node} ports: cannot "
+                                  f"measure: {why}" for node in slurm.nodes}
 
 
 #: The rail search's jobs' timeout in the real tests: a port down must not cost it twice.
