@@ -18,6 +18,7 @@ import pytest
 
 from pytest_cluster.errors import SpecError
 from pytest_cluster.measure import fabric
+from pytest_cluster.probes.nic import namespace_mismatch
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import FabricSpec
 from tests.conftest import has_torch
@@ -474,6 +475,31 @@ def test_real_rails_each_alone_name_the_slow_rail_of_the_slow_node(
     finally:
         for number in (1, 2):
             netns.remove_rail(number)
+
+
+@pytest.mark.realcomponents
+def test_over_slurm_entered_with_nsenter_no_node_judges_the_hosts_nics(
+        pytester: pytest.Pytester, slurm: NetnsCluster) -> None:
+    """Each slurmd here enters its node's namespace with `nsenter --net` (as many sites'
+    container setups do): its jobs see this machine's /sys. The NIC probe says so, naming
+    both lists, and reads no port: every node's ports case cannot measure, none passes on
+    the host's interfaces."""
+    (pytester.path / "trial.yaml").write_text(
+        f"cluster:\n  name: nsenter\n  nodes: node[1-4]\n  launcher: slurm\n"
+        f"  python: {sys.executable}\n  probe_timeout: 1 min\n"
+        "slurm:\n  time_limit: 5 min\n"
+        "fabric: {devices: '*', ports: 1}\n")
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "-k", "ports")
+    result.assert_outcomes(failed=4)
+    # what this machine's /sys shows: other tests' namespaces come and go beside it
+    head, tail = namespace_mismatch(["HOST"], ["eth0", "lo"]).split("HOST")
+    found = failures(pytester)
+    assert sorted(found) == [f"test_fabric_ports[{node}]" for node in slurm.nodes]
+    for node in slurm.nodes:
+        message = found[f"test_fabric_ports[{node}]"]
+        assert message.startswith(f"{node} ports: cannot measure: {head}"), message
+        assert message.endswith(tail) and "eth0" in message.split(head)[1], message
 
 
 #: The rail search's jobs' timeout in the real tests: a port down must not cost it twice.
