@@ -19,6 +19,7 @@ key's), 2 when DIR, its manifest or the key cannot be read as one (one line, on 
 from __future__ import annotations
 
 import argparse
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -27,7 +28,7 @@ from pytest_cluster import __version__
 from pytest_cluster.errors import BundleError
 from pytest_cluster.evidence.bundle.keys import PublicKey
 from pytest_cluster.evidence.bundle.verify import verify
-from pytest_cluster.evidence.gate import drain_commands, gate, shown
+from pytest_cluster.evidence.gate import drain_commands, gate
 
 
 def parser() -> argparse.ArgumentParser:
@@ -77,8 +78,8 @@ def _gate(args: argparse.Namespace) -> int:
     if args.drain and decision.simulated and decision.failed:
         print("pytest-cluster not drained: a simulated cluster's nodes are no SLURM nodes")
     if args.drain:
-        for command, text in zip(drain_commands(decision), shown(drain_commands(decision)),
-                                 strict=True):
+        for command in drain_commands(decision):
+            text = shlex.join(command)
             try:
                 done = subprocess.run(command, capture_output=True, text=True, timeout=30,
                                       check=False)

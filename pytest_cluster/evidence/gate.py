@@ -19,8 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -215,6 +214,3 @@ def drain_commands(decision: Decision) -> list[list[str]]:
         return []
     return [drain_command(node) for node in decision.failed]
 
-
-def shown(commands: Sequence[Sequence[str]]) -> list[str]:
-    return [shlex.join(command) for command in commands]
