@@ -120,13 +120,18 @@ def test_collective_inter_node(cluster: Cluster, node_count: int, collective: st
            _references(cluster, "inter_node", collective))
 
 
-def _nodes_of(run: CollectiveRun, ranges: str) -> str:
-    """The nodes of ranks '0-7,12' as a hostlist."""
+def _node_list(run: CollectiveRun, ranges: str) -> list[str]:
+    """The nodes of ranks '0-7,12', in rank order, each once."""
     ranks: list[int] = []
     for part in ranges.split(","):
         first, _, last = part.partition("-")
         ranks.extend(range(int(first), int(last or first) + 1))
-    return compress_hostlist(dict.fromkeys(n for r in ranks if (n := _node_of_rank(run, r))))
+    return list(dict.fromkeys(n for r in ranks if (n := _node_of_rank(run, r))))
+
+
+def _nodes_of(run: CollectiveRun, ranges: str) -> str:
+    """The nodes of ranks '0-7,12' as a hostlist."""
+    return compress_hostlist(_node_list(run, ranges))
 
 
 @checks("interconnect.transport")
@@ -153,7 +158,7 @@ def test_collective_transport(cluster: Cluster, node_count: int, collective: str
         evidence.cannot_measure(rule, f"NCCL's log says nothing of its network on ranks "
                                 f"{silent or 'all'} (NCCL_DEBUG or NCCL_DEBUG_FILE set by "
                                 "the environment?)", raw=raw, node=label)
-    problems = []
+    problems, culprits = [], []
     wanted = {"inter_node": promise.inter_node,
               "gdr": None if promise.gdr is None else str(promise.gdr).lower(),
               "nvls": None if promise.nvls is None else str(promise.nvls).lower()}
@@ -165,6 +170,9 @@ def test_collective_transport(cluster: Cluster, node_count: int, collective: str
                  if seen != value and not (key == "gdr" and seen == "none")}
         problems += [f"{key} {seen} on ranks {ranks} ({_nodes_of(run, ranks)})"
                      for seen, ranks in other.items()]
+        culprits += [node for ranks in other.values() for node in _node_list(run, ranks)]
+    if culprits:  # the nodes whose ranks used another transport fail with this clause
+        evidence.record(culprits=compress_hostlist(dict.fromkeys(culprits)))
     evidence.check_rule(rule, not problems, nccl_log.describe(found), result=None,
                         problem=f"{rule.text} promised; " + "; ".join(problems),
                         method="NCCL_DEBUG=INFO (INIT,NET) on every rank: 'Using network', "

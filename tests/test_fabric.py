@@ -362,8 +362,17 @@ def test_the_simulated_fabric_faults_fail_exactly_their_cases(
         "[SIMULATED] NIC firmware differs between nodes: 28.39.1002 (mlx5_[0-7]) on "
         "sim-gpu-01, sim-gpu-02, sim-gpu-03; 28.36.1010 (mlx5_0), 28.39.1002 (mlx5_[1-7]) "
         "on sim-gpu-04")
-    verdict = (pytester.path / "reports" / "latest" / "verdict.json").read_text()
-    assert '"sim-gpu-02"' in verdict and "fabric.ports" in verdict
+    verdict = json.loads((pytester.path / "reports" / "latest" / "verdict.json").read_text())
+    failed = {n["node"]: n["failed_clauses"] for n in verdict["nodes"]}
+    assert "fabric.ports" in failed["sim-gpu-02"]
+    # the culprits the cluster checks name fail with them; no other node is blamed
+    blamed = {clause: sorted(node for node, clauses in failed.items() if clause in clauses)
+              for clause in ("fabric.same_firmware", "interconnect.transport")}
+    assert blamed == {"fabric.same_firmware": ["sim-gpu-04"],
+                      "interconnect.transport": ["sim-gpu-03", "sim-gpu-04"]}
+    assert {n["node"]: n["verdict"] for n in verdict["nodes"]}["sim-gpu-04"] == "REJECTED"
+    assert {c["clause"]: c.get("culprits") for c in verdict["cluster_checks_failed"]} == {
+        "fabric.same_firmware": "sim-gpu-04", "interconnect.transport": "sim-gpu-[03-04]"}
 
 
 def test_the_fabric_is_checked_at_the_sanity_level(pytester: pytest.Pytester) -> None:

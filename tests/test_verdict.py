@@ -27,6 +27,7 @@ from pytest_cluster.evidence.verdict import (
     TOOL_ERROR,
     cluster_failures,
     cluster_verdict,
+    cut_reason,
     decisive,
     drain_line,
     node_verdicts,
@@ -375,3 +376,41 @@ def test_a_level_judges_its_checks_and_names_what_it_left_out() -> None:
     short = node_verdicts(["n1", "n2", "n3"], PLAN, records[1:])
     assert short[0].verdict == "NOT CHECKED" and cluster_verdict("interrupted", short, 0) == \
         "INCOMPLETE"
+
+
+def test_a_cluster_check_fails_the_nodes_it_names_and_no_other() -> None:
+    """'The same kernel on every node' names n3 (the odd one): n3 is REJECTED with the
+    clause; n1 and n2, whose own checks passed, are ACCEPTED; a check not established
+    (a node did not answer) names no one."""
+    records = [result(case, node) for case, node in (
+        ("a::t[n1]", "n1"), ("a::t[n2]", "n2"), ("a::t[n3]", "n3"), ("a::u[n1]", "n1"),
+        ("a::u[n2]", "n2"))]
+    odd = result("a::all", "all", "failed", message="Failed: kernel differs between nodes",
+                 culprits="n3")
+    verdicts = {v.node: v for v in node_verdicts(["n1", "n2", "n3"], PLAN, [*records, odd])}
+    assert {n: v.verdict for n, v in verdicts.items()} == {
+        "n1": "ACCEPTED", "n2": "ACCEPTED", "n3": "REJECTED"}
+    assert verdicts["n3"].failed_clauses == ["host.same_software.kernel"]
+    assert verdicts["n3"].failures[0]["message"] == "kernel differs between nodes"
+    assert cluster_failures([odd], ["n1", "n2", "n3"])[0]["culprits"] == "n3"
+    silent = {**odd, "error_kind": "not_all_nodes", "culprits": "n[1-3]"}
+    assert [v.verdict for v in node_verdicts(["n1", "n2", "n3"], PLAN, [*records, silent])
+            ] == ["ACCEPTED"] * 3  # no one blamed
+
+
+def test_a_drain_reason_is_cut_at_a_clause_saying_how_many_more() -> None:
+    clauses = [f"gpus.clause_number_{i}" for i in range(20)]
+    reason = f"{len(clauses)} clause(s) failed: {', '.join(clauses)}"
+    cut = cut_reason(reason, 120)
+    assert len(cut) <= 120 and cut.startswith("20 clause(s) failed: gpus.clause_number_0,")
+    kept = cut.removeprefix("20 clause(s) failed: ").split(", and ")[0].split(", ")
+    assert kept == clauses[:len(kept)] and cut.endswith(f", and {20 - len(kept)} more")
+    assert cut_reason(reason, 1000) == reason
+    words = "the host probe did not answer in time " * 10
+    assert cut_reason(words, 50).endswith("...") and len(cut_reason(words, 50)) <= 50
+    assert not cut_reason(words, 50).removesuffix("...").endswith(("th", "ho"))
+    verdict = node_verdicts(["n1"], PLAN, [result("a::t[n1]", "n1", "failed")])[0]
+    verdict.reason = reason
+    line = drain_line(verdict)
+    assert "Reason=pytest-cluster rejected: 20 clause(s) failed:" in line
+    assert line.rstrip("'").endswith(" more") and len(line.split("Reason=")[1]) <= 201

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 import pytest
 
 from pytest_cluster.evidence import node_groups
+from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure.reference import Reference, properties
 from pytest_cluster.spec.model import Clause, Rule, VersionClause
 from pytest_cluster.spec.requirement import Verdict
@@ -182,7 +183,9 @@ class Evidence:
         """A cluster-wide "the same on every node" check. `groups`: value -> the nodes
         that reported it; `unanswered`: node -> why it did not. Fails when the values
         differ, and when any node did not answer: never a pass on the others alone. The
-        summary and the evidence name nodes as hostlists (node_groups)."""
+        summary and the evidence name nodes as hostlists (node_groups). The nodes outside
+        the largest group are the culprits (`culprits`, a hostlist): their verdicts fail
+        with this clause."""
         found = node_groups.summary(groups) if groups else ""
         self.record(spec_key=key, spec_line=line, node="all",
                     requirement=f"the same {what} on every node",
@@ -192,6 +195,8 @@ class Evidence:
         names = list(unanswered)
         silent = f"{len(names)} of {total} node(s) did not answer ({node_groups.nodes_text(names)})"
         if len(groups) > 1:
+            odd = node_groups.odd_ones(groups)
+            self.record(culprits=compress_hostlist(odd) if odd else None)
             self.fail(f"{what} differs between nodes: {found}"
                       + (f"; {silent}" if names else ""))
         if names:

@@ -44,6 +44,19 @@ def summary(groups: Mapping[str, Sequence[str]]) -> str:
     return "; ".join(parts)
 
 
+def odd_ones(groups: Mapping[str, Sequence[str]]) -> list[str]:
+    """The nodes outside the one largest group: those a "the same on every node" check
+    names as the culprits (the odd firmware, the other driver). None when no group is
+    larger than every other (two halves: no majority to judge by)."""
+    if len(groups) < 2:
+        return []
+    sizes = sorted((len(nodes) for nodes in groups.values()), reverse=True)
+    if sizes[0] == sizes[1]:
+        return []
+    largest = max(groups.values(), key=len)
+    return [node for nodes in groups.values() if nodes is not largest for node in nodes]
+
+
 def evidence(groups: Mapping[str, Sequence[str]],
              unanswered: Mapping[str, str]) -> dict[str, dict[str, str]]:
     """The raw evidence: each value with its nodes as a hostlist, and each reason a node

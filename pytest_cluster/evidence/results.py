@@ -79,6 +79,7 @@ class ResultLine(TypedDict, total=False):
     probe_run: str
     verdict: str
     reference: str
+    culprits: str  # a check of several nodes: the nodes it blames, as a hostlist
     raw: Any  # the probe's payload or the check's own evidence
 
 

@@ -15,7 +15,10 @@ The outcome (the taxonomy of Nebius' soperator and NVIDIA's readiness engine): P
 could not judge the node; never drain it, say why).
 
 Checks of several nodes at once (a multi-node all-reduce, same versions everywhere) are
-judged on their own, as cluster checks: they never make a single node the culprit. So is
+judged on their own, as cluster checks. One that names the nodes that made it fail (its
+`culprits`: the nodes outside the largest group of "the same on every node", the nodes
+whose ranks used another transport) fails those nodes too, with its clause; the nodes
+it does not name are not blamed. So is
 a node's check that failed without a culprit (NO_CULPRIT: the slow-node search found the
 fabric below the bar with no known-good node to compare with): the node is NOT CHECKED.
 """
@@ -28,7 +31,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.errors import UnitError
 from pytest_cluster.evidence.results import COMPLETE, PARTIAL, clause_of, outcome
+from pytest_cluster.hostlist import expand_hostlist
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.plan import Plan
@@ -57,7 +62,22 @@ NOT_ESTABLISHED = frozenset({"not_all_nodes"})
 #: (cluster.python) is not there; the NIC probe read another network namespace's /sys. A
 #: spec's slip or a wrong vantage point is no node's fault: it drains none.
 TOOL_ERROR = frozenset({"interpreter_missing", "wrong_namespace"})
+#: Error kinds after which a check of several nodes blames none of them.
+NOT_BLAMING = NO_CULPRIT | NOT_MEASURED | TOOL_ERROR | NOT_ESTABLISHED
 MAX_REASON = 300
+
+
+def culprits(record: Mapping[str, Any]) -> list[str]:
+    """The nodes a check of several nodes names as the cause of its failure (its
+    `culprits`, a hostlist: the odd firmware's node, the ranks that used another
+    transport): they fail with its clause. None where it names none."""
+    text = record.get("culprits")
+    if not isinstance(text, str) or not text:
+        return []
+    try:
+        return expand_hostlist(text)
+    except UnitError:
+        return []
 
 #: The outcomes a gate acts on: PASS, FAIL (drain), ERROR (the tool could not judge).
 PASS, FAIL, ERROR = "PASS", "FAIL", "ERROR"
@@ -112,24 +132,34 @@ class VerdictBuilder:
         self._unreachable: dict[str, str] = {}
 
     def add(self, record: Mapping[str, Any]) -> None:
+        failed = outcome(record) in ("failed", "error")
+        if failed and record.get("error_kind") not in NOT_BLAMING:
+            for node in culprits(record):  # a check of several nodes that names some
+                if node in self._verdicts and node != record.get("node"):
+                    self._fail(self._verdicts[node], record)
         found = self._verdicts.get(str(record.get("node")))
         if found is None or outcome(record) == "not_run":
             return
         found.ran += 1
         if outcome(record) == "passed":
             found.passed += 1
-        elif outcome(record) in ("failed", "error") \
-                and record.get("error_kind") in NO_CULPRIT | NOT_MEASURED | TOOL_ERROR:
+        elif failed and record.get("error_kind") in NO_CULPRIT | NOT_MEASURED | TOOL_ERROR:
             found.undecided.append(clean_message(str(record.get("message", ""))))
-        elif outcome(record) in ("failed", "error"):
-            clause = clause_of(record)
-            if clause not in found.failed_clauses:
-                found.failed_clauses.append(clause)
-            message = clean_message(str(record.get("message", "")))
-            found.failures.append({"clause": clause, "case": str(record.get("case", "")),
-                                   "message": message})
+        elif failed:
+            message = self._fail(found, record)
             if _no_answer(record):
                 self._unreachable.setdefault(found.node, message)
+
+    @staticmethod
+    def _fail(found: NodeVerdict, record: Mapping[str, Any]) -> str:
+        """Count a failed check against a node: its clause, the case, the message."""
+        clause = clause_of(record)
+        if clause not in found.failed_clauses:
+            found.failed_clauses.append(clause)
+        message = clean_message(str(record.get("message", "")))
+        found.failures.append({"clause": clause, "case": str(record.get("case", "")),
+                               "message": message})
+        return message
 
     def finish(self, plan: Plan, extra: Mapping[str, int],
                left_out: str = "deselected") -> list[NodeVerdict]:
@@ -199,7 +229,8 @@ def cluster_failures(records: Iterable[Mapping[str, Any]],
     names = set(nodes)
     return [{"clause": clause_of(r), "where": str(r.get("node")),
              "message": clean_message(str(r.get("message", ""))),
-             "kind": str(r.get("error_kind") or "failed")}
+             "kind": str(r.get("error_kind") or "failed"),
+             **({"culprits": str(r["culprits"])} if culprits(r) else {})}
             for r in records if (str(r.get("node")) not in names
                                  or r.get("error_kind") in NO_CULPRIT)
             and outcome(r) in ("failed", "error")]
@@ -242,9 +273,32 @@ def to_drain(verdicts: Iterable[NodeVerdict]) -> list[NodeVerdict]:
     return [v for v in verdicts if v.verdict in (REJECTED, UNREACHABLE)]
 
 
+#: The longest drain reason written (SLURM shows a node's reason in one line of sinfo).
+MAX_DRAIN_REASON = 200
+
+
+def cut_reason(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters: a list of clauses ('3 clause(s) failed: a,
+    b, c') cut at a clause, saying how many more ('a, and 2 more'); other text cut at a
+    word, with '...'. Never a name cut in the middle."""
+    if len(text) <= limit:
+        return text
+    head, sep, listed = text.partition(": ")
+    items = listed.split(", ") if sep else []
+    for keep in range(len(items) - 1, 0, -1):
+        shorter = f"{head}{sep}{', '.join(items[:keep])}, and {len(items) - keep} more"
+        if len(shorter) <= limit:
+            return shorter
+    cut = text[:max(limit - 3, 0)]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut) + "..."
+
+
 def drain_command(verdict: NodeVerdict) -> list[str]:
-    """The scontrol line that drains a rejected or unreachable node (printed, never run)."""
-    reason = f"pytest-cluster {verdict.verdict.lower()}: {verdict.reason}"[:200]
+    """The scontrol line that drains a rejected or unreachable node (printed, never run);
+    its reason cut at a clause (`cut_reason`) to MAX_DRAIN_REASON characters."""
+    prefix = f"pytest-cluster {verdict.verdict.lower()}: "
+    reason = prefix + cut_reason(verdict.reason, MAX_DRAIN_REASON - len(prefix))
     return ["scontrol", "update", f"NodeName={verdict.node}", "State=DRAIN",
             f"Reason={reason}"]
 
