@@ -137,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _verify(args: argparse.Namespace) -> VerifyExit:
+    """The directory checked, its lines printed; --require-signature without --key exits
+    with argparse's usage error (2) before anything is read."""
     if args.require_signature and args.key is None:
         args.usage_error("--require-signature needs --key PUBKEY: the public key the "
                          "manifest must be signed by")
