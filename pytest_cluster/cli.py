@@ -1,6 +1,6 @@
 """The `pytest-cluster` command: what is done with a run's evidence after the run.
 
-    pytest-cluster verify DIR [--key PUBKEY]
+    pytest-cluster verify DIR [--key PUBKEY [--require-signature]]
     pytest-cluster gate DIR --exit-status N [--log FILE] [--since EPOCH] [--drain]
 
 `gate` says what a gate does with a run (evidence/gate.py): PASS (exit 0), FAIL (exit 1:
@@ -11,9 +11,13 @@ could not judge; never drains), one line per reason.
 Its last line states the files (FILES MATCH / FILES CHANGED) and the signature (SIGNED BY
 the key given / UNSIGNED / SIGNATURE NOT CHECKED: signed, no --key / SIGNATURE INVALID)
 apart; it starts with VERIFIED only when the files match and the --key given signed them.
-Exits 0 when every file of DIR is as its manifest lists it (and, with --key, the manifest
-is signed by that key), 1 when a file differs (or, with --key, the signature is not that
-key's), 2 when DIR, its manifest or the key cannot be read as one (one line, on stderr).
+It exits with a VerifyExit, each listed with its meaning in `verify --help`:
+0 when every file of DIR is as its manifest lists it (and, with --key, the manifest is
+signed by that key), 1 when a file differs (or, with --key, the signature is not that
+key's), 2 when DIR, its manifest or the key cannot be read as one (one line, on stderr) or
+the command line is wrong. --require-signature makes a signature by --key's key a
+condition of exit 0 said out loud: without --key it is a usage error, so a script that
+asks for a signature cannot pass an unsigned bundle by leaving the key out.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import argparse
 import shlex
 import subprocess
 import sys
+import textwrap
+from enum import IntEnum
 from pathlib import Path
 
 from pytest_cluster import __version__
@@ -31,6 +37,36 @@ from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.gate import drain_commands, gate
 
 
+class VerifyExit(IntEnum):
+    """What `pytest-cluster verify` exits with (VERIFY_EXIT_MEANING says each in words)."""
+
+    OK = 0
+    NOT_VERIFIED = 1
+    ERROR = 2  # argparse's own code for a usage error, too
+
+
+#: Each exit of `verify`, as `verify --help` and docs/running.md list it.
+VERIFY_EXIT_MEANING: dict[VerifyExit, str] = {
+    VerifyExit.OK: "every file is as the manifest lists it and, with --key, that key "
+                   "signed the manifest (VERIFIED); without --key nothing is said of the "
+                   "signature",
+    VerifyExit.NOT_VERIFIED: "a file changed, is missing, was added or is a link; or "
+                             "--key was given and did not sign the manifest (UNSIGNED, "
+                             "SIGNATURE INVALID)",
+    VerifyExit.ERROR: "DIR, its manifest or the key cannot be read as one (one line on "
+                      "stderr), or a usage error (--require-signature without --key)",
+}
+
+
+def _verify_epilog() -> str:
+    codes = "\n".join(textwrap.fill(VERIFY_EXIT_MEANING[code], 79,
+                                     initial_indent=f"  {code.value}  ",
+                                     subsequent_indent="     ") for code in VerifyExit)
+    return ("The last line says FILES MATCH or FILES CHANGED, and SIGNED BY the key,\n"
+            "UNSIGNED, SIGNATURE NOT CHECKED or SIGNATURE INVALID; VERIFIED only when the\n"
+            "files match and --key signed them.\n\nexit codes:\n" + codes)
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="pytest-cluster", description="pytest-cluster's "
                                   "evidence tools (the tests run with pytest --cluster=SPEC)")
@@ -38,17 +74,18 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(dest="command", required=True)
     check = commands.add_parser(
         "verify", help="check a run directory against its signed manifest",
-        description="Recompute the hash of every file of a run directory, name every "
+        description="Recompute the hash of every file of a run directory, name every\n"
                     "changed, missing or added one, and check the manifest's signature.",
-        epilog="The last line says FILES MATCH or FILES CHANGED, and SIGNED BY the key, "
-               "UNSIGNED, SIGNATURE NOT CHECKED or SIGNATURE INVALID; VERIFIED only when "
-               "the files match and --key signed them. Exit 0: the files match (and --key "
-               "signed them); 1: they do not, or --key did not sign them; 2: unreadable.")
+        epilog=_verify_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     check.add_argument("run_dir", metavar="DIR", type=Path,
                        help="a run's evidence directory (e.g. reports/latest)")
     check.add_argument("--key", metavar="PUBKEY", type=Path,
                        help="public key the manifest must be signed by: a PEM public key "
                             "or an OpenSSH .pub line")
+    check.add_argument("--require-signature", action="store_true",
+                       help="exit 0 only when the --key given signed the manifest (which "
+                            "--key alone already requires); without --key: a usage error")
+    check.set_defaults(usage_error=check.error)
     decide = commands.add_parser(
         "gate", help="PASS, FAIL or ERROR for a run, as a prolog or health check acts",
         description="Read a run's verdict.json and pytest's exit status and say what a "
@@ -96,14 +133,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "gate":
         return _gate(args)
+    return _verify(args)
+
+
+def _verify(args: argparse.Namespace) -> VerifyExit:
+    """The directory checked, its lines printed; --require-signature without --key exits
+    with argparse's usage error (2) before anything is read."""
+    if args.require_signature and args.key is None:
+        args.usage_error("--require-signature needs --key PUBKEY: the public key the "
+                         "manifest must be signed by")
     try:
         key = PublicKey.load(args.key) if args.key is not None else None
         verdict = verify(args.run_dir, key)
     except BundleError as exc:
         print(f"pytest-cluster verify: {exc}", file=sys.stderr)
-        return 2
+        return VerifyExit.ERROR
     print("\n".join(verdict.lines()))
-    return 0 if verdict.ok else 1
+    held = verdict.verified if args.require_signature else verdict.ok
+    return VerifyExit.OK if held else VerifyExit.NOT_VERIFIED
 
 
 if __name__ == "__main__":

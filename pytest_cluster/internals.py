@@ -12,7 +12,10 @@ there, by name, not somewhere in a run; pyproject.toml pins the versions so test
   `_show_progress_info` whether its "times" progress reads them all.
 - pytest-html's report object: it holds every report and every row until it writes; a
   passed check's (listed in the scorecard instead) is let go of, and counted. Where it
-  writes (the scorecard's passed lists go into that file afterwards).
+  writes (the scorecard's passed lists go into that file afterwards). The line its
+  template writes above the environment, "Report generated on 27-Nov-2026 at 00:06:56",
+  is the local time of its `datetime.now()` without a zone, and no hook sets it: it is
+  written again in UTC once the report is written (run/html_hooks.py).
 - The terminal's progress percentage and its writer: cases derived from the whole run are
   reported after the collected ones, without a percentage, on a line of their own.
 - An item's cached `location`: dropped when the item has finished.
@@ -23,6 +26,8 @@ there, by name, not somewhere in a run; pyproject.toml pins the versions so test
 from __future__ import annotations
 
 import contextlib
+import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -132,6 +137,22 @@ def html_path(html: Any) -> Path | None:
     """Where pytest-html writes its report (its `_report_path`), or None."""
     found = getattr(html, "_report_path", None)
     return found if isinstance(found, Path) else None
+
+
+#: pytest-html's "Report generated on 27-Nov-2026 at 00:06:56 by" (its index.jinja2: the
+#: date as "%d-%b-%Y", the local time as "%H:%M:%S").
+HTML_GENERATED = re.compile(rb"Report generated on ([^<>\n]{1,40}?) at (\d\d:\d\d:\d\d) by")
+
+
+def html_generated_at(match: re.Match[bytes]) -> float | None:
+    """The time since the epoch of HTML_GENERATED's local date and time (this process's
+    zone, as pytest-html's `datetime.now()`); None when its date is not as pytest-html
+    writes it."""
+    date, clock = (part.decode("utf-8", "replace") for part in match.groups())
+    try:
+        return time.mktime(time.strptime(f"{date} {clock}", "%d-%b-%Y %H:%M:%S"))
+    except (ValueError, OverflowError):
+        return None
 
 
 def html_count_passed(html: Any) -> None:

@@ -5,6 +5,7 @@ an upgrade that moves one fails here, naming it, not somewhere in a contract run
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,7 @@ class Looks:
 def test_every_internal_is_where_the_run_reaches_for_it(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(TEST)
     looks = Looks()
+    before = int(time.time())
     result = pytester.runpytest("-p", "no:cacheprovider", "--junitxml=j.xml",
                                 "--html=r.html", plugins=[looks])
     assert result.ret == pytest.ExitCode.OK
@@ -67,7 +69,10 @@ def test_every_internal_is_where_the_run_reaches_for_it(pytester: pytest.Pyteste
         "pytest-html plugin": True, "pytest-html holds the reports": True,
         "pytest-html rows by case": True, "pytest-html counts outcomes": True,
         "pytest-html let go": True, "pytest-html writes to": "r.html"}
-    assert (pytester.path / "r.html").is_file()
+    written = (pytester.path / "r.html").read_bytes()
+    [generated] = internals.HTML_GENERATED.finditer(written)  # its local time, unzoned
+    at = internals.html_generated_at(generated)
+    assert at is not None and before <= at <= time.time()
 
 
 def test_the_terminal_says_whether_it_lists_passed_cases(pytester: pytest.Pytester) -> None:

@@ -3,13 +3,16 @@ the report's title; above pytest-html's table, a soak's account, the scorecard, 
 baseline, the busbw charts and the evidence itself; the table's Measured, Required and
 Reference columns; a passed contract check left out of the table (it is a line of the
 scorecard's collapsed lists instead) but counted. The scorecard's passed lists are written
-into report.html once pytest-html has written it, a piece at a time (report/splice.py)."""
+into report.html once pytest-html has written it, a piece at a time (report/splice.py), and
+pytest-html's "Report generated on" line (local time, no zone; no hook sets it) in UTC, as
+every other time of the run: "Report generated on 2026-11-27T05:06:56Z by"."""
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable, Generator
+import time
+from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -20,6 +23,7 @@ from pytest_cluster.report.plots import interconnect_charts
 from pytest_cluster.report.scorecard import PASSED_LISTS, passed_lists, scorecard_html
 from pytest_cluster.report.sections import baseline_html, sealing_html
 from pytest_cluster.report.splice import splice
+from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
     from pytest_cluster.run.session import ClusterSession
@@ -59,6 +63,14 @@ def _evidence(run: ClusterSession) -> str:
     return f'<div class="evidence">{run.after_checks.inventory_html}{sealed}</div>'
 
 
+def generated_in_utc(match: re.Match[bytes]) -> Iterator[bytes]:
+    """pytest-html's "Report generated on DD-Mon-YYYY at HH:MM:SS by" (local time) as
+    "Report generated on 2026-11-27T05:06:56Z by"; the time now if its date cannot be
+    read (a locale's month names)."""
+    at = internals.html_generated_at(match)
+    yield f"Report generated on {utc(time.time() if at is None else at)} by".encode()
+
+
 #: The report's sections above pytest-html's table, the one registry of them, in order:
 #: each renders from the run's records (HTML, or None for no section). A new section is a
 #: function here and its line below.
@@ -80,12 +92,13 @@ class HtmlHooks:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_sessionfinish(self) -> Generator[None]:
-        """After pytest-html wrote report.html: the passed lists where the scorecard left
-        their place."""
+        """After pytest-html wrote report.html: its time in UTC, and the passed lists where
+        the scorecard left their place."""
         yield
         html_report = self.session.html_report()
         path = internals.html_path(html_report) if html_report is not None else None
         if path is not None:
+            splice(path, internals.HTML_GENERATED, generated_in_utc, count=1)
             gathered = self.session.ledger.gathered()
             splice(path, PASSED_LISTS_MARK,
                    lambda _: (piece.encode("utf-8") for piece in passed_lists(
