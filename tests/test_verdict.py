@@ -244,6 +244,28 @@ def test_the_evidence_knows_where_from_the_tests_parameters() -> None:
     assert Evidence(FakeItem()).place == Place()  # type: ignore[arg-type]
 
 
+def test_a_case_that_fails_early_still_says_what_tells_it_apart() -> None:
+    """collective, payload and node count come from the parameters into the result, even
+    when the node did not answer before the test recorded them: every view can tell the
+    1 GiB case from the 16 GiB one."""
+    spec = parse_spec("cluster: {name: x, nodes: n2}\nhost: {cpu_cores: 8}\n", "t.yaml")
+    cores = spec.host.clause("cpu_cores") if spec.host is not None else None
+    assert cores is not None
+    item = FakeItem()
+    item.callspec = FakeCallSpec({"node": "n2", "collective": "all_reduce",
+                                  "payload": 2**30, "node_count": 1, "flag": True})
+    evidence = Evidence(item)  # type: ignore[arg-type]
+    down = ProbeResult("n2", "host", None, error=ErrorKind.UNREACHABLE, message="gone")
+    with pytest.raises(pytest.fail.Exception):
+        evidence.require(down, cores)
+    recorded = dict(item.user_properties)
+    assert (recorded["collective"], recorded["payload"], recorded["node_count"]) == (
+        "all_reduce", 2**30, 1)
+    assert "flag" not in recorded
+    names = [name for name, _ in item.user_properties]
+    assert names.count("payload") == 1
+
+
 def test_a_clause_failing_without_a_number_says_so_not_its_best_value() -> None:
     tally = ClauseTally("gpus.memory")
     tally.add({"node": "n1", "gpu": 0, "outcome": "passed", "measured": 85.5, "required": 80,

@@ -53,15 +53,28 @@ class Place:
     node: str | None = None
     filesystem: str | None = None
     gpu: int | None = None
+    #: what else tells the case apart, from its parameters: {'collective': 'all_reduce',
+    #: 'payload': 1073741824, 'node_count': 4}
+    apart: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
     def of(cls, params: Mapping[str, Any]) -> Place:
-        """From a test's parameters (`node`, `filesystem`, `gpu`)."""
+        """From a test's parameters (`node`, `filesystem`, `gpu`; `collective`,
+        `payload`, `node_count`)."""
         node, fs, gpu = params.get("node"), params.get("filesystem"), params.get("gpu")
         path = getattr(fs, "path", None)
+        apart = tuple((name, params[name]) for name in APART
+                      if isinstance(params.get(name), (str, int))
+                      and not isinstance(params.get(name), bool))
         return cls(node if isinstance(node, str) else None,
                    path if isinstance(path, str) else None,
-                   gpu if isinstance(gpu, int) and not isinstance(gpu, bool) else None)
+                   gpu if isinstance(gpu, int) and not isinstance(gpu, bool) else None,
+                   apart)
+
+
+#: The parameters besides the place that tell a test's cases apart, recorded with every
+#: result (a failure before the test recorded them included).
+APART = ("collective", "payload", "node_count")
 
 
 class Evidence:
@@ -90,11 +103,18 @@ class Evidence:
                 text = json.dumps(value, sort_keys=True, default=str) if name == "raw" else value
                 self.item.user_properties.append((name, text))
 
+    def _record_apart(self) -> None:
+        """The parameters that tell this case apart (Place.apart), where the test has
+        not recorded them itself: a case that fails early still says its payload."""
+        said = {name for name, _ in self.item.user_properties}
+        self.record(**{name: value for name, value in self.place.apart if name not in said})
+
     def require(self, result: ProbeResult, clause: Promise) -> dict[str, Any]:
         """The probe's payload, or fail this test with the probe's error (kind, stderr)."""
         self.saw(result)
         if result.ok:
             return result.payload()
+        self._record_apart()
         self.record(node=result.node, filesystem=self.place.filesystem, spec_key=clause.key,
                     spec_line=clause.line, requirement=promise_text(clause),
                     error_kind=result.error.value if result.error else "failed",
@@ -111,6 +131,7 @@ class Evidence:
         when a result this test read was)."""
         place = self.place
         node = self._node(node)
+        self._record_apart()
         self.record(node=node, filesystem=place.filesystem, spec_key=clause.key,
                     spec_line=clause.line, requirement=promise_text(clause),
                     error_kind=kind, raw=raw, simulated=self.simulated or None)
@@ -133,6 +154,7 @@ class Evidence:
         self.saw(result)
         simulated = result.simulated if result is not None else self.simulated
         place, node = self.place, self._node(node)
+        self._record_apart()
         self.record(node=node, filesystem=place.filesystem, spec_key=clause.key,
                     spec_line=clause.line, requirement=req.text,
                     measured=measured / unit_factor,
@@ -155,6 +177,7 @@ class Evidence:
         `result` (a job's), the results this test saw say whether it was simulated."""
         node = self._node(node)
         simulated = result.simulated if result is not None else self.simulated
+        self._record_apart()
         self.record(node=node, spec_key=rule.key, spec_line=rule.line, requirement=rule.text,
                     measured=measured, simulated=simulated, method=method,
                     probe_run=result.run_id if result is not None else None, raw=raw)

@@ -1,127 +1,245 @@
 """--cluster-metrics=FILE: the run in Prometheus' text format, for node_exporter's textfile
 collector (written atomically: a scrape never sees half a file), built and written with
-prometheus_client.
+prometheus_client. Names follow Prometheus' conventions: base units in the name
+(`_bytes_per_second`, `_seconds`), `_ratio` for shares, `_info` for text.
 
-    pytest_cluster_run_info{cluster,run_id,status,verdict,simulated,tool_version} 1
-    pytest_cluster_run_checks{cluster,outcome} N
-    pytest_cluster_run_end_timestamp_seconds{cluster} T
-    pytest_cluster_node_verdict{cluster,node,verdict} 1        (its verdict; one per node)
-    pytest_cluster_node_accepted{cluster,node} 1 or 0
-    pytest_cluster_measured{cluster,clause,node,gpu,filesystem,unit,simulated} base units
-    pytest_cluster_required{...same} the bound, in base units
-    pytest_cluster_margin_ratio{...same} headroom over the bound (-0.125: 12.5 % short)
-    pytest_cluster_check_passed{...same} 1 or 0
+The run and its nodes:
 
-A soak rewrites it after every round with pytest_cluster_soak_* (availability so far, the
-credit owed so far). Units: bytes, bytes_per_second, seconds, flops, ops_per_second,
-ratio, count, celsius, watts, events_per_second (the spec's unit says which).
+    pytest_cluster_run_info{cluster,run_id,level,status,verdict,outcome,simulated,tool_version} 1
+    pytest_cluster_run_checks{cluster,level,outcome} N
+    pytest_cluster_run_end_timestamp_seconds{cluster,level} T
+    pytest_cluster_node_verdict{cluster,level,node,verdict,outcome} 1  (one per node)
+    pytest_cluster_node_accepted{cluster,level,node} 1 or 0
+
+One sample per case that the run judged (passed, failed or could not start), labelled
+with what tells the cases apart - CASE_LABELS: the clause, node, GPU, filesystem,
+collective, payload, node count and rail, and the run's level:
+
+    pytest_cluster_check_passed{CASE_LABELS} 1 or 0     (every case, rules included)
+    pytest_cluster_check_measured_<unit>{CASE_LABELS}   the measured value, in base units
+    pytest_cluster_check_required_<unit>{CASE_LABELS}   the bound
+    pytest_cluster_check_margin_ratio{CASE_LABELS}      headroom over the bound (-0.125:
+                                                         12.5 % short of it)
+
+and one sample per clause and node, the worst of its cases (a failed one first, then the
+least margin) - CLAUSE_LABELS: cluster, level, clause, node, simulated. A check of several
+nodes that names culprits (verdict.culprits) counts as failed for each of them too:
+
+    pytest_cluster_clause_passed{CLAUSE_LABELS} 1 when every case passed
+    pytest_cluster_clause_measured_<unit>, _required_<unit>, _margin_ratio  (the worst case)
+
+<unit> is the base unit of the clause's dimension (BASE_UNIT; a count has none). The
+cardinality: one check sample per contract case (the run's plan, at most the cases it
+collected), one clause sample per clause and node; rounds of a soak never become series
+(a soak rewrites the file after every round with pytest_cluster_soak_*: rounds finished,
+availability so far, the credit owed so far).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 
+from pytest_cluster.evidence.results import clause_of, outcome
 from pytest_cluster.evidence.tally import margin
+from pytest_cluster.evidence.verdict import culprits, outcome_of
 from pytest_cluster.units import UNITS, Dim
 
-#: The base unit of each dimension, as a label value.
+#: The base unit of each dimension, as the metric name's suffix ('' for a count).
 BASE_UNIT = {Dim.SIZE: "bytes", Dim.RATE: "bytes_per_second", Dim.TIME: "seconds",
              Dim.FLOPS: "flops", Dim.OPS: "ops_per_second", Dim.FRACTION: "ratio",
-             Dim.COUNT: "count", Dim.TEMPERATURE: "celsius", Dim.POWER: "watts",
+             Dim.COUNT: "", Dim.TEMPERATURE: "celsius", Dim.POWER: "watts",
              Dim.EVENTS: "events_per_second"}
-_CASE = ("cluster", "clause", "node", "gpu", "filesystem", "unit", "simulated")
+#: What tells a run's cases apart, as labels of the check samples.
+CASE_LABELS = ("cluster", "level", "clause", "node", "gpu", "filesystem", "collective",
+               "payload_bytes", "node_count", "rail", "simulated")
+#: The labels of the per-clause-and-node samples (the worst of its cases).
+CLAUSE_LABELS = ("cluster", "level", "clause", "node", "simulated")
+#: The outcomes that judged a case (a skipped or not-run case has no check sample).
+JUDGED = ("passed", "failed", "error")
+#: A level written by -m is an expression: at most this much of it becomes a label.
+MAX_LEVEL = 100
 
 
 def base_unit(unit: str) -> str:
-    """The base unit of a spec unit ('GB/s' -> bytes_per_second); a bare number: count."""
+    """The base unit of a spec unit ('GB/s' -> bytes_per_second); a bare number: ''."""
     found = UNITS.get(unit)
-    return BASE_UNIT[found[0]] if found is not None else "count"
+    return BASE_UNIT[found[0]] if found is not None else ""
 
 
-class Metrics:
-    """The run's metrics, set as its evidence comes (a result line, a node's verdict, the
-    end record, a soak's progress), written whole when asked."""
+def _finite(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
 
-    def __init__(self, cluster: str, run_id: str) -> None:
-        self.cluster, self.run_id = cluster, run_id
-        self.registry = found = CollectorRegistry()
-        self.info = Gauge("pytest_cluster_run_info", "the run: its id, status and the "
-                          "cluster's verdict", ("cluster", "run_id", "status", "verdict",
-                                                "simulated", "tool_version"), registry=found)
-        self.checks = Gauge("pytest_cluster_run_checks", "the run's checks by outcome",
-                            ("cluster", "outcome"), registry=found)
-        self.ended_at = Gauge("pytest_cluster_run_end_timestamp_seconds", "when the run "
-                              "ended", ("cluster",), registry=found)
-        self.node_verdict = Gauge("pytest_cluster_node_verdict", "each node's verdict (1 "
-                                  "for its own)", ("cluster", "node", "verdict"),
-                                  registry=found)
-        self.accepted = Gauge("pytest_cluster_node_accepted", "1 when the node was "
-                              "accepted", ("cluster", "node"), registry=found)
-        self.measured = Gauge("pytest_cluster_measured", "a case's measured value, in base "
-                              "units", _CASE, registry=found)
-        self.required = Gauge("pytest_cluster_required", "a case's bound, in base units",
-                              _CASE, registry=found)
-        self.margin = Gauge("pytest_cluster_margin_ratio", "headroom over the bound, as a "
-                            "share of it (negative: short of it)", _CASE, registry=found)
-        self.passed = Gauge("pytest_cluster_check_passed", "1 when the case passed", _CASE,
-                            registry=found)
-        self.rounds = Gauge("pytest_cluster_soak_rounds", "a soak's rounds finished so far",
-                            ("cluster",), registry=found)
-        self.availability = Gauge("pytest_cluster_soak_availability_ratio", "each node's "
-                                  "availability over a soak so far", ("cluster", "node"),
-                                  registry=found)
-        self.credit = Gauge("pytest_cluster_soak_credit", "the SLA credit owed so far, in "
-                            "its currency", ("cluster", "currency"), registry=found)
 
-    def result(self, record: Mapping[str, Any]) -> None:
-        """A result line: its figures when it has a number and a bound."""
-        value, bound = record.get("measured_base"), record.get("required_base")
-        if record.get("type") != "result" or not isinstance(value, (int, float)) \
-                or not isinstance(bound, (int, float)) or isinstance(value, bool) \
-                or isinstance(bound, bool):
-            return
-        labels = (self.cluster, str(record.get("spec_key") or record.get("clause") or ""),
-                  str(record.get("node") or ""), _text(record.get("gpu")),
-                  _text(record.get("filesystem")), base_unit(str(record.get("unit") or "")),
-                  str(bool(record.get("simulated"))).lower())
-        self.measured.labels(*labels).set(float(value))
-        self.required.labels(*labels).set(float(bound))
-        share = margin(record)
-        if share is not None:
-            self.margin.labels(*labels).set(share / 100)
-        self.passed.labels(*labels).set(1 if record.get("outcome") == "passed" else 0)
+@dataclass(frozen=True)
+class Sample:
+    """A judged case's figures: passed or not; measured, bound and margin where it has
+    numbers (base units; margin as a share of the bound)."""
 
-    def verdict(self, verdict: Mapping[str, Any]) -> None:
-        node, said = str(verdict.get("node")), str(verdict.get("verdict"))
-        self.node_verdict.labels(self.cluster, node, said).set(1)
-        self.accepted.labels(self.cluster, node).set(1 if said == "ACCEPTED" else 0)
+    passed: bool
+    unit: str = ""
+    measured: float | None = None
+    required: float | None = None
+    margin: float | None = None
 
-    def ended(self, end: Mapping[str, Any]) -> None:
-        """The end record: the run's status, the cluster's verdict, the counts."""
-        self.info.labels(self.cluster, self.run_id, str(end.get("status", "")),
-                         str(end.get("verdict", "")), str(bool(end.get("simulated"))).lower(),
-                         str(end.get("tool_version", ""))).set(1)
-        for outcome, count in (end.get("counts") or {}).items():
-            self.checks.labels(self.cluster, str(outcome)).set(float(count))
-        self.ended_at.labels(self.cluster).set(float(end.get("ended_at") or 0.0))
+    @property
+    def badness(self) -> tuple[bool, float]:
+        """Orders samples worst first: failed before passed, then less margin."""
+        return (self.passed, self.margin if self.margin is not None else math.inf)
 
-    def soak(self, rounds: int, availability: Mapping[str, float], credit: str,
-             currency: str) -> None:
-        """A soak's figures so far: rounds, each node's availability, the credit owed."""
-        self.rounds.labels(self.cluster).set(rounds)
-        for node, share in availability.items():
-            self.availability.labels(self.cluster, node).set(share)
-        self.credit.labels(self.cluster, currency).set(float(credit))
+    @classmethod
+    def of(cls, record: Mapping[str, Any]) -> Sample:
+        measured, required = _finite(record.get("measured_base")), \
+            _finite(record.get("required_base"))
+        share = margin(record) if measured is not None and required is not None else None
+        return cls(outcome(record) == "passed", base_unit(str(record.get("unit") or "")),
+                   measured, required, share / 100 if share is not None else None)
 
-    def write(self, path: Path) -> None:
-        """Write atomically (a temporary file renamed over it), as the textfile collector
-        needs: a scrape reads the old file or the new, never half of one."""
-        write_to_textfile(str(path), self.registry)
+
+def worse(old: Sample | None, new: Sample) -> Sample:
+    """The worse of two samples (the new one on a tie)."""
+    return new if old is None or new.badness <= old.badness else old
 
 
 def _text(value: object) -> str:
     return "" if value is None else str(value)
+
+
+class Metrics:
+    """The run's metrics, kept as its evidence comes (a result line, a node's verdict, the
+    end record, a soak's progress) and built whole when written."""
+
+    def __init__(self, cluster: str, run_id: str, level: str = "") -> None:
+        self.cluster, self.run_id, self.level = cluster, run_id, level[:MAX_LEVEL]
+        self.cases: dict[tuple[str, ...], Sample] = {}
+        self.clauses: dict[tuple[str, ...], Sample] = {}
+        self.verdicts: dict[str, str] = {}
+        self.end: Mapping[str, Any] | None = None
+        self.progress: tuple[int, Mapping[str, float], str, str] | None = None
+
+    def result(self, record: Mapping[str, Any]) -> None:
+        """A result line of a judged case: its sample, and its clause's on its node (and
+        on each node it names as a culprit)."""
+        if record.get("type") != "result" or outcome(record) not in JUDGED:
+            return
+        sample = Sample.of(record)
+        simulated = str(bool(record.get("simulated"))).lower()
+        clause, node = str(record.get("spec_key") or clause_of(record)), \
+            _text(record.get("node"))
+        labels = (self.cluster, self.level, clause, node, _text(record.get("gpu")),
+                  _text(record.get("filesystem")), _text(record.get("collective")),
+                  _text(record.get("payload")), _text(record.get("node_count")),
+                  _text(record.get("rail")), simulated)
+        self.cases[labels] = worse(self.cases.get(labels), sample)
+        blamed = culprits(record) if not sample.passed else []
+        for name in [node, *blamed]:
+            key = (self.cluster, self.level, clause, name, simulated)
+            self.clauses[key] = worse(self.clauses.get(key),
+                                      sample if name == node else Sample(False))
+
+    def verdict(self, verdict: Mapping[str, Any]) -> None:
+        self.verdicts[str(verdict.get("node"))] = str(verdict.get("verdict"))
+
+    def ended(self, end: Mapping[str, Any]) -> None:
+        """The end record: the run's status, the cluster's verdict, the counts."""
+        self.end = end
+
+    def soak(self, rounds: int, availability: Mapping[str, float], credit: str,
+             currency: str) -> None:
+        """A soak's figures so far: rounds, each node's availability, the credit owed."""
+        self.progress = (rounds, dict(availability), credit, currency)
+
+    def registry(self) -> CollectorRegistry:
+        """Every family, built from what the run has said so far."""
+        found = CollectorRegistry()
+        self._run(found)
+        self._samples(found, "check", "a case", CASE_LABELS, self.cases)
+        self._samples(found, "clause", "the worst case of a clause on a node", CLAUSE_LABELS,
+                      self.clauses)
+        self._soak(found)
+        return found
+
+    def _run(self, found: CollectorRegistry) -> None:
+        cluster, level = self.cluster, self.level
+        verdicts = Gauge("pytest_cluster_node_verdict", "each node's verdict and outcome "
+                         "(1 for its own)", ("cluster", "level", "node", "verdict",
+                                             "outcome"), registry=found)
+        accepted = Gauge("pytest_cluster_node_accepted", "1 when the node was accepted",
+                         ("cluster", "level", "node"), registry=found)
+        for node, said in self.verdicts.items():
+            verdicts.labels(cluster, level, node, said, outcome_of(said)).set(1)
+            accepted.labels(cluster, level, node).set(1 if said == "ACCEPTED" else 0)
+        if self.end is None:
+            return
+        end = self.end
+        Gauge("pytest_cluster_run_info", "the run: its id, level, status and the "
+              "cluster's verdict and outcome", ("cluster", "run_id", "level", "status",
+                                                "verdict", "outcome", "simulated",
+                                                "tool_version"), registry=found).labels(
+            cluster, self.run_id, level, _text(end.get("status")), _text(end.get("verdict")),
+            outcome_of(str(end.get("verdict"))), str(bool(end.get("simulated"))).lower(),
+            _text(end.get("tool_version"))).set(1)
+        checks = Gauge("pytest_cluster_run_checks", "the run's checks by outcome",
+                       ("cluster", "level", "outcome"), registry=found)
+        for name, count in (end.get("counts") or {}).items():
+            if (number := _finite(count)) is not None:
+                checks.labels(cluster, level, str(name)).set(number)
+        Gauge("pytest_cluster_run_end_timestamp_seconds", "when the run ended",
+              ("cluster", "level"), registry=found).labels(cluster, level).set(
+            _finite(end.get("ended_at")) or 0.0)
+
+    @staticmethod
+    def _samples(found: CollectorRegistry, kind: str, what: str, names: tuple[str, ...],
+                 samples: Mapping[tuple[str, ...], Sample]) -> None:
+        """pytest_cluster_<kind>_passed for every sample; measured, required (a family
+        per unit) and margin where it has numbers."""
+        passed = Gauge(f"pytest_cluster_{kind}_passed", f"1 when {what} passed", names,
+                       registry=found)
+        margins = Gauge(f"pytest_cluster_{kind}_margin_ratio", f"{what}: headroom over the "
+                        "bound, as a share of it (negative: short of it)", names,
+                        registry=found)
+        figures: dict[str, tuple[Gauge, Gauge]] = {}
+        for labels, sample in samples.items():
+            passed.labels(*labels).set(1 if sample.passed else 0)
+            if sample.margin is not None:
+                margins.labels(*labels).set(sample.margin)
+            if sample.measured is None or sample.required is None:
+                continue
+            if sample.unit not in figures:
+                suffix = f"_{sample.unit}" if sample.unit else ""
+                unit = sample.unit.replace("_", " ") or "a count"
+                figures[sample.unit] = (
+                    Gauge(f"pytest_cluster_{kind}_measured{suffix}", f"{what}: the "
+                          f"measured value, in {unit}", names, registry=found),
+                    Gauge(f"pytest_cluster_{kind}_required{suffix}", f"{what}: the bound, "
+                          f"in {unit}", names, registry=found))
+            measured, required = figures[sample.unit]
+            measured.labels(*labels).set(sample.measured)
+            required.labels(*labels).set(sample.required)
+
+    def _soak(self, found: CollectorRegistry) -> None:
+        if self.progress is None:
+            return
+        rounds, availability, credit, currency = self.progress
+        Gauge("pytest_cluster_soak_rounds", "a soak's rounds finished so far",
+              ("cluster",), registry=found).labels(self.cluster).set(rounds)
+        share = Gauge("pytest_cluster_soak_availability_ratio", "each node's availability "
+                      "over a soak so far", ("cluster", "node"), registry=found)
+        for node, value in availability.items():
+            share.labels(self.cluster, node).set(value)
+        Gauge("pytest_cluster_soak_credit", "the SLA credit owed so far, in its currency",
+              ("cluster", "currency"), registry=found).labels(self.cluster, currency).set(
+            float(credit))
+
+    def write(self, path: Path) -> None:
+        """Write atomically (a temporary file renamed over it), as the textfile collector
+        needs: a scrape reads the old file or the new, never half of one."""
+        write_to_textfile(str(path), self.registry())

@@ -24,7 +24,12 @@ from pytest_cluster.run import lifecycle
 from pytest_cluster.run.after_checks import AfterChecks
 from pytest_cluster.run.html_hooks import HTML_PLUGIN, HtmlHooks
 from pytest_cluster.run.memory import MEMORY_PLUGIN, CaseMemory
-from pytest_cluster.run.metrics_sink import METRICS_PLUGIN, MetricsSink
+from pytest_cluster.run.metrics_sink import (
+    METRICS_PLUGIN,
+    MetricsSink,
+    metrics_path,
+    run_level,
+)
 from pytest_cluster.run.session import SESSION_PLUGIN, ClusterSession
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY, WORKERS_CUT_KEY
 from pytest_cluster.run.suite import acceptance_dir
@@ -228,12 +233,24 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     return config.stash.get(WORKERS_CUT_KEY, None)
 
 
-def _metrics(config: pytest.Config, spec: Spec, run_dir: Path | None) -> None:
-    """--cluster-metrics: the sink that writes the run's metrics (run/metrics_sink.py)."""
+def _metrics_file(config: pytest.Config) -> Path | None:
+    """--cluster-metrics' file, checked before anything is made: a bad one is a usage
+    error, not a traceback after the run."""
     metrics = config.getoption("cluster_metrics")
-    if metrics and writes_evidence(config):
+    if metrics is None or not writes_evidence(config):
+        return None
+    try:
+        return metrics_path(metrics)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--cluster-metrics={metrics} {exc}") from None
+
+
+def _metrics(config: pytest.Config, spec: Spec, run_dir: Path | None,
+             path: Path | None) -> None:
+    """--cluster-metrics: the sink that writes the run's metrics (run/metrics_sink.py)."""
+    if path is not None:
         config.pluginmanager.register(MetricsSink(
-            Path(metrics), spec.cluster.name, run_dir.name if run_dir else ""),
+            path, spec.cluster.name, run_dir.name if run_dir else "", run_level(config)),
             METRICS_PLUGIN)
 
 
@@ -263,6 +280,7 @@ def pytest_configure(config: pytest.Config) -> None:
         for warning in spec.warnings:
             config.issue_config_time_warning(SpecWarning(warning), stacklevel=2)
         reports = config.getoption("cluster_reports")
+        metrics = _metrics_file(config)
         signers: tuple[Signer, ...] = ()
         run_dir = None
         accepted = None
@@ -290,7 +308,7 @@ def pytest_configure(config: pytest.Config) -> None:
         controller = ClusterSession(config, spec, run_dir, cache_dir, AfterChecks(),
                                     writes_evidence(config), signers, accepted)
         config.pluginmanager.register(controller, SESSION_PLUGIN)
-        _metrics(config, spec, run_dir)
+        _metrics(config, spec, run_dir, metrics)
         config.pluginmanager.register(HtmlHooks(controller), HTML_PLUGIN)
         config.pluginmanager.register(CaseMemory(config, controller.html_report),
                                       MEMORY_PLUGIN)
