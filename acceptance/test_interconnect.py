@@ -68,24 +68,26 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
                            "sweep": [[p.bytes, p.busbw] for p in run.points]}
     for p in run.points:  # JUnit keeps the sweep: one property per payload, in GB/s
         evidence.record(**{f"busbw_GBps[{size_id(p.bytes)}]": p.busbw / 1e9})
+    what = f"{run.collective} {format_size(payload)}"  # the case's, in every message
     if not run.ok:
-        evidence.cannot_measure(clause, run.error, raw=raw, kind="job_failed", node=label)
+        evidence.cannot_measure(clause, f"{what}: {run.error}", raw=raw, kind="job_failed",
+                                node=label)
     if spec.is_share and theory is None:
-        evidence.cannot_measure(clause, "no link rate in the spec to take the share of",
-                                raw=raw, node=label)
+        evidence.cannot_measure(clause, f"{what}: no link rate in the spec to take the "
+                                "share of", raw=raw, node=label)
     point = run.at(payload)
     if point is None:
-        evidence.cannot_measure(clause, f"the payload {format_size(payload)} was not "
-                                "measured", raw=raw, node=label)
+        evidence.cannot_measure(clause, f"{what}: the payload was not measured", raw=raw,
+                                node=label)
     low, median, high = point.spread
     raw.update(bytes=point.bytes, time_s=point.time_s, algbw=point.algbw,
                busbw_iterations=list(point.busbw_iterations), slowest_rank=point.slowest_rank,
                slowest_node=_node_of_rank(run, point.slowest_rank),
                wrong=point.wrong)
     if point.wrong:
-        evidence.cannot_measure(clause, f"{point.wrong} wrong value(s) in the result: the "
-                                "collective is broken, its speed does not count", raw=raw,
-                                kind="wrong_result", node=label)
+        evidence.cannot_measure(clause, f"{what}: {point.wrong} wrong value(s) in the "
+                                "result: the collective is broken, its speed does not count",
+                                raw=raw, kind="wrong_result", node=label)
     factor = "2(n-1)/n" if run.collective == "all_reduce" else "(n-1)/n"
     method = str(run.details.get("method") or METHOD.format(
         backend=run.backend, iterations=spec.iterations, warmup=spec.warmup, factor=factor))

@@ -558,8 +558,8 @@ def test_the_simulated_64_node_example_names_its_slow_and_dead_nodes(
     assert "all_reduce 4 GiB with sim-gpu-01 (round 2 of 2 of the slow-node search)" in (
         failed["test_node_network[sim-gpu-37]"])
     assert failed["test_collective_inter_node[all_reduce-4GiB-64nodes]"].endswith(
-        "busbw[inter_node]: sim-gpu-50: host probe unreachable: simulated: the node does not "
-        "answer (sim fault at spec line 26)")
+        "busbw[inter_node]: all_reduce 4 GiB: sim-gpu-50: host probe unreachable: simulated: "
+        "the node does not answer (sim fault at spec line 26)")
     assert failed["test_node_network[sim-gpu-50]"] == (
         "Failed: [SIMULATED] sim-gpu-50: host probe unreachable: simulated: the node does not "
         "answer (sim fault at spec line 26)")
@@ -710,7 +710,8 @@ def test_a_dead_node_fails_its_own_cases_and_the_rest_go_on(pytester: pytest.Pyt
     assert sorted(failed) == ["test_collective_inter_node[all_reduce-16MiB-4nodes]",
                               "test_node_network[node4]"]
     assert failed["test_collective_inter_node[all_reduce-16MiB-4nodes]"].startswith(
-        "Failed: 4 nodes (node1..node4) busbw[inter_node]: node4: host probe unreachable: "
+        "Failed: 4 nodes (node1..node4) busbw[inter_node]: all_reduce 16 MiB: node4: host "
+        "probe unreachable: "
         "ssh: connection refused (no sshd?)")
     assert failed["test_node_network[node4]"].startswith(
         "Failed: node4: host probe unreachable: ssh: connection refused (no sshd?)")
