@@ -40,6 +40,18 @@ def _node_of_rank(run: CollectiveRun, rank: int) -> str | None:
     return run.nodes[index] if 0 <= index < len(run.nodes) else None
 
 
+def _slowest(run: CollectiveRun, rank: int | None) -> str:
+    """'; slowest rank 5 (gpu5)' inside a node, '; slowest rank 12 (node2 gpu4)' across
+    nodes: the rank whose loop took longest and where it ran (over nccl a rank's GPU is its
+    local rank); '' when no rank took longer than the others."""
+    if rank is None:
+        return ""
+    node = _node_of_rank(run, rank) if len(run.nodes) > 1 else None
+    gpu = f"gpu{rank % max(run.ranks_per_node, 1)}" if run.backend == "nccl" else None
+    where = " ".join(part for part in (node, gpu) if part)
+    return f"; slowest rank {rank}" + (f" ({where})" if where else "")
+
+
 def _references(cluster: Cluster, scope: str, collective: str) -> tuple[Reference, ...]:
     """Published busbw figures for this scope: by the GPU model the spec names (inside a
     node), by its NICs' rate (between nodes)."""
@@ -82,7 +94,8 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
     low, median, high = point.spread
     raw.update(bytes=point.bytes, time_s=point.time_s, algbw=point.algbw,
                busbw_iterations=list(point.busbw_iterations), slowest_rank=point.slowest_rank,
-               slowest_node=_node_of_rank(run, point.slowest_rank),
+               slowest_node=None if point.slowest_rank is None
+               else _node_of_rank(run, point.slowest_rank),
                wrong=point.wrong)
     if point.wrong:
         evidence.cannot_measure(clause, f"{what}: {point.wrong} wrong value(s) in the "
@@ -93,7 +106,7 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
         backend=run.backend, iterations=spec.iterations, warmup=spec.warmup, factor=factor))
     note = (f"{run.collective} {format_size(point.bytes)} over {len(run.nodes)} node(s) x "
             f"{run.ranks_per_node} rank(s); busbw over iterations {gbs(low)} min, "
-            f"{gbs(median)} median, {gbs(high)} max; slowest rank {point.slowest_rank}")
+            f"{gbs(median)} median, {gbs(high)} max{_slowest(run, point.slowest_rank)}")
     if theory is not None:
         note += f"; theoretical {theory.derivation}"
     evidence.check(clause, point.busbw, node=label, result=None, method=method, raw=raw,
