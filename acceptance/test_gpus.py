@@ -296,6 +296,14 @@ def test_gpu_pcie(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
                "/Width at idle", raw={**pcie, "under_load": load})
 
 
+def _links_up(up: int, listed: int, expected: int | None) -> str:
+    """'16 of 18 links up': out of the links the model has when NVML lists fewer (a link
+    not listed is not up), saying how many it lists: '0 of 18 links up (NVML lists 0)'."""
+    if expected is not None and listed < expected:
+        return f"{up} of {expected} links up (NVML lists {listed})"
+    return f"{up} of {listed} links up"
+
+
 @checks("gpus.nvlink")
 def test_gpu_nvlink(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
                     evidence: Evidence) -> None:
@@ -319,7 +327,7 @@ def test_gpu_nvlink(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
     if expected is not None and links["total"] < expected:
         problems.append(f"NVML lists {links['total']} NVLink links, the contract's "
                         f"{model.key if model else ''} has {expected}")
-    shown = f"{links['up']} of {links['total']} links up"
+    shown = _links_up(links["up"], links["total"], expected)
     evidence.check_rule(promise, not problems, shown, result=gpu_result,
                         problem="; ".join(problems),
                         method="nvmlDeviceGetNvLinkState per link", raw=links)

@@ -40,6 +40,18 @@ def _node_of_rank(run: CollectiveRun, rank: int) -> str | None:
     return run.nodes[index] if 0 <= index < len(run.nodes) else None
 
 
+def _slowest(run: CollectiveRun, rank: int | None) -> str:
+    """'; slowest rank 5 (gpu5)' inside a node, '; slowest rank 12 (node2 gpu4)' across
+    nodes: the rank whose loop took longest and where it ran (over nccl a rank's GPU is its
+    local rank); '' when no rank took longer than the others."""
+    if rank is None:
+        return ""
+    node = _node_of_rank(run, rank) if len(run.nodes) > 1 else None
+    gpu = f"gpu{rank % max(run.ranks_per_node, 1)}" if run.backend == "nccl" else None
+    where = " ".join(part for part in (node, gpu) if part)
+    return f"; slowest rank {rank}" + (f" ({where})" if where else "")
+
+
 def _references(cluster: Cluster, scope: str, collective: str) -> tuple[Reference, ...]:
     """Published busbw figures for this scope: by the GPU model the spec names (inside a
     node), by its NICs' rate (between nodes)."""
@@ -68,30 +80,33 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
                            "sweep": [[p.bytes, p.busbw] for p in run.points]}
     for p in run.points:  # JUnit keeps the sweep: one property per payload, in GB/s
         evidence.record(**{f"busbw_GBps[{size_id(p.bytes)}]": p.busbw / 1e9})
+    what = f"{run.collective} {format_size(payload)}"  # the case's, in every message
     if not run.ok:
-        evidence.cannot_measure(clause, run.error, raw=raw, kind="job_failed", node=label)
+        evidence.cannot_measure(clause, f"{what}: {run.error}", raw=raw, kind="job_failed",
+                                node=label)
     if spec.is_share and theory is None:
-        evidence.cannot_measure(clause, "no link rate in the spec to take the share of",
-                                raw=raw, node=label)
+        evidence.cannot_measure(clause, f"{what}: no link rate in the spec to take the "
+                                "share of", raw=raw, node=label)
     point = run.at(payload)
     if point is None:
-        evidence.cannot_measure(clause, f"the payload {format_size(payload)} was not "
-                                "measured", raw=raw, node=label)
+        evidence.cannot_measure(clause, f"{what}: the payload was not measured", raw=raw,
+                                node=label)
     low, median, high = point.spread
     raw.update(bytes=point.bytes, time_s=point.time_s, algbw=point.algbw,
                busbw_iterations=list(point.busbw_iterations), slowest_rank=point.slowest_rank,
-               slowest_node=_node_of_rank(run, point.slowest_rank),
+               slowest_node=None if point.slowest_rank is None
+               else _node_of_rank(run, point.slowest_rank),
                wrong=point.wrong)
     if point.wrong:
-        evidence.cannot_measure(clause, f"{point.wrong} wrong value(s) in the result: the "
-                                "collective is broken, its speed does not count", raw=raw,
-                                kind="wrong_result", node=label)
+        evidence.cannot_measure(clause, f"{what}: {point.wrong} wrong value(s) in the "
+                                "result: the collective is broken, its speed does not count",
+                                raw=raw, kind="wrong_result", node=label)
     factor = "2(n-1)/n" if run.collective == "all_reduce" else "(n-1)/n"
     method = str(run.details.get("method") or METHOD.format(
         backend=run.backend, iterations=spec.iterations, warmup=spec.warmup, factor=factor))
     note = (f"{run.collective} {format_size(point.bytes)} over {len(run.nodes)} node(s) x "
             f"{run.ranks_per_node} rank(s); busbw over iterations {gbs(low)} min, "
-            f"{gbs(median)} median, {gbs(high)} max; slowest rank {point.slowest_rank}")
+            f"{gbs(median)} median, {gbs(high)} max{_slowest(run, point.slowest_rank)}")
     if theory is not None:
         note += f"; theoretical {theory.derivation}"
     evidence.check(clause, point.busbw, node=label, result=None, method=method, raw=raw,

@@ -148,6 +148,24 @@ def test_pcie_card_among_sxm_names_both(pytester: pytest.Pytester) -> None:
         "test_gpu_nvlink[n1-gpu1]"]
 
 
+@pytest.mark.parametrize("fault", ["{node: n1, gpu: 1, model: H100-PCIe-80GB}",
+                                   "{node: n1, gpu: 1, nvlinks_down: 2}"])
+def test_nvlinks_up_are_counted_out_of_the_links_the_message_names(
+        pytester: pytest.Pytester, fault: str) -> None:
+    """The measured value (the clauses table's worst) counts the links up out of the same
+    total as the failure's message: the model's 18, even where NVML lists none."""
+    run(pytester, SMALL.format(faults=fault))
+    (record,) = [r for r in jsonl(pytester) if r.get("type") == "result"
+                 and r["nodeid"].endswith("test_gpu_nvlink[n1-gpu1]")]
+    said = re.search(r"(\d+) of (\d+) NVLink links down|has (\d+)$", record["message"])
+    assert said is not None, record["message"]
+    total = int(said.group(2) or said.group(3))
+    down = int(said.group(1) or total)
+    assert record["measured"].startswith(f"{total - down} of {total} links up")
+    html = (pytester.path / "reports" / "latest" / "report.html").read_text()
+    assert f"<td>{record['measured']} (n1 gpu1)</td>" in html
+
+
 def test_a_missing_gpu_fails_its_count_and_its_slot(pytester: pytest.Pytester) -> None:
     run(pytester, SMALL.format(faults="{node: n2, gpus: 1}"))
     found = failed(pytester)

@@ -175,6 +175,7 @@ def test_per_rank_times_become_nccl_tests_numbers() -> None:
     assert first.spread == (2**20 / 0.004, (2**20 / 0.004 + 2**20 / 0.002) / 2,
                             2**20 / 0.002)
     assert second.bytes == 2**21
+    assert second.slowest_rank is None  # both took 0.002 s: no rank to name
     run = CollectiveRun("all_reduce", "gloo", ("a", "b"), 1, (first, second))
     again = CollectiveRun.from_json(json.loads(json.dumps(run.to_json())))
     assert again == run
@@ -367,7 +368,8 @@ def test_charts_show_busbw_over_payloads_and_node_counts() -> None:
     root = ElementTree.fromstring(f"<div>{text}</div>")  # well-formed markup
     svgs = root.findall(".//{http://www.w3.org/2000/svg}svg")
     assert [s.get("aria-label") for s in svgs] == [
-        "all_reduce: busbw vs payload", "all_reduce: busbw vs node count (1 node: the slowest)"]
+        "all_reduce: busbw vs payload",
+        "all_reduce: busbw vs node count (1 node: the slowest, node2)"]
     payload_chart, count_chart = (ElementTree.tostring(s, encoding="unicode") for s in svgs)
     assert payload_chart.count("<ns0:polyline") == 4  # one line per benchmark run
     assert "required 360 GB/s (1 node)" in payload_chart
@@ -557,13 +559,54 @@ def test_the_simulated_64_node_example_names_its_slow_and_dead_nodes(
     assert "all_reduce 4 GiB with sim-gpu-01 (round 2 of 2 of the slow-node search)" in (
         failed["test_node_network[sim-gpu-37]"])
     assert failed["test_collective_inter_node[all_reduce-4GiB-64nodes]"].endswith(
-        "busbw[inter_node]: sim-gpu-50: host probe unreachable: simulated: the node does not "
-        "answer (sim fault at spec line 26)")
+        "busbw[inter_node]: all_reduce 4 GiB: sim-gpu-50: host probe unreachable: simulated: "
+        "the node does not answer (sim fault at spec line 26)")
     assert failed["test_node_network[sim-gpu-50]"] == (
         "Failed: [SIMULATED] sim-gpu-50: host probe unreachable: simulated: the node does not "
         "answer (sim fault at spec line 26)")
     html = (pytester.path / "reports" / "latest" / "report.html").read_text()
-    assert "all_reduce: busbw vs node count (1 node: the slowest)" in html
+    slowest = min((r for r in records if r["clause"] == "interconnect.busbw[intra_node]"
+                   and "measured_base" in r), key=lambda r: r["measured_base"])["node"]
+    assert "all_reduce: busbw vs node count (1 node: the slowest" in html
+    assert f"{slowest} (slowest node)" in html
+
+
+SLOW_GPU = """\
+cluster: {name: slowgpu, nodes: "n[1-2]", launcher: sim}
+interconnect:
+  intra_node: {kind: nvlink, rate: 450 GB/s}
+  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}
+  payloads: [1 GiB]
+  node_counts: [2]
+  node_network: false
+  ranks_per_node: 8
+  backend: nccl
+  busbw: ">= 80%"
+sim:
+  gpu_model: H100-SXM-80GB
+  gpus_per_node: 8
+  faults: [{node: n2, gpu: 5, bandwidth_factor: 0.8}, {node: n2, link_factor: 0.5}]
+"""
+
+
+def test_the_slowest_rank_is_the_one_on_the_slow_gpu_or_node(
+        pytester: pytest.Pytester) -> None:
+    """n2's GPU 5 copies at 80 %: inside n2 its rank (5, one rank per GPU) is the slowest,
+    named with its GPU; n2's network at half rate: across nodes a rank of n2 is. Inside
+    the healthy n1 no rank is slower than the others: none is named."""
+    (pytester.path / "t.yaml").write_text(SLOW_GPU)
+    pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider")
+    by_case = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)}
+    slow = by_case["test_collective_intra_node[n2-all_reduce-1GiB]"]
+    assert slow["outcome"] == "failed"
+    assert (slow["raw"]["slowest_rank"], slow["raw"]["slowest_node"]) == (5, "n2")
+    assert "; slowest rank 5 (gpu5);" in slow["message"]
+    healthy = by_case["test_collective_intra_node[n1-all_reduce-1GiB]"]
+    assert healthy["raw"]["slowest_rank"] is None and healthy["raw"]["slowest_node"] is None
+    across = by_case["test_collective_inter_node[all_reduce-1GiB-2nodes]"]
+    rank = across["raw"]["slowest_rank"]
+    assert across["raw"]["slowest_node"] == "n2" and rank // 8 == 1
+    assert f"; slowest rank {rank} (n2 gpu{rank % 8});" in across["message"]
 
 
 # -- pytester: the suite through the local launcher (every node is this machine) ---------
@@ -706,7 +749,8 @@ def test_a_dead_node_fails_its_own_cases_and_the_rest_go_on(pytester: pytest.Pyt
     assert sorted(failed) == ["test_collective_inter_node[all_reduce-16MiB-4nodes]",
                               "test_node_network[node4]"]
     assert failed["test_collective_inter_node[all_reduce-16MiB-4nodes]"].startswith(
-        "Failed: 4 nodes (node1..node4) busbw[inter_node]: node4: host probe unreachable: "
+        "Failed: 4 nodes (node1..node4) busbw[inter_node]: all_reduce 16 MiB: node4: host "
+        "probe unreachable: "
         "ssh: connection refused (no sshd?)")
     assert failed["test_node_network[node4]"].startswith(
         "Failed: node4: host probe unreachable: ssh: connection refused (no sshd?)")

@@ -292,7 +292,7 @@ def test_a_simulated_cluster_measured_by_nccl_tests_fills_the_same_cases(
     assert good["raw"]["details"]["nccl_tests"][0]["source"] == "json"
     assert good["raw"]["details"]["nccl_tests"][0]["version"] == "2.19.6"
     assert lines["test_collective_intra_node[n3-all_reduce-4GiB]"]["message"] == (
-        "Failed: [SIMULATED] n3 busbw[intra_node]: `/opt/nccl-tests/build/"
+        "Failed: [SIMULATED] n3 busbw[intra_node]: all_reduce 4 GiB: `/opt/nccl-tests/build/"
         "all_reduce_perf -b 1048576 -e 4294967296 -f 2 -g 8` exited with 1: Invalid number "
         "of GPUs: 8 requested but only 7 were found. Please check the number of processes "
         "and GPUs per process.")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from xml.etree import ElementTree
+
+import pytest
 
 from pytest_cluster.report.plots import free_rows, interconnect_charts, spread_out
 
@@ -37,7 +40,9 @@ def charts(records: list[dict[str, Any]]) -> dict[str, ElementTree.Element]:
 
 
 def count_chart(records: list[dict[str, Any]]) -> ElementTree.Element:
-    return charts(records)["all_reduce: busbw vs node count (1 node: the slowest)"]
+    (svg,) = [svg for title, svg in charts(records).items()
+              if title.startswith("all_reduce: busbw vs node count")]
+    return svg
 
 
 def x_ticks(svg: ElementTree.Element) -> dict[str, float]:
@@ -136,3 +141,78 @@ def test_the_slow_node_search_is_not_a_benchmark_run() -> None:
 def test_label_rows() -> None:
     assert spread_out([10.0, 15.0, 40.0], 14) == [10.0, 24.0, 40.0]
     assert free_rows(3, 44, taken=[60.0]) == [44, 74, 88]
+
+
+# -- the charts of a whole simulated run: the legend names the node the verdict rejects ----
+
+SLOW_GPU = """\
+cluster: {{name: slowgpu, nodes: "n[01-{last}]", launcher: sim}}
+interconnect:
+  intra_node: {{kind: nvlink, rate: 450 GB/s}}
+  inter_node: {{kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}}
+  payloads: [4 GiB, 16 GiB]
+  node_counts: [2]
+  node_network: false
+  busbw: ">= 80%"
+  ranks_per_node: 8
+  backend: nccl
+sim:
+  gpu_model: H100-SXM-80GB
+  gpus_per_node: 8
+  faults: [{{node: n03, gpu: 5, bandwidth_factor: 0.8}}]
+"""
+
+
+def simulated_run(pytester: pytest.Pytester, nodes: int) -> tuple[list[dict[str, Any]], str]:
+    """The intra-node busbw records of a simulated run (n03's GPU 5 slow) and its report."""
+    (pytester.path / "t.yaml").write_text(SLOW_GPU.format(last=f"{nodes:02d}"))
+    pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider")
+    latest = pytester.path / "reports" / "latest"
+    records = [json.loads(line) for line in
+               (latest / "results.jsonl").read_text().splitlines()]
+    intra = [r for r in records if r.get("type") == "result"
+             and r.get("clause") == "interconnect.busbw[intra_node]"
+             and r.get("collective") == "all_reduce"]
+    return intra, (latest / "report.html").read_text()
+
+
+def legend(svg: ElementTree.Element) -> list[str]:
+    """The series' names beside their colour swatches."""
+    texts = list(svg.iter())
+    return [str(texts[i + 1].text) for i, e in enumerate(texts[:-1])
+            if e.tag == f"{SVG}rect" and texts[i + 1].tag == f"{SVG}text"]
+
+
+def report_charts(html: str) -> dict[str, ElementTree.Element]:
+    start, end = html.index('<div id="interconnect-charts">'), html.index("</svg></div>")
+    root = ElementTree.fromstring(html[start:end + len("</svg></div>")])
+    return {str(svg.get("aria-label")): svg for svg in root.iter(f"{SVG}svg")}
+
+
+def worst_per_node(records: list[dict[str, Any]]) -> dict[str, float]:
+    worst: dict[str, float] = {}
+    for r in records:
+        worst[r["node"]] = min(worst.get(r["node"], r["measured_base"]), r["measured_base"])
+    return worst
+
+
+def test_the_slowest_node_in_the_legend_is_the_one_the_contract_failed(
+        pytester: pytest.Pytester) -> None:
+    """12 nodes and a 2-node run: too many lines, so the slowest and the fastest node are
+    drawn, each once, the slowest being the node whose busbw failed (its worst case's)."""
+    records, html = simulated_run(pytester, 12)
+    worst = worst_per_node(records)
+    slowest, fastest = min(worst, key=worst.__getitem__), max(worst, key=worst.__getitem__)
+    assert {r["node"] for r in records if r["outcome"] == "failed"} == {slowest}
+    charts = report_charts(html)
+    names = legend(charts["all_reduce: busbw vs payload"])
+    assert names == [f"{slowest} (slowest node)", f"{fastest} (fastest node)",
+                     "2 nodes (n01..n02)"]
+    assert f"all_reduce: busbw vs node count (1 node: the slowest, {slowest})" in charts
+
+
+def test_when_every_node_fits_each_is_one_line_and_none_is_called_slowest(
+        pytester: pytest.Pytester) -> None:
+    records, html = simulated_run(pytester, 4)
+    names = legend(report_charts(html)["all_reduce: busbw vs payload"])
+    assert names == [*sorted({r["node"] for r in records}), "2 nodes (n01..n02)"]

@@ -14,6 +14,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 from decimal import Decimal
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -422,3 +423,25 @@ def test_a_port_that_goes_down_from_round_2_is_named_at_round_2(
                         r"is 0\.2 s", down["message"]), down["message"]
     per_round = by_case["acceptance/test_fabric.py::test_fabric_counters[n3]"]
     assert per_round["rounds_failed"] == [[2, 3]]
+
+
+def test_a_counter_that_grew_is_shown_as_measured_not_as_could_not_measure(
+        pytester: pytest.Pytester) -> None:
+    """The clauses table says what the soak's counters case measured (the change, where and
+    at which round), never 'could not measure' where it did measure."""
+    grew = "    - {node: n2, gpu: 5, ecc_uncorrected: 4, from_round: 2}\n"
+    result = _soak(pytester, "--cluster-soak-rounds=2", faults=grew)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    soak_dir = (pytester.path / "reports" / "latest").resolve()
+    counted = {r["node"]: r for r in read_results(soak_dir / "results.jsonl").results
+               if r["clause"] == "soak.counters"}
+    assert counted["n2"]["outcome"] == "failed"
+    change = "ECC uncorrected 0 -> 4 (+4; volatile 0 -> 4) at round 2"  # the fault's 4
+    assert counted["n2"]["measured"] == f"gpu5 {change}"
+    assert f": {change} (" in counted["n2"]["message"]  # the same change, in full
+    assert {counted[n]["measured"] for n in ("n1", "n3")} == {"no change over rounds 1-2"}
+    html = (soak_dir / "report.html").read_text()
+    row = html[html.index("<td>soak.counters"):]
+    row = row[:row.index("</tr>")]
+    assert f"<td>{escape(counted['n2']['measured'])} (n2)</td>" in row
+    assert "could not measure" not in row

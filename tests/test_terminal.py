@@ -4,11 +4,18 @@ checked, the drain lines commented where the nodes are no SLURM nodes, lists cut
 
 from __future__ import annotations
 
+import json
+from html import escape
+from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
+
+import pytest
 
 from pytest_cluster.evidence.verdict import ACCEPTED, REJECTED, NodeVerdict
 from pytest_cluster.report.terminal import MAX_LISTED, NEEDS_A_SOAK, RunSummary, terminal_lines
 from pytest_cluster.spec import parse_spec
+from pytest_cluster.units import format_size
 
 SIM = parse_spec("cluster: {name: c, nodes: 'n[1-30]', launcher: sim}\ngpus: {count: 8}\n"
                  "sim: {}\n", "t.yaml")
@@ -58,3 +65,38 @@ def test_a_soaks_lines_come_first_marked_simulated_and_lists_are_cut() -> None:
     assert lines[taint + 1] == ("  # SIMULATED, not a real node: kubectl taint nodes n1 "
                                 "pytest-cluster/verdict=rejected:NoSchedule --overwrite")
     assert lines[-1] == "evidence: here/"
+
+
+# -- every summary line of a failed check across nodes says which check it is -------------
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_no_two_cluster_failures_read_alike_and_each_names_its_payload(
+        pytester: pytest.Pytester) -> None:
+    """sim-h100-64: sim-gpu-50 down fails the 64-node all_reduce at 4 GiB and at 16 GiB.
+    The terminal's lines, verdict.json, the scorecard and JUnit each say which is which."""
+    result = pytester.runpytest(f"--cluster={EXAMPLES / 'sim-h100-64.yaml'}",
+                                "-p", "no:cacheprovider")
+    latest = pytester.path / "reports" / "latest"
+    lines = [line.strip() for line in result.outlines if "cluster check failed:" in line]
+    assert len(lines) == len(set(lines)) >= 2
+    records = [json.loads(line) for line in
+               (latest / "results.jsonl").read_text().splitlines()]
+    nodes = {f"sim-gpu-{index:02d}" for index in range(1, 65)}
+    across = [r for r in records if r.get("type") == "result" and r["outcome"] == "failed"
+              and r["node"] not in nodes and "payload" in r]
+    assert len(across) == 2
+    listed = json.loads((latest / "verdict.json").read_text())["cluster_checks_failed"]
+    assert lines == [f"cluster check failed: {f['clause']} ({f['where']}): {f['message']}"
+                     for f in listed]
+    html = (latest / "report.html").read_text()
+    junit = {case.get("name"): case for case in
+             ElementTree.parse(latest / "junit.xml").getroot().iter("testcase")}
+    for record in across:
+        what = f"{record['collective']} {format_size(record['payload'])}"
+        where = f"{record['node']}, {what}"
+        assert sum(f"({where})" in line for line in lines) == 1
+        assert f"<td>{escape(where)}</td>" in html
+        failure = junit[record["nodeid"].split("::")[1]].find("failure")
+        assert failure is not None and f": {what}: " in failure.get("message", "")

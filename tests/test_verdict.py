@@ -436,3 +436,22 @@ def test_a_drain_reason_is_cut_at_a_clause_saying_how_many_more() -> None:
     line = drain_line(verdict)
     assert "Reason=pytest-cluster rejected: 20 clause(s) failed:" in line
     assert line.rstrip("'").endswith(" more") and len(line.split("Reason=")[1]) <= 201
+
+
+def test_each_cluster_failure_says_where_and_which_check_it_is() -> None:
+    """A check across nodes names its collective and payload, its rail and round where the
+    record has them; two that would still read alike name their cases' parameters."""
+    def failed(case: str, **more: Any) -> dict[str, Any]:
+        return {"type": "result", "case": case, "clause": "interconnect.busbw[inter_node]",
+                "node": "4 nodes (n1..n4)", "outcome": "failed",
+                "message": "Failed: slow", **more}
+
+    records = [failed("a::t[all_reduce-4GiB-4nodes]", collective="all_reduce",
+                      payload=4 * 2**30),
+               failed("a::t[all_reduce-16GiB-4nodes]", collective="all_reduce",
+                      payload=16 * 2**30, rail="mlx5_3", round=2),
+               failed("a::t[x-4nodes]"), failed("a::t[y-4nodes]")]
+    assert [f["where"] for f in cluster_failures(records, ["n1"])] == [
+        "4 nodes (n1..n4), all_reduce 4 GiB",
+        "4 nodes (n1..n4), all_reduce 16 GiB, rail mlx5_3, round 2",
+        "4 nodes (n1..n4) [x-4nodes]", "4 nodes (n1..n4) [y-4nodes]"]

@@ -15,6 +15,7 @@ from typing import IO, Any, NamedTuple
 
 from pytest_cluster.evidence.results import clause_of, outcome
 from pytest_cluster.evidence.tally import ClauseTally, margin, margin_text, measured_text
+from pytest_cluster.evidence.verdict import NOT_BLAMING, culprits
 
 NEAR = 10.0  # % of the requirement: a margin closer than this is shown as near the line
 
@@ -71,12 +72,24 @@ class Matrix:
         return list(self._clauses)
 
     def add(self, record: Mapping[str, Any]) -> None:
+        """A record's cell on its node; a check of several nodes that blames some
+        (verdict.culprits) puts its failure in each of their cells too, as their verdicts
+        count it."""
         node = str(record.get("node"))
-        if node not in self._names:
-            return
-        clause = clause_of(record)
+        if node in self._names:
+            self._put(node, clause_of(record), cell_of(record))
+        if outcome(record) in ("failed", "error") \
+                and record.get("error_kind") not in NOT_BLAMING:
+            message = str(record.get("message", "")).removeprefix("Failed: ")[:300]
+            for culprit in culprits(record):
+                if culprit in self._names and culprit != node:
+                    self._put(culprit, clause_of(record),
+                              Cell("m-fail", "x", f"{culprit}: blamed by the check across "
+                                   f"{node}: {message}"))
+
+    def _put(self, node: str, clause: str, cell: Cell) -> None:
+        """Keep the worse of `cell` and the one already at (node, clause)."""
         self._clauses.setdefault(clause, None)
-        cell = cell_of(record)
         old = self.cells.get((node, clause))
         if old is None or _rank(cell.css) > _rank(old.css) or (
                 _rank(cell.css) == _rank(old.css) and _below(cell, old)):

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_cluster.errors import UnitError
 from pytest_cluster.evidence.results import COMPLETE, PARTIAL, clause_of, outcome
 from pytest_cluster.hostlist import expand_hostlist
+from pytest_cluster.units import format_size
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.plan import Plan
@@ -223,17 +224,47 @@ def _decide(verdict: NodeVerdict, no_answer: str | None, left_out: str) -> None:
         verdict.reason = "; ".join([*parts, "none failed"])
 
 
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def where_of(record: Mapping[str, Any]) -> str:
+    """Where a check about several nodes ran, and what tells it apart from the clause's
+    other checks: the nodes it spanned (their count, when there are several), then its
+    collective, payload, rail and round where the record has them: '64 nodes
+    (sim-gpu-01..sim-gpu-64), all_reduce 4 GiB'."""
+    size = format_size(float(record["payload"])) if _is_number(record.get("payload")) else ""
+    what = " ".join(str(part) for part in (record.get("collective"), size) if part)
+    parts = [str(record.get("node")), *([what] if what else [])]
+    for key in ("rail", "round"):
+        if record.get(key) not in (None, ""):
+            parts.append(f"{key} {record[key]}")
+    return ", ".join(parts)
+
+
+def _case_params(record: Mapping[str, Any]) -> str:
+    """The case's parameters as its id shows them ('all_reduce-4GiB-64nodes'), or ''."""
+    case = str(record.get("case") or record.get("nodeid") or "")
+    return case[case.index("[") + 1:-1] if case.endswith("]") and "[" in case else ""
+
+
 def cluster_failures(records: Iterable[Mapping[str, Any]],
                      nodes: Sequence[str]) -> list[dict[str, str]]:
-    """Failed checks about several nodes at once (or the whole cluster)."""
+    """Failed checks about several nodes at once (or the whole cluster), each with where it
+    ran (where_of); two that would still read alike also name their case's parameters."""
     names = set(nodes)
-    return [{"clause": clause_of(r), "where": str(r.get("node")),
-             "message": clean_message(str(r.get("message", ""))),
-             "kind": str(r.get("error_kind") or "failed"),
-             **({"culprits": str(r["culprits"])} if culprits(r) else {})}
-            for r in records if (str(r.get("node")) not in names
-                                 or r.get("error_kind") in NO_CULPRIT)
-            and outcome(r) in ("failed", "error")]
+    failed = [r for r in records if (str(r.get("node")) not in names
+                                     or r.get("error_kind") in NO_CULPRIT)
+              and outcome(r) in ("failed", "error")]
+    found = [{"clause": clause_of(r), "where": where_of(r),
+              "message": clean_message(str(r.get("message", ""))),
+              "kind": str(r.get("error_kind") or "failed")} for r in failed]
+    alike = Counter((f["clause"], f["where"]) for f in found)
+    for failure, record in zip(found, failed, strict=True):
+        params = _case_params(record)
+        if alike[(failure["clause"], failure["where"])] > 1 and params:
+            failure["where"] += f" [{params}]"
+    return found
 
 
 def decisive(failures: Iterable[dict[str, str]]) -> list[dict[str, str]]:

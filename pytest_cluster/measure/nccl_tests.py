@@ -308,7 +308,7 @@ def to_run(base: CollectiveRun, payload: Any, sizes: Sequence[int],
         if row is None or side is None:
             continue
         points.append(SizePoint(size, side.time_us / 1e6, side.algbw, side.busbw,
-                                (side.busbw,), row.wrong, 0))
+                                (side.busbw,), row.wrong, None))  # no per-rank times
     in_place = {str(size): row.in_place.busbw for size, row in rows.items()
                 if row.in_place is not None and size in sizes}
     details = {"engine": "nccl-tests", "binary": str(payload.get("binary", ""))[:300],

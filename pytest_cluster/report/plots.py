@@ -222,15 +222,55 @@ def nice_step(highest: float) -> float:
     return float(next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw))
 
 
-def _payload_runs(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The runs drawn over payloads: every multi-node run; the single-node runs all when
-    few, else the slowest and the fastest node (by their busbw at the largest payload)."""
-    single = [r for r in records if r.get("node_count") == 1]
-    multi = [r for r in records if r.get("node_count") != 1]
-    if len(single) + len({str(r.get("node")) for r in multi}) > MAX_SERIES:
-        ranked = sorted(single, key=lambda r: float(r["raw"]["sweep"][-1][1]))
-        single = ranked[:1] + ranked[-1:] if ranked else []
-    return single + multi
+def _judged(record: dict[str, Any]) -> float:
+    """The busbw the contract judged in the record (bytes/s): its measured_base, else (no
+    number) its sweep's value at the largest payload."""
+    if _is_number(record.get("measured_base")):
+        return float(record["measured_base"])
+    return float(record["raw"]["sweep"][-1][1])
+
+
+def _by_run(runs: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The records by the run (node, or multi-node job) that measured them: a run's cases
+    (one per payload) share one sweep, so one line each."""
+    grouped: dict[str, list[dict[str, Any]]] = {}
+    for r in runs:
+        grouped.setdefault(str(r.get("node")), []).append(r)
+    return grouped
+
+
+def slowest_and_fastest(runs: Sequence[dict[str, Any]]) -> tuple[str, str] | None:
+    """The single nodes with the lowest and the highest worst judged busbw (each node's
+    lowest over its cases, as the results table and the verdict judge it); None with fewer
+    than two single nodes."""
+    worst = {node: min(_judged(r) for r in mine)
+             for node, mine in _by_run(runs).items() if mine[0].get("node_count") == 1}
+    if len(worst) < 2:
+        return None
+    ranked = sorted(worst, key=lambda node: (worst[node], node))
+    return ranked[0], ranked[-1]
+
+
+def _payload_series(runs: Sequence[dict[str, Any]]) -> list[PlotSeries]:
+    """One line per run: every multi-node run; the single nodes all when they fit, else the
+    slowest and the fastest node (slowest_and_fastest), labelled so; a multi-node run is
+    never labelled slowest or fastest."""
+    grouped = _by_run(runs)
+    extremes = slowest_and_fastest(runs) if len(grouped) > MAX_SERIES else None
+    series = []
+    for node, mine in grouped.items():
+        single = mine[0].get("node_count") == 1
+        label = node
+        if single and extremes is not None:
+            if node not in extremes:
+                continue
+            label += " (slowest node)" if node == extremes[0] else " (fastest node)"
+        series.append(PlotSeries(label, tuple(
+            (float(b), float(v) / GB) for b, v in mine[0]["raw"]["sweep"])))
+    if extremes is not None:  # the slowest first, then the fastest, then the multi-node runs
+        series.sort(key=lambda s: (not s.label.endswith("(slowest node)"),
+                                   not s.label.endswith("(fastest node)")))
+    return series
 
 
 def _is_number(value: object) -> bool:
@@ -300,35 +340,53 @@ def _has_sweep(record: dict[str, Any]) -> bool:
 
 
 def _payload_chart(collective: str, mine: Sequence[dict[str, Any]]) -> str:
-    """busbw over payloads: one line per benchmark run (see _payload_runs)."""
+    """busbw over payloads: one line per benchmark run (see _payload_series)."""
     runs = [r for r in mine if _has_sweep(r)]
-    seen: dict[str, PlotSeries] = {}
-    for r in _payload_runs(runs):
-        label = str(r.get("node"))
-        if r.get("node_count") == 1 and len(runs) > MAX_SERIES:
-            label += " (slowest node)" if not seen else " (fastest node)"
-        seen.setdefault(label, PlotSeries(label, tuple(
-            (float(b), float(v) / GB) for b, v in r["raw"]["sweep"])))
-    return chart(f"{collective}: busbw vs payload", list(seen.values()),
+    return chart(f"{collective}: busbw vs payload", _payload_series(runs),
                  _required_lines(mine), "payload", "busbw (GB/s)", format_size)
 
 
-def _count_chart(collective: str, mine: Sequence[dict[str, Any]]) -> str:
-    """busbw over node counts, one line per payload (at 1 node the slowest node), a cross
-    at each node count whose job failed; empty unless there are two node counts."""
-    by_payload: dict[int, dict[float, float]] = {}
+def _slowest_single(mine: Sequence[dict[str, Any]]) -> dict[int, tuple[float, str]]:
+    """Per payload, the single node with the lowest judged busbw: (busbw in GB/s, node)."""
+    slowest: dict[int, tuple[float, str]] = {}
     for r in mine:
-        if _is_number(r.get("measured_base")):
+        if r.get("node_count") == 1 and _is_number(r.get("measured_base")):
+            here = (float(r["measured_base"]) / GB, str(r.get("node")))
+            slowest[int(r["payload"])] = min(slowest.get(int(r["payload"]), here), here)
+    return slowest
+
+
+def _one_node_text(slowest: dict[int, tuple[float, str]]) -> str:
+    """What the 1-node points are, for the title: the slowest node, named when it is the
+    same one at every payload."""
+    nodes = sorted({node for _, node in slowest.values()})
+    if len(nodes) == 1:
+        return f"1 node: the slowest, {nodes[0]}"
+    return "1 node: the slowest at each payload"
+
+
+def _count_chart(collective: str, mine: Sequence[dict[str, Any]]) -> str:
+    """busbw over node counts, one line per payload (at 1 node the slowest node at that
+    payload, named in the title), a cross at each node count whose job failed; empty unless
+    there are two node counts."""
+    slowest = _slowest_single(mine)
+    by_payload: dict[int, dict[float, float]] = {
+        payload: {1.0: busbw} for payload, (busbw, _) in slowest.items()}
+    for r in mine:
+        if r.get("node_count") != 1 and _is_number(r.get("measured_base")):
             counts = by_payload.setdefault(int(r["payload"]), {})
             x, y = float(r["node_count"]), float(r["measured_base"]) / GB
-            counts[x] = min(counts.get(x, math.inf), y)  # several nodes at 1: the slowest
+            counts[x] = min(counts.get(x, math.inf), y)
     failures = _failures(mine)
     if len({x for c in by_payload.values() for x in c} | {f.x for f in failures}) < 2:
         return ""
     series = [PlotSeries(format_size(p), tuple(sorted(c.items())))
               for p, c in sorted(by_payload.items())]
-    return chart(f"{collective}: busbw vs node count (1 node: the slowest)", series,
-                 _required_lines(mine), "nodes", "busbw (GB/s)", format_number, failures)
+    title = f"{collective}: busbw vs node count"
+    if slowest:
+        title += f" ({_one_node_text(slowest)})"
+    return chart(title, series, _required_lines(mine), "nodes", "busbw (GB/s)",
+                 format_number, failures)
 
 
 def interconnect_charts(records: Sequence[dict[str, Any]]) -> str:

@@ -396,8 +396,9 @@ class ClusterSession:
     def _seal(self, run_dir: Path) -> None:
         """Last: the manifest over every file of the run (reports written, JUnit's
         testcases put back), signed by the keys given."""
-        facts = predicate(self.config, self.spec, self.started, time.time(),
-                          self._elsewhere(run_dir))
+        end = self.end or {}  # the run's times as every other view says them
+        facts = predicate(self.config, self.spec, end.get("started_at", self.started),
+                          end.get("ended_at", time.time()), self._elsewhere(run_dir))
         sealed = seal_run(run_dir, facts, self.signers)
         text = sealed_line(sealed)
         self.config.hook.pytest_cluster_evidence_sealed(

@@ -129,6 +129,45 @@ def size_results(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchma
     return results
 
 
+#: How much longer than the job's mean a rank's loop takes per unit of its lag (a rank
+#: on a GPU at 80 % of its model's link rate lags 0.25): the slow rank finishes last by a
+#: hair, as real ranks of one collective do; the mean over ranks (busbw) is unchanged.
+RANK_SKEW = 0.01
+
+
+def rank_lags(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
+              rail_bound: bool = False) -> list[float]:
+    """Per rank of the job, how far its own link is below a healthy one (0: healthy;
+    healthy / its rate - 1): inside one node its GPU's link (LOCAL_RANK is its GPU), across
+    nodes its node's network (link_factor); none for a job bound to one rail."""
+    if rail_bound and len(nodes) > 1:
+        return [0.0] * (len(nodes) * ranks_per_node)
+    if len(nodes) > 1:
+        return [1 / link_factor(sim, node) - 1 for node in nodes
+                for _ in range(ranks_per_node)]
+    healthy = MODELS[sim.gpu_model].p2p_gb_s * 1e9
+    gpus = describe_node(sim, nodes[0])["gpus"]
+    rates = [gpu_link_rate(sim, nodes[0], local, gpus[local]) if local < len(gpus)
+             else healthy for local in range(ranks_per_node)]
+    return [healthy / rate - 1 if rate > 0 else 0.0 for rate in rates]
+
+
+def rank_sizes(sizes: list[dict[str, Any]], lags: Sequence[float]) -> list[list[dict[str, Any]]]:
+    """Each rank's copy of the job's measurements, its times stretched by its lag against
+    the job's mean lag (RANK_SKEW), so that the slowest rank is the one on the slowest
+    link; the same list for every rank when no rank lags."""
+    mean = sum(lags) / len(lags) if lags else 0.0
+    if not any(lags):
+        return [sizes] * len(lags)
+    found = []
+    for lag in lags:
+        stretch = 1 + RANK_SKEW * (lag - mean)
+        found.append([{**size, "time_s": size["time_s"] * stretch,
+                       "iteration_s": [t * stretch for t in size["iteration_s"]]}
+                      for size in sizes])
+    return found
+
+
 def nccl_lines(sim: SimSpec, nodes: Sequence[str], index: int, local: int,
                ranks_per_node: int) -> list[str]:
     """What NCCL's INFO log says on a simulated rank (measure/nccl_log.py reads it): IB
@@ -196,6 +235,9 @@ def job_ranks(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchmark,
     sizes = size_results(sim, spec, benchmark, nodes, ranks_per_node,
                          rail if isinstance(rail, float) else None) \
         if missing is None else []
+    per_rank = rank_sizes(sizes, rank_lags(sim, nodes, ranks_per_node,
+                                           isinstance(rail, float))) \
+        if sizes and benchmark.seconds <= 0 else [sizes] * world
     ranks = []
     for index in range(len(nodes)):
         mine: list[dict[str, Any]] = []
@@ -206,7 +248,8 @@ def job_ranks(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchmark,
                              "ended_at": None, "data": None, "stderr_tail": missing[2]})
                 continue
             data: dict[str, Any] = {"rank": rank, "world": world, "backend": benchmark.backend,
-                    "collective": benchmark.collective, "sizes": sizes, "simulated": True}
+                    "collective": benchmark.collective, "sizes": per_rank[rank],
+                    "simulated": True}
             if benchmark.backend == "nccl":
                 data["nccl_log"] = nccl_lines(sim, nodes, index, local, ranks_per_node)
             else:

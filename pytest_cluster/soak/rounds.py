@@ -360,7 +360,8 @@ class Tally:
         self.series: dict[str, RoundSeries] = {}
         self.first_gpu: dict[str, tuple[int, dict[str, Any]]] = {}
         self.gpu_rounds: dict[str, list[int]] = {}
-        self.growth: dict[str, list[str]] = {}
+        self.growth: dict[str, list[str]] = {}  # per node, each change in full
+        self.changed: dict[str, list[str]] = {}  # ... and in short: what was measured
         self.first_sdc: dict[tuple[str, str], tuple[int, int]] = {}
         self.first_nic: dict[str, tuple[int, list[dict[str, Any]]]] = {}
         # per node and port seen down: the round and time of the first reading of the spell
@@ -412,10 +413,10 @@ class Tally:
             self._seen.add((node, name, "down"))
             self._compared(node, number)
             state = fabric.state(port) if port is not None else "gone from the reading"
-            self.growth.setdefault(node, []).append(
-                f"{name}: down ({state}) for at least {held:.0f} s, from round {since[0]} "
-                f"({utc(since[1])}) to round {number} ({utc(reading.at)}): fabric.flap is "
-                f"{self.flap_s:g} s")
+            self._grew(node, f"{name} down rounds {since[0]}-{number}",
+                       f"{name}: down ({state}) for at least {held:.0f} s, from round "
+                       f"{since[0]} ({utc(since[1])}) to round {number} "
+                       f"({utc(reading.at)}): fabric.flap is {self.flap_s:g} s")
 
     def _nic_counters(self, node: str, number: int, started: float,
                       ports: list[dict[str, Any]]) -> None:
@@ -431,8 +432,9 @@ class Tally:
             if (node, port, what) in self._seen:
                 continue
             self._seen.add((node, port, what))
-            self.growth.setdefault(node, []).append(
-                f"{change} at round {number} ({utc(started)}), against round {first_round}")
+            self._grew(node, f"{change} at round {number}",
+                       f"{change} at round {number} ({utc(started)}), against round "
+                       f"{first_round}")
 
     def _results(self, node: str, number: int, started: float,
                  payload: dict[str, Any]) -> None:
@@ -446,10 +448,17 @@ class Tally:
             if sdc["checksum"] != first[1] and (node, where, "sdc") not in self._seen:
                 self._seen.add((node, where, "sdc"))
                 self.gpu_rounds.setdefault(node, [])
-                self.growth.setdefault(node, []).append(
-                    f"{where}: matmul checksum {sdc['checksum']:#x} at round {number} "
-                    f"({utc(started)}) differs from round {first[0]}'s {first[1]:#x} on "
-                    "identical inputs (silent data corruption)")
+                self._grew(node, f"gpu{gpu.get('index')} matmul checksum changed at "
+                                 f"round {number}",
+                           f"{where}: matmul checksum {sdc['checksum']:#x} at round "
+                           f"{number} ({utc(started)}) differs from round {first[0]}'s "
+                           f"{first[1]:#x} on identical inputs (silent data corruption)")
+
+    def _grew(self, node: str, short: str, full: str) -> None:
+        """A change seen on `node`: `short` for the measured column (what grew, where, at
+        which round), `full` for the failure's message."""
+        self.changed.setdefault(node, []).append(short)
+        self.growth.setdefault(node, []).append(full)
 
     def _compared(self, node: str, number: int) -> None:
         """A round of `node` whose counters (GPU or NIC) were read."""
@@ -471,9 +480,9 @@ class Tally:
                 if (node, gpu, what) in self._seen:
                     continue  # named at the round it was first seen
                 self._seen.add((node, gpu, what))
-                self.growth.setdefault(node, []).append(
-                    f"{gpu}: {change} at round {number} ({utc(started)}), against round "
-                    f"{first_round}")
+                self._grew(node, f"{gpu.split(' ', 1)[0]} {change} at round {number}",
+                           f"{gpu}: {change} at round {number} ({utc(started)}), against "
+                           f"round {first_round}")
 
     def counter_cases(self, nodes: Iterable[str]) -> list[Case]:
         """Per node with GPU probes in two rounds or more: no counter grew since the
@@ -485,7 +494,8 @@ class Tally:
                 continue
             lines = self.growth.get(node, [])
             props = {"rounds_compared": len(seen), "first_round": seen[0],
-                     "last_round": seen[-1],
+                     "last_round": seen[-1], "measured": changed_text(
+                         self.changed.get(node, []), seen),
                      "requirement": "no GPU or NIC error counter grows, no critical XID, "
                                     "no GPU gone, no NIC port down for fabric.flap, the "
                                     "same SDC matmul result as in the first round"}
@@ -500,6 +510,15 @@ class Tally:
         and its spread (coefficient of variation) over the rounds, against the bounds."""
         return [case for case_id, series in self.series.items()
                 if (case := steadiness(case_id, series, bounds)) is not None]
+
+
+def changed_text(changes: list[str], rounds: list[int]) -> str:
+    """What the counters case measured: the changes seen (at most 3 named), or that none
+    was over the rounds compared."""
+    if not changes:
+        return f"no change over rounds {ranges(rounds)}"
+    more = f"; and {len(changes) - 3} more" if len(changes) > 3 else ""
+    return "; ".join(changes[:3]) + more
 
 
 def steadiness(case_id: str, series: RoundSeries, bounds: SoakSpec) -> Case | None:

@@ -92,7 +92,8 @@ class SizePoint:
     busbw: float  # bytes/s
     busbw_iterations: tuple[float, ...]  # per iteration, slowest rank's time
     wrong: int
-    slowest_rank: int  # the rank whose loop took longest
+    slowest_rank: int | None  # the rank whose loop took longest; None: none took longer
+    # than the others, or the engine times no rank of its own (nccl-tests)
 
     @property
     def spread(self) -> tuple[float, float, float]:
@@ -137,6 +138,16 @@ class CollectiveRun:
                    bool(data.get("simulated")), dict(data.get("details", {})))
 
 
+def slowest_rank(ranks: Sequence[dict[str, Any]], sizes: Sequence[dict[str, Any]]) -> int | None:
+    """The rank (its number) whose loop over one payload (`sizes`, in `ranks`' order) took
+    longest; None when every rank took as long (no rank to name)."""
+    times = [float(s["time_s"]) for s in sizes]
+    slowest = max(range(len(times)), key=times.__getitem__, default=None)
+    if slowest is None or times[slowest] <= min(times):
+        return None
+    return int(ranks[slowest]["rank"])
+
+
 def aggregate(collective: str, ranks: Sequence[dict[str, Any]]) -> tuple[SizePoint, ...]:
     """Per-rank results of the collective probe -> one point per payload (nccl-tests)."""
     world = len(ranks)
@@ -149,9 +160,8 @@ def aggregate(collective: str, ranks: Sequence[dict[str, Any]]) -> tuple[SizePoi
         per_iteration = [max(column) for column in zip(*(s["iteration_s"] for s in sizes),
                                                        strict=True)]
         algbw = nbytes / mean_time if mean_time > 0 else 0.0
-        slowest = max(range(world), key=lambda r: float(sizes[r]["time_s"]))
         points.append(SizePoint(
             nbytes, mean_time, algbw, algbw * factor,
             tuple(nbytes / t * factor for t in per_iteration if t > 0),
-            sum(int(s["wrong"]) for s in sizes), int(ranks[slowest]["rank"])))
+            sum(int(s["wrong"]) for s in sizes), slowest_rank(ranks, sizes)))
     return tuple(points)

@@ -1,0 +1,390 @@
+"""The consistency oracle: every view of one run read back, and every fact two views show
+compared. `disagreements(views)` lists each disagreement as one sentence naming the views,
+the case or node and both values; a run is consistent when it lists none.
+
+The views: the terminal summary (pytest's output), junit.xml, results.jsonl (the record
+every other view is made from), verdict.json, report.html (pytest-html's table, the
+scorecard's node table and matrix, the plots' legends), the Prometheus file
+(--cluster-metrics) and the signed manifest. Case by case: the outcome, the measured and
+required numbers, the unit, the node and the GPU. Node by node: the verdict, the reason,
+the drain line, the culprits a cluster check names. The run: its verdict, outcome, level
+and counts.
+
+A view added later joins here: read it in `read_views`, compare it in a `_check_*`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from pytest_cluster.evidence.bundle.verify import verify
+from pytest_cluster.evidence.derived_cases import TESTS
+from pytest_cluster.evidence.metrics import CASE_LABELS
+from pytest_cluster.evidence.results import outcome
+from pytest_cluster.evidence.verdict import NOT_BLAMING, culprits, outcome_of
+from pytest_cluster.units import utc
+
+Record = dict[str, Any]
+#: JUnit's and pytest-html's names of an outcome, as results.jsonl names it.
+JUNIT = {"failure": "failed", "error": "error", "skipped": "skipped"}
+HTML = {"Passed": "passed", "Failed": "failed", "Error": "error", "Skipped": "skipped"}
+
+
+@dataclass
+class Views:
+    run: Path
+    terminal: str
+    results: list[Record]
+    end: Record | None
+    junit: ET.Element
+    verdict: Record
+    report: str
+    metrics: dict[str, list[tuple[dict[str, str], float]]] | None
+
+
+def read_views(run: Path, terminal: str, metrics: Path | None = None) -> Views:
+    """Every view of the run in `run` (a run directory), with pytest's output `terminal`
+    and the metrics file, if the run wrote one."""
+    lines = [json.loads(line) for line in
+             (run / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    ends = [r for r in lines if r.get("type") == "end"]
+    found = None
+    if metrics is not None:
+        found = {}
+        for family in text_string_to_metric_families(metrics.read_text(encoding="utf-8")):
+            for sample in family.samples:
+                found.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
+    return Views(run, terminal, [r for r in lines if r.get("type") == "result"],
+                 ends[-1] if ends else None, ET.parse(run / "junit.xml").getroot(),
+                 json.loads((run / "verdict.json").read_text(encoding="utf-8")),
+                 (run / "report.html").read_text(encoding="utf-8"), found)
+
+
+def disagreements(views: Views) -> list[str]:
+    """Every fact two views show differently, one sentence each."""
+    return [*_check_results(views), *_check_junit(views), *_check_report(views),
+            *_check_verdicts(views), *_check_terminal(views), *_check_metrics(views),
+            *_check_manifest(views), *_check_legends(views)]
+
+
+def _same_number(a: object, b: object) -> bool:
+    try:
+        x, y = float(str(a)), float(str(b))
+    except ValueError:
+        return str(a) == str(b)
+    return x == y or (math.isfinite(x) and math.isclose(x, y, rel_tol=1e-9))
+
+
+def _key(nodeid: str) -> tuple[str, str]:
+    """A case as JUnit names it: its module and its name."""
+    module, _, name = nodeid.rpartition("::")
+    return Path(module.split("::")[0]).stem, name
+
+
+def _judged(views: Views) -> list[Record]:
+    return [r for r in views.results if outcome(r) in ("passed", "failed", "error")]
+
+
+def _family(record: Record) -> str:
+    return str(record.get("clause") or record.get("spec_key")).split("[", 1)[0]
+
+
+def _check_results(views: Views) -> Iterator[str]:
+    """results.jsonl itself: one line per case; the end record's counts are its lines'."""
+    cases = Counter(str(r.get("case") or r.get("nodeid")) for r in views.results)
+    for case, count in cases.items():
+        if count > 1:
+            yield f"results.jsonl: {case} has {count} result lines"
+    if views.end is None:
+        yield "results.jsonl: no end record"
+        return
+    # the cases derived from the whole run (baseline, soak) are counted apart
+    derived = [r for r in views.results if _family(r) in TESTS]
+    counted = Counter(outcome(r) for r in views.results if _family(r) not in TESTS)
+    for name, count in views.end["counts"].items():
+        if counted.get(name, 0) != count:
+            yield (f"results.jsonl: the end record counts {count} {name}, the lines "
+                   f"{counted.get(name, 0)}")
+    compared = [r for r in derived if _family(r).startswith("baseline.")]
+    said = views.end.get("baseline")
+    if said is not None and (said["cases"], said["failed"]) != (
+            len(compared), sum(outcome(r) != "passed" for r in compared)):
+        yield (f"results.jsonl: the end record compares {said['cases']} cases with the "
+               f"baseline ({said['failed']} failed), the lines {len(compared)}")
+
+
+def _junit_cases(views: Views) -> dict[tuple[str, str], ET.Element]:
+    return {(str(tc.get("classname")).rpartition(".")[2], str(tc.get("name"))): tc
+            for tc in views.junit.iter("testcase")}
+
+
+def _check_junit(views: Views) -> Iterator[str]:
+    """Each case's outcome and figures in junit.xml; the suite's run properties."""
+    cases = _junit_cases(views)
+    for record in views.results:
+        kind = outcome(record)
+        tc = cases.get(_key(str(record["nodeid"])))
+        if tc is None:
+            if kind != "not_run":
+                yield f"junit.xml: no testcase for {record['nodeid']} ({kind})"
+            continue
+        said = next((JUNIT[child.tag] for child in tc if child.tag in JUNIT), "passed")
+        if said != kind and not (kind == "not_run" and said == "skipped"):
+            yield f"junit.xml: {record['nodeid']} is {said}, results.jsonl {kind}"
+        props = {p.get("name"): p.get("value") for p in tc.iter("property")}
+        for name in ("node", "gpu", "unit", "measured_base", "required_base",
+                     "collective", "payload", "node_count"):
+            if name in record and record[name] is not None and name in props \
+                    and not _same_number(props[name], record[name]):
+                yield (f"junit.xml: {record['nodeid']} {name} {props[name]!r}, "
+                       f"results.jsonl {record[name]!r}")
+            if name in record and record[name] not in (None, "") and name not in props:
+                yield f"junit.xml: {record['nodeid']} has no {name} ({record[name]!r})"
+    suite = next(views.junit.iter("testsuite"))
+    props = {p.get("name"): p.get("value") for p in suite.find("properties") or []}
+    verdicts = {n["node"]: n["verdict"] for n in views.verdict["nodes"]}
+    for name, verdict in (("nodes_accepted", "ACCEPTED"), ("nodes_rejected", "REJECTED"),
+                          ("nodes_unreachable", "UNREACHABLE"),
+                          ("nodes_not_checked", "NOT CHECKED")):
+        listed = [n for n in (props.get(name) or "").split(",") if n]
+        wanted = [n for n, v in verdicts.items() if v == verdict]
+        if name in props and listed != wanted:
+            yield f"junit.xml: {name} {listed}, verdict.json {wanted}"
+    if props.get("outcome") != views.verdict["outcome"]:
+        yield (f"junit.xml: outcome {props.get('outcome')}, verdict.json "
+               f"{views.verdict['outcome']}")
+    failed = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+    wanted = sum(outcome(r) in ("failed", "error") for r in views.results)
+    if failed < wanted:
+        yield f"junit.xml: {failed} failures and errors, results.jsonl {wanted} failed"
+
+
+def _report_blob(report: str) -> dict[str, Any]:
+    found = re.search(r'data-jsonblob="([^"]*)"', report)
+    return json.loads(html.unescape(found.group(1))) if found else {}
+
+
+def _check_report(views: Views) -> Iterator[str]:
+    """report.html: pytest-html's row of each case that did not pass; the scorecard's
+    node table; the matrix's failed cells."""
+    tests = _report_blob(views.report).get("tests", {})
+    for record in views.results:
+        kind = outcome(record)
+        rows = tests.get(record["nodeid"], [])
+        shown = {HTML.get(str(row.get("result"))) for row in rows}
+        if kind in ("failed", "error") and kind not in shown:
+            yield f"report.html: {record['nodeid']} shown {sorted(map(str, shown))}, is {kind}"
+        if kind == "passed" and shown & {"failed", "error"}:
+            yield f"report.html: {record['nodeid']} shown failed, passed in results.jsonl"
+    table = re.search(r'<table id="nodes">(.*?)</table>', views.report, re.S)
+    rows = re.findall(r"<tr><td>([^<]*)</td><td[^>]*>([^<]*)</td><td>([^<]*)</td></tr>",
+                      table.group(1)) if table else []
+    shown_nodes = {html.unescape(node): (html.unescape(v), html.unescape(why))
+                   for node, v, why in rows}
+    for node in views.verdict["nodes"]:
+        if node["verdict"] == "ACCEPTED":
+            if node["node"] in shown_nodes:
+                yield f"report.html: {node['node']} listed as not accepted"
+            continue
+        if shown_nodes.get(node["node"]) != (node["verdict"], node["reason"]):
+            yield (f"report.html: {node['node']} shown {shown_nodes.get(node['node'])}, "
+                   f"verdict.json {(node['verdict'], node['reason'])}")
+    matrix = re.search(r'<table id="matrix">(.*?)</table>', views.report, re.S)
+    if matrix:
+        accepted = {n["node"] for n in views.verdict["nodes"] if n["verdict"] == "ACCEPTED"}
+        for row in re.findall(r"<tr><th>([^<]*)</th>(.*?)</tr>", matrix.group(1)):
+            node = html.unescape(row[0])
+            if node in accepted and re.search(r'class="m-(fail|short)"', row[1]):
+                yield f"report.html: the matrix shows a failed cell on accepted {node}"
+
+
+def _failed_against(views: Views, node: str) -> set[str]:
+    """The clauses results.jsonl fails against `node`: its own failed cases, and the
+    checks of several nodes that name it."""
+    found = set()
+    for r in _judged(views):
+        if outcome(r) == "passed" or r.get("error_kind") in NOT_BLAMING:
+            continue
+        if r.get("node") == node or node in culprits(r):
+            found.add(str(r.get("clause") or r.get("spec_key")))
+    return found
+
+
+def _check_verdicts(views: Views) -> Iterator[str]:
+    """verdict.json against results.jsonl and the end record: each node's failed clauses
+    are exactly the ones its cases (and the culprits named) failed; the drain lines are
+    the failed nodes'; the run's verdict is the end record's."""
+    document = views.verdict
+    for node in document["nodes"]:
+        failed = _failed_against(views, node["node"])
+        if node["verdict"] == "REJECTED" and set(node["failed_clauses"]) != failed:
+            yield (f"verdict.json: {node['node']} failed {sorted(node['failed_clauses'])}, "
+                   f"results.jsonl {sorted(failed)}")
+        if node["verdict"] in ("ACCEPTED", "NOT CHECKED") and failed:
+            yield f"verdict.json: {node['node']} is {node['verdict']} but failed {sorted(failed)}"
+        if node["outcome"] != outcome_of(node["verdict"]):
+            yield f"verdict.json: {node['node']} outcome {node['outcome']} for {node['verdict']}"
+    drained = [n["node"] for n in document["nodes"] if n["outcome"] == "FAIL"]
+    lines = document["drain"]
+    if len(lines) != len(drained) or any(f"NodeName={n} " not in line
+                                         for n, line in zip(drained, lines, strict=False)):
+        yield f"verdict.json: drain lines {lines} for the failed nodes {drained}"
+    for node, line in zip(drained, lines, strict=False):
+        reason = next(n["reason"] for n in document["nodes"] if n["node"] == node)
+        said = re.search(r"Reason=pytest-cluster [a-z ]+: (.*?)'?$", line)
+        text = said.group(1) if said else ""
+        if not (reason.startswith(text.removesuffix("...")) or (", and " in text
+                and reason.startswith(text.split(", and ")[0]))):
+            yield f"verdict.json: {node}'s drain reason {text!r} is not its reason {reason!r}"
+    for check in document["cluster_checks_failed"]:
+        for node in culprits(check):
+            entry = next((n for n in document["nodes"] if n["node"] == node), None)
+            if entry is not None and check["clause"] not in entry["failed_clauses"]:
+                yield f"verdict.json: {node} named by {check['clause']} but not failed for it"
+    if views.end is not None:
+        for name in ("verdict", "status", "level"):
+            if document[name] != views.end[name]:
+                yield f"verdict.json: {name} {document[name]}, end record {views.end[name]}"
+        if document["ended_at"] != utc(views.end["ended_at"]):
+            yield f"verdict.json: ended_at {document['ended_at']}, end record's differs"
+
+
+def _check_terminal(views: Views) -> Iterator[str]:
+    """The terminal's summary: the verdict line, the node counts, each node listed, the
+    drain lines, pytest's own counts; no two identical lines."""
+    text, document = views.terminal, views.verdict
+    wanted = f"verdict: {document['verdict']} at level {document['level']} ({document['outcome']}"
+    if wanted not in text:
+        yield f"terminal: no line {wanted!r}"
+    counted = Counter(n["verdict"] for n in document["nodes"])
+    line = "nodes: " + ", ".join(f"{counted.get(v, 0)} {v}" for v in
+                                 ("ACCEPTED", "REJECTED", "UNREACHABLE", "NOT CHECKED"))
+    if line not in text:
+        yield f"terminal: no line {line!r}"
+    listed = dict(re.findall(r"^  (?:REJECTED|UNREACHABLE|NOT CHECKED) (\S+): (.*)$", text,
+                             re.M))
+    for node in document["nodes"]:
+        if node["node"] in listed and listed[node["node"]] != node["reason"]:
+            yield (f"terminal: {node['node']}: {listed[node['node']]!r}, verdict.json "
+                   f"{node['reason']!r}")
+    for drain in document["drain"]:
+        if drain not in text and len(document["drain"]) <= 20:
+            yield f"terminal: the drain line {drain!r} is not printed"
+    summary = [line for line in text.splitlines() if line.startswith("  cluster check failed")]
+    for line, count in Counter(summary).items():
+        if count > 1:
+            yield f"terminal: {count} identical lines {line!r}"
+    final = re.findall(r"^=+ (.*) in [\d.]+s.* =+$", text, re.M)
+    tail = re.findall(r"(\d+) (failed|passed|errors?|skipped)", final[-1] if final else "")
+    said = {("error" if kind.startswith("error") else kind): int(n) for n, kind in tail}
+    counted = Counter(outcome(r) for r in views.results)
+    for kind in ("passed", "failed"):
+        if kind in said and said[kind] != counted.get(kind, 0):
+            yield f"terminal: pytest says {said[kind]} {kind}, results.jsonl {counted.get(kind, 0)}"
+
+
+def _check_metrics(views: Views) -> Iterator[str]:
+    """The Prometheus file: one check_passed per judged case with its labels, equal to
+    its outcome; measured and bound in base units; each node's verdict; the run's."""
+    if views.metrics is None:
+        return
+    found = views.metrics
+    passed = {tuple(labels[n] for n in CASE_LABELS[2:10]): value
+              for labels, value in found.get("pytest_cluster_check_passed", [])}
+    figures: dict[tuple[str, ...], float] = {}
+    for name, samples in found.items():
+        if name.startswith("pytest_cluster_check_measured"):
+            figures.update({tuple(labels[n] for n in CASE_LABELS[2:10]): value
+                            for labels, value in samples})
+    judged = _judged(views)
+    if len(passed) != len(judged):
+        yield f"metrics: {len(passed)} check_passed samples for {len(judged)} judged cases"
+    for r in judged:
+        key = tuple("" if r.get(n) is None else str(r.get(n)) for n in (
+            "spec_key", "node", "gpu", "filesystem", "collective", "payload", "node_count",
+            "rail"))
+        value = passed.get(key)
+        if value != (1.0 if outcome(r) == "passed" else 0.0):
+            yield f"metrics: check_passed {value} for {r['nodeid']} ({outcome(r)})"
+        number = r.get("measured_base")
+        if isinstance(number, (int, float)) and not isinstance(number, bool) \
+                and "required_base" in r and not _same_number(figures.get(key), number):
+            yield f"metrics: measured {figures.get(key)} for {r['nodeid']}, results {number}"
+    nodes = {labels["node"]: labels["verdict"]
+             for labels, _ in found.get("pytest_cluster_node_verdict", [])}
+    wanted = {n["node"]: n["verdict"] for n in views.verdict["nodes"]}
+    if nodes != wanted:
+        yield f"metrics: node verdicts {nodes}, verdict.json {wanted}"
+    for labels, _ in found.get("pytest_cluster_run_info", []):
+        for name in ("verdict", "outcome", "level", "status"):
+            if labels[name] != views.verdict[name]:
+                yield f"metrics: run {name} {labels[name]}, verdict.json {views.verdict[name]}"
+    expected: dict[tuple[str, str], float] = {}
+    for r in judged:
+        key = (str(r.get("spec_key")), str(r.get("node")))
+        bad = outcome(r) != "passed"
+        expected[key] = min(expected.get(key, 1.0), 0.0 if bad else 1.0)
+        if bad and r.get("error_kind") not in NOT_BLAMING:
+            for node in culprits(r):
+                expected[(key[0], node)] = 0.0
+    shown = {(labels["clause"], labels["node"]): value
+             for labels, value in found.get("pytest_cluster_clause_passed", [])}
+    for key in sorted(set(shown) | set(expected)):
+        if shown.get(key) != expected.get(key):
+            yield (f"metrics: clause_passed {shown.get(key)} for {key[0]} on {key[1]}, "
+                   f"results.jsonl {expected.get(key)}")
+
+
+def _check_manifest(views: Views) -> Iterator[str]:
+    """The manifest lists every evidence file as it is, and says the run's times."""
+    checked = verify(views.run)
+    if not checked.files_hold:
+        yield (f"manifest: files do not hold: changed {checked.changed}, missing "
+               f"{checked.missing}, added {checked.added}")
+    for name in ("ended_at", "started_at"):
+        if checked.predicate.get(name) != views.verdict.get(name):
+            yield (f"manifest: {name} {checked.predicate.get(name)}, verdict.json "
+                   f"{views.verdict.get(name)}")
+
+
+def _check_legends(views: Views) -> Iterator[str]:
+    """The plots: a node a legend calls the slowest (fastest) is the one with the lowest
+    (highest) busbw among the single-node runs of that collective, by its worst case."""
+    for chart in re.findall(r'<svg[^>]*aria-label="([^"]*): busbw vs payload"(.*?)</svg>',
+                            views.report, re.S):
+        collective = html.unescape(chart[0])
+        worst: dict[str, float] = {}
+        for r in _judged(views):
+            if r.get("clause") == "interconnect.busbw[intra_node]" \
+                    and r.get("collective") == collective \
+                    and isinstance(r.get("measured_base"), (int, float)):
+                node = str(r["node"])
+                worst[node] = min(worst.get(node, math.inf), float(r["measured_base"]))
+        if not worst:
+            continue
+        for label, which in re.findall(r">([^<>]+) \((slowest|fastest) node\)<", chart[1]):
+            pick = min if which == "slowest" else max
+            best = pick(worst.values())
+            if not math.isclose(worst.get(html.unescape(label), math.nan), best):
+                yield (f"report.html: {collective} legend calls {label} the {which} node; "
+                       f"its busbw {worst.get(label)}, the {which} {best}")
+
+
+def check(run: Path, terminal: str, metrics: Path | None = None) -> list[str]:
+    """The disagreements of the run in `run` (read_views, disagreements)."""
+    return disagreements(read_views(run, terminal, metrics))
+
+
+def by_case(records: list[Record]) -> Mapping[str, Record]:
+    return {str(r["case"]): r for r in records}

@@ -1,0 +1,147 @@
+"""One run, one truth: the consistency oracle (tests/oracle.py) reads every view of a run
+- terminal, junit.xml, results.jsonl, verdict.json, report.html with its plots, the
+metrics and the manifest - and finds no two that disagree: on every example, on a soak,
+on a run against a baseline, and on simulated clusters with random faults across GPUs,
+NICs, NCCL's transport, the interconnect, storage and training."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.oracle import check, read_views
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+#: Every example (the real clusters' too: run here, their nodes fail or do not answer).
+SPECS = sorted(p.name for p in EXAMPLES.glob("*.yaml"))
+
+
+def run_and_check(pytester: pytest.Pytester, spec: str, *args: str) -> list[str]:
+    """Run `spec` as a user would, with every view written; the oracle's disagreements."""
+    (pytester.path / "trial.yaml").write_text(spec)
+    metrics = pytester.path / "metrics.prom"
+    metrics.unlink(missing_ok=True)
+    shutil.rmtree(pytester.path / "reports", ignore_errors=True)
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "--cluster-reports=reports", f"--cluster-metrics={metrics}",
+                                *args)
+    run = (pytester.path / "reports" / "latest").resolve()
+    return check(run, result.stdout.str(), metrics)
+
+
+@pytest.mark.parametrize("name", SPECS)
+def test_every_view_of_every_example_agrees(pytester: pytest.Pytester, name: str) -> None:
+    assert run_and_check(pytester, (EXAMPLES / name).read_text()) == []
+
+
+def test_the_oracle_finds_a_view_that_disagrees(pytester: pytest.Pytester) -> None:
+    """It can fail: a verdict.json edited to accept a rejected node, a metrics sample and
+    a JUnit outcome changed are each named."""
+    (pytester.path / "trial.yaml").write_text((EXAMPLES / "trial-sim.yaml").read_text())
+    metrics = pytester.path / "metrics.prom"
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "--cluster-reports=reports", f"--cluster-metrics={metrics}")
+    views = read_views((pytester.path / "reports" / "latest").resolve(),
+                       result.stdout.str(), metrics)
+    from tests.oracle import disagreements
+    assert disagreements(views) == []
+    rejected = next(n for n in views.verdict["nodes"] if n["verdict"] == "REJECTED")
+    rejected["verdict"] = "ACCEPTED"
+    assert views.metrics is not None
+    labels, _ = views.metrics["pytest_cluster_check_passed"][0]
+    views.metrics["pytest_cluster_check_passed"][0] = (labels, 0.5)
+    case = next(views.junit.iter("testcase"))
+    case.append(case.makeelement("failure", {}))
+    found = "\n".join(disagreements(views))
+    assert "junit.xml: nodes_rejected" in found or "terminal" in found
+    assert f"{rejected['node']} is ACCEPTED but failed" in found
+    assert "metrics: check_passed 0.5" in found
+    assert "junit.xml: test_" in found and " is failed, results.jsonl passed" in found
+
+
+def test_a_soak_agrees_in_every_view(pytester: pytest.Pytester) -> None:
+    spec = (EXAMPLES / "trial-sim.yaml").read_text().replace(
+        "sim:\n", "sla: {uptime: 99%, price_per_node_hour: 10, down_after: 0 s, "
+        "credits: [{below: 99%, credit: 10%}]}\nsim:\n", 1)
+    assert run_and_check(pytester, spec, "--cluster-soak-rounds=2", "-m", "sanity") == []
+
+
+def test_a_run_against_a_baseline_agrees_in_every_view(pytester: pytest.Pytester) -> None:
+    spec = (EXAMPLES / "sim-h100.yaml").read_text()
+    assert run_and_check(pytester, spec) == []
+    shutil.move(pytester.path / "reports", pytester.path / "accepted")
+    accepted = (pytester.path / "accepted" / "latest").resolve()
+    assert run_and_check(pytester, spec, f"--cluster-baseline={accepted}") == []
+
+
+NODES = [f"gpu-00{i}" for i in range(1, 5)]
+GPU_FAULTS = st.sampled_from([
+    "bandwidth_factor: 0.7", "matmul_factor: 0.6", "xid: 79", "temperature: 95 C",
+    "nvlinks_down: 2", "ecc_uncorrected: 2", "throttle: hw_slowdown", "sdc: true",
+    "row_remap_pending: true", "model: H100-PCIe-80GB", "memory_held: 9 GiB",
+    "pcie_gen: 4", "replaced: true"])
+NODE_FAULTS = st.sampled_from([
+    "down: true", "gpus: 7", "link_factor: 0.5", "transport: socket", "gdr: false",
+    "nic: 2, nic_down: true", "nic: 5, nic_rate: 200 Gb/s", "nic: 0, nic_firmware: 28.36.1010",
+    "nic: 1, nic_link_downed: 3", "nic: 6, nic_symbol_errors: 5000"])
+FAULT = st.one_of(
+    st.tuples(st.sampled_from(NODES), st.integers(0, 7), GPU_FAULTS).map(
+        lambda f: f"    - {{node: {f[0]}, gpu: {f[1]}, {f[2]}}}"),
+    st.tuples(st.sampled_from(NODES), NODE_FAULTS).map(
+        lambda f: f"    - {{node: {f[0]}, {f[1]}}}"))
+#: The interconnect promise varied too: its bar and its payloads.
+BUSBW = st.sampled_from(['">= 70%"', '">= 80%"', '">= 85%"', '">= 330 GB/s"'])
+PAYLOADS = st.sampled_from(["[4 GiB, 16 GiB]", "[1 GiB]", "[256 MiB, 16 GiB]"])
+
+
+@settings(max_examples=12, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(faults=st.lists(FAULT, min_size=0, max_size=4), busbw=BUSBW, payloads=PAYLOADS,
+       level=st.sampled_from([(), ("-m", "sanity")]))
+def test_random_faults_agree_in_every_view(pytester: pytest.Pytester, faults: list[str],
+                                           busbw: str, payloads: str,
+                                           level: tuple[str, ...]) -> None:
+    """The richest simulated example with random GPU, NIC, transport and network faults."""
+    spec = (EXAMPLES / "trial-sim.yaml").read_text()
+    head, _, _ = spec.partition("  faults:\n")
+    head = re.sub(r"(?m)^  busbw: .*$", f"  busbw: {busbw}", head)
+    head = re.sub(r"(?m)^  payloads: .*$", f"  payloads: {payloads}", head)
+    text = head + "  faults:\n" + ("\n".join(faults) + "\n" if faults else "    []\n")
+    assert run_and_check(pytester, text, *level) == [], text
+
+
+LOCAL = """\
+cluster: {{name: local-faults, nodes: localhost, launcher: local, probe_timeout: 5 min}}
+host: {{cpu_cores: ">= {cores}"}}
+storage:
+  - {{path: {path}, shared: false, capacity: ">= {capacity}", write: ">= {write} MB/s",
+     read: ">= 1 MB/s", metadata: ">= {metadata} ops/s", io_size: 8 MiB,
+     metadata_files: 100}}
+interconnect: {{payloads: [1 MiB], ranks_per_node: 2, busbw: ">= {busbw} GB/s",
+               iterations: 5}}
+training: {{steps: 4, step_time: "<= {step} s"}}
+"""
+
+
+@pytest.mark.parametrize("bounds", [
+    {"cores": 1, "capacity": "1 MiB", "write": 1, "metadata": 1, "busbw": "0.001",
+     "step": "600"},
+    {"cores": 100000, "capacity": "1 PiB", "write": 10**9, "metadata": 10**9,
+     "busbw": "10000", "step": "0.000001"},
+    {"cores": 1, "capacity": "1 PiB", "write": 1, "metadata": 10**9, "busbw": "0.001",
+     "step": "0.000001"},
+], ids=["all-hold", "none-holds", "some-hold"])
+def test_storage_training_and_gloo_on_this_machine_agree_in_every_view(
+        pytester: pytest.Pytester, bounds: dict[str, object]) -> None:
+    """Storage and the training loop run on this machine (the simulator has neither),
+    their promises set so that all, none or some hold: every view agrees on which."""
+    spec = LOCAL.format(path=pytester.path, **bounds)
+    assert run_and_check(pytester, spec) == [], spec
+    lines = (pytester.path / "reports" / "latest" / "results.jsonl").read_text()
+    failed = lines.count('"outcome": "failed"')
+    assert (failed == 0) == (bounds["cores"] == 1 and bounds["step"] == "600"), failed
