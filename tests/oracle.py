@@ -59,7 +59,7 @@ def read_views(run: Path, terminal: str, metrics: Path | None = None) -> Views:
     lines = [json.loads(line) for line in
              (run / "results.jsonl").read_text(encoding="utf-8").splitlines()]
     ends = [r for r in lines if r.get("type") == "end"]
-    found = None
+    found: dict[str, list[tuple[dict[str, str], float]]] | None = None
     if metrics is not None:
         found = {}
         for family in text_string_to_metric_families(metrics.read_text(encoding="utf-8")):
@@ -165,9 +165,9 @@ def _check_junit(views: Views) -> Iterator[str]:
         yield (f"junit.xml: outcome {props.get('outcome')}, verdict.json "
                f"{views.verdict['outcome']}")
     failed = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
-    wanted = sum(outcome(r) in ("failed", "error") for r in views.results)
-    if failed < wanted:
-        yield f"junit.xml: {failed} failures and errors, results.jsonl {wanted} failed"
+    bad = sum(outcome(r) in ("failed", "error") for r in views.results)
+    if failed < bad:
+        yield f"junit.xml: {failed} failures and errors, results.jsonl {bad} failed"
 
 
 def _report_blob(report: str) -> dict[str, Any]:
