@@ -7,9 +7,11 @@ import calendar
 import re
 import time
 from collections.abc import Iterator
+from datetime import datetime
 
 import pytest
 
+from pytest_cluster.run.junit_spool import timestamp_in_utc
 from tests.test_bundle import SIM_SPEC
 
 #: A date and time written without a zone after it (pytest-html's "27-Nov-2026", or ISO).
@@ -44,3 +46,21 @@ def test_the_report_shows_utc_times_only(pytester: pytest.Pytester) -> None:
     local = time.strftime("%H:%M:%S", time.localtime(generated))
     assert f"at {local}" not in text and "Report generated on " + stamp in text
     assert _ZONELESS.findall(text) == []
+
+
+@pytest.mark.usefixtures("new_york")
+def test_junit_says_its_timestamp_in_utc(pytester: pytest.Pytester) -> None:
+    """pytest writes the testsuite's timestamp in local time with its offset; the run's
+    junit.xml says it in UTC, as every other view (one instant, one way of writing it)."""
+    (pytester.path / "trial.yaml").write_text(SIM_SPEC)
+    before = time.time()
+    pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
+    junit = (pytester.path / "reports" / "latest" / "junit.xml").read_text(encoding="utf-8")
+    [stamp] = re.findall(r'<testsuite [^>]*timestamp="([^"]+)"', junit)
+    assert stamp.endswith("+00:00"), stamp
+    when = datetime.fromisoformat(stamp).timestamp()
+    assert before - 1 <= when <= time.time()
+    unreadable = re.match(rb'(<testsuite timestamp=")([^"]+)(")',
+                          b'<testsuite timestamp="nonsense"')
+    assert unreadable is not None
+    assert b"".join(timestamp_in_utc(unreadable)) == unreadable.group(0)  # left as it was

@@ -16,6 +16,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from array import array
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,6 +24,8 @@ from pytest_cluster import internals
 from pytest_cluster.report.splice import splice
 
 PLACEHOLDER = "pytest-cluster-spooled"
+#: pytest's testsuite timestamp: local time with its offset.
+TIMESTAMP = re.compile(rb'(<testsuite [^>]*?timestamp=")([^"]+)(")')
 _PLACEHOLDER = re.compile(rf'<{PLACEHOLDER} i="(\d+)" n="(\d+)" />'.encode())
 
 
@@ -95,3 +98,24 @@ class JunitSpool:
 
     def close(self) -> None:
         self._file.close()
+
+
+def timestamp_in_utc(match: re.Match[bytes]) -> Iterator[bytes]:
+    """pytest's testsuite timestamp ('2026-11-27T00:10:52.619352-05:00', local) in UTC,
+    as every other view says times ('2026-11-27T05:10:52.619352+00:00'); as it was when
+    it cannot be read."""
+    try:
+        when = datetime.fromisoformat(match.group(2).decode("ascii"))
+    except ValueError:
+        yield match.group(0)
+        return
+    if when.tzinfo is None:
+        when = when.astimezone()  # pytest's older form: local time without its offset
+    yield match.group(1) + when.astimezone(timezone.utc).isoformat().encode() \
+        + match.group(3)
+
+
+def junit_in_utc(path: Path | None) -> None:
+    """junit.xml's testsuite timestamp rewritten in UTC (timestamp_in_utc)."""
+    if path is not None:
+        splice(path, TIMESTAMP, timestamp_in_utc, count=1)

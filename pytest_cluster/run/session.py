@@ -45,7 +45,7 @@ from pytest_cluster.evidence.verdict import (
 )
 from pytest_cluster.launchers.process import stop_everything
 from pytest_cluster.report.terminal import NEEDS_A_SOAK, RunSummary, terminal_lines
-from pytest_cluster.run.junit_spool import JunitSpool
+from pytest_cluster.run.junit_spool import JunitSpool, junit_in_utc
 from pytest_cluster.run.lifecycle import run_launcher
 
 if TYPE_CHECKING:
@@ -253,6 +253,8 @@ class ClusterSession:
         if self._spool is not None:
             self._spool.restore(Path(xml.logfile) if xml is not None else None)
             self._spool = None
+        if xml is not None:  # its timestamp in UTC, as every other time of the run
+            junit_in_utc(Path(xml.logfile))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if not session.items:
