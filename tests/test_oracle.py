@@ -124,7 +124,7 @@ storage:
      metadata_files: 100}}
 interconnect: {{payloads: [1 MiB], ranks_per_node: 2, busbw: ">= {busbw} GB/s",
                iterations: 5}}
-training: {{steps: 4, step_time: "<= {step} s"}}
+training: {{steps: 4, step_time: "<= {step} s", spread: "<= 100%"}}
 """
 
 

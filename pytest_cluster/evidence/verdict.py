@@ -258,7 +258,8 @@ def cluster_failures(records: Iterable[Mapping[str, Any]],
               and outcome(r) in ("failed", "error")]
     found = [{"clause": clause_of(r), "where": where_of(r),
               "message": clean_message(str(r.get("message", ""))),
-              "kind": str(r.get("error_kind") or "failed")} for r in failed]
+              "kind": str(r.get("error_kind") or "failed"),
+              **({"culprits": str(r["culprits"])} if culprits(r) else {})} for r in failed]
     alike = Counter((f["clause"], f["where"]) for f in found)
     for failure, record in zip(found, failed, strict=True):
         params = _case_params(record)
