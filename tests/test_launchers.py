@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import sys
 import time
 from collections.abc import Sequence
@@ -148,6 +149,41 @@ def test_crash_keeps_exit_code_and_stderr() -> None:
     assert result.exit_code == 3
     assert result.describe() == ("n1: host probe crashed: the probe exited with an error "
                                  "(exit code 3) | stderr: boom")
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_a_node_that_prints_without_end_fails_its_probe_not_the_controller(
+        stream: str) -> None:
+    """A node printing 400 MB (on either stream) costs its probe, named with the stream
+    and what was seen, within the limit's memory: it is stopped at the first byte past
+    the limit, not at its timeout, and what it printed is not kept."""
+    limit = 2**20
+    script = (f"import sys\nout = sys.{stream}.buffer\nfor _ in range(400):\n"
+              "    out.write(b'x' * 2**20)\n")
+    started = time.monotonic()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = run_process("n1", "host", [sys.executable, "-"], script, 60, limit=limit)
+    assert time.monotonic() - started < 30  # stopped, not waited out to its timeout
+    assert result.error is ErrorKind.BAD_OUTPUT and result.data is None
+    assert result.message.startswith("the probe printed too much, so it was stopped: "
+                                     f"{stream}: more than 1 MiB (")
+    assert "(cluster.probe_output)" in result.message
+    assert len(result.stderr_tail) <= 2000
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown < 64 * 2**10  # KiB: the limit's worth, never the 400 MB
+
+
+def test_output_within_the_limit_is_read_whole() -> None:
+    """A probe's answer just under the limit (its JSON on its last line) is read whole,
+    and stdin larger than a pipe's buffer reaches it whole."""
+    script = ("import json, sys\n"
+              f"print('y' * {2**20 - 200})\n"
+              "print(json.dumps({'probe': 'host', 'data': {'got': len(sys.stdin.read())}}))\n")
+    source = script + "#" + "z" * 300_000 + "\n"
+    result = run_process("n1", "host", [sys.executable, "-c", script], source, 60,
+                         limit=2**20)
+    assert result.ok, result.describe()
+    assert result.payload() == {"got": len(source)}
 
 
 def test_bad_output() -> None:

@@ -352,7 +352,7 @@ def test_the_spec_asks_its_table_of_launcher_kinds_not_their_names() -> None:
 
 #: launchers/ by job, each module only on those before it: the result record, running and
 #: stopping processes, fanning out, the Launcher; the launchers on all of them.
-LAUNCHER_PARTS = ("result", "process", "fanout", "base")
+LAUNCHER_PARTS = ("result", "capture", "process", "fanout", "base")
 
 
 def test_the_launcher_parts_stand_on_each_other_in_one_order() -> None:

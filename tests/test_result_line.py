@@ -1,5 +1,6 @@
 """The result line: its raw part serialised once (by Evidence), put into results.jsonl as
-that text, in its sorted place, byte for byte what serialising the whole line gives; the
+that text, in its sorted place, byte for byte what serialising the whole line gives, as
+strict JSON (a number that is not finite written as its text); the
 clause a line is about, read in one place."""
 
 from __future__ import annotations
@@ -11,7 +12,12 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_cluster.evidence.results import _Line, clause_of, line_text
+from pytest_cluster.evidence.check import raw_text
+from pytest_cluster.evidence.results import _Line, clause_of, line_text, strict_json
+
+
+def _refuse(name: str) -> None:
+    raise ValueError(f"{name} is no strict JSON")
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8)
@@ -26,17 +32,17 @@ KEYS = st.sampled_from(["case", "clause", "measured", "node", "outcome", "phase"
 @given(st.dictionaries(KEYS, JSON, max_size=10), JSON)
 def test_a_raw_serialised_once_is_written_as_a_whole_line_would_be(
         fields: dict[str, Any], raw: Any) -> None:
-    text = json.dumps(raw, sort_keys=True, default=str)  # as Evidence records it
+    text = raw_text(raw)  # as Evidence records it
     line = _Line({**fields, "raw": json.loads(text)})
     line.raw_text = text
-    assert line_text(line) == json.dumps(line, sort_keys=True, default=str)
-    back = json.loads(line_text(line))
+    assert line_text(line) == strict_json(line)
+    back = json.loads(line_text(line), parse_constant=_refuse)  # strict JSON, always
     assert set(back) == set(line)
 
 
 def test_a_line_without_a_serialised_raw_is_plain_json() -> None:
     assert line_text({"b": 1, "raw": {"x": math.inf}, "a": "é"}) == (
-        '{"a": "\\u00e9", "b": 1, "raw": {"x": Infinity}}')
+        '{"a": "\\u00e9", "b": 1, "raw": {"x": "inf"}}')  # strict JSON: no Infinity
     only = _Line({"raw": [1]})
     only.raw_text = "[1]"
     assert line_text(only) == '{"raw": [1]}'

@@ -80,7 +80,7 @@ def test_good_spec_becomes_frozen_records() -> None:
      "spec? known keys: cluster, host, storage, gpus, interconnect, sim, ssh, slurm, baseline, "
      "sla, soak, training, fabric)"),
     ("cluster: [a]\n", "trial.yaml:1: cluster: expected a map of name, nodes, launcher, python, "
-                       "probe_timeout, parallel, got a list"),
+                       "probe_timeout, probe_output, parallel, got a list"),
     ("cluster: {name: x, nodes: a}\nhost:\n  cpu_cores: >= 192\n",
      "trial.yaml:3: YAML syntax error: expected chomping or indentation indicators, but found "
      "'=' (quote values that start with '>' or '<', e.g. cpu_cores: \">= 192\")"),

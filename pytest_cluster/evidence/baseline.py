@@ -320,8 +320,9 @@ def compared(now: dict[str, Any], before: dict[str, Any], tolerance: float,
     0 has no relative change); a failed case where the baseline measured another quantity
     (its unit of another dimension)."""
     base, current = float(before["measured_base"]), float(now["measured_base"])
-    if base == 0 or not math.isfinite(current):
-        return None
+    if base == 0 or not math.isfinite(current) or not math.isfinite(base) \
+            or not math.isfinite((current - base) / abs(base)):
+        return None  # no relative change to speak of (a baseline of 5e-324: infinite)
     figure = Figure(now)
     if _dimension(now.get("unit")) != _dimension(before.get("unit")):
         return Case(str(now["case"]).rpartition("::")[2],

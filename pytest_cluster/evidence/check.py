@@ -10,6 +10,7 @@ call says either.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
@@ -17,6 +18,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 import pytest
 
 from pytest_cluster.evidence import node_groups
+from pytest_cluster.evidence.results import strict_json
+from pytest_cluster.evidence.untrusted_json import found
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure.reference import Reference, properties
 from pytest_cluster.spec.model import Clause, Rule, VersionClause
@@ -98,9 +101,12 @@ class Evidence:
             self.simulated = True
 
     def record(self, **values: Any) -> None:
+        """Record evidence (JUnit properties, the result line): text cut to MAX_TEXT
+        characters and the raw part to MAX_RAW bytes (a node's answer is not ours to
+        trust with the run's disk), numbers that are not finite written as text."""
         for name, value in values.items():
             if value is not None:
-                text = json.dumps(value, sort_keys=True, default=str) if name == "raw" else value
+                text = raw_text(value) if name == "raw" else bounded(value)
                 self.item.user_properties.append((name, text))
 
     def _record_apart(self) -> None:
@@ -153,6 +159,9 @@ class Evidence:
         unit_factor = _factor(req.unit)
         self.saw(result)
         simulated = result.simulated if result is not None else self.simulated
+        if finite(measured) is None:  # a node's answer: never compared, never written
+            self.cannot_measure(clause, f"the measured value is not a finite number: "
+                                f"{found(measured)}", raw=raw, kind="bad_output", node=node)
         place, node = self.place, self._node(node)
         self._record_apart()
         self.record(node=node, filesystem=place.filesystem, spec_key=clause.key,
@@ -238,6 +247,49 @@ class Evidence:
         self.record(verdict="pass" if verdict.ok else "fail")
         if not verdict.ok:
             pytest.fail(_mark(verdict.message, simulated), pytrace=False)
+
+
+#: The longest text recorded as one value (a model name, a message); longer is cut.
+MAX_TEXT = 2000
+#: The most of a case's raw evidence recorded, serialised; more is replaced by its size.
+MAX_RAW = 256 * 2**10
+
+
+def bounded(value: Any) -> Any:
+    """A recorded value as it is written: text cut to MAX_TEXT characters (saying how long
+    it was), a number that is not finite as its text (strict JSON has none)."""
+    if isinstance(value, str) and len(value) > MAX_TEXT:
+        return f"{value[:MAX_TEXT]}... (cut: {len(value)} characters)"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return value
+
+
+def raw_text(value: Any) -> str:
+    """The raw evidence as one line of strict JSON, within MAX_RAW bytes: numbers that are
+    not finite as text; a larger one replaced by what it was."""
+    try:
+        text = json.dumps(value, sort_keys=True, default=str, allow_nan=False)
+    except ValueError:  # NaN or an infinity somewhere in it
+        text = strict_json(value)
+    except RecursionError:
+        return json.dumps({"cut": "nested too deeply to record"}, allow_nan=False)
+    if len(text) > MAX_RAW:
+        return json.dumps({"cut": f"{len(text)} bytes of raw evidence, more than {MAX_RAW}",
+                           "head": text[:4096]}, allow_nan=False)
+    return text
+
+
+def finite(value: object) -> float | None:
+    """`value` as a float when it is a finite real number (not a bool, a string, a list,
+    NaN, an infinity or an integer beyond a float), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _mark(message: str, simulated: bool) -> str:

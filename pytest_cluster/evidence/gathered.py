@@ -147,7 +147,7 @@ class PassedRows:
         self._where: dict[str, tuple[array[int], array[int]]] = {}  # offsets, lengths
 
     def add(self, clause: str, row: PassedRow) -> None:
-        data = (json.dumps(row) + "\n").encode("utf-8")
+        data = (json.dumps(row, allow_nan=False) + "\n").encode("utf-8")
         offsets, lengths = self._where.setdefault(clause, (array("q"), array("q")))
         offsets.append(self._spool.tell())
         lengths.append(len(data))

@@ -74,7 +74,7 @@ class Plan:
     def write(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         partial = directory / f".{PLAN_FILE}.{os.getpid()}"
-        partial.write_text(json.dumps(self.to_json()), encoding="utf-8")
+        partial.write_text(json.dumps(self.to_json(), allow_nan=False), encoding="utf-8")
         os.replace(partial, directory / PLAN_FILE)
 
     @classmethod

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -169,12 +170,30 @@ def line_text(record: Mapping[str, Any]) -> str:
     serialised (a result line's, see _Line) is put in as it is, in its sorted place."""
     raw_text = getattr(record, "raw_text", None)
     if raw_text is None:
-        return json.dumps(record, sort_keys=True, default=str)
-    before = json.dumps({k: v for k, v in record.items() if k < "raw"}, sort_keys=True,
-                        default=str)[1:-1]
-    after = json.dumps({k: v for k, v in record.items() if k > "raw"}, sort_keys=True,
-                       default=str)[1:-1]
+        return strict_json(record)
+    before = strict_json({k: v for k, v in record.items() if k < "raw"})[1:-1]
+    after = strict_json({k: v for k, v in record.items() if k > "raw"})[1:-1]
     return "{" + ", ".join(p for p in (before, f'"raw": {raw_text}', after) if p) + "}"
+
+
+def strict_json(value: Any) -> str:
+    """`value` as strict JSON, keys sorted: a number that is not finite (strict JSON has
+    none) written as its text ("inf"), never as NaN or Infinity."""
+    try:
+        return json.dumps(value, sort_keys=True, default=str, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite_only(value), sort_keys=True, default=str, allow_nan=False)
+
+
+def _finite_only(value: Any) -> Any:
+    """`value` with every float that is not finite as its text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite_only(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_only(v) for v in value]
+    return value
 
 
 class ResultsWriter:

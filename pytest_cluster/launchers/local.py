@@ -47,5 +47,6 @@ class LocalLauncher(Launcher):
         source = call.source()
         within = self.timeout_text(timeout_s)
         return fan_out(nodes, lambda node: name_interpreter(
-            run_process(node, call.name, argv, source, timeout_s, within=within), python),
+            run_process(node, call.name, argv, source, timeout_s, within=within,
+                        limit=self.spec.probe_output_bytes), python),
             self.spec.parallel)

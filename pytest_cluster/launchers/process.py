@@ -22,9 +22,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any
+from typing import IO, Any
 
+from pytest_cluster.launchers.capture import Capture
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult, parse_probe_output
+from pytest_cluster.units import format_size
 
 STDERR_TAIL = 2000
 
@@ -42,7 +44,7 @@ class Launch:
     """A running launched command: its process (leader of its own process group) and the
     action that cancels it where it runs (scancel for a srun step), if any."""
 
-    process: subprocess.Popen[str]
+    process: subprocess.Popen[Any]
     cancel: Callable[[], None] | None = None
     stopping: bool = False
 
@@ -108,12 +110,12 @@ def running_launches() -> list[Launch]:
         return list(_RUNNING)
 
 
-def _signal_group(process: subprocess.Popen[str], sig: int) -> None:
+def _signal_group(process: subprocess.Popen[Any], sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, sig)
 
 
-def _has_ended(process: subprocess.Popen[str]) -> bool:
+def _has_ended(process: subprocess.Popen[Any]) -> bool:
     """Whether the group's leader has exited, without reaping it (its group id stays
     reserved for the SIGKILL that follows)."""
     if process.returncode is not None:
@@ -125,7 +127,7 @@ def _has_ended(process: subprocess.Popen[str]) -> bool:
         return True
 
 
-def _end_groups(processes: Sequence[subprocess.Popen[str]], grace_s: float) -> None:
+def _end_groups(processes: Sequence[subprocess.Popen[Any]], grace_s: float) -> None:
     """SIGTERM every process group, wait for their leaders up to `grace_s`, then SIGKILL
     every group (what a leader left behind in it too); at once on a second Ctrl-C."""
     for process in processes:
@@ -226,7 +228,7 @@ def _finish(launch: Launch) -> None:
 
 
 @contextlib.contextmanager
-def launched(argv: list[str], **popen: Any) -> Iterator[subprocess.Popen[str] | None]:
+def launched(argv: list[str], **popen: Any) -> Iterator[subprocess.Popen[Any] | None]:
     """A registered launch (see _start) for the block; stopped if it still runs after it."""
     launch = _start(argv, None, **popen)
     if launch is None:
@@ -248,21 +250,27 @@ class Finished:
     timed_out: bool = False
     start_error: ErrorKind | None = None  # could not start: interpreter missing, ...
     start_message: str = ""
+    overflow: str = ""  # a stream past its limit: 'stdout: more than 16 MiB (...)'
+
+
+#: The most of a command's stdout, and of its stderr, kept (cluster.probe_output).
+OUTPUT_LIMIT = 16 * 2**20
 
 
 def execute(argv: list[str], stdin_text: str, timeout_s: float,
             env: dict[str, str] | None = None, hold_stdin: bool = False,
-            cancel: Callable[[], None] | None = None) -> Finished:
+            cancel: Callable[[], None] | None = None,
+            limit: int = OUTPUT_LIMIT) -> Finished:
     """Run argv in its own process group feeding stdin; at the timeout, on Ctrl-C or at
     stop_everything: `cancel()` (e.g. scancel) when given, SIGTERM to the group, SIGKILL
-    after KILL_GRACE_S.
+    after KILL_GRACE_S. Its stdout and stderr are each kept up to `limit` bytes; past
+    that it is stopped and `overflow` says which stream and how much (capture.py).
 
     With `hold_stdin`, stdin stays open until the process ends (the node runner of the ssh
     and slurm launchers kills the probe when it closes)."""
     try:
         launch = _start(argv, cancel, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE, text=True, encoding="utf-8",
-                        errors="replace", env=env)
+                        stderr=subprocess.PIPE, env=env)
     except FileNotFoundError:
         return Finished(None, "", "", start_error=ErrorKind.INTERPRETER_MISSING,
                         start_message=f"{argv[0]!r} not found (check cluster.python in the "
@@ -273,31 +281,69 @@ def execute(argv: list[str], stdin_text: str, timeout_s: float,
     if launch is None:
         return Finished(None, "", "", start_error=ErrorKind.CANCELLED,
                         start_message=INTERRUPTED_MESSAGE)
-    process = launch.process
     try:
-        if hold_stdin:
-            stdout, stderr, timed_out = _wait_holding_stdin(launch, stdin_text, timeout_s)
-        else:
-            try:
-                stdout, stderr = process.communicate(stdin_text, timeout=timeout_s)
-                timed_out = False
-            except subprocess.TimeoutExpired:
-                _stop([launch])
-                stdout, stderr = process.communicate()
-                timed_out = True
+        return _collect(launch, stdin_text, timeout_s, hold_stdin, limit)
     finally:
         _finish(launch)  # Ctrl-C in this thread: stopped before it propagates
-    return Finished(process.returncode, stdout, stderr, timed_out)
+
+
+def _collect(launch: Launch, stdin_text: str, timeout_s: float, hold_stdin: bool,
+             limit: int) -> Finished:
+    """Write stdin_text (then close stdin, unless `hold_stdin`), read stdout and stderr
+    within `limit` each until the process ends, or stop it at the timeout or when a
+    stream runs over."""
+    process = launch.process
+    assert process.stdin is not None and process.stdout is not None
+    assert process.stderr is not None
+    stopping = threading.Event()
+    streams = [Capture(name, pipe, limit, stopping.set).start()
+               for name, pipe in (("stdout", process.stdout), ("stderr", process.stderr))]
+    writer = threading.Thread(target=_feed, args=(process.stdin, stdin_text, hold_stdin),
+                              daemon=True)
+    writer.start()
+    timed_out = False
+    deadline = time.monotonic() + timeout_s
+    try:
+        while process.poll() is None:
+            if stopping.is_set():
+                _stop([launch])
+                break
+            if time.monotonic() >= deadline:
+                _stop([launch])
+                timed_out = True
+                break
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(min(0.05, max(deadline - time.monotonic(), 0.0)))
+        process.wait()
+    finally:
+        with contextlib.suppress(BrokenPipeError, OSError):
+            process.stdin.close()
+    for stream in streams:
+        stream.join(5)
+    overflow = "; ".join(found for stream in streams
+                         if (found := stream.overflow(format_size)))
+    return Finished(process.returncode, streams[0].text, streams[1].text,
+                    timed_out and not overflow, overflow=overflow)
+
+
+def _feed(stdin: IO[bytes], text: str, hold: bool) -> None:
+    """Write `text` to a process's stdin; close it unless the process is to keep it."""
+    with contextlib.suppress(BrokenPipeError, OSError, ValueError):
+        stdin.write(text.encode("utf-8"))
+        stdin.flush()
+        if not hold:
+            stdin.close()
 
 
 def run_process(node: str, probe: str, argv: list[str], stdin_text: str,
                 timeout_s: float, env: dict[str, str] | None = None,
                 simulated: bool = False, hold_stdin: bool = False,
-                within: str | None = None) -> ProbeResult:
+                within: str | None = None, limit: int = OUTPUT_LIMIT) -> ProbeResult:
     """Run a probe on one node (execute) and map every outcome to a ProbeResult."""
     started = time.time()
     clock = time.perf_counter()
-    done = execute(argv, stdin_text, timeout_s, env=env, hold_stdin=hold_stdin)
+    done = execute(argv, stdin_text, timeout_s, env=env, hold_stdin=hold_stdin,
+                   limit=limit)
     return probe_result(node, probe, done, timeout_s, started, time.perf_counter() - clock,
                         simulated=simulated, within=within)
 
@@ -315,6 +361,10 @@ def probe_result(node: str, probe: str, done: Finished, timeout_s: float, starte
     if done.start_error is not None:
         return result(data=None, error=done.start_error, message=done.start_message)
     tail = done.stderr[-STDERR_TAIL:]
+    if done.overflow:
+        return result(data=None, error=ErrorKind.BAD_OUTPUT, exit_code=done.returncode,
+                      message=f"the probe printed too much, so it was stopped: "
+                              f"{done.overflow} (cluster.probe_output)", stderr_tail=tail)
     if done.timed_out:
         return result(data=None, error=ErrorKind.TIMEOUT,
                       message=f"no answer within {within or f'{timeout_s:g} s'}; killed",
@@ -328,35 +378,3 @@ def probe_result(node: str, probe: str, done: Finished, timeout_s: float, starte
         return result(data=None, error=ErrorKind.BAD_OUTPUT, exit_code=0, message=str(exc),
                       stderr_tail=tail)
     return result(data=data, exit_code=0, stderr_tail=tail)
-
-
-def _wait_holding_stdin(launch: Launch, stdin_text: str,
-                        timeout_s: float) -> tuple[str, str, bool]:
-    """Write stdin_text, keep stdin open, collect stdout and stderr until the process ends
-    (or stop it at the timeout); the last item says whether it timed out."""
-    process = launch.process
-    assert process.stdin is not None and process.stdout is not None
-    assert process.stderr is not None
-    chunks: dict[str, str] = {}
-    readers = [threading.Thread(target=lambda name=name, pipe=pipe: chunks.__setitem__(
-        name, pipe.read()), daemon=True) for name, pipe in (("out", process.stdout),
-                                                            ("err", process.stderr))]
-    for reader in readers:
-        reader.start()
-    timed_out = False
-    try:
-        with contextlib.suppress(BrokenPipeError):
-            process.stdin.write(stdin_text)
-            process.stdin.flush()
-        try:
-            process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            _stop([launch])
-            process.wait()
-            timed_out = True
-    finally:
-        with contextlib.suppress(BrokenPipeError, OSError):
-            process.stdin.close()
-    for reader in readers:
-        reader.join(5)
-    return chunks.get("out", ""), chunks.get("err", ""), timed_out

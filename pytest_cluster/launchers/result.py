@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -73,15 +74,30 @@ class ProbeResult:
         return cls(**values)
 
 
+def _not_a_number(name: str) -> Any:
+    raise ValueError(f"the probe's JSON has {name}: not a finite number (strict JSON has "
+                     "none)")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the probe's JSON has {text[:40]}: not a finite number")
+    return value
+
+
 def parse_probe_output(stdout: str, probe: str) -> dict[str, Any]:
     """The probe's `data` object from its stdout; ValueError says what is wrong."""
     text = stdout.strip()
     if not text:
         raise ValueError("the probe printed nothing")
     try:
-        document = json.loads(text.splitlines()[-1])
+        document = json.loads(text.splitlines()[-1], parse_constant=_not_a_number,
+                              parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise ValueError(f"the probe's last line is not JSON ({exc.msg})") from None
+    except RecursionError:
+        raise ValueError("the probe's JSON is nested too deeply") from None
     if not isinstance(document, dict) or not isinstance(document.get("data"), dict):
         raise ValueError("the probe's JSON has no 'data' object")
     if document.get("probe") != probe:

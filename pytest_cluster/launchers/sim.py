@@ -67,7 +67,7 @@ def gpu_probe_env(base: dict[str, str], description: dict[str, object]) -> dict[
     env = dict(base)
     path = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(SIM_NVML_DIR) + (os.pathsep + path if path else "")
-    env[NODE_ENV] = json.dumps(description)
+    env[NODE_ENV] = json.dumps(description, allow_nan=False)
     return env
 
 
@@ -111,7 +111,8 @@ class SimLauncher(Launcher):
             argv = [sys.executable, "-S", "-", *call.args, "--no-kernel-log"]
             env = gpu_probe_env(dict(os.environ), describe_node(self.sim, node))
             return run_process(node, call.name, argv, call.source(), timeout_s, env=env,
-                               simulated=self.simulated, within=self.timeout_text(timeout_s))
+                               simulated=self.simulated, within=self.timeout_text(timeout_s),
+                               limit=self.spec.probe_output_bytes)
         try:
             if call.name == "host":
                 data = host_payload(self.sim, node)

@@ -61,6 +61,7 @@ from pytest_cluster.launchers.process import Finished, execute, probe_result
 from pytest_cluster.launchers.remote import classify_runner_exit, runner_argv, runner_payload
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult, ProgramRun
 from pytest_cluster.spec.model import ClusterSpec, SlurmSpec, Spec
+from pytest_cluster.units import format_size
 
 if TYPE_CHECKING:
     from pytest_cluster.probes import ProbeCall
@@ -493,6 +494,8 @@ class SlurmLauncher(Launcher):
         done = execute(line, "", timeout_s + IMMEDIATE_S + 30, cancel=cancel)
         if done.start_error is not None:
             return ProgramRun("unavailable", "", f"srun: {done.start_message}")
+        if done.overflow:  # stopped: what it printed does not count
+            return ProgramRun("too much output", "", f"srun: stopped: {done.overflow}")
         code: int | str = "timeout" if done.timed_out else \
             done.returncode if done.returncode is not None else "killed"
         return ProgramRun(code, task_lines(done.stdout), done.stderr[-2000:])
@@ -562,8 +565,9 @@ class SlurmLauncher(Launcher):
 
         # the nodes kill their probes at timeout_s; srun gets --immediate to get the nodes
         # and a margin to start the step
+        limit = self.spec.probe_output_bytes
         done = execute(argv, payload, timeout_s + immediate_s + 30, hold_stdin=True,
-                       cancel=cancel)
+                       cancel=cancel, limit=limit * len(nodes))
         if done.start_error is not None:
             return {n: self._failed(n, call.name, ErrorKind.UNREACHABLE,
                                     f"srun: {done.start_message}", started=started)
@@ -577,15 +581,21 @@ class SlurmLauncher(Launcher):
         for node in nodes:
             task = tasks.get(node)
             if task is not None and task.exit_code is not None:
-                finished = Finished(task.exit_code, "\n".join(task.stdout),
-                                    "\n".join(task.stderr))
+                out, err = "\n".join(task.stdout), "\n".join(task.stderr)
+                finished = Finished(task.exit_code, out, err, overflow="; ".join(
+                    f"{name}: more than {format_size(limit)} ({format_size(len(text))} "
+                    "seen)" for name, text in (("stdout", out), ("stderr", err))
+                    if len(text) > limit))
                 result = probe_result(node, call.name, finished, timeout_s, started,
                                       time.time() - started)
                 results[node] = classify_runner_exit(result, self.spec.python,
                                                      within=self.timeout_text(timeout_s))
                 continue
             kind, message = ErrorKind.UNREACHABLE, NO_TASK
-            if done.timed_out:
+            if done.overflow:
+                kind, message = (ErrorKind.BAD_OUTPUT, "the step's probes printed too much "
+                                 f"in all, so it was stopped: {done.overflow}")
+            elif done.timed_out:
                 kind, message = (ErrorKind.TIMEOUT,
                                  f"no answer within {self.timeout_text(timeout_s)}; the step "
                                  "was cancelled")

@@ -266,7 +266,7 @@ class SshLauncher(Launcher):
         # the node kills the probe at timeout_s (a hung interpreter by T+10); ssh itself
         # is killed here at T+15
         result = run_process(node, call.name, argv, payload, timeout_s + BACKSTOP_S,
-                             hold_stdin=True)
+                             hold_stdin=True, limit=self.spec.probe_output_bytes)
         if result.error is ErrorKind.TIMEOUT:
             result = dataclasses.replace(
                 result, message=backstop_message(within, timeout_s + BACKSTOP_S))

@@ -40,8 +40,8 @@ def write_object(out: IO[str], items: Iterable[tuple[str, Any]]) -> None:
     the whole object as one string)."""
     out.write("{")
     for index, (key, value) in enumerate(items):
-        out.write(f"{',' if index else ''}\n{json.dumps(key)}: "
-                  f"{json.dumps(value, sort_keys=True)}")
+        out.write(f"{',' if index else ''}\n{json.dumps(key, allow_nan=False)}: "
+                  f"{json.dumps(value, sort_keys=True, allow_nan=False)}")
     out.write("\n}")
 
 
@@ -75,7 +75,8 @@ class ProbeCache:
             results = run(call, nodes)
             write_by_node(target, results)
             (self.directory / f"{key}.call.json").write_text(
-                json.dumps({"probe": call.name, "args": list(call.args)}), encoding="utf-8")
+                json.dumps({"probe": call.name, "args": list(call.args)}, allow_nan=False),
+                encoding="utf-8")
             return results
 
         self._memo[key] = results = self._once(key, self._load, make)
@@ -116,7 +117,7 @@ class ProbeCache:
             with self.alone():
                 document = compute()
             partial = target.with_suffix(".tmp")
-            partial.write_text(json.dumps(document), encoding="utf-8")
+            partial.write_text(json.dumps(document, allow_nan=False), encoding="utf-8")
             os.replace(partial, target)
             return document
 
@@ -131,5 +132,5 @@ class ProbeCache:
 def document_key(prefix: str, *parts: object) -> str:
     """The cache's name for a document computed once per run from `parts` (a section of
     the spec, a job's scope): 'interconnect-1a2b3c4d5e6f7a8b'."""
-    text = json.dumps(parts, sort_keys=True, default=str)
+    text = json.dumps(parts, sort_keys=True, default=str, allow_nan=False)
     return f"{prefix}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"

@@ -221,7 +221,7 @@ class Cluster:
     def _key(self, *parts: object) -> str:
         if self._interconnect_text is None:
             self._interconnect_text = json.dumps(asdict(self.interconnect_spec()), sort_keys=True,
-                                                 default=str)
+                                                 default=str, allow_nan=False)
         return document_key("interconnect", self._interconnect_text, *parts)
 
     def _silent(self, nodes: Sequence[str]) -> ProbeResult | None:

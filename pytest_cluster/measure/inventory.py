@@ -231,7 +231,7 @@ def write(run_dir: Path, document: dict[str, Any]) -> Path:
     path = run_dir / INVENTORY
     head = {key: value for key, value in document.items() if key != "nodes"}
     with path.open("x", encoding="utf-8") as out:
-        out.write(json.dumps(head, sort_keys=True)[:-1] + ', "nodes": ')
+        out.write(json.dumps(head, sort_keys=True, allow_nan=False)[:-1] + ', "nodes": ')
         write_object(out, document["nodes"].items())
         out.write("}\n")
     return path

@@ -157,9 +157,11 @@ def search(cluster: Cluster) -> RailSearches:
         return {"rails": found, "unread": unread, "payload": size, "bar": bar,
                 "tool": fab.rail_tool}
 
-    key = document_key("rails", json.dumps(asdict(fab), sort_keys=True, default=str),
+    key = document_key("rails", json.dumps(asdict(fab), sort_keys=True, default=str,
+                                           allow_nan=False),
                        json.dumps(asdict(cluster.spec.interconnect), sort_keys=True,
-                                  default=str) if cluster.spec.interconnect else "")
+                                  default=str, allow_nan=False)
+                       if cluster.spec.interconnect else "")
     return RailSearches.from_json(cluster.cache.document(key, compute))
 
 
@@ -207,7 +209,7 @@ def runner(cluster: Cluster, port: dict[str, Any], index: int,
 
     def write_bw(group: list[str]) -> tuple[float, str]:
         job = JobSpec(tuple(group), probe_source("perftest"),
-                      args=("--argv", json.dumps(base), "--seconds",
+                      args=("--argv", json.dumps(base, allow_nan=False), "--seconds",
                             f"{perftest.SECONDS:g}"),
                       init_timeout_s=wait_s, wall_timeout_s=(len(group) - 1) * (
                           perftest.SECONDS + wait_s + 30) + 60)

@@ -344,7 +344,9 @@ def main(argv: list[str] | None = None) -> int:
         "rank": rank, "world": world, "host": socket.gethostname(), "backend": args.backend,
         "torch": torch.__version__, **times, "tokens_per_step": size[4] * size[3],
         "link": {"bytes": link_bytes, "exchange_s": link},
-        "loss_first": losses[0] if losses else None, "loss_last": losses[-1] if losses else None,
+        # strict JSON: a loss that is not finite is null ("finite" says so)
+        "loss_first": losses[0] if losses and math.isfinite(losses[0]) else None,
+        "loss_last": losses[-1] if losses and math.isfinite(losses[-1]) else None,
         "finite": all(math.isfinite(v) for v in losses),
         "model": dict(zip(("layers", "width", "heads", "sequence", "batch", "vocab"), size,
                           strict=True)),

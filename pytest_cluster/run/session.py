@@ -295,7 +295,8 @@ class ClusterSession:
         document = verdict_document(self.spec, self.end, self.verdicts, self.ledger,
                                     self.run_dir.name)
         path = self.run_dir / "verdict.json"
-        path.write_text(json.dumps(document, indent=1, sort_keys=True), encoding="utf-8")
+        path.write_text(json.dumps(document, indent=1, sort_keys=True, allow_nan=False),
+                        encoding="utf-8")
 
     def _junit_status(self) -> None:
         xml = internals.junit_writer(self.config)

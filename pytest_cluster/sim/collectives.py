@@ -358,4 +358,4 @@ def nccl_tests_payload(sim: SimSpec, spec: InterconnectSpec | None,
     return {"binary": path, "json_output": True, "runs": [{
         "argv": argv, "exit_code": run.exit_code, "stdout": run.stdout,
         "stderr_tail": run.stderr,
-        "json": json.dumps(run.document) if run.document is not None else None}]}
+        "json": json.dumps(run.document, allow_nan=False) if run.document is not None else None}]}

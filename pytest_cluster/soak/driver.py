@@ -109,7 +109,7 @@ class SoakDriver:
                 "cluster": self.spec.cluster.name, "spec_sha256": self.spec.sha256,
                 "started_at": self.started, "started_utc": utc(self.started),
                 "duration_s": self.duration_s, "max_rounds": self.max_rounds}, indent=1,
-                sort_keys=True) + "\n", encoding="utf-8")
+                sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
         for number in soak.round_numbers(self.soak_dir):
             self._take(number)
         self.earlier_s = soak.timelines(self.rounds).observed_s

@@ -290,6 +290,16 @@ def time_between(low: float, high: float, shown: str) -> Callable[[object], floa
     return parse
 
 
+def size_between(low: float, high: float, shown: str) -> Callable[[object], int]:
+    """A parser of sizes from `low` to `high` bytes; `shown` says the range in words."""
+    def parse(raw: object) -> int:
+        value = parse_quantity(raw, Dim.SIZE).value
+        if not low <= value <= high:
+            raise UnitError(f"expected a size {shown}, got {raw!r}")
+        return int(value)
+    return parse
+
+
 def for_launcher(ctx: Ctx, node: Node, section: str, cluster: ClusterSpec) -> bool:
     """Whether a launcher's own section (sim, ssh, slurm) matches cluster.launcher; if not,
     records the error."""

@@ -34,6 +34,7 @@ from pytest_cluster.spec.fields import (
     positive_int,
     promises,
     section_map,
+    size_between,
     text,
     time_between,
     whole,
@@ -101,7 +102,8 @@ def _nodes(ctx: Ctx, node: Node | None, path: str) -> tuple[str, ...]:
 
 
 def _cluster(ctx: Ctx, node: Node | None, allocation: bool = False) -> ClusterSpec:
-    known = ("name", "nodes", "launcher", "python", "probe_timeout", "parallel")
+    known = ("name", "nodes", "launcher", "python", "probe_timeout", "probe_output",
+             "parallel")
     if node is None:
         ctx.error(None, "cluster", "missing section (needs at least name and nodes)")
         return ClusterSpec("", (), "local", "python3", 600.0, 64)
@@ -142,6 +144,9 @@ def _cluster(ctx: Ctx, node: Node | None, allocation: bool = False) -> ClusterSp
                                          "cluster.probe_timeout", timeout), 600.0),
         parallel=or_default(field(ctx, table.take("parallel"), "cluster.parallel",
                                   positive_int), 64),
+        probe_output_bytes=or_default(field(
+            ctx, table.take("probe_output"), "cluster.probe_output",
+            size_between(64 * 2**10, 2**30, "from 64 KiB to 1 GiB")), 16 * 2**20),
     )
     table.finish()
     return result

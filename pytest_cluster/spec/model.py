@@ -40,6 +40,8 @@ class ClusterSpec:
     python: str
     probe_timeout_s: float
     parallel: int
+    #: The most a probe may print on stdout, and on stderr: more fails it as bad output
+    probe_output_bytes: int = 16 * 2**20
     #: In a run of some nodes (--cluster-node): the spec's nodes, of which `nodes` are
     #: the ones checked; () when every node is
     chosen_from: tuple[str, ...] = ()

@@ -72,7 +72,8 @@ def seal(run_dir: Path, predicate: dict[str, Any],
     """Write `run_dir`/manifest.intoto.json over what `run_dir` holds now: (the envelope,
     why each signer that failed did). A failed signer leaves its signature out, never the
     manifest."""
-    payload = json.dumps(statement(run_dir, predicate), indent=1, sort_keys=True).encode()
+    payload = json.dumps(statement(run_dir, predicate), indent=1, sort_keys=True,
+                         allow_nan=False).encode()
     signed = Envelope(IN_TOTO, payload).signed_bytes()
     signatures, failed = [], []
     for signer in signers:
@@ -83,7 +84,8 @@ def seal(run_dir: Path, predicate: dict[str, Any],
     envelope = Envelope(IN_TOTO, payload, tuple(signatures))
     target = run_dir / MANIFEST
     partial = target.with_name(f".{MANIFEST}.tmp")
-    partial.write_text(json.dumps(envelope.to_json(), indent=1) + "\n", encoding="utf-8")
+    partial.write_text(json.dumps(envelope.to_json(), indent=1, allow_nan=False) + "\n",
+                       encoding="utf-8")
     os.replace(partial, target)
     return envelope, tuple(failed)
 
