@@ -23,6 +23,7 @@ from pytest_cluster import hostlist, units
 from pytest_cluster.errors import BundleError, InputError, UnitError
 from pytest_cluster.evidence import untrusted_json
 from pytest_cluster.evidence.bundle import bounds
+from pytest_cluster.launchers import jobs, slurm
 from pytest_cluster.measure import nccl_log, nccl_tests, perftest
 from pytest_cluster.probes import collective
 from pytest_cluster.spec.busbw import CollectiveRun
@@ -53,6 +54,7 @@ INPUTS: dict[str, str] = {
     "digits then a number": _repeat("1", "a1"),
     "digits then garbage": _repeat("9", "e+x!"),
     "blanks": _repeat(" ", "x"),
+    "blanks then a warning": _repeat(" ", "xWarning"),
     "brackets of digits": _repeat("[1-", ""),
     "a header of many columns": "# size busbw " + _repeat("time "),
     "a header and many rows": "# size count type redop root time algbw busbw #wrong\n"
@@ -84,6 +86,9 @@ PARSERS: dict[str, tuple[Parser, tuple[type[Exception], ...]]] = {
     "hostlist.expand_hostlist": (hostlist.expand_hostlist, (UnitError,)),
     "hostlist.compress_hostlist": (lambda text: hostlist.compress_hostlist(text.split(",")),
                                    ()),
+    "jobs.reason_line": (lambda text: jobs.reason_line("a\n" + text), ()),
+    "jobs.waited_on_store": (lambda text: jobs.waited_on_store("a\n" + text), ()),
+    "slurm.srun_errors": (slurm.srun_errors, ()),
     "units.parse_number": (units.parse_number, (UnitError,)),
     "units.parse_quantity": (lambda text: units.parse_quantity(text, units.Dim.RATE),
                              (UnitError,)),
