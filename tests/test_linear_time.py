@@ -26,6 +26,7 @@ from pytest_cluster.evidence.bundle import bounds
 from pytest_cluster.launchers import jobs, slurm
 from pytest_cluster.measure import nccl_log, nccl_tests, perftest
 from pytest_cluster.probes import collective
+from pytest_cluster.spec import requirement
 from pytest_cluster.spec.busbw import CollectiveRun
 
 #: The CPU one parser may take on one 1 MB input.
@@ -55,6 +56,8 @@ INPUTS: dict[str, str] = {
     "digits then garbage": _repeat("9", "e+x!"),
     "blanks": _repeat(" ", "x"),
     "blanks then a warning": _repeat(" ", "xWarning"),
+    "blanks inside": "1" + _repeat(" ", "x"),
+    "dotted digits": _repeat("1234567890123456789."),
     "brackets of digits": _repeat("[1-", ""),
     "a header of many columns": "# size busbw " + _repeat("time "),
     "a header and many rows": "# size count type redop root time algbw busbw #wrong\n"
@@ -89,6 +92,11 @@ PARSERS: dict[str, tuple[Parser, tuple[type[Exception], ...]]] = {
     "jobs.reason_line": (lambda text: jobs.reason_line("a\n" + text), ()),
     "jobs.waited_on_store": (lambda text: jobs.waited_on_store("a\n" + text), ()),
     "slurm.srun_errors": (slurm.srun_errors, ()),
+    "requirement.parse_requirement": (
+        lambda text: requirement.parse_requirement(">= " + text, units.Dim.RATE), (UnitError,)),
+    "requirement.parse_version_requirement": (requirement.parse_version_requirement,
+                                              (UnitError,)),
+    "requirement.version_tuple": (requirement.version_tuple, ()),
     "units.parse_number": (units.parse_number, (UnitError,)),
     "units.parse_quantity": (lambda text: units.parse_quantity(text, units.Dim.RATE),
                              (UnitError,)),
@@ -97,7 +105,7 @@ PARSERS: dict[str, tuple[Parser, tuple[type[Exception], ...]]] = {
 #: Where parsers of untrusted text live; every function of theirs named parse*, load*,
 #: expand*, compress*, to_run, kept or depth must be in PARSERS.
 MODULES: tuple[ModuleType, ...] = (bounds, untrusted_json, nccl_log, nccl_tests, perftest,
-                                   hostlist, units, collective)
+                                   hostlist, units, collective, requirement)
 
 
 def test_every_parser_of_these_modules_is_fed_the_inputs() -> None:
@@ -107,7 +115,7 @@ def test_every_parser_of_these_modules_is_fed_the_inputs() -> None:
              for name, function in inspect.getmembers(module, inspect.isfunction)
              if function.__module__ == module.__name__ and name.startswith(prefixes)}
     assert found - set(PARSERS) == set()
-    assert len(found) >= 15  # the census finds what it should
+    assert len(found) >= 17  # the census finds what it should
 
 
 def _cpu_seconds(parser: Parser, text: str, refusals: tuple[type[Exception], ...]) -> float:
