@@ -100,14 +100,14 @@ def main() -> int:
         code, _, rss, out = run([__file__, "--parser", name])
         found = json.loads(out.splitlines()[-1]) if code == 0 and out.strip() else {}
         seconds = float(found.get("seconds", math.nan))
-        print(f"{name:28s} worst on {found.get('input', 'hung or failed')!s:26s} "
+        print(f"{name:38s} worst on {found.get('input', 'hung or failed')!s:26s} "
               f"{seconds:6.3f} s  {rss:7.1f} MiB", flush=True)
         worst = _worst(worst, seconds, rss)
     with tempfile.TemporaryDirectory(prefix="hostile-parsers-") as tmp:
         for name, quotes in MANIFESTS:
             run_dir = manifest(Path(tmp), quotes)
             code, seconds, rss, out = run(["-m", "pytest_cluster.cli", "verify", str(run_dir)])
-            print(f"{name:55s} exit {code} (2)  {seconds:6.3f} s  {rss:7.1f} MiB", flush=True)
+            print(f"{name:65s} exit {code} (2)  {seconds:6.3f} s  {rss:7.1f} MiB", flush=True)
             worst = _worst(worst, seconds if code == 2 else math.nan, rss)
             (run_dir / "manifest.intoto.json").unlink()
     print(f"worst_parser_s={worst:.3f}")
