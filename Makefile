@@ -46,6 +46,7 @@ bench: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/faults.py
 	$(BIN)/python bench/hostile_specs.py
 	$(BIN)/python bench/hostile_evidence.py
+	$(BIN)/python bench/hostile_parsers.py
 	$(BIN)/python bench/hostile_baseline.py
 	$(BIN)/python bench/hostile_options.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/hostile_nodes.py

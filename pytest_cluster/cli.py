@@ -15,9 +15,10 @@ It exits with a VerifyExit, each listed with its meaning in `verify --help`:
 0 when every file of DIR is as its manifest lists it (and, with --key, the manifest is
 signed by that key), 1 when a file differs (or, with --key, the signature is not that
 key's), 2 when DIR, its manifest or the key cannot be read as one (one line, on stderr) or
-the command line is wrong. --require-signature makes a signature by --key's key a
-condition of exit 0 said out loud: without --key it is a usage error, so a script that
-asks for a signature cannot pass an unsigned bundle by leaving the key out.
+the command line is wrong, 130 when Ctrl-C stopped it first (one line, on stderr).
+--require-signature makes a signature by --key's key a condition of exit 0 said out loud:
+without --key it is a usage error, so a script that asks for a signature cannot pass an
+unsigned bundle by leaving the key out.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class VerifyExit(IntEnum):
     OK = 0
     NOT_VERIFIED = 1
     ERROR = 2  # argparse's own code for a usage error, too
+    INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command Ctrl-C stopped
 
 
 #: Each exit of `verify`, as `verify --help` and docs/running.md list it.
@@ -55,6 +57,8 @@ VERIFY_EXIT_MEANING: dict[VerifyExit, str] = {
                              "SIGNATURE INVALID)",
     VerifyExit.ERROR: "DIR, its manifest or the key cannot be read as one (one line on "
                       "stderr), or a usage error (--require-signature without --key)",
+    VerifyExit.INTERRUPTED: "stopped by Ctrl-C (SIGINT) before it could say (one line on "
+                            "stderr): nothing is said of the files or the signature",
 }
 
 
@@ -148,6 +152,10 @@ def _verify(args: argparse.Namespace) -> VerifyExit:
     except BundleError as exc:
         print(f"pytest-cluster verify: {exc}", file=sys.stderr)
         return VerifyExit.ERROR
+    except KeyboardInterrupt:
+        print("pytest-cluster verify: interrupted (Ctrl-C) before the check ended: "
+              "nothing is verified", file=sys.stderr)
+        return VerifyExit.INTERRUPTED
     print("\n".join(verdict.lines()))
     held = verdict.verified if args.require_signature else verdict.ok
     return VerifyExit.OK if held else VerifyExit.NOT_VERIFIED

@@ -115,7 +115,23 @@ def expand_hostlist(expr: str) -> list[str]:
     return names
 
 
-_LAST_NUMBER_RE = re.compile(r"^(.*?)(\d+)(\D*)$")
+#: The longest number a name's last number is read as (a label's length).
+_MAX_DIGITS = 63
+
+
+def _last_number(name: str) -> tuple[str, str, str] | None:
+    """(prefix, digits, suffix) of `name` split at its last run of digits ('gpu-', '0127',
+    '.ib' of 'gpu-0127.ib'); None where it has none, or one longer than a label. A scan
+    from the end: linear in the name."""
+    end = len(name)
+    while end and not name[end - 1].isdecimal():
+        end -= 1
+    start = end
+    while start and name[start - 1].isdecimal():
+        start -= 1
+    if start == end or end - start > _MAX_DIGITS:
+        return None
+    return name[:start], name[start:end], name[end:]
 
 
 def compress_hostlist(names: Iterable[str]) -> str:
@@ -126,11 +142,11 @@ def compress_hostlist(names: Iterable[str]) -> str:
     name. `expand_hostlist` gives the names back."""
     groups: dict[tuple[str, str, int] | str, set[int]] = {}
     for name in names:
-        match = _LAST_NUMBER_RE.match(name)
-        if match is None:
+        split = _last_number(name)
+        if split is None:
             groups.setdefault(name, set())
             continue
-        prefix, digits, suffix = match.groups()
+        prefix, digits, suffix = split
         groups.setdefault((prefix, suffix, len(digits)), set()).add(int(digits))
     parts: list[str] = []
     for key, numbers in groups.items():

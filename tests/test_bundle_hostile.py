@@ -376,6 +376,17 @@ def test_shown_and_depth() -> None:
     assert depth(b'{"a": [1, {"b": "]]]["}], "c\\"[[": {}}') == 3
 
 
+@pytest.mark.parametrize(("text", "levels"), [
+    (b'["\\\\", ["\\\\\\"[", [[]]]]', 4),  # an escaped backslash ends no string early
+    (b'["a""[" , [["b"]]]', 3),  # two strings side by side, a bracket in the second
+    (b'[["", "", "]"], {"k": "{"}]', 2),  # empty strings, brackets inside strings
+    (b'[[ "[[[[' + b'\\"' * 1000, 2),  # unterminated: what follows the quote is not counted
+    (b'[\\"[[', 3),  # a backslash outside a string: JSON refuses it; still a count
+])
+def test_depth_counts_only_the_brackets_outside_strings(text: bytes, levels: int) -> None:
+    assert depth(text) == levels
+
+
 def test_the_soaks_kept_names_are_the_soaks() -> None:
     assert verify_module.SOAK_KEPT == soak.KEPT
     assert verify_module.SOAK_FILE == soak.SOAK_FILE and soak.STOPS_DIR == "stops"

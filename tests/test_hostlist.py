@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -79,3 +81,14 @@ def test_compressed_hostlists_expand_to_the_same_names(names: list[str]) -> None
     expr = compress_hostlist(names)
     assert sorted(expand_hostlist(expr) if names else []) == sorted(set(names))
     assert len(expr) <= len(",".join(dict.fromkeys(names)))
+
+
+@pytest.mark.parametrize("name", ["gpu-0127", "gpu-0127.ib", "r1-n02x", "node", "", "7",
+                                  "a1b22c333", "n\u0663\u0664", "1" * 63 + "x", "x" * 10 + "--"])
+def test_a_names_last_number_is_found_as_the_pattern_found_it(name: str) -> None:
+    """The scan from the end splits a name where `^(.*?)(\\d+)(\\D*)$` did (that pattern
+    took quadratic time on a long run of digits followed by another number)."""
+    from pytest_cluster.hostlist import _last_number
+
+    old = re.match(r"^(.*?)(\d+)(\D*)$", name)
+    assert _last_number(name) == (old.groups() if old else None)

@@ -1,12 +1,13 @@
 """NCCL's INFO lines, as its versions print them (quoted in NCCL's issues: #707 for 2.7-era
 GDRDMA channels, nv_peer_memory#56 for 2.4's device lines, #1814 for a net plugin's
-channels, and a 2.2x run without GPUDirect), parsed into what a run used."""
+channels, a 2.2x run without GPUDirect, and a 2024 one with relaxed ordering and PXN),
+parsed into what a run used."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_cluster.measure.nccl_log import inter_node, parse
+from pytest_cluster.measure.nccl_log import MAX_LINE, inter_node, parse
 from pytest_cluster.probes.collective import nccl_lines
 
 IB_GDR = """\
@@ -131,3 +132,48 @@ def test_ranks_that_answer_oddly_say_nothing_of_a_rank() -> None:
     found = summary([{"rank": "0", "nccl_log": ["x"]}, {"rank": True}, {"sizes": []},
                      {"rank": 3, "nccl_log": [None, 5] * 10_000}])
     assert found["inter_node"] == {"None": "3"}  # its lines say nothing: not guessed
+
+
+# NCCL of 2024 on (a 4-NIC node, quoted in a published log): the NICs use relaxed ordering,
+# `[RO]; OOB` after them; PXN channels say the NIC and, in brackets, the rank whose proxy
+# sends (`NET/IB/0(8)/GDRDMA`: NIC 0 through rank 8).
+RELAXED_PXN = """\
+lrdn2296:4063850:4063871 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB \
+[2]mlx5_2:1/IB [3]mlx5_3:1/IB [RO]; OOB ib0:10.128.42.1<0>
+lrdn2296:4063850:4063871 [0] NCCL INFO Using network IB
+aihub0008:181412:181412 [1] NCCL INFO Channel 00/0 : 9[1] -> 0[0] [send] via NET/IB/0(8)/GDRDMA
+aihub0008:181411:181411 [0] NCCL INFO Channel 00/0 : 1[1] -> 8[0] [receive] via NET/IB/2/GDRDMA
+aihub0008:181412:181412 [1] NCCL INFO Channel 01/0 : 9[1] -> 0[0] [send] via NET/IB/3(8)/GDRDMA
+"""
+
+
+def test_relaxed_ordering_keeps_the_oob_interface_and_pxn_its_nic() -> None:
+    found = parse(RELAXED_PXN)
+    assert (found.network, found.oob) == ("IB", "ib0:10.128.42.1<0>")
+    assert found.devices == ["mlx5_0:1/IB", "mlx5_1:1/IB", "mlx5_2:1/IB", "mlx5_3:1/IB"]
+    assert found.channels == {"NET/IB/GDRDMA": 3}
+    assert (found.gdr, found.net_devices) == (True, [0, 2, 3])
+
+
+def test_the_probe_keeps_what_the_reader_reads(tmp_path: Path) -> None:
+    """`kept` (the probe's filter) lets through every line `parse` reads, and not the
+    ring's order or a channel line without its transport."""
+    log = tmp_path / "nccl.log"
+    log.write_text(RELAXED_PXN + INTRA + "h:1:1 [0] NCCL INFO Channel 00/32 :    0   1   2\n"
+                   "h:1:1 [0] NCCL INFO Channel 00 :  via NET/IB/1\n"
+                   "h:1:1 [0] NCCL INFO Channel 00 : via NET/IB/1\n")
+    lines = nccl_lines(str(log))
+    assert lines is not None and len(lines) == len(RELAXED_PXN.splitlines()) + 4 + 1
+    assert lines[-1] == "h:1:1 [0] NCCL INFO Channel 00 :  via NET/IB/1"
+    assert parse("\n".join(lines)).net_devices == [0, 1, 2, 3]
+
+
+def test_odd_nic_numbers_and_long_lines_say_nothing_and_raise_nothing() -> None:
+    odd = ("h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/\u00b2/GDRDMA\n"
+           "h:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[0] [send] via NET/IB/"
+           + "9" * 500 + "/GDRDMA\n")
+    found = parse(odd)
+    assert found.channels == {"NET/IB/GDRDMA": 2} and found.net_devices == []
+    # a line is read in its first MAX_LINE characters: what a node adds beyond is not read
+    long = "h:1:1 [0] NCCL INFO Using network " + "x" * MAX_LINE + "\n"
+    assert parse(long).network == "x" * (MAX_LINE - len("h:1:1 [0] NCCL INFO Using network "))

@@ -6,7 +6,6 @@ its average); anything else is refused saying why."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -80,6 +79,59 @@ def test_the_per_iteration_table_of_2_19_reads_by_its_header() -> None:
     assert report.avg_busbw == pytest.approx(242.855e9)
 
 
+#: The 2.13 table's first row, as printed; each case below changes one of its figures.
+ROW = ("   536870912     134217728     float     sum      -1    10052   53.41   93.46      0"
+       "   9676.9   55.48   97.09      0")
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("93.46", "nan", "the row of size 536870912: out-of-place busbw is not a finite number: "
+                     "'nan'"),
+    ("93.46", "inf", "the row of size 536870912: out-of-place busbw is not a finite number: "
+                     "'inf'"),
+    ("93.46", "-5", "the row of size 536870912: out-of-place busbw is negative: '-5'"),
+    ("55.48", "-nan", "the row of size 536870912: in-place algbw is not a finite number: "
+                      "'-nan'"),
+    ("10052", "-10052", "the row of size 536870912: out-of-place time is negative: '-10052'"),
+    ("97.09      0", "97.09     -3", "the row of size 536870912: in-place #wrong is not a "
+                                     "count: '-3'"),
+    ("# Avg bus bandwidth    : 95.3009", "# Avg bus bandwidth    : nan",
+     "the footer's Avg bus bandwidth is not a finite number: 'nan'"),
+    ("# Out of bounds values : 0 OK", "# Out of bounds values : -3 OK",
+     "the footer's Out of bounds values is not a count: '-3'"),
+])
+def test_the_table_refuses_figures_that_are_not_finite_or_are_negative(
+        old: str, new: str, message: str) -> None:
+    """As the JSON file's are: a NaN, an infinity or a negative figure is never read as a
+    measurement (nor passed over as 'not a row')."""
+    text = V2_13.replace(ROW, ROW.replace(old, new, 1)) if old in ROW else V2_13.replace(
+        old, new)
+    assert text != V2_13
+    with pytest.raises(ValueError) as caught:
+        nccl_tests.parse_text(text)
+    assert str(caught.value) == message
+
+
+def test_a_line_with_words_where_numbers_go_is_not_a_row() -> None:
+    noise = ("   536870912 bytes of shared memory could not be mapped (fast path off)\n"
+             "   8   2   warnings: the plugin said so, and more words follow here\n")
+    assert nccl_tests.parse_text(V2_13 + noise).rows == nccl_tests.parse_text(V2_13).rows
+
+
+@pytest.mark.parametrize("label", ["0: ", " 0: ", "12: "])
+def test_output_labelled_by_srun_reads_as_the_table(label: str) -> None:
+    """`srun -l` / `--label` puts the task's number before every line."""
+    labelled = "".join(label + line for line in V2_13.splitlines(keepends=True))
+    assert nccl_tests.parse_text(labelled) == nccl_tests.parse_text(V2_13)
+    versioned = label + "# nccl-tests version 2.13.8 nccl-headers=21903\n" + labelled
+    assert nccl_tests.parse_text(versioned).version == "2.13.8"
+
+
+def test_json_nested_deeper_than_a_reader_follows_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"^not JSON: nested too deeply$"):
+        nccl_tests.parse_json("[" * 100_000)
+
+
 def _json(average_key: str = "average_bus_bandwidth", bandwidth_key: str = "bandwidth",
           busbw: str = "93.460000") -> str:
     """The -J file as jsonOutputInit, writeBenchmarkLine* and writeResultFooter write it
@@ -116,10 +168,14 @@ def test_the_json_file_of_2_17_on_reads_with_either_spelling(average: str,
     assert report.out_of_bounds == 0 and report.avg_busbw == pytest.approx(95.3009e9)
 
 
-def test_nccl_tests_json_quirks_read_as_numbers() -> None:
-    """A NaN is written "nan" (a string) and an infinity bare (`inf`, not JSON)."""
-    assert math.isnan(nccl_tests.parse_json(_json(busbw='"nan"')).rows[0].busbw)
-    assert nccl_tests.parse_json(_json(busbw="inf")).rows[0].busbw == math.inf
+@pytest.mark.parametrize(("busbw", "shown"), [('"nan"', "'nan'"), ("inf", "'inf'"),
+                                              ("-inf", "'-inf'"), ("1e400", "inf")])
+def test_nccl_tests_json_quirks_are_read_and_refused(busbw: str, shown: str) -> None:
+    """A NaN is written "nan" (a string) and an infinity bare (`inf`, not JSON): read, and
+    refused as a figure, as the table's are."""
+    with pytest.raises(ValueError) as caught:
+        nccl_tests.parse_json(_json(busbw=busbw))
+    assert str(caught.value) == f"result 0 out_of_place.bus_bw is not a finite number: {shown}"
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -196,7 +252,7 @@ def test_the_probe_sends_back_the_table_and_the_json_without_the_environment(
     binary.write_text(STAND_IN)
     binary.chmod(0o755)
     monkeypatch.setenv("TABLE", str(CAPTURES / "2.13-nccl-tests-252.txt"))
-    monkeypatch.setenv("DOCUMENT", _json(busbw="inf"))
+    monkeypatch.setenv("DOCUMENT", _json(busbw="94.000000"))
     data = probe.measure({"--dir": str(tmp_path), "--binary": "all_reduce_perf",
                           "--sizes": "536870912,1073741824", "--gpus": "8"})
     assert data["json_output"] is True and len(data["runs"]) == 1
@@ -205,7 +261,7 @@ def test_the_probe_sends_back_the_table_and_the_json_without_the_environment(
     assert "AWS_SECRET" not in run["json"] and json.loads(run["json"])["results"]
     base = CollectiveRun("all_reduce", "nccl", ("n1",), 8)
     found = nccl_tests.to_run(base, data, [536870912, 1073741824])
-    assert [p.busbw for p in found.points] == [math.inf, 97.54e9]  # from the JSON file
+    assert [p.busbw for p in found.points] == [94e9, 97.54e9]  # from the JSON file
     assert found.details["nccl_tests"][0]["source"] == "json"
     assert found.details["in_place_busbw"] == {"536870912": 97.09e9, "1073741824": 97.54e9}
     monkeypatch.setenv("EXIT", "3")
@@ -230,6 +286,9 @@ def test_the_probe_sends_back_the_table_and_the_json_without_the_environment(
      "`a`: the output: no nccl-tests table (no header line with size and busbw)"),
     ({"runs": [{"argv": ["a"], "exit_code": 0, "stdout": V2_13}]},
      "nccl-tests printed none of the payloads asked for"),
+    ({"runs": [{"argv": {"a": 1}, "exit_code": 0, "stdout": V2_13.replace("93.46", "nan")}]},
+     "``: the output: the row of size 536870912: out-of-place busbw is not a finite number: "
+     "'nan'"),
 ])
 def test_an_answer_that_does_not_read_is_the_runs_error(payload: object, error: str) -> None:
     base = CollectiveRun("all_reduce", "nccl", ("n1",), 8)

@@ -175,7 +175,7 @@ COPIED_BETWEEN = {
     ("probes/gpu.py", "probes/gpu_perf.py"): ("THROTTLE_BITS",),
     ("probes/storage.py", "probes/shared_fs.py"): ("_ago",),
     ("probes/job_node.py", "launchers/node_runner.py"): ("die_with_parent", "PR_SET_PDEATHSIG"),
-    ("probes/collective.py", "measure/nccl_log.py"): ("KEEP", "MAX_LINES"),
+    ("probes/collective.py", "measure/nccl_log.py"): ("KEEP", "MAX_LINES", "MAX_LINE", "kept"),
     ("probes/job_node.py", "launchers/jobs.py"): ("JOB_ENV", "ENV_VALUE"),
     ("probes/nccl_tests.py", "probes/perftest.py"): ("run_command", "MAX_STDOUT"),
 }

@@ -1,10 +1,14 @@
 """`pytest-cluster verify`'s exit codes on bundles a run sealed: --require-signature on a
 signed run, an unsigned one, a wrong key and a changed file, without --key; and every exit
-code listed in `verify --help`."""
+code listed in `verify --help`; Ctrl-C during verify."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -103,3 +107,29 @@ def test_the_docs_list_every_exit_code_of_verify() -> None:
     listed = text.split("`verify`'s exit codes", 1)[1].split("\n\n", 2)[1]
     codes = [int(code) for code in re.findall(r"^- `(\d+)`: ", listed, re.M)]
     assert codes == [code.value for code in VerifyExit]
+
+
+#: A verify that takes its time (a stand-in for hashing a large directory): it says it has
+#: started, then sleeps; the real main() around it.
+SLOW_VERIFY = """
+import sys, time
+from pytest_cluster import cli
+def slow(*args, **kwargs):
+    print("started", flush=True)
+    time.sleep(60)
+cli.verify = slow
+sys.exit(cli.main(["verify", sys.argv[1]]))
+"""
+
+
+def test_ctrl_c_stops_verify_with_one_line_and_its_own_exit_code(tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", SLOW_VERIFY, str(tmp_path)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert child.stdout is not None and child.stdout.readline() == "started\n"
+    child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=30)
+    assert (child.returncode, out, err) == (
+        VerifyExit.INTERRUPTED, "", "pytest-cluster verify: interrupted (Ctrl-C) before the "
+                                    "check ended: nothing is verified\n")
+    assert VerifyExit.INTERRUPTED.value == 130

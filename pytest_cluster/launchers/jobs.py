@@ -52,7 +52,9 @@ class JobSpec:
 WALL_CLOCK = "wall-clock limit of "
 #: A log line, not a reason: torch's c10 log ('[W1127 10:00:00.1 ...] ...', '[I ...'),
 #: Python's warnings and the source line they quote.
-_LOG_LINE = re.compile(r"^\s*(\[[WI]\d*[ \]]|.*\wWarning: |warnings\.warn\()")
+#: A warning or log line, matched at the start of a line without its leading blanks (a
+#: leading `\s*` in the pattern made a line of blanks quadratic: 20 kB took 3 s).
+_LOG_LINE = re.compile(r"\[[WI]\d*[ \]]|.*\wWarning: |warnings\.warn\(")
 #: What a rank that gave up waiting on the rendezvous store says (a symptom of a peer).
 _STORE_WAIT = re.compile(r"DistStoreError|wait timeout after \d+ms|waiting for clients"
                          r"|socket has timed out")
@@ -62,7 +64,7 @@ def reason_line(stderr_tail: str) -> str:
     """The last line of a rank's stderr that says why it ended: not a warning or log
     line; '' when there is none."""
     for line in reversed(stderr_tail.strip().splitlines()):
-        if line.strip() and not _LOG_LINE.match(line):
+        if line.strip() and not _LOG_LINE.match(line.lstrip()):
             return line.strip()[:300]
     return ""
 

@@ -7,8 +7,12 @@ channel connects to each peer (`Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/
 `via P2P/IPC`, `via P2P/CUMEM/read`, `via SHM/direct/direct`), whether NVLink SHARP is
 available (`NVLS multicast support is available on dev 0`) and, after connecting,
 `Connected all rings, use ring PXN 0 GDR 1`. Older versions write `Channel 01 :` without the
-`/0`. Pure functions over the text; each line is matched on its own, anything else is
-ignored, and what is not said is None (never guessed).
+`/0`; newer ones `[RO]; OOB ib0:...` after the devices, and a PXN channel `via
+NET/IB/0(1)/GDRDMA` (NIC 0, through rank 1's proxy). Pure functions over the text
+(a node's: untrusted); each line is read on its own, at most MAX_LINE characters of it,
+with string scans and anchored patterns of bounded repeats (linear in the line, never a
+backtracking `.*`); anything else is ignored, and what is not said is None (never
+guessed).
 """
 
 from __future__ import annotations
@@ -19,18 +23,72 @@ from typing import Any
 
 from pytest_cluster.hostlist import spans_of
 
-#: Only these lines of a rank's log are kept (at most MAX_LINES), by the collective probe
-#: (probes/collective.py, a copy) for this module and the evidence.
-KEEP = re.compile(r"NCCL INFO (Using network |NET/\S+ : Using |Channel \d+(?:/\d+)? : .* via |"
-                  r"NVLS multicast support|Connected all rings|Connected NVLS|NET/Plugin)")
+#: Only these lines of a rank's log are kept (at most MAX_LINES, each cut to MAX_LINE
+#: characters), by the collective probe (probes/collective.py, a copy of KEEP, MAX_LINES,
+#: MAX_LINE and `kept`) for this module and the evidence: what follows a line's first
+#: `NCCL INFO ` opens with one of these (a channel's line has ` via ` after).
+KEEP = re.compile(r"Using network |NET/\S{1,64} : Using |(Channel) \d{1,6}(?:/\d{1,6})? : |"
+                  r"NVLS multicast support|Connected all rings|Connected NVLS|NET/Plugin")
 MAX_LINES = 400
-_NETWORK = re.compile(r"NCCL INFO Using network (\S+)")
-_DEVICES = re.compile(r"NCCL INFO NET/(\S+) : Using (.*?)(?: ; OOB (\S+))?\s*$")
-_DEVICE = re.compile(r"\[\d+\](\S+)")
-_VIA = re.compile(r"NCCL INFO Channel (\d+)(?:/\d+)? : .* via (\S+)")
-_NVLS = re.compile(r"NCCL INFO NVLS multicast support is (available|not available)")
-_RINGS = re.compile(r"NCCL INFO Connected all rings.*?GDR (\d)")
-_PLUGIN = re.compile(r"NCCL INFO NET/Plugin\s*:\s*(.*)$")
+#: The most characters of a line looked at: NCCL's longest (a list of 16 NICs) is about 400;
+#: a longer line, a node's doing, is cut first, so no line costs more than this to read.
+MAX_LINE = 2048
+_MARK = "NCCL INFO "
+_CHANNEL = re.compile(r"Channel \d{1,6}(?:/\d{1,6})? : ")
+_DEVICE = re.compile(r"\[\d{1,6}\](\S+)")
+_GDR = re.compile(r"GDR (\d)")
+#: What a line says of the OOB interface, after its devices: ` ; OOB `, or `[RO]; OOB `
+#: where the NICs use relaxed ordering.
+_OOB = "; OOB "
+
+
+def kept(line: str) -> bool:
+    """Whether `line` of NCCL's log is one this module reads (KEEP, in its first MAX_LINE
+    characters): a scan for `NCCL INFO `, an anchored pattern of bounded repeats and a
+    scan for ` via `, each linear in the line."""
+    cut = line[:MAX_LINE]
+    at = cut.find("NCCL INFO ")
+    if at < 0:
+        return False
+    rest = cut[at + len("NCCL INFO "):]
+    found = KEEP.match(rest)
+    return found is not None and (found.group(1) is None or " via " in rest[found.end():])
+
+
+def _said(line: str) -> str | None:
+    """What a line says after its first `NCCL INFO `, in its first MAX_LINE characters;
+    None for a line that is not NCCL's."""
+    cut = line[:MAX_LINE]
+    at = cut.find(_MARK)
+    return None if at < 0 else cut[at + len(_MARK):]
+
+
+def _word(text: str) -> str | None:
+    """The word `text` starts with (None where it starts with a blank, or is empty)."""
+    return text.split(maxsplit=1)[0] if text and not text[0].isspace() else None
+
+
+def _devices(said: str) -> tuple[str, list[str], str | None] | None:
+    """(network, devices, OOB interface) of `NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB
+    [RO]; OOB ib0:10.0.0.1<0>`; None for another line."""
+    if not said.startswith("NET/"):
+        return None
+    head, using, listed = said.partition(" : Using ")
+    name = head[len("NET/"):]
+    if not using or _word(name) != name:
+        return None
+    devices, oob, interface = listed.partition(_OOB)
+    return name, _DEVICE.findall(devices), _word(interface) if oob else None
+
+
+def _via(said: str) -> str | None:
+    """`NET/IB/0/GDRDMA` of `Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA` (the
+    last ` via `); None for another line."""
+    head = _CHANNEL.match(said)
+    if head is None:
+        return None
+    _, via, used = said[head.end():].rpartition(" via ")
+    return _word(used) if via else None
 
 
 @dataclass
@@ -48,10 +106,13 @@ class Transport:
 
 
 def _kind(via: str) -> tuple[str, int | None, bool]:
-    """('NET/IB', 3, True) of 'NET/IB/3/GDRDMA'; ('P2P', None, False) of 'P2P/IPC'."""
+    """('NET/IB', 3, True) of 'NET/IB/3/GDRDMA'; ('NET/IB', 0, True) of PXN's
+    'NET/IB/0(1)/GDRDMA' (NIC 0, through rank 1's proxy); ('P2P', None, False) of
+    'P2P/IPC'."""
     parts = via.split("/")
     if parts[0] == "NET" and len(parts) >= 2:
-        index = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else None
+        nic = parts[2].partition("(")[0] if len(parts) > 2 else ""
+        index = int(nic) if nic.isascii() and nic.isdigit() and len(nic) <= 6 else None
         return f"NET/{parts[1]}", index, "GDRDMA" in parts[3:]
     return parts[0], None, False
 
@@ -63,12 +124,15 @@ def parse(text: str) -> Transport:
     nets: set[int] = set()
     by_net: dict[str, tuple[list[str], str | None]] = {}  # NET/<name> : Using ...
     for line in text.splitlines():
-        if (match := _NETWORK.search(line)) is not None:
-            found.network = match.group(1)
-        elif (match := _DEVICES.search(line)) is not None:
-            by_net[match.group(1)] = (_DEVICE.findall(match.group(2)), match.group(3))
-        elif (match := _VIA.search(line)) is not None:
-            kind, index, gdr = _kind(match.group(2))
+        said = _said(line)
+        if said is None:
+            continue
+        if said.startswith("Using network "):
+            found.network = _word(said[len("Using network "):]) or found.network
+        elif (devices := _devices(said)) is not None:
+            by_net[devices[0]] = devices[1:]
+        elif (via := _via(said)) is not None:
+            kind, index, gdr = _kind(via)
             name = f"{kind}/GDRDMA" if gdr else kind
             found.channels[name] = found.channels.get(name, 0) + 1
             if kind.startswith("NET/"):
@@ -78,12 +142,17 @@ def parse(text: str) -> Transport:
                     plain_net += 1
                 if index is not None:
                     nets.add(index)
-        elif (match := _NVLS.search(line)) is not None:
-            found.nvls = match.group(1) == "available"
-        elif (match := _RINGS.search(line)) is not None and gdr_net + plain_net == 0:
-            found.gdr = match.group(1) == "1"
-        elif (match := _PLUGIN.search(line)) is not None:
-            found.plugin = match.group(1).strip()
+        elif said.startswith("NVLS multicast support is "):
+            state = said[len("NVLS multicast support is "):]
+            found.nvls = True if state.startswith("available") else \
+                False if state.startswith("not available") else found.nvls
+        elif said.startswith("Connected all rings"):
+            if (match := _GDR.search(said)) is not None and gdr_net + plain_net == 0:
+                found.gdr = match.group(1) == "1"
+        elif said.startswith("NET/Plugin"):
+            colon = said[len("NET/Plugin"):].lstrip()
+            if colon.startswith(":"):
+                found.plugin = colon[1:].strip()
     if gdr_net + plain_net:
         found.gdr = plain_net == 0
     found.net_devices = sorted(nets)
@@ -141,7 +210,8 @@ def summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
             where = data["gloo"]
             gloo[rank] = f"{where.get('interface') or 'default'} {where.get('address')}"
         elif isinstance(data.get("nccl_log"), list):
-            nccl[rank] = parse("\n".join(map(str, data["nccl_log"][:MAX_LINES])))
+            nccl[rank] = parse("\n".join(line[:MAX_LINE] if isinstance(line, str) else ""
+                                          for line in data["nccl_log"][:MAX_LINES]))
         else:
             unsaid.append(rank)
     found: dict[str, Any] = {}

@@ -30,10 +30,24 @@ from typing import Any
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 #: NCCL's INFO lines that say what it used (measure/nccl_log.py reads them; this is its
-#: KEEP, copied: this file is sent alone)
-KEEP = re.compile(r"NCCL INFO (Using network |NET/\S+ : Using |Channel \d+(?:/\d+)? : .* via |"
-                  r"NVLS multicast support|Connected all rings|Connected NVLS|NET/Plugin)")
+#: KEEP, MAX_LINES, MAX_LINE and `kept`, copied: this file is sent alone)
+KEEP = re.compile(r"Using network |NET/\S{1,64} : Using |(Channel) \d{1,6}(?:/\d{1,6})? : |"
+                  r"NVLS multicast support|Connected all rings|Connected NVLS|NET/Plugin")
 MAX_LINES = 400
+MAX_LINE = 2048
+
+
+def kept(line: str) -> bool:
+    """Whether `line` of NCCL's log is one this module reads (KEEP, in its first MAX_LINE
+    characters): a scan for `NCCL INFO `, an anchored pattern of bounded repeats and a
+    scan for ` via `, each linear in the line."""
+    cut = line[:MAX_LINE]
+    at = cut.find("NCCL INFO ")
+    if at < 0:
+        return False
+    rest = cut[at + len("NCCL INFO "):]
+    found = KEEP.match(rest)
+    return found is not None and (found.group(1) is None or " via " in rest[found.end():])
 
 
 def nccl_debug() -> str | None:
@@ -54,7 +68,7 @@ def nccl_lines(path: str | None) -> list[str] | None:
         return None
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
-            lines = [line.strip() for line in handle if KEEP.search(line)]
+            lines = [line.strip()[:MAX_LINE] for line in handle if kept(line)]
     except OSError:
         return None
     finally:

@@ -15,7 +15,17 @@ _OPS: dict[str, Callable[[float, float], bool]] = {
 }
 #: What a failed comparison reads like: ">= 10" failed means "measured < required".
 _BROKEN = {">=": "<", ">": "<=", "<=": ">", "<": ">=", "==": "!="}
-_REQ_RE = re.compile(r"^\s*(>=|<=|==|=|>|<)?\s*(.*?)\s*$", re.S)
+#: The comparisons a bound may open with, a longer one before its own first character.
+_OP_TEXTS = (">=", "<=", "==", "=", ">", "<")
+
+
+def _split_op(text: str) -> tuple[str | None, str]:
+    """('>=', '10 GB/s') of ' >= 10 GB/s '; (None, '10 GB/s') without a comparison. By
+    strip and startswith: linear in the text (a pattern `\\s*(.*?)\\s*$` was quadratic on
+    a run of blanks inside it)."""
+    stripped = text.strip()
+    op = next((op for op in _OP_TEXTS if stripped.startswith(op)), None)
+    return op, stripped[len(op):].lstrip() if op is not None else stripped
 
 
 @dataclass(frozen=True)
@@ -56,9 +66,7 @@ class Requirement:
 def parse_requirement(raw: object, dim: Dim, default_op: str = ">=") -> Requirement:
     """Parse `">= 10 GB/s"`, `"10 GB/s"` (default comparison) or a bare number."""
     if isinstance(raw, str):
-        match = _REQ_RE.match(raw)
-        assert match is not None  # the pattern matches any string
-        op_text, rest = match.groups()
+        op_text, rest = _split_op(raw)
         op = "==" if op_text == "=" else (op_text or default_op)
         try:
             bound = parse_quantity(rest, dim)
@@ -84,7 +92,9 @@ def _respelled_comparison(raw: str) -> str | None:
     return None
 
 
-_VERSION_RE = re.compile(r"\d+(?:\.\d+)*")
+#: A version's dotted number: each part at most 18 digits (a longer run, a node's doing, is
+#: read in parts of 18, never as an integer beyond what int() converts).
+_VERSION_RE = re.compile(r"\d{1,18}(?:\.\d{1,18})*")
 
 
 def version_tuple(text: str) -> tuple[int, ...] | None:
@@ -127,9 +137,7 @@ def parse_version_requirement(raw: object) -> VersionRequirement:
     text = str(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else raw
     if not isinstance(text, str):
         raise UnitError(f"expected a version bound like '>= 5.15', got {raw!r}")
-    match = _REQ_RE.match(text)
-    assert match is not None
-    op_text, rest = match.groups()
+    op_text, rest = _split_op(text)
     if not re.fullmatch(r"\d{1,18}(?:\.\d{1,18}){0,15}", rest):
         raise UnitError(f"expected a version bound like '>= 5.15', got {raw!r}")
     op = "==" if op_text == "=" else (op_text or ">=")

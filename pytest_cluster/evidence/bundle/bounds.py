@@ -18,15 +18,33 @@ MAX_DEPTH = 64
 #: How many characters of a value from the evidence are echoed (a name, a keyid).
 SHOWN = 200
 
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+#: Every byte but a quote and a bracket, deleted by `bytes.translate`.
+_NOT_QUOTE_OR_BRACKET = bytes(b for b in range(256) if b not in b'"[]{}')
+#: A string once its escapes are gone: from a quote to the next, or to the end of the text
+#: (unterminated: JSON refuses it). A single character class that always matches once
+#: started, so each byte is looked at once: no backtracking, no retry from a later quote.
+_STRING = re.compile(rb'"[^"]*"?')
 _SIGNED = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+
+
+def _outside_strings(data: bytes) -> bytes:
+    """The brackets of the JSON text `data` that are outside its strings, in order; in
+    linear C-speed passes. Escapes go first: a run of backslashes pairs from its start
+    (its first byte follows a byte that is no backslash, so it starts no escape), `\\\\`
+    pairs, then the `\\"` left; every quote left opens or closes a string. Two quotes side
+    by side go next: an empty string, or a string's end and the next one's start with
+    nothing between (the two strings' inside becomes one), so which bracket is inside a
+    string stays as it was, and a text of a million strings costs no match apiece."""
+    unescaped = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    quotes_and_brackets = unescaped.translate(None, _NOT_QUOTE_OR_BRACKET).replace(b'""', b"")
+    return _STRING.sub(b"", quotes_and_brackets)
 
 
 def depth(data: bytes) -> int:
     """How deep the arrays and objects of the JSON text `data` nest, brackets inside
-    strings not counted; in C-speed passes, without recursion."""
-    brackets = _STRING.sub(b"", data).translate(None, _NOT_BRACKET)
+    strings not counted; in linear C-speed passes, without recursion (a text of escaped
+    quotes or of unterminated strings costs one pass, never a rescan per quote)."""
+    brackets = _outside_strings(data)
     return max(accumulate(array("b", brackets.translate(_SIGNED)), initial=0))
 
 
