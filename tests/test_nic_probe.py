@@ -312,7 +312,7 @@ def test_an_entry_that_is_no_port_or_device_is_named_not_a_crash(tmp_path: Path)
     data = parsed(printed("--sysfs", str(root), timeout=10))
     assert list(by_name(data)) == ["mlx5_0/1", "mlx5_1/1", "mlx5_2/1", "eth0", "eth2", "veth1"]
     ib = str(root / "class/infiniband")
-    assert data["unreadable"] == {
+    assert data["skipped"] == {
         f"{ib}/mlx5_0/ports/1000": "not a port number (1 to 3 digits)",
         f"{ib}/mlx5_0/ports/²": "not a port number (1 to 3 digits)",
         f"{ib}/'{'x' * nic.MAX_NAME}'": "not a device name",

@@ -22,7 +22,7 @@ would block), its real path inside the tree (sysfs's own links stay inside it; a
 of it is named, not followed), at most a page of it; a number is a whole number of at most
 20 digits; at most MAX_PORTS ports are read (`ports_left_out` counts the rest), and an
 entry that is no device or port (a port directory named `x`) is named in the reading's
-`unreadable`. The document printed is at most MAX_OUTPUT bytes.
+`skipped`. The document printed is at most MAX_OUTPUT bytes.
 Runs ON a node with only the standard library; shipped as a single file. Prints one JSON
 document: {"probe": "nic", "schema": 1, "data": {"ports": [...], ...}}.
 """
@@ -585,9 +585,10 @@ def read_ports(reader: Reader, ethtool: bool,
     budget = Budget()
     data["ports"] = rdma_ports(reader, budget) + net_ports(reader, ethtool, budget)
     data["ports_left_out"] = budget.left_out
-    data["unreadable"] = reader.skipped
+    # not `unreadable`: a payload with that key reads as {"unreadable": why}, no reading
+    data["skipped"] = reader.skipped
     if reader.skipped_more:
-        data["unreadable_more"] = reader.skipped_more
+        data["skipped_more"] = reader.skipped_more
     return data
 
 
