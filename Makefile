@@ -47,6 +47,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/hostile_specs.py
 	$(BIN)/python bench/hostile_evidence.py
 	$(BIN)/python bench/hostile_baseline.py
+	$(BIN)/python bench/hostile_probes.py
 	$(BIN)/python bench/hostile_options.py
 	$(BIN)/python bench/report_load.py
 	$(BIN)/python bench/scale.py
