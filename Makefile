@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/hostile_evidence.py
 	$(BIN)/python bench/hostile_parsers.py
 	$(BIN)/python bench/hostile_baseline.py
+	$(BIN)/python bench/hostile_probes.py
 	$(BIN)/python bench/hostile_options.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/hostile_nodes.py
 	$(BIN)/python bench/report_load.py

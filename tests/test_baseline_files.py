@@ -7,6 +7,7 @@ shapes alone, a fuzz of both files, then whole runs against hostile baselines.""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -130,6 +131,46 @@ def test_a_file_over_its_limit_is_refused_before_it_is_read(
     with pytest.raises(InputError, match=r"^results.jsonl: 1\d\d bytes, more than the 100 B "
                                          r"a baseline's results may have$"):
         read_results(tmp_path / "results.jsonl")
+
+
+def test_a_link_or_a_fifo_is_refused_never_followed_nor_waited_on(tmp_path: Path) -> None:
+    """The size check lstats: a link is refused by its own name, never measured through
+    (the size of a file outside the run, perhaps one it may not read); a fifo is never
+    opened to wait on."""
+    run = tmp_path / "run"
+    run.mkdir()
+    outside = tmp_path / "outside-secret.json"
+    outside.write_text('{"nodes": {}}' + " " * 2**20)
+    (run / "inventory.json").symlink_to(outside)
+    with pytest.raises(InputError) as caught:
+        baseline_files.check_sizes(run)
+    assert str(caught.value) == (
+        "inventory.json: a symbolic link, not the run's own file (a baseline's files are "
+        "regular files of its directory: a link is never followed)")
+    small = tmp_path / "small.json"
+    small.write_text('{"nodes": {}}')
+    (run / "inventory.json").unlink()
+    (run / "inventory.json").symlink_to(small)
+    with pytest.raises(InputError, match=r"^inventory.json: a symbolic link, not the run's"):
+        baseline_files.check_sizes(run)
+    with pytest.raises(InputError, match=r"^inventory.json: a symbolic link, not the run's"):
+        read_inventory(run / "inventory.json")
+    os.mkfifo(run / "results.jsonl")
+    (run / "inventory.json").unlink()
+    with pytest.raises(InputError) as caught:
+        baseline_files.check_sizes(run)
+    assert str(caught.value) == ("results.jsonl: a fifo, not a regular file (a baseline's "
+                                 "files are regular files of its directory)")
+    # read as the comparison reads it, in a process of its own: the old reader blocked
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from pathlib import Path; from pytest_cluster."
+         "evidence.baseline_files import read_results; read_results(Path(sys.argv[1]))",
+         str(run / "results.jsonl")], capture_output=True, text=True, timeout=10,
+        check=False)
+    assert done.returncode == 1
+    assert done.stderr.rstrip().endswith(
+        "InputError: results.jsonl: a fifo, not a regular file (a baseline's files are "
+        "regular files of its directory)")
 
 
 # -- a fuzz of both files -------------------------------------------------------------------
@@ -389,6 +430,25 @@ def test_a_baseline_over_its_size_is_refused_before_verify_reads_it(
     result = _run(pytester, f"--cluster-baseline={base}")
     _refused_in_one_line(result, f"ERROR: --cluster-baseline={base}: inventory.json: {size} "
                                  "bytes, more than the 1 KiB a baseline's inventory may have")
+    assert not (pytester.path / "now").exists()
+
+
+def test_a_baseline_whose_file_is_a_link_out_of_it_is_refused_naming_only_its_file(
+        pytester: pytest.Pytester, accepted: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(baseline_files.MAX_BYTES, "inventory.json", 2**10)
+    base = pytester.path / "base"
+    shutil.copytree(accepted, base)
+    outside = pytester.path / "elsewhere-secret.json"
+    outside.write_text('{"nodes": {}}' + " " * 2**20)
+    (base / "inventory.json").unlink()
+    (base / "inventory.json").symlink_to(outside)
+    result = _run(pytester, f"--cluster-baseline={base}")
+    _refused_in_one_line(result, f"ERROR: --cluster-baseline={base}: inventory.json: a "
+                                 "symbolic link, not the run's own file (a baseline's files "
+                                 "are regular files of its directory: a link is never "
+                                 "followed)")
+    assert "elsewhere" not in result.stdout.str() + result.stderr.str()
+    assert str(2**20 + 13) not in result.stderr.str()
     assert not (pytester.path / "now").exists()
 
 

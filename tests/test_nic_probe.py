@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -75,9 +77,18 @@ def tree(root: Path) -> Path:
 
 
 def run(*args: str) -> dict[str, Any]:
-    done = subprocess.run([sys.executable, "-", *args], input=probe_source("nic"),
-                          capture_output=True, text=True, timeout=60, check=True)
-    document = json.loads(done.stdout)
+    return parsed(printed(*args))
+
+
+def printed(*args: str, timeout: float = 60) -> str:
+    """The probe's stdout, run as it is shipped; TimeoutExpired past `timeout` seconds."""
+    return subprocess.run([sys.executable, "-", *args], input=probe_source("nic"),
+                          capture_output=True, text=True, timeout=timeout,
+                          check=True).stdout
+
+
+def parsed(stdout: str) -> dict[str, Any]:
+    document = json.loads(stdout)
     assert document["probe"] == "nic" and document["schema"] == 1
     data: dict[str, Any] = document["data"]
     return data
@@ -167,6 +178,165 @@ def test_only_the_directories_of_class_net_are_interfaces(tmp_path: Path) -> Non
     assert "ports" not in other
     assert other["error"] == nic.namespace_mismatch(own, ["lo"])
     assert other["interfaces"] == {"sysfs": own, "namespace": ["lo"]}
+
+
+# -- a hostile tree: every file is untrusted ----------------------------------------------
+
+def test_a_fifo_as_a_counter_or_operstate_is_unreadable_never_waited_on(
+        tmp_path: Path) -> None:
+    root = tree(tmp_path / "sys")
+    counter = root / "class/infiniband/mlx5_0/ports/1/counters/symbol_error"
+    operstate = root / "class/net/eth0/operstate"
+    for path in (counter, operstate):
+        path.unlink()
+        os.mkfifo(path)
+    ports = by_name(parsed(printed("--sysfs", str(root), timeout=10)))
+    why = "a fifo, not a regular file: not read"
+    assert ports["mlx5_0/1"]["unreadable"] == {str(counter): why}
+    assert "symbol_error" not in ports["mlx5_0/1"]["counters"]
+    assert ports["eth0"]["unreadable"] == {str(operstate): why}
+    assert ports["eth0"]["state"] is None and ports["eth0"]["active"] is False
+
+
+def test_a_link_out_of_the_tree_is_named_never_followed(tmp_path: Path) -> None:
+    root = tree(tmp_path / "sys")
+    outside = tmp_path / "outside"
+    write(outside, {"secret": "SECRET-1234", "counters/symbol_error": "31337",
+                    "counters/link_downed": "31337"})
+    # sysfs's own links stay inside it, and are followed
+    (root / "devices/pci0000:00").mkdir(parents=True)
+    (root / "class/net/eth2").rename(root / "devices/pci0000:00/eth2")
+    (root / "class/net/eth2").symlink_to("../../devices/pci0000:00/eth2")
+    address, mtu = root / "class/net/eth0/address", root / "class/net/eth0/mtu"
+    address.symlink_to(outside / "secret")
+    mtu.unlink()
+    mtu.symlink_to(outside / "counters/symbol_error")
+    lid = root / "class/infiniband/mlx5_0/ports/1/lid"
+    lid.unlink()
+    lid.symlink_to("../../../../../../outside/secret")  # relative, out of the tree
+    counters = root / "class/infiniband/mlx5_1/ports/1/counters"
+    shutil.rmtree(counters)
+    counters.symlink_to(outside / "counters")
+    shutil.rmtree(root / "class/net/eth0/device")
+    (root / "class/net/eth0/device").symlink_to(outside)
+    (root / "class/infiniband/mlx5_2/device").mkdir()
+    (root / "class/infiniband/mlx5_2/device/net").symlink_to(outside)
+    stdout = printed("--sysfs", str(root), timeout=10)
+    assert "SECRET" not in stdout and "31337" not in stdout and "outside" not in stdout
+    ports = by_name(parsed(stdout))
+    why = f"a link out of {root}: not followed"
+    assert ports["eth0"]["unreadable"] == {str(mtu): why}
+    assert ports["eth0"]["address"] is None and ports["eth0"]["pci"] is None
+    assert ports["eth0"]["mtu"] is None
+    assert ports["eth0"]["virtual"] is True  # its device is not in the tree
+    assert ports["mlx5_0/1"]["unreadable"] == {str(lid): why}
+    assert ports["mlx5_1/1"]["counters"] == {}
+    assert ports["mlx5_2/1"]["netdevs"] == []
+    assert (ports["eth2"]["mtu"], ports["mlx5_2/1"]["mtu"]) == (4200, 4200)
+
+
+def test_a_hundred_thousand_ports_read_a_thousand_and_count_the_rest(tmp_path: Path) -> None:
+    """400 devices of 250 ports: the first MAX_PORTS in order are read, in a few seconds,
+    and the reading says how many it left out."""
+    root = tmp_path / "sys"
+    for device in range(400):
+        for port in range(1, 251):
+            (root / f"class/infiniband/d{device:03d}/ports/{port}").mkdir(parents=True)
+    write(root, {"class/net/eth0/type": "1"})
+    started = time.monotonic()
+    stdout = printed("--sysfs", str(root), timeout=10)
+    assert time.monotonic() - started < 8
+    assert len(stdout) < nic.MAX_OUTPUT
+    data = parsed(stdout)
+    assert len(data["ports"]) == nic.MAX_PORTS == 1024
+    assert data["ports_left_out"] == 100_000 + 1 - 1024
+    names = [port["name"] for port in data["ports"]]
+    assert names[0] == "d000/1" and len(set(names)) == 1024
+    assert {name.split("/")[0] for name in names} == {"d000", "d001", "d002", "d003", "d004"}
+
+
+def test_numbers_past_any_the_kernel_writes_are_named_not_a_number(tmp_path: Path) -> None:
+    root = tree(tmp_path / "sys")
+    nines, hex_digits = "9" * 400, "0x" + "f" * 4094
+    write(root, {"class/net/eth0/speed": nines, "class/net/eth0/mtu": "1e400",
+                 "class/net/eth0/statistics/tx_errors": "١٢",  # Arabic-Indic digits
+                 "class/net/eth2/speed": "9" * 30, "class/net/eth2/mtu": "0x1_0",
+                 "class/net/eth2/statistics/rx_errors": str(2**64),
+                 "class/infiniband/mlx5_0/ports/1/rate": f"{nines[:200]} Gb/sec (4X NDR)",
+                 "class/infiniband/mlx5_0/ports/1/counters/symbol_error": hex_digits[:4000]})
+    (root / "class/net/eth0/statistics/rx_errors").write_text(hex_digits)  # 4,096 bytes
+    ports = by_name(parsed(printed("--sysfs", str(root), timeout=10)))
+    eth0, eth2, ib = ports["eth0"], ports["eth2"], ports["mlx5_0/1"]
+    assert (eth0["rate_gbit"], eth0["mtu"], eth0["counters"]) == (None, None, {
+        "carrier_changes": 4})
+    assert (eth2["rate_gbit"], eth2["mtu"], ib["rate_gbit"]) == (None, None, None)
+    assert "symbol_error" not in ib["counters"]
+    net = str(root / "class/net")
+    assert eth0["unreadable"][f"{net}/eth0/speed"] == (
+        "400 characters: longer than any value of the sysfs ABI (at most 256 read)")
+    assert eth2["unreadable"][f"{net}/eth2/speed"] == (
+        f"not a number: {'9' * 30!r} (expected a whole number of at most 20 digits, or "
+        "0x and 16)")
+    assert eth0["unreadable"][f"{net}/eth0/statistics/rx_errors"].startswith(
+        f"{len(hex_digits)} characters: longer than any value of the sysfs ABI")
+    assert eth0["unreadable"][f"{net}/eth0/statistics/tx_errors"].startswith("not a number")
+    assert eth2["unreadable"][f"{net}/eth2/statistics/rx_errors"].startswith(
+        "not a number: '1844")
+    assert eth2["unreadable"][f"{net}/eth2/mtu"].startswith("not a number: '0x1_0'")
+    assert ib["unreadable"][str(root / "class/infiniband/mlx5_0/ports/1/rate")] == (
+        f"not a rate: {nines[:40]!r}")
+    assert nic.whole_number("0x" + "f" * 16) == 2**64 - 1
+    assert nic.whole_number("-" + "9" * 18) == -(10**18 - 1)
+    assert nic.whole_number("-" + "9" * 19) is None  # below an s64
+    assert nic.whole_number("0x" + "f" * 17) is None and nic.whole_number("+5") is None
+
+
+def test_a_file_larger_than_a_page_is_not_read(tmp_path: Path) -> None:
+    root = tree(tmp_path / "sys")
+    (root / "class/net/eth0/operstate").write_text("up" + " " * 10**6)
+    port = by_name(parsed(printed("--sysfs", str(root), timeout=10)))["eth0"]
+    assert port["state"] is None
+    assert port["unreadable"] == {str(root / "class/net/eth0/operstate"): (
+        "more than 4096 bytes (a sysfs attribute is at most a page): not read")}
+
+
+def test_an_entry_that_is_no_port_or_device_is_named_not_a_crash(tmp_path: Path) -> None:
+    root = tree(tmp_path / "sys")
+    (root / "class/infiniband/mlx5_0/ports/²").mkdir()
+    (root / "class/infiniband/mlx5_0/ports/1000").mkdir()
+    (root / "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs").mkdir(parents=True)
+    (root / "class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/0").write_text("../../etc\n")
+    long_name = "x" * 200
+    (root / "class/infiniband" / long_name / "ports/1").mkdir(parents=True)
+    (root / "class/net/bad name").mkdir()
+    data = parsed(printed("--sysfs", str(root), timeout=10))
+    assert list(by_name(data)) == ["mlx5_0/1", "mlx5_1/1", "mlx5_2/1", "eth0", "eth2", "veth1"]
+    ib = str(root / "class/infiniband")
+    assert data["skipped"] == {
+        f"{ib}/mlx5_0/ports/1000": "not a port number (1 to 3 digits)",
+        f"{ib}/mlx5_0/ports/²": "not a port number (1 to 3 digits)",
+        f"{ib}/'{'x' * nic.MAX_NAME}'": "not a device name",
+        f"{root / 'class/net'}/'bad name'": "not an interface name"}
+    port = by_name(data)["mlx5_0/1"]
+    assert port["netdev"] is None
+    assert port["unreadable"][f"{ib}/mlx5_0/ports/1/gid_attrs/ndevs/0"] == (
+        "not an interface name: '../../etc'")
+    assert data["ports_left_out"] == 0
+
+
+def test_the_document_printed_is_bounded() -> None:
+    ports = [{"name": f"p{i}", "unreadable": {"x" * 1000: "y"}} for i in range(5000)]
+    document = {"probe": "nic", "schema": 1, "data": {"ports": ports, "ports_left_out": 7}}
+    text = nic.bounded(document)
+    assert len(text) <= nic.MAX_OUTPUT
+    data = json.loads(text)["data"]
+    kept = len(data["ports"])
+    assert 1000 < kept < 5000
+    assert data["ports_left_out"] == 7 + 5000 - kept
+    assert data["output_cut"] == f"{5000 - kept} port(s) left out: more than " \
+                                 f"{nic.MAX_OUTPUT} bytes of output"
+    small = {"probe": "nic", "schema": 1, "data": {"ports": ports[:3], "ports_left_out": 0}}
+    assert nic.bounded(small) == json.dumps(small)
 
 
 def _in_namespace(*prefix: str) -> dict[str, Any]:

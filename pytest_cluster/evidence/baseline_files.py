@@ -2,7 +2,9 @@
 made them: whoever handed us the directory could have changed them and made its manifest
 again (unsigned), and `pytest-cluster verify` would pass.
 
-Each file is held to its limit of size before it is parsed, parsed strictly
+Each file must be the run's own regular file: a symbolic link is refused, never followed
+(its size would be another file's, perhaps one outside the run), and so is a fifo or a
+device. Each file is held to its limit of size before it is parsed, parsed strictly
 (untrusted_json.py) and checked against its one declared shape below, a JSON Schema
 that the jsonschema library checks; what is kept is only
 what the comparison reads. Anything else is an InputError naming the file, the field and
@@ -11,11 +13,15 @@ what was expected.
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from pytest_cluster.errors import InputError
+from pytest_cluster.evidence.bundle.tree import kind
 from pytest_cluster.evidence.results import INTERRUPTED
 from pytest_cluster.evidence.untrusted_json import (
     Schema,
@@ -27,7 +33,6 @@ from pytest_cluster.evidence.untrusted_json import (
     number,
     optional,
     parse,
-    read_bounded,
     record,
     scalar,
     text,
@@ -116,16 +121,68 @@ class BaselineResults:
             else INTERRUPTED
 
 
+#: A run's file opened as it is: never through a link, never waiting on a fifo.
+OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+def not_regular(name: str, mode: int) -> InputError:
+    """Why a file of the run that is no regular file is refused; only its name inside
+    the run is said, never where a link leads."""
+    word = kind(mode)
+    if word == "symlink":
+        return InputError(f"{name}: a symbolic link, not the run's own file (a baseline's "
+                          "files are regular files of its directory: a link is never "
+                          "followed)")
+    return InputError(f"{name}: a {word}, not a regular file (a baseline's files are "
+                      "regular files of its directory)")
+
+
 def check_sizes(run_dir: Path) -> None:
-    """Either file over its limit: an InputError before anything is read of it."""
+    """Either file a link, not a regular file or over its limit: an InputError before
+    anything is read of it (lstat: a link is never followed). A file absent is left to
+    the caller."""
     for name, limit in MAX_BYTES.items():
-        path = run_dir / name
-        if path.is_file() and path.stat().st_size > limit:
-            raise too_big(name, path.stat().st_size, limit, WHAT[name])
+        try:
+            info = (run_dir / name).lstat()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise InputError(f"{name}: cannot be read: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(info.st_mode):
+            raise not_regular(name, info.st_mode)
+        if info.st_size > limit:
+            raise too_big(name, info.st_size, limit, WHAT[name])
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """`path` opened for reading: InputError when it is a link, not a regular file or
+    cannot be read (naming it by its name in the run)."""
+    try:
+        fd = os.open(path, OPEN_FLAGS)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise not_regular(path.name, stat.S_IFLNK) from None
+        raise InputError(f"{path.name}: cannot be read: {exc.strerror or exc}") from None
+    handle = os.fdopen(fd, "rb")
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        handle.close()
+        raise not_regular(path.name, mode)
+    return handle
 
 
 def read_inventory(path: Path) -> dict[str, Any]:
-    data = read_bounded(path, MAX_BYTES[INVENTORY], WHAT[INVENTORY])
+    limit = MAX_BYTES[INVENTORY]
+    with open_regular(path) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > limit:
+            raise too_big(path.name, size, limit, WHAT[INVENTORY])
+        try:
+            data = handle.read(limit + 1)
+        except OSError as exc:
+            raise InputError(f"{path.name}: cannot be read: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise too_big(path.name, len(data), limit, WHAT[INVENTORY])
     kept: dict[str, Any] = _checked(INVENTORY_SHAPE, parse(data, path.name), path.name)
     return kept
 
@@ -139,7 +196,7 @@ def read_results(path: Path) -> BaselineResults:
     end: dict[str, Any] | None = None
     size = 0
     try:
-        with path.open("rb") as lines:
+        with open_regular(path) as lines:
             for number, line in enumerate(lines, 1):
                 size += len(line)
                 if size > limit:

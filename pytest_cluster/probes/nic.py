@@ -16,24 +16,34 @@ both, and reads no port. `--sysfs ROOT` reads another tree (a capture, a test's 
 simulated node's); `--when LABEL` names the reading (a run reads at its start and at its
 end, to compare counters). A file that cannot be read is named with the reason in the
 port's `unreadable`, never guessed.
+
+The tree is not trusted: a file is read only if it is a regular file (never a fifo, which
+would block), its real path inside the tree (sysfs's own links stay inside it; a link out
+of it is named, not followed), at most a page of it; a number is a whole number of at most
+20 digits; at most MAX_PORTS ports are read (`ports_left_out` counts the rest), and an
+entry that is no device or port (a port directory named `x`) is named in the reading's
+`skipped`. The document printed is at most MAX_OUTPUT bytes.
 Runs ON a node with only the standard library; shipped as a single file. Prints one JSON
 document: {"probe": "nic", "schema": 1, "data": {"ports": [...], ...}}.
 """
 
 from __future__ import annotations
 
+import errno
 import getopt
+import heapq
 import json
 import os
 import re
 import socket
+import stat
 import struct
 import sys
 import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import Any
 
 #: The error counters of an InfiniBand port (its PortCounters attribute), as sysfs names
@@ -57,56 +67,205 @@ NET_ERRORS = ("rx_errors", "tx_errors", "rx_dropped", "tx_dropped", "rx_crc_erro
 #: /sys/class/net/IF/type (include/uapi/linux/if_arp.h)
 LINK_LAYERS = {1: "Ethernet", 32: "InfiniBand", 772: "loopback", 65534: "none"}
 #: "400 Gb/sec (4X NDR)", "2.5 Gb/sec (1X SDR)" (drivers/infiniband/core/sysfs.c rate_show)
-RATE = re.compile(r"^(\d+(?:\.\d+)?) Gb/sec\b")
+RATE = re.compile(r"([0-9]{1,6}(?:\.[0-9]{1,6})?) Gb/sec\b")
 #: "4: ACTIVE", "5: LinkUp" (state_show, phys_state_show)
-NUMBERED = re.compile(r"^(\d+): (\S.*)$")
+NUMBERED = re.compile(r"([0-9]{1,3}): (\S.*)")
+#: A number sysfs writes: decimal (a counter is a u64: 20 digits) or hex (0x1a).
+DECIMAL = re.compile(r"-?[0-9]{1,20}")
+HEX = re.compile(r"0[xX][0-9a-fA-F]{1,16}")
+LOWEST, HIGHEST = -(2**63), 2**64 - 1  # an s64's least, a u64's most
+#: An RDMA port's directory: its number (a u8 in the InfiniBand spec).
+PORT_NAME = re.compile(r"[0-9]{1,3}")
 SIOCETHTOOL = 0x8946
 ETHTOOL_GDRVINFO = 0x3
 DRVINFO_BYTES = 196  # struct ethtool_drvinfo
 IFREQ_BYTES = 40  # struct ifreq on 64-bit Linux
-MAX_ENTRIES = 4096  # devices, ports or interfaces read of one directory
+MAX_ENTRIES = 4096  # names read of one directory
+MAX_PORTS = 1024  # RDMA ports and interfaces read of one node: the rest are counted
+MAX_FILE_BYTES = 4096  # a sysfs attribute is at most a page
+MAX_TEXT = 256  # characters of a value kept (a GID is 39, an IPoIB address 59)
+MAX_NAME = 64  # characters of a device's name (IB_DEVICE_NAME_MAX; an interface's: 15)
+MAX_NETDEVS = 16  # interfaces named of one RDMA device
+MAX_SKIPPED = 32  # entries named that are no device or port; the rest counted
+MAX_OUTPUT = 2 * 2**20  # bytes of the JSON document printed: ports past it are left out
+#: Open a file without blocking on a fifo, without following a last link (checked first),
+#: without taking a terminal.
+OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+
+
+class Refused(Exception):
+    """A file the probe will not read, and why (not a regular file, a link out of the
+    tree, larger than a sysfs attribute)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular file is, in words."""
+    for test, word in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a fifo"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a link")):
+        if test(mode):
+            return word
+    return "not a file"
+
+
+def shown(name: str) -> str:
+    """A name found in the tree as it can be printed: itself when it is a plain name,
+    else its escaped first MAX_NAME characters."""
+    return name if valid_name(name) else ascii(name[:MAX_NAME])
+
+
+def valid_name(name: str) -> bool:
+    """A device's or interface's name as the kernel allows one (dev_valid_name): at most
+    MAX_NAME printable characters, no space, no '/', not '.' or '..'."""
+    return (0 < len(name) <= MAX_NAME and name.isprintable() and name not in (".", "..")
+            and not any(char.isspace() or char == "/" for char in name))
+
+
+def whole_number(raw: str) -> int | None:
+    """The number sysfs wrote (decimal or 0x hex, within a u64 or an s64), else None."""
+    if DECIMAL.fullmatch(raw):
+        value = int(raw)
+    elif HEX.fullmatch(raw):
+        value = int(raw, 16)
+    else:
+        return None
+    return value if LOWEST <= value <= HIGHEST else None
 
 
 class Reader:
-    """Reads files of one tree; what it cannot read is kept, by path, with why."""
+    """Reads files of one tree; what it cannot read is kept, by path, with why. A file is
+    read only when it is a regular file whose real path is inside the tree (sysfs's own
+    links, /sys/class/net/eth0 -> ../../devices/..., stay inside), opened without blocking,
+    at most MAX_FILE_BYTES of it."""
 
     def __init__(self, root: str) -> None:
         self.root = root
+        self.real_root = os.path.realpath(root)
+        self._folders: dict[str, str | Refused] = {}
+        #: Entries of the tree that are no device or port, with why (at most MAX_SKIPPED)
+        self.skipped: dict[str, str] = {}
+        self.skipped_more = 0
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.root, *parts)
 
+    def inside(self, path: str) -> str:
+        """The real path of `path`, which must be inside the tree; Refused if a link
+        leads out of it."""
+        real = os.path.realpath(path)
+        top = self.real_root.rstrip("/") + "/"
+        if real != self.real_root and not real.startswith(top):
+            raise Refused(f"a link out of {self.root}: not followed")
+        return real
+
+    def folder(self, path: str) -> str:
+        """The real path of directory `path` (each resolved once)."""
+        found = self._folders.get(path)
+        if found is None:
+            try:
+                found = self.inside(path)
+            except Refused as exc:
+                found = exc
+            self._folders[path] = found
+        if isinstance(found, Refused):
+            raise found
+        return found
+
+    def raw(self, path: str) -> bytes:
+        """The bytes of file `path`; Refused or OSError when it is not read."""
+        real = os.path.join(self.folder(os.path.dirname(path)), os.path.basename(path))
+        try:
+            fd = os.open(real, OPEN_FLAGS)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            fd = os.open(self.inside(real), OPEN_FLAGS)  # a link: where it leads
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise Refused(f"{kind_of(mode)}, not a regular file: not read")
+            data = b""
+            while len(data) <= MAX_FILE_BYTES:
+                chunk = os.read(fd, MAX_FILE_BYTES + 1 - len(data))
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            os.close(fd)
+        if len(data) > MAX_FILE_BYTES:
+            raise Refused(f"more than {MAX_FILE_BYTES} bytes (a sysfs attribute is at most "
+                          "a page): not read")
+        return data
+
     def text(self, path: str, missing: dict[str, str]) -> str | None:
         try:
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                return handle.read(4096).strip()
+            value = self.raw(path).decode("utf-8", errors="replace").strip()
+        except Refused as exc:
+            missing[path] = exc.why
+            return None
         except FileNotFoundError:
             missing[path] = "not present"
+            return None
         except PermissionError:
             missing[path] = "permission denied (readable by root only)"
+            return None
         except OSError as exc:
             # EINVAL: speed of a link that is down, or of a virtual interface
             missing[path] = exc.strerror or str(exc)
-        return None
+            return None
+        if len(value) > MAX_TEXT:
+            missing[path] = f"{len(value)} characters: longer than any value of the sysfs " \
+                            f"ABI (at most {MAX_TEXT} read)"
+            return None
+        return value
 
     def number(self, path: str, missing: dict[str, str]) -> int | None:
         raw = self.text(path, missing)
         if raw is None:
             return None
+        value = whole_number(raw)
+        if value is None:
+            missing[path] = f"not a number: {raw[:40]!r} (expected a whole number of at " \
+                            "most 20 digits, or 0x and 16)"
+        return value
+
+    def listing(self, path: str, limit: int = MAX_ENTRIES) -> tuple[list[str], int]:
+        """The first `limit` names of directory `path` in order, and how many it has in
+        all; none when it cannot be listed or is out of the tree."""
+        total = 0
+
+        def counted(entries: Iterator[os.DirEntry[str]]) -> Iterator[str]:
+            nonlocal total
+            for entry in entries:
+                total += 1
+                yield entry.name
+
         try:
-            return int(raw, 0)
-        except ValueError:
-            missing[path] = f"not a number: {raw[:40]!r}"
-            return None
+            with os.scandir(self.folder(path)) as entries:
+                return heapq.nsmallest(limit, counted(entries)), total
+        except (OSError, Refused):
+            return [], 0
 
     def names(self, path: str) -> list[str]:
-        try:
-            return sorted(os.listdir(path))[:MAX_ENTRIES]
-        except OSError:
-            return []
+        return self.listing(path)[0]
+
+    def skip(self, path: str, why: str) -> None:
+        """An entry of the tree that is no device or port, kept with why."""
+        if len(self.skipped) < MAX_SKIPPED:
+            self.skipped[path] = why
+        else:
+            self.skipped_more += 1
 
     def exists(self, path: str) -> bool:
-        return os.path.exists(path)
+        """Whether `path` is there, inside the tree."""
+        try:
+            return os.path.lexists(path) and bool(self.inside(path))
+        except Refused:
+            return False
 
     def directories(self, path: str) -> list[str]:
         """The names in `path` that are directories (an interface of class/net, not a
@@ -118,8 +277,15 @@ class Reader:
         return drvinfo(name)
 
     def target(self, path: str) -> str | None:
-        """The name a link points at (a device's PCI address), None if it is no link."""
-        return os.path.basename(os.path.realpath(path)) if os.path.islink(path) else None
+        """The name a link points at (a device's PCI address), None if it is no link or
+        leads out of the tree."""
+        if not os.path.islink(path):
+            return None
+        try:
+            name = os.path.basename(self.inside(path))
+        except Refused:
+            return None
+        return name if valid_name(name) else None
 
     def counters(self, directory: str, names: tuple[str, ...],
                  missing: dict[str, str]) -> dict[str, int]:
@@ -138,7 +304,7 @@ def numbered(raw: str | None) -> str | None:
     """'ACTIVE' of '4: ACTIVE'."""
     if raw is None:
         return None
-    match = NUMBERED.match(raw)
+    match = NUMBERED.fullmatch(raw)
     return match.group(2) if match else raw
 
 
@@ -152,15 +318,43 @@ def rate_gbit(raw: str | None, path: str, missing: dict[str, str]) -> float | No
     return float(match.group(1))
 
 
+class Budget:
+    """How many more ports a reading may hold (MAX_PORTS), and how many it left out."""
+
+    def __init__(self, limit: int = MAX_PORTS) -> None:
+        self.left = limit
+        self.left_out = 0
+
+    def take(self) -> bool:
+        """Whether one more port is read; if not, it is counted as left out."""
+        if self.left > 0:
+            self.left -= 1
+            return True
+        self.left_out += 1
+        return False
+
+
+def interface_name(reader: Reader, path: str, missing: dict[str, str]) -> str | None:
+    """The interface named by the file at `path` (a GID's ndev), if it names one."""
+    name = reader.text(path, {})
+    if name and not valid_name(name):
+        missing[path] = f"not an interface name: {name[:40]!a}"
+        return None
+    return name or None
+
+
 def netdev_of(reader: Reader, device: str, port: str, missing: dict[str, str]) -> str | None:
     """The network interface of an RDMA port: GID 0's (RoCE), else the device's own
     interface whose dev_port is this port's (IPoIB, RoCE without a GID table entry)."""
     base = reader.path("class", "infiniband", device)
-    ndev = reader.text(os.path.join(base, "ports", port, "gid_attrs", "ndevs", "0"), {})
+    ndev = interface_name(
+        reader, os.path.join(base, "ports", port, "gid_attrs", "ndevs", "0"), missing)
     if ndev:
         return ndev
     net = os.path.join(base, "device", "net")
-    for name in reader.names(net):
+    for name in reader.names(net)[:MAX_NETDEVS]:
+        if not valid_name(name):
+            continue
         dev_port = reader.number(os.path.join(net, name, "dev_port"), {})
         if dev_port is None or dev_port == int(port) - 1:
             return name
@@ -192,23 +386,53 @@ def rdma_port(reader: Reader, device: str, port: str,
         "virtual": False, "counters": {**counters, **hw}, "unreadable": missing}
 
 
-def rdma_ports(reader: Reader) -> list[dict[str, Any]]:
+def device_facts(reader: Reader, where: str, unread: dict[str, str]) -> dict[str, Any]:
+    """What an RDMA device has once, the same on each of its ports."""
+    facts: dict[str, Any] = {key: reader.text(os.path.join(where, name), unread)
+                             for key, name in (("firmware", "fw_ver"), ("board_id", "board_id"),
+                                               ("hca_type", "hca_type"),
+                                               ("node_guid", "node_guid"),
+                                               ("sys_image_guid", "sys_image_guid"))}
+    facts["pci"] = reader.target(os.path.join(where, "device"))
+    netdevs = [name for name in reader.names(os.path.join(where, "device", "net"))
+               if valid_name(name)]
+    facts["netdevs"] = netdevs[:MAX_NETDEVS]
+    return facts
+
+
+def port_names(reader: Reader, where: str, budget: Budget) -> list[str]:
+    """The ports of the RDMA device at `where` that the budget lets read."""
+    folder = os.path.join(where, "ports")
+    names, total = reader.listing(folder, MAX_PORTS)
+    budget.left_out += total - len(names)
+    wanted = []
+    for port in names:
+        if not PORT_NAME.fullmatch(port):
+            reader.skip(os.path.join(folder, shown(port)), "not a port number (1 to 3 digits)")
+        elif budget.take():
+            wanted.append(port)
+    return wanted
+
+
+def rdma_ports(reader: Reader, budget: Budget) -> list[dict[str, Any]]:
     found = []
     root = reader.path("class", "infiniband")
-    for device in reader.names(root):
-        # the device's: the same on each of its ports
+    devices, total = reader.listing(root, MAX_PORTS)
+    budget.left_out += total - len(devices)  # a device not listed: at least one port
+    for device in devices:
+        where = os.path.join(root, device)
+        if not valid_name(device):
+            reader.skip(os.path.join(root, shown(device)), "not a device name")
+            continue
+        ports = port_names(reader, where, budget)
+        if not ports:
+            continue
         unread: dict[str, str] = {}
-        facts: dict[str, Any] = {key: reader.text(os.path.join(root, device, name), unread)
-                 for key, name in (("firmware", "fw_ver"), ("board_id", "board_id"),
-                                   ("hca_type", "hca_type"), ("node_guid", "node_guid"),
-                                   ("sys_image_guid", "sys_image_guid"))}
-        facts["pci"] = reader.target(os.path.join(root, device, "device"))
-        facts["netdevs"] = reader.names(os.path.join(root, device, "device", "net"))
-        for port in reader.names(os.path.join(root, device, "ports")):
-            if port.isdigit():
-                entry = rdma_port(reader, device, port, facts)
-                entry["unreadable"] = {**unread, **entry["unreadable"]}
-                found.append(entry)
+        facts = device_facts(reader, where, unread)
+        for port in ports:
+            entry = rdma_port(reader, device, port, facts)
+            entry["unreadable"] = {**unread, **entry["unreadable"]}
+            found.append(entry)
     return found
 
 
@@ -275,12 +499,22 @@ def net_port(reader: Reader, name: str, ethtool: bool) -> dict[str, Any] | None:
         "counters": counters, "unreadable": missing}
 
 
-def net_ports(reader: Reader, ethtool: bool) -> list[dict[str, Any]]:
+def net_ports(reader: Reader, ethtool: bool, budget: Budget) -> list[dict[str, Any]]:
     found = []
-    for name in reader.names(reader.path("class", "net")):
-        port = net_port(reader, name, ethtool)
-        if port is not None:
-            found.append(port)
+    root = reader.path("class", "net")
+    names, total = reader.listing(root, MAX_PORTS + 1)  # and the loopback
+    budget.left_out += total - len(names)
+    for name in names:
+        if not valid_name(name):
+            reader.skip(os.path.join(root, shown(name)), "not an interface name")
+        elif budget.left <= 0:
+            if name != "lo":  # the loopback is no port, read or not
+                budget.left_out += 1
+        else:
+            port = net_port(reader, name, ethtool)
+            if port is not None:
+                budget.take()
+                found.append(port)
     return found
 
 
@@ -348,8 +582,36 @@ def read_ports(reader: Reader, ethtool: bool,
                 data["error_kind"] = WRONG_NAMESPACE
                 data["interfaces"] = {"sysfs": sysfs, "namespace": own}
                 return data
-    data["ports"] = rdma_ports(reader) + net_ports(reader, ethtool)
+    budget = Budget()
+    data["ports"] = rdma_ports(reader, budget) + net_ports(reader, ethtool, budget)
+    data["ports_left_out"] = budget.left_out
+    # not `unreadable`: a payload with that key reads as {"unreadable": why}, no reading
+    data["skipped"] = reader.skipped
+    if reader.skipped_more:
+        data["skipped_more"] = reader.skipped_more
     return data
+
+
+def bounded(document: dict[str, Any]) -> str:
+    """`document` as JSON of at most MAX_OUTPUT bytes: the ports that do not fit are left
+    out, and counted."""
+    text = json.dumps(document)
+    data = document["data"]
+    ports = data.get("ports")
+    if len(text) <= MAX_OUTPUT or not ports:
+        return text
+    room = MAX_OUTPUT - (len(text) - len(json.dumps(ports))) - 256  # the count's digits
+    kept = 0
+    for port in ports:
+        room -= len(json.dumps(port)) + 2
+        if room < 0:
+            break
+        kept += 1
+    data["ports_left_out"] += len(ports) - kept
+    data["ports"] = ports[:kept]
+    data["output_cut"] = f"{len(ports) - kept} port(s) left out: more than {MAX_OUTPUT} " \
+                         "bytes of output"
+    return json.dumps(document)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -363,7 +625,7 @@ def main(argv: list[str] | None = None) -> int:
     data = read_ports(Reader(root), ethtool, own_interfaces if root == "/sys" else None)
     if "--when" in options:  # which reading of the run this is (start, end): a label
         data["when"] = options["--when"]
-    print(json.dumps({"probe": "nic", "schema": 1, "data": data}))
+    print(bounded({"probe": "nic", "schema": 1, "data": data}))
     return 0
 
 

@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.probes.nic import Reader, read_ports
+from pytest_cluster.probes.nic import MAX_ENTRIES, Reader, read_ports
 from pytest_cluster.sim.cluster import IB_SPEEDS, NICS_PER_NODE, faults_on, link_factor
 
 if TYPE_CHECKING:
@@ -54,6 +54,10 @@ class Tree(Reader):
 
     def names(self, path: str) -> list[str]:
         return sorted(self.dirs.get(path, ()))
+
+    def listing(self, path: str, limit: int = MAX_ENTRIES) -> tuple[list[str], int]:
+        names = self.names(path)
+        return names[:limit], len(names)
 
     def exists(self, path: str) -> bool:
         return path in self.files or path in self.dirs
