@@ -63,8 +63,8 @@ def run_with_cores(pytester: pytest.Pytester, text: str) -> tuple[pytest.RunResu
     ("Infinity", "not a finite number"),
     ("NaN", "not a finite number"),
     ("1e999", "not a finite number"),
-    ('"many"', "the measured value is not a finite number: 'many'"),
-    ("[1, 2]", "the measured value is not a finite number: a list of 2"),
+    ('"many"', "the host probe's cpu.cores is not a finite number: 'many'"),
+    ("[1, 2]", "the host probe's cpu.cores is not a finite number: a list of 2"),
     ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
 ])
 def test_a_node_answering_no_number_fails_the_case_saying_why(

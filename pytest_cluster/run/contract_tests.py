@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_cluster.evidence.check import finite
+from pytest_cluster.evidence.untrusted_json import found
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec.clauses import Declaration, clauses, declared
 from pytest_cluster.spec.model import Promises
@@ -59,6 +61,10 @@ def reading(evidence: Evidence, declaration: Declaration, clause: Clause,
     if part.get(reads.field) is None:
         evidence.cannot_measure(clause, f"the {reads.probe} probe found no {reads.part} "
                                 f"{reads.field}", raw=part)
+    if finite(part[reads.field]) is None:  # the node's answer, named by its field
+        evidence.cannot_measure(clause, f"the {reads.probe} probe's {reads.part}."
+                                f"{reads.field} is not a finite number: "
+                                f"{found(part[reads.field])}", raw=part, kind="bad_output")
     return part[reads.field], part
 
 
