@@ -601,6 +601,8 @@ def test_a_transport_promise_parses() -> None:
     ({"ports": [{"name": ["x"]}]}, "the NIC probe's port 0 is not a map with a name"),
     ({"ports": [{"name": "e", "counters": []}]}, "port 0 is not a map with a name"),
     ({"ports": [{"name": "e"}] * 5000}, "lists 5000 ports (at most 4096)"),
+    ({"ports": [{"name": "e"}] * 1024, "ports_left_out": 98977},
+     "the NIC probe read 1024 ports and left out 98977 more"),
 ])
 def test_a_malformed_nic_answer_is_refused_saying_what_is_wrong(payload: Any,
                                                                 message: str) -> None:

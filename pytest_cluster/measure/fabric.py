@@ -38,6 +38,11 @@ def ports_of(payload: Any) -> list[dict[str, Any]]:
     if len(ports) > MAX_PORTS:
         raise ValueError(f"the NIC probe's answer lists {len(ports)} ports (at most "
                          f"{MAX_PORTS})")
+    left_out = payload.get("ports_left_out")
+    if isinstance(left_out, int) and not isinstance(left_out, bool) and left_out > 0:
+        # judged on some of its ports only, a node would pass on the ones read
+        raise ValueError(f"the NIC probe read {len(ports)} ports and left out {left_out} "
+                         "more (more than a node has: at most 1,024 are read)")
     for index, port in enumerate(ports):
         if not isinstance(port, dict) or not isinstance(port.get("name"), str) \
                 or not isinstance(port.get("counters", {}), dict):
