@@ -163,6 +163,7 @@ def test_a_node_a_cluster_check_names_fails_that_clause_in_the_metrics(
     assert firmware == {"all": 0.0, "sim-gpu-04": 0.0}
 
 
+@pytest.mark.realcomponents
 @pytest.mark.skipif(shutil.which("promtool") is None,
                     reason="promtool (Debian's prometheus package) is not installed")
 def test_promtool_finds_nothing_to_fix_in_the_metrics(pytester: pytest.Pytester) -> None:
