@@ -30,6 +30,7 @@ from pytest_cluster.run.metrics_sink import (
     metrics_path,
     run_level,
 )
+from pytest_cluster.run.output_paths import check_reports
 from pytest_cluster.run.session import SESSION_PLUGIN, ClusterSession
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY, WORKERS_CUT_KEY
 from pytest_cluster.run.suite import acceptance_dir
@@ -245,6 +246,13 @@ def _metrics_file(config: pytest.Config) -> Path | None:
         raise pytest.UsageError(f"--cluster-metrics={metrics} {exc}") from None
 
 
+def _output_files(config: pytest.Config) -> Path | None:
+    """Every file the user named for the run to write (--cluster-metrics, --junitxml,
+    --html), checked before the first check runs; --cluster-metrics' path."""
+    check_reports(config)
+    return _metrics_file(config)
+
+
 def _metrics(config: pytest.Config, spec: Spec, run_dir: Path | None,
              path: Path | None) -> None:
     """--cluster-metrics: the sink that writes the run's metrics (run/metrics_sink.py)."""
@@ -280,7 +288,7 @@ def pytest_configure(config: pytest.Config) -> None:
         for warning in spec.warnings:
             config.issue_config_time_warning(SpecWarning(warning), stacklevel=2)
         reports = config.getoption("cluster_reports")
-        metrics = _metrics_file(config)
+        metrics = _output_files(config)
         signers: tuple[Signer, ...] = ()
         run_dir = None
         accepted = None
