@@ -186,7 +186,8 @@ def load_baseline(config: pytest.Config) -> Baseline | None:
             raise pytest.UsageError("--cluster-baseline-key needs --cluster-baseline=DIR")
         return None
     try:
-        return baseline.load(Path(where), Path(key) if key else None)
+        return baseline.load(Path(where), Path(key) if key else None,
+                             baseline.limits(config.stash[SPEC_KEY]))
     except baseline.BaselineError as exc:
         raise pytest.UsageError(f"--cluster-baseline={where}: {exc}") from None
 
