@@ -175,3 +175,33 @@ def test_a_report_path_in_a_folder_yet_to_be_made_is_written(pytester: pytest.Py
                                 "sanity", "--junitxml=out/ci/junit.xml")
     assert result.ret == pytest.ExitCode.OK
     assert (pytester.path / "out" / "ci" / "junit.xml").is_file()
+
+
+@pytest.mark.parametrize(("value", "says"), [
+    ("x" * 120_000, "ERROR: --cluster-node: 'xxxx*... (120000 characters)': 'xxx*... "
+                    "(120000 characters)' is not a valid hostname*"),
+    ("n[" + "1," * 60_000 + "x]", "ERROR: --cluster-node: 'n[1,1,*... (120004 characters)': "
+                                  "bad range 'x' in hostlist 'n[1,1,*... (120004 characters)' "
+                                  "(expected like 001-004)"),
+    ("n1," + "y" * 50_000, "ERROR: --cluster-node: 'n1,yyy*... (50003 characters)': 'yyy*... "
+                           "(50000 characters)' is not a valid hostname*"),
+])
+def test_a_huge_node_name_is_echoed_cut(pytester: pytest.Pytester, value: str,
+                                        says: str) -> None:
+    """Before: the whole 120,000-character hostlist was echoed (twice)."""
+    (pytester.path / "trial.yaml").write_text(SPEC)
+    result = pytester.runpytest("--cluster=trial.yaml", f"--cluster-node={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert len(result.stderr.str()) < 1000
+    result.stderr.fnmatch_lines([says])
+
+
+def test_a_huge_slurmd_nodename_is_echoed_cut(pytester: pytest.Pytester,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    (pytester.path / "trial.yaml").write_text(SPEC)
+    monkeypatch.setenv("SLURMD_NODENAME", "y" * 100_000)
+    result = pytester.runpytest("--cluster=trial.yaml", "--cluster-node=.")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert len(result.stderr.str()) < 1000
+    result.stderr.fnmatch_lines(["ERROR: --cluster-node: this host (yyy*... (100000 "
+                                 "characters), *) is not one of the spec's cluster.nodes"])

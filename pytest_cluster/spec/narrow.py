@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from pytest_cluster.errors import UnitError
+from pytest_cluster.errors import UnitError, head
 from pytest_cluster.hostlist import expand_hostlist
 from pytest_cluster.spec.launchers import KINDS
 
@@ -54,18 +54,18 @@ def chosen(values: Sequence[str], nodes: Sequence[str],
             names = this_host(env)
             found = next((name for name in names if name in known), None)
             if found is None:
-                raise ValueError(f"this host ({', '.join(names)}) is not one of the spec's "
-                                 f"cluster.nodes")
+                raise ValueError(f"this host ({', '.join(head(n) for n in names)}) is not one "
+                                 "of the spec's cluster.nodes")
             wanted.add(found)
             here = True
             continue
         try:
             names = expand_hostlist(value)
         except UnitError as exc:
-            raise ValueError(f"{value[:80]!r}: {exc}") from None
+            raise ValueError(f"{head(value)!r}: {exc}") from None
         unknown = [name for name in names if name not in known]
         if unknown:
-            shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more"
+            shown = ", ".join(head(name) for name in unknown[:5]) + (f" and {len(unknown) - 5} more"
                                               if len(unknown) > 5 else "")
             raise ValueError(f"not in the spec's cluster.nodes: {shown}")
         wanted.update(names)
