@@ -103,3 +103,16 @@ def test_the_docs_list_every_exit_code_of_verify() -> None:
     listed = text.split("`verify`'s exit codes", 1)[1].split("\n\n", 2)[1]
     codes = [int(code) for code in re.findall(r"^- `(\d+)`: ", listed, re.M)]
     assert codes == [code.value for code in VerifyExit]
+
+
+@pytest.mark.parametrize("args", [["verify", ""], ["verify", " "], ["verify", ".", "--key", ""],
+                                  ["gate", "", "--exit-status", "0"]])
+def test_an_empty_path_is_a_usage_error_not_the_current_directory(
+        args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: `verify ''` (an unset $DIR) checked the current directory."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stopped:
+        main(args)
+    assert stopped.value.code == 2
+    assert "expected a path, got an empty value (an unset variable?)" in capsys.readouterr().err
