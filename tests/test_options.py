@@ -45,6 +45,15 @@ SPEC = "cluster: {name: opts, nodes: [n1], launcher: sim}\ngpus: {count: 8}\nsim
     (["--cluster-soak-rounds=1000001"],
      "ERROR: --cluster-soak-rounds=1000001: expected a whole number of rounds from 1 to "
      "1,000,000, got 1000001"),
+    (["--cluster-soak-round=-1"],
+     "ERROR: --cluster-soak-round=-1: expected a round number from 1 to 1,000,000 (a soak "
+     "sets it for each of its rounds)"),
+    (["--cluster-soak-round=0"],
+     "ERROR: --cluster-soak-round=0: expected a round number from 1 to 1,000,000 (a soak "
+     "sets it for each of its rounds)"),
+    (["--cluster-soak-round=" + "9" * 300],
+     "ERROR: --cluster-soak-round=" + "9" * 100 + "... (300 characters): expected a round "
+     "number from 1 to 1,000,000 (a soak sets it for each of its rounds)"),
     (["--cluster-soak-resume="],
      "ERROR: --cluster-soak-resume=: expected the directory of a stopped soak, got an empty "
      "value"),
@@ -205,3 +214,23 @@ def test_a_huge_slurmd_nodename_is_echoed_cut(pytester: pytest.Pytester,
     assert len(result.stderr.str()) < 1000
     result.stderr.fnmatch_lines(["ERROR: --cluster-node: this host (yyy*... (100000 "
                                  "characters), *) is not one of the spec's cluster.nodes"])
+
+
+@pytest.mark.parametrize(("rounds", "last"), [
+    (["round-0001", "round-0012"], "its last round is old/rounds/round-0012"),
+    ([], "it holds no round")])
+def test_a_soaks_directory_as_a_baseline_is_refused_with_its_last_round(
+        pytester: pytest.Pytester, rounds: list[str], last: str) -> None:
+    """Before: a soak's directory passed verify and was compared with as one run."""
+    (pytester.path / "trial.yaml").write_text(SPEC)
+    (pytester.path / "old").mkdir()
+    (pytester.path / "old" / "soak.json").write_text("{}")
+    for name in rounds:
+        (pytester.path / "old" / "rounds" / name).mkdir(parents=True)
+    result = pytester.runpytest("--cluster=trial.yaml", "--cluster-baseline=old")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.stderr.lines[0] == (
+        "ERROR: --cluster-baseline=old: is a soak's directory (it holds soak.json): a "
+        "baseline is one run's evidence; compare with one of its rounds "
+        f"(--cluster-baseline=SOAK/rounds/round-NNNN); {last}")
+    assert not (pytester.path / "reports").exists()
