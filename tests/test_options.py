@@ -234,3 +234,31 @@ def test_a_soaks_directory_as_a_baseline_is_refused_with_its_last_round(
         "baseline is one run's evidence; compare with one of its rounds "
         f"(--cluster-baseline=SOAK/rounds/round-NNNN); {last}")
     assert not (pytester.path / "reports").exists()
+
+
+def test_more_nodes_than_one_run_checks_are_refused_naming_the_first_part(
+        pytester: pytest.Pytester) -> None:
+    """Issue 38: 16,384 simulated nodes took 40 s and 1.77 GB just to collect at the sanity
+    level. A spec may list them; one run takes at most MAX_RUN_NODES (--cluster-node picks
+    a part), refused before anything is collected."""
+    import time
+
+    from pytest_cluster.spec.narrow import MAX_RUN_NODES
+    (pytester.path / "trial.yaml").write_text(SPEC.replace("nodes: [n1]",
+                                                           "nodes: 'gpu-[00001-16384]'"))
+    started = time.perf_counter()
+    result = pytester.runpytest("--cluster=trial.yaml", "-m", "sanity")
+    assert time.perf_counter() - started < 2
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.stderr.lines[0] == (
+        f"ERROR: trial.yaml: cluster.nodes: 16,384 nodes in one run, more than the "
+        f"{MAX_RUN_NODES:,} one run checks (collecting their cases takes time and memory in "
+        f"proportion); test a larger cluster in parts (--cluster-node=gpu-[00001-0"
+        f"{MAX_RUN_NODES}], then the next {MAX_RUN_NODES:,})")
+    assert not (pytester.path / "reports").exists()
+    too_many = pytester.runpytest("--cluster=trial.yaml", "--cluster-node=gpu-[00001-02000]")
+    assert too_many.ret == pytest.ExitCode.USAGE_ERROR
+    too_many.stderr.fnmatch_lines(["ERROR: --cluster-node: 2,000 nodes in one run, more than*"])
+    part = pytester.runpytest("--cluster=trial.yaml", "-m", "sanity", "-p", "no:cacheprovider",
+                              "--cluster-node=gpu-[00001-00002]")
+    assert part.ret == pytest.ExitCode.OK

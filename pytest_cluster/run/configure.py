@@ -112,9 +112,14 @@ def chosen_spec(config: pytest.Config, spec: Spec) -> Spec:
     if not values and narrow.in_slurm_script(os.environ):
         values = [narrow.THIS_HOST]
     if not values:
+        try:
+            narrow.run_size(spec.cluster.nodes)
+        except ValueError as exc:
+            raise pytest.UsageError(f"{spec.file}: cluster.nodes: {exc}") from None
         return spec
     try:
         nodes, here = narrow.chosen(values, spec.cluster.nodes, os.environ)
+        narrow.run_size(nodes)
     except ValueError as exc:
         raise pytest.UsageError(f"--cluster-node: {exc}") from None
     return narrow.narrow(spec, nodes, here=here)
