@@ -254,6 +254,7 @@ def test_fabric_rail_busbw(cluster_spec: Spec, cluster: Cluster, node: str,
     spec = _fabric(cluster_spec)
     clause = _clause(spec, "rail_busbw")
     rails = cluster.rail_searches()
+    evidence.saw(cluster.probe_all(NIC_START).get(node))  # its rails are the ports read
     if node in rails.unread:
         evidence.cannot_measure(clause, f"its NIC or host probe failed: "
                                 f"{rails.unread[node]}", raw=None)

@@ -12,11 +12,15 @@ scratch directory: the time is start to exit (interpreter and pytest's start-up 
 process's own (wait4).
 
 Cases: a 200 MB inventory.json (refused by its size before verify hashes it), a 30 MB
-machine id, 200,000 nested `[` in inventory.json.
+machine id, 200,000 nested `[` in inventory.json; and what the spec does not allow (issue
+38): 1,000,000 tiny GPUs on a node (14 MB: over the size 4 nodes may write), 50,000 (under
+it: refused by their count before jsonschema), a fifth node, 4,000,000 result lines
+(72 MB).
 
 Prints per case: exit code, seconds, peak RSS in MiB, bytes of output, whether a run
-directory was made. Ends with `hostile_baseline_worst_s=<the slowest case>`, or `nan` when
-a case did not end as a usage error without a run directory.
+directory was made; then the largest peak RSS (`hostile_baseline_worst_rss_mib=`). Ends
+with `hostile_baseline_worst_s=<the slowest case>`, or `nan` when a case did not end as a
+usage error without a run directory.
 """
 
 from __future__ import annotations
@@ -55,13 +59,23 @@ def repeated(text: str, times: int) -> Iterator[str]:
         yield text * min(chunk, times - start)
 
 
-#: Per case: where in inventory.json to insert (after the first `at` following `node`, or
-#: after the document's opening brace), and what.
-CASES: dict[str, tuple[str, str, Callable[[], Iterator[str]]]] = {
-    "200 MB inventory.json": ('"n2"', '"machine_id": "', lambda: repeated("a", 200 * MIB)),
-    "30 MB machine id": ('"n2"', '"machine_id": "', lambda: repeated("a", 30 * MIB)),
-    "200000 nested [": ("", "{", lambda: iter(['"x": ', *repeated("[", 200_000),
-                                               *repeated("]", 200_000), ", "])),
+#: Per case: the file, where in it to insert (after the first `at` following `node`, or
+#: following the file's start), and what.
+INVENTORY, RESULTS = "inventory.json", "results.jsonl"
+CASES: dict[str, tuple[str, str, str, Callable[[], Iterator[str]]]] = {
+    "200 MB inventory.json": (INVENTORY, '"n2"', '"machine_id": "',
+                              lambda: repeated("a", 200 * MIB)),
+    "30 MB machine id": (INVENTORY, '"n2"', '"machine_id": "', lambda: repeated("a", 30 * MIB)),
+    "200000 nested [": (INVENTORY, "", "{", lambda: iter(['"x": ', *repeated("[", 200_000),
+                                                          *repeated("]", 200_000), ", "])),
+    "1000000 tiny GPUs (14 MB)": (INVENTORY, '"n2"', '"gpus": [',
+                                  lambda: repeated('{"index": 100}, ', 1_000_000)),
+    "50000 tiny GPUs (0.8 MB)": (INVENTORY, '"n2"', '"gpus": [',
+                                 lambda: repeated('{"index": 100}, ', 50_000)),
+    "a fifth node": (INVENTORY, "", '"nodes": {', lambda: iter(['"n5": {}, '])),
+    "4000000 result lines (72 MB)": (RESULTS, "", "\n",
+                                     lambda: repeated('{"type": "other", "x": 1}\n',
+                                                      4_000_000)),
 }
 
 
@@ -79,13 +93,13 @@ def run(directory: Path, reports: str, *args: str) -> tuple[int, float, float, i
     return os.waitstatus_to_exitcode(status), seconds, usage.ru_maxrss / 1024, out.stat().st_size
 
 
-def hostile(accepted: Path, where: Path, node: str, at: str,
+def hostile(accepted: Path, where: Path, name: str, node: str, at: str,
             inserted: Iterator[str]) -> Path:
-    """A copy of `accepted` with `inserted` in its inventory, its manifest made again."""
+    """A copy of `accepted` with `inserted` in its file `name`, its manifest made again."""
     shutil.copytree(accepted, where)
-    text = (where / "inventory.json").read_text()
+    text = (where / name).read_text()
     cut = text.index(at, text.index(node)) + len(at)
-    with (where / "inventory.json").open("w") as out:
+    with (where / name).open("w") as out:
         out.write(text[:cut])
         out.writelines(inserted)
         out.write(text[cut:])
@@ -104,16 +118,18 @@ def main() -> int:
         code, seconds, rss, out = run(directory, "now", "--cluster-baseline=")
         print(f"{'start-up (--cluster-baseline=)':32s} {seconds:6.2f} s  {rss:7.1f} MiB  "
               f"exit {code}  {out:5d} bytes of output")
-        worst = 0.0
-        for number, (name, (node, at, inserted)) in enumerate(CASES.items()):
-            base = hostile(accepted, directory / f"base{number}", node, at, inserted())
+        worst, worst_rss = 0.0, 0.0
+        for number, (name, (file, node, at, inserted)) in enumerate(CASES.items()):
+            base = hostile(accepted, directory / f"base{number}", file, node, at, inserted())
             code, seconds, rss, out = run(directory, "now", f"--cluster-baseline={base}")
             made = (directory / "now").exists()
             print(f"{name:32s} {seconds:6.2f} s  {rss:7.1f} MiB  exit {code}  {out:5d} bytes "
                   f"of output  {'a run directory made' if made else 'no run directory'}")
             worst = math.nan if code != USAGE_ERROR or made or math.isnan(worst) else \
                 max(worst, seconds)
+            worst_rss = max(worst_rss, rss)
             shutil.rmtree(base)
+    print(f"hostile_baseline_worst_rss_mib={worst_rss:.1f}")
     print(f"hostile_baseline_worst_s={worst:.2f}")
     return 0
 

@@ -11,7 +11,8 @@ case's cost is its time minus that (median of 3).
 Cases: ssh.options KnownHostsCommand; probe_timeout -5 s and 0 s; 5000 nested `[`; a
 600-byte "billion laughs" of aliases and one of merge keys; 133,000 node names listed one by
 one; 133,000 nodes as hostlists; 49,000 unknown keys; a 100,000-character value;
-`--cluster=/dev/zero`; a FIFO (no writer); a 5 MiB file.
+`--cluster=/dev/zero`; a FIFO (no writer); a 5 MiB file; fabric.ports and fabric.mtu
+1e30 (issue 38).
 
 Prints per case: exit code, seconds, seconds beyond start-up, bytes of output. Ends with
 `worst_cost_s=<the largest time beyond start-up>` (aim: below 1), or `nan` when a case did not
@@ -73,6 +74,8 @@ CASES: dict[str, Callable[[Path], str]] = {
     "100000-character value": lambda _: BASE.replace("cpu_cores: 1",
                                                      "cpu_cores: '" + "x" * 100_000 + "'"),
     "5 MiB file": lambda _: BASE + "# " + "x" * (5 * 2**20) + "\n",
+    "fabric.ports 1e30": lambda _: BASE + "fabric: {ports: 1e30}\n",
+    "fabric.mtu 1e30": lambda _: BASE + "fabric: {mtu: 1e30}\n",
 }
 
 

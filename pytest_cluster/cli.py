@@ -71,6 +71,15 @@ def _verify_epilog() -> str:
             "files match and --key signed them.\n\nexit codes:\n" + codes)
 
 
+def given_path(text: str) -> Path:
+    """A path argument; an empty one (an unset variable) is a usage error, never the
+    current directory Path('') would be."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a path, got an empty value (an unset "
+                                         "variable?)")
+    return Path(text)
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="pytest-cluster", description="pytest-cluster's "
                                   "evidence tools (the tests run with pytest --cluster=SPEC)")
@@ -81,9 +90,9 @@ def parser() -> argparse.ArgumentParser:
         description="Recompute the hash of every file of a run directory, name every\n"
                     "changed, missing or added one, and check the manifest's signature.",
         epilog=_verify_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
-    check.add_argument("run_dir", metavar="DIR", type=Path,
+    check.add_argument("run_dir", metavar="DIR", type=given_path,
                        help="a run's evidence directory (e.g. reports/latest)")
-    check.add_argument("--key", metavar="PUBKEY", type=Path,
+    check.add_argument("--key", metavar="PUBKEY", type=given_path,
                        help="public key the manifest must be signed by: a PEM public key "
                             "or an OpenSSH .pub line")
     check.add_argument("--require-signature", action="store_true",
@@ -97,12 +106,12 @@ def parser() -> argparse.ArgumentParser:
                     "it out); ERROR (the tool could not judge: a spec or option that is "
                     "not valid, a crash, a time limit, a check not decided; never drains).",
         epilog="Exit 0: PASS; 1: FAIL; 2: ERROR. One line per reason on stdout.")
-    decide.add_argument("run_dir", metavar="DIR", type=Path,
+    decide.add_argument("run_dir", metavar="DIR", type=given_path,
                         help="the run's directory, or the --cluster-reports directory "
                              "(its latest run)")
     decide.add_argument("--exit-status", type=int, required=True, metavar="N",
                         help="how `pytest --cluster=...` exited")
-    decide.add_argument("--log", type=Path, metavar="FILE",
+    decide.add_argument("--log", type=given_path, metavar="FILE",
                         help="the run's output, for why it ended without a verdict")
     decide.add_argument("--since", type=float, metavar="EPOCH",
                         help="when the run started: an older verdict.json is not its own")

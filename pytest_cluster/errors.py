@@ -9,6 +9,12 @@ MAX_LINE = 1000
 MAX_SHOWN = 20
 
 
+def head(text: str, limit: int = 100) -> str:
+    """`text` as an error echoes a value it was given: its first `limit` characters and,
+    where it was longer, '... (N characters)'."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def clip(text: str, limit: int = MAX_LINE) -> str:
     """`text` with every line at most `limit` characters long: a longer line keeps its
     start and its end and says how many characters were cut between them."""

@@ -6,7 +6,7 @@ import itertools
 import re
 from collections.abc import Iterable
 
-from pytest_cluster.errors import UnitError
+from pytest_cluster.errors import UnitError, head
 
 #: More nodes than this in one expression is almost certainly a typo (`n[1-1000000]`).
 MAX_NODES = 65536
@@ -42,18 +42,18 @@ def _split_top_level(expr: str) -> list[str]:
         if char == "[":
             depth += 1
             if depth > 1:
-                raise UnitError(f"nested '[' in hostlist {expr!r}")
+                raise UnitError(f"nested '[' in hostlist {head(expr)!r}")
         elif char == "]":
             depth -= 1
             if depth < 0:
-                raise UnitError(f"unbalanced ']' in hostlist {expr!r}")
+                raise UnitError(f"unbalanced ']' in hostlist {head(expr)!r}")
         if char == "," and depth == 0:
             parts.append("".join(current))
             current = []
         else:
             current.append(char)
     if depth != 0:
-        raise UnitError(f"unbalanced '[' in hostlist {expr!r}")
+        raise UnitError(f"unbalanced '[' in hostlist {head(expr)!r}")
     parts.append("".join(current))
     return [p.strip() for p in parts]
 
@@ -64,13 +64,15 @@ def _ranges(body: str, expr: str) -> list[tuple[int, int, int]]:
     for item in body.split(","):
         match = _RANGE_RE.match(item.strip())
         if not match:
-            raise UnitError(f"bad range {item!r} in hostlist {expr!r} (expected like 001-004)")
+            raise UnitError(f"bad range {head(item)!r} in hostlist {head(expr)!r} (expected "
+                            "like 001-004)")
         low_text, high_text = match.group(1), match.group(2) or match.group(1)
         low, high = int(low_text), int(high_text)
         if high < low:
-            raise UnitError(f"range {item!r} in hostlist {expr!r} goes backwards")
+            raise UnitError(f"range {head(item)!r} in hostlist {head(expr)!r} goes backwards")
         if high - low + 1 > MAX_NODES:
-            raise UnitError(f"range {item!r} in hostlist {expr!r} has more than {MAX_NODES} nodes")
+            raise UnitError(f"range {head(item)!r} in hostlist {head(expr)!r} has more than "
+                            f"{MAX_NODES} nodes")
         out.append((low, high, len(low_text) if low_text.startswith("0") else 0))
     return out
 
@@ -84,7 +86,7 @@ def _expand_one(pattern: str, expr: str) -> list[str]:
     for ranges in groups:
         total *= sum(high - low + 1 for low, high, _ in ranges)
         if total > MAX_NODES:
-            raise UnitError(f"hostlist {expr!r} expands to more than {MAX_NODES} nodes")
+            raise UnitError(f"hostlist {head(expr)!r} expands to more than {MAX_NODES} nodes")
     choices = [[str(n).zfill(width) for low, high, width in ranges
                 for n in range(low, high + 1)] for ranges in groups]
     literals = pieces[0::2]
@@ -103,14 +105,14 @@ def expand_hostlist(expr: str) -> list[str]:
     names: list[str] = []
     for part in _split_top_level(expr):
         if not part:
-            raise UnitError(f"empty name in hostlist {expr!r}")
+            raise UnitError(f"empty name in hostlist {head(expr)!r}")
         expanded = _expand_one(part, expr)
         if len(names) + len(expanded) > MAX_NODES:
-            raise UnitError(f"hostlist {expr!r} expands to more than {MAX_NODES} nodes")
+            raise UnitError(f"hostlist {head(expr)!r} expands to more than {MAX_NODES} nodes")
         for name in expanded:
             if not is_valid_hostname(name):
                 raise UnitError(
-                    f"{name!r} is not a valid hostname (letters, digits, '-', '_' and '.')")
+                    f"{head(name)!r} is not a valid hostname (letters, digits, '-', '_' and '.')")
             names.append(name)
     return names
 

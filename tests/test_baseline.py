@@ -16,6 +16,7 @@ from pytest_cluster.evidence.baseline import (
     figures,
     hardware_changes,
     load,
+    same_hardware,
     same_nodes,
 )
 from pytest_cluster.evidence.bundle.manifest import MANIFEST, seal
@@ -296,3 +297,32 @@ def test_a_weaker_baseline_says_why() -> None:
         f"its spec differs from this run's (sha256 ffffffffffff vs {spec.sha256[:12]}): only "
         "the cases both have are compared",
         "it ran partial: figures it did not measure have nothing to compare with"]
+
+
+def test_a_node_of_thousands_of_changes_names_twenty_and_counts_the_rest() -> None:
+    """A baseline within its bounds (4,096 NICs a node) costs a run no more output than a
+    fresh run's: its hardware case names MAX_NAMED changes and counts the rest (before,
+    every change was named, in every report)."""
+    many = {**NODE, "interfaces": [{"name": f"veth{i}", "address": "aa"} for i in range(4096)]}
+    case = same_hardware(_baseline({"n1": many}), {"nodes": {"n1": NODE}})[0]
+    assert not case.passed
+    assert case.message.count("missing") == 20
+    assert "; and 4077 more change(s) (run 2026-11-02)" in case.message
+    assert len(case.message) < 2000
+    assert len(case.props["changes"]) == 21
+
+
+def test_a_baseline_is_bounded_by_what_the_spec_allows() -> None:
+    from pytest_cluster.evidence.baseline import limits
+    from pytest_cluster.spec import parse_spec
+    exact = parse_spec("cluster: {name: c, nodes: 'n[1-6]', launcher: sim}\n"
+                           "gpus: {count: 4}\nsim: {gpus_per_node: 4}\n", "s.yaml")
+    assert (limits(exact).nodes, limits(exact).gpus_per_node) == (6, 4)
+    assert limits(exact).gpus_from == "the spec's gpus.count (4)"
+    sim = parse_spec("cluster: {name: c, nodes: [a, b], launcher: sim}\n"
+                         "host: {cpu_cores: '>= 1'}\nsim: {gpus_per_node: 2}\n", "s.yaml")
+    assert (limits(sim).nodes, limits(sim).gpus_per_node) == (2, 2)
+    assert limits(sim).max_bytes("inventory.json") == 64 * 2**10 + 2 * 256 * 2**10
+    real = parse_spec("cluster: {name: c, nodes: [a], launcher: ssh}\n"
+                          "host: {cpu_cores: '>= 1'}\n", "s.yaml")
+    assert limits(real).gpus_per_node == 64

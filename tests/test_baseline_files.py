@@ -319,10 +319,48 @@ def _not_utf8(path: Path) -> None:
 NESTED = "[" * 200_000 + "]" * 200_000
 ESCAPES = "\x1b[2J" * 2000  # clear the screen, in a terminal that shows it
 HOSTILE: dict[str, tuple[Callable[[Path], None], str]] = {
+    "5000-character machine id": (
+        _inventory(lambda d: d["nodes"]["n2"].update(machine_id="a" * 5000)),
+        f"inventory.json: nodes.n2.machine_id: expected {ID}, found a string of 5000 "
+        f"characters, {cut('a' * 61)}"),
+    # issue 38: what the spec allows bounds the baseline, before its shape is checked
     "30 MB machine id": (
         _inventory(lambda d: d["nodes"]["n2"].update(machine_id="a" * 30 * 2**20)),
-        f"inventory.json: nodes.n2.machine_id: expected {ID}, found a string of 31457280 "
-        f"characters, {cut('a' * 61)}"),
+        "inventory.json: 31489056 bytes, more than the 1.062 MiB a baseline's inventory of 4 "
+        "node(s) (the spec's cluster.nodes) may have"),
+    "1000000 tiny GPUs": (
+        _inventory(lambda d: d["nodes"]["n2"].update(gpus=[{"index": 0}] * 1_000_000)),
+        "* bytes, more than the 1.062 MiB a baseline's inventory of 4 node(s) (the spec's "
+        "cluster.nodes) may have"),
+    "50000 tiny GPUs": (
+        _inventory(lambda d: d["nodes"]["n2"].update(gpus=[{"index": 0}] * 50_000)),
+        "inventory.json: nodes.n2.gpus: 50000 GPUs, more than the 8 per node the spec's "
+        "gpus.count (8) allows"),
+    "a ninth GPU": (
+        _inventory(lambda d: d["nodes"]["n1"]["gpus"].append(d["nodes"]["n1"]["gpus"][0])),
+        "inventory.json: nodes.n1.gpus: 9 GPUs, more than the 8 per node the spec's "
+        "gpus.count (8) allows"),
+    "a fifth node": (
+        _inventory(lambda d: d["nodes"].update(n5=d["nodes"]["n1"])),
+        "inventory.json: 5 nodes, more than the 4 the spec names (cluster.nodes): not a "
+        "baseline of this cluster"),
+    "a node's key no run writes": (
+        _inventory(lambda d: d["nodes"]["n3"].update(padding=["x"] * 1000)),
+        "inventory.json: nodes.n3: the key 'padding', which no run writes (expected some of "
+        "cpu, dmi, filesystems, gpus, hostname, infiniband, interfaces, kernel, machine_id, "
+        "memory_bytes, nccl_source, os, simulated, software, unreadable)"),
+    "a GPU's key no run writes": (
+        _inventory(lambda d: d["nodes"]["n1"]["gpus"][2].update(extra={"a": 1})),
+        "inventory.json: nodes.n1.gpus[2]: the key 'extra', which no run writes (expected "
+        "some of board_part, index, name, pci_bus_id, serial, unreadable, uuid, vbios)"),
+    "a document's key no run writes": (
+        _inventory(lambda d: d.update(bulk="x" * 1000)),
+        "inventory.json: the key 'bulk', which no run writes (expected some of cluster, "
+        "complete, nodes, schema, simulated, taken_at)"),
+    "4000000 result lines": (
+        _text("results.jsonl", lambda t: t + '{"type": "other"}\n' * 4_000_000),
+        "* bytes, more than the 4.062 MiB a baseline's results of 4 node(s) (the spec's "
+        "cluster.nodes) may have"),
     "a node a string": (
         _inventory(lambda d: d["nodes"].update(n3="gpu-003")),
         "inventory.json: nodes.n3: expected {\"unreadable\": WHY} or a mapping of a node's "
@@ -408,6 +446,10 @@ def _refused_in_one_line(result: pytest.RunResult, expected: str) -> None:
     assert len(result.stdout.str()) + len(result.stderr.str()) < 2000
 
 
+def case_file(case: str) -> str:
+    return "results.jsonl" if "result lines" in case else "inventory.json"
+
+
 @pytest.mark.parametrize("case", HOSTILE)
 def test_a_hostile_baseline_is_a_usage_error_before_anything_runs(
         pytester: pytest.Pytester, accepted: Path, case: str) -> None:
@@ -417,7 +459,11 @@ def test_a_hostile_baseline_is_a_usage_error_before_anything_runs(
     edit(base)
     _reseal(base)
     result = _run(pytester, f"--cluster-baseline={base}")
-    _refused_in_one_line(result, f"ERROR: --cluster-baseline={base}: {message}")
+    if message.startswith("*"):  # a size: the file's name, then its bytes
+        _refused_in_one_line(result, f"ERROR: --cluster-baseline={base}: {case_file(case)}: ")
+        assert result.stderr.lines[0].endswith(message[1:])
+    else:
+        _refused_in_one_line(result, f"ERROR: --cluster-baseline={base}: {message}")
     assert not (pytester.path / "now").exists()
 
 

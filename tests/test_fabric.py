@@ -189,6 +189,19 @@ sim:
 """
 
 
+def test_no_rail_to_measure_in_the_sim_is_marked_simulated(pytester: pytest.Pytester) -> None:
+    """Before: the one message of the rail case that read no search lacked [SIMULATED]."""
+    (pytester.path / "trial.yaml").write_text(RAILS.replace(
+        "{rail_busbw: 40 GB/s}", "{rail_busbw: 40 GB/s, devices: 'nothing*'}"))
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "-k", "rail_busbw")
+    result.assert_outcomes(failed=4)
+    assert failures(pytester)["test_fabric_rail_busbw[n1]"] == (
+        "[SIMULATED] n1 rail_busbw: cannot measure: no rail to measure")
+    lines = [r for r in jsonl(pytester) if r.get("clause") == "fabric.rail_busbw"]
+    assert all(line["simulated"] for line in lines), lines
+
+
 def test_each_rail_alone_names_the_slow_port_and_its_node(pytester: pytest.Pytester) -> None:
     """The slow-node search once per rail, every job bound to that port: n3's mlx5_5 at
     half rate fails n3 naming mlx5_5/1 (its partners reached the bar on that rail with

@@ -45,6 +45,15 @@ SPEC = "cluster: {name: opts, nodes: [n1], launcher: sim}\ngpus: {count: 8}\nsim
     (["--cluster-soak-rounds=1000001"],
      "ERROR: --cluster-soak-rounds=1000001: expected a whole number of rounds from 1 to "
      "1,000,000, got 1000001"),
+    (["--cluster-soak-round=-1"],
+     "ERROR: --cluster-soak-round=-1: expected a round number from 1 to 1,000,000 (a soak "
+     "sets it for each of its rounds)"),
+    (["--cluster-soak-round=0"],
+     "ERROR: --cluster-soak-round=0: expected a round number from 1 to 1,000,000 (a soak "
+     "sets it for each of its rounds)"),
+    (["--cluster-soak-round=" + "9" * 300],
+     "ERROR: --cluster-soak-round=" + "9" * 100 + "... (300 characters): expected a round "
+     "number from 1 to 1,000,000 (a soak sets it for each of its rounds)"),
     (["--cluster-soak-resume="],
      "ERROR: --cluster-soak-resume=: expected the directory of a stopped soak, got an empty "
      "value"),
@@ -140,3 +149,116 @@ def test_a_soak_to_resume_whose_soak_json_is_hostile_is_a_usage_error(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert len(result.stderr.str()) < 1000
     result.stderr.fnmatch_lines([f"ERROR: --cluster-soak-resume=old: old/soak.json*{says}*"])
+
+
+@pytest.mark.parametrize(("option", "given", "says"), [
+    ("--html", "{tmp}", "is a directory: expected a file in it (e.g. {tmp}/report.html)"),
+    ("--junitxml", "{tmp}/trial.yaml/junit.xml", "cannot be made: {tmp}/trial.yaml is not a "
+                                                 "directory"),
+    ("--html", "{tmp}/trial.yaml/deeper/report.html", "cannot be made: {tmp}/trial.yaml is "
+                                                      "not a directory"),
+    ("--html", "{tmp}/fifo", "is not a regular file (expected a file to write the report "
+                             "to)"),
+    ("--junitxml", "/proc/junit.xml", "its directory /proc cannot be written: *"),
+])
+def test_a_report_path_that_cannot_be_written_is_a_usage_error(
+        pytester: pytest.Pytester, option: str, given: str, says: str) -> None:
+    """--junitxml and --html as given are checked at configure time, as --cluster-metrics
+    is: before, pytest-html raised from its own configure, JUnit after every check ran."""
+    import os
+    (pytester.path / "trial.yaml").write_text(SPEC)
+    os.mkfifo(pytester.path / "fifo")
+    tmp = str(pytester.path)
+    path = given.format(tmp=tmp)
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                f"{option}={path}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {option}={path} {says.format(tmp=tmp)}"])
+    assert not (pytester.path / "reports").exists()
+    assert "passed" not in result.stdout.str()
+
+
+def test_a_report_path_in_a_folder_yet_to_be_made_is_written(pytester: pytest.Pytester) -> None:
+    (pytester.path / "trial.yaml").write_text(SPEC)
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", "-m",
+                                "sanity", "--junitxml=out/ci/junit.xml")
+    assert result.ret == pytest.ExitCode.OK
+    assert (pytester.path / "out" / "ci" / "junit.xml").is_file()
+
+
+@pytest.mark.parametrize(("value", "says"), [
+    ("x" * 120_000, "ERROR: --cluster-node: 'xxxx*... (120000 characters)': 'xxx*... "
+                    "(120000 characters)' is not a valid hostname*"),
+    ("n[" + "1," * 60_000 + "x]", "ERROR: --cluster-node: 'n[1,1,*... (120004 characters)': "
+                                  "bad range 'x' in hostlist 'n[1,1,*... (120004 characters)' "
+                                  "(expected like 001-004)"),
+    ("n1," + "y" * 50_000, "ERROR: --cluster-node: 'n1,yyy*... (50003 characters)': 'yyy*... "
+                           "(50000 characters)' is not a valid hostname*"),
+])
+def test_a_huge_node_name_is_echoed_cut(pytester: pytest.Pytester, value: str,
+                                        says: str) -> None:
+    """Before: the whole 120,000-character hostlist was echoed (twice)."""
+    (pytester.path / "trial.yaml").write_text(SPEC)
+    result = pytester.runpytest("--cluster=trial.yaml", f"--cluster-node={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert len(result.stderr.str()) < 1000
+    result.stderr.fnmatch_lines([says])
+
+
+def test_a_huge_slurmd_nodename_is_echoed_cut(pytester: pytest.Pytester,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    (pytester.path / "trial.yaml").write_text(SPEC)
+    monkeypatch.setenv("SLURMD_NODENAME", "y" * 100_000)
+    result = pytester.runpytest("--cluster=trial.yaml", "--cluster-node=.")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert len(result.stderr.str()) < 1000
+    result.stderr.fnmatch_lines(["ERROR: --cluster-node: this host (yyy*... (100000 "
+                                 "characters), *) is not one of the spec's cluster.nodes"])
+
+
+@pytest.mark.parametrize(("rounds", "last"), [
+    (["round-0001", "round-0012"], "its last round is old/rounds/round-0012"),
+    ([], "it holds no round")])
+def test_a_soaks_directory_as_a_baseline_is_refused_with_its_last_round(
+        pytester: pytest.Pytester, rounds: list[str], last: str) -> None:
+    """Before: a soak's directory passed verify and was compared with as one run."""
+    (pytester.path / "trial.yaml").write_text(SPEC)
+    (pytester.path / "old").mkdir()
+    (pytester.path / "old" / "soak.json").write_text("{}")
+    for name in rounds:
+        (pytester.path / "old" / "rounds" / name).mkdir(parents=True)
+    result = pytester.runpytest("--cluster=trial.yaml", "--cluster-baseline=old")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.stderr.lines[0] == (
+        "ERROR: --cluster-baseline=old: is a soak's directory (it holds soak.json): a "
+        "baseline is one run's evidence; compare with one of its rounds "
+        f"(--cluster-baseline=SOAK/rounds/round-NNNN); {last}")
+    assert not (pytester.path / "reports").exists()
+
+
+def test_more_nodes_than_one_run_checks_are_refused_naming_the_first_part(
+        pytester: pytest.Pytester) -> None:
+    """Issue 38: 16,384 simulated nodes took 40 s and 1.77 GB just to collect at the sanity
+    level. A spec may list them; one run takes at most MAX_RUN_NODES (--cluster-node picks
+    a part), refused before anything is collected."""
+    import time
+
+    from pytest_cluster.spec.narrow import MAX_RUN_NODES
+    (pytester.path / "trial.yaml").write_text(SPEC.replace("nodes: [n1]",
+                                                           "nodes: 'gpu-[00001-16384]'"))
+    started = time.perf_counter()
+    result = pytester.runpytest("--cluster=trial.yaml", "-m", "sanity")
+    assert time.perf_counter() - started < 2
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert result.stderr.lines[0] == (
+        f"ERROR: trial.yaml: cluster.nodes: 16,384 nodes in one run, more than the "
+        f"{MAX_RUN_NODES:,} one run checks (collecting their cases takes time and memory in "
+        f"proportion); test a larger cluster in parts (--cluster-node=gpu-[00001-0"
+        f"{MAX_RUN_NODES}], then the next {MAX_RUN_NODES:,})")
+    assert not (pytester.path / "reports").exists()
+    too_many = pytester.runpytest("--cluster=trial.yaml", "--cluster-node=gpu-[00001-02000]")
+    assert too_many.ret == pytest.ExitCode.USAGE_ERROR
+    too_many.stderr.fnmatch_lines(["ERROR: --cluster-node: 2,000 nodes in one run, more than*"])
+    part = pytester.runpytest("--cluster=trial.yaml", "-m", "sanity", "-p", "no:cacheprovider",
+                              "--cluster-node=gpu-[00001-00002]")
+    assert part.ret == pytest.ExitCode.OK

@@ -177,6 +177,16 @@ def test_allowed_options_pass_as_written_and_once() -> None:
      "1000000000}\n",
      "t.yaml:3: storage[/d].metadata_files: expected a whole number from 1 to 1000000, got "
      "1000000000"),
+    ("cluster: {name: x, nodes: a}\nfabric:\n  ports: 1e30\n",
+     "t.yaml:3: fabric.ports: expected between 1 and 64 ports per node, got '1e30'"),
+    ("cluster: {name: x, nodes: a}\nfabric:\n  ports: 65\n",
+     "t.yaml:3: fabric.ports: expected between 1 and 64 ports per node, got '65'"),
+    ("cluster: {name: x, nodes: a}\nfabric:\n  mtu: 1e30\n",
+     "t.yaml:3: fabric.mtu: expected an MTU between 68 and 65535 bytes (4096 on InfiniBand, "
+     "9000 for jumbo Ethernet frames), got '1e30'"),
+    ("cluster: {name: x, nodes: a}\nfabric:\n  mtu: 67\n",
+     "t.yaml:3: fabric.mtu: expected an MTU between 68 and 65535 bytes (4096 on InfiniBand, "
+     "9000 for jumbo Ethernet frames), got '67'"),
 ])
 def test_negative_zero_and_absurd_numbers_are_refused(text: str, message: str) -> None:
     assert error_of(text) == message
@@ -286,7 +296,8 @@ def test_duplicate_nodes_are_one_error_per_entry() -> None:
 def test_a_hostlist_of_many_brackets_is_not_a_recursion_error() -> None:
     message = error_of(BASE.replace("nodes: a", "nodes: '" + "a[1]" * 3000 + "'"))
     assert message.startswith("t.yaml:1: cluster.nodes: 'a1a1a1")
-    assert message.endswith("a1a1' is not a valid hostname (letters, digits, '-', '_' and '.')")
+    assert message.endswith("a1a1... (6000 characters)' is not a valid hostname (letters, "
+                            "digits, '-', '_' and '.')")  # cut (issue 38)
 
 
 # -- bounded messages ------------------------------------------------------------------

@@ -133,3 +133,16 @@ def test_ctrl_c_stops_verify_with_one_line_and_its_own_exit_code(tmp_path: Path)
         VerifyExit.INTERRUPTED, "", "pytest-cluster verify: interrupted (Ctrl-C) before the "
                                     "check ended: nothing is verified\n")
     assert VerifyExit.INTERRUPTED.value == 130
+
+
+@pytest.mark.parametrize("args", [["verify", ""], ["verify", " "], ["verify", ".", "--key", ""],
+                                  ["gate", "", "--exit-status", "0"]])
+def test_an_empty_path_is_a_usage_error_not_the_current_directory(
+        args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Before: `verify ''` (an unset $DIR) checked the current directory."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stopped:
+        main(args)
+    assert stopped.value.code == 2
+    assert "expected a path, got an empty value (an unset variable?)" in capsys.readouterr().err

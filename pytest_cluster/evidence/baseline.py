@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import BundleError, InputError
 from pytest_cluster.evidence import baseline_files
-from pytest_cluster.evidence.baseline_files import RESULTS
+from pytest_cluster.evidence.baseline_files import MAX_GPUS, RESULTS, Limits
 from pytest_cluster.evidence.bundle.keys import PublicKey
 from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.derived_cases import Case
@@ -94,11 +94,29 @@ def figures(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def load(path: Path, key: Path | None = None) -> Baseline:
+def limits(spec: Spec) -> Limits:
+    """What `spec` lets a baseline hold: the nodes of the whole cluster (a run of some of
+    them compares with a baseline of all), GPUs per node from gpus.count (exact, or at
+    most), else the sim's gpus_per_node, else the most a spec may name."""
+    whole = spec.whole or spec
+    nodes = len(whole.cluster.nodes)
+    count = whole.gpus.clause("count") if whole.gpus is not None else None
+    if count is not None and count.requirement.op in ("==", "<="):
+        most = int(count.requirement.bound.value)
+        said = count.requirement.text if count.requirement.op == "<=" else str(most)
+        return Limits(nodes, most, f"the spec's gpus.count ({said})")
+    if whole.sim is not None and count is None:
+        return Limits(nodes, whole.sim.gpus_per_node,
+                      f"the spec's sim.gpus_per_node ({whole.sim.gpus_per_node})")
+    return Limits(nodes, MAX_GPUS, f"the most a spec may name ({MAX_GPUS})")
+
+
+def load(path: Path, key: Path | None = None, bounds: Limits = baseline_files.ANY_SPEC) -> Baseline:
     """The baseline at `path`, verified (with `key`: signed by that key) and its files
-    checked (baseline_files.py); BaselineError saying why it cannot be one."""
+    checked against `bounds` (what the spec allows: baseline_files.py); BaselineError
+    saying why it cannot be one."""
     try:
-        baseline_files.check_sizes(path)
+        baseline_files.check_sizes(path, bounds)
         verdict = verify(path, PublicKey.load(key) if key is not None else None)
     except (BundleError, InputError) as exc:
         raise BaselineError(str(exc)) from None
@@ -111,8 +129,8 @@ def load(path: Path, key: Path | None = None) -> Baseline:
         raise BaselineError(f"it has no {' or '.join(missing)}: a run's evidence directory "
                             "written by a pytest-cluster that records its inventory is needed")
     try:
-        results = baseline_files.read_results(path / RESULTS)
-        inventory = baseline_files.read_inventory(path / INVENTORY)
+        results = baseline_files.read_results(path / RESULTS, bounds)
+        inventory = baseline_files.read_inventory(path / INVENTORY, bounds)
     except InputError as exc:
         raise BaselineError(str(exc)) from None
     started = results.run.get("started_at")
@@ -261,6 +279,8 @@ def same_hardware(baseline: Baseline, now: dict[str, Any]) -> list[Case]:
         changes = hardware_changes(before, after)
         gpus = before.get("gpus") if isinstance(before, dict) else None
         measured = "as at baseline" if not changes else f"{len(changes)} change(s)"
+        more = len(changes) - MAX_NAMED
+        changes = changes[:MAX_NAMED] + ([f"and {more} more change(s)"] if more > 0 else [])
         cases.append(Case(node, "baseline.hardware", node, not changes,
                           f"{node}: " + "; ".join(changes) + f" ({baseline.label})"
                           if changes else "",

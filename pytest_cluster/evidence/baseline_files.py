@@ -26,8 +26,10 @@ from pytest_cluster.evidence.results import INTERRUPTED
 from pytest_cluster.evidence.untrusted_json import (
     Schema,
     check,
+    cut,
     either,
     integer,
+    json_path,
     list_of,
     map_of,
     number,
@@ -49,6 +51,43 @@ WHAT = {RESULTS: "a baseline's results", INVENTORY: "a baseline's inventory"}
 MAX_TEXT = 4096  # characters of an identifier, a reason, a case id
 MAX_NODE_NAME = 253  # characters of a host name
 LAST_SECOND = 253402300799  # 9999-12-31T23:59:59Z: a time units.utc can write
+
+#: The most GPUs per node a spec may name (spec/gpus.py: gpus.count from 1 to 64).
+MAX_GPUS = 64
+#: What a node may add to a baseline's files: its inventory record (a node of many NICs,
+#: HCAs and disks writes tens of kB) and its result lines (a run of every clause about
+#: 70 kB a node); the files' limits are these times the nodes the spec allows, plus a
+#: run's own lines, never more than MAX_BYTES.
+PER_NODE = {RESULTS: 1 * 2**20, INVENTORY: 256 * 2**10}
+PER_RUN = 64 * 2**10
+#: At most this many entries in one node's list of devices of each kind (a node's
+#: interfaces include its virtual ones).
+MAX_DEVICES = {"interfaces": 4096, "infiniband": 256, "filesystems": 256}
+MAX_PORTS = 256  # of one HCA
+MAX_DISKS = 1024  # block devices of one filesystem
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What the contract lets a baseline hold: its nodes, and GPUs per node (`gpus_from`
+    says which key of the spec allows them); its files' sizes follow from the nodes."""
+
+    nodes: int = MAX_NODES
+    gpus_per_node: int = MAX_GPUS
+    gpus_from: str = f"the most a spec may name ({MAX_GPUS})"
+
+    def max_bytes(self, name: str) -> int:
+        return min(MAX_BYTES[name], PER_RUN + self.nodes * PER_NODE[name])
+
+    def what(self, name: str) -> str:
+        """What the file is, and why its limit is what it is."""
+        if self.max_bytes(name) == MAX_BYTES[name]:
+            return WHAT[name]
+        return f"{WHAT[name]} of {self.nodes} node(s) (the spec's cluster.nodes)"
+
+
+#: No spec to bound a baseline by: the limits of any spec.
+ANY_SPEC = Limits()
 
 # -- inventory.json ----------------------------------------------------------------------
 
@@ -137,11 +176,11 @@ def not_regular(name: str, mode: int) -> InputError:
                       "regular files of its directory)")
 
 
-def check_sizes(run_dir: Path) -> None:
-    """Either file a link, not a regular file or over its limit: an InputError before
-    anything is read of it (lstat: a link is never followed). A file absent is left to
-    the caller."""
-    for name, limit in MAX_BYTES.items():
+def check_sizes(run_dir: Path, limits: Limits = ANY_SPEC) -> None:
+    """Either file a link, not a regular file or over its limit (what the spec's nodes may
+    write): an InputError before anything is read of it (lstat: a link is never
+    followed). A file absent is left to the caller."""
+    for name in MAX_BYTES:
         try:
             info = (run_dir / name).lstat()
         except FileNotFoundError:
@@ -150,8 +189,9 @@ def check_sizes(run_dir: Path) -> None:
             raise InputError(f"{name}: cannot be read: {exc.strerror or exc}") from None
         if not stat.S_ISREG(info.st_mode):
             raise not_regular(name, info.st_mode)
+        limit = limits.max_bytes(name)
         if info.st_size > limit:
-            raise too_big(name, info.st_size, limit, WHAT[name])
+            raise too_big(name, info.st_size, limit, limits.what(name))
 
 
 def open_regular(path: Path) -> BinaryIO:
@@ -171,26 +211,93 @@ def open_regular(path: Path) -> BinaryIO:
     return handle
 
 
-def read_inventory(path: Path) -> dict[str, Any]:
-    limit = MAX_BYTES[INVENTORY]
+def read_inventory(path: Path, limits: Limits = ANY_SPEC) -> dict[str, Any]:
+    """inventory.json, opened as it is (open_regular): its size, then its counts and keys
+    (bound_inventory), then its shape (jsonschema, the costly part, last)."""
+    limit = limits.max_bytes(INVENTORY)
     with open_regular(path) as handle:
         size = os.fstat(handle.fileno()).st_size
         if size > limit:
-            raise too_big(path.name, size, limit, WHAT[INVENTORY])
+            raise too_big(path.name, size, limit, limits.what(INVENTORY))
         try:
             data = handle.read(limit + 1)
         except OSError as exc:
             raise InputError(f"{path.name}: cannot be read: {exc.strerror or exc}") from None
     if len(data) > limit:
-        raise too_big(path.name, len(data), limit, WHAT[INVENTORY])
-    kept: dict[str, Any] = _checked(INVENTORY_SHAPE, parse(data, path.name), path.name)
+        raise too_big(path.name, len(data), limit, limits.what(INVENTORY))
+    document = parse(data, path.name)
+    bound_inventory(document, limits, path.name)
+    kept: dict[str, Any] = _checked(INVENTORY_SHAPE, document, path.name)
     return kept
 
 
-def read_results(path: Path) -> BaselineResults:
+#: The keys a run writes (measure/inventory.py): of the document, a node, a GPU.
+DOCUMENT_KEYS = frozenset({"schema", "cluster", "simulated", "taken_at", "complete", "nodes"})
+NODE_KEYS = frozenset({"simulated", "hostname", "machine_id", "dmi", "cpu", "memory_bytes",
+                       "os", "kernel", "gpus", "software", "nccl_source", "interfaces",
+                       "infiniband", "filesystems", UNREADABLE})
+GPU_KEYS = frozenset({*GPU_FIELDS, UNREADABLE})
+
+
+def _no_other_keys(value: Any, known: frozenset[str], where: str) -> None:
+    if not isinstance(value, dict):
+        return  # its shape is jsonschema's to say
+    other = next((key for key in value if key not in known), None)
+    if other is not None:
+        raise InputError(f"{where}: the key {cut(other)}, which no run writes (expected "
+                         f"some of {', '.join(sorted(known))})")
+
+
+def _at_most(items: Any, most: int, what: str, where: str) -> None:
+    if isinstance(items, list) and len(items) > most:
+        raise InputError(f"{where}: {len(items)} {what}, more than {most}")
+
+
+def bound_inventory(document: Any, limits: Limits, name: str) -> None:
+    """The cheap bounds of an inventory, before its shape is checked: no more nodes than
+    the spec names, GPUs per node than it allows, devices than MAX_DEVICES, and no key
+    that no run writes; InputError naming the file, where, and what was allowed."""
+    _no_other_keys(document, DOCUMENT_KEYS, name)
+    nodes = document.get("nodes") if isinstance(document, dict) else None
+    if not isinstance(nodes, dict):
+        return
+    if len(nodes) > limits.nodes:
+        raise InputError(f"{name}: {len(nodes)} nodes, more than the {limits.nodes} "
+                         "the spec names (cluster.nodes): not a baseline of this cluster")
+    for node, entry in nodes.items():
+        where = f"{name}: {json_path(['nodes', node])}"
+        _no_other_keys(entry, NODE_KEYS, where)
+        if isinstance(entry, dict):
+            _bound_node(entry, limits, where)
+
+
+def _bound_node(entry: dict[str, Any], limits: Limits, where: str) -> None:
+    """One node's record: its GPUs (counted, their keys known) and its devices."""
+    gpus = entry.get("gpus")
+    if isinstance(gpus, list) and len(gpus) > limits.gpus_per_node:
+        raise InputError(f"{where}.gpus: {len(gpus)} GPUs, more than the "
+                         f"{limits.gpus_per_node} per node {limits.gpus_from} allows")
+    for index, gpu in enumerate(gpus if isinstance(gpus, list) else ()):
+        _no_other_keys(gpu, GPU_KEYS, f"{where}.gpus[{index}]")
+    for key, most in MAX_DEVICES.items():
+        _at_most(entry.get(key), most, key, f"{where}.{key}")
+    _devices_of(entry, where)
+
+
+def _devices_of(entry: dict[str, Any], where: str) -> None:
+    """The lists inside a node's devices: an HCA's ports, a filesystem's disks."""
+    for key, inner, most in (("infiniband", "ports", MAX_PORTS),
+                             ("filesystems", "block_devices", MAX_DISKS)):
+        items = entry.get(key)
+        for index, item in enumerate(items if isinstance(items, list) else ()):
+            if isinstance(item, dict):
+                _at_most(item.get(inner), most, inner, f"{where}.{key}[{index}].{inner}")
+
+
+def read_results(path: Path, limits: Limits = ANY_SPEC) -> BaselineResults:
     """Every line of `path` checked; a last line cut in half (a killed writer) is left
     out, as results.read_results does, and blank lines are."""
-    limit = MAX_BYTES[RESULTS]
+    limit = limits.max_bytes(RESULTS)
     run: dict[str, Any] = {}
     results: list[dict[str, Any]] = []
     end: dict[str, Any] | None = None
@@ -200,7 +307,7 @@ def read_results(path: Path) -> BaselineResults:
             for number, line in enumerate(lines, 1):
                 size += len(line)
                 if size > limit:
-                    raise too_big(path.name, size, limit, WHAT[RESULTS])
+                    raise too_big(path.name, size, limit, limits.what(RESULTS))
                 if not line.strip():
                     continue
                 where = f"{path.name} line {number}"

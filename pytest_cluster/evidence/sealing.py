@@ -84,8 +84,9 @@ class Sealed:
 
 
 def predicate(config: pytest.Config, spec: Spec, started: float, ended: float,
-              outside: list[str]) -> dict[str, Any]:
-    """What the manifest says of the run that wrote the files."""
+              outside: list[str], failures: list[str] | None = None) -> dict[str, Any]:
+    """What the manifest says of the run that wrote the files; `failures`: what failed
+    once the checks had run (the evidence is sealed all the same, and says so)."""
     params = config.invocation_params
     tool: dict[str, Any] = {"name": "pytest-cluster", "version": __version__,
                             "pytest": pytest.__version__, "python": sys.version.split()[0]}
@@ -97,7 +98,8 @@ def predicate(config: pytest.Config, spec: Spec, started: float, ended: float,
             "command": {"args": ["pytest", *params.args], "dir": str(params.dir)},
             "tool": tool, "started_at": utc(started), "ended_at": utc(ended),
             "controller": socket.gethostname(),
-            "not_covered": outside}
+            "not_covered": outside,
+            **({"failures": list(failures)} if failures else {})}
 
 
 def seal_run(run_dir: Path, facts: dict[str, Any], chosen: tuple[Signer, ...]) -> Sealed:
@@ -106,8 +108,9 @@ def seal_run(run_dir: Path, facts: dict[str, Any], chosen: tuple[Signer, ...]) -
     return Sealed(path, digest(path), tuple(s.keyid for s in envelope.signatures), failed)
 
 
-def sealed_line(sealed: Sealed) -> str:
-    """The terminal's last word on the evidence."""
+def sealed_line(sealed: Sealed, failures: tuple[str, ...] = ()) -> str:
+    """The terminal's last word on the evidence (and what failed late, recorded in the
+    manifest)."""
     by = (f"signed by {', '.join(sealed.signed_by)}" if sealed.signed_by
           else "UNSIGNED")
     text = (f"manifest: {sealed.path} sha256 {sealed.sha256}, {by}; check it: "
@@ -115,4 +118,6 @@ def sealed_line(sealed: Sealed) -> str:
             + (" --key PUBKEY" if sealed.signed_by else ""))
     text += "".join(f"\nSIGNING FAILED, that signature is missing: {why}"
                     for why in sealed.failed)
+    text += "".join(f"\nEVIDENCE INCOMPLETE (recorded in the manifest): {why}"
+                    for why in failures)
     return text

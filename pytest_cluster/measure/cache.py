@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import hashlib
 import json
+import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -110,14 +111,16 @@ class ProbeCache:
             return self._documents[key]
 
         def read(target: Path) -> dict[str, Any]:
-            found: dict[str, Any] = json.loads(target.read_text(encoding="utf-8"))
+            found: dict[str, Any] = json.loads(target.read_text(encoding="utf-8"),
+                                               object_hook=_decoded)
             return found
 
         def make(target: Path) -> dict[str, Any]:
             with self.alone():
                 document = compute()
             partial = target.with_suffix(".tmp")
-            partial.write_text(json.dumps(document, allow_nan=False), encoding="utf-8")
+            partial.write_text(json.dumps(_encoded(document), allow_nan=False),
+                               encoding="utf-8")
             os.replace(partial, target)
             return document
 
@@ -134,3 +137,24 @@ def document_key(prefix: str, *parts: object) -> str:
     the spec, a job's scope): 'interconnect-1a2b3c4d5e6f7a8b'."""
     text = json.dumps(parts, sort_keys=True, default=str, allow_nan=False)
     return f"{prefix}-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+#: A number that is not finite in a document of ours (a search's busbw where no job ran:
+#: NaN), written in strict JSON as {NON_FINITE: "nan"} and read back as the number.
+NON_FINITE = "non_finite"
+
+
+def _encoded(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return {NON_FINITE: repr(value)}
+    if isinstance(value, dict):
+        return {key: _encoded(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_encoded(item) for item in value]
+    return value
+
+
+def _decoded(found: dict[str, Any]) -> Any:
+    if len(found) == 1 and found.get(NON_FINITE) in ("nan", "inf", "-inf"):
+        return float(found[NON_FINITE])
+    return found

@@ -8,7 +8,9 @@ tests may use our fixtures).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_cluster import hookspecs, internals
-from pytest_cluster.errors import SpecError
+from pytest_cluster.errors import SpecError, head
 from pytest_cluster.evidence import baseline, sealing
 from pytest_cluster.evidence.rundir import create_run_dir
 from pytest_cluster.run import lifecycle
@@ -30,6 +32,7 @@ from pytest_cluster.run.metrics_sink import (
     metrics_path,
     run_level,
 )
+from pytest_cluster.run.output_paths import check_reports
 from pytest_cluster.run.session import SESSION_PLUGIN, ClusterSession
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY, WORKERS_CUT_KEY
 from pytest_cluster.run.suite import acceptance_dir
@@ -109,9 +112,14 @@ def chosen_spec(config: pytest.Config, spec: Spec) -> Spec:
     if not values and narrow.in_slurm_script(os.environ):
         values = [narrow.THIS_HOST]
     if not values:
+        try:
+            narrow.run_size(spec.cluster.nodes)
+        except ValueError as exc:
+            raise pytest.UsageError(f"{spec.file}: cluster.nodes: {exc}") from None
         return spec
     try:
         nodes, here = narrow.chosen(values, spec.cluster.nodes, os.environ)
+        narrow.run_size(nodes)
     except ValueError as exc:
         raise pytest.UsageError(f"--cluster-node: {exc}") from None
     return narrow.narrow(spec, nodes, here=here)
@@ -121,6 +129,11 @@ def soak_options(config: pytest.Config) -> tuple[float | None, int | None] | Non
     """(duration in seconds, most rounds) of a soak this invocation drives, None when it
     drives none; a usage error when they are wrong. The soak's process runs no checks
     itself (its rounds do): it takes no pytest-xdist workers."""
+    number = config.getoption("cluster_soak_round")
+    if number is not None and not 1 <= number <= soak.MAX_ROUNDS:
+        raise pytest.UsageError(f"--cluster-soak-round={head(str(number))}: expected a round "
+                                f"number from 1 to {soak.MAX_ROUNDS:,} (a soak sets it for "
+                                "each of its rounds)")
     raw = config.getoption("cluster_soak")
     rounds = config.getoption("cluster_soak_rounds")
     resume = config.getoption("cluster_soak_resume")
@@ -169,6 +182,20 @@ def evidence_dir(config: pytest.Config, spec: Spec, reports: Path,
     return create_run_dir(reports, spec.cluster.name, time.time())
 
 
+def _not_a_soak(where: Path) -> None:
+    """A soak's directory is no baseline (its results are the rounds', and its own): a
+    usage error pointing at its last round, the run it most likely means."""
+    with contextlib.suppress(OSError):
+        if stat.S_ISREG(os.lstat(where / soak.SOAK_FILE).st_mode):
+            numbers = soak.round_numbers(where)
+            last = (f"; its last round is {where / soak.ROUNDS_DIR / soak.round_name(numbers[-1])}"
+                    if numbers else "; it holds no round")
+            raise pytest.UsageError(
+                f"--cluster-baseline={head(str(where))}: is a soak's directory (it holds "
+                f"{soak.SOAK_FILE}): a baseline is one run's evidence; compare with one of "
+                f"its rounds (--cluster-baseline=SOAK/{soak.ROUNDS_DIR}/round-NNNN){last}")
+
+
 def load_baseline(config: pytest.Config) -> Baseline | None:
     """The baseline --cluster-baseline names, verified now: one that cannot serve is a
     usage error before any test runs."""
@@ -184,8 +211,10 @@ def load_baseline(config: pytest.Config) -> Baseline | None:
         if key is not None:
             raise pytest.UsageError("--cluster-baseline-key needs --cluster-baseline=DIR")
         return None
+    _not_a_soak(Path(where))
     try:
-        return baseline.load(Path(where), Path(key) if key else None)
+        return baseline.load(Path(where), Path(key) if key else None,
+                             baseline.limits(config.stash[SPEC_KEY]))
     except baseline.BaselineError as exc:
         raise pytest.UsageError(f"--cluster-baseline={where}: {exc}") from None
 
@@ -245,6 +274,13 @@ def _metrics_file(config: pytest.Config) -> Path | None:
         raise pytest.UsageError(f"--cluster-metrics={metrics} {exc}") from None
 
 
+def _output_files(config: pytest.Config) -> Path | None:
+    """Every file the user named for the run to write (--cluster-metrics, --junitxml,
+    --html), checked before the first check runs; --cluster-metrics' path."""
+    check_reports(config)
+    return _metrics_file(config)
+
+
 def _metrics(config: pytest.Config, spec: Spec, run_dir: Path | None,
              path: Path | None) -> None:
     """--cluster-metrics: the sink that writes the run's metrics (run/metrics_sink.py)."""
@@ -280,7 +316,7 @@ def pytest_configure(config: pytest.Config) -> None:
         for warning in spec.warnings:
             config.issue_config_time_warning(SpecWarning(warning), stacklevel=2)
         reports = config.getoption("cluster_reports")
-        metrics = _metrics_file(config)
+        metrics = _output_files(config)
         signers: tuple[Signer, ...] = ()
         run_dir = None
         accepted = None

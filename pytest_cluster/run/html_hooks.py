@@ -91,18 +91,24 @@ class HtmlHooks:
                 prefix.append(text)
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_sessionfinish(self) -> Generator[None]:
+    def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None]:
         """After pytest-html wrote report.html: its time in UTC, and the passed lists where
-        the scorecard left their place."""
+        the scorecard left their place (a failure is the run's late failure, not a
+        traceback)."""
         yield
         html_report = self.session.html_report()
         path = internals.html_path(html_report) if html_report is not None else None
-        if path is not None:
+        if path is None:
+            return
+        try:
             splice(path, internals.HTML_GENERATED, generated_in_utc, count=1)
             gathered = self.session.ledger.gathered()
             splice(path, PASSED_LISTS_MARK,
                    lambda _: (piece.encode("utf-8") for piece in passed_lists(
                        gathered.passed, gathered.references)), count=1)
+        except Exception as exc:
+            self.session.late_failure("report.html's passed lists written in", exc,
+                                      session)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_report_title(self, report: Any) -> None:

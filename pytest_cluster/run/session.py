@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pytest
 
 from pytest_cluster import __version__, internals
+from pytest_cluster.errors import clip
 from pytest_cluster.evidence import derived_cases
 from pytest_cluster.evidence.end import RunFacts, end_record, verdict_document
 from pytest_cluster.evidence.ledger import Ledger
@@ -57,6 +58,8 @@ if TYPE_CHECKING:
 
 SESSION_PLUGIN = "pytest-cluster-session"
 _UNKNOWN = object()
+#: At most this many late failures are kept (a sink failing on every line is one story).
+MOST_FAILURES = 20
 
 
 class SoakPart(Protocol):
@@ -93,6 +96,9 @@ class ClusterSession:
         self.verdicts: list[NodeVerdict] = []
         self.plan = Plan(known=False)
         self.evidence_written = False
+        #: what failed once the checks had run (a report that could not be written, a
+        #: hook that raised): said on the terminal and recorded in the manifest
+        self.late_failures: list[str] = []
         self.collected_nothing = False
         self.latest_moved = False
         self._html: Any = _UNKNOWN
@@ -218,11 +224,47 @@ class ClusterSession:
 
     # -- end ----------------------------------------------------------------------------------
 
+    def late_failure(self, what: str, exc: BaseException,
+                     session: pytest.Session | None = None) -> None:
+        """`what` failed after the checks ran (`exc` says why): kept for the manifest and
+        the terminal, and the run's exit status made INTERNAL_ERROR; the evidence written
+        so far is sealed all the same."""
+        said = clip(f"{what}: {type(exc).__name__}: {exc}", 500)
+        if said not in self.late_failures and len(self.late_failures) < MOST_FAILURES:
+            self.late_failures.append(said)
+        if session is not None:
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.plan = self.config.stash.get(PLAN_KEY, None) or Plan.read(self.cache_dir)
         if not self.runs_checks or self.collected_nothing:
             return
+        try:
+            self._finish(session, int(exitstatus))
+        except Exception as exc:  # whatever is written so far is sealed, the failure said
+            self.late_failure("the run's end records (results.jsonl, verdict.json)", exc,
+                              session)
+        finally:
+            self.evidence_written = self.run_dir is not None
+
+    @pytest.hookimpl(wrapper=True, trylast=True, specname="pytest_sessionfinish")
+    def pytest_sessionfinish_guard(self, session: pytest.Session) -> Generator[None]:
+        """Innermost around every plugin's pytest_sessionfinish (pytest-html writing
+        report.html, pytest's JUnit writer, ours above): one that raises (a full disk, a
+        file made unwritable since the start) is a late failure, said and recorded, not a
+        traceback that leaves the run's directory unsealed."""
+        try:
+            yield
+        except Exception as exc:
+            if not self.runs_checks or self.run_dir is None:
+                raise
+            self.late_failure("writing the reports at the run's end (report.html, "
+                              "junit.xml)", exc, session)
+
+    def _finish(self, session: pytest.Session, exitstatus: int) -> None:
+        """The run's end: the checks not reached, each node's verdict, the end record,
+        verdict.json and JUnit's properties."""
         ran = set(self.ledger.ran)  # a copy: the not-run lines below join the ledger
         for case in self.plan.cases:
             if case.case_id in self.plan.selected and case.case_id not in ran:
@@ -233,16 +275,22 @@ class ClusterSession:
                 self._write(record)
         self.verdicts = self.ledger.verdicts(self.plan, why_left_out(selection(self.config)))
         hook = self.config.hook
-        for verdict in self.verdicts:
-            hook.pytest_cluster_node_verdict(config=self.config, verdict=verdict.to_json())
-        self.end = self._end_record(int(exitstatus), ran)
+        try:
+            for verdict in self.verdicts:
+                hook.pytest_cluster_node_verdict(config=self.config,
+                                                 verdict=verdict.to_json())
+        except Exception as exc:  # a sink's failure costs no evidence of ours
+            self.late_failure("a pytest_cluster_node_verdict hook", exc, session)
+        self.end = self._end_record(exitstatus, ran)
         self._write(self.end)
-        hook.pytest_cluster_run_ended(config=self.config, end=self.end)
+        try:
+            hook.pytest_cluster_run_ended(config=self.config, end=self.end)
+        except Exception as exc:
+            self.late_failure("a pytest_cluster_run_ended hook", exc, session)
         if self.writer is not None:
             self.writer.close()
         if self.run_dir is not None:
             self._write_verdict()
-            self.evidence_written = True
         self._junit_status()
 
     @pytest.hookimpl(hookwrapper=True, specname="pytest_sessionfinish")
@@ -250,11 +298,14 @@ class ClusterSession:
         """After pytest's JUnit writer: the spooled testcases put back in junit.xml."""
         yield
         xml = internals.junit_writer(self.config)
-        if self._spool is not None:
-            self._spool.restore(Path(xml.logfile) if xml is not None else None)
-            self._spool = None
-        if xml is not None:  # its timestamp in UTC, as every other time of the run
-            junit_in_utc(Path(xml.logfile))
+        try:
+            if self._spool is not None:
+                spool, self._spool = self._spool, None
+                spool.restore(Path(xml.logfile) if xml is not None else None)
+            if xml is not None:  # its timestamp in UTC, as every other time of the run
+                junit_in_utc(Path(xml.logfile))
+        except Exception as exc:
+            self.late_failure("junit.xml's testcases put back", exc, session)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if not session.items:
@@ -387,23 +438,37 @@ class ClusterSession:
             return []
         return [{"clause": "sla", "why": NEEDS_A_SOAK}]
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        self.ledger.close()
-        if self.writer is not None:
-            self.writer.close()
-        if self.run_dir is not None and self.evidence_written:
-            self._seal(self.run_dir)
-        if self.run_dir is None:
-            shutil.rmtree(self.cache_dir, ignore_errors=True)
+        """The run's directory sealed, whatever failed before (first: a later plugin's
+        unconfigure that raises cannot stop it)."""
+        try:
+            self.ledger.close()
+            if self.writer is not None:
+                self.writer.close()
+        except Exception as exc:
+            self.late_failure("closing results.jsonl", exc)
+        finally:
+            if self.run_dir is not None and self.evidence_written:
+                self._seal(self.run_dir)
+            if self.run_dir is None:
+                shutil.rmtree(self.cache_dir, ignore_errors=True)
 
     def _seal(self, run_dir: Path) -> None:
         """Last: the manifest over every file of the run (reports written, JUnit's
-        testcases put back), signed by the keys given."""
+        testcases put back), signed by the keys given, with what failed late. A manifest
+        that cannot be written is said on stderr (nothing is left to record it in)."""
         end = self.end or {}  # the run's times as every other view says them
         facts = predicate(self.config, self.spec, end.get("started_at", self.started),
-                          end.get("ended_at", time.time()), self._elsewhere(run_dir))
-        sealed = seal_run(run_dir, facts, self.signers)
-        text = sealed_line(sealed)
+                          end.get("ended_at", time.time()), self._elsewhere(run_dir),
+                          self.late_failures)
+        try:
+            sealed = seal_run(run_dir, facts, self.signers)
+        except OSError as exc:
+            sys.stderr.write(f"pytest-cluster: NOT SEALED: the manifest of {run_dir} cannot "
+                             f"be written: {exc.strerror or exc}\n")
+            return
+        text = sealed_line(sealed, tuple(self.late_failures))
         self.config.hook.pytest_cluster_evidence_sealed(
             config=self.config, run_dir=run_dir.resolve(), manifest=sealed.path.resolve())
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")

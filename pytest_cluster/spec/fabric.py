@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 
-from yaml.nodes import Node
+from yaml.nodes import Node, ScalarNode
 
-from pytest_cluster.errors import UnitError
+from pytest_cluster.errors import UnitError, head
 from pytest_cluster.spec.clauses import declared
 from pytest_cluster.spec.fields import (
     Ctx,
@@ -35,7 +35,7 @@ from pytest_cluster.spec.fields import (
     text,
     time_between,
 )
-from pytest_cluster.spec.model import FabricSpec, Rule
+from pytest_cluster.spec.model import Clause, FabricSpec, Rule
 
 #: The link layers a port may have (sysfs link_layer), by the spelling users write.
 LINK_LAYERS = {"infiniband": "InfiniBand", "ib": "InfiniBand", "ethernet": "Ethernet",
@@ -60,6 +60,25 @@ def devices(raw: object) -> str:
         raise UnitError(f"expected a glob of port or device names like 'mlx5_*' (letters, "
                         f"digits, _ . - / and * ? [ ]), got {value[:64]!r}")
     return value
+
+
+#: What a port count and an MTU can be: ports per node (as gpus.count's GPUs), and an
+#: interface's MTU (IPv4's least, 68 bytes, to the most an interface takes).
+BOUNDS = {"fabric.ports": (1, 64, "between 1 and 64 ports per node"),
+          "fabric.mtu": (68, 65535, "an MTU between 68 and 65535 bytes (4096 on "
+                                    "InfiniBand, 9000 for jumbo Ethernet frames)")}
+
+
+def _bounded(ctx: Ctx, written: dict[str, Node], found: tuple[Clause | Rule, ...]) -> None:
+    """fabric.ports and fabric.mtu within what a node can have (1e30 ports is a typo)."""
+    for item in found:
+        if not isinstance(item, Clause) or item.key not in BOUNDS:
+            continue
+        bounds = BOUNDS[item.key]
+        if not bounds[0] <= item.requirement.bound.value <= bounds[1]:
+            node = written.get(item.key)
+            raw = node.value if isinstance(node, ScalarNode) else item.requirement.text
+            ctx.error(node, item.key, f"expected {bounds[2]}, got {head(str(raw), 40)!r}")
 
 
 def parse_fabric(ctx: Ctx, node: Node | None, interconnect: bool = False) -> FabricSpec | None:
@@ -90,7 +109,11 @@ def parse_fabric(ctx: Ctx, node: Node | None, interconnect: bool = False) -> Fab
                           f"{layer} on every counted port"))
     firmware = declared("fabric.same_firmware")
     rules.append(Rule(firmware.id, 0, firmware.text))
-    record = FabricSpec(clauses=(*promises(ctx, table, "fabric"), *rules), link_layer=layer,
+    written = {f"fabric.{key}": table.items[key][1] for key in ("ports", "mtu")
+               if key in table.items}
+    found = promises(ctx, table, "fabric")
+    _bounded(ctx, written, found)
+    record = FabricSpec(clauses=(*found, *rules), link_layer=layer,
                         devices=chosen, flap_s=or_default(flap, 30.0),
                         rail_tool=or_default(tool, "all_reduce"), rail_cuda=bool(cuda))
     table.finish()

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from pytest_cluster.errors import UnitError
-from pytest_cluster.hostlist import expand_hostlist
+from pytest_cluster.errors import UnitError, head
+from pytest_cluster.hostlist import compress_hostlist, expand_hostlist
 from pytest_cluster.spec.launchers import KINDS
 
 if TYPE_CHECKING:
@@ -26,6 +26,23 @@ THIS_HOST = "."
 SLURM_CONTEXTS = ("prolog_slurmd", "epilog_slurmd")
 #: The most names --cluster-node may give in all.
 MAX_CHOSEN = 100_000
+#: The most nodes one run checks: what it collects within 30 s and 1.5 GiB at the sanity
+#: level (bench/scale_sanity.py: 1,024 simulated 8-GPU nodes of examples/sim-h100.yaml
+#: collect in about 16 s at 720 MiB; 4,096 take 40 s and 2.7 GiB, every case an item).
+#: A spec may list more (hostlist.MAX_NODES): a run takes them in parts (--cluster-node).
+MAX_RUN_NODES = 1024
+
+
+def run_size(nodes: Sequence[str]) -> None:
+    """ValueError when `nodes` are more than one run checks, naming the first part to
+    run."""
+    if len(nodes) <= MAX_RUN_NODES:
+        return
+    first = compress_hostlist(nodes[:MAX_RUN_NODES])
+    raise ValueError(f"{len(nodes):,} nodes in one run, more than the {MAX_RUN_NODES:,} one "
+                     f"run checks (collecting their cases takes time and memory in "
+                     f"proportion); test a larger cluster in parts "
+                     f"(--cluster-node={head(first)}, then the next {MAX_RUN_NODES:,})")
 
 
 def this_host(env: Mapping[str, str]) -> list[str]:
@@ -54,18 +71,18 @@ def chosen(values: Sequence[str], nodes: Sequence[str],
             names = this_host(env)
             found = next((name for name in names if name in known), None)
             if found is None:
-                raise ValueError(f"this host ({', '.join(names)}) is not one of the spec's "
-                                 f"cluster.nodes")
+                raise ValueError(f"this host ({', '.join(head(n) for n in names)}) is not one "
+                                 "of the spec's cluster.nodes")
             wanted.add(found)
             here = True
             continue
         try:
             names = expand_hostlist(value)
         except UnitError as exc:
-            raise ValueError(f"{value[:80]!r}: {exc}") from None
+            raise ValueError(f"{head(value)!r}: {exc}") from None
         unknown = [name for name in names if name not in known]
         if unknown:
-            shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more"
+            shown = ", ".join(head(name) for name in unknown[:5]) + (f" and {len(unknown) - 5} more"
                                               if len(unknown) > 5 else "")
             raise ValueError(f"not in the spec's cluster.nodes: {shown}")
         wanted.update(names)

@@ -239,6 +239,7 @@ class Verification:
             out.append(f"run: {_field(run, 'cluster')}, {_field(run, 'started_at')} to "
                        f"{_field(run, 'ended_at')} on {_field(run, 'controller')}, spec "
                        f"{_field(spec if isinstance(spec, dict) else {}, 'sha256')}")
+            out += _failure_lines(run.get("failures"))
         kinds: list[tuple[str, list[str]]] = [
             ("CHANGED", [c.line() for c in self.changed]),
             ("MISSING", [f"MISSING: {shown(n)}" for n in self.missing]),
@@ -270,6 +271,17 @@ class Verification:
         if self.signature_problem is None:
             return f"signature: valid, by {self.key}"
         return f"signature: INVALID for {self.key}: {shown(self.signature_problem, 500)}"
+
+
+def _failure_lines(failures: Any) -> list[str]:
+    """What the run recorded as failed once its checks had run (its evidence sealed all
+    the same): a few lines, each cut."""
+    if not isinstance(failures, list) or not failures:
+        return []
+    out = [f"run: EVIDENCE INCOMPLETE: {shown(str(why), 500)}" for why in failures[:_SHOWN]]
+    if len(failures) > _SHOWN:
+        out.append(f"run: ... and {len(failures) - _SHOWN} more failures")
+    return out
 
 
 def _field(record: dict[str, Any], key: str) -> str:
