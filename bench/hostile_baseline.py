@@ -26,16 +26,16 @@ usage error without a run directory.
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from child import ended  # bench/child.py, beside this script
 
 from pytest_cluster.evidence.bundle.manifest import MANIFEST, seal
 
@@ -82,15 +82,12 @@ CASES: dict[str, tuple[str, str, str, Callable[[], Iterator[str]]]] = {
 def run(directory: Path, reports: str, *args: str) -> tuple[int, float, float, int]:
     """(exit code, seconds, peak RSS in MiB, bytes of output) of one pytest run."""
     out = directory / "out.txt"
-    started = time.perf_counter()
     with out.open("wb") as sink:
-        process = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                                    "--cluster=trial.yaml", f"--cluster-reports={reports}",
-                                    *args],
-                                   cwd=directory, stdout=sink, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - started
-    return os.waitstatus_to_exitcode(status), seconds, usage.ru_maxrss / 1024, out.stat().st_size
+        done = ended([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                      "--cluster=trial.yaml", f"--cluster-reports={reports}", *args],
+                     cwd=directory, stdout=sink, stderr=subprocess.STDOUT)
+    return done.code if done.code is not None else -1, done.seconds, done.rss_mib, \
+        out.stat().st_size
 
 
 def hostile(accepted: Path, where: Path, name: str, node: str, at: str,

@@ -23,15 +23,14 @@ from __future__ import annotations
 import base64
 import json
 import math
-import os
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from child import ended
 
 MANIFEST = "manifest.intoto.json"
 HANG_S = 300  # a case still running then is killed and reported as hung
@@ -106,20 +105,10 @@ CASES = [
 
 def run(argv: list[str], out: Path) -> tuple[int | None, float, float]:
     """(exit code or None when hung, seconds, peak RSS in MiB) of one verify."""
-    started = time.perf_counter()
     with out.open("wb") as sink:
-        child = subprocess.Popen([sys.executable, "-m", "pytest_cluster.cli", "verify",
-                                  *argv], stdout=sink, stderr=subprocess.STDOUT)
-        timer = threading.Timer(HANG_S, child.kill)
-        timer.start()
-        try:
-            _, status, usage = os.wait4(child.pid, 0)
-        finally:
-            timer.cancel()
-        child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    seconds = time.perf_counter() - started
-    code = None if child.returncode < 0 else child.returncode
-    return code, seconds, usage.ru_maxrss / 1024  # ru_maxrss: KiB on Linux
+        done = ended([sys.executable, "-m", "pytest_cluster.cli", "verify", *argv], HANG_S,
+                     stdout=sink, stderr=subprocess.STDOUT)
+    return done.code, done.seconds, done.rss_mib
 
 
 def build(index: int, root: Path) -> list[str]:

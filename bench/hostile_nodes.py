@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from child import ended
 
 FLOOD = """\
 #!{python}
@@ -74,16 +74,14 @@ def run(case: str, root: Path) -> tuple[int, float, float, bool, int]:
     (root / "spec.yaml").write_text(
         f"cluster: {{name: hostile, nodes: localhost, launcher: local, python: {fake}}}\n"
         "host: {cpu_cores: '>= 1', memory: '>= 1 GiB'}\n")
-    started = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-m", "pytest", "--cluster=spec.yaml", "-q",
-                              "-p", "no:cacheprovider", "--cluster-reports=reports"],
-                             cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - started
+    done = ended([sys.executable, "-m", "pytest", "--cluster=spec.yaml", "-q", "-p",
+                  "no:cacheprovider", "--cluster-reports=reports"],
+                 cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     runs = sorted((root / "reports").glob("2*"))
     written = bool(runs) and (runs[-1] / "verdict.json").exists()
     size = sum(p.stat().st_size for p in runs[-1].rglob("*") if p.is_file()) if runs else 0
-    return os.waitstatus_to_exitcode(status), seconds, usage.ru_maxrss / 1024, written, size
+    return done.code if done.code is not None else -1, done.seconds, done.rss_mib, written, \
+        size
 
 
 def main() -> int:

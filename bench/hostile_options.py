@@ -31,9 +31,9 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from child import ended
 from hostile_specs import USAGE_ERROR  # bench/hostile_specs.py, beside this script
 
 ARGPARSE_ERROR = 2  # pytest-cluster verify's usage error
@@ -80,14 +80,12 @@ def measured(directory: Path, args: list[str],
         *([] if any(a.startswith("--cluster=") for a in args) else ["--cluster=spec.yaml"]),
         *args]
     out = directory / "out.txt"
-    started = time.perf_counter()
     with out.open("wb") as sink:
-        process = subprocess.Popen([sys.executable, "-m", *command], cwd=directory,
-                                   stdout=sink, stderr=subprocess.STDOUT,
-                                   env={**os.environ, "PYTHONPATH": str(ROOT), **env})
-        _, status, usage = os.wait4(process.pid, 0)
-    return (os.waitstatus_to_exitcode(status), time.perf_counter() - started,
-            usage.ru_maxrss / 1024, out.stat().st_size)
+        done = ended([sys.executable, "-m", *command], cwd=directory, stdout=sink,
+                     stderr=subprocess.STDOUT,
+                     env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+    return (done.code if done.code is not None else -1, done.seconds, done.rss_mib,
+            out.stat().st_size)
 
 
 def main() -> int:

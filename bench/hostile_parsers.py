@@ -18,13 +18,13 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
+
+from child import ended
 
 ROOT = Path(__file__).resolve().parent.parent
 HANG_S = 120  # a case still running then is killed and reported as hung
@@ -64,19 +64,11 @@ def one_parser(name: str) -> dict[str, object]:
 def run(argv: list[str]) -> tuple[int | None, float, float, str]:
     """(exit code or None when hung, CPU seconds, peak RSS in MiB, stdout) of a child."""
     with tempfile.TemporaryFile() as sink:
-        child = subprocess.Popen([sys.executable, *argv], stdout=sink,
-                                 stderr=subprocess.STDOUT, cwd=ROOT)
-        timer = threading.Timer(HANG_S, child.kill)
-        timer.start()
-        try:
-            _, status, usage = os.wait4(child.pid, 0)
-        finally:
-            timer.cancel()
-        child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        done = ended([sys.executable, *argv], HANG_S, stdout=sink,
+                     stderr=subprocess.STDOUT, cwd=ROOT)
         sink.seek(0)
         out = sink.read().decode(errors="replace")
-    code = None if child.returncode < 0 else child.returncode
-    return code, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out
+    return done.code, done.cpu_s, done.rss_mib, out
 
 
 def manifest(root: Path, quotes: int) -> Path:

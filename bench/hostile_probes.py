@@ -30,11 +30,11 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from child import ended
 
 HANG_S = 30
 #: The most of a case's output this process reads (to check it): all of a bounded one. The
@@ -233,19 +233,9 @@ def run(argv: list[str], source: Path | None, repo: Path,
     """(exit code or None when hung, seconds, peak RSS in MiB) of one child."""
     env = {**os.environ, "PYTHONPATH": str(repo)}
     with out.open("wb") as sink, (source or Path(os.devnull)).open("rb") as stdin:
-        started = time.perf_counter()
-        child = subprocess.Popen(argv, stdin=stdin, stdout=sink, stderr=subprocess.DEVNULL,
-                                 env=env, cwd=out.parent)
-        timer = threading.Timer(HANG_S, child.kill)
-        timer.start()
-        try:
-            _, status, usage = os.wait4(child.pid, 0)
-        finally:
-            timer.cancel()
-        seconds = time.perf_counter() - started
-        child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    code = None if child.returncode < 0 else child.returncode
-    return code, seconds, usage.ru_maxrss / 1024  # ru_maxrss: KiB on Linux
+        done = ended(argv, HANG_S, stdin=stdin, stdout=sink, stderr=subprocess.DEVNULL,
+                     env=env, cwd=out.parent)
+    return done.code, done.seconds, done.rss_mib
 
 
 def main() -> int:

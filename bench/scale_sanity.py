@@ -27,8 +27,9 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from child import ended
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST_AND_GPUS = (ROOT / "examples" / "sim-h100.yaml").read_text(encoding="utf-8")
@@ -44,16 +45,12 @@ def spec_text(nodes: int) -> str:
 
 def run(directory: Path, *args: str) -> tuple[int, float, float]:
     """(exit code, seconds, peak RSS in MiB) of one pytest run in `directory`."""
-    started = time.perf_counter()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     with (directory / "out.txt").open("wb") as sink:
-        process = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                                    "--cluster=trial.yaml", "-m", "sanity", *args],
-                                   cwd=directory, stdout=sink, stderr=subprocess.STDOUT,
-                                   env=env)
-        _, status, usage = os.wait4(process.pid, 0)
-    return (os.waitstatus_to_exitcode(status), time.perf_counter() - started,
-            usage.ru_maxrss / 1024)
+        done = ended([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                      "--cluster=trial.yaml", "-m", "sanity", *args],
+                     cwd=directory, stdout=sink, stderr=subprocess.STDOUT, env=env)
+    return done.code if done.code is not None else -1, done.seconds, done.rss_mib
 
 
 def main() -> int:
