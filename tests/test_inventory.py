@@ -25,6 +25,7 @@ from pytest_cluster.report.sections import inventory_html
 from pytest_cluster.sim.cluster import describe_gpu
 from pytest_cluster.sim.nics import nic_payload
 from pytest_cluster.spec.model import SimFault, SimSpec
+from tests import shipped_probe
 
 
 def run_probe(*args: str) -> dict[str, Any]:
@@ -33,16 +34,11 @@ def run_probe(*args: str) -> dict[str, Any]:
 
 def printed(*args: str, timeout: float = 60) -> str:
     """The probe's stdout, run as it is shipped; TimeoutExpired past `timeout` seconds."""
-    return subprocess.run([sys.executable, "-", *args], input=probe_source("inventory"),
-                          capture_output=True, text=True, check=True,
-                          timeout=timeout).stdout
+    return shipped_probe.printed("inventory", *args, timeout=timeout)
 
 
 def parsed(stdout: str) -> dict[str, Any]:
-    document: dict[str, Any] = json.loads(stdout)
-    assert document["probe"] == "inventory"
-    data: dict[str, Any] = document["data"]
-    return data
+    return shipped_probe.answer("inventory", stdout)
 
 
 def test_the_probe_reads_this_machine(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_cluster.probes import PROBES, nic, probe_source
+from tests import shipped_probe
 
 
 def write(root: Path, files: dict[str, str]) -> None:
@@ -82,16 +83,11 @@ def run(*args: str) -> dict[str, Any]:
 
 def printed(*args: str, timeout: float = 60) -> str:
     """The probe's stdout, run as it is shipped; TimeoutExpired past `timeout` seconds."""
-    return subprocess.run([sys.executable, "-", *args], input=probe_source("nic"),
-                          capture_output=True, text=True, timeout=timeout,
-                          check=True).stdout
+    return shipped_probe.printed("nic", *args, timeout=timeout)
 
 
 def parsed(stdout: str) -> dict[str, Any]:
-    document = json.loads(stdout)
-    assert document["probe"] == "nic" and document["schema"] == 1
-    data: dict[str, Any] = document["data"]
-    return data
+    return shipped_probe.answer("nic", stdout)
 
 
 def by_name(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
