@@ -1,8 +1,9 @@
 """Small-message latency between node pairs as one distributed job (probes/pingpong.py on
 one rank per node, jobs.run_job through the cluster's launcher), and what the
 `interconnect.latency` and `interconnect.colocation` clauses read of it: each node's
-one-way latency to each peer it met (half the median round trip), its median over its
-peers, and the cluster's median of those.
+one-way latency to each peer it met (half the pair's typical round trip: the median over
+bursts of 10 of each burst's fastest, so a rank the host woke late does not count), its
+median over its peers, and the cluster's median of those.
 
 The pairs come in rounds of disjoint pairs, the round-robin tournament's
 (pingpong.pairs_of_round): up to FULL_UP_TO nodes every round, so every node meets every
@@ -115,14 +116,15 @@ class LatencyRun:
 def links_of(nodes: Sequence[str], data: Sequence[dict[str, Any]]) -> list[
         tuple[str, str, int, float]]:
     """The pairs each rank timed (the lower rank of a pair reports it), one-way = half
-    the median round trip. Rank r runs on nodes[r] (one rank per node)."""
+    the pair's typical round trip (pingpong.typical: the median over bursts of each
+    burst's fastest). Rank r runs on nodes[r] (one rank per node)."""
     found = []
     for rank in data:
         me = nodes[int(rank["rank"])]
         for pair in rank["pairs"]:
             peer = nodes[int(pair["peer"])]
             for size, figures in pair["sizes"].items():
-                rtt = float(figures["median_rtt_s"])
+                rtt = float(figures["typical_rtt_s"])
                 if not math.isfinite(rtt) or rtt < 0:
                     raise ValueError(f"round trip {rtt!r} from rank {rank['rank']}")
                 found.append((me, peer, int(size), rtt / 2))

@@ -7,10 +7,14 @@ controller may pick a few rounds of it (`--rounds`) on a large cluster. In a rou
 rank with a partner plays ping-pong with it on torch.distributed point-to-point (send and
 recv on the job's backend: gloo on CPUs, nccl on GPUs): for each message size, `--warmup`
 exchanges, then `--iterations` timed ones, the lower rank sending first and timing each
-round trip with the host clock (on GPUs after a synchronise of each message). Every
+round trip with the host clock (on GPUs after a synchronise of each message). The pair's
+round trip is `typical`: the median over bursts of BURST exchanges of each burst's
+fastest (a round trip the host slowed does not count; a longer path counts in every
+burst). Every
 rank waits for the others (a barrier) before the next round, so pairs of one round share
 the network with each other only. Prints one JSON line with this rank's pairs, each
-size's round trip (median, minimum, 90th percentile; the one-way latency is half).
+size's round trip (typical, median, minimum, 90th percentile; the one-way latency is
+half).
 
 Environment from job_node: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT,
 PYTEST_CLUSTER_INIT_TIMEOUT. Needs torch.
@@ -26,6 +30,9 @@ import socket
 import sys
 import time
 from typing import Any
+
+#: Exchanges per burst (see `typical`).
+BURST = 10
 
 
 def pairs_of_round(count: int, index: int) -> list[tuple[int, int]]:
@@ -52,6 +59,14 @@ def rounds_of(count: int) -> int:
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def typical(rtt: list[float], burst: int = BURST) -> float:
+    """The pair's round trip: the median over bursts of `burst` consecutive exchanges of
+    each burst's fastest. A round trip the host slowed (a rank woken late on a busy node)
+    does not count; a path that is longer (another switch) counts in every burst."""
+    fastest = [min(rtt[at:at + burst]) for at in range(0, len(rtt), burst)]
+    return percentile(fastest, 0.5)
 
 
 def play(torch: Any, dist: Any, peer: int, first: bool, size: int, warmup: int,
@@ -120,8 +135,9 @@ def main(argv: list[str] | None = None) -> int:
                                args.iterations, device)
                     if rtt:
                         measured[str(size)] = {
-                            "median_rtt_s": percentile(rtt, 0.5), "min_rtt_s": min(rtt),
-                            "p90_rtt_s": percentile(rtt, 0.9), "count": len(rtt)}
+                            "typical_rtt_s": typical(rtt), "median_rtt_s": percentile(rtt, 0.5),
+                            "min_rtt_s": min(rtt), "p90_rtt_s": percentile(rtt, 0.9),
+                            "count": len(rtt)}
                 if rank == low:
                     pairs.append({"peer": peer, "round": index, "sizes": measured})
             dist.barrier()
