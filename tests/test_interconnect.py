@@ -820,6 +820,70 @@ def test_every_collective_checks_its_result_over_gloo() -> None:
         assert all(p.busbw > 0 for p in run.points)
 
 
+LATENCY_ON_NETNS = """\
+cluster:
+  name: latency
+  nodes: node[1-4]
+  launcher: ssh
+  python: {python}
+  probe_timeout: 5 min
+{section}
+interconnect:
+  payloads: [1 MiB]
+  busbw: ">= 1 MB/s"
+  ranks_per_node: 1
+  node_network: false
+  latency: "<= {bound}"
+  timeout: 3 min
+"""
+
+
+def _latency_cases(pytester: pytest.Pytester) -> dict[str, dict[str, Any]]:
+    return {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)
+            if r["clause"] in ("interconnect.latency", "interconnect.colocation")}
+
+
+@pytest.mark.realcomponents
+def test_a_node_behind_a_delay_is_named_by_colocation(pytester: pytest.Pytester,
+                                                      netns: NetnsCluster) -> None:
+    """The ping-pong between the namespace nodes over gloo: a healthy run passes; with
+    node4's link delayed 2 ms each way (tc netem, or where the kernel has none a delay
+    line: NetnsCluster.delay), node4 alone is farther from its peers than the rest, and
+    alone over the latency bound. (Measured here: healthy medians 28-58 us one-way,
+    node4 delayed 2.17-2.20 ms.)"""
+    if not has_torch():
+        pytest.skip("needs torch on the nodes")
+    (pytester.path / "t.yaml").write_text(LATENCY_ON_NETNS.format(
+        python=sys.executable, section=netns.launcher_section("ssh"), bound="1 ms"))
+    selected = ("-k", "test_latency or test_colocation")
+    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", *selected)
+    healthy = _latency_cases(pytester)
+    print({name: (r["raw"]["median_us"], r["raw"]["cluster_median_us"])
+           for name, r in healthy.items() if name.startswith("test_latency")})
+    result.assert_outcomes(passed=8)
+    record = healthy["test_latency[node1]"]
+    assert record["unit"] == "ms" and len(record["raw"]["peers_us"]["8"]) == 3
+    matrix = record["raw"]["matrix_us"]
+    assert matrix["nodes"] == ["node1", "node2", "node3", "node4"]
+    assert all(matrix["one_way"][i][i] is None for i in range(4))
+    assert record["raw"]["run"]["rounds"] == 3  # every pair, in rounds of disjoint pairs
+    try:
+        netns.delay("node4", 2)
+        result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", *selected)
+    finally:
+        netns.delay("node4", None)
+    delayed = _latency_cases(pytester)
+    print({name: (r["raw"]["median_us"], r["raw"]["cluster_median_us"])
+           for name, r in delayed.items() if name.startswith("test_latency")})
+    result.assert_outcomes(passed=6, failed=2)
+    failed = sorted(name for name, r in delayed.items() if r["outcome"] == "failed")
+    assert failed == ["test_colocation[node4]", "test_latency[node4]"]
+    message = delayed["test_colocation[node4]"]["message"]
+    assert message.startswith("Failed: node4 colocation: farther from its peers than the "
+                              "rest (another spine or switch?): 8 B: median "), message
+    assert delayed["test_colocation[node4]"]["raw"]["median_us"] > 4000 / 2
+
+
 # -- latency and colocation: the ping-pong between node pairs -------------------------------
 
 LATENCY = H100.replace('  busbw: ">= 80%"\n', '  busbw: ">= 80%"\n  latency: "<= 5 us"\n')
@@ -881,6 +945,16 @@ def test_every_pair_meets_once_in_rounds_of_disjoint_pairs(count: int) -> None:
     for index in rounds:  # each node in one pair of a round at most
         nodes = [n for pair in pingpong.pairs_of_round(count, index) for n in pair]
         assert len(nodes) == len(set(nodes)) >= count - 1
+
+
+def test_a_pairs_round_trip_leaves_out_what_the_host_slowed() -> None:
+    """Round trips a busy host slowed (a rank woken late: here most of them) leave the
+    pair's figure alone; a longer path, slower in every burst, does not."""
+    near = [30e-6 if i % 10 == 3 else 900e-6 for i in range(100)]
+    assert pingpong.typical(near) == 30e-6
+    far = [2030e-6 + (i % 7) * 1e-6 for i in range(100)]
+    assert pingpong.typical(far) == 2030e-6
+    assert pingpong.typical([5.0]) == 5.0
 
 
 def test_a_large_cluster_plays_a_few_rounds_each_node_with_as_many_peers() -> None:
