@@ -67,6 +67,9 @@ class LatencyRun:
     of_rounds: int = 0  # of how many
     #: per pair met, per size: [low node, high node, size in bytes, one-way seconds]
     links: tuple[tuple[str, str, int, float], ...] = ()
+    #: per pair and size, its round trips as the rank reported them: [low node, high
+    #: node, size, median s, minimum s, 90th percentile s]
+    round_trips: tuple[tuple[str, str, int, float, float, float], ...] = ()
     error: str = ""
     details: dict[str, Any] = field(default_factory=dict)
     simulated: bool = False
@@ -110,7 +113,20 @@ class LatencyRun:
         return cls(**{**record, "nodes": tuple(record["nodes"]),
                       "sizes": tuple(record["sizes"]), "rounds": tuple(record["rounds"]),
                       "links": tuple((str(a), str(b), int(s), float(t))
-                                     for a, b, s, t in record["links"])})
+                                     for a, b, s, t in record["links"]),
+                      "round_trips": tuple((str(a), str(b), int(s), float(m), float(lo),
+                                            float(hi)) for a, b, s, m, lo, hi
+                                           in record.get("round_trips") or ())})
+
+
+def round_trips_of(nodes: Sequence[str], data: Sequence[dict[str, Any]]) -> list[
+        tuple[str, str, int, float, float, float]]:
+    """Each pair's plain round trips (median, minimum, 90th percentile), for the record."""
+    return [(nodes[int(rank["rank"])], nodes[int(pair["peer"])], int(size),
+             float(figures["median_rtt_s"]), float(figures["min_rtt_s"]),
+             float(figures["p90_rtt_s"]))
+            for rank in data for pair in rank["pairs"]
+            for size, figures in pair["sizes"].items()]
 
 
 def links_of(nodes: Sequence[str], data: Sequence[dict[str, Any]]) -> list[
@@ -148,11 +164,12 @@ def run_latency(launcher: Launcher, spec: InterconnectSpec,
     details: dict[str, Any] = {k: data[0][k] for k in kept if k in data[0]}
     try:
         links = links_of(nodes, data)
+        trips = round_trips_of(nodes, data)
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         return replace(base, error=f"bad ping-pong output: {exc!r}")
     if not links:
         return replace(base, error="no pair was measured")
-    return replace(base, links=tuple(links), details=details)
+    return replace(base, links=tuple(links), round_trips=tuple(trips), details=details)
 
 
 @dataclass(frozen=True)
