@@ -300,7 +300,8 @@ def _latency(cluster: Cluster, node: str, evidence: Evidence,
     raw: dict[str, Any] = {
         "run": {"id": cluster.latency_id(), "file": f"probes/{cluster.latency_id()}.json",
                 "nodes": compress_hostlist(run.nodes), "rounds": len(run.rounds),
-                "of_rounds": run.of_rounds, "backend": run.backend},
+                "of_rounds": run.of_rounds, "backend": run.backend,
+                "retested": compress_hostlist(run.retested) if run.retested else None},
         "size": size,
         "peers_us": {str(s): {peer: round(t * 1e6, 3) for peer, t in
                               sorted(run.peers(node, s).items())} for s in run.sizes}}

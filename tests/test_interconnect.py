@@ -957,6 +957,27 @@ def test_a_pairs_round_trip_leaves_out_what_the_host_slowed() -> None:
     assert pingpong.typical([5.0]) == 5.0
 
 
+def test_at_scale_a_far_node_of_the_sample_is_tested_again_with_good_peers(
+        pytester: pytest.Pytester) -> None:
+    """128 nodes: 14 of the tournament's 127 rounds; sim-gpu-100, three times farther, is
+    the sample's one suspect, tested again with a node nearest the cluster's median; it
+    alone fails colocation."""
+    (pytester.path / "t.yaml").write_text(
+        (EXAMPLES / "sim-h100-storage-faulty.yaml").read_text()
+        .replace("sim-gpu-[01-04]", "sim-gpu-[001-128]").replace("node_counts: [4]", "")
+        .replace("{node: sim-gpu-04, latency_factor: 3}", "{node: sim-gpu-100, latency_factor: 3}"))
+    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k",
+                                "test_colocation")
+    result.assert_outcomes(passed=127, failed=1)
+    records = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)}
+    far = records["test_colocation[sim-gpu-100]"]
+    assert far["outcome"] == "failed"
+    assert far["raw"]["run"]["rounds"] == 14 and far["raw"]["run"]["of_rounds"] == 127
+    assert far["raw"]["run"]["retested"] == "sim-gpu-100"
+    assert len(far["raw"]["peers_us"]["8"]) == 14 + 1  # the sample's peers and a good one
+    assert "matrix_us" not in far["raw"]  # above 32 nodes: the node's own row only
+
+
 def test_a_large_cluster_plays_a_few_rounds_each_node_with_as_many_peers() -> None:
     rounds = latency.schedule(1024)
     assert len(rounds) == 2 * 10 and len(set(rounds)) == 20

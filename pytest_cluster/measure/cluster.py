@@ -111,6 +111,7 @@ class Cluster:
         self.cache = ProbeCache(cache_dir)
         self._interconnect_text: str | None = None  # the section as JSON, for _key
         self._search: NodeSearch | None = None  # read once per process
+        self._latency: LatencyRun | None = None  # read once per process
         self._rails: rails.RailSearches | None = None
 
     @property
@@ -358,8 +359,11 @@ class Cluster:
             return replace(run, details={**run.details, "started_at": started,
                                          "ended_at": time.time()}).to_json()
 
-        self.host_all()  # read before the measuring lock is taken (see ProbeCache.alone)
-        return LatencyRun.from_json(self.cache.document(self._key("latency"), compute))
+        if self._latency is None:
+            self.host_all()  # read before the measuring lock is taken (ProbeCache.alone)
+            self._latency = LatencyRun.from_json(self.cache.document(self._key("latency"),
+                                                                     compute))
+        return self._latency
 
     def latency_id(self) -> str:
         """The ping-pong's document in the run's probes/ directory (`<id>.json`)."""

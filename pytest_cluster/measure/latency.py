@@ -15,6 +15,7 @@ peers, it one of them) do not.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Sequence
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 FULL_UP_TO = 64
 #: Above, this many rounds per doubling of the node count.
 SAMPLE_PER_LOG2 = 2
+#: At most this many suspects of a sample are tested again (with as many good nodes).
+RETEST_MOST = 32
 #: Exchanges per pair and size: warm-up (NCCL's communicator, caches), then timed.
 WARMUP = 10
 ITERATIONS = 100
@@ -70,6 +73,8 @@ class LatencyRun:
     #: per pair and size, its round trips as the rank reported them: [low node, high
     #: node, size, median s, minimum s, 90th percentile s]
     round_trips: tuple[tuple[str, str, int, float, float, float], ...] = ()
+    #: nodes tested again with known-good peers (a sample's suspects, at scale)
+    retested: tuple[str, ...] = ()
     error: str = ""
     details: dict[str, Any] = field(default_factory=dict)
     simulated: bool = False
@@ -78,21 +83,33 @@ class LatencyRun:
     def ok(self) -> bool:
         return not self.error and bool(self.links)
 
+    @functools.cached_property
+    def _table(self) -> dict[int, dict[str, dict[str, float]]]:
+        """Per size, per node, its peers' one-way latency (a pair measured again: the
+        later); built once per run object."""
+        table: dict[int, dict[str, dict[str, float]]] = {}
+        for a, b, at, seconds in self.links:
+            per = table.setdefault(at, {})
+            per.setdefault(a, {})[b] = seconds
+            per.setdefault(b, {})[a] = seconds
+        return table
+
+    @functools.cached_property
+    def _medians(self) -> dict[int, dict[str, float]]:
+        return {size: {node: statistics.median(peers.values())
+                       for node, peers in per.items() if peers}
+                for size, per in self._table.items()}
+
     def peers(self, node: str, size: int) -> dict[str, float]:
         """`node`'s one-way latency (s) to each peer it met, at `size`."""
-        found: dict[str, float] = {}
-        for a, b, at, seconds in self.links:
-            if at == size and node in (a, b):
-                found[b if node == a else a] = seconds
-        return found
+        return dict(self._table.get(size, {}).get(node, {}))
 
     def median(self, node: str, size: int) -> float | None:
-        peers = self.peers(node, size)
-        return statistics.median(peers.values()) if peers else None
+        return self._medians.get(size, {}).get(node)
 
     def cluster_median(self, size: int) -> float | None:
         """The median of every node's median: what a node is compared with."""
-        found = [m for n in self.nodes if (m := self.median(n, size)) is not None]
+        found = list(self._medians.get(size, {}).values())
         return statistics.median(found) if found else None
 
     def matrix(self, size: int) -> list[list[float | None]]:
@@ -112,6 +129,7 @@ class LatencyRun:
     def from_json(cls, record: dict[str, Any]) -> LatencyRun:
         return cls(**{**record, "nodes": tuple(record["nodes"]),
                       "sizes": tuple(record["sizes"]), "rounds": tuple(record["rounds"]),
+                      "retested": tuple(record.get("retested") or ()),
                       "links": tuple((str(a), str(b), int(s), float(t))
                                      for a, b, s, t in record["links"]),
                       "round_trips": tuple((str(a), str(b), int(s), float(m), float(lo),
@@ -147,16 +165,14 @@ def links_of(nodes: Sequence[str], data: Sequence[dict[str, Any]]) -> list[
     return found
 
 
-def run_latency(launcher: Launcher, spec: InterconnectSpec,
-                nodes: Sequence[str]) -> LatencyRun:
-    """The ping-pong over `nodes` as one job; its failure is the run's error."""
-    base = LatencyRun(tuple(nodes), spec.backend, spec.latency_sizes(),
-                      schedule(len(nodes)), rounds_of(len(nodes)))
+def _one_job(launcher: Launcher, spec: InterconnectSpec, nodes: Sequence[str],
+             base: LatencyRun) -> LatencyRun:
+    """One ping-pong job over `nodes`: `base` with its pairs, or with why it failed."""
     try:
         result = run_job(launcher, latency_job(spec, nodes))
     except (ClusterError, OSError, ValueError) as exc:
         return replace(base, error=str(exc))
-    base = replace(base, simulated=result.simulated)
+    base = replace(base, simulated=base.simulated or result.simulated)
     if not result.ok:
         return replace(base, error=result.first_failure())
     data = [r.data for r in result.ranks if r.data is not None]
@@ -169,7 +185,48 @@ def run_latency(launcher: Launcher, spec: InterconnectSpec,
         return replace(base, error=f"bad ping-pong output: {exc!r}")
     if not links:
         return replace(base, error="no pair was measured")
-    return replace(base, links=tuple(links), round_trips=tuple(trips), details=details)
+    return replace(base, links=(*base.links, *links),
+                   round_trips=(*base.round_trips, *trips),
+                   details={**details, **base.details})
+
+
+def suspects(run: LatencyRun, size: int, factor: float) -> list[str]:
+    """The nodes farther than `factor` x the cluster's median, the worst first (at most
+    RETEST_MOST)."""
+    middle = run.cluster_median(size)
+    if middle is None or middle <= 0:
+        return []
+    found = [(m / middle, n) for n in run.nodes
+             if (m := run.median(n, size)) is not None and m > factor * middle]
+    return [n for _, n in sorted(found, reverse=True)[:RETEST_MOST]]
+
+
+def run_latency(launcher: Launcher, spec: InterconnectSpec,
+                nodes: Sequence[str]) -> LatencyRun:
+    """The ping-pong over `nodes` as one job; its failure is the run's error. Above
+    FULL_UP_TO nodes, where the sample of rounds found nodes far from their peers (above
+    colocation_factor x the cluster's median), the worst are tested again in a second job
+    with as many nodes nearest the cluster's median, every pair of them: their pairs join
+    the run's (`retested`), so a far node is judged on more peers, known-good ones among
+    them."""
+    base = LatencyRun(tuple(nodes), spec.backend, spec.latency_sizes(),
+                      schedule(len(nodes)), rounds_of(len(nodes)))
+    run = _one_job(launcher, spec, nodes, base)
+    if not run.ok or len(nodes) <= FULL_UP_TO:
+        return run
+    far = suspects(run, spec.latency_size, spec.colocation_factor)
+    if not far:
+        return run
+    middle = run.cluster_median(spec.latency_size) or 0.0
+    near = sorted((abs(m - middle), n) for n in nodes if n not in far
+                  and (m := run.median(n, spec.latency_size)) is not None)
+    group = [*far, *(n for _, n in near[:len(far)])]
+    again = _one_job(launcher, spec, group, replace(run, links=(), round_trips=()))
+    if not again.ok:  # the first job's figures stand; the re-test's failure is said
+        return replace(run, details={**run.details, "retest_error": again.error})
+    return replace(run, links=(*run.links, *again.links),
+                   round_trips=(*run.round_trips, *again.round_trips),
+                   retested=tuple(far))
 
 
 @dataclass(frozen=True)
