@@ -11,17 +11,19 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import nccl_log
+from pytest_cluster.measure.latency import placement
 from pytest_cluster.measure.node_search import FAILED, NOT_SEARCHED, SLOW, UNDECIDED
 from pytest_cluster.measure.reference import Reference, for_busbw
 from pytest_cluster.run.contract_tests import checks
 from pytest_cluster.spec.busbw import CollectiveRun, gbs, required_busbw
 from pytest_cluster.spec.clauses import declared
-from pytest_cluster.spec.model import InterconnectSpec, Rule
+from pytest_cluster.spec.model import Clause, InterconnectSpec, Rule
 from pytest_cluster.units import format_size, size_id
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.check import Evidence
     from pytest_cluster.measure.cluster import Cluster
+    from pytest_cluster.measure.latency import LatencyRun, Placement
 
 METHOD = ("torch.distributed {backend}, nccl-tests definitions: time = mean over ranks of "
           "{iterations} back-to-back collectives / {iterations} after {warmup} warm-up; "
@@ -274,3 +276,83 @@ def test_collective_stress(cluster: Cluster, evidence: Evidence) -> None:
                         method=f"torch.distributed {spec.backend} all_reduce of "
                                f"{format_size(loop.bytes)} (search_payload), each iteration "
                                "on rank-dependent values checked in full", raw=raw)
+
+
+LATENCY_METHOD = ("ping-pong on torch.distributed {backend} send/recv, one rank per node, "
+                  "in rounds of disjoint pairs (round-robin tournament: {rounds} of "
+                  "{of_rounds} round(s)); per pair and size {warmup} warm-up then "
+                  "{iterations} timed round trips; one-way = median round trip / 2; a "
+                  "node's figure is its median over its peers")
+#: Up to this many nodes, each case's raw keeps the whole latency matrix.
+MATRIX_UP_TO = 32
+
+
+def _latency(cluster: Cluster, node: str, evidence: Evidence,
+             clause: Clause | Rule) -> tuple[LatencyRun, Placement, dict[str, Any], str]:
+    """The ping-pong run, this node's place in it and the case's raw (its row at every
+    size; the whole matrix at latency_size on a small cluster); fails the case when the
+    run or this node was not measured."""
+    spec = _spec(cluster)
+    evidence.require(cluster.host(node), clause)  # a node that does not answer says so
+    run = cluster.latency()
+    evidence.saw(run)
+    size = spec.latency_size
+    raw: dict[str, Any] = {
+        "run": {"id": cluster.latency_id(), "file": f"probes/{cluster.latency_id()}.json",
+                "nodes": compress_hostlist(run.nodes), "rounds": len(run.rounds),
+                "of_rounds": run.of_rounds, "backend": run.backend,
+                "retested": compress_hostlist(run.retested) if run.retested else None},
+        "size": size,
+        "peers_us": {str(s): {peer: round(t * 1e6, 3) for peer, t in
+                              sorted(run.peers(node, s).items())} for s in run.sizes}}
+    if len(run.nodes) <= MATRIX_UP_TO:
+        raw["matrix_us"] = {"nodes": list(run.nodes), "size": size, "one_way": run.matrix(size)}
+    if run.error:
+        mine = run.error.startswith(f"{node}: ") or run.error.startswith(f"{node} ")
+        evidence.cannot_measure(clause, f"the ping-pong failed: {run.error}", raw=raw,
+                                kind="job_failed" if mine else "undecided", node=node)
+    where = placement(run, node, size)
+    if where is None:
+        evidence.cannot_measure(clause, f"{node} met no peer at {format_size(size)} in the "
+                                "ping-pong", raw=raw, node=node)
+    raw.update(median_us=round(where.median_s * 1e6, 3),
+               cluster_median_us=round(where.cluster_median_s * 1e6, 3),
+               ratio=round(where.ratio, 3), nearest=list(where.nearest),
+               farthest=list(where.farthest))
+    method = LATENCY_METHOD.format(backend=run.backend, rounds=len(run.rounds),
+                                   of_rounds=run.of_rounds,
+                                   warmup=run.details.get("warmup", "?"),
+                                   iterations=run.details.get("iterations", "?"))
+    return run, where, raw, method
+
+
+@checks("interconnect.latency")
+def test_latency(cluster: Cluster, node: str, evidence: Evidence) -> None:
+    """This node's median one-way latency to its peers at latency_size (a small message),
+    from the ping-pong between node pairs."""
+    spec = _spec(cluster)
+    clause = spec.latency
+    assert clause is not None, "interconnect.latency is not in the contract"
+    _, where, raw, method = _latency(cluster, node, evidence, clause)
+    evidence.record(payload=spec.latency_size)
+    evidence.check(clause, where.median_s, node=node, result=None, method=method, raw=raw,
+                   note=f"{format_size(spec.latency_size)}: {where.text()}")
+
+
+@checks("interconnect.colocation")
+def test_colocation(cluster: Cluster, node: str, evidence: Evidence) -> None:
+    """This node is no farther from its peers than the rest: its median latency to its
+    peers at most colocation_factor x the cluster's median (of every node's median). A
+    node on another spine or switch is slower to reach from every peer; its peers'
+    medians, over many peers, are not: the far node alone fails."""
+    spec = _spec(cluster)
+    rule = spec.colocation
+    assert rule is not None, "interconnect.colocation is not in the contract"
+    _, where, raw, method = _latency(cluster, node, evidence, rule)
+    factor = spec.colocation_factor
+    raw["factor"] = factor
+    shown = f"{format_size(spec.latency_size)}: {where.text()}"
+    evidence.check_rule(rule, where.ratio <= factor, shown, result=None, node=node, raw=raw,
+                        method=method,
+                        problem=f"farther from its peers than the rest (another spine or "
+                                f"switch?): {shown}, above {factor:g} x (colocation_factor)")

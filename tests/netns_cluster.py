@@ -64,6 +64,8 @@ class NetnsCluster:
         self.slurm_env: dict[str, str] = {}
         self.slurm_conf = self.workdir / "slurm" / "slurm.conf"
         self.tmpfs: dict[str, tuple[str, str]] = {}  # per node: a folder of its own tmpfs
+        #: per node, the process that delays its frames (delay() without netem)
+        self.delay_lines: dict[str, subprocess.Popen[bytes]] = {}
         self._started = False
 
     def netns(self, node: str) -> str:
@@ -150,6 +152,66 @@ class NetnsCluster:
             if rate is not None:
                 _run("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev, "root",
                      "tbf", "rate", rate, "burst", "128kb", "latency", "50ms")
+
+    def delay(self, node: str, delay_ms: float | None) -> None:
+        """Delay every frame of `node`'s link by `delay_ms` both ways, as a node on
+        another spine is farther from every peer; None: no delay. With the kernel's
+        netem, `tc qdisc add ... netem delay 2ms` on its eth0 (what it sends) and on its
+        switch-side veth (what it receives). A kernel without sch_netem (this CI's) gets
+        the same from a delay line: the node's veth is taken off the bridge and a process
+        in the switch namespace (DELAY_LINE) forwards each frame between it and a new
+        bridge port after the delay, each way; tx checksumming (so TSO) is turned off
+        where frames enter the line, so each frame it reads is whole."""
+        index = self.nodes.index(node) + 1
+        ends = ((self.netns(node), "eth0"), (self.switch, f"v{index}"))
+        for ns, dev in ends:
+            subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev,
+                            "root"], capture_output=True, check=False, timeout=30)
+        self._stop_delay_line(node)
+        if delay_ms is None:
+            return
+        added = [subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", dev,
+                                 "root", "netem", "delay", f"{delay_ms:g}ms"],
+                                capture_output=True, text=True, check=False, timeout=30)
+                 for ns, dev in ends]
+        if all(done.returncode == 0 for done in added):
+            return
+        for ns, dev in ends:
+            subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev,
+                            "root"], capture_output=True, check=False, timeout=30)
+        sw, port, line = self.switch, f"v{index}", f"d{index}a"
+        _run("ip", "-n", sw, "link", "set", port, "nomaster")
+        _run("ip", "-n", sw, "link", "add", line, "type", "veth", "peer", "name", f"d{index}b")
+        _run("ip", "-n", sw, "link", "set", f"d{index}b", "master", "br0", "up")
+        for dev in (port, line):
+            _run("ip", "-n", sw, "link", "set", dev, "promisc", "on", "up")
+        _run("ip", "netns", "exec", self.netns(node), sys.executable, "-c", TX_CSUM_OFF,
+             "eth0")
+        _run("ip", "netns", "exec", sw, sys.executable, "-c", TX_CSUM_OFF, f"d{index}b")
+        self.delay_lines[node] = subprocess.Popen(
+            ["ip", "netns", "exec", sw, sys.executable, "-c", DELAY_LINE, port, line,
+             f"{delay_ms / 1000:g}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(0.5)
+        if self.delay_lines[node].poll() is not None:
+            raise RuntimeError(f"the delay line on {node} ended: "
+                               f"{self.delay_lines[node].communicate()[1].decode()[-500:]}")
+
+    def _stop_delay_line(self, node: str) -> None:
+        """Stop `node`'s delay line (by its pid) and put its veth back on the bridge."""
+        process = self.delay_lines.pop(node, None)
+        if process is None:
+            return
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+        index = self.nodes.index(node) + 1
+        subprocess.run(["ip", "-n", self.switch, "link", "del", f"d{index}a"],
+                       capture_output=True, check=False, timeout=30)
+        _run("ip", "-n", self.switch, "link", "set", f"v{index}", "promisc", "off", "master",
+             "br0")
 
     def _keys(self) -> None:
         key = self.workdir / "id_ed25519"
@@ -444,6 +506,9 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
             return
         self._started = False
         self._stop_slurm()
+        for node in list(self.delay_lines):
+            with contextlib.suppress(RuntimeError):
+                self._stop_delay_line(node)
         for node in list(self.sshd):
             self.stop_sshd(node)
         for node in self.nodes:
@@ -456,6 +521,55 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
         subprocess.run(["ip", "netns", "del", self.switch], capture_output=True, check=False)
         shutil.rmtree(self.workdir, ignore_errors=True)
         atexit.unregister(self.stop)
+
+
+#: Turn off tx checksumming (and so TSO) on the interfaces named (legacy ethtool ioctls:
+#: ETHTOOL_STXCSUM, ETHTOOL_STSO, ETHTOOL_SGSO), as `ethtool -K DEV tx off tso off gso off`.
+TX_CSUM_OFF = """
+import ctypes, fcntl, socket, struct, sys
+for name in sys.argv[1:]:
+    for command in (0x17, 0x1f, 0x24):
+        value = ctypes.create_string_buffer(struct.pack("II", command, 0))
+        request = struct.pack("16sP", name.encode(), ctypes.addressof(value))
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            fcntl.ioctl(sock.fileno(), 0x8946, request)  # SIOCETHTOOL
+"""
+
+#: A delay line between two interfaces (argv: A B seconds): every frame one receives is
+#: sent out of the other that many seconds later, in order (raw packet sockets).
+DELAY_LINE = """
+import heapq, select, socket, sys, time
+a, b, delay = sys.argv[1], sys.argv[2], float(sys.argv[3])
+def tap(name):
+    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))  # ETH_P_ALL
+    sock.bind((name, 0))
+    sock.setblocking(False)
+    return sock
+ends = {}
+first, second = tap(a), tap(b)
+ends[first], ends[second] = second, first
+waiting, count = [], 0
+while True:
+    wait = max(0.0, waiting[0][0] - time.monotonic()) if waiting else None
+    ready, _, _ = select.select(list(ends), [], [], wait)
+    for sock in ready:
+        while True:
+            try:
+                frame, address = sock.recvfrom(65536)
+            except BlockingIOError:
+                break
+            if address[2] == socket.PACKET_OUTGOING:
+                continue
+            count += 1
+            heapq.heappush(waiting, (time.monotonic() + delay, count, ends[sock], frame))
+    now = time.monotonic()
+    while waiting and waiting[0][0] <= now:
+        _, _, out, frame = heapq.heappop(waiting)
+        try:
+            out.send(frame)
+        except OSError:
+            pass
+"""
 
 
 SHAPED_INTERCONNECT = """\

@@ -27,6 +27,7 @@ from pytest_cluster.launchers.local import LocalLauncher
 from pytest_cluster.launchers.process import INTERRUPTED_MESSAGE
 from pytest_cluster.launchers.result import ErrorKind
 from pytest_cluster.launchers.sim import SimLauncher
+from pytest_cluster.measure import latency
 from pytest_cluster.measure.benchmark import collective_job, run_collective
 from pytest_cluster.measure.node_search import (
     FAILED,
@@ -39,7 +40,7 @@ from pytest_cluster.measure.node_search import (
     SearchVerdict,
     find_slow_nodes,
 )
-from pytest_cluster.probes import ProbeCall
+from pytest_cluster.probes import ProbeCall, pingpong
 from pytest_cluster.report.plots import interconnect_charts, nice_step
 from pytest_cluster.sim.cluster import jitter
 from pytest_cluster.sim.job_node import NodePart, Rendezvous, read_node_call
@@ -498,8 +499,9 @@ def test_the_sim_runs_no_program_but_the_benchmarks() -> None:
     launcher, _ = sim_cluster()
     result = run_job(launcher, JobSpec(("n1",), "print(1)", master_port=29999))
     assert result.errors == ("n1: n1: job_node probe crashed: the sim launcher simulates no "
-                             "job but the collective benchmark (probes/collective.py) and "
-                             "perftest (probes/perftest.py)",)
+                             "job but the collective benchmark (probes/collective.py), "
+                             "perftest (probes/perftest.py) and the ping-pong "
+                             "(probes/pingpong.py)",)
 
 
 def test_the_sim_reads_every_part_of_a_job_as_jobs_sends_it() -> None:
@@ -816,3 +818,209 @@ def test_every_collective_checks_its_result_over_gloo() -> None:
         expected = 3000 if collective == "all_reduce" else 2992  # 748 floats: 187 per rank
         assert [(p.bytes, p.wrong) for p in run.points] == [(2**20, 0), (expected, 0)]
         assert all(p.busbw > 0 for p in run.points)
+
+
+LATENCY_ON_NETNS = """\
+cluster:
+  name: latency
+  nodes: node[1-4]
+  launcher: ssh
+  python: {python}
+  probe_timeout: 5 min
+{section}
+interconnect:
+  payloads: [1 MiB]
+  busbw: ">= 1 MB/s"
+  ranks_per_node: 1
+  node_network: false
+  latency: "<= {bound}"
+  timeout: 3 min
+"""
+
+
+def _latency_cases(pytester: pytest.Pytester) -> dict[str, dict[str, Any]]:
+    return {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)
+            if r["clause"] in ("interconnect.latency", "interconnect.colocation")}
+
+
+@pytest.mark.realcomponents
+def test_a_node_behind_a_delay_is_named_by_colocation(pytester: pytest.Pytester,
+                                                      netns: NetnsCluster) -> None:
+    """The ping-pong between the namespace nodes over gloo: a healthy run passes; with
+    node4's link delayed 2 ms each way (tc netem, or where the kernel has none a delay
+    line: NetnsCluster.delay), node4 alone is farther from its peers than the rest, and
+    alone over the latency bound. (Measured here: healthy medians 28-58 us one-way,
+    node4 delayed 2.17-2.20 ms.)"""
+    if not has_torch():
+        pytest.skip("needs torch on the nodes")
+    (pytester.path / "t.yaml").write_text(LATENCY_ON_NETNS.format(
+        python=sys.executable, section=netns.launcher_section("ssh"), bound="1 ms"))
+    selected = ("-k", "test_latency or test_colocation")
+    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", *selected)
+    healthy = _latency_cases(pytester)
+    print({name: (r["raw"]["median_us"], r["raw"]["cluster_median_us"])
+           for name, r in healthy.items() if name.startswith("test_latency")})
+    result.assert_outcomes(passed=8)
+    record = healthy["test_latency[node1]"]
+    assert record["unit"] == "ms" and len(record["raw"]["peers_us"]["8"]) == 3
+    matrix = record["raw"]["matrix_us"]
+    assert matrix["nodes"] == ["node1", "node2", "node3", "node4"]
+    assert all(matrix["one_way"][i][i] is None for i in range(4))
+    assert record["raw"]["run"]["rounds"] == 3  # every pair, in rounds of disjoint pairs
+    try:
+        netns.delay("node4", 2)
+        result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", *selected)
+    finally:
+        netns.delay("node4", None)
+    delayed = _latency_cases(pytester)
+    print({name: (r["raw"]["median_us"], r["raw"]["cluster_median_us"])
+           for name, r in delayed.items() if name.startswith("test_latency")})
+    result.assert_outcomes(passed=6, failed=2)
+    failed = sorted(name for name, r in delayed.items() if r["outcome"] == "failed")
+    assert failed == ["test_colocation[node4]", "test_latency[node4]"]
+    message = delayed["test_colocation[node4]"]["message"]
+    assert message.startswith("Failed: node4 colocation: farther from its peers than the "
+                              "rest (another spine or switch?): 8 B: median "), message
+    assert delayed["test_colocation[node4]"]["raw"]["median_us"] > 4000 / 2
+
+
+# -- latency and colocation: the ping-pong between node pairs -------------------------------
+
+LATENCY = H100.replace('  busbw: ">= 80%"\n', '  busbw: ">= 80%"\n  latency: "<= 5 us"\n')
+
+
+def test_the_latency_keys_and_their_defaults() -> None:
+    spec = parse_spec(LATENCY, "t.yaml").interconnect
+    assert spec is not None and spec.latency is not None and spec.colocation is not None
+    assert (spec.latency.key, spec.latency.line, spec.latency.requirement.text) == (
+        "interconnect.latency", 10, "<= 5 us")
+    assert (spec.latency_size, spec.colocation_factor, spec.colocation.line) == (8, 1.5, 0)
+    assert spec.latency_sizes() == (8, 65536)
+    written = parse_spec(LATENCY + "  latency_size: 4 KiB\n  colocation_factor: 2\n",
+                         "t.yaml").interconnect
+    assert written is not None and written.latency_sizes() == (8, 4096, 65536)
+    assert written.colocation_factor == 2.0
+    alone = parse_spec(H100 + "  colocation: true\n", "t.yaml").interconnect
+    assert alone is not None and alone.latency is None and alone.colocation is not None
+    off = parse_spec(LATENCY + "  colocation: false\n", "t.yaml").interconnect
+    assert off is not None and off.latency is not None and off.colocation is None
+    plain = parse_spec(H100, "t.yaml").interconnect
+    assert plain is not None and (plain.latency, plain.colocation) == (None, None)
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ('  latency: ">= 5 us"\n', "t.yaml:10: interconnect.latency: expected an upper bound "
+     "above 0 like '<= 5 us', got '>= 5 us'"),
+    ("  latency: 5 GB\n", "t.yaml:10: interconnect.latency: expected a time like '5 s', got "
+     "'5 GB' (that is a size)"),
+    ("  latency_size: 1 MiB\n", "t.yaml:10: interconnect.latency_size: expected a size from "
+     "1 B to 64 KiB (a small message), got '1 MiB'"),
+    ("  colocation: maybe\n", "t.yaml:10: interconnect.colocation: expected true or false, "
+     "got 'maybe'"),
+    ("  colocation: true\n  colocation_factor: 0.9\n", "t.yaml:11: "
+     "interconnect.colocation_factor: expected a factor above 1 and at most 100 like 1.5 "
+     "(times the cluster's median latency), got '0.9'"),
+    ("  colocation_factor: 2\n", "t.yaml:10: interconnect.colocation_factor: only used with "
+     "the colocation rule (colocation: true, or a latency bound)"),
+    ("  latency_sise: 8 B\n", "t.yaml:10: interconnect.latency_sise: unknown key; did you "
+     "mean 'latency_size'?"),
+])
+def test_bad_latency_keys_are_named(extra: str, message: str) -> None:
+    assert error_of(H100 + extra).startswith(message), error_of(H100 + extra)
+
+
+def test_a_bad_far_node_fault_is_named() -> None:
+    text = SIM.format(backend="gloo").replace("{node: n2, down: true}",
+                                              "{node: n2, latency_factor: 0.5}")
+    assert "sim.faults[1].latency_factor: expected how many times farther the node is, " \
+        "from 1 to 1000 like 3, got '0.5'" in error_of(text)
+
+
+@pytest.mark.parametrize("count", [2, 3, 4, 7, 8, 33, 64])
+def test_every_pair_meets_once_in_rounds_of_disjoint_pairs(count: int) -> None:
+    rounds = latency.schedule(count)
+    assert rounds == tuple(range(pingpong.rounds_of(count)))
+    met = [pair for index in rounds for pair in pingpong.pairs_of_round(count, index)]
+    assert sorted(met) == sorted(itertools.combinations(range(count), 2))
+    for index in rounds:  # each node in one pair of a round at most
+        nodes = [n for pair in pingpong.pairs_of_round(count, index) for n in pair]
+        assert len(nodes) == len(set(nodes)) >= count - 1
+
+
+def test_a_pairs_round_trip_leaves_out_what_the_host_slowed() -> None:
+    """Round trips a busy host slowed (a rank woken late: here most of them) leave the
+    pair's figure alone; a longer path, slower in every burst, does not."""
+    near = [30e-6 if i % 10 == 3 else 900e-6 for i in range(100)]
+    assert pingpong.typical(near) == 30e-6
+    far = [2030e-6 + (i % 7) * 1e-6 for i in range(100)]
+    assert pingpong.typical(far) == 2030e-6
+    assert pingpong.typical([5.0]) == 5.0
+
+
+def test_at_scale_a_far_node_of_the_sample_is_tested_again_with_good_peers(
+        pytester: pytest.Pytester) -> None:
+    """128 nodes: 14 of the tournament's 127 rounds; sim-gpu-100, three times farther, is
+    the sample's one suspect, tested again with a node nearest the cluster's median; it
+    alone fails colocation."""
+    (pytester.path / "t.yaml").write_text(
+        (EXAMPLES / "sim-h100-storage-faulty.yaml").read_text()
+        .replace("sim-gpu-[01-04]", "sim-gpu-[001-128]").replace("node_counts: [4]", "")
+        .replace("{node: sim-gpu-04, latency_factor: 3}", "{node: sim-gpu-100, latency_factor: 3}"))
+    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k",
+                                "test_colocation")
+    result.assert_outcomes(passed=127, failed=1)
+    records = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)}
+    far = records["test_colocation[sim-gpu-100]"]
+    assert far["outcome"] == "failed"
+    assert far["raw"]["run"]["rounds"] == 14 and far["raw"]["run"]["of_rounds"] == 127
+    assert far["raw"]["run"]["retested"] == "sim-gpu-100"
+    assert len(far["raw"]["peers_us"]["8"]) == 14 + 1  # the sample's peers and a good one
+    assert "matrix_us" not in far["raw"]  # above 32 nodes: the node's own row only
+
+
+def test_a_large_cluster_plays_a_few_rounds_each_node_with_as_many_peers() -> None:
+    rounds = latency.schedule(1024)
+    assert len(rounds) == 2 * 10 and len(set(rounds)) == 20
+    met: dict[int, set[int]] = {}
+    for index in rounds:
+        for a, b in pingpong.pairs_of_round(1024, index):
+            met.setdefault(a, set()).add(b)
+            met.setdefault(b, set()).add(a)
+    assert len(met) == 1024 and all(len(peers) == 20 for peers in met.values())
+
+
+def test_each_node_is_placed_against_the_clusters_median() -> None:
+    links = [("a", "b", 8, 10e-6), ("a", "c", 8, 11e-6), ("b", "c", 8, 9e-6),
+             ("a", "d", 8, 40e-6), ("b", "d", 8, 30e-6), ("c", "d", 8, 35e-6)]
+    run = latency.LatencyRun(("a", "b", "c", "d"), "gloo", (8,), (0, 1, 2), 3, tuple(links))
+    assert latency.LatencyRun.from_json(json.loads(json.dumps(run.to_json()))) == run
+    far = latency.placement(run, "d", 8)
+    assert far is not None and far.median_s == 35e-6 and far.peers == 3
+    assert far.cluster_median_s == pytest.approx((11e-6 + 11e-6) / 2)  # a 11, b 10, c 11
+    assert far.nearest == ("b", 30e-6) and far.farthest == ("a", 40e-6)
+    assert far.text() == ("median 35.0 us to its 3 peer(s), 3.18 x the cluster's median "
+                          "11.0 us; nearest b 30.0 us, farthest a 40.0 us")
+    near = latency.placement(run, "b", 8)
+    assert near is not None and near.ratio < 1.5
+    assert run.matrix(8)[0] == [None, 10.0, 11.0, 40.0]
+
+
+def test_the_far_node_of_the_example_alone_fails_latency_and_colocation(
+        pytester: pytest.Pytester) -> None:
+    (pytester.path / "t.yaml").write_text(
+        (EXAMPLES / "sim-h100-storage-faulty.yaml").read_text())
+    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k",
+                                "test_latency or test_colocation")
+    result.assert_outcomes(passed=6, failed=2)
+    records = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)}
+    failed = sorted(name for name, r in records.items() if r["outcome"] == "failed")
+    assert failed == ["test_colocation[sim-gpu-04]", "test_latency[sim-gpu-04]"]
+    message = records["test_colocation[sim-gpu-04]"]["message"]
+    assert message.startswith("Failed: [SIMULATED] sim-gpu-04 colocation: farther from its "
+                              "peers than the rest (another spine or switch?): 8 B: median ")
+    assert "; nearest sim-gpu-0" in message and ", farthest sim-gpu-0" in message
+    raw = records["test_latency[sim-gpu-01]"]["raw"]
+    assert len(raw["matrix_us"]["one_way"]) == 4 and raw["run"]["rounds"] == 3
+    assert set(raw["peers_us"]) == {"8", "65536"}
+    result.stdout.fnmatch_lines(["*REJECTED sim-gpu-04: 2 clause(s) failed: "
+                                 "interconnect.latency, interconnect.colocation*"])

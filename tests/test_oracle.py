@@ -88,7 +88,7 @@ GPU_FAULTS = st.sampled_from([
 NODE_FAULTS = st.sampled_from([
     "down: true", "gpus: 7", "link_factor: 0.5", "transport: socket", "gdr: false",
     "nic: 2, nic_down: true", "nic: 5, nic_rate: 200 Gb/s", "nic: 0, nic_firmware: 28.36.1010",
-    "nic: 1, nic_link_downed: 3", "nic: 6, nic_symbol_errors: 5000"])
+    "nic: 1, nic_link_downed: 3", "nic: 6, nic_symbol_errors: 5000", "latency_factor: 3"])
 FAULT = st.one_of(
     st.tuples(st.sampled_from(NODES), st.integers(0, 7), GPU_FAULTS).map(
         lambda f: f"    - {{node: {f[0]}, gpu: {f[1]}, {f[2]}}}"),
@@ -109,7 +109,8 @@ def test_random_faults_agree_in_every_view(pytester: pytest.Pytester, faults: li
     """The richest simulated example with random GPU, NIC, transport and network faults."""
     spec = (EXAMPLES / "trial-sim.yaml").read_text()
     head, _, _ = spec.partition("  faults:\n")
-    head = re.sub(r"(?m)^  busbw: .*$", f"  busbw: {busbw}", head)
+    # the latency bound and colocation ride along with the busbw promise
+    head = re.sub(r"(?m)^  busbw: .*$", f'  busbw: {busbw}\n  latency: "<= 5 us"', head)
     head = re.sub(r"(?m)^  payloads: .*$", f"  payloads: {payloads}", head)
     text = head + "  faults:\n" + ("\n".join(faults) + "\n" if faults else "    []\n")
     assert run_and_check(pytester, text, *level) == [], text

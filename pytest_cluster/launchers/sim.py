@@ -48,6 +48,7 @@ from pytest_cluster.sim.job_node import (
     whereami,
 )
 from pytest_cluster.sim.nics import nic_payload, perftest_ranks
+from pytest_cluster.sim.pingpong import pingpong_ranks
 
 if TYPE_CHECKING:
     from pytest_cluster.spec.model import ClusterSpec, InterconnectSpec, SimSpec, Spec
@@ -167,6 +168,9 @@ class SimLauncher(Launcher):
         if part.program == probe_source("perftest"):
             def answer(nodes: tuple[str, ...]) -> list[RankEntries]:
                 return perftest_ranks(self.sim, self.interconnect, nodes, part.rank_args)
+        elif part.program == probe_source("pingpong"):
+            def answer(nodes: tuple[str, ...]) -> list[RankEntries]:
+                return pingpong_ranks(self.sim, self.interconnect, nodes, part.rank_args)
         elif part.program == probe_source("collective"):
             benchmark = Benchmark.from_args(part.rank_args)
 
@@ -174,7 +178,8 @@ class SimLauncher(Launcher):
                 return self.answer(part, benchmark, nodes)
         else:
             raise ValueError("the sim launcher simulates no job but the collective benchmark "
-                             "(probes/collective.py) and perftest (probes/perftest.py)")
+                             "(probes/collective.py), perftest (probes/perftest.py) and the "
+                             "ping-pong (probes/pingpong.py)")
         share = self.rendezvous.join(part, node, answer, interrupted)
         if isinstance(share, str):
             if interrupted():

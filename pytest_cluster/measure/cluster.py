@@ -19,6 +19,7 @@ from pytest_cluster.measure import nccl_tests, rails
 from pytest_cluster.measure.benchmark import StressLoop, run_collective, run_collective_stress
 from pytest_cluster.measure.cache import ProbeCache, document_key
 from pytest_cluster.measure.fabric import NIC_END
+from pytest_cluster.measure.latency import LatencyRun, run_latency
 from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes
 from pytest_cluster.measure.training import TrainingRun, run_training, step_bound
 from pytest_cluster.probes import ProbeCall
@@ -110,6 +111,7 @@ class Cluster:
         self.cache = ProbeCache(cache_dir)
         self._interconnect_text: str | None = None  # the section as JSON, for _key
         self._search: NodeSearch | None = None  # read once per process
+        self._latency: LatencyRun | None = None  # read once per process
         self._rails: rails.RailSearches | None = None
 
     @property
@@ -341,6 +343,31 @@ class Cluster:
 
         self.host_all()
         return StressLoop.from_json(self.cache.document(self._key("stress"), compute))
+
+    def latency(self) -> LatencyRun:
+        """The ping-pong over every node of the spec (one rank each), as one job, run once
+        per run; a node whose host probe did not answer fails it at once, named."""
+        spec = self.interconnect_spec()
+
+        def compute() -> dict[str, object]:
+            host = self._silent(self.nodes)
+            if host is not None:
+                return LatencyRun(self.nodes, spec.backend, spec.latency_sizes(),
+                                  error=host.describe(), simulated=host.simulated).to_json()
+            started = time.time()
+            run = run_latency(self.launcher, spec, self.nodes)
+            return replace(run, details={**run.details, "started_at": started,
+                                         "ended_at": time.time()}).to_json()
+
+        if self._latency is None:
+            self.host_all()  # read before the measuring lock is taken (ProbeCache.alone)
+            self._latency = LatencyRun.from_json(self.cache.document(self._key("latency"),
+                                                                     compute))
+        return self._latency
+
+    def latency_id(self) -> str:
+        """The ping-pong's document in the run's probes/ directory (`<id>.json`)."""
+        return self._key("latency")
 
     def search_bar(self) -> float:
         """The busbw a group of nodes must reach in the slow-node search (bytes/s): the

@@ -57,6 +57,12 @@ def link_factor(sim: SimSpec, node: str) -> float:
     return factors[-1] if factors else 1.0
 
 
+def latency_factor(sim: SimSpec, node: str) -> float:
+    """How many times farther `node` sits from its peers (its last latency_factor fault)."""
+    factors = [f.latency_factor for f in faults_on(sim, node) if f.latency_factor != 1.0]
+    return factors[-1] if factors else 1.0
+
+
 def gpu_count(sim: SimSpec, node: str) -> int:
     counts = [f.gpus for f in faults_on(sim, node) if f.gpus is not None]
     return counts[-1] if counts else sim.gpus_per_node

@@ -174,6 +174,14 @@ def _training(spec: Spec) -> bool:
     return spec.training is not None
 
 
+def _latency(spec: Spec) -> bool:
+    return spec.interconnect is not None and spec.interconnect.latency is not None
+
+
+def _colocation(spec: Spec) -> bool:
+    return spec.interconnect is not None and spec.interconnect.colocation is not None
+
+
 def _search(spec: Spec) -> bool:
     return spec.interconnect is not None and spec.interconnect.node_network and _several(spec)
 
@@ -271,6 +279,16 @@ CLAUSES: tuple[Declaration, ...] = (
     Declaration("interconnect", "transport", Value.IMPLIED, when=_transport,
                 text="the network, GPUDirect RDMA and NVLS the contract names, on every "
                      "rank"),
+    # small-message latency between node pairs (a ping-pong, one rank per node): each
+    # node's median one-way latency to its peers at latency_size, and the colocation rule
+    # (no node much farther from its peers than the rest: another spine or switch)
+    Declaration("interconnect", "latency", Value.QUANTITY, Dim.TIME, "<=", when=_latency,
+                needs_nodes=2),
+    Declaration("interconnect", "colocation", Value.RULE, when=_colocation, needs_nodes=3,
+                text="no node's median latency to its peers above colocation_factor x the "
+                     "cluster's median (a node on another spine or switch)"),
+    _setting("interconnect", "latency_size"),
+    _setting("interconnect", "colocation_factor"),
     # -- fabric: every network port of a node as the kernel shows it (the NIC probe reads
     # sysfs), counted among `devices` (default: the RDMA ports, or with none the network
     # interfaces that are devices); each failure names the node and the port -------------

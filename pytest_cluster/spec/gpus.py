@@ -201,7 +201,8 @@ FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen",
               "row_remap_pending", "row_remap_failure", "ecc_uncorrected", "nvlinks_down",
               "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor",
               "link_factor", "replaced", "from_round", "sdc", "nic", "nic_down", "nic_rate",
-              "nic_firmware", "nic_link_downed", "nic_symbol_errors", "transport", "gdr")
+              "nic_firmware", "nic_link_downed", "nic_symbol_errors", "transport", "gdr",
+              "latency_factor")
 #: What a simulated node's NCCL may fall back to (its `transport` fault).
 SIM_TRANSPORTS = ("socket",)
 #: The clocks event reasons that count as throttling (the GPU probe's THROTTLE_BITS: the spec
@@ -210,7 +211,8 @@ THROTTLES = ("hw_slowdown", "sw_thermal", "hw_thermal", "power_brake")
 #: Faults of a whole node, and what they change; the simulator applies them per node only.
 NODE_FAULTS = {"gpus": "the node's GPU count", "down": "the whole node",
                "link_factor": "the node's network", "transport": "the node's NCCL network",
-               "gdr": "the node's GPUDirect RDMA"}
+               "gdr": "the node's GPUDirect RDMA",
+               "latency_factor": "the node's latency to its peers"}
 
 
 def _node_faults_on_a_gpu(ctx: Ctx, table: Map, path: str) -> None:
@@ -252,6 +254,12 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
         if value <= 0:
             raise UnitError(f"expected a factor above 0 like 0.8, got {raw!r}")
         return value
+
+    def far(raw: object) -> float:
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 1 <= raw <= 1000:
+            raise UnitError(f"expected how many times farther the node is, from 1 to 1000 "
+                            f"like 3, got {str(raw)[:64]!r}")
+        return float(raw)
 
     throttle = one_of(THROTTLES, f"one of {', '.join(THROTTLES)}")
 
@@ -307,6 +315,7 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
                                      0),
         transport=one("transport", sim_transport),  # type: ignore[arg-type]
         gdr=one("gdr", boolean),  # type: ignore[arg-type]
+        latency_factor=or_default(one("latency_factor", far), 1.0),  # type: ignore[arg-type]
     )
     table.finish()
     per_nic = (fault.nic_down, fault.nic_rate_gbit, fault.nic_firmware, fault.nic_link_downed,

@@ -8,6 +8,7 @@ import re
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster.errors import UnitError
+from pytest_cluster.spec.clauses import declared
 from pytest_cluster.spec.fields import (
     Ctx,
     Map,
@@ -19,24 +20,31 @@ from pytest_cluster.spec.fields import (
     positive_int,
     respelled,
     share_or,
+    size_between,
     text,
     time_between,
     whole,
 )
 from pytest_cluster.spec.model import (
+    Clause,
     ClusterSpec,
     GpuSpec,
     InterconnectSpec,
     LinkSpec,
+    Rule,
     TransportSpec,
 )
+from pytest_cluster.spec.requirement import Requirement, parse_requirement
 from pytest_cluster.units import Dim, Quantity, format_value, parse_quantity
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 BACKENDS = ("nccl", "gloo")
 KEYS = ("intra_node", "inter_node", "collectives", "payloads", "node_counts", "busbw",
         "ranks_per_node", "backend", "sweep_from", "warmup", "iterations", "node_network",
-        "search_payload", "timeout", "transport", "engine", "nccl_tests")
+        "search_payload", "timeout", "transport", "engine", "nccl_tests", "latency",
+        "latency_size", "colocation", "colocation_factor")
+#: The ping-pong's sizes: small messages, where latency (not bandwidth) is the figure.
+MAX_LATENCY_SIZE = 64 * 2**10
 #: What measures a job inside one node: the collective probe over torch.distributed, or
 #: nccl-tests' binaries (interconnect.nccl_tests: the folder they were built in).
 ENGINES = ("torch", "nccl-tests")
@@ -194,6 +202,47 @@ def _transport(ctx: Ctx, node: Node | None, path: str) -> TransportSpec | None:
     return found
 
 
+def _factor(raw: object) -> float:
+    """colocation_factor: how many times the cluster's median latency a node may reach."""
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 1 < raw <= 100:
+        raise UnitError(f"expected a factor above 1 and at most 100 like 1.5 (times the "
+                        f"cluster's median latency), got {str(raw)[:64]!r}")
+    return float(raw)
+
+
+def _latency_bound(raw: object) -> Requirement:
+    req = parse_requirement(raw, Dim.TIME, "<=")
+    if req.bound.value <= 0 or req.op not in ("<=", "<"):
+        raise UnitError(f"expected an upper bound above 0 like '<= 5 us', got {str(raw)[:64]!r}")
+    return req
+
+
+def _latency(ctx: Ctx, table: Map, path: str) -> dict[str, object]:
+    """`latency: "<= 5 us"`, `latency_size: 8 B`, `colocation: true`,
+    `colocation_factor: 1.5`: the ping-pong's promises and settings. Colocation is on with
+    a latency bound unless `colocation: false`; `colocation: true` alone measures the
+    latency for the rule only."""
+    bound_node = table.take("latency")
+    req = field(ctx, bound_node, f"{path}.latency", _latency_bound)
+    bound = Clause(declared("interconnect.latency").id, bound_node.start_mark.line + 1, req) \
+        if req is not None and bound_node is not None else None
+    size = field(ctx, table.take("latency_size"), f"{path}.latency_size",
+                 size_between(1, MAX_LATENCY_SIZE, "from 1 B to 64 KiB (a small message)"))
+    rule_node = table.take("colocation")
+    on = field(ctx, rule_node, f"{path}.colocation", boolean)
+    factor_node = table.take("colocation_factor")
+    factor = field(ctx, factor_node, f"{path}.colocation_factor", _factor)
+    wanted = on if on is not None else bound_node is not None
+    declaration = declared("interconnect.colocation")
+    rule = Rule(declaration.id, rule_node.start_mark.line + 1 if rule_node is not None
+                else 0, declaration.text) if wanted else None
+    if factor_node is not None and not wanted and not ctx.failed(f"{path}.colocation"):
+        ctx.error(factor_node, f"{path}.colocation_factor", "only used with the colocation "
+                  "rule (colocation: true, or a latency bound)")
+    return {"latency": bound, "latency_size": or_default(size, 8), "colocation": rule,
+            "colocation_factor": or_default(factor, 1.5)}
+
+
 def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
                        gpus: GpuSpec | None) -> InterconnectSpec | None:
     if node is None:
@@ -241,6 +290,7 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
     engine = field(ctx, engine_node, f"{path}.engine",
                    one_of(ENGINES, " or ".join(ENGINES)))
     folder = field(ctx, folder_node, f"{path}.nccl_tests", _folder)
+    latency = _latency(ctx, table, path)
     table.finish()
     if busbw is None or not payloads:
         return None
@@ -256,7 +306,8 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
         node_network=or_default(search, True),
         search_payload=or_default(search_payload, min(payloads)),
         timeout_s=or_default(timeout, 600.0), stress_time_s=or_default(stress, 300.0),
-        transport=transport, engine=or_default(engine, "torch"), nccl_tests=folder)
+        transport=transport, engine=or_default(engine, "torch"), nccl_tests=folder,
+        **latency)  # type: ignore[arg-type]
     _check_engine(ctx, result, engine_node, folder_node)
     if transport is not None and result.backend != "nccl":
         ctx.error(node, f"{path}.transport", f"the transport NCCL used: needs backend nccl "

@@ -326,6 +326,9 @@ class SimFault:
     nic_symbol_errors: int = 0  # its port took this many symbol errors during the run
     transport: str | None = None  # the node's NCCL used this network ("socket": fell back)
     gdr: bool | None = None  # False: the node's NCCL had no GPUDirect RDMA
+    #: the node sits this many times farther from its peers (another spine): the
+    #: ping-pong's latency to it
+    latency_factor: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -395,10 +398,20 @@ class InterconnectSpec:
     transport: TransportSpec | None = None  # what NCCL must have used between nodes
     engine: str = "torch"  # what measures a job inside one node: torch or nccl-tests
     nccl_tests: str | None = None  # the folder of nccl-tests' binaries (engine nccl-tests)
+    #: each node's median one-way latency to its peers at latency_size (the ping-pong)
+    latency: Clause | None = None
+    latency_size: int = 8  # bytes: the size latency and colocation are judged at
+    #: no node's median latency above colocation_factor x the cluster's median
+    colocation: Rule | None = None
+    colocation_factor: float = 1.5
 
     @property
     def is_share(self) -> bool:
         return self.busbw.requirement.bound.dim is Dim.FRACTION
+
+    def latency_sizes(self) -> tuple[int, ...]:
+        """The ping-pong's message sizes: 8 B, 64 KiB and latency_size."""
+        return tuple(sorted({8, 64 * 2**10, self.latency_size}))
 
     def sweep(self) -> tuple[int, ...]:
         """Payloads measured for the plot: x4 steps from sweep_from, plus the contract's."""

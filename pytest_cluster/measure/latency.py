@@ -1,0 +1,265 @@
+"""Small-message latency between node pairs as one distributed job (probes/pingpong.py on
+one rank per node, jobs.run_job through the cluster's launcher), and what the
+`interconnect.latency` and `interconnect.colocation` clauses read of it: each node's
+one-way latency to each peer it met (half the pair's typical round trip: the median over
+bursts of 10 of each burst's fastest, so a rank the host woke late does not count), its
+median over its peers, and the cluster's median of those.
+
+The pairs come in rounds of disjoint pairs, the round-robin tournament's
+(pingpong.pairs_of_round): up to FULL_UP_TO nodes every round, so every node meets every
+other; above, SAMPLE_PER_LOG2 x log2(N) rounds spread over the tournament, so each node
+meets as many peers in O(log N) rounds. A node on another spine or switch is farther from
+every peer: its median stands out of the cluster's, while its peers' medians (over many
+peers, it one of them) do not.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from pytest_cluster.errors import ClusterError
+from pytest_cluster.launchers.jobs import JobSpec, run_job
+from pytest_cluster.probes import probe_source
+from pytest_cluster.probes.pingpong import rounds_of
+
+if TYPE_CHECKING:
+    from pytest_cluster.launchers.base import Launcher
+    from pytest_cluster.spec.model import InterconnectSpec
+
+#: Up to this many nodes, every pair is measured (the whole tournament).
+FULL_UP_TO = 64
+#: Above, this many rounds per doubling of the node count.
+SAMPLE_PER_LOG2 = 2
+#: At most this many suspects of a sample are tested again (with as many good nodes).
+RETEST_MOST = 32
+#: Exchanges per pair and size: warm-up (NCCL's communicator, caches), then timed.
+WARMUP = 10
+ITERATIONS = 100
+
+
+def schedule(count: int) -> tuple[int, ...]:
+    """The tournament's rounds played for `count` nodes: all of them up to FULL_UP_TO,
+    else SAMPLE_PER_LOG2 x ceil(log2 count), spread evenly over the tournament."""
+    total = rounds_of(count)
+    if count <= FULL_UP_TO:
+        return tuple(range(total))
+    picked = min(total, SAMPLE_PER_LOG2 * math.ceil(math.log2(count)))
+    return tuple(sorted({index * total // picked for index in range(picked)}))
+
+
+def latency_job(spec: InterconnectSpec, nodes: Sequence[str]) -> JobSpec:
+    return JobSpec(nodes=tuple(nodes), program=probe_source("pingpong"), ranks_per_node=1,
+                   args=("--sizes", ",".join(map(str, spec.latency_sizes())),
+                         "--rounds", ",".join(map(str, schedule(len(nodes)))),
+                         "--warmup", str(WARMUP), "--iterations", str(ITERATIONS),
+                         "--backend", spec.backend),
+                   init_timeout_s=min(120.0, spec.timeout_s), wall_timeout_s=spec.timeout_s)
+
+
+@dataclass(frozen=True)
+class LatencyRun:
+    nodes: tuple[str, ...]
+    backend: str
+    sizes: tuple[int, ...]
+    rounds: tuple[int, ...] = ()  # the tournament's rounds played
+    of_rounds: int = 0  # of how many
+    #: per pair met, per size: [low node, high node, size in bytes, one-way seconds]
+    links: tuple[tuple[str, str, int, float], ...] = ()
+    #: per pair and size, its round trips as the rank reported them: [low node, high
+    #: node, size, median s, minimum s, 90th percentile s]
+    round_trips: tuple[tuple[str, str, int, float, float, float], ...] = ()
+    #: nodes tested again with known-good peers (a sample's suspects, at scale)
+    retested: tuple[str, ...] = ()
+    error: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+    simulated: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and bool(self.links)
+
+    @functools.cached_property
+    def _table(self) -> dict[int, dict[str, dict[str, float]]]:
+        """Per size, per node, its peers' one-way latency (a pair measured again: the
+        later); built once per run object."""
+        table: dict[int, dict[str, dict[str, float]]] = {}
+        for a, b, at, seconds in self.links:
+            per = table.setdefault(at, {})
+            per.setdefault(a, {})[b] = seconds
+            per.setdefault(b, {})[a] = seconds
+        return table
+
+    @functools.cached_property
+    def _medians(self) -> dict[int, dict[str, float]]:
+        return {size: {node: statistics.median(peers.values())
+                       for node, peers in per.items() if peers}
+                for size, per in self._table.items()}
+
+    def peers(self, node: str, size: int) -> dict[str, float]:
+        """`node`'s one-way latency (s) to each peer it met, at `size`."""
+        return dict(self._table.get(size, {}).get(node, {}))
+
+    def median(self, node: str, size: int) -> float | None:
+        return self._medians.get(size, {}).get(node)
+
+    def cluster_median(self, size: int) -> float | None:
+        """The median of every node's median: what a node is compared with."""
+        found = list(self._medians.get(size, {}).values())
+        return statistics.median(found) if found else None
+
+    def matrix(self, size: int) -> list[list[float | None]]:
+        """One-way latency in microseconds, row and column in `nodes` order (None: the
+        pair was not measured)."""
+        index = {node: i for i, node in enumerate(self.nodes)}
+        rows: list[list[float | None]] = [[None] * len(self.nodes) for _ in self.nodes]
+        for a, b, at, seconds in self.links:
+            if at == size and a in index and b in index:
+                rows[index[a]][index[b]] = rows[index[b]][index[a]] = round(seconds * 1e6, 3)
+        return rows
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, record: dict[str, Any]) -> LatencyRun:
+        return cls(**{**record, "nodes": tuple(record["nodes"]),
+                      "sizes": tuple(record["sizes"]), "rounds": tuple(record["rounds"]),
+                      "retested": tuple(record.get("retested") or ()),
+                      "links": tuple((str(a), str(b), int(s), float(t))
+                                     for a, b, s, t in record["links"]),
+                      "round_trips": tuple((str(a), str(b), int(s), float(m), float(lo),
+                                            float(hi)) for a, b, s, m, lo, hi
+                                           in record.get("round_trips") or ())})
+
+
+def round_trips_of(nodes: Sequence[str], data: Sequence[dict[str, Any]]) -> list[
+        tuple[str, str, int, float, float, float]]:
+    """Each pair's plain round trips (median, minimum, 90th percentile), for the record."""
+    return [(nodes[int(rank["rank"])], nodes[int(pair["peer"])], int(size),
+             float(figures["median_rtt_s"]), float(figures["min_rtt_s"]),
+             float(figures["p90_rtt_s"]))
+            for rank in data for pair in rank["pairs"]
+            for size, figures in pair["sizes"].items()]
+
+
+def links_of(nodes: Sequence[str], data: Sequence[dict[str, Any]]) -> list[
+        tuple[str, str, int, float]]:
+    """The pairs each rank timed (the lower rank of a pair reports it), one-way = half
+    the pair's typical round trip (pingpong.typical: the median over bursts of each
+    burst's fastest). Rank r runs on nodes[r] (one rank per node)."""
+    found = []
+    for rank in data:
+        me = nodes[int(rank["rank"])]
+        for pair in rank["pairs"]:
+            peer = nodes[int(pair["peer"])]
+            for size, figures in pair["sizes"].items():
+                rtt = float(figures["typical_rtt_s"])
+                if not math.isfinite(rtt) or rtt < 0:
+                    raise ValueError(f"round trip {rtt!r} from rank {rank['rank']}")
+                found.append((me, peer, int(size), rtt / 2))
+    return found
+
+
+def _one_job(launcher: Launcher, spec: InterconnectSpec, nodes: Sequence[str],
+             base: LatencyRun) -> LatencyRun:
+    """One ping-pong job over `nodes`: `base` with its pairs, or with why it failed."""
+    try:
+        result = run_job(launcher, latency_job(spec, nodes))
+    except (ClusterError, OSError, ValueError) as exc:
+        return replace(base, error=str(exc))
+    base = replace(base, simulated=base.simulated or result.simulated)
+    if not result.ok:
+        return replace(base, error=result.first_failure())
+    data = [r.data for r in result.ranks if r.data is not None]
+    kept = ("torch", "device", "warmup", "iterations")
+    details: dict[str, Any] = {k: data[0][k] for k in kept if k in data[0]}
+    try:
+        links = links_of(nodes, data)
+        trips = round_trips_of(nodes, data)
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        return replace(base, error=f"bad ping-pong output: {exc!r}")
+    if not links:
+        return replace(base, error="no pair was measured")
+    return replace(base, links=(*base.links, *links),
+                   round_trips=(*base.round_trips, *trips),
+                   details={**details, **base.details})
+
+
+def suspects(run: LatencyRun, size: int, factor: float) -> list[str]:
+    """The nodes farther than `factor` x the cluster's median, the worst first (at most
+    RETEST_MOST)."""
+    middle = run.cluster_median(size)
+    if middle is None or middle <= 0:
+        return []
+    found = [(m / middle, n) for n in run.nodes
+             if (m := run.median(n, size)) is not None and m > factor * middle]
+    return [n for _, n in sorted(found, reverse=True)[:RETEST_MOST]]
+
+
+def run_latency(launcher: Launcher, spec: InterconnectSpec,
+                nodes: Sequence[str]) -> LatencyRun:
+    """The ping-pong over `nodes` as one job; its failure is the run's error. Above
+    FULL_UP_TO nodes, where the sample of rounds found nodes far from their peers (above
+    colocation_factor x the cluster's median), the worst are tested again in a second job
+    with as many nodes nearest the cluster's median, every pair of them: their pairs join
+    the run's (`retested`), so a far node is judged on more peers, known-good ones among
+    them."""
+    base = LatencyRun(tuple(nodes), spec.backend, spec.latency_sizes(),
+                      schedule(len(nodes)), rounds_of(len(nodes)))
+    run = _one_job(launcher, spec, nodes, base)
+    if not run.ok or len(nodes) <= FULL_UP_TO:
+        return run
+    far = suspects(run, spec.latency_size, spec.colocation_factor)
+    if not far:
+        return run
+    middle = run.cluster_median(spec.latency_size) or 0.0
+    near = sorted((abs(m - middle), n) for n in nodes if n not in far
+                  and (m := run.median(n, spec.latency_size)) is not None)
+    group = [*far, *(n for _, n in near[:len(far)])]
+    again = _one_job(launcher, spec, group, replace(run, links=(), round_trips=()))
+    if not again.ok:  # the first job's figures stand; the re-test's failure is said
+        return replace(run, details={**run.details, "retest_error": again.error})
+    return replace(run, links=(*run.links, *again.links),
+                   round_trips=(*run.round_trips, *again.round_trips),
+                   retested=tuple(far))
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one node stands: its median to its peers against the cluster's."""
+
+    node: str
+    median_s: float
+    cluster_median_s: float
+    ratio: float
+    peers: int
+    nearest: tuple[str, float]
+    farthest: tuple[str, float]
+
+    def text(self) -> str:
+        return (f"median {us(self.median_s)} to its {self.peers} peer(s), {self.ratio:.2f} x "
+                f"the cluster's median {us(self.cluster_median_s)}; nearest "
+                f"{self.nearest[0]} {us(self.nearest[1])}, farthest {self.farthest[0]} "
+                f"{us(self.farthest[1])}")
+
+
+def us(seconds: float) -> str:
+    return f"{seconds * 1e6:.1f} us"
+
+
+def placement(run: LatencyRun, node: str, size: int) -> Placement | None:
+    """`node`'s median latency to its peers at `size` against the cluster's; None when
+    it met no peer."""
+    peers = run.peers(node, size)
+    middle = run.cluster_median(size)
+    if not peers or middle is None:
+        return None
+    mine = statistics.median(peers.values())
+    return Placement(node, mine, middle, mine / middle if middle > 0 else math.inf,
+                     len(peers), min(peers.items(), key=lambda p: (p[1], p[0])),
+                     max(peers.items(), key=lambda p: (p[1], p[0])))
