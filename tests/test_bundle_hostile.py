@@ -462,7 +462,9 @@ def tamper(run: Path, outside: Path, operation: str, name: str) -> bool:
         path.write_text("added")
         return True
     if (not path.exists() and not path.is_symlink()) or \
-            (operation == "remove" and name.endswith("new")):  # which would undo an add
+            (operation in ("remove", "dir") and name.endswith("new")):
+        # either would undo an add (an empty directory holds no file): the tree's files
+        # would be the manifest's again, which verify rightly calls a match
         return False
     if operation == "edit":
         if not path.is_file() or path.is_symlink():
