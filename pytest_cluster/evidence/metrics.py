@@ -45,6 +45,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 
+from pytest_cluster.evidence.check import finite
 from pytest_cluster.evidence.results import clause_of, outcome
 from pytest_cluster.evidence.tally import margin
 from pytest_cluster.evidence.verdict import culprits, outcome_of
@@ -72,13 +73,6 @@ def base_unit(unit: str) -> str:
     return BASE_UNIT[found[0]] if found is not None else ""
 
 
-def _finite(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
 @dataclass(frozen=True)
 class Sample:
     """A judged case's figures: passed or not; measured, bound and margin where it has
@@ -97,8 +91,8 @@ class Sample:
 
     @classmethod
     def of(cls, record: Mapping[str, Any]) -> Sample:
-        measured, required = _finite(record.get("measured_base")), \
-            _finite(record.get("required_base"))
+        measured, required = finite(record.get("measured_base")), \
+            finite(record.get("required_base"))
         share = margin(record) if measured is not None and required is not None else None
         return cls(outcome(record) == "passed", base_unit(str(record.get("unit") or "")),
                    measured, required, share / 100 if share is not None else None)
@@ -190,11 +184,11 @@ class Metrics:
         checks = Gauge("pytest_cluster_run_checks", "the run's checks by outcome",
                        ("cluster", "level", "outcome"), registry=found)
         for name, count in (end.get("counts") or {}).items():
-            if (number := _finite(count)) is not None:
+            if (number := finite(count)) is not None:
                 checks.labels(cluster, level, str(name)).set(number)
         Gauge("pytest_cluster_run_end_timestamp_seconds", "when the run ended",
               ("cluster", "level"), registry=found).labels(cluster, level).set(
-            _finite(end.get("ended_at")) or 0.0)
+            finite(end.get("ended_at")) or 0.0)
 
     @staticmethod
     def _samples(found: CollectorRegistry, kind: str, what: str, names: tuple[str, ...],
