@@ -14,13 +14,16 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.hostlist import compress_hostlist
+from pytest_cluster.measure.checkpoint import PHASES
 from pytest_cluster.run.contract_tests import check_reading, checks, table_tests
 from pytest_cluster.spec.clauses import Declaration, declared
-from pytest_cluster.units import format_size
+from pytest_cluster.units import Dim, format_size, format_value
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.check import Evidence
     from pytest_cluster.launchers.result import ProbeResult
+    from pytest_cluster.measure.checkpoint import CheckpointRun
     from pytest_cluster.measure.cluster import Cluster
     from pytest_cluster.spec.model import Clause, StorageSpec
 
@@ -124,3 +127,163 @@ def test_storage_shared(cluster: Cluster, filesystem: StorageSpec, evidence: Evi
                "every node", raw={"writer": writer, "file": data.get("file"),
                                   "missing": missing, "different": different,
                                   "failed": failed})
+
+
+# -- the checkpoint burst: every node at once on a shared filesystem --------------------
+
+CHECKPOINT_METHOD = (
+    "{writers} writer(s) per node on {nodes} node(s) at once, each writing {size} in "
+    "{block} blocks of stamped random data, fsync'ed; then each file read back by the same "
+    "writer of the next node ({uncached}), every block checked; timed: the write and fsync "
+    "(or read) calls; aggregate = every byte / the slowest node's time")
+
+
+def _run(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence) -> CheckpointRun:
+    run = cluster.checkpoint(filesystem)
+    evidence.saw(run)
+    return run
+
+
+def _checkpoint_raw(cluster: Cluster, filesystem: StorageSpec, run: CheckpointRun,
+                    phase: str) -> dict[str, Any]:
+    """What a case keeps of the burst: the run's document, the phase's figures and each
+    node's rate (GB/s, a small cluster's only)."""
+    rates = {node: b / s for node, (b, s) in run.node_figures(phase).items()}
+    raw: dict[str, Any] = {
+        "run": {"id": cluster.checkpoint_id(filesystem),
+                "file": f"probes/{cluster.checkpoint_id(filesystem)}.json",
+                "nodes": compress_hostlist(run.nodes) if run.nodes else None,
+                "writers_per_node": run.writers_per_node,
+                "bytes_per_writer": run.size_per_writer, "block_bytes": run.block_bytes},
+        "phase": phase, "total_bytes": run.total_bytes(phase),
+        "duration_s": run.duration(phase), "start_spread_s": round(run.start_spread(phase), 3),
+        "median_node_bytes_per_s": run.median_rate(phase)}
+    if len(rates) <= MATRIX_NODES:
+        raw["node_bytes_per_s"] = rates
+    if rates:
+        slowest = min(rates, key=lambda n: (rates[n], n))
+        raw["slowest"] = [slowest, rates[slowest]]
+    return raw
+
+
+#: Up to this many nodes, each case's raw keeps every node's rate.
+MATRIX_NODES = 64
+
+
+def format_rate(bytes_per_s: float) -> str:
+    return format_value(bytes_per_s, Dim.RATE, "GB/s")
+
+
+def _method(run: CheckpointRun) -> str:
+    one_node = len(run.nodes) == 1
+    return CHECKPOINT_METHOD.format(
+        writers=run.writers_per_node, nodes=len(run.nodes),
+        size=format_size(run.size_per_writer), block=format_size(run.block_bytes),
+        uncached="its own, its cached pages dropped first" if one_node else
+        "a file another node wrote: never in this node's page cache")
+
+
+def holding_back(run: CheckpointRun, phase: str, share: float) -> list[str]:
+    """The nodes below `share` x the nodes' median rate in `phase`, slowest first."""
+    middle = run.median_rate(phase)
+    if not middle:
+        return []
+    found = [(b / s, n) for n, (b, s) in run.node_figures(phase).items()
+             if b / s < share * middle]
+    return [n for _, n in sorted(found)]
+
+
+def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
+               phase: str) -> None:
+    """The burst's aggregate rate in `phase` as its bound counts it: the cluster's, or
+    shared out per node or per GPU. Failing, it names the nodes that held it back."""
+    clause = _clause(filesystem, f"checkpoint.{phase}")
+    checkpoint = filesystem.checkpoint
+    assert checkpoint is not None
+    run = _run(cluster, filesystem, evidence)
+    raw = _checkpoint_raw(cluster, filesystem, run, phase)
+    total = run.aggregate(phase)
+    if total is None:
+        missing = [n for n in cluster.nodes if n not in run.node_figures(phase)]
+        first = next((run.node_error(n) for n in missing if run.node_error(n)), "no figures")
+        evidence.cannot_measure(
+            clause, f"{len(missing)} of {len(cluster.nodes)} node(s) did not {phase} their "
+            f"share ({compress_hostlist(missing)}: {first}), so the burst of every node is "
+            "not established", raw=raw, kind="not_all_nodes", node="all")
+    basis = checkpoint.basis_of(f"checkpoint.{phase}")
+    shares = {"": 1, "node": len(run.nodes), "gpu": len(run.nodes) * run.writers_per_node}
+    measured = total / shares[basis]
+    raw.update(aggregate_bytes_per_s=total, per=basis or "cluster")
+    # a bound missed is held back by the nodes below keeps_up x the median (none: the
+    # filesystem as a whole); data read back wrong, by the nodes that read it
+    slow = [] if clause.requirement.holds(measured) else \
+        holding_back(run, phase, checkpoint.keeps_up or 0.8)
+    bad = run.bad() if phase == "read" else []
+    wrong = ""
+    if bad:
+        readers = sorted({r.node for r in bad})
+        wrong = (f"{sum(r.bad_blocks for r in bad)} block(s) read back not as written, on "
+                 f"{compress_hostlist(readers)}")
+        slow = [*readers, *(n for n in slow if n not in readers)]
+    if slow:
+        evidence.record(culprits=compress_hostlist(slow))
+    evidence.record(node="all")
+    per = f" per {basis.upper() if basis == 'gpu' else basis}" if basis else " (aggregate)"
+    note = f"{format_rate(total)} aggregate, {format_size(run.total_bytes(phase))} in " \
+           f"{run.duration(phase) or 0:.1f} s" + (
+               f"; held back by {compress_hostlist(slow)}" if slow else "")
+    evidence.check(clause, measured, result=None, node="all", raw=raw, method=_method(run),
+                   note=f"{per.strip()}: {note}", wrong=wrong)
+
+
+@checks("storage.checkpoint.write")
+def test_storage_checkpoint_write(cluster: Cluster, filesystem: StorageSpec,
+                                  evidence: Evidence) -> None:
+    """Every node writes its share of a checkpoint at once (one writer per GPU), fsync'ed:
+    the aggregate rate the filesystem sustained."""
+    _aggregate(cluster, filesystem, evidence, "write")
+
+
+@checks("storage.checkpoint.read")
+def test_storage_checkpoint_read(cluster: Cluster, filesystem: StorageSpec,
+                                 evidence: Evidence) -> None:
+    """Every node reads back a checkpoint file another node wrote (to resume), uncached,
+    every block checked: the aggregate rate."""
+    _aggregate(cluster, filesystem, evidence, "read")
+
+
+@checks("storage.checkpoint.keeps_up")
+def test_storage_checkpoint_keeps_up(cluster: Cluster, node: str, filesystem: StorageSpec,
+                                     evidence: Evidence) -> None:
+    """This node wrote its share and read another's back, every block as written, at no
+    less than keeps_up of the nodes' median rate: it does not hold the burst back."""
+    rule = filesystem.rule("checkpoint.keeps_up")
+    checkpoint = filesystem.checkpoint
+    assert rule is not None and checkpoint is not None, "no checkpoint.keeps_up promised"
+    evidence.require(cluster.host(node), rule)  # a node that does not answer says so
+    run = _run(cluster, filesystem, evidence)
+    raw = {phase: _checkpoint_raw(cluster, filesystem, run, phase) for phase in PHASES}
+    error = run.node_error(node)
+    if error:
+        evidence.cannot_measure(rule, f"the checkpoint burst on {node}: {error}", raw=raw,
+                                kind="job_failed", node=node)
+    shown, problems = [], []
+    for phase in PHASES:
+        rate, middle = run.node_rate(phase, node), run.median_rate(phase)
+        if rate is None or not middle:
+            evidence.cannot_measure(rule, f"{node} has no {phase} figure in the burst",
+                                    raw=raw, node=node)
+        text = f"{phase} {format_rate(rate)} ({rate / middle:.0%} of the median " \
+               f"{format_rate(middle)})"
+        shown.append(text)
+        if rate < checkpoint.keeps_up * middle:
+            problems.append(text)
+    bad = [r for r in run.read if r.node == node and r.bad_blocks]
+    if bad:
+        problems.append(f"{sum(r.bad_blocks for r in bad)} block(s) it read back were not "
+                        f"as written (rank(s) {', '.join(str(r.rank) for r in bad)})")
+    measured = "; ".join(shown)
+    evidence.check_rule(rule, not problems, measured, result=None, node=node, raw=raw,
+                        method=_method(run),
+                        problem=f"holds the checkpoint burst back: {'; '.join(problems)} "
+                                f"(keeps_up {checkpoint.keeps_up:.0%} of the nodes' median)")

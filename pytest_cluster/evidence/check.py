@@ -149,9 +149,11 @@ class Evidence:
 
     def check(self, clause: Clause, measured: float, *, result: ProbeResult | None,
               method: str | None = None, raw: Any = None, note: str = "",
-              node: str | None = None, references: Sequence[Reference] = ()) -> None:
+              node: str | None = None, references: Sequence[Reference] = (),
+              wrong: str = "") -> None:
         """Record measured vs required for `clause` and fail unless it holds; `note` is
-        added to the failure message (e.g. who else holds GPU memory). Without a probe
+        added to the failure message (e.g. who else holds GPU memory); `wrong`: what makes
+        it fail whatever the number (data read back that is not what was written). Without a probe
         `result` (a benchmark job's number), the results this test saw say whether it was
         simulated. `references`: published figures recorded beside the measurement, with
         the ratio to them; they never decide the outcome."""
@@ -176,6 +178,9 @@ class Evidence:
         verdict = req.check(measured, f"{where(node, place.filesystem, place.gpu)} {name}")
         if not verdict.ok and note:
             verdict = Verdict(False, f"{verdict.message}; {note}")
+        if wrong:
+            verdict = Verdict(False, f"{where(node, place.filesystem, place.gpu)} {name}: "
+                                     f"{wrong}")
         self._assert(verdict, simulated)
 
     def check_rule(self, rule: Rule, ok: bool, measured: str, *, result: ProbeResult | None,

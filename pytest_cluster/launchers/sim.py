@@ -49,6 +49,7 @@ from pytest_cluster.sim.job_node import (
 )
 from pytest_cluster.sim.nics import nic_payload, perftest_ranks
 from pytest_cluster.sim.pingpong import pingpong_ranks
+from pytest_cluster.sim.storage import checkpoint_ranks, shared_fs_payload
 
 if TYPE_CHECKING:
     from pytest_cluster.spec.model import ClusterSpec, InterconnectSpec, SimSpec, Spec
@@ -127,6 +128,8 @@ class SimLauncher(Launcher):
                 data = nic_payload(self.sim, node, self.interconnect, call.args)
             elif call.name == "nccl_tests":
                 data = nccl_tests_payload(self.sim, self.interconnect, node, call.args)
+            elif call.name == "shared_fs":
+                data = shared_fs_payload(node, call.args)
             else:
                 raise ValueError(f"the sim launcher does not simulate the {call.name} probe")
         except ValueError as exc:
@@ -171,6 +174,9 @@ class SimLauncher(Launcher):
         elif part.program == probe_source("pingpong"):
             def answer(nodes: tuple[str, ...]) -> list[RankEntries]:
                 return pingpong_ranks(self.sim, self.interconnect, nodes, part.rank_args)
+        elif part.program == probe_source("checkpoint"):
+            def answer(nodes: tuple[str, ...]) -> list[RankEntries]:
+                return checkpoint_ranks(self.sim, nodes, part.ranks_per_node, part.rank_args)
         elif part.program == probe_source("collective"):
             benchmark = Benchmark.from_args(part.rank_args)
 
@@ -178,8 +184,9 @@ class SimLauncher(Launcher):
                 return self.answer(part, benchmark, nodes)
         else:
             raise ValueError("the sim launcher simulates no job but the collective benchmark "
-                             "(probes/collective.py), perftest (probes/perftest.py) and the "
-                             "ping-pong (probes/pingpong.py)")
+                             "(probes/collective.py), perftest (probes/perftest.py), the "
+                             "ping-pong (probes/pingpong.py) and the checkpoint burst "
+                             "(probes/checkpoint.py)")
         share = self.rendezvous.join(part, node, answer, interrupted)
         if isinstance(share, str):
             if interrupted():

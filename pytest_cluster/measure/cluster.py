@@ -18,6 +18,7 @@ from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
 from pytest_cluster.measure import nccl_tests, rails
 from pytest_cluster.measure.benchmark import StressLoop, run_collective, run_collective_stress
 from pytest_cluster.measure.cache import ProbeCache, document_key
+from pytest_cluster.measure.checkpoint import CheckpointRun, run_checkpoint
 from pytest_cluster.measure.fabric import NIC_END
 from pytest_cluster.measure.latency import LatencyRun, run_latency
 from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes
@@ -187,6 +188,25 @@ class Cluster:
         finally:
             if started is not None:
                 self.launcher.run(call(started[1], "remove"), [started[0]], timeout)
+
+    def checkpoint(self, fs: StorageSpec) -> CheckpointRun:
+        """The checkpoint burst on `fs` over every node that answers its host probe (the
+        others are the run's errors, named), run once per run."""
+        def compute() -> dict[str, object]:
+            answers = self.host_all()
+            silent = {n: r.describe() for n, r in answers.items() if not r.ok}
+            gpus = self.spec.gpus.slots if self.spec.gpus is not None else None
+            nodes = [n for n in self.nodes if n not in silent]
+            simulated = any(r.simulated for r in answers.values())
+            run = run_checkpoint(self.launcher, fs, nodes, gpus, silent)
+            return replace(run, simulated=run.simulated or simulated).to_json()
+
+        self.host_all()  # read before the measuring lock is taken (ProbeCache.alone)
+        return CheckpointRun.from_json(self.cache.document(self.checkpoint_id(fs), compute))
+
+    def checkpoint_id(self, fs: StorageSpec) -> str:
+        """The burst's document in the run's probes/ directory (`<id>.json`)."""
+        return document_key("checkpoint", asdict(fs), self.nodes)
 
     def _gpus(self) -> GpuSpec:
         if self.spec.gpus is None:

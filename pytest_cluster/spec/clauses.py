@@ -87,6 +87,9 @@ class Declaration:
     when: Callable[[Spec], bool] | None = None  # promised when; None: when written
     level: str = ACCEPTANCE  # SANITY: checked without loading anything
     last: bool = False  # its cases run after every other case (what the run did to a node)
+    #: the key of the section's map that holds it ('checkpoint': storage[].checkpoint.write);
+    #: '' for a key of the section itself
+    within: str = ""
 
     @property
     def id(self) -> str:
@@ -106,6 +109,11 @@ class Declaration:
     def written(self) -> bool:
         """Whether it is a key of the spec (an implied clause is not)."""
         return self.value is not Value.IMPLIED
+
+    @property
+    def written_as(self) -> str:
+        """Its key in the map that holds it ('write' of storage[].checkpoint)."""
+        return self.key[len(self.within) + 1:] if self.within else self.key
 
     @property
     def table(self) -> bool:
@@ -222,6 +230,19 @@ CLAUSES: tuple[Declaration, ...] = (
     _setting("storage", "metadata_files"),
     _setting("storage", "import_repeats"),
     _setting("storage", "cold_cache"),
+    # -- storage as the cluster uses it (a shared filesystem, every node at once): a
+    # checkpoint written by every node's writers (one per GPU) at once, fsync'ed, then each
+    # read back by the next node (storage[].checkpoint: size, bounds, keeps_up) ----------
+    _setting("storage", "checkpoint"),
+    Declaration("storage", "checkpoint.write", Value.QUANTITY, Dim.RATE, within="checkpoint"),
+    Declaration("storage", "checkpoint.read", Value.QUANTITY, Dim.RATE, within="checkpoint"),
+    Declaration("storage", "checkpoint.keeps_up", Value.RULE, within="checkpoint",
+                needs_nodes=2,
+                text="every node writes its share of the checkpoint and reads another's "
+                     "back, every block as written, at no less than keeps_up (80%) of the "
+                     "nodes' median rate (none holds the burst back)"),
+    *(Declaration("storage", f"checkpoint.{key}", Value.SETTING, within="checkpoint")
+      for key in ("size_per_gpu", "size_per_node", "block_size", "timeout")),
     # -- gpus: per node, and per GPU of each node ---------------------------------------------
     _quantity("gpus", "count", Dim.COUNT, "==", level=SANITY),
     Declaration("gpus", "model", Value.NAME, level=SANITY),
@@ -351,9 +372,11 @@ def clauses(section: str) -> tuple[Declaration, ...]:
     return tuple(d for d in CLAUSES if d.section == section and d.is_clause)
 
 
-def keys(section: str) -> tuple[str, ...]:
-    """The keys a section of the spec may have, in the order errors list them."""
-    return tuple(d.key for d in CLAUSES if d.section == section and d.written)
+def keys(section: str, within: str = "") -> tuple[str, ...]:
+    """The keys a section of the spec may have (of its map `within`: 'checkpoint'), in the
+    order errors list them."""
+    return tuple(d.written_as for d in CLAUSES
+                 if d.section == section and d.written and d.within == within)
 
 
 def readers(probe: str) -> dict[str, tuple[str, ...]]:

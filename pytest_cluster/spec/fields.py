@@ -421,7 +421,7 @@ def promises(ctx: Ctx, table: Map, section: str, where: str | None = None,
     are the section parser's."""
     found: list[Clause | Rule | None] = []
     for declaration in clauses(section):
-        if declaration.key in skip:
+        if declaration.key in skip or declaration.within:  # a map's: its parser's
             continue
         if declaration.value is Value.QUANTITY:
             found.append(clause(ctx, table, declaration, where)

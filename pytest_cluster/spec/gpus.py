@@ -202,7 +202,7 @@ FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen",
               "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor",
               "link_factor", "replaced", "from_round", "sdc", "nic", "nic_down", "nic_rate",
               "nic_firmware", "nic_link_downed", "nic_symbol_errors", "transport", "gdr",
-              "latency_factor")
+              "latency_factor", "storage_factor", "storage_corrupt")
 #: What a simulated node's NCCL may fall back to (its `transport` fault).
 SIM_TRANSPORTS = ("socket",)
 #: The clocks event reasons that count as throttling (the GPU probe's THROTTLE_BITS: the spec
@@ -212,7 +212,9 @@ THROTTLES = ("hw_slowdown", "sw_thermal", "hw_thermal", "power_brake")
 NODE_FAULTS = {"gpus": "the node's GPU count", "down": "the whole node",
                "link_factor": "the node's network", "transport": "the node's NCCL network",
                "gdr": "the node's GPUDirect RDMA",
-               "latency_factor": "the node's latency to its peers"}
+               "latency_factor": "the node's latency to its peers",
+               "storage_factor": "the node's client of the shared filesystem",
+               "storage_corrupt": "what the node reads of the shared filesystem"}
 
 
 def _node_faults_on_a_gpu(ctx: Ctx, table: Map, path: str) -> None:
@@ -316,6 +318,8 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
         transport=one("transport", sim_transport),  # type: ignore[arg-type]
         gdr=one("gdr", boolean),  # type: ignore[arg-type]
         latency_factor=or_default(one("latency_factor", far), 1.0),  # type: ignore[arg-type]
+        storage_factor=or_default(one("storage_factor", factor), 1.0),  # type: ignore[arg-type]
+        storage_corrupt=bool(one("storage_corrupt", boolean)),
     )
     table.finish()
     per_nic = (fault.nic_down, fault.nic_rate_gbit, fault.nic_firmware, fault.nic_link_downed,
@@ -333,6 +337,14 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
     return fault
 
 
+def rate_above_zero(raw: object) -> float:
+    """A rate in bytes/s, above 0 ('400 GB/s')."""
+    value = parse_quantity(raw, Dim.RATE).value
+    if value <= 0:
+        raise UnitError(f"expected a rate above 0 like '400 GB/s', got {str(raw)[:64]!r}")
+    return value
+
+
 def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | None:
     if node is None:
         launcher = KINDS[cluster.launcher]
@@ -345,7 +357,7 @@ def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | No
     if node.tag.endswith(":null"):  # `sim:` alone: every default
         node = MappingNode("tag:yaml.org,2002:map", [], node.start_mark, node.end_mark)
     table = Map(ctx, node, "sim", ("gpu_model", "gpus_per_node", "cpu_cores", "cpu_threads",
-                                   "memory", "faults", "latency"))
+                                   "memory", "faults", "latency", "storage_rate"))
     if not isinstance(node, MappingNode):
         return None
     def memory_size(raw: object) -> int:
@@ -363,6 +375,7 @@ def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | No
     threads = one("cpu_threads", positive_int, 224)
     memory = one("memory", memory_size, 2 * 2**40)
     wait = one("latency", time_between(0, 60, "from 0 to 1 min"), 0.0)
+    storage_rate = one("storage_rate", rate_above_zero, 0.0)
     faults: list[SimFault] = []
     faults_node = table.take("faults")
     if faults_node is not None:
@@ -376,4 +389,4 @@ def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | No
                 if fault is not None:
                     faults.append(fault)
     table.finish()
-    return SimSpec(model, per_node, cores, threads, memory, tuple(faults), wait)
+    return SimSpec(model, per_node, cores, threads, memory, tuple(faults), wait, storage_rate)

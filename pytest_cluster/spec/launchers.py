@@ -19,7 +19,8 @@ class LauncherKind:
     section: str | None = None  # the spec section of its own
     needs_section: bool = False  # the section must be given (sim: the description)
     python: str | None = "python3"  # on the nodes' PATH; None: the one running pytest
-    no_storage: str | None = None  # why it cannot test filesystems; None: it can
+    #: why it cannot test a node's own disk (storage.AT_ONCE only); None: it can
+    no_storage: str | None = None
     no_training: str | None = None  # why it cannot run a training loop; None: it can
     #: It reaches the nodes from elsewhere (ssh, srun): a run on a node of this host alone
     #: (a SLURM prolog) runs its probes there directly, by the local launcher, instead
@@ -35,7 +36,8 @@ KINDS: dict[str, LauncherKind] = {kind.name: kind for kind in (
     LauncherKind("local", "pytest_cluster.launchers.local:LocalLauncher", python=None),
     LauncherKind("sim", "pytest_cluster.launchers.sim:SimLauncher",
                  section="sim", needs_section=True,
-                 no_storage="simulates hosts and GPUs, not filesystems",
+                 no_storage="simulates a shared filesystem as the cluster uses it, not a "
+                            "node's disk",
                  no_training="simulates collective benchmarks, not a training loop"),
     LauncherKind("ssh", "pytest_cluster.launchers.ssh:SshLauncher", section="ssh",
                  remote=True),

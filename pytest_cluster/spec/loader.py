@@ -24,7 +24,6 @@ from pytest_cluster.spec.fabric import parse_fabric
 from pytest_cluster.spec.fields import (
     Ctx,
     Map,
-    boolean,
     closest,
     field,
     flag,
@@ -37,7 +36,6 @@ from pytest_cluster.spec.fields import (
     size_between,
     text,
     time_between,
-    whole,
     written_with,
 )
 from pytest_cluster.spec.gpus import parse_gpus, parse_sim
@@ -61,6 +59,7 @@ from pytest_cluster.spec.requirement import (
 from pytest_cluster.spec.sla import parse_sla
 from pytest_cluster.spec.slurm import allocation_nodes, parse_slurm, wants_allocation
 from pytest_cluster.spec.ssh import parse_ssh
+from pytest_cluster.spec.storage import parse_storage
 from pytest_cluster.spec.training import parse_training
 from pytest_cluster.units import Dim, parse_quantity
 
@@ -181,74 +180,6 @@ def _host(ctx: Ctx, node: Node | None) -> HostSpec:
     return result
 
 
-def _filesystem(ctx: Ctx, node: Node, index: int, default_python: str) -> StorageSpec | None:
-    table = Map(ctx, node, f"storage[{index}]", keys("storage"))
-    if not isinstance(node, MappingNode):
-        return None
-
-    def absolute(raw: object) -> str:
-        value = text("an absolute path like /data")(raw)
-        if not value.startswith("/") or "\0" in value:
-            raise UnitError(f"expected an absolute path like /data, got {raw!r}")
-        return os.path.normpath(value)
-
-    fs_path = field(ctx, table.take("path"), table.sub("path"), absolute)
-    if fs_path is None and not ctx.failed(table.sub("path")):
-        ctx.error(node, table.sub("path"), "missing: which filesystem path to test")
-    if fs_path is not None:  # from here on the filesystem is named by its path
-        table.path = f"storage[{fs_path}]"
-
-    def size(raw: object) -> int:
-        value = int(parse_quantity(raw, Dim.SIZE).value)
-        if not 2**20 <= value <= 2**40:
-            raise UnitError(f"expected a size from 1 MiB to 1 TiB, got {raw!r}")
-        return value
-
-    def setting(key: str, parse: Callable[[object], T]) -> T | None:
-        return field(ctx, table.take(key), table.sub(key), parse)
-
-    where = or_default(fs_path, str(index))
-    shared, shared_rule = flag(ctx, table, declared("storage.shared"), where)
-    python = setting("python", interpreter)
-    io_size = setting("io_size", size)
-    files = setting("metadata_files", whole(1, 10**6))
-    repeats = setting("import_repeats", whole(1, 100))
-    cold = setting("cold_cache", boolean)
-    found = promises(ctx, table, "storage", where)
-    result = StorageSpec(
-        path=or_default(fs_path, ""),
-        index=index,
-        shared=bool(shared),
-        python=or_default(python, default_python),
-        io_size_bytes=or_default(io_size, 2**30),
-        metadata_files=or_default(files, 2000),
-        import_repeats=or_default(repeats, 3),
-        cold_cache=True if cold is None else cold,
-        clauses=found if shared_rule is None else (shared_rule, *found),
-    )
-    table.finish()
-    return result
-
-
-def _storage(ctx: Ctx, node: Node | None, default_python: str) -> tuple[StorageSpec, ...]:
-    if node is None:
-        return ()
-    if not isinstance(node, SequenceNode):
-        ctx.error(node, "storage", f"expected a list of filesystems (- path: /data ...), "
-                  f"got {kind(node)}")
-        return ()
-    found: dict[str, StorageSpec] = {}
-    for index, item in enumerate(node.value):
-        fs = _filesystem(ctx, item, index, default_python)
-        if fs is None:
-            continue
-        if fs.path in found:
-            ctx.error(item, f"storage[{index}].path", f"{fs.path} is listed twice")
-            continue
-        found[fs.path or f"[{index}]"] = fs
-    return tuple(found.values())
-
-
 def _has_clauses(cluster: ClusterSpec, host: HostSpec,
                  storage: tuple[StorageSpec, ...]) -> bool:
     """Whether host or storage promise something (a shared filesystem alone does not)."""
@@ -355,13 +286,7 @@ def _cluster_section(ctx: Ctx, node: Node | None, sofar: Sofar) -> ClusterSpec:
 
 
 def _storage_section(ctx: Ctx, node: Node | None, sofar: Sofar) -> tuple[StorageSpec, ...]:
-    cluster = sofar.cluster
-    storage = _storage(ctx, node, cluster.python)
-    no_storage = KINDS[cluster.launcher].no_storage
-    if node is not None and no_storage is not None:
-        ctx.error(node, "storage", f"the {cluster.launcher} launcher {no_storage}; "
-                  "test storage with launcher: local (or ssh, slurm)")
-    return storage
+    return parse_storage(ctx, node, sofar.cluster, "gpus" in sofar.top.items)
 
 
 #: The spec's sections, the one registry of them, in the order they are parsed (a section

@@ -107,6 +107,24 @@ class HostSpec(Promises):
 
 
 @dataclass(frozen=True)
+class CheckpointSpec:
+    """storage[].checkpoint: how the burst is written. Its promises (write, read,
+    keeps_up) are the filesystem's clauses, `checkpoint.write` and so on."""
+
+    size_bytes: int  # per GPU (`per` "gpu") or per node ("node")
+    per: str  # what size_bytes is per: "gpu" or "node"
+    block_bytes: int  # each write and read call, each block stamped
+    #: per clause key ("checkpoint.write"), what its bound is per: "" (the cluster's
+    #: aggregate), "node" or "gpu"
+    basis: tuple[tuple[str, str], ...] = ()
+    keeps_up: float = 0.8  # a node below this share of the nodes' median holds it back
+    timeout_s: float = 1800.0  # each phase (the write, the read), hard
+
+    def basis_of(self, key: str) -> str:
+        return dict(self.basis).get(key, "")
+
+
+@dataclass(frozen=True)
 class StorageSpec(Promises):
     section: ClassVar[str] = "storage"
     path: str
@@ -118,6 +136,7 @@ class StorageSpec(Promises):
     import_repeats: int
     cold_cache: bool
     clauses: tuple[Clause | Rule, ...] = ()
+    checkpoint: CheckpointSpec | None = None
 
     def _name(self, declaration: Declaration) -> str:
         return declaration.name(self.path)
@@ -329,6 +348,8 @@ class SimFault:
     #: the node sits this many times farther from its peers (another spine): the
     #: ping-pong's latency to it
     latency_factor: float = 1.0
+    storage_factor: float = 1.0  # the node reaches the shared filesystem at this share
+    storage_corrupt: bool = False  # what it reads back of the shared filesystem is wrong
 
 
 @dataclass(frozen=True)
@@ -340,6 +361,9 @@ class SimSpec:
     memory_bytes: int = 2 * 2**40
     faults: tuple[SimFault, ...] = ()
     latency_s: float = 0.0  # each probe call waits this long, like a network round-trip
+    #: the shared filesystem's aggregate rate (bytes/s) every node shares; 0: no limit
+    #: beyond each node's client
+    storage_rate: float = 0.0
 
 
 @dataclass(frozen=True)

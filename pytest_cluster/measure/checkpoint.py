@@ -1,0 +1,228 @@
+"""A checkpoint burst on a shared filesystem (storage[].checkpoint), as MLPerf Storage's
+checkpoint workload and IO500 measure one: every node's writers (one per GPU) write their
+shard at once with fsync, then every writer's file is read back, uncached, by the same GPU
+of the next node (probes/checkpoint.py, two jobs through the cluster's launcher, then a
+third that removes what is left).
+
+The figures: each node's rate (its bytes over its slowest writer's time: its writers run
+at once), the burst's duration (the slowest node's time) and the aggregate rate (every
+byte over that duration); what a bound per node or per GPU compares is the aggregate
+shared out. A node below `keeps_up` x the nodes' median holds the burst back.
+"""
+
+from __future__ import annotations
+
+import secrets
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from pytest_cluster.errors import ClusterError
+from pytest_cluster.evidence.check import finite
+from pytest_cluster.launchers.jobs import JobSpec, reason_line, run_job
+from pytest_cluster.probes import probe_source
+
+if TYPE_CHECKING:
+    from pytest_cluster.launchers.base import Launcher
+    from pytest_cluster.spec.model import CheckpointSpec, StorageSpec
+
+PHASES = ("write", "read")
+#: How long before the write starts the controller names its start time, by node count
+#: (every node's part is launched by then), in seconds.
+LEAD_S, LEAD_PER_NODE_S, LEAD_MOST_S = 3.0, 0.02, 60.0
+#: What a rank reports of each phase (RankFigures' fields, in order).
+_NUMBERS = ("bytes", "seconds", "started_at", "ended_at", "late_s", "cpu_s")
+
+
+@dataclass(frozen=True)
+class RankFigures:
+    node: str
+    rank: int
+    bytes: int
+    seconds: float  # in the timed calls (write + fsync, or read)
+    started_at: float
+    ended_at: float
+    late_s: float
+    cpu_s: float
+    bad_blocks: int = 0  # read: blocks not as their writer wrote them
+    writer: int = -1  # read: whose file
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class CheckpointRun:
+    nodes: tuple[str, ...]  # the nodes of the burst (those that answered)
+    writers_per_node: int
+    size_per_writer: int
+    block_bytes: int
+    path: str
+    write: tuple[RankFigures, ...] = ()
+    read: tuple[RankFigures, ...] = ()
+    #: per node (and phase) why it has no figures: a node that did not answer, a job
+    #: part that failed
+    errors: tuple[tuple[str, str], ...] = ()
+    details: dict[str, Any] = field(default_factory=dict)
+    simulated: bool = False
+
+    def ranks(self, phase: str) -> tuple[RankFigures, ...]:
+        return self.write if phase == "write" else self.read
+
+    def node_error(self, node: str) -> str:
+        return "; ".join(why for who, why in self.errors if who == node)
+
+    def node_figures(self, phase: str) -> dict[str, tuple[int, float]]:
+        """Per node whose writers (or readers) all measured: (bytes, seconds), its
+        seconds the slowest of its ranks'."""
+        mine: dict[str, list[RankFigures]] = {}
+        for rank in self.ranks(phase):
+            mine.setdefault(rank.node, []).append(rank)
+        return {node: (sum(r.bytes for r in ranks), max(r.seconds for r in ranks))
+                for node, ranks in mine.items()
+                if len(ranks) == self.writers_per_node
+                and not any(r.error for r in ranks) and max(r.seconds for r in ranks) > 0}
+
+    def node_rate(self, phase: str, node: str) -> float | None:
+        found = self.node_figures(phase).get(node)
+        return found[0] / found[1] if found else None
+
+    def median_rate(self, phase: str) -> float | None:
+        rates = [b / s for b, s in self.node_figures(phase).values()]
+        return statistics.median(rates) if rates else None
+
+    def duration(self, phase: str) -> float | None:
+        figures = self.node_figures(phase)
+        return max(s for _, s in figures.values()) if figures else None
+
+    def total_bytes(self, phase: str) -> int:
+        return sum(b for b, _ in self.node_figures(phase).values())
+
+    def aggregate(self, phase: str) -> float | None:
+        """Every byte of the phase over its duration (the slowest node's time), bytes/s;
+        None unless every node of the burst measured."""
+        figures = self.node_figures(phase)
+        if len(figures) != len(self.nodes) or not figures:
+            return None
+        return sum(b for b, _ in figures.values()) / max(s for _, s in figures.values())
+
+    def start_spread(self, phase: str) -> float:
+        """How far apart the ranks' first timed calls were (s, the nodes' clocks)."""
+        starts = [r.started_at for r in self.ranks(phase) if not r.error]
+        return max(starts) - min(starts) if starts else 0.0
+
+    def bad(self) -> list[RankFigures]:
+        return [r for r in self.read if r.bad_blocks]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, record: dict[str, Any]) -> CheckpointRun:
+        return cls(**{**record, "nodes": tuple(record["nodes"]),
+                      "write": tuple(RankFigures(**r) for r in record["write"]),
+                      "read": tuple(RankFigures(**r) for r in record["read"]),
+                      "errors": tuple((str(a), str(b)) for a, b in record["errors"])})
+
+
+def writers_per_node(checkpoint: CheckpointSpec, gpus: int | None) -> int:
+    """One writer per GPU (a node's GPUs write their shards at once); 1 without GPUs."""
+    return gpus if gpus else 1
+
+
+def size_per_writer(checkpoint: CheckpointSpec, writers: int) -> int:
+    """Each writer's file: the shard per GPU, or the node's share split among its writers
+    (whole 4 KiB pages)."""
+    if checkpoint.per == "gpu":
+        return checkpoint.size_bytes
+    return max(4096, checkpoint.size_bytes // writers // 4096 * 4096)
+
+
+def token(timeout_s: float) -> str:
+    """The burst's file token: when no phase of it can still run (both phases' limits and
+    10 minutes for clocks that differ), and 12 random hex digits."""
+    return f"{int(time.time() + 2 * timeout_s + 600)}-{secrets.token_hex(6)}"
+
+
+def phase_job(fs: StorageSpec, nodes: Sequence[str], writers: int, size: int, phase: str,
+              tag: str, start_at: float) -> JobSpec:
+    assert fs.checkpoint is not None
+    timeout = fs.checkpoint.timeout_s
+    return JobSpec(nodes=tuple(nodes), program=probe_source("checkpoint"),
+                   ranks_per_node=writers if phase != "remove" else 1,
+                   args=("--phase", phase, "--path", fs.path, "--token", tag,
+                         "--size", str(size), "--block", str(fs.checkpoint.block_bytes),
+                         "--start-at", f"{start_at:.3f}", "--ranks-per-node", str(writers)),
+                   init_timeout_s=min(60.0, timeout), wall_timeout_s=timeout)
+
+
+def _figures(node: str, rank: int, data: dict[str, Any] | None, phase: str,
+             stderr: str) -> RankFigures:
+    """One rank's report, each number checked (a node's answer is not trusted)."""
+    empty = RankFigures(node, rank, 0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    if data is None:
+        return replace(empty, error=stderr.strip().splitlines()[-1][:300] if stderr.strip()
+                       else "the rank printed no result")
+    if "error" in data:
+        return replace(empty, error=str(data["error"])[:300])
+    numbers = {}
+    for name in (*_NUMBERS, *(("bad_blocks", "writer") if phase == "read" else ())):
+        value = finite(data.get(name))
+        if value is None or value < 0:
+            return replace(empty, error=f"bad checkpoint output: {name} is "
+                                        f"{str(data.get(name))[:40]!r}")
+        numbers[name] = value
+    return RankFigures(node, rank, int(numbers["bytes"]), float(numbers["seconds"]),
+                       float(numbers["started_at"]), float(numbers["ended_at"]),
+                       float(numbers["late_s"]), float(numbers["cpu_s"]),
+                       int(numbers.get("bad_blocks", 0)), int(numbers.get("writer", -1)))
+
+
+def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
+        tuple[RankFigures, ...], list[tuple[str, str]], bool, dict[str, Any]]:
+    result = run_job(launcher, job)
+    errors = [(part.split(": ", 1)[0], f"{phase}: {part.split(': ', 1)[-1]}")
+              for part in result.errors]
+    ranks = tuple(_figures(r.node, r.rank, r.data if r.ok else None, phase,
+                           reason_line(r.stderr_tail) or f"exited with code {r.exit_code}")
+                  for r in result.ranks)
+    errors += [(r.node, f"{phase}: rank {r.rank}: {r.error}") for r in ranks if r.error]
+    leftovers = [item for r in result.ranks if r.data for item in r.data.get("leftovers") or []
+                 if isinstance(item, dict)]
+    return ranks, errors, result.simulated, {"leftovers": leftovers[:100]} if leftovers else {}
+
+
+def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
+                   gpus: int | None, silent: dict[str, str]) -> CheckpointRun:
+    """The burst over `nodes` (those of the cluster that answered; `silent`: the others
+    and why): the write job, the read job, then a job on the first node that removes
+    whatever is left of it, also when interrupted."""
+    assert fs.checkpoint is not None
+    writers = writers_per_node(fs.checkpoint, gpus)
+    size = size_per_writer(fs.checkpoint, writers)
+    run = CheckpointRun(tuple(nodes), writers, size, fs.checkpoint.block_bytes, fs.path,
+                        errors=tuple(silent.items()))
+    if not nodes:
+        return run
+    tag = token(fs.checkpoint.timeout_s)
+    details: dict[str, Any] = {"token": tag, "started_at": time.time()}
+    simulated = False
+    try:
+        for phase in PHASES:
+            start_at = time.time() + min(LEAD_MOST_S, LEAD_S + LEAD_PER_NODE_S * len(nodes))
+            try:
+                ranks, errors, sim, more = _phase(
+                    launcher, phase_job(fs, nodes, writers, size, phase, tag, start_at), phase)
+            except (ClusterError, OSError, ValueError) as exc:
+                errors, ranks, sim, more = [(n, f"{phase}: {exc}") for n in nodes], (), False, {}
+            simulated = simulated or sim
+            details.update(more)
+            run = replace(run, errors=(*run.errors, *errors))
+            run = replace(run, write=ranks) if phase == "write" else replace(run, read=ranks)
+    finally:
+        try:
+            run_job(launcher, phase_job(fs, nodes[:1], writers, size, "remove", tag, 0.0))
+        except (ClusterError, OSError, ValueError) as exc:
+            details["remove_error"] = str(exc)[:300]
+    details["ended_at"] = time.time()
+    return replace(run, details=details, simulated=simulated)

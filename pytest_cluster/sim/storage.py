@@ -1,0 +1,98 @@
+"""A shared filesystem on simulated nodes: what the shared-file check (probes/shared_fs.py)
+and the checkpoint burst's ranks (probes/checkpoint.py) would print.
+
+Each node's client writes at CLIENT_WRITE and reads at CLIENT_READ bytes/s, shared by its
+writers, times its `storage_factor` fault (a slow client); the filesystem gives every node
+at most its share of `sim.storage_rate` (a slow aggregate; 0: no limit). A node with the
+`storage_corrupt` fault reads back blocks that are not as written. Pure functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pytest_cluster.sim.cluster import faults_on, jitter
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.model import SimSpec
+
+#: One node's client of the shared filesystem (bytes/s): two 200 Gb/s storage NICs.
+CLIENT_WRITE = 20e9
+CLIENT_READ = 25e9
+_OPTIONS = ("--phase", "--path", "--token", "--size", "--block", "--start-at",
+            "--ranks-per-node")
+
+
+def storage_factor(sim: SimSpec, node: str) -> float:
+    factors = [f.storage_factor for f in faults_on(sim, node) if f.storage_factor != 1.0]
+    return factors[-1] if factors else 1.0
+
+
+def corrupt(sim: SimSpec, node: str) -> bool:
+    return any(f.storage_corrupt for f in faults_on(sim, node))
+
+
+def node_rate(sim: SimSpec, node: str, nodes: int, phase: str) -> float:
+    """What `node` writes (or reads) at while `nodes` nodes do at once, bytes/s."""
+    client = (CLIENT_WRITE if phase == "write" else CLIENT_READ) * storage_factor(sim, node)
+    if sim.storage_rate:
+        client = min(client, sim.storage_rate / nodes)
+    return client * jitter(node, phase, "storage", spread=0.02)
+
+
+def shared_fs_payload(node: str, args: Sequence[str]) -> dict[str, Any]:
+    """The shared-file check: every simulated node sees the file the writer wrote."""
+    mode = args[-1] if args else ""
+    given = dict(zip(args[:-1:2], args[1:-1:2], strict=False))
+    path, tag = given.get("--path", "/"), given.get("--token", "")
+    data: dict[str, Any] = {"file": f"{path}/.pytest-cluster-shared-{tag}", "mode": mode,
+                            "host": node}
+    digest = hashlib.sha256(tag.encode()).hexdigest()
+    if mode == "write":
+        data.update(leftovers=[], sha256=digest, bytes=2**20)
+    elif mode == "read":
+        data.update(seen=True, sha256=digest, bytes=2**20)
+    elif mode == "remove":
+        data["removed"] = True
+    else:
+        raise ValueError(f"not the shared-file check's arguments: {list(args)}")
+    return data
+
+
+def checkpoint_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
+                     args: Sequence[str]) -> list[list[dict[str, Any]]]:
+    """Every node's ranks of one phase of the checkpoint burst, as job_node reports them."""
+    if len(args) % 2 or any(name not in _OPTIONS for name in args[::2]):
+        raise ValueError(f"not the checkpoint's arguments: {list(args)}")
+    given = dict(zip(args[::2], args[1::2], strict=True))
+    phase, size = given["--phase"], int(given.get("--size", 2**30))
+    writers = int(given.get("--ranks-per-node", ranks_per_node))
+    world = len(nodes) * ranks_per_node
+    now = time.time()
+    parts: list[list[dict[str, Any]]] = []
+    for index, node in enumerate(nodes):
+        ranks = []
+        for local in range(ranks_per_node):
+            rank = index * ranks_per_node + local
+            data: dict[str, Any] = {"rank": rank, "world": world, "host": node,
+                                    "phase": phase, "simulated": True}
+            if phase == "remove":
+                data["removed"] = len(nodes) * writers
+            else:
+                seconds = size / (node_rate(sim, node, len(nodes), phase) / writers)
+                data.update(bytes=size, seconds=seconds, started_at=now,
+                            ended_at=now + seconds, late_s=0.0, cpu_s=seconds * 0.3)
+                if phase == "read":
+                    blocks = max(1, size // int(given.get("--block", 2**24)))
+                    bad = blocks if corrupt(sim, node) else 0
+                    data.update(writer=(rank + writers) % world, file_bytes=size,
+                                bad_blocks=bad, first_bad_block=0 if bad else None)
+                else:
+                    data["leftovers"] = []
+            ranks.append({"rank": rank, "local_rank": local, "exit_code": 0,
+                          "ended_at": None, "stderr_tail": "", "data": data})
+        parts.append(ranks)
+    return parts

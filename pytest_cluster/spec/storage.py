@@ -1,0 +1,239 @@
+"""The spec's storage section: a list of filesystems, each with its per-node clauses
+(capacity, write, read, metadata, import torch), whether it is shared, and what the
+cluster does with it at once (`checkpoint`: every node writing its share, then reading
+another node's back).
+
+    storage:
+      - path: /shared
+        shared: true
+        checkpoint:
+          size_per_gpu: 4 GiB           # or size_per_node: 32 GiB
+          write: ">= 2 GB/s per GPU"    # or "per node", or the aggregate: ">= 100 GB/s"
+          read: ">= 2 GB/s per GPU"
+          keeps_up: 80%                 # the default; false leaves the rule out
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from yaml.nodes import MappingNode, Node, SequenceNode
+
+from pytest_cluster.errors import UnitError
+from pytest_cluster.spec.clauses import declared, keys
+from pytest_cluster.spec.fields import (
+    Ctx,
+    Map,
+    boolean,
+    field,
+    flag,
+    interpreter,
+    kind,
+    or_default,
+    promises,
+    size_between,
+    text,
+    time_between,
+    whole,
+)
+from pytest_cluster.spec.launchers import KINDS
+from pytest_cluster.spec.model import CheckpointSpec, Clause, Rule, StorageSpec
+from pytest_cluster.spec.requirement import Requirement, parse_requirement
+from pytest_cluster.units import Dim, parse_quantity
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.model import ClusterSpec
+
+T = TypeVar("T")
+
+#: What a checkpoint bound may be per: `">= 2 GB/s per GPU"`, `"per node"`; none: the
+#: cluster's aggregate.
+_PER = re.compile(r"^(?P<bound>.*?)\s+per\s+(?P<per>gpu|node)\s*$", re.IGNORECASE)
+#: A checkpoint's size per writer: at least a block, at most what a test should write.
+_CHECKPOINT_SIZE = (2**20, 2**40, "from 1 MiB to 1 TiB")
+_BLOCK = (2**16, 2**30, "from 64 KiB to 1 GiB")
+
+
+def per_bound(raw: object) -> tuple[Requirement, str]:
+    """A rate bound and what it is per ('', 'node', 'gpu'): '>= 2 GB/s per GPU'."""
+    per = ""
+    if isinstance(raw, str) and (match := _PER.match(raw)) is not None:
+        raw, per = match["bound"], match["per"].lower()
+    try:
+        return parse_requirement(raw, Dim.RATE), per
+    except UnitError as exc:
+        raise UnitError(f"{exc}; per GPU, per node or the cluster's aggregate: "
+                        "'>= 2 GB/s per GPU', '>= 10 GB/s per node', '>= 100 GB/s'") from None
+
+
+def _share(raw: object) -> float:
+    """keeps_up: a share of the nodes' median, from 1% to 100%; false: 0 (no rule)."""
+    if raw is False:
+        return 0.0
+    if isinstance(raw, str) and raw.rstrip().endswith("%"):
+        value = parse_quantity(raw, Dim.FRACTION).value
+    elif isinstance(raw, float) and not isinstance(raw, bool):
+        value = raw
+    else:
+        raise UnitError(f"expected a share of the nodes' median like 80% (or false), "
+                        f"got {str(raw)[:64]!r}")
+    if not 0.01 <= value <= 1.0:
+        raise UnitError(f"expected a share from 1% to 100%, got {str(raw)[:64]!r}")
+    return value
+
+
+def _checkpoint(ctx: Ctx, node: Node, path: str, where: str, shared: bool | None,
+                gpus: bool) -> tuple[CheckpointSpec | None, tuple[Clause | Rule, ...]]:
+    """storage[].checkpoint: its settings and its promises (write, read, keeps_up)."""
+    table = Map(ctx, node, path, keys("storage", "checkpoint"))
+    if not isinstance(node, MappingNode):
+        return None, ()
+    low, high, shown = _CHECKPOINT_SIZE
+    size_node = {k: table.take(k) for k in ("size_per_gpu", "size_per_node")}
+    given = {k: n for k, n in size_node.items() if n is not None}
+    if len(given) != 1:
+        ctx.error(node, f"{path}.size_per_gpu", "expected one of size_per_gpu (each GPU's "
+                  "shard) or size_per_node (each node's share)"
+                  + (", not both" if given else ""))
+    per, size = "node", None
+    for key, value in given.items():
+        per = "gpu" if key == "size_per_gpu" else "node"
+        size = field(ctx, value, f"{path}.{key}", size_between(low, high, shown))
+        if per == "gpu" and not gpus:
+            ctx.error(value, f"{path}.{key}", "needs the gpus section (how many GPUs "
+                      "each node has); or size_per_node")
+    block = field(ctx, table.take("block_size"), f"{path}.block_size", size_between(*_BLOCK))
+    timeout = field(ctx, table.take("timeout"), f"{path}.timeout",
+                    time_between(10, 24 * 3600, "from 10 s to 24 h"))
+    found: list[Clause | Rule] = []
+    basis: list[tuple[str, str]] = []
+    for key in ("checkpoint.write", "checkpoint.read"):
+        declaration = declared(f"storage.{key}")
+        bound_node = table.take(declaration.written_as)
+        parsed = field(ctx, bound_node, f"{path}.{declaration.written_as}", per_bound)
+        if parsed is None or bound_node is None:
+            continue
+        requirement, on = parsed
+        if on == "gpu" and not gpus:
+            ctx.error(bound_node, f"{path}.{declaration.written_as}", "a bound per GPU "
+                      "needs the gpus section (how many GPUs each node has)")
+        found.append(Clause(declaration.name(where), bound_node.start_mark.line + 1,
+                            requirement))
+        basis.append((key, on))
+    keeps = declared("storage.checkpoint.keeps_up")
+    keeps_node = table.take(keeps.written_as)
+    share = 0.8 if keeps_node is None else field(ctx, keeps_node, f"{path}.keeps_up", _share)
+    if share:
+        words = keeps.text.replace("(80%)", f"({share:.0%})")
+        found.append(Rule(keeps.name(where),
+                          keeps_node.start_mark.line + 1 if keeps_node is not None else 0,
+                          words))
+    if shared is not True:
+        ctx.error(node, path, "a checkpoint is written and read back by every node at once "
+                  "on a shared filesystem: needs shared: true")
+    table.finish()
+    spec = CheckpointSpec(size_bytes=or_default(size, 2**30), per=per,
+                          block_bytes=or_default(block, 16 * 2**20), basis=tuple(basis),
+                          keeps_up=share or 0.0, timeout_s=or_default(timeout, 1800.0))
+    return spec, tuple(found)
+
+
+def _absolute(raw: object) -> str:
+    value = text("an absolute path like /data")(raw)
+    if not value.startswith("/") or "\0" in value:
+        raise UnitError(f"expected an absolute path like /data, got {raw!r}")
+    return os.path.normpath(value)
+
+
+def _io_size(raw: object) -> int:
+    value = int(parse_quantity(raw, Dim.SIZE).value)
+    if not 2**20 <= value <= 2**40:
+        raise UnitError(f"expected a size from 1 MiB to 1 TiB, got {raw!r}")
+    return value
+
+
+def _filesystem(ctx: Ctx, node: Node, index: int, default_python: str,
+                gpus: bool) -> StorageSpec | None:
+    table = Map(ctx, node, f"storage[{index}]", keys("storage"))
+    if not isinstance(node, MappingNode):
+        return None
+    fs_path = field(ctx, table.take("path"), table.sub("path"), _absolute)
+    if fs_path is None and not ctx.failed(table.sub("path")):
+        ctx.error(node, table.sub("path"), "missing: which filesystem path to test")
+    if fs_path is not None:  # from here on the filesystem is named by its path
+        table.path = f"storage[{fs_path}]"
+
+    def setting(key: str, parse: Callable[[object], T]) -> T | None:
+        return field(ctx, table.take(key), table.sub(key), parse)
+
+    where = or_default(fs_path, str(index))
+    shared, shared_rule = flag(ctx, table, declared("storage.shared"), where)
+    python = setting("python", interpreter)
+    io_size = setting("io_size", _io_size)
+    files = setting("metadata_files", whole(1, 10**6))
+    repeats = setting("import_repeats", whole(1, 100))
+    cold = setting("cold_cache", boolean)
+    checkpoint_node = table.take("checkpoint")
+    checkpoint, at_once = _checkpoint(ctx, checkpoint_node, table.sub("checkpoint"), where,
+                                      shared, gpus) if checkpoint_node is not None \
+        else (None, ())
+    found = promises(ctx, table, "storage", where)
+    result = StorageSpec(
+        path=or_default(fs_path, ""),
+        index=index,
+        shared=bool(shared),
+        python=or_default(python, default_python),
+        io_size_bytes=or_default(io_size, 2**30),
+        metadata_files=or_default(files, 2000),
+        import_repeats=or_default(repeats, 3),
+        cold_cache=True if cold is None else cold,
+        clauses=(*(() if shared_rule is None else (shared_rule,)), *found, *at_once),
+        checkpoint=checkpoint,
+    )
+    table.finish()
+    return result
+
+
+#: The keys of a filesystem a launcher that cannot test one node's disk (the sim) may
+#: still have: what the whole cluster does with a shared filesystem.
+AT_ONCE = ("path", "shared", "checkpoint")
+
+
+def _per_node(node: Node) -> list[tuple[Node, str]]:
+    """The keys of a filesystem's map that test one node's disk (not AT_ONCE)."""
+    if not isinstance(node, MappingNode):
+        return []
+    return [(key, str(key.value)) for key, _ in node.value
+            if str(getattr(key, "value", "")) not in AT_ONCE]
+
+
+def parse_storage(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
+                  gpus: bool) -> tuple[StorageSpec, ...]:
+    """The storage section (None: the spec has none); `gpus`: the spec has a gpus
+    section (per-GPU sizes and bounds need its count)."""
+    if node is None:
+        return ()
+    if not isinstance(node, SequenceNode):
+        ctx.error(node, "storage", f"expected a list of filesystems (- path: /data ...), "
+                  f"got {kind(node)}")
+        return ()
+    no_storage = KINDS[cluster.launcher].no_storage
+    found: dict[str, StorageSpec] = {}
+    for index, item in enumerate(node.value):
+        if no_storage is not None:
+            for key_node, key in _per_node(item)[:1]:
+                ctx.error(key_node, f"storage[{index}].{key[:64]}",
+                          f"the {cluster.launcher} launcher {no_storage}: only "
+                          f"{', '.join(AT_ONCE)} (test a node's disk with launcher: "
+                          "local, ssh or slurm)")
+        fs = _filesystem(ctx, item, index, cluster.python, gpus)
+        if fs is None:
+            continue
+        if fs.path in found:
+            ctx.error(item, f"storage[{index}].path", f"{fs.path} is listed twice")
+            continue
+        found[fs.path or f"[{index}]"] = fs
+    return tuple(found.values())
