@@ -93,12 +93,12 @@ def test_each_declared_quantity_parses_as_declared(section: str) -> None:
 
 def test_a_filesystem_names_its_clauses_by_its_path() -> None:
     body = "".join(f"    {d.key}: {example(d)}\n" for d in clauses("storage")
-                   if d.value is Value.QUANTITY)
+                   if d.value is Value.QUANTITY and not d.within)
     spec = parse_spec(f"cluster: {{name: x, nodes: a}}\nstorage:\n  - path: /data/\n"
                       f"    shared: true\n{body}", "t.yaml")
     (fs,) = spec.storage
     assert [c.key for c in fs.clauses] == [f"storage[/data].{d.key}" for d in
-                                           clauses("storage") if d.value is not Value.SETTING]
+                                           clauses("storage") if not d.within]
     assert isinstance(fs.item("shared"), Rule) and isinstance(fs.write, Clause)
     assert keys("storage")[:3] == ("path", "shared", "capacity")
 

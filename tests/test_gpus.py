@@ -63,10 +63,10 @@ def test_healthy_small_cluster_passes_everything(pytester: pytest.Pytester) -> N
     # per GPU: 16 tests + matmul, 2 GPUs, 2 nodes; per node: count, same model; 1 driver;
     # and host.same_software (on by default) for its 6 packages; deselected: the sections
     # not in contract (42: training.ranks is per node), the fabric's among them (7 per node
-    # and same_firmware), interconnect.transport's case, and interconnect.latency and
-    # .colocation per node
+    # and same_firmware), interconnect.transport's case, interconnect.latency and
+    # .colocation per node, and storage's checkpoint write, read and keeps_up per node
     result.assert_outcomes(passed=(len(PER_GPU) + 1) * 4 + 2 * 2 + 1 + 6,
-                           deselected=42 + 7 * 2 + 1 + 1 + 2 * 2)
+                           deselected=42 + 7 * 2 + 1 + 1 + 2 * 2 + 2 + 2)
     assert failed(pytester) == {}
 
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from pytest_cluster.errors import SpecError
 from pytest_cluster.spec import load_spec, parse_spec
+from pytest_cluster.spec.clauses import keys
 from pytest_cluster.spec.model import Rule
 
 GOOD = """\
@@ -97,9 +98,8 @@ def test_good_spec_becomes_frozen_records() -> None:
      "trial.yaml:3: host.memroy: unknown key; did you mean 'memory'? (known keys: cpu_cores, "
      "cpu_threads, memory, memory_available, software, same_software)"),
     ("cluster: {name: x, nodes: a}\nstorage:\n  - path: /d\n    wirte: 1 GB/s\n",
-     "trial.yaml:4: storage[/d].wirte: unknown key; did you mean 'write'? (known keys: path, "
-     "shared, capacity, free, write, read, metadata, import_torch, python, io_size, "
-     "metadata_files, import_repeats, cold_cache)"),
+     "trial.yaml:4: storage[/d].wirte: unknown key; did you mean 'write'? (known keys: "
+     f"{', '.join(keys('storage'))})"),
     ("cluster: {name: x, nodes: a}\nstorage: {path: /data}\n",
      "trial.yaml:2: storage: expected a list of filesystems (- path: /data ...), got a map"),
     ("cluster: {name: x, nodes: 'a;rm -rf /'}\n",
@@ -268,8 +268,9 @@ SIM_BASE = "cluster: {name: x, nodes: 'n[1-2]', launcher: sim}\n"
      "t.yaml: sim: missing: launcher sim needs a sim section (gpu_model, gpus_per_node, "
      "faults)"),
     ("gpus: {count: 8}\nsim: {}\nstorage:\n  - path: /data\n    write: '>= 1 GB/s'\n",
-     "t.yaml:5: storage: the sim launcher simulates hosts and GPUs, not filesystems; test "
-     "storage with launcher: local (or ssh, slurm)"),
+     "t.yaml:6: storage[/data].write: the sim launcher simulates a shared filesystem as the "
+     "cluster uses it, not a node's disk: only path, shared, checkpoint (test a node's disk "
+     "with launcher: local, ssh or slurm)"),
 ])
 def test_gpu_and_sim_errors_are_exact(text: str, message: str) -> None:
     with pytest.raises(SpecError) as info:

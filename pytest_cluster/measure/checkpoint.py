@@ -12,6 +12,7 @@ shared out. A node below `keeps_up` x the nodes' median holds the burst back.
 
 from __future__ import annotations
 
+import math
 import secrets
 import statistics
 import time
@@ -20,7 +21,6 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import ClusterError
-from pytest_cluster.evidence.check import finite
 from pytest_cluster.launchers.jobs import JobSpec, reason_line, run_job
 from pytest_cluster.probes import probe_source
 
@@ -156,6 +156,16 @@ def phase_job(fs: StorageSpec, nodes: Sequence[str], writers: int, size: int, ph
                    init_timeout_s=min(60.0, timeout), wall_timeout_s=timeout)
 
 
+def _number(value: object) -> float | None:
+    """A finite number of a rank's report, else None (bools are not numbers)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return float(value) if math.isfinite(value) else None
+    except OverflowError:  # an integer beyond any float
+        return None
+
+
 def _figures(node: str, rank: int, data: dict[str, Any] | None, phase: str,
              stderr: str) -> RankFigures:
     """One rank's report, each number checked (a node's answer is not trusted)."""
@@ -167,7 +177,7 @@ def _figures(node: str, rank: int, data: dict[str, Any] | None, phase: str,
         return replace(empty, error=str(data["error"])[:300])
     numbers = {}
     for name in (*_NUMBERS, *(("bad_blocks", "writer") if phase == "read" else ())):
-        value = finite(data.get(name))
+        value = _number(data.get(name))
         if value is None or value < 0:
             return replace(empty, error=f"bad checkpoint output: {name} is "
                                         f"{str(data.get(name))[:40]!r}")

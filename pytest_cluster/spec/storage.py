@@ -223,13 +223,14 @@ def parse_storage(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
     no_storage = KINDS[cluster.launcher].no_storage
     found: dict[str, StorageSpec] = {}
     for index, item in enumerate(node.value):
+        fs = _filesystem(ctx, item, index, cluster.python, gpus)
         if no_storage is not None:
+            named = f"storage[{fs.path}]" if fs is not None and fs.path else f"storage[{index}]"
             for key_node, key in _per_node(item)[:1]:
-                ctx.error(key_node, f"storage[{index}].{key[:64]}",
+                ctx.error(key_node, f"{named}.{key[:64]}",
                           f"the {cluster.launcher} launcher {no_storage}: only "
                           f"{', '.join(AT_ONCE)} (test a node's disk with launcher: "
                           "local, ssh or slurm)")
-        fs = _filesystem(ctx, item, index, cluster.python, gpus)
         if fs is None:
             continue
         if fs.path in found:
