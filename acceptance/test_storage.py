@@ -203,8 +203,8 @@ def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
     run = _run(cluster, filesystem, evidence)
     raw = _checkpoint_raw(cluster, filesystem, run, phase)
     total = run.aggregate(phase)
-    if total is None:
-        missing = [n for n in cluster.nodes if n not in run.node_figures(phase)]
+    missing = [n for n in cluster.nodes if n not in run.node_figures(phase)]
+    if total is None or missing:
         first = next((run.node_error(n) for n in missing if run.node_error(n)), "no figures")
         evidence.cannot_measure(
             clause, f"{len(missing)} of {len(cluster.nodes)} node(s) did not {phase} their "
@@ -228,12 +228,12 @@ def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
     if slow:
         evidence.record(culprits=compress_hostlist(slow))
     evidence.record(node="all")
-    per = f" per {basis.upper() if basis == 'gpu' else basis}" if basis else " (aggregate)"
-    note = f"{format_rate(total)} aggregate, {format_size(run.total_bytes(phase))} in " \
+    per = f"per {basis.upper() if basis == 'gpu' else basis}: " if basis else ""
+    note = f"{per}{format_rate(total)} aggregate, {format_size(run.total_bytes(phase))} in " \
            f"{run.duration(phase) or 0:.1f} s" + (
                f"; held back by {compress_hostlist(slow)}" if slow else "")
     evidence.check(clause, measured, result=None, node="all", raw=raw, method=_method(run),
-                   note=f"{per.strip()}: {note}", wrong=wrong)
+                   note=note, wrong=wrong)
 
 
 @checks("storage.checkpoint.write")

@@ -108,6 +108,10 @@ def _promised(spec: Spec, name: str, params: Mapping[str, object]) -> Promised:
             return Promised(name, False)
         where = record.path if isinstance(record, StorageSpec) else None
         found = Promised(declaration.name(where), record.item(declaration.key) is not None)
+        if declaration.within and getattr(record, declaration.within, None) is None:
+            # the map is not written: it is what the contract lacks (storage[/d].checkpoint)
+            base = declaration.section if where is None else f"{declaration.section}[{where}]"
+            return Promised(f"{base}.{declaration.within}", False)
     if found.promised and len(spec.cluster.nodes) < declaration.needs_nodes:
         return Promised(declaration.id, False, f"needs {declaration.needs_nodes}+ nodes")
     return found

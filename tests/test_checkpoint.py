@@ -1,0 +1,326 @@
+"""storage[].checkpoint: the spec, the probe on this machine (real files, real fsync),
+the figures of a burst, and the sim's faults judged end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_cluster.errors import SpecError
+from pytest_cluster.measure.checkpoint import (
+    CheckpointRun,
+    RankFigures,
+    _figures,
+    size_per_writer,
+    token,
+)
+from pytest_cluster.probes import checkpoint as probe
+from pytest_cluster.spec import parse_spec
+from pytest_cluster.spec.clauses import declared, keys
+from pytest_cluster.spec.model import Clause, Rule
+from tests.test_plugin import jsonl
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+PROBE = Path(probe.__file__)
+SIM = "sim: {gpu_model: H100-SXM-80GB, gpus_per_node: 8%s}\n"
+GPUS = "gpus: {count: 8, model: H100-SXM-80GB}\n"
+
+
+def spec_text(checkpoint: str, *, shared: str = "true", gpus: bool = True,
+              faults: str = "", nodes: str = "n[1-4]") -> str:
+    return (f"cluster: {{name: t, nodes: '{nodes}', launcher: sim}}\n"
+            f"storage:\n  - path: /shared\n    shared: {shared}\n    checkpoint:\n"
+            + "".join(f"      {line}\n" for line in checkpoint.strip().splitlines())
+            + (GPUS if gpus else "") + SIM % (f", faults: [{faults}]" if faults else ""))
+
+
+def error_of(text: str) -> str:
+    with pytest.raises(SpecError) as info:
+        parse_spec(text, "t.yaml")
+    return str(info.value)
+
+
+# -- the spec --------------------------------------------------------------------------
+
+def test_the_checkpoint_promises_are_the_filesystems_clauses_with_their_basis() -> None:
+    spec = parse_spec(spec_text("size_per_gpu: 4 GiB\nwrite: '>= 2 GB/s per GPU'\n"
+                                "read: '>= 10 GB/s PER node'\nkeeps_up: 70%"), "t.yaml")
+    (fs,) = spec.storage
+    assert fs.checkpoint is not None
+    assert (fs.checkpoint.size_bytes, fs.checkpoint.per) == (4 * 2**30, "gpu")
+    assert fs.checkpoint.basis_of("checkpoint.write") == "gpu"
+    assert fs.checkpoint.basis_of("checkpoint.read") == "node"
+    write, read, keeps = (fs.item(k) for k in ("checkpoint.write", "checkpoint.read",
+                                                "checkpoint.keeps_up"))
+    assert isinstance(write, Clause) and write.key == "storage[/shared].checkpoint.write"
+    assert write.requirement.bound.value == 2e9
+    assert isinstance(read, Clause) and read.requirement.bound.value == 10e9
+    assert isinstance(keeps, Rule) and "(70%)" in keeps.text
+    assert abs(fs.checkpoint.keeps_up - 0.7) < 1e-9
+
+
+def test_keeps_up_is_on_by_default_and_false_leaves_it_out() -> None:
+    on = parse_spec(spec_text("size_per_node: 8 GiB\nwrite: '>= 100 GB/s'"), "t.yaml")
+    off = parse_spec(spec_text("size_per_node: 8 GiB\nwrite: '>= 100 GB/s'\nkeeps_up: false"),
+                     "t.yaml")
+    assert isinstance(on.storage[0].item("checkpoint.keeps_up"), Rule)
+    assert on.storage[0].checkpoint is not None and on.storage[0].checkpoint.keeps_up == 0.8
+    assert off.storage[0].item("checkpoint.keeps_up") is None
+    assert on.storage[0].checkpoint.basis_of("checkpoint.write") == ""  # the aggregate
+
+
+@pytest.mark.parametrize(("checkpoint", "extra", "message"), [
+    ("size_per_gpu: 1 GiB\nsize_per_node: 8 GiB", {},
+     "t.yaml:6: storage[/shared].checkpoint.size_per_gpu: expected one of size_per_gpu "
+     "(each GPU's shard) or size_per_node (each node's share), not both"),
+    ("write: '>= 1 GB/s'", {},
+     "t.yaml:6: storage[/shared].checkpoint.size_per_gpu: expected one of size_per_gpu "
+     "(each GPU's shard) or size_per_node (each node's share)"),
+    ("size_per_gpu: 1 GiB", {"gpus": False},
+     "t.yaml:6: storage[/shared].checkpoint.size_per_gpu: needs the gpus section (how many "
+     "GPUs each node has); or size_per_node"),
+    ("size_per_node: 1 GiB\nwrite: '>= 1 GB/s per GPU'", {"gpus": False},
+     "t.yaml:7: storage[/shared].checkpoint.write: a bound per GPU needs the gpus section "
+     "(how many GPUs each node has)"),
+    ("size_per_node: 1 GiB\nwrite: '>= 1 GB/s per rack'", {},
+     "t.yaml:7: storage[/shared].checkpoint.write: expected a rate like '10 GB/s', got "
+     "'>= 1 GB/s per rack'; per GPU, per node or the cluster's aggregate: '>= 2 GB/s per "
+     "GPU', '>= 10 GB/s per node', '>= 100 GB/s'"),
+    ("size_per_node: 1 GiB", {"shared": "false"},
+     "t.yaml:6: storage[/shared].checkpoint: a checkpoint is written and read back by every "
+     "node at once on a shared filesystem: needs shared: true"),
+    ("size_per_node: 1 KiB", {},
+     "t.yaml:6: storage[/shared].checkpoint.size_per_node: expected a size from 1 MiB to "
+     "1 TiB, got '1 KiB'"),
+    ("size_per_node: 1 GiB\nkeeps_up: 2", {},
+     "t.yaml:7: storage[/shared].checkpoint.keeps_up: expected a share of the nodes' median "
+     "like 80% (or false), got '2'"),
+])
+def test_checkpoint_errors_are_exact(checkpoint: str, extra: dict[str, Any],
+                                     message: str) -> None:
+    assert error_of(spec_text(checkpoint, **extra)) == message
+
+
+def test_an_unknown_checkpoint_key_lists_the_declared_ones() -> None:
+    message = error_of(spec_text("size_per_node: 1 GiB\nwirte: '>= 1 GB/s'"))
+    assert message == ("t.yaml:7: storage[/shared].checkpoint.wirte: unknown key; did you "
+                       f"mean 'write'? (known keys: {', '.join(keys('storage', 'checkpoint'))})")
+    assert "checkpoint.write" not in keys("storage")  # a key of the map, not of storage
+    assert declared("storage.checkpoint.write").written_as == "write"
+
+
+# -- the probe on this machine -----------------------------------------------------------
+
+def run_rank(phase: str, folder: Path, tag: str, rank: int, world: int, *extra: str,
+             size: int = 3 * 2**20 + 5000, block: int = 2**20) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(PROBE), "--phase", phase, "--path", str(folder), "--token", tag,
+         "--size", str(size), "--block", str(block), *extra],
+        env={**os.environ, "RANK": str(rank), "WORLD_SIZE": str(world)},
+        capture_output=True, text=True, timeout=60, check=True)
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def test_each_rank_reads_back_the_next_nodes_file_every_block_checked(tmp_path: Path) -> None:
+    tag = token(60)
+    for rank in range(2):
+        wrote = run_rank("write", tmp_path, tag, rank, 2)
+        assert wrote["bytes"] == 3 * 2**20 + 5000 and wrote["seconds"] > 0
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert files == [f"{probe.PREFIX}{tag}-0", f"{probe.PREFIX}{tag}-1"]
+    read = run_rank("read", tmp_path, tag, 0, 2)
+    assert (read["writer"], read["bytes"], read["bad_blocks"]) == (1, 3 * 2**20 + 5000, 0)
+    assert not (tmp_path / f"{probe.PREFIX}{tag}-1").exists()  # the reader removes it
+    # a byte changed in the other file: its block is named, the others are not
+    other = tmp_path / f"{probe.PREFIX}{tag}-0"
+    data = bytearray(other.read_bytes())
+    data[2 * 2**20 + 77] ^= 0xFF
+    other.write_bytes(bytes(data))
+    read = run_rank("read", tmp_path, tag, 1, 2)
+    assert (read["writer"], read["bad_blocks"], read["first_bad_block"]) == (0, 1, 2)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_blocks_differ_at_every_page_and_from_each_other() -> None:
+    base = probe.base_block("1-abcdefabcdef", 3, 64 * 1024)
+    first, second = probe.block(base, 3, 0), probe.block(base, 3, 1)
+    pages = [bytes(first[at:at + 4096]) for at in range(0, len(first), 4096)]
+    assert len(set(pages)) == len(pages)
+    assert first[16:4096] != second[16:4096]  # turned, not only stamped
+    assert probe.block(probe.base_block("1-abcdefabcdef", 4, 64 * 1024), 4, 0) != first
+
+
+def test_a_stale_files_expiry_is_swept_and_a_running_bursts_is_not(tmp_path: Path) -> None:
+    old = tmp_path / f"{probe.PREFIX}{int(time.time()) - 5}-0123456789ab-3"
+    running = tmp_path / f"{probe.PREFIX}{int(time.time()) + 600}-0123456789ab-3"
+    other = tmp_path / "data.bin"
+    for path in (old, running, other):
+        path.write_bytes(b"x" * 10)
+    wrote = run_rank("write", tmp_path, token(60), 0, 1)
+    assert [(item["path"], item["removed"]) for item in wrote["leftovers"]] == [
+        (str(old), True)]
+    assert running.exists() and other.exists() and not old.exists()
+    run_rank("remove", tmp_path, wrote_token(tmp_path), 0, 1)
+
+
+def wrote_token(folder: Path) -> str:
+    name = next(p.name for p in folder.iterdir() if p.name.startswith(probe.PREFIX)
+                and "0123456789ab" not in p.name)
+    return name[len(probe.PREFIX):].rsplit("-", 1)[0]
+
+
+def test_a_write_stopped_by_sigterm_removes_its_partial_file(tmp_path: Path) -> None:
+    tag = token(60)
+    process = subprocess.Popen(
+        [sys.executable, str(PROBE), "--phase", "write", "--path", str(tmp_path), "--token",
+         tag, "--size", str(2**40), "--block", str(2**20)],
+        env={**os.environ, "RANK": "0", "WORLD_SIZE": "1"}, stdout=subprocess.PIPE)
+    target = tmp_path / f"{probe.PREFIX}{tag}-0"
+    deadline = time.monotonic() + 30
+    while not (target.exists() and target.stat().st_size > 0):
+        assert time.monotonic() < deadline, "the write did not start"
+        time.sleep(0.01)
+    process.terminate()
+    assert process.wait(30) == 128 + 15
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- the figures of a burst ------------------------------------------------------------
+
+def figures(node: str, rank: int, size: int, seconds: float, bad: int = 0) -> RankFigures:
+    return RankFigures(node, rank, size, seconds, 0.0, seconds, 0.0, 0.0, bad)
+
+
+def test_a_nodes_rate_is_over_its_slowest_writer_and_the_aggregate_over_the_slowest_node(
+        ) -> None:
+    ranks = (figures("a", 0, 100, 1.0), figures("a", 1, 100, 2.0),
+             figures("b", 2, 100, 1.0), figures("b", 3, 100, 1.0))
+    run = CheckpointRun(("a", "b"), 2, 100, 10, "/s", write=ranks)
+    assert run.node_rate("write", "a") == 100 and run.node_rate("write", "b") == 200
+    assert run.aggregate("write") == 400 / 2.0 and run.duration("write") == 2.0
+    assert run.aggregate("read") is None  # no node read
+    missing = CheckpointRun(("a", "b", "c"), 2, 100, 10, "/s", write=ranks)
+    assert missing.aggregate("write") is None  # c measured nothing: not established
+
+
+@pytest.mark.parametrize("data", [
+    {"bytes": float("nan"), "seconds": 1.0},
+    {"bytes": True, "seconds": 1.0},
+    {"bytes": 10**400, "seconds": 1.0},
+    {"bytes": -5, "seconds": 1.0},
+    {"bytes": "10", "seconds": 1.0},
+])
+def test_a_ranks_hostile_numbers_are_its_error_never_a_figure(data: dict[str, Any]) -> None:
+    report = {"started_at": 0, "ended_at": 1, "late_s": 0, "cpu_s": 0, **data}
+    found = _figures("n1", 0, report, "write", "")
+    assert found.error.startswith("bad checkpoint output: bytes is")
+
+
+def test_a_nodes_share_is_split_among_its_writers_in_whole_pages() -> None:
+    spec = parse_spec(spec_text("size_per_node: 1 GiB"), "t.yaml").storage[0].checkpoint
+    assert spec is not None and size_per_writer(spec, 8) == 2**30 // 8
+    assert size_per_writer(spec, 3) % 4096 == 0
+
+
+# -- judged end to end on the sim ------------------------------------------------------
+
+def run(pytester: pytest.Pytester, text: str) -> dict[str, dict[str, Any]]:
+    path = pytester.path / "t.yaml"
+    path.write_text(text, encoding="utf-8")
+    pytester.runpytest(f"--cluster={path}", "-p", "no:cacheprovider", "-k", "checkpoint")
+    return {r["nodeid"].split("::")[-1]: r for r in jsonl(pytester)
+            if r.get("type") == "result"}
+
+
+def verdicts(pytester: pytest.Pytester) -> dict[str, str]:
+    found = json.loads((pytester.path / "reports" / "latest" / "verdict.json").read_text())
+    return {item["node"]: item["verdict"] for item in found["nodes"]}
+
+
+def test_the_storage_example_fails_exactly_the_slow_client_and_the_far_node(
+        pytester: pytest.Pytester) -> None:
+    path = EXAMPLES / "sim-h100-storage-faulty.yaml"
+    pytester.runpytest(f"--cluster={path}", "-p", "no:cacheprovider")
+    failed = {r["nodeid"].split("::")[-1] for r in jsonl(pytester)
+              if r.get("type") == "result" and r["outcome"] != "passed"}
+    assert failed == {"test_storage_checkpoint_write[/shared]",
+                      "test_storage_checkpoint_read[/shared]",
+                      "test_storage_checkpoint_keeps_up[sim-gpu-03-/shared]",
+                      "test_latency[sim-gpu-04]", "test_colocation[sim-gpu-04]"}
+    assert verdicts(pytester) == {"sim-gpu-01": "ACCEPTED", "sim-gpu-02": "ACCEPTED",
+                                  "sim-gpu-03": "REJECTED", "sim-gpu-04": "REJECTED"}
+    records = {r["nodeid"].split("::")[-1]: r for r in jsonl(pytester)
+               if r.get("type") == "result"}
+    write = records["test_storage_checkpoint_write[/shared]"]
+    assert write["culprits"] == "sim-gpu-03" and write["unit"] == "GB/s"
+    assert write["raw"]["slowest"][0] == "sim-gpu-03" and write["simulated"] is True
+    # every node at half the others: 4 nodes' bytes over the slow one's time, per GPU
+    nominal = write["raw"]["median_node_bytes_per_s"] / 8
+    assert write["measured_base"] == pytest.approx(nominal / 2 * 4 / 4, rel=0.05)
+
+
+def test_a_node_reading_blocks_not_as_written_is_named_whatever_its_rate(
+        pytester: pytest.Pytester) -> None:
+    records = run(pytester, spec_text("size_per_gpu: 1 GiB\nread: '>= 1 GB/s per GPU'",
+                                      faults="{node: n2, storage_corrupt: true}"))
+    read = records["test_storage_checkpoint_read[/shared]"]
+    assert read["outcome"] == "failed" and read["culprits"] == "n2"
+    assert "block(s) read back not as written, on n2" in read["message"]
+    assert records["test_storage_checkpoint_keeps_up[n2-/shared]"]["outcome"] == "failed"
+    assert {n for n, r in records.items() if r["outcome"] == "failed"} == {
+        "test_storage_checkpoint_read[/shared]", "test_storage_checkpoint_keeps_up[n2-/shared]"}
+
+
+def test_a_slow_filesystem_fails_the_aggregate_and_blames_no_node(
+        pytester: pytest.Pytester) -> None:
+    text = spec_text("size_per_node: 8 GiB\nwrite: '>= 100 GB/s'").replace(
+        "gpus_per_node: 8", "gpus_per_node: 8, storage_rate: 40 GB/s")
+    records = run(pytester, text)
+    write = records["test_storage_checkpoint_write[/shared]"]
+    assert write["outcome"] == "failed" and "culprits" not in write
+    assert write["measured_base"] == pytest.approx(40e9, rel=0.05)
+    assert all(r["outcome"] == "passed" for n, r in records.items() if "keeps_up" in n)
+    assert set(verdicts(pytester).values()) == {"ACCEPTED"}
+
+
+def test_a_silent_node_fails_its_own_case_and_leaves_the_aggregate_not_established(
+        pytester: pytest.Pytester) -> None:
+    records = run(pytester, spec_text("size_per_node: 8 GiB\nwrite: '>= 1 GB/s'",
+                                      faults="{node: n3, down: true}"))
+    write = records["test_storage_checkpoint_write[/shared]"]
+    assert write["outcome"] == "failed" and write["error_kind"] == "not_all_nodes"
+    assert "1 of 4 node(s) did not write their share (n3" in write["message"]
+    assert records["test_storage_checkpoint_keeps_up[n3-/shared]"]["error_kind"] == \
+        "unreachable"
+    assert all(records[f"test_storage_checkpoint_keeps_up[{n}-/shared]"]["outcome"] ==
+               "passed" for n in ("n1", "n2", "n4"))
+    assert verdicts(pytester)["n1"] == "ACCEPTED"
+
+
+def test_a_real_burst_on_this_machine_passes_and_leaves_nothing(
+        pytester: pytest.Pytester, tmp_path: Path) -> None:
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    path = pytester.path / "t.yaml"
+    path.write_text(
+        "cluster: {name: local, nodes: localhost, launcher: local}\n"
+        f"storage:\n  - path: {folder}\n    shared: true\n    checkpoint:\n"
+        "      size_per_node: 32 MiB\n      block_size: 4 MiB\n"
+        "      write: '>= 1 MB/s'\n      read: '>= 1 MB/s per node'\n", encoding="utf-8")
+    result = pytester.runpytest(f"--cluster={path}", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3)  # shared, write, read (keeps_up needs 2+ nodes)
+    records = {r["nodeid"].split("::")[-1]: r for r in jsonl(pytester)
+               if r.get("type") == "result"}
+    write = records[f"test_storage_checkpoint_write[{folder}]"]
+    assert write["raw"]["total_bytes"] == 32 * 2**20 and write["measured_base"] > 1e6
+    assert "its own, its cached pages dropped first" in write["method"]
+    assert "simulated" not in write or write["simulated"] is False
+    assert list(folder.iterdir()) == []
