@@ -6,13 +6,22 @@ name when the cluster stops, whatever happened (also at interpreter exit).
 
     with NetnsCluster(4) as cluster:   # nodes node1..node4, ssh config in cluster.ssh_config
         ...
+
+On request a storage server stands beside the nodes (its own namespace and link on the
+switch, an sshd serving an export directory) and every node mounts that export with sshfs
+(share(); needs sshfs):
+
+    with cluster.share("/mnt/shared") as export:   # /mnt/shared on every node, over the net
+        cluster.run_on("node1", ["sh", "-c", "echo hi > /mnt/shared/f"])
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -20,12 +29,21 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 SSHD = "/usr/sbin/sshd"
 T = TypeVar("T")
+#: the storage server's name (shape(), run_on()) and its namespace's suffix
+STORAGE = "storage"
+#: how each node mounts the export: nothing of a file's data or attributes or of a
+#: directory's names is served from the node's own cache (no kernel_cache, so the page
+#: cache is dropped at each open; no sshfs directory cache; no FUSE attribute or entry
+#: cache), so every read crosses the node's link; allow_other: every user on the node
+#: sees it, as on a real shared filesystem; one ssh connection per node
+SSHFS_OPTIONS = ("allow_other,dir_cache=no,attr_timeout=0,entry_timeout=0,"
+                 "negative_timeout=0,max_conns=1")
 
 
 class Unavailable(Exception):
@@ -66,6 +84,14 @@ class NetnsCluster:
         self.tmpfs: dict[str, tuple[str, str]] = {}  # per node: a folder of its own tmpfs
         #: per node, the process that delays its frames (delay() without netem)
         self.delay_lines: dict[str, subprocess.Popen[bytes]] = {}
+        #: the storage server (start_storage): its address, its sshd, the directory it
+        #: serves; and the path every node mounts that export on while share() holds
+        self.storage_address = f"{self.subnet}.2"
+        self.storage_dir = self.workdir / STORAGE
+        self.export = self.storage_dir / "export"
+        self.storage_sshd: subprocess.Popen[bytes] | None = None
+        self.shared_mount: str | None = None
+        self._mounted: dict[str, str] = {}  # per node: where its running sshd has the share
         self._started = False
 
     def netns(self, node: str) -> str:
@@ -142,10 +168,19 @@ class NetnsCluster:
     def shape(self, node: str, rate: str | None, rail: int = 0) -> None:
         """Limit `node`'s link to `rate` (tc tbf, e.g. '1gbit') both ways: on its eth0
         (what it sends) and on its switch-side veth (what it receives), or those of its
-        `rail` (add_rail); None: unlimited."""
-        index = self.nodes.index(node) + 1
-        ends = ((self.netns(node), "eth0"), (self.switch, f"v{index}")) if not rail else \
-            ((self.netns(node), f"rail{rail}"), (self.switch, f"r{rail}v{index}"))
+        `rail` (add_rail); None: unlimited. `node` may be STORAGE, the storage server's
+        link (start_storage)."""
+        if node == STORAGE:
+            if rail:
+                raise ValueError("the storage server has no rails")
+            ends: tuple[tuple[str, str], ...] = ((self.netns(STORAGE), "eth0"),
+                                                 (self.switch, "vst"))
+        elif not rail:
+            index = self.nodes.index(node) + 1
+            ends = ((self.netns(node), "eth0"), (self.switch, f"v{index}"))
+        else:
+            index = self.nodes.index(node) + 1
+            ends = ((self.netns(node), f"rail{rail}"), (self.switch, f"r{rail}v{index}"))
         for ns, dev in ends:
             subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev,
                             "root"], capture_output=True, check=False, timeout=30)
@@ -393,18 +428,30 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
 
     def start_sshd(self, node: str, private_dir: Path | None = None) -> None:
         """Start the node's sshd; with `private_dir`, in its own mount namespace with an
-        empty tmpfs over that directory (a filesystem the other nodes do not share)."""
+        empty tmpfs over that directory (a filesystem the other nodes do not share).
+        While share() holds, in a mount namespace of its own where the storage server's
+        export is mounted with sshfs on `shared_mount` (sshfs and its ssh run in the
+        node's network namespace: every byte crosses the node's eth0 and the storage
+        server's link) and the storage server's directory is hidden under an empty tmpfs
+        (the node reaches the export only over the network); sshd starts only once the
+        mount is there, so every session it forks sees it."""
         home = self.workdir / node
-        # `ip netns exec` execs sshd: this PID is sshd's
-        argv = ["ip", "netns", "exec", self.netns(node), SSHD, "-D", "-f",
-                str(home / "sshd_config"), "-E", str(home / "sshd.log")]
+        argv = [SSHD, "-D", "-f", str(home / "sshd_config"), "-E", str(home / "sshd.log")]
+        if self.shared_mount is not None:
+            argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", SHARE_MOUNT,
+                    "sh", str(self.storage_dir / "ssh_config"), SSHFS_OPTIONS,
+                    f"{STORAGE}:{self.export}", self.shared_mount, str(self.storage_dir),
+                    *argv]
+            self._mounted[node] = self.shared_mount
+        # `ip netns exec` execs sshd (or unshare, sh, then sshd): this PID is sshd's
+        argv = ["ip", "netns", "exec", self.netns(node), *argv]
         if private_dir is not None:
             argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
                     'mount -t tmpfs tmpfs "$1" && shift && exec "$@"', "sh",
                     str(private_dir), *argv]
-        self.sshd[node] = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
-                                           stdout=subprocess.DEVNULL,
-                                           stderr=subprocess.DEVNULL)
+        with (home / "start.log").open("wb") as log:  # why a mount failed, if it did
+            self.sshd[node] = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                               stdout=subprocess.DEVNULL, stderr=log)
 
     @contextlib.contextmanager
     def sshd_stopped(self, node: str) -> Iterator[None]:
@@ -427,6 +474,174 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
             subprocess.run([*link, "up"], check=True, timeout=30)
             self.wait_for_port(node)
 
+    # -- a storage server and a filesystem every node shares (sshfs) ------------------
+
+    def start_storage(self) -> None:
+        """The storage server, once (later calls do nothing): a namespace
+        `<prefix>storage` on the switch with eth0 at `storage_address` (its switch-side
+        veth is `vst`: shape(STORAGE, rate) limits it as shape() a node's link) and an
+        sshd there whose sftp subsystem serves `export`, an empty directory under the
+        workdir (this machine sees it as is; the nodes only through share()). The
+        cluster's key logs in as root (run_on(STORAGE, ...))."""
+        if self.storage_sshd is not None:
+            return
+        for tool in ("sshfs", "unshare", "nsenter"):
+            if shutil.which(tool) is None:
+                raise Unavailable(f"{tool} is not installed (apt install sshfs util-linux)")
+        if not Path("/dev/fuse").exists():
+            raise Unavailable("no /dev/fuse (sshfs needs FUSE)")
+        ns, sw, home = self.netns(STORAGE), self.switch, self.storage_dir
+        _run("ip", "netns", "add", ns)
+        _run("ip", "-n", sw, "link", "add", "vst", "type", "veth", "peer", "name", "eth0",
+             "netns", ns)
+        _run("ip", "-n", sw, "link", "set", "vst", "master", "br0", "up")
+        _run("ip", "-n", ns, "addr", "add", f"{self.storage_address}/24", "dev", "eth0")
+        _run("ip", "-n", ns, "link", "set", "eth0", "up")
+        _run("ip", "-n", ns, "link", "set", "lo", "up")
+        self.export.mkdir(parents=True)
+        _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(home / "host_key"))
+        (home / "sshd_config").write_text("\n".join([
+            f"ListenAddress {self.storage_address}", "Port 22",
+            f"HostKey {home / 'host_key'}", f"PidFile {home / 'sshd.pid'}",
+            f"AuthorizedKeysFile {self.workdir / 'authorized_keys'}",
+            "PermitRootLogin prohibit-password", "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no",
+            "MaxSessions 100", "MaxStartups 100", "LogLevel ERROR",
+            "SetEnv PYENV_REHASH_TIMEOUT=0", "Subsystem sftp internal-sftp", ""]))
+        # sshfs's own (its path in the command lines of sshfs and its ssh marks them)
+        (home / "ssh_config").write_text("\n".join([
+            f"Host {STORAGE}", f"  HostName {self.storage_address}", "  User root",
+            f"  IdentityFile {self.workdir / 'id_ed25519'}", "  IdentitiesOnly yes",
+            "  StrictHostKeyChecking no", "  UserKnownHostsFile /dev/null",
+            "  LogLevel ERROR", "  ConnectTimeout 5", "  ServerAliveInterval 5",
+            "  ServerAliveCountMax 3", ""]))
+        with (home / "start.log").open("wb") as log:
+            self.storage_sshd = subprocess.Popen(
+                ["ip", "netns", "exec", ns, SSHD, "-D", "-f", str(home / "sshd_config"),
+                 "-E", str(home / "sshd.log")], stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=log)
+        self.wait_for_port(STORAGE)
+
+    def _stop_storage(self) -> None:
+        """Stop the storage server's sshd and every process in its namespace; remove the
+        namespace (its veth pair goes with it)."""
+        process, self.storage_sshd = self.storage_sshd, None
+        if process is not None:
+            process.kill()
+            process.wait(10)
+        ns = self.netns(STORAGE)
+        if Path(f"/run/netns/{ns}").exists():
+            for pid in self.pids(STORAGE):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+
+    @contextlib.contextmanager
+    def share(self, mount_point: str) -> Iterator[Path]:
+        """Inside the block the storage server's export (start_storage) is mounted with
+        sshfs at the absolute path `mount_point` on every node, and yields the export
+        (this machine's path of the same files). Each node's sshd is restarted in a mount
+        namespace of its own holding that mount (start_sshd): every process an ssh
+        session starts on the node (the ssh launcher's probes, run_on) sees it, and
+        nothing else on this machine does. The mount serves nothing from the node's
+        cache (SSHFS_OPTIONS): a file written on one node or in the export is seen at
+        once everywhere, and every byte read or written crosses the node's link and the
+        storage server's, as shape() sets them. `mount_point` is made if missing (and
+        then removed after; its parents are not). After the block each node's sshd is
+        restarted without the mount, and the mount, sshfs and its ssh are gone (stop()
+        does the same whatever happens). Sessions open on the nodes when it starts or
+        ends are killed. SLURM's slurmd (start_slurm) and its jobs do not see the mount."""
+        if not mount_point.startswith("/"):
+            raise ValueError(f"share() needs an absolute path, not {mount_point!r}")
+        if self.shared_mount is not None:
+            raise RuntimeError(f"already sharing on {self.shared_mount}")
+        self.start_storage()
+        point = Path(mount_point)
+        if point.resolve().is_relative_to(self.storage_dir.resolve()):
+            raise ValueError(f"{mount_point} is inside the storage server's directory, "
+                             "which the nodes do not see")
+        if self.workdir.resolve().is_relative_to(point.resolve()):
+            raise ValueError(f"{mount_point} would hide the cluster's own files on the nodes")
+        made = not point.exists()
+        point.mkdir(parents=True, exist_ok=True)
+        self.shared_mount = mount_point
+        try:
+            self._restart_sshds()
+            for node in self.nodes:
+                self.wait_for(functools.partial(self.share_processes, node),
+                              f"sshfs on {node}", 10)
+            yield self.export
+        finally:
+            self.shared_mount = None
+            if self._started:
+                self._restart_sshds()
+            if made:
+                with contextlib.suppress(OSError):
+                    point.rmdir()
+
+    def _restart_sshds(self) -> None:
+        for node in self.nodes:
+            self.stop_sshd(node)
+        for node in self.nodes:
+            self.start_sshd(node)
+        for node in self.nodes:
+            self.wait_for_port(node)
+
+    def share_processes(self, node: str) -> list[int]:
+        """PIDs of share()'s sshfs on `node` and of the ssh it runs (their command lines
+        name the storage server's ssh config); none when the node shares nothing."""
+        needle = os.fsencode(str(self.storage_dir / "ssh_config"))
+        found = []
+        for pid in self.pids(node):
+            with contextlib.suppress(OSError):
+                if needle in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.append(pid)
+        return found
+
+    def run_on(self, node: str, argv: Sequence[str], *, stdin: bytes | None = None,
+               timeout: float = 60.0) -> str:
+        """Run `argv` on `node` (or STORAGE) as the ssh launcher runs its probes there:
+        over ssh as root, in a session of the node's sshd (so inside share()'s mount,
+        with the node's network); return its stdout (text). A command that fails (or
+        runs past `timeout` seconds) raises RuntimeError with its exit status and
+        stderr."""
+        config = self.storage_dir / "ssh_config" if node == STORAGE else self.ssh_config
+        command = shlex.join(argv)
+        try:
+            done = subprocess.run(["ssh", "-F", str(config), "-o", "BatchMode=yes", node,
+                                   command], input=stdin, capture_output=True,
+                                  timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"{node}: {command}: still running after {timeout:g} s") \
+                from None
+        if done.returncode != 0:
+            raise RuntimeError(f"{node}: {command}: exit {done.returncode}: "
+                               f"{done.stderr.decode(errors='replace').strip()[-2000:]}")
+        return done.stdout.decode(errors="replace")
+
+    def timed_write(self, node: str, path: str, size: int, *, start_at: float | None = None,
+                    keep: bool = False, timeout: float = 120.0) -> float:
+        """Write `size` bytes of random data to `path` on `node` (run_on: plain Python,
+        open, write in 1 MiB blocks, flush, os.fsync) and return the rate in bytes/s,
+        timed from the first write to the end of the fsync (the random data made before).
+        `start_at`: a time.time() at which to start writing (nodes share this machine's
+        clock, so writes on several nodes begin together). The file is removed
+        afterwards unless `keep`."""
+        out = self.run_on(node, [sys.executable, "-c", TIMED_WRITE, path, str(size),
+                                 repr(start_at or 0.0), "keep" if keep else "remove"],
+                          timeout=timeout)
+        written, seconds = (float(field) for field in out.split())
+        if written != size:
+            raise RuntimeError(f"{node}: wrote {written:g} of {size} bytes")
+        return written / seconds
+
+    def timed_read(self, node: str, path: str, *, timeout: float = 120.0) -> float:
+        """Read the whole file `path` on `node` (run_on: plain Python, 1 MiB reads) and
+        return the rate in bytes/s, timed from the open to the last read."""
+        out = self.run_on(node, [sys.executable, "-c", TIMED_READ, path], timeout=timeout)
+        read, seconds = (float(field) for field in out.split())
+        return read / seconds
+
     def launcher_section(self, kind: str) -> str:
         """The spec's launcher section that reaches these nodes with `kind` (ssh or slurm)."""
         if kind == "ssh":
@@ -434,7 +649,13 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
         return "slurm: {}"
 
     def stop_sshd(self, node: str) -> None:
-        process = self.sshd.pop(node, None)
+        """Stop the node's sshd and every process in its namespace (sessions, probes, a
+        share's sshfs: its mount namespace, and the mount with it, goes with them)."""
+        process, mounted = self.sshd.pop(node, None), self._mounted.pop(node, None)
+        if process is not None and process.poll() is None and mounted is not None:
+            # the mount first (lazily: a reader in it is not waited for), then sshfs
+            subprocess.run(["nsenter", "-t", str(process.pid), "-m", "umount", "-l", mounted],
+                           capture_output=True, check=False, timeout=30)
         if process is not None:
             process.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -442,17 +663,27 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
             process.kill()
         self.kill_node_processes(node, signal.SIGKILL)
 
+    def _address(self, name: str) -> str:
+        return self.storage_address if name == STORAGE else self.addresses[name]
+
     def wait_for_port(self, node: str, seconds: float = 10.0) -> None:
+        """Wait until `node`'s (or STORAGE's) sshd answers; fail at once if it ended."""
+        process = self.storage_sshd if node == STORAGE else self.sshd.get(node)
         deadline = time.monotonic() + seconds
         while True:
             try:
-                with socket.create_connection((self.addresses[node], 22), timeout=1):
+                with socket.create_connection((self._address(node), 22), timeout=1):
                     return
             except OSError:
-                if time.monotonic() > deadline:
-                    log = (self.workdir / node / "sshd.log")
-                    text = log.read_text() if log.exists() else ""
-                    raise RuntimeError(f"sshd on {node} did not start: {text}") from None
+                ended = process is not None and process.poll() is not None
+                if ended or time.monotonic() > deadline:
+                    text = "".join(path.read_text(errors="replace")
+                                   for path in (self.workdir / node / "start.log",
+                                                self.workdir / node / "sshd.log")
+                                   if path.exists())
+                    why = f"ended ({process.returncode})" if ended and process else \
+                        "did not start"
+                    raise RuntimeError(f"sshd on {node} {why}: {text}") from None
                 time.sleep(0.1)
 
     def pids(self, node: str) -> list[int]:
@@ -473,8 +704,10 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
 
     def left_on_node(self, node: str) -> list[bytes]:
         """Command lines of the processes in the node's namespace other than its daemons
-        (the listening sshd, slurmd): sshd sessions, probes, ranks a run left behind."""
+        (the listening sshd, slurmd, share()'s sshfs and its ssh): sshd sessions, probes,
+        ranks a run left behind."""
         daemons = {p.pid for p in (self.sshd.get(node), self.slurmd.get(node)) if p}
+        daemons.update(self.share_processes(node))
         found = []
         for pid in self.pids(node):
             if pid not in daemons:
@@ -511,6 +744,8 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
                 self._stop_delay_line(node)
         for node in list(self.sshd):
             self.stop_sshd(node)
+        self.shared_mount = None
+        self._stop_storage()
         for node in self.nodes:
             with contextlib.suppress(RuntimeError):
                 self.kill_node_processes(node)
@@ -522,6 +757,43 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
         shutil.rmtree(self.workdir, ignore_errors=True)
         atexit.unregister(self.stop)
 
+
+#: start_sshd's command while share() holds (argv: the storage server's ssh config, sshfs
+#: options, what to mount, where, the storage server's directory to hide, then sshd's argv)
+SHARE_MOUNT = (
+    'sshfs -F "$1" -o "$2" "$3" "$4" '
+    '&& mount -t tmpfs -o size=64k,mode=0700 pcstorage-hidden "$5" '
+    '&& shift 5 && exec "$@"')
+
+#: timed_write's writer (argv: path, bytes, a time.time() to start at, keep|remove);
+#: prints the bytes written and the seconds from the first write to the end of the fsync
+TIMED_WRITE = """
+import os, sys, time
+path, size, start_at, keep = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+data = memoryview(os.urandom(size))
+with open(path, "wb", buffering=0) as f:
+    time.sleep(max(0.0, start_at - time.time()))
+    begin = time.monotonic()
+    written = 0
+    while written < size:
+        written += f.write(data[written:written + (1 << 20)])
+    os.fsync(f.fileno())
+    seconds = time.monotonic() - begin
+if keep != "keep":
+    os.unlink(path)
+print(written, seconds)
+"""
+
+#: timed_read's reader (argv: path); prints the bytes read and the seconds it took
+TIMED_READ = """
+import sys, time
+begin = time.monotonic()
+read = 0
+with open(sys.argv[1], "rb", buffering=0) as f:
+    while block := f.read(1 << 20):
+        read += len(block)
+print(read, time.monotonic() - begin)
+"""
 
 #: Turn off tx checksumming (and so TSO) on the interfaces named (legacy ethtool ioctls:
 #: ETHTOOL_STXCSUM, ETHTOOL_STSO, ETHTOOL_SGSO), as `ethtool -K DEV tx off tso off gso off`.
