@@ -61,6 +61,8 @@ def _unit_table() -> dict[str, tuple[Dim, float]]:
     table["ops/s"] = (Dim.OPS, 1.0)
     table["op/s"] = (Dim.OPS, 1.0)
     table["kops/s"] = (Dim.OPS, 1e3)
+    table["IOPS"] = (Dim.OPS, 1.0)  # I/O operations per second (a random read's)
+    table["kIOPS"] = (Dim.OPS, 1e3)
     table["%"] = (Dim.FRACTION, 0.01)
     table["C"] = (Dim.TEMPERATURE, 1.0)
     table["°C"] = (Dim.TEMPERATURE, 1.0)

@@ -156,7 +156,7 @@ def phase_job(fs: StorageSpec, nodes: Sequence[str], writers: int, size: int, ph
                    init_timeout_s=min(60.0, timeout), wall_timeout_s=timeout)
 
 
-def _number(value: object) -> float | None:
+def finite_number(value: object) -> float | None:
     """A finite number of a rank's report, else None (bools are not numbers)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -177,7 +177,7 @@ def _figures(node: str, rank: int, data: dict[str, Any] | None, phase: str,
         return replace(empty, error=str(data["error"])[:300])
     numbers = {}
     for name in (*_NUMBERS, *(("bad_blocks", "writer") if phase == "read" else ())):
-        value = _number(data.get(name))
+        value = finite_number(data.get(name))
         if value is None or value < 0:
             return replace(empty, error=f"bad checkpoint output: {name} is "
                                         f"{str(data.get(name))[:40]!r}")

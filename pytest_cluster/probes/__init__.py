@@ -13,7 +13,7 @@ from importlib import resources
 
 #: Programs in this folder that are not probes: a job's rank program, sent by job_node
 #: (measure/benchmark.py, measure/training.py, the rails' perftest in measure/cluster.py).
-JOB_PROGRAMS = ("collective", "train", "perftest", "pingpong", "checkpoint")
+JOB_PROGRAMS = ("collective", "train", "perftest", "pingpong", "checkpoint", "dataloader")
 
 
 def _probes() -> tuple[str, ...]:

@@ -243,6 +243,22 @@ CLAUSES: tuple[Declaration, ...] = (
                      "nodes' median rate (none holds the burst back)"),
     *(Declaration("storage", f"checkpoint.{key}", Value.SETTING, within="checkpoint")
       for key in ("size_per_gpu", "size_per_node", "block_size", "timeout")),
+    # the data loader's reads (storage[].dataloader): every node's workers at once, small
+    # random reads over a file set every node wrote (IO500's), and small-file metadata
+    # (mdtest-hard's 3,901-byte files)
+    _setting("storage", "dataloader"),
+    Declaration("storage", "dataloader.iops", Value.QUANTITY, Dim.OPS, within="dataloader"),
+    Declaration("storage", "dataloader.read", Value.QUANTITY, Dim.RATE, within="dataloader"),
+    Declaration("storage", "dataloader.metadata", Value.QUANTITY, Dim.OPS,
+                within="dataloader"),
+    Declaration("storage", "dataloader.keeps_up", Value.RULE, within="dataloader",
+                needs_nodes=2,
+                text="every node's random reads and metadata operations at no less than "
+                     "keeps_up (80%) of the nodes' median rate (none slows the others' "
+                     "data loaders)"),
+    *(Declaration("storage", f"dataloader.{key}", Value.SETTING, within="dataloader")
+      for key in ("read_size", "size_per_node", "duration", "workers", "metadata_files",
+                  "timeout")),
     # -- gpus: per node, and per GPU of each node ---------------------------------------------
     _quantity("gpus", "count", Dim.COUNT, "==", level=SANITY),
     Declaration("gpus", "model", Value.NAME, level=SANITY),

@@ -125,6 +125,24 @@ class CheckpointSpec:
 
 
 @dataclass(frozen=True)
+class DataloaderSpec:
+    """storage[].dataloader: how the data loader's reads are made. Its promises (iops,
+    read, metadata, keeps_up) are the filesystem's clauses, `dataloader.iops` and so on."""
+
+    read_size: int = 4096  # each random read
+    size_per_node: int = 2**30  # the file set each node writes first
+    duration_s: float = 10.0  # how long every worker reads
+    workers: int = 0  # per node; 0: one per GPU (one without GPUs)
+    metadata_files: int = 1000  # per worker
+    basis: tuple[tuple[str, str], ...] = ()
+    keeps_up: float = 0.8
+    timeout_s: float = 1800.0
+
+    def basis_of(self, key: str) -> str:
+        return dict(self.basis).get(key, "")
+
+
+@dataclass(frozen=True)
 class StorageSpec(Promises):
     section: ClassVar[str] = "storage"
     path: str
@@ -137,6 +155,7 @@ class StorageSpec(Promises):
     cold_cache: bool
     clauses: tuple[Clause | Rule, ...] = ()
     checkpoint: CheckpointSpec | None = None
+    dataloader: DataloaderSpec | None = None
 
     def _name(self, declaration: Declaration) -> str:
         return declaration.name(self.path)

@@ -40,7 +40,7 @@ from pytest_cluster.spec.fields import (
     whole,
 )
 from pytest_cluster.spec.launchers import KINDS
-from pytest_cluster.spec.model import CheckpointSpec, Clause, Rule, StorageSpec
+from pytest_cluster.spec.model import CheckpointSpec, Clause, DataloaderSpec, Rule, StorageSpec
 from pytest_cluster.spec.requirement import Requirement, parse_requirement
 from pytest_cluster.units import Dim, parse_quantity
 
@@ -57,16 +57,18 @@ _CHECKPOINT_SIZE = (2**20, 2**40, "from 1 MiB to 1 TiB")
 _BLOCK = (2**16, 2**30, "from 64 KiB to 1 GiB")
 
 
-def per_bound(raw: object) -> tuple[Requirement, str]:
-    """A rate bound and what it is per ('', 'node', 'gpu'): '>= 2 GB/s per GPU'."""
+def per_bound(raw: object, dim: Dim = Dim.RATE) -> tuple[Requirement, str]:
+    """A bound and what it is per ('', 'node', 'gpu'): '>= 2 GB/s per GPU'."""
     per = ""
     if isinstance(raw, str) and (match := _PER.match(raw)) is not None:
         raw, per = match["bound"], match["per"].lower()
     try:
-        return parse_requirement(raw, Dim.RATE), per
+        return parse_requirement(raw, dim), per
     except UnitError as exc:
+        example = dim.example.strip("'")
         raise UnitError(f"{exc}; per GPU, per node or the cluster's aggregate: "
-                        "'>= 2 GB/s per GPU', '>= 10 GB/s per node', '>= 100 GB/s'") from None
+                        f"'>= {example} per GPU', '>= {example} per node', "
+                        f"'>= {example}'") from None
 
 
 def _share(raw: object) -> float:
@@ -83,6 +85,48 @@ def _share(raw: object) -> float:
     if not 0.01 <= value <= 1.0:
         raise UnitError(f"expected a share from 1% to 100%, got {str(raw)[:64]!r}")
     return value
+
+
+def _at_once(ctx: Ctx, table: Map, path: str, where: str, names: tuple[str, ...],
+             gpus: bool) -> tuple[list[Clause | Rule], list[tuple[str, str]]]:
+    """The bounds of a map of what every node does at once (checkpoint.write, ...), each
+    the cluster's aggregate or per node or per GPU: their clauses and what each is per."""
+    found: list[Clause | Rule] = []
+    basis: list[tuple[str, str]] = []
+    for key in names:
+        declaration = declared(f"storage.{key}")
+        written = declaration.written_as
+        bound_node = table.take(written)
+        dim = declaration.dim or Dim.RATE
+
+        def parse(raw: object, dim: Dim = dim) -> tuple[Requirement, str]:
+            return per_bound(raw, dim)
+
+        parsed = field(ctx, bound_node, f"{path}.{written}", parse)
+        if parsed is None or bound_node is None:
+            continue
+        requirement, on = parsed
+        if on == "gpu" and not gpus:
+            ctx.error(bound_node, f"{path}.{written}", "a bound per GPU needs the gpus "
+                      "section (how many GPUs each node has)")
+        found.append(Clause(declaration.name(where), bound_node.start_mark.line + 1,
+                            requirement))
+        basis.append((key, on))
+    return found, basis
+
+
+def _keeps_up(ctx: Ctx, table: Map, path: str, where: str,
+              within: str) -> tuple[float, list[Clause | Rule]]:
+    """`keeps_up`: the share of the nodes' median each node must reach (default 80%;
+    false: 0, no rule) and its rule."""
+    keeps = declared(f"storage.{within}.keeps_up")
+    keeps_node = table.take(keeps.written_as)
+    share = 0.8 if keeps_node is None else field(ctx, keeps_node, f"{path}.keeps_up", _share)
+    if not share:
+        return 0.0, []
+    words = keeps.text.replace("(80%)", f"({share:.0%})")
+    return share, [Rule(keeps.name(where), keeps_node.start_mark.line + 1
+                        if keeps_node is not None else 0, words)]
 
 
 def _checkpoint(ctx: Ctx, node: Node, path: str, where: str, shared: bool | None,
@@ -108,36 +152,55 @@ def _checkpoint(ctx: Ctx, node: Node, path: str, where: str, shared: bool | None
     block = field(ctx, table.take("block_size"), f"{path}.block_size", size_between(*_BLOCK))
     timeout = field(ctx, table.take("timeout"), f"{path}.timeout",
                     time_between(10, 24 * 3600, "from 10 s to 24 h"))
-    found: list[Clause | Rule] = []
-    basis: list[tuple[str, str]] = []
-    for key in ("checkpoint.write", "checkpoint.read"):
-        declaration = declared(f"storage.{key}")
-        bound_node = table.take(declaration.written_as)
-        parsed = field(ctx, bound_node, f"{path}.{declaration.written_as}", per_bound)
-        if parsed is None or bound_node is None:
-            continue
-        requirement, on = parsed
-        if on == "gpu" and not gpus:
-            ctx.error(bound_node, f"{path}.{declaration.written_as}", "a bound per GPU "
-                      "needs the gpus section (how many GPUs each node has)")
-        found.append(Clause(declaration.name(where), bound_node.start_mark.line + 1,
-                            requirement))
-        basis.append((key, on))
-    keeps = declared("storage.checkpoint.keeps_up")
-    keeps_node = table.take(keeps.written_as)
-    share = 0.8 if keeps_node is None else field(ctx, keeps_node, f"{path}.keeps_up", _share)
-    if share:
-        words = keeps.text.replace("(80%)", f"({share:.0%})")
-        found.append(Rule(keeps.name(where),
-                          keeps_node.start_mark.line + 1 if keeps_node is not None else 0,
-                          words))
+    found, basis = _at_once(ctx, table, path, where, ("checkpoint.write", "checkpoint.read"),
+                            gpus)
+    share, keeps = _keeps_up(ctx, table, path, where, "checkpoint")
+    found.extend(keeps)
     if shared is not True:
         ctx.error(node, path, "a checkpoint is written and read back by every node at once "
                   "on a shared filesystem: needs shared: true")
     table.finish()
     spec = CheckpointSpec(size_bytes=or_default(size, 2**30), per=per,
                           block_bytes=or_default(block, 16 * 2**20), basis=tuple(basis),
-                          keeps_up=share or 0.0, timeout_s=or_default(timeout, 1800.0))
+                          keeps_up=share, timeout_s=or_default(timeout, 1800.0))
+    return spec, tuple(found)
+
+
+def _dataloader(ctx: Ctx, node: Node, path: str, where: str, shared: bool | None,
+                gpus: bool) -> tuple[DataloaderSpec | None, tuple[Clause | Rule, ...]]:
+    """storage[].dataloader: its settings and its promises (iops, read, metadata,
+    keeps_up)."""
+    table = Map(ctx, node, path, keys("storage", "dataloader"))
+    if not isinstance(node, MappingNode):
+        return None, ()
+
+    def setting(key: str, parse: Callable[[object], T]) -> T | None:
+        return field(ctx, table.take(key), f"{path}.{key}", parse)
+
+    read_size = setting("read_size", size_between(512, 2**26, "from 512 B to 64 MiB"))
+    if read_size is not None and read_size % 512:
+        ctx.error(node, f"{path}.read_size", "expected a whole number of 512-byte sectors "
+                  f"(a direct read's unit), got {read_size} bytes")
+    size = setting("size_per_node", size_between(*_CHECKPOINT_SIZE))
+    duration = setting("duration", time_between(1, 3600, "from 1 s to 1 h"))
+    workers = setting("workers", whole(1, 256))
+    files = setting("metadata_files", whole(1, 10**6))
+    timeout = setting("timeout", time_between(10, 24 * 3600, "from 10 s to 24 h"))
+    found, basis = _at_once(ctx, table, path, where, ("dataloader.iops", "dataloader.read",
+                                                      "dataloader.metadata"), gpus)
+    share, keeps = _keeps_up(ctx, table, path, where, "dataloader")
+    found.extend(keeps)
+    if shared is not True:
+        ctx.error(node, path, "the data loader reads every node's files from every node at "
+                  "once on a shared filesystem: needs shared: true")
+    table.finish()
+    defaults = DataloaderSpec()
+    spec = DataloaderSpec(
+        read_size=or_default(read_size, defaults.read_size),
+        size_per_node=or_default(size, defaults.size_per_node),
+        duration_s=or_default(duration, defaults.duration_s),
+        workers=or_default(workers, 0), metadata_files=or_default(files, 1000),
+        basis=tuple(basis), keeps_up=share, timeout_s=or_default(timeout, 1800.0))
     return spec, tuple(found)
 
 
@@ -180,6 +243,9 @@ def _filesystem(ctx: Ctx, node: Node, index: int, default_python: str,
     checkpoint, at_once = _checkpoint(ctx, checkpoint_node, table.sub("checkpoint"), where,
                                       shared, gpus) if checkpoint_node is not None \
         else (None, ())
+    loader_node = table.take("dataloader")
+    dataloader, reads = _dataloader(ctx, loader_node, table.sub("dataloader"), where,
+                                    shared, gpus) if loader_node is not None else (None, ())
     found = promises(ctx, table, "storage", where)
     result = StorageSpec(
         path=or_default(fs_path, ""),
@@ -190,8 +256,8 @@ def _filesystem(ctx: Ctx, node: Node, index: int, default_python: str,
         metadata_files=or_default(files, 2000),
         import_repeats=or_default(repeats, 3),
         cold_cache=True if cold is None else cold,
-        clauses=(*(() if shared_rule is None else (shared_rule,)), *found, *at_once),
-        checkpoint=checkpoint,
+        clauses=(*(() if shared_rule is None else (shared_rule,)), *found, *at_once, *reads),
+        checkpoint=checkpoint, dataloader=dataloader,
     )
     table.finish()
     return result
@@ -199,7 +265,7 @@ def _filesystem(ctx: Ctx, node: Node, index: int, default_python: str,
 
 #: The keys of a filesystem a launcher that cannot test one node's disk (the sim) may
 #: still have: what the whole cluster does with a shared filesystem.
-AT_ONCE = ("path", "shared", "checkpoint")
+AT_ONCE = ("path", "shared", "checkpoint", "dataloader")
 
 
 def _per_node(node: Node) -> list[tuple[Node, str]]:
