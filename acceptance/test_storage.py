@@ -10,12 +10,14 @@ summary), saying whether the sweep removed it and why."""
 
 from __future__ import annotations
 
+import statistics
 import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure.checkpoint import PHASES
+from pytest_cluster.measure.dataloader import CPU_BOUND, JUDGED
 from pytest_cluster.run.contract_tests import check_reading, checks, table_tests
 from pytest_cluster.spec.clauses import Declaration, declared
 from pytest_cluster.units import Dim, format_size, format_value
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from pytest_cluster.launchers.result import ProbeResult
     from pytest_cluster.measure.checkpoint import CheckpointRun
     from pytest_cluster.measure.cluster import Cluster
+    from pytest_cluster.measure.dataloader import DataloaderRun
     from pytest_cluster.spec.model import Clause, StorageSpec
 
 
@@ -183,14 +186,23 @@ def _method(run: CheckpointRun) -> str:
         "a file another node wrote: never in this node's page cache")
 
 
-def holding_back(run: CheckpointRun, phase: str, share: float) -> list[str]:
-    """The nodes below `share` x the nodes' median rate in `phase`, slowest first."""
-    middle = run.median_rate(phase)
-    if not middle:
+def held_back(rates: dict[str, float], share: float, holds: Callable[[float], bool],
+              fixed_work: bool) -> list[str]:
+    """The nodes that held an aggregate back, slowest first: those below `share` x the
+    nodes' median rate, and only when, at the median instead, the aggregate (`holds`
+    judges it) would have met its bound; else the filesystem as a whole fell short and no
+    node is to blame. `fixed_work`: every node does the same work (a checkpoint's share,
+    the metadata files), so the slowest node's time sets the aggregate (nodes x the least
+    rate); else every node works for the same time (sum of the rates)."""
+    if not rates:
         return []
-    found = [(b / s, n) for n, (b, s) in run.node_figures(phase).items()
-             if b / s < share * middle]
-    return [n for _, n in sorted(found)]
+    middle = statistics.median(rates.values())
+    slow = sorted((n for n, rate in rates.items() if rate < share * middle),
+                  key=lambda n: (rates[n], n))
+    if not slow:
+        return []
+    fair = [middle if n in slow else rate for n, rate in rates.items()]
+    return slow if holds(len(fair) * min(fair) if fixed_work else sum(fair)) else []
 
 
 def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
@@ -216,8 +228,10 @@ def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
     raw.update(aggregate_bytes_per_s=total, per=basis or "cluster")
     # a bound missed is held back by the nodes below keeps_up x the median (none: the
     # filesystem as a whole); data read back wrong, by the nodes that read it
-    slow = [] if clause.requirement.holds(measured) else \
-        holding_back(run, phase, checkpoint.keeps_up or 0.8)
+    rates = {node: b / s for node, (b, s) in run.node_figures(phase).items()}
+    slow = [] if clause.requirement.holds(measured) else held_back(
+        rates, checkpoint.keeps_up or 0.8,
+        lambda fair: clause.requirement.holds(fair / shares[basis]), fixed_work=True)
     bad = run.bad() if phase == "read" else []
     wrong = ""
     if bad:
@@ -287,3 +301,150 @@ def test_storage_checkpoint_keeps_up(cluster: Cluster, node: str, filesystem: St
                         method=_method(run),
                         problem=f"holds the checkpoint burst back: {'; '.join(problems)} "
                                 f"(keeps_up {checkpoint.keeps_up:.0%} of the nodes' median)")
+
+
+# -- the data loader's reads: every node at once on a shared filesystem ------------------
+
+DATALOADER_METHOD = {
+    "read": "{workers} worker(s) per node on {nodes} node(s) at once, each reading {size} at "
+            "random aligned offsets of the files other nodes wrote, one read at a time, for "
+            "{duration:g} s ({uncached}); aggregate = every read / the slowest node's time",
+    "metadata": "{workers} worker(s) per node on {nodes} node(s) at once, each creating "
+                "{files} files of 3,901 bytes in a directory of its own, then stat, read and "
+                "remove each (4 operations a file); aggregate = every operation / the "
+                "slowest node's time"}
+#: Each dataloader clause: its phase and what it counts.
+LOADER_CLAUSES = {"iops": ("read", "ops"), "read": ("read", "bytes"),
+                  "metadata": ("metadata", "ops")}
+
+
+def _loader_method(run: DataloaderRun, fs: StorageSpec, phase: str) -> str:
+    loader = fs.dataloader
+    assert loader is not None
+    return DATALOADER_METHOD[phase].format(
+        workers=run.workers_per_node, nodes=len(run.nodes), size=format_size(run.read_size),
+        duration=loader.duration_s, files=loader.metadata_files,
+        uncached=run.method or "page cache bypassed")
+
+
+def _loader_raw(cluster: Cluster, fs: StorageSpec, run: DataloaderRun,
+                phase: str) -> dict[str, Any]:
+    figures = run.node_figures(phase)
+    raw: dict[str, Any] = {
+        "run": {"id": cluster.dataloader_id(fs),
+                "file": f"probes/{cluster.dataloader_id(fs)}.json",
+                "nodes": compress_hostlist(run.nodes) if run.nodes else None,
+                "workers_per_node": run.workers_per_node, "read_size": run.read_size},
+        "phase": phase, "median_node_ops_per_s": run.median_rate(phase)}
+    if len(figures) <= MATRIX_NODES:
+        raw["nodes"] = {node: {"ops_per_s": f.rate("ops"), "bytes_per_s": f.rate("bytes"),
+                               "cpu_share": round(f.cpu_share, 3)}
+                        for node, f in figures.items()}
+    if figures:
+        slowest = min(figures, key=lambda n: (figures[n].rate("ops"), n))
+        raw["slowest"] = [slowest, figures[slowest].rate("ops")]
+    return raw
+
+
+def _cpu_bound(run: DataloaderRun, phase: str, nodes: list[str]) -> list[str]:
+    figures = run.node_figures(phase)
+    return [n for n in nodes if n in figures and figures[n].cpu_share >= CPU_BOUND]
+
+
+def _loader_aggregate(cluster: Cluster, fs: StorageSpec, evidence: Evidence,
+                      key: str) -> None:
+    """The data loader's aggregate in `key` (iops, read, metadata) as its bound counts
+    it: the cluster's, or shared out per node or per GPU. Failing, it names the nodes
+    below keeps_up x the nodes' median, a CPU-bound one said to be CPU-bound."""
+    clause = _clause(fs, f"dataloader.{key}")
+    loader = fs.dataloader
+    assert loader is not None
+    phase, what = LOADER_CLAUSES[key]
+    run = cluster.dataloader(fs)
+    evidence.saw(run)
+    raw = _loader_raw(cluster, fs, run, phase)
+    total = run.aggregate(phase, what)
+    missing = [n for n in cluster.nodes if n not in run.node_figures(phase)]
+    if total is None or missing:
+        first = next((run.node_error(n) for n in missing if run.node_error(n)), "no figures")
+        evidence.cannot_measure(
+            clause, f"{len(missing)} of {len(cluster.nodes)} node(s) have no {phase} figures "
+            f"({compress_hostlist(missing)}: {first}), so every node at once is not "
+            "established", raw=raw, kind="not_all_nodes", node="all")
+    basis = loader.basis_of(f"dataloader.{key}")
+    shares = {"": 1, "node": len(run.nodes), "gpu": len(run.nodes) * run.workers_per_node}
+    measured = total / shares[basis]
+    raw.update(aggregate=total, per=basis or "cluster")
+    rates = {node: f.rate(what) for node, f in run.node_figures(phase).items()}
+    slow = [] if clause.requirement.holds(measured) else held_back(
+        rates, loader.keeps_up or 0.8,
+        lambda fair: clause.requirement.holds(fair / shares[basis]),
+        fixed_work=phase == "metadata")
+    if slow:
+        evidence.record(culprits=compress_hostlist(slow))
+    busy = _cpu_bound(run, phase, slow)
+    unit = "GB/s" if what == "bytes" else "ops/s"
+    shown = format_value(total, Dim.RATE if what == "bytes" else Dim.OPS, unit)
+    per = f"per {basis.upper() if basis == 'gpu' else basis}: " if basis else ""
+    note = f"{per}{shown} aggregate" + (
+        f"; held back by {compress_hostlist(slow)}" if slow else "") + (
+        f" ({compress_hostlist(busy)} CPU-bound: its workers' CPU time >= "
+        f"{CPU_BOUND:.0%} of their time)" if busy else "")
+    evidence.check(clause, measured, result=None, node="all", raw=raw,
+                   method=_loader_method(run, fs, phase), note=note)
+
+
+@checks("storage.dataloader.iops")
+def test_storage_dataloader_iops(cluster: Cluster, filesystem: StorageSpec,
+                                 evidence: Evidence) -> None:
+    """Small random reads from every node at once: the operations per second."""
+    _loader_aggregate(cluster, filesystem, evidence, "iops")
+
+
+@checks("storage.dataloader.read")
+def test_storage_dataloader_read(cluster: Cluster, filesystem: StorageSpec,
+                                 evidence: Evidence) -> None:
+    """Small random reads from every node at once: the bytes per second."""
+    _loader_aggregate(cluster, filesystem, evidence, "read")
+
+
+@checks("storage.dataloader.metadata")
+def test_storage_dataloader_metadata(cluster: Cluster, filesystem: StorageSpec,
+                                     evidence: Evidence) -> None:
+    """Small-file metadata from every node at once: the operations per second."""
+    _loader_aggregate(cluster, filesystem, evidence, "metadata")
+
+
+@checks("storage.dataloader.keeps_up")
+def test_storage_dataloader_keeps_up(cluster: Cluster, node: str, filesystem: StorageSpec,
+                                     evidence: Evidence) -> None:
+    """This node's random reads and metadata operations at no less than keeps_up of the
+    nodes' median: it does not slow the others' data loaders. Its CPU share is said
+    beside: a CPU-bound node is not a slow filesystem."""
+    rule = filesystem.rule("dataloader.keeps_up")
+    loader = filesystem.dataloader
+    assert rule is not None and loader is not None, "no dataloader.keeps_up promised"
+    evidence.require(cluster.host(node), rule)
+    run = cluster.dataloader(filesystem)
+    evidence.saw(run)
+    raw = {phase: _loader_raw(cluster, filesystem, run, phase) for phase in JUDGED}
+    error = run.node_error(node)
+    if error:
+        evidence.cannot_measure(rule, f"the data loader's reads on {node}: {error}", raw=raw,
+                                kind="job_failed", node=node)
+    shown, problems = [], []
+    for phase in JUDGED:
+        mine, middle = run.node_figures(phase).get(node), run.median_rate(phase)
+        if mine is None or not middle:
+            evidence.cannot_measure(rule, f"{node} has no {phase} figure", raw=raw, node=node)
+        rate = mine.rate("ops")
+        text = (f"{phase} {format_value(rate, Dim.OPS)} ({rate / middle:.0%} of the median "
+                f"{format_value(middle, Dim.OPS)}; CPU {mine.cpu_share:.0%})")
+        shown.append(text)
+        if rate < loader.keeps_up * middle:
+            problems.append(text + (" - CPU-bound, not the filesystem" if mine.cpu_share >=
+                                    CPU_BOUND else ""))
+    evidence.check_rule(rule, not problems, "; ".join(shown), result=None, node=node, raw=raw,
+                        method=_loader_method(run, filesystem, "read"),
+                        problem=f"slows the data loaders: {'; '.join(problems)} (keeps_up "
+                                f"{loader.keeps_up:.0%} of the nodes' median)")

@@ -91,8 +91,8 @@ def test_keeps_up_is_on_by_default_and_false_leaves_it_out() -> None:
      "(how many GPUs each node has)"),
     ("size_per_node: 1 GiB\nwrite: '>= 1 GB/s per rack'", {},
      "t.yaml:7: storage[/shared].checkpoint.write: expected a rate like '10 GB/s', got "
-     "'>= 1 GB/s per rack'; per GPU, per node or the cluster's aggregate: '>= 2 GB/s per "
-     "GPU', '>= 10 GB/s per node', '>= 100 GB/s'"),
+     "'>= 1 GB/s per rack'; per GPU, per node or the cluster's aggregate: '>= 10 GB/s per "
+     "GPU', '>= 10 GB/s per node', '>= 10 GB/s'"),
     ("size_per_node: 1 GiB", {"shared": "false"},
      "t.yaml:6: storage[/shared].checkpoint: a checkpoint is written and read back by every "
      "node at once on a shared filesystem: needs shared: true"),
@@ -235,7 +235,8 @@ def test_a_nodes_share_is_split_among_its_writers_in_whole_pages() -> None:
 def run(pytester: pytest.Pytester, text: str) -> dict[str, dict[str, Any]]:
     path = pytester.path / "t.yaml"
     path.write_text(text, encoding="utf-8")
-    pytester.runpytest(f"--cluster={path}", "-p", "no:cacheprovider", "-k", "checkpoint")
+    pytester.runpytest(f"--cluster={path}", "-p", "no:cacheprovider", "-k",
+                       "checkpoint or dataloader")
     return {r["nodeid"].split("::")[-1]: r for r in jsonl(pytester)
             if r.get("type") == "result"}
 
@@ -254,6 +255,7 @@ def test_the_storage_example_fails_exactly_the_slow_client_and_the_far_node(
     assert failed == {"test_storage_checkpoint_write[/shared]",
                       "test_storage_checkpoint_read[/shared]",
                       "test_storage_checkpoint_keeps_up[sim-gpu-03-/shared]",
+                      "test_storage_dataloader_keeps_up[sim-gpu-03-/shared]",
                       "test_latency[sim-gpu-04]", "test_colocation[sim-gpu-04]"}
     assert verdicts(pytester) == {"sim-gpu-01": "ACCEPTED", "sim-gpu-02": "ACCEPTED",
                                   "sim-gpu-03": "REJECTED", "sim-gpu-04": "REJECTED"}

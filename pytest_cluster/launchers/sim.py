@@ -49,7 +49,7 @@ from pytest_cluster.sim.job_node import (
 )
 from pytest_cluster.sim.nics import nic_payload, perftest_ranks
 from pytest_cluster.sim.pingpong import pingpong_ranks
-from pytest_cluster.sim.storage import checkpoint_ranks, shared_fs_payload
+from pytest_cluster.sim.storage import checkpoint_ranks, dataloader_ranks, shared_fs_payload
 
 if TYPE_CHECKING:
     from pytest_cluster.spec.model import ClusterSpec, InterconnectSpec, SimSpec, Spec
@@ -177,6 +177,9 @@ class SimLauncher(Launcher):
         elif part.program == probe_source("checkpoint"):
             def answer(nodes: tuple[str, ...]) -> list[RankEntries]:
                 return checkpoint_ranks(self.sim, nodes, part.ranks_per_node, part.rank_args)
+        elif part.program == probe_source("dataloader"):
+            def answer(nodes: tuple[str, ...]) -> list[RankEntries]:
+                return dataloader_ranks(self.sim, nodes, part.ranks_per_node, part.rank_args)
         elif part.program == probe_source("collective"):
             benchmark = Benchmark.from_args(part.rank_args)
 
@@ -185,8 +188,9 @@ class SimLauncher(Launcher):
         else:
             raise ValueError("the sim launcher simulates no job but the collective benchmark "
                              "(probes/collective.py), perftest (probes/perftest.py), the "
-                             "ping-pong (probes/pingpong.py) and the checkpoint burst "
-                             "(probes/checkpoint.py)")
+                             "ping-pong (probes/pingpong.py), the checkpoint burst "
+                             "(probes/checkpoint.py) and the data loader's reads "
+                             "(probes/dataloader.py)")
         share = self.rendezvous.join(part, node, answer, interrupted)
         if isinstance(share, str):
             if interrupted():

@@ -19,6 +19,7 @@ from pytest_cluster.measure import nccl_tests, rails
 from pytest_cluster.measure.benchmark import StressLoop, run_collective, run_collective_stress
 from pytest_cluster.measure.cache import ProbeCache, document_key
 from pytest_cluster.measure.checkpoint import CheckpointRun, run_checkpoint
+from pytest_cluster.measure.dataloader import DataloaderRun, run_dataloader
 from pytest_cluster.measure.fabric import NIC_END
 from pytest_cluster.measure.latency import LatencyRun, run_latency
 from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes
@@ -203,6 +204,25 @@ class Cluster:
 
         self.host_all()  # read before the measuring lock is taken (ProbeCache.alone)
         return CheckpointRun.from_json(self.cache.document(self.checkpoint_id(fs), compute))
+
+    def dataloader(self, fs: StorageSpec) -> DataloaderRun:
+        """The data loader's reads on `fs` from every node that answers its host probe
+        (the others are the run's errors, named), run once per run."""
+        def compute() -> dict[str, object]:
+            answers = self.host_all()
+            silent = {n: r.describe() for n, r in answers.items() if not r.ok}
+            gpus = self.spec.gpus.slots if self.spec.gpus is not None else None
+            nodes = [n for n in self.nodes if n not in silent]
+            run = run_dataloader(self.launcher, fs, nodes, gpus, silent)
+            simulated = any(r.simulated for r in answers.values())
+            return replace(run, simulated=run.simulated or simulated).to_json()
+
+        self.host_all()  # read before the measuring lock is taken (ProbeCache.alone)
+        return DataloaderRun.from_json(self.cache.document(self.dataloader_id(fs), compute))
+
+    def dataloader_id(self, fs: StorageSpec) -> str:
+        """The data loader run's document in the run's probes/ directory (`<id>.json`)."""
+        return document_key("dataloader", asdict(fs), self.nodes)
 
     def checkpoint_id(self, fs: StorageSpec) -> str:
         """The burst's document in the run's probes/ directory (`<id>.json`)."""

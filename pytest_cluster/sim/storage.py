@@ -96,3 +96,48 @@ def checkpoint_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
                           "ended_at": None, "stderr_tail": "", "data": data})
         parts.append(ranks)
     return parts
+
+
+#: A data loader worker's small random reads, one at a time (100 us each), and its
+#: metadata operations (create, stat, read, remove) per second.
+WORKER_IOPS = 10_000.0
+WORKER_METADATA_OPS = 5_000.0
+_LOADER_OPTIONS = ("--phase", "--path", "--token", "--size", "--read-size", "--duration",
+                   "--files", "--start-at", "--ranks-per-node")
+
+
+def dataloader_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
+                     args: Sequence[str]) -> list[list[dict[str, Any]]]:
+    """Every node's workers of one phase of the data loader's reads, as job_node reports
+    them: a slow client (`storage_factor`) makes fewer operations in the same time."""
+    if len(args) % 2 or any(name not in _LOADER_OPTIONS for name in args[::2]):
+        raise ValueError(f"not the data loader's arguments: {list(args)}")
+    given = dict(zip(args[::2], args[1::2], strict=True))
+    phase, read_size = given["--phase"], int(given.get("--read-size", 4096))
+    duration, files = float(given.get("--duration", 10)), int(given.get("--files", 1000))
+    parts: list[list[dict[str, Any]]] = []
+    for index, node in enumerate(nodes):
+        factor = storage_factor(sim, node) * jitter(node, "dataloader", spread=0.02)
+        ranks = []
+        for local in range(ranks_per_node):
+            rank = index * ranks_per_node + local
+            data: dict[str, Any] = {"rank": rank, "world": len(nodes) * ranks_per_node,
+                                    "host": node, "phase": phase, "simulated": True}
+            if phase == "read":
+                ops = int(WORKER_IOPS * factor * duration)
+                data.update(ops=ops, bytes=ops * read_size, seconds=duration,
+                            cpu_s=duration * 0.2, late_s=0.0, method="O_DIRECT")
+            elif phase == "metadata":
+                seconds = 4 * files / (WORKER_METADATA_OPS * factor)
+                data.update(ops=4 * files, bytes=files * 3901, seconds=seconds,
+                            cpu_s=seconds * 0.3, late_s=0.0)
+            elif phase == "write":
+                size = int(given.get("--size", 2**28))
+                data.update(ops=0, bytes=size, seconds=size / CLIENT_WRITE, cpu_s=0.1,
+                            late_s=0.0, leftovers=[])
+            else:
+                data["removed"] = len(nodes) * ranks_per_node
+            ranks.append({"rank": rank, "local_rank": local, "exit_code": 0,
+                          "ended_at": None, "stderr_tail": "", "data": data})
+        parts.append(ranks)
+    return parts

@@ -1,0 +1,223 @@
+"""A data loader's reads on a shared filesystem (storage[].dataloader), from every node at
+once (probes/dataloader.py, jobs through the cluster's launcher): every worker writes its
+part of a file set, then every worker reads small random blocks of the files other nodes
+wrote for `duration` (IO500's random reads), then creates, stats, reads and removes
+small files in a directory of its own (mdtest-hard's); a last job removes what is left.
+
+The figures, per phase: each node's rate (its workers' operations, or bytes, over its
+slowest worker's time), the aggregate (every operation over the slowest node's time) and
+each node's CPU share (its workers' CPU time over their wall time: a node whose workers
+are busy computing is named CPU-bound, not a slow filesystem).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from pytest_cluster.errors import ClusterError
+from pytest_cluster.launchers.jobs import JobSpec, reason_line, run_job
+from pytest_cluster.measure.checkpoint import (
+    LEAD_MOST_S,
+    LEAD_PER_NODE_S,
+    LEAD_S,
+    finite_number,
+    token,
+)
+from pytest_cluster.probes import probe_source
+
+if TYPE_CHECKING:
+    from pytest_cluster.launchers.base import Launcher
+    from pytest_cluster.spec.model import StorageSpec
+
+#: The phases that are judged (the write before them only makes the file set).
+JUDGED = ("read", "metadata")
+#: A node whose workers' CPU time is this share of their wall time or more is CPU-bound.
+CPU_BOUND = 0.9
+
+
+@dataclass(frozen=True)
+class WorkerFigures:
+    node: str
+    rank: int
+    ops: int
+    bytes: int
+    seconds: float
+    cpu_s: float
+    late_s: float
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class NodeFigures:
+    ops: int
+    bytes: int
+    seconds: float  # its slowest worker's
+    cpu_share: float  # its workers' CPU time over their wall time
+
+    def rate(self, what: str) -> float:
+        return (self.ops if what == "ops" else self.bytes) / self.seconds
+
+
+@dataclass(frozen=True)
+class DataloaderRun:
+    nodes: tuple[str, ...]  # those that took part (that answered)
+    workers_per_node: int
+    read_size: int
+    path: str
+    read: tuple[WorkerFigures, ...] = ()
+    metadata: tuple[WorkerFigures, ...] = ()
+    errors: tuple[tuple[str, str], ...] = ()  # per node: why it has no figures
+    method: str = ""  # how the reads bypassed the page cache
+    details: dict[str, Any] = field(default_factory=dict)
+    simulated: bool = False
+
+    def workers(self, phase: str) -> tuple[WorkerFigures, ...]:
+        return self.read if phase == "read" else self.metadata
+
+    def node_error(self, node: str) -> str:
+        return "; ".join(why for who, why in self.errors if who == node)
+
+    def node_figures(self, phase: str) -> dict[str, NodeFigures]:
+        """Per node whose workers all measured: its figures."""
+        mine: dict[str, list[WorkerFigures]] = {}
+        for worker in self.workers(phase):
+            mine.setdefault(worker.node, []).append(worker)
+        found = {}
+        for node, workers in mine.items():
+            slowest = max(w.seconds for w in workers)
+            if len(workers) != self.workers_per_node or any(w.error for w in workers) \
+                    or slowest <= 0:
+                continue
+            wall = sum(w.seconds for w in workers)
+            found[node] = NodeFigures(sum(w.ops for w in workers),
+                                      sum(w.bytes for w in workers), slowest,
+                                      sum(w.cpu_s for w in workers) / wall if wall else 0.0)
+        return found
+
+    def node_rate(self, phase: str, node: str, what: str = "ops") -> float | None:
+        found = self.node_figures(phase).get(node)
+        return found.rate(what) if found else None
+
+    def median_rate(self, phase: str, what: str = "ops") -> float | None:
+        rates = [f.rate(what) for f in self.node_figures(phase).values()]
+        return statistics.median(rates) if rates else None
+
+    def aggregate(self, phase: str, what: str = "ops") -> float | None:
+        """Every operation (or byte) of the phase over the slowest node's time; None
+        unless every node of the run measured."""
+        figures = self.node_figures(phase)
+        if len(figures) != len(self.nodes) or not figures:
+            return None
+        total = sum(f.ops if what == "ops" else f.bytes for f in figures.values())
+        return total / max(f.seconds for f in figures.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, record: dict[str, Any]) -> DataloaderRun:
+        return cls(**{**record, "nodes": tuple(record["nodes"]),
+                      "read": tuple(WorkerFigures(**w) for w in record["read"]),
+                      "metadata": tuple(WorkerFigures(**w) for w in record["metadata"]),
+                      "errors": tuple((str(a), str(b)) for a, b in record["errors"])})
+
+
+def workers_per_node(fs: StorageSpec, gpus: int | None) -> int:
+    """The spec's workers, else one per GPU (one without GPUs)."""
+    assert fs.dataloader is not None
+    return fs.dataloader.workers or gpus or 1
+
+
+def phase_job(fs: StorageSpec, nodes: Sequence[str], workers: int, phase: str, tag: str,
+              start_at: float) -> JobSpec:
+    loader = fs.dataloader
+    assert loader is not None
+    size = max(loader.read_size, loader.size_per_node // workers // 4096 * 4096)
+    return JobSpec(nodes=tuple(nodes), program=probe_source("dataloader"),
+                   ranks_per_node=1 if phase == "remove" else workers,
+                   args=("--phase", phase, "--path", fs.path, "--token", tag,
+                         "--size", str(size), "--read-size", str(loader.read_size),
+                         "--duration", f"{loader.duration_s:g}",
+                         "--files", str(loader.metadata_files),
+                         "--start-at", f"{start_at:.3f}", "--ranks-per-node", str(workers)),
+                   init_timeout_s=min(60.0, loader.timeout_s),
+                   wall_timeout_s=loader.timeout_s)
+
+
+_NUMBERS = ("ops", "bytes", "seconds", "cpu_s", "late_s")
+
+
+def _worker(node: str, rank: int, data: dict[str, Any] | None, why: str) -> WorkerFigures:
+    """One worker's report, each number checked (a node's answer is not trusted)."""
+    empty = WorkerFigures(node, rank, 0, 0, 0.0, 0.0, 0.0)
+    if data is None:
+        return replace(empty, error=why or "the worker printed no result")
+    if "error" in data:
+        return replace(empty, error=str(data["error"])[:300])
+    numbers = {}
+    for name in _NUMBERS:
+        value = finite_number(data.get(name))
+        if value is None or value < 0:
+            return replace(empty, error=f"bad data loader output: {name} is "
+                                        f"{str(data.get(name))[:40]!r}")
+        numbers[name] = value
+    return WorkerFigures(node, rank, int(numbers["ops"]), int(numbers["bytes"]),
+                         numbers["seconds"], numbers["cpu_s"], numbers["late_s"])
+
+
+def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
+        tuple[WorkerFigures, ...], list[tuple[str, str]], bool, str]:
+    result = run_job(launcher, job)
+    errors = [(part.split(": ", 1)[0], f"{phase}: {part.split(': ', 1)[-1]}")
+              for part in result.errors]
+    workers = tuple(_worker(r.node, r.rank, r.data if r.ok else None,
+                            reason_line(r.stderr_tail) or f"exited with code {r.exit_code}")
+                    for r in result.ranks)
+    errors += [(w.node, f"{phase}: worker {w.rank}: {w.error}") for w in workers if w.error]
+    methods = {str(r.data.get("method")) for r in result.ranks
+               if r.ok and r.data and r.data.get("method")}
+    return workers, errors, result.simulated, "; ".join(sorted(methods))[:300]
+
+
+def run_dataloader(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
+                   gpus: int | None, silent: dict[str, str]) -> DataloaderRun:
+    """The file set's write, the random reads and the metadata test over `nodes` (the
+    others, `silent`, named), then a job on the first node that removes what is left,
+    also when interrupted."""
+    assert fs.dataloader is not None
+    workers = workers_per_node(fs, gpus)
+    run = DataloaderRun(tuple(nodes), workers, fs.dataloader.read_size, fs.path,
+                        errors=tuple(silent.items()))
+    if not nodes:
+        return run
+    tag = token(fs.dataloader.timeout_s * 2)
+    details: dict[str, Any] = {"token": tag, "started_at": time.time()}
+    simulated = False
+    try:
+        for phase in ("write", *JUDGED):
+            start_at = time.time() + min(LEAD_MOST_S, LEAD_S + LEAD_PER_NODE_S * len(nodes))
+            try:
+                found, errors, sim, method = _phase(
+                    launcher, phase_job(fs, nodes, workers, phase, tag, start_at), phase)
+            except (ClusterError, OSError, ValueError) as exc:
+                found, errors, sim, method = (), [(n, f"{phase}: {exc}") for n in nodes], \
+                    False, ""
+            simulated = simulated or sim
+            run = replace(run, errors=(*run.errors, *errors))
+            if phase == "write" and errors:
+                break  # no file set to read: every node's reads would fail for it
+            if phase == "read":
+                run = replace(run, read=found, method=method)
+            elif phase == "metadata":
+                run = replace(run, metadata=found)
+    finally:
+        try:
+            run_job(launcher, phase_job(fs, nodes[:1], workers, "remove", tag, 0.0))
+        except (ClusterError, OSError, ValueError) as exc:
+            details["remove_error"] = str(exc)[:300]
+    details["ended_at"] = time.time()
+    return replace(run, details=details, simulated=simulated)

@@ -1,0 +1,165 @@
+"""storage[].dataloader: the spec, the probe on real files, the figures, and the sim's
+slow client judged end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_cluster.errors import SpecError
+from pytest_cluster.measure.checkpoint import token
+from pytest_cluster.measure.dataloader import DataloaderRun, WorkerFigures, _worker
+from pytest_cluster.probes import dataloader as probe
+from pytest_cluster.spec import parse_spec
+from pytest_cluster.spec.clauses import keys
+from pytest_cluster.spec.model import Clause, Rule
+from tests.test_checkpoint import run as run_sim
+from tests.test_checkpoint import verdicts
+from tests.test_plugin import jsonl
+
+PROBE = Path(probe.__file__)
+
+
+def spec_text(loader: str, *, shared: str = "true", faults: str = "") -> str:
+    return ("cluster: {name: t, nodes: 'n[1-4]', launcher: sim}\n"
+            f"storage:\n  - path: /shared\n    shared: {shared}\n    dataloader:\n"
+            + "".join(f"      {line}\n" for line in loader.strip().splitlines())
+            + "gpus: {count: 8, model: H100-SXM-80GB}\n"
+            + "sim: {gpu_model: H100-SXM-80GB, gpus_per_node: 8"
+            + (f", faults: [{faults}]" if faults else "") + "}\n")
+
+
+def test_the_dataloader_promises_and_settings() -> None:
+    spec = parse_spec(spec_text("iops: '>= 100 kIOPS'\nread: '>= 1 GB/s per node'\n"
+                                "metadata: '>= 2000 ops/s per GPU'\nread_size: 8 KiB\n"
+                                "duration: 30 s\nworkers: 4\nmetadata_files: 50"), "t.yaml")
+    (fs,) = spec.storage
+    loader = fs.dataloader
+    assert loader is not None
+    assert (loader.read_size, loader.duration_s, loader.workers, loader.metadata_files) == (
+        8192, 30.0, 4, 50)
+    assert [loader.basis_of(f"dataloader.{k}") for k in ("iops", "read", "metadata")] == [
+        "", "node", "gpu"]
+    iops = fs.item("dataloader.iops")
+    assert isinstance(iops, Clause) and iops.requirement.bound.value == 100e3
+    assert isinstance(fs.item("dataloader.keeps_up"), Rule)
+
+
+@pytest.mark.parametrize(("loader", "extra", "message"), [
+    ("iops: '>= 1000 IOPS'", {"shared": "false"},
+     "t.yaml:6: storage[/shared].dataloader: the data loader reads every node's files from "
+     "every node at once on a shared filesystem: needs shared: true"),
+    ("read_size: 1000 B", {},
+     "t.yaml:6: storage[/shared].dataloader.read_size: expected a whole number of 512-byte "
+     "sectors (a direct read's unit), got 1000 bytes"),
+    ("iops: '>= 5 GB/s'", {},
+     "t.yaml:6: storage[/shared].dataloader.iops: expected a operation rate like "
+     "'20000 ops/s', got '>= 5 GB/s' (that is a rate); per GPU, per node or the cluster's "
+     "aggregate: '>= 20000 ops/s per GPU', '>= 20000 ops/s per node', "
+     "'>= 20000 ops/s'"),
+])
+def test_dataloader_errors_are_exact(loader: str, extra: dict[str, Any], message: str) -> None:
+    with pytest.raises(SpecError) as info:
+        parse_spec(spec_text(loader, **extra), "t.yaml")
+    assert str(info.value) == message
+
+
+def test_an_unknown_dataloader_key_lists_the_declared_ones() -> None:
+    with pytest.raises(SpecError) as info:
+        parse_spec(spec_text("iosp: 1"), "t.yaml")
+    assert f"(known keys: {', '.join(keys('storage', 'dataloader'))})" in str(info.value)
+
+
+def rank(phase: str, folder: Path, tag: str, number: int, world: int,
+         *extra: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(PROBE), "--phase", phase, "--path", str(folder), "--token", tag,
+         *extra], env={**os.environ, "RANK": str(number), "WORLD_SIZE": str(world)},
+        capture_output=True, text=True, timeout=60, check=True)
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def test_workers_read_other_nodes_files_and_make_small_files_leaving_nothing(
+        tmp_path: Path) -> None:
+    tag = token(60)
+    for number in range(4):  # 2 nodes of 2 workers
+        wrote = rank("write", tmp_path, tag, number, 4, "--size", str(2**20))
+        assert wrote["bytes"] == 2**20
+    read = rank("read", tmp_path, tag, 0, 4, "--duration", "0.3", "--ranks-per-node", "2")
+    assert read["files"] == 2 and read["ops"] > 0 and read["bytes"] == read["ops"] * 4096
+    assert read["method"] in ("O_DIRECT",
+                              "page cache dropped after each read (posix_fadvise DONTNEED)")
+    meta = rank("metadata", tmp_path, tag, 1, 4, "--files", "20")
+    assert (meta["ops"], meta["bytes"]) == (80, 20 * probe.METADATA_FILE_BYTES)
+    assert rank("remove", tmp_path, tag, 0, 1)["removed"] == 4
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_expired_runs_files_are_swept(tmp_path: Path) -> None:
+    old = tmp_path / f"{probe.PREFIX}{int(time.time()) - 5}-0123456789ab-md-2"
+    old.mkdir()
+    (old / "f1").write_bytes(b"x")
+    wrote = rank("write", tmp_path, token(60), 0, 1, "--size", str(2**20))
+    assert [(item["path"], item["removed"]) for item in wrote["leftovers"]] == [(str(old), True)]
+    assert not old.exists()
+
+
+def worker(node: str, number: int, ops: int, seconds: float, cpu: float = 0.1) -> WorkerFigures:
+    return WorkerFigures(node, number, ops, ops * 4096, seconds, cpu, 0.0)
+
+
+def test_a_nodes_rate_its_cpu_share_and_the_aggregate() -> None:
+    run = DataloaderRun(("a", "b"), 2, 4096, "/s", read=(
+        worker("a", 0, 100, 1.0, cpu=0.95), worker("a", 1, 100, 1.0, cpu=0.95),
+        worker("b", 2, 300, 1.0), worker("b", 3, 100, 2.0)))
+    figures = run.node_figures("read")
+    assert figures["a"].rate("ops") == 200 and figures["a"].cpu_share == pytest.approx(0.95)
+    assert figures["b"].rate("ops") == 200 and figures["b"].seconds == 2.0
+    assert run.aggregate("read") == 600 / 2.0
+    assert run.aggregate("metadata") is None
+
+
+def test_a_workers_hostile_numbers_are_its_error() -> None:
+    found = _worker("n1", 0, {"ops": float("inf"), "bytes": 1, "seconds": 1, "cpu_s": 0,
+                              "late_s": 0}, "")
+    assert found.error.startswith("bad data loader output: ops is")
+
+
+def test_a_slow_client_fails_its_own_keeps_up_and_a_cpu_share_is_said(
+        pytester: pytest.Pytester) -> None:
+    records = run_sim(pytester, spec_text(
+        "iops: '>= 50000 IOPS per node'\nmetadata: '>= 15 kops/s per node'",
+        faults="{node: n2, storage_factor: 0.4}"))
+    failed = {n for n, r in records.items() if r["outcome"] != "passed"}
+    assert failed == {"test_storage_dataloader_keeps_up[n2-/shared]"}
+    keeps = records["test_storage_dataloader_keeps_up[n2-/shared]"]
+    assert "slows the data loaders: read" in keeps["message"] and "CPU 20%" in keeps["message"]
+    assert verdicts(pytester)["n2"] == "REJECTED" and verdicts(pytester)["n1"] == "ACCEPTED"
+    iops = records["test_storage_dataloader_iops[/shared]"]
+    assert iops["unit"] == "IOPS" and iops["raw"]["slowest"][0] == "n2"
+
+
+def test_a_filesystem_short_of_its_bound_blames_no_node(pytester: pytest.Pytester) -> None:
+    records = run_sim(pytester, spec_text(
+        "iops: '>= 200000 IOPS per node'", faults="{node: n2, storage_factor: 0.5}"))
+    iops = records["test_storage_dataloader_iops[/shared]"]
+    assert iops["outcome"] == "failed" and "culprits" not in iops  # every node falls short
+    records = run_sim(pytester, spec_text(
+        "iops: '>= 75000 IOPS per node'", faults="{node: n2, storage_factor: 0.2}"))
+    iops = records["test_storage_dataloader_iops[/shared]"]
+    assert iops["outcome"] == "failed" and iops["culprits"] == "n2"  # n2 alone held it back
+
+
+def test_dataloader_records_are_strict_json(pytester: pytest.Pytester) -> None:
+    run_sim(pytester, spec_text("iops: '>= 1 IOPS'"))
+    lines = (pytester.path / "reports" / "latest" / "results.jsonl").read_text().splitlines()
+    assert all(json.loads(line, parse_constant=pytest.fail) for line in lines)
+    assert [r for r in jsonl(pytester) if r.get("type") == "result"]
