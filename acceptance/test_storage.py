@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure.checkpoint import PHASES
 from pytest_cluster.measure.dataloader import CPU_BOUND, JUDGED
+from pytest_cluster.measure.reference import for_checkpoint
 from pytest_cluster.run.contract_tests import check_reading, checks, table_tests
 from pytest_cluster.spec.clauses import Declaration, declared
 from pytest_cluster.units import Dim, format_size, format_value
@@ -246,8 +247,12 @@ def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
     note = f"{per}{format_rate(total)} aggregate, {format_size(run.total_bytes(phase))} in " \
            f"{run.duration(phase) or 0:.1f} s" + (
                f"; held back by {compress_hostlist(slow)}" if slow else "")
+    gpus = cluster.spec.gpus
+    references = for_checkpoint(phase, basis, len(run.nodes), run.writers_per_node,
+                                gpus.model if gpus is not None else None,
+                                run.details.get("capacity_bytes"))
     evidence.check(clause, measured, result=None, node="all", raw=raw, method=_method(run),
-                   note=note, wrong=wrong)
+                   note=note, wrong=wrong, references=references)
 
 
 @checks("storage.checkpoint.write")

@@ -7,7 +7,13 @@ import json
 
 import pytest
 
-from pytest_cluster.measure.reference import GPU_FIGURES, for_busbw, for_gpu, properties
+from pytest_cluster.measure.reference import (
+    GPU_FIGURES,
+    for_busbw,
+    for_checkpoint,
+    for_gpu,
+    properties,
+)
 from pytest_cluster.spec.gpu_models import MODELS
 
 
@@ -87,3 +93,15 @@ def test_references_inform_and_the_clause_decides(pytester: pytest.Pytester) -> 
     assert ("Reference (informs, never decides): 52 GB/s Azure NHC expects on H100 SXM "
             "(PCIe Gen5 x16)") in report
     assert "of the 794.5 TFLOPS measured by mamf-finder" in report  # a failed case's row
+
+
+def test_a_checkpoints_references_count_as_its_bound_does() -> None:
+    per_gpu = for_checkpoint("read", "gpu", 4, 8, "H100-SXM-80GB", 100 * 2**40)
+    assert [r.value for r in per_gpu] == [2e9, 125e6 * 100 / 32, 1000e6 * 100 / 32]
+    whole = for_checkpoint("read", "", 4, 8, "H100-SXM-80GB", None)
+    assert [r.value for r in whole] == [2e9 * 32]  # no size known: no per-TiB figure
+    assert whole[0].text(32e9) == ("50 % of the 64 GB/s for the cluster at CoreWeave AI "
+                                   "Object Storage's 2 GB/s per GPU (H100)")
+    assert [r.value for r in for_checkpoint("write", "node", 4, 8, None, None)] == []
+    b300 = for_checkpoint("read", "gpu", 2, 8, "B300-SXM-288GB", None)
+    assert b300[0].value == 7e9 and "B300" in b300[0].what

@@ -199,7 +199,12 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
     errors += [(r.node, f"{phase}: rank {r.rank}: {r.error}") for r in ranks if r.error]
     leftovers = [item for r in result.ranks if r.data for item in r.data.get("leftovers") or []
                  if isinstance(item, dict)]
-    return ranks, errors, result.simulated, {"leftovers": leftovers[:100]} if leftovers else {}
+    more: dict[str, Any] = {"leftovers": leftovers[:100]} if leftovers else {}
+    capacity = next((finite_number(r.data.get("capacity_bytes")) for r in result.ranks
+                     if r.data and r.data.get("capacity_bytes") is not None), None)
+    if capacity is not None and capacity > 0:
+        more["capacity_bytes"] = capacity
+    return ranks, errors, result.simulated, more
 
 
 def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],

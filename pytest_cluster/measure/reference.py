@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_cluster.spec.gpu_models import model_of_nvml_name
+from pytest_cluster.units import format_number
 
 # Sources, as each case records them (short: they repeat on every case).
 # mamf-finder: stas00/ml-engineering, "maximum achievable matmul FLOPS" table.
@@ -35,6 +36,13 @@ NCCL_B200 = "https://github.com/NVIDIA/nccl-tests/issues (8 x B200 user reports)
 NDR = "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md (NDR, ring)"
 XDR = ("derived: no published nccl-tests figure for XDR 800 Gb/s; NDR's 94 % of the wire "
        "applied to 100 GB/s")
+# CoreWeave AI Object Storage (LOTA) reads on H100 nodes: 2+ GB/s per GPU, at any count.
+COREWEAVE = ("https://www.coreweave.com/blog (Benchmark Results: CoreWeave AI Object Storage "
+             "Delivers 2+ GB/s per GPU Throughput Across any Number of GPUs)")
+COREWEAVE_B300 = "CoreWeave AI Object Storage on B300 over RDMA (CoreWeave's announcement)"
+# FSx for Lustre Persistent_2 SSD: 125, 250, 500 or 1,000 MB/s per TiB of storage.
+FSX = ("https://docs.aws.amazon.com/fsx/latest/LustreGuide/managing-throughput-capacity.html "
+       "(Persistent_2 SSD)")
 
 
 @dataclass(frozen=True)
@@ -151,6 +159,35 @@ def for_busbw(scope: str, collective: str, backend: str, gpu_model: str | None,
     return (Reference("all_reduce.network", per_nic * nics, "GB/s",
                       f"ring busbw of {nics} x {name} NIC(s) ({per_nic / 1e9:g} GB/s each)",
                       source),)
+
+
+def for_checkpoint(phase: str, per: str, nodes: int, gpus_per_node: int,
+                   gpu_model: str | None, capacity_bytes: float | None) -> tuple[
+                       Reference, ...]:
+    """Published figures for a checkpoint burst's aggregate `phase` (write, read), in the
+    basis its bound counts (`per`: '' the cluster's, 'node', 'gpu'): an object store's
+    read per GPU (CoreWeave: 2 GB/s on H100, 7 on B300), and FSx for Lustre's lowest and
+    highest tiers for the filesystem's size (125 and 1,000 MB/s per TiB)."""
+    gpus = nodes * gpus_per_node
+    share = {"": 1, "node": nodes, "gpu": gpus}.get(per, 1)
+    where = {"": "for the cluster", "node": "per node", "gpu": "per GPU"}.get(per, "")
+    found = []
+    if phase == "read" and gpus_per_node > 1:
+        per_gpu = 7.0 if (gpu_model or "").startswith("B300") else 2.0
+        source = COREWEAVE_B300 if per_gpu == 7.0 else COREWEAVE
+        board = "B300" if per_gpu == 7.0 else "H100"
+        found.append(Reference(
+            f"checkpoint.{phase}", per_gpu * 1e9 * gpus / share, "GB/s",
+            f"per GPU CoreWeave AI Object Storage reads on {board}" if per == "gpu" else
+            f"{where} at CoreWeave AI Object Storage's {per_gpu:g} GB/s per GPU ({board})",
+            source))
+    if capacity_bytes:
+        tib = capacity_bytes / 2**40
+        for tier in (125, 1000):
+            found.append(Reference(f"checkpoint.{phase}", tier * 1e6 * tib / share, "GB/s",
+                                   f"{where} at FSx for Lustre's {tier} MB/s per TiB of "
+                                   f"its {format_number(tib)} TiB", FSX))
+    return tuple(found)
 
 
 def properties(references: Sequence[Reference], measured: float) -> dict[str, object]:

@@ -146,8 +146,14 @@ def write(path: str, token: str, rank: int, size: int, block_size: int,
         os.unlink(target)
         raise
     os.close(fd)
-    return {"bytes": written, "seconds": spent, "started_at": started, "ended_at": time.time(),
-            "late_s": late, "cpu_s": time.process_time() - cpu0, "leftovers": leftovers}
+    found = {"bytes": written, "seconds": spent, "started_at": started,
+             "ended_at": time.time(), "late_s": late, "cpu_s": time.process_time() - cpu0,
+             "leftovers": leftovers}
+    if rank == 0:  # the filesystem's size, for references given per TiB
+        with contextlib.suppress(OSError):
+            st = os.statvfs(path)
+            found["capacity_bytes"] = st.f_blocks * st.f_frsize
+    return found
 
 
 def read(path: str, token: str, rank: int, writer: int, block_size: int,

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 #: One node's client of the shared filesystem (bytes/s): two 200 Gb/s storage NICs.
 CLIENT_WRITE = 20e9
 CLIENT_READ = 25e9
+#: The simulated shared filesystem's size: 1 PiB.
+SIM_CAPACITY = 2**50
 _OPTIONS = ("--phase", "--path", "--token", "--size", "--block", "--start-at",
             "--ranks-per-node")
 
@@ -92,6 +94,8 @@ def checkpoint_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
                                 bad_blocks=bad, first_bad_block=0 if bad else None)
                 else:
                     data["leftovers"] = []
+                    if rank == 0:
+                        data["capacity_bytes"] = SIM_CAPACITY
             ranks.append({"rank": rank, "local_rank": local, "exit_code": 0,
                           "ended_at": None, "stderr_tail": "", "data": data})
         parts.append(ranks)
