@@ -13,6 +13,7 @@ from pytest_cluster.errors import SpecError
 from pytest_cluster.spec import load_spec, parse_spec
 from pytest_cluster.spec.clauses import keys
 from pytest_cluster.spec.model import Rule
+from pytest_cluster.spec.storage import AT_ONCE
 
 GOOD = """\
 cluster:
@@ -269,8 +270,8 @@ SIM_BASE = "cluster: {name: x, nodes: 'n[1-2]', launcher: sim}\n"
      "faults)"),
     ("gpus: {count: 8}\nsim: {}\nstorage:\n  - path: /data\n    write: '>= 1 GB/s'\n",
      "t.yaml:6: storage[/data].write: the sim launcher simulates a shared filesystem as the "
-     "cluster uses it, not a node's disk: only path, shared, checkpoint (test a node's disk "
-     "with launcher: local, ssh or slurm)"),
+     "cluster uses it, not a node's disk: only "
+     f"{', '.join(AT_ONCE)} (test a node's disk with launcher: local, ssh or slurm)"),
 ])
 def test_gpu_and_sim_errors_are_exact(text: str, message: str) -> None:
     with pytest.raises(SpecError) as info:
