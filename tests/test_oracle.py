@@ -88,12 +88,20 @@ GPU_FAULTS = st.sampled_from([
 NODE_FAULTS = st.sampled_from([
     "down: true", "gpus: 7", "link_factor: 0.5", "transport: socket", "gdr: false",
     "nic: 2, nic_down: true", "nic: 5, nic_rate: 200 Gb/s", "nic: 0, nic_firmware: 28.36.1010",
-    "nic: 1, nic_link_downed: 3", "nic: 6, nic_symbol_errors: 5000", "latency_factor: 3"])
+    "nic: 1, nic_link_downed: 3", "nic: 6, nic_symbol_errors: 5000", "latency_factor: 3",
+    "storage_factor: 0.5", "storage_corrupt: true"])
 FAULT = st.one_of(
     st.tuples(st.sampled_from(NODES), st.integers(0, 7), GPU_FAULTS).map(
         lambda f: f"    - {{node: {f[0]}, gpu: {f[1]}, {f[2]}}}"),
     st.tuples(st.sampled_from(NODES), NODE_FAULTS).map(
         lambda f: f"    - {{node: {f[0]}, {f[1]}}}"))
+SHARED_STORAGE = """\
+storage:
+  - path: /shared
+    shared: true
+    checkpoint: {size_per_gpu: 1 GiB, write: ">= 2 GB/s per GPU", read: ">= 50 GB/s"}
+    dataloader: {iops: ">= 60 kIOPS per node", metadata: ">= 100000 ops/s", duration: 5 s}
+"""
 #: The interconnect promise varied too: its bar and its payloads.
 BUSBW = st.sampled_from(['">= 70%"', '">= 80%"', '">= 85%"', '">= 330 GB/s"'])
 PAYLOADS = st.sampled_from(["[4 GiB, 16 GiB]", "[1 GiB]", "[256 MiB, 16 GiB]"])
@@ -109,8 +117,10 @@ def test_random_faults_agree_in_every_view(pytester: pytest.Pytester, faults: li
     """The richest simulated example with random GPU, NIC, transport and network faults."""
     spec = (EXAMPLES / "trial-sim.yaml").read_text()
     head, _, _ = spec.partition("  faults:\n")
-    # the latency bound and colocation ride along with the busbw promise
+    # the latency bound and colocation ride along with the busbw promise, and a shared
+    # filesystem's checkpoint burst and data loader reads with the GPUs
     head = re.sub(r"(?m)^  busbw: .*$", f'  busbw: {busbw}\n  latency: "<= 5 us"', head)
+    head = re.sub(r"(?m)^gpus:", SHARED_STORAGE + "gpus:", head, count=1)
     head = re.sub(r"(?m)^  payloads: .*$", f"  payloads: {payloads}", head)
     text = head + "  faults:\n" + ("\n".join(faults) + "\n" if faults else "    []\n")
     assert run_and_check(pytester, text, *level) == [], text
