@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from pytest_cluster.errors import SpecError
+from pytest_cluster.measure.at_once import token
 from pytest_cluster.measure.checkpoint import (
     CheckpointRun,
     RankFigures,
     _figures,
     size_per_writer,
-    token,
 )
 from pytest_cluster.probes import checkpoint as probe
 from pytest_cluster.spec import parse_spec

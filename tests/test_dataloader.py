@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_cluster.errors import SpecError
-from pytest_cluster.measure.checkpoint import token
+from pytest_cluster.measure.at_once import token
 from pytest_cluster.measure.dataloader import DataloaderRun, WorkerFigures, _worker
 from pytest_cluster.probes import dataloader as probe
 from pytest_cluster.spec import parse_spec

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_cluster.launchers.sim import SIM_NVML_DIR, gpu_probe_env
-from pytest_cluster.measure.cluster import gpu_call, gpu_perf_call
+from pytest_cluster.measure.calls import gpu_call, gpu_perf_call
 from pytest_cluster.measure.gpu_facts import nvml_gpu, p2p_for, perf_gpu, xids_for
 from pytest_cluster.probes import probe_source
 from pytest_cluster.probes.gpu_perf import parse_options

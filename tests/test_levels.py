@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pytest_cluster.measure.cluster import storage_call
+from pytest_cluster.measure.calls import storage_call
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.clauses import CLAUSES, LEVELS, SANITY
 

@@ -12,8 +12,6 @@ shared out. A node below `keeps_up` x the nodes' median holds the burst back.
 
 from __future__ import annotations
 
-import math
-import secrets
 import statistics
 import time
 from collections.abc import Sequence
@@ -22,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, reason_line, run_job
+from pytest_cluster.measure.at_once import finite_number, start_at, token
 from pytest_cluster.probes import probe_source
 
 if TYPE_CHECKING:
@@ -29,9 +28,6 @@ if TYPE_CHECKING:
     from pytest_cluster.spec.model import CheckpointSpec, StorageSpec
 
 PHASES = ("write", "read")
-#: How long before the write starts the controller names its start time, by node count
-#: (every node's part is launched by then), in seconds.
-LEAD_S, LEAD_PER_NODE_S, LEAD_MOST_S = 3.0, 0.02, 60.0
 #: What a rank reports of each phase (RankFigures' fields, in order).
 _NUMBERS = ("bytes", "seconds", "started_at", "ended_at", "late_s", "cpu_s")
 
@@ -138,12 +134,6 @@ def size_per_writer(checkpoint: CheckpointSpec, writers: int) -> int:
     return max(4096, checkpoint.size_bytes // writers // 4096 * 4096)
 
 
-def token(timeout_s: float) -> str:
-    """The burst's file token: when no phase of it can still run (both phases' limits and
-    10 minutes for clocks that differ), and 12 random hex digits."""
-    return f"{int(time.time() + 2 * timeout_s + 600)}-{secrets.token_hex(6)}"
-
-
 def phase_job(fs: StorageSpec, nodes: Sequence[str], writers: int, size: int, phase: str,
               tag: str, start_at: float) -> JobSpec:
     assert fs.checkpoint is not None
@@ -154,16 +144,6 @@ def phase_job(fs: StorageSpec, nodes: Sequence[str], writers: int, size: int, ph
                          "--size", str(size), "--block", str(fs.checkpoint.block_bytes),
                          "--start-at", f"{start_at:.3f}", "--ranks-per-node", str(writers)),
                    init_timeout_s=min(60.0, timeout), wall_timeout_s=timeout)
-
-
-def finite_number(value: object) -> float | None:
-    """A finite number of a rank's report, else None (bools are not numbers)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        return float(value) if math.isfinite(value) else None
-    except OverflowError:  # an integer beyond any float
-        return None
 
 
 def _figures(node: str, rank: int, data: dict[str, Any] | None, phase: str,
@@ -224,10 +204,9 @@ def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
     simulated = False
     try:
         for phase in PHASES:
-            start_at = time.time() + min(LEAD_MOST_S, LEAD_S + LEAD_PER_NODE_S * len(nodes))
             try:
-                ranks, errors, sim, more = _phase(
-                    launcher, phase_job(fs, nodes, writers, size, phase, tag, start_at), phase)
+                ranks, errors, sim, more = _phase(launcher, phase_job(
+                    fs, nodes, writers, size, phase, tag, start_at(len(nodes))), phase)
             except (ClusterError, OSError, ValueError) as exc:
                 errors, ranks, sim, more = [(n, f"{phase}: {exc}") for n in nodes], (), False, {}
             simulated = simulated or sim

@@ -18,6 +18,13 @@ from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
 from pytest_cluster.measure import nccl_tests, rails
 from pytest_cluster.measure.benchmark import StressLoop, run_collective, run_collective_stress
 from pytest_cluster.measure.cache import ProbeCache, document_key
+from pytest_cluster.measure.calls import (
+    gpu_call,
+    gpu_perf_call,
+    gpu_stress_call,
+    import_call,
+    storage_call,
+)
 from pytest_cluster.measure.checkpoint import CheckpointRun, run_checkpoint
 from pytest_cluster.measure.dataloader import DataloaderRun, run_dataloader
 from pytest_cluster.measure.fabric import NIC_END
@@ -26,75 +33,10 @@ from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes
 from pytest_cluster.measure.training import TrainingRun, run_training, step_bound
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.probes import nccl_tests as nccl_tests_probe
-from pytest_cluster.probes.gpu_perf import PARTS as PERF_PARTS
 from pytest_cluster.spec.busbw import CollectiveRun, required_busbw
-from pytest_cluster.spec.clauses import readers
 
 if TYPE_CHECKING:
     from pytest_cluster.spec.model import GpuSpec, InterconnectSpec, Spec, StorageSpec
-
-STORAGE_PARTS = ("write", "read", "metadata")  # what the storage probe measures under load
-
-
-def storage_call(fs: StorageSpec,
-                 selected: frozenset[str] | None = None) -> ProbeCall:
-    """The storage probe's arguments for one filesystem. A part not in contract is skipped,
-    and so is one this run's selection left out (`selected`: the clauses it checks, e.g.
-    `-m sanity` checks capacity without writing a byte) when it checks any clause of this
-    filesystem; None, or none of them: every part in contract."""
-    args = ["--path", fs.path, "--io-size", str(fs.io_size_bytes),
-            "--files", str(fs.metadata_files)]
-    ours = {c.key for c in fs.clauses}
-    chosen = selected if selected is not None and ours & selected else None
-    for part in STORAGE_PARTS:
-        clause = fs.clause(part)
-        if clause is None or (chosen is not None and clause.key not in chosen):
-            args += ["--skip", part]
-    return ProbeCall("storage", tuple(args))
-
-
-def import_call(fs: StorageSpec) -> ProbeCall:
-    args = ["--python", fs.python, "--repeats", str(fs.import_repeats), "--path", fs.path]
-    if fs.cold_cache:
-        args.append("--cold")
-    return ProbeCall("import_latency", tuple(args))
-
-
-def gpu_call(gpus: GpuSpec) -> ProbeCall:
-    return ProbeCall("gpu", ("--xid-window", f"{gpus.xid_window_s:g}"))
-
-
-def gpu_perf_call(gpus: GpuSpec) -> ProbeCall | None:
-    """The torch probe's arguments: only the measurements the contract has; None if none.
-
-    Which clauses read which part of its payload is declared (spec/clauses.py): a part no
-    clause of the contract reads is skipped. Throttling, the PCIe link and temperature
-    read its `load` part: judged under load, they need the load this probe creates."""
-    args = ["--dtypes", ",".join(dtype for dtype, _ in gpus.matmul),
-            "--shape", ",".join(map(str, gpus.matmul_shape)),
-            "--load-time", f"{gpus.load_time_s:g}"]
-    needed = readers("gpu_perf")
-    wanted = False
-    for part in PERF_PARTS:
-        if any(gpus.item(key) is not None for key in needed.get(part, ())):
-            wanted = True
-        else:
-            args += ["--skip", part]
-    under_load = any(gpus.item(key) is not None for key in needed["load"])
-    if not (wanted or gpus.matmul or under_load):
-        return None
-    return ProbeCall("gpu_perf", tuple(args))
-
-
-def gpu_stress_call(gpus: GpuSpec) -> ProbeCall:
-    """The stress level's torch probe: every GPU of the node under bf16 matmuls for
-    stress_time, NVML sampled throughout, then the SDC check; nothing else measured."""
-    args = ["--dtypes", "", "--shape", ",".join(map(str, gpus.matmul_shape)),
-            "--load-time", f"{gpus.stress_time_s:g}", "--sdc"]
-    for part in PERF_PARTS:
-        args += ["--skip", part]
-    return ProbeCall("gpu_perf", tuple(args))
-
 
 #: Probes that load the nodes (GPUs, disks): one at a time across xdist workers.
 LOADING_PROBES = ("gpu_perf", "storage", "import_latency")

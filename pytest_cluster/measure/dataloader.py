@@ -20,13 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, reason_line, run_job
-from pytest_cluster.measure.checkpoint import (
-    LEAD_MOST_S,
-    LEAD_PER_NODE_S,
-    LEAD_S,
-    finite_number,
-    token,
-)
+from pytest_cluster.measure.at_once import finite_number, start_at, token
 from pytest_cluster.probes import probe_source
 
 if TYPE_CHECKING:
@@ -199,10 +193,10 @@ def run_dataloader(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
     simulated = False
     try:
         for phase in ("write", *JUDGED):
-            start_at = time.time() + min(LEAD_MOST_S, LEAD_S + LEAD_PER_NODE_S * len(nodes))
             try:
                 found, errors, sim, method = _phase(
-                    launcher, phase_job(fs, nodes, workers, phase, tag, start_at), phase)
+                    launcher, phase_job(fs, nodes, workers, phase, tag, start_at(len(nodes))),
+                    phase)
             except (ClusterError, OSError, ValueError) as exc:
                 found, errors, sim, method = (), [(n, f"{phase}: {exc}") for n in nodes], \
                     False, ""

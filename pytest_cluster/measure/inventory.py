@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.measure import fabric
 from pytest_cluster.measure.cache import write_object
-from pytest_cluster.measure.cluster import Cluster, gpu_call, gpu_perf_call
+from pytest_cluster.measure.calls import gpu_call, gpu_perf_call
 from pytest_cluster.measure.fabric import NIC_START
 from pytest_cluster.measure.inventory_file import GPU_FIELDS, INVENTORY, is_unreadable, unreadable
 from pytest_cluster.probes import ProbeCall
@@ -26,6 +26,7 @@ from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
     from pytest_cluster.launchers import ProbeResult
+    from pytest_cluster.measure.cluster import Cluster
     from pytest_cluster.spec.model import Spec
 
 def inventory_call(spec: Spec) -> ProbeCall:
