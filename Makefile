@@ -53,6 +53,7 @@ bench: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/hostile_nodes.py
 	$(BIN)/python bench/report_load.py
 	$(BIN)/python bench/scale.py
+	$(BIN)/python bench/cluster_scale.py
 	$(BIN)/python bench/xdist.py
 	$(BIN)/python bench/soak.py
 	$(BIN)/python bench/soak_report.py

@@ -9,6 +9,7 @@ import math
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.evidence.latency_map import MATRIX_UP_TO
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import nccl_log
 from pytest_cluster.measure.latency import placement
@@ -283,8 +284,6 @@ LATENCY_METHOD = ("ping-pong on torch.distributed {backend} send/recv, one rank 
                   "{of_rounds} round(s)); per pair and size {warmup} warm-up then "
                   "{iterations} timed round trips; one-way = median round trip / 2; a "
                   "node's figure is its median over its peers")
-#: Up to this many nodes, each case's raw keeps the whole latency matrix.
-MATRIX_UP_TO = 32
 
 
 def _latency(cluster: Cluster, node: str, evidence: Evidence,

@@ -4,7 +4,8 @@ the case or node and both values; a run is consistent when it lists none.
 
 The views: the terminal summary (pytest's output), junit.xml, results.jsonl (the record
 every other view is made from), verdict.json, report.html (pytest-html's table, the
-scorecard's node table and matrix, the plots' legends), the Prometheus file
+scorecard's node table and matrix, the plots' legends, the latency heat map's caption and
+cells), the Prometheus file
 (--cluster-metrics) and the signed manifest. Case by case: the outcome, the measured and
 required numbers, the unit, the node and the GPU. Node by node: the verdict, the reason,
 the drain line, the culprits a cluster check names. The run: its verdict, outcome, level
@@ -33,7 +34,7 @@ from pytest_cluster.evidence.derived_cases import TESTS
 from pytest_cluster.evidence.metrics import CASE_LABELS
 from pytest_cluster.evidence.results import outcome
 from pytest_cluster.evidence.verdict import NOT_BLAMING, culprits, outcome_of
-from pytest_cluster.units import utc
+from pytest_cluster.units import Dim, parse_quantity, utc
 
 Record = dict[str, Any]
 #: JUnit's and pytest-html's names of an outcome, as results.jsonl names it.
@@ -75,7 +76,7 @@ def disagreements(views: Views) -> list[str]:
     """Every fact two views show differently, one sentence each."""
     return [*_check_results(views), *_check_junit(views), *_check_report(views),
             *_check_verdicts(views), *_check_terminal(views), *_check_metrics(views),
-            *_check_manifest(views), *_check_legends(views)]
+            *_check_manifest(views), *_check_legends(views), *_check_heatmap(views)]
 
 
 def _same_number(a: object, b: object) -> bool:
@@ -379,6 +380,91 @@ def _check_legends(views: Views) -> Iterator[str]:
             if not math.isclose(worst.get(html.unescape(label), math.nan), best):
                 yield (f"report.html: {collective} legend calls {label} the {which} node; "
                        f"its busbw {worst.get(label)}, the {which} {best}")
+
+
+LATENCY = ("interconnect.latency", "interconnect.colocation")
+
+
+def _latency_cases(views: Views) -> tuple[dict[str, float], set[int], Record | None, set[str]]:
+    """What results.jsonl's latency and colocation cases say: each node's median to its
+    peers (us), the sizes judged, the first matrix kept, the nodes colocation failed."""
+    medians: dict[str, float] = {}
+    sizes: set[int] = set()
+    matrix: Record | None = None
+    far: set[str] = set()
+    for r in views.results:
+        if r.get("spec_key") not in LATENCY:
+            continue
+        raw = r.get("raw") or {}
+        if isinstance(raw.get("median_us"), (int, float)):
+            medians[str(r["node"])] = float(raw["median_us"])
+        if isinstance(raw.get("size"), int):
+            sizes.add(raw["size"])
+        if matrix is None and isinstance(raw.get("matrix_us"), dict):
+            matrix = raw["matrix_us"]
+        if r["spec_key"] == "interconnect.colocation" and outcome(r) == "failed" \
+                and not r.get("error_kind"):
+            far.add(str(r["node"]))
+    return medians, sizes, matrix, far
+
+
+def _check_heatmap(views: Views) -> Iterator[str]:
+    """The latency heat map: its caption names the node with the highest median to its
+    peers among the latency and colocation cases (one the colocation check failed, when it
+    failed any), at the size they judged and over as many nodes; each drawn cell is that
+    pair's one-way latency in the cases' matrix."""
+    medians, sizes, matrix, far = _latency_cases(views)
+    figure = re.search(r'<figure id="latency-heatmap">(.*?)</figure>', views.report, re.S)
+    if not medians:
+        if figure:
+            yield "report.html: a latency heat map, but no latency case has a median"
+        return
+    if figure is None:
+        yield f"report.html: no latency heat map for the medians of {len(medians)} node(s)"
+        return
+    caption = re.search(r"<figcaption>(.*?)</figcaption>", figure.group(1), re.S)
+    text = caption.group(1) if caption else ""
+    named = re.search(r"Farthest node: <b>([^<]*)</b>, median ([\d.]+) us", text)
+    shown, said = (html.unescape(named.group(1)), float(named.group(2))) if named \
+        else (None, math.nan)
+    highest = max(medians.values())
+    if shown is None or not math.isclose(medians.get(shown, math.nan), highest):
+        tops = ", ".join(sorted(n for n, m in medians.items() if m == highest))
+        yield (f"report.html: the latency heat map names {shown} the farthest node "
+               f"({medians.get(str(shown))} us); results.jsonl's highest median is "
+               f"{highest} us ({tops})")
+    elif not math.isclose(said, highest, rel_tol=1e-3):
+        yield (f"report.html: the latency heat map says {shown}'s median {said} us, "
+               f"results.jsonl {highest} us")
+    if far and shown not in far:
+        yield (f"report.html: the latency heat map names {shown} the farthest node; "
+               f"colocation failed {sorted(far)}")
+    at = re.search(r"One-way latency (?:between node pairs )?at ([^,]+), (\d+) nodes", text)
+    size = parse_quantity(html.unescape(at.group(1)), Dim.SIZE).value if at else None
+    if size not in sizes:
+        yield (f"report.html: the latency heat map is at {size} bytes, the cases at "
+               f"{sorted(sizes)}")
+    if matrix is not None and at and int(at.group(2)) != len(matrix["nodes"]):
+        yield (f"report.html: the latency heat map says {at.group(2)} nodes, the cases' "
+               f"matrix {len(matrix['nodes'])}")
+    cells = re.findall(r'<rect class="pair"[^>]*><title>([^<]*) to ([^<]*): ([\d.]+) us'
+                       r"</title>", figure.group(1))
+    if matrix is None:
+        if cells:
+            yield "report.html: the latency heat map draws cells; no case kept a matrix"
+        return
+    index = {node: i for i, node in enumerate(matrix["nodes"])}
+    measured = sum(v is not None for i, row in enumerate(matrix["one_way"])
+                   for j, v in enumerate(row) if i != j)
+    if len(cells) != measured:
+        yield (f"report.html: the latency heat map draws {len(cells)} pairs, the matrix "
+               f"has {measured}")
+    for a, b, value in cells:
+        i, j = index.get(html.unescape(a)), index.get(html.unescape(b))
+        wanted = matrix["one_way"][i][j] if i is not None and j is not None else None
+        if wanted is None or not math.isclose(float(value), wanted, rel_tol=1e-3):
+            yield (f"report.html: the latency heat map shows {a} to {b} {value} us, the "
+                   f"matrix {wanted}")
 
 
 def check(run: Path, terminal: str, metrics: Path | None = None) -> list[str]:

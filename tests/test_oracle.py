@@ -64,6 +64,58 @@ def test_the_oracle_finds_a_view_that_disagrees(pytester: pytest.Pytester) -> No
     assert "junit.xml: test_" in found and " is failed, results.jsonl passed" in found
 
 
+def test_the_oracle_finds_a_heat_map_that_names_the_wrong_node(
+        pytester: pytest.Pytester) -> None:
+    """sim-gpu-04 is three times farther from its peers: the heat map's caption names it,
+    as colocation does. A caption that names another node, and a cell that shows another
+    latency than the cases' matrix, are each named."""
+    (pytester.path / "trial.yaml").write_text(
+        (EXAMPLES / "sim-h100-storage-faulty.yaml").read_text())
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "--cluster-reports=reports")
+    views = read_views((pytester.path / "reports" / "latest").resolve(), result.stdout.str())
+    from tests.oracle import disagreements
+    assert disagreements(views) == []
+    assert "Farthest node: <b>sim-gpu-04</b>" in views.report
+    views.report = views.report.replace("Farthest node: <b>sim-gpu-04</b>",
+                                        "Farthest node: <b>sim-gpu-01</b>")
+    views.report = re.sub(r"(>sim-gpu-02 to sim-gpu-03: )[\d.]+ us<", r"\g<1>42 us<",
+                          views.report, count=1)
+    found = "\n".join(disagreements(views))
+    assert "the latency heat map names sim-gpu-01 the farthest node" in found
+    assert "(sim-gpu-04)" in found  # the highest median, whose it is
+    assert "colocation failed ['sim-gpu-04']" in found
+    assert "the latency heat map shows sim-gpu-02 to sim-gpu-03 42 us" in found
+
+
+FAR_33 = """\
+cluster: {{name: far-33, nodes: "sim-gpu-[01-33]", launcher: sim}}
+interconnect:
+  intra_node: {{kind: nvlink, rate: 450 GB/s}}
+  inter_node: {{kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}}
+  payloads: [4 GiB]
+  busbw: ">= 80%"
+  latency: "<= 5 us"
+sim:
+  gpu_model: H100-SXM-80GB
+  gpus_per_node: 8
+  faults: [{{node: {far}, latency_factor: 3}}]
+"""
+
+
+def test_above_32_nodes_the_heat_map_is_a_line_that_names_the_far_node(
+        pytester: pytest.Pytester) -> None:
+    """No matrix in the cases above 32 nodes: the report says so in one line, naming the
+    farthest node, and the oracle checks that line against the cases."""
+    assert run_and_check(pytester, FAR_33.format(far="sim-gpu-29"), "-k",
+                         "latency or colocation") == []
+    report = (pytester.path / "reports" / "latest" / "report.html").read_text()
+    heat = re.search(r'<figure id="latency-heatmap">(.*?)</figure>', report, re.S)
+    assert heat is not None and "<svg" not in heat.group(1)
+    assert "33 nodes: no heat map" in heat.group(1)
+    assert "Farthest node: <b>sim-gpu-29</b>" in heat.group(1)
+
+
 def test_a_soak_agrees_in_every_view(pytester: pytest.Pytester) -> None:
     spec = (EXAMPLES / "trial-sim.yaml").read_text().replace(
         "sim:\n", "sla: {uptime: 99%, price_per_node_hour: 10, down_after: 0 s, "

@@ -9,6 +9,7 @@ The lines themselves go to results.jsonl and are not held: at 1,024 nodes a run 
 - each clause's tally and the nodes x clauses matrix (tally.ClauseTally, gathered.Matrix);
 - in full (without their raw payloads, see `held`), the lines that did not pass and the
   benchmark runs the charts draw; a run where everything fails holds them all;
+- the latency cases' matrix and each node's median (latency_map.LatencyMap: the heat map);
 - the rows of the HTML's passed lists, in an unnamed temporary file (gone when closed or
   when the process ends), read back a row at a time as the report is written.
 """
@@ -29,6 +30,7 @@ from pytest_cluster.evidence.gathered import (
     passed_row,
     reference_named,
 )
+from pytest_cluster.evidence.latency_map import LatencyMap
 from pytest_cluster.evidence.plan import DESELECTED
 from pytest_cluster.evidence.results import clause_of, counted, outcome
 from pytest_cluster.evidence.tally import ClauseTally, add_to_tally
@@ -84,6 +86,7 @@ class Ledger:
         self._spool = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
         self.passed = PassedRows(self._spool)
         self.findings: list[str] = []  # what a check found beside its figure (a straggler)
+        self.latency = LatencyMap()  # the latency heat map's figures
 
     def add(self, record: Mapping[str, Any]) -> None:
         """Count one result line, as it is written."""
@@ -98,6 +101,7 @@ class Ledger:
         self._verdicts.add(record)
         add_to_tally(self._tallies, record)
         self._matrix.add(record)
+        self.latency.add(record)
         if kind == "passed":
             clause = clause_of(record)
             self.passed.add(clause, passed_row(record))

@@ -1,11 +1,12 @@
 """pytest-html's hooks of a contract run (registered beside the session, on the controller):
 the report's title; above pytest-html's table, a soak's account, the scorecard, the
-baseline, the busbw charts and the evidence itself; the table's Measured, Required and
-Reference columns; a passed contract check left out of the table (it is a line of the
-scorecard's collapsed lists instead) but counted. The scorecard's passed lists are written
-into report.html once pytest-html has written it, a piece at a time (report/splice.py), and
-pytest-html's "Report generated on" line (local time, no zone; no hook sets it) in UTC, as
-every other time of the run: "Report generated on 2026-11-27T05:06:56Z by"."""
+baseline, the busbw charts and the latency heat map, and the evidence itself; the table's
+Measured, Required and Reference columns; a passed contract check left out of the table (it
+is a line of the scorecard's collapsed lists instead) but counted. The scorecard's passed
+lists are written into report.html once pytest-html has written it, a piece at a time
+(report/splice.py), and pytest-html's "Report generated on" line (local time, no zone; no
+hook sets it) in UTC, as every other time of the run: "Report generated on
+2026-11-27T05:06:56Z by"."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def _baseline(run: ClusterSession) -> str:
 
 
 def _charts(run: ClusterSession) -> str:
-    return interconnect_charts(run.ledger.kept)
+    return interconnect_charts(run.ledger.kept, run.ledger.latency)
 
 
 def _evidence(run: ClusterSession) -> str:
