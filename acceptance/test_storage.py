@@ -297,7 +297,7 @@ def test_storage_checkpoint_keeps_up(cluster: Cluster, node: str, filesystem: St
         shown.append(text)
         if rate < checkpoint.keeps_up * middle:
             problems.append(text)
-    bad = [r for r in run.read if r.node == node and r.bad_blocks]
+    bad = run.bad(node)
     if bad:
         problems.append(f"{sum(r.bad_blocks for r in bad)} block(s) it read back were not "
                         f"as written (rank(s) {', '.join(str(r.rank) for r in bad)})")

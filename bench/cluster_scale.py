@@ -2,13 +2,15 @@
 cost per node on simulated clusters of 8 to 1,024 nodes x 8 GPUs.
 
 For each size (default 8, 64, 256, 1024 nodes) this writes one spec - a shared filesystem
-with a checkpoint (`/shared`, 1 GiB per GPU, write and read `>= 1 GB/s per GPU`), `gpus:
+with a checkpoint (`/shared`, 1 GiB per GPU, write and read `>= 1 GB/s per GPU`) and data
+loader reads (`iops`, `metadata` per node), `gpus:
 {count: 8, model: H100-SXM-80GB}` and examples/sim-h100-storage-faulty.yaml's interconnect
 block with `latency: "<= 5 us"` and `node_counts: [8]`, on the sim launcher, no fault - and
-runs, as a user would, `python -m pytest --cluster=SPEC -k "checkpoint or latency or
-colocation"` in a fresh process from a scratch directory, serially (bench/child.py: wall
+runs, as a user would, `python -m pytest --cluster=SPEC -k "checkpoint or dataloader or
+latency or colocation"` in a fresh process from a scratch directory, serially (bench/child.py: wall
 and CPU seconds, its peak RSS). Side by side, in the same run: the same command with the
-selection split in two (`-k checkpoint`, `-k "latency or colocation"`) to say which part
+selection split in two (`-k "checkpoint or dataloader"`, `-k "latency or colocation"`) to
+say which part
 grows, and, once, pytest's own start on the 8-node spec selecting nothing (`-k
 nothing_matches`: interpreter, plugin, collection), the fixed cost every run pays. A run
 quicker than 20 s is repeated, 3 times in all, and its fastest kept.
@@ -40,8 +42,8 @@ from child import Ended, ended  # bench/child.py, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = (ROOT / "examples" / "sim-h100-storage-faulty.yaml").read_text(encoding="utf-8")
-SELECTION = "checkpoint or latency or colocation"
-PARTS = {"checkpoint": "checkpoint", "latency": "latency or colocation"}
+SELECTION = "checkpoint or dataloader or latency or colocation"
+PARTS = {"storage": "checkpoint or dataloader", "latency": "latency or colocation"}
 NOTHING = "nothing_matches"
 HANG_S = 3600.0
 #: A run quicker than this is repeated, REPEATS times in all, and its fastest kept.
@@ -73,6 +75,9 @@ storage:
       size_per_gpu: 1 GiB
       write: ">= 1 GB/s per GPU"
       read: ">= 1 GB/s per GPU"
+    dataloader:
+      iops: ">= 50000 IOPS per node"
+      metadata: ">= 10 kops/s per node"
 
 gpus:
   count: 8
@@ -134,7 +139,7 @@ def main() -> None:
         print(f"pytest's start ({min(sizes)} nodes, nothing selected): "
               f"{start.seconds:.2f} s wall, {start.cpu_s:.2f} s CPU")
         print(f"{'nodes':>6} {'cases':>6} {'wall s':>8} {'s/node':>8} {'net s/node':>10} "
-              f"{'ckpt s/node':>11} {'lat s/node':>10} {'CPU s':>8} {'RSS MiB':>8} "
+              f"{'storage s/node':>14} {'lat s/node':>10} {'CPU s':>8} {'RSS MiB':>8} "
               f"{'exit':>4}")
         net: dict[int, float] = {}
         for nodes in sizes:
@@ -144,7 +149,7 @@ def main() -> None:
                        - start.seconds) / nodes for name, selection in PARTS.items()}
             net[nodes] = (done.seconds - start.seconds) / nodes
             print(f"{nodes:>6} {cases:>6} {done.seconds:>8.2f} {done.seconds / nodes:>8.4f} "
-                  f"{net[nodes]:>10.4f} {parts.get('checkpoint', math.nan):>11.4f} "
+                  f"{net[nodes]:>10.4f} {parts.get('storage', math.nan):>14.4f} "
                   f"{parts.get('latency', math.nan):>10.4f} {done.cpu_s:>8.2f} "
                   f"{done.rss_mib:>8.0f} {done.code!s:>4}", flush=True)
     first, last = min(sizes), max(sizes)

@@ -12,6 +12,7 @@ shared out. A node below `keeps_up` x the nodes' median holds the burst back.
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections.abc import Sequence
@@ -70,7 +71,14 @@ class CheckpointRun:
 
     def node_figures(self, phase: str) -> dict[str, tuple[int, float]]:
         """Per node whose writers (or readers) all measured: (bytes, seconds), its
-        seconds the slowest of its ranks'."""
+        seconds the slowest of its ranks' (made once per run object and phase)."""
+        return self._figures[phase]
+
+    @functools.cached_property
+    def _figures(self) -> dict[str, dict[str, tuple[int, float]]]:
+        return {phase: self._node_figures(phase) for phase in PHASES}
+
+    def _node_figures(self, phase: str) -> dict[str, tuple[int, float]]:
         mine: dict[str, list[RankFigures]] = {}
         for rank in self.ranks(phase):
             mine.setdefault(rank.node, []).append(rank)
@@ -107,8 +115,18 @@ class CheckpointRun:
         starts = [r.started_at for r in self.ranks(phase) if not r.error]
         return max(starts) - min(starts) if starts else 0.0
 
-    def bad(self) -> list[RankFigures]:
-        return [r for r in self.read if r.bad_blocks]
+    def bad(self, node: str | None = None) -> list[RankFigures]:
+        """The reads with blocks not as written (of `node`, or of every node)."""
+        return self._bad.get(node, []) if node is not None else \
+            [r for found in self._bad.values() for r in found]
+
+    @functools.cached_property
+    def _bad(self) -> dict[str, list[RankFigures]]:
+        found: dict[str, list[RankFigures]] = {}
+        for rank in self.read:
+            if rank.bad_blocks:
+                found.setdefault(rank.node, []).append(rank)
+        return found
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

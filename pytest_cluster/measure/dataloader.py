@@ -12,6 +12,7 @@ are busy computing is named CPU-bound, not a slow filesystem).
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections.abc import Sequence
@@ -76,7 +77,15 @@ class DataloaderRun:
         return "; ".join(why for who, why in self.errors if who == node)
 
     def node_figures(self, phase: str) -> dict[str, NodeFigures]:
-        """Per node whose workers all measured: its figures."""
+        """Per node whose workers all measured: its figures (made once per run object
+        and phase)."""
+        return self._figures[phase]
+
+    @functools.cached_property
+    def _figures(self) -> dict[str, dict[str, NodeFigures]]:
+        return {phase: self._node_figures(phase) for phase in JUDGED}
+
+    def _node_figures(self, phase: str) -> dict[str, NodeFigures]:
         mine: dict[str, list[WorkerFigures]] = {}
         for worker in self.workers(phase):
             mine.setdefault(worker.node, []).append(worker)
