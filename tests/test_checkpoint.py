@@ -224,6 +224,15 @@ def test_a_ranks_hostile_numbers_are_its_error_never_a_figure(data: dict[str, An
     assert found.error.startswith("bad checkpoint output: bytes is")
 
 
+def test_the_time_a_rank_waited_for_its_data_is_kept_and_checked() -> None:
+    report = {"bytes": 10, "seconds": 1.0, "started_at": 0, "ended_at": 1, "late_s": 0,
+              "cpu_s": 0}
+    assert _figures("n1", 0, {**report, "wait_s": 0.25}, "write", "").wait_s == 0.25
+    assert _figures("n1", 0, report, "write", "").wait_s == 0.0  # an older probe's
+    assert _figures("n1", 0, {**report, "wait_s": "x"}, "write", "").error == \
+        "bad checkpoint output: wait_s is 'x'"
+
+
 def test_a_nodes_share_is_split_among_its_writers_in_whole_pages() -> None:
     spec = parse_spec(spec_text("size_per_node: 1 GiB"), "t.yaml").storage[0].checkpoint
     assert spec is not None and size_per_writer(spec, 8) == 2**30 // 8

@@ -49,6 +49,7 @@ class RankFigures:
     bad_blocks: int = 0  # read: blocks not as their writer wrote them
     writer: int = -1  # read: whose file
     error: str = ""
+    wait_s: float = 0.0  # of `seconds`, waiting for the data to be made or checked (CPU)
 
 
 @dataclass(frozen=True)
@@ -176,7 +177,9 @@ def _figures(node: str, rank: int, data: dict[str, Any] | None, phase: str,
     if "error" in data:
         return replace(empty, error=str(data["error"])[:300])
     numbers = {}
-    for name in (*_NUMBERS, *(("bad_blocks", "writer") if phase == "read" else ())):
+    for name in (*_NUMBERS, *(("bad_blocks", "writer") if phase == "read" else ()), "wait_s"):
+        if name == "wait_s" and name not in data:
+            continue  # an older probe's
         value = _number(data.get(name))
         if value is None or value < 0:
             return replace(empty, error=f"bad checkpoint output: {name} is "
@@ -185,7 +188,8 @@ def _figures(node: str, rank: int, data: dict[str, Any] | None, phase: str,
     return RankFigures(node, rank, int(numbers["bytes"]), float(numbers["seconds"]),
                        float(numbers["started_at"]), float(numbers["ended_at"]),
                        float(numbers["late_s"]), float(numbers["cpu_s"]),
-                       int(numbers.get("bad_blocks", 0)), int(numbers.get("writer", -1)))
+                       int(numbers.get("bad_blocks", 0)), int(numbers.get("writer", -1)),
+                       wait_s=float(numbers.get("wait_s", 0.0)))
 
 
 def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
