@@ -149,6 +149,20 @@ def test_each_rank_reads_back_the_next_nodes_file_every_block_checked(tmp_path: 
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_short_file_is_read_to_its_end_and_its_missing_blocks_are_bad(
+        tmp_path: Path) -> None:
+    tag = token(60)
+    run_rank("write", tmp_path, tag, 1, 2, size=4 * 2**20, block=2**20)
+    written = tmp_path / f"{probe.PREFIX}{tag}-1"
+    with written.open("r+b") as f:  # its writer cut off in its third block
+        f.truncate(2 * 2**20 + 4096)
+    read = run_rank("read", tmp_path, tag, 0, 2, size=4 * 2**20, block=2**20)
+    assert (read["bytes"], read["file_bytes"]) == (2 * 2**20 + 4096, 2 * 2**20 + 4096)
+    assert (read["bad_blocks"], read["first_bad_block"]) == (2, 2)  # blocks 2 and 3
+    assert read["seconds"] > 0 and read["wait_s"] >= 0
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_blocks_differ_at_every_page_and_from_each_other() -> None:
     base = probe.base_block("1-abcdefabcdef", 3, 64 * 1024)
     first, second = probe.block(base, 3, 0), probe.block(base, 3, 1)

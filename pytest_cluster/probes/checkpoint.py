@@ -13,7 +13,8 @@ stale copy can pass for it.
 `--phase read`: every rank reads the file of the rank `--ranks-per-node` after it (the
 same GPU of the next node: a file another node wrote, so this node's page cache never
 held it; on a one-node job its own, its cached pages dropped first), checks every block
-against what its writer wrote, then removes it.
+against what its writer wrote (`--size` bytes: a short file's missing blocks are bad
+ones), then removes it.
 
 `--phase remove`: removes every file of the token (the controller's, however the burst
 ended).
@@ -206,31 +207,32 @@ def _read_ahead(fd: int, size: int, block_size: int, free: queue.Queue[bytearray
         full.put(None)
 
 
-def read(path: str, token: str, rank: int, writer: int, block_size: int,
+def read(path: str, token: str, rank: int, writer: int, size: int, block_size: int,
          start_at: float) -> dict[str, Any]:
-    """Read `writer`'s file in a thread, each block checked here while the next ones are
-    read."""
+    """Read `writer`'s file (`size` bytes as written) in a thread, each block checked here
+    while the next ones are read."""
     source = file_of(path, token, writer)
     base = base_block(token, writer, block_size)
+    count = (size + block_size - 1) // block_size
     late = _wait(start_at)
     free: queue.Queue[bytearray] = queue.Queue()
     for _ in range(AHEAD + 1):
         free.put(bytearray(block_size))
     full: queue.Queue[tuple[int, bytearray, int] | None] = queue.Queue()
     timing: dict[str, Any] = {"wait_s": 0.0}
-    cpu0, done, bad, first_bad = time.process_time(), 0, 0, None
+    cpu0, done, checked, bad, first_bad = time.process_time(), 0, 0, 0, None
     fd = os.open(source, os.O_RDONLY)
     try:
         total = os.fstat(fd).st_size
         if hasattr(os, "posix_fadvise"):  # what this node cached of it (its own file)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         thread = threading.Thread(target=_read_ahead, daemon=True,
-                                  args=(fd, total, block_size, free, full, timing))
+                                  args=(fd, size, block_size, free, full, timing))
         thread.start()
         while (item := full.get()) is not None:
             index, buffer, got = item
-            want = min(block_size, total - index * block_size)
-            done += got
+            want = min(block_size, size - index * block_size)
+            done, checked = done + got, checked + 1
             if got < want or buffer[:want] != block(base, writer, index)[:want]:
                 bad += 1
                 first_bad = index if first_bad is None else first_bad
@@ -240,6 +242,8 @@ def read(path: str, token: str, rank: int, writer: int, block_size: int,
         os.close(fd)
     if "error" in timing:
         raise timing["error"]
+    if checked < count:  # a short file: the blocks never read are not as written
+        bad, first_bad = bad + count - checked, checked if first_bad is None else first_bad
     os.unlink(source)
     return {"bytes": done, "seconds": timing["seconds"], "started_at": timing["started_at"],
             "ended_at": timing["ended_at"], "late_s": late, "wait_s": timing["wait_s"],
@@ -283,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
                               args.start_at))
         elif args.phase == "read":
             writer = (rank + args.ranks_per_node) % world
-            info.update(read(args.path, args.token, rank, writer, args.block, args.start_at))
+            info.update(read(args.path, args.token, rank, writer, args.size, args.block,
+                             args.start_at))
         else:
             info.update(remove(args.path, args.token))
     except OSError as exc:
