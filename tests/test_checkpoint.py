@@ -163,6 +163,20 @@ def test_a_short_file_is_read_to_its_end_and_its_missing_blocks_are_bad(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(("rank", "world", "per_node", "write_nodes", "writer"), [
+    (0, 4, 1, None, 1), (3, 4, 1, None, 0),  # the next node, round
+    (5, 8, 2, None, 7), (7, 8, 2, None, 1),  # the same GPU of the next node
+    (1, 3, 1, [0, 1, 3], 3),  # the write job's node 2 did not write: the next that did
+    (2, 3, 1, [0, 1, 3], 0),
+    (3, 6, 2, [0, 2, 3], 7),  # node 1's GPU 1 reads the write job's node 3's GPU 1
+    (0, 1, 1, None, 0),  # one node: its own
+])
+def test_a_reader_reads_the_same_writer_of_the_next_node_that_wrote(
+        rank: int, world: int, per_node: int, write_nodes: list[int] | None,
+        writer: int) -> None:
+    assert probe.writer_of(rank, world, per_node, write_nodes) == writer
+
+
 def test_blocks_differ_at_every_page_and_from_each_other() -> None:
     base = probe.base_block("1-abcdefabcdef", 3, 64 * 1024)
     first, second = probe.block(base, 3, 0), probe.block(base, 3, 1)

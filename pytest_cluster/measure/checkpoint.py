@@ -146,14 +146,18 @@ def token(timeout_s: float) -> str:
 
 
 def phase_job(fs: StorageSpec, nodes: Sequence[str], writers: int, size: int, phase: str,
-              tag: str, start_at: float) -> JobSpec:
+              tag: str, start_at: float, write_nodes: Sequence[int] = ()) -> JobSpec:
+    """One phase's job. `write_nodes` (read): the write job's index of each node, where
+    some node did not write."""
     assert fs.checkpoint is not None
     timeout = fs.checkpoint.timeout_s
     return JobSpec(nodes=tuple(nodes), program=probe_source("checkpoint"),
                    ranks_per_node=writers if phase != "remove" else 1,
                    args=("--phase", phase, "--path", fs.path, "--token", tag,
                          "--size", str(size), "--block", str(fs.checkpoint.block_bytes),
-                         "--start-at", f"{start_at:.3f}", "--ranks-per-node", str(writers)),
+                         "--start-at", f"{start_at:.3f}", "--ranks-per-node", str(writers),
+                         *(("--write-nodes", ",".join(map(str, write_nodes)))
+                           if write_nodes else ())),
                    init_timeout_s=min(60.0, timeout), wall_timeout_s=timeout)
 
 
@@ -209,7 +213,8 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
 def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
                    gpus: int | None, silent: dict[str, str]) -> CheckpointRun:
     """The burst over `nodes` (those of the cluster that answered; `silent`: the others
-    and why): the write job, the read job, then a job on the first node that removes
+    and why): the write job; the read job on the nodes whose writers all wrote, each
+    reading the next such node's files; then a job on the first node that removes
     whatever is left of it, also when interrupted."""
     assert fs.checkpoint is not None
     writers = writers_per_node(fs.checkpoint, gpus)
@@ -223,12 +228,20 @@ def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
     simulated = False
     try:
         for phase in PHASES:
-            start_at = time.time() + min(LEAD_MOST_S, LEAD_S + LEAD_PER_NODE_S * len(nodes))
+            on = list(nodes)
+            wrote: list[int] = []
+            if phase == "read":  # the files of the nodes that wrote them all
+                on = [n for n in nodes if n in run.node_figures("write")]
+                wrote = [nodes.index(n) for n in on] if len(on) < len(nodes) else []
+                if not on:
+                    break
+            start_at = time.time() + min(LEAD_MOST_S, LEAD_S + LEAD_PER_NODE_S * len(on))
             try:
                 ranks, errors, sim, more = _phase(
-                    launcher, phase_job(fs, nodes, writers, size, phase, tag, start_at), phase)
+                    launcher, phase_job(fs, on, writers, size, phase, tag, start_at, wrote),
+                    phase)
             except (ClusterError, OSError, ValueError) as exc:
-                errors, ranks, sim, more = [(n, f"{phase}: {exc}") for n in nodes], (), False, {}
+                errors, ranks, sim, more = [(n, f"{phase}: {exc}") for n in on], (), False, {}
             simulated = simulated or sim
             details.update(more)
             run = replace(run, errors=(*run.errors, *errors))

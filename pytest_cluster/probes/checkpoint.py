@@ -14,7 +14,9 @@ stale copy can pass for it.
 same GPU of the next node: a file another node wrote, so this node's page cache never
 held it; on a one-node job its own, its cached pages dropped first), checks every block
 against what its writer wrote (`--size` bytes: a short file's missing blocks are bad
-ones), then removes it.
+ones), then removes it. `--write-nodes 0,1,3`: the write job's node of each node of this
+job, when some node's writers failed (its files are not read; the next node is the next
+that wrote).
 
 `--phase remove`: removes every file of the token (the controller's, however the burst
 ended).
@@ -264,6 +266,26 @@ def remove(path: str, token: str) -> dict[str, Any]:
     return {"removed": len(removed)}
 
 
+def _indexes(text: str) -> list[int]:
+    """--write-nodes: node indexes, '0,1,3'."""
+    try:
+        found = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not node indexes like 0,1,3: {text[:80]!r}") \
+            from None
+    if not found or min(found) < 0:
+        raise argparse.ArgumentTypeError(f"not node indexes like 0,1,3: {text[:80]!r}")
+    return found
+
+
+def writer_of(rank: int, world: int, per_node: int, write_nodes: list[int] | None) -> int:
+    """Whose file `rank` reads: the same writer of the next node (of the write job's nodes
+    that wrote, `write_nodes`: the write job's index of each node of this job)."""
+    nodes = write_nodes or list(range(max(1, world // per_node)))
+    here, local = divmod(rank, per_node)
+    return nodes[(here + 1) % len(nodes)] * per_node + local
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--phase", choices=("write", "read", "remove"), required=True)
@@ -273,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--block", type=int, default=16 * 2**20)
     parser.add_argument("--start-at", type=float, default=0.0)
     parser.add_argument("--ranks-per-node", type=int, default=1)
+    parser.add_argument("--write-nodes", type=_indexes, default=None)
     args = parser.parse_args(argv)
     if TOKEN.match(args.token) is None or args.block % PAGE or args.block <= 0 \
             or args.size <= 0:
@@ -286,9 +309,9 @@ def main(argv: list[str] | None = None) -> int:
             info.update(write(args.path, args.token, rank, args.size, args.block,
                               args.start_at))
         elif args.phase == "read":
-            writer = (rank + args.ranks_per_node) % world
-            info.update(read(args.path, args.token, rank, writer, args.size, args.block,
-                             args.start_at))
+            info.update(read(args.path, args.token, rank,
+                             writer_of(rank, world, args.ranks_per_node, args.write_nodes),
+                             args.size, args.block, args.start_at))
         else:
             info.update(remove(args.path, args.token))
     except OSError as exc:
