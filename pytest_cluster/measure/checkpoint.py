@@ -147,8 +147,10 @@ def token(timeout_s: float) -> str:
 
 def phase_job(fs: StorageSpec, nodes: Sequence[str], writers: int, size: int, phase: str,
               tag: str, start_at: float, write_nodes: Sequence[int] = ()) -> JobSpec:
-    """One phase's job. `write_nodes` (read): the write job's index of each node, where
-    some node did not write."""
+    """One phase's job. The ranks never meet (no rendezvous): the master address is a
+    placeholder, so that no node is asked for its own before the job starts.
+    `write_nodes` (read): the write job's index of each node, where some node did not
+    write."""
     assert fs.checkpoint is not None
     timeout = fs.checkpoint.timeout_s
     return JobSpec(nodes=tuple(nodes), program=probe_source("checkpoint"),
@@ -158,7 +160,8 @@ def phase_job(fs: StorageSpec, nodes: Sequence[str], writers: int, size: int, ph
                          "--start-at", f"{start_at:.3f}", "--ranks-per-node", str(writers),
                          *(("--write-nodes", ",".join(map(str, write_nodes)))
                            if write_nodes else ())),
-                   init_timeout_s=min(60.0, timeout), wall_timeout_s=timeout)
+                   init_timeout_s=min(60.0, timeout), wall_timeout_s=timeout,
+                   master_addr="127.0.0.1")
 
 
 def _number(value: object) -> float | None:
@@ -198,9 +201,13 @@ def _figures(node: str, rank: int, data: dict[str, Any] | None, phase: str,
 
 def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
         tuple[RankFigures, ...], list[tuple[str, str]], bool, dict[str, Any]]:
+    """A phase's ranks, per node why it has none, whether simulated, and what to keep of
+    it."""
     result = run_job(launcher, job)
-    errors = [(part.split(": ", 1)[0], f"{phase}: {part.split(': ', 1)[-1]}")
-              for part in result.errors]
+    errors = []
+    for part in result.errors:  # 'node1: node1: job_node probe unreachable: ...'
+        node, _, why = part.partition(": ")
+        errors.append((node, f"{phase}: {why.removeprefix(f'{node}: ')}"))
     ranks = tuple(_figures(r.node, r.rank, r.data if r.ok else None, phase,
                            reason_line(r.stderr_tail) or f"exited with code {r.exit_code}")
                   for r in result.ranks)
@@ -210,12 +217,36 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
     return ranks, errors, result.simulated, {"leftovers": leftovers[:100]} if leftovers else {}
 
 
+#: On how many nodes at most the controller tries to remove what is left of a burst.
+REMOVE_TRIES = 3
+
+
+def _remove(launcher: Launcher, fs: StorageSpec, run: CheckpointRun, tag: str) -> dict[str, Any]:
+    """Remove every file of the burst, on the first node that can: those whose part ran
+    first (a node that did not answer is tried last)."""
+    ordered = sorted(run.nodes, key=lambda n: bool(run.node_error(n)))
+    tried = []
+    for node in ordered[:REMOVE_TRIES]:
+        try:
+            result = run_job(launcher, phase_job(fs, [node], run.writers_per_node,
+                                                 run.size_per_writer, "remove", tag, 0.0))
+        except (ClusterError, OSError, ValueError) as exc:
+            tried.append(f"{node}: {str(exc)[:200]}")
+            continue
+        data = result.ranks[0].data if result.ok and result.ranks else None
+        if data is not None and "error" not in data:
+            return {"removed": {"node": node, "files": data.get("removed")}}
+        tried.append(str(data["error"])[:200] if data else
+                     result.first_failure()[:200] or f"{node}: no result")
+    return {"remove_error": "; ".join(tried)}
+
+
 def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
                    gpus: int | None, silent: dict[str, str]) -> CheckpointRun:
     """The burst over `nodes` (those of the cluster that answered; `silent`: the others
     and why): the write job; the read job on the nodes whose writers all wrote, each
-    reading the next such node's files; then a job on the first node that removes
-    whatever is left of it, also when interrupted."""
+    reading the next such node's files; then a job on one node that removes whatever is
+    left of it, also when interrupted."""
     assert fs.checkpoint is not None
     writers = writers_per_node(fs.checkpoint, gpus)
     size = size_per_writer(fs.checkpoint, writers)
@@ -247,9 +278,6 @@ def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
             run = replace(run, errors=(*run.errors, *errors))
             run = replace(run, write=ranks) if phase == "write" else replace(run, read=ranks)
     finally:
-        try:
-            run_job(launcher, phase_job(fs, nodes[:1], writers, size, "remove", tag, 0.0))
-        except (ClusterError, OSError, ValueError) as exc:
-            details["remove_error"] = str(exc)[:300]
+        details.update(_remove(launcher, fs, run, tag))
     details["ended_at"] = time.time()
     return replace(run, details=details, simulated=simulated)
