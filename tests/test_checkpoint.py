@@ -268,6 +268,15 @@ def test_the_time_a_rank_waited_for_its_data_is_kept_and_checked() -> None:
         "bad checkpoint output: wait_s is 'x'"
 
 
+def test_a_runs_document_keeps_the_launchers_error_kinds_and_reads_without_them() -> None:
+    run = CheckpointRun(("a", "b"), 1, 100, 10, "/s", errors=(("b", "write: gone"),),
+                        error_kinds=(("b", "unreachable"),))
+    again = CheckpointRun.from_json(json.loads(json.dumps(run.to_json())))
+    assert again == run and again.node_kind("b") == "unreachable" and again.node_kind("a") == ""
+    older = {k: v for k, v in run.to_json().items() if k != "error_kinds"}
+    assert CheckpointRun.from_json(older).error_kinds == ()
+
+
 def test_a_nodes_share_is_split_among_its_writers_in_whole_pages() -> None:
     spec = parse_spec(spec_text("size_per_node: 1 GiB"), "t.yaml").storage[0].checkpoint
     assert spec is not None and size_per_writer(spec, 8) == 2**30 // 8
@@ -428,6 +437,7 @@ def burst_here(folder: Path, down: dict[str, set[str]],
 def test_a_node_lost_in_the_write_is_its_own_and_the_others_read_each_others_files(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run, nodes = burst_here(tmp_path, {"write": {"b"}}, monkeypatch)
+    assert run.node_kind("b") == "unreachable" and run.node_kind("a") == ""
     assert run.node_error("b") == \
         "write: job_node probe unreachable: ssh: connection refused (no sshd?)"
     # the read job: the nodes that wrote, each reading the same GPU's file of the next

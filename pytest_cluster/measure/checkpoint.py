@@ -64,6 +64,9 @@ class CheckpointRun:
     #: per node (and phase) why it has no figures: a node that did not answer, a job
     #: part that failed
     errors: tuple[tuple[str, str], ...] = ()
+    #: per node whose part of a phase the launcher could not run, its error kind
+    #: ('unreachable', 'timeout', ...: ProbeResult.error)
+    error_kinds: tuple[tuple[str, str], ...] = ()
     details: dict[str, Any] = field(default_factory=dict)
     simulated: bool = False
 
@@ -72,6 +75,10 @@ class CheckpointRun:
 
     def node_error(self, node: str) -> str:
         return "; ".join(why for who, why in self.errors if who == node)
+
+    def node_kind(self, node: str) -> str:
+        """The launcher's error kind for `node`'s part of the burst ('' when it ran)."""
+        return next((kind for who, kind in self.error_kinds if who == node), "")
 
     def node_figures(self, phase: str) -> dict[str, tuple[int, float]]:
         """Per node whose writers (or readers) all measured: (bytes, seconds), its
@@ -123,7 +130,9 @@ class CheckpointRun:
         return cls(**{**record, "nodes": tuple(record["nodes"]),
                       "write": tuple(RankFigures(**r) for r in record["write"]),
                       "read": tuple(RankFigures(**r) for r in record["read"]),
-                      "errors": tuple((str(a), str(b)) for a, b in record["errors"])})
+                      "errors": tuple((str(a), str(b)) for a, b in record["errors"]),
+                      "error_kinds": tuple((str(a), str(b))
+                                           for a, b in record.get("error_kinds", ()))})
 
 
 def writers_per_node(checkpoint: CheckpointSpec, gpus: int | None) -> int:
@@ -200,9 +209,10 @@ def _figures(node: str, rank: int, data: dict[str, Any] | None, phase: str,
 
 
 def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
-        tuple[RankFigures, ...], list[tuple[str, str]], bool, dict[str, Any]]:
-    """A phase's ranks, per node why it has none, whether simulated, and what to keep of
-    it."""
+        tuple[RankFigures, ...], list[tuple[str, str]], list[tuple[str, str]], bool,
+        dict[str, Any]]:
+    """A phase's ranks, per node why it has none, per node the launcher's error kind where
+    it could not run the node's part, whether simulated, and what to keep of it."""
     result = run_job(launcher, job)
     errors = []
     for part in result.errors:  # 'node1: node1: job_node probe unreachable: ...'
@@ -214,7 +224,8 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
     errors += [(r.node, f"{phase}: rank {r.rank}: {r.error}") for r in ranks if r.error]
     leftovers = [item for r in result.ranks if r.data for item in r.data.get("leftovers") or []
                  if isinstance(item, dict)]
-    return ranks, errors, result.simulated, {"leftovers": leftovers[:100]} if leftovers else {}
+    return (ranks, errors, list(result.error_kinds), result.simulated,
+            {"leftovers": leftovers[:100]} if leftovers else {})
 
 
 #: On how many nodes at most the controller tries to remove what is left of a burst.
@@ -268,14 +279,16 @@ def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
                     break
             start_at = time.time() + min(LEAD_MOST_S, LEAD_S + LEAD_PER_NODE_S * len(on))
             try:
-                ranks, errors, sim, more = _phase(
+                ranks, errors, kinds, sim, more = _phase(
                     launcher, phase_job(fs, on, writers, size, phase, tag, start_at, wrote),
                     phase)
             except (ClusterError, OSError, ValueError) as exc:
-                errors, ranks, sim, more = [(n, f"{phase}: {exc}") for n in on], (), False, {}
+                errors, kinds = [(n, f"{phase}: {exc}") for n in on], []
+                ranks, sim, more = (), False, {}
             simulated = simulated or sim
             details.update(more)
-            run = replace(run, errors=(*run.errors, *errors))
+            run = replace(run, errors=(*run.errors, *errors),
+                          error_kinds=(*run.error_kinds, *kinds))
             run = replace(run, write=ranks) if phase == "write" else replace(run, read=ranks)
     finally:
         details.update(_remove(launcher, fs, run, tag))
