@@ -283,9 +283,9 @@ def test_storage_checkpoint_keeps_up(cluster: Cluster, node: str, filesystem: St
     run = _run(cluster, filesystem, evidence)
     raw = {phase: _checkpoint_raw(cluster, filesystem, run, phase) for phase in PHASES}
     error = run.node_error(node)
-    if error:
+    if error:  # the launcher's kind where it could not run the node's part (unreachable)
         evidence.cannot_measure(rule, f"the checkpoint burst on {node}: {error}", raw=raw,
-                                kind="job_failed", node=node)
+                                kind=run.node_kind(node) or "job_failed", node=node)
     shown, problems = [], []
     for phase in PHASES:
         rate, middle = run.node_rate(phase, node), run.median_rate(phase)

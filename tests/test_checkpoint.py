@@ -8,20 +8,27 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_cluster.errors import SpecError
+from pytest_cluster.launchers.base import Launcher
+from pytest_cluster.launchers.result import ErrorKind, ProbeResult
+from pytest_cluster.measure import at_once
 from pytest_cluster.measure.at_once import token
 from pytest_cluster.measure.checkpoint import (
     CheckpointRun,
     RankFigures,
     _figures,
+    run_checkpoint,
     size_per_writer,
 )
+from pytest_cluster.probes import ProbeCall
 from pytest_cluster.probes import checkpoint as probe
+from pytest_cluster.sim.job_node import read_node_call
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.clauses import declared, keys
 from pytest_cluster.spec.model import Clause, Rule
@@ -149,6 +156,34 @@ def test_each_rank_reads_back_the_next_nodes_file_every_block_checked(tmp_path: 
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_short_file_is_read_to_its_end_and_its_missing_blocks_are_bad(
+        tmp_path: Path) -> None:
+    tag = token(60)
+    run_rank("write", tmp_path, tag, 1, 2, size=4 * 2**20, block=2**20)
+    written = tmp_path / f"{probe.PREFIX}{tag}-1"
+    with written.open("r+b") as f:  # its writer cut off in its third block
+        f.truncate(2 * 2**20 + 4096)
+    read = run_rank("read", tmp_path, tag, 0, 2, size=4 * 2**20, block=2**20)
+    assert (read["bytes"], read["file_bytes"]) == (2 * 2**20 + 4096, 2 * 2**20 + 4096)
+    assert (read["bad_blocks"], read["first_bad_block"]) == (2, 2)  # blocks 2 and 3
+    assert read["seconds"] > 0 and read["wait_s"] >= 0
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("rank", "world", "per_node", "write_nodes", "writer"), [
+    (0, 4, 1, None, 1), (3, 4, 1, None, 0),  # the next node, round
+    (5, 8, 2, None, 7), (7, 8, 2, None, 1),  # the same GPU of the next node
+    (1, 3, 1, [0, 1, 3], 3),  # the write job's node 2 did not write: the next that did
+    (2, 3, 1, [0, 1, 3], 0),
+    (3, 6, 2, [0, 2, 3], 7),  # node 1's GPU 1 reads the write job's node 3's GPU 1
+    (0, 1, 1, None, 0),  # one node: its own
+])
+def test_a_reader_reads_the_same_writer_of_the_next_node_that_wrote(
+        rank: int, world: int, per_node: int, write_nodes: list[int] | None,
+        writer: int) -> None:
+    assert probe.writer_of(rank, world, per_node, write_nodes) == writer
+
+
 def test_blocks_differ_at_every_page_and_from_each_other() -> None:
     base = probe.base_block("1-abcdefabcdef", 3, 64 * 1024)
     first, second = probe.block(base, 3, 0), probe.block(base, 3, 1)
@@ -222,6 +257,24 @@ def test_a_ranks_hostile_numbers_are_its_error_never_a_figure(data: dict[str, An
     report = {"started_at": 0, "ended_at": 1, "late_s": 0, "cpu_s": 0, **data}
     found = _figures("n1", 0, report, "write", "")
     assert found.error.startswith("bad checkpoint output: bytes is")
+
+
+def test_the_time_a_rank_waited_for_its_data_is_kept_and_checked() -> None:
+    report = {"bytes": 10, "seconds": 1.0, "started_at": 0, "ended_at": 1, "late_s": 0,
+              "cpu_s": 0}
+    assert _figures("n1", 0, {**report, "wait_s": 0.25}, "write", "").wait_s == 0.25
+    assert _figures("n1", 0, report, "write", "").wait_s == 0.0  # an older probe's
+    assert _figures("n1", 0, {**report, "wait_s": "x"}, "write", "").error == \
+        "bad checkpoint output: wait_s is 'x'"
+
+
+def test_a_runs_document_keeps_the_launchers_error_kinds_and_reads_without_them() -> None:
+    run = CheckpointRun(("a", "b"), 1, 100, 10, "/s", errors=(("b", "write: gone"),),
+                        error_kinds=(("b", "unreachable"),))
+    again = CheckpointRun.from_json(json.loads(json.dumps(run.to_json())))
+    assert again == run and again.node_kind("b") == "unreachable" and again.node_kind("a") == ""
+    older = {k: v for k, v in run.to_json().items() if k != "error_kinds"}
+    assert CheckpointRun.from_json(older).error_kinds == ()
 
 
 def test_a_nodes_share_is_split_among_its_writers_in_whole_pages() -> None:
@@ -326,3 +379,93 @@ def test_a_real_burst_on_this_machine_passes_and_leaves_nothing(
     assert "its own, its cached pages dropped first" in write["method"]
     assert "simulated" not in write or write["simulated"] is False
     assert list(folder.iterdir()) == []
+
+
+# -- the burst's jobs, each node's part run here (a node may not answer) ----------------
+
+class Nodes(Launcher):
+    """Runs each node's part of a checkpoint job on this machine, its ranks one after the
+    other (a real job_node's answer); the nodes in `down[phase]` do not answer that phase
+    (a writer killed mid-write leaves part of its file)."""
+
+    name = "fake"
+
+    def __init__(self, down: dict[str, set[str]]) -> None:  # no spec: nothing to set up
+        self.down = down
+        self.parts: list[tuple[str, str, dict[str, str]]] = []
+
+    def run(self, call: ProbeCall, nodes: Sequence[str],
+            timeout_s: float) -> dict[str, ProbeResult]:
+        (node,) = nodes
+        part = read_node_call(call.args)
+        assert part is not None and part.master_addr == "127.0.0.1"  # nobody asked
+        args = dict(zip(part.rank_args[::2], part.rank_args[1::2], strict=True))
+        self.parts.append((args["--phase"], node, args))
+        world = part.nnodes * part.ranks_per_node
+        ranks = [part.node_rank * part.ranks_per_node + local
+                 for local in range(part.ranks_per_node)]
+        if node in self.down.get(args["--phase"], set()):
+            if args["--phase"] == "write":
+                for rank in ranks:
+                    Path(probe.file_of(args["--path"], args["--token"], rank)).write_bytes(
+                        b"x" * 5000)
+            return {node: ProbeResult(node, "job_node", None, ErrorKind.UNREACHABLE,
+                                      "ssh: connection refused (no sshd?)")}
+        found = []
+        for local, rank in enumerate(ranks):
+            done = subprocess.run([sys.executable, "-c", part.program, *part.rank_args],
+                                  env={**os.environ, "RANK": str(rank),
+                                       "WORLD_SIZE": str(world)},
+                                  capture_output=True, text=True, timeout=60, check=False)
+            found.append({"rank": rank, "local_rank": local, "exit_code": done.returncode,
+                          "ended_at": time.time(), "stderr_tail": done.stderr[-2000:],
+                          "data": json.loads(done.stdout.strip().splitlines()[-1])})
+        return {node: ProbeResult(node, "job_node", {"ranks": found, "killed_because": "",
+                                                     "gloo_socket_ifname": None})}
+
+
+def burst_here(folder: Path, down: dict[str, set[str]],
+               monkeypatch: pytest.MonkeyPatch) -> tuple[CheckpointRun, Nodes]:
+    monkeypatch.setattr(at_once, "LEAD_S", 0.0)
+    (fs,) = parse_spec(
+        "cluster: {name: t, nodes: 'a,b,c', launcher: local}\n"
+        f"storage:\n  - path: {folder}\n    shared: true\n    checkpoint:\n"
+        "      size_per_node: 2 MiB\n      block_size: 256 KiB\n"
+        "      write: '>= 1 MB/s'\n", "t.yaml").storage
+    nodes = Nodes(down)
+    return run_checkpoint(nodes, fs, ["a", "b", "c"], 2, {}), nodes
+
+
+def test_a_node_lost_in_the_write_is_its_own_and_the_others_read_each_others_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run, nodes = burst_here(tmp_path, {"write": {"b"}}, monkeypatch)
+    assert run.node_kind("b") == "unreachable" and run.node_kind("a") == ""
+    assert run.node_error("b") == \
+        "write: job_node probe unreachable: ssh: connection refused (no sshd?)"
+    # the read job: the nodes that wrote, each reading the same GPU's file of the next
+    reads = [(node, args.get("--write-nodes")) for phase, node, args in nodes.parts
+             if phase == "read"]
+    assert reads == [("a", "0,2"), ("c", "0,2")]
+    assert {(r.node, r.rank, r.writer, r.bad_blocks) for r in run.read} == {
+        ("a", 0, 4, 0), ("a", 1, 5, 0), ("c", 2, 0, 0), ("c", 3, 1, 0)}
+    assert set(run.node_figures("read")) == {"a", "c"} and run.aggregate("read") is None
+    # b's partial files are removed by the first node that answered
+    assert run.details["removed"] == {"node": "a", "files": 2}
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_first_node_lost_leaves_the_others_phases_and_the_removal_to_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run, nodes = burst_here(tmp_path, {"write": {"a"}, "remove": {"a"}}, monkeypatch)
+    assert set(run.node_figures("write")) == set(run.node_figures("read")) == {"b", "c"}
+    assert [e for e in run.errors if e[0] != "a"] == []
+    assert [node for phase, node, _ in nodes.parts if phase == "remove"] == ["b"]
+    assert run.details["removed"] == {"node": "b", "files": 2}
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_removal_no_node_can_make_is_said(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    run, _ = burst_here(tmp_path, {"remove": {"a", "b", "c"}}, monkeypatch)
+    assert run.details["remove_error"].count("job_node probe unreachable") == 3
+    assert "removed" not in run.details

@@ -111,6 +111,9 @@ class JobResult:
     #: (node, why it killed its ranks) for each node that did: 'wall-clock limit of 300 s
     #: reached', 'rank 2 gave no sign of life for 8.1 s'
     stopped: tuple[tuple[str, str], ...] = ()
+    #: (node, the launcher's error kind: 'unreachable', 'timeout', ...) for each node
+    #: whose part did not run (its line in `errors`)
+    error_kinds: tuple[tuple[str, str], ...] = ()
 
     @property
     def wall_clock(self) -> str:
@@ -185,9 +188,11 @@ def run_job(launcher: Launcher, job: JobSpec) -> JobResult:
     ranks: list[RankResult] = []
     errors: list[str] = []
     stopped: list[tuple[str, str]] = []
+    kinds: list[tuple[str, str]] = []
     for node, result in zip(job.nodes, results, strict=True):
         if not result.ok:
             errors.append(f"{node}: {result.describe()}")
+            kinds.append((node, result.error.value if result.error else "failed"))
             continue
         payload = result.payload()
         why = payload.get("killed_because")
@@ -203,4 +208,4 @@ def run_job(launcher: Launcher, job: JobSpec) -> JobResult:
                                     steps if isinstance(steps, dict) else None))
     return JobResult(tuple(sorted(ranks, key=lambda r: r.rank)), master, tuple(errors),
                      simulated=any(result.simulated for result in results),
-                     stopped=tuple(stopped))
+                     stopped=tuple(stopped), error_kinds=tuple(kinds))

@@ -46,6 +46,7 @@ class RankFigures:
     bad_blocks: int = 0  # read: blocks not as their writer wrote them
     writer: int = -1  # read: whose file
     error: str = ""
+    wait_s: float = 0.0  # of `seconds`, waiting for the data to be made or checked (CPU)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,9 @@ class CheckpointRun:
     #: per node (and phase) why it has no figures: a node that did not answer, a job
     #: part that failed
     errors: tuple[tuple[str, str], ...] = ()
+    #: per node whose part of a phase the launcher could not run, its error kind
+    #: ('unreachable', 'timeout', ...: ProbeResult.error)
+    error_kinds: tuple[tuple[str, str], ...] = ()
     details: dict[str, Any] = field(default_factory=dict)
     simulated: bool = False
 
@@ -68,6 +72,10 @@ class CheckpointRun:
 
     def node_error(self, node: str) -> str:
         return "; ".join(why for who, why in self.errors if who == node)
+
+    def node_kind(self, node: str) -> str:
+        """The launcher's error kind for `node`'s part of the burst ('' when it ran)."""
+        return next((kind for who, kind in self.error_kinds if who == node), "")
 
     def node_figures(self, phase: str) -> dict[str, tuple[int, float]]:
         """Per node whose writers (or readers) all measured: (bytes, seconds), its
@@ -136,7 +144,9 @@ class CheckpointRun:
         return cls(**{**record, "nodes": tuple(record["nodes"]),
                       "write": tuple(RankFigures(**r) for r in record["write"]),
                       "read": tuple(RankFigures(**r) for r in record["read"]),
-                      "errors": tuple((str(a), str(b)) for a, b in record["errors"])})
+                      "errors": tuple((str(a), str(b)) for a, b in record["errors"]),
+                      "error_kinds": tuple((str(a), str(b))
+                                           for a, b in record.get("error_kinds", ()))})
 
 
 def writers_per_node(checkpoint: CheckpointSpec, gpus: int | None) -> int:
@@ -153,15 +163,22 @@ def size_per_writer(checkpoint: CheckpointSpec, writers: int) -> int:
 
 
 def phase_job(fs: StorageSpec, nodes: Sequence[str], writers: int, size: int, phase: str,
-              tag: str, start_at: float) -> JobSpec:
+              tag: str, start_at: float, write_nodes: Sequence[int] = ()) -> JobSpec:
+    """One phase's job. The ranks never meet (no rendezvous): the master address is a
+    placeholder, so that no node is asked for its own before the job starts.
+    `write_nodes` (read): the write job's index of each node, where some node did not
+    write."""
     assert fs.checkpoint is not None
     timeout = fs.checkpoint.timeout_s
     return JobSpec(nodes=tuple(nodes), program=probe_source("checkpoint"),
                    ranks_per_node=writers if phase != "remove" else 1,
                    args=("--phase", phase, "--path", fs.path, "--token", tag,
                          "--size", str(size), "--block", str(fs.checkpoint.block_bytes),
-                         "--start-at", f"{start_at:.3f}", "--ranks-per-node", str(writers)),
-                   init_timeout_s=min(60.0, timeout), wall_timeout_s=timeout)
+                         "--start-at", f"{start_at:.3f}", "--ranks-per-node", str(writers),
+                         *(("--write-nodes", ",".join(map(str, write_nodes)))
+                           if write_nodes else ())),
+                   init_timeout_s=min(60.0, timeout), wall_timeout_s=timeout,
+                   master_addr="127.0.0.1")
 
 
 def _figures(node: str, rank: int, data: dict[str, Any] | None, phase: str,
@@ -174,7 +191,9 @@ def _figures(node: str, rank: int, data: dict[str, Any] | None, phase: str,
     if "error" in data:
         return replace(empty, error=str(data["error"])[:300])
     numbers = {}
-    for name in (*_NUMBERS, *(("bad_blocks", "writer") if phase == "read" else ())):
+    for name in (*_NUMBERS, *(("bad_blocks", "writer") if phase == "read" else ()), "wait_s"):
+        if name == "wait_s" and name not in data:
+            continue  # an older probe's
         value = finite_number(data.get(name))
         if value is None or value < 0:
             return replace(empty, error=f"bad checkpoint output: {name} is "
@@ -183,14 +202,20 @@ def _figures(node: str, rank: int, data: dict[str, Any] | None, phase: str,
     return RankFigures(node, rank, int(numbers["bytes"]), float(numbers["seconds"]),
                        float(numbers["started_at"]), float(numbers["ended_at"]),
                        float(numbers["late_s"]), float(numbers["cpu_s"]),
-                       int(numbers.get("bad_blocks", 0)), int(numbers.get("writer", -1)))
+                       int(numbers.get("bad_blocks", 0)), int(numbers.get("writer", -1)),
+                       wait_s=float(numbers.get("wait_s", 0.0)))
 
 
 def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
-        tuple[RankFigures, ...], list[tuple[str, str]], bool, dict[str, Any]]:
+        tuple[RankFigures, ...], list[tuple[str, str]], list[tuple[str, str]], bool,
+        dict[str, Any]]:
+    """A phase's ranks, per node why it has none, per node the launcher's error kind where
+    it could not run the node's part, whether simulated, and what to keep of it."""
     result = run_job(launcher, job)
-    errors = [(part.split(": ", 1)[0], f"{phase}: {part.split(': ', 1)[-1]}")
-              for part in result.errors]
+    errors = []
+    for part in result.errors:  # 'node1: node1: job_node probe unreachable: ...'
+        node, _, why = part.partition(": ")
+        errors.append((node, f"{phase}: {why.removeprefix(f'{node}: ')}"))
     ranks = tuple(_figures(r.node, r.rank, r.data if r.ok else None, phase,
                            reason_line(r.stderr_tail) or f"exited with code {r.exit_code}")
                   for r in result.ranks)
@@ -202,14 +227,39 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
                      if r.data and r.data.get("capacity_bytes") is not None), None)
     if capacity is not None and capacity > 0:
         more["capacity_bytes"] = capacity
-    return ranks, errors, result.simulated, more
+    return ranks, errors, list(result.error_kinds), result.simulated, more
+
+
+#: On how many nodes at most the controller tries to remove what is left of a burst.
+REMOVE_TRIES = 3
+
+
+def _remove(launcher: Launcher, fs: StorageSpec, run: CheckpointRun, tag: str) -> dict[str, Any]:
+    """Remove every file of the burst, on the first node that can: those whose part ran
+    first (a node that did not answer is tried last)."""
+    ordered = sorted(run.nodes, key=lambda n: bool(run.node_error(n)))
+    tried = []
+    for node in ordered[:REMOVE_TRIES]:
+        try:
+            result = run_job(launcher, phase_job(fs, [node], run.writers_per_node,
+                                                 run.size_per_writer, "remove", tag, 0.0))
+        except (ClusterError, OSError, ValueError) as exc:
+            tried.append(f"{node}: {str(exc)[:200]}")
+            continue
+        data = result.ranks[0].data if result.ok and result.ranks else None
+        if data is not None and "error" not in data:
+            return {"removed": {"node": node, "files": data.get("removed")}}
+        tried.append(str(data["error"])[:200] if data else
+                     result.first_failure()[:200] or f"{node}: no result")
+    return {"remove_error": "; ".join(tried)}
 
 
 def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
                    gpus: int | None, silent: dict[str, str]) -> CheckpointRun:
     """The burst over `nodes` (those of the cluster that answered; `silent`: the others
-    and why): the write job, the read job, then a job on the first node that removes
-    whatever is left of it, also when interrupted."""
+    and why): the write job; the read job on the nodes whose writers all wrote, each
+    reading the next such node's files; then a job on one node that removes whatever is
+    left of it, also when interrupted."""
     assert fs.checkpoint is not None
     writers = writers_per_node(fs.checkpoint, gpus)
     size = size_per_writer(fs.checkpoint, writers)
@@ -222,19 +272,25 @@ def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
     simulated = False
     try:
         for phase in PHASES:
+            on = list(nodes)
+            wrote: list[int] = []
+            if phase == "read":  # the files of the nodes that wrote them all
+                on = [n for n in nodes if n in run.node_figures("write")]
+                wrote = [nodes.index(n) for n in on] if len(on) < len(nodes) else []
+                if not on:
+                    break
             try:
-                ranks, errors, sim, more = _phase(launcher, phase_job(
-                    fs, nodes, writers, size, phase, tag, start_at(len(nodes))), phase)
+                ranks, errors, kinds, sim, more = _phase(launcher, phase_job(
+                    fs, on, writers, size, phase, tag, start_at(len(on)), wrote), phase)
             except (ClusterError, OSError, ValueError) as exc:
-                errors, ranks, sim, more = [(n, f"{phase}: {exc}") for n in nodes], (), False, {}
+                errors, kinds = [(n, f"{phase}: {exc}") for n in on], []
+                ranks, sim, more = (), False, {}
             simulated = simulated or sim
             details.update(more)
-            run = replace(run, errors=(*run.errors, *errors))
+            run = replace(run, errors=(*run.errors, *errors),
+                          error_kinds=(*run.error_kinds, *kinds))
             run = replace(run, write=ranks) if phase == "write" else replace(run, read=ranks)
     finally:
-        try:
-            run_job(launcher, phase_job(fs, nodes[:1], writers, size, "remove", tag, 0.0))
-        except (ClusterError, OSError, ValueError) as exc:
-            details["remove_error"] = str(exc)[:300]
+        details.update(_remove(launcher, fs, run, tag))
     details["ended_at"] = time.time()
     return replace(run, details=details, simulated=simulated)

@@ -13,16 +13,24 @@ stale copy can pass for it.
 `--phase read`: every rank reads the file of the rank `--ranks-per-node` after it (the
 same GPU of the next node: a file another node wrote, so this node's page cache never
 held it; on a one-node job its own, its cached pages dropped first), checks every block
-against what its writer wrote, then removes it.
+against what its writer wrote (`--size` bytes: a short file's missing blocks are bad
+ones), then removes it. `--write-nodes 0,1,3`: the write job's node of each node of this
+job, when some node's writers failed (its files are not read; the next node is the next
+that wrote).
 
 `--phase remove`: removes every file of the token (the controller's, however the burst
 ended).
 
-Only the write(), fsync() and readinto() calls are timed (`seconds`): making and checking
-the data are not. Each rank prints one JSON line: bytes, seconds, started_at and ended_at
-(UNIX time of the first and last timed call), late_s (how late after --start-at it
-started), cpu_s (this process's CPU time, user + system), and for a read the blocks that
-were not as written.
+The data is made (written) or checked (read) in a thread beside the one that writes or
+reads, a block or two apart, so that neither waits for the other while the filesystem is
+the slower. `seconds` is the I/O's whole span: from the first write() to the end of the
+fsync(), or from the first read to the last; never only the calls themselves, as the
+kernel goes on reading ahead or writing back between them. `wait_s` is how long of it the
+I/O waited for the data to be made or checked (the CPU, not the filesystem, was then the
+limit: the rate is a lower bound). Each rank prints one JSON line: bytes, seconds,
+started_at and ended_at (UNIX time of the span's start and end), late_s (how late after
+--start-at it started), wait_s, cpu_s (this process's CPU time, user + system), and for a
+read the blocks that were not as written.
 
 Nothing is left behind: the token is `<expires>-<12 hex digits>`, the time after which no
 phase of this burst can still run. A write stopped by SIGTERM, SIGINT or SIGHUP removes
@@ -36,11 +44,13 @@ import argparse
 import contextlib
 import json
 import os
+import queue
 import re
 import signal
 import socket
 import struct
 import sys
+import threading
 import time
 from types import FrameType
 from typing import Any
@@ -52,6 +62,8 @@ PAGE = 4096
 MAGIC = b"PCKP"
 #: How long a rank waits for --start-at at most (a clock far off is not waited for).
 MOST_WAIT_S = 300.0
+#: Blocks made (or read) ahead of the thread that writes (or checks) them.
+AHEAD = 2
 
 
 def file_of(path: str, token: str, rank: int) -> str:
@@ -117,6 +129,21 @@ def write(path: str, token: str, rank: int, size: int, block_size: int,
     target = file_of(path, token, rank)
     base = base_block(token, rank, block_size)
     leftovers = sweep(path, time.time()) if rank == 0 else []
+    count = (size + block_size - 1) // block_size
+    made: queue.Queue[bytearray | Exception] = queue.Queue(AHEAD)
+
+    def make() -> None:  # the blocks, in a thread: never in the write's span
+        try:
+            for index in range(count):
+                made.put(block(base, rank, index)[:size - index * block_size])
+        except Exception as exc:  # the writer raises it
+            made.put(exc)
+
+    def next_block() -> bytearray:
+        data = made.get()
+        if isinstance(data, Exception):
+            raise data
+        return data
 
     def stop(signum: int, _frame: FrameType | None) -> None:
         with contextlib.suppress(OSError):
@@ -125,30 +152,32 @@ def write(path: str, token: str, rank: int, size: int, block_size: int,
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, stop)
+    threading.Thread(target=make, daemon=True).start()
     late = _wait(start_at)
-    cpu0, spent, written = time.process_time(), 0.0, 0
-    started = time.time()
+    cpu0, waited, written = time.process_time(), 0.0, 0
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        for index in range((size + block_size - 1) // block_size):
-            data = block(base, rank, index)[:size - written]
-            t0 = time.perf_counter()
+        data = next_block()
+        started, t0 = time.time(), time.perf_counter()
+        for index in range(count):
+            if index:
+                w0 = time.perf_counter()
+                data = next_block()
+                waited += time.perf_counter() - w0
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
-            spent += time.perf_counter() - t0
             written += len(data)
-        t0 = time.perf_counter()
         os.fsync(fd)
-        spent += time.perf_counter() - t0
-    except OSError:
+        spent = time.perf_counter() - t0
+    except Exception:
         os.close(fd)
         os.unlink(target)
         raise
     os.close(fd)
     found = {"bytes": written, "seconds": spent, "started_at": started,
-             "ended_at": time.time(), "late_s": late, "cpu_s": time.process_time() - cpu0,
-             "leftovers": leftovers}
+             "ended_at": time.time(), "late_s": late, "wait_s": waited,
+             "cpu_s": time.process_time() - cpu0, "leftovers": leftovers}
     if rank == 0:  # the filesystem's size, for references given per TiB
         with contextlib.suppress(OSError):
             st = os.statvfs(path)
@@ -156,41 +185,77 @@ def write(path: str, token: str, rank: int, size: int, block_size: int,
     return found
 
 
-def read(path: str, token: str, rank: int, writer: int, block_size: int,
-         start_at: float) -> dict[str, Any]:
-    source = file_of(path, token, writer)
-    base = base_block(token, writer, block_size)
-    late = _wait(start_at)
-    cpu0, spent, done, bad, first_bad = time.process_time(), 0.0, 0, 0, None
-    buffer = bytearray(block_size)
-    started = time.time()
-    fd = os.open(source, os.O_RDONLY)
+def _read_ahead(fd: int, size: int, block_size: int, free: queue.Queue[bytearray],
+                full: queue.Queue[tuple[int, bytearray, int] | None],
+                timing: dict[str, Any]) -> None:
+    """The reading thread: every block into a free buffer, handed on full (None at the
+    end or at a short block); its span, and how long of it it waited for a buffer to be
+    checked, into `timing`."""
+    timing["started_at"], t0 = time.time(), time.perf_counter()
     try:
-        total = os.fstat(fd).st_size
-        if hasattr(os, "posix_fadvise"):  # what this node cached of it (its own file)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        for index in range((total + block_size - 1) // block_size):
-            want = min(block_size, total - done)
+        for index in range((size + block_size - 1) // block_size):
+            w0 = time.perf_counter()
+            buffer = free.get()
+            timing["wait_s"] += time.perf_counter() - w0
+            want = min(block_size, size - index * block_size)
             view, got = memoryview(buffer)[:want], 0
-            t0 = time.perf_counter()
             while got < want:
                 count = os.readv(fd, [view[got:]])
                 if count == 0:
                     break
                 got += count
-            spent += time.perf_counter() - t0
-            done += got
+            full.put((index, buffer, got))
+            if got < want:
+                break
+    except Exception as exc:  # the checking thread raises it
+        timing["error"] = exc
+    finally:
+        timing["seconds"], timing["ended_at"] = time.perf_counter() - t0, time.time()
+        full.put(None)
+
+
+def read(path: str, token: str, rank: int, writer: int, size: int, block_size: int,
+         start_at: float) -> dict[str, Any]:
+    """Read `writer`'s file (`size` bytes as written) in a thread, each block checked here
+    while the next ones are read."""
+    source = file_of(path, token, writer)
+    base = base_block(token, writer, block_size)
+    count = (size + block_size - 1) // block_size
+    late = _wait(start_at)
+    free: queue.Queue[bytearray] = queue.Queue()
+    for _ in range(AHEAD + 1):
+        free.put(bytearray(block_size))
+    full: queue.Queue[tuple[int, bytearray, int] | None] = queue.Queue()
+    timing: dict[str, Any] = {"wait_s": 0.0}
+    cpu0, done, checked, bad, first_bad = time.process_time(), 0, 0, 0, None
+    fd = os.open(source, os.O_RDONLY)
+    try:
+        total = os.fstat(fd).st_size
+        if hasattr(os, "posix_fadvise"):  # what this node cached of it (its own file)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        thread = threading.Thread(target=_read_ahead, daemon=True,
+                                  args=(fd, size, block_size, free, full, timing))
+        thread.start()
+        while (item := full.get()) is not None:
+            index, buffer, got = item
+            want = min(block_size, size - index * block_size)
+            done, checked = done + got, checked + 1
             if got < want or buffer[:want] != block(base, writer, index)[:want]:
                 bad += 1
                 first_bad = index if first_bad is None else first_bad
-            if got < want:
-                break
+            free.put(buffer)
+        thread.join()
     finally:
         os.close(fd)
+    if "error" in timing:
+        raise timing["error"]
+    if checked < count:  # a short file: the blocks never read are not as written
+        bad, first_bad = bad + count - checked, checked if first_bad is None else first_bad
     os.unlink(source)
-    return {"bytes": done, "seconds": spent, "started_at": started, "ended_at": time.time(),
-            "late_s": late, "cpu_s": time.process_time() - cpu0, "writer": writer,
-            "file_bytes": total, "bad_blocks": bad, "first_bad_block": first_bad}
+    return {"bytes": done, "seconds": timing["seconds"], "started_at": timing["started_at"],
+            "ended_at": timing["ended_at"], "late_s": late, "wait_s": timing["wait_s"],
+            "cpu_s": time.process_time() - cpu0, "writer": writer, "file_bytes": total,
+            "bad_blocks": bad, "first_bad_block": first_bad}
 
 
 def remove(path: str, token: str) -> dict[str, Any]:
@@ -206,6 +271,26 @@ def remove(path: str, token: str) -> dict[str, Any]:
     return {"removed": len(removed)}
 
 
+def _indexes(text: str) -> list[int]:
+    """--write-nodes: node indexes, '0,1,3'."""
+    try:
+        found = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not node indexes like 0,1,3: {text[:80]!r}") \
+            from None
+    if not found or min(found) < 0:
+        raise argparse.ArgumentTypeError(f"not node indexes like 0,1,3: {text[:80]!r}")
+    return found
+
+
+def writer_of(rank: int, world: int, per_node: int, write_nodes: list[int] | None) -> int:
+    """Whose file `rank` reads: the same writer of the next node (of the write job's nodes
+    that wrote, `write_nodes`: the write job's index of each node of this job)."""
+    nodes = write_nodes or list(range(max(1, world // per_node)))
+    here, local = divmod(rank, per_node)
+    return nodes[(here + 1) % len(nodes)] * per_node + local
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--phase", choices=("write", "read", "remove"), required=True)
@@ -215,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--block", type=int, default=16 * 2**20)
     parser.add_argument("--start-at", type=float, default=0.0)
     parser.add_argument("--ranks-per-node", type=int, default=1)
+    parser.add_argument("--write-nodes", type=_indexes, default=None)
     args = parser.parse_args(argv)
     if TOKEN.match(args.token) is None or args.block % PAGE or args.block <= 0 \
             or args.size <= 0:
@@ -228,8 +314,9 @@ def main(argv: list[str] | None = None) -> int:
             info.update(write(args.path, args.token, rank, args.size, args.block,
                               args.start_at))
         elif args.phase == "read":
-            writer = (rank + args.ranks_per_node) % world
-            info.update(read(args.path, args.token, rank, writer, args.block, args.start_at))
+            info.update(read(args.path, args.token, rank,
+                             writer_of(rank, world, args.ranks_per_node, args.write_nodes),
+                             args.size, args.block, args.start_at))
         else:
             info.update(remove(args.path, args.token))
     except OSError as exc:

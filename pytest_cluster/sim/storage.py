@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.probes.checkpoint import writer_of
 from pytest_cluster.sim.cluster import faults_on, jitter
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ CLIENT_READ = 25e9
 #: The simulated shared filesystem's size: 1 PiB.
 SIM_CAPACITY = 2**50
 _OPTIONS = ("--phase", "--path", "--token", "--size", "--block", "--start-at",
-            "--ranks-per-node")
+            "--ranks-per-node", "--write-nodes")
 
 
 def storage_factor(sim: SimSpec, node: str) -> float:
@@ -73,6 +74,8 @@ def checkpoint_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
     phase, size = given["--phase"], int(given.get("--size", 2**30))
     writers = int(given.get("--ranks-per-node", ranks_per_node))
     world = len(nodes) * ranks_per_node
+    write_nodes = [int(i) for i in given["--write-nodes"].split(",")] \
+        if "--write-nodes" in given else None
     now = time.time()
     parts: list[list[dict[str, Any]]] = []
     for index, node in enumerate(nodes):
@@ -90,7 +93,8 @@ def checkpoint_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
                 if phase == "read":
                     blocks = max(1, size // int(given.get("--block", 2**24)))
                     bad = blocks if corrupt(sim, node) else 0
-                    data.update(writer=(rank + writers) % world, file_bytes=size,
+                    data.update(writer=writer_of(rank, world, writers, write_nodes),
+                                file_bytes=size,
                                 bad_blocks=bad, first_bad_block=0 if bad else None)
                 else:
                     data["leftovers"] = []
