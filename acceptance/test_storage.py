@@ -434,9 +434,9 @@ def test_storage_dataloader_keeps_up(cluster: Cluster, node: str, filesystem: St
     evidence.saw(run)
     raw = {phase: _loader_raw(cluster, filesystem, run, phase) for phase in JUDGED}
     error = run.node_error(node)
-    if error:
+    if error:  # the launcher's kind where it could not run the node's part (unreachable)
         evidence.cannot_measure(rule, f"the data loader's reads on {node}: {error}", raw=raw,
-                                kind="job_failed", node=node)
+                                kind=run.node_kind(node) or "job_failed", node=node)
     shown, problems = [], []
     for phase in JUDGED:
         mine, middle = run.node_figures(phase).get(node), run.median_rate(phase)

@@ -26,8 +26,9 @@ from pytest_cluster.measure.checkpoint import (
     run_checkpoint,
     size_per_writer,
 )
-from pytest_cluster.probes import ProbeCall
+from pytest_cluster.probes import ProbeCall, probe_source
 from pytest_cluster.probes import checkpoint as probe
+from pytest_cluster.probes import dataloader as dataloader_probe
 from pytest_cluster.sim.job_node import read_node_call
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.clauses import declared, keys
@@ -384,9 +385,9 @@ def test_a_real_burst_on_this_machine_passes_and_leaves_nothing(
 # -- the burst's jobs, each node's part run here (a node may not answer) ----------------
 
 class Nodes(Launcher):
-    """Runs each node's part of a checkpoint job on this machine, its ranks one after the
-    other (a real job_node's answer); the nodes in `down[phase]` do not answer that phase
-    (a writer killed mid-write leaves part of its file)."""
+    """Runs each node's part of a checkpoint (or data loader) job on this machine, its
+    ranks one after the other (a real job_node's answer); the nodes in `down[phase]` do
+    not answer that phase (a writer killed mid-write leaves part of its file)."""
 
     name = "fake"
 
@@ -406,8 +407,10 @@ class Nodes(Launcher):
                  for local in range(part.ranks_per_node)]
         if node in self.down.get(args["--phase"], set()):
             if args["--phase"] == "write":
+                shipped = dataloader_probe if part.program == probe_source("dataloader") \
+                    else probe
                 for rank in ranks:
-                    Path(probe.file_of(args["--path"], args["--token"], rank)).write_bytes(
+                    Path(shipped.file_of(args["--path"], args["--token"], rank)).write_bytes(
                         b"x" * 5000)
             return {node: ProbeResult(node, "job_node", None, ErrorKind.UNREACHABLE,
                                       "ssh: connection refused (no sshd?)")}

@@ -14,14 +14,20 @@ from typing import Any
 import pytest
 
 from pytest_cluster.errors import SpecError
+from pytest_cluster.measure import at_once
 from pytest_cluster.measure.at_once import token
-from pytest_cluster.measure.dataloader import DataloaderRun, WorkerFigures, _worker
+from pytest_cluster.measure.dataloader import (
+    DataloaderRun,
+    WorkerFigures,
+    _worker,
+    run_dataloader,
+)
 from pytest_cluster.probes import dataloader as probe
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.clauses import keys
 from pytest_cluster.spec.model import Clause, Rule
+from tests.test_checkpoint import Nodes, verdicts
 from tests.test_checkpoint import run as run_sim
-from tests.test_checkpoint import verdicts
 from tests.test_plugin import jsonl
 
 PROBE = Path(probe.__file__)
@@ -163,3 +169,35 @@ def test_dataloader_records_are_strict_json(pytester: pytest.Pytester) -> None:
     lines = (pytester.path / "reports" / "latest" / "results.jsonl").read_text().splitlines()
     assert all(json.loads(line, parse_constant=pytest.fail) for line in lines)
     assert [r for r in jsonl(pytester) if r.get("type") == "result"]
+
+
+def loader_here(folder: Path, down: dict[str, set[str]],
+                monkeypatch: pytest.MonkeyPatch) -> tuple[DataloaderRun, Nodes]:
+    monkeypatch.setattr(at_once, "LEAD_S", 0.0)
+    (fs,) = parse_spec(
+        "cluster: {name: t, nodes: 'a,b,c', launcher: local}\n"
+        f"storage:\n  - path: {folder}\n    shared: true\n    dataloader:\n"
+        "      size_per_node: 1 MiB\n      duration: 1 s\n      metadata_files: 5\n"
+        "      iops: '>= 1 IOPS'\n", "t.yaml").storage
+    nodes = Nodes(down)
+    return run_dataloader(nodes, fs, ["a", "b", "c"], 2, {}), nodes
+
+
+def test_a_node_lost_in_the_write_is_its_own_and_its_files_are_not_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    run, nodes = loader_here(tmp_path, {"write": {"a"}, "remove": {"a"}}, monkeypatch)
+    assert run.node_kind("a") == "unreachable" and run.node_kind("b") == ""
+    reads = [(node, args.get("--write-nodes")) for phase, node, args in nodes.parts
+             if phase == "read"]
+    assert reads == [("b", "1,2"), ("c", "1,2")]  # a's partial files never read
+    assert set(run.node_figures("read")) == set(run.node_figures("metadata")) == {"b", "c"}
+    assert [e for e in run.errors if e[0] != "a"] == []
+    assert run.aggregate("read") is None  # not every node: not established
+    assert run.details["removed"] == {"node": "b", "files": 6}  # a's partial files too
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_each_worker_reads_only_other_nodes_that_wrote() -> None:
+    assert probe.files_to_read(0, 6, 2, None) == [2, 3, 4, 5]
+    assert probe.files_to_read(2, 4, 2, [1, 2]) == [2, 3]  # job node 1 is write node 2
+    assert probe.files_to_read(1, 2, 2, None) == [0, 1]  # one node: its own

@@ -7,6 +7,21 @@ from __future__ import annotations
 import math
 import secrets
 import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pytest_cluster.errors import ClusterError
+from pytest_cluster.launchers.jobs import run_job
+
+if TYPE_CHECKING:
+    from pytest_cluster.launchers.base import Launcher
+    from pytest_cluster.launchers.jobs import JobSpec
+
+#: The placeholder master address of jobs whose ranks never meet (no rendezvous): no node
+#: is asked for its own before the job starts.
+NO_RENDEZVOUS = "127.0.0.1"
+#: On how many nodes at most the controller tries to remove what is left of a run.
+REMOVE_TRIES = 3
 
 #: How long before a phase starts the controller names its start time, by node count
 #: (every node's part is launched by then), in seconds.
@@ -32,3 +47,23 @@ def finite_number(value: object) -> float | None:
         return float(value) if math.isfinite(value) else None
     except OverflowError:  # an integer beyond any float
         return None
+
+
+def remove_left(launcher: Launcher, nodes: Sequence[str], job: Callable[[str], JobSpec]
+                ) -> dict[str, Any]:
+    """Remove what is left of a run, by `job(node)` on the first of `nodes` (in the order
+    to try them: a node that did not answer last) that can, trying REMOVE_TRIES at most:
+    what it removed, or why none could."""
+    tried = []
+    for node in nodes[:REMOVE_TRIES]:
+        try:
+            result = run_job(launcher, job(node))
+        except (ClusterError, OSError, ValueError) as exc:
+            tried.append(f"{node}: {str(exc)[:200]}")
+            continue
+        data = result.ranks[0].data if result.ok and result.ranks else None
+        if data is not None and "error" not in data:
+            return {"removed": {"node": node, "files": data.get("removed")}}
+        tried.append(str(data["error"])[:200] if data else
+                     result.first_failure()[:200] or f"{node}: no result")
+    return {"remove_error": "; ".join(tried)}

@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, reason_line, run_job
-from pytest_cluster.measure.at_once import finite_number, start_at, token
+from pytest_cluster.measure.at_once import (
+    NO_RENDEZVOUS,
+    finite_number,
+    remove_left,
+    start_at,
+    token,
+)
 from pytest_cluster.probes import probe_source
 
 if TYPE_CHECKING:
@@ -178,7 +184,7 @@ def phase_job(fs: StorageSpec, nodes: Sequence[str], writers: int, size: int, ph
                          *(("--write-nodes", ",".join(map(str, write_nodes)))
                            if write_nodes else ())),
                    init_timeout_s=min(60.0, timeout), wall_timeout_s=timeout,
-                   master_addr="127.0.0.1")
+                   master_addr=NO_RENDEZVOUS)
 
 
 def _figures(node: str, rank: int, data: dict[str, Any] | None, phase: str,
@@ -230,28 +236,12 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
     return ranks, errors, list(result.error_kinds), result.simulated, more
 
 
-#: On how many nodes at most the controller tries to remove what is left of a burst.
-REMOVE_TRIES = 3
-
-
 def _remove(launcher: Launcher, fs: StorageSpec, run: CheckpointRun, tag: str) -> dict[str, Any]:
     """Remove every file of the burst, on the first node that can: those whose part ran
     first (a node that did not answer is tried last)."""
     ordered = sorted(run.nodes, key=lambda n: bool(run.node_error(n)))
-    tried = []
-    for node in ordered[:REMOVE_TRIES]:
-        try:
-            result = run_job(launcher, phase_job(fs, [node], run.writers_per_node,
-                                                 run.size_per_writer, "remove", tag, 0.0))
-        except (ClusterError, OSError, ValueError) as exc:
-            tried.append(f"{node}: {str(exc)[:200]}")
-            continue
-        data = result.ranks[0].data if result.ok and result.ranks else None
-        if data is not None and "error" not in data:
-            return {"removed": {"node": node, "files": data.get("removed")}}
-        tried.append(str(data["error"])[:200] if data else
-                     result.first_failure()[:200] or f"{node}: no result")
-    return {"remove_error": "; ".join(tried)}
+    return remove_left(launcher, ordered, lambda node: phase_job(
+        fs, [node], run.writers_per_node, run.size_per_writer, "remove", tag, 0.0))
 
 
 def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],

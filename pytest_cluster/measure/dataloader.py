@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, reason_line, run_job
-from pytest_cluster.measure.at_once import finite_number, start_at, token
+from pytest_cluster.measure.at_once import (
+    NO_RENDEZVOUS,
+    finite_number,
+    remove_left,
+    start_at,
+    token,
+)
 from pytest_cluster.probes import probe_source
 
 if TYPE_CHECKING:
@@ -66,6 +72,8 @@ class DataloaderRun:
     read: tuple[WorkerFigures, ...] = ()
     metadata: tuple[WorkerFigures, ...] = ()
     errors: tuple[tuple[str, str], ...] = ()  # per node: why it has no figures
+    #: per node whose part the launcher could not run, its error kind ('unreachable')
+    error_kinds: tuple[tuple[str, str], ...] = ()
     method: str = ""  # how the reads bypassed the page cache
     details: dict[str, Any] = field(default_factory=dict)
     simulated: bool = False
@@ -75,6 +83,10 @@ class DataloaderRun:
 
     def node_error(self, node: str) -> str:
         return "; ".join(why for who, why in self.errors if who == node)
+
+    def node_kind(self, node: str) -> str:
+        """The launcher's error kind where it could not run `node`'s part; ''."""
+        return next((kind for who, kind in self.error_kinds if who == node), "")
 
     def node_figures(self, phase: str) -> dict[str, NodeFigures]:
         """Per node whose workers all measured: its figures (made once per run object
@@ -126,7 +138,9 @@ class DataloaderRun:
         return cls(**{**record, "nodes": tuple(record["nodes"]),
                       "read": tuple(WorkerFigures(**w) for w in record["read"]),
                       "metadata": tuple(WorkerFigures(**w) for w in record["metadata"]),
-                      "errors": tuple((str(a), str(b)) for a, b in record["errors"])})
+                      "errors": tuple((str(a), str(b)) for a, b in record["errors"]),
+                      "error_kinds": tuple((str(a), str(b))
+                                           for a, b in record.get("error_kinds", ()))})
 
 
 def workers_per_node(fs: StorageSpec, gpus: int | None) -> int:
@@ -136,7 +150,9 @@ def workers_per_node(fs: StorageSpec, gpus: int | None) -> int:
 
 
 def phase_job(fs: StorageSpec, nodes: Sequence[str], workers: int, phase: str, tag: str,
-              start_at: float) -> JobSpec:
+              start_at: float, write_nodes: Sequence[int] = ()) -> JobSpec:
+    """One phase's job (its ranks never meet: no rendezvous). `write_nodes` (read): the
+    write job's index of each node, where some node did not write."""
     loader = fs.dataloader
     assert loader is not None
     size = max(loader.read_size, loader.size_per_node // workers // 4096 * 4096)
@@ -146,9 +162,11 @@ def phase_job(fs: StorageSpec, nodes: Sequence[str], workers: int, phase: str, t
                          "--size", str(size), "--read-size", str(loader.read_size),
                          "--duration", f"{loader.duration_s:g}",
                          "--files", str(loader.metadata_files),
-                         "--start-at", f"{start_at:.3f}", "--ranks-per-node", str(workers)),
+                         "--start-at", f"{start_at:.3f}", "--ranks-per-node", str(workers),
+                         *(("--write-nodes", ",".join(map(str, write_nodes)))
+                           if write_nodes and phase == "read" else ())),
                    init_timeout_s=min(60.0, loader.timeout_s),
-                   wall_timeout_s=loader.timeout_s)
+                   wall_timeout_s=loader.timeout_s, master_addr=NO_RENDEZVOUS)
 
 
 _NUMBERS = ("ops", "bytes", "seconds", "cpu_s", "late_s")
@@ -173,24 +191,27 @@ def _worker(node: str, rank: int, data: dict[str, Any] | None, why: str) -> Work
 
 
 def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
-        tuple[WorkerFigures, ...], list[tuple[str, str]], bool, str]:
+        tuple[WorkerFigures, ...], list[tuple[str, str]], list[tuple[str, str]], bool, str]:
     result = run_job(launcher, job)
-    errors = [(part.split(": ", 1)[0], f"{phase}: {part.split(': ', 1)[-1]}")
-              for part in result.errors]
+    errors = []
+    for part in result.errors:  # 'node1: node1: job_node probe unreachable: ...'
+        node, _, why = part.partition(": ")
+        errors.append((node, f"{phase}: {why.removeprefix(f'{node}: ')}"))
     workers = tuple(_worker(r.node, r.rank, r.data if r.ok else None,
                             reason_line(r.stderr_tail) or f"exited with code {r.exit_code}")
                     for r in result.ranks)
     errors += [(w.node, f"{phase}: worker {w.rank}: {w.error}") for w in workers if w.error]
     methods = {str(r.data.get("method")) for r in result.ranks
                if r.ok and r.data and r.data.get("method")}
-    return workers, errors, result.simulated, "; ".join(sorted(methods))[:300]
+    return (workers, errors, list(result.error_kinds), result.simulated,
+            "; ".join(sorted(methods))[:300])
 
 
 def run_dataloader(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
                    gpus: int | None, silent: dict[str, str]) -> DataloaderRun:
-    """The file set's write, the random reads and the metadata test over `nodes` (the
-    others, `silent`, named), then a job on the first node that removes what is left,
-    also when interrupted."""
+    """The file set's write on `nodes` (the others, `silent`, named), then the random
+    reads and the metadata test on the nodes whose workers all wrote (reading only their
+    files), then a job on one node that removes what is left, also when interrupted."""
     assert fs.dataloader is not None
     workers = workers_per_node(fs, gpus)
     run = DataloaderRun(tuple(nodes), workers, fs.dataloader.read_size, fs.path,
@@ -200,27 +221,31 @@ def run_dataloader(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
     tag = token(fs.dataloader.timeout_s * 2)
     details: dict[str, Any] = {"token": tag, "started_at": time.time()}
     simulated = False
+    on, wrote = list(nodes), list[int]()
     try:
         for phase in ("write", *JUDGED):
             try:
-                found, errors, sim, method = _phase(
-                    launcher, phase_job(fs, nodes, workers, phase, tag, start_at(len(nodes))),
-                    phase)
+                found, errors, kinds, sim, method = _phase(launcher, phase_job(
+                    fs, on, workers, phase, tag, start_at(len(on)), wrote), phase)
             except (ClusterError, OSError, ValueError) as exc:
-                found, errors, sim, method = (), [(n, f"{phase}: {exc}") for n in nodes], \
-                    False, ""
+                found, errors, kinds, sim, method = (), [(n, f"{phase}: {exc}") for n in on], \
+                    [], False, ""
             simulated = simulated or sim
-            run = replace(run, errors=(*run.errors, *errors))
-            if phase == "write" and errors:
-                break  # no file set to read: every node's reads would fail for it
-            if phase == "read":
+            run = replace(run, errors=(*run.errors, *errors),
+                          error_kinds=(*run.error_kinds, *kinds))
+            if phase == "write":  # the others read the files of the nodes that wrote
+                failed = {node for node, _ in errors} | {w.node for w in found if w.error}
+                on = [n for n in nodes if n not in failed]
+                wrote = [nodes.index(n) for n in on] if len(on) < len(nodes) else []
+                if not on:
+                    break
+            elif phase == "read":
                 run = replace(run, read=found, method=method)
-            elif phase == "metadata":
+            else:
                 run = replace(run, metadata=found)
     finally:
-        try:
-            run_job(launcher, phase_job(fs, nodes[:1], workers, "remove", tag, 0.0))
-        except (ClusterError, OSError, ValueError) as exc:
-            details["remove_error"] = str(exc)[:300]
+        ordered = sorted(run.nodes, key=lambda n: bool(run.node_error(n)))
+        details.update(remove_left(launcher, ordered, lambda node: phase_job(
+            fs, [node], workers, "remove", tag, 0.0)))
     details["ended_at"] = time.time()
     return replace(run, details=details, simulated=simulated)

@@ -8,7 +8,9 @@ random data to PATH/.pytest-cluster-dl-<token>-<rank>, fsync'ed.
 `--phase read`: every rank waits for `--start-at` (the controller's UNIX time: every node
 starts together), then for `--duration` seconds reads `--read-size` bytes at a random
 aligned offset of a random file written on another node (IO500's random small reads; a
-one-node job reads its own node's files), one read at a time. The reads bypass this node's
+one-node job reads its own node's files), one read at a time. `--write-nodes 0,1,3`: the
+write job's node of each node of this job, where some node did not write its part (its
+files are not read). The reads bypass this node's
 page cache: O_DIRECT where the filesystem takes it, else each range's cached pages are
 dropped after it is read (posix_fadvise DONTNEED); `method` says which.
 
@@ -145,10 +147,31 @@ def _open_uncached(name: str) -> tuple[int, bool]:
     return os.open(name, os.O_RDONLY), False
 
 
-def read(path: str, token: str, rank: int, world: int, per_node: int, read_size: int,
+def files_to_read(rank: int, world: int, per_node: int,
+                  write_nodes: list[int] | None) -> list[int]:
+    """The write job's ranks whose files `rank` reads: those of every other node that
+    wrote (`write_nodes`: the write job's index of each node of this job; None: the same
+    nodes), or its own node's on a one-node job."""
+    nodes = write_nodes or list(range(max(1, world // per_node)))
+    mine = nodes[rank // per_node]
+    others = [node for node in nodes if node != mine] or [mine]
+    return [node * per_node + local for node in others for local in range(per_node)]
+
+
+def _indexes(text: str) -> list[int]:
+    """--write-nodes: node indexes, '0,1,3'."""
+    try:
+        found = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not node indexes like 0,1,3: {text[:80]!r}") \
+            from None
+    if not found or min(found) < 0:
+        raise argparse.ArgumentTypeError(f"not node indexes like 0,1,3: {text[:80]!r}")
+    return found
+
+
+def read(path: str, token: str, rank: int, others: list[int], read_size: int,
          duration: float, start_at: float) -> dict[str, Any]:
-    mine = rank // per_node
-    others = [r for r in range(world) if r // per_node != mine] or list(range(world))
     opened = []
     for other in others:
         fd, direct = _open_uncached(file_of(path, token, other))
@@ -229,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--start-at", type=float, default=0.0)
     parser.add_argument("--ranks-per-node", type=int, default=1)
+    parser.add_argument("--write-nodes", type=_indexes, default=None)
     args = parser.parse_args(argv)
     if TOKEN.match(args.token) is None or args.read_size % 512 or args.read_size <= 0 \
             or args.size <= 0 or args.files <= 0 or not 0 < args.duration <= 86400:
@@ -241,8 +265,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.phase == "write":
             info.update(write(args.path, args.token, rank, args.size))
         elif args.phase == "read":
-            info.update(read(args.path, args.token, rank, world, args.ranks_per_node,
-                             args.read_size, args.duration, args.start_at))
+            others = files_to_read(rank, world, args.ranks_per_node, args.write_nodes)
+            info.update(read(args.path, args.token, rank, others, args.read_size,
+                             args.duration, args.start_at))
         elif args.phase == "metadata":
             info.update(metadata(args.path, args.token, rank, args.files, args.start_at))
         else:

@@ -111,6 +111,7 @@ def checkpoint_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
 WORKER_IOPS = 10_000.0
 WORKER_METADATA_OPS = 5_000.0
 _LOADER_OPTIONS = ("--phase", "--path", "--token", "--size", "--read-size", "--duration",
+                   "--write-nodes",
                    "--files", "--start-at", "--ranks-per-node")
 
 
