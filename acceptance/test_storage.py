@@ -138,8 +138,9 @@ def test_storage_shared(cluster: Cluster, filesystem: StorageSpec, evidence: Evi
 CHECKPOINT_METHOD = (
     "{writers} writer(s) per node on {nodes} node(s) at once, each writing {size} in "
     "{block} blocks of stamped random data, fsync'ed; then each file read back by the same "
-    "writer of the next node ({uncached}), every block checked; timed: the write and fsync "
-    "(or read) calls; aggregate = every byte / the slowest node's time")
+    "writer of the next node ({uncached}), every block checked; timed: each writer's span "
+    "of writes and fsync (or reads), the data made and checked beside them in a thread; "
+    "aggregate = every byte / the slowest node's time")
 
 
 def _run(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence) -> CheckpointRun:
@@ -242,7 +243,6 @@ def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
         slow = [*readers, *(n for n in slow if n not in readers)]
     if slow:
         evidence.record(culprits=compress_hostlist(slow))
-    evidence.record(node="all")
     per = f"per {basis.upper() if basis == 'gpu' else basis}: " if basis else ""
     note = f"{per}{format_rate(total)} aggregate, {format_size(run.total_bytes(phase))} in " \
            f"{run.duration(phase) or 0:.1f} s" + (
