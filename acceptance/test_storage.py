@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import statistics
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.hostlist import compress_hostlist
@@ -188,6 +188,21 @@ def _method(run: CheckpointRun) -> str:
         "a file another node wrote: never in this node's page cache")
 
 
+def every_node(evidence: Evidence, clause: Clause, nodes: Sequence[str],
+               figures: Mapping[str, object], why: Callable[[str], str], raw: Any,
+               missing_words: str) -> None:
+    """Fail an aggregate of every node at once (not established, blaming no one) where
+    some node has no figures, naming them and the first one's reason."""
+    missing = [n for n in nodes if n not in figures]
+    if not missing:
+        return
+    first = next((why(n) for n in missing if why(n)), "no figures")
+    evidence.cannot_measure(
+        clause, f"{len(missing)} of {len(nodes)} node(s) {missing_words} "
+        f"({compress_hostlist(missing)}: {first}), so every node at once is not "
+        "established", raw=raw, kind="not_all_nodes", node="all")
+
+
 def held_back(rates: dict[str, float], share: float, holds: Callable[[float], bool],
               fixed_work: bool) -> list[str]:
     """The nodes that held an aggregate back, slowest first: those below `share` x the
@@ -217,13 +232,9 @@ def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
     run = _run(cluster, filesystem, evidence)
     raw = _checkpoint_raw(cluster, filesystem, run, phase)
     total = run.aggregate(phase)
-    missing = [n for n in cluster.nodes if n not in run.node_figures(phase)]
-    if total is None or missing:
-        first = next((run.node_error(n) for n in missing if run.node_error(n)), "no figures")
-        evidence.cannot_measure(
-            clause, f"{len(missing)} of {len(cluster.nodes)} node(s) did not {phase} their "
-            f"share ({compress_hostlist(missing)}: {first}), so the burst of every node is "
-            "not established", raw=raw, kind="not_all_nodes", node="all")
+    every_node(evidence, clause, cluster.nodes, run.node_figures(phase), run.node_error, raw,
+               f"did not {phase} their share")
+    assert total is not None
     basis = checkpoint.basis_of(f"checkpoint.{phase}")
     shares = {"": 1, "node": len(run.nodes), "gpu": len(run.nodes) * run.writers_per_node}
     measured = total / shares[basis]
@@ -369,13 +380,9 @@ def _loader_aggregate(cluster: Cluster, fs: StorageSpec, evidence: Evidence,
     evidence.saw(run)
     raw = _loader_raw(cluster, fs, run, phase)
     total = run.aggregate(phase, what)
-    missing = [n for n in cluster.nodes if n not in run.node_figures(phase)]
-    if total is None or missing:
-        first = next((run.node_error(n) for n in missing if run.node_error(n)), "no figures")
-        evidence.cannot_measure(
-            clause, f"{len(missing)} of {len(cluster.nodes)} node(s) have no {phase} figures "
-            f"({compress_hostlist(missing)}: {first}), so every node at once is not "
-            "established", raw=raw, kind="not_all_nodes", node="all")
+    every_node(evidence, clause, cluster.nodes, run.node_figures(phase), run.node_error, raw,
+               f"have no {phase} figures")
+    assert total is not None
     basis = loader.basis_of(f"dataloader.{key}")
     shares = {"": 1, "node": len(run.nodes), "gpu": len(run.nodes) * run.workers_per_node}
     measured = total / shares[basis]

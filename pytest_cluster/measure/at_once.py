@@ -15,7 +15,7 @@ from pytest_cluster.launchers.jobs import run_job
 
 if TYPE_CHECKING:
     from pytest_cluster.launchers.base import Launcher
-    from pytest_cluster.launchers.jobs import JobSpec
+    from pytest_cluster.launchers.jobs import JobResult, JobSpec
 
 #: The placeholder master address of jobs whose ranks never meet (no rendezvous): no node
 #: is asked for its own before the job starts.
@@ -67,3 +67,23 @@ def remove_left(launcher: Launcher, nodes: Sequence[str], job: Callable[[str], J
         tried.append(str(data["error"])[:200] if data else
                      result.first_failure()[:200] or f"{node}: no result")
     return {"remove_error": "; ".join(tried)}
+
+
+def pairs(record: dict[str, Any], key: str) -> tuple[tuple[str, str], ...]:
+    """A run document's (node, text) pairs under `key` (errors, error kinds), as text."""
+    return tuple((str(a), str(b)) for a, b in record.get(key) or ())
+
+
+def said_of(found: Sequence[tuple[str, str]], node: str) -> str:
+    """What `found`'s (node, text) pairs say of `node`, joined; ''."""
+    return "; ".join(text for who, text in found if who == node)
+
+
+def part_errors(result: JobResult, phase: str) -> list[tuple[str, str]]:
+    """Per node whose part of the job did not run, why: ('node1', 'write: job_node probe
+    unreachable: ...') from run_job's 'node1: node1: job_node probe unreachable: ...'."""
+    found = []
+    for part in result.errors:
+        node, _, why = part.partition(": ")
+        found.append((node, f"{phase}: {why.removeprefix(f'{node}: ')}"))
+    return found

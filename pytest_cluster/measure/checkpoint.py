@@ -24,7 +24,10 @@ from pytest_cluster.launchers.jobs import JobSpec, reason_line, run_job
 from pytest_cluster.measure.at_once import (
     NO_RENDEZVOUS,
     finite_number,
+    pairs,
+    part_errors,
     remove_left,
+    said_of,
     start_at,
     token,
 )
@@ -77,7 +80,7 @@ class CheckpointRun:
         return self.write if phase == "write" else self.read
 
     def node_error(self, node: str) -> str:
-        return "; ".join(why for who, why in self.errors if who == node)
+        return said_of(self.errors, node)
 
     def node_kind(self, node: str) -> str:
         """The launcher's error kind for `node`'s part of the burst ('' when it ran)."""
@@ -150,9 +153,8 @@ class CheckpointRun:
         return cls(**{**record, "nodes": tuple(record["nodes"]),
                       "write": tuple(RankFigures(**r) for r in record["write"]),
                       "read": tuple(RankFigures(**r) for r in record["read"]),
-                      "errors": tuple((str(a), str(b)) for a, b in record["errors"]),
-                      "error_kinds": tuple((str(a), str(b))
-                                           for a, b in record.get("error_kinds", ()))})
+                      "errors": pairs(record, "errors"),
+                      "error_kinds": pairs(record, "error_kinds")})
 
 
 def writers_per_node(checkpoint: CheckpointSpec, gpus: int | None) -> int:
@@ -218,10 +220,7 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
     """A phase's ranks, per node why it has none, per node the launcher's error kind where
     it could not run the node's part, whether simulated, and what to keep of it."""
     result = run_job(launcher, job)
-    errors = []
-    for part in result.errors:  # 'node1: node1: job_node probe unreachable: ...'
-        node, _, why = part.partition(": ")
-        errors.append((node, f"{phase}: {why.removeprefix(f'{node}: ')}"))
+    errors = part_errors(result, phase)
     ranks = tuple(_figures(r.node, r.rank, r.data if r.ok else None, phase,
                            reason_line(r.stderr_tail) or f"exited with code {r.exit_code}")
                   for r in result.ranks)

@@ -8,11 +8,11 @@ import json
 import math
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
 from pytest_cluster.measure import nccl_tests, rails
@@ -134,42 +134,38 @@ class Cluster:
             if started is not None:
                 self.launcher.run(call(started[1], "remove"), [started[0]], timeout)
 
-    def checkpoint(self, fs: StorageSpec) -> CheckpointRun:
-        """The checkpoint burst on `fs` over every node that answers its host probe (the
-        others are the run's errors, named), run once per run."""
+    def _at_once_run(self, key: str, fs: StorageSpec,
+                     run: Callable[..., CheckpointRun | DataloaderRun]) -> dict[str, Any]:
+        """`run(launcher, fs, nodes, gpus, silent)` over every node that answers its host
+        probe (the others, named, are its errors), once per run: its document."""
         def compute() -> dict[str, object]:
             answers = self.host_all()
             silent = {n: r.describe() for n, r in answers.items() if not r.ok}
             gpus = self.spec.gpus.slots if self.spec.gpus is not None else None
             nodes = [n for n in self.nodes if n not in silent]
-            simulated = any(r.simulated for r in answers.values())
-            run = run_checkpoint(self.launcher, fs, nodes, gpus, silent)
-            return replace(run, simulated=run.simulated or simulated).to_json()
+            found = run(self.launcher, fs, nodes, gpus, silent)
+            simulated = found.simulated or any(r.simulated for r in answers.values())
+            return replace(found, simulated=simulated).to_json()
 
+        self.host_all()  # read before the measuring lock is taken (ProbeCache.alone)
+        return self.cache.document(key, compute)
+
+    def checkpoint(self, fs: StorageSpec) -> CheckpointRun:
+        """The checkpoint burst on `fs`, read once per process."""
         key = self.checkpoint_id(fs)
         if key not in self._at_once:
-            self.host_all()  # read before the measuring lock is taken (ProbeCache.alone)
-            self._at_once[key] = CheckpointRun.from_json(self.cache.document(key, compute))
+            self._at_once[key] = CheckpointRun.from_json(
+                self._at_once_run(key, fs, run_checkpoint))
         found = self._at_once[key]
         assert isinstance(found, CheckpointRun)
         return found
 
     def dataloader(self, fs: StorageSpec) -> DataloaderRun:
-        """The data loader's reads on `fs` from every node that answers its host probe
-        (the others are the run's errors, named), run once per run."""
-        def compute() -> dict[str, object]:
-            answers = self.host_all()
-            silent = {n: r.describe() for n, r in answers.items() if not r.ok}
-            gpus = self.spec.gpus.slots if self.spec.gpus is not None else None
-            nodes = [n for n in self.nodes if n not in silent]
-            run = run_dataloader(self.launcher, fs, nodes, gpus, silent)
-            simulated = any(r.simulated for r in answers.values())
-            return replace(run, simulated=run.simulated or simulated).to_json()
-
+        """The data loader's reads on `fs`, read once per process."""
         key = self.dataloader_id(fs)
         if key not in self._at_once:
-            self.host_all()  # read before the measuring lock is taken (ProbeCache.alone)
-            self._at_once[key] = DataloaderRun.from_json(self.cache.document(key, compute))
+            self._at_once[key] = DataloaderRun.from_json(
+                self._at_once_run(key, fs, run_dataloader))
         found = self._at_once[key]
         assert isinstance(found, DataloaderRun)
         return found

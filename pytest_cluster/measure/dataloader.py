@@ -24,7 +24,10 @@ from pytest_cluster.launchers.jobs import JobSpec, reason_line, run_job
 from pytest_cluster.measure.at_once import (
     NO_RENDEZVOUS,
     finite_number,
+    pairs,
+    part_errors,
     remove_left,
+    said_of,
     start_at,
     token,
 )
@@ -82,7 +85,7 @@ class DataloaderRun:
         return self.read if phase == "read" else self.metadata
 
     def node_error(self, node: str) -> str:
-        return "; ".join(why for who, why in self.errors if who == node)
+        return said_of(self.errors, node)
 
     def node_kind(self, node: str) -> str:
         """The launcher's error kind where it could not run `node`'s part; ''."""
@@ -138,9 +141,8 @@ class DataloaderRun:
         return cls(**{**record, "nodes": tuple(record["nodes"]),
                       "read": tuple(WorkerFigures(**w) for w in record["read"]),
                       "metadata": tuple(WorkerFigures(**w) for w in record["metadata"]),
-                      "errors": tuple((str(a), str(b)) for a, b in record["errors"]),
-                      "error_kinds": tuple((str(a), str(b))
-                                           for a, b in record.get("error_kinds", ()))})
+                      "errors": pairs(record, "errors"),
+                      "error_kinds": pairs(record, "error_kinds")})
 
 
 def workers_per_node(fs: StorageSpec, gpus: int | None) -> int:
@@ -193,10 +195,7 @@ def _worker(node: str, rank: int, data: dict[str, Any] | None, why: str) -> Work
 def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
         tuple[WorkerFigures, ...], list[tuple[str, str]], list[tuple[str, str]], bool, str]:
     result = run_job(launcher, job)
-    errors = []
-    for part in result.errors:  # 'node1: node1: job_node probe unreachable: ...'
-        node, _, why = part.partition(": ")
-        errors.append((node, f"{phase}: {why.removeprefix(f'{node}: ')}"))
+    errors = part_errors(result, phase)
     workers = tuple(_worker(r.node, r.rank, r.data if r.ok else None,
                             reason_line(r.stderr_tail) or f"exited with code {r.exit_code}")
                     for r in result.ranks)
