@@ -542,3 +542,53 @@ def test_a_node_farther_away_makes_fewer_reads_and_only_it_is_rejected(
     assert node_verdicts(pytester) == {"node1": "ACCEPTED", "node2": "ACCEPTED",
                                        "node3": "REJECTED", "node4": "ACCEPTED"}
     nothing_loaded_left(netns, export)
+
+
+@pytest.mark.realcomponents
+@pytest.mark.usefixtures("unshaped")
+@pytest.mark.parametrize("victim", ["node3", "node1"])
+def test_a_node_lost_while_loading_is_unreachable_and_nothing_is_left(
+        pytester: pytest.Pytester, netns: NetnsCluster, shared: tuple[str, Path],
+        victim: str) -> None:
+    """`victim`'s sshd (its sessions, its workers, its mount) is stopped as soon as its
+    first worker's file appears in the export: its keeps_up fails as unreachable, the
+    aggregates are not established (not_all_nodes), the other nodes (reading each
+    other's files) keep up and are accepted, and nothing of the run is left, the
+    victim's partial files included. node1 is the job's first node."""
+    mount, export = shared
+    for node in netns.nodes:
+        netns.shape(node, "100mbit")  # its 8 MiB take 0.7 s: time to see it start
+    mine = f"-{2 * netns.nodes.index(victim)}"  # two workers a node: its first's rank
+    stack, done, stopped = contextlib.ExitStack(), threading.Event(), threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            if any(name.startswith(DL_PREFIX) and name.endswith(mine)
+                   and "-md-" not in name for name in os.listdir(export)):
+                stack.enter_context(netns.sshd_stopped(victim))
+                stopped.set()
+                return
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        cases = loader(pytester, netns, mount)
+    finally:
+        done.set()
+        watcher.join()
+        stack.close()  # its sshd (and its mount) back
+    assert stopped.is_set()
+    print({case: (r["outcome"], r.get("error_kind"), r["message"][:200])
+           for case, r in cases.items()})
+    others = [node for node in netns.nodes if node != victim]
+    for key in ("iops", "read", "metadata"):
+        case = cases[key]
+        assert (case["outcome"], case["error_kind"]) == ("failed", "not_all_nodes"), case
+        assert "1 of 4 node(s) have no " in case["message"] and victim in case["message"]
+    lost = cases[f"keeps_up[{victim}]"]
+    assert (lost["outcome"], lost["error_kind"]) == ("failed", "unreachable"), lost
+    assert all(cases[f"keeps_up[{node}]"]["outcome"] == "passed" for node in others), cases
+    assert node_verdicts(pytester) == {node: "UNREACHABLE" if node == victim else "ACCEPTED"
+                                       for node in netns.nodes}
+    nothing_loaded_left(netns, export)
