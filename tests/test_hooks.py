@@ -4,12 +4,14 @@ sealed evidence, without touching our code."""
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_cluster import hookspecs
 from tests import sink_plugin
 
 SPEC = """\
@@ -108,3 +110,12 @@ def test_a_report_section_is_a_line_in_the_registry(
     text = report.read_text(encoding="utf-8")
     assert 'id="ours">our section: hooked</div>' in text
     assert text.index("our section") > text.index("scorecard")
+
+
+def test_the_docs_name_every_hook_we_declare() -> None:
+    """docs/development.md's list of hooks is hookspecs.py's, none left out."""
+    declared = [name for name, _ in inspect.getmembers(hookspecs, inspect.isfunction)
+                if name.startswith("pytest_cluster_")]
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "development.md").read_text()
+    assert len(declared) >= 6
+    assert [name for name in declared if f"`{name}`" not in docs] == []
