@@ -9,6 +9,7 @@ upward. Probes run on the nodes as one file each and import nothing of ours.
 from __future__ import annotations
 
 import ast
+import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,9 +143,9 @@ UPPER = ("pytest_cluster.measure.cluster", "pytest_cluster.run.fixtures",
 FOLDERS = ("spec", "probes", "sim", "launchers", "measure", "evidence", "report", "soak",
            "run")
 BASE = ("errors", "units", "hostlist", "money", "hookspecs", "internals")
-TOP = ("plugin", "cli", "jobs", "results", "acceptance")
+TOP = ("plugin", "cli", "acceptance")
 #: How many modules may sit at the top of pytest_cluster/ (beside __init__).
-MOST_AT_TOP = 10
+MOST_AT_TOP = 8
 
 
 def layer(module: str) -> int:
@@ -204,14 +205,20 @@ def test_the_import_graph_is_no_taller_than_it_was() -> None:
     assert len(found) <= MOST_LAYERS, " -> ".join(found)
 
 
-def test_the_old_public_import_paths_still_work() -> None:
-    """README's earlier import paths are re-exports of where the code moved."""
-    from pytest_cluster.evidence.results import read_results
-    from pytest_cluster.jobs import JobSpec, run_job
+def test_the_public_api_is_declared_and_each_name_is_where_it_lives() -> None:
+    """`from pytest_cluster import run_job, read_results`: each name of __all__ is the
+    object of the module that holds it; the re-export shims are gone."""
+    import pytest_cluster
+    from pytest_cluster.evidence import results
     from pytest_cluster.launchers import jobs
-    from pytest_cluster.results import read_results as old_read_results
-    assert (JobSpec, run_job) == (jobs.JobSpec, jobs.run_job)
-    assert old_read_results is read_results
+    for name in pytest_cluster.__all__:
+        assert getattr(pytest_cluster, name) is not None, name
+    assert (pytest_cluster.JobSpec, pytest_cluster.run_job) == (jobs.JobSpec, jobs.run_job)
+    assert pytest_cluster.read_results is results.read_results
+    with pytest.raises(AttributeError):
+        _ = pytest_cluster.no_such_name
+    with pytest.raises(ImportError):
+        importlib.import_module("pytest_cluster.jobs")
     from pytest_cluster.evidence import Evidence, check
     assert Evidence is check.Evidence
 
@@ -365,3 +372,8 @@ def test_the_launcher_parts_stand_on_each_other_in_one_order() -> None:
     # the record imports nothing of ours but the error it raises
     assert {i.target for i in all_imports() if i.module == "pytest_cluster.launchers.result"} \
         == {"pytest_cluster.errors"}
+
+
+def test_the_public_names_are_the_lazy_tables() -> None:
+    import pytest_cluster
+    assert sorted(pytest_cluster.__all__) == sorted(["__version__", *pytest_cluster._PUBLIC])
