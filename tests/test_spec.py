@@ -316,7 +316,7 @@ def test_one_registry_names_every_launcher_and_its_class() -> None:
 
 def test_the_spec_knows_the_throttle_reasons_the_gpu_probe_reads() -> None:
     from pytest_cluster.probes.gpu import THROTTLE_BITS
-    from pytest_cluster.spec.gpus import THROTTLES
+    from pytest_cluster.spec.sim import THROTTLES
 
     assert tuple(THROTTLE_BITS) == THROTTLES
 

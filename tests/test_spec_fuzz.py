@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from pytest_cluster.errors import MAX_LINE, MAX_SHOWN, SpecError
 from pytest_cluster.spec import Spec, parse_spec
 from pytest_cluster.spec.clauses import DTYPES, SOFTWARE, keys
-from pytest_cluster.spec.gpus import FAULT_KEYS
 from pytest_cluster.spec.interconnect import KEYS as INTERCONNECT_KEYS
+from pytest_cluster.spec.sim import FAULT_KEYS
 from pytest_cluster.spec.slurm import KEYS as SLURM_KEYS
 from pytest_cluster.spec.ssh import ALLOWED, REFUSED
 from pytest_cluster.spec.ssh import KEYS as SSH_KEYS

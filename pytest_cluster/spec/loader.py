@@ -38,7 +38,7 @@ from pytest_cluster.spec.fields import (
     time_between,
     written_with,
 )
-from pytest_cluster.spec.gpus import parse_gpus, parse_sim
+from pytest_cluster.spec.gpus import parse_gpus
 from pytest_cluster.spec.interconnect import parse_interconnect
 from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import (
@@ -56,6 +56,7 @@ from pytest_cluster.spec.model import (
 from pytest_cluster.spec.requirement import (
     parse_version_requirement,
 )
+from pytest_cluster.spec.sim import parse_sim
 from pytest_cluster.spec.sla import parse_sla
 from pytest_cluster.spec.slurm import allocation_nodes, parse_slurm, wants_allocation
 from pytest_cluster.spec.ssh import parse_ssh

@@ -1,0 +1,226 @@
+"""The spec's `sim:` section: a simulated cluster's description (GPU model and count, host
+facts, the shared filesystem's rate) and its faults, per node or per GPU, validated into
+SimSpec and SimFault records (pytest_cluster/sim/ plays them)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from yaml.nodes import MappingNode, Node, SequenceNode
+
+from pytest_cluster.errors import UnitError
+from pytest_cluster.spec.fields import (
+    Ctx,
+    Map,
+    boolean,
+    field,
+    for_launcher,
+    kind,
+    one_of,
+    or_default,
+    positive_int,
+    text,
+    time_between,
+    whole,
+)
+from pytest_cluster.spec.gpus import gpu_model
+from pytest_cluster.spec.launchers import KINDS
+from pytest_cluster.spec.model import ClusterSpec, SimFault, SimSpec
+from pytest_cluster.units import Dim, parse_quantity
+
+T = TypeVar("T")
+
+FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen", "pcie_width",
+              "row_remap_pending", "row_remap_failure", "ecc_uncorrected", "nvlinks_down",
+              "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor",
+              "link_factor", "replaced", "from_round", "sdc", "nic", "nic_down", "nic_rate",
+              "nic_firmware", "nic_link_downed", "nic_symbol_errors", "transport", "gdr",
+              "latency_factor", "storage_factor", "storage_corrupt")
+#: What a simulated node's NCCL may fall back to (its `transport` fault).
+SIM_TRANSPORTS = ("socket",)
+#: The clocks event reasons that count as throttling (the GPU probe's THROTTLE_BITS: the spec
+#: imports no probe; tests/test_spec.py asserts both name the same).
+THROTTLES = ("hw_slowdown", "sw_thermal", "hw_thermal", "power_brake")
+#: Faults of a whole node, and what they change; the simulator applies them per node only.
+NODE_FAULTS = {"gpus": "the node's GPU count", "down": "the whole node",
+               "link_factor": "the node's network", "transport": "the node's NCCL network",
+               "gdr": "the node's GPUDirect RDMA",
+               "latency_factor": "the node's latency to its peers",
+               "storage_factor": "the node's client of the shared filesystem",
+               "storage_corrupt": "what the node reads of the shared filesystem"}
+
+
+def _node_faults_on_a_gpu(ctx: Ctx, table: Map, path: str) -> None:
+    """Refuse a node fault written with `gpu: N` (it would be silently ignored)."""
+    if "gpu" not in table.items:
+        return
+    for key, what in NODE_FAULTS.items():
+        if key in table.items:
+            ctx.error(table.items[key][0], f"{path}.{key}", f"{key} is a node fault ({what}), "
+                      "not a GPU's: give it without gpu")
+
+
+def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
+           gpus_per_node: int) -> SimFault | None:
+    path = f"sim.faults[{index}]"
+    table = Map(ctx, node, path, FAULT_KEYS)
+    if not isinstance(node, MappingNode):
+        return None
+    _node_faults_on_a_gpu(ctx, table, path)
+
+    def node_name(raw: object) -> str:
+        if raw not in nodes:
+            raise UnitError(f"expected one of the cluster's nodes, got {raw!r}")
+        return str(raw)
+
+    def gpu_index(raw: object) -> int:
+        if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw < gpus_per_node:
+            raise UnitError(f"expected a GPU index from 0 to {gpus_per_node - 1} "
+                            f"(sim.gpus_per_node: {gpus_per_node}), got {raw!r}")
+        return raw
+
+    def count(raw: object) -> int:
+        if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+            raise UnitError(f"expected a whole number >= 0, got {raw!r}")
+        return raw
+
+    def factor(raw: object) -> float:
+        value = parse_quantity(raw, Dim.FRACTION).value
+        if value <= 0:
+            raise UnitError(f"expected a factor above 0 like 0.8, got {raw!r}")
+        return value
+
+    def far(raw: object) -> float:
+        if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 1 <= raw <= 1000:
+            raise UnitError(f"expected how many times farther the node is, from 1 to 1000 "
+                            f"like 3, got {str(raw)[:64]!r}")
+        return float(raw)
+
+    throttle = one_of(THROTTLES, f"one of {', '.join(THROTTLES)}")
+
+    def one(key: str, parse: object) -> object:
+        return field(ctx, table.take(key), f"{path}.{key}", parse)  # type: ignore[arg-type]
+
+    sim_transport = one_of(SIM_TRANSPORTS, f"{' or '.join(SIM_TRANSPORTS)} (the network "
+                                           f"NCCL falls back to)")
+
+    def nic_rate(raw: object) -> float:
+        value = parse_quantity(raw, Dim.RATE).value
+        if value <= 0:
+            raise UnitError(f"expected a rate above 0 like '200 Gb/s', got {raw!r}")
+        return value * 8 / 1e9
+
+    name = one("node", node_name)
+    if name is None and not ctx.failed(f"{path}.node"):
+        ctx.error(node, f"{path}.node", "missing: which node the fault is on")
+    gpu_node = table.take("gpu")
+    gpu = field(ctx, gpu_node, f"{path}.gpu", gpu_index)
+    model = one("model", gpu_model)
+    held = one("memory_held", lambda raw: int(parse_quantity(raw, Dim.SIZE).value))
+    temp = one("temperature", lambda raw: parse_quantity(raw, Dim.TEMPERATURE).value)
+    fault = SimFault(
+        node=str(name or ""), gpu=gpu,
+        line=node.start_mark.line + 1,
+        gpus=one("gpus", count),  # type: ignore[arg-type]
+        down=bool(one("down", boolean)),
+        model=model if isinstance(model, str) else None,
+        memory_held_bytes=held if isinstance(held, int) else 0,
+        pcie_gen=one("pcie_gen", positive_int),  # type: ignore[arg-type]
+        pcie_width=one("pcie_width", positive_int),  # type: ignore[arg-type]
+        row_remap_pending=bool(one("row_remap_pending", boolean)),
+        row_remap_failure=bool(one("row_remap_failure", boolean)),
+        ecc_uncorrected=or_default(one("ecc_uncorrected", count), 0),  # type: ignore[arg-type]
+        nvlinks_down=or_default(one("nvlinks_down", count), 0),  # type: ignore[arg-type]
+        throttle=one("throttle", throttle),  # type: ignore[arg-type]
+        xid=one("xid", positive_int),  # type: ignore[arg-type]
+        temperature_c=temp if isinstance(temp, float) else None,
+        matmul_factor=or_default(one("matmul_factor", factor), 1.0),  # type: ignore[arg-type]
+        bandwidth_factor=or_default(one("bandwidth_factor", factor),  # type: ignore[arg-type]
+                                    1.0),
+        link_factor=or_default(one("link_factor", factor), 1.0),  # type: ignore[arg-type]
+        replaced=bool(one("replaced", boolean)),
+        from_round=or_default(one("from_round", positive_int), 1),  # type: ignore[arg-type]
+        sdc=bool(one("sdc", boolean)),
+        nic=one("nic", whole(0, 63)),  # type: ignore[arg-type]
+        nic_down=bool(one("nic_down", boolean)),
+        nic_rate_gbit=one("nic_rate", nic_rate),  # type: ignore[arg-type]
+        nic_firmware=one("nic_firmware", text("a firmware version like '28.39.1002'")),  # type: ignore[arg-type]
+        nic_link_downed=or_default(one("nic_link_downed", count), 0),  # type: ignore[arg-type]
+        nic_symbol_errors=or_default(one("nic_symbol_errors", count),  # type: ignore[arg-type]
+                                     0),
+        transport=one("transport", sim_transport),  # type: ignore[arg-type]
+        gdr=one("gdr", boolean),  # type: ignore[arg-type]
+        latency_factor=or_default(one("latency_factor", far), 1.0),  # type: ignore[arg-type]
+        storage_factor=or_default(one("storage_factor", factor), 1.0),  # type: ignore[arg-type]
+        storage_corrupt=bool(one("storage_corrupt", boolean)),
+    )
+    table.finish()
+    per_nic = (fault.nic_down, fault.nic_rate_gbit, fault.nic_firmware, fault.nic_link_downed,
+               fault.nic_symbol_errors)
+    if fault.nic is None and any(per_nic) and not ctx.failed(f"{path}.nic"):
+        ctx.error(node, f"{path}.nic", "missing: a NIC fault needs the NIC's index (nic: 3, "
+                  "for mlx5_3)")
+    per_gpu = (fault.model, fault.memory_held_bytes, fault.pcie_gen, fault.pcie_width,
+               fault.row_remap_pending, fault.row_remap_failure, fault.ecc_uncorrected,
+               fault.nvlinks_down, fault.throttle, fault.xid, fault.temperature_c,
+               fault.matmul_factor != 1.0, fault.bandwidth_factor != 1.0, fault.replaced,
+               fault.sdc)
+    if gpu_node is None and any(per_gpu):
+        ctx.error(node, f"{path}.gpu", "missing: a GPU fault needs the GPU index (gpu: 3)")
+    return fault
+
+
+def rate_above_zero(raw: object) -> float:
+    """A rate in bytes/s, above 0 ('400 GB/s')."""
+    value = parse_quantity(raw, Dim.RATE).value
+    if value <= 0:
+        raise UnitError(f"expected a rate above 0 like '400 GB/s', got {str(raw)[:64]!r}")
+    return value
+
+
+def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | None:
+    if node is None:
+        launcher = KINDS[cluster.launcher]
+        if launcher.section == "sim" and launcher.needs_section:
+            ctx.error(None, "sim", f"missing: launcher {launcher.name} needs a sim section "
+                      "(gpu_model, gpus_per_node, faults)")
+        return None
+    if not for_launcher(ctx, node, "sim", cluster):
+        return None
+    if node.tag.endswith(":null"):  # `sim:` alone: every default
+        node = MappingNode("tag:yaml.org,2002:map", [], node.start_mark, node.end_mark)
+    table = Map(ctx, node, "sim", ("gpu_model", "gpus_per_node", "cpu_cores", "cpu_threads",
+                                   "memory", "faults", "latency", "storage_rate"))
+    if not isinstance(node, MappingNode):
+        return None
+    def memory_size(raw: object) -> int:
+        value = int(parse_quantity(raw, Dim.SIZE).value)
+        if value < 2**30:
+            raise UnitError(f"expected a size of at least 1 GiB like '2 TiB', got {raw!r}")
+        return value
+
+    def one(key: str, parse: Callable[[object], T], default: T) -> T:
+        return or_default(field(ctx, table.take(key), f"sim.{key}", parse), default)
+
+    model = one("gpu_model", gpu_model, "H100-SXM-80GB")
+    per_node = one("gpus_per_node", whole(1, 64), 8)
+    cores = one("cpu_cores", positive_int, 112)
+    threads = one("cpu_threads", positive_int, 224)
+    memory = one("memory", memory_size, 2 * 2**40)
+    wait = one("latency", time_between(0, 60, "from 0 to 1 min"), 0.0)
+    storage_rate = one("storage_rate", rate_above_zero, 0.0)
+    faults: list[SimFault] = []
+    faults_node = table.take("faults")
+    if faults_node is not None:
+        if not isinstance(faults_node, SequenceNode):
+            ctx.error(faults_node, "sim.faults", f"expected a list of faults, got "
+                      f"{kind(faults_node)}")
+        else:
+            nodes = frozenset(cluster.nodes)
+            for index, item in enumerate(faults_node.value):
+                fault = _fault(ctx, item, index, nodes, per_node)
+                if fault is not None:
+                    faults.append(fault)
+    table.finish()
+    return SimSpec(model, per_node, cores, threads, memory, tuple(faults), wait, storage_rate)
