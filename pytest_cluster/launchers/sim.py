@@ -24,34 +24,18 @@ from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.fanout import fan_out
 from pytest_cluster.launchers.process import INTERRUPTED_MESSAGE, interrupted, run_process
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult, ProgramRun
-from pytest_cluster.probes import ProbeCall, probe_source
-from pytest_cluster.probes.gpu_perf import parse_options
-from pytest_cluster.sim.cluster import (
-    describe_node,
-    gpu_perf_payload,
-    host_payload,
-    inventory_payload,
-    node_is_down,
-)
-from pytest_cluster.sim.collectives import (
-    Benchmark,
-    doubling,
-    job_ranks,
-    nccl_tests_payload,
-    nccl_tests_run,
-)
+from pytest_cluster.sim.answers import JOBS, PROBES, job_named
+from pytest_cluster.sim.cluster import describe_node, node_is_down
+from pytest_cluster.sim.collectives import doubling, nccl_tests_run
 from pytest_cluster.sim.job_node import (
-    NodePart,
     Rendezvous,
     failed_ranks,
     read_node_call,
     whereami,
 )
-from pytest_cluster.sim.nics import nic_payload, perftest_ranks
-from pytest_cluster.sim.pingpong import pingpong_ranks
-from pytest_cluster.sim.storage import checkpoint_ranks, dataloader_ranks, shared_fs_payload
 
 if TYPE_CHECKING:
+    from pytest_cluster.probes import ProbeCall
     from pytest_cluster.spec.model import ClusterSpec, InterconnectSpec, SimSpec, Spec
 
 RankEntries = list[dict[str, Any]]
@@ -116,20 +100,10 @@ class SimLauncher(Launcher):
                                simulated=self.simulated, within=self.timeout_text(timeout_s),
                                limit=self.spec.probe_output_bytes)
         try:
-            if call.name == "host":
-                data = host_payload(self.sim, node)
-            elif call.name == "inventory":
-                data = inventory_payload(self.sim, node, list(call.args[1::2]))
-            elif call.name == "gpu_perf":
-                data = gpu_perf_payload(self.sim, node, parse_options(list(call.args)))
-            elif call.name == "job_node":
+            if call.name == "job_node":
                 data = self.job_node(call, node)
-            elif call.name == "nic":
-                data = nic_payload(self.sim, node, self.interconnect, call.args)
-            elif call.name == "nccl_tests":
-                data = nccl_tests_payload(self.sim, self.interconnect, node, call.args)
-            elif call.name == "shared_fs":
-                data = shared_fs_payload(node, call.args)
+            elif call.name in PROBES:
+                data = PROBES[call.name](self.sim, self.interconnect, node, call.args)
             else:
                 raise ValueError(f"the sim launcher does not simulate the {call.name} probe")
         except ValueError as exc:
@@ -168,29 +142,16 @@ class SimLauncher(Launcher):
         part = read_node_call(call.args)
         if part is None:
             return whereami(node)
-        if part.program == probe_source("perftest"):
-            def answer(nodes: tuple[str, ...]) -> list[RankEntries]:
-                return perftest_ranks(self.sim, self.interconnect, nodes, part.rank_args)
-        elif part.program == probe_source("pingpong"):
-            def answer(nodes: tuple[str, ...]) -> list[RankEntries]:
-                return pingpong_ranks(self.sim, self.interconnect, nodes, part.rank_args)
-        elif part.program == probe_source("checkpoint"):
-            def answer(nodes: tuple[str, ...]) -> list[RankEntries]:
-                return checkpoint_ranks(self.sim, nodes, part.ranks_per_node, part.rank_args)
-        elif part.program == probe_source("dataloader"):
-            def answer(nodes: tuple[str, ...]) -> list[RankEntries]:
-                return dataloader_ranks(self.sim, nodes, part.ranks_per_node, part.rank_args)
-        elif part.program == probe_source("collective"):
-            benchmark = Benchmark.from_args(part.rank_args)
+        name = job_named(part.program)
+        if name is None:
+            raise ValueError("the sim launcher simulates no job but these rank programs: "
+                             + ", ".join(f"probes/{n}.py" for n in JOBS))
+        play = JOBS[name]
 
-            def answer(nodes: tuple[str, ...]) -> list[RankEntries]:
-                return self.answer(part, benchmark, nodes)
-        else:
-            raise ValueError("the sim launcher simulates no job but the collective benchmark "
-                             "(probes/collective.py), perftest (probes/perftest.py), the "
-                             "ping-pong (probes/pingpong.py), the checkpoint burst "
-                             "(probes/checkpoint.py) and the data loader's reads "
-                             "(probes/dataloader.py)")
+        def answer(nodes: tuple[str, ...]) -> list[RankEntries]:
+            ranks: list[RankEntries] = play(self.sim, self.interconnect, nodes, part)
+            return ranks
+
         share = self.rendezvous.join(part, node, answer, interrupted)
         if isinstance(share, str):
             if interrupted():
@@ -201,9 +162,3 @@ class SimLauncher(Launcher):
         return {"ranks": share, "gloo_socket_ifname": None, "killed_because":
                 f"rank {failed['rank']} exited with code {failed['exit_code']}" if failed
                 else ""}
-
-    def answer(self, part: NodePart, benchmark: Benchmark,
-               nodes: tuple[str, ...]) -> list[RankEntries]:
-        """The whole job's ranks, node by node (sim/collectives.job_ranks)."""
-        return job_ranks(self.sim, self.interconnect, benchmark, nodes, part.ranks_per_node,
-                         part.env)
