@@ -360,3 +360,14 @@ def test_a_document_with_numbers_that_are_not_finite_is_kept_as_strict_json(
     again = ProbeCache(tmp_path).document("search-x", lambda: {"computed": "again"})
     assert math.isnan(again["busbw"]) and again["rounds"] == [[["n1"], math.inf]]
     assert again["ok"] == 1.5
+
+
+def test_each_launchers_capabilities_are_its_declarations() -> None:
+    """`simulated` and `one_host` are said once, in KINDS; every class has them from there."""
+    from pytest_cluster.launchers import launcher_class
+    from pytest_cluster.spec.launchers import KINDS
+    for name, kind in KINDS.items():
+        cls = launcher_class(name)
+        assert (cls.name, cls.simulated, cls.one_host) == (name, kind.simulated,
+                                                          kind.one_host)
+    assert [n for n, k in KINDS.items() if k.simulated] == ["sim"]

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.launchers import launcher_class
+from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.units import format_number
 
 if TYPE_CHECKING:
@@ -143,13 +143,13 @@ class ClauseTally:
 
 def is_simulated(spec: Spec) -> bool:
     """Whether every result of this run comes from a simulated cluster (its launcher's
-    Launcher.simulated)."""
-    return launcher_class(spec.cluster.launcher).simulated
+    declaration says)."""
+    return KINDS[spec.cluster.launcher].simulated
 
 
 def not_a_node(spec: Spec) -> str | None:
     """Why the spec's node names are no SLURM nodes to drain (None when they may be)."""
-    launcher = launcher_class(spec.cluster.launcher)
+    launcher = KINDS[spec.cluster.launcher]
     if launcher.simulated:
         return "SIMULATED, not a real node"
     if launcher.one_host and not spec.cluster.here:

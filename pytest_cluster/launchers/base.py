@@ -10,11 +10,12 @@ import random
 import socket
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_cluster.errors import JobFailed
 from pytest_cluster.launchers.process import stop_on_interrupt
 from pytest_cluster.probes import ProbeCall
+from pytest_cluster.spec.launchers import KINDS
 
 if TYPE_CHECKING:
     from pytest_cluster.launchers.result import ProbeResult, ProgramRun
@@ -42,10 +43,10 @@ class Launcher(ABC):
       messages, not to branch on.
     - `simulated`: every result comes from the spec's description of the cluster, not
       from hardware (the sim); its results are marked simulated, and so is the run
-      (report.is_simulated).
+      (report.is_simulated). Declared in KINDS (spec/launchers.py).
     - `one_host`: every "node" is this machine (local): distributed jobs run one at a
       time (they would share its CPUs and network), their master is 127.0.0.1 and their
-      port one that is free here.
+      port one that is free here. Declared in KINDS.
     - `master_address(node, timeout_s)`: where the other ranks of a job reach its rank 0
       on `node` (MASTER_ADDR).
     - `master_port()`: the port a new job's master listens on (MASTER_PORT).
@@ -54,6 +55,14 @@ class Launcher(ABC):
     name: ClassVar[str]
     simulated: ClassVar[bool] = False
     one_host: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A registered kind's capabilities are its declaration's (spec/launchers.KINDS,
+        the one place they are said); a class outside the registry sets its own."""
+        super().__init_subclass__(**kwargs)
+        kind = KINDS.get(getattr(cls, "name", ""))
+        if kind is not None:
+            cls.simulated, cls.one_host = kind.simulated, kind.one_host
 
     def __init__(self, spec: ClusterSpec) -> None:
         self.spec = spec

@@ -38,7 +38,6 @@ def name_interpreter(result: ProbeResult, python: str) -> ProbeResult:
 
 class LocalLauncher(Launcher):
     name = "local"
-    one_host = True
 
     def run(self, call: ProbeCall, nodes: Sequence[str],
             timeout_s: float) -> dict[str, ProbeResult]:

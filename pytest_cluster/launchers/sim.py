@@ -59,7 +59,6 @@ def gpu_probe_env(base: dict[str, str], description: dict[str, object]) -> dict[
 
 class SimLauncher(Launcher):
     name = "sim"
-    simulated = True
 
     def __init__(self, spec: ClusterSpec, sim: SimSpec,
                  interconnect: InterconnectSpec | None = None) -> None:

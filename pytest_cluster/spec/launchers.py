@@ -25,6 +25,12 @@ class LauncherKind:
     #: It reaches the nodes from elsewhere (ssh, srun): a run on a node of this host alone
     #: (a SLURM prolog) runs its probes there directly, by the local launcher, instead
     remote: bool = False
+    #: Every result comes from the spec's description of the cluster, not from hardware
+    #: (the sim): its results, the run and its drain lines are marked simulated
+    simulated: bool = False
+    #: Every "node" is this machine (local): jobs one at a time, their master here, and
+    #: its node names no SLURM nodes to drain
+    one_host: bool = False
 
     def default_python(self) -> str:
         """The interpreter on the nodes when the spec names none."""
@@ -33,9 +39,10 @@ class LauncherKind:
 
 #: The launcher kinds, in the order error messages list them.
 KINDS: dict[str, LauncherKind] = {kind.name: kind for kind in (
-    LauncherKind("local", "pytest_cluster.launchers.local:LocalLauncher", python=None),
+    LauncherKind("local", "pytest_cluster.launchers.local:LocalLauncher", python=None,
+                 one_host=True),
     LauncherKind("sim", "pytest_cluster.launchers.sim:SimLauncher",
-                 section="sim", needs_section=True,
+                 section="sim", needs_section=True, simulated=True,
                  no_storage="simulates a shared filesystem as the cluster uses it, not a "
                             "node's disk",
                  no_training="simulates collective benchmarks, not a training loop"),
