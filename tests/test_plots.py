@@ -12,14 +12,8 @@ import pytest
 
 from pytest_cluster.evidence.latency_map import LatencyMap
 from pytest_cluster.hostlist import compress_hostlist
-from pytest_cluster.report.plots import (
-    NOT_MEASURED,
-    free_rows,
-    heat_color,
-    interconnect_charts,
-    latency_heatmap,
-    spread_out,
-)
+from pytest_cluster.report.heatmap import NOT_MEASURED, heat_color, latency_heatmap
+from pytest_cluster.report.plots import free_rows, interconnect_charts, spread_out
 
 SVG = "{http://www.w3.org/2000/svg}"
 GIB = 2**30
