@@ -40,8 +40,9 @@ from pytest_cluster.measure.node_search import (
     SearchVerdict,
     find_slow_nodes,
 )
-from pytest_cluster.probes import ProbeCall, pingpong
+from pytest_cluster.probes import JOB_PROGRAMS, ProbeCall, pingpong
 from pytest_cluster.report.plots import interconnect_charts, nice_step
+from pytest_cluster.sim import answers as sim_answers
 from pytest_cluster.sim.cluster import jitter
 from pytest_cluster.sim.job_node import NodePart, Rendezvous, read_node_call
 from pytest_cluster.spec.busbw import (
@@ -498,10 +499,10 @@ def test_ctrl_c_ends_a_simulated_job_waiting_for_its_nodes(
 def test_the_sim_runs_no_program_but_the_benchmarks() -> None:
     launcher, _ = sim_cluster()
     result = run_job(launcher, JobSpec(("n1",), "print(1)", master_port=29999))
+    played = ", ".join(f"probes/{name}.py" for name in sim_answers.JOBS)
     assert result.errors == ("n1: n1: job_node probe crashed: the sim launcher simulates no "
-                             "job but the collective benchmark (probes/collective.py), "
-                             "perftest (probes/perftest.py) and the ping-pong "
-                             "(probes/pingpong.py)",)
+                             f"job but these rank programs: {played}",)
+    assert set(sim_answers.JOBS) <= set(JOB_PROGRAMS)  # each a program of ours
 
 
 def test_the_sim_reads_every_part_of_a_job_as_jobs_sends_it() -> None:
@@ -965,7 +966,8 @@ def test_at_scale_a_far_node_of_the_sample_is_tested_again_with_good_peers(
     (pytester.path / "t.yaml").write_text(
         (EXAMPLES / "sim-h100-storage-faulty.yaml").read_text()
         .replace("sim-gpu-[01-04]", "sim-gpu-[001-128]").replace("node_counts: [4]", "")
-        .replace("{node: sim-gpu-04, latency_factor: 3}", "{node: sim-gpu-100, latency_factor: 3}"))
+        .replace("{node: sim-gpu-04, latency_factor: 3}", "{node: sim-gpu-100, latency_factor: 3}")
+        .replace("{node: sim-gpu-03,", "{node: sim-gpu-003,"))
     result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k",
                                 "test_colocation")
     result.assert_outcomes(passed=127, failed=1)

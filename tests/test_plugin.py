@@ -60,7 +60,8 @@ def test_packaged_suite_passes_with_evidence(pytester: pytest.Pytester, fs: Path
         "*nodes: 1 ACCEPTED, 0 REJECTED, 0 UNREACHABLE, 0 NOT CHECKED*",
         "*not in contract, not tested: fabric, gpus, host.cpu_threads, host.memory_available, "
         "host.same_software (needs 2+ nodes), interconnect, "
-        f"storage[[]{fs}].checkpoint, storage[[]{fs}].free, storage[[]{fs}].import_torch*",
+        f"storage[[]{fs}].checkpoint, storage[[]{fs}].dataloader, storage[[]{fs}].free, "
+        f"storage[[]{fs}].import_torch*",
         "*evidence: reports/2*Z-test-cluster/ (inventory.json, junit.xml, probes/, report.html, "
         "results.jsonl, verdict.json, manifest.intoto.json); reports/latest -> "
         "2*Z-test-cluster*",
