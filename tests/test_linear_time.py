@@ -23,7 +23,7 @@ from pytest_cluster import hostlist, units
 from pytest_cluster.errors import BundleError, InputError, UnitError
 from pytest_cluster.evidence import untrusted_json
 from pytest_cluster.evidence.bundle import bounds
-from pytest_cluster.launchers import jobs, slurm
+from pytest_cluster.launchers import jobs, slurm_commands
 from pytest_cluster.measure import nccl_log, nccl_tests, perftest
 from pytest_cluster.probes import collective
 from pytest_cluster.spec import requirement
@@ -91,7 +91,7 @@ PARSERS: dict[str, tuple[Parser, tuple[type[Exception], ...]]] = {
                                    ()),
     "jobs.reason_line": (lambda text: jobs.reason_line("a\n" + text), ()),
     "jobs.waited_on_store": (lambda text: jobs.waited_on_store("a\n" + text), ()),
-    "slurm.srun_errors": (slurm.srun_errors, ()),
+    "slurm_commands.srun_errors": (slurm_commands.srun_errors, ()),
     "requirement.parse_requirement": (
         lambda text: requirement.parse_requirement(">= " + text, units.Dim.RATE), (UnitError,)),
     "requirement.parse_version_requirement": (requirement.parse_version_requirement,

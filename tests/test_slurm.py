@@ -21,24 +21,25 @@ from pytest_cluster.evidence.verdict import cluster_failures, node_verdicts, to_
 from pytest_cluster.hostlist import expand_hostlist
 from pytest_cluster.launchers.remote import RUNNER_SOURCE
 from pytest_cluster.launchers.result import ErrorKind
-from pytest_cluster.launchers.slurm import (
-    Holder,
-    NodeCheck,
-    SlurmLauncher,
-    Waiting,
-    _run_text,
-    check_nodes,
+from pytest_cluster.launchers.slurm import SlurmLauncher, _run_text
+from pytest_cluster.launchers.slurm_commands import (
     mpi_srun_command,
-    parse_sinfo,
-    parse_squeue,
     scancel_command,
-    sinfo_command,
     split_labeled,
-    squeue_command,
     srun_command,
     srun_errors,
-    state_kind,
     task_lines,
+)
+from pytest_cluster.launchers.slurm_nodes import (
+    Holder,
+    NodeCheck,
+    Waiting,
+    check_nodes,
+    parse_sinfo,
+    parse_squeue,
+    sinfo_command,
+    squeue_command,
+    state_kind,
 )
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec import parse_spec
