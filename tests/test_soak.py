@@ -23,8 +23,10 @@ import pytest
 from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.results import read_results
 from pytest_cluster.soak import rounds as soak
-from pytest_cluster.soak.rounds import Round, aggregate, round_argv, timelines
+from pytest_cluster.soak import tally as soak_tally
+from pytest_cluster.soak.rounds import Round, round_argv, timelines
 from pytest_cluster.soak.sla import FAILED, HEALTHY, UNREACHABLE, Span
+from pytest_cluster.soak.tally import aggregate
 from pytest_cluster.spec.model import SoakSpec
 
 
@@ -68,8 +70,8 @@ def test_a_rounds_state_lasts_until_the_next_round_and_a_stop_is_not_observed() 
     assert found.observed_s == 290
 
 
-def _tallied(*rounds: dict[str, Any]) -> soak.CaseTally:
-    tally = soak.Tally()
+def _tallied(*rounds: dict[str, Any]) -> soak_tally.CaseTally:
+    tally = soak_tally.Tally()
     for number, record in enumerate(rounds, 1):
         tally.add(number, 0.0, [record], {})
     return tally.cases["c"]
@@ -100,8 +102,8 @@ def test_a_case_over_the_rounds_fails_naming_the_rounds_it_failed_in() -> None:
     assert aggregate(_tallied(skipped, ok))["outcome"] == "passed"
 
 
-def _reading(at: float, *states: bool) -> soak.NicReading:
-    return soak.NicReading(at, [{"name": f"mlx5_{i}/1", "active": up, "state": "ACTIVE"
+def _reading(at: float, *states: bool) -> soak_tally.NicReading:
+    return soak_tally.NicReading(at, [{"name": f"mlx5_{i}/1", "active": up, "state": "ACTIVE"
                                  if up else "DOWN", "phys_state": "LinkUp" if up else
                                  "Polling", "counters": {}} for i, up in enumerate(states)])
 
@@ -110,8 +112,8 @@ def test_a_port_down_for_the_flap_time_fails_its_node_at_the_round_it_was_seen()
     """A port not active in readings `flap` apart (and in none between) fails the node,
     named with the round its spell began; a shorter spell, or one broken by a reading
     that saw it up, does not; a port gone from the reading is down; each port once."""
-    tally = soak.Tally(flap_s=30.0)
-    rounds: list[list[soak.NicReading]] = [
+    tally = soak_tally.Tally(flap_s=30.0)
+    rounds: list[list[soak_tally.NicReading]] = [
         [_reading(0, True, True, True), _reading(10, True, True, True)],
         [_reading(100, False, True, False), _reading(120, True, True, False)],  # 20 s
         [_reading(200, True, False, False), _reading(229, True, False, False)],
@@ -126,7 +128,7 @@ def test_a_port_down_for_the_flap_time_fails_its_node_at_the_round_it_was_seen()
     # mlx5_0 down for 20 s, mlx5_1 for 29 s then up: shorter than the flap time
     (case,) = tally.counter_cases(["n1"])
     assert not case.passed and case.props["rounds_compared"] == 5
-    gone = soak.Tally(flap_s=0.0)
+    gone = soak_tally.Tally(flap_s=0.0)
     gone.add(1, 0.0, [], {}, nics={"n1": [_reading(0, True, True)]})
     gone.add(2, 9.0, [], {}, nics={"n1": [_reading(9, True)]})
     assert gone.growth["n1"] == [
@@ -135,7 +137,7 @@ def test_a_port_down_for_the_flap_time_fails_its_node_at_the_round_it_was_seen()
 
 
 def test_a_figure_that_sags_in_one_round_is_named_with_that_round() -> None:
-    tally = soak.Tally()
+    tally = soak_tally.Tally()
     for number, tflops in enumerate((700.0, 702.0, 560.0, 699.0), 1):
         tally.add(number, 0.0, [{"case": "acceptance/test_gpus.py::test_gpu_matmul[n1-gpu3-bf16]",
                                  "clause": "gpus.matmul.bf16", "node": "n1", "gpu": 3,
@@ -149,7 +151,7 @@ def test_a_figure_that_sags_in_one_round_is_named_with_that_round() -> None:
         "spread 9.1 % over 4 rounds (coefficient of variation): beyond worst round at most "
         "10 % worse than the first, spread at most 5 %")
     assert case.props["measured"] == "spread 9.14 %, worst round 3 -20.0 % against round 1"
-    assert soak.Tally().stability_cases(SoakSpec()) == []  # no figure, no case
+    assert soak_tally.Tally().stability_cases(SoakSpec()) == []  # no figure, no case
 
 
 # -- whole soaks of the sim cluster ---------------------------------------------------------

@@ -34,6 +34,7 @@ from pytest_cluster.evidence.plan import CASE_KEY
 from pytest_cluster.evidence.results import COMPLETE, PARTIAL
 from pytest_cluster.sim import round as round_env
 from pytest_cluster.soak import rounds as soak
+from pytest_cluster.soak import tally
 from pytest_cluster.soak.html import soak_html
 from pytest_cluster.soak.sla import (
     FAILED,
@@ -88,7 +89,7 @@ class SoakDriver:
         self.session_plugin = session_plugin
         self.rounds: list[soak.Round] = []
         # what is kept of the rounds' lines and probes
-        self.tally = soak.Tally(spec.fabric.flap_s if spec.fabric is not None else 30.0)
+        self.tally = tally.Tally(spec.fabric.flap_s if spec.fabric is not None else 30.0)
         self.started = time.time()
         self.earlier_s = 0.0  # the soak's time in rounds of earlier sessions (resumed)
         self.availability: list[NodeAvailability] = []
@@ -187,10 +188,10 @@ class SoakDriver:
         found, results = read
         self.rounds.append(found)
         fabric_spec = self.spec.fabric
-        nics = soak.nic_readings(path, fabric_spec.devices) if fabric_spec is not None \
+        nics = tally.nic_readings(path, fabric_spec.devices) if fabric_spec is not None \
             else None
-        self.tally.add(number, found.started, results, soak.gpu_payloads(path),
-                       soak.gpu_payloads(path, "gpu_perf"), nics)
+        self.tally.add(number, found.started, results, tally.gpu_payloads(path),
+                       tally.gpu_payloads(path, "gpu_perf"), nics)
         self._copy(found, results)
         return found
 
@@ -270,7 +271,7 @@ class SoakDriver:
             found = self.tally.cases.get(case.case_id) if case is not None else None
             if case is None or found is None:
                 continue  # never ran in any round: the end says not run
-            _emit(self.config, item, case.to_json(), soak.aggregate(found))
+            _emit(self.config, item, case.to_json(), tally.aggregate(found))
 
     def derived(self) -> list[Case]:
         nodes = self.spec.cluster.nodes
