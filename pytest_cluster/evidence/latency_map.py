@@ -3,7 +3,7 @@ time (the ledger holds this, not the lines): from the `interconnect.latency` and
 `interconnect.colocation` cases, the one-way latency matrix at `latency_size` (each case's
 raw keeps the same run's, up to 32 nodes: `matrix_us`) and each node's median to its
 peers (`median_us`); the farthest node is the one with the highest median, as colocation
-judges it. Data only: report/plots.py draws it.
+judges it. Data only: report/heatmap.py draws it.
 """
 
 from __future__ import annotations
