@@ -230,3 +230,15 @@ def size_id(nbytes: int) -> str:
 def utc(stamp: float) -> str:
     """'2026-11-23T21:01:20Z': a time since the epoch, in UTC, to the second."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp))
+
+
+def finite(value: object) -> float | None:
+    """`value` as a float when it is a finite real number (not a bool, a string, a list,
+    NaN, an infinity or an integer beyond a float), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None

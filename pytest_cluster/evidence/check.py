@@ -24,7 +24,7 @@ from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure.reference import Reference, properties
 from pytest_cluster.spec.model import Clause, Rule, VersionClause
 from pytest_cluster.spec.requirement import Verdict
-from pytest_cluster.units import UNITS
+from pytest_cluster.units import UNITS, finite
 
 if TYPE_CHECKING:
     from pytest_cluster.launchers.result import ProbeResult
@@ -283,18 +283,6 @@ def raw_text(value: Any) -> str:
         return json.dumps({"cut": f"{len(text)} bytes of raw evidence, more than {MAX_RAW}",
                            "head": text[:4096]}, allow_nan=False)
     return text
-
-
-def finite(value: object) -> float | None:
-    """`value` as a float when it is a finite real number (not a bool, a string, a list,
-    NaN, an infinity or an integer beyond a float), else None."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:
-        return None
-    return number if math.isfinite(number) else None
 
 
 def _mark(message: str, simulated: bool) -> str:

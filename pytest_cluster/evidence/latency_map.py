@@ -14,6 +14,7 @@ from typing import Any
 
 from pytest_cluster.errors import UnitError
 from pytest_cluster.hostlist import expand_hostlist
+from pytest_cluster.units import finite
 
 #: Up to this many nodes, each latency case's raw keeps the whole matrix (`matrix_us`).
 MATRIX_UP_TO = 32
@@ -36,11 +37,6 @@ def farthest_of(medians: Mapping[str, float]) -> str | None:
     return min(medians, key=lambda node: (-medians[node], node)) if medians else None
 
 
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(
-        value, bool) else None
-
-
 def _matrix(found: object) -> tuple[tuple[str, ...], list[list[float | None]], int] | None:
     """`matrix_us` as (nodes, N x N microseconds or None, size), or None when it is not
     that shape."""
@@ -51,7 +47,7 @@ def _matrix(found: object) -> tuple[tuple[str, ...], list[list[float | None]], i
             and all(isinstance(row, list) and len(row) == len(nodes) for row in rows)
             and isinstance(size, int)):
         return None
-    return (tuple(map(str, nodes)), [[_number(v) for v in row] for row in rows], size)
+    return (tuple(map(str, nodes)), [[finite(v) for v in row] for row in rows], size)
 
 
 class LatencyMap:
@@ -80,10 +76,10 @@ class LatencyMap:
         if self.one_way is None and (matrix := _matrix(raw.get("matrix_us"))) is not None:
             self.matrix_nodes, self.one_way, size = matrix
             self.size = self.size if self.size is not None else size
-        median = _number(raw.get("median_us"))
+        median = finite(raw.get("median_us"))
         if median is not None and record.get("node") is not None:
             self._medians[str(record["node"])] = (
-                median, _number(raw.get("cluster_median_us")), _number(raw.get("ratio")))
+                median, finite(raw.get("cluster_median_us")), finite(raw.get("ratio")))
 
     @property
     def medians(self) -> dict[str, float]:

@@ -45,11 +45,10 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 
-from pytest_cluster.evidence.check import finite
 from pytest_cluster.evidence.results import clause_of, outcome
 from pytest_cluster.evidence.tally import margin
 from pytest_cluster.evidence.verdict import culprits, outcome_of
-from pytest_cluster.units import UNITS, Dim
+from pytest_cluster.units import UNITS, Dim, finite
 
 #: The base unit of each dimension, as the metric name's suffix ('' for a count).
 BASE_UNIT = {Dim.SIZE: "bytes", Dim.RATE: "bytes_per_second", Dim.TIME: "seconds",

@@ -4,7 +4,6 @@ node's numbers are read."""
 
 from __future__ import annotations
 
-import math
 import secrets
 import time
 from collections.abc import Callable, Sequence
@@ -37,16 +36,6 @@ def token(timeout_s: float) -> str:
     """A run's file token: when none of its phases can still run (two phases' limits and
     10 minutes for clocks that differ), and 12 random hex digits."""
     return f"{int(time.time() + 2 * timeout_s + 600)}-{secrets.token_hex(6)}"
-
-
-def finite_number(value: object) -> float | None:
-    """A finite number of a rank's report, else None (bools are not numbers)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        return float(value) if math.isfinite(value) else None
-    except OverflowError:  # an integer beyond any float
-        return None
 
 
 def remove_left(launcher: Launcher, nodes: Sequence[str], job: Callable[[str], JobSpec]

@@ -23,7 +23,6 @@ from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, reason_line, run_job
 from pytest_cluster.measure.at_once import (
     NO_RENDEZVOUS,
-    finite_number,
     pairs,
     part_errors,
     remove_left,
@@ -32,6 +31,7 @@ from pytest_cluster.measure.at_once import (
     token,
 )
 from pytest_cluster.probes import probe_source
+from pytest_cluster.units import finite
 
 if TYPE_CHECKING:
     from pytest_cluster.launchers.base import Launcher
@@ -202,7 +202,7 @@ def _figures(node: str, rank: int, data: dict[str, Any] | None, phase: str,
     for name in (*_NUMBERS, *(("bad_blocks", "writer") if phase == "read" else ()), "wait_s"):
         if name == "wait_s" and name not in data:
             continue  # an older probe's
-        value = finite_number(data.get(name))
+        value = finite(data.get(name))
         if value is None or value < 0:
             return replace(empty, error=f"bad checkpoint output: {name} is "
                                         f"{str(data.get(name))[:40]!r}")
@@ -228,7 +228,7 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
     leftovers = [item for r in result.ranks if r.data for item in r.data.get("leftovers") or []
                  if isinstance(item, dict)]
     more: dict[str, Any] = {"leftovers": leftovers[:100]} if leftovers else {}
-    capacity = next((finite_number(r.data.get("capacity_bytes")) for r in result.ranks
+    capacity = next((finite(r.data.get("capacity_bytes")) for r in result.ranks
                      if r.data and r.data.get("capacity_bytes") is not None), None)
     if capacity is not None and capacity > 0:
         more["capacity_bytes"] = capacity

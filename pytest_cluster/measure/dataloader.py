@@ -23,7 +23,6 @@ from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, reason_line, run_job
 from pytest_cluster.measure.at_once import (
     NO_RENDEZVOUS,
-    finite_number,
     pairs,
     part_errors,
     remove_left,
@@ -32,6 +31,7 @@ from pytest_cluster.measure.at_once import (
     token,
 )
 from pytest_cluster.probes import probe_source
+from pytest_cluster.units import finite
 
 if TYPE_CHECKING:
     from pytest_cluster.launchers.base import Launcher
@@ -183,7 +183,7 @@ def _worker(node: str, rank: int, data: dict[str, Any] | None, why: str) -> Work
         return replace(empty, error=str(data["error"])[:300])
     numbers = {}
     for name in _NUMBERS:
-        value = finite_number(data.get(name))
+        value = finite(data.get(name))
         if value is None or value < 0:
             return replace(empty, error=f"bad data loader output: {name} is "
                                         f"{str(data.get(name))[:40]!r}")

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_cluster.evidence.check import finite
 from pytest_cluster.evidence.untrusted_json import found
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.spec.clauses import Declaration, clauses, declared
 from pytest_cluster.spec.model import Promises
+from pytest_cluster.units import finite
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.check import Evidence
