@@ -52,8 +52,8 @@ T = TypeVar("T")
 #: What a checkpoint bound may be per: `">= 2 GB/s per GPU"`, `"per node"`; none: the
 #: cluster's aggregate.
 _PER = re.compile(r"^(?P<bound>.*?)\s+per\s+(?P<per>gpu|node)\s*$", re.IGNORECASE)
-#: A checkpoint's size per writer: at least a block, at most what a test should write.
-_CHECKPOINT_SIZE = (2**20, 2**40, "from 1 MiB to 1 TiB")
+#: A test file's or a share's size: at least 1 MiB, at most what a test should write.
+_SIZE = (2**20, 2**40, "from 1 MiB to 1 TiB")
 _BLOCK = (2**16, 2**30, "from 64 KiB to 1 GiB")
 
 
@@ -135,7 +135,7 @@ def _checkpoint(ctx: Ctx, node: Node, path: str, where: str, shared: bool | None
     table = Map(ctx, node, path, keys("storage", "checkpoint"))
     if not isinstance(node, MappingNode):
         return None, ()
-    low, high, shown = _CHECKPOINT_SIZE
+    low, high, shown = _SIZE
     size_node = {k: table.take(k) for k in ("size_per_gpu", "size_per_node")}
     given = {k: n for k, n in size_node.items() if n is not None}
     if len(given) != 1:
@@ -181,7 +181,7 @@ def _dataloader(ctx: Ctx, node: Node, path: str, where: str, shared: bool | None
     if read_size is not None and read_size % 512:
         ctx.error(node, f"{path}.read_size", "expected a whole number of 512-byte sectors "
                   f"(a direct read's unit), got {read_size} bytes")
-    size = setting("size_per_node", size_between(*_CHECKPOINT_SIZE))
+    size = setting("size_per_node", size_between(*_SIZE))
     duration = setting("duration", time_between(1, 3600, "from 1 s to 1 h"))
     workers = setting("workers", whole(1, 256))
     files = setting("metadata_files", whole(1, 10**6))
@@ -211,13 +211,6 @@ def _absolute(raw: object) -> str:
     return os.path.normpath(value)
 
 
-def _io_size(raw: object) -> int:
-    value = int(parse_quantity(raw, Dim.SIZE).value)
-    if not 2**20 <= value <= 2**40:
-        raise UnitError(f"expected a size from 1 MiB to 1 TiB, got {raw!r}")
-    return value
-
-
 def _filesystem(ctx: Ctx, node: Node, index: int, default_python: str,
                 gpus: bool) -> StorageSpec | None:
     table = Map(ctx, node, f"storage[{index}]", keys("storage"))
@@ -235,7 +228,7 @@ def _filesystem(ctx: Ctx, node: Node, index: int, default_python: str,
     where = or_default(fs_path, str(index))
     shared, shared_rule = flag(ctx, table, declared("storage.shared"), where)
     python = setting("python", interpreter)
-    io_size = setting("io_size", _io_size)
+    io_size = setting("io_size", size_between(*_SIZE))
     files = setting("metadata_files", whole(1, 10**6))
     repeats = setting("import_repeats", whole(1, 100))
     cold = setting("cold_cache", boolean)
