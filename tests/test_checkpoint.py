@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.errors import SpecError
+from pytest_cluster.errors import ClusterError, SpecError
+from pytest_cluster.evidence.verdict import NO_CULPRIT
 from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 from pytest_cluster.measure import at_once
@@ -472,3 +473,24 @@ def test_a_removal_no_node_can_make_is_said(tmp_path: Path,
     run, _ = burst_here(tmp_path, {"remove": {"a", "b", "c"}}, monkeypatch)
     assert run.details["remove_error"].count("job_node probe unreachable") == 3
     assert "removed" not in run.details
+
+
+class Refusing(Nodes):
+    """A launcher that raises before any node's part starts (a tool error)."""
+
+    def run(self, call: ProbeCall, nodes: Sequence[str],
+            timeout_s: float) -> dict[str, ProbeResult]:
+        raise ClusterError("the launcher broke before starting the job")
+
+
+def test_a_phase_the_tool_could_not_start_blames_no_node(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(at_once, "LEAD_S", 0.0)
+    (fs,) = parse_spec(
+        "cluster: {name: t, nodes: 'a,b', launcher: local}\n"
+        f"storage:\n  - path: {tmp_path}\n    shared: true\n    checkpoint:\n"
+        "      size_per_node: 2 MiB\n      write: '>= 1 MB/s'\n", "t.yaml").storage
+    run = run_checkpoint(Refusing({}), fs, ["a", "b"], None, {})
+    assert [run.node_kind(n) for n in ("a", "b")] == ["undecided", "undecided"]
+    assert run.node_error("a") == "write: the launcher broke before starting the job"
+    assert "undecided" in NO_CULPRIT

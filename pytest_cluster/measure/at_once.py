@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 #: The placeholder master address of jobs whose ranks never meet (no rendezvous): no node
 #: is asked for its own before the job starts.
 NO_RENDEZVOUS = "127.0.0.1"
+#: The error kind of every node of a phase the controller could not start (the launcher
+#: raised): the tool's failure, not the nodes', so it blames none of them (verdict.NO_CULPRIT).
+NOT_STARTED = "undecided"
 #: On how many nodes at most the controller tries to remove what is left of a run.
 REMOVE_TRIES = 3
 

@@ -23,6 +23,7 @@ from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, reason_line, run_job
 from pytest_cluster.measure.at_once import (
     NO_RENDEZVOUS,
+    NOT_STARTED,
     pairs,
     part_errors,
     remove_left,
@@ -272,7 +273,8 @@ def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
                 ranks, errors, kinds, sim, more = _phase(launcher, phase_job(
                     fs, on, writers, size, phase, tag, start_at(len(on)), wrote), phase)
             except (ClusterError, OSError, ValueError) as exc:
-                errors, kinds = [(n, f"{phase}: {exc}") for n in on], []
+                errors = [(n, f"{phase}: {exc}") for n in on]
+                kinds = [(n, NOT_STARTED) for n in on]
                 ranks, sim, more = (), False, {}
             simulated = simulated or sim
             details.update(more)

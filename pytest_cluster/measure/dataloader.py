@@ -23,6 +23,7 @@ from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, reason_line, run_job
 from pytest_cluster.measure.at_once import (
     NO_RENDEZVOUS,
+    NOT_STARTED,
     pairs,
     part_errors,
     remove_left,
@@ -227,8 +228,8 @@ def run_dataloader(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
                 found, errors, kinds, sim, method = _phase(launcher, phase_job(
                     fs, on, workers, phase, tag, start_at(len(on)), wrote), phase)
             except (ClusterError, OSError, ValueError) as exc:
-                found, errors, kinds, sim, method = (), [(n, f"{phase}: {exc}") for n in on], \
-                    [], False, ""
+                found, errors, sim, method = (), [(n, f"{phase}: {exc}") for n in on], False, ""
+                kinds = [(n, NOT_STARTED) for n in on]
             simulated = simulated or sim
             run = replace(run, errors=(*run.errors, *errors),
                           error_kinds=(*run.error_kinds, *kinds))
