@@ -10,7 +10,9 @@ The pairs come in rounds of disjoint pairs, the round-robin tournament's
 other; above, SAMPLE_PER_LOG2 x log2(N) rounds spread over the tournament, so each node
 meets as many peers in O(log N) rounds. A node on another spine or switch is farther from
 every peer: its median stands out of the cluster's, while its peers' medians (over many
-peers, it one of them) do not.
+peers, it one of them) do not. A node that stands out is measured again before it is
+blamed (`run_latency`): a pair measured twice counts its smaller figure, since a busy host
+only adds to a round trip while a longer path adds to both.
 """
 
 from __future__ import annotations
@@ -86,12 +88,13 @@ class LatencyRun:
     @functools.cached_property
     def _table(self) -> dict[int, dict[str, dict[str, float]]]:
         """Per size, per node, its peers' one-way latency (a pair measured again: the
-        later); built once per run object."""
+        smaller figure); built once per run object."""
         table: dict[int, dict[str, dict[str, float]]] = {}
         for a, b, at, seconds in self.links:
             per = table.setdefault(at, {})
-            per.setdefault(a, {})[b] = seconds
-            per.setdefault(b, {})[a] = seconds
+            for me, peer in ((a, b), (b, a)):
+                mine = per.setdefault(me, {})
+                mine[peer] = min(seconds, mine.get(peer, seconds))
         return table
 
     @functools.cached_property
@@ -117,9 +120,10 @@ class LatencyRun:
         pair was not measured)."""
         index = {node: i for i, node in enumerate(self.nodes)}
         rows: list[list[float | None]] = [[None] * len(self.nodes) for _ in self.nodes]
-        for a, b, at, seconds in self.links:
-            if at == size and a in index and b in index:
-                rows[index[a]][index[b]] = rows[index[b]][index[a]] = round(seconds * 1e6, 3)
+        for a, peers in self._table.get(size, {}).items():
+            for b, seconds in peers.items():
+                if a in index and b in index:
+                    rows[index[a]][index[b]] = round(seconds * 1e6, 3)
         return rows
 
     def to_json(self) -> dict[str, Any]:
@@ -201,26 +205,33 @@ def suspects(run: LatencyRun, size: int, factor: float) -> list[str]:
     return [n for _, n in sorted(found, reverse=True)[:RETEST_MOST]]
 
 
+def _with_good_peers(run: LatencyRun, spec: InterconnectSpec, far: list[str]) -> list[str]:
+    """The suspects `far` and as many nodes nearest the cluster's median."""
+    middle = run.cluster_median(spec.latency_size) or 0.0
+    near = sorted((abs(m - middle), n) for n in run.nodes if n not in far
+                  and (m := run.median(n, spec.latency_size)) is not None)
+    return [*far, *(n for _, n in near[:len(far)])]
+
+
 def run_latency(launcher: Launcher, spec: InterconnectSpec,
                 nodes: Sequence[str]) -> LatencyRun:
-    """The ping-pong over `nodes` as one job; its failure is the run's error. Above
-    FULL_UP_TO nodes, where the sample of rounds found nodes far from their peers (above
-    colocation_factor x the cluster's median), the worst are tested again in a second job
-    with as many nodes nearest the cluster's median, every pair of them: their pairs join
-    the run's (`retested`), so a far node is judged on more peers, known-good ones among
-    them."""
+    """The ping-pong over `nodes` as one job; its failure is the run's error. Where it
+    found nodes far from their peers (above colocation_factor x the cluster's median),
+    they are measured again in a second job before any is blamed: up to FULL_UP_TO nodes
+    the whole tournament again, above it the worst with as many nodes nearest the
+    cluster's median, every pair of them. The second job's pairs join the run's
+    (`retested`; a pair measured twice counts its smaller figure), so a far node is judged
+    on more peers, known-good ones among them, and a node a busy host slowed in the first
+    job only is not blamed."""
     base = LatencyRun(tuple(nodes), spec.backend, spec.latency_sizes(),
                       schedule(len(nodes)), rounds_of(len(nodes)))
     run = _one_job(launcher, spec, nodes, base)
-    if not run.ok or len(nodes) <= FULL_UP_TO:
+    if not run.ok:
         return run
     far = suspects(run, spec.latency_size, spec.colocation_factor)
     if not far:
         return run
-    middle = run.cluster_median(spec.latency_size) or 0.0
-    near = sorted((abs(m - middle), n) for n in nodes if n not in far
-                  and (m := run.median(n, spec.latency_size)) is not None)
-    group = [*far, *(n for _, n in near[:len(far)])]
+    group = list(nodes) if len(nodes) <= FULL_UP_TO else _with_good_peers(run, spec, far)
     again = _one_job(launcher, spec, group, replace(run, links=(), round_trips=()))
     if not again.ok:  # the first job's figures stand; the re-test's failure is said
         return replace(run, details={**run.details, "retest_error": again.error})
