@@ -6,15 +6,17 @@ the facts it is given."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.evidence.plan import DESELECTED, NOT_AT_THIS_LEVEL
+from pytest_cluster.evidence.plan import DESELECTED, NOT_AT_THIS_LEVEL, why_left_out
+from pytest_cluster.evidence.sinks.results import COMPLETE, PARTIAL
 from pytest_cluster.evidence.tally import is_simulated, not_a_node
 from pytest_cluster.evidence.verdict import (
     ACCEPTED,
     ERROR,
+    INCOMPLETE,
     NodeVerdict,
     by_verdict,
     drain_line,
@@ -25,13 +27,29 @@ from pytest_cluster.evidence.verdict import (
 from pytest_cluster.spec.promised import ACROSS
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.baseline import Baseline
+    from pytest_cluster.evidence.baseline.compare import Baseline
     from pytest_cluster.spec import Spec
 
 MAX_LISTED = 20  # nodes and drain lines listed in the terminal; verdict.json has all
 #: Why the sla: section of a run that is no soak is not checked.
 NEEDS_A_SOAK = ("availability is measured over time, by a soak (--cluster-soak=DURATION or "
                 "--cluster-soak-rounds=N); this run is none")
+
+
+def coverage_line(end: Mapping[str, Any] | None) -> str:
+    """'INCOMPLETE: 12 of 640 contract checks ran (interrupted)'; for a selection that
+    ran in full and decided every node, the level it judged ('level sanity: 70 of 155
+    contract checks selected and ran; 85 not at this level'); '' if complete (or no end
+    record yet)."""
+    if end is None or end["status"] == COMPLETE:
+        return ""
+    if end["status"] == PARTIAL and end["verdict"] != INCOMPLETE:
+        return (f"level {end['level']}: {end['checks_ran']} of {end['checks_planned']} "
+                f"contract checks selected and ran; {end['deselected']} "
+                f"{why_left_out(end['selection'])}")
+    why = {"partial": "the selection left the others out"}.get(end["status"], end["status"])
+    return (f"INCOMPLETE: {end['checks_ran']} of {end['checks_planned']} contract "
+            f"checks ran ({why.replace('_', ' ')})")
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,6 @@ from pytest_cluster.evidence import derived_cases
 from pytest_cluster.evidence.end import RunFacts, end_record, verdict_document
 from pytest_cluster.evidence.ledger import Ledger
 from pytest_cluster.evidence.plan import PLAN_FILE, PLAN_KEY, Plan, selection, why_left_out
-from pytest_cluster.evidence.results import (
-    COMPLETE,
-    PARTIAL,
-    ResultsWriter,
-    makes_line,
-    report_record,
-)
 from pytest_cluster.evidence.rundir import (
     evidence_line,
     outside,
@@ -37,22 +30,28 @@ from pytest_cluster.evidence.rundir import (
     remove_if_empty,
 )
 from pytest_cluster.evidence.sealing import predicate, seal_run, sealed_line
-from pytest_cluster.evidence.tally import SIMULATED_BANNER, is_simulated
-from pytest_cluster.evidence.verdict import (
-    INCOMPLETE,
-    NodeVerdict,
-    by_verdict,
-    outcome_of,
+from pytest_cluster.evidence.sinks.results import (
+    ResultsWriter,
+    makes_line,
+    report_record,
 )
+from pytest_cluster.evidence.tally import SIMULATED_BANNER, is_simulated
 from pytest_cluster.launchers.process import stop_everything
-from pytest_cluster.report.terminal import NEEDS_A_SOAK, RunSummary, terminal_lines
+from pytest_cluster.report.junit_properties import suite_properties
+from pytest_cluster.report.terminal import (
+    NEEDS_A_SOAK,
+    RunSummary,
+    coverage_line,
+    terminal_lines,
+)
 from pytest_cluster.run.junit_spool import JunitSpool, junit_in_utc
 from pytest_cluster.run.lifecycle import run_launcher
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.baseline import Baseline
+    from pytest_cluster.evidence.baseline.compare import Baseline
     from pytest_cluster.evidence.bundle.keys import Signer
     from pytest_cluster.evidence.derived_cases import Case
+    from pytest_cluster.evidence.verdict import NodeVerdict
     from pytest_cluster.run.after_checks import AfterChecks
     from pytest_cluster.spec import Spec
 
@@ -353,42 +352,12 @@ class ClusterSession:
         xml = internals.junit_writer(self.config)
         if xml is None or self.end is None:
             return
-        xml.add_global_property("status", self.end["status"])
-        if self.soak is not None and self.end.get("soak"):
-            found = self.end["soak"]
-            xml.add_global_property("soak", f"{found['rounds']} round(s) over "
-                                    f"{found['observed_s'] / 3600:.2f} h observed")
-            if "credit" in found:
-                xml.add_global_property("sla_credit", found["credit"]["total"])
-        if self.baseline is not None:
-            xml.add_global_property("baseline", f"{self.baseline.path} ({self.baseline.label}, "
-                                    f"manifest sha256 {self.baseline.manifest_sha256})")
-        xml.add_global_property("checks_ran", f"{self.end['checks_ran']} of "
-                                               f"{self.end['checks_planned']}")
-        coverage = self.coverage_line()
-        if coverage:
-            name = INCOMPLETE if coverage.startswith(INCOMPLETE) else "level"
-            xml.add_global_property(name, coverage)
-        xml.add_global_property("outcome", outcome_of(self.end["verdict"]))
-        for name, nodes in by_verdict(self.verdicts).items():
-            xml.add_global_property(f"nodes_{name.lower().replace(' ', '_')}",
-                                    ",".join(nodes))
+        for name, value in suite_properties(self.end, self.baseline, self.coverage_line(),
+                                            self.verdicts):
+            xml.add_global_property(name, value)
 
     def coverage_line(self) -> str:
-        """'INCOMPLETE: 12 of 640 contract checks ran (interrupted)'; for a selection that
-        ran in full and decided every node, the level it judged ('level sanity: 70 of 155
-        contract checks selected and ran; 85 not at this level'); '' if complete."""
-        end = self.end
-        if end is None or end["status"] == COMPLETE:
-            return ""
-        if end["status"] == PARTIAL and end["verdict"] != INCOMPLETE:
-            return (f"level {end['level']}: {end['checks_ran']} of {end['checks_planned']} "
-                    f"contract checks selected and ran; {end['deselected']} "
-                    f"{why_left_out(end['selection'])}")
-        why = {"partial": "the selection left the others out"}.get(end["status"],
-                                                                    end["status"])
-        return (f"INCOMPLETE: {end['checks_ran']} of {end['checks_planned']} contract "
-                f"checks ran ({why.replace('_', ' ')})")
+        return coverage_line(self.end)
 
     def html_report(self) -> Any:
         """pytest-html's report object, or None; looked up once (it is asked for every

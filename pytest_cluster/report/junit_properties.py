@@ -1,0 +1,36 @@
+"""The JUnit suite's properties of a run: its status, a soak's rounds and credit, the
+baseline it was compared with, how many checks ran, its coverage, its outcome and the nodes
+of each verdict. Pure: from the end record and the nodes' verdicts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from pytest_cluster.evidence.verdict import INCOMPLETE, NodeVerdict, by_verdict, outcome_of
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.baseline.compare import Baseline
+
+
+def suite_properties(end: Mapping[str, Any], baseline: Baseline | None, coverage: str,
+                     verdicts: Iterable[NodeVerdict]) -> list[tuple[str, str]]:
+    """(name, value) in the order JUnit lists them; `coverage` is the terminal's coverage
+    line (report.terminal.coverage_line), '' for a complete run."""
+    found: list[tuple[str, str]] = [("status", str(end["status"]))]
+    soak = end.get("soak")
+    if soak:
+        found.append(("soak", f"{soak['rounds']} round(s) over "
+                              f"{soak['observed_s'] / 3600:.2f} h observed"))
+        if "credit" in soak:
+            found.append(("sla_credit", str(soak["credit"]["total"])))
+    if baseline is not None:
+        found.append(("baseline", f"{baseline.path} ({baseline.label}, "
+                                  f"manifest sha256 {baseline.manifest_sha256})"))
+    found.append(("checks_ran", f"{end['checks_ran']} of {end['checks_planned']}"))
+    if coverage:
+        found.append((INCOMPLETE if coverage.startswith(INCOMPLETE) else "level", coverage))
+    found.append(("outcome", outcome_of(end["verdict"])))
+    found.extend((f"nodes_{name.lower().replace(' ', '_')}", ",".join(nodes))
+                 for name, nodes in by_verdict(verdicts).items())
+    return found
