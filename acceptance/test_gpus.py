@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pytest_cluster.evidence.check import Evidence, Promise
     from pytest_cluster.launchers.result import ProbeResult
     from pytest_cluster.measure.cluster import Cluster
-    from pytest_cluster.spec.clauses import Declaration
+    from pytest_cluster.spec.declaration import Declaration
 
 
 def _gpus(spec: Spec) -> GpuSpec:

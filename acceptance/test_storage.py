@@ -20,7 +20,7 @@ from pytest_cluster.measure.checkpoint import PHASES
 from pytest_cluster.measure.dataloader import CPU_BOUND, JUDGED
 from pytest_cluster.measure.reference import for_checkpoint
 from pytest_cluster.run.contract_tests import check_reading, checks, table_tests
-from pytest_cluster.spec.clauses import Declaration, declared
+from pytest_cluster.spec.clauses import declared
 from pytest_cluster.units import Dim, format_size, format_value
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from pytest_cluster.measure.checkpoint import CheckpointRun
     from pytest_cluster.measure.cluster import Cluster
     from pytest_cluster.measure.dataloader import DataloaderRun
+    from pytest_cluster.spec.declaration import Declaration
     from pytest_cluster.spec.model import Clause, StorageSpec
 
 

@@ -155,7 +155,7 @@ BASELINE = """\
 import sys
 from pathlib import Path
 from pytest_cluster.errors import InputError
-from pytest_cluster.evidence import baseline_files
+from pytest_cluster.evidence.baseline import files as baseline_files
 path = Path(sys.argv[1])
 try:
     baseline_files.check_sizes(path.parent)

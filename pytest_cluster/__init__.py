@@ -6,7 +6,10 @@ so that the plugin's start imports nothing it does not need):
 - `JobSpec`, `JobResult`, `RankResult`, `run_job`: distributed jobs on the cluster's nodes
   (docs/development.md);
 - `read_results`, `RunResults` and the run statuses `COMPLETE`, `PARTIAL`, `INTERRUPTED`,
-  `INTERNAL_ERROR`: a run's results.jsonl, read back (docs/evidence.md).
+  `INTERNAL_ERROR`: a run's results.jsonl, read back (docs/evidence.md);
+- `Extension`, `ExtensionSection`, `Declaration`, `Reads`, `Value`, `Dim`, `LauncherKind`,
+  `Launcher`: what an installed package adds - launchers, spec sections, clauses, probes -
+  through the entry point group `pytest_cluster.extensions` (docs/development.md).
 """
 
 from __future__ import annotations
@@ -22,16 +25,26 @@ _PUBLIC = {
     "JobResult": "pytest_cluster.launchers.jobs",
     "RankResult": "pytest_cluster.launchers.jobs",
     "run_job": "pytest_cluster.launchers.jobs",
-    "read_results": "pytest_cluster.evidence.results",
-    "RunResults": "pytest_cluster.evidence.results",
-    "COMPLETE": "pytest_cluster.evidence.results",
-    "PARTIAL": "pytest_cluster.evidence.results",
-    "INTERRUPTED": "pytest_cluster.evidence.results",
-    "INTERNAL_ERROR": "pytest_cluster.evidence.results",
+    "read_results": "pytest_cluster.evidence.sinks.results",
+    "RunResults": "pytest_cluster.evidence.sinks.results",
+    "COMPLETE": "pytest_cluster.evidence.sinks.results",
+    "PARTIAL": "pytest_cluster.evidence.sinks.results",
+    "INTERRUPTED": "pytest_cluster.evidence.sinks.results",
+    "INTERNAL_ERROR": "pytest_cluster.evidence.sinks.results",
+    "Extension": "pytest_cluster.spec.extensions",
+    "ExtensionSection": "pytest_cluster.spec.extensions",
+    "Declaration": "pytest_cluster.spec.declaration",
+    "Reads": "pytest_cluster.spec.declaration",
+    "Value": "pytest_cluster.spec.declaration",
+    "Dim": "pytest_cluster.units",
+    "LauncherKind": "pytest_cluster.spec.launcher_kind",
+    "Launcher": "pytest_cluster.launchers.base",
 }
 
-__all__ = ["COMPLETE", "INTERNAL_ERROR", "INTERRUPTED", "PARTIAL", "JobResult", "JobSpec",
-           "RankResult", "RunResults", "__version__", "read_results", "run_job"]
+__all__ = ["COMPLETE", "INTERNAL_ERROR", "INTERRUPTED", "PARTIAL", "Declaration", "Dim",
+           "Extension", "ExtensionSection", "JobResult", "JobSpec", "Launcher", "LauncherKind",
+           "RankResult", "Reads", "RunResults", "Value", "__version__", "read_results",
+           "run_job"]
 
 
 def __getattr__(name: str) -> Any:

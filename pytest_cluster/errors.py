@@ -94,3 +94,11 @@ class InputError(ClusterError):
     """A file from elsewhere (a baseline's evidence) is too big, not strict JSON, or not
     of its declared shape; the message names the file, the field and what was expected,
     every value in it cut short."""
+
+
+class ExtensionError(ClusterError):
+    """An installed extension (entry point group `pytest_cluster.extensions`) cannot be
+    loaded or clashes with what is there; the message names its entry point."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(clip(message))

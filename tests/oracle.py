@@ -31,8 +31,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.derived_cases import TESTS
-from pytest_cluster.evidence.metrics import CASE_LABELS
-from pytest_cluster.evidence.results import outcome
+from pytest_cluster.evidence.sinks.metrics import CASE_LABELS
+from pytest_cluster.evidence.sinks.results import outcome
 from pytest_cluster.evidence.verdict import NOT_BLAMING, culprits, outcome_of
 from pytest_cluster.units import Dim, parse_quantity, utc
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.evidence.baseline import (
+from pytest_cluster.evidence.baseline.compare import (
     Baseline,
     compared,
     figures,
@@ -20,7 +20,7 @@ from pytest_cluster.evidence.baseline import (
     same_nodes,
 )
 from pytest_cluster.evidence.bundle.manifest import MANIFEST, seal
-from pytest_cluster.evidence.results import read_results
+from pytest_cluster.evidence.sinks.results import read_results
 from pytest_cluster.spec import parse_spec
 from tests.test_bundle import ed25519_key
 
@@ -313,7 +313,7 @@ def test_a_node_of_thousands_of_changes_names_twenty_and_counts_the_rest() -> No
 
 
 def test_a_baseline_is_bounded_by_what_the_spec_allows() -> None:
-    from pytest_cluster.evidence.baseline import limits
+    from pytest_cluster.evidence.baseline.compare import limits
     from pytest_cluster.spec import parse_spec
     exact = parse_spec("cluster: {name: c, nodes: 'n[1-6]', launcher: sim}\n"
                            "gpus: {count: 4}\nsim: {gpus_per_node: 4}\n", "s.yaml")

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_cluster.errors import InputError
-from pytest_cluster.evidence import baseline_files
-from pytest_cluster.evidence.baseline import Baseline, compare, figures, load
-from pytest_cluster.evidence.baseline_files import read_inventory, read_results
-from pytest_cluster.evidence.results import read_results as read_run_results
+from pytest_cluster.evidence.baseline import files as baseline_files
+from pytest_cluster.evidence.baseline.compare import Baseline, compare, figures, load
+from pytest_cluster.evidence.baseline.files import read_inventory, read_results
+from pytest_cluster.evidence.sinks.results import read_results as read_run_results
 from pytest_cluster.evidence.untrusted_json import (
     check,
     cut,
@@ -164,7 +164,7 @@ def test_a_link_or_a_fifo_is_refused_never_followed_nor_waited_on(tmp_path: Path
     # read as the comparison reads it, in a process of its own: the old reader blocked
     done = subprocess.run(
         [sys.executable, "-c", "import sys; from pathlib import Path; from pytest_cluster."
-         "evidence.baseline_files import read_results; read_results(Path(sys.argv[1]))",
+         "evidence.baseline.files import read_results; read_results(Path(sys.argv[1]))",
          str(run / "results.jsonl")], capture_output=True, text=True, timeout=10,
         check=False)
     assert done.returncode == 1

@@ -16,17 +16,11 @@ import pytest
 from pytest_cluster.probes import PROBES, probe_source
 from pytest_cluster.sim.cluster import host_payload
 from pytest_cluster.spec import parse_spec
-from pytest_cluster.spec.clauses import (
-    CLAUSES,
-    TEST_PREFIX,
-    Declaration,
-    Value,
-    clauses,
-    declared,
-    keys,
-)
-from pytest_cluster.spec.model import Clause, Rule, SimSpec
+from pytest_cluster.spec.clauses import CLAUSES, clauses, declared, keys
+from pytest_cluster.spec.declaration import TEST_PREFIX, Declaration, Value
+from pytest_cluster.spec.model import Clause, Rule
 from pytest_cluster.spec.promised import promised
+from pytest_cluster.spec.sim_records import SimSpec
 from pytest_cluster.units import Dim
 
 #: Every module of the acceptance suite (a new one is found, not listed here).

@@ -8,7 +8,8 @@ from typing import Any
 from pytest_cluster.launchers.sim import SimLauncher
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.soak.counters import counts, growth
-from pytest_cluster.spec.model import ClusterSpec, SimFault, SimSpec
+from pytest_cluster.spec.model import ClusterSpec
+from pytest_cluster.spec.sim_records import SimFault, SimSpec
 
 
 def probe(*faults: SimFault) -> dict[str, Any]:

@@ -23,7 +23,8 @@ from pytest_cluster.probes import probe_source
 from pytest_cluster.probes.gpu_perf import parse_options
 from pytest_cluster.sim.cluster import describe_node, gpu_count, gpu_perf_payload, merged
 from pytest_cluster.spec.loader import parse_spec
-from pytest_cluster.spec.model import GpuSpec, SimFault, SimSpec
+from pytest_cluster.spec.model import GpuSpec
+from pytest_cluster.spec.sim_records import SimFault, SimSpec
 
 SIM = SimSpec("H100-SXM-80GB", 8, faults=(
     SimFault("n1", None, 3, gpus=7),

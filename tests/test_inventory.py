@@ -24,7 +24,7 @@ from pytest_cluster.probes.inventory import read
 from pytest_cluster.report.sections import inventory_html
 from pytest_cluster.sim.cluster import describe_gpu
 from pytest_cluster.sim.nics import nic_payload
-from pytest_cluster.spec.model import SimFault, SimSpec
+from pytest_cluster.spec.sim_records import SimFault, SimSpec
 from tests import shipped_probe
 
 

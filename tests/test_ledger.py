@@ -8,7 +8,7 @@ from typing import Any
 from pytest_cluster.evidence.gathered import matrix, passed_row
 from pytest_cluster.evidence.ledger import Ledger
 from pytest_cluster.evidence.plan import Plan, PlannedCase
-from pytest_cluster.evidence.results import counts
+from pytest_cluster.evidence.sinks.results import counts
 from pytest_cluster.evidence.tally import clause_tallies
 from pytest_cluster.evidence.verdict import cluster_failures, node_verdicts
 

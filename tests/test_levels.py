@@ -9,7 +9,8 @@ import pytest
 
 from pytest_cluster.measure.calls import storage_call
 from pytest_cluster.spec import parse_spec
-from pytest_cluster.spec.clauses import CLAUSES, LEVELS, SANITY
+from pytest_cluster.spec.clauses import CLAUSES
+from pytest_cluster.spec.declaration import LEVELS, SANITY
 
 
 def test_every_clause_has_a_level_and_sanity_reads_nothing_that_loads() -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from pytest_cluster.evidence.metrics import CASE_LABELS, CLAUSE_LABELS, base_unit
-from pytest_cluster.evidence.results import outcome
+from pytest_cluster.evidence.sinks.metrics import CASE_LABELS, CLAUSE_LABELS, base_unit
+from pytest_cluster.evidence.sinks.results import outcome
 from pytest_cluster.units import UNITS
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

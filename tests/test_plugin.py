@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.spec.launchers import KINDS, LauncherKind
+from pytest_cluster.spec.launcher_kind import LauncherKind
+from pytest_cluster.spec.launchers import KINDS
 from tests.conftest import has_torch
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_cluster.evidence.check import raw_text
-from pytest_cluster.evidence.results import _Line, clause_of, line_text, strict_json
+from pytest_cluster.evidence.sinks.results import _Line, clause_of, line_text, strict_json
 
 
 def _refuse(name: str) -> None:
@@ -90,7 +90,7 @@ def _report(when: Any, outcome: Any, props: Any) -> Any:
 
 
 def test_a_line_is_made_at_the_call_or_a_failed_setup_of_a_case_with_a_clause() -> None:
-    from pytest_cluster.evidence.results import makes_line
+    from pytest_cluster.evidence.sinks.results import makes_line
 
     keyed = [("spec_key", "mine.x")]
     assert makes_line(_report("call", "passed", keyed))

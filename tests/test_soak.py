@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from pytest_cluster.evidence.bundle.verify import verify
-from pytest_cluster.evidence.results import read_results
+from pytest_cluster.evidence.sinks.results import read_results
 from pytest_cluster.soak import rounds as soak
 from pytest_cluster.soak import tally as soak_tally
 from pytest_cluster.soak.rounds import Round, round_argv, timelines

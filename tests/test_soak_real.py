@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.evidence.results import read_results
+from pytest_cluster.evidence.sinks.results import read_results
 from tests.netns_cluster import NetnsCluster
 from tests.test_soak import _lines
 

@@ -352,7 +352,7 @@ def test_a_section_declared_without_a_parser_is_its_declared_clauses(
     refuses others, naming the file, line and key), its record promises what it says, and
     a case of its clause is promised, or not in contract when the section is left out."""
     from pytest_cluster.spec import clauses, loader
-    from pytest_cluster.spec.clauses import Declaration, Reads, Value
+    from pytest_cluster.spec.declaration import Declaration, Reads, Value
     from pytest_cluster.spec.model import SectionSpec
     from pytest_cluster.spec.promised import promised
     from pytest_cluster.units import Dim

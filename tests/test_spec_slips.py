@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_cluster.spec import load_spec, parse_spec
-from pytest_cluster.spec.model import SimSpec
+from pytest_cluster.spec.sim_records import SimSpec
 from tests.test_spec import error_of as spec_error
 
 SIM_BASE = "cluster: {name: x, nodes: 'n[1-2]', launcher: sim}\ngpus: {count: 8}\n"

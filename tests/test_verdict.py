@@ -20,8 +20,8 @@ from pytest_cluster.evidence.plan import (
     not_checked,
     why_left_out,
 )
-from pytest_cluster.evidence.results import read_results, run_status
 from pytest_cluster.evidence.rundir import create_run_dir, point_latest, run_dir_name
+from pytest_cluster.evidence.sinks.results import read_results, run_status
 from pytest_cluster.evidence.tally import ClauseTally, margin, margin_text
 from pytest_cluster.evidence.verdict import (
     TOOL_ERROR,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 import pytest
 
 from pytest_cluster.evidence import node_groups
-from pytest_cluster.evidence.results import strict_json
+from pytest_cluster.evidence.sinks.results import strict_json
 from pytest_cluster.evidence.untrusted_json import found
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure.reference import Reference, properties

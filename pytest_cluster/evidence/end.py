@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster import __version__
 from pytest_cluster.evidence.plan import level_of_run, not_checked, why_left_out
-from pytest_cluster.evidence.results import run_status
+from pytest_cluster.evidence.sinks.results import run_status
 from pytest_cluster.evidence.tally import is_simulated, not_a_node
 from pytest_cluster.evidence.verdict import (
     cluster_verdict,
@@ -27,7 +27,7 @@ from pytest_cluster.evidence.verdict import (
 from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.baseline import Baseline
+    from pytest_cluster.evidence.baseline.compare import Baseline
     from pytest_cluster.evidence.derived_cases import Case
     from pytest_cluster.evidence.ledger import Ledger
     from pytest_cluster.evidence.plan import Plan

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, NamedTuple
 
-from pytest_cluster.evidence.results import clause_of, outcome
+from pytest_cluster.evidence.sinks.results import clause_of, outcome
 from pytest_cluster.evidence.tally import ClauseTally, margin, margin_text, measured_text
 from pytest_cluster.evidence.verdict import NOT_BLAMING, culprits
 

@@ -32,7 +32,7 @@ from pytest_cluster.evidence.gathered import (
 )
 from pytest_cluster.evidence.latency_map import LatencyMap
 from pytest_cluster.evidence.plan import DESELECTED
-from pytest_cluster.evidence.results import clause_of, counted, outcome
+from pytest_cluster.evidence.sinks.results import clause_of, counted, outcome
 from pytest_cluster.evidence.tally import ClauseTally, add_to_tally
 from pytest_cluster.evidence.verdict import NodeVerdict, VerdictBuilder, cluster_failures
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import UnitError
-from pytest_cluster.evidence.results import COMPLETE, PARTIAL, clause_of, outcome
+from pytest_cluster.evidence.sinks.results import COMPLETE, PARTIAL, clause_of, outcome
 from pytest_cluster.hostlist import expand_hostlist
 from pytest_cluster.units import format_size
 

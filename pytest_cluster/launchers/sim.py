@@ -36,7 +36,8 @@ from pytest_cluster.sim.job_node import (
 
 if TYPE_CHECKING:
     from pytest_cluster.probes import ProbeCall
-    from pytest_cluster.spec.model import ClusterSpec, InterconnectSpec, SimSpec, Spec
+    from pytest_cluster.spec.model import ClusterSpec, InterconnectSpec, Spec
+    from pytest_cluster.spec.sim_records import SimSpec
 
 RankEntries = list[dict[str, Any]]
 

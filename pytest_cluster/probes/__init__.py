@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
+from pytest_cluster.spec.extensions import added_probes, unique
+
 #: Programs in this folder that are not probes: a job's rank program, sent by job_node
 #: (measure/benchmark.py, measure/training.py, the rails' perftest in measure/cluster.py).
 JOB_PROGRAMS = ("collective", "train", "perftest", "pingpong", "checkpoint", "dataloader")
@@ -18,12 +20,16 @@ JOB_PROGRAMS = ("collective", "train", "perftest", "pingpong", "checkpoint", "da
 
 def _probes() -> tuple[str, ...]:
     """Every program in this folder that is not a job's: a probe is added by adding its
-    file (`probes/<name>.py`), nothing else names it."""
+    file (`probes/<name>.py`), nothing else names it; then the installed extensions'
+    (spec/extensions.py)."""
     names = (entry.name.removesuffix(".py") for entry in resources.files(__package__).iterdir()
              if entry.name.endswith(".py") and not entry.name.startswith("_"))
-    return tuple(sorted(name for name in names if name not in JOB_PROGRAMS))
+    ours = sorted(name for name in names if name not in JOB_PROGRAMS)
+    return tuple(unique(((name, name) for name in (*ours, *_ADDED)), "the probes"))
 
 
+#: The installed extensions' probes and their files.
+_ADDED = added_probes()
 #: The probes, by the names of their files.
 PROBES = _probes()
 
@@ -49,4 +55,6 @@ class ProbeCall:
 
 
 def probe_source(name: str) -> str:
+    if name in _ADDED:
+        return _ADDED[name].read_text(encoding="utf-8")
     return resources.files(__package__).joinpath(f"{name}.py").read_text(encoding="utf-8")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import clip
-from pytest_cluster.evidence.baseline import Baseline, compare
+from pytest_cluster.evidence.baseline.compare import Baseline, compare
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.measure import inventory
 from pytest_cluster.measure.cluster import Cluster

@@ -20,7 +20,8 @@ import pytest
 from pytest_cluster.evidence.plan import CASE_KEY, PLAN_KEY, Plan, PlannedCase
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
 from pytest_cluster.run.suite import acceptance_dir
-from pytest_cluster.spec.clauses import ACCEPTANCE, STRESS, declared
+from pytest_cluster.spec.clauses import declared
+from pytest_cluster.spec.declaration import ACCEPTANCE, STRESS
 from pytest_cluster.spec.promised import Promised, promised
 from pytest_cluster.units import size_id
 

@@ -20,7 +20,8 @@ import pytest
 
 from pytest_cluster import hookspecs, internals
 from pytest_cluster.errors import SpecError, head
-from pytest_cluster.evidence import baseline, sealing
+from pytest_cluster.evidence import sealing
+from pytest_cluster.evidence.baseline import compare as baseline
 from pytest_cluster.evidence.rundir import create_run_dir
 from pytest_cluster.run import lifecycle
 from pytest_cluster.run.after_checks import AfterChecks
@@ -40,10 +41,10 @@ from pytest_cluster.run.workers import cut_note, fit_workers, usable_cpus
 from pytest_cluster.soak import driver as soak_driver
 from pytest_cluster.soak import rounds as soak
 from pytest_cluster.spec import Spec, load_spec, narrow
-from pytest_cluster.spec.clauses import ACCEPTANCE, SANITY, STRESS
+from pytest_cluster.spec.declaration import ACCEPTANCE, SANITY, STRESS
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.baseline import Baseline
+    from pytest_cluster.evidence.baseline.compare import Baseline
     from pytest_cluster.evidence.bundle.keys import Signer
 
 class SpecWarning(UserWarning):

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_cluster.evidence.untrusted_json import found
 from pytest_cluster.probes import ProbeCall
-from pytest_cluster.spec.clauses import Declaration, clauses, declared
+from pytest_cluster.spec.clauses import clauses, declared
 from pytest_cluster.spec.model import Promises
 from pytest_cluster.units import finite
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pytest_cluster.evidence.check import Evidence
     from pytest_cluster.launchers.result import ProbeResult
     from pytest_cluster.measure.cluster import Cluster
+    from pytest_cluster.spec.declaration import Declaration
     from pytest_cluster.spec.model import Clause, Spec
 
 

@@ -27,7 +27,7 @@ import pytest
 
 from pytest_cluster import internals
 from pytest_cluster.evidence.plan import CASE_KEY
-from pytest_cluster.evidence.results import makes_line
+from pytest_cluster.evidence.sinks.results import makes_line
 from pytest_cluster.run.stash import SPEC_KEY
 
 MEMORY_PLUGIN = "pytest-cluster-memory"

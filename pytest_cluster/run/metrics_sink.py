@@ -1,5 +1,5 @@
 """--cluster-metrics=FILE: a sink of the run's evidence (hookspecs.py) that keeps the
-metrics (evidence/metrics.py) as the lines come and writes FILE when the run ends, and
+metrics (evidence/sinks/metrics.py) as the lines come and writes FILE when the run ends, and
 after each round of a soak with its availability and credit so far."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.evidence.metrics import Metrics
 from pytest_cluster.evidence.plan import level_of_run, selection
+from pytest_cluster.evidence.sinks.metrics import Metrics
 
 METRICS_PLUGIN = "pytest-cluster-metrics"
 

@@ -16,10 +16,12 @@ from pytest_cluster.sim.collectives import Benchmark, job_ranks, nccl_tests_payl
 from pytest_cluster.sim.nics import nic_payload, perftest_ranks
 from pytest_cluster.sim.pingpong import pingpong_ranks
 from pytest_cluster.sim.storage import checkpoint_ranks, dataloader_ranks, shared_fs_payload
+from pytest_cluster.spec.extensions import added_sim_answers
 
 if TYPE_CHECKING:
     from pytest_cluster.sim.job_node import NodePart
-    from pytest_cluster.spec.model import InterconnectSpec, SimSpec
+    from pytest_cluster.spec.model import InterconnectSpec
+    from pytest_cluster.spec.sim_records import SimSpec
 
 #: A probe's answer: (the description, the spec's links, the node, the call's arguments).
 ProbeAnswer = Callable[["SimSpec", "InterconnectSpec | None", str, Sequence[str]],
@@ -28,6 +30,7 @@ ProbeAnswer = Callable[["SimSpec", "InterconnectSpec | None", str, Sequence[str]
 JobAnswer = Callable[["SimSpec", "InterconnectSpec | None", Sequence[str], "NodePart"],
                      list[list[dict[str, Any]]]]
 
+#: Each probe the sim answers: ours, then the installed extensions' (spec/extensions.py).
 PROBES: dict[str, ProbeAnswer] = {
     "host": lambda sim, _ic, node, _args: host_payload(sim, node),
     "inventory": lambda sim, _ic, node, args: inventory_payload(sim, node, list(args[1::2])),
@@ -36,6 +39,7 @@ PROBES: dict[str, ProbeAnswer] = {
     "nic": lambda sim, ic, node, args: nic_payload(sim, node, ic, tuple(args)),
     "nccl_tests": nccl_tests_payload,
     "shared_fs": lambda _sim, _ic, node, args: shared_fs_payload(node, args),
+    **added_sim_answers(),
 }
 
 JOBS: dict[str, JobAnswer] = {

@@ -13,7 +13,7 @@ from typing import Any
 from pytest_cluster.probes.gpu import THROTTLE_BITS, throttle_names
 from pytest_cluster.sim import round as rounds
 from pytest_cluster.spec.gpu_models import MODELS, GpuModel
-from pytest_cluster.spec.model import SimFault, SimSpec
+from pytest_cluster.spec.sim_records import SimFault, SimSpec
 
 MIB = 2**20
 DRIVER = "550.90.07"

@@ -28,7 +28,8 @@ from pytest_cluster.spec.busbw import bus_factor, theoretical
 from pytest_cluster.spec.gpu_models import MODELS
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec.model import InterconnectSpec, SimSpec
+    from pytest_cluster.spec.model import InterconnectSpec
+    from pytest_cluster.spec.sim_records import SimSpec
 
 #: What NCCL reaches of the wire (shared/GUIDE.md): ring over NVLink ~370 of 450 GB/s,
 #: 46-48 of 50 GB/s per NDR NIC.

@@ -23,7 +23,8 @@ from pytest_cluster.probes.nic import MAX_ENTRIES, Reader, read_ports
 from pytest_cluster.sim.cluster import IB_SPEEDS, NICS_PER_NODE, faults_on, link_factor
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec.model import InterconnectSpec, SimSpec
+    from pytest_cluster.spec.model import InterconnectSpec
+    from pytest_cluster.spec.sim_records import SimSpec
 
 ROOT = "/sim/sys"
 FIRMWARE = "28.39.1002"

@@ -15,7 +15,8 @@ from pytest_cluster.probes.pingpong import pairs_of_round, rounds_of
 from pytest_cluster.sim.cluster import jitter, latency_factor, link_factor
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec.model import InterconnectSpec, SimSpec
+    from pytest_cluster.spec.model import InterconnectSpec
+    from pytest_cluster.spec.sim_records import SimSpec
 
 #: One-way start-up latency of a small message, by backend (seconds).
 BASE_S = {"nccl": 3e-6, "gloo": 25e-6}

@@ -18,7 +18,7 @@ from pytest_cluster.probes.checkpoint import writer_of
 from pytest_cluster.sim.cluster import faults_on, jitter
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec.model import SimSpec
+    from pytest_cluster.spec.sim_records import SimSpec
 
 #: One node's client of the shared filesystem (bytes/s): two 200 Gb/s storage NICs.
 CLIENT_WRITE = 20e9

@@ -31,7 +31,7 @@ from pytest_cluster import money
 from pytest_cluster.evidence import derived_cases
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.plan import CASE_KEY
-from pytest_cluster.evidence.results import COMPLETE, PARTIAL
+from pytest_cluster.evidence.sinks.results import COMPLETE, PARTIAL
 from pytest_cluster.sim import round as round_env
 from pytest_cluster.soak import rounds as soak
 from pytest_cluster.soak import tally

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import UnitError
-from pytest_cluster.evidence.results import read_results
+from pytest_cluster.evidence.sinks.results import read_results
 from pytest_cluster.hostlist import spans_of
 from pytest_cluster.soak.sla import FAILED, HEALTHY, UNREACHABLE, Span
 from pytest_cluster.units import Dim, parse_quantity

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.evidence.baseline import Figure, figures
+from pytest_cluster.evidence.baseline.compare import Figure, figures
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.hostlist import spans_of
 from pytest_cluster.measure import fabric

@@ -13,7 +13,8 @@ from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pytest_cluster.errors import SpecError, UnitError
-from pytest_cluster.spec.clauses import Declaration, Value, clauses, keys
+from pytest_cluster.spec.clauses import clauses, keys
+from pytest_cluster.spec.declaration import Declaration, Value
 from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import Clause, ClusterSpec, Rule
 from pytest_cluster.spec.requirement import Requirement, parse_requirement

@@ -8,7 +8,8 @@ from typing import TypeVar
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster.errors import UnitError
-from pytest_cluster.spec.clauses import Value, clauses, declared
+from pytest_cluster.spec.clauses import clauses, declared
+from pytest_cluster.spec.declaration import Value
 from pytest_cluster.spec.fields import (
     Ctx,
     Map,

@@ -8,37 +8,11 @@ and what it cannot do. The spec's launcher names, its error messages and
 
 from __future__ import annotations
 
-import sys
-from dataclasses import dataclass
+from pytest_cluster.spec.extensions import added_launchers, unique
+from pytest_cluster.spec.launcher_kind import LauncherKind
 
-
-@dataclass(frozen=True)
-class LauncherKind:
-    name: str
-    implementation: str  # "module:Class", a Launcher subclass (imported when used)
-    section: str | None = None  # the spec section of its own
-    needs_section: bool = False  # the section must be given (sim: the description)
-    python: str | None = "python3"  # on the nodes' PATH; None: the one running pytest
-    #: why it cannot test a node's own disk (storage.AT_ONCE only); None: it can
-    no_storage: str | None = None
-    no_training: str | None = None  # why it cannot run a training loop; None: it can
-    #: It reaches the nodes from elsewhere (ssh, srun): a run on a node of this host alone
-    #: (a SLURM prolog) runs its probes there directly, by the local launcher, instead
-    remote: bool = False
-    #: Every result comes from the spec's description of the cluster, not from hardware
-    #: (the sim): its results, the run and its drain lines are marked simulated
-    simulated: bool = False
-    #: Every "node" is this machine (local): jobs one at a time, their master here, and
-    #: its node names no SLURM nodes to drain
-    one_host: bool = False
-
-    def default_python(self) -> str:
-        """The interpreter on the nodes when the spec names none."""
-        return self.python if self.python is not None else (sys.executable or "python3")
-
-
-#: The launcher kinds, in the order error messages list them.
-KINDS: dict[str, LauncherKind] = {kind.name: kind for kind in (
+#: Our launcher kinds, in the order error messages list them.
+_BUILTIN = (
     LauncherKind("local", "pytest_cluster.launchers.local:LocalLauncher", python=None,
                  one_host=True),
     LauncherKind("sim", "pytest_cluster.launchers.sim:SimLauncher",
@@ -50,4 +24,8 @@ KINDS: dict[str, LauncherKind] = {kind.name: kind for kind in (
                  remote=True),
     LauncherKind("slurm", "pytest_cluster.launchers.slurm:SlurmLauncher", section="slurm",
                  remote=True),
-)}
+)
+
+#: Every launcher kind: ours, then those of the installed extensions (spec/extensions.py).
+KINDS: dict[str, LauncherKind] = {kind.name: kind for kind in unique(
+    ((k.name, k) for k in (*_BUILTIN, *added_launchers())), "the launcher kinds")}

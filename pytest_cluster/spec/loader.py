@@ -20,6 +20,7 @@ from pytest_cluster.errors import SpecError, UnitError
 from pytest_cluster.hostlist import MAX_NODES, expand_hostlist
 from pytest_cluster.spec.clauses import declared, keys
 from pytest_cluster.spec.compose import compose
+from pytest_cluster.spec.extensions import added_sections, unique
 from pytest_cluster.spec.fabric import parse_fabric
 from pytest_cluster.spec.fields import (
     Ctx,
@@ -290,10 +291,9 @@ def _storage_section(ctx: Ctx, node: Node | None, sofar: Sofar) -> tuple[Storage
     return parse_storage(ctx, node, sofar.cluster, "gpus" in sofar.top.items)
 
 
-#: The spec's sections, the one registry of them, in the order they are parsed (a section
-#: reads what those before it gave) and error messages list them. Each is a field of Spec
-#: of the same name.
-SECTIONS: tuple[Section, ...] = (
+#: Our sections of the spec, in the order they are parsed (a section reads what those
+#: before it gave) and error messages list them. Each is a field of Spec of the same name.
+_BUILTIN: tuple[Section, ...] = (
     Section("cluster", _cluster_section, ("inventory",)),
     Section("host", lambda ctx, node, _: _host(ctx, node), ("host",)),
     Section("storage", _storage_section, ("storage", "import_latency", "shared_fs")),
@@ -314,6 +314,13 @@ SECTIONS: tuple[Section, ...] = (
     Section("fabric", lambda ctx, node, sofar: parse_fabric(
         ctx, node, "interconnect" in sofar.written), ("nic",), checked=True),
 )
+#: The spec's sections, the one registry of them: ours, then those of the installed
+#: extensions (spec/extensions.py), each a map of its declared clauses (Spec.others).
+SECTIONS: tuple[Section, ...] = tuple(unique(
+    ((s.name, s) for s in (*_BUILTIN, *(Section(added.name, None, added.probes,
+                                                 checked=added.checked)
+                                         for added in added_sections()))),
+    "the spec's sections"))
 BY_NAME = {section.name: section for section in SECTIONS}
 #: The top-level keys, in the order error messages list them.
 LISTED = tuple(BY_NAME)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pytest_cluster.spec.clauses import Declaration, Value, declared
+from pytest_cluster.spec.clauses import declared
+from pytest_cluster.spec.declaration import Declaration, Value
 from pytest_cluster.spec.model import (
     Promises,
     Spec,

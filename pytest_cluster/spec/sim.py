@@ -1,11 +1,11 @@
 """The spec's `sim:` section: a simulated cluster's description (GPU model and count, host
 facts, the shared filesystem's rate) and its faults, per node or per GPU, validated into
-SimSpec and SimFault records (pytest_cluster/sim/ plays them)."""
+SimSpec and SimFault records (spec/sim_records.py; pytest_cluster/sim/ plays them)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from yaml.nodes import MappingNode, Node, SequenceNode
 
@@ -26,8 +26,12 @@ from pytest_cluster.spec.fields import (
 )
 from pytest_cluster.spec.gpus import gpu_model
 from pytest_cluster.spec.launchers import KINDS
-from pytest_cluster.spec.model import ClusterSpec, SimFault, SimSpec
+from pytest_cluster.spec.sim_records import SimFault, SimSpec
 from pytest_cluster.units import Dim, parse_quantity
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.model import ClusterSpec
+
 
 T = TypeVar("T")
 

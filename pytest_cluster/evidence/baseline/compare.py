@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import BundleError, InputError
-from pytest_cluster.evidence import baseline_files
-from pytest_cluster.evidence.baseline_files import MAX_GPUS, RESULTS, Limits
+from pytest_cluster.evidence.baseline import files as baseline_files
+from pytest_cluster.evidence.baseline.files import MAX_GPUS, RESULTS, Limits
 from pytest_cluster.evidence.bundle.keys import PublicKey
 from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.derived_cases import Case
-from pytest_cluster.evidence.results import read_results
+from pytest_cluster.evidence.sinks.results import read_results
 from pytest_cluster.evidence.untrusted_json import printable
 from pytest_cluster.measure.inventory_file import INVENTORY, is_unreadable
 from pytest_cluster.units import UNITS, utc
@@ -113,7 +113,7 @@ def limits(spec: Spec) -> Limits:
 
 def load(path: Path, key: Path | None = None, bounds: Limits = baseline_files.ANY_SPEC) -> Baseline:
     """The baseline at `path`, verified (with `key`: signed by that key) and its files
-    checked against `bounds` (what the spec allows: baseline_files.py); BaselineError
+    checked against `bounds` (what the spec allows: files.py); BaselineError
     saying why it cannot be one."""
     try:
         baseline_files.check_sizes(path, bounds)

@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 
 from pytest_cluster.errors import InputError
 from pytest_cluster.evidence.bundle.tree import kind
-from pytest_cluster.evidence.results import INTERRUPTED
+from pytest_cluster.evidence.sinks.results import INTERRUPTED
 from pytest_cluster.evidence.untrusted_json import (
     Schema,
     check,

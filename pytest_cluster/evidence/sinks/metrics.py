@@ -45,7 +45,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 
-from pytest_cluster.evidence.results import clause_of, outcome
+from pytest_cluster.evidence.sinks.results import clause_of, outcome
 from pytest_cluster.evidence.tally import margin
 from pytest_cluster.evidence.verdict import culprits, outcome_of
 from pytest_cluster.units import UNITS, Dim, finite

@@ -1,0 +1,146 @@
+"""Extensions: what an installed package adds to pytest-cluster - launchers, spec sections
+with their clauses and probes, the simulated cluster's answers to those probes - without a
+change here. A package names an `Extension` in the entry point group
+`pytest_cluster.extensions` of its metadata:
+
+    [project.entry-points."pytest_cluster.extensions"]
+    bmc = "bmc_checks:EXTENSION"
+
+Each registry adds what the extensions declare to its own table (spec/clauses.py CLAUSES,
+spec/launchers.py KINDS, spec/loader.py SECTIONS, probes PROBES, sim/answers.py PROBES),
+so everything that derives from a registry derives from them too: the spec's keys and
+errors, the tests made from the clauses (acceptance/test_extensions.py), the selection,
+the evidence and the reports. An extension's module is loaded while those tables are
+built: it imports only the public records (`from pytest_cluster import Declaration, ...`).
+Sinks need no entry here: they are pytest plugins implementing our hooks (hookspecs.py).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pytest_cluster.errors import ExtensionError
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.declaration import Declaration
+    from pytest_cluster.spec.launcher_kind import LauncherKind
+
+GROUP = "pytest_cluster.extensions"
+
+
+@dataclass(frozen=True)
+class ExtensionSection:
+    """A section of the spec an extension adds: a map of its declared clauses (each
+    parsed as declared, its record a SectionSpec: `spec.section(name)`), checked against
+    `probes`' results. `checked`: a spec with only this section is something to test."""
+
+    name: str
+    probes: tuple[str, ...] = ()
+    checked: bool = True
+
+
+@dataclass(frozen=True, eq=False)
+class Extension:
+    """What one installed package adds. `probes`: each probe's name and the path of its
+    file (one stdlib-only program that prints `{"probe": NAME, "schema": 1, "data":
+    {...}}`); `sim`: what a simulated node answers to a probe, (sim description, the
+    spec's links, node, the call's arguments) -> the probe's document."""
+
+    name: str
+    clauses: tuple[Declaration, ...] = ()
+    sections: tuple[ExtensionSection, ...] = ()
+    launchers: tuple[LauncherKind, ...] = ()
+    probes: Mapping[str, str | Path] = field(default_factory=dict)
+    sim: Mapping[str, Callable[..., dict[str, Any]]] = field(default_factory=dict)
+
+
+#: The entry point being loaded (a module that imports a registry calls back here)
+_LOADING: list[str] = []
+
+
+def _where(point: EntryPoint) -> str:
+    dist = getattr(point, "dist", None)
+    by = f", from {dist.name} {dist.version}" if dist is not None else ""
+    return f"pytest-cluster extension {point.name} = {point.value} (entry point group {GROUP}{by})"
+
+
+def _load(point: EntryPoint) -> Extension:
+    try:
+        loaded = point.load()
+    except Exception as exc:
+        raise ExtensionError(f"{_where(point)} cannot be loaded: {type(exc).__name__}: "
+                             f"{exc} (an extension's module imports only pytest_cluster's "
+                             "public records)") from exc
+    if not isinstance(loaded, Extension):
+        raise ExtensionError(f"{_where(point)} names a {type(loaded).__name__}, not a "
+                             "pytest_cluster.Extension")
+    return loaded
+
+
+@functools.cache
+def extensions() -> tuple[Extension, ...]:
+    """The installed extensions, by entry point name; loaded once. ExtensionError names
+    one that cannot be loaded or is not an Extension, or two with one name."""
+    if _LOADING:
+        raise ExtensionError(f"pytest-cluster extension {_LOADING[0]}: its module imported "
+                             "pytest-cluster's registries while it was loaded; it may import "
+                             "only pytest_cluster's public records (`from pytest_cluster "
+                             "import Declaration`)")
+    found = []
+    for point in sorted(entry_points(group=GROUP), key=lambda p: (p.name, p.value)):
+        _LOADING.append(f"{point.name} = {point.value}")
+        try:
+            found.append(_load(point))
+        finally:
+            _LOADING.clear()
+    unique(((e.name, "extension") for e in found), "the installed extensions")
+    return tuple(found)
+
+
+T = TypeVar("T")
+
+
+def unique(named: Iterable[tuple[str, T]], what: str) -> list[T]:
+    """The items in order; ExtensionError when two share a name ('the launcher kinds')."""
+    seen: set[str] = set()
+    items = []
+    for name, item in named:
+        if name in seen:
+            raise ExtensionError(f"{what}: {name!r} is declared twice (an installed "
+                                 "extension repeats a name that is already taken)")
+        seen.add(name)
+        items.append(item)
+    return items
+
+
+def added_clauses() -> tuple[Declaration, ...]:
+    return tuple(d for e in extensions() for d in e.clauses)
+
+
+def added_sections() -> tuple[ExtensionSection, ...]:
+    return tuple(s for e in extensions() for s in e.sections)
+
+
+def added_launchers() -> tuple[LauncherKind, ...]:
+    return tuple(k for e in extensions() for k in e.launchers)
+
+
+def added_probes() -> dict[str, Path]:
+    """Each extension probe's name and file; ExtensionError for a file that is not there."""
+    found: dict[str, Path] = {}
+    for extension in extensions():
+        for name, path in extension.probes.items():
+            if not Path(path).is_file():
+                raise ExtensionError(f"pytest-cluster extension {extension.name}: probe "
+                                     f"{name}: no file at {path}")
+            found[name] = Path(path)
+    return found
+
+
+def added_sim_answers() -> dict[str, Callable[..., dict[str, Any]]]:
+    return {name: answer for e in extensions() for name, answer in e.sim.items()}
