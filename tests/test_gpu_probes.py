@@ -21,7 +21,13 @@ from pytest_cluster.measure.calls import gpu_call, gpu_perf_call
 from pytest_cluster.measure.gpu_facts import nvml_gpu, p2p_for, perf_gpu, xids_for
 from pytest_cluster.probes import probe_source
 from pytest_cluster.probes.gpu_perf import parse_options
-from pytest_cluster.sim.cluster import describe_node, gpu_count, gpu_perf_payload, merged
+from pytest_cluster.sim.cluster import (
+    SimNode,
+    describe_node,
+    gpu_count,
+    gpu_perf_payload,
+    merged,
+)
 from pytest_cluster.spec.loader import parse_spec
 from pytest_cluster.spec.model import GpuSpec
 from pytest_cluster.spec.sim_records import SimFault, SimSpec
@@ -33,7 +39,7 @@ SIM = SimSpec("H100-SXM-80GB", 8, faults=(
 ))
 
 
-def run_gpu_probe(description: dict[str, Any] | None, *args: str) -> dict[str, Any]:
+def run_gpu_probe(description: SimNode | None, *args: str) -> dict[str, Any]:
     env = dict(os.environ)
     if description is not None:
         env = gpu_probe_env(env, description)

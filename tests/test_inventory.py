@@ -158,6 +158,7 @@ def test_the_block_devices_followed_are_bounded(tmp_path: Path) -> None:
         (block / f"d{index:03d}").mkdir()
         (block / f"d{index:03d}/size").write_text("8\n")
     found = inventory.filesystem(str(tmp_path), str(root))["block_devices"]
+    assert isinstance(found, list)
     assert len(found) == inventory.MAX_DISKS
     assert [disk["name"] for disk in found[:-1]] == [f"d{i:03d}" for i in range(63)]
     assert found[-1] == {"name": "d063", "unreadable": f"{block}/dm-0/slaves: more than 64 "

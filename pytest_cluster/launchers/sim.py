@@ -36,6 +36,7 @@ from pytest_cluster.sim.job_node import (
 
 if TYPE_CHECKING:
     from pytest_cluster.probes import ProbeCall
+    from pytest_cluster.sim.cluster import SimNode
     from pytest_cluster.spec.model import ClusterSpec, InterconnectSpec, Spec
     from pytest_cluster.spec.sim_records import SimSpec
 
@@ -49,7 +50,7 @@ SIM_NVML_DIR = Path(__file__).resolve().parent.parent / "sim" / "nvml"
 NODE_ENV = "PYTEST_CLUSTER_SIM_NODE"
 
 
-def gpu_probe_env(base: dict[str, str], description: dict[str, object]) -> dict[str, str]:
+def gpu_probe_env(base: dict[str, str], description: SimNode) -> dict[str, str]:
     """The environment of a GPU probe on a simulated node: the simulated pynvml first."""
     env = dict(base)
     path = env.get("PYTHONPATH")
@@ -103,7 +104,7 @@ class SimLauncher(Launcher):
             if call.name == "job_node":
                 data = self.job_node(call, node)
             elif call.name in PROBES:
-                data = PROBES[call.name](self.sim, self.interconnect, node, call.args)
+                data = dict(PROBES[call.name](self.sim, self.interconnect, node, call.args))
             else:
                 raise ValueError(f"the sim launcher does not simulate the {call.name} probe")
         except ValueError as exc:

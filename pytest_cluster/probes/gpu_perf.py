@@ -24,7 +24,7 @@ import time
 import traceback
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, Literal, TypedDict, TypeVar, cast
 
 GIB = 2**30
 MIB = 2**20
@@ -35,16 +35,166 @@ L2_FLUSH_BYTES = 256 * MIB  # larger than any L2 (H100: 50 MB, B200: 126 MB)
 BARRIER_TIMEOUT_S = 600.0
 
 
+# -- the payload: what this probe prints as its `data` -----------------------------------
+# Each measured part is its figures or {"error": reason} (errors_to_json), hence total=False
+# and an `error` key in each.
+
+class Options(TypedDict):
+    """The probe's options (parse_options), echoed in its payload."""
+
+    dtypes: list[str]
+    shape: list[int]
+    warmup: int
+    warmup_time: float
+    iterations: int
+    load_time: float
+    copy_bytes: int
+    xfer_bytes: int
+    skip: list[str]
+    sdc: bool
+
+
+class UsableMemory(TypedDict, total=False):
+    allocated_bytes: int
+    cuda_total_bytes: int
+    cuda_free_before_bytes: int
+    failed_allocations: int
+    method: str
+    error: str
+
+
+class Rate(TypedDict, total=False):
+    """A copy's rate: device to device, host to device, device to host."""
+
+    bytes_per_s: float
+    median_bytes_per_s: float
+    max_bytes_per_s: float
+    min_bytes_per_s: float
+    buffer_bytes: int
+    iterations: int
+    warmup_s: float
+    method: str
+    error: str
+
+
+class Matmul(TypedDict, total=False):
+    tflops_median: float
+    tflops_max: float
+    tflops_min: float
+    shape: list[int]
+    warmup: int
+    warmup_s: float
+    iterations: int
+    method: str
+    error: str
+
+
+class Sustained(TypedDict, total=False):
+    seconds: float
+    matmuls: int
+    tflops: float
+    error: str
+
+
+class Sdc(TypedDict, total=False):
+    checksum: int
+    checksums: list[int]
+    repeats: int
+    consistent: bool
+    shape: list[int]
+    method: str
+    error: str
+
+
+class P2pPair(TypedDict):
+    src: int
+    dst: int
+    peer_access: bool
+    bytes_per_s: float
+
+
+class P2p(TypedDict, total=False):
+    pairs: list[P2pPair]
+    buffer_bytes: int
+    iterations: int
+    method: str
+    error: str
+
+
+class Load(TypedDict, total=False):
+    """What NVML said of one GPU while the processes ran (Sampler)."""
+
+    nvml_index: int
+    samples: int
+    load_samples: int
+    reasons_mask: int
+    throttle: list[str]
+    temperature_max_c: float | None
+    power_max_w: float | None
+    sm_clock_min_mhz: int | None
+    pcie_gen_max: int | None
+    pcie_width_max: int | None
+    error: str
+
+
+class PerfGpu(TypedDict, total=False):
+    """One GPU's measurements (worker), with its NVML samples (`load`)."""
+
+    index: int
+    name: str
+    uuid: str
+    capability: list[int]
+    usable_memory: UsableMemory
+    copy: Rate
+    h2d: Rate
+    d2h: Rate
+    matmul: dict[str, Matmul]  # by dtype
+    sustained: Sustained
+    sdc: Sdc
+    load: Load
+    error: str
+    traceback: str
+
+
+class DeviceInfo(TypedDict, total=False):
+    """What the forked child says of torch and the GPUs it sees (device_info)."""
+
+    torch: str | None
+    cuda: str | None
+    nccl: str | None
+    count: int
+    uuids: list[str]
+    error: str
+
+
+class GpuPerfData(TypedDict, total=False):
+    """The probe's payload."""
+
+    torch: str | None
+    cuda: str | None
+    nccl: str | None
+    pid: int
+    options: Options
+    count: int
+    gpus: list[PerfGpu]
+    p2p: P2p
+    error: str
+    simulated: bool  # the sim's answer says so
+
+
+Part = TypeVar("Part", UsableMemory, Rate, Matmul, Sustained, Sdc, P2p)
+
+
 def load_torch() -> Any:
     return importlib.import_module("torch")
 
 
-def errors_to_json(fn: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+def errors_to_json(fn: Callable[[], Part]) -> Part:
     """fn() or {"error": reason}: one failing measurement does not hide the others."""
     try:
         return fn()
     except Exception as exc:
-        return {"error": f"{type(exc).__name__}: {exc}".strip()[:500]}
+        return cast("Part", {"error": f"{type(exc).__name__}: {exc}".strip()[:500]})
 
 
 def summary(rates: list[float]) -> dict[str, float]:
@@ -83,7 +233,7 @@ def timed_events(torch: Any, body: Callable[[], Any], before: Callable[[], Any] 
 
 # -- measurements, one GPU (the current device) ------------------------------------------
 
-def usable_memory(torch: Any) -> dict[str, Any]:
+def usable_memory(torch: Any) -> UsableMemory:
     """Allocate until allocation fails (1 GiB chunks, then halved down to 2 MiB), touch
     every byte, report what was allocated, and free it all."""
     free_before, total = torch.cuda.mem_get_info()
@@ -112,22 +262,23 @@ def usable_memory(torch: Any) -> dict[str, Any]:
                       "every byte written"}
 
 
-def copy_bandwidth(torch: Any, nbytes: int, iterations: int, warmup_s: float) -> dict[str, Any]:
+def copy_bandwidth(torch: Any, nbytes: int, iterations: int, warmup_s: float) -> Rate:
     """Device-to-device copy; bytes read + bytes written counted (like BabelStream)."""
     src = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda").fill_(1.0)
     dst = torch.empty_like(src)
     times = timed_events(torch, lambda: dst.copy_(src), None, 5, iterations, warmup_s)
     moved = 2 * src.numel() * 4
     rates = [moved / t for t in times]
-    return {"bytes_per_s": statistics.median(rates), **{f"{k}_bytes_per_s": v for k, v in
-                                                         summary(rates).items()},
+    stats = summary(rates)
+    return {"bytes_per_s": statistics.median(rates), "median_bytes_per_s": stats["median"],
+            "max_bytes_per_s": stats["max"], "min_bytes_per_s": stats["min"],
             "buffer_bytes": nbytes, "iterations": iterations, "warmup_s": warmup_s,
             "method": "tensor.copy_ on one GPU, read + write bytes counted, CUDA events, "
                       "median"}
 
 
 def host_bandwidth(torch: Any, nbytes: int, iterations: int, to_device: bool,
-                   warmup_s: float) -> dict[str, Any]:
+                   warmup_s: float) -> Rate:
     """Host<->device copy from/to pinned memory; bytes counted once."""
     host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
     dev = torch.empty(nbytes, dtype=torch.uint8, device="cuda")
@@ -139,8 +290,9 @@ def host_bandwidth(torch: Any, nbytes: int, iterations: int, to_device: bool,
                              iterations, warmup_s)
     rates = [nbytes / t for t in times]
     direction = "host to device" if to_device else "device to host"
-    return {"bytes_per_s": statistics.median(rates), **{f"{k}_bytes_per_s": v for k, v in
-                                                         summary(rates).items()},
+    stats = summary(rates)
+    return {"bytes_per_s": statistics.median(rates), "median_bytes_per_s": stats["median"],
+            "max_bytes_per_s": stats["max"], "min_bytes_per_s": stats["min"],
             "buffer_bytes": nbytes, "iterations": iterations,
             "method": f"{direction} copy_, pinned host memory, CUDA events, median"}
 
@@ -171,7 +323,7 @@ def matmul_operands(torch: Any, dtype: str, shape: list[int]) -> Callable[[], An
 
 
 def matmul(torch: Any, dtype: str, shape: list[int], warmup: int,
-           iterations: int, warmup_s: float) -> dict[str, Any]:
+           iterations: int, warmup_s: float) -> Matmul:
     body = matmul_operands(torch, dtype, shape)
     flush = torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device="cuda")
     times = timed_events(torch, body, flush.zero_, warmup, iterations, warmup_s)
@@ -185,7 +337,7 @@ def matmul(torch: Any, dtype: str, shape: list[int], warmup: int,
                       "events, median"}
 
 
-def sustained_load(torch: Any, dtype: str, shape: list[int], seconds: float) -> dict[str, Any]:
+def sustained_load(torch: Any, dtype: str, shape: list[int], seconds: float) -> Sustained:
     """Matmuls back to back for `seconds` (throttling only shows under load)."""
     body = matmul_operands(torch, dtype if dtype != "fp8" else "bf16", shape)
     count = 0
@@ -204,7 +356,7 @@ SDC_SIDE = 4096
 SDC_REPEATS = 8
 
 
-def sdc_check(torch: Any) -> dict[str, Any]:
+def sdc_check(torch: Any) -> Sdc:
     """The same bf16 matmul on the same inputs (a fixed seed: identical on every GPU)
     SDC_REPEATS times; each result reduced on the GPU to an exact checksum of its bits
     (int64 sum of each element's 16 bits times a weight by position, so a flipped bit or
@@ -224,9 +376,9 @@ def sdc_check(torch: Any) -> dict[str, Any]:
                       "a position-weighted int64 sum of the result's bits"}
 
 
-def p2p_bandwidth(torch: Any, count: int, nbytes: int, iterations: int) -> dict[str, Any]:
+def p2p_bandwidth(torch: Any, count: int, nbytes: int, iterations: int) -> P2p:
     """GPU->GPU copy for every ordered pair (the NVLink check); bytes counted once."""
-    pairs = []
+    pairs: list[P2pPair] = []
     for src in range(count):
         for dst in range(count):
             if src == dst:
@@ -267,7 +419,7 @@ def device_info(q: Any) -> None:
     """In a forked child: how many GPUs torch sees (the parent must not initialise CUDA)."""
     try:
         torch = load_torch()
-        info: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.version.cuda,
+        info: DeviceInfo = {"torch": torch.__version__, "cuda": torch.version.cuda,
                                 "nccl": nccl_version(torch)}
         if not torch.cuda.is_available():
             info["error"] = f"torch {torch.__version__} sees no CUDA GPU"
@@ -285,16 +437,16 @@ def wait(barrier: Any) -> None:
         barrier.wait(BARRIER_TIMEOUT_S)
 
 
-def worker(index: int, opts: dict[str, Any], barrier: Any, host_lock: Any, loaded: Any,
+def worker(index: int, opts: Options, barrier: Any, host_lock: Any, loaded: Any,
            q: Any) -> None:
     """One GPU: phases in step with the other GPUs' processes (barriers)."""
-    out: dict[str, Any] = {"index": index}
+    out: PerfGpu = {"index": index}
     try:
         torch = load_torch()
         torch.cuda.set_device(index)
         props = torch.cuda.get_device_properties(index)
-        out.update(name=props.name, uuid=str(getattr(props, "uuid", "")),  # torch >= 2.2
-                   capability=list(torch.cuda.get_device_capability(index)))
+        out.update({"name": props.name, "uuid": str(getattr(props, "uuid", "")),  # torch >= 2.2
+                    "capability": list(torch.cuda.get_device_capability(index))})
         skip = opts["skip"]
         if "usable_memory" not in skip:
             out["usable_memory"] = errors_to_json(lambda: usable_memory(torch))
@@ -306,7 +458,9 @@ def worker(index: int, opts: dict[str, Any], barrier: Any, host_lock: Any, loade
             torch.cuda.empty_cache()
         wait(barrier)
         with host_lock:  # one GPU at a time: each link alone, not the host's total
-            for part, to_device in (("h2d", True), ("d2h", False)):
+            directions: tuple[tuple[Literal["h2d", "d2h"], bool], ...] = (
+                ("h2d", True), ("d2h", False))
+            for part, to_device in directions:
                 if part not in skip:
                     out[part] = errors_to_json(partial(
                         host_bandwidth, torch, opts["xfer_bytes"], opts["iterations"] // 5 or 1,
@@ -335,7 +489,7 @@ def worker(index: int, opts: dict[str, Any], barrier: Any, host_lock: Any, loade
     q.put(out)
 
 
-def p2p_worker(count: int, opts: dict[str, Any], q: Any) -> None:
+def p2p_worker(count: int, opts: Options, q: Any) -> None:
     torch = load_torch()
     q.put({"p2p": errors_to_json(lambda: p2p_bandwidth(torch, count, opts["xfer_bytes"],
                                                        opts["iterations"] // 10 or 1))})
@@ -349,7 +503,7 @@ class Sampler:
     def __init__(self) -> None:
         self.nvml: Any = None
         self.handles: dict[str, Any] = {}
-        self.data: dict[str, dict[str, Any]] = {}
+        self.data: dict[str, Load] = {}
         self.error = ""
         try:
             self.nvml = importlib.import_module("pynvml")
@@ -396,7 +550,7 @@ class Sampler:
                 low = entry["sm_clock_min_mhz"]
                 entry["sm_clock_min_mhz"] = clock if low is None else min(low, clock)
 
-    def results(self) -> dict[str, dict[str, Any]]:
+    def results(self) -> dict[str, Load]:
         for entry in self.data.values():
             entry["throttle"] = [name for name, bit in THROTTLE_BITS.items()
                                  if entry["reasons_mask"] & bit]
@@ -426,18 +580,18 @@ def bare_uuid(uuid: str) -> str:
     return uuid.removeprefix("GPU-").lower()
 
 
-def run(opts: dict[str, Any]) -> dict[str, Any]:
+def run(opts: Options) -> GpuPerfData:
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # torch indices = NVML indices
     ctx = multiprocessing.get_context("fork")
     q: Any = ctx.Queue()
     probe = ctx.Process(target=device_info, args=(q,))
     probe.start()
     try:
-        info: dict[str, Any] = q.get(timeout=300)
+        info: DeviceInfo = q.get(timeout=300)
     except queue.Empty:
         info = {"error": "torch did not answer within 300 s"}
     probe.join(10)
-    data: dict[str, Any] = {"torch": info.get("torch"), "cuda": info.get("cuda"),
+    data: GpuPerfData = {"torch": info.get("torch"), "cuda": info.get("cuda"),
                             "nccl": info.get("nccl"), "pid": os.getpid(), "options": opts}
     if "error" in info:
         data["error"] = info["error"]
@@ -452,7 +606,7 @@ def run(opts: dict[str, Any]) -> dict[str, Any]:
     for process in workers:
         process.start()
     sampler = Sampler()
-    results: dict[int, dict[str, Any]] = {}
+    results: dict[int, PerfGpu] = {}
     while len(results) < count:
         sampler.sample(under_load=loaded.value > 0)
         with contextlib.suppress(queue.Empty):
@@ -489,7 +643,7 @@ def run(opts: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def parse_options(argv: list[str] | None = None) -> dict[str, Any]:
+def parse_options(argv: list[str] | None = None) -> Options:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--dtypes", default="bf16", help="comma-separated: bf16,fp16,tf32,"
                                                           "fp32,fp8 (empty: none)")
@@ -521,7 +675,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         importlib.import_module("torch")
     except ImportError as exc:
-        data: dict[str, Any] = {"error": f"torch is not installed for {sys.executable}: {exc}"}
+        data: GpuPerfData = {"error": f"torch is not installed for {sys.executable}: {exc}"}
     else:
         data = run(opts)
     print(json.dumps({"probe": "gpu_perf", "schema": 1, "data": data}))

@@ -16,7 +16,39 @@ import platform
 import re
 import socket
 import sys
-from typing import Any
+from typing import TypedDict
+
+
+class Cpu(TypedDict):
+    model: str | None
+    threads: int | None
+    cores: int | None
+    sockets: int | None
+    usable_threads: int | None
+    cores_source: str | None
+
+
+class Memory(TypedDict):
+    total_bytes: int | None
+    available_bytes: int | None
+    source: str
+
+
+class Software(TypedDict):
+    """Versions by name (kernel, python, torch, cuda, nccl, driver), and where each was read."""
+
+    versions: dict[str, str | None]
+    sources: dict[str, str | None]
+
+
+class HostData(Software):
+    """The probe's payload."""
+
+    hostname: str
+    cpu: Cpu
+    memory: Memory
+    os: str | None
+    python_executable: str
 
 
 def _read(path: str) -> str | None:
@@ -27,7 +59,7 @@ def _read(path: str) -> str | None:
         return None
 
 
-def cpu_info() -> dict[str, Any]:
+def cpu_info() -> Cpu:
     model = None
     text = _read("/proc/cpuinfo") or ""
     for line in text.splitlines():
@@ -55,7 +87,7 @@ def cpu_info() -> dict[str, Any]:
     }
 
 
-def memory_info() -> dict[str, Any]:
+def memory_info() -> Memory:
     fields: dict[str, int] = {}
     for line in (_read("/proc/meminfo") or "").splitlines():
         match = re.match(r"^(\w+):\s+(\d+)\s*kB", line)
@@ -108,7 +140,7 @@ def nvidia_driver() -> tuple[str | None, str | None]:
     return None, None
 
 
-def software() -> dict[str, Any]:
+def software() -> Software:
     torch, torch_source = _dist_version("torch")
     nccl, nccl_source = _dist_version("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11")
     driver, driver_source = nvidia_driver()
@@ -133,13 +165,15 @@ def software() -> dict[str, Any]:
 
 
 def main() -> int:
-    data = {
+    found = software()
+    data: HostData = {
         "hostname": socket.gethostname(),
         "cpu": cpu_info(),
         "memory": memory_info(),
         "os": os_release(),
         "python_executable": sys.executable,
-        **software(),
+        "versions": found["versions"],
+        "sources": found["sources"],
     }
     print(json.dumps({"probe": "host", "schema": 1, "data": data}))
     return 0

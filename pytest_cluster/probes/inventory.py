@@ -26,8 +26,52 @@ import stat
 import sys
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+if TYPE_CHECKING:  # not imported when it runs: its start-up stays short
+    from typing import TypedDict
+
+    class Unreadable(TypedDict):
+        """A value the probe could not read, and why."""
+
+        unreadable: str
+
+    #: A file's text, or why it was not read.
+    Text = str | Unreadable
+
+    class Machine(TypedDict):
+        hostname: str
+        machine_id: Text
+        dmi: dict[str, Text] | Unreadable  # by DMI_FIELDS
+
+    class Mount(TypedDict):
+        mount_point: str
+        fs_type: str
+        source: str
+
+    class Disk(TypedDict, total=False):
+        """A whole disk; only `name` and `unreadable` when it could not be followed."""
+
+        name: str
+        model: Text
+        serial: Text
+        size_bytes: int | Unreadable
+        rotational: bool
+        unreadable: str
+
+    class Filesystem(TypedDict, total=False):
+        """The filesystem a --path is on; `path` and `unreadable` when it was not found."""
+
+        path: str
+        mount_point: str
+        fs_type: str
+        source: str
+        block_devices: list[Disk] | Unreadable
+        unreadable: str
+
+    class InventoryData(TypedDict):
+        """The probe's payload."""
+
+        machine: Machine
+        filesystems: list[Filesystem]
 
 SYSFS = "/sys"
 DMI = "class/dmi/id"  # under the sysfs read
@@ -51,7 +95,7 @@ class Refused(Exception):
         self.why = why
 
 
-def unreadable(why: str) -> dict[str, str]:
+def unreadable(why: str) -> Unreadable:
     return {"unreadable": why}
 
 
@@ -93,7 +137,7 @@ def read_bytes(path: str, root: str = "/", limit: int = MAX_FILE_BYTES) -> bytes
     return data
 
 
-def read(path: str, root: str = "/") -> Any:
+def read(path: str, root: str = "/") -> Text:
     """The file's text, stripped, or {"unreadable": why}."""
     try:
         text = read_bytes(path, root).decode("utf-8", errors="replace").strip()
@@ -110,23 +154,23 @@ def read(path: str, root: str = "/") -> Any:
     return text
 
 
-def machine(sysfs: str = SYSFS) -> dict[str, Any]:
-    found: dict[str, Any] = {"hostname": socket.gethostname(),
-                             "machine_id": read("/etc/machine-id")}
+def machine(sysfs: str = SYSFS) -> Machine:
+    hostname, machine_id = socket.gethostname(), read("/etc/machine-id")
     dmi = os.path.join(sysfs, DMI)
+    fields: dict[str, Text] | Unreadable
     if not os.path.isdir(dmi):
-        found["dmi"] = unreadable(f"{dmi} not present (no DMI tables: a container, a VM "
-                                  "without them, or not x86/arm64 firmware)")
+        fields = unreadable(f"{dmi} not present (no DMI tables: a container, a VM "
+                            "without them, or not x86/arm64 firmware)")
     else:
-        found["dmi"] = {name: read(os.path.join(dmi, name), sysfs) for name in DMI_FIELDS}
-    return found
+        fields = {name: read(os.path.join(dmi, name), sysfs) for name in DMI_FIELDS}
+    return {"hostname": hostname, "machine_id": machine_id, "dmi": fields}
 
 
-def mount_of(path: str) -> dict[str, str] | None:
+def mount_of(path: str) -> Mount | None:
     """The /proc/self/mountinfo entry of the filesystem `path` is on."""
     device = os.stat(path).st_dev
     wanted = f"{os.major(device)}:{os.minor(device)}"
-    best: dict[str, str] | None = None
+    best: Mount | None = None
     real = os.path.realpath(path)
     try:
         table = read_bytes("/proc/self/mountinfo", "/proc", MAX_MOUNTINFO_BYTES)
@@ -145,9 +189,9 @@ def mount_of(path: str) -> dict[str, str] | None:
     return best
 
 
-def disk(sysfs: str, name: str) -> dict[str, Any]:
+def disk(sysfs: str, name: str) -> Disk:
     base = os.path.join(sysfs, "block", name)
-    size = read(f"{base}/size", sysfs)
+    size: Text = read(f"{base}/size", sysfs)
     serial = read(f"{base}/device/serial", sysfs)
     if isinstance(serial, dict):
         wwid = read(f"{base}/device/wwid", sysfs)
@@ -159,7 +203,7 @@ def disk(sysfs: str, name: str) -> dict[str, Any]:
             "rotational": read(f"{base}/queue/rotational", sysfs) == "1"}
 
 
-def disks_under(sysfs: str, sys_dir: str, seen: set[str]) -> list[dict[str, Any]]:
+def disks_under(sysfs: str, sys_dir: str, seen: set[str]) -> list[Disk]:
     """The whole disks behind a block device: its disk if it is a partition, and the disks
     of what it is built on (device mapper, md RAID, LVM) followed through `slaves`; at most
     MAX_DISKS devices in all, never out of the sysfs read."""
@@ -181,7 +225,7 @@ def disks_under(sysfs: str, sys_dir: str, seen: set[str]) -> list[dict[str, Any]
     except OSError:
         below = []
     if below:
-        found = []
+        found: list[Disk] = []
         for slave in below:
             if len(seen) >= MAX_DISKS:
                 found.append({"name": slave, "unreadable": f"{slaves}: more than {MAX_DISKS} "
@@ -192,8 +236,8 @@ def disks_under(sysfs: str, sys_dir: str, seen: set[str]) -> list[dict[str, Any]
     return [disk(sysfs, name)]
 
 
-def filesystem(path: str, sysfs: str = SYSFS) -> dict[str, Any]:
-    entry: dict[str, Any] = {"path": path}
+def filesystem(path: str, sysfs: str = SYSFS) -> Filesystem:
+    entry: Filesystem = {"path": path}
     try:
         mount = mount_of(path)
     except OSError as exc:
@@ -202,7 +246,8 @@ def filesystem(path: str, sysfs: str = SYSFS) -> dict[str, Any]:
     if mount is None:
         entry["unreadable"] = f"{path}: no entry in /proc/self/mountinfo"
         return entry
-    entry.update(mount)
+    entry.update({"mount_point": mount["mount_point"], "fs_type": mount["fs_type"],
+                  "source": mount["source"]})
     device = os.stat(path).st_dev
     sys_dir = os.path.join(sysfs, "dev", "block", f"{os.major(device)}:{os.minor(device)}")
     if not os.path.lexists(sys_dir):
@@ -223,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"usage: inventory.py [--sysfs ROOT] [--path DIR]...: {exc}", file=sys.stderr)
         return 2
     sysfs = dict(found).get("--sysfs", SYSFS)
-    data = {"machine": machine(sysfs),
+    data: InventoryData = {"machine": machine(sysfs),
             "filesystems": [filesystem(value, sysfs) for key, value in found
                             if key == "--path"]}
     print(json.dumps({"probe": "inventory", "schema": 1, "data": data}))

@@ -6,7 +6,7 @@ The GPU probe is not here: the sim runs the real one against the simulated NVML.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.probes import JOB_PROGRAMS, probe_source
@@ -23,9 +23,10 @@ if TYPE_CHECKING:
     from pytest_cluster.spec.model import InterconnectSpec
     from pytest_cluster.spec.sim_records import SimSpec
 
-#: A probe's answer: (the description, the spec's links, the node, the call's arguments).
+#: A probe's answer: (the description, the spec's links, the node, the call's arguments);
+#: the payload of whichever probe it answers for (its TypedDict, or an extension's dict).
 ProbeAnswer = Callable[["SimSpec", "InterconnectSpec | None", str, Sequence[str]],
-                       dict[str, Any]]
+                       Mapping[str, object]]
 #: A job's ranks, node by node: (the description, the links, the job's nodes, one part).
 JobAnswer = Callable[["SimSpec", "InterconnectSpec | None", Sequence[str], "NodePart"],
                      list[list[dict[str, Any]]]]

@@ -8,12 +8,24 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from pytest_cluster.probes.gpu import THROTTLE_BITS, throttle_names
 from pytest_cluster.sim import round as rounds
 from pytest_cluster.spec.gpu_models import MODELS, GpuModel
 from pytest_cluster.spec.sim_records import SimFault, SimSpec
+
+if TYPE_CHECKING:
+    from pytest_cluster.probes.gpu_perf import (
+        GpuPerfData,
+        Options,
+        P2pPair,
+        PerfGpu,
+        Rate,
+        Sdc,
+    )
+    from pytest_cluster.probes.host import HostData
+    from pytest_cluster.probes.inventory import Disk, InventoryData, Unreadable
 
 MIB = 2**20
 DRIVER = "550.90.07"
@@ -83,7 +95,64 @@ def gpu_model(sim: SimSpec, fault: SimFault) -> GpuModel:
     return MODELS[fault.model or sim.gpu_model]
 
 
-def describe_gpu(sim: SimSpec, node: str, index: int) -> dict[str, Any]:
+class SimEcc(TypedDict):
+    corrected: int
+    uncorrected: int
+
+
+class SimProcess(TypedDict):
+    pid: int
+    used: int
+
+
+class SimGpu(TypedDict):
+    """One GPU as the simulated NVML (sim/nvml/pynvml.py) answers for it: idle, and under
+    load (the torch probe's samples)."""
+
+    name: str
+    uuid: str
+    serial: str
+    board_part: str
+    vbios: str
+    pci_bus_id: str
+    memory_total: int
+    memory_reserved: int
+    memory_used: int
+    ecc: SimEcc
+    remap_pending: bool
+    remap_failure: bool
+    pcie_gen: int
+    pcie_gen_load: int
+    pcie_max_gen: int
+    pcie_width: int
+    pcie_max_width: int
+    nvlinks: int
+    nvlinks_down: int
+    reasons_idle: int
+    reasons_under_load: int
+    temperature_idle: int
+    temperature_load: float
+    power_idle_mw: int
+    power_load_mw: int
+    power_limit_mw: int
+    power_default_limit_mw: int
+    sm_clock_idle_mhz: int
+    sm_clock_load_mhz: int
+    sm_clock_max_mhz: int
+    processes: list[SimProcess]
+    xids: list[int]
+
+
+class SimNode(TypedDict):
+    """What PYTEST_CLUSTER_SIM_NODE carries to the simulated NVML."""
+
+    node: str
+    driver: str
+    cuda_driver: int
+    gpus: list[SimGpu]
+
+
+def describe_gpu(sim: SimSpec, node: str, index: int) -> SimGpu:
     """One GPU as the simulated NVML reports it."""
     fault = merged(sim, node, index)
     model = gpu_model(sim, fault)
@@ -132,13 +201,13 @@ def describe_gpu(sim: SimSpec, node: str, index: int) -> dict[str, Any]:
     }
 
 
-def describe_node(sim: SimSpec, node: str) -> dict[str, Any]:
+def describe_node(sim: SimSpec, node: str) -> SimNode:
     """What PYTEST_CLUSTER_SIM_NODE carries to the simulated NVML."""
     return {"node": node, "driver": DRIVER, "cuda_driver": CUDA_DRIVER,
             "gpus": [describe_gpu(sim, node, i) for i in range(gpu_count(sim, node))]}
 
 
-def host_payload(sim: SimSpec, node: str) -> dict[str, Any]:
+def host_payload(sim: SimSpec, node: str) -> HostData:
     """The host probe's answer for a simulated node."""
     return {
         "hostname": node,
@@ -156,16 +225,16 @@ def host_payload(sim: SimSpec, node: str) -> dict[str, Any]:
     }
 
 
-def _unreadable(why: str) -> dict[str, str]:
+def _unreadable(why: str) -> Unreadable:
     return {"unreadable": f"{why} ({SIMULATED_BY})"}
 
 
-def inventory_payload(sim: SimSpec, node: str, paths: list[str]) -> dict[str, Any]:
+def inventory_payload(sim: SimSpec, node: str, paths: list[str]) -> InventoryData:
     """The inventory probe's answer for a simulated node: a DGX-like machine with one
     400 Gb/s NDR InfiniBand HCA per GPU (a node's link_factor lowers the rate its links
     trained at), and one local NVMe disk behind every filesystem."""
     digest = hashlib.sha256(node.encode()).hexdigest()
-    disks = [{"name": "nvme0n1", "model": "SAMSUNG MZQL23T8HCLS (simulated)",
+    disks: list[Disk] = [{"name": "nvme0n1", "model": "SAMSUNG MZQL23T8HCLS (simulated)",
               "serial": f"S64HNE0T{digest[16:22].upper()}", "size_bytes": 3840755982336,
               "rotational": False}]
     return {"machine": {"hostname": node, "machine_id": digest[:32],
@@ -180,27 +249,27 @@ def inventory_payload(sim: SimSpec, node: str, paths: list[str]) -> dict[str, An
                             for path in paths]}
 
 
-def _rate(value: float, what: str, iterations: int = 100) -> dict[str, Any]:
+def _rate(value: float, what: str, iterations: int = 100) -> Rate:
     return {"bytes_per_s": value, "median_bytes_per_s": value,
             "max_bytes_per_s": value * 1.01, "min_bytes_per_s": value * 0.98,
             "iterations": iterations, "method": f"{what} ({SIMULATED_BY})"}
 
 
-def _pcie_factor(gpu: dict[str, Any]) -> float:
+def _pcie_factor(gpu: SimGpu) -> float:
     gen = 2.0 ** (gpu["pcie_gen_load"] - gpu["pcie_max_gen"])
     return float(gen * gpu["pcie_width"] / gpu["pcie_max_width"])
 
 
-def gpu_perf_payload(sim: SimSpec, node: str, options: dict[str, Any]) -> dict[str, Any]:
+def gpu_perf_payload(sim: SimSpec, node: str, options: Options) -> GpuPerfData:
     """The gpu_perf probe's answer for a simulated node, for the probe's options."""
     described = describe_node(sim, node)
     skip = set(options.get("skip", ()))
     m, n, k = options.get("shape", [8192, 8192, 8192])
-    gpus = []
+    gpus: list[PerfGpu] = []
     for index, gpu in enumerate(described["gpus"]):
         fault = merged(sim, node, index)
         model = gpu_model(sim, fault)
-        entry: dict[str, Any] = {"index": index, "name": gpu["name"],
+        entry: PerfGpu = {"index": index, "name": gpu["name"],
                                  "uuid": gpu["uuid"].removeprefix("GPU-")}
         if "usable_memory" not in skip:
             free = gpu["memory_total"] - gpu["memory_reserved"] - gpu["memory_used"]
@@ -214,7 +283,9 @@ def gpu_perf_payload(sim: SimSpec, node: str, options: dict[str, Any]) -> dict[s
         if "copy" not in skip:
             entry["copy"] = _rate(model.copy_tb_s * 1e12 * bandwidth * jitter(node, index, "c"),
                                   "device-to-device copy, read + write counted")
-        for part, factor in (("h2d", 1.0), ("d2h", 0.96)):
+        directions: tuple[tuple[Literal["h2d", "d2h"], float], ...] = (
+            ("h2d", 1.0), ("d2h", 0.96))
+        for part, factor in directions:
             if part not in skip:
                 entry[part] = _rate(model.h2d_gb_s * 1e9 * factor * _pcie_factor(gpu)
                                     * jitter(node, index, part), f"{part} copy, pinned memory",
@@ -243,7 +314,7 @@ def gpu_perf_payload(sim: SimSpec, node: str, options: dict[str, Any]) -> dict[s
             "sm_clock_min_mhz": gpu["sm_clock_load_mhz"],
             "pcie_gen_max": gpu["pcie_gen_load"], "pcie_width_max": gpu["pcie_width"]}
         gpus.append(entry)
-    data: dict[str, Any] = {"torch": "2.4.0", "cuda": "12.4", "nccl": "2.21.5",
+    data: GpuPerfData = {"torch": "2.4.0", "cuda": "12.4", "nccl": "2.21.5",
                             "count": len(gpus),
                             "options": options, "gpus": gpus, "simulated": True}
     if len(gpus) > 1 and "p2p" not in skip:
@@ -252,7 +323,7 @@ def gpu_perf_payload(sim: SimSpec, node: str, options: dict[str, Any]) -> dict[s
     return data
 
 
-def _sdc(name: str, fault: SimFault) -> dict[str, Any]:
+def _sdc(name: str, fault: SimFault) -> Sdc:
     """The SDC check's answer: every healthy GPU of a model gives the same checksum; one
     with the `sdc` fault gives another, and not the same one every time."""
     good = int(hashlib.sha256(f"sdc {name}".encode()).hexdigest()[:15], 16)
@@ -264,7 +335,7 @@ def _sdc(name: str, fault: SimFault) -> dict[str, Any]:
             "method": f"bf16 matmul of fixed-seed inputs, 8 times ({SIMULATED_BY})"}
 
 
-def gpu_link_rate(sim: SimSpec, node: str, index: int, gpu: dict[str, Any]) -> float:
+def gpu_link_rate(sim: SimSpec, node: str, index: int, gpu: SimGpu) -> float:
     """GPU `index`'s link to its peers (bytes/s): its model's p2p rate, less the NVLink
     links down, times its bandwidth fault. `gpu` is its entry of describe_node."""
     fault = merged(sim, node, index)
@@ -272,11 +343,11 @@ def gpu_link_rate(sim: SimSpec, node: str, index: int, gpu: dict[str, Any]) -> f
     return float(gpu_model(sim, fault).p2p_gb_s * 1e9 * up * fault.bandwidth_factor)
 
 
-def _p2p(sim: SimSpec, node: str, gpus: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _p2p(sim: SimSpec, node: str, gpus: list[SimGpu]) -> list[P2pPair]:
     def link(index: int) -> float:
         return gpu_link_rate(sim, node, index, gpus[index])
 
-    pairs = []
+    pairs: list[P2pPair] = []
     for src in range(len(gpus)):
         for dst in range(len(gpus)):
             if src != dst:
