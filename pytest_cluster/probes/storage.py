@@ -56,8 +56,9 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable
 from types import FrameType
-from typing import Any
+from typing import Any, TypedDict, TypeVar, cast
 
 BLOCK = 16 * 2**20
 MEMORY_FILESYSTEMS = {"tmpfs", "ramfs", "devtmpfs", "hugetlbfs"}
@@ -96,7 +97,69 @@ def fs_type(path: str) -> str | None:
     return best_type
 
 
-def capacity(path: str) -> dict[str, Any]:
+# -- the payload: what this probe prints as its `data` -----------------------------------
+# A part is its figures, {"error": reason} or {"skipped": "not in contract"}.
+
+class Capacity(TypedDict, total=False):
+    total_bytes: int
+    free_bytes: int
+    free_source: str
+    error: str
+
+
+class Leftover(TypedDict):
+    """What an earlier run left, and what the sweep did with it."""
+
+    path: str
+    bytes: int
+    removed: bool
+    why: str
+
+
+class Transfer(TypedDict, total=False):
+    """The write or the read of the test file."""
+
+    bytes: int
+    seconds: float
+    bytes_per_s: float
+    method: str
+    error: str
+    skipped: str
+
+
+class Metadata(TypedDict, total=False):
+    files: int
+    ops_per_s: float
+    phase_ops_per_s: dict[str, float | None]  # create, stat, remove
+    phase_seconds: dict[str, float]
+    method: str
+    error: str
+    skipped: str
+
+
+class StorageData(TypedDict, total=False):
+    """The probe's payload."""
+
+    path: str
+    fs_type: str | None
+    error: str
+    leftovers: list[Leftover]
+    leftovers_error: str
+    capacity: Capacity
+    write: Transfer
+    read: Transfer
+    metadata: Metadata
+    cleaned_up: bool
+
+
+class Failed(TypedDict):
+    error: str
+
+
+Part = TypeVar("Part", Capacity, Transfer, Metadata)
+
+
+def capacity(path: str) -> Capacity:
     st = os.statvfs(path)
     return {
         "total_bytes": st.f_blocks * st.f_frsize,
@@ -267,11 +330,11 @@ def judge(path: str, name: str, now: float) -> tuple[str, str, int | None]:
                   "using it (the sweep removes it once it is 24 h old)"), None
 
 
-def sweep(path: str, now: float | None = None) -> list[dict[str, Any]]:
+def sweep(path: str, now: float | None = None) -> list[Leftover]:
     """Find what earlier runs left under `path` and remove what has no live owner; each
     as {path, bytes, removed, why}. What another sweep removes meanwhile is not listed."""
     now = time.time() if now is None else now
-    found: list[dict[str, Any]] = []
+    found: list[Leftover] = []
     for name in sorted(os.listdir(path)):
         if not name.startswith(PREFIX) or name.startswith(SHARED):
             continue
@@ -328,7 +391,7 @@ def _block_source() -> bytes:
     return os.urandom(BLOCK)
 
 
-def write_file(fd: int, size: int) -> dict[str, Any]:
+def write_file(fd: int, size: int) -> Transfer:
     block = bytearray(_block_source())
     written = 0
     start = time.perf_counter()
@@ -376,7 +439,7 @@ def _direct(fd: int, on: bool) -> None:
     fcntl.fcntl(fd, fcntl.F_SETFL, flags | direct if on else flags & ~direct)
 
 
-def read_file(fd: int, size: int, filesystem: str | None) -> dict[str, Any]:
+def read_file(fd: int, size: int, filesystem: str | None) -> Transfer:
     """Read the written file back through `fd` without the page cache: O_DIRECT, else
     after evicting its pages."""
     buffer = mmap.mmap(-1, BLOCK)  # page aligned, as O_DIRECT needs
@@ -415,7 +478,7 @@ def read_file(fd: int, size: int, filesystem: str | None) -> dict[str, Any]:
                       "stamp checked"}
 
 
-def metadata(workdir: str, files: int) -> dict[str, Any]:
+def metadata(workdir: str, files: int) -> Metadata:
     """mdtest-like: create, stat, remove `files` empty files in a unique directory."""
     directory = os.path.join(workdir, "mdtest")
     os.mkdir(directory)
@@ -443,33 +506,32 @@ def metadata(workdir: str, files: int) -> dict[str, Any]:
     }
 
 
-def _error(exc: OSError) -> dict[str, Any]:
+def _error(exc: OSError) -> Failed:
     return {"error": f"{exc.strerror or exc} ({errno.errorcode.get(exc.errno or 0, '?')})"
                      + (f": {exc.filename}" if exc.filename else "")}
 
 
-def _part(fn: Any, *args: Any) -> dict[str, Any]:
+def _part(fn: Callable[..., Part], *args: Any) -> Part:
     try:
-        result: dict[str, Any] = fn(*args)
-        return result
+        return fn(*args)
     except OSError as exc:
-        return _error(exc)
+        return cast("Part", _error(exc))
 
 
 def write_and_read(workspace: Workspace, size: int, skip: list[str],
-                   filesystem: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+                   filesystem: str | None) -> tuple[Transfer, Transfer]:
     """The write and read parts, through one descriptor on an unlinked file."""
     try:
         fd, made = open_unlinked(workspace)
     except OSError as exc:
-        reason = {"error": f"cannot create a file in {workspace.path}: {exc.strerror}"}
+        reason: Transfer = {"error": f"cannot create a file in {workspace.path}: {exc.strerror}"}
         return reason, {"error": f"no test file to read: {reason['error']}"}
     try:
         written = _part(write_file, fd, size)
         if "error" not in written:
             written["method"] += f"; test file {made}"
         if "read" in skip:
-            read: dict[str, Any] = {"skipped": "not in contract"}
+            read: Transfer = {"skipped": "not in contract"}
         elif "error" in written:
             read = {"error": f"no test file to read: {written['error']}"}
         else:
@@ -499,7 +561,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip", action="append", default=[],
                         choices=["write", "read", "metadata"])
     args = parser.parse_args(argv)
-    data: dict[str, Any] = {"path": args.path, "fs_type": fs_type(args.path)}
+    data: StorageData = {"path": args.path, "fs_type": fs_type(args.path)}
     if not os.path.isdir(args.path):
         data["error"] = f"{args.path} does not exist or is not a directory on this node"
         print(json.dumps({"probe": "storage", "schema": 1, "data": data}))
@@ -512,12 +574,12 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         data["leftovers"] = []
         data["leftovers_error"] = _error(exc)["error"]
-    data["capacity"] = _part(capacity, args.path)
+    data["capacity"] = space = _part(capacity, args.path)
     try:
-        written: dict[str, Any] = {"skipped": "not in contract"}
-        read: dict[str, Any] = {"skipped": "not in contract"}
+        written: Transfer = {"skipped": "not in contract"}
+        read: Transfer = {"skipped": "not in contract"}
         if "write" not in args.skip or "read" not in args.skip:
-            free = data["capacity"].get("free_bytes")
+            free = space.get("free_bytes")
             if free is not None and free < args.io_size * 1.05:
                 written = {"error": f"not enough free space for a {args.io_size} byte test "
                                     f"file ({free} bytes free)"}
