@@ -15,7 +15,120 @@ import time
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # not imported when it runs: typing and argparse double its start-up
     from collections.abc import Callable
-    from typing import Any
+    from typing import Any, Literal, TypedDict, TypeGuard
+
+    # -- the payload: what this probe prints as its `data` -------------------------------
+    # A field NVML could not read is {"error": reason} (call): NvmlError.
+
+    class NvmlError(TypedDict):
+        error: str
+
+    class Memory(TypedDict):
+        total: int
+        free: int
+        used: int
+        reserved: int | None
+
+    class EccCounts(TypedDict):
+        corrected: int | NvmlError
+        uncorrected: int | NvmlError
+
+    class EccMode(TypedDict):
+        current: int
+        pending: int
+
+    class Ecc(TypedDict, total=False):
+        volatile: EccCounts
+        aggregate: EccCounts
+        mode: EccMode | NvmlError
+
+    class RetiredPages(TypedDict, total=False):
+        multiple_single_bit: int | NvmlError
+        double_bit: int | NvmlError
+        pending: int | NvmlError
+
+    class RowRemap(TypedDict, total=False):
+        """Remapped rows; on a GPU without them (pre-Ampere) an error and its retired
+        pages."""
+
+        corrected_rows: int
+        uncorrected_rows: int
+        pending: bool
+        failure: bool
+        error: str
+        retired_pages: RetiredPages
+
+    class Pcie(TypedDict):
+        gen: int | NvmlError
+        max_gen: int | NvmlError
+        width: int | NvmlError
+        max_width: int | NvmlError
+        replays: int | NvmlError
+
+    class NvLinks(TypedDict):
+        links: list[bool]  # each link: up
+        total: int
+        up: int
+        errors: dict[str, int]  # by NVLINK_COUNTERS, summed over the links
+
+    class Process(TypedDict):
+        pid: int
+        used_bytes: int | None
+
+    class Gpu(TypedDict):
+        index: int
+        name: str
+        uuid: str
+        serial: str
+        board_part: str
+        vbios: str
+        pci_bus_id: str | NvmlError
+        memory: Memory | NvmlError
+        ecc: Ecc
+        row_remap: RowRemap
+        pcie: Pcie
+        nvlink: NvLinks
+        clocks_event_reasons: int | NvmlError
+        throttle_idle: list[str] | NvmlError
+        temperature_c: int | NvmlError
+        power_w: float | NvmlError
+        power_limit_w: float | NvmlError
+        power_default_limit_w: float | NvmlError
+        sm_clock_mhz: int | NvmlError
+        sm_clock_max_mhz: int | NvmlError
+        processes: list[Process] | NvmlError
+
+    class XidEvent(TypedDict):
+        gpu: int | None  # None: NVML could not say which GPU
+        xid: int
+
+    class KernelXid(TypedDict):
+        pci: str
+        xid: int
+
+    class KernelLog(TypedDict, total=False):
+        events: list[KernelXid]
+        source: str
+        error: str
+
+    class Xids(TypedDict, total=False):
+        events: list[XidEvent]
+        window_s: float
+        source: str
+        error: str
+        kernel_log: KernelLog
+
+    class GpuData(TypedDict, total=False):
+        """The probe's payload."""
+
+        error: str
+        nvml_module: str | None
+        simulated_nvml: bool
+        driver: str
+        cuda_driver: str | NvmlError
+        count: int
+        gpus: list[Gpu]
+        xid: Xids
 
 THROTTLE_BITS = {"hw_slowdown": 0x8, "sw_thermal": 0x20, "hw_thermal": 0x40,
                  "power_brake": 0x80}
@@ -31,6 +144,11 @@ def call(nvml: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         return fn(*args, **kwargs)
     except nvml.NVMLError as exc:
         return {"error": f"{fn.__name__}: {exc}"}
+
+
+def failed(value: Any) -> TypeGuard[NvmlError]:
+    """Whether a value `call` returned is its {"error": reason}."""
+    return isinstance(value, dict)
 
 
 def watts(milliwatts: Any) -> Any:
@@ -51,7 +169,7 @@ def clocks_reasons(nvml: Any, handle: Any) -> Any:
 NVLINK_COUNTERS = {"replay": 0, "recovery": 1, "crc_flit": 2, "crc_data": 3}
 
 
-def nvlinks(nvml: Any, handle: Any) -> dict[str, Any]:
+def nvlinks(nvml: Any, handle: Any) -> NvLinks:
     links: list[bool] = []
     errors: dict[str, int] = dict.fromkeys(NVLINK_COUNTERS, 0)
     for link in range(getattr(nvml, "NVML_NVLINK_MAX_LINKS", 18)):
@@ -67,46 +185,50 @@ def nvlinks(nvml: Any, handle: Any) -> dict[str, Any]:
     return {"links": links, "total": len(links), "up": sum(links), "errors": errors}
 
 
-def retired_pages(nvml: Any, handle: Any) -> dict[str, Any]:
+def retired_pages(nvml: Any, handle: Any) -> RetiredPages:
     """Pre-Ampere GPUs retire pages instead of remapping rows."""
-    found: dict[str, Any] = {}
-    for cause, name in ((0, "multiple_single_bit"), (1, "double_bit")):
+    found: RetiredPages = {}
+    causes: tuple[tuple[int, Literal["multiple_single_bit", "double_bit"]], ...] = (
+        (0, "multiple_single_bit"), (1, "double_bit"))
+    for cause, name in causes:
         pages = call(nvml, nvml.nvmlDeviceGetRetiredPages, handle, cause)
-        found[name] = pages if isinstance(pages, dict) else len(pages)
+        found[name] = pages if failed(pages) else len(pages)
     found["pending"] = call(nvml, nvml.nvmlDeviceGetRetiredPagesPendingStatus, handle)
     return found
 
 
-def memory(nvml: Any, handle: Any) -> dict[str, Any]:
+def memory(nvml: Any, handle: Any) -> Memory | NvmlError:
     try:
         info = nvml.nvmlDeviceGetMemoryInfo(handle, version=nvml.nvmlMemory_v2)
         return {"total": info.total, "free": info.free, "used": info.used,
                 "reserved": info.reserved}
     except (nvml.NVMLError, TypeError, AttributeError):
         info = call(nvml, nvml.nvmlDeviceGetMemoryInfo, handle)
-        if isinstance(info, dict):
+        if failed(info):
             return info
         return {"total": info.total, "free": info.free, "used": info.used, "reserved": None}
 
 
-def gpu_info(nvml: Any, index: int) -> dict[str, Any]:
+def gpu_info(nvml: Any, index: int) -> Gpu:
     h = nvml.nvmlDeviceGetHandleByIndex(index)
-    ecc: dict[str, Any] = {}
-    for counter, counter_name in ((nvml.NVML_VOLATILE_ECC, "volatile"),
-                                  (nvml.NVML_AGGREGATE_ECC, "aggregate")):
+    ecc: Ecc = {}
+    counters: tuple[tuple[int, Literal["volatile", "aggregate"]], ...] = (
+        (nvml.NVML_VOLATILE_ECC, "volatile"), (nvml.NVML_AGGREGATE_ECC, "aggregate"))
+    for counter, counter_name in counters:
         ecc[counter_name] = {
             "corrected": call(nvml, nvml.nvmlDeviceGetTotalEccErrors, h,
                               nvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, counter),
             "uncorrected": call(nvml, nvml.nvmlDeviceGetTotalEccErrors, h,
                                 nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, counter)}
     mode = call(nvml, nvml.nvmlDeviceGetEccMode, h)
-    ecc["mode"] = mode if isinstance(mode, dict) else {"current": mode[0], "pending": mode[1]}
-    remap = call(nvml, nvml.nvmlDeviceGetRemappedRows, h)
-    if not isinstance(remap, dict):
-        remap = {"corrected_rows": remap[0], "uncorrected_rows": remap[1],
-                 "pending": bool(remap[2]), "failure": bool(remap[3])}
+    ecc["mode"] = mode if failed(mode) else {"current": mode[0], "pending": mode[1]}
+    rows = call(nvml, nvml.nvmlDeviceGetRemappedRows, h)
+    remap: RowRemap
+    if not failed(rows):
+        remap = {"corrected_rows": rows[0], "uncorrected_rows": rows[1],
+                 "pending": bool(rows[2]), "failure": bool(rows[3])}
     else:
-        remap["retired_pages"] = retired_pages(nvml, h)
+        remap = {"error": rows["error"], "retired_pages": retired_pages(nvml, h)}
     pci = call(nvml, nvml.nvmlDeviceGetPciInfo, h)
     reasons = clocks_reasons(nvml, h)
     processes = call(nvml, nvml.nvmlDeviceGetComputeRunningProcesses, h)
@@ -122,7 +244,7 @@ def gpu_info(nvml: Any, index: int) -> dict[str, Any]:
         "serial": text(call(nvml, nvml.nvmlDeviceGetSerial, h)),
         "board_part": text(call(nvml, nvml.nvmlDeviceGetBoardPartNumber, h)),
         "vbios": text(call(nvml, nvml.nvmlDeviceGetVbiosVersion, h)),
-        "pci_bus_id": pci if isinstance(pci, dict) else text(pci.busId),
+        "pci_bus_id": pci if failed(pci) else text(pci.busId),
         "memory": memory(nvml, h),
         "ecc": ecc,
         "row_remap": remap,
@@ -145,7 +267,7 @@ def gpu_info(nvml: Any, index: int) -> dict[str, Any]:
     }
 
 
-def xid_events(nvml: Any, count: int, window_s: float) -> dict[str, Any]:
+def xid_events(nvml: Any, count: int, window_s: float) -> Xids:
     """XID errors reported by NVML events during `window_s` seconds."""
     try:
         event_set = nvml.nvmlEventSetCreate()
@@ -154,7 +276,7 @@ def xid_events(nvml: Any, count: int, window_s: float) -> dict[str, Any]:
                                           nvml.nvmlEventTypeXidCriticalError, event_set)
     except nvml.NVMLError as exc:
         return {"error": f"cannot listen for XID events: {exc}"}
-    events: list[dict[str, int | None]] = []
+    events: list[XidEvent] = []
     deadline = time.monotonic() + window_s
     while (left := deadline - time.monotonic()) > 0:
         try:
@@ -171,7 +293,7 @@ def xid_events(nvml: Any, count: int, window_s: float) -> dict[str, Any]:
     return {"events": events, "window_s": window_s, "source": "NVML XID events"}
 
 
-def kernel_log_xids() -> dict[str, Any]:
+def kernel_log_xids() -> KernelLog:
     """NVRM Xid lines from the kernel log, where this user may read it."""
     import subprocess  # noqa: PLC0415 - only when the kernel log is read (3 ms to import)
     try:
@@ -181,7 +303,7 @@ def kernel_log_xids() -> dict[str, Any]:
         return {"error": f"cannot read the kernel log: {exc}"}
     if done.returncode != 0:
         return {"error": f"cannot read the kernel log: {done.stderr.strip()[:200]}"}
-    found = []
+    found: list[KernelXid] = []
     for line in done.stdout.splitlines():
         match = re.search(r"NVRM: Xid \(PCI:([0-9a-fA-F:.]+)\): (\d+)", line)
         if match:
@@ -206,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"usage: gpu.py [--xid-window SECONDS] [--no-kernel-log]: {exc}",
               file=sys.stderr)
         return 2
-    data: dict[str, Any] = {}
+    data: GpuData = {}
     try:
         import pynvml  # type: ignore[import-untyped]  # noqa: PLC0415 - absent on nodes without NVIDIA drivers
     except ImportError:
