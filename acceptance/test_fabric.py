@@ -5,7 +5,7 @@ each port at fault (`mlx5_3/1`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import fabric
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from pytest_cluster.evidence.check import Evidence
     from pytest_cluster.launchers.result import ProbeResult
     from pytest_cluster.measure.cluster import Cluster
+    from pytest_cluster.probes.nic import Port
     from pytest_cluster.spec.model import Clause, FabricSpec, Rule, Spec
 
 METHOD = "sysfs /sys/class/infiniband/*/ports/* and /sys/class/net/* (NIC probe)"
@@ -29,7 +30,7 @@ def _fabric(spec: Spec) -> FabricSpec:
 
 
 def _ports(evidence: Evidence, result: ProbeResult, promise: Clause | Rule,
-           spec: FabricSpec) -> list[dict[str, Any]]:
+           spec: FabricSpec) -> list[Port]:
     """The counted ports of the node, or fail saying there are none to judge."""
     payload = evidence.require(result, promise)
     if "error" in payload:
@@ -53,7 +54,7 @@ def _ports(evidence: Evidence, result: ProbeResult, promise: Clause | Rule,
 
 def _readable(evidence: Evidence, result: ProbeResult, clause: Clause, spec: FabricSpec,
               field: str, what: str, files: tuple[str, ...],
-              active_only: bool = True) -> list[dict[str, Any]]:
+              active_only: bool = True) -> list[Port]:
     """The counted ports (the active ones: `active_only`), each with its `field` read;
     else fail saying which port has none, and why (the probe names the file)."""
     active = [p for p in _ports(evidence, result, clause, spec)
@@ -73,7 +74,7 @@ def _clause(spec: FabricSpec, key: str) -> Clause:
     return clause
 
 
-def _raw(ports: list[dict[str, Any]], *fields: str) -> dict[str, Any]:
+def _raw(ports: list[Port], *fields: str) -> dict[str, Any]:
     return {p["name"]: {f: p.get(f) for f in fields} for p in ports}
 
 
@@ -141,7 +142,7 @@ def test_fabric_mtu(cluster_spec: Spec, cluster: Cluster, node: str,
     result = cluster.probe(NIC_START, node)
     active = _readable(evidence, result, clause, spec, "mtu", "MTU (no network interface)",
                        ("mtu",), active_only=False)
-    mtus = {p["name"]: int(p["mtu"]) for p in active}
+    mtus = {p["name"]: int(cast("int", p["mtu"])) for p in active}  # read: _readable
     low = [f"{name} ({mtu})" for name, mtu in mtus.items()
            if not clause.requirement.holds(mtu)]
     evidence.check(clause, min(mtus.values()), result=result,

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -23,6 +23,9 @@ from pytest_cluster.spec.model import FabricSpec
 from tests.conftest import has_torch
 from tests.netns_cluster import NetnsCluster
 from tests.test_plugin import jsonl
+
+if TYPE_CHECKING:
+    from pytest_cluster.probes.nic import Port
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 HEAD = "cluster: {name: c, nodes: [a, b], launcher: sim}\nsim: {}\n"
@@ -83,9 +86,9 @@ def test_a_nic_fault_needs_the_nic() -> None:
     assert "sim.faults[0].nic: missing: a NIC fault needs the NIC's index" in str(caught.value)
 
 
-def port(name: str, kind: str = "rdma", **fields: Any) -> dict[str, Any]:
-    return {"name": name, "device": name.split("/", maxsplit=1)[0], "kind": kind, "virtual": False,
-            "active": True, **fields}
+def port(name: str, kind: str = "rdma", **fields: Any) -> Port:
+    return cast("Port", {"name": name, "device": name.split("/", maxsplit=1)[0], "kind": kind,
+                         "virtual": False, "active": True, **fields})
 
 
 def test_the_counted_ports_are_rdma_else_devices_else_the_glob() -> None:

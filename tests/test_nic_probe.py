@@ -321,8 +321,10 @@ def test_an_entry_that_is_no_port_or_device_is_named_not_a_crash(tmp_path: Path)
 
 
 def test_the_document_printed_is_bounded() -> None:
-    ports = [{"name": f"p{i}", "unreadable": {"x" * 1000: "y"}} for i in range(5000)]
-    document = {"probe": "nic", "schema": 1, "data": {"ports": ports, "ports_left_out": 7}}
+    ports: list[nic.Port] = [{"name": f"p{i}", "unreadable": {"x" * 1000: "y"}}
+                             for i in range(5000)]
+    document: nic.Document = {"probe": "nic", "schema": 1,
+                              "data": {"ports": ports, "ports_left_out": 7}}
     text = nic.bounded(document)
     assert len(text) <= nic.MAX_OUTPUT
     data = json.loads(text)["data"]
@@ -331,7 +333,8 @@ def test_the_document_printed_is_bounded() -> None:
     assert data["ports_left_out"] == 7 + 5000 - kept
     assert data["output_cut"] == f"{5000 - kept} port(s) left out: more than " \
                                  f"{nic.MAX_OUTPUT} bytes of output"
-    small = {"probe": "nic", "schema": 1, "data": {"ports": ports[:3], "ports_left_out": 0}}
+    small: nic.Document = {"probe": "nic", "schema": 1,
+                           "data": {"ports": ports[:3], "ports_left_out": 0}}
     assert nic.bounded(small) == json.dumps(small)
 
 

@@ -9,10 +9,13 @@ port as the kernel does (`mlx5_3/1`, `eth0`).
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.probes import ProbeCall
+
+if TYPE_CHECKING:
+    from pytest_cluster.probes.nic import Port
 
 GBIT = 1e9 / 8  # bytes/s in a Gb/s
 
@@ -29,9 +32,10 @@ NIC_RECHECK = ProbeCall("nic", ("--when", "rail_recheck"))
 MAX_PORTS = 4096
 
 
-def ports_of(payload: Any) -> list[dict[str, Any]]:
+def ports_of(payload: Any) -> list[Port]:
     """The ports of a NIC probe's payload, each a map with a text `name`; ValueError
-    saying what is wrong when the answer is not one (a node's output is untrusted)."""
+    saying what is wrong when the answer is not one (a node's output is untrusted). Only
+    that much is checked: every other field of a port is read as untrusted still."""
     ports = payload.get("ports") if isinstance(payload, dict) else None
     if not isinstance(ports, list):
         raise ValueError("the NIC probe's answer has no list of ports")
@@ -47,10 +51,10 @@ def ports_of(payload: Any) -> list[dict[str, Any]]:
         if not isinstance(port, dict) or not isinstance(port.get("name"), str) \
                 or not isinstance(port.get("counters", {}), dict):
             raise ValueError(f"the NIC probe's port {index} is not a map with a name")
-    return ports
+    return cast("list[Port]", ports)
 
 
-def counted(ports: list[dict[str, Any]], devices: str | None) -> list[dict[str, Any]]:
+def counted(ports: list[Port], devices: str | None) -> list[Port]:
     """The ports the fabric clauses count, in the probe's order."""
     if devices is not None:
         return [p for p in ports
@@ -67,13 +71,13 @@ def which(devices: str | None) -> str:
     return "the RDMA ports (else the network interfaces that are devices)"
 
 
-def state(port: dict[str, Any]) -> str:
+def state(port: Port) -> str:
     """'DOWN, Polling' of an RDMA port, 'down' of an interface."""
     return ", ".join(str(part) for part in (port.get("state"), port.get("phys_state"))
                      if part is not None) or "state unreadable"
 
 
-def inactive(ports: list[dict[str, Any]]) -> list[str]:
+def inactive(ports: list[Port]) -> list[str]:
     """'mlx5_3/1 (DOWN, Polling)' for each port that is not active."""
     return [f"{p['name']} ({state(p)})" for p in ports if not p.get("active")]
 
@@ -85,7 +89,7 @@ AT_START = "the NIC probe at the run's start (fabric.ports): not run on it"
 AFTER_FAILURE = "the NIC probe after a job on it failed: not run on it again"
 
 
-def down_on(ports_by_node: dict[str, list[dict[str, Any]]], name: str,
+def down_on(ports_by_node: dict[str, list[Port]], name: str,
             seen: str = AT_START) -> dict[str, str]:
     """The nodes whose port `name` is not active, each with why the rail search leaves it
     out of that rail (DOWN_WHY); a node without that port is not among them."""
@@ -94,13 +98,13 @@ def down_on(ports_by_node: dict[str, list[dict[str, Any]]], name: str,
             if str(port.get("name")) == name and not port.get("active")}
 
 
-def rate_bytes(port: dict[str, Any]) -> float | None:
+def rate_bytes(port: Port) -> float | None:
     """The port's rate in bytes/s (the kernel gives Gb/s), None when unreadable."""
     gbit = port.get("rate_gbit")
     return None if gbit is None else float(gbit) * GBIT
 
 
-def unreadable(port: dict[str, Any], field: str, files: tuple[str, ...]) -> str:
+def unreadable(port: Port, field: str, files: tuple[str, ...]) -> str:
     """Why a port's field could not be read: what the probe says of `files`, the sysfs
     files the field is read from."""
     reasons = {path: why for path, why in (port.get("unreadable") or {}).items()
@@ -119,7 +123,7 @@ MUST_NOT_GROW = ("link_downed", "link_error_recovery", "port_rcv_errors",
                  "tx_errors", "rx_crc_errors", "rx_frame_errors", "tx_carrier_errors")
 
 
-def grown(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[str]:
+def grown(before: list[Port], after: list[Port]) -> list[str]:
     """'mlx5_3/1: link_downed 0 -> 2' for each counter of MUST_NOT_GROW that grew on a
     port between two readings (a port only one of them has, or a counter reset by a
     driver reload, is not growth)."""
@@ -137,7 +141,7 @@ def grown(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[str
     return found
 
 
-def symbol_rates(before: list[dict[str, Any]], after: list[dict[str, Any]],
+def symbol_rates(before: list[Port], after: list[Port],
                  seconds: float) -> dict[str, tuple[int, float]]:
     """Per port in both readings whose symbol_error counter was read in both: how many
     symbol errors it took over `seconds` and their rate per second (a counter that went
@@ -153,7 +157,7 @@ def symbol_rates(before: list[dict[str, Any]], after: list[dict[str, Any]],
     return found
 
 
-def firmware(ports: list[dict[str, Any]]) -> str:
+def firmware(ports: list[Port]) -> str:
     """The firmware of the counted ports' devices, one text per node that names the
     devices of each version: '28.36.1010 (mlx5_0), 28.39.1002 (mlx5_[1-7])'; '' if none
     says."""
@@ -169,11 +173,11 @@ def firmware(ports: list[dict[str, Any]]) -> str:
 MAX_RAILS = 64
 
 
-def rails(ports_by_node: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+def rails(ports_by_node: dict[str, list[Port]]) -> dict[str, Port]:
     """The rails to measure one at a time: every counted port name any node has, in the
     order first seen, each with the first node's active port of that name, else its first
     (what binds a job to it: rail_env)."""
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, Port] = {}
     for ports in ports_by_node.values():
         for port in ports:
             first = found.get(str(port["name"]))
@@ -182,7 +186,7 @@ def rails(ports_by_node: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str,
     return dict(list(found.items())[:MAX_RAILS])
 
 
-def rail_env(port: dict[str, Any], backend: str) -> tuple[tuple[str, str], ...]:
+def rail_env(port: Port, backend: str) -> tuple[tuple[str, str], ...]:
     """The environment that binds a job's ranks to one port, so the job measures that
     rail alone: NCCL over an RDMA port uses that HCA port only (`NCCL_IB_HCA==mlx5_3:1`,
     exact match); NCCL over an interface uses that socket interface with IB off; gloo uses

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pytest_cluster.measure import fabric
 from pytest_cluster.measure.cache import write_object
@@ -27,6 +27,7 @@ from pytest_cluster.units import utc
 if TYPE_CHECKING:
     from pytest_cluster.launchers import ProbeResult
     from pytest_cluster.measure.cluster import Cluster
+    from pytest_cluster.probes.nic import NicData, Port
     from pytest_cluster.spec.model import Spec
 
 def inventory_call(spec: Spec) -> ProbeCall:
@@ -88,14 +89,14 @@ def _nccl(host: dict[str, Any], perf: ProbeResult | None) -> tuple[Any, str]:
 LAYER_WORDS = {"Ethernet": "ethernet", "InfiniBand": "infiniband"}
 
 
-def _read(port: dict[str, Any], value: Any, path: str) -> Any:
+def _read(port: Port, value: Any, path: str) -> Any:
     """A field the NIC probe read, or {"unreadable": "PATH: why"} when it could not."""
     if value is not None:
         return value
     return unreadable(f"{path}: {(port.get('unreadable') or {}).get(path, 'not present')}")
 
 
-def _interface(root: str, port: dict[str, Any]) -> dict[str, Any]:
+def _interface(root: str, port: Port) -> dict[str, Any]:
     base = f"{root}/class/net/{port['name']}"
     layer = port.get("link_layer")
     mtu = port.get("mtu")
@@ -116,7 +117,7 @@ def _interface(root: str, port: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
-def nic_parts(payload: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def nic_parts(payload: NicData) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """inventory.json's `interfaces` and `infiniband` from the NIC probe's ports: the one
     reader of a node's sysfs that the fabric clauses read too."""
     root = str(payload.get("sysfs", "/sys"))
@@ -184,7 +185,8 @@ def node_record(host_result: ProbeResult | None, gpu: ProbeResult | None,
     ports = _payload(nic, "NIC", missing)
     if not is_unreadable(ports):
         try:
-            record["interfaces"], record["infiniband"] = nic_parts(ports)
+            # an untrusted answer: fabric.ports_of checks the ports it reads
+            record["interfaces"], record["infiniband"] = nic_parts(cast("NicData", ports))
         except (ValueError, KeyError, TypeError) as exc:  # a node's answer: untrusted
             ports = unreadable(f"the NIC probe's answer: {str(exc)[:200]}")
     if is_unreadable(ports):

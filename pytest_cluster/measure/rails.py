@@ -27,6 +27,7 @@ from pytest_cluster.units import format_size
 if TYPE_CHECKING:
     from pytest_cluster.launchers import ProbeResult
     from pytest_cluster.measure.cluster import Cluster
+    from pytest_cluster.probes.nic import Port
 
 
 #: How a group of nodes is measured on one rail: (bytes/s or NaN, why it failed).
@@ -116,7 +117,7 @@ def search(cluster: Cluster) -> RailSearches:
     nics, hosts = cluster.probe_all(NIC_START), cluster.host_all()
 
     def compute() -> dict[str, object]:
-        ports: dict[str, list[dict[str, Any]]] = {}
+        ports: dict[str, list[Port]] = {}
         unread: dict[str, str] = {}
         for node in cluster.nodes:
             why = _unread(nics[node], ports=True) or _unread(hosts[node])
@@ -181,7 +182,7 @@ def recheck(cluster: Cluster, name: str, nodes: list[str]) -> dict[str, str]:
     return fabric.down_on(ports, name, fabric.AFTER_FAILURE)
 
 
-def runner(cluster: Cluster, port: dict[str, Any], index: int,
+def runner(cluster: Cluster, port: Port, index: int,
        size: int) -> tuple[dict[str, object], RailRunner]:
     """What binds a rail's jobs to `port` (recorded), and how a group of nodes is
     measured on it: (bytes/s or NaN, why it failed). ValueError when the port cannot

@@ -42,9 +42,81 @@ import sys
 import time
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # not imported when it runs: its start-up stays short
     from collections.abc import Callable, Iterator
-    from typing import Any
+    from typing import TypedDict
+
+    # -- the payload: what this probe prints as its `data` -------------------------------
+
+    class DeviceFacts(TypedDict):
+        """What an RDMA device has once, the same on each of its ports."""
+
+        firmware: str | None
+        board_id: str | None
+        hca_type: str | None
+        node_guid: str | None
+        sys_image_guid: str | None
+        pci: str | None
+        netdevs: list[str]
+
+    class Port(TypedDict, total=False):
+        """An RDMA port (kind "rdma": a device's facts too) or a network interface (kind
+        "net": its driver's, from ethtool); named as the kernel does (mlx5_3/1, eth0)."""
+
+        name: str
+        device: str
+        port: int | None
+        kind: str
+        state: str | None
+        phys_state: str | None
+        active: bool
+        rate_gbit: float | None
+        rate_text: str | None
+        link_layer: str | None
+        lid: str | None
+        gid: bool | None
+        netdev: str | None
+        mtu: int | None
+        firmware: str | None
+        board_id: str | None
+        hca_type: str | None
+        node_guid: str | None
+        sys_image_guid: str | None
+        netdevs: list[str]
+        driver: str | None
+        driver_version: str | None
+        bus: str | None
+        ethtool_error: str | None
+        address: str | None
+        pci: str | None
+        virtual: bool
+        counters: dict[str, int]  # error counters by the kernel's name
+        unreadable: dict[str, str]  # why, by the file not read
+
+    class Interfaces(TypedDict):
+        sysfs: list[str]
+        namespace: list[str]
+
+    class NicData(TypedDict, total=False):
+        """The probe's payload."""
+
+        sysfs: str
+        read_at: float
+        error: str
+        error_kind: str
+        namespace_unchecked: str
+        interfaces: Interfaces
+        ports: list[Port]
+        ports_left_out: int
+        skipped: dict[str, str]
+        skipped_more: int
+        output_cut: str
+        when: str
+
+    class Document(TypedDict):
+        probe: str
+        schema: int
+        data: NicData
 
 #: The error counters of an InfiniBand port (its PortCounters attribute), as sysfs names
 #: them; port_xmit_wait and the data counters are load, not errors.
@@ -362,7 +434,7 @@ def netdev_of(reader: Reader, device: str, port: str, missing: dict[str, str]) -
 
 
 def rdma_port(reader: Reader, device: str, port: str,
-              facts: dict[str, Any]) -> dict[str, Any]:
+              facts: DeviceFacts) -> Port:
     missing: dict[str, str] = {}
     base = reader.path("class", "infiniband", device, "ports", port)
     state = numbered(reader.text(os.path.join(base, "state"), missing))
@@ -382,18 +454,22 @@ def rdma_port(reader: Reader, device: str, port: str,
         "link_layer": reader.text(os.path.join(base, "link_layer"), missing),
         "lid": reader.text(os.path.join(base, "lid"), missing),
         "gid": gid is not None and gid.replace(":", "").strip("0") != "",
-        "netdev": netdev, "mtu": mtu, **facts,
+        "netdev": netdev, "mtu": mtu, "firmware": facts["firmware"],
+        "board_id": facts["board_id"], "hca_type": facts["hca_type"],
+        "node_guid": facts["node_guid"], "sys_image_guid": facts["sys_image_guid"],
+        "pci": facts["pci"], "netdevs": facts["netdevs"],
         "virtual": False, "counters": {**counters, **hw}, "unreadable": missing}
 
 
-def device_facts(reader: Reader, where: str, unread: dict[str, str]) -> dict[str, Any]:
+def device_facts(reader: Reader, where: str, unread: dict[str, str]) -> DeviceFacts:
     """What an RDMA device has once, the same on each of its ports."""
-    facts: dict[str, Any] = {key: reader.text(os.path.join(where, name), unread)
-                             for key, name in (("firmware", "fw_ver"), ("board_id", "board_id"),
-                                               ("hca_type", "hca_type"),
-                                               ("node_guid", "node_guid"),
-                                               ("sys_image_guid", "sys_image_guid"))}
-    facts["pci"] = reader.target(os.path.join(where, "device"))
+    def text(name: str) -> str | None:
+        return reader.text(os.path.join(where, name), unread)
+
+    facts: DeviceFacts = {"firmware": text("fw_ver"), "board_id": text("board_id"),
+                          "hca_type": text("hca_type"), "node_guid": text("node_guid"),
+                          "sys_image_guid": text("sys_image_guid"),
+                          "pci": reader.target(os.path.join(where, "device")), "netdevs": []}
     netdevs = [name for name in reader.names(os.path.join(where, "device", "net"))
                if valid_name(name)]
     facts["netdevs"] = netdevs[:MAX_NETDEVS]
@@ -414,8 +490,8 @@ def port_names(reader: Reader, where: str, budget: Budget) -> list[str]:
     return wanted
 
 
-def rdma_ports(reader: Reader, budget: Budget) -> list[dict[str, Any]]:
-    found = []
+def rdma_ports(reader: Reader, budget: Budget) -> list[Port]:
+    found: list[Port] = []
     root = reader.path("class", "infiniband")
     devices, total = reader.listing(root, MAX_PORTS)
     budget.left_out += total - len(devices)  # a device not listed: at least one port
@@ -461,7 +537,7 @@ def drvinfo(name: str) -> dict[str, str]:
             "bus": string(3)}
 
 
-def net_port(reader: Reader, name: str, ethtool: bool) -> dict[str, Any] | None:
+def net_port(reader: Reader, name: str, ethtool: bool) -> Port | None:
     missing: dict[str, str] = {}
     base = reader.path("class", "net", name)
     kind = reader.number(os.path.join(base, "type"), missing)
@@ -499,8 +575,8 @@ def net_port(reader: Reader, name: str, ethtool: bool) -> dict[str, Any] | None:
         "counters": counters, "unreadable": missing}
 
 
-def net_ports(reader: Reader, ethtool: bool, budget: Budget) -> list[dict[str, Any]]:
-    found = []
+def net_ports(reader: Reader, ethtool: bool, budget: Budget) -> list[Port]:
+    found: list[Port] = []
     root = reader.path("class", "net")
     names, total = reader.listing(root, MAX_PORTS + 1)  # and the loopback
     budget.left_out += total - len(names)
@@ -555,11 +631,11 @@ def own_interfaces() -> list[str]:
 
 
 def read_ports(reader: Reader, ethtool: bool,
-               namespace: Callable[[], list[str]] | None = None) -> dict[str, Any]:
+               namespace: Callable[[], list[str]] | None = None) -> NicData:
     """The probe's data: every port the tree of `reader` has. `namespace`: the interfaces
     of the namespace the tree must belong to (this machine's /sys: own_interfaces); when
     the tree's differ, an error naming both, and no port (never another host's)."""
-    data: dict[str, Any] = {"sysfs": reader.root, "read_at": time.time()}
+    data: NicData = {"sysfs": reader.root, "read_at": time.time()}
     net = reader.path("class", "net")
     if not reader.names(net):
         data["error"] = f"{net} is not present: no sysfs to read"
@@ -592,7 +668,7 @@ def read_ports(reader: Reader, ethtool: bool,
     return data
 
 
-def bounded(document: dict[str, Any]) -> str:
+def bounded(document: Document) -> str:
     """`document` as JSON of at most MAX_OUTPUT bytes: the ports that do not fit are left
     out, and counted."""
     text = json.dumps(document)

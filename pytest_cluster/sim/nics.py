@@ -23,6 +23,7 @@ from pytest_cluster.probes.nic import MAX_ENTRIES, Reader, read_ports
 from pytest_cluster.sim.cluster import IB_SPEEDS, NICS_PER_NODE, faults_on, link_factor
 
 if TYPE_CHECKING:
+    from pytest_cluster.probes.nic import NicData
     from pytest_cluster.spec.model import InterconnectSpec
     from pytest_cluster.spec.sim_records import SimSpec
 
@@ -173,7 +174,7 @@ ENO_DRIVER = {"driver": "mlx5_core", "driver_version": "24.04", "firmware": "22.
 
 
 def nic_payload(sim: SimSpec, node: str, ic: InterconnectSpec | None,
-                args: tuple[str, ...] = ()) -> dict[str, Any]:
+                args: tuple[str, ...] = ()) -> NicData:
     """The NIC probe's answer for a simulated node (`args`: the probe's): the probe's
     reader over its tree, checked against its namespace's interfaces as on a node."""
     options = dict(zip(args[::2], args[1::2], strict=False))

@@ -30,6 +30,7 @@ from pytest_cluster.soak.rounds import (
 from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
+    from pytest_cluster.probes.nic import Port
     from pytest_cluster.spec.model import SoakSpec
 
 
@@ -101,7 +102,7 @@ class Tally:
         self.growth: dict[str, list[str]] = {}  # per node, each change in full
         self.changed: dict[str, list[str]] = {}  # ... and in short: what was measured
         self.first_sdc: dict[tuple[str, str], tuple[int, int]] = {}
-        self.first_nic: dict[str, tuple[int, list[dict[str, Any]]]] = {}
+        self.first_nic: dict[str, tuple[int, list[Port]]] = {}
         # per node and port seen down: the round and time of the first reading of the spell
         self.down_since: dict[tuple[str, str], tuple[int, float]] = {}
         self._seen: set[tuple[str, str, str]] = set()
@@ -157,7 +158,7 @@ class Tally:
                        f"({utc(reading.at)}): fabric.flap is {self.flap_s:g} s")
 
     def _nic_counters(self, node: str, number: int, started: float,
-                      ports: list[dict[str, Any]]) -> None:
+                      ports: list[Port]) -> None:
         """The NIC ports' error counters against the node's first round's: a port that
         went down or took errors between rounds, named at the round it was seen."""
         self._compared(node, number)
@@ -296,7 +297,7 @@ class NicReading:
     """One NIC probe answer of a node in a round: when it was read, its counted ports."""
 
     at: float
-    ports: list[dict[str, Any]]
+    ports: list[Port]
 
 
 def nic_readings(round_dir: Path, devices: str | None) -> dict[str, list[NicReading]]:
