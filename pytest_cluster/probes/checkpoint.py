@@ -53,7 +53,53 @@ import sys
 import threading
 import time
 from types import FrameType
-from typing import Any
+from typing import TypedDict
+
+
+class Leftover(TypedDict):
+    """A file of an earlier burst, and whether the sweep removed it."""
+
+    path: str
+    bytes: int
+    removed: bool
+    why: str
+
+
+class RankData(TypedDict, total=False):
+    """What a rank prints: who it is, then its phase's figures (write, read or remove), or
+    the error that ended the phase."""
+
+    rank: int
+    world: int
+    host: str
+    phase: str
+    block: int
+    bytes: int  # written, or read back
+    seconds: float
+    started_at: float
+    ended_at: float
+    late_s: float
+    wait_s: float
+    cpu_s: float
+    leftovers: list[Leftover]  # write, rank 0
+    capacity_bytes: int  # write, rank 0
+    writer: int  # read: whose file
+    file_bytes: int
+    bad_blocks: int
+    first_bad_block: int | None
+    removed: int  # remove
+    error: str
+    simulated: bool  # the sim's answer says so
+
+
+class Timing(TypedDict, total=False):
+    """The reading thread's span, and what it waited for a free buffer."""
+
+    started_at: float
+    ended_at: float
+    seconds: float
+    wait_s: float
+    error: Exception
 
 PREFIX = ".pytest-cluster-ckpt-"
 TOKEN = re.compile(r"^(?P<expires>\d{1,12})-[0-9a-f]{12}$")
@@ -87,9 +133,9 @@ def block(base: bytes, rank: int, index: int) -> bytearray:
     return data
 
 
-def sweep(path: str, now: float) -> list[dict[str, Any]]:
+def sweep(path: str, now: float) -> list[Leftover]:
     """Remove the files of bursts whose expiry has passed (a killed run's)."""
-    found = []
+    found: list[Leftover] = []
     for name in sorted(os.listdir(path)):
         match = NAME.match(name[len(PREFIX):]) if name.startswith(PREFIX) else None
         if match is None:
@@ -125,7 +171,7 @@ def _wait(start_at: float) -> float:
 
 
 def write(path: str, token: str, rank: int, size: int, block_size: int,
-          start_at: float) -> dict[str, Any]:
+          start_at: float) -> RankData:
     target = file_of(path, token, rank)
     base = base_block(token, rank, block_size)
     leftovers = sweep(path, time.time()) if rank == 0 else []
@@ -175,7 +221,7 @@ def write(path: str, token: str, rank: int, size: int, block_size: int,
         os.unlink(target)
         raise
     os.close(fd)
-    found = {"bytes": written, "seconds": spent, "started_at": started,
+    found: RankData = {"bytes": written, "seconds": spent, "started_at": started,
              "ended_at": time.time(), "late_s": late, "wait_s": waited,
              "cpu_s": time.process_time() - cpu0, "leftovers": leftovers}
     if rank == 0:  # the filesystem's size, for references given per TiB
@@ -187,7 +233,7 @@ def write(path: str, token: str, rank: int, size: int, block_size: int,
 
 def _read_ahead(fd: int, size: int, block_size: int, free: queue.Queue[bytearray],
                 full: queue.Queue[tuple[int, bytearray, int] | None],
-                timing: dict[str, Any]) -> None:
+                timing: Timing) -> None:
     """The reading thread: every block into a free buffer, handed on full (None at the
     end or at a short block); its span, and how long of it it waited for a buffer to be
     checked, into `timing`."""
@@ -215,7 +261,7 @@ def _read_ahead(fd: int, size: int, block_size: int, free: queue.Queue[bytearray
 
 
 def read(path: str, token: str, rank: int, writer: int, size: int, block_size: int,
-         start_at: float) -> dict[str, Any]:
+         start_at: float) -> RankData:
     """Read `writer`'s file (`size` bytes as written) in a thread, each block checked here
     while the next ones are read."""
     source = file_of(path, token, writer)
@@ -226,7 +272,7 @@ def read(path: str, token: str, rank: int, writer: int, size: int, block_size: i
     for _ in range(AHEAD + 1):
         free.put(bytearray(block_size))
     full: queue.Queue[tuple[int, bytearray, int] | None] = queue.Queue()
-    timing: dict[str, Any] = {"wait_s": 0.0}
+    timing: Timing = {"wait_s": 0.0}
     cpu0, done, checked, bad, first_bad = time.process_time(), 0, 0, 0, None
     fd = os.open(source, os.O_RDONLY)
     try:
@@ -258,7 +304,7 @@ def read(path: str, token: str, rank: int, writer: int, size: int, block_size: i
             "bad_blocks": bad, "first_bad_block": first_bad}
 
 
-def remove(path: str, token: str) -> dict[str, Any]:
+def remove(path: str, token: str) -> RankData:
     removed = []
     for name in sorted(os.listdir(path)):
         match = NAME.match(name[len(PREFIX):]) if name.startswith(PREFIX) else None
@@ -307,8 +353,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"bad arguments: token {args.token[:40]!r}, block {args.block}, "
                  f"size {args.size}")
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
-    info: dict[str, Any] = {"rank": rank, "world": world, "host": socket.gethostname(),
-                            "phase": args.phase, "block": args.block}
+    info: RankData = {"rank": rank, "world": world, "host": socket.gethostname(),
+                      "phase": args.phase, "block": args.block}
     try:
         if args.phase == "write":
             info.update(write(args.path, args.token, rank, args.size, args.block,

@@ -46,7 +46,37 @@ import socket
 import sys
 import time
 from types import FrameType
-from typing import Any
+from typing import TypedDict
+
+
+class Leftover(TypedDict):
+    """What an earlier run left, and whether the sweep removed it."""
+
+    path: str
+    bytes: int
+    removed: bool
+    why: str
+
+
+class RankData(TypedDict, total=False):
+    """What a rank prints: who it is, then its phase's figures (write, read, metadata or
+    remove), or the error that ended the phase."""
+
+    rank: int
+    world: int
+    host: str
+    phase: str
+    ops: int
+    bytes: int
+    seconds: float
+    cpu_s: float
+    late_s: float
+    leftovers: list[Leftover]  # write, rank 0
+    files: int  # read: the files it read from
+    method: str  # read: how the page cache was bypassed
+    removed: int  # remove
+    error: str
+    simulated: bool  # the sim's answer says so
 
 PREFIX = ".pytest-cluster-dl-"
 TOKEN = re.compile(r"^(?P<expires>\d{1,12})-[0-9a-f]{12}$")
@@ -92,9 +122,9 @@ def _wait(start_at: float) -> float:
     return max(0.0, time.time() - start_at)
 
 
-def sweep(path: str, now: float) -> list[dict[str, Any]]:
+def sweep(path: str, now: float) -> list[Leftover]:
     """Remove what runs whose expiry has passed left (a killed run's)."""
-    found = []
+    found: list[Leftover] = []
     for name in sorted(os.listdir(path)):
         match = NAME.match(name[len(PREFIX):]) if name.startswith(PREFIX) else None
         if match is None:
@@ -111,7 +141,7 @@ def sweep(path: str, now: float) -> list[dict[str, Any]]:
     return found
 
 
-def write(path: str, token: str, rank: int, size: int) -> dict[str, Any]:
+def write(path: str, token: str, rank: int, size: int) -> RankData:
     target = file_of(path, token, rank)
     leftovers = sweep(path, time.time()) if rank == 0 else []
     _on_stop([target])
@@ -171,7 +201,7 @@ def _indexes(text: str) -> list[int]:
 
 
 def read(path: str, token: str, rank: int, others: list[int], read_size: int,
-         duration: float, start_at: float) -> dict[str, Any]:
+         duration: float, start_at: float) -> RankData:
     opened = []
     for other in others:
         fd, direct = _open_uncached(file_of(path, token, other))
@@ -202,7 +232,7 @@ def read(path: str, token: str, rank: int, others: list[int], read_size: int,
             "late_s": late, "files": len(opened), "method": method}
 
 
-def metadata(path: str, token: str, rank: int, files: int, start_at: float) -> dict[str, Any]:
+def metadata(path: str, token: str, rank: int, files: int, start_at: float) -> RankData:
     folder = folder_of(path, token, rank)
     _on_stop([folder])
     payload = os.urandom(METADATA_FILE_BYTES)
@@ -230,7 +260,7 @@ def metadata(path: str, token: str, rank: int, files: int, start_at: float) -> d
             "late_s": late}
 
 
-def remove(path: str, token: str) -> dict[str, Any]:
+def remove(path: str, token: str) -> RankData:
     removed = 0
     for name in sorted(os.listdir(path)):
         match = NAME.match(name[len(PREFIX):]) if name.startswith(PREFIX) else None
@@ -259,8 +289,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"bad arguments: token {args.token[:40]!r}, read size {args.read_size}, "
                  f"size {args.size}, files {args.files}, duration {args.duration}")
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
-    info: dict[str, Any] = {"rank": rank, "world": world, "host": socket.gethostname(),
-                            "phase": args.phase}
+    info: RankData = {"rank": rank, "world": world, "host": socket.gethostname(),
+                      "phase": args.phase}
     try:
         if args.phase == "write":
             info.update(write(args.path, args.token, rank, args.size))

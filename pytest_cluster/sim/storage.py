@@ -18,6 +18,7 @@ from pytest_cluster.probes.checkpoint import writer_of
 from pytest_cluster.sim.cluster import faults_on, jitter
 
 if TYPE_CHECKING:
+    from pytest_cluster.probes import checkpoint, dataloader
     from pytest_cluster.spec.sim_records import SimSpec
 
 #: One node's client of the shared filesystem (bytes/s): two 200 Gb/s storage NICs.
@@ -82,20 +83,20 @@ def checkpoint_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
         ranks = []
         for local in range(ranks_per_node):
             rank = index * ranks_per_node + local
-            data: dict[str, Any] = {"rank": rank, "world": world, "host": node,
-                                    "phase": phase, "simulated": True}
+            data: checkpoint.RankData = {"rank": rank, "world": world, "host": node,
+                                         "phase": phase, "simulated": True}
             if phase == "remove":
                 data["removed"] = len(nodes) * writers
             else:
                 seconds = size / (node_rate(sim, node, len(nodes), phase) / writers)
-                data.update(bytes=size, seconds=seconds, started_at=now,
-                            ended_at=now + seconds, late_s=0.0, cpu_s=seconds * 0.3)
+                data.update({"bytes": size, "seconds": seconds, "started_at": now,
+                             "ended_at": now + seconds, "late_s": 0.0, "cpu_s": seconds * 0.3})
                 if phase == "read":
                     blocks = max(1, size // int(given.get("--block", 2**24)))
                     bad = blocks if corrupt(sim, node) else 0
-                    data.update(writer=writer_of(rank, world, writers, write_nodes),
-                                file_bytes=size,
-                                bad_blocks=bad, first_bad_block=0 if bad else None)
+                    data.update({"writer": writer_of(rank, world, writers, write_nodes),
+                                 "file_bytes": size,
+                                 "bad_blocks": bad, "first_bad_block": 0 if bad else None})
                 else:
                     data["leftovers"] = []
                     if rank == 0:
@@ -130,20 +131,20 @@ def dataloader_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
         ranks = []
         for local in range(ranks_per_node):
             rank = index * ranks_per_node + local
-            data: dict[str, Any] = {"rank": rank, "world": len(nodes) * ranks_per_node,
-                                    "host": node, "phase": phase, "simulated": True}
+            data: dataloader.RankData = {"rank": rank, "world": len(nodes) * ranks_per_node,
+                                         "host": node, "phase": phase, "simulated": True}
             if phase == "read":
                 ops = int(WORKER_IOPS * factor * duration)
-                data.update(ops=ops, bytes=ops * read_size, seconds=duration,
-                            cpu_s=duration * 0.2, late_s=0.0, method="O_DIRECT")
+                data.update({"ops": ops, "bytes": ops * read_size, "seconds": duration,
+                             "cpu_s": duration * 0.2, "late_s": 0.0, "method": "O_DIRECT"})
             elif phase == "metadata":
                 seconds = 4 * files / (WORKER_METADATA_OPS * factor)
-                data.update(ops=4 * files, bytes=files * 3901, seconds=seconds,
-                            cpu_s=seconds * 0.3, late_s=0.0)
+                data.update({"ops": 4 * files, "bytes": files * 3901, "seconds": seconds,
+                             "cpu_s": seconds * 0.3, "late_s": 0.0})
             elif phase == "write":
                 size = int(given.get("--size", 2**28))
-                data.update(ops=0, bytes=size, seconds=size / CLIENT_WRITE, cpu_s=0.1,
-                            late_s=0.0, leftovers=[])
+                data.update({"ops": 0, "bytes": size, "seconds": size / CLIENT_WRITE,
+                             "cpu_s": 0.1, "late_s": 0.0, "leftovers": []})
             else:
                 data["removed"] = len(nodes) * ranks_per_node
             ranks.append({"rank": rank, "local_rank": local, "exit_code": 0,
