@@ -33,12 +33,36 @@ import socket
 import sys
 import time
 from types import FrameType
-from typing import Any
+from typing import TypedDict
 
 PREFIX = ".pytest-cluster-shared-"
 TOKEN = re.compile(r"^(?P<expires>\d{1,12})-[0-9a-f]{12}$")
 LEGACY_TOKEN = re.compile(r"^[0-9a-f]{12}$")
 SAFE_AGE_S = 24 * 3600
+
+
+class Leftover(TypedDict):
+    """A file an earlier check left, and what the sweep did with it."""
+
+    path: str
+    bytes: int
+    removed: bool
+    why: str
+
+
+class SharedData(TypedDict, total=False):
+    """The probe's payload: the file and the mode, then what the mode found."""
+
+    file: str
+    mode: str
+    host: str
+    error: str
+    leftovers: list[Leftover]  # write
+    leftovers_error: str
+    sha256: str  # write, read
+    bytes: int
+    seen: bool  # read
+    removed: bool  # remove
 
 
 def _ago(seconds: float) -> str:
@@ -50,11 +74,11 @@ def _ago(seconds: float) -> str:
     return f"{max(seconds, 0):.0f} s"
 
 
-def sweep(path: str, now: float | None = None) -> list[dict[str, Any]]:
+def sweep(path: str, now: float | None = None) -> list[Leftover]:
     """Remove the shared-check files under `path` that no check can still read; report
     them, and the ones left in place, as {path, bytes, removed, why}."""
     now = time.time() if now is None else now
-    found: list[dict[str, Any]] = []
+    found: list[Leftover] = []
     for name in sorted(os.listdir(path)):
         if not name.startswith(PREFIX):
             continue
@@ -94,7 +118,7 @@ def sweep(path: str, now: float | None = None) -> list[dict[str, Any]]:
     return found
 
 
-def write(name: str, data: dict[str, Any]) -> None:
+def write(name: str, data: SharedData) -> None:
     """Write 1 MiB of random data to `name` (a new file), fsync'ed; removed again if the
     write fails or a signal stops it."""
     def stop(signum: int, _frame: FrameType | None) -> None:
@@ -131,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("mode", choices=("write", "read", "remove"))
     args = parser.parse_args(argv)
     name = os.path.join(args.path, f"{PREFIX}{args.token}")
-    data: dict[str, Any] = {"file": name, "mode": args.mode, "host": socket.gethostname()}
+    data: SharedData = {"file": name, "mode": args.mode, "host": socket.gethostname()}
     if not (TOKEN.match(args.token) or LEGACY_TOKEN.match(args.token)):
         data["error"] = (f"token {args.token!r} is not <expires>-<12 hex digits>: the "
                          "controller and this probe are of different pytest-cluster versions")
@@ -142,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 data["leftovers"] = sweep(args.path)
             except OSError as exc:
-                data.update(leftovers=[], leftovers_error=f"{args.path}: {exc.strerror}")
+                data.update({"leftovers": [],
+                             "leftovers_error": f"{args.path}: {exc.strerror}"})
             write(name, data)
         elif args.mode == "read":
             try:
@@ -151,8 +176,8 @@ def main(argv: list[str] | None = None) -> int:
             except FileNotFoundError:
                 data["seen"] = False
             else:
-                data.update(seen=True, sha256=hashlib.sha256(content).hexdigest(),
-                            bytes=len(content))
+                data.update({"seen": True, "sha256": hashlib.sha256(content).hexdigest(),
+                             "bytes": len(content)})
         else:
             try:
                 os.remove(name)

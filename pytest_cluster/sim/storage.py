@@ -19,6 +19,7 @@ from pytest_cluster.sim.cluster import faults_on, jitter
 
 if TYPE_CHECKING:
     from pytest_cluster.probes import checkpoint, dataloader
+    from pytest_cluster.probes.shared_fs import SharedData
     from pytest_cluster.spec.sim_records import SimSpec
 
 #: One node's client of the shared filesystem (bytes/s): two 200 Gb/s storage NICs.
@@ -47,18 +48,18 @@ def node_rate(sim: SimSpec, node: str, nodes: int, phase: str) -> float:
     return client * jitter(node, phase, "storage", spread=0.02)
 
 
-def shared_fs_payload(node: str, args: Sequence[str]) -> dict[str, Any]:
+def shared_fs_payload(node: str, args: Sequence[str]) -> SharedData:
     """The shared-file check: every simulated node sees the file the writer wrote."""
     mode = args[-1] if args else ""
     given = dict(zip(args[:-1:2], args[1:-1:2], strict=False))
     path, tag = given.get("--path", "/"), given.get("--token", "")
-    data: dict[str, Any] = {"file": f"{path}/.pytest-cluster-shared-{tag}", "mode": mode,
-                            "host": node}
+    data: SharedData = {"file": f"{path}/.pytest-cluster-shared-{tag}", "mode": mode,
+                        "host": node}
     digest = hashlib.sha256(tag.encode()).hexdigest()
     if mode == "write":
-        data.update(leftovers=[], sha256=digest, bytes=2**20)
+        data.update({"leftovers": [], "sha256": digest, "bytes": 2**20})
     elif mode == "read":
-        data.update(seen=True, sha256=digest, bytes=2**20)
+        data.update({"seen": True, "sha256": digest, "bytes": 2**20})
     elif mode == "remove":
         data["removed"] = True
     else:
