@@ -1,5 +1,6 @@
 # `make demo`: set up .venv and run the contract suite on this machine (one-node cluster).
 # `make test`: set up .venv and run the plugin's own tests.
+# `make test-fast`: the tests not marked slow, on 2 pytest-xdist workers (while you work).
 # `make gpu-check`: every GPU path on this machine's GPU beside plain torch loops (one line
 # and exit 0 without CUDA); GPU_PYTHON: a python with torch+CUDA and pytest-cluster.
 PYTHON ?= python3
@@ -13,7 +14,7 @@ STAMP := $(VENV)/.installed-stamp
 # .venv's python where it exists (CI: no CUDA), else the python3 that holds torch
 GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
 
-.PHONY: demo test lint bench gpu-check clean
+.PHONY: demo test test-fast lint bench gpu-check clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +31,9 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -m "not slow" -n 2 -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,4 +1,5 @@
-"""Project-wide test policy: under CI a skipped real-component test is a failure.
+"""Project-wide test policy: under CI a skipped real-component test is a failure, and a
+real-component test is slow (left out of `make test-fast`) whether or not it says so.
 
 (The pytester plugin is enabled in pyproject.toml; a `pytest_plugins` here would leak into
 pytester runs that collect the acceptance suite from this checkout.)
@@ -27,3 +28,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         report.longrepr = f"real-component test skipped under {REQUIRE_REAL}=1: {reason}"
 
 
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The real components (namespace clusters, SLURM, shaped links) take seconds a case:
+    every such test is `slow` too."""
+    for item in items:
+        if item.get_closest_marker("realcomponents") is not None:
+            item.add_marker(pytest.mark.slow)

@@ -165,6 +165,7 @@ def _run(pytester: pytest.Pytester, reports: str, *args: str, faults: str = "",
                               f"--cluster-reports={reports}", *args)
 
 
+@pytest.mark.slow
 def test_a_swapped_gpu_and_a_slowed_link_are_both_named(pytester: pytest.Pytester) -> None:
     accepted = _run(pytester, "accepted")
     assert accepted.ret == pytest.ExitCode.OK
@@ -213,6 +214,7 @@ def test_a_swapped_gpu_and_a_slowed_link_are_both_named(pytester: pytest.Pyteste
     assert lenient.ret == pytest.ExitCode.TESTS_FAILED  # the hardware still changed
 
 
+@pytest.mark.slow
 def test_a_baseline_that_fails_verify_is_a_usage_error(pytester: pytest.Pytester) -> None:
     assert _run(pytester, "accepted").ret == pytest.ExitCode.OK
     base = (pytester.path / "accepted" / "latest").resolve()
@@ -234,6 +236,7 @@ def _reseal(run_dir: Path) -> None:
     seal(run_dir, {}, ())
 
 
+@pytest.mark.slow
 def test_a_baseline_that_verifies_but_holds_odd_values_never_crashes_the_run(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _run(pytester, "accepted").ret == pytest.ExitCode.OK
@@ -263,6 +266,7 @@ def test_a_baseline_that_verifies_but_holds_odd_values_never_crashes_the_run(
         "could not be compared: TypeError: unsupported operand type(s) for +: 'int' and 'str'")
 
 
+@pytest.mark.slow
 def test_a_baseline_key_requires_the_baseline_signed_by_it(pytester: pytest.Pytester,
                                                           tmp_path: Path) -> None:
     private, public, _ = ed25519_key(tmp_path, "accepted")

@@ -190,6 +190,7 @@ NOW = {"nodes": {"n1": {"machine_id": "m", "gpus": [{"index": 0, "serial": "s"}]
                         "software": {"driver": "1"}, "filesystems": [{"path": "/d"}]}}}
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
           HealthCheck.function_scoped_fixture])
 @given(document=JSON, nodes=st.dictionaries(st.sampled_from(["n1", "n2"]), JSON, max_size=2),
@@ -233,6 +234,7 @@ def _replaced(value: Any, at: tuple[str | int, ...], new: Any) -> Any:
     return copy
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
           HealthCheck.function_scoped_fixture])
 @given(place=st.sampled_from(_paths(NODE)), new=JSON)
@@ -258,6 +260,7 @@ RESULT_FIELDS = st.fixed_dictionaries(
     {"type": st.sampled_from(["run", "result", "end"])}, optional=dict.fromkeys(FIELDS, JSON))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
           HealthCheck.function_scoped_fixture])
 @given(lines=st.lists(RESULT_FIELDS | JSON, max_size=4), raw=st.binary(max_size=40))
@@ -450,6 +453,7 @@ def case_file(case: str) -> str:
     return "results.jsonl" if "result lines" in case else "inventory.json"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", HOSTILE)
 def test_a_hostile_baseline_is_a_usage_error_before_anything_runs(
         pytester: pytest.Pytester, accepted: Path, case: str) -> None:
@@ -522,6 +526,7 @@ def test_empty_or_missing_baseline_options_are_usage_errors(pytester: pytest.Pyt
     assert not (pytester.path / "now").exists()
 
 
+@pytest.mark.slow
 def test_a_figure_of_another_unit_fails_its_case_saying_why(pytester: pytest.Pytester,
                                                            accepted: Path) -> None:
     base = pytester.path / "base"

@@ -301,6 +301,7 @@ def verdicts(pytester: pytest.Pytester) -> dict[str, str]:
     return {item["node"]: item["verdict"] for item in found["nodes"]}
 
 
+@pytest.mark.slow
 def test_the_storage_example_fails_exactly_the_slow_client_and_the_far_node(
         pytester: pytest.Pytester) -> None:
     path = EXAMPLES / "sim-h100-storage-faulty.yaml"
@@ -362,6 +363,7 @@ def test_a_silent_node_fails_its_own_case_and_leaves_the_aggregate_not_establish
     assert verdicts(pytester)["n1"] == "ACCEPTED"
 
 
+@pytest.mark.slow
 def test_a_real_burst_on_this_machine_passes_and_leaves_nothing(
         pytester: pytest.Pytester, tmp_path: Path) -> None:
     folder = tmp_path / "shared"

@@ -183,6 +183,7 @@ def loader_here(folder: Path, down: dict[str, set[str]],
     return run_dataloader(nodes, fs, ["a", "b", "c"], 2, {}), nodes
 
 
+@pytest.mark.slow
 def test_a_node_lost_in_the_write_is_its_own_and_its_files_are_not_read(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run, nodes = loader_here(tmp_path, {"write": {"a"}, "remove": {"a"}}, monkeypatch)

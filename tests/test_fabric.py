@@ -422,6 +422,7 @@ def _ip(netns: NetnsCluster, node: str, *args: str) -> None:
     subprocess.run(["ip", "-n", netns.netns(node), *args], check=True, timeout=30)
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_real_ports_are_read_on_each_node_and_the_faulty_one_named(
         pytester: pytest.Pytester, netns: NetnsCluster) -> None:
@@ -464,6 +465,7 @@ def test_real_ports_are_read_on_each_node_and_the_faulty_one_named(
                            check=False, timeout=30)
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_real_rails_each_alone_name_the_slow_rail_of_the_slow_node(
         pytester: pytest.Pytester, netns: NetnsCluster) -> None:
@@ -501,6 +503,7 @@ def test_real_rails_each_alone_name_the_slow_rail_of_the_slow_node(
             netns.remove_rail(number)
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_over_slurm_each_node_judges_its_own_nics_never_the_hosts(
         pytester: pytest.Pytester, slurm: NetnsCluster) -> None:
@@ -530,6 +533,7 @@ def test_over_slurm_each_node_judges_its_own_nics_never_the_hosts(
 RAIL_TIMEOUT_S = 40
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_rail_seen_down_is_not_run_again_and_costs_no_timeout(
         pytester: pytest.Pytester, netns: NetnsCluster) -> None:
@@ -657,6 +661,7 @@ touch "$MARKS/done-$port"
 """
 
 
+@pytest.mark.slow
 def test_the_perftest_rank_program_serves_each_client_in_turn(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_cluster.launchers.jobs import JobSpec, run_job

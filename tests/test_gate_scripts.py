@@ -50,6 +50,7 @@ def test_the_example_has_healthy_nodes_and_a_port_down() -> None:
     assert HEALTHY and PORT_DOWN
 
 
+@pytest.mark.slow
 def test_the_prolog_passes_a_healthy_gpu_node_and_fails_a_port_down(
         scripts: dict[str, Path]) -> None:
     prolog = scripts["prolog"]
@@ -64,6 +65,7 @@ def test_the_prolog_passes_a_healthy_gpu_node_and_fails_a_port_down(
             f"pytest-cluster FAIL {node}: rejected: 1 clause(s) failed: fabric.ports"]
 
 
+@pytest.mark.slow
 def test_the_health_check_exits_0_and_says_a_failure_it_cannot_drain(
         scripts: dict[str, Path]) -> None:
     health = scripts["health"]
@@ -77,6 +79,7 @@ def test_the_health_check_exits_0_and_says_a_failure_it_cannot_drain(
         assert "not drained: a simulated cluster's nodes are no SLURM nodes" in done.stderr
 
 
+@pytest.mark.slow
 def test_a_typo_in_the_spec_drains_no_node_and_says_so(scripts: dict[str, Path]) -> None:
     for node in SPEC.cluster.nodes:
         for script in (scripts["typo prolog"], scripts["typo health"]):

@@ -25,6 +25,7 @@ def check(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300, check=False)
 
 
+@pytest.mark.slow
 def test_without_cuda_it_says_so_in_one_line_and_exits_0(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     import torch
@@ -60,6 +61,7 @@ def test_the_spec_of_each_model_is_a_valid_spec(tmp_path: Path, model: str, coun
     assert load_spec(str(simulated)).cluster.launcher == "sim"
 
 
+@pytest.mark.slow
 def test_on_the_simulator_it_runs_both_levels_signs_verifies_and_tabulates(
         tmp_path: Path) -> None:
     done = check("--simulate", "H100-SXM-80GB", "--out", "out", cwd=tmp_path)

@@ -162,6 +162,7 @@ def test_simulated_nvml_errors_like_the_real_one(monkeypatch: pytest.MonkeyPatch
     fake.nvmlShutdown()
 
 
+@pytest.mark.slow
 def test_gpu_perf_without_cuda_says_so() -> None:
     done = subprocess.run([sys.executable, "-", "--load-time", "1"],
                           input=probe_source("gpu_perf"), capture_output=True, text=True,
@@ -335,6 +336,7 @@ def test_gpu_perf_runs_one_process_per_gpu_and_collects_all() -> None:
     assert len(data["p2p"]["pairs"]) == 3 * 2
 
 
+@pytest.mark.slow
 def test_gpu_perf_skips_parts_and_survives_a_dying_gpu_process() -> None:
     data = run_gpu_perf(3, "--dtypes", "bf16", "--skip", "p2p", "--skip", "usable_memory",
                         die=1)

@@ -234,6 +234,7 @@ def test_evidence_names_the_gpu_and_says_simulated(pytester: pytest.Pytester) ->
     assert '<property name="simulated" value="true"' in junit
 
 
+@pytest.mark.slow
 def test_the_healthy_example_passes(pytester: pytest.Pytester) -> None:
     result = run(pytester, (EXAMPLES / "sim-h100.yaml").read_text())
     assert failed(pytester) == {}
@@ -242,6 +243,7 @@ def test_the_healthy_example_passes(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*SIMULATED*"])
 
 
+@pytest.mark.slow
 def test_the_faulty_example_fails_exactly_its_faults(pytester: pytest.Pytester) -> None:
     run(pytester, (EXAMPLES / "sim-h100-faulty.yaml").read_text())
     per_gpu = [*PER_GPU, "test_gpu_matmul"]
@@ -266,6 +268,7 @@ def test_the_faulty_example_fails_exactly_its_faults(pytester: pytest.Pytester) 
     assert set(failed(pytester)) == expected
 
 
+@pytest.mark.slow
 def test_the_simulated_trial_fails_exactly_its_two_faults(pytester: pytest.Pytester) -> None:
     """examples/trial-sim.yaml, README's first run: examples/trial.yaml's contract on a
     simulated cluster (no storage), a slow GPU and a NIC down."""
@@ -278,6 +281,7 @@ def test_the_simulated_trial_fails_exactly_its_two_faults(pytester: pytest.Pytes
     result.stdout.fnmatch_lines(["nodes: 2 ACCEPTED, 2 REJECTED, 0 UNREACHABLE, 0 NOT CHECKED"])
 
 
+@pytest.mark.slow
 def test_without_a_gpu_the_real_probes_say_why(pytester: pytest.Pytester) -> None:
     """On this machine (no GPU) the real probes run through the local launcher and every
     GPU case fails with their reason, not a number."""

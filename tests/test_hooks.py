@@ -75,6 +75,7 @@ def test_without_reports_a_sink_still_gets_the_lines(
     assert not (pytester.path / "reports").exists()
 
 
+@pytest.mark.slow
 def test_a_sink_gets_each_soak_round(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     result, calls = _run(pytester, monkeypatch, "--cluster-soak-rounds=2", "-m", "sanity")

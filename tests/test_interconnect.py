@@ -538,6 +538,7 @@ def test_the_parts_of_a_job_meet_and_one_answers_for_all() -> None:
         "simulated: the rendezvous at m:1 timed out after 30 s with 1 of 3 node(s)")
 
 
+@pytest.mark.slow
 def test_the_simulated_64_node_example_names_its_slow_and_dead_nodes(
         pytester: pytest.Pytester) -> None:
     """sim-gpu-37's network at half rate, sim-gpu-50 down; every result SIMULATED."""
@@ -628,6 +629,7 @@ interconnect:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not has_torch(), reason="needs torch")
 def test_the_stress_loop_checks_every_all_reduce_over_gloo(pytester: pytest.Pytester) -> None:
     """-m stress: all_reduce over both nodes (4 gloo ranks) for 3 s, every result checked."""
@@ -644,6 +646,7 @@ def test_the_stress_loop_checks_every_all_reduce_over_gloo(pytester: pytest.Pyte
     assert record["measured"].startswith(f"{raw['iterations']} all_reduce of 1 MiB x 2 rank(s)")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not has_torch(), reason="needs torch")
 def test_the_suite_names_each_case_and_keeps_the_sweep(pytester: pytest.Pytester) -> None:
     (pytester.path / "t.yaml").write_text(LOCAL.format(python=sys.executable,
@@ -672,6 +675,7 @@ def test_the_suite_names_each_case_and_keeps_the_sweep(pytester: pytest.Pytester
     assert inter["raw"]["slowest_node"] == ["a", "b"][inter["raw"]["slowest_rank"] // 2]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not has_torch(), reason="needs torch")
 def test_xdist_workers_take_turns_to_measure(pytester: pytest.Pytester) -> None:
     """Two workers, one machine: no benchmark job may run beside another one."""
@@ -698,6 +702,7 @@ def jsonl(pytester: pytest.Pytester) -> list[dict[str, Any]]:
 
 # -- the real thing: gloo all-reduce over shaped links between namespace nodes ------------
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.parametrize("kind", ["ssh", "slurm"])
 def test_shaped_links_pass_and_a_slow_node_is_named(pytester: pytest.Pytester,
@@ -735,6 +740,7 @@ def test_shaped_links_pass_and_a_slow_node_is_named(pytester: pytest.Pytester,
     assert "so this node is the slow one" in message
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_dead_node_fails_its_own_cases_and_the_rest_go_on(pytester: pytest.Pytester,
                                                             netns: NetnsCluster) -> None:
@@ -766,6 +772,7 @@ def node_down(netns: NetnsCluster, node: str, fault: str) -> Iterator[None]:
         yield
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.parametrize("fault", ["sshd", "link"])
 def test_a_dead_node_never_makes_a_healthy_node_the_slow_one(
@@ -802,6 +809,7 @@ def test_a_dead_node_never_makes_a_healthy_node_the_slow_one(
     assert all("node1" not in group for round_ in search["rounds"] for group, _ in round_)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not has_torch(), reason="needs torch")
 def test_every_collective_checks_its_result_over_gloo() -> None:
     """4 ranks on 2 local "nodes"; a size that does not split evenly is rounded down to
@@ -844,6 +852,7 @@ def _latency_cases(pytester: pytest.Pytester) -> dict[str, dict[str, Any]]:
             if r["clause"] in ("interconnect.latency", "interconnect.colocation")}
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_node_behind_a_delay_is_named_by_colocation(pytester: pytest.Pytester,
                                                       netns: NetnsCluster) -> None:
@@ -958,6 +967,7 @@ def test_a_pairs_round_trip_leaves_out_what_the_host_slowed() -> None:
     assert pingpong.typical([5.0]) == 5.0
 
 
+@pytest.mark.slow
 def test_at_scale_a_far_node_of_the_sample_is_tested_again_with_good_peers(
         pytester: pytest.Pytester) -> None:
     """128 nodes: 14 of the tournament's 127 rounds; sim-gpu-100, three times farther, is

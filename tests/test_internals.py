@@ -75,6 +75,7 @@ def test_every_internal_is_where_the_run_reaches_for_it(pytester: pytest.Pyteste
     assert at is not None and before <= at <= time.time()
 
 
+@pytest.mark.slow
 def test_the_terminal_says_whether_it_lists_passed_cases(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(TEST)
     for chars, lists in (("fE", False), ("A", True), ("p", True), ("P", True)):
@@ -87,6 +88,7 @@ def test_the_terminal_says_whether_it_lists_passed_cases(pytester: pytest.Pytest
         assert internals.terminal_reads_every_report(terminal) is reads, style
 
 
+@pytest.mark.slow
 def test_an_xdist_worker_gets_what_the_controller_hands_it(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(
         "import json\nfrom pathlib import Path\nfrom pytest_cluster import internals\n"

@@ -146,6 +146,7 @@ def interrupt_a_running_job(netns: NetnsCluster, kind: str, directory: Path) -> 
 
 # -- the real thing: ssh and slurm over the namespace cluster -----------------------------
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_ctrl_c_over_ssh_stops_every_rank_on_every_node(netns: NetnsCluster,
                                                         tmp_path: Path) -> None:
@@ -154,6 +155,7 @@ def test_ctrl_c_over_ssh_stops_every_rank_on_every_node(netns: NetnsCluster,
     interrupt_a_running_job(netns, "ssh", tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_ctrl_c_over_slurm_cancels_the_steps(slurm: NetnsCluster, tmp_path: Path) -> None:
     if not has_torch():
@@ -168,6 +170,7 @@ def test_ctrl_c_over_slurm_cancels_the_steps(slurm: NetnsCluster, tmp_path: Path
     wait_for("no job of ours in squeue", lambda: queue() == "", CLEAN_BOUND_S)
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_hung_interpreter_is_killed_on_the_node_at_its_timeout(netns: NetnsCluster,
                                                                  tmp_path: Path) -> None:
@@ -208,6 +211,7 @@ interconnect:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_with_the_local_launcher_leaves_no_child(tmp_path: Path,
@@ -238,6 +242,7 @@ def test_ctrl_c_with_the_local_launcher_leaves_no_child(tmp_path: Path,
                 os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_a_job_killed_at_its_timeout_leaves_no_rank(tmp_path: Path) -> None:
     """The local launcher kills job_node at the launcher's timeout: its ranks (each in a
     session of its own) die with it."""
@@ -271,6 +276,7 @@ def test_a_job_killed_at_its_timeout_leaves_no_rank(tmp_path: Path) -> None:
 
 # -- the registry of running launches ----------------------------------------------------
 
+@pytest.mark.slow
 def test_stop_everything_cancels_and_ends_each_launch(tmp_path: Path) -> None:
     """Each launch's own cancel action (scancel for a srun step) runs, and its process
     group ends: a SIGTERM first (a probe may clean up), SIGKILL for one that ignores it."""
@@ -304,6 +310,7 @@ def test_stop_everything_cancels_and_ends_each_launch(tmp_path: Path) -> None:
     assert running_launches() == []
 
 
+@pytest.mark.slow
 def test_a_second_ctrl_c_during_the_grace_kills_at_once(tmp_path: Path) -> None:
     """Ctrl-C again while a probe that ignores SIGTERM has its 3 s: SIGKILL now, and the
     program exits (a probe left running would keep its waiting thread, and the program,

@@ -207,6 +207,7 @@ def test_every_rank_gets_the_torch_distributed_environment() -> None:
             "PYTEST_CLUSTER_INIT_TIMEOUT": "45"}
 
 
+@pytest.mark.slow
 def test_a_dying_rank_is_named_and_ends_its_node() -> None:
     program = ("import os, sys, time\nif os.environ['RANK'] == '3':\n"
                "    sys.exit('rank 3 gives up')\ntime.sleep(600)\n")
@@ -221,6 +222,7 @@ def test_a_dying_rank_is_named_and_ends_its_node() -> None:
         result.raise_for_failure()
 
 
+@pytest.mark.slow
 def test_a_hanging_job_ends_at_its_wall_clock() -> None:
     result = run_job(local(), JobSpec(("a",), "import time\ntime.sleep(600)\n",
                                       wall_timeout_s=2))
@@ -229,6 +231,7 @@ def test_a_hanging_job_ends_at_its_wall_clock() -> None:
                                       "killed by its node")
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.skipif(not has_torch(), reason="needs torch")
 def test_gloo_all_reduce_on_this_machine() -> None:
@@ -240,6 +243,7 @@ def test_gloo_all_reduce_on_this_machine() -> None:
 
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.parametrize("kind", ["ssh", "slurm"])
 def test_gloo_all_reduce_across_four_nodes(slurm: NetnsCluster, kind: str) -> None:
@@ -316,6 +320,7 @@ raise SystemExit(3)
 """
 
 
+@pytest.mark.slow
 def test_a_rank_that_stops_beating_is_killed_by_its_node_with_its_progress() -> None:
     """Rank 1 stops itself (SIGSTOP) after its first beat: its node kills it after the
     stall timeout, not at the wall clock; rank 0 beats on and ends by itself."""

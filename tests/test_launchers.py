@@ -133,6 +133,7 @@ def test_crashed_probe_names_the_interpreter_path(tmp_path: Path,
                                  "(exit code 3) | stderr: boom")
 
 
+@pytest.mark.slow
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     marker = tmp_path / "child.pid"
     script = ("import os, subprocess, sys, time\n"

@@ -365,6 +365,7 @@ def test_the_spec_asks_its_table_of_launcher_kinds_not_their_names() -> None:
 LAUNCHER_PARTS = ("result", "capture", "process", "fanout", "base")
 
 
+@pytest.mark.slow
 def test_the_launcher_parts_stand_on_each_other_in_one_order() -> None:
     order = {f"pytest_cluster.launchers.{part}": i for i, part in enumerate(LAUNCHER_PARTS)}
     assert set(order) <= set(sources())

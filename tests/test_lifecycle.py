@@ -106,6 +106,7 @@ def test_a_usage_error_after_the_launcher_was_made_closes_it(
     assert _log(pytester) == ["made", "closed"]
 
 
+@pytest.mark.slow
 def test_sigterm_ends_a_run_as_ctrl_c_does(pytester: pytest.Pytester) -> None:
     """Results kept, the rest not reached, the run directory sealed, the launcher
     closed."""

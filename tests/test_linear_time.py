@@ -125,6 +125,7 @@ def _cpu_seconds(parser: Parser, text: str, refusals: tuple[type[Exception], ...
     return time.process_time() - started
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parser", sorted(PARSERS))
 def test_each_parser_is_linear_on_every_hostile_input(parser: str) -> None:
     """Every input for one parser (one test a parser keeps the suite's count small); the

@@ -123,6 +123,7 @@ def test_each_payload_is_its_own_sample_and_the_clause_is_its_worst(
         or result.ret == pytest.ExitCode.TESTS_FAILED
 
 
+@pytest.mark.slow
 def test_every_judged_case_has_one_check_passed_sample_rules_included(
         pytester: pytest.Pytester) -> None:
     """The richest example: every case judged is one check_passed sample with its own
@@ -163,6 +164,7 @@ def test_a_node_a_cluster_check_names_fails_that_clause_in_the_metrics(
     assert firmware == {"all": 0.0, "sim-gpu-04": 0.0}
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.skipif(shutil.which("promtool") is None,
                     reason="promtool (Debian's prometheus package) is not installed")
@@ -194,6 +196,7 @@ def test_a_bad_metrics_file_is_a_usage_error_before_any_test_runs(
     assert not (pytester.path / "reports").exists()  # no run directory made for it
 
 
+@pytest.mark.slow
 def test_a_soak_rewrites_the_metrics_after_each_round(pytester: pytest.Pytester) -> None:
     (pytester.path / "trial.yaml").write_text(
         SPEC.replace("interconnect:", "sla: {uptime: 99%, price_per_node_hour: 1000000, "

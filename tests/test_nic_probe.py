@@ -231,6 +231,7 @@ def test_a_link_out_of_the_tree_is_named_never_followed(tmp_path: Path) -> None:
     assert (ports["eth2"]["mtu"], ports["mlx5_2/1"]["mtu"]) == (4200, 4200)
 
 
+@pytest.mark.slow
 def test_a_hundred_thousand_ports_read_a_thousand_and_count_the_rest(tmp_path: Path) -> None:
     """400 devices of 250 ports: the first MAX_PORTS in order are read, in a few seconds,
     and the reading says how many it left out."""

@@ -34,11 +34,13 @@ def run_and_check(pytester: pytest.Pytester, spec: str, *args: str) -> list[str]
     return check(run, result.stdout.str(), metrics)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SPECS)
 def test_every_view_of_every_example_agrees(pytester: pytest.Pytester, name: str) -> None:
     assert run_and_check(pytester, (EXAMPLES / name).read_text()) == []
 
 
+@pytest.mark.slow
 def test_the_oracle_finds_a_view_that_disagrees(pytester: pytest.Pytester) -> None:
     """It can fail: a verdict.json edited to accept a rejected node, a metrics sample and
     a JUnit outcome changed are each named."""
@@ -64,6 +66,7 @@ def test_the_oracle_finds_a_view_that_disagrees(pytester: pytest.Pytester) -> No
     assert "junit.xml: test_" in found and " is failed, results.jsonl passed" in found
 
 
+@pytest.mark.slow
 def test_the_oracle_finds_a_heat_map_that_names_the_wrong_node(
         pytester: pytest.Pytester) -> None:
     """sim-gpu-04 is three times farther from its peers: the heat map's caption names it,
@@ -116,6 +119,7 @@ def test_above_32_nodes_the_heat_map_is_a_line_that_names_the_far_node(
     assert "Farthest node: <b>sim-gpu-29</b>" in heat.group(1)
 
 
+@pytest.mark.slow
 def test_a_soak_agrees_in_every_view(pytester: pytest.Pytester) -> None:
     spec = (EXAMPLES / "trial-sim.yaml").read_text().replace(
         "sim:\n", "sla: {uptime: 99%, price_per_node_hour: 10, down_after: 0 s, "
@@ -123,6 +127,7 @@ def test_a_soak_agrees_in_every_view(pytester: pytest.Pytester) -> None:
     assert run_and_check(pytester, spec, "--cluster-soak-rounds=2", "-m", "sanity") == []
 
 
+@pytest.mark.slow
 def test_a_run_against_a_baseline_agrees_in_every_view(pytester: pytest.Pytester) -> None:
     spec = (EXAMPLES / "sim-h100.yaml").read_text()
     assert run_and_check(pytester, spec) == []
@@ -159,6 +164,7 @@ BUSBW = st.sampled_from(['">= 70%"', '">= 80%"', '">= 85%"', '">= 330 GB/s"'])
 PAYLOADS = st.sampled_from(["[4 GiB, 16 GiB]", "[1 GiB]", "[256 MiB, 16 GiB]"])
 
 
+@pytest.mark.slow
 @settings(max_examples=12, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(faults=st.lists(FAULT, min_size=0, max_size=4), busbw=BUSBW, payloads=PAYLOADS,
@@ -191,6 +197,7 @@ training: {{steps: 4, step_time: "<= {step} s", spread: "<= 100%"}}
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bounds", [
     {"cores": 1, "capacity": "1 MiB", "write": 1, "metadata": 1, "busbw": "0.001",
      "step": "600"},

@@ -119,6 +119,7 @@ def test_impossible_requirement_fails_with_the_numbers(pytester: pytest.Pytester
                      html)
 
 
+@pytest.mark.slow
 def test_a_host_clause_is_a_declaration_and_a_probe_field(pytester: pytest.Pytester,
                                                            fs: Path) -> None:
     """host.memory_available is one declaration (spec/clauses.py) of a field the host probe
@@ -167,6 +168,7 @@ def test_missing_spec_file_is_a_usage_error(pytester: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(["ERROR: nope.yaml: no such file"])
 
 
+@pytest.mark.slow
 def test_select_a_node_with_k(pytester: pytest.Pytester, fs: Path) -> None:
     pytester.makefile(".yaml", trial=spec_text(fs, nodes="node[01-03]"))
     result = pytester.runpytest("--cluster=trial.yaml", "-k", "node02", "-v")
@@ -183,6 +185,7 @@ def test_same_software_on_several_nodes(pytester: pytest.Pytester, fs: Path) -> 
     result.stdout.fnmatch_lines(["*test_software_same_on_all_nodes[[]kernel[]] PASSED*"])
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.skipif(not has_torch(), reason="torch is not installed")
 def test_import_torch_clause(pytester: pytest.Pytester, fs: Path) -> None:
@@ -226,6 +229,7 @@ class HungNode(LocalLauncher):
 """
 
 
+@pytest.mark.slow
 def test_hung_node_fails_only_its_own_tests(pytester: pytest.Pytester, fs: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     add_launcher(pytester, monkeypatch, "hung", HUNG_LAUNCHER, "HungNode")
@@ -325,6 +329,7 @@ def test_no_reports_when_asked(pytester: pytest.Pytester, fs: Path) -> None:
     assert not (pytester.path / "reports").exists()
 
 
+@pytest.mark.slow
 def test_xdist_probes_each_node_once(pytester: pytest.Pytester, fs: Path) -> None:
     pytester.makefile(".yaml", trial=spec_text(fs, nodes="n[1-3]"))
     result = pytester.runpytest_subprocess("--cluster=trial.yaml", "--tx", "2*popen",

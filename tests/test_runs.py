@@ -56,6 +56,7 @@ def suite_props(run_dir: Path) -> dict[str, str]:
     return {p.get("name", ""): p.get("value", "") for p in props}
 
 
+@pytest.mark.slow
 def test_each_run_keeps_its_own_evidence(pytester: pytest.Pytester) -> None:
     run(pytester).assert_outcomes(passed=ALL)
     first, = run_dirs(pytester)
@@ -236,6 +237,7 @@ def test_junit_names_are_the_same_from_any_directory(pytester: pytest.Pytester) 
     assert len(cases) == int(suite(first).get("tests", "0")) == PER_NODE  # one per check
 
 
+@pytest.mark.slow
 def test_not_in_contract_is_said_under_xdist(pytester: pytest.Pytester) -> None:
     (pytester.path / "trial.yaml").write_text(SPEC.format(faults=""), encoding="utf-8")
     result = pytester.runpytest_subprocess("--cluster=trial.yaml", "-p", "no:cacheprovider",

@@ -73,6 +73,7 @@ def test_the_search_is_written_once_and_each_node_refers_to_it(
     assert {r["outcome"] for n, (_, r) in cases.items() if n != "n02"} == {"passed"}
 
 
+@pytest.mark.slow
 def test_a_node_network_line_does_not_grow_with_the_cluster(
         pytester: pytest.Pytester) -> None:
     small = max(len(line) for line, _ in node_network(run(pytester, 4)).values())
@@ -198,6 +199,7 @@ def test_the_controller_holds_a_line_without_its_bulk() -> None:
     assert held({**line, "raw": sweep})["raw"] == {"sweep": [[2**30, 3e11]]}  # the charts'
 
 
+@pytest.mark.slow
 def test_the_collector_is_tuned_while_the_cases_run_and_put_back_after(
         pytester: pytest.Pytester) -> None:
     """What collection built is frozen and young collections are rarer while the cases

@@ -191,6 +191,7 @@ def _lines(path: Path, kind: str) -> list[dict[str, Any]]:
         return [r for r in map(json.loads, lines) if r.get("type") == kind]
 
 
+@pytest.mark.slow
 def test_a_fault_that_starts_at_round_3_is_named_at_round_3(
         pytester: pytest.Pytester) -> None:
     result = _soak(pytester, "--cluster-soak-rounds=4")
@@ -237,6 +238,7 @@ def test_a_fault_that_starts_at_round_3_is_named_at_round_3(
     assert "<h2>[SIMULATED] Soak</h2>" in (soak_dir / "report.html").read_text()
 
 
+@pytest.mark.slow
 def test_a_gpu_whose_matmul_goes_wrong_at_round_3_is_named_at_round_3(
         pytester: pytest.Pytester) -> None:
     """The stress level's silent-data-corruption check, soaked: the GPU is named by its
@@ -262,6 +264,7 @@ def test_a_gpu_whose_matmul_goes_wrong_at_round_3_is_named_at_round_3(
     assert throttle["outcome"] == "passed" and throttle["rounds"] == 3
 
 
+@pytest.mark.slow
 def test_a_dead_node_loses_its_rounds_and_the_sla_says_what_is_owed(
         pytester: pytest.Pytester) -> None:
     down = "    - {node: n3, down: true, from_round: 2}\n"
@@ -311,6 +314,7 @@ def test_a_dead_node_loses_its_rounds_and_the_sla_says_what_is_owed(
     result.stdout.fnmatch_lines([f"*n3: * available, down *:* ({lost} node-hours)"])
 
 
+@pytest.mark.slow
 def test_a_stopped_soak_goes_on_where_it_stopped(pytester: pytest.Pytester) -> None:
     assert _soak(pytester, "--cluster-soak-rounds=1", faults="").ret == pytest.ExitCode.OK
     soak_dir = (pytester.path / "reports" / "latest").resolve()
@@ -355,6 +359,7 @@ def test_a_soak_asked_wrongly_is_a_usage_error(pytester: pytest.Pytester, args: 
     result.stderr.fnmatch_lines([f"*{says}"])
 
 
+@pytest.mark.slow
 def test_ctrl_c_ends_the_soak_with_every_finished_round_kept(tmp_path: Path) -> None:
     (tmp_path / "trial.yaml").write_text(
         "cluster: {name: slow, nodes: [n1, n2], launcher: sim}\n"
@@ -397,6 +402,7 @@ def test_a_long_soak_draws_a_bar_per_spell_not_per_round() -> None:
     assert "n1 failed 1970-01-01T00:20:00Z to 1970-01-01T00:28:30Z" in svg
 
 
+@pytest.mark.slow
 def test_a_port_that_goes_down_from_round_2_is_named_at_round_2(
         pytester: pytest.Pytester) -> None:
     """A soak of the fabric: each round reads every port before its first case and after
@@ -427,6 +433,7 @@ def test_a_port_that_goes_down_from_round_2_is_named_at_round_2(
     assert per_round["rounds_failed"] == [[2, 3]]
 
 
+@pytest.mark.slow
 def test_a_counter_that_grew_is_shown_as_measured_not_as_could_not_measure(
         pytester: pytest.Pytester) -> None:
     """The clauses table says what the soak's counters case measured (the change, where and

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -219,6 +220,7 @@ def check(text: str) -> None:
         assert len(message) <= (MAX_SHOWN + 2) * (MAX_LINE + 2) * 2, len(message)
 
 
+@pytest.mark.slow
 @settings(max_examples=700, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(documents())

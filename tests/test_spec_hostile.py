@@ -280,6 +280,7 @@ def test_more_than_65536_nodes_are_refused() -> None:
     assert len(spec.cluster.nodes) == 65536 and spec.cluster.nodes[-1] == "gpu-065536"
 
 
+@pytest.mark.slow
 def test_133k_names_listed_one_by_one_are_refused() -> None:
     names = "".join(f"    - gpu-{i:06d}\n" for i in range(1, 133001))
     assert error_of(f"cluster:\n  name: x\n  nodes:\n{names}host: {{cpu_cores: 1}}\n") == (
@@ -319,6 +320,7 @@ def test_a_huge_value_is_cut_in_the_message() -> None:
     assert len(message) <= MAX_LINE
 
 
+@pytest.mark.slow
 def test_a_huge_number_of_errors_stays_small() -> None:
     text = BASE + "".join(f"k{i}: 1\n" for i in range(49_000))
     message = error_of(text)

@@ -65,6 +65,7 @@ STUBBORN = ("import signal, sys, time\nsignal.signal(signal.SIGTERM, signal.SIG_
             "print('up', flush=True)\ntime.sleep(600)\n")
 
 
+@pytest.mark.slow
 def test_closing_ends_what_holds_the_control_directory_and_removes_it() -> None:
     """A master `ssh -O exit` did not end (here: a process naming the control path that
     ignores SIGTERM) is killed; a process naming a directory whose name merely starts the
@@ -122,6 +123,7 @@ def test_the_remote_command_runs_the_runner_with_or_without_timeout(
     assert (process.returncode, out.decode().strip()) == (0, "['--x', 'a b; $(y)']"), err
 
 
+@pytest.mark.slow
 def test_a_hung_interpreter_is_killed_by_the_nodes_timeout(tmp_path: Path) -> None:
     """`python` hangs before the runner starts: SIGTERM at T+5; one that ignores it is
     SIGKILLed 5 s later (exit 137), its children too."""
@@ -233,6 +235,7 @@ def test_runner_passes_output_and_exit_code_through() -> None:
     assert out.decode().strip() == "['--x', 'a b']"
 
 
+@pytest.mark.slow
 def test_runner_kills_the_probe_at_its_timeout() -> None:
     marker = f"pc-timeout-{os.getpid()}"
     process = runner("import time; time.sleep(600)", 1, marker, close_stdin=False)
@@ -242,6 +245,7 @@ def test_runner_kills_the_probe_at_its_timeout() -> None:
     assert not alive(marker)
 
 
+@pytest.mark.slow
 def test_runner_kills_the_probe_when_the_connection_drops() -> None:
     marker = f"pc-hangup-{os.getpid()}"
     process = runner("import time; time.sleep(600)", 600, marker, close_stdin=False)
@@ -266,6 +270,7 @@ def started(process: subprocess.Popen[bytes]) -> None:
     assert process.stdout.readline() == b"up\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_runner_told_to_stop_gives_its_probe_the_grace_then_kills(tmp_path: Path,
                                                                    sig: int) -> None:
@@ -327,6 +332,7 @@ def spec_text(netns: NetnsCluster, fs: Path, extra: str = "") -> str:
             "    metadata: '>= 10 ops/s'\n")
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_host_and_storage_suite_passes_on_all_nodes(pytester: pytest.Pytester,
                                                      netns: NetnsCluster) -> None:
@@ -339,6 +345,7 @@ def test_host_and_storage_suite_passes_on_all_nodes(pytester: pytest.Pytester,
     assert {r["node"] for r in records} == {"node1", "node2", "node3", "node4", "all"}
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_signed_run_of_the_cluster_verifies_and_matches_itself_as_baseline(
         pytester: pytest.Pytester, netns: NetnsCluster, tmp_path: Path) -> None:
@@ -383,6 +390,7 @@ def test_a_signed_run_of_the_cluster_verifies_and_matches_itself_as_baseline(
     assert sum(r["clause"] == "baseline.hardware" for r in derived) == len(netns.nodes)
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_stopped_sshd_fails_only_its_node(pytester: pytest.Pytester,
                                             netns: NetnsCluster) -> None:
@@ -402,6 +410,7 @@ def test_a_stopped_sshd_fails_only_its_node(pytester: pytest.Pytester,
         "message"]
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_filesystem_not_shared_with_one_node_fails_the_shared_check(
         pytester: pytest.Pytester, netns: NetnsCluster) -> None:
@@ -425,6 +434,7 @@ def test_a_filesystem_not_shared_with_one_node_fails_the_shared_check(
     assert record["measured"] == "seen on 3 of 4 nodes"
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_hanging_probe_is_killed_and_leaves_nothing(netns: NetnsCluster) -> None:
     ssh = launcher(netns)
@@ -462,6 +472,7 @@ def test_wrong_key_is_auth_refused_and_missing_python_is_named(netns: NetnsClust
         missing.close()
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_node_off_the_network_fails_at_connect(netns: NetnsCluster) -> None:
     ssh = launcher(netns)

@@ -111,6 +111,7 @@ def test_a_probe_killed_mid_write_leaves_no_file(scratch: Path) -> None:
     assert ours(scratch) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_a_probe_stopped_mid_metadata_removes_its_files(scratch: Path,
                                                          stop: signal.Signals) -> None:
@@ -126,6 +127,7 @@ def test_a_probe_stopped_mid_metadata_removes_its_files(scratch: Path,
     assert stderr == f"storage probe: stopped by {stop.name}; removed what it wrote\n"
 
 
+@pytest.mark.slow
 def test_a_killed_runs_directory_is_removed_and_reported_by_the_next(scratch: Path) -> None:
     process = start_probe("storage", "--path", str(scratch), "--files", "1000000",
                           "--skip", "write", "--skip", "read")
@@ -146,6 +148,7 @@ def test_a_killed_runs_directory_is_removed_and_reported_by_the_next(scratch: Pa
     assert ours(scratch) == []
 
 
+@pytest.mark.slow
 def test_a_running_probes_directory_is_left_alone_and_not_reported(scratch: Path) -> None:
     """On a shared filesystem every node of a run works under the same path at once."""
     running = start_probe("storage", "--path", str(scratch), "--files", "1000000",
@@ -433,6 +436,7 @@ def test_a_leftover_is_a_note_in_the_evidence_not_a_failure(pytester: pytest.Pyt
     assert ours(fs) == []
 
 
+@pytest.mark.slow
 def test_a_probe_timeout_during_the_write_leaves_nothing(pytester: pytest.Pytester) -> None:
     """The launcher kills the probe at its timeout, half-way through an 8 GiB write."""
     fs = pytester.mkdir("fs")
@@ -454,6 +458,7 @@ def netns_spec(netns: NetnsCluster, fs: Path) -> str:
             "    read: '>= 1 MB/s'\n")
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_over_ssh_a_probe_killed_at_its_timeout_leaves_nothing(pytester: pytest.Pytester,
                                                                netns: NetnsCluster) -> None:
@@ -468,6 +473,7 @@ def test_over_ssh_a_probe_killed_at_its_timeout_leaves_nothing(pytester: pytest.
     assert netns.python_processes("node1") == netns.python_processes("node2") == []
 
 
+@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_over_ssh_a_dropped_connection_leaves_nothing(netns: NetnsCluster,
                                                       tmp_path: Path) -> None:

@@ -72,6 +72,7 @@ def test_a_soaks_lines_come_first_marked_simulated_and_lists_are_cut() -> None:
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
+@pytest.mark.slow
 def test_no_two_cluster_failures_read_alike_and_each_names_its_payload(
         pytester: pytest.Pytester) -> None:
     """sim-h100-64: sim-gpu-50 down fails the 64-node all_reduce at 4 GiB and at 16 GiB.

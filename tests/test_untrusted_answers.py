@@ -59,6 +59,7 @@ def run_with_cores(pytester: pytest.Pytester, text: str) -> tuple[pytest.RunResu
     return result, [r for r in records if r.get("type") == "result"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("text", "said"), [
     ("Infinity", "not a finite number"),
     ("NaN", "not a finite number"),
@@ -77,6 +78,7 @@ def test_a_node_answering_no_number_fails_the_case_saying_why(
     assert "measured_base" not in cores  # nothing compared, nothing passed
 
 
+@pytest.mark.slow
 def test_a_long_answer_is_cut_in_the_evidence(pytester: pytest.Pytester) -> None:
     """A node's model name of 4 MB (within what a probe may print) costs the run's
     directory a few KB, not 5 copies of it."""

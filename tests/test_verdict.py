@@ -341,6 +341,7 @@ def _verdict(pytester: pytest.Pytester, *args: str) -> dict[str, Any]:
     return document
 
 
+@pytest.mark.slow
 def test_verdict_json_has_the_clusters_verdict_and_follows_its_schema(
         pytester: pytest.Pytester) -> None:
     """A pipeline reads the cluster's verdict, the run's id and UTC times, and the lines

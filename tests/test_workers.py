@@ -36,6 +36,7 @@ def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, cpus: int,
     return pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", *args)
 
 
+@pytest.mark.slow
 def test_more_workers_than_cpus_start_one_per_cpu(pytester: pytest.Pytester,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     result = run(pytester, monkeypatch, 3, "-n", "5")
@@ -53,6 +54,7 @@ def test_two_cpus_run_serially_and_say_why(pytester: pytest.Pytester,
     result.stdout.no_fnmatch_line("*workers*items*")
 
 
+@pytest.mark.slow
 def test_workers_the_cpus_allow_are_started_as_asked(pytester: pytest.Pytester,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     result = run(pytester, monkeypatch, 8, "-n", "2")
@@ -61,6 +63,7 @@ def test_workers_the_cpus_allow_are_started_as_asked(pytester: pytest.Pytester,
     result.stdout.no_fnmatch_line("pytest-cluster: -n*")
 
 
+@pytest.mark.slow
 def test_workers_given_as_gateways_are_started_regardless(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     result = run(pytester, monkeypatch, 1, "--tx", "2*popen", "--dist", "load")
