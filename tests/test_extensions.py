@@ -8,6 +8,7 @@ tests run there too and pass with it installed."""
 from __future__ import annotations
 
 import json
+import shutil
 import site
 import subprocess
 import sys
@@ -26,9 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "extension"
 #: The suite's tests that derive what they expect from the registries: with an extension
 #: installed they must still pass (a test that pins a hand list would not).
-REGISTRY_DRIVEN = ("tests/test_spec.py", "tests/test_clauses.py", "tests/test_levels.py",
-                   "tests/test_layers.py", "tests/test_spec_slips.py",
-                   "tests/test_launchers.py")
+REGISTRY_DRIVEN = ("tests/test_spec.py", "tests/test_spec_slips.py", "tests/test_clauses.py",
+                   "tests/test_levels.py", "tests/test_layers.py", "tests/test_launchers.py",
+                   "tests/test_plugin.py", "tests/test_gpus.py", "tests/test_scale.py")
 
 # -- loading: what a broken or clashing extension says ---------------------------------------
 
@@ -98,9 +99,9 @@ def test_a_probe_file_that_is_not_there_is_named(installed: list[EntryPoint],
 @pytest.fixture(scope="module")
 def extended(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A venv that sees this environment's packages (pytest-cluster among them) and has
-    the example extension installed from its source, as `pip install` installs it."""
+    the example extension installed from a copy of its source, by pip."""
     where = tmp_path_factory.mktemp("extended")
-    venv.EnvBuilder(with_pip=True).create(where / "venv")
+    venv.EnvBuilder(with_pip=False).create(where / "venv")
     python = where / "venv" / "bin" / "python"
     purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()"
                               "['purelib'])"], capture_output=True, text=True,
@@ -108,9 +109,10 @@ def extended(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ours = [p for p in site.getsitepackages() if Path(p).is_dir()]
     Path(purelib, "outer.pth").write_text(
         "".join(f"import site; site.addsitedir({p!r})\n" for p in ours))
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--no-build-isolation", "--no-index", str(EXAMPLE)],
-                   check=True, capture_output=True, cwd=where)
+    source = shutil.copytree(EXAMPLE, where / "source")  # pip builds in the source tree
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install",
+                    "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
+                    str(source)], check=True, capture_output=True, cwd=where)
     return python
 
 
@@ -149,7 +151,8 @@ def test_a_contract_runs_through_an_installed_launcher_section_and_probe(
     (tmp_path / "t.yaml").write_text(SPEC % ">= 4")
     failed = run_in(extended, tmp_path, "--cluster=t.yaml", env=env)
     assert failed.returncode == 1, failed.stdout[-3000:]
-    assert "localhost bmc.fans: measured 3" in failed.stdout, failed.stdout[-3000:]
+    assert "localhost fans: measured 3 < required 4" in failed.stdout, failed.stdout[-3000:]
+    assert "REJECTED localhost: 1 clause(s) failed: bmc.fans" in failed.stdout
     (tmp_path / "t.yaml").write_text(SPEC.replace("fans", "fnas") % ">= 4")
     slip = run_in(extended, tmp_path, "--cluster=t.yaml", env=env)
     assert slip.returncode == 4, slip.stdout[-2000:] + slip.stderr[-2000:]

@@ -62,9 +62,12 @@ def test_registry() -> None:
 
 def test_launchers_say_what_they_can_do() -> None:
     """(simulated, one_host) per launcher: what the rest of the code asks, never a name."""
-    assert {name: (launcher_class(name).simulated, launcher_class(name).one_host)
-            for name in KINDS} == {"local": (False, True), "sim": (True, False),
-                                      "ssh": (False, False), "slurm": (False, False)}
+    found = {name: (launcher_class(name).simulated, launcher_class(name).one_host)
+             for name in KINDS}
+    assert found == {name: (kind.simulated, kind.one_host) for name, kind in KINDS.items()}
+    assert {name: found[name] for name in ("local", "sim", "ssh", "slurm")} == {
+        "local": (False, True), "sim": (True, False), "ssh": (False, False),
+        "slurm": (False, False)}
 
 
 def test_a_run_is_simulated_when_its_launcher_is(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,12 +8,16 @@ from pathlib import Path
 import pytest
 
 from pytest_cluster.spec import load_spec, parse_spec
+from pytest_cluster.spec.clauses import keys
+from pytest_cluster.spec.launchers import KINDS
+from pytest_cluster.spec.loader import LISTED
 from pytest_cluster.spec.sim_records import SimSpec
 from tests.test_spec import error_of as spec_error
 
 SIM_BASE = "cluster: {name: x, nodes: 'n[1-2]', launcher: sim}\ngpus: {count: 8}\n"
-TOP_KEYS = ("cluster, host, storage, gpus, interconnect, sim, ssh, slurm, baseline, sla, soak, "
-            "training, fabric")
+#: The spec's sections and launchers, as the registries (extensions' included) list them.
+TOP_KEYS = ", ".join(LISTED)
+LAUNCHERS = ", ".join(KINDS)
 
 
 def error_of(text: str) -> str:
@@ -79,7 +83,7 @@ def test_an_empty_sim_section_still_needs_the_sim_launcher() -> None:
      f"t.yaml:2: Host: unknown key; did you mean 'host'? (known keys: {TOP_KEYS})"),
     ("cluster: {name: x, nodes: a}\nhost: {CPU_Cores: 8}\n",
      "t.yaml:2: host.CPU_Cores: unknown key; did you mean 'cpu_cores'? (known keys: "
-     "cpu_cores, cpu_threads, memory, memory_available, software, same_software)"),
+     f"{', '.join(keys('host'))})"),
     ("cluster: {name: x, nodes: a}\ngpus: {count: 8, matmul: {BF16: '>= 1 TFLOPS'}}\n",
      "t.yaml:2: gpus.matmul.BF16: unknown key; did you mean 'bf16'? (known keys: bf16, fp16, "
      "tf32, fp32, fp8)"),
@@ -94,7 +98,7 @@ def test_did_you_mean_ignores_case(text: str, message: str) -> None:
 
 @pytest.mark.parametrize(("text", "message"), [
     ("cluster: {name: x, nodes: a, launcher: simm}\nhost: {cpu_cores: 1}\n",
-     "t.yaml:1: cluster.launcher: expected one of local, sim, ssh, slurm, got 'simm'; did you "
+     f"t.yaml:1: cluster.launcher: expected one of {LAUNCHERS}, got 'simm'; did you "
      "mean 'sim'?"),
     ("cluster: {name: x, nodes: a}\nhost: {cpu_cores: '=> 700'}\n",
      "t.yaml:2: host.cpu_cores: expected a count like 192, got '=> 700'; did you mean "
@@ -109,7 +113,7 @@ def test_did_you_mean_ignores_case(text: str, message: str) -> None:
      "t.yaml:2: <key not shown>: unknown key; did you mean 'host'? It is written with U+043E "
      "CYRILLIC SMALL LETTER O at position 2"),
     ("cluster: {name: x, nodes: a, launcher: s\u0456m}\nhost: {cpu_cores: 1}\n",
-     "t.yaml:1: cluster.launcher: expected one of local, sim, ssh, slurm, got 's\u0456m' "
+     f"t.yaml:1: cluster.launcher: expected one of {LAUNCHERS}, got 's\u0456m' "
      "(written with U+0456 CYRILLIC SMALL LETTER BYELORUSSIAN-UKRAINIAN I at position 2); "
      "did you mean 'sim'?"),
     ("cluster: {name: x, nodes: a}\ngpus: {count: 8, model: H1\u041e0}\n",
@@ -129,8 +133,8 @@ def test_an_unknown_launcher_is_one_error_not_a_second_about_its_section() -> No
     """`launcher: simm` with a sim: section: the launcher is named, and sim: is not
     called out as 'only used with launcher: sim (the launcher is local)'."""
     assert error_of("cluster: {name: x, nodes: a, launcher: simm}\ngpus: {count: 8}\nsim: {}\n"
-                    ) == ("t.yaml:1: cluster.launcher: expected one of local, sim, "
-                                 "ssh, slurm, got 'simm'; did you mean 'sim'?")
+                    ) == (f"t.yaml:1: cluster.launcher: expected one of {LAUNCHERS}, "
+                          "got 'simm'; did you mean 'sim'?")
 
 
 NETWORK = ("cluster: {name: x, nodes: 'n[1-2]'}\ninterconnect:\n  busbw: '>= 80%'\n"
