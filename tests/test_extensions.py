@@ -135,7 +135,8 @@ def test_a_contract_runs_through_an_installed_launcher_section_and_probe(
         extended: Path, tmp_path: Path) -> None:
     """`here` (the extension's launcher) runs `bmc` (its probe) for `bmc.fans` (its
     section's clause): 3 fans measured against '>= 2' passes, against '>= 4' fails with
-    both numbers; a slip in the section's keys is a usage error naming the key."""
+    both numbers; simulated nodes give the extension's answer (8 fans); a slip in the
+    section's keys is a usage error naming the key."""
     import os
 
     env = {**os.environ, "PCX_BMC_FANS": "3"}
@@ -153,6 +154,12 @@ def test_a_contract_runs_through_an_installed_launcher_section_and_probe(
     assert failed.returncode == 1, failed.stdout[-3000:]
     assert "localhost fans: measured 3 < required 4" in failed.stdout, failed.stdout[-3000:]
     assert "REJECTED localhost: 1 clause(s) failed: bmc.fans" in failed.stdout
+    (tmp_path / "t.yaml").write_text(  # the extension's answer for simulated nodes
+        "cluster: {name: sim, nodes: 'n[1-2]', launcher: sim}\nsim: {gpu_model: H100-SXM-80GB, "
+        "gpus_per_node: 8}\nbmc: {fans: '>= 6'}\n")
+    simulated = run_in(extended, tmp_path, "--cluster=t.yaml", env=env)
+    assert simulated.returncode == 0, simulated.stdout[-3000:] + simulated.stderr[-3000:]
+    assert "test_extensions.py .." in simulated.stdout and "SIMULATED" in simulated.stdout
     (tmp_path / "t.yaml").write_text(SPEC.replace("fans", "fnas") % ">= 4")
     slip = run_in(extended, tmp_path, "--cluster=t.yaml", env=env)
     assert slip.returncode == 4, slip.stdout[-2000:] + slip.stderr[-2000:]

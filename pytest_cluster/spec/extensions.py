@@ -49,7 +49,7 @@ class Extension:
     """What one installed package adds. `probes`: each probe's name and the path of its
     file (one stdlib-only program that prints `{"probe": NAME, "schema": 1, "data":
     {...}}`); `sim`: what a simulated node answers to a probe, (sim description, the
-    spec's links, node, the call's arguments) -> the probe's document."""
+    spec's links, node, the call's arguments) -> the probe's payload (its `data`)."""
 
     name: str
     clauses: tuple[Declaration, ...] = ()

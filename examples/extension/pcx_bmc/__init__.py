@@ -18,6 +18,5 @@ EXTENSION = Extension(
     launchers=(LauncherKind("here", "pcx_bmc.launcher:HereLauncher", python=None,
                             one_host=True),),
     probes={"bmc": Path(__file__).with_name("bmc_probe.py")},
-    sim={"bmc": lambda sim, links, node, args: {
-        "probe": "bmc", "schema": 1, "data": {"sensors": {"fans": 8}}}},
+    sim={"bmc": lambda sim, links, node, args: {"sensors": {"fans": 8, "method": "simulated"}}},
 )
