@@ -12,8 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_cluster.errors import SpecError, UnitError
-from pytest_cluster.money import price, rounded
-from pytest_cluster.soak.sla import (
+from pytest_cluster.evidence.sla import (
     FAILED,
     HEALTHY,
     UNREACHABLE,
@@ -24,6 +23,7 @@ from pytest_cluster.soak.sla import (
     settle,
     tier_for,
 )
+from pytest_cluster.money import price, rounded
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import CreditTier, SlaSpec
 

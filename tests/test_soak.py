@@ -22,10 +22,11 @@ import pytest
 
 from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.sinks.results import read_results
+from pytest_cluster.evidence.sla import FAILED, HEALTHY, UNREACHABLE, Span
+from pytest_cluster.evidence.timelines import Round, Timelines, ranges, timelines
 from pytest_cluster.soak import rounds as soak
 from pytest_cluster.soak import tally as soak_tally
-from pytest_cluster.soak.rounds import Round, round_argv, timelines
-from pytest_cluster.soak.sla import FAILED, HEALTHY, UNREACHABLE, Span
+from pytest_cluster.soak.rounds import round_argv
 from pytest_cluster.soak.tally import aggregate
 from pytest_cluster.spec.model import SoakSpec
 
@@ -95,7 +96,7 @@ def test_a_case_over_the_rounds_fails_naming_the_rounds_it_failed_in() -> None:
     assert flapping["message"].startswith("failed in 30 of 60 round(s) (rounds 1, 3, 5, 7, ")
     assert flapping["message"].endswith("; round 9: gpu3 ecc 4 > 0; and 25 more spell(s)")
     assert "and 0 more" not in aggregate(_tallied(bad))["message"]
-    assert soak.ranges(range(1, 200, 2), most=3) == "1, 3, 5 and 97 more range(s)"
+    assert ranges(range(1, 200, 2), most=3) == "1, 3, 5 and 97 more range(s)"
     assert aggregate(_tallied(ok, ok))["outcome"] == "passed"
     skipped = {"case": "c", "outcome": "skipped", "message": "busy"}
     assert aggregate(_tallied(skipped))["outcome"] == "skipped"
@@ -392,11 +393,11 @@ def test_ctrl_c_ends_the_soak_with_every_finished_round_kept(tmp_path: Path) -> 
 
 
 def test_a_long_soak_draws_a_bar_per_spell_not_per_round() -> None:
-    from pytest_cluster.soak.html import timeline_svg
+    from pytest_cluster.report.soak import timeline_svg
 
     spans = [Span(k * 10.0, (k + 1) * 10.0, FAILED if 120 <= k <= 170 else HEALTHY)
              for k in range(300)]
-    lines = soak.Timelines({"n1": spans}, (0.0, 3000.0), 0.0)
+    lines = Timelines({"n1": spans}, (0.0, 3000.0), 0.0)
     svg = timeline_svg(lines, ["n1"])
     assert svg.count("<rect") == 3
     assert "n1 failed 1970-01-01T00:20:00Z to 1970-01-01T00:28:30Z" in svg

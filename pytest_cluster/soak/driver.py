@@ -32,11 +32,7 @@ from pytest_cluster.evidence import derived_cases
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.plan import CASE_KEY
 from pytest_cluster.evidence.sinks.results import COMPLETE, PARTIAL
-from pytest_cluster.sim import round as round_env
-from pytest_cluster.soak import rounds as soak
-from pytest_cluster.soak import tally
-from pytest_cluster.soak.html import soak_html
-from pytest_cluster.soak.sla import (
+from pytest_cluster.evidence.sla import (
     FAILED,
     UNREACHABLE,
     NodeAvailability,
@@ -46,6 +42,11 @@ from pytest_cluster.soak.sla import (
     hours_text,
     settle,
 )
+from pytest_cluster.evidence.timelines import Round, clock, timelines
+from pytest_cluster.report.soak import soak_html
+from pytest_cluster.sim import round as round_env
+from pytest_cluster.soak import rounds as soak
+from pytest_cluster.soak import tally
 from pytest_cluster.spec.model import SlaSpec
 from pytest_cluster.units import utc
 
@@ -87,7 +88,7 @@ class SoakDriver:
         self.duration_s = duration_s
         self.max_rounds = max_rounds
         self.session_plugin = session_plugin
-        self.rounds: list[soak.Round] = []
+        self.rounds: list[Round] = []
         # what is kept of the rounds' lines and probes
         self.tally = tally.Tally(spec.fabric.flap_s if spec.fabric is not None else 30.0)
         self.started = time.time()
@@ -113,7 +114,7 @@ class SoakDriver:
                 sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
         for number in soak.round_numbers(self.soak_dir):
             self._take(number)
-        self.earlier_s = soak.timelines(self.rounds).observed_s
+        self.earlier_s = timelines(self.rounds).observed_s
 
     def _round_dir(self, number: int) -> Path:
         return self.soak_dir / soak.ROUNDS_DIR / soak.round_name(number)
@@ -179,7 +180,7 @@ class SoakDriver:
                               f"{log_path}: {tail[-600:]}")
         self._progress(found)
 
-    def _take(self, number: int) -> soak.Round | None:
+    def _take(self, number: int) -> Round | None:
         """A round's directory read once: tallied, its lines copied, then let go."""
         path = self._round_dir(number)
         read = soak.read_round(path, number)
@@ -195,7 +196,7 @@ class SoakDriver:
         self._copy(found, results)
         return found
 
-    def _copy(self, found: soak.Round, results: list[dict[str, Any]]) -> None:
+    def _copy(self, found: Round, results: list[dict[str, Any]]) -> None:
         """The round's result lines that did not pass into the soak's results.jsonl, with
         its number and UTC time, then a line for the round itself (every line of the round
         stays in its own sealed results.jsonl, which the round line names: copying the
@@ -218,22 +219,22 @@ class SoakDriver:
         write(line)
         self.config.hook.pytest_cluster_soak_round(config=self.config, record=line)
 
-    def _progress(self, found: soak.Round) -> None:
+    def _progress(self, found: Round) -> None:
         failing: dict[str, int] = {}
         for each in self.rounds:
             for node, state in each.states.items():
                 if state in (FAILED, UNREACHABLE):
                     failing.setdefault(node, each.number)
         left = ("" if self.duration_s is None else
-                f", left {soak.clock(max(0.0, self.duration_s - self.elapsed()))}")
+                f", left {clock(max(0.0, self.duration_s - self.elapsed()))}")
         of = f" of {self.max_rounds}" if self.max_rounds else ""
         names = ", ".join(f"{node} (since round {k})" for node, k in list(failing.items())[:8])
         more = f" and {len(failing) - 8} more" if len(failing) > 8 else ""
         counts = found.counts
         line = (f"soak round {found.number}{of}: {found.status}, {counts.get('passed', 0)} "
                 f"passed, {counts.get('failed', 0) + counts.get('error', 0)} failed in "
-                f"{soak.clock(found.ended - found.started)}; elapsed "
-                f"{soak.clock(self.elapsed())}{left}; nodes failing so far: "
+                f"{clock(found.ended - found.started)}; elapsed "
+                f"{clock(self.elapsed())}{left}; nodes failing so far: "
                 f"{(names + more) if failing else 'none'}")
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
         if terminal is not None:
@@ -280,7 +281,7 @@ class SoakDriver:
 
     def _settle(self) -> tuple[list[NodeAvailability], Settlement]:
         """Each node's availability over the rounds so far, and the credit it is owed."""
-        lines = soak.timelines(self.rounds)
+        lines = timelines(self.rounds)
         return settle({node: lines.spans[node] for node in self.spec.cluster.nodes
                        if node in lines.spans}, lines.window, self.spec.sla or NO_SLA,
                       lines.unobserved_s)
@@ -323,10 +324,10 @@ class SoakDriver:
     def summary_lines(self) -> list[str]:
         if not self.rounds:
             return [f"soak: no round finished ({self.soak_dir})"]
-        lines = soak.timelines(self.rounds)
-        found = [f"soak: {len(self.rounds)} round(s), {soak.clock(lines.observed_s)} observed "
+        lines = timelines(self.rounds)
+        found = [f"soak: {len(self.rounds)} round(s), {clock(lines.observed_s)} observed "
                  f"({utc(lines.window[0])} to {utc(lines.window[1])})"
-                 + (f", {soak.clock(lines.unobserved_s)} not observed" if lines.unobserved_s
+                 + (f", {clock(lines.unobserved_s)} not observed" if lines.unobserved_s
                     else "")]
         if self.stopped_why:
             found.append(f"  soak stopped: {self.stopped_why}")
@@ -339,14 +340,14 @@ class SoakDriver:
         uptime = (self.spec.sla or NO_SLA).uptime
         for each in sorted(down, key=lambda a: a.availability)[:8]:
             found.append(f"    {each.node}: {availability_text(each.availability, uptime)} "
-                         f"available, down {soak.clock(each.down_s)} "
+                         f"available, down {clock(each.down_s)} "
                          f"({hours_text(each.down_s)} node-hours)")
         if self.settlement is not None and self.spec.sla is not None:
             found.append(f"  SLA: {self.settlement.total_line()}")
         return found
 
     def html(self, mark: str = "") -> str:
-        lines = soak.timelines(self.rounds)
+        lines = timelines(self.rounds)
         sla = self.spec.sla
         return soak_html(self.rounds, lines, self.availability,
                          self.settlement if sla is not None else None,
@@ -355,7 +356,7 @@ class SoakDriver:
     def end_record(self) -> dict[str, Any]:
         """The soak's part of the end record."""
         finished = [r for r in self.rounds if r.status in (COMPLETE, PARTIAL)]
-        lines = soak.timelines(self.rounds)
+        lines = timelines(self.rounds)
         found: dict[str, Any] = {
             "dir": str(self.soak_dir), "rounds": len(self.rounds),
             "rounds_finished": len(finished), "duration_s": self.duration_s,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.evidence.baseline.compare import Figure, figures
 from pytest_cluster.evidence.derived_cases import Case
+from pytest_cluster.evidence.timelines import ranges
 from pytest_cluster.hostlist import spans_of
 from pytest_cluster.measure import fabric
 from pytest_cluster.soak import counters
@@ -25,7 +26,6 @@ from pytest_cluster.soak.rounds import (
     MAX_SPELLS,
     SIM_MARK,
     UNREADABLE,
-    ranges,
 )
 from pytest_cluster.units import utc
 

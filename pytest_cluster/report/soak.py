@@ -8,9 +8,7 @@ from collections.abc import Sequence
 from decimal import Decimal
 from html import escape as esc
 
-from pytest_cluster.money import percent
-from pytest_cluster.soak.rounds import Round, Timelines, clock, ranges
-from pytest_cluster.soak.sla import (
+from pytest_cluster.evidence.sla import (
     FAILED,
     HEALTHY,
     UNREACHABLE,
@@ -20,6 +18,8 @@ from pytest_cluster.soak.sla import (
     availability_text,
     hours_text,
 )
+from pytest_cluster.evidence.timelines import Round, Timelines, clock, ranges
+from pytest_cluster.money import percent
 from pytest_cluster.units import utc
 
 MAX_ROWS = 64  # nodes drawn and tabled: those that were down first; JUnit has every node
