@@ -36,10 +36,12 @@ REGISTRY_DRIVEN = ("tests/test_spec.py", "tests/test_spec_slips.py", "tests/test
 
 @pytest.fixture
 def installed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[EntryPoint]]:
-    """The entry points `extensions()` finds: the test's, not the environment's."""
+    """The entry points `extensions()` finds: the test's, not the environment's; the
+    problems found so far set aside."""
     points: list[EntryPoint] = []
     monkeypatch.setattr(extensions, "entry_points", lambda group: [
         p for p in points if p.group == group])
+    monkeypatch.setattr(extensions, "_PROBLEMS", {})
     extensions.extensions.cache_clear()
     yield points
     extensions.extensions.cache_clear()
@@ -53,34 +55,45 @@ def test_an_installed_extension_is_loaded_by_its_entry_point(
     installed.append(EntryPoint("good", f"{__name__}:GOOD", GROUP))
     installed.append(EntryPoint("elsewhere", f"{__name__}:GOOD", "another.group"))
     assert extensions.extensions() == (GOOD,)
+    assert extensions.problems() == ()
+    extensions.check()  # nothing to say
 
 
 @pytest.mark.parametrize(("value", "message"), [
-    (f"{__name__}:ROOT", "pytest-cluster extension bad = tests.test_extensions:ROOT "
-                         f"(entry point group {GROUP}) names a PosixPath, not a "
-                         "pytest_cluster.Extension"),
-    ("no_such_module_here:EXTENSION", "pytest-cluster extension bad = "
-     "no_such_module_here:EXTENSION (entry point group pytest_cluster.extensions) cannot "
-     "be loaded: ModuleNotFoundError: No module named 'no_such_module_here'"),
+    (f"{__name__}:ROOT", "extension bad = tests.test_extensions:ROOT (entry point group "
+                         f"{GROUP}) names a PosixPath, not a pytest_cluster.Extension"),
+    ("no_such_module_here:EXTENSION", "extension bad = no_such_module_here:EXTENSION (entry "
+     "point group pytest_cluster.extensions) cannot be loaded: ModuleNotFoundError: No module "
+     "named 'no_such_module_here'"),
     (f"{__name__}:NOT_THERE", "cannot be loaded: AttributeError: "),
 ])
-def test_an_extension_that_cannot_be_loaded_is_named(installed: list[EntryPoint],
-                                                      value: str, message: str) -> None:
+def test_an_extension_that_cannot_be_loaded_is_left_out_and_named(
+        installed: list[EntryPoint], value: str, message: str) -> None:
+    """Never an import error (a plain pytest run is untouched): left out, said, and a run
+    refuses to start (`check`, asked before the spec is read)."""
     installed.append(EntryPoint("bad", value, GROUP))
-    with pytest.raises(ExtensionError, match=r"^pytest-cluster extension bad = ") as caught:
-        extensions.extensions()
+    installed.append(EntryPoint("good", f"{__name__}:GOOD", GROUP))
+    assert extensions.extensions() == (GOOD,)
+    assert len(extensions.problems()) == 1 and message in extensions.problems()[0]
+    with pytest.raises(ExtensionError, match=r"^pytest-cluster: 1 problem\(s\) with the "
+                                             r"installed extensions \(fix or uninstall them\): "
+                                             r"extension bad = ") as caught:
+        extensions.check()
     assert message in str(caught.value)
 
 
-def test_two_extensions_of_one_name_and_a_name_taken_twice_are_refused(
-        installed: list[EntryPoint]) -> None:
+def test_a_name_taken_twice_is_left_out_and_named(installed: list[EntryPoint]) -> None:
     installed.extend([EntryPoint("a", f"{__name__}:GOOD", GROUP),
                       EntryPoint("b", f"{__name__}:GOOD", GROUP)])
-    with pytest.raises(ExtensionError, match="the installed extensions: 'good' is declared "
-                                             "twice"):
-        extensions.extensions()
-    with pytest.raises(ExtensionError, match="the launcher kinds: 'local' is declared twice"):
-        unique([("local", 1), ("ssh", 2), ("local", 3)], "the launcher kinds")
+    assert extensions.extensions() == (GOOD,)
+    assert unique([("local", 1), ("ssh", 2), ("local", 3)], "the launcher kinds") == [1, 2]
+    assert extensions.problems() == (
+        "the installed extensions: 'good' is declared twice (an installed extension repeats "
+        "a name that is already taken; the second is left out)",
+        "the launcher kinds: 'local' is declared twice (an installed extension repeats a name "
+        "that is already taken; the second is left out)")
+    with pytest.raises(ExtensionError, match=r"2 problem\(s\)"):
+        extensions.check()
 
 
 def test_a_probe_file_that_is_not_there_is_named(installed: list[EntryPoint],
@@ -88,9 +101,8 @@ def test_a_probe_file_that_is_not_there_is_named(installed: list[EntryPoint],
     monkeypatch.setattr(sys.modules[__name__], "GOOD",
                         Extension("good", probes={"bmc": "/nowhere/bmc.py"}), raising=True)
     installed.append(EntryPoint("good", f"{__name__}:GOOD", GROUP))
-    with pytest.raises(ExtensionError, match=r"extension good: probe bmc: no file at "
-                                             r"/nowhere/bmc\.py"):
-        extensions.added_probes()
+    assert extensions.added_probes() == {}
+    assert extensions.problems() == ("extension good: probe bmc: no file at /nowhere/bmc.py",)
 
 
 # -- the example package, installed as a user installs it ------------------------------------
@@ -179,3 +191,33 @@ def test_the_registry_driven_tests_pass_with_the_extension_installed(extended: P
     assert shown.strip() == "['local', 'sim', 'ssh', 'slurm', 'here'] bmc True"
     result = run_in(extended, ROOT, "-q", "-x", *REGISTRY_DRIVEN)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_a_broken_installed_extension_stops_a_run_and_no_plain_pytest(extended: Path,
+                                                                   tmp_path: Path) -> None:
+    """A package whose entry point names a module that is not there: `pytest --cluster`
+    is a usage error naming it, before the spec is read; a plain pytest run (no --cluster)
+    goes on as before."""
+    purelib = Path(subprocess.run([str(extended), "-c", "import sysconfig; print(sysconfig."
+                                   "get_paths()['purelib'])"], capture_output=True, text=True,
+                                  check=True).stdout.strip())
+    info = purelib / "broken_ext-0.1.dist-info"
+    info.mkdir()
+    try:
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-ext\nVersion: 0.1\n")
+        (info / "entry_points.txt").write_text(f"[{GROUP}]\nbroken = no_such_ext_module:X\n")
+        (tmp_path / "t.yaml").write_text(SPEC % ">= 2")
+        (tmp_path / "test_plain.py").write_text("def test_plain():\n    assert True\n")
+        refused = run_in(extended, tmp_path, "--cluster=t.yaml")
+        plain = run_in(extended, tmp_path, "test_plain.py")
+    finally:
+        shutil.rmtree(info)
+    said = refused.stdout + refused.stderr
+    assert refused.returncode == 4, said[-3000:]
+    assert ("ERROR: pytest-cluster: 1 problem(s) with the installed extensions (fix or "
+            "uninstall them): extension broken = no_such_ext_module:X (entry point group "
+            f"{GROUP}, from broken-ext 0.1) cannot be loaded: ModuleNotFoundError") in said, said
+    assert len(said) < 2000 and "Traceback" not in said
+    assert plain.returncode == 0 and "1 passed" in plain.stdout, plain.stdout[-2000:]
+

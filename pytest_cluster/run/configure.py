@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_cluster import hookspecs, internals
-from pytest_cluster.errors import SpecError, head
+from pytest_cluster.errors import ExtensionError, SpecError, head
 from pytest_cluster.evidence import sealing
 from pytest_cluster.evidence.baseline import compare as baseline
 from pytest_cluster.evidence.rundir import create_run_dir
@@ -40,7 +40,7 @@ from pytest_cluster.run.suite import acceptance_dir
 from pytest_cluster.run.workers import cut_note, fit_workers, usable_cpus
 from pytest_cluster.soak import driver as soak_driver
 from pytest_cluster.soak import rounds as soak
-from pytest_cluster.spec import Spec, load_spec, narrow
+from pytest_cluster.spec import Spec, extensions, load_spec, narrow
 from pytest_cluster.spec.declaration import ACCEPTANCE, SANITY, STRESS
 
 if TYPE_CHECKING:
@@ -291,6 +291,16 @@ def _metrics(config: pytest.Config, spec: Spec, run_dir: Path | None,
             METRICS_PLUGIN)
 
 
+def _read_spec(path: str) -> Spec:
+    """The spec at `path`; a usage error for a bad spec, or for a broken installed
+    extension (before the spec is read: no run goes on without a part it was given)."""
+    try:
+        extensions.check()
+        return load_spec(path)
+    except (SpecError, ExtensionError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
@@ -301,11 +311,7 @@ def pytest_configure(config: pytest.Config) -> None:
     spec_path = config.getoption("cluster")
     if not spec_path:
         return
-    try:
-        spec = load_spec(spec_path)
-    except SpecError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    spec = chosen_spec(config, spec)
+    spec = chosen_spec(config, _read_spec(spec_path))
     config.stash[SPEC_KEY] = spec
     lifecycle.open_run(config, spec, bool(config.getoption("cluster_soak_round")))
     workerinput = internals.worker_input(config)

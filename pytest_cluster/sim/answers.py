@@ -16,7 +16,7 @@ from pytest_cluster.sim.collectives import Benchmark, job_ranks, nccl_tests_payl
 from pytest_cluster.sim.nics import nic_payload, perftest_ranks
 from pytest_cluster.sim.pingpong import pingpong_ranks
 from pytest_cluster.sim.storage import checkpoint_ranks, dataloader_ranks, shared_fs_payload
-from pytest_cluster.spec.extensions import added_sim_answers
+from pytest_cluster.spec.extensions import added_sim_answers, unique
 
 if TYPE_CHECKING:
     from pytest_cluster.sim.job_node import NodePart
@@ -32,7 +32,7 @@ JobAnswer = Callable[["SimSpec", "InterconnectSpec | None", Sequence[str], "Node
                      list[list[dict[str, Any]]]]
 
 #: Each probe the sim answers: ours, then the installed extensions' (spec/extensions.py).
-PROBES: dict[str, ProbeAnswer] = {
+_OURS: dict[str, ProbeAnswer] = {
     "host": lambda sim, _ic, node, _args: host_payload(sim, node),
     "inventory": lambda sim, _ic, node, args: inventory_payload(sim, node, list(args[1::2])),
     "gpu_perf": lambda sim, _ic, node, args: gpu_perf_payload(sim, node,
@@ -40,8 +40,10 @@ PROBES: dict[str, ProbeAnswer] = {
     "nic": lambda sim, ic, node, args: nic_payload(sim, node, ic, tuple(args)),
     "nccl_tests": nccl_tests_payload,
     "shared_fs": lambda _sim, _ic, node, args: shared_fs_payload(node, args),
-    **added_sim_answers(),
 }
+PROBES: dict[str, ProbeAnswer] = dict(unique(
+    ((name, (name, answer)) for name, answer in (*_OURS.items(), *added_sim_answers().items())),
+    "the sim's answers"))
 
 JOBS: dict[str, JobAnswer] = {
     "collective": lambda sim, ic, nodes, part: job_ranks(

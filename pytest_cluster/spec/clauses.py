@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pytest_cluster.errors import ExtensionError
 from pytest_cluster.spec.declaration import (
     ACCEPTANCE,
     SANITY,
@@ -30,7 +29,7 @@ from pytest_cluster.spec.declaration import (
     Reads,
     Value,
 )
-from pytest_cluster.spec.extensions import added_clauses, unique
+from pytest_cluster.spec.extensions import added_clauses, problem, unique
 from pytest_cluster.units import Dim
 
 if TYPE_CHECKING:
@@ -285,14 +284,16 @@ _BUILTIN: tuple[Declaration, ...] = (
 
 def _with_extensions() -> tuple[Declaration, ...]:
     """Ours, then those of the installed extensions (spec/extensions.py): each a clause
-    whose test compares a probe's field (`Reads` with a field), or a setting."""
-    added = added_clauses()
-    for declaration in added:
+    whose test compares a probe's field (`Reads` with a field), or a setting; another is
+    left out and said."""
+    added = []
+    for declaration in added_clauses():
         if declaration.is_clause and not declaration.table:
-            raise ExtensionError(
-                f"extension clause {declaration.id}: an extension's clause is tested by "
-                "comparing one field of a probe's payload; declare it with "
-                "reads=Reads(probe, part, field)")
+            problem(f"extension clause {declaration.id}: an extension's clause is tested by "
+                    "comparing one field of a probe's payload; declare it with "
+                    "reads=Reads(probe, part, field)")
+        else:
+            added.append(declaration)
     return tuple(unique(((d.id, d) for d in (*_BUILTIN, *added)), "the clauses"))
 
 

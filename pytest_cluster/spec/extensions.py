@@ -6,13 +6,17 @@ change here. A package names an `Extension` in the entry point group
     [project.entry-points."pytest_cluster.extensions"]
     bmc = "bmc_checks:EXTENSION"
 
-Each registry adds what the extensions declare to its own table (spec/clauses.py CLAUSES,
-spec/launchers.py KINDS, spec/loader.py SECTIONS, probes PROBES, sim/answers.py PROBES),
-so everything that derives from a registry derives from them too: the spec's keys and
-errors, the tests made from the clauses (acceptance/test_extensions.py), the selection,
-the evidence and the reports. An extension's module is loaded while those tables are
+Each registry adds what the extensions declare to its own table, after ours
+(spec/clauses.py CLAUSES, spec/launchers.py KINDS, spec/loader.py SECTIONS, probes PROBES,
+sim/answers.py PROBES), so everything that derives from a registry derives from them too:
+the spec's keys and errors, the tests made from the clauses (acceptance/test_extensions.py),
+the selection, the evidence and the reports. An extension's module is loaded while those tables are
 built: it imports only the public records (`from pytest_cluster import Declaration, ...`).
 Sinks need no entry here: they are pytest plugins implementing our hooks (hookspecs.py).
+
+An extension that cannot be loaded, a name taken twice or a probe file that is not there
+never breaks an import (a plain pytest run stays untouched): the faulty part is left out
+and said, and a run with a spec refuses to start, naming each problem (`check`).
 """
 
 from __future__ import annotations
@@ -61,58 +65,89 @@ class Extension:
 
 #: The entry point being loaded (a module that imports a registry calls back here)
 _LOADING: list[str] = []
+#: What is wrong with the installed extensions, in the order found (each said once): the
+#: registries leave the faulty parts out, and a run refuses to start while there are any
+#: (`check`), so a broken package never changes what a run checks without saying so.
+_PROBLEMS: dict[str, None] = {}
+
+
+def problem(text: str) -> None:
+    """Record what is wrong with an installed extension (its part is left out)."""
+    _PROBLEMS[text] = None
+
+
+def problems() -> tuple[str, ...]:
+    return tuple(_PROBLEMS)
+
+
+def check() -> None:
+    """ExtensionError listing what is wrong with the installed extensions, if anything:
+    asked before a spec is read, so that no run goes on without a part it was given."""
+    found = problems()
+    if found:
+        listed = "; ".join(found[:5]) + (f"; and {len(found) - 5} more" if len(found) > 5
+                                         else "")
+        raise ExtensionError(f"pytest-cluster: {len(found)} problem(s) with the installed "
+                             f"extensions (fix or uninstall them): {listed}")
 
 
 def _where(point: EntryPoint) -> str:
     dist = getattr(point, "dist", None)
     by = f", from {dist.name} {dist.version}" if dist is not None else ""
-    return f"pytest-cluster extension {point.name} = {point.value} (entry point group {GROUP}{by})"
+    return f"extension {point.name} = {point.value} (entry point group {GROUP}{by})"
 
 
-def _load(point: EntryPoint) -> Extension:
+def _load(point: EntryPoint) -> Extension | None:
+    """The Extension the entry point names; None (and the problem recorded) if it is
+    not one or cannot be loaded."""
     try:
         loaded = point.load()
     except Exception as exc:
-        raise ExtensionError(f"{_where(point)} cannot be loaded: {type(exc).__name__}: "
-                             f"{exc} (an extension's module imports only pytest_cluster's "
-                             "public records)") from exc
+        problem(f"{_where(point)} cannot be loaded: {type(exc).__name__}: {exc} (an "
+                "extension's module imports only pytest_cluster's public records)")
+        return None
     if not isinstance(loaded, Extension):
-        raise ExtensionError(f"{_where(point)} names a {type(loaded).__name__}, not a "
-                             "pytest_cluster.Extension")
+        problem(f"{_where(point)} names a {type(loaded).__name__}, not a "
+                "pytest_cluster.Extension")
+        return None
     return loaded
 
 
 @functools.cache
 def extensions() -> tuple[Extension, ...]:
-    """The installed extensions, by entry point name; loaded once. ExtensionError names
-    one that cannot be loaded or is not an Extension, or two with one name."""
+    """The installed extensions, by entry point name; loaded once. One that cannot be
+    loaded, is not an Extension or repeats another's name is left out, and said
+    (`problems`)."""
     if _LOADING:
-        raise ExtensionError(f"pytest-cluster extension {_LOADING[0]}: its module imported "
-                             "pytest-cluster's registries while it was loaded; it may import "
-                             "only pytest_cluster's public records (`from pytest_cluster "
-                             "import Declaration`)")
+        raise ExtensionError(f"extension {_LOADING[0]}: its module imported pytest-cluster's "
+                             "registries while it was loaded; it may import only "
+                             "pytest_cluster's public records (`from pytest_cluster import "
+                             "Declaration`)")
     found = []
     for point in sorted(entry_points(group=GROUP), key=lambda p: (p.name, p.value)):
         _LOADING.append(f"{point.name} = {point.value}")
         try:
-            found.append(_load(point))
+            loaded = _load(point)
         finally:
             _LOADING.clear()
-    unique(((e.name, "extension") for e in found), "the installed extensions")
-    return tuple(found)
+        if loaded is not None:
+            found.append(loaded)
+    return tuple(unique(((e.name, e) for e in found), "the installed extensions"))
 
 
 T = TypeVar("T")
 
 
 def unique(named: Iterable[tuple[str, T]], what: str) -> list[T]:
-    """The items in order; ExtensionError when two share a name ('the launcher kinds')."""
+    """The items in order, ours first; an item whose name is taken already (an installed
+    extension's) is left out and said (`problems`)."""
     seen: set[str] = set()
     items = []
     for name, item in named:
         if name in seen:
-            raise ExtensionError(f"{what}: {name!r} is declared twice (an installed "
-                                 "extension repeats a name that is already taken)")
+            problem(f"{what}: {name!r} is declared twice (an installed extension repeats a "
+                    "name that is already taken; the second is left out)")
+            continue
         seen.add(name)
         items.append(item)
     return items
@@ -131,14 +166,15 @@ def added_launchers() -> tuple[LauncherKind, ...]:
 
 
 def added_probes() -> dict[str, Path]:
-    """Each extension probe's name and file; ExtensionError for a file that is not there."""
+    """Each extension probe's name and file; one whose file is not there is left out and
+    said (`problems`)."""
     found: dict[str, Path] = {}
     for extension in extensions():
         for name, path in extension.probes.items():
-            if not Path(path).is_file():
-                raise ExtensionError(f"pytest-cluster extension {extension.name}: probe "
-                                     f"{name}: no file at {path}")
-            found[name] = Path(path)
+            if Path(path).is_file():
+                found[name] = Path(path)
+            else:
+                problem(f"extension {extension.name}: probe {name}: no file at {path}")
     return found
 
 
