@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -20,17 +20,17 @@ from pytest_cluster.evidence.baseline.compare import (
     same_nodes,
 )
 from pytest_cluster.evidence.bundle.manifest import MANIFEST, seal
-from pytest_cluster.evidence.sinks.results import read_results
+from pytest_cluster.evidence.sinks.results import ResultLine, read_results
 from pytest_cluster.spec import parse_spec
 from tests.test_bundle import ed25519_key
 
 
 def figure(measured: float, scale: float, unit: str, comparison: str = ">=",
-           **extra: Any) -> dict[str, Any]:
-    return {"case": "acceptance/test_gpus.py::test_gpu_matmul[gpu-003-gpu6-bf16]",
-            "clause": "gpus.matmul.bf16", "node": "gpu-003", "gpu": 6,
-            "measured": measured, "measured_base": measured * scale, "unit": unit,
-            "comparison": comparison, **extra}
+           **extra: Any) -> ResultLine:
+    return cast("ResultLine", {
+        "case": "acceptance/test_gpus.py::test_gpu_matmul[gpu-003-gpu6-bf16]",
+        "clause": "gpus.matmul.bf16", "node": "gpu-003", "gpu": 6, "measured": measured,
+        "measured_base": measured * scale, "unit": unit, "comparison": comparison, **extra})
 
 
 def test_a_figure_worse_than_baseline_reads_as_the_contract_would_say_it() -> None:
@@ -65,7 +65,8 @@ def test_only_figures_compared_one_way_are_kept() -> None:
     kept = figures([
         {**figure(1.0, 1.0, ""), "outcome": "passed"},
         {**figure(8.0, 1.0, "", "=="), "case": "a::count", "outcome": "passed"},
-        {**figure(1.0, 1.0, ""), "case": "a::b", "measured_base": None, "outcome": "failed"},
+        cast("ResultLine", {**figure(1.0, 1.0, ""), "case": "a::b", "measured_base": None,
+                            "outcome": "failed"}),
         {**figure(1.0, 1.0, ""), "case": "a::c", "outcome": "not_run"},
         {**figure(1.0, 1.0, ""), "case": "a::d", "measured_base": True, "outcome": "passed"},
     ])

@@ -32,7 +32,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import UnitError
-from pytest_cluster.evidence.sinks.results import COMPLETE, PARTIAL, clause_of, outcome
+from pytest_cluster.evidence.sinks.results import (
+    COMPLETE,
+    PARTIAL,
+    ResultLine,
+    clause_of,
+    outcome,
+)
 from pytest_cluster.hostlist import expand_hostlist
 from pytest_cluster.units import format_size
 
@@ -68,7 +74,7 @@ NOT_BLAMING = NO_CULPRIT | NOT_MEASURED | TOOL_ERROR | NOT_ESTABLISHED
 MAX_REASON = 300
 
 
-def culprits(record: Mapping[str, Any]) -> list[str]:
+def culprits(record: ResultLine) -> list[str]:
     """The nodes a check of several nodes names as the cause of its failure (its
     `culprits`, a hostlist: the odd firmware's node, the ranks that used another
     transport): they fail with its clause. None where it names none."""
@@ -91,7 +97,7 @@ def clean_message(message: str) -> str:
     return first if len(first) <= MAX_REASON else first[:MAX_REASON - 3] + "..."
 
 
-def _no_answer(record: Mapping[str, Any]) -> bool:
+def _no_answer(record: ResultLine) -> bool:
     kind = record.get("error_kind")
     kinds = NO_ANSWER_HOST if record.get("probe") == "host" else NO_ANSWER
     return kind in kinds
@@ -132,7 +138,7 @@ class VerdictBuilder:
         self._verdicts = {name: NodeVerdict(name) for name in nodes}
         self._unreachable: dict[str, str] = {}
 
-    def add(self, record: Mapping[str, Any]) -> None:
+    def add(self, record: ResultLine) -> None:
         failed = outcome(record) in ("failed", "error")
         if failed and record.get("error_kind") not in NOT_BLAMING:
             for node in culprits(record):  # a check of several nodes that names some
@@ -152,7 +158,7 @@ class VerdictBuilder:
                 self._unreachable.setdefault(found.node, message)
 
     @staticmethod
-    def _fail(found: NodeVerdict, record: Mapping[str, Any]) -> str:
+    def _fail(found: NodeVerdict, record: ResultLine) -> str:
         """Count a failed check against a node: its clause, the case, the message."""
         clause = clause_of(record)
         if clause not in found.failed_clauses:
@@ -183,7 +189,7 @@ class VerdictBuilder:
 
 
 def node_verdicts(nodes: Sequence[str], plan: Plan,
-                  records: Iterable[Mapping[str, Any]]) -> list[NodeVerdict]:
+                  records: Iterable[ResultLine]) -> list[NodeVerdict]:
     """One verdict per node of the spec, in the spec's order."""
     builder = VerdictBuilder(nodes)
     extra: Counter[str] = Counter()
@@ -228,7 +234,7 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def where_of(record: Mapping[str, Any]) -> str:
+def where_of(record: ResultLine) -> str:
     """Where a check about several nodes ran, and what tells it apart from the clause's
     other checks: the nodes it spanned (their count, when there are several), then its
     collective, payload, rail and round where the record has them: '64 nodes
@@ -237,18 +243,19 @@ def where_of(record: Mapping[str, Any]) -> str:
     what = " ".join(str(part) for part in (record.get("collective"), size) if part)
     parts = [str(record.get("node")), *([what] if what else [])]
     for key in ("rail", "round"):
-        if record.get(key) not in (None, ""):
-            parts.append(f"{key} {record[key]}")
+        value = record.get(key)
+        if value not in (None, ""):
+            parts.append(f"{key} {value}")
     return ", ".join(parts)
 
 
-def _case_params(record: Mapping[str, Any]) -> str:
+def _case_params(record: ResultLine) -> str:
     """The case's parameters as its id shows them ('all_reduce-4GiB-64nodes'), or ''."""
     case = str(record.get("case") or record.get("nodeid") or "")
     return case[case.index("[") + 1:-1] if case.endswith("]") and "[" in case else ""
 
 
-def cluster_failures(records: Iterable[Mapping[str, Any]],
+def cluster_failures(records: Iterable[ResultLine],
                      nodes: Sequence[str]) -> list[dict[str, str]]:
     """Failed checks about several nodes at once (or the whole cluster), each with where it
     ran (where_of); two that would still read alike also name their case's parameters."""

@@ -31,6 +31,7 @@ from pytest_cluster.evidence.rundir import (
 )
 from pytest_cluster.evidence.sealing import predicate, seal_run, sealed_line
 from pytest_cluster.evidence.sinks.results import (
+    ResultLine,
     ResultsWriter,
     makes_line,
     report_record,
@@ -267,7 +268,7 @@ class ClusterSession:
         ran = set(self.ledger.ran)  # a copy: the not-run lines below join the ledger
         for case in self.plan.cases:
             if case.case_id in self.plan.selected and case.case_id not in ran:
-                record = {"type": "result", "case": case.case_id, "clause": case.clause,
+                record: ResultLine = {"type": "result", "case": case.case_id, "clause": case.clause,
                           "spec_key": case.clause, "node": case.node, "outcome": "not_run",
                           "message": "not reached: the run ended before this check"}
                 self.ledger.add(record)

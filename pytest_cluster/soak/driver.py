@@ -31,7 +31,7 @@ from pytest_cluster import money
 from pytest_cluster.evidence import derived_cases
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.plan import CASE_KEY
-from pytest_cluster.evidence.sinks.results import COMPLETE, PARTIAL
+from pytest_cluster.evidence.sinks.results import COMPLETE, PARTIAL, ResultLine
 from pytest_cluster.sim import round as round_env
 from pytest_cluster.soak import rounds as soak
 from pytest_cluster.soak import tally
@@ -195,7 +195,7 @@ class SoakDriver:
         self._copy(found, results)
         return found
 
-    def _copy(self, found: soak.Round, results: list[dict[str, Any]]) -> None:
+    def _copy(self, found: soak.Round, results: list[ResultLine]) -> None:
         """The round's result lines that did not pass into the soak's results.jsonl, with
         its number and UTC time, then a line for the round itself (every line of the round
         stays in its own sealed results.jsonl, which the round line names: copying the
@@ -376,7 +376,7 @@ class SoakDriver:
 
 
 def _emit(config: pytest.Config, item: pytest.Item, case: list[Any],
-          record: dict[str, Any]) -> None:
+          record: ResultLine) -> None:
     """One collected case's report over the soak, through pytest's report hooks."""
     skip = {"type", "nodeid", "outcome", "phase", "duration_s", "finished_at", "message",
             "case", "clause"}

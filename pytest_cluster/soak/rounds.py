@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import UnitError
-from pytest_cluster.evidence.sinks.results import read_results
+from pytest_cluster.evidence.sinks.results import ResultLine, read_results
 from pytest_cluster.hostlist import spans_of
 from pytest_cluster.soak.sla import FAILED, HEALTHY, UNREACHABLE, Span
 from pytest_cluster.units import Dim, parse_quantity
@@ -223,7 +223,7 @@ def node_state(entry: dict[str, Any]) -> str | None:
     return HEALTHY if int(entry.get("checks_passed") or 0) > 0 else None
 
 
-def read_round(path: Path, number: int) -> tuple[Round, list[dict[str, Any]]] | None:
+def read_round(path: Path, number: int) -> tuple[Round, list[ResultLine]] | None:
     """The round in `path` and its result lines (read once, for the soak's tally); None
     when it left no results (it never started its checks)."""
     results_path = path / "results.jsonl"

@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 
 from pytest_cluster.errors import InputError
 from pytest_cluster.evidence.bundle.tree import kind
-from pytest_cluster.evidence.sinks.results import INTERRUPTED
+from pytest_cluster.evidence.sinks.results import INTERRUPTED, ResultLine
 from pytest_cluster.evidence.untrusted_json import (
     Schema,
     check,
@@ -151,7 +151,7 @@ class BaselineResults:
     lines and end line (None when the run was cut off), each with only the fields read."""
 
     run: dict[str, Any]
-    results: list[dict[str, Any]]
+    results: list[ResultLine]  # their keys of LINES['result']
     end: dict[str, Any] | None
 
     @property
@@ -299,7 +299,7 @@ def read_results(path: Path, limits: Limits = ANY_SPEC) -> BaselineResults:
     out, as results.read_results does, and blank lines are."""
     limit = limits.max_bytes(RESULTS)
     run: dict[str, Any] = {}
-    results: list[dict[str, Any]] = []
+    results: list[ResultLine] = []
     end: dict[str, Any] | None = None
     size = 0
     try:

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TypedDict, cast
+from typing import IO, Any, TypedDict, TypeGuard, cast
 
 import pytest
 
@@ -55,7 +55,7 @@ class ResultLine(TypedDict, total=False):
     duration_s: float
     finished_at: float  # epoch seconds
     message: str  # why it failed or was skipped
-    node: str
+    node: str | None  # None: a case about no one node, not run
     gpu: int
     gpu_uuid: str
     gpu_serial: str
@@ -79,18 +79,55 @@ class ResultLine(TypedDict, total=False):
     probe: str
     probe_run: str
     verdict: str
-    reference: str
+    reference: str  # published figures beside the measurement (measure/reference.py)
+    reference_ratio: float
+    reference_source: str
+    finding: str  # what a check found beside its figure (a straggler)
+    leftovers: Any  # a storage case: the files an earlier check left
     culprits: str  # a check of several nodes: the nodes it blames, as a hostlist
     raw: Any  # the probe's payload or the check's own evidence
+    # a case derived from the whole run (evidence/derived_cases.py): the baseline's
+    compared_case: str  # the case id a figure's comparison is of
+    changes: list[str]
+    gpus_at_baseline: int | None
+    baseline_value: str
+    change_pct: float
+    # ... and a soak's (availability, SLA credit, counters, steadiness)
+    availability: float
+    down_s: float
+    observed_s: float
+    node_hours_lost: str
+    outages: list[list[str]]  # UTC times
+    outages_at: list[list[float]]  # epoch seconds
+    arithmetic: str
+    credit: str
+    currency: str
+    cluster_availability: float
+    rounds_compared: int
+    first_round: int
+    last_round: int
+    spread_pct: float
+    drop_pct: float
+    # a case over a soak's rounds (soak/tally.py aggregate), a round's line in the soak's
+    # results.jsonl (type round_result)
+    rounds: int
+    rounds_failed: list[list[int]]  # [first, last] spans
+    round: int
+    utc: str | None
 
 
-def clause_of(record: Mapping[str, Any]) -> str:
+def is_result(record: Mapping[str, Any]) -> TypeGuard[ResultLine]:
+    """Whether a line of results.jsonl (any of its kinds) is a result line."""
+    return record.get("type") == "result"
+
+
+def clause_of(record: ResultLine) -> str:
     """The clause a line is about: its case's clause family, else the key it recorded (a
     test of your own). The one place that says so."""
     return str(record.get("clause") or record.get("spec_key"))
 
 
-def outcome(record: Mapping[str, Any]) -> str:
+def outcome(record: ResultLine) -> str:
     """passed, failed, error (the check could not start: setup failed), skipped, not_run."""
     if record.get("outcome") == "failed" and record.get("phase") == "setup":
         return "error"
@@ -100,7 +137,7 @@ def outcome(record: Mapping[str, Any]) -> str:
 OUTCOMES = ("passed", "failed", "error", "skipped", "not_run")
 
 
-def counts(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+def counts(records: Iterable[ResultLine]) -> dict[str, int]:
     return counted(Counter(outcome(r) for r in records))
 
 
@@ -218,7 +255,7 @@ class RunResults:
     the run was cut off), and the status that follows."""
 
     run: dict[str, Any]
-    results: list[dict[str, Any]]
+    results: list[ResultLine]
     end: dict[str, Any] | None
 
     @property
@@ -233,7 +270,7 @@ class RunResults:
 def read_results(path: Path) -> RunResults:
     """Read a results.jsonl; a last line cut in half (a killed writer) is ignored."""
     run: dict[str, Any] = {}
-    results: list[dict[str, Any]] = []
+    results: list[ResultLine] = []
     end: dict[str, Any] | None = None
     with path.open(encoding="utf-8") as lines:
         for line in lines:
