@@ -29,7 +29,7 @@ import shlex
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from pytest_cluster.errors import UnitError
 from pytest_cluster.evidence.sinks.results import (
@@ -43,7 +43,7 @@ from pytest_cluster.hostlist import expand_hostlist
 from pytest_cluster.units import format_size
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.plan import Plan
+    from pytest_cluster.evidence.plan import Plan, Selection
 
 ACCEPTED = "ACCEPTED"
 REJECTED = "REJECTED"
@@ -103,6 +103,48 @@ def _no_answer(record: ResultLine) -> bool:
     return kind in kinds
 
 
+class NodeEntry(TypedDict):
+    """A node's entry in verdict.json (NodeVerdict.to_json)."""
+
+    node: str
+    verdict: str
+    outcome: str  # PASS, FAIL or ERROR
+    reason: str
+    checks_planned: int
+    checks_not_selected: int
+    checks_ran: int
+    checks_passed: int
+    checks_undecided: int
+    failed_clauses: list[str]
+    failures: list[dict[str, str]]  # clause, case, message
+
+
+class VerdictDocument(TypedDict):
+    """verdict.json, as the run writes it (end.verdict_document; verdict.schema.json)."""
+
+    schema: str
+    run_id: str
+    tool_version: str
+    cluster: str
+    spec_sha256: str
+    simulated: bool
+    status: str
+    verdict: str
+    outcome: str
+    level: str
+    selection: Selection
+    checks_not_selected: int
+    started_at: str  # UTC
+    ended_at: str
+    checks: str  # '<ran> of <planned>'
+    nodes_in_spec: int
+    nodes_checked: int
+    nodes: list[NodeEntry]
+    cluster_checks_failed: list[dict[str, str]]  # cluster_failures
+    drain: list[str]
+    taint: list[str]
+
+
 @dataclass
 class NodeVerdict:
     node: str
@@ -121,7 +163,7 @@ class NodeVerdict:
         """PASS, FAIL or ERROR: what a gate does with this node."""
         return outcome_of(self.verdict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> NodeEntry:
         return {"node": self.node, "verdict": self.verdict, "outcome": self.outcome,
                 "reason": self.reason, "checks_planned": self.planned,
                 "checks_not_selected": self.not_selected, "checks_ran": self.ran,

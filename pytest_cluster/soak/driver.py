@@ -31,7 +31,13 @@ from pytest_cluster import money
 from pytest_cluster.evidence import derived_cases
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.plan import CASE_KEY
-from pytest_cluster.evidence.sinks.results import COMPLETE, PARTIAL, ResultLine
+from pytest_cluster.evidence.sinks.results import (
+    COMPLETE,
+    PARTIAL,
+    ResultLine,
+    RoundLine,
+    SoakEnd,
+)
 from pytest_cluster.sim import round as round_env
 from pytest_cluster.soak import rounds as soak
 from pytest_cluster.soak import tally
@@ -68,7 +74,7 @@ class Session(Protocol):
 
     soak: Any
 
-    def write_line(self, record: dict[str, Any]) -> None: ...
+    def write_line(self, record: ResultLine | RoundLine) -> None: ...
 
     def report_derived(self, cases: list[Case]) -> None: ...
 
@@ -205,16 +211,18 @@ class SoakDriver:
             if record.get("outcome") == "passed":
                 continue
             at = record.get("finished_at")
-            write({**record, "type": "round_result", "round": found.number,
-                   "utc": utc(float(at)) if isinstance(at, (int, float)) else None})
+            copied: ResultLine = {**record, "type": "round_result", "round": found.number,
+                                  "utc": utc(float(at)) if isinstance(at, (int, float))
+                                  else None}
+            write(copied)
         by_state: dict[str, list[str]] = {}
         for node, state in found.states.items():
             by_state.setdefault(state, []).append(node)
-        line = {"type": "round", "round": found.number, "status": found.status,
-                "started_at": found.started, "ended_at": found.ended,
-                "started_utc": utc(found.started), "ended_utc": utc(found.ended),
-                "counts": found.counts, "nodes": by_state,
-                "run_dir": str(found.path.relative_to(self.soak_dir))}
+        line: RoundLine = {"type": "round", "round": found.number, "status": found.status,
+                           "started_at": found.started, "ended_at": found.ended,
+                           "started_utc": utc(found.started), "ended_utc": utc(found.ended),
+                           "counts": found.counts, "nodes": by_state,
+                           "run_dir": str(found.path.relative_to(self.soak_dir))}
         write(line)
         self.config.hook.pytest_cluster_soak_round(config=self.config, record=line)
 
@@ -352,11 +360,11 @@ class SoakDriver:
                          self.settlement if sla is not None else None,
                          (sla or NO_SLA).uptime, self.stopped_why, mark)
 
-    def end_record(self) -> dict[str, Any]:
+    def end_record(self) -> SoakEnd:
         """The soak's part of the end record."""
         finished = [r for r in self.rounds if r.status in (COMPLETE, PARTIAL)]
         lines = soak.timelines(self.rounds)
-        found: dict[str, Any] = {
+        found: SoakEnd = {
             "dir": str(self.soak_dir), "rounds": len(self.rounds),
             "rounds_finished": len(finished), "duration_s": self.duration_s,
             "max_rounds": self.max_rounds, "observed_s": round(lines.observed_s, 3),

@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 
 from pytest_cluster.errors import InputError
 from pytest_cluster.evidence.bundle.tree import kind
-from pytest_cluster.evidence.sinks.results import INTERRUPTED, ResultLine
+from pytest_cluster.evidence.sinks.results import INTERRUPTED, ResultLine, RunLine
 from pytest_cluster.evidence.untrusted_json import (
     Schema,
     check,
@@ -150,7 +150,7 @@ class BaselineResults:
     """What the comparison reads of a baseline's results.jsonl: its run line, result
     lines and end line (None when the run was cut off), each with only the fields read."""
 
-    run: dict[str, Any]
+    run: RunLine  # its keys of LINES['run']
     results: list[ResultLine]  # their keys of LINES['result']
     end: dict[str, Any] | None
 
@@ -298,7 +298,7 @@ def read_results(path: Path, limits: Limits = ANY_SPEC) -> BaselineResults:
     """Every line of `path` checked; a last line cut in half (a killed writer) is left
     out, as results.read_results does, and blank lines are."""
     limit = limits.max_bytes(RESULTS)
-    run: dict[str, Any] = {}
+    run: RunLine = {}
     results: list[ResultLine] = []
     end: dict[str, Any] | None = None
     size = 0

@@ -18,9 +18,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TypedDict, TypeGuard, cast
+from typing import IO, TYPE_CHECKING, Any, TypedDict, TypeGuard, cast
 
 import pytest
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.plan import NotChecked, Selection
 
 #: How a run ended (the end record's `status`).
 COMPLETE = "complete"  # every contract check of the spec ran
@@ -114,6 +117,109 @@ class ResultLine(TypedDict, total=False):
     rounds_failed: list[list[int]]  # [first, last] spans
     round: int
     utc: str | None
+
+
+class RunLine(TypedDict, total=False):
+    """results.jsonl's first line, as the session writes it (a baseline's, as read back:
+    the keys its reader checks)."""
+
+    type: str  # "run"
+    tool_version: str
+    cluster: str
+    spec: str  # the spec's file
+    spec_sha256: str
+    nodes: list[str]
+    launcher: str
+    simulated: bool
+    started_at: float  # epoch seconds
+    spec_warnings: list[str]
+    run_dir: str
+
+
+class BaselineSummary(TypedDict):
+    """The end record's `baseline`: the run compared with, and its cases."""
+
+    path: str
+    run: str  # 'run <UTC start>'
+    manifest_sha256: str
+    cases: int
+    failed: int
+
+
+class SoakCredit(TypedDict):
+    """A soak's SLA credit owed (with an sla: section)."""
+
+    owed: str  # a decimal, in `currency`
+    currency: str
+    arithmetic: list[str]
+    total: str
+
+
+class _SoakEnd(TypedDict):
+    dir: str
+    rounds: int
+    rounds_finished: int
+    duration_s: float | None  # as asked (--cluster-soak), None: rounds only
+    max_rounds: int | None
+    observed_s: float
+    unobserved_s: float
+    window: list[str]  # UTC
+    availability: dict[str, float]  # per node
+
+
+class SoakEnd(_SoakEnd, total=False):
+    """A soak's own end record (the end record's `soak`)."""
+
+    credit: SoakCredit
+    stopped: str  # why the soak stopped early
+
+
+class _EndLine(TypedDict):
+    type: str  # "end"
+    simulated: bool
+    status: str  # run_status
+    exit_code: int
+    counts: dict[str, int]  # per outcome (counted)
+    checks_ran: int
+    checks_planned: int
+    checks_selected: int
+    deselected: int
+    selection: Selection
+    nodes_covered: list[str]
+    nodes_in_spec: int
+    level: str
+    not_checked: list[NotChecked]
+    verdicts: dict[str, int]  # nodes per verdict
+    started_at: float
+    ended_at: float
+    duration_s: float
+    tool_version: str
+    verdict: str  # the cluster's
+
+
+class EndLine(_EndLine, total=False):
+    """results.jsonl's last line: how the run ended and exactly what it covered
+    (evidence/end.py makes it)."""
+
+    baseline: BaselineSummary
+    soak: SoakEnd
+
+
+class RoundLine(TypedDict):
+    """A soak's line for one of its rounds (type round), in the soak's results.jsonl after
+    the round's lines that did not pass (type round_result: ResultLines with their round
+    and its UTC time)."""
+
+    type: str  # "round"
+    round: int
+    status: str  # the round's run_status
+    started_at: float
+    ended_at: float
+    started_utc: str
+    ended_utc: str
+    counts: dict[str, int]
+    nodes: dict[str, list[str]]  # by state: healthy, failed, unreachable
+    run_dir: str  # the round's, relative to the soak's
 
 
 def is_result(record: Mapping[str, Any]) -> TypeGuard[ResultLine]:
@@ -254,9 +360,9 @@ class RunResults:
     """A results.jsonl as read back: its run line, result lines and end line (None when
     the run was cut off), and the status that follows."""
 
-    run: dict[str, Any]
+    run: RunLine
     results: list[ResultLine]
-    end: dict[str, Any] | None
+    end: EndLine | None
 
     @property
     def status(self) -> str:
@@ -269,9 +375,9 @@ class RunResults:
 
 def read_results(path: Path) -> RunResults:
     """Read a results.jsonl; a last line cut in half (a killed writer) is ignored."""
-    run: dict[str, Any] = {}
+    run: RunLine = {}
     results: list[ResultLine] = []
-    end: dict[str, Any] | None = None
+    end: EndLine | None = None
     with path.open(encoding="utf-8") as lines:
         for line in lines:
             try:
