@@ -29,7 +29,13 @@ from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results
 from pytest_cluster.evidence.untrusted_json import printable
-from pytest_cluster.measure.inventory_file import INVENTORY, is_unreadable
+from pytest_cluster.measure.inventory_file import (
+    INVENTORY,
+    HcaRecord,
+    InventoryDocument,
+    NodeRecord,
+    is_unreadable,
+)
 from pytest_cluster.units import UNITS, utc
 
 if TYPE_CHECKING:
@@ -54,7 +60,7 @@ class Baseline:
     started: str  # when the baseline run started, as units.utc writes it
     signed_by: tuple[str, ...]
     manifest_sha256: str
-    inventory: dict[str, Any]
+    inventory: InventoryDocument
     figures: dict[str, ResultLine]  # numeric result lines by case id (their KEPT keys)
     checked_key: str | None = None  # the key its signature was checked against, if one
     cluster: str = ""
@@ -148,7 +154,7 @@ def _named(nodes: list[str]) -> str:
     return ", ".join(_shown(node) for node in nodes[:MAX_NAMED]) + more
 
 
-def same_nodes(baseline: Baseline, now: dict[str, Any]) -> Case:
+def same_nodes(baseline: Baseline, now: InventoryDocument) -> Case:
     before, after = list(baseline.inventory["nodes"]), list(now["nodes"])
     missing = [n for n in before if n not in set(after)]
     new = [n for n in after if n not in set(before)]
@@ -232,12 +238,12 @@ def _model(gpu: dict[str, Any], other: dict[str, Any]) -> str:
     return f", {_shown(gpu.get('name'))}" if gpu.get("name") != other.get("name") else ""
 
 
-def _ports(hca: dict[str, Any]) -> str:
+def _ports(hca: HcaRecord) -> str:
     return "; ".join(f"port {_shown(p.get('port'))} {_shown(p.get('rate'))}"
                      for p in hca.get("ports", []) if isinstance(p, dict))
 
 
-def hardware_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+def hardware_changes(before: NodeRecord, after: NodeRecord) -> list[str]:
     """What differs in one node's inventory from its baseline, in words."""
     if is_unreadable(after):
         return [f"no inventory this run: {after['unreadable']}"]
@@ -270,7 +276,7 @@ def hardware_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]
     return found
 
 
-def same_hardware(baseline: Baseline, now: dict[str, Any]) -> list[Case]:
+def same_hardware(baseline: Baseline, now: InventoryDocument) -> list[Case]:
     cases = []
     for node, before in baseline.inventory["nodes"].items():
         after = now["nodes"].get(node)
@@ -381,7 +387,7 @@ def not_worse(baseline: Baseline, now: dict[str, ResultLine],
     return cases
 
 
-def compare(baseline: Baseline, inventory: dict[str, Any], results: Path,
+def compare(baseline: Baseline, inventory: InventoryDocument, results: Path,
             tolerance: float) -> list[Case]:
     """Every derived case of this run against `baseline`: nodes, hardware per node, and
     each figure measured in both runs."""
