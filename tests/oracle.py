@@ -32,7 +32,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.derived_cases import TESTS
 from pytest_cluster.evidence.sinks.metrics import CASE_LABELS
-from pytest_cluster.evidence.sinks.results import outcome
+from pytest_cluster.evidence.sinks.results import ResultLine, outcome
 from pytest_cluster.evidence.verdict import NOT_BLAMING, culprits, outcome_of
 from pytest_cluster.units import Dim, parse_quantity, utc
 
@@ -46,7 +46,7 @@ HTML = {"Passed": "passed", "Failed": "failed", "Error": "error", "Skipped": "sk
 class Views:
     run: Path
     terminal: str
-    results: list[Record]
+    results: list[ResultLine]
     end: Record | None
     junit: ET.Element
     verdict: Record
@@ -93,11 +93,11 @@ def _key(nodeid: str) -> tuple[str, str]:
     return Path(module.split("::")[0]).stem, name
 
 
-def _judged(views: Views) -> list[Record]:
+def _judged(views: Views) -> list[ResultLine]:
     return [r for r in views.results if outcome(r) in ("passed", "failed", "error")]
 
 
-def _family(record: Record) -> str:
+def _family(record: ResultLine) -> str:
     return str(record.get("clause") or record.get("spec_key")).split("[", 1)[0]
 
 

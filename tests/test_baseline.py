@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -20,17 +20,18 @@ from pytest_cluster.evidence.baseline.compare import (
     same_nodes,
 )
 from pytest_cluster.evidence.bundle.manifest import MANIFEST, seal
-from pytest_cluster.evidence.sinks.results import read_results
+from pytest_cluster.evidence.sinks.results import ResultLine, read_results
+from pytest_cluster.measure.inventory_file import GpuRecord, NodeRecord
 from pytest_cluster.spec import parse_spec
 from tests.test_bundle import ed25519_key
 
 
 def figure(measured: float, scale: float, unit: str, comparison: str = ">=",
-           **extra: Any) -> dict[str, Any]:
-    return {"case": "acceptance/test_gpus.py::test_gpu_matmul[gpu-003-gpu6-bf16]",
-            "clause": "gpus.matmul.bf16", "node": "gpu-003", "gpu": 6,
-            "measured": measured, "measured_base": measured * scale, "unit": unit,
-            "comparison": comparison, **extra}
+           **extra: Any) -> ResultLine:
+    return cast("ResultLine", {
+        "case": "acceptance/test_gpus.py::test_gpu_matmul[gpu-003-gpu6-bf16]",
+        "clause": "gpus.matmul.bf16", "node": "gpu-003", "gpu": 6, "measured": measured,
+        "measured_base": measured * scale, "unit": unit, "comparison": comparison, **extra})
 
 
 def test_a_figure_worse_than_baseline_reads_as_the_contract_would_say_it() -> None:
@@ -65,7 +66,8 @@ def test_only_figures_compared_one_way_are_kept() -> None:
     kept = figures([
         {**figure(1.0, 1.0, ""), "outcome": "passed"},
         {**figure(8.0, 1.0, "", "=="), "case": "a::count", "outcome": "passed"},
-        {**figure(1.0, 1.0, ""), "case": "a::b", "measured_base": None, "outcome": "failed"},
+        cast("ResultLine", {**figure(1.0, 1.0, ""), "case": "a::b", "measured_base": None,
+                            "outcome": "failed"}),
         {**figure(1.0, 1.0, ""), "case": "a::c", "outcome": "not_run"},
         {**figure(1.0, 1.0, ""), "case": "a::d", "measured_base": True, "outcome": "passed"},
     ])
@@ -76,16 +78,17 @@ def _baseline(nodes: dict[str, Any]) -> Baseline:
     return Baseline(Path("b"), "2026-11-02", (), "0" * 64, {"nodes": nodes}, {})
 
 
-GPU = {"index": 6, "serial": "1650001", "uuid": "GPU-a", "board_part": "692", "vbios": "96.1",
-       "pci_bus_id": "0:ba"}
-NODE = {"dmi": {"product_serial": "S1", "product_uuid": "U1"}, "machine_id": "m1",
-        "gpus": [GPU], "software": {"driver": "550.90.07"},
-        "interfaces": [{"name": "eno1", "address": "aa:bb", "firmware": "22.39",
-                        "rate_gbps": 25.0, "link_layer": "ethernet"}],
-        "infiniband": [{"name": "mlx5_0", "node_guid": "g0", "firmware": "28.39",
-                        "ports": [{"port": "1", "rate": "400 Gb/sec (4X NDR)"}]}],
-        "filesystems": [{"path": "/data", "block_devices": [{"name": "nvme0n1",
-                                                             "serial": "D1", "model": "X"}]}]}
+GPU: GpuRecord = {"index": 6, "serial": "1650001", "uuid": "GPU-a", "board_part": "692",
+                  "vbios": "96.1", "pci_bus_id": "0:ba"}
+NODE: NodeRecord = {
+    "dmi": {"product_serial": "S1", "product_uuid": "U1"}, "machine_id": "m1",
+    "gpus": [GPU], "software": {"driver": "550.90.07"},
+    "interfaces": [{"name": "eno1", "address": "aa:bb", "firmware": "22.39",
+                    "rate_gbps": 25.0, "link_layer": "ethernet"}],
+    "infiniband": [{"name": "mlx5_0", "node_guid": "g0", "firmware": "28.39",
+                    "ports": [{"port": "1", "rate": "400 Gb/sec (4X NDR)"}]}],
+    "filesystems": [{"path": "/data", "block_devices": [{"name": "nvme0n1",
+                                                         "serial": "D1", "model": "X"}]}]}
 
 
 def test_hardware_changes_name_both_sides() -> None:
@@ -103,7 +106,7 @@ def test_hardware_changes_name_both_sides() -> None:
         "(4X HDR)",
         "disk under /data nvme0n1 missing (was D1, X)",
         "driver 550.90.07 at baseline, now 560.35.03"]
-    gone = {**NODE, "gpus": {"unreadable": "NVML not available"}}
+    gone: NodeRecord = {**NODE, "gpus": {"unreadable": "NVML not available"}}
     assert hardware_changes(NODE, gone) == ["GPUs unreadable now (unreadable (NVML not "
                                             "available))"]
     assert hardware_changes(NODE, {"unreadable": "n1: ssh: connection refused"}) == [

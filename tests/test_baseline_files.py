@@ -35,6 +35,7 @@ from pytest_cluster.evidence.untrusted_json import (
     record,
     text,
 )
+from pytest_cluster.measure.inventory_file import InventoryDocument
 from tests.test_baseline import NODE, SPEC, _reseal
 
 ID = ('{"unreadable": WHY} or a string of at most 4096 characters, a number, true, false or '
@@ -185,7 +186,7 @@ JSON = st.recursive(SCALARS, lambda inner: st.one_of(
                                      "interfaces", "filesystems", "block_devices", "name",
                                      "machine_id", "rate", "port", "path"]) | st.text(
                                          max_size=3), inner, max_size=5)), max_leaves=30)
-NOW = {"nodes": {"n1": {"machine_id": "m", "gpus": [{"index": 0, "serial": "s"}],
+NOW: InventoryDocument = {"nodes": {"n1": {"machine_id": "m", "gpus": [{"index": 0, "serial": "s"}],
                         "infiniband": [{"name": "mlx5_0", "ports": [{"port": "1"}]}],
                         "software": {"driver": "1"}, "filesystems": [{"path": "/d"}]}}}
 

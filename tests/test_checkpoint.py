@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -30,6 +30,7 @@ from pytest_cluster.measure.checkpoint import (
 from pytest_cluster.probes import ProbeCall, probe_source
 from pytest_cluster.probes import checkpoint as probe
 from pytest_cluster.probes import dataloader as dataloader_probe
+from pytest_cluster.probes.checkpoint import RankData
 from pytest_cluster.sim.job_node import read_node_call
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.clauses import declared, keys
@@ -257,16 +258,17 @@ def test_a_nodes_rate_is_over_its_slowest_writer_and_the_aggregate_over_the_slow
 ])
 def test_a_ranks_hostile_numbers_are_its_error_never_a_figure(data: dict[str, Any]) -> None:
     report = {"started_at": 0, "ended_at": 1, "late_s": 0, "cpu_s": 0, **data}
-    found = _figures("n1", 0, report, "write", "")
+    found = _figures("n1", 0, cast("RankData", report), "write", "")
     assert found.error.startswith("bad checkpoint output: bytes is")
 
 
 def test_the_time_a_rank_waited_for_its_data_is_kept_and_checked() -> None:
-    report = {"bytes": 10, "seconds": 1.0, "started_at": 0, "ended_at": 1, "late_s": 0,
-              "cpu_s": 0}
+    report: RankData = {"bytes": 10, "seconds": 1.0, "started_at": 0, "ended_at": 1,
+                        "late_s": 0, "cpu_s": 0}
     assert _figures("n1", 0, {**report, "wait_s": 0.25}, "write", "").wait_s == 0.25
     assert _figures("n1", 0, report, "write", "").wait_s == 0.0  # an older probe's
-    assert _figures("n1", 0, {**report, "wait_s": "x"}, "write", "").error == \
+    assert _figures("n1", 0, cast("RankData", {**report, "wait_s": "x"}), "write",
+                    "").error == \
         "bad checkpoint output: wait_s is 'x'"
 
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -23,6 +23,7 @@ from pytest_cluster.measure.dataloader import (
     run_dataloader,
 )
 from pytest_cluster.probes import dataloader as probe
+from pytest_cluster.probes.dataloader import RankData
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.clauses import keys
 from pytest_cluster.spec.model import Clause, Rule
@@ -134,8 +135,8 @@ def test_a_nodes_rate_its_cpu_share_and_the_aggregate() -> None:
 
 
 def test_a_workers_hostile_numbers_are_its_error() -> None:
-    found = _worker("n1", 0, {"ops": float("inf"), "bytes": 1, "seconds": 1, "cpu_s": 0,
-                              "late_s": 0}, "")
+    found = _worker("n1", 0, cast("RankData", {"ops": float("inf"), "bytes": 1, "seconds": 1,
+                                                "cpu_s": 0, "late_s": 0}), "")
     assert found.error.startswith("bad data loader output: ops is")
 
 

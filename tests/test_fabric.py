@@ -18,6 +18,7 @@ import pytest
 
 from pytest_cluster.errors import SpecError
 from pytest_cluster.measure import fabric
+from pytest_cluster.measure.inventory_file import Unreadable
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import FabricSpec
 from tests.conftest import has_torch
@@ -636,7 +637,7 @@ def test_a_malformed_nic_answer_is_refused_saying_what_is_wrong(payload: Any,
     host = ProbeResult("n1", "host", {"hostname": "n1", "versions": {}})
     nic = ProbeResult("n1", "nic", payload)
     record = node_record(host, None, None, None, with_gpus=False, nic=nic)
-    said = record["interfaces"]["unreadable"]
+    said = cast("Unreadable", record["interfaces"])["unreadable"]
     assert record["infiniband"] == {"unreadable": said}
     assert said.startswith("the NIC probe's answer: ") and message in said
 

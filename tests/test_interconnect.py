@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_cluster.errors import SpecError
+from pytest_cluster.evidence.sinks.results import ResultLine
 from pytest_cluster.launchers import sim as sim_launcher
 from pytest_cluster.launchers.jobs import JobSpec, node_call, run_job
 from pytest_cluster.launchers.local import LocalLauncher
@@ -353,7 +354,7 @@ def test_six_healthy_nodes_among_24_are_enough_to_name_the_18_slow() -> None:
     assert len(search.rounds) <= 2 * math.ceil(math.log2(24)) + 6 + 2 * 3
 
 
-def record(node: str, count: int, measured: float, required: float) -> dict[str, Any]:
+def record(node: str, count: int, measured: float, required: float) -> ResultLine:
     return {"spec_key": "interconnect.busbw[inter_node]", "collective": "all_reduce",
             "payload": 2**30, "node_count": count, "node": node,
             "derivation": "nvlink 450 GB/s" if count == 1 else "ib 8 x 400 Gb/s",
@@ -362,7 +363,7 @@ def record(node: str, count: int, measured: float, required: float) -> dict[str,
 
 
 def test_charts_show_busbw_over_payloads_and_node_counts() -> None:
-    records = [record("node1", 1, 400e9, 360e9), record("node2", 1, 300e9, 360e9),
+    records: list[ResultLine] = [record("node1", 1, 400e9, 360e9), record("node2", 1, 300e9, 360e9),
                record("2 nodes (a..b)", 2, 350e9, 320e9),
                record("4 nodes (a..d)", 4, 330e9, 320e9),
                {"spec_key": "host.memory", "measured_base": 1.0}]

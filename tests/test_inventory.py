@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -18,7 +18,7 @@ from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.launchers import ProbeResult
 from pytest_cluster.launchers.result import ErrorKind
 from pytest_cluster.measure.inventory import nic_parts, node_record
-from pytest_cluster.measure.inventory_file import INVENTORY, is_unreadable
+from pytest_cluster.measure.inventory_file import INVENTORY, InventoryDocument, is_unreadable
 from pytest_cluster.probes import inventory, probe_source
 from pytest_cluster.probes.inventory import read
 from pytest_cluster.report.sections import inventory_html
@@ -56,9 +56,9 @@ def test_the_probe_reads_this_machine(tmp_path: Path) -> None:
                 if Path(f"/sys/class/net/{n}/type").read_text().strip() != "772"}
     assert names == expected
     for interface in interfaces:
-        assert interface["address"].count(":") == 5
+        assert cast("str", interface["address"]).count(":") == 5
         assert interface["link_layer"] in ("ethernet", "infiniband") or \
-            interface["link_layer"].startswith("arp type")
+            cast("str", interface["link_layer"]).startswith("arp type")
         assert "driver" in interface or is_unreadable(interface.get("firmware"))
         rate = interface["rate_gbps"]
         assert isinstance(rate, float) or "unreadable" in rate
@@ -269,7 +269,7 @@ def test_the_report_renders_any_inventory_and_escapes_it() -> None:
                "interfaces": why, "infiniband": why, "filesystems": why},
         "n3": {"gpus": [{"index": 0, "name": "H100", "serial": "<i>s</i>"}],
                "filesystems": [{"path": "/d", "block_devices": why}]}}}
-    html = inventory_html(document)
+    html = inventory_html(cast("InventoryDocument", document))
     assert "<script>" not in html and "<b>m</b>" not in html and "<i>s</i>" not in html
     assert "&lt;i&gt;s&lt;/i&gt;" in html and "3 node(s)" in html
     assert "The run was interrupted" in html

@@ -3,12 +3,12 @@ every line at the end; the passed lines themselves are not held."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from pytest_cluster.evidence.gathered import matrix, passed_row
 from pytest_cluster.evidence.ledger import Ledger
 from pytest_cluster.evidence.plan import Plan, PlannedCase
-from pytest_cluster.evidence.sinks.results import counts
+from pytest_cluster.evidence.sinks.results import ResultLine, counts
 from pytest_cluster.evidence.tally import clause_tallies
 from pytest_cluster.evidence.verdict import cluster_failures, node_verdicts
 
@@ -18,15 +18,16 @@ PLAN = Plan((*(PlannedCase(f"a::t[{n}-gpu{g}]", "gpus.memory", n) for n in NODES
              PlannedCase("a::same", "host.same_software.kernel", None)), frozenset())
 
 
-def line(case: str, node: str | None, outcome: str = "passed", **more: Any) -> dict[str, Any]:
+def line(case: str, node: str | None, outcome: str = "passed", **more: Any) -> ResultLine:
     clause = PLAN.by_id[case].clause if case in PLAN.by_id else "host.memory"
-    return {"type": "result", "case": case, "clause": clause, "spec_key": clause,
-            "node": node, "outcome": outcome, "phase": "call", "comparison": ">=",
-            "required": 80.0, "requirement": ">= 80 GB", "unit": "GB",
-            "raw": {"bulk": "x" * 1000}, **more}
+    return cast("ResultLine", {"type": "result", "case": case, "clause": clause,
+                               "spec_key": clause, "node": node, "outcome": outcome,
+                               "phase": "call", "comparison": ">=", "required": 80.0,
+                               "requirement": ">= 80 GB", "unit": "GB",
+                               "raw": {"bulk": "x" * 1000}, **more})
 
 
-def lines() -> list[dict[str, Any]]:
+def lines() -> list[ResultLine]:
     found = [line(f"a::t[{n}-gpu{g}]", n, gpu=g, measured=85.0 - g) for n in NODES
              for g in (0, 1)]
     found[3] = line("a::t[n2-gpu1]", "n2", "failed", gpu=1, measured=70.0,
@@ -36,7 +37,8 @@ def lines() -> list[dict[str, Any]]:
     found.append(line("a::same", None, "failed", measured="5.15 on 2 node(s)",
                       message="Failed: n3 did not answer", error_kind="not_all_nodes"))
     found.append(line("a::mine[n1]", "n1", measured=90.0))  # your own test, outside the plan
-    found.append({**line("a::busbw[n3]", "n3"), "case": None, "outcome": "not_run"})
+    found.append(cast("ResultLine", {**line("a::busbw[n3]", "n3"), "case": None,
+                                     "outcome": "not_run"}))
     return found
 
 

@@ -17,7 +17,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from pytest_cluster.evidence.sinks.metrics import CASE_LABELS, CLAUSE_LABELS, base_unit
-from pytest_cluster.evidence.sinks.results import outcome
+from pytest_cluster.evidence.sinks.results import ResultLine, outcome
 from pytest_cluster.units import UNITS
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -46,13 +46,13 @@ def samples(path: Path) -> Samples:
     return found
 
 
-def results(run: Path) -> list[dict[str, object]]:
+def results(run: Path) -> list[ResultLine]:
     lines = (run / "results.jsonl").read_text(encoding="utf-8").splitlines()
     return [r for r in map(json.loads, lines) if r.get("type") == "result"]
 
 
 def run_with_metrics(pytester: pytest.Pytester, spec: str, *args: str) -> tuple[
-        Samples, list[dict[str, object]], pytest.RunResult]:
+        Samples, list[ResultLine], pytest.RunResult]:
     (pytester.path / "trial.yaml").write_text(spec)
     out = pytester.path / "textfile" / "pytest_cluster.prom"
     out.parent.mkdir()

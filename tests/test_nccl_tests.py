@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -258,7 +259,8 @@ def test_the_probe_sends_back_the_table_and_the_json_without_the_environment(
     assert data["json_output"] is True and len(data["runs"]) == 1
     (run,) = data["runs"]
     assert run["exit_code"] == 0 and run["argv"][-2] == "-J"
-    assert "AWS_SECRET" not in run["json"] and json.loads(run["json"])["results"]
+    text = cast("str", run["json"])
+    assert "AWS_SECRET" not in text and json.loads(text)["results"]
     base = CollectiveRun("all_reduce", "nccl", ("n1",), 8)
     found = nccl_tests.to_run(base, data, [536870912, 1073741824])
     assert [p.busbw for p in found.points] == [94e9, 97.54e9]  # from the JSON file

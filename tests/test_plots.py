@@ -11,6 +11,7 @@ from xml.etree import ElementTree
 import pytest
 
 from pytest_cluster.evidence.latency_map import LatencyMap
+from pytest_cluster.evidence.sinks.results import ResultLine
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.report.heatmap import NOT_MEASURED, heat_color, latency_heatmap
 from pytest_cluster.report.plots import free_rows, interconnect_charts, spread_out
@@ -20,31 +21,31 @@ GIB = 2**30
 
 
 def run(count: int, measured: float | None, required: float, payload: int = GIB,
-        scope: str = "") -> dict[str, Any]:
+        scope: str = "") -> ResultLine:
     """A benchmark run's record as the interconnect tests write it (busbw in bytes/s);
     measured None: the job failed, so no number and an empty sweep."""
     scope = scope or ("intra_node" if count == 1 else "inter_node")
-    record: dict[str, Any] = {
+    record: ResultLine = {
         "spec_key": f"interconnect.busbw[{scope}]", "collective": "all_reduce",
         "payload": payload, "node_count": count, "node": f"{count} nodes",
         "requirement": f">= {required / 1e9:g} GB/s", "required_base": required,
         "outcome": "passed", "raw": {"sweep": [[payload, measured]] if measured else []}}
     if measured is None:
         del record["required_base"]  # as evidence writes a failed job: no numbers
-        record.update(outcome="failed", message="Failed: 8 nodes busbw[inter_node]: "
-                                                "node7: host probe unreachable")
+        record.update({"outcome": "failed", "message": "Failed: 8 nodes busbw[inter_node]: "
+                                                   "node7: host probe unreachable"})
     else:
         record["measured_base"] = measured
     return record
 
 
-def charts(records: list[dict[str, Any]]) -> dict[str, ElementTree.Element]:
+def charts(records: list[ResultLine]) -> dict[str, ElementTree.Element]:
     """The SVG charts by title."""
     root = ElementTree.fromstring(interconnect_charts(records))
     return {str(svg.get("aria-label")): svg for svg in root.iter(f"{SVG}svg")}
 
 
-def count_chart(records: list[dict[str, Any]]) -> ElementTree.Element:
+def count_chart(records: list[ResultLine]) -> ElementTree.Element:
     (svg,) = [svg for title, svg in charts(records).items()
               if title.startswith("all_reduce: busbw vs node count")]
     return svg
@@ -135,9 +136,10 @@ def test_close_required_lines_keep_their_labels_apart() -> None:
 
 
 def test_the_slow_node_search_is_not_a_benchmark_run() -> None:
-    search = {"spec_key": "interconnect.busbw[node_network]", "collective": "all_reduce",
-              "payload": GIB, "node_count": 2, "node": "node7", "measured_base": 100e9,
-              "required_base": 320e9, "outcome": "failed", "raw": {"search": {}}}
+    search: ResultLine = {
+        "spec_key": "interconnect.busbw[node_network]", "collective": "all_reduce",
+        "payload": GIB, "node_count": 2, "node": "node7", "measured_base": 100e9,
+        "required_base": 320e9, "outcome": "failed", "raw": {"search": {}}}
     svg = count_chart([run(1, 400e9, 360e9), run(2, 350e9, 320e9), search])
     assert "1 GiB: 2 350" in ElementTree.tostring(svg, encoding="unicode")
     assert "failed" not in [g.get("class") for g in svg.iter(f"{SVG}g")]

@@ -6,12 +6,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_cluster.evidence import node_groups
+from pytest_cluster.evidence.sinks.results import ResultLine
 from pytest_cluster.evidence.tally import clause_tallies
 
 
 def rec(node: str, measured: Any, outcome: str = "passed", gpu: int | None = None,
-        key: str = "gpus.k", comparison: str = ">=") -> dict[str, Any]:
-    record = {"spec_key": key, "node": node, "measured": measured, "outcome": outcome,
+        key: str = "gpus.k", comparison: str = ">=") -> ResultLine:
+    record: ResultLine = {"spec_key": key, "node": node, "measured": measured, "outcome": outcome,
               "comparison": comparison, "unit": "TFLOPS", "requirement": ">= 700 TFLOPS"}
     if gpu is not None:
         record["gpu"] = gpu

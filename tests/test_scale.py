@@ -8,10 +8,13 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+
+from pytest_cluster.evidence.sinks.results import ResultLine
 
 SPEC = """\
 cluster: {{name: scale, nodes: "n[01-{nodes:02d}]", launcher: sim}}
@@ -189,14 +192,15 @@ def test_the_controller_holds_a_line_without_its_bulk() -> None:
             "measured": 3.0, "unit": "", "error_kind": None, "method": "NVML " * 40,
             "raw": {"volatile": list(range(100))}, "probe_run": "x" * 32,
             "busbw_GBps[4GiB]": 1.0}
-    kept = held(line)
+    kept: Mapping[str, object] = held(cast("ResultLine", line))
     assert {k: kept[k] for k in ("case", "clause", "node", "outcome", "phase", "measured",
                                  "unit", "error_kind")} == {
         k: line[k] for k in ("case", "clause", "node", "outcome", "phase", "measured", "unit",
                              "error_kind")}
     assert not {"raw", "method", "probe_run", "busbw_GBps[4GiB]"} & set(kept)
     sweep = {"sweep": [[2**30, 3e11]], "nodes": ["n1"], "details": {"x": 1}}
-    assert held({**line, "raw": sweep})["raw"] == {"sweep": [[2**30, 3e11]]}  # the charts'
+    charts = held(cast("ResultLine", {**line, "raw": sweep}))["raw"]
+    assert charts == {"sweep": [[2**30, 3e11]]}  # the charts'
 
 
 @pytest.mark.slow

@@ -17,6 +17,7 @@ import pytest
 
 from pytest_cluster.errors import SpecError
 from pytest_cluster.evidence.plan import Plan, PlannedCase
+from pytest_cluster.evidence.sinks.results import ResultLine
 from pytest_cluster.evidence.verdict import cluster_failures, node_verdicts, to_drain
 from pytest_cluster.hostlist import expand_hostlist
 from pytest_cluster.launchers.remote import RUNNER_SOURCE
@@ -255,10 +256,10 @@ def test_a_busy_node_is_not_checked_never_drained() -> None:
                 frozenset({"a::t[n1]", "a::u[n1]"}))
     message = ("Failed: n1: host probe busy: SLURM reports n1 allocated (held by job 97 of "
                "user alice): another job is using it; run again when it is free")
-    records = [{"type": "result", "case": case, "clause": clause, "node": "n1",
-                "outcome": "failed", "phase": "call", "message": message,
-                "error_kind": "busy", "probe": "host"}
-               for case, clause in (("a::t[n1]", "gpus.count"), ("a::u[n1]", "host.memory"))]
+    records: list[ResultLine] = [
+        {"type": "result", "case": case, "clause": clause, "node": "n1", "outcome": "failed",
+         "phase": "call", "message": message, "error_kind": "busy", "probe": "host"}
+        for case, clause in (("a::t[n1]", "gpus.count"), ("a::u[n1]", "host.memory"))]
     (n1,) = node_verdicts(["n1"], plan, records)
     assert (n1.verdict, n1.reason) == ("NOT CHECKED", (
         "2 could not be decided (n1: host probe busy: SLURM reports n1 allocated (held by "

@@ -16,12 +16,12 @@ import xml.etree.ElementTree as ET
 from decimal import Decimal
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from pytest_cluster.evidence.bundle.verify import verify
-from pytest_cluster.evidence.sinks.results import read_results
+from pytest_cluster.evidence.sinks.results import ResultLine, read_results
 from pytest_cluster.evidence.sla import FAILED, HEALTHY, UNREACHABLE, Span
 from pytest_cluster.evidence.timelines import Round, Timelines, ranges, timelines
 from pytest_cluster.soak import rounds as soak
@@ -71,7 +71,7 @@ def test_a_rounds_state_lasts_until_the_next_round_and_a_stop_is_not_observed() 
     assert found.observed_s == 290
 
 
-def _tallied(*rounds: dict[str, Any]) -> soak_tally.CaseTally:
+def _tallied(*rounds: ResultLine) -> soak_tally.CaseTally:
     tally = soak_tally.Tally()
     for number, record in enumerate(rounds, 1):
         tally.add(number, 0.0, [record], {})
@@ -79,14 +79,14 @@ def _tallied(*rounds: dict[str, Any]) -> soak_tally.CaseTally:
 
 
 def test_a_case_over_the_rounds_fails_naming_the_rounds_it_failed_in() -> None:
-    ok: dict[str, Any] = {"case": "c", "outcome": "passed", "measured": 1}
-    bad: dict[str, Any] = {"case": "c", "outcome": "failed",
-                           "message": "Failed: gpu3 ecc 4 > 0", "error_kind": None}
+    ok: ResultLine = {"case": "c", "outcome": "passed", "measured": 1}
+    bad = cast("ResultLine", {"case": "c", "outcome": "failed",
+                              "message": "Failed: gpu3 ecc 4 > 0", "error_kind": None})
     over = aggregate(_tallied(ok, ok, bad, bad))
     assert over["outcome"] == "failed"
     assert over["rounds_failed"] == [[3, 4]]
     assert over["message"] == "failed in 2 of 4 round(s) (rounds 3-4); rounds 3-4: gpu3 ecc 4 > 0"
-    down = {"case": "c", "outcome": "failed", "message": "n3 unreachable"}
+    down: ResultLine = {"case": "c", "outcome": "failed", "message": "n3 unreachable"}
     spells = [ok] * 4 + [bad] * 14 + [ok] * 3 + [down] + [ok] * 2
     over = aggregate(_tallied(*spells))
     assert over["rounds_failed"] == [[5, 18], [22, 22]]
@@ -98,7 +98,7 @@ def test_a_case_over_the_rounds_fails_naming_the_rounds_it_failed_in() -> None:
     assert "and 0 more" not in aggregate(_tallied(bad))["message"]
     assert ranges(range(1, 200, 2), most=3) == "1, 3, 5 and 97 more range(s)"
     assert aggregate(_tallied(ok, ok))["outcome"] == "passed"
-    skipped = {"case": "c", "outcome": "skipped", "message": "busy"}
+    skipped: ResultLine = {"case": "c", "outcome": "skipped", "message": "busy"}
     assert aggregate(_tallied(skipped))["outcome"] == "skipped"
     assert aggregate(_tallied(skipped, ok))["outcome"] == "passed"
 

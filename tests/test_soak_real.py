@@ -12,11 +12,10 @@ import threading
 import time
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
 
 import pytest
 
-from pytest_cluster.evidence.sinks.results import read_results
+from pytest_cluster.evidence.sinks.results import ResultLine, read_results
 from tests.netns_cluster import NetnsCluster
 from tests.test_soak import _lines
 
@@ -105,7 +104,7 @@ def test_a_node_down_for_a_minute_mid_soak_is_down_for_that_minute(
     assert all(r["nodes"].get("unreachable", []) in ([], ["node3"]) for r in rounds)
     assert all(not r["nodes"].get("failed") for r in rounds)
     run = read_results(soak_dir / "results.jsonl")
-    by_case: dict[str, dict[str, Any]] = {r["case"]: r for r in run.results}
+    by_case: dict[str, ResultLine] = {r["case"]: r for r in run.results}
     node3 = by_case["pytest_cluster/soak.py::test_available[node3]"]
     (outage_span,) = node3["outages_at"]
     began, ended = outage_span

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from jsonschema import Draft202012Validator, ValidationError
@@ -21,7 +21,7 @@ from pytest_cluster.evidence.plan import (
     why_left_out,
 )
 from pytest_cluster.evidence.rundir import create_run_dir, point_latest, run_dir_name
-from pytest_cluster.evidence.sinks.results import read_results, run_status
+from pytest_cluster.evidence.sinks.results import ResultLine, read_results, run_status
 from pytest_cluster.evidence.tally import ClauseTally, margin, margin_text
 from pytest_cluster.evidence.verdict import (
     TOOL_ERROR,
@@ -49,10 +49,11 @@ PLAN = Plan((PlannedCase("a::t[n1]", "gpus.count", "n1"),
                        "a::all"}))
 
 
-def result(case: str, node: str | None, outcome: str = "passed", **more: Any) -> dict[str, Any]:
+def result(case: str, node: str | None, outcome: str = "passed", **more: Any) -> ResultLine:
     clause = PLAN.by_id[case].clause
-    return {"type": "result", "case": case, "clause": clause, "spec_key": clause,
-            "node": node, "outcome": outcome, "phase": "call", **more}
+    return cast("ResultLine", {"type": "result", "case": case, "clause": clause,
+                               "spec_key": clause, "node": node, "outcome": outcome,
+                               "phase": "call", **more})
 
 
 def test_a_check_without_a_culprit_fails_the_cluster_not_the_node() -> None:
@@ -106,7 +107,7 @@ def test_a_timeout_is_unreachable_only_for_the_host_probe() -> None:
     busy = [result("a::t[n1]", "n1", "failed", message="Failed: n1: gpu_perf probe timeout",
                    error_kind="timeout", probe="gpu_perf")]
     assert node_verdicts(["n1"], PLAN, busy)[0].verdict == "REJECTED"
-    silent = [dict(busy[0], probe="host")]
+    silent: list[ResultLine] = [{**busy[0], "probe": "host"}]
     assert node_verdicts(["n1"], PLAN, silent)[0].verdict == "UNREACHABLE"
 
 
@@ -131,7 +132,7 @@ def test_not_checked_says_why_per_clause() -> None:
 ])
 def test_margin_in_percent_of_the_requirement(measured: float, op: str, required: float,
                                               expected: float, text: str) -> None:
-    record = {"measured": measured, "comparison": op, "required": required}
+    record: ResultLine = {"measured": measured, "comparison": op, "required": required}
     found = margin(record)
     assert found == pytest.approx(expected, abs=1e-3)
     assert found is not None and margin_text(found, op) == text
@@ -152,16 +153,16 @@ def test_the_worst_count_is_the_one_off_the_requirement() -> None:
 
 
 def test_matrix_cells_colour_by_margin() -> None:
-    near = {"node": "n1", "outcome": "failed", "measured": 341.2, "required": 360,
-            "comparison": ">=", "message": "Failed: slow"}
+    near: ResultLine = {"node": "n1", "outcome": "failed", "measured": 341.2, "required": 360,
+                        "comparison": ">=", "message": "Failed: slow"}
     assert (cell_of(near).css, cell_of(near).text) == ("m-short", "-5")
-    far = dict(near, measured=100)
+    far: ResultLine = {**near, "measured": 100}
     assert cell_of(far).css == "m-fail"
-    broken = dict(near, measured=None, error_kind="unreachable")
+    broken: ResultLine = {**near, "measured": None, "error_kind": "unreachable"}
     assert cell_of(broken).css == "m-error"
-    assert cell_of(dict(near, outcome="passed", measured=400)).css == "m-pass"
-    assert cell_of(dict(near, outcome="passed", measured=370)).css == "m-near"
-    assert cell_of(dict(near, outcome="not_run")).css == "m-notrun"
+    assert cell_of({**near, "outcome": "passed", "measured": 400}).css == "m-pass"
+    assert cell_of({**near, "outcome": "passed", "measured": 370}).css == "m-near"
+    assert cell_of({**near, "outcome": "not_run"}).css == "m-notrun"
 
 
 def test_a_results_file_without_an_end_line_was_interrupted(tmp_path: Path) -> None:
@@ -301,7 +302,8 @@ def test_a_check_not_established_rejects_only_through_the_silent_node() -> None:
     assert [f["kind"] for f in failures] == ["not_all_nodes"] and decisive(failures) == []
     end = {"status": "complete"}
     assert cluster_verdict(end["status"], verdicts, len(decisive(failures))) == "INCOMPLETE"
-    unreachable = [*records[:2], {**records[2], "error_kind": "unreachable"}, records[3]]
+    unreachable: list[ResultLine] = [*records[:2], {**records[2], "error_kind": "unreachable"},
+                                     records[3]]
     verdicts = node_verdicts(["n1", "n2"], PLAN, unreachable)
     assert cluster_verdict(end["status"], verdicts, 0) == "REJECTED"
 
@@ -416,7 +418,7 @@ def test_a_cluster_check_fails_the_nodes_it_names_and_no_other() -> None:
     assert verdicts["n3"].failed_clauses == ["host.same_software.kernel"]
     assert verdicts["n3"].failures[0]["message"] == "kernel differs between nodes"
     assert cluster_failures([odd], ["n1", "n2", "n3"])[0]["culprits"] == "n3"
-    silent = {**odd, "error_kind": "not_all_nodes", "culprits": "n[1-3]"}
+    silent: ResultLine = {**odd, "error_kind": "not_all_nodes", "culprits": "n[1-3]"}
     assert [v.verdict for v in node_verdicts(["n1", "n2", "n3"], PLAN, [*records, silent])
             ] == ["ACCEPTED"] * 3  # no one blamed
 
@@ -442,10 +444,11 @@ def test_a_drain_reason_is_cut_at_a_clause_saying_how_many_more() -> None:
 def test_each_cluster_failure_says_where_and_which_check_it_is() -> None:
     """A check across nodes names its collective and payload, its rail and round where the
     record has them; two that would still read alike name their cases' parameters."""
-    def failed(case: str, **more: Any) -> dict[str, Any]:
-        return {"type": "result", "case": case, "clause": "interconnect.busbw[inter_node]",
-                "node": "4 nodes (n1..n4)", "outcome": "failed",
-                "message": "Failed: slow", **more}
+    def failed(case: str, **more: Any) -> ResultLine:
+        return cast("ResultLine", {"type": "result", "case": case,
+                                   "clause": "interconnect.busbw[inter_node]",
+                                   "node": "4 nodes (n1..n4)", "outcome": "failed",
+                                   "message": "Failed: slow", **more})
 
     records = [failed("a::t[all_reduce-4GiB-4nodes]", collective="all_reduce",
                       payload=4 * 2**30),

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster import __version__
 from pytest_cluster.evidence.plan import level_of_run, not_checked, why_left_out
-from pytest_cluster.evidence.sinks.results import run_status
+from pytest_cluster.evidence.sinks.results import EndLine, SoakEnd, run_status
 from pytest_cluster.evidence.tally import is_simulated, not_a_node
 from pytest_cluster.evidence.verdict import (
     cluster_verdict,
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from pytest_cluster.evidence.baseline.compare import Baseline
     from pytest_cluster.evidence.derived_cases import Case
     from pytest_cluster.evidence.ledger import Ledger
-    from pytest_cluster.evidence.plan import Plan
-    from pytest_cluster.evidence.verdict import NodeVerdict
+    from pytest_cluster.evidence.plan import NotChecked, Plan, Selection
+    from pytest_cluster.evidence.verdict import NodeVerdict, VerdictDocument
     from pytest_cluster.spec import Spec
 
 
@@ -46,15 +46,15 @@ class RunFacts:
     verdicts: Sequence[NodeVerdict]
     exit_code: int
     started: float
-    selection: dict[str, Any]
+    selection: Selection
     derived: Sequence[Case] = ()  # cases derived from the whole run: counted apart
-    not_checked: Sequence[dict[str, Any]] = ()  # more clauses given but not checked
+    not_checked: Sequence[NotChecked] = ()  # more clauses given but not checked
     baseline: Baseline | None = None
     baseline_cases: Sequence[Case] = ()
-    soak: dict[str, Any] | None = None  # a soak's own end record
+    soak: SoakEnd | None = None  # a soak's own end record
 
 
-def end_record(facts: RunFacts) -> dict[str, Any]:
+def end_record(facts: RunFacts) -> EndLine:
     """results.jsonl's last line: how the run ended and exactly what it covered."""
     plan, ledger, derived = facts.plan, facts.ledger, facts.derived
     failed_derived = sum(not case.passed for case in derived)
@@ -68,7 +68,7 @@ def end_record(facts: RunFacts) -> dict[str, Any]:
     covered = {c.node for c in plan.cases if c.node is not None and c.case_id in facts.ran}
     nodes = facts.spec.cluster.nodes
     now = time.time()
-    end: dict[str, Any] = {
+    end: EndLine = {
         "type": "end", "simulated": is_simulated(facts.spec),
         "status": run_status(facts.exit_code, planned, selected, checks_ran),
         "exit_code": facts.exit_code, "counts": counts,
@@ -110,8 +110,8 @@ def verdict_schema() -> dict[str, Any]:
     return schema
 
 
-def verdict_document(spec: Spec, end: dict[str, Any], verdicts: Sequence[NodeVerdict],
-                     ledger: Ledger, run_id: str = "") -> dict[str, Any]:
+def verdict_document(spec: Spec, end: EndLine, verdicts: Sequence[NodeVerdict],
+                     ledger: Ledger, run_id: str = "") -> VerdictDocument:
     """verdict.json: the cluster's verdict and outcome (PASS, FAIL, ERROR) at the level
     that ran, each node's, the failed checks about no one node, and the lines that take
     the nodes that failed out of service (SLURM drain, Kubernetes taint; printed, never

@@ -22,13 +22,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pytest_cluster.evidence.verdict import (
     ERROR,
     FAIL,
     PASS,
     NodeVerdict,
+    VerdictDocument,
     drain_command,
     outcome_of,
 )
@@ -105,7 +106,7 @@ def _refuse_constant(name: str) -> None:
     raise ValueError(f"{name} is not a number")
 
 
-def read_verdict(path: Path) -> dict[str, Any]:
+def read_verdict(path: Path) -> VerdictDocument:
     """verdict.json as written by the run: a JSON object within MAX_VERDICT_BYTES, finite
     numbers only; ValueError or OSError says what is wrong."""
     with path.open("rb") as stream:
@@ -118,7 +119,7 @@ def read_verdict(path: Path) -> dict[str, Any]:
         raise ValueError("nested too deeply") from None
     if not isinstance(document, dict):
         raise ValueError("not a JSON object")
-    return document
+    return cast("VerdictDocument", document)  # what a run writes; decide() checks it
 
 
 def _nodes(document: Mapping[str, Any]) -> list[NodeVerdict]:
@@ -194,7 +195,7 @@ def gate(run: Path, exit_status: int, log: Path | None = None,
     gate's run started) is another run's, and so none."""
     path = verdict_path(run)
     why_missing = ""
-    document: dict[str, Any] | None = None
+    document: VerdictDocument | None = None
     try:
         if since is not None and path.stat().st_mtime < since - 1:
             why_missing = f"{path} is an earlier run's"

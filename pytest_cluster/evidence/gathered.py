@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import os
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, NamedTuple
+from typing import IO, NamedTuple
 
-from pytest_cluster.evidence.sinks.results import clause_of, outcome
+from pytest_cluster.evidence.sinks.results import ResultLine, clause_of, outcome
 from pytest_cluster.evidence.tally import ClauseTally, margin, margin_text, measured_text
 from pytest_cluster.evidence.verdict import NOT_BLAMING, culprits
 
@@ -33,7 +33,7 @@ def _rank(css: str) -> int:
     return ["m-notrun", "m-pass", "m-near", "m-short", "m-fail", "m-error"].index(css)
 
 
-def cell_of(record: Mapping[str, Any]) -> Cell:
+def cell_of(record: ResultLine) -> Cell:
     """How one record shows in the matrix: colour by its margin, text the margin."""
     kind = outcome(record)
     where = str(record.get("node", ""))
@@ -71,7 +71,7 @@ class Matrix:
     def clauses(self) -> list[str]:
         return list(self._clauses)
 
-    def add(self, record: Mapping[str, Any]) -> None:
+    def add(self, record: ResultLine) -> None:
         """A record's cell on its node; a check of several nodes that blames some
         (verdict.culprits) puts its failure in each of their cells too, as their verdicts
         count it."""
@@ -96,7 +96,7 @@ class Matrix:
             self.cells[(node, clause)] = cell
 
 
-def matrix(nodes: Sequence[str], records: Iterable[Mapping[str, Any]]) -> Matrix:
+def matrix(nodes: Sequence[str], records: Iterable[ResultLine]) -> Matrix:
     found = Matrix(nodes)
     for record in records:
         found.add(record)
@@ -121,7 +121,7 @@ class PassedRow(NamedTuple):
     of_reference: str
 
 
-def passed_row(record: Mapping[str, Any]) -> PassedRow:
+def passed_row(record: ResultLine) -> PassedRow:
     """A passed check's row in its clause's list."""
     found = margin(record)
     shown = margin_text(found, str(record.get("comparison", ">="))) if found is not None \
@@ -131,7 +131,7 @@ def passed_row(record: Mapping[str, Any]) -> PassedRow:
                      _ratio(record))
 
 
-def _ratio(record: Mapping[str, Any]) -> str:
+def _ratio(record: ResultLine) -> str:
     ratio = record.get("reference_ratio")
     return f"{ratio * 100:.0f} %" if isinstance(ratio, (int, float)) else ""
 
@@ -172,7 +172,7 @@ class PassedRows:
         return {clause: list(self.rows(clause)) for clause in self._where}
 
 
-def reference_named(record: Mapping[str, Any]) -> str:
+def reference_named(record: ResultLine) -> str:
     """A clause's reference as its list names it once: the figure and what it is, without
     this case's ratio ('794.5 TFLOPS measured by mamf-finder on H100 SXM')."""
     text = str(record.get("reference") or "")
@@ -184,7 +184,7 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def is_benchmark(record: Mapping[str, Any]) -> bool:
+def is_benchmark(record: ResultLine) -> bool:
     """Whether the record is a benchmark run's (its raw has a payload sweep, empty when
     the job failed), not the slow-node search's."""
     raw = record.get("raw")

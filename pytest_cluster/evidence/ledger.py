@@ -19,8 +19,7 @@ from __future__ import annotations
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from pytest_cluster.evidence.gathered import (
     Gathered,
@@ -32,7 +31,7 @@ from pytest_cluster.evidence.gathered import (
 )
 from pytest_cluster.evidence.latency_map import LatencyMap
 from pytest_cluster.evidence.plan import DESELECTED
-from pytest_cluster.evidence.sinks.results import clause_of, counted, outcome
+from pytest_cluster.evidence.sinks.results import ResultLine, clause_of, counted, outcome
 from pytest_cluster.evidence.tally import ClauseTally, add_to_tally
 from pytest_cluster.evidence.verdict import NodeVerdict, VerdictBuilder, cluster_failures
 
@@ -49,12 +48,12 @@ SHARED = frozenset({"clause", "spec_key", "requirement", "comparison", "unit", "
                     "filesystem", "type"})
 
 
-def held(record: Mapping[str, Any]) -> dict[str, Any]:
+def held(record: ResultLine) -> ResultLine:
     """What the ledger keeps of a line it holds in full: the line without its raw probe
     payload, the pytest node id where the case id says which case it is, and the keys
     only the files need, which stay in results.jsonl and JUnit; a benchmark's payload
     sweep is kept for the charts."""
-    kept: dict[str, Any] = {}
+    kept: dict[str, object] = {}  # the line's own keys, some left out
     for key, value in record.items():
         if key in NOT_HELD or key.startswith("busbw_GBps[") or (
                 key == "nodeid" and "case" in record):  # the case says which it is
@@ -65,7 +64,7 @@ def held(record: Mapping[str, Any]) -> dict[str, Any]:
             continue
         kept[sys.intern(key)] = (sys.intern(value) if key in SHARED and isinstance(value, str)
                                  else value)
-    return kept
+    return cast("ResultLine", kept)
 
 
 #: Findings held for the terminal and the report (results.jsonl and JUnit have all).
@@ -78,7 +77,7 @@ class Ledger:
         self.outcomes: Counter[str] = Counter()
         self.ran: dict[str, str] = {}  # case id -> its node ("None": about no one node)
         self._caseless: Counter[str] = Counter()  # node -> lines with no case id
-        self.kept: list[dict[str, Any]] = []  # not passed, or a benchmark run (charts)
+        self.kept: list[ResultLine] = []  # not passed, or a benchmark run (charts)
         self._verdicts = VerdictBuilder(nodes)
         self._tallies: dict[str, ClauseTally] = {}
         self._matrix = Matrix(nodes)
@@ -88,7 +87,7 @@ class Ledger:
         self.findings: list[str] = []  # what a check found beside its figure (a straggler)
         self.latency = LatencyMap()  # the latency heat map's figures
 
-    def add(self, record: Mapping[str, Any]) -> None:
+    def add(self, record: ResultLine) -> None:
         """Count one result line, as it is written."""
         kind = outcome(record)
         self.outcomes[kind] += 1

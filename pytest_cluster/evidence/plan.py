@@ -14,7 +14,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
@@ -61,13 +61,13 @@ class Plan:
     def deselected(self) -> list[PlannedCase]:
         return [case for case in self.cases if case.case_id not in self.selected]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PlanDocument:
         return {"cases": [case.to_json() for case in self.cases],
                 "selected": sorted(self.selected),
                 "not_in_contract": list(self.not_in_contract)}
 
     @classmethod
-    def from_json(cls, document: dict[str, Any]) -> Plan:
+    def from_json(cls, document: PlanDocument) -> Plan:
         return cls(tuple(PlannedCase.from_json(row) for row in document["cases"]),
                    frozenset(document["selected"]), tuple(document["not_in_contract"]))
 
@@ -86,30 +86,54 @@ class Plan:
             return cls(known=False)
 
 
+class PlanDocument(TypedDict):
+    """The plan as the collecting process writes it for the others (PLAN_FILE)."""
+
+    cases: list[list[Any]]  # [case id, clause, node or None] (PlannedCase.to_json)
+    selected: list[str]
+    not_in_contract: list[str]
+
+
+#: The options that chose a subset of the contract, as given (the end record's
+#: `selection`; its keys are the options' names).
+Selection = TypedDict("Selection", {"-k": str, "-m": str, "--lf": bool, "--ff": bool,
+                                    "--deselect": list[str], "--maxfail": int}, total=False)
+
+
+class NotChecked(TypedDict, total=False):
+    """A clause not (fully) checked and why (the end record's `not_checked`): with how
+    many of its cases, where some were."""
+
+    clause: str
+    why: str
+    cases: int
+    of: int
+
+
 #: Why a selection left checks out: a level chose (-m alone), or another selection did.
 NOT_AT_THIS_LEVEL, DESELECTED = "not at this level", "deselected"
 
 
-def why_left_out(chosen: dict[str, Any]) -> str:
+def why_left_out(chosen: Selection) -> str:
     """Why the checks a run's selection left out (`selection`'s dict) were not run: 'not
     at this level' when `-m` alone chose (a sanity run judges the sanity level), else
     'deselected' (-k, --lf, --deselect)."""
     return NOT_AT_THIS_LEVEL if set(chosen) == {"-m"} else DESELECTED
 
 
-def level_of_run(chosen: dict[str, Any]) -> str:
+def level_of_run(chosen: Selection) -> str:
     """The level a run judged: the `-m` expression given ('sanity', 'stress'), else the
     default, the full acceptance suite."""
     return str(chosen.get("-m") or "acceptance")
 
 
 def not_checked(plan: Plan, ran: set[str],
-                left_out: str = DESELECTED) -> list[dict[str, Any]]:
+                left_out: str = DESELECTED) -> list[NotChecked]:
     """Every clause not (fully) checked and why: not in contract, left out by the
     selection (`left_out`: deselected, or not at this level), not reached (selected, but
     the run ended first)."""
-    rows: list[dict[str, Any]] = [{"clause": name, "why": "not in contract"}
-                                  for name in sorted(set(plan.not_in_contract))]
+    rows: list[NotChecked] = [{"clause": name, "why": "not in contract"}
+                              for name in sorted(set(plan.not_in_contract))]
     for why, cases in ((left_out, plan.deselected),
                        ("not reached", [c for c in plan.cases if c.case_id in plan.selected
                                         and c.case_id not in ran])):
@@ -120,14 +144,14 @@ def not_checked(plan: Plan, ran: set[str],
     return rows
 
 
-def selection(config: pytest.Config) -> dict[str, Any]:
+def selection(config: pytest.Config) -> Selection:
     """The options that chose a subset of the contract, as given."""
     option = config.option
-    chosen: dict[str, Any] = {}
-    for key, name in (("keyword", "-k"), ("markexpr", "-m")):
-        value = getattr(option, key, "")
-        if value:
-            chosen[name] = value
+    chosen: Selection = {}
+    if getattr(option, "keyword", ""):
+        chosen["-k"] = option.keyword
+    if getattr(option, "markexpr", ""):
+        chosen["-m"] = option.markexpr
     if getattr(option, "lf", False):
         chosen["--lf"] = True
     if getattr(option, "failedfirst", False):

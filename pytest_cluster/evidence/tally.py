@@ -13,6 +13,7 @@ from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.units import format_number
 
 if TYPE_CHECKING:
+    from pytest_cluster.evidence.sinks.results import ResultLine
     from pytest_cluster.spec.model import Spec
 
 MAX_SHOWN = 5
@@ -25,7 +26,7 @@ def _places(names: list[str]) -> str:
     return f"{', '.join(ordered[:3])} and {len(ordered) - 3} more"
 
 
-def margin(record: Mapping[str, Any]) -> float | None:
+def margin(record: ResultLine) -> float | None:
     """How far the measured value is from the requirement, in % of the required value:
     positive is headroom, negative a shortfall ('== 8' with 7 found: -12.5). None when
     there is no number to compare (text, an error) or the requirement is 0."""
@@ -81,7 +82,7 @@ class ClauseTally:
     found_failed: dict[str, list[str]] = field(default_factory=dict)
     unmeasured: list[str] = field(default_factory=list)  # failed with no number to show
 
-    def add(self, record: Mapping[str, Any]) -> None:
+    def add(self, record: ResultLine) -> None:
         node = str(record.get("node", "?"))
         if record.get("gpu") is not None:  # one string per GPU, whichever clause
             node = sys.intern(f"{node} gpu{record['gpu']}")
@@ -161,7 +162,7 @@ SIMULATED_BANNER = ("SIMULATED cluster: every number in this report is simulated
                     "spec's sim section; no hardware was measured.")
 
 
-def add_to_tally(clauses: dict[str, ClauseTally], record: Mapping[str, Any]) -> None:
+def add_to_tally(clauses: dict[str, ClauseTally], record: ResultLine) -> None:
     """Count one result line in its clause's tally (a line not run counts nowhere)."""
     if record.get("outcome") == "not_run":
         return
@@ -169,7 +170,7 @@ def add_to_tally(clauses: dict[str, ClauseTally], record: Mapping[str, Any]) -> 
     clauses.setdefault(key, ClauseTally(key)).add(record)
 
 
-def clause_tallies(records: Iterable[Mapping[str, Any]]) -> list[ClauseTally]:
+def clause_tallies(records: Iterable[ResultLine]) -> list[ClauseTally]:
     clauses: dict[str, ClauseTally] = {}
     for record in records:
         add_to_tally(clauses, record)

@@ -29,15 +29,21 @@ import shlex
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from pytest_cluster.errors import UnitError
-from pytest_cluster.evidence.sinks.results import COMPLETE, PARTIAL, clause_of, outcome
+from pytest_cluster.evidence.sinks.results import (
+    COMPLETE,
+    PARTIAL,
+    ResultLine,
+    clause_of,
+    outcome,
+)
 from pytest_cluster.hostlist import expand_hostlist
 from pytest_cluster.units import format_size
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.plan import Plan
+    from pytest_cluster.evidence.plan import Plan, Selection
 
 ACCEPTED = "ACCEPTED"
 REJECTED = "REJECTED"
@@ -68,7 +74,7 @@ NOT_BLAMING = NO_CULPRIT | NOT_MEASURED | TOOL_ERROR | NOT_ESTABLISHED
 MAX_REASON = 300
 
 
-def culprits(record: Mapping[str, Any]) -> list[str]:
+def culprits(record: ResultLine) -> list[str]:
     """The nodes a check of several nodes names as the cause of its failure (its
     `culprits`, a hostlist: the odd firmware's node, the ranks that used another
     transport): they fail with its clause. None where it names none."""
@@ -91,10 +97,52 @@ def clean_message(message: str) -> str:
     return first if len(first) <= MAX_REASON else first[:MAX_REASON - 3] + "..."
 
 
-def _no_answer(record: Mapping[str, Any]) -> bool:
+def _no_answer(record: ResultLine) -> bool:
     kind = record.get("error_kind")
     kinds = NO_ANSWER_HOST if record.get("probe") == "host" else NO_ANSWER
     return kind in kinds
+
+
+class NodeEntry(TypedDict):
+    """A node's entry in verdict.json (NodeVerdict.to_json)."""
+
+    node: str
+    verdict: str
+    outcome: str  # PASS, FAIL or ERROR
+    reason: str
+    checks_planned: int
+    checks_not_selected: int
+    checks_ran: int
+    checks_passed: int
+    checks_undecided: int
+    failed_clauses: list[str]
+    failures: list[dict[str, str]]  # clause, case, message
+
+
+class VerdictDocument(TypedDict):
+    """verdict.json, as the run writes it (end.verdict_document; verdict.schema.json)."""
+
+    schema: str
+    run_id: str
+    tool_version: str
+    cluster: str
+    spec_sha256: str
+    simulated: bool
+    status: str
+    verdict: str
+    outcome: str
+    level: str
+    selection: Selection
+    checks_not_selected: int
+    started_at: str  # UTC
+    ended_at: str
+    checks: str  # '<ran> of <planned>'
+    nodes_in_spec: int
+    nodes_checked: int
+    nodes: list[NodeEntry]
+    cluster_checks_failed: list[dict[str, str]]  # cluster_failures
+    drain: list[str]
+    taint: list[str]
 
 
 @dataclass
@@ -115,7 +163,7 @@ class NodeVerdict:
         """PASS, FAIL or ERROR: what a gate does with this node."""
         return outcome_of(self.verdict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> NodeEntry:
         return {"node": self.node, "verdict": self.verdict, "outcome": self.outcome,
                 "reason": self.reason, "checks_planned": self.planned,
                 "checks_not_selected": self.not_selected, "checks_ran": self.ran,
@@ -132,7 +180,7 @@ class VerdictBuilder:
         self._verdicts = {name: NodeVerdict(name) for name in nodes}
         self._unreachable: dict[str, str] = {}
 
-    def add(self, record: Mapping[str, Any]) -> None:
+    def add(self, record: ResultLine) -> None:
         failed = outcome(record) in ("failed", "error")
         if failed and record.get("error_kind") not in NOT_BLAMING:
             for node in culprits(record):  # a check of several nodes that names some
@@ -152,7 +200,7 @@ class VerdictBuilder:
                 self._unreachable.setdefault(found.node, message)
 
     @staticmethod
-    def _fail(found: NodeVerdict, record: Mapping[str, Any]) -> str:
+    def _fail(found: NodeVerdict, record: ResultLine) -> str:
         """Count a failed check against a node: its clause, the case, the message."""
         clause = clause_of(record)
         if clause not in found.failed_clauses:
@@ -183,7 +231,7 @@ class VerdictBuilder:
 
 
 def node_verdicts(nodes: Sequence[str], plan: Plan,
-                  records: Iterable[Mapping[str, Any]]) -> list[NodeVerdict]:
+                  records: Iterable[ResultLine]) -> list[NodeVerdict]:
     """One verdict per node of the spec, in the spec's order."""
     builder = VerdictBuilder(nodes)
     extra: Counter[str] = Counter()
@@ -228,7 +276,7 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def where_of(record: Mapping[str, Any]) -> str:
+def where_of(record: ResultLine) -> str:
     """Where a check about several nodes ran, and what tells it apart from the clause's
     other checks: the nodes it spanned (their count, when there are several), then its
     collective, payload, rail and round where the record has them: '64 nodes
@@ -237,18 +285,19 @@ def where_of(record: Mapping[str, Any]) -> str:
     what = " ".join(str(part) for part in (record.get("collective"), size) if part)
     parts = [str(record.get("node")), *([what] if what else [])]
     for key in ("rail", "round"):
-        if record.get(key) not in (None, ""):
-            parts.append(f"{key} {record[key]}")
+        value = record.get(key)
+        if value not in (None, ""):
+            parts.append(f"{key} {value}")
     return ", ".join(parts)
 
 
-def _case_params(record: Mapping[str, Any]) -> str:
+def _case_params(record: ResultLine) -> str:
     """The case's parameters as its id shows them ('all_reduce-4GiB-64nodes'), or ''."""
     case = str(record.get("case") or record.get("nodeid") or "")
     return case[case.index("[") + 1:-1] if case.endswith("]") and "[" in case else ""
 
 
-def cluster_failures(records: Iterable[Mapping[str, Any]],
+def cluster_failures(records: Iterable[ResultLine],
                      nodes: Sequence[str]) -> list[dict[str, str]]:
     """Failed checks about several nodes at once (or the whole cluster), each with where it
     ran (where_of); two that would still read alike also name their case's parameters."""

@@ -18,12 +18,13 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.fanout import fan_out
 from pytest_cluster.launchers.process import INTERRUPTED_MESSAGE, interrupted, run_process
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult, ProgramRun
+from pytest_cluster.probes.job_node import RankEntry
 from pytest_cluster.sim.answers import JOBS, PROBES, job_named
 from pytest_cluster.sim.cluster import describe_node, node_is_down
 from pytest_cluster.sim.collectives import doubling, nccl_tests_run
@@ -36,11 +37,12 @@ from pytest_cluster.sim.job_node import (
 
 if TYPE_CHECKING:
     from pytest_cluster.probes import ProbeCall
+    from pytest_cluster.probes.job_node import JobNodeData, WhereAmI
     from pytest_cluster.sim.cluster import SimNode
     from pytest_cluster.spec.model import ClusterSpec, InterconnectSpec, Spec
     from pytest_cluster.spec.sim_records import SimSpec
 
-RankEntries = list[dict[str, Any]]
+RankEntries = list[RankEntry]
 
 
 class _Cancelled(Exception):
@@ -102,7 +104,7 @@ class SimLauncher(Launcher):
                                limit=self.spec.probe_output_bytes)
         try:
             if call.name == "job_node":
-                data = self.job_node(call, node)
+                data = dict(self.job_node(call, node))
             elif call.name in PROBES:
                 data = dict(PROBES[call.name](self.sim, self.interconnect, node, call.args))
             else:
@@ -136,7 +138,7 @@ class SimLauncher(Launcher):
             return ProgramRun(1, "", f"simulated: {exc}", simulated=True)
         return ProgramRun(run.exit_code, run.stdout, run.stderr, simulated=True)
 
-    def job_node(self, call: ProbeCall, node: str) -> dict[str, Any]:
+    def job_node(self, call: ProbeCall, node: str) -> WhereAmI | JobNodeData:
         """job_node's answer on a simulated node: where it is, or its ranks' results once
         every node of the job has joined (the collective benchmark only). ValueError for
         what the sim cannot answer; _Cancelled when the run was interrupted."""

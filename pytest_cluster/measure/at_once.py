@@ -7,7 +7,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import run_job
@@ -41,8 +41,20 @@ def token(timeout_s: float) -> str:
     return f"{int(time.time() + 2 * timeout_s + 600)}-{secrets.token_hex(6)}"
 
 
+class Removed(TypedDict):
+    node: str  # the node whose job removed them
+    files: Any  # what its rank said it removed
+
+
+class Removal(TypedDict, total=False):
+    """What removing a run's files did: what was removed, or why nothing could be."""
+
+    removed: Removed
+    remove_error: str
+
+
 def remove_left(launcher: Launcher, nodes: Sequence[str], job: Callable[[str], JobSpec]
-                ) -> dict[str, Any]:
+                ) -> Removal:
     """Remove what is left of a run, by `job(node)` on the first of `nodes` (in the order
     to try them: a node that did not answer last) that can, trying REMOVE_TRIES at most:
     what it removed, or why none could."""

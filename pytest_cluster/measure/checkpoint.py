@@ -17,13 +17,14 @@ import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, reason_line, run_job
 from pytest_cluster.measure.at_once import (
     NO_RENDEZVOUS,
     NOT_STARTED,
+    Removal,
     pairs,
     part_errors,
     remove_left,
@@ -36,6 +37,7 @@ from pytest_cluster.units import finite
 
 if TYPE_CHECKING:
     from pytest_cluster.launchers.base import Launcher
+    from pytest_cluster.probes.checkpoint import RankData
     from pytest_cluster.spec.model import CheckpointSpec, StorageSpec
 
 PHASES = ("write", "read")
@@ -59,6 +61,18 @@ class RankFigures:
     wait_s: float = 0.0  # of `seconds`, waiting for the data to be made or checked (CPU)
 
 
+class CheckpointDetails(Removal, total=False):
+    """What the evidence keeps of a burst beside its figures: its token and times, the
+    files of earlier bursts its sweep found (as the ranks said them), the filesystem's
+    capacity, and what removing its files did."""
+
+    token: str
+    started_at: float
+    leftovers: list[dict[str, Any]]
+    capacity_bytes: float
+    ended_at: float
+
+
 @dataclass(frozen=True)
 class CheckpointRun:
     nodes: tuple[str, ...]  # the nodes of the burst (those that answered)
@@ -74,7 +88,7 @@ class CheckpointRun:
     #: per node whose part of a phase the launcher could not run, its error kind
     #: ('unreachable', 'timeout', ...: ProbeResult.error)
     error_kinds: tuple[tuple[str, str], ...] = ()
-    details: dict[str, Any] = field(default_factory=dict)
+    details: CheckpointDetails = field(default_factory=CheckpointDetails)
     simulated: bool = False
 
     def ranks(self, phase: str) -> tuple[RankFigures, ...]:
@@ -190,7 +204,7 @@ def phase_job(fs: StorageSpec, nodes: Sequence[str], writers: int, size: int, ph
                    master_addr=NO_RENDEZVOUS)
 
 
-def _figures(node: str, rank: int, data: dict[str, Any] | None, phase: str,
+def _figures(node: str, rank: int, data: RankData | None, phase: str,
              stderr: str) -> RankFigures:
     """One rank's report, each number checked (a node's answer is not trusted)."""
     empty = RankFigures(node, rank, 0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -217,18 +231,19 @@ def _figures(node: str, rank: int, data: dict[str, Any] | None, phase: str,
 
 def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
         tuple[RankFigures, ...], list[tuple[str, str]], list[tuple[str, str]], bool,
-        dict[str, Any]]:
+        CheckpointDetails]:
     """A phase's ranks, per node why it has none, per node the launcher's error kind where
     it could not run the node's part, whether simulated, and what to keep of it."""
     result = run_job(launcher, job)
     errors = part_errors(result, phase)
-    ranks = tuple(_figures(r.node, r.rank, r.data if r.ok else None, phase,
+    ranks = tuple(_figures(r.node, r.rank,  # a rank's answer: _figures checks it
+                           cast("RankData | None", r.data if r.ok else None), phase,
                            reason_line(r.stderr_tail) or f"exited with code {r.exit_code}")
                   for r in result.ranks)
     errors += [(r.node, f"{phase}: rank {r.rank}: {r.error}") for r in ranks if r.error]
     leftovers = [item for r in result.ranks if r.data for item in r.data.get("leftovers") or []
                  if isinstance(item, dict)]
-    more: dict[str, Any] = {"leftovers": leftovers[:100]} if leftovers else {}
+    more: CheckpointDetails = {"leftovers": leftovers[:100]} if leftovers else {}
     capacity = next((finite(r.data.get("capacity_bytes")) for r in result.ranks
                      if r.data and r.data.get("capacity_bytes") is not None), None)
     if capacity is not None and capacity > 0:
@@ -236,7 +251,7 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
     return ranks, errors, list(result.error_kinds), result.simulated, more
 
 
-def _remove(launcher: Launcher, fs: StorageSpec, run: CheckpointRun, tag: str) -> dict[str, Any]:
+def _remove(launcher: Launcher, fs: StorageSpec, run: CheckpointRun, tag: str) -> Removal:
     """Remove every file of the burst, on the first node that can: those whose part ran
     first (a node that did not answer is tried last)."""
     ordered = sorted(run.nodes, key=lambda n: bool(run.node_error(n)))
@@ -258,7 +273,7 @@ def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
     if not nodes:
         return run
     tag = token(fs.checkpoint.timeout_s)
-    details: dict[str, Any] = {"token": tag, "started_at": time.time()}
+    details: CheckpointDetails = {"token": tag, "started_at": time.time()}
     simulated = False
     try:
         for phase in PHASES:
@@ -282,6 +297,6 @@ def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
                           error_kinds=(*run.error_kinds, *kinds))
             run = replace(run, write=ranks) if phase == "write" else replace(run, read=ranks)
     finally:
-        details.update(_remove(launcher, fs, run, tag))
+        details = {**details, **_remove(launcher, fs, run, tag)}
     details["ended_at"] = time.time()
     return replace(run, details=details, simulated=simulated)

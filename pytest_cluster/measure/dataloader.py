@@ -17,13 +17,14 @@ import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, reason_line, run_job
 from pytest_cluster.measure.at_once import (
     NO_RENDEZVOUS,
     NOT_STARTED,
+    Removal,
     pairs,
     part_errors,
     remove_left,
@@ -36,6 +37,7 @@ from pytest_cluster.units import finite
 
 if TYPE_CHECKING:
     from pytest_cluster.launchers.base import Launcher
+    from pytest_cluster.probes.dataloader import RankData
     from pytest_cluster.spec.model import StorageSpec
 
 #: The phases that are judged (the write before them only makes the file set).
@@ -67,6 +69,15 @@ class NodeFigures:
         return (self.ops if what == "ops" else self.bytes) / self.seconds
 
 
+class DataloaderDetails(Removal, total=False):
+    """What the evidence keeps of a run beside its figures: its token and times, and what
+    removing its files did."""
+
+    token: str
+    started_at: float
+    ended_at: float
+
+
 @dataclass(frozen=True)
 class DataloaderRun:
     nodes: tuple[str, ...]  # those that took part (that answered)
@@ -79,7 +90,7 @@ class DataloaderRun:
     #: per node whose part the launcher could not run, its error kind ('unreachable')
     error_kinds: tuple[tuple[str, str], ...] = ()
     method: str = ""  # how the reads bypassed the page cache
-    details: dict[str, Any] = field(default_factory=dict)
+    details: DataloaderDetails = field(default_factory=DataloaderDetails)
     simulated: bool = False
 
     def workers(self, phase: str) -> tuple[WorkerFigures, ...]:
@@ -175,7 +186,7 @@ def phase_job(fs: StorageSpec, nodes: Sequence[str], workers: int, phase: str, t
 _NUMBERS = ("ops", "bytes", "seconds", "cpu_s", "late_s")
 
 
-def _worker(node: str, rank: int, data: dict[str, Any] | None, why: str) -> WorkerFigures:
+def _worker(node: str, rank: int, data: RankData | None, why: str) -> WorkerFigures:
     """One worker's report, each number checked (a node's answer is not trusted)."""
     empty = WorkerFigures(node, rank, 0, 0, 0.0, 0.0, 0.0)
     if data is None:
@@ -197,7 +208,8 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
         tuple[WorkerFigures, ...], list[tuple[str, str]], list[tuple[str, str]], bool, str]:
     result = run_job(launcher, job)
     errors = part_errors(result, phase)
-    workers = tuple(_worker(r.node, r.rank, r.data if r.ok else None,
+    workers = tuple(_worker(r.node, r.rank,  # a worker's answer: _worker checks it
+                            cast("RankData | None", r.data if r.ok else None),
                             reason_line(r.stderr_tail) or f"exited with code {r.exit_code}")
                     for r in result.ranks)
     errors += [(w.node, f"{phase}: worker {w.rank}: {w.error}") for w in workers if w.error]
@@ -219,7 +231,7 @@ def run_dataloader(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
     if not nodes:
         return run
     tag = token(fs.dataloader.timeout_s * 2)
-    details: dict[str, Any] = {"token": tag, "started_at": time.time()}
+    details: DataloaderDetails = {"token": tag, "started_at": time.time()}
     simulated = False
     on, wrote = list(nodes), list[int]()
     try:
@@ -245,7 +257,7 @@ def run_dataloader(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
                 run = replace(run, metadata=found)
     finally:
         ordered = sorted(run.nodes, key=lambda n: bool(run.node_error(n)))
-        details.update(remove_left(launcher, ordered, lambda node: phase_job(
-            fs, [node], workers, "remove", tag, 0.0)))
+        details = {**details, **remove_left(launcher, ordered, lambda node: phase_job(
+            fs, [node], workers, "remove", tag, 0.0))}
     details["ended_at"] = time.time()
     return replace(run, details=details, simulated=simulated)

@@ -14,13 +14,27 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from pytest_cluster.measure import fabric
 from pytest_cluster.measure.cache import write_object
 from pytest_cluster.measure.calls import gpu_call, gpu_perf_call
 from pytest_cluster.measure.fabric import NIC_START
-from pytest_cluster.measure.inventory_file import GPU_FIELDS, INVENTORY, is_unreadable, unreadable
+from pytest_cluster.measure.inventory_file import (
+    GPU_FIELDS,
+    INVENTORY,
+    UNREADABLE,
+    CpuRecord,
+    GpuRecord,
+    HcaRecord,
+    InterfaceRecord,
+    InventoryDocument,
+    NodeRecord,
+    SoftwareRecord,
+    Unreadable,
+    is_unreadable,
+    unreadable,
+)
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.units import utc
 
@@ -42,24 +56,37 @@ INTERRUPTED = "not recorded: the run was interrupted before the {what} probe ran
 NOT_RUN = "the {what} probe did not run on this node"
 
 
+def _no_payload(why: str) -> dict[str, Any]:
+    """In place of a probe's payload: {"unreadable": why} (see is_unreadable)."""
+    return {UNREADABLE: why}
+
+
 def _payload(result: ProbeResult | None, what: str, missing: str = NOT_RUN) -> dict[str, Any]:
-    """The result's payload, or {"unreadable": why} when there is none."""
+    """The result's payload (a node's answer: read with care), or {"unreadable": why}
+    when there is none."""
     if result is None:
-        return unreadable(missing.format(what=what))
+        return _no_payload(missing.format(what=what))
     if not result.ok:
-        return unreadable(result.describe())
+        return _no_payload(result.describe())
     payload = result.payload()
     if "error" in payload:
-        return unreadable(str(payload["error"]))
+        return _no_payload(str(payload["error"]))
     return payload
 
 
-def _gpus(gpu: ProbeResult | None, missing: str) -> tuple[Any, dict[str, Any]]:
+class _Nvml(TypedDict, total=False):
+    driver: str | None
+    cuda_driver: str | None
+
+
+def _gpus(gpu: ProbeResult | None, missing: str) -> tuple[list[GpuRecord] | Unreadable,
+                                                          _Nvml]:
     """(the GPUs as the record lists them or why not, NVML's driver and CUDA)."""
     payload = _payload(gpu, "GPU", missing)
     if is_unreadable(payload):
         return payload, {}
-    listed = [{name: entry.get(name) for name in GPU_FIELDS} for entry in payload["gpus"]]
+    listed = [cast("GpuRecord", {name: entry.get(name) for name in GPU_FIELDS})
+              for entry in payload["gpus"]]
     return listed, {"driver": payload.get("driver"), "cuda_driver": payload.get("cuda_driver")}
 
 
@@ -70,7 +97,7 @@ LOOKED = {"python": "the interpreter the spec names", "torch": "package metadata
                     "driver loaded)"}
 
 
-def _found(versions: dict[str, Any], name: str) -> Any:
+def _found(versions: dict[str, Any], name: str) -> str | Unreadable:
     value = versions.get(name)
     return value if value else unreadable(f"not found: looked in {LOOKED[name]}")
 
@@ -96,33 +123,35 @@ def _read(port: Port, value: Any, path: str) -> Any:
     return unreadable(f"{path}: {(port.get('unreadable') or {}).get(path, 'not present')}")
 
 
-def _interface(root: str, port: Port) -> dict[str, Any]:
+def _interface(root: str, port: Port) -> InterfaceRecord:
     base = f"{root}/class/net/{port['name']}"
     layer = port.get("link_layer")
     mtu = port.get("mtu")
-    entry: dict[str, Any] = {
+    entry: InterfaceRecord = {
         "name": port["name"], "address": _read(port, port.get("address"), f"{base}/address"),
         "link_layer": _read(port, LAYER_WORDS.get(str(layer), layer), f"{base}/type"),
         "state": _read(port, port.get("state"), f"{base}/operstate"),
         "rate_gbps": _read(port, port.get("rate_gbit"), f"{base}/speed"),
         "mtu": _read(port, None if mtu is None else str(mtu), f"{base}/mtu"),
         "pci": port.get("pci")}
-    if port.get("ethtool_error"):
-        entry["unreadable"] = port["ethtool_error"]
-    elif port.get("driver"):
-        entry.update(driver=port["driver"], driver_version=port.get("driver_version") or "",
-                     firmware=port.get("firmware")
-                     or unreadable(f"the {port['driver']} driver reports none"),
-                     bus=port.get("bus") or "")
+    error, driver = port.get("ethtool_error"), port.get("driver")
+    if error:
+        entry["unreadable"] = error
+    elif driver:
+        entry.update({"driver": driver,
+                      "driver_version": port.get("driver_version") or "",
+                      "firmware": port.get("firmware")
+                      or unreadable(f"the {driver} driver reports none"),
+                      "bus": port.get("bus") or ""})
     return entry
 
 
-def nic_parts(payload: NicData) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def nic_parts(payload: NicData) -> tuple[list[InterfaceRecord], list[HcaRecord]]:
     """inventory.json's `interfaces` and `infiniband` from the NIC probe's ports: the one
     reader of a node's sysfs that the fabric clauses read too."""
     root = str(payload.get("sysfs", "/sys"))
-    interfaces: list[dict[str, Any]] = []
-    hcas: dict[str, dict[str, Any]] = {}
+    interfaces: list[InterfaceRecord] = []
+    hcas: dict[str, HcaRecord] = {}
     for port in fabric.ports_of(payload):
         if port.get("kind") != "rdma":
             interfaces.append(_interface(root, port))
@@ -132,12 +161,13 @@ def nic_parts(payload: NicData) -> tuple[list[dict[str, Any]], list[dict[str, An
         hca = hcas.get(device)
         if hca is None:
             hca = hcas[device] = {
-                "name": device, **{key: _read(port, port.get(key), f"{base}/{name}")
-                                   for key, name in (("node_guid", "node_guid"),
-                                                     ("sys_image_guid", "sys_image_guid"),
-                                                     ("firmware", "fw_ver"),
-                                                     ("board_id", "board_id"),
-                                                     ("hca_type", "hca_type"))},
+                "name": device,
+                "node_guid": _read(port, port.get("node_guid"), f"{base}/node_guid"),
+                "sys_image_guid": _read(port, port.get("sys_image_guid"),
+                                        f"{base}/sys_image_guid"),
+                "firmware": _read(port, port.get("firmware"), f"{base}/fw_ver"),
+                "board_id": _read(port, port.get("board_id"), f"{base}/board_id"),
+                "hca_type": _read(port, port.get("hca_type"), f"{base}/hca_type"),
                 "netdevs": port.get("netdevs") or [], "ports": []}
         where = f"{base}/ports/{port['port']}"
         hca["ports"].append({
@@ -151,29 +181,30 @@ def nic_parts(payload: NicData) -> tuple[list[dict[str, Any]], list[dict[str, An
 def node_record(host_result: ProbeResult | None, gpu: ProbeResult | None,
                 inventory: ProbeResult | None, perf: ProbeResult | None,
                 with_gpus: bool, missing: str = NOT_RUN,
-                nic: ProbeResult | None = None) -> dict[str, Any]:
+                nic: ProbeResult | None = None) -> NodeRecord:
     """One node's entry of inventory.json; `missing` says why a probe has no result."""
     host = _payload(host_result, "host", missing)
     simulated = any(r.simulated for r in (host_result, gpu, inventory) if r is not None)
     if is_unreadable(host):
-        return {"simulated": simulated, **host}
+        return cast("NodeRecord", {"simulated": simulated, **host})
     found = _payload(inventory, "inventory", missing)
     machine = found.get("machine", found)
     versions = dict(host.get("versions", {}))
-    record: dict[str, Any] = {
+    record: NodeRecord = {
         "simulated": simulated,
         "hostname": host.get("hostname"),
         "machine_id": machine.get("machine_id", machine),
         "dmi": machine.get("dmi", machine),
-        "cpu": {key: host.get("cpu", {}).get(key)
-                for key in ("model", "sockets", "cores", "threads")},
+        "cpu": cast("CpuRecord", {key: host.get("cpu", {}).get(key)
+                                  for key in ("model", "sockets", "cores", "threads")}),
         "memory_bytes": host.get("memory", {}).get("total_bytes"),
         "os": host.get("os"), "kernel": versions.get("kernel"),
     }
     nccl, nccl_source = _nccl(host, perf)
-    software = {"python": _found(versions, "python"), "torch": _found(versions, "torch"),
-                "cuda": _found(versions, "cuda"), "nccl": nccl,
-                "driver": _found(versions, "driver")}
+    software: SoftwareRecord = {"python": _found(versions, "python"),
+                                "torch": _found(versions, "torch"),
+                                "cuda": _found(versions, "cuda"), "nccl": nccl,
+                                "driver": _found(versions, "driver")}
     if with_gpus:
         gpus, nvml = _gpus(gpu, missing)
         record["gpus"] = gpus
@@ -188,14 +219,14 @@ def node_record(host_result: ProbeResult | None, gpu: ProbeResult | None,
             # an untrusted answer: fabric.ports_of checks the ports it reads
             record["interfaces"], record["infiniband"] = nic_parts(cast("NicData", ports))
         except (ValueError, KeyError, TypeError) as exc:  # a node's answer: untrusted
-            ports = unreadable(f"the NIC probe's answer: {str(exc)[:200]}")
+            ports = _no_payload(f"the NIC probe's answer: {str(exc)[:200]}")
     if is_unreadable(ports):
         record["interfaces"] = record["infiniband"] = ports
     record["filesystems"] = found.get("filesystems", found)
     return record
 
 
-def take(cluster: Cluster, may_probe: bool) -> dict[str, Any]:
+def take(cluster: Cluster, may_probe: bool) -> InventoryDocument:
     """Every node's record. Results this run already has are used as they are; with
     `may_probe`, what is missing is asked for (the inventory probe only of the nodes that
     answered the host probe: an unreachable node is not waited for twice). Without (the
@@ -217,7 +248,7 @@ def take(cluster: Cluster, may_probe: bool) -> dict[str, Any]:
     perf = (cluster.cache.peek(perf_call) if perf_call is not None else None) or {}
     found = results(inventory_call(spec), answered)
     nics = results(NIC_START, answered)  # the fabric checks' reading, when the run took it
-    nodes: dict[str, Any] = {}
+    nodes: dict[str, NodeRecord] = {}
     for node in cluster.nodes:
         nodes[node] = node_record(hosts.get(node), gpus.get(node), found.get(node),
                                   perf.get(node), spec.gpus is not None,
@@ -228,7 +259,7 @@ def take(cluster: Cluster, may_probe: bool) -> dict[str, Any]:
             "complete": may_probe, "nodes": nodes}
 
 
-def write(run_dir: Path, document: dict[str, Any]) -> Path:
+def write(run_dir: Path, document: InventoryDocument) -> Path:
     """inventory.json in the run's directory, a node a line (a thousand nodes' GPUs are
     megabytes)."""
     path = run_dir / INVENTORY

@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 #: NCCL's INFO lines that say what it used (measure/nccl_log.py reads them; this is its
@@ -62,6 +62,53 @@ def nccl_debug() -> str | None:
     return path
 
 
+class _SizeResult(TypedDict):
+    bytes: int  # as nccl-tests sizes the payload (buffers)
+    time_s: float  # the mean iteration's
+    iteration_s: list[float]  # each iteration's (none for the sustained loop)
+    wrong: int  # elements that came back wrong
+
+
+class SizeResult(_SizeResult, total=False):
+    """One payload's measurement (`measure`), or the sustained loop's (`sustained`: with
+    its iterations, seconds, the busbw's windows and the iterations that came back
+    wrong)."""
+
+    iterations: int
+    seconds: float
+    windows_s: list[float]
+    wrong_iterations: int
+    first_wrong: int | None
+
+
+class GlooInterface(TypedDict, total=False):
+    """The interface gloo binds and its address (None, with `error`, if unknown)."""
+
+    interface: str | None
+    address: str | None
+    error: str
+
+
+class _CollectiveData(TypedDict):
+    rank: int
+    world: int
+    backend: str  # nccl or gloo
+    collective: str
+    sizes: list[SizeResult]
+
+
+class CollectiveData(_CollectiveData, total=False):
+    """What a rank prints: its measurements and what ran them (the sim's: `simulated`)."""
+
+    host: str
+    torch: str
+    device: str  # nccl: the GPU's name
+    nccl: str  # nccl: its version
+    nccl_log: list[str] | None  # nccl: the lines of its INFO log kept (nccl_lines)
+    gloo: GlooInterface  # gloo
+    simulated: bool
+
+
 def nccl_lines(path: str | None) -> list[str] | None:
     """The lines of NCCL's log this run keeps (bounded), the file removed."""
     if path is None:
@@ -77,11 +124,11 @@ def nccl_lines(path: str | None) -> list[str] | None:
     return lines[:MAX_LINES]
 
 
-def gloo_interface() -> dict[str, Any]:
+def gloo_interface() -> GlooInterface:
     """The interface gloo binds (GLOO_SOCKET_IFNAME, else the host name's address) and
     its address."""
     name = os.environ.get("GLOO_SOCKET_IFNAME")
-    found: dict[str, Any] = {"interface": name}
+    found: GlooInterface = {"interface": name}
     try:
         if name:
             import fcntl  # noqa: PLC0415 - only here
@@ -146,7 +193,7 @@ def wrong(torch: Any, dist: Any, collective: str, inp: Any, out: Any, rank: int,
 
 
 def measure(torch: Any, dist: Any, collective: str, nbytes: int, warmup: int,
-            iterations: int, rank: int, world: int, device: Any) -> dict[str, Any]:
+            iterations: int, rank: int, world: int, device: Any) -> SizeResult:
     inp, out, actual = buffers(torch, collective, nbytes, world, device)
     run = operation(dist, collective, inp, out)
     cuda = device.type == "cuda"
@@ -188,7 +235,7 @@ def measure(torch: Any, dist: Any, collective: str, nbytes: int, warmup: int,
 
 
 def sustained(torch: Any, dist: Any, nbytes: int, seconds: float, warmup: int, rank: int,
-              world: int, device: Any) -> dict[str, Any]:
+              world: int, device: Any) -> SizeResult:
     """all_reduce back to back for `seconds` (at least), every result checked in full: each
     iteration fills the input with (rank + 1) x f (f cycling 1..7), and every element must
     come back as f x world (world + 1) / 2. The ranks agree on how many iterations to run
@@ -280,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         device = torch.device("cpu")
         dist.init_process_group("gloo", timeout=timeout)
-    results = []
+    results: list[SizeResult] = []
     try:
         sizes = [int(s) for s in args.sizes.split(",") if s]
         if args.seconds > 0:
@@ -292,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
                                    args.iterations, rank, world, device))
     finally:
         dist.destroy_process_group()
-    info: dict[str, Any] = {"rank": rank, "world": world, "host": socket.gethostname(),
+    info: CollectiveData = {"rank": rank, "world": world, "host": socket.gethostname(),
                             "backend": args.backend, "collective": args.collective,
                             "torch": torch.__version__, "sizes": results}
     if args.backend == "nccl":

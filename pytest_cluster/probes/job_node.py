@@ -43,8 +43,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import IO, Any, TypedDict, cast
 
 SIOCGIFADDR = 0x8915
 PR_SET_PDEATHSIG = 1
@@ -53,6 +53,67 @@ _RANKS: list[subprocess.Popen[bytes]] = []
 _PROGRESS_DIRS: list[str] = []
 #: The most of a rank's progress (or steps) file read back: a rank's bytes are not trusted.
 MAX_PROGRESS_BYTES = 1 << 20
+
+
+class WhereAmI(TypedDict):
+    """`--whereami`: the addresses others can reach this node on, and its name."""
+
+    addresses: list[str]
+    hostname: str
+
+
+class Progress(TypedDict, total=False):
+    """A rank's last progress as its file says it (start_progress, probes/train.py), with
+    how long before its end it entered that phase and last beat (read_progress)."""
+
+    rank: int
+    step: int  # -1 before its steps
+    phase: str
+    since: float  # when it entered the phase (epoch seconds)
+    beat: float  # its last heartbeat
+    phase_s: float
+    silent_s: float
+
+
+class _RankEntry(TypedDict):
+    rank: int
+    local_rank: int
+    exit_code: int | str | None  # its own, or "stalled", "killed" (by its node)
+    ended_at: float | None
+    data: Mapping[str, Any] | None  # the last JSON object it printed (its program's own)
+    stderr_tail: str
+
+
+class RankEntry(_RankEntry, total=False):
+    """One rank's result as its node reports it; with a stall timeout, its progress, its
+    longest silence and its steps file (what probes/train.py wrote of its steps)."""
+
+    progress: Progress | None
+    longest_silent_s: float
+    steps: Mapping[str, Any] | None
+
+
+class JobNodeData(TypedDict):
+    """A node's part of a job: its ranks, why they were killed ('' when none was), and the
+    interface gloo was given."""
+
+    ranks: list[RankEntry]
+    killed_because: str
+    gloo_socket_ifname: str | None
+
+
+class _Rank(TypedDict):
+    """A rank this node started, while it runs."""
+
+    rank: int
+    local_rank: int
+    process: subprocess.Popen[bytes]
+    out: IO[bytes]
+    err: IO[bytes]
+    exit_code: int | str | None
+    ended_at: float | None
+    progress: str  # its progress file
+    longest_silent: float
 
 
 def die_with_parent() -> Callable[[], None] | None:
@@ -109,7 +170,7 @@ def source_address(toward: str) -> str:
         return address
 
 
-def whereami() -> dict[str, Any]:
+def whereami() -> WhereAmI:
     addresses = []
     ssh = os.environ.get("SSH_CONNECTION", "").split()
     if len(ssh) == 4:
@@ -145,7 +206,7 @@ def start_progress(path: str, rank: int) -> None:
                   file)
 
 
-def read_progress(path: str, ended_at: float | None) -> dict[str, Any] | None:
+def read_progress(path: str, ended_at: float | None) -> Progress | None:
     """A rank's last progress (its JSON file), with `phase_s` and `silent_s`: how long
     before it ended (or now) it entered that phase and last beat."""
     record = read_json(path)
@@ -155,7 +216,7 @@ def read_progress(path: str, ended_at: float | None) -> dict[str, Any] | None:
     for key, name in (("since", "phase_s"), ("beat", "silent_s")):
         if isinstance(record.get(key), (int, float)):
             record[name] = round(max(0.0, end - record[key]), 3)
-    return record
+    return cast("Progress", record)  # a rank's file: read as it is, its values unchecked
 
 
 def silence(path: str) -> float | None:
@@ -174,12 +235,12 @@ def stalled(path: str, stall_s: float) -> float | None:
     return silent if silent is not None and silent > stall_s else None
 
 
-def run_ranks(args: argparse.Namespace) -> dict[str, Any]:
+def run_ranks(args: argparse.Namespace) -> JobNodeData:
     with contextlib.ExitStack() as files:
         return _run_ranks(args, files)
 
 
-def _wait_ranks(ranks: list[dict[str, Any]], args: argparse.Namespace) -> str:
+def _wait_ranks(ranks: list[_Rank], args: argparse.Namespace) -> str:
     """Wait for every rank; kill the others when one fails or stalls, or all at the wall
     clock. Returns why ranks were killed ('' when none was)."""
     deadline = time.monotonic() + args.wall_timeout
@@ -216,7 +277,7 @@ def _wait_ranks(ranks: list[dict[str, Any]], args: argparse.Namespace) -> str:
     return killed_because
 
 
-def _run_ranks(args: argparse.Namespace, files: contextlib.ExitStack) -> dict[str, Any]:
+def _run_ranks(args: argparse.Namespace, files: contextlib.ExitStack) -> JobNodeData:
     program = base64.b64decode(args.program).decode()
     env = dict(os.environ)
     world = args.nnodes * args.ranks_per_node
@@ -232,7 +293,7 @@ def _run_ranks(args: argparse.Namespace, files: contextlib.ExitStack) -> dict[st
     env.update(args.env)  # the job's own choice (a rail) wins
     progress_dir = files.enter_context(tempfile.TemporaryDirectory(prefix="pc-progress-"))
     _PROGRESS_DIRS.append(progress_dir)
-    ranks = []
+    ranks: list[_Rank] = []
     for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(sig, _end_ranks)
     for local in range(args.ranks_per_node):
@@ -254,7 +315,7 @@ def _run_ranks(args: argparse.Namespace, files: contextlib.ExitStack) -> dict[st
                       "err": err, "exit_code": None, "ended_at": None,
                       "progress": progress, "longest_silent": 0.0})
     killed_because = _wait_ranks(ranks, args)
-    results = []
+    results: list[RankEntry] = []
     for r in ranks:
         r["out"].seek(0)
         r["err"].seek(0)
@@ -267,13 +328,14 @@ def _run_ranks(args: argparse.Namespace, files: contextlib.ExitStack) -> dict[st
                 if isinstance(parsed, dict):
                     data = parsed
                     break
-        results.append({"rank": r["rank"], "local_rank": r["local_rank"],
-                        "exit_code": r["exit_code"], "ended_at": r["ended_at"], "data": data,
-                        "stderr_tail": stderr[-2000:],
-                        "progress": read_progress(r["progress"], r["ended_at"]),
-                        **({"longest_silent_s": round(r["longest_silent"], 3),
-                            "steps": read_json(r["progress"] + ".steps")}
-                           if args.stall_timeout > 0 else {})})
+        entry: RankEntry = {"rank": r["rank"], "local_rank": r["local_rank"],
+                            "exit_code": r["exit_code"], "ended_at": r["ended_at"],
+                            "data": data, "stderr_tail": stderr[-2000:],
+                            "progress": read_progress(r["progress"], r["ended_at"])}
+        if args.stall_timeout > 0:
+            entry.update({"longest_silent_s": round(r["longest_silent"], 3),
+                          "steps": read_json(r["progress"] + ".steps")})
+        results.append(entry)
     return {"ranks": results, "killed_because": killed_because,
             "gloo_socket_ifname": env.get("GLOO_SOCKET_IFNAME")}
 

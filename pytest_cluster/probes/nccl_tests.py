@@ -21,7 +21,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from typing import Any
+from typing import TypedDict
 
 #: The binaries nccl-tests builds that this probe runs.
 BINARIES = ("all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf",
@@ -33,6 +33,31 @@ COLLECTIVE_BINARY = {"all_reduce": "all_reduce_perf", "all_gather": "all_gather_
 MAX_STDOUT = 256 * 1024
 MAX_JSON = 4 * 2**20
 _BARE = re.compile(r"(?<=[:\[,])(\s*)(-?inf|-?nan)(?=\s*[,\]}])")
+
+
+class CommandRun(TypedDict):
+    """A program run: its command line, exit code (or "timeout", "not_found") and the
+    end of what it printed."""
+
+    argv: list[str]
+    exit_code: int | str
+    stdout: str
+    stderr_tail: str
+
+
+class Run(CommandRun):
+    """One run of the binary, with what it wrote to its JSON file (kept_json), if any."""
+
+    json: str | None
+
+
+class NcclTestsData(TypedDict, total=False):
+    """The probe's payload: the binary and its runs, or why none ran (`error`)."""
+
+    binary: str
+    json_output: bool  # the binary writes -J files (2.17 on)
+    runs: list[Run]
+    error: str
 
 
 def runs(sizes: list[int]) -> list[tuple[int, int]]:
@@ -81,7 +106,7 @@ def kept_json(path: str) -> str | None:
     return json.dumps(data)
 
 
-def run_command(line: list[str], timeout_s: float) -> dict[str, Any]:
+def run_command(line: list[str], timeout_s: float) -> CommandRun:
     """Run a program: its command line, exit code (or "timeout", "not_found") and the end
     of what it printed."""
     try:
@@ -98,13 +123,13 @@ def run_command(line: list[str], timeout_s: float) -> dict[str, Any]:
             "stderr_tail": stderr.decode(errors="replace")[-2000:]}
 
 
-def run_one(line: list[str], timeout_s: float, json_file: str | None) -> dict[str, Any]:
+def run_one(line: list[str], timeout_s: float, json_file: str | None) -> Run:
     """One run of the binary, with what it wrote to its JSON file (its env dropped)."""
     return {**run_command(line, timeout_s),
             "json": kept_json(json_file) if json_file else None}
 
 
-def measure(options: dict[str, str]) -> dict[str, Any]:
+def measure(options: dict[str, str]) -> NcclTestsData:
     binary = options.get("--binary", "")
     if binary not in BINARIES:
         return {"error": f"not a binary of nccl-tests this probe runs: {binary[:64]!r}"}
@@ -119,7 +144,7 @@ def measure(options: dict[str, str]) -> dict[str, Any]:
     iterations, timeout_s = int(options.get("--iterations", "20")), \
         float(options.get("--timeout", "600"))
     json_ok = writes_json(path)
-    found = []
+    found: list[Run] = []
     with tempfile.TemporaryDirectory(prefix="pc-nccl-tests-") as folder:
         for index, (first, last) in enumerate(runs(sizes)):
             json_file = os.path.join(folder, f"run{index}.json") if json_ok else None

@@ -29,10 +29,47 @@ import os
 import socket
 import sys
 import time
-from typing import Any
+from typing import Any, TypedDict
 
 #: Exchanges per burst (see `typical`).
 BURST = 10
+
+
+class RoundTrips(TypedDict):
+    """One payload's round trips between a pair (seconds), and how many were timed."""
+
+    typical_rtt_s: float
+    median_rtt_s: float
+    min_rtt_s: float
+    p90_rtt_s: float
+    count: int
+
+
+class Pair(TypedDict):
+    """A pair the low rank played: its peer, the round, per payload (bytes, as text) its
+    round trips."""
+
+    peer: int
+    round: int
+    sizes: dict[str, RoundTrips]
+
+
+class _PingpongData(TypedDict):
+    rank: int
+    world: int
+    backend: str
+    warmup: int
+    iterations: int
+    pairs: list[Pair]  # the pairs this rank was the low one of
+
+
+class PingpongData(_PingpongData, total=False):
+    """What a rank prints (the sim's: `simulated`)."""
+
+    host: str
+    torch: str
+    device: str  # nccl: the GPU's name
+    simulated: bool
 
 
 def pairs_of_round(count: int, index: int) -> list[tuple[int, int]]:
@@ -122,14 +159,14 @@ def main(argv: list[str] | None = None) -> int:
         dist.init_process_group("gloo", timeout=timeout)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     rounds = [int(r) for r in args.rounds.split(",") if r] or list(range(rounds_of(world)))
-    pairs: list[dict[str, Any]] = []
+    pairs: list[Pair] = []
     try:
         for index in rounds:
             for low, high in pairs_of_round(world, index):
                 if rank not in (low, high):
                     continue
                 peer = high if rank == low else low
-                measured: dict[str, Any] = {}
+                measured: dict[str, RoundTrips] = {}
                 for size in sizes:
                     rtt = play(torch, dist, peer, rank == low, size, args.warmup,
                                args.iterations, device)
@@ -143,10 +180,10 @@ def main(argv: list[str] | None = None) -> int:
             dist.barrier()
     finally:
         dist.destroy_process_group()
-    info: dict[str, Any] = {"rank": rank, "world": world, "host": socket.gethostname(),
-                            "backend": args.backend, "torch": torch.__version__,
-                            "warmup": args.warmup, "iterations": args.iterations,
-                            "pairs": pairs}
+    info: PingpongData = {"rank": rank, "world": world, "host": socket.gethostname(),
+                          "backend": args.backend, "torch": torch.__version__,
+                          "warmup": args.warmup, "iterations": args.iterations,
+                          "pairs": pairs}
     if args.backend == "nccl":
         info["device"] = torch.cuda.get_device_name(device)
     print(json.dumps(info))

@@ -4,16 +4,17 @@ of each verdict. Pure: from the end record and the nodes' verdicts."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from pytest_cluster.evidence.verdict import INCOMPLETE, NodeVerdict, by_verdict, outcome_of
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.baseline.compare import Baseline
+    from pytest_cluster.evidence.sinks.results import EndLine
 
 
-def suite_properties(end: Mapping[str, Any], baseline: Baseline | None, coverage: str,
+def suite_properties(end: EndLine, baseline: Baseline | None, coverage: str,
                      verdicts: Iterable[NodeVerdict]) -> list[tuple[str, str]]:
     """(name, value) in the order JUnit lists them; `coverage` is the terminal's coverage
     line (report.terminal.coverage_line), '' for a complete run."""

@@ -11,7 +11,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_cluster.evidence.gathered import is_benchmark
 from pytest_cluster.report.heatmap import latency_heatmap
@@ -19,6 +19,7 @@ from pytest_cluster.units import format_number, format_size
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.latency_map import LatencyMap
+    from pytest_cluster.evidence.sinks.results import ResultLine
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
           "#7f7f7f", "#bcbd22", "#17becf")
@@ -228,7 +229,7 @@ def nice_step(highest: float) -> float:
     return float(next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw))
 
 
-def _judged(record: dict[str, Any]) -> float:
+def _judged(record: ResultLine) -> float:
     """The busbw the contract judged in the record (bytes/s): its measured_base, else (no
     number) its sweep's value at the largest payload."""
     if _is_number(record.get("measured_base")):
@@ -236,16 +237,16 @@ def _judged(record: dict[str, Any]) -> float:
     return float(record["raw"]["sweep"][-1][1])
 
 
-def _by_run(runs: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def _by_run(runs: Sequence[ResultLine]) -> dict[str, list[ResultLine]]:
     """The records by the run (node, or multi-node job) that measured them: a run's cases
     (one per payload) share one sweep, so one line each."""
-    grouped: dict[str, list[dict[str, Any]]] = {}
+    grouped: dict[str, list[ResultLine]] = {}
     for r in runs:
         grouped.setdefault(str(r.get("node")), []).append(r)
     return grouped
 
 
-def slowest_and_fastest(runs: Sequence[dict[str, Any]]) -> tuple[str, str] | None:
+def slowest_and_fastest(runs: Sequence[ResultLine]) -> tuple[str, str] | None:
     """The single nodes with the lowest and the highest worst judged busbw (each node's
     lowest over its cases, as the results table and the verdict judge it); None with fewer
     than two single nodes."""
@@ -257,7 +258,7 @@ def slowest_and_fastest(runs: Sequence[dict[str, Any]]) -> tuple[str, str] | Non
     return ranked[0], ranked[-1]
 
 
-def _payload_series(runs: Sequence[dict[str, Any]]) -> list[PlotSeries]:
+def _payload_series(runs: Sequence[ResultLine]) -> list[PlotSeries]:
     """One line per run: every multi-node run; the single nodes all when they fit, else the
     slowest and the fastest node (slowest_and_fastest), labelled so; a multi-node run is
     never labelled slowest or fastest."""
@@ -283,12 +284,12 @@ def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _payloads(records: Sequence[dict[str, Any]]) -> list[float]:
+def _payloads(records: Sequence[ResultLine]) -> list[float]:
     """The records' payloads (bytes), smallest first."""
     return sorted({float(r["payload"]) for r in records if _is_number(r.get("payload"))})
 
 
-def _payloads_text(records: Sequence[dict[str, Any]]) -> str:
+def _payloads_text(records: Sequence[ResultLine]) -> str:
     return ", ".join(format_size(p) for p in _payloads(records))
 
 
@@ -300,11 +301,11 @@ def nodes_text(counts: Sequence[int]) -> str:
     return f"{low}-{high} nodes"
 
 
-def _required_lines(records: Sequence[dict[str, Any]]) -> list[Line]:
+def _required_lines(records: Sequence[ResultLine]) -> list[Line]:
     """One line per distinct required busbw of `records` (GB/s), labelled with the node
     counts it applies to (failed jobs, which have no number, by their requirement's text),
     and with its payloads when it is not every payload's."""
-    groups: dict[float, list[dict[str, Any]]] = {}
+    groups: dict[float, list[ResultLine]] = {}
     for r in records:
         if _is_number(r.get("required_base")):
             groups.setdefault(float(r["required_base"]) / GB, []).append(r)
@@ -323,10 +324,10 @@ def _required_lines(records: Sequence[dict[str, Any]]) -> list[Line]:
     return lines
 
 
-def _failures(records: Sequence[dict[str, Any]]) -> list[Failure]:
+def _failures(records: Sequence[ResultLine]) -> list[Failure]:
     """One cross per node count with a failed job (or one that measured nothing): its
     payloads and the first reason in the tooltip."""
-    by_count: dict[int, list[dict[str, Any]]] = {}
+    by_count: dict[int, list[ResultLine]] = {}
     for r in records:
         if r.get("outcome") in ("failed", "error") and not _is_number(r.get("measured_base")):
             by_count.setdefault(int(r.get("node_count", 1)), []).append(r)
@@ -340,19 +341,19 @@ def _failures(records: Sequence[dict[str, Any]]) -> list[Failure]:
     return failures
 
 
-def _has_sweep(record: dict[str, Any]) -> bool:
+def _has_sweep(record: ResultLine) -> bool:
     """Whether the record's benchmark run measured payloads (a failed job did not)."""
     return bool(record["raw"]["sweep"])
 
 
-def _payload_chart(collective: str, mine: Sequence[dict[str, Any]]) -> str:
+def _payload_chart(collective: str, mine: Sequence[ResultLine]) -> str:
     """busbw over payloads: one line per benchmark run (see _payload_series)."""
     runs = [r for r in mine if _has_sweep(r)]
     return chart(f"{collective}: busbw vs payload", _payload_series(runs),
                  _required_lines(mine), "payload", "busbw (GB/s)", format_size)
 
 
-def _slowest_single(mine: Sequence[dict[str, Any]]) -> dict[int, tuple[float, str]]:
+def _slowest_single(mine: Sequence[ResultLine]) -> dict[int, tuple[float, str]]:
     """Per payload, the single node with the lowest judged busbw: (busbw in GB/s, node)."""
     slowest: dict[int, tuple[float, str]] = {}
     for r in mine:
@@ -371,7 +372,7 @@ def _one_node_text(slowest: dict[int, tuple[float, str]]) -> str:
     return "1 node: the slowest at each payload"
 
 
-def _count_chart(collective: str, mine: Sequence[dict[str, Any]]) -> str:
+def _count_chart(collective: str, mine: Sequence[ResultLine]) -> str:
     """busbw over node counts, one line per payload (at 1 node the slowest node at that
     payload, named in the title), a cross at each node count whose job failed; empty unless
     there are two node counts."""
@@ -395,7 +396,7 @@ def _count_chart(collective: str, mine: Sequence[dict[str, Any]]) -> str:
                  format_number, failures)
 
 
-def interconnect_charts(records: Sequence[dict[str, Any]],
+def interconnect_charts(records: Sequence[ResultLine],
                         latency: LatencyMap | None = None) -> str:
     """busbw vs payload (each benchmark run) and vs node count (each collective and contract
     payload) from the interconnect tests' records, and the latency heat map

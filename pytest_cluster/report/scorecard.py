@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_cluster.evidence.gathered import NEAR, Gathered, Matrix, PassedRow, PassedRows
 from pytest_cluster.evidence.tally import (
@@ -33,6 +33,7 @@ from pytest_cluster.evidence.verdict import (
 )
 
 if TYPE_CHECKING:
+    from pytest_cluster.evidence.sinks.results import EndLine
     from pytest_cluster.spec import Spec
 
 esc = html.escape
@@ -65,14 +66,14 @@ vertical-align:top}
 </style>"""
 
 
-def scorecard_html(spec: Spec, end: dict[str, Any] | None, verdicts: Sequence[NodeVerdict],
+def scorecard_html(spec: Spec, end: EndLine | None, verdicts: Sequence[NodeVerdict],
                    gathered: Gathered, coverage: str) -> str:
     nodes = spec.cluster.nodes
     cluster_failed = gathered.cluster_failed
     tallies = gathered.tallies
     failing = [t for t in tallies if t.failed]
     # the end record's, as verdict.json says it; decided here only before the run's end
-    overall = str((end or {}).get("verdict") or cluster_verdict(
+    overall = str((end.get("verdict") if end else None) or cluster_verdict(
         end["status"] if end else None, verdicts, len(decisive(cluster_failed))))
     counted = by_verdict(verdicts)
     parts = [STYLE, '<div id="scorecard">']
@@ -171,7 +172,7 @@ def _clause_table(tallies: list[ClauseTally]) -> str:
             "<th>Margin</th></tr>" + "".join(rows) + "</table>")
 
 
-def _not_checked(end: dict[str, Any] | None) -> str:
+def _not_checked(end: EndLine | None) -> str:
     if end is None or not end["not_checked"]:
         return ""
     items = []

@@ -4,7 +4,7 @@ records only; every value is escaped."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from html import escape as esc
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +14,7 @@ from pytest_cluster.units import format_size
 if TYPE_CHECKING:
     from pytest_cluster.evidence.baseline.compare import Baseline
     from pytest_cluster.evidence.derived_cases import Case
+    from pytest_cluster.measure.inventory_file import InventoryDocument, NodeRecord
 
 MAX_FAILED_SHOWN = 200  # baseline failures listed in full; JUnit and results.jsonl have all
 
@@ -36,7 +37,7 @@ def _gpus(gpus: Any) -> str:
             f'<span class="small">{rows}</span></details>')
 
 
-def _nics(record: dict[str, Any]) -> str:
+def _nics(record: NodeRecord) -> str:
     parts = []
     hcas = record.get("infiniband")
     if isinstance(hcas, list):
@@ -57,7 +58,7 @@ def _nics(record: dict[str, Any]) -> str:
             + "<br>".join(parts) + "</span></details>") if parts else ""
 
 
-def _disks(record: dict[str, Any]) -> str:
+def _disks(record: NodeRecord) -> str:
     filesystems = record.get("filesystems")
     if not isinstance(filesystems, list):
         return _v(filesystems)
@@ -71,7 +72,7 @@ def _disks(record: dict[str, Any]) -> str:
     return "<br>".join(found)
 
 
-def inventory_html(document: dict[str, Any] | None, error: str = "") -> str:
+def inventory_html(document: InventoryDocument | None, error: str = "") -> str:
     """One row per node: what exactly was tested."""
     if document is None:
         return (f"<h2>Inventory</h2><p>Not taken: {esc(error)}</p>" if error else "")
@@ -83,7 +84,7 @@ def inventory_html(document: dict[str, Any] | None, error: str = "") -> str:
             continue
         dmi = record.get("dmi")
         serial = dmi.get("product_serial") if isinstance(dmi, dict) else dmi
-        cpu = record.get("cpu") or {}
+        cpu: Mapping[str, object] = record.get("cpu") or {}
         memory = record.get("memory_bytes")
         software = record.get("software") or {}
         stack = " / ".join(f"{name} {software.get(name)}" if not is_unreadable(

@@ -6,12 +6,12 @@ the facts it is given."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_cluster.evidence.plan import DESELECTED, NOT_AT_THIS_LEVEL, why_left_out
-from pytest_cluster.evidence.sinks.results import COMPLETE, PARTIAL
+from pytest_cluster.evidence.sinks.results import COMPLETE, PARTIAL, BaselineSummary, EndLine
 from pytest_cluster.evidence.tally import is_simulated, not_a_node
 from pytest_cluster.evidence.verdict import (
     ACCEPTED,
@@ -36,7 +36,7 @@ NEEDS_A_SOAK = ("availability is measured over time, by a soak (--cluster-soak=D
                 "--cluster-soak-rounds=N); this run is none")
 
 
-def coverage_line(end: Mapping[str, Any] | None) -> str:
+def coverage_line(end: EndLine | None) -> str:
     """'INCOMPLETE: 12 of 640 contract checks ran (interrupted)'; for a selection that
     ran in full and decided every node, the level it judged ('level sanity: 70 of 155
     contract checks selected and ran; 85 not at this level'); '' if complete (or no end
@@ -57,7 +57,7 @@ class RunSummary:
     """What the terminal's section says, as the run's session found it."""
 
     spec: Spec
-    end: dict[str, Any] | None  # the end record; None: no check ran
+    end: EndLine | None  # the end record; None: no check ran
     runs_checks: bool  # False: --collect-only, --fixtures, ...
     verdicts: Sequence[NodeVerdict]
     cluster_failures: list[dict[str, str]]
@@ -134,7 +134,7 @@ def terminal_lines(run: RunSummary) -> list[str]:
     return lines
 
 
-def verdict_line(end: dict[str, Any]) -> str:
+def verdict_line(end: EndLine) -> str:
     """'verdict: ACCEPTED at level sanity (PASS)': the cluster's verdict, the level it
     judged and what a gate does with it."""
     outcome = outcome_of(end["verdict"])
@@ -143,7 +143,7 @@ def verdict_line(end: dict[str, Any]) -> str:
     return f"verdict: {end['verdict']} at level {end['level']} ({outcome}{why})"
 
 
-def _baseline_lines(accepted: Baseline, counted: dict[str, Any], spec: Spec) -> list[str]:
+def _baseline_lines(accepted: Baseline, counted: BaselineSummary, spec: Spec) -> list[str]:
     lines = [f"baseline: compared with {accepted.path} ({accepted.label}, manifest sha256 "
              f"{accepted.manifest_sha256[:16]}...): {counted['cases']} case(s), "
              f"{counted['failed']} failed"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_cluster.errors import clip
 from pytest_cluster.evidence.baseline.compare import Baseline, compare
@@ -20,6 +20,7 @@ from pytest_cluster.report.sections import inventory_html
 
 if TYPE_CHECKING:
     from pytest_cluster.launchers import Launcher
+    from pytest_cluster.measure.inventory_file import InventoryDocument
     from pytest_cluster.spec import Spec
 
 
@@ -33,7 +34,7 @@ class AfterChecks:
     baseline_cases: list[Case] = field(default_factory=list)
 
     def take_inventory(self, spec: Spec, cache_dir: Path, launcher: Launcher, run_dir: Path,
-                       may_probe: bool) -> dict[str, Any] | None:
+                       may_probe: bool) -> InventoryDocument | None:
         """inventory.json written into `run_dir` (None: it could not be; why is kept).
         Without `may_probe` (after Ctrl-C) it holds what was already probed."""
         try:
@@ -46,7 +47,7 @@ class AfterChecks:
         self.inventory_html = inventory_html(taken)
         return taken
 
-    def compare_with_baseline(self, accepted: Baseline, taken: dict[str, Any],
+    def compare_with_baseline(self, accepted: Baseline, taken: InventoryDocument,
                               results: Path, tolerance: float) -> list[Case]:
         """The cases of this run (`taken`, its `results` file) against the accepted one."""
         try:

@@ -8,12 +8,16 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_cluster.evidence.plan import level_of_run, selection
 from pytest_cluster.evidence.sinks.metrics import Metrics
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.sinks.results import EndLine
+    from pytest_cluster.evidence.verdict import NodeEntry
 
 METRICS_PLUGIN = "pytest-cluster-metrics"
 
@@ -60,11 +64,11 @@ class MetricsSink:
 
     @pytest.hookimpl
     def pytest_cluster_node_verdict(self, config: pytest.Config,
-                                    verdict: dict[str, Any]) -> None:
+                                    verdict: NodeEntry) -> None:
         self.metrics.verdict(verdict)
 
     @pytest.hookimpl
-    def pytest_cluster_run_ended(self, config: pytest.Config, end: dict[str, Any]) -> None:
+    def pytest_cluster_run_ended(self, config: pytest.Config, end: EndLine) -> None:
         self.metrics.ended(end)
         self.write(config)
 

@@ -22,7 +22,14 @@ from pytest_cluster.errors import clip
 from pytest_cluster.evidence import derived_cases
 from pytest_cluster.evidence.end import RunFacts, end_record, verdict_document
 from pytest_cluster.evidence.ledger import Ledger
-from pytest_cluster.evidence.plan import PLAN_FILE, PLAN_KEY, Plan, selection, why_left_out
+from pytest_cluster.evidence.plan import (
+    PLAN_FILE,
+    PLAN_KEY,
+    NotChecked,
+    Plan,
+    selection,
+    why_left_out,
+)
 from pytest_cluster.evidence.rundir import (
     evidence_line,
     outside,
@@ -31,7 +38,12 @@ from pytest_cluster.evidence.rundir import (
 )
 from pytest_cluster.evidence.sealing import predicate, seal_run, sealed_line
 from pytest_cluster.evidence.sinks.results import (
+    EndLine,
+    ResultLine,
     ResultsWriter,
+    RoundLine,
+    RunLine,
+    SoakEnd,
     makes_line,
     report_record,
 )
@@ -64,7 +76,7 @@ MOST_FAILURES = 20
 class SoakPart(Protocol):
     """What a soak adds to its own evidence (soak_driver.SoakDriver)."""
 
-    def end_record(self) -> dict[str, Any]: ...
+    def end_record(self) -> SoakEnd: ...
 
     def summary_lines(self) -> list[str]: ...
 
@@ -91,7 +103,7 @@ class ClusterSession:
         self.writer: ResultsWriter | None = None
         self.run_line_sent = False  # results.jsonl's first line, before the first result
         self.started = time.time()
-        self.end: dict[str, Any] | None = None
+        self.end: EndLine | None = None
         self.verdicts: list[NodeVerdict] = []
         self.plan = Plan(known=False)
         self.evidence_written = False
@@ -148,7 +160,7 @@ class ClusterSession:
             self.latest_moved = self.links_latest and point_latest(self.run_dir)
         self.writer.write(record)
 
-    def write_line(self, record: dict[str, Any]) -> None:
+    def write_line(self, record: ResultLine | RoundLine) -> None:
         """A line of results.jsonl that is no case of this run (a soak's rounds)."""
         self._write(record)
 
@@ -158,7 +170,7 @@ class ClusterSession:
         self.derived.extend(cases)
         derived_cases.emit(self.config, cases, is_simulated(self.spec))
 
-    def _run_record(self) -> dict[str, Any]:
+    def _run_record(self) -> RunLine:
         spec = self.spec
         return {"type": "run", "tool_version": __version__, "cluster": spec.cluster.name,
                 "spec": spec.file, "spec_sha256": spec.sha256,
@@ -267,7 +279,7 @@ class ClusterSession:
         ran = set(self.ledger.ran)  # a copy: the not-run lines below join the ledger
         for case in self.plan.cases:
             if case.case_id in self.plan.selected and case.case_id not in ran:
-                record = {"type": "result", "case": case.case_id, "clause": case.clause,
+                record: ResultLine = {"type": "result", "case": case.case_id, "clause": case.clause,
                           "spec_key": case.clause, "node": case.node, "outcome": "not_run",
                           "message": "not reached: the run ended before this check"}
                 self.ledger.add(record)
@@ -331,7 +343,7 @@ class ClusterSession:
         remove_if_empty(self.run_dir)
         self.run_dir = None
 
-    def _end_record(self, exit_code: int, ran: set[str]) -> dict[str, Any]:
+    def _end_record(self, exit_code: int, ran: set[str]) -> EndLine:
         return end_record(RunFacts(
             spec=self.spec, plan=self.plan, ledger=self.ledger, ran=ran,
             verdicts=self.verdicts, exit_code=exit_code, started=self.started,
@@ -401,7 +413,7 @@ class ClusterSession:
         return outside(run_dir, (self.config.option.xmlpath,
                                  getattr(self.config.option, "htmlpath", None)))
 
-    def _needs_a_soak(self) -> list[dict[str, Any]]:
+    def _needs_a_soak(self) -> list[NotChecked]:
         """The sla: section, in a run that is no soak: given, but not checked."""
         if self.spec.sla is None or self.soak is not None:
             return []
@@ -427,10 +439,11 @@ class ClusterSession:
         """Last: the manifest over every file of the run (reports written, JUnit's
         testcases put back), signed by the keys given, with what failed late. A manifest
         that cannot be written is said on stderr (nothing is left to record it in)."""
-        end = self.end or {}  # the run's times as every other view says them
-        facts = predicate(self.config, self.spec, end.get("started_at", self.started),
-                          end.get("ended_at", time.time()), self._elsewhere(run_dir),
-                          self.late_failures)
+        end = self.end  # the run's times as every other view says them
+        facts = predicate(self.config, self.spec,
+                          end["started_at"] if end is not None else self.started,
+                          end["ended_at"] if end is not None else time.time(),
+                          self._elsewhere(run_dir), self.late_failures)
         try:
             sealed = seal_run(run_dir, facts, self.signers)
         except OSError as exc:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_cluster.probes import JOB_PROGRAMS, probe_source
 from pytest_cluster.probes.gpu_perf import parse_options
@@ -19,6 +19,7 @@ from pytest_cluster.sim.storage import checkpoint_ranks, dataloader_ranks, share
 from pytest_cluster.spec.extensions import added_sim_answers, unique
 
 if TYPE_CHECKING:
+    from pytest_cluster.probes.job_node import RankEntry
     from pytest_cluster.sim.job_node import NodePart
     from pytest_cluster.spec.model import InterconnectSpec
     from pytest_cluster.spec.sim_records import SimSpec
@@ -29,7 +30,7 @@ ProbeAnswer = Callable[["SimSpec", "InterconnectSpec | None", str, Sequence[str]
                        Mapping[str, object]]
 #: A job's ranks, node by node: (the description, the links, the job's nodes, one part).
 JobAnswer = Callable[["SimSpec", "InterconnectSpec | None", Sequence[str], "NodePart"],
-                     list[list[dict[str, Any]]]]
+                     list[list["RankEntry"]]]
 
 #: Each probe the sim answers: ours, then the installed extensions' (spec/extensions.py).
 _OURS: dict[str, ProbeAnswer] = {

@@ -28,6 +28,9 @@ from pytest_cluster.spec.busbw import bus_factor, theoretical
 from pytest_cluster.spec.gpu_models import MODELS
 
 if TYPE_CHECKING:
+    from pytest_cluster.probes.collective import CollectiveData, SizeResult
+    from pytest_cluster.probes.job_node import RankEntry
+    from pytest_cluster.probes.nccl_tests import NcclTestsData
     from pytest_cluster.spec.model import InterconnectSpec
     from pytest_cluster.spec.sim_records import SimSpec
 
@@ -90,7 +93,7 @@ def missing_gpu(sim: SimSpec, benchmark: Benchmark, nodes: Sequence[str],
 
 def size_results(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchmark,
                  nodes: Sequence[str], ranks_per_node: int,
-                 rail_gbit: float | None = None) -> list[dict[str, Any]]:
+                 rail_gbit: float | None = None) -> list[SizeResult]:
     """One rank's measurements (the collective probe's `sizes`), the same on every rank of
     the job: busbw near the wire's rate (the spec's links, see busbw.theoretical) for large
     payloads, latency-bound for small ones, at the pace of the job's slowest link, with a
@@ -109,7 +112,7 @@ def size_results(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchma
         peak = wire * INTER_EFFICIENCY * min(link_factor(sim, n) for n in nodes)
         peak *= 1 - 0.01 * math.log2(len(nodes))  # a longer ring, a little slower
     factor = bus_factor(benchmark.collective, len(nodes) * ranks_per_node)
-    results = []
+    results: list[SizeResult] = []
     if benchmark.seconds > 0 and benchmark.sizes:
         size = benchmark.sizes[0]
         busbw = peak * size / (size + HALF_PEAK_BYTES[one]) * jitter(key, "stress", size)
@@ -153,14 +156,14 @@ def rank_lags(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
     return [healthy / rate - 1 if rate > 0 else 0.0 for rate in rates]
 
 
-def rank_sizes(sizes: list[dict[str, Any]], lags: Sequence[float]) -> list[list[dict[str, Any]]]:
+def rank_sizes(sizes: list[SizeResult], lags: Sequence[float]) -> list[list[SizeResult]]:
     """Each rank's copy of the job's measurements, its times stretched by its lag against
     the job's mean lag (RANK_SKEW), so that the slowest rank is the one on the slowest
     link; the same list for every rank when no rank lags."""
     mean = sum(lags) / len(lags) if lags else 0.0
     if not any(lags):
         return [sizes] * len(lags)
-    found = []
+    found: list[list[SizeResult]] = []
     for lag in lags:
         stretch = 1 + RANK_SKEW * (lag - mean)
         found.append([{**size, "time_s": size["time_s"] * stretch,
@@ -222,7 +225,7 @@ def missing_rail(sim: SimSpec, spec: InterconnectSpec | None, nodes: Sequence[st
 
 def job_ranks(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchmark,
               nodes: Sequence[str], ranks_per_node: int,
-              env: Sequence[tuple[str, str]] = ()) -> list[list[dict[str, Any]]]:
+              env: Sequence[tuple[str, str]] = ()) -> list[list[RankEntry]]:
     """Every node's ranks as job_node reports them (rank, local_rank, exit_code, data,
     ...), in node order. A job with a rank that has no GPU fails at that rank (exit code
     1 and the probe's message), the first one only, as before any rank measured; so does
@@ -241,16 +244,17 @@ def job_ranks(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchmark,
         if sizes and benchmark.seconds <= 0 else [sizes] * world
     ranks = []
     for index in range(len(nodes)):
-        mine: list[dict[str, Any]] = []
+        mine: list[RankEntry] = []
         for local in range(ranks_per_node):
             rank = index * ranks_per_node + local
             if missing is not None and missing[:2] == (index, local):
                 mine.append({"rank": rank, "local_rank": local, "exit_code": 1,
                              "ended_at": None, "data": None, "stderr_tail": missing[2]})
                 continue
-            data: dict[str, Any] = {"rank": rank, "world": world, "backend": benchmark.backend,
-                    "collective": benchmark.collective, "sizes": per_rank[rank],
-                    "simulated": True}
+            data: CollectiveData = {"rank": rank, "world": world,
+                                    "backend": benchmark.backend,
+                                    "collective": benchmark.collective,
+                                    "sizes": per_rank[rank], "simulated": True}
             if benchmark.backend == "nccl":
                 data["nccl_log"] = nccl_lines(sim, nodes, index, local, ranks_per_node)
             else:
@@ -346,7 +350,7 @@ def doubling(first: int, last: int) -> tuple[int, ...]:
 
 
 def nccl_tests_payload(sim: SimSpec, spec: InterconnectSpec | None,
-                       node: str, args: Sequence[str]) -> dict[str, Any]:
+                       node: str, args: Sequence[str]) -> NcclTestsData:
     """The nccl_tests probe's answer on a simulated node (one process, `--gpus` GPUs)."""
     options = dict(zip(args[::2], args[1::2], strict=False))
     binary = options.get("--binary", "")

@@ -16,7 +16,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from pytest_cluster.probes.job_node import RankEntry, WhereAmI
 
 Share = TypeVar("Share")
 #: How often a part waiting at the rendezvous looks whether the run was interrupted.
@@ -78,12 +81,12 @@ def read_node_call(args: Sequence[str]) -> NodePart | None:
     return part
 
 
-def whereami(node: str) -> dict[str, object]:
+def whereami(node: str) -> WhereAmI:
     """job_node --whereami on a simulated node: its name is its address."""
     return {"addresses": [node], "hostname": node}
 
 
-def failed_ranks(part: NodePart, why: str) -> list[dict[str, object]]:
+def failed_ranks(part: NodePart, why: str) -> list[RankEntry]:
     """This node's ranks when the job could not start: each exits with code 1 saying why
     (as torch does when init_process_group gives up)."""
     first = part.node_rank * part.ranks_per_node

@@ -17,12 +17,13 @@ import json
 import os
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_cluster.probes.nic import MAX_ENTRIES, Reader, read_ports
 from pytest_cluster.sim.cluster import IB_SPEEDS, NICS_PER_NODE, faults_on, link_factor
 
 if TYPE_CHECKING:
+    from pytest_cluster.probes.job_node import RankEntry
     from pytest_cluster.probes.nic import NicData
     from pytest_cluster.spec.model import InterconnectSpec
     from pytest_cluster.spec.sim_records import SimSpec
@@ -197,7 +198,7 @@ _PERFTEST_HEAD = (" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/s
 
 
 def perftest_ranks(sim: SimSpec, ic: InterconnectSpec | None, nodes: Sequence[str],
-                   args: Sequence[str]) -> list[list[dict[str, Any]]]:
+                   args: Sequence[str]) -> list[list[RankEntry]]:
     """The perftest rank program's answer on simulated nodes (probes/perftest.py): rank 0
     serves, every other rank's client prints what ib_write_bw would, at the slower of its
     port and rank 0's (a port down: the client cannot reach the server, as perftest
@@ -210,7 +211,7 @@ def perftest_ranks(sim: SimSpec, ic: InterconnectSpec | None, nodes: Sequence[st
     size = int(base[base.index("-s") + 1]) if "-s" in base else 65536
     seconds = float(base[base.index("-D") + 1]) if "-D" in base else 5.0
     server = port_gbit(sim, nodes[0], ic, index)
-    ranks: list[list[dict[str, Any]]] = [[{
+    ranks: list[list[RankEntry]] = [[{
         "rank": 0, "local_rank": 0, "exit_code": 0, "ended_at": None, "stderr_tail": "",
         "data": {"rank": 0, "role": "server", "tool": base[0] if base else "",
                  "clients": len(nodes) - 1, "exit_code": 0}}]]

@@ -9,12 +9,14 @@ far node (`latency_factor`: another spine) takes that many times as long, a slow
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_cluster.probes.pingpong import pairs_of_round, rounds_of
 from pytest_cluster.sim.cluster import jitter, latency_factor, link_factor
 
 if TYPE_CHECKING:
+    from pytest_cluster.probes.job_node import RankEntry
+    from pytest_cluster.probes.pingpong import Pair, RoundTrips
     from pytest_cluster.spec.model import InterconnectSpec
     from pytest_cluster.spec.sim_records import SimSpec
 
@@ -46,7 +48,7 @@ def one_way(sim: SimSpec, spec: InterconnectSpec | None, backend: str, a: str, b
 
 
 def pingpong_ranks(sim: SimSpec, spec: InterconnectSpec | None, nodes: Sequence[str],
-                   args: Sequence[str]) -> list[list[dict[str, Any]]]:
+                   args: Sequence[str]) -> list[list[RankEntry]]:
     """Every node's one rank as job_node reports it, in node order."""
     given = read_args(args)
     sizes = [int(s) for s in given["--sizes"].split(",") if s]
@@ -55,10 +57,10 @@ def pingpong_ranks(sim: SimSpec, spec: InterconnectSpec | None, nodes: Sequence[
         list(range(rounds_of(count)))
     backend = given.get("--backend", "gloo")
     iterations = int(given.get("--iterations", 100))
-    pairs: list[list[dict[str, Any]]] = [[] for _ in nodes]
+    pairs: list[list[Pair]] = [[] for _ in nodes]
     for index in rounds:
         for low, high in pairs_of_round(count, index):
-            figures = {}
+            figures: dict[str, RoundTrips] = {}
             for size in sizes:
                 rtt = 2 * one_way(sim, spec, backend, nodes[low], nodes[high], size)
                 figures[str(size)] = {"typical_rtt_s": rtt, "median_rtt_s": rtt * 1.02,

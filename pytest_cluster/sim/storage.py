@@ -12,13 +12,14 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_cluster.probes.checkpoint import writer_of
 from pytest_cluster.sim.cluster import faults_on, jitter
 
 if TYPE_CHECKING:
     from pytest_cluster.probes import checkpoint, dataloader
+    from pytest_cluster.probes.job_node import RankEntry
     from pytest_cluster.probes.shared_fs import SharedData
     from pytest_cluster.spec.sim_records import SimSpec
 
@@ -68,7 +69,7 @@ def shared_fs_payload(node: str, args: Sequence[str]) -> SharedData:
 
 
 def checkpoint_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
-                     args: Sequence[str]) -> list[list[dict[str, Any]]]:
+                     args: Sequence[str]) -> list[list[RankEntry]]:
     """Every node's ranks of one phase of the checkpoint burst, as job_node reports them."""
     if len(args) % 2 or any(name not in _OPTIONS for name in args[::2]):
         raise ValueError(f"not the checkpoint's arguments: {list(args)}")
@@ -79,9 +80,9 @@ def checkpoint_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
     write_nodes = [int(i) for i in given["--write-nodes"].split(",")] \
         if "--write-nodes" in given else None
     now = time.time()
-    parts: list[list[dict[str, Any]]] = []
+    parts: list[list[RankEntry]] = []
     for index, node in enumerate(nodes):
-        ranks = []
+        ranks: list[RankEntry] = []
         for local in range(ranks_per_node):
             rank = index * ranks_per_node + local
             data: checkpoint.RankData = {"rank": rank, "world": world, "host": node,
@@ -118,7 +119,7 @@ _LOADER_OPTIONS = ("--phase", "--path", "--token", "--size", "--read-size", "--d
 
 
 def dataloader_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
-                     args: Sequence[str]) -> list[list[dict[str, Any]]]:
+                     args: Sequence[str]) -> list[list[RankEntry]]:
     """Every node's workers of one phase of the data loader's reads, as job_node reports
     them: a slow client (`storage_factor`) makes fewer operations in the same time."""
     if len(args) % 2 or any(name not in _LOADER_OPTIONS for name in args[::2]):
@@ -126,10 +127,10 @@ def dataloader_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
     given = dict(zip(args[::2], args[1::2], strict=True))
     phase, read_size = given["--phase"], int(given.get("--read-size", 4096))
     duration, files = float(given.get("--duration", 10)), int(given.get("--files", 1000))
-    parts: list[list[dict[str, Any]]] = []
+    parts: list[list[RankEntry]] = []
     for index, node in enumerate(nodes):
         factor = storage_factor(sim, node) * jitter(node, "dataloader", spread=0.02)
-        ranks = []
+        ranks: list[RankEntry] = []
         for local in range(ranks_per_node):
             rank = index * ranks_per_node + local
             data: dataloader.RankData = {"rank": rank, "world": len(nodes) * ranks_per_node,

@@ -31,7 +31,13 @@ from pytest_cluster import money
 from pytest_cluster.evidence import derived_cases
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.plan import CASE_KEY
-from pytest_cluster.evidence.sinks.results import COMPLETE, PARTIAL
+from pytest_cluster.evidence.sinks.results import (
+    COMPLETE,
+    PARTIAL,
+    ResultLine,
+    RoundLine,
+    SoakEnd,
+)
 from pytest_cluster.evidence.sla import (
     FAILED,
     UNREACHABLE,
@@ -69,7 +75,7 @@ class Session(Protocol):
 
     soak: Any
 
-    def write_line(self, record: dict[str, Any]) -> None: ...
+    def write_line(self, record: ResultLine | RoundLine) -> None: ...
 
     def report_derived(self, cases: list[Case]) -> None: ...
 
@@ -196,7 +202,7 @@ class SoakDriver:
         self._copy(found, results)
         return found
 
-    def _copy(self, found: Round, results: list[dict[str, Any]]) -> None:
+    def _copy(self, found: Round, results: list[ResultLine]) -> None:
         """The round's result lines that did not pass into the soak's results.jsonl, with
         its number and UTC time, then a line for the round itself (every line of the round
         stays in its own sealed results.jsonl, which the round line names: copying the
@@ -206,16 +212,18 @@ class SoakDriver:
             if record.get("outcome") == "passed":
                 continue
             at = record.get("finished_at")
-            write({**record, "type": "round_result", "round": found.number,
-                   "utc": utc(float(at)) if isinstance(at, (int, float)) else None})
+            copied: ResultLine = {**record, "type": "round_result", "round": found.number,
+                                  "utc": utc(float(at)) if isinstance(at, (int, float))
+                                  else None}
+            write(copied)
         by_state: dict[str, list[str]] = {}
         for node, state in found.states.items():
             by_state.setdefault(state, []).append(node)
-        line = {"type": "round", "round": found.number, "status": found.status,
-                "started_at": found.started, "ended_at": found.ended,
-                "started_utc": utc(found.started), "ended_utc": utc(found.ended),
-                "counts": found.counts, "nodes": by_state,
-                "run_dir": str(found.path.relative_to(self.soak_dir))}
+        line: RoundLine = {"type": "round", "round": found.number, "status": found.status,
+                           "started_at": found.started, "ended_at": found.ended,
+                           "started_utc": utc(found.started), "ended_utc": utc(found.ended),
+                           "counts": found.counts, "nodes": by_state,
+                           "run_dir": str(found.path.relative_to(self.soak_dir))}
         write(line)
         self.config.hook.pytest_cluster_soak_round(config=self.config, record=line)
 
@@ -353,11 +361,11 @@ class SoakDriver:
                          self.settlement if sla is not None else None,
                          (sla or NO_SLA).uptime, self.stopped_why, mark)
 
-    def end_record(self) -> dict[str, Any]:
+    def end_record(self) -> SoakEnd:
         """The soak's part of the end record."""
         finished = [r for r in self.rounds if r.status in (COMPLETE, PARTIAL)]
         lines = timelines(self.rounds)
-        found: dict[str, Any] = {
+        found: SoakEnd = {
             "dir": str(self.soak_dir), "rounds": len(self.rounds),
             "rounds_finished": len(finished), "duration_s": self.duration_s,
             "max_rounds": self.max_rounds, "observed_s": round(lines.observed_s, 3),
@@ -377,7 +385,7 @@ class SoakDriver:
 
 
 def _emit(config: pytest.Config, item: pytest.Item, case: list[Any],
-          record: dict[str, Any]) -> None:
+          record: ResultLine) -> None:
     """One collected case's report over the soak, through pytest's report hooks."""
     skip = {"type", "nodeid", "outcome", "phase", "duration_s", "finished_at", "message",
             "case", "clause"}

@@ -22,16 +22,13 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_cluster.errors import UnitError
-from pytest_cluster.evidence.sinks.results import read_results
+from pytest_cluster.evidence.sinks.results import ResultLine, read_results
 from pytest_cluster.evidence.sla import FAILED, HEALTHY, UNREACHABLE
 from pytest_cluster.evidence.timelines import Round
 from pytest_cluster.units import Dim, parse_quantity
-
-if TYPE_CHECKING:
-    pass
 
 SOAK_FILE = "soak.json"
 ROUNDS_DIR = "rounds"
@@ -196,7 +193,7 @@ def node_state(entry: dict[str, Any]) -> str | None:
     return HEALTHY if int(entry.get("checks_passed") or 0) > 0 else None
 
 
-def read_round(path: Path, number: int) -> tuple[Round, list[dict[str, Any]]] | None:
+def read_round(path: Path, number: int) -> tuple[Round, list[ResultLine]] | None:
     """The round in `path` and its result lines (read once, for the soak's tally); None
     when it left no results (it never started its checks)."""
     results_path = path / "results.jsonl"

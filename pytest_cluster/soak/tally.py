@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.evidence.baseline.compare import Figure, figures
 from pytest_cluster.evidence.derived_cases import Case
+from pytest_cluster.evidence.sinks.results import ResultLine
 from pytest_cluster.evidence.timelines import ranges
 from pytest_cluster.hostlist import spans_of
 from pytest_cluster.measure import fabric
@@ -51,15 +52,15 @@ class CaseTally:
 
     rounds: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
-    first_failed: dict[str, Any] | None = None
-    last: dict[str, Any] = field(default_factory=dict)
+    first_failed: ResultLine | None = None
+    last: ResultLine = field(default_factory=ResultLine)
     all_skipped: bool = True
     #: Failure spells (consecutive failing rounds of the case): [first, last, what the
     #: first round of the spell said]; the first MAX_SPELLS are kept, the rest counted.
     spells: list[list[Any]] = field(default_factory=list)
     more_spells: int = 0
 
-    def add(self, number: int, record: dict[str, Any]) -> None:
+    def add(self, number: int, record: ResultLine) -> None:
         before = self.rounds[-1] if self.rounds else None
         self.rounds.append(number)
         self.last = record
@@ -85,7 +86,7 @@ class RoundSeries:
 
     rounds: list[int] = field(default_factory=list)
     values: array[float] = field(default_factory=lambda: array("d"))
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: ResultLine = field(default_factory=ResultLine)
 
 
 class Tally:
@@ -107,7 +108,7 @@ class Tally:
         self.down_since: dict[tuple[str, str], tuple[int, float]] = {}
         self._seen: set[tuple[str, str, str]] = set()
 
-    def add(self, number: int, started: float, results: Iterable[dict[str, Any]],
+    def add(self, number: int, started: float, results: Iterable[ResultLine],
             gpus: dict[str, dict[str, Any]],
             perf: dict[str, dict[str, Any]] | None = None,
             nics: dict[str, list[NicReading]] | None = None) -> None:
@@ -341,7 +342,7 @@ def gpu_payloads(round_dir: Path, probe: str = "gpu") -> dict[str, dict[str, Any
 
 # -- the soak's own cases from the rounds' cases ------------------------------------------------
 
-def aggregate(tally: CaseTally) -> dict[str, Any]:
+def aggregate(tally: CaseTally) -> ResultLine:
     """One contract case over the soak: failed if it failed (or could not start) in any
     round, naming those rounds; skipped when it was skipped in every one; passed
     otherwise. Its figures are its last round's (its first failing round's when it

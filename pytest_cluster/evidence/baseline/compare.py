@@ -19,7 +19,7 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pytest_cluster.errors import BundleError, InputError
 from pytest_cluster.evidence.baseline import files as baseline_files
@@ -27,9 +27,15 @@ from pytest_cluster.evidence.baseline.files import MAX_GPUS, RESULTS, Limits
 from pytest_cluster.evidence.bundle.keys import PublicKey
 from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.derived_cases import Case
-from pytest_cluster.evidence.sinks.results import read_results
+from pytest_cluster.evidence.sinks.results import ResultLine, read_results
 from pytest_cluster.evidence.untrusted_json import printable
-from pytest_cluster.measure.inventory_file import INVENTORY, is_unreadable
+from pytest_cluster.measure.inventory_file import (
+    INVENTORY,
+    HcaRecord,
+    InventoryDocument,
+    NodeRecord,
+    is_unreadable,
+)
 from pytest_cluster.units import UNITS, utc
 
 if TYPE_CHECKING:
@@ -54,8 +60,8 @@ class Baseline:
     started: str  # when the baseline run started, as units.utc writes it
     signed_by: tuple[str, ...]
     manifest_sha256: str
-    inventory: dict[str, Any]
-    figures: dict[str, dict[str, Any]]  # numeric result lines by case id
+    inventory: InventoryDocument
+    figures: dict[str, ResultLine]  # numeric result lines by case id (their KEPT keys)
     checked_key: str | None = None  # the key its signature was checked against, if one
     cluster: str = ""
     spec_sha256: str = ""
@@ -81,7 +87,7 @@ class Baseline:
         return f"run {self.started}"
 
 
-def figures(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def figures(records: Iterable[ResultLine]) -> dict[str, ResultLine]:
     """The result lines with a number compared one way (>=, <=), by case id."""
     found = {}
     for record in records:
@@ -90,7 +96,7 @@ def figures(records: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                 HIGHER_BETTER + LOWER_BETTER and isinstance(base, (int, float))
                 and not isinstance(base, bool) and math.isfinite(base)
                 and record.get("outcome") in ("passed", "failed")):
-            found[record["case"]] = {key: record.get(key) for key in KEPT}
+            found[record["case"]] = cast("ResultLine", {key: record.get(key) for key in KEPT})
     return found
 
 
@@ -148,7 +154,7 @@ def _named(nodes: list[str]) -> str:
     return ", ".join(_shown(node) for node in nodes[:MAX_NAMED]) + more
 
 
-def same_nodes(baseline: Baseline, now: dict[str, Any]) -> Case:
+def same_nodes(baseline: Baseline, now: InventoryDocument) -> Case:
     before, after = list(baseline.inventory["nodes"]), list(now["nodes"])
     missing = [n for n in before if n not in set(after)]
     new = [n for n in after if n not in set(before)]
@@ -232,12 +238,12 @@ def _model(gpu: dict[str, Any], other: dict[str, Any]) -> str:
     return f", {_shown(gpu.get('name'))}" if gpu.get("name") != other.get("name") else ""
 
 
-def _ports(hca: dict[str, Any]) -> str:
+def _ports(hca: HcaRecord) -> str:
     return "; ".join(f"port {_shown(p.get('port'))} {_shown(p.get('rate'))}"
                      for p in hca.get("ports", []) if isinstance(p, dict))
 
 
-def hardware_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+def hardware_changes(before: NodeRecord, after: NodeRecord) -> list[str]:
     """What differs in one node's inventory from its baseline, in words."""
     if is_unreadable(after):
         return [f"no inventory this run: {after['unreadable']}"]
@@ -270,7 +276,7 @@ def hardware_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]
     return found
 
 
-def same_hardware(baseline: Baseline, now: dict[str, Any]) -> list[Case]:
+def same_hardware(baseline: Baseline, now: InventoryDocument) -> list[Case]:
     cases = []
     for node, before in baseline.inventory["nodes"].items():
         after = now["nodes"].get(node)
@@ -304,7 +310,7 @@ class Figure:
     """How a figure's result line is shown: where it was measured ('gpu-003 gpu6'), and
     a value of its (SI) measured_base in the line's own unit ('598.2 TFLOPS')."""
 
-    record: dict[str, Any]
+    record: ResultLine
 
     @property
     def where(self) -> str:
@@ -334,7 +340,7 @@ def _dimension(unit: Any) -> object:
     return UNITS[unit][0] if isinstance(unit, str) and unit in UNITS else unit or ""
 
 
-def compared(now: dict[str, Any], before: dict[str, Any], tolerance: float,
+def compared(now: ResultLine, before: ResultLine, tolerance: float,
              label: str) -> Case | None:
     """One figure against its baseline; None where they cannot be compared (a baseline of
     0 has no relative change); a failed case where the baseline measured another quantity
@@ -370,7 +376,7 @@ def compared(now: dict[str, Any], before: dict[str, Any], tolerance: float,
                 props=props)
 
 
-def not_worse(baseline: Baseline, now: dict[str, dict[str, Any]],
+def not_worse(baseline: Baseline, now: dict[str, ResultLine],
               tolerance: float) -> list[Case]:
     cases = []
     for case_id, record in now.items():
@@ -381,7 +387,7 @@ def not_worse(baseline: Baseline, now: dict[str, dict[str, Any]],
     return cases
 
 
-def compare(baseline: Baseline, inventory: dict[str, Any], results: Path,
+def compare(baseline: Baseline, inventory: InventoryDocument, results: Path,
             tolerance: float) -> list[Case]:
     """Every derived case of this run against `baseline`: nodes, hardware per node, and
     each figure measured in both runs."""

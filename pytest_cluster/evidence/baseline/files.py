@@ -22,7 +22,7 @@ from typing import Any, BinaryIO
 
 from pytest_cluster.errors import InputError
 from pytest_cluster.evidence.bundle.tree import kind
-from pytest_cluster.evidence.sinks.results import INTERRUPTED
+from pytest_cluster.evidence.sinks.results import INTERRUPTED, ResultLine, RunLine
 from pytest_cluster.evidence.untrusted_json import (
     Schema,
     check,
@@ -41,7 +41,12 @@ from pytest_cluster.evidence.untrusted_json import (
     too_big,
 )
 from pytest_cluster.hostlist import MAX_NODES
-from pytest_cluster.measure.inventory_file import GPU_FIELDS, INVENTORY, UNREADABLE
+from pytest_cluster.measure.inventory_file import (
+    GPU_FIELDS,
+    INVENTORY,
+    UNREADABLE,
+    InventoryDocument,
+)
 
 RESULTS = "results.jsonl"
 #: A 1,000-node run of every clause writes about 70 MB of results; 10,000 such nodes'
@@ -150,8 +155,8 @@ class BaselineResults:
     """What the comparison reads of a baseline's results.jsonl: its run line, result
     lines and end line (None when the run was cut off), each with only the fields read."""
 
-    run: dict[str, Any]
-    results: list[dict[str, Any]]
+    run: RunLine  # its keys of LINES['run']
+    results: list[ResultLine]  # their keys of LINES['result']
     end: dict[str, Any] | None
 
     @property
@@ -211,7 +216,7 @@ def open_regular(path: Path) -> BinaryIO:
     return handle
 
 
-def read_inventory(path: Path, limits: Limits = ANY_SPEC) -> dict[str, Any]:
+def read_inventory(path: Path, limits: Limits = ANY_SPEC) -> InventoryDocument:
     """inventory.json, opened as it is (open_regular): its size, then its counts and keys
     (bound_inventory), then its shape (jsonschema, the costly part, last)."""
     limit = limits.max_bytes(INVENTORY)
@@ -227,7 +232,7 @@ def read_inventory(path: Path, limits: Limits = ANY_SPEC) -> dict[str, Any]:
         raise too_big(path.name, len(data), limit, limits.what(INVENTORY))
     document = parse(data, path.name)
     bound_inventory(document, limits, path.name)
-    kept: dict[str, Any] = _checked(INVENTORY_SHAPE, document, path.name)
+    kept: InventoryDocument = _checked(INVENTORY_SHAPE, document, path.name)
     return kept
 
 
@@ -298,8 +303,8 @@ def read_results(path: Path, limits: Limits = ANY_SPEC) -> BaselineResults:
     """Every line of `path` checked; a last line cut in half (a killed writer) is left
     out, as results.read_results does, and blank lines are."""
     limit = limits.max_bytes(RESULTS)
-    run: dict[str, Any] = {}
-    results: list[dict[str, Any]] = []
+    run: RunLine = {}
+    results: list[ResultLine] = []
     end: dict[str, Any] | None = None
     size = 0
     try:

@@ -45,7 +45,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 
-from pytest_cluster.evidence.sinks.results import clause_of, outcome
+from pytest_cluster.evidence.sinks.results import ResultLine, clause_of, is_result, outcome
 from pytest_cluster.evidence.tally import margin
 from pytest_cluster.evidence.verdict import culprits, outcome_of
 from pytest_cluster.units import UNITS, Dim, finite
@@ -89,7 +89,7 @@ class Sample:
         return (self.passed, self.margin if self.margin is not None else math.inf)
 
     @classmethod
-    def of(cls, record: Mapping[str, Any]) -> Sample:
+    def of(cls, record: ResultLine) -> Sample:
         measured, required = finite(record.get("measured_base")), \
             finite(record.get("required_base"))
         share = margin(record) if measured is not None and required is not None else None
@@ -121,7 +121,7 @@ class Metrics:
     def result(self, record: Mapping[str, Any]) -> None:
         """A result line of a judged case: its sample, and its clause's on its node (and
         on each node it names as a culprit)."""
-        if record.get("type") != "result" or outcome(record) not in JUDGED:
+        if not is_result(record) or outcome(record) not in JUDGED:
             return
         sample = Sample.of(record)
         simulated = str(bool(record.get("simulated"))).lower()

@@ -18,9 +18,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TypedDict, cast
+from typing import IO, TYPE_CHECKING, Any, TypedDict, TypeGuard, cast
 
 import pytest
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.plan import NotChecked, Selection
 
 #: How a run ended (the end record's `status`).
 COMPLETE = "complete"  # every contract check of the spec ran
@@ -55,7 +58,7 @@ class ResultLine(TypedDict, total=False):
     duration_s: float
     finished_at: float  # epoch seconds
     message: str  # why it failed or was skipped
-    node: str
+    node: str | None  # None: a case about no one node, not run
     gpu: int
     gpu_uuid: str
     gpu_serial: str
@@ -79,18 +82,158 @@ class ResultLine(TypedDict, total=False):
     probe: str
     probe_run: str
     verdict: str
-    reference: str
+    reference: str  # published figures beside the measurement (measure/reference.py)
+    reference_ratio: float
+    reference_source: str
+    finding: str  # what a check found beside its figure (a straggler)
+    leftovers: Any  # a storage case: the files an earlier check left
     culprits: str  # a check of several nodes: the nodes it blames, as a hostlist
     raw: Any  # the probe's payload or the check's own evidence
+    # a case derived from the whole run (evidence/derived_cases.py): the baseline's
+    compared_case: str  # the case id a figure's comparison is of
+    changes: list[str]
+    gpus_at_baseline: int | None
+    baseline_value: str
+    change_pct: float
+    # ... and a soak's (availability, SLA credit, counters, steadiness)
+    availability: float
+    down_s: float
+    observed_s: float
+    node_hours_lost: str
+    outages: list[list[str]]  # UTC times
+    outages_at: list[list[float]]  # epoch seconds
+    arithmetic: str
+    credit: str
+    currency: str
+    cluster_availability: float
+    rounds_compared: int
+    first_round: int
+    last_round: int
+    spread_pct: float
+    drop_pct: float
+    # a case over a soak's rounds (soak/tally.py aggregate), a round's line in the soak's
+    # results.jsonl (type round_result)
+    rounds: int
+    rounds_failed: list[list[int]]  # [first, last] spans
+    round: int
+    utc: str | None
 
 
-def clause_of(record: Mapping[str, Any]) -> str:
+class RunLine(TypedDict, total=False):
+    """results.jsonl's first line, as the session writes it (a baseline's, as read back:
+    the keys its reader checks)."""
+
+    type: str  # "run"
+    tool_version: str
+    cluster: str
+    spec: str  # the spec's file
+    spec_sha256: str
+    nodes: list[str]
+    launcher: str
+    simulated: bool
+    started_at: float  # epoch seconds
+    spec_warnings: list[str]
+    run_dir: str
+
+
+class BaselineSummary(TypedDict):
+    """The end record's `baseline`: the run compared with, and its cases."""
+
+    path: str
+    run: str  # 'run <UTC start>'
+    manifest_sha256: str
+    cases: int
+    failed: int
+
+
+class SoakCredit(TypedDict):
+    """A soak's SLA credit owed (with an sla: section)."""
+
+    owed: str  # a decimal, in `currency`
+    currency: str
+    arithmetic: list[str]
+    total: str
+
+
+class _SoakEnd(TypedDict):
+    dir: str
+    rounds: int
+    rounds_finished: int
+    duration_s: float | None  # as asked (--cluster-soak), None: rounds only
+    max_rounds: int | None
+    observed_s: float
+    unobserved_s: float
+    window: list[str]  # UTC
+    availability: dict[str, float]  # per node
+
+
+class SoakEnd(_SoakEnd, total=False):
+    """A soak's own end record (the end record's `soak`)."""
+
+    credit: SoakCredit
+    stopped: str  # why the soak stopped early
+
+
+class _EndLine(TypedDict):
+    type: str  # "end"
+    simulated: bool
+    status: str  # run_status
+    exit_code: int
+    counts: dict[str, int]  # per outcome (counted)
+    checks_ran: int
+    checks_planned: int
+    checks_selected: int
+    deselected: int
+    selection: Selection
+    nodes_covered: list[str]
+    nodes_in_spec: int
+    level: str
+    not_checked: list[NotChecked]
+    verdicts: dict[str, int]  # nodes per verdict
+    started_at: float
+    ended_at: float
+    duration_s: float
+    tool_version: str
+    verdict: str  # the cluster's
+
+
+class EndLine(_EndLine, total=False):
+    """results.jsonl's last line: how the run ended and exactly what it covered
+    (evidence/end.py makes it)."""
+
+    baseline: BaselineSummary
+    soak: SoakEnd
+
+
+class RoundLine(TypedDict):
+    """A soak's line for one of its rounds (type round), in the soak's results.jsonl after
+    the round's lines that did not pass (type round_result: ResultLines with their round
+    and its UTC time)."""
+
+    type: str  # "round"
+    round: int
+    status: str  # the round's run_status
+    started_at: float
+    ended_at: float
+    started_utc: str
+    ended_utc: str
+    counts: dict[str, int]
+    nodes: dict[str, list[str]]  # by state: healthy, failed, unreachable
+    run_dir: str  # the round's, relative to the soak's
+
+
+def is_result(record: Mapping[str, Any]) -> TypeGuard[ResultLine]:
+    """Whether a line of results.jsonl (any of its kinds) is a result line."""
+    return record.get("type") == "result"
+
+
+def clause_of(record: ResultLine) -> str:
     """The clause a line is about: its case's clause family, else the key it recorded (a
     test of your own). The one place that says so."""
     return str(record.get("clause") or record.get("spec_key"))
 
 
-def outcome(record: Mapping[str, Any]) -> str:
+def outcome(record: ResultLine) -> str:
     """passed, failed, error (the check could not start: setup failed), skipped, not_run."""
     if record.get("outcome") == "failed" and record.get("phase") == "setup":
         return "error"
@@ -100,7 +243,7 @@ def outcome(record: Mapping[str, Any]) -> str:
 OUTCOMES = ("passed", "failed", "error", "skipped", "not_run")
 
 
-def counts(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+def counts(records: Iterable[ResultLine]) -> dict[str, int]:
     return counted(Counter(outcome(r) for r in records))
 
 
@@ -217,9 +360,9 @@ class RunResults:
     """A results.jsonl as read back: its run line, result lines and end line (None when
     the run was cut off), and the status that follows."""
 
-    run: dict[str, Any]
-    results: list[dict[str, Any]]
-    end: dict[str, Any] | None
+    run: RunLine
+    results: list[ResultLine]
+    end: EndLine | None
 
     @property
     def status(self) -> str:
@@ -232,9 +375,9 @@ class RunResults:
 
 def read_results(path: Path) -> RunResults:
     """Read a results.jsonl; a last line cut in half (a killed writer) is ignored."""
-    run: dict[str, Any] = {}
-    results: list[dict[str, Any]] = []
-    end: dict[str, Any] | None = None
+    run: RunLine = {}
+    results: list[ResultLine] = []
+    end: EndLine | None = None
     with path.open(encoding="utf-8") as lines:
         for line in lines:
             try:

@@ -13,7 +13,13 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, TypedDict
+
+    from pytest_cluster.sim.cluster import SimGpu, SimNode
+
+    class _State(TypedDict, total=False):
+        node: SimNode  # from nvmlInit to nvmlShutdown
+        load: bool  # the torch probe's load is on
 
 SIMULATED = True
 
@@ -120,22 +126,20 @@ class _Handle:
         self.index = index
 
 
-_STATE: dict[str, Any] = {}
+_STATE: _State = {}
 
 
-def _node() -> dict[str, Any]:
+def _node() -> SimNode:
     if "node" not in _STATE:
         raise NVMLError_Uninitialized()
-    node: dict[str, Any] = _STATE["node"]
-    return node
+    return _STATE["node"]
 
 
-def _gpu(handle: _Handle) -> dict[str, Any]:
+def _gpu(handle: _Handle) -> SimGpu:
     gpus = _node()["gpus"]
     if not isinstance(handle, _Handle) or not 0 <= handle.index < len(gpus):
         raise NVMLError_InvalidArgument()
-    gpu: dict[str, Any] = gpus[handle.index]
-    return gpu
+    return gpus[handle.index]
 
 
 def nvmlInit() -> None:
@@ -205,9 +209,9 @@ def nvmlDeviceGetEccMode(handle: _Handle) -> tuple[int, int]:
 
 def nvmlDeviceGetTotalEccErrors(handle: _Handle, error_type: int,
                                 counter_type: int) -> int:
-    gpu = _gpu(handle)
-    kind = "uncorrected" if error_type == NVML_MEMORY_ERROR_TYPE_UNCORRECTED else "corrected"
-    return int(gpu["ecc"][kind])
+    ecc = _gpu(handle)["ecc"]
+    return int(ecc["uncorrected"] if error_type == NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+               else ecc["corrected"])
 
 
 def nvmlDeviceGetRemappedRows(handle: _Handle) -> tuple[int, int, int, int]:
