@@ -96,6 +96,18 @@ def test_a_name_taken_twice_is_left_out_and_named(installed: list[EntryPoint]) -
         extensions.check()
 
 
+def test_a_name_of_ours_is_not_an_extensions_to_take(installed: list[EntryPoint]) -> None:
+    """An extension's probe named as one of our job programs (sent by job_node) would
+    replace it on every node: left out, and said."""
+    from pytest_cluster.probes import JOB_PROGRAMS, PROBES
+
+    ours = (*PROBES, *JOB_PROGRAMS)
+    assert extensions.free({"pingpong": 1, "bmc": 2}, ours, "the probes") == {"bmc": 2}
+    assert extensions.problems() == (
+        "the probes: 'pingpong' is declared twice (an installed extension repeats a name "
+        "that is already taken; the second is left out)",)
+
+
 def test_a_probe_file_that_is_not_there_is_named(installed: list[EntryPoint],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys.modules[__name__], "GOOD",

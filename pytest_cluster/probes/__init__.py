@@ -11,27 +11,27 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
-from pytest_cluster.spec.extensions import added_probes, unique
+from pytest_cluster.spec.extensions import added_probes, free
 
 #: Programs in this folder that are not probes: a job's rank program, sent by job_node
 #: (measure/benchmark.py, measure/training.py, the rails' perftest in measure/cluster.py).
 JOB_PROGRAMS = ("collective", "train", "perftest", "pingpong", "checkpoint", "dataloader")
 
 
-def _probes() -> tuple[str, ...]:
+def _ours() -> tuple[str, ...]:
     """Every program in this folder that is not a job's: a probe is added by adding its
-    file (`probes/<name>.py`), nothing else names it; then the installed extensions'
-    (spec/extensions.py)."""
+    file (`probes/<name>.py`), nothing else names it."""
     names = (entry.name.removesuffix(".py") for entry in resources.files(__package__).iterdir()
              if entry.name.endswith(".py") and not entry.name.startswith("_"))
-    ours = sorted(name for name in names if name not in JOB_PROGRAMS)
-    return tuple(unique(((name, name) for name in (*ours, *_ADDED)), "the probes"))
+    return tuple(sorted(name for name in names if name not in JOB_PROGRAMS))
 
 
-#: The installed extensions' probes and their files.
-_ADDED = added_probes()
-#: The probes, by the names of their files.
-PROBES = _probes()
+_OURS = _ours()
+#: The installed extensions' probes and their files (spec/extensions.py): a name of ours,
+#: a probe's or a job program's, is not theirs to take.
+_ADDED = free(added_probes(), (*_OURS, *JOB_PROGRAMS), "the probes")
+#: The probes, by the names of their files: ours, then the extensions'.
+PROBES = (*_OURS, *_ADDED)
 
 
 @dataclass(frozen=True)

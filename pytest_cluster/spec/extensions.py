@@ -153,6 +153,20 @@ def unique(named: Iterable[tuple[str, T]], what: str) -> list[T]:
     return items
 
 
+def free(named: Mapping[str, T], taken: Iterable[str], what: str) -> dict[str, T]:
+    """The entries of `named` (the extensions') whose names are not `taken` (ours); each
+    other is left out and said (`problems`)."""
+    ours = set(taken)
+    found: dict[str, T] = {}
+    for name, item in named.items():
+        if name in ours:
+            problem(f"{what}: {name!r} is declared twice (an installed extension repeats a "
+                    "name that is already taken; the second is left out)")
+        else:
+            found[name] = item
+    return found
+
+
 def added_clauses() -> tuple[Declaration, ...]:
     return tuple(d for e in extensions() for d in e.clauses)
 
