@@ -21,7 +21,37 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import TypedDict
+
+
+class Cold(TypedDict, total=False):
+    """One import with the page cache dropped first, or why it was not tried."""
+
+    seconds: float | None
+    error: str | None
+    method: str
+    skipped: str
+
+
+class Warm(TypedDict):
+    runs_s: list[float]
+    min_s: float
+    median_s: float
+    max_s: float
+
+
+class ImportLatencyData(TypedDict, total=False):
+    """The probe's payload: the interpreter asked for and the one found, whether it is on
+    the filesystem tested, the command timed, its cold and warm runs, or the error."""
+
+    python: str
+    python_resolved: str | None
+    module: str
+    python_on_path: bool
+    error: str
+    command: list[str]
+    cold: Cold
+    warm: Warm
 
 DROP_CACHES = "/proc/sys/vm/drop_caches"
 
@@ -79,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     # abspath, not realpath: a venv's bin/python links to the base interpreter, and the
     # venv's path is the one that says which packages it imports
     resolved = os.path.abspath(found) if found else None
-    data: dict[str, Any] = {
+    data: ImportLatencyData = {
         "python": args.python,
         "python_resolved": resolved,
         "module": args.module,

@@ -19,7 +19,7 @@ import os
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import TypedDict
 
 TOOLS = ("ib_write_bw",)
 #: What a client says when its server does not listen yet (perftest_communication.c).
@@ -27,7 +27,17 @@ NOT_YET = ("Couldn't connect to", "Unable to open file descriptor for socket con
 MAX_STDOUT = 256 * 1024
 
 
-def run_command(line: list[str], timeout_s: float) -> dict[str, Any]:
+class Run(TypedDict):
+    """One run of the tool: its command line, exit code (or "timeout", "not_found") and
+    the end of what it printed."""
+
+    argv: list[str]
+    exit_code: int | str
+    stdout: str
+    stderr_tail: str
+
+
+def run_command(line: list[str], timeout_s: float) -> Run:
     """Run a program: its command line, exit code (or "timeout", "not_found") and the end
     of what it printed."""
     try:
