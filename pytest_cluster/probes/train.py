@@ -60,7 +60,7 @@ import socket
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, TypedDict
 
 #: Model sizes: (layers, width, heads, sequence, batch, vocabulary).
 SIZES = {"cpu": (2, 128, 4, 64, 8, 512), "gpu": (4, 1024, 16, 512, 8, 32000)}
@@ -68,6 +68,44 @@ SIZES = {"cpu": (2, 128, 4, 64, 8, 512), "gpu": (4, 1024, 16, 512, 8, 32000)}
 LINK_BYTES = {"cpu": 1 << 20, "gpu": 64 << 20}
 HANG_EXIT = 3
 PHASES = ("forward", "wait", "backward", "optimiser")
+
+
+class Model(TypedDict):
+    layers: int
+    width: int
+    heads: int
+    sequence: int
+    batch: int
+    vocab: int
+
+
+class Link(TypedDict):
+    bytes: int
+    exchange_s: dict[str, float]  # partner rank -> seconds (link_probe)
+
+
+class TrainData(TypedDict, total=False):
+    """What a rank prints at the end: who it is, each measured step's seconds and each
+    phase's (`PHASES`), the link figures, the losses, the model; `device` on GPUs."""
+
+    rank: int
+    world: int
+    host: str
+    backend: str
+    torch: str
+    step_s: list[float]
+    forward_s: list[float]
+    wait_s: list[float]
+    backward_s: list[float]
+    optimiser_s: list[float]
+    tokens_per_step: int
+    link: Link
+    loss_first: float | None
+    loss_last: float | None
+    finite: bool
+    model: Model
+    parameters: int
+    device: str
 #: The most measured steps' times the steps file keeps (the latest).
 MAX_KEPT = 4096
 
@@ -340,16 +378,20 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException:
         dist.destroy_process_group()
         raise
-    info: dict[str, Any] = {
+    layers, width, heads, sequence, batch, vocab = size
+    info: TrainData = {
         "rank": rank, "world": world, "host": socket.gethostname(), "backend": args.backend,
-        "torch": torch.__version__, **times, "tokens_per_step": size[4] * size[3],
+        "torch": torch.__version__, "step_s": times["step_s"],
+        "forward_s": times["forward_s"], "wait_s": times["wait_s"],
+        "backward_s": times["backward_s"], "optimiser_s": times["optimiser_s"],
+        "tokens_per_step": size[4] * size[3],
         "link": {"bytes": link_bytes, "exchange_s": link},
         # strict JSON: a loss that is not finite is null ("finite" says so)
         "loss_first": losses[0] if losses and math.isfinite(losses[0]) else None,
         "loss_last": losses[-1] if losses and math.isfinite(losses[-1]) else None,
         "finite": all(math.isfinite(v) for v in losses),
-        "model": dict(zip(("layers", "width", "heads", "sequence", "batch", "vocab"), size,
-                          strict=True)),
+        "model": {"layers": layers, "width": width, "heads": heads, "sequence": sequence,
+                  "batch": batch, "vocab": vocab},
         "parameters": sum(p.numel() for p in model.parameters())}
     if gpu:
         info["device"] = torch.cuda.get_device_name(device)
