@@ -102,10 +102,11 @@ def test_a_name_of_ours_is_not_an_extensions_to_take(installed: list[EntryPoint]
     from pytest_cluster.probes import JOB_PROGRAMS, PROBES
 
     ours = (*PROBES, *JOB_PROGRAMS)
-    assert extensions.free({"pingpong": 1, "bmc": 2}, ours, "the probes") == {"bmc": 2}
-    assert extensions.problems() == (
-        "the probes: 'pingpong' is declared twice (an installed extension repeats a name "
-        "that is already taken; the second is left out)",)
+    assert extensions.free([("pingpong", 1), ("bmc", 2), ("bmc", 3)], ours,
+                           "the probes") == {"bmc": 2}  # nor another extension's
+    assert extensions.problems() == tuple(
+        f"the probes: {name!r} is declared twice (an installed extension repeats a name "
+        "that is already taken; the second is left out)" for name in ("pingpong", "bmc"))
 
 
 def test_a_probe_file_that_is_not_there_is_named(installed: list[EntryPoint],
@@ -113,7 +114,7 @@ def test_a_probe_file_that_is_not_there_is_named(installed: list[EntryPoint],
     monkeypatch.setattr(sys.modules[__name__], "GOOD",
                         Extension("good", probes={"bmc": "/nowhere/bmc.py"}), raising=True)
     installed.append(EntryPoint("good", f"{__name__}:GOOD", GROUP))
-    assert extensions.added_probes() == {}
+    assert extensions.added_probes() == []
     assert extensions.problems() == ("extension good: probe bmc: no file at /nowhere/bmc.py",)
 
 

@@ -138,30 +138,25 @@ def extensions() -> tuple[Extension, ...]:
 T = TypeVar("T")
 
 
+def _twice(what: str, name: str) -> None:
+    problem(f"{what}: {name!r} is declared twice (an installed extension repeats a name that "
+            "is already taken; the second is left out)")
+
+
 def unique(named: Iterable[tuple[str, T]], what: str) -> list[T]:
     """The items in order, ours first; an item whose name is taken already (an installed
     extension's) is left out and said (`problems`)."""
-    seen: set[str] = set()
-    items = []
-    for name, item in named:
-        if name in seen:
-            problem(f"{what}: {name!r} is declared twice (an installed extension repeats a "
-                    "name that is already taken; the second is left out)")
-            continue
-        seen.add(name)
-        items.append(item)
-    return items
+    return list(free(named, (), what).values())
 
 
-def free(named: Mapping[str, T], taken: Iterable[str], what: str) -> dict[str, T]:
-    """The entries of `named` (the extensions') whose names are not `taken` (ours); each
-    other is left out and said (`problems`)."""
+def free(named: Iterable[tuple[str, T]], taken: Iterable[str], what: str) -> dict[str, T]:
+    """The entries of `named` by name, in order, none taking a name of `taken` (ours) or
+    of an earlier entry: such a one is left out and said (`problems`)."""
     ours = set(taken)
     found: dict[str, T] = {}
-    for name, item in named.items():
-        if name in ours:
-            problem(f"{what}: {name!r} is declared twice (an installed extension repeats a "
-                    "name that is already taken; the second is left out)")
+    for name, item in named:
+        if name in ours or name in found:
+            _twice(what, name)
         else:
             found[name] = item
     return found
@@ -179,18 +174,18 @@ def added_launchers() -> tuple[LauncherKind, ...]:
     return tuple(k for e in extensions() for k in e.launchers)
 
 
-def added_probes() -> dict[str, Path]:
-    """Each extension probe's name and file; one whose file is not there is left out and
-    said (`problems`)."""
-    found: dict[str, Path] = {}
+def added_probes() -> list[tuple[str, Path]]:
+    """Each extension probe's name and file, in order (names taken twice are for `free`
+    to refuse); one whose file is not there is left out and said (`problems`)."""
+    found: list[tuple[str, Path]] = []
     for extension in extensions():
         for name, path in extension.probes.items():
             if Path(path).is_file():
-                found[name] = Path(path)
+                found.append((name, Path(path)))
             else:
                 problem(f"extension {extension.name}: probe {name}: no file at {path}")
     return found
 
 
-def added_sim_answers() -> dict[str, Callable[..., dict[str, Any]]]:
-    return {name: answer for e in extensions() for name, answer in e.sim.items()}
+def added_sim_answers() -> list[tuple[str, Callable[..., dict[str, Any]]]]:
+    return [(name, answer) for e in extensions() for name, answer in e.sim.items()]
