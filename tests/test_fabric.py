@@ -423,7 +423,6 @@ def _ip(netns: NetnsCluster, node: str, *args: str) -> None:
     subprocess.run(["ip", "-n", netns.netns(node), *args], check=True, timeout=30)
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_real_ports_are_read_on_each_node_and_the_faulty_one_named(
         pytester: pytest.Pytester, netns: NetnsCluster) -> None:
@@ -466,7 +465,6 @@ def test_real_ports_are_read_on_each_node_and_the_faulty_one_named(
                            check=False, timeout=30)
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_real_rails_each_alone_name_the_slow_rail_of_the_slow_node(
         pytester: pytest.Pytester, netns: NetnsCluster) -> None:
@@ -504,7 +502,6 @@ def test_real_rails_each_alone_name_the_slow_rail_of_the_slow_node(
             netns.remove_rail(number)
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_over_slurm_each_node_judges_its_own_nics_never_the_hosts(
         pytester: pytest.Pytester, slurm: NetnsCluster) -> None:
@@ -534,7 +531,6 @@ def test_over_slurm_each_node_judges_its_own_nics_never_the_hosts(
 RAIL_TIMEOUT_S = 40
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_rail_seen_down_is_not_run_again_and_costs_no_timeout(
         pytester: pytest.Pytester, netns: NetnsCluster) -> None:

@@ -703,7 +703,6 @@ def jsonl(pytester: pytest.Pytester) -> list[dict[str, Any]]:
 
 # -- the real thing: gloo all-reduce over shaped links between namespace nodes ------------
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.parametrize("kind", ["ssh", "slurm"])
 def test_shaped_links_pass_and_a_slow_node_is_named(pytester: pytest.Pytester,
@@ -741,7 +740,6 @@ def test_shaped_links_pass_and_a_slow_node_is_named(pytester: pytest.Pytester,
     assert "so this node is the slow one" in message
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_dead_node_fails_its_own_cases_and_the_rest_go_on(pytester: pytest.Pytester,
                                                             netns: NetnsCluster) -> None:
@@ -773,7 +771,6 @@ def node_down(netns: NetnsCluster, node: str, fault: str) -> Iterator[None]:
         yield
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.parametrize("fault", ["sshd", "link"])
 def test_a_dead_node_never_makes_a_healthy_node_the_slow_one(
@@ -853,7 +850,6 @@ def _latency_cases(pytester: pytest.Pytester) -> dict[str, dict[str, Any]]:
             if r["clause"] in ("interconnect.latency", "interconnect.colocation")}
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_node_behind_a_delay_is_named_by_colocation(pytester: pytest.Pytester,
                                                       netns: NetnsCluster) -> None:

@@ -146,7 +146,6 @@ def interrupt_a_running_job(netns: NetnsCluster, kind: str, directory: Path) -> 
 
 # -- the real thing: ssh and slurm over the namespace cluster -----------------------------
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_ctrl_c_over_ssh_stops_every_rank_on_every_node(netns: NetnsCluster,
                                                         tmp_path: Path) -> None:
@@ -155,7 +154,6 @@ def test_ctrl_c_over_ssh_stops_every_rank_on_every_node(netns: NetnsCluster,
     interrupt_a_running_job(netns, "ssh", tmp_path)
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_ctrl_c_over_slurm_cancels_the_steps(slurm: NetnsCluster, tmp_path: Path) -> None:
     if not has_torch():
@@ -170,7 +168,6 @@ def test_ctrl_c_over_slurm_cancels_the_steps(slurm: NetnsCluster, tmp_path: Path
     wait_for("no job of ours in squeue", lambda: queue() == "", CLEAN_BOUND_S)
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_hung_interpreter_is_killed_on_the_node_at_its_timeout(netns: NetnsCluster,
                                                                  tmp_path: Path) -> None:
@@ -211,7 +208,6 @@ interconnect:
 """
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_with_the_local_launcher_leaves_no_child(tmp_path: Path,

@@ -231,7 +231,6 @@ def test_a_hanging_job_ends_at_its_wall_clock() -> None:
                                       "killed by its node")
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.skipif(not has_torch(), reason="needs torch")
 def test_gloo_all_reduce_on_this_machine() -> None:
@@ -243,7 +242,6 @@ def test_gloo_all_reduce_on_this_machine() -> None:
 
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.parametrize("kind", ["ssh", "slurm"])
 def test_gloo_all_reduce_across_four_nodes(slurm: NetnsCluster, kind: str) -> None:

@@ -164,7 +164,6 @@ def test_a_node_a_cluster_check_names_fails_that_clause_in_the_metrics(
     assert firmware == {"all": 0.0, "sim-gpu-04": 0.0}
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.skipif(shutil.which("promtool") is None,
                     reason="promtool (Debian's prometheus package) is not installed")

@@ -120,7 +120,6 @@ def _end(path: Path) -> dict[str, Any]:
     return end
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_run_leaves_nothing(netns: NetnsCluster, tmp_path: Path, private_tmp: Path,
                               started: list[subprocess.Popen[bytes]]) -> None:
@@ -132,7 +131,6 @@ def test_a_run_leaves_nothing(netns: NetnsCluster, tmp_path: Path, private_tmp: 
     _assert_nothing_left(netns, private_tmp)
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_sigterm_mid_run_leaves_nothing(netns: NetnsCluster, tmp_path: Path,
                                         private_tmp: Path,
@@ -147,7 +145,6 @@ def test_sigterm_mid_run_leaves_nothing(netns: NetnsCluster, tmp_path: Path,
     _assert_nothing_left(netns, private_tmp)
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_soak_stopped_by_sigterm_mid_round_leaves_nothing(
         netns: NetnsCluster, tmp_path: Path, private_tmp: Path,
@@ -233,7 +230,6 @@ def test_sigterm_to_a_job_leaves_no_progress_file_on_any_node(
     assert {n: _ours(private_tmp, n) for n in netns.nodes} == {n: [] for n in netns.nodes}
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_rank_killed_by_the_watchdog_leaves_no_progress_file(
         netns: NetnsCluster, private_tmp: Path) -> None:

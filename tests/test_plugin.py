@@ -190,7 +190,6 @@ def test_same_software_on_several_nodes(pytester: pytest.Pytester, fs: Path) -> 
     result.stdout.fnmatch_lines(["*test_software_same_on_all_nodes[[]kernel[]] PASSED*"])
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.skipif(not has_torch(), reason="torch is not installed")
 def test_import_torch_clause(pytester: pytest.Pytester, fs: Path) -> None:

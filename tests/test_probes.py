@@ -140,7 +140,6 @@ def test_import_latency_cold_run_is_marked() -> None:
         assert cold["method"].startswith("page cache dropped")
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.skipif(not has_torch(), reason="torch is not installed")
 def test_import_torch_for_real() -> None:

@@ -107,7 +107,6 @@ def _ran(netns: NetnsCluster, where: Path, node: str, marker: Path) -> None:
 JOBS = 20
 
 
-@pytest.mark.slow
 def test_the_prolog_lets_healthy_nodes_run_and_drains_an_unhealthy_one(
         gate: tuple[NetnsCluster, Path, Path]) -> None:
     netns, _, where = gate
@@ -136,7 +135,6 @@ def test_the_prolog_lets_healthy_nodes_run_and_drains_an_unhealthy_one(
     assert "capacity" in found[-1] and '"outcome": "FAIL"' in found[-1]
 
 
-@pytest.mark.slow
 def test_the_health_check_drains_with_pytest_clusters_reason(
         gate: tuple[NetnsCluster, Path, Path]) -> None:
     netns, spec, where = gate
@@ -152,7 +150,6 @@ def test_the_health_check_drains_with_pytest_clusters_reason(
     assert "Reason=pytest-cluster rejected: 1 clause(s) failed: storage[" in shown, shown
 
 
-@pytest.mark.slow
 def test_a_typo_in_the_contract_drains_no_node(gate: tuple[NetnsCluster, Path, Path]) -> None:
     netns, spec, where = gate
     good = spec.read_text(encoding="utf-8")

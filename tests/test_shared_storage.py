@@ -70,7 +70,6 @@ print(json.dumps({"sha256": {n: hashlib.sha256(open(os.path.join(mount, n), "rb"
 """
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_file_written_on_one_node_is_seen_on_every_node_and_in_the_export(
         netns: NetnsCluster, shared: tuple[str, Path]) -> None:
@@ -132,7 +131,6 @@ def results(pytester: pytest.Pytester) -> list[dict[str, Any]]:
     return [r for r in map(json.loads, lines) if r.get("type") == "result"]
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_the_contract_says_shared_and_measures_writes_on_every_node(
         pytester: pytest.Pytester, netns: NetnsCluster, shared: tuple[str, Path]) -> None:
@@ -152,7 +150,6 @@ def test_the_contract_says_shared_and_measures_writes_on_every_node(
         assert netns.left_on_node(node) == [], node
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.usefixtures("unshaped")
 def test_a_write_is_bounded_by_the_storage_servers_link(
@@ -167,7 +164,6 @@ def test_a_write_is_bounded_by_the_storage_servers_link(
     assert 0.5 * mbit(200) <= rate <= 1.15 * mbit(200), rate
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.usefixtures("unshaped")
 def test_concurrent_writes_name_the_node_with_the_slow_link(
@@ -192,7 +188,6 @@ def test_concurrent_writes_name_the_node_with_the_slow_link(
         assert 2 * rates["node3"] < rates[node] <= 1.15 * mbit(400), rates
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.usefixtures("unshaped")
 def test_reads_cross_the_link_every_time(netns: NetnsCluster,
@@ -281,7 +276,6 @@ def shown(case: dict[str, Any]) -> str:
     return ", ".join(f"{node} {rate / 1e6:.2f}" for node, rate in node_rates(case).items())
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.usefixtures("unshaped")
 def test_a_checkpoint_burst_on_equal_links_passes_and_leaves_nothing(
@@ -311,7 +305,6 @@ def test_a_checkpoint_burst_on_equal_links_passes_and_leaves_nothing(
     nothing_left(netns, export)
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.usefixtures("unshaped")
 def test_a_node_on_a_slow_link_holds_the_burst_back_and_only_it_is_rejected(
@@ -344,7 +337,6 @@ def test_a_node_on_a_slow_link_holds_the_burst_back_and_only_it_is_rejected(
     nothing_left(netns, export)
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.usefixtures("unshaped")
 def test_the_aggregate_is_bounded_by_the_storage_servers_link_and_blames_no_node(
@@ -375,7 +367,6 @@ def test_the_aggregate_is_bounded_by_the_storage_servers_link_and_blames_no_node
     nothing_left(netns, export)
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.usefixtures("unshaped")
 @pytest.mark.parametrize("victim", ["node3", "node1"])
@@ -491,7 +482,6 @@ def nothing_loaded_left(netns: NetnsCluster, export: Path) -> None:
         netns.wait_for(functools.partial(empty, node), f"nothing left on {node}", 10)
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.usefixtures("unshaped")
 def test_a_data_loader_on_the_share_passes_and_leaves_nothing(
@@ -518,7 +508,6 @@ def test_a_data_loader_on_the_share_passes_and_leaves_nothing(
 
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.parametrize(("bound", "culprits"), [(180, "node3"), (400, None)])
 def test_a_node_farther_away_makes_fewer_reads_and_only_it_is_rejected(
@@ -561,7 +550,6 @@ def test_a_node_farther_away_makes_fewer_reads_and_only_it_is_rejected(
     nothing_loaded_left(netns, export)
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.usefixtures("unshaped")
 @pytest.mark.parametrize("victim", ["node3", "node1"])

@@ -308,7 +308,6 @@ def test_the_allocation_gives_the_nodes(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.parametrize("expr", ["node[1-4]", "gpu-[001-003,010],login1",
                                   "r[1-2]-n[01-02]", "a[09-11]", "x[1-2]y[3-4]"])
@@ -342,7 +341,6 @@ def back_to_idle(slurm: NetnsCluster, node: str) -> None:
     raise AssertionError(f"{node} did not come back: {done.stdout}")
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_host_and_storage_suite_passes_through_srun(pytester: pytest.Pytester,
                                                     slurm: NetnsCluster) -> None:
@@ -352,7 +350,6 @@ def test_host_and_storage_suite_passes_through_srun(pytester: pytest.Pytester,
     result.assert_outcomes(passed=4 * 8 + 6 + 1)
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.parametrize(("state", "shown", "verdict"), [
     ("drain", "unreachable: SLURM reports node2 drained (burn-in failed): taken out of "
@@ -409,7 +406,6 @@ def test_a_node_held_by_another_job_is_busy_at_once(slurm: NetnsCluster) -> None
         "using it; run again when it is free")
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_node_taken_after_sinfo_ends_the_step_in_seconds(
         slurm: NetnsCluster, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -440,7 +436,6 @@ def test_a_node_taken_after_sinfo_ends_the_step_in_seconds(
     assert checks[:2] == [slurm.nodes, slurm.nodes] and len(checks) <= 3
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_hanging_probe_is_killed_and_the_step_ends(slurm: NetnsCluster) -> None:
     launcher = SlurmLauncher(ClusterSpec("t", tuple(slurm.nodes), "slurm", sys.executable,
@@ -473,7 +468,6 @@ def test_long_output_lines_come_back_whole(slurm: NetnsCluster) -> None:
         assert result.payload() == {"x": "é" * 3000 + "y" * 20000}
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_node_in_a_reservation_is_busy_unless_the_spec_runs_inside_it(
         slurm: NetnsCluster) -> None:
@@ -497,7 +491,6 @@ def test_a_node_in_a_reservation_is_busy_unless_the_spec_runs_inside_it(
     assert inside["node3"].ok, inside["node3"].describe()
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.parametrize("probe_s", [0, 20])
 def test_a_dead_slurmd_fails_only_its_node(slurm: NetnsCluster, probe_s: int) -> None:

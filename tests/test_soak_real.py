@@ -64,7 +64,6 @@ def _outage(stop: Callable[[], None], start: Callable[[], None],
     return threading.Thread(target=run, daemon=True)
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 @pytest.mark.parametrize("kind", ["ssh", "slurm"])
 def test_a_node_down_for_a_minute_mid_soak_is_down_for_that_minute(

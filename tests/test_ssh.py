@@ -332,7 +332,6 @@ def spec_text(netns: NetnsCluster, fs: Path, extra: str = "") -> str:
             "    metadata: '>= 10 ops/s'\n")
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_host_and_storage_suite_passes_on_all_nodes(pytester: pytest.Pytester,
                                                      netns: NetnsCluster) -> None:
@@ -345,7 +344,6 @@ def test_host_and_storage_suite_passes_on_all_nodes(pytester: pytest.Pytester,
     assert {r["node"] for r in records} == {"node1", "node2", "node3", "node4", "all"}
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_signed_run_of_the_cluster_verifies_and_matches_itself_as_baseline(
         pytester: pytest.Pytester, netns: NetnsCluster, tmp_path: Path) -> None:
@@ -390,7 +388,6 @@ def test_a_signed_run_of_the_cluster_verifies_and_matches_itself_as_baseline(
     assert sum(r["clause"] == "baseline.hardware" for r in derived) == len(netns.nodes)
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_stopped_sshd_fails_only_its_node(pytester: pytest.Pytester,
                                             netns: NetnsCluster) -> None:
@@ -410,7 +407,6 @@ def test_a_stopped_sshd_fails_only_its_node(pytester: pytest.Pytester,
         "message"]
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_filesystem_not_shared_with_one_node_fails_the_shared_check(
         pytester: pytest.Pytester, netns: NetnsCluster) -> None:
@@ -434,7 +430,6 @@ def test_a_filesystem_not_shared_with_one_node_fails_the_shared_check(
     assert record["measured"] == "seen on 3 of 4 nodes"
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_hanging_probe_is_killed_and_leaves_nothing(netns: NetnsCluster) -> None:
     ssh = launcher(netns)
@@ -472,7 +467,6 @@ def test_wrong_key_is_auth_refused_and_missing_python_is_named(netns: NetnsClust
         missing.close()
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_node_off_the_network_fails_at_connect(netns: NetnsCluster) -> None:
     ssh = launcher(netns)

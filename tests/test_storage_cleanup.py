@@ -458,7 +458,6 @@ def netns_spec(netns: NetnsCluster, fs: Path) -> str:
             "    read: '>= 1 MB/s'\n")
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_over_ssh_a_probe_killed_at_its_timeout_leaves_nothing(pytester: pytest.Pytester,
                                                                netns: NetnsCluster) -> None:
@@ -473,7 +472,6 @@ def test_over_ssh_a_probe_killed_at_its_timeout_leaves_nothing(pytester: pytest.
     assert netns.python_processes("node1") == netns.python_processes("node2") == []
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_over_ssh_a_dropped_connection_leaves_nothing(netns: NetnsCluster,
                                                       tmp_path: Path) -> None:

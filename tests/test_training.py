@@ -215,7 +215,6 @@ training:
 """
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_ddp_on_gloo_trains_and_a_step_over_the_bound_is_a_hang(
         pytester: pytest.Pytester) -> None:
@@ -243,7 +242,6 @@ def test_ddp_on_gloo_trains_and_a_step_over_the_bound_is_a_hang(
     assert failed["test_training_steady"]["error_kind"] == "hang"
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_ddp_trains_across_the_namespace_nodes_through_ssh(
         pytester: pytest.Pytester, netns: NetnsCluster) -> None:
@@ -314,7 +312,6 @@ def _stop_at_step(netns: NetnsCluster, node: str, step: int, stopped: dict[str, 
         time.sleep(0.02)
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_stopped_rank_is_named_and_the_job_ends_at_the_bound(
         pytester: pytest.Pytester, netns: NetnsCluster) -> None:
@@ -365,7 +362,6 @@ def _stop_at_start(netns: NetnsCluster, node: str, stopped: dict[str, Any]) -> N
         time.sleep(0.005)
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_rank_stopped_before_its_first_step_is_named_and_its_node_rejected(
         pytester: pytest.Pytester, netns: NetnsCluster) -> None:
@@ -409,7 +405,6 @@ def test_a_rank_stopped_before_its_first_step_is_named_and_its_node_rejected(
     assert took < bound + 15, took
 
 
-@pytest.mark.slow
 @pytest.mark.realcomponents
 def test_a_slow_link_names_its_node(pytester: pytest.Pytester, netns: NetnsCluster) -> None:
     """node4's link shaped to 20 Mbit/s both ways: the steps slow down on every rank alike
