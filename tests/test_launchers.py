@@ -2,11 +2,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import math
 import os
 import resource
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -156,6 +158,17 @@ def test_crash_keeps_exit_code_and_stderr() -> None:
     assert result.exit_code == 3
     assert result.describe() == ("n1: host probe crashed: the probe exited with an error "
                                  "(exit code 3) | stderr: boom")
+
+
+def test_a_launch_leaves_no_pipe_open() -> None:
+    """Each pipe to a probe is closed once read: one left open is a ResourceWarning, which
+    a run under -W error (a project's filterwarnings) makes an error."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        for _ in range(3):
+            run_process("n1", "host", [sys.executable, "-c", "print('{}')"], "", 30)
+        gc.collect()
+    assert [str(w.message) for w in caught if w.category is ResourceWarning] == []
 
 
 @pytest.mark.parametrize("stream", ["stdout", "stderr"])

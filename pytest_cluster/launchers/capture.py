@@ -34,15 +34,20 @@ class Capture:
         return self
 
     def _read(self) -> None:
+        """Read until the process closes the stream, then close our end (an end left
+        open is a ResourceWarning, which a run under `-W error` turns into a failed case)."""
         kept = 0
-        while chunk := self._pipe.read1(CHUNK) if hasattr(self._pipe, "read1") \
-                else self._pipe.read(CHUNK):
-            self.seen += len(chunk)
-            if kept < self.limit:
-                self._chunks.append(chunk[:self.limit - kept])
-                kept += len(self._chunks[-1])
-            if self.seen > self.limit and self.seen - len(chunk) <= self.limit:
-                self._over()
+        try:
+            while chunk := self._pipe.read1(CHUNK) if hasattr(self._pipe, "read1") \
+                    else self._pipe.read(CHUNK):
+                self.seen += len(chunk)
+                if kept < self.limit:
+                    self._chunks.append(chunk[:self.limit - kept])
+                    kept += len(self._chunks[-1])
+                if self.seen > self.limit and self.seen - len(chunk) <= self.limit:
+                    self._over()
+        finally:
+            self._pipe.close()
 
     def join(self, timeout_s: float | None = None) -> None:
         self._thread.join(timeout_s)
