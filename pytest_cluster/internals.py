@@ -19,6 +19,9 @@ there, by name, not somewhere in a run; pyproject.toml pins the versions so test
 - The terminal's progress percentage and its writer: cases derived from the whole run are
   reported after the collected ones, without a percentage, on a line of their own.
 - An item's cached `location`: dropped when the item has finished.
+- pytest's warning filters (`apply_warning_filters`): a warning at configure time that
+  points at a place in another file (the spec's line), as `Config.issue_config_time_warning`
+  issues one at a place in Python code.
 - pytest-xdist's `workerinput`: what the controller hands its workers (documented, but an
   attribute that exists only on workers).
 """
@@ -28,12 +31,14 @@ from __future__ import annotations
 import contextlib
 import re
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _pytest import junitxml
+from _pytest.config import apply_warning_filters
 
 # -- pytest's JUnit writer ----------------------------------------------------------------------
 
@@ -168,3 +173,22 @@ def worker_input(config: pytest.Config) -> dict[str, Any] | None:
     """What the controller handed this xdist worker; None on the controller."""
     found: dict[str, Any] | None = getattr(config, "workerinput", None)
     return found
+
+
+# -- pytest's warning filters -----------------------------------------------------------------
+
+def warn_at(config: pytest.Config, warning: Warning, filename: str, line: int) -> None:
+    """`Config.issue_config_time_warning` for a place in a file that is not Python (the
+    spec's line): the run's filters (-W, filterwarnings) apply, so that an `error` filter
+    raises the warning here, and pytest's summary shows it at that place."""
+    if config.pluginmanager.is_blocked("warnings"):
+        return
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always", type(warning))
+        apply_warning_filters(config.getini("filterwarnings"),
+                              config.known_args_namespace.pythonwarnings or [])
+        warnings.warn_explicit(warning, type(warning), filename, line, module="spec")
+    if records:
+        config.hook.pytest_warning_recorded.call_historic(kwargs={
+            "warning_message": records[0], "when": "config", "nodeid": "",
+            "location": (filename, line, "spec")})

@@ -157,3 +157,30 @@ def test_a_finished_case_s_stand_in_says_what_its_item_said(
         assert finished.location[0] == item.location[0] == "sub/test_it.py"
         assert (finished.name, finished.location[2]) == (item.name, item.location[2])
     assert items[1].location[2] == "TestIt.test_it[c]"
+
+
+WARN_AT = """\
+import pytest
+from pytest_cluster import internals
+
+def pytest_configure(config):
+    internals.warn_at(config, UserWarning("a slip"), "spec.yaml", 2)
+"""
+
+
+@pytest.mark.parametrize(("args", "shown"), [((), True), (("-W", "error"), False)])
+def test_a_warning_at_a_place_in_another_file_follows_the_run_s_filters(
+        pytester: pytest.Pytester, args: tuple[str, ...], shown: bool) -> None:
+    """pytest's filters (-W) apply to it as to any warning at configure time; shown, it
+    is at its place, quoting that line."""
+    pytester.makepyfile(TEST, warnat=WARN_AT)
+    pytester.makefile(".yaml", spec="first: line\nsecond: line\n")
+    pytester.syspathinsert()
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "warnat", *args)
+    if shown:
+        result.assert_outcomes(passed=1, warnings=1)
+        result.stdout.fnmatch_lines(["spec.yaml:2", "  spec.yaml:2: UserWarning: a slip",
+                                     "    second: line"])
+    else:
+        assert result.ret == pytest.ExitCode.INTERNAL_ERROR
+        result.stderr.fnmatch_lines(["*UserWarning: a slip"])

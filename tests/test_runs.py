@@ -259,9 +259,32 @@ def test_a_likely_slip_in_the_spec_is_a_warning_naming_the_clause(
     slip = ("trial.yaml:5: gpus.memory: '>= 80 GiB' is more than the H100-SXM-80GB's total "
             "memory (79.65 GiB as NVML reports it): every GPU would fail it; did you mean "
             "'>= 80 GB'?")
-    result.stdout.fnmatch_lines([f"*SpecWarning: {slip}", f"spec warning: {slip}"])
+    where, text = slip.split(" ", 1)
+    # pytest's summary shows it at its place in the spec, quoting the spec's line
+    result.stdout.fnmatch_lines(["trial.yaml:5", f"  {where} SpecWarning: {text}",
+                                 '    memory: ">= 80 GiB"', f"spec warning: {slip}"])
+    assert "configure.py" not in result.stdout.str()
     run_dir, = run_dirs(pytester)
     assert lines(run_dir)[0]["spec_warnings"] == [slip]
+    # where warnings are errors (-W error, a project's filterwarnings), a usage error
+    for way in (["-W", "error"], ["-W", "error::UserWarning"]):
+        errored = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", *way)
+        assert errored.ret == pytest.ExitCode.USAGE_ERROR
+        assert errored.stderr.lines == [
+            f"ERROR: {slip} (a spec warning, an error under this run's warning filters)", ""]
+        assert len(run_dirs(pytester)) == 1  # before any run directory
+
+
+def test_an_empty_spec_option_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    """`--cluster=$SPEC` with SPEC unset: not a run of whatever tests lie about."""
+    pytester.makepyfile("def test_of_mine():\n    pass\n")
+    for value in ("", " "):
+        result = pytester.runpytest(f"--cluster={value}", "-p", "no:cacheprovider")
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert result.stderr.lines[0] == (
+            "ERROR: --cluster=: expected the path of a contract spec (YAML), got an empty "
+            "value (an unset variable?); leave the option out to run without a cluster")
+        assert "test_of_mine" not in result.stdout.str()  # nothing ran
 
 
 def test_a_reports_root_that_cannot_be_written_is_a_usage_error(
@@ -287,3 +310,53 @@ def test_the_evidence_line_names_the_files_the_link_and_what_is_elsewhere(
         f"{tmp_path / 'reports' / 'latest'} -> 20261125T000000Z-c; also {away}")
     assert evidence_line(run, False, []).endswith(
         "latest left as it is (not a link pytest-cluster made)")
+
+
+WARNER = """\
+import warnings
+
+def pytest_runtest_call(item):
+    warnings.warn(ResourceWarning("a file left open by someone's code"))
+"""
+BOOM = """\
+def pytest_runtest_call(item):
+    if item.nodeid.endswith("test_gpu_count[n2]"):
+        raise RuntimeError("a bug of the tool's")
+"""
+
+
+def verdicts(pytester: pytest.Pytester) -> dict[str, str]:
+    run_dir = run_dirs(pytester)[-1]
+    found = json.loads((run_dir / "verdict.json").read_text(encoding="utf-8"))
+    return {entry["node"]: entry["verdict"] for entry in found["nodes"]}
+
+
+@pytest.mark.slow
+def test_a_project_that_makes_warnings_errors_gets_the_same_verdicts(
+        pytester: pytest.Pytester) -> None:
+    """`filterwarnings = error` (a project's own setting, or -W error): a warning during
+    a check of ours is shown, and judges nothing."""
+    pytester.makepyfile(warner=WARNER)
+    pytester.syspathinsert()
+    pytester.makeini("[pytest]\nfilterwarnings = error\n")
+    result = run(pytester, "-p", "warner")
+    result.assert_outcomes(passed=ALL, warnings=ALL)  # one a check
+    result.stdout.fnmatch_lines(["*ResourceWarning: a file left open by someone's code"])
+    assert verdicts(pytester) == dict.fromkeys(("n1", "n2", "n3"), "ACCEPTED")
+
+
+@pytest.mark.slow
+def test_a_check_of_ours_that_ends_with_an_exception_blames_no_node(
+        pytester: pytest.Pytester) -> None:
+    """Not a verdict (pytest.fail), a skip or an xfail: the tool's fault, `tool_fault` on its
+    line; the node is NOT CHECKED (an ERROR to a gate), never REJECTED or drained."""
+    pytester.makepyfile(boom=BOOM)
+    pytester.syspathinsert()
+    result = run(pytester, "-p", "boom")
+    result.assert_outcomes(passed=ALL - 1, failed=1)
+    assert "DRAIN" not in result.stdout.str()
+    assert verdicts(pytester) == {"n1": "ACCEPTED", "n2": "NOT CHECKED", "n3": "ACCEPTED"}
+    (line,) = [record for record in lines(run_dirs(pytester)[0])
+               if record.get("outcome") == "failed"]
+    assert (line["node"], line["error_kind"]) == ("n2", "tool_fault")
+    assert line["message"] == "RuntimeError: a bug of the tool's"

@@ -65,10 +65,13 @@ NOT_MEASURED = frozenset({"busy"})
 #: answer ("the same on every node"): it fails, but it rejects the cluster only through
 #: that node's own verdict (UNREACHABLE rejects; busy leaves it INCOMPLETE).
 NOT_ESTABLISHED = frozenset({"not_all_nodes"})
+#: The error kind of a check of our suite that ended with an exception that is no verdict.
+TOOL_FAULT = "tool_fault"
 #: Error kinds of a check the tool itself could not make: the interpreter the spec names
-#: (cluster.python) is not there; the NIC probe read another network namespace's /sys. A
-#: spec's slip or a wrong vantage point is no node's fault: it drains none.
-TOOL_ERROR = frozenset({"interpreter_missing", "wrong_namespace"})
+#: (cluster.python) is not there; the NIC probe read another network namespace's /sys; a
+#: check of ours ended with an exception that is no verdict (TOOL_FAULT). A spec's slip, a
+#: wrong vantage point or a fault of the tool is no node's fault: it drains none.
+TOOL_ERROR = frozenset({"interpreter_missing", "wrong_namespace", TOOL_FAULT})
 #: Error kinds after which a check of several nodes blames none of them.
 NOT_BLAMING = NO_CULPRIT | NOT_MEASURED | TOOL_ERROR | NOT_ESTABLISHED
 MAX_REASON = 300

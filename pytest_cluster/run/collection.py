@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_cluster.evidence.plan import CASE_KEY, PLAN_KEY, Plan, PlannedCase
+from pytest_cluster.evidence.verdict import TOOL_FAULT
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
 from pytest_cluster.run.suite import acceptance_dir
 from pytest_cluster.spec.clauses import declared
@@ -133,6 +134,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         (last if runs_last(marker) else keep).append(item)
         if found is not None:
             item.stash[CASE_KEY] = contract_case(item, found.name, suite)
+            if item.stash[CASE_KEY].case_id.startswith(SUITE_PREFIX):
+                # a warning never decides a verdict: -W error or filterwarnings = error
+                # (a project's own setting) shows it instead of failing our check
+                item.add_marker(pytest.mark.filterwarnings("default"))
             if chosen:  # -m sanity, -m "not acceptance": each case carries its level
                 item.add_marker(level)
     keep += last  # what the run did to a node is read after every other case
@@ -161,11 +166,15 @@ def contract_case(item: pytest.Item, clause: str, suite: Path) -> PlannedCase:
     return PlannedCase(case_id, clause, node if isinstance(node, str) else None)
 
 
+#: Our suite's cases' ids begin so (contract_case); a test of your own's do not.
+SUITE_PREFIX = "acceptance/"
+
+
 @functools.lru_cache(maxsize=64)
 def _in_suite(path: Path, suite: Path) -> str:
     """'acceptance/test_gpus.py' (ValueError outside the suite); asked once per file,
     not once per item."""
-    return f"acceptance/{path.relative_to(suite).as_posix()}"
+    return f"{SUITE_PREFIX}{path.relative_to(suite).as_posix()}"
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -183,12 +192,23 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         config.stash[PLAN_KEY] = plan
 
 
+#: What our checks end with when they judge: a verdict (pytest.fail), a skip, an xfail.
+JUDGED = (pytest.fail.Exception, pytest.skip.Exception, pytest.xfail.Exception)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[
         None, pytest.TestReport, pytest.TestReport]:
-    """Every contract case's report says which case it is (pytest-xdist carries it)."""
+    """Every contract case's report says which case it is (pytest-xdist carries it).
+
+    A check of our suite that ends with any other exception (a bug of ours, a warning made
+    an error) judged nothing: its line says `error_kind: tool_fault`, which fails no node."""
     report = yield
     case = item.stash.get(CASE_KEY, None)
     if case is not None:
         report.pytest_cluster_case = case.to_json()  # type: ignore[attr-defined]
+        if (call.excinfo is not None and not call.excinfo.errisinstance(JUDGED)
+                and case.case_id.startswith(SUITE_PREFIX)
+                and all(name != "error_kind" for name, _ in report.user_properties)):
+            report.user_properties.append(("error_kind", TOOL_FAULT))
     return report

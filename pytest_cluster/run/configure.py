@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import tempfile
 import time
@@ -301,6 +302,20 @@ def _read_spec(path: str) -> Spec:
         raise pytest.UsageError(str(exc)) from None
 
 
+def _warn(config: pytest.Config, warning: str) -> None:
+    """A spec warning ('FILE:LINE: KEY: text'), shown at its place in the spec (pytest's
+    summary then quotes the spec's line, not ours); a usage error where the warning filters
+    make warnings errors (-W error, filterwarnings = error)."""
+    place = re.match(r"(.+?):(\d+): (.*)", warning, re.DOTALL)
+    filename, line, text = (place[1], int(place[2]), place[3]) if place else ("<spec>", 0,
+                                                                               warning)
+    try:
+        internals.warn_at(config, SpecWarning(text), filename, line)
+    except SpecWarning:
+        raise pytest.UsageError(f"{warning} (a spec warning, an error under this run's "
+                                "warning filters)") from None
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
@@ -309,8 +324,12 @@ def pytest_configure(config: pytest.Config) -> None:
     for level, what in LEVEL_MARKERS.items():
         config.addinivalue_line("markers", f"{level}: {what}")
     spec_path = config.getoption("cluster")
-    if not spec_path:
+    if spec_path is None:
         return
+    if not spec_path.strip():
+        raise pytest.UsageError(
+            "--cluster=: expected the path of a contract spec (YAML), got an empty value (an "
+            "unset variable?); leave the option out to run without a cluster")
     spec = chosen_spec(config, _read_spec(spec_path))
     config.stash[SPEC_KEY] = spec
     lifecycle.open_run(config, spec, bool(config.getoption("cluster_soak_round")))
@@ -321,7 +340,7 @@ def pytest_configure(config: pytest.Config) -> None:
         soaking = soak_options(config)
         fit_xdist_workers(config)
         for warning in spec.warnings:
-            config.issue_config_time_warning(SpecWarning(warning), stacklevel=2)
+            _warn(config, warning)
         reports = config.getoption("cluster_reports")
         metrics = _output_files(config)
         signers: tuple[Signer, ...] = ()
