@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_cluster.errors import ProbeFailed
 from pytest_cluster.evidence.plan import CASE_KEY, PLAN_KEY, Plan, PlannedCase
 from pytest_cluster.evidence.verdict import TOOL_FAULT
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
@@ -192,8 +193,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         config.stash[PLAN_KEY] = plan
 
 
-#: What our checks end with when they judge: a verdict (pytest.fail), a skip, an xfail.
-JUDGED = (pytest.fail.Exception, pytest.skip.Exception, pytest.xfail.Exception)
+#: What our checks end with when they judge: a verdict (pytest.fail), a skip, an xfail,
+#: a node's failed probe read as if it had answered (ProbeFailed says the node's failure).
+JUDGED = (pytest.fail.Exception, pytest.skip.Exception, pytest.xfail.Exception, ProbeFailed)
 
 
 @pytest.hookimpl(wrapper=True)
