@@ -63,9 +63,17 @@ def test_few_text_values_are_all_shown() -> None:
 
 
 def test_many_text_values_show_the_failing_ones() -> None:
-    records = [rec("n1", f"none (max {60 + i} C)", gpu=i) for i in range(8)]
+    """A health rule held on every GPU, its values differing only in what it saw: the
+    finding once, each number's range, where (not '8 different values'). Failed: the
+    failing ones."""
+    records = [rec("n1", f"none in 110 samples (max {60 + i} C, {640 + i / 10} W, SM clock "
+                   "down to 1755 MHz)", gpu=i) for i in range(8)]
     [t] = clause_tallies(records)
-    assert t.worst_text() == "8 different values, all as required"
+    assert t.worst_text() == ("none in 110 samples (max 60 to 67 C, 640.0 to 640.7 W, SM "
+                              "clock down to 1755 MHz) (n1 gpu0, n1 gpu1, n1 gpu2 and 5 more)")
+    [mixed] = clause_tallies([rec(f"n{i}", f"{name} {i}") for i, name in
+                              enumerate(("alpha", "beta", "gamma", "delta"))])
+    assert mixed.worst_text() == "4 different values, all as required"  # nothing shared
     records += [rec("n2", f"hw_slowdown (max {70 + i} C)", "failed", gpu=i) for i in range(7)]
     [t] = clause_tallies(records)
     assert t.worst_text() == (
