@@ -114,6 +114,12 @@ def _key(nodeid: str) -> tuple[str, str]:
     return Path(module.split("::")[0]).stem, name
 
 
+def _nodeid(record: ResultLine) -> str:
+    """A line's pytest node id; a case never reached has only its case id (the same
+    module and name)."""
+    return str(record.get("nodeid") or record.get("case"))
+
+
 def _judged(views: Views) -> list[ResultLine]:
     return [r for r in views.results if outcome(r) in ("passed", "failed", "error")]
 
@@ -152,27 +158,27 @@ def _junit_cases(views: Views) -> dict[tuple[str, str], ET.Element]:
 
 
 def _check_junit(views: Views) -> Iterator[str]:
-    """Each case's outcome and figures in junit.xml; the suite's run properties."""
+    """Each case's outcome and figures in junit.xml (one never reached: skipped); the
+    suite's run properties."""
     cases = _junit_cases(views)
     for record in views.results:
         kind = outcome(record)
-        tc = cases.get(_key(str(record["nodeid"])))
-        if tc is None:
-            if kind != "not_run":
-                yield f"junit.xml: no testcase for {record['nodeid']} ({kind})"
+        tc = cases.get(_key(_nodeid(record)))
+        if tc is None:  # a case never reached too: JUnit has it skipped
+            yield f"junit.xml: no testcase for {_nodeid(record)} ({kind})"
             continue
         said = next((JUNIT[child.tag] for child in tc if child.tag in JUNIT), "passed")
         if said != kind and not (kind == "not_run" and said == "skipped"):
-            yield f"junit.xml: {record['nodeid']} is {said}, results.jsonl {kind}"
+            yield f"junit.xml: {_nodeid(record)} is {said}, results.jsonl {kind}"
         props = {p.get("name"): p.get("value") for p in tc.iter("property")}
         for name in ("node", "gpu", "unit", "measured_base", "required_base",
                      "collective", "payload", "node_count"):
             if name in record and record[name] is not None and name in props \
                     and not _same_number(props[name], record[name]):
-                yield (f"junit.xml: {record['nodeid']} {name} {props[name]!r}, "
+                yield (f"junit.xml: {_nodeid(record)} {name} {props[name]!r}, "
                        f"results.jsonl {record[name]!r}")
             if name in record and record[name] not in (None, "") and name not in props:
-                yield f"junit.xml: {record['nodeid']} has no {name} ({record[name]!r})"
+                yield f"junit.xml: {_nodeid(record)} has no {name} ({record[name]!r})"
     suite = next(views.junit.iter("testsuite"))
     props = {p.get("name"): p.get("value") for p in suite.find("properties") or []}
     verdicts = {n["node"]: n["verdict"] for n in views.verdict["nodes"]}
@@ -203,12 +209,12 @@ def _check_report(views: Views) -> Iterator[str]:
     tests = _report_blob(views.report).get("tests", {})
     for record in views.results:
         kind = outcome(record)
-        rows = tests.get(record["nodeid"], [])
+        rows = tests.get(_nodeid(record), [])
         shown = {HTML.get(str(row.get("result"))) for row in rows}
         if kind in ("failed", "error") and kind not in shown:
-            yield f"report.html: {record['nodeid']} shown {sorted(map(str, shown))}, is {kind}"
+            yield f"report.html: {_nodeid(record)} shown {sorted(map(str, shown))}, is {kind}"
         if kind == "passed" and shown & {"failed", "error"}:
-            yield f"report.html: {record['nodeid']} shown failed, passed in results.jsonl"
+            yield f"report.html: {_nodeid(record)} shown failed, passed in results.jsonl"
     table = re.search(r'<table id="nodes">(.*?)</table>', views.report, re.S)
     rows = re.findall(r"<tr><td>([^<]*)</td><td[^>]*>([^<]*)</td><td>([^<]*)</td></tr>",
                       table.group(1)) if table else []
