@@ -4,9 +4,9 @@ the case or node and both values; a run is consistent when it lists none.
 
 The views: the terminal summary (pytest's output), junit.xml, results.jsonl (the record
 every other view is made from), verdict.json, report.html (pytest-html's table, the
-scorecard's node table and matrix, the plots' legends, the latency heat map's caption and
-cells), the Prometheus file
-(--cluster-metrics) and the signed manifest. Case by case: the outcome, the measured and
+scorecard's node table, matrix and clause table, the plots' legends, the latency heat
+map's caption and cells), the Prometheus file (--cluster-metrics) and the signed
+manifest. Case by case: the outcome, the measured and
 required numbers, the unit, the node and the GPU. Node by node: the verdict, the reason,
 the drain line, the culprits a cluster check names. The run: its verdict, outcome, level
 and counts.
@@ -52,6 +52,9 @@ class Views:
     verdict: Record
     report: str
     metrics: dict[str, list[tuple[dict[str, str], float]]] | None
+    #: the scorecard's clause table: each clause's cases passed and failed, and its
+    #: "Every clause" row under EVERY_CLAUSE
+    clauses: dict[str, tuple[int, int]]
 
 
 def read_views(run: Path, terminal: str, metrics: Path | None = None) -> Views:
@@ -66,17 +69,35 @@ def read_views(run: Path, terminal: str, metrics: Path | None = None) -> Views:
         for family in text_string_to_metric_families(metrics.read_text(encoding="utf-8")):
             for sample in family.samples:
                 found.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
+    report = (run / "report.html").read_text(encoding="utf-8")
     return Views(run, terminal, [r for r in lines if r.get("type") == "result"],
                  ends[-1] if ends else None, ET.parse(run / "junit.xml").getroot(),
                  json.loads((run / "verdict.json").read_text(encoding="utf-8")),
-                 (run / "report.html").read_text(encoding="utf-8"), found)
+                 report, found, clause_table(report))
+
+
+EVERY_CLAUSE = "Every clause"
+
+
+def clause_table(report: str) -> dict[str, tuple[int, int]]:
+    """The scorecard's clause table: per clause (and EVERY_CLAUSE), the cases it shows
+    passed and failed."""
+    table = re.search(r'<table id="clauses">(.*?)</table>', report, re.S)
+    found = {}
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table.group(1) if table else "", re.S):
+        cells = re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.S)
+        if len(cells) >= 4 and cells[2].isdigit() and cells[3].isdigit():
+            name = html.unescape(re.sub(r"<span[^>]*>.*?</span>", "", cells[0])).strip()
+            found[name] = (int(cells[2]), int(cells[3]))
+    return found
 
 
 def disagreements(views: Views) -> list[str]:
     """Every fact two views show differently, one sentence each."""
     return [*_check_results(views), *_check_junit(views), *_check_report(views),
             *_check_verdicts(views), *_check_terminal(views), *_check_metrics(views),
-            *_check_manifest(views), *_check_legends(views), *_check_heatmap(views)]
+            *_check_manifest(views), *_check_legends(views), *_check_heatmap(views),
+            *_check_clause_table(views)]
 
 
 def _same_number(a: object, b: object) -> bool:
@@ -91,6 +112,12 @@ def _key(nodeid: str) -> tuple[str, str]:
     """A case as JUnit names it: its module and its name."""
     module, _, name = nodeid.rpartition("::")
     return Path(module.split("::")[0]).stem, name
+
+
+def _nodeid(record: ResultLine) -> str:
+    """A line's pytest node id; a case never reached has only its case id (the same
+    module and name)."""
+    return str(record.get("nodeid") or record.get("case"))
 
 
 def _judged(views: Views) -> list[ResultLine]:
@@ -131,27 +158,27 @@ def _junit_cases(views: Views) -> dict[tuple[str, str], ET.Element]:
 
 
 def _check_junit(views: Views) -> Iterator[str]:
-    """Each case's outcome and figures in junit.xml; the suite's run properties."""
+    """Each case's outcome and figures in junit.xml (one never reached: skipped); the
+    suite's run properties."""
     cases = _junit_cases(views)
     for record in views.results:
         kind = outcome(record)
-        tc = cases.get(_key(str(record["nodeid"])))
-        if tc is None:
-            if kind != "not_run":
-                yield f"junit.xml: no testcase for {record['nodeid']} ({kind})"
+        tc = cases.get(_key(_nodeid(record)))
+        if tc is None:  # a case never reached too: JUnit has it skipped
+            yield f"junit.xml: no testcase for {_nodeid(record)} ({kind})"
             continue
         said = next((JUNIT[child.tag] for child in tc if child.tag in JUNIT), "passed")
         if said != kind and not (kind == "not_run" and said == "skipped"):
-            yield f"junit.xml: {record['nodeid']} is {said}, results.jsonl {kind}"
+            yield f"junit.xml: {_nodeid(record)} is {said}, results.jsonl {kind}"
         props = {p.get("name"): p.get("value") for p in tc.iter("property")}
         for name in ("node", "gpu", "unit", "measured_base", "required_base",
                      "collective", "payload", "node_count"):
             if name in record and record[name] is not None and name in props \
                     and not _same_number(props[name], record[name]):
-                yield (f"junit.xml: {record['nodeid']} {name} {props[name]!r}, "
+                yield (f"junit.xml: {_nodeid(record)} {name} {props[name]!r}, "
                        f"results.jsonl {record[name]!r}")
             if name in record and record[name] not in (None, "") and name not in props:
-                yield f"junit.xml: {record['nodeid']} has no {name} ({record[name]!r})"
+                yield f"junit.xml: {_nodeid(record)} has no {name} ({record[name]!r})"
     suite = next(views.junit.iter("testsuite"))
     props = {p.get("name"): p.get("value") for p in suite.find("properties") or []}
     verdicts = {n["node"]: n["verdict"] for n in views.verdict["nodes"]}
@@ -182,12 +209,12 @@ def _check_report(views: Views) -> Iterator[str]:
     tests = _report_blob(views.report).get("tests", {})
     for record in views.results:
         kind = outcome(record)
-        rows = tests.get(record["nodeid"], [])
+        rows = tests.get(_nodeid(record), [])
         shown = {HTML.get(str(row.get("result"))) for row in rows}
         if kind in ("failed", "error") and kind not in shown:
-            yield f"report.html: {record['nodeid']} shown {sorted(map(str, shown))}, is {kind}"
+            yield f"report.html: {_nodeid(record)} shown {sorted(map(str, shown))}, is {kind}"
         if kind == "passed" and shown & {"failed", "error"}:
-            yield f"report.html: {record['nodeid']} shown failed, passed in results.jsonl"
+            yield f"report.html: {_nodeid(record)} shown failed, passed in results.jsonl"
     table = re.search(r'<table id="nodes">(.*?)</table>', views.report, re.S)
     rows = re.findall(r"<tr><td>([^<]*)</td><td[^>]*>([^<]*)</td><td>([^<]*)</td></tr>",
                       table.group(1)) if table else []
@@ -208,6 +235,32 @@ def _check_report(views: Views) -> Iterator[str]:
             node = html.unescape(row[0])
             if node in accepted and re.search(r'class="m-(fail|short)"', row[1]):
                 yield f"report.html: the matrix shows a failed cell on accepted {node}"
+
+
+def _check_clause_table(views: Views) -> Iterator[str]:
+    """The scorecard's clause table counts cases, as every other view: each clause's
+    passed and failed (with errors) are its result lines', and its "Every clause" row is
+    what pytest's last line says."""
+    wanted: dict[str, tuple[int, int]] = {}
+    for r in _judged(views):
+        passed, failed = wanted.get(str(r["spec_key"]), (0, 0))
+        wanted[str(r["spec_key"])] = ((passed + 1, failed) if outcome(r) == "passed"
+                                      else (passed, failed + 1))
+    shown = {k: v for k, v in views.clauses.items() if k != EVERY_CLAUSE}
+    for clause in sorted(set(wanted) | set(shown)):
+        if shown.get(clause) != wanted.get(clause):
+            yield (f"report.html: the clause table shows {clause} (passed, failed) "
+                   f"{shown.get(clause)}, results.jsonl {wanted.get(clause)}")
+    if not wanted:
+        return
+    total = views.clauses.get(EVERY_CLAUSE)
+    final = re.findall(r"^=+ (.*) in [\d.]+s.* =+$", views.terminal, re.M)
+    said: Counter[str] = Counter()
+    for n, kind in re.findall(r"(\d+) (failed|passed|errors?)", final[-1] if final else ""):
+        said["passed" if kind == "passed" else "failed"] += int(n)
+    if final and total != (said["passed"], said["failed"]):
+        yield (f"report.html: the clause table's {EVERY_CLAUSE} row shows (passed, failed) "
+               f"{total}, the terminal {(said['passed'], said['failed'])}")
 
 
 def _failed_against(views: Views, node: str) -> set[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,38 @@ def test_every_internal_is_where_the_run_reaches_for_it(pytester: pytest.Pyteste
     [generated] = internals.HTML_GENERATED.finditer(written)  # its local time, unzoned
     at = internals.html_generated_at(generated)
     assert at is not None and before <= at <= time.time()
+
+
+class NotReached:
+    """At the session's end, a case no hook carried handed to the JUnit writer alone."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        from pytest_cluster.run.junit_spool import not_reached
+
+        xml = internals.junit_writer(session.config)
+        for made in not_reached("acceptance/test_x.py::test_never[n1]", "gpus.count", "n1"):
+            internals.junit_log(xml, made)
+
+
+def test_the_junit_writer_takes_a_report_no_hook_carried(pytester: pytest.Pytester) -> None:
+    """A skipped case handed to pytest's JUnit writer alone: its testcase, skipped with
+    the reason, counted in the suite; the terminal never heard of it."""
+    from pytest_cluster.run.junit_spool import NOT_REACHED
+
+    pytester.makepyfile(TEST)
+    result = pytester.runpytest("-p", "no:cacheprovider", "--junitxml=j.xml",
+                                plugins=[NotReached()])
+    result.assert_outcomes(passed=1)
+    suite = ET.parse(pytester.path / "j.xml").getroot().find("testsuite")
+    assert suite is not None and (suite.get("tests"), suite.get("skipped")) == ("2", "1")
+    case = suite.findall("testcase")[-1]
+    assert (case.get("classname"), case.get("name")) == ("acceptance.test_x",
+                                                         "test_never[n1]")
+    skipped = case.find("skipped")
+    assert skipped is not None and skipped.get("message") == NOT_REACHED
+    assert {p.get("name"): p.get("value") for p in case.iter("property")} == {
+        "spec_key": "gpus.count", "node": "n1"}
 
 
 @pytest.mark.slow

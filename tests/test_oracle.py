@@ -42,8 +42,8 @@ def test_every_view_of_every_example_agrees(pytester: pytest.Pytester, name: str
 
 @pytest.mark.slow
 def test_the_oracle_finds_a_view_that_disagrees(pytester: pytest.Pytester) -> None:
-    """It can fail: a verdict.json edited to accept a rejected node, a metrics sample and
-    a JUnit outcome changed are each named."""
+    """It can fail: a verdict.json edited to accept a rejected node, a metrics sample, a
+    JUnit outcome and the clause table's counts changed are each named."""
     (pytester.path / "trial.yaml").write_text((EXAMPLES / "trial-sim.yaml").read_text())
     metrics = pytester.path / "metrics.prom"
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
@@ -59,11 +59,19 @@ def test_the_oracle_finds_a_view_that_disagrees(pytester: pytest.Pytester) -> No
     views.metrics["pytest_cluster_check_passed"][0] = (labels, 0.5)
     case = next(views.junit.iter("testcase"))
     case.append(case.makeelement("failure", {}))
+    # the clause table counting nodes, not cases: 3 nodes passed, 1 failed (4 cases)
+    assert views.clauses["interconnect.busbw[intra_node]"] == (12, 4)
+    views.clauses["interconnect.busbw[intra_node]"] = (3, 1)
+    views.clauses["Every clause"] = (624, 4)
     found = "\n".join(disagreements(views))
     assert "junit.xml: nodes_rejected" in found or "terminal" in found
     assert f"{rejected['node']} is ACCEPTED but failed" in found
     assert "metrics: check_passed 0.5" in found
     assert "junit.xml: test_" in found and " is failed, results.jsonl passed" in found
+    assert ("the clause table shows interconnect.busbw[intra_node] (passed, failed) "
+            "(3, 1), results.jsonl (12, 4)") in found
+    assert ("the clause table's Every clause row shows (passed, failed) (624, 4), the "
+            "terminal (633, 7)") in found
 
 
 @pytest.mark.slow

@@ -30,6 +30,28 @@ def test_numbers_keep_the_worst_and_where() -> None:
     assert upper.worst_text() == "91 TFLOPS (n2)"
 
 
+def test_the_clause_table_counts_cases_as_every_other_view() -> None:
+    """Two payloads per node: 4 cases passed on 2 nodes, 2 failed on a third; the table
+    says 4 and 2 (as the terminal and JUnit), the failing place by name, and its last row
+    the cases of every clause. A skipped case is neither."""
+    from pytest_cluster.report.scorecard import _clause_table
+
+    busbw = "interconnect.busbw[intra_node]"
+    records = [rec(node, value, outcome, key=busbw) for node, value, outcome in (
+        ("n1", 800.0, "passed"), ("n1", 790.0, "passed"), ("n2", 800.0, "passed"),
+        ("n2", 795.0, "passed"), ("n3", 500.0, "failed"), ("n3", 510.0, "failed"),
+        ("n4", None, "skipped"))] + [rec("n1", 8, key="gpus.count")]
+    tallies = clause_tallies(records)
+    t = next(t for t in tallies if t.key == busbw)
+    assert (t.passed_cases, t.failed_cases) == (4, 2)
+    assert (t.passed, t.failed) == ({"n1", "n2"}, {"n3"})
+    table = _clause_table(tallies)
+    assert f"<td>{busbw}</td><td>&gt;= 700 TFLOPS</td><td>4</td><td>2</td><td>n3</td>" \
+        in table
+    assert "<th>Cases passed</th><th>Cases failed</th>" in table
+    assert '<tr class="total"><th>Every clause</th><th></th><th>5</th><th>2</th>' in table
+
+
 def test_few_text_values_are_all_shown() -> None:
     [t] = clause_tallies([rec("n1", "2.4.0"), rec("n2", "2.4.0"), rec("n3", "2.3.1")])
     assert t.worst_text() == "2.3.1 (n3); 2.4.0 (n1, n2)"
@@ -41,9 +63,17 @@ def test_few_text_values_are_all_shown() -> None:
 
 
 def test_many_text_values_show_the_failing_ones() -> None:
-    records = [rec("n1", f"none (max {60 + i} C)", gpu=i) for i in range(8)]
+    """A health rule held on every GPU, its values differing only in what it saw: the
+    finding once, each number's range, where (not '8 different values'). Failed: the
+    failing ones."""
+    records = [rec("n1", f"none in 110 samples (max {60 + i} C, {640 + i / 10} W, SM clock "
+                   "down to 1755 MHz)", gpu=i) for i in range(8)]
     [t] = clause_tallies(records)
-    assert t.worst_text() == "8 different values, all as required"
+    assert t.worst_text() == ("none in 110 samples (max 60 to 67 C, 640.0 to 640.7 W, SM "
+                              "clock down to 1755 MHz) (n1 gpu0, n1 gpu1, n1 gpu2 and 5 more)")
+    [mixed] = clause_tallies([rec(f"n{i}", f"{name} {i}") for i, name in
+                              enumerate(("alpha", "beta", "gamma", "delta"))])
+    assert mixed.worst_text() == "4 different values, all as required"  # nothing shared
     records += [rec("n2", f"hw_slowdown (max {70 + i} C)", "failed", gpu=i) for i in range(7)]
     [t] = clause_tallies(records)
     assert t.worst_text() == (

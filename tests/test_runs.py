@@ -168,6 +168,51 @@ def test_an_interrupted_run_says_so_and_every_case_has_a_line(
     assert "small: INCOMPLETE - " in html
 
 
+INTERRUPT_IN_CALL_3 = """  # a plugin: the third case begun (set up), then Ctrl-C
+count = 0
+
+def pytest_runtest_call(item):
+    global count
+    count += 1
+    if count == 3:
+        raise KeyboardInterrupt
+"""
+
+
+@pytest.mark.parametrize("interrupter", [INTERRUPT_AFTER_3, INTERRUPT_IN_CALL_3],
+                         ids=["between cases", "inside a case"])
+def test_an_interrupted_runs_junit_has_every_case_results_jsonl_has(
+        pytester: pytest.Pytester, interrupter: str) -> None:
+    """The cases not reached are skipped in junit.xml, saying why, as results.jsonl has them
+    not_run: the same cases, one testcase each (the case Ctrl-C stopped inside too), and
+    the oracle finds no view that disagrees."""
+    from pytest_cluster.run.junit_spool import NOT_REACHED
+    from tests.oracle import check
+
+    pytester.makepyfile(interrupter=interrupter)
+    pytester.syspathinsert()
+    (pytester.path / "trial.yaml").write_text(SPEC.format(faults=""), encoding="utf-8")
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", "-p",
+                                "interrupter", no_reraise_ctrlc=True)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    run_dir, = run_dirs(pytester)
+    results = [r for r in lines(run_dir) if r["type"] == "result"]
+    not_run = {r["case"].rpartition("::")[2] for r in results if r["outcome"] == "not_run"}
+    testcases = list(suite(run_dir).iter("testcase"))
+    names = [str(tc.get("name")) for tc in testcases]
+    assert len(names) == len(set(names)) == len(results) == ALL
+    assert int(suite(run_dir).get("tests", 0)) == ALL
+    skipped = {str(tc.get("name")): tc.find("skipped") for tc in testcases
+               if tc.find("skipped") is not None}
+    assert set(skipped) == not_run and len(not_run) >= ALL - 3
+    assert int(suite(run_dir).get("skipped", 0)) == len(not_run)
+    assert {tc.get("message") for tc in skipped.values() if tc is not None} == {NOT_REACHED}
+    # named as the cases that ran: the module of each case id, wherever pytest ran
+    assert {str(tc.get("classname")) for tc in testcases} == {
+        r["case"].partition(".py::")[0].replace("/", ".") for r in results}
+    assert check(run_dir, result.stdout.str()) == []
+
+
 def test_an_unreachable_node_is_one_line_and_the_others_are_judged(
         pytester: pytest.Pytester) -> None:
     result = run(pytester, faults="{node: n2, down: true}")

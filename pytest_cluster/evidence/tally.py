@@ -4,6 +4,7 @@ value measured and its margin against the requirement."""
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -72,8 +73,12 @@ class ClauseTally:
     required: str = ""
     unit: str = ""
     comparison: str = ""
-    passed: set[str] = field(default_factory=set)
+    passed: set[str] = field(default_factory=set)  # where: a node, or "node gpuN"
     failed: set[str] = field(default_factory=set)
+    #: cases, as every other view counts them (the terminal, JUnit, verdict.json): a
+    #: place with several cases (payloads, collectives) counts each; failed counts errors
+    passed_cases: int = 0
+    failed_cases: int = 0
     worst: float | None = None
     worst_node: str = ""
     worst_margin: float | None = None
@@ -86,7 +91,14 @@ class ClauseTally:
         node = str(record.get("node", "?"))
         if record.get("gpu") is not None:  # one string per GPU, whichever clause
             node = sys.intern(f"{node} gpu{record['gpu']}")
-        (self.passed if record["outcome"] == "passed" else self.failed).add(node)
+        if record.get("outcome") == "skipped":  # neither passed nor failed, as pytest says
+            return
+        if record["outcome"] == "passed":
+            self.passed.add(node)
+            self.passed_cases += 1
+        else:
+            self.failed.add(node)
+            self.failed_cases += 1
         self.required = str(record.get("requirement", self.required))
         self.unit = str(record.get("unit", self.unit) or "")
         self.comparison = str(record.get("comparison", self.comparison) or "")
@@ -120,7 +132,8 @@ class ClauseTally:
 
     def worst_text(self) -> str:
         """Numbers: the worst and where. Text: the failing values when some failed (health
-        rules), else every value when there are few (versions); at most MAX_SHOWN."""
+        rules), else every value when there are few (versions), else the one thing they
+        all say with each number's range (`alike`); at most MAX_SHOWN."""
         if self.worst_unmeasured:
             measured = self._measured_text()
             return f"could not measure: {_places(self.unmeasured)}" + (
@@ -131,7 +144,8 @@ class ClauseTally:
         if self.found:
             shown = self.found_failed or (self.found if len(self.found) <= 3 else {})
             if not shown:
-                return f"{len(self.found)} different values, all as required"
+                return alike(self.found) or f"{len(self.found)} different values, all as " \
+                    "required"
             items = sorted(shown.items())
             text = "; ".join(f"{value} ({_places(nodes)})" for value, nodes in items[:MAX_SHOWN])
             more = len(items) - MAX_SHOWN
@@ -140,6 +154,27 @@ class ClauseTally:
             return "-"
         unit = f" {self.unit}" if self.unit and self.unit != "%" else self.unit
         return f"{format_number(self.worst)}{unit} ({self.worst_node})"
+
+
+#: A number in a text value: what differs between values that say the same thing.
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def alike(found: Mapping[str, list[str]]) -> str | None:
+    """Text values that differ only in their numbers (a health rule's finding and what it
+    saw: 'none in 110 samples under load (max 66 C, ...)'), said once, each number as the
+    range found, and where: 'none in 110 samples under load (max 61 to 67 C, ...) (n1 gpu0,
+    n1 gpu1, n1 gpu2 and 29 more)'. None when they say different things."""
+    values = list(found)
+    if len({_NUMBER.sub("#", value) for value in values}) != 1:
+        return None
+    columns = list(zip(*(_NUMBER.findall(value) for value in values), strict=True))
+    pieces = _NUMBER.split(values[0])
+    text = pieces[0]
+    for numbers, piece in zip(columns, pieces[1:], strict=True):
+        low, high = min(numbers, key=float), max(numbers, key=float)
+        text += (low if float(low) == float(high) else f"{low} to {high}") + piece
+    return f"{text} ({_places([place for nodes in found.values() for place in nodes])})"
 
 
 def is_simulated(spec: Spec) -> bool:

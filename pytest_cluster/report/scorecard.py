@@ -2,6 +2,7 @@
 
 First the verdict (the cluster, then each node not accepted and why), then a node x clause
 matrix coloured by the worst margin against the requirement, then each clause with its
+cases passed and failed (cases, as every other view counts), the places that failed, its
 worst value and margin, then what was not checked. pytest-html's own tables follow, its
 environment tables last.
 
@@ -154,6 +155,9 @@ def _matrix_table(found: Matrix) -> str:
 
 
 def _clause_table(tallies: list[ClauseTally]) -> str:
+    """Each clause: its cases passed and failed (cases, as the terminal, JUnit and
+    verdict.json count them; failed with errors), the places that failed (a node, or a
+    node's GPU), the worst value and its margin; the cases of every clause last."""
     rows = []
     for t in sorted(tallies, key=lambda t: (not t.failed, t.key)):
         status = "passed" if not t.failed else "failed"
@@ -165,11 +169,16 @@ def _clause_table(tallies: list[ClauseTally]) -> str:
                         if t.worst_margin is not None and not t.worst_unmeasured else "-")
         rows.append(
             f'<tr class="{status}"><td>{esc(t.key)}{sim}</td><td>{esc(t.required)}</td>'
-            f"<td>{len(t.passed)}</td><td>{len(t.failed)}</td><td>{esc(failed_nodes)}</td>"
+            f"<td>{t.passed_cases}</td><td>{t.failed_cases}</td><td>{esc(failed_nodes)}</td>"
             f"<td>{esc(t.worst_text())}</td><td>{esc(shown_margin)}</td></tr>")
+    total = (f'<tr class="total"><th>Every clause</th><th></th>'
+             f"<th>{sum(t.passed_cases for t in tallies)}</th>"
+             f"<th>{sum(t.failed_cases for t in tallies)}</th><th></th><th></th><th></th>"
+             "</tr>")
     return ('<h2>Clauses</h2><table id="clauses"><tr><th>Clause</th><th>Required</th>'
-            "<th>Passed</th><th>Failed</th><th>Failed on</th><th>Worst measured</th>"
-            "<th>Margin</th></tr>" + "".join(rows) + "</table>")
+            "<th>Cases passed</th><th>Cases failed</th><th>Failed on (node or GPU)</th>"
+            "<th>Worst measured</th><th>Margin</th></tr>" + "".join(rows) + total
+            + "</table>")
 
 
 def _not_checked(end: EndLine | None) -> str:

@@ -20,10 +20,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
+import pytest
+
 from pytest_cluster import internals
 from pytest_cluster.report.splice import splice
 
 PLACEHOLDER = "pytest-cluster-spooled"
+#: Why a case in junit.xml is skipped: results.jsonl has it as not_run.
+NOT_REACHED = "not run: the run was interrupted (Ctrl-C, SIGTERM, -x) before this check"
 #: pytest's testsuite timestamp: local time with its offset.
 TIMESTAMP = re.compile(rb'(<testsuite [^>]*?timestamp=")([^"]+)(")')
 _PLACEHOLDER = re.compile(rf'<{PLACEHOLDER} i="(\d+)" n="(\d+)" />'.encode())
@@ -98,6 +102,36 @@ class JunitSpool:
 
     def close(self) -> None:
         self._file.close()
+
+
+def not_reached(case_id: str, clause: str, node: str | None, nodeid: str | None = None,
+                worker: Any = None) -> list[pytest.TestReport]:
+    """The reports that put a case the run never reached in junit.xml, skipped with
+    NOT_REACHED: a setup skipped and a teardown that closes its testcase. Named by its case
+    id (JUnit's classname and name, as a case that ran), or by `nodeid` (and its xdist
+    `worker`) when the case had begun: its testcase, opened then, gets the outcome."""
+    path, _, name = case_id.partition("::")
+    props = [("spec_key", clause), *((("node", node),) if node is not None else ())]
+    skipped = pytest.TestReport(
+        nodeid=nodeid or case_id, location=(path, None, name), keywords={},
+        outcome="skipped", longrepr=(path, 0, NOT_REACHED), when="setup", sections=[],
+        duration=0.0, user_properties=props)
+    if worker is not None:
+        skipped.node = worker  # type: ignore[attr-defined]
+    return [skipped, closing(skipped, props)]
+
+
+def closing(begun: Any, user_properties: list[tuple[str, object]]) -> pytest.TestReport:
+    """The teardown that closes the testcase of a case begun (its report `begun`) that
+    the run left before its own teardown (interrupted there): the testcase gets its
+    properties (`user_properties`, as the case recorded them), as every finished one."""
+    made = pytest.TestReport(
+        nodeid=begun.nodeid, location=begun.location, keywords={}, outcome="passed",
+        longrepr=None, when="teardown", sections=[], duration=0.0,
+        user_properties=list(user_properties))
+    if getattr(begun, "node", None) is not None:
+        made.node = begun.node  # type: ignore[attr-defined]
+    return made
 
 
 def timestamp_in_utc(match: re.Match[bytes]) -> Iterator[bytes]:

@@ -27,6 +27,7 @@ from pytest_cluster.evidence.plan import (
     PLAN_KEY,
     NotChecked,
     Plan,
+    PlannedCase,
     selection,
     why_left_out,
 )
@@ -56,7 +57,12 @@ from pytest_cluster.report.terminal import (
     coverage_line,
     terminal_lines,
 )
-from pytest_cluster.run.junit_spool import JunitSpool, junit_in_utc
+from pytest_cluster.run.junit_spool import (
+    JunitSpool,
+    closing,
+    junit_in_utc,
+    not_reached,
+)
 from pytest_cluster.run.lifecycle import run_launcher
 
 if TYPE_CHECKING:
@@ -114,6 +120,8 @@ class ClusterSession:
         self.latest_moved = False
         self._html: Any = _UNKNOWN
         self._spool: JunitSpool | None = None  # JUnit testcases on disk as they finish
+        #: the cases begun and not yet torn down: case id -> its last report
+        self._begun: dict[str, pytest.TestReport] = {}
         #: inventory.json and the baseline's cases, once every check has run
         self.after_checks = after_checks
 
@@ -187,6 +195,11 @@ class ClusterSession:
         case = getattr(report, "pytest_cluster_case", None)
         if case is not None and report.when == "setup":  # it opens the case's testcase
             self._junit_names(report, str(case[0]))
+        if case is not None:
+            if report.when == "teardown":
+                self._begun.pop(str(case[0]), None)
+            else:
+                self._begun[str(case[0])] = report
         if makes_line(report):
             record = report_record(report)
             if record is not None:
@@ -197,6 +210,27 @@ class ClusterSession:
         try:
             return (yield)
         finally:
+            if testcase is not None and self._spool is not None:
+                self._spool.spool(testcase)
+
+    def _junit_not_reached(self, case: PlannedCase) -> None:
+        """A case never reached in junit.xml too, skipped (NOT_REACHED), so that JUnit
+        counts the cases results.jsonl does; on its testcase if it had begun."""
+        begun = self._begun.pop(case.case_id, None)
+        self._junit_log(not_reached(case.case_id, case.clause, case.node,
+                                    begun.nodeid if begun is not None else None,
+                                    getattr(begun, "node", None)))
+
+    def _junit_log(self, reports: list[pytest.TestReport]) -> None:
+        """Reports no hook carried, to pytest's JUnit writer alone; each testcase closed
+        is spooled, as those that ran."""
+        xml = internals.junit_writer(self.config)
+        if xml is None:
+            return
+        for made in reports:
+            testcase = (self._spool.open_reporter(made)
+                        if self._spool is not None and made.when == "teardown" else None)
+            internals.junit_log(xml, made)
             if testcase is not None and self._spool is not None:
                 self._spool.spool(testcase)
 
@@ -284,6 +318,10 @@ class ClusterSession:
                           "message": "not reached: the run ended before this check"}
                 self.ledger.add(record)
                 self._write(record)
+                self._junit_not_reached(case)
+        for begun in list(self._begun.values()):  # ran, left in its teardown
+            self._junit_log([closing(begun, begun.user_properties)])
+        self._begun.clear()
         self.verdicts = self.ledger.verdicts(self.plan, why_left_out(selection(self.config)))
         hook = self.config.hook
         try:
