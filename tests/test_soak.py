@@ -71,6 +71,36 @@ def test_a_rounds_state_lasts_until_the_next_round_and_a_stop_is_not_observed() 
     assert found.observed_s == 290
 
 
+def test_the_pause_before_a_resumed_session_or_after_a_stopped_round_is_not_observed(
+        ) -> None:
+    """Within `join_s`, yet no pause between rounds of one session: after a round that was
+    interrupted (Ctrl-C), and before the first round of a resumed session."""
+    stopped = Round(2, Path("r2"), 100, 150, "interrupted", {"a": FAILED})
+    found = timelines([_round(1, 0, 95, a=HEALTHY), stopped, _round(3, 156, 200, a=FAILED)])
+    assert found.spans["a"] == [Span(0, 100, HEALTHY), Span(100, 150, FAILED),
+                                Span(156, 200, FAILED)]
+    assert (found.unobserved_s, found.observed_s) == (6, 194)
+    resumed = timelines([_round(1, 0, 95, a=HEALTHY), _round(2, 98, 150, a=HEALTHY)],
+                        firsts={2})
+    assert resumed.spans["a"] == [Span(0, 95, HEALTHY), Span(98, 150, HEALTHY)]
+    assert resumed.unobserved_s == 3
+
+
+def _verdict(verdict: str, planned: int, ran: int, passed: int) -> dict[str, Any]:
+    return {"node": "n1", "verdict": verdict, "checks_planned": planned,
+            "checks_ran": ran, "checks_passed": passed}
+
+
+def test_a_node_is_healthy_in_a_round_only_when_every_check_of_it_ran_and_passed() -> None:
+    """A round stopped before a node's every check ran did not judge it: not healthy (not
+    observed in that round), however many of its checks passed; a failure it saw counts."""
+    assert soak.node_state(_verdict("ACCEPTED", 40, 40, 40)) == HEALTHY
+    assert soak.node_state(_verdict("NOT CHECKED", 40, 12, 12)) is None
+    assert soak.node_state(_verdict("NOT CHECKED", 40, 0, 0)) is None
+    assert soak.node_state(_verdict("REJECTED", 40, 12, 11)) == FAILED
+    assert soak.node_state(_verdict("UNREACHABLE", 40, 40, 0)) == UNREACHABLE
+
+
 def _tallied(*rounds: ResultLine) -> soak_tally.CaseTally:
     tally = soak_tally.Tally()
     for number, record in enumerate(rounds, 1):
@@ -327,8 +357,20 @@ def test_a_stopped_soak_goes_on_where_it_stopped(pytester: pytest.Pytester) -> N
     assert soak.round_numbers(soak_dir) == [1, 2]
     # the first session's evidence is kept whole, its manifest still verifies it there
     assert (soak_dir / "stops" / "stop-01" / "results.jsonl").read_bytes() == first
-    assert {r["round"] for r in _lines(soak_dir / "results.jsonl", "round")} == {1, 2}
+    rounds = _lines(soak_dir / "results.jsonl", "round")
+    assert [r["round"] for r in rounds] == [1, 2]
     assert verify(soak_dir, None).ok
+    # the pause while it was stopped (seconds here) is not observed: neither up nor down
+    run = read_results(soak_dir / "results.jsonl")
+    assert run.end is not None
+    paused = rounds[1]["started_at"] - rounds[0]["ended_at"]
+    assert paused > 0 and run.end["soak"]["unobserved_s"] == pytest.approx(paused, abs=0.002)
+    ran = sum(r["ended_at"] - r["started_at"] for r in rounds)
+    assert run.end["soak"]["observed_s"] == pytest.approx(ran, abs=0.002)
+    available = {r["case"]: r for r in run.results}[
+        "pytest_cluster/soak.py::test_available[n1]"]
+    assert available["observed_s"] == pytest.approx(ran, abs=0.002)
+    assert (soak_dir / "logs" / "session-0002.json").is_file()
     # the first session's manifest, moved with its files, checks them through the soak:
     # its rounds, logs and soak.json stayed in the soak
     stop = verify(soak_dir / "stops" / "stop-01", None)
