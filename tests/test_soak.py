@@ -387,6 +387,24 @@ def test_a_stopped_soak_goes_on_where_it_stopped(pytester: pytest.Pytester) -> N
     refused.stderr.fnmatch_lines(["*is a soak of another spec*"])
 
 
+@pytest.mark.slow
+def test_a_soak_shorter_than_a_round_still_runs_its_first_round(
+        pytester: pytest.Pytester) -> None:
+    """The duration bounds when a round may start: the first always does, so a soak never
+    ends having checked nothing, nor says it was interrupted when nothing interrupted it."""
+    result = _soak(pytester, "--cluster-soak=1ms", faults="")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["soak round 1: complete, * passed, 0 failed in *"])
+    assert "interrupted" not in result.stdout.str() and "INCOMPLETE" not in \
+        result.stdout.str()
+    soak_dir = (pytester.path / "reports" / "latest").resolve()
+    assert soak.round_numbers(soak_dir) == [1]
+    run = read_results(soak_dir / "results.jsonl")
+    assert run.end is not None and run.end["status"] == "complete"
+    assert run.end["checks_ran"] == run.end["checks_planned"] > 0
+    assert run.end["soak"]["rounds"] == 1
+
+
 @pytest.mark.parametrize(("args", "says"), [
     (["--cluster-soak=2d"], "--cluster-soak=2d: expected a time like*"),
     (["--cluster-soak-rounds=0"], "--cluster-soak-rounds=0: expected a whole number of rounds "

@@ -142,9 +142,13 @@ class SoakDriver:
         return self.earlier_s + (time.time() - self.started)
 
     def more(self) -> bool:
+        """Whether another round starts: the duration bounds when a round may start (the
+        round under way runs to its end), and the soak's first round always starts, as a
+        burn-in's first pass does, so a soak never ends having checked nothing."""
         if self.max_rounds is not None and len(self.rounds) >= self.max_rounds:
             return False
-        return self.duration_s is None or self.elapsed() < self.duration_s
+        return self.duration_s is None or not self.rounds or \
+            self.elapsed() < self.duration_s
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
