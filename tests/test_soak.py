@@ -24,6 +24,7 @@ from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results
 from pytest_cluster.evidence.sla import FAILED, HEALTHY, UNREACHABLE, Span
 from pytest_cluster.evidence.timelines import Round, Timelines, ranges, timelines
+from pytest_cluster.sim import round as round_env
 from pytest_cluster.soak import rounds as soak
 from pytest_cluster.soak import tally as soak_tally
 from pytest_cluster.soak.rounds import round_argv
@@ -403,6 +404,23 @@ def test_a_soak_shorter_than_a_round_still_runs_its_first_round(
     assert run.end is not None and run.end["status"] == "complete"
     assert run.end["checks_ran"] == run.end["checks_planned"] > 0
     assert run.end["soak"]["rounds"] == 1
+
+
+@pytest.mark.slow
+def test_a_soak_whose_first_round_cannot_start_checked_nothing_and_says_so(
+        pytester: pytest.Pytester) -> None:
+    """A round that left no results (here a conftest that breaks in the rounds only) ends
+    the soak; with no round before it nothing was checked: the round's exit status (a
+    usage error), never 0, and no word of an interruption."""
+    pytester.makeconftest(f"import os\nif os.environ.get({round_env.ENV!r}):\n"
+                          "    raise RuntimeError('broken in the round')\n")
+    result = _soak(pytester, "--cluster-soak-rounds=2", faults="")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines([
+        "*soak: no round finished (*",
+        "  soak stopped: round 1 left no results (exit status 4); see *broken in the round",
+        "INCOMPLETE: 0 of * contract checks ran (the soak stopped: a round left no results)"])
+    assert "(interrupted)" not in result.stdout.str()
 
 
 @pytest.mark.parametrize(("args", "says"), [

@@ -81,7 +81,12 @@ class Session(Protocol):
 
 
 class SoakStopped(Exception):
-    """A round could not run at all: the soak ends, saying why."""
+    """A round could not run at all: the soak ends, saying why (`code`: the round's exit
+    status)."""
+
+    def __init__(self, why: str, code: int | None = None) -> None:
+        super().__init__(why)
+        self.code = code
 
 
 class SoakDriver:
@@ -156,7 +161,7 @@ class SoakDriver:
             raise session.Interrupted(f"{session.testsfailed} error(s) during collection")
         if session.config.option.collectonly:
             return True
-        interrupted = False
+        interrupted, stopped_code = False, 0
         try:
             self.begin()
             while self.more():
@@ -166,10 +171,17 @@ class SoakDriver:
         except SoakStopped as exc:
             self.stopped_why = str(exc)
             session.shouldstop = f"soak stopped: {exc}"
+            if not self.rounds:  # nothing was checked: never exit 0
+                stopped_code = exc.code if exc.code in (
+                    pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR) \
+                    else pytest.ExitCode.INTERNAL_ERROR
         finally:
             self.report(session)
         if interrupted:
             raise KeyboardInterrupt("the soak was stopped; every finished round is kept")
+        if stopped_code:
+            pytest.exit(f"the soak checked nothing: its first round left no results (exit "
+                        f"status {stopped_code})", returncode=stopped_code)
         return True
 
     def run_round(self, number: int) -> None:
@@ -198,7 +210,7 @@ class SoakDriver:
             tail = " / ".join(log_path.read_text(encoding="utf-8", errors="replace")
                               .strip().splitlines()[-3:])
             raise SoakStopped(f"round {number} left no results (exit status {code}); see "
-                              f"{log_path}: {tail[-600:]}")
+                              f"{log_path}: {tail[-600:]}", code)
         self._progress(found)
 
     def _take(self, number: int) -> Round | None:
@@ -345,7 +357,8 @@ class SoakDriver:
 
     def summary_lines(self) -> list[str]:
         if not self.rounds:
-            return [f"soak: no round finished ({self.soak_dir})"]
+            return [f"soak: no round finished ({self.soak_dir})",
+                    *([f"  soak stopped: {self.stopped_why}"] if self.stopped_why else [])]
         lines = self.timelines()
         found = [f"soak: {len(self.rounds)} round(s), {clock(lines.observed_s)} observed "
                  f"({utc(lines.window[0])} to {utc(lines.window[1])})"
