@@ -195,6 +195,16 @@ def test_an_outage_is_clipped_to_the_window() -> None:
     assert found.outages == ((0.0, HOUR),) and found.down_s == HOUR
 
 
+def test_a_node_is_judged_over_the_time_it_was_observed_only() -> None:
+    """The soak stopped for 2 h and a round that did not judge the node (1 h) count
+    neither up nor down: 1 h down of the 7 h observed, not of the 10 h window."""
+    spans = [Span(0, 3 * HOUR, HEALTHY), Span(5 * HOUR, 6 * HOUR, FAILED),
+             Span(7 * HOUR, 10 * HOUR, HEALTHY)]
+    found = node_availability("n1", spans, (0.0, 10 * HOUR), 0)
+    assert (found.window_s, found.down_s) == (7 * HOUR, HOUR)
+    assert found.availability == 1 - Decimal(1) / 7
+
+
 @given(st.floats(min_value=0.0, max_value=1.0, allow_subnormal=False))
 def test_the_tier_is_the_lowest_that_applies(share: float) -> None:
     availability = Decimal(repr(share))

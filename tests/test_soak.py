@@ -24,6 +24,7 @@ from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results
 from pytest_cluster.evidence.sla import FAILED, HEALTHY, UNREACHABLE, Span
 from pytest_cluster.evidence.timelines import Round, Timelines, ranges, timelines
+from pytest_cluster.sim import round as round_env
 from pytest_cluster.soak import rounds as soak
 from pytest_cluster.soak import tally as soak_tally
 from pytest_cluster.soak.rounds import round_argv
@@ -69,6 +70,36 @@ def test_a_rounds_state_lasts_until_the_next_round_and_a_stop_is_not_observed() 
     assert found.window == (0, 1100)
     assert found.unobserved_s == 810  # 190 to 1000: the soak was stopped
     assert found.observed_s == 290
+
+
+def test_the_pause_before_a_resumed_session_or_after_a_stopped_round_is_not_observed(
+        ) -> None:
+    """Within `join_s`, yet no pause between rounds of one session: after a round that was
+    interrupted (Ctrl-C), and before the first round of a resumed session."""
+    stopped = Round(2, Path("r2"), 100, 150, "interrupted", {"a": FAILED})
+    found = timelines([_round(1, 0, 95, a=HEALTHY), stopped, _round(3, 156, 200, a=FAILED)])
+    assert found.spans["a"] == [Span(0, 100, HEALTHY), Span(100, 150, FAILED),
+                                Span(156, 200, FAILED)]
+    assert (found.unobserved_s, found.observed_s) == (6, 194)
+    resumed = timelines([_round(1, 0, 95, a=HEALTHY), _round(2, 98, 150, a=HEALTHY)],
+                        firsts={2})
+    assert resumed.spans["a"] == [Span(0, 95, HEALTHY), Span(98, 150, HEALTHY)]
+    assert resumed.unobserved_s == 3
+
+
+def _verdict(verdict: str, planned: int, ran: int, passed: int) -> dict[str, Any]:
+    return {"node": "n1", "verdict": verdict, "checks_planned": planned,
+            "checks_ran": ran, "checks_passed": passed}
+
+
+def test_a_node_is_healthy_in_a_round_only_when_every_check_of_it_ran_and_passed() -> None:
+    """A round stopped before a node's every check ran did not judge it: not healthy (not
+    observed in that round), however many of its checks passed; a failure it saw counts."""
+    assert soak.node_state(_verdict("ACCEPTED", 40, 40, 40)) == HEALTHY
+    assert soak.node_state(_verdict("NOT CHECKED", 40, 12, 12)) is None
+    assert soak.node_state(_verdict("NOT CHECKED", 40, 0, 0)) is None
+    assert soak.node_state(_verdict("REJECTED", 40, 12, 11)) == FAILED
+    assert soak.node_state(_verdict("UNREACHABLE", 40, 40, 0)) == UNREACHABLE
 
 
 def _tallied(*rounds: ResultLine) -> soak_tally.CaseTally:
@@ -327,8 +358,20 @@ def test_a_stopped_soak_goes_on_where_it_stopped(pytester: pytest.Pytester) -> N
     assert soak.round_numbers(soak_dir) == [1, 2]
     # the first session's evidence is kept whole, its manifest still verifies it there
     assert (soak_dir / "stops" / "stop-01" / "results.jsonl").read_bytes() == first
-    assert {r["round"] for r in _lines(soak_dir / "results.jsonl", "round")} == {1, 2}
+    rounds = _lines(soak_dir / "results.jsonl", "round")
+    assert [r["round"] for r in rounds] == [1, 2]
     assert verify(soak_dir, None).ok
+    # the pause while it was stopped (seconds here) is not observed: neither up nor down
+    run = read_results(soak_dir / "results.jsonl")
+    assert run.end is not None
+    paused = rounds[1]["started_at"] - rounds[0]["ended_at"]
+    assert paused > 0 and run.end["soak"]["unobserved_s"] == pytest.approx(paused, abs=0.002)
+    ran = sum(r["ended_at"] - r["started_at"] for r in rounds)
+    assert run.end["soak"]["observed_s"] == pytest.approx(ran, abs=0.002)
+    available = {r["case"]: r for r in run.results}[
+        "pytest_cluster/soak.py::test_available[n1]"]
+    assert available["observed_s"] == pytest.approx(ran, abs=0.002)
+    assert (soak_dir / "logs" / "session-0002.json").is_file()
     # the first session's manifest, moved with its files, checks them through the soak:
     # its rounds, logs and soak.json stayed in the soak
     stop = verify(soak_dir / "stops" / "stop-01", None)
@@ -343,6 +386,41 @@ def test_a_stopped_soak_goes_on_where_it_stopped(pytester: pytest.Pytester) -> N
                                  f"--cluster-soak-resume={soak_dir}")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(["*is a soak of another spec*"])
+
+
+@pytest.mark.slow
+def test_a_soak_shorter_than_a_round_still_runs_its_first_round(
+        pytester: pytest.Pytester) -> None:
+    """The duration bounds when a round may start: the first always does, so a soak never
+    ends having checked nothing, nor says it was interrupted when nothing interrupted it."""
+    result = _soak(pytester, "--cluster-soak=1ms", faults="")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["soak round 1: complete, * passed, 0 failed in *"])
+    assert "interrupted" not in result.stdout.str() and "INCOMPLETE" not in \
+        result.stdout.str()
+    soak_dir = (pytester.path / "reports" / "latest").resolve()
+    assert soak.round_numbers(soak_dir) == [1]
+    run = read_results(soak_dir / "results.jsonl")
+    assert run.end is not None and run.end["status"] == "complete"
+    assert run.end["checks_ran"] == run.end["checks_planned"] > 0
+    assert run.end["soak"]["rounds"] == 1
+
+
+@pytest.mark.slow
+def test_a_soak_whose_first_round_cannot_start_checked_nothing_and_says_so(
+        pytester: pytest.Pytester) -> None:
+    """A round that left no results (here a conftest that breaks in the rounds only) ends
+    the soak; with no round before it nothing was checked: the round's exit status (a
+    usage error), never 0, and no word of an interruption."""
+    pytester.makeconftest(f"import os\nif os.environ.get({round_env.ENV!r}):\n"
+                          "    raise RuntimeError('broken in the round')\n")
+    result = _soak(pytester, "--cluster-soak-rounds=2", faults="")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines([
+        "*soak: no round finished (*",
+        "  soak stopped: round 1 left no results (exit status 4); see *broken in the round",
+        "INCOMPLETE: 0 of * contract checks ran (the soak stopped: a round left no results)"])
+    assert "(interrupted)" not in result.stdout.str()
 
 
 @pytest.mark.parametrize(("args", "says"), [

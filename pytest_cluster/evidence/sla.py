@@ -36,7 +36,7 @@ class Span:
 @dataclass(frozen=True)
 class NodeAvailability:
     node: str
-    window_s: float
+    window_s: float  # the seconds of the soak's window the node was observed in
     down_s: float
     outages: tuple[tuple[float, float], ...]  # the stretches counted as down
 
@@ -82,15 +82,27 @@ def outages(spans: Iterable[Span], down_after_s: float) -> list[tuple[float, flo
 
 
 def node_availability(node: str, spans: Sequence[Span], window: tuple[float, float],
-                      down_after_s: float, unobserved_s: float = 0.0) -> NodeAvailability:
-    """One node over `window` (start, end): its outages clipped to the window. Time in
-    the window when nothing was observed (`unobserved_s`: a stopped soak) counts neither
-    up nor down: it is taken off the window."""
+                      down_after_s: float) -> NodeAvailability:
+    """One node over `window` (start, end): its outages clipped to the window, against the
+    time its spans cover in it. Time the node was not observed (a stopped soak; a round
+    that did not judge it: stopped before every check of it ran) counts neither up nor
+    down: it is no part of its window."""
     start, end = window
     clipped = [(max(a, start), min(b, end)) for a, b in outages(spans, down_after_s)]
     counted = tuple((a, b) for a, b in clipped if b > a)
-    return NodeAvailability(node, max(0.0, end - start - unobserved_s),
-                            sum(b - a for a, b in counted), counted)
+    return NodeAvailability(node, observed_s(spans, window), sum(b - a for a, b in counted),
+                            counted)
+
+
+def observed_s(spans: Iterable[Span], window: tuple[float, float]) -> float:
+    """The seconds of `window` that the spans cover (each second once)."""
+    covered, reached = 0.0, window[0]
+    for span in sorted(spans, key=lambda s: s.start):
+        a, b = max(span.start, reached), min(span.end, window[1])
+        if b > a:
+            covered += b - a
+            reached = b
+    return covered
 
 
 def tier_for(availability: Decimal, sla: SlaSpec) -> CreditTier | None:
@@ -197,10 +209,9 @@ class Settlement:
 
 
 def settle(timelines: Mapping[str, Sequence[Span]], window: tuple[float, float],
-           sla: SlaSpec, unobserved_s: float = 0.0
-           ) -> tuple[list[NodeAvailability], Settlement]:
+           sla: SlaSpec) -> tuple[list[NodeAvailability], Settlement]:
     """Every node's availability over `window`, and the credit the SLA owes for it."""
-    found = [node_availability(node, spans, window, sla.down_after_s, unobserved_s)
+    found = [node_availability(node, spans, window, sla.down_after_s)
              for node, spans in timelines.items()]
     return found, Settlement(tuple(credit(each, sla) for each in found), sla.currency)
 

@@ -1,14 +1,16 @@
 """A soak's rounds as time: each round as its directory tells it (`Round`), each node's
 state over the soak as spans on one time axis (`Timelines`: healthy, failed, unreachable;
-the time no round ran, not observed), and how they are written ('1:02:03', round ranges
-'5-18, 22'). Pure: soak/rounds.py reads the rounds, report/soak.py draws them."""
+the time no round ran, and a node's time in a round that did not judge it, not observed),
+and how they are written ('1:02:03', round ranges '5-18, 22'). Pure: soak/rounds.py reads
+the rounds, report/soak.py draws them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_cluster.evidence.sinks.results import INTERRUPTED
 from pytest_cluster.evidence.sla import Span
 from pytest_cluster.hostlist import spans_of
 
@@ -53,10 +55,14 @@ class Timelines:
         return max(0.0, self.window[1] - self.window[0] - self.unobserved_s)
 
 
-def timelines(rounds: Sequence[Round], join_s: float = 120.0) -> Timelines:
-    """A round's state holds from its start until the next round starts when that is
-    within `join_s` of its end (the pause between rounds of one session), else until its
-    own end; what lies between is not observed."""
+def timelines(rounds: Sequence[Round], join_s: float = 120.0,
+              firsts: Collection[int] = ()) -> Timelines:
+    """A round's state holds from its start until the next round starts when that is the
+    pause between rounds of one session: the round ran to its end (it was not interrupted),
+    the next one is no session's first (`firsts`: the rounds a resumed soak began with)
+    and it started within `join_s` of the end. Else the state holds until the round's own
+    end, and what lies between (the soak stopped, then resumed) is not observed. A node
+    a round did not judge (its state absent) is not observed in that round."""
     ordered = sorted(rounds, key=lambda r: r.started)
     spans: dict[str, list[Span]] = {}
     unobserved = 0.0
@@ -64,10 +70,11 @@ def timelines(rounds: Sequence[Round], join_s: float = 120.0) -> Timelines:
         end = each.ended
         after = ordered[index + 1] if index + 1 < len(ordered) else None
         if after is not None:
-            if after.started - each.ended <= join_s:
+            if after.started - each.ended <= join_s and each.status != INTERRUPTED \
+                    and after.number not in firsts:
                 end = max(each.ended, after.started)
             else:
-                unobserved += after.started - each.ended
+                unobserved += max(0.0, after.started - each.ended)
         for node, state in each.states.items():
             spans.setdefault(node, []).append(Span(each.started, end, state))
     window = (ordered[0].started, ordered[-1].ended) if ordered else (0.0, 0.0)

@@ -11,7 +11,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pytest_cluster.evidence.plan import DESELECTED, NOT_AT_THIS_LEVEL, why_left_out
-from pytest_cluster.evidence.sinks.results import COMPLETE, PARTIAL, BaselineSummary, EndLine
+from pytest_cluster.evidence.sinks.results import (
+    COMPLETE,
+    INTERRUPTED,
+    PARTIAL,
+    BaselineSummary,
+    EndLine,
+)
 from pytest_cluster.evidence.tally import is_simulated, not_a_node
 from pytest_cluster.evidence.verdict import (
     ACCEPTED,
@@ -48,6 +54,9 @@ def coverage_line(end: EndLine | None) -> str:
                 f"contract checks selected and ran; {end['deselected']} "
                 f"{why_left_out(end['selection'])}")
     why = {"partial": "the selection left the others out"}.get(end["status"], end["status"])
+    soak = end.get("soak")
+    if soak is not None and soak.get("stopped") and end["status"] == INTERRUPTED:
+        why = "the soak stopped: a round left no results"  # no Ctrl-C: say what did
     return (f"INCOMPLETE: {end['checks_ran']} of {end['checks_planned']} contract "
             f"checks ran ({why.replace('_', ' ')})")
 

@@ -78,7 +78,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "`pytest-cluster verify --key` checks it")
     group.addoption(
         "--cluster-soak", metavar="DURATION", default=None,
-        help="soak: repeat the selected checks in rounds until DURATION (e.g. 48h) is up; "
+        help="soak: repeat the selected checks in rounds until DURATION (e.g. 48h) is up "
+             "(no round starts after it; the first always runs, the last to its end); "
              "each round is a whole run with its own evidence, the soak's directory adds "
              "availability, the SLA credit, counters and steadiness over the rounds")
     group.addoption(

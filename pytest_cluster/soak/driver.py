@@ -48,7 +48,7 @@ from pytest_cluster.evidence.sla import (
     hours_text,
     settle,
 )
-from pytest_cluster.evidence.timelines import Round, clock, timelines
+from pytest_cluster.evidence.timelines import Round, Timelines, clock, timelines
 from pytest_cluster.report.soak import soak_html
 from pytest_cluster.sim import round as round_env
 from pytest_cluster.soak import rounds as soak
@@ -81,7 +81,12 @@ class Session(Protocol):
 
 
 class SoakStopped(Exception):
-    """A round could not run at all: the soak ends, saying why."""
+    """A round could not run at all: the soak ends, saying why (`code`: the round's exit
+    status)."""
+
+    def __init__(self, why: str, code: int | None = None) -> None:
+        super().__init__(why)
+        self.code = code
 
 
 class SoakDriver:
@@ -99,6 +104,7 @@ class SoakDriver:
         self.tally = tally.Tally(spec.fabric.flap_s if spec.fabric is not None else 30.0)
         self.started = time.time()
         self.earlier_s = 0.0  # the soak's time in rounds of earlier sessions (resumed)
+        self.firsts: set[int] = set()  # the rounds a resumed session began with
         self.availability: list[NodeAvailability] = []
         self.settlement: Settlement | None = None
         self.stopped_why = ""
@@ -106,7 +112,8 @@ class SoakDriver:
     # -- the state kept between sessions ---------------------------------------------------
 
     def begin(self) -> None:
-        """soak.json written (a new soak) or read (resumed); earlier rounds read back."""
+        """soak.json written (a new soak) or read (resumed); earlier rounds read back;
+        a resumed soak marks the round this session begins with (soak.begin_session)."""
         path = self.soak_dir / soak.SOAK_FILE
         if path.is_file():
             known = soak.read_marker(path)  # checked when the soak was resumed
@@ -118,9 +125,18 @@ class SoakDriver:
                 "started_at": self.started, "started_utc": utc(self.started),
                 "duration_s": self.duration_s, "max_rounds": self.max_rounds}, indent=1,
                 sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
-        for number in soak.round_numbers(self.soak_dir):
+        numbers = soak.round_numbers(self.soak_dir)
+        if numbers:
+            soak.begin_session(self.soak_dir, numbers[-1] + 1)
+        self.firsts = soak.session_firsts(self.soak_dir)
+        for number in numbers:
             self._take(number)
-        self.earlier_s = timelines(self.rounds).observed_s
+        self.earlier_s = self.timelines().observed_s
+
+    def timelines(self) -> Timelines:
+        """The nodes' timelines over the rounds so far (the pause between two sessions not
+        observed)."""
+        return timelines(self.rounds, firsts=self.firsts)
 
     def _round_dir(self, number: int) -> Path:
         return self.soak_dir / soak.ROUNDS_DIR / soak.round_name(number)
@@ -131,9 +147,13 @@ class SoakDriver:
         return self.earlier_s + (time.time() - self.started)
 
     def more(self) -> bool:
+        """Whether another round starts: the duration bounds when a round may start (the
+        round under way runs to its end), and the soak's first round always starts, as a
+        burn-in's first pass does, so a soak never ends having checked nothing."""
         if self.max_rounds is not None and len(self.rounds) >= self.max_rounds:
             return False
-        return self.duration_s is None or self.elapsed() < self.duration_s
+        return self.duration_s is None or not self.rounds or \
+            self.elapsed() < self.duration_s
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
@@ -141,7 +161,7 @@ class SoakDriver:
             raise session.Interrupted(f"{session.testsfailed} error(s) during collection")
         if session.config.option.collectonly:
             return True
-        interrupted = False
+        interrupted, stopped_code = False, 0
         try:
             self.begin()
             while self.more():
@@ -151,10 +171,17 @@ class SoakDriver:
         except SoakStopped as exc:
             self.stopped_why = str(exc)
             session.shouldstop = f"soak stopped: {exc}"
+            if not self.rounds:  # nothing was checked: never exit 0
+                stopped_code = exc.code if exc.code in (
+                    pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR) \
+                    else pytest.ExitCode.INTERNAL_ERROR
         finally:
             self.report(session)
         if interrupted:
             raise KeyboardInterrupt("the soak was stopped; every finished round is kept")
+        if stopped_code:
+            pytest.exit(f"the soak checked nothing: its first round left no results (exit "
+                        f"status {stopped_code})", returncode=stopped_code)
         return True
 
     def run_round(self, number: int) -> None:
@@ -183,7 +210,7 @@ class SoakDriver:
             tail = " / ".join(log_path.read_text(encoding="utf-8", errors="replace")
                               .strip().splitlines()[-3:])
             raise SoakStopped(f"round {number} left no results (exit status {code}); see "
-                              f"{log_path}: {tail[-600:]}")
+                              f"{log_path}: {tail[-600:]}", code)
         self._progress(found)
 
     def _take(self, number: int) -> Round | None:
@@ -289,10 +316,9 @@ class SoakDriver:
 
     def _settle(self) -> tuple[list[NodeAvailability], Settlement]:
         """Each node's availability over the rounds so far, and the credit it is owed."""
-        lines = timelines(self.rounds)
+        lines = self.timelines()
         return settle({node: lines.spans[node] for node in self.spec.cluster.nodes
-                       if node in lines.spans}, lines.window, self.spec.sla or NO_SLA,
-                      lines.unobserved_s)
+                       if node in lines.spans}, lines.window, self.spec.sla or NO_SLA)
 
     def _availability(self) -> list[Case]:
         sla = self.spec.sla or NO_SLA
@@ -331,8 +357,9 @@ class SoakDriver:
 
     def summary_lines(self) -> list[str]:
         if not self.rounds:
-            return [f"soak: no round finished ({self.soak_dir})"]
-        lines = timelines(self.rounds)
+            return [f"soak: no round finished ({self.soak_dir})",
+                    *([f"  soak stopped: {self.stopped_why}"] if self.stopped_why else [])]
+        lines = self.timelines()
         found = [f"soak: {len(self.rounds)} round(s), {clock(lines.observed_s)} observed "
                  f"({utc(lines.window[0])} to {utc(lines.window[1])})"
                  + (f", {clock(lines.unobserved_s)} not observed" if lines.unobserved_s
@@ -355,7 +382,7 @@ class SoakDriver:
         return found
 
     def html(self, mark: str = "") -> str:
-        lines = timelines(self.rounds)
+        lines = self.timelines()
         sla = self.spec.sla
         return soak_html(self.rounds, lines, self.availability,
                          self.settlement if sla is not None else None,
@@ -364,7 +391,7 @@ class SoakDriver:
     def end_record(self) -> SoakEnd:
         """The soak's part of the end record."""
         finished = [r for r in self.rounds if r.status in (COMPLETE, PARTIAL)]
-        lines = timelines(self.rounds)
+        lines = self.timelines()
         found: SoakEnd = {
             "dir": str(self.soak_dir), "rounds": len(self.rounds),
             "rounds_finished": len(finished), "duration_s": self.duration_s,

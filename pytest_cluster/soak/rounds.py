@@ -6,6 +6,7 @@ rounds together can say.
     SOAK/soak.json              what the soak is: spec, its start, its time and rounds
     SOAK/rounds/round-0001/     round 1: an ordinary run directory, sealed
     SOAK/logs/round-0001.log    what round 1 printed
+    SOAK/logs/session-0004.json a resumed session's mark: round 4 is the first it ran
     SOAK/stops/stop-01/         the soak's own evidence as an earlier, stopped session left it
 
 Pure functions over the rounds' directories: which rounds there are, what each says per
@@ -20,6 +21,7 @@ import contextlib
 import json
 import math
 import re
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,7 +30,9 @@ from pytest_cluster.errors import UnitError
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results
 from pytest_cluster.evidence.sla import FAILED, HEALTHY, UNREACHABLE
 from pytest_cluster.evidence.timelines import Round
-from pytest_cluster.units import Dim, parse_quantity
+from pytest_cluster.evidence.verdict import ACCEPTED, REJECTED
+from pytest_cluster.evidence.verdict import UNREACHABLE as UNREACHABLE_VERDICT
+from pytest_cluster.units import Dim, parse_quantity, utc
 
 SOAK_FILE = "soak.json"
 ROUNDS_DIR = "rounds"
@@ -38,6 +42,7 @@ STOPS_DIR = "stops"
 #: evidence of the session that wrote it, moved to stops/ when the soak is resumed.
 KEPT = (SOAK_FILE, ROUNDS_DIR, LOGS_DIR, STOPS_DIR)
 _ROUND = re.compile(r"^round-(\d{4,})$")
+_SESSION = re.compile(r"^session-(\d{4,})\.json$")
 
 #: Options of the soak's own command line that a round does not take: the soak's and
 #: where its evidence goes (each round writes into SOAK/rounds/round-NNNN).
@@ -127,6 +132,28 @@ MAX_SPELLS, MAX_SAID = 5, 400
 
 # -- resuming ----------------------------------------------------------------------------------
 
+def begin_session(soak_dir: Path, first: int) -> None:
+    """Mark round `first` as the first of a resumed session (logs/session-NNNN.json,
+    written once: a session that ran no round leaves the mark to the next): the pause
+    before it is no pause between rounds, and is not observed."""
+    logs = soak_dir / LOGS_DIR
+    logs.mkdir(exist_ok=True)
+    now = time.time()
+    with contextlib.suppress(FileExistsError), \
+            (logs / f"session-{first:04d}.json").open("x", encoding="utf-8") as mark:
+        mark.write(json.dumps({"first_round": first, "started_at": now,
+                               "started_utc": utc(now)}, sort_keys=True) + "\n")
+
+
+def session_firsts(soak_dir: Path) -> set[int]:
+    """The rounds resumed sessions began with, from their marks' names."""
+    logs = soak_dir / LOGS_DIR
+    if not logs.is_dir():
+        return set()
+    found = (_SESSION.match(p.name) for p in logs.iterdir())
+    return {int(m.group(1)) for m in found if m}
+
+
 def resume_dir(soak_dir: Path, spec_sha256: str) -> list[str]:
     """Make an earlier soak's directory ready to go on: it must be a soak of this spec;
     the evidence its last session wrote moves to stops/stop-NN. What moved is returned."""
@@ -183,14 +210,17 @@ def read_marker(marker: Path) -> dict[str, Any]:
 # -- one round --------------------------------------------------------------------------------
 
 def node_state(entry: dict[str, Any]) -> str | None:
-    """A node's state over a round from its verdict: None when the round checked nothing
-    of it (deselected, not reached, or only undecided because SLURM had it busy)."""
+    """A node's state over a round from its verdict: failed or unreachable as soon as one
+    of its checks saw so; healthy only when every check of it that the round selected ran
+    and passed (ACCEPTED); None when the round did not judge it (it was stopped before
+    every check of the node ran, deselected, busy under SLURM): not observed in that
+    round, neither up nor down."""
     verdict = entry.get("verdict")
-    if verdict == "UNREACHABLE":
+    if verdict == UNREACHABLE_VERDICT:
         return UNREACHABLE
-    if verdict == "REJECTED":
+    if verdict == REJECTED:
         return FAILED
-    return HEALTHY if int(entry.get("checks_passed") or 0) > 0 else None
+    return HEALTHY if verdict == ACCEPTED else None
 
 
 def read_round(path: Path, number: int) -> tuple[Round, list[ResultLine]] | None:
