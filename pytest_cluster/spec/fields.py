@@ -12,7 +12,7 @@ from typing import TypeVar
 from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from pytest_cluster.errors import SpecError, UnitError
+from pytest_cluster.errors import SpecError, UnitError, head
 from pytest_cluster.spec.clauses import clauses, keys
 from pytest_cluster.spec.declaration import Declaration, Value
 from pytest_cluster.spec.launchers import KINDS
@@ -268,6 +268,26 @@ def text(what: str) -> Callable[[object], str]:
         if not isinstance(raw, str) or not raw.strip():
             raise UnitError(f"expected {what}, got {raw!r}")
         return raw.strip()
+    return parse
+
+
+def shown_name(what: str, most: int) -> Callable[[object], str]:
+    """A parser of a name the run shows as written (the terminal, the reports, JUnit, the
+    run's directory): at most `most` characters, each printable (no ESC that a terminal
+    acts on, no newline, no bidi override: str.isprintable), as a node name is refused
+    unless it is a host name; `what` says it in words for the error."""
+    def parse(raw: object) -> str:
+        name = text(what)(raw)
+        if len(name) > most:
+            raise UnitError(f"expected {what} of at most {most} characters, got "
+                            f"{head(name, 40)!r}")
+        unprintable = [f"U+{ord(c):04X} at position {i + 1}" for i, c in enumerate(name)
+                       if not c.isprintable()]
+        if unprintable:
+            more = f" and {len(unprintable) - 3} more" if len(unprintable) > 3 else ""
+            raise UnitError(f"expected {what} of printable characters, got {head(name, 64)!r}"
+                            f" (not printable: {', '.join(unprintable[:3])}{more})")
+        return name
     return parse
 
 
