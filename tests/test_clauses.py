@@ -97,6 +97,9 @@ def written_alone(declaration: Declaration, value: str) -> tuple[str, str]:
     if declaration.section == "storage":
         return (f"cluster: {{name: x, nodes: 'n[1-4]'}}\nstorage:\n  - path: /d\n    {body}\n",
                 declaration.name("/d", member))
+    if declaration.within == "faults":  # the sim's faults: a list of maps
+        return (f"cluster: {{name: x, nodes: 'n[1-4]', launcher: sim}}\nsim:\n  faults:\n"
+                f"    - {{node: n1, nic: 0, {key}: {inner}}}\n", f"sim.faults[0].{key}")
     return (f"cluster: {{name: x, nodes: 'n[1-4]'}}\n{declaration.section}:\n  {body}\n",
             declaration.name(None, member))
 
@@ -112,7 +115,8 @@ def error_line(text: str, name: str) -> str:
     return found[0]
 
 
-#: Every clause written with a number: parsed (units.parse_quantity) as its dimension says.
+#: Every clause (and setting) written with a number: parsed (units.parse_quantity) as its
+#: dimension says.
 NUMBERED = [d for d in CLAUSES if d.written and d.dim is not None]
 
 
@@ -131,10 +135,13 @@ def test_a_number_no_double_holds_as_written_is_refused_at_its_key(
                        ("'>= 1.234567890123456'", "more than 15 significant digits")):
         text, name = written_alone(declaration, value)
         line = error_line(text, name)
-        assert line.startswith(f"t.yaml:{3 + (declaration.section == 'storage')}: {name}: ")
-        # a share's error says its two forms; a rule reads only a whole number as a count
+        extra = declaration.section == "storage" or declaration.within == "faults"
+        assert line.startswith(f"t.yaml:{3 + extra}: {name}: ")
+        # a share's error says its two forms; a rule reads only a whole number as a count,
+        # a setting only a quantity (no comparison)
         if declaration.value in (Value.QUANTITY, Value.MEMBERS) or (
-                declaration.value is Value.RULE and value == nines):
+                declaration.value is Value.RULE and value == nines) or (
+                declaration.value is Value.SETTING and not value.startswith("'>=")):
             assert f"({why}" in line, line
 
 
