@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import math
 import re
+import sys
 import time
 from dataclasses import dataclass
 
@@ -96,6 +97,13 @@ class Quantity:
         return format_value(self.value, self.dim, self.unit)
 
 
+#: The most significant digits a number of the spec may have, and the bound its size stays
+#: below (as written, before its unit): what a double holds exactly (sys.float_info.dig;
+#: every whole number below 1e15 too), so a bound is compared and shown as it was written.
+MAX_DIGITS = sys.float_info.dig
+LARGEST = 10.0**MAX_DIGITS
+
+
 def parse_number(text: str) -> float:
     if not re.fullmatch(_NUMBER, text.strip()):
         raise UnitError(f"not a number: {text!r}")
@@ -103,6 +111,22 @@ def parse_number(text: str) -> float:
     if not math.isfinite(value):
         raise UnitError(f"not a finite number: {text!r}")
     return value
+
+
+def _inexact(value: float, written: str, dim: Dim) -> str | None:
+    """Why a number of the spec (`value`, spelled `written`, of a quantity of `dim`) would
+    not be read as written: at or beyond LARGEST, or more than MAX_DIGITS significant
+    digits; None when it is read exactly."""
+    if not math.isfinite(value) or abs(value) >= LARGEST:
+        larger = any(unit_dim is dim and factor > 1 for unit_dim, factor in UNITS.values())
+        return (f"too large: a number of the spec is below 1e{MAX_DIGITS}"
+                + ("; write a larger unit" if larger else ""))
+    mantissa = re.split("[eE]", written.strip())[0]
+    digits = mantissa.lstrip("+-").replace("_", "").replace(".", "").strip("0")
+    if len(digits) > MAX_DIGITS:
+        return (f"more than {MAX_DIGITS} significant digits: a number of the spec is read "
+                f"exactly up to {MAX_DIGITS}")
+    return None
 
 
 def parse_quantity(raw: object, dim: Dim) -> Quantity:
@@ -120,15 +144,19 @@ def parse_quantity(raw: object, dim: Dim) -> Quantity:
             value = math.inf
         if not math.isfinite(value):
             raise UnitError(f"{expected}, got {raw!r}")
+        # an int of a YAML file is exact, a float as Python spells it back (its shortest)
+        why = _inexact(value, repr(raw) if abs(value) < LARGEST else "", dim)
+        if why is not None:
+            raise UnitError(f"{expected}, got {raw!r} ({why})")
         return _unitless(value, dim, raw, expected)
     match = _QUANTITY_RE.match(raw)
     if not match:
         raise UnitError(f"{expected}, got {raw!r}")
     number_text, unit = match.groups()
-    try:
-        number = parse_number(number_text)
-    except UnitError:
-        raise UnitError(f"{expected}, got {raw!r}") from None
+    number = float(number_text.replace("_", ""))  # the pattern matched: a number, or inf
+    why = _inexact(number, number_text, dim)
+    if why is not None:
+        raise UnitError(f"{expected}, got {raw!r} ({why})")
     if not unit:
         return _unitless(number, dim, raw, expected)
     known = UNITS.get(unit)

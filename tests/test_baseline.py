@@ -10,6 +10,7 @@ from typing import Any, cast
 
 import pytest
 
+from pytest_cluster import cli
 from pytest_cluster.evidence.baseline.compare import (
     Baseline,
     compared,
@@ -23,6 +24,7 @@ from pytest_cluster.evidence.bundle.manifest import MANIFEST, seal
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results
 from pytest_cluster.measure.inventory_file import GpuRecord, NodeRecord
 from pytest_cluster.spec import parse_spec
+from pytest_cluster.spec.narrow import narrow
 from tests.test_bundle import ed25519_key
 
 
@@ -138,6 +140,28 @@ def test_missing_and_new_nodes_are_named() -> None:
     assert same_nodes(_baseline({"n1": NODE}), {"nodes": {"n1": NODE}}).passed
 
 
+def test_a_run_of_some_nodes_misses_none_it_was_not_asked_to_check() -> None:
+    """A run of some of the spec's nodes (--cluster-node, a SLURM prolog's this host) is
+    compared on those alone: the baseline's others are named as left out, not missing
+    (before, a run of one node of an accepted four failed baseline.nodes: 3 missing)."""
+    whole = parse_spec("cluster: {name: c, nodes: 'n[1-4]', launcher: ssh}\n"
+                       "host: {cpu_cores: '>= 1'}\n", "s.yaml")
+    four = _baseline({node: NODE for node in whole.cluster.nodes})
+    one = narrow(whole, ["n1"]).cluster
+    case = same_nodes(four, {"nodes": {"n1": NODE}}, one)
+    assert case.passed, case.message
+    assert case.props["measured"] == ("1 node(s), 4 at baseline; 3 left out by the node "
+                                      "selection: n2, n3, n4")
+    assert case.props["not_checked"] == ["n2", "n3", "n4"]
+    assert case.props["requirement"] == "the nodes of the baseline that this run checks"
+    # a node the run was asked to check and did not report is still missing
+    lost = same_nodes(four, {"nodes": {}}, one)
+    assert lost.message == ("nodes differ from the baseline (run 2026-11-02): 1 missing "
+                            "since the baseline: n1")
+    # a run of every node: a baseline node gone from the spec is missing, as before
+    assert not same_nodes(four, {"nodes": {"n1": NODE}}, whole.cluster).passed
+
+
 SPEC = """\
 cluster: {{name: base, nodes: "n[1-4]", launcher: sim}}
 gpus:
@@ -215,6 +239,26 @@ def test_a_swapped_gpu_and_a_slowed_link_are_both_named(pytester: pytest.Pyteste
     assert not [r for r in results if r["clause"].startswith("baseline.performance")
                 and r["outcome"] == "failed"]
     assert lenient.ret == pytest.ExitCode.TESTS_FAILED  # the hardware still changed
+
+
+@pytest.mark.slow
+def test_a_run_of_one_node_passes_against_a_baseline_of_all(pytester: pytest.Pytester) -> None:
+    """`--cluster-node=n1` against an accepted run of n1-n4: baseline.nodes passes, naming
+    the three left out by the selection, and the gate says PASS (it said FAIL: 3 missing
+    since the baseline, verdict REJECTED)."""
+    assert _run(pytester, "accepted").ret == pytest.ExitCode.OK
+    base = (pytester.path / "accepted" / "latest").resolve()
+    one = _run(pytester, "one", f"--cluster-baseline={base}", "--cluster-node=n1")
+    assert one.ret == pytest.ExitCode.OK, one.stdout.str()[-3000:]
+    run_dir = pytester.path / "one" / "latest"
+    [nodes] = [r for r in read_results(run_dir / "results.jsonl").results
+               if r["clause"] == "baseline.nodes"]
+    assert nodes["outcome"] == "passed"
+    assert nodes["measured"] == ("1 node(s), 4 at baseline; 3 left out by the node "
+                                 "selection: n2, n3, n4")
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["verdict"] == "ACCEPTED", verdict
+    assert cli.main(["gate", str(run_dir), "--exit-status", str(int(one.ret))]) == 0
 
 
 @pytest.mark.slow

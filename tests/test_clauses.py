@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_cluster.errors import SpecError
 from pytest_cluster.probes import PROBES, probe_source
 from pytest_cluster.sim.cluster import host_payload
 from pytest_cluster.spec import parse_spec
@@ -83,6 +84,65 @@ def test_each_declared_quantity_parses_as_declared(section: str) -> None:
         assert (clause.key, clause.line, clause.requirement.op) == (
             declaration.id, line, declaration.op)
         assert clause.requirement.bound.dim is declaration.dim
+
+
+def written_alone(declaration: Declaration, value: str) -> tuple[str, str]:
+    """A spec with `value` written where `declaration` is written (a filesystem's, a
+    member's, a key of a map within its section), and the name its errors give it."""
+    member = declaration.members[0] if declaration.value is Value.MEMBERS else None
+    inner = f"{{{member}: {value}}}" if member is not None else value
+    key = declaration.written_as
+    body = f"{declaration.within}: {{{key}: {inner}}}" if declaration.within \
+        else f"{key}: {inner}"
+    if declaration.section == "storage":
+        return (f"cluster: {{name: x, nodes: 'n[1-4]'}}\nstorage:\n  - path: /d\n    {body}\n",
+                declaration.name("/d", member))
+    if declaration.within == "faults":  # the sim's faults: a list of maps
+        return (f"cluster: {{name: x, nodes: 'n[1-4]', launcher: sim}}\nsim:\n  faults:\n"
+                f"    - {{node: n1, nic: 0, {key}: {inner}}}\n", f"sim.faults[0].{key}")
+    return (f"cluster: {{name: x, nodes: 'n[1-4]'}}\n{declaration.section}:\n  {body}\n",
+            declaration.name(None, member))
+
+
+def error_line(text: str, name: str) -> str:
+    """The error the spec `text` gives about the value at `name` (one line of a listing,
+    or the one; another section's or key's problems aside)."""
+    with pytest.raises(SpecError) as info:
+        parse_spec(text, "t.yaml")
+    found = [line.strip() for line in str(info.value).splitlines()
+             if f" {name}: expected " in line]
+    assert len(found) == 1, str(info.value)
+    return found[0]
+
+
+#: Every clause (and setting) written with a number: parsed (units.parse_quantity) as its
+#: dimension says.
+NUMBERED = [d for d in CLAUSES if d.written and d.dim is not None]
+
+
+@pytest.mark.parametrize("declaration", NUMBERED, ids=[d.id for d in NUMBERED])
+def test_a_number_no_double_holds_as_written_is_refused_at_its_key(
+        declaration: Declaration) -> None:
+    """Every numbered clause, however it is parsed, refuses a number it would not read as
+    written: 38 nines (a YAML int: before, host.cpu_cores took it and every node failed
+    `required 99999999999999997748809823456034029568`), the same in a comparison, one of
+    16 significant digits; a usage error naming the key."""
+    nines = "9" * 38
+    for value, why in ((nines, "too large: a number of the spec is below 1e15"),
+                       (f"'>= {nines}'", "too large: a number of the spec is below 1e15"),
+                       ("'>= 1e400'", "too large"),
+                       ("0.1234567890123456", "more than 15 significant digits"),
+                       ("'>= 1.234567890123456'", "more than 15 significant digits")):
+        text, name = written_alone(declaration, value)
+        line = error_line(text, name)
+        extra = declaration.section == "storage" or declaration.within == "faults"
+        assert line.startswith(f"t.yaml:{3 + extra}: {name}: ")
+        # a share's error says its two forms; a rule reads only a whole number as a count,
+        # a setting only a quantity (no comparison)
+        if declaration.value in (Value.QUANTITY, Value.MEMBERS) or (
+                declaration.value is Value.RULE and value == nines) or (
+                declaration.value is Value.SETTING and not value.startswith("'>=")):
+            assert f"({why}" in line, line
 
 
 def test_a_filesystem_names_its_clauses_by_its_path() -> None:

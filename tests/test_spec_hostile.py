@@ -155,7 +155,11 @@ def test_allowed_options_pass_as_written_and_once() -> None:
     ("cluster: {name: x, nodes: a}\ngpus: {count: -8}\n",
      "t.yaml:2: gpus.count: expected a count like 192, got -8 (a count cannot be negative)"),
     ("cluster: {name: x, nodes: a}\nhost: {memory: '>= 1e300 PiB'}\n",
-     "t.yaml:2: host.memory: expected a size like '1.5 TiB', got '>= 1e300 PiB' (too large)"),
+     "t.yaml:2: host.memory: expected a size like '1.5 TiB', got '>= 1e300 PiB' (too large: "
+     "a number of the spec is below 1e15; write a larger unit)"),
+    ("cluster: {name: x, nodes: a}\nhost: {memory: '>= 2e15 B'}\n",
+     "t.yaml:2: host.memory: expected a size like '1.5 TiB', got '>= 2e15 B' (too large: a "
+     "number of the spec is below 1e15; write a larger unit)"),
     ("cluster: {name: x, nodes: 'n[1-2]'}\ninterconnect: {busbw: '>= -5 GB/s', "
      "payloads: [4 GiB]}\n",
      "t.yaml:2: interconnect.busbw: expected a share of theoretical like '>= 80%' or a bus "
@@ -177,13 +181,13 @@ def test_allowed_options_pass_as_written_and_once() -> None:
      "1000000000}\n",
      "t.yaml:3: storage[/d].metadata_files: expected a whole number from 1 to 1000000, got "
      "1000000000"),
-    ("cluster: {name: x, nodes: a}\nfabric:\n  ports: 1e30\n",
-     "t.yaml:3: fabric.ports: expected between 1 and 64 ports per node, got '1e30'"),
+    ("cluster: {name: x, nodes: a}\nfabric:\n  ports: 1e12\n",
+     "t.yaml:3: fabric.ports: expected between 1 and 64 ports per node, got '1e12'"),
     ("cluster: {name: x, nodes: a}\nfabric:\n  ports: 65\n",
      "t.yaml:3: fabric.ports: expected between 1 and 64 ports per node, got '65'"),
-    ("cluster: {name: x, nodes: a}\nfabric:\n  mtu: 1e30\n",
+    ("cluster: {name: x, nodes: a}\nfabric:\n  mtu: 1e12\n",
      "t.yaml:3: fabric.mtu: expected an MTU between 68 and 65535 bytes (4096 on InfiniBand, "
-     "9000 for jumbo Ethernet frames), got '1e30'"),
+     "9000 for jumbo Ethernet frames), got '1e12'"),
     ("cluster: {name: x, nodes: a}\nfabric:\n  mtu: 67\n",
      "t.yaml:3: fabric.mtu: expected an MTU between 68 and 65535 bytes (4096 on InfiniBand, "
      "9000 for jumbo Ethernet frames), got '67'"),
@@ -205,6 +209,49 @@ def test_a_version_of_thousands_of_digits_is_refused() -> None:
                               "'>= 5.15', got '>= 9999")
     assert " [...4110 characters cut...] " in message and message.endswith("99999'")
     assert len(message) <= MAX_LINE
+
+
+# -- cluster.name: shown as written, so printable and bounded ------------------------------
+
+@pytest.mark.parametrize(("name", "message"), [
+    ('"acme\\e[31mRED\\e[2J"',
+     "t.yaml:1: cluster.name: expected a name for the cluster of printable characters, got "
+     "'acme\\x1b[31mRED\\x1b[2J' (not printable: U+001B at position 5, U+001B at position "
+     "13)"),
+    ('"a\\u202eb\\nc\\td\\x00e"',
+     "t.yaml:1: cluster.name: expected a name for the cluster of printable characters, got "
+     "'a\\u202eb\\nc\\td\\x00e' (not printable: U+202E at position 2, U+000A at position "
+     "4, U+0009 at position 6 and 1 more)"),
+    ("x" * 3_000_000,
+     "t.yaml:1: cluster.name: expected a name for the cluster of at most 128 characters, "
+     "got '" + "x" * 40 + "... (3000000 characters)'"),
+    ("x" * 129,
+     "t.yaml:1: cluster.name: expected a name for the cluster of at most 128 characters, "
+     "got '" + "x" * 40 + "... (129 characters)'"),
+])
+def test_a_cluster_name_a_terminal_would_act_on_or_of_megabytes_is_refused(
+        name: str, message: str) -> None:
+    """The name heads the terminal's summary, the reports and the run's directory: refused
+    as node names are (before, a 3 MB name was one 3 MB line, and an ESC cleared the
+    screen)."""
+    assert error_of(BASE.replace("name: x", f"name: {name}")) == message
+
+
+def test_a_cluster_name_of_printable_words_is_kept_as_written() -> None:
+    for name in ("x" * 128, "ACME H100 trial (hall B)", "Zürich-Süd"):
+        assert parse_spec(BASE.replace("name: x", f"name: {name}"), "t.yaml").cluster.name \
+            == name
+
+
+def test_pytest_refuses_an_escape_in_the_cluster_name_without_echoing_it(
+        pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", trial=BASE.replace("name: x", 'name: "acme\\e[2J"'))
+    result = pytester.runpytest("--cluster=trial.yaml")
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "\x1b" not in output and "Traceback" not in output
+    assert "ERROR: trial.yaml:1: cluster.name: expected a name for the cluster of printable " \
+        "characters, got 'acme\\x1b[2J' (not printable: U+001B at position 5)" in output
 
 
 # -- the YAML itself: depth, aliases, merge keys, documents --------------------------------

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_cluster.spec import load_spec, parse_spec
-from pytest_cluster.spec.clauses import keys
+from pytest_cluster.spec.clauses import CLAUSES, keys
+from pytest_cluster.spec.declaration import Declaration
 from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.loader import LISTED
 from pytest_cluster.spec.sim_records import SimSpec
@@ -174,6 +175,33 @@ H100 = "cluster: {name: x, nodes: a}\ngpus:\n  count: 8\n  model: H100-SXM-80GB\
 ])
 def test_likely_slips_are_warned_not_refused(text: str, warnings: tuple[str, ...]) -> None:
     assert parse_spec(text, "t.yaml").warnings == warnings
+
+
+#: Where each section takes a link rate (RATE), and the name it is warned by: a section
+#: whose declarations gain one (`link=True`) needs a line here, or the test below fails.
+LINK_RATE_AT = {
+    "interconnect.inter_node.rate_per_nic": (NETWORK, 7, "interconnect.inter_node.rate_per_nic"),
+    "fabric.rate": ("cluster: {name: x, nodes: 'n[1-2]'}\nfabric:\n  rate: RATE\n", 3,
+                    "fabric.rate"),
+    "sim.faults.nic_rate": (SIM_BASE + "sim:\n  faults:\n    - {node: n1, nic: 0, "
+                            "nic_rate: RATE}\n", 5, "sim.faults[0].nic_rate"),
+}
+
+
+@pytest.mark.parametrize("declaration", [d for d in CLAUSES if d.link],
+                         ids=[d.id for d in CLAUSES if d.link])
+def test_every_link_rate_in_bytes_faster_than_any_nic_is_warned(
+        declaration: Declaration) -> None:
+    """Every NIC or link rate the declarations name (`link`), written in bytes where the
+    world states bits, gets the one warning (fabric.rate: 400 GB/s passed unwarned, while
+    interconnect.inter_node.rate_per_nic warned); the same rate in bits does not."""
+    text, line, name = LINK_RATE_AT[declaration.id]
+    assert parse_spec(text.replace("RATE", "400 GB/s"), "t.yaml").warnings == (
+        f"t.yaml:{line}: {name}: 400 GB/s is 3.2 Tb/s per NIC, faster than any NIC (1.6 "
+        "Tb/s at most); did you mean 400 Gb/s?",)
+    assert parse_spec(text.replace("RATE", "400 Gb/s"), "t.yaml").warnings == ()
+    assert {"fabric.rate", "interconnect.inter_node.rate_per_nic"} <= {
+        d.id for d in CLAUSES if d.link}
 
 
 def test_load_spec_fills_the_warnings(tmp_path: Path) -> None:

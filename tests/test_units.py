@@ -5,6 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_cluster.errors import UnitError
+from pytest_cluster.spec.requirement import parse_requirement
 from pytest_cluster.units import Dim, format_number, format_value, parse_quantity
 
 
@@ -54,6 +55,23 @@ def test_parse_errors_are_exact(raw: object, dim: Dim, message: str) -> None:
     with pytest.raises(UnitError) as info:
         parse_quantity(raw, dim)
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize(("raw", "dim", "shown"), [
+    (999_999_999_999_999, Dim.COUNT, "999999999999999"),
+    (">= 999999999999999", Dim.COUNT, "999999999999999"),
+    ("123456789012345 B", Dim.SIZE, "123456789012345 B"),
+    ("1.50000000000000000000 TiB", Dim.SIZE, "1.5 TiB"),
+    ("999 PiB", Dim.SIZE, "999 PiB"),
+    (0.000001, Dim.FRACTION, "0.0001%"),
+])
+def test_a_number_a_double_holds_is_read_and_shown_as_written(raw: object, dim: Dim,
+                                                               shown: str) -> None:
+    """Up to 15 significant digits, below 1e15 as written before the unit: what a double
+    holds exactly, so the bound a failure shows is the number written (38 nines showed as
+    99999999999999997748809823456034029568; now refused, test_clauses.py)."""
+    requirement = parse_requirement(raw, dim)
+    assert requirement.show(requirement.bound.value) == shown
 
 
 @pytest.mark.parametrize(("value", "text"), [

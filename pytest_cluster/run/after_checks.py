@@ -21,7 +21,7 @@ from pytest_cluster.report.sections import inventory_html
 if TYPE_CHECKING:
     from pytest_cluster.launchers import Launcher
     from pytest_cluster.measure.inventory_file import InventoryDocument
-    from pytest_cluster.spec import Spec
+    from pytest_cluster.spec import ClusterSpec, Spec
 
 
 @dataclass
@@ -48,10 +48,12 @@ class AfterChecks:
         return taken
 
     def compare_with_baseline(self, accepted: Baseline, taken: InventoryDocument,
-                              results: Path, tolerance: float) -> list[Case]:
-        """The cases of this run (`taken`, its `results` file) against the accepted one."""
+                              results: Path, tolerance: float,
+                              cluster: ClusterSpec | None = None) -> list[Case]:
+        """The cases of this run (`taken`, its `results` file; `cluster`: the nodes it was
+        asked to check) against the accepted one."""
         try:
-            self.baseline_cases = compare(accepted, taken, results, tolerance)
+            self.baseline_cases = compare(accepted, taken, results, tolerance, cluster)
         except Exception as exc:  # a baseline verify passes can still hold odd values
             self.baseline_cases = [Case("cluster", "baseline.nodes", "all", False,
                                         f"the baseline {accepted.path} could not be compared:"

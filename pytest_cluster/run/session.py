@@ -265,7 +265,7 @@ class ClusterSession:
                 if finished and self.baseline is not None and taken is not None:
                     self.report_derived(after.compare_with_baseline(
                         self.baseline, taken, self.run_dir / "results.jsonl",
-                        self.spec.baseline.tolerance))
+                        self.spec.baseline.tolerance, self.spec.cluster))
 
     # -- end ----------------------------------------------------------------------------------
 

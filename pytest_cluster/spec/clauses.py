@@ -42,9 +42,9 @@ DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")
 
 def _quantity(section: str, key: str, dim: Dim, op: str = ">=", *,
               reads: Reads | None = None, default: str | None = None,
-              level: str = ACCEPTANCE, last: bool = False) -> Declaration:
+              level: str = ACCEPTANCE, last: bool = False, link: bool = False) -> Declaration:
     return Declaration(section, key, Value.QUANTITY, dim, op, default=default, reads=reads,
-                       level=level, last=last)
+                       level=level, last=last, link=link)
 
 
 def _setting(section: str, key: str) -> Declaration:
@@ -231,12 +231,18 @@ _BUILTIN: tuple[Declaration, ...] = (
                      "cluster's median (a node on another spine or switch)"),
     _setting("interconnect", "latency_size"),
     _setting("interconnect", "colocation_factor"),
+    # the theoretical rates busbw's share is of: a GPU's link in a node (NVLink: GB/s),
+    # each NIC between nodes (a NIC's rate, stated in bits: 400 Gb/s)
+    Declaration("interconnect", "intra_node.rate", Value.SETTING, Dim.RATE,
+                within="intra_node"),
+    Declaration("interconnect", "inter_node.rate_per_nic", Value.SETTING, Dim.RATE,
+                within="inter_node", link=True),
     # -- fabric: every network port of a node as the kernel shows it (the NIC probe reads
     # sysfs), counted among `devices` (default: the RDMA ports, or with none the network
     # interfaces that are devices); each failure names the node and the port -------------
     _setting("fabric", "devices"),
     _quantity("fabric", "ports", Dim.COUNT, level=SANITY, reads=Reads("nic")),
-    _quantity("fabric", "rate", Dim.RATE, level=SANITY, reads=Reads("nic")),
+    _quantity("fabric", "rate", Dim.RATE, level=SANITY, reads=Reads("nic"), link=True),
     Declaration("fabric", "link_layer", Value.NAME, level=SANITY, reads=Reads("nic")),
     _quantity("fabric", "mtu", Dim.COUNT, level=SANITY, reads=Reads("nic")),
     Declaration("fabric", "same_firmware", Value.IMPLIED, needs_nodes=2,
@@ -252,6 +258,9 @@ _BUILTIN: tuple[Declaration, ...] = (
     Declaration("fabric", "rail_busbw", Value.QUANTITY, Dim.RATE, needs_nodes=2),
     _setting("fabric", "rail_tool"),  # all_reduce (the default) or ib_write_bw
     _setting("fabric", "rail_cuda"),  # ib_write_bw --use_cuda (GPUDirect RDMA)
+    # -- sim: a simulated NIC's rate (a fault of faults[]: the rate its port runs at) ------
+    Declaration("sim", "faults.nic_rate", Value.SETTING, Dim.RATE, within="faults",
+                link=True),
     # -- baseline: how a run is compared with an accepted one (--cluster-baseline); its
     # cases (baseline.nodes, .hardware, .performance) are derived after the run ----------
     _setting("baseline", "tolerance"),

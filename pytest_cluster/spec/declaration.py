@@ -75,6 +75,9 @@ class Declaration:
     #: the key of the section's map that holds it ('checkpoint': storage[].checkpoint.write);
     #: '' for a key of the section itself
     within: str = ""
+    #: a NIC's or network link's rate, which the world states in bits (400 Gb/s NDR): one
+    #: faster than any NIC is warned of as bytes written for bits (fields.slips)
+    link: bool = False
 
     @property
     def id(self) -> str:

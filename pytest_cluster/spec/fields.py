@@ -12,13 +12,13 @@ from typing import TypeVar
 from yaml.constructor import ConstructorError, SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from pytest_cluster.errors import SpecError, UnitError
+from pytest_cluster.errors import SpecError, UnitError, head
 from pytest_cluster.spec.clauses import clauses, keys
 from pytest_cluster.spec.declaration import Declaration, Value
 from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import Clause, ClusterSpec, Rule
 from pytest_cluster.spec.requirement import Requirement, parse_requirement
-from pytest_cluster.units import UNITS, Dim, Quantity, parse_quantity
+from pytest_cluster.units import UNITS, Dim, Quantity, format_value, parse_quantity
 
 #: Keys echoed in "unknown key" messages; others (a password file's lines, tokens) are not.
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -271,6 +271,26 @@ def text(what: str) -> Callable[[object], str]:
     return parse
 
 
+def shown_name(what: str, most: int) -> Callable[[object], str]:
+    """A parser of a name the run shows as written (the terminal, the reports, JUnit, the
+    run's directory): at most `most` characters, each printable (no ESC that a terminal
+    acts on, no newline, no bidi override: str.isprintable), as a node name is refused
+    unless it is a host name; `what` says it in words for the error."""
+    def parse(raw: object) -> str:
+        name = text(what)(raw)
+        if len(name) > most:
+            raise UnitError(f"expected {what} of at most {most} characters, got "
+                            f"{head(name, 40)!r}")
+        unprintable = [f"U+{ord(c):04X} at position {i + 1}" for i, c in enumerate(name)
+                       if not c.isprintable()]
+        if unprintable:
+            more = f" and {len(unprintable) - 3} more" if len(unprintable) > 3 else ""
+            raise UnitError(f"expected {what} of printable characters, got {head(name, 64)!r}"
+                            f" (not printable: {', '.join(unprintable[:3])}{more})")
+        return name
+    return parse
+
+
 INTERPRETER_RE = re.compile(r"^[A-Za-z0-9_./+][A-Za-z0-9_./+-]*$")
 
 
@@ -340,6 +360,38 @@ def or_default(value: T | None, default: T) -> T:
     return default if value is None else value
 
 
+#: The fastest NIC there is, in bytes/s (1.6 Tb/s); a link rate above it is likely bytes
+#: written for bits (400 GB/s for 400 Gb/s).
+MAX_NIC_RATE = 200e9
+
+
+def slips(ctx: Ctx, line: int, path: str, declaration: Declaration,
+          quantity: Quantity) -> None:
+    """Warn of what the declaration says is a likely slip in a value written as it declares:
+    a NIC's or link's rate (`link`) faster than any NIC, likely bytes written for bits.
+    Every parse of a declared quantity comes here (`clause`, `as_declared`)."""
+    if not declaration.link or quantity.dim is not Dim.RATE or quantity.value <= MAX_NIC_RATE:
+        return
+    bits = quantity.unit.replace("i", "").replace("B", "b")
+    meant = respelled(quantity, bits) if bits != quantity.unit else None
+    hint = f"; did you mean {meant}?" if meant is not None else ""
+    ctx.warn(line, path, f"{quantity} is {format_value(quantity.value, Dim.RATE, 'Tb/s')} "
+             f"per NIC, faster than any NIC ({format_value(MAX_NIC_RATE, Dim.RATE, 'Tb/s')} "
+             f"at most){hint}")
+
+
+def as_declared(ctx: Ctx, node: Node | None, path: str,
+                declaration: Declaration) -> Quantity | None:
+    """A quantity (no comparison) written at `path` as `declaration` says: of its dim, with
+    the slips it warns of; None if absent or wrong (said)."""
+    dim = declaration.dim
+    assert dim is not None, declaration.id
+    quantity = field(ctx, node, path, lambda raw: parse_quantity(raw, dim))
+    if quantity is not None and node is not None:
+        slips(ctx, node.start_mark.line + 1, path, declaration, quantity)
+    return quantity
+
+
 def clause(ctx: Ctx, table: Map, declaration: Declaration, where: str | None = None,
            member: str | None = None) -> Clause | None:
     """A clause written as `declaration` says (a comparison and a quantity of its dim), named
@@ -352,6 +404,7 @@ def clause(ctx: Ctx, table: Map, declaration: Declaration, where: str | None = N
                                      lambda raw: parse_requirement(raw, dim, op))
     if req is None or node is None:
         return None
+    slips(ctx, node.start_mark.line + 1, table.sub(key), declaration, req.bound)
     return Clause(declaration.name(where, member), node.start_mark.line + 1, req)
 
 

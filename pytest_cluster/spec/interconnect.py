@@ -12,13 +12,13 @@ from pytest_cluster.spec.clauses import declared
 from pytest_cluster.spec.fields import (
     Ctx,
     Map,
+    as_declared,
     boolean,
     field,
     kind,
     one_of,
     or_default,
     positive_int,
-    respelled,
     share_or,
     size_between,
     text,
@@ -35,7 +35,7 @@ from pytest_cluster.spec.model import (
     TransportSpec,
 )
 from pytest_cluster.spec.requirement import Requirement, parse_requirement
-from pytest_cluster.units import Dim, Quantity, format_value, parse_quantity
+from pytest_cluster.units import Dim, parse_quantity
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 BACKENDS = ("nccl", "gloo")
@@ -56,7 +56,6 @@ TRANSPORT_KEYS = ("inter_node", "gdr", "nvls")
 NETWORKS = ("ib", "socket")
 MAX_PAYLOAD = 64 * 2**30
 MAX_RANKS = 512  # processes per node: one per GPU (nccl) or per core (gloo)
-MAX_NIC_RATE = 200e9  # bytes/s: 1.6 Tb/s; a NIC rate above it is bytes written for bits
 
 
 def _payload(raw: object) -> int:
@@ -79,8 +78,8 @@ def _link(ctx: Ctx, node: Node | None, name: str) -> LinkSpec | None:
                       text("a link kind like nvlink, infiniband, roce or ethernet"))
     rate_key = "rate_per_nic" if inter else "rate"
     rate_node = table.take(rate_key)
-    rate = field(ctx, rate_node, f"{path}.{rate_key}",
-                 lambda raw: parse_quantity(raw, Dim.RATE))
+    rate = as_declared(ctx, rate_node, f"{path}.{rate_key}",
+                       declared(f"interconnect.{name}.{rate_key}"))
     if rate_node is None:
         example = "400 Gb/s" if inter else "450 GB/s (per GPU per direction)"
         ctx.error(node, f"{path}.{rate_key}", f"missing: the link's rate, e.g. {example}")
@@ -91,24 +90,9 @@ def _link(ctx: Ctx, node: Node | None, name: str) -> LinkSpec | None:
         if rate is not None:
             ctx.error(rate_node, f"{path}.{rate_key}", "expected a rate above 0")
         return None
-    if inter:
-        _nic_slip(ctx, rate_node.start_mark.line + 1, f"{path}.{rate_key}", rate)
     default_kind = "network" if inter else "intra-node link"
     return LinkSpec(or_default(link_kind, default_kind), rate.value, str(rate),
                     or_default(nics, 1))
-
-
-def _nic_slip(ctx: Ctx, line: int, path: str, rate: Quantity) -> None:
-    """Warn when a NIC rate is faster than any NIC: likely bytes written for bits (400 GB/s
-    for 400 Gb/s)."""
-    if rate.value <= MAX_NIC_RATE:
-        return
-    bits = rate.unit.replace("i", "").replace("B", "b")
-    meant = respelled(rate, bits) if bits != rate.unit else None
-    hint = f"; did you mean {meant}?" if meant is not None else ""
-    ctx.warn(line, path, f"{rate} is {format_value(rate.value, Dim.RATE, 'Tb/s')} per NIC, "
-             f"faster than any NIC ({format_value(MAX_NIC_RATE, Dim.RATE, 'Tb/s')} at "
-             f"most){hint}")
 
 
 def _ranks_fit(ctx: Ctx, node: Node | None, spec: InterconnectSpec,

@@ -34,6 +34,7 @@ from pytest_cluster.spec.fields import (
     positive_int,
     promises,
     section_map,
+    shown_name,
     size_between,
     text,
     time_between,
@@ -66,6 +67,9 @@ from pytest_cluster.spec.training import parse_training
 from pytest_cluster.units import Dim, parse_quantity
 
 MAX_SPEC_BYTES = 4 * 2**20
+#: The longest cluster.name: it heads the terminal's summary, the reports and the run's
+#: directory name (which keeps its first 80 characters).
+MAX_CLUSTER_NAME = 128
 T = TypeVar("T")
 
 
@@ -110,7 +114,8 @@ def _cluster(ctx: Ctx, node: Node | None, allocation: bool = False) -> ClusterSp
         return ClusterSpec("", (), "local", "python3", 600.0, 64)
     table = Map(ctx, node, "cluster", known)
     name_node = table.take("name")
-    name = field(ctx, name_node, "cluster.name", text("a name for the cluster"))
+    name = field(ctx, name_node, "cluster.name", shown_name("a name for the cluster",
+                                                              MAX_CLUSTER_NAME))
     if name_node is None and isinstance(node, MappingNode):
         ctx.error(node, "cluster.name", "missing: name the cluster, e.g. name: acme-h100-trial")
     nodes_node = table.take("nodes")

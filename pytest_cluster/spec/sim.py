@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, TypeVar
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster.errors import UnitError
+from pytest_cluster.spec.clauses import declared
 from pytest_cluster.spec.fields import (
     Ctx,
     Map,
+    as_declared,
     boolean,
     field,
     for_launcher,
@@ -20,6 +22,7 @@ from pytest_cluster.spec.fields import (
     one_of,
     or_default,
     positive_int,
+    scalar,
     text,
     time_between,
     whole,
@@ -109,11 +112,11 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
     sim_transport = one_of(SIM_TRANSPORTS, f"{' or '.join(SIM_TRANSPORTS)} (the network "
                                            f"NCCL falls back to)")
 
-    def nic_rate(raw: object) -> float:
-        value = parse_quantity(raw, Dim.RATE).value
-        if value <= 0:
-            raise UnitError(f"expected a rate above 0 like '200 Gb/s', got {raw!r}")
-        return value * 8 / 1e9
+    rate_node = table.take("nic_rate")
+    rate = as_declared(ctx, rate_node, f"{path}.nic_rate", declared("sim.faults.nic_rate"))
+    if rate is not None and rate.value <= 0:
+        ctx.error(rate_node, f"{path}.nic_rate", f"expected a rate above 0 like '200 Gb/s', "
+                  f"got {scalar(rate_node) if rate_node is not None else None!r}")
 
     name = one("node", node_name)
     if name is None and not ctx.failed(f"{path}.node"):
@@ -148,7 +151,7 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
         sdc=bool(one("sdc", boolean)),
         nic=one("nic", whole(0, 63)),  # type: ignore[arg-type]
         nic_down=bool(one("nic_down", boolean)),
-        nic_rate_gbit=one("nic_rate", nic_rate),  # type: ignore[arg-type]
+        nic_rate_gbit=rate.value * 8 / 1e9 if rate is not None and rate.value > 0 else None,
         nic_firmware=one("nic_firmware", text("a firmware version like '28.39.1002'")),  # type: ignore[arg-type]
         nic_link_downed=or_default(one("nic_link_downed", count), 0),  # type: ignore[arg-type]
         nic_symbol_errors=or_default(one("nic_symbol_errors", count),  # type: ignore[arg-type]

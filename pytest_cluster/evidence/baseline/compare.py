@@ -39,7 +39,7 @@ from pytest_cluster.measure.inventory_file import (
 from pytest_cluster.units import UNITS, utc
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec.model import Spec
+    from pytest_cluster.spec.model import ClusterSpec, Spec
 
 HIGHER_BETTER = (">=", ">")
 LOWER_BETTER = ("<=", "<")
@@ -154,17 +154,32 @@ def _named(nodes: list[str]) -> str:
     return ", ".join(_shown(node) for node in nodes[:MAX_NAMED]) + more
 
 
-def same_nodes(baseline: Baseline, now: InventoryDocument) -> Case:
+def same_nodes(baseline: Baseline, now: InventoryDocument,
+               cluster: ClusterSpec | None = None) -> Case:
+    """The nodes of this run against the baseline's. A run of some of the spec's nodes
+    (`cluster.chosen_from`: --cluster-node, or this host alone in a SLURM prolog) is
+    compared on those alone: a baseline node it was not asked to check is not missing,
+    only named as not checked by this run."""
     before, after = list(baseline.inventory["nodes"]), list(now["nodes"])
-    missing = [n for n in before if n not in set(after)]
-    new = [n for n in after if n not in set(before)]
+    chosen = cluster is not None and bool(cluster.chosen_from)
+    asked = set(cluster.nodes) if cluster is not None else set()
+    left_out = [n for n in before if chosen and n not in asked]
+    kept, old, unasked = set(after), set(before), set(left_out)
+    missing = [n for n in before if n not in kept and n not in unasked]
+    new = [n for n in after if n not in old]
     parts = ([f"{len(missing)} missing since the baseline: {_named(missing)}"] if missing
              else []) + ([f"{len(new)} new: {_named(new)}"] if new else [])
-    measured = f"{len(after)} node(s), {len(before)} at baseline"
+    props: dict[str, Any] = {"measured": f"{len(after)} node(s), {len(before)} at baseline",
+                             "requirement": "the nodes of the baseline"}
+    if chosen:
+        props["requirement"] = "the nodes of the baseline that this run checks"
+    if left_out:
+        props["measured"] += f"; {len(left_out)} left out by the node selection: " \
+                             f"{_named(left_out)}"
+        props["not_checked"] = [_shown(n) for n in left_out[:MAX_NAMED]]
     return Case("cluster", "baseline.nodes", "all", not parts,
                 f"nodes differ from the baseline ({baseline.label}): " + "; ".join(parts)
-                if parts else "", props={"measured": measured,
-                                         "requirement": "the nodes of the baseline"})
+                if parts else "", props=props)
 
 
 def _shown(value: Any) -> str:
@@ -388,9 +403,9 @@ def not_worse(baseline: Baseline, now: dict[str, ResultLine],
 
 
 def compare(baseline: Baseline, inventory: InventoryDocument, results: Path,
-            tolerance: float) -> list[Case]:
-    """Every derived case of this run against `baseline`: nodes, hardware per node, and
-    each figure measured in both runs."""
+            tolerance: float, cluster: ClusterSpec | None = None) -> list[Case]:
+    """Every derived case of this run against `baseline`: nodes (of `cluster`'s, those this
+    run checks), hardware per node, and each figure measured in both runs."""
     now = figures(read_results(results).results) if results.is_file() else {}
-    return [same_nodes(baseline, inventory), *same_hardware(baseline, inventory),
+    return [same_nodes(baseline, inventory, cluster), *same_hardware(baseline, inventory),
             *not_worse(baseline, now, tolerance)]
