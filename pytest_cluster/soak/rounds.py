@@ -142,7 +142,8 @@ def begin_session(soak_dir: Path, first: int) -> None:
     with contextlib.suppress(FileExistsError), \
             (logs / f"session-{first:04d}.json").open("x", encoding="utf-8") as mark:
         mark.write(json.dumps({"first_round": first, "started_at": now,
-                               "started_utc": utc(now)}, sort_keys=True) + "\n")
+                               "started_utc": utc(now)}, sort_keys=True,
+                              allow_nan=False) + "\n")
 
 
 def session_firsts(soak_dir: Path) -> set[int]:
