@@ -31,6 +31,7 @@ there, by name, not somewhere in a run; pyproject.toml pins the versions so test
 from __future__ import annotations
 
 import contextlib
+import linecache
 import re
 import time
 import warnings
@@ -191,6 +192,7 @@ def warn_at(config: pytest.Config, warning: Warning, filename: str, line: int) -
     raises the warning here, and pytest's summary shows it at that place."""
     if config.pluginmanager.is_blocked("warnings"):
         return
+    linecache.checkcache(filename)  # the line quoted is this file's, not a stale copy's
     with warnings.catch_warnings(record=True) as records:
         warnings.simplefilter("always", type(warning))
         apply_warning_filters(config.getini("filterwarnings"),

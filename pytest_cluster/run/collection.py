@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
+import warnings
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -135,10 +136,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         (last if runs_last(marker) else keep).append(item)
         if found is not None:
             item.stash[CASE_KEY] = contract_case(item, found.name, suite)
-            if item.stash[CASE_KEY].case_id.startswith(SUITE_PREFIX):
-                # a warning never decides a verdict: -W error or filterwarnings = error
-                # (a project's own setting) shows it instead of failing our check
-                item.add_marker(pytest.mark.filterwarnings("default"))
             if chosen:  # -m sanity, -m "not acceptance": each case carries its level
                 item.add_marker(level)
     keep += last  # what the run did to a node is read after every other case
@@ -191,6 +188,21 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         plan = Plan(planned.cases, selected, planned.not_in_contract)
         plan.write(config.stash[CACHE_DIR_KEY])
         config.stash[PLAN_KEY] = plan
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[
+        None, object, object]:
+    """A warning never decides a check of ours: under -W error or a project's
+    `filterwarnings = error` it is shown (pytest's warnings summary), not made the check's
+    error. Inside pytest's own catch of the item's warnings, which still records them; no
+    mark on each of 100,000s of items."""
+    case = item.stash.get(CASE_KEY, None)
+    if case is None or not case.case_id.startswith(SUITE_PREFIX):
+        return (yield)
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        return (yield)
 
 
 #: What our checks end with when they judge: a verdict (pytest.fail), a skip, an xfail,
