@@ -23,7 +23,7 @@ from pytest_cluster.sim.cluster import (
     jitter,
     link_factor,
 )
-from pytest_cluster.sim.nics import port_gbit, rail_of
+from pytest_cluster.sim.nics import network_share, port_gbit, rail_of
 from pytest_cluster.spec.busbw import bus_factor, theoretical
 from pytest_cluster.spec.gpu_models import MODELS
 
@@ -109,8 +109,12 @@ def size_results(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchma
     elif one:
         peak = wire * INTRA_EFFICIENCY * _gpu_links(sim, nodes[0])
     else:
-        peak = wire * INTER_EFFICIENCY * min(link_factor(sim, n) for n in nodes)
+        peak = wire * INTER_EFFICIENCY * min(network_share(sim, spec, n) for n in nodes)
         peak *= 1 - 0.01 * math.log2(len(nodes))  # a longer ring, a little slower
+        # the ring crosses each node's GPU links too: never faster than the slowest node
+        inside = theoretical(spec, 1) if spec is not None else None
+        peak = min(peak, *((inside.bytes_per_s if inside else 450e9) * INTRA_EFFICIENCY
+                           * _gpu_links(sim, n) for n in nodes))
     factor = bus_factor(benchmark.collective, len(nodes) * ranks_per_node)
     results: list[SizeResult] = []
     if benchmark.seconds > 0 and benchmark.sizes:

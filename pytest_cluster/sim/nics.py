@@ -98,6 +98,14 @@ def port_gbit(sim: SimSpec, node: str, ic: InterconnectSpec | None,
     return rate * link_factor(sim, node)
 
 
+def network_share(sim: SimSpec, ic: InterconnectSpec | None, node: str) -> float:
+    """The share of its inter-node rate `node` has: its ports' rates (a port down adds
+    nothing, one at a lower rate its rate, the node's link_factor applied) over its ports'
+    healthy rate."""
+    count, rate, _ = _layout(ic)
+    return sum(port_gbit(sim, node, ic, i) or 0.0 for i in range(count)) / (count * rate)
+
+
 #: Which NIC a job's environment binds it to (a rail): NCCL_IB_HCA=mlx5_3..., or an
 #: interface of it (ibp3s0, enp3s0np0).
 _RAIL = re.compile(r"^=?mlx5_(\d+)(?::\d+)?$|^=?(?:ibp|enp)(\d+)s0(?:np0)?$")
