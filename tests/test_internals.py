@@ -201,6 +201,7 @@ def pytest_configure(config):
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("args", "shown"), [((), True), (("-W", "error"), False)])
 def test_a_warning_at_a_place_in_another_file_follows_the_run_s_filters(
         pytester: pytest.Pytester, args: tuple[str, ...], shown: bool) -> None:
@@ -209,7 +210,9 @@ def test_a_warning_at_a_place_in_another_file_follows_the_run_s_filters(
     pytester.makepyfile(TEST, warnat=WARN_AT)
     pytester.makefile(".yaml", spec="first: line\nsecond: line\n")
     pytester.syspathinsert()
-    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "warnat", *args)
+    # a process of its own: in this one pytest_cluster is imported already, which pytest
+    # warns of (it cannot rewrite its asserts), an error too under -W error
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "warnat", *args)
     if shown:
         result.assert_outcomes(passed=1, warnings=1)
         result.stdout.fnmatch_lines(["spec.yaml:2", "  spec.yaml:2: UserWarning: a slip",

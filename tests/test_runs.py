@@ -295,6 +295,7 @@ def test_not_in_contract_is_said_under_xdist(pytester: pytest.Pytester) -> None:
     assert {"clause": "gpus.matmul", "why": "not in contract"} in end["not_checked"]
 
 
+@pytest.mark.slow
 def test_a_likely_slip_in_the_spec_is_a_warning_naming_the_clause(
         pytester: pytest.Pytester) -> None:
     spec = SPEC.format(faults="").replace("  count: 2\n", "  count: 2\n  model: H100-SXM-80GB\n"
@@ -313,7 +314,10 @@ def test_a_likely_slip_in_the_spec_is_a_warning_naming_the_clause(
     assert lines(run_dir)[0]["spec_warnings"] == [slip]
     # where warnings are errors (-W error, a project's filterwarnings), a usage error
     for way in (["-W", "error"], ["-W", "error::UserWarning"]):
-        errored = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", *way)
+        # a process of its own: in this one pytest_cluster is imported already, which
+        # pytest warns of (it cannot rewrite its asserts), an error too under -W error
+        errored = pytester.runpytest_subprocess("--cluster=trial.yaml", "-p",
+                                                "no:cacheprovider", *way)
         assert errored.ret == pytest.ExitCode.USAGE_ERROR
         assert errored.stderr.lines == [
             f"ERROR: {slip} (a spec warning, an error under this run's warning filters)", ""]
