@@ -7,6 +7,7 @@ report.html so, and the spooled testcases into junit.xml."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import tempfile
@@ -23,19 +24,20 @@ def splice(path: Path, mark: re.Pattern[bytes],
         text = path.read_bytes()
     except OSError:
         return False
-    found = list(mark.finditer(text))[:count or None]
+    found = list(itertools.islice(mark.finditer(text), count or None))
     if not found:
         return False
     handle, name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    view = memoryview(text)  # what lies between the marks is written, not copied first
     try:
         with os.fdopen(handle, "wb") as out:
             start = 0
             for match in found:
-                out.write(text[start:match.start()])
+                out.write(view[start:match.start()])
                 for piece in pieces(match):
                     out.write(piece)
                 start = match.end()
-            out.write(text[start:])
+            out.write(view[start:])
         os.chmod(name, path.stat().st_mode & 0o777)
         os.replace(name, path)
     except BaseException:
