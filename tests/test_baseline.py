@@ -160,6 +160,14 @@ def test_a_run_of_some_nodes_misses_none_it_was_not_asked_to_check() -> None:
                             "since the baseline: n1")
     # a run of every node: a baseline node gone from the spec is missing, as before
     assert not same_nodes(four, {"nodes": {"n1": NODE}}, whole.cluster).passed
+    # a selection that kept checks of n1 alone (-k n1): the same, every node's inventory
+    # taken or not
+    every = {"nodes": {node: NODE for node in whole.cluster.nodes}}
+    for taken in (every, {"nodes": {"n1": NODE}}):
+        kept = same_nodes(four, taken, whole.cluster, frozenset({"n1"}))
+        assert kept.passed, kept.message
+        assert kept.props["not_checked"] == ["n2", "n3", "n4"]
+    assert [case.node for case in same_hardware(four, every, {"n1"})] == ["n1"]
 
 
 SPEC = """\
@@ -259,6 +267,26 @@ def test_a_run_of_one_node_passes_against_a_baseline_of_all(pytester: pytest.Pyt
     verdict = json.loads((run_dir / "verdict.json").read_text())
     assert verdict["verdict"] == "ACCEPTED", verdict
     assert cli.main(["gate", str(run_dir), "--exit-status", str(int(one.ret))]) == 0
+
+
+@pytest.mark.slow
+def test_a_selection_of_some_nodes_judges_no_other_by_the_baseline(
+        pytester: pytest.Pytester) -> None:
+    """`-k n1` against an accepted run of n1-n4: the baseline compares n1 alone, so n2-n4,
+    none of whose checks ran, stay NOT CHECKED and the run INCOMPLETE, as without a
+    baseline (a passed baseline.hardware case made each of them ACCEPTED, and the gate
+    said PASS)."""
+    assert _run(pytester, "accepted").ret == pytest.ExitCode.OK
+    base = (pytester.path / "accepted" / "latest").resolve()
+    some = _run(pytester, "some", f"--cluster-baseline={base}", "-k", "n1")
+    verdict = json.loads((pytester.path / "some" / "latest" / "verdict.json").read_text())
+    assert {n["node"]: n["verdict"] for n in verdict["nodes"]} == {
+        "n1": "ACCEPTED", "n2": "NOT CHECKED", "n3": "NOT CHECKED", "n4": "NOT CHECKED"}
+    assert (verdict["verdict"], verdict["outcome"]) == ("INCOMPLETE", "ERROR"), some.ret
+    hardware = [r["node"] for r in read_results(pytester.path / "some" / "latest"
+                                                / "results.jsonl").results
+                if r["clause"] == "baseline.hardware"]
+    assert hardware == ["n1"]
 
 
 @pytest.mark.slow

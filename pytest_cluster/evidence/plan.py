@@ -57,6 +57,14 @@ class Plan:
     def __post_init__(self) -> None:
         self.by_id.update({case.case_id: case for case in self.cases})
 
+    def checked_nodes(self) -> frozenset[str] | None:
+        """The nodes the selection kept a check of (-k gpu-001: that node alone); None when
+        no plan is known (every node, then)."""
+        if not self.known:
+            return None
+        return frozenset(case.node for case in self.cases
+                         if case.node is not None and case.case_id in self.selected)
+
     @property
     def deselected(self) -> list[PlannedCase]:
         return [case for case in self.cases if case.case_id not in self.selected]

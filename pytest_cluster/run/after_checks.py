@@ -49,11 +49,14 @@ class AfterChecks:
 
     def compare_with_baseline(self, accepted: Baseline, taken: InventoryDocument,
                               results: Path, tolerance: float,
-                              cluster: ClusterSpec | None = None) -> list[Case]:
+                              cluster: ClusterSpec | None = None,
+                              checked: frozenset[str] | None = None) -> list[Case]:
         """The cases of this run (`taken`, its `results` file; `cluster`: the nodes it was
-        asked to check) against the accepted one."""
+        asked to check, `checked`: those its selection kept a check of) against the
+        accepted one."""
         try:
-            self.baseline_cases = compare(accepted, taken, results, tolerance, cluster)
+            self.baseline_cases = compare(accepted, taken, results, tolerance, cluster,
+                                          checked)
         except Exception as exc:  # a baseline verify passes can still hold odd values
             self.baseline_cases = [Case("cluster", "baseline.nodes", "all", False,
                                         f"the baseline {accepted.path} could not be compared:"

@@ -263,9 +263,11 @@ class ClusterSession:
                                              run_launcher(self.config), self.run_dir,
                                              may_probe=finished)
                 if finished and self.baseline is not None and taken is not None:
+                    plan = self.config.stash.get(PLAN_KEY, None) or Plan.read(self.cache_dir)
                     self.report_derived(after.compare_with_baseline(
                         self.baseline, taken, self.run_dir / "results.jsonl",
-                        self.spec.baseline.tolerance, self.spec.cluster))
+                        self.spec.baseline.tolerance, self.spec.cluster,
+                        plan.checked_nodes()))
 
     # -- end ----------------------------------------------------------------------------------
 

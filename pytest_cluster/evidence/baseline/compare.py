@@ -154,26 +154,37 @@ def _named(nodes: list[str]) -> str:
     return ", ".join(_shown(node) for node in nodes[:MAX_NAMED]) + more
 
 
+def asked_nodes(cluster: ClusterSpec | None, checked: frozenset[str] | None) -> set[str] | None:
+    """The spec's nodes this run was asked to check: `cluster.nodes` (--cluster-node, a
+    SLURM prolog's this host, narrow them) of which the selection (`checked`: -k gpu-001)
+    kept a check; None: every node (no spec given)."""
+    if cluster is None:
+        return None
+    asked = set(cluster.nodes)
+    return asked & checked if checked is not None else asked
+
+
 def same_nodes(baseline: Baseline, now: InventoryDocument,
-               cluster: ClusterSpec | None = None) -> Case:
+               cluster: ClusterSpec | None = None,
+               checked: frozenset[str] | None = None) -> Case:
     """The nodes of this run against the baseline's. A run of some of the spec's nodes
-    (`cluster.chosen_from`: --cluster-node, or this host alone in a SLURM prolog) is
-    compared on those alone: a baseline node it was not asked to check is not missing,
-    only named as not checked by this run."""
+    (`cluster.chosen_from`: --cluster-node, or this host alone in a SLURM prolog; or a
+    selection that kept no check of some, `checked`) is compared on those alone: a
+    baseline node of the spec it was not asked to check is not missing, only named as
+    not checked by this run. A baseline node the spec no longer has is missing."""
     before, after = list(baseline.inventory["nodes"]), list(now["nodes"])
-    chosen = cluster is not None and bool(cluster.chosen_from)
-    asked = set(cluster.nodes) if cluster is not None else set()
-    left_out = [n for n in before if chosen and n not in asked]
+    asked = asked_nodes(cluster, checked)
+    in_spec = set(cluster.chosen_from or cluster.nodes) if cluster is not None else set()
+    left_out = [n for n in before if asked is not None and n in in_spec and n not in asked]
     kept, old, unasked = set(after), set(before), set(left_out)
     missing = [n for n in before if n not in kept and n not in unasked]
-    new = [n for n in after if n not in old]
+    new = [n for n in after if n not in old and (asked is None or n in asked)]
     parts = ([f"{len(missing)} missing since the baseline: {_named(missing)}"] if missing
              else []) + ([f"{len(new)} new: {_named(new)}"] if new else [])
     props: dict[str, Any] = {"measured": f"{len(after)} node(s), {len(before)} at baseline",
                              "requirement": "the nodes of the baseline"}
-    if chosen:
-        props["requirement"] = "the nodes of the baseline that this run checks"
     if left_out:
+        props["requirement"] = "the nodes of the baseline that this run checks"
         props["measured"] += f"; {len(left_out)} left out by the node selection: " \
                              f"{_named(left_out)}"
         props["not_checked"] = [_shown(n) for n in left_out[:MAX_NAMED]]
@@ -291,11 +302,14 @@ def hardware_changes(before: NodeRecord, after: NodeRecord) -> list[str]:
     return found
 
 
-def same_hardware(baseline: Baseline, now: InventoryDocument) -> list[Case]:
+def same_hardware(baseline: Baseline, now: InventoryDocument,
+                  asked: set[str] | None = None) -> list[Case]:
+    """Each node's machine against the baseline's: the nodes this run was `asked` to check
+    (None: all); a node it was not is no case (it would judge a node nothing else did)."""
     cases = []
     for node, before in baseline.inventory["nodes"].items():
         after = now["nodes"].get(node)
-        if after is None:
+        if after is None or (asked is not None and node not in asked):
             continue  # named by same_nodes
         changes = hardware_changes(before, after)
         gpus = before.get("gpus") if isinstance(before, dict) else None
@@ -403,9 +417,12 @@ def not_worse(baseline: Baseline, now: dict[str, ResultLine],
 
 
 def compare(baseline: Baseline, inventory: InventoryDocument, results: Path,
-            tolerance: float, cluster: ClusterSpec | None = None) -> list[Case]:
+            tolerance: float, cluster: ClusterSpec | None = None,
+            checked: frozenset[str] | None = None) -> list[Case]:
     """Every derived case of this run against `baseline`: nodes (of `cluster`'s, those this
-    run checks), hardware per node, and each figure measured in both runs."""
+    run checks: `checked`, the nodes its selection kept a check of), hardware per node
+    checked, and each figure measured in both runs."""
     now = figures(read_results(results).results) if results.is_file() else {}
-    return [same_nodes(baseline, inventory, cluster), *same_hardware(baseline, inventory),
+    return [same_nodes(baseline, inventory, cluster, checked),
+            *same_hardware(baseline, inventory, asked_nodes(cluster, checked)),
             *not_worse(baseline, now, tolerance)]
