@@ -22,7 +22,7 @@ from pytest_cluster.evidence.baseline.compare import (
 )
 from pytest_cluster.evidence.bundle.manifest import MANIFEST, seal
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results
-from pytest_cluster.measure.inventory_file import GpuRecord, NodeRecord
+from pytest_cluster.measure.inventory_file import GpuRecord, InventoryDocument, NodeRecord
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.narrow import narrow
 from tests.test_bundle import ed25519_key
@@ -162,8 +162,10 @@ def test_a_run_of_some_nodes_misses_none_it_was_not_asked_to_check() -> None:
     assert not same_nodes(four, {"nodes": {"n1": NODE}}, whole.cluster).passed
     # a selection that kept checks of n1 alone (-k n1): the same, every node's inventory
     # taken or not
-    every = {"nodes": {node: NODE for node in whole.cluster.nodes}}
-    for taken in (every, {"nodes": {"n1": NODE}}):
+    every: InventoryDocument = cast("InventoryDocument", {
+        "nodes": {node: NODE for node in whole.cluster.nodes}})
+    one_taken: InventoryDocument = cast("InventoryDocument", {"nodes": {"n1": NODE}})
+    for taken in (every, one_taken):
         kept = same_nodes(four, taken, whole.cluster, frozenset({"n1"}))
         assert kept.passed, kept.message
         assert kept.props["not_checked"] == ["n2", "n3", "n4"]

@@ -120,6 +120,11 @@ def test_allowed_options_pass_as_written_and_once() -> None:
 
 # -- numbers: one rule for every quantity, no 0 turned into a default ----------------------
 
+NETWORK = ("cluster: {name: x, nodes: 'n[1-2]'}\ninterconnect:\n  busbw: '>= 80%'\n"
+           "  payloads: [4 GiB]\n  ranks_per_node: 1\n"
+           "  inter_node: {kind: infiniband, nics_per_node: NICS, rate_per_nic: 400 Gb/s}\n")
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("cluster: {name: x, nodes: a, probe_timeout: -5 s}\nhost: {cpu_cores: 1}\n",
      "t.yaml:1: cluster.probe_timeout: expected a time like '5 s', got '-5 s' (a time cannot "
@@ -181,6 +186,17 @@ def test_allowed_options_pass_as_written_and_once() -> None:
      "1000000000}\n",
      "t.yaml:3: storage[/d].metadata_files: expected a whole number from 1 to 1000000, got "
      "1000000000"),
+    (NETWORK.replace("NICS", "99999999999999999999999999"),
+     "t.yaml:6: interconnect.inter_node.nics_per_node: expected a whole number from 1 to 64, "
+     "got 99999999999999999999999999"),
+    (NETWORK.replace("NICS", "65"),
+     "t.yaml:6: interconnect.inter_node.nics_per_node: expected a whole number from 1 to 64, "
+     "got 65"),
+    (NETWORK.replace("NICS", "8") + "  iterations: 10000000000\n",
+     "t.yaml:7: interconnect.iterations: expected a whole number from 1 to 100000, got "
+     "10000000000"),
+    (NETWORK.replace("NICS", "8") + "  warmup: 10001\n",
+     "t.yaml:7: interconnect.warmup: expected a whole number from 1 to 10000, got 10001"),
     ("cluster: {name: x, nodes: a}\nfabric:\n  ports: 1e12\n",
      "t.yaml:3: fabric.ports: expected between 1 and 64 ports per node, got '1e12'"),
     ("cluster: {name: x, nodes: a}\nfabric:\n  ports: 65\n",

@@ -56,6 +56,9 @@ TRANSPORT_KEYS = ("inter_node", "gdr", "nvls")
 NETWORKS = ("ib", "socket")
 MAX_PAYLOAD = 64 * 2**30
 MAX_RANKS = 512  # processes per node: one per GPU (nccl) or per core (gloo)
+#: NICs of a node (fabric.ports has the same bound; sim faults name NICs 0-63), and a
+#: benchmark's warm-up and timed collectives per payload: counts that size real work
+MAX_NICS, MAX_WARMUP, MAX_ITERATIONS = 64, 10_000, 100_000
 
 
 def _payload(raw: object) -> int:
@@ -84,7 +87,7 @@ def _link(ctx: Ctx, node: Node | None, name: str) -> LinkSpec | None:
         example = "400 Gb/s" if inter else "450 GB/s (per GPU per direction)"
         ctx.error(node, f"{path}.{rate_key}", f"missing: the link's rate, e.g. {example}")
     nics = field(ctx, table.take("nics_per_node"), f"{path}.nics_per_node",
-                 positive_int) if inter else 1
+                 whole(1, MAX_NICS)) if inter else 1
     table.finish()
     if rate is None or rate_node is None or rate.value <= 0:
         if rate is not None:
@@ -260,8 +263,9 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
     ranks = field(ctx, ranks_node, f"{path}.ranks_per_node", whole(1, MAX_RANKS))
     chosen = field(ctx, table.take("backend"), f"{path}.backend", backend)
     sweep_from = field(ctx, table.take("sweep_from"), f"{path}.sweep_from", _payload)
-    warmup = field(ctx, table.take("warmup"), f"{path}.warmup", positive_int)
-    iterations = field(ctx, table.take("iterations"), f"{path}.iterations", positive_int)
+    warmup = field(ctx, table.take("warmup"), f"{path}.warmup", whole(1, MAX_WARMUP))
+    iterations = field(ctx, table.take("iterations"), f"{path}.iterations",
+                       whole(1, MAX_ITERATIONS))
     search = field(ctx, table.take("node_network"), f"{path}.node_network", boolean)
     search_payload = field(ctx, table.take("search_payload"), f"{path}.search_payload",
                            _payload)
