@@ -382,3 +382,17 @@ def test_a_section_declared_without_a_parser_is_its_declared_clauses(
         parse_spec("cluster: {name: c, nodes: [a]}\npdu: {outelts: 2}\n", "t.yaml")
     assert "t.yaml:2: pdu.outelts: unknown key" in str(caught.value)
     assert "did you mean 'outlets'" in str(caught.value)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('cluster: {name: "a\x1bb", nodes: a}\n',
+     "trial.yaml:1: YAML error: the character U+001B is not allowed in YAML; write it as an "
+     'escape inside double quotes ("\\e" for ESC) or leave it out'),
+    ("cluster: {name: a, nodes: a}\nhost: {cpu_cores: 1}\n# \x01\n",
+     "trial.yaml:3: YAML error: the character U+0001 is not allowed in YAML; write it as an "
+     'escape inside double quotes ("\\e" for ESC) or leave it out'),
+])
+def test_a_character_yaml_refuses_is_named_at_its_line(text: str, message: str) -> None:
+    """Written raw (an ESC pasted in), not as an escape: the line and the code point, not
+    PyYAML's position in '<unicode string>'."""
+    assert error_of(text) == message

@@ -188,7 +188,14 @@ def _compose(text: str, file: str, fast: bool) -> Node | None:
     return composer.root
 
 
-def _syntax_error(exc: yaml.YAMLError, file: str) -> SpecError:
+def _syntax_error(exc: yaml.YAMLError, file: str, text: str) -> SpecError:
+    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML refuses: its line
+        at = text.count("\n", 0, max(0, min(exc.position, len(text)))) + 1
+        char = exc.character
+        code = char if isinstance(char, int) else ord(char[:1] or "\0")
+        return SpecError(f"YAML error: the character U+{code:04X} is not allowed in YAML; "
+                         "write it as an escape inside double quotes (\"\\e\" for ESC) or "
+                         "leave it out", file=file, line=at)
     if not isinstance(exc, yaml.MarkedYAMLError):
         return SpecError(f"YAML error: {exc}", file=file)
     mark = exc.problem_mark or exc.context_mark
@@ -208,11 +215,11 @@ def compose(text: str, file: str) -> Node | None:
     try:
         return _compose(text, file, fast=True)
     except yaml.YAMLError as exc:
-        error = _syntax_error(exc, file)
+        error = _syntax_error(exc, file, text)
         if _FAST is None or len(text) > REREAD_LIMIT:
             raise error from None
     try:
         _compose(text, file, fast=False)
     except yaml.YAMLError as exc:
-        raise _syntax_error(exc, file) from None
+        raise _syntax_error(exc, file, text) from None
     raise error from None  # only libyaml found it
