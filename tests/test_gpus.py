@@ -287,6 +287,13 @@ def test_the_simulated_trial_fails_exactly_its_two_faults(pytester: pytest.Pytes
     result.stdout.fnmatch_lines(["nodes: 2 ACCEPTED, 2 REJECTED, 0 UNREACHABLE, 0 NOT CHECKED",
                                  "  REJECTED gpu-002: 2 clause(s) failed: fabric.ports, "
                                  "interconnect.busbw[node_network]"])
+    # the README shows this run's lines as they are printed ('...': the rest of a line)
+    readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
+    block = readme.split(".venv/bin/pytest --cluster=examples/trial-sim.yaml\n", 1)[1]
+    shown = [line[2:] for line in block.split("```", 1)[0].splitlines()]
+    assert len(shown) >= 5
+    result.stdout.fnmatch_lines([line.replace("[", "[[]").replace("...", "*")
+                                 for line in shown], consecutive=True)
 
 
 @pytest.mark.slow
