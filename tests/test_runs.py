@@ -141,14 +141,20 @@ def pytest_runtest_teardown(item):
 """
 
 
-def test_an_interrupted_run_says_so_and_every_case_has_a_line(
-        pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(interrupter=INTERRUPT_AFTER_3)
+def interrupted_run(pytester: pytest.Pytester, interrupter: str) -> pytest.RunResult:
+    """SPEC run with the plugin `interrupter` (its source), which presses Ctrl-C."""
+    pytester.makepyfile(interrupter=interrupter)
     pytester.syspathinsert()
     (pytester.path / "trial.yaml").write_text(SPEC.format(faults=""), encoding="utf-8")
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", "-p",
                                 "interrupter", no_reraise_ctrlc=True)
     assert result.ret == pytest.ExitCode.INTERRUPTED
+    return result
+
+
+def test_an_interrupted_run_says_so_and_every_case_has_a_line(
+        pytester: pytest.Pytester) -> None:
+    result = interrupted_run(pytester, INTERRUPT_AFTER_3)
     planned = ALL
     result.stdout.fnmatch_lines([f"INCOMPLETE: 3 of {planned} contract checks ran "
                                  "(interrupted)"])
@@ -189,12 +195,7 @@ def test_an_interrupted_runs_junit_has_every_case_results_jsonl_has(
     from pytest_cluster.run.junit_spool import NOT_REACHED
     from tests.oracle import check
 
-    pytester.makepyfile(interrupter=interrupter)
-    pytester.syspathinsert()
-    (pytester.path / "trial.yaml").write_text(SPEC.format(faults=""), encoding="utf-8")
-    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", "-p",
-                                "interrupter", no_reraise_ctrlc=True)
-    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result = interrupted_run(pytester, interrupter)
     run_dir, = run_dirs(pytester)
     results = [r for r in lines(run_dir) if r["type"] == "result"]
     not_run = {r["case"].rpartition("::")[2] for r in results if r["outcome"] == "not_run"}
