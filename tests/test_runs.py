@@ -389,7 +389,11 @@ def test_a_project_that_makes_warnings_errors_gets_the_same_verdicts(
     pytester.makepyfile(warner=WARNER)
     pytester.syspathinsert()
     pytester.makeini("[pytest]\nfilterwarnings = error\n")
-    result = run(pytester, "-p", "warner")
+    (pytester.path / "trial.yaml").write_text(SPEC.format(faults=""), encoding="utf-8")
+    # a process of its own: in this one pytest_cluster is imported already, which pytest
+    # warns of (it cannot rewrite its asserts), an error too under filterwarnings = error
+    result = pytester.runpytest_subprocess("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                           "-p", "warner")
     result.assert_outcomes(passed=ALL, warnings=ALL)  # one a check
     result.stdout.fnmatch_lines(["*ResourceWarning: a file left open by someone's code"])
     assert verdicts(pytester) == dict.fromkeys(("n1", "n2", "n3"), "ACCEPTED")
