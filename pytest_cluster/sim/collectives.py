@@ -78,6 +78,13 @@ def _gpu_links(sim: SimSpec, node: str) -> float:
     return min([1.0, *(rate / healthy for rate in rates)])
 
 
+def intra_peak(sim: SimSpec, spec: InterconnectSpec | None, node: str) -> float:
+    """The busbw `node`'s GPUs reach among themselves: NCCL's share of the spec's
+    intra-node link (NVLink's 450 GB/s without one), at the pace of its slowest GPU link."""
+    inside = theoretical(spec, 1) if spec is not None else None
+    return (inside.bytes_per_s if inside else 450e9) * INTRA_EFFICIENCY * _gpu_links(sim, node)
+
+
 def missing_gpu(sim: SimSpec, benchmark: Benchmark, nodes: Sequence[str],
                 ranks_per_node: int) -> tuple[int, int, str] | None:
     """(node index, local rank, its message) of the job's first rank that has no GPU of
@@ -107,14 +114,12 @@ def size_results(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchma
     if rail_gbit is not None and not one:
         peak = rail_gbit * 1e9 / 8 * INTER_EFFICIENCY
     elif one:
-        peak = wire * INTRA_EFFICIENCY * _gpu_links(sim, nodes[0])
+        peak = intra_peak(sim, spec, nodes[0])
     else:
         peak = wire * INTER_EFFICIENCY * min(network_share(sim, spec, n) for n in nodes)
         peak *= 1 - 0.01 * math.log2(len(nodes))  # a longer ring, a little slower
         # the ring crosses each node's GPU links too: never faster than the slowest node
-        inside = theoretical(spec, 1) if spec is not None else None
-        peak = min(peak, *((inside.bytes_per_s if inside else 450e9) * INTRA_EFFICIENCY
-                           * _gpu_links(sim, n) for n in nodes))
+        peak = min(peak, *(intra_peak(sim, spec, n) for n in nodes))
     factor = bus_factor(benchmark.collective, len(nodes) * ranks_per_node)
     results: list[SizeResult] = []
     if benchmark.seconds > 0 and benchmark.sizes:
