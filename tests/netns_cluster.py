@@ -653,9 +653,14 @@ PartitionName=debug Nodes={','.join(self.nodes)} Default=YES MaxTime=INFINITE St
         share's sshfs: its mount namespace, and the mount with it, goes with them)."""
         process, mounted = self.sshd.pop(node, None), self._mounted.pop(node, None)
         if process is not None and process.poll() is None and mounted is not None:
-            # the mount first (lazily: a reader in it is not waited for), then sshfs
+            # every process of the node stopped first: one that went on once the mount
+            # is gone would write into this machine's directory under it (a worker
+            # opening its next file); then the mount (lazily: a reader in it is not
+            # waited for), then every process killed, sshfs with them
+            self.kill_node_processes(node, signal.SIGSTOP)
             subprocess.run(["nsenter", "-t", str(process.pid), "-m", "umount", "-l", mounted],
                            capture_output=True, check=False, timeout=30)
+            self.kill_node_processes(node, signal.SIGKILL)
         if process is not None:
             process.terminate()
             with contextlib.suppress(subprocess.TimeoutExpired):
