@@ -58,12 +58,16 @@ class SpecError(ClusterError):
         return listed
 
     def render(self) -> str:
-        where = self.file
-        if self.line is not None:
-            where = f"{where}:{self.line}" if where else f"line {self.line}"
-        parts = [p for p in (where, self.path) if p]
-        prefix = ": ".join(parts)
-        return f"{prefix}: {self.detail}" if prefix else self.detail
+        return located(self.file, self.line, self.path, self.detail)
+
+
+def located(file: str, line: int | None, path: str, detail: str) -> str:
+    """'FILE:LINE: KEY: detail', each part there only where known."""
+    where = file
+    if line is not None:
+        where = f"{where}:{line}" if where else f"line {line}"
+    prefix = ": ".join(part for part in (where, path) if part)
+    return f"{prefix}: {detail}" if prefix else detail
 
 
 class UnitError(ClusterError):

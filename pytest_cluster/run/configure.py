@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import stat
 import tempfile
 import time
@@ -47,6 +46,7 @@ from pytest_cluster.spec.declaration import ACCEPTANCE, SANITY, STRESS
 if TYPE_CHECKING:
     from pytest_cluster.evidence.baseline.compare import Baseline
     from pytest_cluster.evidence.bundle.keys import Signer
+    from pytest_cluster.spec.model import SpecNote
 
 class SpecWarning(UserWarning):
     """A spec value that is valid but probably not what was meant (e.g. GB/s for Gb/s)."""
@@ -303,15 +303,13 @@ def _read_spec(path: str) -> Spec:
         raise pytest.UsageError(str(exc)) from None
 
 
-def _warn(config: pytest.Config, warning: str) -> None:
-    """A spec warning ('FILE:LINE: KEY: text'), shown at its place in the spec (pytest's
-    summary then quotes the spec's line, not ours); a usage error where the warning filters
-    make warnings errors (-W error, filterwarnings = error)."""
-    place = re.match(r"(.+?):(\d+): (.*)", warning, re.DOTALL)
-    filename, line, text = (place[1], int(place[2]), place[3]) if place else ("<spec>", 0,
-                                                                               warning)
+def _warn(config: pytest.Config, warning: SpecNote) -> None:
+    """A spec warning, shown at its place in the spec (pytest's summary then quotes the
+    spec's line, not ours); a usage error where the warning filters make warnings errors
+    (-W error, filterwarnings = error)."""
     try:
-        internals.warn_at(config, SpecWarning(text), filename, line)
+        internals.warn_at(config, SpecWarning(warning.said), warning.file or "<spec>",
+                          warning.line or 0)
     except SpecWarning:
         raise pytest.UsageError(f"{warning} (a spec warning, an error under this run's "
                                 "warning filters)") from None

@@ -184,7 +184,7 @@ class ClusterSession:
                 "spec": spec.file, "spec_sha256": spec.sha256,
                 "nodes": list(spec.cluster.nodes), "launcher": spec.cluster.launcher,
                 "simulated": is_simulated(spec), "started_at": self.started,
-                "spec_warnings": list(spec.warnings),
+                "spec_warnings": [str(warning) for warning in spec.warnings],
                 "run_dir": str(self.run_dir)}
 
     @pytest.hookimpl(wrapper=True)

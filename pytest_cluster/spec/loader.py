@@ -52,6 +52,7 @@ from pytest_cluster.spec.model import (
     SectionSpec,
     SoakSpec,
     Spec,
+    SpecNote,
     StorageSpec,
     VersionClause,
 )
@@ -358,7 +359,8 @@ def parse_spec(text: str, file: str) -> Spec:
             raise ctx.errors[0]
         raise SpecError.listing(ctx.in_order(), file, ctx.count)
     sha = hashlib.sha256(text.encode()).hexdigest()
-    warnings = tuple(str(w) for w in sorted(ctx.warnings, key=lambda w: w.line or 0))
+    warnings = tuple(SpecNote(w.file, w.line, w.path, w.detail)
+                     for w in sorted(ctx.warnings, key=lambda w: w.line or 0))
     others = tuple(record for name, record in records.items()
                    if name not in SECTION_FIELDS and isinstance(record, SectionSpec))
     fields = {name: record for name, record in records.items() if name in SECTION_FIELDS}

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field, fields
 from decimal import Decimal
 from typing import TYPE_CHECKING, ClassVar
 
+from pytest_cluster.errors import clip, located
 from pytest_cluster.spec.clauses import CLAUSES, declared
 from pytest_cluster.units import Dim
 
@@ -247,6 +248,25 @@ class SoakSpec:
 
 
 @dataclass(frozen=True)
+class SpecNote:
+    """A spec warning (a likely slip) where it was found: rendered 'FILE:LINE: KEY: text'
+    like a SpecError, and kept as its parts so that nothing reads them back from text."""
+
+    file: str
+    line: int | None
+    path: str  # the key, e.g. fabric.rate ('' for the whole spec)
+    detail: str
+
+    @property
+    def said(self) -> str:
+        """The warning without its place ('KEY: text')."""
+        return located("", None, self.path, self.detail)
+
+    def __str__(self) -> str:
+        return clip(located(self.file, self.line, self.path, self.detail))
+
+
+@dataclass(frozen=True)
 class Spec:
     file: str
     sha256: str
@@ -266,7 +286,7 @@ class Spec:
     #: The sections without a field here (declared in SECTIONS without a parser), present
     #: in the spec, in SECTIONS' order.
     others: tuple[SectionSpec, ...] = ()
-    warnings: tuple[str, ...] = ()  # likely slips, "FILE:LINE: KEY: text" like errors
+    warnings: tuple[SpecNote, ...] = ()  # likely slips, in line order
     text: str = field(default="", repr=False, compare=False)  # as read: the evidence keeps it
     #: In a run of some nodes (spec/narrow.py): the spec of the whole cluster
     whole: Spec | None = field(default=None, repr=False, compare=False)
