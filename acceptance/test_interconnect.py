@@ -30,6 +30,11 @@ METHOD = ("torch.distributed {backend}, nccl-tests definitions: time = mean over
           "{iterations} back-to-back collectives / {iterations} after {warmup} warm-up; "
           "algbw = bytes / time; busbw = algbw x {factor}")
 
+#: The end of a failed job's message across nodes: where the node holding it back is named.
+SEARCHED = "the node that holds it back is named by busbw[node_network] (pairs of nodes)"
+NOT_SEARCHED_NOTE = ("the node that holds it back is not looked for (interconnect."
+                     "node_network: false; true pairs the nodes to name it)")
+
 
 def _spec(cluster: Cluster) -> InterconnectSpec:
     spec = cluster.spec.interconnect
@@ -112,6 +117,8 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
             f"{gbs(median)} median, {gbs(high)} max{_slowest(run, point.slowest_rank)}")
     if theory is not None:
         note += f"; theoretical {theory.derivation}"
+    if node_count > 1:  # a job's number names no node: where the node is looked for
+        note += "; " + (SEARCHED if spec.node_network else NOT_SEARCHED_NOTE)
     evidence.check(clause, point.busbw, node=label, result=None, method=method, raw=raw,
                    note=note, references=references)
 

@@ -364,6 +364,10 @@ def test_the_simulated_fabric_faults_fail_exactly_their_cases(
     busbw = [r for r in jsonl(pytester) if "test_collective_inter_node" in r.get("case", "")]
     assert [r["outcome"] for r in busbw] == ["failed"]
     assert 0.9 * 320 < busbw[0]["measured"] < 320  # GB/s, of 8 x 400 Gb/s
+    # a job's number names no node, and here no search does: the message says so
+    assert busbw[0]["message"].endswith("; the node that holds it back is not looked for "
+                                        "(interconnect.node_network: false; true pairs the "
+                                        "nodes to name it)"), busbw[0]["message"]
     assert busbw[0]["transport"] == ("inter_node ib (ranks 0-15,24-31), socket (ranks 16-23); "
                                      "gdr false (ranks 16-31), true (ranks 0-15); nvls true "
                                      "(ranks 0-31)")

@@ -284,6 +284,10 @@ def test_the_simulated_trial_fails_exactly_its_two_faults(pytester: pytest.Pytes
           for c in ("all_reduce", "all_gather") for p, n in (("4GiB", 2), ("4GiB", 4),
                                                              ("16GiB", 4))),
         "test_node_network[gpu-002]", "test_node_network[gpu-003]"}
+    # a job's number names no node: each says which cases do
+    assert all(message.endswith("; the node that holds it back is named by "
+                                "busbw[node_network] (pairs of nodes)")
+               for case, message in failed(pytester).items() if "inter_node" in case)
     result.stdout.fnmatch_lines(["nodes: 2 ACCEPTED, 2 REJECTED, 0 UNREACHABLE, 0 NOT CHECKED",
                                  "  REJECTED gpu-002: 2 clause(s) failed: fabric.ports, "
                                  "interconnect.busbw[node_network]"])
