@@ -69,6 +69,45 @@ def test_a_narrowed_spec_keeps_the_whole_one_to_say_what_is_not_checked() -> Non
     assert promised(spec, "gpus.ecc_uncorrected", {}).not_in_contract == "gpus"
 
 
+STORAGE = """\
+cluster: {name: c, nodes: "n[1-4]", launcher: sim}
+gpus: {count: 8}
+storage:
+  - path: /shared
+    shared: true
+    checkpoint: {size_per_gpu: 1 GiB, write: @RATE@, read: @RATE@}
+    dataloader: {iops: @IOPS@, read: @RATE@, metadata: @OPS@}
+sim: {}
+"""
+#: Each bound of what every node does at once, by what it is per ('': the cluster's total)
+PER = {"": ("'>= 50 GB/s'", "'>= 500 kIOPS'", "'>= 10 kops/s'"),
+       "node": ("'>= 5 GB/s per node'", "'>= 50 kIOPS per node'", "'>= 1 kops/s per node'"),
+       "gpu": ("'>= 1 GB/s per GPU'", "'>= 5 kIOPS per GPU'", "'>= 100 ops/s per GPU'")}
+
+
+@pytest.mark.parametrize("per", PER)
+def test_a_bound_on_the_whole_clusters_total_is_across_nodes(per: str) -> None:
+    """`dataloader.iops: '>= 500 kIOPS'` is the cluster's total: a run of one node does
+    not hold its node's reads against it (it failed every healthy node), it lists it as
+    across nodes; a bound per node or per GPU is that node's to keep. Every declared bound
+    of the burst and the data loader (those with a basis) is asked."""
+    bound, iops, ops = PER[per]
+    whole = parse_spec(STORAGE.replace("@RATE@", bound).replace("@IOPS@", iops)
+                       .replace("@OPS@", ops), "t.yaml")
+    fs, = whole.storage
+    spec = narrow(whole, ["n3"])
+    kinds = [(part, getattr(fs, part)) for part in ("checkpoint", "dataloader")]
+    keys = [key for _, record in kinds for key, on in record.basis if on == per]
+    assert len(keys) == 5  # every bound written, each on this basis
+    for key in keys:
+        found = promised(spec, f"storage.{key}", {"filesystem": spec.storage[0]})
+        assert found.promised == bool(per), (key, found)
+        if not per:
+            assert found.not_in_contract == (f"storage[/shared].{key} (across nodes: this "
+                                             "run covers 1 of 4 nodes (--cluster-node))")
+        assert promised(whole, f"storage.{key}", {"filesystem": fs}).promised
+
+
 SIM = """\
 cluster: {name: c, nodes: "n[1-4]", launcher: sim}
 host: {cpu_cores: 96}

@@ -2,7 +2,8 @@
 nodes are checked against. Collection, the plan, the probes and the verdict see only the
 chosen nodes, so a run of one node costs the same whatever the cluster's size; the clauses
 that span nodes (the same software everywhere, all-reduce across nodes, the slow-node
-search) are listed as not checked, saying why (spec/promised.py reads `Spec.whole`).
+search, a filesystem's bound on the whole cluster's total) are listed as not checked,
+saying why (spec/promised.py reads `Spec.whole`).
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from typing import TYPE_CHECKING
 
 from pytest_cluster.errors import UnitError, head
 from pytest_cluster.hostlist import compress_hostlist, expand_hostlist
+from pytest_cluster.spec.clauses import declared
 from pytest_cluster.spec.launchers import KINDS
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec.model import Spec
+    from pytest_cluster.spec.model import Spec, StorageSpec
 
 #: `--cluster-node=.`: this host.
 THIS_HOST = "."
@@ -103,4 +105,17 @@ def narrow(spec: Spec, nodes: Sequence[str], here: bool = False) -> Spec:
     interconnect = spec.interconnect
     if interconnect is not None:
         interconnect = replace(interconnect, node_counts=(), node_counts_dropped=())
-    return replace(spec, cluster=cluster, interconnect=interconnect, whole=spec)
+    return replace(spec, cluster=cluster, interconnect=interconnect, whole=spec,
+                   storage=tuple(map(_without_totals, spec.storage)))
+
+
+def _without_totals(fs: StorageSpec) -> StorageSpec:
+    """A filesystem's promises that some of its nodes can keep: a bound on what every node
+    does at once that is the whole cluster's (no 'per node', no 'per GPU': `dataloader.iops:
+    ">= 500 kIOPS"`) is a clause across nodes, never held against the nodes of this run."""
+    totals = {declared(f"storage.{key}").name(fs.path)
+              for part in (fs.checkpoint, fs.dataloader) if part is not None
+              for key, per in part.basis if not per}
+    if not totals:
+        return fs
+    return replace(fs, clauses=tuple(c for c in fs.clauses if c.key not in totals))

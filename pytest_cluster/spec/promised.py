@@ -37,10 +37,13 @@ class Promised:
 def _record(spec: Spec, declaration: Declaration,
             params: Mapping[str, object]) -> Promises | None:
     """The spec's record of a declaration's section; of a section that is a list (storage),
-    the entry the case was parametrized with."""
+    its entry the case was parametrized with (by its place in the list: a run of some
+    nodes is parametrized with its own spec's entry, and asks the whole spec's too)."""
     record = spec.section(declaration.section)
     if isinstance(record, tuple):
-        record = params.get("filesystem")
+        entry = params.get("filesystem")
+        record = next((fs for fs in record if isinstance(entry, StorageSpec)
+                       and fs.index == entry.index), None)
     return record if isinstance(record, Promises) else None
 
 
