@@ -47,21 +47,31 @@ def test_no_check_ran_says_so_and_what_the_contract_left_out() -> None:
 def test_a_soaks_lines_come_first_marked_simulated_and_lists_are_cut() -> None:
     rejected = tuple(NodeVerdict(f"n{i}", REJECTED, "gpus.count: 7 GPUs") for i in
                      range(1, MAX_LISTED + 3))
+    failures = [{"clause": f"storage[/d{i}].write", "where": "all", "message": "slow"}
+                for i in range(MAX_LISTED + 4)]
     lines = terminal_lines(summary(
         soak_lines=["soak: 2 round(s)", "  availability: cluster 100 %"],
-        verdicts=(NodeVerdict("n30", ACCEPTED), *rejected), evidence="evidence: here/"))
+        verdicts=(NodeVerdict("n30", ACCEPTED), *rejected), evidence="evidence: here/",
+        cluster_failures=failures, findings=tuple(f"f{i}" for i in range(MAX_LISTED + 1))))
     assert lines[:3] == [
         "[SIMULATED] soak: 2 round(s)", "  availability: cluster 100 %",
         "cluster c: 10 of 12 contract check(s) ran, 2 failed; nodes covered: n1, n2 (2 of 30)"]
     assert "nodes: 1 ACCEPTED, 22 REJECTED, 0 UNREACHABLE, 0 NOT CHECKED" in lines
     assert "verdict: REJECTED at level acceptance (FAIL)" in lines
     assert lines.count("  REJECTED n1: gpus.count: 7 GPUs") == 1
-    assert "  and 2 more (verdict.json lists all)" in lines
+    # every list cut says how many it left out, and where they all are
+    assert "  and 2 more nodes (verdict.json lists all)" in lines
+    assert sum(line.startswith("  cluster check failed: ") for line in lines) == MAX_LISTED
+    assert "  and 4 more cluster checks failed (verdict.json lists all)" in lines
+    assert sum(line.startswith("found: f") for line in lines) == MAX_LISTED
+    assert "found: 1 more (results.jsonl has each case's)" in lines
     assert f"not checked: sla: {NEEDS_A_SOAK}" in lines
     drain = lines.index("to drain them in SLURM (printed, never run):")
     taint = lines.index("to keep new pods off them in Kubernetes (printed, never run):")
     assert lines[drain + 1].startswith("  # ") and "SIMULATED" in lines[drain + 1]
-    assert len(lines[drain + 1:taint]) == len(lines[taint + 1:-1]) == MAX_LISTED
+    assert len(lines[drain + 1:taint]) == len(lines[taint + 1:-1]) == MAX_LISTED + 1
+    assert lines[taint - 1] == lines[-2] == ("  # and 2 more nodes (verdict.json's drain "
+                                             "lists all)")
     assert lines[taint + 1] == ("  # SIMULATED, not a real node: kubectl taint nodes n1 "
                                 "pytest-cluster/verdict=rejected:NoSchedule --overwrite")
     assert lines[-1] == "evidence: here/"

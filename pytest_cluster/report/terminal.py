@@ -109,15 +109,13 @@ def terminal_lines(run: RunSummary) -> list[str]:
     lines.append(verdict_line(end))
     counted = by_verdict(run.verdicts)
     lines.append("nodes: " + ", ".join(f"{len(v)} {k}" for k, v in counted.items()))
-    shown = [v for v in run.verdicts if v.verdict != ACCEPTED]
-    for verdict in shown[:MAX_LISTED]:
-        lines.append(f"  {verdict.verdict} {verdict.node}: {verdict.reason}")
-    if len(shown) > MAX_LISTED:
-        lines.append(f"  and {len(shown) - MAX_LISTED} more (verdict.json lists all)")
-    for failure in run.cluster_failures[:MAX_LISTED]:
-        lines.append(f"  cluster check failed: {failure['clause']} "
-                     f"({failure['where']}): {failure['message']}")
-    lines.extend(f"found: {finding}" for finding in run.findings[:MAX_LISTED])
+    lines += at_most([f"  {v.verdict} {v.node}: {v.reason}" for v in run.verdicts
+                      if v.verdict != ACCEPTED], "  and {} more nodes (verdict.json lists all)")
+    lines += at_most([f"  cluster check failed: {failure['clause']} ({failure['where']}): "
+                      f"{failure['message']}" for failure in run.cluster_failures],
+                     "  and {} more cluster checks failed (verdict.json lists all)")
+    lines += at_most([f"found: {finding}" for finding in run.findings],
+                     "found: {} more (results.jsonl has each case's)")
     lines.extend(_not_in_contract(run))
     for row in end["not_checked"]:
         if row["why"] == NEEDS_A_SOAK:
@@ -133,14 +131,23 @@ def terminal_lines(run: RunSummary) -> list[str]:
     if drain:
         lines.append("to drain them in SLURM (printed, never run):")
         why_not = not_a_node(spec)
-        lines.extend(f"  {drain_line(v, why_not)}" for v in drain[:MAX_LISTED])
+        more = "  # and {} more nodes (verdict.json's drain lists all)"
+        lines += at_most([f"  {drain_line(v, why_not)}" for v in drain], more)
         lines.append("to keep new pods off them in Kubernetes (printed, never run):")
-        lines.extend(f"  {taint_line(v, why_not)}" for v in drain[:MAX_LISTED])
+        lines += at_most([f"  {taint_line(v, why_not)}" for v in drain], more)
     if run.inventory_error:
         lines.append(f"inventory.json could not be written: {run.inventory_error}")
     if run.evidence is not None:
         lines.append(run.evidence)
     return lines
+
+
+def at_most(lines: list[str], more: str) -> list[str]:
+    """The first MAX_LISTED of `lines`, then `more` with how many were left out: the
+    terminal never cuts a list without saying so."""
+    if len(lines) <= MAX_LISTED:
+        return lines
+    return [*lines[:MAX_LISTED], more.format(len(lines) - MAX_LISTED)]
 
 
 def verdict_line(end: EndLine) -> str:
