@@ -75,6 +75,22 @@ def test_a_failed_node_is_a_fail_naming_it_and_only_it_is_drained() -> None:
          "Reason=pytest-cluster unreachable: n3: host probe unreachable"]]
 
 
+def test_a_fail_also_says_what_it_could_not_judge_and_drains_only_the_failed() -> None:
+    """A run stopped by -x: one node failed, the others NOT CHECKED, a check across nodes
+    without a culprit; the gate fails the one, and says each of the rest (it said none)."""
+    decided = decide(document(node("n1", REJECTED, "1 clause(s) failed: gpus.count"),
+                              node("n2", NOT_CHECKED, "not reached"),
+                              verdict=REJECTED, cluster_checks_failed=[
+        {"clause": "interconnect.latency", "message": "not established"}]), 1)
+    assert (decided.outcome, decided.exit_code) == (FAIL, 1)
+    assert decided.lines == (
+        "FAIL n1: rejected: 1 clause(s) failed: gpus.count",
+        "ERROR n2: not checked: not reached (not drained)",
+        "ERROR: a check across nodes failed with no node to blame: interconnect.latency: not "
+        "established (not drained)")
+    assert [command[2] for command in drain_commands(decided)] == ["NodeName=n1"]
+
+
 def test_a_simulated_failure_drains_nothing() -> None:
     decided = decide(document(node("n2", REJECTED, "x"), verdict=REJECTED, simulated=True), 1)
     assert decided.outcome == FAIL and drain_commands(decided) == []

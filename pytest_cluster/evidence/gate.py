@@ -158,10 +158,6 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
     simulated = document.get("simulated") is True
     level = _printable(str(document.get("level", "")))
     failed = tuple(n for n in nodes if n.outcome == FAIL)
-    if failed:
-        return Decision(FAIL, tuple(f"FAIL {_printable(n.node)}: {n.verdict.lower()}: "
-                                    f"{_printable(n.reason)}" for n in failed),
-                        failed, simulated)
     lines = [f"ERROR {_printable(n.node)}: not checked: {_printable(n.reason)}"
              for n in nodes if n.outcome == ERROR]
     checks = document.get("cluster_checks_failed")
@@ -170,6 +166,11 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
             lines.append(f"ERROR: a check across nodes failed with no node to blame: "
                          f"{_printable(str(check.get('clause', '')))}: "
                          f"{_printable(str(check.get('message', '')))}")
+    if failed:  # the failed nodes are drained; what could not be judged is said, not drained
+        return Decision(FAIL, (*(f"FAIL {_printable(n.node)}: {n.verdict.lower()}: "
+                                 f"{_printable(n.reason)}" for n in failed),
+                               *(f"{line} (not drained)" for line in lines)),
+                        failed, simulated)
     if document.get("outcome") != PASS and not lines:
         lines.append(f"ERROR: the run's verdict is {_printable(str(document.get('verdict')))}")
     if exit_status != 0:
