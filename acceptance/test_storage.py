@@ -118,17 +118,17 @@ def test_storage_shared(cluster: Cluster, filesystem: StorageSpec, evidence: Evi
             missing.append(node)
         elif seen.get("sha256") != data["sha256"]:
             different.append(node)
-    problems = []
+    problems = []  # each a predicate of "a file written on <writer>"
     if missing:
-        problems.append(f"not seen on {', '.join(missing)}")
+        problems.append(f"is not seen on {', '.join(missing)}")
     if different:
-        problems.append(f"different content on {', '.join(different)}")
+        problems.append(f"has different content on {', '.join(different)}")
     if failed:
         problems.append(f"could not be read on {', '.join(failed)}")
     seen_on = len(reads) - len(missing) - len(different) - len(failed)
     evidence.check_rule(
         rule, not problems, f"seen on {seen_on} of {len(reads)} nodes", node="all",
-        result=write, problem=f"a file written on {writer} is " + "; ".join(problems),
+        result=write, problem=f"a file written on {writer} " + "; ".join(problems),
         method=f"1 MiB of random data written and fsync'ed on {writer}, SHA-256 compared on "
                "every node", raw={"writer": writer, "file": data.get("file"),
                                   "missing": missing, "different": different,

@@ -358,6 +358,20 @@ def test_a_slow_filesystem_fails_the_aggregate_and_blames_no_node(
     assert set(verdicts(pytester).values()) == {"ACCEPTED"}
 
 
+def test_a_silent_node_is_where_the_shared_file_could_not_be_read(
+        pytester: pytest.Pytester) -> None:
+    path = pytester.path / "t.yaml"
+    path.write_text(spec_text("size_per_node: 8 GiB", faults="{node: n3, down: true}"),
+                    encoding="utf-8")
+    pytester.runpytest(f"--cluster={path}", "-p", "no:cacheprovider", "-k",
+                       "test_storage_shared")
+    [shared] = [r for r in jsonl(pytester) if r.get("type") == "result"]
+    assert shared["outcome"] == "failed" and shared["raw"]["failed"][0].startswith("n3 (")
+    assert shared["message"].startswith(
+        "Failed: [SIMULATED] all shared: a file written on n1 could not be read on n3 (n3: "
+        "shared_fs probe unreachable")
+
+
 def test_a_silent_node_fails_its_own_case_and_leaves_the_aggregate_not_established(
         pytester: pytest.Pytester) -> None:
     records = run(pytester, spec_text("size_per_node: 8 GiB\nwrite: '>= 1 GB/s'",
