@@ -21,6 +21,7 @@ from pytest_cluster.measure.dataloader import CPU_BOUND, JUDGED
 from pytest_cluster.measure.reference import for_checkpoint
 from pytest_cluster.run.contract_tests import check_reading, checks, table_tests
 from pytest_cluster.spec.clauses import declared
+from pytest_cluster.spec.storage import Share, shared_over
 from pytest_cluster.units import Dim, format_size, format_value
 
 if TYPE_CHECKING:
@@ -117,17 +118,17 @@ def test_storage_shared(cluster: Cluster, filesystem: StorageSpec, evidence: Evi
             missing.append(node)
         elif seen.get("sha256") != data["sha256"]:
             different.append(node)
-    problems = []
+    problems = []  # each a predicate of "a file written on <writer>"
     if missing:
-        problems.append(f"not seen on {', '.join(missing)}")
+        problems.append(f"is not seen on {', '.join(missing)}")
     if different:
-        problems.append(f"different content on {', '.join(different)}")
+        problems.append(f"has different content on {', '.join(different)}")
     if failed:
         problems.append(f"could not be read on {', '.join(failed)}")
     seen_on = len(reads) - len(missing) - len(different) - len(failed)
     evidence.check_rule(
         rule, not problems, f"seen on {seen_on} of {len(reads)} nodes", node="all",
-        result=write, problem=f"a file written on {writer} is " + "; ".join(problems),
+        result=write, problem=f"a file written on {writer} " + "; ".join(problems),
         method=f"1 MiB of random data written and fsync'ed on {writer}, SHA-256 compared on "
                "every node", raw={"writer": writer, "file": data.get("file"),
                                   "missing": missing, "different": different,
@@ -223,6 +224,23 @@ def held_back(rates: dict[str, float], share: float, holds: Callable[[float], bo
     return slow if holds(len(fair) * min(fair) if fixed_work else sum(fair)) else []
 
 
+def _shared(cluster: Cluster, basis: str, nodes: Sequence[str]) -> Share:
+    """What an aggregate of the `nodes` that took part is shared out over where its bound
+    is per node or per GPU: those nodes, or their GPUs (the spec's gpus.count each)."""
+    gpus = cluster.spec.gpus
+    return shared_over(basis, len(nodes), gpus.slots if gpus is not None else None)
+
+
+def _over(share: Share) -> str:
+    """A failure's note on the aggregate: ' over 16 GPU(s) (2 node(s) x gpus.count 8)'."""
+    return f" over {share.over}" if share.per else ""
+
+
+def _basis(share: Share) -> str:
+    """The method's last words where a bound is per node or per GPU."""
+    return f"; {share.per} = the aggregate / {share.over}" if share.per else ""
+
+
 def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
                phase: str) -> None:
     """The burst's aggregate rate in `phase` as its bound counts it: the cluster's, or
@@ -237,15 +255,15 @@ def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
                f"did not {phase} their share")
     assert total is not None
     basis = checkpoint.basis_of(f"checkpoint.{phase}")
-    shares = {"": 1, "node": len(run.nodes), "gpu": len(run.nodes) * run.writers_per_node}
-    measured = total / shares[basis]
-    raw.update(aggregate_bytes_per_s=total, per=basis or "cluster")
+    share = _shared(cluster, basis, run.nodes)
+    measured = total / share.count
+    raw.update(aggregate_bytes_per_s=total, per=basis or "cluster", shared_over=share.count)
     # a bound missed is held back by the nodes below keeps_up x the median (none: the
     # filesystem as a whole); data read back wrong, by the nodes that read it
     rates = {node: b / s for node, (b, s) in run.node_figures(phase).items()}
     slow = [] if clause.requirement.holds(measured) else held_back(
         rates, checkpoint.keeps_up or 0.8,
-        lambda fair: clause.requirement.holds(fair / shares[basis]), fixed_work=True)
+        lambda fair: clause.requirement.holds(fair / share.count), fixed_work=True)
     bad = run.bad() if phase == "read" else []
     wrong = ""
     if bad:
@@ -255,16 +273,16 @@ def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
         slow = [*readers, *(n for n in slow if n not in readers)]
     if slow:
         evidence.record(culprits=compress_hostlist(slow))
-    per = f"per {basis.upper() if basis == 'gpu' else basis}: " if basis else ""
-    note = f"{per}{format_rate(total)} aggregate, {format_size(run.total_bytes(phase))} in " \
-           f"{run.duration(phase) or 0:.1f} s" + (
+    note = f"{format_rate(total)} aggregate{_over(share)}, " \
+           f"{format_size(run.total_bytes(phase))} in {run.duration(phase) or 0:.1f} s" + (
                f"; held back by {compress_hostlist(slow)}" if slow else "")
     gpus = cluster.spec.gpus
     references = for_checkpoint(phase, basis, len(run.nodes), run.writers_per_node,
                                 gpus.model if gpus is not None else None,
                                 run.details.get("capacity_bytes"))
-    evidence.check(clause, measured, result=None, node="all", raw=raw, method=_method(run),
-                   note=note, wrong=wrong, references=references)
+    evidence.check(clause, measured, result=None, node="all", raw=raw,
+                   method=_method(run) + _basis(share), note=note, wrong=wrong,
+                   references=references)
 
 
 @checks("storage.checkpoint.write")
@@ -385,26 +403,23 @@ def _loader_aggregate(cluster: Cluster, fs: StorageSpec, evidence: Evidence,
                f"have no {phase} figures")
     assert total is not None
     basis = loader.basis_of(f"dataloader.{key}")
-    shares = {"": 1, "node": len(run.nodes), "gpu": len(run.nodes) * run.workers_per_node}
-    measured = total / shares[basis]
-    raw.update(aggregate=total, per=basis or "cluster")
+    share = _shared(cluster, basis, run.nodes)
+    measured = total / share.count
+    raw.update(aggregate=total, per=basis or "cluster", shared_over=share.count)
     rates = {node: f.rate(what) for node, f in run.node_figures(phase).items()}
     slow = [] if clause.requirement.holds(measured) else held_back(
         rates, loader.keeps_up or 0.8,
-        lambda fair: clause.requirement.holds(fair / shares[basis]),
+        lambda fair: clause.requirement.holds(fair / share.count),
         fixed_work=phase == "metadata")
     if slow:
         evidence.record(culprits=compress_hostlist(slow))
     busy = _cpu_bound(run, phase, slow)
-    unit = "GB/s" if what == "bytes" else "ops/s"
-    shown = format_value(total, Dim.RATE if what == "bytes" else Dim.OPS, unit)
-    per = f"per {basis.upper() if basis == 'gpu' else basis}: " if basis else ""
-    note = f"{per}{shown} aggregate" + (
+    note = f"{clause.requirement.show(total)} aggregate{_over(share)}" + (
         f"; held back by {compress_hostlist(slow)}" if slow else "") + (
         f" ({compress_hostlist(busy)} CPU-bound: its workers' CPU time >= "
         f"{CPU_BOUND:.0%} of their time)" if busy else "")
     evidence.check(clause, measured, result=None, node="all", raw=raw,
-                   method=_loader_method(run, fs, phase), note=note)
+                   method=_loader_method(run, fs, phase) + _basis(share), note=note)
 
 
 @checks("storage.dataloader.iops")

@@ -72,6 +72,9 @@ def test_the_checkpoint_promises_are_the_filesystems_clauses_with_their_basis() 
     assert isinstance(write, Clause) and write.key == "storage[/shared].checkpoint.write"
     assert write.requirement.bound.value == 2e9
     assert isinstance(read, Clause) and read.requirement.bound.value == 10e9
+    # the requirement as written, its basis included (what every view shows)
+    assert (write.requirement.text, read.requirement.text) == (">= 2 GB/s per GPU",
+                                                               ">= 10 GB/s PER node")
     assert isinstance(keeps, Rule) and "(70%)" in keeps.text
     assert abs(fs.checkpoint.keeps_up - 0.7) < 1e-9
 
@@ -333,6 +336,10 @@ def test_a_node_reading_blocks_not_as_written_is_named_whatever_its_rate(
                                       faults="{node: n2, storage_corrupt: true}"))
     read = records["test_storage_checkpoint_read[/shared]"]
     assert read["outcome"] == "failed" and read["culprits"] == "n2"
+    assert read["requirement"] == ">= 1 GB/s per GPU"
+    assert read["measured_base"] == pytest.approx(read["raw"]["aggregate_bytes_per_s"] / 32)
+    assert read["method"].endswith("; per GPU = the aggregate / 32 GPU(s) (4 node(s) x "
+                                   "gpus.count 8)")
     assert "block(s) read back not as written, on n2" in read["message"]
     assert records["test_storage_checkpoint_keeps_up[n2-/shared]"]["outcome"] == "failed"
     assert {n for n, r in records.items() if r["outcome"] == "failed"} == {
@@ -349,6 +356,20 @@ def test_a_slow_filesystem_fails_the_aggregate_and_blames_no_node(
     assert write["measured_base"] == pytest.approx(40e9, rel=0.05)
     assert all(r["outcome"] == "passed" for n, r in records.items() if "keeps_up" in n)
     assert set(verdicts(pytester).values()) == {"ACCEPTED"}
+
+
+def test_a_silent_node_is_where_the_shared_file_could_not_be_read(
+        pytester: pytest.Pytester) -> None:
+    path = pytester.path / "t.yaml"
+    path.write_text(spec_text("size_per_node: 8 GiB", faults="{node: n3, down: true}"),
+                    encoding="utf-8")
+    pytester.runpytest(f"--cluster={path}", "-p", "no:cacheprovider", "-k",
+                       "test_storage_shared")
+    [shared] = [r for r in jsonl(pytester) if r.get("type") == "result"]
+    assert shared["outcome"] == "failed" and shared["raw"]["failed"][0].startswith("n3 (")
+    assert shared["message"].startswith(
+        "Failed: [SIMULATED] all shared: a file written on n1 could not be read on n3 (n3: "
+        "shared_fs probe unreachable")
 
 
 def test_a_silent_node_fails_its_own_case_and_leaves_the_aggregate_not_established(

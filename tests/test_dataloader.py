@@ -29,7 +29,7 @@ from pytest_cluster.spec.clauses import keys
 from pytest_cluster.spec.model import Clause, Rule
 from tests.test_checkpoint import Nodes, verdicts
 from tests.test_checkpoint import run as run_sim
-from tests.test_plugin import jsonl
+from tests.test_plugin import jsonl, junit_props
 
 PROBE = Path(probe.__file__)
 
@@ -163,6 +163,45 @@ def test_a_filesystem_short_of_its_bound_blames_no_node(pytester: pytest.Pyteste
         "iops: '>= 75000 IOPS per node'", faults="{node: n2, storage_factor: 0.2}"))
     iops = records["test_storage_dataloader_iops[/shared]"]
     assert iops["outcome"] == "failed" and iops["culprits"] == "n2"  # n2 alone held it back
+
+
+@pytest.mark.parametrize("workers", [2, 8])
+def test_a_bound_per_gpu_is_the_aggregate_over_the_gpus_whatever_the_workers(
+        pytester: pytest.Pytester, workers: int) -> None:
+    """Per GPU is the aggregate over the nodes x gpus.count, per node over the nodes that
+    took part: never over the workers (2 workers a node read a quarter of 8's, and passed
+    '>= 6000 IOPS per GPU' at 4x the true figure); the requirement is shown as written."""
+    text = spec_text(f"iops: '>= 6000 IOPS per GPU'\nread: '>= 1 MB/s per node'\n"
+                     f"workers: {workers}\nduration: 1 s")
+    spec = parse_spec(text, "t.yaml")
+    assert spec.gpus is not None
+    nodes, gpus = len(spec.cluster.nodes), len(spec.cluster.nodes) * spec.gpus.slots
+    records = run_sim(pytester, text)
+    iops = records["test_storage_dataloader_iops[/shared]"]
+    assert iops["measured_base"] == pytest.approx(iops["raw"]["aggregate"] / gpus)
+    assert iops["outcome"] == ("passed" if iops["measured_base"] >= 6000 else "failed")
+    assert f"per GPU = the aggregate / {gpus} GPU(s) ({nodes} node(s) x gpus.count " \
+           f"{spec.gpus.slots})" in iops["method"]
+    read = records["test_storage_dataloader_read[/shared]"]
+    assert read["measured_base"] == pytest.approx(read["raw"]["aggregate"] / nodes)
+    assert f"per node = the aggregate / {nodes} node(s)" in read["method"]
+    props = junit_props(pytester)
+    for record, written in ((iops, ">= 6000 IOPS per GPU"), (read, ">= 1 MB/s per node")):
+        assert record["requirement"] == written
+        assert props[record["nodeid"].split("::")[-1]]["requirement"] == written
+    if workers < spec.gpus.slots:  # the trial's case: a quarter of the promise, failed
+        assert iops["outcome"] == "failed"
+        assert "IOPS per GPU < required 6000 IOPS per GPU" in iops["message"]
+        assert f"aggregate over {gpus} GPU(s)" in iops["message"]
+
+
+def test_a_dataloader_bound_per_gpu_needs_the_gpus_section() -> None:
+    text = spec_text("iops: '>= 6000 IOPS per GPU'\nworkers: 2").replace(
+        "gpus: {count: 8, model: H100-SXM-80GB}\n", "")
+    with pytest.raises(SpecError) as info:
+        parse_spec(text, "t.yaml")
+    assert str(info.value) == ("t.yaml:6: storage[/shared].dataloader.iops: a bound per GPU "
+                               "needs the gpus section (how many GPUs each node has)")
 
 
 def test_dataloader_records_are_strict_json(pytester: pytest.Pytester) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_cluster.spec.gpu_models import model_of_nvml_name
+from pytest_cluster.spec.storage import shared_over
 from pytest_cluster.units import format_number
 
 # Sources, as each case records them (short: they repeat on every case).
@@ -169,8 +170,8 @@ def for_checkpoint(phase: str, per: str, nodes: int, gpus_per_node: int,
     read per GPU (CoreWeave: 2 GB/s on H100, 7 on B300), and FSx for Lustre's lowest and
     highest tiers for the filesystem's size (125 and 1,000 MB/s per TiB)."""
     gpus = nodes * gpus_per_node
-    share = {"": 1, "node": nodes, "gpu": gpus}.get(per, 1)
-    where = {"": "for the cluster", "node": "per node", "gpu": "per GPU"}.get(per, "")
+    shared = shared_over(per, nodes, gpus_per_node)
+    share, where = shared.count, shared.per or "for the cluster"
     found = []
     if phase == "read" and gpus_per_node > 1:
         per_gpu = 7.0 if (gpu_model or "").startswith("B300") else 2.0

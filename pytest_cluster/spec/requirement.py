@@ -36,11 +36,14 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Requirement:
-    """`op quantity`, e.g. `>= 10 GB/s`; `text` is the spec's own spelling."""
+    """`op quantity`, e.g. `>= 10 GB/s`; `text` is the spec's own spelling (with what
+    the bound is per: `>= 2 GB/s per GPU`); `per`: that basis as the message says it
+    ('per GPU', 'per node'; '' for a bound of its own)."""
 
     op: str
     bound: Quantity
     text: str
+    per: str = ""
 
     @property
     def unit(self) -> str:
@@ -53,11 +56,14 @@ class Requirement:
         return format_value(value, self.bound.dim, self.bound.unit)
 
     def check(self, measured: float, what: str = "") -> Verdict:
-        """Compare; the message reads `what: measured 4.1 GB/s < required 10 GB/s (41%)`."""
+        """Compare; the message reads `what: measured 4.1 GB/s < required 10 GB/s (41%)`
+        (`measured 1.5 GB/s per GPU < required 2 GB/s per GPU` for a bound per GPU)."""
         ok = self.holds(measured)
         relation = self.op if ok else _BROKEN[self.op]
         word = "allowed" if self.op in ("<=", "<") else "required"
-        text = f"measured {self.show(measured)} {relation} {word} {self.show(self.bound.value)}"
+        per = f" {self.per}" if self.per else ""
+        text = (f"measured {self.show(measured)}{per} {relation} {word} "
+                f"{self.show(self.bound.value)}{per}")
         if not ok and self.op in (">=", ">") and self.bound.value > 0:
             text += f" ({format_number(100 * measured / self.bound.value)}% of required)"
         return Verdict(ok, f"{what}: {text}" if what else text)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
 from yaml.nodes import MappingNode, Node, SequenceNode
@@ -58,17 +59,53 @@ _BLOCK = (2**16, 2**30, "from 64 KiB to 1 GiB")
 
 
 def per_bound(raw: object, dim: Dim = Dim.RATE) -> tuple[Requirement, str]:
-    """A bound and what it is per ('', 'node', 'gpu'): '>= 2 GB/s per GPU'."""
-    per = ""
+    """A bound and what it is per ('', 'node', 'gpu'): '>= 2 GB/s per GPU'. Its text is
+    the whole of what the spec wrote, the basis included."""
+    per = written = ""
     if isinstance(raw, str) and (match := _PER.match(raw)) is not None:
-        raw, per = match["bound"], match["per"].lower()
+        written, raw, per = raw.strip(), match["bound"], match["per"].lower()
     try:
-        return parse_requirement(raw, dim), per
+        found = parse_requirement(raw, dim)
+        if per:
+            found = replace(found, text=written, per=f"per {PER_WORDS[per]}")
+        return found, per
     except UnitError as exc:
         example = dim.example.strip("'")
         raise UnitError(f"{exc}; per GPU, per node or the cluster's aggregate: "
                         f"'>= {example} per GPU', '>= {example} per node', "
                         f"'>= {example}'") from None
+
+
+#: How a basis is said: 'per GPU', 'per node'.
+PER_WORDS = {"gpu": "GPU", "node": "node"}
+
+
+@dataclass(frozen=True)
+class Share:
+    """What an aggregate of every node at once (a checkpoint burst, a data loader's
+    reads) is shared out over where its bound is per node or per GPU: `count`, the
+    divisor (1: the cluster's own), and `over`, that in words ('' for the cluster's)."""
+
+    count: int
+    per: str  # 'per GPU', 'per node'; '' for the cluster's
+    over: str  # '16 GPU(s) (2 node(s) x gpus.count 8)', '2 node(s)'; ''
+
+
+def shared_over(basis: str, nodes: int, gpus_per_node: int | None) -> Share:
+    """A bound's basis ('', 'node', 'gpu') over the `nodes` that took part: per node,
+    those nodes; per GPU, their GPUs, the spec's gpus.count on each (`gpus_per_node`),
+    never the writers or loader workers a node ran (a data loader's `workers` is set
+    apart from its GPUs)."""
+    if basis == "node":
+        return Share(nodes, f"per {PER_WORDS[basis]}", f"{nodes} node(s)")
+    if basis == "gpu":
+        if not gpus_per_node:
+            raise ValueError("a bound per GPU needs the gpus section (how many GPUs each "
+                             "node has)")
+        return Share(nodes * gpus_per_node, f"per {PER_WORDS[basis]}",
+                     f"{nodes * gpus_per_node} GPU(s) "
+                     f"({nodes} node(s) x gpus.count {gpus_per_node})")
+    return Share(1, "", "")
 
 
 def _share(raw: object) -> float:
