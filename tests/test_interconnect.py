@@ -1073,3 +1073,70 @@ def test_the_far_node_of_the_example_alone_fails_latency_and_colocation(
     assert set(raw["peers_us"]) == {"8", "65536"}
     result.stdout.fnmatch_lines(["*REJECTED sim-gpu-04: 2 clause(s) failed: "
                                  "interconnect.latency, interconnect.colocation*"])
+
+
+DEAD_AND_FAR = """\
+cluster: {name: lat-dead, nodes: "n-[1-6]", launcher: sim}
+interconnect:
+  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}
+  payloads: [4 GiB]
+  node_counts: [2]
+  busbw: ">= 80%"
+  latency: "<= 50 us"
+sim:
+  faults:
+    - {node: n-4, latency_factor: 3}
+    - {node: n-6, down: true}
+"""
+
+
+def test_a_dead_node_is_left_out_of_the_ping_pong_and_the_far_node_still_named(
+        pytester: pytest.Pytester) -> None:
+    """n-6 does not answer its host probe: it fails its own latency and colocation cases
+    as unreachable, once, and the ping-pong runs among the five that answer, as the
+    slow-node search does; n-4, three times farther, is named as without the dead node
+    (it had left every node NOT CHECKED, n-4 unnamed)."""
+    (pytester.path / "t.yaml").write_text(DEAD_AND_FAR)
+    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k",
+                                "test_latency or test_colocation")
+    result.assert_outcomes(passed=8, failed=4)
+    records = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)}
+    failed = sorted(name for name, r in records.items() if r["outcome"] == "failed")
+    assert failed == ["test_colocation[n-4]", "test_colocation[n-6]", "test_latency[n-4]",
+                      "test_latency[n-6]"]
+    assert {records[f"test_{c}[n-6]"]["error_kind"] for c in ("latency", "colocation")} \
+        == {"unreachable"}
+    assert records["test_colocation[n-4]"]["message"].startswith(
+        "Failed: [SIMULATED] n-4 colocation: farther from its peers than the rest")
+    raw = records["test_latency[n-1]"]["raw"]
+    assert raw["run"]["nodes"] == "n-[1-5]" and list(raw["run"]["left_out"]) == ["n-6"]
+    assert raw["run"]["left_out"]["n-6"].startswith("host probe unreachable: ")
+    assert set(raw["peers_us"]["8"]) == {"n-2", "n-3", "n-4", "n-5"}
+    assert raw["matrix_us"]["nodes"] == ["n-1", "n-2", "n-3", "n-4", "n-5"]
+    assert "; left out of the ping-pong: n-6 (its host probe did not answer)" in \
+        records["test_colocation[n-4]"]["message"]
+    result.stdout.fnmatch_lines(["nodes: 4 ACCEPTED, 1 REJECTED, 1 UNREACHABLE, "
+                                 "0 NOT CHECKED"])
+
+
+def test_the_ping_pong_runs_only_among_the_nodes_that_answer(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nodes left out run in no job and are listed with why; with fewer than 2 left
+    no job runs and the run says why, naming them."""
+    jobs: list[tuple[str, ...]] = []
+
+    def one_job(launcher: Any, spec: Any, nodes: Any, base: latency.LatencyRun) -> Any:
+        jobs.append(tuple(nodes))
+        return replace(base, links=tuple((x, y, 8, 10e-6) for i, x in enumerate(nodes)
+                                         for y in nodes[i + 1:]))
+
+    monkeypatch.setattr(latency, "_one_job", one_job)
+    gone = {"c": "host probe unreachable: ssh: connection refused"}
+    run = latency.run_latency(None, ic(LATENCY), list("abcd"), gone)  # type: ignore[arg-type]
+    assert jobs == [("a", "b", "d")] and run.ok and run.left_out == gone
+    assert run.nodes == ("a", "b", "d") and run.of_rounds == 3
+    assert latency.LatencyRun.from_json(json.loads(json.dumps(run.to_json()))) == run
+    jobs.clear()
+    run = latency.run_latency(None, ic(LATENCY), list("ac"), gone)  # type: ignore[arg-type]
+    assert jobs == [] and not run.ok and run.error == (
+        "fewer than 2 nodes could take part, no pair to measure (left out: c)")
