@@ -314,6 +314,9 @@ def _latency(cluster: Cluster, node: str, evidence: Evidence,
                               sorted(run.peers(node, s).items())} for s in run.sizes}}
     if len(run.nodes) <= MATRIX_UP_TO:
         raw["matrix_us"] = {"nodes": list(run.nodes), "size": size, "one_way": run.matrix(size)}
+    if node in run.left_out:  # it stopped answering during the ping-pong
+        evidence.cannot_measure(clause, f"left out of the ping-pong: {run.left_out[node]}",
+                                raw=raw, kind="unreachable", node=node)
     if run.error:
         mine = run.error.startswith(f"{node}: ") or run.error.startswith(f"{node} ")
         evidence.cannot_measure(clause, f"the ping-pong failed: {run.error}", raw=raw,

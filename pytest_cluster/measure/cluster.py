@@ -14,7 +14,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
+from pytest_cluster.errors import ClusterError
+from pytest_cluster.launchers import ErrorKind, Launcher, ProbeResult, get_launcher
 from pytest_cluster.measure import nccl_tests, rails
 from pytest_cluster.measure.benchmark import StressLoop, run_collective, run_collective_stress
 from pytest_cluster.measure.cache import ProbeCache, document_key
@@ -40,6 +41,11 @@ if TYPE_CHECKING:
 
 #: Probes that load the nodes (GPUs, disks): one at a time across xdist workers.
 LOADING_PROBES = ("gpu_perf", "storage", "import_latency")
+
+
+def _why(result: ProbeResult) -> str:
+    """Why a probe failed, less the node's name ('host probe unreachable: ...')."""
+    return result.describe().split(": ", 1)[-1]
 
 
 class Cluster:
@@ -229,8 +235,20 @@ class Cluster:
         node's name): the jobs that pair or sample the nodes (the slow-node search, the
         latency ping-pong) run without them, so a dead node fails only its own cases (as
         unreachable) and never one of the others'."""
-        return {node: result.describe().split(": ", 1)[-1]
-                for node, result in self.host_all().items() if not result.ok}
+        return {node: _why(result) for node, result in self.host_all().items()
+                if not result.ok}
+
+    def stopped_answering(self, nodes: list[str]) -> dict[str, str]:
+        """Of `nodes`, whose job failed, those whose host probe read again (not the
+        run's cached answer) does not answer, each with why: they stopped answering
+        since the run began. A launcher error, or a run interrupted, tells nothing."""
+        try:
+            fresh = self.launcher.run(ProbeCall("host"), nodes,
+                                      self.spec.cluster.probe_timeout_s)
+        except (ClusterError, OSError, ValueError):
+            return {}
+        return {node: _why(result) for node, result in fresh.items()
+                if node in nodes and not result.ok and result.error is not ErrorKind.CANCELLED}
 
     def jobs_at_once(self, jobs: int) -> int:
         """Jobs on disjoint nodes run at once; where every "node" is this machine
@@ -353,7 +371,8 @@ class Cluster:
         def compute() -> dict[str, object]:
             hosts = self.host_all()
             started = time.time()
-            run = run_latency(self.launcher, spec, self.nodes, self.left_out())
+            run = run_latency(self.launcher, spec, self.nodes, self.left_out(),
+                              self.stopped_answering)
             return replace(run, simulated=run.simulated or any(
                 result.simulated for result in hosts.values()),
                 details={**run.details, "started_at": started,

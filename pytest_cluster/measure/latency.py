@@ -14,7 +14,9 @@ peers, it one of them) do not. A node that stands out is measured again before i
 blamed (`run_latency`): a pair measured twice counts its smaller figure, since a busy host
 only adds to a round trip while a longer path adds to both. Nodes the caller knows cannot
 take part (their host probe did not answer) are left out, as the slow-node search leaves
-them out (node_search.find_slow_nodes): the others are measured among themselves.
+them out (node_search.find_slow_nodes): the others are measured among themselves. A node
+that stops answering during the ping-pong fails its job; the caller's `recheck` (the host
+probe read again) finds it, and the ping-pong is played once more without it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pytest_cluster.probes.pingpong import rounds_of
 
 if TYPE_CHECKING:
     from pytest_cluster.launchers.base import Launcher
+    from pytest_cluster.measure.node_search import Recheck
     from pytest_cluster.spec.model import InterconnectSpec
 
 #: Up to this many nodes, every pair is measured (the whole tournament).
@@ -221,11 +224,15 @@ def _with_good_peers(run: LatencyRun, spec: InterconnectSpec, far: list[str]) ->
 
 
 def run_latency(launcher: Launcher, spec: InterconnectSpec, nodes: Sequence[str],
-                leave_out: Mapping[str, str] | None = None) -> LatencyRun:
+                leave_out: Mapping[str, str] | None = None,
+                recheck: Recheck | None = None) -> LatencyRun:
     """The ping-pong over `nodes` as one job; its failure is the run's error. `leave_out`
     names nodes that cannot take part (node -> why: their host probe did not answer):
     the job runs without them (a rank of theirs would fail it for every node), and the
-    run lists them (`left_out`); fewer than 2 nodes left is the run's error. Where it
+    run lists them (`left_out`); fewer than 2 nodes left is the run's error. `recheck`,
+    when given, is asked after a failed job with its nodes: those it names (node -> why:
+    they stopped answering) are left out too and the ping-pong is played once more
+    without them (`details.first_error`: why the first job failed). Where it
     found nodes far from their peers (above colocation_factor x the cluster's median),
     they are measured again in a second job before any is blamed: up to FULL_UP_TO nodes
     the whole tournament again, above it the worst with as many nodes nearest the
@@ -242,6 +249,14 @@ def run_latency(launcher: Launcher, spec: InterconnectSpec, nodes: Sequence[str]
                                    f"measure (left out: {', '.join(left)})" if left
                        else "fewer than 2 nodes: no pair to measure")
     run = _one_job(launcher, spec, nodes, base)
+    if not run.ok and recheck is not None:
+        gone = {node: f"{why} (read again after the ping-pong failed: {run.error})"
+                for node, why in recheck(list(nodes)).items() if node in nodes}
+        if gone:
+            again = run_latency(launcher, spec, nodes, gone)
+            return replace(again, left_out={**left, **again.left_out},
+                           simulated=again.simulated or run.simulated,
+                           details={**again.details, "first_error": run.error})
     if not run.ok:
         return run
     far = suspects(run, spec.latency_size, spec.colocation_factor)
