@@ -307,12 +307,16 @@ def _latency(cluster: Cluster, node: str, evidence: Evidence,
         "run": {"id": cluster.latency_id(), "file": f"probes/{cluster.latency_id()}.json",
                 "nodes": compress_hostlist(run.nodes), "rounds": len(run.rounds),
                 "of_rounds": run.of_rounds, "backend": run.backend,
-                "retested": compress_hostlist(run.retested) if run.retested else None},
+                "retested": compress_hostlist(run.retested) if run.retested else None,
+                "left_out": dict(run.left_out) or None},
         "size": size,
         "peers_us": {str(s): {peer: round(t * 1e6, 3) for peer, t in
                               sorted(run.peers(node, s).items())} for s in run.sizes}}
     if len(run.nodes) <= MATRIX_UP_TO:
         raw["matrix_us"] = {"nodes": list(run.nodes), "size": size, "one_way": run.matrix(size)}
+    if node in run.left_out:  # it stopped answering during the ping-pong
+        evidence.cannot_measure(clause, f"left out of the ping-pong: {run.left_out[node]}",
+                                raw=raw, kind="unreachable", node=node)
     if run.error:
         mine = run.error.startswith(f"{node}: ") or run.error.startswith(f"{node} ")
         evidence.cannot_measure(clause, f"the ping-pong failed: {run.error}", raw=raw,
@@ -332,6 +336,16 @@ def _latency(cluster: Cluster, node: str, evidence: Evidence,
     return run, where, raw, method
 
 
+def _left_out(run: LatencyRun) -> str:
+    """'; left out of the ping-pong: n-6 (...)': the nodes measured without, or ''."""
+    if not run.left_out:
+        return ""
+    return (f"; left out of the ping-pong: {compress_hostlist(run.left_out)} (its host "
+            f"probe did not answer)" if len(run.left_out) == 1 else
+            f"; left out of the ping-pong: {compress_hostlist(run.left_out)} (their host "
+            f"probes did not answer)")
+
+
 @checks("interconnect.latency")
 def test_latency(cluster: Cluster, node: str, evidence: Evidence) -> None:
     """This node's median one-way latency to its peers at latency_size (a small message),
@@ -339,10 +353,10 @@ def test_latency(cluster: Cluster, node: str, evidence: Evidence) -> None:
     spec = _spec(cluster)
     clause = spec.latency
     assert clause is not None, "interconnect.latency is not in the contract"
-    _, where, raw, method = _latency(cluster, node, evidence, clause)
+    run, where, raw, method = _latency(cluster, node, evidence, clause)
     evidence.record(payload=spec.latency_size)
     evidence.check(clause, where.median_s, node=node, result=None, method=method, raw=raw,
-                   note=f"{format_size(spec.latency_size)}: {where.text()}")
+                   note=f"{format_size(spec.latency_size)}: {where.text()}{_left_out(run)}")
 
 
 @checks("interconnect.colocation")
@@ -354,11 +368,12 @@ def test_colocation(cluster: Cluster, node: str, evidence: Evidence) -> None:
     spec = _spec(cluster)
     rule = spec.colocation
     assert rule is not None, "interconnect.colocation is not in the contract"
-    _, where, raw, method = _latency(cluster, node, evidence, rule)
+    run, where, raw, method = _latency(cluster, node, evidence, rule)
     factor = spec.colocation_factor
     raw["factor"] = factor
-    shown = f"{format_size(spec.latency_size)}: {where.text()}"
-    evidence.check_rule(rule, where.ratio <= factor, shown, result=None, node=node, raw=raw,
-                        method=method,
+    shown, left = f"{format_size(spec.latency_size)}: {where.text()}", _left_out(run)
+    evidence.check_rule(rule, where.ratio <= factor, shown + left, result=None, node=node,
+                        raw=raw, method=method,
                         problem=f"farther from its peers than the rest (another spine or "
-                                f"switch?): {shown}, above {factor:g} x (colocation_factor)")
+                                f"switch?): {shown}, above {factor:g} x (colocation_factor)"
+                                f"{left}")

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from xml.etree import ElementTree
 
 import pytest
@@ -26,7 +26,7 @@ from pytest_cluster.launchers import sim as sim_launcher
 from pytest_cluster.launchers.jobs import JobSpec, node_call, run_job
 from pytest_cluster.launchers.local import LocalLauncher
 from pytest_cluster.launchers.process import INTERRUPTED_MESSAGE
-from pytest_cluster.launchers.result import ErrorKind
+from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 from pytest_cluster.launchers.sim import SimLauncher
 from pytest_cluster.measure import latency
 from pytest_cluster.measure.benchmark import collective_job, run_collective
@@ -1073,3 +1073,155 @@ def test_the_far_node_of_the_example_alone_fails_latency_and_colocation(
     assert set(raw["peers_us"]) == {"8", "65536"}
     result.stdout.fnmatch_lines(["*REJECTED sim-gpu-04: 2 clause(s) failed: "
                                  "interconnect.latency, interconnect.colocation*"])
+
+
+DEAD_AND_FAR = """\
+cluster: {name: lat-dead, nodes: "n-[1-6]", launcher: sim}
+interconnect:
+  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}
+  payloads: [4 GiB]
+  node_counts: [2]
+  busbw: ">= 80%"
+  latency: "<= 50 us"
+sim:
+  faults:
+    - {node: n-4, latency_factor: 3}
+    - {node: n-6, down: true}
+"""
+
+
+def test_a_dead_node_is_left_out_of_the_ping_pong_and_the_far_node_still_named(
+        pytester: pytest.Pytester) -> None:
+    """n-6 does not answer its host probe: it fails its own latency and colocation cases
+    as unreachable, once, and the ping-pong runs among the five that answer, as the
+    slow-node search does; n-4, three times farther, is named as without the dead node
+    (it had left every node NOT CHECKED, n-4 unnamed)."""
+    (pytester.path / "t.yaml").write_text(DEAD_AND_FAR)
+    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k",
+                                "test_latency or test_colocation")
+    result.assert_outcomes(passed=8, failed=4)
+    records = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)}
+    failed = sorted(name for name, r in records.items() if r["outcome"] == "failed")
+    assert failed == ["test_colocation[n-4]", "test_colocation[n-6]", "test_latency[n-4]",
+                      "test_latency[n-6]"]
+    assert {records[f"test_{c}[n-6]"]["error_kind"] for c in ("latency", "colocation")} \
+        == {"unreachable"}
+    assert records["test_colocation[n-4]"]["message"].startswith(
+        "Failed: [SIMULATED] n-4 colocation: farther from its peers than the rest")
+    raw = records["test_latency[n-1]"]["raw"]
+    assert raw["run"]["nodes"] == "n-[1-5]" and list(raw["run"]["left_out"]) == ["n-6"]
+    assert raw["run"]["left_out"]["n-6"].startswith("host probe unreachable: ")
+    assert set(raw["peers_us"]["8"]) == {"n-2", "n-3", "n-4", "n-5"}
+    assert raw["matrix_us"]["nodes"] == ["n-1", "n-2", "n-3", "n-4", "n-5"]
+    assert "; left out of the ping-pong: n-6 (its host probe did not answer)" in \
+        records["test_colocation[n-4]"]["message"]
+    result.stdout.fnmatch_lines(["nodes: 4 ACCEPTED, 1 REJECTED, 1 UNREACHABLE, "
+                                 "0 NOT CHECKED"])
+
+
+def test_a_node_that_dies_during_the_ping_pong_is_left_out_of_it_played_again(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """n-3 answers its host probe at the run's start, then its part of the ping-pong is
+    cut off and it answers nothing more: the host probe read again after the failed job
+    finds it gone, so the ping-pong is played once more without it. n-3 fails its own
+    cases as unreachable; n-4, far, is named; the rest pass (the failed job had left
+    them all NOT CHECKED)."""
+    dead: set[str] = set()
+    answer = SimLauncher.run_one
+
+    def run_one(self: SimLauncher, call: ProbeCall, node: str,
+                timeout_s: float) -> ProbeResult:
+        if node in dead:
+            return ProbeResult(node, call.name, None, ErrorKind.UNREACHABLE,
+                               "simulated: the node went down", simulated=True)
+        result = answer(self, call, node, timeout_s)
+        if node == "n-3" and call.name == "job_node" and read_node_call(call.args):
+            dead.add(node)  # it played its part, but the answer never came back
+            return ProbeResult(node, call.name, None, ErrorKind.UNREACHABLE,
+                               "simulated: connection closed", simulated=True)
+        return result
+
+    monkeypatch.setattr(SimLauncher, "run_one", run_one)
+    (pytester.path / "t.yaml").write_text(DEAD_AND_FAR.replace(
+        "    - {node: n-6, down: true}\n", ""))
+    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k",
+                                "test_latency or test_colocation")
+    result.assert_outcomes(passed=8, failed=4)
+    records = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)}
+    failed = sorted(name for name, r in records.items() if r["outcome"] == "failed")
+    assert failed == ["test_colocation[n-3]", "test_colocation[n-4]", "test_latency[n-3]",
+                      "test_latency[n-4]"]
+    mine = records["test_latency[n-3]"]
+    assert mine["error_kind"] == "unreachable"
+    assert mine["message"].startswith("Failed: [SIMULATED] n-3 latency: left out of the "
+                                      "ping-pong: host probe unreachable: simulated: the "
+                                      "node went down (read again after the ping-pong "
+                                      "failed: n-3: "), mine["message"]
+    assert "job_node probe unreachable: simulated: connection closed" in mine["message"]
+    raw = records["test_latency[n-1]"]["raw"]
+    assert raw["run"]["nodes"] == "n-[1-2,4-6]" and list(raw["run"]["left_out"]) == ["n-3"]
+    result.stdout.fnmatch_lines(["nodes: 4 ACCEPTED, 1 REJECTED, 1 UNREACHABLE, "
+                                 "0 NOT CHECKED"])
+
+
+def test_the_ping_pong_runs_only_among_the_nodes_that_answer(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nodes left out run in no job and are listed with why; with fewer than 2 left
+    no job runs and the run says why, naming them."""
+    jobs: list[tuple[str, ...]] = []
+
+    def one_job(launcher: Any, spec: Any, nodes: Any, base: latency.LatencyRun) -> Any:
+        jobs.append(tuple(nodes))
+        return replace(base, links=tuple((x, y, 8, 10e-6) for i, x in enumerate(nodes)
+                                         for y in nodes[i + 1:]))
+
+    monkeypatch.setattr(latency, "_one_job", one_job)
+    gone = {"c": "host probe unreachable: ssh: connection refused"}
+    run = latency.run_latency(None, ic(LATENCY), list("abcd"), gone)  # type: ignore[arg-type]
+    assert jobs == [("a", "b", "d")] and run.ok and run.left_out == gone
+    assert run.nodes == ("a", "b", "d") and run.of_rounds == 3
+    assert latency.LatencyRun.from_json(json.loads(json.dumps(run.to_json()))) == run
+    jobs.clear()
+    run = latency.run_latency(None, ic(LATENCY), list("ac"), gone)  # type: ignore[arg-type]
+    assert jobs == [] and not run.ok and run.error == (
+        "fewer than 2 nodes could take part, no pair to measure (left out: c)")
+
+
+def test_a_failed_ping_pong_is_played_again_without_the_nodes_that_stopped_answering(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a failed job, `recheck` is asked about its nodes: those it names are left
+    out and the ping-pong is played once more (once: a second failure stands); when it
+    names none, the failure stands and no job runs again."""
+    jobs: list[tuple[str, ...]] = []
+
+    def one_job(launcher: Any, spec: Any, nodes: Any, base: latency.LatencyRun) -> Any:
+        jobs.append(tuple(nodes))
+        if "b" in nodes or len(jobs) > 2:
+            return replace(base, error="b rank 1 exited with code 1: Connection reset")
+        return replace(base, links=tuple((x, y, 8, 10e-6) for i, x in enumerate(nodes)
+                                         for y in nodes[i + 1:]))
+
+    monkeypatch.setattr(latency, "_one_job", one_job)
+    asked: list[list[str]] = []
+
+    def recheck(nodes: list[str]) -> dict[str, str]:
+        asked.append(nodes)
+        return {"b": "host probe unreachable: gone", "z": "not of the job"}
+
+    spec, launcher = ic(LATENCY), cast(Any, None)  # _one_job is replaced: no launcher
+    run = latency.run_latency(launcher, spec, list("abcd"), {"d": "host probe timeout"},
+                              recheck)
+    assert jobs == [("a", "b", "c"), ("a", "c")] and asked == [["a", "b", "c"]]
+    assert run.ok and run.nodes == ("a", "c") and list(run.left_out) == ["d", "b"]
+    assert run.left_out["b"] == ("host probe unreachable: gone (read again after the "
+                                 "ping-pong failed: b rank 1 exited with code 1: "
+                                 "Connection reset)")
+    assert run.details["first_error"] == "b rank 1 exited with code 1: Connection reset"
+    jobs.clear()
+    run = latency.run_latency(launcher, spec, list("abc"), None, lambda nodes: {})
+    assert jobs == [("a", "b", "c")] and run.error.startswith("b rank 1") and not run.left_out
+    jobs.clear()
+    run = latency.run_latency(launcher, spec, list("abcde"), None,
+                              lambda nodes: {"e": "host probe unreachable"})
+    assert jobs == [tuple("abcde"), tuple("abcd")] and run.error.startswith("b rank 1")
+    assert list(run.left_out) == ["e"]

@@ -128,6 +128,31 @@ def test_above_32_nodes_the_heat_map_is_a_line_that_names_the_far_node(
     assert "Farthest node: <b>sim-gpu-29</b>" in heat.group(1)
 
 
+DEAD_AND_FAR = """\
+cluster: {name: dead-and-far, nodes: "n-[1-6]", launcher: sim}
+interconnect:
+  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}
+  payloads: [4 GiB]
+  node_counts: [2]
+  busbw: ">= 80%"
+  latency: "<= 50 us"
+sim:
+  faults:
+    - {node: n-4, latency_factor: 3}
+    - {node: n-6, down: true}
+"""
+
+
+def test_a_dead_node_beside_a_far_one_agrees_in_every_view(
+        pytester: pytest.Pytester) -> None:
+    """n-6 does not answer and is left out of the ping-pong; n-4, far, is named: the
+    heat map (over the five measured), the node table, verdict.json, the metrics and the
+    terminal agree on who is rejected, who unreachable and who passed."""
+    assert run_and_check(pytester, DEAD_AND_FAR) == []
+    report = (pytester.path / "reports" / "latest" / "report.html").read_text()
+    assert "Farthest node: <b>n-4</b>" in report
+
+
 @pytest.mark.slow
 def test_a_soak_agrees_in_every_view(pytester: pytest.Pytester) -> None:
     spec = (EXAMPLES / "trial-sim.yaml").read_text().replace(

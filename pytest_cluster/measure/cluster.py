@@ -14,7 +14,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.launchers import Launcher, ProbeResult, get_launcher
+from pytest_cluster.errors import ClusterError
+from pytest_cluster.launchers import ErrorKind, Launcher, ProbeResult, get_launcher
 from pytest_cluster.measure import nccl_tests, rails
 from pytest_cluster.measure.benchmark import StressLoop, run_collective, run_collective_stress
 from pytest_cluster.measure.cache import ProbeCache, document_key
@@ -40,6 +41,11 @@ if TYPE_CHECKING:
 
 #: Probes that load the nodes (GPUs, disks): one at a time across xdist workers.
 LOADING_PROBES = ("gpu_perf", "storage", "import_latency")
+
+
+def _why(result: ProbeResult) -> str:
+    """Why a probe failed, less the node's name ('host probe unreachable: ...')."""
+    return result.describe().split(": ", 1)[-1]
 
 
 class Cluster:
@@ -224,6 +230,26 @@ class Cluster:
         the rendezvous for it."""
         return next((r for r in map(self.host, nodes) if not r.ok), None)
 
+    def left_out(self) -> dict[str, str]:
+        """The nodes whose host probe did not answer, each with why (its line less the
+        node's name): the jobs that pair or sample the nodes (the slow-node search, the
+        latency ping-pong) run without them, so a dead node fails only its own cases (as
+        unreachable) and never one of the others'."""
+        return {node: _why(result) for node, result in self.host_all().items()
+                if not result.ok}
+
+    def stopped_answering(self, nodes: list[str]) -> dict[str, str]:
+        """Of `nodes`, whose job failed, those whose host probe read again (not the
+        run's cached answer) does not answer, each with why: they stopped answering
+        since the run began. A launcher error, or a run interrupted, tells nothing."""
+        try:
+            fresh = self.launcher.run(ProbeCall("host"), nodes,
+                                      self.spec.cluster.probe_timeout_s)
+        except (ClusterError, OSError, ValueError):
+            return {}
+        return {node: _why(result) for node, result in fresh.items()
+                if node in nodes and not result.ok and result.error is not ErrorKind.CANCELLED}
+
     def jobs_at_once(self, jobs: int) -> int:
         """Jobs on disjoint nodes run at once; where every "node" is this machine
         (Launcher.one_host), one at a time (they would share its CPUs and network)."""
@@ -337,19 +363,20 @@ class Cluster:
         return StressLoop.from_json(self.cache.document(self._key("stress"), compute))
 
     def latency(self) -> LatencyRun:
-        """The ping-pong over every node of the spec (one rank each), as one job, run once
-        per run; a node whose host probe did not answer fails it at once, named."""
+        """The ping-pong over every node of the spec that answers its host probe (one
+        rank each), as one job, run once per run; the others are left out (left_out), as
+        the slow-node search leaves them out."""
         spec = self.interconnect_spec()
 
         def compute() -> dict[str, object]:
-            host = self._silent(self.nodes)
-            if host is not None:
-                return LatencyRun(self.nodes, spec.backend, spec.latency_sizes(),
-                                  error=host.describe(), simulated=host.simulated).to_json()
+            hosts = self.host_all()
             started = time.time()
-            run = run_latency(self.launcher, spec, self.nodes)
-            return replace(run, details={**run.details, "started_at": started,
-                                         "ended_at": time.time()}).to_json()
+            run = run_latency(self.launcher, spec, self.nodes, self.left_out(),
+                              self.stopped_answering)
+            return replace(run, simulated=run.simulated or any(
+                result.simulated for result in hosts.values()),
+                details={**run.details, "started_at": started,
+                         "ended_at": time.time()}).to_json()
 
         if self._latency is None:
             self.host_all()  # read before the measuring lock is taken (ProbeCache.alone)
@@ -390,13 +417,11 @@ class Cluster:
 
         hosts = self.host_all()
         # a node whose host probe failed is left out: paired, it would fail its partner
-        leave_out = {node: result.describe().split(": ", 1)[-1]
-                     for node, result in hosts.items() if not result.ok}
         simulated = any(result.simulated for result in hosts.values())
         document = self.cache.document(
             self.search_id(),
             lambda: replace(find_slow_nodes(self.nodes, measure, self.search_bar(),
-                                            leave_out=leave_out),
+                                            leave_out=self.left_out()),
                             simulated=simulated).to_json())
         self._search = NodeSearch.from_json(document)
         return self._search

@@ -12,7 +12,11 @@ meets as many peers in O(log N) rounds. A node on another spine or switch is far
 every peer: its median stands out of the cluster's, while its peers' medians (over many
 peers, it one of them) do not. A node that stands out is measured again before it is
 blamed (`run_latency`): a pair measured twice counts its smaller figure, since a busy host
-only adds to a round trip while a longer path adds to both.
+only adds to a round trip while a longer path adds to both. Nodes the caller knows cannot
+take part (their host probe did not answer) are left out, as the slow-node search leaves
+them out (node_search.find_slow_nodes): the others are measured among themselves. A node
+that stops answering during the ping-pong fails its job; the caller's `recheck` (the host
+probe read again) finds it, and the ping-pong is played once more without it.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from __future__ import annotations
 import functools
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +35,7 @@ from pytest_cluster.probes.pingpong import rounds_of
 
 if TYPE_CHECKING:
     from pytest_cluster.launchers.base import Launcher
+    from pytest_cluster.measure.node_search import Recheck
     from pytest_cluster.spec.model import InterconnectSpec
 
 #: Up to this many nodes, every pair is measured (the whole tournament).
@@ -77,6 +82,9 @@ class LatencyRun:
     round_trips: tuple[tuple[str, str, int, float, float, float], ...] = ()
     #: nodes tested again with known-good peers (a sample's suspects, at scale)
     retested: tuple[str, ...] = ()
+    #: nodes of the cluster left out of the ping-pong (node -> why): their host probe
+    #: did not answer
+    left_out: dict[str, str] = field(default_factory=dict)
     error: str = ""
     details: dict[str, Any] = field(default_factory=dict)
     simulated: bool = False
@@ -134,6 +142,8 @@ class LatencyRun:
         return cls(**{**record, "nodes": tuple(record["nodes"]),
                       "sizes": tuple(record["sizes"]), "rounds": tuple(record["rounds"]),
                       "retested": tuple(record.get("retested") or ()),
+                      "left_out": {str(n): str(why) for n, why
+                                   in (record.get("left_out") or {}).items()},
                       "links": tuple((str(a), str(b), int(s), float(t))
                                      for a, b, s, t in record["links"]),
                       "round_trips": tuple((str(a), str(b), int(s), float(m), float(lo),
@@ -213,9 +223,16 @@ def _with_good_peers(run: LatencyRun, spec: InterconnectSpec, far: list[str]) ->
     return [*far, *(n for _, n in near[:len(far)])]
 
 
-def run_latency(launcher: Launcher, spec: InterconnectSpec,
-                nodes: Sequence[str]) -> LatencyRun:
-    """The ping-pong over `nodes` as one job; its failure is the run's error. Where it
+def run_latency(launcher: Launcher, spec: InterconnectSpec, nodes: Sequence[str],
+                leave_out: Mapping[str, str] | None = None,
+                recheck: Recheck | None = None) -> LatencyRun:
+    """The ping-pong over `nodes` as one job; its failure is the run's error. `leave_out`
+    names nodes that cannot take part (node -> why: their host probe did not answer):
+    the job runs without them (a rank of theirs would fail it for every node), and the
+    run lists them (`left_out`); fewer than 2 nodes left is the run's error. `recheck`,
+    when given, is asked after a failed job with its nodes: those it names (node -> why:
+    they stopped answering) are left out too and the ping-pong is played once more
+    without them (`details.first_error`: why the first job failed). Where it
     found nodes far from their peers (above colocation_factor x the cluster's median),
     they are measured again in a second job before any is blamed: up to FULL_UP_TO nodes
     the whole tournament again, above it the worst with as many nodes nearest the
@@ -223,9 +240,23 @@ def run_latency(launcher: Launcher, spec: InterconnectSpec,
     (`retested`; a pair measured twice counts its smaller figure), so a far node is judged
     on more peers, known-good ones among them, and a node a busy host slowed in the first
     job only is not blamed."""
+    left = {node: why for node, why in (leave_out or {}).items() if node in nodes}
+    nodes = [node for node in nodes if node not in left]
     base = LatencyRun(tuple(nodes), spec.backend, spec.latency_sizes(),
-                      schedule(len(nodes)), rounds_of(len(nodes)))
+                      schedule(len(nodes)), rounds_of(len(nodes)), left_out=left)
+    if len(nodes) < 2:
+        return replace(base, error=f"fewer than 2 nodes could take part, no pair to "
+                                   f"measure (left out: {', '.join(left)})" if left
+                       else "fewer than 2 nodes: no pair to measure")
     run = _one_job(launcher, spec, nodes, base)
+    if not run.ok and recheck is not None:
+        gone = {node: f"{why} (read again after the ping-pong failed: {run.error})"
+                for node, why in recheck(list(nodes)).items() if node in nodes}
+        if gone:
+            again = run_latency(launcher, spec, nodes, gone)
+            return replace(again, left_out={**left, **again.left_out},
+                           simulated=again.simulated or run.simulated,
+                           details={**again.details, "first_error": run.error})
     if not run.ok:
         return run
     far = suspects(run, spec.latency_size, spec.colocation_factor)
