@@ -223,6 +223,14 @@ def held_back(rates: dict[str, float], share: float, holds: Callable[[float], bo
     return slow if holds(len(fair) * min(fair) if fixed_work else sum(fair)) else []
 
 
+def _shares(evidence: Evidence, basis: str, nodes: int, per_node: int) -> dict[str, int]:
+    """What the aggregate is shared out by on each basis ('' the cluster's: 1), recorded
+    with the bound's own basis (`basis`, `basis_nodes`, `basis_gpus`: one writer or worker
+    per GPU), so that a baseline measured on another basis converts exactly."""
+    evidence.record(basis=basis or "cluster", basis_nodes=nodes, basis_gpus=nodes * per_node)
+    return {"": 1, "node": nodes, "gpu": nodes * per_node}
+
+
 def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
                phase: str) -> None:
     """The burst's aggregate rate in `phase` as its bound counts it: the cluster's, or
@@ -237,7 +245,7 @@ def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
                f"did not {phase} their share")
     assert total is not None
     basis = checkpoint.basis_of(f"checkpoint.{phase}")
-    shares = {"": 1, "node": len(run.nodes), "gpu": len(run.nodes) * run.writers_per_node}
+    shares = _shares(evidence, basis, len(run.nodes), run.writers_per_node)
     measured = total / shares[basis]
     raw.update(aggregate_bytes_per_s=total, per=basis or "cluster")
     # a bound missed is held back by the nodes below keeps_up x the median (none: the
@@ -385,7 +393,7 @@ def _loader_aggregate(cluster: Cluster, fs: StorageSpec, evidence: Evidence,
                f"have no {phase} figures")
     assert total is not None
     basis = loader.basis_of(f"dataloader.{key}")
-    shares = {"": 1, "node": len(run.nodes), "gpu": len(run.nodes) * run.workers_per_node}
+    shares = _shares(evidence, basis, len(run.nodes), run.workers_per_node)
     measured = total / shares[basis]
     raw.update(aggregate=total, per=basis or "cluster")
     rates = {node: f.rate(what) for node, f in run.node_figures(phase).items()}

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_cluster import cli
 from pytest_cluster.evidence.baseline.compare import (
+    SHARED_BY,
     Baseline,
     compared,
     figures,
@@ -22,9 +23,11 @@ from pytest_cluster.evidence.baseline.compare import (
 )
 from pytest_cluster.evidence.bundle.manifest import MANIFEST, seal
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results
+from pytest_cluster.evidence.verdict import NO_CULPRIT, NOT_COMPARABLE
 from pytest_cluster.measure.inventory_file import GpuRecord, InventoryDocument, NodeRecord
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.narrow import narrow
+from pytest_cluster.spec.storage import BASES
 from tests.test_bundle import ed25519_key
 
 
@@ -74,6 +77,64 @@ def test_only_figures_compared_one_way_are_kept() -> None:
         {**figure(1.0, 1.0, ""), "case": "a::d", "measured_base": True, "outcome": "passed"},
     ])
     assert list(kept) == ["acceptance/test_gpus.py::test_gpu_matmul[gpu-003-gpu6-bf16]"]
+
+
+def aggregate(measured: float, basis: str, **counts: int) -> ResultLine:
+    """The checkpoint burst's figure of 4 nodes x 8 GPUs on `basis`, in GB/s."""
+    return cast("ResultLine", {
+        "case": "acceptance/test_storage.py::test_storage_checkpoint_write[/shared]",
+        "clause": "storage[/shared].checkpoint.write", "node": "all", "measured": measured,
+        "measured_base": measured * 1e9, "unit": "GB/s", "comparison": ">=", "basis": basis,
+        **counts})
+
+
+COUNTS = {"basis_nodes": 4, "basis_gpus": 32}
+
+
+def test_a_figure_on_another_basis_is_converted_from_the_baselines_own_counts() -> None:
+    """A bound per GPU at baseline and the cluster's total now (the contract edited
+    between the runs): the baseline's 2.476 per GPU is 79.2 GB/s in all, so 39.6 now is a
+    50 % drop (it was compared as it was: +1500 % on 2.476, and passed)."""
+    case = compared(aggregate(39.61, "cluster", **COUNTS), aggregate(2.476, "gpu", **COUNTS),
+                    0.05, "run 2026-11-02")
+    assert case is not None and not case.passed
+    assert case.props["change_pct"] == pytest.approx(-50.0, abs=0.1)
+    assert case.message == (
+        "all storage[/shared].checkpoint.write: 39.61 GB/s, 50.0 % below baseline 79.23 "
+        f"(2.476 GB/s {BASES['gpu']} at baseline x 32 GPU(s)) (run 2026-11-02)")
+    # per node now, per GPU at baseline: 8 GPUs a node; the same figure passes
+    node = compared(aggregate(19.81, "node", **COUNTS), aggregate(2.476, "gpu", **COUNTS),
+                    0.05, "r")
+    assert node is not None and node.passed, node
+    assert node.props["baseline_value"] == "19.81"
+    assert "x 32 GPU(s) / 4 node(s)" in node.props["measured"]
+    # on the same basis, nothing is converted
+    same = compared(aggregate(2.4, "gpu", **COUNTS), aggregate(2.476, "gpu", **COUNTS), 0.05,
+                    "r")
+    assert same is not None and same.passed and same.props["baseline_value"] == "2.476"
+
+
+def test_a_figure_on_another_basis_without_the_counts_is_not_comparable() -> None:
+    """Neither a pass nor a node's failure: the case fails saying which basis each run
+    measured on and what the baseline's line lacks; it names no culprit."""
+    lacking = compared(aggregate(39.61, "cluster"), aggregate(2.476, "gpu"), 0.05, "r")
+    assert lacking is not None and not lacking.passed
+    assert lacking.props["error_kind"] == NOT_COMPARABLE in NO_CULPRIT
+    assert lacking.message == (
+        f"all storage[/shared].checkpoint.write: measured {BASES['gpu']} in the baseline, "
+        f"{BASES['cluster']} here, and the baseline's line holds no basis_gpus (the GPU(s) "
+        "its total was shared out by) to convert with: not compared (r)")
+    # a baseline written before the basis was recorded: its spec alone can say it
+    old = cast("ResultLine", {k: v for k, v in aggregate(2.476, "gpu").items()
+                              if k != "basis"})
+    unknown = compared(aggregate(39.61, "cluster"), old, 0.05, "r")
+    assert unknown is not None and not unknown.passed
+    assert "the baseline's line records no basis" in unknown.message
+    assert unknown.props["error_kind"] == NOT_COMPARABLE
+    same_spec = compared(aggregate(2.4, "gpu"), old, 0.05, "r", same_spec=True)
+    assert same_spec is not None and same_spec.passed
+    # every basis a bound may count has its count (or is the total)
+    assert set(SHARED_BY) == set(BASES)
 
 
 def _baseline(nodes: dict[str, Any]) -> Baseline:
@@ -249,6 +310,45 @@ def test_a_swapped_gpu_and_a_slowed_link_are_both_named(pytester: pytest.Pyteste
     assert not [r for r in results if r["clause"].startswith("baseline.performance")
                 and r["outcome"] == "failed"]
     assert lenient.ret == pytest.ExitCode.TESTS_FAILED  # the hardware still changed
+
+
+BURST = """\
+cluster: {{name: dispute, nodes: "n[1-2]", launcher: sim}}
+storage:
+  - path: /shared
+    shared: true
+    checkpoint: {{size_per_gpu: 64 MiB, write: "{write}"}}
+gpus: {{count: 8}}
+sim:
+  gpus_per_node: 8
+  faults: {faults}
+"""
+
+
+@pytest.mark.slow
+def test_a_bound_edited_to_another_basis_is_compared_on_one(pytester: pytest.Pytester) -> None:
+    """Accepted at '>= 2 GB/s per GPU', run at '>= 10 GB/s' (the cluster's total) with a
+    node at half its rate: the write case compares the totals (the burst waits on its
+    slowest node: half the rate; it said +708 % on the per-GPU figure and passed), and
+    names no node to drain."""
+    (pytester.path / "trial.yaml").write_text(BURST.format(write=">= 2 GB/s per GPU",
+                                                           faults="[]"))
+    assert pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                              "--cluster-reports=accepted").ret == pytest.ExitCode.OK
+    base = (pytester.path / "accepted" / "latest").resolve()
+    (pytester.path / "trial.yaml").write_text(BURST.format(
+        write=">= 10 GB/s", faults="[{node: n2, storage_factor: 0.5}]"))
+    pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                       "--cluster-reports=now", f"--cluster-baseline={base}")
+    run_dir = pytester.path / "now" / "latest"
+    [line] = [r for r in read_results(run_dir / "results.jsonl").results
+              if r["clause"] == "baseline.performance[storage[/shared].checkpoint.write]"]
+    assert line["outcome"] == "failed", line
+    assert -55 < line["change_pct"] < -45, line["measured"]
+    assert f"{BASES['gpu']} at baseline x 16 GPU(s)" in line["message"]
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert not [f for f in verdict["cluster_checks_failed"] if f["clause"] == line["clause"]
+                and f.get("culprits")]
 
 
 @pytest.mark.slow

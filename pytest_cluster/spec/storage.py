@@ -52,6 +52,9 @@ T = TypeVar("T")
 #: What a checkpoint bound may be per: `">= 2 GB/s per GPU"`, `"per node"`; none: the
 #: cluster's aggregate.
 _PER = re.compile(r"^(?P<bound>.*?)\s+per\s+(?P<per>gpu|node)\s*$", re.IGNORECASE)
+#: What such a bound counts (its basis, as a result line records it: `basis`): the
+#: cluster's aggregate, or that aggregate shared out per node or per GPU; how each is said.
+BASES = {"cluster": "as the cluster's total", "node": "per node", "gpu": "per GPU"}
 #: A test file's or a share's size: at least 1 MiB, at most what a test should write.
 _SIZE = (2**20, 2**40, "from 1 MiB to 1 TiB")
 _BLOCK = (2**16, 2**30, "from 64 KiB to 1 GiB")
