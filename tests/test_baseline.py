@@ -4,15 +4,21 @@ are both named, a tampered baseline is a usage error, the spec's tolerance decid
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from pytest_cluster import cli
 from pytest_cluster.evidence.baseline.compare import (
+    NOT_CHECKED,
     SHARED_BY,
+    UNSIGNED,
+    VERIFIED,
     Baseline,
     compared,
     figures,
@@ -20,8 +26,10 @@ from pytest_cluster.evidence.baseline.compare import (
     load,
     same_hardware,
     same_nodes,
+    signature_said,
 )
 from pytest_cluster.evidence.bundle.manifest import MANIFEST, seal
+from pytest_cluster.evidence.end import verdict_schema
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results
 from pytest_cluster.evidence.verdict import NO_CULPRIT, NOT_COMPARABLE
 from pytest_cluster.measure.inventory_file import GpuRecord, InventoryDocument, NodeRecord
@@ -456,6 +464,7 @@ def test_a_baseline_key_requires_the_baseline_signed_by_it(pytester: pytest.Pyte
     assert good.ret == pytest.ExitCode.OK
     report = (pytester.path / "good" / "latest" / "report.html").read_text()
     assert "the signature checked against SHA256:" in report
+    _says_its_signature(pytester, good, "good", VERIFIED, load(base, public).checked_key)
     wrong = _run(pytester, "wrong", f"--cluster-baseline={base}",
                  f"--cluster-baseline-key={other}")
     assert wrong.ret == pytest.ExitCode.USAGE_ERROR
@@ -464,6 +473,58 @@ def test_a_baseline_key_requires_the_baseline_signed_by_it(pytester: pytest.Pyte
     alone = _run(pytester, "alone", f"--cluster-baseline-key={public}")
     assert alone.ret == pytest.ExitCode.USAGE_ERROR
     alone.stderr.fnmatch_lines(["*--cluster-baseline-key needs --cluster-baseline=DIR*"])
+
+
+def _says_its_signature(pytester: pytest.Pytester, run: pytest.RunResult, reports: str,
+                        signature: str, key: str | None) -> None:
+    """The run says how its baseline's signature stood: the terminal's baseline line, the
+    end record's baseline and verdict.json's (valid against its schema)."""
+    run_dir = pytester.path / reports / "latest"
+    end = read_results(run_dir / "results.jsonl").end
+    assert end is not None
+    assert (end["baseline"]["signature"], end["baseline"]["signature_key"]) == (signature, key)
+    run.stdout.fnmatch_lines([f"*baseline: compared with *; {signature_said(signature, key)}"
+                              "): * case(s), * failed"])
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["baseline"] == end["baseline"]
+    Draft202012Validator(verdict_schema()).validate(verdict)
+
+
+def _rehash(run_dir: Path) -> None:
+    """A forger's bundle that keeps its signatures: every subject's digest made again over
+    the files as they are now (the signature no longer holds; verify without a key
+    passes)."""
+    manifest = json.loads((run_dir / MANIFEST).read_text())
+    statement = json.loads(base64.b64decode(manifest["payload"]))
+    for subject in statement["subject"]:
+        data = (run_dir / subject["name"]).read_bytes()
+        subject["digest"]["sha256"] = hashlib.sha256(data).hexdigest()
+        subject["annotations"]["size"] = len(data)
+    manifest["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    (run_dir / MANIFEST).write_text(json.dumps(manifest))
+
+
+@pytest.mark.slow
+def test_a_run_says_whether_its_baselines_signature_was_checked(
+        pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """A signed baseline tampered with and re-hashed (its signature INVALID) and used
+    without --cluster-baseline-key: the run says the signature was not checked (it said
+    only 'baseline: compared with ...', and recorded nothing of it); resealed unsigned:
+    unsigned."""
+    private, _, _ = ed25519_key(tmp_path, "accepted")
+    assert _run(pytester, "accepted", f"--cluster-sign-key={private}").ret == \
+        pytest.ExitCode.OK
+    base = (pytester.path / "accepted" / "latest").resolve()
+    with (base / "results.jsonl").open("a") as out:
+        out.write("\n")
+    _rehash(base)
+    assert load(base).signed_by, "its manifest still names the signature"
+    kept = _run(pytester, "kept", f"--cluster-baseline={base}")
+    assert kept.ret == pytest.ExitCode.OK, kept.stdout.str()[-3000:]
+    _says_its_signature(pytester, kept, "kept", NOT_CHECKED, None)
+    _reseal(base)
+    unsigned = _run(pytester, "unsigned", f"--cluster-baseline={base}")
+    _says_its_signature(pytester, unsigned, "unsigned", UNSIGNED, None)
 
 
 def test_a_weaker_baseline_says_why() -> None:

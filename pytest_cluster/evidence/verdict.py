@@ -35,6 +35,7 @@ from pytest_cluster.errors import UnitError
 from pytest_cluster.evidence.sinks.results import (
     COMPLETE,
     PARTIAL,
+    BaselineSummary,
     ResultLine,
     clause_of,
     outcome,
@@ -126,8 +127,7 @@ class NodeEntry(TypedDict):
     failures: list[dict[str, str]]  # clause, case, message
 
 
-class VerdictDocument(TypedDict):
-    """verdict.json, as the run writes it (end.verdict_document; verdict.schema.json)."""
+class _VerdictDocument(TypedDict):
 
     schema: str
     run_id: str
@@ -150,6 +150,12 @@ class VerdictDocument(TypedDict):
     cluster_checks_failed: list[dict[str, str]]  # cluster_failures
     drain: list[str]
     taint: list[str]
+
+
+class VerdictDocument(_VerdictDocument, total=False):
+    """verdict.json, as the run writes it (end.verdict_document; verdict.schema.json)."""
+
+    baseline: BaselineSummary  # the run compared with (--cluster-baseline), as the end record
 
 
 @dataclass

@@ -56,6 +56,23 @@ MAX_NAMED = 20  # nodes named in a message; the rest are counted
 MAX_SHOWN = 300  # characters of a value a change shows
 
 
+#: How a baseline's signature stood when this run took it: checked against the
+#: --cluster-baseline-key given (a signature that fails makes it no baseline), signed but
+#: not checked (no key given), unsigned.
+VERIFIED, NOT_CHECKED, UNSIGNED = "verified", "not_checked", "unsigned"
+SIGNATURES = (VERIFIED, NOT_CHECKED, UNSIGNED)
+
+
+def signature_said(signature: str, key: str | None) -> str:
+    """The terminal's words for it: 'signature verified with SHA256:...', 'signature not
+    checked: no --cluster-baseline-key', 'unsigned: no signature to check'."""
+    if signature == VERIFIED:
+        return f"signature verified with {key}"
+    if signature == UNSIGNED:
+        return "unsigned: no signature to check"
+    return "signature not checked: no --cluster-baseline-key"
+
+
 class BaselineError(Exception):
     """The baseline directory cannot serve as one (says which file and why)."""
 
@@ -91,6 +108,14 @@ class Baseline:
     @property
     def label(self) -> str:
         return f"run {self.started}"
+
+    @property
+    def signature(self) -> str:
+        """VERIFIED (by the key given: load refuses one whose signature fails),
+        NOT_CHECKED (its manifest names signers; no key was given) or UNSIGNED."""
+        if self.checked_key is not None:
+            return VERIFIED
+        return NOT_CHECKED if self.signed_by else UNSIGNED
 
 
 def figures(records: Iterable[ResultLine]) -> dict[str, ResultLine]:

@@ -147,6 +147,8 @@ class BaselineSummary(TypedDict):
     path: str
     run: str  # 'run <UTC start>'
     manifest_sha256: str
+    signature: str  # verified, not_checked (no --cluster-baseline-key) or unsigned
+    signature_key: str | None  # the fingerprint it was verified with; None: not checked
     cases: int
     failed: int
 
