@@ -224,11 +224,17 @@ def held_back(rates: dict[str, float], share: float, holds: Callable[[float], bo
     return slow if holds(len(fair) * min(fair) if fixed_work else sum(fair)) else []
 
 
-def _shared(cluster: Cluster, basis: str, nodes: Sequence[str]) -> Share:
+def _shared(cluster: Cluster, evidence: Evidence, basis: str,
+            nodes: Sequence[str]) -> Share:
     """What an aggregate of the `nodes` that took part is shared out over where its bound
-    is per node or per GPU: those nodes, or their GPUs (the spec's gpus.count each)."""
+    is per node or per GPU: those nodes, or their GPUs (the spec's gpus.count each);
+    recorded with the bound's own basis (`basis`, `basis_nodes`, `basis_gpus`), so that a
+    baseline measured on another basis converts exactly."""
     gpus = cluster.spec.gpus
-    return shared_over(basis, len(nodes), gpus.slots if gpus is not None else None)
+    per_node = gpus.slots if gpus is not None else None
+    evidence.record(basis=basis or "cluster", basis_nodes=len(nodes),
+                    **({"basis_gpus": len(nodes) * per_node} if per_node else {}))
+    return shared_over(basis, len(nodes), per_node)
 
 
 def _over(share: Share) -> str:
@@ -255,7 +261,7 @@ def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
                f"did not {phase} their share")
     assert total is not None
     basis = checkpoint.basis_of(f"checkpoint.{phase}")
-    share = _shared(cluster, basis, run.nodes)
+    share = _shared(cluster, evidence, basis, run.nodes)
     measured = total / share.count
     raw.update(aggregate_bytes_per_s=total, per=basis or "cluster", shared_over=share.count)
     # a bound missed is held back by the nodes below keeps_up x the median (none: the
@@ -403,7 +409,7 @@ def _loader_aggregate(cluster: Cluster, fs: StorageSpec, evidence: Evidence,
                f"have no {phase} figures")
     assert total is not None
     basis = loader.basis_of(f"dataloader.{key}")
-    share = _shared(cluster, basis, run.nodes)
+    share = _shared(cluster, evidence, basis, run.nodes)
     measured = total / share.count
     raw.update(aggregate=total, per=basis or "cluster", shared_over=share.count)
     rates = {node: f.rate(what) for node, f in run.node_figures(phase).items()}

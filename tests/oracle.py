@@ -29,6 +29,7 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from pytest_cluster.evidence.baseline.compare import signature_said
 from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.derived_cases import TESTS
 from pytest_cluster.evidence.sinks.metrics import CASE_LABELS
@@ -310,6 +311,9 @@ def _check_verdicts(views: Views) -> Iterator[str]:
         for name in ("verdict", "status", "level"):
             if document[name] != views.end[name]:
                 yield f"verdict.json: {name} {document[name]}, end record {views.end[name]}"
+        if document.get("baseline") != views.end.get("baseline"):
+            yield (f"verdict.json: baseline {document.get('baseline')}, end record "
+                   f"{views.end.get('baseline')}")
         if document["ended_at"] != utc(views.end["ended_at"]):
             yield f"verdict.json: ended_at {document['ended_at']}, end record's differs"
 
@@ -332,6 +336,12 @@ def _check_terminal(views: Views) -> Iterator[str]:
         if node["node"] in listed and listed[node["node"]] != node["reason"]:
             yield (f"terminal: {node['node']}: {listed[node['node']]!r}, verdict.json "
                    f"{node['reason']!r}")
+    baseline = views.end.get("baseline") if views.end is not None else None
+    if baseline is not None:  # the baseline line says how its signature stood
+        words = signature_said(baseline["signature"], baseline["signature_key"])
+        if not re.search(rf"^(\[SIMULATED\] )?baseline: compared with .*; {re.escape(words)}\)",
+                         text, re.M):
+            yield f"terminal: the baseline line does not say {words!r}"
     for drain in document["drain"]:
         if drain not in text and len(document["drain"]) <= 20:
             yield f"terminal: the drain line {drain!r} is not printed"

@@ -4,14 +4,21 @@ are both named, a tampered baseline is a usage error, the spec's tolerance decid
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from pytest_cluster import cli
 from pytest_cluster.evidence.baseline.compare import (
+    NOT_CHECKED,
+    SHARED_BY,
+    UNSIGNED,
+    VERIFIED,
     Baseline,
     compared,
     figures,
@@ -19,12 +26,16 @@ from pytest_cluster.evidence.baseline.compare import (
     load,
     same_hardware,
     same_nodes,
+    signature_said,
 )
 from pytest_cluster.evidence.bundle.manifest import MANIFEST, seal
+from pytest_cluster.evidence.end import verdict_schema
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results
+from pytest_cluster.evidence.verdict import NO_CULPRIT, NOT_COMPARABLE
 from pytest_cluster.measure.inventory_file import GpuRecord, InventoryDocument, NodeRecord
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.narrow import narrow
+from pytest_cluster.spec.storage import BASES
 from tests.test_bundle import ed25519_key
 
 
@@ -74,6 +85,64 @@ def test_only_figures_compared_one_way_are_kept() -> None:
         {**figure(1.0, 1.0, ""), "case": "a::d", "measured_base": True, "outcome": "passed"},
     ])
     assert list(kept) == ["acceptance/test_gpus.py::test_gpu_matmul[gpu-003-gpu6-bf16]"]
+
+
+def aggregate(measured: float, basis: str, **counts: int) -> ResultLine:
+    """The checkpoint burst's figure of 4 nodes x 8 GPUs on `basis`, in GB/s."""
+    return cast("ResultLine", {
+        "case": "acceptance/test_storage.py::test_storage_checkpoint_write[/shared]",
+        "clause": "storage[/shared].checkpoint.write", "node": "all", "measured": measured,
+        "measured_base": measured * 1e9, "unit": "GB/s", "comparison": ">=", "basis": basis,
+        **counts})
+
+
+COUNTS = {"basis_nodes": 4, "basis_gpus": 32}
+
+
+def test_a_figure_on_another_basis_is_converted_from_the_baselines_own_counts() -> None:
+    """A bound per GPU at baseline and the cluster's total now (the contract edited
+    between the runs): the baseline's 2.476 per GPU is 79.2 GB/s in all, so 39.6 now is a
+    50 % drop (it was compared as it was: +1500 % on 2.476, and passed)."""
+    case = compared(aggregate(39.61, "cluster", **COUNTS), aggregate(2.476, "gpu", **COUNTS),
+                    0.05, "run 2026-11-02")
+    assert case is not None and not case.passed
+    assert case.props["change_pct"] == pytest.approx(-50.0, abs=0.1)
+    assert case.message == (
+        "all storage[/shared].checkpoint.write: 39.61 GB/s, 50.0 % below baseline 79.23 "
+        f"(2.476 GB/s {BASES['gpu']} at baseline x 32 GPU(s)) (run 2026-11-02)")
+    # per node now, per GPU at baseline: 8 GPUs a node; the same figure passes
+    node = compared(aggregate(19.81, "node", **COUNTS), aggregate(2.476, "gpu", **COUNTS),
+                    0.05, "r")
+    assert node is not None and node.passed, node
+    assert node.props["baseline_value"] == "19.81"
+    assert "x 32 GPU(s) / 4 node(s)" in node.props["measured"]
+    # on the same basis, nothing is converted
+    same = compared(aggregate(2.4, "gpu", **COUNTS), aggregate(2.476, "gpu", **COUNTS), 0.05,
+                    "r")
+    assert same is not None and same.passed and same.props["baseline_value"] == "2.476"
+
+
+def test_a_figure_on_another_basis_without_the_counts_is_not_comparable() -> None:
+    """Neither a pass nor a node's failure: the case fails saying which basis each run
+    measured on and what the baseline's line lacks; it names no culprit."""
+    lacking = compared(aggregate(39.61, "cluster"), aggregate(2.476, "gpu"), 0.05, "r")
+    assert lacking is not None and not lacking.passed
+    assert lacking.props["error_kind"] == NOT_COMPARABLE in NO_CULPRIT
+    assert lacking.message == (
+        f"all storage[/shared].checkpoint.write: measured {BASES['gpu']} in the baseline, "
+        f"{BASES['cluster']} here, and the baseline's line holds no basis_gpus (the GPU(s) "
+        "its total was shared out by) to convert with: not compared (r)")
+    # a baseline written before the basis was recorded: its spec alone can say it
+    old = cast("ResultLine", {k: v for k, v in aggregate(2.476, "gpu").items()
+                              if k != "basis"})
+    unknown = compared(aggregate(39.61, "cluster"), old, 0.05, "r")
+    assert unknown is not None and not unknown.passed
+    assert "the baseline's line records no basis" in unknown.message
+    assert unknown.props["error_kind"] == NOT_COMPARABLE
+    same_spec = compared(aggregate(2.4, "gpu"), old, 0.05, "r", same_spec=True)
+    assert same_spec is not None and same_spec.passed
+    # every basis a bound may count has its count (or is the total)
+    assert set(SHARED_BY) == set(BASES)
 
 
 def _baseline(nodes: dict[str, Any]) -> Baseline:
@@ -251,6 +320,45 @@ def test_a_swapped_gpu_and_a_slowed_link_are_both_named(pytester: pytest.Pyteste
     assert lenient.ret == pytest.ExitCode.TESTS_FAILED  # the hardware still changed
 
 
+BURST = """\
+cluster: {{name: dispute, nodes: "n[1-2]", launcher: sim}}
+storage:
+  - path: /shared
+    shared: true
+    checkpoint: {{size_per_gpu: 64 MiB, write: "{write}"}}
+gpus: {{count: 8}}
+sim:
+  gpus_per_node: 8
+  faults: {faults}
+"""
+
+
+@pytest.mark.slow
+def test_a_bound_edited_to_another_basis_is_compared_on_one(pytester: pytest.Pytester) -> None:
+    """Accepted at '>= 2 GB/s per GPU', run at '>= 10 GB/s' (the cluster's total) with a
+    node at half its rate: the write case compares the totals (the burst waits on its
+    slowest node: half the rate; it said +708 % on the per-GPU figure and passed), and
+    names no node to drain."""
+    (pytester.path / "trial.yaml").write_text(BURST.format(write=">= 2 GB/s per GPU",
+                                                           faults="[]"))
+    assert pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                              "--cluster-reports=accepted").ret == pytest.ExitCode.OK
+    base = (pytester.path / "accepted" / "latest").resolve()
+    (pytester.path / "trial.yaml").write_text(BURST.format(
+        write=">= 10 GB/s", faults="[{node: n2, storage_factor: 0.5}]"))
+    pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                       "--cluster-reports=now", f"--cluster-baseline={base}")
+    run_dir = pytester.path / "now" / "latest"
+    [line] = [r for r in read_results(run_dir / "results.jsonl").results
+              if r["clause"] == "baseline.performance[storage[/shared].checkpoint.write]"]
+    assert line["outcome"] == "failed", line
+    assert -55 < line["change_pct"] < -45, line["measured"]
+    assert f"{BASES['gpu']} at baseline x 16 GPU(s)" in line["message"]
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert not [f for f in verdict["cluster_checks_failed"] if f["clause"] == line["clause"]
+                and f.get("culprits")]
+
+
 @pytest.mark.slow
 def test_a_run_of_one_node_passes_against_a_baseline_of_all(pytester: pytest.Pytester) -> None:
     """`--cluster-node=n1` against an accepted run of n1-n4: baseline.nodes passes, naming
@@ -356,6 +464,7 @@ def test_a_baseline_key_requires_the_baseline_signed_by_it(pytester: pytest.Pyte
     assert good.ret == pytest.ExitCode.OK
     report = (pytester.path / "good" / "latest" / "report.html").read_text()
     assert "the signature checked against SHA256:" in report
+    _says_its_signature(pytester, good, "good", VERIFIED, load(base, public).checked_key)
     wrong = _run(pytester, "wrong", f"--cluster-baseline={base}",
                  f"--cluster-baseline-key={other}")
     assert wrong.ret == pytest.ExitCode.USAGE_ERROR
@@ -364,6 +473,58 @@ def test_a_baseline_key_requires_the_baseline_signed_by_it(pytester: pytest.Pyte
     alone = _run(pytester, "alone", f"--cluster-baseline-key={public}")
     assert alone.ret == pytest.ExitCode.USAGE_ERROR
     alone.stderr.fnmatch_lines(["*--cluster-baseline-key needs --cluster-baseline=DIR*"])
+
+
+def _says_its_signature(pytester: pytest.Pytester, run: pytest.RunResult, reports: str,
+                        signature: str, key: str | None) -> None:
+    """The run says how its baseline's signature stood: the terminal's baseline line, the
+    end record's baseline and verdict.json's (valid against its schema)."""
+    run_dir = pytester.path / reports / "latest"
+    end = read_results(run_dir / "results.jsonl").end
+    assert end is not None
+    assert (end["baseline"]["signature"], end["baseline"]["signature_key"]) == (signature, key)
+    run.stdout.fnmatch_lines([f"*baseline: compared with *; {signature_said(signature, key)}"
+                              "): * case(s), * failed"])
+    verdict = json.loads((run_dir / "verdict.json").read_text())
+    assert verdict["baseline"] == end["baseline"]
+    Draft202012Validator(verdict_schema()).validate(verdict)
+
+
+def _rehash(run_dir: Path) -> None:
+    """A forger's bundle that keeps its signatures: every subject's digest made again over
+    the files as they are now (the signature no longer holds; verify without a key
+    passes)."""
+    manifest = json.loads((run_dir / MANIFEST).read_text())
+    statement = json.loads(base64.b64decode(manifest["payload"]))
+    for subject in statement["subject"]:
+        data = (run_dir / subject["name"]).read_bytes()
+        subject["digest"]["sha256"] = hashlib.sha256(data).hexdigest()
+        subject["annotations"]["size"] = len(data)
+    manifest["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    (run_dir / MANIFEST).write_text(json.dumps(manifest))
+
+
+@pytest.mark.slow
+def test_a_run_says_whether_its_baselines_signature_was_checked(
+        pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """A signed baseline tampered with and re-hashed (its signature INVALID) and used
+    without --cluster-baseline-key: the run says the signature was not checked (it said
+    only 'baseline: compared with ...', and recorded nothing of it); resealed unsigned:
+    unsigned."""
+    private, _, _ = ed25519_key(tmp_path, "accepted")
+    assert _run(pytester, "accepted", f"--cluster-sign-key={private}").ret == \
+        pytest.ExitCode.OK
+    base = (pytester.path / "accepted" / "latest").resolve()
+    with (base / "results.jsonl").open("a") as out:
+        out.write("\n")
+    _rehash(base)
+    assert load(base).signed_by, "its manifest still names the signature"
+    kept = _run(pytester, "kept", f"--cluster-baseline={base}")
+    assert kept.ret == pytest.ExitCode.OK, kept.stdout.str()[-3000:]
+    _says_its_signature(pytester, kept, "kept", NOT_CHECKED, None)
+    _reseal(base)
+    unsigned = _run(pytester, "unsigned", f"--cluster-baseline={base}")
+    _says_its_signature(pytester, unsigned, "unsigned", UNSIGNED, None)
 
 
 def test_a_weaker_baseline_says_why() -> None:

@@ -350,7 +350,7 @@ def test_verdict_json_has_the_clusters_verdict_and_follows_its_schema(
     that take nodes out; verdict.schema.json (shipped in the package, Draft 2020-12)
     describes every key, checked with jsonschema on a rejected, an accepted, a partial
     and a one-node run."""
-    from pytest_cluster.evidence.end import verdict_schema
+    from pytest_cluster.evidence.end import VERDICT_SCHEMA, verdict_schema
 
     Draft202012Validator.check_schema(verdict_schema())
     (pytester.path / "trial.yaml").write_text(
@@ -360,7 +360,7 @@ def test_verdict_json_has_the_clusters_verdict_and_follows_its_schema(
     assert rejected["verdict"] == "REJECTED" and rejected["status"] == "complete"
     assert rejected["run_id"] == os.readlink(pytester.path / "reports" / "latest")
     assert rejected["started_at"].endswith("Z") and rejected["schema"] == \
-        "pytest-cluster/verdict/2"
+        VERDICT_SCHEMA
     assert rejected["taint"] == [
         "# SIMULATED, not a real node: kubectl taint nodes n2 "
         "pytest-cluster/verdict=unreachable:NoSchedule --overwrite"]

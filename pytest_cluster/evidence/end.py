@@ -92,6 +92,8 @@ def end_record(facts: RunFacts) -> EndLine:
         compared = facts.baseline_cases
         end["baseline"] = {"path": str(facts.baseline.path), "run": facts.baseline.label,
                            "manifest_sha256": facts.baseline.manifest_sha256,
+                           "signature": facts.baseline.signature,
+                           "signature_key": facts.baseline.checked_key,
                            "cases": len(compared),
                            "failed": sum(not case.passed for case in compared)}
     if facts.soak is not None:
@@ -100,7 +102,7 @@ def end_record(facts: RunFacts) -> EndLine:
 
 
 #: The verdict.json shape this version writes (verdict.schema.json, shipped beside this).
-VERDICT_SCHEMA = "pytest-cluster/verdict/2"
+VERDICT_SCHEMA = "pytest-cluster/verdict/3"
 
 
 def verdict_schema() -> dict[str, Any]:
@@ -115,11 +117,12 @@ def verdict_document(spec: Spec, end: EndLine, verdicts: Sequence[NodeVerdict],
     """verdict.json: the cluster's verdict and outcome (PASS, FAIL, ERROR) at the level
     that ran, each node's, the failed checks about no one node, and the lines that take
     the nodes that failed out of service (SLURM drain, Kubernetes taint; printed, never
-    run). Its shape: verdict.schema.json."""
+    run), and the baseline it was compared with (how its signature stood). Its shape:
+    verdict.schema.json."""
     failed = ledger.cluster_failures()
     why_not = not_a_node(spec)
     out = to_drain(verdicts)
-    return {
+    document: VerdictDocument = {
         "schema": VERDICT_SCHEMA, "run_id": run_id, "tool_version": __version__,
         "cluster": spec.cluster.name, "spec_sha256": spec.sha256,
         "simulated": is_simulated(spec), "status": end["status"],
@@ -135,3 +138,6 @@ def verdict_document(spec: Spec, end: EndLine, verdicts: Sequence[NodeVerdict],
         "drain": [drain_line(v, why_not) for v in out],
         "taint": [taint_line(v, why_not) for v in out],
     }
+    if "baseline" in end:  # the run compared with, its signature, its cases (end record's)
+        document["baseline"] = end["baseline"]
+    return document

@@ -35,6 +35,7 @@ from pytest_cluster.errors import UnitError
 from pytest_cluster.evidence.sinks.results import (
     COMPLETE,
     PARTIAL,
+    BaselineSummary,
     ResultLine,
     clause_of,
     outcome,
@@ -54,10 +55,14 @@ NOT_CHECKED = "NOT CHECKED"
 NO_ANSWER = frozenset({"unreachable", "auth_refused"})
 #: ... and those that mean so when the host probe (the first thing asked) ends with them.
 NO_ANSWER_HOST = NO_ANSWER | {"timeout"}
+#: A figure that cannot be compared with its baseline's: measured on another basis (per
+#: GPU then, the cluster's total now) without the counts to convert, or in another unit.
+NOT_COMPARABLE = "not_comparable"
 #: Error kinds of a check that failed without a culprit: the slow-node search found the
-#: fabric below the bar but no known-good node to compare with. A cluster failure; the
+#: fabric below the bar but no known-good node to compare with; a figure not comparable
+#: with the baseline's (the contract changed between the runs). A cluster failure; the
 #: node is not rejected for it.
-NO_CULPRIT = frozenset({"undecided"})
+NO_CULPRIT = frozenset({"undecided", NOT_COMPARABLE})
 #: Error kinds of a check not made because another job held the node (SLURM: busy): the
 #: node is NOT CHECKED, saying so; neither it nor the cluster failed.
 NOT_MEASURED = frozenset({"busy"})
@@ -122,8 +127,7 @@ class NodeEntry(TypedDict):
     failures: list[dict[str, str]]  # clause, case, message
 
 
-class VerdictDocument(TypedDict):
-    """verdict.json, as the run writes it (end.verdict_document; verdict.schema.json)."""
+class _VerdictDocument(TypedDict):
 
     schema: str
     run_id: str
@@ -146,6 +150,12 @@ class VerdictDocument(TypedDict):
     cluster_checks_failed: list[dict[str, str]]  # cluster_failures
     drain: list[str]
     taint: list[str]
+
+
+class VerdictDocument(_VerdictDocument, total=False):
+    """verdict.json, as the run writes it (end.verdict_document; verdict.schema.json)."""
+
+    baseline: BaselineSummary  # the run compared with (--cluster-baseline), as the end record
 
 
 @dataclass

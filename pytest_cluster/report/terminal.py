@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pytest_cluster.evidence.baseline.compare import signature_said
 from pytest_cluster.evidence.plan import DESELECTED, NOT_AT_THIS_LEVEL, why_left_out
 from pytest_cluster.evidence.sinks.results import (
     COMPLETE,
@@ -160,9 +161,10 @@ def verdict_line(end: EndLine) -> str:
 
 
 def _baseline_lines(accepted: Baseline, counted: BaselineSummary, spec: Spec) -> list[str]:
+    signature = signature_said(counted["signature"], counted["signature_key"])
     lines = [f"baseline: compared with {accepted.path} ({accepted.label}, manifest sha256 "
-             f"{accepted.manifest_sha256[:16]}...): {counted['cases']} case(s), "
-             f"{counted['failed']} failed"]
+             f"{accepted.manifest_sha256[:16]}...; {signature}): {counted['cases']} "
+             f"case(s), {counted['failed']} failed"]
     lines += [f"  baseline note: {note}" for note in accepted.notes(spec)]
     return lines
 

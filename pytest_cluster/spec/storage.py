@@ -53,6 +53,9 @@ T = TypeVar("T")
 #: What a checkpoint bound may be per: `">= 2 GB/s per GPU"`, `"per node"`; none: the
 #: cluster's aggregate.
 _PER = re.compile(r"^(?P<bound>.*?)\s+per\s+(?P<per>gpu|node)\s*$", re.IGNORECASE)
+#: What such a bound counts (its basis, as a result line records it: `basis`): the
+#: cluster's aggregate, or that aggregate shared out per node or per GPU; how each is said.
+BASES = {"cluster": "as the cluster's total", "node": "per node", "gpu": "per GPU"}
 #: A test file's or a share's size: at least 1 MiB, at most what a test should write.
 _SIZE = (2**20, 2**40, "from 1 MiB to 1 TiB")
 _BLOCK = (2**16, 2**30, "from 64 KiB to 1 GiB")
@@ -67,17 +70,13 @@ def per_bound(raw: object, dim: Dim = Dim.RATE) -> tuple[Requirement, str]:
     try:
         found = parse_requirement(raw, dim)
         if per:
-            found = replace(found, text=written, per=f"per {PER_WORDS[per]}")
+            found = replace(found, text=written, per=BASES[per])
         return found, per
     except UnitError as exc:
         example = dim.example.strip("'")
         raise UnitError(f"{exc}; per GPU, per node or the cluster's aggregate: "
                         f"'>= {example} per GPU', '>= {example} per node', "
                         f"'>= {example}'") from None
-
-
-#: How a basis is said: 'per GPU', 'per node'.
-PER_WORDS = {"gpu": "GPU", "node": "node"}
 
 
 @dataclass(frozen=True)
@@ -97,12 +96,12 @@ def shared_over(basis: str, nodes: int, gpus_per_node: int | None) -> Share:
     never the writers or loader workers a node ran (a data loader's `workers` is set
     apart from its GPUs)."""
     if basis == "node":
-        return Share(nodes, f"per {PER_WORDS[basis]}", f"{nodes} node(s)")
+        return Share(nodes, BASES[basis], f"{nodes} node(s)")
     if basis == "gpu":
         if not gpus_per_node:
             raise ValueError("a bound per GPU needs the gpus section (how many GPUs each "
                              "node has)")
-        return Share(nodes * gpus_per_node, f"per {PER_WORDS[basis]}",
+        return Share(nodes * gpus_per_node, BASES[basis],
                      f"{nodes * gpus_per_node} GPU(s) "
                      f"({nodes} node(s) x gpus.count {gpus_per_node})")
     return Share(1, "", "")

@@ -29,6 +29,7 @@ from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results
 from pytest_cluster.evidence.untrusted_json import printable
+from pytest_cluster.evidence.verdict import NOT_COMPARABLE
 from pytest_cluster.measure.inventory_file import (
     INVENTORY,
     HcaRecord,
@@ -36,6 +37,7 @@ from pytest_cluster.measure.inventory_file import (
     NodeRecord,
     is_unreadable,
 )
+from pytest_cluster.spec.storage import BASES
 from pytest_cluster.units import UNITS, utc
 
 if TYPE_CHECKING:
@@ -45,9 +47,30 @@ HIGHER_BETTER = (">=", ">")
 LOWER_BETTER = ("<=", "<")
 #: What a numeric result line needs to be compared: its case, node, GPU, figure.
 KEPT = ("case", "clause", "node", "gpu", "filesystem", "measured", "measured_base", "unit",
-        "comparison")
+        "comparison", "basis", "basis_nodes", "basis_gpus")
+#: Per basis of a figure (spec/storage.py BASES), the count its line records that the
+#: total was shared out by, and what it counts (none: the total itself).
+SHARED_BY: dict[str, tuple[str, str] | None] = {
+    "cluster": None, "node": ("basis_nodes", "node(s)"), "gpu": ("basis_gpus", "GPU(s)")}
 MAX_NAMED = 20  # nodes named in a message; the rest are counted
 MAX_SHOWN = 300  # characters of a value a change shows
+
+
+#: How a baseline's signature stood when this run took it: checked against the
+#: --cluster-baseline-key given (a signature that fails makes it no baseline), signed but
+#: not checked (no key given), unsigned.
+VERIFIED, NOT_CHECKED, UNSIGNED = "verified", "not_checked", "unsigned"
+SIGNATURES = (VERIFIED, NOT_CHECKED, UNSIGNED)
+
+
+def signature_said(signature: str, key: str | None) -> str:
+    """The terminal's words for it: 'signature verified with SHA256:...', 'signature not
+    checked: no --cluster-baseline-key', 'unsigned: no signature to check'."""
+    if signature == VERIFIED:
+        return f"signature verified with {key}"
+    if signature == UNSIGNED:
+        return "unsigned: no signature to check"
+    return "signature not checked: no --cluster-baseline-key"
 
 
 class BaselineError(Exception):
@@ -85,6 +108,14 @@ class Baseline:
     @property
     def label(self) -> str:
         return f"run {self.started}"
+
+    @property
+    def signature(self) -> str:
+        """VERIFIED (by the key given: load refuses one whose signature fails),
+        NOT_CHECKED (its manifest names signers; no key was given) or UNSIGNED."""
+        if self.checked_key is not None:
+            return VERIFIED
+        return NOT_CHECKED if self.signed_by else UNSIGNED
 
 
 def figures(records: Iterable[ResultLine]) -> dict[str, ResultLine]:
@@ -369,33 +400,97 @@ def _dimension(unit: Any) -> object:
     return UNITS[unit][0] if isinstance(unit, str) and unit in UNITS else unit or ""
 
 
+def _basis(value: Any) -> str:
+    """'per GPU', 'as the cluster's total': a basis as a message says it."""
+    return BASES.get(value, f"on the basis {_shown(value)}") if isinstance(value, str) \
+        else "on no recorded basis"
+
+
+def _count(record: ResultLine, shared: tuple[str, str] | None) -> int | None:
+    """What `record`'s total was shared out by (`shared`: its key; None: the total, 1),
+    or None where its line does not hold it."""
+    count = record.get(shared[0]) if shared is not None else 1
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 \
+        else None
+
+
+def on_basis(now: ResultLine, before: ResultLine,
+             same_spec: bool = False) -> tuple[float | None, str]:
+    """The baseline's figure (SI) on this run's basis (`basis`: the cluster's total, per
+    node, per GPU) and how it was converted ('' where it was on it); None and why not
+    where it cannot be: measured on another basis and its line lacks the count to convert
+    exactly, or it records no basis and its spec is not this run's (`same_spec`: the same
+    spec counts every bound alike)."""
+    base = float(before["measured_base"])
+    here, there = now.get("basis"), before.get("basis")
+    if here == there or (there is None and same_spec):
+        return base, ""
+    if there is None:
+        return None, (f"measured {_basis(here)} here, and the baseline's line records no "
+                      "basis (per GPU, per node or the cluster's total: its `basis`) while "
+                      "its spec differs from this run's")
+    said = f"measured {_basis(there)} in the baseline, {_basis(here)} here"
+    if not (isinstance(here, str) and here in SHARED_BY and there in SHARED_BY):
+        return None, said
+    sources, targets = SHARED_BY[there], SHARED_BY[here]
+    counts = _count(before, sources), _count(before, targets)
+    if counts[0] is None or counts[1] is None:
+        lacking = dict.fromkeys(f"{shared[0]} (the {shared[1]} its total was shared out by)"
+                                for shared in (sources, targets)
+                                if shared is not None and _count(before, shared) is None)
+        return None, f"{said}, and the baseline's line holds no {' or '.join(lacking)} " \
+                     "to convert with"
+    steps = ([f"x {counts[0]} {sources[1]}"] if sources is not None else []) + \
+        ([f"/ {counts[1]} {targets[1]}"] if targets is not None else [])
+    return base * counts[0] / counts[1], \
+        f"{Figure(before).value(base)} {_basis(there)} at baseline {' '.join(steps)}"
+
+
+def _not_comparable(now: ResultLine, current: float, why: str, label: str,
+                    requirement: str) -> Case:
+    """A failed case: the figure and its baseline's cannot be compared (`why`, said in
+    full); a cluster failure that names no culprit (NOT_COMPARABLE), never a node's."""
+    figure = Figure(now)
+    return Case(str(now["case"]).rpartition("::")[2],
+                f"baseline.performance[{now['clause']}]", str(now.get("node")), False,
+                f"{figure.where} {now['clause']}: {why} ({label})",
+                gpu=now.get("gpu"),
+                props={"measured": figure.value(current), "compared_case": now["case"],
+                       "requirement": requirement, "error_kind": NOT_COMPARABLE})
+
+
 def compared(now: ResultLine, before: ResultLine, tolerance: float,
-             label: str) -> Case | None:
+             label: str, same_spec: bool = False) -> Case | None:
     """One figure against its baseline; None where they cannot be compared (a baseline of
-    0 has no relative change); a failed case where the baseline measured another quantity
-    (its unit of another dimension)."""
+    0 has no relative change); a failed case, not comparable, where the baseline measured
+    another quantity (its unit of another dimension) or on another basis (per GPU then,
+    the cluster's total now) that its line holds no count to convert from (on_basis)."""
     base, current = float(before["measured_base"]), float(now["measured_base"])
     if base == 0 or not math.isfinite(current) or not math.isfinite(base) \
             or not math.isfinite((current - base) / abs(base)):
         return None  # no relative change to speak of (a baseline of 5e-324: infinite)
     figure = Figure(now)
     if _dimension(now.get("unit")) != _dimension(before.get("unit")):
-        return Case(str(now["case"]).rpartition("::")[2],
-                    f"baseline.performance[{now['clause']}]", str(now.get("node")), False,
-                    f"{figure.where} {now['clause']}: in {_shown(now.get('unit'))} now, in "
-                    f"{_shown(before.get('unit'))} at baseline: not the same quantity, so "
-                    f"not compared ({label})", gpu=now.get("gpu"),
-                    props={"measured": figure.value(current), "compared_case": now["case"],
-                           "requirement": "the same quantity as at baseline"})
+        return _not_comparable(now, current, f"in {_shown(now.get('unit'))} now, in "
+                               f"{_shown(before.get('unit'))} at baseline: not the same "
+                               "quantity, so not compared", label,
+                               "the same quantity as at baseline")
+    converted, how = on_basis(now, before, same_spec)
+    if converted is None:
+        return _not_comparable(now, current, f"{how}: not compared", label,
+                               "the same basis as at baseline (per GPU, per node or the "
+                               "cluster's total), or the counts to convert it")
+    base = converted
     higher = figure.higher_is_better
     change = (current - base) / abs(base)
     worse = -change if higher else change
     shown_now, shown_base = figure.value(current), figure.number(base)
     direction = ("below" if change < 0 else "above")
+    was = f" ({how})" if how else ""
     text = (f"{figure.where} {now['clause']}: {shown_now}, "
-            f"{abs(change) * 100:.1f} % {direction} baseline {shown_base} ({label})")
+            f"{abs(change) * 100:.1f} % {direction} baseline {shown_base}{was} ({label})")
     param = str(now["case"]).rpartition("::")[2]  # the case it compares, by its name
-    props = {"measured": f"{shown_now} ({change * 100:+.1f} % on {shown_base})",
+    props = {"measured": f"{shown_now} ({change * 100:+.1f} % on {shown_base}{was})",
              "baseline_value": shown_base, "change_pct": round(change * 100, 2),
              "compared_case": now["case"],
              "requirement": f"no more than {tolerance * 100:g} % "
@@ -406,11 +501,15 @@ def compared(now: ResultLine, before: ResultLine, tolerance: float,
 
 
 def not_worse(baseline: Baseline, now: dict[str, ResultLine],
-              tolerance: float) -> list[Case]:
+              tolerance: float, spec_sha256: str = "") -> list[Case]:
+    """Each figure of both runs compared (`spec_sha256`: this run's spec; the same as the
+    baseline's, a figure whose baseline line records no basis is on this one's)."""
+    same_spec = bool(spec_sha256) and spec_sha256 == baseline.spec_sha256
     cases = []
     for case_id, record in now.items():
         before = baseline.figures.get(case_id)
-        case = compared(record, before, tolerance, baseline.label) if before else None
+        case = compared(record, before, tolerance, baseline.label, same_spec) \
+            if before else None
         if case is not None:
             cases.append(case)
     return cases
@@ -422,7 +521,9 @@ def compare(baseline: Baseline, inventory: InventoryDocument, results: Path,
     """Every derived case of this run against `baseline`: nodes (of `cluster`'s, those this
     run checks: `checked`, the nodes its selection kept a check of), hardware per node
     checked, and each figure measured in both runs."""
-    now = figures(read_results(results).results) if results.is_file() else {}
+    done = read_results(results) if results.is_file() else None
+    now = figures(done.results) if done is not None else {}
+    spec = str(done.run.get("spec_sha256", "")) if done is not None else ""
     return [same_nodes(baseline, inventory, cluster, checked),
             *same_hardware(baseline, inventory, asked_nodes(cluster, checked)),
-            *not_worse(baseline, now, tolerance)]
+            *not_worse(baseline, now, tolerance, spec)]

@@ -145,7 +145,8 @@ LINES = {
         "gpu": optional(integer()), "filesystem": OPTIONAL_TEXT,
         "measured": scalar(MAX_TEXT), "measured_base": scalar(MAX_TEXT),
         "unit": optional(text(64)), "comparison": optional(text(8)),
-        "outcome": text(32)}),
+        "basis": optional(text(16)), "basis_nodes": optional(integer()),
+        "basis_gpus": optional(integer()), "outcome": text(32)}),
     "end": record({"status": text(32)}),
 }
 

@@ -88,6 +88,11 @@ class ResultLine(TypedDict, total=False):
     finding: str  # what a check found beside its figure (a straggler)
     leftovers: Any  # a storage case: the files an earlier check left
     culprits: str  # a check of several nodes: the nodes it blames, as a hostlist
+    # a figure of what every node does at once (storage's aggregates): what its bound
+    # counts (spec/storage.py BASES: cluster, node, gpu) and what the total was shared by
+    basis: str
+    basis_nodes: int
+    basis_gpus: int
     raw: Any  # the probe's payload or the check's own evidence
     # a case derived from the whole run (evidence/derived_cases.py): the baseline's
     compared_case: str  # the case id a figure's comparison is of
@@ -142,6 +147,8 @@ class BaselineSummary(TypedDict):
     path: str
     run: str  # 'run <UTC start>'
     manifest_sha256: str
+    signature: str  # verified, not_checked (no --cluster-baseline-key) or unsigned
+    signature_key: str | None  # the fingerprint it was verified with; None: not checked
     cases: int
     failed: int
 
