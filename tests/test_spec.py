@@ -121,6 +121,10 @@ def test_good_spec_becomes_frozen_records() -> None:
      "trial.yaml:3: storage[0].path: expected an absolute path like /data, got 'data'"),
     ("cluster: {name: x, nodes: a}\nstorage:\n  - shared: true\n",
      "trial.yaml:3: storage[0].path: missing: which filesystem path to test"),
+    # a path is in every clause name, so in reasons and drain lines: one printable line
+    ("cluster: {name: x, nodes: a}\nstorage:\n  - path: \"/x\\ntouch /tmp/p #\"\n",
+     "trial.yaml:3: storage[0].path: expected an absolute path like /data of printable "
+     "characters, got '/x\\ntouch /tmp/p #' (not printable: U+000A at position 3)"),
     ("cluster: {name: x, nodes: a}\nstorage:\n  - path: /d\n  - path: /d/\n",
      "trial.yaml:4: storage[1].path: /d is listed twice"),
     ("cluster: {name: x, nodes: a}\nhost:\n  software: {torch: latest}\n",

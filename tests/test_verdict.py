@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -29,6 +31,7 @@ from pytest_cluster.evidence.verdict import (
     cluster_verdict,
     cut_reason,
     decisive,
+    drain_command,
     drain_line,
     node_verdicts,
     taint_line,
@@ -287,6 +290,19 @@ def test_drain_lines_of_a_simulated_cluster_are_comments() -> None:
     assert verdict.failures[0]["message"] == "[SIMULATED] n1 count"
     assert drain_line(verdict, "SIMULATED, not a real node").startswith(
         "# SIMULATED, not a real node: scontrol update NodeName=n1 State=DRAIN")
+
+
+@pytest.mark.parametrize("mark", ["\n", "\r", "\u2028", "\x1b", "\u202e"])
+def test_a_drain_line_is_one_line_whatever_its_reason_holds(mark: str) -> None:
+    """A reason with a line break (a clause name, a node's message) made the line a shell
+    reads two, the second no comment: `sh` ran it from a simulated run's verdict.json."""
+    verdict = node_verdicts(["n1"], PLAN, [result("a::t[n1]", "n1", "failed",
+                                                  message="Failed: x")])[0]
+    verdict = replace(verdict, reason=f"1 clause(s) failed: storage[/x{mark}touch /tmp/p #]")
+    for why in ("SIMULATED, not a real node", None):
+        line = drain_line(verdict, why)
+        assert line.isprintable() and "touch /tmp/p" in line
+        assert shlex.split(line, comments=True) == ([] if why else drain_command(verdict))
 
 
 def test_a_check_not_established_rejects_only_through_the_silent_node() -> None:

@@ -392,9 +392,17 @@ def drain_command(verdict: NodeVerdict) -> list[str]:
     """The scontrol line that drains a rejected or unreachable node (printed, never run);
     its reason cut at a clause (`cut_reason`) to MAX_DRAIN_REASON characters."""
     prefix = f"pytest-cluster {verdict.verdict.lower()}: "
-    reason = prefix + cut_reason(verdict.reason, MAX_DRAIN_REASON - len(prefix))
+    reason = prefix + cut_reason(one_line(verdict.reason), MAX_DRAIN_REASON - len(prefix))
     return ["scontrol", "update", f"NodeName={verdict.node}", "State=DRAIN",
             f"Reason={reason}"]
+
+
+def one_line(text: str) -> str:
+    """`text` with every character that is not printable (a newline, a tab, ESC, a bidi
+    override) a space: a drain line stays one line, so its comment mark covers all of it
+    and a shell reads it as the one command it is."""
+    return text if text.isprintable() else "".join(c if c.isprintable() else " "
+                                                   for c in text)
 
 
 def drain_line(verdict: NodeVerdict, not_a_node: str | None = None) -> str:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from yaml.nodes import MappingNode, Node, SequenceNode
 
-from pytest_cluster.errors import UnitError
+from pytest_cluster.errors import UnitError, head
 from pytest_cluster.spec.clauses import declared, keys
 from pytest_cluster.spec.fields import (
     Ctx,
@@ -35,8 +35,8 @@ from pytest_cluster.spec.fields import (
     kind,
     or_default,
     promises,
+    shown_name,
     size_between,
-    text,
     time_between,
     whole,
 )
@@ -240,10 +240,15 @@ def _dataloader(ctx: Ctx, node: Node, path: str, where: str, shared: bool | None
     return spec, tuple(found)
 
 
+#: A filesystem's path as every view shows it (in clause names, so in reasons and in
+#: drain lines): printable characters only (no newline to break a line a shell reads).
+_PATH = shown_name("an absolute path like /data", 4096)
+
+
 def _absolute(raw: object) -> str:
-    value = text("an absolute path like /data")(raw)
-    if not value.startswith("/") or "\0" in value:
-        raise UnitError(f"expected an absolute path like /data, got {raw!r}")
+    value = _PATH(raw)
+    if not value.startswith("/"):
+        raise UnitError(f"expected an absolute path like /data, got {head(value, 64)!r}")
     return os.path.normpath(value)
 
 
