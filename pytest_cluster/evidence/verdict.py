@@ -58,11 +58,15 @@ NO_ANSWER_HOST = NO_ANSWER | {"timeout"}
 #: A figure that cannot be compared with its baseline's: measured on another basis (per
 #: GPU then, the cluster's total now) without the counts to convert, or in another unit.
 NOT_COMPARABLE = "not_comparable"
-#: Error kinds of a check that failed without a culprit: the slow-node search found the
-#: fabric below the bar but no known-good node to compare with; a figure not comparable
-#: with the baseline's (the contract changed between the runs). A cluster failure; the
-#: node is not rejected for it.
-NO_CULPRIT = frozenset({"undecided", NOT_COMPARABLE})
+#: A slow-node search (interconnect.node_network, each rail of fabric.rail_busbw) that
+#: found the fabric below the bar with no known-good node to compare with, or a job of
+#: several nodes that failed on none of them in particular: no node can be blamed
+#: (Evidence.undecided records it).
+UNDECIDED = "undecided"
+#: Error kinds of a check that failed without a culprit: an undecided search (UNDECIDED);
+#: a figure not comparable with the baseline's (the contract changed between the runs). A
+#: cluster failure; the node is not rejected for it.
+NO_CULPRIT = frozenset({UNDECIDED, NOT_COMPARABLE})
 #: Error kinds of a check not made because another job held the node (SLURM: busy): the
 #: node is NOT CHECKED, saying so; neither it nor the cluster failed.
 NOT_MEASURED = frozenset({"busy"})
