@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import fabric
 from pytest_cluster.measure.fabric import NIC_END, NIC_START
-from pytest_cluster.measure.node_search import FAILED, OK, SLOW
+from pytest_cluster.measure.node_search import COULD_NOT_DECIDE, FAILED, OK, SLOW, UNDECIDED
 from pytest_cluster.run.contract_tests import checks
 from pytest_cluster.units import Dim, format_number, format_value
 
@@ -251,7 +251,9 @@ def test_fabric_rail_busbw(cluster_spec: Spec, cluster: Cluster, node: str,
     node, search_payload) run once per rail with every job bound to that port, so a slow
     port is named with its node. A node is slow on a rail only against a partner that
     reached the bar on it with other nodes; it passes only when every rail was measured
-    at the bar."""
+    at the bar. A rail whose search could not decide (no known-good node) is no fault of
+    this node: when nothing else failed it is `undecided` (NOT CHECKED, never drained), as
+    interconnect.busbw[node_network] is."""
     spec = _fabric(cluster_spec)
     clause = _clause(spec, "rail_busbw")
     rails = cluster.rail_searches()
@@ -264,6 +266,7 @@ def test_fabric_rail_busbw(cluster_spec: Spec, cluster: Cluster, node: str,
     slow: list[str] = []
     slow_rates: list[float] = []
     unmeasured = [f"{name}: {why}" for name, why in rails.errors.items()]
+    undecided: dict[str, list[str]] = {}  # why -> the rails whose search could not decide
     figures: dict[str, float] = {}
     for name, search in rails.searches.items():
         evidence.saw(search)
@@ -282,12 +285,19 @@ def test_fabric_rail_busbw(cluster_spec: Spec, cluster: Cluster, node: str,
                 slow.append(f"{name} {format_value(verdict.busbw, Dim.RATE, unit)} with "
                             f"{partners} (round {verdict.round} of {len(search.rounds)}; "
                             f"{partners} reached the bar on {name} with other nodes)")
+        elif verdict.status == UNDECIDED:  # no known-good node on it: not this node's fault
+            undecided.setdefault(verdict.why, []).append(name)
         else:
             said = rails.why_failed(name, [node, *verdict.partners]) \
                 if verdict.status == FAILED else ""
             unmeasured.append(f"{name}: {verdict.why or verdict.status}"
                               + (f" ({said})" if said else ""))
     method = rails.method
+    not_decided = [f"{', '.join(names)}: {COULD_NOT_DECIDE}: {why}"
+                   for why, names in undecided.items()]
+    if not slow and not unmeasured and not_decided:  # as interconnect.busbw[node_network]
+        evidence.undecided(clause, "; ".join(not_decided), raw=raw)
+    unmeasured += not_decided
     if not slow and (unmeasured or not figures):
         evidence.cannot_measure(clause, "; ".join(unmeasured[:6]) or "no rail to measure",
                                 raw=raw)

@@ -13,7 +13,13 @@ from pytest_cluster.evidence.latency_map import MATRIX_UP_TO
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import nccl_log
 from pytest_cluster.measure.latency import placement
-from pytest_cluster.measure.node_search import FAILED, NOT_SEARCHED, SLOW, UNDECIDED
+from pytest_cluster.measure.node_search import (
+    COULD_NOT_DECIDE,
+    FAILED,
+    NOT_SEARCHED,
+    SLOW,
+    UNDECIDED,
+)
 from pytest_cluster.measure.reference import Reference, for_busbw
 from pytest_cluster.run.contract_tests import checks
 from pytest_cluster.spec.busbw import CollectiveRun, gbs, required_busbw
@@ -237,8 +243,8 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
     if verdict.status == UNDECIDED:
         tried = (f"; below the bar with {', '.join(verdict.partners)}" if verdict.partners
                  and not math.isnan(verdict.busbw) else "")
-        evidence.cannot_measure(clause, f"the slow-node search could not decide: "
-                                f"{verdict.why}{tried}{left_out}", raw=raw, kind="undecided")
+        evidence.undecided(clause, f"{COULD_NOT_DECIDE}: {verdict.why}{tried}{left_out}",
+                           raw=raw)
     if verdict.status == FAILED or math.isnan(verdict.busbw):
         evidence.cannot_measure(
             clause, f"{verdict.why or 'the all_reduce failed'} (round {verdict.round}"
@@ -319,8 +325,11 @@ def _latency(cluster: Cluster, node: str, evidence: Evidence,
                                 raw=raw, kind="unreachable", node=node)
     if run.error:
         mine = run.error.startswith(f"{node}: ") or run.error.startswith(f"{node} ")
+        if not mine:
+            evidence.undecided(clause, f"the ping-pong failed: {run.error}", raw=raw,
+                               node=node)
         evidence.cannot_measure(clause, f"the ping-pong failed: {run.error}", raw=raw,
-                                kind="job_failed" if mine else "undecided", node=node)
+                                kind="job_failed", node=node)
     where = placement(run, node, size)
     if where is None:
         evidence.cannot_measure(clause, f"{node} met no peer at {format_size(size)} in the "

@@ -126,9 +126,11 @@ def test_training_ranks(cluster: Cluster, node: str, evidence: Evidence) -> None
     if node not in run.silence:
         why = run.error or run.hang or "its ranks reported no progress"
         mine = why.startswith(f"{node}: ") or why.startswith(f"{node} ")
+        if not mine:
+            evidence.undecided(clause, f"its ranks' silence was not measured: {why}",
+                               raw=raw, node=node)
         evidence.cannot_measure(clause, f"its ranks' silence was not measured: {why}",
-                                raw=raw, kind="job_failed" if mine else "undecided",
-                                node=node)
+                                raw=raw, kind="job_failed", node=node)
     silent = run.silence[node]
     evidence.check(clause, silent, node=node, result=None, method=RANKS_METHOD, raw=raw,
                    note=run.hang or run.error)

@@ -97,6 +97,7 @@ def disagreements(views: Views) -> list[str]:
     """Every fact two views show differently, one sentence each."""
     return [*_check_results(views), *_check_junit(views), *_check_report(views),
             *_check_verdicts(views), *_check_terminal(views), *_check_metrics(views),
+            *_check_clause_metrics(views),
             *_check_manifest(views), *_check_legends(views), *_check_heatmap(views),
             *_check_clause_table(views)]
 
@@ -359,8 +360,9 @@ def _check_terminal(views: Views) -> Iterator[str]:
 
 
 def _check_metrics(views: Views) -> Iterator[str]:
-    """The Prometheus file: one check_passed per judged case with its labels, equal to
-    its outcome; measured and bound in base units; each node's verdict; the run's."""
+    """The Prometheus file: one check_passed and one check_judged per judged case with
+    its labels, equal to its outcome and to whether it blames its node; measured and bound
+    in base units; each node's verdict; the run's."""
     if views.metrics is None:
         return
     found = views.metrics
@@ -371,9 +373,12 @@ def _check_metrics(views: Views) -> Iterator[str]:
         if name.startswith("pytest_cluster_check_measured"):
             figures.update({tuple(labels[n] for n in CASE_LABELS[2:10]): value
                             for labels, value in samples})
+    decided = {tuple(labels[n] for n in CASE_LABELS[2:10]): value
+               for labels, value in found.get("pytest_cluster_check_judged", [])}
     judged = _judged(views)
-    if len(passed) != len(judged):
-        yield f"metrics: {len(passed)} check_passed samples for {len(judged)} judged cases"
+    if len(passed) != len(judged) or len(decided) != len(judged):
+        yield (f"metrics: {len(passed)} check_passed and {len(decided)} check_judged "
+               f"samples for {len(judged)} judged cases")
     for r in judged:
         key = tuple("" if r.get(n) is None else str(r.get(n)) for n in (
             "spec_key", "node", "gpu", "filesystem", "collective", "payload", "node_count",
@@ -381,6 +386,11 @@ def _check_metrics(views: Views) -> Iterator[str]:
         value = passed.get(key)
         if value != (1.0 if outcome(r) == "passed" else 0.0):
             yield f"metrics: check_passed {value} for {r['nodeid']} ({outcome(r)})"
+        # 0 exactly where the case failed with a kind the verdict blames no node for
+        blames = outcome(r) == "passed" or r.get("error_kind") not in NOT_BLAMING
+        if decided.get(key) != (1.0 if blames else 0.0):
+            yield (f"metrics: check_judged {decided.get(key)} for {r['nodeid']} "
+                   f"({outcome(r)}, {r.get('error_kind')})")
         number = r.get("measured_base")
         if isinstance(number, (int, float)) and not isinstance(number, bool) \
                 and "required_base" in r and not _same_number(figures.get(key), number):
@@ -394,20 +404,54 @@ def _check_metrics(views: Views) -> Iterator[str]:
         for name in ("verdict", "outcome", "level", "status"):
             if labels[name] != views.verdict[name]:
                 yield f"metrics: run {name} {labels[name]}, verdict.json {views.verdict[name]}"
+
+
+def _check_clause_metrics(views: Views) -> Iterator[str]:
+    """The metrics' clause samples: clause_passed 0 where a case of the clause failed on
+    the node (or named it); clause_judged 0 where those failures could not be judged; a
+    clause failed and judged on a node exactly where verdict.json fails the node for it."""
+    if views.metrics is None:
+        return
+    found = views.metrics
     expected: dict[tuple[str, str], float] = {}
-    for r in judged:
+    blamed: set[tuple[str, str]] = set()  # failed against the node
+    unjudged: set[tuple[str, str]] = set()  # failed, but could not be judged
+    family: dict[str, str] = {}  # the metrics' clause label -> verdict.json's clause
+    for r in _judged(views):
         key = (str(r.get("spec_key")), str(r.get("node")))
+        family[key[0]] = str(r.get("clause") or r.get("spec_key"))
         bad = outcome(r) != "passed"
         expected[key] = min(expected.get(key, 1.0), 0.0 if bad else 1.0)
         if bad and r.get("error_kind") not in NOT_BLAMING:
+            blamed.add(key)
             for node in culprits(r):
                 expected[(key[0], node)] = 0.0
+                blamed.add((key[0], node))
+        elif bad:
+            unjudged.add(key)
     shown = {(labels["clause"], labels["node"]): value
              for labels, value in found.get("pytest_cluster_clause_passed", [])}
     for key in sorted(set(shown) | set(expected)):
         if shown.get(key) != expected.get(key):
             yield (f"metrics: clause_passed {shown.get(key)} for {key[0]} on {key[1]}, "
                    f"results.jsonl {expected.get(key)}")
+    ruled = {(labels["clause"], labels["node"]): value
+             for labels, value in found.get("pytest_cluster_clause_judged", [])}
+    for key in sorted(set(ruled) | set(expected)):
+        wanted = 0.0 if key in unjudged and key not in blamed else 1.0
+        if ruled.get(key) != (wanted if key in expected else None):
+            yield (f"metrics: clause_judged {ruled.get(key)} for {key[0]} on {key[1]}, "
+                   f"results.jsonl {wanted if key in expected else None}")
+    # a per-node alert on a failed clause that was judged fires exactly on the clauses
+    # verdict.json fails the node for
+    for node in views.verdict["nodes"]:
+        alerting = {family.get(clause, clause) for (clause, name), value in shown.items()
+                    if name == node["node"] and value == 0.0
+                    and ruled.get((clause, name)) == 1.0}
+        if alerting != set(node["failed_clauses"]):
+            yield (f"metrics: clause_passed 0 and clause_judged 1 on {node['node']} for "
+                   f"{sorted(alerting)}, verdict.json ({node['verdict']}) fails "
+                   f"{sorted(node['failed_clauses'])}")
 
 
 def _check_manifest(views: Views) -> Iterator[str]:

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Any, cast
 import pytest
 
 from pytest_cluster.errors import SpecError
+from pytest_cluster.evidence.verdict import NOT_CHECKED, REJECTED, UNDECIDED
 from pytest_cluster.measure import fabric
 from pytest_cluster.measure.inventory_file import Unreadable
+from pytest_cluster.measure.node_search import COULD_NOT_DECIDE, NO_GOOD
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import FabricSpec
 from tests.conftest import has_torch
@@ -231,6 +233,40 @@ def test_each_rail_alone_names_the_slow_port_and_its_node(pytester: pytest.Pytes
     # gloo (the section's default backend) binds to the HCA port's IPoIB interface
     assert lines["n3"]["raw"]["mlx5_5/1"]["env"] == [["GLOO_SOCKET_IFNAME", "ibp5s0"]]
     assert lines["n3"]["simulated"] is True
+
+
+def test_a_rail_search_that_cannot_decide_blames_no_node(pytester: pytest.Pytester) -> None:
+    """Every node's links at half rate: no pair reaches the bar on any rail, so no node is
+    known good and the search cannot tell which is slow. Each rail case is undecided, as
+    interconnect.busbw[node_network] is: a cluster failure without a culprit, the node NOT
+    CHECKED and never drained; n2's own port down still rejects n2 (fabric.ports, and its
+    rail that ran no job). Before: every node REJECTED and drained for rail_busbw."""
+    faults = "".join(f"    - {{node: n{i}, link_factor: 0.5}}\n" for i in range(1, 5))
+    (pytester.path / "trial.yaml").write_text(
+        RAILS.split("sim:")[0].replace("{rail_busbw", "{ports: 8, rail_busbw")
+        + "sim:\n  faults:\n" + faults
+        + "    - {node: n2, nic: 1, nic_down: true}\n")
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "-k", "rail_busbw or ports")
+    result.assert_outcomes(passed=3, failed=5)
+    lines = {r["node"]: r for r in jsonl(pytester) if r.get("clause") == "fabric.rail_busbw"}
+    assert {n: r["error_kind"] for n, r in lines.items()} == {
+        "n1": UNDECIDED, "n2": "cannot_measure", "n3": UNDECIDED, "n4": UNDECIDED}
+    rails = ", ".join(f"mlx5_{i}/1" for i in range(8))
+    assert lines["n1"]["message"] == (
+        f"Failed: [SIMULATED] n1 rail_busbw: {rails}: {COULD_NOT_DECIDE}: {NO_GOOD}")
+    assert lines["n2"]["message"].startswith(
+        "Failed: [SIMULATED] n2 rail_busbw: cannot measure: mlx5_1/1: port mlx5_1/1 on n2 "
+        "is down"), lines["n2"]
+    verdict = json.loads((pytester.path / "reports" / "latest" / "verdict.json").read_text())
+    nodes = {n["node"]: n for n in verdict["nodes"]}
+    assert {n: v["verdict"] for n, v in nodes.items()} == {
+        "n1": NOT_CHECKED, "n2": REJECTED, "n3": NOT_CHECKED, "n4": NOT_CHECKED}
+    assert nodes["n2"]["failed_clauses"] == ["fabric.ports", "fabric.rail_busbw"]
+    assert nodes["n1"]["checks_undecided"] == 1 and nodes["n1"]["failed_clauses"] == []
+    assert [line.split("NodeName=")[1].split()[0] for line in verdict["drain"]] == ["n2"]
+    assert sorted(f["where"] for f in verdict["cluster_checks_failed"]
+                  if f["kind"] == UNDECIDED) == ["n1", "n3", "n4"]
 
 
 def test_after_a_failed_job_its_nodes_are_read_again_for_a_port_down(

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from pytest_cluster.evidence.sinks.metrics import CASE_LABELS, CLAUSE_LABELS, base_unit
+from pytest_cluster.evidence.sinks.metrics import CASE_LABELS, CLAUSE_LABELS, JUDGED, base_unit
 from pytest_cluster.evidence.sinks.results import ResultLine, outcome
+from pytest_cluster.evidence.verdict import NOT_BLAMING, UNDECIDED
 from pytest_cluster.units import UNITS
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -162,6 +163,52 @@ def test_a_node_a_cluster_check_names_fails_that_clause_in_the_metrics(
     firmware = {labels["node"]: value for labels, value in found["pytest_cluster_clause_passed"]
                 if labels["clause"] == "fabric.same_firmware"}
     assert firmware == {"all": 0.0, "sim-gpu-04": 0.0}
+
+
+#: Every node's links at half rate (no known-good node: the slow-node search cannot
+#: decide), n2 with a port down too (its own fault).
+SLOWDOWN = """\
+cluster: {name: m, nodes: "n[1-4]", launcher: sim}
+interconnect:
+  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}
+  payloads: [4 GiB]
+  busbw: ">= 80%"
+fabric: {ports: 8}
+sim:
+  faults:
+""" + "".join(f"    - {{node: n{i}, link_factor: 0.5}}\n" for i in range(1, 5)) + """\
+    - {node: n2, nic: 3, nic_down: true}
+"""
+
+
+def test_a_case_that_could_not_be_judged_is_told_apart_from_a_failure(
+        pytester: pytest.Pytester) -> None:
+    """check_judged and clause_judged are 0 where a case failed with an error kind that
+    blames no node (the slow-node search undecided: NOT CHECKED), 1 elsewhere; so a
+    per-node alert on `clause_passed == 0 and clause_judged == 1` fires on exactly the
+    clauses verdict.json fails each node for. Before, check_passed and clause_passed were
+    0 for n1's undecided node_network with nothing to tell it from n2's port down."""
+    found, lines, _ = run_with_metrics(pytester, SLOWDOWN, "-k", "node_network or ports")
+    judged = [r for r in lines if outcome(r) in JUDGED]
+    assert {r.get("error_kind") for r in judged if outcome(r) != "passed"} == {
+        UNDECIDED, None}  # the search's indecision, and n2's port down
+    case = {tuple(labels[n] for n in CASE_LABELS[2:4]): value
+            for labels, value in found["pytest_cluster_check_judged"]}
+    assert case == {(str(r["spec_key"]), str(r["node"])):
+                    0.0 if r.get("error_kind") in NOT_BLAMING else 1.0 for r in judged}
+    passed = {tuple(labels[n] for n in CLAUSE_LABELS[2:4]): value
+              for labels, value in found["pytest_cluster_clause_passed"]}
+    clause = {tuple(labels[n] for n in CLAUSE_LABELS[2:4]): value
+              for labels, value in found["pytest_cluster_clause_judged"]}
+    assert set(clause) == set(passed)
+    assert passed[("interconnect.busbw[node_network]", "n1")] == 0.0
+    assert clause[("interconnect.busbw[node_network]", "n1")] == 0.0
+    assert clause[("fabric.ports", "n2")] == 1.0 and passed[("fabric.ports", "n2")] == 0.0
+    verdict = json.loads((pytester.path / "reports" / "latest" / "verdict.json").read_text())
+    for node in verdict["nodes"]:
+        alerting = {name for (name, where), value in passed.items()
+                    if where == node["node"] and value == 0 and clause[(name, where)] == 1}
+        assert alerting == set(node["failed_clauses"]), node
 
 
 @pytest.mark.realcomponents

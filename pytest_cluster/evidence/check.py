@@ -20,6 +20,7 @@ import pytest
 from pytest_cluster.evidence import node_groups
 from pytest_cluster.evidence.sinks.results import strict_json
 from pytest_cluster.evidence.untrusted_json import found
+from pytest_cluster.evidence.verdict import UNDECIDED
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure.reference import Reference, properties
 from pytest_cluster.spec.model import Clause, Rule, VersionClause
@@ -146,6 +147,15 @@ class Evidence:
         if kind != "cannot_measure":
             text = f"{where(node, place.filesystem, place.gpu)} {name}: {reason}"
         pytest.fail(_mark(text, self.simulated), pytrace=False)
+
+    def undecided(self, clause: Promise, reason: str, *, raw: Any = None,
+                  node: str | None = None) -> NoReturn:
+        """The check could not be decided about this node, through no fault of its own (a
+        slow-node search with no known-good node to compare with, a job of several nodes
+        that failed on none of them in particular): fail with error kind UNDECIDED, a
+        cluster failure without a culprit that leaves the node NOT CHECKED, never REJECTED
+        or drained (verdict.NO_CULPRIT)."""
+        self.cannot_measure(clause, reason, raw=raw, kind=UNDECIDED, node=node)
 
     def check(self, clause: Clause, measured: float, *, result: ProbeResult | None,
               method: str | None = None, raw: Any = None, note: str = "",

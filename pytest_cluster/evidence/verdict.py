@@ -58,11 +58,15 @@ NO_ANSWER_HOST = NO_ANSWER | {"timeout"}
 #: A figure that cannot be compared with its baseline's: measured on another basis (per
 #: GPU then, the cluster's total now) without the counts to convert, or in another unit.
 NOT_COMPARABLE = "not_comparable"
-#: Error kinds of a check that failed without a culprit: the slow-node search found the
-#: fabric below the bar but no known-good node to compare with; a figure not comparable
-#: with the baseline's (the contract changed between the runs). A cluster failure; the
-#: node is not rejected for it.
-NO_CULPRIT = frozenset({"undecided", NOT_COMPARABLE})
+#: A slow-node search (interconnect.node_network, each rail of fabric.rail_busbw) that
+#: found the fabric below the bar with no known-good node to compare with, or a job of
+#: several nodes that failed on none of them in particular: no node can be blamed
+#: (Evidence.undecided records it).
+UNDECIDED = "undecided"
+#: Error kinds of a check that failed without a culprit: an undecided search (UNDECIDED);
+#: a figure not comparable with the baseline's (the contract changed between the runs). A
+#: cluster failure; the node is not rejected for it.
+NO_CULPRIT = frozenset({UNDECIDED, NOT_COMPARABLE})
 #: Error kinds of a check not made because another job held the node (SLURM: busy): the
 #: node is NOT CHECKED, saying so; neither it nor the cluster failed.
 NOT_MEASURED = frozenset({"busy"})
@@ -77,9 +81,19 @@ TOOL_FAULT = "tool_fault"
 #: check of ours ended with an exception that is no verdict (TOOL_FAULT). A spec's slip, a
 #: wrong vantage point or a fault of the tool is no node's fault: it drains none.
 TOOL_ERROR = frozenset({"interpreter_missing", "wrong_namespace", TOOL_FAULT})
-#: Error kinds after which a check of several nodes blames none of them.
+#: Error kinds after which a check blames no node: neither its own (NOT CHECKED for it,
+#: never drained) nor, for a check of several nodes, those it names.
 NOT_BLAMING = NO_CULPRIT | NOT_MEASURED | TOOL_ERROR | NOT_ESTABLISHED
 MAX_REASON = 300
+
+
+def judged(record: ResultLine) -> bool:
+    """Whether a case that ran (passed, failed, could not start) judged what it is about:
+    it passed, or it failed for a fault the verdict counts against its node (and the
+    culprits it names). False for a case that could not be judged (an error kind in
+    NOT_BLAMING: undecided, busy, a tool error, not established): it fails, but blames no
+    node."""
+    return outcome(record) == "passed" or record.get("error_kind") not in NOT_BLAMING
 
 
 def culprits(record: ResultLine) -> list[str]:
@@ -195,7 +209,7 @@ class VerdictBuilder:
 
     def add(self, record: ResultLine) -> None:
         failed = outcome(record) in ("failed", "error")
-        if failed and record.get("error_kind") not in NOT_BLAMING:
+        if failed and judged(record):
             for node in culprits(record):  # a check of several nodes that names some
                 if node in self._verdicts and node != record.get("node"):
                     self._fail(self._verdicts[node], record)
@@ -205,7 +219,7 @@ class VerdictBuilder:
         found.ran += 1
         if outcome(record) == "passed":
             found.passed += 1
-        elif failed and record.get("error_kind") in NO_CULPRIT | NOT_MEASURED | TOOL_ERROR:
+        elif failed and not judged(record):
             found.undecided.append(clean_message(str(record.get("message", ""))))
         elif failed:
             message = self._fail(found, record)

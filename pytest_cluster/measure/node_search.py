@@ -31,6 +31,8 @@ UNDECIDED = "undecided"  # no known-good partner to compare with
 NOT_SEARCHED = "not_searched"  # left out by the caller (its probes failed, its port down)
 #: Rounds spent re-pairing suspects when no pair reached the bar, before giving up.
 REMATCH_ROUNDS = 3
+#: How a node's case says the search left it UNDECIDED (before why).
+COULD_NOT_DECIDE = "the slow-node search could not decide"
 NO_GOOD = ("no group reached the bar, so no node is known good to compare with: the "
            "search cannot tell which node is slow (the whole fabric may be slow)")
 

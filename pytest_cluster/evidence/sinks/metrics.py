@@ -16,16 +16,24 @@ with what tells the cases apart - CASE_LABELS: the clause, node, GPU, filesystem
 collective, payload, node count and rail, and the run's level:
 
     pytest_cluster_check_passed{CASE_LABELS} 1 or 0     (every case, rules included)
+    pytest_cluster_check_judged{CASE_LABELS} 1 or 0     0: it could not be judged (an error
+                                                         kind that blames no node:
+                                                         verdict.judged), so its 0 passed
+                                                         is no fault of the node
     pytest_cluster_check_measured_<unit>{CASE_LABELS}   the measured value, in base units
     pytest_cluster_check_required_<unit>{CASE_LABELS}   the bound
     pytest_cluster_check_margin_ratio{CASE_LABELS}      headroom over the bound (-0.125:
                                                          12.5 % short of it)
 
-and one sample per clause and node, the worst of its cases (a failed one first, then the
-least margin) - CLAUSE_LABELS: cluster, level, clause, node, simulated. A check of several
-nodes that names culprits (verdict.culprits) counts as failed for each of them too:
+and one sample per clause and node, the worst of its cases (a failed one first, one that
+judged the node before one that could not, then the least margin) - CLAUSE_LABELS:
+cluster, level, clause, node, simulated. A check of several nodes that names culprits
+(verdict.culprits) counts as failed for each of them too:
 
     pytest_cluster_clause_passed{CLAUSE_LABELS} 1 when every case passed
+    pytest_cluster_clause_judged{CLAUSE_LABELS} 0 when its cases failed only where they
+                                                could not be judged: the verdict does not
+                                                blame the node for the clause
     pytest_cluster_clause_measured_<unit>, _required_<unit>, _margin_ratio  (the worst case)
 
 <unit> is the base unit of the clause's dimension (BASE_UNIT; a count has none). The
@@ -47,7 +55,7 @@ from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 
 from pytest_cluster.evidence.sinks.results import ResultLine, clause_of, is_result, outcome
 from pytest_cluster.evidence.tally import margin
-from pytest_cluster.evidence.verdict import culprits, outcome_of
+from pytest_cluster.evidence.verdict import culprits, judged, outcome_of
 from pytest_cluster.units import UNITS, Dim, finite
 
 #: The base unit of each dimension, as the metric name's suffix ('' for a count).
@@ -74,19 +82,23 @@ def base_unit(unit: str) -> str:
 
 @dataclass(frozen=True)
 class Sample:
-    """A judged case's figures: passed or not; measured, bound and margin where it has
-    numbers (base units; margin as a share of the bound)."""
+    """A case's figures: passed or not; whether it judged its node (verdict.judged);
+    measured, bound and margin where it has numbers (base units; margin as a share of the
+    bound)."""
 
     passed: bool
     unit: str = ""
     measured: float | None = None
     required: float | None = None
     margin: float | None = None
+    judged: bool = True
 
     @property
-    def badness(self) -> tuple[bool, float]:
-        """Orders samples worst first: failed before passed, then less margin."""
-        return (self.passed, self.margin if self.margin is not None else math.inf)
+    def badness(self) -> tuple[bool, bool, float]:
+        """Orders samples worst first: failed before passed, a failure that judged the
+        node before one that could not, then less margin."""
+        return (self.passed, not self.judged,
+                self.margin if self.margin is not None else math.inf)
 
     @classmethod
     def of(cls, record: ResultLine) -> Sample:
@@ -94,7 +106,8 @@ class Sample:
             finite(record.get("required_base"))
         share = margin(record) if measured is not None and required is not None else None
         return cls(outcome(record) == "passed", base_unit(str(record.get("unit") or "")),
-                   measured, required, share / 100 if share is not None else None)
+                   measured, required, share / 100 if share is not None else None,
+                   judged(record))
 
 
 def worse(old: Sample | None, new: Sample) -> Sample:
@@ -132,7 +145,7 @@ class Metrics:
                   _text(record.get("payload")), _text(record.get("node_count")),
                   _text(record.get("rail")), simulated)
         self.cases[labels] = worse(self.cases.get(labels), sample)
-        blamed = culprits(record) if not sample.passed else []
+        blamed = culprits(record) if not sample.passed and sample.judged else []
         for name in [node, *blamed]:
             key = (self.cluster, self.level, clause, name, simulated)
             self.clauses[key] = worse(self.clauses.get(key),
@@ -192,16 +205,21 @@ class Metrics:
     @staticmethod
     def _samples(found: CollectorRegistry, kind: str, what: str, names: tuple[str, ...],
                  samples: Mapping[tuple[str, ...], Sample]) -> None:
-        """pytest_cluster_<kind>_passed for every sample; measured, required (a family
-        per unit) and margin where it has numbers."""
+        """pytest_cluster_<kind>_passed and _judged for every sample; measured, required
+        (a family per unit) and margin where it has numbers."""
         passed = Gauge(f"pytest_cluster_{kind}_passed", f"1 when {what} passed", names,
                        registry=found)
+        judged = Gauge(f"pytest_cluster_{kind}_judged", f"1 when {what} judged its node "
+                       "(passed, or failed against it); 0 when it failed but could not be "
+                       "judged (undecided, busy, a tool error): the verdict blames no node "
+                       "for it", names, registry=found)
         margins = Gauge(f"pytest_cluster_{kind}_margin_ratio", f"{what}: headroom over the "
                         "bound, as a share of it (negative: short of it)", names,
                         registry=found)
         figures: dict[str, tuple[Gauge, Gauge]] = {}
         for labels, sample in samples.items():
             passed.labels(*labels).set(1 if sample.passed else 0)
+            judged.labels(*labels).set(1 if sample.judged else 0)
             if sample.margin is not None:
                 margins.labels(*labels).set(sample.margin)
             if sample.measured is None or sample.required is None:
