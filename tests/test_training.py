@@ -188,6 +188,33 @@ def test_the_first_failure_is_never_a_store_timeout_or_a_warning() -> None:
         "120000ms")
 
 
+#: What a rank whose numpy does not load prints first (a warning and the line it quotes):
+#: no reason for anything that happens later
+NUMPY_WARNING = ("/x/torch/_subclasses/functional_tensor.py:276: UserWarning: Failed to "
+                 "initialize NumPy: _ARRAY_API not found\n"
+                 "  cpu = _conversion_method_template(device=torch.device(\"cpu\"))\n")
+PEER_GONE = ("[rank0]: Traceback (most recent call last):\n[rank0]:   File \"<string>\", "
+             "line 291, in train\n[rank0]: RuntimeError: [pair.cc:553] Connection closed by "
+             "peer [10.0.0.3]:5022. This is typically caused by a remote worker crashing.\n")
+
+
+def test_a_rank_killed_by_a_signal_says_which_and_no_warning_is_its_reason() -> None:
+    """A negative exit code is the signal that ended the rank, said by name; the line
+    quoted is the last that reads as an error, never a warning or the source line it
+    quotes; a rank whose peer went away is no culprit, whatever its clock says."""
+    dead = RankResult("b", 1, 0, -9, None, NUMPY_WARNING, 10.0)
+    peer = RankResult("a", 0, 0, 1, None, NUMPY_WARNING + PEER_GONE, 9.0)
+    assert JobResult((peer, dead), "a").first_failure() == (
+        "b rank 1 was killed by SIGKILL (signal 9) (1 other rank(s) failed too)")
+    oom = replace(dead, exit_code=1, stderr_tail=NUMPY_WARNING + "Traceback (most recent "
+                  "call last):\ntorch.OutOfMemoryError: CUDA out of memory\n  a note\n")
+    assert JobResult((peer, oom), "a").first_failure() == (
+        "b rank 1 exited with code 1: torch.OutOfMemoryError: CUDA out of memory (1 other "
+        "rank(s) failed too)")
+    assert JobResult((replace(dead, exit_code=-99),), "a").first_failure() == (
+        "b rank 1 was killed by signal 99")
+
+
 def test_a_hang_without_progress_says_who_is_not_known() -> None:
     stuck = RankResult("b", 1, 0, 3, {"hang": {"step": 7, "waited_s": 5.3, "bound_s": 5.0}},
                        ended_at=10.0)
