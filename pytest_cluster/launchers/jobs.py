@@ -161,6 +161,14 @@ class RankResult:
     def ok(self) -> bool:
         return self.exit_code == 0 and self.data is not None
 
+    @property
+    def crashed(self) -> bool:
+        """It ended by itself, failing, without a word of its own: a signal or a non-zero
+        exit, no JSON result (a rank that reports its own end, a watchdog's, did not
+        crash), not because a peer went away (lost_a_peer)."""
+        return (isinstance(self.exit_code, int) and self.exit_code != 0
+                and self.data is None and not lost_a_peer(self.stderr_tail))
+
 
 @dataclass(frozen=True)
 class JobResult:
@@ -185,15 +193,32 @@ class JobResult:
     def ok(self) -> bool:
         return not self.errors and all(r.ok for r in self.ranks)
 
+    def own_failure(self) -> RankResult | None:
+        """The rank whose own end failed the job, where the evidence puts it on its node:
+        it crashed (RankResult.crashed: a signal, an error) and ended first of those that
+        did, while every other failed rank of another node ended because of it (killed by
+        its node, a peer gone, its own report). None where the job's wall clock ended it,
+        a node's part did not answer, a rank went silent (a hang: the progress names it),
+        or ranks of two nodes or more crashed (no one node's fault: the program's, the
+        tool's): then no node is blamed."""
+        if self.errors or self.wall_clock or any(r.exit_code == "stalled"
+                                                 for r in self.ranks):
+            return None
+        crashed = sorted((r for r in self.ranks if r.crashed),
+                         key=lambda r: (r.ended_at or 0.0, r.rank))
+        if not crashed or len({r.node for r in crashed}) > 1:
+            return None
+        return crashed[0]
+
     def first_failure(self) -> str:
-        """The rank that failed first (the others usually fail because of it): a rank
-        that went silent before one that failed by itself, before one that gave up on a
-        peer (the store, a closed connection: a symptom, never the culprit), before one
-        its node killed. Ranks that were all killed say why their node killed them (the
-        wall clock), not what they last printed (a torch warning is no reason). A rank
-        killed by a signal says which ('was killed by SIGKILL (signal 9)'); the line of
-        its stderr quoted is the last that reads as an error (reason_line), never a
-        warning."""
+        """The rank that failed first (the others usually fail because of it): one whose
+        own end failed the job (own_failure), else a rank that went silent before one
+        that failed by itself, before one that gave up on a peer (the store, a closed
+        connection: a symptom, never the culprit), before one its node killed. Ranks that
+        were all killed say why their node killed them (the wall clock), not what they
+        last printed (a torch warning is no reason). A rank killed by a signal says which
+        ('was killed by SIGKILL (signal 9)'); the line of its stderr quoted is the last
+        that reads as an error (reason_line), never a warning."""
         if self.errors:
             return self.errors[0]
         failed = sorted((r for r in self.ranks if not r.ok),
@@ -201,7 +226,7 @@ class JobResult:
                                        lost_a_peer(r.stderr_tail), r.ended_at or 0.0))
         if not failed:
             return ""
-        first = failed[0]
+        first = self.own_failure() or failed[0]
         others = f" ({len(failed) - 1} other rank(s) failed too)" if len(failed) > 1 else ""
         if first.exit_code == "killed":
             why = dict(self.stopped).get(first.node, "")
