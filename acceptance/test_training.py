@@ -107,15 +107,18 @@ def _straggler(evidence: Evidence, run: TrainingRun) -> None:
 
 RANKS_METHOD = ("each rank's progress file, written at its start by its node and then by "
                 "the rank at every phase and heartbeat (<= 0.5 s); its node polls it every "
-                "50 ms and kills a rank silent past the limit (stopped, frozen)")
+                "50 ms and kills a rank silent past the limit (stopped, frozen); a rank "
+                "that died first on its own (a signal, an error) fails its node")
 
 
 @checks("training.ranks")
 def test_training_ranks(cluster: Cluster, node: str, evidence: Evidence) -> None:
     """This node's ranks took their steps: none went silent (stopped, frozen) past the
-    watchdog's limit, from its start (rendezvous, setup) to its end. The figure is the
-    longest silence the node saw; a hung rank's node fails it (the others wait for it and
-    pass), so the verdict rejects the node that hung, not the ones that found it."""
+    watchdog's limit, from its start (rendezvous, setup) to its end, and none died on its
+    own (a signal, an error) while the others were healthy (TrainingRun.died). The figure
+    is the longest silence the node saw; a hung or dead rank's node fails it (the others
+    wait for it, or are ended with the job, and pass), so the verdict rejects the node
+    that hung or died, not the ones that found it."""
     spec = _spec(cluster)
     run = cluster.training()
     evidence.saw(run)
@@ -132,5 +135,8 @@ def test_training_ranks(cluster: Cluster, node: str, evidence: Evidence) -> None
         evidence.cannot_measure(clause, f"its ranks' silence was not measured: {why}",
                                 raw=raw, kind="job_failed", node=node)
     silent = run.silence[node]
+    died = run.died.get(node, "")
+    if died:
+        raw["died"] = died
     evidence.check(clause, silent, node=node, result=None, method=RANKS_METHOD, raw=raw,
-                   note=run.hang or run.error)
+                   note=run.hang or run.error, wrong=died)

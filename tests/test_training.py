@@ -25,6 +25,7 @@ from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import TrainingSpec
 from tests.conftest import has_torch
 from tests.netns_cluster import NetnsCluster
+from tests.test_oracle import run_and_check
 from tests.test_plugin import jsonl
 
 
@@ -188,6 +189,80 @@ def test_the_first_failure_is_never_a_store_timeout_or_a_warning() -> None:
         "120000ms")
 
 
+#: What a rank whose numpy does not load prints first (a warning and the line it quotes):
+#: no reason for anything that happens later
+NUMPY_WARNING = ("/x/torch/_subclasses/functional_tensor.py:276: UserWarning: Failed to "
+                 "initialize NumPy: _ARRAY_API not found\n"
+                 "  cpu = _conversion_method_template(device=torch.device(\"cpu\"))\n")
+PEER_GONE = ("[rank0]: Traceback (most recent call last):\n[rank0]:   File \"<string>\", "
+             "line 291, in train\n[rank0]: RuntimeError: [pair.cc:553] Connection closed by "
+             "peer [10.0.0.3]:5022. This is typically caused by a remote worker crashing.\n")
+
+
+def test_a_rank_killed_by_a_signal_says_which_and_no_warning_is_its_reason() -> None:
+    """A negative exit code is the signal that ended the rank, said by name; the line
+    quoted is the last that reads as an error, never a warning or the source line it
+    quotes; a rank whose peer went away is no culprit, whatever its clock says."""
+    dead = RankResult("b", 1, 0, -9, None, NUMPY_WARNING, 10.0)
+    peer = RankResult("a", 0, 0, 1, None, NUMPY_WARNING + PEER_GONE, 9.0)
+    assert JobResult((peer, dead), "a").first_failure() == (
+        "b rank 1 was killed by SIGKILL (signal 9) (1 other rank(s) failed too)")
+    oom = replace(dead, exit_code=1, stderr_tail=NUMPY_WARNING + "Traceback (most recent "
+                  "call last):\ntorch.OutOfMemoryError: CUDA out of memory\n  a note\n")
+    assert JobResult((peer, oom), "a").first_failure() == (
+        "b rank 1 exited with code 1: torch.OutOfMemoryError: CUDA out of memory (1 other "
+        "rank(s) failed too)")
+    assert JobResult((replace(dead, exit_code=-99),), "a").first_failure() == (
+        "b rank 1 was killed by signal 99")
+
+
+def test_a_rank_killed_by_a_signal_fails_its_node_not_those_ended_with_it() -> None:
+    """b's rank 1 SIGKILLed at step 7: the job's failure says the signal and quotes no
+    warning; b is the node whose rank died (`died`, its training.ranks case); its other
+    rank (killed by its node) and a's rank (its peer gone) are not blamed."""
+    a = RankResult("a", 0, 0, 1, None, NUMPY_WARNING + PEER_GONE, 12.0,
+                   _progress(7, "backward", 2.1, 0.2), 0.4)
+    dead = RankResult("b", 1, 0, -9, None, NUMPY_WARNING, 10.0,
+                      _progress(7, "backward", 0.05, 0.1), 0.5)
+    ended = RankResult("b", 2, 1, "killed", None, NUMPY_WARNING, 10.1,
+                       _progress(7, "backward", 0.1, 0.1), 0.5)
+    result = JobResult((a, dead, ended), "a",
+                       stopped=(("a", "rank 0 exited with code 1"),
+                                ("b", "rank 1 exited with code -9")))
+    assert result.own_failure() == dead
+    run = summarise(BASE, result, 103)
+    assert run.error == "b rank 1 was killed by SIGKILL (signal 9) (2 other rank(s) failed too)"
+    assert run.died == {"b": "rank 1 was killed by SIGKILL (signal 9) at step 7 (backward) of "
+                              "103; it did not finish its steps (the job's other ranks were "
+                              "ended with it)"}
+    assert not run.ok and not run.hang
+    assert TrainingRun.from_json(json.loads(json.dumps(run.to_json()))) == run
+    # an error of its own is quoted: the last line that reads as one, not the warning
+    oom = replace(dead, exit_code=1, stderr_tail=NUMPY_WARNING + "Traceback (most recent "
+                  "call last):\ntorch.OutOfMemoryError: CUDA out of memory\n  a note\n")
+    run = summarise(BASE, replace(result, ranks=(a, oom, ended)), 103)
+    assert run.died["b"].startswith("rank 1 exited with code 1 at step 7 (backward) of 103: "
+                                    "torch.OutOfMemoryError: CUDA out of memory; it did not")
+
+
+def test_a_death_that_is_no_nodes_own_blames_none() -> None:
+    """The wall clock's kill, a node's part that did not answer, ranks of two nodes that
+    died alike (the program's fault, a whole job killed), a rank gone silent (a hang: the
+    progress names it): no node's rank is said to have died on its own."""
+    a = RankResult("a", 0, 0, 1, None, PEER_GONE, 12.0, _progress(7, "backward", 2.1, 0.2))
+    dead = RankResult("b", 1, 0, -9, None, "", 10.0, _progress(7, "backward", 0.05, 0.1))
+    both = replace(a, exit_code=-15, stderr_tail="")
+    wall = (("a", "wall-clock limit of 180 s reached"),)
+    stalled = replace(dead, exit_code="stalled", progress=_progress(7, "forward", 5.4, 5.4))
+    for result in (JobResult((a, dead), "a", stopped=wall),
+                   JobResult((dead,), "a", errors=("a: job_node probe unreachable",)),
+                   JobResult((both, dead), "a"), JobResult((a, stalled), "a")):
+        assert result.own_failure() is None
+        assert summarise(BASE, result, 103).died == {}
+    assert JobResult((both, dead), "a").first_failure() == (
+        "b rank 1 was killed by SIGKILL (signal 9) (1 other rank(s) failed too)")
+
+
 def test_a_hang_without_progress_says_who_is_not_known() -> None:
     stuck = RankResult("b", 1, 0, 3, {"hang": {"step": 7, "waited_s": 5.3, "bound_s": 5.0}},
                        ended_at=10.0)
@@ -300,13 +375,15 @@ def _step_of(pid: int) -> int:
     return int(record["step"]) if record.get("phase") == "forward" else -1
 
 
-def _stop_at_step(netns: NetnsCluster, node: str, step: int, stopped: dict[str, Any]) -> None:
-    """SIGSTOP `node`'s rank once it has begun `step`; record when and which pid."""
+def _stop_at_step(netns: NetnsCluster, node: str, step: int, stopped: dict[str, Any],
+                  sig: signal.Signals = signal.SIGSTOP) -> None:
+    """SIGSTOP (or `sig`) `node`'s rank once it has begun `step`; record when and which
+    pid."""
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         pid = _train_rank(netns, node)
         if pid is not None and _step_of(pid) >= step:
-            os.kill(pid, signal.SIGSTOP)
+            os.kill(pid, sig)
             stopped.update(pid=pid, at=time.monotonic())
             return
         time.sleep(0.02)
@@ -348,6 +425,40 @@ def test_a_stopped_rank_is_named_and_the_job_ends_at_the_bound(
     # the bound (8 s), the stall check's (8 s after the last beat) and the run's end;
     # training.timeout is 300 s
     assert ended - stopped["at"] < bound + 10, ended - stopped["at"]
+
+
+@pytest.mark.realcomponents
+def test_a_killed_rank_rejects_its_own_node_and_no_other(
+        pytester: pytest.Pytester, netns: NetnsCluster) -> None:
+    """node3's rank SIGKILLed at step 3: node3 fails training.ranks saying the signal (its
+    rank did not finish its steps), so the verdict rejects it; the nodes whose ranks were
+    ended with the job pass theirs and are accepted; the cluster case names node3 rank 2
+    killed by SIGKILL, not a line of its stderr. Every view says so alike (the oracle)."""
+    if not has_torch():
+        pytest.skip("needs torch on the nodes")
+    spec = TRAINING_ON_NETNS.format(python=sys.executable,
+                                    section=netns.launcher_section("ssh"), steps=20, bound=8)
+    killed: dict[str, Any] = {}
+    killer = threading.Thread(target=_stop_at_step,
+                              args=(netns, "node3", 3, killed, signal.SIGKILL))
+    killer.start()
+    try:
+        disagree = run_and_check(pytester, spec, "-k", "training_steps or training_ranks")
+    finally:
+        killer.join()
+    assert killed, "node3's rank never reached step 3"
+    assert disagree == []
+    records = [r for r in jsonl(pytester) if r.get("type") == "result"]
+    assert sorted(r["outcome"] for r in records) == ["failed"] * 2 + ["passed"] * 3
+    (steps,) = [r for r in records if r.get("clause") == "training.step_time"]
+    assert "node3 rank 2 was killed by SIGKILL (signal 9)" in steps["message"], steps
+    ranks = {r["node"]: r for r in records if r.get("clause") == "training.ranks"}
+    assert {n for n, r in ranks.items() if r["outcome"] == "failed"} == {"node3"}, ranks
+    assert re.search(r"node3 ranks: rank 2 was killed by SIGKILL \(signal 9\) at step \d+ "
+                     r"\(\w+\) of 23; it did not finish its steps", ranks["node3"]["message"])
+    verdict = json.loads((pytester.path / "reports" / "latest" / "verdict.json").read_text())
+    assert {n["node"]: n["verdict"] for n in verdict["nodes"]} == {
+        "node1": "ACCEPTED", "node2": "ACCEPTED", "node3": "REJECTED", "node4": "ACCEPTED"}
 
 
 def _stop_at_start(netns: NetnsCluster, node: str, stopped: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import re
+import signal
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -51,27 +52,86 @@ class JobSpec:
 #: How job_node says it ended its ranks at the job's wall clock.
 WALL_CLOCK = "wall-clock limit of "
 #: A log line, not a reason: torch's c10 log ('[W1127 10:00:00.1 ...] ...', '[I ...'),
-#: Python's warnings and the source line they quote.
-#: A warning or log line, matched at the start of a line without its leading blanks (a
-#: leading `\s*` in the pattern made a line of blanks quadratic: 20 kB took 3 s).
+#: Python's warnings ('x.py:3: UserWarning: ...', the source line it quotes below it,
+#: indented). Matched at the start of a line without its leading blanks (a leading `\s*`
+#: in the pattern made a line of blanks quadratic: 20 kB took 3 s).
 _LOG_LINE = re.compile(r"\[[WI]\d*[ \]]|.*\wWarning: |warnings\.warn\(")
+#: torchrun's and torch's prefix of a rank's lines ('[rank1]: '), read past.
+_RANK_PREFIX = re.compile(r"\[rank\d+\]: ?")
+#: A line that says why a process ended: an exception, a crash, the kernel's words.
+_ERROR_LINE = re.compile(r"Traceback|Error|Exception|Killed|Fatal|FATAL|Abort|abort"
+                         r"|Segmentation fault|core dumped|[Oo]ut of memory|terminate called"
+                         r"|panic")
 #: What a rank that gave up waiting on the rendezvous store says (a symptom of a peer).
 _STORE_WAIT = re.compile(r"DistStoreError|wait timeout after \d+ms|waiting for clients"
                          r"|socket has timed out")
+#: What a rank says when a peer went away or could not be reached (gloo, NCCL, sockets):
+#: a symptom of another rank's end, never its own fault.
+_PEER_LOST = re.compile(r"[Cc]onnection (closed|reset) by peer|[Cc]onnection refused"
+                        r"|remote worker crash|remote process exited|[Bb]roken pipe"
+                        r"|communicator was aborted|ncclRemoteError"
+                        r"|collective operation timeout")
+
+
+def _said(stderr_tail: str) -> list[str]:
+    """The lines of a rank's stderr that may say why it ended, in order: not a warning or
+    log line, nor the indented lines under one (the source line a warning quotes);
+    torch's '[rankN]: ' prefix dropped."""
+    lines: list[str] = []
+    under_log = False
+    for raw in stderr_tail.splitlines():
+        line = _RANK_PREFIX.sub("", raw, count=1) if raw.startswith("[rank") else raw
+        if not line.strip():
+            under_log = False
+            continue
+        if _LOG_LINE.match(line.lstrip()):
+            under_log = True
+            continue
+        if under_log and line[:1].isspace():
+            continue
+        under_log = False
+        lines.append(line.strip()[:300])
+    return lines
 
 
 def reason_line(stderr_tail: str) -> str:
-    """The last line of a rank's stderr that says why it ended: not a warning or log
-    line; '' when there is none."""
-    for line in reversed(stderr_tail.strip().splitlines()):
-        if line.strip() and not _LOG_LINE.match(line.lstrip()):
-            return line.strip()[:300]
-    return ""
+    """The line of a rank's stderr that says why it ended: the last that reads as an
+    error (an exception, 'Killed', a crash), else the last that is not a warning or log
+    line (nor the source line a warning quotes); '' when there is none."""
+    lines = _said(stderr_tail)
+    return next((line for line in reversed(lines) if _ERROR_LINE.search(line)),
+                lines[-1] if lines else "")
 
 
 def waited_on_store(stderr_tail: str) -> bool:
     """Whether the rank ended because the rendezvous store timed out waiting for others."""
     return _STORE_WAIT.search(reason_line(stderr_tail)) is not None
+
+
+def lost_a_peer(stderr_tail: str) -> bool:
+    """Whether the rank ended because of another: the store timed out waiting for the
+    others, a peer's connection closed or was refused (a symptom, never the culprit)."""
+    line = reason_line(stderr_tail)
+    return _STORE_WAIT.search(line) is not None or _PEER_LOST.search(line) is not None
+
+
+def how_ended(exit_code: int | str | None) -> str:
+    """How a rank ended, in words: 'was killed by SIGKILL (signal 9)' (a negative exit
+    code is the signal that ended it), 'exited with code 1', 'gave no sign of life and was
+    killed' (its node's watchdog), 'was killed by its node'."""
+    if exit_code == "stalled":
+        return "gave no sign of life and was killed"
+    if exit_code == "killed":
+        return "was killed by its node"
+    if isinstance(exit_code, int) and exit_code < 0:
+        try:
+            name = f"{signal.Signals(-exit_code).name} (signal {-exit_code})"
+        except ValueError:
+            name = f"signal {-exit_code}"
+        return f"was killed by {name}"
+    if exit_code != 0:
+        return f"exited with code {exit_code}"
+    return "printed no JSON result"
 
 
 #: The environment a job may set on its ranks (the network each uses), and what a value
@@ -101,6 +161,14 @@ class RankResult:
     def ok(self) -> bool:
         return self.exit_code == 0 and self.data is not None
 
+    @property
+    def crashed(self) -> bool:
+        """It ended by itself, failing, without a word of its own: a signal or a non-zero
+        exit, no JSON result (a rank that reports its own end, a watchdog's, did not
+        crash), not because a peer went away (lost_a_peer)."""
+        return (isinstance(self.exit_code, int) and self.exit_code != 0
+                and self.data is None and not lost_a_peer(self.stderr_tail))
+
 
 @dataclass(frozen=True)
 class JobResult:
@@ -125,30 +193,48 @@ class JobResult:
     def ok(self) -> bool:
         return not self.errors and all(r.ok for r in self.ranks)
 
+    def own_failure(self) -> RankResult | None:
+        """The rank whose own end failed the job, where the evidence puts it on its node:
+        it crashed (RankResult.crashed: a signal, an error) and ended first of those that
+        did, while every other failed rank of another node ended because of it (killed by
+        its node, a peer gone, its own report). None where the job's wall clock ended it,
+        a node's part did not answer, a rank went silent (a hang: the progress names it),
+        or ranks of two nodes or more crashed (no one node's fault: the program's, the
+        tool's): then no node is blamed."""
+        if self.errors or self.wall_clock or any(r.exit_code == "stalled"
+                                                 for r in self.ranks):
+            return None
+        crashed = sorted((r for r in self.ranks if r.crashed),
+                         key=lambda r: (r.ended_at or 0.0, r.rank))
+        if not crashed or len({r.node for r in crashed}) > 1:
+            return None
+        return crashed[0]
+
     def first_failure(self) -> str:
-        """The rank that failed first (the others usually fail because of it): a rank
-        that went silent before one that failed by itself, before one that gave up
-        waiting on the store (a symptom, never the culprit), before one its node killed.
-        Ranks that were all killed say why their node killed them (the wall clock), not
-        what they last printed (a torch warning is no reason)."""
+        """The rank that failed first (the others usually fail because of it): one whose
+        own end failed the job (own_failure), else a rank that went silent before one
+        that failed by itself, before one that gave up on a peer (the store, a closed
+        connection: a symptom, never the culprit), before one its node killed. Ranks that
+        were all killed say why their node killed them (the wall clock), not what they
+        last printed (a torch warning is no reason). A rank killed by a signal says which
+        ('was killed by SIGKILL (signal 9)'); the line of its stderr quoted is the last
+        that reads as an error (reason_line), never a warning."""
         if self.errors:
             return self.errors[0]
         failed = sorted((r for r in self.ranks if not r.ok),
                         key=lambda r: (r.exit_code == "killed", r.exit_code != "stalled",
-                                       waited_on_store(r.stderr_tail), r.ended_at or 0.0))
+                                       lost_a_peer(r.stderr_tail), r.ended_at or 0.0))
         if not failed:
             return ""
-        first = failed[0]
+        first = self.own_failure() or failed[0]
         others = f" ({len(failed) - 1} other rank(s) failed too)" if len(failed) > 1 else ""
         if first.exit_code == "killed":
             why = dict(self.stopped).get(first.node, "")
             return (f"{why}: every rank was killed by its node" if why else
                     f"{first.node} rank {first.rank} was killed by its node{others}")
         tail = reason_line(first.stderr_tail)
-        how = ("gave no sign of life and was killed" if first.exit_code == "stalled"
-               else f"exited with code {first.exit_code}" if first.exit_code != 0
-               else "printed no JSON result")
-        return f"{first.node} rank {first.rank} {how}" + (f": {tail}" if tail else "") + others
+        return (f"{first.node} rank {first.rank} {how_ended(first.exit_code)}"
+                + (f": {tail}" if tail else "") + others)
 
     def raise_for_failure(self) -> None:
         if not self.ok:

@@ -12,8 +12,10 @@ frozen process) is killed by its node, so the job ends at the bound, not at
 setup is found the same way, and the others' own watchdogs end their rendezvous at the
 start bound (the step bound, at least START_FLOOR_S): the job ends then, not when the
 rendezvous store would have timed out. Each node's longest rank silence is kept
-(`silence`): the figure of its `training.ranks` case. A run ended by its wall clock says
-so, at which step, with the steps that ran and who was behind.
+(`silence`): the figure of its `training.ranks` case. A rank that died first on its own
+(a signal, an error: JobResult.own_failure) is kept with its node (`died`): that node's
+case fails, not those of the nodes whose ranks were ended with the job. A run ended by its
+wall clock says so, at which step, with the steps that ran and who was behind.
 """
 
 from __future__ import annotations
@@ -24,7 +26,14 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import ClusterError
-from pytest_cluster.launchers.jobs import JobResult, JobSpec, RankResult, run_job
+from pytest_cluster.launchers.jobs import (
+    JobResult,
+    JobSpec,
+    RankResult,
+    how_ended,
+    reason_line,
+    run_job,
+)
 from pytest_cluster.measure.stragglers import (
     PHASES,
     Progress,
@@ -65,6 +74,10 @@ class TrainingRun:
     #: longest silence of its ranks its node saw (nodes whose part did not answer: none)
     stall_s: float = 0.0
     silence: dict[str, float] = field(default_factory=dict)
+    #: per node whose rank's own end failed the job (JobResult.own_failure: a signal, an
+    #: error, while the others were healthy), what became of it: its training.ranks case
+    #: fails with it; the nodes whose ranks were torn down with the job are not in it
+    died: dict[str, str] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     simulated: bool = False
 
@@ -91,7 +104,8 @@ class TrainingRun:
     def from_json(cls, record: dict[str, Any]) -> TrainingRun:
         return cls(**{**record, "nodes": tuple(record["nodes"]),
                       "step_s": tuple(record["step_s"]),
-                      "silence": dict(record.get("silence") or {})})
+                      "silence": dict(record.get("silence") or {}),
+                      "died": dict(record.get("died") or {})})
 
 
 def step_bound(spec: TrainingSpec) -> float:
@@ -198,12 +212,30 @@ def wall_clock_text(base: TrainingRun, result: JobResult, spec_steps: int,
     return text
 
 
+def died_text(rank: RankResult, spec_steps: int) -> str:
+    """What became of a rank whose own end failed the job: 'rank 1 was killed by SIGKILL
+    (signal 9) at step 8 (backward) of 403; it did not finish its steps (...)', with the
+    line of its stderr that says why (jobs.reason_line) where there is one."""
+    where = Progress.of(rank.node, rank.rank, rank.progress, rank.exit_code)
+    at = f" at {where.at}" if where is not None and where.phase != "done" else ""
+    if at and where is not None and where.phase in PHASES and spec_steps:
+        at += f" of {spec_steps}"
+    why = reason_line(rank.stderr_tail)
+    return (f"rank {rank.rank} {how_ended(rank.exit_code)}{at}" + (f": {why}" if why else "")
+            + "; it did not finish its steps (the job's other ranks were ended with it)")
+
+
 def summarise(base: TrainingRun, result: JobResult, spec_steps: int = 0) -> TrainingRun:
-    """The run from its ranks' lines: a hang first (named by the ranks' progress), else
-    the job's failure (a run ended by its wall clock keeps the steps that ran), else the
-    figures and who held the run up. `spec_steps`: the steps the run was to take, warm-up
-    included (for 'at step K of M')."""
+    """The run from its ranks' lines: a rank whose own end failed the job (a signal, an
+    error: JobResult.own_failure) first, kept per node in `died`; else a hang (named by
+    the ranks' progress); else the job's failure (a run ended by its wall clock keeps the
+    steps that ran); else the figures and who held the run up. `spec_steps`: the steps
+    the run was to take, warm-up included (for 'at step K of M')."""
     base = replace(base, silence=silence(result))
+    own = result.own_failure()
+    if own is not None:
+        return replace(base, error=result.first_failure(),
+                       died={own.node: died_text(own, spec_steps)})
     hang = hang_text(base, result)
     if hang:
         return TrainingRun(**{**asdict(base), "hang": hang,
