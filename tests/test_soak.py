@@ -455,6 +455,11 @@ def test_ctrl_c_ends_the_soak_with_every_finished_round_kept(tmp_path: Path) -> 
     os.killpg(soaking.pid, signal.SIGINT)  # Ctrl-C reaches the terminal's process group
     output, _ = soaking.communicate(timeout=180)
     assert soaking.returncode == pytest.ExitCode.INTERRUPTED, output.decode()[-2000:]
+    # the verdict's reason is why it is INCOMPLETE: the soak was stopped in a round
+    # (every node was judged in the rounds before: not 'not every node was judged')
+    assert re.search(r"^verdict: INCOMPLETE at level acceptance \(ERROR: the soak was "
+                     r"stopped: round \d+ not finished; none is drained for it\)$",
+                     output.decode(), re.M), output.decode()[-2000:]
     soak_dir = next(rounds.glob("*-slow"))
     numbers = soak.round_numbers(soak_dir)
     assert numbers[:2] == [1, 2]

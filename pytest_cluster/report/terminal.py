@@ -24,9 +24,11 @@ from pytest_cluster.evidence.verdict import (
     ACCEPTED,
     ERROR,
     INCOMPLETE,
+    NOT_CHECKED,
     NodeVerdict,
     by_verdict,
     drain_line,
+    incomplete_why,
     outcome_of,
     taint_line,
     to_drain,
@@ -155,8 +157,11 @@ def verdict_line(end: EndLine) -> str:
     """'verdict: ACCEPTED at level sanity (PASS)': the cluster's verdict, the level it
     judged and what a gate does with it."""
     outcome = outcome_of(end["verdict"])
-    why = (": not every node was judged; none is drained for it"
-           if outcome == ERROR else "")
+    why = ""
+    if outcome == ERROR:
+        said = incomplete_why(end["status"], end["verdicts"].get(NOT_CHECKED, 0),
+                              end.get("soak"))
+        why = f": {said}; none is drained for it"
     return f"verdict: {end['verdict']} at level {end['level']} ({outcome}{why})"
 
 
