@@ -124,7 +124,8 @@ def terminal_lines(run: RunSummary) -> list[str]:
         if row["why"] == NEEDS_A_SOAK:
             lines.append(f"not checked: {row['clause']}: {row['why']}")
     for why in (NOT_AT_THIS_LEVEL, DESELECTED, "not reached"):
-        rows = [r for r in end["not_checked"] if r["why"] == why]
+        # those without cases (an opt-in level's clauses) are listed with the contract's
+        rows = [r for r in end["not_checked"] if r["why"] == why and "cases" in r]
         if rows:
             lines.append(f"{why}: " + ", ".join(
                 f"{r['clause']} ({r['cases']} of {r['of']})" for r in rows[:MAX_LISTED])
