@@ -53,7 +53,8 @@ def pytest_cluster_soak_progress(config: pytest.Config, rounds: int,
                                  currency: str) -> None:
     """A soak after each round: the rounds finished, each node's availability so far (a
     share, as the soak's availability cases count it) and the SLA credit owed so far (a
-    decimal text in `currency`; "0" without an sla: section)."""
+    decimal text in `currency`; "0" without an sla: section; "" while no round has
+    judged a node: nothing observed, nothing settled)."""
 
 
 @hookspec

@@ -136,6 +136,11 @@ def _check_results(views: Views) -> Iterator[str]:
     for case, count in cases.items():
         if count > 1:
             yield f"results.jsonl: {case} has {count} result lines"
+    for record in _judged(views):  # a storage case says the filesystem its key names
+        named = re.fullmatch(r"storage\[(.+)\]\.[a-z_.]+", str(record.get("spec_key")))
+        if named is not None and record.get("filesystem") != named[1]:
+            yield (f"results.jsonl: {_nodeid(record)} has filesystem "
+                   f"{record.get('filesystem')!r}, its spec_key {named[1]!r}")
     if views.end is None:
         yield "results.jsonl: no end record"
         return

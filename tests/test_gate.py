@@ -105,6 +105,18 @@ def test_a_node_not_checked_is_an_error_that_drains_nothing() -> None:
     assert drain_commands(decided) == []
 
 
+def test_a_run_stopped_with_every_node_judged_is_an_error_saying_it_was_stopped() -> None:
+    """Every node ACCEPTED, the run INCOMPLETE because it was stopped (a soak's SIGTERM):
+    the gate says so, not merely the verdict's name."""
+    decided = decide(document(node("n1", ACCEPTED), node("n2", ACCEPTED),
+                              verdict="INCOMPLETE", status="interrupted"), 2)
+    assert (decided.outcome, decided.exit_code) == (ERROR, 2)
+    assert decided.lines == (
+        "ERROR: the run's verdict is INCOMPLETE: the run was stopped before every selected "
+        "check ran", f"ERROR: pytest ended with exit 2: {EXIT_MEANING[2]}",
+        "no node is drained for it")
+
+
 def test_a_check_across_nodes_without_a_culprit_is_an_error() -> None:
     decided = decide(document(node("n1", ACCEPTED), verdict=REJECTED, cluster_checks_failed=[
         {"clause": "interconnect.busbw[inter_node]", "message": "measured 3 < 40 GB/s"}]), 1)

@@ -7,10 +7,11 @@ import json
 
 import pytest
 
+from pytest_cluster.evidence.plan import NOT_AT_THIS_LEVEL
 from pytest_cluster.measure.calls import storage_call
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.clauses import CLAUSES
-from pytest_cluster.spec.declaration import LEVELS, SANITY
+from pytest_cluster.spec.declaration import LEVELS, SANITY, STRESS
 
 
 def test_every_clause_has_a_level_and_sanity_reads_nothing_that_loads() -> None:
@@ -114,3 +115,22 @@ def test_not_sanity_is_the_rest_of_the_suite(pytester: pytest.Pytester) -> None:
     # what is judged under the torch probe's load: matmul, and the default rules read then
     assert {r["clause"] for r in lines if r["type"] == "result"} == {
         "gpus.matmul.bf16", "gpus.temperature", "gpus.throttle", "gpus.pcie"}
+
+
+def test_stress_clauses_left_out_are_not_at_this_level_not_out_of_the_contract(
+        pytester: pytest.Pytester) -> None:
+    """`gpus:` promises the stress clauses by default; a run without -m stress leaves them
+    out as not at this level (the end record's not_checked), never as not in contract."""
+    (pytester.path / "trial.yaml").write_text(SIM)
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.OK
+    end = json.loads((pytester.path / "reports" / "latest" / "results.jsonl").read_text()
+                     .splitlines()[-1])
+    stress = {d.id for d in CLAUSES if d.level == STRESS and d.section == "gpus"}
+    assert stress
+    rows = {row["clause"]: row["why"] for row in end["not_checked"]}
+    assert {name: rows.get(name) for name in stress} == dict.fromkeys(stress,
+                                                                     NOT_AT_THIS_LEVEL)
+    assert not [name for name in rows if "level stress" in name]
+    result.stdout.fnmatch_lines(["not in contract, not tested: *gpus.sdc (level stress: "
+                                 "run it with -m stress)*"])

@@ -52,6 +52,27 @@ def fs(pytester: pytest.Pytester) -> Path:
     return path
 
 
+def test_every_storage_case_says_its_filesystem(pytester: pytest.Pytester) -> None:
+    """Each case of a storage clause carries the filesystem its spec_key names (the rule
+    `shared` too, which had none), in results.jsonl and in the metrics' label."""
+    pytester.makefile(".yaml", trial=(
+        "cluster: {name: t, nodes: 'n[1-2]', launcher: sim}\ngpus: {count: 8}\n"
+        "storage:\n  - path: /shared\n    shared: true\n"
+        "    checkpoint: {size_per_gpu: 1 GiB, write: '>= 1 GB/s per GPU'}\n"
+        "sim: {gpus_per_node: 8}\n"))
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "--cluster-metrics=m.prom", "-k", "storage")
+    assert result.ret == pytest.ExitCode.OK
+    storage = [r for r in jsonl(pytester) if r["type"] == "result"
+               and str(r["spec_key"]).startswith("storage[")]
+    assert {r["spec_key"] for r in storage} >= {"storage[/shared].shared",
+                                                "storage[/shared].checkpoint.write"}
+    assert [r["spec_key"] for r in storage if r.get("filesystem") != "/shared"] == []
+    metrics = (pytester.path / "m.prom").read_text()
+    assert re.search(r'pytest_cluster_check_passed\{clause="storage\[/shared\]\.shared",'
+                     r'[^}]*filesystem="/shared"', metrics), metrics
+
+
 def test_packaged_suite_passes_with_evidence(pytester: pytest.Pytester, fs: Path) -> None:
     pytester.makefile(".yaml", trial=spec_text(fs))
     # what the spec leaves out: every checked section of the registry but its own, and

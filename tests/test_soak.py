@@ -455,6 +455,11 @@ def test_ctrl_c_ends_the_soak_with_every_finished_round_kept(tmp_path: Path) -> 
     os.killpg(soaking.pid, signal.SIGINT)  # Ctrl-C reaches the terminal's process group
     output, _ = soaking.communicate(timeout=180)
     assert soaking.returncode == pytest.ExitCode.INTERRUPTED, output.decode()[-2000:]
+    # the verdict's reason is why it is INCOMPLETE: the soak was stopped in a round
+    # (every node was judged in the rounds before: not 'not every node was judged')
+    assert re.search(r"^verdict: INCOMPLETE at level acceptance \(ERROR: the soak was "
+                     r"stopped: round \d+ not finished; none is drained for it\)$",
+                     output.decode(), re.M), output.decode()[-2000:]
     soak_dir = next(rounds.glob("*-slow"))
     numbers = soak.round_numbers(soak_dir)
     assert numbers[:2] == [1, 2]
@@ -533,3 +538,44 @@ def test_a_counter_that_grew_is_shown_as_measured_not_as_could_not_measure(
     row = row[:row.index("</tr>")]
     assert f"<td>{escape(counted['n2']['measured'])} (n2)</td>" in row
     assert "could not measure" not in row
+
+
+@pytest.mark.slow
+def test_a_soak_that_observed_no_node_states_no_availability_and_judges_no_sla(
+        pytester: pytest.Pytester) -> None:
+    """A soak whose only round was stopped before it judged any node (here a conftest
+    that interrupts the rounds at their first check) observed nothing: no availability
+    figure and no credit, and the SLA case is not judged (skipped, saying why), in every
+    view; it never passes with no evidence behind it."""
+    pytester.makeconftest(f"import os\n\nclass Stop:\n"
+                          f"    def pytest_runtest_call(self, item):\n"
+                          f"        raise KeyboardInterrupt\n\n"
+                          f"def pytest_configure(config):\n"
+                          f"    if os.environ.get({round_env.ENV!r}):\n"
+                          f"        config.pluginmanager.register(Stop())\n")
+    result = _soak(pytester, "--cluster-soak-rounds=1", "--cluster-metrics=soak.prom",
+                   faults="", extra=SLA)
+    output = result.stdout.str()
+    assert "cluster 100 %" not in output and "SLA: no credit owed" not in output
+    result.stdout.fnmatch_lines([
+        "*soak: 1 round(s), * observed *",
+        "  availability: not observed: no round judged a node",
+        "  SLA: not judged: no node was observed"])
+    soak_dir = (pytester.path / "reports" / "latest").resolve()
+    run = read_results(soak_dir / "results.jsonl")
+    by_case = {r["case"]: r for r in run.results}
+    owed = by_case["pytest_cluster/soak.py::test_no_credit_owed[cluster]"]
+    assert owed["outcome"] == "skipped"
+    assert "not judged: no node was observed" in str(owed["message"])
+    assert not [case for case in by_case if "test_available[" in case]
+    assert run.end is not None and run.end["soak"]["availability"] == {}
+    assert "credit" not in run.end["soak"]
+    junit = ET.parse(soak_dir / "junit.xml").getroot()
+    sla = next(tc for tc in junit.iter("testcase")
+               if tc.get("name") == "test_no_credit_owed[cluster]")
+    assert sla.find("skipped") is not None
+    metrics = (pytester.path / "soak.prom").read_text()
+    assert 'clause="soak.sla"' not in metrics and "pytest_cluster_soak_credit{" not in metrics
+    report = (soak_dir / "report.html").read_text()
+    assert "no node fell below" not in report  # the settlement's 'no credit owed: ...'
+    assert "not judged: no node was observed" in report

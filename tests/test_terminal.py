@@ -13,7 +13,13 @@ from xml.etree import ElementTree
 import pytest
 
 from pytest_cluster.evidence.verdict import ACCEPTED, REJECTED, NodeVerdict
-from pytest_cluster.report.terminal import MAX_LISTED, NEEDS_A_SOAK, RunSummary, terminal_lines
+from pytest_cluster.report.terminal import (
+    MAX_LISTED,
+    NEEDS_A_SOAK,
+    RunSummary,
+    terminal_lines,
+    verdict_line,
+)
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.units import format_size
 
@@ -75,6 +81,30 @@ def test_a_soaks_lines_come_first_marked_simulated_and_lists_are_cut() -> None:
     assert lines[taint + 1] == ("  # SIMULATED, not a real node: kubectl taint nodes n1 "
                                 "pytest-cluster/verdict=rejected:NoSchedule --overwrite")
     assert lines[-1] == "evidence: here/"
+
+
+@pytest.mark.parametrize(("changes", "why"), [
+    # a soak stopped in its round 2 of 4, every node judged in round 1: nothing of
+    # 'not every node was judged', which is false of it
+    ({"status": "interrupted", "verdicts": {"ACCEPTED": 4},
+      "soak": {"rounds": 2, "rounds_finished": 1, "max_rounds": 4}},
+     "the soak was stopped: round 2 of 4 not finished"),
+    ({"status": "interrupted", "verdicts": {"ACCEPTED": 4},
+      "soak": {"rounds": 3, "rounds_finished": 3, "max_rounds": None}},
+     "the soak was stopped after round 3"),
+    ({"status": "interrupted", "verdicts": {"ACCEPTED": 2}},
+     "the run was stopped before every selected check ran"),
+    ({"status": "interrupted", "verdicts": {"NOT CHECKED": 3},
+      "soak": {"rounds": 1, "rounds_finished": 0, "max_rounds": 3}},
+     "the soak was stopped: round 1 of 3 not finished; not every node was judged"),
+    ({"status": "partial", "verdicts": {"ACCEPTED": 1, "NOT CHECKED": 2}},
+     "not every node was judged"),
+])
+def test_an_incomplete_verdict_says_why_as_it_is(changes: dict[str, Any], why: str) -> None:
+    """The verdict line's reason is what made the run INCOMPLETE: it was stopped (a soak:
+    in which round), and/or some node was not judged."""
+    assert verdict_line(end(verdict="INCOMPLETE", **changes)) == (  # type: ignore[arg-type]
+        f"verdict: INCOMPLETE at level acceptance (ERROR: {why}; none is drained for it)")
 
 
 # -- every summary line of a failed check across nodes says which check it is -------------

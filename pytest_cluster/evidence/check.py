@@ -202,7 +202,8 @@ class Evidence:
         node = self._node(node)
         simulated = result.simulated if result is not None else self.simulated
         self._record_apart()
-        self.record(node=node, spec_key=rule.key, spec_line=rule.line, requirement=rule.text,
+        self.record(node=node, filesystem=self.place.filesystem, spec_key=rule.key,
+                    spec_line=rule.line, requirement=rule.text,
                     measured=measured, simulated=simulated, method=method,
                     probe_run=result.run_id if result is not None else None, raw=raw)
         name = rule.key.rsplit(".", 1)[-1]

@@ -22,7 +22,9 @@ from pytest_cluster import internals
 
 @dataclass(frozen=True)
 class Case:
-    """One derived case: its id's parameter, clause, node, GPU, outcome and evidence."""
+    """One derived case: its id's parameter, clause, node, GPU, outcome and evidence.
+    A case with `not_judged` (why) could not be judged: it is skipped, saying why, and
+    neither passes nor fails (a soak that observed no node owes no verdict on its SLA)."""
 
     param: str
     clause: str
@@ -31,6 +33,11 @@ class Case:
     message: str
     gpu: int | None = None
     props: dict[str, Any] = field(default_factory=dict)
+    not_judged: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return not self.passed and not self.not_judged
 
     @property
     def family(self) -> str:
@@ -70,15 +77,23 @@ def case_id(case: Case) -> str:
 
 def report(case: Case, when: Literal["setup", "call", "teardown"], now: float,
            simulated: bool) -> pytest.TestReport:
-    failed = when == "call" and not case.passed
+    """A case's report at one phase: a case not judged is skipped at its setup, as
+    pytest skips a test (it then has no call)."""
+    mark = "[SIMULATED] " if simulated else ""
+    failed = when == "call" and case.failed
+    skipped = when == "setup" and bool(case.not_judged)
     props = {"spec_key": case.clause, "node": case.node, "simulated": simulated,
              **({"gpu": case.gpu} if case.gpu is not None else {}), **case.props}
+    longrepr: Any = None
+    if failed:
+        longrepr = f"{mark}{case.message}"
+    elif skipped:
+        longrepr = (case.source, None, f"{mark}{case.not_judged}")
     made = pytest.TestReport(
         nodeid=case_id(case), location=(case.source, None, f"{case.test}[{case.param}]"),
         keywords={case.test: 1, case.family.split(".")[0]: 1},
-        outcome="failed" if failed else "passed",
-        longrepr=f"{'[SIMULATED] ' if simulated else ''}{case.message}" if failed else None,
-        when=when, sections=[], duration=0.0, start=now, stop=now,
+        outcome="failed" if failed else "skipped" if skipped else "passed",
+        longrepr=longrepr, when=when, sections=[], duration=0.0, start=now, stop=now,
         user_properties=list(props.items()))
     made.pytest_cluster_case = (case_id(case), case.clause, case.node)  # type: ignore[attr-defined]
     return made
@@ -97,7 +112,8 @@ def emit(config: pytest.Config, cases: Sequence[Case],
         for case in cases:
             now = time.time()
             log(config, case_id(case), (case.source, None, f"{case.test}[{case.param}]"),
-                [report(case, when, now, simulated) for when in WHEN])
+                [report(case, when, now, simulated) for when in WHEN
+                 if not (case.not_judged and when == "call")])
 
 
 def log(config: pytest.Config, nodeid: str, location: tuple[str, int | None, str],

@@ -57,14 +57,16 @@ class RunFacts:
 def end_record(facts: RunFacts) -> EndLine:
     """results.jsonl's last line: how the run ended and exactly what it covered."""
     plan, ledger, derived = facts.plan, facts.ledger, facts.derived
-    failed_derived = sum(not case.passed for case in derived)
+    failed_derived = sum(case.failed for case in derived)
     # checks outside the plan: your own tests recording evidence without a clause
     extra = sum(ledger.outside_plan(plan).values()) - len(derived)
     planned, selected = len(plan.cases) + extra, len(plan.selected) + extra
     checks_ran = ledger.checks_ran - len(derived)
     counts = ledger.counts()
-    counts["passed"] -= len(derived) - failed_derived
+    not_judged = sum(bool(case.not_judged) for case in derived)
+    counts["passed"] -= len(derived) - failed_derived - not_judged
     counts["failed"] -= failed_derived
+    counts["skipped"] -= not_judged
     covered = {c.node for c in plan.cases if c.node is not None and c.case_id in facts.ran}
     nodes = facts.spec.cluster.nodes
     now = time.time()
@@ -95,7 +97,7 @@ def end_record(facts: RunFacts) -> EndLine:
                            "signature": facts.baseline.signature,
                            "signature_key": facts.baseline.checked_key,
                            "cases": len(compared),
-                           "failed": sum(not case.passed for case in compared)}
+                           "failed": sum(case.failed for case in compared)}
     if facts.soak is not None:
         end["soak"] = facts.soak
     return end

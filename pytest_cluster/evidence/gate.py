@@ -27,10 +27,12 @@ from typing import Any, cast
 from pytest_cluster.evidence.verdict import (
     ERROR,
     FAIL,
+    INCOMPLETE,
     PASS,
     NodeVerdict,
     VerdictDocument,
     drain_command,
+    incomplete_why,
     outcome_of,
 )
 
@@ -171,8 +173,11 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
                                  f"{_printable(n.reason)}" for n in failed),
                                *(f"{line} (not drained)" for line in lines)),
                         failed, simulated)
-    if document.get("outcome") != PASS and not lines:
-        lines.append(f"ERROR: the run's verdict is {_printable(str(document.get('verdict')))}")
+    if document.get("outcome") != PASS and not lines:  # every node judged: the run stopped
+        status = document.get("status")
+        lines.append(f"ERROR: the run's verdict is {_printable(str(document.get('verdict')))}"
+                     + (f": {incomplete_why(str(status), 0)}"
+                        if document.get("verdict") == INCOMPLETE else ""))
     if exit_status != 0:
         lines.append(f"ERROR: pytest ended with {exit_meaning(exit_status)}"
                      + (f": {log_line}" if log_line else ""))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,13 +136,27 @@ def level_of_run(chosen: Selection) -> str:
     return str(chosen.get("-m") or "acceptance")
 
 
+def opt_in(name: str, level: str) -> str:
+    """How the plan's `not_in_contract` lists a clause of an opt-in level that the run
+    left out ('gpus.sdc (level stress: run it with -m stress)'): in the contract, not at
+    this level."""
+    return f"{name} (level {level}: run it with -m {level})"
+
+
+_OPT_IN = re.compile(r"(.+) \(level (\S+): run it with -m \2\)")
+
+
 def not_checked(plan: Plan, ran: set[str],
                 left_out: str = DESELECTED) -> list[NotChecked]:
-    """Every clause not (fully) checked and why: not in contract, left out by the
-    selection (`left_out`: deselected, or not at this level), not reached (selected, but
-    the run ended first)."""
-    rows: list[NotChecked] = [{"clause": name, "why": "not in contract"}
-                              for name in sorted(set(plan.not_in_contract))]
+    """Every clause not (fully) checked and why: not in contract, not at this level (an
+    opt-in level's clauses the run left out, `opt_in`), left out by the selection
+    (`left_out`: deselected, or not at this level), not reached (selected, but the run
+    ended first)."""
+    rows: list[NotChecked] = []
+    for name in sorted(set(plan.not_in_contract)):
+        level = _OPT_IN.fullmatch(name)
+        rows.append({"clause": level[1], "why": NOT_AT_THIS_LEVEL} if level is not None
+                    else {"clause": name, "why": "not in contract"})
     for why, cases in ((left_out, plan.deselected),
                        ("not reached", [c for c in plan.cases if c.case_id in plan.selected
                                         and c.case_id not in ran])):

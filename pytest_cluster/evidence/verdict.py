@@ -37,6 +37,7 @@ from pytest_cluster.evidence.sinks.results import (
     PARTIAL,
     BaselineSummary,
     ResultLine,
+    SoakEnd,
     clause_of,
     outcome,
 )
@@ -365,6 +366,37 @@ def cluster_verdict(status: str | None, verdicts: Sequence[NodeVerdict],
     if status not in (COMPLETE, PARTIAL) or any(v.verdict != ACCEPTED for v in verdicts):
         return INCOMPLETE
     return ACCEPTED
+
+
+#: Why a run is INCOMPLETE where it stopped before every selected check ran, and where a
+#: node was left NOT CHECKED (incomplete_why).
+STOPPED, NOT_ALL_JUDGED = ("the run was stopped before every selected check ran",
+                           "not every node was judged")
+
+
+def incomplete_why(status: str | None, not_checked: int, soak: SoakEnd | None = None) -> str:
+    """Why a run's verdict is INCOMPLETE, as true of the run: it was stopped before every
+    selected check ran (`status` not complete or partial; a soak (its end record's `soak`):
+    in which round), and/or `not_checked` nodes were not judged."""
+    parts = []
+    if status not in (COMPLETE, PARTIAL):
+        parts.append(STOPPED if soak is None else soak_stopped(soak))
+    if not_checked:
+        parts.append(NOT_ALL_JUDGED)
+    return "; ".join(parts) or NOT_ALL_JUDGED
+
+
+def soak_stopped(soak: SoakEnd) -> str:
+    """How a soak stopped: 'the soak was stopped: round 2 of 4 not finished' (its last
+    round cut short), 'the soak was stopped after round 3' (between rounds), 'the soak
+    stopped: a round left no results'."""
+    if soak.get("stopped"):
+        return "the soak stopped: a round left no results"
+    last, of = soak["rounds"], soak.get("max_rounds")
+    rounds = f"round {last}" + (f" of {of}" if of else "")
+    if soak["rounds_finished"] < last:
+        return f"the soak was stopped: {rounds} not finished"
+    return f"the soak was stopped after {rounds}"
 
 
 def outcome_of(verdict: str) -> str:

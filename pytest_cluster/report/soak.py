@@ -76,9 +76,10 @@ def timeline_svg(lines: Timelines, shown: Sequence[str]) -> str:
 
 def soak_html(rounds: Sequence[Round], lines: Timelines, found: Sequence[NodeAvailability],
               settlement: Settlement | None, uptime: Decimal, stopped: str = "",
-              mark: str = "") -> str:
+              mark: str = "", unobserved: str = "") -> str:
     """The soak's section; `mark` ('[SIMULATED] ') heads it and its credit when the
-    cluster is simulated, as the terminal's lines are headed."""
+    cluster is simulated, as the terminal's lines are headed. `unobserved`: why the
+    rounds give no availability and no credit (no round judged a node), said instead."""
     if not rounds:
         return f"<h2>{esc(mark)}Soak</h2><p>No round finished.</p>"
     shown = _order(found)
@@ -96,7 +97,7 @@ def soak_html(rounds: Sequence[Round], lines: Timelines, found: Sequence[NodeAva
                if len(found) - always > len(down) else "")
             + f"; {always} node(s) up all through (100 %); every node is in JUnit and "
             "results.jsonl</p>")
-    credit = ""
+    credit = f"<p><b>{esc(mark + unobserved)}</b></p>" if unobserved else ""
     if settlement is not None:
         owing = [c for c in settlement.credits if c.owed > 0]
         listed = "".join(f"<li>{esc(c.arithmetic)}</li>" for c in owing[:MAX_ROWS])

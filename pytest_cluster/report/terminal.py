@@ -24,9 +24,11 @@ from pytest_cluster.evidence.verdict import (
     ACCEPTED,
     ERROR,
     INCOMPLETE,
+    NOT_CHECKED,
     NodeVerdict,
     by_verdict,
     drain_line,
+    incomplete_why,
     outcome_of,
     taint_line,
     to_drain,
@@ -122,7 +124,8 @@ def terminal_lines(run: RunSummary) -> list[str]:
         if row["why"] == NEEDS_A_SOAK:
             lines.append(f"not checked: {row['clause']}: {row['why']}")
     for why in (NOT_AT_THIS_LEVEL, DESELECTED, "not reached"):
-        rows = [r for r in end["not_checked"] if r["why"] == why]
+        # those without cases (an opt-in level's clauses) are listed with the contract's
+        rows = [r for r in end["not_checked"] if r["why"] == why and "cases" in r]
         if rows:
             lines.append(f"{why}: " + ", ".join(
                 f"{r['clause']} ({r['cases']} of {r['of']})" for r in rows[:MAX_LISTED])
@@ -155,8 +158,11 @@ def verdict_line(end: EndLine) -> str:
     """'verdict: ACCEPTED at level sanity (PASS)': the cluster's verdict, the level it
     judged and what a gate does with it."""
     outcome = outcome_of(end["verdict"])
-    why = (": not every node was judged; none is drained for it"
-           if outcome == ERROR else "")
+    why = ""
+    if outcome == ERROR:
+        said = incomplete_why(end["status"], end["verdicts"].get(NOT_CHECKED, 0),
+                              end.get("soak"))
+        why = f": {said}; none is drained for it"
     return f"verdict: {end['verdict']} at level {end['level']} ({outcome}{why})"
 
 

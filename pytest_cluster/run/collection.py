@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_cluster.errors import ProbeFailed
-from pytest_cluster.evidence.plan import CASE_KEY, PLAN_KEY, Plan, PlannedCase
+from pytest_cluster.evidence.plan import CASE_KEY, PLAN_KEY, Plan, PlannedCase, opt_in
 from pytest_cluster.evidence.verdict import TOOL_FAULT
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
 from pytest_cluster.run.suite import acceptance_dir
@@ -130,8 +130,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         level = level_of(item, marker)
         if level == STRESS and not stress:  # opt-in: only when -m names it
             drop.append(item)
-            absent.append(f"{found.name if found else item.nodeid} (level stress: run it "
-                          "with -m stress)")
+            absent.append(opt_in(found.name if found else item.nodeid, STRESS))
             continue
         (last if runs_last(marker) else keep).append(item)
         if found is not None:

@@ -67,6 +67,16 @@ STOP_GRACE_S = (120.0, 30.0)
 #: node is available as promised only at 100 %.
 NO_SLA = SlaSpec(uptime=Decimal(1), down_after_s=0.0, price_per_node_hour=Decimal(0),
                  currency="USD", credits=())
+#: What a soak whose rounds judged no node (its only round stopped before any node's
+#: checks all ran) says of its availability and of its SLA: no figure, no verdict.
+NOT_OBSERVED = "not observed: no round judged a node"
+SLA_NOT_JUDGED = "not judged: no node was observed"
+
+
+def observed(availability: list[NodeAvailability]) -> bool:
+    """Whether the rounds observed any node for any time: else there is no availability
+    to state (not 100 %) and no credit to settle (not 'none owed')."""
+    return any(found.window_s > 0 for found in availability)
 
 
 class Session(Protocol):
@@ -284,8 +294,10 @@ class SoakDriver:
         availability, settlement = self._settle()
         self.config.hook.pytest_cluster_soak_progress(
             config=self.config, rounds=len(self.rounds),
-            availability={found.node: found.availability for found in availability},
-            credit=str(settlement.owed), currency=sla.currency)
+            availability={found.node: found.availability for found in availability
+                          if found.window_s > 0},
+            credit=str(settlement.owed) if observed(availability) else "",
+            currency=sla.currency)
 
     # -- the soak's cases ---------------------------------------------------------------------
 
@@ -325,6 +337,8 @@ class SoakDriver:
         self.availability, self.settlement = self._settle()
         cases = []
         for found, owed in zip(self.availability, self.settlement.credits, strict=True):
+            if found.window_s <= 0:
+                continue  # no time of it observed: no availability to judge
             met = found.availability >= sla.uptime
             shown = availability_text(found.availability, sla.uptime,
                                       *(t.below for t in sla.credits))
@@ -344,7 +358,12 @@ class SoakDriver:
                 props.update(credit=str(owed.owed), currency=sla.currency)
             cases.append(Case(found.node, "soak.availability", found.node, met,
                               "" if met else text, props=props))
-        if self.spec.sla is not None:
+        if self.spec.sla is not None and not observed(self.availability):
+            cases.append(Case("cluster", "soak.sla", "cluster", False, "",
+                              props={"measured": NOT_OBSERVED,
+                                     "requirement": "no credit owed"},
+                              not_judged=f"{SLA_NOT_JUDGED} (availability {NOT_OBSERVED})"))
+        elif self.spec.sla is not None:
             total = self.settlement.total_line()
             share = cluster_availability(self.availability)
             owes = self.settlement.owes
@@ -366,6 +385,11 @@ class SoakDriver:
                     else "")]
         if self.stopped_why:
             found.append(f"  soak stopped: {self.stopped_why}")
+        if not observed(self.availability):
+            found.append(f"  availability: {NOT_OBSERVED}")
+            if self.spec.sla is not None:
+                found.append(f"  SLA: {SLA_NOT_JUDGED}")
+            return found
         down = [a for a in self.availability if a.down_s > 0]
         share = cluster_availability(self.availability)
         lost = sum((a.node_hours_lost for a in down), Decimal(0))
@@ -384,9 +408,13 @@ class SoakDriver:
     def html(self, mark: str = "") -> str:
         lines = self.timelines()
         sla = self.spec.sla
+        seen = observed(self.availability)
         return soak_html(self.rounds, lines, self.availability,
-                         self.settlement if sla is not None else None,
-                         (sla or NO_SLA).uptime, self.stopped_why, mark)
+                         self.settlement if sla is not None and seen else None,
+                         (sla or NO_SLA).uptime, self.stopped_why, mark,
+                         unobserved="" if seen else
+                         f"availability {NOT_OBSERVED}"
+                         + (f"; SLA {SLA_NOT_JUDGED}" if sla is not None else ""))
 
     def end_record(self) -> SoakEnd:
         """The soak's part of the end record."""
@@ -399,9 +427,10 @@ class SoakDriver:
             "unobserved_s": round(lines.unobserved_s, 3),
             "window": [utc(t) for t in lines.window] if self.rounds else [],
             "availability": {a.node: float(round(a.availability, 6))
-                             for a in self.availability},
+                             for a in self.availability if a.window_s > 0},
         }
-        if self.settlement is not None and self.spec.sla is not None:
+        if self.settlement is not None and self.spec.sla is not None \
+                and observed(self.availability):
             found["credit"] = {"owed": str(self.settlement.owed),
                                "currency": self.settlement.currency,
                                "arithmetic": [c.arithmetic for c in self.settlement.credits],

@@ -246,9 +246,10 @@ class Metrics:
                       "over a soak so far", ("cluster", "node"), registry=found)
         for node, value in availability.items():
             share.labels(self.cluster, node).set(value)
-        Gauge("pytest_cluster_soak_credit", "the SLA credit owed so far, in its currency",
-              ("cluster", "currency"), registry=found).labels(self.cluster, currency).set(
-            float(credit))
+        if credit:  # '': no node observed yet, so no credit settled (not none owed)
+            Gauge("pytest_cluster_soak_credit", "the SLA credit owed so far, in its "
+                  "currency", ("cluster", "currency"), registry=found).labels(
+                self.cluster, currency).set(float(credit))
 
     def write(self, path: Path) -> None:
         """Write atomically (a temporary file renamed over it), as the textfile collector
