@@ -151,6 +151,11 @@ def _check_results(views: Views) -> Iterator[str]:
         if counted.get(name, 0) != count:
             yield (f"results.jsonl: the end record counts {count} {name}, the lines "
                    f"{counted.get(name, 0)}")
+    apart = Counter(outcome(r) for r in derived)
+    said_apart = {k: v for k, v in (views.end.get("derived_counts") or {}).items() if v}
+    if said_apart != dict(apart):
+        yield (f"results.jsonl: the end record counts {said_apart} derived from the whole "
+               f"run, the lines {dict(apart)}")
     compared = [r for r in derived if _family(r).startswith("baseline.")]
     said = views.end.get("baseline")
     if said is not None and (said["cases"], said["failed"]) != (
@@ -409,6 +414,13 @@ def _check_metrics(views: Views) -> Iterator[str]:
         for name in ("verdict", "outcome", "level", "status"):
             if labels[name] != views.verdict[name]:
                 yield f"metrics: run {name} {labels[name]}, verdict.json {views.verdict[name]}"
+    if views.end is not None and found.get("pytest_cluster_run_info"):
+        for family, key in (("pytest_cluster_run_checks", "counts"),
+                            ("pytest_cluster_run_derived_checks", "derived_counts")):
+            said = {labels["outcome"]: value for labels, value in found.get(family, [])}
+            wanted = {k: v for k, v in (views.end.get(key) or {}).items()}
+            if said != wanted:
+                yield f"metrics: {family} {said}, the end record's {key} {wanted}"
 
 
 def _check_clause_metrics(views: Views) -> Iterator[str]:

@@ -90,6 +90,10 @@ def end_record(facts: RunFacts) -> EndLine:
             run_status(facts.exit_code, planned, selected, checks_ran), facts.verdicts,
             len(decisive(facts.ledger.cluster_failures()))),
     }
+    if derived:  # what pytest counts beside them: counts + derived_counts is its total
+        end["derived_counts"] = {
+            "passed": len(derived) - failed_derived - not_judged, "failed": failed_derived,
+            "skipped": not_judged}
     if facts.baseline is not None:
         compared = facts.baseline_cases
         end["baseline"] = {"path": str(facts.baseline.path), "run": facts.baseline.label,

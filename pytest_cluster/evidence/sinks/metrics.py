@@ -7,6 +7,7 @@ The run and its nodes:
 
     pytest_cluster_run_info{cluster,run_id,level,status,verdict,outcome,simulated,tool_version} 1
     pytest_cluster_run_checks{cluster,level,outcome} N
+    pytest_cluster_run_derived_checks{cluster,level,outcome} N   (a soak's, a baseline's)
     pytest_cluster_run_end_timestamp_seconds{cluster,level} T
     pytest_cluster_node_verdict{cluster,level,node,verdict,outcome} 1  (one per node)
     pytest_cluster_node_accepted{cluster,level,node} 1 or 0
@@ -198,6 +199,13 @@ class Metrics:
         for name, count in (end.get("counts") or {}).items():
             if (number := finite(count)) is not None:
                 checks.labels(cluster, level, str(name)).set(number)
+        derived = Gauge("pytest_cluster_run_derived_checks", "the cases derived from the "
+                        "whole run (a soak's, a baseline's) by outcome: with run_checks, "
+                        "what pytest and JUnit count", ("cluster", "level", "outcome"),
+                        registry=found)
+        for name, count in (end.get("derived_counts") or {}).items():
+            if (number := finite(count)) is not None:
+                derived.labels(cluster, level, str(name)).set(number)
         Gauge("pytest_cluster_run_end_timestamp_seconds", "when the run ended",
               ("cluster", "level"), registry=found).labels(cluster, level).set(
             finite(end.get("ended_at")) or 0.0)

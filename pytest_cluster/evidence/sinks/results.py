@@ -210,6 +210,9 @@ class EndLine(_EndLine, total=False):
 
     baseline: BaselineSummary
     soak: SoakEnd
+    #: the cases derived from the whole run (a soak's, a baseline's), by outcome: what
+    #: pytest, JUnit and the terminal count beside `counts`
+    derived_counts: dict[str, int]
 
 
 class RoundLine(TypedDict):
