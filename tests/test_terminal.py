@@ -12,6 +12,7 @@ from xml.etree import ElementTree
 
 import pytest
 
+from pytest_cluster.evidence.plan import LeftOut
 from pytest_cluster.evidence.verdict import ACCEPTED, REJECTED, NodeVerdict
 from pytest_cluster.report.terminal import (
     MAX_LISTED,
@@ -45,7 +46,7 @@ def summary(**changes: Any) -> RunSummary:
 
 def test_no_check_ran_says_so_and_what_the_contract_left_out() -> None:
     assert terminal_lines(summary(end=None, runs_checks=False,
-                                  not_in_contract=("storage", "training"))) == [
+                                  not_in_contract=(LeftOut("storage"), LeftOut("training")))) == [
         "cluster c: 30 node(s); no check was run, so no evidence was written",
         "not in contract, not tested: storage, training"]
 

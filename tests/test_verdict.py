@@ -16,10 +16,13 @@ from jsonschema import Draft202012Validator, ValidationError
 from pytest_cluster.evidence.check import Evidence, Place
 from pytest_cluster.evidence.gathered import cell_of
 from pytest_cluster.evidence.plan import (
+    NOT_AT_THIS_LEVEL,
+    LeftOut,
     Plan,
     PlannedCase,
     level_of_run,
     not_checked,
+    opt_in,
     why_left_out,
 )
 from pytest_cluster.evidence.rundir import create_run_dir, point_latest, run_dir_name
@@ -40,6 +43,7 @@ from pytest_cluster.evidence.verdict import (
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.model import Rule
+from pytest_cluster.spec.promised import ACROSS, TOO_FEW_NODES, across
 
 PLAN = Plan((PlannedCase("a::t[n1]", "gpus.count", "n1"),
              PlannedCase("a::t[n2]", "gpus.count", "n2"),
@@ -116,8 +120,16 @@ def test_a_timeout_is_unreachable_only_for_the_host_probe() -> None:
 
 def test_not_checked_says_why_per_clause() -> None:
     ran = {"a::t[n1]", "a::t[n2]"}
-    rows = not_checked(Plan(PLAN.cases, PLAN.selected, ("storage",)), ran)
+    left_out = (LeftOut("storage"), opt_in("gpus.sdc", "stress"),
+                LeftOut("interconnect.latency", ACROSS, across(1, 4)),
+                LeftOut("interconnect.node_counts 8", TOO_FEW_NODES, "the cluster has 4 nodes"))
+    rows = not_checked(Plan(PLAN.cases, PLAN.selected, left_out), ran)
+    # each says why as it is: in the contract but not at this level, not across the nodes
+    # of this run or of this cluster, or not in the contract at all
     assert rows == [
+        {"clause": "gpus.sdc", "why": NOT_AT_THIS_LEVEL},
+        {"clause": "interconnect.latency", "why": ACROSS},
+        {"clause": "interconnect.node_counts 8", "why": TOO_FEW_NODES},
         {"clause": "storage", "why": "not in contract"},
         {"clause": "host.memory", "why": "deselected", "cases": 1, "of": 3},
         {"clause": "gpus.count", "why": "not reached", "cases": 1, "of": 3},

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +43,32 @@ class PlannedCase:
         return cls(str(row[0]), str(row[1]), None if row[2] is None else str(row[2]))
 
 
+#: Why a clause is not checked: the contract does not have it.
+NOT_IN_CONTRACT = "not in contract"
+
+
+@dataclass(frozen=True, order=True)
+class LeftOut:
+    """A clause whose cases the run left out at collection, and why (`why`: not in
+    contract, not at this level: an opt-in level the run did not name, across nodes: a
+    run of some nodes, too few nodes: more than the cluster has), `detail` saying it in
+    full ('level stress: run it with -m stress'), shown after the clause in parentheses."""
+
+    clause: str
+    why: str = NOT_IN_CONTRACT
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.clause} ({self.detail})" if self.detail else self.clause
+
+    def to_json(self) -> list[str]:
+        return [self.clause, self.why, self.detail]
+
+    @classmethod
+    def from_json(cls, row: list[Any]) -> LeftOut:
+        return cls(str(row[0]), str(row[1]), str(row[2]))
+
+
 @dataclass(frozen=True)
 class Plan:
     """Contract cases collected (after leaving out clauses not in the contract) and the ids
@@ -51,7 +76,7 @@ class Plan:
 
     cases: tuple[PlannedCase, ...] = ()
     selected: frozenset[str] = frozenset()
-    not_in_contract: tuple[str, ...] = ()
+    left_out: tuple[LeftOut, ...] = ()  # clauses not checked at all, and why
     known: bool = True  # False: no process wrote a plan (collection never ended)
     by_id: dict[str, PlannedCase] = field(default_factory=dict, compare=False, repr=False)
 
@@ -73,12 +98,13 @@ class Plan:
     def to_json(self) -> PlanDocument:
         return {"cases": [case.to_json() for case in self.cases],
                 "selected": sorted(self.selected),
-                "not_in_contract": list(self.not_in_contract)}
+                "left_out": [entry.to_json() for entry in self.left_out]}
 
     @classmethod
     def from_json(cls, document: PlanDocument) -> Plan:
         return cls(tuple(PlannedCase.from_json(row) for row in document["cases"]),
-                   frozenset(document["selected"]), tuple(document["not_in_contract"]))
+                   frozenset(document["selected"]),
+                   tuple(LeftOut.from_json(row) for row in document["left_out"]))
 
     def write(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -100,7 +126,7 @@ class PlanDocument(TypedDict):
 
     cases: list[list[Any]]  # [case id, clause, node or None] (PlannedCase.to_json)
     selected: list[str]
-    not_in_contract: list[str]
+    left_out: list[list[str]]  # [clause, why, detail] (LeftOut.to_json)
 
 
 #: The options that chose a subset of the contract, as given (the end record's
@@ -136,27 +162,20 @@ def level_of_run(chosen: Selection) -> str:
     return str(chosen.get("-m") or "acceptance")
 
 
-def opt_in(name: str, level: str) -> str:
-    """How the plan's `not_in_contract` lists a clause of an opt-in level that the run
-    left out ('gpus.sdc (level stress: run it with -m stress)'): in the contract, not at
-    this level."""
-    return f"{name} (level {level}: run it with -m {level})"
-
-
-_OPT_IN = re.compile(r"(.+) \(level (\S+): run it with -m \2\)")
+def opt_in(name: str, level: str) -> LeftOut:
+    """A clause of an opt-in level that the run left out ('gpus.sdc (level stress: run it
+    with -m stress)'): in the contract, not at this level."""
+    return LeftOut(name, NOT_AT_THIS_LEVEL, f"level {level}: run it with -m {level}")
 
 
 def not_checked(plan: Plan, ran: set[str],
                 left_out: str = DESELECTED) -> list[NotChecked]:
-    """Every clause not (fully) checked and why: not in contract, not at this level (an
-    opt-in level's clauses the run left out, `opt_in`), left out by the selection
-    (`left_out`: deselected, or not at this level), not reached (selected, but the run
-    ended first)."""
-    rows: list[NotChecked] = []
-    for name in sorted(set(plan.not_in_contract)):
-        level = _OPT_IN.fullmatch(name)
-        rows.append({"clause": level[1], "why": NOT_AT_THIS_LEVEL} if level is not None
-                    else {"clause": name, "why": "not in contract"})
+    """Every clause not (fully) checked and why: left out at collection (not in contract,
+    not at this level, across nodes, too few nodes: `Plan.left_out`), left out by the
+    selection (`left_out`: deselected, or not at this level), not reached (selected, but
+    the run ended first)."""
+    rows: list[NotChecked] = [{"clause": entry.clause, "why": entry.why}
+                              for entry in sorted(set(plan.left_out))]
     for why, cases in ((left_out, plan.deselected),
                        ("not reached", [c for c in plan.cases if c.case_id in plan.selected
                                         and c.case_id not in ran])):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pytest_cluster.evidence.baseline.compare import signature_said
-from pytest_cluster.evidence.plan import DESELECTED, NOT_AT_THIS_LEVEL, why_left_out
+from pytest_cluster.evidence.plan import DESELECTED, NOT_AT_THIS_LEVEL, LeftOut, why_left_out
 from pytest_cluster.evidence.sinks.results import (
     COMPLETE,
     INTERRUPTED,
@@ -76,7 +76,7 @@ class RunSummary:
     soak_lines: list[str] | None  # a soak's own lines; None: no soak
     baseline: Baseline | None
     coverage: str  # 'INCOMPLETE: ...', or ''
-    not_in_contract: Sequence[str]
+    not_in_contract: Sequence[LeftOut]
     inventory_error: str
     evidence: str | None  # where the evidence is; None: none written
     findings: Sequence[str] = ()  # what checks found beside their figures (a straggler)
@@ -178,13 +178,12 @@ def _baseline_lines(accepted: Baseline, counted: BaselineSummary, spec: Spec) ->
 def _not_in_contract(run: RunSummary) -> list[str]:
     """What the run did not test: not in the contract (or not at this level), and in a run
     of some nodes the clauses across nodes, on a line of their own."""
-    mark = f" ({ACROSS}: "
-    spanning = [entry for entry in run.not_in_contract if mark in entry]
-    absent = ", ".join(entry for entry in run.not_in_contract if mark not in entry)
+    spanning = [entry for entry in run.not_in_contract if entry.why == ACROSS]
+    absent = ", ".join(str(entry) for entry in run.not_in_contract if entry.why != ACROSS)
     lines = [f"not in contract, not tested: {absent}"] if absent else []
     if spanning:
-        why = spanning[0].split(mark, 1)[1].removesuffix(")")
-        names = ", ".join(entry.split(mark, 1)[0] for entry in spanning)
+        why = spanning[0].detail.removeprefix(f"{ACROSS}: ")
+        names = ", ".join(entry.clause for entry in spanning)
         lines.append(f"not tested here, {ACROSS} ({why}): {names}")
     return lines
 

@@ -19,13 +19,21 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_cluster.errors import ProbeFailed
-from pytest_cluster.evidence.plan import CASE_KEY, PLAN_KEY, Plan, PlannedCase, opt_in
+from pytest_cluster.evidence.plan import (
+    CASE_KEY,
+    NOT_IN_CONTRACT,
+    PLAN_KEY,
+    LeftOut,
+    Plan,
+    PlannedCase,
+    opt_in,
+)
 from pytest_cluster.evidence.verdict import TOOL_FAULT
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
 from pytest_cluster.run.suite import acceptance_dir
 from pytest_cluster.spec.clauses import declared
 from pytest_cluster.spec.declaration import ACCEPTANCE, STRESS
-from pytest_cluster.spec.promised import Promised, promised
+from pytest_cluster.spec.promised import TOO_FEW_NODES, Promised, promised
 from pytest_cluster.units import size_id
 
 if TYPE_CHECKING:
@@ -116,7 +124,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     keep: list[pytest.Item] = []
     last: list[pytest.Item] = []
     drop: list[pytest.Item] = []
-    absent: list[str] = []
+    absent: list[LeftOut] = []
     suite = acceptance_dir()
     chosen = str(config.option.markexpr or "")
     stress = re.search(rf"\b{STRESS}\b", chosen) is not None
@@ -125,7 +133,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         found = checked(item, spec, marker)
         if found is not None and not found.promised:
             drop.append(item)
-            absent.append(found.not_in_contract)
+            absent.append(LeftOut(found.name, found.kind or NOT_IN_CONTRACT, found.why))
             continue
         level = level_of(item, marker)
         if level == STRESS and not stress:  # opt-in: only when -m names it
@@ -140,11 +148,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     keep += last  # what the run did to a node is read after every other case
     ic = spec.interconnect
     if ic is not None:
-        absent.extend(f"interconnect.node_counts {n} (the cluster has "
-                      f"{len(spec.cluster.nodes)} nodes)" for n in ic.node_counts_dropped)
+        absent.extend(LeftOut(f"interconnect.node_counts {n}", TOO_FEW_NODES,
+                              f"the cluster has {len(spec.cluster.nodes)} nodes")
+                      for n in ic.node_counts_dropped)
     config.stash[PLANNED_KEY] = Plan(
         tuple(item.stash[CASE_KEY] for item in keep if CASE_KEY in item.stash),
-        not_in_contract=tuple(sorted(set(absent))))
+        left_out=tuple(sorted(set(absent))))
     if drop:
         config.hook.pytest_deselected(items=drop)
     if drop or last:
@@ -184,7 +193,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     selected = frozenset(item.stash[CASE_KEY].case_id for item in session.items
                          if CASE_KEY in item.stash)
     if selected:  # a run that runs nothing leaves nothing behind
-        plan = Plan(planned.cases, selected, planned.not_in_contract)
+        plan = Plan(planned.cases, selected, planned.left_out)
         plan.write(config.stash[CACHE_DIR_KEY])
         config.stash[PLAN_KEY] = plan
 

@@ -442,7 +442,7 @@ class ClusterSession:
             verdicts=tuple(self.verdicts), cluster_failures=self.ledger.cluster_failures(),
             soak_lines=self.soak.summary_lines() if self.soak is not None else None,
             baseline=self.baseline, coverage=self.coverage_line(),
-            not_in_contract=tuple(sorted(set(self.plan.not_in_contract))),
+            not_in_contract=tuple(sorted(set(self.plan.left_out))),
             inventory_error=self.after_checks.inventory_error, evidence=evidence,
             findings=tuple(self.ledger.findings)))
 

@@ -21,12 +21,18 @@ from pytest_cluster.spec.model import (
     VersionClause,
 )
 
+#: Why a clause the contract has is not checked by a run, as `Promised.kind` says it: it
+#: spans more nodes than a run of some nodes has (--cluster-node), or more than the
+#: cluster has (a slow-node search of one node).
+ACROSS, TOO_FEW_NODES = "across nodes", "too few nodes"
+
 
 @dataclass(frozen=True)
 class Promised:
     name: str  # the instance checked, or what is not in the contract
     promised: bool
     why: str = ""  # why a clause the spec has is not checked here, e.g. "needs 2+ nodes"
+    kind: str = ""  # that reason's kind (ACROSS, TOO_FEW_NODES); '': not in the contract
 
     @property
     def not_in_contract(self) -> str:
@@ -83,11 +89,8 @@ def promised(spec: Spec, name: str, params: Mapping[str, object]) -> Promised:
     full = _promised(whole, name, params)
     if not full.promised:
         return found
-    return Promised(full.name, False, across(len(cluster.nodes), len(cluster.chosen_from)))
-
-
-#: Why a run of some nodes does not check a clause across nodes (its words start so).
-ACROSS = "across nodes"
+    return Promised(full.name, False, across(len(cluster.nodes), len(cluster.chosen_from)),
+                    ACROSS)
 
 
 def across(chosen: int, of: int) -> str:
@@ -117,5 +120,6 @@ def _promised(spec: Spec, name: str, params: Mapping[str, object]) -> Promised:
             base = declaration.section if where is None else f"{declaration.section}[{where}]"
             return Promised(f"{base}.{declaration.within}", False)
     if found.promised and len(spec.cluster.nodes) < declaration.needs_nodes:
-        return Promised(declaration.id, False, f"needs {declaration.needs_nodes}+ nodes")
+        return Promised(declaration.id, False, f"needs {declaration.needs_nodes}+ nodes",
+                        TOO_FEW_NODES)
     return found
