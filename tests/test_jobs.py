@@ -223,6 +223,18 @@ def test_a_dying_rank_is_named_and_ends_its_node() -> None:
 
 
 @pytest.mark.slow
+def test_a_rank_killed_by_a_signal_is_named_so_by_its_node_and_the_job() -> None:
+    """Its node says why it killed the others ('was killed by signal 9', not 'exited with
+    code -9'), and the job names the signal."""
+    program = ("import os, signal, time\nif os.environ['RANK'] == '1':\n"
+               "    os.kill(os.getpid(), signal.SIGKILL)\ntime.sleep(600)\n")
+    result = run_job(local(), JobSpec(("a",), program, ranks_per_node=2, wall_timeout_s=5))
+    assert [r.exit_code for r in result.ranks] == ["killed", -9]
+    assert dict(result.stopped)["a"] == "rank 1 was killed by signal 9"
+    assert result.first_failure().startswith("a rank 1 was killed by SIGKILL (signal 9)")
+
+
+@pytest.mark.slow
 def test_a_hanging_job_ends_at_its_wall_clock() -> None:
     result = run_job(local(), JobSpec(("a",), "import time\ntime.sleep(600)\n",
                                       wall_timeout_s=2))

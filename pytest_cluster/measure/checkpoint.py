@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_cluster.errors import ClusterError
-from pytest_cluster.launchers.jobs import JobSpec, reason_line, run_job
+from pytest_cluster.launchers.jobs import JobSpec, how_ended, reason_line, run_job
 from pytest_cluster.measure.at_once import (
     NO_RENDEZVOUS,
     NOT_STARTED,
@@ -238,7 +238,7 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
     errors = part_errors(result, phase)
     ranks = tuple(_figures(r.node, r.rank,  # a rank's answer: _figures checks it
                            cast("RankData | None", r.data if r.ok else None), phase,
-                           reason_line(r.stderr_tail) or f"exited with code {r.exit_code}")
+                           reason_line(r.stderr_tail) or how_ended(r.exit_code))
                   for r in result.ranks)
     errors += [(r.node, f"{phase}: rank {r.rank}: {r.error}") for r in ranks if r.error]
     leftovers = [item for r in result.ranks if r.data for item in r.data.get("leftovers") or []

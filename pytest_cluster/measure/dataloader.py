@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_cluster.errors import ClusterError
-from pytest_cluster.launchers.jobs import JobSpec, reason_line, run_job
+from pytest_cluster.launchers.jobs import JobSpec, how_ended, reason_line, run_job
 from pytest_cluster.measure.at_once import (
     NO_RENDEZVOUS,
     NOT_STARTED,
@@ -210,7 +210,7 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
     errors = part_errors(result, phase)
     workers = tuple(_worker(r.node, r.rank,  # a worker's answer: _worker checks it
                             cast("RankData | None", r.data if r.ok else None),
-                            reason_line(r.stderr_tail) or f"exited with code {r.exit_code}")
+                            reason_line(r.stderr_tail) or how_ended(r.exit_code))
                     for r in result.ranks)
     errors += [(w.node, f"{phase}: worker {w.rank}: {w.error}") for w in workers if w.error]
     methods = {str(r.data.get("method")) for r in result.ranks

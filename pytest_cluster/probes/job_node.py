@@ -247,10 +247,12 @@ def _wait_ranks(ranks: list[_Rank], args: argparse.Namespace) -> str:
     killed_because = ""
     while any(r["exit_code"] is None for r in ranks):
         for r in ranks:
-            if r["exit_code"] is None and r["process"].poll() is not None:
-                r["exit_code"], r["ended_at"] = r["process"].returncode, time.time()
-                if r["exit_code"] != 0 and not killed_because:
-                    killed_because = f"rank {r['rank']} exited with code {r['exit_code']}"
+            if r["exit_code"] is None and (code := r["process"].poll()) is not None:
+                r["exit_code"], r["ended_at"] = code, time.time()
+                if code != 0 and not killed_because:
+                    killed_because = (f"rank {r['rank']} was killed by signal {-code}"
+                                      if code < 0 else
+                                      f"rank {r['rank']} exited with code {code}")
             quiet = silence(r["progress"]) \
                 if r["exit_code"] is None and args.stall_timeout > 0 else None
             if quiet is not None:
