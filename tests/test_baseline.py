@@ -120,6 +120,12 @@ def test_a_figure_on_another_basis_is_converted_from_the_baselines_own_counts() 
     same = compared(aggregate(2.4, "gpu", **COUNTS), aggregate(2.476, "gpu", **COUNTS), 0.05,
                     "r")
     assert same is not None and same.passed and same.props["baseline_value"] == "2.476"
+    # and a figure per GPU says so: 1.2 GB/s is no cluster total
+    worse = compared(aggregate(1.2, "gpu", **COUNTS), aggregate(2.476, "gpu", **COUNTS),
+                     0.05, "r")
+    assert worse is not None and not worse.passed
+    assert worse.message.startswith(f"all storage[/shared].checkpoint.write: 1.2 GB/s "
+                                    f"{BASES['gpu']}, 51.5 % below baseline 2.476"), worse
 
 
 def test_a_figure_on_another_basis_without_the_counts_is_not_comparable() -> None:

@@ -117,6 +117,20 @@ def test_a_run_stopped_with_every_node_judged_is_an_error_saying_it_was_stopped(
         "no node is drained for it")
 
 
+def test_an_undecided_check_of_a_node_is_said_once_by_its_node() -> None:
+    """verdict.json lists an undecided check of one node among the cluster's failures
+    too; the gate says it once, on the node's line, not again as 'no node to blame'."""
+    decided = decide(document(node("u1", NOT_CHECKED, "1 could not be decided"),
+                              verdict="INCOMPLETE", cluster_checks_failed=[
+        {"clause": "interconnect.busbw[node_network]", "where": "u1", "message": "u1 ..."},
+        {"clause": "interconnect.latency", "where": "all", "message": "not established"}]), 1)
+    assert decided.lines[:2] == (
+        "ERROR u1: not checked: 1 could not be decided",
+        "ERROR: a check across nodes failed with no node to blame: interconnect.latency: "
+        "not established")
+    assert not any("node_network" in line for line in decided.lines)
+
+
 def test_a_check_across_nodes_without_a_culprit_is_an_error() -> None:
     decided = decide(document(node("n1", ACCEPTED), verdict=REJECTED, cluster_checks_failed=[
         {"clause": "interconnect.busbw[inter_node]", "message": "measured 3 < 40 GB/s"}]), 1)

@@ -162,9 +162,11 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
     failed = tuple(n for n in nodes if n.outcome == FAIL)
     lines = [f"ERROR {_printable(n.node)}: not checked: {_printable(n.reason)}"
              for n in nodes if n.outcome == ERROR]
+    said = {n.node for n in nodes if n.outcome == ERROR}
     checks = document.get("cluster_checks_failed")
     for check in checks if isinstance(checks, list) else []:
-        if isinstance(check, dict):
+        # a check of one node that could not judge it (undecided) is its node's line
+        if isinstance(check, dict) and str(check.get("where", "")).split(",")[0] not in said:
             lines.append(f"ERROR: a check across nodes failed with no node to blame: "
                          f"{_printable(str(check.get('clause', '')))}: "
                          f"{_printable(str(check.get('message', '')))}")

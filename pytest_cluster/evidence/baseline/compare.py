@@ -389,10 +389,13 @@ class Figure:
             isinstance(base, (int, float)) and base else 1.0
         return number_text(base_value * scale)
 
-    def value(self, base_value: float) -> str:
-        """The same, with the unit."""
+    def value(self, base_value: float, per: bool = True) -> str:
+        """The same, with the unit, and (`per`) what it is per where the bound is per node
+        or per GPU ('1.538 GB/s per GPU': the figure is no cluster total)."""
         unit = self.record.get("unit")
-        return f"{self.number(base_value)}{' ' + str(unit) if unit else ''}"
+        basis = self.record.get("basis")
+        each = f" {BASES[basis]}" if per and basis in ("node", "gpu") else ""
+        return f"{self.number(base_value)}{' ' + str(unit) if unit else ''}{each}"
 
 
 def _dimension(unit: Any) -> object:
@@ -443,7 +446,8 @@ def on_basis(now: ResultLine, before: ResultLine,
     steps = ([f"x {counts[0]} {sources[1]}"] if sources is not None else []) + \
         ([f"/ {counts[1]} {targets[1]}"] if targets is not None else [])
     return base * counts[0] / counts[1], \
-        f"{Figure(before).value(base)} {_basis(there)} at baseline {' '.join(steps)}"
+        f"{Figure(before).value(base, per=False)} {_basis(there)} at baseline " \
+        f"{' '.join(steps)}"
 
 
 def _not_comparable(now: ResultLine, current: float, why: str, label: str,
