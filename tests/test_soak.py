@@ -558,7 +558,7 @@ def test_a_soak_that_observed_no_node_states_no_availability_and_judges_no_sla(
     output = result.stdout.str()
     assert "cluster 100 %" not in output and "SLA: no credit owed" not in output
     result.stdout.fnmatch_lines([
-        "*soak: 1 round(s), * observed *",
+        "*soak: 1 round(s) (round 1 stopped before its end), * observed *",
         "  availability: not observed: no round judged a node",
         "  SLA: not judged: no node was observed"])
     soak_dir = (pytester.path / "reports" / "latest").resolve()

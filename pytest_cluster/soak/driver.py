@@ -33,6 +33,7 @@ from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.plan import CASE_KEY
 from pytest_cluster.evidence.sinks.results import (
     COMPLETE,
+    INTERRUPTED,
     PARTIAL,
     ResultLine,
     RoundLine,
@@ -379,7 +380,11 @@ class SoakDriver:
             return [f"soak: no round finished ({self.soak_dir})",
                     *([f"  soak stopped: {self.stopped_why}"] if self.stopped_why else [])]
         lines = self.timelines()
-        found = [f"soak: {len(self.rounds)} round(s), {clock(lines.observed_s)} observed "
+        last = self.rounds[-1]
+        stopped = f" (round {last.number} stopped before its end)" \
+            if last.status == INTERRUPTED else ""
+        found = [f"soak: {len(self.rounds)} round(s){stopped}, {clock(lines.observed_s)} "
+                 "observed "
                  f"({utc(lines.window[0])} to {utc(lines.window[1])})"
                  + (f", {clock(lines.unobserved_s)} not observed" if lines.unobserved_s
                     else "")]
