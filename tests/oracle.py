@@ -415,12 +415,12 @@ def _check_metrics(views: Views) -> Iterator[str]:
             if labels[name] != views.verdict[name]:
                 yield f"metrics: run {name} {labels[name]}, verdict.json {views.verdict[name]}"
     if views.end is not None and found.get("pytest_cluster_run_info"):
-        for family, key in (("pytest_cluster_run_checks", "counts"),
-                            ("pytest_cluster_run_derived_checks", "derived_counts")):
+        for family, field in (("pytest_cluster_run_checks", "counts"),
+                              ("pytest_cluster_run_derived_checks", "derived_counts")):
             said = {labels["outcome"]: value for labels, value in found.get(family, [])}
-            wanted = {k: v for k, v in (views.end.get(key) or {}).items()}
+            wanted = dict(views.end.get(field) or {})
             if said != wanted:
-                yield f"metrics: {family} {said}, the end record's {key} {wanted}"
+                yield f"metrics: {family} {said}, the end record's {field} {wanted}"
 
 
 def _check_clause_metrics(views: Views) -> Iterator[str]:

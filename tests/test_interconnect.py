@@ -1090,20 +1090,29 @@ sim:
 """
 
 
+def latency_of_six(pytester: pytest.Pytester, spec: str,
+                   lost: str) -> tuple[pytest.RunResult, dict[str, dict[str, Any]]]:
+    """The latency and colocation cases of a six-node spec whose n-4 is far and `lost`
+    does not take part: each case's result line by its name; only n-4's and `lost`'s
+    fail."""
+    (pytester.path / "t.yaml").write_text(spec)
+    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k",
+                                "test_latency or test_colocation")
+    result.assert_outcomes(passed=8, failed=4)
+    records = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)}
+    failed = sorted(name for name, r in records.items() if r["outcome"] == "failed")
+    assert failed == sorted(f"test_{case}[{node}]" for case in ("latency", "colocation")
+                            for node in ("n-4", lost))
+    return result, records
+
+
 def test_a_dead_node_is_left_out_of_the_ping_pong_and_the_far_node_still_named(
         pytester: pytest.Pytester) -> None:
     """n-6 does not answer its host probe: it fails its own latency and colocation cases
     as unreachable, once, and the ping-pong runs among the five that answer, as the
     slow-node search does; n-4, three times farther, is named as without the dead node
     (it had left every node NOT CHECKED, n-4 unnamed)."""
-    (pytester.path / "t.yaml").write_text(DEAD_AND_FAR)
-    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k",
-                                "test_latency or test_colocation")
-    result.assert_outcomes(passed=8, failed=4)
-    records = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)}
-    failed = sorted(name for name, r in records.items() if r["outcome"] == "failed")
-    assert failed == ["test_colocation[n-4]", "test_colocation[n-6]", "test_latency[n-4]",
-                      "test_latency[n-6]"]
+    result, records = latency_of_six(pytester, DEAD_AND_FAR, "n-6")
     assert {records[f"test_{c}[n-6]"]["error_kind"] for c in ("latency", "colocation")} \
         == {"unreachable"}
     assert records["test_colocation[n-4]"]["message"].startswith(
@@ -1142,15 +1151,8 @@ def test_a_node_that_dies_during_the_ping_pong_is_left_out_of_it_played_again(
         return result
 
     monkeypatch.setattr(SimLauncher, "run_one", run_one)
-    (pytester.path / "t.yaml").write_text(DEAD_AND_FAR.replace(
-        "    - {node: n-6, down: true}\n", ""))
-    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k",
-                                "test_latency or test_colocation")
-    result.assert_outcomes(passed=8, failed=4)
-    records = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)}
-    failed = sorted(name for name, r in records.items() if r["outcome"] == "failed")
-    assert failed == ["test_colocation[n-3]", "test_colocation[n-4]", "test_latency[n-3]",
-                      "test_latency[n-4]"]
+    result, records = latency_of_six(
+        pytester, DEAD_AND_FAR.replace("    - {node: n-6, down: true}\n", ""), "n-3")
     mine = records["test_latency[n-3]"]
     assert mine["error_kind"] == "unreachable"
     assert mine["message"].startswith("Failed: [SIMULATED] n-3 latency: left out of the "

@@ -15,6 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.oracle import check, read_views
+from tests.test_interconnect import DEAD_AND_FAR
+from tests.test_metrics import SLOWDOWN as METRICS_SLOWDOWN
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 #: Every example (the real clusters' too: run here, their nodes fail or do not answer).
@@ -128,21 +130,6 @@ def test_above_32_nodes_the_heat_map_is_a_line_that_names_the_far_node(
     assert "Farthest node: <b>sim-gpu-29</b>" in heat.group(1)
 
 
-DEAD_AND_FAR = """\
-cluster: {name: dead-and-far, nodes: "n-[1-6]", launcher: sim}
-interconnect:
-  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}
-  payloads: [4 GiB]
-  node_counts: [2]
-  busbw: ">= 80%"
-  latency: "<= 50 us"
-sim:
-  faults:
-    - {node: n-4, latency_factor: 3}
-    - {node: n-6, down: true}
-"""
-
-
 def test_a_dead_node_beside_a_far_one_agrees_in_every_view(
         pytester: pytest.Pytester) -> None:
     """n-6 does not answer and is left out of the ping-pong; n-4, far, is named: the
@@ -154,41 +141,31 @@ def test_a_dead_node_beside_a_far_one_agrees_in_every_view(
 
 
 #: A fabric-wide slowdown (every node's links at half rate: no known-good node, on the
-#: node network or any rail) and n-2's own port down.
-SLOWDOWN = """\
-cluster: {name: slowdown, nodes: "n-[1-4]", launcher: sim}
-interconnect:
-  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}
-  payloads: [4 GiB]
-  busbw: ">= 80%"
-fabric: {ports: 8, rail_busbw: 40 GB/s}
-sim:
-  faults:
-""" + "".join(f"    - {{node: n-{i}, link_factor: 0.5}}\n" for i in range(1, 5)) + """\
-    - {node: n-2, nic: 3, nic_down: true}
-"""
+#: node network or any rail) and n2's own port down.
+SLOWDOWN = METRICS_SLOWDOWN.replace("fabric: {ports: 8}",
+                                    "fabric: {ports: 8, rail_busbw: 40 GB/s}")
 
 
 def test_an_undecided_search_agrees_in_every_view_and_the_metrics_say_so(
         pytester: pytest.Pytester) -> None:
     """The slow-node searches cannot decide: the node network's and the rails' cases are
-    undecided and n-1, n-3, n-4 NOT CHECKED in every view, n-2 rejected for its port; the
+    undecided and n1, n3, n4 NOT CHECKED in every view, n2 rejected for its port; the
     metrics' check_judged and clause_judged say which failures could not be judged, and
     the oracle names a clause_judged that would blame a node verdict.json does not."""
     assert run_and_check(pytester, SLOWDOWN, "-k", "node_network or ports or rail") == []
     metrics = pytester.path / "metrics.prom"
     views = read_views((pytester.path / "reports" / "latest").resolve(), "", metrics)
     assert {n["node"]: n["verdict"] for n in views.verdict["nodes"]} == {
-        "n-1": "NOT CHECKED", "n-2": "REJECTED", "n-3": "NOT CHECKED", "n-4": "NOT CHECKED"}
+        "n1": "NOT CHECKED", "n2": "REJECTED", "n3": "NOT CHECKED", "n4": "NOT CHECKED"}
     assert views.metrics is not None
     samples = views.metrics["pytest_cluster_clause_judged"]
     index = next(i for i, (labels, value) in enumerate(samples)
-                 if labels["node"] == "n-1" and value == 0.0)
+                 if labels["node"] == "n1" and value == 0.0)
     samples[index] = (samples[index][0], 1.0)
     from tests.oracle import disagreements
     found = "\n".join(disagreements(views))
     assert "metrics: clause_judged 1.0 for " in found
-    assert "on n-1 for ['" in found and "verdict.json (NOT CHECKED) fails []" in found
+    assert "on n1 for ['" in found and "verdict.json (NOT CHECKED) fails []" in found
 
 
 @pytest.mark.slow
