@@ -324,12 +324,10 @@ def _latency(cluster: Cluster, node: str, evidence: Evidence,
         evidence.cannot_measure(clause, f"left out of the ping-pong: {run.left_out[node]}",
                                 raw=raw, kind="unreachable", node=node)
     if run.error:
-        mine = run.error.startswith(f"{node}: ") or run.error.startswith(f"{node} ")
-        if not mine:
-            evidence.undecided(clause, f"the ping-pong failed: {run.error}", raw=raw,
-                               node=node)
-        evidence.cannot_measure(clause, f"the ping-pong failed: {run.error}", raw=raw,
-                                kind="job_failed", node=node)
+        why = f"the ping-pong failed: {run.error}"
+        if run.error.startswith((f"{node}: ", f"{node} ")):  # its own part failed it
+            evidence.cannot_measure(clause, why, raw=raw, kind="job_failed", node=node)
+        evidence.undecided(clause, why, raw=raw, node=node)
     where = placement(run, node, size)
     if where is None:
         evidence.cannot_measure(clause, f"{node} met no peer at {format_size(size)} in the "
@@ -349,10 +347,9 @@ def _left_out(run: LatencyRun) -> str:
     """'; left out of the ping-pong: n-6 (...)': the nodes measured without, or ''."""
     if not run.left_out:
         return ""
-    return (f"; left out of the ping-pong: {compress_hostlist(run.left_out)} (its host "
-            f"probe did not answer)" if len(run.left_out) == 1 else
-            f"; left out of the ping-pong: {compress_hostlist(run.left_out)} (their host "
-            f"probes did not answer)")
+    whose = "its host probe" if len(run.left_out) == 1 else "their host probes"
+    return f"; left out of the ping-pong: {compress_hostlist(run.left_out)} ({whose} did " \
+           "not answer)"
 
 
 @checks("interconnect.latency")

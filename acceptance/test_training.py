@@ -128,12 +128,10 @@ def test_training_ranks(cluster: Cluster, node: str, evidence: Evidence) -> None
                            "hang": run.hang or None}
     if node not in run.silence:
         why = run.error or run.hang or "its ranks reported no progress"
-        mine = why.startswith(f"{node}: ") or why.startswith(f"{node} ")
-        if not mine:
-            evidence.undecided(clause, f"its ranks' silence was not measured: {why}",
-                               raw=raw, node=node)
-        evidence.cannot_measure(clause, f"its ranks' silence was not measured: {why}",
-                                raw=raw, kind="job_failed", node=node)
+        said = f"its ranks' silence was not measured: {why}"
+        if why.startswith((f"{node}: ", f"{node} ")):  # its own part failed the job
+            evidence.cannot_measure(clause, said, raw=raw, kind="job_failed", node=node)
+        evidence.undecided(clause, said, raw=raw, node=node)
     silent = run.silence[node]
     died = run.died.get(node, "")
     if died:

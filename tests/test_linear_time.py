@@ -90,7 +90,7 @@ PARSERS: dict[str, tuple[Parser, tuple[type[Exception], ...]]] = {
     "hostlist.compress_hostlist": (lambda text: hostlist.compress_hostlist(text.split(",")),
                                    ()),
     "jobs.reason_line": (lambda text: jobs.reason_line("a\n" + text), ()),
-    "jobs.waited_on_store": (lambda text: jobs.waited_on_store("a\n" + text), ()),
+    "jobs.lost_a_peer": (lambda text: jobs.lost_a_peer("a\n" + text), ()),
     "slurm_commands.srun_errors": (slurm_commands.srun_errors, ()),
     "requirement.parse_requirement": (
         lambda text: requirement.parse_requirement(">= " + text, units.Dim.RATE), (UnitError,)),

@@ -64,9 +64,11 @@ def end_record(facts: RunFacts) -> EndLine:
     checks_ran = ledger.checks_ran - len(derived)
     counts = ledger.counts()
     not_judged = sum(bool(case.not_judged) for case in derived)
-    counts["passed"] -= len(derived) - failed_derived - not_judged
-    counts["failed"] -= failed_derived
-    counts["skipped"] -= not_judged
+    # the cases derived from the whole run are counted apart (derived_counts)
+    apart = {"passed": len(derived) - failed_derived - not_judged, "failed": failed_derived,
+             "skipped": not_judged}
+    for name, count in apart.items():
+        counts[name] -= count
     covered = {c.node for c in plan.cases if c.node is not None and c.case_id in facts.ran}
     nodes = facts.spec.cluster.nodes
     now = time.time()
@@ -91,9 +93,7 @@ def end_record(facts: RunFacts) -> EndLine:
             len(decisive(facts.ledger.cluster_failures()))),
     }
     if derived:  # what pytest counts beside them: counts + derived_counts is its total
-        end["derived_counts"] = {
-            "passed": len(derived) - failed_derived - not_judged, "failed": failed_derived,
-            "skipped": not_judged}
+        end["derived_counts"] = apart
     if facts.baseline is not None:
         compared = facts.baseline_cases
         end["baseline"] = {"path": str(facts.baseline.path), "run": facts.baseline.label,

@@ -103,11 +103,6 @@ def reason_line(stderr_tail: str) -> str:
                 lines[-1] if lines else "")
 
 
-def waited_on_store(stderr_tail: str) -> bool:
-    """Whether the rank ended because the rendezvous store timed out waiting for others."""
-    return _STORE_WAIT.search(reason_line(stderr_tail)) is not None
-
-
 def lost_a_peer(stderr_tail: str) -> bool:
     """Whether the rank ended because of another: the store timed out waiting for the
     others, a peer's connection closed or was refused (a symptom, never the culprit)."""
