@@ -347,6 +347,35 @@ def test_a_dead_node_loses_its_rounds_and_the_sla_says_what_is_owed(
 
 
 @pytest.mark.slow
+def test_a_node_repaired_after_round_2_is_down_for_round_2_alone(
+        pytester: pytest.Pytester) -> None:
+    """A node down at round 2 only (the sim's `until_round`: repaired after it) and a GPU
+    with an XID at rounds 2-3: each is down from the round it failed until the first
+    round it passed again, not to the soak's end; the rounds before and after count as
+    up, and its checks say which rounds failed."""
+    faults = ("    - {node: n3, down: true, from_round: 2, until_round: 2}\n"
+              "    - {node: n2, gpu: 1, xid: 79, from_round: 2, until_round: 3}\n")
+    result = _soak(pytester, "--cluster-soak-rounds=4", faults=faults, extra=SLA)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    soak_dir = (pytester.path / "reports" / "latest").resolve()
+    rounds = _lines(soak_dir / "results.jsonl", "round")
+    assert [(r["nodes"].get("unreachable", []), r["nodes"].get("failed", []))
+            for r in rounds] == [([], []), (["n3"], ["n2"]), ([], ["n2"]), ([], [])]
+    by_case = {r["case"]: r for r in read_results(soak_dir / "results.jsonl").results}
+    n3, n2 = (by_case[f"pytest_cluster/soak.py::test_available[{n}]"] for n in ("n3", "n2"))
+    assert n3["down_s"] == pytest.approx(rounds[2]["started_at"] - rounds[1]["started_at"],
+                                         abs=0.01)
+    assert n2["down_s"] == pytest.approx(rounds[3]["started_at"] - rounds[1]["started_at"],
+                                         abs=0.01)
+    assert by_case["pytest_cluster/soak.py::test_available[n1]"]["down_s"] == 0
+    xid = by_case["acceptance/test_gpus.py::test_gpu_xid[n2-gpu1]"]
+    assert xid["rounds_failed"] == [[2, 3]]
+    assert by_case["acceptance/test_gpus.py::test_gpu_xid[n3-gpu0]"]["rounds_failed"] == [
+        [2, 2]]
+    assert by_case["acceptance/test_gpus.py::test_gpu_xid[n1-gpu0]"]["outcome"] == "passed"
+
+
+@pytest.mark.slow
 def test_a_stopped_soak_goes_on_where_it_stopped(pytester: pytest.Pytester) -> None:
     assert _soak(pytester, "--cluster-soak-rounds=1", faults="").ret == pytest.ExitCode.OK
     soak_dir = (pytester.path / "reports" / "latest").resolve()

@@ -55,6 +55,19 @@ def test_a_gpu_index_out_of_range_is_one_error(per_node: str, fault: str, shown:
     assert error_of(text) == f"t.yaml:{line}: sim.faults[0].gpu: expected a GPU index {shown}"
 
 
+@pytest.mark.parametrize(("rounds", "message"), [
+    ("from_round: 3, until_round: 2", "expected the last round the fault is on, from "
+     "from_round (3) on, got 2"),
+    ("until_round: 0", "expected a whole number >= 1, got 0"),
+])
+def test_a_fault_repaired_before_it_starts_is_refused(rounds: str, message: str) -> None:
+    text = SIM_BASE + f"sim:\n  faults:\n    - {{node: n1, down: true, {rounds}}}\n"
+    assert error_of(text) == f"t.yaml:5: sim.faults[0].until_round: {message}"
+    spec = parse_spec(text.replace(rounds, "from_round: 2, until_round: 3"), "t.yaml")
+    assert spec.sim is not None
+    assert [(f.from_round, f.until_round) for f in spec.sim.faults] == [(2, 3)]
+
+
 INTERCONNECT = ("cluster: {name: x, nodes: 'n[1-2]'}\ngpus: {count: 8}\ninterconnect:\n"
                 "  busbw: '>= 100 GB/s'\n  payloads: [4 GiB]\n  ranks_per_node: 16\n")
 

@@ -54,9 +54,11 @@ def watts(milliwatts: float) -> float:
 
 def faults_on(sim: SimSpec, node: str, gpu: int | None = None) -> list[SimFault]:
     """The faults on a node (gpu None) or one of its GPUs that have started by this
-    soak round (rounds.current(): 1 outside a soak)."""
+    soak round (rounds.current(): 1 outside a soak) and are not yet repaired
+    (`until_round`)."""
     now = rounds.current()
-    return [f for f in sim.faults if f.node == node and f.gpu == gpu and f.from_round <= now]
+    return [f for f in sim.faults if f.node == node and f.gpu == gpu and f.from_round <= now
+            and (f.until_round is None or now <= f.until_round)]
 
 
 def node_is_down(sim: SimSpec, node: str) -> SimFault | None:

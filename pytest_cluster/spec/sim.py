@@ -41,9 +41,9 @@ T = TypeVar("T")
 FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen", "pcie_width",
               "row_remap_pending", "row_remap_failure", "ecc_uncorrected", "nvlinks_down",
               "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor",
-              "link_factor", "replaced", "from_round", "sdc", "nic", "nic_down", "nic_rate",
-              "nic_firmware", "nic_link_downed", "nic_symbol_errors", "transport", "gdr",
-              "latency_factor", "storage_factor", "storage_corrupt")
+              "link_factor", "replaced", "from_round", "until_round", "sdc", "nic", "nic_down",
+              "nic_rate", "nic_firmware", "nic_link_downed", "nic_symbol_errors", "transport",
+              "gdr", "latency_factor", "storage_factor", "storage_corrupt")
 #: What a simulated node's NCCL may fall back to (its `transport` fault).
 SIM_TRANSPORTS = ("socket",)
 #: The clocks event reasons that count as throttling (the GPU probe's THROTTLE_BITS: the spec
@@ -126,6 +126,8 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
     model = one("model", gpu_model)
     held = one("memory_held", lambda raw: int(parse_quantity(raw, Dim.SIZE).value))
     temp = one("temperature", lambda raw: parse_quantity(raw, Dim.TEMPERATURE).value)
+    until_node = table.take("until_round")
+    until = field(ctx, until_node, f"{path}.until_round", positive_int)
     fault = SimFault(
         node=str(name or ""), gpu=gpu,
         line=node.start_mark.line + 1,
@@ -148,6 +150,7 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
         link_factor=or_default(one("link_factor", factor), 1.0),  # type: ignore[arg-type]
         replaced=bool(one("replaced", boolean)),
         from_round=or_default(one("from_round", positive_int), 1),  # type: ignore[arg-type]
+        until_round=until,
         sdc=bool(one("sdc", boolean)),
         nic=one("nic", whole(0, 63)),  # type: ignore[arg-type]
         nic_down=bool(one("nic_down", boolean)),
@@ -163,6 +166,11 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
         storage_corrupt=bool(one("storage_corrupt", boolean)),
     )
     table.finish()
+    if until_node is not None and fault.until_round is not None \
+            and fault.until_round < fault.from_round:
+        ctx.error(until_node, f"{path}.until_round",
+                  f"expected the last round the fault is on, from from_round "
+                  f"({fault.from_round}) on, got {fault.until_round}")
     per_nic = (fault.nic_down, fault.nic_rate_gbit, fault.nic_firmware, fault.nic_link_downed,
                fault.nic_symbol_errors)
     if fault.nic is None and any(per_nic) and not ctx.failed(f"{path}.nic"):

@@ -32,6 +32,7 @@ class SimFault:
     link_factor: float = 1.0  # the node's network runs at this share of its rate
     replaced: bool = False  # another board of the same model in this GPU's slot
     from_round: int = 1  # in a soak, the fault starts at this round (a plain run: round 1)
+    until_round: int | None = None  # ... and is repaired after this one (None: never)
     sdc: bool = False  # the GPU's matmul results are wrong (silent data corruption)
     nic: int | None = None  # the node's NIC (mlx5_<nic>) the nic_ faults are on
     nic_down: bool = False  # its port is down
