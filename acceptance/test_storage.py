@@ -271,14 +271,12 @@ def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
         rates, checkpoint.keeps_up or 0.8,
         lambda fair: clause.requirement.holds(fair / share.count), fixed_work=True)
     bad = run.bad() if phase == "read" else []
-    wrong = ""
-    if bad:
-        readers = sorted({r.node for r in bad})
-        wrong = (f"{sum(r.bad_blocks for r in bad)} block(s) read back not as written, on "
-                 f"{compress_hostlist(readers)}")
-        slow = [*readers, *(n for n in slow if n not in readers)]
-    if slow:
-        evidence.record(culprits=compress_hostlist(slow))
+    readers = sorted({r.node for r in bad})
+    wrong = (f"{sum(r.bad_blocks for r in bad)} block(s) read back not as written, on "
+             f"{compress_hostlist(readers)}") if bad else ""
+    blamed = [*readers, *(n for n in slow if n not in readers)]
+    if blamed:
+        evidence.record(culprits=compress_hostlist(blamed))
     note = f"{format_rate(total)} aggregate{_over(share)}, " \
            f"{format_size(run.total_bytes(phase))} in {run.duration(phase) or 0:.1f} s" + (
                f"; held back by {compress_hostlist(slow)}" if slow else "")

@@ -346,6 +346,26 @@ def test_a_node_reading_blocks_not_as_written_is_named_whatever_its_rate(
         "test_storage_checkpoint_read[/shared]", "test_storage_checkpoint_keeps_up[n2-/shared]"}
 
 
+def test_a_corrupt_reader_and_a_slow_one_are_both_said_with_the_number_missed(
+        pytester: pytest.Pytester) -> None:
+    """n3 reads blocks back wrong and n2 reads at half speed, so the aggregate also misses
+    its bound: the one message says both, the corruption on n3 and the number the rate
+    missed by, held back by n2 (the slow node is blamed for a number it is told)."""
+    records = run(pytester, spec_text(
+        "size_per_gpu: 1 GiB\nread: '>= 2 GB/s per GPU'",
+        faults="{node: n2, storage_factor: 0.5}, {node: n3, storage_corrupt: true}"))
+    read = records["test_storage_checkpoint_read[/shared]"]
+    assert read["outcome"] == "failed" and read["culprits"] == "n2,n3"
+    assert read["measured_base"] < 2e9
+    message = read["message"]
+    assert message.startswith("Failed: [SIMULATED] all /shared read: "), message
+    corrupt, missed = message.split(" read: ", 1)[1].split("; measured ", 1)
+    assert corrupt.endswith(" block(s) read back not as written, on n3"), message
+    assert " < required 2 GB/s per GPU (" in missed and missed.endswith("; held back by n2")
+    assert verdicts(pytester) == {"n1": "ACCEPTED", "n2": "REJECTED", "n3": "REJECTED",
+                                  "n4": "ACCEPTED"}
+
+
 def test_a_slow_filesystem_fails_the_aggregate_and_blames_no_node(
         pytester: pytest.Pytester) -> None:
     text = spec_text("size_per_node: 8 GiB\nwrite: '>= 100 GB/s'").replace(

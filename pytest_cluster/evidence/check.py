@@ -184,13 +184,13 @@ class Evidence:
                     simulated=simulated, method=method,
                     probe_run=result.run_id if result is not None else None, raw=raw,
                     **properties(references, measured))
-        name = clause.key.rsplit(".", 1)[-1]
-        verdict = req.check(measured, f"{where(node, place.filesystem, place.gpu)} {name}")
+        label = f"{where(node, place.filesystem, place.gpu)} {clause.key.rsplit('.', 1)[-1]}"
+        verdict = req.check(measured, label)
         if not verdict.ok and note:
             verdict = Verdict(False, f"{verdict.message}; {note}")
-        if wrong:
-            verdict = Verdict(False, f"{where(node, place.filesystem, place.gpu)} {name}: "
-                                     f"{wrong}")
+        if wrong:  # what was wrong first; the number too, where it missed its bound
+            missed = f"; {verdict.message.removeprefix(f'{label}: ')}" if not verdict.ok else ""
+            verdict = Verdict(False, f"{label}: {wrong}{missed}")
         self._assert(verdict, simulated)
 
     def check_rule(self, rule: Rule, ok: bool, measured: str, *, result: ProbeResult | None,
