@@ -25,6 +25,7 @@ from pytest_cluster.evidence.gate import (
     gate,
     log_reason,
 )
+from pytest_cluster.evidence.sealing import Sealed, sealed_line
 from pytest_cluster.evidence.verdict import (
     ACCEPTED,
     ERROR,
@@ -131,6 +132,25 @@ def test_an_undecided_check_of_a_node_is_said_once_by_its_node() -> None:
     assert not any("node_network" in line for line in decided.lines)
 
 
+def test_a_check_across_nodes_that_names_its_culprit_is_its_fail_alone() -> None:
+    """A one-node run whose node read a checkpoint back wrong: verdict.json lists the
+    check among the cluster's failures with its culprit; the gate fails the node for it,
+    and does not call it a check with no node to blame as well."""
+    checks = [{"clause": "storage[/shared].checkpoint.read", "where": "all",
+               "culprits": "g1", "message": "all /shared read: 8 block(s) read back not "
+                                            "as written, on g1"},
+              {"clause": "storage[/shared].checkpoint.write", "where": "all",
+               "message": "all /shared write: measured 1 < required 2 GB/s per node"}]
+    decided = decide(document(node("g1", REJECTED, "1 clause(s) failed: "
+                                                   "storage[/shared].checkpoint.read"),
+                              verdict=REJECTED, cluster_checks_failed=checks), 1)
+    assert (decided.outcome, decided.lines) == (FAIL, (
+        "FAIL g1: rejected: 1 clause(s) failed: storage[/shared].checkpoint.read",
+        "ERROR: a check across nodes failed with no node to blame: "
+        "storage[/shared].checkpoint.write: all /shared write: measured 1 < required 2 GB/s "
+        "per node (not drained)"))
+
+
 def test_a_check_across_nodes_without_a_culprit_is_an_error() -> None:
     decided = decide(document(node("n1", ACCEPTED), verdict=REJECTED, cluster_checks_failed=[
         {"clause": "interconnect.busbw[inter_node]", "message": "measured 3 < 40 GB/s"}]), 1)
@@ -200,6 +220,11 @@ def test_the_reason_from_a_log_is_its_last_error_line_bounded(tmp_path: Path) ->
     log.write_bytes(b"\n  last words " + b"y" * 1000 + b"\n\n")
     assert log_reason(log).startswith("last words y") and len(log_reason(log)) == 300
     assert log_reason(tmp_path / "none") == ""
+    sealed = sealed_line(Sealed(tmp_path / "manifest.intoto.json", "ab" * 32, (), ()))
+    log.write_text(f"E   boom\n===== 1 failed, 9 passed in 2.00s =====\n{sealed}\n")
+    assert log_reason(log) == "E   boom"  # an error line first, wherever it is
+    log.write_text(f"x\n===== 1 failed, 9 passed in 2.00s =====\n{sealed}\n")
+    assert log_reason(log) == "1 failed, 9 passed in 2.00s"  # not where the evidence is
 
 
 def test_the_command_prints_a_line_per_reason_and_exits_by_outcome(tmp_path: Path) -> None:

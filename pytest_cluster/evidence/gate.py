@@ -86,9 +86,15 @@ def _printable(text: str) -> str:
     return text if len(text) <= MAX_WHY else text[:MAX_WHY - 3] + "..."
 
 
+#: How the run's last line starts, that says where its manifest is (sealing.sealed_line).
+SEALED_LINE = "manifest: "
+
+
 def log_reason(log: Path | None) -> str:
     """The line of a run's log that says why it ended: its last 'ERROR:' line (pytest's
-    usage errors), else its last line that is not blank; '' without one."""
+    usage errors), else its last line that is not blank and not the manifest's
+    (sealing.sealed_line: where the evidence is, no reason), pytest's summary bare of its
+    '=' rule ('2 failed, 10 passed in 3.10s'); '' without one."""
     if log is None:
         return ""
     try:
@@ -98,7 +104,8 @@ def log_reason(log: Path | None) -> str:
             tail = stream.read(LOG_TAIL_BYTES).decode("utf-8", "replace")
     except OSError:
         return ""
-    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    lines = [line.strip().strip("=").strip() for line in tail.splitlines()]
+    lines = [line for line in lines if line and not line.startswith(SEALED_LINE)]
     errors = [line for line in lines if line.startswith(("ERROR:", "E   "))]
     chosen = errors[-1] if errors else (lines[-1] if lines else "")
     return _printable(chosen)
@@ -165,8 +172,10 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
     said = {n.node for n in nodes if n.outcome == ERROR}
     checks = document.get("cluster_checks_failed")
     for check in checks if isinstance(checks, list) else []:
-        # a check of one node that could not judge it (undecided) is its node's line
-        if isinstance(check, dict) and str(check.get("where", "")).split(",")[0] not in said:
+        # a check of one node that could not judge it (undecided) is its node's line; a
+        # check that names its culprits failed them (their FAIL lines say it)
+        if isinstance(check, dict) and str(check.get("where", "")).split(",")[0] not in said \
+                and not (failed and check.get("culprits")):
             lines.append(f"ERROR: a check across nodes failed with no node to blame: "
                          f"{_printable(str(check.get('clause', '')))}: "
                          f"{_printable(str(check.get('message', '')))}")
