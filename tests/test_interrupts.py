@@ -7,6 +7,7 @@ a collective benchmark's ranks run."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -236,6 +237,30 @@ def test_ctrl_c_with_the_local_launcher_leaves_no_child(tmp_path: Path,
         for pid in below:  # left by a failure: ours, ended by their ids
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_simulated_probe_waiting_out_its_latency_stops_at_once(
+        tmp_path: Path, sig: signal.Signals) -> None:
+    """Every simulated probe waits a minute (sim.latency): the signal ends the wait, so
+    pytest exits interrupted before the minute is out (it sat it out before: a prolog's
+    time limit SIGKILLed it, and no evidence was kept), with its evidence sealed and the
+    verdict INCOMPLETE."""
+    process = start_pytest(tmp_path, "cluster: {name: slow, nodes: 'n[1-2]', launcher: sim, "
+                                     "probe_timeout: 5 min}\nsim: {latency: 1 min}\n")
+    try:
+        time.sleep(RANKS_RUN_S)  # the host probes are waiting out their minute
+        started = time.monotonic()
+        interrupt(process, tmp_path, sig)
+        assert time.monotonic() - started < 50, "the probes sat out their latency"
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    verdict = json.loads((tmp_path / "reports" / "latest" / "verdict.json").read_text())
+    assert verdict["verdict"] == "INCOMPLETE"
+    assert (tmp_path / "reports" / "latest" / "manifest.intoto.json").is_file()
 
 
 @pytest.mark.slow

@@ -61,6 +61,22 @@ def gpu_probe_env(base: dict[str, str], description: SimNode) -> dict[str, str]:
     return env
 
 
+#: A simulated probe's latency is waited out in steps this long, each ending early when
+#: the run is interrupted (Ctrl-C, SIGTERM), as a real probe is stopped at once.
+WAIT_STEP_S = 0.05
+
+
+def _waited(seconds: float) -> bool:
+    """Wait `seconds` (sim.latency); False, at once, when the run is interrupted."""
+    end = time.monotonic() + seconds
+    while not interrupted():
+        left = end - time.monotonic()
+        if left <= 0:
+            return True
+        time.sleep(min(WAIT_STEP_S, left))
+    return False
+
+
 class SimLauncher(Launcher):
     name = "sim"
 
@@ -86,8 +102,10 @@ class SimLauncher(Launcher):
 
     def run_one(self, call: ProbeCall, node: str, timeout_s: float) -> ProbeResult:
         started = time.time()
-        if self.sim.latency_s:
-            time.sleep(self.sim.latency_s)
+        if self.sim.latency_s and not _waited(self.sim.latency_s):
+            return ProbeResult(node=node, probe=call.name, data=None, simulated=self.simulated,
+                               error=ErrorKind.CANCELLED, started_at=started,
+                               message=INTERRUPTED_MESSAGE)
         down = node_is_down(self.sim, node)
         if down is not None:
             return ProbeResult(node=node, probe=call.name, data=None, simulated=self.simulated,
