@@ -224,6 +224,48 @@ def test_promtool_finds_nothing_to_fix_in_the_metrics(pytester: pytest.Pytester)
         and not checked.stderr.strip(), checked
 
 
+#: running.md's per-node alert: a clause failed where it judged the node, on the series
+#: of nodes (pytest_cluster_node_verdict has no series for a check across nodes).
+NODE_ALERT = ("(pytest_cluster_clause_passed == 0 and pytest_cluster_clause_judged == 1) "
+              "and on(cluster, level, node) pytest_cluster_node_verdict")
+
+
+def test_the_documented_node_alert_is_the_one_running_md_gives() -> None:
+    assert f"`{NODE_ALERT}`" in " ".join((EXAMPLES.parent / "docs" / "running.md")
+                                        .read_text().split())
+
+
+@pytest.mark.realcomponents
+@pytest.mark.skipif(shutil.which("promtool") is None,
+                    reason="promtool (Debian's prometheus package) is not installed")
+def test_the_documented_node_alert_fires_on_exactly_the_failed_clauses_of_each_node(
+        pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """Prometheus itself (promtool test rules) evaluates running.md's alert on the
+    richest example's metrics: it fires on each node's failed_clauses in verdict.json and
+    on nothing else: not the checks across nodes (node="all", "2 nodes (...)") that
+    failed, not a case that could not judge its node."""
+    run_with_metrics(pytester, (EXAMPLES / "trial-sim.yaml").read_text())
+    text = (pytester.path / "textfile" / "pytest_cluster.prom").read_text()
+    series = [{"series": line.rsplit(" ", 1)[0], "values": line.rsplit(" ", 1)[1]}
+              for line in text.splitlines() if line and not line.startswith("#")]
+    verdict = json.loads((pytester.path / "reports" / "latest" / "verdict.json").read_text())
+    assert verdict["cluster_checks_failed"]  # what the alert must leave out is there
+    level, cluster = verdict["level"], verdict["cluster"]
+    expected = [{"exp_labels": {"clause": clause, "cluster": cluster, "level": level,
+                                "node": node["node"], "simulated": "true"}}
+                for node in verdict["nodes"] for clause in node["failed_clauses"]]
+    assert expected
+    (tmp_path / "rules.yaml").write_text(json.dumps({"groups": [{"name": "cluster", "rules": [
+        {"alert": "ClauseFailed", "expr": NODE_ALERT}]}]}))
+    (tmp_path / "test.yaml").write_text(json.dumps({
+        "rule_files": ["rules.yaml"], "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": series, "alert_rule_test": [
+            {"eval_time": "0m", "alertname": "ClauseFailed", "exp_alerts": expected}]}]}))
+    checked = subprocess.run(["promtool", "test", "rules", "test.yaml"], cwd=tmp_path,
+                             capture_output=True, text=True, check=False, timeout=120)
+    assert checked.returncode == 0, (checked.stdout + checked.stderr)[-3000:]
+
+
 @pytest.mark.parametrize(("given", "said"), [
     ("", "is empty: expected a file"),
     ("{tmp}", "is a directory"),
