@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.evidence.verdict import NO_ANSWER_HOST
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure.checkpoint import PHASES
 from pytest_cluster.measure.dataloader import CPU_BOUND, JUDGED
@@ -109,10 +110,12 @@ def test_storage_shared(cluster: Cluster, filesystem: StorageSpec, evidence: Evi
     _leftovers(evidence, writer, data)
     if "error" in data:
         evidence.cannot_measure(rule, data["error"], raw=data, node=writer)
-    missing, different, failed = [], [], []
+    missing, different, failed, silent = [], [], [], []
     for node, result in reads.items():
         seen = result.data if result.ok else None
-        if seen is None or "error" in seen:
+        if result.error is not None and result.error.value in NO_ANSWER_HOST:
+            silent.append(result.describe())  # its own verdict says it
+        elif seen is None or "error" in seen:
             failed.append(f"{node} ({seen['error'] if seen else result.describe()})")
         elif not seen.get("seen"):
             missing.append(node)
@@ -125,14 +128,21 @@ def test_storage_shared(cluster: Cluster, filesystem: StorageSpec, evidence: Evi
         problems.append(f"has different content on {', '.join(different)}")
     if failed:
         problems.append(f"could not be read on {', '.join(failed)}")
-    seen_on = len(reads) - len(missing) - len(different) - len(failed)
+    seen_on = len(reads) - len(missing) - len(different) - len(failed) - len(silent)
+    raw = {"writer": writer, "file": data.get("file"), "missing": missing,
+           "different": different, "failed": failed, "silent": silent}
+    if silent and not problems:  # as "the same on every node" is, with a node silent
+        evidence.cannot_measure(
+            rule, f"a file written on {writer} is seen on {seen_on} of {len(reads)} nodes; "
+            f"{len(silent)} did not answer ({', '.join(silent)}), so seen on every node is "
+            "not established", raw=raw, kind="not_all_nodes", node="all")
+    if silent:
+        problems.append(f"did not answer on {', '.join(silent)}")
     evidence.check_rule(
         rule, not problems, f"seen on {seen_on} of {len(reads)} nodes", node="all",
         result=write, problem=f"a file written on {writer} " + "; ".join(problems),
         method=f"1 MiB of random data written and fsync'ed on {writer}, SHA-256 compared on "
-               "every node", raw={"writer": writer, "file": data.get("file"),
-                                  "missing": missing, "different": different,
-                                  "failed": failed})
+               "every node", raw=raw)
 
 
 # -- the checkpoint burst: every node at once on a shared filesystem --------------------

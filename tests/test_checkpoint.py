@@ -386,10 +386,13 @@ def test_a_silent_node_is_where_the_shared_file_could_not_be_read(
     pytester.runpytest(f"--cluster={path}", "-p", "no:cacheprovider", "-k",
                        "test_storage_shared")
     [shared] = [r for r in jsonl(pytester) if r.get("type") == "result"]
-    assert shared["outcome"] == "failed" and shared["raw"]["failed"][0].startswith("n3 (")
+    assert shared["outcome"] == "failed" and shared["raw"]["silent"][0].startswith("n3: ")
+    # not established, as "the same on every node" is: n3's own verdict says it is silent
+    assert shared["error_kind"] == "not_all_nodes"
     assert shared["message"].startswith(
-        "Failed: [SIMULATED] all shared: a file written on n1 could not be read on n3 (n3: "
-        "shared_fs probe unreachable")
+        "Failed: [SIMULATED] all /shared shared: a file written on n1 is seen on 3 of 4 "
+        "nodes; 1 did not answer (n3: shared_fs probe unreachable")
+    assert shared["message"].endswith("), so seen on every node is not established")
 
 
 def test_a_silent_node_fails_its_own_case_and_leaves_the_aggregate_not_established(

@@ -425,8 +425,8 @@ def test_a_filesystem_not_shared_with_one_node_fails_the_shared_check(
     result.assert_outcomes(failed=1)
     [record] = [r for r in jsonl(pytester) if r.get("type") == "result"]
     assert record["nodeid"].endswith(f"test_storage_shared[{fs}]")
-    assert record["message"] == ("Failed: all shared: a file written on node1 is not seen on "
-                                 "node4")
+    assert record["message"] == (f"Failed: all {fs} shared: a file written on node1 is not "
+                                 "seen on node4")
     assert record["measured"] == "seen on 3 of 4 nodes"
 
 

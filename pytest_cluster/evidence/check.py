@@ -197,7 +197,7 @@ class Evidence:
                    problem: str, method: str | None = None, raw: Any = None,
                    node: str | None = None) -> None:
         """A health rule (no number to compare): record what was found, fail with
-        `problem` unless `ok`. Its message names the node and GPU. Without a probe
+        `problem` unless `ok`. Its message names the node, filesystem and GPU. Without a probe
         `result` (a job's), the results this test saw say whether it was simulated."""
         node = self._node(node)
         simulated = result.simulated if result is not None else self.simulated
@@ -207,8 +207,8 @@ class Evidence:
                     measured=measured, simulated=simulated, method=method,
                     probe_run=result.run_id if result is not None else None, raw=raw)
         name = rule.key.rsplit(".", 1)[-1]
-        self._assert(Verdict(ok, f"{where(node, gpu=self.place.gpu)} {name}: {problem}"),
-                     simulated)
+        self._assert(Verdict(ok, f"{where(node, self.place.filesystem, self.place.gpu)} "
+                                 f"{name}: {problem}"), simulated)
 
     def check_version(self, clause: VersionClause, found: str | None, *,
                       result: ProbeResult, source: str | None, asked: str | None = None,
