@@ -341,6 +341,10 @@ def _check_terminal(views: Views) -> Iterator[str]:
                                  ("ACCEPTED", "REJECTED", "UNREACHABLE", "NOT CHECKED"))
     if line not in text:
         yield f"terminal: no line {line!r}"
+    closing = (f"pytest-cluster: {document['verdict']} at level {document['level']} "
+               f"({document['outcome']}): {line.removeprefix('nodes: ')}; ")
+    if not any(said.startswith(closing) for said in text.splitlines()[-12:]):
+        yield f"terminal: its last lines do not say {closing!r}"
     listed = dict(re.findall(r"^  (?:REJECTED|UNREACHABLE|NOT CHECKED) (\S+): (.*)$", text,
                              re.M))
     for node in document["nodes"]:

@@ -154,6 +154,17 @@ def at_most(lines: list[str], more: str) -> list[str]:
     return [*lines[:MAX_LISTED], more.format(len(lines) - MAX_LISTED)]
 
 
+def closing_line(end: EndLine, verdicts: Sequence[NodeVerdict]) -> str:
+    """The run's last word before the manifest's, below pytest's own summary (which lists
+    every failed case, thousands of lines on a large cluster): the verdict and the node
+    counts again, and where they are said in full."""
+    counted = by_verdict(verdicts)
+    return (f"pytest-cluster: {end['verdict']} at level {end['level']} "
+            f"({outcome_of(end['verdict'])}): "
+            + ", ".join(f"{len(v)} {k}" for k, v in counted.items())
+            + "; which and why: the pytest-cluster section above, verdict.json")
+
+
 def verdict_line(end: EndLine) -> str:
     """'verdict: ACCEPTED at level sanity (PASS)': the cluster's verdict, the level it
     judged and what a gate does with it."""

@@ -54,6 +54,7 @@ from pytest_cluster.report.junit_properties import suite_properties
 from pytest_cluster.report.terminal import (
     NEEDS_A_SOAK,
     RunSummary,
+    closing_line,
     coverage_line,
     terminal_lines,
 )
@@ -493,6 +494,8 @@ class ClusterSession:
                              f"be written: {exc.strerror or exc}\n")
             return
         text = sealed_line(sealed, tuple(self.late_failures))
+        if end is not None:
+            text = f"{closing_line(end, self.verdicts)}\n{text}"
         self.config.hook.pytest_cluster_evidence_sealed(
             config=self.config, run_dir=run_dir.resolve(), manifest=sealed.path.resolve())
         terminal = self.config.pluginmanager.get_plugin("terminalreporter")
