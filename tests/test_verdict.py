@@ -178,6 +178,10 @@ def test_matrix_cells_colour_by_margin() -> None:
     assert cell_of({**near, "outcome": "passed", "measured": 400}).css == "m-pass"
     assert cell_of({**near, "outcome": "passed", "measured": 370}).css == "m-near"
     assert cell_of({**near, "outcome": "not_run"}).css == "m-notrun"
+    # a miss by less than half a percent never reads "0", a pass's text for the same
+    close: ResultLine = {**near, "measured": 358.4}  # -0.44 %
+    assert (cell_of(close).css, cell_of(close).text) == ("m-short", "-0.44")
+    assert cell_of({**close, "outcome": "passed", "measured": 360.5}).text == "0"
 
 
 def test_a_results_file_without_an_end_line_was_interrupted(tmp_path: Path) -> None:

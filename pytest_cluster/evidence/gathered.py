@@ -50,6 +50,8 @@ def cell_of(record: ResultLine) -> Cell:
         if record.get("error_kind") or (found is None and record.get("measured") is None):
             return Cell("m-error", "!", f"{where}: {message}")
         css = "m-short" if found is not None and found > -NEAR else "m-fail"
+        if found is not None and abs(found) < 0.5:  # a miss never shows as a pass's "0"
+            text = f"{found:+.2g}"  # -0.44, -0.01
         return Cell(css, text or "x", f"{where}: {message}")
     css = "m-near" if found is not None and found < NEAR else "m-pass"
     detail = margin_text(found, str(record.get("comparison", ">="))) if found is not None \
