@@ -219,9 +219,13 @@ def _unit_hint(unit: str, dim: Dim) -> str:
 
 
 def format_number(value: float) -> str:
-    """Four significant digits, no exponent, no trailing zeros: 4.1, 10, 20000, 0.0123."""
+    """Four significant digits, no exponent, no trailing zeros: 4.1, 10, 20000, 0.0123;
+    from LARGEST on or below its inverse (no figure of a run, but a value read from
+    elsewhere may be), with an exponent (1e+300), never in hundreds of digits."""
     if value == 0 or not math.isfinite(value):
         return "0" if value == 0 else str(value)
+    if not 1 / LARGEST <= abs(value) < LARGEST:
+        return f"{value:.4g}"
     digits = max(0, 3 - math.floor(math.log10(abs(value))))
     text = f"{value:.{digits}f}"
     if "." in text:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any, cast
 
@@ -60,6 +61,24 @@ def test_a_figure_worse_than_baseline_reads_as_the_contract_would_say_it() -> No
                     "r").passed  # type: ignore[union-attr]
     assert compared(figure(700.0, 1e12, "TFLOPS"), figure(663.1, 1e12, "TFLOPS"), 0.0,
                     "r").passed  # type: ignore[union-attr]
+
+
+def test_every_number_a_comparison_prints_is_bounded_in_its_digits() -> None:
+    """As units.format_number writes a number (four significant digits, an exponent past
+    what a double holds exactly): a baseline of 1e288 TFLOPS or 1e-280 TFLOPS (each as its
+    run wrote it) is said in a few characters, never a number of 289 digits."""
+    now = figure(801.5, 1e12, "TFLOPS")
+    huge = compared(now, figure(1e288, 1e12, "TFLOPS"), 0.05, "r")
+    assert huge is not None and not huge.passed
+    assert huge.message == ("gpu-003 gpu6 gpus.matmul.bf16: 801.5 TFLOPS, 100.0 % below "
+                            "baseline 1e+288 (r)")
+    tiny = compared(now, figure(1e-280, 1e12, "TFLOPS"), 0.05, "r")
+    assert tiny is not None and tiny.passed
+    assert tiny.props["measured"] == "801.5 TFLOPS (+8.015e+284 % on 1e-280)"
+    for case in (huge, tiny):
+        shown = [case.message, *(str(v) for v in case.props.values())]
+        assert all(len(text) < 200 and not re.search(r"\d{17}", text) for text in shown), \
+            shown
 
 
 def test_lower_is_better_where_the_clause_says_so() -> None:

@@ -36,6 +36,7 @@ from pytest_cluster.evidence.untrusted_json import (
     text,
 )
 from pytest_cluster.measure.inventory_file import InventoryDocument
+from pytest_cluster.units import UNITS
 from tests.test_baseline import NODE, SPEC, _reseal
 
 ID = ('{"unreadable": WHY} or a string of at most 4096 characters, a number, true, false or '
@@ -115,6 +116,87 @@ def test_results_lines_are_checked_and_a_cut_last_line_is_left_out(tmp_path: Pat
                                          r'mapping with "type" \(a run, result or end line\), '
                                          r'found a list of 1 item\(s\)$'):
         read_results(path)
+
+
+def _figure_refused(path: Path, **changed: Any) -> str:
+    """read_results' message for a run line and one figure's line, `changed`."""
+    run = {"type": "run", "started_at": 1795548710.5, "cluster": "c"}
+    line = {"type": "result", "case": "a::m[n1-gpu0]", "clause": "gpus.matmul.bf16",
+            "node": "n1", "gpu": 0, "measured": 801.5, "measured_base": 801.5e12,
+            "unit": "TFLOPS", "comparison": ">=", "outcome": "passed"}
+    _write(path, [run, {**line, **changed}])
+    with pytest.raises(InputError) as caught:
+        read_results(path)
+    return str(caught.value)
+
+
+FIGURE = ("a finite number, the figure in its unit's base (as a run writes it: measured x "
+          "the unit's factor)")
+
+
+def test_a_figure_that_is_no_number_is_refused_naming_its_line_and_field(
+        tmp_path: Path) -> None:
+    """A figure the comparison cannot read is no figure left out in silence (the
+    `test_not_worse` case of that line gone, the cases one fewer): the baseline is
+    refused, naming the line, the field and what was expected."""
+    path = tmp_path / "results.jsonl"
+    assert _figure_refused(path, measured_base="fast") == (
+        f"results.jsonl line 2: measured_base: expected {FIGURE}, found 'fast'")
+    for odd, said in ((True, "true"), (None, "null"), ([1], "a list of 1 item(s)")):
+        assert _figure_refused(path, measured_base=odd) == (
+            f"results.jsonl line 2: measured_base: expected {FIGURE}, found {said}")
+    assert _figure_refused(path, measured="fast") == (
+        "results.jsonl line 2: measured: expected a finite number, the figure in its unit "
+        "(as a run writes it: measured_base / the unit's factor), found 'fast'")
+
+
+def test_a_negative_figure_of_a_quantity_that_cannot_be_negative_is_refused(
+        tmp_path: Path) -> None:
+    """Each unit's least value is its dimension's (units.Dim.minimum): no rate, size,
+    time or count below 0, no temperature below absolute zero; a figure below it is no
+    run's."""
+    path = tmp_path / "results.jsonl"
+    for unit, (dim, factor) in UNITS.items():
+        floor = "be negative" if dim.minimum == 0 else "be below absolute zero"
+        below = dim.minimum - 5 * factor
+        assert _figure_refused(path, unit=unit, measured=below / factor,
+                               measured_base=below) == (
+            f"results.jsonl line 2: measured_base: expected a number of at least "
+            f"{dim.minimum:g} (a {dim.label} cannot {floor}), found {below!r}")
+    assert _figure_refused(path, unit="", measured=-5, measured_base=-5).endswith(
+        "expected a number of at least 0 (a count or a fraction cannot be negative), "
+        "found -5")
+    kept = tmp_path / "kept.jsonl"  # a temperature below 0 C is one
+    _write(kept, [{"type": "run", "started_at": 1.0, "cluster": "c"},
+                  {"type": "result", "case": "a::t", "clause": "gpus.temperature",
+                   "measured": -5.0, "measured_base": -5.0, "unit": "C", "comparison": "<=",
+                   "outcome": "passed"}])
+    assert read_results(kept).results[0]["measured_base"] == -5.0
+
+
+def test_a_figure_whose_measured_and_measured_base_disagree_is_refused(
+        tmp_path: Path) -> None:
+    """A run writes measured_base as measured x its unit's factor; a line where they
+    disagree (measured 801.5 TFLOPS, measured_base 1e300) is not as the run wrote it, so
+    the baseline is refused rather than compared on either number."""
+    path = tmp_path / "results.jsonl"
+    assert _figure_refused(path, measured_base=1e300) == (
+        "results.jsonl line 2: measured_base: expected measured x the unit's factor "
+        "(801.5 TFLOPS: 8.015e+14), found 1e+300: not the figure as its run wrote it")
+    assert _figure_refused(path, unit="GB/s") == (
+        "results.jsonl line 2: measured_base: expected measured x the unit's factor "
+        "(801.5 GB/s: 8.015e+11), found 801500000000000.0: not the figure as its run wrote "
+        "it")
+    assert _figure_refused(path, unit="furlongs") == (
+        "results.jsonl line 2: unit: expected a unit pytest-cluster writes (as a contract "
+        "spells it: GB/s, TFLOPS, s, ...) or none, found 'furlongs'")
+    # within rounding, as a run writes it, it is kept
+    for unit, (_, factor) in UNITS.items():
+        _write(path, [{"type": "run", "started_at": 1.0, "cluster": "c"},
+                      {"type": "result", "case": "a::b", "clause": "c", "measured": 0.3,
+                       "measured_base": 0.3 * factor, "unit": unit, "comparison": ">=",
+                       "outcome": "passed"}])
+        assert read_results(path).results[0]["measured"] == 0.3
 
 
 def test_a_file_over_its_limit_is_refused_before_it_is_read(
@@ -408,6 +490,17 @@ HOSTILE: dict[str, tuple[Callable[[Path], None], str]] = {
         _second_line(lambda r: json.dumps({**r, "measured": float("inf")})),
         "results.jsonl line 2: Infinity (expected a finite number: JSON has no NaN or "
         "Infinity)"),
+    "measured_base a string": (
+        _second_line(lambda r: json.dumps({**r, "measured_base": "fast"})),
+        f"results.jsonl line 2: measured_base: expected {FIGURE}, found 'fast'"),
+    "measured_base negative": (
+        _second_line(lambda r: json.dumps({**r, "measured_base": -5})),
+        "results.jsonl line 2: measured_base: expected a number of at least 0 (a count or a "
+        "fraction cannot be negative), found -5"),
+    "measured_base 1e300": (
+        _second_line(lambda r: json.dumps({**r, "measured_base": 1e300})),
+        "results.jsonl line 2: measured_base: expected measured x the unit's factor (8: 8), "
+        "found 1e+300: not the figure as its run wrote it"),
     "a case a mapping": (
         _second_line(lambda r: json.dumps({**r, "case": {"id": r["case"]}})),
         "results.jsonl line 2: case: expected a string of at most 4096 characters, found a "
@@ -538,7 +631,9 @@ def test_a_figure_of_another_unit_fails_its_case_saying_why(pytester: pytest.Pyt
         record = json.loads(line)
         if record.get("clause") == "gpus.matmul.bf16" and changed is None:
             changed = record["case"]
-            lines[index] = json.dumps({**record, "unit": "GB/s"})
+            # as a run of a contract that bounded it in GB/s would have written it
+            lines[index] = json.dumps({**record, "unit": "GB/s", "measured":
+                                       record["measured_base"] / UNITS["GB/s"][1]})
     (base / "results.jsonl").write_text("\n".join(lines) + "\n")
     _reseal(base)
     result = _run(pytester, f"--cluster-baseline={base}")

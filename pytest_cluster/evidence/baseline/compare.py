@@ -38,7 +38,7 @@ from pytest_cluster.measure.inventory_file import (
     is_unreadable,
 )
 from pytest_cluster.spec.storage import BASES
-from pytest_cluster.units import UNITS, utc
+from pytest_cluster.units import UNITS, format_number, utc
 
 if TYPE_CHECKING:
     from pytest_cluster.spec.model import ClusterSpec, Spec
@@ -360,9 +360,11 @@ def same_hardware(baseline: Baseline, now: InventoryDocument,
 
 # -- performance -------------------------------------------------------------------------
 
-def number_text(value: float) -> str:
-    """'598.2', '12345': four significant digits, whole numbers from 10,000 on."""
-    return f"{value:.4g}" if abs(value) < 1e4 else f"{value:.0f}"
+def percent(value: float, signed: bool = False) -> str:
+    """A change in percent ('9.8', '+9.8' `signed`): one decimal, and from 10,000 % on as
+    format_number writes it (a baseline of 1e-280 is 8.015e+284 % below this run's)."""
+    sign = "+" if signed and value >= 0 else ""
+    return f"{sign}{value:.1f}" if abs(value) < 1e4 else f"{sign}{format_number(value)}"
 
 
 @dataclass(frozen=True)
@@ -387,7 +389,7 @@ class Figure:
         measured, base = self.record.get("measured"), self.record.get("measured_base")
         scale = float(measured) / float(base) if isinstance(measured, (int, float)) and \
             isinstance(base, (int, float)) and base else 1.0
-        return number_text(base_value * scale)
+        return format_number(base_value * scale)
 
     def value(self, base_value: float, per: bool = True) -> str:
         """The same, with the unit, and (`per`) what it is per where the bound is per node
@@ -492,9 +494,9 @@ def compared(now: ResultLine, before: ResultLine, tolerance: float,
     direction = ("below" if change < 0 else "above")
     was = f" ({how})" if how else ""
     text = (f"{figure.where} {now['clause']}: {shown_now}, "
-            f"{abs(change) * 100:.1f} % {direction} baseline {shown_base}{was} ({label})")
+            f"{percent(abs(change) * 100)} % {direction} baseline {shown_base}{was} ({label})")
     param = str(now["case"]).rpartition("::")[2]  # the case it compares, by its name
-    props = {"measured": f"{shown_now} ({change * 100:+.1f} % on {shown_base}{was})",
+    props = {"measured": f"{shown_now} ({percent(change * 100, True)} % on {shown_base}{was})",
              "baseline_value": shown_base, "change_pct": round(change * 100, 2),
              "compared_case": now["case"],
              "requirement": f"no more than {tolerance * 100:g} % "

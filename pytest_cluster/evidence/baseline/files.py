@@ -14,6 +14,7 @@ what was expected.
 from __future__ import annotations
 
 import errno
+import math
 import os
 import stat
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from pytest_cluster.evidence.untrusted_json import (
     check,
     cut,
     either,
+    found,
     integer,
     json_path,
     list_of,
@@ -47,6 +49,7 @@ from pytest_cluster.measure.inventory_file import (
     UNREADABLE,
     InventoryDocument,
 )
+from pytest_cluster.units import UNITS, finite, format_number
 
 RESULTS = "results.jsonl"
 #: A 1,000-node run of every clause writes about 70 MB of results; 10,000 such nodes'
@@ -134,6 +137,16 @@ INVENTORY_SHAPE = record(
 
 # -- results.jsonl -----------------------------------------------------------------------
 
+#: A figure's two numbers as a run writes them (evidence/check.py): measured in the line's
+#: unit, measured_base that times the unit's factor (units.UNITS; none: a count or a
+#: fraction, 1), so they agree but for rounding.
+IN_BASE = ("a finite number, the figure in its unit's base (as a run writes it: measured x "
+           "the unit's factor)")
+IN_UNIT = ("a finite number, the figure in its unit (as a run writes it: measured_base / "
+           "the unit's factor)")
+AGREE = 1e-9  # the relative difference rounding leaves between them
+UNITLESS = "count or a fraction"  # what a figure without a unit is (its least value: 0)
+
 OPTIONAL_TEXT = optional(text(MAX_TEXT))
 LINE = record({"type": text(32)}, 'a mapping with "type" (a run, result or end line)',
               ("type",))
@@ -143,12 +156,42 @@ LINES = {
     "result": record({
         "case": text(MAX_TEXT), "clause": text(MAX_TEXT), "node": OPTIONAL_TEXT,
         "gpu": optional(integer()), "filesystem": OPTIONAL_TEXT,
-        "measured": scalar(MAX_TEXT), "measured_base": scalar(MAX_TEXT),
+        "measured": scalar(MAX_TEXT), "measured_base": {**number(), "description": IN_BASE},
         "unit": optional(text(64)), "comparison": optional(text(8)),
         "basis": optional(text(16)), "basis_nodes": optional(integer()),
         "basis_gpus": optional(integer()), "outcome": text(32)}),
     "end": record({"status": text(32)}),
 }
+
+
+def _figure_checked(line: dict[str, Any], where: str) -> None:
+    """A result line with a figure (its measured_base: a run writes one with every number
+    it judged) as a run writes it: measured_base and measured finite numbers, its unit one
+    the contract may spell (or none), measured_base not below its dimension's least value
+    (units.Dim.minimum: no negative rate, size, time or count) and measured x the unit's
+    factor. Anything else would be compared on a number no run wrote, or left out in
+    silence: an InputError naming the line, the field and what was expected."""
+    if "measured_base" not in line:
+        return  # no figure: a rule's, a version's, a case that could not measure
+    base, written, unit = line["measured_base"], line.get("measured"), line.get("unit") or ""
+    measured = finite(written)  # measured_base is a number: its shape says so
+    if measured is None:
+        raise InputError(f"{where}: measured: expected {IN_UNIT}, found {found(written)}")
+    if unit and unit not in UNITS:
+        raise InputError(f"{where}: unit: expected a unit pytest-cluster writes (as a "
+                         f"contract spells it: GB/s, TFLOPS, s, ...) or none, found "
+                         f"{found(unit)}")
+    dim, factor = UNITS[unit] if unit else (None, 1.0)
+    least, what = (dim.minimum, dim.label) if dim is not None else (0.0, UNITLESS)
+    if base < least:
+        floor = "be negative" if least == 0 else "be below absolute zero"
+        raise InputError(f"{where}: measured_base: expected a number of at least {least:g} "
+                         f"(a {what} cannot {floor}), found {found(base)}")
+    if not math.isclose(base / factor, measured, rel_tol=AGREE):
+        raise InputError(f"{where}: measured_base: expected measured x the unit's factor "
+                         f"({format_number(measured)}{' ' + unit if unit else ''}: "
+                         f"{measured * factor:.4g}), found {found(base)}: not the figure as "
+                         "its run wrote it")
 
 
 @dataclass(frozen=True)
@@ -337,6 +380,7 @@ def read_results(path: Path, limits: Limits = ANY_SPEC) -> BaselineResults:
                 if kind == "run":
                     run = kept
                 elif kind == "result":
+                    _figure_checked(kept, where)
                     results.append(kept)
                 else:
                     end = kept
