@@ -120,16 +120,22 @@ def parse_number(text: str) -> float:
     return value
 
 
+def foreign_digits(text: str) -> str:
+    """' (written with U+FF11 FULLWIDTH DIGIT ONE: a number's digits are 0-9)' where `text`
+    has digits other than 0-9 (which int() and float() read as theirs), else ''."""
+    foreign = list(dict.fromkeys(c for c in text if c.isdigit() and not c.isascii()))
+    if not foreign:
+        return ""
+    named = ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'UNNAMED')}" for c in foreign[:3])
+    more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+    return f" (written with {named}{more}: a number's digits are 0-9)"
+
+
 def misspelled(text: str) -> str:
     """Why the number in `text` is not read, where it is written with digits other than
-    0-9 or not in decimal: ' (written with U+FF11 FULLWIDTH DIGIT ONE: a number's digits
-    are 0-9)'; else ''."""
-    foreign = list(dict.fromkeys(c for c in text if c.isdigit() and not c.isascii()))
-    if foreign:
-        named = ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'UNNAMED')}"
-                          for c in foreign[:3])
-        more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
-        return f" (written with {named}{more}: a number's digits are 0-9)"
+    0-9 (foreign_digits) or not in decimal; else ''."""
+    if foreign_digits(text):
+        return foreign_digits(text)
     if _NOT_DECIMAL.match(text):
         return " (not a decimal number: write it without a leading 0, 0x, '_' or ':')"
     return ""

@@ -338,3 +338,31 @@ def test_a_quantity_with_digits_other_than_0_to_9_is_refused(written: str, named
     assert error_of(text) == (f"t.yaml:2: host.memory: expected a size like '1.5 TiB', got "
                               f"'>= {written} TiB' (written with {named}: a number's digits "
                               "are 0-9)")
+
+
+FULL = "\uff11\uff12"  # a full-width 1 and 2
+WRITTEN = " (written with U+FF11 FULLWIDTH DIGIT ONE, U+FF12 FULLWIDTH DIGIT TWO: a number's " \
+          "digits are 0-9)"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("cluster: {name: x, nodes: 'n[\uff11-\uff12]'}\nhost: {cpu_cores: 1}\n",
+     "t.yaml:1: cluster.nodes: bad range '\uff11-\uff12' in hostlist 'n[\uff11-\uff12]' "
+     "(expected like 001-004)"),
+    (f"cluster: {{name: x, nodes: a}}\nhost: {{software: {{kernel: '>= {FULL}.15'}}}}\n",
+     "t.yaml:2: host.software.kernel: expected a version bound like '>= 5.15', got "
+     f"'>= {FULL}.15'{WRITTEN}"),
+    (f"cluster: {{name: x, nodes: a, launcher: ssh}}\nhost: {{cpu_cores: 1}}\n"
+     f"ssh: {{options: {{ConnectionAttempts: '{FULL}'}}}}\n",
+     f"t.yaml:3: ssh.options.ConnectionAttempts: expected a whole number from 1 to 10, got "
+     f"'{FULL}'{WRITTEN}"),
+    (f"cluster: {{name: x, nodes: a}}\nhost: {{cpu_cores: 1}}\nsla: {{uptime: 99%, "
+     f"price_per_node_hour: '{FULL}.49', credits: [{{below: 99%, credit: 10%}}]}}\n",
+     "t.yaml:3: sla.price_per_node_hour: expected a price written in plain digits like 2.49 "
+     f"(no sign, no exponent, no separator), got '{FULL}.49'{WRITTEN}"),
+])
+def test_every_number_of_the_spec_is_written_with_the_digits_0_to_9(text: str,
+                                                                     message: str) -> None:
+    """A hostlist's range, a version bound, an ssh option's number and a price read other
+    scripts' digits as theirs (int() and Decimal() do): n[\uff11-\uff12] was n1 and n2."""
+    assert error_of(text) == message
