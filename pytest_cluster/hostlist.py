@@ -13,7 +13,7 @@ MAX_NODES = 65536
 
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9])?"
 _HOSTNAME_RE = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*$")
-_RANGE_RE = re.compile(r"^(\d{1,63})(?:-(\d{1,63}))?$")  # a label has at most 63
+_RANGE_RE = re.compile(r"^([0-9]{1,63})(?:-([0-9]{1,63}))?$")  # a label has at most 63
 _GROUP_RE = re.compile(r"\[([^\]]*)\]")
 
 

@@ -8,6 +8,7 @@ import re
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 
 from pytest_cluster.errors import UnitError
+from pytest_cluster.units import foreign_digits
 
 #: The currencies of ISO 4217's list one (2025), funds included, without the codes that
 #: name no money a node-hour is priced in (XXX, XTS, the metals XAU/XAG/XPT/XPD, XDR,
@@ -32,8 +33,8 @@ MINOR_UNIT = {
 }
 #: The dearest node-hour a spec may state; above it the value is a slip, not a price.
 MAX_PRICE = Decimal(1_000_000)
-_PRICE = re.compile(r"^\d{1,7}(\.\d{1,6})?$")
-_DIGITS = re.compile(r"^\d+(\.\d+)?$")
+_PRICE = re.compile(r"^[0-9]{1,7}(\.[0-9]{1,6})?$")
+_DIGITS = re.compile(r"^[0-9]+(\.[0-9]+)?$")
 _CODE = re.compile(r"^[A-Z]{3}$")
 #: Decimal places a share may be written with, in percent ('99.999999%').
 SHARE_PLACES = 6
@@ -95,7 +96,7 @@ def price(raw: object) -> Decimal:
     written = repr(raw) if isinstance(raw, float) else str(raw).strip()
     if isinstance(raw, str) and not _DIGITS.match(written):
         raise UnitError(f"expected a price written in plain digits like 2.49 (no sign, no "
-                        f"exponent, no separator), got {raw[:40]!r}")
+                        f"exponent, no separator), got {raw[:40]!r}{foreign_digits(raw)}")
     try:
         value = Decimal(written)
     except InvalidOperation:

@@ -11,6 +11,7 @@ import math
 import re
 import sys
 import time
+import unicodedata
 from dataclasses import dataclass
 
 from pytest_cluster.errors import UnitError
@@ -81,7 +82,13 @@ DEFAULT_UNIT = {Dim.SIZE: "GiB", Dim.RATE: "GB/s", Dim.TIME: "s", Dim.FLOPS: "TF
                 Dim.OPS: "ops/s", Dim.FRACTION: "%", Dim.COUNT: "", Dim.TEMPERATURE: "C",
                 Dim.POWER: "W", Dim.EVENTS: "/h"}
 
-_NUMBER = r"[+-]?(?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+#: A number of the spec: decimal, in the digits 0-9 (a full-width or Arabic-Indic digit,
+#: which float() reads, is not one), no leading 0 (010: YAML 1.1's 8 or YAML 1.2's 10?), no
+#: '_' (1_000) or ':' (1:30, YAML 1.1's sexagesimal 90), as spec/compose.py's CORE reads
+#: a YAML number.
+_NUMBER = r"[+-]?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+#: The start of a number written another way than decimal: 010, 0x70, 0o10, 1_000, 1:52.
+_NOT_DECIMAL = re.compile(r"\s*[+-]?(?:0[0-9_xXoO]|[0-9]+(?:\.[0-9]*)?[_:][0-9])")
 _QUANTITY_RE = re.compile(rf"^\s*({_NUMBER})\s*([A-Za-z%/°]*)\s*$")
 
 
@@ -106,11 +113,32 @@ LARGEST = 10.0**MAX_DIGITS
 
 def parse_number(text: str) -> float:
     if not re.fullmatch(_NUMBER, text.strip()):
-        raise UnitError(f"not a number: {text!r}")
-    value = float(text.strip().replace("_", ""))
+        raise UnitError(f"not a number: {text!r}{misspelled(text)}")
+    value = float(text.strip())
     if not math.isfinite(value):
         raise UnitError(f"not a finite number: {text!r}")
     return value
+
+
+def foreign_digits(text: str) -> str:
+    """' (written with U+FF11 FULLWIDTH DIGIT ONE: a number's digits are 0-9)' where `text`
+    has digits other than 0-9 (which int() and float() read as theirs), else ''."""
+    foreign = list(dict.fromkeys(c for c in text if c.isdigit() and not c.isascii()))
+    if not foreign:
+        return ""
+    named = ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'UNNAMED')}" for c in foreign[:3])
+    more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+    return f" (written with {named}{more}: a number's digits are 0-9)"
+
+
+def misspelled(text: str) -> str:
+    """Why the number in `text` is not read, where it is written with digits other than
+    0-9 (foreign_digits) or not in decimal; else ''."""
+    if foreign_digits(text):
+        return foreign_digits(text)
+    if _NOT_DECIMAL.match(text):
+        return " (not a decimal number: write it without a leading 0, 0x, '_' or ':')"
+    return ""
 
 
 def _inexact(value: float, written: str, dim: Dim) -> str | None:
@@ -122,7 +150,7 @@ def _inexact(value: float, written: str, dim: Dim) -> str | None:
         return (f"too large: a number of the spec is below 1e{MAX_DIGITS}"
                 + ("; write a larger unit" if larger else ""))
     mantissa = re.split("[eE]", written.strip())[0]
-    digits = mantissa.lstrip("+-").replace("_", "").replace(".", "").strip("0")
+    digits = mantissa.lstrip("+-").replace(".", "").strip("0")
     if len(digits) > MAX_DIGITS:
         return (f"more than {MAX_DIGITS} significant digits: a number of the spec is read "
                 f"exactly up to {MAX_DIGITS}")
@@ -151,9 +179,9 @@ def parse_quantity(raw: object, dim: Dim) -> Quantity:
         return _unitless(value, dim, raw, expected)
     match = _QUANTITY_RE.match(raw)
     if not match:
-        raise UnitError(f"{expected}, got {raw!r}")
+        raise UnitError(f"{expected}, got {raw!r}{misspelled(raw)}")
     number_text, unit = match.groups()
-    number = float(number_text.replace("_", ""))  # the pattern matched: a number, or inf
+    number = float(number_text)  # the pattern matched: a number, or inf
     why = _inexact(number, number_text, dim)
     if why is not None:
         raise UnitError(f"{expected}, got {raw!r} ({why})")

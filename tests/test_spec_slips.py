@@ -244,3 +244,125 @@ def test_load_spec_fills_the_warnings(tmp_path: Path) -> None:
 def test_the_examples_have_no_warnings() -> None:
     for path in sorted(Path(__file__).parent.parent.joinpath("examples").glob("*.yaml")):
         assert load_spec(path).warnings == (), path
+
+
+NOT_DECIMAL = "(not a decimal number: write it without a leading 0, 0x, '_' or ':')"
+HOST = "cluster: {name: x, nodes: a}\nhost: {cpu_cores: VALUE}\n"
+
+
+@pytest.mark.parametrize(("written", "shown"), [
+    ("010", "010"), ("0x70", "0x70"), ("0o10", "0o10"), ("1:52", "1:52"), ("1_000", "1_000"),
+    ("'>= 010'", ">= 010"), ("!!int 0x70", "0x70"), ("!!int 010", "010"),
+])
+def test_a_count_yaml_1_1_read_as_another_number_is_refused_as_written(
+        written: str, shown: str) -> None:
+    """YAML 1.1 read 010 as 8 (a run required '>= 8' and passed), 1:52 and 0x70 as 112 and
+    1_000 as 1000: the spec is read by YAML 1.2's core schema, so each is the text written
+    and the count refuses it, naming it as written (an explicit !!int too)."""
+    assert error_of(HOST.replace("VALUE", written)) == (
+        f"t.yaml:2: host.cpu_cores: expected a count like 192, got '{shown}' {NOT_DECIMAL}")
+
+
+@pytest.mark.parametrize("written", ["1:30", "!!float 1:30"])
+def test_a_time_written_as_minutes_and_seconds_is_refused_as_written(written: str) -> None:
+    """YAML 1.1 read 1:30 as 90 and refused it as 'got 90 (a number needs a unit)', a
+    number the user never wrote."""
+    text = f"cluster: {{name: x, nodes: a, probe_timeout: {written}}}\nhost: {{cpu_cores: 1}}\n"
+    assert error_of(text) == (f"t.yaml:1: cluster.probe_timeout: expected a time like '5 s', "
+                              f"got '1:30' {NOT_DECIMAL}")
+
+
+def test_a_whole_number_with_a_leading_zero_is_refused_as_written() -> None:
+    text = "cluster: {name: x, nodes: a, parallel: 010}\nhost: {cpu_cores: 1}\n"
+    assert error_of(text) == (f"t.yaml:1: cluster.parallel: expected a whole number >= 1, "
+                              f"got '010' {NOT_DECIMAL}")
+
+
+@pytest.mark.parametrize(("written", "shown"), [(".inf", "inf"), ("-.Inf", "-inf"),
+                                                (".NaN", "nan")])
+def test_an_infinity_or_nan_is_still_refused(written: str, shown: str) -> None:
+    assert error_of(HOST.replace("VALUE", written)) == (
+        f"t.yaml:2: host.cpu_cores: expected a count like 192, got {shown}")
+
+
+@pytest.mark.parametrize(("written", "value"), [("8", 8.0), ("+8", 8.0), ("0", 0.0),
+                                                ("1e3", 1000.0), ("8.0", 8.0)])
+def test_a_decimal_number_is_read_as_written(written: str, value: float) -> None:
+    cores = parse_spec(HOST.replace("VALUE", written), "t.yaml").host.clause("cpu_cores")
+    assert cores is not None
+    assert cores.requirement.bound.value == value
+
+
+FLAG = "cluster: {name: x, nodes: a}\nstorage: [{path: /d, shared: VALUE, write: 1 GB/s}]\n"
+
+
+@pytest.mark.parametrize("written", ["yes", "no", "on", "off", "Yes", "OFF", "y", "!!bool yes"])
+def test_a_flag_is_true_or_false_and_not_yaml_1_1_words(written: str) -> None:
+    shown = written.removeprefix("!!bool ")
+    assert error_of(FLAG.replace("VALUE", written)) == (
+        f"t.yaml:2: storage[/d].shared: expected true or false, got '{shown}'")
+
+
+@pytest.mark.parametrize(("written", "value"), [
+    ("true", True), ("True", True), ("TRUE", True), ("false", False), ("False", False),
+    ("FALSE", False),
+])
+def test_a_flag_takes_every_spelling_yaml_1_2_has(written: str, value: bool) -> None:
+    assert parse_spec(FLAG.replace("VALUE", written), "t.yaml").storage[0].shared is value
+
+
+@pytest.mark.parametrize("written", ["~", "null", "Null", "NULL", ""])
+def test_a_key_without_a_value_is_absent_in_every_null_spelling(written: str) -> None:
+    spec = parse_spec(FLAG.replace("VALUE", written), "t.yaml")
+    assert spec.storage[0].shared is False
+
+
+def test_words_and_numbers_yaml_1_1_typed_are_names_as_written() -> None:
+    """`nodes: [no, yes]` was refused as 'got False/True'; a name of digits and colons is
+    the name written, not a number (1:30 as 90)."""
+    spec = parse_spec("cluster: {name: 1:30, nodes: [no, yes, on, off, 0x70, 010]}\n"
+                      "host: {cpu_cores: 1}\n", "t.yaml")
+    assert spec.cluster.name == "1:30"
+    assert spec.cluster.nodes == ("no", "yes", "on", "off", "0x70", "010")
+
+
+@pytest.mark.parametrize(("written", "named"), [
+    ("\uff11", "U+FF11 FULLWIDTH DIGIT ONE"),
+    ("\u0661", "U+0661 ARABIC-INDIC DIGIT ONE"),
+    ("\u0967.5", "U+0967 DEVANAGARI DIGIT ONE"),
+])
+def test_a_quantity_with_digits_other_than_0_to_9_is_refused(written: str, named: str) -> None:
+    """'>= \uff11 TiB' (a full-width 1) was read as 1 TiB: float() reads every script's
+    digits."""
+    text = f"cluster: {{name: x, nodes: a}}\nhost: {{memory: '>= {written} TiB'}}\n"
+    assert error_of(text) == (f"t.yaml:2: host.memory: expected a size like '1.5 TiB', got "
+                              f"'>= {written} TiB' (written with {named}: a number's digits "
+                              "are 0-9)")
+
+
+FULL = "\uff11\uff12"  # a full-width 1 and 2
+WRITTEN = " (written with U+FF11 FULLWIDTH DIGIT ONE, U+FF12 FULLWIDTH DIGIT TWO: a number's " \
+          "digits are 0-9)"
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("cluster: {name: x, nodes: 'n[\uff11-\uff12]'}\nhost: {cpu_cores: 1}\n",
+     "t.yaml:1: cluster.nodes: bad range '\uff11-\uff12' in hostlist 'n[\uff11-\uff12]' "
+     "(expected like 001-004)"),
+    (f"cluster: {{name: x, nodes: a}}\nhost: {{software: {{kernel: '>= {FULL}.15'}}}}\n",
+     "t.yaml:2: host.software.kernel: expected a version bound like '>= 5.15', got "
+     f"'>= {FULL}.15'{WRITTEN}"),
+    (f"cluster: {{name: x, nodes: a, launcher: ssh}}\nhost: {{cpu_cores: 1}}\n"
+     f"ssh: {{options: {{ConnectionAttempts: '{FULL}'}}}}\n",
+     f"t.yaml:3: ssh.options.ConnectionAttempts: expected a whole number from 1 to 10, got "
+     f"'{FULL}'{WRITTEN}"),
+    (f"cluster: {{name: x, nodes: a}}\nhost: {{cpu_cores: 1}}\nsla: {{uptime: 99%, "
+     f"price_per_node_hour: '{FULL}.49', credits: [{{below: 99%, credit: 10%}}]}}\n",
+     "t.yaml:3: sla.price_per_node_hour: expected a price written in plain digits like 2.49 "
+     f"(no sign, no exponent, no separator), got '{FULL}.49'{WRITTEN}"),
+])
+def test_every_number_of_the_spec_is_written_with_the_digits_0_to_9(text: str,
+                                                                     message: str) -> None:
+    """A hostlist's range, a version bound, an ssh option's number and a price read other
+    scripts' digits as theirs (int() and Decimal() do): n[\uff11-\uff12] was n1 and n2."""
+    assert error_of(text) == message

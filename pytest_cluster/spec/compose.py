@@ -9,13 +9,20 @@ the tree:
   names (a cycle);
 - YAML tags (`!!python/...`, `!custom`) and more than one document.
 
+A plain scalar is typed by YAML 1.2's core schema (CORE), not by YAML 1.1's that PyYAML
+follows: a number only in decimal, true/false, null; every other one is the text written.
+YAML 1.1 read `010` as 8, `1:30` as 90, `0x70` as 112 and `no` as false, so a bound a
+failure showed was not the number written; now they reach the fields as written (and a
+number's parser refuses them, naming them as written).
+
 libyaml parses when it is installed (fast: a 65536-node list in a tenth of a second); its
 syntax errors are read again with PyYAML's own parser, whose messages say more.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -33,7 +40,6 @@ from yaml.events import (
     SequenceStartEvent,
 )
 from yaml.nodes import CollectionNode, MappingNode, Node, ScalarNode, SequenceNode
-from yaml.resolver import Resolver
 
 from pytest_cluster.errors import SpecError
 
@@ -46,6 +52,34 @@ PLAIN_TAGS = frozenset(f"tag:yaml.org,2002:{name}" for name in
                        ("str", "int", "float", "bool", "null", "map", "seq", "merge",
                         "timestamp"))
 _FAST = getattr(yaml, "CSafeLoader", None)
+
+_TAG = "tag:yaml.org,2002:"
+#: YAML 1.2's core schema for plain scalars (yaml.org/spec/1.2.2 10.3.2), each its tag's
+#: pattern in ASCII, and merge keys (`<<`). Stricter in one thing: a number has no leading
+#: 0, so 010 is the text '010' (YAML 1.1 read 8, YAML 1.2 reads 10). Anything else is a str.
+CORE = re.compile(
+    r"(?P<null>~|null|Null|NULL|)"
+    r"|(?P<bool>true|True|TRUE|false|False|FALSE)"
+    r"|(?P<int>[-+]?(?:0|[1-9][0-9]*))"
+    r"|(?P<float>[-+]?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))"
+    r"|(?P<merge><<)")
+#: What an explicit tag accepts of the core schema's types (`!!float 1` is 1.0).
+_FITS = {"int": ("int",), "float": ("int", "float"), "bool": ("bool",), "null": ("null",)}
+
+
+def core_type(value: str) -> str:
+    """The type YAML 1.2's core schema gives the plain scalar `value`: null, bool, int,
+    float, merge or str."""
+    match = CORE.fullmatch(value)
+    return "str" if match is None or match.lastgroup is None else match.lastgroup
+
+
+def _fits(tag: str, value: str) -> bool:
+    """Whether the explicit tag `tag` (`!!int`) reads `value` as the core schema does:
+    `!!int 010` and `!!bool yes` do not; a tag other than int, float, bool or null does."""
+    fits = _FITS.get(tag.removeprefix(_TAG))
+    return fits is None or core_type(value) in fits
 
 
 def _mark(mark: object) -> Mark | None:
@@ -67,7 +101,6 @@ class _Open:
 @dataclass
 class _Composer:
     file: str
-    resolver: Resolver = field(default_factory=Resolver)
     stack: list[_Open] = field(default_factory=list)
     anchors: dict[str, Node] = field(default_factory=dict)
     #: what an anchor names, once complete: (values, height)
@@ -153,10 +186,18 @@ class _Composer:
 
     def tag(self, event: NodeEvent, kind: type[Node], value: str | None,
             implicit: object) -> str:
+        """The node's tag: a plain scalar's by the core schema, a quoted one's str; an
+        explicit tag of YAML's own (`!!int`) only where the core schema reads the value so
+        (`!!int 0x70` is the text '0x70', refused as the plain one is)."""
         tag = getattr(event, "tag", None)
         if tag is None or tag == "!":
-            resolve: Callable[[type[Node], str | None, object], str] = self.resolver.resolve
-            tag = resolve(kind, value, implicit)
+            if kind is ScalarNode:
+                plain = isinstance(implicit, tuple) and bool(implicit[0])
+                tag = _TAG + (core_type(value or "") if plain else "str")
+            else:
+                tag = _TAG + ("seq" if kind is SequenceNode else "map")
+        elif kind is ScalarNode and not _fits(tag, value or ""):
+            tag = _TAG + "str"
         if tag not in PLAIN_TAGS:
             raise self.fail(f"YAML tag {tag!r} is not allowed; a spec is plain data", event)
         return str(tag)

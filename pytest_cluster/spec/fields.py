@@ -18,7 +18,14 @@ from pytest_cluster.spec.declaration import Declaration, Value
 from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import Clause, ClusterSpec, Rule
 from pytest_cluster.spec.requirement import Requirement, parse_requirement
-from pytest_cluster.units import UNITS, Dim, Quantity, format_value, parse_quantity
+from pytest_cluster.units import (
+    UNITS,
+    Dim,
+    Quantity,
+    format_value,
+    misspelled,
+    parse_quantity,
+)
 
 #: Keys echoed in "unknown key" messages; others (a password file's lines, tokens) are not.
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -341,7 +348,8 @@ def boolean(raw: object) -> bool:
 
 def positive_int(raw: object) -> int:
     if isinstance(raw, bool) or not isinstance(raw, int) or raw < 1:
-        raise UnitError(f"expected a whole number >= 1, got {raw!r}")
+        hint = misspelled(raw) if isinstance(raw, str) else ""
+        raise UnitError(f"expected a whole number >= 1, got {raw!r}{hint}")
     return raw
 
 
@@ -349,7 +357,8 @@ def whole(low: int, high: int) -> Callable[[object], int]:
     """A parser of whole numbers from `low` to `high` (a count that sizes real work)."""
     def parse(raw: object) -> int:
         if isinstance(raw, bool) or not isinstance(raw, int) or not low <= raw <= high:
-            raise UnitError(f"expected a whole number from {low} to {high}, got {raw!r}")
+            hint = misspelled(raw) if isinstance(raw, str) else ""
+            raise UnitError(f"expected a whole number from {low} to {high}, got {raw!r}{hint}")
         return raw
     return parse
 

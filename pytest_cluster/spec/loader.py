@@ -340,9 +340,9 @@ def parse_spec(text: str, file: str) -> Spec:
         raise SpecError("the spec is empty; it needs at least a cluster section "
                         "with name and nodes", file=file)
     if not isinstance(root, MappingNode):
-        raise SpecError(f"the spec must be a map with sections cluster, host, storage; "
-                        f"got {kind(root) if not isinstance(root, ScalarNode) else 'a scalar'}"
-                        " (is this file a spec?)", file=file, line=root.start_mark.line + 1)
+        got = kind(root) if not isinstance(root, ScalarNode) else "a scalar"
+        raise SpecError(f"the spec must be a map of its sections ({', '.join(LISTED)}); got "
+                        f"{got} (is this file a spec?)", file=file, line=root.start_mark.line + 1)
     top = Map(ctx, root, "", LISTED)
     sofar = Sofar(top)
     for section in SECTIONS:

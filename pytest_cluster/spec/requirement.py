@@ -8,7 +8,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pytest_cluster.errors import UnitError
-from pytest_cluster.units import Dim, Quantity, format_number, format_value, parse_quantity
+from pytest_cluster.units import (
+    Dim,
+    Quantity,
+    foreign_digits,
+    format_number,
+    format_value,
+    parse_quantity,
+)
 
 _OPS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq,
@@ -144,7 +151,8 @@ def parse_version_requirement(raw: object) -> VersionRequirement:
     if not isinstance(text, str):
         raise UnitError(f"expected a version bound like '>= 5.15', got {raw!r}")
     op_text, rest = _split_op(text)
-    if not re.fullmatch(r"\d{1,18}(?:\.\d{1,18}){0,15}", rest):
-        raise UnitError(f"expected a version bound like '>= 5.15', got {raw!r}")
+    if not re.fullmatch(r"[0-9]{1,18}(?:\.[0-9]{1,18}){0,15}", rest):
+        raise UnitError(f"expected a version bound like '>= 5.15', got {raw!r}"
+                        f"{foreign_digits(rest)}")
     op = "==" if op_text == "=" else (op_text or ">=")
     return VersionRequirement(op, tuple(int(p) for p in rest.split(".")), f"{op} {rest}")

@@ -34,6 +34,7 @@ from pytest_cluster.spec.fields import (
 )
 from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import ClusterSpec, SshSpec
+from pytest_cluster.units import foreign_digits
 
 KEYS = ("user", "port", "identity_file", "config", "options", "connect_timeout")
 _USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
@@ -43,10 +44,10 @@ _ALGORITHMS_RE = re.compile(r"^[+^-]?[A-Za-z0-9@._*-]+(?:,[A-Za-z0-9@._*-]+)*$")
 _FILE_RE = re.compile(r"^[A-Za-z0-9_./~%+@:][A-Za-z0-9_./~%+@:-]*$")
 _ALIAS_RE = re.compile(r"^[A-Za-z0-9_.:][A-Za-z0-9_.:-]*$")
 _HOSTNAME_RE = re.compile(r"^[A-Za-z0-9_.%][A-Za-z0-9_.%-]*$")
-_JUMP_RE = re.compile(r"^(?:(?P<user>[^@]+)@)?(?P<host>[^:@]+)(?::(?P<port>\d{1,5}))?$")
+_JUMP_RE = re.compile(r"^(?:(?P<user>[^@]+)@)?(?P<host>[^:@]+)(?::(?P<port>[0-9]{1,5}))?$")
 _IPQOS_RE = re.compile(r"^(?:af[1-4][1-3]|cs[0-7]|ef|le|lowdelay|throughput|reliability|"
-                       r"none|\d{1,3})$")
-_REKEY_RE = re.compile(r"^(?:default|none|\d{1,12}[KMG]?)$")
+                       r"none|[0-9]{1,3})$")
+_REKEY_RE = re.compile(r"^(?:default|none|[0-9]{1,12}[KMG]?)$")
 _AUTH_METHODS = ("gssapi-with-mic", "hostbased", "publickey", "keyboard-interactive",
                  "password")
 _LOG_LEVELS = ("QUIET", "FATAL", "ERROR", "INFO", "VERBOSE", "DEBUG", "DEBUG1", "DEBUG2",
@@ -67,8 +68,10 @@ def _one_of(*words: str) -> Callable[[str], None]:
 
 def _number(low: int, high: int) -> Callable[[str], None]:
     def check(value: str) -> None:
-        if not value.isdigit() or len(value) > 6 or not low <= int(value) <= high:
-            raise UnitError(f"expected a whole number from {low} to {high}, got {value!r}")
+        if not value.isascii() or not value.isdigit() or len(value) > 6 \
+                or not low <= int(value) <= high:
+            raise UnitError(f"expected a whole number from {low} to {high}, got {value!r}"
+                            f"{foreign_digits(value)}")
     return check
 
 
