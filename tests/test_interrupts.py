@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_cluster.cli import main
+from pytest_cluster.evidence.bundle.verify import verify
+from pytest_cluster.evidence.plan import Plan
 from pytest_cluster.launchers.process import (
     Finished,
     execute,
@@ -30,6 +33,7 @@ from pytest_cluster.launchers.process import (
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 from pytest_cluster.launchers.ssh import SshLauncher, backstop_message, classify
 from pytest_cluster.probes import ProbeCall
+from pytest_cluster.run.session import FINISHING_EVIDENCE
 from pytest_cluster.spec.model import ClusterSpec, SshSpec
 from tests.conftest import has_torch
 from tests.netns_cluster import NetnsCluster, shaped_interconnect_spec
@@ -261,6 +265,73 @@ def test_a_simulated_probe_waiting_out_its_latency_stops_at_once(
     verdict = json.loads((tmp_path / "reports" / "latest" / "verdict.json").read_text())
     assert verdict["verdict"] == "INCOMPLETE"
     assert (tmp_path / "reports" / "latest" / "manifest.intoto.json").is_file()
+
+
+#: A sink that stops at the first not-reached line (the run writing its evidence after
+#: Ctrl-C) until the test says go: the window for a second signal, made certain.
+SLOW_SINK = """\
+import time
+from pathlib import Path
+
+def pytest_collection_finish(session):
+    Path("collected").touch()
+
+def pytest_cluster_result_line(config, record):
+    if record.get("outcome") == "not_run" and not Path("writing").exists():
+        Path("writing").touch()
+        deadline = time.monotonic() + 60
+        while not Path("go").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+"""
+EVIDENCE_FILES = ("inventory.json", "results.jsonl", "junit.xml", "verdict.json",
+                  "report.html", "manifest.intoto.json")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("again", [signal.SIGINT, signal.SIGTERM])
+def test_a_second_signal_while_the_evidence_is_written_does_not_cut_it_short(
+        tmp_path: Path, again: signal.Signals) -> None:
+    """Ctrl-C, then Ctrl-C again (or a CI cancel's SIGTERM), twice, while the run writes
+    its evidence: said once, noted, and the writing goes on to the end: exit 2, every file
+    there, every selected case with its line, the end line, and verify says the files
+    match with no failure to record (a traceback, exit 130 and a directory sealed without
+    junit.xml, verdict.json or report.html before)."""
+    (tmp_path / "conftest.py").write_text(SLOW_SINK)
+    process = start_pytest(tmp_path, "cluster: {name: slow, nodes: 'n[1-2]', launcher: sim, "
+                                     "probe_timeout: 5 min}\nsim: {latency: 1 min}\n")
+    log = tmp_path / "pytest.log"
+    try:
+        wait_for("the checks collected", (tmp_path / "collected").exists, 60)
+        time.sleep(1)  # the first check's probes wait out their minute
+        process.send_signal(signal.SIGINT)
+        wait_for("the evidence is being written", (tmp_path / "writing").exists, 60)
+        process.send_signal(again)
+        process.send_signal(again)
+        wait_for("the signal noted (or pytest gone)", lambda: process.poll() is not None
+                 or FINISHING_EVIDENCE in log.read_text(), 30)
+        (tmp_path / "go").touch()
+        code = process.wait(HANG_S)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    text = log.read_text(errors="replace")
+    assert code == pytest.ExitCode.INTERRUPTED, text[-3000:]
+    assert "Traceback" not in text, text[-3000:]
+    assert text.count(FINISHING_EVIDENCE) == 1
+    run_dir = (tmp_path / "reports" / "latest").resolve()
+    assert [f for f in EVIDENCE_FILES if not (run_dir / f).is_file()] == []
+    lines = [json.loads(line) for line in
+             (run_dir / "results.jsonl").read_text().splitlines()]
+    end = lines[-1]
+    assert end["type"] == "end" and end["status"] == "interrupted"
+    cases = {line["case"] for line in lines if line["type"] == "result"}
+    assert cases == set(Plan.read(run_dir / "probes").selected)
+    assert {line["outcome"] for line in lines if line["type"] == "result"} >= {"not_run"}
+    checked = verify(run_dir)
+    assert checked.ok, checked.lines()
+    assert "failures" not in checked.predicate
+    assert main(["verify", str(run_dir)]) == 0
 
 
 @pytest.mark.slow

@@ -8,7 +8,8 @@ fan-out, and pytest's keyboard-interrupt hook call stop_everything(): every laun
 cancelled and its group gets SIGTERM, then SIGKILL after KILL_GRACE_S, and the work that
 was under way starts no new launch (the main thread's cleanup still may, see _Interrupts).
 Over ssh the killed client's hang-up makes the node runner end the probe; locally and on
-the nodes, job_node ends its ranks when it is told to stop or dies.
+the nodes, job_node ends its ranks when it is told to stop or dies. While the run writes its
+evidence, an interrupt stops launches and is noted, but does not unwind it (hold_interrupts).
 """
 
 from __future__ import annotations
@@ -66,6 +67,10 @@ class _Interrupts:
         self.count = 0  # interrupts so far
         self.pending = False  # since the last launcher was made
         self.local = threading.local()  # .epoch: `count` when the main thread asked
+        #: while the run's evidence is written (hold_interrupts): the line said at the
+        #: first interrupt held, and how many were held
+        self.hold_note: str | None = None
+        self.held = 0
 
     def epoch(self) -> int | None:
         if threading.current_thread() is threading.main_thread():
@@ -184,6 +189,10 @@ def stop_on_interrupt() -> None:
     if threading.current_thread() is not threading.main_thread():
         return
     _INTERRUPTS.pending = False
+    _install()
+
+
+def _install() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         current = signal.getsignal(sig)
         if current is _on_interrupt or current is signal.SIG_IGN or current is None:
@@ -192,17 +201,67 @@ def stop_on_interrupt() -> None:
         signal.signal(sig, _on_interrupt)
 
 
+def as_ctrl_c(signum: int, frame: FrameType | None) -> None:
+    """A signal handler: the signal is a Ctrl-C (KeyboardInterrupt), e.g. SIGTERM's."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+#: What an interrupt does that hold_interrupts holds back: the run unwinding as for Ctrl-C
+#: (a handler someone else set is still called).
+_UNWINDS: tuple[Any, ...] = (signal.default_int_handler, as_ctrl_c, signal.SIG_DFL)
+
+
+def hold_interrupts(note: str) -> None:
+    """From now until release_interrupts(), SIGINT and SIGTERM still stop every launch
+    but no longer unwind the run (KeyboardInterrupt, the default action): the run is
+    writing its evidence, which a second Ctrl-C (or a CI cancel's SIGTERM after it) would
+    cut short, unsealed or sealed as if whole. The first one held says `note` on stderr;
+    each is counted. SIGKILL remains the hard stop. Main thread only (it holds the
+    handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    with _RUNNING_LOCK:
+        if _INTERRUPTS.hold_note is not None:
+            return
+        _INTERRUPTS.hold_note, _INTERRUPTS.held = note, 0
+    _install()
+
+
+def release_interrupts() -> int:
+    """The evidence is written: interrupts unwind the run again. How many were held."""
+    with _RUNNING_LOCK:
+        held, _INTERRUPTS.held, _INTERRUPTS.hold_note = _INTERRUPTS.held, 0, None
+    return held
+
+
 def _on_interrupt(signum: int, frame: FrameType | None) -> None:
     with _RUNNING_LOCK:
         _INTERRUPTS.count += 1
         _INTERRUPTS.pending = True
     stop_everything()
     previous = _PREVIOUS_HANDLERS.get(signum, signal.SIG_DFL)
+    if _hold(previous):
+        return
     if callable(previous):
         previous(signum, frame)
         return
     signal.signal(signum, previous)
     os.kill(os.getpid(), signum)
+
+
+def _hold(previous: Any) -> bool:
+    """Whether this interrupt is held (hold_interrupts); the first one held is said, with
+    os.write: the main thread may be inside sys.stderr's own write."""
+    with _RUNNING_LOCK:
+        note = _INTERRUPTS.hold_note
+        if note is None or not any(previous is unwinds for unwinds in _UNWINDS):
+            return False
+        _INTERRUPTS.held += 1
+        first = _INTERRUPTS.held == 1
+    if first:
+        with contextlib.suppress(OSError):
+            os.write(2, f"\n{note}\n".encode(errors="replace"))  # past a progress line
+    return True
 
 
 def _start(argv: list[str], cancel: Callable[[], None] | None,

@@ -10,6 +10,9 @@
   KeyboardInterrupt, so that the run ends as for Ctrl-C (results kept, run directory
   sealed, launcher closed) rather than vanish. A SIGTERM handler set by someone else is
   left alone. The launchers' own handler (launchers/process.py) stops every launch first.
+- Once the run writes its evidence (after a first Ctrl-C, or after the checks), a further
+  Ctrl-C or SIGTERM does not cut it short: it is said once and noted (session.py,
+  hold_interrupts), and the run ends as it was going to, its directory sealed.
 - A soak's round takes SIGINT, which is how its soak stops it, even where the soak was
   started with SIGINT ignored (a script's background job, `&`), which the round inherits.
 """
@@ -19,13 +22,13 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
-from types import FrameType
 from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_cluster.errors import LaunchError
 from pytest_cluster.launchers import Launcher, get_launcher
+from pytest_cluster.launchers.process import as_ctrl_c
 
 if TYPE_CHECKING:
     from pytest_cluster.spec.model import Spec
@@ -81,14 +84,10 @@ def _sigterm_as_ctrl_c(config: pytest.Config) -> None:
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return
     with contextlib.suppress(ValueError):  # not the main thread: nothing to do
-        signal.signal(signal.SIGTERM, _interrupt)
+        signal.signal(signal.SIGTERM, as_ctrl_c)
         config.add_cleanup(_default_sigterm)
 
 
 def _default_sigterm() -> None:
     with contextlib.suppress(ValueError):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")

@@ -49,7 +49,11 @@ from pytest_cluster.evidence.sinks.results import (
     report_record,
 )
 from pytest_cluster.evidence.tally import SIMULATED_BANNER, is_simulated
-from pytest_cluster.launchers.process import stop_everything
+from pytest_cluster.launchers.process import (
+    hold_interrupts,
+    release_interrupts,
+    stop_everything,
+)
 from pytest_cluster.report.junit_properties import suite_properties
 from pytest_cluster.report.terminal import (
     NEEDS_A_SOAK,
@@ -78,6 +82,10 @@ SESSION_PLUGIN = "pytest-cluster-session"
 _UNKNOWN = object()
 #: At most this many late failures are kept (a sink failing on every line is one story).
 MOST_FAILURES = 20
+#: Said once when Ctrl-C or SIGTERM arrives while the evidence is written (hold_interrupts).
+FINISHING_EVIDENCE = ("pytest-cluster: finishing the run's evidence (results.jsonl, "
+                      "junit.xml, verdict.json, report.html, the manifest); this signal is "
+                      "noted and does not cut it short (SIGKILL would leave it unsealed)")
 
 
 class SoakPart(Protocol):
@@ -125,6 +133,7 @@ class ClusterSession:
         self._begun: dict[str, pytest.TestReport] = {}
         #: inventory.json and the baseline's cases, once every check has run
         self.after_checks = after_checks
+        self.holding = False  # Ctrl-C and SIGTERM held while the evidence is written
 
     # -- start ----------------------------------------------------------------------------
 
@@ -258,6 +267,8 @@ class ClusterSession:
             finished = True
             return result
         finally:
+            if not finished:  # interrupted: a second Ctrl-C cannot cut the evidence short
+                self._hold_interrupts()
             if self.runs_checks and not self.collected_nothing and self.run_dir is not None:
                 after = self.after_checks
                 taken = after.take_inventory(self.spec, self.cache_dir,
@@ -269,6 +280,15 @@ class ClusterSession:
                         self.baseline, taken, self.run_dir / "results.jsonl",
                         self.spec.baseline.tolerance, self.spec.cluster,
                         plan.checked_nodes()))
+            self._hold_interrupts()  # the inventory asked its nodes (a Ctrl-C stops that)
+
+    def _hold_interrupts(self) -> None:
+        """From now until the run's directory is sealed (pytest_unconfigure), Ctrl-C and
+        SIGTERM do not cut the evidence short: said once, noted, and the run ends as it
+        was going to (interrupted, exit 2, after a first Ctrl-C)."""
+        if self.runs_checks and self.run_dir is not None and not self.holding:
+            self.holding = True
+            hold_interrupts(FINISHING_EVIDENCE)
 
     # -- end ----------------------------------------------------------------------------------
 
@@ -288,6 +308,7 @@ class ClusterSession:
         self.plan = self.config.stash.get(PLAN_KEY, None) or Plan.read(self.cache_dir)
         if not self.runs_checks or self.collected_nothing:
             return
+        self._hold_interrupts()  # interrupted before the checks' loop (collection)
         try:
             self._finish(session, int(exitstatus))
         except Exception as exc:  # whatever is written so far is sealed, the failure said
@@ -473,10 +494,15 @@ class ClusterSession:
         except Exception as exc:
             self.late_failure("closing results.jsonl", exc)
         finally:
-            if self.run_dir is not None and self.evidence_written:
-                self._seal(self.run_dir)
-            if self.run_dir is None:
-                shutil.rmtree(self.cache_dir, ignore_errors=True)
+            try:
+                if self.run_dir is not None and self.evidence_written:
+                    self._seal(self.run_dir)
+                if self.run_dir is None:
+                    shutil.rmtree(self.cache_dir, ignore_errors=True)
+            finally:
+                if self.holding:
+                    self.holding = False
+                    release_interrupts()
 
     def _seal(self, run_dir: Path) -> None:
         """Last: the manifest over every file of the run (reports written, JUnit's
