@@ -68,6 +68,17 @@ def test_a_fault_repaired_before_it_starts_is_refused(rounds: str, message: str)
     assert [(f.from_round, f.until_round) for f in spec.sim.faults] == [(2, 3)]
 
 
+@pytest.mark.parametrize(("written", "bound"), [
+    ("2.10", ">= 2.10"), ("6.10", ">= 6.10"), ("12", ">= 12"), ("'== 2.10'", "== 2.10")])
+def test_a_version_written_unquoted_is_the_version_written(written: str, bound: str) -> None:
+    """YAML reads 2.10 as the float 2.1: a node with torch 2.1 passed a contract that
+    says 2.10. A version bound is the text as written, quoted or not."""
+    spec = parse_spec("cluster: {name: x, nodes: [a]}\nhost:\n  software: {torch: "
+                      f"{written}, kernel: {written}}}\n", "t.yaml")
+    assert {c.name: c.requirement.text for c in spec.host.software} == {
+        "torch": bound, "kernel": bound}
+
+
 INTERCONNECT = ("cluster: {name: x, nodes: 'n[1-2]'}\ngpus: {count: 8}\ninterconnect:\n"
                 "  busbw: '>= 100 GB/s'\n  payloads: [4 GiB]\n  ranks_per_node: 16\n")
 

@@ -239,8 +239,18 @@ def section_map(ctx: Ctx, node: Node | None, name: str) -> Map | None:
     return table if isinstance(node, MappingNode) else None
 
 
-def field(ctx: Ctx, node: Node | None, path: str, parse: Callable[[object], T]) -> T | None:
-    """Parse a scalar field; on failure record the error and return None."""
+def written(node: Node) -> object:
+    """A scalar as its text where YAML would read a number (a version written unquoted:
+    `torch: 2.10` is the text '2.10', where the float would be 2.1); else as `scalar`."""
+    if node.tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
+        return str(node.value)
+    return scalar(node)
+
+
+def field(ctx: Ctx, node: Node | None, path: str, parse: Callable[[object], T],
+          read: Callable[[Node], object] | None = None) -> T | None:
+    """Parse a scalar field (read by `read`, else `scalar`); on failure record the error
+    and return None."""
     if node is None:
         return None
     if not isinstance(node, ScalarNode):
@@ -253,7 +263,7 @@ def field(ctx: Ctx, node: Node | None, path: str, parse: Callable[[object], T]) 
         ctx.error(node, path, f"expected a single value, got {kind(node)}")
         return None
     try:
-        return parse(scalar(node))
+        return parse((read or scalar)(node))
     except (UnitError, ValueError) as exc:
         ctx.error(node, path, str(exc))
         return None

@@ -38,6 +38,7 @@ from pytest_cluster.spec.fields import (
     size_between,
     text,
     time_between,
+    written,
     written_with,
 )
 from pytest_cluster.spec.gpus import parse_gpus
@@ -168,7 +169,8 @@ def _software(ctx: Ctx, table: Map) -> tuple[VersionClause, ...]:
     soft = Map(ctx, node, declaration.id, declaration.members)
     for name in declaration.members:
         item = soft.take(name)
-        req = field(ctx, item, declaration.name(member=name), parse_version_requirement)
+        req = field(ctx, item, declaration.name(member=name), parse_version_requirement,
+                    written)  # `torch: 2.10` is 2.10, never the float 2.1
         if req is not None and item is not None:
             found.append(VersionClause(declaration.name(member=name),
                                        item.start_mark.line + 1, name, req))
