@@ -202,17 +202,24 @@ def _method(run: CheckpointRun) -> str:
 
 def every_node(evidence: Evidence, clause: Clause, nodes: Sequence[str],
                figures: Mapping[str, object], why: Callable[[str], str], raw: Any,
-               missing_words: str) -> None:
-    """Fail an aggregate of every node at once (not established, blaming no one) where
-    some node has no figures, naming them and the first one's reason."""
+               missing_words: str, wrong: str = "", readers: Sequence[str] = ()) -> None:
+    """Fail an aggregate of every node at once where some node has no figures, naming
+    them and the first one's reason: not established, blaming no one; but where others
+    read data back wrong (`wrong`, by `readers`), that is said first and fails them, as
+    it would with every node there."""
     missing = [n for n in nodes if n not in figures]
     if not missing:
         return
     first = next((why(n) for n in missing if why(n)), "no figures")
-    evidence.cannot_measure(
-        clause, f"{len(missing)} of {len(nodes)} node(s) {missing_words} "
-        f"({compress_hostlist(missing)}: {first}), so every node at once is not "
-        "established", raw=raw, kind="not_all_nodes", node="all")
+    named = compress_hostlist(missing)
+    absent = (f"{len(missing)} of {len(nodes)} node(s) {missing_words} "
+              f"({first if first.startswith(f'{named}: ') else f'{named}: {first}'})")
+    if wrong:
+        evidence.record(culprits=compress_hostlist(readers))
+        evidence.cannot_measure(clause, f"{wrong}; and {absent}", raw=raw,
+                                kind="read_back_wrong", node="all")
+    evidence.cannot_measure(clause, f"{absent}, so every node at once is not established",
+                            raw=raw, kind="not_all_nodes", node="all")
 
 
 def held_back(rates: dict[str, float], share: float, holds: Callable[[float], bool],
@@ -267,8 +274,12 @@ def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
     run = _run(cluster, filesystem, evidence)
     raw = _checkpoint_raw(cluster, filesystem, run, phase)
     total = run.aggregate(phase)
+    bad = run.bad() if phase == "read" else []
+    readers = sorted({r.node for r in bad})
+    wrong = (f"{sum(r.bad_blocks for r in bad)} block(s) read back not as written, on "
+             f"{compress_hostlist(readers)}") if bad else ""
     every_node(evidence, clause, cluster.nodes, run.node_figures(phase), run.node_error, raw,
-               f"did not {phase} their share")
+               f"did not {phase} their share", wrong, readers)
     assert total is not None
     basis = checkpoint.basis_of(f"checkpoint.{phase}")
     share = _shared(cluster, evidence, basis, run.nodes)
@@ -280,10 +291,6 @@ def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
     slow = [] if clause.requirement.holds(measured) else held_back(
         rates, checkpoint.keeps_up or 0.8,
         lambda fair: clause.requirement.holds(fair / share.count), fixed_work=True)
-    bad = run.bad() if phase == "read" else []
-    readers = sorted({r.node for r in bad})
-    wrong = (f"{sum(r.bad_blocks for r in bad)} block(s) read back not as written, on "
-             f"{compress_hostlist(readers)}") if bad else ""
     blamed = [*readers, *(n for n in slow if n not in readers)]
     if blamed:
         evidence.record(culprits=compress_hostlist(blamed))

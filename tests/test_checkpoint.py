@@ -366,6 +366,25 @@ def test_a_corrupt_reader_and_a_slow_one_are_both_said_with_the_number_missed(
                                   "n4": "ACCEPTED"}
 
 
+@pytest.mark.parametrize("keeps_up", ["keeps_up: false", "keeps_up: 80%"])
+def test_a_corrupt_reader_is_rejected_though_another_node_is_down(
+        pytester: pytest.Pytester, keeps_up: str) -> None:
+    """n3 down leaves the aggregate not established; n2 read blocks back wrong all the
+    same, and that fails the read naming n2 (it was ACCEPTED with keeps_up false: the
+    read said only that n3 was missing, and nothing said the corruption)."""
+    records = run(pytester, spec_text(
+        f"size_per_gpu: 1 GiB\nread: '>= 1 GB/s per GPU'\n{keeps_up}",
+        faults="{node: n2, storage_corrupt: true}, {node: n3, down: true}"))
+    read = records["test_storage_checkpoint_read[/shared]"]
+    assert (read["outcome"], read["error_kind"], read["culprits"]) == (
+        "failed", "read_back_wrong", "n2")
+    assert read["message"].startswith(
+        "Failed: [SIMULATED] all /shared read: 512 block(s) read back not as written, on "
+        "n2; and 1 of 4 node(s) did not read their share (n3: host probe unreachable"), \
+        read["message"]
+    assert [n for n, v in verdicts(pytester).items() if v == "REJECTED"] == ["n2"]
+
+
 def test_a_slow_filesystem_fails_the_aggregate_and_blames_no_node(
         pytester: pytest.Pytester) -> None:
     text = spec_text("size_per_node: 8 GiB\nwrite: '>= 100 GB/s'").replace(
