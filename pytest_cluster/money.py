@@ -34,7 +34,7 @@ MINOR_UNIT = {
 #: The dearest node-hour a spec may state; above it the value is a slip, not a price.
 MAX_PRICE = Decimal(1_000_000)
 _PRICE = re.compile(r"^[0-9]{1,7}(\.[0-9]{1,6})?$")
-_DIGITS = re.compile(r"^[0-9]+(\.[0-9]+)?$")
+_DIGITS = re.compile(r"^(0|[1-9][0-9]*)(\.[0-9]+)?$")  # as written: no leading 0 (010)
 _CODE = re.compile(r"^[A-Z]{3}$")
 #: Decimal places a share may be written with, in percent ('99.999999%').
 SHARE_PLACES = 6
@@ -96,7 +96,8 @@ def price(raw: object) -> Decimal:
     written = repr(raw) if isinstance(raw, float) else str(raw).strip()
     if isinstance(raw, str) and not _DIGITS.match(written):
         raise UnitError(f"expected a price written in plain digits like 2.49 (no sign, no "
-                        f"exponent, no separator), got {raw[:40]!r}{foreign_digits(raw)}")
+                        f"exponent, no separator, no leading 0), got {raw[:40]!r}"
+                        f"{foreign_digits(raw)}")
     try:
         value = Decimal(written)
     except InvalidOperation:

@@ -141,6 +141,12 @@ def misspelled(text: str) -> str:
     return ""
 
 
+def significant_digits(written: str) -> int:
+    """The significant digits of a number as written ('0.00120' has 2, '1.5e3' 2)."""
+    mantissa = re.split("[eE]", written.strip())[0]
+    return len(mantissa.lstrip("+-").replace(".", "").strip("0"))
+
+
 def _inexact(value: float, written: str, dim: Dim) -> str | None:
     """Why a number of the spec (`value`, spelled `written`, of a quantity of `dim`) would
     not be read as written: at or beyond LARGEST, or more than MAX_DIGITS significant
@@ -149,9 +155,7 @@ def _inexact(value: float, written: str, dim: Dim) -> str | None:
         larger = any(unit_dim is dim and factor > 1 for unit_dim, factor in UNITS.values())
         return (f"too large: a number of the spec is below 1e{MAX_DIGITS}"
                 + ("; write a larger unit" if larger else ""))
-    mantissa = re.split("[eE]", written.strip())[0]
-    digits = mantissa.lstrip("+-").replace(".", "").strip("0")
-    if len(digits) > MAX_DIGITS:
+    if significant_digits(written) > MAX_DIGITS:
         return (f"more than {MAX_DIGITS} significant digits: a number of the spec is read "
                 f"exactly up to {MAX_DIGITS}")
     return None

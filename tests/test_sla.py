@@ -55,7 +55,8 @@ def test_the_section_parses_as_written() -> None:
     ("sla: {uptime: 99.5%, credits: [{below: 99%, credit: 10%}]}\n",
      "t.yaml:4: sla.price_per_node_hour: missing: what a node-hour costs, e.g. 2.49"),
     ("sla: {uptime: 99.5%, price_per_node_hour: -1, credits: [{below: 99%, credit: 1%}]}\n",
-     "t.yaml:4: sla.price_per_node_hour: expected a price above 0 like 2.49, got -1"),
+     "t.yaml:4: sla.price_per_node_hour: expected a price written in plain digits like 2.49 "
+     "(no sign, no exponent, no separator, no leading 0), got '-1'"),
     ("sla: {uptime: 99.5%, price_per_node_hour: 1, currency: dollars, "
      "credits: [{below: 99%, credit: 1%}]}\n",
      "t.yaml:4: sla.currency: expected an ISO 4217 code like USD or EUR, got 'dollars'"),
@@ -72,19 +73,34 @@ def test_the_section_parses_as_written() -> None:
     ("sla: {uptime: 99.5%, price_per_node_hour: 1, credits: [{below: 99%}]}\n",
      "t.yaml:4: sla.credits[0].credit: missing: a share of the fees like '10%'"),
     ("sla: {uptime: 99.5%, price_per_node_hour: .inf, credits: [{below: 99%, credit: 1%}]}\n",
-     "t.yaml:4: sla.price_per_node_hour: expected a price above 0 like 2.49, got inf"),
+     "t.yaml:4: sla.price_per_node_hour: expected a price written in plain digits like 2.49 "
+     "(no sign, no exponent, no separator, no leading 0), got '.inf'"),
     ("sla: {uptime: 99.5%, price_per_node_hour: .nan, credits: [{below: 99%, credit: 1%}]}\n",
-     "t.yaml:4: sla.price_per_node_hour: expected a price above 0 like 2.49, got nan"),
+     "t.yaml:4: sla.price_per_node_hour: expected a price written in plain digits like 2.49 "
+     "(no sign, no exponent, no separator, no leading 0), got '.nan'"),
     ("sla: {uptime: 99.5%, price_per_node_hour: 1.0e+308, credits: [{below: 99%, credit: 1%}]}\n",
-     "t.yaml:4: sla.price_per_node_hour: expected a price of at most 1000000 per node-hour, "
-     "got 1e+308"),
+     "t.yaml:4: sla.price_per_node_hour: expected a price written in plain digits like 2.49 "
+     "(no sign, no exponent, no separator, no leading 0), got '1.0e+308'"),
     ("sla: {uptime: 99.5%, price_per_node_hour: 0.0000001, "
      "credits: [{below: 99%, credit: 1%}]}\n",
      "t.yaml:4: sla.price_per_node_hour: expected a price with at most 6 decimal places like "
      "2.49, got 0.0000001"),
     ("sla: {uptime: 99.5%, price_per_node_hour: '1e3', credits: [{below: 99%, credit: 1%}]}\n",
      "t.yaml:4: sla.price_per_node_hour: expected a price written in plain digits like 2.49 "
-     "(no sign, no exponent, no separator), got '1e3'"),
+     "(no sign, no exponent, no separator, no leading 0), got '1e3'"),
+    ("sla: {uptime: 99.5%, price_per_node_hour: 1e3, credits: [{below: 99%, credit: 1%}]}\n",
+     "t.yaml:4: sla.price_per_node_hour: expected a price written in plain digits like 2.49 "
+     "(no sign, no exponent, no separator, no leading 0), got '1e3'"),
+    ("sla: {uptime: 99.5%, price_per_node_hour: 010, credits: [{below: 99%, credit: 1%}]}\n",
+     "t.yaml:4: sla.price_per_node_hour: expected a price written in plain digits like 2.49 "
+     "(no sign, no exponent, no separator, no leading 0), got '010'"),
+    ("sla: {uptime: 99.5%, price_per_node_hour: 02.5, credits: [{below: 99%, credit: 1%}]}\n",
+     "t.yaml:4: sla.price_per_node_hour: expected a price written in plain digits like 2.49 "
+     "(no sign, no exponent, no separator, no leading 0), got '02.5'"),
+    ("sla: {uptime: 99.5%, price_per_node_hour: 2.1000000000000001, "
+     "credits: [{below: 99%, credit: 1%}]}\n",
+     "t.yaml:4: sla.price_per_node_hour: expected a price with at most 6 decimal places like "
+     "2.49, got 2.1000000000000001"),
     ("sla: {uptime: 99.5%, price_per_node_hour: 1, currency: BTC, "
      "credits: [{below: 99%, credit: 1%}]}\n",
      "t.yaml:4: sla.currency: expected an ISO 4217 code like USD or EUR, got 'BTC' (not an "

@@ -79,6 +79,17 @@ def test_a_version_written_unquoted_is_the_version_written(written: str, bound: 
         "torch": bound, "kernel": bound}
 
 
+@pytest.mark.parametrize("written", ["111.99999999999999999", "8.0000000000000001"])
+def test_a_number_with_more_digits_than_are_read_is_refused_quoted_or_not(
+        written: str) -> None:
+    """Unquoted, YAML's float rounded it (cpu_cores 111.99999999999999999 was '>= 112.0');
+    it is refused as the quoted one is, with the text written."""
+    for shown in (written, f"'{written}'"):
+        assert error_of(f"cluster: {{name: x, nodes: [a]}}\nhost: {{cpu_cores: {shown}}}\n") \
+            == (f"t.yaml:2: host.cpu_cores: expected a count like 192, got '{written}' (more "
+                "than 15 significant digits: a number of the spec is read exactly up to 15)")
+
+
 INTERCONNECT = ("cluster: {name: x, nodes: 'n[1-2]'}\ngpus: {count: 8}\ninterconnect:\n"
                 "  busbw: '>= 100 GB/s'\n  payloads: [4 GiB]\n  ranks_per_node: 16\n")
 
@@ -370,7 +381,7 @@ WRITTEN = " (written with U+FF11 FULLWIDTH DIGIT ONE, U+FF12 FULLWIDTH DIGIT TWO
     (f"cluster: {{name: x, nodes: a}}\nhost: {{cpu_cores: 1}}\nsla: {{uptime: 99%, "
      f"price_per_node_hour: '{FULL}.49', credits: [{{below: 99%, credit: 10%}}]}}\n",
      "t.yaml:3: sla.price_per_node_hour: expected a price written in plain digits like 2.49 "
-     f"(no sign, no exponent, no separator), got '{FULL}.49'{WRITTEN}"),
+     f"(no sign, no exponent, no separator, no leading 0), got '{FULL}.49'{WRITTEN}"),
 ])
 def test_every_number_of_the_spec_is_written_with_the_digits_0_to_9(text: str,
                                                                      message: str) -> None:

@@ -19,12 +19,14 @@ from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.model import Clause, ClusterSpec, Rule
 from pytest_cluster.spec.requirement import Requirement, parse_requirement
 from pytest_cluster.units import (
+    MAX_DIGITS,
     UNITS,
     Dim,
     Quantity,
     format_value,
     misspelled,
     parse_quantity,
+    significant_digits,
 )
 
 #: Keys echoed in "unknown key" messages; others (a password file's lines, tokens) are not.
@@ -144,6 +146,12 @@ def kind(node: Node) -> str:
 
 
 def scalar(node: Node) -> object:
+    """A scalar's value as YAML reads it; but a number with more significant digits than
+    a double holds (units.MAX_DIGITS) stays the text written, which a number's parser
+    refuses saying so (111.99999999999999999 was read as 112.0)."""
+    if node.tag == "tag:yaml.org,2002:float" and significant_digits(str(node.value)) \
+            > MAX_DIGITS:
+        return str(node.value)
     try:
         return SafeConstructor().construct_object(node, deep=True)
     except (ConstructorError, ValueError, OverflowError):

@@ -18,7 +18,16 @@ from decimal import Decimal
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster import money
-from pytest_cluster.spec.fields import Ctx, Map, field, kind, or_default, section_map, time_between
+from pytest_cluster.spec.fields import (
+    Ctx,
+    Map,
+    field,
+    kind,
+    or_default,
+    section_map,
+    time_between,
+    written,
+)
 from pytest_cluster.spec.model import CreditTier, SlaSpec
 from pytest_cluster.units import Dim, parse_quantity
 
@@ -104,7 +113,8 @@ def parse_sla(ctx: Ctx, node: Node | None) -> SlaSpec | None:
 
     uptime = one("uptime", share)
     down_after = one("down_after", time_between(0, 86400, "from 0 to 24 h"))
-    cost = one("price_per_node_hour", price)
+    cost = field(ctx, table.take("price_per_node_hour"), "sla.price_per_node_hour", price,
+                 written)  # money as written: 1e3, 010 and 2.1000000000000001 are refused
     code = one("currency", currency, keep_null=True)  # money: no silent default
     tiers = _tiers(ctx, table.take("credits"), table.node, uptime)
     table.finish()
