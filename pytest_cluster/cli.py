@@ -24,6 +24,7 @@ unsigned bundle by leaving the key out.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import subprocess
 import sys
@@ -109,8 +110,8 @@ def parser() -> argparse.ArgumentParser:
     decide.add_argument("run_dir", metavar="DIR", type=given_path,
                         help="the run's directory, or the --cluster-reports directory "
                              "(its latest run)")
-    decide.add_argument("--exit-status", type=int, required=True, metavar="N",
-                        help="how `pytest --cluster=...` exited")
+    decide.add_argument("--exit-status", type=exit_status, required=True, metavar="N",
+                        help="how `pytest --cluster=...` exited (the shell's $?, 0 to 255)")
     decide.add_argument("--log", type=given_path, metavar="FILE",
                         help="the run's output, for why it ended without a verdict")
     decide.add_argument("--since", type=float, metavar="EPOCH",
@@ -124,9 +125,9 @@ def parser() -> argparse.ArgumentParser:
 
 def _gate(args: argparse.Namespace) -> int:
     decision = gate(args.run_dir, args.exit_status, args.log, args.since)
-    print("\n".join(f"pytest-cluster {line}" for line in decision.lines))
+    _say("\n".join(f"pytest-cluster {line}" for line in decision.lines))
     if args.drain and decision.simulated and decision.failed:
-        print("pytest-cluster not drained: a simulated cluster's nodes are no SLURM nodes")
+        _say("pytest-cluster not drained: a simulated cluster's nodes are no SLURM nodes")
     if args.drain:
         for command in drain_commands(decision):
             text = shlex.join(command)
@@ -134,12 +135,31 @@ def _gate(args: argparse.Namespace) -> int:
                 done = subprocess.run(command, capture_output=True, text=True, timeout=30,
                                       check=False)
             except (OSError, subprocess.TimeoutExpired) as exc:
-                print(f"pytest-cluster drain failed: {text}: {exc}")
+                _say(f"pytest-cluster drain failed: {text}: {exc}")
                 continue
-            print(f"pytest-cluster drained: {text}" if done.returncode == 0 else
+            _say(f"pytest-cluster drained: {text}" if done.returncode == 0 else
                   f"pytest-cluster drain failed (exit {done.returncode}): {text}: "
                   f"{done.stderr.strip()[:300]}")
     return decision.exit_code
+
+
+def _say(text: str) -> None:
+    """A line on stdout; a reader gone (`| head -1`) is no reason to stop: the gate still
+    drains what it must, and says nothing more there."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def exit_status(text: str) -> int:
+    """An exit status as a shell gives it ($?): a whole number from 0 to 255."""
+    if not text.isascii() or not text.isdigit() or not 0 <= int(text) <= 255:
+        raise argparse.ArgumentTypeError(f"expected an exit status from 0 to 255 (the "
+                                         f"shell's $?), got {text[:40]!r}")
+    return int(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,7 +185,7 @@ def _verify(args: argparse.Namespace) -> VerifyExit:
         print("pytest-cluster verify: interrupted (Ctrl-C) before the check ended: "
               "nothing is verified", file=sys.stderr)
         return VerifyExit.INTERRUPTED
-    print("\n".join(verdict.lines()))
+    _say("\n".join(verdict.lines()))
     held = verdict.verified if args.require_signature else verdict.ok
     return VerifyExit.OK if held else VerifyExit.NOT_VERIFIED
 

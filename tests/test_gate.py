@@ -227,6 +227,40 @@ def test_the_reason_from_a_log_is_its_last_error_line_bounded(tmp_path: Path) ->
     assert log_reason(log) == "1 failed, 9 passed in 2.00s"  # not where the evidence is
 
 
+@pytest.mark.parametrize("given", ["256", "-1", "999999999999", "1.5", "٣"])
+def test_an_exit_status_no_shell_gives_is_a_usage_error(tmp_path: Path, given: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "pytest_cluster.cli", "gate", str(tmp_path),
+                           f"--exit-status={given}"], capture_output=True, text=True,
+                          check=False, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines()[-1] == (
+        f"pytest-cluster gate: error: argument --exit-status: expected an exit status from "
+        f"0 to 255 (the shell's $?), got {given!r}")
+
+
+def test_a_reader_gone_is_no_traceback_and_the_gate_still_decides(tmp_path: Path) -> None:
+    """`pytest-cluster gate ... | head -1`, the pipe closed before the gate writes: no
+    traceback, and the exit status is still the decision's."""
+    (tmp_path / "verdict.json").write_text(json.dumps(document(
+        node("n2", REJECTED, "1 clause(s) failed: fabric.ports"), verdict=REJECTED,
+        simulated=True)))
+    read, write = os.pipe()
+    os.close(read)
+    with os.fdopen(write, "wb") as closed:
+        done = subprocess.run([sys.executable, "-m", "pytest_cluster.cli", "gate",
+                               str(tmp_path), "--exit-status", "1", "--drain"], stdout=closed,
+                              stderr=subprocess.PIPE, text=True, check=False, timeout=60)
+    assert (done.returncode, done.stderr) == (1, "")
+
+
+def test_a_usage_error_of_several_problems_is_said_with_each(tmp_path: Path) -> None:
+    log = tmp_path / "pytest.log"
+    log.write_text("ERROR: t.yaml: 2 problems in the spec:\n  t.yaml:7: host.memroy: unknown "
+                   "key\n  t.yaml:8: gpuz: unknown key\n\n")
+    assert log_reason(log) == ("ERROR: t.yaml: 2 problems in the spec: t.yaml:7: host.memroy: "
+                               "unknown key; t.yaml:8: gpuz: unknown key")
+
+
 def test_the_command_prints_a_line_per_reason_and_exits_by_outcome(tmp_path: Path) -> None:
     (tmp_path / "verdict.json").write_text(json.dumps(document(
         node("n2", REJECTED, "1 clause(s) failed: fabric.ports"), verdict=REJECTED,

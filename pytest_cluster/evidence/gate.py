@@ -106,8 +106,12 @@ def log_reason(log: Path | None) -> str:
         return ""
     lines = [line.strip().strip("=").strip() for line in tail.splitlines()]
     lines = [line for line in lines if line and not line.startswith(SEALED_LINE)]
-    errors = [line for line in lines if line.startswith(("ERROR:", "E   "))]
-    chosen = errors[-1] if errors else (lines[-1] if lines else "")
+    errors = [i for i, line in enumerate(lines) if line.startswith(("ERROR:", "E   "))]
+    if not errors:
+        return _printable(lines[-1] if lines else "")
+    chosen = lines[errors[-1]]
+    if chosen.endswith(":"):  # 'ERROR: spec.yaml: 2 problems in the spec:', then each
+        chosen += " " + "; ".join(lines[errors[-1] + 1:])
     return _printable(chosen)
 
 
