@@ -90,6 +90,17 @@ def test_a_number_with_more_digits_than_are_read_is_refused_quoted_or_not(
                 "than 15 significant digits: a number of the spec is read exactly up to 15)")
 
 
+def test_a_text_written_like_a_number_is_the_text_written() -> None:
+    """YAML reads `name: 1.10` as the number 1.1 (refused as 'got 1.1'), a firmware
+    version 28.40 as 28.4: a field of text takes them as written."""
+    spec = parse_spec("cluster: {name: 1.10, nodes: [a], launcher: sim}\nhost: {cpu_cores: 1}"
+                      "\nsim: {faults: [{node: a, nic: 1, nic_firmware: 28.40}]}\n", "t.yaml")
+    assert spec.sim is not None
+    assert (spec.cluster.name, spec.sim.faults[0].nic_firmware) == ("1.10", "28.40")
+    assert parse_spec("cluster: {name: 2024, nodes: [a]}\nhost: {cpu_cores: 1}\n",
+                      "t.yaml").cluster.name == "2024"
+
+
 INTERCONNECT = ("cluster: {name: x, nodes: 'n[1-2]'}\ngpus: {count: 8}\ninterconnect:\n"
                 "  busbw: '>= 100 GB/s'\n  payloads: [4 GiB]\n  ranks_per_node: 16\n")
 

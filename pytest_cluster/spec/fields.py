@@ -3,6 +3,7 @@ validated key by key, and scalar field parsers that record errors instead of rai
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import re
 import unicodedata
@@ -247,10 +248,14 @@ def section_map(ctx: Ctx, node: Node | None, name: str) -> Map | None:
     return table if isinstance(node, MappingNode) else None
 
 
+#: The tags of the scalars YAML reads as numbers.
+NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+
+
 def written(node: Node) -> object:
     """A scalar as its text where YAML would read a number (a version written unquoted:
     `torch: 2.10` is the text '2.10', where the float would be 2.1); else as `scalar`."""
-    if node.tag in ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float"):
+    if node.tag in NUMBER_TAGS:
         return str(node.value)
     return scalar(node)
 
@@ -273,6 +278,9 @@ def field(ctx: Ctx, node: Node | None, path: str, parse: Callable[[object], T],
     try:
         return parse((read or scalar)(node))
     except (UnitError, ValueError) as exc:
+        if read is None and node.tag in NUMBER_TAGS:  # a field of text: as written
+            with contextlib.suppress(UnitError, ValueError):
+                return parse(str(node.value))  # `name: 1.10` is '1.10', never 1.1
         ctx.error(node, path, str(exc))
         return None
 
