@@ -169,11 +169,16 @@ def test_an_undecided_search_agrees_in_every_view_and_the_metrics_say_so(
 
 
 @pytest.mark.slow
-def test_a_soak_agrees_in_every_view(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("level", [("-m", "sanity"), ()], ids=["sanity", "acceptance"])
+def test_a_soak_agrees_in_every_view(pytester: pytest.Pytester,
+                                     level: tuple[str, ...]) -> None:
+    """At the acceptance level each collective and payload of a node has its own
+    steadiness case over the rounds: one metrics sample each (two collectives of a node
+    were one sample, their labels alike)."""
     spec = (EXAMPLES / "trial-sim.yaml").read_text().replace(
         "sim:\n", "sla: {uptime: 99%, price_per_node_hour: 10, down_after: 0 s, "
         "credits: [{below: 99%, credit: 10%}]}\nsim:\n", 1)
-    assert run_and_check(pytester, spec, "--cluster-soak-rounds=2", "-m", "sanity") == []
+    assert run_and_check(pytester, spec, "--cluster-soak-rounds=2", *level) == []
 
 
 @pytest.mark.slow

@@ -32,7 +32,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pytest_cluster.spec.clauses import declared
@@ -58,6 +58,9 @@ class Truth:
     relative: bool = False
     down: bool = False
     per_gpu: bool = True
+    #: it changes what the node's other checks can run (a GPU missing: the node's jobs
+    #: fail on their own), so the node's other faults need not be named besides it
+    masks: bool = False
 
 
 _NODE_NETWORK = "interconnect.busbw[node_network]"
@@ -83,7 +86,8 @@ FAULTS: dict[str, Truth] = {
     "memory_held: 9 GiB": Truth(("gpus.usable_memory",)),
     "pcie_gen: 4": Truth(("gpus.pcie",), ("gpus.h2d", "gpus.d2h")),
     "down: true": Truth((), down=True, per_gpu=False),
-    "gpus: 7": Truth(("gpus.count",), (_GPUS, _INTRA, _NODE_NETWORK), per_gpu=False),
+    "gpus: 7": Truth(("gpus.count",), (_GPUS, _INTRA, _NODE_NETWORK), per_gpu=False,
+                     masks=True),
     "link_factor: 0.5": Truth((_NODE_NETWORK,), ("fabric.rate",), relative=True,
                               per_gpu=False),
     "nic: 2, nic_down: true": Truth(("fabric.ports",), (_NODE_NETWORK,), per_gpu=False),
@@ -93,10 +97,10 @@ FAULTS: dict[str, Truth] = {
     "nic: 1, nic_link_downed: 3": Truth(("fabric.counters",), per_gpu=False),
     "latency_factor: 3": Truth(("interconnect.colocation",), ("interconnect.latency",),
                                relative=True, per_gpu=False),
-    "storage_factor: 0.5": Truth(("storage.checkpoint.write",),
-                                 ("storage.checkpoint.read", "storage.checkpoint.keeps_up",
-                                  "storage.dataloader.metadata", "storage.dataloader.iops",
-                                  "storage.dataloader.keeps_up"), per_gpu=False),
+    "storage_factor: 0.5": Truth(("storage.checkpoint.write", "storage.checkpoint.keeps_up",
+                                  "storage.dataloader.keeps_up"),
+                                 ("storage.checkpoint.read", "storage.dataloader.metadata",
+                                  "storage.dataloader.iops"), per_gpu=False),
     "storage_corrupt: true": Truth(("storage.checkpoint.read",),
                                    ("storage.checkpoint.keeps_up",), per_gpu=False),
     # faults this contract does not cover: their node must not be rejected for them
@@ -153,6 +157,8 @@ class Injected:
     node: str
     gpu: int | None
     fault: str
+    #: in a soak, the rounds the fault is on (from_round, until_round: None, to the end)
+    rounds: tuple[int, int | None] | None = None
 
     @property
     def truth(self) -> Truth:
@@ -160,7 +166,11 @@ class Injected:
 
     def yaml(self) -> str:
         gpu = f" gpu: {self.gpu}," if self.gpu is not None else ""
-        return f"    - {{node: {self.node},{gpu} {self.fault}}}"
+        rounds = ""
+        if self.rounds is not None:
+            rounds = f", from_round: {self.rounds[0]}" + (
+                f", until_round: {self.rounds[1]}" if self.rounds[1] is not None else "")
+        return f"    - {{node: {self.node},{gpu} {self.fault}{rounds}}}"
 
 
 @dataclass(frozen=True)
@@ -174,6 +184,9 @@ class Scenario:
     #: a fault of the controller, not of any node (CONTROLLER_FAULTS): the real
     #: contract's ssh launcher from a machine that cannot reach its nodes
     controller: str | None = None
+    soak_rounds: int | None = None  # --cluster-soak-rounds
+    baseline: bool = False  # first a run without faults, then this one against it
+    workers: int = 0  # -n (pytest-xdist)
 
     @property
     def scope(self) -> tuple[str, ...]:
@@ -183,6 +196,10 @@ class Scenario:
         found = [] if self.level == DEFAULT_LEVEL else ["-m", self.level]
         if self.selected:
             found.append(f"--cluster-node={','.join(self.selected)}")
+        if self.soak_rounds:
+            found.append(f"--cluster-soak-rounds={self.soak_rounds}")
+        if self.workers:
+            found += ["-n", str(self.workers)]
         return found
 
     def spec(self) -> str:
@@ -221,11 +238,16 @@ def scenario(seed: int, max_nodes: int = 6, interrupts: bool = True) -> Scenario
     rng = random.Random(seed)  # noqa: S311 (a replayable scenario, not a secret)
     count = rng.randint(2, max(2, max_nodes))
     nodes = tuple(f"gpu-{i:03d}" for i in range(1, count + 1))
+    soak = rng.choice((2, 3)) if rng.random() < 0.1 else None
     faults = []
     for _ in range(rng.choice((0, 1, 1, 1, 2, 2, 3))):
         kind = rng.choice(sorted(FAULTS))
         gpu = rng.randrange(8) if FAULTS[kind].per_gpu else None
-        faults.append(Injected(rng.choice(nodes), gpu, kind))
+        rounds = None
+        if soak is not None:  # on from a round, and sometimes repaired after one
+            first = rng.randint(1, soak)
+            rounds = (first, rng.choice((None, rng.randint(first, soak))))
+        faults.append(Injected(rng.choice(nodes), gpu, kind, rounds))
     level = rng.choice(("acceptance", "acceptance", "sanity", "stress"))
     selected: tuple[str, ...] = ()
     if count > 2 and rng.random() < 0.15:
@@ -234,7 +256,10 @@ def scenario(seed: int, max_nodes: int = 6, interrupts: bool = True) -> Scenario
     if rng.random() < 0.1:  # the controller's fault: no node fault besides
         controller = rng.choice(sorted(CONTROLLER_FAULTS))
         return Scenario(seed, nodes, (), level, selected, interrupt, controller)
-    return Scenario(seed, nodes, tuple(faults), level, selected, interrupt)
+    baseline = soak is None and rng.random() < 0.1
+    workers = 2 if rng.random() < 0.1 else 0
+    return Scenario(seed, nodes, tuple(faults), level, selected, interrupt,
+                    soak_rounds=soak, baseline=baseline, workers=workers)
 
 
 @dataclass
@@ -261,6 +286,12 @@ def run(scenario_: Scenario, where: Path, timeout_s: float = 600.0) -> Outcome:
     command = [sys.executable, "-m", "pytest", "--cluster=trial.yaml", "-p",
                "no:cacheprovider", "-p", "no:hypothesispytest", "--cluster-reports=reports",
                f"--cluster-metrics={metrics}", *scenario_.args()]
+    if scenario_.baseline:  # the same cluster without its faults, accepted first
+        healthy = replace(scenario_, faults=(), baseline=False, interrupt_after_s=None,
+                          selected=())
+        first = run(healthy, where / "baseline", timeout_s)
+        if first.run is not None:
+            command.append(f"--cluster-baseline={first.run}")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     if scenario_.controller is not None:
         env.update(CONTROLLER_FAULTS[scenario_.controller])
@@ -370,6 +401,8 @@ def _node_violations(scenario_: Scenario, node: str, record: dict[str, object],
         return [f"healthy {node} is {state}: {reason}"]
     found = []
     allowed = {c for f in own for c in (*f.truth.must, *f.truth.explains)}
+    if own:  # a faulty node's figures may fall below the baseline, its rounds count down
+        allowed |= {"baseline.*", "soak.availability"}
     down = any(f.truth.down for f in own)
     unexplained = [c for c in failed if not any(_matches(c, a) for a in allowed)]
     if unexplained and not down:  # a dead node fails every clause it did not answer
@@ -377,18 +410,22 @@ def _node_violations(scenario_: Scenario, node: str, record: dict[str, object],
                      f"{', '.join(unexplained)}, which none of its faults explains: {reason}")
     if not judged:
         return found  # what a stopped run did not reach is not a verdict on a node
-    if down:
-        return found if state == "UNREACHABLE" else \
+    if down:  # in a soak, down for some rounds: its rounds failed, or it did not answer
+        dead = ("UNREACHABLE", "REJECTED") if scenario_.soak_rounds else ("UNREACHABLE",)
+        return found if state in dead else \
             [*found, f"{node} is down but its verdict is {state}: {reason}"]
     faulty = any(f.node in scenario_.scope for f in scenario_.faults)
     if not own and state != "ACCEPTED" and not (state == "NOT CHECKED" and faulty):
         # undecided beside a faulty peer (a search of two nodes cannot tell which is
         # slow) is honest; with no fault anywhere, every node passes
         found.append(f"healthy {node} is {state}, not ACCEPTED: {reason}")
+    masked = any(f.truth.masks for f in own)
     for fault in own:
         wanted = _covered(scenario_, fault.truth)
         if not wanted or (fault.truth.relative and not _decidable(scenario_, node)):
             continue
+        if masked and not fault.truth.masks:  # rejected, for the fault that masks it
+            wanted = tuple({c for f in own for c in (*f.truth.must, *f.truth.explains)})
         if state != "REJECTED" or not any(_matches(c, w) for c in failed for w in wanted):
             found.append(f"{node}'s fault '{fault.fault}' (gpu {fault.gpu}) breaks "
                          f"{' or '.join(wanted)} at level {scenario_.level}, but {node} is "
@@ -455,9 +492,14 @@ def _controller_violations(scenario_: Scenario, outcome: Outcome,
 def describe(scenario_: Scenario) -> str:
     """A scenario in a few lines, with how to replay it."""
     faults = "; ".join(f"{f.node}{'' if f.gpu is None else f' gpu {f.gpu}'}: {f.fault}"
+                       + ("" if f.rounds is None else f" (rounds {f.rounds[0]}-"
+                          f"{f.rounds[1] or scenario_.soak_rounds})")
                        for f in scenario_.faults) or "no fault"
     stop = "" if scenario_.interrupt_after_s is None else \
         f", Ctrl-C after {scenario_.interrupt_after_s:.1f} s"
+    stop += f", a soak of {scenario_.soak_rounds} rounds" if scenario_.soak_rounds else ""
+    stop += ", against a baseline of its healthy self" if scenario_.baseline else ""
+    stop += f", -n {scenario_.workers}" if scenario_.workers else ""
     chosen = f", --cluster-node={','.join(scenario_.selected)}" if scenario_.selected else ""
     if scenario_.controller is not None:
         faults = f"the controller's fault: {scenario_.controller}"
