@@ -3,6 +3,7 @@ the figures of a burst, and the sim's faults judged end to end."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -30,6 +31,7 @@ from pytest_cluster.measure.checkpoint import (
 from pytest_cluster.probes import ProbeCall, probe_source
 from pytest_cluster.probes import checkpoint as probe
 from pytest_cluster.probes import dataloader as dataloader_probe
+from pytest_cluster.probes import job_node
 from pytest_cluster.probes.checkpoint import RankData
 from pytest_cluster.sim.job_node import read_node_call
 from pytest_cluster.spec import parse_spec
@@ -561,3 +563,92 @@ def test_a_phase_the_tool_could_not_start_blames_no_node(tmp_path: Path,
     assert [run.node_kind(n) for n in ("a", "b")] == ["undecided", "undecided"]
     assert run.node_error("a") == "write: the launcher broke before starting the job"
     assert "undecided" in NO_CULPRIT
+
+
+def test_a_write_whose_node_part_is_stopped_removes_its_partial_file(tmp_path: Path) -> None:
+    """SIGTERM to job_node (the node runner ending the probe: a dropped connection, a
+    pytest stopped) gives the writers their SIGTERM before SIGKILL: each removes its
+    partial file (job_node SIGKILLed them at once, which left it on the filesystem)."""
+    tag = token(60)
+    program = base64.b64encode(probe_source("checkpoint").encode()).decode()
+    process = subprocess.Popen(
+        [sys.executable, str(Path(job_node.__file__)), "--master-addr", "127.0.0.1",
+         "--master-port", "29999", "--node-rank", "0", "--nnodes", "1", "--ranks-per-node",
+         "2", "--init-timeout", "30", "--wall-timeout", "600", "--program", program, "--",
+         "--phase", "write", "--path", str(tmp_path), "--token", tag, "--size", str(2**40),
+         "--block", str(2**20), "--ranks-per-node", "2"], stdout=subprocess.PIPE)
+    targets = [tmp_path / f"{probe.PREFIX}{tag}-{rank}" for rank in range(2)]
+    deadline = time.monotonic() + 60
+    while not all(t.exists() and t.stat().st_size > 0 for t in targets):
+        assert time.monotonic() < deadline, "the writes did not start"
+        time.sleep(0.01)
+    process.terminate()
+    assert process.wait(30) == 128 + 15
+    assert list(tmp_path.iterdir()) == []
+
+
+def verdict_document(pytester: pytest.Pytester) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(
+        (pytester.path / "reports" / "latest" / "verdict.json").read_text())
+    return found
+
+
+@pytest.mark.parametrize(("error", "text"), [("ENOSPC", "No space left on device"),
+                                             ("EIO", "Input/output error"),
+                                             ("ENOENT", "No such file or directory")])
+def test_a_storage_fault_every_node_sees_fails_the_filesystem_and_drains_none(
+        pytester: pytest.Pytester, error: str, text: str) -> None:
+    """The export full, the server gone, the path missing: every node's write fails the
+    same way. The aggregates fail as the filesystem's (a cluster failure naming it and
+    the cause); no node's keeps_up is failed against it (all 4 were REJECTED and
+    drained for job_failed)."""
+    faults = ", ".join(f"{{node: n{i}, storage_error: {error}}}" for i in range(1, 5))
+    records = run(pytester, spec_text("size_per_gpu: 1 GiB\nwrite: '>= 1 GB/s per GPU'\n"
+                                      "read: '>= 1 GB/s per GPU'", faults=faults))
+    for phase in ("write", "read"):
+        aggregate = records[f"test_storage_checkpoint_{phase}[/shared]"]
+        assert (aggregate["outcome"], aggregate["error_kind"], aggregate["node"]) == (
+            "failed", "cannot_measure", "all")
+        assert "culprits" not in aggregate
+        assert aggregate["message"].startswith(
+            f"Failed: [SIMULATED] all /shared {phase}: cannot measure: the checkpoint burst "
+            "failed on every node, a fault of the filesystem they share: n1: write: rank 0: "
+            f"write on /shared: {text}"), aggregate["message"]
+    keeps = [r for n, r in records.items() if "keeps_up" in n]
+    assert keeps and {(r["outcome"], r["error_kind"]) for r in keeps} == {
+        ("failed", "undecided")}
+    document = verdict_document(pytester)
+    assert document["drain"] == []
+    assert {n["verdict"] for n in document["nodes"]} == {"NOT CHECKED"}
+    assert {f["clause"] for f in document["cluster_checks_failed"]} >= {
+        "storage[/shared].checkpoint.write", "storage[/shared].checkpoint.read"}
+
+
+def test_a_node_without_the_mount_fails_alone_and_its_files_reader_is_not_blamed(
+        pytester: pytest.Pytester) -> None:
+    """n3's path is a local directory: its writes succeed there, no other node finds
+    them, and it finds none of theirs. n3 fails its keeps_up; n2, which was to read n3's
+    file, is not judged on it (it was REJECTED), and storage.shared names n3."""
+    text = spec_text("size_per_gpu: 1 GiB\nread: '>= 1 GB/s per GPU'",
+                     faults="{node: n3, storage_unmounted: true}")
+    path = pytester.path / "t.yaml"
+    path.write_text(text, encoding="utf-8")
+    pytester.runpytest(f"--cluster={path}", "-p", "no:cacheprovider")
+    records = {r["nodeid"].split("::")[-1]: r for r in jsonl(pytester)
+               if r.get("type") == "result"}
+    mine = records["test_storage_checkpoint_keeps_up[n3-/shared]"]
+    assert (mine["outcome"], mine["error_kind"]) == ("failed", "job_failed")
+    assert "n3 does not see the files the other nodes wrote, nor they its own" in \
+        mine["message"]
+    reader = records["test_storage_checkpoint_keeps_up[n2-/shared]"]
+    assert (reader["outcome"], reader["error_kind"]) == ("failed", "undecided")
+    assert "the files n2 was to read were written on n3, which does not see the shared " \
+        "filesystem" in reader["message"]
+    assert [records[f"test_storage_checkpoint_keeps_up[{n}-/shared]"]["outcome"]
+            for n in ("n1", "n4")] == ["passed", "passed"]
+    shared = records["test_storage_shared[/shared]"]
+    assert shared["outcome"] == "failed" and shared["raw"]["missing"] == ["n3"]
+    document = verdict_document(pytester)
+    assert [n["node"] for n in document["nodes"] if n["verdict"] == "REJECTED"] == ["n3"]
+    assert [line for line in document["drain"] if "NodeName=n3 " in line] == \
+        document["drain"] != []

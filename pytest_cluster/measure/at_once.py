@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import run_job
+from pytest_cluster.launchers.result import ErrorKind
 
 if TYPE_CHECKING:
     from pytest_cluster.launchers.base import Launcher
@@ -91,3 +92,47 @@ def part_errors(result: JobResult, phase: str) -> list[tuple[str, str]]:
         node, _, why = part.partition(": ")
         found.append((node, f"{phase}: {why.removeprefix(f'{node}: ')}"))
     return found
+
+
+#: The launcher's error kinds of a node that did not answer: its own fault, never the
+#: filesystem's (the others' failure is judged without it).
+SILENT_KINDS = frozenset({ErrorKind.UNREACHABLE.value, ErrorKind.AUTH_REFUSED.value})
+
+
+def failed_everywhere(nodes: Sequence[str], phases: Sequence[str],
+                      errors: Sequence[tuple[str, str]],
+                      kinds: Sequence[tuple[str, str]]) -> str:
+    """A fault of the filesystem every node shares: the first of `phases` (in the order
+    they ran, each on the nodes the one before left) in which every node of `nodes` that
+    answered failed (its server down, its export full, the mount missing everywhere):
+    'write: n1: write: rank 0: write on /shared: No space left on device', the first
+    node's error said for all. '' where some node measured, or none answered."""
+    silent = {who for who, kind in kinds if kind in SILENT_KINDS}
+    on = [n for n in nodes if n not in silent]
+    for phase in phases:
+        if not on:
+            return ""
+        said = [(who, text) for who, text in errors if text.startswith(f"{phase}: ")]
+        failed = {who for who, _ in said}
+        if all(n in failed for n in on):
+            first = next(text for who, text in said if who == on[0])
+            return f"{on[0]}: {first}"
+        on = [n for n in on if n not in failed]
+    return ""
+
+
+def not_shared(reads: Iterable[tuple[str, str, bool]]) -> set[str]:
+    """The nodes whose view of the filesystem is not the others' (its mount missing: a
+    local directory in its place), from who read whose file and whether it was there
+    (reader, writer, missing): no other node found the files it wrote, and it found none
+    of theirs. Where that is every node, nothing singles one out (the filesystem's own
+    fault, or two nodes that cannot tell which): none."""
+    wrote: dict[str, list[bool]] = {}
+    read: dict[str, list[bool]] = {}
+    for reader, writer, missing in reads:
+        if reader != writer:
+            wrote.setdefault(writer, []).append(missing)
+            read.setdefault(reader, []).append(missing)
+    found = {node for node, seen in wrote.items()
+             if all(seen) and read.get(node) and all(read[node])}
+    return set() if found >= set(wrote) | set(read) else found

@@ -25,6 +25,7 @@ from pytest_cluster.measure.at_once import (
     NO_RENDEZVOUS,
     NOT_STARTED,
     Removal,
+    failed_everywhere,
     pairs,
     part_errors,
     remove_left,
@@ -144,6 +145,13 @@ class DataloaderRun:
             return None
         total = sum(f.ops if what == "ops" else f.bytes for f in figures.values())
         return total / max(f.seconds for f in figures.values())
+
+    def shared_fault(self) -> str:
+        """A fault of the filesystem every node shares (at_once.failed_everywhere): the
+        phase that failed on every node that answered (the write; or the reads, or the
+        metadata test, of every node that wrote), and the first one's error; ''."""
+        return next((found for phase in JUDGED if (found := failed_everywhere(
+            self.nodes, ("write", phase), self.errors, self.error_kinds))), "")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import queue
@@ -89,6 +90,7 @@ class RankData(TypedDict, total=False):
     first_bad_block: int | None
     removed: int  # remove
     error: str
+    errno: str  # the error's name, 'ENOENT' (a read's file not there: not written here)
     simulated: bool  # the sim's answer says so
 
 
@@ -360,13 +362,14 @@ def main(argv: list[str] | None = None) -> int:
             info.update(write(args.path, args.token, rank, args.size, args.block,
                               args.start_at))
         elif args.phase == "read":
-            info.update(read(args.path, args.token, rank,
-                             writer_of(rank, world, args.ranks_per_node, args.write_nodes),
-                             args.size, args.block, args.start_at))
+            info["writer"] = writer_of(rank, world, args.ranks_per_node, args.write_nodes)
+            info.update(read(args.path, args.token, rank, info["writer"], args.size,
+                             args.block, args.start_at))
         else:
             info.update(remove(args.path, args.token))
     except OSError as exc:
         info["error"] = f"{args.phase} on {args.path}: {exc.strerror or exc}"
+        info["errno"] = errno.errorcode.get(exc.errno or 0, "")
     print(json.dumps(info, allow_nan=False))
     return 0
 

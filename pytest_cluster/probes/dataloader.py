@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import mmap
 import os
@@ -73,9 +74,11 @@ class RankData(TypedDict, total=False):
     late_s: float
     leftovers: list[Leftover]  # write, rank 0
     files: int  # read: the files it read from
+    missing: list[int]  # read: the writers whose files were not there (not written here)
     method: str  # read: how the page cache was bypassed
     removed: int  # remove
     error: str
+    errno: str  # the error's name, 'ENOENT'
     simulated: bool  # the sim's answer says so
 
 PREFIX = ".pytest-cluster-dl-"
@@ -202,10 +205,17 @@ def _indexes(text: str) -> list[int]:
 
 def read(path: str, token: str, rank: int, others: list[int], read_size: int,
          duration: float, start_at: float) -> RankData:
-    opened = []
+    opened, missing = [], []
     for other in others:
-        fd, direct = _open_uncached(file_of(path, token, other))
+        try:
+            fd, direct = _open_uncached(file_of(path, token, other))
+        except FileNotFoundError:  # not written where this node looks: read the others
+            missing.append(other)
+            continue
         opened.append((fd, direct, os.fstat(fd).st_size))
+    if not opened:
+        raise FileNotFoundError(errno.ENOENT, f"none of the {len(others)} file(s) other "
+                                "nodes wrote is there (No such file or directory)")
     buffer = mmap.mmap(-1, read_size)  # page-aligned, as O_DIRECT needs
     pick = random.Random(f"{token}/{rank}")  # noqa: S311 - where to read, not a secret
     late = _wait(start_at)
@@ -228,8 +238,12 @@ def read(path: str, token: str, rank: int, others: list[int], read_size: int,
             os.close(fd)
     method = "O_DIRECT" if all(d for _, d, _ in opened) else \
         "page cache dropped after each read (posix_fadvise DONTNEED)"
-    return {"ops": ops, "bytes": done, "seconds": seconds, "cpu_s": time.process_time() - cpu0,
-            "late_s": late, "files": len(opened), "method": method}
+    found: RankData = {"ops": ops, "bytes": done, "seconds": seconds,
+                       "cpu_s": time.process_time() - cpu0, "late_s": late,
+                       "files": len(opened), "method": method}
+    if missing:
+        found["missing"] = missing
+    return found
 
 
 def metadata(path: str, token: str, rank: int, files: int, start_at: float) -> RankData:
@@ -291,11 +305,11 @@ def main(argv: list[str] | None = None) -> int:
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
     info: RankData = {"rank": rank, "world": world, "host": socket.gethostname(),
                       "phase": args.phase}
+    others = files_to_read(rank, world, args.ranks_per_node, args.write_nodes)
     try:
         if args.phase == "write":
             info.update(write(args.path, args.token, rank, args.size))
         elif args.phase == "read":
-            others = files_to_read(rank, world, args.ranks_per_node, args.write_nodes)
             info.update(read(args.path, args.token, rank, others, args.read_size,
                              args.duration, args.start_at))
         elif args.phase == "metadata":
@@ -304,6 +318,9 @@ def main(argv: list[str] | None = None) -> int:
             info.update(remove(args.path, args.token))
     except OSError as exc:
         info["error"] = f"{args.phase} on {args.path}: {exc.strerror or exc}"
+        info["errno"] = errno.errorcode.get(exc.errno or 0, "")
+        if args.phase == "read" and exc.errno == errno.ENOENT:
+            info["missing"] = others
     print(json.dumps(info, allow_nan=False))
     return 0
 
