@@ -652,3 +652,20 @@ def test_a_node_without_the_mount_fails_alone_and_its_files_reader_is_not_blamed
     assert [n["node"] for n in document["nodes"] if n["verdict"] == "REJECTED"] == ["n3"]
     assert [line for line in document["drain"] if "NodeName=n3 " in line] == \
         document["drain"] != []
+
+
+def test_a_shared_file_no_node_can_write_is_the_filesystems_failure(
+        pytester: pytest.Pytester) -> None:
+    """Every node's write of the shared file fails (the export full): storage.shared
+    fails as a cluster check, no node named (the last node tried was blamed)."""
+    faults = ", ".join(f"{{node: n{i}, storage_error: ENOSPC}}" for i in range(1, 5))
+    path = pytester.path / "t.yaml"
+    path.write_text(spec_text("size_per_node: 8 GiB", faults=faults), encoding="utf-8")
+    pytester.runpytest(f"--cluster={path}", "-p", "no:cacheprovider", "-k",
+                       "test_storage_shared")
+    [shared] = [r for r in jsonl(pytester) if r.get("type") == "result"]
+    assert (shared["outcome"], shared["node"], shared["error_kind"]) == (
+        "failed", "all", "cannot_measure")
+    assert "no node could write the shared file, a fault of the filesystem they share " \
+        "(the last tried, n4: write /shared/.pytest-cluster-shared-" in shared["message"]
+    assert verdict_document(pytester)["drain"] == []

@@ -87,9 +87,9 @@ def shared_fs_payload(sim: SimSpec, node: str, args: Sequence[str]) -> SharedDat
     data: SharedData = {"file": f"{path}/.pytest-cluster-shared-{tag}", "mode": mode,
                         "host": node}
     digest = hashlib.sha256(tag.encode()).hexdigest()
-    failure = failed(sim, node, mode, data["file"]) if mode in ("write", "read") else None
-    if failure is not None:
-        data["error"] = failure[0]
+    error = storage_error(sim, node) if mode in ("write", "read") else None
+    if error is not None:  # as the probe says it
+        data["error"] = f"{mode} {data['file']}: {STORAGE_ERRORS[error]}"
     elif mode == "write":
         data.update({"leftovers": [], "sha256": digest, "bytes": 2**20})
     elif mode == "read" and unmounted(sim, node):
