@@ -28,10 +28,9 @@ from pytest_cluster.measure.checkpoint import (
     run_checkpoint,
     size_per_writer,
 )
-from pytest_cluster.probes import ProbeCall, probe_source
+from pytest_cluster.probes import ProbeCall, job_node, probe_source
 from pytest_cluster.probes import checkpoint as probe
 from pytest_cluster.probes import dataloader as dataloader_probe
-from pytest_cluster.probes import job_node
 from pytest_cluster.probes.checkpoint import RankData
 from pytest_cluster.sim.job_node import read_node_call
 from pytest_cluster.spec import parse_spec
