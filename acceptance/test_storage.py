@@ -61,6 +61,28 @@ def _leftovers(evidence: Evidence, node: str, payload: dict[str, Any]) -> None:
         warnings.warn(LeftoverWarning(leftover_note(node, item)), stacklevel=2)
 
 
+def burst_leftovers(evidence: Evidence, path: str, what: str,
+                    found: Sequence[dict[str, Any]]) -> None:
+    """What the sweep of an at-once run (the checkpoint burst, the data loader's test)
+    found that earlier runs left in `path`: recorded (`leftovers`, and `leftovers_removed`
+    with their count and bytes) and said in one LeftoverWarning (not a failure)."""
+    if not found:
+        return
+    removed = [item for item in found if item.get("removed")]
+    left = [item for item in found if not item.get("removed")]
+    total = sum(int(item.get("bytes") or 0) for item in removed)
+    evidence.record(leftovers=list(found),
+                    leftovers_removed={"files": len(removed), "bytes": total})
+    said = []
+    if removed:
+        said.append(f"removed {len(removed)} file(s) ({format_size(total)}) earlier {what}s "
+                    f"left in {path}")
+    if left:
+        said.append(f"found {len(left)} file(s) of other {what}s in {path}: "
+                    f"{left[0].get('why')}")
+    warnings.warn(LeftoverWarning("; ".join(said)), stacklevel=2)
+
+
 def _clause(fs: StorageSpec, key: str) -> Clause:
     clause = fs.clause(key)
     assert clause is not None, f"{declared(f'storage.{key}').name(fs.path)} is not in the contract"
@@ -334,6 +356,8 @@ def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
     checkpoint = filesystem.checkpoint
     assert checkpoint is not None
     run = _run(cluster, filesystem, evidence)
+    burst_leftovers(evidence, filesystem.path, "checkpoint burst",
+                    run.details.get("leftovers") or [])
     raw = _checkpoint_raw(cluster, filesystem, run, phase)
     total = run.aggregate(phase)
     bad = run.bad() if phase == "read" else []
@@ -484,6 +508,7 @@ def _loader_aggregate(cluster: Cluster, fs: StorageSpec, evidence: Evidence,
     phase, what = LOADER_CLAUSES[key]
     run = cluster.dataloader(fs)
     evidence.saw(run)
+    burst_leftovers(evidence, fs.path, "data loader run", run.details.get("leftovers") or [])
     raw = _loader_raw(cluster, fs, run, phase)
     total = run.aggregate(phase, what)
     shared_fault(evidence, clause, run.shared_fault(), "the data loader's test", raw)

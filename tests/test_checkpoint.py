@@ -200,15 +200,17 @@ def test_blocks_differ_at_every_page_and_from_each_other() -> None:
     assert probe.block(probe.base_block("1-abcdefabcdef", 4, 64 * 1024), 4, 0) != first
 
 
-def test_a_stale_files_expiry_is_swept_and_a_running_bursts_is_not(tmp_path: Path) -> None:
+def test_a_stale_files_expiry_is_swept_and_a_running_bursts_is_said_not_swept(
+        tmp_path: Path) -> None:
     old = tmp_path / f"{probe.PREFIX}{int(time.time()) - 5}-0123456789ab-3"
     running = tmp_path / f"{probe.PREFIX}{int(time.time()) + 600}-0123456789ab-3"
     other = tmp_path / "data.bin"
     for path in (old, running, other):
         path.write_bytes(b"x" * 10)
     wrote = run_rank("write", tmp_path, token(60), 0, 1)
-    assert [(item["path"], item["removed"]) for item in wrote["leftovers"]] == [
-        (str(old), True)]
+    assert [(item["path"], item["bytes"], item["removed"]) for item in wrote["leftovers"]] \
+        == [(str(old), 10, True), (str(running), 10, False)]
+    assert "may still be running until" in wrote["leftovers"][1]["why"]
     assert running.exists() and other.exists() and not old.exists()
     run_rank("remove", tmp_path, wrote_token(tmp_path), 0, 1)
 
@@ -668,3 +670,35 @@ def test_a_shared_file_no_node_can_write_is_the_filesystems_failure(
     assert "no node could write the shared file, a fault of the filesystem they share " \
         "(the last tried, n4: write /shared/.pytest-cluster-shared-" in shared["message"]
     assert verdict_document(pytester)["drain"] == []
+
+
+def test_a_later_burst_removes_what_earlier_ones_left_and_says_it(
+        pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """Files a killed burst left: the next burst removes those whose burst has ended and
+    says so (count and bytes, a LeftoverWarning); one of a burst that may still run is
+    said and left alone (both were unsaid)."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    old = folder / f"{probe.PREFIX}{int(time.time()) - 5}-0123456789ab-3"
+    running = folder / f"{probe.PREFIX}{int(time.time()) + 3600}-abcdef012345-0"
+    old.write_bytes(b"x" * 8192)
+    running.write_bytes(b"y" * 700)
+    path = pytester.path / "t.yaml"
+    path.write_text(
+        "cluster: {name: local, nodes: localhost, launcher: local}\n"
+        f"storage:\n  - path: {folder}\n    shared: true\n    checkpoint:\n"
+        "      size_per_node: 1 MiB\n      block_size: 1 MiB\n"
+        "      write: '>= 1 kB/s'\n", encoding="utf-8")
+    result = pytester.runpytest(f"--cluster={path}", "-p", "no:cacheprovider", "-k",
+                                "checkpoint")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        f"*LeftoverWarning: removed 1 file(s) (8 KiB) earlier checkpoint bursts left in "
+        f"{folder}; found 1 file(s) of other checkpoint bursts in {folder}: another "
+        "burst's, which may still be running until * UTC: left alone, removed by a later "
+        "burst after that"])
+    [write] = [r for r in jsonl(pytester) if r.get("type") == "result"]
+    assert write["leftovers_removed"] == {"files": 1, "bytes": 8192}
+    assert [(item["path"], item["removed"]) for item in write["leftovers"]] == [
+        (str(old), True), (str(running), False)]
+    assert list(folder.iterdir()) == [running]

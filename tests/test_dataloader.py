@@ -110,13 +110,16 @@ def test_workers_read_other_nodes_files_and_make_small_files_leaving_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_expired_runs_files_are_swept(tmp_path: Path) -> None:
+def test_an_expired_runs_files_are_swept_and_a_running_ones_said(tmp_path: Path) -> None:
     old = tmp_path / f"{probe.PREFIX}{int(time.time()) - 5}-0123456789ab-md-2"
     old.mkdir()
-    (old / "f1").write_bytes(b"x")
+    (old / "f1").write_bytes(b"x" * 3)
+    running = tmp_path / f"{probe.PREFIX}{int(time.time()) + 3600}-abcdef012345-1"
+    running.write_bytes(b"y" * 7)
     wrote = rank("write", tmp_path, token(60), 0, 1, "--size", str(2**20))
-    assert [(item["path"], item["removed"]) for item in wrote["leftovers"]] == [(str(old), True)]
-    assert not old.exists()
+    assert [(item["path"], item["bytes"], item["removed"]) for item in wrote["leftovers"]] \
+        == [(str(old), 3, True), (str(running), 7, False)]
+    assert not old.exists() and running.exists()
 
 
 def worker(node: str, number: int, ops: int, seconds: float, cpu: float = 0.1) -> WorkerFigures:

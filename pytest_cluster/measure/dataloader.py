@@ -77,6 +77,7 @@ class DataloaderDetails(Removal, total=False):
     token: str
     started_at: float
     ended_at: float
+    leftovers: list[dict[str, Any]]  # what earlier runs left, as the write's sweep said
 
 
 @dataclass(frozen=True)
@@ -212,9 +213,17 @@ def _worker(node: str, rank: int, data: RankData | None, why: str) -> WorkerFigu
                          numbers["seconds"], numbers["cpu_s"], numbers["late_s"])
 
 
-def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
+def _phase(launcher: Launcher, job: JobSpec, phase: str,
+           details: DataloaderDetails) -> tuple[
         tuple[WorkerFigures, ...], list[tuple[str, str]], list[tuple[str, str]], bool, str]:
+    """A phase's workers, per node why it has none, per node the launcher's error kind,
+    whether simulated, and how the reads bypassed the page cache; what the write's sweep
+    found of earlier runs into `details`."""
     result = run_job(launcher, job)
+    leftovers = [item for r in result.ranks if r.data for item in r.data.get("leftovers") or []
+                 if isinstance(item, dict)]
+    if leftovers:
+        details["leftovers"] = leftovers[:100]
     errors = part_errors(result, phase)
     workers = tuple(_worker(r.node, r.rank,  # a worker's answer: _worker checks it
                             cast("RankData | None", r.data if r.ok else None),
@@ -246,7 +255,7 @@ def run_dataloader(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
         for phase in ("write", *JUDGED):
             try:
                 found, errors, kinds, sim, method = _phase(launcher, phase_job(
-                    fs, on, workers, phase, tag, start_at(len(on)), wrote), phase)
+                    fs, on, workers, phase, tag, start_at(len(on)), wrote), phase, details)
             except (ClusterError, OSError, ValueError) as exc:
                 found, errors, sim, method = (), [(n, f"{phase}: {exc}") for n in on], False, ""
                 kinds = [(n, NOT_STARTED) for n in on]

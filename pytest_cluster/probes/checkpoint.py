@@ -34,8 +34,10 @@ read the blocks that were not as written.
 
 Nothing is left behind: the token is `<expires>-<12 hex digits>`, the time after which no
 phase of this burst can still run. A write stopped by SIGTERM, SIGINT or SIGHUP removes
-its partial file; the reader removes what it read; the controller removes the rest; what
-a SIGKILL leaves is removed by a later burst's write after its expiry (`leftovers`).
+its partial file (job_node gives a rank SIGTERM before SIGKILL); the reader removes what
+it read; the controller removes the rest; what a SIGKILL leaves is removed by a later
+burst's write after its expiry, and said before it (`leftovers`: path, bytes, removed,
+why).
 """
 
 from __future__ import annotations
@@ -135,17 +137,22 @@ def block(base: bytes, rank: int, index: int) -> bytearray:
     return data
 
 
-def sweep(path: str, now: float) -> list[Leftover]:
-    """Remove the files of bursts whose expiry has passed (a killed run's)."""
+def sweep(path: str, now: float, token: str = "") -> list[Leftover]:
+    """Remove the files of bursts whose expiry has passed (a killed run's); those of
+    another burst (not `token`'s) whose expiry is to come are said, left alone (a burst
+    that may still be running, or one cut off before its end)."""
     found: list[Leftover] = []
     for name in sorted(os.listdir(path)):
         match = NAME.match(name[len(PREFIX):]) if name.startswith(PREFIX) else None
-        if match is None:
+        if match is None or match["token"] == token:
             continue
         expires = int(TOKEN.match(match["token"])["expires"])  # type: ignore[index]
-        if expires >= now:
-            continue  # a burst still running
         full = os.path.join(path, name)
+        if expires >= now:  # a burst that may still be running
+            with contextlib.suppress(OSError):
+                found.append({"path": full, "bytes": os.lstat(full).st_size,
+                              "removed": False, "why": _running(expires)})
+            continue
         try:
             size = os.lstat(full).st_size
             os.unlink(full)
@@ -159,6 +166,12 @@ def sweep(path: str, now: float) -> list[Leftover]:
                       "why": f"its checkpoint burst ended by {stamp}; the run was cut off "
                              "before removing it"})
     return found
+
+
+def _running(expires: float) -> str:
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(expires))
+    return (f"another burst's, which may still be running until {stamp}: left alone, "
+            "removed by a later burst after that")
 
 
 def _wait(start_at: float) -> float:
@@ -176,7 +189,7 @@ def write(path: str, token: str, rank: int, size: int, block_size: int,
           start_at: float) -> RankData:
     target = file_of(path, token, rank)
     base = base_block(token, rank, block_size)
-    leftovers = sweep(path, time.time()) if rank == 0 else []
+    leftovers = sweep(path, time.time(), token) if rank == 0 else []
     count = (size + block_size - 1) // block_size
     made: queue.Queue[bytearray | Exception] = queue.Queue(AHEAD)
 

@@ -125,20 +125,39 @@ def _wait(start_at: float) -> float:
     return max(0.0, time.time() - start_at)
 
 
-def sweep(path: str, now: float) -> list[Leftover]:
-    """Remove what runs whose expiry has passed left (a killed run's)."""
+def _size(full: str) -> int:
+    """A leftover's bytes: a file's, or the files' of a directory (one level)."""
+    try:
+        if not os.path.isdir(full) or os.path.islink(full):
+            return os.lstat(full).st_size
+        with os.scandir(full) as entries:
+            return sum(e.stat(follow_symlinks=False).st_size for e in entries)
+    except OSError:
+        return 0
+
+
+def sweep(path: str, now: float, token: str = "") -> list[Leftover]:
+    """Remove what runs whose expiry has passed left (a killed run's); what another run
+    (not `token`'s) whose expiry is to come made is said, left alone (a run that may
+    still be going)."""
     found: list[Leftover] = []
     for name in sorted(os.listdir(path)):
         match = NAME.match(name[len(PREFIX):]) if name.startswith(PREFIX) else None
-        if match is None:
+        if match is None or match["token"] == token:
             continue
         expires = int(match["token"].split("-", 1)[0])
-        if expires >= now:
-            continue
         full = os.path.join(path, name)
+        if expires >= now:
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(expires))
+            found.append({"path": full, "bytes": _size(full), "removed": False,
+                          "why": f"another data loader run's, which may still be going "
+                                 f"until {stamp}: left alone, removed by a later run after "
+                                 "that"})
+            continue
+        size = _size(full)
         _remove(full)
         stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(expires))
-        found.append({"path": full, "bytes": 0, "removed": not os.path.lexists(full),
+        found.append({"path": full, "bytes": size, "removed": not os.path.lexists(full),
                       "why": f"its data loader run ended by {stamp}; the run was cut off "
                              "before removing it"})
     return found
@@ -146,7 +165,7 @@ def sweep(path: str, now: float) -> list[Leftover]:
 
 def write(path: str, token: str, rank: int, size: int) -> RankData:
     target = file_of(path, token, rank)
-    leftovers = sweep(path, time.time()) if rank == 0 else []
+    leftovers = sweep(path, time.time(), token) if rank == 0 else []
     _on_stop([target])
     base = os.urandom(CHUNK)
     cpu0, started, done = time.process_time(), time.perf_counter(), 0
