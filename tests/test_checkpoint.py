@@ -702,3 +702,38 @@ def test_a_later_burst_removes_what_earlier_ones_left_and_says_it(
     assert [(item["path"], item["removed"]) for item in write["leftovers"]] == [
         (str(old), True), (str(running), False)]
     assert list(folder.iterdir()) == [running]
+
+
+class Apart(Nodes):
+    """Nodes whose path is each a directory of its own (`path/<node>`): not one
+    filesystem, as where `shared: true` is not so."""
+
+    def run(self, call: ProbeCall, nodes: Sequence[str],
+            timeout_s: float) -> dict[str, ProbeResult]:
+        (node,) = nodes
+        at = call.args.index("--path") if "--path" in call.args else -1
+        args = list(call.args)
+        if at >= 0:
+            args[at + 1] = os.path.join(args[at + 1], node)
+        return super().run(ProbeCall(call.name, tuple(args)), nodes, timeout_s)
+
+
+def test_a_path_that_is_not_one_filesystem_leaves_no_nodes_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each node's path its own directory: every reader finds no file (the burst fails
+    everywhere, the filesystem's fault), and every node removes its own files (the one
+    node that removed left each other node's 24 MiB)."""
+    monkeypatch.setattr(at_once, "LEAD_S", 0.0)
+    for node in "abc":
+        (tmp_path / node).mkdir()
+    (fs,) = parse_spec(
+        "cluster: {name: t, nodes: 'a,b,c', launcher: local}\n"
+        f"storage:\n  - path: {tmp_path}\n    shared: true\n    checkpoint:\n"
+        "      size_per_node: 2 MiB\n      block_size: 256 KiB\n"
+        "      write: '>= 1 MB/s'\n", "t.yaml").storage
+    run = run_checkpoint(Apart({}), fs, ["a", "b", "c"], 2, {})
+    assert {r.errno for r in run.read} == {"ENOENT"}
+    assert run.shared_fault().startswith("a: read: rank 0: read on ")
+    assert run.not_shared == set()  # every node alike: none singled out
+    assert run.details["removed_elsewhere"] == {"files": 4, "nodes": 2}
+    assert [list(p.iterdir()) for p in sorted(tmp_path.iterdir())] == [[], [], []]

@@ -27,7 +27,7 @@ from pytest_cluster.probes.dataloader import RankData
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.clauses import keys
 from pytest_cluster.spec.model import Clause, Rule
-from tests.test_checkpoint import Nodes, verdicts
+from tests.test_checkpoint import Apart, Nodes, verdicts
 from tests.test_checkpoint import run as run_sim
 from tests.test_plugin import jsonl, junit_props
 
@@ -297,3 +297,23 @@ def test_a_reader_reads_the_files_that_are_there_and_names_the_others(
     for tag_ in (tag, other):
         rank("remove", tmp_path, tag_, 0, 1)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_path_that_is_not_one_filesystem_leaves_no_nodes_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each node's path its own directory: no worker finds another node's files (the
+    reads fail everywhere, the filesystem's fault), and every node removes its own (the
+    one node that removed left each other node's file set)."""
+    monkeypatch.setattr(at_once, "LEAD_S", 0.0)
+    for node in "abc":
+        (tmp_path / node).mkdir()
+    (fs,) = parse_spec(
+        "cluster: {name: t, nodes: 'a,b,c', launcher: local}\n"
+        f"storage:\n  - path: {tmp_path}\n    shared: true\n    dataloader:\n"
+        "      size_per_node: 1 MiB\n      duration: 1 s\n      metadata_files: 5\n"
+        "      iops: '>= 1 IOPS'\n", "t.yaml").storage
+    run = run_dataloader(Apart({}), fs, ["a", "b", "c"], 2, {})
+    assert {w.missing for w in run.read} == {4}
+    assert run.shared_fault().startswith("a: read: worker 0: read on ")
+    assert run.details["removed_elsewhere"] == {"files": 4, "nodes": 2}
+    assert [list(p.iterdir()) for p in sorted(tmp_path.iterdir())] == [[], [], []]

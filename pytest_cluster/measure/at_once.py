@@ -48,10 +48,13 @@ class Removed(TypedDict):
 
 
 class Removal(TypedDict, total=False):
-    """What removing a run's files did: what was removed, or why nothing could be."""
+    """What removing a run's files did: what was removed, or why nothing could be; where
+    some node did not find the files it was to read (the path not the same filesystem
+    on every node), what the other nodes removed of their own (`removed_elsewhere`)."""
 
     removed: Removed
     remove_error: str
+    removed_elsewhere: dict[str, Any]
 
 
 def remove_left(launcher: Launcher, nodes: Sequence[str], job: Callable[[str], JobSpec]
@@ -72,6 +75,27 @@ def remove_left(launcher: Launcher, nodes: Sequence[str], job: Callable[[str], J
         tried.append(str(data["error"])[:200] if data else
                      result.first_failure()[:200] or f"{node}: no result")
     return {"remove_error": "; ".join(tried)}
+
+
+def remove_elsewhere(launcher: Launcher, nodes: Sequence[str],
+                     job: Callable[[Sequence[str]], JobSpec]) -> Removal:
+    """Remove what is left of a run on each of `nodes` at once (one job, a rank each),
+    where the files are not all where one node looks (a path that is not one filesystem
+    on every node: each node's own would stay): how many each removed, or why not."""
+    if not nodes:
+        return {}
+    try:
+        result = run_job(launcher, job(nodes))
+    except (ClusterError, OSError, ValueError) as exc:
+        return {"removed_elsewhere": {"error": str(exc)[:200]}}
+    said = {r.node: r.data.get("removed") for r in result.ranks
+            if r.ok and r.data and "error" not in r.data}
+    found: dict[str, Any] = {"files": sum(n for n in said.values() if isinstance(n, int)
+                                          and not isinstance(n, bool) and n > 0),
+                             "nodes": len(said)}
+    if result.errors or len(said) < len(nodes):
+        found["error"] = (result.first_failure() or "; ".join(result.errors))[:200]
+    return {"removed_elsewhere": found}
 
 
 def pairs(record: dict[str, Any], key: str) -> tuple[tuple[str, str], ...]:

@@ -2,7 +2,8 @@
 checkpoint workload and IO500 measure one: every node's writers (one per GPU) write their
 shard at once with fsync, then every writer's file is read back, uncached, by the same GPU
 of the next node (probes/checkpoint.py, two jobs through the cluster's launcher, then a
-third that removes what is left).
+third that removes what is left; where a reader did not find its file, the path is not
+one filesystem on every node, and a fourth removes what each other node has of its own).
 
 The figures: each node's rate (its bytes over its slowest writer's time: its writers run
 at once), the burst's duration (the slowest node's time) and the aggregate rate (every
@@ -24,11 +25,13 @@ from pytest_cluster.launchers.jobs import JobSpec, how_ended, reason_line, run_j
 from pytest_cluster.measure.at_once import (
     NO_RENDEZVOUS,
     NOT_STARTED,
+    SILENT_KINDS,
     Removal,
     failed_everywhere,
     not_shared,
     pairs,
     part_errors,
+    remove_elsewhere,
     remove_left,
     said_of,
     start_at,
@@ -290,8 +293,15 @@ def _remove(launcher: Launcher, fs: StorageSpec, run: CheckpointRun, tag: str) -
     """Remove every file of the burst, on the first node that can: those whose part ran
     first (a node that did not answer is tried last)."""
     ordered = sorted(run.nodes, key=lambda n: bool(run.node_error(n)))
-    return remove_left(launcher, ordered, lambda node: phase_job(
+    removal = remove_left(launcher, ordered, lambda node: phase_job(
         fs, [node], run.writers_per_node, run.size_per_writer, "remove", tag, 0.0))
+    if any(r.errno == "ENOENT" for r in run.read):  # some files not where one node looks
+        remover = removal.get("removed", {}).get("node")
+        others = [n for n in run.nodes if n != remover and run.node_kind(n) not in
+                  SILENT_KINDS]
+        removal.update(remove_elsewhere(launcher, others, lambda on: phase_job(
+            fs, on, run.writers_per_node, run.size_per_writer, "remove", tag, 0.0)))
+    return removal
 
 
 def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],

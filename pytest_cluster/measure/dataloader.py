@@ -24,10 +24,12 @@ from pytest_cluster.launchers.jobs import JobSpec, how_ended, reason_line, run_j
 from pytest_cluster.measure.at_once import (
     NO_RENDEZVOUS,
     NOT_STARTED,
+    SILENT_KINDS,
     Removal,
     failed_everywhere,
     pairs,
     part_errors,
+    remove_elsewhere,
     remove_left,
     said_of,
     start_at,
@@ -57,6 +59,7 @@ class WorkerFigures:
     cpu_s: float
     late_s: float
     error: str = ""
+    missing: int = 0  # read: the files other nodes wrote it did not find (not written here)
 
 
 @dataclass(frozen=True)
@@ -197,7 +200,9 @@ _NUMBERS = ("ops", "bytes", "seconds", "cpu_s", "late_s")
 
 def _worker(node: str, rank: int, data: RankData | None, why: str) -> WorkerFigures:
     """One worker's report, each number checked (a node's answer is not trusted)."""
-    empty = WorkerFigures(node, rank, 0, 0, 0.0, 0.0, 0.0)
+    missing = data.get("missing") if data is not None else None
+    empty = WorkerFigures(node, rank, 0, 0, 0.0, 0.0, 0.0,
+                          missing=min(len(missing), 2**20) if isinstance(missing, list) else 0)
     if data is None:
         return replace(empty, error=why or "the worker printed no result")
     if "error" in data:
@@ -209,8 +214,9 @@ def _worker(node: str, rank: int, data: RankData | None, why: str) -> WorkerFigu
             return replace(empty, error=f"bad data loader output: {name} is "
                                         f"{str(data.get(name))[:40]!r}")
         numbers[name] = value
-    return WorkerFigures(node, rank, int(numbers["ops"]), int(numbers["bytes"]),
-                         numbers["seconds"], numbers["cpu_s"], numbers["late_s"])
+    return replace(empty, ops=int(numbers["ops"]), bytes=int(numbers["bytes"]),
+                   seconds=numbers["seconds"], cpu_s=numbers["cpu_s"],
+                   late_s=numbers["late_s"])
 
 
 def _phase(launcher: Launcher, job: JobSpec, phase: str,
@@ -274,7 +280,13 @@ def run_dataloader(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
                 run = replace(run, metadata=found)
     finally:
         ordered = sorted(run.nodes, key=lambda n: bool(run.node_error(n)))
-        details = {**details, **remove_left(launcher, ordered, lambda node: phase_job(
-            fs, [node], workers, "remove", tag, 0.0))}
+        removal = remove_left(launcher, ordered, lambda node: phase_job(
+            fs, [node], workers, "remove", tag, 0.0))
+        if any(w.missing for w in run.read):  # some files not where one node looks
+            remover = removal.get("removed", {}).get("node")
+            removal.update(remove_elsewhere(launcher, [
+                n for n in run.nodes if n != remover and run.node_kind(n) not in SILENT_KINDS],
+                lambda on: phase_job(fs, on, workers, "remove", tag, 0.0)))
+        details = {**details, **removal}
     details["ended_at"] = time.time()
     return replace(run, details=details, simulated=simulated)
