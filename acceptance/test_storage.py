@@ -3,6 +3,13 @@ rate (each a field of the storage probe's payload compared with the clause, a te
 declared clause: `test_storage_write[node01-/data]`), `import torch` latency, and that a
 shared filesystem is shared.
 
+A fault every node sees is the filesystem's, never a node's: a clause the storage probe
+could measure on no node that answered (the only node, in a one-node run) is undecided on
+each; a checkpoint burst or data loader test that failed on every node fails its
+aggregates as a cluster check and leaves each node's keeps_up undecided. A node whose path
+is not the shared filesystem fails alone; the node that was to read its file is not judged
+on it.
+
 Files an earlier, killed run left on a tested filesystem (the probes' `leftovers`, see
 probes/storage.py) are notes, not failures: each case that reads the probe records them
 (`leftovers` in its evidence) and warns with a LeftoverWarning (pytest's warnings
