@@ -3,6 +3,13 @@ rate (each a field of the storage probe's payload compared with the clause, a te
 declared clause: `test_storage_write[node01-/data]`), `import torch` latency, and that a
 shared filesystem is shared.
 
+A fault every node sees is the filesystem's, never a node's: a clause the storage probe
+could measure on no node that answered (the only node, in a one-node run) is undecided on
+each; a checkpoint burst or data loader test that failed on every node fails its
+aggregates as a cluster check and leaves each node's keeps_up undecided. A node whose path
+is not the shared filesystem fails alone; the node that was to read its file is not judged
+on it.
+
 Files an earlier, killed run left on a tested filesystem (the probes' `leftovers`, see
 probes/storage.py) are notes, not failures: each case that reads the probe records them
 (`leftovers` in its evidence) and warns with a LeftoverWarning (pytest's warnings
@@ -17,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.evidence.verdict import NO_ANSWER_HOST
 from pytest_cluster.hostlist import compress_hostlist
+from pytest_cluster.measure.at_once import SILENT_KINDS
 from pytest_cluster.measure.checkpoint import PHASES
 from pytest_cluster.measure.dataloader import CPU_BOUND, JUDGED
 from pytest_cluster.measure.reference import for_checkpoint
@@ -32,7 +40,7 @@ if TYPE_CHECKING:
     from pytest_cluster.measure.cluster import Cluster
     from pytest_cluster.measure.dataloader import DataloaderRun
     from pytest_cluster.spec.declaration import Declaration
-    from pytest_cluster.spec.model import Clause, StorageSpec
+    from pytest_cluster.spec.model import Clause, Rule, StorageSpec
 
 
 class LeftoverWarning(UserWarning):
@@ -60,18 +68,68 @@ def _leftovers(evidence: Evidence, node: str, payload: dict[str, Any]) -> None:
         warnings.warn(LeftoverWarning(leftover_note(node, item)), stacklevel=2)
 
 
+def burst_leftovers(evidence: Evidence, path: str, what: str,
+                    found: Sequence[dict[str, Any]]) -> None:
+    """What the sweep of an at-once run (the checkpoint burst, the data loader's test)
+    found that earlier runs left in `path`: recorded (`leftovers`, and `leftovers_removed`
+    with their count and bytes) and said in one LeftoverWarning (not a failure)."""
+    if not found:
+        return
+    removed = [item for item in found if item.get("removed")]
+    left = [item for item in found if not item.get("removed")]
+    total = sum(int(item.get("bytes") or 0) for item in removed)
+    evidence.record(leftovers=list(found),
+                    leftovers_removed={"files": len(removed), "bytes": total})
+    said = []
+    if removed:
+        said.append(f"removed {len(removed)} file(s) ({format_size(total)}) earlier {what}s "
+                    f"left in {path}")
+    if left:
+        said.append(f"found {len(left)} file(s) of other {what}s in {path}: "
+                    f"{left[0].get('why')}")
+    warnings.warn(LeftoverWarning("; ".join(said)), stacklevel=2)
+
+
 def _clause(fs: StorageSpec, key: str) -> Clause:
     clause = fs.clause(key)
     assert clause is not None, f"{declared(f'storage.{key}').name(fs.path)} is not in the contract"
     return clause
 
 
+def _failure(payload: dict[str, Any], declaration: Declaration) -> str:
+    """Why the storage probe could not measure `declaration`'s part on a node ('')."""
+    reads = declaration.reads
+    assert reads is not None
+    part = payload.get(reads.part)
+    return str(payload.get("error") or (part.get("error") if isinstance(part, dict)
+                                         else "") or "")
+
+
+def _everywhere(cluster: Cluster, filesystem: StorageSpec, declaration: Declaration,
+                node: str) -> str:
+    """Where the probe could measure `declaration`'s part on no node that answered (the
+    path missing everywhere, every write failing with ENOSPC or EIO; the one node of a
+    one-node run): the filesystem's fault, not the node's, said as its case's reason."""
+    answered = {n: r.data for n in cluster.nodes
+                if (r := cluster.storage(n, filesystem)).ok and r.data is not None}
+    why = {n: _failure(dict(data), declaration) for n, data in answered.items()}
+    if node not in why or not all(why.values()):
+        return ""
+    where = (f"on every node that answered ({len(why)} of {len(cluster.nodes)})"
+             if len(cluster.nodes) > 1 else "on the only node checked")
+    return (f"cannot measure: {why[node]}, {where}: a fault of the filesystem, not "
+            f"{node}'s (not judged)")
+
+
 def _test(declaration: Declaration) -> Callable[..., None]:
-    def test(node: str, filesystem: StorageSpec, storage_result: ProbeResult,
-             evidence: Evidence) -> None:
+    def test(cluster: Cluster, node: str, filesystem: StorageSpec,
+             storage_result: ProbeResult, evidence: Evidence) -> None:
         clause = _clause(filesystem, declaration.key)
         payload = evidence.require(storage_result, clause)
         _leftovers(evidence, node, payload)
+        shared = _everywhere(cluster, filesystem, declaration, node)
+        if shared:  # undecided: NOT CHECKED, never drained (as a one-node search's)
+            evidence.undecided(clause, shared, raw=payload)
         check_reading(evidence, declaration, clause, storage_result, payload)
     return test
 
@@ -108,8 +166,10 @@ def test_storage_shared(cluster: Cluster, filesystem: StorageSpec, evidence: Evi
     assert rule is not None, f"{filesystem.path} is not promised shared"
     data = evidence.require(write, rule)
     _leftovers(evidence, writer, data)
-    if "error" in data:
-        evidence.cannot_measure(rule, data["error"], raw=data, node=writer)
+    if "error" in data:  # every node was asked in turn: the filesystem's, no node's
+        evidence.cannot_measure(rule, f"no node could write the shared file, a fault of "
+                                f"the filesystem they share (the last tried, {writer}: "
+                                f"{data['error']})", raw=data, node="all")
     missing, different, failed, silent = [], [], [], []
     for node, result in reads.items():
         seen = result.data if result.ok else None
@@ -222,6 +282,37 @@ def every_node(evidence: Evidence, clause: Clause, nodes: Sequence[str],
                             raw=raw, kind="not_all_nodes", node="all")
 
 
+#: What a node that does not see the shared filesystem is told (at_once.not_shared).
+NOT_SHARED_WORDS = ("{node} does not see the files the other nodes wrote, nor they its "
+                    "own: not the filesystem they share (its mount missing?)")
+
+
+def shared_fault(evidence: Evidence, clause: Clause, fault: str, what: str,
+                 raw: Any) -> None:
+    """Fail an aggregate as the filesystem's own where `what` failed on every node that
+    answered (`fault`, at_once.failed_everywhere): a cluster failure naming the
+    filesystem and the shared cause, no node blamed."""
+    if fault:
+        evidence.cannot_measure(clause, f"{what} failed on every node, a fault of the "
+                                f"filesystem they share: {fault}", raw=raw, node="all")
+
+
+def not_its_own(evidence: Evidence, rule: Rule, node: str, kind: str, fault: str,
+                what: str, unseen: Sequence[str], raw: Any) -> None:
+    """A node's keeps_up is not judged where the fault is not its own (undecided: NOT
+    CHECKED, never drained): `what` failed on every node that answered (`fault`), unless
+    `node` itself did not answer (`kind`); or the files it was to read were written on
+    nodes that do not see the shared filesystem (`unseen`: they fail for it)."""
+    if fault and kind not in SILENT_KINDS:
+        evidence.undecided(rule, f"{what} failed on every node, a fault of the filesystem "
+                           f"they share, not {node}'s: {fault}", raw=raw, node=node)
+    if unseen:
+        named = compress_hostlist(unseen)
+        evidence.undecided(rule, f"the files {node} was to read were written on {named}, "
+                           f"which does not see the shared filesystem (its own case says "
+                           f"so): not {node}'s fault, not judged", raw=raw, node=node)
+
+
 def held_back(rates: dict[str, float], share: float, holds: Callable[[float], bool],
               fixed_work: bool) -> list[str]:
     """The nodes that held an aggregate back, slowest first: those below `share` x the
@@ -272,12 +363,15 @@ def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
     checkpoint = filesystem.checkpoint
     assert checkpoint is not None
     run = _run(cluster, filesystem, evidence)
+    burst_leftovers(evidence, filesystem.path, "checkpoint burst",
+                    run.details.get("leftovers") or [])
     raw = _checkpoint_raw(cluster, filesystem, run, phase)
     total = run.aggregate(phase)
     bad = run.bad() if phase == "read" else []
     readers = sorted({r.node for r in bad})
     wrong = (f"{sum(r.bad_blocks for r in bad)} block(s) read back not as written, on "
              f"{compress_hostlist(readers)}") if bad else ""
+    shared_fault(evidence, clause, run.shared_fault(), "the checkpoint burst", raw)
     every_node(evidence, clause, cluster.nodes, run.node_figures(phase), run.node_error, raw,
                f"did not {phase} their share", wrong, readers)
     assert total is not None
@@ -334,9 +428,12 @@ def test_storage_checkpoint_keeps_up(cluster: Cluster, node: str, filesystem: St
     run = _run(cluster, filesystem, evidence)
     raw = {phase: _checkpoint_raw(cluster, filesystem, run, phase) for phase in PHASES}
     error = run.node_error(node)
+    not_its_own(evidence, rule, node, run.node_kind(node), run.shared_fault(),
+                "the checkpoint burst", run.unseen(node), raw)
     if error:  # the launcher's kind where it could not run the node's part (unreachable)
-        evidence.cannot_measure(rule, f"the checkpoint burst on {node}: {error}", raw=raw,
-                                kind=run.node_kind(node) or "job_failed", node=node)
+        alone = f" ({NOT_SHARED_WORDS.format(node=node)})" if node in run.not_shared else ""
+        evidence.cannot_measure(rule, f"the checkpoint burst on {node}: {error}{alone}",
+                                raw=raw, kind=run.node_kind(node) or "job_failed", node=node)
     shown, problems = [], []
     for phase in PHASES:
         rate, middle = run.node_rate(phase, node), run.median_rate(phase)
@@ -418,8 +515,10 @@ def _loader_aggregate(cluster: Cluster, fs: StorageSpec, evidence: Evidence,
     phase, what = LOADER_CLAUSES[key]
     run = cluster.dataloader(fs)
     evidence.saw(run)
+    burst_leftovers(evidence, fs.path, "data loader run", run.details.get("leftovers") or [])
     raw = _loader_raw(cluster, fs, run, phase)
     total = run.aggregate(phase, what)
+    shared_fault(evidence, clause, run.shared_fault(), "the data loader's test", raw)
     every_node(evidence, clause, cluster.nodes, run.node_figures(phase), run.node_error, raw,
                f"have no {phase} figures")
     assert total is not None
@@ -478,6 +577,8 @@ def test_storage_dataloader_keeps_up(cluster: Cluster, node: str, filesystem: St
     evidence.saw(run)
     raw = {phase: _loader_raw(cluster, filesystem, run, phase) for phase in JUDGED}
     error = run.node_error(node)
+    not_its_own(evidence, rule, node, run.node_kind(node), run.shared_fault(),
+                "the data loader's test", (), raw)
     if error:  # the launcher's kind where it could not run the node's part (unreachable)
         evidence.cannot_measure(rule, f"the data loader's reads on {node}: {error}", raw=raw,
                                 kind=run.node_kind(node) or "job_failed", node=node)

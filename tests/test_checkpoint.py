@@ -3,6 +3,7 @@ the figures of a burst, and the sim's faults judged end to end."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -27,7 +28,7 @@ from pytest_cluster.measure.checkpoint import (
     run_checkpoint,
     size_per_writer,
 )
-from pytest_cluster.probes import ProbeCall, probe_source
+from pytest_cluster.probes import ProbeCall, job_node, probe_source
 from pytest_cluster.probes import checkpoint as probe
 from pytest_cluster.probes import dataloader as dataloader_probe
 from pytest_cluster.probes.checkpoint import RankData
@@ -199,15 +200,17 @@ def test_blocks_differ_at_every_page_and_from_each_other() -> None:
     assert probe.block(probe.base_block("1-abcdefabcdef", 4, 64 * 1024), 4, 0) != first
 
 
-def test_a_stale_files_expiry_is_swept_and_a_running_bursts_is_not(tmp_path: Path) -> None:
+def test_a_stale_files_expiry_is_swept_and_a_running_bursts_is_said_not_swept(
+        tmp_path: Path) -> None:
     old = tmp_path / f"{probe.PREFIX}{int(time.time()) - 5}-0123456789ab-3"
     running = tmp_path / f"{probe.PREFIX}{int(time.time()) + 600}-0123456789ab-3"
     other = tmp_path / "data.bin"
     for path in (old, running, other):
         path.write_bytes(b"x" * 10)
     wrote = run_rank("write", tmp_path, token(60), 0, 1)
-    assert [(item["path"], item["removed"]) for item in wrote["leftovers"]] == [
-        (str(old), True)]
+    assert [(item["path"], item["bytes"], item["removed"]) for item in wrote["leftovers"]] \
+        == [(str(old), 10, True), (str(running), 10, False)]
+    assert "may still be running until" in wrote["leftovers"][1]["why"]
     assert running.exists() and other.exists() and not old.exists()
     run_rank("remove", tmp_path, wrote_token(tmp_path), 0, 1)
 
@@ -561,3 +564,176 @@ def test_a_phase_the_tool_could_not_start_blames_no_node(tmp_path: Path,
     assert [run.node_kind(n) for n in ("a", "b")] == ["undecided", "undecided"]
     assert run.node_error("a") == "write: the launcher broke before starting the job"
     assert "undecided" in NO_CULPRIT
+
+
+def test_a_write_whose_node_part_is_stopped_removes_its_partial_file(tmp_path: Path) -> None:
+    """SIGTERM to job_node (the node runner ending the probe: a dropped connection, a
+    pytest stopped) gives the writers their SIGTERM before SIGKILL: each removes its
+    partial file (job_node SIGKILLed them at once, which left it on the filesystem)."""
+    tag = token(60)
+    program = base64.b64encode(probe_source("checkpoint").encode()).decode()
+    process = subprocess.Popen(
+        [sys.executable, str(Path(job_node.__file__)), "--master-addr", "127.0.0.1",
+         "--master-port", "29999", "--node-rank", "0", "--nnodes", "1", "--ranks-per-node",
+         "2", "--init-timeout", "30", "--wall-timeout", "600", "--program", program, "--",
+         "--phase", "write", "--path", str(tmp_path), "--token", tag, "--size", str(2**40),
+         "--block", str(2**20), "--ranks-per-node", "2"], stdout=subprocess.PIPE)
+    targets = [tmp_path / f"{probe.PREFIX}{tag}-{rank}" for rank in range(2)]
+    deadline = time.monotonic() + 60
+    while not all(t.exists() and t.stat().st_size > 0 for t in targets):
+        assert time.monotonic() < deadline, "the writes did not start"
+        time.sleep(0.01)
+    process.terminate()
+    assert process.wait(30) == 128 + 15
+    assert list(tmp_path.iterdir()) == []
+
+
+def verdict_document(pytester: pytest.Pytester) -> dict[str, Any]:
+    found: dict[str, Any] = json.loads(
+        (pytester.path / "reports" / "latest" / "verdict.json").read_text())
+    return found
+
+
+@pytest.mark.parametrize(("error", "text"), [("ENOSPC", "No space left on device"),
+                                             ("EIO", "Input/output error"),
+                                             ("ENOENT", "No such file or directory")])
+def test_a_storage_fault_every_node_sees_fails_the_filesystem_and_drains_none(
+        pytester: pytest.Pytester, error: str, text: str) -> None:
+    """The export full, the server gone, the path missing: every node's write fails the
+    same way. The aggregates fail as the filesystem's (a cluster failure naming it and
+    the cause); no node's keeps_up is failed against it (all 4 were REJECTED and
+    drained for job_failed)."""
+    faults = ", ".join(f"{{node: n{i}, storage_error: {error}}}" for i in range(1, 5))
+    records = run(pytester, spec_text("size_per_gpu: 1 GiB\nwrite: '>= 1 GB/s per GPU'\n"
+                                      "read: '>= 1 GB/s per GPU'", faults=faults))
+    for phase in ("write", "read"):
+        aggregate = records[f"test_storage_checkpoint_{phase}[/shared]"]
+        assert (aggregate["outcome"], aggregate["error_kind"], aggregate["node"]) == (
+            "failed", "cannot_measure", "all")
+        assert "culprits" not in aggregate
+        assert aggregate["message"].startswith(
+            f"Failed: [SIMULATED] all /shared {phase}: cannot measure: the checkpoint burst "
+            "failed on every node, a fault of the filesystem they share: n1: write: rank 0: "
+            f"write on /shared: {text}"), aggregate["message"]
+    keeps = [r for n, r in records.items() if "keeps_up" in n]
+    assert keeps and {(r["outcome"], r["error_kind"]) for r in keeps} == {
+        ("failed", "undecided")}
+    document = verdict_document(pytester)
+    assert document["drain"] == []
+    assert {n["verdict"] for n in document["nodes"]} == {"NOT CHECKED"}
+    assert {f["clause"] for f in document["cluster_checks_failed"]} >= {
+        "storage[/shared].checkpoint.write", "storage[/shared].checkpoint.read"}
+
+
+def test_a_node_without_the_mount_fails_alone_and_its_files_reader_is_not_blamed(
+        pytester: pytest.Pytester) -> None:
+    """n3's path is a local directory: its writes succeed there, no other node finds
+    them, and it finds none of theirs. n3 fails its keeps_up; n2, which was to read n3's
+    file, is not judged on it (it was REJECTED), and storage.shared names n3."""
+    text = spec_text("size_per_gpu: 1 GiB\nread: '>= 1 GB/s per GPU'",
+                     faults="{node: n3, storage_unmounted: true}")
+    path = pytester.path / "t.yaml"
+    path.write_text(text, encoding="utf-8")
+    pytester.runpytest(f"--cluster={path}", "-p", "no:cacheprovider")
+    records = {r["nodeid"].split("::")[-1]: r for r in jsonl(pytester)
+               if r.get("type") == "result"}
+    mine = records["test_storage_checkpoint_keeps_up[n3-/shared]"]
+    assert (mine["outcome"], mine["error_kind"]) == ("failed", "job_failed")
+    assert "n3 does not see the files the other nodes wrote, nor they its own" in \
+        mine["message"]
+    reader = records["test_storage_checkpoint_keeps_up[n2-/shared]"]
+    assert (reader["outcome"], reader["error_kind"]) == ("failed", "undecided")
+    assert "the files n2 was to read were written on n3, which does not see the shared " \
+        "filesystem" in reader["message"]
+    assert [records[f"test_storage_checkpoint_keeps_up[{n}-/shared]"]["outcome"]
+            for n in ("n1", "n4")] == ["passed", "passed"]
+    shared = records["test_storage_shared[/shared]"]
+    assert shared["outcome"] == "failed" and shared["raw"]["missing"] == ["n3"]
+    document = verdict_document(pytester)
+    assert [n["node"] for n in document["nodes"] if n["verdict"] == "REJECTED"] == ["n3"]
+    assert [line for line in document["drain"] if "NodeName=n3 " in line] == \
+        document["drain"] != []
+
+
+def test_a_shared_file_no_node_can_write_is_the_filesystems_failure(
+        pytester: pytest.Pytester) -> None:
+    """Every node's write of the shared file fails (the export full): storage.shared
+    fails as a cluster check, no node named (the last node tried was blamed)."""
+    faults = ", ".join(f"{{node: n{i}, storage_error: ENOSPC}}" for i in range(1, 5))
+    path = pytester.path / "t.yaml"
+    path.write_text(spec_text("size_per_node: 8 GiB", faults=faults), encoding="utf-8")
+    pytester.runpytest(f"--cluster={path}", "-p", "no:cacheprovider", "-k",
+                       "test_storage_shared")
+    [shared] = [r for r in jsonl(pytester) if r.get("type") == "result"]
+    assert (shared["outcome"], shared["node"], shared["error_kind"]) == (
+        "failed", "all", "cannot_measure")
+    assert "no node could write the shared file, a fault of the filesystem they share " \
+        "(the last tried, n4: write /shared/.pytest-cluster-shared-" in shared["message"]
+    assert verdict_document(pytester)["drain"] == []
+
+
+def test_a_later_burst_removes_what_earlier_ones_left_and_says_it(
+        pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """Files a killed burst left: the next burst removes those whose burst has ended and
+    says so (count and bytes, a LeftoverWarning); one of a burst that may still run is
+    said and left alone (both were unsaid)."""
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    old = folder / f"{probe.PREFIX}{int(time.time()) - 5}-0123456789ab-3"
+    running = folder / f"{probe.PREFIX}{int(time.time()) + 3600}-abcdef012345-0"
+    old.write_bytes(b"x" * 8192)
+    running.write_bytes(b"y" * 700)
+    path = pytester.path / "t.yaml"
+    path.write_text(
+        "cluster: {name: local, nodes: localhost, launcher: local}\n"
+        f"storage:\n  - path: {folder}\n    shared: true\n    checkpoint:\n"
+        "      size_per_node: 1 MiB\n      block_size: 1 MiB\n"
+        "      write: '>= 1 kB/s'\n", encoding="utf-8")
+    result = pytester.runpytest(f"--cluster={path}", "-p", "no:cacheprovider", "-k",
+                                "checkpoint")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        f"*LeftoverWarning: removed 1 file(s) (8 KiB) earlier checkpoint bursts left in "
+        f"{folder}; found 1 file(s) of other checkpoint bursts in {folder}: another "
+        "burst's, which may still be running until * UTC: left alone, removed by a later "
+        "burst after that"])
+    [write] = [r for r in jsonl(pytester) if r.get("type") == "result"]
+    assert write["leftovers_removed"] == {"files": 1, "bytes": 8192}
+    assert [(item["path"], item["removed"]) for item in write["leftovers"]] == [
+        (str(old), True), (str(running), False)]
+    assert list(folder.iterdir()) == [running]
+
+
+class Apart(Nodes):
+    """Nodes whose path is each a directory of its own (`path/<node>`): not one
+    filesystem, as where `shared: true` is not so."""
+
+    def run(self, call: ProbeCall, nodes: Sequence[str],
+            timeout_s: float) -> dict[str, ProbeResult]:
+        (node,) = nodes
+        at = call.args.index("--path") if "--path" in call.args else -1
+        args = list(call.args)
+        if at >= 0:
+            args[at + 1] = os.path.join(args[at + 1], node)
+        return super().run(ProbeCall(call.name, tuple(args)), nodes, timeout_s)
+
+
+def test_a_path_that_is_not_one_filesystem_leaves_no_nodes_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each node's path its own directory: every reader finds no file (the burst fails
+    everywhere, the filesystem's fault), and every node removes its own files (the one
+    node that removed left each other node's 24 MiB)."""
+    monkeypatch.setattr(at_once, "LEAD_S", 0.0)
+    for node in "abc":
+        (tmp_path / node).mkdir()
+    (fs,) = parse_spec(
+        "cluster: {name: t, nodes: 'a,b,c', launcher: local}\n"
+        f"storage:\n  - path: {tmp_path}\n    shared: true\n    checkpoint:\n"
+        "      size_per_node: 2 MiB\n      block_size: 256 KiB\n"
+        "      write: '>= 1 MB/s'\n", "t.yaml").storage
+    run = run_checkpoint(Apart({}), fs, ["a", "b", "c"], 2, {})
+    assert {r.errno for r in run.read} == {"ENOENT"}
+    assert run.shared_fault().startswith("a: read: rank 0: read on ")
+    assert run.not_shared == set()  # every node alike: none singled out
+    assert run.details["removed_elsewhere"] == {"files": 4, "nodes": 2}
+    assert [list(p.iterdir()) for p in sorted(tmp_path.iterdir())] == [[], [], []]

@@ -27,7 +27,7 @@ from pytest_cluster.probes.dataloader import RankData
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.clauses import keys
 from pytest_cluster.spec.model import Clause, Rule
-from tests.test_checkpoint import Nodes, verdicts
+from tests.test_checkpoint import Apart, Nodes, verdicts
 from tests.test_checkpoint import run as run_sim
 from tests.test_plugin import jsonl, junit_props
 
@@ -110,13 +110,16 @@ def test_workers_read_other_nodes_files_and_make_small_files_leaving_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_expired_runs_files_are_swept(tmp_path: Path) -> None:
+def test_an_expired_runs_files_are_swept_and_a_running_ones_said(tmp_path: Path) -> None:
     old = tmp_path / f"{probe.PREFIX}{int(time.time()) - 5}-0123456789ab-md-2"
     old.mkdir()
-    (old / "f1").write_bytes(b"x")
+    (old / "f1").write_bytes(b"x" * 3)
+    running = tmp_path / f"{probe.PREFIX}{int(time.time()) + 3600}-abcdef012345-1"
+    running.write_bytes(b"y" * 7)
     wrote = rank("write", tmp_path, token(60), 0, 1, "--size", str(2**20))
-    assert [(item["path"], item["removed"]) for item in wrote["leftovers"]] == [(str(old), True)]
-    assert not old.exists()
+    assert [(item["path"], item["bytes"], item["removed"]) for item in wrote["leftovers"]] \
+        == [(str(old), 3, True), (str(running), 7, False)]
+    assert not old.exists() and running.exists()
 
 
 def worker(node: str, number: int, ops: int, seconds: float, cpu: float = 0.1) -> WorkerFigures:
@@ -242,3 +245,75 @@ def test_each_worker_reads_only_other_nodes_that_wrote() -> None:
     assert probe.files_to_read(0, 6, 2, None) == [2, 3, 4, 5]
     assert probe.files_to_read(2, 4, 2, [1, 2]) == [2, 3]  # job node 1 is write node 2
     assert probe.files_to_read(1, 2, 2, None) == [0, 1]  # one node: its own
+
+
+def test_a_storage_fault_every_node_sees_fails_the_filesystem_and_drains_none(
+        pytester: pytest.Pytester) -> None:
+    """The export full on every node: the data loader's aggregates fail as the
+    filesystem's, each node's keeps_up is not judged (every node was REJECTED)."""
+    faults = ", ".join(f"{{node: n{i}, storage_error: ENOSPC}}" for i in range(1, 5))
+    records = run_sim(pytester, spec_text("iops: '>= 50000 IOPS per node'", faults=faults))
+    iops = records["test_storage_dataloader_iops[/shared]"]
+    assert (iops["outcome"], iops["error_kind"], iops["node"]) == (
+        "failed", "cannot_measure", "all")
+    assert "the data loader's test failed on every node, a fault of the filesystem they " \
+        "share: n1: write: worker 0: write on /shared: No space left on device" in \
+        iops["message"]
+    keeps = [r for n, r in records.items() if "keeps_up" in n]
+    assert keeps and {r["error_kind"] for r in keeps} == {"undecided"}
+    assert set(verdicts(pytester).values()) == {"NOT CHECKED"}
+
+
+def test_a_node_without_the_mount_fails_alone_and_the_others_read_what_is_there(
+        pytester: pytest.Pytester) -> None:
+    """n3's path is a local directory: it finds none of the others' files and fails its
+    keeps_up; the others read the files that are there (n1, n2 and n4 were REJECTED)."""
+    records = run_sim(pytester, spec_text("iops: '>= 50000 IOPS per node'",
+                                          faults="{node: n3, storage_unmounted: true}"))
+    failed = {n for n, r in records.items() if r["outcome"] != "passed"}
+    assert failed == {"test_storage_dataloader_keeps_up[n3-/shared]",
+                      "test_storage_dataloader_iops[/shared]"}
+    assert records["test_storage_dataloader_iops[/shared]"]["error_kind"] == "not_all_nodes"
+    assert "none of the 24 file(s) other nodes wrote is there" in \
+        records["test_storage_dataloader_keeps_up[n3-/shared]"]["message"]
+    assert [n for n, v in verdicts(pytester).items() if v != "ACCEPTED"] == ["n3"]
+
+
+def test_a_reader_reads_the_files_that_are_there_and_names_the_others(
+        tmp_path: Path) -> None:
+    """A file another node wrote that is not where this node looks (its mount, or the
+    writer's, missing) is named, not read; none there at all is an ENOENT error (a
+    missing file failed the whole reader)."""
+    tag = token(60)
+    for number in (0, 2):  # rank 1's file is not where this node looks
+        rank("write", tmp_path, tag, number, 3, "--size", str(2**20))
+    read = rank("read", tmp_path, tag, 0, 3, "--duration", "0.2")
+    assert (read["files"], read["missing"]) == (1, [1]) and read["ops"] > 0
+    other = token(60)
+    rank("write", tmp_path, other, 0, 3, "--size", str(2**20))
+    alone = rank("read", tmp_path, other, 0, 3, "--duration", "0.2")
+    assert (alone["errno"], alone["missing"]) == ("ENOENT", [1, 2])
+    assert "none of the 2 file(s) other nodes wrote is there" in alone["error"]
+    for tag_ in (tag, other):
+        rank("remove", tmp_path, tag_, 0, 1)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_path_that_is_not_one_filesystem_leaves_no_nodes_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each node's path its own directory: no worker finds another node's files (the
+    reads fail everywhere, the filesystem's fault), and every node removes its own (the
+    one node that removed left each other node's file set)."""
+    monkeypatch.setattr(at_once, "LEAD_S", 0.0)
+    for node in "abc":
+        (tmp_path / node).mkdir()
+    (fs,) = parse_spec(
+        "cluster: {name: t, nodes: 'a,b,c', launcher: local}\n"
+        f"storage:\n  - path: {tmp_path}\n    shared: true\n    dataloader:\n"
+        "      size_per_node: 1 MiB\n      duration: 1 s\n      metadata_files: 5\n"
+        "      iops: '>= 1 IOPS'\n", "t.yaml").storage
+    run = run_dataloader(Apart({}), fs, ["a", "b", "c"], 2, {})
+    assert {w.missing for w in run.read} == {4}
+    assert run.shared_fault().startswith("a: read: worker 0: read on ")
+    assert run.details["removed_elsewhere"] == {"files": 4, "nodes": 2}
+    assert [list(p.iterdir()) for p in sorted(tmp_path.iterdir())] == [[], [], []]

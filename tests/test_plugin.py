@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_cluster.evidence.gate import gate
 from pytest_cluster.spec.launcher_kind import LauncherKind
 from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.loader import SECTIONS
@@ -405,18 +406,25 @@ def test_software_mismatch_names_the_odd_node(pytester: pytest.Pytester, fs: Pat
     ])
 
 
-def test_missing_filesystem_fails_its_clauses_with_the_reason(pytester: pytest.Pytester,
-                                                              fs: Path) -> None:
+@pytest.mark.parametrize("options", [(), ("--cluster-node=nodeA",)])
+def test_missing_filesystem_fails_its_clauses_with_the_reason_and_drains_no_node(
+        pytester: pytest.Pytester, fs: Path, options: tuple[str, ...]) -> None:
+    """The path missing on the only node checked (a storage outage seen from a prolog)
+    cannot single the node out: each clause fails saying why, undecided, and the node is
+    NOT CHECKED, an ERROR the gate never drains (it was a FAIL that drained it)."""
     gone = fs / "not-mounted"
     pytester.makefile(".yaml", trial=spec_text(gone, host='  cpu_cores: ">= 1"\n'))
-    result = pytester.runpytest("--cluster=trial.yaml")
+    result = pytester.runpytest("--cluster=trial.yaml", *options)
     result.assert_outcomes(passed=1, failed=4)
     result.stdout.fnmatch_lines([
         f"*nodeA {gone} write: cannot measure: {gone} does not exist or is not a directory "
-        "on this node*"])
+        "on this node, on the only node checked: a fault of the filesystem, not nodeA's*"])
     failed = [r for r in jsonl(pytester) if r.get("outcome") == "failed"]
-    assert {r["error_kind"] for r in failed} == {"cannot_measure"}
+    assert {r["error_kind"] for r in failed} == {"undecided"}
     assert {r["requirement"] for r in failed} == {">= 1 MiB", ">= 1 MB/s", ">= 10 ops/s"}
+    decision = gate(pytester.path / "reports", 1)
+    assert decision.outcome == "ERROR" and decision.failed == ()
+    assert decision.lines[0].startswith("ERROR nodeA: not checked: ")
 
 
 def test_a_version_not_found_names_the_interpreter_asked(pytester: pytest.Pytester,

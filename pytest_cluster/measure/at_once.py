@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import run_job
+from pytest_cluster.launchers.result import ErrorKind
 
 if TYPE_CHECKING:
     from pytest_cluster.launchers.base import Launcher
@@ -47,10 +48,13 @@ class Removed(TypedDict):
 
 
 class Removal(TypedDict, total=False):
-    """What removing a run's files did: what was removed, or why nothing could be."""
+    """What removing a run's files did: what was removed, or why nothing could be; where
+    some node did not find the files it was to read (the path not the same filesystem
+    on every node), what the other nodes removed of their own (`removed_elsewhere`)."""
 
     removed: Removed
     remove_error: str
+    removed_elsewhere: dict[str, Any]
 
 
 def remove_left(launcher: Launcher, nodes: Sequence[str], job: Callable[[str], JobSpec]
@@ -73,6 +77,27 @@ def remove_left(launcher: Launcher, nodes: Sequence[str], job: Callable[[str], J
     return {"remove_error": "; ".join(tried)}
 
 
+def remove_elsewhere(launcher: Launcher, nodes: Sequence[str],
+                     job: Callable[[Sequence[str]], JobSpec]) -> Removal:
+    """Remove what is left of a run on each of `nodes` at once (one job, a rank each),
+    where the files are not all where one node looks (a path that is not one filesystem
+    on every node: each node's own would stay): how many each removed, or why not."""
+    if not nodes:
+        return {}
+    try:
+        result = run_job(launcher, job(nodes))
+    except (ClusterError, OSError, ValueError) as exc:
+        return {"removed_elsewhere": {"error": str(exc)[:200]}}
+    said = {r.node: r.data.get("removed") for r in result.ranks
+            if r.ok and r.data and "error" not in r.data}
+    found: dict[str, Any] = {"files": sum(n for n in said.values() if isinstance(n, int)
+                                          and not isinstance(n, bool) and n > 0),
+                             "nodes": len(said)}
+    if result.errors or len(said) < len(nodes):
+        found["error"] = (result.first_failure() or "; ".join(result.errors))[:200]
+    return {"removed_elsewhere": found}
+
+
 def pairs(record: dict[str, Any], key: str) -> tuple[tuple[str, str], ...]:
     """A run document's (node, text) pairs under `key` (errors, error kinds), as text."""
     return tuple((str(a), str(b)) for a, b in record.get(key) or ())
@@ -91,3 +116,47 @@ def part_errors(result: JobResult, phase: str) -> list[tuple[str, str]]:
         node, _, why = part.partition(": ")
         found.append((node, f"{phase}: {why.removeprefix(f'{node}: ')}"))
     return found
+
+
+#: The launcher's error kinds of a node that did not answer: its own fault, never the
+#: filesystem's (the others' failure is judged without it).
+SILENT_KINDS = frozenset({ErrorKind.UNREACHABLE.value, ErrorKind.AUTH_REFUSED.value})
+
+
+def failed_everywhere(nodes: Sequence[str], phases: Sequence[str],
+                      errors: Sequence[tuple[str, str]],
+                      kinds: Sequence[tuple[str, str]]) -> str:
+    """A fault of the filesystem every node shares: the first of `phases` (in the order
+    they ran, each on the nodes the one before left) in which every node of `nodes` that
+    answered failed (its server down, its export full, the mount missing everywhere):
+    'write: n1: write: rank 0: write on /shared: No space left on device', the first
+    node's error said for all. '' where some node measured, or none answered."""
+    silent = {who for who, kind in kinds if kind in SILENT_KINDS}
+    on = [n for n in nodes if n not in silent]
+    for phase in phases:
+        if not on:
+            return ""
+        said = [(who, text) for who, text in errors if text.startswith(f"{phase}: ")]
+        failed = {who for who, _ in said}
+        if all(n in failed for n in on):
+            first = next(text for who, text in said if who == on[0])
+            return f"{on[0]}: {first}"
+        on = [n for n in on if n not in failed]
+    return ""
+
+
+def not_shared(reads: Iterable[tuple[str, str, bool]]) -> set[str]:
+    """The nodes whose view of the filesystem is not the others' (its mount missing: a
+    local directory in its place), from who read whose file and whether it was there
+    (reader, writer, missing): no other node found the files it wrote, and it found none
+    of theirs. Where that is every node, nothing singles one out (the filesystem's own
+    fault, or two nodes that cannot tell which): none."""
+    wrote: dict[str, list[bool]] = {}
+    read: dict[str, list[bool]] = {}
+    for reader, writer, missing in reads:
+        if reader != writer:
+            wrote.setdefault(writer, []).append(missing)
+            read.setdefault(reader, []).append(missing)
+    found = {node for node, seen in wrote.items()
+             if all(seen) and read.get(node) and all(read[node])}
+    return set() if found >= set(wrote) | set(read) else found

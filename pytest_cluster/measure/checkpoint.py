@@ -2,7 +2,8 @@
 checkpoint workload and IO500 measure one: every node's writers (one per GPU) write their
 shard at once with fsync, then every writer's file is read back, uncached, by the same GPU
 of the next node (probes/checkpoint.py, two jobs through the cluster's launcher, then a
-third that removes what is left).
+third that removes what is left; where a reader did not find its file, the path is not
+one filesystem on every node, and a fourth removes what each other node has of its own).
 
 The figures: each node's rate (its bytes over its slowest writer's time: its writers run
 at once), the burst's duration (the slowest node's time) and the aggregate rate (every
@@ -24,9 +25,13 @@ from pytest_cluster.launchers.jobs import JobSpec, how_ended, reason_line, run_j
 from pytest_cluster.measure.at_once import (
     NO_RENDEZVOUS,
     NOT_STARTED,
+    SILENT_KINDS,
     Removal,
+    failed_everywhere,
+    not_shared,
     pairs,
     part_errors,
+    remove_elsewhere,
     remove_left,
     said_of,
     start_at,
@@ -59,6 +64,7 @@ class RankFigures:
     writer: int = -1  # read: whose file
     error: str = ""
     wait_s: float = 0.0  # of `seconds`, waiting for the data to be made or checked (CPU)
+    errno: str = ""  # the error's name: 'ENOENT', a read's file not there
 
 
 class CheckpointDetails(Removal, total=False):
@@ -160,6 +166,34 @@ class CheckpointRun:
                 found.setdefault(rank.node, []).append(rank)
         return found
 
+    def shared_fault(self) -> str:
+        """A fault of the filesystem every node shares (at_once.failed_everywhere): the
+        phase that failed on every node that answered, and the first one's error; ''."""
+        return failed_everywhere(self.nodes, PHASES, self.errors, self.error_kinds)
+
+    def writer_node(self, writer: int) -> str:
+        """The node of the write job's rank `writer` (every node of the burst wrote)."""
+        index = writer // self.writers_per_node
+        return self.nodes[index] if 0 <= index < len(self.nodes) else ""
+
+    @functools.cached_property
+    def not_shared(self) -> set[str]:
+        """The nodes that do not see the shared filesystem the others see (at_once.
+        not_shared): no reader found their files and they found no other node's."""
+        return not_shared((r.node, self.writer_node(r.writer), r.errno == "ENOENT")
+                          for r in self.read if r.writer >= 0)
+
+    def unseen(self, node: str) -> list[str]:
+        """Where every read of `node` that failed did not find its file, written on a
+        node that does not see the shared filesystem: those nodes (the files were never
+        written where `node` looks; `node` is not judged on them). [] otherwise."""
+        failed = [r for r in self.read if r.node == node and r.error]
+        writers = {self.writer_node(r.writer) for r in failed}
+        if not failed or node in self.not_shared or not writers <= self.not_shared \
+                or any(r.errno != "ENOENT" for r in failed):
+            return []
+        return sorted(writers)
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -212,7 +246,11 @@ def _figures(node: str, rank: int, data: RankData | None, phase: str,
         return replace(empty, error=stderr.strip().splitlines()[-1][:300] if stderr.strip()
                        else "the rank printed no result")
     if "error" in data:
-        return replace(empty, error=str(data["error"])[:300])
+        writer = data.get("writer")
+        return replace(empty, error=str(data["error"])[:300], errno=str(data.get("errno")
+                                                                        or "")[:20],
+                       writer=writer if isinstance(writer, int) and not isinstance(
+                           writer, bool) and 0 <= writer < 2**31 else -1)
     numbers = {}
     for name in (*_NUMBERS, *(("bad_blocks", "writer") if phase == "read" else ()), "wait_s"):
         if name == "wait_s" and name not in data:
@@ -255,8 +293,15 @@ def _remove(launcher: Launcher, fs: StorageSpec, run: CheckpointRun, tag: str) -
     """Remove every file of the burst, on the first node that can: those whose part ran
     first (a node that did not answer is tried last)."""
     ordered = sorted(run.nodes, key=lambda n: bool(run.node_error(n)))
-    return remove_left(launcher, ordered, lambda node: phase_job(
+    removal = remove_left(launcher, ordered, lambda node: phase_job(
         fs, [node], run.writers_per_node, run.size_per_writer, "remove", tag, 0.0))
+    if any(r.errno == "ENOENT" for r in run.read):  # some files not where one node looks
+        remover = removal.get("removed", {}).get("node")
+        others = [n for n in run.nodes if n != remover and run.node_kind(n) not in
+                  SILENT_KINDS]
+        removal.update(remove_elsewhere(launcher, others, lambda on: phase_job(
+            fs, on, run.writers_per_node, run.size_per_writer, "remove", tag, 0.0)))
+    return removal
 
 
 def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],

@@ -24,9 +24,12 @@ from pytest_cluster.launchers.jobs import JobSpec, how_ended, reason_line, run_j
 from pytest_cluster.measure.at_once import (
     NO_RENDEZVOUS,
     NOT_STARTED,
+    SILENT_KINDS,
     Removal,
+    failed_everywhere,
     pairs,
     part_errors,
+    remove_elsewhere,
     remove_left,
     said_of,
     start_at,
@@ -56,6 +59,7 @@ class WorkerFigures:
     cpu_s: float
     late_s: float
     error: str = ""
+    missing: int = 0  # read: the files other nodes wrote it did not find (not written here)
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class DataloaderDetails(Removal, total=False):
     token: str
     started_at: float
     ended_at: float
+    leftovers: list[dict[str, Any]]  # what earlier runs left, as the write's sweep said
 
 
 @dataclass(frozen=True)
@@ -145,6 +150,13 @@ class DataloaderRun:
         total = sum(f.ops if what == "ops" else f.bytes for f in figures.values())
         return total / max(f.seconds for f in figures.values())
 
+    def shared_fault(self) -> str:
+        """A fault of the filesystem every node shares (at_once.failed_everywhere): the
+        phase that failed on every node that answered (the write; or the reads, or the
+        metadata test, of every node that wrote), and the first one's error; ''."""
+        return next((found for phase in JUDGED if (found := failed_everywhere(
+            self.nodes, ("write", phase), self.errors, self.error_kinds))), "")
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -188,7 +200,9 @@ _NUMBERS = ("ops", "bytes", "seconds", "cpu_s", "late_s")
 
 def _worker(node: str, rank: int, data: RankData | None, why: str) -> WorkerFigures:
     """One worker's report, each number checked (a node's answer is not trusted)."""
-    empty = WorkerFigures(node, rank, 0, 0, 0.0, 0.0, 0.0)
+    missing = data.get("missing") if data is not None else None
+    empty = WorkerFigures(node, rank, 0, 0, 0.0, 0.0, 0.0,
+                          missing=min(len(missing), 2**20) if isinstance(missing, list) else 0)
     if data is None:
         return replace(empty, error=why or "the worker printed no result")
     if "error" in data:
@@ -200,13 +214,22 @@ def _worker(node: str, rank: int, data: RankData | None, why: str) -> WorkerFigu
             return replace(empty, error=f"bad data loader output: {name} is "
                                         f"{str(data.get(name))[:40]!r}")
         numbers[name] = value
-    return WorkerFigures(node, rank, int(numbers["ops"]), int(numbers["bytes"]),
-                         numbers["seconds"], numbers["cpu_s"], numbers["late_s"])
+    return replace(empty, ops=int(numbers["ops"]), bytes=int(numbers["bytes"]),
+                   seconds=numbers["seconds"], cpu_s=numbers["cpu_s"],
+                   late_s=numbers["late_s"])
 
 
-def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
+def _phase(launcher: Launcher, job: JobSpec, phase: str,
+           details: DataloaderDetails) -> tuple[
         tuple[WorkerFigures, ...], list[tuple[str, str]], list[tuple[str, str]], bool, str]:
+    """A phase's workers, per node why it has none, per node the launcher's error kind,
+    whether simulated, and how the reads bypassed the page cache; what the write's sweep
+    found of earlier runs into `details`."""
     result = run_job(launcher, job)
+    leftovers = [item for r in result.ranks if r.data for item in r.data.get("leftovers") or []
+                 if isinstance(item, dict)]
+    if leftovers:
+        details["leftovers"] = leftovers[:100]
     errors = part_errors(result, phase)
     workers = tuple(_worker(r.node, r.rank,  # a worker's answer: _worker checks it
                             cast("RankData | None", r.data if r.ok else None),
@@ -238,7 +261,7 @@ def run_dataloader(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
         for phase in ("write", *JUDGED):
             try:
                 found, errors, kinds, sim, method = _phase(launcher, phase_job(
-                    fs, on, workers, phase, tag, start_at(len(on)), wrote), phase)
+                    fs, on, workers, phase, tag, start_at(len(on)), wrote), phase, details)
             except (ClusterError, OSError, ValueError) as exc:
                 found, errors, sim, method = (), [(n, f"{phase}: {exc}") for n in on], False, ""
                 kinds = [(n, NOT_STARTED) for n in on]
@@ -257,7 +280,13 @@ def run_dataloader(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
                 run = replace(run, metadata=found)
     finally:
         ordered = sorted(run.nodes, key=lambda n: bool(run.node_error(n)))
-        details = {**details, **remove_left(launcher, ordered, lambda node: phase_job(
-            fs, [node], workers, "remove", tag, 0.0))}
+        removal = remove_left(launcher, ordered, lambda node: phase_job(
+            fs, [node], workers, "remove", tag, 0.0))
+        if any(w.missing for w in run.read):  # some files not where one node looks
+            remover = removal.get("removed", {}).get("node")
+            removal.update(remove_elsewhere(launcher, [
+                n for n in run.nodes if n != remover and run.node_kind(n) not in SILENT_KINDS],
+                lambda on: phase_job(fs, on, workers, "remove", tag, 0.0)))
+        details = {**details, **removal}
     details["ended_at"] = time.time()
     return replace(run, details=details, simulated=simulated)

@@ -34,14 +34,17 @@ read the blocks that were not as written.
 
 Nothing is left behind: the token is `<expires>-<12 hex digits>`, the time after which no
 phase of this burst can still run. A write stopped by SIGTERM, SIGINT or SIGHUP removes
-its partial file; the reader removes what it read; the controller removes the rest; what
-a SIGKILL leaves is removed by a later burst's write after its expiry (`leftovers`).
+its partial file (job_node gives a rank SIGTERM before SIGKILL); the reader removes what
+it read; the controller removes the rest; what a SIGKILL leaves is removed by a later
+burst's write after its expiry, and said before it (`leftovers`: path, bytes, removed,
+why).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import os
 import queue
@@ -89,6 +92,7 @@ class RankData(TypedDict, total=False):
     first_bad_block: int | None
     removed: int  # remove
     error: str
+    errno: str  # the error's name, 'ENOENT' (a read's file not there: not written here)
     simulated: bool  # the sim's answer says so
 
 
@@ -133,17 +137,22 @@ def block(base: bytes, rank: int, index: int) -> bytearray:
     return data
 
 
-def sweep(path: str, now: float) -> list[Leftover]:
-    """Remove the files of bursts whose expiry has passed (a killed run's)."""
+def sweep(path: str, now: float, token: str = "") -> list[Leftover]:
+    """Remove the files of bursts whose expiry has passed (a killed run's); those of
+    another burst (not `token`'s) whose expiry is to come are said, left alone (a burst
+    that may still be running, or one cut off before its end)."""
     found: list[Leftover] = []
     for name in sorted(os.listdir(path)):
         match = NAME.match(name[len(PREFIX):]) if name.startswith(PREFIX) else None
-        if match is None:
+        if match is None or match["token"] == token:
             continue
         expires = int(TOKEN.match(match["token"])["expires"])  # type: ignore[index]
-        if expires >= now:
-            continue  # a burst still running
         full = os.path.join(path, name)
+        if expires >= now:  # a burst that may still be running
+            with contextlib.suppress(OSError):
+                found.append({"path": full, "bytes": os.lstat(full).st_size,
+                              "removed": False, "why": _running(expires)})
+            continue
         try:
             size = os.lstat(full).st_size
             os.unlink(full)
@@ -157,6 +166,12 @@ def sweep(path: str, now: float) -> list[Leftover]:
                       "why": f"its checkpoint burst ended by {stamp}; the run was cut off "
                              "before removing it"})
     return found
+
+
+def _running(expires: float) -> str:
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(expires))
+    return (f"another burst's, which may still be running until {stamp}: left alone, "
+            "removed by a later burst after that")
 
 
 def _wait(start_at: float) -> float:
@@ -174,7 +189,7 @@ def write(path: str, token: str, rank: int, size: int, block_size: int,
           start_at: float) -> RankData:
     target = file_of(path, token, rank)
     base = base_block(token, rank, block_size)
-    leftovers = sweep(path, time.time()) if rank == 0 else []
+    leftovers = sweep(path, time.time(), token) if rank == 0 else []
     count = (size + block_size - 1) // block_size
     made: queue.Queue[bytearray | Exception] = queue.Queue(AHEAD)
 
@@ -360,13 +375,14 @@ def main(argv: list[str] | None = None) -> int:
             info.update(write(args.path, args.token, rank, args.size, args.block,
                               args.start_at))
         elif args.phase == "read":
-            info.update(read(args.path, args.token, rank,
-                             writer_of(rank, world, args.ranks_per_node, args.write_nodes),
-                             args.size, args.block, args.start_at))
+            info["writer"] = writer_of(rank, world, args.ranks_per_node, args.write_nodes)
+            info.update(read(args.path, args.token, rank, info["writer"], args.size,
+                             args.block, args.start_at))
         else:
             info.update(remove(args.path, args.token))
     except OSError as exc:
         info["error"] = f"{args.phase} on {args.path}: {exc.strerror or exc}"
+        info["errno"] = errno.errorcode.get(exc.errno or 0, "")
     print(json.dumps(info, allow_nan=False))
     return 0
 

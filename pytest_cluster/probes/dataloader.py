@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import mmap
 import os
@@ -73,9 +74,11 @@ class RankData(TypedDict, total=False):
     late_s: float
     leftovers: list[Leftover]  # write, rank 0
     files: int  # read: the files it read from
+    missing: list[int]  # read: the writers whose files were not there (not written here)
     method: str  # read: how the page cache was bypassed
     removed: int  # remove
     error: str
+    errno: str  # the error's name, 'ENOENT'
     simulated: bool  # the sim's answer says so
 
 PREFIX = ".pytest-cluster-dl-"
@@ -122,20 +125,39 @@ def _wait(start_at: float) -> float:
     return max(0.0, time.time() - start_at)
 
 
-def sweep(path: str, now: float) -> list[Leftover]:
-    """Remove what runs whose expiry has passed left (a killed run's)."""
+def _size(full: str) -> int:
+    """A leftover's bytes: a file's, or the files' of a directory (one level)."""
+    try:
+        if not os.path.isdir(full) or os.path.islink(full):
+            return os.lstat(full).st_size
+        with os.scandir(full) as entries:
+            return sum(e.stat(follow_symlinks=False).st_size for e in entries)
+    except OSError:
+        return 0
+
+
+def sweep(path: str, now: float, token: str = "") -> list[Leftover]:
+    """Remove what runs whose expiry has passed left (a killed run's); what another run
+    (not `token`'s) whose expiry is to come made is said, left alone (a run that may
+    still be going)."""
     found: list[Leftover] = []
     for name in sorted(os.listdir(path)):
         match = NAME.match(name[len(PREFIX):]) if name.startswith(PREFIX) else None
-        if match is None:
+        if match is None or match["token"] == token:
             continue
         expires = int(match["token"].split("-", 1)[0])
-        if expires >= now:
-            continue
         full = os.path.join(path, name)
+        if expires >= now:
+            stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(expires))
+            found.append({"path": full, "bytes": _size(full), "removed": False,
+                          "why": f"another data loader run's, which may still be going "
+                                 f"until {stamp}: left alone, removed by a later run after "
+                                 "that"})
+            continue
+        size = _size(full)
         _remove(full)
         stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(expires))
-        found.append({"path": full, "bytes": 0, "removed": not os.path.lexists(full),
+        found.append({"path": full, "bytes": size, "removed": not os.path.lexists(full),
                       "why": f"its data loader run ended by {stamp}; the run was cut off "
                              "before removing it"})
     return found
@@ -143,7 +165,7 @@ def sweep(path: str, now: float) -> list[Leftover]:
 
 def write(path: str, token: str, rank: int, size: int) -> RankData:
     target = file_of(path, token, rank)
-    leftovers = sweep(path, time.time()) if rank == 0 else []
+    leftovers = sweep(path, time.time(), token) if rank == 0 else []
     _on_stop([target])
     base = os.urandom(CHUNK)
     cpu0, started, done = time.process_time(), time.perf_counter(), 0
@@ -202,10 +224,17 @@ def _indexes(text: str) -> list[int]:
 
 def read(path: str, token: str, rank: int, others: list[int], read_size: int,
          duration: float, start_at: float) -> RankData:
-    opened = []
+    opened, missing = [], []
     for other in others:
-        fd, direct = _open_uncached(file_of(path, token, other))
+        try:
+            fd, direct = _open_uncached(file_of(path, token, other))
+        except FileNotFoundError:  # not written where this node looks: read the others
+            missing.append(other)
+            continue
         opened.append((fd, direct, os.fstat(fd).st_size))
+    if not opened:
+        raise FileNotFoundError(errno.ENOENT, f"none of the {len(others)} file(s) other "
+                                "nodes wrote is there (No such file or directory)")
     buffer = mmap.mmap(-1, read_size)  # page-aligned, as O_DIRECT needs
     pick = random.Random(f"{token}/{rank}")  # noqa: S311 - where to read, not a secret
     late = _wait(start_at)
@@ -228,8 +257,12 @@ def read(path: str, token: str, rank: int, others: list[int], read_size: int,
             os.close(fd)
     method = "O_DIRECT" if all(d for _, d, _ in opened) else \
         "page cache dropped after each read (posix_fadvise DONTNEED)"
-    return {"ops": ops, "bytes": done, "seconds": seconds, "cpu_s": time.process_time() - cpu0,
-            "late_s": late, "files": len(opened), "method": method}
+    found: RankData = {"ops": ops, "bytes": done, "seconds": seconds,
+                       "cpu_s": time.process_time() - cpu0, "late_s": late,
+                       "files": len(opened), "method": method}
+    if missing:
+        found["missing"] = missing
+    return found
 
 
 def metadata(path: str, token: str, rank: int, files: int, start_at: float) -> RankData:
@@ -291,11 +324,11 @@ def main(argv: list[str] | None = None) -> int:
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
     info: RankData = {"rank": rank, "world": world, "host": socket.gethostname(),
                       "phase": args.phase}
+    others = files_to_read(rank, world, args.ranks_per_node, args.write_nodes)
     try:
         if args.phase == "write":
             info.update(write(args.path, args.token, rank, args.size))
         elif args.phase == "read":
-            others = files_to_read(rank, world, args.ranks_per_node, args.write_nodes)
             info.update(read(args.path, args.token, rank, others, args.read_size,
                              args.duration, args.start_at))
         elif args.phase == "metadata":
@@ -304,6 +337,9 @@ def main(argv: list[str] | None = None) -> int:
             info.update(remove(args.path, args.token))
     except OSError as exc:
         info["error"] = f"{args.phase} on {args.path}: {exc.strerror or exc}"
+        info["errno"] = errno.errorcode.get(exc.errno or 0, "")
+        if args.phase == "read" and exc.errno == errno.ENOENT:
+            info["missing"] = others
     print(json.dumps(info, allow_nan=False))
     return 0
 

@@ -9,7 +9,8 @@ interface toward MASTER_ADDR is given to gloo and NCCL unless already set. The l
 line of a rank that is a JSON object is its result. When one rank fails, or the wall
 clock runs out, this node's other ranks are killed. Each rank runs in a session of its own
 (killed with whatever it started); they never outlive this process: SIGTERM, SIGHUP or
-SIGINT here (the node runner ending the probe, scancel) kills them before it exits, and
+SIGINT here (the node runner ending the probe, scancel) ends them before it exits (SIGTERM,
+then SIGKILL RANK_GRACE_S later: a checkpoint writer removes its partial file), and
 should it be SIGKILLed they get SIGKILL from the kernel (PR_SET_PDEATHSIG, Linux).
 
 With `--stall-timeout S` (above 0) every rank gets PYTEST_CLUSTER_PROGRESS, the path of a
@@ -136,12 +137,32 @@ def die_with_parent() -> Callable[[], None] | None:
     return preexec
 
 
-def _end_ranks(signum: int, frame: object) -> None:
-    """Told to stop: kill every rank's session, remove the progress files, then exit
-    (128 + signal: os._exit, so nothing else runs; what would have is done here)."""
-    for process in _RANKS:
+#: Told to stop, the ranks get SIGTERM and this long to clean up (a checkpoint writer
+#: removes its partial file) before SIGKILL: within the node runner's own grace (3 s)
+#: before it kills this process.
+RANK_GRACE_S = 1.5
+
+
+def _end_sessions(processes: list[subprocess.Popen[bytes]], grace_s: float) -> None:
+    """SIGTERM every rank's session, wait for the ranks up to `grace_s`, then SIGKILL the
+    sessions (what a rank started, and a rank stopped or that ignores SIGTERM)."""
+    for process in processes:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for process in processes:
+        with contextlib.suppress(subprocess.TimeoutExpired, ChildProcessError, OSError):
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+    for process in processes:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(process.pid, signal.SIGKILL)
+
+
+def _end_ranks(signum: int, frame: object) -> None:
+    """Told to stop: end every rank's session (SIGTERM, RANK_GRACE_S to clean up, then
+    SIGKILL), remove the progress files, then exit (128 + signal: os._exit, so nothing
+    else runs; what would have is done here)."""
+    _end_sessions(_RANKS, RANK_GRACE_S)
     for process in _RANKS:  # reaped: no rank writes into the folder as it goes
         with contextlib.suppress(ChildProcessError, OSError):
             process.wait(timeout=2)

@@ -40,7 +40,7 @@ _OURS: dict[str, ProbeAnswer] = {
                                                               parse_options(list(args))),
     "nic": lambda sim, ic, node, args: nic_payload(sim, node, ic, tuple(args)),
     "nccl_tests": nccl_tests_payload,
-    "shared_fs": lambda _sim, _ic, node, args: shared_fs_payload(node, args),
+    "shared_fs": lambda sim, _ic, node, args: shared_fs_payload(sim, node, args),
 }
 PROBES: dict[str, ProbeAnswer] = {**_OURS, **free(added_sim_answers(), _OURS, "the sim's answers")}
 

@@ -4,7 +4,12 @@ and the checkpoint burst's ranks (probes/checkpoint.py) would print.
 Each node's client writes at CLIENT_WRITE and reads at CLIENT_READ bytes/s, shared by its
 writers, times its `storage_factor` fault (a slow client); the filesystem gives every node
 at most its share of `sim.storage_rate` (a slow aggregate; 0: no limit). A node with the
-`storage_corrupt` fault reads back blocks that are not as written. Pure functions.
+`storage_corrupt` fault reads back blocks that are not as written. A node with the
+`storage_error` fault (ENOSPC, EIO, ENOENT, EROFS) fails every write and read with it (on
+every node: the filesystem's own fault); one with `storage_unmounted` has a local
+directory in its place: its writes succeed, but no other node sees its files and it sees
+none of theirs (the shared-file check's writer, the first node, is taken to have the
+mount). Pure functions.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from pytest_cluster.probes.checkpoint import writer_of
 from pytest_cluster.sim.cluster import faults_on, jitter
+from pytest_cluster.spec.sim import STORAGE_ERRORS
 
 if TYPE_CHECKING:
     from pytest_cluster.probes import checkpoint, dataloader
@@ -41,6 +47,30 @@ def corrupt(sim: SimSpec, node: str) -> bool:
     return any(f.storage_corrupt for f in faults_on(sim, node))
 
 
+def storage_error(sim: SimSpec, node: str) -> str | None:
+    """The error every write and read of `node`'s client fails with ('ENOSPC'); None."""
+    errors = [f.storage_error for f in faults_on(sim, node) if f.storage_error]
+    return errors[-1] if errors else None
+
+
+def unmounted(sim: SimSpec, node: str) -> bool:
+    return any(f.storage_unmounted for f in faults_on(sim, node))
+
+
+def failed(sim: SimSpec, node: str, what: str, path: str) -> tuple[str, str] | None:
+    """The error a rank of `node` prints where its client fails `what` ('write'), and
+    its name; None."""
+    name = storage_error(sim, node)
+    if name is None:
+        return None
+    return f"{what} on {path}: {STORAGE_ERRORS[name]}", name
+
+
+def apart(sim: SimSpec, reader: str, writer: str) -> bool:
+    """Whether `reader` does not see the files `writer` wrote (either's mount missing)."""
+    return reader != writer and (unmounted(sim, reader) or unmounted(sim, writer))
+
+
 def node_rate(sim: SimSpec, node: str, nodes: int, phase: str) -> float:
     """What `node` writes (or reads) at while `nodes` nodes do at once, bytes/s."""
     client = (CLIENT_WRITE if phase == "write" else CLIENT_READ) * storage_factor(sim, node)
@@ -49,7 +79,7 @@ def node_rate(sim: SimSpec, node: str, nodes: int, phase: str) -> float:
     return client * jitter(node, phase, "storage", spread=0.02)
 
 
-def shared_fs_payload(node: str, args: Sequence[str]) -> SharedData:
+def shared_fs_payload(sim: SimSpec, node: str, args: Sequence[str]) -> SharedData:
     """The shared-file check: every simulated node sees the file the writer wrote."""
     mode = args[-1] if args else ""
     given = dict(zip(args[:-1:2], args[1:-1:2], strict=False))
@@ -57,8 +87,13 @@ def shared_fs_payload(node: str, args: Sequence[str]) -> SharedData:
     data: SharedData = {"file": f"{path}/.pytest-cluster-shared-{tag}", "mode": mode,
                         "host": node}
     digest = hashlib.sha256(tag.encode()).hexdigest()
-    if mode == "write":
+    error = storage_error(sim, node) if mode in ("write", "read") else None
+    if error is not None:  # as the probe says it
+        data["error"] = f"{mode} {data['file']}: {STORAGE_ERRORS[error]}"
+    elif mode == "write":
         data.update({"leftovers": [], "sha256": digest, "bytes": 2**20})
+    elif mode == "read" and unmounted(sim, node):
+        data["seen"] = False
     elif mode == "read":
         data.update({"seen": True, "sha256": digest, "bytes": 2**20})
     elif mode == "remove":
@@ -79,7 +114,7 @@ def checkpoint_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
     world = len(nodes) * ranks_per_node
     write_nodes = [int(i) for i in given["--write-nodes"].split(",")] \
         if "--write-nodes" in given else None
-    now = time.time()
+    now, path = time.time(), given.get("--path", "/")
     parts: list[list[RankEntry]] = []
     for index, node in enumerate(nodes):
         ranks: list[RankEntry] = []
@@ -87,7 +122,19 @@ def checkpoint_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
             rank = index * ranks_per_node + local
             data: checkpoint.RankData = {"rank": rank, "world": world, "host": node,
                                          "phase": phase, "simulated": True}
-            if phase == "remove":
+            writer = writer_of(rank, world, writers, write_nodes) if phase == "read" else 0
+            # the write job's node of the writer: this job's node at its index
+            writer_node = nodes[(write_nodes or list(range(len(nodes)))).index(
+                writer // writers)] if phase == "read" else node
+            failure = failed(sim, node, phase, path)
+            if failure is not None:
+                data["error"], data["errno"] = failure
+                if phase == "read":
+                    data["writer"] = writer
+            elif apart(sim, node, writer_node):
+                data.update({"error": f"read on {path}: No such file or directory",
+                             "errno": "ENOENT", "writer": writer})
+            elif phase == "remove":
                 data["removed"] = len(nodes) * writers
             else:
                 seconds = size / (node_rate(sim, node, len(nodes), phase) / writers)
@@ -96,8 +143,7 @@ def checkpoint_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
                 if phase == "read":
                     blocks = max(1, size // int(given.get("--block", 2**24)))
                     bad = blocks if corrupt(sim, node) else 0
-                    data.update({"writer": writer_of(rank, world, writers, write_nodes),
-                                 "file_bytes": size,
+                    data.update({"writer": writer, "file_bytes": size,
                                  "bad_blocks": bad, "first_bad_block": 0 if bad else None})
                 else:
                     data["leftovers"] = []
@@ -127,18 +173,35 @@ def dataloader_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
     given = dict(zip(args[::2], args[1::2], strict=True))
     phase, read_size = given["--phase"], int(given.get("--read-size", 4096))
     duration, files = float(given.get("--duration", 10)), int(given.get("--files", 1000))
+    path = given.get("--path", "/")
+    write_nodes = [int(i) for i in given["--write-nodes"].split(",")] \
+        if "--write-nodes" in given else list(range(len(nodes)))
     parts: list[list[RankEntry]] = []
     for index, node in enumerate(nodes):
         factor = storage_factor(sim, node) * jitter(node, "dataloader", spread=0.02)
         ranks: list[RankEntry] = []
+        # the write job's ranks whose files this node reads: every other node's
+        others = [write_nodes[i] * ranks_per_node + local for i, other in enumerate(nodes)
+                  if other != node for local in range(ranks_per_node)]
+        missing = [rank for rank in others if apart(
+            sim, node, nodes[write_nodes.index(rank // ranks_per_node)])]
         for local in range(ranks_per_node):
             rank = index * ranks_per_node + local
             data: dataloader.RankData = {"rank": rank, "world": len(nodes) * ranks_per_node,
                                          "host": node, "phase": phase, "simulated": True}
-            if phase == "read":
+            failure = failed(sim, node, phase, path) if phase != "remove" else None
+            if failure is not None:
+                data["error"], data["errno"] = failure
+            elif phase == "read" and others and len(missing) == len(others):
+                data.update({"error": f"read on {path}: none of the {len(others)} file(s) "
+                                      "other nodes wrote is there (No such file or "
+                                      "directory)", "errno": "ENOENT", "missing": missing})
+            elif phase == "read":
                 ops = int(WORKER_IOPS * factor * duration)
                 data.update({"ops": ops, "bytes": ops * read_size, "seconds": duration,
                              "cpu_s": duration * 0.2, "late_s": 0.0, "method": "O_DIRECT"})
+                if missing:
+                    data["missing"] = missing
             elif phase == "metadata":
                 seconds = 4 * files / (WORKER_METADATA_OPS * factor)
                 data.update({"ops": 4 * files, "bytes": files * 3901, "seconds": seconds,

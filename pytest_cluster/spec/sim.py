@@ -43,7 +43,8 @@ FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen",
               "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor",
               "link_factor", "replaced", "from_round", "until_round", "sdc", "nic", "nic_down",
               "nic_rate", "nic_firmware", "nic_link_downed", "nic_symbol_errors", "transport",
-              "gdr", "latency_factor", "storage_factor", "storage_corrupt")
+              "gdr", "latency_factor", "storage_factor", "storage_corrupt", "storage_error",
+              "storage_unmounted")
 #: What a simulated node's NCCL may fall back to (its `transport` fault).
 SIM_TRANSPORTS = ("socket",)
 #: The clocks event reasons that count as throttling (the GPU probe's THROTTLE_BITS: the spec
@@ -55,7 +56,13 @@ NODE_FAULTS = {"gpus": "the node's GPU count", "down": "the whole node",
                "gdr": "the node's GPUDirect RDMA",
                "latency_factor": "the node's latency to its peers",
                "storage_factor": "the node's client of the shared filesystem",
-               "storage_corrupt": "what the node reads of the shared filesystem"}
+               "storage_corrupt": "what the node reads of the shared filesystem",
+               "storage_error": "the node's client of the shared filesystem",
+               "storage_unmounted": "the node's mount of the shared filesystem"}
+#: The errors a simulated node's client of the shared filesystem may fail with (its
+#: `storage_error` fault), as the kernel names them, and their text.
+STORAGE_ERRORS = {"ENOSPC": "No space left on device", "EIO": "Input/output error",
+                  "ENOENT": "No such file or directory", "EROFS": "Read-only file system"}
 
 
 def _node_faults_on_a_gpu(ctx: Ctx, table: Map, path: str) -> None:
@@ -109,6 +116,8 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
     def one(key: str, parse: object) -> object:
         return field(ctx, table.take(key), f"{path}.{key}", parse)  # type: ignore[arg-type]
 
+    storage_error = one_of(tuple(STORAGE_ERRORS), f"one of {', '.join(STORAGE_ERRORS)} (the "
+                           "error every write and read of the node's client fails with)")
     sim_transport = one_of(SIM_TRANSPORTS, f"{' or '.join(SIM_TRANSPORTS)} (the network "
                                            f"NCCL falls back to)")
 
@@ -164,6 +173,8 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
         latency_factor=or_default(one("latency_factor", far), 1.0),  # type: ignore[arg-type]
         storage_factor=or_default(one("storage_factor", factor), 1.0),  # type: ignore[arg-type]
         storage_corrupt=bool(one("storage_corrupt", boolean)),
+        storage_error=one("storage_error", storage_error),  # type: ignore[arg-type]
+        storage_unmounted=bool(one("storage_unmounted", boolean)),
     )
     table.finish()
     if until_node is not None and fault.until_round is not None \

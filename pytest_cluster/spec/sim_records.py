@@ -47,6 +47,12 @@ class SimFault:
     latency_factor: float = 1.0
     storage_factor: float = 1.0  # the node reaches the shared filesystem at this share
     storage_corrupt: bool = False  # what it reads back of the shared filesystem is wrong
+    #: every write and read of its client fails with this error (ENOSPC: the export full;
+    #: EIO: the server gone; ENOENT: the path not there); on every node, the filesystem's
+    storage_error: str | None = None
+    #: its path is a local directory, not the shared filesystem (its mount missing): what
+    #: it writes no other node sees, and it sees nothing they write
+    storage_unmounted: bool = False
 
 
 @dataclass(frozen=True)
