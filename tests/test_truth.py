@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from tests.truth import (
     CONTROLLER_FAULTS,
     FAULTS,
+    SHARED_STORAGE_FAULTS,
     Injected,
     Outcome,
     Scenario,
@@ -59,6 +60,19 @@ def test_a_fault_of_the_controller_drains_no_node(tmp_path: Path, controller: st
     rejected, unreachable or drained; the run and the gate say ERROR."""
     nodes = tuple(f"gpu-{i:03d}" for i in range(1, 4))
     chosen = Scenario(0, nodes, (), "acceptance", controller=controller)
+    found, _ = timed(chosen, tmp_path)
+    assert found == [], describe(chosen)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("error", SHARED_STORAGE_FAULTS)
+def test_a_fault_of_the_shared_filesystem_drains_no_node(tmp_path: Path, error: str) -> None:
+    """The storage server's fault every node sees (its export full, an I/O error, the
+    path gone, read-only), beside a node's own GPU fault: the filesystem's cluster case
+    fails, no node is rejected or drained for it, the GPU's node is."""
+    nodes = tuple(f"gpu-{i:03d}" for i in range(1, 5))
+    chosen = Scenario(0, nodes, (Injected("gpu-003", 1, "xid: 79"),), "acceptance",
+                      shared_storage=error)
     found, _ = timed(chosen, tmp_path)
     assert found == [], describe(chosen)
 

@@ -103,6 +103,9 @@ FAULTS: dict[str, Truth] = {
                                   "storage.dataloader.iops"), per_gpu=False),
     "storage_corrupt: true": Truth(("storage.checkpoint.read",),
                                    ("storage.checkpoint.keeps_up",), per_gpu=False),
+    "storage_unmounted: true": Truth(("storage.shared", "storage.checkpoint.keeps_up",
+                                      "storage.dataloader.keeps_up"), ("storage.*",),
+                                     per_gpu=False),
     # faults this contract does not cover: their node must not be rejected for them
     "transport: socket": Truth((), per_gpu=False),
     "gdr: false": Truth((), per_gpu=False),
@@ -187,6 +190,9 @@ class Scenario:
     soak_rounds: int | None = None  # --cluster-soak-rounds
     baseline: bool = False  # first a run without faults, then this one against it
     workers: int = 0  # -n (pytest-xdist)
+    #: a fault of the shared filesystem every node sees (its server's error, on every
+    #: node's write): the filesystem's cluster case fails, no node is blamed
+    shared_storage: str | None = None
 
     @property
     def scope(self) -> tuple[str, ...]:
@@ -215,7 +221,11 @@ class Scenario:
         head = re.sub(r"(?m)^  node_counts: .*$", f"  node_counts: [2, {len(self.nodes)}]"
                       if len(self.nodes) > 2 else "  node_counts: [2]", head)
         head = re.sub(r"(?m)^gpus:", SHARED_STORAGE + "gpus:", head, count=1)
-        faults = "\n".join(f.yaml() for f in self.faults) + "\n" if self.faults else "    []\n"
+        lines = [f.yaml() for f in self.faults]
+        if self.shared_storage is not None:  # the server's: every node sees it
+            lines += [f"    - {{node: {node}, storage_error: {self.shared_storage}}}"
+                      for node in self.nodes]
+        faults = "\n".join(lines) + "\n" if lines else "    []\n"
         return head + "  faults:\n" + faults
 
     def replay(self) -> str:
@@ -229,6 +239,11 @@ CONTROLLER_FAULTS: dict[str, dict[str, str]] = {
     "names_do_not_resolve": {},
     "no_ssh_client": {"PATH": "/nonexistent"},
 }
+
+
+#: The shared filesystem's faults (the sim's storage_error on every node): its export
+#: full, its server's I/O error, the path gone, read-only.
+SHARED_STORAGE_FAULTS = ("ENOSPC", "EIO", "ENOENT", "EROFS")
 
 
 def scenario(seed: int, max_nodes: int = 6, interrupts: bool = True) -> Scenario:
@@ -258,8 +273,10 @@ def scenario(seed: int, max_nodes: int = 6, interrupts: bool = True) -> Scenario
         return Scenario(seed, nodes, (), level, selected, interrupt, controller)
     baseline = soak is None and rng.random() < 0.1
     workers = 2 if rng.random() < 0.1 else 0
+    shared = rng.choice(SHARED_STORAGE_FAULTS) if rng.random() < 0.1 else None
     return Scenario(seed, nodes, tuple(faults), level, selected, interrupt,
-                    soak_rounds=soak, baseline=baseline, workers=workers)
+                    soak_rounds=soak, baseline=baseline, workers=workers,
+                    shared_storage=shared)
 
 
 @dataclass
@@ -372,8 +389,24 @@ def violations(scenario_: Scenario, outcome: Outcome) -> list[str]:
         found.extend(_node_violations(scenario_, node, record, faults_of.get(node, []),
                                       judged=not incomplete))
     found.extend(_drain_violations(scenario_, outcome, nodes, set(faults_of)))
+    if scenario_.shared_storage is not None and not incomplete:
+        found.extend(_shared_storage_violations(scenario_, outcome))
     found.extend(_views(outcome))
     return found
+
+
+def _shared_storage_violations(scenario_: Scenario, outcome: Outcome) -> list[str]:
+    """A fault of the filesystem every node sees fails the filesystem's cluster case
+    (where the level runs its checks across nodes), naming it as the filesystem's."""
+    assert outcome.verdict is not None
+    failed = outcome.verdict.get("cluster_checks_failed")
+    storage = [c for c in failed if isinstance(c, dict)
+               and str(c.get("clause", "")).startswith("storage")] \
+        if isinstance(failed, list) else []
+    if LEVELS.index(scenario_.level) >= LEVELS.index("acceptance") and not storage:
+        return [f"the shared filesystem's {scenario_.shared_storage} on every node failed "
+                f"no cluster case of the filesystem: {failed}"]
+    return []
 
 
 def _incomplete_violations(outcome: Outcome) -> list[str]:
@@ -414,7 +447,8 @@ def _node_violations(scenario_: Scenario, node: str, record: dict[str, object],
         dead = ("UNREACHABLE", "REJECTED") if scenario_.soak_rounds else ("UNREACHABLE",)
         return found if state in dead else \
             [*found, f"{node} is down but its verdict is {state}: {reason}"]
-    faulty = any(f.node in scenario_.scope for f in scenario_.faults)
+    faulty = any(f.node in scenario_.scope for f in scenario_.faults) \
+        or scenario_.shared_storage is not None
     if not own and state != "ACCEPTED" and not (state == "NOT CHECKED" and faulty):
         # undecided beside a faulty peer (a search of two nodes cannot tell which is
         # slow) is honest; with no fault anywhere, every node passes
@@ -500,6 +534,8 @@ def describe(scenario_: Scenario) -> str:
     stop += f", a soak of {scenario_.soak_rounds} rounds" if scenario_.soak_rounds else ""
     stop += ", against a baseline of its healthy self" if scenario_.baseline else ""
     stop += f", -n {scenario_.workers}" if scenario_.workers else ""
+    stop += f", the shared filesystem's {scenario_.shared_storage} on every node" \
+        if scenario_.shared_storage else ""
     chosen = f", --cluster-node={','.join(scenario_.selected)}" if scenario_.selected else ""
     if scenario_.controller is not None:
         faults = f"the controller's fault: {scenario_.controller}"
