@@ -24,6 +24,7 @@ from pytest_cluster.evidence.verdict import (
     taint_line,
     to_drain,
 )
+from pytest_cluster.spec.levels import covered as levels_covered
 from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
@@ -82,6 +83,7 @@ def end_record(facts: RunFacts) -> EndLine:
         "nodes_covered": [n for n in nodes if n in covered],
         "nodes_in_spec": len(nodes),
         "level": level_of_run(facts.selection),
+        "levels": list(levels_covered(level_of_run(facts.selection))),
         "not_checked": not_checked(plan, facts.ran, why_left_out(facts.selection))
         + list(facts.not_checked),
         "verdicts": dict(Counter(v.verdict for v in facts.verdicts)),
@@ -133,7 +135,7 @@ def verdict_document(spec: Spec, end: EndLine, verdicts: Sequence[NodeVerdict],
         "cluster": spec.cluster.name, "spec_sha256": spec.sha256,
         "simulated": is_simulated(spec), "status": end["status"],
         "verdict": end["verdict"], "outcome": outcome_of(end["verdict"]),
-        "level": end["level"], "selection": end["selection"],
+        "level": end["level"], "levels": end["levels"], "selection": end["selection"],
         "checks_not_selected": end["deselected"],
         "started_at": utc(end["started_at"]), "ended_at": utc(end["ended_at"]),
         "checks": f"{end['checks_ran']} of {end['checks_planned']}",
