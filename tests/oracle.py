@@ -214,7 +214,8 @@ def _check_junit(views: Views) -> Iterator[str]:
     if failed < bad:
         yield f"junit.xml: {failed} failures and errors, results.jsonl {bad} failed"
     if views.end is not None:
-        counts = Counter(views.end["counts"]) + Counter(views.end.get("derived_counts", {}))
+        counts: Counter[str] = (Counter(views.end["counts"])
+                                + Counter(views.end.get("derived_counts", {})))
         if int(suite.get("skipped", 0)) != counts["skipped"]:
             yield (f"junit.xml: {suite.get('skipped')} skipped, the end record "
                    f"{counts['skipped']}")
@@ -392,7 +393,8 @@ def _check_terminal(views: Views) -> Iterator[str]:
         if kind in said and said[kind] != counted.get(kind, 0):
             yield f"terminal: pytest says {said[kind]} {kind}, results.jsonl {counted.get(kind, 0)}"
     if final and views.end is not None:  # a case not run is no case pytest counts
-        counts = Counter(views.end["counts"]) + Counter(views.end.get("derived_counts", {}))
+        counts: Counter[str] = (Counter(views.end["counts"])
+                                + Counter(views.end.get("derived_counts", {})))
         if said.get("skipped", 0) != counts["skipped"]:
             yield (f"terminal: pytest says {said.get('skipped', 0)} skipped, the end record "
                    f"{counts['skipped']}")

@@ -4,6 +4,7 @@ torch measurement, no storage benchmark), stress is opt-in."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -146,7 +147,7 @@ FAULTY = SIM + """\
 """
 
 
-def _ran(pytester: pytest.Pytester, *args: str) -> tuple[dict[str, str], dict[str, object]]:
+def _ran(pytester: pytest.Pytester, *args: str) -> tuple[dict[str, str], dict[str, Any]]:
     """Each clause that ran and the level it is of; verdict.json."""
     pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", *args)
     run_dir = (pytester.path / "reports" / "latest").resolve()
