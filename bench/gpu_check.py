@@ -7,7 +7,8 @@ On a machine with CUDA (one H100 or H200 in at most 8 minutes):
    (examples/h100-single.yaml, examples/h200-single.yaml) with the GPU count found, a short
    `load_time` and `stress_time`, and a training section (one rank on NCCL).
 2. The contract suite runs through the local launcher, as a user runs it, twice: the
-   default level, then `-m stress` (the stress loop and the silent-data-corruption check).
+   default level, then the stress level's own cases (`-m "stress and not (sanity or
+   acceptance)"`: the stress loop and the silent-data-corruption check).
    With two GPUs or more, the training loop runs again on two ranks, and the interconnect
    section is added. Each run's evidence is signed with a throwaway Ed25519 key and checked
    with `pytest-cluster verify`; it stays in --out for inspection.
@@ -376,7 +377,9 @@ def suites(gpus: Gpus, spec: Path, work: Path, keys: tuple[Path, Path],
     private, public = keys
     runs = [run_suite("default", pytest_argv(spec, work / "default", private),
                       work / "default", min(left() * 0.45, 240), work, public)]
-    runs.append(run_suite("stress", pytest_argv(spec, work / "stress", private, "-m", "stress"),
+    # the stress level's own cases: -m stress alone would run the default level's again
+    runs.append(run_suite("stress", pytest_argv(spec, work / "stress", private, "-m",
+                                                "stress and not (sanity or acceptance)"),
                           work / "stress", min(left() * 0.5, 150), work, public))
     if gpus.count >= 2 and not simulate and gpus.model is not None:
         two = work / "spec-2-ranks.yaml"

@@ -6,8 +6,8 @@ there, by name, not somewhere in a run; pyproject.toml pins the versions so test
 - pytest's JUnit writer (`_pytest.junitxml`): its stash key is the one way to add
   `<testsuite>` properties and a testcase's classname; its reporters are spooled to disk
   as each testcase finishes (evidence/junit_spool.py), so 100,000s of them are not held.
-  A case the run never reached (interrupted) is handed to the writer's own report hook
-  (its `pytest_runtest_logreport`) alone, as skipped: no other plugin hears of it.
+  A testcase the writer opened for a case that was then interrupted, never judged, is
+  taken back out of its lists (no testcase for a case that did not run).
 - The terminal reporter's `stats` lists: a passed case's reports are dropped or replaced
   by a token once it is counted (it holds every report until the end otherwise);
   `reportchars` says whether it will list the passed ones (-rp, -rP, -rA), and
@@ -72,6 +72,14 @@ def junit_log(xml: Any, report: pytest.TestReport) -> None:
     """pytest's JUnit writer takes `report` as its hook would (a testcase opened, its
     outcome added, closed at teardown), and no other plugin hears of it."""
     xml.pytest_runtest_logreport(report)
+
+
+def junit_forget(xml: Any, report: Any) -> None:
+    """The testcase a report opened, taken back before it is written (a case begun, then
+    interrupted: it never ran to a verdict); nothing was counted for it yet."""
+    reporter = xml.node_reporters.pop((report.id, getattr(report, "node", None)), None)
+    if reporter is not None:
+        xml.node_reporters_ordered.remove(reporter)
 
 
 def junit_reporters_in_order(xml: Any) -> list[Any]:

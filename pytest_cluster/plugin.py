@@ -15,5 +15,6 @@ from __future__ import annotations
 
 # memory first: configure imports it (a plugin module is rewritten only if not yet imported)
 pytest_plugins = ["pytest_cluster.run.memory", "pytest_cluster.run.configure",
-                  "pytest_cluster.run.collection", "pytest_cluster.run.fixtures",
+                  "pytest_cluster.run.collection", "pytest_cluster.run.level_select",
+                  "pytest_cluster.run.fixtures",
                   "pytest_cluster.run.collector_gc"]

@@ -170,17 +170,22 @@ def _junit_cases(views: Views) -> dict[tuple[str, str], ET.Element]:
 
 
 def _check_junit(views: Views) -> Iterator[str]:
-    """Each case's outcome and figures in junit.xml (one never reached: skipped); the
-    suite's run properties."""
+    """Each case's outcome and figures in junit.xml (one never reached: no testcase, as
+    the terminal counts it nowhere); the suite's counts, the end record's; its run
+    properties."""
     cases = _junit_cases(views)
     for record in views.results:
         kind = outcome(record)
         tc = cases.get(_key(_nodeid(record)))
-        if tc is None:  # a case never reached too: JUnit has it skipped
+        if kind == "not_run":
+            if tc is not None:
+                yield f"junit.xml: a testcase for {_nodeid(record)}, which never ran"
+            continue
+        if tc is None:
             yield f"junit.xml: no testcase for {_nodeid(record)} ({kind})"
             continue
         said = next((JUNIT[child.tag] for child in tc if child.tag in JUNIT), "passed")
-        if said != kind and not (kind == "not_run" and said == "skipped"):
+        if said != kind:
             yield f"junit.xml: {_nodeid(record)} is {said}, results.jsonl {kind}"
         props = {p.get("name"): p.get("value") for p in tc.iter("property")}
         for name in ("node", "gpu", "unit", "measured_base", "required_base",
@@ -208,6 +213,15 @@ def _check_junit(views: Views) -> Iterator[str]:
     bad = sum(outcome(r) in ("failed", "error") for r in views.results)
     if failed < bad:
         yield f"junit.xml: {failed} failures and errors, results.jsonl {bad} failed"
+    if views.end is not None:
+        counts: Counter[str] = (Counter(views.end["counts"])
+                                + Counter(views.end.get("derived_counts", {})))
+        if int(suite.get("skipped", 0)) != counts["skipped"]:
+            yield (f"junit.xml: {suite.get('skipped')} skipped, the end record "
+                   f"{counts['skipped']}")
+        if int(props.get("not_run") or 0) != counts["not_run"]:
+            yield (f"junit.xml: not_run {props.get('not_run')}, the end record "
+                   f"{counts['not_run']}")
 
 
 def _report_blob(report: str) -> dict[str, Any]:
@@ -319,9 +333,16 @@ def _check_verdicts(views: Views) -> Iterator[str]:
             if entry is not None and check["clause"] not in entry["failed_clauses"]:
                 yield f"verdict.json: {node} named by {check['clause']} but not failed for it"
     if views.end is not None:
-        for name in ("verdict", "status", "level"):
+        for name in ("verdict", "status", "level", "levels", "nodes_in_spec"):
             if document[name] != views.end[name]:
                 yield f"verdict.json: {name} {document[name]}, end record {views.end[name]}"
+        if document["nodes_checked"] != len(views.end["nodes_covered"]):
+            yield (f"verdict.json: nodes_checked {document['nodes_checked']}, the end "
+                   f"record covers {views.end['nodes_covered']}")
+        checked = {r.get("node") for r in views.results if outcome(r) != "not_run"}
+        if set(views.end["nodes_covered"]) - checked:
+            yield (f"results.jsonl: the end record covers {views.end['nodes_covered']}, "
+                   f"no case ran on {sorted(set(views.end['nodes_covered']) - checked)}")
         if document.get("baseline") != views.end.get("baseline"):
             yield (f"verdict.json: baseline {document.get('baseline')}, end record "
                    f"{views.end.get('baseline')}")
@@ -371,6 +392,12 @@ def _check_terminal(views: Views) -> Iterator[str]:
     for kind in ("passed", "failed"):
         if kind in said and said[kind] != counted.get(kind, 0):
             yield f"terminal: pytest says {said[kind]} {kind}, results.jsonl {counted.get(kind, 0)}"
+    if final and views.end is not None:  # a case not run is no case pytest counts
+        counts: Counter[str] = (Counter(views.end["counts"])
+                                + Counter(views.end.get("derived_counts", {})))
+        if said.get("skipped", 0) != counts["skipped"]:
+            yield (f"terminal: pytest says {said.get('skipped', 0)} skipped, the end record "
+                   f"{counts['skipped']}")
 
 
 def _check_metrics(views: Views) -> Iterator[str]:

@@ -76,36 +76,32 @@ def test_every_internal_is_where_the_run_reaches_for_it(pytester: pytest.Pyteste
     assert at is not None and before <= at <= time.time()
 
 
-class NotReached:
-    """At the session's end, a case no hook carried handed to the JUnit writer alone."""
+INTERRUPTED = """
+import pytest
+from pytest_cluster import internals
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        from pytest_cluster.run.junit_spool import not_reached
+begun = []
 
-        xml = internals.junit_writer(session.config)
-        for made in not_reached("acceptance/test_x.py::test_never[n1]", "gpus.count", "n1"):
-            internals.junit_log(xml, made)
+def pytest_runtest_logreport(report):
+    if report.when == "setup" and report.nodeid.endswith("test_two"):
+        begun.append(report)
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session):
+    internals.junit_forget(internals.junit_writer(session.config), begun[0])
+"""
 
 
-def test_the_junit_writer_takes_a_report_no_hook_carried(pytester: pytest.Pytester) -> None:
-    """A skipped case handed to pytest's JUnit writer alone: its testcase, skipped with
-    the reason, counted in the suite; the terminal never heard of it."""
-    from pytest_cluster.run.junit_spool import NOT_REACHED
-
-    pytester.makepyfile(TEST)
-    result = pytester.runpytest("-p", "no:cacheprovider", "--junitxml=j.xml",
-                                plugins=[NotReached()])
-    result.assert_outcomes(passed=1)
+def test_the_junit_writer_forgets_a_testcase_begun(pytester: pytest.Pytester) -> None:
+    """Ctrl-C inside test_two (its setup reported); its testcase taken back from the JUnit
+    writer at the session's end, before it writes: no testcase, nothing counted for it."""
+    pytester.makeconftest(INTERRUPTED)
+    pytester.makepyfile("def test_one():\n    pass\n\n"
+                        "def test_two():\n    raise KeyboardInterrupt\n")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "--junitxml=j.xml")
     suite = ET.parse(pytester.path / "j.xml").getroot().find("testsuite")
-    assert suite is not None and (suite.get("tests"), suite.get("skipped")) == ("2", "1")
-    case = suite.findall("testcase")[-1]
-    assert (case.get("classname"), case.get("name")) == ("acceptance.test_x",
-                                                         "test_never[n1]")
-    skipped = case.find("skipped")
-    assert skipped is not None and skipped.get("message") == NOT_REACHED
-    assert {p.get("name"): p.get("value") for p in case.iter("property")} == {
-        "spec_key": "gpus.count", "node": "n1"}
+    assert suite is not None and suite.get("tests") == "1"
+    assert [case.get("name") for case in suite.findall("testcase")] == ["test_one"]
 
 
 @pytest.mark.slow

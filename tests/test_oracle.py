@@ -42,6 +42,22 @@ def test_every_view_of_every_example_agrees(pytester: pytest.Pytester, name: str
     assert run_and_check(pytester, (EXAMPLES / name).read_text()) == []
 
 
+def test_a_run_stopped_by_maxfail_agrees_in_every_view(pytester: pytest.Pytester) -> None:
+    """--maxfail=1 on the trial: the terminal, report.html and junit.xml count the cases
+    that ran (JUnit listed the ones never reached as 1,420 skipped), the end record and
+    JUnit's `not_run` the others, verdict.json and the end record the same nodes."""
+    assert run_and_check(pytester, (EXAMPLES / "trial-sim.yaml").read_text(),
+                         "--maxfail=1") == []
+    run = (pytester.path / "reports" / "latest").resolve()
+    views = read_views(run, "")
+    assert views.end is not None and views.end["status"] == "interrupted"
+    ran = sum(n for kind, n in views.end["counts"].items() if kind != "not_run")
+    suite = next(views.junit.iter("testsuite"))
+    assert (int(str(suite.get("tests"))), int(str(suite.get("skipped")))) == (ran, 0)
+    assert views.verdict["nodes_checked"] == len(views.end["nodes_covered"]) < \
+        views.verdict["nodes_in_spec"]
+
+
 @pytest.mark.slow
 def test_the_oracle_finds_a_view_that_disagrees(pytester: pytest.Pytester) -> None:
     """It can fail: a verdict.json edited to accept a rejected node, a metrics sample, a

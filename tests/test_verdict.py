@@ -14,7 +14,7 @@ import pytest
 from jsonschema import Draft202012Validator, ValidationError
 
 from pytest_cluster.evidence.check import Evidence, Place
-from pytest_cluster.evidence.gathered import cell_of
+from pytest_cluster.evidence.gathered import cell_of, matrix
 from pytest_cluster.evidence.plan import (
     NOT_AT_THIS_LEVEL,
     LeftOut,
@@ -182,6 +182,23 @@ def test_matrix_cells_colour_by_margin() -> None:
     close: ResultLine = {**near, "measured": 358.4}  # -0.44 %
     assert (cell_of(close).css, cell_of(close).text) == ("m-short", "-0.44")
     assert cell_of({**close, "outcome": "passed", "measured": 360.5}).text == "0"
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)], ids=["worst last", "worst first"])
+def test_the_matrix_hover_names_the_worst_case_when_rounded_margins_tie(
+        order: tuple[int, int]) -> None:
+    """Two GPUs of a node at +3.4 % and +2.6 % both read "+3": the cell's hover names the
+    one with the lower exact margin, in whichever order they came (it named the first)."""
+    cases: list[ResultLine] = [
+        {"node": "n1", "gpu": gpu, "clause": "gpus.matmul.bf16", "outcome": "passed",
+         "measured": measured, "required": 100.0, "comparison": ">="}
+        for gpu, measured in ((0, 103.4), (1, 102.6))]
+    found = matrix(["n1"], [cases[i] for i in order])
+    cell = found.cells[("n1", "gpus.matmul.bf16")]
+    assert cell.text == "+3" and cell.title.startswith("n1 gpu1: ")
+    # a tie on the exact margin keeps the first, as before
+    same = matrix(["n1"], [cases[0], {**cases[0], "gpu": 2}])
+    assert same.cells[("n1", "gpus.matmul.bf16")].title.startswith("n1 gpu0: ")
 
 
 def test_a_results_file_without_an_end_line_was_interrupted(tmp_path: Path) -> None:
@@ -373,6 +390,30 @@ def _verdict(pytester: pytest.Pytester, *args: str) -> dict[str, Any]:
         (pytester.path / "reports" / "latest" / "verdict.json").read_text())
     Draft202012Validator(verdict_schema()).validate(document)
     return document
+
+
+def _end(pytester: pytest.Pytester) -> dict[str, Any]:
+    lines = (pytester.path / "reports" / "latest" / "results.jsonl").read_text().splitlines()
+    end: dict[str, Any] = json.loads(lines[-1])
+    return end
+
+
+def test_nodes_in_spec_and_nodes_checked_are_the_same_in_every_view(
+        pytester: pytest.Pytester) -> None:
+    """`nodes_in_spec` is the spec's nodes in verdict.json and the end record alike with
+    --cluster-node (the end record said the nodes chosen); `nodes_checked` counts the nodes
+    at least one case of which ran (it counted the nodes in scope: a --maxfail=1 run that
+    stopped on the first node said every node was checked)."""
+    (pytester.path / "trial.yaml").write_text(
+        "cluster: {name: c, nodes: 'n[1-3]', launcher: sim}\nhost: {cpu_cores: 96}\n"
+        "sim:\n  faults:\n    - {node: n1, down: true}\n")
+    chosen = _verdict(pytester, "--cluster-node=n[1,3]")
+    assert _end(pytester)["nodes_in_spec"] == chosen["nodes_in_spec"] == 3
+    assert chosen["nodes_checked"] == len(_end(pytester)["nodes_covered"]) == 2
+    stopped = _verdict(pytester, "--maxfail=1")
+    end = _end(pytester)
+    assert end["status"] == "interrupted" and end["nodes_covered"] == ["n1"]
+    assert (stopped["nodes_in_spec"], stopped["nodes_checked"]) == (3, 1)
 
 
 @pytest.mark.slow

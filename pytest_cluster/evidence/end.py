@@ -24,6 +24,7 @@ from pytest_cluster.evidence.verdict import (
     taint_line,
     to_drain,
 )
+from pytest_cluster.spec.levels import covered as levels_covered
 from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
@@ -80,8 +81,9 @@ def end_record(facts: RunFacts) -> EndLine:
         "checks_selected": selected, "deselected": planned - selected,
         "selection": facts.selection,
         "nodes_covered": [n for n in nodes if n in covered],
-        "nodes_in_spec": len(nodes),
+        "nodes_in_spec": len(facts.spec.cluster.chosen_from or nodes),
         "level": level_of_run(facts.selection),
+        "levels": list(levels_covered(level_of_run(facts.selection))),
         "not_checked": not_checked(plan, facts.ran, why_left_out(facts.selection))
         + list(facts.not_checked),
         "verdicts": dict(Counter(v.verdict for v in facts.verdicts)),
@@ -133,12 +135,14 @@ def verdict_document(spec: Spec, end: EndLine, verdicts: Sequence[NodeVerdict],
         "cluster": spec.cluster.name, "spec_sha256": spec.sha256,
         "simulated": is_simulated(spec), "status": end["status"],
         "verdict": end["verdict"], "outcome": outcome_of(end["verdict"]),
-        "level": end["level"], "selection": end["selection"],
+        "level": end["level"], "levels": end["levels"], "selection": end["selection"],
         "checks_not_selected": end["deselected"],
         "started_at": utc(end["started_at"]), "ended_at": utc(end["ended_at"]),
         "checks": f"{end['checks_ran']} of {end['checks_planned']}",
-        "nodes_in_spec": len(spec.cluster.chosen_from or spec.cluster.nodes),
-        "nodes_checked": len(spec.cluster.nodes),
+        "nodes_in_spec": end["nodes_in_spec"],
+        # checked: at least one of its cases ran (not the nodes in scope: a --maxfail=1
+        # run that stopped on the first node checked that one)
+        "nodes_checked": len(end["nodes_covered"]),
         "nodes": [v.to_json() for v in verdicts],
         "cluster_checks_failed": failed,
         "drain": [drain_line(v, why_not) for v in out],

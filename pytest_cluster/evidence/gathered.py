@@ -27,6 +27,9 @@ class Cell:
     css: str
     text: str
     title: str
+    #: the exact margin (%) its text rounds: of two cells that read the same, the worse
+    #: is the one with the lower margin, so that the hover names the worst case
+    margin: float | None = None
 
 
 def _rank(css: str) -> int:
@@ -52,11 +55,11 @@ def cell_of(record: ResultLine) -> Cell:
         css = "m-short" if found is not None and found > -NEAR else "m-fail"
         if found is not None and abs(found) < 0.5:  # a miss never shows as a pass's "0"
             text = f"{found:+.2g}"  # -0.44, -0.01
-        return Cell(css, text or "x", f"{where}: {message}")
+        return Cell(css, text or "x", f"{where}: {message}", found)
     css = "m-near" if found is not None and found < NEAR else "m-pass"
     detail = margin_text(found, str(record.get("comparison", ">="))) if found is not None \
         else str(record.get("measured", "passed"))
-    return Cell(css, text, f"{where}: {detail}")
+    return Cell(css, text, f"{where}: {detail}", found)
 
 
 class Matrix:
@@ -106,6 +109,10 @@ def matrix(nodes: Sequence[str], records: Iterable[ResultLine]) -> Matrix:
 
 
 def _below(cell: Cell, old: Cell) -> bool:
+    """Whether `cell` is worse than `old` of the same colour: its exact margin lower (not
+    its rounded text: +3 and +3 are 2.6 and 3.4)."""
+    if cell.margin is not None and old.margin is not None:
+        return cell.margin < old.margin
     try:
         return float(cell.text) < float(old.text)
     except ValueError:

@@ -18,6 +18,9 @@ from typing import Any, TypedDict
 
 import pytest
 
+from pytest_cluster.spec.declaration import ACCEPTANCE
+from pytest_cluster.spec.levels import plain_level
+
 PLAN_FILE = "plan.json"
 #: The plan a process wrote to PLAN_FILE, kept by that process (the controller reads it
 #: back from the file only where pytest-xdist workers collected).
@@ -157,9 +160,11 @@ def why_left_out(chosen: Selection) -> str:
 
 
 def level_of_run(chosen: Selection) -> str:
-    """The level a run judged: the `-m` expression given ('sanity', 'stress'), else the
-    default, the full acceptance suite."""
-    return str(chosen.get("-m") or "acceptance")
+    """The level a run judged: the level `-m` names ('sanity', 'stress'; each covers the
+    levels below it), else the `-m` expression given ('not sanity'), else the default,
+    the full acceptance suite."""
+    given = str(chosen.get("-m") or ACCEPTANCE)
+    return plain_level(given) or given
 
 
 def opt_in(name: str, level: str) -> LeftOut:

@@ -154,6 +154,7 @@ class _VerdictDocument(TypedDict):
     verdict: str
     outcome: str
     level: str
+    levels: list[str]
     selection: Selection
     checks_not_selected: int
     started_at: str  # UTC

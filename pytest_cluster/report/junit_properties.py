@@ -29,6 +29,9 @@ def suite_properties(end: EndLine, baseline: Baseline | None, coverage: str,
         found.append(("baseline", f"{baseline.path} ({baseline.label}, "
                                   f"manifest sha256 {baseline.manifest_sha256})"))
     found.append(("checks_ran", f"{end['checks_ran']} of {end['checks_planned']}"))
+    not_run = end["counts"].get("not_run", 0)
+    if not_run:  # no testcase of theirs: JUnit counts what ran, as the terminal
+        found.append(("not_run", str(not_run)))
     if coverage:
         found.append((INCOMPLETE if coverage.startswith(INCOMPLETE) else "level", coverage))
     found.append(("outcome", outcome_of(end["verdict"])))

@@ -167,14 +167,18 @@ def closing_line(end: EndLine, verdicts: Sequence[NodeVerdict]) -> str:
 
 def verdict_line(end: EndLine) -> str:
     """'verdict: ACCEPTED at level sanity (PASS)': the cluster's verdict, the level it
-    judged and what a gate does with it."""
+    judged and what a gate does with it; a level above sanity says the levels it covers
+    ('; level stress covers sanity, acceptance and stress')."""
     outcome = outcome_of(end["verdict"])
     why = ""
     if outcome == ERROR:
         said = incomplete_why(end["status"], end["verdicts"].get(NOT_CHECKED, 0),
                               end.get("soak"))
         why = f": {said}; none is drained for it"
-    return f"verdict: {end['verdict']} at level {end['level']} ({outcome}{why})"
+    levels = end.get("levels", [])
+    covers = (f"; level {end['level']} covers {', '.join(levels[:-1])} and {levels[-1]}"
+              if len(levels) > 1 else "")
+    return f"verdict: {end['verdict']} at level {end['level']} ({outcome}{why}){covers}"
 
 
 def _baseline_lines(accepted: Baseline, counted: BaselineSummary, spec: Spec) -> list[str]:

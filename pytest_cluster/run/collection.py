@@ -32,7 +32,8 @@ from pytest_cluster.evidence.verdict import TOOL_FAULT
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
 from pytest_cluster.run.suite import acceptance_dir
 from pytest_cluster.spec.clauses import declared
-from pytest_cluster.spec.declaration import ACCEPTANCE, STRESS
+from pytest_cluster.spec.declaration import ACCEPTANCE, LEVELS, STRESS
+from pytest_cluster.spec.levels import ladder_markers
 from pytest_cluster.spec.promised import TOO_FEW_NODES, Promised, promised
 from pytest_cluster.units import size_id
 
@@ -88,11 +89,13 @@ def _interconnect_params(metafunc: pytest.Metafunc, spec: Spec) -> None:
 
 def level_of(item: pytest.Item, marker: pytest.Mark | None) -> str:
     """The level of a contract case (its clause's declaration says; `marker`: its clause
-    marker), or of your own test (a `stress` marker makes it stress; otherwise it is of
-    the full acceptance suite)."""
+    marker), or of your own test (the lowest level it is marked with, `@pytest.mark.sanity`
+    or `stress`; otherwise it is of the full acceptance suite)."""
     if marker is not None and marker.args:
-        return declared(str(marker.args[0])).level
-    return STRESS if item.get_closest_marker(STRESS) is not None else ACCEPTANCE
+        with contextlib.suppress(KeyError):  # your own clause marker: as your own test
+            return declared(str(marker.args[0])).level
+    marked = {mark.name for mark in item.iter_markers()}
+    return next((level for level in LEVELS if level in marked), ACCEPTANCE)
 
 
 def runs_last(marker: pytest.Mark | None) -> bool:
@@ -143,8 +146,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         (last if runs_last(marker) else keep).append(item)
         if found is not None:
             item.stash[CASE_KEY] = contract_case(item, found.name, suite)
-            if chosen:  # -m sanity, -m "not acceptance": each case carries its level
-                item.add_marker(level)
+        if chosen:  # the ladder: a case is part of its level's run and every one above
+            for name in ladder_markers(level):
+                item.add_marker(name)
     keep += last  # what the run did to a node is read after every other case
     ic = spec.interconnect
     if ic is not None:

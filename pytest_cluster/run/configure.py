@@ -226,8 +226,11 @@ def load_baseline(config: pytest.Config) -> Baseline | None:
 LEVEL_MARKERS = {
     SANITY: "no load: counts, models, NVML health, versions, reachability (seconds; a "
             "SLURM prolog or pre-job gate): pytest --cluster=SPEC -m sanity",
-    ACCEPTANCE: "the checks under load: benchmarks of GPUs, storage and interconnect",
-    STRESS: "long sustained load; opt-in: collected only when -m names stress",
+    ACCEPTANCE: "the checks under load: benchmarks of GPUs, storage and interconnect; "
+                "-m acceptance runs them and the sanity checks (the default run)",
+    STRESS: "long sustained load; opt-in: collected only when -m names stress; -m stress "
+            "runs the sanity, acceptance and stress checks (under `not`, a level is its "
+            "own checks only)",
 }
 
 

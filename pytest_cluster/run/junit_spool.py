@@ -26,8 +26,6 @@ from pytest_cluster import internals
 from pytest_cluster.report.splice import splice
 
 PLACEHOLDER = "pytest-cluster-spooled"
-#: Why a case in junit.xml is skipped: results.jsonl has it as not_run.
-NOT_REACHED = "not run: the run was interrupted (Ctrl-C, SIGTERM, -x) before this check"
 #: pytest's testsuite timestamp: local time with its offset.
 TIMESTAMP = re.compile(rb'(<testsuite [^>]*?timestamp=")([^"]+)(")')
 _PLACEHOLDER = re.compile(rf'<{PLACEHOLDER} i="(\d+)" n="(\d+)" />'.encode())
@@ -102,23 +100,6 @@ class JunitSpool:
 
     def close(self) -> None:
         self._file.close()
-
-
-def not_reached(case_id: str, clause: str, node: str | None, nodeid: str | None = None,
-                worker: Any = None) -> list[pytest.TestReport]:
-    """The reports that put a case the run never reached in junit.xml, skipped with
-    NOT_REACHED: a setup skipped and a teardown that closes its testcase. Named by its case
-    id (JUnit's classname and name, as a case that ran), or by `nodeid` (and its xdist
-    `worker`) when the case had begun: its testcase, opened then, gets the outcome."""
-    path, _, name = case_id.partition("::")
-    props = [("spec_key", clause), *((("node", node),) if node is not None else ())]
-    skipped = pytest.TestReport(
-        nodeid=nodeid or case_id, location=(path, None, name), keywords={},
-        outcome="skipped", longrepr=(path, 0, NOT_REACHED), when="setup", sections=[],
-        duration=0.0, user_properties=props)
-    if worker is not None:
-        skipped.node = worker  # type: ignore[attr-defined]
-    return [skipped, closing(skipped, props)]
 
 
 def closing(begun: Any, user_properties: list[tuple[str, object]]) -> pytest.TestReport:

@@ -66,7 +66,6 @@ from pytest_cluster.run.junit_spool import (
     JunitSpool,
     closing,
     junit_in_utc,
-    not_reached,
 )
 from pytest_cluster.run.lifecycle import run_launcher
 
@@ -224,12 +223,14 @@ class ClusterSession:
                 self._spool.spool(testcase)
 
     def _junit_not_reached(self, case: PlannedCase) -> None:
-        """A case never reached in junit.xml too, skipped (NOT_REACHED), so that JUnit
-        counts the cases results.jsonl does; on its testcase if it had begun."""
+        """A case never reached is no testcase of junit.xml: JUnit counts the cases that
+        ran, as the terminal and report.html do (the suite's `not_run` property counts the
+        others, as results.jsonl's not_run lines); one Ctrl-C stopped inside, begun but
+        never judged, has its testcase taken back."""
         begun = self._begun.pop(case.case_id, None)
-        self._junit_log(not_reached(case.case_id, case.clause, case.node,
-                                    begun.nodeid if begun is not None else None,
-                                    getattr(begun, "node", None)))
+        xml = internals.junit_writer(self.config)
+        if begun is not None and xml is not None:
+            internals.junit_forget(xml, begun)
 
     def _junit_log(self, reports: list[pytest.TestReport]) -> None:
         """Reports no hook carried, to pytest's JUnit writer alone; each testcase closed

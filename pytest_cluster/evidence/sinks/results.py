@@ -195,6 +195,7 @@ class _EndLine(TypedDict):
     nodes_covered: list[str]
     nodes_in_spec: int
     level: str
+    levels: list[str]  # the level and every level below it (spec/levels.py)
     not_checked: list[NotChecked]
     verdicts: dict[str, int]  # nodes per verdict
     started_at: float
