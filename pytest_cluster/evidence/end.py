@@ -108,7 +108,7 @@ def end_record(facts: RunFacts) -> EndLine:
 
 
 #: The verdict.json shape this version writes (verdict.schema.json, shipped beside this).
-VERDICT_SCHEMA = "pytest-cluster/verdict/3"
+VERDICT_SCHEMA = "pytest-cluster/verdict/4"
 
 
 def verdict_schema() -> dict[str, Any]:

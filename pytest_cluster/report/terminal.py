@@ -21,7 +21,6 @@ from pytest_cluster.evidence.sinks.results import (
 )
 from pytest_cluster.evidence.tally import is_simulated, not_a_node
 from pytest_cluster.evidence.verdict import (
-    ACCEPTED,
     ERROR,
     INCOMPLETE,
     NOT_CHECKED,
@@ -30,9 +29,11 @@ from pytest_cluster.evidence.verdict import (
     drain_line,
     incomplete_why,
     outcome_of,
+    said_once,
     taint_line,
     to_drain,
 )
+from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.spec.promised import ACROSS
 
 if TYPE_CHECKING:
@@ -112,8 +113,7 @@ def terminal_lines(run: RunSummary) -> list[str]:
     lines.append(verdict_line(end))
     counted = by_verdict(run.verdicts)
     lines.append("nodes: " + ", ".join(f"{len(v)} {k}" for k, v in counted.items()))
-    lines += at_most([f"  {v.verdict} {v.node}: {v.reason}" for v in run.verdicts
-                      if v.verdict != ACCEPTED], "  and {} more nodes (verdict.json lists all)")
+    lines += node_lines(run.verdicts)
     lines += at_most([f"  cluster check failed: {failure['clause']} ({failure['where']}): "
                       f"{failure['message']}" for failure in run.cluster_failures],
                      "  and {} more cluster checks failed (verdict.json lists all)")
@@ -143,6 +143,19 @@ def terminal_lines(run: RunSummary) -> list[str]:
         lines.append(f"inventory.json could not be written: {run.inventory_error}")
     if run.evidence is not None:
         lines.append(run.evidence)
+    return lines
+
+
+def node_lines(verdicts: Sequence[NodeVerdict]) -> list[str]:
+    """A line per node not accepted, saying why; the nodes this machine could not check
+    for the same fault in one line, as a hostlist (said_once); the first MAX_LISTED lines,
+    then how many nodes more."""
+    rows = said_once(verdicts)
+    lines = [f"  {verdict} {compress_hostlist(nodes)}: {reason}"
+             for verdict, nodes, reason in rows[:MAX_LISTED]]
+    if len(rows) > MAX_LISTED:
+        lines.append(f"  and {sum(len(nodes) for _, nodes, _ in rows[MAX_LISTED:])} more "
+                     "nodes (verdict.json lists all)")
     return lines
 
 
