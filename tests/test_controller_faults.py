@@ -205,3 +205,27 @@ def test_slurms_controller_side_failures_are_the_controllers(
     found = results["n2"]
     assert found.error is ErrorKind.CONTROLLER and found.controller_side, found.describe()
     assert said in found.message
+
+
+def test_the_trial_example_from_a_machine_that_cannot_resolve_its_names(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 47: examples/trial.yaml where the nodes' names do not resolve: the run is an
+    ERROR (its checks across nodes are not made, not failed), the cause is said once in
+    the terminal and by the gate, and no node is drained."""
+    example = Path(__file__).resolve().parent.parent / "examples" / "trial.yaml"
+    text = example.read_text(encoding="utf-8")
+    nodes = expand_hostlist(text.split("nodes:", 1)[1].split()[0])
+    bin_dir = fake_ssh(pytester.path / "bin", dict.fromkeys(nodes, "unresolved"))
+    (pytester.path / "trial.yaml").write_text(text, encoding="utf-8")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
+    verdict = json.loads((pytester.path / "reports" / "latest" / "verdict.json").read_text())
+    assert (verdict["verdict"], verdict["outcome"], verdict["drain"]) == (
+        "INCOMPLETE", "ERROR", [])
+    assert verdict["cluster_checks_failed"]  # not made, so not failed: no REJECTED
+    section = result.stdout.str().split(" pytest-cluster ", 1)[1].split("short test summary")[0]
+    assert section.count("cannot resolve the name") == 1, section
+    monkeypatch.undo()
+    status, calls, said = gate_drain(pytester, result.ret)
+    assert (status, calls) == (2, [])
+    assert said.count("cannot resolve the name") == 1, said

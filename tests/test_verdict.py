@@ -34,11 +34,11 @@ from pytest_cluster.evidence.verdict import (
     TOOL_ERROR,
     cluster_failures,
     cluster_verdict,
+    controller_reason,
     cut_reason,
     decisive,
     drain_command,
     drain_line,
-    controller_reason,
     node_verdicts,
     said_once,
     taint_line,
@@ -172,7 +172,7 @@ def test_a_controller_side_fault_is_not_checked_even_where_other_nodes_answered(
 
 
 def test_the_verdicts_controller_side_kinds_are_the_launchers() -> None:
-    assert CONTROLLER_SIDE == {kind.value for kind in ErrorKind if kind.controller_side}
+    assert {kind.value for kind in ErrorKind if kind.controller_side} == CONTROLLER_SIDE
     assert ProbeResult("n1", "host", None, ErrorKind.CONTROLLER).controller_side
     assert not ProbeResult("n1", "host", None, ErrorKind.UNREACHABLE).controller_side
 

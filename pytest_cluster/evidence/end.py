@@ -90,7 +90,7 @@ def end_record(facts: RunFacts) -> EndLine:
         "tool_version": __version__,
         "verdict": cluster_verdict(
             run_status(facts.exit_code, planned, selected, checks_ran), facts.verdicts,
-            len(decisive(facts.ledger.cluster_failures()))),
+            len(decisive(facts.ledger.cluster_failures(), facts.verdicts))),
     }
     if derived:  # what pytest counts beside them: counts + derived_counts is its total
         end["derived_counts"] = apart

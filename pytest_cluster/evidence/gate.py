@@ -31,7 +31,6 @@ from pytest_cluster.evidence.verdict import (
     ERROR,
     FAIL,
     INCOMPLETE,
-    NOT_ESTABLISHED,
     PASS,
     NodeVerdict,
     VerdictDocument,
@@ -39,6 +38,7 @@ from pytest_cluster.evidence.verdict import (
     incomplete_why,
     outcome_of,
     said_once,
+    unmade,
 )
 from pytest_cluster.hostlist import compress_hostlist
 
@@ -183,7 +183,9 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
     lines = [f"ERROR {_printable(compress_hostlist(names))}: not checked: {_printable(why)}"
              for verdict, names, why in said_once(nodes) if outcome_of(verdict) == ERROR]
     said = {n.node for n in nodes if n.outcome == ERROR}
-    controller = any(n.controller_fault for n in nodes if n.outcome == ERROR)
+    # where this machine could not check nodes, the checks across them it could not make
+    # are said by those nodes' line
+    unmade_kinds = unmade(nodes) if any(n.controller_fault for n in nodes) else frozenset()
     checks = document.get("cluster_checks_failed")
     for check in checks if isinstance(checks, list) else []:
         # a check of one node that could not judge it (undecided) is its node's line; a
@@ -192,7 +194,7 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
         # theirs (their line says why)
         if isinstance(check, dict) and str(check.get("where", "")).split(",")[0] not in said \
                 and not (failed and check.get("culprits")) \
-                and not (controller and check.get("kind") in NOT_ESTABLISHED):
+                and check.get("kind") not in unmade_kinds:
             lines.append(f"ERROR: a check across nodes failed with no node to blame: "
                          f"{_printable(str(check.get('clause', '')))}: "
                          f"{_printable(str(check.get('message', '')))}")

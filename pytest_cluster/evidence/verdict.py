@@ -129,14 +129,16 @@ def clean_message(message: str) -> str:
     return first if len(first) <= MAX_REASON else first[:MAX_REASON - 3] + "..."
 
 
-def _no_answer(record: ResultLine) -> bool:
+def no_answer(record: ResultLine) -> bool:
+    """Whether the record failed because its node did not answer (its address refused or
+    stayed silent): the node's own fault only where another node answered (answered)."""
     kind = record.get("error_kind")
     kinds = NO_ANSWER_HOST if record.get("probe") == "host" else NO_ANSWER
     return kind in kinds
 
 
-def _answered(record: ResultLine) -> bool:
-    """Whether the record shows its node answered: it passed, or failed for what the node
+def answered(record: ResultLine) -> bool:
+    """Whether a node's record shows the node answered: it passed, or failed for what the node
     said (not for a fault of no answer, of this machine's, of another job's, of the tool's,
     nor a Ctrl-C)."""
     if outcome(record) == "passed":
@@ -262,7 +264,7 @@ class VerdictBuilder:
         if found is None or outcome(record) == "not_run":
             return
         found.ran += 1
-        if _answered(record):
+        if answered(record):
             self._answered = True
         if outcome(record) == "passed":
             found.passed += 1
@@ -272,7 +274,7 @@ class VerdictBuilder:
                 self._controller.setdefault(found.node, launcher_words(record))
         elif failed:
             message = self._fail(found, record)
-            if _no_answer(record):
+            if no_answer(record):
                 self._unreachable.setdefault(found.node, message)
                 self._why_unreachable.setdefault(found.node, launcher_words(record))
 
@@ -313,6 +315,8 @@ class VerdictBuilder:
             self._unreachable.clear()
         for verdict in verdicts.values():
             _decide(verdict, self._unreachable.get(verdict.node), left_out)
+            if verdict.verdict != NOT_CHECKED:  # judged on what the node did say
+                verdict.controller_fault = ""
         return list(verdicts.values())
 
 
@@ -405,10 +409,20 @@ def cluster_failures(records: Iterable[ResultLine],
     return found
 
 
-def decisive(failures: Iterable[dict[str, str]]) -> list[dict[str, str]]:
-    """Cluster failures that reject the cluster: not those merely not established
-    (NOT_ESTABLISHED: a node did not answer; that node's own verdict says why)."""
-    return [f for f in failures if f.get("kind") not in NOT_ESTABLISHED]
+def unmade(verdicts: Iterable[NodeVerdict]) -> frozenset[str]:
+    """The kinds of cluster failures that are no failure of the cluster: not established
+    (NOT_ESTABLISHED: a node did not answer; its own verdict says why), not made for a
+    fault of this machine's (CONTROLLER_SIDE), and, where no node answered (a node's
+    controller_fault says so), not made because its nodes did not answer."""
+    silent = any(v.controller_fault.startswith(NO_NODE_ANSWERED) for v in verdicts)
+    return NOT_ESTABLISHED | CONTROLLER_SIDE | (NO_ANSWER_HOST if silent else frozenset())
+
+
+def decisive(failures: Iterable[dict[str, str]],
+             verdicts: Iterable[NodeVerdict] = ()) -> list[dict[str, str]]:
+    """Cluster failures that reject the cluster: not those of a kind `unmade` says."""
+    kinds = unmade(verdicts)
+    return [f for f in failures if f.get("kind") not in kinds]
 
 
 #: The cluster's verdict when some checks did not run (the nodes' are NOT CHECKED).

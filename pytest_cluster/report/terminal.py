@@ -32,6 +32,7 @@ from pytest_cluster.evidence.verdict import (
     said_once,
     taint_line,
     to_drain,
+    unmade,
 )
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.spec.promised import ACROSS
@@ -114,9 +115,17 @@ def terminal_lines(run: RunSummary) -> list[str]:
     counted = by_verdict(run.verdicts)
     lines.append("nodes: " + ", ".join(f"{len(v)} {k}" for k, v in counted.items()))
     lines += node_lines(run.verdicts)
+    # where this machine could not check nodes, the checks across them it could not make
+    # are one line: the nodes' line says why
+    kinds = unmade(run.verdicts) if any(v.controller_fault for v in run.verdicts) \
+        else frozenset()
+    shown = [f for f in run.cluster_failures if f.get("kind") not in kinds]
     lines += at_most([f"  cluster check failed: {failure['clause']} ({failure['where']}): "
-                      f"{failure['message']}" for failure in run.cluster_failures],
+                      f"{failure['message']}" for failure in shown],
                      "  and {} more cluster checks failed (verdict.json lists all)")
+    if len(shown) < len(run.cluster_failures):
+        lines.append(f"  {len(run.cluster_failures) - len(shown)} cluster check(s) could not "
+                     "be made: this machine could not check their nodes (above)")
     lines += at_most([f"found: {finding}" for finding in run.findings],
                      "found: {} more (results.jsonl has each case's)")
     lines.extend(_not_in_contract(run))
