@@ -1,8 +1,11 @@
 """The per-node verdict a provider gates on: ACCEPTED, REJECTED, UNREACHABLE, NOT CHECKED,
 and the outcome a gate acts on (PASS, FAIL, ERROR).
 
-- UNREACHABLE: the node did not answer (its host probe, or any probe, could not reach it);
-  every one of its cases fails citing that one reason.
+- UNREACHABLE: the node did not answer (its host probe, or any probe, could not reach it)
+  while another node of the run did; every one of its cases fails citing that one reason.
+  Where no node answered, or the launcher failed for a fault of this machine's (a name it
+  cannot resolve, credentials refused, ssh or srun missing: CONTROLLER_SIDE), the node is
+  NOT CHECKED with that fault (its controller_fault), never drained.
 - REJECTED: it answered and at least one of its checks failed.
 - ACCEPTED: every contract check about this node that the run selected (its level, `-m
   sanity`; `-k`; `--cluster-node`) ran, and all passed. The checks the selection left out
@@ -83,13 +86,13 @@ TOOL_FAULT = "tool_fault"
 #: check of ours ended with an exception that is no verdict (TOOL_FAULT). A spec's slip, a
 #: wrong vantage point or a fault of the tool is no node's fault: it drains none.
 TOOL_ERROR = frozenset({"interpreter_missing", "wrong_namespace", TOOL_FAULT})
-#: Error kinds after which a check blames no node: neither its own (NOT CHECKED for it,
-#: never drained) nor, for a check of several nodes, those it names.
 #: Error kinds whose fault is this machine's, the controller's, not the node's (the
 #: launchers' ErrorKind.controller_side): a node name it cannot resolve, its ssh
 #: credentials refused, ssh or srun not installed here, no SLURM controller answering.
 #: Nothing was learned about the node: it is NOT CHECKED, saying the cause, never drained.
 CONTROLLER_SIDE = frozenset({"controller", "auth_refused"})
+#: Error kinds after which a check blames no node: neither its own (NOT CHECKED for it,
+#: never drained) nor, for a check of several nodes, those it names.
 NOT_BLAMING = NO_CULPRIT | NOT_MEASURED | TOOL_ERROR | NOT_ESTABLISHED | CONTROLLER_SIDE
 #: Why nodes that did not answer are not blamed when no node of the run answered: the
 #: fault every node shares is this machine's or its network's (its link down or slow).
