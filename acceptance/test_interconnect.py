@@ -96,8 +96,8 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
         evidence.record(**{f"busbw_GBps[{size_id(p.bytes)}]": p.busbw / 1e9})
     what = f"{run.collective} {format_size(payload)}"  # the case's, in every message
     if not run.ok:
-        evidence.cannot_measure(clause, f"{what}: {run.error}", raw=raw, kind="job_failed",
-                                node=label)
+        evidence.cannot_measure(clause, f"{what}: {run.error}", raw=raw,
+                                kind=run.error_kind or "job_failed", node=label)
     if spec.is_share and theory is None:
         evidence.cannot_measure(clause, f"{what}: no link rate in the spec to take the "
                                 "share of", raw=raw, node=label)
@@ -182,7 +182,8 @@ def test_collective_transport(cluster: Cluster, node_count: int, collective: str
     found: dict[str, Any] = run.details.get("transport") or {}
     raw = {"transport": found, "nccl_log_first_rank": run.details.get("nccl_log_first_rank")}
     if not run.ok:
-        evidence.cannot_measure(rule, run.error, raw=raw, kind="job_failed", node=label)
+        evidence.cannot_measure(rule, run.error, raw=raw, kind=run.error_kind or "job_failed",
+                                node=label)
     networks = found.get("inter_node") or {}
     silent = found.get("not_said") or networks.get("None")
     if silent or not networks:
@@ -276,7 +277,8 @@ def test_collective_stress(cluster: Cluster, evidence: Evidence) -> None:
                            "wrong": loop.wrong, "wrong_iterations": loop.wrong_iterations,
                            "first_wrong": loop.first_wrong}
     if loop.error:
-        evidence.cannot_measure(rule, loop.error, raw=raw, kind="job_failed", node=label)
+        evidence.cannot_measure(rule, loop.error, raw=raw,
+                                kind=loop.error_kind or "job_failed", node=label)
     speeds = sorted(loop.busbw_windows)
     busbw = (f"; busbw {gbs(speeds[0])} min, {gbs(speeds[len(speeds) // 2])} median, "
              f"{gbs(speeds[-1])} max over the loop") if speeds else ""

@@ -34,7 +34,13 @@ from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.derived_cases import TESTS
 from pytest_cluster.evidence.sinks.metrics import CASE_LABELS
 from pytest_cluster.evidence.sinks.results import ResultLine, outcome
-from pytest_cluster.evidence.verdict import NOT_BLAMING, culprits, outcome_of
+from pytest_cluster.evidence.verdict import (
+    NOT_BLAMING,
+    answered,
+    culprits,
+    no_answer,
+    outcome_of,
+)
 from pytest_cluster.units import Dim, parse_quantity, utc
 
 Record = dict[str, Any]
@@ -289,12 +295,28 @@ def _check_clause_table(views: Views) -> Iterator[str]:
                f"{total}, the terminal {(said['passed'], said['failed'])}")
 
 
+def _someone_answered(views: Views) -> bool:
+    """Whether some node of the run answered: a case of a node's passed or failed for
+    what the node said."""
+    nodes = {n["node"] for n in views.verdict["nodes"]}
+    return any(answered(r) for r in _judged(views) if r.get("node") in nodes)
+
+
+def _blames(record: ResultLine, someone_answered: bool) -> bool:
+    """Whether a failed case blames a node: its kind is one the verdict blames for, and
+    it is no silence of a node in a run where no node answered (the controller's fault)."""
+    if record.get("error_kind") in NOT_BLAMING:
+        return False
+    return someone_answered or not no_answer(record)
+
+
 def _failed_against(views: Views, node: str) -> set[str]:
     """The clauses results.jsonl fails against `node`: its own failed cases, and the
     checks of several nodes that name it."""
     found = set()
+    someone = _someone_answered(views)
     for r in _judged(views):
-        if outcome(r) == "passed" or r.get("error_kind") in NOT_BLAMING:
+        if outcome(r) == "passed" or not _blames(r, someone):
             continue
         if r.get("node") == node or node in culprits(r):
             found.add(str(r.get("clause") or r.get("spec_key")))
@@ -417,6 +439,7 @@ def _check_metrics(views: Views) -> Iterator[str]:
     decided = {tuple(labels[n] for n in CASE_LABELS[2:10]): value
                for labels, value in found.get("pytest_cluster_check_judged", [])}
     judged = _judged(views)
+    someone = _someone_answered(views)
     if len(passed) != len(judged) or len(decided) != len(judged):
         yield (f"metrics: {len(passed)} check_passed and {len(decided)} check_judged "
                f"samples for {len(judged)} judged cases")
@@ -428,7 +451,7 @@ def _check_metrics(views: Views) -> Iterator[str]:
         if value != (1.0 if outcome(r) == "passed" else 0.0):
             yield f"metrics: check_passed {value} for {r['nodeid']} ({outcome(r)})"
         # 0 exactly where the case failed with a kind the verdict blames no node for
-        blames = outcome(r) == "passed" or r.get("error_kind") not in NOT_BLAMING
+        blames = outcome(r) == "passed" or _blames(r, someone)
         if decided.get(key) != (1.0 if blames else 0.0):
             yield (f"metrics: check_judged {decided.get(key)} for {r['nodeid']} "
                    f"({outcome(r)}, {r.get('error_kind')})")
@@ -465,12 +488,13 @@ def _check_clause_metrics(views: Views) -> Iterator[str]:
     blamed: set[tuple[str, str]] = set()  # failed against the node
     unjudged: set[tuple[str, str]] = set()  # failed, but could not be judged
     family: dict[str, str] = {}  # the metrics' clause label -> verdict.json's clause
+    someone = _someone_answered(views)
     for r in _judged(views):
         key = (str(r.get("spec_key")), str(r.get("node")))
         family[key[0]] = str(r.get("clause") or r.get("spec_key"))
         bad = outcome(r) != "passed"
         expected[key] = min(expected.get(key, 1.0), 0.0 if bad else 1.0)
-        if bad and r.get("error_kind") not in NOT_BLAMING:
+        if bad and _blames(r, someone):
             blamed.add(key)
             for node in culprits(r):
                 expected[(key[0], node)] = 0.0

@@ -106,6 +106,31 @@ def test_a_node_not_checked_is_an_error_that_drains_nothing() -> None:
     assert drain_commands(decided) == []
 
 
+def test_nodes_this_machine_could_not_check_are_one_error_line_that_drains_nothing() -> None:
+    """One controller-side fault on three nodes: one line saying it once; the checks
+    across them it kept from being made are not said again; a node rejected beside them
+    is still the FAIL it is."""
+    fault = "this machine cannot resolve the name (ssh: Could not resolve hostname)"
+    unchecked = [{**node(f"gpu-00{i}", NOT_CHECKED, f"this machine could not check it: {fault}"),
+                  "controller_fault": fault} for i in (1, 2, 3)]
+    unmade = {"clause": "interconnect.busbw[inter_node]", "where": "4 nodes (gpu-001..gpu-004)",
+              "message": f"gpu-001: host probe controller: {fault}", "kind": "controller"}
+    decided = decide(document(*unchecked, verdict="INCOMPLETE",
+                              cluster_checks_failed=[unmade]), 1)
+    assert (decided.outcome, decided.exit_code, drain_commands(decided)) == (ERROR, 2, [])
+    assert decided.lines == (
+        f"ERROR gpu-[001-003]: not checked: this machine could not check them: {fault}",
+        "ERROR: pytest ended with exit 1", "no node is drained for it")
+    rejected = node("gpu-004", REJECTED, "1 clause(s) failed: gpus.count")
+    decided = decide(document(*unchecked, rejected, verdict=REJECTED,
+                              cluster_checks_failed=[unmade]), 1)
+    assert (decided.outcome, [n.node for n in decided.failed]) == (FAIL, ["gpu-004"])
+    assert decided.lines == (
+        "FAIL gpu-004: rejected: 1 clause(s) failed: gpus.count",
+        f"ERROR gpu-[001-003]: not checked: this machine could not check them: {fault} "
+        "(not drained)")
+
+
 def test_a_run_stopped_with_every_node_judged_is_an_error_saying_it_was_stopped() -> None:
     """Every node ACCEPTED, the run INCOMPLETE because it was stopped (a soak's SIGTERM):
     the gate says so, not merely the verdict's name."""

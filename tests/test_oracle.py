@@ -285,3 +285,16 @@ def test_storage_training_and_gloo_on_this_machine_agree_in_every_view(
     lines = (pytester.path / "reports" / "latest" / "results.jsonl").read_text()
     failed = lines.count('"outcome": "failed"')
     assert (failed == 0) == (bounds["cores"] == 1 and bounds["step"] == "600"), failed
+
+
+def test_every_node_down_agrees_in_every_view(pytester: pytest.Pytester) -> None:
+    """No node answers: none is blamed (NOT CHECKED, the controller's fault said once),
+    and the metrics judge none of their cases (no per-node alert fires)."""
+    down = "\n".join(f"    - {{node: n{i}, down: true}}" for i in (1, 2, 3))
+    spec = ("cluster: {name: c, nodes: 'n[1-3]', launcher: sim}\nhost: {cpu_cores: 96}\n"
+            f"sim:\n  faults:\n{down}\n")
+    assert run_and_check(pytester, spec) == []
+    metrics = (pytester.path / "metrics.prom").read_text()
+    assert 'pytest_cluster_clause_judged{' in metrics
+    assert not [line for line in metrics.splitlines()
+                if line.startswith("pytest_cluster_clause_judged{") and line.endswith(" 1.0")]

@@ -177,8 +177,8 @@ def test_each_node_is_failed_with_slurms_words_or_kept() -> None:
         "n13": (unreachable, "SLURM reports n13 allocated+drain (\u00d6lpumpe \ufffd "
                              "defekt): taken out of service; `scontrol update nodename=n13 "
                              "state=resume` returns it"),
-        "n15": (unreachable, "SLURM does not know n15 (sinfo does not list it): check "
-                             "cluster.nodes"),
+        "n15": (ErrorKind.CONTROLLER, "SLURM does not know n15 (sinfo does not list it): "
+                                      "check cluster.nodes"),
     }
     # n17: allocated in sinfo, no job in squeue (freed since): srun --immediate decides
     assert check.idle == ["n1", "n16", "n17"]

@@ -150,7 +150,8 @@ def failed(code: int, stderr: str) -> ProbeResult:
     (255, "Host key verification failed.", ErrorKind.AUTH_REFUSED,
      "ssh refused: check the user, key and known_hosts"),
     (255, "ssh: Could not resolve hostname n1: Name or service not known",
-     ErrorKind.UNREACHABLE, "ssh: unknown host name"),
+     ErrorKind.CONTROLLER, "this machine cannot resolve the name (ssh: Could not resolve "
+     "hostname): check cluster.nodes, the ssh config and DNS here"),
     (255, "ssh: connect to host 10.0.0.1 port 22: Connection refused", ErrorKind.UNREACHABLE,
      "ssh: connection refused (no sshd?)"),
     (255, "ssh: connect to host 10.0.0.1 port 22: Connection timed out",

@@ -29,14 +29,18 @@ from pytest_cluster.evidence.rundir import create_run_dir, point_latest, run_dir
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results, run_status
 from pytest_cluster.evidence.tally import ClauseTally, margin, margin_text
 from pytest_cluster.evidence.verdict import (
+    CONTROLLER_SIDE,
+    NO_NODE_ANSWERED,
     TOOL_ERROR,
     cluster_failures,
     cluster_verdict,
+    controller_reason,
     cut_reason,
     decisive,
     drain_command,
     drain_line,
     node_verdicts,
+    said_once,
     taint_line,
     to_drain,
 )
@@ -114,8 +118,63 @@ def test_a_timeout_is_unreachable_only_for_the_host_probe() -> None:
     busy = [result("a::t[n1]", "n1", "failed", message="Failed: n1: gpu_perf probe timeout",
                    error_kind="timeout", probe="gpu_perf")]
     assert node_verdicts(["n1"], PLAN, busy)[0].verdict == "REJECTED"
-    silent: list[ResultLine] = [{**busy[0], "probe": "host"}]
-    assert node_verdicts(["n1"], PLAN, silent)[0].verdict == "UNREACHABLE"
+    silent: list[ResultLine] = [{**busy[0], "probe": "host"}, result("a::t[n2]", "n2")]
+    assert node_verdicts(["n1", "n2"], PLAN, silent)[0].verdict == "UNREACHABLE"
+
+
+def _failed_host(node: str, kind: str, said: str) -> ResultLine:
+    """A case of `node` failed because its host probe failed with `kind`: the launcher's
+    words in raw (as Evidence.require records them), the node's name in the message."""
+    return result(f"a::t[{node}]", node, "failed", error_kind=kind, probe="host",
+                  message=f"Failed: {node}: host probe {kind}: {said}",
+                  raw={"message": said, "exit_code": 255, "stderr_tail": "",
+                       "duration_s": 0.1})
+
+
+def test_a_node_whose_address_refused_while_another_answered_is_unreachable() -> None:
+    refused = "ssh: connection refused (no sshd?)"
+    n1, n2 = node_verdicts(["n1", "n2"], PLAN, [_failed_host("n1", "unreachable", refused),
+                                                result("a::t[n2]", "n2")])
+    assert (n1.verdict, n1.outcome, n1.controller_fault) == ("UNREACHABLE", "FAIL", "")
+    assert to_drain([n1, n2]) == [n1]
+
+
+@pytest.mark.parametrize("kind", ["unreachable", "timeout"])
+def test_when_no_node_answered_none_is_blamed_and_the_cause_is_said(kind: str) -> None:
+    """Every node silent: the fault they share is this machine's or its link's; each is
+    NOT CHECKED (ERROR) with the same controller fault, none drained."""
+    said = "ssh: node not reachable"
+    nodes = ["n1", "n2", "n3"]
+    verdicts = node_verdicts(nodes, PLAN, [_failed_host(n, kind, said) for n in nodes])
+    assert {(v.verdict, v.outcome) for v in verdicts} == {("NOT CHECKED", "ERROR")}
+    assert {v.controller_fault for v in verdicts} == {f"{NO_NODE_ANSWERED} ({said})"}
+    assert all(v.reason == controller_reason(v.controller_fault) for v in verdicts)
+    assert all(not v.failed_clauses and not v.failures for v in verdicts)
+    assert to_drain(verdicts) == []
+    assert cluster_verdict("complete", verdicts, 0) == "INCOMPLETE"
+
+
+@pytest.mark.parametrize(("kind", "said"), [
+    ("controller", "this machine cannot resolve the name (ssh: Could not resolve hostname): "
+                   "check cluster.nodes, the ssh config and DNS here"),
+    ("auth_refused", "ssh refused: check the user, key and known_hosts")])
+def test_a_controller_side_fault_is_not_checked_even_where_other_nodes_answered(
+        kind: str, said: str) -> None:
+    n1, n2, n3 = node_verdicts(["n1", "n2", "n3"], PLAN, [
+        _failed_host("n1", kind, said), _failed_host("n2", kind, said),
+        result("a::t[n3]", "n3")])
+    assert (n1.verdict, n1.outcome, n1.controller_fault) == ("NOT CHECKED", "ERROR", said)
+    assert n1.reason == f"this machine could not check it: {said}"
+    assert to_drain([n1, n2, n3]) == []
+    # the terminal and the gate say the fault once for both nodes
+    assert said_once([n1, n2, n3]) == [
+        ("NOT CHECKED", ["n1", "n2"], f"this machine could not check them: {said}")]
+
+
+def test_the_verdicts_controller_side_kinds_are_the_launchers() -> None:
+    assert {kind.value for kind in ErrorKind if kind.controller_side} == CONTROLLER_SIDE
+    assert ProbeResult("n1", "host", None, ErrorKind.CONTROLLER).controller_side
+    assert not ProbeResult("n1", "host", None, ErrorKind.UNREACHABLE).controller_side
 
 
 def test_not_checked_says_why_per_clause() -> None:

@@ -92,7 +92,7 @@ def end_record(facts: RunFacts) -> EndLine:
         "tool_version": __version__,
         "verdict": cluster_verdict(
             run_status(facts.exit_code, planned, selected, checks_ran), facts.verdicts,
-            len(decisive(facts.ledger.cluster_failures()))),
+            len(decisive(facts.ledger.cluster_failures(), facts.verdicts))),
     }
     if derived:  # what pytest counts beside them: counts + derived_counts is its total
         end["derived_counts"] = apart
@@ -110,7 +110,7 @@ def end_record(facts: RunFacts) -> EndLine:
 
 
 #: The verdict.json shape this version writes (verdict.schema.json, shipped beside this).
-VERDICT_SCHEMA = "pytest-cluster/verdict/3"
+VERDICT_SCHEMA = "pytest-cluster/verdict/4"
 
 
 def verdict_schema() -> dict[str, Any]:

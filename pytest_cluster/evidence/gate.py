@@ -3,7 +3,10 @@ FAIL or ERROR, from the run's verdict.json and pytest's exit status.
 
 - FAIL: some node's outcome is FAIL (rejected: a check failed; unreachable: it did not
   answer). Only FAIL takes a node out of service.
-- ERROR: the tool could not judge. The run wrote no verdict.json (a spec or option that is
+- ERROR: the tool could not judge. This machine could not check nodes (a name it
+  cannot resolve, its ssh credentials refused, ssh or srun missing, no node answering at
+  all: their `controller_fault`, said once for the nodes it hit). The run wrote no
+  verdict.json (a spec or option that is
   not valid, exit 4; an interpreter that cannot be run, 126/127; the gate's time limit,
   124/137; pytest-cluster's own crash, 3; interrupted, 2), or its verdict is not decided
   (INCOMPLETE: a node NOT CHECKED), or a check across nodes failed with no node to blame.
@@ -34,7 +37,10 @@ from pytest_cluster.evidence.verdict import (
     drain_command,
     incomplete_why,
     outcome_of,
+    said_once,
+    unmade,
 )
+from pytest_cluster.hostlist import compress_hostlist
 
 #: verdict.json is read up to this size (a 1,024-node verdict is a few MB).
 MAX_VERDICT_BYTES = 64 * 2**20
@@ -151,7 +157,9 @@ def _nodes(document: Mapping[str, Any]) -> list[NodeVerdict]:
                              f"not follow from verdict {entry['verdict'][:20]!r}")
         if not NODE_NAME.fullmatch(entry["node"]):
             raise ValueError(f"a node's name is not a host name: {entry['node'][:60]!r}")
-        nodes.append(NodeVerdict(entry["node"], entry["verdict"], entry["reason"]))
+        fault = entry.get("controller_fault")
+        nodes.append(NodeVerdict(entry["node"], entry["verdict"], entry["reason"],
+                                 controller_fault=fault if isinstance(fault, str) else ""))
     return nodes
 
 
@@ -171,15 +179,22 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
     simulated = document.get("simulated") is True
     level = _printable(str(document.get("level", "")))
     failed = tuple(n for n in nodes if n.outcome == FAIL)
-    lines = [f"ERROR {_printable(n.node)}: not checked: {_printable(n.reason)}"
-             for n in nodes if n.outcome == ERROR]
+    # the nodes this machine could not check for one fault are one line (said_once)
+    lines = [f"ERROR {_printable(compress_hostlist(names))}: not checked: {_printable(why)}"
+             for verdict, names, why in said_once(nodes) if outcome_of(verdict) == ERROR]
     said = {n.node for n in nodes if n.outcome == ERROR}
+    # where this machine could not check nodes, the checks across them it could not make
+    # are said by those nodes' line
+    unmade_kinds = unmade(nodes) if any(n.controller_fault for n in nodes) else frozenset()
     checks = document.get("cluster_checks_failed")
     for check in checks if isinstance(checks, list) else []:
         # a check of one node that could not judge it (undecided) is its node's line; a
-        # check that names its culprits failed them (their FAIL lines say it)
+        # check that names its culprits failed them (their FAIL lines say it); one not
+        # established because nodes this machine could not check did not answer is
+        # theirs (their line says why)
         if isinstance(check, dict) and str(check.get("where", "")).split(",")[0] not in said \
-                and not (failed and check.get("culprits")):
+                and not (failed and check.get("culprits")) \
+                and check.get("kind") not in unmade_kinds:
             lines.append(f"ERROR: a check across nodes failed with no node to blame: "
                          f"{_printable(str(check.get('clause', '')))}: "
                          f"{_printable(str(check.get('message', '')))}")

@@ -1,8 +1,11 @@
 """The per-node verdict a provider gates on: ACCEPTED, REJECTED, UNREACHABLE, NOT CHECKED,
 and the outcome a gate acts on (PASS, FAIL, ERROR).
 
-- UNREACHABLE: the node did not answer (its host probe, or any probe, could not reach it);
-  every one of its cases fails citing that one reason.
+- UNREACHABLE: the node did not answer (its host probe, or any probe, could not reach it)
+  while another node of the run did; every one of its cases fails citing that one reason.
+  Where no node answered, or the launcher failed for a fault of this machine's (a name it
+  cannot resolve, credentials refused, ssh or srun missing: CONTROLLER_SIDE), the node is
+  NOT CHECKED with that fault (its controller_fault), never drained.
 - REJECTED: it answered and at least one of its checks failed.
 - ACCEPTED: every contract check about this node that the run selected (its level, `-m
   sanity`; `-k`; `--cluster-node`) ran, and all passed. The checks the selection left out
@@ -52,8 +55,9 @@ REJECTED = "REJECTED"
 UNREACHABLE = "UNREACHABLE"
 NOT_CHECKED = "NOT CHECKED"
 
-#: Error kinds that mean the node did not answer at all.
-NO_ANSWER = frozenset({"unreachable", "auth_refused"})
+#: Error kinds that mean the node did not answer at all: its address refused or stayed
+#: silent. The node's own fault only where another node answered in the same run.
+NO_ANSWER = frozenset({"unreachable"})
 #: ... and those that mean so when the host probe (the first thing asked) ends with them.
 NO_ANSWER_HOST = NO_ANSWER | {"timeout"}
 #: A figure that cannot be compared with its baseline's: measured on another basis (per
@@ -82,9 +86,17 @@ TOOL_FAULT = "tool_fault"
 #: check of ours ended with an exception that is no verdict (TOOL_FAULT). A spec's slip, a
 #: wrong vantage point or a fault of the tool is no node's fault: it drains none.
 TOOL_ERROR = frozenset({"interpreter_missing", "wrong_namespace", TOOL_FAULT})
+#: Error kinds whose fault is this machine's, the controller's, not the node's (the
+#: launchers' ErrorKind.controller_side): a node name it cannot resolve, its ssh
+#: credentials refused, ssh or srun not installed here, no SLURM controller answering.
+#: Nothing was learned about the node: it is NOT CHECKED, saying the cause, never drained.
+CONTROLLER_SIDE = frozenset({"controller", "auth_refused"})
 #: Error kinds after which a check blames no node: neither its own (NOT CHECKED for it,
 #: never drained) nor, for a check of several nodes, those it names.
-NOT_BLAMING = NO_CULPRIT | NOT_MEASURED | TOOL_ERROR | NOT_ESTABLISHED
+NOT_BLAMING = NO_CULPRIT | NOT_MEASURED | TOOL_ERROR | NOT_ESTABLISHED | CONTROLLER_SIDE
+#: Why nodes that did not answer are not blamed when no node of the run answered: the
+#: fault every node shares is this machine's or its network's (its link down or slow).
+NO_NODE_ANSWERED = "no node answered this machine, so the fault is on its side or its network's"
 MAX_REASON = 300
 
 
@@ -120,10 +132,39 @@ def clean_message(message: str) -> str:
     return first if len(first) <= MAX_REASON else first[:MAX_REASON - 3] + "..."
 
 
-def _no_answer(record: ResultLine) -> bool:
+def no_answer(record: ResultLine) -> bool:
+    """Whether the record failed because its node did not answer (its address refused or
+    stayed silent): the node's own fault only where another node answered (answered)."""
     kind = record.get("error_kind")
     kinds = NO_ANSWER_HOST if record.get("probe") == "host" else NO_ANSWER
     return kind in kinds
+
+
+def answered(record: ResultLine) -> bool:
+    """Whether a node's record shows the node answered: it passed, or failed for what the node
+    said (not for a fault of no answer, of this machine's, of another job's, of the tool's,
+    nor a Ctrl-C)."""
+    if outcome(record) == "passed":
+        return True
+    return (outcome(record) in ("failed", "error") and judged(record)
+            and record.get("error_kind") not in NO_ANSWER_HOST | {"cancelled"})
+
+
+def launcher_words(record: ResultLine) -> str:
+    """What the launcher said of a probe that failed, without the node's name (the same
+    words for every node it hit: 'ssh: connection refused (no sshd?)'); the case's
+    message where the record keeps none."""
+    raw = record.get("raw")
+    said = raw.get("message") if isinstance(raw, dict) else None
+    if isinstance(said, str) and said.strip():
+        return clean_message(said)
+    return clean_message(str(record.get("message", "")))
+
+
+def controller_reason(fault: str, nodes: int = 1) -> str:
+    """A node's reason (or, for `nodes` > 1, several nodes') when this machine could not
+    check it: 'this machine could not check it: <fault>'."""
+    return f"this machine could not check {'it' if nodes == 1 else 'them'}: {fault}"
 
 
 class NodeEntry(TypedDict):
@@ -140,6 +181,7 @@ class NodeEntry(TypedDict):
     checks_undecided: int
     failed_clauses: list[str]
     failures: list[dict[str, str]]  # clause, case, message
+    controller_fault: str  # why this machine could not check the node ('' when it could)
 
 
 class _VerdictDocument(TypedDict):
@@ -186,6 +228,10 @@ class NodeVerdict:
     failed_clauses: list[str] = field(default_factory=list)
     failures: list[dict[str, str]] = field(default_factory=list)
     undecided: list[str] = field(default_factory=list)  # NO_CULPRIT failures' messages
+    #: why this machine (the controller) could not check the node, the same words for
+    #: every node it hit: a name it cannot resolve, credentials refused, ssh or srun
+    #: missing, no node answering at all ('' when none)
+    controller_fault: str = ""
 
     @property
     def outcome(self) -> str:
@@ -198,7 +244,7 @@ class NodeVerdict:
                 "checks_not_selected": self.not_selected, "checks_ran": self.ran,
                 "checks_passed": self.passed, "checks_undecided": len(self.undecided),
                 "failed_clauses": self.failed_clauses,
-                "failures": self.failures}
+                "failures": self.failures, "controller_fault": self.controller_fault}
 
 
 class VerdictBuilder:
@@ -208,6 +254,9 @@ class VerdictBuilder:
     def __init__(self, nodes: Sequence[str]) -> None:
         self._verdicts = {name: NodeVerdict(name) for name in nodes}
         self._unreachable: dict[str, str] = {}
+        self._why_unreachable: dict[str, str] = {}  # ... in the launcher's words
+        self._controller: dict[str, str] = {}  # node -> its controller-side fault
+        self._answered = False  # some node answered some probe of this run
 
     def add(self, record: ResultLine) -> None:
         failed = outcome(record) in ("failed", "error")
@@ -219,14 +268,19 @@ class VerdictBuilder:
         if found is None or outcome(record) == "not_run":
             return
         found.ran += 1
+        if answered(record):
+            self._answered = True
         if outcome(record) == "passed":
             found.passed += 1
         elif failed and not judged(record):
             found.undecided.append(clean_message(str(record.get("message", ""))))
+            if record.get("error_kind") in CONTROLLER_SIDE:
+                self._controller.setdefault(found.node, launcher_words(record))
         elif failed:
             message = self._fail(found, record)
-            if _no_answer(record):
+            if no_answer(record):
                 self._unreachable.setdefault(found.node, message)
+                self._why_unreachable.setdefault(found.node, launcher_words(record))
 
     @staticmethod
     def _fail(found: NodeVerdict, record: ResultLine) -> str:
@@ -254,8 +308,19 @@ class VerdictBuilder:
         for node, count in extra.items():
             if node in verdicts:
                 verdicts[node].planned += count
+        for node, why in self._controller.items():
+            verdicts[node].controller_fault = why
+        if not self._answered:  # no node answered: none of them is to blame
+            for node, why in self._why_unreachable.items():
+                verdict = verdicts[node]
+                verdict.controller_fault = f"{NO_NODE_ANSWERED} ({why})"
+                verdict.undecided += [f["message"] for f in verdict.failures]
+                verdict.failed_clauses, verdict.failures = [], []
+            self._unreachable.clear()
         for verdict in verdicts.values():
             _decide(verdict, self._unreachable.get(verdict.node), left_out)
+            if verdict.verdict != NOT_CHECKED:  # judged on what the node did say
+                verdict.controller_fault = ""
         return list(verdicts.values())
 
 
@@ -278,6 +343,8 @@ def _decide(verdict: NodeVerdict, no_answer: str | None, left_out: str) -> None:
         verdict.verdict = REJECTED
         verdict.reason = (f"{len(verdict.failed_clauses)} clause(s) failed: "
                           f"{', '.join(verdict.failed_clauses)}")
+    elif verdict.controller_fault:
+        verdict.reason = controller_reason(verdict.controller_fault)
     elif verdict.planned and verdict.ran >= verdict.planned \
             and verdict.passed == verdict.ran:
         verdict.verdict, verdict.reason = ACCEPTED, f"all {verdict.ran} checks passed"
@@ -346,10 +413,20 @@ def cluster_failures(records: Iterable[ResultLine],
     return found
 
 
-def decisive(failures: Iterable[dict[str, str]]) -> list[dict[str, str]]:
-    """Cluster failures that reject the cluster: not those merely not established
-    (NOT_ESTABLISHED: a node did not answer; that node's own verdict says why)."""
-    return [f for f in failures if f.get("kind") not in NOT_ESTABLISHED]
+def unmade(verdicts: Iterable[NodeVerdict]) -> frozenset[str]:
+    """The kinds of cluster failures that are no failure of the cluster: not established
+    (NOT_ESTABLISHED: a node did not answer; its own verdict says why), not made for a
+    fault of this machine's (CONTROLLER_SIDE), and, where no node answered (a node's
+    controller_fault says so), not made because its nodes did not answer."""
+    silent = any(v.controller_fault.startswith(NO_NODE_ANSWERED) for v in verdicts)
+    return NOT_ESTABLISHED | CONTROLLER_SIDE | (NO_ANSWER_HOST if silent else frozenset())
+
+
+def decisive(failures: Iterable[dict[str, str]],
+             verdicts: Iterable[NodeVerdict] = ()) -> list[dict[str, str]]:
+    """Cluster failures that reject the cluster: not those of a kind `unmade` says."""
+    kinds = unmade(verdicts)
+    return [f for f in failures if f.get("kind") not in kinds]
 
 
 #: The cluster's verdict when some checks did not run (the nodes' are NOT CHECKED).
@@ -475,6 +552,29 @@ def taint_line(verdict: NodeVerdict, not_a_node: str | None = None) -> str:
     """The taint line as a shell command; a comment where the node is not a real one."""
     line = shlex.join(taint_command(verdict))
     return f"# {not_a_node}: {line}" if not_a_node else line
+
+
+def said_once(verdicts: Iterable[NodeVerdict]) -> list[tuple[str, list[str], str]]:
+    """(verdict, nodes, reason) for the nodes not accepted, in the spec's order, one node
+    each; but the nodes this machine could not check for the same fault are one entry,
+    saying the fault once: ('NOT CHECKED', [gpu-001, ..., gpu-004], 'this machine could not
+    check them: this machine cannot resolve the name ...')."""
+    order: list[tuple[str, list[NodeVerdict]]] = []
+    shared: dict[str, list[NodeVerdict]] = {}
+    for verdict in verdicts:
+        if verdict.verdict == ACCEPTED:
+            continue
+        fault = verdict.controller_fault if verdict.verdict == NOT_CHECKED else ""
+        if not fault:
+            order.append(("", [verdict]))
+        elif fault in shared:
+            shared[fault].append(verdict)
+        else:
+            shared[fault] = [verdict]
+            order.append((fault, shared[fault]))
+    return [(group[0].verdict, [v.node for v in group],
+             controller_reason(fault, len(group)) if len(group) > 1 else group[0].reason)
+            for fault, group in order]
 
 
 def by_verdict(verdicts: Iterable[NodeVerdict]) -> dict[str, list[str]]:

@@ -17,11 +17,27 @@ class ErrorKind(str, enum.Enum):
     TIMEOUT = "timeout"
     CRASHED = "crashed"
     BAD_OUTPUT = "bad_output"
-    UNREACHABLE = "unreachable"
-    AUTH_REFUSED = "auth_refused"
+    UNREACHABLE = "unreachable"  # the node's own: its address refused or did not answer
+    AUTH_REFUSED = "auth_refused"  # this machine's credentials refused (controller-side)
+    #: this machine could not launch the probe: a node name it cannot resolve, the
+    #: launcher's client (ssh, srun) not installed, no SLURM controller answering, a name
+    #: SLURM does not know (controller-side)
+    CONTROLLER = "controller"
     INTERPRETER_MISSING = "interpreter_missing"
     CANCELLED = "cancelled"
     BUSY = "busy"  # another job holds the node (SLURM): not measured, not its fault
+
+    @property
+    def controller_side(self) -> bool:
+        """The fault is this machine's (the controller's: its name resolution, its
+        credentials, its launcher's client, its SLURM controller), not the node's: nothing
+        was learned about the node, and no verdict may blame it."""
+        return self in CONTROLLER_SIDE
+
+
+#: The error kinds whose fault is the controller's, not the node's (ErrorKind.controller_side;
+#: evidence/verdict.py's CONTROLLER_SIDE is their values).
+CONTROLLER_SIDE = frozenset({ErrorKind.CONTROLLER, ErrorKind.AUTH_REFUSED})
 
 
 @dataclass(frozen=True)
@@ -43,6 +59,12 @@ class ProbeResult:
     @property
     def ok(self) -> bool:
         return self.error is None and self.data is not None
+
+    @property
+    def controller_side(self) -> bool:
+        """It failed for a fault of this machine's, not the node's (ErrorKind.controller_side):
+        a name that does not resolve here, credentials refused, ssh or srun missing."""
+        return self.error is not None and self.error.controller_side
 
     def payload(self) -> dict[str, Any]:
         if self.data is None or self.error is not None:

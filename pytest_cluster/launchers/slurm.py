@@ -6,7 +6,11 @@ hold; every other node fails at once with SLURM's own words, instead of hanging 
 
 - UNREACHABLE: down, not responding (`*`), drained / draining, fail / failing, reboot
   pending or issued (`@`, `^`), powered down or changing power state (`~ # ! %`), future,
-  unknown, inval, a state we do not know, and a node sinfo does not list.
+  unknown, inval, a state we do not know.
+- CONTROLLER (this machine's side, never the node's fault): a node sinfo does not list (a
+  name SLURM does not know), sinfo or squeue failing (no SLURM controller answered),
+  srun not installed here, and a step SLURM refused for every node (an invalid node name,
+  partition or account; "Unable to contact slurm controller").
 - BUSY: held by another job (allocated, mixed, completing: `SLURM reports node2 allocated
   (held by job 97 of user alice)`), in a reservation (reserved, maint, `$`), in use by
   another job and planned for a pending one (`mixed-`). A mixed node still has free CPUs
@@ -193,7 +197,7 @@ class SlurmLauncher(Launcher):
         started = time.time()
         check = self.check(nodes, timeout_s)
         if isinstance(check, str):
-            return {n: self._failed(n, call.name, ErrorKind.UNREACHABLE, check,
+            return {n: self._failed(n, call.name, ErrorKind.CONTROLLER, check,
                                     started=started) for n in nodes}, []
         results = {node: self._failed(node, call.name, kind, message, started=started)
                    for node, (kind, message) in check.failed.items()}
@@ -233,7 +237,7 @@ class SlurmLauncher(Launcher):
         done = execute(argv, payload, timeout_s + immediate_s + 30, hold_stdin=True,
                        cancel=cancel, limit=limit * len(nodes))
         if done.start_error is not None:
-            return {n: self._failed(n, call.name, ErrorKind.UNREACHABLE,
+            return {n: self._failed(n, call.name, ErrorKind.CONTROLLER,
                                     f"srun: {done.start_message}", started=started)
                     for n in nodes}, set()
         tasks = split_labeled(done.stdout, done.stderr)
@@ -270,8 +274,9 @@ class SlurmLauncher(Launcher):
                 # waited for our own step to let it go: that is final
                 kind = waiting[node].kind
                 message = f"{waiting[node].message}: {errors.no_resources}"
-            elif errors.no_resources:
-                kind, message = ErrorKind.UNREACHABLE, (
+            elif errors.no_resources:  # refused: a partition, account, node name or
+                # controller error, this machine's side (a busy node is tried again)
+                kind, message = ErrorKind.CONTROLLER, (
                     f"SLURM gave the step no nodes: {errors.no_resources}")
                 if errors.busy:  # a second look at SLURM may name the culprit
                     again.add(node)

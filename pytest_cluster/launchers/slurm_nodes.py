@@ -200,7 +200,7 @@ def check_nodes(sinfo: dict[str, tuple[str, str]], holders: dict[str, list[Holde
     for node in nodes:
         if node not in sinfo:
             where = f" in partition {partition}" if partition else ""
-            check.failed[node] = (ErrorKind.UNREACHABLE, (
+            check.failed[node] = (ErrorKind.CONTROLLER, (
                 f"SLURM does not know {node}{where} (sinfo does not list it): check "
                 "cluster.nodes" + (" and slurm.partition" if partition else "")))
             continue

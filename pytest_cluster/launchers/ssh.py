@@ -65,17 +65,24 @@ EXIT_WAIT_S = 5.0
 MASTER_GRACE_S = 2.0
 #: A node whose master could not be opened, or whose launcher is closed.
 CLOSED_MESSAGE = "not started: the run's ssh connections are closed (the run is ending)"
+#: A node not reached because this machine has no ssh client (controller-side).
+MISSING_SSH = "the ssh client is not installed on this machine (no ssh on PATH)"
 #: The remote command's first words: `sh -c GUARD sh T+5 PYTHON -c RUNNER ...` runs the
 #: rest under `timeout` where the node has it. No spec value is in this text.
 GUARD = (f'if command -v timeout >/dev/null 2>&1; then timeout -k {KILL_AFTER_S} "$@"; '
          'else shift; exec "$@"; fi')
-#: ssh's own messages, first match wins: what a user should do about each.
+#: ssh's own messages, first match wins: what a user should do about each. Credentials
+#: refused and a name that does not resolve are this machine's faults (controller-side:
+#: ErrorKind.controller_side), whatever the other nodes did; a refused or silent address
+#: is the node's own.
 _SSH_ERRORS = (
     (("Permission denied", "Too many authentication failures", "no mutual signature",
       "Host key verification failed", "REMOTE HOST IDENTIFICATION HAS CHANGED"),
      ErrorKind.AUTH_REFUSED, "ssh refused: check the user, key and known_hosts"),
-    (("Could not resolve hostname", "Name or service not known"),
-     ErrorKind.UNREACHABLE, "ssh: unknown host name"),
+    (("Could not resolve hostname", "Name or service not known",
+      "Temporary failure in name resolution"),
+     ErrorKind.CONTROLLER, "this machine cannot resolve the name (ssh: Could not resolve "
+     "hostname): check cluster.nodes, the ssh config and DNS here"),
     (("Connection refused",), ErrorKind.UNREACHABLE, "ssh: connection refused (no sshd?)"),
     (("timed out", "No route to host", "Network is unreachable", "Connection closed",
       "Connection reset", "Broken pipe"),
@@ -238,8 +245,7 @@ class SshLauncher(Launcher):
                     self._masters[node] = None
                 elif code == -1:
                     self._masters[node] = ProbeResult(
-                        node, probe, None, ErrorKind.UNREACHABLE,
-                        "the ssh client is not installed on this machine")
+                        node, probe, None, ErrorKind.CONTROLLER, MISSING_SSH)
                 else:
                     failed = ProbeResult(node, probe, None, ErrorKind.CRASHED, "",
                                          exit_code=code if code is not None else SSH_FAILED,

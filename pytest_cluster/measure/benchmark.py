@@ -83,6 +83,10 @@ class StressLoop:
     first_wrong: str = ""  # 'rank 3 at iteration 1234'
     error: str = ""
     simulated: bool = False
+    #: why it did not run, as an error kind: 'not_all_nodes' where a node of it did not
+    #: answer its host probe (the job was not started: that node's verdict says why);
+    #: '' otherwise (the job ran and failed)
+    error_kind: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -39,6 +39,9 @@ from pytest_cluster.spec.busbw import CollectiveRun, required_busbw
 if TYPE_CHECKING:
     from pytest_cluster.spec.model import GpuSpec, InterconnectSpec, Spec, StorageSpec
 
+#: The error kind of a job not started because a node of it did not answer its host probe
+#: (the verdict's NOT_ESTABLISHED: that node's own verdict says why).
+NOT_ALL_NODES = "not_all_nodes"
 #: Probes that load the nodes (GPUs, disks): one at a time across xdist workers.
 LOADING_PROBES = ("gpu_perf", "storage", "import_latency")
 
@@ -270,7 +273,8 @@ class Cluster:
         host = self._silent(nodes)
         if host is not None:
             return CollectiveRun(collective, spec.backend, tuple(nodes), spec.ranks_per_node,
-                                 error=host.describe(), simulated=host.simulated)
+                                 error=host.describe(), simulated=host.simulated,
+                                 error_kind=NOT_ALL_NODES)
         started = time.time()
         run: CollectiveRun | None = None
         if spec.engine == "nccl-tests" and spec.nccl_tests and not env:
@@ -356,7 +360,8 @@ class Cluster:
             host = self._silent(self.nodes)
             if host is not None:
                 return StressLoop(self.nodes, spec.ranks_per_node, spec.backend,
-                                  error=host.describe(), simulated=host.simulated).to_json()
+                                  error=host.describe(), simulated=host.simulated,
+                                  error_kind=NOT_ALL_NODES).to_json()
             return run_collective_stress(self.launcher, spec, self.nodes).to_json()
 
         self.host_all()

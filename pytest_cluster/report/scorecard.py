@@ -75,7 +75,7 @@ def scorecard_html(spec: Spec, end: EndLine | None, verdicts: Sequence[NodeVerdi
     failing = [t for t in tallies if t.failed]
     # the end record's, as verdict.json says it; decided here only before the run's end
     overall = str((end.get("verdict") if end else None) or cluster_verdict(
-        end["status"] if end else None, verdicts, len(decisive(cluster_failed))))
+        end["status"] if end else None, verdicts, len(decisive(cluster_failed, verdicts))))
     counted = by_verdict(verdicts)
     parts = [STYLE, '<div id="scorecard">']
     if is_simulated(spec):

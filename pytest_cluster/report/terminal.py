@@ -21,7 +21,6 @@ from pytest_cluster.evidence.sinks.results import (
 )
 from pytest_cluster.evidence.tally import is_simulated, not_a_node
 from pytest_cluster.evidence.verdict import (
-    ACCEPTED,
     ERROR,
     INCOMPLETE,
     NOT_CHECKED,
@@ -30,9 +29,12 @@ from pytest_cluster.evidence.verdict import (
     drain_line,
     incomplete_why,
     outcome_of,
+    said_once,
     taint_line,
     to_drain,
+    unmade,
 )
+from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.spec.promised import ACROSS
 
 if TYPE_CHECKING:
@@ -112,11 +114,18 @@ def terminal_lines(run: RunSummary) -> list[str]:
     lines.append(verdict_line(end))
     counted = by_verdict(run.verdicts)
     lines.append("nodes: " + ", ".join(f"{len(v)} {k}" for k, v in counted.items()))
-    lines += at_most([f"  {v.verdict} {v.node}: {v.reason}" for v in run.verdicts
-                      if v.verdict != ACCEPTED], "  and {} more nodes (verdict.json lists all)")
+    lines += node_lines(run.verdicts)
+    # where this machine could not check nodes, the checks across them it could not make
+    # are one line: the nodes' line says why
+    kinds = unmade(run.verdicts) if any(v.controller_fault for v in run.verdicts) \
+        else frozenset()
+    shown = [f for f in run.cluster_failures if f.get("kind") not in kinds]
     lines += at_most([f"  cluster check failed: {failure['clause']} ({failure['where']}): "
-                      f"{failure['message']}" for failure in run.cluster_failures],
+                      f"{failure['message']}" for failure in shown],
                      "  and {} more cluster checks failed (verdict.json lists all)")
+    if len(shown) < len(run.cluster_failures):
+        lines.append(f"  {len(run.cluster_failures) - len(shown)} cluster check(s) could not "
+                     "be made: this machine could not check their nodes (above)")
     lines += at_most([f"found: {finding}" for finding in run.findings],
                      "found: {} more (results.jsonl has each case's)")
     lines.extend(_not_in_contract(run))
@@ -143,6 +152,19 @@ def terminal_lines(run: RunSummary) -> list[str]:
         lines.append(f"inventory.json could not be written: {run.inventory_error}")
     if run.evidence is not None:
         lines.append(run.evidence)
+    return lines
+
+
+def node_lines(verdicts: Sequence[NodeVerdict]) -> list[str]:
+    """A line per node not accepted, saying why; the nodes this machine could not check
+    for the same fault in one line, as a hostlist (said_once); the first MAX_LISTED lines,
+    then how many nodes more."""
+    rows = said_once(verdicts)
+    lines = [f"  {verdict} {compress_hostlist(nodes)}: {reason}"
+             for verdict, nodes, reason in rows[:MAX_LISTED]]
+    if len(rows) > MAX_LISTED:
+        lines.append(f"  and {sum(len(nodes) for _, nodes, _ in rows[MAX_LISTED:])} more "
+                     "nodes (verdict.json lists all)")
     return lines
 
 

@@ -114,6 +114,10 @@ class CollectiveRun:
     error: str = ""
     simulated: bool = False
     details: dict[str, Any] = field(default_factory=dict)  # torch/nccl versions, devices
+    #: why it did not run, as an error kind: 'not_all_nodes' where a node of it did not
+    #: answer its host probe (the job was not started: that node's verdict says why);
+    #: '' otherwise (the job ran and failed)
+    error_kind: str = ""
 
     @property
     def ok(self) -> bool:
@@ -135,7 +139,8 @@ class CollectiveRun:
                        for p in data.get("points", ()))
         return cls(data["collective"], data["backend"], tuple(data["nodes"]),
                    data["ranks_per_node"], points, data.get("error", ""),
-                   bool(data.get("simulated")), dict(data.get("details", {})))
+                   bool(data.get("simulated")), dict(data.get("details", {})),
+                   str(data.get("error_kind", "")))
 
 
 def slowest_rank(ranks: Sequence[dict[str, Any]], sizes: Sequence[dict[str, Any]]) -> int | None:

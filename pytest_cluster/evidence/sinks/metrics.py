@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,7 @@ from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 
 from pytest_cluster.evidence.sinks.results import ResultLine, clause_of, is_result, outcome
 from pytest_cluster.evidence.tally import margin
-from pytest_cluster.evidence.verdict import culprits, judged, outcome_of
+from pytest_cluster.evidence.verdict import culprits, judged, no_answer, outcome_of
 from pytest_cluster.units import UNITS, Dim, finite
 
 #: The base unit of each dimension, as the metric name's suffix ('' for a count).
@@ -93,6 +93,9 @@ class Sample:
     required: float | None = None
     margin: float | None = None
     judged: bool = True
+    #: failed because its node did not answer: not judged where the node's verdict says
+    #: this machine could not check it (no node answered: controller_fault)
+    silent: bool = False
 
     @property
     def badness(self) -> tuple[bool, bool, float]:
@@ -108,7 +111,7 @@ class Sample:
         share = margin(record) if measured is not None and required is not None else None
         return cls(outcome(record) == "passed", base_unit(str(record.get("unit") or "")),
                    measured, required, share / 100 if share is not None else None,
-                   judged(record))
+                   judged(record), outcome(record) != "passed" and no_answer(record))
 
 
 def worse(old: Sample | None, new: Sample) -> Sample:
@@ -131,6 +134,7 @@ class Metrics:
         self.verdicts: dict[str, str] = {}
         self.end: Mapping[str, Any] | None = None
         self.progress: tuple[int, Mapping[str, float], str, str] | None = None
+        self.unblamed: set[str] = set()  # nodes this machine could not check
 
     def result(self, record: Mapping[str, Any]) -> None:
         """A result line of a judged case: its sample, and its clause's on its node (and
@@ -154,6 +158,8 @@ class Metrics:
 
     def verdict(self, verdict: Mapping[str, Any]) -> None:
         self.verdicts[str(verdict.get("node"))] = str(verdict.get("verdict"))
+        if verdict.get("controller_fault"):
+            self.unblamed.add(str(verdict.get("node")))
 
     def ended(self, end: Mapping[str, Any]) -> None:
         """The end record: the run's status, the cluster's verdict, the counts."""
@@ -168,11 +174,21 @@ class Metrics:
         """Every family, built from what the run has said so far."""
         found = CollectorRegistry()
         self._run(found)
-        self._samples(found, "check", "a case", CASE_LABELS, self.cases)
+        self._samples(found, "check", "a case", CASE_LABELS, self._judged(self.cases))
         self._samples(found, "clause", "the worst case of a clause on a node", CLAUSE_LABELS,
-                      self.clauses)
+                      self._judged(self.clauses))
         self._soak(found)
         return found
+
+    def _judged(self, samples: Mapping[tuple[str, ...], Sample],
+                ) -> Mapping[tuple[str, ...], Sample]:
+        """`samples`, those of a node that did not answer not judged where its verdict
+        says this machine could not check it (no node answered: no node is blamed for a
+        silence they all share)."""
+        node = CASE_LABELS.index("node")  # the same place in CLAUSE_LABELS
+        return {labels: replace(sample, judged=False)
+                if sample.silent and labels[node] in self.unblamed else sample
+                for labels, sample in samples.items()}
 
     def _run(self, found: CollectorRegistry) -> None:
         cluster, level = self.cluster, self.level
