@@ -653,6 +653,7 @@ def test_a_soak_whose_second_round_cannot_start_is_incomplete_and_the_gate_says_
     assert run.end["verdict"] == "INCOMPLETE"
     assert run.end["soak"]["rounds"] == 1
     assert run.end["soak"]["stopped"] == "round 2 left no results (exit status 4)"
+    assert run.end["incomplete"] == why
     assert "broken in round 2" in run.end["soak"]["stopped_log"]
     passed = [r for r in run.results if r.get("outcome") == "passed"]
     assert passed and {r.get("rounds") for r in passed if "rounds" in r} == {1}
@@ -710,6 +711,8 @@ def test_a_soak_stopped_as_its_next_round_starts_is_incomplete_not_a_pass(
     run = read_results(soak_dir / "results.jsonl")
     assert run.end is not None and run.end["status"] == "interrupted"
     assert run.end["soak"]["rounds"] == 1 and "stopped" not in run.end["soak"]
+    assert run.end["incomplete"] == why
+    assert why in (soak_dir / "report.html").read_text()
     verdict = json.loads((soak_dir / "verdict.json").read_text())
     assert (verdict["verdict"], verdict["incomplete"]) == ("INCOMPLETE", why)
     decided = _gated(soak_dir, result.ret)

@@ -95,6 +95,9 @@ def end_record(facts: RunFacts) -> EndLine:
             run_status(facts.exit_code, planned, selected, checks_ran), facts.verdicts,
             len(decisive(facts.ledger.cluster_failures()))),
     }
+    if end["verdict"] == INCOMPLETE:  # why, as true of the run (a soak: how it stopped)
+        end["incomplete"] = incomplete_why(end["status"], end["verdicts"].get(NOT_CHECKED, 0),
+                                           facts.soak)
     if derived:  # what pytest counts beside them: counts + derived_counts is its total
         end["derived_counts"] = apart
     if facts.baseline is not None:
@@ -149,8 +152,6 @@ def verdict_document(spec: Spec, end: EndLine, verdicts: Sequence[NodeVerdict],
     }
     if "baseline" in end:  # the run compared with, its signature, its cases (end record's)
         document["baseline"] = end["baseline"]
-    if end["verdict"] == INCOMPLETE:  # why, as true of the run (a soak: how it stopped)
-        document["incomplete"] = incomplete_why(end["status"],
-                                                end["verdicts"].get(NOT_CHECKED, 0),
-                                                end.get("soak"))
+    if "incomplete" in end:  # why the verdict is INCOMPLETE (end record's)
+        document["incomplete"] = end["incomplete"]
     return document
