@@ -23,7 +23,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -215,13 +215,21 @@ class SoakDriver:
         env = {**os.environ, round_env.ENV: str(number)}
         log_path = logs / f"{soak.round_name(number)}.log"
         with log_path.open("x", encoding="utf-8") as log:
-            # its own session: Ctrl-C reaches the soak, which stops the round exactly once
-            child = subprocess.Popen(argv, cwd=self.config.invocation_params.dir, env=env,
-                                     stdin=subprocess.DEVNULL, stdout=log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+            child: subprocess.Popen[bytes] | None = None
             try:
+                # its own session: Ctrl-C reaches the soak, which stops the round exactly
+                # once; a Ctrl-C or SIGTERM while it is started waits until the soak holds
+                # it (raised inside Popen, it would lose the child, which ran on alone)
+                with noting_signals() as noted:
+                    child = subprocess.Popen(argv, cwd=self.config.invocation_params.dir,
+                                             env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                             stderr=subprocess.STDOUT, start_new_session=True)
+                for signum in noted:
+                    signal.raise_signal(signum)
                 code = child.wait()
             except KeyboardInterrupt:
+                if child is None:
+                    raise
                 _stop(child)
                 # a round stopped before it wrote anything (Ctrl-C as it started) is no
                 # round that could not start: the soak was interrupted, and says so
@@ -512,6 +520,26 @@ def _emit(config: pytest.Config, item: pytest.Item, case: list[Any],
         report.pytest_cluster_case = case  # type: ignore[attr-defined]
         reports.append(report)
     derived_cases.log(config, item.nodeid, item.location, reports)
+
+
+@contextlib.contextmanager
+def noting_signals() -> Iterator[list[int]]:
+    """For the block, SIGINT and SIGTERM are noted (in the list yielded), not acted on;
+    their handlers are back after it, for the caller to raise what was noted
+    (signal.raise_signal). One ignored stays ignored. Main thread only, as handlers are."""
+    noted: list[int] = []
+    before: dict[int, Any] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(sig)
+        if handler in (signal.SIG_IGN, None):
+            continue
+        before[sig] = handler
+        signal.signal(sig, lambda signum, _frame: noted.append(signum))
+    try:
+        yield noted
+    finally:
+        for held, handler in before.items():
+            signal.signal(held, handler)
 
 
 def _stop(child: subprocess.Popen[bytes]) -> None:
