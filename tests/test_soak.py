@@ -19,16 +19,22 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from jsonschema import Draft202012Validator
 
+from pytest_cluster.evidence import gate
 from pytest_cluster.evidence.bundle.verify import verify
+from pytest_cluster.evidence.end import verdict_schema
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results
 from pytest_cluster.evidence.sla import FAILED, HEALTHY, UNREACHABLE, Span
 from pytest_cluster.evidence.timelines import Round, Timelines, ranges, timelines
+from pytest_cluster.evidence.verdict import ERROR, PASS
 from pytest_cluster.sim import round as round_env
+from pytest_cluster.soak import driver as soak_driver
 from pytest_cluster.soak import rounds as soak
 from pytest_cluster.soak import tally as soak_tally
 from pytest_cluster.soak.rounds import round_argv
 from pytest_cluster.soak.tally import aggregate
+from pytest_cluster.spec.loader import MAX_SPEC_BYTES
 from pytest_cluster.spec.model import SoakSpec
 
 
@@ -36,12 +42,15 @@ def test_a_round_runs_the_soaks_command_line_without_the_soaks_options() -> None
     args = ["--cluster=trial.yaml", "--cluster-soak", "48h", "-m", "sanity", "-n", "2",
             "--junitxml=out.xml", "--html", "r.html", "--self-contained-html",
             "--cluster-soak-rounds=5", "--cluster-reports", "reports", "tests/mine.py"]
-    assert round_argv("/py", args, Path("reports/x/rounds"), 7) == [
-        "/py", "-m", "pytest", "--cluster=trial.yaml", "-m", "sanity", "-n", "2",
-        "tests/mine.py", "--cluster-reports=reports/x/rounds", "--cluster-soak-round=7"]
-    resumed = ["--cluster=t.yaml", "--cluster-soak-resume=/r/soak", "-k", "ecc"]
-    assert round_argv("/py", resumed, Path("/r/soak/rounds"), 12) == [
-        "/py", "-m", "pytest", "--cluster=t.yaml", "-k", "ecc",
+    assert soak.MAX_SPEC_BYTES == MAX_SPEC_BYTES  # a pinned spec is read as the spec is
+    assert round_argv("/py", args, Path("reports/x/rounds"), 7, Path("reports/x/spec.yaml")) == [
+        "/py", "-m", "pytest", "-m", "sanity", "-n", "2", "tests/mine.py",
+        "--cluster=reports/x/spec.yaml", "--cluster-reports=reports/x/rounds",
+        "--cluster-soak-round=7"]
+    # the spec is the soak's pinned copy, however the user's was given
+    resumed = ["--cluster", "t.yaml", "--cluster-soak-resume=/r/soak", "-k", "ecc"]
+    assert round_argv("/py", resumed, Path("/r/soak/rounds"), 12, Path("/r/soak/spec.yaml")) == [
+        "/py", "-m", "pytest", "-k", "ecc", "--cluster=/r/soak/spec.yaml",
         "--cluster-reports=/r/soak/rounds", "--cluster-soak-round=12"]
 
 
@@ -401,12 +410,16 @@ def test_a_stopped_soak_goes_on_where_it_stopped(pytester: pytest.Pytester) -> N
         "pytest_cluster/soak.py::test_available[n1]"]
     assert available["observed_s"] == pytest.approx(ran, abs=0.002)
     assert (soak_dir / "logs" / "session-0002.json").is_file()
+    # the resumed session's round runs the soak's pinned spec, as the first session's did
+    resumed = read_results(soak_dir / "rounds" / soak.round_name(2) / "results.jsonl")
+    assert Path(str(resumed.run["spec"])).resolve() == soak_dir / soak.SPEC_FILE
     # the first session's manifest, moved with its files, checks them through the soak:
     # its rounds, logs and soak.json stayed in the soak
     stop = verify(soak_dir / "stops" / "stop-01", None)
     assert stop.ok and stop.soak == soak_dir and stop.checked > 3, stop.lines()
     assert stop.lines()[1].startswith(f"soak: this is a stopped session of the soak "
-                                      f"{soak_dir}: the soak.json, rounds, logs, stops it")
+                                      f"{soak_dir}: the soak.json, spec.yaml, rounds, logs, "
+                                      f"stops it")
     assert stop.final_line() == "FILES MATCH, UNSIGNED"
     # another spec cannot go on with it
     (pytester.path / "other.yaml").write_text(SPEC.format(faults="", extra="soak: "
@@ -448,7 +461,8 @@ def test_a_soak_whose_first_round_cannot_start_checked_nothing_and_says_so(
     result.stdout.fnmatch_lines([
         "*soak: no round finished (*",
         "  soak stopped: round 1 left no results (exit status 4); see *broken in the round",
-        "INCOMPLETE: 0 of * contract checks ran (the soak stopped: a round left no results)"])
+        "INCOMPLETE: 0 of * contract checks ran (the soak stopped: round 1 left no results "
+        "(exit status 4))"])
     assert "(interrupted)" not in result.stdout.str()
 
 
@@ -608,3 +622,164 @@ def test_a_soak_that_observed_no_node_states_no_availability_and_judges_no_sla(
     report = (soak_dir / "report.html").read_text()
     assert "no node fell below" not in report  # the settlement's 'no credit owed: ...'
     assert "not judged: no node was observed" in report
+
+
+def _gated(soak_dir: Path, exit_status: int) -> gate.Decision:
+    """What `pytest-cluster gate` decides of the soak's verdict.json."""
+    return gate.gate(soak_dir, exit_status)
+
+
+@pytest.mark.slow
+def test_a_soak_whose_second_round_cannot_start_is_incomplete_and_the_gate_says_so(
+        pytester: pytest.Pytester) -> None:
+    """A round after the first that left no results (here a conftest that breaks in
+    round 2 only) ends the soak before all its rounds ran: INCOMPLETE, exit 2, saying
+    which round and why in the terminal, the end record and verdict.json; the gate says
+    ERROR with that reason, never PASS (exit 0 and ACCEPTED (PASS) before). Round 1's
+    cases are still reported."""
+    pytester.makeconftest(f"import os\nif os.environ.get({round_env.ENV!r}) == '2':\n"
+                          "    raise RuntimeError('broken in round 2')\n")
+    result = _soak(pytester, "--cluster-soak-rounds=3", faults="")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    why = "the soak stopped after round 1 of 3: round 2 left no results (exit status 4)"
+    result.stdout.fnmatch_lines([
+        "soak round 1 of 3: complete, * passed, 0 failed in *",
+        "  soak stopped: round 2 left no results (exit status 4); see *broken in round 2",
+        f"INCOMPLETE: * of * contract checks ran ({why})",
+        f"verdict: INCOMPLETE at level acceptance (ERROR: {why}; none is drained for it)"])
+    assert "ACCEPTED (PASS)" not in result.stdout.str()
+    soak_dir = (pytester.path / "reports" / "latest").resolve()
+    run = read_results(soak_dir / "results.jsonl")
+    assert run.end is not None and run.end["status"] == "interrupted"
+    assert run.end["verdict"] == "INCOMPLETE"
+    assert run.end["soak"]["rounds"] == 1
+    assert run.end["soak"]["stopped"] == "round 2 left no results (exit status 4)"
+    assert run.end["incomplete"] == why
+    assert "broken in round 2" in run.end["soak"]["stopped_log"]
+    passed = [r for r in run.results if r.get("outcome") == "passed"]
+    assert passed and {r.get("rounds") for r in passed if "rounds" in r} == {1}
+    verdict = json.loads((soak_dir / "verdict.json").read_text())
+    assert (verdict["verdict"], verdict["outcome"]) == ("INCOMPLETE", "ERROR")
+    assert verdict["incomplete"] == why
+    Draft202012Validator(verdict_schema()).validate(verdict)
+    decided = _gated(soak_dir, result.ret)
+    assert decided.outcome == ERROR
+    assert f"ERROR: the run's verdict is INCOMPLETE: {why}" in decided.lines
+    assert "round 2 left no results" in (soak_dir / "report.html").read_text()
+    # resumed once the round is fixed, it goes on past the round that could not start,
+    # whose log stays as its session's manifest has it
+    (pytester.path / "conftest.py").unlink()
+    log = (soak_dir / "logs" / "round-0002.log").read_bytes()
+    again = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                               "--cluster-reports=reports", f"--cluster-soak-resume={soak_dir}")
+    assert again.ret == pytest.ExitCode.OK
+    assert soak.round_numbers(soak_dir) == [1, 3, 4]
+    assert (soak_dir / "logs" / "round-0002.log").read_bytes() == log
+    assert verify(soak_dir / "stops" / "stop-01", None).ok
+    assert _gated(soak_dir, again.ret).outcome == PASS
+
+
+def test_a_signal_while_a_round_is_started_is_noted_and_raised_once_the_soak_holds_it(
+        ) -> None:
+    """Ctrl-C or SIGTERM inside Popen would lose the child it just forked (it would run
+    its round on alone): while a round is started they are noted, and raised after, where
+    the soak stops the round; their handlers are back, and one ignored stays ignored."""
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        with soak_driver.noting_signals() as noted:
+            signal.raise_signal(signal.SIGINT)  # its handler runs before this returns
+            signal.raise_signal(signal.SIGTERM)
+        assert noted == [signal.SIGINT]
+        assert signal.getsignal(signal.SIGINT) is before[0]
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+        with pytest.raises(KeyboardInterrupt):
+            for signum in noted:
+                signal.raise_signal(signum)
+    finally:
+        signal.signal(signal.SIGTERM, before[1])
+
+
+#: A round 2 whose start meets a Ctrl-C (or SIGTERM) to its soak: the round sends it to
+#: its soak from its conftest, before it wrote anything, and waits to be stopped.
+SIGNAL_AS_ROUND_2_STARTS = """\
+import os, signal, time
+if os.environ.get({env!r}) == "2":
+    os.kill(os.getppid(), signal.{sig})
+    time.sleep(120)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_soak_stopped_as_its_next_round_starts_is_incomplete_not_a_pass(
+        pytester: pytest.Pytester, sig: str) -> None:
+    """Ctrl-C or SIGTERM as round 2 starts stops round 2 before it leaves any result: the
+    soak was interrupted after round 1, exit 2, INCOMPLETE, and the gate says ERROR (the
+    round's death was taken for a round that could not start before: exit 0, ACCEPTED
+    (PASS) after 1 of 6 rounds)."""
+    pytester.makeconftest(SIGNAL_AS_ROUND_2_STARTS.format(env=round_env.ENV, sig=sig))
+    (pytester.path / "trial.yaml").write_text(SPEC.format(faults="", extra=""))
+    result = pytester.runpytest_subprocess(
+        "--cluster=trial.yaml", "-p", "no:cacheprovider", "--cluster-reports=reports",
+        "--cluster-soak-rounds=6", timeout=300)
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()[-3000:]
+    why = "the soak was stopped after round 1 of 6"
+    result.stdout.fnmatch_lines([
+        "soak round 1 of 6: complete, * passed, 0 failed in *",
+        f"verdict: INCOMPLETE at level acceptance (ERROR: {why}; none is drained for it)"])
+    assert "left no results" not in result.stdout.str()
+    soak_dir = (pytester.path / "reports" / "latest").resolve()
+    run = read_results(soak_dir / "results.jsonl")
+    assert run.end is not None and run.end["status"] == "interrupted"
+    assert run.end["soak"]["rounds"] == 1 and "stopped" not in run.end["soak"]
+    assert run.end["incomplete"] == why
+    assert why in (soak_dir / "report.html").read_text()
+    verdict = json.loads((soak_dir / "verdict.json").read_text())
+    assert (verdict["verdict"], verdict["incomplete"]) == ("INCOMPLETE", why)
+    decided = _gated(soak_dir, result.ret)
+    assert decided.outcome == ERROR
+    assert f"ERROR: the run's verdict is INCOMPLETE: {why}" in decided.lines
+
+
+#: Round 1 edits the user's spec file (8 GPUs a node promised -> 9) as it starts.
+EDIT_IN_ROUND_1 = """\
+import os
+from pathlib import Path
+if os.environ.get({env!r}) == "1":
+    spec = Path("trial.yaml")
+    spec.write_text(spec.read_text().replace("count: 8", "count: 9"))
+"""
+
+
+@pytest.mark.slow
+def test_a_spec_edited_mid_soak_is_said_and_never_used(pytester: pytest.Pytester) -> None:
+    """The soak pins the spec it started with (SOAK/spec.yaml) and runs every round from
+    it: an edit of the user's file mid-soak (count: 8 -> 9, which the sim's 8 GPUs would
+    fail) is said once and not used, so round 2 still checks the original contract (it
+    re-read the edited file before, and failed the new promise)."""
+    pytester.makeconftest(EDIT_IN_ROUND_1.format(env=round_env.ENV))
+    result = _soak(pytester, "--cluster-soak-rounds=3", faults="")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
+    original = SPEC.format(faults="", extra="")
+    assert "count: 9" in (pytester.path / "trial.yaml").read_text()  # the edit happened
+    soak_dir = (pytester.path / "reports" / "latest").resolve()
+    pinned = soak_dir / soak.SPEC_FILE
+    assert pinned.read_text() == original
+    known = json.loads((soak_dir / soak.SOAK_FILE).read_text())
+    said = [line for line in result.stdout.lines if "changed since the soak started" in line]
+    assert len(said) == 1, said  # said once, not at every round after the edit
+    found = re.fullmatch(r"soak: trial\.yaml changed since the soak started \(sha256 "
+                         r"[0-9a-f]{16}\.\.\.\): the rounds go on with the spec the soak "
+                         r"started with \(sha256 ([0-9a-f]{16})\.\.\.\), (.+); the edit is "
+                         r"not used", said[0])
+    assert found is not None, said[0]
+    assert found[1] == known["spec_sha256"][:16]
+    assert (pytester.path / found[2]).resolve() == pinned
+    for number in soak.round_numbers(soak_dir):
+        run = read_results(soak_dir / "rounds" / soak.round_name(number) / "results.jsonl")
+        assert run.run["spec_sha256"] == known["spec_sha256"]
+        assert Path(str(run.run["spec"])).resolve() == pinned
+    assert soak.round_numbers(soak_dir) == [1, 2, 3]
+    end = read_results(soak_dir / "results.jsonl").end
+    assert end is not None and end["soak"]["spec_changed"] == said[0].removeprefix("soak: ")

@@ -17,9 +17,12 @@ from pytest_cluster.evidence.plan import level_of_run, not_checked, why_left_out
 from pytest_cluster.evidence.sinks.results import EndLine, SoakEnd, run_status
 from pytest_cluster.evidence.tally import is_simulated, not_a_node
 from pytest_cluster.evidence.verdict import (
+    INCOMPLETE,
+    NOT_CHECKED,
     cluster_verdict,
     decisive,
     drain_line,
+    incomplete_why,
     outcome_of,
     taint_line,
     to_drain,
@@ -94,6 +97,9 @@ def end_record(facts: RunFacts) -> EndLine:
             run_status(facts.exit_code, planned, selected, checks_ran), facts.verdicts,
             len(decisive(facts.ledger.cluster_failures(), facts.verdicts))),
     }
+    if end["verdict"] == INCOMPLETE:  # why, as true of the run (a soak: how it stopped)
+        end["incomplete"] = incomplete_why(end["status"], end["verdicts"].get(NOT_CHECKED, 0),
+                                           facts.soak)
     if derived:  # what pytest counts beside them: counts + derived_counts is its total
         end["derived_counts"] = apart
     if facts.baseline is not None:
@@ -150,4 +156,6 @@ def verdict_document(spec: Spec, end: EndLine, verdicts: Sequence[NodeVerdict],
     }
     if "baseline" in end:  # the run compared with, its signature, its cases (end record's)
         document["baseline"] = end["baseline"]
+    if "incomplete" in end:  # why the verdict is INCOMPLETE (end record's)
+        document["incomplete"] = end["incomplete"]
     return document

@@ -204,10 +204,12 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
                                *(f"{line} (not drained)" for line in lines)),
                         failed, simulated)
     if document.get("outcome") != PASS and not lines:  # every node judged: the run stopped
-        status = document.get("status")
+        given = document.get("incomplete")  # a verdict.json of an earlier version: none
+        why = given if isinstance(given, str) and given else \
+            incomplete_why(str(document.get("status")), 0)
         lines.append(f"ERROR: the run's verdict is {_printable(str(document.get('verdict')))}"
-                     + (f": {incomplete_why(str(status), 0)}"
-                        if document.get("verdict") == INCOMPLETE else ""))
+                     + (f": {_printable(why)}" if document.get("verdict") == INCOMPLETE
+                        else ""))
     if exit_status != 0:
         lines.append(f"ERROR: pytest ended with {exit_meaning(exit_status)}"
                      + (f": {log_line}" if log_line else ""))

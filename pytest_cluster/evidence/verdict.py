@@ -214,6 +214,7 @@ class VerdictDocument(_VerdictDocument, total=False):
     """verdict.json, as the run writes it (end.verdict_document; verdict.schema.json)."""
 
     baseline: BaselineSummary  # the run compared with (--cluster-baseline), as the end record
+    incomplete: str  # why the verdict is INCOMPLETE (incomplete_why), as the terminal says
 
 
 @dataclass
@@ -466,12 +467,14 @@ def incomplete_why(status: str | None, not_checked: int, soak: SoakEnd | None = 
 
 def soak_stopped(soak: SoakEnd) -> str:
     """How a soak stopped: 'the soak was stopped: round 2 of 4 not finished' (its last
-    round cut short), 'the soak was stopped after round 3' (between rounds), 'the soak
-    stopped: a round left no results'."""
-    if soak.get("stopped"):
-        return "the soak stopped: a round left no results"
+    round cut short), 'the soak was stopped after round 3' (between rounds, or as the next
+    round started), 'the soak stopped after round 1 of 4: round 2 left no results (exit
+    status 4)' (a round that could not start)."""
     last, of = soak["rounds"], soak.get("max_rounds")
     rounds = f"round {last}" + (f" of {of}" if of else "")
+    if soak.get("stopped"):
+        after = f" after {rounds}" if last else ""
+        return f"the soak stopped{after}: {soak.get('stopped')}"
     if soak["rounds_finished"] < last:
         return f"the soak was stopped: {rounds} not finished"
     return f"the soak was stopped after {rounds}"

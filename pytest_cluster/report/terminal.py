@@ -30,6 +30,7 @@ from pytest_cluster.evidence.verdict import (
     incomplete_why,
     outcome_of,
     said_once,
+    soak_stopped,
     taint_line,
     to_drain,
     unmade,
@@ -60,8 +61,8 @@ def coverage_line(end: EndLine | None) -> str:
                 f"{why_left_out(end['selection'])}")
     why = {"partial": "the selection left the others out"}.get(end["status"], end["status"])
     soak = end.get("soak")
-    if soak is not None and soak.get("stopped") and end["status"] == INTERRUPTED:
-        why = "the soak stopped: a round left no results"  # no Ctrl-C: say what did
+    if soak is not None and end["status"] == INTERRUPTED:
+        why = soak_stopped(soak)  # how: a round cut short, between rounds, one not started
     return (f"INCOMPLETE: {end['checks_ran']} of {end['checks_planned']} contract "
             f"checks ran ({why.replace('_', ' ')})")
 

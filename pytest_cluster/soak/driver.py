@@ -2,13 +2,16 @@
 
 Instead of running the collected cases itself, it runs the same command line as rounds,
 each a child pytest run writing its own sealed evidence into SOAK/rounds/round-NNNN,
-until the time or the round count is reached. After each round its result lines are
-copied into the soak's results.jsonl with the round's number and UTC time, and a line
-is printed: round k, elapsed, time left, nodes failing so far. Once the rounds end (their
-number, their time, or Ctrl-C or SIGTERM, which stop the round in progress as a run is
-stopped and keep it), every collected case is reported once over all rounds, then the
-cases only the rounds together decide: each node's availability (and the SLA credit), the
-counters that must not grow, the figures that must stay steady.
+until the time or the round count is reached, each from the spec the soak started with
+(pinned in SOAK/spec.yaml: an edit of the user's file mid-soak is said, never used).
+After each round its result lines are copied into the soak's results.jsonl with the
+round's number and UTC time, and a line is printed: round k, elapsed, time left, nodes
+failing so far. Once the rounds end (their number, their time, or Ctrl-C or SIGTERM,
+which stop the round in progress as a run is stopped and keep it), every collected case
+is reported once over all rounds, then the cases only the rounds together decide: each
+node's availability (and the SLA credit), the counters that must not grow, the figures
+that must stay steady. A soak that ended before all its rounds ran (Ctrl-C, SIGTERM, a
+round that could not start) exits 2, INCOMPLETE.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -92,12 +95,13 @@ class Session(Protocol):
 
 
 class SoakStopped(Exception):
-    """A round could not run at all: the soak ends, saying why (`code`: the round's exit
-    status)."""
+    """A round could not run at all: the soak ends, saying why (`why`: 'round 2 left no
+    results (exit status 4)'; `log`: where the round's log is and what it said last;
+    `code`: the round's exit status)."""
 
-    def __init__(self, why: str, code: int | None = None) -> None:
-        super().__init__(why)
-        self.code = code
+    def __init__(self, why: str, log: str = "", code: int | None = None) -> None:
+        super().__init__(f"{why}; {log}" if log else why)
+        self.why, self.log, self.code = why, log, code
 
 
 class SoakDriver:
@@ -118,14 +122,18 @@ class SoakDriver:
         self.firsts: set[int] = set()  # the rounds a resumed session began with
         self.availability: list[NodeAvailability] = []
         self.settlement: Settlement | None = None
-        self.stopped_why = ""
+        self.stopped: SoakStopped | None = None  # a round that could not start
+        self.pinned = soak_dir / soak.SPEC_FILE  # the spec the rounds run (begin)
+        self.spec_changed = ""  # the spec file's edit since the soak began, as said
 
     # -- the state kept between sessions ---------------------------------------------------
 
     def begin(self) -> None:
-        """soak.json written (a new soak) or read (resumed); earlier rounds read back;
-        a resumed soak marks the round this session begins with (soak.begin_session)."""
+        """The spec pinned (SOAK/spec.yaml: the rounds run it); soak.json written (a new
+        soak) or read (resumed); earlier rounds read back; a resumed soak marks the round
+        this session begins with (soak.begin_session)."""
         path = self.soak_dir / soak.SOAK_FILE
+        self.pinned = soak.pin_spec(self.soak_dir, self.spec.text, self.spec.sha256)
         if path.is_file():
             known = soak.read_marker(path)  # checked when the soak was resumed
             self.duration_s = self.duration_s or known.get("duration_s")
@@ -138,7 +146,7 @@ class SoakDriver:
                 sort_keys=True, allow_nan=False) + "\n", encoding="utf-8")
         numbers = soak.round_numbers(self.soak_dir)
         if numbers:
-            soak.begin_session(self.soak_dir, numbers[-1] + 1)
+            soak.begin_session(self.soak_dir, soak.next_round(self.soak_dir))
         self.firsts = soak.session_firsts(self.soak_dir)
         for number in numbers:
             self._take(number)
@@ -172,56 +180,91 @@ class SoakDriver:
             raise session.Interrupted(f"{session.testsfailed} error(s) during collection")
         if session.config.option.collectonly:
             return True
-        interrupted, stopped_code = False, 0
+        interrupted, stopped = False, None
         try:
             self.begin()
             while self.more():
-                self.run_round(max((r.number for r in self.rounds), default=0) + 1)
+                self.check_spec()
+                self.run_round(soak.next_round(self.soak_dir))
         except KeyboardInterrupt:
             interrupted = True
         except SoakStopped as exc:
-            self.stopped_why = str(exc)
+            stopped = exc
+            self.stopped = exc
             session.shouldstop = f"soak stopped: {exc}"
-            if not self.rounds:  # nothing was checked: never exit 0
-                stopped_code = exc.code if exc.code in (
-                    pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR) \
-                    else pytest.ExitCode.INTERNAL_ERROR
         finally:
             self.report(session)
         if interrupted:
             raise KeyboardInterrupt("the soak was stopped; every finished round is kept")
-        if stopped_code:
+        if stopped is not None and not self.rounds:  # nothing was checked: never exit 0
+            code = stopped.code if stopped.code in (
+                pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR) \
+                else pytest.ExitCode.INTERNAL_ERROR
             pytest.exit(f"the soak checked nothing: its first round left no results (exit "
-                        f"status {stopped_code})", returncode=stopped_code)
+                        f"status {code})", returncode=code)
+        if stopped is not None:  # the rounds before it are kept: a soak cut short
+            pytest.exit(f"the soak stopped before all its rounds ran: {stopped.why}",
+                        returncode=pytest.ExitCode.INTERRUPTED)
         return True
 
     def run_round(self, number: int) -> None:
         logs = self.soak_dir / soak.LOGS_DIR
         logs.mkdir(exist_ok=True)
         argv = soak.round_argv(sys.executable, self.config.invocation_params.args,
-                               self.soak_dir / soak.ROUNDS_DIR, number)
+                               self.soak_dir / soak.ROUNDS_DIR, number, self.pinned)
         env = {**os.environ, round_env.ENV: str(number)}
         log_path = logs / f"{soak.round_name(number)}.log"
         with log_path.open("x", encoding="utf-8") as log:
-            # its own session: Ctrl-C reaches the soak, which stops the round exactly once
-            child = subprocess.Popen(argv, cwd=self.config.invocation_params.dir, env=env,
-                                     stdin=subprocess.DEVNULL, stdout=log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+            child: subprocess.Popen[bytes] | None = None
             try:
+                # its own session: Ctrl-C reaches the soak, which stops the round exactly
+                # once; a Ctrl-C or SIGTERM while it is started waits until the soak holds
+                # it (raised inside Popen, it would lose the child, which ran on alone)
+                with noting_signals() as noted:
+                    child = subprocess.Popen(argv, cwd=self.config.invocation_params.dir,
+                                             env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                             stderr=subprocess.STDOUT, start_new_session=True)
+                for signum in noted:
+                    signal.raise_signal(signum)
                 code = child.wait()
             except KeyboardInterrupt:
+                if child is None:
+                    raise
                 _stop(child)
-                self._finish_round(number, log_path, child.returncode)
+                # a round stopped before it wrote anything (Ctrl-C as it started) is no
+                # round that could not start: the soak was interrupted, and says so
+                with contextlib.suppress(SoakStopped):
+                    self._finish_round(number, log_path, child.returncode)
                 raise
         self._finish_round(number, log_path, code)
+
+    def check_spec(self) -> None:
+        """Before each round: whether the spec file the soak was started with still holds
+        the spec it pinned. An edit is said once (the terminal, the end record) and never
+        used: the rounds go on with the pinned copy, so that the soak checks one contract."""
+        if self.spec_changed:
+            return
+        given = Path(self.config.invocation_params.dir, self.spec.file)
+        found = soak.file_sha256(given)
+        if found == self.spec.sha256:
+            return
+        what = "can no longer be read" if found is None else \
+            f"changed since the soak started (sha256 {found[:16]}...)"
+        self.spec_changed = (f"{self.spec.file} {what}: the rounds go on with the spec the "
+                             f"soak started with (sha256 {self.spec.sha256[:16]}...), "
+                             f"{self.pinned}; the edit is not used")
+        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
+        if terminal is not None:
+            terminal.ensure_newline()
+            terminal.write_line(f"soak: {self.spec_changed}", yellow=True)
 
     def _finish_round(self, number: int, log_path: Path, code: int | None) -> None:
         found = self._take(number)
         if found is None:
             tail = " / ".join(log_path.read_text(encoding="utf-8", errors="replace")
                               .strip().splitlines()[-3:])
-            raise SoakStopped(f"round {number} left no results (exit status {code}); see "
-                              f"{log_path}: {tail[-600:]}", code)
+            raise SoakStopped(f"round {number} left no results (exit status {code})",
+                              f"see {log_path}: {tail[-600:]}", code)
         self._progress(found)
 
     def _take(self, number: int) -> Round | None:
@@ -378,7 +421,7 @@ class SoakDriver:
     def summary_lines(self) -> list[str]:
         if not self.rounds:
             return [f"soak: no round finished ({self.soak_dir})",
-                    *([f"  soak stopped: {self.stopped_why}"] if self.stopped_why else [])]
+                    *([f"  soak stopped: {self.stopped}"] if self.stopped else [])]
         lines = self.timelines()
         last = self.rounds[-1]
         stopped = f" (round {last.number} stopped before its end)" \
@@ -388,8 +431,8 @@ class SoakDriver:
                  f"({utc(lines.window[0])} to {utc(lines.window[1])})"
                  + (f", {clock(lines.unobserved_s)} not observed" if lines.unobserved_s
                     else "")]
-        if self.stopped_why:
-            found.append(f"  soak stopped: {self.stopped_why}")
+        if self.stopped:
+            found.append(f"  soak stopped: {self.stopped}")
         if not observed(self.availability):
             found.append(f"  availability: {NOT_OBSERVED}")
             if self.spec.sla is not None:
@@ -416,7 +459,7 @@ class SoakDriver:
         seen = observed(self.availability)
         return soak_html(self.rounds, lines, self.availability,
                          self.settlement if sla is not None and seen else None,
-                         (sla or NO_SLA).uptime, self.stopped_why, mark,
+                         (sla or NO_SLA).uptime, str(self.stopped or ""), mark,
                          unobserved="" if seen else
                          f"availability {NOT_OBSERVED}"
                          + (f"; SLA {SLA_NOT_JUDGED}" if sla is not None else ""))
@@ -440,8 +483,11 @@ class SoakDriver:
                                "currency": self.settlement.currency,
                                "arithmetic": [c.arithmetic for c in self.settlement.credits],
                                "total": self.settlement.total_line()}
-        if self.stopped_why:
-            found["stopped"] = self.stopped_why
+        if self.spec_changed:
+            found["spec_changed"] = self.spec_changed
+        if self.stopped is not None:
+            found["stopped"] = self.stopped.why
+            found["stopped_log"] = self.stopped.log
         return found
 
 
@@ -474,6 +520,26 @@ def _emit(config: pytest.Config, item: pytest.Item, case: list[Any],
         report.pytest_cluster_case = case  # type: ignore[attr-defined]
         reports.append(report)
     derived_cases.log(config, item.nodeid, item.location, reports)
+
+
+@contextlib.contextmanager
+def noting_signals() -> Iterator[list[int]]:
+    """For the block, SIGINT and SIGTERM are noted (in the list yielded), not acted on;
+    their handlers are back after it, for the caller to raise what was noted
+    (signal.raise_signal). One ignored stays ignored. Main thread only, as handlers are."""
+    noted: list[int] = []
+    before: dict[int, Any] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(sig)
+        if handler in (signal.SIG_IGN, None):
+            continue
+        before[sig] = handler
+        signal.signal(sig, lambda signum, _frame: noted.append(signum))
+    try:
+        yield noted
+    finally:
+        for held, handler in before.items():
+            signal.signal(held, handler)
 
 
 def _stop(child: subprocess.Popen[bytes]) -> None:

@@ -4,6 +4,7 @@ rounds together can say.
 
     SOAK/                       the soak's own evidence (results.jsonl, junit.xml, ...)
     SOAK/soak.json              what the soak is: spec, its start, its time and rounds
+    SOAK/spec.yaml              the spec the soak started with: every round runs it
     SOAK/rounds/round-0001/     round 1: an ordinary run directory, sealed
     SOAK/logs/round-0001.log    what round 1 printed
     SOAK/logs/session-0004.json a resumed session's mark: round 4 is the first it ran
@@ -18,9 +19,12 @@ the rounds and reports these as cases.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
+import os
 import re
+import stat
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,20 +39,23 @@ from pytest_cluster.evidence.verdict import UNREACHABLE as UNREACHABLE_VERDICT
 from pytest_cluster.units import Dim, parse_quantity, utc
 
 SOAK_FILE = "soak.json"
+SPEC_FILE = "spec.yaml"
 ROUNDS_DIR = "rounds"
 LOGS_DIR = "logs"
 STOPS_DIR = "stops"
 #: What a soak keeps from session to session; anything else in its directory is the
 #: evidence of the session that wrote it, moved to stops/ when the soak is resumed.
-KEPT = (SOAK_FILE, ROUNDS_DIR, LOGS_DIR, STOPS_DIR)
+KEPT = (SOAK_FILE, SPEC_FILE, ROUNDS_DIR, LOGS_DIR, STOPS_DIR)
 _ROUND = re.compile(r"^round-(\d{4,})$")
 _SESSION = re.compile(r"^session-(\d{4,})\.json$")
+_LOG = re.compile(r"^round-(\d{4,})\.log$")
 
-#: Options of the soak's own command line that a round does not take: the soak's and
-#: where its evidence goes (each round writes into SOAK/rounds/round-NNNN).
-ROUND_DROPS_VALUED = ("--cluster-soak", "--cluster-soak-rounds", "--cluster-soak-resume",
-                      "--cluster-soak-round", "--cluster-reports", "--junitxml",
-                      "--junit-xml", "--html", "--cluster-metrics")
+#: Options of the soak's own command line that a round does not take: the soak's, the
+#: spec (each round runs the soak's copy, SOAK/spec.yaml) and where its evidence goes
+#: (each round writes into SOAK/rounds/round-NNNN).
+ROUND_DROPS_VALUED = ("--cluster", "--cluster-soak", "--cluster-soak-rounds",
+                      "--cluster-soak-resume", "--cluster-soak-round", "--cluster-reports",
+                      "--junitxml", "--junit-xml", "--html", "--cluster-metrics")
 ROUND_DROPS_FLAGS = ("--self-contained-html",)
 
 
@@ -94,10 +101,11 @@ def round_name(number: int) -> str:
     return f"round-{number:04d}"
 
 
-def round_argv(python: str, args: Sequence[str], rounds_dir: Path,
-               number: int) -> list[str]:
+def round_argv(python: str, args: Sequence[str], rounds_dir: Path, number: int,
+               spec: Path) -> list[str]:
     """The command line of round `number`: the soak's own, without the soak's options and
-    its report paths, writing into `rounds_dir/round-NNNN`."""
+    its report paths, writing into `rounds_dir/round-NNNN`, checking the spec in `spec`
+    (the soak's pinned copy; given last, so it wins over a --cluster in addopts too)."""
     kept: list[str] = []
     skip_value = False
     for arg in args:
@@ -111,8 +119,48 @@ def round_argv(python: str, args: Sequence[str], rounds_dir: Path,
         if arg in ROUND_DROPS_FLAGS:
             continue
         kept.append(arg)
-    return [python, "-m", "pytest", *kept, f"--cluster-reports={rounds_dir}",
-            f"--cluster-soak-round={number}"]
+    return [python, "-m", "pytest", *kept, f"--cluster={spec}",
+            f"--cluster-reports={rounds_dir}", f"--cluster-soak-round={number}"]
+
+
+#: The largest spec file read (spec/loader.py's MAX_SPEC_BYTES; not imported from there,
+#: which would put the whole spec parser under the soak's pure functions).
+MAX_SPEC_BYTES = 4 * 2**20
+
+
+def pin_spec(soak_dir: Path, text: str, spec_sha256: str) -> Path:
+    """The soak's copy of the spec it started with (SOAK/spec.yaml), which every round
+    runs: written once, from the text the soak read (a soak resumed from a version that
+    kept none gets it now: its spec is the one it was started with, resume_dir checked);
+    a copy there that is not that spec is refused."""
+    path = soak_dir / SPEC_FILE
+    with contextlib.suppress(FileExistsError), path.open("xb") as pinned:
+        pinned.write(text.encode("utf-8"))
+    found = file_sha256(path, follow=False)
+    if found != spec_sha256:
+        raise SoakError(f"{path} is not the spec this soak started with (sha256 "
+                        f"{(found or 'unreadable')[:16]}..., the soak's "
+                        f"{spec_sha256[:16]}...)")
+    return path
+
+
+def file_sha256(path: Path, follow: bool = True) -> str | None:
+    """The sha256 of a spec file's bytes, as the soak's record gives its spec's; None when
+    it is no plain file of at most a spec's size (a link, unless `follow`), or cannot be
+    read."""
+    try:
+        if not stat.S_ISREG(os.stat(path, follow_symlinks=follow).st_mode):
+            return None
+        # O_NONBLOCK: a FIFO swapped in since is not waited on
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                     | (0 if follow else getattr(os, "O_NOFOLLOW", 0)))
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            data = handle.read(MAX_SPEC_BYTES + 1)
+    except OSError:
+        return None
+    return hashlib.sha256(data).hexdigest() if len(data) <= MAX_SPEC_BYTES else None
 
 
 def round_numbers(soak_dir: Path) -> list[int]:
@@ -122,6 +170,17 @@ def round_numbers(soak_dir: Path) -> list[int]:
         return []
     found = (_ROUND.match(p.name) for p in where.iterdir() if p.is_dir())
     return sorted(int(m.group(1)) for m in found if m)
+
+
+def next_round(soak_dir: Path) -> int:
+    """The number of the soak's next round: after every round it holds and every round
+    it has a log of (a round that could not start, or was stopped as it started, left a
+    log and no directory: its number is not used again, so its log stays as it was, as
+    the manifest of the session that wrote it says)."""
+    logs = soak_dir / LOGS_DIR
+    logged = (_LOG.match(p.name) for p in logs.iterdir()) if logs.is_dir() else iter(())
+    return max([*round_numbers(soak_dir), *(int(m.group(1)) for m in logged if m)],
+               default=0) + 1
 
 
 #: How a simulated result's message starts.
@@ -166,6 +225,11 @@ def resume_dir(soak_dir: Path, spec_sha256: str) -> list[str]:
         raise SoakError(f"{soak_dir} is a soak of another spec (sha256 "
                              f"{str(known.get('spec_sha256'))[:16]}..., this one "
                              f"{spec_sha256[:16]}...)")
+    pinned = soak_dir / SPEC_FILE
+    if (pinned.exists() or pinned.is_symlink()) and \
+            file_sha256(pinned, follow=False) != spec_sha256:
+        raise SoakError(f"{pinned} is not the spec this soak started with (its soak.json "
+                        f"says sha256 {spec_sha256[:16]}...)")
     stale = [p for p in soak_dir.iterdir() if p.name not in KEPT]
     if not stale:
         return []

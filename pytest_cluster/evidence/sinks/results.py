@@ -178,7 +178,9 @@ class SoakEnd(_SoakEnd, total=False):
     """A soak's own end record (the end record's `soak`)."""
 
     credit: SoakCredit
-    stopped: str  # why the soak stopped early
+    stopped: str  # a round that could not start ended the soak: 'round 2 left no results
+    stopped_log: str  # ... (exit status 4)', and where its log is and what it said last
+    spec_changed: str  # the spec file was edited since the soak began: said, not used
 
 
 class _EndLine(TypedDict):
@@ -211,6 +213,7 @@ class EndLine(_EndLine, total=False):
 
     baseline: BaselineSummary
     soak: SoakEnd
+    incomplete: str  # why the verdict is INCOMPLETE (verdict.incomplete_why)
     #: the cases derived from the whole run (a soak's, a baseline's), by outcome: what
     #: pytest, JUnit and the terminal count beside `counts`
     derived_counts: dict[str, int]
