@@ -14,8 +14,9 @@ pairs it is not in), while a near node's does not (`LatencyRun.ratio`); a node t
 out so (`far`) is counted in no near node's figure, since its distance is its own
 (`placement`): with three nodes, one far, the two near ones keep their latency to each
 other. With two nodes nothing singles one out (no pair without either). A node that stands
-out is measured again before it is blamed (`run_latency`): a pair measured twice counts its smaller figure, since a busy host
-only adds to a round trip while a longer path adds to both. Nodes the caller knows cannot
+out is measured again before it is blamed (`run_latency`): a pair measured twice counts its
+smaller figure, since a busy host only adds to a round trip while a longer path adds to
+both. Nodes the caller knows cannot
 take part (their host probe did not answer) are left out, as the slow-node search leaves
 them out (node_search.find_slow_nodes): the others are measured among themselves. A node
 that stops answering during the ping-pong fails its job; the caller's `recheck` (the host
