@@ -16,11 +16,11 @@ out so (`far`) is counted in no near node's figure, since its distance is its ow
 other. With two nodes nothing singles one out (no pair without either). A node that stands
 out is measured again before it is blamed (`run_latency`): a pair measured twice counts its
 smaller figure, since a busy host only adds to a round trip while a longer path adds to
-both. Nodes the caller knows cannot
-take part (their host probe did not answer) are left out, as the slow-node search leaves
-them out (node_search.find_slow_nodes): the others are measured among themselves. A node
-that stops answering during the ping-pong fails its job; the caller's `recheck` (the host
-probe read again) finds it, and the ping-pong is played once more without it.
+both. Nodes the caller knows cannot take part (their host probe did not answer) are left
+out, as the slow-node search leaves them out (node_search.find_slow_nodes): the others are
+measured among themselves. A node that stops answering during the ping-pong fails its job;
+the caller's `recheck` (the host probe read again) finds it, and the ping-pong is played
+once more without it.
 """
 
 from __future__ import annotations
