@@ -255,6 +255,10 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
     if verdict.status == SLOW:
         why += (f"; {partners} reached the bar with other nodes, so this node is the slow "
                 f"one{left_out}")
+    if verdict.bounded_by:  # the group's figure, not this node's alone (the baseline's)
+        evidence.record(bounded_by=compress_hostlist(verdict.bounded_by))
+        why += (f"; the group's figure: {', '.join(verdict.bounded_by)} not known good "
+                "then, it bounds it as much as this node")
     evidence.check(clause, verdict.busbw, result=None, raw=raw, note=why,
                    references=_references(cluster, "inter_node", "all_reduce"),
                    method="pairs, then suspects with known-good nodes (nccl-tests busbw)")

@@ -210,6 +210,23 @@ def test_one_slow_node_among_64_is_found_in_two_rounds() -> None:
     assert search.verdicts["n00"].partners == ("n01",)
 
 
+def test_a_figure_is_a_nodes_own_only_where_its_partners_were_known_good() -> None:
+    """The first round's pairs run at the slower one's pace: each verdict names the
+    partner that bounds its figure (n01 of n00's, at n01's 90); a suspect cleared with a
+    known-good partner (n36, paired first with the slow n37), or named slow with one
+    (n37), has a figure of its own."""
+    nodes = [f"n{i:02d}" for i in range(64)]
+    rates = dict.fromkeys(nodes, 100.0) | {"n01": 90.0, "n37": 40.0}
+    search = find_slow_nodes(nodes, network(rates, []), bar=80.0)
+    assert search.verdicts["n00"].bounded_by == ("n01",)
+    assert search.verdicts["n00"].busbw == 90.0 and search.verdicts["n00"].ok
+    assert search.verdicts["n01"].bounded_by == ("n00",)
+    assert (search.verdicts["n36"].ok, search.verdicts["n36"].bounded_by) == (True, ())
+    assert search.verdicts["n36"].busbw == 100.0
+    assert (search.verdicts["n37"].status, search.verdicts["n37"].bounded_by) == (SLOW, ())
+    assert NodeSearch.from_json(json.loads(json.dumps(search.to_json()))) == search
+
+
 def test_many_slow_nodes_are_bisected_in_few_rounds() -> None:
     nodes = [f"n{i}" for i in range(64)]
     slow = {f"n{i}" for i in range(0, 64, 2)} - {"n0"}  # 31 pairs have a slow node
