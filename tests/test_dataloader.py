@@ -175,7 +175,7 @@ def test_a_node_slow_in_one_sample_only_is_measured_again_and_not_blamed(
             first.append(True)
             for ranks in parts:
                 for rank in ranks:
-                    data = rank["data"]
+                    data = cast("dict[str, Any]", rank["data"])
                     if data and data.get("host") == "n2":
                         data["ops"] = int(data["ops"] * 0.48)
                         data["bytes"] = int(data["bytes"] * 0.48)
