@@ -301,7 +301,14 @@ def test_fabric_rail_busbw(cluster_spec: Spec, cluster: Cluster, node: str,
     if not slow and (unmeasured or not figures):
         evidence.cannot_measure(clause, "; ".join(unmeasured[:6]) or "no rail to measure",
                                 raw=raw)
-    evidence.check(clause, min(slow_rates or figures.values()),
+    worst = min(slow_rates or figures.values())
+    if not slow:  # the worst rail's group figure: bounded by partners not known good
+        shared = next((v.bounded_by for n, s in rails.searches.items()
+                       if (v := s.verdicts.get(node)) is not None and figures.get(n) == worst),
+                      ())
+        if shared:
+            evidence.record(bounded_by=compress_hostlist(shared))
+    evidence.check(clause, worst,
                    result=None, method=method, raw=raw,
                    note="; ".join([*(f"slow rail {text}" for text in slow),
                                    *(f"not measured: {text}" for text in unmeasured[:4])]))

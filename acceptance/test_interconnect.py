@@ -256,6 +256,10 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
     if verdict.status == SLOW:
         why += (f"; {partners} reached the bar with other nodes, so this node is the slow "
                 f"one{left_out}")
+    if verdict.bounded_by:  # the group's figure, not this node's alone (the baseline's)
+        evidence.record(bounded_by=compress_hostlist(verdict.bounded_by))
+        why += (f"; the group's figure: {', '.join(verdict.bounded_by)} not known good "
+                "then, it bounds it as much as this node")
     evidence.check(clause, verdict.busbw, result=None, raw=raw, note=why,
                    references=_references(cluster, "inter_node", "all_reduce"),
                    method="pairs, then suspects with known-good nodes (nccl-tests busbw)")
@@ -294,11 +298,15 @@ def test_collective_stress(cluster: Cluster, evidence: Evidence) -> None:
                                "on rank-dependent values checked in full", raw=raw)
 
 
+#: Why a latency case with no pair without its node blames none.
+TWO_NODES = ("nothing singles out either node of the one pair measured (no pair without "
+             "it to compare with)")
 LATENCY_METHOD = ("ping-pong on torch.distributed {backend} send/recv, one rank per node, "
                   "in rounds of disjoint pairs (round-robin tournament: {rounds} of "
                   "{of_rounds} round(s)); per pair and size {warmup} warm-up then "
                   "{iterations} timed round trips; one-way = median round trip / 2; a "
-                  "node's figure is its median over its peers")
+                  "node's figure is its median over its peers, leaving out those that "
+                  "stand out (colocation_factor x the median between the other nodes)")
 
 
 def _latency(cluster: Cluster, node: str, evidence: Evidence,
@@ -330,14 +338,16 @@ def _latency(cluster: Cluster, node: str, evidence: Evidence,
         if run.error.startswith((f"{node}: ", f"{node} ")):  # its own part failed it
             evidence.cannot_measure(clause, why, raw=raw, kind="job_failed", node=node)
         evidence.undecided(clause, why, raw=raw, node=node)
-    where = placement(run, node, size)
+    where = placement(run, node, size, spec.colocation_factor)
     if where is None:
         evidence.cannot_measure(clause, f"{node} met no peer at {format_size(size)} in the "
                                 "ping-pong", raw=raw, node=node)
     raw.update(median_us=round(where.median_s * 1e6, 3),
-               cluster_median_us=round(where.cluster_median_s * 1e6, 3),
-               ratio=round(where.ratio, 3), nearest=list(where.nearest),
-               farthest=list(where.farthest))
+               others_median_us=None if where.others_median_s is None
+               else round(where.others_median_s * 1e6, 3),
+               ratio=None if where.ratio is None else round(where.ratio, 3),
+               own_us=round(where.own_s * 1e6, 3), far_peers=list(where.far_peers) or None,
+               nearest=list(where.nearest), farthest=list(where.farthest))
     method = LATENCY_METHOD.format(backend=run.backend, rounds=len(run.rounds),
                                    of_rounds=run.of_rounds,
                                    warmup=run.details.get("warmup", "?"),
@@ -357,22 +367,30 @@ def _left_out(run: LatencyRun) -> str:
 @checks("interconnect.latency")
 def test_latency(cluster: Cluster, node: str, evidence: Evidence) -> None:
     """This node's median one-way latency to its peers at latency_size (a small message),
-    from the ping-pong between node pairs."""
+    from the ping-pong between node pairs, leaving out the peers that stand out (far from
+    every peer: their distance is theirs). With no pair without it (two nodes), a figure
+    above the bound singles neither node out: undecided, no blame."""
     spec = _spec(cluster)
     clause = spec.latency
     assert clause is not None, "interconnect.latency is not in the contract"
     run, where, raw, method = _latency(cluster, node, evidence, clause)
     evidence.record(payload=spec.latency_size)
-    evidence.check(clause, where.median_s, node=node, result=None, method=method, raw=raw,
-                   note=f"{format_size(spec.latency_size)}: {where.text()}{_left_out(run)}")
+    note = f"{format_size(spec.latency_size)}: {where.own_text()}{_left_out(run)}"
+    if where.ratio is None and not clause.requirement.holds(where.own_s):
+        evidence.undecided(clause, f"{clause.requirement.show(where.own_s)} above "
+                           f"{clause.requirement.text}, and {TWO_NODES}: {note}", raw=raw,
+                           node=node)
+    evidence.check(clause, where.own_s, node=node, result=None, method=method, raw=raw,
+                   note=note)
 
 
 @checks("interconnect.colocation")
 def test_colocation(cluster: Cluster, node: str, evidence: Evidence) -> None:
     """This node is no farther from its peers than the rest: its median latency to its
-    peers at most colocation_factor x the cluster's median (of every node's median). A
-    node on another spine or switch is slower to reach from every peer; its peers'
-    medians, over many peers, are not: the far node alone fails."""
+    peers at most colocation_factor x the median between the other nodes (the pairs it
+    is not in). A node on another spine or switch is slower to reach from every peer,
+    while the others are near each other: the far node alone fails. With no pair without
+    it (two nodes) nothing singles it out: undecided, no blame."""
     spec = _spec(cluster)
     rule = spec.colocation
     assert rule is not None, "interconnect.colocation is not in the contract"
@@ -380,6 +398,8 @@ def test_colocation(cluster: Cluster, node: str, evidence: Evidence) -> None:
     factor = spec.colocation_factor
     raw["factor"] = factor
     shown, left = f"{format_size(spec.latency_size)}: {where.text()}", _left_out(run)
+    if where.ratio is None:
+        evidence.undecided(rule, f"{TWO_NODES}: {shown}{left}", raw=raw, node=node)
     evidence.check_rule(rule, where.ratio <= factor, shown + left, result=None, node=node,
                         raw=raw, method=method,
                         problem=f"farther from its peers than the rest (another spine or "

@@ -345,6 +345,71 @@ def test_a_swapped_gpu_and_a_slowed_link_are_both_named(pytester: pytest.Pyteste
     assert lenient.ret == pytest.ExitCode.TESTS_FAILED  # the hardware still changed
 
 
+def test_a_group_figure_below_baseline_blames_none_of_the_group() -> None:
+    """A node's figure measured with a partner not known good (the slow-node search's
+    first pairs: the slower bounds it) is the pair's: below baseline, the case fails
+    without a culprit (undecided); the node's own figure (with a known-good partner)
+    below baseline fails as before; within the tolerance, both pass."""
+    def search(busbw: float, **extra: Any) -> ResultLine:
+        return cast("ResultLine", {
+            "case": "acceptance/test_interconnect.py::test_node_network[n1]",
+            "clause": "interconnect.busbw[node_network]", "node": "n1", "measured": busbw,
+            "measured_base": busbw * 1e9, "unit": "GB/s", "comparison": ">=", **extra})
+
+    shared = compared(search(90.0, bounded_by="n2"), search(100.0), 0.05, "r")
+    assert shared is not None and not shared.passed
+    assert shared.props["error_kind"] == "undecided" and "undecided" in NO_CULPRIT
+    assert shared.message == ("n1 interconnect.busbw[node_network]: 90 GB/s, 10.0 % below "
+                              "baseline 100 (r): measured with n2, not known good then, it "
+                              "is the group's figure (the slowest bounds it) and singles "
+                              "out none of them")
+    own = compared(search(90.0), search(100.0), 0.05, "r")
+    assert own is not None and not own.passed and "error_kind" not in own.props
+    within = compared(search(99.0, bounded_by="n2"), search(100.0), 0.05, "r")
+    assert within is not None and within.passed and "error_kind" not in within.props
+    assert figures([{**search(90.0, bounded_by="n2"), "outcome": "passed"}])[
+        "acceptance/test_interconnect.py::test_node_network[n1]"]["bounded_by"] == "n2"
+
+
+@pytest.mark.slow
+def test_a_node_paired_with_a_slower_one_is_not_blamed_for_it(
+        pytester: pytest.Pytester) -> None:
+    """n2's network at 90 %, above the search's bar: the first round pairs it with n1,
+    both reach the bar at n2's pace, 10 % below the baseline. Neither is singled out:
+    baseline.performance[interconnect.busbw[node_network]] is undecided for both (n1 was
+    rejected for its partner, and drained), n1 NOT CHECKED (n2 is rejected for its HCA's
+    rate, baseline.hardware); n3 and n4, paired together, pass. A node the
+    search names slow (n2 at 5 %, below the bar: its figure with a known-good partner is
+    its own) is rejected, and n1, then cleared with a known-good partner, passes."""
+    selected = ("-k", "node_network")
+    assert _run(pytester, "accepted", *selected).ret == pytest.ExitCode.OK
+    base = (pytester.path / "accepted" / "latest").resolve()
+
+    def judged(factor: float) -> tuple[dict[str, str], dict[str, ResultLine]]:
+        faults = f"  faults:\n    - {{node: n2, link_factor: {factor}}}\n"
+        _run(pytester, f"x{factor}", f"--cluster-baseline={base}", *selected,
+             faults=faults)
+        run_dir = pytester.path / f"x{factor}" / "latest"
+        verdict = json.loads((run_dir / "verdict.json").read_text())
+        compared_ = {str(r["node"]): r for r in read_results(run_dir / "results.jsonl")
+                     .results if r["clause"] ==
+                     "baseline.performance[interconnect.busbw[node_network]]"}
+        return {n["node"]: n["verdict"] for n in verdict["nodes"]}, compared_
+
+    verdicts, cases = judged(0.9)  # n2 is rejected for its HCA's rate (baseline.hardware)
+    assert verdicts == {"n1": "NOT CHECKED", "n2": "REJECTED", "n3": "ACCEPTED",
+                        "n4": "ACCEPTED"}
+    for node in ("n1", "n2"):
+        assert cases[node]["outcome"] == "failed"
+        assert cases[node]["error_kind"] == "undecided", cases[node]
+    assert "measured with n2, not known good then" in cases["n1"]["message"]
+    verdicts, cases = judged(0.05)
+    assert verdicts == {"n1": "ACCEPTED", "n2": "REJECTED", "n3": "ACCEPTED",
+                        "n4": "ACCEPTED"}
+    assert cases["n1"]["outcome"] == "passed" and cases["n2"]["outcome"] == "failed"
+    assert "error_kind" not in cases["n2"]
+
+
 BURST = """\
 cluster: {{name: dispute, nodes: "n[1-2]", launcher: sim}}
 storage:

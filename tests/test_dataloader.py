@@ -24,6 +24,7 @@ from pytest_cluster.measure.dataloader import (
 )
 from pytest_cluster.probes import dataloader as probe
 from pytest_cluster.probes.dataloader import RankData
+from pytest_cluster.sim import answers
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.clauses import keys
 from pytest_cluster.spec.model import Clause, Rule
@@ -155,6 +156,46 @@ def test_a_slow_client_fails_its_own_keeps_up_and_a_cpu_share_is_said(
     assert verdicts(pytester)["n2"] == "REJECTED" and verdicts(pytester)["n1"] == "ACCEPTED"
     iops = records["test_storage_dataloader_iops[/shared]"]
     assert iops["unit"] == "IOPS" and iops["raw"]["slowest"][0] == "n2"
+    # slow both times: measured again with a node nearest the median, and slow again
+    assert ", measured again " in keeps["message"] and "of the nodes beside it" in \
+        keeps["message"]
+    again = keeps["raw"]["again"]["read"]["nodes"]
+    assert "n2" in again and len(again) == 2  # n2 and one node nearest the median
+
+
+def test_a_node_slow_in_one_sample_only_is_measured_again_and_not_blamed(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """n2's workers read at 48 % of the others' in the first read job only (a passing load:
+    a busy CPU), as a real node under load did: it is measured again beside a node nearest
+    the median, keeps up then, and passes (it was rejected, and drained, on that one
+    sample). Every node is accepted; the first sample is said."""
+    first: list[bool] = []
+    plain = answers.JOBS["dataloader"]
+
+    def once(sim: Any, ic: Any, nodes: Any, part: Any) -> Any:
+        parts = plain(sim, ic, nodes, part)
+        if "read" in part.rank_args and not first:
+            first.append(True)
+            for ranks in parts:
+                for rank in ranks:
+                    data = cast("dict[str, Any]", rank["data"])
+                    if data and data.get("host") == "n2":
+                        data["ops"] = int(data["ops"] * 0.48)
+                        data["bytes"] = int(data["bytes"] * 0.48)
+        return parts
+
+    monkeypatch.setitem(answers.JOBS, "dataloader", once)
+    records = run_sim(pytester, spec_text(
+        "iops: '>= 50000 IOPS per node'\nmetadata: '>= 15 kops/s per node'"))
+    assert first, "the sim's data loader jobs ran in this process"
+    keeps = records["test_storage_dataloader_keeps_up[n2-/shared]"]
+    assert keeps["outcome"] == "passed", keeps["message"]
+    assert "read" in keeps["measured"] and "(48% of the median" in keeps["measured"]
+    assert ", measured again " in keeps["measured"]  # the first sample is said
+    assert "n2" in keeps["raw"]["again"]["read"]["nodes"]
+    assert verdicts(pytester) == dict.fromkeys(
+        ("n1", "n2", "n3", "n4"), "ACCEPTED")
+    assert all(r["outcome"] == "passed" for r in records.values())
 
 
 def test_a_filesystem_short_of_its_bound_blames_no_node(pytester: pytest.Pytester) -> None:
@@ -233,7 +274,8 @@ def test_a_node_lost_in_the_write_is_its_own_and_its_files_are_not_read(
     assert run.node_kind("a") == "unreachable" and run.node_kind("b") == ""
     reads = [(node, args.get("--write-nodes")) for phase, node, args in nodes.parts
              if phase == "read"]
-    assert reads == [("b", "1,2"), ("c", "1,2")]  # a's partial files never read
+    # a's partial files never read, nor when a node below keeps_up is measured again
+    assert reads == [("b", "1,2"), ("c", "1,2")] * (2 if run.retested else 1)
     assert set(run.node_figures("read")) == set(run.node_figures("metadata")) == {"b", "c"}
     assert [e for e in run.errors if e[0] != "a"] == []
     assert run.aggregate("read") is None  # not every node: not established

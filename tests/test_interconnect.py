@@ -8,6 +8,7 @@ import contextlib
 import itertools
 import json
 import math
+import statistics
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +23,7 @@ from hypothesis import strategies as st
 
 from pytest_cluster.errors import SpecError
 from pytest_cluster.evidence.sinks.results import ResultLine
+from pytest_cluster.hostlist import expand_hostlist
 from pytest_cluster.launchers import sim as sim_launcher
 from pytest_cluster.launchers.jobs import JobSpec, node_call, run_job
 from pytest_cluster.launchers.local import LocalLauncher
@@ -206,6 +208,23 @@ def test_one_slow_node_among_64_is_found_in_two_rounds() -> None:
     assert (slow.busbw, slow.round, len(slow.partners)) == (40.0, 2, 1)
     assert search.verdicts["n36"].ok and search.verdicts["n36"].round == 2
     assert search.verdicts["n00"].partners == ("n01",)
+
+
+def test_a_figure_is_a_nodes_own_only_where_its_partners_were_known_good() -> None:
+    """The first round's pairs run at the slower one's pace: each verdict names the
+    partner that bounds its figure (n01 of n00's, at n01's 90); a suspect cleared with a
+    known-good partner (n36, paired first with the slow n37), or named slow with one
+    (n37), has a figure of its own."""
+    nodes = [f"n{i:02d}" for i in range(64)]
+    rates = dict.fromkeys(nodes, 100.0) | {"n01": 90.0, "n37": 40.0}
+    search = find_slow_nodes(nodes, network(rates, []), bar=80.0)
+    assert search.verdicts["n00"].bounded_by == ("n01",)
+    assert search.verdicts["n00"].busbw == 90.0 and search.verdicts["n00"].ok
+    assert search.verdicts["n01"].bounded_by == ("n00",)
+    assert (search.verdicts["n36"].ok, search.verdicts["n36"].bounded_by) == (True, ())
+    assert search.verdicts["n36"].busbw == 100.0
+    assert (search.verdicts["n37"].status, search.verdicts["n37"].bounded_by) == (SLOW, ())
+    assert NodeSearch.from_json(json.loads(json.dumps(search.to_json()))) == search
 
 
 def test_many_slow_nodes_are_bisected_in_few_rounds() -> None:
@@ -879,7 +898,7 @@ def test_a_node_behind_a_delay_is_named_by_colocation(pytester: pytest.Pytester,
             for node in netns.nodes:
                 netns.delay(node, None)
         cases = _latency_cases(pytester)
-        print({name: (r["raw"]["median_us"], r["raw"]["cluster_median_us"])
+        print({name: (r["raw"]["median_us"], r["raw"]["others_median_us"])
                for name, r in cases.items() if name.startswith("test_latency")})
         return result, cases
 
@@ -937,7 +956,7 @@ def test_the_latency_keys_and_their_defaults() -> None:
      "got 'maybe'"),
     ("  colocation: true\n  colocation_factor: 0.9\n", "t.yaml:11: "
      "interconnect.colocation_factor: expected a factor above 1 and at most 100 like 1.5 "
-     "(times the cluster's median latency), got '0.9'"),
+     "(times the median latency between the other nodes), got '0.9'"),
     ("  colocation_factor: 2\n", "t.yaml:10: interconnect.colocation_factor: only used with "
      "the colocation rule (colocation: true, or a latency bound)"),
     ("  latency_sise: 8 B\n", "t.yaml:10: interconnect.latency_sise: unknown key; did you "
@@ -1009,20 +1028,56 @@ def test_a_large_cluster_plays_a_few_rounds_each_node_with_as_many_peers() -> No
     assert len(met) == 1024 and all(len(peers) == 20 for peers in met.values())
 
 
-def test_each_node_is_placed_against_the_clusters_median() -> None:
+def test_each_node_is_placed_against_the_median_between_the_others() -> None:
     links = [("a", "b", 8, 10e-6), ("a", "c", 8, 11e-6), ("b", "c", 8, 9e-6),
              ("a", "d", 8, 40e-6), ("b", "d", 8, 30e-6), ("c", "d", 8, 35e-6)]
     run = latency.LatencyRun(("a", "b", "c", "d"), "gloo", (8,), (0, 1, 2), 3, tuple(links))
     assert latency.LatencyRun.from_json(json.loads(json.dumps(run.to_json()))) == run
-    far = latency.placement(run, "d", 8)
-    assert far is not None and far.median_s == 35e-6 and far.peers == 3
-    assert far.cluster_median_s == pytest.approx((11e-6 + 11e-6) / 2)  # a 11, b 10, c 11
+    far = latency.placement(run, "d", 8, 1.5)
+    assert far is not None and far.median_s == far.own_s == 35e-6 and far.peers == 3
+    assert far.others_median_s == 10e-6  # a-b 10, a-c 11, b-c 9
     assert far.nearest == ("b", 30e-6) and far.farthest == ("a", 40e-6)
-    assert far.text() == ("median 35.0 us to its 3 peer(s), 3.18 x the cluster's median "
-                          "11.0 us; nearest b 30.0 us, farthest a 40.0 us")
-    near = latency.placement(run, "b", 8)
-    assert near is not None and near.ratio < 1.5
+    assert far.text() == ("median 35.0 us to its 3 peer(s), 3.50 x the median between the "
+                          "other nodes 10.0 us; nearest b 30.0 us, farthest a 40.0 us")
+    near = latency.placement(run, "b", 8, 1.5)
+    assert near is not None and near.ratio is not None and near.ratio < 1.5
+    assert near.far_peers == ("d",) and near.own_s == pytest.approx(9.5e-6)  # a 10, c 9
     assert run.matrix(8)[0] == [None, 10.0, 11.0, 40.0]
+
+
+@pytest.mark.parametrize("values", [[1.0, 2.0, 2.0, 3.0, 5.0, 8.0], [4.0] * 5,
+                                    [float(i % 7) for i in range(40)]])
+def test_the_median_without_a_nodes_pairs_is_the_plain_median_of_the_rest(
+        values: list[float]) -> None:
+    every = sorted(values)
+    for count in range(len(every) + 1):
+        for mine in {tuple(sorted(c)) for c in itertools.islice(
+                itertools.combinations(every, count), 50)}:
+            rest = list(every)
+            for value in mine:
+                rest.remove(value)
+            expected = statistics.median(rest) if rest else None
+            assert latency.median_without(every, mine) == expected
+
+
+def test_of_three_nodes_one_far_the_far_one_alone_stands_out() -> None:
+    """Two near nodes and one far: each near node's median over its two peers (one near,
+    one far) is their mean, 6 us, as high as the far node's is over the near ones' 3 us
+    (2 x); against the pair without it the far node stands out (3 x), a near one does not
+    (0.67 x), and a near node's own latency leaves the far peer out (3 us). Two nodes:
+    nothing to compare with."""
+    links = [("a", "b", 8, 3e-6), ("a", "c", 8, 9e-6), ("b", "c", 8, 9e-6)]
+    run = latency.LatencyRun(("a", "b", "c"), "gloo", (8,), (0, 1, 2), 3, tuple(links))
+    assert run.far(8, 1.5) == {"c": 3.0}
+    near = latency.placement(run, "a", 8, 1.5)
+    assert near is not None and near.median_s == 6e-6 and near.own_s == 3e-6
+    assert near.ratio == pytest.approx(6 / 9) and near.far_peers == ("c",)
+    far = latency.placement(run, "c", 8, 1.5)
+    assert far is not None and far.own_s == 9e-6 and far.ratio == 3.0 and not far.far_peers
+    two = latency.LatencyRun(("a", "b"), "gloo", (8,), (0,), 1, (("a", "b", 8, 9e-6),))
+    only = latency.placement(two, "a", 8, 1.5)
+    assert only is not None and only.ratio is None and only.others_median_s is None
+    assert two.far(8, 1.5) == {}
 
 
 def test_a_pair_measured_twice_counts_its_smaller_figure() -> None:
@@ -1054,36 +1109,57 @@ def test_a_node_far_in_the_first_job_only_is_measured_again_and_not_blamed(
     monkeypatch.setattr(latency, "_one_job", measured({"b": 20}))
     run = latency.run_latency(None, spec, ["a", "b", "c", "d"])  # type: ignore[arg-type]
     assert jobs == [("a", "b", "c", "d")] * 2 and run.retested == ("b",)
-    assert all(not p.ratio > 1.5 for n in run.nodes
-               if (p := latency.placement(run, n, 8)) is not None)
+    assert not run.far(8, 1.5)
     jobs.clear()
     monkeypatch.setattr(latency, "_one_job", measured({"b": 20, "f": 30}))
     run = latency.run_latency(None, spec, list("abcdef"))  # type: ignore[arg-type]
     assert run.retested == ("f", "b") and jobs == [tuple("abcdef")] * 2
-    far = {n for n in run.nodes if (p := latency.placement(run, n, 8)) and p.ratio > 1.5}
-    assert far == {"f"}
+    assert set(run.far(8, 1.5)) == {"f"}
 
 
+@pytest.mark.parametrize("nodes", ["sim-gpu-[01-04]", "sim-gpu-[02-04]"])
 def test_the_far_node_of_the_example_alone_fails_latency_and_colocation(
-        pytester: pytest.Pytester) -> None:
+        pytester: pytest.Pytester, nodes: str) -> None:
+    """Of four nodes and of three (one far): the far node alone fails both, the near ones
+    pass both (with three, each near node's mean over a near and the far peer was above
+    the bound, while the far node's 1.5 x their median passed colocation)."""
     (pytester.path / "t.yaml").write_text(
         (EXAMPLES / "sim-h100-storage-faulty.yaml").read_text())
-    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k",
-                                "test_latency or test_colocation")
-    result.assert_outcomes(passed=6, failed=2)
+    result = pytester.runpytest("--cluster=t.yaml", f"--cluster-node={nodes}", "-p",
+                                "no:cacheprovider", "-k", "test_latency or test_colocation")
     records = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)}
+    count = len(expand_hostlist(nodes))
+    result.assert_outcomes(passed=2 * count - 2, failed=2)
     failed = sorted(name for name, r in records.items() if r["outcome"] == "failed")
     assert failed == ["test_colocation[sim-gpu-04]", "test_latency[sim-gpu-04]"]
     message = records["test_colocation[sim-gpu-04]"]["message"]
     assert message.startswith("Failed: [SIMULATED] sim-gpu-04 colocation: farther from its "
                               "peers than the rest (another spine or switch?): 8 B: median ")
     assert "; nearest sim-gpu-0" in message and ", farthest sim-gpu-0" in message
-    raw = records["test_latency[sim-gpu-01]"]["raw"]
-    assert len(raw["matrix_us"]["one_way"]) == 4 and raw["run"]["rounds"] == 3
+    raw = records["test_latency[sim-gpu-02]"]["raw"]
+    assert len(raw["matrix_us"]["one_way"]) == count and raw["far_peers"] == ["sim-gpu-04"]
+    assert raw["own_us"] < raw["median_us"] and raw["ratio"] < 1.5
+    assert raw["run"]["rounds"] == pingpong.rounds_of(count)
     assert raw["run"]["retested"] == "sim-gpu-04"  # measured again before it was blamed
     assert set(raw["peers_us"]) == {"8", "65536"}
     result.stdout.fnmatch_lines(["*REJECTED sim-gpu-04: 2 clause(s) failed: "
                                  "interconnect.latency, interconnect.colocation*"])
+
+
+def test_of_two_nodes_a_latency_above_the_bound_blames_neither(
+        pytester: pytest.Pytester) -> None:
+    """Two nodes, one far: their one pair is above the bound, but nothing singles either
+    out: both cases undecided (no culprit), neither node rejected."""
+    (pytester.path / "t.yaml").write_text(
+        (EXAMPLES / "sim-h100-storage-faulty.yaml").read_text())
+    result = pytester.runpytest("--cluster=t.yaml", "--cluster-node=sim-gpu-0[3-4]", "-p",
+                                "no:cacheprovider", "-k", "test_latency")
+    result.assert_outcomes(failed=2)
+    records = [r for r in jsonl(pytester) if r["clause"] == "interconnect.latency"]
+    assert {r["error_kind"] for r in records} == {"undecided"}
+    assert all("nothing singles out either node" in r["message"] for r in records)
+    verdict = json.loads(next(pytester.path.glob("reports/*/verdict.json")).read_text())
+    assert {n["verdict"] for n in verdict["nodes"]} == {"NOT CHECKED"}
 
 
 DEAD_AND_FAR = """\

@@ -249,7 +249,7 @@ def latency_records(count: int, far: str, factor: float = 3.0, size: int = 8,
             raw: dict[str, Any] = {
                 "run": {"id": "interconnect-1", "file": "probes/interconnect-1.json",
                         "nodes": compress_hostlist(nodes)},
-                "size": size, "median_us": medians[node], "cluster_median_us": middle,
+                "size": size, "median_us": medians[node], "others_median_us": middle,
                 "ratio": round(medians[node] / middle, 3)}
             if matrix:
                 raw["matrix_us"] = {"nodes": nodes, "size": size, "one_way": one_way}

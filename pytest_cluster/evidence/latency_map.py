@@ -28,7 +28,7 @@ class Farthest:
 
     node: str
     median_us: float
-    cluster_median_us: float | None
+    others_median_us: float | None
     ratio: float | None
 
 
@@ -79,7 +79,7 @@ class LatencyMap:
         median = finite(raw.get("median_us"))
         if median is not None and record.get("node") is not None:
             self._medians[str(record["node"])] = (
-                median, finite(raw.get("cluster_median_us")), finite(raw.get("ratio")))
+                median, finite(raw.get("others_median_us")), finite(raw.get("ratio")))
 
     @property
     def medians(self) -> dict[str, float]:

@@ -8,6 +8,14 @@ The figures, per phase: each node's rate (its workers' operations, or bytes, ove
 slowest worker's time), the aggregate (every operation over the slowest node's time) and
 each node's CPU share (its workers' CPU time over their wall time: a node whose workers
 are busy computing is named CPU-bound, not a slow filesystem).
+
+A node below keeps_up x the nodes' median in a judged phase (a suspect) is measured again
+before it is blamed, as the latency ping-pong re-plays a far node: a second read and
+metadata job on the suspects and as many nodes nearest the median (`again`, `retested`),
+reading the same file set. A suspect is slow only when it is below keeps_up x the median
+of the nodes measured beside it the second time too (`slow`): a node a passing load slowed
+once (a busy CPU, another job's reads) is not blamed. Where its second job has no figure
+of it, the first stands, said.
 """
 
 from __future__ import annotations
@@ -97,6 +105,10 @@ class DataloaderRun:
     method: str = ""  # how the reads bypassed the page cache
     details: DataloaderDetails = field(default_factory=DataloaderDetails)
     simulated: bool = False
+    #: the suspects (below keeps_up x the median) measured again, and that second job
+    #: (on them and as many nodes nearest the median); None: none was needed
+    retested: tuple[str, ...] = ()
+    again: DataloaderRun | None = None
 
     def workers(self, phase: str) -> tuple[WorkerFigures, ...]:
         return self.read if phase == "read" else self.metadata
@@ -157,16 +169,53 @@ class DataloaderRun:
         return next((found for phase in JUDGED if (found := failed_everywhere(
             self.nodes, ("write", phase), self.errors, self.error_kinds))), "")
 
+    def below(self, phase: str, node: str, keeps_up: float, what: str = "ops") -> bool:
+        """Whether `node` is below `keeps_up` x the nodes' median in this job's figures."""
+        rate, middle = self.node_rate(phase, node, what), self.median_rate(phase, what)
+        return rate is not None and bool(middle) and rate < keeps_up * (middle or 0.0)
+
+    def suspects(self, keeps_up: float) -> list[str]:
+        """The nodes below `keeps_up` x the median in a judged phase (operations, or bytes
+        read), in the run's order."""
+        return [n for n in self.nodes if any(
+            self.below(phase, n, keeps_up, what)
+            for phase, what in (("read", "ops"), ("read", "bytes"), ("metadata", "ops")))]
+
+    def again_figure(self, phase: str, node: str,
+                     what: str = "ops") -> tuple[float, float] | None:
+        """`node`'s rate when measured again, and the median of the nodes measured beside
+        it that were no suspects; None where it was not, or that job has no figure."""
+        if self.again is None or node not in self.retested:
+            return None
+        rate = self.again.node_rate(phase, node, what)
+        others = [r for n in self.again.nodes if n not in self.retested
+                  and (r := self.again.node_rate(phase, n, what)) is not None]
+        if rate is None or not others:
+            return None
+        return rate, statistics.median(others)
+
+    def slow(self, phase: str, node: str, keeps_up: float, what: str = "ops") -> bool:
+        """Below `keeps_up` x the median, and (measured again) again below `keeps_up` x
+        the median of the nodes beside it; the first figure stands where the second job
+        has none of it."""
+        if not self.below(phase, node, keeps_up, what):
+            return False
+        second = self.again_figure(phase, node, what)
+        return second is None or second[0] < keeps_up * second[1]
+
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_json(cls, record: dict[str, Any]) -> DataloaderRun:
+        again = record.get("again")
         return cls(**{**record, "nodes": tuple(record["nodes"]),
                       "read": tuple(WorkerFigures(**w) for w in record["read"]),
                       "metadata": tuple(WorkerFigures(**w) for w in record["metadata"]),
                       "errors": pairs(record, "errors"),
-                      "error_kinds": pairs(record, "error_kinds")})
+                      "error_kinds": pairs(record, "error_kinds"),
+                      "retested": tuple(record.get("retested") or ()),
+                      "again": cls.from_json(again) if isinstance(again, dict) else None})
 
 
 def workers_per_node(fs: StorageSpec, gpus: int | None) -> int:
@@ -242,11 +291,43 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str,
             "; ".join(sorted(methods))[:300])
 
 
+def _judged(launcher: Launcher, fs: StorageSpec, run: DataloaderRun, on: list[str],
+            tag: str, wrote: list[int],
+            details: DataloaderDetails) -> tuple[DataloaderRun, bool]:
+    """The judged phases (reads, metadata) on `on` into `run`, and whether simulated."""
+    simulated = False
+    for phase in JUDGED:
+        try:
+            found, errors, kinds, sim, method = _phase(launcher, phase_job(
+                fs, on, run.workers_per_node, phase, tag, start_at(len(on)), wrote), phase,
+                details)
+        except (ClusterError, OSError, ValueError) as exc:
+            found, errors, sim, method = (), [(n, f"{phase}: {exc}") for n in on], False, ""
+            kinds = [(n, NOT_STARTED) for n in on]
+        simulated = simulated or sim
+        run = replace(run, errors=(*run.errors, *errors),
+                      error_kinds=(*run.error_kinds, *kinds))
+        run = replace(run, read=found, method=method) if phase == "read" \
+            else replace(run, metadata=found)
+    return run, simulated
+
+
+def _with_references(run: DataloaderRun, suspects: list[str]) -> list[str]:
+    """The suspects and as many nodes nearest the median reads, in the run's order."""
+    middle = run.median_rate("read") or 0.0
+    near = sorted((abs(rate - middle), n) for n in run.nodes if n not in suspects
+                  and (rate := run.node_rate("read", n)) is not None)
+    chosen = set(suspects) | {n for _, n in near[:len(suspects)]}
+    return [n for n in run.nodes if n in chosen]
+
+
 def run_dataloader(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
                    gpus: int | None, silent: dict[str, str]) -> DataloaderRun:
     """The file set's write on `nodes` (the others, `silent`, named), then the random
     reads and the metadata test on the nodes whose workers all wrote (reading only their
-    files), then a job on one node that removes what is left, also when interrupted."""
+    files); the suspects (below keeps_up x the median) measured again with as many nodes
+    nearest the median (`again`); then a job on one node that removes what is left, also
+    when interrupted."""
     assert fs.dataloader is not None
     workers = workers_per_node(fs, gpus)
     run = DataloaderRun(tuple(nodes), workers, fs.dataloader.read_size, fs.path,
@@ -256,28 +337,30 @@ def run_dataloader(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
     tag = token(fs.dataloader.timeout_s * 2)
     details: DataloaderDetails = {"token": tag, "started_at": time.time()}
     simulated = False
-    on, wrote = list(nodes), list[int]()
     try:
-        for phase in ("write", *JUDGED):
-            try:
-                found, errors, kinds, sim, method = _phase(launcher, phase_job(
-                    fs, on, workers, phase, tag, start_at(len(on)), wrote), phase, details)
-            except (ClusterError, OSError, ValueError) as exc:
-                found, errors, sim, method = (), [(n, f"{phase}: {exc}") for n in on], False, ""
-                kinds = [(n, NOT_STARTED) for n in on]
+        try:
+            found, errors, kinds, simulated, _ = _phase(launcher, phase_job(
+                fs, nodes, workers, "write", tag, start_at(len(nodes))), "write", details)
+        except (ClusterError, OSError, ValueError) as exc:
+            found, errors = (), [(n, f"write: {exc}") for n in nodes]
+            kinds = [(n, NOT_STARTED) for n in nodes]
+        run = replace(run, errors=(*run.errors, *errors),
+                      error_kinds=(*run.error_kinds, *kinds))
+        # the others read the files of the nodes that wrote
+        failed = {node for node, _ in errors} | {w.node for w in found if w.error}
+        on = [n for n in nodes if n not in failed]
+        wrote = [nodes.index(n) for n in on] if len(on) < len(nodes) else []
+        if on:
+            run, sim = _judged(launcher, fs, run, on, tag, wrote, details)
             simulated = simulated or sim
-            run = replace(run, errors=(*run.errors, *errors),
-                          error_kinds=(*run.error_kinds, *kinds))
-            if phase == "write":  # the others read the files of the nodes that wrote
-                failed = {node for node, _ in errors} | {w.node for w in found if w.error}
-                on = [n for n in nodes if n not in failed]
-                wrote = [nodes.index(n) for n in on] if len(on) < len(nodes) else []
-                if not on:
-                    break
-            elif phase == "read":
-                run = replace(run, read=found, method=method)
-            else:
-                run = replace(run, metadata=found)
+            suspects = run.suspects(fs.dataloader.keeps_up or 0.8)
+            if suspects:
+                group = _with_references(run, suspects)
+                again, sim = _judged(launcher, fs, DataloaderRun(
+                    tuple(group), workers, run.read_size, fs.path), group, tag,
+                    [nodes.index(n) for n in group], details)
+                simulated = simulated or sim
+                run = replace(run, retested=tuple(suspects), again=again)
     finally:
         ordered = sorted(run.nodes, key=lambda n: bool(run.node_error(n)))
         removal = remove_left(launcher, ordered, lambda node: phase_job(

@@ -3,24 +3,29 @@ one rank per node, jobs.run_job through the cluster's launcher), and what the
 `interconnect.latency` and `interconnect.colocation` clauses read of it: each node's
 one-way latency to each peer it met (half the pair's typical round trip: the median over
 bursts of 10 of each burst's fastest, so a rank the host woke late does not count), its
-median over its peers, and the cluster's median of those.
+median over its peers, and the median between the other nodes (the pairs it is not in).
 
 The pairs come in rounds of disjoint pairs, the round-robin tournament's
 (pingpong.pairs_of_round): up to FULL_UP_TO nodes every round, so every node meets every
 other; above, SAMPLE_PER_LOG2 x log2(N) rounds spread over the tournament, so each node
 meets as many peers in O(log N) rounds. A node on another spine or switch is farther from
-every peer: its median stands out of the cluster's, while its peers' medians (over many
-peers, it one of them) do not. A node that stands out is measured again before it is
-blamed (`run_latency`): a pair measured twice counts its smaller figure, since a busy host
-only adds to a round trip while a longer path adds to both. Nodes the caller knows cannot
-take part (their host probe did not answer) are left out, as the slow-node search leaves
-them out (node_search.find_slow_nodes): the others are measured among themselves. A node
-that stops answering during the ping-pong fails its job; the caller's `recheck` (the host
-probe read again) finds it, and the ping-pong is played once more without it.
+every peer: its median to its peers stands out of the latency between the other nodes (the
+pairs it is not in), while a near node's does not (`LatencyRun.ratio`); a node that stands
+out so (`far`) is counted in no near node's figure, since its distance is its own
+(`placement`): with three nodes, one far, the two near ones keep their latency to each
+other. With two nodes nothing singles one out (no pair without either). A node that stands
+out is measured again before it is blamed (`run_latency`): a pair measured twice counts its
+smaller figure, since a busy host only adds to a round trip while a longer path adds to
+both. Nodes the caller knows cannot take part (their host probe did not answer) are left
+out, as the slow-node search leaves them out (node_search.find_slow_nodes): the others are
+measured among themselves. A node that stops answering during the ping-pong fails its job;
+the caller's `recheck` (the host probe read again) finds it, and the ping-pong is played
+once more without it.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import math
 import statistics
@@ -110,6 +115,42 @@ class LatencyRun:
         return {size: {node: statistics.median(peers.values())
                        for node, peers in per.items() if peers}
                 for size, per in self._table.items()}
+
+    @functools.cached_property
+    def _pair_figures(self) -> dict[int, list[float]]:
+        """Per size, every pair's figure (each pair once), sorted."""
+        return {size: sorted(seconds for node, peers in per.items()
+                             for peer, seconds in peers.items() if node < peer)
+                for size, per in self._table.items()}
+
+    def others_median(self, node: str, size: int) -> float | None:
+        """The median latency between the other nodes (of the pairs `node` is not in) at
+        `size`; None where there is no such pair (two nodes)."""
+        return median_without(self._pair_figures.get(size, []),
+                              sorted(self.peers(node, size).values()))
+
+    def ratio(self, node: str, size: int) -> float | None:
+        """How far `node` stands out: its median to its peers over the median between the
+        other nodes; None where nothing could single it out (it met fewer than 2 peers, or
+        no pair is without it: two nodes)."""
+        peers = self.peers(node, size)
+        rest = self.others_median(node, size)
+        if len(peers) < 2 or rest is None:
+            return None
+        mine = statistics.median(peers.values())
+        return mine / rest if rest > 0 else math.inf
+
+    def far(self, size: int, factor: float) -> dict[str, float]:
+        """The nodes that stand out above `factor` (ratio), each with its ratio."""
+        key = (size, factor)
+        if key not in self._far:
+            self._far[key] = {node: r for node in self._table.get(size, {})
+                              if (r := self.ratio(node, size)) is not None and r > factor}
+        return self._far[key]
+
+    @functools.cached_property
+    def _far(self) -> dict[tuple[int, float], dict[str, float]]:
+        return {}
 
     def peers(self, node: str, size: int) -> dict[str, float]:
         """`node`'s one-way latency (s) to each peer it met, at `size`."""
@@ -204,15 +245,32 @@ def _one_job(launcher: Launcher, spec: InterconnectSpec, nodes: Sequence[str],
                    details={**details, **base.details})
 
 
+def median_without(every: Sequence[float], mine: Sequence[float]) -> float | None:
+    """The median of `every` (sorted) less the values of `mine` (sorted, each one of
+    `every`'s), in O(m log m + log n log m); None where nothing is left."""
+    left = len(every) - len(mine)
+    if left <= 0:
+        return None
+
+    def kth(k: int) -> float:  # the k-th smallest (from 0) of what is left
+        low, high = 0, len(every) - 1
+        while low < high:  # the first value with more than k of what is left at or below
+            mid = (low + high) // 2
+            at = every[mid]
+            if bisect.bisect_right(every, at) - bisect.bisect_right(mine, at) > k:
+                high = mid
+            else:
+                low = mid + 1
+        return every[low]
+
+    return (kth((left - 1) // 2) + kth(left // 2)) / 2
+
+
 def suspects(run: LatencyRun, size: int, factor: float) -> list[str]:
-    """The nodes farther than `factor` x the cluster's median, the worst first (at most
+    """The nodes that stand out above `factor` (LatencyRun.far), the worst first (at most
     RETEST_MOST)."""
-    middle = run.cluster_median(size)
-    if middle is None or middle <= 0:
-        return []
-    found = [(m / middle, n) for n in run.nodes
-             if (m := run.median(n, size)) is not None and m > factor * middle]
-    return [n for _, n in sorted(found, reverse=True)[:RETEST_MOST]]
+    found = run.far(size, factor)
+    return sorted(found, key=lambda n: (-found[n], n))[:RETEST_MOST]
 
 
 def _with_good_peers(run: LatencyRun, spec: InterconnectSpec, far: list[str]) -> list[str]:
@@ -233,7 +291,7 @@ def run_latency(launcher: Launcher, spec: InterconnectSpec, nodes: Sequence[str]
     when given, is asked after a failed job with its nodes: those it names (node -> why:
     they stopped answering) are left out too and the ping-pong is played once more
     without them (`details.first_error`: why the first job failed). Where it
-    found nodes far from their peers (above colocation_factor x the cluster's median),
+    found nodes that stand out (above colocation_factor: LatencyRun.far),
     they are measured again in a second job before any is blamed: up to FULL_UP_TO nodes
     the whole tournament again, above it the worst with as many nodes nearest the
     cluster's median, every pair of them. The second job's pairs join the run's
@@ -273,35 +331,61 @@ def run_latency(launcher: Launcher, spec: InterconnectSpec, nodes: Sequence[str]
 
 @dataclass(frozen=True)
 class Placement:
-    """Where one node stands: its median to its peers against the cluster's."""
+    """Where one node stands: its median to its peers against the median between the other
+    nodes (`ratio`, what colocation judges), and its own latency (`own_s`, what the latency
+    bound judges): its median to its peers but those that stand out (`far_peers`: their
+    distance is theirs)."""
 
     node: str
     median_s: float
-    cluster_median_s: float
-    ratio: float
+    others_median_s: float | None  # None: no pair without it (two nodes)
+    ratio: float | None  # None: nothing singles it out
     peers: int
     nearest: tuple[str, float]
     farthest: tuple[str, float]
+    own_s: float = math.nan
+    far_peers: tuple[str, ...] = ()
 
     def text(self) -> str:
-        return (f"median {us(self.median_s)} to its {self.peers} peer(s), {self.ratio:.2f} x "
-                f"the cluster's median {us(self.cluster_median_s)}; nearest "
-                f"{self.nearest[0]} {us(self.nearest[1])}, farthest {self.farthest[0]} "
-                f"{us(self.farthest[1])}")
+        """'median 9.1 us to its 2 peer(s), 3.00 x the median between the other nodes
+        3.0 us; nearest ..., farthest ...': what colocation judges."""
+        against = (f"{self.ratio:.2f} x the median between the other nodes "
+                   f"{us(self.others_median_s)}" if self.ratio is not None
+                   and self.others_median_s is not None else
+                   "no pair without it to compare with")
+        return (f"median {us(self.median_s)} to its {self.peers} peer(s), {against}; "
+                f"nearest {self.nearest[0]} {us(self.nearest[1])}, farthest "
+                f"{self.farthest[0]} {us(self.farthest[1])}")
+
+    def own_text(self) -> str:
+        """What the latency bound judges: its own median, and the far peers left out."""
+        if not self.far_peers:
+            return self.text()
+        kept = self.peers - len(self.far_peers)
+        return (f"median {us(self.own_s)} to its {kept} peer(s) that do not stand out "
+                f"({', '.join(self.far_peers)} left out: far from every peer, its distance "
+                f"is its own); with them {self.text()}")
 
 
 def us(seconds: float) -> str:
     return f"{seconds * 1e6:.1f} us"
 
 
-def placement(run: LatencyRun, node: str, size: int) -> Placement | None:
-    """`node`'s median latency to its peers at `size` against the cluster's; None when
+def placement(run: LatencyRun, node: str, size: int,
+              factor: float) -> Placement | None:
+    """`node`'s place at `size`: its median to its peers against the median between the
+    other nodes, and its own latency: its median to the peers that do not stand out above
+    `factor` (all of them where every one does, or where it stands out itself); None when
     it met no peer."""
     peers = run.peers(node, size)
-    middle = run.cluster_median(size)
-    if not peers or middle is None:
+    if not peers:
         return None
+    far = run.far(size, factor)
     mine = statistics.median(peers.values())
-    return Placement(node, mine, middle, mine / middle if middle > 0 else math.inf,
+    left_out = () if node in far else tuple(sorted(p for p in peers if p in far))
+    kept = [seconds for peer, seconds in peers.items() if peer not in left_out]
+    own = statistics.median(kept) if kept else mine
+    return Placement(node, mine, run.others_median(node, size), run.ratio(node, size),
                      len(peers), min(peers.items(), key=lambda p: (p[1], p[0])),
-                     max(peers.items(), key=lambda p: (p[1], p[0])))
+                     max(peers.items(), key=lambda p: (p[1], p[0])), own,
+                     left_out if kept else ())

@@ -3,7 +3,11 @@ known-good nodes, bisecting, in about log2(N) rounds instead of N^2 pairs. Pure:
 caller's `measure` runs the groups (benchmark jobs, or a fake fabric in the tests).
 
 A node is named slow only on evidence that holds: it ran alone with a node that reached
-the bar with others (a known-good partner) and the pair stayed below the bar. Nodes the
+the bar with others (a known-good partner) and the pair stayed below the bar. A group's
+busbw is its slowest member's pace: a node's figure is its own only where its partners
+were known good when it ran (a slow node's, a suspect cleared with a good partner); where
+they were not (the first round's pairs), the verdict names them (`bounded_by`), and the
+figure speaks for the group, not for the node alone. Nodes the
 caller already knows cannot take part (their probes failed) are left out and listed with
 why; a node whose job failed with a known-good partner is "failed", not slow; when no
 group reaches the bar, no node is known good and the nodes left are "undecided".
@@ -45,6 +49,9 @@ class SearchVerdict:
     partners: tuple[str, ...]  # the other nodes of that group
     round: int
     why: str = ""  # for FAILED, UNDECIDED and NOT_SEARCHED
+    #: the partners not known good when the group ran: its busbw is as much theirs as
+    #: this node's (the slower bounds it), so it is no figure of this node alone
+    bounded_by: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -72,7 +79,8 @@ class NodeSearch:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NodeSearch:
         verdicts = {n: SearchVerdict(v["node"], v["status"], v["busbw"], tuple(v["partners"]),
-                                   v["round"], v.get("why", ""))
+                                   v["round"], v.get("why", ""),
+                                   tuple(v.get("bounded_by") or ()))
                     for n, v in data["verdicts"].items()}
         rounds = tuple(tuple((tuple(g), float(bw)) for g, bw in r) for r in data["rounds"])
         return cls(verdicts, rounds, float(data["bar_bytes_per_s"]), data.get("note", ""),
@@ -121,13 +129,15 @@ class _Search:
         return [m for m in nodes if m not in self.out]
 
     def judge(self, members: list[str], group: list[str], busbw: float) -> bool:
-        """Members clear if the group reached the bar; else they stay suspects for now."""
+        """Members clear if the group reached the bar; else they stay suspects for now. A
+        cleared member's figure is bounded by its partners not yet known good."""
         passed = not math.isnan(busbw) and busbw >= self.bar
         for member in members:
             partners = tuple(m for m in group if m != member)
             if passed:
-                self.verdicts[member] = SearchVerdict(member, OK, busbw, partners,
-                                                    len(self.rounds))
+                self.verdicts[member] = SearchVerdict(
+                    member, OK, busbw, partners, len(self.rounds),
+                    bounded_by=tuple(m for m in partners if m not in self.good))
             else:
                 self.last[member] = (busbw, partners)
         if passed:

@@ -36,15 +36,15 @@ def heat_color(share: float) -> str:
 
 
 def _farthest_text(latency: LatencyMap) -> str:
-    """'Farthest node: <b>node04</b>, median 9.055 us to its peers, 2.90 x the cluster's
-    median 3.124 us.' (HTML)"""
+    """'Farthest node: <b>node04</b>, median 9.055 us to its peers, 2.90 x the median
+    between the other nodes 3.124 us.' (HTML)"""
     far = latency.farthest()
     assert far is not None
     text = (f"Farthest node: <b>{html.escape(far.node)}</b>, median "
             f"{format_number(far.median_us)} us to its peers")
-    if far.ratio is not None and far.cluster_median_us is not None:
-        text += (f", {far.ratio:.2f} x the cluster's median "
-                 f"{format_number(far.cluster_median_us)} us")
+    if far.ratio is not None and far.others_median_us is not None:
+        text += (f", {far.ratio:.2f} x the median between the other nodes "
+                 f"{format_number(far.others_median_us)} us")
     return text + "."
 
 

@@ -228,7 +228,7 @@ _BUILTIN: tuple[Declaration, ...] = (
                 needs_nodes=2),
     Declaration("interconnect", "colocation", Value.RULE, when=_colocation, needs_nodes=3,
                 text="no node's median latency to its peers above colocation_factor x the "
-                     "cluster's median (a node on another spine or switch)"),
+                     "median between the other nodes (a node on another spine or switch)"),
     _setting("interconnect", "latency_size"),
     _setting("interconnect", "colocation_factor"),
     # the theoretical rates busbw's share is of: a GPU's link in a node (NVLink: GB/s),

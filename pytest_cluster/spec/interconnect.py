@@ -190,10 +190,11 @@ def _transport(ctx: Ctx, node: Node | None, path: str) -> TransportSpec | None:
 
 
 def _factor(raw: object) -> float:
-    """colocation_factor: how many times the cluster's median latency a node may reach."""
+    """colocation_factor: how many times the median latency between the other nodes a
+    node's median may reach."""
     if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 1 < raw <= 100:
         raise UnitError(f"expected a factor above 1 and at most 100 like 1.5 (times the "
-                        f"cluster's median latency), got {str(raw)[:64]!r}")
+                        f"median latency between the other nodes), got {str(raw)[:64]!r}")
     return float(raw)
 
 

@@ -411,7 +411,7 @@ class InterconnectSpec:
     #: each node's median one-way latency to its peers at latency_size (the ping-pong)
     latency: Clause | None = None
     latency_size: int = 8  # bytes: the size latency and colocation are judged at
-    #: no node's median latency above colocation_factor x the cluster's median
+    #: no node's median latency above colocation_factor x the median between the others
     colocation: Rule | None = None
     colocation_factor: float = 1.5
 

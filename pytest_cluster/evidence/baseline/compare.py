@@ -6,7 +6,9 @@ whether the cluster is still the one that was accepted.
   serials), NICs and HCAs (address or GUID, firmware, rate), block devices, driver;
 - `baseline.performance`, per measured figure of both runs: not worse than at baseline by
   more than the spec's `baseline.tolerance` (5 % unless it says), in the direction its
-  clause counts as better.
+  clause counts as better. A node's figure this run measured in a group with nodes not
+  known good (`bounded_by`: the slow-node search's first pairs; the slowest bounds it) is
+  the group's: worse than at baseline, it blames none of them (undecided, no culprit).
 
 The baseline must pass `pytest-cluster verify` (its files as its manifest lists them) and
 hold results.jsonl and inventory.json. Pure comparisons: the cases are emitted by
@@ -29,7 +31,7 @@ from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results
 from pytest_cluster.evidence.untrusted_json import printable
-from pytest_cluster.evidence.verdict import NOT_COMPARABLE
+from pytest_cluster.evidence.verdict import NOT_COMPARABLE, UNDECIDED
 from pytest_cluster.measure.inventory_file import (
     INVENTORY,
     HcaRecord,
@@ -47,7 +49,7 @@ HIGHER_BETTER = (">=", ">")
 LOWER_BETTER = ("<=", "<")
 #: What a numeric result line needs to be compared: its case, node, GPU, figure.
 KEPT = ("case", "clause", "node", "gpu", "filesystem", "measured", "measured_base", "unit",
-        "comparison", "basis", "basis_nodes", "basis_gpus")
+        "comparison", "basis", "basis_nodes", "basis_gpus", "bounded_by")
 #: Per basis of a figure (spec/storage.py BASES), the count its line records that the
 #: total was shared out by, and what it counts (none: the total itself).
 SHARED_BY: dict[str, tuple[str, str] | None] = {
@@ -501,6 +503,11 @@ def compared(now: ResultLine, before: ResultLine, tolerance: float,
              "compared_case": now["case"],
              "requirement": f"no more than {tolerance * 100:g} % "
                             f"{'below' if higher else 'above'} baseline"}
+    shared = now.get("bounded_by")
+    if worse > tolerance and isinstance(shared, str) and shared:
+        text += (f": measured with {_shown(shared)}, not known good then, it is the "
+                 "group's figure (the slowest bounds it) and singles out none of them")
+        props["error_kind"] = UNDECIDED
     return Case(param, f"baseline.performance[{now['clause']}]", str(now.get("node")),
                 worse <= tolerance, text if worse > tolerance else "", gpu=now.get("gpu"),
                 props=props)

@@ -88,6 +88,9 @@ class ResultLine(TypedDict, total=False):
     finding: str  # what a check found beside its figure (a straggler)
     leftovers: Any  # a storage case: the files an earlier check left
     culprits: str  # a check of several nodes: the nodes it blames, as a hostlist
+    #: a node's figure measured in a group whose other members (this hostlist) were not
+    #: known good: the slowest bounds it, so it is the group's, not the node's alone
+    bounded_by: str
     # a figure of what every node does at once (storage's aggregates): what its bound
     # counts (spec/storage.py BASES: cluster, node, gpu) and what the total was shared by
     basis: str
