@@ -10,6 +10,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.evidence.latency_map import MATRIX_UP_TO
+from pytest_cluster.evidence.verdict import TOOL_FAULT
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import nccl_log
 from pytest_cluster.measure.latency import placement
@@ -96,8 +97,8 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
         evidence.record(**{f"busbw_GBps[{size_id(p.bytes)}]": p.busbw / 1e9})
     what = f"{run.collective} {format_size(payload)}"  # the case's, in every message
     if not run.ok:
-        evidence.cannot_measure(clause, f"{what}: {run.error}", raw=raw, kind="job_failed",
-                                node=label)
+        evidence.cannot_measure(clause, f"{what}: {run.error}", raw=raw,
+                                kind=TOOL_FAULT if run.crashed else "job_failed", node=label)
     if spec.is_share and theory is None:
         evidence.cannot_measure(clause, f"{what}: no link rate in the spec to take the "
                                 "share of", raw=raw, node=label)
@@ -182,7 +183,8 @@ def test_collective_transport(cluster: Cluster, node_count: int, collective: str
     found: dict[str, Any] = run.details.get("transport") or {}
     raw = {"transport": found, "nccl_log_first_rank": run.details.get("nccl_log_first_rank")}
     if not run.ok:
-        evidence.cannot_measure(rule, run.error, raw=raw, kind="job_failed", node=label)
+        evidence.cannot_measure(rule, run.error, raw=raw,
+                                kind=TOOL_FAULT if run.crashed else "job_failed", node=label)
     networks = found.get("inter_node") or {}
     silent = found.get("not_said") or networks.get("None")
     if silent or not networks:
@@ -237,6 +239,9 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
     evidence.saw(search)
     left_out = (f"; left out of the search: {', '.join(search.not_searched)} (probes "
                 "failed)") if search.not_searched else ""
+    if node in search.crashed:  # the job that decided it crashed in our code
+        evidence.cannot_measure(clause, f"the slow-node search's all_reduce: "
+                                f"{search.crashed[node]}", raw=raw, kind=TOOL_FAULT)
     if verdict is None or verdict.status == NOT_SEARCHED:
         why = verdict.why if verdict is not None else search.note or "not in the search"
         evidence.cannot_measure(clause, f"not searched: {why}", raw=raw)

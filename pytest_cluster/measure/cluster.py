@@ -30,7 +30,7 @@ from pytest_cluster.measure.checkpoint import CheckpointRun, run_checkpoint
 from pytest_cluster.measure.dataloader import DataloaderRun, run_dataloader
 from pytest_cluster.measure.fabric import NIC_END
 from pytest_cluster.measure.latency import LatencyRun, run_latency
-from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes
+from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes, with_crashes
 from pytest_cluster.measure.training import TrainingRun, run_training, step_bound
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.probes import nccl_tests as nccl_tests_probe
@@ -273,11 +273,20 @@ class Cluster:
                                  error=host.describe(), simulated=host.simulated)
         started = time.time()
         run: CollectiveRun | None = None
-        if spec.engine == "nccl-tests" and spec.nccl_tests and not env:
-            run = self._nccl_tests(spec, collective, nodes[0], sizes) if len(nodes) == 1 \
-                else self._nccl_tests_across(spec, collective, nodes, sizes)
-        if run is None:  # torch's, or nccl-tests across nodes where no MPI launch is offered
-            run = run_collective(self.launcher, spec, collective, nodes, sizes, env)
+        try:
+            if spec.engine == "nccl-tests" and spec.nccl_tests and not env:
+                run = self._nccl_tests(spec, collective, nodes[0], sizes) \
+                    if len(nodes) == 1 else \
+                    self._nccl_tests_across(spec, collective, nodes, sizes)
+            if run is None:  # torch's, or nccl-tests across nodes with no MPI launch
+                run = run_collective(self.launcher, spec, collective, nodes, sizes, env)
+        except Exception as exc:  # a bug of ours is this job's, no other's
+            # the job's own crash: its cases say so (a tool fault), and the other jobs of
+            # a document computed for many (every node's, the search's) are still measured
+            run = CollectiveRun(collective, spec.backend, tuple(nodes), spec.ranks_per_node,
+                                error=f"pytest-cluster crashed measuring it: "
+                                      f"{type(exc).__name__}: {exc}",
+                                simulated=self.launcher.simulated, crashed=True)
         return replace(run, details={**run.details, "started_at": started,
                                      "ended_at": time.time()})
 
@@ -407,9 +416,13 @@ class Cluster:
         spec = self.interconnect_spec()
         size = spec.search_payload
 
+        crashed: dict[frozenset[str], str] = {}  # a group whose job crashed in our code
+
         def measure(groups: list[list[str]]) -> list[float]:
             def one(group: list[str]) -> float:
                 run = self.collective("all_reduce", group, [size])
+                if run.crashed:
+                    crashed[frozenset(group)] = run.error
                 point = run.at(size) if run.ok else None
                 return point.busbw if point is not None else math.nan
             with ThreadPoolExecutor(max_workers=self.jobs_at_once(len(groups))) as pool:
@@ -420,9 +433,9 @@ class Cluster:
         simulated = any(result.simulated for result in hosts.values())
         document = self.cache.document(
             self.search_id(),
-            lambda: replace(find_slow_nodes(self.nodes, measure, self.search_bar(),
-                                            leave_out=self.left_out()),
-                            simulated=simulated).to_json())
+            lambda: replace(with_crashes(find_slow_nodes(
+                self.nodes, measure, self.search_bar(), leave_out=self.left_out()), crashed),
+                simulated=simulated).to_json())
         self._search = NodeSearch.from_json(document)
         return self._search
 

@@ -114,6 +114,9 @@ class CollectiveRun:
     error: str = ""
     simulated: bool = False
     details: dict[str, Any] = field(default_factory=dict)  # torch/nccl versions, devices
+    #: the job's measurement ended with an exception in our own code (`error` says which):
+    #: a fault of the tool, no node's
+    crashed: bool = False
 
     @property
     def ok(self) -> bool:
@@ -135,7 +138,8 @@ class CollectiveRun:
                        for p in data.get("points", ()))
         return cls(data["collective"], data["backend"], tuple(data["nodes"]),
                    data["ranks_per_node"], points, data.get("error", ""),
-                   bool(data.get("simulated")), dict(data.get("details", {})))
+                   bool(data.get("simulated")), dict(data.get("details", {})),
+                   bool(data.get("crashed")))
 
 
 def slowest_rank(ranks: Sequence[dict[str, Any]], sizes: Sequence[dict[str, Any]]) -> int | None:

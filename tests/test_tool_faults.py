@@ -1,0 +1,77 @@
+"""A check of ours that crashes (an exception inside our code while checking: a
+`tool_fault`) describes itself one way in every view, and knocks out no healthy node:
+the crash of one node's simulated job is that job's, the other nodes' jobs are measured,
+and no job waits out the rendezvous for a part that crashed (issue 47)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.oracle import check
+
+SPEC = """\
+cluster: {name: crash, nodes: "n[1-3]", launcher: sim}
+interconnect:
+  intra_node: {kind: nvlink, rate: 450 GB/s}
+  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}
+  payloads: [1 GiB]
+  node_counts: [2]
+  busbw: ">= 80%"
+  ranks_per_node: 8
+  backend: nccl
+sim:
+  gpu_model: H100-SXM-80GB
+  gpus_per_node: 8
+"""
+
+#: A plugin that makes the sim's answer to any collective job with n1 in it crash, as the
+#: NVLink fault did (issue 47).
+CRASH = """\
+from pytest_cluster.sim import answers
+
+_play = answers.JOBS["collective"]
+
+
+def _crashing(sim, ic, nodes, part):
+    if "n1" in nodes:
+        raise ZeroDivisionError("float division by zero")
+    return _play(sim, ic, nodes, part)
+
+
+def pytest_configure(config):
+    answers.JOBS["collective"] = _crashing
+"""
+
+
+def records(run: Path) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    return [line for line in lines if "nodeid" in line]
+
+
+@pytest.mark.slow
+def test_a_crashed_job_is_a_tool_fault_of_its_own_cases_only(
+        pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(crash=CRASH)
+    pytester.syspathinsert()
+    (pytester.path / "trial.yaml").write_text(SPEC)
+    metrics = pytester.path / "metrics.prom"
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", "-p",
+                                "crash", "--cluster-reports=reports",
+                                f"--cluster-metrics={metrics}", "-k", "interconnect")
+    run = (pytester.path / "reports" / "latest").resolve()
+    assert check(run, result.stdout.str(), metrics) == []
+    found = records(run)
+    faults = [r for r in found if r.get("error_kind") == "tool_fault"]
+    assert faults, [(r["nodeid"], r.get("error_kind")) for r in found]
+    assert all(r["simulated"] for r in found)
+    # only the cases whose job has n1 in it crashed; n2 and n3 were measured
+    for record in found:
+        if record["node"] in ("n2", "n3") and "intra_node" in record["nodeid"]:
+            assert record["outcome"] == "passed", record
+    verdict = json.loads((run / "verdict.json").read_text())
+    nodes = {entry["node"]: entry["verdict"] for entry in verdict["nodes"]}
+    assert nodes["n2"] != "NOT CHECKED" or nodes["n3"] != "NOT CHECKED", nodes
