@@ -20,7 +20,7 @@ interconnect:
   inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}
   payloads: [1 GiB]
   node_counts: [2]
-  busbw: ">= 80%"
+  busbw: ">= 70%"
   ranks_per_node: 8
   backend: nccl
 sim:
@@ -75,3 +75,37 @@ def test_a_crashed_job_is_a_tool_fault_of_its_own_cases_only(
     verdict = json.loads((run / "verdict.json").read_text())
     nodes = {entry["node"]: entry["verdict"] for entry in verdict["nodes"]}
     assert nodes["n2"] != "NOT CHECKED" or nodes["n3"] != "NOT CHECKED", nodes
+
+
+#: A plugin that makes the check of the 2-node all-reduce itself crash, outside any job.
+RAW = """\
+from pytest_cluster.measure.cluster import Cluster
+
+
+def _crashing(self, count, collective):
+    raise ZeroDivisionError("float division by zero")
+
+
+def pytest_configure(config):
+    Cluster.inter_node = _crashing
+"""
+
+
+@pytest.mark.slow
+def test_a_check_that_crashes_describes_itself_one_way_in_every_view(
+        pytester: pytest.Pytester) -> None:
+    """The case's line, its JUnit properties, the report, the metrics and the verdict
+    agree (the oracle): simulated, its node or nodes named, one sample a case."""
+    pytester.makepyfile(raw=RAW)
+    pytester.syspathinsert()
+    (pytester.path / "trial.yaml").write_text(SPEC)
+    metrics = pytester.path / "metrics.prom"
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", "-p",
+                                "raw", "--cluster-reports=reports",
+                                f"--cluster-metrics={metrics}", "-k", "interconnect")
+    run = (pytester.path / "reports" / "latest").resolve()
+    assert check(run, result.stdout.str(), metrics) == []
+    (crashed,) = [r for r in records(run) if r.get("error_kind") == "tool_fault"]
+    assert crashed["simulated"] is True
+    assert crashed["node"] not in (None, "", "None", "?")
+    assert "(None)" not in result.stdout.str()
