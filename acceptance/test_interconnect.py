@@ -124,10 +124,14 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
             f"{gbs(median)} median, {gbs(high)} max{_slowest(run, point.slowest_rank)}")
     if theory is not None:
         note += f"; theoretical {theory.derivation}"
+    partial = _partial(run, node_count)
+    if partial:
+        partial = f"{gbs(point.busbw)} {partial}"
+        note = f"{partial}; {note}"
     if node_count > 1:  # a job's number names no node: where the node is looked for
         note += "; " + (SEARCHED if spec.node_network else NOT_SEARCHED_NOTE)
     evidence.check(clause, point.busbw, node=label, result=None, method=method, raw=raw,
-                   note=note, references=references)
+                   note=note, references=references, partial=partial)
 
 
 @checks("interconnect.busbw[intra_node]")
@@ -147,9 +151,26 @@ def test_collective_inter_node(cluster: Cluster, node_count: int, collective: st
     """The first `node_count` nodes of the spec in one job: the network between nodes."""
     spec = _spec(cluster)
     run = cluster.inter_node(node_count, collective)
-    label = f"{node_count} nodes ({run.nodes[0]}..{run.nodes[-1]})"
-    _check(evidence, spec, run, payload, label, node_count,
+    _check(evidence, spec, run, payload, _label(cluster, node_count), node_count,
            _references(cluster, "inter_node", collective))
+
+
+def _label(cluster: Cluster, node_count: int) -> str:
+    """An inter-node case's name for its nodes: '4 nodes (n1..n4)'."""
+    nodes = cluster.nodes[:node_count]
+    return f"{node_count} nodes ({nodes[0]}..{nodes[-1]})"
+
+
+def _partial(run: CollectiveRun, node_count: int) -> str:
+    """Why a job that ran without some of the case's nodes (they did not answer) does not
+    establish the case's figure; '' when it ran on them all."""
+    left: dict[str, str] = run.details.get("left_out") or {}
+    if not left:
+        return ""
+    first = next(iter(left))
+    return (f"measured over {len(run.nodes)} of {node_count} nodes ({compress_hostlist(left)} "
+            f"did not answer: {left[first]}), so the {node_count}-node figure is not "
+            "established")
 
 
 def _node_list(run: CollectiveRun, ranges: str) -> list[str]:
@@ -179,7 +200,7 @@ def test_collective_transport(cluster: Cluster, node_count: int, collective: str
     rule = Rule(declared("interconnect.transport").id, promise.line, promise.text)
     run = cluster.inter_node(node_count, collective)
     evidence.saw(run)
-    label = f"{node_count} nodes ({run.nodes[0]}..{run.nodes[-1]})"
+    label = _label(cluster, node_count)
     found: dict[str, Any] = run.details.get("transport") or {}
     raw = {"transport": found, "nccl_log_first_rank": run.details.get("nccl_log_first_rank")}
     if not run.ok:

@@ -347,13 +347,23 @@ class Cluster:
         return CollectiveRun.from_json(document[node])
 
     def inter_node(self, count: int, collective: str) -> CollectiveRun:
-        """The payload sweep across the first `count` nodes of the spec, as one job."""
+        """The payload sweep across the first `count` nodes of the spec, as one job. Those
+        of them whose host probe did not answer are left out (details `left_out`: node ->
+        why), the job runs over the others, when 2 or more answer: their figure is
+        measured, the dead node named, where the job would have failed with no number."""
         spec = self.interconnect_spec()
         nodes = self.nodes[:count]
         self.host_all()
-        document = self.cache.document(
-            self._key("inter", count, collective),
-            lambda: self.collective(collective, nodes, spec.sweep()).to_json())
+
+        def compute() -> dict[str, object]:
+            silent = {node: why for node, why in self.left_out().items() if node in nodes}
+            others = [node for node in nodes if node not in silent]
+            if not silent or len(others) < 2:
+                return self.collective(collective, nodes, spec.sweep()).to_json()
+            run = self.collective(collective, others, spec.sweep())
+            return replace(run, details={**run.details, "left_out": silent}).to_json()
+
+        document = self.cache.document(self._key("inter", count, collective), compute)
         return CollectiveRun.from_json(document)
 
     def collective_stress(self) -> StressLoop:
