@@ -124,10 +124,11 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
             f"{gbs(median)} median, {gbs(high)} max{_slowest(run, point.slowest_rank)}")
     if theory is not None:
         note += f"; theoretical {theory.derivation}"
-    partial = _partial(run, node_count)
-    if partial:
-        partial = f"{gbs(point.busbw)} {partial}"
-        note = f"{partial}; {note}"
+    over = _over(run, node_count)
+    partial = f"{gbs(point.busbw)} {over}, so the {node_count}-node figure is not " \
+        "established" if over else ""
+    if over:
+        note = f"{over}; {note}"
     if node_count > 1:  # a job's number names no node: where the node is looked for
         note += "; " + (SEARCHED if spec.node_network else NOT_SEARCHED_NOTE)
     evidence.check(clause, point.busbw, node=label, result=None, method=method, raw=raw,
@@ -161,16 +162,16 @@ def _label(cluster: Cluster, node_count: int) -> str:
     return f"{node_count} nodes ({nodes[0]}..{nodes[-1]})"
 
 
-def _partial(run: CollectiveRun, node_count: int) -> str:
-    """Why a job that ran without some of the case's nodes (they did not answer) does not
-    establish the case's figure; '' when it ran on them all."""
+def _over(run: CollectiveRun, node_count: int) -> str:
+    """What a job that ran without some of the case's nodes (they did not answer) was
+    measured over, naming them: 'measured over 3 of 4 nodes (n3 did not answer: why)';
+    '' when it ran on them all."""
     left: dict[str, str] = run.details.get("left_out") or {}
     if not left:
         return ""
     first = next(iter(left))
     return (f"measured over {len(run.nodes)} of {node_count} nodes ({compress_hostlist(left)} "
-            f"did not answer: {left[first]}), so the {node_count}-node figure is not "
-            "established")
+            f"did not answer: {left[first]})")
 
 
 def _node_list(run: CollectiveRun, ranges: str) -> list[str]:
