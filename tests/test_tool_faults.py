@@ -6,11 +6,14 @@ and no job waits out the rendezvous for a part that crashed (issue 47)."""
 from __future__ import annotations
 
 import json
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_cluster.sim.job_node import NodePart, Rendezvous, _Meeting
 from tests.oracle import check
 
 SPEC = """\
@@ -44,6 +47,10 @@ def _crashing(sim, ic, nodes, part):
 
 def pytest_configure(config):
     answers.JOBS["collective"] = _crashing
+
+
+def pytest_unconfigure(config):
+    answers.JOBS["collective"] = _play
 """
 
 
@@ -81,6 +88,8 @@ def test_a_crashed_job_is_a_tool_fault_of_its_own_cases_only(
 RAW = """\
 from pytest_cluster.measure.cluster import Cluster
 
+_inter_node = Cluster.inter_node
+
 
 def _crashing(self, count, collective):
     raise ZeroDivisionError("float division by zero")
@@ -88,6 +97,10 @@ def _crashing(self, count, collective):
 
 def pytest_configure(config):
     Cluster.inter_node = _crashing
+
+
+def pytest_unconfigure(config):
+    Cluster.inter_node = _inter_node
 """
 
 
@@ -109,3 +122,30 @@ def test_a_check_that_crashes_describes_itself_one_way_in_every_view(
     assert crashed["simulated"] is True
     assert crashed["node"] not in (None, "", "None", "?")
     assert "(None)" not in result.stdout.str()
+
+
+def test_a_simulated_job_whose_answer_raises_ends_for_every_part_at_once() -> None:
+    """The part that completes the job raises the answer's exception (a tool fault); the
+    parts waiting for it say so instead of waiting out the init timeout."""
+    rendezvous: Rendezvous[str] = Rendezvous()
+
+    def answer(nodes: tuple[str, ...]) -> list[str]:
+        raise ZeroDivisionError("float division by zero")
+
+    def part(rank: int) -> NodePart:
+        return NodePart("m", 1, rank, 3, 1, 5.0, 60.0, "", ())
+
+    def join(rank: int) -> str:
+        try:
+            return rendezvous.join(part(rank), f"n{rank}", answer, lambda: False)
+        except ZeroDivisionError:
+            return "raised"
+
+    with ThreadPoolExecutor(3) as pool:
+        first = [pool.submit(join, rank) for rank in (0, 1)]
+        while len(rendezvous._meetings.get(("m", 1), _Meeting(3)).nodes) < 2:
+            time.sleep(0.01)  # the first two parts wait at the rendezvous
+        last = pool.submit(join, 2)
+        found = [future.result() for future in (*first, last)]
+    assert found == ["simulated: the job's answer crashed on another node's part "
+                     "(ZeroDivisionError: float division by zero)"] * 2 + ["raised"]
