@@ -90,6 +90,8 @@ def test_every_nvlink_of_a_gpu_down_falls_back_to_pcie() -> None:
     all-reduce is measured, at about the PCIe rate, not 0 (and no ZeroDivisionError)."""
     sim = SimSpec("H100-SXM-80GB", 8, faults=(SimFault("n1", 3, 1, nvlinks_down=18),))
     (part,) = job_ranks(sim, SPEC, Benchmark("all_reduce", (2**30,), 1, 3, "nccl"), ["n1"], 8)
-    size = part[0]["data"]["sizes"][0]
+    data = part[0]["data"]
+    assert data is not None
+    size = data["sizes"][0]
     busbw = size["bytes"] * 2 * 7 / 8 / size["time_s"]
     assert 10e9 < busbw < 100e9, busbw
