@@ -120,7 +120,9 @@ def test_a_check_that_crashes_describes_itself_one_way_in_every_view(
     assert check(run, result.stdout.str(), metrics) == []
     (crashed,) = [r for r in records(run) if r.get("error_kind") == "tool_fault"]
     assert crashed["simulated"] is True
-    assert crashed["node"] not in (None, "", "None", "?")
+    assert crashed["message"] == "[SIMULATED] ZeroDivisionError: float division by zero"
+    assert crashed["node"] == "cluster crash"
+    assert (crashed["collective"], crashed["node_count"]) == ("all_reduce", 2)
     assert "(None)" not in result.stdout.str()
 
 

@@ -215,6 +215,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return (yield)
 
 
+#: How a simulated case's message begins (evidence/check.py marks the others').
+SIMULATED_MARK = "[SIMULATED] "
+
 #: What our checks end with when they judge: a verdict (pytest.fail), a skip, an xfail,
 #: a node's failed probe read as if it had answered (ProbeFailed says the node's failure).
 JUDGED = (pytest.fail.Exception, pytest.skip.Exception, pytest.xfail.Exception, ProbeFailed)
@@ -243,6 +246,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.user_properties.extend(added)
             # JUnit writes the properties the item holds at its teardown
             item.user_properties.extend(added)
+            crash = getattr(report.longrepr, "reprcrash", None)
+            if ("simulated", True) in added and crash is not None \
+                    and not crash.message.startswith(SIMULATED_MARK):
+                # its message says so first in every view, as every simulated case's
+                crash.message = f"{SIMULATED_MARK}{crash.message}"
     return report
 
 
