@@ -10,6 +10,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.evidence.latency_map import MATRIX_UP_TO
+from pytest_cluster.evidence.verdict import TOOL_FAULT
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import nccl_log
 from pytest_cluster.measure.latency import placement
@@ -97,7 +98,8 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
     what = f"{run.collective} {format_size(payload)}"  # the case's, in every message
     if not run.ok:
         evidence.cannot_measure(clause, f"{what}: {run.error}", raw=raw,
-                                kind=run.error_kind or "job_failed", node=label)
+                                kind=TOOL_FAULT if run.crashed
+                                else run.error_kind or "job_failed", node=label)
     if spec.is_share and theory is None:
         evidence.cannot_measure(clause, f"{what}: no link rate in the spec to take the "
                                 "share of", raw=raw, node=label)
@@ -123,10 +125,15 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
             f"{gbs(median)} median, {gbs(high)} max{_slowest(run, point.slowest_rank)}")
     if theory is not None:
         note += f"; theoretical {theory.derivation}"
+    over = _over(run, node_count)
+    partial = f"{gbs(point.busbw)} {over}, so the {node_count}-node figure is not " \
+        "established" if over else ""
+    if over:
+        note = f"{over}; {note}"
     if node_count > 1:  # a job's number names no node: where the node is looked for
         note += "; " + (SEARCHED if spec.node_network else NOT_SEARCHED_NOTE)
     evidence.check(clause, point.busbw, node=label, result=None, method=method, raw=raw,
-                   note=note, references=references)
+                   note=note, references=references, partial=partial)
 
 
 @checks("interconnect.busbw[intra_node]")
@@ -146,9 +153,26 @@ def test_collective_inter_node(cluster: Cluster, node_count: int, collective: st
     """The first `node_count` nodes of the spec in one job: the network between nodes."""
     spec = _spec(cluster)
     run = cluster.inter_node(node_count, collective)
-    label = f"{node_count} nodes ({run.nodes[0]}..{run.nodes[-1]})"
-    _check(evidence, spec, run, payload, label, node_count,
+    _check(evidence, spec, run, payload, _label(cluster, node_count), node_count,
            _references(cluster, "inter_node", collective))
+
+
+def _label(cluster: Cluster, node_count: int) -> str:
+    """An inter-node case's name for its nodes: '4 nodes (n1..n4)'."""
+    nodes = cluster.nodes[:node_count]
+    return f"{node_count} nodes ({nodes[0]}..{nodes[-1]})"
+
+
+def _over(run: CollectiveRun, node_count: int) -> str:
+    """What a job that ran without some of the case's nodes (they did not answer) was
+    measured over, naming them: 'measured over 3 of 4 nodes (n3 did not answer: why)';
+    '' when it ran on them all."""
+    left: dict[str, str] = run.details.get("left_out") or {}
+    if not left:
+        return ""
+    first = next(iter(left))
+    return (f"measured over {len(run.nodes)} of {node_count} nodes ({compress_hostlist(left)} "
+            f"did not answer: {left[first]})")
 
 
 def _node_list(run: CollectiveRun, ranges: str) -> list[str]:
@@ -178,12 +202,13 @@ def test_collective_transport(cluster: Cluster, node_count: int, collective: str
     rule = Rule(declared("interconnect.transport").id, promise.line, promise.text)
     run = cluster.inter_node(node_count, collective)
     evidence.saw(run)
-    label = f"{node_count} nodes ({run.nodes[0]}..{run.nodes[-1]})"
+    label = _label(cluster, node_count)
     found: dict[str, Any] = run.details.get("transport") or {}
     raw = {"transport": found, "nccl_log_first_rank": run.details.get("nccl_log_first_rank")}
     if not run.ok:
-        evidence.cannot_measure(rule, run.error, raw=raw, kind=run.error_kind or "job_failed",
-                                node=label)
+        evidence.cannot_measure(rule, run.error, raw=raw,
+                                kind=TOOL_FAULT if run.crashed
+                                else run.error_kind or "job_failed", node=label)
     networks = found.get("inter_node") or {}
     silent = found.get("not_said") or networks.get("None")
     if silent or not networks:
@@ -238,6 +263,9 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
     evidence.saw(search)
     left_out = (f"; left out of the search: {', '.join(search.not_searched)} (probes "
                 "failed)") if search.not_searched else ""
+    if node in search.crashed:  # the job that decided it crashed in our code
+        evidence.cannot_measure(clause, f"the slow-node search's all_reduce: "
+                                f"{search.crashed[node]}", raw=raw, kind=TOOL_FAULT)
     if verdict is None or verdict.status == NOT_SEARCHED:
         why = verdict.why if verdict is not None else search.note or "not in the search"
         evidence.cannot_measure(clause, f"not searched: {why}", raw=raw)

@@ -582,9 +582,14 @@ def test_the_simulated_64_node_example_names_its_slow_and_dead_nodes(
     assert all(r["simulated"] is True for r in records)
     assert "all_reduce 4 GiB with sim-gpu-01 (round 2 of 2 of the slow-node search)" in (
         failed["test_node_network[sim-gpu-37]"])
-    assert failed["test_collective_inter_node[all_reduce-4GiB-64nodes]"].endswith(
-        "busbw[inter_node]: all_reduce 4 GiB: sim-gpu-50: host probe unreachable: simulated: "
-        "the node does not answer (sim fault at spec line 26)")
+    # measured over the 63 nodes that answer, sim-gpu-37 slows them: a failure measured
+    sixty_four = failed["test_collective_inter_node[all_reduce-4GiB-64nodes]"]
+    assert "busbw[inter_node]: measured " in sixty_four
+    assert ("; measured over 63 of 64 nodes (sim-gpu-50 did not answer: host probe "
+            "unreachable: simulated: the node does not answer (sim fault at spec line 26)); "
+            "all_reduce 4 GiB over 63 node(s)") in sixty_four
+    assert "error_kind" not in next(
+        r for r in records if r["nodeid"].endswith("[all_reduce-4GiB-64nodes]"))
     assert failed["test_node_network[sim-gpu-50]"] == (
         "Failed: [SIMULATED] sim-gpu-50: host probe unreachable: simulated: the node does not "
         "answer (sim fault at spec line 26)")

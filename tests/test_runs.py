@@ -413,4 +413,4 @@ def test_a_check_of_ours_that_ends_with_an_exception_blames_no_node(
     (line,) = [record for record in lines(run_dirs(pytester)[0])
                if record.get("outcome") == "failed"]
     assert (line["node"], line["error_kind"]) == ("n2", "tool_fault")
-    assert line["message"] == "RuntimeError: a bug of the tool's"
+    assert line["message"] == "[SIMULATED] RuntimeError: a bug of the tool's"  # a sim run

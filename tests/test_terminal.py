@@ -116,7 +116,8 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 @pytest.mark.slow
 def test_no_two_cluster_failures_read_alike_and_each_names_its_payload(
         pytester: pytest.Pytester) -> None:
-    """sim-h100-64: sim-gpu-50 down fails the 64-node all_reduce at 4 GiB and at 16 GiB.
+    """sim-h100-64: the 64-node all_reduce, measured over the 63 nodes that answer (sim-gpu-50
+    is down), fails at 4 GiB and at 16 GiB.
     The terminal's lines, verdict.json, the scorecard and JUnit each say which is which."""
     result = pytester.runpytest(f"--cluster={EXAMPLES / 'sim-h100-64.yaml'}",
                                 "-p", "no:cacheprovider")
@@ -141,4 +142,5 @@ def test_no_two_cluster_failures_read_alike_and_each_names_its_payload(
         assert sum(f"({where})" in line for line in lines) == 1
         assert f"<td>{escape(where)}</td>" in html
         failure = junit[record["nodeid"].split("::")[1]].find("failure")
-        assert failure is not None and f": {what}: " in failure.get("message", "")
+        # measured over the 63 nodes that answer: the note names its payload
+        assert failure is not None and f"{what} over 63 node(s)" in (failure.text or "")

@@ -160,10 +160,14 @@ class Evidence:
     def check(self, clause: Clause, measured: float, *, result: ProbeResult | None,
               method: str | None = None, raw: Any = None, note: str = "",
               node: str | None = None, references: Sequence[Reference] = (),
-              wrong: str = "") -> None:
+              wrong: str = "", partial: str = "") -> None:
         """Record measured vs required for `clause` and fail unless it holds; `note` is
         added to the failure message (e.g. who else holds GPU memory); `wrong`: what makes
-        it fail whatever the number (data read back that is not what was written). Without a probe
+        it fail whatever the number (data read back that is not what was written);
+        `partial`: why the number, measured on fewer nodes than the check is about (some
+        did not answer), does not establish the clause: a number that holds fails as not
+        established (error kind not_all_nodes, saying `partial`), one that misses fails
+        as measured. Without a probe
         `result` (a benchmark job's number), the results this test saw say whether it was
         simulated. `references`: published figures recorded beside the measurement, with
         the ratio to them; they never decide the outcome."""
@@ -191,6 +195,9 @@ class Evidence:
         if wrong:  # what was wrong first; the number too, where it missed its bound
             missed = f"; {verdict.message.removeprefix(f'{label}: ')}" if not verdict.ok else ""
             verdict = Verdict(False, f"{label}: {wrong}{missed}")
+        elif partial and verdict.ok:
+            self.record(error_kind="not_all_nodes")
+            verdict = Verdict(False, f"{label}: {partial}")
         self._assert(verdict, simulated)
 
     def check_rule(self, rule: Rule, ok: bool, measured: str, *, result: ProbeResult | None,

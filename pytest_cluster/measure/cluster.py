@@ -30,7 +30,7 @@ from pytest_cluster.measure.checkpoint import CheckpointRun, run_checkpoint
 from pytest_cluster.measure.dataloader import DataloaderRun, run_dataloader
 from pytest_cluster.measure.fabric import NIC_END
 from pytest_cluster.measure.latency import LatencyRun, run_latency
-from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes
+from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes, with_crashes
 from pytest_cluster.measure.training import TrainingRun, run_training, step_bound
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.probes import nccl_tests as nccl_tests_probe
@@ -277,11 +277,20 @@ class Cluster:
                                  error_kind=NOT_ALL_NODES)
         started = time.time()
         run: CollectiveRun | None = None
-        if spec.engine == "nccl-tests" and spec.nccl_tests and not env:
-            run = self._nccl_tests(spec, collective, nodes[0], sizes) if len(nodes) == 1 \
-                else self._nccl_tests_across(spec, collective, nodes, sizes)
-        if run is None:  # torch's, or nccl-tests across nodes where no MPI launch is offered
-            run = run_collective(self.launcher, spec, collective, nodes, sizes, env)
+        try:
+            if spec.engine == "nccl-tests" and spec.nccl_tests and not env:
+                run = self._nccl_tests(spec, collective, nodes[0], sizes) \
+                    if len(nodes) == 1 else \
+                    self._nccl_tests_across(spec, collective, nodes, sizes)
+            if run is None:  # torch's, or nccl-tests across nodes with no MPI launch
+                run = run_collective(self.launcher, spec, collective, nodes, sizes, env)
+        except Exception as exc:  # a bug of ours is this job's, no other's
+            # the job's own crash: its cases say so (a tool fault), and the other jobs of
+            # a document computed for many (every node's, the search's) are still measured
+            run = CollectiveRun(collective, spec.backend, tuple(nodes), spec.ranks_per_node,
+                                error=f"pytest-cluster crashed measuring it: "
+                                      f"{type(exc).__name__}: {exc}",
+                                simulated=self.launcher.simulated, crashed=True)
         return replace(run, details={**run.details, "started_at": started,
                                      "ended_at": time.time()})
 
@@ -342,13 +351,23 @@ class Cluster:
         return CollectiveRun.from_json(document[node])
 
     def inter_node(self, count: int, collective: str) -> CollectiveRun:
-        """The payload sweep across the first `count` nodes of the spec, as one job."""
+        """The payload sweep across the first `count` nodes of the spec, as one job. Those
+        of them whose host probe did not answer are left out (details `left_out`: node ->
+        why), the job runs over the others, when 2 or more answer: their figure is
+        measured, the dead node named, where the job would have failed with no number."""
         spec = self.interconnect_spec()
         nodes = self.nodes[:count]
         self.host_all()
-        document = self.cache.document(
-            self._key("inter", count, collective),
-            lambda: self.collective(collective, nodes, spec.sweep()).to_json())
+
+        def compute() -> dict[str, object]:
+            silent = {node: why for node, why in self.left_out().items() if node in nodes}
+            others = [node for node in nodes if node not in silent]
+            if not silent or len(others) < 2:
+                return self.collective(collective, nodes, spec.sweep()).to_json()
+            run = self.collective(collective, others, spec.sweep())
+            return replace(run, details={**run.details, "left_out": silent}).to_json()
+
+        document = self.cache.document(self._key("inter", count, collective), compute)
         return CollectiveRun.from_json(document)
 
     def collective_stress(self) -> StressLoop:
@@ -412,9 +431,13 @@ class Cluster:
         spec = self.interconnect_spec()
         size = spec.search_payload
 
+        crashed: dict[frozenset[str], str] = {}  # a group whose job crashed in our code
+
         def measure(groups: list[list[str]]) -> list[float]:
             def one(group: list[str]) -> float:
                 run = self.collective("all_reduce", group, [size])
+                if run.crashed:
+                    crashed[frozenset(group)] = run.error
                 point = run.at(size) if run.ok else None
                 return point.busbw if point is not None else math.nan
             with ThreadPoolExecutor(max_workers=self.jobs_at_once(len(groups))) as pool:
@@ -425,9 +448,9 @@ class Cluster:
         simulated = any(result.simulated for result in hosts.values())
         document = self.cache.document(
             self.search_id(),
-            lambda: replace(find_slow_nodes(self.nodes, measure, self.search_bar(),
-                                            leave_out=self.left_out()),
-                            simulated=simulated).to_json())
+            lambda: replace(with_crashes(find_slow_nodes(
+                self.nodes, measure, self.search_bar(), leave_out=self.left_out()), crashed),
+                simulated=simulated).to_json())
         self._search = NodeSearch.from_json(document)
         return self._search
 

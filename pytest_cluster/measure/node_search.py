@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 #: Runs groups of nodes at once (each group one job) and returns each group's busbw in
@@ -66,6 +66,9 @@ class NodeSearch:
     note: str = ""
     simulated: bool = False
     not_searched: dict[str, str] = field(default_factory=dict)  # node -> why
+    #: node -> why, for a node the search left FAILED or UNDECIDED after the job that
+    #: decided it ended with an exception in our own code: a fault of the tool, no node's
+    crashed: dict[str, str] = field(default_factory=dict)
 
     def named(self, status: str) -> list[str]:
         return [n for n, v in self.verdicts.items() if v.status == status]
@@ -74,7 +77,8 @@ class NodeSearch:
         return {"verdicts": {n: asdict(v) for n, v in self.verdicts.items()},
                 "rounds": [[[list(g), bw] for g, bw in r] for r in self.rounds],
                 "bar_bytes_per_s": self.bar_bytes_per_s, "note": self.note,
-                "simulated": self.simulated, "not_searched": self.not_searched}
+                "simulated": self.simulated, "not_searched": self.not_searched,
+                "crashed": self.crashed}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NodeSearch:
@@ -84,7 +88,17 @@ class NodeSearch:
                     for n, v in data["verdicts"].items()}
         rounds = tuple(tuple((tuple(g), float(bw)) for g, bw in r) for r in data["rounds"])
         return cls(verdicts, rounds, float(data["bar_bytes_per_s"]), data.get("note", ""),
-                   bool(data.get("simulated")), dict(data.get("not_searched", {})))
+                   bool(data.get("simulated")), dict(data.get("not_searched", {})),
+                   dict(data.get("crashed", {})))
+
+
+def with_crashes(search: NodeSearch, crashed: Mapping[frozenset[str], str]) -> NodeSearch:
+    """`search` with each node whose verdict (FAILED or UNDECIDED) its group's job decided
+    by crashing in our code (`crashed`: group -> why) named in its `crashed`."""
+    named = {node: crashed[group] for node, verdict in search.verdicts.items()
+             if verdict.status in (FAILED, UNDECIDED)
+             and (group := frozenset((node, *verdict.partners))) in crashed}
+    return replace(search, crashed=named)
 
 
 def _chunks(items: list[str], count: int) -> list[list[str]]:

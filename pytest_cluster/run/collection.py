@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_cluster.errors import ProbeFailed
+from pytest_cluster.evidence.check import Place
 from pytest_cluster.evidence.plan import (
     CASE_KEY,
     NOT_IN_CONTRACT,
@@ -28,6 +29,7 @@ from pytest_cluster.evidence.plan import (
     PlannedCase,
     opt_in,
 )
+from pytest_cluster.evidence.tally import is_simulated
 from pytest_cluster.evidence.verdict import TOOL_FAULT
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
 from pytest_cluster.run.suite import acceptance_dir
@@ -217,6 +219,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return (yield)
 
 
+#: How a simulated case's message begins (evidence/check.py marks the others').
+SIMULATED_MARK = "[SIMULATED] "
+
 #: What our checks end with when they judge: a verdict (pytest.fail), a skip, an xfail,
 #: a node's failed probe read as if it had answered (ProbeFailed says the node's failure).
 JUDGED = (pytest.fail.Exception, pytest.skip.Exception, pytest.xfail.Exception, ProbeFailed)
@@ -228,7 +233,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     """Every contract case's report says which case it is (pytest-xdist carries it).
 
     A check of our suite that ends with any other exception (a bug of ours, a warning made
-    an error) judged nothing: its line says `error_kind: tool_fault`, which fails no node."""
+    an error) judged nothing: it says `error_kind: tool_fault`, which fails no node, with
+    what the case is about (tool_fault_properties), in its line and its JUnit case alike."""
     report = yield
     case = item.stash.get(CASE_KEY, None)
     if case is not None:
@@ -236,5 +242,32 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if (call.excinfo is not None and not call.excinfo.errisinstance(JUDGED)
                 and case.case_id.startswith(SUITE_PREFIX)
                 and all(name != "error_kind" for name, _ in report.user_properties)):
-            report.user_properties.append(("error_kind", TOOL_FAULT))
+            callspec = getattr(item, "callspec", None)
+            added = tool_fault_properties(
+                case, Place.of(callspec.params if callspec is not None else {}),
+                item.config.stash.get(SPEC_KEY, None),
+                {name for name, _ in report.user_properties})
+            report.user_properties.extend(added)
+            # JUnit writes the properties the item holds at its teardown
+            item.user_properties.extend(added)
+            crash = getattr(report.longrepr, "reprcrash", None)
+            if ("simulated", True) in added and crash is not None \
+                    and not crash.message.startswith(SIMULATED_MARK):
+                # its message says so first in every view, as every simulated case's
+                crash.message = f"{SIMULATED_MARK}{crash.message}"
     return report
+
+
+def tool_fault_properties(case: PlannedCase, place: Place, spec: Spec | None,
+                          said: set[str]) -> list[tuple[str, object]]:
+    """What a check that crashed says of itself, less what it said before it crashed
+    (`said`): error_kind tool_fault; the node it is about (a check of several nodes: the
+    cluster, named), its filesystem and GPU, the parameters that tell it apart (payload,
+    collective, node count: Place.apart); simulated in a simulated run, as every other
+    case of the run says."""
+    name = spec.cluster.name if spec is not None else ""
+    found: list[tuple[str, object]] = [
+        ("error_kind", TOOL_FAULT), ("node", case.node or f"cluster {name}".strip()),
+        ("filesystem", place.filesystem), ("gpu", place.gpu), *place.apart,
+        ("simulated", True if spec is not None and is_simulated(spec) else None)]
+    return [(key, value) for key, value in found if value is not None and key not in said]

@@ -40,6 +40,15 @@ SIMULATED_BY = "simulated from the spec's sim section, no hardware measured"
 VBIOS = {"SXM": "96.00.74.00.0F", "PCI": "96.00.5E.00.03"}
 NICS_PER_NODE = 8
 IB_SPEEDS = {400: "NDR", 200: "HDR", 100: "EDR"}  # 4X link rate (Gb/s) -> its name
+#: The smallest share of its rate the sim plays a factor fault at (the spec takes any
+#: factor above 0): below a millionth a link is as good as stopped, and its times stay
+#: finite numbers.
+MIN_FACTOR = 1e-6
+
+
+def floored(factor: float) -> float:
+    """A factor fault as the sim plays it: never below MIN_FACTOR."""
+    return max(factor, MIN_FACTOR)
 
 
 def jitter(*key: object, spread: float = 0.01) -> float:
@@ -68,7 +77,7 @@ def node_is_down(sim: SimSpec, node: str) -> SimFault | None:
 def link_factor(sim: SimSpec, node: str) -> float:
     """The share of its rate `node`'s network runs at (its last link_factor fault)."""
     factors = [f.link_factor for f in faults_on(sim, node) if f.link_factor != 1.0]
-    return factors[-1] if factors else 1.0
+    return floored(factors[-1]) if factors else 1.0
 
 
 def latency_factor(sim: SimSpec, node: str) -> float:
@@ -281,7 +290,7 @@ def gpu_perf_payload(sim: SimSpec, node: str, options: Options) -> GpuPerfData:
                 "cuda_total_bytes": gpu["memory_total"] - gpu["memory_reserved"],
                 "cuda_free_before_bytes": free - CUDA_CONTEXT_BYTES, "failed_allocations": 10,
                 "method": f"allocation until out of memory ({SIMULATED_BY})"}
-        bandwidth = fault.bandwidth_factor
+        bandwidth = floored(fault.bandwidth_factor)
         if "copy" not in skip:
             entry["copy"] = _rate(model.copy_tb_s * 1e12 * bandwidth * jitter(node, index, "c"),
                                   "device-to-device copy, read + write counted")
@@ -292,7 +301,7 @@ def gpu_perf_payload(sim: SimSpec, node: str, options: Options) -> GpuPerfData:
                 entry[part] = _rate(model.h2d_gb_s * 1e9 * factor * _pcie_factor(gpu)
                                     * jitter(node, index, part), f"{part} copy, pinned memory",
                                     20)
-        bf16 = model.bf16_tflops * fault.matmul_factor
+        bf16 = model.bf16_tflops * floored(fault.matmul_factor)
         entry["matmul"] = {}
         for dtype in options.get("dtypes", ()):
             tflops = bf16 * DTYPE_RATIO[dtype] * jitter(node, index, dtype)
@@ -339,10 +348,19 @@ def _sdc(name: str, fault: SimFault) -> Sdc:
 
 def gpu_link_rate(sim: SimSpec, node: str, index: int, gpu: SimGpu) -> float:
     """GPU `index`'s link to its peers (bytes/s): its model's p2p rate, less the NVLink
-    links down, times its bandwidth fault. `gpu` is its entry of describe_node."""
+    links down, times its bandwidth fault. `gpu` is its entry of describe_node. A GPU
+    whose NVLink links are all down reaches its peers through PCIe, as NCCL and CUDA's
+    peer copies fall back to (its PCIe rate: the model's host copy rate at the link's
+    gen and width)."""
     fault = merged(sim, node, index)
-    up = (gpu["nvlinks"] - gpu["nvlinks_down"]) / gpu["nvlinks"] if gpu["nvlinks"] else 1.0
-    return float(gpu_model(sim, fault).p2p_gb_s * 1e9 * up * fault.bandwidth_factor)
+    model = gpu_model(sim, fault)
+    if gpu["nvlinks"] and gpu["nvlinks_down"] >= gpu["nvlinks"]:
+        rate = model.h2d_gb_s * 1e9 * _pcie_factor(gpu)
+    else:
+        up = (gpu["nvlinks"] - gpu["nvlinks_down"]) / gpu["nvlinks"] if gpu["nvlinks"] \
+            else 1.0
+        rate = model.p2p_gb_s * 1e9 * up
+    return float(rate * floored(fault.bandwidth_factor))
 
 
 def _p2p(sim: SimSpec, node: str, gpus: list[SimGpu]) -> list[P2pPair]:

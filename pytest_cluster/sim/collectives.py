@@ -146,6 +146,9 @@ def size_results(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchma
 #: on a GPU at 80 % of its model's link rate lags 0.25): the slow rank finishes last by a
 #: hair, as real ranks of one collective do; the mean over ranks (busbw) is unchanged.
 RANK_SKEW = 0.01
+#: The most lag a rank's stretch counts (a rank 11 times slower than a healthy one): the
+#: stretch stays a hair, within 1 +- RANK_SKEW * MAX_LAG, whatever the factor fault.
+MAX_LAG = 10.0
 
 
 def rank_lags(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
@@ -169,6 +172,7 @@ def rank_sizes(sizes: list[SizeResult], lags: Sequence[float]) -> list[list[Size
     """Each rank's copy of the job's measurements, its times stretched by its lag against
     the job's mean lag (RANK_SKEW), so that the slowest rank is the one on the slowest
     link; the same list for every rank when no rank lags."""
+    lags = [min(lag, MAX_LAG) for lag in lags]
     mean = sum(lags) / len(lags) if lags else 0.0
     if not any(lags):
         return [sizes] * len(lags)

@@ -100,13 +100,16 @@ class _Meeting(Generic[Share]):
     nodes: dict[int, str] = field(default_factory=dict)  # node rank -> node
     shares: Sequence[Share] | None = None
     left: int = 0
+    crashed: str = ""  # why the answer raised: the job is over for every part
 
 
 class Rendezvous(Generic[Share]):
     """Where the parts of simulated jobs meet, one meeting per MASTER_ADDR:PORT. Each part
     waits until every node of its job has joined, the job's init timeout has passed, or
     `cancelled()` says the run was interrupted; the part that completes the job answers
-    it for all (`answer(nodes in rank order)`: one share per node)."""
+    it for all (`answer(nodes in rank order)`: one share per node). An answer that raises
+    (a bug of the sim's) ends the job for every part at once: the part that answered
+    raises it, the others say so, none waits out the init timeout for it."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
@@ -124,9 +127,17 @@ class Rendezvous(Generic[Share]):
                         f"{part.master_port} is another job's")
             meeting.nodes[part.node_rank] = node
             if len(meeting.nodes) == meeting.size:
-                meeting.shares = answer(tuple(meeting.nodes[r] for r in range(meeting.size)))
-                self._changed.notify_all()
-            while meeting.shares is None and not cancelled():
+                try:
+                    meeting.shares = answer(tuple(meeting.nodes[r]
+                                                  for r in range(meeting.size)))
+                except Exception as exc:
+                    meeting.crashed = f"{type(exc).__name__}: {exc}"
+                    if self._meetings.get(part.job) is meeting:
+                        del self._meetings[part.job]
+                    raise
+                finally:
+                    self._changed.notify_all()
+            while meeting.shares is None and not meeting.crashed and not cancelled():
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
@@ -135,6 +146,9 @@ class Rendezvous(Generic[Share]):
             over = meeting.shares is None or meeting.left == meeting.size
             if over and self._meetings.get(part.job) is meeting:
                 del self._meetings[part.job]
+            if meeting.crashed:
+                return (f"simulated: the job's answer crashed on another node's part "
+                        f"({meeting.crashed})")
             if meeting.shares is None:
                 return (f"simulated: the rendezvous at {part.master_addr}:{part.master_port} "
                         f"timed out after {part.init_timeout_s:g} s with {len(meeting.nodes)} "

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pytest_cluster.probes.checkpoint import writer_of
-from pytest_cluster.sim.cluster import faults_on, jitter
+from pytest_cluster.sim.cluster import faults_on, floored, jitter
 from pytest_cluster.spec.sim import STORAGE_ERRORS
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ _OPTIONS = ("--phase", "--path", "--token", "--size", "--block", "--start-at",
 
 def storage_factor(sim: SimSpec, node: str) -> float:
     factors = [f.storage_factor for f in faults_on(sim, node) if f.storage_factor != 1.0]
-    return factors[-1] if factors else 1.0
+    return floored(factors[-1]) if factors else 1.0
 
 
 def corrupt(sim: SimSpec, node: str) -> bool:

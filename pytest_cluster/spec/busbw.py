@@ -118,6 +118,9 @@ class CollectiveRun:
     #: answer its host probe (the job was not started: that node's verdict says why);
     #: '' otherwise (the job ran and failed)
     error_kind: str = ""
+    #: the job's measurement ended with an exception in our own code (`error` says which):
+    #: a fault of the tool, no node's
+    crashed: bool = False
 
     @property
     def ok(self) -> bool:
@@ -140,7 +143,7 @@ class CollectiveRun:
         return cls(data["collective"], data["backend"], tuple(data["nodes"]),
                    data["ranks_per_node"], points, data.get("error", ""),
                    bool(data.get("simulated")), dict(data.get("details", {})),
-                   str(data.get("error_kind", "")))
+                   str(data.get("error_kind", "")), bool(data.get("crashed")))
 
 
 def slowest_rank(ranks: Sequence[dict[str, Any]], sizes: Sequence[dict[str, Any]]) -> int | None:
