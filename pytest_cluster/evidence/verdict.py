@@ -140,14 +140,21 @@ def no_answer(record: ResultLine) -> bool:
     return kind in kinds
 
 
+#: Error kinds of a failed record that say nothing of whether its node answered: it did
+#: not, this machine or the tool failed, another node or job held it, a Ctrl-C. Any other
+#: failure (a number missed, a search undecided, a figure not comparable, bad output) is
+#: the node's answer.
+SAYS_NOTHING = NO_ANSWER_HOST | CONTROLLER_SIDE | TOOL_ERROR | NOT_ESTABLISHED \
+    | NOT_MEASURED | {"cancelled"}
+
+
 def answered(record: ResultLine) -> bool:
     """Whether a node's record shows the node answered: it passed, or failed for what the node
-    said (not for a fault of no answer, of this machine's, of another job's, of the tool's,
-    nor a Ctrl-C)."""
+    said, judged or not (a search that could not decide measured it): not SAYS_NOTHING."""
     if outcome(record) == "passed":
         return True
-    return (outcome(record) in ("failed", "error") and judged(record)
-            and record.get("error_kind") not in NO_ANSWER_HOST | {"cancelled"})
+    return (outcome(record) in ("failed", "error")
+            and record.get("error_kind") not in SAYS_NOTHING)
 
 
 def launcher_words(record: ResultLine) -> str:
