@@ -124,6 +124,10 @@ storage:
 """
 
 
+#: A soak's case of a figure's steadiness over the rounds: soak.stability[<its clause>].
+STEADY = "soak.stability["
+
+
 def clause_base(name: str) -> str:
     """A failed clause's declared name: `gpus.matmul.bf16` is `gpus.matmul`'s member,
     `storage[/shared].checkpoint.read` is `storage.checkpoint.read` of one filesystem,
@@ -149,6 +153,10 @@ def level_of(clause: str) -> str:
 
 
 def _matches(failed: str, wanted: str) -> bool:
+    """Whether a failed clause is the wanted one (`gpus.*`: any of the section's); a
+    soak's steadiness of a figure is that figure's clause."""
+    if failed.startswith(STEADY) and failed.endswith("]"):
+        return _matches(failed[len(STEADY):-1], wanted)
     if wanted.endswith(".*"):
         return clause_base(failed).startswith(wanted[:-1])
     return failed == wanted or failed.startswith(wanted + ".") \
@@ -193,6 +201,7 @@ class Scenario:
     #: a fault of the shared filesystem every node sees (its server's error, on every
     #: node's write): the filesystem's cluster case fails, no node is blamed
     shared_storage: str | None = None
+    max_nodes: int = 6  # what scenario() was given (replay)
 
     @property
     def scope(self) -> tuple[str, ...]:
@@ -229,7 +238,7 @@ class Scenario:
         return head + "  faults:\n" + faults
 
     def replay(self) -> str:
-        return f"python bench/truth.py --seed {self.seed}"
+        return f"python bench/truth.py --seed {self.seed} --max-nodes {self.max_nodes}"
 
 
 #: Faults of the controller (the machine pytest runs on), each the environment it gives
@@ -270,13 +279,14 @@ def scenario(seed: int, max_nodes: int = 6, interrupts: bool = True) -> Scenario
     interrupt = rng.uniform(0.5, 6.0) if interrupts and rng.random() < 0.1 else None
     if rng.random() < 0.1:  # the controller's fault: no node fault besides
         controller = rng.choice(sorted(CONTROLLER_FAULTS))
-        return Scenario(seed, nodes, (), level, selected, interrupt, controller)
+        return Scenario(seed, nodes, (), level, selected, interrupt, controller,
+                        max_nodes=max_nodes)
     baseline = soak is None and rng.random() < 0.1
     workers = 2 if rng.random() < 0.1 else 0
     shared = rng.choice(SHARED_STORAGE_FAULTS) if rng.random() < 0.1 else None
     return Scenario(seed, nodes, tuple(faults), level, selected, interrupt,
                     soak_rounds=soak, baseline=baseline, workers=workers,
-                    shared_storage=shared)
+                    shared_storage=shared, max_nodes=max_nodes)
 
 
 @dataclass
