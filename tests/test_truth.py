@@ -78,13 +78,16 @@ def test_a_fault_of_the_shared_filesystem_drains_no_node(tmp_path: Path, error: 
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("stop", ["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("after_s", [0.8, 1.6, 2.4])
-def test_ctrl_c_at_any_moment_is_never_a_pass(tmp_path: Path, after_s: float) -> None:
-    """Ctrl-C while a faulty cluster is checked: whatever the moment, the run is not PASS
-    and exits non-zero, the gate does not say PASS, no healthy node is blamed."""
+def test_a_stop_at_any_moment_is_never_a_pass(tmp_path: Path, after_s: float,
+                                              stop: str) -> None:
+    """Ctrl-C or SIGTERM while a faulty cluster is checked: whatever the moment, a run
+    stopped before every check ran exits 2 and is not PASS, the gate does not say PASS,
+    no healthy node is blamed."""
     nodes = tuple(f"gpu-{i:03d}" for i in range(1, 7))
     chosen = Scenario(0, nodes, (Injected("gpu-004", 2, "xid: 79"),), "acceptance",
-                      interrupt_after_s=after_s)
+                      interrupt_after_s=after_s, stop_signal=stop)
     found, _ = timed(chosen, tmp_path)
     assert found == [], describe(chosen)
 

@@ -191,7 +191,8 @@ class Scenario:
     faults: tuple[Injected, ...]
     level: str  # sanity, acceptance or stress
     selected: tuple[str, ...] = ()  # --cluster-node: these alone (empty: every node)
-    interrupt_after_s: float | None = None  # SIGINT this long after the start
+    interrupt_after_s: float | None = None  # a stop signal this long after the start
+    stop_signal: str = "SIGINT"  # Ctrl-C; SIGTERM: a CI cancel, a scheduler's time limit
     #: a fault of the controller, not of any node (CONTROLLER_FAULTS): the real
     #: contract's ssh launcher from a machine that cannot reach its nodes
     controller: str | None = None
@@ -277,14 +278,15 @@ def scenario(seed: int, max_nodes: int = 6, interrupts: bool = True) -> Scenario
     if count > 2 and rng.random() < 0.15:
         selected = tuple(sorted(rng.sample(nodes, rng.randint(1, count - 1))))
     interrupt = rng.uniform(0.5, 6.0) if interrupts and rng.random() < 0.1 else None
+    stop = rng.choice(("SIGINT", "SIGTERM"))
     if rng.random() < 0.1:  # the controller's fault: no node fault besides
         controller = rng.choice(sorted(CONTROLLER_FAULTS))
-        return Scenario(seed, nodes, (), level, selected, interrupt, controller,
+        return Scenario(seed, nodes, (), level, selected, interrupt, stop, controller,
                         max_nodes=max_nodes)
     baseline = soak is None and rng.random() < 0.1
     workers = 2 if rng.random() < 0.1 else 0
     shared = rng.choice(SHARED_STORAGE_FAULTS) if rng.random() < 0.1 else None
-    return Scenario(seed, nodes, tuple(faults), level, selected, interrupt,
+    return Scenario(seed, nodes, tuple(faults), level, selected, interrupt, stop,
                     soak_rounds=soak, baseline=baseline, workers=workers,
                     shared_storage=shared, max_nodes=max_nodes)
 
@@ -330,7 +332,7 @@ def run(scenario_: Scenario, where: Path, timeout_s: float = 600.0) -> Outcome:
             try:
                 child.wait(timeout=scenario_.interrupt_after_s)
             except subprocess.TimeoutExpired:
-                child.send_signal(signal.SIGINT)
+                child.send_signal(getattr(signal, scenario_.stop_signal))
                 interrupted = True
         output, _ = child.communicate(timeout=timeout_s)
         status = child.returncode
@@ -378,7 +380,7 @@ def violations(scenario_: Scenario, outcome: Outcome) -> list[str]:
         if not outcome.interrupted:
             return [f"no verdict.json (exit status {outcome.exit_status}): "
                     f"{outcome.output[-600:]}"]
-        if outcome.exit_status not in (2, -signal.SIGINT):
+        if outcome.exit_status not in (2, -signal.SIGINT, -signal.SIGTERM):
             return [f"an interrupted run without a verdict exited {outcome.exit_status}, "
                     "not 2"]
         return []
@@ -540,7 +542,7 @@ def describe(scenario_: Scenario) -> str:
                           f"{f.rounds[1] or scenario_.soak_rounds})")
                        for f in scenario_.faults) or "no fault"
     stop = "" if scenario_.interrupt_after_s is None else \
-        f", Ctrl-C after {scenario_.interrupt_after_s:.1f} s"
+        f", {scenario_.stop_signal} after {scenario_.interrupt_after_s:.1f} s"
     stop += f", a soak of {scenario_.soak_rounds} rounds" if scenario_.soak_rounds else ""
     stop += ", against a baseline of its healthy self" if scenario_.baseline else ""
     stop += f", -n {scenario_.workers}" if scenario_.workers else ""
