@@ -61,6 +61,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/xdist.py
 	$(BIN)/python bench/soak.py
 	$(BIN)/python bench/soak_report.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/truth.py --scenarios 200
 
 clean:
 	rm -rf $(VENV) reports build *.egg-info
