@@ -13,9 +13,9 @@ from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.evidence.baseline.compare import Figure, figures
+from pytest_cluster.evidence.baseline.compare import Figure, figures, parts
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.sinks.results import ResultLine
 from pytest_cluster.evidence.timelines import ranges
@@ -108,7 +108,7 @@ class Tally:
         self.down_since: dict[tuple[str, str], tuple[int, float]] = {}
         self._seen: set[tuple[str, str, str]] = set()
 
-    def add(self, number: int, started: float, results: Sequence[ResultLine],
+    def add(self, number: int, started: float, results: Iterable[ResultLine],
             gpus: dict[str, dict[str, Any]],
             perf: dict[str, dict[str, Any]] | None = None,
             nics: dict[str, list[NicReading]] | None = None) -> None:
@@ -119,14 +119,11 @@ class Tally:
             if not isinstance(case_id, str) or record.get("outcome") == "not_run":
                 continue
             self.cases.setdefault(case_id, CaseTally()).add(number, record)
-        whole = {record.get("case"): record for record in results}
         for case_id, record in figures(results).items():
             series = self.series.setdefault(case_id, RoundSeries())
             series.rounds.append(number)
             series.values.append(float(record["measured_base"]))
-            parts = {key: whole[case_id].get(key) for key in PARTS}
-            series.meta = cast("ResultLine", {**record, **{
-                key: value for key, value in parts.items() if value is not None}})
+            series.meta = record
         for node, payload in gpus.items():
             self._counters(node, number, started, payload)
         for node, payload in (perf or {}).items():
@@ -264,11 +261,6 @@ def changed_text(changes: list[str], rounds: list[int]) -> str:
     return "; ".join(changes[:3]) + more
 
 
-#: The fields of a case's line, beside its node and GPU, that tell it apart from its
-#: node's other cases of the same clause (metrics' CASE_LABELS).
-PARTS = ("filesystem", "collective", "payload", "node_count", "rail")
-
-
 def steadiness(case_id: str, series: RoundSeries, bounds: SoakSpec) -> Case | None:
     values = list(series.values)
     first = values[0] if values else 0.0
@@ -298,7 +290,7 @@ def steadiness(case_id: str, series: RoundSeries, bounds: SoakSpec) -> Case | No
              "rounds": len(values), "compared_case": case_id, "requirement": limits,
              # what tells the compared case apart from its node's others (a collective
              # and payload, a filesystem): the steadiness case's labels are its own
-             **{key: value for key in PARTS if (value := last.get(key)) is not None}}
+             **parts(last)}
     return Case(case_id.rpartition("::")[2], f"soak.stability[{last['clause']}]",
                 str(last.get("node")), passed, "" if passed else f"{text}: beyond {limits}",
                 gpu=last.get("gpu"), props=props)

@@ -47,9 +47,19 @@ if TYPE_CHECKING:
 
 HIGHER_BETTER = (">=", ">")
 LOWER_BETTER = ("<=", "<")
-#: What a numeric result line needs to be compared: its case, node, GPU, figure.
-KEPT = ("case", "clause", "node", "gpu", "filesystem", "measured", "measured_base", "unit",
+#: The fields of a case's line, beside its node and GPU, that tell it apart from its
+#: node's other cases of the same clause (metrics' CASE_LABELS): a case derived from it (a
+#: comparison with a baseline, a soak's steadiness) carries them as its own.
+PARTS = ("filesystem", "collective", "payload", "node_count", "rail")
+#: What a numeric result line needs to be compared: its case, node, GPU, what tells it
+#: apart, its figure.
+KEPT = ("case", "clause", "node", "gpu", *PARTS, "measured", "measured_base", "unit",
         "comparison", "basis", "basis_nodes", "basis_gpus", "bounded_by")
+
+
+def parts(record: ResultLine) -> dict[str, Any]:
+    """What tells `record` apart from its node's other cases of its clause (PARTS)."""
+    return {key: value for key in PARTS if (value := record.get(key)) is not None}
 #: Per basis of a figure (spec/storage.py BASES), the count its line records that the
 #: total was shared out by, and what it counts (none: the total itself).
 SHARED_BY: dict[str, tuple[str, str] | None] = {
@@ -464,7 +474,8 @@ def _not_comparable(now: ResultLine, current: float, why: str, label: str,
                 f"{figure.where} {now['clause']}: {why} ({label})",
                 gpu=now.get("gpu"),
                 props={"measured": figure.value(current), "compared_case": now["case"],
-                       "requirement": requirement, "error_kind": NOT_COMPARABLE})
+                       "requirement": requirement, "error_kind": NOT_COMPARABLE,
+                       **parts(now)})
 
 
 def compared(now: ResultLine, before: ResultLine, tolerance: float,
@@ -502,7 +513,7 @@ def compared(now: ResultLine, before: ResultLine, tolerance: float,
              "baseline_value": shown_base, "change_pct": round(change * 100, 2),
              "compared_case": now["case"],
              "requirement": f"no more than {tolerance * 100:g} % "
-                            f"{'below' if higher else 'above'} baseline"}
+                            f"{'below' if higher else 'above'} baseline", **parts(now)}
     shared = now.get("bounded_by")
     if worse > tolerance and isinstance(shared, str) and shared:
         text += (f": measured with {_shown(shared)}, not known good then, it is the "
