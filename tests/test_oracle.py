@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from tests.oracle import check, read_views
 from tests.test_interconnect import DEAD_AND_FAR
 from tests.test_metrics import SLOWDOWN as METRICS_SLOWDOWN
+from tests.truth import SHARED_STORAGE
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 #: Every example (the real clusters' too: run here, their nodes fail or do not answer).
@@ -226,13 +227,6 @@ FAULT = st.one_of(
         lambda f: f"    - {{node: {f[0]}, gpu: {f[1]}, {f[2]}}}"),
     st.tuples(st.sampled_from(NODES), NODE_FAULTS).map(
         lambda f: f"    - {{node: {f[0]}, {f[1]}}}"))
-SHARED_STORAGE = """\
-storage:
-  - path: /shared
-    shared: true
-    checkpoint: {size_per_gpu: 1 GiB, write: ">= 2 GB/s per GPU", read: ">= 50 GB/s"}
-    dataloader: {iops: ">= 60 kIOPS per node", metadata: ">= 100000 ops/s", duration: 5 s}
-"""
 #: The interconnect promise varied too: its bar and its payloads.
 BUSBW = st.sampled_from(['">= 70%"', '">= 80%"', '">= 85%"', '">= 330 GB/s"'])
 PAYLOADS = st.sampled_from(["[4 GiB, 16 GiB]", "[1 GiB]", "[256 MiB, 16 GiB]"])

@@ -59,18 +59,25 @@ def records(run: Path) -> list[dict[str, Any]]:
     return [line for line in lines if "nodeid" in line]
 
 
-@pytest.mark.slow
-def test_a_crashed_job_is_a_tool_fault_of_its_own_cases_only(
-        pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(crash=CRASH)
+def run_with(pytester: pytest.Pytester, **plugin: str) -> tuple[Path, str]:
+    """SPEC's interconnect checks run with one plugin (its name: its source), every view
+    written and found to agree (the consistency oracle); the run's directory and output."""
+    pytester.makepyfile(**plugin)
     pytester.syspathinsert()
     (pytester.path / "trial.yaml").write_text(SPEC)
     metrics = pytester.path / "metrics.prom"
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", "-p",
-                                "crash", "--cluster-reports=reports",
+                                *plugin, "--cluster-reports=reports",
                                 f"--cluster-metrics={metrics}", "-k", "interconnect")
     run = (pytester.path / "reports" / "latest").resolve()
     assert check(run, result.stdout.str(), metrics) == []
+    return run, result.stdout.str()
+
+
+@pytest.mark.slow
+def test_a_crashed_job_is_a_tool_fault_of_its_own_cases_only(
+        pytester: pytest.Pytester) -> None:
+    run, _ = run_with(pytester, crash=CRASH)
     found = records(run)
     faults = [r for r in found if r.get("error_kind") == "tool_fault"]
     assert faults, [(r["nodeid"], r.get("error_kind")) for r in found]
@@ -109,21 +116,13 @@ def test_a_check_that_crashes_describes_itself_one_way_in_every_view(
         pytester: pytest.Pytester) -> None:
     """The case's line, its JUnit properties, the report, the metrics and the verdict
     agree (the oracle): simulated, its node or nodes named, one sample a case."""
-    pytester.makepyfile(raw=RAW)
-    pytester.syspathinsert()
-    (pytester.path / "trial.yaml").write_text(SPEC)
-    metrics = pytester.path / "metrics.prom"
-    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", "-p",
-                                "raw", "--cluster-reports=reports",
-                                f"--cluster-metrics={metrics}", "-k", "interconnect")
-    run = (pytester.path / "reports" / "latest").resolve()
-    assert check(run, result.stdout.str(), metrics) == []
+    run, output = run_with(pytester, raw=RAW)
     (crashed,) = [r for r in records(run) if r.get("error_kind") == "tool_fault"]
     assert crashed["simulated"] is True
     assert crashed["message"] == "[SIMULATED] ZeroDivisionError: float division by zero"
     assert crashed["node"] == "cluster crash"
     assert (crashed["collective"], crashed["node_count"]) == ("all_reduce", 2)
-    assert "(None)" not in result.stdout.str()
+    assert "(None)" not in output
 
 
 def test_a_simulated_job_whose_answer_raises_ends_for_every_part_at_once() -> None:
