@@ -118,9 +118,11 @@ def part_errors(result: JobResult, phase: str) -> list[tuple[str, str]]:
     return found
 
 
-#: The launcher's error kinds of a node that did not answer: its own fault, never the
-#: filesystem's (the others' failure is judged without it).
-SILENT_KINDS = frozenset({ErrorKind.UNREACHABLE.value, ErrorKind.AUTH_REFUSED.value})
+#: The launcher's error kinds of a node that was not reached: it did not answer, or this
+#: machine could not launch on it (ErrorKind.controller_side); never the filesystem's
+#: fault (the others' failure is judged without it).
+SILENT_KINDS = frozenset({ErrorKind.UNREACHABLE.value,
+                          *(kind.value for kind in ErrorKind if kind.controller_side)})
 
 
 def failed_everywhere(nodes: Sequence[str], phases: Sequence[str],
