@@ -13,6 +13,7 @@ import sys
 import time
 import unicodedata
 from dataclasses import dataclass
+from fractions import Fraction
 
 from pytest_cluster.errors import UnitError
 
@@ -202,6 +203,21 @@ def parse_quantity(raw: object, dim: Dim) -> Quantity:
     if dim is Dim.FRACTION and not 0.0 <= value <= 1.0:
         raise UnitError(f"{expected} (between 0% and 100%), got {raw!r}")
     return _checked(Quantity(value, dim, unit), raw, expected)
+
+
+def parse_bytes(raw: object) -> int:
+    """A size that counts bytes (a message, a block, a file, memory): parsed as
+    parse_quantity does, and a whole number of bytes as written ('3.5 B', '0.1 KiB' and
+    '1e-3 B' are refused: read as int() they were 3, 102 and 0 bytes, in silence). Exact:
+    the number as written times the unit's factor, in fractions, never in floats."""
+    value = parse_quantity(raw, Dim.SIZE).value
+    match = _QUANTITY_RE.match(raw) if isinstance(raw, str) else None
+    exact = (Fraction(match.group(1)) * Fraction(UNITS[match.group(2)][1])
+             if match is not None and match.group(2) in UNITS else Fraction(value))
+    if exact.denominator != 1:
+        raise UnitError(f"expected a whole number of bytes like '4 KiB', got {raw!r} (that "
+                        f"is {float(exact):.15g} B: a byte count has no fraction)")
+    return int(exact)
 
 
 def _unitless(value: float, dim: Dim, raw: object, expected: str) -> Quantity:

@@ -215,7 +215,8 @@ def test_negative_zero_and_absurd_numbers_are_refused(text: str, message: str) -
 def test_a_count_beyond_any_float_is_refused_not_a_crash() -> None:
     big = 10**400
     assert error_of(f"cluster: {{name: x, nodes: a}}\ngpus: {{count: {big}}}\n") == (
-        f"t.yaml:2: gpus.count: expected a count like 192, got {big}")
+        f"t.yaml:2: gpus.count: expected a count like 192, got {str(big)[:100]}... (401 "
+        "characters)")
 
 
 def test_a_version_of_thousands_of_digits_is_refused() -> None:
@@ -223,7 +224,7 @@ def test_a_version_of_thousands_of_digits_is_refused() -> None:
     message = error_of(BASE.replace("cpu_cores: 1", f"software: {{torch: '>= {version}'}}"))
     assert message.startswith("t.yaml:2: host.software.torch: expected a version bound like "
                               "'>= 5.15', got '>= 9999")
-    assert " [...4110 characters cut...] " in message and message.endswith("99999'")
+    assert message.endswith("9" * 97 + "... (5003 characters)'")
     assert len(message) <= MAX_LINE
 
 
@@ -379,7 +380,7 @@ def test_many_problems_show_the_first_twenty() -> None:
 def test_a_huge_value_is_cut_in_the_message() -> None:
     message = error_of(BASE.replace("cpu_cores: 1", "cpu_cores: '" + "x" * 100_000 + "'"))
     assert message == ("t.yaml:2: host.cpu_cores: expected a count like 192, got '"
-                       + "x" * 588 + " [...99090 characters cut...] " + "x" * 322 + "'")
+                       + "x" * 100 + "... (100000 characters)'")
     assert len(message) <= MAX_LINE
 
 

@@ -83,10 +83,10 @@ def test_a_version_written_unquoted_is_the_version_written(written: str, bound: 
 def test_a_number_with_more_digits_than_are_read_is_refused_quoted_or_not(
         written: str) -> None:
     """Unquoted, YAML's float rounded it (cpu_cores 111.99999999999999999 was '>= 112.0');
-    it is refused as the quoted one is, with the text written."""
+    it is refused as the quoted one is, each echoed as written (quoted or not)."""
     for shown in (written, f"'{written}'"):
         assert error_of(f"cluster: {{name: x, nodes: [a]}}\nhost: {{cpu_cores: {shown}}}\n") \
-            == (f"t.yaml:2: host.cpu_cores: expected a count like 192, got '{written}' (more "
+            == (f"t.yaml:2: host.cpu_cores: expected a count like 192, got {shown} (more "
                 "than 15 significant digits: a number of the spec is read exactly up to 15)")
 
 
@@ -311,11 +311,11 @@ def test_a_whole_number_with_a_leading_zero_is_refused_as_written() -> None:
                               f"got '010' {NOT_DECIMAL}")
 
 
-@pytest.mark.parametrize(("written", "shown"), [(".inf", "inf"), ("-.Inf", "-inf"),
-                                                (".NaN", "nan")])
-def test_an_infinity_or_nan_is_still_refused(written: str, shown: str) -> None:
+@pytest.mark.parametrize("written", [".inf", "-.Inf", ".NaN"])
+def test_an_infinity_or_nan_is_still_refused(written: str) -> None:
+    """Refused, and echoed as written (it was Python's 'inf', '-inf', 'nan')."""
     assert error_of(HOST.replace("VALUE", written)) == (
-        f"t.yaml:2: host.cpu_cores: expected a count like 192, got {shown}")
+        f"t.yaml:2: host.cpu_cores: expected a count like 192, got {written}")
 
 
 @pytest.mark.parametrize(("written", "value"), [("8", 8.0), ("+8", 8.0), ("0", 0.0),
@@ -399,3 +399,74 @@ def test_every_number_of_the_spec_is_written_with_the_digits_0_to_9(text: str,
     """A hostlist's range, a version bound, an ssh option's number and a price read other
     scripts' digits as theirs (int() and Decimal() do): n[\uff11-\uff12] was n1 and n2."""
     assert error_of(text) == message
+
+
+# -- a value echoed as written, a byte count whole (issue 48) ------------------------------
+
+LATENCY = ("cluster: {name: x, nodes: 'n[1-2]', launcher: sim}\ngpus: {count: 8}\n"
+           "sim: {gpus_per_node: 8}\ninterconnect:\n  busbw: '>= 10 GB/s'\n"
+           "  payloads: [4 GiB]\n  latency: '<= 5 us'\n  latency_size: VALUE\n")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (LATENCY.replace("VALUE", "3.5 B"),
+     "t.yaml:8: interconnect.latency_size: expected a whole number of bytes like '4 KiB', got "
+     "'3.5 B' (that is 3.5 B: a byte count has no fraction)"),
+    ("cluster: {name: x, nodes: a}\nstorage:\n  - {path: /d, dataloader: {read: '>= 1 GB/s', "
+     "read_size: 4096.5 B}}\n",  # int() made it 4096, whole sectors: it passed
+     "t.yaml:3: storage[/d].dataloader.read_size: expected a whole number of bytes like "
+     "'4 KiB', got '4096.5 B' (that is 4096.5 B: a byte count has no fraction)"),
+    ("cluster: {name: x, nodes: a, launcher: sim}\nsim: {memory: 1.0000000001 TiB}\n",
+     "t.yaml:2: sim.memory: expected a whole number of bytes like '4 KiB', got "
+     "'1.0000000001 TiB' (that is 1099511627885.95 B: a byte count has no fraction)"),
+    ("cluster: {name: x, nodes: 'n[1-2]'}\ninterconnect:\n  busbw: '>= 10 GB/s'\n"
+     "  payloads: [4.5 KB, 1.0000005 MB]\n",
+     "t.yaml:4: interconnect.payloads[1]: expected a whole number of bytes like '4 KiB', got "
+     "'1.0000005 MB' (that is 1000000.5 B: a byte count has no fraction)"),
+])
+def test_a_byte_count_with_a_fraction_is_refused_naming_its_key(text: str,
+                                                                 message: str) -> None:
+    """`latency_size: 3.5 B` was the ping-pong's 3 B, a payload of 4.5 KB one of 4500 B
+    (it was the int() of the value): every size that counts bytes is whole as written."""
+    assert message in error_of(text).splitlines()[-1], error_of(text)
+
+
+def test_a_whole_byte_count_written_with_a_fraction_is_kept() -> None:
+    spec = parse_spec(LATENCY.replace("VALUE", "0.5 KiB"), "t.yaml")
+    assert spec.interconnect is not None and spec.interconnect.latency_size == 512
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("cluster: {name: x, nodes: 'n[1-2]'}\ninterconnect:\n  busbw: '>= 80%'\n"
+     "  payloads: [4 GiB]\n  ranks_per_node: 1\n  inter_node: {kind: infiniband, "
+     "nics_per_node: 1e3, rate_per_nic: 400 Gb/s}\n",
+     "t.yaml:6: interconnect.inter_node.nics_per_node: expected a whole number from 1 to 64, "
+     "got 1e3"),
+    ("cluster: {name: x, nodes: a, launcher: sim}\nsim: {gpus_per_node: 1E+2}\n",
+     "t.yaml:2: sim.gpus_per_node: expected a whole number from 1 to 64, got 1E+2"),
+    (HOST.replace("VALUE", "1e30"),
+     "t.yaml:2: host.cpu_cores: expected a count like 192, got 1e30 (too large: a number of "
+     "the spec is below 1e15)"),
+    (HOST.replace("VALUE", "-1.50e2"),
+     "t.yaml:2: host.cpu_cores: expected a count like 192, got -1.50e2 (a count cannot be "
+     "negative)"),
+    (HOST.replace("VALUE", "+2.5"),
+     "t.yaml:2: host.cpu_cores: expected a count like 192, got +2.5 (a count is a whole "
+     "number)"),
+])
+def test_a_number_is_echoed_as_the_spec_wrote_it(text: str, message: str) -> None:
+    """The parsers echo what YAML read: `1e3` was 'got 1000.0', `1e30` 'got 1e+30',
+    `+2.5` 'got 2.5'; the error quotes the spec's own text."""
+    assert error_of(text).splitlines()[-1].strip() == message, error_of(text)
+
+
+@pytest.mark.parametrize("written", ["9" * 4000, "1." + "9" * 4000, "'" + "9" * 4000 + "'",
+                                     "'>= " + "9" * 4000 + "'"])
+def test_a_value_of_thousands_of_characters_is_echoed_cut_saying_so(written: str) -> None:
+    """A 4,000-digit value was a 1,000-character line of digits (its middle cut, the end
+    still digits); it is echoed in its first 100 characters and says how long it was."""
+    message = error_of(HOST.replace("VALUE", written))
+    value = written.strip("'")
+    assert message.startswith("t.yaml:2: host.cpu_cores: expected a count like 192, got ")
+    assert f"{value[:100]}... ({len(value)} characters)" in message, message
+    assert len(message) < 300 and "\n" not in message

@@ -6,7 +6,13 @@ from hypothesis import strategies as st
 
 from pytest_cluster.errors import UnitError
 from pytest_cluster.spec.requirement import parse_requirement
-from pytest_cluster.units import Dim, format_number, format_value, parse_quantity
+from pytest_cluster.units import (
+    Dim,
+    format_number,
+    format_value,
+    parse_bytes,
+    parse_quantity,
+)
 
 
 @pytest.mark.parametrize(("text", "dim", "value"), [
@@ -126,3 +132,25 @@ def test_arbitrary_input_raises_only_unit_error(raw: object, dim: Dim) -> None:
     except UnitError:
         return
     assert quantity.dim is dim
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("3.5 B", "3.5 B"), ("0.1 KiB", "102.4 B"), ("1e-3 B", "0.001 B"), ("1.0000001 KB", "1000.0001 B"),
+])
+def test_a_byte_count_with_a_fraction_is_refused_as_written(text: str, shown: str) -> None:
+    """A size that counts bytes (a message, a block, a file) was int() of its value: 3.5 B
+    was used as 3 B, 0.1 KiB as 102 B, 1e-3 B as 0, in silence."""
+    with pytest.raises(UnitError) as caught:
+        parse_bytes(text)
+    assert str(caught.value) == (f"expected a whole number of bytes like '4 KiB', got "
+                                 f"{text!r} (that is {shown}: a byte count has no fraction)")
+
+
+@pytest.mark.parametrize(("text", "count"), [
+    ("8 B", 8), ("1.5 KiB", 1536), ("1.1 GB", 1_100_000_000), ("0.5 MB", 500_000),
+    ("64 KiB", 65536), ("1e3 B", 1000), ("1.000001 MB", 1_000_001), ("2.5 TiB", 5 * 2**39),
+])
+def test_a_whole_byte_count_is_read_exactly(text: str, count: int) -> None:
+    """Whole as written, in exact arithmetic: 1.1 GB is 1,100,000,000 B though 1.1 x 1e9
+    is not that in floats."""
+    assert parse_bytes(text) == count and isinstance(parse_bytes(text), int)

@@ -50,7 +50,7 @@ def link_layer(raw: object) -> str:
     name = text("InfiniBand or Ethernet")(raw)
     found = LINK_LAYERS.get(name.lower())
     if found is None:
-        raise UnitError(f"expected InfiniBand or Ethernet (RoCE), got {name[:64]!r}")
+        raise UnitError(f"expected InfiniBand or Ethernet (RoCE), got {head(name, 64)!r}")
     return found
 
 
@@ -58,7 +58,7 @@ def devices(raw: object) -> str:
     value = text("a glob of port or device names like 'mlx5_*'")(raw)
     if not _GLOB.match(value):
         raise UnitError(f"expected a glob of port or device names like 'mlx5_*' (letters, "
-                        f"digits, _ . - / and * ? [ ]), got {value[:64]!r}")
+                        f"digits, _ . - / and * ? [ ]), got {head(value, 64)!r}")
     return value
 
 

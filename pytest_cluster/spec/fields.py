@@ -26,6 +26,7 @@ from pytest_cluster.units import (
     Quantity,
     format_value,
     misspelled,
+    parse_bytes,
     parse_quantity,
     significant_digits,
 )
@@ -62,7 +63,8 @@ class Ctx:
         self.paths.add(path)
         if len(self.errors) < MAX_KEPT:
             line = node.start_mark.line + 1 if node is not None else None
-            self.errors.append(SpecError(message, file=self.file, line=line, path=path))
+            self.errors.append(SpecError(as_written(node, message), file=self.file,
+                                         line=line, path=path))
             self.where.append((line or 0, node.start_mark.column if node is not None else 0))
 
     def in_order(self) -> list[SpecError]:
@@ -77,6 +79,27 @@ class Ctx:
 
     def warn(self, line: int, path: str, message: str) -> None:
         self.warnings.append(SpecError(message, file=self.file, line=line, path=path))
+
+
+#: The most characters of a value an error echoes; a longer one is cut, saying so.
+MAX_ECHO = 100
+
+
+def as_written(node: Node | None, message: str) -> str:
+    """`message` about the value YAML read at `node` with that value as the spec wrote it:
+    'got 1000.0' is 'got 1e3' (the parsers echo the value they were given, which is YAML's
+    reading of a number), and a value of more than MAX_ECHO characters echoed cut, saying
+    so where it is cut (a 4,000-digit number was a 1,000-character line of digits, cut in
+    its middle)."""
+    if not isinstance(node, ScalarNode):
+        return message
+    read = repr(scalar(node))
+    shown = head(str(node.value), MAX_ECHO) if node.tag in NUMBER_TAGS else \
+        repr(head(node.value, MAX_ECHO)) if isinstance(node.value, str) else read
+    if read == shown:
+        return message
+    return re.sub(rf"\bgot {re.escape(read)}(?![\w.+-])", lambda _: f"got {shown}", message,
+                  count=1)
 
 
 def closest(word: str, choices: Sequence[str], cutoff: float) -> str | None:
@@ -290,7 +313,7 @@ def one_of(choices: Sequence[str], expected: str) -> Callable[[object], str]:
     them in words for the error."""
     def parse(raw: object) -> str:
         if not isinstance(raw, str) or raw not in choices:
-            shown = repr(raw) if len(repr(raw)) <= 80 else repr(str(raw)[:64])
+            shown = repr(raw) if len(repr(raw)) <= 80 else repr(head(str(raw), 64))
             raise UnitError(f"expected {expected}, got {shown}")
         return raw
     return parse
@@ -347,10 +370,10 @@ def time_between(low: float, high: float, shown: str) -> Callable[[object], floa
 def size_between(low: float, high: float, shown: str) -> Callable[[object], int]:
     """A parser of sizes from `low` to `high` bytes; `shown` says the range in words."""
     def parse(raw: object) -> int:
-        value = parse_quantity(raw, Dim.SIZE).value
+        value = parse_bytes(raw)
         if not low <= value <= high:
             raise UnitError(f"expected a size {shown}, got {raw!r}")
-        return int(value)
+        return value
     return parse
 
 

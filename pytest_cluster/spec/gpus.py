@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from yaml.nodes import MappingNode, Node, SequenceNode
 
-from pytest_cluster.errors import UnitError
+from pytest_cluster.errors import UnitError, head
 from pytest_cluster.spec.clauses import clauses, declared
 from pytest_cluster.spec.declaration import Value
 from pytest_cluster.spec.fields import (
@@ -42,7 +42,7 @@ def gpu_model(raw: object) -> str:
         return model.key
     close = closest(name, list(MODELS), cutoff=0.5)
     hint = f"did you mean {close!r}? " if close else ""
-    raise UnitError(f"unknown GPU model {name[:64]!r}{written_with(name[:64])}; {hint}known: "
+    raise UnitError(f"unknown GPU model {head(name, 64)!r}{written_with(name[:64])}; {hint}known: "
                     f"{', '.join(MODELS)}")
 
 

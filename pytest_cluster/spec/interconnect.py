@@ -7,7 +7,7 @@ import re
 
 from yaml.nodes import MappingNode, Node, SequenceNode
 
-from pytest_cluster.errors import UnitError
+from pytest_cluster.errors import UnitError, head
 from pytest_cluster.spec.clauses import declared
 from pytest_cluster.spec.fields import (
     Ctx,
@@ -35,7 +35,7 @@ from pytest_cluster.spec.model import (
     TransportSpec,
 )
 from pytest_cluster.spec.requirement import Requirement, parse_requirement
-from pytest_cluster.units import Dim, parse_quantity
+from pytest_cluster.units import Dim, parse_bytes
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 BACKENDS = ("nccl", "gloo")
@@ -62,7 +62,7 @@ MAX_NICS, MAX_WARMUP, MAX_ITERATIONS = 64, 10_000, 100_000
 
 
 def _payload(raw: object) -> int:
-    value = int(parse_quantity(raw, Dim.SIZE).value)
+    value = parse_bytes(raw)
     if not 1024 <= value <= MAX_PAYLOAD:
         raise UnitError(f"expected a payload from 1 KiB to 64 GiB like '4 GiB', got {raw!r}")
     return value
@@ -137,7 +137,7 @@ def _folder(raw: object) -> str:
     if not isinstance(raw, str) or not _FOLDER.match(raw) or "/../" in f"{raw}/":
         raise UnitError(f"expected the absolute path of the folder nccl-tests was built in, "
                         f"like /opt/nccl-tests/build (letters, digits and _ . + @ - /), got "
-                        f"{str(raw)[:64]!r}")
+                        f"{head(str(raw), 64)!r}")
     return raw.rstrip("/") or "/"
 
 
@@ -194,14 +194,15 @@ def _factor(raw: object) -> float:
     node's median may reach."""
     if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 1 < raw <= 100:
         raise UnitError(f"expected a factor above 1 and at most 100 like 1.5 (times the "
-                        f"median latency between the other nodes), got {str(raw)[:64]!r}")
+                        f"median latency between the other nodes), got {head(str(raw), 64)!r}")
     return float(raw)
 
 
 def _latency_bound(raw: object) -> Requirement:
     req = parse_requirement(raw, Dim.TIME, "<=")
     if req.bound.value <= 0 or req.op not in ("<=", "<"):
-        raise UnitError(f"expected an upper bound above 0 like '<= 5 us', got {str(raw)[:64]!r}")
+        raise UnitError(f"expected an upper bound above 0 like '<= 5 us', got "
+                        f"{head(str(raw), 64)!r}")
     return req
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from yaml.nodes import MappingNode, Node, SequenceNode
 
-from pytest_cluster.errors import UnitError
+from pytest_cluster.errors import UnitError, head
 from pytest_cluster.spec.clauses import declared
 from pytest_cluster.spec.fields import (
     Ctx,
@@ -30,7 +30,7 @@ from pytest_cluster.spec.fields import (
 from pytest_cluster.spec.gpus import gpu_model
 from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.sim_records import SimFault, SimSpec
-from pytest_cluster.units import Dim, parse_quantity
+from pytest_cluster.units import Dim, parse_bytes, parse_quantity
 
 if TYPE_CHECKING:
     from pytest_cluster.spec.model import ClusterSpec
@@ -108,7 +108,7 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
     def far(raw: object) -> float:
         if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 1 <= raw <= 1000:
             raise UnitError(f"expected how many times farther the node is, from 1 to 1000 "
-                            f"like 3, got {str(raw)[:64]!r}")
+                            f"like 3, got {head(str(raw), 64)!r}")
         return float(raw)
 
     throttle = one_of(THROTTLES, f"one of {', '.join(THROTTLES)}")
@@ -133,7 +133,7 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
     gpu_node = table.take("gpu")
     gpu = field(ctx, gpu_node, f"{path}.gpu", gpu_index)
     model = one("model", gpu_model)
-    held = one("memory_held", lambda raw: int(parse_quantity(raw, Dim.SIZE).value))
+    held = one("memory_held", parse_bytes)
     temp = one("temperature", lambda raw: parse_quantity(raw, Dim.TEMPERATURE).value)
     until_node = table.take("until_round")
     until = field(ctx, until_node, f"{path}.until_round", positive_int)
@@ -201,7 +201,7 @@ def rate_above_zero(raw: object) -> float:
     """A rate in bytes/s, above 0 ('400 GB/s')."""
     value = parse_quantity(raw, Dim.RATE).value
     if value <= 0:
-        raise UnitError(f"expected a rate above 0 like '400 GB/s', got {str(raw)[:64]!r}")
+        raise UnitError(f"expected a rate above 0 like '400 GB/s', got {head(str(raw), 64)!r}")
     return value
 
 
@@ -221,7 +221,7 @@ def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | No
     if not isinstance(node, MappingNode):
         return None
     def memory_size(raw: object) -> int:
-        value = int(parse_quantity(raw, Dim.SIZE).value)
+        value = parse_bytes(raw)
         if value < 2**30:
             raise UnitError(f"expected a size of at least 1 GiB like '2 TiB', got {raw!r}")
         return value

@@ -117,9 +117,9 @@ def _share(raw: object) -> float:
         value = raw
     else:
         raise UnitError(f"expected a share of the nodes' median like 80% (or false), "
-                        f"got {str(raw)[:64]!r}")
+                        f"got {head(str(raw), 64)!r}")
     if not 0.01 <= value <= 1.0:
-        raise UnitError(f"expected a share from 1% to 100%, got {str(raw)[:64]!r}")
+        raise UnitError(f"expected a share from 1% to 100%, got {head(str(raw), 64)!r}")
     return value
 
 
