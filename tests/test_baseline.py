@@ -58,9 +58,9 @@ def test_a_figure_worse_than_baseline_reads_as_the_contract_would_say_it() -> No
     assert case.props["change_pct"] == pytest.approx(-9.79, abs=0.01)
     # within the tolerance, and better, both pass
     assert compared(figure(640.0, 1e12, "TFLOPS"), figure(663.1, 1e12, "TFLOPS"), 0.05,
-                    "r").passed  # type: ignore[union-attr]
+                    "r").passed
     assert compared(figure(700.0, 1e12, "TFLOPS"), figure(663.1, 1e12, "TFLOPS"), 0.0,
-                    "r").passed  # type: ignore[union-attr]
+                    "r").passed
 
 
 def test_every_number_a_comparison_prints_is_bounded_in_its_digits() -> None:
@@ -90,8 +90,33 @@ def test_lower_is_better_where_the_clause_says_so() -> None:
                               "2.8 (run 2026-11-02)")
     faster = compared(figure(2.0, 1.0, "s", "<="), figure(2.8, 1.0, "s", "<="), 0.05, "r")
     assert faster is not None and faster.passed
-    assert compared(figure(3.0, 1.0, "", "<="), figure(0.0, 1.0, "", "<="), 0.05,
-                    "r") is None  # no relative change from 0
+
+
+def test_a_comparison_from_a_baseline_of_0_is_made_never_left_out() -> None:
+    """A baseline figure of 0 (a count of errors then) has no relative change: the
+    comparison was left out in silence (3 errors now, 0 then: no case). Any change from 0
+    is beyond every share of it: worse, it fails; better or the same, it passes."""
+    rose = compared(figure(3.0, 1.0, "", "<=", gpu=None, node="n1",
+                           clause="gpus.ecc_corrected"), figure(0.0, 1.0, "", "<="), 0.05, "r")
+    assert not rose.passed
+    assert rose.message == ("n1 gpus.ecc_corrected: 3, above baseline 0, by more than any "
+                            "share of it (r)")
+    assert rose.props["change_pct"] is None
+    assert rose.props["measured"] == "3 (above 0, by more than any share of it)"
+    same = compared(figure(0.0, 1.0, "", "<="), figure(0.0, 1.0, "", "<="), 0.05, "r")
+    assert same.passed and same.props["change_pct"] == 0
+    assert compared(figure(5.0, 1e9, "GB/s"), figure(0.0, 1e9, "GB/s"), 0.05, "r").passed
+    assert not compared(figure(0.0, 1e9, "GB/s"), figure(5.0, 1e9, "GB/s"), 0.05, "r").passed
+
+
+def test_a_change_past_what_a_double_holds_is_judged_by_its_direction() -> None:
+    """1e300 s now against 1e-10 s at baseline: (now - then) / then overflows, and the
+    comparison was left out in silence; it is a change beyond every share, and fails."""
+    slower = compared(figure(1e300, 1.0, "s", "<="), figure(1e-10, 1.0, "s", "<="), 0.05, "r")
+    assert not slower.passed and "above baseline 0.0000000001, by more than any share" in \
+        slower.message
+    faster = compared(figure(1e-10, 1.0, "s", "<="), figure(1e300, 1.0, "s", "<="), 0.05, "r")
+    assert faster.passed
 
 
 def test_only_figures_compared_one_way_are_kept() -> None:

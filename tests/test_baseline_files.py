@@ -174,6 +174,32 @@ def test_a_negative_figure_of_a_quantity_that_cannot_be_negative_is_refused(
     assert read_results(kept).results[0]["measured_base"] == -5.0
 
 
+SUBNORMAL = ("expected 0 or a figure of at least 2.225e-308 (a figure a run can measure: a "
+             "subnormal number is none, and any figure compared with it is beyond every share "
+             "of it), found ")
+
+
+@pytest.mark.parametrize("tiny", [5e-324, 1e-310, 2.2e-308])
+def test_a_subnormal_figure_is_refused_naming_its_line_and_field(tmp_path: Path,
+                                                                tiny: float) -> None:
+    """A figure of 5e-324 (as measured, so measured x the unit's factor agrees): against it
+    every figure's relative change was infinite and its comparison left out in silence
+    (the run said '7 case(s), 0 failed'). No run measures a subnormal number: refused."""
+    path = tmp_path / "results.jsonl"
+    for unit, factor in (("", 1.0), ("s", 1.0), ("TFLOPS", 1e12)):
+        if tiny * factor >= sys.float_info.min:
+            continue  # in TFLOPS, 1e-310 is 1e-298 FLOP/s: a normal number, kept
+        assert _figure_refused(path, unit=unit, measured=tiny, measured_base=tiny * factor) \
+            == f"results.jsonl line 2: measured_base: {SUBNORMAL}{tiny * factor!r}"
+    _write(path, [{"type": "run", "started_at": 1.0, "cluster": "c"},
+                  {"type": "result", "case": "a::b", "clause": "c", "measured": 0,
+                   "measured_base": 0, "unit": "", "comparison": "<=", "outcome": "passed"},
+                  {"type": "result", "case": "a::c", "clause": "c", "measured": 2.3e-308,
+                   "measured_base": 2.3e-308, "unit": "s", "comparison": "<=",
+                   "outcome": "passed"}])
+    assert [r["measured_base"] for r in read_results(path).results] == [0, 2.3e-308]
+
+
 def test_a_figure_whose_measured_and_measured_base_disagree_is_refused(
         tmp_path: Path) -> None:
     """A run writes measured_base as measured x its unit's factor; a line where they
@@ -497,6 +523,9 @@ HOSTILE: dict[str, tuple[Callable[[Path], None], str]] = {
         _second_line(lambda r: json.dumps({**r, "measured_base": -5})),
         "results.jsonl line 2: measured_base: expected a number of at least 0 (a count or a "
         "fraction cannot be negative), found -5"),
+    "measured_base 5e-324": (  # issue 48: the run said "7 case(s), 0 failed"
+        _second_line(lambda r: json.dumps({**r, "measured": 5e-324, "measured_base": 5e-324})),
+        f"results.jsonl line 2: measured_base: {SUBNORMAL}5e-324"),
     "measured_base 1e300": (
         _second_line(lambda r: json.dumps({**r, "measured_base": 1e300})),
         "results.jsonl line 2: measured_base: expected measured x the unit's factor (8: 8), "

@@ -478,16 +478,30 @@ def _not_comparable(now: ResultLine, current: float, why: str, label: str,
                        **parts(now)})
 
 
+def change_from(base: float, current: float) -> float:
+    """`current`'s change relative to `base` (0.1: 10 % more), infinite (signed) where it
+    is beyond any share of `base`: from a baseline of 0 to anything else, or past what a
+    double holds (1e300 from 1e-10); 0 from 0 to 0."""
+    if base == 0:
+        return 0.0 if current == 0 else math.copysign(math.inf, current)
+    change = (current - base) / abs(base)
+    return change if math.isfinite(change) else math.copysign(math.inf, current - base)
+
+
 def compared(now: ResultLine, before: ResultLine, tolerance: float,
-             label: str, same_spec: bool = False) -> Case | None:
-    """One figure against its baseline; None where they cannot be compared (a baseline of
-    0 has no relative change); a failed case, not comparable, where the baseline measured
-    another quantity (its unit of another dimension) or on another basis (per GPU then,
-    the cluster's total now) that its line holds no count to convert from (on_basis)."""
+             label: str, same_spec: bool = False) -> Case:
+    """One figure against its baseline: a case always, never a comparison left out in
+    silence. From a baseline of 0 (a count of errors then) any change is beyond the
+    tolerance (change_from: infinite), worse or better by the clause's direction; a
+    failed case, not comparable, where either figure is no finite number, the baseline
+    measured another quantity (its unit of another dimension) or on another basis (per GPU
+    then, the cluster's total now) that its line holds no count to convert from
+    (on_basis)."""
     base, current = float(before["measured_base"]), float(now["measured_base"])
-    if base == 0 or not math.isfinite(current) or not math.isfinite(base) \
-            or not math.isfinite((current - base) / abs(base)):
-        return None  # no relative change to speak of (a baseline of 5e-324: infinite)
+    if not (math.isfinite(current) and math.isfinite(base)):
+        return _not_comparable(now, current, f"{format_number(current)} now, "
+                               f"{format_number(base)} at baseline: no finite figure to "
+                               "compare, so not compared", label, "a finite figure in both runs")
     figure = Figure(now)
     if _dimension(now.get("unit")) != _dimension(before.get("unit")):
         return _not_comparable(now, current, f"in {_shown(now.get('unit'))} now, in "
@@ -501,16 +515,22 @@ def compared(now: ResultLine, before: ResultLine, tolerance: float,
                                "cluster's total), or the counts to convert it")
     base = converted
     higher = figure.higher_is_better
-    change = (current - base) / abs(base)
+    change = change_from(base, current)
     worse = -change if higher else change
     shown_now, shown_base = figure.value(current), figure.number(base)
     direction = ("below" if change < 0 else "above")
     was = f" ({how})" if how else ""
-    text = (f"{figure.where} {now['clause']}: {shown_now}, "
-            f"{percent(abs(change) * 100)} % {direction} baseline {shown_base}{was} ({label})")
+    if math.isinf(change):  # from 0, or past a double: no share of the baseline says it
+        text = (f"{figure.where} {now['clause']}: {shown_now}, {direction} baseline "
+                f"{shown_base}{was}, by more than any share of it ({label})")
+        measured = f"{shown_now} ({direction} {shown_base}{was}, by more than any share of it)"
+    else:
+        text = (f"{figure.where} {now['clause']}: {shown_now}, {percent(abs(change) * 100)} "
+                f"% {direction} baseline {shown_base}{was} ({label})")
+        measured = f"{shown_now} ({percent(change * 100, True)} % on {shown_base}{was})"
     param = str(now["case"]).rpartition("::")[2]  # the case it compares, by its name
-    props = {"measured": f"{shown_now} ({percent(change * 100, True)} % on {shown_base}{was})",
-             "baseline_value": shown_base, "change_pct": round(change * 100, 2),
+    props = {"measured": measured, "baseline_value": shown_base,
+             "change_pct": round(change * 100, 2) if math.isfinite(change) else None,
              "compared_case": now["case"],
              "requirement": f"no more than {tolerance * 100:g} % "
                             f"{'below' if higher else 'above'} baseline", **parts(now)}
@@ -532,10 +552,8 @@ def not_worse(baseline: Baseline, now: dict[str, ResultLine],
     cases = []
     for case_id, record in now.items():
         before = baseline.figures.get(case_id)
-        case = compared(record, before, tolerance, baseline.label, same_spec) \
-            if before else None
-        if case is not None:
-            cases.append(case)
+        if before:
+            cases.append(compared(record, before, tolerance, baseline.label, same_spec))
     return cases
 
 

@@ -17,6 +17,7 @@ import errno
 import math
 import os
 import stat
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -146,6 +147,10 @@ IN_UNIT = ("a finite number, the figure in its unit (as a run writes it: measure
            "the unit's factor)")
 AGREE = 1e-9  # the relative difference rounding leaves between them
 UNITLESS = "count or a fraction"  # what a figure without a unit is (its least value: 0)
+#: The least figure in size other than 0 that a run writes: a double's smallest normal
+#: number (2.225e-308). Below it, a subnormal (5e-324) is no measurement: against it every
+#: figure's relative change is infinite, and comparisons with it were left out in silence.
+SMALLEST = sys.float_info.min
 
 OPTIONAL_TEXT = optional(text(MAX_TEXT))
 LINE = record({"type": text(32)}, 'a mapping with "type" (a run, result or end line)',
@@ -168,9 +173,10 @@ def _figure_checked(line: dict[str, Any], where: str) -> None:
     """A result line with a figure (its measured_base: a run writes one with every number
     it judged) as a run writes it: measured_base and measured finite numbers, its unit one
     the contract may spell (or none), measured_base not below its dimension's least value
-    (units.Dim.minimum: no negative rate, size, time or count) and measured x the unit's
-    factor. Anything else would be compared on a number no run wrote, or left out in
-    silence: an InputError naming the line, the field and what was expected."""
+    (units.Dim.minimum: no negative rate, size, time or count), 0 or not below SMALLEST
+    in size (no subnormal), and measured x the unit's factor. Anything else would be
+    compared on a number no run wrote, or left out in silence: an InputError naming the
+    line, the field and what was expected."""
     if "measured_base" not in line:
         return  # no figure: a rule's, a version's, a case that could not measure
     base, written, unit = line["measured_base"], line.get("measured"), line.get("unit") or ""
@@ -187,6 +193,11 @@ def _figure_checked(line: dict[str, Any], where: str) -> None:
         floor = "be negative" if least == 0 else "be below absolute zero"
         raise InputError(f"{where}: measured_base: expected a number of at least {least:g} "
                          f"(a {what} cannot {floor}), found {found(base)}")
+    if base and abs(base) < SMALLEST:
+        raise InputError(f"{where}: measured_base: expected 0 or a figure of at least "
+                         f"{SMALLEST:.4g} (a figure a run can measure: a subnormal number is "
+                         f"none, and any figure compared with it is beyond every share of "
+                         f"it), found {found(base)}")
     if not math.isclose(base / factor, measured, rel_tol=AGREE):
         raise InputError(f"{where}: measured_base: expected measured x the unit's factor "
                          f"({format_number(measured)}{' ' + unit if unit else ''}: "

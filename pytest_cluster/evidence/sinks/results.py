@@ -102,7 +102,7 @@ class ResultLine(TypedDict, total=False):
     changes: list[str]
     gpus_at_baseline: int | None
     baseline_value: str
-    change_pct: float
+    change_pct: float | None  # None: beyond any share of the baseline (from 0)
     # ... and a soak's (availability, SLA credit, counters, steadiness)
     availability: float
     down_s: float
