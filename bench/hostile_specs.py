@@ -12,11 +12,14 @@ Cases: ssh.options KnownHostsCommand; probe_timeout -5 s and 0 s; 5000 nested `[
 600-byte "billion laughs" of aliases and one of merge keys; 133,000 node names listed one by
 one; 133,000 nodes as hostlists; 49,000 unknown keys; a 100,000-character value;
 `--cluster=/dev/zero`; a FIFO (no writer); a 5 MiB file; fabric.ports and fabric.mtu
-1e30 (issue 38).
+1e30 (issue 38); `latency_size: 3.5 B` (a byte count with a fraction), `nics_per_node: 1e3`
+(echoed as written, not 1000.0) and a 4,000-digit value (echoed cut, saying its length)
+(issue 48), each of which must say so in its message (SAYS).
 
-Prints per case: exit code, seconds, seconds beyond start-up, bytes of output. Ends with
-`worst_cost_s=<the largest time beyond start-up>` (aim: below 1), or `nan` when a case did not
-end as a usage error (exit code 4).
+Prints per case: exit code, seconds, seconds beyond start-up, peak RSS (the child's own,
+bench/child.py), bytes of output. Then `hostile_specs_worst_rss_mib=<the largest peak>`
+(aim: below 512) and, last, `worst_cost_s=<the largest time beyond start-up>` (aim: below 1),
+or `nan` when a case did not end as a usage error (exit code 4) saying what SAYS expects.
 """
 
 from __future__ import annotations
@@ -26,11 +29,16 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from child import ended  # bench/child.py, beside this script
+
 BASE = "cluster: {name: x, nodes: a}\nhost: {cpu_cores: 1}\n"
+NETWORK = ("cluster: {name: x, nodes: 'n[1-2]'}\ninterconnect:\n  busbw: '>= 10 GB/s'\n"
+           "  payloads: [4 GiB]\n")
 USAGE_ERROR = 4
 HANG_S = 120  # a case still running then is reported as hung
 
@@ -76,19 +84,26 @@ CASES: dict[str, Callable[[Path], str]] = {
     "5 MiB file": lambda _: BASE + "# " + "x" * (5 * 2**20) + "\n",
     "fabric.ports 1e30": lambda _: BASE + "fabric: {ports: 1e30}\n",
     "fabric.mtu 1e30": lambda _: BASE + "fabric: {mtu: 1e30}\n",
+    "latency_size 3.5 B": lambda _: NETWORK + "  latency: '<= 5 us'\n  latency_size: 3.5 B\n",
+    "nics_per_node 1e3": lambda _: NETWORK + "  inter_node: {kind: infiniband, "
+                                             "nics_per_node: 1e3, rate_per_nic: 400 Gb/s}\n",
+    "4000-digit value": lambda _: BASE.replace("cpu_cores: 1", "cpu_cores: " + "9" * 4000),
 }
+#: What a case's message must say (issue 48): the fraction refused, the number as written,
+#: the cut value's length where it is cut.
+SAYS = {"latency_size 3.5 B": b"got '3.5 B' (that is 3.5 B: a byte count has no fraction)",
+        "nics_per_node 1e3": b"got 1e3\n",
+        "4000-digit value": b"9... (4000 characters)\n"}
 
 
-def run(directory: Path, spec: str, *more: str) -> tuple[int | None, float, int]:
-    started = time.perf_counter()
-    try:
-        done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
-                               f"--cluster={spec}", *more], cwd=directory,
-                              capture_output=True, timeout=HANG_S, check=False)
-    except subprocess.TimeoutExpired as exc:
-        out = len(exc.stdout or b"") + len(exc.stderr or b"")
-        return None, time.perf_counter() - started, out
-    return done.returncode, time.perf_counter() - started, len(done.stdout) + len(done.stderr)
+def run(directory: Path, spec: str, *more: str) -> tuple[int | None, float, float, bytes]:
+    """(exit code, None when hung; seconds; peak RSS in MiB; its output) of one run."""
+    out = directory / "out.txt"
+    with out.open("wb") as sink:
+        done = ended([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                      f"--cluster={spec}", *more], hang_s=HANG_S, cwd=directory,
+                     stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    return done.code, done.seconds, done.rss_mib, out.read_bytes()
 
 
 def main() -> int:
@@ -108,13 +123,17 @@ def main() -> int:
         fifo = directory / "fifo.yaml"
         os.mkfifo(fifo)
         inputs["a FIFO with no writer"] = str(fifo)
-        worst = 0.0
+        worst, worst_rss = 0.0, 0.0
         for name, spec in inputs.items():
-            code, seconds, out = run(directory, spec)
+            code, seconds, rss, out = run(directory, spec)
             cost = seconds - start_s
-            print(f"{name:40s} {seconds:6.2f} s  +{cost:5.2f} s  exit {code}  "
-                  f"{out:7d} bytes of output")
-            worst = math.nan if code != USAGE_ERROR or math.isnan(worst) else max(worst, cost)
+            said = SAYS.get(name, b"") in out
+            print(f"{name:40s} {seconds:6.2f} s  +{cost:5.2f} s  {rss:7.1f} MiB  exit {code}  "
+                  f"{len(out):7d} bytes of output{'' if said else '  NOT SAID: ' + name}")
+            worst = math.nan if code != USAGE_ERROR or not said or math.isnan(worst) else \
+                max(worst, cost)
+            worst_rss = max(worst_rss, rss)
+    print(f"hostile_specs_worst_rss_mib={worst_rss:.1f}")
     print(f"worst_cost_s={worst:.2f}")
     return 0
 
