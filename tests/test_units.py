@@ -135,7 +135,8 @@ def test_arbitrary_input_raises_only_unit_error(raw: object, dim: Dim) -> None:
 
 
 @pytest.mark.parametrize(("text", "shown"), [
-    ("3.5 B", "3.5 B"), ("0.1 KiB", "102.4 B"), ("1e-3 B", "0.001 B"), ("1.0000001 KB", "1000.0001 B"),
+    ("3.5 B", "3.5 B"), ("0.1 KiB", "102.4 B"), ("1e-3 B", "0.001 B"),
+    ("1.0000001 KB", "1000.0001 B"),
 ])
 def test_a_byte_count_with_a_fraction_is_refused_as_written(text: str, shown: str) -> None:
     """A size that counts bytes (a message, a block, a file) was int() of its value: 3.5 B
