@@ -15,7 +15,9 @@ Cases: a 200 MB inventory.json (refused by its size before verify hashes it), a 
 machine id, 200,000 nested `[` in inventory.json; and what the spec does not allow (issue
 38): 1,000,000 tiny GPUs on a node (14 MB: over the size 4 nodes may write), 50,000 (under
 it: refused by their count before jsonschema), a fifth node, 4,000,000 result lines
-(72 MB).
+(72 MB); and a figure no run measures (issue 48): every result line's figure 5e-324, a
+subnormal number against which each comparison was left out in silence ("7 case(s), 0
+failed"), now refused naming its line and field (its message must say so: SAYS).
 
 Prints per case: exit code, seconds, peak RSS in MiB, bytes of output, whether a run
 directory was made; then the largest peak RSS (`hostile_baseline_worst_rss_mib=`). Ends
@@ -25,6 +27,7 @@ usage error without a run directory.
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import subprocess
@@ -79,6 +82,34 @@ CASES: dict[str, tuple[str, str, str, Callable[[], Iterator[str]]]] = {
 }
 
 
+def subnormal(text: str) -> str:
+    """results.jsonl with every figure 5e-324 (measured and measured_base: they agree)."""
+    lines = []
+    for line in text.splitlines():
+        record = json.loads(line)
+        if isinstance(record, dict) and "measured_base" in record:
+            record.update(measured=5e-324, measured_base=5e-324)
+        lines.append(json.dumps(record))
+    return "\n".join(lines) + "\n"
+
+
+#: Per case edited as a whole (a file small enough to hold): the file and its edit.
+EDITS: dict[str, tuple[str, Callable[[str], str]]] = {
+    "every figure 5e-324": (RESULTS, subnormal),
+}
+#: What a case's message must say.
+SAYS = {"every figure 5e-324": b"measured_base: expected 0 or a figure of at least 2.225e-308"}
+
+
+def edited(accepted: Path, where: Path, name: str, edit: Callable[[str], str]) -> Path:
+    """A copy of `accepted` with its file `name` edited, its manifest made again."""
+    shutil.copytree(accepted, where)
+    (where / name).write_text(edit((where / name).read_text()))
+    (where / MANIFEST).unlink()
+    seal(where, {}, ())
+    return where
+
+
 def run(directory: Path, reports: str, *args: str) -> tuple[int, float, float, int]:
     """(exit code, seconds, peak RSS in MiB, bytes of output) of one pytest run."""
     out = directory / "out.txt"
@@ -116,14 +147,21 @@ def main() -> int:
         print(f"{'start-up (--cluster-baseline=)':32s} {seconds:6.2f} s  {rss:7.1f} MiB  "
               f"exit {code}  {out:5d} bytes of output")
         worst, worst_rss = 0.0, 0.0
-        for number, (name, (file, node, at, inserted)) in enumerate(CASES.items()):
-            base = hostile(accepted, directory / f"base{number}", file, node, at, inserted())
+        for number, name in enumerate([*CASES, *EDITS]):
+            where = directory / f"base{number}"
+            if name in CASES:
+                file, node, at, inserted = CASES[name]
+                base = hostile(accepted, where, file, node, at, inserted())
+            else:
+                base = edited(accepted, where, *EDITS[name])
             code, seconds, rss, out = run(directory, "now", f"--cluster-baseline={base}")
             made = (directory / "now").exists()
+            said = SAYS.get(name, b"") in (directory / "out.txt").read_bytes()
             print(f"{name:32s} {seconds:6.2f} s  {rss:7.1f} MiB  exit {code}  {out:5d} bytes "
-                  f"of output  {'a run directory made' if made else 'no run directory'}")
-            worst = math.nan if code != USAGE_ERROR or made or math.isnan(worst) else \
-                max(worst, seconds)
+                  f"of output  {'a run directory made' if made else 'no run directory'}"
+                  f"{'' if said else '  NOT SAID'}")
+            worst = math.nan if code != USAGE_ERROR or made or not said or math.isnan(worst) \
+                else max(worst, seconds)
             worst_rss = max(worst_rss, rss)
             shutil.rmtree(base)
     print(f"hostile_baseline_worst_rss_mib={worst_rss:.1f}")

@@ -467,7 +467,8 @@ def test_a_bound_edited_to_another_basis_is_compared_on_one(pytester: pytest.Pyt
     [line] = [r for r in read_results(run_dir / "results.jsonl").results
               if r["clause"] == "baseline.performance[storage[/shared].checkpoint.write]"]
     assert line["outcome"] == "failed", line
-    assert -55 < line["change_pct"] < -45, line["measured"]
+    change = line["change_pct"]
+    assert change is not None and -55 < change < -45, line["measured"]
     assert f"{BASES['gpu']} at baseline x 16 GPU(s)" in line["message"]
     verdict = json.loads((run_dir / "verdict.json").read_text())
     assert not [f for f in verdict["cluster_checks_failed"] if f["clause"] == line["clause"]
