@@ -14,19 +14,26 @@ FAIL or ERROR, from the run's verdict.json and pytest's exit status.
 - PASS: every node the run covered passed every check at the level that ran, and pytest
   exited 0.
 
+What the gate reads is read as regular files only, without waiting (regular_file: a FIFO
+in verdict.json's or the log's place is refused at once, naming it), to a bound; a verdict
+that lists a node twice or more nodes than one run writes (hostlist.MAX_NODES) is refused
+before anything is decided or drained. Every line it says is one line (control characters
+escaped), bounded, a cut marked.
+
 Only the standard library is imported here (a prolog's budget is seconds).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from pytest_cluster.errors import InputError, log_line
+from pytest_cluster.evidence.regular_file import read_regular, read_tail
 from pytest_cluster.evidence.verdict import (
     ERROR,
     FAIL,
@@ -40,7 +47,7 @@ from pytest_cluster.evidence.verdict import (
     said_once,
     unmade,
 )
-from pytest_cluster.hostlist import compress_hostlist
+from pytest_cluster.hostlist import MAX_NODES, compress_hostlist
 
 #: verdict.json is read up to this size (a 1,024-node verdict is a few MB).
 MAX_VERDICT_BYTES = 64 * 2**20
@@ -88,8 +95,9 @@ def exit_meaning(status: int) -> str:
 
 
 def _printable(text: str) -> str:
-    text = "".join(ch if ch.isprintable() else " " for ch in text).strip()
-    return text if len(text) <= MAX_WHY else text[:MAX_WHY - 3] + "..."
+    """`text` as part of one line: control characters escaped, at most MAX_WHY
+    characters, a cut marked (errors.log_line)."""
+    return log_line(text.strip(), MAX_WHY)
 
 
 #: How the run's last line starts, that says where its manifest is (sealing.sealed_line).
@@ -103,11 +111,8 @@ def log_reason(log: Path | None) -> str:
     '=' rule ('2 failed, 10 passed in 3.10s'); '' without one."""
     if log is None:
         return ""
-    try:
-        with log.open("rb") as stream:
-            size = stream.seek(0, os.SEEK_END)
-            stream.seek(max(0, size - LOG_TAIL_BYTES))
-            tail = stream.read(LOG_TAIL_BYTES).decode("utf-8", "replace")
+    try:  # a log that is no regular file (a FIFO) is InputError, the caller's to say
+        tail = read_tail(log, LOG_TAIL_BYTES).decode("utf-8", "replace")
     except OSError:
         return ""
     lines = [line.strip().strip("=").strip() for line in tail.splitlines()]
@@ -126,14 +131,25 @@ def _refuse_constant(name: str) -> None:
 
 
 def read_verdict(path: Path) -> VerdictDocument:
-    """verdict.json as written by the run: a JSON object within MAX_VERDICT_BYTES, finite
-    numbers only; ValueError or OSError says what is wrong."""
-    with path.open("rb") as stream:
-        data = stream.read(MAX_VERDICT_BYTES + 1)
-    if len(data) > MAX_VERDICT_BYTES:
-        raise ValueError(f"larger than {MAX_VERDICT_BYTES} bytes")
+    """verdict.json as written by the run: a regular file (a FIFO is refused, never waited
+    on) within MAX_VERDICT_BYTES, a JSON object, finite numbers only, at most MAX_NODES
+    node entries (counted as they are parsed: a larger one is refused there, not built
+    whole); InputError (naming the file), ValueError or OSError says what is wrong."""
+    data = read_regular(path, MAX_VERDICT_BYTES)
+    entries = 0
+
+    def counted(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal entries
+        made = dict(pairs)
+        if "node" in made:
+            entries += 1
+            if entries > MAX_NODES:
+                raise ValueError(too_many_nodes("more than"))
+        return made
+
     try:
-        document = json.loads(data.decode("utf-8"), parse_constant=_refuse_constant)
+        document = json.loads(data.decode("utf-8"), parse_constant=_refuse_constant,
+                              object_pairs_hook=counted)
     except RecursionError:
         raise ValueError("nested too deeply") from None
     if not isinstance(document, dict):
@@ -141,12 +157,21 @@ def read_verdict(path: Path) -> VerdictDocument:
     return cast("VerdictDocument", document)  # what a run writes; decide() checks it
 
 
+def too_many_nodes(count: str) -> str:
+    return (f"{count} {MAX_NODES} node entries: one run writes at most {MAX_NODES} (a "
+            "spec's most)")
+
+
 def _nodes(document: Mapping[str, Any]) -> list[NodeVerdict]:
-    """The node entries of verdict.json; ValueError where one is not as written."""
+    """The node entries of verdict.json; ValueError where one is not as written, where
+    one node is listed twice or where there are more than one run writes."""
     found = document.get("nodes")
     if not isinstance(found, list):
         raise ValueError("'nodes' is not a list")
+    if len(found) > MAX_NODES:
+        raise ValueError(too_many_nodes(f"{len(found)}, more than"))
     nodes = []
+    seen: set[str] = set()
     for entry in found:
         if not isinstance(entry, dict) or not all(
                 isinstance(entry.get(key), str) for key in ("node", "verdict", "reason")) \
@@ -157,6 +182,10 @@ def _nodes(document: Mapping[str, Any]) -> list[NodeVerdict]:
                              f"not follow from verdict {entry['verdict'][:20]!r}")
         if not NODE_NAME.fullmatch(entry["node"]):
             raise ValueError(f"a node's name is not a host name: {entry['node'][:60]!r}")
+        if entry["node"] in seen:
+            raise ValueError(f"node {entry['node']} is listed twice (one run writes each "
+                             "node once)")
+        seen.add(entry["node"])
         fault = entry.get("controller_fault")
         nodes.append(NodeVerdict(entry["node"], entry["verdict"], entry["reason"],
                                  controller_fault=fault if isinstance(fault, str) else ""))
@@ -216,7 +245,7 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
     if lines:
         return Decision(ERROR, (*lines, "no node is drained for it"), simulated=simulated)
     return Decision(PASS, (f"PASS: {len(nodes)} node(s) passed every check at level "
-                           f"{level}: {', '.join(_printable(n.node) for n in nodes)}",),
+                           f"{level}: {_printable(compress_hostlist(n.node for n in nodes))}",),
                     simulated=simulated)
 
 
@@ -241,6 +270,8 @@ def gate(run: Path, exit_status: int, log: Path | None = None,
             document = read_verdict(path)
     except FileNotFoundError:
         why_missing = "it wrote no verdict.json"
+    except InputError as exc:  # it names the file
+        why_missing = _printable(str(exc))
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         why_missing = f"{path} cannot be read: {_printable(str(exc))}"
     return decide(document, exit_status, why_missing, log_reason(log))
