@@ -38,7 +38,6 @@ from pytest_cluster.evidence.bundle.keys import PublicKey
 from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.gate import drain_commands, gate
 
-
 #: The most characters of a message from elsewhere (scontrol's stderr) a gate's line says.
 MAX_SAID = 300
 

@@ -18,7 +18,6 @@ import pytest
 
 from pytest_cluster.evidence.gate import (
     EXIT_MEANING,
-    MAX_NODES,
     MAX_VERDICT_BYTES,
     decide,
     drain_commands,
@@ -37,6 +36,7 @@ from pytest_cluster.evidence.verdict import (
     UNREACHABLE,
     outcome_of,
 )
+from pytest_cluster.hostlist import MAX_NODES
 
 
 def node(name: str, verdict: str, reason: str = "") -> dict[str, Any]:

@@ -56,6 +56,7 @@ LOG_TAIL_BYTES = 64 * 2**10
 MAX_WHY = 300
 #: A node's name as a spec's hostlist makes it: nothing scontrol would read as more.
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
+OUTCOMES = frozenset({PASS, FAIL, ERROR})
 #: Exit codes after which no verdict can be trusted to be the whole truth, and why.
 EXIT_MEANING = {
     2: "interrupted",
@@ -97,7 +98,8 @@ def exit_meaning(status: int) -> str:
 def _printable(text: str) -> str:
     """`text` as part of one line: control characters escaped, at most MAX_WHY
     characters, a cut marked (errors.log_line)."""
-    return log_line(text.strip(), MAX_WHY)
+    text = text.strip()
+    return text if len(text) <= MAX_WHY and text.isprintable() else log_line(text, MAX_WHY)
 
 
 #: How the run's last line starts, that says where its manifest is (sealing.sealed_line).
@@ -138,9 +140,8 @@ def read_verdict(path: Path) -> VerdictDocument:
     data = read_regular(path, MAX_VERDICT_BYTES)
     entries = 0
 
-    def counted(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    def counted(made: dict[str, Any]) -> dict[str, Any]:
         nonlocal entries
-        made = dict(pairs)
         if "node" in made:
             entries += 1
             if entries > MAX_NODES:
@@ -149,7 +150,7 @@ def read_verdict(path: Path) -> VerdictDocument:
 
     try:
         document = json.loads(data.decode("utf-8"), parse_constant=_refuse_constant,
-                              object_pairs_hook=counted)
+                              object_hook=counted)
     except RecursionError:
         raise ValueError("nested too deeply") from None
     if not isinstance(document, dict):
@@ -173,9 +174,10 @@ def _nodes(document: Mapping[str, Any]) -> list[NodeVerdict]:
     nodes = []
     seen: set[str] = set()
     for entry in found:
-        if not isinstance(entry, dict) or not all(
-                isinstance(entry.get(key), str) for key in ("node", "verdict", "reason")) \
-                or entry.get("outcome") not in (PASS, FAIL, ERROR):
+        if not isinstance(entry, dict) or not isinstance(entry.get("node"), str) \
+                or not isinstance(entry.get("verdict"), str) \
+                or not isinstance(entry.get("reason"), str) \
+                or entry.get("outcome") not in OUTCOMES:
             raise ValueError("a node entry lacks node, verdict, outcome or reason")
         if entry["outcome"] != outcome_of(entry["verdict"]):
             raise ValueError(f"node {entry['node'][:60]!r}: outcome {entry['outcome']} does "

@@ -25,7 +25,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError
 
-from pytest_cluster.errors import InputError, clip, printable
+from pytest_cluster.errors import InputError, clip
 from pytest_cluster.evidence.regular_file import open_regular
 from pytest_cluster.units import format_size
 
