@@ -187,7 +187,7 @@ def outside(scratch: Path, tmp: Path) -> list[Path]:
     scratch directory ('../../../../x' from a prolog's REPORTS lands there)."""
     inside = tmp.relative_to(scratch)
     folders = [scratch / part for part in (*reversed(inside.parents[:-1]), inside)]
-    found = [p for parent, child in zip([scratch, *folders], folders, strict=True)
+    found = [p for parent, child in zip([scratch, *folders[:-1]], folders, strict=True)
              for p in parent.iterdir() if p != child]
     return found + [p for p in tmp.iterdir() if p.name != "bench" and not p.name.isdigit()]
 
