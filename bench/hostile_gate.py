@@ -12,8 +12,9 @@ case is built by a process of its own first, so that the bench's process stays s
 Cases (CASES): an ordinary rejected node (drained once); a reason of 150,000 clauses
 (cut_reason was quadratic: 10,000 took 4.7 s, 150,000 hung); verdict.json a FIFO and
 --log a FIFO (each blocked forever); one node listed 400,000 times (15,950 scontrol calls
-in 60 s); 200,000 nodes (24.7 s); 64 MiB of the smallest node entries; the most nodes a run
-writes (hostlist.MAX_NODES), all rejected, simulated; a reason with a newline, an escape
+in 60 s); 200,000 nodes (24.7 s); 64 MiB of the smallest node entries; 64 MiB of `[],`
+(1.7 GB, 23 s) and the most JSON values the gate parses, of the costliest kinds; the most
+nodes a run writes (hostlist.MAX_NODES), all rejected, simulated; a reason with a newline, an escape
 sequence and 100 kB; the prolog given a node name or a job id of '../../../../x', a name
 with a newline, a name of 100 kB. The gate's --drain runs a scontrol of the bench's that
 counts its calls.
@@ -127,6 +128,20 @@ def tiny_entries(root: Path) -> list[str]:
     return gate(root / "run")
 
 
+def flood(unit: bytes, count: int) -> Callable[[Path], list[str]]:
+    """verdict.json of no node and `count` of `unit` in one list (a JSON value each)."""
+    def make(root: Path) -> list[str]:
+        (root / "run").mkdir()
+        (root / "run" / "verdict.json").write_bytes(
+            b'{"nodes":[],"x":[' + unit * (count - 1) + unit[:-1] + b"]}")
+        return gate(root / "run")
+    return make
+
+
+#: The most lists, objects, items and members the gate parses (gate.MAX_JSON_VALUES).
+MOST_VALUES = 64 * 2**20 // 16
+
+
 def hostile_reason(root: Path) -> list[str]:
     reason = "1 clause(s) failed: x\nFAIL n9: forged\x1b[2J" + "y" * 100_000
     return gate(verdict_of(root / "run", [entry("n1", reason=reason)]))
@@ -152,6 +167,9 @@ CASES = [
     Case("one node listed 400,000 times", listed_twice(400_000), 2),
     Case("200,000 nodes", nodes(200_000), 2),
     Case("64 MiB of the smallest entries", tiny_entries, 2),
+    Case("64 MiB of '[],'", flood(b"[],", (64 * 2**20 - 100) // 3), 2),
+    Case("the most short strings read", flood(b'"ab",', MOST_VALUES - 10), 2, max_lines=3),
+    Case("the most empty lists read", flood(b"[],", MOST_VALUES // 2 - 10), 2, max_lines=3),
     Case("65,536 nodes rejected, simulated", nodes(65_536, simulated=True), 1,
          max_lines=65_537),
     Case("reason: newline, ESC, 100 kB", hostile_reason, 1, scontrol_calls=1),

@@ -18,6 +18,7 @@ import pytest
 
 from pytest_cluster.evidence.gate import (
     EXIT_MEANING,
+    MAX_JSON_VALUES,
     MAX_VERDICT_BYTES,
     decide,
     drain_commands,
@@ -396,3 +397,18 @@ def test_every_line_is_one_line_escaped_and_bounded_with_a_marked_cut() -> None:
     passed, = decide(document(*(node(n, ACCEPTED) for n in names)), 0).lines
     assert passed == (f"PASS: {MAX_NODES} node(s) passed every check at level sanity: "
                       f"gpu-[00000-{MAX_NODES - 1}]")
+
+
+def test_a_verdict_of_more_values_than_a_run_writes_is_refused_unparsed(tmp_path: Path,
+                                                                       ) -> None:
+    """64 MiB of '[],' (21 million empty lists) took the gate 1.7 GB and 23 s to parse; it
+    counts the lists, objects, items and members first (their '[', '{', ',' and ':') and
+    refuses more than a run's verdict holds, before parsing; as many as that is read."""
+    flood = MAX_JSON_VALUES // 2 + 1  # '[' and ',' each
+    path = tmp_path / "verdict.json"
+    path.write_bytes(b'{"nodes": [], "x": [' + b"[]," * flood + b"[]]}")
+    decided = gate(tmp_path, 0)
+    assert (decided.outcome, decided.failed) == (ERROR, ())
+    assert f"more than the {MAX_JSON_VALUES} a run's verdict holds" in decided.lines[0]
+    path.write_bytes(b'{"nodes": [], "x": [' + b"[]," * (flood - 10) + b"[]]}")
+    assert "more than the" not in " ".join(gate(tmp_path, 0).lines)
