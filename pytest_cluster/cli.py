@@ -33,10 +33,13 @@ from enum import IntEnum
 from pathlib import Path
 
 from pytest_cluster import __version__
-from pytest_cluster.errors import BundleError
+from pytest_cluster.errors import BundleError, InputError, log_line
 from pytest_cluster.evidence.bundle.keys import PublicKey
 from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.gate import drain_commands, gate
+
+#: The most characters of a message from elsewhere (scontrol's stderr) a gate's line says.
+MAX_SAID = 300
 
 
 class VerifyExit(IntEnum):
@@ -120,11 +123,15 @@ def parser() -> argparse.ArgumentParser:
                         help="on FAIL, drain the failed nodes (scontrol update ... "
                              "State=DRAIN Reason='pytest-cluster ...'); never on ERROR, "
                              "never a simulated node")
+    decide.set_defaults(usage_error=decide.error)
     return top
 
 
 def _gate(args: argparse.Namespace) -> int:
-    decision = gate(args.run_dir, args.exit_status, args.log, args.since)
+    try:
+        decision = gate(args.run_dir, args.exit_status, args.log, args.since)
+    except InputError as exc:  # --log is no regular file (a FIFO): refused, not waited on
+        args.usage_error(f"--log {log_line(str(exc), MAX_SAID)}")
     _say("\n".join(f"pytest-cluster {line}" for line in decision.lines))
     if args.drain and decision.simulated and decision.failed:
         _say("pytest-cluster not drained: a simulated cluster's nodes are no SLURM nodes")
@@ -135,11 +142,11 @@ def _gate(args: argparse.Namespace) -> int:
                 done = subprocess.run(command, capture_output=True, text=True, timeout=30,
                                       check=False)
             except (OSError, subprocess.TimeoutExpired) as exc:
-                _say(f"pytest-cluster drain failed: {text}: {exc}")
+                _say(f"pytest-cluster drain failed: {text}: {log_line(str(exc), MAX_SAID)}")
                 continue
             _say(f"pytest-cluster drained: {text}" if done.returncode == 0 else
                   f"pytest-cluster drain failed (exit {done.returncode}): {text}: "
-                  f"{done.stderr.strip()[:300]}")
+                  f"{log_line(done.stderr.strip(), MAX_SAID)}")
     return decision.exit_code
 
 

@@ -28,6 +28,24 @@ def clip(text: str, limit: int = MAX_LINE) -> str:
     return "\n".join(lines)
 
 
+def printable(text: str) -> str:
+    """`text` with every character a terminal or a browser would act on rather than show
+    (controls such as ESC, bidi overrides, zero-width characters: `str.isprintable` is
+    false) written as its Python escape, so a hostile value can neither clear a screen
+    nor reorder a line. Printable text, accented or not, is kept as it is."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+
+
+def log_line(text: str, limit: int = MAX_LINE) -> str:
+    """`text` as one line of a log (stderr, syslog, a gate's lines): every character a
+    terminal would act on escaped (`printable`: a newline is written \\n, so the line is
+    never split), at most `limit` characters, cut in the middle with a marker saying how
+    many were cut (`clip`)."""
+    return clip(printable(text), limit)
+
+
 class ClusterError(Exception):
     """Base of every error pytest-cluster raises on purpose."""
 

@@ -18,6 +18,7 @@ import pytest
 
 from pytest_cluster.evidence.gate import (
     EXIT_MEANING,
+    MAX_JSON_VALUES,
     MAX_VERDICT_BYTES,
     decide,
     drain_commands,
@@ -36,6 +37,7 @@ from pytest_cluster.evidence.verdict import (
     UNREACHABLE,
     outcome_of,
 )
+from pytest_cluster.hostlist import MAX_NODES
 
 
 def node(name: str, verdict: str, reason: str = "") -> dict[str, Any]:
@@ -243,7 +245,9 @@ def test_the_reason_from_a_log_is_its_last_error_line_bounded(tmp_path: Path) ->
     log.write_bytes(b"x" * 200_000 + b"\nERROR: spec.yaml:3: gpuz: unknown key\n\x1b[2Jbye\n")
     assert log_reason(log) == "ERROR: spec.yaml:3: gpuz: unknown key"
     log.write_bytes(b"\n  last words " + b"y" * 1000 + b"\n\n")
-    assert log_reason(log).startswith("last words y") and len(log_reason(log)) == 300
+    said = log_reason(log)
+    assert said.startswith("last words y") and said.endswith("y") and len(said) <= 300
+    assert " [...740 characters cut...] " in said  # the cut is marked, with what it cut
     assert log_reason(tmp_path / "none") == ""
     sealed = sealed_line(Sealed(tmp_path / "manifest.intoto.json", "ab" * 32, (), ()))
     log.write_text(f"E   boom\n===== 1 failed, 9 passed in 2.00s =====\n{sealed}\n")
@@ -297,3 +301,114 @@ def test_the_command_prints_a_line_per_reason_and_exits_by_outcome(tmp_path: Pat
     assert done.stdout.splitlines() == [
         "pytest-cluster FAIL n2: rejected: 1 clause(s) failed: fabric.ports",
         "pytest-cluster not drained: a simulated cluster's nodes are no SLURM nodes"]
+
+
+def _gate_command(run: Path, *more: str, env: dict[str, str] | None = None,
+                  ) -> subprocess.CompletedProcess[str]:
+    """`pytest-cluster gate RUN --exit-status 1 ...`; a hang is a failure (TimeoutExpired),
+    never a test that waits forever."""
+    return subprocess.run([sys.executable, "-m", "pytest_cluster.cli", "gate", str(run),
+                           "--exit-status", "1", *more], capture_output=True, text=True,
+                          check=False, timeout=60, env=env)
+
+
+def test_a_verdict_that_is_a_fifo_is_refused_at_once_naming_it(tmp_path: Path) -> None:
+    """Issue 48: verdict.json as a FIFO blocked the gate forever (no writer ever came)."""
+    os.mkfifo(tmp_path / "verdict.json")
+    done = _gate_command(tmp_path)
+    assert done.returncode == 2, done.stderr
+    line, = done.stdout.splitlines()
+    assert f"{tmp_path / 'verdict.json'}: a fifo, not a regular file" in line
+    assert line.endswith("no node is drained for it")
+
+
+def test_a_log_that_is_a_fifo_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "verdict.json").write_text(json.dumps(document(node("n1", ACCEPTED))))
+    os.mkfifo(tmp_path / "pytest.log")
+    done = _gate_command(tmp_path, "--log", str(tmp_path / "pytest.log"))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines()[-1] == (f"pytest-cluster gate: error: --log "
+                                            f"{tmp_path / 'pytest.log'}: a fifo, not a "
+                                            "regular file")
+
+
+@pytest.fixture
+def scontrol(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """A scontrol on PATH that records each call, one line each: (env, the record)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "scontrol.calls"
+    fake = bin_dir / "scontrol"
+    fake.write_text(f'#!/bin/sh\necho "$*" >>{calls}\n')
+    fake.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}, calls
+
+
+def test_a_node_listed_twice_drains_nothing_and_says_so(
+        tmp_path: Path, scontrol: tuple[dict[str, str], Path]) -> None:
+    """Issue 48: a verdict.json listing one node 400,000 times made the gate call scontrol
+    for each; a run writes each node once, so such a verdict is none: an error (exit 2,
+    the gate's usage errors' and ERROR's), no scontrol called."""
+    env, calls = scontrol
+    failed = node("n2", REJECTED, "1 clause(s) failed: fabric.ports")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "verdict.json").write_text(json.dumps(document(
+        failed, node("n1", ACCEPTED), failed, verdict=REJECTED)))
+    done = _gate_command(tmp_path / "run", "--drain", env=env)
+    assert done.returncode == 2 and not calls.exists()
+    assert done.stdout.splitlines() == [
+        "pytest-cluster ERROR: verdict.json cannot be read: node n2 is listed twice (one "
+        "run writes each node once)"]
+    (tmp_path / "run" / "verdict.json").write_text(json.dumps(document(
+        failed, verdict=REJECTED)))
+    assert _gate_command(tmp_path / "run", "--drain", env=env).returncode == 1
+    assert calls.read_text().splitlines() == [
+        "update NodeName=n2 State=DRAIN Reason=pytest-cluster rejected: 1 clause(s) "
+        "failed: fabric.ports"]  # the same fake drains a verdict as written
+
+
+def test_more_nodes_than_one_run_writes_is_refused(tmp_path: Path) -> None:
+    """A spec lists at most MAX_NODES nodes (hostlist), so a verdict of more is none: said
+    before anything is decided, whether it is read (counted as parsed) or given."""
+    many = [node(f"n{i}", REJECTED, "x") for i in range(MAX_NODES + 1)]
+    decided = decide(document(*many, verdict=REJECTED), 1)
+    assert (decided.outcome, decided.failed) == (ERROR, ())
+    assert decided.lines == (f"ERROR: verdict.json cannot be read: {MAX_NODES + 1}, more "
+                             f"than {MAX_NODES} node entries: one run writes at most "
+                             f"{MAX_NODES} (a spec's most)",)
+    (tmp_path / "verdict.json").write_text(json.dumps(document(*many, verdict=REJECTED)))
+    decided = gate(tmp_path, 1)
+    assert (decided.outcome, decided.failed) == (ERROR, ())
+    assert f"more than {MAX_NODES} node entries: one run writes at most" in decided.lines[0]
+    assert decide(document(*many[:MAX_NODES], verdict=REJECTED), 1).outcome == FAIL
+
+
+def test_every_line_is_one_line_escaped_and_bounded_with_a_marked_cut() -> None:
+    """A reason holding a newline, an escape sequence and 100 kB: its FAIL line is one
+    line, the controls written as escapes, cut with a marker saying how much."""
+    reason = "1 clause(s) failed: x\nFAIL n9: forged\x1b[2J" + "y" * 100_000
+    decided = decide(document(node("n1", REJECTED, reason), verdict=REJECTED), 1)
+    line, = decided.lines
+    assert "\n" not in line and "\x1b" not in line and len(line) < 400
+    assert line.startswith("FAIL n1: rejected: 1 clause(s) failed: x\\nFAIL n9: forged"
+                           "\\x1b[2J")
+    assert "characters cut...]" in line and line.endswith("y")
+    names = [f"gpu-{i:05d}" for i in range(MAX_NODES)]
+    passed, = decide(document(*(node(n, ACCEPTED) for n in names)), 0).lines
+    assert passed == (f"PASS: {MAX_NODES} node(s) passed every check at level sanity: "
+                      f"gpu-[00000-{MAX_NODES - 1}]")
+
+
+def test_a_verdict_of_more_values_than_a_run_writes_is_refused_unparsed(tmp_path: Path,
+                                                                       ) -> None:
+    """64 MiB of '[],' (21 million empty lists) took the gate 1.7 GB and 23 s to parse; it
+    counts the lists, objects, items and members first (their '[', '{', ',' and ':') and
+    refuses more than a run's verdict holds, before parsing; as many as that is read."""
+    flood = MAX_JSON_VALUES // 2 + 1  # '[' and ',' each
+    path = tmp_path / "verdict.json"
+    path.write_bytes(b'{"nodes": [], "x": [' + b"[]," * flood + b"[]]}")
+    decided = gate(tmp_path, 0)
+    assert (decided.outcome, decided.failed) == (ERROR, ())
+    assert f"more than the {MAX_JSON_VALUES} a run's verdict holds" in decided.lines[0]
+    path.write_bytes(b'{"nodes": [], "x": [' + b"[]," * (flood - 10) + b"[]]}")
+    assert "more than the" not in " ".join(gate(tmp_path, 0).lines)

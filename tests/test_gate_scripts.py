@@ -7,7 +7,9 @@ the exit (a tool error never drains). The real SLURM runs are in test_prolog.py.
 
 from __future__ import annotations
 
+import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,86 @@ def test_a_typo_in_the_spec_drains_no_node_and_says_so(scripts: dict[str, Path])
             assert "ERROR" in line and "exit 4: the spec or an option is not valid" in line
             assert "contract.yaml:" in line and "gpuz: unknown key" in line
             assert "no node is drained for it" in line
+
+
+#: Names and job ids no path may be built from (issue 48: '../../../../x' wrote outside
+#: REPORTS; a newline split the ERROR line; 100 kB put 300 kB in stderr and syslog).
+NOT_A_HOST = ["../../../../x", "n1/../../x", ".hidden", "-rf", "n1\nFAIL n2: forged",
+              "n1\x1b[2J", "n1 n2", "a" * 100_000, "a" * 254, "gpü-1"]
+NOT_A_JOB = ["/../../../../x", "../x", "5\n6", "5 6", "12345678901", "-1"]
+
+
+def _one_error_line(done: subprocess.CompletedProcess[str], why: str,
+                    limit: int = 400) -> str:
+    """The script's stderr: one line, no control character, at most `limit` characters,
+    saying `why`."""
+    assert done.returncode == 0, done.stderr  # a tool's error never fails the node
+    line, = done.stderr.splitlines()
+    assert line.isprintable() and len(line) <= limit, line
+    assert "ERROR" in line and why in line, line
+    return line
+
+
+@pytest.mark.parametrize("script", [PROLOG, HEALTHCHECK])
+def test_a_node_name_no_path_may_be_built_from_writes_nothing(tmp_path: Path,
+                                                              script: str) -> None:
+    (tmp_path / "bin").mkdir()
+    installed_script = installed(script, tmp_path / "bin", TRIAL, tmp_path / "reports")
+    for name in NOT_A_HOST:
+        done = subprocess.run(["env", "-i", f"SLURMD_NODENAME={name}", "SLURM_JOB_ID=7",
+                               str(installed_script)], capture_output=True, text=True,
+                              check=False, timeout=60)
+        _one_error_line(done, "the node's name is not a host name")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["bin", script]  # none written
+
+
+def test_a_job_id_no_path_may_be_built_from_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    prolog = installed(PROLOG, tmp_path / "bin", TRIAL, tmp_path / "reports")
+    for job in NOT_A_JOB:
+        done = subprocess.run(["env", "-i", f"SLURMD_NODENAME={HEALTHY[0]}",
+                               f"SLURM_JOB_ID={job}", str(prolog)], capture_output=True,
+                              text=True, check=False, timeout=60)
+        _one_error_line(done, "the job id is not a SLURM job id")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["bin", PROLOG]
+
+
+#: An interpreter standing in for the site's: the check itself ends at once (exit 1, no
+#: verdict); the gate does what GATE says (hang: never ends; junk: 3,000 bytes of
+#: control characters and lines, exit 2).
+FAKE_PYTHON = """#!/bin/sh
+case "$*" in
+    *pytest_cluster.cli\\ gate*) ;;
+    *) exit 1 ;;
+esac
+case {gate} in
+    hang) exec sleep 600 ;;
+    junk) i=0; while [ $i -lt 100 ]; do printf 'ERROR: junk\\033[2J\\r\\n'; i=$((i + 1)); done
+          exit 2 ;;
+esac
+"""
+
+
+@pytest.mark.parametrize("script", [PROLOG, HEALTHCHECK])
+def test_the_gate_is_bounded_in_time_and_in_what_it_says(tmp_path: Path,
+                                                         script: str) -> None:
+    """Both scripts run the gate under `timeout` (GATE_LIMIT, made 1 s here): a gate that
+    never ends is an ERROR said once, the node not failed; what a gate prints is said as
+    one line, controls replaced, cut with a marker."""
+    (tmp_path / "bin").mkdir()
+    for gate, why in (("hang", "the gate did not decide within 1 s"),
+                      ("junk", "ERROR: junk?[2J? ERROR: junk?[2J?")):
+        python = tmp_path / "bin" / f"python-{gate}"
+        python.write_text(FAKE_PYTHON.format(gate=gate))
+        python.chmod(0o755)
+        path = installed(script, tmp_path / "bin", TRIAL, tmp_path / gate)
+        text = path.read_text(encoding="utf-8").replace(sys.executable, str(python))
+        assert text.count("GATE_LIMIT=") == 1
+        path.write_text(re.sub(r"GATE_LIMIT=\d+", "GATE_LIMIT=1", text), encoding="utf-8")
+        done = subprocess.run(["env", "-i", f"SLURMD_NODENAME={HEALTHY[0]}",
+                               "SLURM_JOB_ID=7", str(path)], capture_output=True, text=True,
+                              check=False, timeout=60)
+        # the gate's first 1,000 bytes, the evidence's folder and the script's words
+        line = _one_error_line(done, why, 1000 + len(str(tmp_path)) + 200)
+        if gate == "junk":
+            assert line.count("ERROR: junk") < 100 and "more bytes] (evidence: " in line

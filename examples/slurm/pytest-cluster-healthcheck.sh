@@ -6,6 +6,9 @@
 #   HealthCheckInterval=3600
 #   HealthCheckNodeState=IDLE
 #
+# slurmd kills a health check that has not ended within 60 seconds: LIMIT + GATE_LIMIT
+# below, plus 5 s each for `timeout` to end them, stay under that.
+#
 # What it does with the node (`pytest-cluster gate` decides; one line per reason):
 #   PASS   every sanity check of this node passed: nothing is done.
 #   FAIL   a check of this node failed, or the node did not answer its own probes: the node
@@ -15,8 +18,9 @@
 #          (<host>-<time>/latest/verdict.json, report.html). Put it back once fixed:
 #          scontrol update NodeName=<node> State=RESUME
 #   ERROR  the tool could not judge the node: the spec or an option is not valid (a typo in
-#          the contract), the interpreter is missing, pytest-cluster crashed, LIMIT was
-#          reached, a check could not be decided. The node is NOT drained (a health check
+#          the contract), the interpreter is missing, pytest-cluster crashed, LIMIT or
+#          GATE_LIMIT was reached, a check could not be decided, the node's name is not
+#          a host name (nothing is written then). The node is NOT drained (a health check
 #          that drains the fleet for its own fault is worse than none); it is said loudly
 #          instead, on stderr and to syslog (`logger -t pytest-cluster`, priority
 #          daemon.err): alert on it (journalctl -t pytest-cluster -p err).
@@ -27,19 +31,46 @@
 SPEC=/etc/pytest-cluster/contract.yaml
 PYTHON=/opt/pytest-cluster/bin/python
 REPORTS=/var/lib/pytest-cluster/healthcheck
-LIMIT=60
+LIMIT=30
+GATE_LIMIT=15
 KEEP_DAYS=7
 
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export PATH
 NODE=${SLURMD_NODENAME:-$(hostname -s)}
+ALNUM=ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789
+# $1 as a log line shows a name: its first 64 bytes, each but a letter, a digit, '.', '_'
+# and '-' a '?', and how long it was where it was longer (a cut marked)
+shown() {
+    printf '%s' "$1" | head -c 64 | LC_ALL=C tr -c "$ALNUM._-" '?'
+    bytes=$(printf '%s' "$1" | wc -c)
+    [ "$bytes" -le 64 ] || printf '[...%s bytes]' "$bytes"
+}
+SHOWN_NODE=$(shown "$NODE")
 say() {  # $1: syslog priority; the rest: the line
     priority=$1; shift
-    echo "pytest-cluster healthcheck on $NODE: $*" >&2
+    echo "pytest-cluster healthcheck on $SHOWN_NODE: $*" >&2
     command -v logger >/dev/null 2>&1 && \
-        logger -t pytest-cluster -p "$priority" -- "healthcheck on $NODE: $*"
+        logger -t pytest-cluster -p "$priority" -- "healthcheck on $SHOWN_NODE: $*"
     return 0
 }
+# FILE as one line (the gate's lines, each already one line and bounded, joined): its
+# first 1000 bytes, any control character a '?', and how much more where it was longer
+one_line() {
+    bytes=$(wc -c <"$1")
+    head -c 1000 "$1" | tr '\n' ' ' | LC_ALL=C tr '\000-\037\177' '?' | sed 's/ *$//'
+    [ "$bytes" -le 1000 ] || printf ' [...%s more bytes]' $((bytes - 1000))
+}
+# the node's name makes the run's folder: a host name (letters, digits, '-', '.', '_'; a
+# letter or digit first; at most 253), or nothing is written ('../x' is outside REPORTS)
+case $NODE in
+    ''|[!$ALNUM]*|*[!$ALNUM._-]*) NOT_A_HOST=1 ;;
+    *) [ ${#NODE} -le 253 ] || NOT_A_HOST=1 ;;
+esac
+if [ -n "${NOT_A_HOST:-}" ]; then
+    say daemon.err "ERROR: the node's name is not a host name: $SHOWN_NODE; not checked"
+    exit 0
+fi
 STARTED=$(date +%s)
 RUN="$REPORTS/$NODE-$STARTED-$$"  # this check's own folder (REPORTS may be shared)
 if ! { mkdir -p "$RUN" && cd "$RUN"; }; then
@@ -51,11 +82,13 @@ timeout -k 5 "$LIMIT" "$PYTHON" -m pytest --cluster="$SPEC" -m sanity -q -p no:c
     --cluster-reports="$RUN" --cluster-node=. >"$RUN/pytest.log" 2>&1
 STATUS=$?
 # on FAIL the gate drains the failed node (a simulated one never)
-"$PYTHON" -m pytest_cluster.cli gate "$RUN" --exit-status "$STATUS" --log "$RUN/pytest.log" \
-    --since "$STARTED" --drain >"$RUN/gate.log" 2>&1
+timeout -k 5 "$GATE_LIMIT" "$PYTHON" -m pytest_cluster.cli gate "$RUN" --exit-status "$STATUS" \
+    --log "$RUN/pytest.log" --since "$STARTED" --drain >"$RUN/gate.log" 2>&1
 case $? in
     0) ;;
-    1) say daemon.warning "$(head -c 1000 "$RUN/gate.log" | tr '\n' ' ')(evidence: $RUN)" ;;
-    *) say daemon.err "$(head -c 1000 "$RUN/gate.log" | tr '\n' ' ')(evidence: $RUN)" ;;
+    1) say daemon.warning "$(one_line "$RUN/gate.log") (evidence: $RUN)" ;;
+    124|137) say daemon.err "ERROR: the gate did not decide within $GATE_LIMIT s:" \
+                 "$(one_line "$RUN/gate.log") (evidence: $RUN)" ;;
+    *) say daemon.err "$(one_line "$RUN/gate.log") (evidence: $RUN)" ;;
 esac
 exit 0

@@ -26,6 +26,7 @@ from typing import Any
 from jsonschema import Draft202012Validator, ValidationError
 
 from pytest_cluster.errors import InputError, clip
+from pytest_cluster.evidence.regular_file import open_regular
 from pytest_cluster.units import format_size
 
 SHOWN = 60  # characters of a value echoed in a message
@@ -38,16 +39,6 @@ def cut(text: str, limit: int = SHOWN) -> str:
     """`text` quoted and printable (escaped as Python writes a string), its first `limit`
     characters and '…' where it was longer."""
     return repr(text[:limit] + ("…" if len(text) > limit else ""))
-
-
-def printable(text: str) -> str:
-    """`text` with every character a terminal or a browser would act on rather than show
-    (controls such as ESC, bidi overrides, zero-width characters: `str.isprintable` is
-    false) written as its Python escape, so a hostile value can neither clear a screen
-    nor reorder a line. Printable text, accented or not, is kept as it is."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 def found(value: Any) -> str:
@@ -228,10 +219,11 @@ def too_big(name: str, size: int, limit: int, what: str) -> InputError:
 
 
 def read_bounded(path: Path, limit: int, what: str) -> bytes:
-    """The bytes of `path`; InputError, before more than `limit` bytes are read, where
-    it holds more."""
+    """The bytes of `path`, a regular file (regular_file.open_regular: a FIFO is refused,
+    never waited on); InputError, before more than `limit` bytes are read, where it holds
+    more."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path, path.name) as handle:
             size = os.fstat(handle.fileno()).st_size
             if size > limit:
                 raise too_big(path.name, size, limit, what)

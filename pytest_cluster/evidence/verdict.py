@@ -513,10 +513,17 @@ def cut_reason(text: str, limit: int) -> str:
         return text
     head, sep, listed = text.partition(": ")
     items = listed.split(", ") if sep else []
-    for keep in range(len(items) - 1, 0, -1):
-        shorter = f"{head}{sep}{', '.join(items[:keep])}, and {len(items) - keep} more"
-        if len(shorter) <= limit:
-            return shorter
+    # one pass: the clauses that fit with ', and N more' after them; each clause kept
+    # adds at least two characters and takes at most one from N, so the first that does
+    # not fit ends it, and one list is joined (not one per count tried: 150,000 clauses)
+    kept, length = 0, len(head) + len(sep) - 2
+    for keep, item in enumerate(items[:-1], 1):
+        length += len(item) + 2
+        if length + len(f", and {len(items) - keep} more") > limit:
+            break
+        kept = keep
+    if kept:
+        return f"{head}{sep}{', '.join(items[:kept])}, and {len(items) - kept} more"
     cut = text[:max(limit - 3, 0)]
     space = cut.rfind(" ")
     return (cut[:space] if space > limit // 2 else cut) + "..."

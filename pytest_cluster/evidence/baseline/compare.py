@@ -23,14 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from pytest_cluster.errors import BundleError, InputError
+from pytest_cluster.errors import BundleError, InputError, printable
 from pytest_cluster.evidence.baseline import files as baseline_files
 from pytest_cluster.evidence.baseline.files import MAX_GPUS, RESULTS, Limits
 from pytest_cluster.evidence.bundle.keys import PublicKey
 from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results
-from pytest_cluster.evidence.untrusted_json import printable
 from pytest_cluster.evidence.verdict import NOT_COMPARABLE, UNDECIDED
 from pytest_cluster.measure.inventory_file import (
     INVENTORY,
