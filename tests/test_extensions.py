@@ -8,6 +8,8 @@ tests run there too and pass with it installed."""
 from __future__ import annotations
 
 import json
+import math
+import os
 import shutil
 import site
 import subprocess
@@ -19,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cluster.errors import ExtensionError
+from pytest_cluster.errors import BadAnswer
 from pytest_cluster.spec import extensions
 from pytest_cluster.spec.extensions import GROUP, Extension, unique
 
@@ -36,15 +38,13 @@ REGISTRY_DRIVEN = ("tests/test_spec.py", "tests/test_spec_slips.py", "tests/test
 
 @pytest.fixture
 def installed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[EntryPoint]]:
-    """The entry points `extensions()` finds: the test's, not the environment's; the
-    problems found so far set aside."""
+    """The entry points `load` finds: the test's, not the environment's; this process's
+    extensions and registries set aside (a fresh state: nothing is added to them)."""
     points: list[EntryPoint] = []
     monkeypatch.setattr(extensions, "entry_points", lambda group: [
         p for p in points if p.group == group])
-    monkeypatch.setattr(extensions, "_PROBLEMS", {})
-    extensions.extensions.cache_clear()
+    monkeypatch.setattr(extensions, "_STATE", extensions._State())
     yield points
-    extensions.extensions.cache_clear()
 
 
 GOOD = Extension("good")
@@ -54,37 +54,121 @@ def test_an_installed_extension_is_loaded_by_its_entry_point(
         installed: list[EntryPoint]) -> None:
     installed.append(EntryPoint("good", f"{__name__}:GOOD", GROUP))
     installed.append(EntryPoint("elsewhere", f"{__name__}:GOOD", "another.group"))
+    assert extensions.extensions() == ()  # nothing before `load` (a run with --cluster)
+    assert extensions.load() == ()  # nothing to say
     assert extensions.extensions() == (GOOD,)
-    assert extensions.problems() == ()
-    extensions.check()  # nothing to say
 
 
 @pytest.mark.parametrize(("value", "message"), [
     (f"{__name__}:ROOT", "extension bad = tests.test_extensions:ROOT (entry point group "
-                         f"{GROUP}) names a PosixPath, not a pytest_cluster.Extension"),
+                         f"{GROUP}) names a PosixPath, not a pytest_cluster.Extension: left out"),
     ("no_such_module_here:EXTENSION", "extension bad = no_such_module_here:EXTENSION (entry "
      "point group pytest_cluster.extensions) cannot be loaded: ModuleNotFoundError: No module "
-     "named 'no_such_module_here'"),
+     "named 'no_such_module_here': left out"),
     (f"{__name__}:NOT_THERE", "cannot be loaded: AttributeError: "),
 ])
 def test_an_extension_that_cannot_be_loaded_is_left_out_and_named(
         installed: list[EntryPoint], value: str, message: str) -> None:
-    """Never an import error (a plain pytest run is untouched): left out, said, and a run
-    refuses to start (`check`, asked before the spec is read)."""
+    """Never an import error: left out, said, and the others loaded."""
     installed.append(EntryPoint("bad", value, GROUP))
     installed.append(EntryPoint("good", f"{__name__}:GOOD", GROUP))
+    found = extensions.load()
     assert extensions.extensions() == (GOOD,)
-    assert len(extensions.problems()) == 1 and message in extensions.problems()[0]
-    with pytest.raises(ExtensionError, match=r"^pytest-cluster: 1 problem\(s\) with the "
-                                             r"installed extensions \(fix or uninstall them\): "
-                                             r"extension bad = ") as caught:
-        extensions.check()
-    assert message in str(caught.value)
+    assert len(found) == 1 and message in found[0]
+    assert extensions.left_out() == (found[0].split(" names a ")[0].split(" cannot be")[0],)
+
+
+#: Modules that misbehave at import, and what is said of each (LIMIT_S: the time limit)
+LIMIT_S = 0.3
+HOSTILE = {
+    "exits": ("import sys\nsys.exit(3)\n", "stopped loading with SystemExit: 3: left out"),
+    "interrupts": ("raise KeyboardInterrupt\n", "stopped loading with KeyboardInterrupt: "
+                                                 "left out"),
+    "loops": ("while True:\n    pass\n",
+              f"did not finish loading within {LIMIT_S:g} s (a loop at import?; "
+              "--cluster-extension-limit): left out"),
+    "sleeps": ("import time\ntime.sleep(3600)\n", f"did not finish loading within {LIMIT_S:g} s"),
+    "raises": ("raise RuntimeError('first line\\n' + 'x' * 100000)\n",
+               "cannot be loaded: RuntimeError: first line\\nxxx"),
+}
+
+
+@pytest.fixture
+def on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder on sys.path for the test's modules."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_whatever_an_import_does_the_extension_is_left_out_in_one_line(
+        installed: list[EntryPoint], on_path: Path, case: str,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """SystemExit and KeyboardInterrupt are caught like any error, a loop is stopped at
+    the time limit: each said once, in one bounded line naming the entry point; the
+    extensions after it are loaded."""
+    body, message = HOSTILE[case]
+    (on_path / f"hostile_{case}.py").write_text(body)
+    installed.append(EntryPoint("a_hostile", f"hostile_{case}:EXTENSION", GROUP))
+    installed.append(EntryPoint("good", f"{__name__}:GOOD", GROUP))
+    found = extensions.load(LIMIT_S)
+    assert extensions.extensions() == (GOOD,)
+    assert len(found) == 1, found
+    assert found[0].startswith(f"extension a_hostile = hostile_{case}:EXTENSION (entry point "
+                               f"group {GROUP}")
+    assert message in found[0]
+    assert "\n" not in found[0] and len(found[0]) <= 2 * extensions.MAX_SAID
+    assert capfd.readouterr() == ("", "")
+
+
+def test_what_an_import_prints_is_counted_and_cut_never_shown(
+        installed: list[EntryPoint], on_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """Printed by print() and written to the file descriptors alike: the run sees none of
+    it, the line says how much and its first characters; the extension is loaded."""
+    (on_path / "noisy.py").write_text(
+        "import os, sys\nfrom pytest_cluster import Extension\nprint('hello\\nthere')\n"
+        "for _ in range(32):\n    sys.stdout.write('x' * (1 << 20))\n"
+        "for _ in range(4):\n    os.write(2, b'y' * (1 << 20))\nEXTENSION = Extension('noisy')\n")
+    installed.append(EntryPoint("noisy", "noisy:EXTENSION", GROUP))
+    found = extensions.load()
+    assert [e.name for e in extensions.extensions()] == ["noisy"]
+    size = len("hello\nthere\n") + 36 * (1 << 20)
+    assert found == (f"extension noisy = noisy:EXTENSION (entry point group {GROUP}) printed "
+                     f"{size} character(s) while it was loaded (not shown; the first 200: "
+                     f"'hello\\nthere\\n{'x' * 188}')",)
+    assert capfd.readouterr() == ("", "")
+
+
+def test_a_probe_file_is_read_with_a_size_cap(installed: list[EntryPoint],
+                                              monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path: Path) -> None:
+    """A 2 GB file (sparse: it costs no disk), a FIFO (it would block) and a missing file:
+    each left out, named with its extension and file; a good one is read."""
+    huge = tmp_path / "huge.py"
+    with huge.open("wb") as file:
+        file.truncate(2 << 30)
+    fifo = tmp_path / "fifo.py"
+    os.mkfifo(fifo)
+    (tmp_path / "fine.py").write_text("print('{}')\n")
+    monkeypatch.setattr(sys.modules[__name__], "GOOD", Extension("good", probes={
+        "huge": huge, "fifo": fifo, "gone": "/nowhere/bmc.py", "fine": tmp_path / "fine.py"}))
+    installed.append(EntryPoint("good", f"{__name__}:GOOD", GROUP))
+    extensions.load()
+    assert extensions.added_probes() == [("fine", "print('{}')\n")]
+    said = "extension good = tests.test_extensions:GOOD (entry point group " \
+           "pytest_cluster.extensions): probe"
+    assert extensions.problems() == (
+        f"{said} huge: its file {huge} cannot be read: {2 << 30} bytes, more than the "
+        f"{extensions.MAX_PROBE_BYTES} a probe may be: left out",
+        f"{said} fifo: its file {fifo} cannot be read: not a regular file: left out",
+        f"{said} gone: its file /nowhere/bmc.py cannot be read: No such file or directory: "
+        "left out")
 
 
 def test_a_name_taken_twice_is_left_out_and_named(installed: list[EntryPoint]) -> None:
     installed.extend([EntryPoint("a", f"{__name__}:GOOD", GROUP),
                       EntryPoint("b", f"{__name__}:GOOD", GROUP)])
+    extensions.load()
     assert extensions.extensions() == (GOOD,)
     assert unique([("local", 1), ("ssh", 2), ("local", 3)], "the launcher kinds") == [1, 2]
     assert extensions.problems() == (
@@ -92,8 +176,6 @@ def test_a_name_taken_twice_is_left_out_and_named(installed: list[EntryPoint]) -
         "a name that is already taken; the second is left out)",
         "the launcher kinds: 'local' is declared twice (an installed extension repeats a name "
         "that is already taken; the second is left out)")
-    with pytest.raises(ExtensionError, match=r"2 problem\(s\)"):
-        extensions.check()
 
 
 def test_a_name_of_ours_is_not_an_extensions_to_take(installed: list[EntryPoint]) -> None:
@@ -109,13 +191,176 @@ def test_a_name_of_ours_is_not_an_extensions_to_take(installed: list[EntryPoint]
         "that is already taken; the second is left out)" for name in ("pingpong", "bmc"))
 
 
-def test_a_probe_file_that_is_not_there_is_named(installed: list[EntryPoint],
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys.modules[__name__], "GOOD",
-                        Extension("good", probes={"bmc": "/nowhere/bmc.py"}), raising=True)
-    installed.append(EntryPoint("good", f"{__name__}:GOOD", GROUP))
-    assert extensions.added_probes() == []
-    assert extensions.problems() == ("extension good: probe bmc: no file at /nowhere/bmc.py",)
+@pytest.mark.parametrize(("answer", "said"), [
+    ({"sensors": {"fans": math.nan}}, "is not strict JSON (Out of range float values are not "
+                                      "JSON compliant"),
+    ({"sensors": {"fans": math.inf}}, "is not strict JSON"),
+    (["fans"], "is a list, not a map of the probe's data"),
+    ({"sensors": object()}, "is not strict JSON (Object of type object is not JSON "
+                            "serializable)"),
+])
+def test_a_sim_answer_that_is_not_a_payload_is_bad_output_naming_the_extension(
+        answer: object, said: str) -> None:
+    checked = extensions.checked_answer("extension bmc (pcx-bmc 0.1)", "bmc",
+                                        lambda *_: answer)
+    with pytest.raises(BadAnswer) as caught:
+        checked(None, None, "n1", ())
+    assert str(caught.value).startswith("extension bmc (pcx-bmc 0.1): its sim answer to probe "
+                                        f"bmc {said}")
+    raising = extensions.checked_answer("extension bmc", "bmc", lambda *_: {}["x"])
+    with pytest.raises(ValueError, match=r"^extension bmc: its sim answer to probe bmc raised "
+                                         r"KeyError: 'x'$"):
+        raising(None, None, "n1", ())
+    fine = {"sensors": {"fans": 8, "ids": (1, 2)}}
+    assert extensions.checked_answer("e", "bmc", lambda *_: fine)(None, None, "n1", ()) == {
+        "sensors": {"fans": 8, "ids": [1, 2]}}
+
+
+# -- installed as a distribution: what a run and a plain pytest run do -----------------------
+
+
+def install(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, module: str,
+            text: str, dist: str = "hostile-ext") -> Path:
+    """A distribution `dist` 0.1 whose entry point `ext` names `module`:EXTENSION, its
+    module `text`, in a folder on the PYTHONPATH of the runs the test starts."""
+    site_dir = pytester.path / "site"
+    info = site_dir / f"{dist.replace('-', '_')}-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[{GROUP}]\next = {module}:EXTENSION\n")
+    (site_dir / f"{module}.py").write_text(text)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site_dir), str(ROOT)]))
+    return site_dir
+
+
+#: An extension module that says it was imported (a file), then exits
+EXITS = "import pathlib\npathlib.Path('imported').touch()\nraise SystemExit(3)\n"
+SIM_SPEC = ("cluster: {name: t, nodes: 'n[1-2]', launcher: sim}\nhost: {cpu_cores: '>= 1'}\n"
+            "sim: {gpus_per_node: 8}\n")
+
+
+def test_a_plain_pytest_run_never_imports_an_extension(pytester: pytest.Pytester,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, the registries loaded the extensions when the plugin was loaded: every
+    pytest run in the environment ran the extension's import (here: exit 3, silently)."""
+    install(pytester, monkeypatch, "exits_ext", EXITS)
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_plain.py",
+                                           timeout=120)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-2000:]
+    result.assert_outcomes(passed=1)
+    assert not (pytester.path / "imported").exists()
+
+
+def test_a_run_goes_on_without_an_extension_that_exits_at_import(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With --cluster the extension is imported, its SystemExit caught: said once, in one
+    warning naming its entry point and distribution; the run checks the spec without it."""
+    install(pytester, monkeypatch, "exits_ext", EXITS)
+    pytester.makefile(".yaml", trial=SIM_SPEC)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cluster=trial.yaml",
+                                           "--cluster-reports=", timeout=120)
+    said = result.stdout.str()
+    assert (pytester.path / "imported").exists()
+    assert result.ret == pytest.ExitCode.OK, said[-3000:]
+    line = (f"pytest-cluster: extension ext = exits_ext:EXTENSION (entry point group {GROUP}, "
+            "from hostile-ext 0.1) stopped loading with SystemExit: 3: left out")
+    assert said.count(line) == 1, said[-3000:]
+
+
+def test_a_spec_that_needs_what_a_left_out_extension_declares_names_it(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    install(pytester, monkeypatch, "broken_ext", "raise ImportError('no bmc library')\n")
+    pytester.makefile(".yaml", trial="cluster: {name: t, nodes: [localhost], launcher: here}\n"
+                                     "bmc: {fans: '>= 2'}\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cluster=trial.yaml",
+                                           timeout=120)
+    said = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, said[-3000:]
+    assert ("(left out of this run, as they could not be loaded, and may declare what the "
+            f"spec asks for: extension ext = broken_ext:EXTENSION (entry point group {GROUP}, "
+            "from hostile-ext 0.1))") in said, said[-3000:]
+    assert "Traceback" not in said
+
+
+#: An extension with a launcher kind (`garbage`, its class named by CLASS), a `bmc` section
+#: read by the `bmc` probe and the sim's answer to it (ANSWER)
+LAUNCHING = """\
+from pathlib import Path
+from pytest_cluster import (Declaration, Dim, Extension, ExtensionSection, LauncherKind,
+                            Reads, Value)
+from pytest_cluster.launchers.local import LocalLauncher
+
+
+class Garbage(LocalLauncher):
+    name = "garbage"
+
+    def run(self, call, nodes, timeout_s):
+        return {node: "nonsense" for node in nodes}
+
+
+EXTENSION = Extension(
+    name="bmc",
+    clauses=(Declaration("bmc", "fans", Value.QUANTITY, Dim.COUNT,
+                         reads=Reads("bmc", "sensors", "fans")),),
+    sections=(ExtensionSection("bmc", probes=("bmc",)),),
+    launchers=(LauncherKind("garbage", "launching_ext:CLASS", python=None, one_host=True),),
+    probes={"bmc": Path(__file__)},
+    sim={"bmc": lambda sim, links, node, args: {"sensors": {"fans": ANSWER}}},
+)
+"""
+
+
+def test_a_launcher_kind_naming_a_missing_class_is_a_usage_error(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, an INTERNALERROR (AttributeError) when the launcher was first asked for."""
+    install(pytester, monkeypatch, "launching_ext",
+            LAUNCHING.replace("CLASS", "NotThere").replace("ANSWER", "8"))
+    pytester.makefile(".yaml", trial="cluster: {name: t, nodes: [localhost], "
+                                     "launcher: garbage}\nhost: {cpu_cores: '>= 1'}\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cluster=trial.yaml",
+                                           timeout=120)
+    said = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, said[-3000:]
+    assert ("trial.yaml: cluster.launcher: launcher garbage of extension ext = launching_ext:"
+            f"EXTENSION (entry point group {GROUP}, from hostile-ext 0.1): launching_ext:NotThere "
+            "cannot be imported: AttributeError: ") in said, said[-3000:]
+    assert "INTERNALERROR" not in said
+
+
+def test_what_an_extensions_launcher_returns_is_checked_naming_it(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A launcher that returns a string for a node: the node's result is the tool's fault
+    (not the node's), its message naming the extension; never Python's `to_json` error."""
+    install(pytester, monkeypatch, "launching_ext",
+            LAUNCHING.replace("CLASS", "Garbage").replace("ANSWER", "8"))
+    pytester.makefile(".yaml", trial="cluster: {name: t, nodes: [localhost], "
+                                     "launcher: garbage}\nhost: {cpu_cores: '>= 1'}\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cluster=trial.yaml",
+                                           timeout=120)
+    said = result.stdout.str() + result.stderr.str()
+    assert "to_json" not in said and "INTERNALERROR" not in said, said[-3000:]
+    assert ("NOT CHECKED localhost: this machine could not check it: the launcher of "
+            f"extension ext = launching_ext:EXTENSION (entry point group {GROUP}, from "
+            "hostile-ext 0.1) returned a str for this node, not a ProbeResult") in said, \
+        said[-3000:]
+    assert result.ret not in (pytest.ExitCode.OK, pytest.ExitCode.INTERNAL_ERROR)
+
+
+def test_a_nan_in_an_extensions_sim_answer_is_bad_output_naming_it(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    install(pytester, monkeypatch, "launching_ext",
+            LAUNCHING.replace("CLASS", "Garbage").replace("ANSWER", "float('nan')"))
+    pytester.makefile(".yaml", trial="cluster: {name: t, nodes: 'n[1-2]', launcher: sim}\n"
+                                     "sim: {gpus_per_node: 8}\nbmc: {fans: '>= 2'}\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cluster=trial.yaml",
+                                           timeout=120)
+    said = result.stdout.str() + result.stderr.str()
+    assert "to_json" not in said and "INTERNALERROR" not in said, said[-3000:]
+    assert ("bmc probe bad_output: extension ext = launching_ext:EXTENSION (entry point group "
+            f"{GROUP}, from hostile-ext 0.1): its sim answer to probe bmc is not strict JSON "
+            "(Out of range float values are not JSON compliant") in said, said[-3000:]
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
 # -- the example package, installed as a user installs it ------------------------------------
