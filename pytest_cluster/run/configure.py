@@ -341,10 +341,11 @@ def _read_spec(path: str) -> Spec:
         spec = load_spec(path)
     except SpecError as exc:
         left = extensions.left_out()
-        named = "; ".join(left[:3]) + (f"; and {len(left) - 3} more" if len(left) > 3 else "")
+        named = "\n  ".join(left[:3]) + (f"\n  and {len(left) - 3} more" if len(left) > 3
+                                          else "")
         raise pytest.UsageError(str(exc) + (
-            f"\n(left out of this run, as they could not be loaded, and may declare what "
-            f"the spec asks for: {named})" if left else "")) from None
+            "\n(an installed extension left out of this run may declare what the spec asks "
+            f"for:\n  {named})" if left else "")) from None
     try:
         launcher_class(spec.cluster.launcher)
     except LaunchError as exc:

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 GROUP = "pytest_cluster.extensions"
 #: How long one extension's module may take to load (s; `--cluster-extension-limit`): it
 #: declares records and imports little else (its launcher's module is imported when used)
-LOAD_LIMIT_S = 1.0
+LOAD_LIMIT_S = 0.5
 #: The largest probe file an extension may ship (bytes): ours are under 32 kB
 MAX_PROBE_BYTES = 1 << 20
 #: The longest line said about an extension (characters)
@@ -93,6 +93,7 @@ class _State:
     where: dict[Extension, str] = field(default_factory=dict)
     problems: dict[str, None] = field(default_factory=dict)
     left_out: list[str] = field(default_factory=list)
+    probes: dict[Extension, dict[str, str]] = field(default_factory=dict)
     extenders: list[Callable[[], None]] = field(default_factory=list)
 
 
@@ -117,8 +118,14 @@ def problems() -> tuple[str, ...]:
     return tuple(_STATE.problems)
 
 
+def _leave_out(text: str) -> None:
+    """Record why an extension is left out of the run (`problems`, `left_out`)."""
+    problem(text)
+    _STATE.left_out.append(said(text, 2 * MAX_SAID))
+
+
 def left_out() -> tuple[str, ...]:
-    """The entry points of the extensions that could not be loaded."""
+    """Why each extension that could not be loaded was left out (naming its entry point)."""
     return tuple(_STATE.left_out)
 
 
@@ -198,16 +205,38 @@ def _load(point: EntryPoint, limit_s: float) -> Extension | None:
                 f"(not shown; the first {len(outcome.printed.excerpt)}: "
                 f"'{said(outcome.printed.excerpt, guarded.EXCERPT)}')")
     if outcome.failure is not None:
-        problem(f"{name} {_failure(outcome.failure, limit_s)}: left out")
-        _STATE.left_out.append(name)
+        _leave_out(f"{name} {_failure(outcome.failure, limit_s)}: left out")
         return None
     if not isinstance(outcome.value, Extension):
-        problem(f"{name} names a {said(type(outcome.value).__name__, 80)}, not a "
-                "pytest_cluster.Extension: left out")
-        _STATE.left_out.append(name)
+        _leave_out(f"{name} names a {said(type(outcome.value).__name__, 80)}, not a "
+                   "pytest_cluster.Extension: left out")
+        return None
+    texts = _probe_texts(name, outcome.value)
+    if texts is None:
         return None
     _STATE.where[outcome.value] = name
+    _STATE.probes[outcome.value] = texts
     return outcome.value
+
+
+def _probe_texts(name: str, extension: Extension) -> dict[str, str] | None:
+    """The text of each probe the extension ships, read now (`read_probe`); None (the
+    problem recorded) when one cannot be read: its clauses could not be checked."""
+    texts: dict[str, str] = {}
+    try:
+        probes = list(extension.probes.items())
+    except Exception as exc:  # another party's mapping
+        _leave_out(f"{name}: its probes cannot be listed: {described(exc)}: left out")
+        return None
+    for probe, path in probes:
+        try:
+            texts[str(probe)] = read_probe(Path(path))
+        except (OSError, ValueError, TypeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            _leave_out(f"{name}: probe {said(str(probe), 80)}: its file "
+                       f"{said(str(path), 200)} cannot be read: {said(str(why), 120)}: left out")
+            return None
+    return texts
 
 
 def load_points(points: Iterable[EntryPoint],
@@ -279,19 +308,9 @@ def read_probe(path: Path, limit: int = MAX_PROBE_BYTES) -> str:
 
 
 def added_probes() -> list[tuple[str, str]]:
-    """Each extension probe's name and text, in order (names taken twice are for `free`
-    to refuse); one whose file cannot be read is left out and said (`problems`)."""
-    found: list[tuple[str, str]] = []
-    for extension in extensions():
-        for name, path in extension.probes.items():
-            try:
-                found.append((name, read_probe(Path(path))))
-            except (OSError, ValueError, TypeError) as exc:
-                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-                problem(f"{where(extension)}: probe {said(str(name), 80)}: its file "
-                        f"{said(str(path), 200)} cannot be read: {said(str(why), 120)}: "
-                        "left out")
-    return found
+    """Each extension probe's name and text (read when it was loaded), in order (names
+    taken twice are for `free` to refuse)."""
+    return [item for e in extensions() for item in _STATE.probes.get(e, {}).items()]
 
 
 def _finite(value: object) -> bool:

@@ -16,6 +16,7 @@ module, its launcher's module) so that nothing it does at import reaches the run
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
 import sys
@@ -135,6 +136,8 @@ def _taken_fds(kept: _Kept) -> Iterator[None]:
             except OSError:
                 continue
             read, write = os.pipe()
+            with contextlib.suppress(OSError, AttributeError):  # Linux: fewer, larger reads
+                fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, 1 << 20)
             os.dup2(write, fd)
             os.close(write)
             drain = threading.Thread(target=_drain, args=(read, kept), daemon=True,
