@@ -11,6 +11,7 @@ import json
 import math
 import os
 import shutil
+import signal
 import site
 import subprocess
 import sys
@@ -121,6 +122,33 @@ def test_whatever_an_import_does_the_extension_is_left_out_in_one_line(
     assert capfd.readouterr() == ("", "")
 
 
+def test_a_callers_alarm_is_put_back_after_a_guarded_import() -> None:
+    """The time limit borrows SIGALRM (pytest-timeout's, a test's): its handler and what was
+    left of its timer are put back, whether the code ended or was stopped."""
+    from pytest_cluster.spec import guarded
+
+    def theirs(_signum: int, _frame: object) -> None:
+        raise AssertionError("the caller's alarm went off during the guarded code")
+
+    def loops() -> None:
+        while True:
+            pass
+
+    before = signal.signal(signal.SIGALRM, theirs)
+    signal.setitimer(signal.ITIMER_REAL, 30.0)
+    try:
+        stopped = guarded.run(loops, 0.2)
+        ended = guarded.run(lambda: 7, 0.2)
+        assert signal.getsignal(signal.SIGALRM) is theirs
+        left = signal.getitimer(signal.ITIMER_REAL)[0]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+    assert isinstance(stopped.failure, guarded.Overdue) and stopped.value is None
+    assert (ended.value, ended.failure) == (7, None)
+    assert 25 < left < 30
+
+
 def test_what_an_import_prints_is_counted_and_cut_never_shown(
         installed: list[EntryPoint], on_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """Printed by print() and written to the file descriptors alike: the run sees none of
@@ -128,11 +156,12 @@ def test_what_an_import_prints_is_counted_and_cut_never_shown(
     (on_path / "noisy.py").write_text(
         "import os, sys\nfrom pytest_cluster import Extension\nprint('hello\\nthere')\n"
         "for _ in range(32):\n    sys.stdout.write('x' * (1 << 20))\n"
-        "for _ in range(4):\n    os.write(2, b'y' * (1 << 20))\nEXTENSION = Extension('noisy')\n")
+        "for _ in range(4):\n    os.write(2, b'y' * (1 << 20))\n"
+        "sys.stdout.buffer.write(b'z' * (1 << 20))\nEXTENSION = Extension('noisy')\n")
     installed.append(EntryPoint("noisy", "noisy:EXTENSION", GROUP))
     found = extensions.load()
     assert [e.name for e in extensions.extensions()] == ["noisy"]
-    size = len("hello\nthere\n") + 36 * (1 << 20)
+    size = len("hello\nthere\n") + 37 * (1 << 20)
     assert found == (f"extension noisy = noisy:EXTENSION (entry point group {GROUP}) printed "
                      f"{size} character(s) while it was loaded (not shown; the first 200: "
                      f"'hello\\nthere\\n{'x' * 188}')",)

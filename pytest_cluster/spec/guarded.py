@@ -64,12 +64,27 @@ class _Kept:
             self.size += len(chunk)
 
 
+class _Bytes:
+    """The `buffer` of _Writer: bytes written to it are kept as _Kept keeps them."""
+
+    def __init__(self, kept: _Kept) -> None:
+        self._kept = kept
+
+    def write(self, data: bytes) -> int:
+        self._kept.add_bytes(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
 class _Writer:
     """`sys.stdout` or `sys.stderr` while the code runs: a text stream that keeps nothing
     but what _Kept keeps."""
 
     def __init__(self, kept: _Kept) -> None:
         self._kept = kept
+        self.buffer = _Bytes(kept)
 
     def write(self, text: str) -> int:
         self._kept.add(str(text))
@@ -156,10 +171,6 @@ def _taken_fds(kept: _Kept) -> Iterator[None]:
 @contextlib.contextmanager
 def _taken_streams(kept: _Kept) -> Iterator[None]:
     streams = sys.stdout, sys.stderr
-    for stream in streams:
-        with contextlib.suppress(Exception):
-            if stream is not None:
-                stream.flush()  # what was printed before is not the code's
     writer: TextIO = _Writer(kept)  # type: ignore[assignment]
     sys.stdout = sys.stderr = writer
     try:
@@ -213,6 +224,10 @@ def run(code: Callable[[], T], limit_s: float) -> Outcome[T]:
     value: T | None = None
     failure: BaseException | None = None
     started = time.monotonic()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            if stream is not None:
+                stream.flush()  # what was printed before is not the code's
     with _taken_fds(kept), _taken_streams(kept), _Timer(limit_s) as timer:
         try:
             try:
