@@ -105,10 +105,3 @@ class BadAnswer(ClusterError):
     of the shape asked for, or not finite: bad output of the node it speaks for; the
     message names the extension."""
 
-
-class ExtensionError(ClusterError):
-    """An installed extension (entry point group `pytest_cluster.extensions`) cannot be
-    loaded or clashes with what is there; the message names its entry point."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(clip(message))

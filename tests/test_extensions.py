@@ -251,6 +251,39 @@ def test_a_sim_answer_that_is_not_a_payload_is_bad_output_naming_the_extension(
         "sensors": {"fans": 8, "ids": [1, 2]}}
 
 
+def test_each_node_gets_a_result_whatever_an_extensions_launcher_returns() -> None:
+    """Not a map, a node missing, another node's result, data with a NaN: each node of the
+    call gets a result naming the extension; the tool's fault (controller) where the
+    launcher's answer is unusable, the node's bad output where its data is not finite."""
+    from pytest_cluster.launchers import ErrorKind, ProbeResult
+    from pytest_cluster.launchers.checked import checked_results
+    from pytest_cluster.probes import ProbeCall
+
+    call, nodes, owner = ProbeCall("host"), ("n1", "n2"), "extension x (x 0.1)"
+    good = ProbeResult("n1", "host", {"cpu": {"cores": 8}})
+
+    def kinds(answer: object) -> list[tuple[ErrorKind | None, str]]:
+        found = checked_results(owner, call, nodes, answer)
+        assert list(found) == list(nodes)
+        assert all(r.message.startswith(f"the launcher of {owner}") for r in found.values()
+                   if r.error is not None)
+        return [(r.error, r.message.removeprefix(f"the launcher of {owner}"))
+                for r in found.values()]
+
+    controller = ErrorKind.CONTROLLER
+    assert kinds(["garbage"]) == [(controller, " returned a list, not a map of node to "
+                                               "ProbeResult")] * 2
+    assert kinds({"n1": good}) == [(None, ""), (controller, " returned a NoneType for this "
+                                                            "node, not a ProbeResult")]
+    assert kinds({"n1": good, "n2": good}) == [
+        (None, ""), (controller, " returned the result of n1's host probe for this node")]
+    (kept, (kind, said)) = kinds({"n1": good, "n2": ProbeResult(
+        "n2", "host", {"cpu": {"cores": math.nan}})})
+    assert kept == (None, "") and kind is ErrorKind.BAD_OUTPUT
+    assert said.startswith(": its data is not strict JSON (Out of range float values are not "
+                           "JSON compliant")
+
+
 # -- installed as a distribution: what a run and a plain pytest run do -----------------------
 
 
