@@ -326,8 +326,8 @@ def _load_extensions(config: pytest.Config) -> None:
         return
     for text in found:
         try:
-            config.issue_config_time_warning(ExtensionWarning(
-                f"pytest-cluster: {text}"), stacklevel=2)
+            internals.warn_at(config, ExtensionWarning(f"pytest-cluster: {text}"),
+                              f"<entry point group {extensions.GROUP}>", 0)
         except ExtensionWarning as exc:
             raise pytest.UsageError(f"{exc} (a warning, an error under this run's warning "
                                     "filters)") from None
