@@ -16,9 +16,11 @@ KeyboardInterrupt, prints 1 GiB (print) or writes 1 GiB to file descriptor 1; a 
 file (sparse); a launcher that returns a string for each node; a sim answer of NaN; a
 launcher kind naming a class that is not there.
 
-Prints per case: exit code (and the one expected), seconds (and beyond the ordinary run's),
-peak RSS in MiB, bytes of output, whether the output says what it must. Ends with
-`hostile_extensions_worst_s=<the longest case>` (aim: under 2 s, each under 512 MiB);
+Prints per case: exit code (and the one expected), seconds (and beyond the ordinary run's;
+its CPU seconds, which a loaded machine does not stretch), peak RSS in MiB, bytes of
+output, whether the output says what it must. Ends with
+`hostile_extensions_worst_excess_s=<the most a case took beyond the ordinary run>` (aim:
+under 2 s, each case under 512 MiB; the ordinary run is pytest's start-up and one check);
 `nan` when a case exceeded 512 MiB, did not end as expected or did not say what it must.
 """
 
@@ -122,7 +124,7 @@ def install(site_dir: Path, case: Case) -> None:
         huge.truncate(2 * 10**9)  # sparse: no disk
 
 
-def run(case: Case, root: Path) -> tuple[int, float, float, int, bool]:
+def run(case: Case, root: Path) -> tuple[int, float, float, float, int, bool]:
     site_dir = root / "site"
     site_dir.mkdir()
     if case.installed:
@@ -137,21 +139,23 @@ def run(case: Case, root: Path) -> tuple[int, float, float, int, bool]:
     size = (root / "out.txt").stat().st_size
     with (root / "out.txt").open("rb") as out:
         said = case.says.encode() in out.read(1 << 20)
-    return done.code if done.code is not None else -1, done.seconds, done.rss_mib, size, said
+    return (done.code if done.code is not None else -1, done.seconds, done.cpu_s, done.rss_mib,
+            size, said)
 
 
 def main() -> int:
     worst, ordinary = 0.0, None
     for name, case in CASES.items():
         with tempfile.TemporaryDirectory(prefix="hostile-ext-") as scratch:
-            code, seconds, mib, size, said = run(case, Path(scratch))
+            code, seconds, cpu_s, mib, size, said = run(case, Path(scratch))
         ordinary = seconds if ordinary is None else ordinary
         right = code == case.code and said and mib <= LIMIT_MIB
         print(f"{name:28s} exit {code} (expected {case.code})  {seconds:5.2f} s "
-              f"(+{seconds - ordinary:5.2f})  {mib:6.1f} MiB  output {size} B  "
+              f"(+{seconds - ordinary:5.2f}, CPU {cpu_s:4.2f} s)  {mib:6.1f} MiB  "
+              f"output {size} B  "
               f"{'says it' if said else 'DOES NOT SAY: ' + case.says}")
-        worst = max(worst, seconds) if right and not math.isnan(worst) else math.nan
-    print(f"hostile_extensions_worst_s={worst:.2f}")
+        worst = max(worst, seconds - ordinary) if right and not math.isnan(worst) else math.nan
+    print(f"hostile_extensions_worst_excess_s={worst:.2f}")
     return 0
 
 
