@@ -49,6 +49,8 @@ def installed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[EntryPoint]]:
 
 
 GOOD = Extension("good")
+SHAPELESS = Extension("shapeless", clauses=5)  # type: ignore[arg-type]
+ANSWERLESS = Extension("answerless", sim={"bmc": 8})  # type: ignore[dict-item]
 
 
 def test_an_installed_extension_is_loaded_by_its_entry_point(
@@ -67,6 +69,10 @@ def test_an_installed_extension_is_loaded_by_its_entry_point(
      "point group pytest_cluster.extensions) cannot be loaded: ModuleNotFoundError: No module "
      "named 'no_such_module_here': left out"),
     (f"{__name__}:NOT_THERE", "cannot be loaded: AttributeError: "),
+    (f"{__name__}:SHAPELESS", "extension bad = tests.test_extensions:SHAPELESS (entry point "
+                              f"group {GROUP}): its clauses are not a tuple of Declaration: "
+                              "left out"),
+    (f"{__name__}:ANSWERLESS", "its sim answers are not all callable: left out"),
 ])
 def test_an_extension_that_cannot_be_loaded_is_left_out_and_named(
         installed: list[EntryPoint], value: str, message: str) -> None:

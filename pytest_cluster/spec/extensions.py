@@ -35,14 +35,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from pytest_cluster.errors import BadAnswer
 from pytest_cluster.spec import guarded
-
-if TYPE_CHECKING:
-    from pytest_cluster.spec.declaration import Declaration
-    from pytest_cluster.spec.launcher_kind import LauncherKind
+from pytest_cluster.spec.declaration import Declaration
+from pytest_cluster.spec.launcher_kind import LauncherKind
 
 GROUP = "pytest_cluster.extensions"
 #: How long one extension's module may take to load (s; `--cluster-extension-limit`): it
@@ -148,7 +146,13 @@ def load(limit_s: float = LOAD_LIMIT_S) -> tuple[str, ...]:
     if _STATE.loaded is None and not _STATE.loading:
         _STATE.loading = True
         try:
-            _STATE.loaded = load_points(entry_points(group=GROUP), limit_s)
+            try:
+                points = list(entry_points(group=GROUP))
+            except Exception as exc:  # the installed distributions' metadata
+                problem(f"the entry points of group {GROUP} cannot be read: "
+                        f"{described(exc)}: no extension is loaded")
+                points = []
+            _STATE.loaded = load_points(points, limit_s)
         finally:
             _STATE.loading = False
         for extend in list(_STATE.extenders):
@@ -211,12 +215,36 @@ def _load(point: EntryPoint, limit_s: float) -> Extension | None:
         _leave_out(f"{name} names a {said(type(outcome.value).__name__, 80)}, not a "
                    "pytest_cluster.Extension: left out")
         return None
+    fault = _shape_fault(outcome.value)
+    if fault is not None:
+        _leave_out(f"{name}: {fault}: left out")
+        return None
     texts = _probe_texts(name, outcome.value)
     if texts is None:
         return None
     _STATE.where[outcome.value] = name
     _STATE.probes[outcome.value] = texts
     return outcome.value
+
+
+def _shape_fault(extension: Extension) -> str | None:
+    """What in the extension is not of the declared types (None: nothing): each registry
+    takes its entries as they are."""
+    if not isinstance(extension.name, str):
+        return f"its name is a {said(type(extension.name).__name__, 80)}, not a str"
+    wanted: tuple[tuple[str, object, type], ...] = (
+        ("clauses", extension.clauses, Declaration),
+        ("sections", extension.sections, ExtensionSection),
+        ("launchers", extension.launchers, LauncherKind))
+    for what, items, kind in wanted:
+        if not isinstance(items, tuple) or not all(isinstance(i, kind) for i in items):
+            return f"its {what} are not a tuple of {kind.__name__}"
+    for what, table in (("probes", extension.probes), ("sim", extension.sim)):
+        if not isinstance(table, Mapping) or not all(isinstance(k, str) for k in table):
+            return f"its {what} are not a map by probe name"
+    if not all(callable(answer) for answer in extension.sim.values()):
+        return "its sim answers are not all callable"
+    return None
 
 
 def _probe_texts(name: str, extension: Extension) -> dict[str, str] | None:
