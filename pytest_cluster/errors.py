@@ -118,9 +118,8 @@ class InputError(ClusterError):
     every value in it cut short."""
 
 
-class ExtensionError(ClusterError):
-    """An installed extension (entry point group `pytest_cluster.extensions`) cannot be
-    loaded or clashes with what is there; the message names its entry point."""
+class BadAnswer(ClusterError):
+    """What an installed extension's code gave back (its sim's answer to a probe) is not
+    of the shape asked for, or not finite: bad output of the node it speaks for; the
+    message names the extension."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(clip(message))

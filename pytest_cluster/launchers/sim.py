@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_cluster.errors import BadAnswer
 from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.fanout import fan_out
 from pytest_cluster.launchers.process import INTERRUPTED_MESSAGE, interrupted, run_process
@@ -127,6 +128,9 @@ class SimLauncher(Launcher):
                 data = dict(PROBES[call.name](self.sim, self.interconnect, node, call.args))
             else:
                 raise ValueError(f"the sim launcher does not simulate the {call.name} probe")
+        except BadAnswer as exc:  # an extension's answer, not of the probe's shape
+            return ProbeResult(node=node, probe=call.name, data=None, simulated=self.simulated,
+                               error=ErrorKind.BAD_OUTPUT, started_at=started, message=str(exc))
         except ValueError as exc:
             return ProbeResult(node=node, probe=call.name, data=None, simulated=self.simulated,
                                error=ErrorKind.CRASHED, started_at=started, message=str(exc))

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
-from pytest_cluster.spec.extensions import added_probes, free
+from pytest_cluster.spec.extensions import added_probes, adds_to, free
 
 #: Programs in this folder that are not probes: a job's rank program, sent by job_node
 #: (measure/benchmark.py, measure/training.py, the rails' perftest in measure/cluster.py).
@@ -27,11 +27,18 @@ def _ours() -> tuple[str, ...]:
 
 
 _OURS = _ours()
-#: The installed extensions' probes and their files (spec/extensions.py): a name of ours,
-#: a probe's or a job program's, is not theirs to take.
-_ADDED = free(added_probes(), (*_OURS, *JOB_PROGRAMS), "the probes")
-#: The probes, by the names of their files: ours, then the extensions'.
-PROBES = (*_OURS, *_ADDED)
+#: The installed extensions' probes and their text, read when they are loaded
+#: (spec/extensions.py): a name of ours, a probe's or a job program's, is not theirs to take.
+_ADDED: dict[str, str] = {}
+#: The probes, by the names of their files: ours, then the extensions' once they are loaded.
+PROBES: list[str] = list(_OURS)
+
+
+@adds_to
+def _add_extensions() -> None:
+    new = free(added_probes(), (*PROBES, *JOB_PROGRAMS), "the probes")
+    _ADDED.update(new)
+    PROBES.extend(new)
 
 
 @dataclass(frozen=True)
@@ -56,5 +63,5 @@ class ProbeCall:
 
 def probe_source(name: str) -> str:
     if name in _ADDED:
-        return _ADDED[name].read_text(encoding="utf-8")
+        return _ADDED[name]
     return resources.files(__package__).joinpath(f"{name}.py").read_text(encoding="utf-8")

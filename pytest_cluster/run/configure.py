@@ -9,6 +9,7 @@ tests may use our fixtures).
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import stat
 import tempfile
@@ -19,10 +20,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_cluster import hookspecs, internals
-from pytest_cluster.errors import ExtensionError, SpecError, head
+from pytest_cluster.errors import LaunchError, SpecError, head
 from pytest_cluster.evidence import sealing
 from pytest_cluster.evidence.baseline import compare as baseline
 from pytest_cluster.evidence.rundir import create_run_dir
+from pytest_cluster.launchers import launcher_class
 from pytest_cluster.run import lifecycle
 from pytest_cluster.run.after_checks import AfterChecks
 from pytest_cluster.run.html_hooks import HTML_PLUGIN, HtmlHooks
@@ -105,6 +107,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "host, run by the local launcher, as in a SLURM prolog, where it is the "
              "default): collection, probes and the verdict cover those nodes alone, and "
              "the clauses across nodes are listed as not checked")
+    group.addoption(
+        "--cluster-extension-limit", metavar="SECONDS", default=None,
+        help="how long an installed extension's module may take to load before it is "
+             f"left out (default {extensions.LOAD_LIMIT_S:g}; a loop at import is stopped "
+             "there)")
     sealing.add_options(group)
 
 
@@ -296,14 +303,54 @@ def _metrics(config: pytest.Config, spec: Spec, run_dir: Path | None,
             METRICS_PLUGIN)
 
 
+class ExtensionWarning(UserWarning):
+    """An installed extension was left out of the run, or printed while it was loaded."""
+
+
+def _load_extensions(config: pytest.Config) -> None:
+    """With --cluster (never without: a plain pytest run imports no extension), the
+    installed extensions, loaded before the spec is read; what is wrong with them said once
+    (on the controller, a warning each); the run goes on without what was left out."""
+    raw = config.getoption("cluster_extension_limit")
+    limit = extensions.LOAD_LIMIT_S
+    if raw is not None:
+        try:
+            limit = float(raw)
+        except ValueError:
+            limit = math.nan
+        if not 0 < limit <= 3600:
+            raise pytest.UsageError(f"--cluster-extension-limit={head(str(raw), 40)}: "
+                                    "expected seconds, more than 0 and at most 3600")
+    found = extensions.load(limit)
+    if internals.worker_input(config) is not None:
+        return
+    for text in found:
+        try:
+            internals.warn_at(config, ExtensionWarning(f"pytest-cluster: {text}"),
+                              f"<entry point group {extensions.GROUP}>", 0)
+        except ExtensionWarning as exc:
+            raise pytest.UsageError(f"{exc} (a warning, an error under this run's warning "
+                                    "filters)") from None
+
+
 def _read_spec(path: str) -> Spec:
-    """The spec at `path`; a usage error for a bad spec, or for a broken installed
-    extension (before the spec is read: no run goes on without a part it was given)."""
+    """The spec at `path`; a usage error for a bad spec, naming the installed extensions
+    left out of the run (one may declare what the spec asks for), and for a launcher of an
+    extension's that cannot be imported."""
     try:
-        extensions.check()
-        return load_spec(path)
-    except (SpecError, ExtensionError) as exc:
-        raise pytest.UsageError(str(exc)) from None
+        spec = load_spec(path)
+    except SpecError as exc:
+        left = extensions.left_out()
+        named = "\n  ".join(left[:3]) + (f"\n  and {len(left) - 3} more" if len(left) > 3
+                                          else "")
+        raise pytest.UsageError(str(exc) + (
+            "\n(an installed extension left out of this run may declare what the spec asks "
+            f"for:\n  {named})" if left else "")) from None
+    try:
+        launcher_class(spec.cluster.launcher)
+    except LaunchError as exc:
+        raise pytest.UsageError(f"{spec.file}: cluster.launcher: {exc}") from None
+    return spec
 
 
 def _warn(config: pytest.Config, warning: SpecNote) -> None:
@@ -332,6 +379,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             "--cluster=: expected the path of a contract spec (YAML), got an empty value (an "
             "unset variable?); leave the option out to run without a cluster")
+    _load_extensions(config)
     spec = chosen_spec(config, _read_spec(spec_path))
     config.stash[SPEC_KEY] = spec
     lifecycle.open_run(config, spec, bool(config.getoption("cluster_soak_round")))

@@ -16,7 +16,7 @@ from pytest_cluster.sim.collectives import Benchmark, job_ranks, nccl_tests_payl
 from pytest_cluster.sim.nics import nic_payload, perftest_ranks
 from pytest_cluster.sim.pingpong import pingpong_ranks
 from pytest_cluster.sim.storage import checkpoint_ranks, dataloader_ranks, shared_fs_payload
-from pytest_cluster.spec.extensions import added_sim_answers, free
+from pytest_cluster.spec.extensions import added_sim_answers, adds_to, free
 
 if TYPE_CHECKING:
     from pytest_cluster.probes.job_node import RankEntry
@@ -42,7 +42,14 @@ _OURS: dict[str, ProbeAnswer] = {
     "nccl_tests": nccl_tests_payload,
     "shared_fs": lambda sim, _ic, node, args: shared_fs_payload(sim, node, args),
 }
-PROBES: dict[str, ProbeAnswer] = {**_OURS, **free(added_sim_answers(), _OURS, "the sim's answers")}
+PROBES: dict[str, ProbeAnswer] = dict(_OURS)
+
+
+@adds_to
+def _add_extensions() -> None:
+    """The extensions' answers, each checked (spec/extensions.checked_answer)."""
+    PROBES.update(free(added_sim_answers(), PROBES, "the sim's answers"))
+
 
 JOBS: dict[str, JobAnswer] = {
     "collective": lambda sim, ic, nodes, part: job_ranks(

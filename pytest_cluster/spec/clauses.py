@@ -29,7 +29,7 @@ from pytest_cluster.spec.declaration import (
     Reads,
     Value,
 )
-from pytest_cluster.spec.extensions import added_clauses, problem, unique
+from pytest_cluster.spec.extensions import added_clauses, adds_to, free, problem
 from pytest_cluster.units import Dim
 
 if TYPE_CHECKING:
@@ -291,10 +291,16 @@ _BUILTIN: tuple[Declaration, ...] = (
 
 
 
-def _with_extensions() -> tuple[Declaration, ...]:
-    """Ours, then those of the installed extensions (spec/extensions.py): each a clause
-    whose test compares a probe's field (`Reads` with a field), or a setting; another is
-    left out and said."""
+#: Every clause and setting, in the order error messages list a section's keys: ours, then
+#: those of the installed extensions once they are loaded (spec/extensions.py).
+CLAUSES: list[Declaration] = list(_BUILTIN)
+_BY_ID = {declaration.id: declaration for declaration in CLAUSES}
+
+
+@adds_to
+def _add_extensions() -> None:
+    """The extensions' clauses: each a clause whose test compares a probe's field (`Reads`
+    with a field), or a setting; another is left out and said."""
     added = []
     for declaration in added_clauses():
         if declaration.is_clause and not declaration.table:
@@ -303,12 +309,9 @@ def _with_extensions() -> tuple[Declaration, ...]:
                     "reads=Reads(probe, part, field)")
         else:
             added.append(declaration)
-    return tuple(unique(((d.id, d) for d in (*_BUILTIN, *added)), "the clauses"))
-
-
-#: Every clause and setting, in the order error messages list a section's keys.
-CLAUSES = _with_extensions()
-_BY_ID = {declaration.id: declaration for declaration in CLAUSES}
+    new = free(((d.id, d) for d in added), _BY_ID, "the clauses")
+    CLAUSES.extend(new.values())
+    _BY_ID.update(new)
 
 
 def declared(name: str) -> Declaration:

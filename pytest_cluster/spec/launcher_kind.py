@@ -29,6 +29,9 @@ class LauncherKind:
     #: Every "node" is this machine (local): jobs one at a time, their master here, and
     #: its node names no SLURM nodes to drain
     one_host: bool = False
+    #: The installed extension that declares it (set when it is loaded, for messages);
+    #: "": one of ours
+    extension: str = ""
 
     def default_python(self) -> str:
         """The interpreter on the nodes when the spec names none."""

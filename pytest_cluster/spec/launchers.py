@@ -8,7 +8,7 @@ and what it cannot do. The spec's launcher names, its error messages and
 
 from __future__ import annotations
 
-from pytest_cluster.spec.extensions import added_launchers, unique
+from pytest_cluster.spec.extensions import added_launchers, adds_to, free
 from pytest_cluster.spec.launcher_kind import LauncherKind
 
 #: Our launcher kinds, in the order error messages list them.
@@ -26,6 +26,11 @@ _BUILTIN = (
                  remote=True),
 )
 
-#: Every launcher kind: ours, then those of the installed extensions (spec/extensions.py).
-KINDS: dict[str, LauncherKind] = {kind.name: kind for kind in unique(
-    ((k.name, k) for k in (*_BUILTIN, *added_launchers())), "the launcher kinds")}
+#: Every launcher kind: ours, then those of the installed extensions once they are loaded
+#: (spec/extensions.py).
+KINDS: dict[str, LauncherKind] = {kind.name: kind for kind in _BUILTIN}
+
+
+@adds_to
+def _add_extensions() -> None:
+    KINDS.update(free(((k.name, k) for k in added_launchers()), KINDS, "the launcher kinds"))

@@ -20,7 +20,7 @@ from pytest_cluster.errors import SpecError, UnitError
 from pytest_cluster.hostlist import MAX_NODES, expand_hostlist
 from pytest_cluster.spec.clauses import declared, keys
 from pytest_cluster.spec.compose import compose
-from pytest_cluster.spec.extensions import added_sections, unique
+from pytest_cluster.spec.extensions import added_sections, adds_to, free
 from pytest_cluster.spec.fabric import parse_fabric
 from pytest_cluster.spec.fields import (
     Ctx,
@@ -323,15 +323,21 @@ _BUILTIN: tuple[Section, ...] = (
         ctx, node, "interconnect" in sofar.written), ("nic",), checked=True),
 )
 #: The spec's sections, the one registry of them: ours, then those of the installed
-#: extensions (spec/extensions.py), each a map of its declared clauses (Spec.others).
-SECTIONS: tuple[Section, ...] = tuple(unique(
-    ((s.name, s) for s in (*_BUILTIN, *(Section(added.name, None, added.probes,
-                                                 checked=added.checked)
-                                         for added in added_sections()))),
-    "the spec's sections"))
+#: extensions once they are loaded (spec/extensions.py), each a map of its declared clauses
+#: (Spec.others).
+SECTIONS: list[Section] = list(_BUILTIN)
 BY_NAME = {section.name: section for section in SECTIONS}
 #: The top-level keys, in the order error messages list them.
-LISTED = tuple(BY_NAME)
+LISTED: list[str] = list(BY_NAME)
+
+
+@adds_to
+def _add_extensions() -> None:
+    new = free(((s.name, Section(s.name, None, s.probes, checked=s.checked))
+                for s in added_sections()), BY_NAME, "the spec's sections")
+    SECTIONS.extend(new.values())
+    BY_NAME.update(new)
+    LISTED.extend(new)
 
 
 def parse_spec(text: str, file: str) -> Spec:
@@ -345,7 +351,7 @@ def parse_spec(text: str, file: str) -> Spec:
         got = kind(root) if not isinstance(root, ScalarNode) else "a scalar"
         raise SpecError(f"the spec must be a map of its sections ({', '.join(LISTED)}); got "
                         f"{got} (is this file a spec?)", file=file, line=root.start_mark.line + 1)
-    top = Map(ctx, root, "", LISTED)
+    top = Map(ctx, root, "", tuple(LISTED))
     sofar = Sofar(top)
     for section in SECTIONS:
         sofar.records[section.name] = section.read(

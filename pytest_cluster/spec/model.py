@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pytest_cluster.errors import clip, located
 from pytest_cluster.spec.clauses import CLAUSES, declared
+from pytest_cluster.spec.extensions import adds_to
 from pytest_cluster.units import Dim
 
 if TYPE_CHECKING:
@@ -15,7 +16,16 @@ if TYPE_CHECKING:
     from pytest_cluster.spec.requirement import Requirement, VersionRequirement
     from pytest_cluster.spec.sim_records import SimSpec
 
-DECLARED = frozenset(declaration.id for declaration in CLAUSES if declaration.is_clause)
+#: The ids of every clause (the installed extensions' added once they are loaded).
+DECLARED: set[str] = set()
+
+
+@adds_to
+def _declared() -> None:
+    DECLARED.update(declaration.id for declaration in CLAUSES if declaration.is_clause)
+
+
+_declared()
 
 
 @dataclass(frozen=True)

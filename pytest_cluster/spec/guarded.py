@@ -1,0 +1,239 @@
+"""Running another party's code that should be quick and quiet (an installed extension's
+module, its launcher's module) so that nothing it does at import reaches the run unsaid:
+
+- whatever it raises, `SystemExit` and `KeyboardInterrupt` included, is caught and given
+  back (`Outcome.failure`);
+- it runs under a time limit: where the platform has SIGALRM and this is the main thread,
+  an interval timer raises `Overdue` in it once the limit is past (and again every
+  `_AGAIN_S` while it keeps running, so that one `except BaseException` does not swallow
+  it). Elsewhere (Windows, a thread) it runs unbounded; the timer a caller had set (a
+  test's timeout) is put back, less the time spent here;
+- what it prints, to `sys.stdout`/`sys.stderr` or to the file descriptors 1 and 2, is
+  taken: counted, and its first `EXCERPT` characters kept (`Outcome.printed`), the rest
+  thrown away as it comes, so 1 GiB printed costs neither the memory nor the terminal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from types import FrameType
+from typing import Generic, TextIO, TypeVar
+
+#: The most of what was printed that is kept (characters)
+EXCERPT = 200
+#: While the code keeps running past its limit, Overdue is raised again this often (s)
+_AGAIN_S = 0.05
+#: How long the drain of a file descriptor is waited for once the code is done (s): a
+#: process it started may hold the descriptor open; its drain is then left to run on
+_DRAIN_WAIT_S = 0.5
+
+T = TypeVar("T")
+
+
+class Overdue(BaseException):
+    """Raised in the code run by `run` once its time limit is past."""
+
+
+class _Kept:
+    """What was printed on one channel: its size and its first EXCERPT characters."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.head = ""
+        self._lock = threading.Lock()
+
+    def add(self, text: str) -> None:
+        with self._lock:
+            if len(self.head) < EXCERPT:
+                self.head += text[:EXCERPT - len(self.head)]
+            self.size += len(text)
+
+    def add_bytes(self, chunk: bytes) -> None:
+        with self._lock:
+            if len(self.head) < EXCERPT:
+                text = chunk[:EXCERPT * 4].decode("utf-8", "replace")
+                self.head += text[:EXCERPT - len(self.head)]
+            self.size += len(chunk)
+
+
+class _Bytes:
+    """The `buffer` of _Writer: bytes written to it are kept as _Kept keeps them."""
+
+    def __init__(self, kept: _Kept) -> None:
+        self._kept = kept
+
+    def write(self, data: bytes) -> int:
+        self._kept.add_bytes(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+class _Writer:
+    """`sys.stdout` or `sys.stderr` while the code runs: a text stream that keeps nothing
+    but what _Kept keeps."""
+
+    def __init__(self, kept: _Kept) -> None:
+        self._kept = kept
+        self.buffer = _Bytes(kept)
+
+    def write(self, text: str) -> int:
+        self._kept.add(str(text))
+        return len(text)
+
+    def writelines(self, lines: Iterator[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError("printing at import is taken by pytest-cluster")
+
+    @property
+    def encoding(self) -> str:
+        return "utf-8"
+
+
+@dataclass(frozen=True)
+class Printed:
+    """What the code printed: how many characters (bytes, for what went to the file
+    descriptors) and the first EXCERPT of them."""
+
+    size: int
+    excerpt: str
+
+
+@dataclass(frozen=True)
+class Outcome(Generic[T]):
+    """What the code returned, or what it raised (None: nothing), and what it printed."""
+
+    value: T | None
+    failure: BaseException | None
+    printed: Printed
+    seconds: float
+
+
+def _drain(fd: int, kept: _Kept) -> None:
+    with contextlib.suppress(OSError):
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            kept.add_bytes(chunk)
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _taken_fds(kept: _Kept) -> Iterator[None]:
+    """File descriptors 1 and 2 pointed at a pipe, drained by a thread into `kept`, and
+    put back after. A descriptor that is not open is left as it is."""
+    saved: list[tuple[int, int]] = []
+    drains: list[threading.Thread] = []
+    try:
+        for fd in (1, 2):
+            try:
+                saved.append((fd, os.dup(fd)))
+            except OSError:
+                continue
+            read, write = os.pipe()
+            with contextlib.suppress(OSError, AttributeError):  # Linux: fewer, larger reads
+                fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, 1 << 20)
+            os.dup2(write, fd)
+            os.close(write)
+            drain = threading.Thread(target=_drain, args=(read, kept), daemon=True,
+                                     name=f"pytest-cluster-drain-{fd}")
+            drain.start()
+            drains.append(drain)
+        yield
+    finally:
+        for fd, copy in saved:
+            os.dup2(copy, fd)  # the pipe's last writer closed: its drain ends
+            os.close(copy)
+        for drain in drains:
+            drain.join(_DRAIN_WAIT_S)
+
+
+@contextlib.contextmanager
+def _taken_streams(kept: _Kept) -> Iterator[None]:
+    streams = sys.stdout, sys.stderr
+    writer: TextIO = _Writer(kept)  # type: ignore[assignment]
+    sys.stdout = sys.stderr = writer
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+class _Timer:
+    """SIGALRM raising Overdue after `limit_s` (main thread, where there is SIGALRM)."""
+
+    def __init__(self, limit_s: float) -> None:
+        self.limit_s = limit_s
+        self.done = False
+        self.armed = (hasattr(signal, "setitimer") and limit_s > 0
+                      and threading.current_thread() is threading.main_thread())
+        self._handler: signal.Handlers | Callable[[int, FrameType | None], object] | int | None
+        self._handler = None
+        self._before = (0.0, 0.0)
+        self._started = 0.0
+
+    def _raise(self, _signum: int, _frame: FrameType | None) -> None:
+        if not self.done:
+            raise Overdue
+
+    def __enter__(self) -> _Timer:
+        if self.armed:
+            self._started = time.monotonic()
+            self._handler = signal.signal(signal.SIGALRM, self._raise)
+            self._before = signal.setitimer(signal.ITIMER_REAL, self.limit_s, _AGAIN_S)
+        return self
+
+    def stop(self) -> None:
+        self.done = True
+        if self.armed:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+        if self.armed:
+            signal.signal(signal.SIGALRM, self._handler)
+            delay, interval = self._before
+            if delay > 0:  # a caller's timer: what was left of it
+                left = delay - (time.monotonic() - self._started)
+                signal.setitimer(signal.ITIMER_REAL, max(left, 0.001), interval)
+
+
+def run(code: Callable[[], T], limit_s: float) -> Outcome[T]:
+    """`code()` caught, timed and quietened (see the module's docstring)."""
+    kept = _Kept()
+    value: T | None = None
+    failure: BaseException | None = None
+    started = time.monotonic()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            if stream is not None:
+                stream.flush()  # what was printed before is not the code's
+    with _taken_fds(kept), _taken_streams(kept), _Timer(limit_s) as timer:
+        try:
+            try:
+                value = code()
+            finally:
+                timer.stop()
+        except BaseException as exc:  # whatever another party's code raises
+            failure = exc
+    return Outcome(value, failure, Printed(kept.size, kept.head), time.monotonic() - started)
