@@ -45,7 +45,7 @@ from pytest_cluster.spec.launcher_kind import LauncherKind
 GROUP = "pytest_cluster.extensions"
 #: How long one extension's module may take to load (s; `--cluster-extension-limit`): it
 #: declares records and imports little else (its launcher's module is imported when used)
-LOAD_LIMIT_S = 0.5
+LOAD_LIMIT_S = 1.0
 #: The largest probe file an extension may ship (bytes): ours are under 32 kB
 MAX_PROBE_BYTES = 1 << 20
 #: The longest line said about an extension (characters)
