@@ -17,6 +17,7 @@ from pytest_cluster.measure.latency import placement
 from pytest_cluster.measure.node_search import (
     COULD_NOT_DECIDE,
     FAILED,
+    IMPLAUSIBLE,
     NOT_SEARCHED,
     SLOW,
     UNDECIDED,
@@ -279,6 +280,9 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
                  and not math.isnan(verdict.busbw) else "")
         evidence.undecided(clause, f"{COULD_NOT_DECIDE}: {verdict.why}{tried}{left_out}",
                            raw=raw)
+    if verdict.status == IMPLAUSIBLE:  # a figure its links cannot carry: a claim
+        evidence.cannot_measure(clause, f"{verdict.why} (round {verdict.round} of the "
+                                "search)", raw=raw, kind="bad_output")
     if verdict.status == FAILED or math.isnan(verdict.busbw):
         evidence.cannot_measure(
             clause, f"{verdict.why or 'the all_reduce failed'} (round {verdict.round}"

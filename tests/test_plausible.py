@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.measure import fabric, latency, plausible
+from pytest_cluster.measure import fabric, latency, node_search, plausible, stragglers
 from pytest_cluster.sim import collectives
 from pytest_cluster.spec.clauses import declared
 from pytest_cluster.spec.model import InterconnectSpec
@@ -135,3 +135,27 @@ def test_the_spec_reference_lists_every_range() -> None:
         assert f"`{family}`" in docs or f"`{section}[].{key}`" in docs, family
         assert f"`{limit.field}`" in docs or limit.field.startswith("ecc."), limit.field
     assert all(f"`{limit.field}`" in docs for limit in plausible.PORT_FIELDS)
+
+
+def test_a_pair_above_the_ceiling_clears_no_one_and_the_node_claiming_it_is_named() -> None:
+    """Every group n5 is in claims 1e6 (the links carry 500 at most): its first-round
+    partner is cleared with a known-good node, and n5, claiming it again with one, is
+    bad output (IMPLAUSIBLE), never OK; the honest nodes pass on their own figures."""
+    nodes = [f"n{i}" for i in range(8)]
+
+    def measure(groups: list[list[str]]) -> list[float]:
+        return [1e6 if "n5" in group else 100.0 for group in groups]
+
+    search = node_search.find_slow_nodes(nodes, measure, bar=80.0, ceiling=500.0)
+    liar = search.verdicts["n5"]
+    assert liar.status == node_search.IMPLAUSIBLE and "above the physical ceiling" in liar.why
+    assert all(v.ok and v.busbw == 100.0 for n, v in search.verdicts.items() if n != "n5")
+
+
+def test_a_straggler_s_medians_are_over_plausible_times_only() -> None:
+    """A rank reporting forward passes of -5 s and 1e300 s among its steps, and an
+    exchange of -1 s: its medians are of the times a step can take."""
+    times = stragglers.RankTimes.of("n1", 0, {
+        "forward_s": [-5.0, 1e300, 0.1, 0.3, 0.2], "wait_s": [0.01, -1e9],
+        "link": {"exchange_s": {"1": 0.5, "2": -1.0}}})
+    assert (times.forward_s, times.wait_s, dict(times.exchange_s)) == (0.2, 0.01, {1: 0.5})

@@ -84,6 +84,10 @@ PORT_FIELDS: tuple[Range, ...] = (
 #: Every error or traffic counter of a port: a count, never negative, within 64 bits.
 COUNTER = Range("counters", 0, 2.0**64, whole=True)
 
+#: A time a rank reports of one step or exchange (a training rank's forward pass, its
+#: wait, a link exchange): a day at most; a figure outside is in no median.
+STEP_SECONDS = Range("seconds", 0, 86_400, "s")
+
 #: A measured figure above CEILING_FACTOR x its theoretical peak is bad output: busbw over
 #: the rate the spec's links imply (NVLink SHARP and in-network reduction reach a little
 #: over the plain formula's rate, never twice it); a GPU's matmul or memory bandwidth
