@@ -120,9 +120,14 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
                                 raw=raw, kind="wrong_result", node=label)
     above = plausible.over_ceiling(point.busbw, theory.bytes_per_s,
                                    f"the theoretical {theory.derivation}") if theory else None
-    if above:  # what its links cannot carry: a claim, never a figure
+    if above and node_count == 1:  # what its links cannot carry: a claim, never a figure
         evidence.cannot_measure(clause, f"{what}: busbw {gbs(point.busbw)} is {above}",
                                 raw=raw, kind="bad_output", node=label)
+    if above:  # a job of several nodes: which rank's times made it is not singled out
+        evidence.undecided(clause, f"{what}: busbw {gbs(point.busbw)} is "
+                           f"{above.removesuffix(' (bad output of the node)')}: a rank's "
+                           "times or the spec's link rate are wrong, and the job names no "
+                           "node (the slow-node search's pairs do)", raw=raw, node=label)
     factor = "2(n-1)/n" if run.collective == "all_reduce" else "(n-1)/n"
     method = str(run.details.get("method") or METHOD.format(
         backend=run.backend, iterations=spec.iterations, warmup=spec.warmup, factor=factor))

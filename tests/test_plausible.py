@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_cluster.measure import fabric, latency, node_search, plausible, stragglers
+from pytest_cluster.sim import answers as sim_answers
 from pytest_cluster.sim import collectives
 from pytest_cluster.spec.clauses import declared
 from pytest_cluster.spec.model import InterconnectSpec
@@ -159,3 +160,58 @@ def test_a_straggler_s_medians_are_over_plausible_times_only() -> None:
         "forward_s": [-5.0, 1e300, 0.1, 0.3, 0.2], "wait_s": [0.01, -1e9],
         "link": {"exchange_s": {"1": 0.5, "2": -1.0}}})
     assert (times.forward_s, times.wait_s, dict(times.exchange_s)) == (0.2, 0.01, {1: 0.5})
+
+
+GPU_PEAKS = """\
+cluster: {name: peaks, nodes: "n[1-2]", launcher: sim}
+gpus:
+  count: 1
+  model: H100-SXM-80GB
+  matmul: {bf16: ">= 500 TFLOPS"}
+  memory_bandwidth: ">= 2 TB/s"
+  nvlink: false
+sim: {gpu_model: H100-SXM-80GB, gpus_per_node: 1}
+"""
+
+
+def test_a_gpu_figure_above_twice_its_model_s_peak_is_bad_output(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """n2's GPU claims 10 x H100's HBM3 peak and matmul: both cases fail as bad output
+    naming the published figure; n1's honest ones pass."""
+    honest = sim_answers.gpu_perf_payload
+
+    def claimed(sim: SimSpec, node: str, options: Any) -> Any:
+        payload = honest(sim, node, options)
+        for gpu in payload["gpus"] if node == "n2" else ():
+            gpu["copy"]["bytes_per_s"] *= 10
+            gpu["matmul"]["bf16"]["tflops_median"] *= 10
+        return payload
+
+    monkeypatch.setattr(sim_answers, "gpu_perf_payload", claimed)
+    (pytester.path / "t.yaml").write_text(GPU_PEAKS)
+    pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider")
+    found = results(pytester)
+    for case in ("test_gpu_memory_bandwidth", "test_gpu_matmul"):
+        (liar,) = [r for n, r in found.items() if n.startswith(f"{case}[n2")]
+        assert liar["outcome"] == "failed" and liar["error_kind"] == "bad_output", liar
+        assert "above the physical ceiling" in liar["message"], liar["message"]
+        (honest_case,) = [r for n, r in found.items() if n.startswith(f"{case}[n1")]
+        assert honest_case["outcome"] == "passed", honest_case["message"]
+
+
+def test_a_job_of_several_nodes_above_the_ceiling_is_undecided_blaming_none(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The 2-node all_reduce claims 10 x what 8 NICs of 400 Gb/s carry: its figure names
+    no node, so its case fails undecided (never a pass, never a node's blame)."""
+    honest = collectives.intra_peak
+
+    def claimed(sim: SimSpec, spec: InterconnectSpec | None, node: str) -> float:
+        return honest(sim, spec, node) * 20
+
+    monkeypatch.setattr(collectives, "intra_peak", claimed)
+    monkeypatch.setattr(collectives, "INTER_EFFICIENCY", 20.0)
+    (pytester.path / "t.yaml").write_text(BUSBW)
+    pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider")
+    across = results(pytester)["test_collective_inter_node[all_reduce-1GiB-2nodes]"]
+    assert across["outcome"] == "failed" and across["error_kind"] == "undecided", across
+    assert "above the physical ceiling" in across["message"]
