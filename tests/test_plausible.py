@@ -215,3 +215,27 @@ def test_a_job_of_several_nodes_above_the_ceiling_is_undecided_blaming_none(
     across = results(pytester)["test_collective_inter_node[all_reduce-1GiB-2nodes]"]
     assert across["outcome"] == "failed" and across["error_kind"] == "undecided", across
     assert "above the physical ceiling" in across["message"]
+
+
+RAILS = """\
+cluster: {name: rails, nodes: "n[1-4]", launcher: sim}
+fabric: {rail_busbw: 40 GB/s}
+interconnect:
+  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}
+  payloads: [1 GiB]
+  busbw: ">= 80%"
+  node_network: false
+sim: {faults: []}
+"""
+
+
+def test_a_rail_above_its_line_rate_clears_no_node(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every rail's jobs claim 20 x what a 400 Gb/s port carries: no pair clears, so no
+    node passes fabric.rail_busbw on figures no NIC gives."""
+    monkeypatch.setattr(collectives, "INTER_EFFICIENCY", 20.0)
+    (pytester.path / "t.yaml").write_text(RAILS)
+    pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k", "rail_busbw")
+    lines = [r for r in results(pytester).values() if r.get("clause") == "fabric.rail_busbw"]
+    assert len(lines) == 4 and all(r["outcome"] == "failed" for r in lines), lines
+    assert all("measured_base" not in r for r in lines)
