@@ -14,6 +14,7 @@ import pytest
 
 from pytest_cluster.measure import fabric, latency, node_search, plausible, stragglers
 from pytest_cluster.sim import answers as sim_answers
+from pytest_cluster.sim import cluster as sim_cluster
 from pytest_cluster.sim import collectives
 from pytest_cluster.spec.clauses import declared
 from pytest_cluster.spec.model import InterconnectSpec
@@ -178,7 +179,7 @@ def test_a_gpu_figure_above_twice_its_model_s_peak_is_bad_output(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """n2's GPU claims 10 x H100's HBM3 peak and matmul: both cases fail as bad output
     naming the published figure; n1's honest ones pass."""
-    honest = sim_answers.gpu_perf_payload
+    honest = sim_cluster.gpu_perf_payload  # what sim/answers.py calls, by its own name
 
     def claimed(sim: SimSpec, node: str, options: Any) -> Any:
         payload = honest(sim, node, options)
