@@ -56,6 +56,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/hostile_options.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/hostile_nodes.py
 	$(BIN)/python bench/hostile_extensions.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/hostile_facts.py
 	$(BIN)/python bench/report_load.py
 	$(BIN)/python bench/scale.py
 	$(BIN)/python bench/cluster_scale.py

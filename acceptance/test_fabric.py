@@ -40,8 +40,8 @@ def _ports(evidence: Evidence, result: ProbeResult, promise: Clause | Rule,
         evidence.cannot_measure(promise, str(payload["error"])[:400], raw=payload, kind=kind)
     try:
         every = fabric.ports_of(payload)
-    except ValueError as exc:
-        evidence.cannot_measure(promise, str(exc), raw=None)
+    except ValueError as exc:  # the node's answer is none a real NIC gives
+        evidence.cannot_measure(promise, str(exc), raw=None, kind="bad_output")
     ports = fabric.counted(every, spec.devices)
     if not ports:
         names = [str(p.get("name")) for p in every]

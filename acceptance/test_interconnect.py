@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 from pytest_cluster.evidence.latency_map import MATRIX_UP_TO
 from pytest_cluster.evidence.verdict import TOOL_FAULT
 from pytest_cluster.hostlist import compress_hostlist
-from pytest_cluster.measure import nccl_log
+from pytest_cluster.measure import nccl_log, plausible
 from pytest_cluster.measure.latency import placement
 from pytest_cluster.measure.node_search import (
     COULD_NOT_DECIDE,
     FAILED,
+    IMPLAUSIBLE,
     NOT_SEARCHED,
     SLOW,
     UNDECIDED,
@@ -117,6 +118,16 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
         evidence.cannot_measure(clause, f"{what}: {point.wrong} wrong value(s) in the "
                                 "result: the collective is broken, its speed does not count",
                                 raw=raw, kind="wrong_result", node=label)
+    above = plausible.over_ceiling(point.busbw, theory.bytes_per_s,
+                                   f"the theoretical {theory.derivation}") if theory else None
+    if above and node_count == 1:  # what its links cannot carry: a claim, never a figure
+        evidence.cannot_measure(clause, f"{what}: busbw {gbs(point.busbw)} is {above}",
+                                raw=raw, kind="bad_output", node=label)
+    if above:  # a job of several nodes: which rank's times made it is not singled out
+        evidence.undecided(clause, f"{what}: busbw {gbs(point.busbw)} is "
+                           f"{above.removesuffix(' (bad output of the node)')}: a rank's "
+                           "times or the spec's link rate are wrong, and the job names no "
+                           "node (the slow-node search's pairs do)", raw=raw, node=label)
     factor = "2(n-1)/n" if run.collective == "all_reduce" else "(n-1)/n"
     method = str(run.details.get("method") or METHOD.format(
         backend=run.backend, iterations=spec.iterations, warmup=spec.warmup, factor=factor))
@@ -274,6 +285,9 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
                  and not math.isnan(verdict.busbw) else "")
         evidence.undecided(clause, f"{COULD_NOT_DECIDE}: {verdict.why}{tried}{left_out}",
                            raw=raw)
+    if verdict.status == IMPLAUSIBLE:  # a figure its links cannot carry: a claim
+        evidence.cannot_measure(clause, f"{verdict.why} (round {verdict.round} of the "
+                                "search)", raw=raw, kind="bad_output")
     if verdict.status == FAILED or math.isnan(verdict.busbw):
         evidence.cannot_measure(
             clause, f"{verdict.why or 'the all_reduce failed'} (round {verdict.round}"
@@ -352,7 +366,8 @@ def _latency(cluster: Cluster, node: str, evidence: Evidence,
                 "nodes": compress_hostlist(run.nodes), "rounds": len(run.rounds),
                 "of_rounds": run.of_rounds, "backend": run.backend,
                 "retested": compress_hostlist(run.retested) if run.retested else None,
-                "left_out": dict(run.left_out) or None},
+                "left_out": dict(run.left_out) or None,
+                "implausible": dict(run.implausible) or None},
         "size": size,
         "peers_us": {str(s): {peer: round(t * 1e6, 3) for peer, t in
                               sorted(run.peers(node, s).items())} for s in run.sizes}}
@@ -361,6 +376,9 @@ def _latency(cluster: Cluster, node: str, evidence: Evidence,
     if node in run.left_out:  # it stopped answering during the ping-pong
         evidence.cannot_measure(clause, f"left out of the ping-pong: {run.left_out[node]}",
                                 raw=raw, kind="unreachable", node=node)
+    if node in run.implausible:  # its rank claimed what no wire gives
+        evidence.cannot_measure(clause, f"its rank reported {run.implausible[node]}",
+                                raw=raw, kind="bad_output", node=node)
     if run.error:
         why = f"the ping-pong failed: {run.error}"
         if run.error.startswith((f"{node}: ", f"{node} ")):  # its own part failed it

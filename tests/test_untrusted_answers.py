@@ -67,6 +67,7 @@ def run_with_cores(pytester: pytest.Pytester, text: str) -> tuple[pytest.RunResu
     ('"many"', "the host probe's cpu.cores is not a finite number: 'many'"),
     ("[1, 2]", "the host probe's cpu.cores is not a finite number: a list of 2"),
     ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ("1e308", "cpu.cores = 1e+308, outside the plausible 1 to 65536 cores"),
 ])
 def test_a_node_answering_no_number_fails_the_case_saying_why(
         pytester: pytest.Pytester, text: str, said: str) -> None:

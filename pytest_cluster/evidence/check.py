@@ -22,6 +22,7 @@ from pytest_cluster.evidence.sinks.results import strict_json
 from pytest_cluster.evidence.untrusted_json import found
 from pytest_cluster.evidence.verdict import UNDECIDED
 from pytest_cluster.hostlist import compress_hostlist
+from pytest_cluster.measure import plausible
 from pytest_cluster.measure.reference import Reference, properties
 from pytest_cluster.spec.model import Clause, Rule, VersionClause
 from pytest_cluster.spec.requirement import Verdict
@@ -178,6 +179,10 @@ class Evidence:
         if finite(measured) is None:  # a node's answer: never compared, never written
             self.cannot_measure(clause, f"the measured value is not a finite number: "
                                 f"{found(measured)}", raw=raw, kind="bad_output", node=node)
+        implausible = plausible.fact_refused(clause.key, measured) or _over_peak(
+            references, measured)
+        if implausible:  # a node's claim no machine makes: never compared, never a pass
+            self.cannot_measure(clause, implausible, raw=raw, kind="bad_output", node=node)
         place, node = self.place, self._node(node)
         self._record_apart()
         self.record(node=node, filesystem=place.filesystem, spec_key=clause.key,
@@ -310,3 +315,15 @@ def _mark(message: str, simulated: bool) -> str:
 
 def _factor(unit: str) -> float:
     return UNITS[unit][1] if unit else 1.0
+
+
+def _over_peak(references: Sequence[Reference], measured: float) -> str | None:
+    """Why `measured` is above the physical ceiling of a GPU figure's published peak
+    (plausible.PEAK_FIGURES: matmul, memory bandwidth), or None."""
+    for ref in references:
+        if ref.figure.startswith(plausible.PEAK_FIGURES):
+            why = plausible.over_ceiling(measured, ref.value,
+                                         f"the {ref.shown} {ref.unit} {ref.what}")
+            if why:
+                return why
+    return None

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers import ErrorKind, Launcher, ProbeResult, get_launcher
-from pytest_cluster.measure import nccl_tests, rails
+from pytest_cluster.measure import nccl_tests, plausible, rails
 from pytest_cluster.measure.benchmark import StressLoop, run_collective, run_collective_stress
 from pytest_cluster.measure.cache import ProbeCache, document_key
 from pytest_cluster.measure.calls import (
@@ -34,7 +34,7 @@ from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes, with
 from pytest_cluster.measure.training import TrainingRun, run_training, step_bound
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.probes import nccl_tests as nccl_tests_probe
-from pytest_cluster.spec.busbw import CollectiveRun, required_busbw
+from pytest_cluster.spec.busbw import CollectiveRun, required_busbw, theoretical
 
 if TYPE_CHECKING:
     from pytest_cluster.spec.model import GpuSpec, InterconnectSpec, Spec, StorageSpec
@@ -418,6 +418,12 @@ class Cluster:
         clause, _ = required_busbw(self.interconnect_spec(), 2, "node_network")
         return clause.requirement.bound.value
 
+    def search_ceiling(self) -> float:
+        """The most busbw a pair of nodes can reach (bytes/s): plausible.CEILING_FACTOR x
+        the theoretical rate of the spec's links (no bound where it declares none)."""
+        theory = theoretical(self.interconnect_spec(), 2)
+        return plausible.CEILING_FACTOR * theory.bytes_per_s if theory else math.inf
+
     def search_id(self) -> str:
         """The slow-node search's id: it is stored once per run as `<id>.json` in the
         run's probes/ directory, and each node's case refers to it by this id."""
@@ -449,7 +455,8 @@ class Cluster:
         document = self.cache.document(
             self.search_id(),
             lambda: replace(with_crashes(find_slow_nodes(
-                self.nodes, measure, self.search_bar(), leave_out=self.left_out()), crashed),
+                self.nodes, measure, self.search_bar(), leave_out=self.left_out(),
+                ceiling=self.search_ceiling()), crashed),
                 simulated=simulated).to_json())
         self._search = NodeSearch.from_json(document)
         return self._search

@@ -8,10 +8,13 @@ port as the kernel does (`mlx5_3/1`, `eth0`).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_cluster.hostlist import compress_hostlist
+from pytest_cluster.measure import plausible
+from pytest_cluster.measure.plausible import COUNTER
 from pytest_cluster.probes import ProbeCall
 
 if TYPE_CHECKING:
@@ -51,7 +54,22 @@ def ports_of(payload: Any) -> list[Port]:
         if not isinstance(port, dict) or not isinstance(port.get("name"), str) \
                 or not isinstance(port.get("counters", {}), dict):
             raise ValueError(f"the NIC probe's port {index} is not a map with a name")
+        wrong = _implausible(port)
+        if wrong:
+            raise ValueError(f"the NIC probe's port {port['name'][:60]!r}: {wrong}")
     return cast("list[Port]", ports)
+
+
+def _implausible(port: dict[str, Any]) -> str | None:
+    """Why a port's numbers are none a real port has (plausible.PORT_FIELDS, COUNTER: a
+    rate, an MTU, an error counter of -5), or None."""
+    for limit in plausible.PORT_FIELDS:
+        if port.get(limit.field) is not None and not limit.holds(port[limit.field]):
+            return limit.refused(port[limit.field])
+    for name, value in (port.get("counters") or {}).items():
+        if value is not None and not COUNTER.holds(value):
+            return replace(COUNTER, field=f"counters.{str(name)[:60]}").refused(value)
+    return None
 
 
 def counted(ports: list[Port], devices: str | None) -> list[Port]:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, run_job
+from pytest_cluster.measure import plausible
 from pytest_cluster.probes import probe_source
 from pytest_cluster.probes.pingpong import rounds_of
 
@@ -90,6 +91,9 @@ class LatencyRun:
     #: nodes of the cluster left out of the ping-pong (node -> why): their host probe
     #: did not answer
     left_out: dict[str, str] = field(default_factory=dict)
+    #: nodes whose rank reported a round trip shorter than any wire gives (node -> what
+    #: it claimed, plausible.MIN_ROUND_TRIP_S): bad output, their figures in no median
+    implausible: dict[str, str] = field(default_factory=dict)
     error: str = ""
     details: dict[str, Any] = field(default_factory=dict)
     simulated: bool = False
@@ -185,6 +189,8 @@ class LatencyRun:
                       "retested": tuple(record.get("retested") or ()),
                       "left_out": {str(n): str(why) for n, why
                                    in (record.get("left_out") or {}).items()},
+                      "implausible": {str(n): str(why) for n, why
+                                      in (record.get("implausible") or {}).items()},
                       "links": tuple((str(a), str(b), int(s), float(t))
                                      for a, b, s, t in record["links"]),
                       "round_trips": tuple((str(a), str(b), int(s), float(m), float(lo),
@@ -202,11 +208,13 @@ def round_trips_of(nodes: Sequence[str], data: Sequence[dict[str, Any]]) -> list
             for size, figures in pair["sizes"].items()]
 
 
-def links_of(nodes: Sequence[str], data: Sequence[dict[str, Any]]) -> list[
-        tuple[str, str, int, float]]:
+def links_of(nodes: Sequence[str], data: Sequence[dict[str, Any]],
+             implausible: dict[str, str] | None = None) -> list[tuple[str, str, int, float]]:
     """The pairs each rank timed (the lower rank of a pair reports it), one-way = half
     the pair's typical round trip (pingpong.typical: the median over bursts of each
-    burst's fastest). Rank r runs on nodes[r] (one rank per node)."""
+    burst's fastest). Rank r runs on nodes[r] (one rank per node). A round trip shorter
+    than any wire's (plausible.MIN_ROUND_TRIP_S) is the reporting node's bad output: left
+    out, and said in `implausible` (node -> what it claimed)."""
     found = []
     for rank in data:
         me = nodes[int(rank["rank"])]
@@ -216,6 +224,11 @@ def links_of(nodes: Sequence[str], data: Sequence[dict[str, Any]]) -> list[
                 rtt = float(figures["typical_rtt_s"])
                 if not math.isfinite(rtt) or rtt < 0:
                     raise ValueError(f"round trip {rtt!r} from rank {rank['rank']}")
+                if rtt < plausible.MIN_ROUND_TRIP_S:
+                    if implausible is not None:
+                        implausible.setdefault(me, plausible.floor_refused(
+                            f"round trip to {peer} at {int(size)} B", rtt))
+                    continue
                 found.append((me, peer, int(size), rtt / 2))
     return found
 
@@ -233,11 +246,13 @@ def _one_job(launcher: Launcher, spec: InterconnectSpec, nodes: Sequence[str],
     data = [r.data for r in result.ranks if r.data is not None]
     kept = ("torch", "device", "warmup", "iterations")
     details: dict[str, Any] = {k: data[0][k] for k in kept if k in data[0]}
+    refused: dict[str, str] = {}
     try:
-        links = links_of(nodes, data)
+        links = links_of(nodes, data, refused)
         trips = round_trips_of(nodes, data)
     except (KeyError, IndexError, TypeError, ValueError) as exc:
         return replace(base, error=f"bad ping-pong output: {exc!r}")
+    base = replace(base, implausible={**refused, **base.implausible})
     if not links:
         return replace(base, error="no pair was measured")
     return replace(base, links=(*base.links, *links),

@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from pytest_cluster.units import format_number
+
 #: Runs groups of nodes at once (each group one job) and returns each group's busbw in
 #: bytes/s, or NaN where the job failed.
 Measure = Callable[[list[list[str]]], list[float]]
@@ -31,6 +33,9 @@ Recheck = Callable[[list[str]], Mapping[str, str]]
 OK = "ok"
 SLOW = "slow"
 FAILED = "failed"  # its job with a known-good partner failed: not measured
+#: its group with a known-good partner claimed a busbw above the physical ceiling (the
+#: links' theoretical rate x plausible.CEILING_FACTOR): bad output, never a pass
+IMPLAUSIBLE = "implausible"
 UNDECIDED = "undecided"  # no known-good partner to compare with
 NOT_SEARCHED = "not_searched"  # left out by the caller (its probes failed, its port down)
 #: Rounds spent re-pairing suspects when no pair reached the bar, before giving up.
@@ -44,7 +49,7 @@ NO_GOOD = ("no group reached the bar, so no node is known good to compare with: 
 @dataclass(frozen=True)
 class SearchVerdict:
     node: str
-    status: str  # OK, SLOW, FAILED, UNDECIDED or NOT_SEARCHED
+    status: str  # OK, SLOW, FAILED, IMPLAUSIBLE, UNDECIDED or NOT_SEARCHED
     busbw: float  # of the group that decided it (NaN: its job failed, or none ran)
     partners: tuple[str, ...]  # the other nodes of that group
     round: int
@@ -114,8 +119,10 @@ def _chunks(items: list[str], count: int) -> list[list[str]]:
 class _Search:
     """The state of one slow-node search: verdicts so far, known-good nodes, rounds."""
 
-    def __init__(self, measure: Measure, bar: float, recheck: Recheck | None = None) -> None:
+    def __init__(self, measure: Measure, bar: float, recheck: Recheck | None = None,
+                 ceiling: float = math.inf) -> None:
         self.measure, self.bar, self.recheck = measure, bar, recheck
+        self.ceiling = ceiling
         self.out: dict[str, SearchVerdict] = {}  # left out after a failed job (recheck)
         self.verdicts: dict[str, SearchVerdict] = {}
         self.rounds: list[tuple[tuple[tuple[str, ...], float], ...]] = []
@@ -145,7 +152,7 @@ class _Search:
     def judge(self, members: list[str], group: list[str], busbw: float) -> bool:
         """Members clear if the group reached the bar; else they stay suspects for now. A
         cleared member's figure is bounded by its partners not yet known good."""
-        passed = not math.isnan(busbw) and busbw >= self.bar
+        passed = not math.isnan(busbw) and self.bar <= busbw <= self.ceiling
         for member in members:
             partners = tuple(m for m in group if m != member)
             if passed:
@@ -168,6 +175,12 @@ class _Search:
             self.verdicts[member] = SearchVerdict(
                 member, FAILED, busbw, partners, len(self.rounds),
                 f"the all_reduce with {partner}, known good, failed")
+        elif busbw > self.ceiling:
+            self.verdicts[member] = SearchVerdict(
+                member, IMPLAUSIBLE, busbw, partners, len(self.rounds),
+                f"the all_reduce with {partner}, known good, claimed "
+                f"{format_number(busbw / 1e9)} GB/s, above the physical ceiling of "
+                f"{format_number(self.ceiling / 1e9)} GB/s (bad output of the node)")
         else:
             self.verdicts[member] = SearchVerdict(member, SLOW, busbw, partners,
                                                 len(self.rounds))
@@ -206,7 +219,7 @@ class _Search:
 def find_slow_nodes(nodes: Sequence[str], measure: Measure, bar: float,
                     max_rounds: int = 32,
                     leave_out: Mapping[str, str] | None = None,
-                    recheck: Recheck | None = None) -> NodeSearch:
+                    recheck: Recheck | None = None, ceiling: float = math.inf) -> NodeSearch:
     """Which nodes hold the network back, in about log2(N) rounds instead of N^2 pairs.
 
     `leave_out` names nodes that cannot take part (node -> why, e.g. its host probe
@@ -223,7 +236,9 @@ def find_slow_nodes(nodes: Sequence[str], measure: Measure, bar: float,
     named slow without evidence. `recheck`, when given, is asked after each round about
     the nodes of its failed jobs: a node it names (its port seen down) is NOT_SEARCHED
     from then on, with why, and runs in no later group (a job with it would fail again,
-    after waiting out its timeout), its partners tested on."""
+    after waiting out its timeout), its partners tested on. A group above `ceiling` (what
+    its links cannot carry) clears no one: its members stay suspects, and a lone suspect
+    that claims it again with a good partner is IMPLAUSIBLE (bad output), never OK."""
     excluded = dict(leave_out or {})
     order = [n for n in nodes if n not in excluded]
     skipped = {n: SearchVerdict(n, NOT_SEARCHED, math.nan, (), 0, why)
@@ -243,7 +258,7 @@ def find_slow_nodes(nodes: Sequence[str], measure: Measure, bar: float,
         for node in order:
             search.undecided(node, why)
         return result(search, why)
-    search = _Search(measure, bar, recheck)
+    search = _Search(measure, bar, recheck, ceiling)
     pairs = [order[i:i + 2] for i in range(0, len(order) - 1, 2)]
     if len(order) % 2:
         pairs[-1].append(order[-1])

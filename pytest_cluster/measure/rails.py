@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, run_job
-from pytest_cluster.measure import fabric, perftest
+from pytest_cluster.measure import fabric, perftest, plausible
 from pytest_cluster.measure.cache import document_key
 from pytest_cluster.measure.fabric import NIC_RECHECK, NIC_START
 from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes
@@ -98,6 +98,16 @@ def _unread(result: ProbeResult, ports: bool = False) -> str:
     return ""
 
 
+def rail_ceiling(cluster: Cluster, port: Port) -> float:
+    """The most one rail can carry (bytes/s): plausible.CEILING_FACTOR x its line rate,
+    the spec's rate per NIC where it declares one, else the port's (plausible.PORT_FIELDS
+    bounds what a node may say of it); no bound where neither says."""
+    spec = cluster.spec.interconnect
+    nic = spec.inter_node if spec is not None else None
+    line = nic.rate_bytes_per_s if nic is not None else fabric.rate_bytes(port)
+    return plausible.CEILING_FACTOR * line if line else math.inf
+
+
 def search(cluster: Cluster) -> RailSearches:
     """The slow-node search on each rail alone (fabric.rail_busbw): every counted port
     name any node has, one rail after another, against the clause's bound. Each job
@@ -151,7 +161,8 @@ def search(cluster: Cluster) -> RailSearches:
                                                                      for p in mine}},
                          **fabric.down_on(ports, name)}
             search = find_slow_nodes(cluster.nodes, measure, bar, leave_out=leave_out,
-                                     recheck=functools.partial(recheck, cluster, name))
+                                     recheck=functools.partial(recheck, cluster, name),
+                                     ceiling=rail_ceiling(cluster, port))
             simulated = any(nics[node].simulated for node in cluster.nodes)
             found[name] = {**bound, "failed": failed,
                            "search": replace(search, simulated=simulated).to_json()}

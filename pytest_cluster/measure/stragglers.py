@@ -30,6 +30,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_cluster.measure.plausible import STEP_SECONDS
+
 #: Training phases in their order within a step (probes/train.py).
 PHASES = ("forward", "wait", "backward", "optimiser")
 #: What comes before the first step (step -1), in order: the rank started, importing
@@ -183,13 +185,18 @@ class RankTimes:
 
     @classmethod
     def of(cls, node: str, rank: int, data: Mapping[str, Any]) -> RankTimes:
+        """A rank's times as it reported them, each over its plausible figures only
+        (plausible.STEP_SECONDS: a negative time or one of 1e300 s is in no median)."""
         link = data.get("link") or {}
         return cls(node, rank, _median(data.get("forward_s")), _median(data.get("wait_s")),
-                   {int(k): float(v) for k, v in (link.get("exchange_s") or {}).items()})
+                   {int(k): float(v) for k, v in (link.get("exchange_s") or {}).items()
+                    if STEP_SECONDS.holds(v)})
 
 
 def _median(values: object) -> float:
-    return float(statistics.median(values)) if isinstance(values, list) and values else 0.0
+    kept = [float(v) for v in values if STEP_SECONDS.holds(v)] \
+        if isinstance(values, list) else []
+    return float(statistics.median(kept)) if kept else 0.0
 
 
 def _size(size_bytes: int) -> str:
