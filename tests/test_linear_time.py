@@ -97,6 +97,7 @@ PARSERS: dict[str, tuple[Parser, tuple[type[Exception], ...]]] = {
     "requirement.parse_version_requirement": (requirement.parse_version_requirement,
                                               (UnitError,)),
     "requirement.version_tuple": (requirement.version_tuple, ()),
+    "units.parse_bytes": (units.parse_bytes, (UnitError,)),
     "units.parse_number": (units.parse_number, (UnitError,)),
     "units.parse_quantity": (lambda text: units.parse_quantity(text, units.Dim.RATE),
                              (UnitError,)),
