@@ -275,13 +275,13 @@ def node_ranks(payload: dict[str, Any], node_rank: int,
         number, local, code = rank.get("rank"), rank.get("local_rank"), rank.get("exit_code")
         if not isinstance(number, int) or isinstance(number, bool) \
                 or not first <= number < first + per_node or number in seen:
-            return [], (f"ranks[{place}] says rank {str(number)[:20]!r}, not one of this "
+            return [], (f"ranks[{place}] says rank {str(number)[:20]}, not one of this "
                         f"node's ranks {first} to {first + per_node - 1} (once each)")
         if not isinstance(local, int) or isinstance(local, bool) or local != number - first:
-            return [], f"ranks[{place}] says local rank {str(local)[:20]!r} for rank {number}"
+            return [], f"ranks[{place}] says local rank {str(local)[:20]} for rank {number}"
         if not (code is None or isinstance(code, str)
                 or (isinstance(code, int) and not isinstance(code, bool))):
-            return [], f"ranks[{place}] says exit code {str(code)[:20]!r}"
+            return [], f"ranks[{place}] says exit code {str(code)[:20]}"
         data, tail = rank.get("data"), rank.get("stderr_tail")
         seen.add(number)
         steps, progress = rank.get("steps"), rank.get("progress")

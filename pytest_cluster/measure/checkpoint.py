@@ -54,7 +54,7 @@ from pytest_cluster.measure.at_once import (
     start_at,
     token,
 )
-from pytest_cluster.measure.storage_claims import Ceiling
+from pytest_cluster.measure.storage_claims import Ceiling, figure
 from pytest_cluster.probes import probe_source
 from pytest_cluster.probes.checkpoint import expected_digest, writer_of
 from pytest_cluster.units import finite
@@ -364,7 +364,8 @@ def _claimed(rank: RankFigures, phase: str, asked: Asked, file_bytes: int,
     size = asked.size
     if phase == "write":
         if rank.bytes != size:
-            return f"{BAD}it claims {rank.bytes} bytes written, not the {size} it was asked to"
+            return (f"{BAD}it claims {figure(rank.bytes)} bytes written, not the {size} it was "
+                    "asked to")
         above = asked.ceiling.above(rank.bytes, rank.seconds)
         return f"{BAD}write: {above}" if above else ""
     expected = asked.writer(rank.rank)
@@ -374,14 +375,14 @@ def _claimed(rank: RankFigures, phase: str, asked: Asked, file_bytes: int,
     whole = min(size, file_bytes)
     blocks = (size + asked.block - 1) // asked.block
     if rank.bytes != whole:
-        return (f"{BAD}it read {rank.bytes} bytes of writer {expected}'s file of "
-                f"{file_bytes} bytes ({size} written): a read-back reads it whole")
+        return (f"{BAD}it read {figure(rank.bytes)} bytes of writer {expected}'s file of "
+                f"{figure(file_bytes)} bytes ({size} written): a read-back reads it whole")
     if rank.bytes < size and rank.bad_blocks < blocks - rank.bytes // asked.block:
         return (f"{BAD}it read {rank.bytes} of writer {expected}'s {size} bytes yet counts "
                 f"{rank.bad_blocks} block(s) bad: the blocks it did not read are not as "
                 "written")
     if file_bytes != size:
-        return (f"read: writer {expected}'s file is {file_bytes} bytes, not the {size} its "
+        return (f"read: writer {expected}'s file is {figure(file_bytes)} bytes, not the {size} its "
                 "writer said it wrote")
     if asked.challenge and not rank.bad_blocks and digest != expected_digest(
             asked.token, asked.challenge, expected, size, asked.block):

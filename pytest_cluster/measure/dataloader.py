@@ -53,7 +53,7 @@ from pytest_cluster.measure.at_once import (
     start_at,
     token,
 )
-from pytest_cluster.measure.storage_claims import Ceiling, ops_above
+from pytest_cluster.measure.storage_claims import Ceiling, figure, ops_above
 from pytest_cluster.probes import probe_source
 from pytest_cluster.units import finite
 
@@ -312,17 +312,18 @@ def _claimed(worker: WorkerFigures, phase: str, asked: Asked) -> str:
     ops, seconds = worker.ops, worker.seconds
     if phase == "write":
         return "" if worker.bytes == asked.size else \
-            f"{BAD}it claims {worker.bytes} bytes written, not the {asked.size} it was asked to"
+            f"{BAD}it claims {figure(worker.bytes)} bytes written, not the {asked.size} it was " \
+            "asked to"
     if phase == "read":
         if worker.bytes > ops * asked.read_size:
-            return (f"{BAD}it claims {worker.bytes} bytes in {ops} reads of at most "
-                    f"{asked.read_size} bytes")
+            return (f"{BAD}it claims {figure(worker.bytes)} bytes in {figure(ops)} reads "
+                    f"of at most {asked.read_size} bytes")
         if seconds < asked.duration_s - 0.001:
             return (f"{BAD}it claims its reads took {seconds:.3g} s; it was to read for "
                     f"{asked.duration_s:g} s")
     if phase == "metadata" and (ops != 4 * asked.files
                                 or worker.bytes != asked.files * METADATA_FILE_BYTES):
-        return (f"{BAD}it claims {ops} operations on {worker.bytes} bytes; its "
+        return (f"{BAD}it claims {figure(ops)} operations on {figure(worker.bytes)} bytes; its "
                 f"{asked.files} files are {4 * asked.files} operations on "
                 f"{asked.files * METADATA_FILE_BYTES} bytes")
     above = ops_above(ops, seconds) if phase in JUDGED else ""

@@ -47,8 +47,14 @@ class Ceiling:
         if seconds > 0 and bytes_ / seconds <= self.bytes_per_s:
             return ""
         rate = "an infinite rate" if seconds <= 0 else rate_text(bytes_ / seconds)
-        return (f"{bytes_:.0f} bytes in {seconds:.3g} s is {rate}, above the ceiling "
+        return (f"{figure(bytes_)} bytes in {seconds:.3g} s is {rate}, above the ceiling "
                 f"{rate_text(self.bytes_per_s)} ({self.why})")
+
+
+def figure(value: float) -> str:
+    """A claimed count as said: whole up to 1e15, else in 4 figures (1e+300, never 301
+    digits)."""
+    return f"{value:.0f}" if abs(value) < 1e15 else f"{value:.4g}"
 
 
 def rate_text(bytes_per_s: float) -> str:
@@ -73,6 +79,6 @@ def ops_above(ops: float, seconds: float, workers: int = 1) -> str:
     if seconds > 0 and ops / seconds <= most:
         return ""
     rate = "an infinite rate" if seconds <= 0 else f"{ops / seconds:.3g} operations/s"
-    return (f"{ops:.0f} operations in {seconds:.3g} s is {rate}, above the ceiling "
+    return (f"{figure(ops)} operations in {seconds:.3g} s is {rate}, above the ceiling "
             f"{most:.3g}/s ({workers} worker(s), one system call at a time, each at "
             "least a microsecond)")
