@@ -12,8 +12,8 @@ the case says. The time is the run's wall time (pytest's start-up included); the
 is that process's own (os.wait4).
 
 Cases: per program an ordinary run first (both ACCEPTED; its time is the baseline of that
-program's cases' excess); then each lie, whose run must say a ACCEPTED and b REJECTED. Prints per case:
-exit code, seconds, peak RSS in MiB, the verdicts. Ends with
+program's cases' excess); then each lie, whose run must say a ACCEPTED and b REJECTED.
+Prints per case: exit code, seconds, peak RSS in MiB, the verdicts. Ends with
 `hostile_claims_worst_excess_s=<the most a case took beyond the ordinary run>` (aim: under
 2 s); `nan` when a case's verdicts are wrong, it exceeded 2 s beyond the ordinary run or
 512 MiB, or it wrote no verdict.
@@ -116,7 +116,7 @@ def run(case: str, root: Path) -> tuple[int, float, float, dict[str, str]]:
 
 
 def main() -> int:
-    worst, ordinary = 0.0, {}
+    worst, ordinary = 0.0, dict[str, float]()
     for case, (program, phase, _) in CASES.items():
         with tempfile.TemporaryDirectory(prefix="hostile-claims-") as scratch:
             code, seconds, mib, found = run(case, Path(scratch))
