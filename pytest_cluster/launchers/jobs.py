@@ -287,7 +287,7 @@ def node_ranks(payload: dict[str, Any], node_rank: int,
         steps, progress = rank.get("steps"), rank.get("progress")
         mine.append((number, local, code if not isinstance(code, str) else code[:100],
                      data if isinstance(data, dict) else None,
-                     tail[-4000:] if isinstance(tail, str) else "",
+                     tail if isinstance(tail, str) else "",
                      _number(rank.get("ended_at")),
                      progress if isinstance(progress, dict) else None,
                      _number(rank.get("longest_silent_s")),
