@@ -937,7 +937,7 @@ def test_the_read_back_digest_is_the_controllers_to_check() -> None:
 
 def test_the_ceiling_is_the_declared_nics_line_rate_times_four_else_memory() -> None:
     spec = parse_spec(TWO.replace(
-        "storage:", "interconnect:\n  busbw: '>= 80%'\n  payloads: [1 GiB]\n"
+        "storage:", "interconnect:\n  busbw: '>= 10 GB/s'\n  payloads: [1 GiB]\n"
         "  inter_node: {kind: infiniband, nics_per_node: 2, rate_per_nic: 100 Gb/s}\n"
         "storage:"), "t.yaml")
     ceiling = node_ceiling(spec)

@@ -69,6 +69,9 @@ PHASES = ("write", "read")
 BAD_OUTPUT = "bad_output"
 #: How a rank's error starts where its answer is its node's bad output.
 BAD = "bad checkpoint output: "
+#: How a writer's error starts where its file read back not as it claimed (no phase's
+#: failure: a fault every node shares is judged without it).
+PROVEN = "its write, read back: "
 #: The errno of a read whose file was not as its writer claimed (short, long): the
 #: writer's fault, not the reader's.
 NOT_AS_CLAIMED = "NOT_AS_CLAIMED"
@@ -237,10 +240,11 @@ class CheckpointRun:
             if not writer or writer == r.node or writer in found:
                 continue
             if r.errno == NOT_AS_CLAIMED:
-                found[writer] = f"write: {r.error.removeprefix('read: ')} (read back on {r.node})"
+                found[writer] = (f"{PROVEN}{r.error.removeprefix('read: ')} (read back on "
+                                 f"{r.node})")
             elif r.errno == "ENOENT" and writer in sees and not \
                     {writer, r.node} & self.not_shared:
-                found[writer] = (f"write: writer {r.writer}'s file was not there when "
+                found[writer] = (f"{PROVEN}writer {r.writer}'s file was not there when "
                                  f"{r.node} read it back, though {writer} found the files "
                                  "it read itself: its write is not proven")
         return found
