@@ -310,8 +310,9 @@ def not_its_own(evidence: Evidence, rule: Rule, node: str, kind: str, fault: str
     if unseen:
         named = compress_hostlist(unseen)
         evidence.undecided(rule, f"the files {node} was to read were written on {named}, "
-                           f"which does not see the shared filesystem (its own case says "
-                           f"so): not {node}'s fault, not judged", raw=raw, node=node)
+                           f"which does not see the shared filesystem or did not write "
+                           f"them as it claimed (its own case says which): not {node}'s "
+                           "fault, not judged", raw=raw, node=node)
 
 
 def held_back(rates: dict[str, float], share: float, holds: Callable[[float], bool],
@@ -462,7 +463,9 @@ def test_storage_checkpoint_keeps_up(cluster: Cluster, node: str, filesystem: St
 DATALOADER_METHOD = {
     "read": "{workers} worker(s) per node on {nodes} node(s) at once, each reading {size} at "
             "random aligned offsets of the files other nodes wrote, one read at a time, for "
-            "{duration:g} s ({uncached}); aggregate = every read / the slowest node's time",
+            "{duration:g} s ({uncached}); the file set: {file} per worker, {written} per "
+            "node (size_per_node {per_node}); aggregate = every read / the slowest node's "
+            "time",
     "metadata": "{workers} worker(s) per node on {nodes} node(s) at once, each creating "
                 "{files} files of 3,901 bytes in a directory of its own, then stat, read and "
                 "remove each (4 operations a file); aggregate = every operation / the "
@@ -478,7 +481,9 @@ def _loader_method(run: DataloaderRun, fs: StorageSpec, phase: str) -> str:
     return DATALOADER_METHOD[phase].format(
         workers=run.workers_per_node, nodes=len(run.nodes), size=format_size(run.read_size),
         duration=loader.duration_s, files=loader.metadata_files,
-        uncached=run.method or "page cache bypassed")
+        uncached=run.method or "page cache bypassed", file=format_size(run.file_bytes),
+        written=format_size(run.file_bytes * run.workers_per_node),
+        per_node=format_size(loader.size_per_node))
 
 
 def _loader_raw(cluster: Cluster, fs: StorageSpec, run: DataloaderRun,
@@ -488,7 +493,8 @@ def _loader_raw(cluster: Cluster, fs: StorageSpec, run: DataloaderRun,
         "run": {"id": cluster.dataloader_id(fs),
                 "file": f"probes/{cluster.dataloader_id(fs)}.json",
                 "nodes": compress_hostlist(run.nodes) if run.nodes else None,
-                "workers_per_node": run.workers_per_node, "read_size": run.read_size},
+                "workers_per_node": run.workers_per_node, "read_size": run.read_size,
+                "file_bytes_per_worker": run.file_bytes},
         "phase": phase, "median_node_ops_per_s": run.median_rate(phase)}
     if len(figures) <= MATRIX_NODES:
         raw["nodes"] = {node: {"ops_per_s": f.rate("ops"), "bytes_per_s": f.rate("bytes"),

@@ -19,6 +19,7 @@ from pytest_cluster.errors import ClusterError, SpecError
 from pytest_cluster.evidence.verdict import NO_CULPRIT
 from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
+from pytest_cluster.launchers.sim import SimLauncher
 from pytest_cluster.measure import at_once
 from pytest_cluster.measure.at_once import token
 from pytest_cluster.measure.checkpoint import (
@@ -28,10 +29,12 @@ from pytest_cluster.measure.checkpoint import (
     run_checkpoint,
     size_per_writer,
 )
+from pytest_cluster.measure.storage_claims import MOST_NODE_BYTES_PER_S, node_ceiling
 from pytest_cluster.probes import ProbeCall, job_node, probe_source
 from pytest_cluster.probes import checkpoint as probe
 from pytest_cluster.probes import dataloader as dataloader_probe
 from pytest_cluster.probes.checkpoint import RankData
+from pytest_cluster.sim import answers
 from pytest_cluster.sim.job_node import read_node_call
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.clauses import declared, keys
@@ -752,3 +755,193 @@ def test_a_node_not_reached_is_left_out_of_a_fault_every_node_shares(kind: str) 
     assert found == "n1: write: rank 0: No space left on device"
     assert at_once.failed_everywhere(nodes, ("write", "read"), errors[1:],
                                      [("n3", kind)]) == ""
+
+
+# -- a node's claims are checked, not believed (issue 48) -----------------------------
+
+def _phase_of(args: Sequence[str]) -> str:
+    return dict(zip(args[::2], args[1::2], strict=False)).get("--phase", "")
+
+
+def lying(monkeypatch: pytest.MonkeyPatch, phase: str, lie: Any, liar: str = "n2") -> None:
+    """The sim's checkpoint answers, `liar`'s ranks of `phase` changed by `lie` (a rank's
+    data, changed in place)."""
+    plain = answers.JOBS["checkpoint"]
+
+    def told(sim: Any, ic: Any, nodes: Any, part: Any) -> Any:
+        parts = plain(sim, ic, nodes, part)
+        if _phase_of(part.rank_args) == phase:
+            for ranks in parts:
+                for rank in ranks:
+                    data = cast("dict[str, Any]", rank["data"])
+                    if data and data.get("host") == liar:
+                        lie(data)
+        return parts
+
+    monkeypatch.setitem(answers.JOBS, "checkpoint", told)
+
+
+def answering(monkeypatch: pytest.MonkeyPatch, phase: str, payload: Any,
+              liar: str = "n2") -> None:
+    """`liar`'s whole answer to `phase`'s job replaced by `payload(answer)`."""
+    plain = SimLauncher.job_node
+
+    def told(self: SimLauncher, call: ProbeCall, node: str) -> Any:
+        found = plain(self, call, node)
+        part = read_node_call(call.args)
+        if node == liar and part is not None and _phase_of(part.rank_args) == phase \
+                and isinstance(found, dict) and "ranks" in found:
+            return payload(found)
+        return found
+
+    monkeypatch.setattr(SimLauncher, "job_node", told)
+
+
+TWO = spec_text("size_per_node: 1 GiB\nwrite: '>= 1 GB/s'\nread: '>= 1 GB/s'",
+                nodes="n[1-2]")
+#: Each lie of n2's: the phase it lies in, how, and what its own case says of it.
+LIES: dict[str, tuple[str, Any, str]] = {
+    "1000x the bytes written": ("write", lambda d: d.update(bytes=d["bytes"] * 1000),
+                                "bytes written, not the 134217728 it was asked to"),
+    "1e300 bytes written": ("write", lambda d: d.update(bytes=1e300),
+                            "bytes written, not the 134217728 it was asked to"),
+    "near-zero seconds writing": ("write", lambda d: d.update(seconds=1e-9),
+                                  "above the ceiling 10000 GB/s"),
+    "no seconds at all writing": ("write", lambda d: d.update(seconds=0),
+                                  "is an infinite rate, above the ceiling"),
+    "near-zero seconds reading": ("read", lambda d: d.update(seconds=1e-9),
+                                  "above the ceiling 10000 GB/s"),
+    "1000x the bytes read": ("read", lambda d: d.update(bytes=d["bytes"] * 1000),
+                             "a read-back reads it whole"),
+    "a read-back of writer 999": ("read", lambda d: d.update(writer=999),
+                                  "it read back writer 999's file, not writer 0's"),
+    "a 0-byte read-back with no bad block": (
+        "read", lambda d: d.update(bytes=0, file_bytes=0, bad_blocks=0),
+        "yet counts 0 block(s) bad"),
+    "a short read of a whole file": ("read", lambda d: d.update(bytes=4096, bad_blocks=0),
+                                     "a read-back reads it whole"),
+    "a digest not of the data written": ("read", lambda d: d.update(digest="0" * 32),
+                                         "is not that of the data written"),
+    "no digest": ("read", lambda d: d.pop("digest"), "is not that of the data written"),
+}
+
+
+def judged_two(pytester: pytest.Pytester) -> tuple[dict[str, dict[str, Any]], dict[str, str]]:
+    records = run(pytester, TWO)
+    return records, verdicts(pytester)
+
+
+def honest_accepted_liar_rejected(records: dict[str, dict[str, Any]],
+                                  found: dict[str, str], said: str) -> None:
+    liar = records["test_storage_checkpoint_keeps_up[n2-/shared]"]
+    honest = records["test_storage_checkpoint_keeps_up[n1-/shared]"]
+    assert found == {"n1": "ACCEPTED", "n2": "REJECTED"}, (found, liar["message"])
+    assert honest["outcome"] == "passed", honest["message"]
+    assert liar["error_kind"] == "bad_output" and said in liar["message"], liar["message"]
+    for record in records.values():  # no figure of the liar's reaches any number said
+        text = f"{record.get('message')} {record.get('measured')}"
+        assert "inf" not in text.replace("infinite", "") and "nan" not in text, text
+
+
+@pytest.mark.parametrize("lie", LIES)
+def test_a_lying_node_is_rejected_and_the_honest_one_accepted(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, lie: str) -> None:
+    """Two nodes, n2's answer lying: n2 fails as bad output naming what it claimed and
+    what bounds it; n1 keeps up (its figures are the median's only) and is ACCEPTED (it
+    was REJECTED, the liar ACCEPTED, with aggregates of inf GB/s)."""
+    phase, change, said = LIES[lie]
+    lying(monkeypatch, phase, change)
+    honest_accepted_liar_rejected(*judged_two(pytester), said)
+
+
+#: n2's whole answer to a phase's job, not its ranks' records.
+PAYLOADS: dict[str, tuple[str, Any, str]] = {
+    "no ranks": ("write", lambda p: {k: v for k, v in p.items() if k != "ranks"},
+                 "its answer has no list of ranks (ranks is NoneType)"),
+    "ranks as a map": ("read", lambda p: {**p, "ranks": {"0": p["ranks"][0]}},
+                       "its answer has no list of ranks (ranks is dict)"),
+    "garbage rank entries": ("read", lambda p: {**p, "ranks": [1, "x", None]},
+                             "ranks[0] is no rank's record (int)"),
+    "another node's rank numbers": ("write", lambda p: {**p, "ranks": [
+        {**r, "rank": r["rank"] - 8} for r in p["ranks"]]},
+        "ranks[0] says rank 0, not one of this node's ranks 8 to 15"),
+}
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_a_node_answer_that_is_not_its_ranks_fails_that_node_as_bad_output(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, payload: str) -> None:
+    """A node's answer with no `ranks`, `ranks` as a map, garbage entries or another
+    node's ranks is its own part's bad output, said (it was a KeyError or AttributeError,
+    a tool fault that left both nodes NOT CHECKED)."""
+    phase, change, said = PAYLOADS[payload]
+    answering(monkeypatch, phase, change)
+    honest_accepted_liar_rejected(*judged_two(pytester), said)
+
+
+def test_a_file_that_read_back_short_disproves_its_writer_not_its_reader(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """n1 reads n2's files back short (n2 claimed what it did not write): n2 fails as bad
+    output (its write not proven, its figure in no median); n1, which could not read what
+    was not written, is not judged on it (NOT CHECKED), never rejected."""
+    def short(data: dict[str, Any]) -> None:
+        data.update(bytes=4096, file_bytes=4096, bad_blocks=8)
+        data.pop("digest", None)
+
+    lying(monkeypatch, "read", short, liar="n1")
+    records, found = judged_two(pytester)
+    liar = records["test_storage_checkpoint_keeps_up[n2-/shared]"]
+    assert found == {"n1": "NOT CHECKED", "n2": "REJECTED"}, (found, liar["message"])
+    assert liar["error_kind"] == "bad_output"
+    assert "writer 8's file is 4096 bytes, not the 134217728 its writer said it wrote " \
+           "(read back on n1)" in liar["message"]
+    reader = records["test_storage_checkpoint_keeps_up[n1-/shared]"]
+    assert "did not write them as it claimed" in reader["message"]
+
+
+def test_a_file_not_there_for_its_reader_disproves_a_writer_that_sees_the_others(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """n2 claims its writes, but n1 finds none of its files while n2 found n1's: n2's
+    write is not proven (it fails as bad output); n1 is not judged on files never
+    written."""
+    def gone(data: dict[str, Any]) -> None:
+        writer = data["writer"]
+        data.clear()
+        data.update(error="read on /shared: No such file or directory", errno="ENOENT",
+                    writer=writer, host="n1")
+
+    lying(monkeypatch, "read", gone, liar="n1")
+    records, found = judged_two(pytester)
+    liar = records["test_storage_checkpoint_keeps_up[n2-/shared]"]
+    assert found == {"n1": "NOT CHECKED", "n2": "REJECTED"}, (found, liar["message"])
+    assert "file was not there when n1 read it back, though n2 found the files it read " \
+           "itself" in liar["message"]
+
+
+def test_the_read_back_digest_is_the_controllers_to_check() -> None:
+    """A reader's digest covers pages a challenge picks, made on the controller from two
+    pages of the writer's base: equal to what reading the whole file gives, and another
+    challenge, writer or size gives another digest."""
+    tag, size, block = "4000000000-0123456789ab", 3 * 2**20 + 5000, 2**20
+    base = probe.base_block(tag, 5, block)
+    whole = b"".join(bytes(probe.block(base, 5, i)) for i in range(4))[:size]
+    picked = probe.samples("ab" * 16, 5, size, block)
+    assert picked
+    read = probe.sample_digest("ab" * 16, size, [
+        (i, p, whole[i * block + p * 4096:i * block + (p + 1) * 4096]) for i, p in picked])
+    assert read == probe.expected_digest(tag, "ab" * 16, 5, size, block)
+    assert len({read, probe.expected_digest(tag, "cd" * 16, 5, size, block),
+                probe.expected_digest(tag, "ab" * 16, 6, size, block),
+                probe.expected_digest(tag, "ab" * 16, 5, size - 1, block)}) == 4
+
+
+def test_the_ceiling_is_the_declared_nics_line_rate_times_four_else_memory() -> None:
+    spec = parse_spec(TWO.replace(
+        "storage:", "interconnect:\n  busbw: '>= 10 GB/s'\n  payloads: [1 GiB]\n"
+        "  inter_node: {kind: infiniband, nics_per_node: 2, rate_per_nic: 100 Gb/s}\n"
+        "storage:"), "t.yaml")
+    ceiling = node_ceiling(spec)
+    assert ceiling.bytes_per_s == 4 * 2 * 100e9 / 8
+    assert "interconnect.inter_node's 2 NIC(s) x 100 Gb/s" in ceiling.why
+    assert ceiling.above(100e9, 1.0) == "" and ceiling.above(101e9, 1.0)
+    assert node_ceiling(parse_spec(TWO, "t.yaml")).bytes_per_s == MOST_NODE_BYTES_PER_S

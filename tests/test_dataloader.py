@@ -20,6 +20,8 @@ from pytest_cluster.measure.dataloader import (
     DataloaderRun,
     WorkerFigures,
     _worker,
+    file_bytes,
+    phase_job,
     run_dataloader,
 )
 from pytest_cluster.probes import dataloader as probe
@@ -179,9 +181,10 @@ def test_a_node_slow_in_one_sample_only_is_measured_again_and_not_blamed(
             for ranks in parts:
                 for rank in ranks:
                     data = cast("dict[str, Any]", rank["data"])
-                    if data and data.get("host") == "n2":
+                    if data and data.get("host") == "n2":  # reads of the same size
+                        each = data["bytes"] // data["ops"]
                         data["ops"] = int(data["ops"] * 0.48)
-                        data["bytes"] = int(data["bytes"] * 0.48)
+                        data["bytes"] = data["ops"] * each
         return parts
 
     monkeypatch.setitem(answers.JOBS, "dataloader", once)
@@ -359,3 +362,78 @@ def test_a_path_that_is_not_one_filesystem_leaves_no_nodes_files(
     assert run.shared_fault().startswith("a: read: worker 0: read on ")
     assert run.details["removed_elsewhere"] == {"files": 4, "nodes": 2}
     assert [list(p.iterdir()) for p in sorted(tmp_path.iterdir())] == [[], [], []]
+
+
+# -- what the data loader writes, and a node's claims checked (issue 48) ---------------
+
+@pytest.mark.parametrize(("size_per_node", "read_size", "workers"), [
+    (2**20, 2**26, 8), (2**20, 2**26, 256), (2**30, 4096, 8), (3 * 2**20 + 7, 512, 7)])
+def test_the_file_set_is_size_per_node_split_among_the_workers_never_more(
+        size_per_node: int, read_size: int, workers: int) -> None:
+    """Each worker writes its share of size_per_node (it wrote max(read_size, share): with
+    1 MiB per node, 64 MiB reads and 8 workers, 512 MiB a node)."""
+    (fs,) = parse_spec(spec_text(f"size_per_node: {size_per_node} B\nread_size: {read_size} B\n"
+                                 f"workers: {workers}\niops: '>= 1 IOPS'"), "t.yaml").storage
+    job = phase_job(fs, ["n1"], workers, "write", token(60), 0.0)
+    args = dict(zip(job.args[::2], job.args[1::2], strict=True))
+    assert 0 < int(args["--size"]) * workers <= size_per_node
+    assert int(args["--size"]) == file_bytes(size_per_node, workers)
+
+
+def test_the_read_case_says_the_file_set_it_wrote(pytester: pytest.Pytester) -> None:
+    records = run_sim(pytester, spec_text("size_per_node: 1 MiB\nread_size: 64 MiB\n"
+                                          "workers: 8\niops: '>= 1 IOPS'"))
+    iops = records["test_storage_dataloader_iops[/shared]"]
+    assert "the file set: 128 KiB per worker, 1 MiB per node (size_per_node 1 MiB)" in \
+        iops["method"], iops["method"]
+    assert iops["raw"]["run"]["file_bytes_per_worker"] == 2**17
+
+
+def loader_lying(monkeypatch: pytest.MonkeyPatch, phase: str, lie: Any,
+                 liar: str = "n2") -> None:
+    plain = answers.JOBS["dataloader"]
+
+    def told(sim: Any, ic: Any, nodes: Any, part: Any) -> Any:
+        parts = plain(sim, ic, nodes, part)
+        args = dict(zip(part.rank_args[::2], part.rank_args[1::2], strict=False))
+        if args.get("--phase") == phase:
+            for ranks in parts:
+                for rank in ranks:
+                    data = cast("dict[str, Any]", rank["data"])
+                    if data and data.get("host") == liar:
+                        lie(data)
+        return parts
+
+    monkeypatch.setitem(answers.JOBS, "dataloader", told)
+
+
+LOADER_LIES: dict[str, tuple[str, Any, str]] = {
+    "1000x the reads": ("read", lambda d: d.update(ops=d["ops"] * 1000,
+                                                   bytes=d["bytes"] * 1000),
+                        "operations/s, above the ceiling 1e+06/s"),
+    "1e300 bytes read": ("read", lambda d: d.update(bytes=1e300),
+                         "it claims 1e+300 bytes in "),
+    "near-zero seconds reading": ("read", lambda d: d.update(seconds=1e-9),
+                                  "it was to read for 10 s"),
+    "1000x the metadata operations": ("metadata", lambda d: d.update(ops=d["ops"] * 1000),
+                                      "its 1000 files are 4000 operations"),
+    "near-zero seconds of metadata": ("metadata", lambda d: d.update(seconds=1e-9),
+                                      "above the ceiling 1e+06/s"),
+}
+
+
+@pytest.mark.parametrize("lie", LOADER_LIES)
+def test_a_lying_data_loader_node_is_rejected_and_the_honest_ones_accepted(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, lie: str) -> None:
+    """n2's workers claim what they could not have done: n2 fails as bad output, saying
+    what; the others keep up (the median is theirs) and are ACCEPTED."""
+    phase, change, said = LOADER_LIES[lie]
+    loader_lying(monkeypatch, phase, change)
+    records = run_sim(pytester, spec_text("iops: '>= 1 IOPS'\nmetadata: '>= 1 ops/s'"))
+    liar = records["test_storage_dataloader_keeps_up[n2-/shared]"]
+    assert verdicts(pytester) == {"n1": "ACCEPTED", "n2": "REJECTED", "n3": "ACCEPTED",
+                                  "n4": "ACCEPTED"}, liar["message"]
+    assert liar["error_kind"] == "bad_output" and said in liar["message"], liar["message"]
+    for record in records.values():
+        text = f"{record.get('message')} {record.get('measured')}"
+        assert "inf" not in text.replace("infinite", "") and "nan" not in text, text

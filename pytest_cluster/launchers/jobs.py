@@ -10,6 +10,7 @@ per rank. Later suites (the interconnect benchmarks) build on this.
 from __future__ import annotations
 
 import base64
+import math
 import re
 import signal
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import JobFailed
 from pytest_cluster.launchers.fanout import in_parallel
+from pytest_cluster.launchers.result import ErrorKind
 from pytest_cluster.probes import ProbeCall
 
 if TYPE_CHECKING:
@@ -249,6 +251,52 @@ def node_call(job: JobSpec, master_addr: str, port: int, node_rank: int) -> Prob
         "--", *job.args))
 
 
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) else None
+
+
+def node_ranks(payload: dict[str, Any], node_rank: int,
+               per_node: int) -> tuple[list[tuple[Any, ...]], str]:
+    """A node's answer read as its ranks' records (RankResult's fields after the node),
+    and '' ; or none and what is wrong with it: no `ranks` list, an entry that is no
+    rank's record, a rank number that is not one of this node's (node_rank x per_node
+    and the next per_node), one said twice. A node's answer is not trusted: what it got
+    wrong is its part's bad output, never the controller's exception."""
+    found = payload.get("ranks")
+    if not isinstance(found, list):
+        return [], f"its answer has no list of ranks (ranks is {type(found).__name__})"
+    first = node_rank * per_node
+    mine: list[tuple[Any, ...]] = []
+    seen: set[int] = set()
+    for place, rank in enumerate(found[:per_node + 1]):
+        if not isinstance(rank, dict):
+            return [], f"ranks[{place}] is no rank's record ({type(rank).__name__})"
+        number, local, code = rank.get("rank"), rank.get("local_rank"), rank.get("exit_code")
+        if not isinstance(number, int) or isinstance(number, bool) \
+                or not first <= number < first + per_node or number in seen:
+            return [], (f"ranks[{place}] says rank {str(number)[:20]}, not one of this "
+                        f"node's ranks {first} to {first + per_node - 1} (once each)")
+        if not isinstance(local, int) or isinstance(local, bool) or local != number - first:
+            return [], f"ranks[{place}] says local rank {str(local)[:20]} for rank {number}"
+        if not (code is None or isinstance(code, str)
+                or (isinstance(code, int) and not isinstance(code, bool))):
+            return [], f"ranks[{place}] says exit code {str(code)[:20]}"
+        data, tail = rank.get("data"), rank.get("stderr_tail")
+        seen.add(number)
+        steps, progress = rank.get("steps"), rank.get("progress")
+        mine.append((number, local, code if not isinstance(code, str) else code[:100],
+                     data if isinstance(data, dict) else None,
+                     tail if isinstance(tail, str) else "",
+                     _number(rank.get("ended_at")),
+                     progress if isinstance(progress, dict) else None,
+                     _number(rank.get("longest_silent_s")),
+                     steps if isinstance(steps, dict) else None))
+    if len(found) > per_node:
+        return [], f"it answered {len(found)} ranks, more than its {per_node}"
+    return mine, ""
+
+
 def run_job(launcher: Launcher, job: JobSpec) -> JobResult:
     """Start the job on every node at once and wait for all ranks (or the wall clock).
     The master's address and port are the job's, else the launcher's
@@ -266,6 +314,7 @@ def run_job(launcher: Launcher, job: JobSpec) -> JobResult:
 
     # Ctrl-C here (the main thread) stops every node's part at once, ranks included
     results = in_parallel(one, range(len(job.nodes)), len(job.nodes))
+    index_of = {node: index for index, node in enumerate(job.nodes)}
     ranks: list[RankResult] = []
     errors: list[str] = []
     stopped: list[tuple[str, str]] = []
@@ -276,17 +325,15 @@ def run_job(launcher: Launcher, job: JobSpec) -> JobResult:
             kinds.append((node, result.error.value if result.error else "failed"))
             continue
         payload = result.payload()
+        mine, wrong = node_ranks(payload, index_of[node], job.ranks_per_node)
+        if wrong:  # the node's answer is not its ranks' records: its part, bad output
+            errors.append(f"{node}: job_node probe bad_output: {wrong}")
+            kinds.append((node, ErrorKind.BAD_OUTPUT.value))
+            continue
         why = payload.get("killed_because")
         if isinstance(why, str) and why:
             stopped.append((node, why[:300]))
-        for rank in payload["ranks"]:
-            silent, steps = rank.get("longest_silent_s"), rank.get("steps")
-            ranks.append(RankResult(node, rank["rank"], rank["local_rank"], rank["exit_code"],
-                                    rank["data"], rank["stderr_tail"], rank["ended_at"],
-                                    rank.get("progress"),
-                                    float(silent) if isinstance(silent, (int, float))
-                                    and not isinstance(silent, bool) else None,
-                                    steps if isinstance(steps, dict) else None))
+        ranks.extend(RankResult(node, *rank) for rank in mine)
     return JobResult(tuple(sorted(ranks, key=lambda r: r.rank)), master, tuple(errors),
                      simulated=any(result.simulated for result in results),
                      stopped=tuple(stopped), error_kinds=tuple(kinds))

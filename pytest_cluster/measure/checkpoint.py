@@ -9,11 +9,28 @@ The figures: each node's rate (its bytes over its slowest writer's time: its wri
 at once), the burst's duration (the slowest node's time) and the aggregate rate (every
 byte over that duration); what a bound per node or per GPU compares is the aggregate
 shared out. A node below `keeps_up` x the nodes' median holds the burst back.
+
+A node's figures are claims, checked against what the node does not control before any
+enters a median or an aggregate (each failure is that node's bad output, naming what was
+wrong; its figure is left out):
+- bytes: a writer wrote the `size_per_writer` bytes the controller asked, no more, no
+  less; its file is proven by the reader (another node): the size it found, and a digest
+  of the pages a challenge picks (chosen by the controller after the writes: no writer
+  can know it) that the controller checks against the data the burst's seed (its token)
+  makes. A file that read back short, long, or not at all (where its writer found the
+  files it read itself and its reader is not the one without the mount) disproves its
+  writer (`disproved`); its reader is then not judged on it.
+- a read-back names the file the controller asked for (the writer `writer_of` gives), has
+  read all of it (or, of a short file, counts its missing blocks bad), and its digest is
+  the file's where it says every block was as written.
+- time: no node's rate may pass its ceiling (storage_claims.node_ceiling: 10 TB/s, or 4 x
+  the line rate of the NICs the spec declares): a claim of near-zero seconds is above it.
 """
 
 from __future__ import annotations
 
 import functools
+import secrets
 import statistics
 import time
 from collections.abc import Sequence
@@ -37,7 +54,9 @@ from pytest_cluster.measure.at_once import (
     start_at,
     token,
 )
+from pytest_cluster.measure.storage_claims import Ceiling, figure
 from pytest_cluster.probes import probe_source
+from pytest_cluster.probes.checkpoint import expected_digest, writer_of
 from pytest_cluster.units import finite
 
 if TYPE_CHECKING:
@@ -46,6 +65,16 @@ if TYPE_CHECKING:
     from pytest_cluster.spec.model import CheckpointSpec, StorageSpec
 
 PHASES = ("write", "read")
+#: The error kind of a node whose answer claimed what it could not have done.
+BAD_OUTPUT = "bad_output"
+#: How a rank's error starts where its answer is its node's bad output.
+BAD = "bad checkpoint output: "
+#: How a writer's error starts where its file read back not as it claimed (no phase's
+#: failure: a fault every node shares is judged without it).
+PROVEN = "its write, read back: "
+#: The errno of a read whose file was not as its writer claimed (short, long): the
+#: writer's fault, not the reader's.
+NOT_AS_CLAIMED = "NOT_AS_CLAIMED"
 #: What a rank reports of each phase (RankFigures' fields, in order).
 _NUMBERS = ("bytes", "seconds", "started_at", "ended_at", "late_s", "cpu_s")
 
@@ -96,6 +125,9 @@ class CheckpointRun:
     error_kinds: tuple[tuple[str, str], ...] = ()
     details: CheckpointDetails = field(default_factory=CheckpointDetails)
     simulated: bool = False
+    #: the writers whose files read back not as they claimed (short, long, not there):
+    #: their write figures are left out, and their readers not judged on them
+    disproved: tuple[str, ...] = ()
 
     def ranks(self, phase: str) -> tuple[RankFigures, ...]:
         return self.write if phase == "write" else self.read
@@ -123,7 +155,8 @@ class CheckpointRun:
         return {node: (sum(r.bytes for r in ranks), max(r.seconds for r in ranks))
                 for node, ranks in mine.items()
                 if len(ranks) == self.writers_per_node
-                and not any(r.error for r in ranks) and max(r.seconds for r in ranks) > 0}
+                and not any(r.error for r in ranks) and max(r.seconds for r in ranks) > 0
+                and not (phase == "write" and node in self.disproved)}
 
     def node_rate(self, phase: str, node: str) -> float | None:
         found = self.node_figures(phase).get(node)
@@ -189,10 +222,32 @@ class CheckpointRun:
         written where `node` looks; `node` is not judged on them). [] otherwise."""
         failed = [r for r in self.read if r.node == node and r.error]
         writers = {self.writer_node(r.writer) for r in failed}
-        if not failed or node in self.not_shared or not writers <= self.not_shared \
-                or any(r.errno != "ENOENT" for r in failed):
+        if not failed or node in self.not_shared \
+                or not writers <= self.not_shared | set(self.disproved) \
+                or any(r.errno not in ("ENOENT", NOT_AS_CLAIMED) for r in failed):
             return []
         return sorted(writers)
+
+    def disproving(self) -> dict[str, str]:
+        """The writers whose files their readers found not as claimed, and how: a file
+        short or long (NOT_AS_CLAIMED), or not there (ENOENT) where the writer found the
+        files it read itself and neither it nor its reader is the node without the
+        shared filesystem (not_shared). First reader's words per writer."""
+        found: dict[str, str] = {}
+        sees = {r.node for r in self.read if r.writer >= 0 and not r.error}
+        for r in self.read:
+            writer = self.writer_node(r.writer) if r.writer >= 0 else ""
+            if not writer or writer == r.node or writer in found:
+                continue
+            if r.errno == NOT_AS_CLAIMED:
+                found[writer] = (f"{PROVEN}{r.error.removeprefix('read: ')} (read back on "
+                                 f"{r.node})")
+            elif r.errno == "ENOENT" and writer in sees and not \
+                    {writer, r.node} & self.not_shared:
+                found[writer] = (f"{PROVEN}writer {r.writer}'s file was not there when "
+                                 f"{r.node} read it back, though {writer} found the files "
+                                 "it read itself: its write is not proven")
+        return found
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -203,7 +258,8 @@ class CheckpointRun:
                       "write": tuple(RankFigures(**r) for r in record["write"]),
                       "read": tuple(RankFigures(**r) for r in record["read"]),
                       "errors": pairs(record, "errors"),
-                      "error_kinds": pairs(record, "error_kinds")})
+                      "error_kinds": pairs(record, "error_kinds"),
+                      "disproved": tuple(map(str, record.get("disproved") or ()))})
 
 
 def writers_per_node(checkpoint: CheckpointSpec, gpus: int | None) -> int:
@@ -220,11 +276,12 @@ def size_per_writer(checkpoint: CheckpointSpec, writers: int) -> int:
 
 
 def phase_job(fs: StorageSpec, nodes: Sequence[str], writers: int, size: int, phase: str,
-              tag: str, start_at: float, write_nodes: Sequence[int] = ()) -> JobSpec:
+              tag: str, start_at: float, write_nodes: Sequence[int] = (),
+              challenge: str = "") -> JobSpec:
     """One phase's job. The ranks never meet (no rendezvous): the master address is a
     placeholder, so that no node is asked for its own before the job starts.
     `write_nodes` (read): the write job's index of each node, where some node did not
-    write."""
+    write; `challenge` (read): what picks the pages each reader's digest covers."""
     assert fs.checkpoint is not None
     timeout = fs.checkpoint.timeout_s
     return JobSpec(nodes=tuple(nodes), program=probe_source("checkpoint"),
@@ -233,60 +290,152 @@ def phase_job(fs: StorageSpec, nodes: Sequence[str], writers: int, size: int, ph
                          "--size", str(size), "--block", str(fs.checkpoint.block_bytes),
                          "--start-at", f"{start_at:.3f}", "--ranks-per-node", str(writers),
                          *(("--write-nodes", ",".join(map(str, write_nodes)))
-                           if write_nodes else ())),
+                           if write_nodes else ()),
+                         *(("--challenge", challenge) if challenge else ())),
                    init_timeout_s=min(60.0, timeout), wall_timeout_s=timeout,
                    master_addr=NO_RENDEZVOUS)
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What the controller asked of a phase's ranks, which bounds what each may claim:
+    the bytes each writer writes (and each reader reads), the burst's token (its data's
+    seed), the read's challenge, the nodes' ceiling, and whose file each reader reads
+    (writer_of over the write job's nodes that wrote, `write_nodes`)."""
+
+    size: int
+    block: int
+    token: str = ""
+    ceiling: Ceiling = field(default_factory=Ceiling)
+    challenge: str = ""
+    per_node: int = 1
+    world: int = 1
+    write_nodes: tuple[int, ...] = ()
+
+    def writer(self, rank: int) -> int:
+        return writer_of(rank, self.world, self.per_node, list(self.write_nodes) or None)
+
+
 def _figures(node: str, rank: int, data: RankData | None, phase: str,
-             stderr: str) -> RankFigures:
-    """One rank's report, each number checked (a node's answer is not trusted)."""
+             stderr: str, asked: Asked | None = None) -> RankFigures:
+    """One rank's report, each number checked (a node's answer is not trusted), and,
+    where the controller says what it asked (`asked`), each claim against it."""
     empty = RankFigures(node, rank, 0, 0.0, 0.0, 0.0, 0.0, 0.0)
+    if asked is not None and phase == "read":
+        empty = replace(empty, writer=asked.writer(rank))
     if data is None:
         return replace(empty, error=stderr.strip().splitlines()[-1][:300] if stderr.strip()
                        else "the rank printed no result")
     if "error" in data:
         writer = data.get("writer")
+        said = writer if isinstance(writer, int) and not isinstance(
+            writer, bool) and 0 <= writer < 2**31 else -1
+        if asked is not None and phase == "read" and said not in (-1, empty.writer):
+            return replace(empty, error=f"{BAD}its read failed on writer {said}'s file, not "
+                                        f"on writer {empty.writer}'s, which it was to read")
         return replace(empty, error=str(data["error"])[:300], errno=str(data.get("errno")
                                                                         or "")[:20],
-                       writer=writer if isinstance(writer, int) and not isinstance(
-                           writer, bool) and 0 <= writer < 2**31 else -1)
+                       writer=said if asked is None else empty.writer)
     numbers = {}
-    for name in (*_NUMBERS, *(("bad_blocks", "writer") if phase == "read" else ()), "wait_s"):
+    for name in (*_NUMBERS, *(("bad_blocks", "writer") if phase == "read" else ()), "wait_s",
+                 *(("file_bytes",) if asked is not None and phase == "read" else ())):
         if name == "wait_s" and name not in data:
             continue  # an older probe's
         value = finite(data.get(name))
         if value is None or value < 0:
-            return replace(empty, error=f"bad checkpoint output: {name} is "
-                                        f"{str(data.get(name))[:40]!r}")
+            return replace(empty, error=f"{BAD}{name} is {str(data.get(name))[:40]!r}")
         numbers[name] = value
-    return RankFigures(node, rank, int(numbers["bytes"]), float(numbers["seconds"]),
-                       float(numbers["started_at"]), float(numbers["ended_at"]),
-                       float(numbers["late_s"]), float(numbers["cpu_s"]),
-                       int(numbers.get("bad_blocks", 0)), int(numbers.get("writer", -1)),
-                       wait_s=float(numbers.get("wait_s", 0.0)))
+    found = RankFigures(node, rank, int(numbers["bytes"]), float(numbers["seconds"]),
+                        float(numbers["started_at"]), float(numbers["ended_at"]),
+                        float(numbers["late_s"]), float(numbers["cpu_s"]),
+                        int(numbers.get("bad_blocks", 0)), int(numbers.get("writer", -1)),
+                        wait_s=float(numbers.get("wait_s", 0.0)))
+    if asked is None:
+        return found
+    wrong = _claimed(found, phase, asked, int(numbers.get("file_bytes", 0)),
+                     data.get("digest"))
+    if wrong.startswith(BAD):
+        return replace(empty, error=wrong)
+    if wrong:  # the writer's file, not as it claimed: the reader measured no whole file
+        return replace(empty, error=wrong, errno=NOT_AS_CLAIMED)
+    return found
 
 
-def _phase(launcher: Launcher, job: JobSpec, phase: str) -> tuple[
+def _claimed(rank: RankFigures, phase: str, asked: Asked, file_bytes: int,
+             digest: object) -> str:
+    """What is wrong with a rank's claims against what the controller asked: its own bad
+    output (BAD ...), the writer's file not as claimed (read: ..., NOT_AS_CLAIMED), or ''."""
+    size = asked.size
+    if phase == "write":
+        if rank.bytes != size:
+            return (f"{BAD}it claims {figure(rank.bytes)} bytes written, not the {size} it was "
+                    "asked to")
+        above = asked.ceiling.above(rank.bytes, rank.seconds)
+        return f"{BAD}write: {above}" if above else ""
+    expected = asked.writer(rank.rank)
+    if rank.writer != expected:
+        return (f"{BAD}it read back writer {rank.writer}'s file, not writer {expected}'s, "
+                "which it was to read (no such file in this burst)")
+    whole = min(size, file_bytes)
+    blocks = (size + asked.block - 1) // asked.block
+    if rank.bytes != whole:
+        return (f"{BAD}it read {figure(rank.bytes)} bytes of writer {expected}'s file of "
+                f"{figure(file_bytes)} bytes ({size} written): a read-back reads it whole")
+    if rank.bytes < size and rank.bad_blocks < blocks - rank.bytes // asked.block:
+        return (f"{BAD}it read {rank.bytes} of writer {expected}'s {size} bytes yet counts "
+                f"{rank.bad_blocks} block(s) bad: the blocks it did not read are not as "
+                "written")
+    if file_bytes != size:
+        return (f"read: writer {expected}'s file is {figure(file_bytes)} bytes, not the {size} its "
+                "writer said it wrote")
+    if asked.challenge and not rank.bad_blocks and digest != expected_digest(
+            asked.token, asked.challenge, expected, size, asked.block):
+        return (f"{BAD}its digest of writer {expected}'s file ({str(digest)[:40]!r}) is not "
+                "that of the data written, though it says every block was as written")
+    above = asked.ceiling.above(rank.bytes, rank.seconds)
+    return f"{BAD}read: {above}" if above else ""
+
+
+def _over_ceiling(ranks: tuple[RankFigures, ...], phase: str,
+                  ceiling: Ceiling) -> tuple[RankFigures, ...]:
+    """The ranks, those of a node whose rate (its bytes over its slowest rank's time) is
+    above `ceiling` each failed as its bad output."""
+    mine: dict[str, list[RankFigures]] = {}
+    for rank in ranks:
+        if not rank.error:
+            mine.setdefault(rank.node, []).append(rank)
+    wrong = {node: above for node, found in mine.items() if (above := ceiling.above(
+        sum(r.bytes for r in found), max(r.seconds for r in found)))}
+    return tuple(replace(r, error=f"{BAD}the node's {phase}: {wrong[r.node]}")
+                 if r.node in wrong and not r.error else r for r in ranks)
+
+
+def _phase(launcher: Launcher, job: JobSpec, phase: str, asked: Asked) -> tuple[
         tuple[RankFigures, ...], list[tuple[str, str]], list[tuple[str, str]], bool,
         CheckpointDetails]:
     """A phase's ranks, per node why it has none, per node the launcher's error kind where
-    it could not run the node's part, whether simulated, and what to keep of it."""
+    it could not run the node's part (or `bad_output`, where its answer claimed what
+    `asked` rules out), whether simulated, and what to keep of it."""
     result = run_job(launcher, job)
     errors = part_errors(result, phase)
-    ranks = tuple(_figures(r.node, r.rank,  # a rank's answer: _figures checks it
-                           cast("RankData | None", r.data if r.ok else None), phase,
-                           reason_line(r.stderr_tail) or how_ended(r.exit_code))
-                  for r in result.ranks)
+    ranks = _over_ceiling(tuple(
+        _figures(r.node, r.rank,  # a rank's answer: _figures checks it
+                 cast("RankData | None", r.data if r.ok else None), phase,
+                 reason_line(r.stderr_tail) or how_ended(r.exit_code), asked)
+        for r in result.ranks), phase, asked.ceiling)
     errors += [(r.node, f"{phase}: rank {r.rank}: {r.error}") for r in ranks if r.error]
-    leftovers = [item for r in result.ranks if r.data for item in r.data.get("leftovers") or []
-                 if isinstance(item, dict)]
+    kinds = list(result.error_kinds)
+    for node in dict.fromkeys(r.node for r in ranks if r.error.startswith(BAD)):
+        kinds.append((node, BAD_OUTPUT))
+    leftovers = [item for r in result.ranks if r.data
+                 and isinstance(listed := r.data.get("leftovers"), list)
+                 for item in listed if isinstance(item, dict)]
     more: CheckpointDetails = {"leftovers": leftovers[:100]} if leftovers else {}
     capacity = next((finite(r.data.get("capacity_bytes")) for r in result.ranks
                      if r.data and r.data.get("capacity_bytes") is not None), None)
     if capacity is not None and capacity > 0:
         more["capacity_bytes"] = capacity
-    return ranks, errors, list(result.error_kinds), result.simulated, more
+    return ranks, errors, kinds, result.simulated, more
 
 
 def _remove(launcher: Launcher, fs: StorageSpec, run: CheckpointRun, tag: str) -> Removal:
@@ -305,11 +454,14 @@ def _remove(launcher: Launcher, fs: StorageSpec, run: CheckpointRun, tag: str) -
 
 
 def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
-                   gpus: int | None, silent: dict[str, str]) -> CheckpointRun:
+                   gpus: int | None, silent: dict[str, str],
+                   ceiling: Ceiling | None = None) -> CheckpointRun:
     """The burst over `nodes` (those of the cluster that answered; `silent`: the others
     and why): the write job; the read job on the nodes whose writers all wrote, each
     reading the next such node's files; then a job on one node that removes whatever is
-    left of it, also when interrupted."""
+    left of it, also when interrupted. Each rank's claims are checked against what was
+    asked and `ceiling` (storage_claims.node_ceiling); the writers whose files read back
+    not as claimed are `disproved`."""
     assert fs.checkpoint is not None
     writers = writers_per_node(fs.checkpoint, gpus)
     size = size_per_writer(fs.checkpoint, writers)
@@ -318,6 +470,7 @@ def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
     if not nodes:
         return run
     tag = token(fs.checkpoint.timeout_s)
+    challenge = secrets.token_hex(16)  # the read's: chosen now, told after the writes
     details: CheckpointDetails = {"token": tag, "started_at": time.time()}
     simulated = False
     try:
@@ -329,9 +482,13 @@ def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
                 wrote = [nodes.index(n) for n in on] if len(on) < len(nodes) else []
                 if not on:
                     break
+            asked = Asked(size, fs.checkpoint.block_bytes, tag, ceiling or Ceiling(),
+                          challenge if phase == "read" else "", writers,
+                          len(on) * writers, tuple(wrote))
             try:
                 ranks, errors, kinds, sim, more = _phase(launcher, phase_job(
-                    fs, on, writers, size, phase, tag, start_at(len(on)), wrote), phase)
+                    fs, on, writers, size, phase, tag, start_at(len(on)), wrote,
+                    asked.challenge), phase, asked)
             except (ClusterError, OSError, ValueError) as exc:
                 errors = [(n, f"{phase}: {exc}") for n in on]
                 kinds = [(n, NOT_STARTED) for n in on]
@@ -341,6 +498,11 @@ def run_checkpoint(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
             run = replace(run, errors=(*run.errors, *errors),
                           error_kinds=(*run.error_kinds, *kinds))
             run = replace(run, write=ranks) if phase == "write" else replace(run, read=ranks)
+        disproving = run.disproving()
+        run = replace(run, disproved=tuple(disproving),
+                      errors=(*run.errors, *disproving.items()),
+                      error_kinds=(*run.error_kinds,
+                                   *((node, BAD_OUTPUT) for node in disproving)))
     finally:
         details = {**details, **_remove(launcher, fs, run, tag)}
     details["ended_at"] = time.time()

@@ -31,6 +31,7 @@ from pytest_cluster.measure.dataloader import DataloaderRun, run_dataloader
 from pytest_cluster.measure.fabric import NIC_END
 from pytest_cluster.measure.latency import LatencyRun, run_latency
 from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes, with_crashes
+from pytest_cluster.measure.storage_claims import node_ceiling
 from pytest_cluster.measure.training import TrainingRun, run_training, step_bound
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.probes import nccl_tests as nccl_tests_probe
@@ -145,14 +146,15 @@ class Cluster:
 
     def _at_once_run(self, key: str, fs: StorageSpec,
                      run: Callable[..., CheckpointRun | DataloaderRun]) -> dict[str, Any]:
-        """`run(launcher, fs, nodes, gpus, silent)` over every node that answers its host
-        probe (the others, named, are its errors), once per run: its document."""
+        """`run(launcher, fs, nodes, gpus, silent, ceiling)` over every node that answers
+        its host probe (the others, named, are its errors), once per run: its document;
+        `ceiling`: what no node's rate may pass (storage_claims.node_ceiling)."""
         def compute() -> dict[str, object]:
             answers = self.host_all()
             silent = {n: r.describe() for n, r in answers.items() if not r.ok}
             gpus = self.spec.gpus.slots if self.spec.gpus is not None else None
             nodes = [n for n in self.nodes if n not in silent]
-            found = run(self.launcher, fs, nodes, gpus, silent)
+            found = run(self.launcher, fs, nodes, gpus, silent, node_ceiling(self.spec))
             simulated = found.simulated or any(r.simulated for r in answers.values())
             return replace(found, simulated=simulated).to_json()
 

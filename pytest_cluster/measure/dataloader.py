@@ -16,6 +16,16 @@ reading the same file set. A suspect is slow only when it is below keeps_up x th
 of the nodes measured beside it the second time too (`slow`): a node a passing load slowed
 once (a busy CPU, another job's reads) is not blamed. Where its second job has no figure
 of it, the first stands, said.
+
+The file set is what the spec says: each worker writes `size_per_node` / workers (whole
+pages; `file_bytes`), never more, so a node writes at most `size_per_node`.
+
+A worker's figures are claims, checked against what the controller asked before any
+enters a median or an aggregate (each failure is its node's bad output, naming what was
+wrong): its file set's bytes as asked; no more bytes read than its reads of `read_size`;
+a read phase no shorter than `duration`; a metadata test of exactly 4 x `metadata_files`
+operations; at most one operation a microsecond (storage_claims.MOST_WORKER_OPS_PER_S),
+and no node above its bytes ceiling (storage_claims.node_ceiling).
 """
 
 from __future__ import annotations
@@ -43,6 +53,7 @@ from pytest_cluster.measure.at_once import (
     start_at,
     token,
 )
+from pytest_cluster.measure.storage_claims import Ceiling, figure, ops_above
 from pytest_cluster.probes import probe_source
 from pytest_cluster.units import finite
 
@@ -55,6 +66,12 @@ if TYPE_CHECKING:
 JUDGED = ("read", "metadata")
 #: A node whose workers' CPU time is this share of their wall time or more is CPU-bound.
 CPU_BOUND = 0.9
+#: The error kind of a node whose answer claimed what it could not have done.
+BAD_OUTPUT = "bad_output"
+#: How a worker's error starts where its answer is its node's bad output.
+BAD = "bad data loader output: "
+#: The bytes of each small file of the metadata test (probes/dataloader.py's).
+METADATA_FILE_BYTES = 3901
 
 
 @dataclass(frozen=True)
@@ -98,6 +115,7 @@ class DataloaderRun:
     read_size: int
     path: str
     read: tuple[WorkerFigures, ...] = ()
+    file_bytes: int = 0  # each worker's file of the set (x workers: a node's)
     metadata: tuple[WorkerFigures, ...] = ()
     errors: tuple[tuple[str, str], ...] = ()  # per node: why it has no figures
     #: per node whose part the launcher could not run, its error kind ('unreachable')
@@ -224,13 +242,20 @@ def workers_per_node(fs: StorageSpec, gpus: int | None) -> int:
     return fs.dataloader.workers or gpus or 1
 
 
+def file_bytes(size_per_node: int, workers: int) -> int:
+    """Each worker's file of the set: its share of `size_per_node`, in whole pages where
+    that is one at least; `workers` of them are never more than `size_per_node`."""
+    share = max(1, size_per_node // workers)
+    return share // 4096 * 4096 if share >= 4096 else share
+
+
 def phase_job(fs: StorageSpec, nodes: Sequence[str], workers: int, phase: str, tag: str,
               start_at: float, write_nodes: Sequence[int] = ()) -> JobSpec:
     """One phase's job (its ranks never meet: no rendezvous). `write_nodes` (read): the
     write job's index of each node, where some node did not write."""
     loader = fs.dataloader
     assert loader is not None
-    size = max(loader.read_size, loader.size_per_node // workers // 4096 * 4096)
+    size = file_bytes(loader.size_per_node, workers)
     return JobSpec(nodes=tuple(nodes), program=probe_source("dataloader"),
                    ranks_per_node=1 if phase == "remove" else workers,
                    args=("--phase", phase, "--path", fs.path, "--token", tag,
@@ -247,8 +272,21 @@ def phase_job(fs: StorageSpec, nodes: Sequence[str], workers: int, phase: str, t
 _NUMBERS = ("ops", "bytes", "seconds", "cpu_s", "late_s")
 
 
-def _worker(node: str, rank: int, data: RankData | None, why: str) -> WorkerFigures:
-    """One worker's report, each number checked (a node's answer is not trusted)."""
+@dataclass(frozen=True)
+class Asked:
+    """What the controller asked of a phase's workers, which bounds what each may claim."""
+
+    size: int  # each worker's file of the set
+    read_size: int
+    duration_s: float
+    files: int  # metadata files per worker
+    ceiling: Ceiling = field(default_factory=Ceiling)
+
+
+def _worker(node: str, rank: int, data: RankData | None, why: str,
+            phase: str = "", asked: Asked | None = None) -> WorkerFigures:
+    """One worker's report, each number checked (a node's answer is not trusted), and,
+    where the controller says what it asked (`asked`), each claim against it."""
     missing = data.get("missing") if data is not None else None
     empty = WorkerFigures(node, rank, 0, 0, 0.0, 0.0, 0.0,
                           missing=min(len(missing), 2**20) if isinstance(missing, list) else 0)
@@ -260,47 +298,89 @@ def _worker(node: str, rank: int, data: RankData | None, why: str) -> WorkerFigu
     for name in _NUMBERS:
         value = finite(data.get(name))
         if value is None or value < 0:
-            return replace(empty, error=f"bad data loader output: {name} is "
-                                        f"{str(data.get(name))[:40]!r}")
+            return replace(empty, error=f"{BAD}{name} is {str(data.get(name))[:40]!r}")
         numbers[name] = value
-    return replace(empty, ops=int(numbers["ops"]), bytes=int(numbers["bytes"]),
-                   seconds=numbers["seconds"], cpu_s=numbers["cpu_s"],
-                   late_s=numbers["late_s"])
+    found = replace(empty, ops=int(numbers["ops"]), bytes=int(numbers["bytes"]),
+                    seconds=numbers["seconds"], cpu_s=numbers["cpu_s"],
+                    late_s=numbers["late_s"])
+    wrong = _claimed(found, phase, asked) if asked is not None else ""
+    return replace(empty, error=wrong) if wrong else found
+
+
+def _claimed(worker: WorkerFigures, phase: str, asked: Asked) -> str:
+    """What is wrong with a worker's claims against what the controller asked ('')."""
+    ops, seconds = worker.ops, worker.seconds
+    if phase == "write":
+        return "" if worker.bytes == asked.size else \
+            f"{BAD}it claims {figure(worker.bytes)} bytes written, not the {asked.size} it was " \
+            "asked to"
+    if phase == "read":
+        if worker.bytes > ops * asked.read_size:
+            return (f"{BAD}it claims {figure(worker.bytes)} bytes in {figure(ops)} reads "
+                    f"of at most {asked.read_size} bytes")
+        if seconds < asked.duration_s - 0.001:
+            return (f"{BAD}it claims its reads took {seconds:.3g} s; it was to read for "
+                    f"{asked.duration_s:g} s")
+    if phase == "metadata" and (ops != 4 * asked.files
+                                or worker.bytes != asked.files * METADATA_FILE_BYTES):
+        return (f"{BAD}it claims {figure(ops)} operations on {figure(worker.bytes)} bytes; its "
+                f"{asked.files} files are {4 * asked.files} operations on "
+                f"{asked.files * METADATA_FILE_BYTES} bytes")
+    above = ops_above(ops, seconds) if phase in JUDGED else ""
+    return f"{BAD}{phase}: {above}" if above else ""
+
+
+def _over_ceiling(workers: tuple[WorkerFigures, ...], phase: str,
+                  ceiling: Ceiling) -> tuple[WorkerFigures, ...]:
+    """The workers, those of a node whose bytes over its slowest worker's time are above
+    `ceiling` each failed as its bad output."""
+    mine: dict[str, list[WorkerFigures]] = {}
+    for worker in workers:
+        if not worker.error:
+            mine.setdefault(worker.node, []).append(worker)
+    wrong = {node: above for node, found in mine.items() if (above := ceiling.above(
+        sum(w.bytes for w in found), max(w.seconds for w in found)))}
+    return tuple(replace(w, error=f"{BAD}the node's {phase}: {wrong[w.node]}")
+                 if w.node in wrong and not w.error else w for w in workers)
 
 
 def _phase(launcher: Launcher, job: JobSpec, phase: str,
-           details: DataloaderDetails) -> tuple[
+           details: DataloaderDetails, asked: Asked) -> tuple[
         tuple[WorkerFigures, ...], list[tuple[str, str]], list[tuple[str, str]], bool, str]:
-    """A phase's workers, per node why it has none, per node the launcher's error kind,
-    whether simulated, and how the reads bypassed the page cache; what the write's sweep
-    found of earlier runs into `details`."""
+    """A phase's workers, per node why it has none, per node the launcher's error kind (or
+    `bad_output`, where its answer claimed what `asked` rules out), whether simulated, and
+    how the reads bypassed the page cache; what the write's sweep found of earlier runs
+    into `details`."""
     result = run_job(launcher, job)
-    leftovers = [item for r in result.ranks if r.data for item in r.data.get("leftovers") or []
-                 if isinstance(item, dict)]
+    leftovers = [item for r in result.ranks if r.data
+                 and isinstance(listed := r.data.get("leftovers"), list)
+                 for item in listed if isinstance(item, dict)]
     if leftovers:
         details["leftovers"] = leftovers[:100]
     errors = part_errors(result, phase)
-    workers = tuple(_worker(r.node, r.rank,  # a worker's answer: _worker checks it
-                            cast("RankData | None", r.data if r.ok else None),
-                            reason_line(r.stderr_tail) or how_ended(r.exit_code))
-                    for r in result.ranks)
+    workers = _over_ceiling(tuple(
+        _worker(r.node, r.rank,  # a worker's answer: _worker checks it
+                cast("RankData | None", r.data if r.ok else None),
+                reason_line(r.stderr_tail) or how_ended(r.exit_code), phase, asked)
+        for r in result.ranks), phase, asked.ceiling)
     errors += [(w.node, f"{phase}: worker {w.rank}: {w.error}") for w in workers if w.error]
+    kinds = [*result.error_kinds, *((node, BAD_OUTPUT) for node in dict.fromkeys(
+        w.node for w in workers if w.error.startswith(BAD)))]
     methods = {str(r.data.get("method")) for r in result.ranks
                if r.ok and r.data and r.data.get("method")}
-    return (workers, errors, list(result.error_kinds), result.simulated,
-            "; ".join(sorted(methods))[:300])
+    return (workers, errors, kinds, result.simulated, "; ".join(sorted(methods))[:300])
 
 
 def _judged(launcher: Launcher, fs: StorageSpec, run: DataloaderRun, on: list[str],
-            tag: str, wrote: list[int],
-            details: DataloaderDetails) -> tuple[DataloaderRun, bool]:
+            tag: str, wrote: list[int], details: DataloaderDetails,
+            asked: Asked) -> tuple[DataloaderRun, bool]:
     """The judged phases (reads, metadata) on `on` into `run`, and whether simulated."""
     simulated = False
     for phase in JUDGED:
         try:
             found, errors, kinds, sim, method = _phase(launcher, phase_job(
                 fs, on, run.workers_per_node, phase, tag, start_at(len(on)), wrote), phase,
-                details)
+                details, asked)
         except (ClusterError, OSError, ValueError) as exc:
             found, errors, sim, method = (), [(n, f"{phase}: {exc}") for n in on], False, ""
             kinds = [(n, NOT_STARTED) for n in on]
@@ -322,25 +402,32 @@ def _with_references(run: DataloaderRun, suspects: list[str]) -> list[str]:
 
 
 def run_dataloader(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
-                   gpus: int | None, silent: dict[str, str]) -> DataloaderRun:
+                   gpus: int | None, silent: dict[str, str],
+                   ceiling: Ceiling | None = None) -> DataloaderRun:
     """The file set's write on `nodes` (the others, `silent`, named), then the random
     reads and the metadata test on the nodes whose workers all wrote (reading only their
     files); the suspects (below keeps_up x the median) measured again with as many nodes
     nearest the median (`again`); then a job on one node that removes what is left, also
-    when interrupted."""
-    assert fs.dataloader is not None
+    when interrupted. Each worker's claims are checked against what was asked and
+    `ceiling` (storage_claims.node_ceiling)."""
+    loader = fs.dataloader
+    assert loader is not None
     workers = workers_per_node(fs, gpus)
-    run = DataloaderRun(tuple(nodes), workers, fs.dataloader.read_size, fs.path,
+    size = file_bytes(loader.size_per_node, workers)
+    asked = Asked(size, loader.read_size, loader.duration_s, loader.metadata_files,
+                  ceiling or Ceiling())
+    run = DataloaderRun(tuple(nodes), workers, loader.read_size, fs.path, file_bytes=size,
                         errors=tuple(silent.items()))
     if not nodes:
         return run
-    tag = token(fs.dataloader.timeout_s * 2)
+    tag = token(loader.timeout_s * 2)
     details: DataloaderDetails = {"token": tag, "started_at": time.time()}
     simulated = False
     try:
         try:
             found, errors, kinds, simulated, _ = _phase(launcher, phase_job(
-                fs, nodes, workers, "write", tag, start_at(len(nodes))), "write", details)
+                fs, nodes, workers, "write", tag, start_at(len(nodes))), "write", details,
+                asked)
         except (ClusterError, OSError, ValueError) as exc:
             found, errors = (), [(n, f"write: {exc}") for n in nodes]
             kinds = [(n, NOT_STARTED) for n in nodes]
@@ -351,14 +438,14 @@ def run_dataloader(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
         on = [n for n in nodes if n not in failed]
         wrote = [nodes.index(n) for n in on] if len(on) < len(nodes) else []
         if on:
-            run, sim = _judged(launcher, fs, run, on, tag, wrote, details)
+            run, sim = _judged(launcher, fs, run, on, tag, wrote, details, asked)
             simulated = simulated or sim
-            suspects = run.suspects(fs.dataloader.keeps_up or 0.8)
+            suspects = run.suspects(loader.keeps_up or 0.8)
             if suspects:
                 group = _with_references(run, suspects)
                 again, sim = _judged(launcher, fs, DataloaderRun(
-                    tuple(group), workers, run.read_size, fs.path), group, tag,
-                    [nodes.index(n) for n in group], details)
+                    tuple(group), workers, run.read_size, fs.path, file_bytes=size), group,
+                    tag, [nodes.index(n) for n in group], details, asked)
                 simulated = simulated or sim
                 run = replace(run, retested=tuple(suspects), again=again)
     finally:

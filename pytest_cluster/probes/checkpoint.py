@@ -90,6 +90,7 @@ class RankData(TypedDict, total=False):
     file_bytes: int
     bad_blocks: int
     first_bad_block: int | None
+    digest: str  # read, with --challenge: sample_digest of what it read
     removed: int  # remove
     error: str
     errno: str  # the error's name, 'ENOENT' (a read's file not there: not written here)
@@ -114,6 +115,9 @@ MAGIC = b"PCKP"
 MOST_WAIT_S = 300.0
 #: Blocks made (or read) ahead of the thread that writes (or checks) them.
 AHEAD = 2
+#: How many pages of a file its reader's digest covers (samples).
+SAMPLES = 16
+CHALLENGE = re.compile(r"^[0-9a-f]{16,64}$")
 
 
 def file_of(path: str, token: str, rank: int) -> str:
@@ -126,15 +130,70 @@ def base_block(token: str, rank: int, size: int) -> bytes:
     return hashlib.shake_256(f"{token}/{rank}".encode()).digest(size)
 
 
+def _turn(index: int, size: int) -> int:
+    """How far block `index`'s data is turned in its writer's base of `size` bytes."""
+    return (index * 7919 * 64 + 4099) % size if size > 1 else 0
+
+
 def block(base: bytes, rank: int, index: int) -> bytearray:
     """Block `index` of writer `rank`: the base turned by an offset of its own, stamped
     at the start of every page."""
     size = len(base)
-    turn = (index * 7919 * 64 + 4099) % size if size > 1 else 0
+    turn = _turn(index, size)
     data = bytearray(base[turn:] + base[:turn])
     for page in range(0, size // PAGE):
         struct.pack_into("<4sIII", data, page * PAGE, MAGIC, rank, index, page)
     return data
+
+
+def samples(challenge: str, writer: int, size: int, block_size: int) -> list[tuple[int, int]]:
+    """The (block, page) pairs of `writer`'s file the read-back's digest covers: up to
+    SAMPLES blocks the controller's `challenge` picks (chosen after the write: no writer
+    knows them), in each the page whose data starts in the first page of the writer's
+    base (so that the controller makes it from the base's first two pages alone); only
+    pages the file holds whole."""
+    import hashlib  # noqa: PLC0415
+    blocks, pages = (size + block_size - 1) // block_size, block_size // PAGE
+    found = set()
+    for k in range(SAMPLES if blocks else 0):
+        pick = hashlib.blake2b(f"{challenge}/{writer}/{k}".encode(), digest_size=8).digest()
+        index = int.from_bytes(pick, "little") % blocks
+        page = -(-(block_size - _turn(index, block_size)) // PAGE) % pages
+        if index * block_size + (page + 1) * PAGE <= size:
+            found.add((index, page))
+    return sorted(found)
+
+
+def page_of(head: bytes, block_size: int, writer: int, index: int, page: int) -> bytes:
+    """Page `page` of block `index` of `writer`'s file, as written, from the first
+    min(block_size, 2 pages) bytes of its base (`head`): the pages `samples` picks."""
+    offset = (_turn(index, block_size) + page * PAGE) % block_size
+    data = bytearray((head * 2 if len(head) == block_size else head)[offset:offset + PAGE])
+    struct.pack_into("<4sIII", data, 0, MAGIC, writer, index, page)
+    return bytes(data)
+
+
+def sample_digest(challenge: str, size: int,
+                  pages: list[tuple[int, int, bytes]]) -> str:
+    """The read-back's digest: the bytes read, then each sampled (block, page) and its
+    bytes as read, keyed by the controller's challenge (BLAKE2b, 128 bits, hex)."""
+    import hashlib  # noqa: PLC0415
+    digest = hashlib.blake2b(key=challenge.encode()[:64], digest_size=16)
+    digest.update(size.to_bytes(8, "little"))
+    for index, page, data in pages:
+        digest.update(struct.pack("<QI", index, page))
+        digest.update(data)
+    return digest.hexdigest()
+
+
+def expected_digest(token: str, challenge: str, writer: int, size: int,
+                    block_size: int) -> str:
+    """The digest an honest reader of `writer`'s whole file reports (the controller's
+    side: two pages of the writer's base made, not its file)."""
+    head = base_block(token, writer, min(block_size, 2 * PAGE))  # SHAKE: a prefix
+    return sample_digest(challenge, size, [
+        (index, page, page_of(head, block_size, writer, index, page))
+        for index, page in samples(challenge, writer, size, block_size)])
 
 
 def sweep(path: str, now: float, token: str = "") -> list[Leftover]:
@@ -276,10 +335,15 @@ def _read_ahead(fd: int, size: int, block_size: int, free: queue.Queue[bytearray
 
 
 def read(path: str, token: str, rank: int, writer: int, size: int, block_size: int,
-         start_at: float) -> RankData:
+         start_at: float, challenge: str = "") -> RankData:
     """Read `writer`'s file (`size` bytes as written) in a thread, each block checked here
-    while the next ones are read."""
+    while the next ones are read; with the controller's `challenge`, the digest of the
+    pages it picks, as read (sample_digest)."""
     source = file_of(path, token, writer)
+    picked: dict[int, list[int]] = {}
+    for index, page in samples(challenge, writer, size, block_size) if challenge else ():
+        picked.setdefault(index, []).append(page)
+    seen: dict[tuple[int, int], bytes] = {}
     base = base_block(token, writer, block_size)
     count = (size + block_size - 1) // block_size
     late = _wait(start_at)
@@ -301,6 +365,9 @@ def read(path: str, token: str, rank: int, writer: int, size: int, block_size: i
             index, buffer, got = item
             want = min(block_size, size - index * block_size)
             done, checked = done + got, checked + 1
+            for page in picked.get(index, ()):
+                if got >= (page + 1) * PAGE:
+                    seen[index, page] = bytes(buffer[page * PAGE:(page + 1) * PAGE])
             if got < want or buffer[:want] != block(base, writer, index)[:want]:
                 bad += 1
                 first_bad = index if first_bad is None else first_bad
@@ -313,10 +380,16 @@ def read(path: str, token: str, rank: int, writer: int, size: int, block_size: i
     if checked < count:  # a short file: the blocks never read are not as written
         bad, first_bad = bad + count - checked, checked if first_bad is None else first_bad
     os.unlink(source)
-    return {"bytes": done, "seconds": timing["seconds"], "started_at": timing["started_at"],
-            "ended_at": timing["ended_at"], "late_s": late, "wait_s": timing["wait_s"],
-            "cpu_s": time.process_time() - cpu0, "writer": writer, "file_bytes": total,
-            "bad_blocks": bad, "first_bad_block": first_bad}
+    found: RankData = {
+        "bytes": done, "seconds": timing["seconds"], "started_at": timing["started_at"],
+        "ended_at": timing["ended_at"], "late_s": late, "wait_s": timing["wait_s"],
+        "cpu_s": time.process_time() - cpu0, "writer": writer, "file_bytes": total,
+        "bad_blocks": bad, "first_bad_block": first_bad}
+    if challenge:
+        found["digest"] = sample_digest(challenge, done, [
+            (index, page, seen.get((index, page), b""))
+            for index in sorted(picked) for page in picked[index]])
+    return found
 
 
 def remove(path: str, token: str) -> RankData:
@@ -362,9 +435,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start-at", type=float, default=0.0)
     parser.add_argument("--ranks-per-node", type=int, default=1)
     parser.add_argument("--write-nodes", type=_indexes, default=None)
+    parser.add_argument("--challenge", default="")
     args = parser.parse_args(argv)
     if TOKEN.match(args.token) is None or args.block % PAGE or args.block <= 0 \
-            or args.size <= 0:
+            or args.size <= 0 or (args.challenge and not CHALLENGE.match(args.challenge)):
         sys.exit(f"bad arguments: token {args.token[:40]!r}, block {args.block}, "
                  f"size {args.size}")
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
@@ -377,7 +451,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.phase == "read":
             info["writer"] = writer_of(rank, world, args.ranks_per_node, args.write_nodes)
             info.update(read(args.path, args.token, rank, info["writer"], args.size,
-                             args.block, args.start_at))
+                             args.block, args.start_at, args.challenge))
         else:
             info.update(remove(args.path, args.token))
     except OSError as exc:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pytest_cluster.probes.checkpoint import writer_of
+from pytest_cluster.probes.checkpoint import expected_digest, writer_of
 from pytest_cluster.sim.cluster import faults_on, floored, jitter
 from pytest_cluster.spec.sim import STORAGE_ERRORS
 
@@ -35,7 +35,7 @@ CLIENT_READ = 25e9
 #: The simulated shared filesystem's size: 1 PiB.
 SIM_CAPACITY = 2**50
 _OPTIONS = ("--phase", "--path", "--token", "--size", "--block", "--start-at",
-            "--ranks-per-node", "--write-nodes")
+            "--ranks-per-node", "--write-nodes", "--challenge")
 
 
 def storage_factor(sim: SimSpec, node: str) -> float:
@@ -141,10 +141,14 @@ def checkpoint_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
                 data.update({"bytes": size, "seconds": seconds, "started_at": now,
                              "ended_at": now + seconds, "late_s": 0.0, "cpu_s": seconds * 0.3})
                 if phase == "read":
-                    blocks = max(1, size // int(given.get("--block", 2**24)))
-                    bad = blocks if corrupt(sim, node) else 0
+                    block = int(given.get("--block", 2**24))
+                    bad = max(1, size // block) if corrupt(sim, node) else 0
                     data.update({"writer": writer, "file_bytes": size,
                                  "bad_blocks": bad, "first_bad_block": 0 if bad else None})
+                    if given.get("--challenge") and not bad:  # what it read: as written
+                        data["digest"] = expected_digest(given.get("--token", ""),
+                                                         given["--challenge"], writer, size,
+                                                         block)
                 else:
                     data["leftovers"] = []
                     if rank == 0:
