@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/hostile_probes.py
 	$(BIN)/python bench/hostile_options.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/hostile_nodes.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/hostile_claims.py
 	$(BIN)/python bench/hostile_gate.py
 	$(BIN)/python bench/hostile_extensions.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python bench/hostile_facts.py
