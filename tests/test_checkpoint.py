@@ -4,6 +4,7 @@ the figures of a burst, and the sim's faults judged end to end."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import subprocess
@@ -21,6 +22,7 @@ from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 from pytest_cluster.launchers.sim import SimLauncher
 from pytest_cluster.measure import at_once
+from pytest_cluster.measure import checkpoint as checkpoint_module
 from pytest_cluster.measure.at_once import token
 from pytest_cluster.measure.checkpoint import (
     CheckpointRun,
@@ -29,7 +31,12 @@ from pytest_cluster.measure.checkpoint import (
     run_checkpoint,
     size_per_writer,
 )
-from pytest_cluster.measure.storage_claims import MOST_NODE_BYTES_PER_S, node_ceiling
+from pytest_cluster.measure.storage_claims import (
+    MOST_NODE_BYTES_PER_S,
+    OBSERVED_SLACK_S,
+    held_to_observed,
+    node_ceiling,
+)
 from pytest_cluster.probes import ProbeCall, job_node, probe_source
 from pytest_cluster.probes import checkpoint as probe
 from pytest_cluster.probes import dataloader as dataloader_probe
@@ -945,3 +952,34 @@ def test_the_ceiling_is_the_declared_nics_line_rate_times_four_else_memory() -> 
     assert "interconnect.inter_node's 2 NIC(s) x 100 Gb/s" in ceiling.why
     assert ceiling.above(100e9, 1.0) == "" and ceiling.above(101e9, 1.0)
     assert node_ceiling(parse_spec(TWO, "t.yaml")).bytes_per_s == MOST_NODE_BYTES_PER_S
+
+
+def test_a_node_claiming_longer_than_its_job_ran_is_bad_output(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the launcher's time is real, no rank can have taken longer than the
+    controller saw its whole job run: n2 saying it wrote for a day fails as its bad
+    output, its figure in no median (it lowered the median every node is held to), and n1
+    is ACCEPTED. A simulated launcher's seconds are virtual: nothing to hold them to."""
+    plain = checkpoint_module.run_job
+
+    def real_time(launcher: Launcher, job: Any) -> Any:
+        return dataclasses.replace(plain(launcher, job), simulated=False)
+
+    monkeypatch.setattr(checkpoint_module, "run_job", real_time)
+    lying(monkeypatch, "write", lambda d: d.update(seconds=86_400.0))
+    honest_accepted_liar_rejected(*judged_two(pytester),
+                                  "s the controller saw its whole job run")
+
+
+def test_a_claimed_time_is_held_to_the_time_the_controller_saw() -> None:
+    """held_to_observed fails what claims more than the observed time and its slack,
+    keeps what does not, never touches what already failed, and holds nothing where the
+    time is not real (None)."""
+    found = (RankFigures("a", 0, 1, OBSERVED_SLACK_S + 10.5, 0.0, 0.0, 0.0, 0.0),
+             RankFigures("b", 1, 1, OBSERVED_SLACK_S + 9.5, 0.0, 0.0, 0.0, 0.0),
+             RankFigures("c", 2, 1, 99.0, 0.0, 0.0, 0.0, 0.0, error="gone"))
+    held = held_to_observed(found, "write", 10.0, "bad: ")
+    assert [r.error for r in held] == [
+        f"bad: write: it says its part took {OBSERVED_SLACK_S + 10.5:.3g} s, longer than "
+        "the 10 s the controller saw its whole job run, from launch to answer", "", "gone"]
+    assert held_to_observed(found, "write", None, "bad: ") == found

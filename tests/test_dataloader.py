@@ -3,6 +3,7 @@ slow client judged end to end."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -14,7 +15,8 @@ from typing import Any, cast
 import pytest
 
 from pytest_cluster.errors import SpecError
-from pytest_cluster.measure import at_once
+from pytest_cluster.measure import at_once, storage_claims
+from pytest_cluster.measure import dataloader as dataloader_module
 from pytest_cluster.measure.at_once import token
 from pytest_cluster.measure.dataloader import (
     DataloaderRun,
@@ -437,3 +439,25 @@ def test_a_lying_data_loader_node_is_rejected_and_the_honest_ones_accepted(
     for record in records.values():
         text = f"{record.get('message')} {record.get('measured')}"
         assert "inf" not in text.replace("infinite", "") and "nan" not in text, text
+
+
+def test_a_worker_claiming_longer_than_its_job_ran_is_bad_output(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the launcher's time is real, no worker can have taken longer than the
+    controller saw its job run: n2's metadata workers saying they took a day fail n2 as
+    bad output, the others ACCEPTED (a day of n2's lowered the median they are held to).
+    The simulated nodes' seconds are virtual: the slack here covers their read phase."""
+    plain = dataloader_module.run_job
+
+    def real_time(launcher: Any, job: Any) -> Any:
+        return dataclasses.replace(plain(launcher, job), simulated=False)
+
+    monkeypatch.setattr(dataloader_module, "run_job", real_time)
+    monkeypatch.setattr(storage_claims, "OBSERVED_SLACK_S", 3_600.0)
+    loader_lying(monkeypatch, "metadata", lambda d: d.update(seconds=86_400.0))
+    records = run_sim(pytester, spec_text("iops: '>= 1 IOPS'\nmetadata: '>= 1 ops/s'"))
+    liar = records["test_storage_dataloader_keeps_up[n2-/shared]"]
+    assert verdicts(pytester) == {"n1": "ACCEPTED", "n2": "REJECTED", "n3": "ACCEPTED",
+                                  "n4": "ACCEPTED"}, liar["message"]
+    assert liar["error_kind"] == "bad_output" and \
+        "s the controller saw its whole job run" in liar["message"], liar["message"]

@@ -54,7 +54,7 @@ from pytest_cluster.measure.at_once import (
     start_at,
     token,
 )
-from pytest_cluster.measure.storage_claims import Ceiling, figure
+from pytest_cluster.measure.storage_claims import Ceiling, figure, held_to_observed
 from pytest_cluster.probes import probe_source
 from pytest_cluster.probes.checkpoint import expected_digest, writer_of
 from pytest_cluster.units import finite
@@ -416,13 +416,16 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str, asked: Asked) -> tuple[
     """A phase's ranks, per node why it has none, per node the launcher's error kind where
     it could not run the node's part (or `bad_output`, where its answer claimed what
     `asked` rules out), whether simulated, and what to keep of it."""
+    began = time.monotonic()
     result = run_job(launcher, job)
+    observed = None if result.simulated else time.monotonic() - began
     errors = part_errors(result, phase)
     ranks = _over_ceiling(tuple(
         _figures(r.node, r.rank,  # a rank's answer: _figures checks it
                  cast("RankData | None", r.data if r.ok else None), phase,
                  reason_line(r.stderr_tail) or how_ended(r.exit_code), asked)
         for r in result.ranks), phase, asked.ceiling)
+    ranks = held_to_observed(ranks, phase, observed, BAD)
     errors += [(r.node, f"{phase}: rank {r.rank}: {r.error}") for r in ranks if r.error]
     kinds = list(result.error_kinds)
     for node in dict.fromkeys(r.node for r in ranks if r.error.startswith(BAD)):

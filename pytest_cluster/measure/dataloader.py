@@ -53,7 +53,12 @@ from pytest_cluster.measure.at_once import (
     start_at,
     token,
 )
-from pytest_cluster.measure.storage_claims import Ceiling, figure, ops_above
+from pytest_cluster.measure.storage_claims import (
+    Ceiling,
+    figure,
+    held_to_observed,
+    ops_above,
+)
 from pytest_cluster.probes import probe_source
 from pytest_cluster.units import finite
 
@@ -351,7 +356,9 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str,
     `bad_output`, where its answer claimed what `asked` rules out), whether simulated, and
     how the reads bypassed the page cache; what the write's sweep found of earlier runs
     into `details`."""
+    began = time.monotonic()
     result = run_job(launcher, job)
+    observed = None if result.simulated else time.monotonic() - began
     leftovers = [item for r in result.ranks if r.data
                  and isinstance(listed := r.data.get("leftovers"), list)
                  for item in listed if isinstance(item, dict)]
@@ -363,6 +370,7 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str,
                 cast("RankData | None", r.data if r.ok else None),
                 reason_line(r.stderr_tail) or how_ended(r.exit_code), phase, asked)
         for r in result.ranks), phase, asked.ceiling)
+    workers = held_to_observed(workers, phase, observed, BAD)
     errors += [(w.node, f"{phase}: worker {w.rank}: {w.error}") for w in workers if w.error]
     kinds = [*result.error_kinds, *((node, BAD_OUTPUT) for node in dict.fromkeys(
         w.node for w in workers if w.error.startswith(BAD)))]

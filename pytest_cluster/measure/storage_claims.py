@@ -13,14 +13,21 @@ The ceiling of one node's bytes per second is the least of:
 The spec states no filesystem peak (its bounds are floors: `>= 2 GB/s per GPU`), so no
 ceiling is taken from them.
 
+Time is bounded by what the controller saw: a rank cannot have taken longer over its phase
+than its whole job ran, from the controller's launch to its answer (OBSERVED_SLACK_S for
+the clocks' granularity). Where the launcher's time is real (not simulated), a claim of
+more is the bad output of the node that made it: claimed seconds lower the rate a node
+reports, and in a median they would move every other node's bar. (The least time a phase
+can take is bounded by the ceiling above: its bytes over the ceiling's rate.)
+
 A data loader worker makes one operation at a time, each a system call: it makes at most
 MOST_WORKER_OPS_PER_S (1,000,000: one a microsecond) a second.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from pytest_cluster.units import Dim, format_value
 
@@ -33,6 +40,26 @@ MOST_NODE_BYTES_PER_S = 10e12
 LINE_RATE_FACTOR = 4.0
 #: One operation at a time, each a system call of at least a microsecond.
 MOST_WORKER_OPS_PER_S = 1e6
+#: How much longer than the controller saw its job run a rank may say its phase took (s).
+OBSERVED_SLACK_S = 1.0
+
+
+class Claimed(Protocol):
+    """A rank's or a worker's figures: whose, how long it says it took, what was wrong."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def node(self) -> str: ...
+
+    @property
+    def seconds(self) -> float: ...
+
+    @property
+    def error(self) -> str: ...
+
+
+ClaimedT = TypeVar("ClaimedT", bound=Claimed)
 
 
 @dataclass(frozen=True)
@@ -82,3 +109,24 @@ def ops_above(ops: float, seconds: float, workers: int = 1) -> str:
     return (f"{figure(ops)} operations in {seconds:.3g} s is {rate}, above the ceiling "
             f"{most:.3g}/s ({workers} worker(s), one system call at a time, each at "
             "least a microsecond)")
+
+
+def longer_than_observed(seconds: float, observed_s: float) -> str:
+    """What is wrong with a claim of `seconds` for a phase whose whole job the controller
+    saw run `observed_s` ('' when within it)."""
+    if seconds <= observed_s + OBSERVED_SLACK_S:
+        return ""
+    return (f"it says its part took {seconds:.3g} s, longer than the {observed_s:.3g} s the "
+            "controller saw its whole job run, from launch to answer")
+
+
+def held_to_observed(found: tuple[ClaimedT, ...], phase: str, observed_s: float | None,
+                     bad: str) -> tuple[ClaimedT, ...]:
+    """`found`, each not yet failed that claims longer than `observed_s` (None: the
+    launcher's time is not real, nothing to hold it to) failed as its node's bad output
+    (`bad`, the program's prefix of one)."""
+    if observed_s is None:
+        return found
+    return tuple(replace(r, error=f"{bad}{phase}: {why}")
+                 if not r.error and (why := longer_than_observed(r.seconds, observed_s))
+                 else r for r in found)
