@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pytest_cluster.launchers import ProbeResult
     from pytest_cluster.measure.cluster import Cluster
     from pytest_cluster.probes.nic import Port
+    from pytest_cluster.spec.model import Spec
 
 
 #: How a group of nodes is measured on one rail: (bytes/s or NaN, why it failed).
@@ -98,13 +99,20 @@ def _unread(result: ProbeResult, ports: bool = False) -> str:
     return ""
 
 
-def rail_ceiling(cluster: Cluster, port: Port) -> float:
-    """The most one rail can carry (bytes/s): plausible.CEILING_FACTOR x its line rate,
-    the spec's rate per NIC where it declares one, else the port's (plausible.PORT_FIELDS
-    bounds what a node may say of it); no bound where neither says."""
-    spec = cluster.spec.interconnect
-    nic = spec.inter_node if spec is not None else None
-    line = nic.rate_bytes_per_s if nic is not None else fabric.rate_bytes(port)
+def rail_ceiling(spec: Spec, port: Port) -> float:
+    """The most one rail can carry (bytes/s): plausible.CEILING_FACTOR x its line rate, the
+    larger of the spec's rate per NIC (where it declares one) and the port's own (where it
+    is a device: plausible.PORT_FIELDS bounds what a node may say of it). A virtual port
+    (a veth, a bridge: no `device` in sysfs) has no wire: what its kernel says of its
+    speed is a made-up figure and its traffic may be a copy in memory, so it bounds
+    nothing, and neither does the spec's rate, which is of the NICs it declares, not of
+    this port; no bound where nothing says."""
+    if port.get("virtual"):
+        return math.inf
+    declared = spec.interconnect
+    nic = declared.inter_node if declared is not None else None
+    line = max(nic.rate_bytes_per_s if nic is not None else 0.0,
+               fabric.rate_bytes(port) or 0.0)
     return plausible.CEILING_FACTOR * line if line else math.inf
 
 
@@ -162,7 +170,7 @@ def search(cluster: Cluster) -> RailSearches:
                          **fabric.down_on(ports, name)}
             search = find_slow_nodes(cluster.nodes, measure, bar, leave_out=leave_out,
                                      recheck=functools.partial(recheck, cluster, name),
-                                     ceiling=rail_ceiling(cluster, port))
+                                     ceiling=rail_ceiling(cluster.spec, port))
             simulated = any(nics[node].simulated for node in cluster.nodes)
             found[name] = {**bound, "failed": failed,
                            "search": replace(search, simulated=simulated).to_json()}
