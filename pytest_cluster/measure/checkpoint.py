@@ -163,8 +163,12 @@ class CheckpointRun:
         return found[0] / found[1] if found else None
 
     def median_rate(self, phase: str) -> float | None:
+        """The nodes' median rate, the lower of the two middle ones where they are even
+        (statistics.median_low): always a node's own figure, never one that fewer than
+        half the nodes claiming more could raise above every other's (with two nodes, a
+        liar's figure never sets the bar the honest one is held to)."""
         rates = [b / s for b, s in self.node_figures(phase).values()]
-        return statistics.median(rates) if rates else None
+        return statistics.median_low(rates) if rates else None
 
     def duration(self, phase: str) -> float | None:
         figures = self.node_figures(phase)
@@ -385,11 +389,14 @@ def _claimed(rank: RankFigures, phase: str, asked: Asked, file_bytes: int,
         return (f"{BAD}it read {rank.bytes} of writer {expected}'s {size} bytes yet counts "
                 f"{rank.bad_blocks} block(s) bad: the blocks it did not read are not as "
                 "written")
-    if file_bytes != size:
+    proven = bool(asked.challenge) and not rank.bad_blocks and digest == expected_digest(
+        asked.token, asked.challenge, expected, size, asked.block)
+    if file_bytes < size or (file_bytes > size and not proven):
         return (f"read: writer {expected}'s file is {figure(file_bytes)} bytes, not the {size} its "
                 "writer said it wrote")
-    if asked.challenge and not rank.bad_blocks and digest != expected_digest(
-            asked.token, asked.challenge, expected, size, asked.block):
+    # a file longer than written whose written bytes the digest proves: the writer wrote
+    # what it said (only the reader says there is more; it disproves no one)
+    if asked.challenge and not rank.bad_blocks and not proven:
         return (f"{BAD}its digest of writer {expected}'s file ({str(digest)[:40]!r}) is not "
                 "that of the data written, though it says every block was as written")
     above = asked.ceiling.above(rank.bytes, rank.seconds)

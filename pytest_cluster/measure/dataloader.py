@@ -168,8 +168,10 @@ class DataloaderRun:
         return found.rate(what) if found else None
 
     def median_rate(self, phase: str, what: str = "ops") -> float | None:
+        """The nodes' median, the lower middle one where they are even (as checkpoint's
+        median_rate: a liar's figure never sets the bar an honest node is held to)."""
         rates = [f.rate(what) for f in self.node_figures(phase).values()]
-        return statistics.median(rates) if rates else None
+        return statistics.median_low(rates) if rates else None
 
     def aggregate(self, phase: str, what: str = "ops") -> float | None:
         """Every operation (or byte) of the phase over the slowest node's time; None
@@ -210,7 +212,7 @@ class DataloaderRun:
                   and (r := self.again.node_rate(phase, n, what)) is not None]
         if rate is None or not others:
             return None
-        return rate, statistics.median(others)
+        return rate, statistics.median_low(others)
 
     def slow(self, phase: str, node: str, keeps_up: float, what: str = "ops") -> bool:
         """Below `keeps_up` x the median, and (measured again) again below `keeps_up` x

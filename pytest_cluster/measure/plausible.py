@@ -62,8 +62,8 @@ class Range:
 
 #: Per clause family: the fact a node reports and its plausible range (base units).
 FACTS: Mapping[str, Range] = MappingProxyType({
-    "host.cpu_cores": Range("cpu.cores", 1, 65_536, "cores"),
-    "host.cpu_threads": Range("cpu.threads", 1, 262_144, "threads"),
+    "host.cpu_cores": Range("cpu.cores", 1, 65_536, "cores", whole=True),
+    "host.cpu_threads": Range("cpu.threads", 1, 262_144, "threads", whole=True),
     "host.memory": Range("memory.total_bytes", 64 * 2**20, 64 * TIB, "bytes"),
     "host.memory_available": Range("memory.available_bytes", 0, 64 * TIB, "bytes"),
     "storage.capacity": Range("capacity.total_bytes", 0, 2**70, "bytes"),
@@ -74,6 +74,13 @@ FACTS: Mapping[str, Range] = MappingProxyType({
     "gpus.power_limit": Range("power_limit_w", 0, 20_000, "W"),
     "gpus.ecc_uncorrected": Range("ecc.volatile.uncorrected", 0, 2.0**64, "errors", whole=True),
     "gpus.ecc_corrected": Range("ecc.volatile.corrected", 0, 2.0**64, "errors", whole=True),
+    # what any GPU can measure, whatever model it names (a model the reference table
+    # lacks has no published peak to bound it): about 10 x the fastest there is
+    "gpus.matmul": Range("matmul", 0, 1e17, "FLOP/s"),  # B200: 4.5e15 dense fp8
+    "gpus.memory_bandwidth": Range("copy.bytes_per_s", 0, 100e12, "bytes/s"),  # B200: 8e12
+    "gpus.h2d": Range("h2d.bytes_per_s", 0, 2e12, "bytes/s"),  # NVLink-C2C: 450e9
+    "gpus.d2h": Range("d2h.bytes_per_s", 0, 2e12, "bytes/s"),
+    "gpus.p2p": Range("p2p.bytes_per_s", 0, 4e12, "bytes/s"),  # NVLink 5: 900e9 each way
 })
 
 #: A NIC port's numbers (the NIC probe's `ports[]`), each where the probe gives one.
@@ -110,7 +117,8 @@ def family(key: str) -> str:
 def fact_refused(key: str, value: object) -> str | None:
     """Why the value a node reported for the clause `key` is no plausible one (None where
     it is, or where the clause reads no fact)."""
-    limit = FACTS.get(family(key))
+    name = family(key)  # a table's clause ('gpus.matmul.bf16') is bound as its table's
+    limit = FACTS.get(name) or FACTS.get(name.rsplit(".", 1)[0])
     return None if limit is None else limit.refused(value)
 
 
