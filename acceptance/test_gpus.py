@@ -200,7 +200,7 @@ def test_gpu_memory_usable(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult
     total = evidence.figure(clause, memory, "total", "memory") \
         if isinstance(memory, dict) and memory.get("total") else \
         evidence.figure(clause, section, "cuda_total_bytes", "usable_memory")
-    if total <= 0 or not 0 <= allocated <= total:  # none, or more than the GPU has, is not allocated
+    if total <= 0 or not 0 <= allocated <= total:  # more than the GPU has: not allocated
         evidence.cannot_measure(clause, f"the node reported usable_memory.allocated_bytes = "
                                 f"{allocated:.4g}, outside 0 to the GPU's {total:.4g} bytes "
                                 "(bad output of the node)", raw=section, kind="bad_output")

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pytest_cluster.measure import plausible, stragglers
+from pytest_cluster.measure import latency, plausible, stragglers
 from pytest_cluster.sim import answers as sim_answers
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 SPEC = """\
 cluster: {name: lies, nodes: "n[1-2]", launcher: sim}
@@ -169,3 +172,46 @@ def test_a_training_rank_s_garbled_exchange_times_are_left_out_not_a_traceback(
         link: object, kept: dict[int, float]) -> None:
     times = stragglers.RankTimes.of("n2", 1, {"forward_s": [0.1], "link": link})
     assert times.exchange_s == kept
+
+
+def test_a_rank_claiming_another_s_rank_puts_its_pairs_on_no_other_node(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """sim-gpu-03 (rank 2) says it is rank 0 and reports a pair with rank 1 at 0.1 us:
+    the pair and its bad output were sim-gpu-01's (its latency failed as bad output, an
+    honest node convicted). Each rank's figures are now the rank the job ran it as: the
+    pair is no pair of rank 2's (the lower rank reports a pair), its bad output."""
+    honest = sim_answers.JOBS["pingpong"]
+
+    def answer(sim: Any, links: Any, nodes: Sequence[str], part: Any) -> Any:
+        parts = honest(sim, links, nodes, part)
+        pair = json.loads(json.dumps(parts[0][0]["data"]["pairs"][0]))
+        for figures in pair["sizes"].values():
+            figures["typical_rtt_s"] = 1e-7
+        parts[2][0]["data"].update(rank=0, pairs=[{**pair, "peer": 1}])
+        return parts
+
+    monkeypatch.setitem(sim_answers.JOBS, "pingpong", answer)
+    (pytester.path / "t.yaml").write_text(
+        (EXAMPLES / "sim-h100-storage-faulty.yaml").read_text())
+    pytester.runpytest("--cluster=t.yaml", "--cluster-node=sim-gpu-[01-03]", "-p",
+                       "no:cacheprovider", "-k", "test_latency")
+    found = records(pytester)
+    liar = found["test_latency[sim-gpu-03]"]
+    assert (liar["outcome"], liar["error_kind"]) == ("failed", "bad_output"), liar
+    assert "no other rank of this job" in liar["message"]
+    assert found["test_latency[sim-gpu-01]"]["outcome"] == "passed"
+    assert found["test_latency[sim-gpu-02]"]["outcome"] == "passed"
+
+
+@pytest.mark.parametrize("rtt", [-1e-6, True, "2e-5", None, [1e-5]])
+def test_a_round_trip_that_is_no_time_is_its_reporter_s_bad_output_not_the_job_s(
+        rtt: object) -> None:
+    """A negative round trip raised, and the whole ping-pong job failed as bad output of
+    no one (every node NOT CHECKED); a string or a bool was read as a time. Now each is
+    the reporting node's bad output, its pair left out, the others' kept."""
+    refused: dict[str, str] = {}
+    data = [{"rank": 0, "pairs": [{"peer": 1, "sizes": {"8": {"typical_rtt_s": rtt}}}]},
+            {"rank": 2, "pairs": [{"peer": 3, "sizes": {"8": {"typical_rtt_s": 2e-5}}}]}]
+    assert latency.links_of(["n1", "n2", "n3", "n4"], data, refused) == [
+        ("n3", "n4", 8, 1e-5)]
+    assert list(refused) == ["n1"] and "not a time" in refused["n1"]
