@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.measure import latency, plausible, stragglers
+from pytest_cluster.measure import fabric, latency, plausible, stragglers
 from pytest_cluster.sim import answers as sim_answers
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -215,3 +215,14 @@ def test_a_round_trip_that_is_no_time_is_its_reporter_s_bad_output_not_the_job_s
     assert latency.links_of(["n1", "n2", "n3", "n4"], data, refused) == [
         ("n3", "n4", 8, 1e-5)]
     assert list(refused) == ["n1"] and "not a time" in refused["n1"]
+
+
+@pytest.mark.parametrize("value", [2**64, 2**64 + 1])
+def test_a_counter_beyond_64_bits_is_refused_as_the_integer_given(value: int) -> None:
+    """2**64 + 1 is 2.0**64 as a float, which the range held (its high end was 2.0**64):
+    a NIC counter no 64-bit register holds passed. It is compared as given now, and
+    said as given."""
+    port = {"name": "mlx5_0/1", "kind": "rdma", "counters": {"link_downed": value}}
+    with pytest.raises(ValueError, match=f"counters.link_downed = {value}, "):
+        fabric.ports_of({"ports": [port]})
+    assert fabric.ports_of({"ports": [{**port, "counters": {"link_downed": 2**64 - 1}}]})

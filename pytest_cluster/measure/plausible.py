@@ -27,6 +27,8 @@ from pytest_cluster.units import finite, format_number
 
 KIB, GIB, TIB, PIB = 2**10, 2**30, 2**40, 2**50
 GBIT = 1e9 / 8  # bytes/s in a Gb/s
+#: The most a 64-bit counter holds (an int: compared exactly, never as the float 2.0**64).
+MOST_COUNT = 2**64 - 1
 
 
 @dataclass(frozen=True)
@@ -41,13 +43,17 @@ class Range:
 
     def holds(self, value: object) -> bool:
         number = finite(value)
-        return number is not None and self.low <= number <= self.high \
-            and (not self.whole or number.is_integer())
+        if number is None:
+            return False
+        # an integer as the node gave it, not as the float it rounds to (2**64 + 1 is
+        # 2.0**64 as a float, and no 64-bit counter holds it)
+        exact: float = value if isinstance(value, int) else number
+        return self.low <= exact <= self.high and (not self.whole or number.is_integer())
 
     def shown(self) -> str:
         unit = f" {self.unit}" if self.unit else ""
         whole = " (a whole number)" if self.whole else ""
-        return f"{format_number(self.low)} to {format_number(self.high)}{unit}{whole}"
+        return f"{_said(self.low)} to {_said(self.high)}{unit}{whole}"
 
     def refused(self, value: object) -> str | None:
         """None where `value` is plausible, else the one line saying why not: 'the node
@@ -55,7 +61,7 @@ class Range:
         if self.holds(value):
             return None
         number = finite(value)
-        said = format_number(number) if number is not None else repr(value)[:60]
+        said = _said(value) if number is not None else repr(value)[:60]
         return (f"the node reported {self.field} = {said}, outside the plausible "
                 f"{self.shown()} (bad output of the node)")
 
@@ -72,8 +78,9 @@ FACTS: Mapping[str, Range] = MappingProxyType({
     "gpus.memory": Range("memory.total", 0, 16 * TIB, "bytes"),
     "gpus.temperature": Range("temperature_c", -60, 200, "C"),
     "gpus.power_limit": Range("power_limit_w", 0, 20_000, "W"),
-    "gpus.ecc_uncorrected": Range("ecc.volatile.uncorrected", 0, 2.0**64, "errors", whole=True),
-    "gpus.ecc_corrected": Range("ecc.volatile.corrected", 0, 2.0**64, "errors", whole=True),
+    "gpus.ecc_uncorrected": Range("ecc.volatile.uncorrected", 0, MOST_COUNT, "errors",
+                                  whole=True),
+    "gpus.ecc_corrected": Range("ecc.volatile.corrected", 0, MOST_COUNT, "errors", whole=True),
     # what any GPU can measure, whatever model it names (a model the reference table
     # lacks has no published peak to bound it): about 10 x the fastest there is
     "gpus.matmul": Range("matmul", 0, 1e17, "FLOP/s"),  # B200: 4.5e15 dense fp8
@@ -89,7 +96,7 @@ PORT_FIELDS: tuple[Range, ...] = (
     Range("mtu", 68, 2**20, "bytes"),
 )
 #: Every error or traffic counter of a port: a count, never negative, within 64 bits.
-COUNTER = Range("counters", 0, 2.0**64, whole=True)
+COUNTER = Range("counters", 0, MOST_COUNT, whole=True)
 
 #: A time a rank reports of one step or exchange (a training rank's forward pass, its
 #: wait, a link exchange): a day at most; a figure outside is in no median.
@@ -107,6 +114,15 @@ PEAK_FIGURES = ("matmul.", "memory_bandwidth")
 #: shared memory inside one host about 0.4 us; a pair timed under 0.5 us has measured
 #: nothing that crossed a wire (a one-way latency of 0.25 us).
 MIN_ROUND_TRIP_S = 0.5e-6
+
+def _said(value: object) -> str:
+    """A number as shown: an integer of 16 digits or more as it is (2**64 + 1 is not
+    2**64 - 1, though both are 1.845e+19), else format_number's."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**15:
+        return str(value)[:40] + ("..." if len(str(value)) > 40 else "")
+    number = finite(value)
+    return format_number(number) if number is not None else repr(value)[:60]
+
 
 def family(key: str) -> str:
     """A clause's family from its key: 'storage[/data].capacity' is storage.capacity,
