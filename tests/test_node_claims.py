@@ -128,7 +128,7 @@ def _lying_checkpoint(monkeypatch: pytest.MonkeyPatch, phase: str, rewrite: str)
     honest = sim_answers.JOBS["checkpoint"]
 
     def answer(sim: Any, links: Any, nodes: Sequence[str], part: Any) -> Any:
-        parts = honest(sim, links, nodes, part)
+        parts: Any = honest(sim, links, nodes, part)
         for node, ranks in zip(nodes, parts, strict=True):
             for rank in ranks:
                 data = rank["data"]
@@ -183,7 +183,7 @@ def test_a_rank_claiming_another_s_rank_puts_its_pairs_on_no_other_node(
     honest = sim_answers.JOBS["pingpong"]
 
     def answer(sim: Any, links: Any, nodes: Sequence[str], part: Any) -> Any:
-        parts = honest(sim, links, nodes, part)
+        parts: Any = honest(sim, links, nodes, part)
         pair = json.loads(json.dumps(parts[0][0]["data"]["pairs"][0]))
         for figures in pair["sizes"].values():
             figures["typical_rtt_s"] = 1e-7
