@@ -123,8 +123,9 @@ sim: {gpu_model: H100-SXM-80GB, gpus_per_node: 8}
 """
 
 
-def _lying_checkpoint(monkeypatch: pytest.MonkeyPatch, phase: str, rewrite: str) -> None:
-    """n2's ranks of the checkpoint's `phase` rewritten (`data`: a rank's answer)."""
+def _lying_checkpoint(monkeypatch: pytest.MonkeyPatch, phase: str, rewrite: str,
+                      liar: str = "n2") -> None:
+    """The liar's ranks of the checkpoint's `phase` rewritten (`data`: a rank's answer)."""
     honest = sim_answers.JOBS["checkpoint"]
 
     def answer(sim: Any, links: Any, nodes: Sequence[str], part: Any) -> Any:
@@ -132,7 +133,7 @@ def _lying_checkpoint(monkeypatch: pytest.MonkeyPatch, phase: str, rewrite: str)
         for node, ranks in zip(nodes, parts, strict=True):
             for rank in ranks:
                 data = rank["data"]
-                if node == "n2" and data.get("phase") == phase and "error" not in data:
+                if node == liar and data.get("phase") == phase and "error" not in data:
                     exec(rewrite, {"data": data})  # noqa: S102 - the case's own text
         return parts
 
@@ -235,3 +236,19 @@ def test_a_gpu_list_that_is_no_list_of_entries_names_no_gpu(gpus: object) -> Non
     its tests say the node has no such GPU."""
     assert gpu_facts.nvml_gpu({"gpus": gpus}, 1) is None
     assert gpu_facts.perf_gpu({"gpus": gpus}, None, 1) is None
+
+
+@pytest.mark.parametrize("capacity", [5e-324, 0.5, "1e15", -1])
+def test_a_filesystem_size_no_filesystem_has_sets_no_reference(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capacity: object) -> None:
+    """The write job's rank 0 reports the filesystem's size, for the references per TiB:
+    5e-324 bytes made a reference of 0 GB/s and the write's case a ZeroDivisionError
+    (tool_fault, every node's); now a size that is no whole number of bytes is left out
+    (plausible.FACTS['storage.capacity']) and the case judged on the figures."""
+    _lying_checkpoint(monkeypatch, "write", f"data['capacity_bytes'] = {capacity!r}",
+                      liar="n1")
+    (pytester.path / "t.yaml").write_text(STORAGE)
+    pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k", "checkpoint")
+    write = records(pytester)["test_storage_checkpoint_write[/shared]"]
+    assert write["outcome"] == "passed", write.get("message")
+    assert "FSx" not in str(write.get("reference"))

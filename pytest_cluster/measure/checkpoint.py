@@ -54,6 +54,7 @@ from pytest_cluster.measure.at_once import (
     start_at,
     token,
 )
+from pytest_cluster.measure.plausible import FACTS
 from pytest_cluster.measure.storage_claims import Ceiling, figure
 from pytest_cluster.probes import probe_source
 from pytest_cluster.probes.checkpoint import expected_digest, writer_of
@@ -65,6 +66,8 @@ if TYPE_CHECKING:
     from pytest_cluster.spec.model import CheckpointSpec, StorageSpec
 
 PHASES = ("write", "read")
+#: What a filesystem's size may be (plausible.FACTS: statvfs's, whole bytes).
+FILESYSTEM = FACTS["storage.capacity"]
 #: The error kind of a node whose answer claimed what it could not have done.
 BAD_OUTPUT = "bad_output"
 #: How a rank's error starts where its answer is its node's bad output.
@@ -438,10 +441,12 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str, asked: Asked) -> tuple[
                  and isinstance(listed := r.data.get("leftovers"), list)
                  for item in listed if isinstance(item, dict)]
     more: CheckpointDetails = {"leftovers": leftovers[:100]} if leftovers else {}
-    capacity = next((finite(r.data.get("capacity_bytes")) for r in result.ranks
+    capacity = next((r.data.get("capacity_bytes") for r in result.ranks
                      if r.data and r.data.get("capacity_bytes") is not None), None)
-    if capacity is not None and capacity > 0:
-        more["capacity_bytes"] = capacity
+    # a node's claim, for the references per TiB: a filesystem's size (5e-324 bytes made
+    # a reference of 0 GB/s, and its ratio a ZeroDivisionError in the aggregate's case)
+    if FILESYSTEM.holds(capacity) and (size := finite(capacity)) is not None and size > 0:
+        more["capacity_bytes"] = size
     return ranks, errors, kinds, result.simulated, more
 
 
