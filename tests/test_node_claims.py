@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.measure import fabric, gpu_facts, latency, plausible, stragglers
+from pytest_cluster.measure import dataloader, fabric, gpu_facts, latency, plausible, stragglers
 from pytest_cluster.sim import answers as sim_answers
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -252,3 +252,18 @@ def test_a_filesystem_size_no_filesystem_has_sets_no_reference(
     write = records(pytester)["test_storage_checkpoint_write[/shared]"]
     assert write["outcome"] == "passed", write.get("message")
     assert "FSx" not in str(write.get("reference"))
+
+
+@pytest.mark.parametrize(("cpu_s", "bad"), [(1e300, True), (5.0, True), (0.9, False)])
+def test_a_worker_s_cpu_time_beyond_its_wall_time_is_its_bad_output(
+        cpu_s: float, bad: bool) -> None:
+    """A data loader worker (one thread) claiming 1e300 CPU seconds in its 1 s of reads
+    was believed: 'CPU-bound, not the filesystem', with a 300-digit percentage in the
+    message. More CPU time than its wall time (a margin for the clocks) is its bad
+    output now."""
+    asked = dataloader.Asked(size=2**20, read_size=2**16, duration_s=1.0, files=10)
+    data: Any = {"ops": 100, "bytes": 100 * 2**16, "seconds": 1.0, "cpu_s": cpu_s,
+                 "late_s": 0.0}
+    worker = dataloader._worker("n2", 1, data, "", "read", asked)
+    assert worker.error.startswith(dataloader.BAD) is bad, worker.error
+    assert len(worker.error) < 200

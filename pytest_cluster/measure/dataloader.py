@@ -53,6 +53,7 @@ from pytest_cluster.measure.at_once import (
     start_at,
     token,
 )
+from pytest_cluster.measure.plausible import CPU_GRAIN_S, ONE_THREAD_CPU
 from pytest_cluster.measure.storage_claims import Ceiling, figure, ops_above
 from pytest_cluster.probes import probe_source
 from pytest_cluster.units import finite
@@ -329,7 +330,12 @@ def _claimed(worker: WorkerFigures, phase: str, asked: Asked) -> str:
                 f"{asked.files} files are {4 * asked.files} operations on "
                 f"{asked.files * METADATA_FILE_BYTES} bytes")
     above = ops_above(ops, seconds) if phase in JUDGED else ""
-    return f"{BAD}{phase}: {above}" if above else ""
+    if above:
+        return f"{BAD}{phase}: {above}"
+    if phase in JUDGED and worker.cpu_s > ONE_THREAD_CPU.high * seconds + CPU_GRAIN_S:
+        return (f"{BAD}it claims {worker.cpu_s:.3g} CPU seconds in its {seconds:.3g} s of "
+                f"one thread's calls (at most {ONE_THREAD_CPU.high:g} x them)")
+    return ""
 
 
 def _over_ceiling(workers: tuple[WorkerFigures, ...], phase: str,

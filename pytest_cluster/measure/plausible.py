@@ -102,6 +102,12 @@ COUNTER = Range("counters", 0, MOST_COUNT, whole=True)
 #: wait, a link exchange): a day at most; a figure outside is in no median.
 STEP_SECONDS = Range("seconds", 0, 86_400, "s")
 
+#: The CPU time a single-threaded worker (a data loader's) spends per second of its wall
+#: time, both taken over the same calls: at most 1, and a margin for the clocks' grain.
+ONE_THREAD_CPU = Range("cpu_s per second", 0, 1.5, "CPU s/s")
+#: ... plus this many CPU seconds, whatever the wall time (a short metadata test).
+CPU_GRAIN_S = 0.05
+
 #: A measured figure above CEILING_FACTOR x its theoretical peak is bad output: busbw over
 #: the rate the spec's links imply (NVLink SHARP and in-network reduction reach a little
 #: over the plain formula's rate, never twice it); a GPU's matmul or memory bandwidth
