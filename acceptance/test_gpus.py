@@ -13,12 +13,13 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.evidence import untrusted_json
 from pytest_cluster.measure.gpu_facts import gib, nvml_gpu, p2p_for, perf_gpu, xids_for
 from pytest_cluster.measure.reference import for_gpu
 from pytest_cluster.run.contract_tests import checks, table_tests
 from pytest_cluster.spec.gpu_models import MODELS, model_of_nvml_name
 from pytest_cluster.spec.model import Clause, GpuSpec, Rule, Spec
-from pytest_cluster.units import Dim
+from pytest_cluster.units import Dim, finite
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.check import Evidence, Promise
@@ -108,7 +109,13 @@ def test_gpu_count(cluster_spec: Spec, gpu_result: ProbeResult, evidence: Eviden
     clause = _gpus(cluster_spec).count
     payload = _node_payload(evidence, gpu_result, clause)
     gpus = payload.get("gpus", [])
-    evidence.check(clause, payload["count"], result=gpu_result, method="nvmlDeviceGetCount",
+    count = evidence.figure(clause, payload, "count", "gpu")
+    if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus) \
+            or len(gpus) != count:  # NVML lists each GPU it counts, an error in its entry
+        evidence.cannot_measure(clause, f"the node reported count = {count:g} but lists "
+                                f"{untrusted_json.found(gpus)} (bad output of the node)",
+                                kind="bad_output")
+    evidence.check(clause, count, result=gpu_result, method="nvmlDeviceGetCount",
                    raw={"gpus": [{k: g.get(k) for k in ("index", "name", "uuid", "serial",
                                                          "pci_bus_id")} for g in gpus]})
 
@@ -120,7 +127,8 @@ def test_gpus_same_model(cluster_spec: Spec, gpu_result: ProbeResult,
     payload = _node_payload(evidence, gpu_result, rule)
     models: dict[str, list[int]] = {}
     for entry in payload.get("gpus", []):
-        models.setdefault(str(entry.get("name")), []).append(int(entry["index"]))
+        models.setdefault(str(entry.get("name")), []).append(int(evidence.figure(
+            rule, entry, "index", "gpus[]")))
     found = "; ".join(f"{len(ix)} x {name} (gpu {', '.join(map(str, ix))})"
                       for name, ix in models.items())
     evidence.check_rule(rule, len(models) <= 1, found or "no GPUs", result=gpu_result,
@@ -171,10 +179,11 @@ def test_gpu_memory(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
                     evidence: Evidence) -> None:
     clause = _clause(cluster_spec, "memory")
     entry = _nvml(evidence, gpu_result, clause)
-    memory = entry["memory"]
-    if "error" in memory:
-        evidence.cannot_measure(clause, memory["error"])
-    evidence.check(clause, memory["total"], result=gpu_result,
+    memory = entry.get("memory")
+    if isinstance(memory, dict) and "error" in memory:
+        evidence.cannot_measure(clause, str(memory["error"]))
+    evidence.check(clause, evidence.figure(clause, memory, "total", "memory"),
+                   result=gpu_result,
                    method="nvmlDeviceGetMemoryInfo total", raw=memory)
 
 
@@ -186,8 +195,15 @@ def test_gpu_memory_usable(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult
     entry = _nvml(evidence, gpu_result, clause)
     assert gpu_perf_result is not None
     section = _perf(evidence, gpu_perf_result, clause, entry, "usable_memory")
-    allocated = float(section["allocated_bytes"])
-    total = float(entry["memory"].get("total") or section["cuda_total_bytes"])
+    allocated = evidence.figure(clause, section, "allocated_bytes", "usable_memory")
+    memory = entry.get("memory")
+    total = evidence.figure(clause, memory, "total", "memory") \
+        if isinstance(memory, dict) and memory.get("total") else \
+        evidence.figure(clause, section, "cuda_total_bytes", "usable_memory")
+    if total <= 0 or not 0 <= allocated <= total:  # more than the GPU has: not allocated
+        evidence.cannot_measure(clause, f"the node reported usable_memory.allocated_bytes = "
+                                f"{allocated:.4g}, outside 0 to the GPU's {total:.4g} bytes "
+                                "(bad output of the node)", raw=section, kind="bad_output")
     holders = [p for p in entry.get("processes", []) if isinstance(p, dict)]
     note = ""
     if holders:
@@ -216,15 +232,20 @@ def test_gpu_ecc_corrected(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult
 
 def _ecc(clause: Clause, kind: str, result: ProbeResult, evidence: Evidence) -> None:
     entry = _nvml(evidence, result, clause)
-    ecc = entry["ecc"]
+    ecc = entry.get("ecc")
+    if not isinstance(ecc, dict) or not isinstance(ecc.get("volatile"), dict):
+        evidence.cannot_measure(clause, f"the node reported ecc = "
+                                f"{untrusted_json.found(ecc)}, not NVML's counts (bad output "
+                                "of the node)", kind="bad_output")
     mode = ecc.get("mode", {})
-    if mode.get("current") == 0:
+    if isinstance(mode, dict) and mode.get("current") == 0:
         evidence.cannot_measure(clause, "ECC is disabled on this GPU, so memory errors are "
                                 "neither corrected nor counted", raw=ecc, kind="ecc_disabled")
     count = ecc["volatile"][kind]
-    if isinstance(count, dict):
-        evidence.cannot_measure(clause, count["error"], raw=ecc)
-    evidence.check(clause, count, result=result, raw=ecc,
+    if isinstance(count, dict) and "error" in count:
+        evidence.cannot_measure(clause, str(count["error"]), raw=ecc)
+    evidence.check(clause, evidence.figure(clause, ecc["volatile"], kind, "ecc.volatile"),
+                   result=result, raw=ecc,
                    method=f"nvmlDeviceGetTotalEccErrors({kind.upper()}, VOLATILE): since "
                           f"the driver loaded; lifetime (aggregate) in raw")
 
@@ -372,14 +393,16 @@ def test_gpu_temperature(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
     load = _perf_section(gpu_perf_result, entry, gpu, "load")
     if isinstance(load, dict) and load.get("temperature_max_c") is not None:
         assert gpu_perf_result is not None
-        evidence.check(clause, float(load["temperature_max_c"]), result=gpu_perf_result,
+        evidence.check(clause, evidence.figure(clause, load, "temperature_max_c", "load"),
+                       result=gpu_perf_result,
                        raw=load,
                        method="nvmlDeviceGetTemperature, highest while all GPUs ran matmuls")
         return
     temp = entry.get("temperature_c")
-    if not isinstance(temp, (int, float)):
+    if temp is None or isinstance(temp, str):  # NVML's words where it read none
         evidence.cannot_measure(clause, f"{temp}; under load: {load}")
-    evidence.check(clause, float(temp), result=gpu_result,
+    evidence.check(clause, evidence.figure(clause, entry, "temperature_c", "gpu"),
+                   result=gpu_result,
                    method=f"nvmlDeviceGetTemperature at idle (no load: {load})", raw=entry)
 
 
@@ -390,9 +413,10 @@ def test_gpu_power_limit(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
     clause = _clause(cluster_spec, "power_limit")
     entry = _nvml(evidence, gpu_result, clause)
     limit = entry.get("power_limit_w")
-    if not isinstance(limit, (int, float)):
+    if limit is None or isinstance(limit, str):  # NVML's words where it read none
         evidence.cannot_measure(clause, str(limit))
-    evidence.check(clause, float(limit), result=gpu_result,
+    evidence.check(clause, evidence.figure(clause, entry, "power_limit_w", "gpu"),
+                   result=gpu_result,
                    method="nvmlDeviceGetEnforcedPowerLimit",
                    raw={k: entry.get(k) for k in ("power_limit_w", "power_default_limit_w",
                                                   "power_w")})
@@ -435,11 +459,15 @@ def test_gpu_matmul(cluster_spec: Spec, gpu: int, dtype: str, gpu_result: ProbeR
         reason = found["error"] if isinstance(found, dict) else f"no {dtype} result"
         evidence.cannot_measure(clause, reason, raw=found)
     assert gpu_perf_result is not None
-    m, n, k = found["shape"]
-    evidence.check(clause, found["tflops_median"] * 1e12, result=gpu_perf_result, raw=found,
+    tflops = evidence.figure(clause, found, "tflops_median", f"matmul.{dtype}")
+    shape = found.get("shape")
+    size = "x".join(str(s)[:12] for s in shape[:3]) if isinstance(shape, list) else "?"
+    most = finite(found.get("tflops_max"))
+    evidence.check(clause, tflops * 1e12, result=gpu_perf_result, raw=found,
                    references=for_gpu(clause.key, entry.get("name")),
-                   method=f"{found.get('method')}; {m}x{n}x{k} {dtype}, median of "
-                          f"{found.get('iterations')}, max {found['tflops_max']:.1f} TFLOPS")
+                   method=f"{str(found.get('method'))[:200]}; {size} {dtype}, median of "
+                          f"{str(found.get('iterations'))[:20]}, max "
+                          f"{'?' if most is None else format(most, '.1f')} TFLOPS")
 
 
 def _test(declaration: Declaration) -> Callable[..., None]:
@@ -454,7 +482,8 @@ def _test(declaration: Declaration) -> Callable[..., None]:
         entry = _nvml(evidence, gpu_result, clause)
         part = _perf(evidence, gpu_perf_result, clause, entry, reads.part)
         assert gpu_perf_result is not None
-        evidence.check(clause, float(part[reads.field]), result=gpu_perf_result,
+        evidence.check(clause, evidence.figure(clause, part, reads.field, reads.part),
+                       result=gpu_perf_result,
                        method=part.get(reads.method_field) or reads.method, raw=part,
                        references=for_gpu(clause.key, entry.get("name")))
     test.__doc__ = _test.__doc__

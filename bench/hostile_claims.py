@@ -12,7 +12,10 @@ the case says. The time is the run's wall time (pytest's start-up included); the
 is that process's own (os.wait4).
 
 Cases: per program an ordinary run first (both ACCEPTED; its time is the baseline of that
-program's cases' excess); then each lie, whose run must say a ACCEPTED and b REJECTED.
+program's cases' excess); then each lie, whose run must say a ACCEPTED and b REJECTED;
+and the lies within every bound (WITHIN: 50 x its speed under every ceiling, a read-back
+saying the file is longer than written, its digest right), whose run must say a ACCEPTED
+(b's verdict is its own figures', not judged here).
 Prints per case: exit code, seconds, peak RSS in MiB, the verdicts. Ends with
 `hostile_claims_worst_excess_s=<the most a case took beyond the ordinary run>` (aim: under
 2 s); `nan` when a case's verdicts are wrong, it exceeded 2 s beyond the ordinary run or
@@ -77,7 +80,13 @@ CASES: dict[str, tuple[str, str, str]] = {
                "bytes=rank['data']['bytes'] * 1000)")),
     "loader near-zero seconds": ("dataloader", "metadata", EACH.format(
         change="rank['data'].update(seconds=1e-9)")),
+    "ckpt 50x speed, under the ceiling": ("checkpoint", "write", EACH.format(
+        change="rank['data'].update(seconds=rank['data']['seconds'] / 50)")),
+    "ckpt read-back of a longer file": ("checkpoint", "read", EACH.format(
+        change="rank['data'].update(file_bytes=rank['data']['file_bytes'] + 4096)")),
 }
+#: The lies within every bound: they must cost the honest node nothing (b not judged).
+WITHIN = {"ckpt 50x speed, under the ceiling", "ckpt read-back of a longer file"}
 #: An argument only the program's jobs have.
 MARKERS = {"checkpoint": "--block", "dataloader": "--read-size"}
 LIMIT_MIB, LIMIT_EXCESS_S = 512, 2.0
@@ -122,7 +131,9 @@ def main() -> int:
             code, seconds, mib, found = run(case, Path(scratch))
         baseline = ordinary.setdefault(program, seconds)  # its program's first: ordinary
         want = {"a": "ACCEPTED", "b": "ACCEPTED" if phase == "none" else "REJECTED"}
-        right, excess = found == want, seconds - baseline
+        right = found == want or (case in WITHIN and found.get("a") == "ACCEPTED"
+                                  and "b" in found)
+        excess = seconds - baseline
         print(f"{case:31s} exit {code}  {seconds:6.2f} s (+{excess:5.2f})  {mib:7.1f} MiB  "
               f"{', '.join(f'{n} {v}' for n, v in sorted(found.items())) or 'NO VERDICT'}"
               f"{'' if right else '  WRONG: want ' + str(want)}")

@@ -10,8 +10,10 @@ output naming it - never a pass, a traceback or a hang. The time is the run's wa
 
 Cases: an ordinary run first (its time is the baseline of the others' excess); cpu.cores
 1e308; cpu.threads -5; memory.total_bytes 1e300; a NIC error counter of -5; a port's rate
-of 1e9 Gb/s (above any line rate). Prints per case: exit code, seconds, peak RSS in MiB,
-the clause's outcome and whether its message names the field. Ends with
+of 1e9 Gb/s (above any line rate); cpu.cores 3.5 (a count is whole); cpu.cores '64' (a
+string is no number, never float()'s); the cpu section a list; a NIC counter of 2**64 + 1
+(the float 2.0**64, and no 64-bit counter holds it). Prints per case: exit code, seconds,
+peak RSS in MiB, the clause's outcome and whether its message names the field. Ends with
 `hostile_facts_worst_excess_s=<the most a case took beyond the ordinary run>` (aim: under
 2 s); `nan` when a case passed, did not name the field, or exceeded 512 MiB.
 """
@@ -73,6 +75,14 @@ CASES: dict[str, Case] = {
                            "counters.rx_errors = -5", HOST + FABRIC),
     "port 1e9 Gb/s": Case("nic", f"data['ports'] = [{{**{PORT!r}, 'rate_gbit': 1e9}}]",
                           "fabric.ports", "rate_gbit = 1000000000", HOST + FABRIC),
+    "cpu.cores 3.5": Case("host", "data['cpu']['cores'] = 3.5", "host.cpu_cores",
+                          "cpu.cores = 3.5"),
+    "cpu.cores '64'": Case("host", "data['cpu']['cores'] = '64'", "host.cpu_cores",
+                           "cpu.cores is not a finite number: '64'"),
+    "cpu a list": Case("host", "data['cpu'] = [64]", "host.cpu_cores", "cpu is a list"),
+    "NIC counter 2**64 + 1": Case("nic", f"data['ports'] = [{{**{PORT!r}, "
+                                  "'counters': {'rx_errors': 2**64 + 1}}]", "fabric.ports",
+                                  f"counters.rx_errors = {2**64 + 1}", HOST + FABRIC),
 }
 LIMIT_MIB = 512
 

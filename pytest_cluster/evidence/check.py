@@ -149,6 +149,21 @@ class Evidence:
             text = f"{where(node, place.filesystem, place.gpu)} {name}: {reason}"
         pytest.fail(_mark(text, self.simulated), pytrace=False)
 
+    def figure(self, clause: Promise, part: object, name: str, where: str) -> float:
+        """The number `name` of `part`, a section of a node's answer (`where` names it, as
+        'load' or 'matmul.bf16'): a finite real number as the node gave it, never a
+        string, a bool or a container read as one (float('85'), float(True)); else the
+        node's bad output naming the field. A node's answer is its claim."""
+        value = part.get(name) if isinstance(part, dict) else None
+        number = finite(value)
+        if number is None:
+            said = found(value) if isinstance(part, dict) else f"no section ({found(part)})"
+            self.cannot_measure(clause, f"the node reported {where}.{name} = {said}, not a "
+                                "finite number (bad output of the node)",
+                                raw=part if isinstance(part, dict) else None,
+                                kind="bad_output")
+        return number
+
     def undecided(self, clause: Promise, reason: str, *, raw: Any = None,
                   node: str | None = None) -> NoReturn:
         """The check could not be decided about this node, through no fault of its own (a

@@ -54,6 +54,7 @@ from pytest_cluster.measure.at_once import (
     start_at,
     token,
 )
+from pytest_cluster.measure.plausible import FACTS
 from pytest_cluster.measure.storage_claims import Ceiling, figure, held_to_observed
 from pytest_cluster.probes import probe_source
 from pytest_cluster.probes.checkpoint import expected_digest, writer_of
@@ -65,6 +66,8 @@ if TYPE_CHECKING:
     from pytest_cluster.spec.model import CheckpointSpec, StorageSpec
 
 PHASES = ("write", "read")
+#: What a filesystem's size may be (plausible.FACTS: statvfs's, whole bytes).
+FILESYSTEM = FACTS["storage.capacity"]
 #: The error kind of a node whose answer claimed what it could not have done.
 BAD_OUTPUT = "bad_output"
 #: How a rank's error starts where its answer is its node's bad output.
@@ -163,8 +166,12 @@ class CheckpointRun:
         return found[0] / found[1] if found else None
 
     def median_rate(self, phase: str) -> float | None:
+        """The nodes' median rate, the lower of the two middle ones where they are even
+        (statistics.median_low): always a node's own figure, never one that fewer than
+        half the nodes claiming more could raise above every other's (with two nodes, a
+        liar's figure never sets the bar the honest one is held to)."""
         rates = [b / s for b, s in self.node_figures(phase).values()]
-        return statistics.median(rates) if rates else None
+        return statistics.median_low(rates) if rates else None
 
     def duration(self, phase: str) -> float | None:
         figures = self.node_figures(phase)
@@ -385,11 +392,14 @@ def _claimed(rank: RankFigures, phase: str, asked: Asked, file_bytes: int,
         return (f"{BAD}it read {rank.bytes} of writer {expected}'s {size} bytes yet counts "
                 f"{rank.bad_blocks} block(s) bad: the blocks it did not read are not as "
                 "written")
-    if file_bytes != size:
+    proven = bool(asked.challenge) and not rank.bad_blocks and digest == expected_digest(
+        asked.token, asked.challenge, expected, size, asked.block)
+    if file_bytes < size or (file_bytes > size and not proven):
         return (f"read: writer {expected}'s file is {figure(file_bytes)} bytes, not the {size} its "
                 "writer said it wrote")
-    if asked.challenge and not rank.bad_blocks and digest != expected_digest(
-            asked.token, asked.challenge, expected, size, asked.block):
+    # a file longer than written whose written bytes the digest proves: the writer wrote
+    # what it said (only the reader says there is more; it disproves no one)
+    if asked.challenge and not rank.bad_blocks and not proven:
         return (f"{BAD}its digest of writer {expected}'s file ({str(digest)[:40]!r}) is not "
                 "that of the data written, though it says every block was as written")
     above = asked.ceiling.above(rank.bytes, rank.seconds)
@@ -434,10 +444,12 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str, asked: Asked) -> tuple[
                  and isinstance(listed := r.data.get("leftovers"), list)
                  for item in listed if isinstance(item, dict)]
     more: CheckpointDetails = {"leftovers": leftovers[:100]} if leftovers else {}
-    capacity = next((finite(r.data.get("capacity_bytes")) for r in result.ranks
+    capacity = next((r.data.get("capacity_bytes") for r in result.ranks
                      if r.data and r.data.get("capacity_bytes") is not None), None)
-    if capacity is not None and capacity > 0:
-        more["capacity_bytes"] = capacity
+    # a node's claim, for the references per TiB: a filesystem's size (5e-324 bytes made
+    # a reference of 0 GB/s, and its ratio a ZeroDivisionError in the aggregate's case)
+    if FILESYSTEM.holds(capacity) and (size := finite(capacity)) is not None and size > 0:
+        more["capacity_bytes"] = size
     return ranks, errors, kinds, result.simulated, more
 
 

@@ -53,6 +53,7 @@ from pytest_cluster.measure.at_once import (
     start_at,
     token,
 )
+from pytest_cluster.measure.plausible import CPU_GRAIN_S, ONE_THREAD_CPU
 from pytest_cluster.measure.storage_claims import (
     Ceiling,
     figure,
@@ -173,8 +174,10 @@ class DataloaderRun:
         return found.rate(what) if found else None
 
     def median_rate(self, phase: str, what: str = "ops") -> float | None:
+        """The nodes' median, the lower middle one where they are even (as checkpoint's
+        median_rate: a liar's figure never sets the bar an honest node is held to)."""
         rates = [f.rate(what) for f in self.node_figures(phase).values()]
-        return statistics.median(rates) if rates else None
+        return statistics.median_low(rates) if rates else None
 
     def aggregate(self, phase: str, what: str = "ops") -> float | None:
         """Every operation (or byte) of the phase over the slowest node's time; None
@@ -215,7 +218,7 @@ class DataloaderRun:
                   and (r := self.again.node_rate(phase, n, what)) is not None]
         if rate is None or not others:
             return None
-        return rate, statistics.median(others)
+        return rate, statistics.median_low(others)
 
     def slow(self, phase: str, node: str, keeps_up: float, what: str = "ops") -> bool:
         """Below `keeps_up` x the median, and (measured again) again below `keeps_up` x
@@ -332,7 +335,12 @@ def _claimed(worker: WorkerFigures, phase: str, asked: Asked) -> str:
                 f"{asked.files} files are {4 * asked.files} operations on "
                 f"{asked.files * METADATA_FILE_BYTES} bytes")
     above = ops_above(ops, seconds) if phase in JUDGED else ""
-    return f"{BAD}{phase}: {above}" if above else ""
+    if above:
+        return f"{BAD}{phase}: {above}"
+    if phase in JUDGED and worker.cpu_s > ONE_THREAD_CPU.high * seconds + CPU_GRAIN_S:
+        return (f"{BAD}it claims {worker.cpu_s:.3g} CPU seconds in its {seconds:.3g} s of "
+                f"one thread's calls (at most {ONE_THREAD_CPU.high:g} x them)")
+    return ""
 
 
 def _over_ceiling(workers: tuple[WorkerFigures, ...], phase: str,

@@ -19,25 +19,34 @@ def bare_uuid(uuid: object) -> str:
 
 def nvml_gpu(payload: dict[str, Any], index: int) -> dict[str, Any] | None:
     """The gpu probe's entry for GPU `index`, None if the node has no such GPU."""
-    for entry in payload.get("gpus", ()):
-        if entry.get("index") == index:
+    listed = payload.get("gpus")
+    for entry in listed if isinstance(listed, list) else ():
+        if isinstance(entry, dict) and _index(entry) == index:
             found: dict[str, Any] = entry
             return found
     return None
+
+
+def _index(entry: dict[str, Any]) -> int | None:
+    """An entry's GPU index as the node gave it: an int, never a bool (true == 1)."""
+    index = entry.get("index")
+    return index if isinstance(index, int) and not isinstance(index, bool) else None
 
 
 def perf_gpu(perf: dict[str, Any], nvml: dict[str, Any] | None,
              index: int) -> dict[str, Any] | None:
     """The gpu_perf entry of the same GPU: by UUID when both probes report one, else by
     index (the perf probe orders GPUs by PCI bus, as NVML does)."""
-    entries: list[dict[str, Any]] = list(perf.get("gpus", ()))
+    listed = perf.get("gpus")
+    entries: list[dict[str, Any]] = [e for e in listed if isinstance(e, dict)] \
+        if isinstance(listed, list) else []
     uuid = bare_uuid(nvml.get("uuid")) if nvml else ""
     if uuid:
         for entry in entries:
             if bare_uuid(entry.get("uuid")) == uuid:
                 return entry
     for entry in entries:
-        if entry.get("index") == index and not (uuid and entry.get("uuid")):
+        if _index(entry) == index and not (uuid and entry.get("uuid")):
             return entry
     return None
 

@@ -38,6 +38,7 @@ from pytest_cluster.launchers.jobs import JobSpec, run_job
 from pytest_cluster.measure import plausible
 from pytest_cluster.probes import probe_source
 from pytest_cluster.probes.pingpong import rounds_of
+from pytest_cluster.units import finite
 
 if TYPE_CHECKING:
     from pytest_cluster.launchers.base import Launcher
@@ -201,11 +202,28 @@ class LatencyRun:
 def round_trips_of(nodes: Sequence[str], data: Sequence[dict[str, Any]]) -> list[
         tuple[str, str, int, float, float, float]]:
     """Each pair's plain round trips (median, minimum, 90th percentile), for the record."""
-    return [(nodes[int(rank["rank"])], nodes[int(pair["peer"])], int(size),
-             float(figures["median_rtt_s"]), float(figures["min_rtt_s"]),
-             float(figures["p90_rtt_s"]))
-            for rank in data for pair in rank["pairs"]
-            for size, figures in pair["sizes"].items()]
+    trips = []
+    for rank in data:
+        for pair in rank["pairs"]:
+            if _peer(pair, rank, nodes) < 0:  # said by links_of
+                continue
+            for size, figures in pair["sizes"].items():
+                median, low, high = (finite(figures.get(key)) if isinstance(figures, dict)
+                                     else None for key in ("median_rtt_s", "min_rtt_s",
+                                                           "p90_rtt_s"))
+                if median is not None and low is not None and high is not None:
+                    trips.append((nodes[int(rank["rank"])], nodes[int(pair["peer"])],
+                                  int(size), median, low, high))
+    return trips
+
+
+def _peer(pair: object, rank: dict[str, Any], nodes: Sequence[str]) -> int:
+    """The rank a pair names as its peer: one of this job's ranks above the reporting
+    one (the lower rank of a pair reports it), else -1 (a negative index would name the
+    last node; a pair the higher rank reports is a second word on its peer's pair)."""
+    peer = pair.get("peer") if isinstance(pair, dict) else None
+    return peer if isinstance(peer, int) and not isinstance(peer, bool) \
+        and rank["rank"] < peer < len(nodes) else -1
 
 
 def links_of(nodes: Sequence[str], data: Sequence[dict[str, Any]],
@@ -219,11 +237,24 @@ def links_of(nodes: Sequence[str], data: Sequence[dict[str, Any]],
     for rank in data:
         me = nodes[int(rank["rank"])]
         for pair in rank["pairs"]:
+            if _peer(pair, rank, nodes) < 0:  # the node's claim: no pair of this job
+                if implausible is not None:
+                    named = pair.get("peer") if isinstance(pair, dict) else pair
+                    implausible.setdefault(me, f"a pair with rank {repr(named)[:20]}, no "
+                                           "other rank of this job (bad output of the node)")
+                continue
             peer = nodes[int(pair["peer"])]
             for size, figures in pair["sizes"].items():
-                rtt = float(figures["typical_rtt_s"])
-                if not math.isfinite(rtt) or rtt < 0:
-                    raise ValueError(f"round trip {rtt!r} from rank {rank['rank']}")
+                rtt = finite(figures.get("typical_rtt_s")) if isinstance(figures, dict) \
+                    else None
+                if rtt is None or rtt < 0:  # its bad output, as one under the floor
+                    if implausible is not None:
+                        said = figures.get("typical_rtt_s") if isinstance(
+                            figures, dict) else figures
+                        implausible.setdefault(me, f"a round trip to {peer} at "
+                                               f"{str(size)[:20]} B of {repr(said)[:40]}: "
+                                               "not a time (bad output of the node)")
+                    continue
                 if rtt < plausible.MIN_ROUND_TRIP_S:
                     if implausible is not None:
                         implausible.setdefault(me, plausible.floor_refused(
@@ -243,7 +274,9 @@ def _one_job(launcher: Launcher, spec: InterconnectSpec, nodes: Sequence[str],
     base = replace(base, simulated=base.simulated or result.simulated)
     if not result.ok:
         return replace(base, error=result.first_failure())
-    data = [r.data for r in result.ranks if r.data is not None]
+    # each rank's figures under the rank the job ran it as, never the one it claims (a
+    # node saying it is rank 0 would put its pairs and its bad output on rank 0's node)
+    data = [{**r.data, "rank": r.rank} for r in result.ranks if r.data is not None]
     kept = ("torch", "device", "warmup", "iterations")
     details: dict[str, Any] = {k: data[0][k] for k in kept if k in data[0]}
     refused: dict[str, str] = {}

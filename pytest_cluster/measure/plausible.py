@@ -27,6 +27,8 @@ from pytest_cluster.units import finite, format_number
 
 KIB, GIB, TIB, PIB = 2**10, 2**30, 2**40, 2**50
 GBIT = 1e9 / 8  # bytes/s in a Gb/s
+#: The most a 64-bit counter holds (an int: compared exactly, never as the float 2.0**64).
+MOST_COUNT = 2**64 - 1
 
 
 @dataclass(frozen=True)
@@ -41,13 +43,17 @@ class Range:
 
     def holds(self, value: object) -> bool:
         number = finite(value)
-        return number is not None and self.low <= number <= self.high \
-            and (not self.whole or number.is_integer())
+        if number is None:
+            return False
+        # an integer as the node gave it, not as the float it rounds to (2**64 + 1 is
+        # 2.0**64 as a float, and no 64-bit counter holds it)
+        exact: float = value if isinstance(value, int) else number
+        return self.low <= exact <= self.high and (not self.whole or number.is_integer())
 
     def shown(self) -> str:
         unit = f" {self.unit}" if self.unit else ""
         whole = " (a whole number)" if self.whole else ""
-        return f"{format_number(self.low)} to {format_number(self.high)}{unit}{whole}"
+        return f"{_said(self.low)} to {_said(self.high)}{unit}{whole}"
 
     def refused(self, value: object) -> str | None:
         """None where `value` is plausible, else the one line saying why not: 'the node
@@ -55,25 +61,33 @@ class Range:
         if self.holds(value):
             return None
         number = finite(value)
-        said = format_number(number) if number is not None else repr(value)[:60]
+        said = _said(value) if number is not None else repr(value)[:60]
         return (f"the node reported {self.field} = {said}, outside the plausible "
                 f"{self.shown()} (bad output of the node)")
 
 
 #: Per clause family: the fact a node reports and its plausible range (base units).
 FACTS: Mapping[str, Range] = MappingProxyType({
-    "host.cpu_cores": Range("cpu.cores", 1, 65_536, "cores"),
-    "host.cpu_threads": Range("cpu.threads", 1, 262_144, "threads"),
+    "host.cpu_cores": Range("cpu.cores", 1, 65_536, "cores", whole=True),
+    "host.cpu_threads": Range("cpu.threads", 1, 262_144, "threads", whole=True),
     "host.memory": Range("memory.total_bytes", 64 * 2**20, 64 * TIB, "bytes"),
     "host.memory_available": Range("memory.available_bytes", 0, 64 * TIB, "bytes"),
-    "storage.capacity": Range("capacity.total_bytes", 0, 2**70, "bytes"),
-    "storage.free": Range("capacity.free_bytes", 0, 2**70, "bytes"),
+    "storage.capacity": Range("capacity.total_bytes", 0, 2**70, "bytes", whole=True),
+    "storage.free": Range("capacity.free_bytes", 0, 2**70, "bytes", whole=True),
     "gpus.count": Range("count", 0, 1_024, "GPUs", whole=True),
     "gpus.memory": Range("memory.total", 0, 16 * TIB, "bytes"),
     "gpus.temperature": Range("temperature_c", -60, 200, "C"),
     "gpus.power_limit": Range("power_limit_w", 0, 20_000, "W"),
-    "gpus.ecc_uncorrected": Range("ecc.volatile.uncorrected", 0, 2.0**64, "errors", whole=True),
-    "gpus.ecc_corrected": Range("ecc.volatile.corrected", 0, 2.0**64, "errors", whole=True),
+    "gpus.ecc_uncorrected": Range("ecc.volatile.uncorrected", 0, MOST_COUNT, "errors",
+                                  whole=True),
+    "gpus.ecc_corrected": Range("ecc.volatile.corrected", 0, MOST_COUNT, "errors", whole=True),
+    # what any GPU can measure, whatever model it names (a model the reference table
+    # lacks has no published peak to bound it): about 10 x the fastest there is
+    "gpus.matmul": Range("matmul", 0, 1e17, "FLOP/s"),  # B200: 4.5e15 dense fp8
+    "gpus.memory_bandwidth": Range("copy.bytes_per_s", 0, 100e12, "bytes/s"),  # B200: 8e12
+    "gpus.h2d": Range("h2d.bytes_per_s", 0, 2e12, "bytes/s"),  # NVLink-C2C: 450e9
+    "gpus.d2h": Range("d2h.bytes_per_s", 0, 2e12, "bytes/s"),
+    "gpus.p2p": Range("p2p.bytes_per_s", 0, 4e12, "bytes/s"),  # NVLink 5: 900e9 each way
 })
 
 #: A NIC port's numbers (the NIC probe's `ports[]`), each where the probe gives one.
@@ -82,11 +96,17 @@ PORT_FIELDS: tuple[Range, ...] = (
     Range("mtu", 68, 2**20, "bytes"),
 )
 #: Every error or traffic counter of a port: a count, never negative, within 64 bits.
-COUNTER = Range("counters", 0, 2.0**64, whole=True)
+COUNTER = Range("counters", 0, MOST_COUNT, whole=True)
 
 #: A time a rank reports of one step or exchange (a training rank's forward pass, its
 #: wait, a link exchange): a day at most; a figure outside is in no median.
 STEP_SECONDS = Range("seconds", 0, 86_400, "s")
+
+#: The CPU time a single-threaded worker (a data loader's) spends per second of its wall
+#: time, both taken over the same calls: at most 1, and a margin for the clocks' grain.
+ONE_THREAD_CPU = Range("cpu_s per second", 0, 1.5, "CPU s/s")
+#: ... plus this many CPU seconds, whatever the wall time (a short metadata test).
+CPU_GRAIN_S = 0.05
 
 #: A measured figure above CEILING_FACTOR x its theoretical peak is bad output: busbw over
 #: the rate the spec's links imply (NVLink SHARP and in-network reduction reach a little
@@ -101,6 +121,15 @@ PEAK_FIGURES = ("matmul.", "memory_bandwidth")
 #: nothing that crossed a wire (a one-way latency of 0.25 us).
 MIN_ROUND_TRIP_S = 0.5e-6
 
+def _said(value: object) -> str:
+    """A number as shown: an integer of 16 digits or more as it is (2**64 + 1 is not
+    2**64 - 1, though both are 1.845e+19), else format_number's."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**15:
+        return str(value)[:40] + ("..." if len(str(value)) > 40 else "")
+    number = finite(value)
+    return format_number(number) if number is not None else repr(value)[:60]
+
+
 def family(key: str) -> str:
     """A clause's family from its key: 'storage[/data].capacity' is storage.capacity,
     'gpus.memory' itself."""
@@ -110,7 +139,8 @@ def family(key: str) -> str:
 def fact_refused(key: str, value: object) -> str | None:
     """Why the value a node reported for the clause `key` is no plausible one (None where
     it is, or where the clause reads no fact)."""
-    limit = FACTS.get(family(key))
+    name = family(key)  # a table's clause ('gpus.matmul.bf16') is bound as its table's
+    limit = FACTS.get(name) or FACTS.get(name.rsplit(".", 1)[0])
     return None if limit is None else limit.refused(value)
 
 

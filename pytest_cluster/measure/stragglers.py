@@ -187,10 +187,12 @@ class RankTimes:
     def of(cls, node: str, rank: int, data: Mapping[str, Any]) -> RankTimes:
         """A rank's times as it reported them, each over its plausible figures only
         (plausible.STEP_SECONDS: a negative time or one of 1e300 s is in no median)."""
-        link = data.get("link") or {}
+        link = data.get("link")
+        exchange = link.get("exchange_s") if isinstance(link, dict) else None
         return cls(node, rank, _median(data.get("forward_s")), _median(data.get("wait_s")),
-                   {int(k): float(v) for k, v in (link.get("exchange_s") or {}).items()
-                    if STEP_SECONDS.holds(v)})
+                   {int(k): float(v) for k, v in (exchange.items() if isinstance(
+                       exchange, dict) else ()) if isinstance(k, str) and k.isdecimal()
+                    and len(k) < 10 and STEP_SECONDS.holds(v)})
 
 
 def _median(values: object) -> float:

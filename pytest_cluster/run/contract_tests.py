@@ -56,6 +56,9 @@ def reading(evidence: Evidence, declaration: Declaration, clause: Clause,
     if "error" in payload:
         evidence.cannot_measure(clause, payload["error"], raw=payload)
     part: dict[str, Any] = payload.get(reads.part) or {}
+    if not isinstance(part, dict):  # the node's answer, named by its part
+        evidence.cannot_measure(clause, f"the {reads.probe} probe's {reads.part} is "
+                                f"{found(part)}, not a section of figures", kind="bad_output")
     if "error" in part or not part:
         evidence.cannot_measure(clause, part.get("error", f"the probe returned no "
                                                          f"{reads.part} result"), raw=part)
