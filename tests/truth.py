@@ -65,6 +65,11 @@ class Truth:
     #: of a `must` clause is its bad output (results.jsonl's error_kind), never a figure
     #: that merely missed its promise
     lie: bool = False
+    #: judged against its peers' storage figures: decided only where at least this many
+    #: nodes in scope (its own included) report honest ones (no lie about storage, not
+    #: down): a lying peer's figures are no witness, and two nodes whose files the other
+    #: does not find cannot tell whose mount is missing
+    witnesses: int = 0
 
 
 _NODE_NETWORK = "interconnect.busbw[node_network]"
@@ -108,12 +113,12 @@ FAULTS: dict[str, Truth] = {
     "storage_factor: 0.5": Truth(("storage.checkpoint.write", "storage.checkpoint.keeps_up",
                                   "storage.dataloader.keeps_up"),
                                  ("storage.checkpoint.read", "storage.dataloader.metadata",
-                                  "storage.dataloader.iops"), per_gpu=False),
+                                  "storage.dataloader.iops"), per_gpu=False, witnesses=2),
     "storage_corrupt: true": Truth(("storage.checkpoint.read", "storage.checkpoint.keeps_up"),
                                    per_gpu=False),
     "storage_unmounted: true": Truth(("storage.shared", "storage.checkpoint.keeps_up",
                                       "storage.dataloader.keeps_up"), ("storage.*",),
-                                     per_gpu=False),
+                                     per_gpu=False, witnesses=3),
     # lies (the sim's `lies`): the node reports what it did not measure; each is found out
     # as that node's bad output, and never enters a median that judges an honest node
     "lies: storage_bytes": Truth((_KEEPS_UP, _LOADER_KEEPS_UP), per_gpu=False, lie=True),
@@ -392,6 +397,18 @@ def _decidable(scenario_: Scenario, node: str) -> bool:
     return len(scope) >= 3 and relative == {node} and not down
 
 
+#: The lies about a node's storage figures: such a node is no witness of its peers'.
+STORAGE_LIES = ("lies: storage_bytes", "lies: storage_seconds", "lies: read_back")
+
+
+def _witnesses(scenario_: Scenario) -> int:
+    """How many nodes in scope report honest storage figures: not lying about them, not
+    down."""
+    dishonest = {f.node for f in scenario_.faults
+                 if f.fault in STORAGE_LIES or f.truth.down}
+    return len(set(scenario_.scope) - dishonest)
+
+
 def violations(scenario_: Scenario, outcome: Outcome) -> list[str]:
     """Every sentence of the run that the scenario's truth contradicts (none: it told the
     truth)."""
@@ -490,7 +507,8 @@ def _node_violations(scenario_: Scenario, node: str, record: dict[str, object],
     masked = any(f.truth.masks for f in own)
     for fault in own:
         wanted = _covered(scenario_, fault.truth)
-        if not wanted or (fault.truth.relative and not _decidable(scenario_, node)):
+        if not wanted or (fault.truth.relative and not _decidable(scenario_, node)) \
+                or _witnesses(scenario_) < fault.truth.witnesses:
             continue
         if masked and not fault.truth.masks:  # rejected, for the fault that masks it
             wanted = tuple({c for f in own for c in (*f.truth.must, *f.truth.explains)})
