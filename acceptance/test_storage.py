@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_cluster.evidence.verdict import NO_ANSWER_HOST
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure.at_once import SILENT_KINDS
-from pytest_cluster.measure.checkpoint import PHASES
+from pytest_cluster.measure.checkpoint import BAD_OUTPUT, PHASES
 from pytest_cluster.measure.dataloader import CPU_BOUND, JUDGED
 from pytest_cluster.measure.reference import for_checkpoint
 from pytest_cluster.run.contract_tests import check_reading, checks, table_tests
@@ -302,9 +302,11 @@ def not_its_own(evidence: Evidence, rule: Rule, node: str, kind: str, fault: str
                 what: str, unseen: Sequence[str], raw: Any) -> None:
     """A node's keeps_up is not judged where the fault is not its own (undecided: NOT
     CHECKED, never drained): `what` failed on every node that answered (`fault`), unless
-    `node` itself did not answer (`kind`); or the files it was to read were written on
-    nodes that do not see the shared filesystem (`unseen`: they fail for it)."""
-    if fault and kind not in SILENT_KINDS:
+    `node` itself did not answer or its answer was its bad output (`kind`: a claim it
+    could not have made is its own, whatever the filesystem did); or the files it was to
+    read were written on nodes that do not see the shared filesystem (`unseen`: they fail
+    for it)."""
+    if fault and kind not in SILENT_KINDS and kind != BAD_OUTPUT:
         evidence.undecided(rule, f"{what} failed on every node, a fault of the filesystem "
                            f"they share, not {node}'s: {fault}", raw=raw, node=node)
     if unseen:

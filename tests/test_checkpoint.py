@@ -983,3 +983,36 @@ def test_a_claimed_time_is_held_to_the_time_the_controller_saw() -> None:
         f"bad: write: it says its part took {OBSERVED_SLACK_S + 10.5:.3g} s, longer than "
         "the 10 s the controller saw its whole job run, from launch to answer", "", "gone"]
     assert held_to_observed(found, "write", None, "bad: ") == found
+
+
+def test_a_liars_bad_output_is_its_own_though_every_honest_node_failed(
+        pytester: pytest.Pytester) -> None:
+    """n1's mount is missing, so n3 finds none of its files and n1 none of n3's: every
+    honest node's read failed, which two nodes cannot tell from the filesystem's fault.
+    n2 claims 1,000x the bytes it wrote (the sim's `lies`): that claim is its own bad
+    output whatever the filesystem did (before, the filesystem's fault excused it and the
+    liar was NOT CHECKED)."""
+    records = run(pytester, spec_text(
+        "size_per_gpu: 1 GiB\nread: '>= 1 GB/s per GPU'", nodes="n[1-3]",
+        faults="{node: n2, lies: storage_bytes}, {node: n1, storage_unmounted: true}"))
+    liar = records["test_storage_checkpoint_keeps_up[n2-/shared]"]
+    assert (liar["outcome"], liar["error_kind"]) == ("failed", "bad_output"), liar["message"]
+    assert "claims 1073741824000 bytes written" in liar["message"]
+    assert verdicts(pytester)["n2"] == "REJECTED"
+    assert verdicts(pytester)["n3"] != "REJECTED"
+
+
+def test_a_file_missing_for_a_reader_whose_own_file_was_found_is_its_writers(
+        pytester: pytest.Pytester) -> None:
+    """n2's mount is missing and it lies about what it read back (writer 999's file), so
+    its reads prove nothing of its mount. n1 did not find n2's file; n1's own file was
+    read back on n3, so n1 looks where the others do: the missing file is n2's (its
+    write not proven), and n1 is not blamed (before, n1 was REJECTED for it)."""
+    records = run(pytester, spec_text(
+        "size_per_gpu: 1 GiB\nread: '>= 1 GB/s per GPU'", nodes="n[1-3]",
+        faults="{node: n2, storage_unmounted: true}, {node: n2, lies: read_back}"))
+    found = verdicts(pytester)
+    reader = records["test_storage_checkpoint_keeps_up[n1-/shared]"]
+    assert found["n2"] == "REJECTED" and found["n1"] != "REJECTED", reader["message"]
+    assert "n1's own file was read back on another node" in \
+        records["test_storage_checkpoint_keeps_up[n2-/shared]"]["message"]

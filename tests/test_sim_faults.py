@@ -18,6 +18,7 @@ from pytest_cluster.sim.collectives import Benchmark, job_ranks, nccl_tests_run
 from pytest_cluster.sim.pingpong import pingpong_ranks
 from pytest_cluster.sim.storage import checkpoint_ranks, dataloader_ranks
 from pytest_cluster.spec.loader import parse_spec
+from pytest_cluster.spec.sim import LIES
 from pytest_cluster.spec.sim_records import SimFault, SimSpec
 
 NODES = ("n1", "n2", "n3")
@@ -45,7 +46,8 @@ def faults(draw: st.DrawFn) -> SimFault:
                         pcie_width=draw(st.none() | st.integers(1, 16)))
     return SimFault(node, None, 1, gpus=draw(st.none() | st.integers(0, 8)),
                     link_factor=draw(FACTORS), storage_factor=draw(FACTORS),
-                    latency_factor=draw(st.floats(1, 1000)))
+                    latency_factor=draw(st.floats(1, 1000)),
+                    lies=draw(st.none() | st.sampled_from(tuple(LIES))))
 
 
 def finite(value: Any) -> bool:

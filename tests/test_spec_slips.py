@@ -13,6 +13,7 @@ from pytest_cluster.spec.declaration import Declaration
 from pytest_cluster.spec.launchers import KINDS
 from pytest_cluster.spec.loader import LISTED
 from pytest_cluster.spec.model import Spec
+from pytest_cluster.spec.sim import LIES
 from pytest_cluster.spec.sim_records import SimSpec
 from tests.test_spec import error_of as spec_error
 
@@ -35,12 +36,25 @@ def error_of(text: str) -> str:
     ("link_factor: 0.5", "link_factor is a node fault (the node's network)"),
     ("gpus: 7", "gpus is a node fault (the node's GPU count)"),
     ("down: true", "down is a node fault (the whole node)"),
+    ("lies: gpu_figures", "lies is a node fault (what the node reports)"),
 ])
 def test_a_node_fault_on_a_gpu_is_refused(fault: str, what: str) -> None:
     text = SIM_BASE + f"sim:\n  faults:\n    - {{node: n1, gpu: 2, {fault}}}\n"
     key = fault.split(":", maxsplit=1)[0]
     assert error_of(text) == (f"t.yaml:5: sim.faults[0].{key}: {what}, not a GPU's: give it "
                               "without gpu")
+
+
+def test_a_lie_is_one_the_sim_knows() -> None:
+    """`lies:` names a claim the simulated node makes instead of what it measured, one of
+    LIES; another word is refused naming them all."""
+    text = SIM_BASE + "sim:\n  faults:\n    - {node: n1, lies: everything}\n"
+    assert error_of(text) == (f"t.yaml:5: sim.faults[0].lies: expected one of "
+                              f"{', '.join(LIES)} (what the node claims instead of what it "
+                              "measured), got 'everything'")
+    spec = parse_spec(text.replace("everything", "cores"), "t.yaml")
+    assert spec.sim is not None
+    assert [f.lies for f in spec.sim.faults] == ["cores"]
 
 
 @pytest.mark.parametrize(("per_node", "fault", "shown"), [

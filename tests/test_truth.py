@@ -5,6 +5,7 @@ gate and views held to the faults the simulator played. bench/truth.py runs thou
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -115,6 +116,30 @@ def test_the_oracle_finds_a_healthy_node_rejected_and_a_fault_missed() -> None:
     verdict["status"] = "complete"
     said = violations(chosen, Outcome(1, "", None, verdict, gate_status=1))
     assert any("gpu-002's fault 'xid: 79'" in s for s in said), said
+
+
+@pytest.mark.parametrize(("kind", "found_out"), [("bad_output", True), (None, False)])
+def test_the_oracle_finds_a_lie_taken_for_a_measurement(tmp_path: Path, kind: str | None,
+                                                        found_out: bool) -> None:
+    """A lying node rejected for its lie's clause is not enough: the failure must be its
+    bad output (results.jsonl's error_kind), not a figure that merely missed its
+    promise; a lie believed as a measurement is named."""
+    nodes = ("gpu-001", "gpu-002", "gpu-003")
+    chosen = Scenario(0, nodes, (Injected("gpu-002", None, "lies: cores"),), "acceptance")
+    assert FAULTS["lies: cores"].lie
+    lines = [{"node": n, "verdict": "ACCEPTED", "failed_clauses": []} for n in nodes]
+    lines[1] = {"node": "gpu-002", "verdict": "REJECTED", "failed_clauses": [
+        "host.cpu_cores"], "reason": "1 clause(s) failed: host.cpu_cores"}
+    (tmp_path / "results.jsonl").write_text(json.dumps(
+        {"node": "gpu-002", "clause": "host.cpu_cores", "outcome": "failed",
+         "error_kind": kind}) + "\n", encoding="utf-8")
+    verdict: dict[str, object] = {"status": "complete", "outcome": "FAIL", "nodes": lines}
+    # interrupted: no views to hold to each other in this hand-made run directory
+    said = violations(chosen, Outcome(1, "", tmp_path, verdict, gate_status=1,
+                                      interrupted=True))
+    assert said == ([] if found_out else [
+        "gpu-002's lie 'lies: cores' is not found out as its bad output of "
+        "host.cpu_cores"]), said
 
 
 def test_a_seed_makes_one_scenario_and_every_truth_names_declared_clauses() -> None:

@@ -61,10 +61,21 @@ class Truth:
     #: it changes what the node's other checks can run (a GPU missing: the node's jobs
     #: fail on their own), so the node's other faults need not be named besides it
     masks: bool = False
+    #: a lie (the sim's `lies`): the node claims what it did not measure, so its failure
+    #: of a `must` clause is its bad output (results.jsonl's error_kind), never a figure
+    #: that merely missed its promise
+    lie: bool = False
+    #: judged against its peers' storage figures: decided only where at least this many
+    #: nodes in scope (its own included) report honest ones (no lie about storage, not
+    #: down): a lying peer's figures are no witness, and two nodes whose files the other
+    #: does not find cannot tell whose mount is missing
+    witnesses: int = 0
 
 
 _NODE_NETWORK = "interconnect.busbw[node_network]"
 _INTRA = "interconnect.busbw[intra_node]"
+_KEEPS_UP = "storage.checkpoint.keeps_up"
+_LOADER_KEEPS_UP = "storage.dataloader.keeps_up"
 #: every clause of the GPUs (a node short of a GPU, or with another model, fails them)
 _GPUS = "gpus.*"
 #: Every fault a scenario may inject on the richest example, and its truth. The faults'
@@ -102,12 +113,23 @@ FAULTS: dict[str, Truth] = {
     "storage_factor: 0.5": Truth(("storage.checkpoint.write", "storage.checkpoint.keeps_up",
                                   "storage.dataloader.keeps_up"),
                                  ("storage.checkpoint.read", "storage.dataloader.metadata",
-                                  "storage.dataloader.iops"), per_gpu=False),
+                                  "storage.dataloader.iops"), per_gpu=False, witnesses=2),
     "storage_corrupt: true": Truth(("storage.checkpoint.read", "storage.checkpoint.keeps_up"),
                                    per_gpu=False),
     "storage_unmounted: true": Truth(("storage.shared", "storage.checkpoint.keeps_up",
                                       "storage.dataloader.keeps_up"), ("storage.*",),
-                                     per_gpu=False),
+                                     per_gpu=False, witnesses=3),
+    # lies (the sim's `lies`): the node reports what it did not measure; each is found out
+    # as that node's bad output, and never enters a median that judges an honest node
+    "lies: storage_bytes": Truth((_KEEPS_UP, _LOADER_KEEPS_UP), per_gpu=False, lie=True),
+    "lies: storage_seconds": Truth((_KEEPS_UP, _LOADER_KEEPS_UP), per_gpu=False, lie=True),
+    "lies: read_back": Truth(("storage.checkpoint.read", _KEEPS_UP), per_gpu=False,
+                             lie=True),
+    "lies: cores": Truth(("host.cpu_cores",), per_gpu=False, lie=True),
+    # one port's answer refused: the node's every port clause with it
+    "lies: counters": Truth(("fabric.counters",), ("fabric.*",), per_gpu=False, lie=True),
+    "lies: busbw": Truth((_INTRA,), per_gpu=False, lie=True),
+    "lies: gpu_figures": Truth(("gpus.matmul",), per_gpu=False, lie=True),
     # faults this contract does not cover: their node must not be rejected for them
     "transport: socket": Truth((), per_gpu=False),
     "gdr: false": Truth((), per_gpu=False),
@@ -375,6 +397,18 @@ def _decidable(scenario_: Scenario, node: str) -> bool:
     return len(scope) >= 3 and relative == {node} and not down
 
 
+#: The lies about a node's storage figures: such a node is no witness of its peers'.
+STORAGE_LIES = ("lies: storage_bytes", "lies: storage_seconds", "lies: read_back")
+
+
+def _witnesses(scenario_: Scenario) -> int:
+    """How many nodes in scope report honest storage figures: not lying about them, not
+    down."""
+    dishonest = {f.node for f in scenario_.faults
+                 if f.fault in STORAGE_LIES or f.truth.down}
+    return len(set(scenario_.scope) - dishonest)
+
+
 def violations(scenario_: Scenario, outcome: Outcome) -> list[str]:
     """Every sentence of the run that the scenario's truth contradicts (none: it told the
     truth)."""
@@ -402,6 +436,8 @@ def violations(scenario_: Scenario, outcome: Outcome) -> list[str]:
             continue
         found.extend(_node_violations(scenario_, node, record, faults_of.get(node, []),
                                       judged=not incomplete))
+    if not incomplete:
+        found.extend(_lie_violations(scenario_, outcome, faults_of))
     found.extend(_drain_violations(scenario_, outcome, nodes, set(faults_of)))
     if scenario_.shared_storage is not None and not incomplete:
         found.extend(_shared_storage_violations(scenario_, outcome))
@@ -471,7 +507,8 @@ def _node_violations(scenario_: Scenario, node: str, record: dict[str, object],
     masked = any(f.truth.masks for f in own)
     for fault in own:
         wanted = _covered(scenario_, fault.truth)
-        if not wanted or (fault.truth.relative and not _decidable(scenario_, node)):
+        if not wanted or (fault.truth.relative and not _decidable(scenario_, node)) \
+                or _witnesses(scenario_) < fault.truth.witnesses:
             continue
         if masked and not fault.truth.masks:  # rejected, for the fault that masks it
             wanted = tuple({c for f in own for c in (*f.truth.must, *f.truth.explains)})
@@ -483,6 +520,31 @@ def _node_violations(scenario_: Scenario, node: str, record: dict[str, object],
             found.append(f"{node}'s fault '{fault.fault}' (gpu {fault.gpu}) breaks "
                          f"{' or '.join(wanted)} at level {scenario_.level}, but {node} is "
                          f"{state}: {reason}")
+    return found
+
+
+def _lie_violations(scenario_: Scenario, outcome: Outcome,
+                    faults_of: dict[str, list[Injected]]) -> list[str]:
+    """A lying node's failure is its bad output: of the clauses its lie must fail, one is
+    failed on that node with error kind bad_output in results.jsonl (the claim found out),
+    not as a figure that merely missed (a node dead, or short of a GPU, says nothing; nor
+    does one whose filesystem failed every node's reads)."""
+    liars = [f for f in scenario_.faults if f.truth.lie and f.node in scenario_.scope
+             and not any(o.truth.down or o.truth.masks for o in faults_of[f.node])]
+    if not liars or outcome.run is None:
+        return []
+    records = [json.loads(line) for line in (outcome.run / "results.jsonl").read_text(
+        encoding="utf-8").splitlines() if line.strip()]
+    found = []
+    for fault in liars:
+        wanted = [c for c in _covered(scenario_, fault.truth)
+                  if scenario_.shared_storage is None or not c.startswith("storage.")]
+        said = [r for r in records if r.get("node") == fault.node
+                and r.get("error_kind") == "bad_output"
+                and any(_matches(str(r.get("clause", "")), w) for w in wanted)]
+        if wanted and not said:
+            found.append(f"{fault.node}'s lie '{fault.fault}' is not found out as its bad "
+                         f"output of {' or '.join(wanted)}")
     return found
 
 

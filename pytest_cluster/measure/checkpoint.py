@@ -242,6 +242,10 @@ class CheckpointRun:
         shared filesystem (not_shared). First reader's words per writer."""
         found: dict[str, str] = {}
         sees = {r.node for r in self.read if r.writer >= 0 and not r.error}
+        # a reader whose own file another node read back writes, and so looks, where the
+        # others do (a writer whose reads were its bad output proves nothing itself)
+        seen = {self.writer_node(r.writer) for r in self.read if r.writer >= 0
+                and not r.error and self.writer_node(r.writer) != r.node}
         for r in self.read:
             writer = self.writer_node(r.writer) if r.writer >= 0 else ""
             if not writer or writer == r.node or writer in found:
@@ -249,11 +253,13 @@ class CheckpointRun:
             if r.errno == NOT_AS_CLAIMED:
                 found[writer] = (f"{PROVEN}{r.error.removeprefix('read: ')} (read back on "
                                  f"{r.node})")
-            elif r.errno == "ENOENT" and writer in sees and not \
+            elif r.errno == "ENOENT" and (writer in sees or r.node in seen) and not \
                     {writer, r.node} & self.not_shared:
+                why = f"{writer} found the files it read itself" if writer in sees else \
+                    f"{r.node}'s own file was read back on another node"
                 found[writer] = (f"{PROVEN}writer {r.writer}'s file was not there when "
-                                 f"{r.node} read it back, though {writer} found the files "
-                                 "it read itself: its write is not proven")
+                                 f"{r.node} read it back, though {why}: its write is not "
+                                 "proven")
         return found
 
     def to_json(self) -> dict[str, Any]:

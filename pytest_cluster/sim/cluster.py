@@ -86,6 +86,18 @@ def latency_factor(sim: SimSpec, node: str) -> float:
     return factors[-1] if factors else 1.0
 
 
+def lies(sim: SimSpec, node: str) -> frozenset[str]:
+    """What `node` claims instead of what it measured (its `lies` faults, spec/sim.py's
+    LIES): the sim reports each figure the lie names as the lie says."""
+    return frozenset(f.lies for f in faults_on(sim, node) if f.lies is not None)
+
+
+#: How much a lying node inflates the figure it lies about (its `lies` fault).
+LIE_FACTOR = 1000.0
+#: The GPU figures and busbw a lying node claims: this many times what it reached.
+PEAK_LIE_FACTOR = 10.0
+
+
 def gpu_count(sim: SimSpec, node: str) -> int:
     counts = [f.gpus for f in faults_on(sim, node) if f.gpus is not None]
     return counts[-1] if counts else sim.gpus_per_node
@@ -220,10 +232,12 @@ def describe_node(sim: SimSpec, node: str) -> SimNode:
 
 def host_payload(sim: SimSpec, node: str) -> HostData:
     """The host probe's answer for a simulated node."""
+    # a liar's 1e308 cores: a float where the probe gives a count, as a forged answer can
+    cores: int = 10**308 if "cores" in lies(sim, node) else sim.cpu_cores
     return {
         "hostname": node,
         "cpu": {"model": "Intel(R) Xeon(R) Platinum 8480+ (simulated)", "threads": sim.cpu_threads,
-                "cores": sim.cpu_cores, "sockets": 2, "usable_threads": sim.cpu_threads,
+                "cores": cores, "sockets": 2, "usable_threads": sim.cpu_threads,
                 "cores_source": SIMULATED_BY},
         "memory": {"total_bytes": sim.memory_bytes,
                    "available_bytes": int(sim.memory_bytes * 0.95), "source": SIMULATED_BY},
@@ -302,9 +316,10 @@ def gpu_perf_payload(sim: SimSpec, node: str, options: Options) -> GpuPerfData:
                                     * jitter(node, index, part), f"{part} copy, pinned memory",
                                     20)
         bf16 = model.bf16_tflops * floored(fault.matmul_factor)
+        claimed = PEAK_LIE_FACTOR if "gpu_figures" in lies(sim, node) else 1.0
         entry["matmul"] = {}
         for dtype in options.get("dtypes", ()):
-            tflops = bf16 * DTYPE_RATIO[dtype] * jitter(node, index, dtype)
+            tflops = bf16 * DTYPE_RATIO[dtype] * jitter(node, index, dtype) * claimed
             entry["matmul"][dtype] = {
                 "tflops_median": tflops, "tflops_max": tflops * 1.004,
                 "tflops_min": tflops * 0.985, "shape": [m, n, k], "warmup": 50,

@@ -7,7 +7,8 @@ IPoIB interface ibp<i>s0) and a management Ethernet interface eno1; the spec's
 interconnect.inter_node (nics_per_node, rate_per_nic, kind roce/ethernet) changes them.
 Faults: `nic: 3` with `nic_down`, `nic_rate`, `nic_firmware`, `nic_link_downed` or
 `nic_symbol_errors` (from a soak round with `from_round`; the counters grow between a run's
-first and last reading), and a node's `link_factor` slows every port.
+first and last reading), and a node's `link_factor` slows every port; a node that
+`lies: counters` gives its first port a receive error count of -5.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pytest_cluster.probes.nic import MAX_ENTRIES, Reader, read_ports
-from pytest_cluster.sim.cluster import IB_SPEEDS, NICS_PER_NODE, faults_on, link_factor
+from pytest_cluster.sim.cluster import IB_SPEEDS, NICS_PER_NODE, faults_on, lies, link_factor
 
 if TYPE_CHECKING:
     from pytest_cluster.probes.job_node import RankEntry
@@ -163,6 +164,8 @@ def tree(sim: SimSpec, node: str, ic: InterconnectSpec | None,
         if fault is not None and when == "end":
             files[f"{port}/counters/link_downed"] = str(fault.nic_link_downed)
             files[f"{port}/counters/symbol_error"] = str(fault.nic_symbol_errors)
+        if index == 0 and "counters" in lies(sim, node):  # a liar's count below zero
+            files[f"{port}/counters/port_rcv_errors"] = "-5"
     eno = f"{ROOT}/class/net/eno1"
     files.update({f"{eno}/address": ":".join(digest[i:i + 2] for i in range(0, 12, 2)),
                   f"{eno}/type": "1", f"{eno}/operstate": "up", f"{eno}/carrier": "1",

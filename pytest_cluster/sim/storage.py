@@ -9,7 +9,10 @@ at most its share of `sim.storage_rate` (a slow aggregate; 0: no limit). A node 
 every node: the filesystem's own fault); one with `storage_unmounted` has a local
 directory in its place: its writes succeed, but no other node sees its files and it sees
 none of theirs (the shared-file check's writer, the first node, is taken to have the
-mount). Pure functions.
+mount). A node that `lies: storage_bytes` claims LIE_FACTOR x the bytes (and operations)
+it moved, one that `lies: storage_seconds` claims it took a nanosecond, one that `lies:
+read_back` claims its checkpoint ranks read back the files of writer 999 (whom no one
+is); each reads and writes what an honest node does. Pure functions.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pytest_cluster.probes.checkpoint import expected_digest, writer_of
-from pytest_cluster.sim.cluster import faults_on, floored, jitter
+from pytest_cluster.sim.cluster import LIE_FACTOR, faults_on, floored, jitter, lies
 from pytest_cluster.spec.sim import STORAGE_ERRORS
 
 if TYPE_CHECKING:
@@ -55,6 +58,30 @@ def storage_error(sim: SimSpec, node: str) -> str | None:
 
 def unmounted(sim: SimSpec, node: str) -> bool:
     return any(f.storage_unmounted for f in faults_on(sim, node))
+
+
+#: The seconds a node that `lies: storage_seconds` claims a phase took.
+LIE_SECONDS = 1e-9
+#: The writer a node that `lies: read_back` claims to have read back.
+LIE_WRITER = 999
+
+
+def claimed(sim: SimSpec, node: str, data: dict[str, object]) -> None:
+    """A rank's figures as `node` reports them: a liar's bytes, operations or seconds as
+    its lie says (`data` changed in place; an honest node's as measured)."""
+    told = lies(sim, node)
+    if "storage_bytes" in told:
+        for key in ("bytes", "ops"):
+            value = data.get(key)
+            if isinstance(value, int) and value:
+                data[key] = int(value * LIE_FACTOR)
+    if "storage_seconds" in told and isinstance(data.get("seconds"), float):
+        data["seconds"] = LIE_SECONDS
+        started = data.get("started_at")
+        if isinstance(started, float):
+            data["ended_at"] = started + LIE_SECONDS
+    if "read_back" in told and data.get("phase") == "read" and "writer" in data:
+        data["writer"] = LIE_WRITER
 
 
 def failed(sim: SimSpec, node: str, what: str, path: str) -> tuple[str, str] | None:
@@ -153,6 +180,7 @@ def checkpoint_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
                     data["leftovers"] = []
                     if rank == 0:
                         data["capacity_bytes"] = SIM_CAPACITY
+            claimed(sim, node, data)  # type: ignore[arg-type]
             ranks.append({"rank": rank, "local_rank": local, "exit_code": 0,
                           "ended_at": None, "stderr_tail": "", "data": data})
         parts.append(ranks)
@@ -216,6 +244,7 @@ def dataloader_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
                              "cpu_s": 0.1, "late_s": 0.0, "leftovers": []})
             else:
                 data["removed"] = len(nodes) * ranks_per_node
+            claimed(sim, node, data)  # type: ignore[arg-type]
             ranks.append({"rank": rank, "local_rank": local, "exit_code": 0,
                           "ended_at": None, "stderr_tail": "", "data": data})
         parts.append(ranks)

@@ -44,7 +44,7 @@ FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen",
               "link_factor", "replaced", "from_round", "until_round", "sdc", "nic", "nic_down",
               "nic_rate", "nic_firmware", "nic_link_downed", "nic_symbol_errors", "transport",
               "gdr", "latency_factor", "storage_factor", "storage_corrupt", "storage_error",
-              "storage_unmounted")
+              "storage_unmounted", "lies")
 #: What a simulated node's NCCL may fall back to (its `transport` fault).
 SIM_TRANSPORTS = ("socket",)
 #: The clocks event reasons that count as throttling (the GPU probe's THROTTLE_BITS: the spec
@@ -58,7 +58,18 @@ NODE_FAULTS = {"gpus": "the node's GPU count", "down": "the whole node",
                "storage_factor": "the node's client of the shared filesystem",
                "storage_corrupt": "what the node reads of the shared filesystem",
                "storage_error": "the node's client of the shared filesystem",
-               "storage_unmounted": "the node's mount of the shared filesystem"}
+               "storage_unmounted": "the node's mount of the shared filesystem",
+               "lies": "what the node reports"}
+#: What a lying node reports instead of what it measured (its `lies` fault), each a claim
+#: the product checks against what the node does not control: a figure read back by
+#: another node, the physics the spec implies, a plausible range.
+LIES = {"storage_bytes": "its checkpoint and data loader bytes and operations x1000",
+        "storage_seconds": "its checkpoint and data loader seconds near zero",
+        "read_back": "a checkpoint read-back of writer 999, whom no one is",
+        "cores": "1e308 CPU cores",
+        "counters": "a NIC error counter of -5",
+        "busbw": "its GPUs' busbw among themselves 10x what they reached",
+        "gpu_figures": "its GPUs' matmul 10x what they reached"}
 #: The errors a simulated node's client of the shared filesystem may fail with (its
 #: `storage_error` fault), as the kernel names them, and their text.
 STORAGE_ERRORS = {"ENOSPC": "No space left on device", "EIO": "Input/output error",
@@ -118,6 +129,8 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
 
     storage_error = one_of(tuple(STORAGE_ERRORS), f"one of {', '.join(STORAGE_ERRORS)} (the "
                            "error every write and read of the node's client fails with)")
+    lie = one_of(tuple(LIES), f"one of {', '.join(LIES)} (what the node claims instead "
+                 "of what it measured)")
     sim_transport = one_of(SIM_TRANSPORTS, f"{' or '.join(SIM_TRANSPORTS)} (the network "
                                            f"NCCL falls back to)")
 
@@ -175,6 +188,7 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
         storage_corrupt=bool(one("storage_corrupt", boolean)),
         storage_error=one("storage_error", storage_error),  # type: ignore[arg-type]
         storage_unmounted=bool(one("storage_unmounted", boolean)),
+        lies=one("lies", lie),  # type: ignore[arg-type]
     )
     table.finish()
     if until_node is not None and fault.until_round is not None \

@@ -53,6 +53,9 @@ class SimFault:
     #: its path is a local directory, not the shared filesystem (its mount missing): what
     #: it writes no other node sees, and it sees nothing they write
     storage_unmounted: bool = False
+    #: what the node reports instead of what it measured (spec/sim.py's LIES: a claim the
+    #: product must find out as the node's bad output)
+    lies: str | None = None
 
 
 @dataclass(frozen=True)
