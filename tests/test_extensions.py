@@ -536,3 +536,90 @@ def test_the_registry_driven_tests_pass_with_the_extension_installed(extended: P
                              "-q", "-x", *REGISTRY_DRIVEN], capture_output=True, text=True,
                             cwd=ROOT, timeout=600, check=False)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
+
+
+# -- what an import changes of the process, and an extension's launcher that never returns --
+
+
+def test_what_an_import_changes_of_the_process_is_put_back(tmp_path: Path) -> None:
+    """An import that ignored SIGINT and SIGTERM made the run deaf to Ctrl-C and to
+    `timeout`; one that changed directory moved the run's evidence."""
+    from pytest_cluster.spec import guarded
+
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM,
+                                                     signal.SIGUSR1)}
+    here = os.getcwd()
+
+    def hostile() -> None:
+        for sig in before:
+            signal.signal(sig, signal.SIG_IGN)
+        os.chdir(tmp_path)
+
+    outcome = guarded.run(hostile, 5.0)
+    assert outcome.failure is None
+    assert {sig: signal.getsignal(sig) for sig in before} == before
+    assert os.getcwd() == here
+
+
+def test_a_process_an_import_forks_ends_where_the_import_returns(tmp_path: Path) -> None:
+    """Before, the child went on as a second run, its lines mixed with the first's."""
+    from pytest_cluster.spec import guarded
+
+    forked: list[int] = []
+    outcome = guarded.run(lambda: forked.append(os.fork()), 5.0)
+    (tmp_path / f"went-on-{os.getpid()}").touch()  # only this process gets here
+    child, = forked
+    assert outcome.failure is None and child > 0
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert [p.name for p in tmp_path.iterdir()] == [f"went-on-{os.getpid()}"]
+
+
+#: An extension module that leaves a thread running, no daemon: the interpreter's exit
+#: waited for it forever
+LEAVES_A_THREAD = ("import threading, time\n\n\ndef _forever():\n    while True:\n"
+                   "        time.sleep(0.01)\n\n\nthreading.Thread(target=_forever, "
+                   "name='forever').start()\n")
+
+
+@pytest.mark.parametrize(("spec", "status"), [
+    (SIM_SPEC, pytest.ExitCode.OK),
+    (SIM_SPEC.replace("host:", "hots:"), pytest.ExitCode.USAGE_ERROR)])
+def test_a_thread_an_import_leaves_is_said_and_not_waited_for(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, spec: str,
+        status: pytest.ExitCode) -> None:
+    install(pytester, monkeypatch, "threads_ext", LEAVES_A_THREAD)
+    pytester.makefile(".yaml", trial=spec)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cluster=trial.yaml",
+                                           "--cluster-reports=", timeout=60)
+    said = result.stdout.str() + result.stderr.str()
+    assert result.ret == status, said[-3000:]  # the run's own status, not a hang
+    if status == pytest.ExitCode.OK:  # (a usage error says the spec's problem alone)
+        assert ("ext = threads_ext:EXTENSION (entry point group pytest_cluster.extensions, "
+                "from hostile-ext 0.1) left 1 thread(s) running once it was loaded (forever): "
+                "what they print is not taken; the run ends without waiting for them"
+                ) in said, said[-3000:]
+
+
+@pytest.mark.parametrize(("body", "why"), [
+    ("import time\n        time.sleep(3600)",
+     "did not return within 6 s (the time limit it was given and 5 s more): left running"),
+    ("raise KeyboardInterrupt", "raised KeyboardInterrupt")])
+def test_an_extensions_launcher_that_never_returns_is_bounded(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, body: str,
+        why: str) -> None:
+    """Before, a launcher whose run slept was waited for forever; one that raised
+    KeyboardInterrupt ended the run as interrupted by Ctrl-C."""
+    install(pytester, monkeypatch, "launching_ext",
+            LAUNCHING.replace("CLASS", "Garbage").replace("ANSWER", "8").replace(
+                "return {node: \"nonsense\" for node in nodes}", body))
+    pytester.makefile(".yaml", trial="cluster: {name: t, nodes: [localhost], "
+                                     "launcher: garbage, probe_timeout: 1 s}\n"
+                                     "host: {cpu_cores: '>= 1'}\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cluster=trial.yaml",
+                                           "--cluster-reports=", timeout=60)
+    said = result.stdout.str() + result.stderr.str()
+    assert ("NOT CHECKED localhost: this machine could not check it: the launcher of "
+            f"extension ext = launching_ext:EXTENSION (entry point group {GROUP}, from "
+            f"hostile-ext 0.1) {why}") in said, said[-3000:]
+    assert result.ret == pytest.ExitCode.TESTS_FAILED

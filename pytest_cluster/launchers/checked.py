@@ -3,13 +3,20 @@ one ProbeResult per node asked, each for that node and probe, its data a map of 
 numbers; where it is not (or `run` raises), each node concerned gets a result whose error
 is the controller's (ErrorKind.CONTROLLER: a fault of the tool that ran the probe, which no
 node's verdict is blamed for), its message naming the extension. Data that is not strict
-JSON (a NaN) is the node's bad output (ErrorKind.BAD_OUTPUT), naming the extension too."""
+JSON (a NaN) is the node's bad output (ErrorKind.BAD_OUTPUT), naming the extension too.
+
+Its `run` is given the time limit it is asked to keep and GRACE_S more (it runs in a
+thread of its own): one that has not returned by then (a sleep, a wait on a node that
+never answers) is a controller fault for each node asked, where before the run waited for
+it forever. The thread cannot be stopped: it is left running, a daemon (the process's exit
+does not wait for it)."""
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -75,15 +82,41 @@ def checked_results(owner: str, call: ProbeCall, nodes: Sequence[str],
     return results
 
 
+#: How long past the time limit it was given an extension's launcher's `run` may take
+#: before its nodes' results are the controller's fault (s)
+GRACE_S = 5.0
+
+
+def _timed(run: Callable[[], object], limit_s: float) -> tuple[object, str | None]:
+    """(what `run()` returned, None) or (None, why it gave nothing: what it raised, or
+    that it ran past `limit_s`), run in a daemon thread of its own."""
+    ended: list[tuple[object, str | None]] = []
+
+    def target() -> None:
+        try:
+            ended.append((run(), None))
+        except BaseException as exc:  # another party's code: whatever it raises
+            ended.append((None, f"raised {described(exc)}"))
+
+    thread = threading.Thread(target=target, daemon=True, name="pytest-cluster-extension-run")
+    thread.start()
+    thread.join(limit_s)
+    if not ended:
+        return None, (f"did not return within {limit_s:g} s (the time limit it was given "
+                      f"and {GRACE_S:g} s more): left running")
+    return ended[0]
+
+
 def checked(cls: type[Launcher], owner: str) -> type[Launcher]:
-    """`cls` (an extension's launcher) whose `run` is checked (checked_results)."""
+    """`cls` (an extension's launcher) whose `run` is checked (checked_results) and
+    bounded in time (GRACE_S)."""
 
     def run(self: Launcher, call: ProbeCall, nodes: Sequence[str],
             timeout_s: float) -> dict[str, ProbeResult]:
-        try:
-            answer: Any = cls.run(self, call, nodes, timeout_s)
-        except Exception as exc:  # another party's code: per node, a result
-            why = f"raised {described(exc)}"
+        answer: Any
+        answer, why = _timed(lambda: cls.run(self, call, nodes, timeout_s),
+                             timeout_s + GRACE_S)
+        if why is not None:  # per node, a result
             return {node: ProbeResult(node=node, probe=call.name, data=None,
                                       error=ErrorKind.CONTROLLER,
                                       message=f"the launcher of {owner} {why}")

@@ -208,6 +208,13 @@ def _load(point: EntryPoint, limit_s: float) -> Extension | None:
         problem(f"{name} printed {outcome.printed.size} character(s) while it was loaded "
                 f"(not shown; the first {len(outcome.printed.excerpt)}: "
                 f"'{said(outcome.printed.excerpt, guarded.EXCERPT)}')")
+    if outcome.left:
+        names = ", ".join(said(thread.name, 60) for thread in outcome.left[:3])
+        kept = guarded.not_waited_for(outcome.left)
+        problem(f"{name} left {len(outcome.left)} thread(s) running once it was loaded "
+                f"({names}{', ...' if len(outcome.left) > 3 else ''}): what they print is "
+                + ("not taken; the run ends without waiting for them" if kept else
+                   "not taken, and the run cannot end before they do"))
     if outcome.failure is not None:
         _leave_out(f"{name} {_failure(outcome.failure, limit_s)}: left out")
         return None
