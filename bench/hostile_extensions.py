@@ -16,7 +16,8 @@ KeyboardInterrupt, prints 1 GiB (print) or writes 1 GiB to file descriptor 1; a 
 file (sparse); a launcher that returns a string for each node; a sim answer of NaN; a
 launcher kind naming a class that is not there; an import that forks (one run, said once,
 not two), one that leaves a thread running that is no daemon (the run ends without waiting
-for it); a launcher whose run raises KeyboardInterrupt (the tool's error, not a Ctrl-C).
+for it); a launcher whose run raises KeyboardInterrupt (the tool's error, not a Ctrl-C),
+and a sim answer that does (the simulated node's crash, not a Ctrl-C).
 
 Prints per case: exit code (and the one expected), seconds (and beyond the ordinary run's;
 its CPU seconds, which a loaded machine does not stretch), peak RSS in MiB, bytes of
@@ -126,6 +127,9 @@ CASES: dict[str, Case] = {
                                    "time.sleep(3600)).start()\n"),
     "launcher KeyboardInterrupt": Case(GARBAGE, 1, "raised KeyboardInterrupt",
                                        cls="Interrupting"),
+    "sim answer KeyboardInterrupt": Case(BMC, 1, "its sim answer to probe bmc raised "
+                                         "KeyboardInterrupt",
+                                         answer="(_ for _ in ()).throw(KeyboardInterrupt())"),
 }
 
 

@@ -16,7 +16,7 @@ import site
 import subprocess
 import sys
 import venv
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
@@ -255,6 +255,73 @@ def test_a_sim_answer_that_is_not_a_payload_is_bad_output_naming_the_extension(
     fine = {"sensors": {"fans": 8, "ids": (1, 2)}}
     assert extensions.checked_answer("e", "bmc", lambda *_: fine)(None, None, "n1", ()) == {
         "sensors": {"fans": 8, "ids": [1, 2]}}
+
+
+class _Hostile(Mapping[str, object]):
+    """A map whose every read raises: its code runs when it is read."""
+
+    def __getitem__(self, key: str) -> object:
+        raise RuntimeError("read")
+
+    def __iter__(self) -> Iterator[str]:
+        raise RuntimeError("read")
+
+    def __len__(self) -> int:
+        return 1
+
+
+def _interrupts(*_: object) -> dict[str, object]:
+    raise KeyboardInterrupt
+
+
+def test_a_sim_answer_that_interrupts_or_never_returns_is_its_failure_naming_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, a KeyboardInterrupt from an extension's sim answer ended the run as Ctrl-C
+    did, a sleep hung it, and a map of its own class raised its own error unnamed."""
+    import time
+
+    monkeypatch.setattr(extensions, "SIM_ANSWER_LIMIT_S", 0.2)
+    for answer, said in ((_interrupts, "raised KeyboardInterrupt"),
+                         (lambda *_: time.sleep(3600), "did not return within 0.2 s: left "
+                                                       "running")):
+        checked = extensions.checked_answer("extension bmc", "bmc",
+                                            answer)  # type: ignore[arg-type]
+        with pytest.raises(ValueError) as caught:
+            checked(None, None, "n1", ())
+        assert str(caught.value) == f"extension bmc: its sim answer to probe bmc {said}"
+    with pytest.raises(BadAnswer, match=r"^extension bmc: its sim answer to probe bmc is not "
+                                        r"strict JSON \(read\)$"):
+        extensions.checked_answer("extension bmc", "bmc", lambda *_: _Hostile())(
+            None, None, "n1", ())
+
+
+def test_a_launchers_answer_of_its_own_classes_is_read_guarded() -> None:
+    """A map whose reads raise, a result of a class of its own: the tool's fault naming the
+    extension, where before the map's RuntimeError was raised unnamed."""
+    from pytest_cluster.launchers import ErrorKind, Launcher, ProbeResult
+    from pytest_cluster.launchers.checked import checked
+    from pytest_cluster.launchers.local import LocalLauncher
+    from pytest_cluster.probes import ProbeCall
+    from pytest_cluster.spec.model import ClusterSpec
+
+    class Subclassed(ProbeResult):
+        pass
+
+    for answer, said in ((_Hostile(), "raised RuntimeError: read"),
+                         ({"n1": Subclassed("n1", "host", {})},
+                          "returned a Subclassed for this node, not a ProbeResult")):
+        class Returns(LocalLauncher):
+            given: object = answer
+
+            def run(self, call: ProbeCall, nodes: Sequence[str],
+                    timeout_s: float) -> dict[str, ProbeResult]:
+                return self.given  # type: ignore[return-value]
+
+        launcher: Launcher = checked(Returns, "extension x")(
+            ClusterSpec("t", ("n1",), "local", sys.executable, 4, 8))
+        result = launcher.run(ProbeCall("host"), ["n1"], 1.0)["n1"]
+        assert (result.error, result.message) == (ErrorKind.CONTROLLER,
+                                                  f"the launcher of extension x {said}")
 
 
 def test_each_node_gets_a_result_whatever_an_extensions_launcher_returns() -> None:

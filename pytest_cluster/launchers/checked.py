@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import math
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
+from pytest_cluster.spec import guarded
 from pytest_cluster.spec.extensions import described, said
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def _data_fault(data: object) -> str | None:
         return f"its data is a {said(type(data).__name__, 80)}, not a map"
     try:
         json.dumps(data, allow_nan=False)
-    except (TypeError, ValueError, RecursionError) as exc:
+    except Exception as exc:  # a map of its own class runs its code when read
         return f"its data is not strict JSON ({said(str(exc), 160)})"
     if not _finite(data):
         return "its data has a number that is not finite"
@@ -68,7 +68,7 @@ def checked_results(owner: str, call: ProbeCall, nodes: Sequence[str],
     results: dict[str, ProbeResult] = {}
     for node in nodes:
         result = answer.get(node)
-        if not isinstance(result, ProbeResult):
+        if type(result) is not ProbeResult:  # a class of its own runs its code when read
             results[node] = failed(node, f"returned a {said(type(result).__name__, 80)} for "
                                          "this node, not a ProbeResult")
         elif result.node != node or result.probe != call.name:
@@ -87,41 +87,27 @@ def checked_results(owner: str, call: ProbeCall, nodes: Sequence[str],
 GRACE_S = 5.0
 
 
-def _timed(run: Callable[[], object], limit_s: float) -> tuple[object, str | None]:
-    """(what `run()` returned, None) or (None, why it gave nothing: what it raised, or
-    that it ran past `limit_s`), run in a daemon thread of its own."""
-    ended: list[tuple[object, str | None]] = []
-
-    def target() -> None:
-        try:
-            ended.append((run(), None))
-        except BaseException as exc:  # another party's code: whatever it raises
-            ended.append((None, f"raised {described(exc)}"))
-
-    thread = threading.Thread(target=target, daemon=True, name="pytest-cluster-extension-run")
-    thread.start()
-    thread.join(limit_s)
-    if not ended:
-        return None, (f"did not return within {limit_s:g} s (the time limit it was given "
-                      f"and {GRACE_S:g} s more): left running")
-    return ended[0]
-
-
 def checked(cls: type[Launcher], owner: str) -> type[Launcher]:
     """`cls` (an extension's launcher) whose `run` is checked (checked_results) and
     bounded in time (GRACE_S)."""
 
     def run(self: Launcher, call: ProbeCall, nodes: Sequence[str],
             timeout_s: float) -> dict[str, ProbeResult]:
-        answer: Any
-        answer, why = _timed(lambda: cls.run(self, call, nodes, timeout_s),
-                             timeout_s + GRACE_S)
-        if why is not None:  # per node, a result
-            return {node: ProbeResult(node=node, probe=call.name, data=None,
-                                      error=ErrorKind.CONTROLLER,
-                                      message=f"the launcher of {owner} {why}")
-                    for node in nodes}
-        return checked_results(owner, call, nodes, answer)
+        limit_s = timeout_s + GRACE_S
+        # what it returns is read in the thread too: a map or a result of its own class
+        # runs its code when read
+        results, failure = guarded.within(lambda: checked_results(
+            owner, call, nodes, cls.run(self, call, nodes, timeout_s)), limit_s)
+        if results is not None:
+            return results
+        why = (f"did not return within {limit_s:g} s (the time limit it was given and "
+               f"{GRACE_S:g} s more): left running"
+               if isinstance(failure, guarded.Overdue) or failure is None
+               else f"raised {described(failure)}")
+        return {node: ProbeResult(node=node, probe=call.name, data=None,
+                                  error=ErrorKind.CONTROLLER,
+                                  message=f"the launcher of {owner} {why}")
+                for node in nodes}
 
     made: type[Launcher] = type(cls.__name__, (cls,), {
         "run": run, "__module__": cls.__module__, "__qualname__": cls.__qualname__,

@@ -52,6 +52,9 @@ MAX_PROBE_BYTES = 1 << 20
 MAX_SAID = 400
 #: The largest answer an extension's sim may give for one probe (bytes of JSON)
 MAX_ANSWER_BYTES = 1 << 20
+#: How long an extension's sim answer to one probe may take (s): a simulated node answers
+#: at once
+SIM_ANSWER_LIMIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -362,12 +365,24 @@ def checked_answer(owner: str, probe: str,
                    answer: Callable[..., Mapping[str, object]]) -> Callable[..., dict[str, Any]]:
     """An extension's sim answer whose payload is checked: a map that is strict JSON (finite
     numbers, at most MAX_ANSWER_BYTES), given back as a copy; BadAnswer (bad output of the
-    simulated node) names the extension; what the answer raises, ValueError naming it."""
+    simulated node) names the extension; what the answer raises (KeyboardInterrupt too),
+    ValueError naming it, and so where it has not answered within SIM_ANSWER_LIMIT_S (it
+    runs in a thread of its own, guarded.within: left running past it)."""
 
     def run(*args: Any) -> dict[str, Any]:
+        copy, failure = guarded.within(lambda: checked(*args), SIM_ANSWER_LIMIT_S)
+        if isinstance(failure, guarded.Overdue):
+            raise ValueError(f"{owner}: its sim answer to probe {probe} did not return "
+                             f"within {SIM_ANSWER_LIMIT_S:g} s: left running")
+        if failure is not None:
+            raise failure
+        assert copy is not None  # within gives back one of the two
+        return copy
+
+    def checked(*args: Any) -> dict[str, Any]:
         try:
             data = answer(*args)
-        except Exception as exc:  # another party's code
+        except BaseException as exc:  # another party's code: KeyboardInterrupt too
             raise ValueError(f"{owner}: its sim answer to probe {probe} raised "
                              f"{described(exc)}") from None
         if not isinstance(data, Mapping):
@@ -375,7 +390,7 @@ def checked_answer(owner: str, probe: str,
                             f"{said(type(data).__name__, 80)}, not a map of the probe's data")
         try:
             text = json.dumps(dict(data), allow_nan=False)
-        except (TypeError, ValueError, RecursionError) as exc:
+        except Exception as exc:  # a map of its own class runs its code when read
             raise BadAnswer(f"{owner}: its sim answer to probe {probe} is not strict JSON "
                             f"({said(str(exc), 160)})") from None
         if len(text) > MAX_ANSWER_BYTES:

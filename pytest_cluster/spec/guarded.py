@@ -354,3 +354,23 @@ def not_waited_for(threads: tuple[threading.Thread, ...]) -> bool:
         register(_exit_unwaiting)
         _ENDING.registered = True
     return True
+
+
+def within(code: Callable[[], T], limit_s: float) -> tuple[T | None, BaseException | None]:
+    """(what `code()` returned, None), or (None, what it raised: anything, KeyboardInterrupt
+    too), or (None, Overdue()) where it had not returned within `limit_s`: run in a daemon
+    thread of its own, which, past the limit, is left running (it cannot be stopped; the
+    process's exit does not wait for it). For another party's code called during the run
+    (an extension's launcher, its sim answers), where SIGALRM cannot be borrowed."""
+    ended: list[tuple[T | None, BaseException | None]] = []
+
+    def target() -> None:
+        try:
+            ended.append((code(), None))
+        except BaseException as exc:  # another party's code: whatever it raises
+            ended.append((None, exc))
+
+    thread = threading.Thread(target=target, daemon=True, name="pytest-cluster-guarded")
+    thread.start()
+    thread.join(limit_s)
+    return ended[0] if ended else (None, Overdue())
