@@ -73,6 +73,10 @@ def test_an_installed_extension_is_loaded_by_its_entry_point(
                               f"group {GROUP}): its clauses are not a tuple of Declaration: "
                               "left out"),
     (f"{__name__}:ANSWERLESS", "its sim answers are not all callable: left out"),
+    # before: Python's "AttributeError: 'NoneType' object has no attribute 'group'"
+    *((value, f"extension bad = {value} (entry point group {GROUP}): its value is not "
+              "'module:object' (a module, and the Extension in it, by their dotted names): "
+              "left out") for value in (f"{__name__}:", ":::[x", "a b:c", f"{__name__}")),
 ])
 def test_an_extension_that_cannot_be_loaded_is_left_out_and_named(
         installed: list[EntryPoint], value: str, message: str) -> None:

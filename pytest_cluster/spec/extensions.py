@@ -30,6 +30,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -43,6 +44,9 @@ from pytest_cluster.spec.declaration import Declaration
 from pytest_cluster.spec.launcher_kind import LauncherKind
 
 GROUP = "pytest_cluster.extensions"
+#: An entry point's value as importlib.metadata reads it, 'module:object' (the object
+#: optional there: an extension's is the Extension in the module)
+ENTRY_POINT = re.compile(r"[\w.]+\s*:\s*[\w.]+\s*(\[.*\]\s*)?$")
 #: How long one extension's module may take to load (s; `--cluster-extension-limit`): it
 #: declares records and imports little else (its launcher's module is imported when used)
 LOAD_LIMIT_S = 1.0
@@ -205,8 +209,12 @@ def _failure(exc: BaseException, limit_s: float) -> str:
 def _load(point: EntryPoint, limit_s: float) -> Extension | None:
     """The Extension the entry point names; None (and the problem recorded) if it is
     not one or cannot be loaded. What its import printed is said, never shown."""
-    outcome = guarded.run(point.load, limit_s)
     name = _where(point)
+    if not isinstance(point.value, str) or not ENTRY_POINT.match(point.value):
+        _leave_out(f"{name}: its value is not 'module:object' (a module, and the Extension "
+                   "in it, by their dotted names): left out")
+        return None
+    outcome = guarded.run(point.load, limit_s)
     if outcome.printed.size:
         problem(f"{name} printed {outcome.printed.size} character(s) while it was loaded "
                 f"(not shown; the first {len(outcome.printed.excerpt)}: "
