@@ -128,11 +128,20 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+#: What the gate exits with where it failed itself (ERROR's): never 1, FAIL's, which
+#: Python's own exit on an uncaught exception is, and a prolog drains the node on
+GATE_CRASHED = 2
+
+
 def _gate(args: argparse.Namespace) -> int:
     try:
         decision = gate(args.run_dir, args.exit_status, args.log, args.since)
     except InputError as exc:  # --log is no regular file (a FIFO): refused, not waited on
         args.usage_error(f"--log {log_line(str(exc), MAX_SAID)}")
+    except Exception as exc:  # the gate's own failure: an ERROR, never a FAIL (exit 1)
+        _say(f"pytest-cluster ERROR: the gate could not decide: {type(exc).__name__}: "
+             f"{log_line(str(exc), MAX_SAID)}; no node is drained for it")
+        return GATE_CRASHED
     _say("\n".join(f"pytest-cluster {line}" for line in decision.lines))
     if args.drain and decision.simulated and decision.failed:
         _say("pytest-cluster not drained: a simulated cluster's nodes are no SLURM nodes")

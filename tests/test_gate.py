@@ -6,6 +6,7 @@ not a JSON object is no verdict."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -481,3 +482,34 @@ def test_a_socket_in_the_verdicts_place_is_named(tmp_path: Path) -> None:
         done = _gate_command(tmp_path / "run")
     assert done.returncode == 2
     assert "verdict.json: a socket, not a regular file" in done.stdout
+
+
+def test_a_run_path_too_long_or_with_a_newline_is_one_error_line(tmp_path: Path) -> None:
+    """A path too long for the system was a traceback, exit 1: FAIL's code, on which a prolog
+    drains the node; a newline in the run's path split the line ('FAIL n9' as a line of
+    its own)."""
+    for run in (tmp_path / ("x" * 5000), tmp_path / "a\nFAIL n9: forged"):
+        with contextlib.suppress(OSError):
+            run.mkdir()
+            (run / "verdict.json").write_text("{bad")
+        done = _gate_command(run)
+        assert done.returncode == 2, done.stderr
+        line, = done.stdout.splitlines()
+        assert line.startswith("pytest-cluster ERROR: the check did not finish") and \
+            line.isprintable() and len(line) < 1500, line
+        assert done.stderr == ""
+
+
+def test_the_gates_own_failure_is_an_error_never_a_fail(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path) -> None:
+    from pytest_cluster import cli
+
+    def broken(*_: object) -> None:
+        raise MemoryError("no memory left")
+
+    monkeypatch.setattr(cli, "gate", broken)
+    assert cli.main(["gate", str(tmp_path), "--exit-status", "0", "--drain"]) == 2
+    assert capsys.readouterr().out == ("pytest-cluster ERROR: the gate could not decide: "
+                                       "MemoryError: no memory left; no node is drained for "
+                                       "it\n")

@@ -243,7 +243,7 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
     this run, `why_missing` says why) and pytest's exit status."""
     if document is None:
         parts = [exit_meaning(exit_status), why_missing, log_line]
-        why = "; ".join(part for part in parts if part)
+        why = "; ".join(part for part in parts if part)  # each one line (gate: the path)
         return Decision(ERROR, (f"ERROR: the check did not finish ({why}); no node is "
                                 "drained for it",))
     try:
@@ -309,12 +309,13 @@ def gate(run: Path, exit_status: int, log: Path | None = None,
     """The decision for the run under `run` (a run directory or --cluster-reports'), which
     exited `exit_status`; a verdict.json older than `since` (epoch seconds: when this
     gate's run started) is another run's, and so none."""
-    path = verdict_path(run)
     why_missing = ""
     document: VerdictDocument | None = None
+    path = run / "verdict.json"
     try:
+        path = verdict_path(run)  # a path too long for the system: OSError
         if since is not None and path.stat().st_mtime < since - 1:
-            why_missing = f"{path} is an earlier run's"
+            why_missing = f"{_printable(str(path))} is an earlier run's"
         else:
             document = read_verdict(path)
     except FileNotFoundError:
@@ -322,7 +323,7 @@ def gate(run: Path, exit_status: int, log: Path | None = None,
     except InputError as exc:  # it names the file
         why_missing = _printable(str(exc))
     except (OSError, ValueError, UnicodeDecodeError) as exc:
-        why_missing = f"{path} cannot be read: {_printable(str(exc))}"
+        why_missing = f"{_printable(str(path))} cannot be read: {_printable(str(exc))}"
     with uncollected():
         return decide(document, exit_status, why_missing, log_reason(log))
 
