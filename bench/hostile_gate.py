@@ -19,7 +19,8 @@ sequence and 100 kB; the prolog given a node name or a job id of '../../../../x'
 with a newline, a name of 100 kB; a verdict.json whose 'nodes' is given twice, the last
 empty, after a PASS (json keeps the last: it passed), one listing n2 and N2 (one host), a
 socket in its place; the prolog given a name of 253 characters (mkdir said so on a line of
-its own) and a run folder that is a link. The gate's --drain runs a scontrol of the bench's
+its own) and a run folder that is a link; a run path of 5,000 characters (a traceback,
+exit 1: FAIL's code). The gate's --drain runs a scontrol of the bench's
 that counts its calls.
 
 Prints per case: exit code (expected), seconds (and CPU seconds: on a loaded machine the
@@ -214,6 +215,8 @@ CASES = [
     Case("verdict.json a socket", socket_verdict, 2, max_lines=1),
     Case("prolog: node of 253 characters", prolog("a" * 253, "7"), 0, max_lines=1),
     Case("prolog: its folder a link", prolog("gpu-001", "7", link=True), 0, max_lines=1),
+    Case("a run path of 5,000 characters", lambda root: gate(root / ("x" * 5000)), 2,
+         max_lines=1),
 ]
 
 

@@ -193,3 +193,23 @@ def test_a_link_in_the_run_folders_place_is_not_written_through(tmp_path: Path) 
                           timeout=60)
     _one_error_line(done, "is a symbolic link, not a folder of its own")
     assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("script", [PROLOG, HEALTHCHECK])
+def test_an_interpreter_without_pytest_cluster_drains_nothing(tmp_path: Path,
+                                                               script: str) -> None:
+    """Python exits 1 where `-m pytest_cluster.cli` cannot start (a PYTHON without
+    pytest-cluster): FAIL's code, on which the prolog exited 1 and slurmd drained the node.
+    Only a gate that says FAIL fails it."""
+    (tmp_path / "bin").mkdir()
+    python = tmp_path / "bin" / "python-bare"
+    python.write_text("#!/bin/sh\necho \"python: No module named 'pytest_cluster'\" >&2\n"
+                      "exit 1\n")
+    python.chmod(0o755)
+    path = installed(script, tmp_path / "bin", TRIAL, tmp_path / "reports")
+    path.write_text(path.read_text(encoding="utf-8").replace(sys.executable, str(python)),
+                    encoding="utf-8")
+    done = subprocess.run(["env", "-i", f"SLURMD_NODENAME={HEALTHY[0]}", "SLURM_JOB_ID=7",
+                           str(path)], capture_output=True, text=True, check=False, timeout=60)
+    line = _one_error_line(done, "the gate exited 1 without a FAIL line", 1000)
+    assert "No module named 'pytest_cluster'" in line

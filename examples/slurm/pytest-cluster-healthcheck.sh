@@ -90,7 +90,12 @@ timeout -k 5 "$GATE_LIMIT" "$PYTHON" -m pytest_cluster.cli gate "$RUN" --exit-st
     --log "$RUN/pytest.log" --since "$STARTED" --drain >"$RUN/gate.log" 2>&1
 case $? in
     0) ;;
-    1) say daemon.warning "$(one_line "$RUN/gate.log") (evidence: $RUN)" ;;
+    1) if grep -q '^pytest-cluster FAIL ' "$RUN/gate.log"; then
+           say daemon.warning "$(one_line "$RUN/gate.log") (evidence: $RUN)"
+       else  # Python exits 1 too where the gate cannot start (no pytest-cluster there)
+           say daemon.err "ERROR: the gate exited 1 without a FAIL line (is pytest-cluster" \
+               "installed for $PYTHON?): $(one_line "$RUN/gate.log") (evidence: $RUN)"
+       fi ;;
     124|137) say daemon.err "ERROR: the gate did not decide within $GATE_LIMIT s:" \
                  "$(one_line "$RUN/gate.log") (evidence: $RUN)" ;;
     *) say daemon.err "$(one_line "$RUN/gate.log") (evidence: $RUN)" ;;

@@ -90,7 +90,12 @@ timeout -k 5 "$GATE_LIMIT" "$PYTHON" -m pytest_cluster.cli gate "$RUN" \
     --exit-status "$STATUS" --log "$RUN/pytest.log" --since "$STARTED" >"$RUN/gate.log" 2>&1
 case $? in
     0) exit 0 ;;
-    1) head -n 20 "$RUN/gate.log" >&2       # FAIL: slurmd drains this node
+    1) # FAIL, said by the gate (Python exits 1 too where the gate cannot start: an
+       # interpreter without pytest-cluster; that is no reason to drain the node)
+       grep -q '^pytest-cluster FAIL ' "$RUN/gate.log" || \
+           error "the gate exited 1 without a FAIL line (is pytest-cluster installed for" \
+                 "$PYTHON?): $(one_line "$RUN/gate.log") (evidence: $RUN)"
+       head -n 20 "$RUN/gate.log" >&2       # FAIL: slurmd drains this node
        lines=$(wc -l <"$RUN/gate.log")
        [ "$lines" -le 20 ] || \
            echo "pytest-cluster ... and $((lines - 20)) more line(s) in $RUN/gate.log" >&2
