@@ -17,7 +17,9 @@ file (sparse); a launcher that returns a string for each node; a sim answer of N
 launcher kind naming a class that is not there; an import that forks (one run, said once,
 not two), one that leaves a thread running that is no daemon (the run ends without waiting
 for it); a launcher whose run raises KeyboardInterrupt (the tool's error, not a Ctrl-C),
-and a sim answer that does (the simulated node's crash, not a Ctrl-C).
+and a sim answer that does (the simulated node's crash, not a Ctrl-C); an import that
+ignores SIGALRM and loops (the timer cannot stop it: the run ends 2 s past the limit, exit
+3, saying so, where it hung).
 
 Prints per case: exit code (and the one expected), seconds (and beyond the ordinary run's;
 its CPU seconds, which a loaded machine does not stretch), peak RSS in MiB, bytes of
@@ -127,6 +129,9 @@ CASES: dict[str, Case] = {
                                    "time.sleep(3600)).start()\n"),
     "launcher KeyboardInterrupt": Case(GARBAGE, 1, "raised KeyboardInterrupt",
                                        cls="Interrupting"),
+    "import ignores SIGALRM, loops": Case(HOST, 3, "could not be stopped",
+                                          "import signal\nsignal.signal(signal.SIGALRM, "
+                                          "signal.SIG_IGN)\nwhile True:\n    pass\n"),
     "sim answer KeyboardInterrupt": Case(BMC, 1, "its sim answer to probe bmc raised "
                                          "KeyboardInterrupt",
                                          answer="(_ for _ in ()).throw(KeyboardInterrupt())"),

@@ -694,3 +694,25 @@ def test_an_extensions_launcher_that_never_returns_is_bounded(
             f"extension ext = launching_ext:EXTENSION (entry point group {GROUP}, from "
             f"hostile-ext 0.1) {why}") in said, said[-3000:]
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.mark.parametrize("stops_the_timer", [
+    "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n",
+    "import signal\nsignal.setitimer(signal.ITIMER_REAL, 0)\n",
+    "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n"
+    "        pass\n"])
+def test_an_import_the_timer_cannot_stop_ends_the_run_saying_so(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+        stops_the_timer: str) -> None:
+    """Before, each hung the run forever (and plain `timeout` in a prolog said no more than
+    that the limit was reached)."""
+    install(pytester, monkeypatch, "stubborn_ext", stops_the_timer + "while True:\n    pass\n")
+    pytester.makefile(".yaml", trial=SIM_SPEC)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cluster=trial.yaml",
+                                           "--cluster-reports=", timeout=60)
+    said = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.INTERNAL_ERROR, said[-2000:]
+    assert (f"ERROR: pytest-cluster: extension ext = stubborn_ext:EXTENSION (entry point group "
+            f"{GROUP}, from hostile-ext 0.1), loading, did not finish within 1 s and could not "
+            "be stopped (it ignores SIGALRM, turns the timer off or catches every exception): "
+            "the run ends here, exit 3") in said, said[-2000:]

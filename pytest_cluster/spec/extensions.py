@@ -214,7 +214,7 @@ def _load(point: EntryPoint, limit_s: float) -> Extension | None:
         _leave_out(f"{name}: its value is not 'module:object' (a module, and the Extension "
                    "in it, by their dotted names): left out")
         return None
-    outcome = guarded.run(point.load, limit_s)
+    outcome = guarded.run(point.load, limit_s, f"{name}, loading,")
     if outcome.printed.size:
         problem(f"{name} printed {outcome.printed.size} character(s) while it was loaded "
                 f"(not shown; the first {len(outcome.printed.excerpt)}: "

@@ -23,6 +23,10 @@ interpreter would wait for it at exit: a loop made the run never end), not waite
 (`not_waited_for`: once the run has ended, the process exits with the run's status
 without waiting for it). It keeps running until then, and what it prints is the run's.
 
+Code the timer cannot stop (it ignores SIGALRM, turns the timer off, or catches Overdue
+every time) ends the process STOP_GRACE_S after its limit, one line on stderr naming it,
+UNKNOWN_STATUS (`_watched`): an error said, where the run hung.
+
 What it cannot be kept from: `os._exit` (the process ends there, with the status it
 gives: no handler runs), a signal it sends itself that cannot be caught (SIGKILL), a
 process it forks that never returns to here, memory it takes. An extension is installed
@@ -272,8 +276,45 @@ def _kept_directory() -> Iterator[None]:
                     os.chdir(where)
 
 
-def run(code: Callable[[], T], limit_s: float) -> Outcome[T]:
-    """`code()` caught, timed and quietened (see the module's docstring)."""
+#: How long past its limit code that will not be stopped (it ignores SIGALRM, turns the
+#: timer off, or catches Overdue again and again) may run before the process ends (s)
+STOP_GRACE_S = 2.0
+
+
+@contextlib.contextmanager
+def _watched(limit_s: float, what: str) -> Iterator[None]:
+    """A watchdog: where the code has not returned STOP_GRACE_S after `limit_s` (the timer
+    could not stop it), one line on stderr (as it was before the code ran) naming `what`,
+    and the process ends, UNKNOWN_STATUS (an error, never a pass; a gate says ERROR): a
+    hang is the one outcome worse than that."""
+    if not limit_s > 0:
+        yield
+        return
+    err = os.dup(2)
+    done = threading.Event()
+
+    def watch() -> None:
+        if done.wait(limit_s + STOP_GRACE_S):
+            return
+        line = (f"ERROR: pytest-cluster: {what or 'code run guarded'} did not finish within "
+                f"{limit_s:g} s and could not be stopped (it ignores SIGALRM, turns the timer "
+                f"off or catches every exception): the run ends here, exit {UNKNOWN_STATUS}\n")
+        with contextlib.suppress(OSError):
+            os.write(err, line.encode("utf-8", "replace"))
+        os._exit(UNKNOWN_STATUS)
+
+    watchdog = threading.Thread(target=watch, daemon=True, name="pytest-cluster-watchdog")
+    watchdog.start()
+    try:
+        yield
+    finally:
+        done.set()
+        os.close(err)
+
+
+def run(code: Callable[[], T], limit_s: float, what: str = "") -> Outcome[T]:
+    """`code()` caught, timed and quietened (see the module's docstring); `what` names it
+    where the process must end for it (`_watched`)."""
     kept = _Kept()
     value: T | None = None
     failure: BaseException | None = None
@@ -284,8 +325,8 @@ def run(code: Callable[[], T], limit_s: float) -> Outcome[T]:
         with contextlib.suppress(Exception):
             if stream is not None:
                 stream.flush()  # what was printed before is not the code's
-    with _kept_directory(), _kept_handlers(), _taken_fds(kept), _taken_streams(kept), \
-            _Timer(limit_s) as timer:
+    with _kept_directory(), _kept_handlers(), _watched(limit_s, what), _taken_fds(kept), \
+            _taken_streams(kept), _Timer(limit_s) as timer:
         try:
             try:
                 value = code()
@@ -296,7 +337,8 @@ def run(code: Callable[[], T], limit_s: float) -> Outcome[T]:
         except BaseException as exc:  # whatever another party's code raises
             failure = exc
     left = tuple(thread for thread in threading.enumerate() if thread not in before
-                 and thread.is_alive() and not thread.name.startswith(_DRAIN))
+                 and thread.is_alive() and not thread.name.startswith(_DRAIN)
+                 and thread.name != "pytest-cluster-watchdog")
     return Outcome(value, failure, Printed(kept.size, kept.head), time.monotonic() - started,
                    left)
 
