@@ -18,7 +18,7 @@ launcher kind naming a class that is not there; an import that forks (one run, s
 not two), one that leaves a thread running that is no daemon (the run ends without waiting
 for it); a launcher whose run raises KeyboardInterrupt (the tool's error, not a Ctrl-C),
 and a sim answer that does (the simulated node's crash, not a Ctrl-C); an import that
-ignores SIGALRM and loops (the timer cannot stop it: the run ends 2 s past the limit, exit
+ignores SIGALRM and loops (the timer cannot stop it: the run ends 1 s past the limit, exit
 3, saying so, where it hung).
 
 Prints per case: exit code (and the one expected), seconds (and beyond the ordinary run's;

@@ -278,7 +278,7 @@ def _kept_directory() -> Iterator[None]:
 
 #: How long past its limit code that will not be stopped (it ignores SIGALRM, turns the
 #: timer off, or catches Overdue again and again) may run before the process ends (s)
-STOP_GRACE_S = 2.0
+STOP_GRACE_S = 1.0
 
 
 @contextlib.contextmanager
