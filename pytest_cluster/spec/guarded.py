@@ -290,7 +290,10 @@ def _watched(limit_s: float, what: str) -> Iterator[None]:
     if not limit_s > 0:
         yield
         return
-    err = os.dup(2)
+    try:
+        err: int | None = os.dup(2)
+    except OSError:  # no stderr: the process still ends, unsaid
+        err = None
     done = threading.Event()
 
     def watch() -> None:
@@ -299,8 +302,9 @@ def _watched(limit_s: float, what: str) -> Iterator[None]:
         line = (f"ERROR: pytest-cluster: {what or 'code run guarded'} did not finish within "
                 f"{limit_s:g} s and could not be stopped (it ignores SIGALRM, turns the timer "
                 f"off or catches every exception): the run ends here, exit {UNKNOWN_STATUS}\n")
-        with contextlib.suppress(OSError):
-            os.write(err, line.encode("utf-8", "replace"))
+        if err is not None:
+            with contextlib.suppress(OSError):
+                os.write(err, line.encode("utf-8", "replace"))
         os._exit(UNKNOWN_STATUS)
 
     watchdog = threading.Thread(target=watch, daemon=True, name="pytest-cluster-watchdog")
@@ -309,7 +313,8 @@ def _watched(limit_s: float, what: str) -> Iterator[None]:
         yield
     finally:
         done.set()
-        os.close(err)
+        if err is not None:
+            os.close(err)
 
 
 def run(code: Callable[[], T], limit_s: float, what: str = "") -> Outcome[T]:
