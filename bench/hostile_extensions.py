@@ -14,7 +14,12 @@ Cases: an ordinary run with no extension; a plain pytest run (no --cluster) besi
 extension that loops at import; an import that loops, calls sys.exit(3), raises
 KeyboardInterrupt, prints 1 GiB (print) or writes 1 GiB to file descriptor 1; a 2 GB probe
 file (sparse); a launcher that returns a string for each node; a sim answer of NaN; a
-launcher kind naming a class that is not there.
+launcher kind naming a class that is not there; an import that forks (one run, said once,
+not two), one that leaves a thread running that is no daemon (the run ends without waiting
+for it); a launcher whose run raises KeyboardInterrupt (the tool's error, not a Ctrl-C),
+and a sim answer that does (the simulated node's crash, not a Ctrl-C); an import that
+ignores SIGALRM and loops (the timer cannot stop it: the run ends 1 s past the limit, exit
+3, saying so, where it hung).
 
 Prints per case: exit code (and the one expected), seconds (and beyond the ordinary run's;
 its CPU seconds, which a loaded machine does not stretch), peak RSS in MiB, bytes of
@@ -63,6 +68,13 @@ class Garbage(LocalLauncher):
         return {{node: "garbage" for node in nodes}}
 
 
+class Interrupting(LocalLauncher):
+    name = "garbage"
+
+    def run(self, call, nodes, timeout_s):
+        raise KeyboardInterrupt
+
+
 EXTENSION = Extension(
     name="bmc",
     clauses=(Declaration("bmc", "fans", Value.QUANTITY, Dim.COUNT,
@@ -86,6 +98,7 @@ class Case:
     cls: str = "Garbage"
     plain: bool = False  # run pytest without --cluster, on a test file
     installed: bool = True
+    once: bool = False  # `says` must be said exactly once (a forked second run says it twice)
 
 
 CASES: dict[str, Case] = {
@@ -110,6 +123,18 @@ CASES: dict[str, Case] = {
                            answer="float('nan')"),
     "launcher class missing": Case(GARBAGE, 4, "cannot be imported: AttributeError",
                                    cls="NotThere"),
+    "import forks": Case(HOST, 0, "1 passed", "import os\nos.fork()\n", once=True),
+    "import leaves a thread": Case(HOST, 0, "the run ends without waiting for them",
+                                   "import threading, time\nthreading.Thread(target=lambda: "
+                                   "time.sleep(3600)).start()\n"),
+    "launcher KeyboardInterrupt": Case(GARBAGE, 1, "raised KeyboardInterrupt",
+                                       cls="Interrupting"),
+    "import ignores SIGALRM, loops": Case(HOST, 3, "could not be stopped",
+                                          "import signal\nsignal.signal(signal.SIGALRM, "
+                                          "signal.SIG_IGN)\nwhile True:\n    pass\n"),
+    "sim answer KeyboardInterrupt": Case(BMC, 1, "its sim answer to probe bmc raised "
+                                         "KeyboardInterrupt",
+                                         answer="(_ for _ in ()).throw(KeyboardInterrupt())"),
 }
 
 
@@ -138,7 +163,8 @@ def run(case: Case, root: Path) -> tuple[int, float, float, float, int, bool]:
                      hang_s=HANG_S, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
     size = (root / "out.txt").stat().st_size
     with (root / "out.txt").open("rb") as out:
-        said = case.says.encode() in out.read(1 << 20)
+        head = out.read(1 << 20)
+        said = head.count(case.says.encode()) == 1 if case.once else case.says.encode() in head
     return (done.code if done.code is not None else -1, done.seconds, done.cpu_s, done.rss_mib,
             size, said)
 

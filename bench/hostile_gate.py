@@ -16,8 +16,12 @@ in 60 s); 200,000 nodes (24.7 s); 64 MiB of the smallest node entries; 64 MiB of
 (1.7 GB, 23 s) and the most JSON values the gate parses, of the costliest kinds; the most
 nodes a run writes (hostlist.MAX_NODES), all rejected, simulated; a reason with a newline, an escape
 sequence and 100 kB; the prolog given a node name or a job id of '../../../../x', a name
-with a newline, a name of 100 kB. The gate's --drain runs a scontrol of the bench's that
-counts its calls.
+with a newline, a name of 100 kB; a verdict.json whose 'nodes' is given twice, the last
+empty, after a PASS (json keeps the last: it passed), one listing n2 and N2 (one host), a
+socket in its place; the prolog given a name of 253 characters (mkdir said so on a line of
+its own) and a run folder that is a link; a run path of 5,000 characters (a traceback,
+exit 1: FAIL's code). The gate's --drain runs a scontrol of the bench's
+that counts its calls.
 
 Prints per case: exit code (expected), seconds (and CPU seconds: on a loaded machine the
 wall clock says more of the others' load than of the case's), peak RSS in MiB, lines and
@@ -118,6 +122,12 @@ def nodes(count: int, simulated: bool = False) -> Callable[[Path], list[str]]:
     return make
 
 
+def nodes_of(entries: list[dict[str, str]]) -> Callable[[Path], list[str]]:
+    def make(root: Path) -> list[str]:
+        return gate(verdict_of(root / "run", entries))
+    return make
+
+
 def tiny_entries(root: Path) -> list[str]:
     """64 MiB, less a little, of the smallest node entries JSON allows the gate to read."""
     (root / "run").mkdir()
@@ -147,13 +157,35 @@ def hostile_reason(root: Path) -> list[str]:
     return gate(verdict_of(root / "run", [entry("n1", reason=reason)]))
 
 
-def prolog(node: str, job: str) -> Callable[[Path], list[str]]:
-    """The shipped prolog, installed with REPORTS under `root`/reports, as slurmd runs it."""
+def forged_nodes(root: Path) -> list[str]:
+    """The run's rejected node, then a second "nodes": [] and a PASS (json keeps the last)."""
+    run = verdict_of(root / "run", [entry("n2")])
+    text = (run / "verdict.json").read_text()
+    (run / "verdict.json").write_text(text[:-1] + ', "nodes": [], "verdict": "ACCEPTED", '
+                                      '"outcome": "PASS"}')
+    return gate(run)
+
+
+def socket_verdict(root: Path) -> list[str]:
+    import socket  # noqa: PLC0415
+    (root / "run").mkdir()
+    with socket.socket(socket.AF_UNIX) as sock:  # the file stays, no one listening
+        sock.bind(str(root / "run" / "verdict.json"))
+    return gate(root / "run")
+
+
+def prolog(node: str, job: str, link: bool = False) -> Callable[[Path], list[str]]:
+    """The shipped prolog, installed with REPORTS under `root`/reports, as slurmd runs it
+    (`link`: the run's folder is a link to another folder)."""
     def make(root: Path) -> list[str]:
         sys.path.insert(0, str(ROOT))
         from tests.slurm_scripts import PROLOG, installed  # noqa: PLC0415
         (root / "bin").mkdir()
         script = installed(PROLOG, root / "bin", TRIAL, root / "reports")
+        if link:
+            (root / "elsewhere").mkdir()
+            (root / "reports" / "prolog").mkdir(parents=True)
+            (root / "reports" / "prolog" / f"{node}-job{job}").symlink_to(root / "elsewhere")
         return ["env", "-i", f"SLURMD_NODENAME={node}", f"SLURM_JOB_ID={job}", str(script)]
     return make
 
@@ -178,6 +210,13 @@ CASES = [
     Case("prolog: node with a newline", prolog("n1\nFAIL n2: forged", "7"), 0,
          max_lines=1),
     Case("prolog: node of 100 kB", prolog("a" * 100_000, "7"), 0, max_lines=1),
+    Case("'nodes' given twice, the last []", forged_nodes, 2, max_lines=1),
+    Case("n2 and N2", nodes_of([entry("n2"), entry("N2", "ACCEPTED")]), 2, max_lines=1),
+    Case("verdict.json a socket", socket_verdict, 2, max_lines=1),
+    Case("prolog: node of 253 characters", prolog("a" * 253, "7"), 0, max_lines=1),
+    Case("prolog: its folder a link", prolog("gpu-001", "7", link=True), 0, max_lines=1),
+    Case("a run path of 5,000 characters", lambda root: gate(root / ("x" * 5000)), 2,
+         max_lines=1),
 ]
 
 

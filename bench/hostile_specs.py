@@ -13,8 +13,9 @@ Cases: ssh.options KnownHostsCommand; probe_timeout -5 s and 0 s; 5000 nested `[
 one; 133,000 nodes as hostlists; 49,000 unknown keys; a 100,000-character value;
 `--cluster=/dev/zero`; a FIFO (no writer); a 5 MiB file; fabric.ports and fabric.mtu
 1e30 (issue 38); `latency_size: 3.5 B` (a byte count with a fraction), `nics_per_node: 1e3`
-(echoed as written, not 1000.0) and a 4,000-digit value (echoed cut, saying its length)
-(issue 48), each of which must say so in its message (SAYS).
+(echoed as written, not 1000.0), a 4,000-digit value (echoed cut, saying its length), a
+bound of 1 MB (its echo found with a 1 MB pattern took 3.4 s) and nodes n1 and N1 (one
+host) (issue 48), each of which must say so in its message (SAYS).
 
 Prints per case: exit code, seconds, seconds beyond start-up, peak RSS (the child's own,
 bench/child.py), bytes of output. Then `hostile_specs_worst_rss_mib=<the largest peak>`
@@ -88,12 +89,16 @@ CASES: dict[str, Callable[[Path], str]] = {
     "nics_per_node 1e3": lambda _: NETWORK + "  inter_node: {kind: infiniband, "
                                              "nics_per_node: 1e3, rate_per_nic: 400 Gb/s}\n",
     "4000-digit value": lambda _: BASE.replace("cpu_cores: 1", "cpu_cores: " + "9" * 4000),
+    "1 MB bound": lambda _: BASE.replace("cpu_cores: 1", "cpu_cores: '>= " + "1" * 2**20 + "'"),
+    "n1 and N1": lambda _: BASE.replace("nodes: a", "nodes: [n1, N1]"),
 }
 #: What a case's message must say (issue 48): the fraction refused, the number as written,
 #: the cut value's length where it is cut.
 SAYS = {"latency_size 3.5 B": b"got '3.5 B' (that is 3.5 B: a byte count has no fraction)",
         "nics_per_node 1e3": b"got 1e3\n",
-        "4000-digit value": b"9... (4000 characters)\n"}
+        "4000-digit value": b"9... (4000 characters)\n",
+        "1 MB bound": b"1... (1048579 characters)'",
+        "n1 and N1": b"is listed twice (a host name's case does not matter)"}
 
 
 def run(directory: Path, spec: str, *more: str) -> tuple[int | None, float, float, bytes]:

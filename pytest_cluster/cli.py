@@ -24,6 +24,7 @@ unsigned bundle by leaving the key out.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shlex
 import subprocess
@@ -117,7 +118,7 @@ def parser() -> argparse.ArgumentParser:
                         help="how `pytest --cluster=...` exited (the shell's $?, 0 to 255)")
     decide.add_argument("--log", type=given_path, metavar="FILE",
                         help="the run's output, for why it ended without a verdict")
-    decide.add_argument("--since", type=float, metavar="EPOCH",
+    decide.add_argument("--since", type=epoch, metavar="EPOCH",
                         help="when the run started: an older verdict.json is not its own")
     decide.add_argument("--drain", action="store_true",
                         help="on FAIL, drain the failed nodes (scontrol update ... "
@@ -127,11 +128,20 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+#: What the gate exits with where it failed itself (ERROR's): never 1, FAIL's, which
+#: Python's own exit on an uncaught exception is, and a prolog drains the node on
+GATE_CRASHED = 2
+
+
 def _gate(args: argparse.Namespace) -> int:
     try:
         decision = gate(args.run_dir, args.exit_status, args.log, args.since)
     except InputError as exc:  # --log is no regular file (a FIFO): refused, not waited on
         args.usage_error(f"--log {log_line(str(exc), MAX_SAID)}")
+    except Exception as exc:  # the gate's own failure: an ERROR, never a FAIL (exit 1)
+        _say(f"pytest-cluster ERROR: the gate could not decide: {type(exc).__name__}: "
+             f"{log_line(str(exc), MAX_SAID)}; no node is drained for it")
+        return GATE_CRASHED
     _say("\n".join(f"pytest-cluster {line}" for line in decision.lines))
     if args.drain and decision.simulated and decision.failed:
         _say("pytest-cluster not drained: a simulated cluster's nodes are no SLURM nodes")
@@ -167,6 +177,19 @@ def exit_status(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an exit status from 0 to 255 (the "
                                          f"shell's $?), got {text[:40]!r}")
     return int(text)
+
+
+def epoch(text: str) -> float:
+    """A time as seconds since the epoch (`date +%s`): a finite number from 0 (nan, which
+    compares with nothing, made every verdict.json this run's)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"expected seconds since the epoch (date +%s), "
+                                         f"got {log_line(text, 40)!r}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:

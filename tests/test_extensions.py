@@ -16,7 +16,7 @@ import site
 import subprocess
 import sys
 import venv
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
@@ -73,6 +73,10 @@ def test_an_installed_extension_is_loaded_by_its_entry_point(
                               f"group {GROUP}): its clauses are not a tuple of Declaration: "
                               "left out"),
     (f"{__name__}:ANSWERLESS", "its sim answers are not all callable: left out"),
+    # before: Python's "AttributeError: 'NoneType' object has no attribute 'group'"
+    *((value, f"extension bad = {value} (entry point group {GROUP}): its value is not "
+              "'module:object' (a module, and the Extension in it, by their dotted names): "
+              "left out") for value in (f"{__name__}:", ":::[x", "a b:c", f"{__name__}")),
 ])
 def test_an_extension_that_cannot_be_loaded_is_left_out_and_named(
         installed: list[EntryPoint], value: str, message: str) -> None:
@@ -255,6 +259,73 @@ def test_a_sim_answer_that_is_not_a_payload_is_bad_output_naming_the_extension(
     fine = {"sensors": {"fans": 8, "ids": (1, 2)}}
     assert extensions.checked_answer("e", "bmc", lambda *_: fine)(None, None, "n1", ()) == {
         "sensors": {"fans": 8, "ids": [1, 2]}}
+
+
+class _Hostile(Mapping[str, object]):
+    """A map whose every read raises: its code runs when it is read."""
+
+    def __getitem__(self, key: str) -> object:
+        raise RuntimeError("read")
+
+    def __iter__(self) -> Iterator[str]:
+        raise RuntimeError("read")
+
+    def __len__(self) -> int:
+        return 1
+
+
+def _interrupts(*_: object) -> dict[str, object]:
+    raise KeyboardInterrupt
+
+
+def test_a_sim_answer_that_interrupts_or_never_returns_is_its_failure_naming_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, a KeyboardInterrupt from an extension's sim answer ended the run as Ctrl-C
+    did, a sleep hung it, and a map of its own class raised its own error unnamed."""
+    import time
+
+    monkeypatch.setattr(extensions, "SIM_ANSWER_LIMIT_S", 0.2)
+    for answer, said in ((_interrupts, "raised KeyboardInterrupt"),
+                         (lambda *_: time.sleep(3600), "did not return within 0.2 s: left "
+                                                       "running")):
+        checked = extensions.checked_answer("extension bmc", "bmc",
+                                            answer)  # type: ignore[arg-type]
+        with pytest.raises(ValueError) as caught:
+            checked(None, None, "n1", ())
+        assert str(caught.value) == f"extension bmc: its sim answer to probe bmc {said}"
+    with pytest.raises(BadAnswer, match=r"^extension bmc: its sim answer to probe bmc is not "
+                                        r"strict JSON \(read\)$"):
+        extensions.checked_answer("extension bmc", "bmc", lambda *_: _Hostile())(
+            None, None, "n1", ())
+
+
+def test_a_launchers_answer_of_its_own_classes_is_read_guarded() -> None:
+    """A map whose reads raise, a result of a class of its own: the tool's fault naming the
+    extension, where before the map's RuntimeError was raised unnamed."""
+    from pytest_cluster.launchers import ErrorKind, Launcher, ProbeResult
+    from pytest_cluster.launchers.checked import checked
+    from pytest_cluster.launchers.local import LocalLauncher
+    from pytest_cluster.probes import ProbeCall
+    from pytest_cluster.spec.model import ClusterSpec
+
+    class Subclassed(ProbeResult):
+        pass
+
+    for answer, said in ((_Hostile(), "raised RuntimeError: read"),
+                         ({"n1": Subclassed("n1", "host", {})},
+                          "returned a Subclassed for this node, not a ProbeResult")):
+        class Returns(LocalLauncher):
+            given: object = answer
+
+            def run(self, call: ProbeCall, nodes: Sequence[str],
+                    timeout_s: float) -> dict[str, ProbeResult]:
+                return self.given  # type: ignore[return-value]
+
+        launcher: Launcher = checked(Returns, "extension x")(
+            ClusterSpec("t", ("n1",), "local", sys.executable, 4, 8))
+        result = launcher.run(ProbeCall("host"), ["n1"], 1.0)["n1"]
+        assert (result.error, result.message) == (ErrorKind.CONTROLLER,
+                                                  f"the launcher of extension x {said}")
 
 
 def test_each_node_gets_a_result_whatever_an_extensions_launcher_returns() -> None:
@@ -536,3 +607,112 @@ def test_the_registry_driven_tests_pass_with_the_extension_installed(extended: P
                              "-q", "-x", *REGISTRY_DRIVEN], capture_output=True, text=True,
                             cwd=ROOT, timeout=600, check=False)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
+
+
+# -- what an import changes of the process, and an extension's launcher that never returns --
+
+
+def test_what_an_import_changes_of_the_process_is_put_back(tmp_path: Path) -> None:
+    """An import that ignored SIGINT and SIGTERM made the run deaf to Ctrl-C and to
+    `timeout`; one that changed directory moved the run's evidence."""
+    from pytest_cluster.spec import guarded
+
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM,
+                                                     signal.SIGUSR1)}
+    here = os.getcwd()
+
+    def hostile() -> None:
+        for sig in before:
+            signal.signal(sig, signal.SIG_IGN)
+        os.chdir(tmp_path)
+
+    outcome = guarded.run(hostile, 5.0)
+    assert outcome.failure is None
+    assert {sig: signal.getsignal(sig) for sig in before} == before
+    assert os.getcwd() == here
+
+
+def test_a_process_an_import_forks_ends_where_the_import_returns(tmp_path: Path) -> None:
+    """Before, the child went on as a second run, its lines mixed with the first's."""
+    from pytest_cluster.spec import guarded
+
+    forked: list[int] = []
+    outcome = guarded.run(lambda: forked.append(os.fork()), 5.0)
+    (tmp_path / f"went-on-{os.getpid()}").touch()  # only this process gets here
+    child, = forked
+    assert outcome.failure is None and child > 0
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert [p.name for p in tmp_path.iterdir()] == [f"went-on-{os.getpid()}"]
+
+
+#: An extension module that leaves a thread running, no daemon: the interpreter's exit
+#: waited for it forever
+LEAVES_A_THREAD = ("import threading, time\n\n\ndef _forever():\n    while True:\n"
+                   "        time.sleep(0.01)\n\n\nthreading.Thread(target=_forever, "
+                   "name='forever').start()\n")
+
+
+@pytest.mark.parametrize(("spec", "status"), [
+    (SIM_SPEC, pytest.ExitCode.OK),
+    (SIM_SPEC.replace("host:", "hots:"), pytest.ExitCode.USAGE_ERROR)])
+def test_a_thread_an_import_leaves_is_said_and_not_waited_for(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, spec: str,
+        status: pytest.ExitCode) -> None:
+    install(pytester, monkeypatch, "threads_ext", LEAVES_A_THREAD)
+    pytester.makefile(".yaml", trial=spec)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cluster=trial.yaml",
+                                           "--cluster-reports=", timeout=60)
+    said = result.stdout.str() + result.stderr.str()
+    assert result.ret == status, said[-3000:]  # the run's own status, not a hang
+    if status == pytest.ExitCode.OK:  # (a usage error says the spec's problem alone)
+        assert ("ext = threads_ext:EXTENSION (entry point group pytest_cluster.extensions, "
+                "from hostile-ext 0.1) left 1 thread(s) running once it was loaded (forever): "
+                "what they print is not taken; the run ends without waiting for them"
+                ) in said, said[-3000:]
+
+
+@pytest.mark.parametrize(("body", "why"), [
+    ("import time\n        time.sleep(3600)",
+     "did not return within 6 s (the time limit it was given and 5 s more): left running"),
+    ("raise KeyboardInterrupt", "raised KeyboardInterrupt")])
+def test_an_extensions_launcher_that_never_returns_is_bounded(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, body: str,
+        why: str) -> None:
+    """Before, a launcher whose run slept was waited for forever; one that raised
+    KeyboardInterrupt ended the run as interrupted by Ctrl-C."""
+    install(pytester, monkeypatch, "launching_ext",
+            LAUNCHING.replace("CLASS", "Garbage").replace("ANSWER", "8").replace(
+                "return {node: \"nonsense\" for node in nodes}", body))
+    pytester.makefile(".yaml", trial="cluster: {name: t, nodes: [localhost], "
+                                     "launcher: garbage, probe_timeout: 1 s}\n"
+                                     "host: {cpu_cores: '>= 1'}\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cluster=trial.yaml",
+                                           "--cluster-reports=", timeout=60)
+    said = result.stdout.str() + result.stderr.str()
+    assert ("NOT CHECKED localhost: this machine could not check it: the launcher of "
+            f"extension ext = launching_ext:EXTENSION (entry point group {GROUP}, from "
+            f"hostile-ext 0.1) {why}") in said, said[-3000:]
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.mark.parametrize("stops_the_timer", [
+    "import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\n",
+    "import signal\nsignal.setitimer(signal.ITIMER_REAL, 0)\n",
+    "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n"
+    "        pass\n"])
+def test_an_import_the_timer_cannot_stop_ends_the_run_saying_so(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch,
+        stops_the_timer: str) -> None:
+    """Before, each hung the run forever (and plain `timeout` in a prolog said no more than
+    that the limit was reached)."""
+    install(pytester, monkeypatch, "stubborn_ext", stops_the_timer + "while True:\n    pass\n")
+    pytester.makefile(".yaml", trial=SIM_SPEC)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--cluster=trial.yaml",
+                                           "--cluster-reports=", timeout=60)
+    said = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.INTERNAL_ERROR, said[-2000:]
+    assert (f"ERROR: pytest-cluster: extension ext = stubborn_ext:EXTENSION (entry point group "
+            f"{GROUP}, from hostile-ext 0.1), loading, did not finish within 1 s and could not "
+            "be stopped (it ignores SIGALRM, turns the timer off or catches every exception): "
+            "the run ends here, exit 3") in said, said[-2000:]

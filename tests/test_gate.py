@@ -6,6 +6,7 @@ not a JSON object is no verdict."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -358,7 +359,7 @@ def test_a_node_listed_twice_drains_nothing_and_says_so(
     assert done.returncode == 2 and not calls.exists()
     assert done.stdout.splitlines() == [
         "pytest-cluster ERROR: verdict.json cannot be read: node n2 is listed twice (one "
-        "run writes each node once)"]
+        "run writes each node once; a host name's case does not matter)"]
     (tmp_path / "run" / "verdict.json").write_text(json.dumps(document(
         failed, verdict=REJECTED)))
     assert _gate_command(tmp_path / "run", "--drain", env=env).returncode == 1
@@ -412,3 +413,103 @@ def test_a_verdict_of_more_values_than_a_run_writes_is_refused_unparsed(tmp_path
     assert f"more than the {MAX_JSON_VALUES} a run's verdict holds" in decided.lines[0]
     path.write_bytes(b'{"nodes": [], "x": [' + b"[]," * (flood - 10) + b"[]]}")
     assert "more than the" not in " ".join(gate(tmp_path, 0).lines)
+
+
+#: Verdicts that are not as a run writes them, each with what the gate must say: a key
+#: given twice (json keeps the last: a forged "nodes": [] after the run's passed), a node
+#: twice in another case, a name no host has, a verdict of no node, counts that disagree.
+NOT_AS_WRITTEN = {
+    '{"verdict": "REJECTED", "outcome": "FAIL", "level": "sanity", "nodes": [{"node": "n1", '
+    '"verdict": "REJECTED", "outcome": "FAIL", "reason": "x"}], "nodes": [{"node": "n1", '
+    '"verdict": "ACCEPTED", "outcome": "PASS", "reason": "x"}], "verdict": "ACCEPTED", '
+    '"outcome": "PASS"}': "key 'nodes' is given twice in one object",
+    json.dumps(document(node("n1", ACCEPTED))).replace(
+        '"outcome": "PASS"', '"outcome": "FAIL", "outcome": "PASS"', 1):
+    "key 'outcome' is given twice in one object",
+    json.dumps(document(node("n2", REJECTED), node("N2", ACCEPTED), verdict=REJECTED)):
+    "node N2 is listed twice",
+    json.dumps(document(node("n2.", REJECTED), verdict=REJECTED)):
+    "a node's name is not a host name: 'n2.'",
+    json.dumps(document(node("a..b", REJECTED), verdict=REJECTED)):
+    "a node's name is not a host name: 'a..b'",
+    json.dumps(document()): "it lists no node",
+    json.dumps(document(node("n1", ACCEPTED), nodes_checked=4)):
+    "'nodes_checked' is 4, where 'nodes' lists 1: its counts disagree",
+    json.dumps(document(node("n1", ACCEPTED), node("n2", ACCEPTED), nodes_in_spec=1)):
+    "'nodes_in_spec' is 1, where 'nodes' lists 2: its counts disagree",
+    json.dumps(document(node("n1", ACCEPTED), nodes_checked=True)):
+    "'nodes_checked' is not a count of nodes",
+}
+
+
+@pytest.mark.parametrize("text", NOT_AS_WRITTEN)
+def test_a_verdict_not_as_a_run_writes_it_drains_nothing(
+        tmp_path: Path, scontrol: tuple[dict[str, str], Path], text: str) -> None:
+    env, calls = scontrol
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "verdict.json").write_text(text)
+    done = _gate_command(tmp_path / "run", "--drain", env=env)
+    assert (done.returncode, calls.exists()) == (2, False), done.stdout
+    line, = done.stdout.splitlines()
+    assert line.startswith("pytest-cluster ERROR") and NOT_AS_WRITTEN[text] in line, line
+
+
+def test_a_pass_of_fewer_nodes_than_listed_is_no_pass() -> None:
+    """nodes_checked counts the nodes at least one check of which ran: a PASS with fewer
+    than it lists did not check them all."""
+    decided = decide(document(node("n1", ACCEPTED), node("n2", ACCEPTED), nodes_checked=1), 0)
+    assert decided.outcome == ERROR
+    assert decided.lines[0] == "ERROR: the run checked 1 of the 2 node(s) its verdict lists"
+
+
+@pytest.mark.parametrize("since", ["nan", "inf", "-5", "1e400", "x"])
+def test_since_is_a_time(tmp_path: Path, since: str) -> None:
+    """--since nan compared with no verdict's time: every verdict.json, however old, was
+    this run's."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "verdict.json").write_text(json.dumps(document(
+        node("n1", REJECTED), verdict=REJECTED)))
+    done = _gate_command(tmp_path / "run", f"--since={since}")
+    assert done.returncode == 2 and done.stdout == ""
+    assert "argument --since: expected seconds since the epoch" in done.stderr
+
+
+def test_a_socket_in_the_verdicts_place_is_named(tmp_path: Path) -> None:
+    import socket
+    (tmp_path / "run").mkdir()
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(tmp_path / "run" / "verdict.json"))
+        done = _gate_command(tmp_path / "run")
+    assert done.returncode == 2
+    assert "verdict.json: a socket, not a regular file" in done.stdout
+
+
+def test_a_run_path_too_long_or_with_a_newline_is_one_error_line(tmp_path: Path) -> None:
+    """A path too long for the system was a traceback, exit 1: FAIL's code, on which a prolog
+    drains the node; a newline in the run's path split the line ('FAIL n9' as a line of
+    its own)."""
+    for run in (tmp_path / ("x" * 5000), tmp_path / "a\nFAIL n9: forged"):
+        with contextlib.suppress(OSError):
+            run.mkdir()
+            (run / "verdict.json").write_text("{bad")
+        done = _gate_command(run)
+        assert done.returncode == 2, done.stderr
+        line, = done.stdout.splitlines()
+        assert line.startswith("pytest-cluster ERROR: the check did not finish") and \
+            line.isprintable() and len(line) < 1500, line
+        assert done.stderr == ""
+
+
+def test_the_gates_own_failure_is_an_error_never_a_fail(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path) -> None:
+    from pytest_cluster import cli
+
+    def broken(*_: object) -> None:
+        raise MemoryError("no memory left")
+
+    monkeypatch.setattr(cli, "gate", broken)
+    assert cli.main(["gate", str(tmp_path), "--exit-status", "0", "--drain"]) == 2
+    assert capsys.readouterr().out == ("pytest-cluster ERROR: the gate could not decide: "
+                                       "MemoryError: no memory left; no node is drained for "
+                                       "it\n")

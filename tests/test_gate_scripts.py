@@ -96,7 +96,10 @@ def test_a_typo_in_the_spec_drains_no_node_and_says_so(scripts: dict[str, Path])
 #: Names and job ids no path may be built from (issue 48: '../../../../x' wrote outside
 #: REPORTS; a newline split the ERROR line; 100 kB put 300 kB in stderr and syslog).
 NOT_A_HOST = ["../../../../x", "n1/../../x", ".hidden", "-rf", "n1\nFAIL n2: forged",
-              "n1\x1b[2J", "n1 n2", "a" * 100_000, "a" * 254, "gpü-1"]
+              "n1\x1b[2J", "n1 n2", "a" * 100_000, "a" * 254, "gpü-1",
+              # longer than Linux's HOST_NAME_MAX: with the job's id, more than a folder's
+              # name may be (mkdir said so on a line of its own)
+              "a" * 65, "a" * 253]
 NOT_A_JOB = ["/../../../../x", "../x", "5\n6", "5 6", "12345678901", "-1"]
 
 
@@ -174,3 +177,39 @@ def test_the_gate_is_bounded_in_time_and_in_what_it_says(tmp_path: Path,
         line = _one_error_line(done, why, 1000 + len(str(tmp_path)) + 200)
         if gate == "junk":
             assert line.count("ERROR: junk") < 100 and "more bytes] (evidence: " in line
+
+
+def test_a_link_in_the_run_folders_place_is_not_written_through(tmp_path: Path) -> None:
+    """Whoever else writes REPORTS could put a link where this job's folder goes: the
+    evidence and the logs would go where it points."""
+    (tmp_path / "bin").mkdir()
+    prolog = installed(PROLOG, tmp_path / "bin", TRIAL, tmp_path / "reports")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "reports" / "prolog").mkdir(parents=True)
+    (tmp_path / "reports" / "prolog" / f"{HEALTHY[0]}-job7").symlink_to(elsewhere)
+    done = subprocess.run(["env", "-i", f"SLURMD_NODENAME={HEALTHY[0]}", "SLURM_JOB_ID=7",
+                           str(prolog)], capture_output=True, text=True, check=False,
+                          timeout=60)
+    _one_error_line(done, "is a symbolic link, not a folder of its own")
+    assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("script", [PROLOG, HEALTHCHECK])
+def test_an_interpreter_without_pytest_cluster_drains_nothing(tmp_path: Path,
+                                                               script: str) -> None:
+    """Python exits 1 where `-m pytest_cluster.cli` cannot start (a PYTHON without
+    pytest-cluster): FAIL's code, on which the prolog exited 1 and slurmd drained the node.
+    Only a gate that says FAIL fails it."""
+    (tmp_path / "bin").mkdir()
+    python = tmp_path / "bin" / "python-bare"
+    python.write_text("#!/bin/sh\necho \"python: No module named 'pytest_cluster'\" >&2\n"
+                      "exit 1\n")
+    python.chmod(0o755)
+    path = installed(script, tmp_path / "bin", TRIAL, tmp_path / "reports")
+    path.write_text(path.read_text(encoding="utf-8").replace(sys.executable, str(python)),
+                    encoding="utf-8")
+    done = subprocess.run(["env", "-i", f"SLURMD_NODENAME={HEALTHY[0]}", "SLURM_JOB_ID=7",
+                           str(path)], capture_output=True, text=True, check=False, timeout=60)
+    line = _one_error_line(done, "the gate exited 1 without a FAIL line", 1000)
+    assert "No module named 'pytest_cluster'" in line

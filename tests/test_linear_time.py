@@ -165,3 +165,19 @@ def test_the_depth_scan_is_linear_where_the_old_pattern_was_not() -> None:
     bounds.depth(INPUTS["escaped quotes"].encode())
     new_s = time.process_time() - started
     assert new_s < LIMIT_S and new_s < old_s  # 100 times the input, in less time
+
+
+@pytest.mark.parametrize("value", ["'>= " + "1" * SIZE + "'", "'" + "x" * SIZE + "'"])
+def test_a_spec_value_of_1_mb_is_refused_in_linear_time(tmp_path: Path, value: str) -> None:
+    """The error echoing a value as written found it with a pattern made of it: a 1 MB
+    value made a 1 MB pattern (3.4 s of CPU)."""
+    from pytest_cluster.errors import SpecError
+    from pytest_cluster.spec import load_spec
+
+    (tmp_path / "spec.yaml").write_text("cluster: {name: x, nodes: n1, launcher: sim}\n"
+                                        f"host: {{cpu_cores: {value}}}\n")
+    started = time.process_time()
+    with pytest.raises(SpecError, match=r"host\.cpu_cores: expected .* characters\)") as error:
+        load_spec(tmp_path / "spec.yaml")
+    assert time.process_time() - started < LIMIT_S
+    assert len(str(error.value)) < 1000

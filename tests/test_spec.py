@@ -110,6 +110,9 @@ def test_good_spec_becomes_frozen_records() -> None:
      "'_' and '.')"),
     ("cluster: {name: x, nodes: [a, b, a]}\n",
      "trial.yaml:1: cluster.nodes[2]: node 'a' is listed twice"),
+    ("cluster: {name: x, nodes: [gpu-1, GPU-1]}\n",
+     "trial.yaml:1: cluster.nodes[1]: node 'GPU-1' is listed twice (a host name's case does "
+     "not matter)"),
     ("cluster: {name: x}\n", "trial.yaml:1: cluster.nodes: missing: list the nodes, e.g. "
                              "nodes: gpu-[001-004]"),
     ("host: {cpu_cores: 1}\n", "trial.yaml: cluster: missing section (needs at least name and "

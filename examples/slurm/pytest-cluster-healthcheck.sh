@@ -62,10 +62,11 @@ one_line() {
     [ "$bytes" -le 1000 ] || printf ' [...%s more bytes]' $((bytes - 1000))
 }
 # the node's name makes the run's folder: a host name (letters, digits, '-', '.', '_'; a
-# letter or digit first; at most 253), or nothing is written ('../x' is outside REPORTS)
+# letter or digit first; at most 64, Linux's HOST_NAME_MAX: a longer one with the time is
+# more than a folder's name may be), or nothing is written ('../x' is outside REPORTS)
 case $NODE in
     ''|[!$ALNUM]*|*[!$ALNUM._-]*) NOT_A_HOST=1 ;;
-    *) [ ${#NODE} -le 253 ] || NOT_A_HOST=1 ;;
+    *) [ ${#NODE} -le 64 ] || NOT_A_HOST=1 ;;
 esac
 if [ -n "${NOT_A_HOST:-}" ]; then
     say daemon.err "ERROR: the node's name is not a host name: $SHOWN_NODE; not checked"
@@ -73,8 +74,11 @@ if [ -n "${NOT_A_HOST:-}" ]; then
 fi
 STARTED=$(date +%s)
 RUN="$REPORTS/$NODE-$STARTED-$$"  # this check's own folder (REPORTS may be shared)
-if ! { mkdir -p "$RUN" && cd "$RUN"; }; then
-    say daemon.err "ERROR: cannot write its evidence under $RUN; not drained"
+# a link in its place (put there by whoever else writes REPORTS) would take the evidence,
+# and the logs, elsewhere
+if [ -L "$RUN" ] || ! { mkdir -p "$RUN" && cd "$RUN"; } 2>/dev/null; then
+    say daemon.err "ERROR: cannot write its evidence under $RUN (not a folder of its" \
+        "own); not drained"
     exit 0
 fi
 find "$REPORTS" -mindepth 1 -maxdepth 1 -type d -mtime +"$KEEP_DAYS" -exec rm -rf {} + 2>/dev/null
@@ -86,7 +90,12 @@ timeout -k 5 "$GATE_LIMIT" "$PYTHON" -m pytest_cluster.cli gate "$RUN" --exit-st
     --log "$RUN/pytest.log" --since "$STARTED" --drain >"$RUN/gate.log" 2>&1
 case $? in
     0) ;;
-    1) say daemon.warning "$(one_line "$RUN/gate.log") (evidence: $RUN)" ;;
+    1) if grep -q '^pytest-cluster FAIL ' "$RUN/gate.log"; then
+           say daemon.warning "$(one_line "$RUN/gate.log") (evidence: $RUN)"
+       else  # Python exits 1 too where the gate cannot start (no pytest-cluster there)
+           say daemon.err "ERROR: the gate exited 1 without a FAIL line (is pytest-cluster" \
+               "installed for $PYTHON?): $(one_line "$RUN/gate.log") (evidence: $RUN)"
+       fi ;;
     124|137) say daemon.err "ERROR: the gate did not decide within $GATE_LIMIT s:" \
                  "$(one_line "$RUN/gate.log") (evidence: $RUN)" ;;
     *) say daemon.err "$(one_line "$RUN/gate.log") (evidence: $RUN)" ;;

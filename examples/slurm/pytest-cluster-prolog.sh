@@ -64,19 +64,23 @@ one_line() {
     [ "$bytes" -le 1000 ] || printf ' [...%s more bytes]' $((bytes - 1000))
 }
 # the node's name and the job's id make the run's folder: a host name (letters, digits,
-# '-', '.', '_'; a letter or digit first; at most 253) and digits (at most 10: SLURM's
+# '-', '.', '_'; a letter or digit first; at most 64, Linux's HOST_NAME_MAX: a longer one
+# with the job's id is more than a folder's name may be) and digits (at most 10: SLURM's
 # job ids are 32-bit), or nothing is written ('../x' would be outside REPORTS)
 case $NODE in
     ''|[!$ALNUM]*|*[!$ALNUM._-]*) error "the node's name is not a host name: $SHOWN_NODE" ;;
 esac
-[ ${#NODE} -le 253 ] || error "the node's name is not a host name: $SHOWN_NODE"
+[ ${#NODE} -le 64 ] || error "the node's name is not a host name: $SHOWN_NODE"
 case $JOB in
     ''|*[!0123456789]*|???????????*) error "the job id is not a SLURM job id: $SHOWN_JOB" ;;
 esac
 # this job's check on this node, in a folder of its own: prologs of other jobs, or of other
 # nodes sharing REPORTS, run at the same time
 RUN="$REPORTS/$NODE-job$JOB"
-mkdir -p "$RUN" && cd "$RUN" || error "cannot write its evidence under $RUN"
+# a link in its place (put there by whoever else writes REPORTS) would take the evidence,
+# and the logs, elsewhere
+[ ! -L "$RUN" ] || error "$RUN is a symbolic link, not a folder of its own; not checked"
+{ mkdir -p "$RUN" && cd "$RUN"; } 2>/dev/null || error "cannot write its evidence under $RUN"
 find "$REPORTS" -mindepth 1 -maxdepth 1 -type d -mtime +"$KEEP_DAYS" -exec rm -rf {} + 2>/dev/null
 STARTED=$(date +%s)
 timeout -k 5 "$LIMIT" "$PYTHON" -m pytest --cluster="$SPEC" -m sanity -q -p no:cacheprovider \
@@ -86,7 +90,12 @@ timeout -k 5 "$GATE_LIMIT" "$PYTHON" -m pytest_cluster.cli gate "$RUN" \
     --exit-status "$STATUS" --log "$RUN/pytest.log" --since "$STARTED" >"$RUN/gate.log" 2>&1
 case $? in
     0) exit 0 ;;
-    1) head -n 20 "$RUN/gate.log" >&2       # FAIL: slurmd drains this node
+    1) # FAIL, said by the gate (Python exits 1 too where the gate cannot start: an
+       # interpreter without pytest-cluster; that is no reason to drain the node)
+       grep -q '^pytest-cluster FAIL ' "$RUN/gate.log" || \
+           error "the gate exited 1 without a FAIL line (is pytest-cluster installed for" \
+                 "$PYTHON?): $(one_line "$RUN/gate.log") (evidence: $RUN)"
+       head -n 20 "$RUN/gate.log" >&2       # FAIL: slurmd drains this node
        lines=$(wc -l <"$RUN/gate.log")
        [ "$lines" -le 20 ] || \
            echo "pytest-cluster ... and $((lines - 20)) more line(s) in $RUN/gate.log" >&2

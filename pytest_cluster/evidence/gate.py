@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import gc
 import json
-import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -49,7 +48,7 @@ from pytest_cluster.evidence.verdict import (
     said_once,
     unmade,
 )
-from pytest_cluster.hostlist import MAX_NODES, compress_hostlist
+from pytest_cluster.hostlist import MAX_NODES, compress_hostlist, is_valid_hostname
 
 #: verdict.json is read up to this size (a node every check of which failed is ~40 kB
 #: of it; one that passed, ~400 bytes).
@@ -63,8 +62,6 @@ MAX_JSON_VALUES = MAX_VERDICT_BYTES // 16
 #: The tail of a run's log read for why it ended (a usage error is its last lines).
 LOG_TAIL_BYTES = 64 * 2**10
 MAX_WHY = 300
-#: A node's name as a spec's hostlist makes it: nothing scontrol would read as more.
-NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
 OUTCOMES = frozenset({PASS, FAIL, ERROR})
 #: Exit codes after which no verdict can be trusted to be the whole truth, and why.
 EXIT_MEANING = {
@@ -170,8 +167,14 @@ def read_verdict(path: Path) -> VerdictDocument:
     del data  # not held while it is parsed
     entries = 0
 
-    def counted(made: dict[str, Any]) -> dict[str, Any]:
+    def counted(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         nonlocal entries
+        made = dict(pairs)
+        if len(made) != len(pairs):  # json keeps the last: a forged one after the run's
+            keys = [key for key, _ in pairs]
+            twice = next(key for i, key in enumerate(keys) if key in keys[:i])
+            raise ValueError(f"key {log_line(twice, 60)!r} is given twice in one object "
+                             "(a run writes each once)")
         if "node" in made:
             entries += 1
             if entries > MAX_NODES:
@@ -181,7 +184,7 @@ def read_verdict(path: Path) -> VerdictDocument:
     try:
         with uncollected():
             document = json.loads(text, parse_constant=_refuse_constant,
-                                  object_hook=counted)
+                                  object_pairs_hook=counted)
     except RecursionError:
         raise ValueError("nested too deeply") from None
     if not isinstance(document, dict):
@@ -213,15 +216,24 @@ def _nodes(document: Mapping[str, Any]) -> list[NodeVerdict]:
         if entry["outcome"] != outcome_of(entry["verdict"]):
             raise ValueError(f"node {entry['node'][:60]!r}: outcome {entry['outcome']} does "
                              f"not follow from verdict {entry['verdict'][:20]!r}")
-        if not NODE_NAME.fullmatch(entry["node"]):
+        if not is_valid_hostname(entry["node"]):
             raise ValueError(f"a node's name is not a host name: {entry['node'][:60]!r}")
-        if entry["node"] in seen:
+        if entry["node"].lower() in seen:  # a host name is one host in any case
             raise ValueError(f"node {entry['node']} is listed twice (one run writes each "
-                             "node once)")
-        seen.add(entry["node"])
+                             "node once; a host name's case does not matter)")
+        seen.add(entry["node"].lower())
         fault = entry.get("controller_fault")
         nodes.append(NodeVerdict(entry["node"], entry["verdict"], entry["reason"],
                                  controller_fault=fault if isinstance(fault, str) else ""))
+    if not nodes:
+        raise ValueError("it lists no node (a run writes each node it covered)")
+    for key in ("nodes_checked", "nodes_in_spec"):
+        count = document.get(key, len(nodes))  # a verdict.json of an earlier version: none
+        if type(count) is not int or not 0 <= count <= MAX_NODES:
+            raise ValueError(f"{key!r} is not a count of nodes")
+        if (count > len(nodes)) if key == "nodes_checked" else (count < len(nodes)):
+            raise ValueError(f"{key!r} is {count}, where 'nodes' lists {len(nodes)}: its "
+                             "counts disagree")
     return nodes
 
 
@@ -231,7 +243,7 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
     this run, `why_missing` says why) and pytest's exit status."""
     if document is None:
         parts = [exit_meaning(exit_status), why_missing, log_line]
-        why = "; ".join(part for part in parts if part)
+        why = "; ".join(part for part in parts if part)  # each one line (gate: the path)
         return Decision(ERROR, (f"ERROR: the check did not finish ({why}); no node is "
                                 "drained for it",))
     try:
@@ -272,6 +284,10 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
         lines.append(f"ERROR: the run's verdict is {_printable(str(document.get('verdict')))}"
                      + (f": {_printable(why)}" if document.get("verdict") == INCOMPLETE
                         else ""))
+    checked = document.get("nodes_checked", len(nodes))
+    if checked != len(nodes) and not lines:  # _nodes: checked < len(nodes)
+        lines.append(f"ERROR: the run checked {checked} of the {len(nodes)} node(s) its "
+                     "verdict lists")
     if exit_status != 0:
         lines.append(f"ERROR: pytest ended with {exit_meaning(exit_status)}"
                      + (f": {log_line}" if log_line else ""))
@@ -293,12 +309,13 @@ def gate(run: Path, exit_status: int, log: Path | None = None,
     """The decision for the run under `run` (a run directory or --cluster-reports'), which
     exited `exit_status`; a verdict.json older than `since` (epoch seconds: when this
     gate's run started) is another run's, and so none."""
-    path = verdict_path(run)
     why_missing = ""
     document: VerdictDocument | None = None
+    path = run / "verdict.json"
     try:
+        path = verdict_path(run)  # a path too long for the system: OSError
         if since is not None and path.stat().st_mtime < since - 1:
-            why_missing = f"{path} is an earlier run's"
+            why_missing = f"{_printable(str(path))} is an earlier run's"
         else:
             document = read_verdict(path)
     except FileNotFoundError:
@@ -306,7 +323,7 @@ def gate(run: Path, exit_status: int, log: Path | None = None,
     except InputError as exc:  # it names the file
         why_missing = _printable(str(exc))
     except (OSError, ValueError, UnicodeDecodeError) as exc:
-        why_missing = f"{path} cannot be read: {_printable(str(exc))}"
+        why_missing = f"{_printable(str(path))} cannot be read: {_printable(str(exc))}"
     with uncollected():
         return decide(document, exit_status, why_missing, log_reason(log))
 

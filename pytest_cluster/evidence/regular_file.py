@@ -8,6 +8,7 @@ Only the standard library and errors are imported (the gate runs in a prolog).""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -24,7 +25,12 @@ def open_regular(path: Path, name: str = "") -> BinaryIO:
     """`path` opened for reading; InputError '{name}: a fifo, not a regular file' where it
     is none (`name`: how the message names it, the path by default). An OSError of
     opening (FileNotFoundError) is the caller's to say."""
-    fd = os.open(path, OPEN_FLAGS)
+    try:
+        fd = os.open(path, OPEN_FLAGS)
+    except OSError as exc:  # a socket cannot be opened (ENXIO): named as what it is
+        if exc.errno == errno.ENXIO and stat.S_ISSOCK(os.stat(path).st_mode):
+            raise InputError(f"{name or path}: a socket, not a regular file") from None
+        raise
     try:
         mode = os.fstat(fd).st_mode
     except OSError:

@@ -40,7 +40,8 @@ def launcher_class(name: str) -> type[Launcher]:
         cls: type[Launcher] = _import(kind.implementation)  # type: ignore[assignment]
         return cls
     where = f"launcher {name} of {kind.extension}: {said(kind.implementation, 160)}"
-    outcome = guarded.run(lambda: _import(kind.implementation), IMPORT_LIMIT_S)
+    outcome = guarded.run(lambda: _import(kind.implementation), IMPORT_LIMIT_S,
+                          f"{where}, imported,")
     printed = (f" (it printed {outcome.printed.size} character(s) at import, not shown)"
                if outcome.printed.size else "")
     if isinstance(outcome.failure, guarded.Overdue):

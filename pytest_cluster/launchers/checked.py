@@ -3,7 +3,13 @@ one ProbeResult per node asked, each for that node and probe, its data a map of 
 numbers; where it is not (or `run` raises), each node concerned gets a result whose error
 is the controller's (ErrorKind.CONTROLLER: a fault of the tool that ran the probe, which no
 node's verdict is blamed for), its message naming the extension. Data that is not strict
-JSON (a NaN) is the node's bad output (ErrorKind.BAD_OUTPUT), naming the extension too."""
+JSON (a NaN) is the node's bad output (ErrorKind.BAD_OUTPUT), naming the extension too.
+
+Its `run` is given the time limit it is asked to keep and GRACE_S more (it runs in a
+thread of its own): one that has not returned by then (a sleep, a wait on a node that
+never answers) is a controller fault for each node asked, where before the run waited for
+it forever. The thread cannot be stopped: it is left running, a daemon (the process's exit
+does not wait for it)."""
 
 from __future__ import annotations
 
@@ -11,9 +17,10 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
+from pytest_cluster.spec import guarded
 from pytest_cluster.spec.extensions import described, said
 
 if TYPE_CHECKING:
@@ -39,7 +46,7 @@ def _data_fault(data: object) -> str | None:
         return f"its data is a {said(type(data).__name__, 80)}, not a map"
     try:
         json.dumps(data, allow_nan=False)
-    except (TypeError, ValueError, RecursionError) as exc:
+    except Exception as exc:  # a map of its own class runs its code when read
         return f"its data is not strict JSON ({said(str(exc), 160)})"
     if not _finite(data):
         return "its data has a number that is not finite"
@@ -61,7 +68,7 @@ def checked_results(owner: str, call: ProbeCall, nodes: Sequence[str],
     results: dict[str, ProbeResult] = {}
     for node in nodes:
         result = answer.get(node)
-        if not isinstance(result, ProbeResult):
+        if type(result) is not ProbeResult:  # a class of its own runs its code when read
             results[node] = failed(node, f"returned a {said(type(result).__name__, 80)} for "
                                          "this node, not a ProbeResult")
         elif result.node != node or result.probe != call.name:
@@ -75,20 +82,32 @@ def checked_results(owner: str, call: ProbeCall, nodes: Sequence[str],
     return results
 
 
+#: How long past the time limit it was given an extension's launcher's `run` may take
+#: before its nodes' results are the controller's fault (s)
+GRACE_S = 5.0
+
+
 def checked(cls: type[Launcher], owner: str) -> type[Launcher]:
-    """`cls` (an extension's launcher) whose `run` is checked (checked_results)."""
+    """`cls` (an extension's launcher) whose `run` is checked (checked_results) and
+    bounded in time (GRACE_S)."""
 
     def run(self: Launcher, call: ProbeCall, nodes: Sequence[str],
             timeout_s: float) -> dict[str, ProbeResult]:
-        try:
-            answer: Any = cls.run(self, call, nodes, timeout_s)
-        except Exception as exc:  # another party's code: per node, a result
-            why = f"raised {described(exc)}"
-            return {node: ProbeResult(node=node, probe=call.name, data=None,
-                                      error=ErrorKind.CONTROLLER,
-                                      message=f"the launcher of {owner} {why}")
-                    for node in nodes}
-        return checked_results(owner, call, nodes, answer)
+        limit_s = timeout_s + GRACE_S
+        # what it returns is read in the thread too: a map or a result of its own class
+        # runs its code when read
+        results, failure = guarded.within(lambda: checked_results(
+            owner, call, nodes, cls.run(self, call, nodes, timeout_s)), limit_s)
+        if results is not None:
+            return results
+        why = (f"did not return within {limit_s:g} s (the time limit it was given and "
+               f"{GRACE_S:g} s more): left running"
+               if isinstance(failure, guarded.Overdue) or failure is None
+               else f"raised {described(failure)}")
+        return {node: ProbeResult(node=node, probe=call.name, data=None,
+                                  error=ErrorKind.CONTROLLER,
+                                  message=f"the launcher of {owner} {why}")
+                for node in nodes}
 
     made: type[Launcher] = type(cls.__name__, (cls,), {
         "run": run, "__module__": cls.__module__, "__qualname__": cls.__qualname__,

@@ -42,7 +42,7 @@ from pytest_cluster.run.suite import acceptance_dir
 from pytest_cluster.run.workers import cut_note, fit_workers, usable_cpus
 from pytest_cluster.soak import driver as soak_driver
 from pytest_cluster.soak import rounds as soak
-from pytest_cluster.spec import Spec, extensions, load_spec, narrow
+from pytest_cluster.spec import Spec, extensions, guarded, load_spec, narrow
 from pytest_cluster.spec.declaration import ACCEPTANCE, SANITY, STRESS
 
 if TYPE_CHECKING:
@@ -321,6 +321,9 @@ def _load_extensions(config: pytest.Config) -> None:
         if not 0 < limit <= 3600:
             raise pytest.UsageError(f"--cluster-extension-limit={head(str(raw), 40)}: "
                                     "expected seconds, more than 0 and at most 3600")
+    session = config.pluginmanager.get_plugin("session")  # made before configure
+    if isinstance(session, pytest.Session):  # a thread an extension left is not waited for
+        guarded.ends_with(lambda: int(session.exitstatus))  # at exit: the run's status
     found = extensions.load(limit)
     if internals.worker_input(config) is not None:
         return

@@ -30,6 +30,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -43,6 +44,9 @@ from pytest_cluster.spec.declaration import Declaration
 from pytest_cluster.spec.launcher_kind import LauncherKind
 
 GROUP = "pytest_cluster.extensions"
+#: An entry point's value as importlib.metadata reads it, 'module:object' (the object
+#: optional there: an extension's is the Extension in the module)
+ENTRY_POINT = re.compile(r"[\w.]+\s*:\s*[\w.]+\s*(\[.*\]\s*)?$")
 #: How long one extension's module may take to load (s; `--cluster-extension-limit`): it
 #: declares records and imports little else (its launcher's module is imported when used)
 LOAD_LIMIT_S = 1.0
@@ -52,6 +56,9 @@ MAX_PROBE_BYTES = 1 << 20
 MAX_SAID = 400
 #: The largest answer an extension's sim may give for one probe (bytes of JSON)
 MAX_ANSWER_BYTES = 1 << 20
+#: How long an extension's sim answer to one probe may take (s): a simulated node answers
+#: at once
+SIM_ANSWER_LIMIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -202,12 +209,23 @@ def _failure(exc: BaseException, limit_s: float) -> str:
 def _load(point: EntryPoint, limit_s: float) -> Extension | None:
     """The Extension the entry point names; None (and the problem recorded) if it is
     not one or cannot be loaded. What its import printed is said, never shown."""
-    outcome = guarded.run(point.load, limit_s)
     name = _where(point)
+    if not isinstance(point.value, str) or not ENTRY_POINT.match(point.value):
+        _leave_out(f"{name}: its value is not 'module:object' (a module, and the Extension "
+                   "in it, by their dotted names): left out")
+        return None
+    outcome = guarded.run(point.load, limit_s, f"{name}, loading,")
     if outcome.printed.size:
         problem(f"{name} printed {outcome.printed.size} character(s) while it was loaded "
                 f"(not shown; the first {len(outcome.printed.excerpt)}: "
                 f"'{said(outcome.printed.excerpt, guarded.EXCERPT)}')")
+    if outcome.left:
+        names = ", ".join(said(thread.name, 60) for thread in outcome.left[:3])
+        kept = guarded.not_waited_for(outcome.left)
+        problem(f"{name} left {len(outcome.left)} thread(s) running once it was loaded "
+                f"({names}{', ...' if len(outcome.left) > 3 else ''}): what they print is "
+                + ("not taken; the run ends without waiting for them" if kept else
+                   "not taken, and the run cannot end before they do"))
     if outcome.failure is not None:
         _leave_out(f"{name} {_failure(outcome.failure, limit_s)}: left out")
         return None
@@ -355,12 +373,24 @@ def checked_answer(owner: str, probe: str,
                    answer: Callable[..., Mapping[str, object]]) -> Callable[..., dict[str, Any]]:
     """An extension's sim answer whose payload is checked: a map that is strict JSON (finite
     numbers, at most MAX_ANSWER_BYTES), given back as a copy; BadAnswer (bad output of the
-    simulated node) names the extension; what the answer raises, ValueError naming it."""
+    simulated node) names the extension; what the answer raises (KeyboardInterrupt too),
+    ValueError naming it, and so where it has not answered within SIM_ANSWER_LIMIT_S (it
+    runs in a thread of its own, guarded.within: left running past it)."""
 
     def run(*args: Any) -> dict[str, Any]:
+        copy, failure = guarded.within(lambda: checked(*args), SIM_ANSWER_LIMIT_S)
+        if isinstance(failure, guarded.Overdue):
+            raise ValueError(f"{owner}: its sim answer to probe {probe} did not return "
+                             f"within {SIM_ANSWER_LIMIT_S:g} s: left running")
+        if failure is not None:
+            raise failure
+        assert copy is not None  # within gives back one of the two
+        return copy
+
+    def checked(*args: Any) -> dict[str, Any]:
         try:
             data = answer(*args)
-        except Exception as exc:  # another party's code
+        except BaseException as exc:  # another party's code: KeyboardInterrupt too
             raise ValueError(f"{owner}: its sim answer to probe {probe} raised "
                              f"{described(exc)}") from None
         if not isinstance(data, Mapping):
@@ -368,7 +398,7 @@ def checked_answer(owner: str, probe: str,
                             f"{said(type(data).__name__, 80)}, not a map of the probe's data")
         try:
             text = json.dumps(dict(data), allow_nan=False)
-        except (TypeError, ValueError, RecursionError) as exc:
+        except Exception as exc:  # a map of its own class runs its code when read
             raise BadAnswer(f"{owner}: its sim answer to probe {probe} is not strict JSON "
                             f"({said(str(exc), 160)})") from None
         if len(text) > MAX_ANSWER_BYTES:

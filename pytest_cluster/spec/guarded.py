@@ -10,7 +10,27 @@ module, its launcher's module) so that nothing it does at import reaches the run
   test's timeout) is put back, less the time spent here;
 - what it prints, to `sys.stdout`/`sys.stderr` or to the file descriptors 1 and 2, is
   taken: counted, and its first `EXCERPT` characters kept (`Outcome.printed`), the rest
-  thrown away as it comes, so 1 GiB printed costs neither the memory nor the terminal.
+  thrown away as it comes, so 1 GiB printed costs neither the memory nor the terminal;
+- what of the process it changes for everyone is put back: the signal handlers (one
+  that ignored SIGINT and SIGTERM made the run deaf to Ctrl-C and to `timeout`), the
+  working directory (a `chdir` moved the run's evidence) and `sys.stdout`/`sys.stderr`;
+- a process it forks ends where the code returns in it (`os._exit(0)`, its output
+  taken), where before the child went on as a second run, its lines mixed with the
+  first's.
+
+A thread it leaves running is named (`Outcome.left`) and, where it is no daemon (the
+interpreter would wait for it at exit: a loop made the run never end), not waited for
+(`not_waited_for`: once the run has ended, the process exits with the run's status
+without waiting for it). It keeps running until then, and what it prints is the run's.
+
+Code the timer cannot stop (it ignores SIGALRM, turns the timer off, or catches Overdue
+every time) ends the process STOP_GRACE_S after its limit, one line on stderr naming it,
+UNKNOWN_STATUS (`_watched`): an error said, where the run hung.
+
+What it cannot be kept from: `os._exit` (the process ends there, with the status it
+gives: no handler runs), a signal it sends itself that cannot be caught (SIGKILL), a
+process it forks that never returns to here, memory it takes. An extension is installed
+code run with the run's rights (docs/extensions.md).
 """
 
 from __future__ import annotations
@@ -34,6 +54,8 @@ _AGAIN_S = 0.05
 #: How long the drain of a file descriptor is waited for once the code is done (s): a
 #: process it started may hold the descriptor open; its drain is then left to run on
 _DRAIN_WAIT_S = 0.5
+#: The name of the threads that drain them (never counted as the code's)
+_DRAIN = "pytest-cluster-drain-"
 
 T = TypeVar("T")
 
@@ -125,6 +147,7 @@ class Outcome(Generic[T]):
     failure: BaseException | None
     printed: Printed
     seconds: float
+    left: tuple[threading.Thread, ...] = ()  # threads it started, still running
 
 
 def _drain(fd: int, kept: _Kept) -> None:
@@ -156,7 +179,7 @@ def _taken_fds(kept: _Kept) -> Iterator[None]:
             os.dup2(write, fd)
             os.close(write)
             drain = threading.Thread(target=_drain, args=(read, kept), daemon=True,
-                                     name=f"pytest-cluster-drain-{fd}")
+                                     name=f"{_DRAIN}{fd}")
             drain.start()
             drains.append(drain)
         yield
@@ -218,22 +241,183 @@ class _Timer:
                 signal.setitimer(signal.ITIMER_REAL, max(left, 0.001), interval)
 
 
-def run(code: Callable[[], T], limit_s: float) -> Outcome[T]:
-    """`code()` caught, timed and quietened (see the module's docstring)."""
+@contextlib.contextmanager
+def _kept_handlers() -> Iterator[None]:
+    """Every signal's handler as it was before (where this is the main thread: only there
+    can one be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handlers = {}
+    for signum in signal.valid_signals():
+        with contextlib.suppress(OSError, ValueError):
+            handlers[signum] = signal.getsignal(signum)
+    try:
+        yield
+    finally:
+        for signum, handler in handlers.items():
+            if handler is not None and signal.getsignal(signum) is not handler:
+                with contextlib.suppress(OSError, ValueError, TypeError):
+                    signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def _kept_directory() -> Iterator[None]:
+    try:
+        where: str | None = os.getcwd()
+    except OSError:
+        where = None
+    try:
+        yield
+    finally:
+        if where is not None:
+            with contextlib.suppress(OSError):
+                if os.getcwd() != where:
+                    os.chdir(where)
+
+
+#: How long past its limit code that will not be stopped (it ignores SIGALRM, turns the
+#: timer off, or catches Overdue again and again) may run before the process ends (s)
+STOP_GRACE_S = 1.0
+
+
+@contextlib.contextmanager
+def _watched(limit_s: float, what: str) -> Iterator[None]:
+    """A watchdog: where the code has not returned STOP_GRACE_S after `limit_s` (the timer
+    could not stop it), one line on stderr (as it was before the code ran) naming `what`,
+    and the process ends, UNKNOWN_STATUS (an error, never a pass; a gate says ERROR): a
+    hang is the one outcome worse than that."""
+    if not limit_s > 0:
+        yield
+        return
+    try:
+        err: int | None = os.dup(2)
+    except OSError:  # no stderr: the process still ends, unsaid
+        err = None
+    done = threading.Event()
+
+    def watch() -> None:
+        if done.wait(limit_s + STOP_GRACE_S):
+            return
+        line = (f"ERROR: pytest-cluster: {what or 'code run guarded'} did not finish within "
+                f"{limit_s:g} s and could not be stopped (it ignores SIGALRM, turns the timer "
+                f"off or catches every exception): the run ends here, exit {UNKNOWN_STATUS}\n")
+        if err is not None:
+            with contextlib.suppress(OSError):
+                os.write(err, line.encode("utf-8", "replace"))
+        os._exit(UNKNOWN_STATUS)
+
+    watchdog = threading.Thread(target=watch, daemon=True, name="pytest-cluster-watchdog")
+    watchdog.start()
+    try:
+        yield
+    finally:
+        done.set()
+        if err is not None:
+            os.close(err)
+
+
+def run(code: Callable[[], T], limit_s: float, what: str = "") -> Outcome[T]:
+    """`code()` caught, timed and quietened (see the module's docstring); `what` names it
+    where the process must end for it (`_watched`)."""
     kept = _Kept()
     value: T | None = None
     failure: BaseException | None = None
     started = time.monotonic()
+    pid = os.getpid()
+    before = set(threading.enumerate())
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             if stream is not None:
                 stream.flush()  # what was printed before is not the code's
-    with _taken_fds(kept), _taken_streams(kept), _Timer(limit_s) as timer:
+    with _kept_directory(), _kept_handlers(), _watched(limit_s, what), _taken_fds(kept), \
+            _taken_streams(kept), _Timer(limit_s) as timer:
         try:
             try:
                 value = code()
             finally:
                 timer.stop()
+                if os.getpid() != pid:  # a child it forked: it goes no further
+                    os._exit(0)
         except BaseException as exc:  # whatever another party's code raises
             failure = exc
-    return Outcome(value, failure, Printed(kept.size, kept.head), time.monotonic() - started)
+    left = tuple(thread for thread in threading.enumerate() if thread not in before
+                 and thread.is_alive() and not thread.name.startswith(_DRAIN)
+                 and thread.name != "pytest-cluster-watchdog")
+    return Outcome(value, failure, Printed(kept.size, kept.head), time.monotonic() - started,
+                   left)
+
+
+#: The status the process exits with, not waiting for a thread left, where none was given
+#: (`ends_with`): pytest's internal error, never a pass
+UNKNOWN_STATUS = 3
+
+
+@dataclass
+class _Ending:
+    """The threads no exit waits for, and what says the status the process then exits
+    with."""
+
+    threads: list[threading.Thread]
+    status: Callable[[], int] = lambda: UNKNOWN_STATUS
+    registered: bool = False
+
+
+_ENDING = _Ending([])
+
+
+def ends_with(status: Callable[[], int]) -> None:
+    """What gives the status the process exits with where it does not wait for a thread
+    left (asked then: pytest's session's exit status)."""
+    _ENDING.status = status
+
+
+def _exit_unwaiting() -> None:
+    if any(thread.is_alive() for thread in _ENDING.threads):
+        try:
+            status = int(_ENDING.status())
+        except Exception:  # the process ends: never a pass for want of its status
+            status = UNKNOWN_STATUS
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                if stream is not None:
+                    stream.flush()
+        os._exit(status)
+
+
+def not_waited_for(threads: tuple[threading.Thread, ...]) -> bool:
+    """Where `threads` (left by code `run` ran) include one no daemon, the interpreter's
+    exit does not wait for it: once the threads the run itself started are done, the
+    process exits with `ends_with`'s status (os._exit, after stdout and stderr are
+    flushed). False where Python offers no hook before it waits (then it waits)."""
+    waited = [thread for thread in threads if not thread.daemon]
+    if not waited:
+        return True
+    register = getattr(threading, "_register_atexit", None)  # 3.9 to 3.13 at least
+    if register is None:
+        return False
+    _ENDING.threads.extend(waited)
+    if not _ENDING.registered:
+        register(_exit_unwaiting)
+        _ENDING.registered = True
+    return True
+
+
+def within(code: Callable[[], T], limit_s: float) -> tuple[T | None, BaseException | None]:
+    """(what `code()` returned, None), or (None, what it raised: anything, KeyboardInterrupt
+    too), or (None, Overdue()) where it had not returned within `limit_s`: run in a daemon
+    thread of its own, which, past the limit, is left running (it cannot be stopped; the
+    process's exit does not wait for it). For another party's code called during the run
+    (an extension's launcher, its sim answers), where SIGALRM cannot be borrowed."""
+    ended: list[tuple[T | None, BaseException | None]] = []
+
+    def target() -> None:
+        try:
+            ended.append((code(), None))
+        except BaseException as exc:  # another party's code: whatever it raises
+            ended.append((None, exc))
+
+    thread = threading.Thread(target=target, daemon=True, name="pytest-cluster-guarded")
+    thread.start()
+    thread.join(limit_s)
+    return ended[0] if ended else (None, Overdue())

@@ -80,6 +80,7 @@ def _nodes(ctx: Ctx, node: Node | None, path: str) -> tuple[str, ...]:
         return ()
     items = node.value if isinstance(node, SequenceNode) else [node]
     names: dict[str, None] = {}  # ordered, and `in` is O(1)
+    seen: set[str] = set()  # each name in lower case: n1 and N1 are one host
     for index, item in enumerate(items):
         where = f"{path}[{index}]" if isinstance(node, SequenceNode) else path
         expr = field(ctx, item, where, text("a hostname or hostlist like 'gpu-[001-004]'"))
@@ -92,15 +93,18 @@ def _nodes(ctx: Ctx, node: Node | None, path: str) -> tuple[str, ...]:
             continue
         twice = []
         for name in expanded:
-            if name in names:
+            if name.lower() in seen:
                 twice.append(name)
             else:
                 names[name] = None
+                seen.add(name.lower())
         if twice:
             shown = ", ".join(repr(name) for name in twice[:5])
             more = f" and {len(twice) - 5} more" if len(twice) > 5 else ""
-            ctx.error(item, where, f"node {shown} is listed twice" if len(twice) == 1 else
-                      f"nodes {shown}{more} are listed twice")
+            ctx.error(item, where, (f"node {shown} is listed twice" if len(twice) == 1 else
+                                    f"nodes {shown}{more} are listed twice")
+                      + ("" if all(name in names for name in twice[:5]) else
+                         " (a host name's case does not matter)"))
         if len(names) > MAX_NODES:
             ctx.error(item, where, f"more than {MAX_NODES} nodes; test a cluster in parts "
                       f"of at most {MAX_NODES} (one spec each)")
