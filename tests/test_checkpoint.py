@@ -18,6 +18,7 @@ import pytest
 
 from pytest_cluster.errors import ClusterError, SpecError
 from pytest_cluster.evidence.verdict import NO_CULPRIT
+from pytest_cluster.launchers import jobs
 from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 from pytest_cluster.launchers.sim import SimLauncher
@@ -960,7 +961,7 @@ def test_a_node_claiming_longer_than_its_job_ran_is_bad_output(
     controller saw its whole job run: n2 saying it wrote for a day fails as its bad
     output, its figure in no median (it lowered the median every node is held to), and n1
     is ACCEPTED. A simulated launcher's seconds are virtual: nothing to hold them to."""
-    plain = checkpoint_module.run_job
+    plain = jobs.run_job
 
     def real_time(launcher: Launcher, job: Any) -> Any:
         return dataclasses.replace(plain(launcher, job), simulated=False)

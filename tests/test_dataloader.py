@@ -15,6 +15,7 @@ from typing import Any, cast
 import pytest
 
 from pytest_cluster.errors import SpecError
+from pytest_cluster.launchers import jobs
 from pytest_cluster.measure import at_once, storage_claims
 from pytest_cluster.measure import dataloader as dataloader_module
 from pytest_cluster.measure.at_once import token
@@ -447,7 +448,7 @@ def test_a_worker_claiming_longer_than_its_job_ran_is_bad_output(
     controller saw its job run: n2's metadata workers saying they took a day fail n2 as
     bad output, the others ACCEPTED (a day of n2's lowered the median they are held to).
     The simulated nodes' seconds are virtual: the slack here covers their read phase."""
-    plain = dataloader_module.run_job
+    plain = jobs.run_job
 
     def real_time(launcher: Any, job: Any) -> Any:
         return dataclasses.replace(plain(launcher, job), simulated=False)

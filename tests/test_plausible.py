@@ -252,14 +252,15 @@ def test_a_rails_ceiling_is_its_wire_the_larger_rate_said_and_none_for_a_virtual
     declared at 1 Gb/s: its healthy nodes were left undecided)."""
     spec = parse_spec(RAILS, "t.yaml")  # 400 Gb/s a NIC
     wire = 400e9 / 8
-    device = {"name": "mlx5_0", "virtual": False, "rate_gbit": 200}
+    device: Any = {"name": "mlx5_0", "virtual": False, "rate_gbit": 200}
     assert rails.rail_ceiling(spec, device) == plausible.CEILING_FACTOR * wire
-    faster = {**device, "rate_gbit": 800}
+    faster: Any = {**device, "rate_gbit": 800}
     assert rails.rail_ceiling(spec, faster) == plausible.CEILING_FACTOR * 800e9 / 8
-    veth = {"name": "rail1", "virtual": True, "rate_gbit": 10}
+    veth: Any = {"name": "rail1", "virtual": True, "rate_gbit": 10}
     assert rails.rail_ceiling(spec, veth) == math.inf
     bare = parse_spec(RAILS.replace("  inter_node: {kind: infiniband, nics_per_node: 8, "
                                     "rate_per_nic: 400 Gb/s}\n", "").replace(
         '">= 80%"', '">= 1 GB/s"'), "t.yaml")
-    assert rails.rail_ceiling(bare, {**device, "rate_gbit": None}) == math.inf
+    unread: Any = {**device, "rate_gbit": None}
+    assert rails.rail_ceiling(bare, unread) == math.inf
     assert rails.rail_ceiling(bare, device) == plausible.CEILING_FACTOR * 200e9 / 8
