@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from typing import Any
+from typing import Any, cast
 from xml.etree import ElementTree
 
 import pytest
@@ -14,7 +14,12 @@ from pytest_cluster.evidence.latency_map import LatencyMap
 from pytest_cluster.evidence.sinks.results import ResultLine
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.report.heatmap import NOT_MEASURED, heat_color, latency_heatmap
-from pytest_cluster.report.plots import free_rows, interconnect_charts, spread_out
+from pytest_cluster.report.plots import (
+    free_rows,
+    interconnect_charts,
+    slowest_and_fastest,
+    spread_out,
+)
 
 SVG = "{http://www.w3.org/2000/svg}"
 GIB = 2**30
@@ -339,3 +344,18 @@ def test_no_median_no_heatmap_and_the_charts_show_it_alone() -> None:
         del record["raw"]["median_us"]
     assert latency_heatmap(gathered(records)) == ""
     assert interconnect_charts([], gathered(records)) == ""
+
+
+def test_a_node_whose_busbw_was_refused_as_a_claim_is_neither_slowest_nor_fastest() -> None:
+    """n03 claimed 10 x what its links carry (bad_output: no measured_base, its sweep the
+    claim): the legend's fastest is the fastest measured node, never the liar (the truth
+    oracle's seed 900 of 64 nodes called the liar fastest)."""
+    def record(node: str, busbw: float | None, sweep: float, **more: Any) -> ResultLine:
+        found: Any = {"node": node, "node_count": 1, "measured_base": busbw,
+                      "raw": {"sweep": [[GIB, sweep]]}, **more}
+        return cast("ResultLine", found)
+
+    records = [record("n01", 300e9, 300e9), record("n02", 350e9, 350e9),
+               record("n03", None, 3_500e9, error_kind="bad_output", outcome="failed")]
+    assert slowest_and_fastest(records) == ("n01", "n02")
+    assert slowest_and_fastest(records[1:]) is None  # one node measured: nothing to rank

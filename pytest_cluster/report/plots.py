@@ -249,9 +249,11 @@ def _by_run(runs: Sequence[ResultLine]) -> dict[str, list[ResultLine]]:
 def slowest_and_fastest(runs: Sequence[ResultLine]) -> tuple[str, str] | None:
     """The single nodes with the lowest and the highest worst judged busbw (each node's
     lowest over its cases, as the results table and the verdict judge it); None with fewer
-    than two single nodes."""
+    than two single nodes. A node whose figure was refused as a claim (`bad_output`: above
+    the physical ceiling) is neither: its figure is no measurement to rank."""
     worst = {node: min(_judged(r) for r in mine)
-             for node, mine in _by_run(runs).items() if mine[0].get("node_count") == 1}
+             for node, mine in _by_run(runs).items() if mine[0].get("node_count") == 1
+             and not any(r.get("error_kind") == "bad_output" for r in mine)}
     if len(worst) < 2:
         return None
     ranked = sorted(worst, key=lambda node: (worst[node], node))
