@@ -55,7 +55,12 @@ from pytest_cluster.measure.at_once import (
     token,
 )
 from pytest_cluster.measure.plausible import FACTS
-from pytest_cluster.measure.storage_claims import Ceiling, figure, held_to_observed
+from pytest_cluster.measure.storage_claims import (
+    Ceiling,
+    figure,
+    held_to_observed,
+    over_ceiling,
+)
 from pytest_cluster.probes import probe_source
 from pytest_cluster.probes.checkpoint import expected_digest, writer_of
 from pytest_cluster.units import finite
@@ -412,18 +417,6 @@ def _claimed(rank: RankFigures, phase: str, asked: Asked, file_bytes: int,
     return f"{BAD}read: {above}" if above else ""
 
 
-def _over_ceiling(ranks: tuple[RankFigures, ...], phase: str,
-                  ceiling: Ceiling) -> tuple[RankFigures, ...]:
-    """The ranks, those of a node whose rate (its bytes over its slowest rank's time) is
-    above `ceiling` each failed as its bad output."""
-    mine: dict[str, list[RankFigures]] = {}
-    for rank in ranks:
-        if not rank.error:
-            mine.setdefault(rank.node, []).append(rank)
-    wrong = {node: above for node, found in mine.items() if (above := ceiling.above(
-        sum(r.bytes for r in found), max(r.seconds for r in found)))}
-    return tuple(replace(r, error=f"{BAD}the node's {phase}: {wrong[r.node]}")
-                 if r.node in wrong and not r.error else r for r in ranks)
 
 
 def _phase(launcher: Launcher, job: JobSpec, phase: str, asked: Asked) -> tuple[
@@ -436,11 +429,11 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str, asked: Asked) -> tuple[
     result = run_job(launcher, job)
     observed = None if result.simulated else time.monotonic() - began
     errors = part_errors(result, phase)
-    ranks = _over_ceiling(tuple(
+    ranks = over_ceiling(tuple(
         _figures(r.node, r.rank,  # a rank's answer: _figures checks it
                  cast("RankData | None", r.data if r.ok else None), phase,
                  reason_line(r.stderr_tail) or how_ended(r.exit_code), asked)
-        for r in result.ranks), phase, asked.ceiling)
+        for r in result.ranks), phase, asked.ceiling, BAD)
     ranks = held_to_observed(ranks, phase, observed, BAD)
     errors += [(r.node, f"{phase}: rank {r.rank}: {r.error}") for r in ranks if r.error]
     kinds = list(result.error_kinds)

@@ -59,6 +59,7 @@ from pytest_cluster.measure.storage_claims import (
     figure,
     held_to_observed,
     ops_above,
+    over_ceiling,
 )
 from pytest_cluster.probes import probe_source
 from pytest_cluster.units import finite
@@ -343,18 +344,6 @@ def _claimed(worker: WorkerFigures, phase: str, asked: Asked) -> str:
     return ""
 
 
-def _over_ceiling(workers: tuple[WorkerFigures, ...], phase: str,
-                  ceiling: Ceiling) -> tuple[WorkerFigures, ...]:
-    """The workers, those of a node whose bytes over its slowest worker's time are above
-    `ceiling` each failed as its bad output."""
-    mine: dict[str, list[WorkerFigures]] = {}
-    for worker in workers:
-        if not worker.error:
-            mine.setdefault(worker.node, []).append(worker)
-    wrong = {node: above for node, found in mine.items() if (above := ceiling.above(
-        sum(w.bytes for w in found), max(w.seconds for w in found)))}
-    return tuple(replace(w, error=f"{BAD}the node's {phase}: {wrong[w.node]}")
-                 if w.node in wrong and not w.error else w for w in workers)
 
 
 def _phase(launcher: Launcher, job: JobSpec, phase: str,
@@ -373,11 +362,11 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str,
     if leftovers:
         details["leftovers"] = leftovers[:100]
     errors = part_errors(result, phase)
-    workers = _over_ceiling(tuple(
+    workers = over_ceiling(tuple(
         _worker(r.node, r.rank,  # a worker's answer: _worker checks it
                 cast("RankData | None", r.data if r.ok else None),
                 reason_line(r.stderr_tail) or how_ended(r.exit_code), phase, asked)
-        for r in result.ranks), phase, asked.ceiling)
+        for r in result.ranks), phase, asked.ceiling, BAD)
     workers = held_to_observed(workers, phase, observed, BAD)
     errors += [(w.node, f"{phase}: worker {w.rank}: {w.error}") for w in workers if w.error]
     kinds = [*result.error_kinds, *((node, BAD_OUTPUT) for node in dict.fromkeys(

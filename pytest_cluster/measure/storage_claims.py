@@ -58,6 +58,9 @@ class Claimed(Protocol):
     @property
     def error(self) -> str: ...
 
+    @property
+    def bytes(self) -> int: ...
+
 
 ClaimedT = TypeVar("ClaimedT", bound=Claimed)
 
@@ -130,3 +133,17 @@ def held_to_observed(found: tuple[ClaimedT, ...], phase: str, observed_s: float 
     return tuple(replace(r, error=f"{bad}{phase}: {why}")
                  if not r.error and (why := longer_than_observed(r.seconds, observed_s))
                  else r for r in found)
+
+
+def over_ceiling(found: tuple[ClaimedT, ...], phase: str, ceiling: Ceiling,
+                 bad: str) -> tuple[ClaimedT, ...]:
+    """`found`, those of a node whose bytes over its slowest one's time are above `ceiling`
+    each failed as its node's bad output (`bad`, the program's prefix of one)."""
+    mine: dict[str, list[ClaimedT]] = {}
+    for one in found:
+        if not one.error:
+            mine.setdefault(one.node, []).append(one)
+    wrong = {node: above for node, theirs in mine.items() if (above := ceiling.above(
+        sum(r.bytes for r in theirs), max(r.seconds for r in theirs)))}
+    return tuple(replace(r, error=f"{bad}the node's {phase}: {wrong[r.node]}")
+                 if r.node in wrong and not r.error else r for r in found)
