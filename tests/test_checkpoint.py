@@ -25,13 +25,9 @@ from pytest_cluster.launchers.sim import SimLauncher
 from pytest_cluster.measure import at_once
 from pytest_cluster.measure import checkpoint as checkpoint_module
 from pytest_cluster.measure.at_once import token
-from pytest_cluster.measure.checkpoint import (
-    CheckpointRun,
-    RankFigures,
-    _figures,
-    run_checkpoint,
-    size_per_writer,
-)
+from pytest_cluster.measure.checkpoint import CheckpointRun, run_checkpoint, size_per_writer
+from pytest_cluster.measure.checkpoint_claims import RankFigures
+from pytest_cluster.measure.checkpoint_claims import figures as rank_figures
 from pytest_cluster.measure.storage_claims import (
     MOST_NODE_BYTES_PER_S,
     OBSERVED_SLACK_S,
@@ -275,16 +271,16 @@ def test_a_nodes_rate_is_over_its_slowest_writer_and_the_aggregate_over_the_slow
 ])
 def test_a_ranks_hostile_numbers_are_its_error_never_a_figure(data: dict[str, Any]) -> None:
     report = {"started_at": 0, "ended_at": 1, "late_s": 0, "cpu_s": 0, **data}
-    found = _figures("n1", 0, cast("RankData", report), "write", "")
+    found = rank_figures("n1", 0, cast("RankData", report), "write", "")
     assert found.error.startswith("bad checkpoint output: bytes is")
 
 
 def test_the_time_a_rank_waited_for_its_data_is_kept_and_checked() -> None:
     report: RankData = {"bytes": 10, "seconds": 1.0, "started_at": 0, "ended_at": 1,
                         "late_s": 0, "cpu_s": 0}
-    assert _figures("n1", 0, {**report, "wait_s": 0.25}, "write", "").wait_s == 0.25
-    assert _figures("n1", 0, report, "write", "").wait_s == 0.0  # an older probe's
-    assert _figures("n1", 0, cast("RankData", {**report, "wait_s": "x"}), "write",
+    assert rank_figures("n1", 0, {**report, "wait_s": 0.25}, "write", "").wait_s == 0.25
+    assert rank_figures("n1", 0, report, "write", "").wait_s == 0.0  # an older probe's
+    assert rank_figures("n1", 0, cast("RankData", {**report, "wait_s": "x"}), "write",
                     "").error == \
         "bad checkpoint output: wait_s is 'x'"
 

@@ -19,14 +19,8 @@ from pytest_cluster.launchers import jobs
 from pytest_cluster.measure import at_once, storage_claims
 from pytest_cluster.measure import dataloader as dataloader_module
 from pytest_cluster.measure.at_once import token
-from pytest_cluster.measure.dataloader import (
-    DataloaderRun,
-    WorkerFigures,
-    _worker,
-    file_bytes,
-    phase_job,
-    run_dataloader,
-)
+from pytest_cluster.measure.dataloader import DataloaderRun, file_bytes, phase_job, run_dataloader
+from pytest_cluster.measure.dataloader_claims import WorkerFigures, worker_figures
 from pytest_cluster.probes import dataloader as probe
 from pytest_cluster.probes.dataloader import RankData
 from pytest_cluster.sim import answers
@@ -144,7 +138,7 @@ def test_a_nodes_rate_its_cpu_share_and_the_aggregate() -> None:
 
 
 def test_a_workers_hostile_numbers_are_its_error() -> None:
-    found = _worker("n1", 0, cast("RankData", {"ops": float("inf"), "bytes": 1, "seconds": 1,
+    found = worker_figures("n1", 0, cast("RankData", {"ops": float("inf"), "bytes": 1, "seconds": 1,
                                                 "cpu_s": 0, "late_s": 0}), "")
     assert found.error.startswith("bad data loader output: ops is")
 
