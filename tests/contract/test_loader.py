@@ -371,7 +371,7 @@ def test_a_section_declared_without_a_parser_is_its_declared_clauses(
                        reads=Reads("host", "sensors", "outlets"))
     monkeypatch.setattr(clauses, "CLAUSES", (*clauses.CLAUSES, outlets))
     monkeypatch.setattr(clauses, "_BY_ID", {**clauses._BY_ID, outlets.id: outlets})
-    sections = (*loader.SECTIONS, registry.Section("pdu", probes=("host",), checked=True))
+    sections = (*registry.SECTIONS, registry.Section("pdu", probes=("host",), checked=True))
     monkeypatch.setattr(loader, "SECTIONS", sections)
     monkeypatch.setattr(loader, "LISTED", tuple(s.name for s in sections))
 
