@@ -4,23 +4,20 @@ namespace node."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from pytest_cluster.contract import parse_spec
-from pytest_cluster.contract.model import ClusterSpec, SlurmSpec
+from pytest_cluster.contract.model import SlurmSpec
 from pytest_cluster.errors import SpecError
 from pytest_cluster.evidence.plan import Plan, PlannedCase
 from pytest_cluster.evidence.sinks.results import ResultLine
 from pytest_cluster.evidence.verdict import cluster_failures, node_verdicts, to_drain
 from pytest_cluster.launchers.remote import RUNNER_SOURCE
 from pytest_cluster.launchers.result import ErrorKind
-from pytest_cluster.launchers.slurm import SlurmLauncher, _run_text
+from pytest_cluster.launchers.slurm import _run_text
 from pytest_cluster.launchers.slurm_commands import (
     mpi_srun_command,
     scancel_command,
@@ -310,33 +307,12 @@ def slurm_spec(netns: NetnsCluster, fs: Path) -> str:
                         "slurm:\n  time_limit: 5 min\n")
 
 
-def back_to_idle(slurm: NetnsCluster, node: str) -> None:
-    env = {**os.environ, **slurm.slurm_env}
-    subprocess.run(["scancel", "--user=root"], env=env, capture_output=True, check=False)
-    # down clears a node stuck completing the job its dead slurmd never finished
-    subprocess.run(["scontrol", "update", f"nodename={node}", "state=down", "reason=reset"],
-                   env=env, capture_output=True, check=False)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        for state in ("resume", "idle"):
-            subprocess.run(["scontrol", "update", f"nodename={node}", f"state={state}"],
-                           env=env, capture_output=True, check=False)
-        done = subprocess.run(["sinfo", "--noheader", "--Node", f"--nodes={node}",
-                               "--format=%T"], env=env, capture_output=True, text=True,
-                              check=False)
-        if done.stdout.strip() == "idle":
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"{node} did not come back: {done.stdout}")
 
 
 
 
 
 
-def launcher_on(slurm: NetnsCluster) -> SlurmLauncher:
-    return SlurmLauncher(ClusterSpec("t", tuple(slurm.nodes), "slurm", sys.executable, 60, 8),
-                         SlurmSpec())
 
 
 

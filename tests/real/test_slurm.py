@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from pytest_cluster.launchers.slurm_nodes import (
     NodeCheck,
 )
 from pytest_cluster.probes import ProbeCall
-from tests.launchers.test_slurm import RANKS, back_to_idle, launcher_on, slurm_spec
+from tests.launchers.test_slurm import RANKS, slurm_spec
 from tests.netns_cluster import NetnsCluster
 from tests.test_plugin import jsonl
 
@@ -237,3 +238,28 @@ def test_a_program_runs_on_real_slurm_as_one_step_of_tasks(
     assert failed is not None and failed.exit_code == 3, failed
     assert "rank 1 gives up" in failed.stderr_tail
 
+
+
+def back_to_idle(slurm: NetnsCluster, node: str) -> None:
+    env = {**os.environ, **slurm.slurm_env}
+    subprocess.run(["scancel", "--user=root"], env=env, capture_output=True, check=False)
+    # down clears a node stuck completing the job its dead slurmd never finished
+    subprocess.run(["scontrol", "update", f"nodename={node}", "state=down", "reason=reset"],
+                   env=env, capture_output=True, check=False)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        for state in ("resume", "idle"):
+            subprocess.run(["scontrol", "update", f"nodename={node}", f"state={state}"],
+                           env=env, capture_output=True, check=False)
+        done = subprocess.run(["sinfo", "--noheader", "--Node", f"--nodes={node}",
+                               "--format=%T"], env=env, capture_output=True, text=True,
+                              check=False)
+        if done.stdout.strip() == "idle":
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{node} did not come back: {done.stdout}")
+
+
+def launcher_on(slurm: NetnsCluster) -> SlurmLauncher:
+    return SlurmLauncher(ClusterSpec("t", tuple(slurm.nodes), "slurm", sys.executable, 60, 8),
+                         SlurmSpec())
