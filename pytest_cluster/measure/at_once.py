@@ -15,10 +15,10 @@ from pytest_cluster.launchers.result import ErrorKind
 from pytest_cluster.measure.storage_claims import Ceiling, node_ceiling
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import StorageSpec
     from pytest_cluster.launchers.base import Launcher
     from pytest_cluster.launchers.jobs import JobResult, JobSpec
     from pytest_cluster.measure.prober import Prober
-    from pytest_cluster.spec.model import StorageSpec
 
 #: The placeholder master address of jobs whose ranks never meet (no rendezvous): no node
 #: is asked for its own before the job starts.

@@ -17,7 +17,7 @@ from pytest_cluster.measure.fabric import NIC_END
 from pytest_cluster.probes import ProbeCall
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec.model import Spec
+    from pytest_cluster.contract.model import Spec
 
 #: Probes that load the nodes (GPUs, disks): one at a time across xdist workers.
 LOADING_PROBES = ("gpu_perf", "storage", "import_latency")

@@ -12,16 +12,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
+from pytest_cluster.contract.busbw import CollectiveRun
 from pytest_cluster.measure import nccl_tests
 from pytest_cluster.measure.benchmark import StressLoop, run_collective, run_collective_stress
 from pytest_cluster.measure.cache import document_key
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.probes import nccl_tests as nccl_tests_probe
-from pytest_cluster.spec.busbw import CollectiveRun
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import InterconnectSpec
     from pytest_cluster.measure.prober import Prober
-    from pytest_cluster.spec.model import InterconnectSpec
 
 #: The error kind of a job not started because a node of it did not answer its host probe
 #: (the verdict's NOT_ESTABLISHED: that node's own verdict says why).

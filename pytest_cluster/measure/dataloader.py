@@ -67,10 +67,10 @@ from pytest_cluster.measure.storage_claims import Ceiling, held_to_observed, ove
 from pytest_cluster.probes import probe_source
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import StorageSpec
     from pytest_cluster.launchers.base import Launcher
     from pytest_cluster.measure.prober import Prober
     from pytest_cluster.probes.dataloader import RankData
-    from pytest_cluster.spec.model import StorageSpec
 
 #: A node whose workers' CPU time is this share of their wall time or more is CPU-bound.
 CPU_BOUND = 0.9

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 from pytest_cluster.measure.calls import gpu_call, gpu_perf_call, gpu_stress_call
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import GpuSpec
     from pytest_cluster.launchers import ProbeResult
     from pytest_cluster.measure.prober import Prober
-    from pytest_cluster.spec.model import GpuSpec
 
 
 def section(prober: Prober) -> GpuSpec:

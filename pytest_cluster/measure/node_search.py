@@ -23,9 +23,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.contract.busbw import required_busbw, theoretical
 from pytest_cluster.measure import plausible
 from pytest_cluster.measure.collectives import collective, key, section
-from pytest_cluster.spec.busbw import required_busbw, theoretical
 from pytest_cluster.units import format_number
 
 if TYPE_CHECKING:

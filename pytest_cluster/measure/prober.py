@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import Spec
     from pytest_cluster.launchers import Launcher, ProbeResult
     from pytest_cluster.measure.cache import ProbeCache
     from pytest_cluster.probes import ProbeCall
-    from pytest_cluster.spec.model import Spec
 
 
 class Prober(Protocol):

@@ -13,8 +13,8 @@ from pytest_cluster.measure.calls import import_call, storage_call
 from pytest_cluster.probes import ProbeCall
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import StorageSpec
     from pytest_cluster.measure.prober import Prober
-    from pytest_cluster.spec.model import StorageSpec
 
 
 def storage(prober: Prober, node: str, fs: StorageSpec) -> ProbeResult:
