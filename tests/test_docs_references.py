@@ -8,7 +8,8 @@ The conventions, one each:
   `examples/sim.yaml`) or from a folder of the package (`spec/sim.py`, `run/html_hooks.py`),
   or by its bare name beside the file that names it (`clauses.py` in pytest_cluster/spec/);
 - a place in a file is named by a symbol, never a line number (lines move):
-  `hookspecs.py:pytest_cluster_result_line`, `measure/plausible.py:FACTS`,
+  `hookspecs.py:pytest_cluster_result_line`, `measure/plausible.py:FACTS` (a constant
+  may follow its file in words, `spec/loader.py's SECTIONS`),
   `launchers/result.py:ErrorKind.controller_side`; a module as imported,
   `pytest_cluster.launchers.local:LocalLauncher` or `pytest_cluster.measure.plausible.FACTS`;
 - a file of another project is written with its project or as a URL (`torch/version.py`,
@@ -51,6 +52,9 @@ _PATH = re.compile(
 #: A module as imported, with an attribute after `:` or `.`, if any.
 _MODULE = re.compile(rf"(?<![\w/.])({PACKAGE}(?:\.\w+)+)(?::(\w+(?:\.\w+)*))?")
 _CHECKED_ALWAYS = (".py", ".md")
+#: A module's constant named after its path, `spec/loader.py's SECTIONS` or
+#: `spec/clauses.py CLAUSES`: checked as `spec/loader.py:SECTIONS` is.
+_CONSTANT = re.compile(r"`?(?:'s|\u2019s)? `?([A-Z][A-Z0-9]*_[A-Z0-9_]+|[A-Z]{3,}[A-Z0-9]*)\b")
 
 
 @cache
@@ -94,19 +98,19 @@ def prose(name: str) -> Iterator[tuple[int, str]]:
 class Reference:
     where: str  # 'docs/spec.md:12'
     name: str  # as written
-    file: str | None  # the repository file it names, None when there is none
+    files: tuple[str, ...]  # the repository files it may name, () when there is none
     symbol: str = ""  # after the ':' (or the module's '.'), if any
 
 
-def _resolve(path: str, document: str) -> str | None:
-    """The repository file (or folder) `path` names from `document`, or None: the path
-    from the root, from the document's folder or the package's, or the end of a path of
-    the repository (`pcx_bmc/launcher.py`, a bare `clauses.py`)."""
+def _resolve(path: str, document: str) -> tuple[str, ...]:
+    """The repository files (or folder) `path` may name from `document`, best first: the
+    path from the root, from the document's folder or the package's, else every path of
+    the repository it ends (`pcx_bmc/launcher.py`, a bare `soak.py`); () for none."""
     beside = str(PurePosixPath(document).parent / path)
     for candidate in (path, beside, f"{PACKAGE}/{path}"):
         if candidate in files() or any(f.startswith(f"{candidate}/") for f in files()):
-            return candidate
-    return next((f for f in sorted(files()) if f.endswith(f"/{path}")), None)
+            return (candidate,)
+    return tuple(f for f in sorted(files()) if f.endswith(f"/{path}"))
 
 
 def _checked(path: str) -> bool:
@@ -164,17 +168,20 @@ def references(document: str) -> Iterator[Reference]:
         where = f"{document}:{line}"
         for match in _PATH.finditer(text):
             path, symbol = match[1], match[2] or ""
+            named = _CONSTANT.match(text, match.end())
+            if not symbol and named and path.endswith(".py"):
+                symbol = named[1]  # 'spec/loader.py's SECTIONS': a constant of the file
             if _checked(path):
                 yield Reference(where, match[0], _resolve(path, document), symbol)
         for match in _MODULE.finditer(text):
             if match[1] in entry_point_groups():
                 continue
             parts = match[1].split(".")
-            found = next(((_module_file(".".join(parts[:n])), n)
-                          for n in range(len(parts), 0, -1)
-                          if _module_file(".".join(parts[:n]))), (None, 0))
-            symbol = ".".join([*parts[found[1]:], *([match[2]] if match[2] else [])])
-            yield Reference(where, match[0], found[0], symbol)
+            # the longest prefix that is a module; the rest, and what follows ':', a symbol
+            module, length = next(((file, n) for n in range(len(parts), 0, -1)
+                                   if (file := _module_file(".".join(parts[:n])))), ("", 0))
+            symbol = ".".join([*parts[length:], *([match[2]] if match[2] else [])])
+            yield Reference(where, match[0], (module,) if module else (), symbol)
 
 
 @cache
@@ -210,20 +217,26 @@ def defined(file: str) -> dict[str, frozenset[str]]:
 def problem(reference: Reference) -> str | None:
     """What is wrong with a reference, in one line, or None."""
     said = f"{reference.where}: {reference.name}"
-    if reference.file is None:
+    if not reference.files:
         return f"{said}: no such file in the repository"
     if not reference.symbol:
         return None
     if reference.symbol.isdigit():
         return f"{said}: a line number; name the symbol instead (file.py:name)"
-    if not reference.file.endswith(".py") or (ROOT / reference.file).is_dir():
-        return f"{said}: a symbol of a file that is not a module"
-    scopes = defined(reference.file)
-    head, *rest = reference.symbol.split(".")
+    wrong = [_undefined(file, reference.symbol) for file in reference.files]
+    return None if None in wrong else f"{said}: {wrong[0]}"
+
+
+def _undefined(file: str, symbol: str) -> str | None:
+    """Why module `file` does not define `symbol` ('Class.attr' too), or None."""
+    if not file.endswith(".py"):
+        return f"{file} is not a module"
+    scopes = defined(file)
+    head, *rest = symbol.split(".")
     if head not in scopes[""]:
-        return f"{said}: {reference.file} defines no {head}"
+        return f"{file} defines no {head}"
     if rest and head in scopes and rest[0] not in scopes[head]:
-        return f"{said}: {head} in {reference.file} has no {rest[0]}"
+        return f"{head} in {file} has no {rest[0]}"
     return None
 
 
@@ -243,6 +256,7 @@ def test_every_reference_names_what_exists() -> None:
     ("see pytest_cluster.nosuch", "defines no nosuch"),
     ("see `launchers/result.py:ErrorKind.no_such`", "has no no_such"),
     ("see docs/nosuch.md", "no such file"),
+    ("see spec/loader.py's NO_SUCH_TABLE", "defines no NO_SUCH_TABLE"),
 ])
 def test_a_stale_reference_is_named(text: str, wrong: str,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
@@ -258,6 +272,7 @@ def test_a_stale_reference_is_named(text: str, wrong: str,
     "see `hookspecs.py:pytest_cluster_result_line`",
     "see `launchers/result.py:ErrorKind.controller_side`",
     "see pytest_cluster.launchers.local:LocalLauncher and spec/sim.py",
+    "`spec/loader.py`'s `SECTIONS` and spec/clauses.py CLAUSES",
     "`torch/version.py`, `reports/latest/verdict.json`, https://x.org/a/b.md, ~/x/y.md",
 ])
 def test_a_good_reference_passes(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
