@@ -14,6 +14,7 @@ import ast
 import importlib.util
 import re
 import sys
+import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -143,7 +144,8 @@ def error_kinds() -> str:
 # -- the simulated cluster's faults (spec/sim.py) -------------------------------------------
 
 def sim_faults() -> str:
-    return f"Every key of a fault: {codes(sim.FAULT_KEYS)}.\n"
+    return textwrap.fill(f"Every key of a fault: {codes(sim.FAULT_KEYS)}.", 92,
+                         break_long_words=False, break_on_hyphens=False) + "\n"
 
 
 def sim_node_faults() -> str:
