@@ -4,8 +4,9 @@ it shows, so a table of the docs cannot drift from the code.
 A region is delimited in the .md file by two lines, `<!-- generated: NAME -->` and
 `<!-- end generated -->`; what lies between is REGIONS[NAME]() and nothing else (edit the
 registry, or the function here, never the region). `python docs/generate.py --check` writes
-nothing and exits 1 naming each region that is not current (tests/test_docs_generated.py
-runs it). Only our own registries are shown: an installed extension is not loaded here.
+nothing and exits 1 naming each region that is not current, and each key of the spec that
+docs/spec.md does not describe in its section (tests/test_docs_generated.py runs it). Only
+our own registries are shown: an installed extension is not loaded here.
 """
 
 from __future__ import annotations
@@ -237,11 +238,27 @@ def stale() -> list[str]:
     return found
 
 
+def undescribed(text: str) -> list[str]:
+    """The keys a spec may write that `text` (docs/spec.md) does not describe in its
+    section (its `## ` heading names it): named there as `key`, `key.member` or `key:`
+    (within its map). The tables of keys with their meaning are prose, written by hand; this keeps a
+    new key from going without one."""
+    bodies: dict[str, str] = {}
+    for part in re.split(r"^## ", text.split("\n## Every key", 1)[0], flags=re.M):
+        for name in re.findall(r"`(\w+)`", part.split("\n", 1)[0]):
+            bodies[name] = bodies.get(name, "") + part
+    return [d.id for d in CLAUSES if d.written and not any(
+        form in bodies.get(d.section, "")
+        for form in (f"`{d.written_as}`", f"`{d.id}`", f"`{d.key}.", f"{d.written_as}:"))]
+
+
 def main(argv: Sequence[str]) -> int:
     if "--check" in argv:
-        found = stale()
+        found = [f"{line}: not current (run make docs)" for line in stale()]
+        found += [f"docs/spec.md: {key} is not described in its section (write its row)"
+                  for key in undescribed((ROOT / "docs" / "spec.md").read_text("utf-8"))]
         for line in found:
-            print(f"{line}: not current (run make docs)")
+            print(line)
         return 1 if found else 0
     for path in documents():
         text = path.read_text(encoding="utf-8")

@@ -34,7 +34,8 @@ def generator() -> ModuleType:
 
 def test_every_generated_region_is_current() -> None:
     """docs/generate.py --check, in a process of its own (the registries as they are
-    without extensions loaded by other tests)."""
+    without extensions loaded by other tests): every region current, every key of the
+    spec described in its section of docs/spec.md."""
     done = subprocess.run([sys.executable, str(GENERATOR), "--check"], cwd=ROOT,
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, f"run make docs:\n{done.stdout}{done.stderr}"
@@ -70,6 +71,14 @@ def test_the_check_names_a_stale_region(tmp_path: Path,
     monkeypatch.setattr(gen, "ROOT", tmp_path)
     assert gen.stale() == [f"README.md: {name}"]
     assert gen.main([]) == 0 and gen.stale() == []
+
+
+def test_a_key_without_its_row_is_named() -> None:
+    gen = generator()
+    text = (ROOT / "docs" / "spec.md").read_text(encoding="utf-8")
+    assert gen.undescribed(text) == []
+    without = text.replace("| `cpu_threads` |", "| threads |")
+    assert gen.undescribed(without) == ["host.cpu_threads"]
 
 
 _CELL = re.compile(r"(?<!\\)\|")
