@@ -19,14 +19,14 @@ import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from pytest_cluster.contract import sim
+from pytest_cluster.contract.clauses import CLAUSES
+from pytest_cluster.contract.declaration import Declaration, Value
+from pytest_cluster.contract.launchers import KINDS
+from pytest_cluster.contract.sections import SECTIONS
 from pytest_cluster.evidence import verdict
 from pytest_cluster.launchers.result import ErrorKind
 from pytest_cluster.measure import plausible
-from pytest_cluster.spec import sim
-from pytest_cluster.spec.clauses import CLAUSES
-from pytest_cluster.spec.declaration import Declaration, Value
-from pytest_cluster.spec.launchers import KINDS
-from pytest_cluster.spec.loader import SECTIONS
 from pytest_cluster.units import format_number
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,7 +55,7 @@ def codes(texts: Iterable[str]) -> str:
     return ", ".join(map(code, texts)) or "-"
 
 
-# -- the spec: sections and clauses (spec/loader.py SECTIONS, spec/clauses.py CLAUSES) ------
+# -- the spec: sections and clauses (contract/sections.py SECTIONS, contract/clauses.py) ---
 
 def sections() -> str:
     return table(
@@ -90,7 +90,7 @@ def clauses() -> str:
           codes(d.members), code(d.test) if d.table else "-"] for d in CLAUSES))
 
 
-# -- launchers (spec/launchers.py KINDS) ---------------------------------------------------
+# -- launchers (contract/launchers.py KINDS) -----------------------------------------------
 
 def _what_it_is(implementation: str) -> str:
     """The launcher module's first line after its colon: 'The ssh launcher: probes run on
@@ -142,7 +142,7 @@ def error_kinds() -> str:
           or "the node's: its case fails, the node is REJECTED"] for kind in kinds))
 
 
-# -- the simulated cluster's faults (spec/sim.py) -------------------------------------------
+# -- the simulated cluster's faults (contract/sim.py) ---------------------------------------
 
 def sim_faults() -> str:
     return textwrap.fill(f"Every key of a fault: {codes(sim.FAULT_KEYS)}.", 92,
