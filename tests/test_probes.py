@@ -62,7 +62,7 @@ def test_every_program_as_shipped_runs_without_this_package(name: str, tmp_path:
     if RUNS_MAIN not in text:  # one file, sent as it is
         assert [*carried] == [name] and [text] == [*probe_files(name).values()]
         return
-    assert f"{CARRIED_AS}.{name}" in imported  # its own modules, not another copy's
+    assert CARRIED_AS in imported  # what it carries, not another copy found on the node
     each = "\n".join(f"importlib.import_module({CARRIED_AS + '.' + module!r})"
                       for module in carried)
     imports_all = text[:text.index(RUNS_MAIN) + 1] + f"import importlib\n{each}\nprint('ok')\n"
@@ -82,6 +82,16 @@ def test_a_shipped_programs_traceback_names_its_module_file_and_line(tmp_path: P
     assert f'File "pytest_cluster/probes/nic/__main__.py", line {line}, in main\n' \
         in done.stderr
     assert done.stderr.rstrip().endswith("option --bogus not recognized")
+
+
+def test_a_program_carries_the_shared_helpers_it_imports_and_no_other() -> None:
+    """probes/_lib: each program carries the helpers its modules import (and the package
+    that holds them), not the others: the text sent stays the program's own."""
+    lib = "pytest_cluster/probes/_lib/"
+    helpers = {name: sorted(f.removeprefix(lib) for f in probe_files(name) if f.startswith(lib))
+               for name in ("perftest", "storage", "host")}
+    assert helpers == {"perftest": ["__init__.py", "command.py"],
+                       "storage": ["__init__.py", "age.py"], "host": []}
 
 
 def test_a_shipped_program_is_built_the_same_byte_for_byte() -> None:
@@ -229,17 +239,15 @@ def test_output_parsing() -> None:
             parse_probe_output(bad, "host")
 
 
-# -- helpers copied between single-file programs -------------------------------------------
+# -- helpers copied between a program on a node and the controller -----------------------
 
-#: A probe (and the node runner) is sent to a node as one file, so a helper two of them need
-#: is written in each: these copies must stay the same (docstrings and comments aside).
+#: A program run on a node and a module of the controller cannot share a helper (probes
+#: share theirs through probes/_lib, carried with them), so one the two need is written in
+#: each: these copies must stay the same (docstrings and comments aside).
 COPIED_BETWEEN = {
-    ("probes/gpu.py", "probes/gpu_perf/sampler.py"): ("THROTTLE_BITS",),
-    ("probes/storage/sweep.py", "probes/shared_fs.py"): ("_ago",),
     ("probes/job_node.py", "launchers/node_runner.py"): ("die_with_parent", "PR_SET_PDEATHSIG"),
     ("probes/collective.py", "measure/nccl_log.py"): ("KEEP", "MAX_LINES", "MAX_LINE", "kept"),
     ("probes/job_node.py", "launchers/jobs.py"): ("JOB_ENV", "ENV_VALUE"),
-    ("probes/nccl_tests.py", "probes/perftest.py"): ("run_command", "MAX_STDOUT"),
 }
 COPIED = {name: files for files, names in COPIED_BETWEEN.items() for name in names}
 

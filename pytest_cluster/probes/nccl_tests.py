@@ -23,26 +23,16 @@ import sys
 import tempfile
 from typing import TypedDict
 
+from ._lib.command import CommandRun, run_command
+
 #: The binaries nccl-tests builds that this probe runs.
 BINARIES = ("all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf",
             "broadcast_perf", "reduce_perf", "sendrecv_perf")
 #: The binary that measures each collective a spec may name.
 COLLECTIVE_BINARY = {"all_reduce": "all_reduce_perf", "all_gather": "all_gather_perf",
                      "reduce_scatter": "reduce_scatter_perf", "alltoall": "alltoall_perf"}
-#: How much of what a run printed is sent back (its table is at the end).
-MAX_STDOUT = 256 * 1024
 MAX_JSON = 4 * 2**20
 _BARE = re.compile(r"(?<=[:\[,])(\s*)(-?inf|-?nan)(?=\s*[,\]}])")
-
-
-class CommandRun(TypedDict):
-    """A program run: its command line, exit code (or "timeout", "not_found") and the
-    end of what it printed."""
-
-    argv: list[str]
-    exit_code: int | str
-    stdout: str
-    stderr_tail: str
 
 
 class Run(CommandRun):
@@ -104,23 +94,6 @@ def kept_json(path: str) -> str | None:
         return None
     data.pop("env", None)
     return json.dumps(data)
-
-
-def run_command(line: list[str], timeout_s: float) -> CommandRun:
-    """Run a program: its command line, exit code (or "timeout", "not_found") and the end
-    of what it printed."""
-    try:
-        done = subprocess.run(line, capture_output=True, timeout=timeout_s, check=False,
-                              stdin=subprocess.DEVNULL)
-        code: int | str = done.returncode
-        stdout, stderr = done.stdout, done.stderr
-    except subprocess.TimeoutExpired as exc:
-        code, stdout, stderr = "timeout", exc.stdout or b"", exc.stderr or b""
-    except OSError as exc:
-        code, stdout, stderr = "not_found", b"", str(exc).encode()
-    return {"argv": line, "exit_code": code,
-            "stdout": stdout.decode(errors="replace")[-MAX_STDOUT:],
-            "stderr_tail": stderr.decode(errors="replace")[-2000:]}
 
 
 def run_one(line: list[str], timeout_s: float, json_file: str | None) -> Run:

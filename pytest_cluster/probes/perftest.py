@@ -16,42 +16,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
-from typing import TypedDict
+
+from ._lib.command import run_command
 
 TOOLS = ("ib_write_bw",)
 #: What a client says when its server does not listen yet (perftest_communication.c).
 NOT_YET = ("Couldn't connect to", "Unable to open file descriptor for socket connection")
-MAX_STDOUT = 256 * 1024
-
-
-class Run(TypedDict):
-    """One run of the tool: its command line, exit code (or "timeout", "not_found") and
-    the end of what it printed."""
-
-    argv: list[str]
-    exit_code: int | str
-    stdout: str
-    stderr_tail: str
-
-
-def run_command(line: list[str], timeout_s: float) -> Run:
-    """Run a program: its command line, exit code (or "timeout", "not_found") and the end
-    of what it printed."""
-    try:
-        done = subprocess.run(line, capture_output=True, timeout=timeout_s, check=False,
-                              stdin=subprocess.DEVNULL)
-        code: int | str = done.returncode
-        stdout, stderr = done.stdout, done.stderr
-    except subprocess.TimeoutExpired as exc:
-        code, stdout, stderr = "timeout", exc.stdout or b"", exc.stderr or b""
-    except OSError as exc:
-        code, stdout, stderr = "not_found", b"", str(exc).encode()
-    return {"argv": line, "exit_code": code,
-            "stdout": stdout.decode(errors="replace")[-MAX_STDOUT:],
-            "stderr_tail": stderr.decode(errors="replace")[-2000:]}
 
 
 def main(args: list[str]) -> int:

@@ -45,8 +45,8 @@ why).
 from __future__ import annotations
 
 from .blocks import base_block, block, expected_digest, sample_digest, samples
-from .files import PREFIX, writer_of
+from .files import PREFIX, file_of, writer_of
 from .payload import RankData
 
-__all__ = ["PREFIX", "RankData", "base_block", "block", "expected_digest", "sample_digest",
-           "samples", "writer_of"]
+__all__ = ["PREFIX", "RankData", "base_block", "block", "expected_digest", "file_of",
+           "sample_digest", "samples", "writer_of"]

@@ -6,13 +6,11 @@ import contextlib
 import importlib
 from typing import Any
 
+from .._lib.nvml import THROTTLE_BITS, text
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .payload import Load
-
-
-THROTTLE_BITS = {"hw_slowdown": 0x8, "sw_thermal": 0x20, "hw_thermal": 0x40,
-                 "power_brake": 0x80}
 
 
 class Sampler:
@@ -78,10 +76,6 @@ class Sampler:
             with contextlib.suppress(Exception):
                 self.nvml.nvmlShutdown()
         return self.data
-
-
-def text(value: Any) -> str:
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
 def bigger(old: Any, new: Any) -> Any:

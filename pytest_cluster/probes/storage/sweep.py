@@ -10,6 +10,7 @@ import os
 import re
 import time
 
+from .._lib.age import ago
 from .workspace import LOCK_NAME, PREFIX, host_tag, pid_namespace, remove_tree
 
 TYPE_CHECKING = False
@@ -46,14 +47,6 @@ def _size(path: str) -> int:
     return total
 
 
-def _ago(seconds: float) -> str:
-    if seconds >= 7200:
-        return f"{seconds / 3600:.0f} h"
-    if seconds >= 120:
-        return f"{seconds / 60:.0f} min"
-    return f"{max(seconds, 0):.0f} s"
-
-
 def _pid_gone(match: re.Match[str]) -> bool | None:
     """Whether the owner's PID is gone: None when it is another host's or namespace's."""
     if match["host"] != host_tag() or int(match["ns"]) != pid_namespace() or \
@@ -79,7 +72,7 @@ def judge(path: str, name: str, now: float) -> tuple[str, str, int | None]:
     if LEGACY.match(name):
         if not os.path.isdir(path) or not set(os.listdir(path)) <= LEGACY_CONTENT:
             return SKIP, "not ours", None
-        why = (f"made {_ago(age)} ago by a pytest-cluster older than its leftover sweep, "
+        why = (f"made {ago(age)} ago by a pytest-cluster older than its leftover sweep, "
                "which records no owner")
         if age > SAFE_AGE_S:
             return REMOVE, f"{why}; older than 24 h", None
@@ -113,14 +106,14 @@ def judge(path: str, name: str, now: float) -> tuple[str, str, int | None]:
             no_lock = f"no file locks on this filesystem ({exc.strerror})"
         else:
             return REMOVE, (f"its probe ({owner}) ended without removing it (killed by "
-                            f"SIGKILL, or its node went down); made {_ago(age)} ago"), fd
+                            f"SIGKILL, or its node went down); made {ago(age)} ago"), fd
     if gone:
         return REMOVE, f"its probe ({owner}) is no longer running", None
     if gone is False:
         return SKIP, f"{owner} still runs", None
     if age > SAFE_AGE_S:
-        return REMOVE, f"made by {owner} {_ago(age)} ago; older than 24 h", None
-    return KEEP, (f"made by {owner} {_ago(age)} ago, and whether it still runs cannot be told "
+        return REMOVE, f"made by {owner} {ago(age)} ago; older than 24 h", None
+    return KEEP, (f"made by {owner} {ago(age)} ago, and whether it still runs cannot be told "
                   f"({no_lock}): left in place; remove it by hand if no pytest-cluster run is "
                   "using it (the sweep removes it once it is 24 h old)"), None
 
