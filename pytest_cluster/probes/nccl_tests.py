@@ -2,11 +2,11 @@
 one process (`-g N`), and hands back what it printed (its table) and wrote (its `-J` JSON
 file, 2.17 on); the controller reads both (measure/nccl_tests.py).
 
-Runs ON a node with only the standard library; shipped as a single file. The binary is
-one of BINARIES in the folder `--dir` names; its arguments are built here from numbers,
-never from text. The JSON file's `env` (the whole environment, secrets included) is never
-sent back: the file is parsed here, `env` dropped, and a file that does not parse is left
-out (the table remains).
+Runs ON a node with only the standard library; shipped as one source (with
+probes/_lib/command.py). The binary is one of BINARIES in the folder `--dir` names; its
+arguments are built here from numbers, never from text. The JSON file's `env` (the whole
+environment, secrets included) is never sent back: the file is parsed here, `env` dropped,
+and a file that does not parse is left out (the table remains).
 
     python3 nccl_tests.py --dir /opt/nccl-tests/build --binary all_reduce_perf \\
         --sizes 1048576,4194304 --gpus 8 --warmup 5 --iterations 20 --timeout 600

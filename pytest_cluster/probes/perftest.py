@@ -9,7 +9,7 @@ exit code and the end of its output; the controller reads the clients' bandwidth
 (measure/perftest.py). The command line comes from the controller (`--argv`, a JSON
 list without the server and port): its program must be a perftest bandwidth tool.
 
-Stdlib only; sent as a single file.
+Stdlib only; sent as one source (with probes/_lib/command.py).
 """
 
 from __future__ import annotations
