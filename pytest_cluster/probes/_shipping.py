@@ -6,10 +6,11 @@ A program is a file, `<name>.py`, or a package, `<name>/` whose `__main__.py` is
 module of its folder is sent as it is. Otherwise the text sent is a small bootstrap that
 carries the sources of the program's modules (and of the folder's `_lib/` modules they
 import) and serves them to `import` through a meta-path finder, under a package of their
-own (CARRIED_AS), then runs the program as `python -m` would: no file is written on the
-node, and nothing of pytest-cluster need be installed there. Each module is compiled with
-its own file name (`pytest_cluster/probes/nic/sysfs.py`), so a traceback on the node names
-the real file and line, and the loader hands the source to the traceback's line cache.
+own (CARRIED_AS), then runs the program's main module with runpy as `__main__` (sys.argv
+as the node gave it): no file is written on the node, and nothing of pytest-cluster need be
+installed there. Each module is compiled with its own file name
+(`pytest_cluster/probes/nic/sysfs.py`), so a traceback on the node names the real file and
+line (and the `traceback` module, which asks the loader, shows the source line too).
 
 The text is built deterministically (modules in sorted order, their sources as Python
 literals): the same files give the same text, byte for byte, whatever the machine.
