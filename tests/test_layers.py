@@ -294,16 +294,22 @@ def test_probes_import_nothing_of_ours() -> None:
     nothing of this package but its own modules (a probe that is a package) and the
     probes' shared helpers (probes/_lib). The package's own module (the registry of
     probes, never sent) reads the installed extensions' probes and ships a program, and
-    imports nothing else of ours."""
+    imports nothing else of ours; so does jobs/'s (the registry of job programs), and a job
+    program is carried as `jobs.<name>`."""
     imports = all_imports()
     assert "pytest_cluster.probes.job_node" in sources()
     assert "pytest_cluster.probes.nic.sysfs" in sources()  # a probe that is a package
+    assert "pytest_cluster.probes.jobs.checkpoint.burst" in sources()  # a job program
     registry = {("pytest_cluster.probes", "pytest_cluster.contract.extensions"),
-                ("pytest_cluster.probes", "pytest_cluster.probes._shipping")}
+                ("pytest_cluster.probes", "pytest_cluster.probes._shipping"),
+                ("pytest_cluster.probes", "pytest_cluster.probes.jobs"),
+                ("pytest_cluster.probes.jobs", "pytest_cluster.probes._shipping")}
+    registries = {module for module, _ in registry}
 
     def carried(imp: Import) -> bool:
-        program = ".".join(imp.module.split(".")[:3])  # pytest_cluster.probes.<name>
-        return imp.module != "pytest_cluster.probes" and (
+        parts = imp.module.split(".")
+        program = ".".join(parts[:4] if parts[2:3] == ["jobs"] else parts[:3])
+        return imp.module not in registries and (
             within(imp.target, program) or within(imp.target, "pytest_cluster.probes._lib"))
 
     wrong = [str(i) for i in imports if within(i.module, "pytest_cluster.probes")

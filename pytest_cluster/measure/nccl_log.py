@@ -24,7 +24,7 @@ from typing import Any
 from pytest_cluster.hostlist import spans_of
 
 #: Only these lines of a rank's log are kept (at most MAX_LINES, each cut to MAX_LINE
-#: characters), by the collective probe (probes/collective.py, a copy of KEEP, MAX_LINES,
+#: characters), by the collective probe (probes/jobs/collective.py, a copy of KEEP, MAX_LINES,
 #: MAX_LINE and `kept`) for this module and the evidence: what follows a line's first
 #: `NCCL INFO ` opens with one of these (a channel's line has ` via ` after).
 KEEP = re.compile(r"Using network |NET/\S{1,64} : Using |(Channel) \d{1,6}(?:/\d{1,6})? : |"

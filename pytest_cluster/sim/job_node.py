@@ -5,7 +5,7 @@ arguments jobs.node_call gives) joins the job's rendezvous at MASTER_ADDR:MASTER
 real ranks do, and waits there (up to the job's init timeout) for the other nodes' parts;
 once all have joined, the whole job is answered at once (sim/collectives.job_ranks) and
 each part takes its own node's ranks. The only program simulated is the collective
-benchmark (probes/collective.py).
+benchmark (probes/jobs/collective.py).
 """
 
 from __future__ import annotations

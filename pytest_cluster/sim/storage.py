@@ -1,5 +1,5 @@
 """A shared filesystem on simulated nodes: what the shared-file check (probes/shared_fs.py)
-and the checkpoint burst's ranks (probes/checkpoint/__main__.py) would print.
+and the checkpoint burst's ranks (probes/jobs/checkpoint/__main__.py) would print.
 
 Each node's client writes at CLIENT_WRITE and reads at CLIENT_READ bytes/s, shared by its
 writers, times its `storage_factor` fault (a slow client); the filesystem gives every node
@@ -23,13 +23,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pytest_cluster.contract.sim import STORAGE_ERRORS
-from pytest_cluster.probes.checkpoint import expected_digest, writer_of
+from pytest_cluster.probes.jobs.checkpoint import expected_digest, writer_of
 from pytest_cluster.sim.cluster import LIE_FACTOR, faults_on, floored, jitter, lies
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.sim_records import SimSpec
-    from pytest_cluster.probes import checkpoint, dataloader
     from pytest_cluster.probes.job_node import RankEntry
+    from pytest_cluster.probes.jobs import checkpoint, dataloader
     from pytest_cluster.probes.shared_fs import SharedData
 
 #: One node's client of the shared filesystem (bytes/s): two 200 Gb/s storage NICs.

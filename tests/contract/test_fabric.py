@@ -563,7 +563,7 @@ def test_the_perftest_rank_program_serves_each_client_in_turn(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_cluster.launchers.jobs import JobSpec, run_job
     from pytest_cluster.measure import perftest
-    from pytest_cluster.probes import probe_source
+    from pytest_cluster.probes.jobs import job_source
     from tests.launchers.test_jobs import local
 
     tools = tmp_path / "bin"
@@ -575,7 +575,7 @@ def test_the_perftest_rank_program_serves_each_client_in_turn(
     base = perftest.command("ib_write_bw", "mlx5_0", 1, seconds=1)
     launcher = local()
     launcher.spec = type(launcher.spec)("t", ("a", "b", "c"), "local", sys.executable, 60, 8)
-    result = run_job(launcher, JobSpec(("a", "b", "c"), probe_source("perftest"),
+    result = run_job(launcher, JobSpec(("a", "b", "c"), job_source("perftest"),
                                        args=("--argv", json.dumps(base), "--seconds", "1"),
                                        init_timeout_s=20, wall_timeout_s=60, master_port=29810))
     assert result.ok, result.first_failure()

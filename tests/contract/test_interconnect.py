@@ -52,7 +52,8 @@ from pytest_cluster.measure.node_search import (
     SearchVerdict,
     find_slow_nodes,
 )
-from pytest_cluster.probes import JOB_PROGRAMS, ProbeCall, pingpong
+from pytest_cluster.probes import ProbeCall
+from pytest_cluster.probes.jobs import JOB_PROGRAMS, pingpong
 from pytest_cluster.report.plots import interconnect_charts, nice_step
 from pytest_cluster.sim import answers as sim_answers
 from pytest_cluster.sim.cluster import jitter
