@@ -15,7 +15,7 @@ import json
 import math
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, TypedDict, TypeGuard, cast
@@ -269,13 +269,23 @@ def counted(found: Mapping[str, int]) -> dict[str, int]:
     return {name: found.get(name, 0) for name in OUTCOMES}
 
 
+#: The attribute a contract case's report carries its case in (case id, clause, node):
+#: what makes it a case's, for the result line, the session, JUnit and the HTML report.
+CASE_ATTRIBUTE = "pytest_cluster_case"
+
+
+def carry_case(report: pytest.TestReport, case: Sequence[str | None]) -> None:
+    """Mark `report` as the report of contract case `case` (case id, clause, node)."""
+    setattr(report, CASE_ATTRIBUTE, case)
+
+
 def makes_line(report: pytest.TestReport) -> bool:
     """Whether a report is one that gets a result line: a contract case's (or a test's of
     your own recording a spec_key), at its call or at a setup that failed (the check could
     not start)."""
     if not (report.when == "call" or (report.when == "setup" and not report.passed)):
         return False
-    return getattr(report, "pytest_cluster_case", None) is not None or any(
+    return getattr(report, CASE_ATTRIBUTE, None) is not None or any(
         name == "spec_key" for name, _ in report.user_properties)
 
 
@@ -286,7 +296,7 @@ def report_record(report: pytest.TestReport) -> ResultLine | None:
     A case that failed before recording anything (a fixture crashed) still gets its line,
     with the clause its marker names."""
     props = dict(report.user_properties)
-    case = getattr(report, "pytest_cluster_case", None)
+    case = getattr(report, CASE_ATTRIBUTE, None)
     if "spec_key" not in props and case is None:
         return None
     raw_text = None
