@@ -220,3 +220,83 @@ Line: TypeAlias = "RunLine | ResultLine | RoundLine | EndLine"
 def is_result(record: Mapping[str, object]) -> TypeGuard[ResultLine]:
     """Whether a line of results.jsonl (any of its kinds) is a result line."""
     return record.get("type") == "result"
+
+
+# -- the manifest (manifest.intoto.json: a DSSE envelope of an in-toto Statement) -----------
+
+class SourceCommit(TypedDict):
+    """The commit the tool ran from (a git checkout), and whether tracked files differ."""
+
+    commit: str
+    modified: bool
+
+
+class _Tool(TypedDict):
+    name: str  # pytest-cluster
+    version: str
+    pytest: str
+    python: str
+
+
+class Tool(_Tool, total=False):
+    """The tool that wrote the evidence."""
+
+    source: SourceCommit  # only when run from a git checkout
+
+
+class SpecFile(TypedDict):
+    file: str
+    sha256: str
+    text: str  # as read
+
+
+class Command(TypedDict):
+    args: list[str]  # ["pytest", ...]
+    dir: str
+
+
+class _Predicate(TypedDict):
+    cluster: str
+    spec: SpecFile
+    command: Command
+    tool: Tool
+    started_at: str  # UTC
+    ended_at: str
+    controller: str  # this machine's host name
+    not_covered: list[str]  # files of the run's directory the manifest does not cover
+
+
+class Predicate(_Predicate, total=False):
+    """What the manifest says of the run that wrote the files (sealing.predicate)."""
+
+    failures: list[str]  # what failed once the checks had run
+
+
+class Subject(TypedDict):
+    """A file the manifest covers: its name in the run's directory, SHA-256 and size."""
+
+    name: str
+    digest: dict[str, str]  # {"sha256": hex}
+    annotations: dict[str, int]  # {"size": bytes}
+
+
+class Statement(TypedDict):
+    """The in-toto Statement the manifest's envelope signs (manifest.statement)."""
+
+    _type: str
+    subject: list[Subject]
+    predicateType: str
+    predicate: Predicate
+
+
+class SignatureJson(TypedDict):
+    keyid: str
+    sig: str  # base64
+
+
+class EnvelopeJson(TypedDict):
+    """manifest.intoto.json: a DSSE envelope (dsse.Envelope.to_json)."""
+
+    payloadType: str
+    payload: str  # base64 of the Statement
+    signatures: list[SignatureJson]

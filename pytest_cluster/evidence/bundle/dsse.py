@@ -8,9 +8,12 @@ import base64
 import binascii
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import BundleError
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.records import EnvelopeJson
 
 #: The payload type of an in-toto Statement.
 IN_TOTO = "application/vnd.in-toto+json"
@@ -38,7 +41,7 @@ class Envelope:
     def signed_bytes(self) -> bytes:
         return pae(self.payload_type, self.payload)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> EnvelopeJson:
         return {"payloadType": self.payload_type,
                 "payload": base64.b64encode(self.payload).decode("ascii"),
                 "signatures": [{"keyid": s.keyid, "sig": base64.b64encode(s.sig).decode("ascii")}

@@ -12,13 +12,14 @@ import json
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_cluster.errors import BundleError
 from pytest_cluster.evidence.bundle.dsse import IN_TOTO, Envelope
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.bundle.keys import Signer
+    from pytest_cluster.evidence.records import Predicate, Statement, Subject
 
 MANIFEST = "manifest.intoto.json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -53,8 +54,8 @@ def evidence_files(run_dir: Path) -> Iterator[str]:
     yield from sorted(found)
 
 
-def subjects(run_dir: Path) -> list[dict[str, Any]]:
-    listed = []
+def subjects(run_dir: Path) -> list[Subject]:
+    listed: list[Subject] = []
     for name in evidence_files(run_dir):
         digest, size = sha256_file(run_dir / name)
         listed.append({"name": name, "digest": {"sha256": digest},
@@ -62,12 +63,12 @@ def subjects(run_dir: Path) -> list[dict[str, Any]]:
     return listed
 
 
-def statement(run_dir: Path, predicate: dict[str, Any]) -> dict[str, Any]:
+def statement(run_dir: Path, predicate: Predicate) -> Statement:
     return {"_type": STATEMENT_TYPE, "subject": subjects(run_dir),
             "predicateType": PREDICATE_TYPE, "predicate": predicate}
 
 
-def seal(run_dir: Path, predicate: dict[str, Any],
+def seal(run_dir: Path, predicate: Predicate,
          signers: Sequence[Signer]) -> tuple[Envelope, tuple[str, ...]]:
     """Write `run_dir`/manifest.intoto.json over what `run_dir` holds now: (the envelope,
     why each signer that failed did). A failed signer leaves its signature out, never the
