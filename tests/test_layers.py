@@ -381,3 +381,28 @@ def test_the_launcher_parts_stand_on_each_other_in_one_order() -> None:
 def test_the_public_names_are_the_lazy_tables() -> None:
     import pytest_cluster
     assert sorted(pytest_cluster.__all__) == sorted(["__version__", *pytest_cluster._PUBLIC])
+
+
+#: The most lines of pytest_cluster/ that may say `dict[str, Any]` (a record erased to a
+#: bag of keys) and `type: ignore` (a type checker silenced), issue 49's targets being
+#: under 60 and under 10. The first is at this branch's level: the modules that hold the
+#: rest were being split by others (measure's, the verdict's, the soak's driver); lower
+#: it as they go, never raise it.
+MOST_ANY_DICTS = 116
+MOST_TYPE_IGNORES = 9
+
+
+def _lines_saying(text: str) -> list[str]:
+    return [f"{path.relative_to(ROOT)}:{number}"
+            for path in sorted(PACKAGE.rglob("*.py"))
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+            if text in line]
+
+
+@pytest.mark.parametrize(("text", "most"), [("dict[str, Any]", MOST_ANY_DICTS),
+                                            ("type: ignore", MOST_TYPE_IGNORES)])
+def test_types_are_not_erased_past_the_targets(text: str, most: int) -> None:
+    """Records pass typed through the seams (evidence/records.py, payload_as): the lines
+    of the package that erase a type or silence the checker stay at most `most`."""
+    found = _lines_saying(text)
+    assert len(found) <= most, f"{len(found)} lines say {text!r} (at most {most}): {found}"
