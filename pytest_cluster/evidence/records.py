@@ -286,7 +286,7 @@ class Statement(TypedDict):
     _type: str
     subject: list[Subject]
     predicateType: str
-    predicate: Predicate
+    predicate: Mapping[str, object]  # ours: a Predicate (the bundle signs any map)
 
 
 class SignatureJson(TypedDict):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -104,7 +105,7 @@ def predicate(config: pytest.Config, spec: Spec, started: float, ended: float,
     return said
 
 
-def seal_run(run_dir: Path, facts: Predicate, chosen: tuple[Signer, ...]) -> Sealed:
+def seal_run(run_dir: Path, facts: Mapping[str, object], chosen: tuple[Signer, ...]) -> Sealed:
     envelope, failed = seal(run_dir, facts, chosen)
     path = run_dir / MANIFEST
     return Sealed(path, digest(path), tuple(s.keyid for s in envelope.signatures), failed)

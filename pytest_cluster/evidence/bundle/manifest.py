@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,7 +19,7 @@ from pytest_cluster.evidence.bundle.dsse import IN_TOTO, Envelope
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.bundle.keys import Signer
-    from pytest_cluster.evidence.records import Predicate, Statement, Subject
+    from pytest_cluster.evidence.records import Statement, Subject
 
 MANIFEST = "manifest.intoto.json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -63,12 +63,12 @@ def subjects(run_dir: Path) -> list[Subject]:
     return listed
 
 
-def statement(run_dir: Path, predicate: Predicate) -> Statement:
+def statement(run_dir: Path, predicate: Mapping[str, object]) -> Statement:
     return {"_type": STATEMENT_TYPE, "subject": subjects(run_dir),
             "predicateType": PREDICATE_TYPE, "predicate": predicate}
 
 
-def seal(run_dir: Path, predicate: Predicate,
+def seal(run_dir: Path, predicate: Mapping[str, object],
          signers: Sequence[Signer]) -> tuple[Envelope, tuple[str, ...]]:
     """Write `run_dir`/manifest.intoto.json over what `run_dir` holds now: (the envelope,
     why each signer that failed did). A failed signer leaves its signature out, never the
