@@ -3,7 +3,8 @@ result line, a soak's round line, the end line) and what they hold. evidence/sin
 writes and reads them, the hooks (hookspecs.py) pass them to every sink, the verdicts,
 tallies and reports read them. A node's verdict (verdict.json's entry, what
 `pytest_cluster_node_verdict` passes) is declared beside verdict.json's other parts:
-`pytest_cluster.evidence.verdict.NodeEntry`."""
+`pytest_cluster.evidence.verdict.NodeEntry`; the manifest's predicate is here, its
+envelope and statement in evidence/bundle/ (which imports nothing else of the evidence)."""
 
 from __future__ import annotations
 
@@ -222,7 +223,8 @@ def is_result(record: Mapping[str, object]) -> TypeGuard[ResultLine]:
     return record.get("type") == "result"
 
 
-# -- the manifest (manifest.intoto.json: a DSSE envelope of an in-toto Statement) -----------
+# -- the manifest's predicate (manifest.intoto.json: a DSSE envelope, bundle/dsse.py, of an
+# -- in-toto Statement, bundle/manifest.py, whose predicate says this of the run) ------------
 
 class SourceCommit(TypedDict):
     """The commit the tool ran from (a git checkout), and whether tracked files differ."""
@@ -270,33 +272,3 @@ class Predicate(_Predicate, total=False):
     """What the manifest says of the run that wrote the files (sealing.predicate)."""
 
     failures: list[str]  # what failed once the checks had run
-
-
-class Subject(TypedDict):
-    """A file the manifest covers: its name in the run's directory, SHA-256 and size."""
-
-    name: str
-    digest: dict[str, str]  # {"sha256": hex}
-    annotations: dict[str, int]  # {"size": bytes}
-
-
-class Statement(TypedDict):
-    """The in-toto Statement the manifest's envelope signs (manifest.statement)."""
-
-    _type: str
-    subject: list[Subject]
-    predicateType: str
-    predicate: Mapping[str, object]  # ours: a Predicate (the bundle signs any map)
-
-
-class SignatureJson(TypedDict):
-    keyid: str
-    sig: str  # base64
-
-
-class EnvelopeJson(TypedDict):
-    """manifest.intoto.json: a DSSE envelope (dsse.Envelope.to_json)."""
-
-    payloadType: str
-    payload: str  # base64 of the Statement
-    signatures: list[SignatureJson]

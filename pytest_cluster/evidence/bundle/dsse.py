@@ -8,12 +8,9 @@ import base64
 import binascii
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypedDict
 
 from pytest_cluster.errors import BundleError
-
-if TYPE_CHECKING:
-    from pytest_cluster.evidence.records import EnvelopeJson
 
 #: The payload type of an in-toto Statement.
 IN_TOTO = "application/vnd.in-toto+json"
@@ -30,6 +27,19 @@ def pae(payload_type: str, payload: bytes) -> bytes:
 class Signature:
     keyid: str  # a hint, not authenticated: which key, and how it signed
     sig: bytes
+
+
+class SignatureJson(TypedDict):
+    keyid: str
+    sig: str  # base64
+
+
+class EnvelopeJson(TypedDict):
+    """manifest.intoto.json: a DSSE envelope (dsse.Envelope.to_json)."""
+
+    payloadType: str
+    payload: str  # base64 of the Statement
+    signatures: list[SignatureJson]
 
 
 @dataclass(frozen=True)

@@ -12,19 +12,35 @@ import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from pytest_cluster.errors import BundleError
 from pytest_cluster.evidence.bundle.dsse import IN_TOTO, Envelope
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.bundle.keys import Signer
-    from pytest_cluster.evidence.records import Statement, Subject
 
 MANIFEST = "manifest.intoto.json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://github.com/pytest-cluster/pytest-cluster/evidence/v1"
 _CHUNK = 1 << 20
+
+
+class Subject(TypedDict):
+    """A file the manifest covers: its name in the run's directory, SHA-256 and size."""
+
+    name: str
+    digest: dict[str, str]  # {"sha256": hex}
+    annotations: dict[str, int]  # {"size": bytes}
+
+
+class Statement(TypedDict):
+    """The in-toto Statement the manifest's envelope signs (manifest.statement)."""
+
+    _type: str
+    subject: list[Subject]
+    predicateType: str
+    predicate: Mapping[str, object]  # ours: a Predicate (the bundle signs any map)
 
 
 def sha256_file(path: Path) -> tuple[str, int]:
