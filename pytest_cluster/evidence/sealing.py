@@ -21,8 +21,8 @@ from pytest_cluster.evidence.bundle.manifest import MANIFEST, digest, seal
 from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import Spec
     from pytest_cluster.evidence.records import Predicate, SourceCommit, Tool
-    from pytest_cluster.spec.model import Spec
 
 _SOURCE = Path(__file__).resolve().parents[2]  # the checkout: pytest_cluster/evidence/..
 
