@@ -30,6 +30,7 @@ ENVIRONMENT = Environment(
     undefined=StrictUndefined,
     trim_blocks=True,
     lstrip_blocks=True,
+    auto_reload=False,  # installed files: each template is read and compiled once
 )
 ENVIRONMENT.filters["fixed"] = _fixed
 ENVIRONMENT.filters["g"] = _number
