@@ -36,8 +36,8 @@ from pytest_cluster.evidence.verdict import (
 from pytest_cluster.report.templates import macros, render
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract import Spec
     from pytest_cluster.evidence.sinks.results import EndLine
-    from pytest_cluster.spec import Spec
 
 #: Where the passed lists go in the scorecard's text (an HTML comment, read by no browser
 #: if it stays); templates/scorecard.html.j2 writes it.
