@@ -104,7 +104,6 @@ WITHOUT_OWN_TEST = frozenset({
     "probes/train.py",
     "report/heatmap.py",
     "report/junit_properties.py",
-    "report/scorecard.py",
     "report/sections.py",
     "report/soak.py",
     "report/splice.py",
