@@ -1,6 +1,7 @@
 """The HTML report's templates (report/templates/*.j2), rendered as pytest-html renders its
-own: Jinja, every value escaped unless a template says otherwise (autoescape), a name a
-template uses but is not given an error rather than an empty string (StrictUndefined).
+own: Jinja, every value escaped (autoescape; no template marks a value safe: none of ours
+holds markup made elsewhere), a name a template uses but is not given an error rather than
+an empty string (StrictUndefined).
 
 Python hands a template typed records (numbers, strings, dataclasses), never HTML: what a
 node, a message or a spec says is escaped by the template that shows it.
@@ -8,7 +9,6 @@ node, a message or a spec says is escaped by the template that shows it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
@@ -39,12 +39,6 @@ ENVIRONMENT.filters["g"] = _number
 def render(name: str, **data: object) -> str:
     """The template `name` rendered with `data`: HTML (or SVG)."""
     return ENVIRONMENT.get_template(name).render(**data)
-
-
-def render_pieces(name: str, **data: object) -> Iterator[str]:
-    """The template `name` rendered a piece at a time (Jinja's generate): for a report's
-    bulk, written as it is rendered."""
-    return ENVIRONMENT.get_template(name).generate(**data)
 
 
 def macros(name: str) -> Any:
