@@ -1,7 +1,7 @@
 """The latency heat map: one-way latency between node pairs at the latency size, rows and
 columns the nodes, the farthest node named (as the colocation cases judge it). Inline SVG
 from the latency cases' records (evidence/latency_map.py); renders records only, through
-templates/heatmap.html.j2."""
+heatmap.html.j2."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ class BarTick:
 
 @dataclass(frozen=True)
 class HeatDrawing:
-    """The heat map in pixels, as templates/heatmap.html.j2 draws it."""
+    """The heat map in pixels, as heatmap.html.j2 draws it."""
 
     title: str
     width: int

@@ -3,7 +3,7 @@ payload and busbw vs node count, each required busbw drawn as a labelled line an
 count whose job failed marked with a cross on the x axis; and the latency heat map, one-way
 latency between node pairs (a far node a bright row and column), its caption naming the
 farthest node. Each chart is laid out here in pixels (a Drawing, records only) and drawn by
-templates/chart.svg.j2, which escapes every text."""
+chart.svg.j2, which escapes every text."""
 
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ class FailedLegend:
 
 @dataclass(frozen=True)
 class Drawing:
-    """A chart in pixels, as templates/chart.svg.j2 draws it."""
+    """A chart in pixels, as chart.svg.j2 draws it."""
 
     title: str
     width: int
@@ -417,7 +417,7 @@ def interconnect_charts(records: Sequence[ResultLine],
                         latency: LatencyMap | None = None) -> str:
     """busbw vs payload (each benchmark run) and vs node count (each collective and contract
     payload) from the interconnect tests' records, and the latency heat map (heat_map),
-    rendered by templates/interconnect.html.j2; empty if there is neither."""
+    rendered by interconnect.html.j2; empty if there is neither."""
     mine = [r for r in records if is_benchmark(r)]
     runs = [r for r in mine if _has_sweep(r)]
     heatmap = heat_map(latency) if latency is not None else None

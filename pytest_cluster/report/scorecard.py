@@ -9,7 +9,7 @@ environment tables last.
 The passed lists, the report's bulk (a row per passed check), are not in the scorecard's
 text: it holds PASSED_LISTS where they go, and `passed_lists` renders them a piece at a
 time, for the report's file to take in as it is written. Both are rendered from
-templates (templates/scorecard.html.j2, templates/passed_lists.html.j2) given records.
+templates (scorecard.html.j2, passed_lists.html.j2) given records.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from pytest_cluster.evidence.sinks.results import EndLine
 
 #: Where the passed lists go in the scorecard's text (an HTML comment, read by no browser
-#: if it stays); templates/scorecard.html.j2 writes it.
+#: if it stays); scorecard.html.j2 writes it.
 PASSED_LISTS = "<!-- pytest-cluster: passed lists -->"
 FAILED_SHOWN = 8  # the places a clause failed on, named; then a count
 BATCH = 1000  # passed rows rendered at once
@@ -123,7 +123,7 @@ def clause_rows(tallies: Sequence[ClauseTally]) -> list[ClauseRow]:
 
 
 def clause_table(tallies: Sequence[ClauseTally]) -> str:
-    """The clauses' table alone (templates/clauses.html.j2), as the scorecard has it."""
+    """The clauses' table alone (clauses.html.j2), as the scorecard has it."""
     return render("clauses.html.j2", clauses=clause_rows(tallies))
 
 
@@ -131,7 +131,7 @@ def passed_lists(passed: PassedRows, references: dict[str, str] | None = None,
                  ) -> Iterator[str]:
     """Every passed check, collapsed per clause: where, measured, required, margin, and
     the ratio to the clause's published reference (named once, above its rows), rendered
-    a piece at a time (templates/passed_lists.html.j2), BATCH rows at most a piece. (The
+    a piece at a time (passed_lists.html.j2), BATCH rows at most a piece. (The
     results table below pytest-html's summary lists the checks that did not pass.)"""
     counts = passed.counts
     if not counts:

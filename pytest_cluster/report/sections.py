@@ -1,6 +1,6 @@
 """The report's account of the evidence itself: what was tested (the inventory), how the
 files are sealed and signed, and how this run compares with its baseline. Renders
-records only, through templates (templates/inventory.html.j2, sealing.html.j2,
+records only, through templates (inventory.html.j2, sealing.html.j2,
 baseline.html.j2), which escape every value."""
 
 from __future__ import annotations

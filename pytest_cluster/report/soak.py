@@ -1,6 +1,6 @@
 """The report's account of a soak: the rounds, each node's timeline (healthy, failed,
 unreachable) as a chart, the availability table and the SLA credit with its arithmetic.
-Renders records only, through templates (templates/soak.html.j2, timeline.svg.j2), which
+Renders records only, through templates (soak.html.j2, timeline.svg.j2), which
 escape every value."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 the report's title; above pytest-html's table, a soak's account, the scorecard, the
 baseline, the busbw charts and the latency heat map, and the evidence itself (each rendered
 by its template in report/templates/); the table's Measured, Required and Reference columns
-(templates/results_table.html.j2); a passed contract check left out of the table (it
+(results_table.html.j2); a passed contract check left out of the table (it
 is a line of the scorecard's collapsed lists instead) but counted. The scorecard's passed
 lists are written into report.html once pytest-html has written it, a piece at a time
 (report/splice.py), and pytest-html's "Report generated on" line (local time, no zone; no
