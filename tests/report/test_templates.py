@@ -65,7 +65,7 @@ def test_every_rendered_section_shows_hostile_text_as_text(tmp_path: Path) -> No
     gathered = ledger.gathered()
     rounds = [Round(1, tmp_path, 0.0, 10.0, "complete", {node: HEALTHY})]
     baseline = Baseline(tmp_path / HOSTILE, "2026-01-01T00:00:00Z", (HOSTILE,), HOSTILE,
-                        {"nodes": {}}, {})  # type: ignore[typeddict-item]
+                        {"nodes": {}}, {})
     sections = {
         "scorecard": scorecard_html(spec, None, [NodeVerdict(node, "REJECTED", HOSTILE)],
                                     gathered, HOSTILE),
