@@ -109,7 +109,6 @@ WITHOUT_OWN_TEST = frozenset({
     "probes/jobs/train.py",
     "report/heatmap.py",
     "report/junit_properties.py",
-    "report/scorecard.py",
     "report/sections.py",
     "report/soak.py",
     "report/splice.py",
