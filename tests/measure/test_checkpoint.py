@@ -723,21 +723,6 @@ def test_a_path_that_is_not_one_filesystem_leaves_no_nodes_files(
     assert [list(p.iterdir()) for p in sorted(tmp_path.iterdir())] == [[], [], []]
 
 
-@pytest.mark.parametrize("kind", ["unreachable", "controller", "auth_refused"])
-def test_a_node_not_reached_is_left_out_of_a_fault_every_node_shares(kind: str) -> None:
-    """The filesystem's fault is judged over the nodes reached: one that did not answer,
-    or that this machine could not launch on (a name it cannot resolve, credentials
-    refused), neither makes nor unmakes it."""
-    nodes = ["n1", "n2", "n3"]
-    errors = [("n1", "write: rank 0: No space left on device"),
-              ("n2", "write: rank 0: No space left on device"),
-              ("n3", "host probe: not reached")]  # before the burst: no phase of it
-    found = at_once.failed_everywhere(nodes, ("write", "read"), errors, [("n3", kind)])
-    assert found == "n1: write: rank 0: No space left on device"
-    assert at_once.failed_everywhere(nodes, ("write", "read"), errors[1:],
-                                     [("n3", kind)]) == ""
-
-
 # -- a node's claims are checked, not believed (issue 48) -----------------------------
 
 def _phase_of(args: Sequence[str]) -> str:
