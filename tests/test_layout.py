@@ -63,7 +63,6 @@ WITHOUT_OWN_TEST = frozenset({
     "evidence/timelines.py",
     "evidence/untrusted_json.py",
     "launchers/result.py",
-    "launchers/sim.py",
     "measure/at_once.py",
     "measure/benchmark.py",
     "measure/cache.py",
