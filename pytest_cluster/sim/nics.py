@@ -1,5 +1,5 @@
 """A simulated node's network ports, as a sysfs tree in memory that the real NIC probe
-reads (probes/nic.py's reader over these files instead of /sys): the probe's own parsing
+reads (probes/nic/sysfs.py's reader over these files instead of /sys): the probe's own parsing
 runs on every simulated answer.
 
 Each node has NICS_PER_NODE InfiniBand HCAs (mlx5_0..7, one port each, 400 Gb/s NDR, its
@@ -210,7 +210,7 @@ _PERFTEST_HEAD = (" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/s
 
 def perftest_ranks(sim: SimSpec, ic: InterconnectSpec | None, nodes: Sequence[str],
                    args: Sequence[str]) -> list[list[RankEntry]]:
-    """The perftest rank program's answer on simulated nodes (probes/perftest.py): rank 0
+    """The perftest rank program's answer on simulated nodes (probes/jobs/perftest.py): rank 0
     serves, every other rank's client prints what ib_write_bw would, at the slower of its
     port and rank 0's (a port down: the client cannot reach the server, as perftest
     says)."""

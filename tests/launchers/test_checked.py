@@ -1,8 +1,8 @@
 """launchers/checked.py: an extension's launcher guarded. What its `run` gives back is
 checked per node (a usable answer is kept as it is; data that is not a map of finite
 numbers is that node's bad output) and bounded in time; what it raises or never returns is
-the controller's fault for every node asked, naming the extension. (tests/contract/
-test_extensions.py has the answers of classes of its own, and an installed extension.)"""
+the controller's fault for every node asked, naming the extension. Answers of classes of
+its own, and an installed extension: tests/contract/test_extensions.py."""
 
 from __future__ import annotations
 
