@@ -59,6 +59,13 @@ def write_spec(directory: Path, text: str, name: str = "trial.yaml") -> Path:
     return path
 
 
+def pytest_report_header() -> list[str]:
+    if not extra_clause.on():
+        return []
+    names = ", ".join(d.id for d in extra_clause.EXTENSION.clauses)
+    return [f"{extra_clause.HEADER}: {names}"]
+
+
 _PLANNED: dict[tuple[str, ...], tuple[str, ...]] = {}
 
 
@@ -81,9 +88,10 @@ def planned(pytester: pytest.Pytester, spec: str, *args: str) -> tuple[str, ...]
 
 
 def on(cases: tuple[str, ...], where: str) -> tuple[str, ...]:
-    """The cases about `where`: a node ('n1') or one of its GPUs ('n1-gpu0'), the first of
-    their parameters (`test_gpu_memory[n1-gpu0]`, `test_gpu_matmul[n1-gpu0-bf16]`)."""
-    pattern = re.compile(rf"\[{re.escape(where)}[-\]]")
+    """The cases about `where`: a node ('n1') or one of its GPUs ('n1-gpu0'), among their
+    parameters (`test_gpu_memory[n1-gpu0]`, `test_gpu_matmul[n1-gpu0-bf16]`,
+    `test_software_version[n1-kernel]`)."""
+    pattern = re.compile(rf"[\[-]{re.escape(where)}[-\]]")
     return tuple(case for case in cases if pattern.search(case))
 
 

@@ -23,6 +23,8 @@ SITE = "PYTEST_CLUSTER_TEST_EXTRA_SITE"
 #: The module's name in that folder, and the distribution's
 MODULE = "pcx_extra_clause"
 DIST = "pcx-extra-clause"
+#: What the session's header says while it is installed
+HEADER = f"installed through the extension point for this session ({SWITCH}=1)"
 
 EXTENSION = Extension(
     name="extra_clause",
