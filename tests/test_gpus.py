@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_cluster.spec.clauses import declared
 from pytest_cluster.spec.extensions import added_clauses
 from tests.conftest import on, on_no_node, planned
 from tests.test_plugin import jsonl, junit_props
@@ -51,7 +52,7 @@ def run(pytester: pytest.Pytester, spec: str, *args: str) -> pytest.RunResult:
                               "no:randomly", *args)
 
 
-SOFTWARE = ("kernel", "python", "torch", "cuda", "nccl", "driver")
+SOFTWARE = declared("host.same_software").members
 
 
 def failed(pytester: pytest.Pytester) -> dict[str, str]:
