@@ -28,6 +28,7 @@ from pytest_cluster.sim.cluster import (
     gpu_perf_payload,
     merged,
 )
+from pytest_cluster.spec.extensions import added_clauses
 from pytest_cluster.spec.loader import parse_spec
 from pytest_cluster.spec.model import GpuSpec
 from pytest_cluster.spec.sim_records import SimFault, SimSpec
@@ -215,9 +216,14 @@ def test_probe_calls_are_exact_argument_lists() -> None:
     assert gpu_call(gpus).args == ("--xid-window", "5")
     call = gpu_perf_call(gpus)
     assert call is not None
+    # the parts no clause of the contract reads, less those an installed extension's
+    # clause in it reads (a clause with a default is in every `gpus:` section)
+    theirs = {d.reads.part for d in added_clauses() if d.section == "gpus" and d.reads
+              and d.reads.probe == "gpu_perf" and gpus.item(d.key) is not None}
+    skipped = [arg for part in ("usable_memory", "copy", "d2h", "p2p") if part not in theirs
+               for arg in ("--skip", part)]
     assert call.args == ("--dtypes", "bf16,fp8", "--shape", "8192,8192,8192", "--load-time", "30",
-                         "--skip", "usable_memory", "--skip", "copy", "--skip", "d2h",
-                         "--skip", "p2p")
+                         *skipped)
 
 
 def test_no_torch_probe_when_nothing_needs_load() -> None:
