@@ -102,6 +102,25 @@ def on_no_node(cases: tuple[str, ...], nodes: tuple[str, ...]) -> tuple[str, ...
     return tuple(case for case in cases if case not in about_one)
 
 
+def added_promised(spec: str, level: str | None = None) -> set[str]:
+    """The clauses that installed extensions declared and `spec` (its text) promises (at
+    `level`): what a test that names the clauses of a spec by hand adds to its set, so
+    that it holds with an extension installed (PYTEST_CLUSTER_TEST_EXTRA_CLAUSE=1) too."""
+    from pytest_cluster.spec import parse_spec
+    from pytest_cluster.spec.extensions import added_clauses
+    from pytest_cluster.spec.model import Promises
+
+    parsed = parse_spec(spec, "added.yaml")
+    found = set()
+    for declaration in added_clauses():
+        record = parsed.section(declaration.section)
+        if (isinstance(record, Promises) and declaration.is_clause
+                and record.item(declaration.key) is not None
+                and level in (None, declaration.level)):
+            found.add(declaration.id)
+    return found
+
+
 @pytest.fixture
 def scratch(tmp_path: Path) -> Generator[Path, None, None]:
     """A directory for storage probes, removed afterwards."""
