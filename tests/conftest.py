@@ -46,7 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join([str(site), *([path] if path else [])])
     if str(site) not in sys.path:
         sys.path.insert(0, str(site))
-    from pytest_cluster.spec import extensions
+    from pytest_cluster.contract import extensions
 
     problems = extensions.load()
     assert not problems and extra_clause.EXTENSION.name in (
@@ -106,9 +106,9 @@ def added_promised(spec: str, level: str | None = None) -> set[str]:
     """The clauses that installed extensions declared and `spec` (its text) promises (at
     `level`): what a test that names the clauses of a spec by hand adds to its set, so
     that it holds with an extension installed (PYTEST_CLUSTER_TEST_EXTRA_CLAUSE=1) too."""
-    from pytest_cluster.spec import parse_spec
-    from pytest_cluster.spec.extensions import added_clauses
-    from pytest_cluster.spec.model import Promises
+    from pytest_cluster.contract import parse_spec
+    from pytest_cluster.contract.extensions import added_clauses
+    from pytest_cluster.contract.model import Promises
 
     parsed = parse_spec(spec, "added.yaml")
     found = set()

@@ -70,12 +70,12 @@ from pytest_cluster.run.junit_spool import (
 from pytest_cluster.run.lifecycle import run_launcher
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract import Spec
     from pytest_cluster.evidence.baseline.compare import Baseline
     from pytest_cluster.evidence.bundle.keys import Signer
     from pytest_cluster.evidence.derived_cases import Case
     from pytest_cluster.evidence.verdict import NodeVerdict
     from pytest_cluster.run.after_checks import AfterChecks
-    from pytest_cluster.spec import Spec
 
 SESSION_PLUGIN = "pytest-cluster-session"
 _UNKNOWN = object()

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import pytest
 
 from pytest_cluster import money
+from pytest_cluster.contract.model import SlaSpec
 from pytest_cluster.evidence import derived_cases
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.plan import CASE_KEY
@@ -57,11 +58,10 @@ from pytest_cluster.report.soak import soak_html
 from pytest_cluster.sim import round as round_env
 from pytest_cluster.soak import rounds as soak
 from pytest_cluster.soak import tally
-from pytest_cluster.spec.model import SlaSpec
 from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec import Spec
+    from pytest_cluster.contract import Spec
 
 SOAK_PLUGIN = "pytest-cluster-soak"
 #: How long a stopped round may take to write and seal its evidence, then how long after

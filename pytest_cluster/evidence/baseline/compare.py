@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from pytest_cluster.contract.storage import BASES
 from pytest_cluster.errors import BundleError, InputError, printable
 from pytest_cluster.evidence.baseline import files as baseline_files
 from pytest_cluster.evidence.baseline.files import MAX_GPUS, RESULTS, Limits
@@ -38,11 +39,10 @@ from pytest_cluster.measure.inventory_file import (
     NodeRecord,
     is_unreadable,
 )
-from pytest_cluster.spec.storage import BASES
 from pytest_cluster.units import UNITS, format_number, utc
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec.model import ClusterSpec, Spec
+    from pytest_cluster.contract.model import ClusterSpec, Spec
 
 HIGHER_BETTER = (">=", ">")
 LOWER_BETTER = ("<=", "<")
@@ -59,7 +59,7 @@ KEPT = ("case", "clause", "node", "gpu", *PARTS, "measured", "measured_base", "u
 def parts(record: ResultLine) -> dict[str, Any]:
     """What tells `record` apart from its node's other cases of its clause (PARTS)."""
     return {key: value for key in PARTS if (value := record.get(key)) is not None}
-#: Per basis of a figure (spec/storage.py BASES), the count its line records that the
+#: Per basis of a figure (contract/storage.py BASES), the count its line records that the
 #: total was shared out by, and what it counts (none: the total itself).
 SHARED_BY: dict[str, tuple[str, str] | None] = {
     "cluster": None, "node": ("basis_nodes", "node(s)"), "gpu": ("basis_gpus", "GPU(s)")}
