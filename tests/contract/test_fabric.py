@@ -365,7 +365,7 @@ def test_the_simulated_fabric_faults_fail_exactly_their_cases(
     each naming the port; the rest pass. The counters are read after every other case."""
     spec = pytester.path / "trial.yaml"
     spec.write_text((EXAMPLES / "sim-h100-fabric-faulty.yaml").read_text())
-    cases = planned(pytester, spec.read_text())
+    every = planned(pytester, spec.read_text())
     failing = {"test_fabric_ports[sim-gpu-02]", "test_fabric_rate[sim-gpu-03]",
                "test_collective_inter_node[all_reduce-4GiB-4nodes]",
                "test_fabric_same_firmware", "test_fabric_counters[sim-gpu-01]",
@@ -373,7 +373,7 @@ def test_the_simulated_fabric_faults_fail_exactly_their_cases(
                "test_fabric_rail_busbw[sim-gpu-03]",
                "test_collective_transport[all_reduce-4nodes]"}
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=len(cases) - len(failing), failed=len(failing))
+    result.assert_outcomes(passed=len(every) - len(failing), failed=len(failing))
     found = failures(pytester)
     assert set(found) == failing
     # NCCL bound to one HCA port per job: sim-gpu-03's slow port named, sim-gpu-02's
