@@ -3,6 +3,8 @@
 # `make test-fast`: the tests not marked slow, on 2 pytest-xdist workers (while you work).
 # `make test-extra-clause`: the same with one more GPU clause installed through the extension
 # point (tests/extra_clause.py): no test counts cases or clauses by hand.
+# `make docs`: rewrite the docs' generated tables (clauses, sections, launchers, error kinds,
+# sim faults, plausible ranges) from the registries; tests/test_docs_generated.py holds them.
 # `make gpu-check`: every GPU path on this machine's GPU beside plain torch loops (one line
 # and exit 0 without CUDA); GPU_PYTHON: a python with torch+CUDA and pytest-cluster.
 PYTHON ?= python3
@@ -16,7 +18,7 @@ STAMP := $(VENV)/.installed-stamp
 # .venv's python where it exists (CI: no CUDA), else the python3 that holds torch
 GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
 
-.PHONY: demo test test-fast test-extra-clause lint bench gpu-check clean
+.PHONY: demo test test-fast test-extra-clause lint docs bench gpu-check clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +46,9 @@ test-extra-clause: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+
+docs: $(STAMP)
+	$(BIN)/python docs/generate.py
 
 gpu-check:
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(GPU_PYTHON) bench/gpu_check.py $(GPU_CHECK_ARGS)

@@ -205,6 +205,53 @@ def test_the_import_graph_is_no_taller_than_it_was() -> None:
     assert len(found) <= MOST_LAYERS, " -> ".join(found)
 
 
+# -- measure/: one measurement, one module, on what every measurement shares -------------
+
+MEASURE = "pytest_cluster.measure"
+CLUSTER = "pytest_cluster.measure.cluster"
+
+
+def cycle(imports: list[Import]) -> list[str]:
+    """A circle of imports (guarded ones too: a type is a dependency as well), as the
+    modules around it, the first one again at its end; [] where there is none."""
+    below: dict[str, set[str]] = {}
+    for each in imports:
+        if each.module != each.target:
+            below.setdefault(each.module, set()).add(each.target)
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> list[str]:
+        if module in path:
+            return [*path[path.index(module):], module]
+        if module in done:
+            return []
+        for target in sorted(below.get(module, ())):
+            if found := visit(target, [*path, module]):
+                return found
+        done.add(module)
+        return []
+
+    return next((found for module in sorted(below) if (found := visit(module, []))), [])
+
+
+def test_the_circle_finder_finds_a_circle_through_a_guarded_import() -> None:
+    imports = [Import("m.a", "m.b", 1, False), Import("m.b", "m.c", 1, False),
+               Import("m.c", "m.a", 1, True), Import("m.c", "m.d", 2, False)]
+    assert cycle(imports) == ["m.a", "m.b", "m.c", "m.a"]
+    assert cycle(imports[:2] + imports[3:]) == []
+
+
+def test_the_measurements_import_each_other_in_no_circle() -> None:
+    """Each measurement is a module of functions taking a Prober (measure/prober.py): no
+    module of measure/ imports the Cluster (rails did, under TYPE_CHECKING, while the
+    Cluster imported rails), and no two import each other, even for a type."""
+    imports = [i for i in all_imports() if within(i.module, MEASURE)]
+    assert any(i.target == f"{MEASURE}.prober" for i in imports)
+    assert [str(i) for i in imports if i.target == CLUSTER and i.module != CLUSTER] == []
+    inside = [i for i in imports if within(i.target, MEASURE)]
+    assert cycle(inside) == []
+
+
 def test_the_public_api_is_declared_and_each_name_is_where_it_lives() -> None:
     """`from pytest_cluster import run_job, read_results`: each name of __all__ is the
     object of the module that holds it; the re-export shims are gone."""

@@ -28,13 +28,8 @@ from pytest_cluster.launchers.sim import SimLauncher
 from pytest_cluster.measure import at_once
 from pytest_cluster.measure import checkpoint as checkpoint_module
 from pytest_cluster.measure.at_once import token
-from pytest_cluster.measure.checkpoint import (
-    CheckpointRun,
-    RankFigures,
-    _figures,
-    run_checkpoint,
-    size_per_writer,
-)
+from pytest_cluster.measure.checkpoint import CheckpointRun, run_checkpoint, size_per_writer
+from pytest_cluster.measure.checkpoint_claims import RankFigures
 from pytest_cluster.measure.storage_claims import (
     MOST_NODE_BYTES_PER_S,
     OBSERVED_SLACK_S,
@@ -44,7 +39,6 @@ from pytest_cluster.measure.storage_claims import (
 from pytest_cluster.probes import ProbeCall, job_node, probe_source
 from pytest_cluster.probes import checkpoint as probe
 from pytest_cluster.probes import dataloader as dataloader_probe
-from pytest_cluster.probes.checkpoint import RankData
 from pytest_cluster.sim import answers
 from pytest_cluster.sim.job_node import read_node_call
 from tests.test_plugin import jsonl
@@ -264,29 +258,6 @@ def test_a_nodes_rate_is_over_its_slowest_writer_and_the_aggregate_over_the_slow
     assert run.aggregate("read") is None  # no node read
     missing = CheckpointRun(("a", "b", "c"), 2, 100, 10, "/s", write=ranks)
     assert missing.aggregate("write") is None  # c measured nothing: not established
-
-
-@pytest.mark.parametrize("data", [
-    {"bytes": float("nan"), "seconds": 1.0},
-    {"bytes": True, "seconds": 1.0},
-    {"bytes": 10**400, "seconds": 1.0},
-    {"bytes": -5, "seconds": 1.0},
-    {"bytes": "10", "seconds": 1.0},
-])
-def test_a_ranks_hostile_numbers_are_its_error_never_a_figure(data: dict[str, Any]) -> None:
-    report = {"started_at": 0, "ended_at": 1, "late_s": 0, "cpu_s": 0, **data}
-    found = _figures("n1", 0, cast("RankData", report), "write", "")
-    assert found.error.startswith("bad checkpoint output: bytes is")
-
-
-def test_the_time_a_rank_waited_for_its_data_is_kept_and_checked() -> None:
-    report: RankData = {"bytes": 10, "seconds": 1.0, "started_at": 0, "ended_at": 1,
-                        "late_s": 0, "cpu_s": 0}
-    assert _figures("n1", 0, {**report, "wait_s": 0.25}, "write", "").wait_s == 0.25
-    assert _figures("n1", 0, report, "write", "").wait_s == 0.0  # an older probe's
-    assert _figures("n1", 0, cast("RankData", {**report, "wait_s": "x"}), "write",
-                    "").error == \
-        "bad checkpoint output: wait_s is 'x'"
 
 
 def test_a_runs_document_keeps_the_launchers_error_kinds_and_reads_without_them() -> None:
