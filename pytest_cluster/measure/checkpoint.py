@@ -1,7 +1,7 @@
 """A checkpoint burst on a shared filesystem (storage[].checkpoint), as MLPerf Storage's
 checkpoint workload and IO500 measure one: every node's writers (one per GPU) write their
 shard at once with fsync, then every writer's file is read back, uncached, by the same GPU
-of the next node (probes/checkpoint.py, two jobs through the cluster's launcher, then a
+of the next node (probes/checkpoint/__main__.py, two jobs through the cluster's launcher, then a
 third that removes what is left; where a reader did not find its file, the path is not
 one filesystem on every node, and a fourth removes what each other node has of its own).
 

@@ -44,7 +44,8 @@ from pytest_cluster.sim.job_node import read_node_call
 from tests.test_plugin import jsonl
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-PROBE = Path(probe.__file__)
+#: A rank as job_node starts one: the program as it is shipped, `python -c` it.
+A_RANK = (sys.executable, "-c", probe_source("checkpoint"))
 SIM = "sim: {gpu_model: H100-SXM-80GB, gpus_per_node: 8%s}\n"
 GPUS = "gpus: {count: 8, model: H100-SXM-80GB}\n"
 
@@ -140,7 +141,7 @@ def test_an_unknown_checkpoint_key_lists_the_declared_ones() -> None:
 def run_rank(phase: str, folder: Path, tag: str, rank: int, world: int, *extra: str,
              size: int = 3 * 2**20 + 5000, block: int = 2**20) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, str(PROBE), "--phase", phase, "--path", str(folder), "--token", tag,
+        [*A_RANK, "--phase", phase, "--path", str(folder), "--token", tag,
          "--size", str(size), "--block", str(block), *extra],
         env={**os.environ, "RANK": str(rank), "WORLD_SIZE": str(world)},
         capture_output=True, text=True, timeout=60, check=True)
@@ -229,7 +230,7 @@ def wrote_token(folder: Path) -> str:
 def test_a_write_stopped_by_sigterm_removes_its_partial_file(tmp_path: Path) -> None:
     tag = token(60)
     process = subprocess.Popen(
-        [sys.executable, str(PROBE), "--phase", "write", "--path", str(tmp_path), "--token",
+        [*A_RANK, "--phase", "write", "--path", str(tmp_path), "--token",
          tag, "--size", str(2**40), "--block", str(2**20)],
         env={**os.environ, "RANK": "0", "WORLD_SIZE": "1"}, stdout=subprocess.PIPE)
     target = tmp_path / f"{probe.PREFIX}{tag}-0"
