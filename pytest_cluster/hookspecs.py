@@ -18,32 +18,35 @@ this order in a run:
    wrote evidence).
 
 The records are the JSON objects written to the evidence (plain dicts, lists, strings,
-numbers): a sink must not change them.
+numbers), typed as pytest_cluster/evidence/records.py declares them (a node's verdict:
+`pytest_cluster.evidence.verdict.NodeEntry`): a sink must not change them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pluggy
 
 if TYPE_CHECKING:
     import pytest
 
+    from pytest_cluster.evidence.records import EndLine, Line, RoundLine
+    from pytest_cluster.evidence.verdict import NodeEntry
+
 hookspec = pluggy.HookspecMarker("pytest")
 
 
 @hookspec
-def pytest_cluster_result_line(config: pytest.Config, record: Mapping[str, Any]) -> None:
+def pytest_cluster_result_line(config: pytest.Config, record: Line) -> None:
     """A line of results.jsonl, as it is written (`record["type"]` says which: run,
     result, round_result, round, derived cases' results, end); a result line's keys are
-    `pytest_cluster.evidence.sinks.results.ResultLine`'s."""
+    `pytest_cluster.evidence.records.ResultLine`'s (`records.is_result` tells one)."""
 
 
 @hookspec
-def pytest_cluster_soak_round(config: pytest.Config, record: dict[str, Any]) -> None:
+def pytest_cluster_soak_round(config: pytest.Config, record: RoundLine) -> None:
     """A soak's round has ended: its `round` line (number, status, UTC start and end,
     counts, the nodes by state, and its run directory relative to the soak's)."""
 
@@ -59,12 +62,12 @@ def pytest_cluster_soak_progress(config: pytest.Config, rounds: int,
 
 
 @hookspec
-def pytest_cluster_node_verdict(config: pytest.Config, verdict: dict[str, Any]) -> None:
+def pytest_cluster_node_verdict(config: pytest.Config, verdict: NodeEntry) -> None:
     """A node's verdict, as verdict.json lists it (node, verdict, reasons, ...)."""
 
 
 @hookspec
-def pytest_cluster_run_ended(config: pytest.Config, end: dict[str, Any]) -> None:
+def pytest_cluster_run_ended(config: pytest.Config, end: EndLine) -> None:
     """The run's end record (status, counts, coverage, verdict counts), the last line of
     results.jsonl."""
 

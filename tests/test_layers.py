@@ -143,7 +143,10 @@ UPPER = ("pytest_cluster.measure.cluster", "pytest_cluster.run.fixtures",
 #: entry points, the re-exports of old import paths and the acceptance suites (TOP).
 FOLDERS = ("contract", "probes", "sim", "launchers", "measure", "evidence", "report", "soak",
            "run")
-BASE = ("errors", "units", "hostlist", "money", "hookspecs", "internals")
+BASE = ("errors", "units", "hostlist", "money", "internals")
+#: Top-level modules that stand with a folder: the hooks' declarations pass the run's
+#: records (evidence/records.py) and are registered by run/configure.py.
+STANDS_WITH = {"hookspecs": "run"}
 TOP = ("plugin", "cli", "acceptance")
 #: How many modules may sit at the top of pytest_cluster/ (beside __init__).
 MOST_AT_TOP = 8
@@ -155,6 +158,8 @@ def layer(module: str) -> int:
     parts = module.split(".")
     if len(parts) == 1 or parts[1] in BASE:
         return 0
+    if parts[1] in STANDS_WITH:
+        return 1 + FOLDERS.index(STANDS_WITH[parts[1]])
     if parts[1] in FOLDERS:
         return 1 + FOLDERS.index(parts[1])
     assert parts[1] in TOP, f"{module}: in no folder and not at the top: name its place"
@@ -171,7 +176,7 @@ def test_the_folders_stand_on_each_other_in_one_order() -> None:
 def test_few_modules_stay_at_the_top_of_the_package() -> None:
     top = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
     assert len(top) <= MOST_AT_TOP, top
-    assert set(top) == set(BASE) | (set(TOP) - {"acceptance"})
+    assert set(top) == set(BASE) | set(STANDS_WITH) | (set(TOP) - {"acceptance"})
 
 
 #: The longest chain of imports (a module importing one that imports one ...), counted in
@@ -294,16 +299,22 @@ def test_probes_import_nothing_of_ours() -> None:
     nothing of this package but its own modules (a probe that is a package) and the
     probes' shared helpers (probes/_lib). The package's own module (the registry of
     probes, never sent) reads the installed extensions' probes and ships a program, and
-    imports nothing else of ours."""
+    imports nothing else of ours; so does jobs/'s (the registry of job programs), and a job
+    program is carried as `jobs.<name>`."""
     imports = all_imports()
     assert "pytest_cluster.probes.job_node" in sources()
     assert "pytest_cluster.probes.nic.sysfs" in sources()  # a probe that is a package
+    assert "pytest_cluster.probes.jobs.checkpoint.burst" in sources()  # a job program
     registry = {("pytest_cluster.probes", "pytest_cluster.contract.extensions"),
-                ("pytest_cluster.probes", "pytest_cluster.probes._shipping")}
+                ("pytest_cluster.probes", "pytest_cluster.probes._shipping"),
+                ("pytest_cluster.probes", "pytest_cluster.probes.jobs"),
+                ("pytest_cluster.probes.jobs", "pytest_cluster.probes._shipping")}
+    registries = {module for module, _ in registry}
 
     def carried(imp: Import) -> bool:
-        program = ".".join(imp.module.split(".")[:3])  # pytest_cluster.probes.<name>
-        return imp.module != "pytest_cluster.probes" and (
+        parts = imp.module.split(".")
+        program = ".".join(parts[:4] if parts[2:3] == ["jobs"] else parts[:3])
+        return imp.module not in registries and (
             within(imp.target, program) or within(imp.target, "pytest_cluster.probes._lib"))
 
     wrong = [str(i) for i in imports if within(i.module, "pytest_cluster.probes")
@@ -439,3 +450,28 @@ def test_the_launcher_parts_stand_on_each_other_in_one_order() -> None:
 def test_the_public_names_are_the_lazy_tables() -> None:
     import pytest_cluster
     assert sorted(pytest_cluster.__all__) == sorted(["__version__", *pytest_cluster._PUBLIC])
+
+
+#: The most lines of pytest_cluster/ that may say `dict[str, Any]` (a record erased to a
+#: bag of keys) and `type: ignore` (a type checker silenced), issue 49's targets being
+#: under 60 and under 10. The first is at this branch's level: the modules that hold the
+#: rest were being split by others (measure's, the verdict's, the soak's driver); lower
+#: it as they go, never raise it.
+MOST_ANY_DICTS = 89
+MOST_TYPE_IGNORES = 9
+
+
+def _lines_saying(text: str) -> list[str]:
+    return [f"{path.relative_to(ROOT)}:{number}"
+            for path in sorted(PACKAGE.rglob("*.py"))
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+            if text in line]
+
+
+@pytest.mark.parametrize(("text", "most"), [("dict[str, Any]", MOST_ANY_DICTS),
+                                            ("type: ignore", MOST_TYPE_IGNORES)])
+def test_types_are_not_erased_past_the_targets(text: str, most: int) -> None:
+    """Records pass typed through the seams (evidence/records.py, payload_as): the lines
+    of the package that erase a type or silence the checker stay at most `most`."""
+    found = _lines_saying(text)
+    assert len(found) <= most, f"{len(found)} lines say {text!r} (at most {most}): {found}"

@@ -27,7 +27,7 @@ from pytest_cluster.evidence import untrusted_json
 from pytest_cluster.evidence.bundle import bounds
 from pytest_cluster.launchers import jobs, slurm_commands
 from pytest_cluster.measure import nccl_log, nccl_tests, perftest
-from pytest_cluster.probes import collective
+from pytest_cluster.probes.jobs import collective
 
 #: The CPU one parser may take on one 1 MB input.
 LIMIT_S = 1.0

@@ -84,7 +84,7 @@ class Extension:
     sections: tuple[ExtensionSection, ...] = ()
     launchers: tuple[LauncherKind, ...] = ()
     probes: Mapping[str, str | Path] = field(default_factory=dict)
-    sim: Mapping[str, Callable[..., dict[str, Any]]] = field(default_factory=dict)
+    sim: Mapping[str, Callable[..., Mapping[str, object]]] = field(default_factory=dict)
 
 
 @dataclass

@@ -45,7 +45,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import FrameType
-from typing import Generic, TextIO, TypeVar
+from typing import Generic, TextIO, TypeVar, cast
 
 #: The most of what was printed that is kept (characters)
 EXCERPT = 200
@@ -194,7 +194,7 @@ def _taken_fds(kept: _Kept) -> Iterator[None]:
 @contextlib.contextmanager
 def _taken_streams(kept: _Kept) -> Iterator[None]:
     streams = sys.stdout, sys.stderr
-    writer: TextIO = _Writer(kept)  # type: ignore[assignment]
+    writer = cast("TextIO", _Writer(kept))  # a text stream, as far as printing goes
     sys.stdout = sys.stderr = writer
     try:
         yield

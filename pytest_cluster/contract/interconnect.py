@@ -4,6 +4,8 @@ promise (a share of theoretical like '80%', or a rate like '360 GB/s')."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import TypedDict, TypeVar
 
 from yaml.nodes import MappingNode, Node, SequenceNode
 
@@ -36,6 +38,8 @@ from pytest_cluster.contract.model import (
 from pytest_cluster.contract.requirement import Requirement, parse_requirement
 from pytest_cluster.errors import UnitError, head
 from pytest_cluster.units import Dim, parse_bytes
+
+T = TypeVar("T")
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 BACKENDS = ("nccl", "gloo")
@@ -110,7 +114,8 @@ def _ranks_fit(ctx: Ctx, node: Node | None, spec: InterconnectSpec,
                   "CPUs)")
 
 
-def _list(ctx: Ctx, node: Node | None, path: str, parse: object) -> list[object] | None:
+def _list(ctx: Ctx, node: Node | None, path: str,
+          parse: Callable[[object], T]) -> list[T] | None:
     """A list (or one value) of scalars, each parsed; None if absent."""
     if node is None:
         return None
@@ -118,10 +123,10 @@ def _list(ctx: Ctx, node: Node | None, path: str, parse: object) -> list[object]
     if isinstance(node, MappingNode):
         ctx.error(node, path, f"expected a list, got {kind(node)}")
         return []
-    found: list[object] = []
+    found: list[T] = []
     for index, item in enumerate(items):
         where = f"{path}[{index}]" if isinstance(node, SequenceNode) else path
-        value = field(ctx, item, where, parse)  # type: ignore[arg-type]
+        value = field(ctx, item, where, parse)
         if value is not None:
             found.append(value)
     if isinstance(node, SequenceNode) and not items:
@@ -206,7 +211,16 @@ def _latency_bound(raw: object) -> Requirement:
     return req
 
 
-def _latency(ctx: Ctx, table: Map, path: str) -> dict[str, object]:
+class _Latency(TypedDict):
+    """The ping-pong's promises and settings, as InterconnectSpec takes them."""
+
+    latency: Clause | None
+    latency_size: int
+    colocation: Rule | None
+    colocation_factor: float
+
+
+def _latency(ctx: Ctx, table: Map, path: str) -> _Latency:
     """`latency: "<= 5 us"`, `latency_size: 8 B`, `colocation: true`,
     `colocation_factor: 1.5`: the ping-pong's promises and settings. Colocation is on with
     a latency bound unless `colocation: false`; `colocation: true` alone measures the
@@ -297,7 +311,7 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
         search_payload=or_default(search_payload, min(payloads)),
         timeout_s=or_default(timeout, 600.0), stress_time_s=or_default(stress, 300.0),
         transport=transport, engine=or_default(engine, "torch"), nccl_tests=folder,
-        **latency)  # type: ignore[arg-type]
+        **latency)
     _check_engine(ctx, result, engine_node, folder_node)
     if transport is not None and result.backend != "nccl":
         ctx.error(node, f"{path}.transport", f"the transport NCCL used: needs backend nccl "

@@ -5,6 +5,8 @@ SimSpec and SimFault records (contract/sim_records.py; pytest_cluster/sim/ plays
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import TYPE_CHECKING, TypeVar
 
 from yaml.nodes import MappingNode, Node, SequenceNode
@@ -86,111 +88,148 @@ def _node_faults_on_a_gpu(ctx: Ctx, table: Map, path: str) -> None:
                       "not a GPU's: give it without gpu")
 
 
-def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
-           gpus_per_node: int) -> SimFault | None:
-    path = f"sim.faults[{index}]"
-    table = Map(ctx, node, path, FAULT_KEYS)
-    if not isinstance(node, MappingNode):
-        return None
-    _node_faults_on_a_gpu(ctx, table, path)
+def _count(raw: object) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
+        raise UnitError(f"expected a whole number >= 0, got {raw!r}")
+    return raw
 
-    def node_name(raw: object) -> str:
+
+def _factor(raw: object) -> float:
+    value = parse_quantity(raw, Dim.FRACTION).value
+    if value <= 0:
+        raise UnitError(f"expected a factor above 0 like 0.8, got {raw!r}")
+    return value
+
+
+def _far(raw: object) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 1 <= raw <= 1000:
+        raise UnitError(f"expected how many times farther the node is, from 1 to 1000 "
+                        f"like 3, got {head(str(raw), 64)!r}")
+    return float(raw)
+
+
+def _celsius(raw: object) -> float:
+    return parse_quantity(raw, Dim.TEMPERATURE).value
+
+
+_throttle = one_of(THROTTLES, f"one of {', '.join(THROTTLES)}")
+_storage_error = one_of(tuple(STORAGE_ERRORS), f"one of {', '.join(STORAGE_ERRORS)} (the "
+                        "error every write and read of the node's client fails with)")
+_lie = one_of(tuple(LIES), f"one of {', '.join(LIES)} (what the node claims instead of what "
+              "it measured)")
+_sim_transport = one_of(SIM_TRANSPORTS, f"{' or '.join(SIM_TRANSPORTS)} (the network NCCL "
+                        "falls back to)")
+_firmware = text("a firmware version like '28.39.1002'")
+
+
+def _node_name(nodes: frozenset[str]) -> Callable[[object], str]:
+    def parse(raw: object) -> str:
         if raw not in nodes:
             raise UnitError(f"expected one of the cluster's nodes, got {raw!r}")
         return str(raw)
+    return parse
 
-    def gpu_index(raw: object) -> int:
+
+def _gpu_index(gpus_per_node: int) -> Callable[[object], int]:
+    def parse(raw: object) -> int:
         if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw < gpus_per_node:
             raise UnitError(f"expected a GPU index from 0 to {gpus_per_node - 1} "
                             f"(sim.gpus_per_node: {gpus_per_node}), got {raw!r}")
         return raw
+    return parse
 
-    def count(raw: object) -> int:
-        if isinstance(raw, bool) or not isinstance(raw, int) or raw < 0:
-            raise UnitError(f"expected a whole number >= 0, got {raw!r}")
-        return raw
 
-    def factor(raw: object) -> float:
-        value = parse_quantity(raw, Dim.FRACTION).value
-        if value <= 0:
-            raise UnitError(f"expected a factor above 0 like 0.8, got {raw!r}")
-        return value
+@dataclass(frozen=True)
+class _Fields:
+    """A fault's map being read, one key at a time: a wrong value is said at its path and
+    read as None; the nodes taken are kept, for the errors that come after."""
 
-    def far(raw: object) -> float:
-        if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not 1 <= raw <= 1000:
-            raise UnitError(f"expected how many times farther the node is, from 1 to 1000 "
-                            f"like 3, got {head(str(raw), 64)!r}")
-        return float(raw)
+    ctx: Ctx
+    table: Map
+    path: str
+    taken: dict[str, Node] = dataclass_field(default_factory=dict)
 
-    throttle = one_of(THROTTLES, f"one of {', '.join(THROTTLES)}")
+    def node(self, key: str) -> Node | None:
+        """The key's node once taken (None: absent, or given without a value)."""
+        return self.taken.get(key)
 
-    def one(key: str, parse: object) -> object:
-        return field(ctx, table.take(key), f"{path}.{key}", parse)  # type: ignore[arg-type]
+    def one(self, key: str, parse: Callable[[object], T]) -> T | None:
+        """The key's value as `parse` reads it; None when absent or wrong (said)."""
+        node = self.table.take(key)
+        if node is not None:
+            self.taken[key] = node
+        return field(self.ctx, node, f"{self.path}.{key}", parse)
 
-    storage_error = one_of(tuple(STORAGE_ERRORS), f"one of {', '.join(STORAGE_ERRORS)} (the "
-                           "error every write and read of the node's client fails with)")
-    lie = one_of(tuple(LIES), f"one of {', '.join(LIES)} (what the node claims instead "
-                 "of what it measured)")
-    sim_transport = one_of(SIM_TRANSPORTS, f"{' or '.join(SIM_TRANSPORTS)} (the network "
-                                           f"NCCL falls back to)")
+    def or_(self, key: str, parse: Callable[[object], T], default: T) -> T:
+        """The key's value, or `default` when absent or wrong (said)."""
+        return or_default(self.one(key, parse), default)
 
-    rate_node = table.take("nic_rate")
-    rate = as_declared(ctx, rate_node, f"{path}.nic_rate", declared("sim.faults.nic_rate"))
+    def flag(self, key: str) -> bool:
+        return bool(self.one(key, boolean))
+
+
+def _nic_rate(fields: _Fields) -> float | None:
+    """The `nic_rate` fault in Gbit/s; None when absent or wrong (said)."""
+    ctx, path = fields.ctx, f"{fields.path}.nic_rate"
+    rate_node = fields.table.take("nic_rate")
+    rate = as_declared(ctx, rate_node, path, declared("sim.faults.nic_rate"))
     if rate is not None and rate.value <= 0:
-        ctx.error(rate_node, f"{path}.nic_rate", f"expected a rate above 0 like '200 Gb/s', "
-                  f"got {scalar(rate_node) if rate_node is not None else None!r}")
+        ctx.error(rate_node, path, f"expected a rate above 0 like '200 Gb/s', got "
+                  f"{scalar(rate_node) if rate_node is not None else None!r}")
+    return rate.value * 8 / 1e9 if rate is not None and rate.value > 0 else None
 
-    name = one("node", node_name)
-    if name is None and not ctx.failed(f"{path}.node"):
-        ctx.error(node, f"{path}.node", "missing: which node the fault is on")
-    gpu_node = table.take("gpu")
-    gpu = field(ctx, gpu_node, f"{path}.gpu", gpu_index)
-    model = one("model", gpu_model)
-    held = one("memory_held", parse_bytes)
-    temp = one("temperature", lambda raw: parse_quantity(raw, Dim.TEMPERATURE).value)
-    until_node = table.take("until_round")
-    until = field(ctx, until_node, f"{path}.until_round", positive_int)
-    fault = SimFault(
-        node=str(name or ""), gpu=gpu,
-        line=node.start_mark.line + 1,
-        gpus=one("gpus", count),  # type: ignore[arg-type]
-        down=bool(one("down", boolean)),
-        model=model if isinstance(model, str) else None,
-        memory_held_bytes=held if isinstance(held, int) else 0,
-        pcie_gen=one("pcie_gen", positive_int),  # type: ignore[arg-type]
-        pcie_width=one("pcie_width", positive_int),  # type: ignore[arg-type]
-        row_remap_pending=bool(one("row_remap_pending", boolean)),
-        row_remap_failure=bool(one("row_remap_failure", boolean)),
-        ecc_uncorrected=or_default(one("ecc_uncorrected", count), 0),  # type: ignore[arg-type]
-        nvlinks_down=or_default(one("nvlinks_down", count), 0),  # type: ignore[arg-type]
-        throttle=one("throttle", throttle),  # type: ignore[arg-type]
-        xid=one("xid", positive_int),  # type: ignore[arg-type]
-        temperature_c=temp if isinstance(temp, float) else None,
-        matmul_factor=or_default(one("matmul_factor", factor), 1.0),  # type: ignore[arg-type]
-        bandwidth_factor=or_default(one("bandwidth_factor", factor),  # type: ignore[arg-type]
-                                    1.0),
-        link_factor=or_default(one("link_factor", factor), 1.0),  # type: ignore[arg-type]
-        replaced=bool(one("replaced", boolean)),
-        from_round=or_default(one("from_round", positive_int), 1),  # type: ignore[arg-type]
+
+def _read(fields: _Fields, name: str, gpu: int | None, line: int,
+          nic_rate: float | None) -> SimFault:
+    """The fault's every other key, in the order they were always read (the errors kept
+    are the first ones)."""
+    model = fields.one("model", gpu_model)
+    held = fields.or_("memory_held", parse_bytes, 0)
+    temperature = fields.one("temperature", _celsius)
+    until = fields.one("until_round", positive_int)
+    return SimFault(
+        node=name, gpu=gpu, line=line,
+        gpus=fields.one("gpus", _count),
+        down=fields.flag("down"),
+        model=model, memory_held_bytes=held,
+        pcie_gen=fields.one("pcie_gen", positive_int),
+        pcie_width=fields.one("pcie_width", positive_int),
+        row_remap_pending=fields.flag("row_remap_pending"),
+        row_remap_failure=fields.flag("row_remap_failure"),
+        ecc_uncorrected=fields.or_("ecc_uncorrected", _count, 0),
+        nvlinks_down=fields.or_("nvlinks_down", _count, 0),
+        throttle=fields.one("throttle", _throttle),
+        xid=fields.one("xid", positive_int),
+        temperature_c=temperature,
+        matmul_factor=fields.or_("matmul_factor", _factor, 1.0),
+        bandwidth_factor=fields.or_("bandwidth_factor", _factor, 1.0),
+        link_factor=fields.or_("link_factor", _factor, 1.0),
+        replaced=fields.flag("replaced"),
+        from_round=fields.or_("from_round", positive_int, 1),
         until_round=until,
-        sdc=bool(one("sdc", boolean)),
-        nic=one("nic", whole(0, 63)),  # type: ignore[arg-type]
-        nic_down=bool(one("nic_down", boolean)),
-        nic_rate_gbit=rate.value * 8 / 1e9 if rate is not None and rate.value > 0 else None,
-        nic_firmware=one("nic_firmware", text("a firmware version like '28.39.1002'")),  # type: ignore[arg-type]
-        nic_link_downed=or_default(one("nic_link_downed", count), 0),  # type: ignore[arg-type]
-        nic_symbol_errors=or_default(one("nic_symbol_errors", count),  # type: ignore[arg-type]
-                                     0),
-        transport=one("transport", sim_transport),  # type: ignore[arg-type]
-        gdr=one("gdr", boolean),  # type: ignore[arg-type]
-        latency_factor=or_default(one("latency_factor", far), 1.0),  # type: ignore[arg-type]
-        storage_factor=or_default(one("storage_factor", factor), 1.0),  # type: ignore[arg-type]
-        storage_corrupt=bool(one("storage_corrupt", boolean)),
-        storage_error=one("storage_error", storage_error),  # type: ignore[arg-type]
-        storage_unmounted=bool(one("storage_unmounted", boolean)),
-        lies=one("lies", lie),  # type: ignore[arg-type]
+        sdc=fields.flag("sdc"),
+        nic=fields.one("nic", whole(0, 63)),
+        nic_down=fields.flag("nic_down"),
+        nic_rate_gbit=nic_rate,
+        nic_firmware=fields.one("nic_firmware", _firmware),
+        nic_link_downed=fields.or_("nic_link_downed", _count, 0),
+        nic_symbol_errors=fields.or_("nic_symbol_errors", _count, 0),
+        transport=fields.one("transport", _sim_transport),
+        gdr=fields.one("gdr", boolean),
+        latency_factor=fields.or_("latency_factor", _far, 1.0),
+        storage_factor=fields.or_("storage_factor", _factor, 1.0),
+        storage_corrupt=fields.flag("storage_corrupt"),
+        storage_error=fields.one("storage_error", _storage_error),
+        storage_unmounted=fields.flag("storage_unmounted"),
+        lies=fields.one("lies", _lie),
     )
-    table.finish()
+
+
+def _check(fields: _Fields, node: Node, fault: SimFault) -> None:
+    """What a fault's keys must say together: its rounds in order, the NIC or GPU its
+    NIC's or GPU's faults are on."""
+    ctx, path = fields.ctx, fields.path
+    until_node = fields.node("until_round")
     if until_node is not None and fault.until_round is not None \
             and fault.until_round < fault.from_round:
         ctx.error(until_node, f"{path}.until_round",
@@ -206,8 +245,26 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
                fault.nvlinks_down, fault.throttle, fault.xid, fault.temperature_c,
                fault.matmul_factor != 1.0, fault.bandwidth_factor != 1.0, fault.replaced,
                fault.sdc)
-    if gpu_node is None and any(per_gpu):
+    if fields.node("gpu") is None and any(per_gpu):
         ctx.error(node, f"{path}.gpu", "missing: a GPU fault needs the GPU index (gpu: 3)")
+
+
+def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
+           gpus_per_node: int) -> SimFault | None:
+    path = f"sim.faults[{index}]"
+    table = Map(ctx, node, path, FAULT_KEYS)
+    if not isinstance(node, MappingNode):
+        return None
+    _node_faults_on_a_gpu(ctx, table, path)
+    fields = _Fields(ctx, table, path)
+    nic_rate = _nic_rate(fields)
+    name = fields.one("node", _node_name(nodes))
+    if name is None and not ctx.failed(f"{path}.node"):
+        ctx.error(node, f"{path}.node", "missing: which node the fault is on")
+    gpu = fields.one("gpu", _gpu_index(gpus_per_node))
+    fault = _read(fields, name or "", gpu, node.start_mark.line + 1, nic_rate)
+    table.finish()
+    _check(fields, node, fault)
     return fault
 
 

@@ -13,7 +13,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
+from typing import TypeVar
 
 from yaml.nodes import MappingNode, Node, SequenceNode
 
@@ -30,6 +32,8 @@ from pytest_cluster.contract.fields import (
 )
 from pytest_cluster.contract.model import CreditTier, SlaSpec
 from pytest_cluster.units import Dim, parse_quantity
+
+T = TypeVar("T")
 
 
 def share(raw: object) -> Decimal:
@@ -107,9 +111,8 @@ def parse_sla(ctx: Ctx, node: Node | None) -> SlaSpec | None:
     if table is None:
         return None
 
-    def one(key: str, parse: object, keep_null: bool = False) -> object:
-        return field(ctx, table.take(key, keep_null), f"sla.{key}",
-                     parse)  # type: ignore[arg-type]
+    def one(key: str, parse: Callable[[object], T], keep_null: bool = False) -> T | None:
+        return field(ctx, table.take(key, keep_null), f"sla.{key}", parse)
 
     uptime = one("uptime", share)
     down_after = one("down_after", time_between(0, 86400, "from 0 to 24 h"))
@@ -125,5 +128,5 @@ def parse_sla(ctx: Ctx, node: Node | None) -> SlaSpec | None:
                 else "what a node-hour costs, e.g. 2.49"))
     if not isinstance(uptime, Decimal) or not isinstance(cost, Decimal):
         return None
-    return SlaSpec(uptime, or_default(down_after, 300.0), cost,  # type: ignore[arg-type]
-                   or_default(code, "USD"), tiers, table.node.start_mark.line + 1)  # type: ignore[arg-type]
+    return SlaSpec(uptime, or_default(down_after, 300.0), cost,
+                   or_default(code, "USD"), tiers, table.node.start_mark.line + 1)

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import pytest
 
 from pytest_cluster import internals
+from pytest_cluster.evidence.sinks.results import carry_case
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def report(case: Case, when: Literal["setup", "call", "teardown"], now: float,
         outcome="failed" if failed else "skipped" if skipped else "passed",
         longrepr=longrepr, when=when, sections=[], duration=0.0, start=now, stop=now,
         user_properties=list(props.items()))
-    made.pytest_cluster_case = (case_id(case), case.clause, case.node)  # type: ignore[attr-defined]
+    carry_case(made, (case_id(case), case.clause, case.node))
     return made
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,7 @@ from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import Spec
+    from pytest_cluster.evidence.records import Predicate, SourceCommit, Tool
 
 _SOURCE = Path(__file__).resolve().parents[2]  # the checkout: pytest_cluster/evidence/..
 
@@ -57,7 +59,7 @@ def signers(config: pytest.Config) -> tuple[Signer, ...]:
     return tuple(found)
 
 
-def source_commit() -> dict[str, Any] | None:
+def source_commit() -> SourceCommit | None:
     """The commit this package runs from, when it runs from a git checkout (with whether
     tracked files differ from it); None when installed."""
     if not (_SOURCE / ".git").exists():
@@ -84,25 +86,26 @@ class Sealed:
 
 
 def predicate(config: pytest.Config, spec: Spec, started: float, ended: float,
-              outside: list[str], failures: list[str] | None = None) -> dict[str, Any]:
+              outside: list[str], failures: list[str] | None = None) -> Predicate:
     """What the manifest says of the run that wrote the files; `failures`: what failed
     once the checks had run (the evidence is sealed all the same, and says so)."""
     params = config.invocation_params
-    tool: dict[str, Any] = {"name": "pytest-cluster", "version": __version__,
-                            "pytest": pytest.__version__, "python": sys.version.split()[0]}
+    tool: Tool = {"name": "pytest-cluster", "version": __version__,
+                  "pytest": pytest.__version__, "python": sys.version.split()[0]}
     commit = source_commit()
     if commit is not None:
         tool["source"] = commit
-    return {"cluster": spec.cluster.name,
-            "spec": {"file": spec.file, "sha256": spec.sha256, "text": spec.text},
-            "command": {"args": ["pytest", *params.args], "dir": str(params.dir)},
-            "tool": tool, "started_at": utc(started), "ended_at": utc(ended),
-            "controller": socket.gethostname(),
-            "not_covered": outside,
-            **({"failures": list(failures)} if failures else {})}
+    said: Predicate = {"cluster": spec.cluster.name,
+                       "spec": {"file": spec.file, "sha256": spec.sha256, "text": spec.text},
+                       "command": {"args": ["pytest", *params.args], "dir": str(params.dir)},
+                       "tool": tool, "started_at": utc(started), "ended_at": utc(ended),
+                       "controller": socket.gethostname(), "not_covered": outside}
+    if failures:
+        said["failures"] = list(failures)
+    return said
 
 
-def seal_run(run_dir: Path, facts: dict[str, Any], chosen: tuple[Signer, ...]) -> Sealed:
+def seal_run(run_dir: Path, facts: Mapping[str, object], chosen: tuple[Signer, ...]) -> Sealed:
     envelope, failed = seal(run_dir, facts, chosen)
     path = run_dir / MANIFEST
     return Sealed(path, digest(path), tuple(s.keyid for s in envelope.signatures), failed)

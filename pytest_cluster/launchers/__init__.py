@@ -7,7 +7,7 @@ naming the extension."""
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from pytest_cluster.contract import guarded
 from pytest_cluster.contract.extensions import described, said
@@ -37,8 +37,7 @@ def launcher_class(name: str) -> type[Launcher]:
     if kind is None:
         raise LaunchError(f"unknown launcher {name!r}; known: {', '.join(KINDS)}")
     if not kind.extension:
-        cls: type[Launcher] = _import(kind.implementation)  # type: ignore[assignment]
-        return cls
+        return cast("type[Launcher]", _import(kind.implementation))  # ours: a Launcher
     where = f"launcher {name} of {kind.extension}: {said(kind.implementation, 160)}"
     outcome = guarded.run(lambda: _import(kind.implementation), IMPORT_LIMIT_S,
                           f"{where}, imported,")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import socket
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pytest_cluster.contract.launchers import KINDS
@@ -20,11 +20,21 @@ from pytest_cluster.probes import ProbeCall
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import ClusterSpec, Spec
     from pytest_cluster.launchers.result import ProbeResult, ProgramRun
+    from pytest_cluster.probes.job_node import WhereAmI
 
 #: The master address of a job whose ranks all run on this machine.
 LOOPBACK = "127.0.0.1"
 #: The ports a job's master listens on when the nodes' free ports are not known here.
 MASTER_PORTS = (29500, 30499)
+
+
+def where_am_i(payload: Mapping[str, object]) -> WhereAmI:
+    """job_node --whereami's answer (ProbeResult.payload_as), checked: its addresses a
+    list of texts (none given: none); ValueError says what is wrong."""
+    addresses = payload.get("addresses", [])
+    if not isinstance(addresses, list) or not all(isinstance(a, str) for a in addresses):
+        raise ValueError(f"its addresses are not a list of texts: {str(addresses)[:80]}")
+    return {"addresses": addresses, "hostname": str(payload.get("hostname", ""))}
 
 
 def free_local_port() -> int:
@@ -94,7 +104,11 @@ class Launcher(ABC):
         if not result.ok:
             raise JobFailed(f"cannot find {node}'s address for MASTER_ADDR: "
                             f"{result.describe()}")
-        addresses: Sequence[str] = result.payload().get("addresses", [])
+        try:
+            addresses = result.payload_as(where_am_i)["addresses"]
+        except ValueError as exc:
+            raise JobFailed(f"cannot find {node}'s address for MASTER_ADDR: {node}: "
+                            f"job_node probe bad_output: {exc}") from None
         usable = [a for a in addresses if not a.startswith("127.")]
         if not usable:
             raise JobFailed(f"{node} has no address other nodes can reach (found "

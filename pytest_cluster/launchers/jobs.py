@@ -150,7 +150,7 @@ class RankResult:
     progress: dict[str, Any] | None = None
     #: the longest its progress went unwritten, as its node saw (a stall timeout's job)
     longest_silent_s: float | None = None
-    #: its measured steps' times as it last wrote them (probes/train.py's steps file):
+    #: its measured steps' times as it last wrote them (probes/jobs/train.py's steps file):
     #: what is left of a rank killed before it printed its result
     steps: dict[str, Any] | None = None
 

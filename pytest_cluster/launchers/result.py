@@ -7,10 +7,13 @@ import enum
 import json
 import math
 import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_cluster.errors import ProbeFailed
+
+T = TypeVar("T")
 
 
 class ErrorKind(str, enum.Enum):
@@ -70,6 +73,14 @@ class ProbeResult:
         if self.data is None or self.error is not None:
             raise ProbeFailed(self.describe())
         return self.data
+
+    def payload_as(self, read: Callable[[Mapping[str, object]], T]) -> T:
+        """The payload as the probe's record (the TypedDict its probe declares: WhereAmI,
+        NicData), once `read`, the record's reader, has checked what its readers rely on:
+        a node's answer is untrusted, so the reader takes it as plain JSON and types it
+        only once checked; its ValueError says what is wrong. ProbeFailed, as `payload`,
+        when the probe gave none."""
+        return read(self.payload())
 
     def describe(self) -> str:
         """One line a user can act on: node, probe, what went wrong."""

@@ -14,7 +14,7 @@ from pytest_cluster.contract.busbw import CollectiveRun, aggregate, bus_factor
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, run_job
 from pytest_cluster.measure import nccl_log
-from pytest_cluster.probes import probe_source
+from pytest_cluster.probes.jobs import job_source
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import InterconnectSpec
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 def collective_job(spec: InterconnectSpec, collective: str, nodes: Sequence[str],
                    sizes: Sequence[int], env: tuple[tuple[str, str], ...] = ()) -> JobSpec:
-    return JobSpec(nodes=tuple(nodes), program=probe_source("collective"), env=env,
+    return JobSpec(nodes=tuple(nodes), program=job_source("collective"), env=env,
                    ranks_per_node=spec.ranks_per_node,
                    args=("--collective", collective, "--sizes", ",".join(map(str, sizes)),
                          "--warmup", str(spec.warmup), "--iterations", str(spec.iterations),
@@ -98,7 +98,7 @@ class StressLoop:
 
 
 def stress_job(spec: InterconnectSpec, nodes: Sequence[str]) -> JobSpec:
-    return JobSpec(nodes=tuple(nodes), program=probe_source("collective"),
+    return JobSpec(nodes=tuple(nodes), program=job_source("collective"),
                    ranks_per_node=spec.ranks_per_node,
                    args=("--collective", "all_reduce", "--sizes", str(spec.search_payload),
                          "--warmup", str(spec.warmup), "--iterations", "1",

@@ -1,9 +1,10 @@
 """A checkpoint burst on a shared filesystem (storage[].checkpoint), as MLPerf Storage's
 checkpoint workload and IO500 measure one: every node's writers (one per GPU) write their
 shard at once with fsync, then every writer's file is read back, uncached, by the same GPU
-of the next node (probes/checkpoint/__main__.py, two jobs through the cluster's launcher, then a
-third that removes what is left; where a reader did not find its file, the path is not
-one filesystem on every node, and a fourth removes what each other node has of its own).
+of the next node (probes/jobs/checkpoint/__main__.py, two jobs through the cluster's
+launcher, then a third that removes what is left; where a reader did not find its file, the
+path is not one filesystem on every node, and a fourth removes what each other node has of
+its own).
 
 The figures: each node's rate (its bytes over its slowest writer's time: its writers run
 at once), the burst's duration (the slowest node's time) and the aggregate rate (every
@@ -67,14 +68,14 @@ from pytest_cluster.measure.checkpoint_claims import (
 )
 from pytest_cluster.measure.plausible import FACTS
 from pytest_cluster.measure.storage_claims import Ceiling, held_to_observed, over_ceiling
-from pytest_cluster.probes import probe_source
+from pytest_cluster.probes.jobs import job_source
 from pytest_cluster.units import finite
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import CheckpointSpec, StorageSpec
     from pytest_cluster.launchers.base import Launcher
     from pytest_cluster.measure.prober import Prober
-    from pytest_cluster.probes.checkpoint import RankData
+    from pytest_cluster.probes.jobs.checkpoint import RankData
 
 PHASES = ("write", "read")
 #: What a filesystem's size may be (plausible.FACTS: statvfs's, whole bytes).
@@ -281,7 +282,7 @@ def phase_job(fs: StorageSpec, nodes: Sequence[str], writers: int, size: int, ph
     write; `challenge` (read): what picks the pages each reader's digest covers."""
     assert fs.checkpoint is not None
     timeout = fs.checkpoint.timeout_s
-    return JobSpec(nodes=tuple(nodes), program=probe_source("checkpoint"),
+    return JobSpec(nodes=tuple(nodes), program=job_source("checkpoint"),
                    ranks_per_node=writers if phase != "remove" else 1,
                    args=("--phase", phase, "--path", fs.path, "--token", tag,
                          "--size", str(size), "--block", str(fs.checkpoint.block_bytes),

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from pytest_cluster.measure.storage_claims import Ceiling, figure
-from pytest_cluster.probes.checkpoint import expected_digest, writer_of
+from pytest_cluster.probes.jobs.checkpoint import expected_digest, writer_of
 from pytest_cluster.units import finite
 
 if TYPE_CHECKING:
-    from pytest_cluster.probes.checkpoint import RankData
+    from pytest_cluster.probes.jobs.checkpoint import RankData
 
 #: How a rank's error starts where its answer is its node's bad output.
 BAD = "bad checkpoint output: "

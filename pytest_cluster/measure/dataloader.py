@@ -1,5 +1,5 @@
 """A data loader's reads on a shared filesystem (storage[].dataloader), from every node at
-once (probes/dataloader.py, jobs through the cluster's launcher): every worker writes its
+once (probes/jobs/dataloader.py, jobs through the cluster's launcher): every worker writes its
 part of a file set, then every worker reads small random blocks of the files other nodes
 wrote for `duration` (IO500's random reads), then creates, stats, reads and removes
 small files in a directory of its own (mdtest-hard's); a last job removes what is left.
@@ -64,13 +64,13 @@ from pytest_cluster.measure.dataloader_claims import (
     worker_figures,
 )
 from pytest_cluster.measure.storage_claims import Ceiling, held_to_observed, over_ceiling
-from pytest_cluster.probes import probe_source
+from pytest_cluster.probes.jobs import job_source
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import StorageSpec
     from pytest_cluster.launchers.base import Launcher
     from pytest_cluster.measure.prober import Prober
-    from pytest_cluster.probes.dataloader import RankData
+    from pytest_cluster.probes.jobs.dataloader import RankData
 
 #: A node whose workers' CPU time is this share of their wall time or more is CPU-bound.
 CPU_BOUND = 0.9
@@ -249,7 +249,7 @@ def phase_job(fs: StorageSpec, nodes: Sequence[str], workers: int, phase: str, t
     loader = fs.dataloader
     assert loader is not None
     size = file_bytes(loader.size_per_node, workers)
-    return JobSpec(nodes=tuple(nodes), program=probe_source("dataloader"),
+    return JobSpec(nodes=tuple(nodes), program=job_source("dataloader"),
                    ranks_per_node=1 if phase == "remove" else workers,
                    args=("--phase", phase, "--path", fs.path, "--token", tag,
                          "--size", str(size), "--read-size", str(loader.read_size),

@@ -16,13 +16,13 @@ from pytest_cluster.measure.storage_claims import Ceiling, figure, ops_above
 from pytest_cluster.units import finite
 
 if TYPE_CHECKING:
-    from pytest_cluster.probes.dataloader import RankData
+    from pytest_cluster.probes.jobs.dataloader import RankData
 
 #: The phases that are judged (the write before them only makes the file set).
 JUDGED = ("read", "metadata")
 #: How a worker's error starts where its answer is its node's bad output.
 BAD = "bad data loader output: "
-#: The bytes of each small file of the metadata test (probes/dataloader.py's).
+#: The bytes of each small file of the metadata test (probes/jobs/dataloader.py's).
 METADATA_FILE_BYTES = 3901
 
 

@@ -4,6 +4,7 @@ by UUID), its XID events and its GPU-to-GPU copies. Pure functions, no pytest.""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ def bare_uuid(uuid: object) -> str:
     return str(uuid or "").removeprefix("GPU-").lower()
 
 
-def nvml_gpu(payload: dict[str, Any], index: int) -> dict[str, Any] | None:
+def nvml_gpu(payload: Mapping[str, object], index: int) -> dict[str, Any] | None:
     """The gpu probe's entry for GPU `index`, None if the node has no such GPU."""
     listed = payload.get("gpus")
     for entry in listed if isinstance(listed, list) else ():
@@ -27,13 +28,13 @@ def nvml_gpu(payload: dict[str, Any], index: int) -> dict[str, Any] | None:
     return None
 
 
-def _index(entry: dict[str, Any]) -> int | None:
+def _index(entry: Mapping[str, object]) -> int | None:
     """An entry's GPU index as the node gave it: an int, never a bool (true == 1)."""
     index = entry.get("index")
     return index if isinstance(index, int) and not isinstance(index, bool) else None
 
 
-def perf_gpu(perf: dict[str, Any], nvml: dict[str, Any] | None,
+def perf_gpu(perf: Mapping[str, object], nvml: Mapping[str, object] | None,
              index: int) -> dict[str, Any] | None:
     """The gpu_perf entry of the same GPU: by UUID when both probes report one, else by
     index (the perf probe orders GPUs by PCI bus, as NVML does)."""
@@ -67,12 +68,14 @@ class Xid:
         return self.xid in CRITICAL_XIDS
 
 
-def xids_for(payload: dict[str, Any], nvml: dict[str, Any]) -> tuple[list[Xid], list[str]]:
+def xids_for(payload: Mapping[str, object],
+             nvml: Mapping[str, object]) -> tuple[list[Xid], list[str]]:
     """XID errors of one GPU from NVML events and the kernel log; and the sources that
     could not be read, with why."""
     found: list[Xid] = []
     unreadable: list[str] = []
-    xid = payload.get("xid") or {}
+    said = payload.get("xid")
+    xid = said if isinstance(said, dict) else {}
     if "error" in xid:
         unreadable.append(f"NVML events: {xid['error']}")
     for event in xid.get("events", ()):
@@ -101,10 +104,11 @@ class PeerCopies:
     pairs: int
 
 
-def p2p_for(perf: dict[str, Any], index: int) -> PeerCopies | None:
+def p2p_for(perf: Mapping[str, object], index: int) -> PeerCopies | None:
     """Copies to and from GPU `index`: the median over its pairs (one bad partner does not
     fail a healthy GPU; a GPU whose own links are slow is slow with every partner)."""
-    section = perf.get("p2p") or {}
+    said = perf.get("p2p")
+    section = said if isinstance(said, dict) else {}
     mine = [p for p in section.get("pairs", ()) if index in (p.get("src"), p.get("dst"))]
     if not mine:
         return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
@@ -146,6 +147,14 @@ def _interface(root: str, port: Port) -> InterfaceRecord:
     return entry
 
 
+def nic_data(payload: Mapping[str, object]) -> NicData:
+    """The NIC probe's answer (ProbeResult.payload_as), its ports checked as every reader
+    of them relies on (fabric.ports_of; ValueError says what is wrong): a node's answer
+    is untrusted."""
+    fabric.ports_of(payload)
+    return cast("NicData", payload)
+
+
 def nic_parts(payload: NicData) -> tuple[list[InterfaceRecord], list[HcaRecord]]:
     """inventory.json's `interfaces` and `infiniband` from the NIC probe's ports: the one
     reader of a node's sysfs that the fabric clauses read too."""
@@ -214,10 +223,9 @@ def node_record(host_result: ProbeResult | None, gpu: ProbeResult | None,
     record["software"] = software
     record["nccl_source"] = nccl_source
     ports = _payload(nic, "NIC", missing)
-    if not is_unreadable(ports):
+    if nic is not None and not is_unreadable(ports):
         try:
-            # an untrusted answer: fabric.ports_of checks the ports it reads
-            record["interfaces"], record["infiniband"] = nic_parts(cast("NicData", ports))
+            record["interfaces"], record["infiniband"] = nic_parts(nic.payload_as(nic_data))
         except (ValueError, KeyError, TypeError) as exc:  # a node's answer: untrusted
             ports = _no_payload(f"the NIC probe's answer: {str(exc)[:200]}")
     if is_unreadable(ports):

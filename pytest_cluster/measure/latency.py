@@ -1,4 +1,4 @@
-"""Small-message latency between node pairs as one distributed job (probes/pingpong.py on
+"""Small-message latency between node pairs as one distributed job (probes/jobs/pingpong.py on
 one rank per node, jobs.run_job through the cluster's launcher), and what the
 `interconnect.latency` and `interconnect.colocation` clauses read of it: each node's
 one-way latency to each peer it met (half the pair's typical round trip: the median over
@@ -38,8 +38,8 @@ from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, run_job
 from pytest_cluster.measure import plausible
 from pytest_cluster.measure.collectives import key, section
-from pytest_cluster.probes import probe_source
-from pytest_cluster.probes.pingpong import rounds_of
+from pytest_cluster.probes.jobs import job_source
+from pytest_cluster.probes.jobs.pingpong import rounds_of
 from pytest_cluster.units import finite
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def schedule(count: int) -> tuple[int, ...]:
 
 
 def latency_job(spec: InterconnectSpec, nodes: Sequence[str]) -> JobSpec:
-    return JobSpec(nodes=tuple(nodes), program=probe_source("pingpong"), ranks_per_node=1,
+    return JobSpec(nodes=tuple(nodes), program=job_source("pingpong"), ranks_per_node=1,
                    args=("--sizes", ",".join(map(str, spec.latency_sizes())),
                          "--rounds", ",".join(map(str, schedule(len(nodes)))),
                          "--warmup", str(WARMUP), "--iterations", str(ITERATIONS),

@@ -18,13 +18,14 @@ guessed).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from pytest_cluster.hostlist import spans_of
 
 #: Only these lines of a rank's log are kept (at most MAX_LINES, each cut to MAX_LINE
-#: characters), by the collective probe (probes/collective.py, a copy of KEEP, MAX_LINES,
+#: characters), by the collective probe (probes/jobs/collective.py, a copy of KEEP, MAX_LINES,
 #: MAX_LINE and `kept`) for this module and the evidence: what follows a line's first
 #: `NCCL INFO ` opens with one of these (a channel's line has ` via ` after).
 KEEP = re.compile(r"Using network |NET/\S{1,64} : Using |(Channel) \d{1,6}(?:/\d{1,6})? : |"
@@ -194,7 +195,19 @@ def _grouped(values: dict[int, str]) -> dict[str, str]:
     return {value: rank_ranges(ranks) for value, ranks in sorted(by.items())}
 
 
-def summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
+class Summary(TypedDict, total=False):
+    """What a job's ranks used (`summary`): each answer -> the ranks that gave it."""
+
+    gloo: dict[str, str]  # interface and address
+    inter_node: dict[str, str]
+    gdr: dict[str, str]
+    nvls: dict[str, str]
+    devices: dict[str, str]
+    channels: dict[str, int]  # by kind, summed over the ranks
+    not_said: str  # the ranks whose log said nothing
+
+
+def summary(ranks: Sequence[Mapping[str, object]]) -> Summary:
     """What a job's ranks used, each answer with the ranks that gave it: from NCCL's lines
     (`nccl_log`: the inter-node network, GPUDirect RDMA, NVLS, the devices, the channels
     by kind), or gloo's interface and address (`gloo`). A rank whose log says nothing is
@@ -206,15 +219,15 @@ def summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
         rank = data.get("rank")
         if not isinstance(rank, int) or isinstance(rank, bool):
             continue  # a rank's answer without its number says nothing of a rank
-        if isinstance(data.get("gloo"), dict):
-            where = data["gloo"]
+        where, log = data.get("gloo"), data.get("nccl_log")
+        if isinstance(where, dict):
             gloo[rank] = f"{where.get('interface') or 'default'} {where.get('address')}"
-        elif isinstance(data.get("nccl_log"), list):
+        elif isinstance(log, list):
             nccl[rank] = parse("\n".join(line[:MAX_LINE] if isinstance(line, str) else ""
-                                          for line in data["nccl_log"][:MAX_LINES]))
+                                          for line in log[:MAX_LINES]))
         else:
             unsaid.append(rank)
-    found: dict[str, Any] = {}
+    found: Summary = {}
     if gloo:
         found["gloo"] = _grouped(gloo)
     if nccl:
@@ -232,10 +245,11 @@ def summary(ranks: list[dict[str, Any]]) -> dict[str, Any]:
     return found
 
 
-def describe(found: dict[str, Any], between_nodes: bool = True) -> str:
+def describe(found: Mapping[str, Any], between_nodes: bool = True) -> str:
     """The summary in a line, as the report and JUnit show it: 'inter_node ib (ranks
     0-15); gdr true (ranks 0-15); nvls true (ranks 0-15)'; inside a node (not
-    `between_nodes`), the channels by kind and NVLS: 'channels P2P 8; nvls true (...)'."""
+    `between_nodes`), the channels by kind and NVLS: 'channels P2P 8; nvls true (...)'.
+    A Summary, or one as a run's details hold it once read back (plain JSON)."""
     parts = []
     if not between_nodes and found.get("channels"):
         parts.append("channels " + ", ".join(f"{kind} {count}" for kind, count

@@ -1,5 +1,5 @@
 """perftest's bandwidth tools (ib_write_bw) between two nodes, one rail at a time: the
-command line each side runs (the perftest rank program, probes/perftest.py, runs it) and
+command line each side runs (the perftest rank program, probes/jobs/perftest.py, runs it) and
 what the client printed, read into a rate. Pure functions on untrusted text.
 
 The result line follows the header perftest prints (src/perftest_parameters.h,

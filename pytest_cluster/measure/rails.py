@@ -21,7 +21,7 @@ from pytest_cluster.measure import collectives, fabric, perftest, plausible
 from pytest_cluster.measure.cache import document_key
 from pytest_cluster.measure.fabric import NIC_RECHECK, NIC_START
 from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes
-from pytest_cluster.probes import probe_source
+from pytest_cluster.probes.jobs import job_source
 from pytest_cluster.units import format_size
 
 if TYPE_CHECKING:
@@ -234,7 +234,7 @@ def runner(prober: Prober, port: Port, index: int,
     wait_s = min(120.0, prober.spec.cluster.probe_timeout_s)
 
     def write_bw(group: list[str]) -> tuple[float, str]:
-        job = JobSpec(tuple(group), probe_source("perftest"),
+        job = JobSpec(tuple(group), job_source("perftest"),
                       args=("--argv", json.dumps(base, allow_nan=False), "--seconds",
                             f"{perftest.SECONDS:g}"),
                       init_timeout_s=wait_s, wall_timeout_s=(len(group) - 1) * (

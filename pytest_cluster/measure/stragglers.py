@@ -1,4 +1,4 @@
-"""Who held a training job up, from what its ranks reported (probes/train.py): pure
+"""Who held a training job up, from what its ranks reported (probes/jobs/train.py): pure
 functions over small records, so that each verdict is tested on its own.
 
 A hang (name_hang): the ranks that stopped advancing are named, not the ranks waiting for
@@ -32,7 +32,7 @@ from typing import Any
 
 from pytest_cluster.measure.plausible import STEP_SECONDS
 
-#: Training phases in their order within a step (probes/train.py).
+#: Training phases in their order within a step (probes/jobs/train.py).
 PHASES = ("forward", "wait", "backward", "optimiser")
 #: What comes before the first step (step -1), in order: the rank started, importing
 #: torch, in the rendezvous (init_process_group), in DDP's setup; and after the steps.

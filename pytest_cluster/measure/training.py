@@ -1,4 +1,4 @@
-"""The training loop as a distributed job: probes/train.py on every rank of one job over
+"""The training loop as a distributed job: probes/jobs/train.py on every rank of one job over
 the chosen nodes (jobs.run_job through the cluster's launcher), its ranks' step times
 turned into what the contract's `training:` clauses compare: the slowest step, the step
 time's spread, tokens per second; a hang named by the rank(s) that stopped advancing, and
@@ -43,7 +43,7 @@ from pytest_cluster.measure.stragglers import (
     name_hang,
     name_straggler,
 )
-from pytest_cluster.probes import probe_source
+from pytest_cluster.probes.jobs import job_source
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import TrainingSpec
@@ -126,7 +126,7 @@ def start_bound(bound_s: float) -> float:
 
 def training_job(spec: TrainingSpec, nodes: Sequence[str]) -> JobSpec:
     bound = step_bound(spec)
-    return JobSpec(nodes=tuple(nodes), program=probe_source("train"),
+    return JobSpec(nodes=tuple(nodes), program=job_source("train"),
                    ranks_per_node=spec.ranks_per_node,
                    args=("--steps", str(spec.steps), "--warmup", str(spec.warmup),
                          "--step-bound", f"{bound:g}", "--start-bound",

@@ -14,20 +14,17 @@ from importlib import resources
 
 from pytest_cluster.contract.extensions import added_probes, adds_to, free
 from pytest_cluster.probes._shipping import program_modules, program_source
-
-#: Programs in this folder that are not probes: a job's rank program, sent by job_node
-#: (measure/benchmark.py, measure/training.py, the rails' perftest in measure/cluster.py).
-JOB_PROGRAMS = ("collective", "train", "perftest", "pingpong", "checkpoint", "dataloader")
+from pytest_cluster.probes.jobs import JOB_PROGRAMS
 
 
 def _ours() -> tuple[str, ...]:
-    """Every program in this folder that is not a job's: a probe is added by adding its
+    """Every probe in this folder (the job programs are in jobs/): a probe is added by adding its
     file (`probes/<name>.py`) or its package (`probes/<name>/__main__.py`), nothing else
     names it."""
     names = (entry.name.removesuffix(".py") for entry in resources.files(__package__).iterdir()
              if not entry.name.startswith("_") and (
                  entry.name.endswith(".py") or entry.joinpath("__main__.py").is_file()))
-    return tuple(sorted(name for name in names if name not in JOB_PROGRAMS))
+    return tuple(sorted(names))
 
 
 _OURS = _ours()
@@ -66,13 +63,13 @@ class ProbeCall:
 
 
 def probe_source(name: str) -> str:
-    """The one Python source that runs probe or job program `name` on a node."""
+    """The one Python source that runs probe `name` on a node."""
     if name in _ADDED:
         return _ADDED[name]
     return program_source(__name__, name)
 
 
 def probe_files(name: str) -> dict[str, str]:
-    """The sources of our probe or job program `name`, by file: what its shipped text
-    carries (one file, or its package's modules and the shared helpers they import)."""
+    """The sources of our probe `name`, by file: what its shipped text carries (one file,
+    or its package's modules and the shared helpers they import)."""
     return dict(program_modules(__name__, name).values())

@@ -82,21 +82,39 @@ runpy.run_module(MAIN, run_name="__main__")  # sys.argv as it is: ['-', ARGS...]
 '''
 
 
+def _under(folder: Traversable, parts: list[str]) -> Traversable:
+    for part in parts:
+        folder = folder.joinpath(part)
+    return folder
+
+
 def _modules(folder: Traversable, name: str, package: str) -> dict[str, tuple[str, str]]:
-    """The program's own modules: {module name under CARRIED_AS: (file, source)}."""
+    """The program's own modules: {module name under CARRIED_AS: (file, source)}. A name
+    may be dotted (`jobs.perftest`: a program in a sub-folder); where its modules import
+    relatively, the packages above it are carried too (empty: what their `__init__.py`
+    holds here is for this side), so that those imports resolve on the node as here."""
     where = package.replace(".", "/")
-    single = folder.joinpath(f"{name}.py")
-    if single.is_file():
-        return {name: (f"{where}/{name}.py", single.read_text(encoding="utf-8"))}
+    *above, last = name.split(".")
+    path = "/".join(name.split("."))
     found = {}
-    for entry in folder.joinpath(name).iterdir():
-        if entry.name.endswith(".py"):
-            module = entry.name.removesuffix(".py")
-            dotted = name if module == "__init__" else f"{name}.{module}"
-            found[dotted] = (f"{where}/{name}/{entry.name}", entry.read_text(encoding="utf-8"))
-    if name not in found or f"{name}.__main__" not in found:
-        raise FileNotFoundError(f"{where}/{name}/: a program that is a package has an "
-                                "__init__.py and runs its __main__.py")
+    home = _under(folder, above)
+    single = home.joinpath(f"{last}.py")
+    if single.is_file():
+        found[name] = (f"{where}/{path}.py", single.read_text(encoding="utf-8"))
+        if not _imported(name, found[name][1], False):
+            return found  # imports nothing of its folder: nothing else to carry
+    else:
+        for entry in home.joinpath(last).iterdir():
+            if entry.name.endswith(".py"):
+                module = entry.name.removesuffix(".py")
+                dotted = name if module == "__init__" else f"{name}.{module}"
+                found[dotted] = (f"{where}/{path}/{entry.name}",
+                                 entry.read_text(encoding="utf-8"))
+        if name not in found or f"{name}.__main__" not in found:
+            raise FileNotFoundError(f"{where}/{path}/: a program that is a package has an "
+                                    "__init__.py and runs its __main__.py")
+    for depth in range(1, len(above) + 1):  # empty there: only their modules are carried
+        found[".".join(above[:depth])] = (f"{where}/{'/'.join(above[:depth])}/__init__.py", "")
     return found
 
 
@@ -158,7 +176,8 @@ def program_source(package: str, name: str) -> str:
     body = "{\n" + "".join(f"    {module!r}: ({file!r}, {source!r}),\n"
                            for module, (file, source) in modules.items()) + "}"
     where = package.replace(".", "/")
-    origin = f"{where}/{name}.py" if name in modules and not \
-        modules[name][0].endswith("__init__.py") else f"{where}/{name}/"
+    path = "/".join(name.split("."))
+    origin = f"{where}/{path}.py" if name in modules and not \
+        modules[name][0].endswith("__init__.py") else f"{where}/{path}/"
     return _BOOTSTRAP.format(name=name, origin=origin, root=CARRIED_AS, modules=body,
                              main=f"{CARRIED_AS}.{name}")

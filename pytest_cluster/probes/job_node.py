@@ -14,7 +14,7 @@ then SIGKILL RANK_GRACE_S later: a checkpoint writer removes its partial file), 
 should it be SIGKILLed they get SIGKILL from the kernel (PR_SET_PDEATHSIG, Linux).
 
 With `--stall-timeout S` (above 0) every rank gets PYTEST_CLUSTER_PROGRESS, the path of a
-small JSON file it rewrites with its progress and a heartbeat (probes/train.py does).
+small JSON file it rewrites with its progress and a heartbeat (probes/jobs/train.py does).
 The file is made here when the rank is started (step -1, phase "start", beat: the start),
 so a rank is known from its start: one whose file has not been written for S seconds,
 since its start or since its last beat, is stopped or frozen (SIGSTOP, a hung node
@@ -64,7 +64,7 @@ class WhereAmI(TypedDict):
 
 
 class Progress(TypedDict, total=False):
-    """A rank's last progress as its file says it (start_progress, probes/train.py), with
+    """A rank's last progress as its file says it (start_progress, probes/jobs/train.py), with
     how long before its end it entered that phase and last beat (read_progress)."""
 
     rank: int
@@ -87,7 +87,7 @@ class _RankEntry(TypedDict):
 
 class RankEntry(_RankEntry, total=False):
     """One rank's result as its node reports it; with a stall timeout, its progress, its
-    longest silence and its steps file (what probes/train.py wrote of its steps)."""
+    longest silence and its steps file (what probes/jobs/train.py wrote of its steps)."""
 
     progress: Progress | None
     longest_silent_s: float

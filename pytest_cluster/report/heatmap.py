@@ -1,15 +1,17 @@
 """The latency heat map: one-way latency between node pairs at the latency size, rows and
 columns the nodes, the farthest node named (as the colocation cases judge it). Inline SVG
-from the latency cases' records (evidence/latency_map.py); renders records only."""
+from the latency cases' records (evidence/latency_map.py); renders records only, through
+heatmap.html.j2."""
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pytest_cluster.evidence.latency_map import MATRIX_UP_TO
+from pytest_cluster.report.templates import render
 from pytest_cluster.units import format_number, format_size
 
 if TYPE_CHECKING:
@@ -35,24 +37,93 @@ def heat_color(share: float) -> str:
     return "#" + "".join(f"{c:02x}" for c in mixed)
 
 
-def _farthest_text(latency: LatencyMap) -> str:
-    """'Farthest node: <b>node04</b>, median 9.055 us to its peers, 2.90 x the median
-    between the other nodes 3.124 us.' (HTML)"""
+@dataclass(frozen=True)
+class Label:
+    """A node's name beside its row, or (`column`) above its column, turned."""
+
+    x: float
+    y: float
+    text: str
+    far: bool  # the farthest node's: bold red
+    column: bool
+
+
+@dataclass(frozen=True)
+class HeatCell:
+    x: int
+    y: int
+    fill: str
+    title: str  # on hover: the pair and its latency, itself, or not measured
+    value: str | None = None  # the latency (us) of a measured pair
+    ink: str = ""  # the colour its value is written in on the cell; "": not written
+
+
+@dataclass(frozen=True)
+class BarStep:
+    y: float
+    height: float
+    fill: str
+
+
+@dataclass(frozen=True)
+class BarTick:
+    y: float
+    text: str
+
+
+@dataclass(frozen=True)
+class HeatDrawing:
+    """The heat map in pixels, as heatmap.html.j2 draws it."""
+
+    title: str
+    width: int
+    height: int
+    font: int
+    cell: int
+    top: int
+    grid: int  # the grid's side
+    bar: int  # the colour bar's x
+    middle: float  # the colour bar's title's y
+    labels: tuple[Label, ...]
+    cells: tuple[HeatCell, ...]
+    bar_steps: tuple[BarStep, ...]
+    ticks: tuple[BarTick, ...]
+
+
+@dataclass(frozen=True)
+class FarthestShown:
+    node: str
+    median: str  # us
+    ratio: str = ""  # its median over the others', or "" when there are no others
+    others_median: str = ""
+
+
+@dataclass(frozen=True)
+class HeatMap:
+    size: str
+    count: int
+    farthest: FarthestShown
+    drawing: HeatDrawing | None  # None: no matrix in the cases (why says why)
+    why: str = ""
+    run_file: str = ""
+
+
+def _farthest(latency: LatencyMap) -> FarthestShown:
+    """'Farthest node: node04, median 9.055 us to its peers, 2.90 x the median between the
+    other nodes 3.124 us.'"""
     far = latency.farthest()
     assert far is not None
-    text = (f"Farthest node: <b>{html.escape(far.node)}</b>, median "
-            f"{format_number(far.median_us)} us to its peers")
     if far.ratio is not None and far.others_median_us is not None:
-        text += (f", {far.ratio:.2f} x the median between the other nodes "
-                 f"{format_number(far.others_median_us)} us")
-    return text + "."
+        return FarthestShown(far.node, format_number(far.median_us), f"{far.ratio:.2f}",
+                             format_number(far.others_median_us))
+    return FarthestShown(far.node, format_number(far.median_us))
 
 
-def _heat_svg(title: str, nodes: Sequence[str], rows: Sequence[Sequence[float | None]],
-              farthest: str) -> str:
+def heat_drawing(title: str, nodes: Sequence[str], rows: Sequence[Sequence[float | None]],
+                 farthest: str) -> HeatDrawing:
     """Rows and columns the nodes, each cell the pair's one-way latency (us) in colour, a
     colour bar with its unit beside; the farthest node's labels in bold red."""
-    esc, count = html.escape, len(nodes)
+    count = len(nodes)
     cell = max(12, min(48, HEAT_GRID_PX // count))
     font = 11 if cell >= 14 else 9
     label = math.ceil(max(len(n) for n in nodes) * font * 0.62) + 8
@@ -66,74 +137,53 @@ def _heat_svg(title: str, nodes: Sequence[str], rows: Sequence[Sequence[float | 
     def share(value: float) -> float:
         return (value - low) / (high - low) if high > low else 0.5
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'font-family="sans-serif" font-size="{font}" role="img" '
-           f'aria-label="{esc(title)}">',
-           f'<text x="{width / 2}" y="16" text-anchor="middle" font-size="13">'
-           f"{esc(title)}</text>"]
+    labels: list[Label] = []
     for index, node in enumerate(nodes):
-        mark = ' font-weight="bold" fill="#c00"' if node == farthest else ""
         middle = index * cell + cell / 2
-        out.append(f'<text x="{left - 4}" y="{top + middle + font / 3:.1f}" '
-                   f'text-anchor="end"{mark}>{esc(node)}</text>')
-        x = left + middle + font / 3
-        out.append(f'<text x="{x:.1f}" y="{top - 4}" transform="rotate(-90 {x:.1f} '
-                   f'{top - 4})"{mark}>{esc(node)}</text>')
+        labels.append(Label(left - 4, top + middle + font / 3, node, node == farthest, False))
+        labels.append(Label(left + middle + font / 3, top - 4, node, node == farthest, True))
+    cells: list[HeatCell] = []
     for i, (a, row) in enumerate(zip(nodes, rows, strict=True)):
         for j, (b, value) in enumerate(zip(nodes, row, strict=True)):
             x, y = left + j * cell, top + i * cell
             if i == j or value is None:
-                said = f"{a}: itself" if i == j else f"{a} to {b}: not measured"
-                fill = "#fff" if i == j else NOT_MEASURED
-                out.append(f'<rect x="{x}" y="{y}" width="{cell}" height="{cell}" '
-                           f'fill="{fill}" stroke="#eee"><title>{esc(said)}</title></rect>')
+                cells.append(HeatCell(x, y, "#fff" if i == j else NOT_MEASURED,
+                                      f"{a}: itself" if i == j else f"{a} to {b}: not measured"))
                 continue
-            out.append(f'<rect class="pair" x="{x}" y="{y}" width="{cell}" height="{cell}" '
-                       f'fill="{heat_color(share(value))}"><title>{esc(a)} to {esc(b)}: '
-                       f"{format_number(value)} us</title></rect>")
-            if cell >= 40:
-                ink = "#000" if share(value) > 0.6 else "#fff"
-                out.append(f'<text x="{x + cell / 2}" y="{y + cell / 2 + 3}" '
-                           f'text-anchor="middle" font-size="10" fill="{ink}">'
-                           f"{format_number(value)}</text>")
+            ink = ("#000" if share(value) > 0.6 else "#fff") if cell >= 40 else ""
+            cells.append(HeatCell(x, y, heat_color(share(value)),
+                                  f"{a} to {b}: {format_number(value)} us",
+                                  format_number(value), ink))
     step = grid / HEAT_STEPS
-    out.extend(f'<rect x="{bar}" y="{top + k * step:.2f}" width="16" height="{step + 0.5:.2f}" '
-               f'fill="{heat_color(1 - (k + 0.5) / HEAT_STEPS)}"/>'
-               for k in range(HEAT_STEPS))
-    out.append(f'<rect x="{bar}" y="{top}" width="16" height="{grid}" fill="none" '
-               'stroke="#333"/>')
-    for value, share_up in ((high, 0.0), ((low + high) / 2, 0.5), (low, 1.0)):
-        tick = top + grid * share_up + 4
-        out.append(f'<text x="{bar + 20}" y="{tick:.1f}">{format_number(value)} us</text>')
-    middle = top + grid / 2
-    out.append(f'<text x="{width - 8}" y="{middle}" text-anchor="middle" '
-               f'transform="rotate(90 {width - 8} {middle})">one-way latency (us)</text>')
-    out.append("</svg>")
-    return "".join(out)
+    return HeatDrawing(
+        title, width, height, font, cell, top, grid, bar, top + grid / 2, tuple(labels),
+        tuple(cells),
+        tuple(BarStep(top + k * step, step + 0.5, heat_color(1 - (k + 0.5) / HEAT_STEPS))
+              for k in range(HEAT_STEPS)),
+        tuple(BarTick(top + grid * share_up + 4, f"{format_number(value)} us")
+              for value, share_up in ((high, 0.0), ((low + high) / 2, 0.5), (low, 1.0))))
 
 
-def latency_heatmap(latency: LatencyMap) -> str:
+def heat_map(latency: LatencyMap) -> HeatMap | None:
     """The latency cases' matrix as a heat map, its caption naming the farthest node (the
     highest median to its peers, as colocation judges it); without a matrix in the cases
-    (above MATRIX_UP_TO nodes), one line saying so and naming the farthest node; empty
+    (above MATRIX_UP_TO nodes), one line saying so and naming the farthest node; None
     when no node has a median."""
     far = latency.farthest()
     if far is None or latency.size is None:
-        return ""
+        return None
     size, count = format_size(latency.size), latency.node_count
     rows = latency.one_way
     if rows is None or not any(v is not None for row in rows for v in row):
         why = (f"the cases keep the matrix up to {MATRIX_UP_TO} nodes" if count > MATRIX_UP_TO
                else "the cases keep no matrix")
-        where = f"; {html.escape(latency.run_file)} has every pair measured" \
-            if latency.run_file else ""
-        return (f'<figure id="latency-heatmap"><figcaption>One-way latency at '
-                f"{html.escape(size)}, {count} nodes: no heat map ({why}{where}). "
-                f"{_farthest_text(latency)}</figcaption></figure>")
+        return HeatMap(size, count, _farthest(latency), None, why, latency.run_file or "")
     title = f"interconnect latency at {size}: one-way, node to node (us)"
-    return (f'<figure id="latency-heatmap">'
-            f"{_heat_svg(title, latency.matrix_nodes, rows, far.node)}"
-            f"<figcaption>One-way latency between node pairs at {html.escape(size)}, "
-            f"{count} nodes: each cell the pair's one-way latency in us (microseconds), the "
-            f"colour bar its scale, grey a pair not measured. {_farthest_text(latency)}"
-            "</figcaption></figure>")
+    return HeatMap(size, count, _farthest(latency),
+                   heat_drawing(title, latency.matrix_nodes, rows, far.node))
+
+
+def latency_heatmap(latency: LatencyMap) -> str:
+    """The heat map (see `heat_map`) as HTML; empty when no node has a median."""
+    found = heat_map(latency)
+    return render("heatmap.html.j2", heatmap=found) if found is not None else ""

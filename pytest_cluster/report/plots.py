@@ -2,11 +2,11 @@
 payload and busbw vs node count, each required busbw drawn as a labelled line and each node
 count whose job failed marked with a cross on the x axis; and the latency heat map, one-way
 latency between node pairs (a far node a bright row and column), its caption naming the
-farthest node."""
+farthest node. Each chart is laid out here in pixels (a Drawing, records only) and drawn by
+chart.svg.j2, which escapes every text."""
 
 from __future__ import annotations
 
-import html
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pytest_cluster.evidence.gathered import is_benchmark
-from pytest_cluster.report.heatmap import latency_heatmap
+from pytest_cluster.report.heatmap import heat_map
+from pytest_cluster.report.templates import render
 from pytest_cluster.units import format_number, format_size
 
 if TYPE_CHECKING:
@@ -81,57 +82,134 @@ class Frame:
         return self.width - self.right
 
 
-def chart(title: str, series: Sequence[PlotSeries], lines: Sequence[Line], x_label: str,
-          y_label: str, x_text: Callable[[float], str],
-          failures: Sequence[Failure] = ()) -> str:
-    """An SVG chart with a log2 x axis (payloads, node counts) and a linear y axis from 0;
+@dataclass(frozen=True)
+class Tick:
+    at: float  # px along its axis
+    text: str
+
+
+@dataclass(frozen=True)
+class Cross:
+    x: float
+    y: float
+    size: float
+
+
+@dataclass(frozen=True)
+class RequiredDrawing:
+    label: str
+    note: str
+    y: float
+    label_y: float  # the label's row, moved apart from the others'
+    color: str
+    dashes: str
+
+
+@dataclass(frozen=True)
+class Point:
+    x: float
+    y: float
+    title: str
+
+    @property
+    def xy(self) -> str:
+        return f"{self.x:.1f},{self.y:.1f}"
+
+
+@dataclass(frozen=True)
+class SeriesDrawing:
+    color: str
+    points: tuple[Point, ...]
+
+
+@dataclass(frozen=True)
+class FailureDrawing:
+    note: str
+    x: float
+    cross: Cross
+
+
+@dataclass(frozen=True)
+class LegendEntry:
+    y: float
+    color: str
+    label: str
+
+
+@dataclass(frozen=True)
+class FailedLegend:
+    y: float
+    cross: Cross
+
+
+@dataclass(frozen=True)
+class Drawing:
+    """A chart in pixels, as chart.svg.j2 draws it."""
+
+    title: str
+    width: int
+    height: int
+    left: int
+    top: int
+    x_end: int
+    zero: float  # the x axis' y
+    middle: float  # the y axis title's y
+    x_label: str
+    y_label: str
+    x_ticks: tuple[Tick, ...]
+    y_ticks: tuple[Tick, ...]
+    required: tuple[RequiredDrawing, ...]
+    series: tuple[SeriesDrawing, ...]
+    failures: tuple[FailureDrawing, ...]
+    legend: tuple[LegendEntry, ...]
+    failed_legend: FailedLegend | None
+    failed_color: str = FAILED_COLOR
+
+
+def drawing(title: str, series: Sequence[PlotSeries], lines: Sequence[Line], x_label: str,
+            y_label: str, x_text: Callable[[float], str],
+            failures: Sequence[Failure] = ()) -> Drawing | None:
+    """A chart with a log2 x axis (payloads, node counts) and a linear y axis from 0;
     `lines` are horizontal dashed lines (the required busbw), `failures` crosses on the x
-    axis. Empty if there is nothing to draw."""
+    axis. None if there is nothing to draw."""
     shown = [s for s in series if s.points][:MAX_SERIES]
     xs = sorted({x for s in shown for x, _ in s.points} | {f.x for f in failures})
     if not xs:
-        return ""
+        return None
     highest = max([y for s in shown for _, y in s.points] + [line.y for line in lines],
                   default=0.0)
     low = math.log2(xs[0])
     frame = Frame(low, math.log2(xs[-1]) - low or 1.0, nice_step(highest) * 5)
     styled = sorted(zip(lines, itertools.cycle(LINE_STYLES)), key=lambda item: -item[0].y)
     label_rows = spread_out([frame.py(line.y) + 4 for line, _ in styled], ROW_PX)
-    esc = html.escape
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{frame.width}" '
-           f'height="{frame.height}" font-family="sans-serif" font-size="11" role="img" '
-           f'aria-label="{esc(title)}">',
-           f'<text x="{frame.width / 2}" y="16" text-anchor="middle" font-size="13">'
-           f"{esc(title)}</text>",
-           *_axes(frame, xs, x_text, x_label, y_label),
-           *_required_lines_svg(frame, styled, label_rows),
-           *_series_svg(frame, shown, x_text),
-           *_failures_svg(frame, failures),
-           *_legend(frame, shown, bool(failures), label_rows),
-           "</svg>"]
-    return "".join(out)
+    zero = frame.py(0)
+    legend_rows = free_rows(len(shown) + bool(failures), frame.top + ROW_PX, label_rows)
+    return Drawing(
+        title, frame.width, frame.height, frame.left, frame.top, frame.x_end, zero,
+        (frame.top + frame.height - frame.bottom) / 2, x_label, y_label,
+        tuple(Tick(frame.px(x), x_text(x)) for x in xs),
+        tuple(Tick(frame.py(frame.top_y * step / 5), format_number(frame.top_y * step / 5))
+              for step in range(6)),
+        tuple(RequiredDrawing(line.label, line.note or line.label, frame.py(line.y), row,
+                              color, dashes)
+              for (line, (color, dashes)), row in zip(styled, label_rows, strict=True)),
+        tuple(SeriesDrawing(COLORS[index % len(COLORS)], tuple(
+            Point(frame.px(x), frame.py(y), f"{item.label}: {x_text(x)} {format_number(y)}")
+            for x, y in sorted(item.points))) for index, item in enumerate(shown)),
+        tuple(FailureDrawing(failure.note, frame.px(failure.x),
+                             Cross(frame.px(failure.x), zero - 7, 6)) for failure in failures),
+        tuple(LegendEntry(row, COLORS[index % len(COLORS)], item.label)
+              for index, (item, row) in enumerate(zip(shown, legend_rows, strict=False))),
+        FailedLegend(legend_rows[-1], Cross(frame.x_end + 9, legend_rows[-1] - 4, 4))
+        if failures else None)
 
 
-def _axes(frame: Frame, xs: Sequence[float], x_text: Callable[[float], str], x_label: str,
-          y_label: str) -> list[str]:
-    """Both axes, the x ticks, the y grid and the axis titles."""
-    esc, left, zero = html.escape, frame.left, frame.py(0)
-    out = [f'<line x1="{left}" y1="{zero}" x2="{frame.x_end}" y2="{zero}" stroke="#333"/>',
-           f'<line x1="{left}" y1="{zero}" x2="{left}" y2="{frame.top}" stroke="#333"/>']
-    out.extend(f'<text x="{frame.px(x):.1f}" y="{zero + 14:.1f}" text-anchor="middle">'
-               f"{esc(x_text(x))}</text>" for x in xs)
-    for step in range(6):
-        y = frame.top_y * step / 5
-        out.append(f'<text x="{left - 6}" y="{frame.py(y) + 4:.1f}" text-anchor="end">'
-                   f"{esc(format_number(y))}</text>")
-        out.append(f'<line x1="{left}" y1="{frame.py(y):.1f}" x2="{frame.x_end}" '
-                   f'y2="{frame.py(y):.1f}" stroke="#ddd"/>')
-    middle = (frame.top + frame.height - frame.bottom) / 2
-    out.append(f'<text x="{(left + frame.x_end) / 2}" y="{frame.height - 8}" '
-               f'text-anchor="middle">{esc(x_label)}</text>')
-    out.append(f'<text x="14" y="{middle}" text-anchor="middle" '
-               f'transform="rotate(-90 14 {middle})">{esc(y_label)}</text>')
-    return out
+def chart(title: str, series: Sequence[PlotSeries], lines: Sequence[Line], x_label: str,
+          y_label: str, x_text: Callable[[float], str],
+          failures: Sequence[Failure] = ()) -> str:
+    """The chart (see `drawing`) as SVG; empty if there is nothing to draw."""
+    found = drawing(title, series, lines, x_label, y_label, x_text, failures)
+    return render("chart.svg.j2", chart=found) if found is not None else ""
 
 
 def spread_out(positions: Sequence[float], gap: float) -> list[float]:
@@ -140,53 +218,6 @@ def spread_out(positions: Sequence[float], gap: float) -> list[float]:
     for position in positions:
         placed.append(max(position, placed[-1] + gap) if placed else position)
     return placed
-
-
-def _required_lines_svg(frame: Frame, styled: Sequence[tuple[Line, tuple[str, str]]],
-                        label_rows: Sequence[float]) -> list[str]:
-    """Each line in its colour and dashes, its label right of its end, on `label_rows`
-    (the lines' heights, moved apart where two labels would overlap)."""
-    esc = html.escape
-    out = []
-    for (line, (color, dashes)), row in zip(styled, label_rows, strict=True):
-        y = frame.py(line.y)
-        out.append(f'<g class="required"><title>{esc(line.note or line.label)}</title>'
-                   f'<line x1="{frame.left}" y1="{y:.1f}" x2="{frame.x_end}" y2="{y:.1f}" '
-                   f'stroke="{color}" stroke-width="1.5" stroke-dasharray="{dashes}"/>'
-                   f'<text x="{frame.x_end + 4}" y="{row:.1f}" fill="{color}">'
-                   f"{esc(line.label)}</text></g>")
-    return out
-
-
-def _series_svg(frame: Frame, shown: Sequence[PlotSeries],
-                x_text: Callable[[float], str]) -> list[str]:
-    esc = html.escape
-    out = []
-    for index, item in enumerate(shown):
-        color = COLORS[index % len(COLORS)]
-        points = sorted(item.points)
-        path = " ".join(f"{frame.px(x):.1f},{frame.py(y):.1f}" for x, y in points)
-        out.append(f'<polyline points="{path}" fill="none" stroke="{color}" '
-                   'stroke-width="2"/>')
-        out.extend(f'<circle cx="{frame.px(x):.1f}" cy="{frame.py(y):.1f}" r="3" '
-                   f'fill="{color}"><title>{esc(item.label)}: {esc(x_text(x))} '
-                   f"{esc(format_number(y))}</title></circle>" for x, y in points)
-    return out
-
-
-def _cross(x: float, y: float, size: float) -> str:
-    return (f'<path d="M{x - size:.1f},{y - size:.1f}L{x + size:.1f},{y + size:.1f}'
-            f'M{x - size:.1f},{y + size:.1f}L{x + size:.1f},{y - size:.1f}" '
-            f'stroke="{FAILED_COLOR}" stroke-width="2.5"/>')
-
-
-def _failures_svg(frame: Frame, failures: Sequence[Failure]) -> list[str]:
-    """A red cross on the x axis at each failed x, "failed" written above it."""
-    zero = frame.py(0)
-    return [f'<g class="failed"><title>{html.escape(failure.note)}</title>'
-            f"{_cross(frame.px(failure.x), zero - 7, 6)}"
-            f'<text x="{frame.px(failure.x):.1f}" y="{zero - 17:.1f}" text-anchor="middle" '
-            f'fill="{FAILED_COLOR}">failed</text></g>' for failure in failures]
 
 
 def free_rows(count: int, first: float, taken: Sequence[float]) -> list[float]:
@@ -202,22 +233,6 @@ def free_rows(count: int, first: float, taken: Sequence[float]) -> list[float]:
         rows.append(row)
         row += ROW_PX
     return rows
-
-
-def _legend(frame: Frame, shown: Sequence[PlotSeries], failed: bool,
-            taken: Sequence[float]) -> list[str]:
-    """Right of the plot, in the rows the required lines' labels leave free: the series'
-    colours, and the failed cross when there is one."""
-    left = frame.x_end + 4
-    rows = free_rows(len(shown) + failed, frame.top + ROW_PX, taken)
-    out = [f'<rect x="{left}" y="{row - 9}" width="10" height="10" '
-           f'fill="{COLORS[index % len(COLORS)]}"/><text x="{left + 14}" y="{row}">'
-           f"{html.escape(item.label)}</text>"
-           for index, (item, row) in enumerate(zip(shown, rows, strict=False))]
-    if failed:
-        out.append(f'{_cross(left + 5, rows[-1] - 4, 4)}<text x="{left + 14}" '
-                   f'y="{rows[-1]}" fill="{FAILED_COLOR}">job failed: no busbw</text>')
-    return out
 
 
 def nice_step(highest: float) -> float:
@@ -348,10 +363,10 @@ def _has_sweep(record: ResultLine) -> bool:
     return bool(record["raw"]["sweep"])
 
 
-def _payload_chart(collective: str, mine: Sequence[ResultLine]) -> str:
+def _payload_chart(collective: str, mine: Sequence[ResultLine]) -> Drawing | None:
     """busbw over payloads: one line per benchmark run (see _payload_series)."""
     runs = [r for r in mine if _has_sweep(r)]
-    return chart(f"{collective}: busbw vs payload", _payload_series(runs),
+    return drawing(f"{collective}: busbw vs payload", _payload_series(runs),
                  _required_lines(mine), "payload", "busbw (GB/s)", format_size)
 
 
@@ -374,10 +389,10 @@ def _one_node_text(slowest: dict[int, tuple[float, str]]) -> str:
     return "1 node: the slowest at each payload"
 
 
-def _count_chart(collective: str, mine: Sequence[ResultLine]) -> str:
+def _count_chart(collective: str, mine: Sequence[ResultLine]) -> Drawing | None:
     """busbw over node counts, one line per payload (at 1 node the slowest node at that
     payload, named in the title), a cross at each node count whose job failed; empty unless
-    there are two node counts."""
+    there are two node counts (None)."""
     slowest = _slowest_single(mine)
     by_payload: dict[int, dict[float, float]] = {
         payload: {1.0: busbw} for payload, (busbw, _) in slowest.items()}
@@ -388,34 +403,32 @@ def _count_chart(collective: str, mine: Sequence[ResultLine]) -> str:
             counts[x] = min(counts.get(x, math.inf), y)
     failures = _failures(mine)
     if len({x for c in by_payload.values() for x in c} | {f.x for f in failures}) < 2:
-        return ""
+        return None
     series = [PlotSeries(format_size(p), tuple(sorted(c.items())))
               for p, c in sorted(by_payload.items())]
     title = f"{collective}: busbw vs node count"
     if slowest:
         title += f" ({_one_node_text(slowest)})"
-    return chart(title, series, _required_lines(mine), "nodes", "busbw (GB/s)",
-                 format_number, failures)
+    return drawing(title, series, _required_lines(mine), "nodes", "busbw (GB/s)",
+                   format_number, failures)
 
 
 def interconnect_charts(records: Sequence[ResultLine],
                         latency: LatencyMap | None = None) -> str:
     """busbw vs payload (each benchmark run) and vs node count (each collective and contract
-    payload) from the interconnect tests' records, and the latency heat map
-    (latency_heatmap); empty if there is neither."""
+    payload) from the interconnect tests' records, and the latency heat map (heat_map),
+    rendered by interconnect.html.j2; empty if there is neither."""
     mine = [r for r in records if is_benchmark(r)]
     runs = [r for r in mine if _has_sweep(r)]
-    heatmap = latency_heatmap(latency) if latency is not None else ""
-    if not runs and not heatmap:
+    heatmap = heat_map(latency) if latency is not None else None
+    if not runs and heatmap is None:
         return ""
-    parts = []
+    drawn: list[Drawing | None] = []
     for collective in sorted({str(r.get("collective")) for r in mine}):
         of_collective = [r for r in mine if r.get("collective") == collective]
-        parts.append(_payload_chart(collective, of_collective))
-        parts.append(_count_chart(collective, of_collective))
+        drawn.append(_payload_chart(collective, of_collective))
+        drawn.append(_count_chart(collective, of_collective))
     theory = {("in one node" if r.get("node_count") == 1 else "across nodes"):
               str(r["derivation"]) for r in runs if r.get("derivation")}
-    said = "".join(f"<li>Theoretical busbw {html.escape(where)}: {html.escape(text)}</li>"
-                   for where, text in sorted(theory.items(), reverse=True))
-    return ('<div id="interconnect-charts"><h3>Interconnect</h3>'
-            + (f"<ul>{said}</ul>" if said else "") + "".join(parts) + heatmap + "</div>")
+    return render("interconnect.html.j2", theory=sorted(theory.items(), reverse=True),
+                  charts=[found for found in drawn if found is not None], heatmap=heatmap)

@@ -33,6 +33,7 @@ from pytest_cluster.evidence.plan import (
     PlannedCase,
     opt_in,
 )
+from pytest_cluster.evidence.sinks.results import carry_case
 from pytest_cluster.evidence.tally import is_simulated
 from pytest_cluster.evidence.verdict import TOOL_FAULT
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
@@ -238,7 +239,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     case = item.stash.get(CASE_KEY, None)
     if case is not None:
-        report.pytest_cluster_case = case.to_json()  # type: ignore[attr-defined]
+        carry_case(report, case.to_json())
         if (call.excinfo is not None and not call.excinfo.errisinstance(JUDGED)
                 and case.case_id.startswith(SUITE_PREFIX)
                 and all(name != "error_kind" for name, _ in report.user_properties)):

@@ -11,8 +11,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -48,39 +48,42 @@ def table_tests(section: str,
 
 
 def reading(evidence: Evidence, declaration: Declaration, clause: Clause,
-            payload: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-    """The declared field of a probe's payload and the part it is in; fails the test,
-    saying why, when the probe could not measure it."""
+            payload: Mapping[str, object]) -> tuple[float, Mapping[str, object]]:
+    """The declared field of a probe's payload (a node's answer: untrusted) and the part
+    it is in; fails the test, saying why, when the probe could not measure it."""
     reads = declaration.reads
     assert reads is not None, declaration.id
     if "error" in payload:
-        evidence.cannot_measure(clause, payload["error"], raw=payload)
-    part: dict[str, Any] = payload.get(reads.part) or {}
+        evidence.cannot_measure(clause, str(payload["error"]), raw=payload)
+    part = payload.get(reads.part) or {}
     if not isinstance(part, dict):  # the node's answer, named by its part
         evidence.cannot_measure(clause, f"the {reads.probe} probe's {reads.part} is "
                                 f"{found(part)}, not a section of figures", kind="bad_output")
     if "error" in part or not part:
-        evidence.cannot_measure(clause, part.get("error", f"the probe returned no "
-                                                         f"{reads.part} result"), raw=part)
-    if part.get(reads.field) is None:
+        evidence.cannot_measure(clause, str(part.get("error", f"the probe returned no "
+                                                             f"{reads.part} result")), raw=part)
+    value = part.get(reads.field)
+    if value is None:
         evidence.cannot_measure(clause, f"the {reads.probe} probe found no {reads.part} "
                                 f"{reads.field}", raw=part)
-    if finite(part[reads.field]) is None:  # the node's answer, named by its field
+    # the node's answer, named by its field (finite: a number, neither a bool nor NaN)
+    if finite(value) is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         evidence.cannot_measure(clause, f"the {reads.probe} probe's {reads.part}."
                                 f"{reads.field} is not a finite number: "
-                                f"{found(part[reads.field])}", raw=part, kind="bad_output")
-    return part[reads.field], part
+                                f"{found(value)}", raw=part, kind="bad_output")
+    return value, part
 
 
 def check_reading(evidence: Evidence, declaration: Declaration, clause: Clause,
-                  result: ProbeResult, payload: dict[str, Any]) -> None:
+                  result: ProbeResult, payload: Mapping[str, object]) -> None:
     """Compare the declared field of `payload` (from `result`) with `clause`; how it was
     measured is what the probe says, else what the declaration says."""
     value, part = reading(evidence, declaration, clause, payload)
     reads = declaration.reads
     assert reads is not None
+    said = part.get(reads.method_field)
     evidence.check(clause, value, result=result, raw=part,
-                   method=part.get(reads.method_field) or reads.method)
+                   method=said if isinstance(said, str) and said else reads.method)
 
 
 def node_reading(declaration: Declaration) -> Callable[..., None]:

@@ -1,7 +1,8 @@
 """pytest-html's hooks of a contract run (registered beside the session, on the controller):
 the report's title; above pytest-html's table, a soak's account, the scorecard, the
-baseline, the busbw charts and the latency heat map, and the evidence itself; the table's
-Measured, Required and Reference columns; a passed contract check left out of the table (it
+baseline, the busbw charts and the latency heat map, and the evidence itself (each rendered
+by its template in report/templates/); the table's Measured, Required and Reference columns
+(results_table.html.j2); a passed contract check left out of the table (it
 is a line of the scorecard's collapsed lists instead) but counted. The scorecard's passed
 lists are written into report.html once pytest-html has written it, a piece at a time
 (report/splice.py), and pytest-html's "Report generated on" line (local time, no zone; no
@@ -10,7 +11,6 @@ hook sets it) in UTC, as every other time of the run: "Report generated on
 
 from __future__ import annotations
 
-import html
 import re
 import time
 from collections.abc import Callable, Generator, Iterator
@@ -24,6 +24,7 @@ from pytest_cluster.report.plots import interconnect_charts
 from pytest_cluster.report.scorecard import PASSED_LISTS, passed_lists, scorecard_html
 from pytest_cluster.report.sections import baseline_html, sealing_html
 from pytest_cluster.report.splice import splice
+from pytest_cluster.report.templates import macros
 from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
@@ -37,8 +38,7 @@ def _soak(run: ClusterSession) -> str | None:
     """A soak's availability and credit (first: they are what a soak is for)."""
     if run.soak is None:
         return None
-    mark = "[SIMULATED] " if is_simulated(run.spec) else ""
-    return f'<div class="evidence">{run.soak.html(mark)}</div>'
+    return run.soak.html("[SIMULATED] " if is_simulated(run.spec) else "")
 
 
 def _scorecard(run: ClusterSession) -> str:
@@ -47,21 +47,25 @@ def _scorecard(run: ClusterSession) -> str:
 
 
 def _baseline(run: ClusterSession) -> str:
-    compared = baseline_html(run.baseline, run.after_checks.baseline_cases,
-                             run.spec.baseline.tolerance,
-                             run.baseline.notes(run.spec) if run.baseline else ())
-    return f'<div class="evidence">{compared}</div>'
+    return baseline_html(run.baseline, run.after_checks.baseline_cases,
+                         run.spec.baseline.tolerance,
+                         run.baseline.notes(run.spec) if run.baseline else ())
 
 
 def _charts(run: ClusterSession) -> str:
     return interconnect_charts(run.ledger.kept, run.ledger.latency)
 
 
-def _evidence(run: ClusterSession) -> str:
-    """What was tested (inventory.json) and how the evidence is sealed."""
-    sealed = sealing_html([s.keyid for s in run.signers], str(run.run_dir)) \
-        if run.run_dir is not None else ""
-    return f'<div class="evidence">{run.after_checks.inventory_html}{sealed}</div>'
+def _inventory(run: ClusterSession) -> str:
+    """What was tested (inventory.json), rendered when it was taken."""
+    return run.after_checks.inventory_html
+
+
+def _sealing(run: ClusterSession) -> str | None:
+    """How the evidence is sealed."""
+    if run.run_dir is None:
+        return None
+    return sealing_html([s.keyid for s in run.signers], str(run.run_dir))
 
 
 def generated_in_utc(match: re.Match[bytes]) -> Iterator[bytes]:
@@ -73,10 +77,12 @@ def generated_in_utc(match: re.Match[bytes]) -> Iterator[bytes]:
 
 
 #: The report's sections above pytest-html's table, the one registry of them, in order:
-#: each renders from the run's records (HTML, or None for no section). A new section is a
-#: function here and its line below.
+#: each renders from the run's records through its template (report/templates/: HTML, or
+#: None for no section). A new section is a function here and its line below.
 SECTIONS: tuple[Callable[[ClusterSession], str | None], ...] = (
-    _soak, _scorecard, _baseline, _charts, _evidence)
+    _soak, _scorecard, _baseline, _charts, _inventory, _sealing)
+#: The columns added to pytest-html's results table, after its Result and Test columns.
+COLUMNS = ("Measured", "Required", "Reference")
 
 
 class HtmlHooks:
@@ -88,7 +94,7 @@ class HtmlHooks:
                                     postfix: list[str]) -> None:
         for section in SECTIONS:
             text = section(self.session)
-            if text is not None:
+            if text:
                 prefix.append(text)
 
     @pytest.hookimpl(hookwrapper=True)
@@ -118,9 +124,9 @@ class HtmlHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_table_header(self, cells: list[str]) -> None:
-        cells.insert(2, "<th>Measured</th>")
-        cells.insert(3, "<th>Required</th>")
-        cells.insert(4, "<th>Reference</th>")
+        table = macros("results_table.html.j2")
+        for at, name in enumerate(COLUMNS, start=2):
+            cells.insert(at, str(table.heading(name)))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_table_row(self, report: pytest.TestReport, cells: list[str]) -> None:
@@ -141,7 +147,7 @@ class HtmlHooks:
             if html_report is not None:
                 internals.html_count_passed(html_report)
             return
-        sim = ' <span class="simulated">SIMULATED</span>' if props.get("simulated") else ""
-        cells.insert(2, f"<td>{html.escape(measured_text(props))}{sim}</td>")
-        cells.insert(3, f"<td>{html.escape(str(props.get('requirement', '')))}</td>")
-        cells.insert(4, f"<td>{html.escape(str(props.get('reference', '')))}</td>")
+        table = macros("results_table.html.j2")
+        cells[2:2] = [str(table.cell(measured_text(props), bool(props.get("simulated")))),
+                      str(table.cell(str(props.get("requirement", "")))),
+                      str(table.cell(str(props.get("reference", ""))))]

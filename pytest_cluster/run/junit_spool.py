@@ -102,6 +102,10 @@ class JunitSpool:
         self._file.close()
 
 
+#: A report's attribute that says which pytest-xdist worker it came from (xdist's).
+_WORKER = "node"
+
+
 def closing(begun: Any, user_properties: list[tuple[str, object]]) -> pytest.TestReport:
     """The teardown that closes the testcase of a case begun (its report `begun`) that
     the run left before its own teardown (interrupted there): the testcase gets its
@@ -111,7 +115,7 @@ def closing(begun: Any, user_properties: list[tuple[str, object]]) -> pytest.Tes
         longrepr=None, when="teardown", sections=[], duration=0.0,
         user_properties=list(user_properties))
     if getattr(begun, "node", None) is not None:
-        made.node = begun.node  # type: ignore[attr-defined]
+        setattr(made, _WORKER, begun.node)
     return made
 
 

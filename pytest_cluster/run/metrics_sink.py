@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -16,7 +15,7 @@ from pytest_cluster.evidence.plan import level_of_run, selection
 from pytest_cluster.evidence.sinks.metrics import Metrics
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.sinks.results import EndLine
+    from pytest_cluster.evidence.records import EndLine, Line
     from pytest_cluster.evidence.verdict import NodeEntry
 
 METRICS_PLUGIN = "pytest-cluster-metrics"
@@ -58,8 +57,7 @@ class MetricsSink:
         self.metrics = Metrics(cluster, run_id, level)
 
     @pytest.hookimpl
-    def pytest_cluster_result_line(self, config: pytest.Config,
-                                   record: Mapping[str, Any]) -> None:
+    def pytest_cluster_result_line(self, config: pytest.Config, record: Line) -> None:
         self.metrics.result(record)
 
     @pytest.hookimpl

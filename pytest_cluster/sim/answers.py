@@ -10,8 +10,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pytest_cluster.contract.extensions import added_sim_answers, adds_to, free
-from pytest_cluster.probes import JOB_PROGRAMS, probe_source
 from pytest_cluster.probes.gpu_perf import parse_options
+from pytest_cluster.probes.jobs import JOB_PROGRAMS, job_source
 from pytest_cluster.sim.cluster import gpu_perf_payload, host_payload, inventory_payload
 from pytest_cluster.sim.collectives import Benchmark, job_ranks, nccl_tests_payload
 from pytest_cluster.sim.nics import nic_payload, perftest_ranks
@@ -70,4 +70,4 @@ def job_named(program: str) -> str | None:
 
 @functools.cache
 def _by_source() -> dict[str, str]:
-    return {probe_source(name): name for name in JOB_PROGRAMS if name in JOBS}
+    return {job_source(name): name for name in JOB_PROGRAMS if name in JOBS}

@@ -32,8 +32,8 @@ from pytest_cluster.sim.nics import network_share, port_gbit, rail_of
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import InterconnectSpec
     from pytest_cluster.contract.sim_records import SimSpec
-    from pytest_cluster.probes.collective import CollectiveData, SizeResult
     from pytest_cluster.probes.job_node import RankEntry
+    from pytest_cluster.probes.jobs.collective import CollectiveData, SizeResult
     from pytest_cluster.probes.nccl_tests import NcclTestsData
 
 #: What NCCL reaches of the wire (shared/GUIDE.md): ring over NVLink ~370 of 450 GB/s,

@@ -5,7 +5,7 @@ arguments jobs.node_call gives) joins the job's rendezvous at MASTER_ADDR:MASTER
 real ranks do, and waits there (up to the job's init timeout) for the other nodes' parts;
 once all have joined, the whole job is answered at once (sim/collectives.job_ranks) and
 each part takes its own node's ranks. The only program simulated is the collective
-benchmark (probes/collective.py).
+benchmark (probes/jobs/collective.py).
 """
 
 from __future__ import annotations
@@ -51,6 +51,12 @@ class NodePart:
         return self.master_addr, self.master_port
 
 
+def _assignment(text: str) -> tuple[str, str]:
+    """An --env argument, 'NAME=value', as its name and value."""
+    name, _, value = text.partition("=")
+    return name, value
+
+
 def read_node_call(args: Sequence[str]) -> NodePart | None:
     """The part of a job a job_node call asks for; None for `--whereami`. ValueError says
     what is wrong with the arguments."""
@@ -62,7 +68,7 @@ def read_node_call(args: Sequence[str]) -> NodePart | None:
         raise ValueError(f"not job_node's arguments: {list(ours)}")
     pairs = list(zip(ours[::2], ours[1::2], strict=True))
     given = {_OPTIONS[name]: value for name, value in pairs if name != "--env"}
-    env = tuple(tuple(value.partition("=")[::2]) for name, value in pairs if name == "--env")
+    env = tuple(_assignment(value) for name, value in pairs if name == "--env")
     if set(given) != set(_OPTIONS.values()):
         missing = sorted(set(_OPTIONS) - set(ours[::2]))
         raise ValueError(f"job_node needs {', '.join(missing)}")
@@ -71,8 +77,7 @@ def read_node_call(args: Sequence[str]) -> NodePart | None:
         part = NodePart(given["master_addr"], int(given["master_port"]),
                         int(given["node_rank"]), int(given["nnodes"]),
                         int(given["ranks_per_node"]), float(given["init_timeout_s"]),
-                        float(given["wall_timeout_s"]), program, tuple(rank_args),
-                        env)  # type: ignore[arg-type]
+                        float(given["wall_timeout_s"]), program, tuple(rank_args), env)
     except (binascii.Error, UnicodeDecodeError) as exc:
         raise ValueError(f"the program is not base64 of a text: {exc}") from None
     if not 0 <= part.node_rank < part.nnodes or part.ranks_per_node < 1:

@@ -210,7 +210,7 @@ _PERFTEST_HEAD = (" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/s
 
 def perftest_ranks(sim: SimSpec, ic: InterconnectSpec | None, nodes: Sequence[str],
                    args: Sequence[str]) -> list[list[RankEntry]]:
-    """The perftest rank program's answer on simulated nodes (probes/perftest.py): rank 0
+    """The perftest rank program's answer on simulated nodes (probes/jobs/perftest.py): rank 0
     serves, every other rank's client prints what ib_write_bw would, at the slower of its
     port and rank 0's (a port down: the client cannot reach the server, as perftest
     says)."""

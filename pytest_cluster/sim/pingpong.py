@@ -1,4 +1,4 @@
-"""The ping-pong (probes/pingpong.py) on simulated nodes: what each rank would print. A
+"""The ping-pong (probes/jobs/pingpong.py) on simulated nodes: what each rank would print. A
 healthy pair's one-way latency is a fixed start-up cost of its backend (NCCL over
 InfiniBand a few microseconds, gloo over TCP some tens) plus the message's time on one
 NIC of the spec's network, with a small jitter of its own per pair and size; a pair with a
@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pytest_cluster.probes.pingpong import pairs_of_round, rounds_of
+from pytest_cluster.probes.jobs.pingpong import pairs_of_round, rounds_of
 from pytest_cluster.sim.cluster import jitter, latency_factor, link_factor
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import InterconnectSpec
     from pytest_cluster.contract.sim_records import SimSpec
     from pytest_cluster.probes.job_node import RankEntry
-    from pytest_cluster.probes.pingpong import Pair, RoundTrips
+    from pytest_cluster.probes.jobs.pingpong import Pair, RoundTrips
 
 #: One-way start-up latency of a small message, by backend (seconds).
 BASE_S = {"nccl": 3e-6, "gloo": 25e-6}

@@ -1,5 +1,5 @@
 """A shared filesystem on simulated nodes: what the shared-file check (probes/shared_fs.py)
-and the checkpoint burst's ranks (probes/checkpoint/__main__.py) would print.
+and the checkpoint burst's ranks (probes/jobs/checkpoint/__main__.py) would print.
 
 Each node's client writes at CLIENT_WRITE and reads at CLIENT_READ bytes/s, shared by its
 writers, times its `storage_factor` fault (a slow client); the filesystem gives every node
@@ -23,13 +23,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pytest_cluster.contract.sim import STORAGE_ERRORS
-from pytest_cluster.probes.checkpoint import expected_digest, writer_of
+from pytest_cluster.probes.jobs.checkpoint import expected_digest, writer_of
 from pytest_cluster.sim.cluster import LIE_FACTOR, faults_on, floored, jitter, lies
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.sim_records import SimSpec
-    from pytest_cluster.probes import checkpoint, dataloader
     from pytest_cluster.probes.job_node import RankEntry
+    from pytest_cluster.probes.jobs import checkpoint, dataloader
     from pytest_cluster.probes.shared_fs import SharedData
 
 #: One node's client of the shared filesystem (bytes/s): two 200 Gb/s storage NICs.
@@ -66,22 +66,32 @@ LIE_SECONDS = 1e-9
 LIE_WRITER = 999
 
 
-def claimed(sim: SimSpec, node: str, data: dict[str, object]) -> None:
-    """A rank's figures as `node` reports them: a liar's bytes, operations or seconds as
-    its lie says (`data` changed in place; an honest node's as measured)."""
+def claimed(sim: SimSpec, node: str, data: checkpoint.RankData) -> None:
+    """A checkpoint rank's figures as `node` reports them: a liar's bytes, seconds or the
+    writer it read back as its lie says (`data` changed in place; an honest node's as
+    measured)."""
     told = lies(sim, node)
-    if "storage_bytes" in told:
-        for key in ("bytes", "ops"):
-            value = data.get(key)
-            if isinstance(value, int) and value:
-                data[key] = int(value * LIE_FACTOR)
+    if "storage_bytes" in told and data.get("bytes"):
+        data["bytes"] = int(data["bytes"] * LIE_FACTOR)
     if "storage_seconds" in told and isinstance(data.get("seconds"), float):
         data["seconds"] = LIE_SECONDS
-        started = data.get("started_at")
-        if isinstance(started, float):
-            data["ended_at"] = started + LIE_SECONDS
+        if isinstance(data.get("started_at"), float):
+            data["ended_at"] = data["started_at"] + LIE_SECONDS
     if "read_back" in told and data.get("phase") == "read" and "writer" in data:
         data["writer"] = LIE_WRITER
+
+
+def claimed_loading(sim: SimSpec, node: str, data: dataloader.RankData) -> None:
+    """A data loader rank's figures as `node` reports them: a liar's bytes, operations or
+    seconds as its lie says (`data` changed in place; an honest node's as measured)."""
+    told = lies(sim, node)
+    if "storage_bytes" in told:
+        if data.get("bytes"):
+            data["bytes"] = int(data["bytes"] * LIE_FACTOR)
+        if data.get("ops"):
+            data["ops"] = int(data["ops"] * LIE_FACTOR)
+    if "storage_seconds" in told and isinstance(data.get("seconds"), float):
+        data["seconds"] = LIE_SECONDS
 
 
 def failed(sim: SimSpec, node: str, what: str, path: str) -> tuple[str, str] | None:
@@ -180,7 +190,7 @@ def checkpoint_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
                     data["leftovers"] = []
                     if rank == 0:
                         data["capacity_bytes"] = SIM_CAPACITY
-            claimed(sim, node, data)  # type: ignore[arg-type]
+            claimed(sim, node, data)
             ranks.append({"rank": rank, "local_rank": local, "exit_code": 0,
                           "ended_at": None, "stderr_tail": "", "data": data})
         parts.append(ranks)
@@ -244,7 +254,7 @@ def dataloader_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int,
                              "cpu_s": 0.1, "late_s": 0.0, "leftovers": []})
             else:
                 data["removed"] = len(nodes) * ranks_per_node
-            claimed(sim, node, data)  # type: ignore[arg-type]
+            claimed_loading(sim, node, data)
             ranks.append({"rank": rank, "local_rank": local, "exit_code": 0,
                           "ended_at": None, "stderr_tail": "", "data": data})
         parts.append(ranks)

@@ -10,8 +10,7 @@ them, first against each later round.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
 
 #: (what it is called, where it is in a GPU's entry of the GPU probe's payload)
 COUNTERS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -31,16 +30,28 @@ COUNTERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def _at(entry: dict[str, Any], path: tuple[str, ...]) -> int | None:
-    value: Any = entry
+#: A probe's answer as read back: JSON, untrusted, every part checked before it is read.
+Answer = Mapping[str, object]
+
+
+def gpus_of(payload: Answer) -> list[Answer]:
+    """The GPU entries of a GPU probe's answer (either probe's: NVML's, torch's) that are
+    maps; none when it lists none."""
+    listed = payload.get("gpus")
+    return [gpu for gpu in listed if isinstance(gpu, dict)] if isinstance(listed, list) \
+        else []
+
+
+def _at(entry: Answer, path: tuple[str, ...]) -> int | None:
+    value: object = entry
     for key in path:
-        if not isinstance(value, dict):
+        if not isinstance(value, Mapping):
             return None
         value = value.get(key)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def counts(entry: dict[str, Any]) -> dict[str, int]:
+def counts(entry: Answer) -> dict[str, int]:
     """The counters one GPU's entry has (one NVML could not read is left out)."""
     found = {name: _at(entry, path) for name, path in COUNTERS}
     return {name: value for name, value in found.items() if value is not None}
@@ -62,22 +73,21 @@ def _grown(before: dict[str, int], after: dict[str, int]) -> Iterator[str]:
         yield f"{name} {old} -> {new} (+{new - old}{also})"
 
 
-def _xids(payload: dict[str, Any], index: object) -> list[int]:
-    events = (payload.get("xid") or {}).get("events") or []
+def _xids(payload: Answer, index: object) -> list[int]:
+    xid = payload.get("xid")
+    events = xid.get("events") if isinstance(xid, dict) else None
     return [int(e["xid"]) for e in events if isinstance(e, dict) and e.get("gpu") == index
-            and isinstance(e.get("xid"), int)]
+            and isinstance(e.get("xid"), int)] if isinstance(events, list) else []
 
 
-def growth(first: dict[str, Any], later: dict[str, Any]) -> dict[str, list[str]]:
+def growth(first: Answer, later: Answer) -> dict[str, list[str]]:
     """Per GPU (by UUID, as '<index> <uuid>'), what grew from `first` to `later` (two
     payloads of the GPU probe on one node); GPUs with no growth are left out. A GPU of
     `first` that `later` lacks is named as gone."""
-    then = {g.get("uuid"): g for g in first.get("gpus") or [] if isinstance(g, dict)}
+    then = {g.get("uuid"): g for g in gpus_of(first)}
     found: dict[str, list[str]] = {}
     seen = set()
-    for gpu in later.get("gpus") or []:
-        if not isinstance(gpu, dict):
-            continue
+    for gpu in gpus_of(later):
         uuid = gpu.get("uuid")
         seen.add(uuid)
         where = f"gpu{gpu.get('index')} {uuid}"

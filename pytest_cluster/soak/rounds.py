@@ -26,9 +26,9 @@ import os
 import re
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from pytest_cluster.errors import UnitError
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results
@@ -221,9 +221,9 @@ def resume_dir(soak_dir: Path, spec_sha256: str) -> list[str]:
     if not marker.is_file():
         raise SoakError(f"{soak_dir} is not a soak's directory (no {SOAK_FILE})")
     known = read_marker(marker)
-    if known.get("spec_sha256") != spec_sha256:
+    if known["spec_sha256"] != spec_sha256:
         raise SoakError(f"{soak_dir} is a soak of another spec (sha256 "
-                             f"{str(known.get('spec_sha256'))[:16]}..., this one "
+                             f"{str(known['spec_sha256'])[:16]}..., this one "
                              f"{spec_sha256[:16]}...)")
     pinned = soak_dir / SPEC_FILE
     if (pinned.exists() or pinned.is_symlink()) and \
@@ -247,7 +247,15 @@ def resume_dir(soak_dir: Path, spec_sha256: str) -> list[str]:
 MARKER_MOST = 64 * 1024
 
 
-def read_marker(marker: Path) -> dict[str, Any]:
+class SoakMarker(TypedDict):
+    """What a soak's soak.json says that a resumed soak reads (read_marker checked it)."""
+
+    spec_sha256: str | None  # the spec the soak began with (None: not a text)
+    duration_s: float | None  # as asked (--cluster-soak); None: rounds only
+    max_rounds: int | None
+
+
+def read_marker(marker: Path) -> SoakMarker:
     """A soak's soak.json, checked as the untrusted input it is on resuming: bounded, an
     object, its duration and round count within what a soak may be asked for."""
     try:
@@ -269,12 +277,14 @@ def read_marker(marker: Path) -> dict[str, Any]:
                              or not 1 <= most <= MAX_ROUNDS):
         raise SoakError(f"{marker}: max_rounds: expected a whole number from 1 to "
                         f"{MAX_ROUNDS:,}, got {str(most)[:40]}")
-    return known
+    sha256 = known.get("spec_sha256")
+    return {"spec_sha256": sha256 if isinstance(sha256, str) else None,
+            "duration_s": duration, "max_rounds": most}
 
 
 # -- one round --------------------------------------------------------------------------------
 
-def node_state(entry: dict[str, Any]) -> str | None:
+def node_state(entry: Mapping[str, object]) -> str | None:
     """A node's state over a round from its verdict: failed or unreachable as soon as one
     of its checks saw so; healthy only when every check of it that the round selected ran
     and passed (ACCEPTED); None when the round did not judge it (it was stopped before

@@ -10,7 +10,7 @@ import json
 import math
 import statistics
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,7 @@ from pytest_cluster.units import utc
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import SoakSpec
     from pytest_cluster.probes.nic import Port
+    from pytest_cluster.soak.counters import Answer
 
 
 def span(first: int, last: int) -> str:
@@ -98,7 +99,7 @@ class Tally:
         self.flap_s = flap_s  # a NIC port seen down this long fails its node
         self.cases: dict[str, CaseTally] = {}
         self.series: dict[str, RoundSeries] = {}
-        self.first_gpu: dict[str, tuple[int, dict[str, Any]]] = {}
+        self.first_gpu: dict[str, tuple[int, Answer]] = {}
         self.gpu_rounds: dict[str, list[int]] = {}
         self.growth: dict[str, list[str]] = {}  # per node, each change in full
         self.changed: dict[str, list[str]] = {}  # ... and in short: what was measured
@@ -109,8 +110,8 @@ class Tally:
         self._seen: set[tuple[str, str, str]] = set()
 
     def add(self, number: int, started: float, results: Iterable[ResultLine],
-            gpus: dict[str, dict[str, Any]],
-            perf: dict[str, dict[str, Any]] | None = None,
+            gpus: Mapping[str, Answer],
+            perf: Mapping[str, Answer] | None = None,
             nics: dict[str, list[NicReading]] | None = None) -> None:
         """A round: its result lines, its GPU probes, its torch probes (the SDC check's
         checksums) and its NIC readings' counted ports (start, end), per node."""
@@ -177,10 +178,10 @@ class Tally:
                        f"{first_round}")
 
     def _results(self, node: str, number: int, started: float,
-                 payload: dict[str, Any]) -> None:
+                 payload: Answer) -> None:
         """The SDC check's checksum of each GPU (by UUID) against its first round's."""
-        for gpu in payload.get("gpus") or []:
-            sdc = gpu.get("sdc") if isinstance(gpu, dict) else None
+        for gpu in counters.gpus_of(payload):
+            sdc = gpu.get("sdc")
             if not isinstance(sdc, dict) or not isinstance(sdc.get("checksum"), int):
                 continue
             where = f"gpu{gpu.get('index')} GPU-{str(gpu.get('uuid')).removeprefix('GPU-')}"
@@ -207,7 +208,7 @@ class Tally:
             rounds.append(number)
 
     def _counters(self, node: str, number: int, started: float,
-                  payload: dict[str, Any]) -> None:
+                  payload: Answer) -> None:
         self._compared(node, number)
         if node not in self.first_gpu:
             self.first_gpu[node] = (number, payload)
@@ -322,10 +323,10 @@ def nic_readings(round_dir: Path, devices: str | None) -> dict[str, list[NicRead
     return found
 
 
-def _payloads(path: Path) -> dict[str, dict[str, Any]]:
+def _payloads(path: Path) -> dict[str, Answer]:
     """Per node, the payload of a probe's results file (nodes whose probe failed left
-    out; an unreadable file: none)."""
-    found: dict[str, dict[str, Any]] = {}
+    out; an unreadable file: none), as read: every part checked before it is read."""
+    found: dict[str, Answer] = {}
     with contextlib.suppress(*UNREADABLE):
         for node, result in json.loads(path.read_text(encoding="utf-8")).items():
             data = result.get("data") if isinstance(result, dict) else None
@@ -334,10 +335,10 @@ def _payloads(path: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
-def gpu_payloads(round_dir: Path, probe: str = "gpu") -> dict[str, dict[str, Any]]:
+def gpu_payloads(round_dir: Path, probe: str = "gpu") -> dict[str, Answer]:
     """Per node, a probe's payload in a round (nodes whose probe failed left out): the
     NVML probe's, or (probe "gpu_perf") the torch probe's, the SDC check's there."""
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, Answer] = {}
     for path in sorted((round_dir / "probes").glob(f"{probe}-*.json")):
         found.update(_payloads(path))
     return found

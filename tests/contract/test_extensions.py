@@ -198,7 +198,8 @@ def test_a_name_taken_twice_is_left_out_and_named(installed: list[EntryPoint]) -
 def test_a_name_of_ours_is_not_an_extensions_to_take(installed: list[EntryPoint]) -> None:
     """An extension's probe named as one of our job programs (sent by job_node) would
     replace it on every node: left out, and said."""
-    from pytest_cluster.probes import JOB_PROGRAMS, PROBES
+    from pytest_cluster.probes import PROBES
+    from pytest_cluster.probes.jobs import JOB_PROGRAMS
 
     ours = (*PROBES, *JOB_PROGRAMS)
     assert extensions.free([("pingpong", 1), ("bmc", 2), ("bmc", 3)], ours,

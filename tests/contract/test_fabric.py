@@ -5,13 +5,12 @@ sysfs inside network namespaces over ssh."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import pytest
 
@@ -25,9 +24,6 @@ from pytest_cluster.measure.node_search import COULD_NOT_DECIDE, NO_GOOD
 from tests.conftest import planned
 from tests.netns_cluster import NetnsCluster
 from tests.test_plugin import jsonl
-
-if TYPE_CHECKING:
-    from pytest_cluster.probes.nic import Port
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 HEAD = "cluster: {name: c, nodes: [a, b], launcher: sim}\nsim: {}\n"
@@ -86,74 +82,6 @@ def test_a_nic_fault_needs_the_nic() -> None:
         parse_spec(HEAD.replace("sim: {}", "sim:\n  faults: [{node: a, nic_down: true}]")
                    + "fabric: {ports: 8}\n", "t.yaml")
     assert "sim.faults[0].nic: missing: a NIC fault needs the NIC's index" in str(caught.value)
-
-
-def port(name: str, kind: str = "rdma", **fields: Any) -> Port:
-    return cast("Port", {"name": name, "device": name.split("/", maxsplit=1)[0], "kind": kind,
-                         "virtual": False, "active": True, **fields})
-
-
-def test_the_counted_ports_are_rdma_else_devices_else_the_glob() -> None:
-    ib = [port("mlx5_0/1"), port("mlx5_1/1")]
-    eth = [port("eno1", "net"), port("veth3", "net", virtual=True)]
-    assert [p["name"] for p in fabric.counted(ib + eth, None)] == ["mlx5_0/1", "mlx5_1/1"]
-    assert [p["name"] for p in fabric.counted(eth, None)] == ["eno1"]
-    assert [p["name"] for p in fabric.counted(ib + eth, "veth*")] == ["veth3"]
-    assert [p["name"] for p in fabric.counted(ib + eth, "mlx5_1")] == ["mlx5_1/1"]
-    assert fabric.inactive([port("mlx5_3/1", active=False, state="DOWN",
-                                 phys_state="Polling")]) == ["mlx5_3/1 (DOWN, Polling)"]
-    assert fabric.grown([port("mlx5_0/1", counters={"link_downed": 1, "symbol_error": 3}),
-                         port("eno1", "net", counters={"carrier_changes": 4})],
-                        [port("mlx5_0/1", counters={"link_downed": 3, "symbol_error": 90}),
-                         port("eno1", "net", counters={"carrier_changes": 2}),
-                         port("mlx5_9/1", counters={"link_downed": 5})]) == [
-        "mlx5_0/1: link_downed 1 -> 3"]  # symbol errors recorded; a reset or a new port
-    assert fabric.symbol_rates(
-        [port("a/1", counters={"symbol_error": 3}), port("b/1", counters={"symbol_error": 50}),
-         port("c/1", counters={}), port("d/1", counters={"symbol_error": 1})],
-        [port("a/1", counters={"symbol_error": 93}), port("b/1", counters={"symbol_error": 4}),
-         port("c/1", counters={"symbol_error": 7}), port("e/1", counters={"symbol_error": 2})],
-        60.0) == {"a/1": (90, 1.5), "b/1": (4, 4 / 60)}  # b/1 was reset: counts from 0
-    assert fabric.firmware([port("mlx5_0/1", firmware="1.2"), port("mlx5_1/1", firmware="1.3"),
-                            port("mlx5_2/1", firmware="1.3")]) == \
-        "1.2 (mlx5_0), 1.3 (mlx5_[1-2])"
-
-
-def test_a_rail_is_bound_by_the_environment_its_backend_reads() -> None:
-    """NCCL over an HCA port: that port alone (exact match); NCCL over an interface: that
-    socket interface with IB off; gloo: the port's interface, or why it has none."""
-    hca = port("mlx5_3/1", port=1, netdev="ibp3s0")
-    assert fabric.rail_env(hca, "nccl") == (("NCCL_IB_HCA", "=mlx5_3:1"),)
-    assert fabric.rail_env(hca, "gloo") == (("GLOO_SOCKET_IFNAME", "ibp3s0"),)
-    eth = port("rail2", "net", netdev="rail2")
-    assert fabric.rail_env(eth, "nccl") == (("NCCL_SOCKET_IFNAME", "=rail2"),
-                                            ("NCCL_IB_DISABLE", "1"))
-    assert fabric.rail_env(eth, "gloo") == (("GLOO_SOCKET_IFNAME", "rail2"),)
-    with pytest.raises(ValueError, match="mlx5_0/1 has no network interface for gloo"):
-        fabric.rail_env(port("mlx5_0/1", port=1, netdev=None), "gloo")
-    # every port name any node has, in the order first seen, with the first node's port
-    found = fabric.rails({"a": [port("mlx5_1/1"), port("mlx5_0/1")],
-                          "b": [port("mlx5_0/1", netdev="x"), port("mlx5_2/1")]})
-    assert list(found) == ["mlx5_1/1", "mlx5_0/1", "mlx5_2/1"]
-    assert "netdev" not in found["mlx5_0/1"]
-
-
-def test_a_port_seen_down_is_named_with_its_node_and_who_saw_it() -> None:
-    """The rail search's reason for running no job on a port down (fabric.down_on): per
-    node whose port of that name is not active; a node without the port is not down."""
-    ports = {"a": [port("mlx5_0/1"), port("mlx5_1/1", active=False, state="DOWN",
-                                          phys_state="Disabled")],
-             "b": [port("mlx5_1/1")], "c": [port("mlx5_0/1")],
-             "d": [port("rail2", "net", active=False, state="down")]}
-    assert fabric.down_on(ports, "mlx5_1/1") == {
-        "a": "port mlx5_1/1 on a is down (DOWN, Disabled), seen by the NIC probe at the "
-             "run's start (fabric.ports): not run on it"}
-    assert fabric.down_on(ports, "rail2", fabric.AFTER_FAILURE) == {
-        "d": "port rail2 on d is down (down), seen by the NIC probe after a job on it "
-             "failed: not run on it again"}
-    assert fabric.down_on(ports, "mlx5_0/1") == {}
-    # the port that binds a rail's jobs: an active one, where a node has one
-    assert fabric.rails(ports)["mlx5_1/1"] is ports["b"][0]
 
 
 def test_rail_busbw_needs_the_interconnect_section_its_jobs_run_by() -> None:
@@ -311,38 +239,6 @@ def test_each_rail_by_ib_write_bw_names_the_slow_port_and_its_node(
     assert lines["n1"]["method"].startswith("ib_write_bw")
 
 
-def test_perftest_output_reads_as_its_versions_print_it() -> None:
-    from pytest_cluster.measure import perftest
-
-    # linux-rdma/perftest#273 (2024), --report_gbits: peak 0.00 (not measured with -D)
-    text = (" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   "
-            "MsgRate[Mpps]\n 8          224958464        0.00               0.48   \t\t   "
-            "7.498617\n---------------------------------------------------------------------"
-            "------------------\n")
-    found = perftest.parse(text)
-    assert (found.bytes, found.iterations, found.peak) == (8, 224958464, 0.0)
-    assert found.average == 0.48 * 125_000_000
-    mib = text.replace("Gb/sec", "MiB/sec")  # newer versions without --report_gbits
-    assert perftest.parse(mib).average == 0.48 * 2**20
-    qos = (" #bytes    #sl      #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   "
-           "MsgRate[Mpps]\n 65536      3        5000             96.40              96.38"
-           "              0.183838\n")
-    assert perftest.parse(qos).average == 96.38 * 125_000_000
-    for bad, why in (("Couldn't connect to n1:29501", "no perftest bandwidth table"),
-                     (text.split("\n", maxsplit=1)[0],
-                      "perftest printed its header but no result line"),
-                     (text.replace("Gb/sec", "furlongs"),
-                      "perftest reported its bandwidth in 'furlongs'")):
-        with pytest.raises(ValueError, match=why):
-            perftest.parse(bad)
-    with pytest.raises(ValueError, match="not an HCA port: 'mlx5_0; reboot'"):
-        perftest.command("ib_write_bw", "mlx5_0; reboot", 1)
-    rate, why = perftest.group_rate([{"rank": 1, "tool": "ib_write_bw", "exit_code": 1,
-                                      "stderr_tail": "Couldn't connect to n1:29501\n"}])
-    assert math.isnan(rate)
-    assert why == "rank 1: ib_write_bw exited with 1: Couldn't connect to n1:29501"
-
-
 def one_rail_failure(pytester: pytest.Pytester) -> str:
     """The message of the one node whose rails fail, of four (trial.yaml, -k rail_busbw)."""
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
@@ -472,16 +368,8 @@ def _ip(netns: NetnsCluster, node: str, *args: str) -> None:
     subprocess.run(["ip", "-n", netns.netns(node), *args], check=True, timeout=30)
 
 
-
-
-
-
-
-
 #: The rail search's jobs' timeout in the real tests: a port down must not cost it twice.
 RAIL_TIMEOUT_S = 40
-
-
 
 
 @pytest.mark.parametrize(("body", "message"), [
@@ -570,7 +458,7 @@ def test_the_perftest_rank_program_serves_each_client_in_turn(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_cluster.launchers.jobs import JobSpec, run_job
     from pytest_cluster.measure import perftest
-    from pytest_cluster.probes import probe_source
+    from pytest_cluster.probes.jobs import job_source
     from tests.launchers.test_jobs import local
 
     tools = tmp_path / "bin"
@@ -582,7 +470,7 @@ def test_the_perftest_rank_program_serves_each_client_in_turn(
     base = perftest.command("ib_write_bw", "mlx5_0", 1, seconds=1)
     launcher = local()
     launcher.spec = type(launcher.spec)("t", ("a", "b", "c"), "local", sys.executable, 60, 8)
-    result = run_job(launcher, JobSpec(("a", "b", "c"), probe_source("perftest"),
+    result = run_job(launcher, JobSpec(("a", "b", "c"), job_source("perftest"),
                                        args=("--argv", json.dumps(base), "--seconds", "1"),
                                        init_timeout_s=20, wall_timeout_s=60, master_port=29810))
     assert result.ok, result.first_failure()

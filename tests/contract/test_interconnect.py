@@ -1,29 +1,25 @@
-"""Interconnect: nccl-tests' formulas, the theoretical busbw, the spec section, the
-slow-node search, and (realcomponents) gloo all-reduce over tbf-shaped links between the
-4 namespace nodes through ssh and through slurm."""
+"""Interconnect: the spec section, the simulated cluster's answers to benchmark jobs, and
+the busbw and latency cases they decide (the slow-node search's own tests:
+tests/measure/test_node_search.py; the ping-pong's: tests/measure/test_latency.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import itertools
 import json
-import math
-import statistics
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 from xml.etree import ElementTree
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from pytest_cluster.contract.busbw import bus_factor
 from pytest_cluster.contract.clauses import declared
-from pytest_cluster.contract.loader import load_spec, parse_spec
+from pytest_cluster.contract.loader import parse_spec
 from pytest_cluster.contract.model import InterconnectSpec
 from pytest_cluster.errors import SpecError
 from pytest_cluster.evidence.sinks.results import ResultLine
@@ -34,20 +30,9 @@ from pytest_cluster.launchers.local import LocalLauncher
 from pytest_cluster.launchers.process import INTERRUPTED_MESSAGE
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 from pytest_cluster.launchers.sim import SimLauncher
-from pytest_cluster.measure import latency
 from pytest_cluster.measure.benchmark import collective_job, run_collective
-from pytest_cluster.measure.node_search import (
-    FAILED,
-    NO_GOOD,
-    NOT_SEARCHED,
-    OK,
-    SLOW,
-    UNDECIDED,
-    NodeSearch,
-    SearchVerdict,
-    find_slow_nodes,
-)
-from pytest_cluster.probes import JOB_PROGRAMS, ProbeCall, pingpong
+from pytest_cluster.probes import ProbeCall
+from pytest_cluster.probes.jobs import JOB_PROGRAMS, pingpong
 from pytest_cluster.report.plots import interconnect_charts, nice_step
 from pytest_cluster.sim import answers as sim_answers
 from pytest_cluster.sim.cluster import jitter
@@ -126,191 +111,6 @@ def test_the_spec_section_and_its_defaults() -> None:
 ])
 def test_bad_interconnect_sections_are_named(change: tuple[str, str], message: str) -> None:
     assert error_of(H100.replace(*change)) == message
-
-
-def network(rates: dict[str, float], calls: list[list[list[str]]]) -> Any:
-    """A fake fabric: a group runs at its slowest member's rate; a 0 rate fails (NaN)."""
-    def measure(groups: list[list[str]]) -> list[float]:
-        calls.append(groups)
-        values = [min(rates[n] for n in g) for g in groups]
-        return [v if v > 0 else math.nan for v in values]
-    return measure
-
-
-def test_one_slow_node_among_64_is_found_in_two_rounds() -> None:
-    nodes = [f"n{i:02d}" for i in range(64)]
-    rates = dict.fromkeys(nodes, 100.0) | {"n37": 40.0}
-    calls: list[list[list[str]]] = []
-    search = find_slow_nodes(nodes, network(rates, calls), bar=80.0)
-    assert [n for n, v in search.verdicts.items() if not v.ok] == ["n37"]
-    assert len(calls) == 2 and len(calls[0]) == 32  # all pairs at once, then 2 groups
-    slow = search.verdicts["n37"]
-    assert (slow.busbw, slow.round, len(slow.partners)) == (40.0, 2, 1)
-    assert search.verdicts["n36"].ok and search.verdicts["n36"].round == 2
-    assert search.verdicts["n00"].partners == ("n01",)
-
-
-def test_a_figure_is_a_nodes_own_only_where_its_partners_were_known_good() -> None:
-    """The first round's pairs run at the slower one's pace: each verdict names the
-    partner that bounds its figure (n01 of n00's, at n01's 90); a suspect cleared with a
-    known-good partner (n36, paired first with the slow n37), or named slow with one
-    (n37), has a figure of its own."""
-    nodes = [f"n{i:02d}" for i in range(64)]
-    rates = dict.fromkeys(nodes, 100.0) | {"n01": 90.0, "n37": 40.0}
-    search = find_slow_nodes(nodes, network(rates, []), bar=80.0)
-    assert search.verdicts["n00"].bounded_by == ("n01",)
-    assert search.verdicts["n00"].busbw == 90.0 and search.verdicts["n00"].ok
-    assert search.verdicts["n01"].bounded_by == ("n00",)
-    assert (search.verdicts["n36"].ok, search.verdicts["n36"].bounded_by) == (True, ())
-    assert search.verdicts["n36"].busbw == 100.0
-    assert (search.verdicts["n37"].status, search.verdicts["n37"].bounded_by) == (SLOW, ())
-    assert NodeSearch.from_json(json.loads(json.dumps(search.to_json()))) == search
-
-
-def test_many_slow_nodes_are_bisected_in_few_rounds() -> None:
-    nodes = [f"n{i}" for i in range(64)]
-    slow = {f"n{i}" for i in range(0, 64, 2)} - {"n0"}  # 31 pairs have a slow node
-    rates = {n: 10.0 if n in slow else 100.0 for n in nodes}
-    calls: list[list[list[str]]] = []
-    search = find_slow_nodes(nodes, network(rates, calls), bar=80.0)
-    assert {n for n, v in search.verdicts.items() if not v.ok} == slow
-    assert len(calls) <= 2 + math.ceil(math.log2(64))  # not 64^2 pairs
-    assert all(len(set(g)) == len(g) for round_ in calls for g in round_)
-
-
-def test_a_dead_node_and_an_odd_count() -> None:
-    """c's jobs fail: with a known-good partner it is "failed" (not measured), never slow."""
-    rates = {"a": 100.0, "b": 100.0, "c": 0.0, "d": 100.0, "e": 100.0}
-    search = find_slow_nodes(list(rates), network(rates, []), bar=80.0)
-    assert (search.named(FAILED), search.named(SLOW)) == (["c"], [])
-    assert math.isnan(search.verdicts["c"].busbw)
-    assert search.verdicts["c"].why == "the all_reduce with a, known good, failed"
-    assert search.rounds[0][1][0] == ("c", "d", "e")  # the odd one joins the last pair
-
-
-def test_when_no_node_reaches_the_bar_no_node_is_named() -> None:
-    """No pair reaches the bar, whatever the pairing: no node is known good, so no node is
-    named slow; the suspects are re-paired a bounded number of times, then undecided."""
-    rates = dict.fromkeys("abcd", 10.0)
-    calls: list[list[list[str]]] = []
-    search = find_slow_nodes(list(rates), network(rates, calls), bar=80.0)
-    assert search.named(UNDECIDED) == list("abcd")
-    assert search.note == NO_GOOD
-    assert calls == [[["a", "b"], ["c", "d"]], [["a", "c"], ["b", "d"]],
-                     [["a", "d"], ["c", "b"]]]  # every pair once, then it stops
-
-
-def test_a_dead_node_left_out_never_makes_a_healthy_node_the_culprit() -> None:
-    """The tester's case: node1 unreachable (left out by the caller), node3 slow. The
-    three left run as one group below the bar; re-paired, node2 + node4 reach it and
-    node3 is named against node2."""
-    rates = {"node1": 0.0, "node2": 100.0, "node3": 40.0, "node4": 100.0}
-    calls: list[list[list[str]]] = []
-    search = find_slow_nodes(list(rates), network(rates, calls), bar=80.0,
-                             leave_out={"node1": "host probe unreachable: ssh: refused"})
-    assert all("node1" not in group for round_ in calls for group in round_)
-    assert search.named(SLOW) == ["node3"]
-    assert search.verdicts["node3"].partners == ("node2",)
-    assert search.named(OK) == ["node2", "node4"]
-    assert search.verdicts["node1"] == SearchVerdict(
-        "node1", NOT_SEARCHED, search.verdicts["node1"].busbw, (), 0,
-        "host probe unreachable: ssh: refused")
-    assert search.not_searched == {"node1": "host probe unreachable: ssh: refused"}
-    document = json.dumps(search.to_json())  # NaN != NaN: compare the documents
-    assert json.dumps(NodeSearch.from_json(json.loads(document)).to_json()) == document
-
-
-def test_a_dead_node_still_paired_is_failed_and_the_slow_one_named() -> None:
-    """Not left out (its probes answered, then it died): every pair is below the bar at
-    first; re-pairing finds node2 + node4 good, then node1 fails and node3 is slow."""
-    rates = {"node1": 0.0, "node2": 100.0, "node3": 40.0, "node4": 100.0}
-    search = find_slow_nodes(list(rates), network(rates, []), bar=80.0)
-    assert (search.named(FAILED), search.named(SLOW)) == (["node1"], ["node3"])
-    assert search.named(OK) == ["node2", "node4"]
-
-
-def test_a_node_rechecked_down_after_its_failed_job_runs_in_no_later_round() -> None:
-    """The same, with a recheck after each failed job (the rail search's fresh NIC
-    reading): node1's port is found down after round 1, so node1 runs in no later group
-    (each would have waited out a timeout): NOT_SEARCHED with why, never failed or slow;
-    its partner node2 is tested on and cleared, node3 named slow against it."""
-    rates = {"node1": 0.0, "node2": 100.0, "node3": 40.0, "node4": 100.0}
-    calls: list[list[list[str]]] = []
-    asked: list[list[str]] = []
-
-    def recheck(nodes: list[str]) -> dict[str, str]:
-        asked.append(nodes)
-        return {node: "its port is down" for node in nodes if rates[node] == 0.0}
-
-    search = find_slow_nodes(list(rates), network(rates, calls), bar=80.0,
-                             recheck=recheck)
-    assert [group for round_ in calls for group in round_ if "node1" in group] == [
-        ["node1", "node2"]]
-    assert asked == [["node1", "node2"]]
-    assert search.verdicts["node1"] == SearchVerdict(
-        "node1", NOT_SEARCHED, search.verdicts["node1"].busbw, ("node2",), 1,
-        "its port is down")
-    assert search.not_searched == {"node1": "its port is down"}
-    assert (search.named(SLOW), search.named(OK)) == (["node3"], ["node2", "node4"])
-    assert search.verdicts["node3"].partners == ("node2",)
-
-
-def test_two_nodes_below_the_bar_cannot_be_told_apart() -> None:
-    rates = {"a": 100.0, "b": 40.0}
-    search = find_slow_nodes(list(rates), network(rates, []), bar=80.0)
-    assert search.named(UNDECIDED) == ["a", "b"]
-    assert search.verdicts["a"].partners == ("b",) and search.verdicts["a"].busbw == 40.0
-
-
-def test_fewer_than_two_nodes_left_is_undecided_with_why() -> None:
-    rates = {"a": 100.0, "b": 100.0}
-    search = find_slow_nodes(list(rates), network(rates, []), bar=80.0,
-                             leave_out={"b": "host probe timeout"})
-    assert search.verdicts["a"].status == UNDECIDED
-    assert search.note == "fewer than 2 nodes could take part: no pair to test"
-    assert search.rounds == ()
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from([100.0, 90.0, 40.0, 10.0, 0.0]), min_size=2, max_size=24),
-       st.data())
-def test_a_healthy_node_is_never_blamed(speeds: list[float], data: st.DataObject) -> None:
-    """Any mix of healthy (>= the bar), slow and dead (0: its jobs fail) nodes, some left
-    out: a node named slow is slow and was measured with a healthy partner; a node whose
-    job failed is dead; the search takes at most 2 log2(N) + 6 rounds, plus twice the slow
-    nodes per healthy one. (A slow node is named only once it ran alone beside a known-good
-    node, and a node runs in one group per round: with 4 healthy nodes among 24, 20 slow
-    ones need 5 rounds of their own; 2 log2(N) + 6 alone was broken by 17 rounds there.)"""
-    nodes = [f"n{i}" for i in range(len(speeds))]
-    rates = dict(zip(nodes, speeds, strict=True))
-    leave_out = {n: "probe failed" for n in data.draw(st.lists(st.sampled_from(nodes),
-                                                               unique=True, max_size=4))}
-    search = find_slow_nodes(nodes, network(rates, []), bar=80.0, leave_out=leave_out)
-    assert set(search.verdicts) == set(nodes)
-    for node, verdict in search.verdicts.items():
-        if node in leave_out:
-            assert verdict.status == NOT_SEARCHED
-        elif verdict.status == SLOW:
-            assert 0 < rates[node] < 80.0 and rates[verdict.partners[0]] >= 80.0
-        elif verdict.status == FAILED:
-            assert rates[node] == 0.0
-        elif verdict.status == OK:
-            assert rates[node] >= 80.0
-    taking_part = [rates[n] for n in nodes if n not in leave_out]
-    healthy = sum(rate >= 80.0 for rate in taking_part)
-    per_healthy = math.ceil((len(taking_part) - healthy) / healthy) if healthy else 0
-    assert len(search.rounds) <= 2 * math.ceil(math.log2(len(nodes))) + 6 + 2 * per_healthy
-
-
-def test_six_healthy_nodes_among_24_are_enough_to_name_the_18_slow() -> None:
-    """The case hypothesis found (issue 23's note): 17 rounds, every slow node named."""
-    speeds = [100, 40, 40, 100, 100, 40, 40, 40, 100, 40, 40, 40, 40, 40, 100, 40, 40, 40,
-              100, 40, 100, 40, 40, 40]
-    nodes = [f"n{i}" for i in range(len(speeds))]
-    rates = {n: float(s) for n, s in zip(nodes, speeds, strict=True)}
-    search = find_slow_nodes(nodes, network(rates, []), bar=80.0)
-    assert sorted(search.named(SLOW)) == sorted(n for n in nodes if rates[n] < 80)
-    assert len(search.rounds) <= 2 * math.ceil(math.log2(24)) + 6 + 2 * 3
 
 
 def record(node: str, count: int, measured: float, required: float) -> ResultLine:
@@ -398,34 +198,6 @@ def test_a_simulated_node_answers_its_part_of_a_benchmark_job() -> None:
         "killed_because": "", "gloo_socket_ifname": None}
     busbw = 450e9 * 0.82 * 2**20 / (2**20 + 32 * 2**20) * jitter(["n1"], "all_reduce", 2**20)
     assert sizes[0]["time_s"] == 2**20 * bus_factor("all_reduce", 2) / busbw
-
-
-def test_a_benchmark_takes_the_same_path_on_the_sim() -> None:
-    """run_collective through the sim launcher: simulated from the results themselves,
-    one job one number (the slow-node search's pair and the 2-node case agree)."""
-    spec = load_spec(EXAMPLES / "sim-h100-64.yaml")
-    assert spec.interconnect is not None
-    launcher = SimLauncher.from_spec(spec)
-    pair = run_collective(launcher, spec.interconnect, "all_reduce",
-                          ("sim-gpu-01", "sim-gpu-02"), [4 * 2**30])
-    again = run_collective(launcher, spec.interconnect, "all_reduce",
-                           ["sim-gpu-01", "sim-gpu-02"], [4 * 2**30, 2**30])
-    assert pair.ok and pair.simulated
-    assert set(pair.details) == {"simulated", "transport", "nccl_log_first_rank"}
-    assert pair.details["transport"]["inter_node"] == {"ib": "0-15"}
-    assert [p.busbw for p in pair.points] == [360332347938.57837]
-    assert again.at(4 * 2**30) == pair.points[0]
-    one = run_collective(launcher, spec.interconnect, "all_reduce", ["sim-gpu-01"],
-                         [4 * 2**30])  # what the sim gave before jobs went through it
-    assert one.points[0].busbw == pytest.approx(364756480670.0723, rel=1e-12)
-
-
-def test_a_rank_without_a_gpu_fails_the_simulated_job() -> None:
-    launcher, spec = sim_cluster("nccl")
-    run = run_collective(launcher, spec, "all_reduce", ["n1", "n3"], [2**20])
-    assert run.simulated and not run.ok
-    assert run.error == "n3 rank 3 exited with code 1: LOCAL_RANK 1 but n3 has 1 GPU(s)"
-    assert run_collective(launcher, spec, "all_reduce", ["n1"], [2**20]).ok
 
 
 def test_a_simulated_job_waits_for_its_nodes_at_the_rendezvous() -> None:
@@ -777,17 +549,6 @@ def test_a_bad_far_node_fault_is_named() -> None:
         "from 1 to 1000 like 3, got '0.5'" in error_of(text)
 
 
-@pytest.mark.parametrize("count", [2, 3, 4, 7, 8, 33, 64])
-def test_every_pair_meets_once_in_rounds_of_disjoint_pairs(count: int) -> None:
-    rounds = latency.schedule(count)
-    assert rounds == tuple(range(pingpong.rounds_of(count)))
-    met = [pair for index in rounds for pair in pingpong.pairs_of_round(count, index)]
-    assert sorted(met) == sorted(itertools.combinations(range(count), 2))
-    for index in rounds:  # each node in one pair of a round at most
-        nodes = [n for pair in pingpong.pairs_of_round(count, index) for n in pair]
-        assert len(nodes) == len(set(nodes)) >= count - 1
-
-
 def test_a_pairs_round_trip_leaves_out_what_the_host_slowed() -> None:
     """Round trips a busy host slowed (a rank woken late: here most of them) leave the
     pair's figure alone; a longer path, slower in every burst, does not."""
@@ -819,69 +580,6 @@ def test_at_scale_a_far_node_of_the_sample_is_tested_again_with_good_peers(
     assert far["raw"]["run"]["retested"] == "sim-gpu-100"
     assert len(far["raw"]["peers_us"]["8"]) == 14 + 1  # the sample's peers and a good one
     assert "matrix_us" not in far["raw"]  # above 32 nodes: the node's own row only
-
-
-def test_a_large_cluster_plays_a_few_rounds_each_node_with_as_many_peers() -> None:
-    rounds = latency.schedule(1024)
-    assert len(rounds) == 2 * 10 and len(set(rounds)) == 20
-    met: dict[int, set[int]] = {}
-    for index in rounds:
-        for a, b in pingpong.pairs_of_round(1024, index):
-            met.setdefault(a, set()).add(b)
-            met.setdefault(b, set()).add(a)
-    assert len(met) == 1024 and all(len(peers) == 20 for peers in met.values())
-
-
-@pytest.mark.parametrize("values", [[1.0, 2.0, 2.0, 3.0, 5.0, 8.0], [4.0] * 5,
-                                    [float(i % 7) for i in range(40)]])
-def test_the_median_without_a_nodes_pairs_is_the_plain_median_of_the_rest(
-        values: list[float]) -> None:
-    every = sorted(values)
-    for count in range(len(every) + 1):
-        for mine in {tuple(sorted(c)) for c in itertools.islice(
-                itertools.combinations(every, count), 50)}:
-            rest = list(every)
-            for value in mine:
-                rest.remove(value)
-            expected = statistics.median(rest) if rest else None
-            assert latency.median_without(every, mine) == expected
-
-
-def test_a_pair_measured_twice_counts_its_smaller_figure() -> None:
-    links = [("a", "b", 8, 10e-6), ("a", "c", 8, 500e-6), ("b", "c", 8, 9e-6),
-             ("c", "a", 8, 12e-6)]
-    run = latency.LatencyRun(("a", "b", "c"), "gloo", (8,), (0, 1, 2), 3, tuple(links))
-    assert run.peers("a", 8) == {"b": 10e-6, "c": 12e-6}
-    assert run.peers("c", 8) == {"a": 12e-6, "b": 9e-6}
-    assert run.matrix(8)[0] == [None, 10.0, 12.0]
-
-
-def test_a_node_far_in_the_first_job_only_is_measured_again_and_not_blamed(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Four nodes (every pair in one job): node b stands out of the first job (a busy host
-    woke its rank late), so every pair is measured again before any node is blamed; the
-    second job finds b near: b passes. A node far in both jobs stays far."""
-    spec = ic(LATENCY)
-    jobs: list[tuple[str, ...]] = []
-
-    def measured(far: dict[str, float]) -> Any:
-        def one_job(launcher: Any, spec: Any, nodes: Any, base: latency.LatencyRun) -> Any:
-            jobs.append(tuple(nodes))
-            scale = far if len(jobs) == 1 else {n: f for n, f in far.items() if n != "b"}
-            links = [(x, y, 8, 10e-6 * max(scale.get(x, 1), scale.get(y, 1)))
-                     for i, x in enumerate(nodes) for y in nodes[i + 1:]]
-            return replace(base, links=(*base.links, *links))
-        return one_job
-
-    monkeypatch.setattr(latency, "_one_job", measured({"b": 20}))
-    run = latency.run_latency(None, spec, ["a", "b", "c", "d"])  # type: ignore[arg-type]
-    assert jobs == [("a", "b", "c", "d")] * 2 and run.retested == ("b",)
-    assert not run.far(8, 1.5)
-    jobs.clear()
-    monkeypatch.setattr(latency, "_one_job", measured({"b": 20, "f": 30}))
-    run = latency.run_latency(None, spec, list("abcdef"))  # type: ignore[arg-type]
-    assert run.retested == ("f", "b") and jobs == [tuple("abcdef")] * 2
-    assert set(run.far(8, 1.5)) == {"f"}
 
 
 @pytest.mark.parametrize("nodes", ["sim-gpu-[01-04]", "sim-gpu-[02-04]"])
@@ -1018,66 +716,3 @@ def test_a_node_that_dies_during_the_ping_pong_is_left_out_of_it_played_again(
     assert raw["run"]["nodes"] == "n-[1-2,4-6]" and list(raw["run"]["left_out"]) == ["n-3"]
     result.stdout.fnmatch_lines(["nodes: 4 ACCEPTED, 1 REJECTED, 1 UNREACHABLE, "
                                  "0 NOT CHECKED"])
-
-
-def test_the_ping_pong_runs_only_among_the_nodes_that_answer(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """The nodes left out run in no job and are listed with why; with fewer than 2 left
-    no job runs and the run says why, naming them."""
-    jobs: list[tuple[str, ...]] = []
-
-    def one_job(launcher: Any, spec: Any, nodes: Any, base: latency.LatencyRun) -> Any:
-        jobs.append(tuple(nodes))
-        return replace(base, links=tuple((x, y, 8, 10e-6) for i, x in enumerate(nodes)
-                                         for y in nodes[i + 1:]))
-
-    monkeypatch.setattr(latency, "_one_job", one_job)
-    gone = {"c": "host probe unreachable: ssh: connection refused"}
-    run = latency.run_latency(None, ic(LATENCY), list("abcd"), gone)  # type: ignore[arg-type]
-    assert jobs == [("a", "b", "d")] and run.ok and run.left_out == gone
-    assert run.nodes == ("a", "b", "d") and run.of_rounds == 3
-    assert latency.LatencyRun.from_json(json.loads(json.dumps(run.to_json()))) == run
-    jobs.clear()
-    run = latency.run_latency(None, ic(LATENCY), list("ac"), gone)  # type: ignore[arg-type]
-    assert jobs == [] and not run.ok and run.error == (
-        "fewer than 2 nodes could take part, no pair to measure (left out: c)")
-
-
-def test_a_failed_ping_pong_is_played_again_without_the_nodes_that_stopped_answering(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """After a failed job, `recheck` is asked about its nodes: those it names are left
-    out and the ping-pong is played once more (once: a second failure stands); when it
-    names none, the failure stands and no job runs again."""
-    jobs: list[tuple[str, ...]] = []
-
-    def one_job(launcher: Any, spec: Any, nodes: Any, base: latency.LatencyRun) -> Any:
-        jobs.append(tuple(nodes))
-        if "b" in nodes or len(jobs) > 2:
-            return replace(base, error="b rank 1 exited with code 1: Connection reset")
-        return replace(base, links=tuple((x, y, 8, 10e-6) for i, x in enumerate(nodes)
-                                         for y in nodes[i + 1:]))
-
-    monkeypatch.setattr(latency, "_one_job", one_job)
-    asked: list[list[str]] = []
-
-    def recheck(nodes: list[str]) -> dict[str, str]:
-        asked.append(nodes)
-        return {"b": "host probe unreachable: gone", "z": "not of the job"}
-
-    spec, launcher = ic(LATENCY), cast(Any, None)  # _one_job is replaced: no launcher
-    run = latency.run_latency(launcher, spec, list("abcd"), {"d": "host probe timeout"},
-                              recheck)
-    assert jobs == [("a", "b", "c"), ("a", "c")] and asked == [["a", "b", "c"]]
-    assert run.ok and run.nodes == ("a", "c") and list(run.left_out) == ["d", "b"]
-    assert run.left_out["b"] == ("host probe unreachable: gone (read again after the "
-                                 "ping-pong failed: b rank 1 exited with code 1: "
-                                 "Connection reset)")
-    assert run.details["first_error"] == "b rank 1 exited with code 1: Connection reset"
-    jobs.clear()
-    run = latency.run_latency(launcher, spec, list("abc"), None, lambda nodes: {})
-    assert jobs == [("a", "b", "c")] and run.error.startswith("b rank 1") and not run.left_out
-    jobs.clear()
-    run = latency.run_latency(launcher, spec, list("abcde"), None,
-                              lambda nodes: {"e": "host probe unreachable"})
-    assert jobs == [tuple("abcde"), tuple("abcd")] and run.error.startswith("b rank 1")
-    assert list(run.left_out) == ["e"]

@@ -8,12 +8,10 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.contract import parse_spec
 from pytest_cluster.contract.clauses import CLAUSES
 from pytest_cluster.contract.declaration import ACCEPTANCE, LEVELS, SANITY, STRESS
 from pytest_cluster.contract.levels import ladder_expression
 from pytest_cluster.evidence.plan import NOT_AT_THIS_LEVEL
-from pytest_cluster.measure.calls import storage_call
 from tests.conftest import added_promised
 
 
@@ -31,30 +29,6 @@ def test_every_clause_has_a_level_and_sanity_reads_nothing_that_loads() -> None:
     assert not sanity & {"gpus.matmul", "gpus.usable_memory", "gpus.throttle",
                          "gpus.temperature", "storage.write", "storage.import_torch",
                          "interconnect.busbw[intra_node]"}
-
-
-SPEC = """\
-cluster: {name: c, nodes: n1, launcher: local}
-storage:
-  - path: /d
-    capacity: ">= 1 GiB"
-    write: ">= 1 GB/s"
-    read: ">= 1 GB/s"
-"""
-
-
-def test_the_storage_probe_measures_only_what_the_selection_checks() -> None:
-    (fs,) = parse_spec(SPEC, "t.yaml").storage
-    every = ("storage", ("--path", "/d", "--io-size", "1073741824", "--files", "2000",
-                         "--skip", "metadata"))
-    assert (storage_call(fs).name, storage_call(fs).args) == every
-    sanity = storage_call(fs, frozenset({"storage[/d].capacity", "host.cpu_cores"}))
-    assert sanity.args == ("--path", "/d", "--io-size", "1073741824", "--files", "2000",
-                           "--skip", "write", "--skip", "read", "--skip", "metadata")
-    one = storage_call(fs, frozenset({"storage[/d].read"}))
-    assert one.args[-4:] == ("--skip", "write", "--skip", "metadata")
-    # no case of this filesystem selected (your own tests ask for it): every part
-    assert storage_call(fs, frozenset({"host.cpu_cores"})).args == every[1]
 
 
 SIM = """\

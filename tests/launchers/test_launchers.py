@@ -390,3 +390,41 @@ def test_each_launchers_capabilities_are_its_declarations() -> None:
         assert (cls.name, cls.simulated, cls.one_host) == (name, kind.simulated,
                                                           kind.one_host)
     assert [n for n, k in KINDS.items() if k.simulated] == ["sim"]
+
+
+def _answer(data: dict[str, object] | None, error: ErrorKind | None = None) -> ProbeResult:
+    return ProbeResult("n1", "job_node", data, error=error)
+
+
+def test_a_payload_is_typed_once_its_reader_checked_it() -> None:
+    """payload_as(read) is the reader's record of the node's answer: where_am_i keeps the
+    addresses and host name it checked; an answer it refuses raises its ValueError; a
+    probe that gave no answer raises ProbeFailed, as payload() does."""
+    from pytest_cluster.launchers.base import where_am_i
+
+    said = _answer({"addresses": ["10.0.0.1"], "hostname": "n1", "extra": 1})
+    assert said.payload_as(where_am_i) == {"addresses": ["10.0.0.1"], "hostname": "n1"}
+    assert _answer({}).payload_as(where_am_i) == {"addresses": [], "hostname": ""}
+    wrongs: list[dict[str, object]] = [{"addresses": "10.0.0.1"}, {"addresses": [1]}]
+    for wrong in wrongs:
+        with pytest.raises(ValueError, match="not a list of texts"):
+            _answer(wrong).payload_as(where_am_i)
+    with pytest.raises(ProbeFailed, match="timeout"):
+        _answer(None, ErrorKind.TIMEOUT).payload_as(where_am_i)
+
+
+def test_a_node_whose_whereami_is_not_addresses_is_its_bad_output() -> None:
+    """master_address reads job_node --whereami through its reader: an answer whose
+    addresses are no list of texts is the node's bad output (JobFailed naming it), never
+    an AttributeError of the controller's."""
+    from pytest_cluster.errors import JobFailed
+    from pytest_cluster.launchers.base import Launcher
+
+    class Answering(Launcher):
+        def run(self, call: ProbeCall, nodes: Sequence[str], timeout_s: float,
+                ) -> dict[str, ProbeResult]:
+            return {node: ProbeResult(node, call.name, {"addresses": [7]}) for node in nodes}
+
+    launcher = Answering.__new__(Answering)
+    with pytest.raises(JobFailed, match="n1: job_node probe bad_output: its addresses"):
+        launcher.master_address("n1", 10)

@@ -36,16 +36,17 @@ from pytest_cluster.measure.storage_claims import (
     held_to_observed,
     node_ceiling,
 )
-from pytest_cluster.probes import ProbeCall, job_node, probe_source
-from pytest_cluster.probes import checkpoint as probe
-from pytest_cluster.probes import dataloader as dataloader_probe
+from pytest_cluster.probes import ProbeCall, job_node
+from pytest_cluster.probes.jobs import checkpoint as probe
+from pytest_cluster.probes.jobs import dataloader as dataloader_probe
+from pytest_cluster.probes.jobs import job_source
 from pytest_cluster.sim import answers
 from pytest_cluster.sim.job_node import read_node_call
 from tests.test_plugin import jsonl
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 #: A rank as job_node starts one: the program as it is shipped, `python -c` it.
-A_RANK = (sys.executable, "-c", probe_source("checkpoint"))
+A_RANK = (sys.executable, "-c", job_source("checkpoint"))
 SIM = "sim: {gpu_model: H100-SXM-80GB, gpus_per_node: 8%s}\n"
 GPUS = "gpus: {count: 8, model: H100-SXM-80GB}\n"
 
@@ -461,7 +462,7 @@ class Nodes(Launcher):
                  for local in range(part.ranks_per_node)]
         if node in self.down.get(args["--phase"], set()):
             if args["--phase"] == "write":
-                shipped = dataloader_probe if part.program == probe_source("dataloader") \
+                shipped = dataloader_probe if part.program == job_source("dataloader") \
                     else probe
                 for rank in ranks:
                     Path(shipped.file_of(args["--path"], args["--token"], rank)).write_bytes(
@@ -554,7 +555,7 @@ def test_a_write_whose_node_part_is_stopped_removes_its_partial_file(tmp_path: P
     pytest stopped) gives the writers their SIGTERM before SIGKILL: each removes its
     partial file (job_node SIGKILLed them at once, which left it on the filesystem)."""
     tag = token(60)
-    program = base64.b64encode(probe_source("checkpoint").encode()).decode()
+    program = base64.b64encode(job_source("checkpoint").encode()).decode()
     process = subprocess.Popen(
         [sys.executable, str(Path(job_node.__file__)), "--master-addr", "127.0.0.1",
          "--master-port", "29999", "--node-rank", "0", "--nnodes", "1", "--ranks-per-node",
@@ -720,21 +721,6 @@ def test_a_path_that_is_not_one_filesystem_leaves_no_nodes_files(
     assert run.not_shared == set()  # every node alike: none singled out
     assert run.details["removed_elsewhere"] == {"files": 4, "nodes": 2}
     assert [list(p.iterdir()) for p in sorted(tmp_path.iterdir())] == [[], [], []]
-
-
-@pytest.mark.parametrize("kind", ["unreachable", "controller", "auth_refused"])
-def test_a_node_not_reached_is_left_out_of_a_fault_every_node_shares(kind: str) -> None:
-    """The filesystem's fault is judged over the nodes reached: one that did not answer,
-    or that this machine could not launch on (a name it cannot resolve, credentials
-    refused), neither makes nor unmakes it."""
-    nodes = ["n1", "n2", "n3"]
-    errors = [("n1", "write: rank 0: No space left on device"),
-              ("n2", "write: rank 0: No space left on device"),
-              ("n3", "host probe: not reached")]  # before the burst: no phase of it
-    found = at_once.failed_everywhere(nodes, ("write", "read"), errors, [("n3", kind)])
-    assert found == "n1: write: rank 0: No space left on device"
-    assert at_once.failed_everywhere(nodes, ("write", "read"), errors[1:],
-                                     [("n3", kind)]) == ""
 
 
 # -- a node's claims are checked, not believed (issue 48) -----------------------------

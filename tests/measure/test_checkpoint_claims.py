@@ -9,7 +9,7 @@ from typing import Any, cast
 import pytest
 
 from pytest_cluster.measure.checkpoint_claims import figures as rank_figures
-from pytest_cluster.probes.checkpoint import RankData
+from pytest_cluster.probes.jobs.checkpoint import RankData
 
 
 @pytest.mark.parametrize("data", [

@@ -24,7 +24,7 @@ from pytest_cluster.measure import dataloader as dataloader_module
 from pytest_cluster.measure.at_once import token
 from pytest_cluster.measure.dataloader import DataloaderRun, file_bytes, phase_job, run_dataloader
 from pytest_cluster.measure.dataloader_claims import WorkerFigures
-from pytest_cluster.probes import dataloader as probe
+from pytest_cluster.probes.jobs import dataloader as probe
 from pytest_cluster.sim import answers
 from tests.measure.test_checkpoint import Apart, Nodes, verdicts
 from tests.measure.test_checkpoint import run as run_sim

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import cast
 
 from pytest_cluster.measure.dataloader_claims import worker_figures
-from pytest_cluster.probes.dataloader import RankData
+from pytest_cluster.probes.jobs.dataloader import RankData
 
 
 def test_a_workers_hostile_numbers_are_its_error() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_cluster.measure.nccl_log import MAX_LINE, inter_node, parse
-from pytest_cluster.probes.collective import nccl_lines
+from pytest_cluster.probes.jobs.collective import nccl_lines
 
 IB_GDR = """\
 node1:120890:121560 [0] NCCL INFO NET/Socket : Using [0]ib0:192.168.11.1<0>

@@ -7,16 +7,14 @@ never enters a median (measure/plausible.py declares them once)."""
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import pytest
 
-from pytest_cluster.contract import parse_spec
 from pytest_cluster.contract.clauses import declared
 from pytest_cluster.contract.model import InterconnectSpec
 from pytest_cluster.contract.sim_records import SimSpec
-from pytest_cluster.measure import fabric, latency, node_search, plausible, rails, stragglers
+from pytest_cluster.measure import fabric, latency, node_search, plausible, stragglers
 from pytest_cluster.sim import answers as sim_answers
 from pytest_cluster.sim import cluster as sim_cluster
 from pytest_cluster.sim import collectives
@@ -231,25 +229,3 @@ def test_a_rail_above_its_line_rate_clears_no_node(
     lines = [r for r in results(pytester).values() if r.get("clause") == "fabric.rail_busbw"]
     assert len(lines) == 4 and all(r["outcome"] == "failed" for r in lines), lines
     assert all("measured_base" not in r for r in lines)
-
-
-def test_a_rails_ceiling_is_its_wire_the_larger_rate_said_and_none_for_a_virtual_port() -> None:
-    """A rail is bounded by the larger of the spec's rate per NIC and its port's own; a
-    virtual port (veth, bridge: its kernel's speed is made up, its traffic may be a copy
-    in memory) bounds nothing, nor does the spec's rate of other NICs (a real 4-node
-    cluster over unshaped veth rails measured 2.3 Gb/s on a '10 Gb/s' veth beside NICs
-    declared at 1 Gb/s: its healthy nodes were left undecided)."""
-    spec = parse_spec(RAILS, "t.yaml")  # 400 Gb/s a NIC
-    wire = 400e9 / 8
-    device: Any = {"name": "mlx5_0", "virtual": False, "rate_gbit": 200}
-    assert rails.rail_ceiling(spec, device) == plausible.CEILING_FACTOR * wire
-    faster: Any = {**device, "rate_gbit": 800}
-    assert rails.rail_ceiling(spec, faster) == plausible.CEILING_FACTOR * 800e9 / 8
-    veth: Any = {"name": "rail1", "virtual": True, "rate_gbit": 10}
-    assert rails.rail_ceiling(spec, veth) == math.inf
-    bare = parse_spec(RAILS.replace("  inter_node: {kind: infiniband, nics_per_node: 8, "
-                                    "rate_per_nic: 400 Gb/s}\n", "").replace(
-        '">= 80%"', '">= 1 GB/s"'), "t.yaml")
-    unread: Any = {**device, "rate_gbit": None}
-    assert rails.rail_ceiling(bare, unread) == math.inf
-    assert rails.rail_ceiling(bare, device) == plausible.CEILING_FACTOR * 200e9 / 8

@@ -1,6 +1,6 @@
 """What every measurement shares (measure/prober.py): the Cluster is a Prober and keeps
-nothing else; who answers its host probe, as the measurements that pair or sample the
-nodes read it. `Recording` is the Cluster the measure/ tests run their calls through."""
+nothing else (who answers its host probe: tests/measure/test_cluster.py). `Recording` is
+the Cluster the measure/ tests run their calls through."""
 
 from __future__ import annotations
 
@@ -45,14 +45,3 @@ def test_the_cluster_keeps_only_what_every_measurement_shares(tmp_path: Path) ->
     members = {name for name in [*vars(Prober), *Prober.__annotations__]
                if not name.startswith("_")}
     assert public == members
-
-
-def test_a_node_that_does_not_answer_is_left_out_and_named_first(tmp_path: Path) -> None:
-    cluster = Recording(tmp_path, silent=["sim-gpu-03"])
-    assert cluster.left_out() == {"sim-gpu-03": "host probe unreachable: no route"}
-    silent = cluster.silent(cluster.nodes)
-    assert silent is not None and silent.node == "sim-gpu-03"
-    assert cluster.silent(cluster.nodes[:2]) is None
-    # the host probe ran once, on every node, however often it was read
-    assert [(call.name, nodes) for call, nodes, _ in cluster.asked] == [
-        ("host", cluster.nodes)]

@@ -15,7 +15,7 @@ from pytest_cluster.measure.stragglers import (
     rank_list,
     seconds,
 )
-from pytest_cluster.probes.train import pairings
+from pytest_cluster.probes.jobs.train import pairings
 
 
 def _at(node: str, rank: int, step: int, phase: str, phase_s: float = 8.4,
@@ -203,7 +203,7 @@ def test_durations_and_rank_lists_read_well() -> None:
 
 @given(st.integers(min_value=1, max_value=40))
 def test_every_rank_meets_every_other_once_in_disjoint_rounds(world: int) -> None:
-    """The link probe's rounds (probes/train.py): each pair once, no rank twice in a
+    """The link probe's rounds (probes/jobs/train.py): each pair once, no rank twice in a
     round, so every exchange has its two links to itself."""
     rounds = pairings(world)
     met = [pair for pairs in rounds for pair in pairs]

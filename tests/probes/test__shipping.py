@@ -11,11 +11,26 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cluster.probes import JOB_PROGRAMS, PROBES, probe_files, probe_source
+from pytest_cluster.probes import PROBES, probe_files, probe_source
 from pytest_cluster.probes._shipping import CARRIED_AS, program_modules, program_source
+from pytest_cluster.probes.jobs import JOB_PROGRAMS, job_files, job_source
 
 #: Every program of ours: the probes (before any extension adds one) and the job programs.
 PROGRAMS = sorted({*PROBES, *JOB_PROGRAMS})
+
+
+def shipped(name: str) -> str:
+    """The text a node is sent for probe or job program `name`."""
+    return job_source(name) if name in JOB_PROGRAMS else probe_source(name)
+
+
+def files(name: str) -> dict[str, str]:
+    return job_files(name) if name in JOB_PROGRAMS else probe_files(name)
+
+
+def carried_name(name: str) -> str:
+    """The program's name under probes/ (a job program's is under jobs/)."""
+    return f"jobs.{name}" if name in JOB_PROGRAMS else name
 #: The shipped text of a program that is several modules ends by running its main module.
 RUNS_MAIN = "\nrunpy.run_module(MAIN"
 
@@ -31,16 +46,16 @@ def test_every_program_as_shipped_runs_without_this_package(name: str, tmp_path:
     """As a node runs it: `python3 -I -` from an empty directory, nothing of pytest_cluster
     importable; asked for --help, it starts, imports nothing of ours (only what it carries)
     and fails on no import. Every module it carries imports there too."""
-    text = probe_source(name)
+    text = shipped(name)
     done = subprocess.run([sys.executable, "-X", "importtime", "-I", "-", "--help"],
                           check=False, input=text, capture_output=True, text=True, timeout=120,
                           cwd=tmp_path, env={**os.environ, "RANK": "0", "WORLD_SIZE": "1"})
     imported = _imported(done.stderr)
     assert "ModuleNotFoundError" not in done.stderr and "ImportError" not in done.stderr
     assert not [m for m in imported if m.split(".")[0] == "pytest_cluster"], imported
-    carried = program_modules("pytest_cluster.probes", name)
+    carried = program_modules("pytest_cluster.probes", carried_name(name))
     if RUNS_MAIN not in text:  # one file, sent as it is
-        assert [*carried] == [name] and [text] == [*probe_files(name).values()]
+        assert [*carried] == [carried_name(name)] and [text] == [*files(name).values()]
         return
     assert CARRIED_AS in imported  # what it carries, not another copy found on the node
     each = "\n".join(f"importlib.import_module({CARRIED_AS + '.' + module!r})"
@@ -68,7 +83,7 @@ def test_a_program_carries_the_shared_helpers_it_imports_and_no_other() -> None:
     """probes/_lib: each program carries the helpers its modules import (and the package
     that holds them), not the others: the text sent stays the program's own."""
     lib = "pytest_cluster/probes/_lib/"
-    helpers = {name: sorted(f.removeprefix(lib) for f in probe_files(name) if f.startswith(lib))
+    helpers = {name: sorted(f.removeprefix(lib) for f in files(name) if f.startswith(lib))
                for name in ("perftest", "storage", "host")}
     assert helpers == {"perftest": ["__init__.py", "command.py"],
                        "storage": ["__init__.py", "age.py"], "host": []}
@@ -78,8 +93,8 @@ def test_a_shipped_program_is_built_the_same_byte_for_byte() -> None:
     """The text shipped (the sim knows a job program by it) depends on the sources only:
     built again it is the same, and names no path of this machine."""
     for name in PROGRAMS:
-        first = probe_source(name)
+        first = shipped(name)
         program_modules.cache_clear()
         program_source.cache_clear()
-        assert probe_source(name) == first, name
+        assert shipped(name) == first, name
         assert str(Path(__file__).resolve().parent.parent) not in first, name

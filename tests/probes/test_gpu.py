@@ -16,12 +16,11 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.contract.extensions import added_clauses
 from pytest_cluster.contract.loader import parse_spec
 from pytest_cluster.contract.model import GpuSpec
 from pytest_cluster.contract.sim_records import SimFault, SimSpec
 from pytest_cluster.launchers.sim import SIM_NVML_DIR, gpu_probe_env
-from pytest_cluster.measure.calls import gpu_call, gpu_perf_call
+from pytest_cluster.measure.calls import gpu_perf_call
 from pytest_cluster.measure.gpu_facts import nvml_gpu, p2p_for, perf_gpu, xids_for
 from pytest_cluster.probes import probe_files, probe_source
 from pytest_cluster.probes.gpu_perf import parse_options
@@ -208,32 +207,6 @@ def gpus_of(text: str) -> GpuSpec:
     spec = parse_spec("cluster: {name: x, nodes: a}\ngpus:\n" + text, "t.yaml")
     assert spec.gpus is not None
     return spec.gpus
-
-
-def test_probe_calls_are_exact_argument_lists() -> None:
-    gpus = gpus_of("  count: 8\n  matmul: {bf16: '>= 700 TFLOPS', fp8: '>= 1 PFLOPS'}\n"
-                   "  h2d: '>= 40 GB/s'\n  xid_window: 5 s\n  load_time: 30 s\n")
-    assert gpu_call(gpus).args == ("--xid-window", "5")
-    call = gpu_perf_call(gpus)
-    assert call is not None
-    # the parts no clause of the contract reads, less those an installed extension's
-    # clause in it reads (a clause with a default is in every `gpus:` section)
-    theirs = {d.reads.part for d in added_clauses() if d.section == "gpus" and d.reads
-              and d.reads.probe == "gpu_perf" and gpus.item(d.key) is not None}
-    skipped = [arg for part in ("usable_memory", "copy", "d2h", "p2p") if part not in theirs
-               for arg in ("--skip", part)]
-    assert call.args == ("--dtypes", "bf16,fp8", "--shape", "8192,8192,8192", "--load-time", "30",
-                         *skipped)
-
-
-def test_no_torch_probe_when_nothing_needs_load() -> None:
-    gpus = gpus_of("  count: 8\n  throttle: false\n  pcie: false\n")
-    assert gpus.temperature is not None  # the default ceiling, judged under load
-    assert gpu_perf_call(gpus) is not None
-    remap = gpus.rule("row_remap")
-    assert remap is not None
-    bare = GpuSpec(clauses=(gpus.count, remap))
-    assert gpu_perf_call(bare) is None
 
 
 def test_sim_faults_merge_per_gpu_and_node() -> None:

@@ -18,9 +18,10 @@ import math
 import os
 import stat
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypedDict
 
 from pytest_cluster.errors import InputError
 from pytest_cluster.evidence.bundle.tree import kind
@@ -169,7 +170,7 @@ LINES = {
 }
 
 
-def _figure_checked(line: dict[str, Any], where: str) -> None:
+def _figure_checked(line: ResultLine, where: str) -> None:
     """A result line with a figure (its measured_base: a run writes one with every number
     it judged) as a run writes it: measured_base and measured finite numbers, its unit one
     the contract may spell (or none), measured_base not below its dimension's least value
@@ -205,6 +206,12 @@ def _figure_checked(line: dict[str, Any], where: str) -> None:
                          "its run wrote it")
 
 
+class BaselineEnd(TypedDict, total=False):
+    """A baseline's end line, with only the fields read (LINES['end'])."""
+
+    status: str
+
+
 @dataclass(frozen=True)
 class BaselineResults:
     """What the comparison reads of a baseline's results.jsonl: its run line, result
@@ -212,7 +219,7 @@ class BaselineResults:
 
     run: RunLine  # its keys of LINES['run']
     results: list[ResultLine]  # their keys of LINES['result']
-    end: dict[str, Any] | None
+    end: BaselineEnd | None
 
     @property
     def status(self) -> str:
@@ -331,7 +338,7 @@ def bound_inventory(document: Any, limits: Limits, name: str) -> None:
             _bound_node(entry, limits, where)
 
 
-def _bound_node(entry: dict[str, Any], limits: Limits, where: str) -> None:
+def _bound_node(entry: Mapping[str, object], limits: Limits, where: str) -> None:
     """One node's record: its GPUs (counted, their keys known) and its devices."""
     gpus = entry.get("gpus")
     if isinstance(gpus, list) and len(gpus) > limits.gpus_per_node:
@@ -344,7 +351,7 @@ def _bound_node(entry: dict[str, Any], limits: Limits, where: str) -> None:
     _devices_of(entry, where)
 
 
-def _devices_of(entry: dict[str, Any], where: str) -> None:
+def _devices_of(entry: Mapping[str, object], where: str) -> None:
     """The lists inside a node's devices: an HCA's ports, a filesystem's disks."""
     for key, inner, most in (("infiniband", "ports", MAX_PORTS),
                              ("filesystems", "block_devices", MAX_DISKS)):
@@ -360,7 +367,7 @@ def read_results(path: Path, limits: Limits = ANY_SPEC) -> BaselineResults:
     limit = limits.max_bytes(RESULTS)
     run: RunLine = {}
     results: list[ResultLine] = []
-    end: dict[str, Any] | None = None
+    end: BaselineEnd | None = None
     size = 0
     try:
         with open_regular(path) as lines:

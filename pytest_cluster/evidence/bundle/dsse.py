@@ -8,7 +8,7 @@ import base64
 import binascii
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from pytest_cluster.errors import BundleError
 
@@ -29,6 +29,19 @@ class Signature:
     sig: bytes
 
 
+class SignatureJson(TypedDict):
+    keyid: str
+    sig: str  # base64
+
+
+class EnvelopeJson(TypedDict):
+    """manifest.intoto.json: a DSSE envelope (dsse.Envelope.to_json)."""
+
+    payloadType: str
+    payload: str  # base64 of the Statement
+    signatures: list[SignatureJson]
+
+
 @dataclass(frozen=True)
 class Envelope:
     payload_type: str
@@ -38,7 +51,7 @@ class Envelope:
     def signed_bytes(self) -> bytes:
         return pae(self.payload_type, self.payload)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> EnvelopeJson:
         return {"payloadType": self.payload_type,
                 "payload": base64.b64encode(self.payload).decode("ascii"),
                 "signatures": [{"keyid": s.keyid, "sig": base64.b64encode(s.sig).decode("ascii")}

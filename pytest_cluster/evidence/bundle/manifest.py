@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from pytest_cluster.errors import BundleError
 from pytest_cluster.evidence.bundle.dsse import IN_TOTO, Envelope
@@ -25,6 +25,23 @@ MANIFEST = "manifest.intoto.json"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://github.com/pytest-cluster/pytest-cluster/evidence/v1"
 _CHUNK = 1 << 20
+
+
+class Subject(TypedDict):
+    """A file the manifest covers: its name in the run's directory, SHA-256 and size."""
+
+    name: str
+    digest: dict[str, str]  # {"sha256": hex}
+    annotations: dict[str, int]  # {"size": bytes}
+
+
+class Statement(TypedDict):
+    """The in-toto Statement the manifest's envelope signs (manifest.statement)."""
+
+    _type: str
+    subject: list[Subject]
+    predicateType: str
+    predicate: Mapping[str, object]  # ours: a Predicate (the bundle signs any map)
 
 
 def sha256_file(path: Path) -> tuple[str, int]:
@@ -54,8 +71,8 @@ def evidence_files(run_dir: Path) -> Iterator[str]:
     yield from sorted(found)
 
 
-def subjects(run_dir: Path) -> list[dict[str, Any]]:
-    listed = []
+def subjects(run_dir: Path) -> list[Subject]:
+    listed: list[Subject] = []
     for name in evidence_files(run_dir):
         digest, size = sha256_file(run_dir / name)
         listed.append({"name": name, "digest": {"sha256": digest},
@@ -63,12 +80,12 @@ def subjects(run_dir: Path) -> list[dict[str, Any]]:
     return listed
 
 
-def statement(run_dir: Path, predicate: dict[str, Any]) -> dict[str, Any]:
+def statement(run_dir: Path, predicate: Mapping[str, object]) -> Statement:
     return {"_type": STATEMENT_TYPE, "subject": subjects(run_dir),
             "predicateType": PREDICATE_TYPE, "predicate": predicate}
 
 
-def seal(run_dir: Path, predicate: dict[str, Any],
+def seal(run_dir: Path, predicate: Mapping[str, object],
          signers: Sequence[Signer]) -> tuple[Envelope, tuple[str, ...]]:
     """Write `run_dir`/manifest.intoto.json over what `run_dir` holds now: (the envelope,
     why each signer that failed did). A failed signer leaves its signature out, never the

@@ -10,6 +10,7 @@ import hashlib
 import os
 import re
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -284,7 +285,7 @@ def _failure_lines(failures: Any) -> list[str]:
     return out
 
 
-def _field(record: dict[str, Any], key: str) -> str:
+def _field(record: Mapping[str, object], key: str) -> str:
     value = record.get(key)
     return "?" if value is None else shown(str(value), 80)
 

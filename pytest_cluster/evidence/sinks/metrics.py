@@ -50,14 +50,19 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 
-from pytest_cluster.evidence.sinks.results import ResultLine, clause_of, is_result, outcome
+from pytest_cluster.evidence.records import is_result
+from pytest_cluster.evidence.sinks.results import clause_of, outcome
 from pytest_cluster.evidence.tally import margin
 from pytest_cluster.evidence.verdict import culprits, judged, no_answer, outcome_of
 from pytest_cluster.units import UNITS, Dim, finite
+
+if TYPE_CHECKING:
+    from pytest_cluster.evidence.records import EndLine, Line, ResultLine
+    from pytest_cluster.evidence.verdict import NodeEntry
 
 #: The base unit of each dimension, as the metric name's suffix ('' for a count).
 BASE_UNIT = {Dim.SIZE: "bytes", Dim.RATE: "bytes_per_second", Dim.TIME: "seconds",
@@ -132,11 +137,11 @@ class Metrics:
         self.cases: dict[tuple[str, ...], Sample] = {}
         self.clauses: dict[tuple[str, ...], Sample] = {}
         self.verdicts: dict[str, str] = {}
-        self.end: Mapping[str, Any] | None = None
+        self.end: EndLine | None = None
         self.progress: tuple[int, Mapping[str, float], str, str] | None = None
         self.unblamed: set[str] = set()  # nodes this machine could not check
 
-    def result(self, record: Mapping[str, Any]) -> None:
+    def result(self, record: Line) -> None:
         """A result line of a judged case: its sample, and its clause's on its node (and
         on each node it names as a culprit)."""
         if not is_result(record) or outcome(record) not in JUDGED:
@@ -156,12 +161,12 @@ class Metrics:
             self.clauses[key] = worse(self.clauses.get(key),
                                       sample if name == node else Sample(False))
 
-    def verdict(self, verdict: Mapping[str, Any]) -> None:
-        self.verdicts[str(verdict.get("node"))] = str(verdict.get("verdict"))
-        if verdict.get("controller_fault"):
-            self.unblamed.add(str(verdict.get("node")))
+    def verdict(self, verdict: NodeEntry) -> None:
+        self.verdicts[verdict["node"]] = verdict["verdict"]
+        if verdict["controller_fault"]:
+            self.unblamed.add(verdict["node"])
 
-    def ended(self, end: Mapping[str, Any]) -> None:
+    def ended(self, end: EndLine) -> None:
         """The end record: the run's status, the cluster's verdict, the counts."""
         self.end = end
 
@@ -207,24 +212,22 @@ class Metrics:
               "cluster's verdict and outcome", ("cluster", "run_id", "level", "status",
                                                 "verdict", "outcome", "simulated",
                                                 "tool_version"), registry=found).labels(
-            cluster, self.run_id, level, _text(end.get("status")), _text(end.get("verdict")),
-            outcome_of(str(end.get("verdict"))), str(bool(end.get("simulated"))).lower(),
-            _text(end.get("tool_version"))).set(1)
+            cluster, self.run_id, level, end["status"], end["verdict"],
+            outcome_of(end["verdict"]), str(end["simulated"]).lower(),
+            end["tool_version"]).set(1)
         checks = Gauge("pytest_cluster_run_checks", "the run's checks by outcome",
                        ("cluster", "level", "outcome"), registry=found)
-        for name, count in (end.get("counts") or {}).items():
-            if (number := finite(count)) is not None:
-                checks.labels(cluster, level, str(name)).set(number)
+        for name, count in end["counts"].items():
+            checks.labels(cluster, level, name).set(count)
         derived = Gauge("pytest_cluster_run_derived_checks", "the cases derived from the "
                         "whole run (a soak's, a baseline's) by outcome: with run_checks, "
                         "what pytest and JUnit count", ("cluster", "level", "outcome"),
                         registry=found)
-        for name, count in (end.get("derived_counts") or {}).items():
-            if (number := finite(count)) is not None:
-                derived.labels(cluster, level, str(name)).set(number)
+        for name, count in end.get("derived_counts", {}).items():
+            derived.labels(cluster, level, name).set(count)
         Gauge("pytest_cluster_run_end_timestamp_seconds", "when the run ended",
               ("cluster", "level"), registry=found).labels(cluster, level).set(
-            finite(end.get("ended_at")) or 0.0)
+            end["ended_at"])
 
     @staticmethod
     def _samples(found: CollectorRegistry, kind: str, what: str, names: tuple[str, ...],

@@ -15,15 +15,27 @@ import json
 import math
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, TypedDict, TypeGuard, cast
+from typing import IO, Any, cast
 
 import pytest
 
-if TYPE_CHECKING:
-    from pytest_cluster.evidence.plan import NotChecked, Selection
+from pytest_cluster.evidence.records import (
+    BaselineSummary,
+    EndLine,
+    Line,
+    ResultLine,
+    RoundLine,
+    RunLine,
+    SoakCredit,
+    SoakEnd,
+    is_result,
+)
+
+__all__ = ["BaselineSummary", "EndLine", "Line", "ResultLine", "RoundLine", "RunLine",
+           "SoakCredit", "SoakEnd", "is_result"]  # declared in evidence/records.py; read here too
 
 #: How a run ended (the end record's `status`).
 COMPLETE = "complete"  # every contract check of the spec ran
@@ -40,208 +52,6 @@ def run_status(exit_code: int, planned: int, selected: int, ran: int) -> str:
     if selected < planned:
         return PARTIAL
     return COMPLETE
-
-
-class ResultLine(TypedDict, total=False):
-    """A result line of results.jsonl, as `report_record` makes it from a finished case and
-    every reader takes it (the ledger, the verdicts, the tallies, the reports, the hooks).
-    What a test recorded through `Evidence` is among its keys; a test of your own may add
-    more (any JSON value), so readers take it as a Mapping."""
-
-    type: str  # "result"
-    nodeid: str  # pytest's id of the case
-    case: str  # the case id (stable across directories), for contract cases
-    clause: str  # the clause family the case checks ('storage.write')
-    spec_key: str  # the instance ('storage[/data].write'); the clause when none is recorded
-    outcome: str  # passed, failed, skipped, not_run (see `outcome`)
-    phase: str  # setup or call
-    duration_s: float
-    finished_at: float  # epoch seconds
-    message: str  # why it failed or was skipped
-    node: str | None  # None: a case about no one node, not run
-    gpu: int
-    gpu_uuid: str
-    gpu_serial: str
-    filesystem: str
-    collective: str
-    payload: int
-    node_count: int
-    spec_line: int
-    requirement: str
-    theoretical: str
-    derivation: str
-    measured: Any  # in the clause's unit
-    required: Any
-    comparison: str
-    unit: str
-    measured_base: float  # in base units (bytes/s, s, ...)
-    required_base: float
-    simulated: bool
-    method: str
-    error_kind: str
-    probe: str
-    probe_run: str
-    verdict: str
-    reference: str  # published figures beside the measurement (measure/reference.py)
-    reference_ratio: float
-    reference_source: str
-    finding: str  # what a check found beside its figure (a straggler)
-    leftovers: Any  # a storage case: the files an earlier check left
-    culprits: str  # a check of several nodes: the nodes it blames, as a hostlist
-    #: a node's figure measured in a group whose other members (this hostlist) were not
-    #: known good: the slowest bounds it, so it is the group's, not the node's alone
-    bounded_by: str
-    # a figure of what every node does at once (storage's aggregates): what its bound
-    # counts (contract/storage.py BASES: cluster, node, gpu) and what the total was shared by
-    basis: str
-    basis_nodes: int
-    basis_gpus: int
-    raw: Any  # the probe's payload or the check's own evidence
-    # a case derived from the whole run (evidence/derived_cases.py): the baseline's
-    compared_case: str  # the case id a figure's comparison is of
-    changes: list[str]
-    gpus_at_baseline: int | None
-    baseline_value: str
-    change_pct: float | None  # None: beyond any share of the baseline (from 0)
-    # ... and a soak's (availability, SLA credit, counters, steadiness)
-    availability: float
-    down_s: float
-    observed_s: float
-    node_hours_lost: str
-    outages: list[list[str]]  # UTC times
-    outages_at: list[list[float]]  # epoch seconds
-    arithmetic: str
-    credit: str
-    currency: str
-    cluster_availability: float
-    rounds_compared: int
-    first_round: int
-    last_round: int
-    spread_pct: float
-    drop_pct: float
-    # a case over a soak's rounds (soak/tally.py aggregate), a round's line in the soak's
-    # results.jsonl (type round_result)
-    rounds: int
-    rounds_failed: list[list[int]]  # [first, last] spans
-    round: int
-    utc: str | None
-
-
-class RunLine(TypedDict, total=False):
-    """results.jsonl's first line, as the session writes it (a baseline's, as read back:
-    the keys its reader checks)."""
-
-    type: str  # "run"
-    tool_version: str
-    cluster: str
-    spec: str  # the spec's file
-    spec_sha256: str
-    nodes: list[str]
-    launcher: str
-    simulated: bool
-    started_at: float  # epoch seconds
-    spec_warnings: list[str]
-    run_dir: str
-
-
-class BaselineSummary(TypedDict):
-    """The end record's `baseline`: the run compared with, and its cases."""
-
-    path: str
-    run: str  # 'run <UTC start>'
-    manifest_sha256: str
-    signature: str  # verified, not_checked (no --cluster-baseline-key) or unsigned
-    signature_key: str | None  # the fingerprint it was verified with; None: not checked
-    cases: int
-    failed: int
-
-
-class SoakCredit(TypedDict):
-    """A soak's SLA credit owed (with an sla: section)."""
-
-    owed: str  # a decimal, in `currency`
-    currency: str
-    arithmetic: list[str]
-    total: str
-
-
-class _SoakEnd(TypedDict):
-    dir: str
-    rounds: int
-    rounds_finished: int
-    duration_s: float | None  # as asked (--cluster-soak), None: rounds only
-    max_rounds: int | None
-    observed_s: float
-    unobserved_s: float
-    window: list[str]  # UTC
-    availability: dict[str, float]  # per node
-
-
-class SoakEnd(_SoakEnd, total=False):
-    """A soak's own end record (the end record's `soak`)."""
-
-    credit: SoakCredit
-    stopped: str  # a round that could not start ended the soak: 'round 2 left no results
-    stopped_log: str  # ... (exit status 4)', and where its log is and what it said last
-    spec_changed: str  # the spec file was edited since the soak began: said, not used
-
-
-class _EndLine(TypedDict):
-    type: str  # "end"
-    simulated: bool
-    status: str  # run_status
-    exit_code: int
-    counts: dict[str, int]  # per outcome (counted)
-    checks_ran: int
-    checks_planned: int
-    checks_selected: int
-    deselected: int
-    selection: Selection
-    nodes_covered: list[str]
-    nodes_in_spec: int
-    level: str
-    levels: list[str]  # the level and every level below it (contract/levels.py)
-    not_checked: list[NotChecked]
-    verdicts: dict[str, int]  # nodes per verdict
-    started_at: float
-    ended_at: float
-    duration_s: float
-    tool_version: str
-    verdict: str  # the cluster's
-
-
-class EndLine(_EndLine, total=False):
-    """results.jsonl's last line: how the run ended and exactly what it covered
-    (evidence/end.py makes it)."""
-
-    baseline: BaselineSummary
-    soak: SoakEnd
-    incomplete: str  # why the verdict is INCOMPLETE (verdict.incomplete_why)
-    #: the cases derived from the whole run (a soak's, a baseline's), by outcome: what
-    #: pytest, JUnit and the terminal count beside `counts`
-    derived_counts: dict[str, int]
-
-
-class RoundLine(TypedDict):
-    """A soak's line for one of its rounds (type round), in the soak's results.jsonl after
-    the round's lines that did not pass (type round_result: ResultLines with their round
-    and its UTC time)."""
-
-    type: str  # "round"
-    round: int
-    status: str  # the round's run_status
-    started_at: float
-    ended_at: float
-    started_utc: str
-    ended_utc: str
-    counts: dict[str, int]
-    nodes: dict[str, list[str]]  # by state: healthy, failed, unreachable
-    run_dir: str  # the round's, relative to the soak's
-
-
-def is_result(record: Mapping[str, Any]) -> TypeGuard[ResultLine]:
-    """Whether a line of results.jsonl (any of its kinds) is a result line."""
-    return record.get("type") == "result"
 
 
 def clause_of(record: ResultLine) -> str:
@@ -269,13 +79,23 @@ def counted(found: Mapping[str, int]) -> dict[str, int]:
     return {name: found.get(name, 0) for name in OUTCOMES}
 
 
+#: The attribute a contract case's report carries its case in (case id, clause, node):
+#: what makes it a case's, for the result line, the session, JUnit and the HTML report.
+CASE_ATTRIBUTE = "pytest_cluster_case"
+
+
+def carry_case(report: pytest.TestReport, case: Sequence[str | None]) -> None:
+    """Mark `report` as the report of contract case `case` (case id, clause, node)."""
+    setattr(report, CASE_ATTRIBUTE, case)
+
+
 def makes_line(report: pytest.TestReport) -> bool:
     """Whether a report is one that gets a result line: a contract case's (or a test's of
     your own recording a spec_key), at its call or at a setup that failed (the check could
     not start)."""
     if not (report.when == "call" or (report.when == "setup" and not report.passed)):
         return False
-    return getattr(report, "pytest_cluster_case", None) is not None or any(
+    return getattr(report, CASE_ATTRIBUTE, None) is not None or any(
         name == "spec_key" for name, _ in report.user_properties)
 
 
@@ -286,7 +106,7 @@ def report_record(report: pytest.TestReport) -> ResultLine | None:
     A case that failed before recording anything (a fixture crashed) still gets its line,
     with the clause its marker names."""
     props = dict(report.user_properties)
-    case = getattr(report, "pytest_cluster_case", None)
+    case = getattr(report, CASE_ATTRIBUTE, None)
     if "spec_key" not in props and case is None:
         return None
     raw_text = None

@@ -120,7 +120,8 @@ class _Handle:
     """Like the real binding's handle (a ctypes pointer): unhashable, and two handles of
     the same GPU compare equal only if they are the same object."""
 
-    __hash__ = None  # type: ignore[assignment]
+    def __hash__(self) -> int:
+        raise TypeError(f"unhashable type: '{type(self).__name__}'")
 
     def __init__(self, index: int) -> None:
         self.index = index

@@ -19,7 +19,7 @@ import os
 import sys
 import time
 
-from ._lib.command import run_command
+from .._lib.command import run_command
 
 TOOLS = ("ib_write_bw",)
 #: What a client says when its server does not listen yet (perftest_communication.c).
