@@ -18,11 +18,8 @@ REAL_FIXTURES = {"netns", "slurm"}
 #: each gets its own file as it is next worked on; the list only shrinks (a module named
 #: here that has its file, or no longer exists, fails the test below).
 WITHOUT_OWN_TEST = frozenset({
-    "__init__.py",
-    "cli.py",
     "contract/fields.py",
     "contract/sim.py",
-    "errors.py",
     "evidence/__init__.py",
     "evidence/bundle/bounds.py",
     "evidence/bundle/dsse.py",
@@ -44,9 +41,6 @@ WITHOUT_OWN_TEST = frozenset({
     "launchers/result.py",
     "measure/cache.py",
     "measure/gpu_facts.py",
-    "money.py",
-    # the probes split into packages (issue 49): each tested whole, as shipped, by
-    # tests/probes/test_<probe>.py
     "probes/gpu_perf/__main__.py",
     "probes/gpu_perf/bandwidth.py",
     "probes/gpu_perf/compute.py",
@@ -68,11 +62,6 @@ WITHOUT_OWN_TEST = frozenset({
     "probes/storage/sweep.py",
     "probes/storage/transfer.py",
     "probes/storage/workspace.py",
-    "report/heatmap.py",
-    "report/junit_properties.py",
-    "report/sections.py",
-    "report/soak.py",
-    "report/splice.py",
     "run/after_checks.py",
     "run/collection.py",
     "run/collector_gc.py",
@@ -86,17 +75,6 @@ WITHOUT_OWN_TEST = frozenset({
     "run/output_paths.py",
     "run/session.py",
     "run/suite.py",
-    "sim/answers.py",
-    "sim/cluster.py",
-    "sim/collectives.py",
-    "sim/job_node.py",
-    "sim/nics.py",
-    "sim/nvml/pynvml.py",
-    "sim/pingpong.py",
-    "sim/round.py",
-    "sim/storage.py",
-    "soak/rounds.py",
-    "soak/tally.py",
 })
 
 
@@ -114,7 +92,8 @@ def modules_with_logic() -> dict[str, Path]:
             continue
         rel = path.relative_to(PACKAGE)
         if rel.name == "__init__.py":  # a package's own logic: tests/<parent>/test_<package>.py
-            found[rel.as_posix()] = TESTS / rel.parent.parent / f"test_{rel.parent.name}.py"
+            package = rel.parent.name or PACKAGE.name  # the top level's: test_pytest_cluster.py
+            found[rel.as_posix()] = TESTS / rel.parent.parent / f"test_{package}.py"
         else:
             found[rel.as_posix()] = TESTS / rel.parent / f"test_{rel.stem}.py"
     return found

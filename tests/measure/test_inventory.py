@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -15,8 +15,7 @@ from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.launchers import ProbeResult
 from pytest_cluster.launchers.result import ErrorKind
 from pytest_cluster.measure.inventory import nic_parts, node_record
-from pytest_cluster.measure.inventory_file import INVENTORY, InventoryDocument, is_unreadable
-from pytest_cluster.report.sections import inventory_html
+from pytest_cluster.measure.inventory_file import INVENTORY, is_unreadable
 from pytest_cluster.sim.cluster import describe_gpu
 from pytest_cluster.sim.nics import nic_payload
 
@@ -113,22 +112,3 @@ def test_a_run_leaves_its_inventory_listed_in_its_manifest(pytester: pytest.Pyte
     assert "<h2>Inventory</h2>" in report and serials[0] in report
     assert n1["dmi"]["product_serial"] in report
     assert "UNSIGNED (no --cluster-sign-key or --cluster-ssh-sign-key given)" in report
-
-
-def test_the_report_renders_any_inventory_and_escapes_it() -> None:
-    why = {"unreadable": "<script>alert(1)</script> not probed"}
-    document = {"complete": False, "nodes": {
-        "n1": why,
-        "n2": {"simulated": False, "dmi": why, "machine_id": "<b>m</b>", "cpu": {},
-               "memory_bytes": why, "software": {"nccl": why}, "gpus": why,
-               "interfaces": why, "infiniband": why, "filesystems": why},
-        "n3": {"gpus": [{"index": 0, "name": "H100", "serial": "<i>s</i>"}],
-               "filesystems": [{"path": "/d", "block_devices": why}]}}}
-    html = inventory_html(cast("InventoryDocument", document))
-    assert "<script>" not in html and "<b>m</b>" not in html and "<i>s</i>" not in html
-    assert "&lt;i&gt;s&lt;/i&gt;" in html and "3 node(s)" in html
-    assert "The run was interrupted" in html
-    untaken = inventory_html(None, "OSError: disk full <b>")
-    assert "<h2>Inventory</h2>" in untaken and "<table" not in untaken
-    assert "<p>Not taken: OSError: disk full &lt;b&gt;</p>" in untaken
-    assert inventory_html(None) == ""
