@@ -9,8 +9,8 @@ import math
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.evidence.blame import TOOL_FAULT
 from pytest_cluster.evidence.latency_map import MATRIX_UP_TO
-from pytest_cluster.evidence.verdict import TOOL_FAULT
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import nccl_log, plausible
 from pytest_cluster.measure.latency import placement

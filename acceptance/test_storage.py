@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.evidence.verdict import NO_ANSWER_HOST
+from pytest_cluster.evidence.blame import NO_ANSWER_HOST
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure.at_once import SILENT_KINDS
 from pytest_cluster.measure.checkpoint import BAD_OUTPUT, PHASES

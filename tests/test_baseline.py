@@ -15,24 +15,21 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from pytest_cluster import cli
-from pytest_cluster.evidence.baseline.compare import (
+from pytest_cluster.evidence.baseline.accepted import (
     NOT_CHECKED,
-    SHARED_BY,
     UNSIGNED,
     VERIFIED,
     Baseline,
-    compared,
     figures,
-    hardware_changes,
     load,
-    same_hardware,
-    same_nodes,
     signature_said,
 )
+from pytest_cluster.evidence.baseline.hardware import hardware_changes, same_hardware, same_nodes
+from pytest_cluster.evidence.baseline.performance import SHARED_BY, compared
+from pytest_cluster.evidence.blame import NO_CULPRIT, NOT_COMPARABLE
 from pytest_cluster.evidence.bundle.manifest import MANIFEST, seal
 from pytest_cluster.evidence.end import verdict_schema
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results
-from pytest_cluster.evidence.verdict import NO_CULPRIT, NOT_COMPARABLE
 from pytest_cluster.measure.inventory_file import GpuRecord, InventoryDocument, NodeRecord
 from pytest_cluster.spec import parse_spec
 from pytest_cluster.spec.narrow import narrow
@@ -671,7 +668,7 @@ def test_a_node_of_thousands_of_changes_names_twenty_and_counts_the_rest() -> No
 
 
 def test_a_baseline_is_bounded_by_what_the_spec_allows() -> None:
-    from pytest_cluster.evidence.baseline.compare import limits
+    from pytest_cluster.evidence.baseline.accepted import limits
     from pytest_cluster.spec import parse_spec
     exact = parse_spec("cluster: {name: c, nodes: 'n[1-6]', launcher: sim}\n"
                            "gpus: {count: 4}\nsim: {gpus_per_node: 4}\n", "s.yaml")

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from pytest_cluster.errors import InputError
 from pytest_cluster.evidence.baseline import files as baseline_files
-from pytest_cluster.evidence.baseline.compare import Baseline, compare, figures, load
+from pytest_cluster.evidence.baseline.accepted import Baseline, figures, load
+from pytest_cluster.evidence.baseline.compare import compare
 from pytest_cluster.evidence.baseline.files import read_inventory, read_results
 from pytest_cluster.evidence.sinks.results import read_results as read_run_results
 from pytest_cluster.evidence.untrusted_json import (

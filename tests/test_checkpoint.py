@@ -17,7 +17,7 @@ from typing import Any, cast
 import pytest
 
 from pytest_cluster.errors import ClusterError, SpecError
-from pytest_cluster.evidence.verdict import NO_CULPRIT
+from pytest_cluster.evidence.blame import NO_CULPRIT
 from pytest_cluster.launchers import jobs
 from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult

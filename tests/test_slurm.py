@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 
 from pytest_cluster.errors import SpecError
+from pytest_cluster.evidence.cluster_verdict import cluster_failures
+from pytest_cluster.evidence.drain import to_drain
 from pytest_cluster.evidence.plan import Plan, PlannedCase
 from pytest_cluster.evidence.sinks.results import ResultLine
-from pytest_cluster.evidence.verdict import cluster_failures, node_verdicts, to_drain
+from pytest_cluster.evidence.verdict import node_verdicts
 from pytest_cluster.hostlist import expand_hostlist
 from pytest_cluster.launchers.remote import RUNNER_SOURCE
 from pytest_cluster.launchers.result import ErrorKind

@@ -14,7 +14,16 @@ from typing import Any, cast
 import pytest
 from jsonschema import Draft202012Validator, ValidationError
 
+from pytest_cluster.evidence.blame import CONTROLLER_SIDE, TOOL_ERROR
 from pytest_cluster.evidence.check import Evidence, Place
+from pytest_cluster.evidence.cluster_verdict import cluster_failures, cluster_verdict, decisive
+from pytest_cluster.evidence.drain import (
+    cut_reason,
+    drain_command,
+    drain_line,
+    taint_line,
+    to_drain,
+)
 from pytest_cluster.evidence.gathered import cell_of, matrix
 from pytest_cluster.evidence.plan import (
     NOT_AT_THIS_LEVEL,
@@ -30,20 +39,10 @@ from pytest_cluster.evidence.rundir import create_run_dir, point_latest, run_dir
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results, run_status
 from pytest_cluster.evidence.tally import ClauseTally, margin, margin_text
 from pytest_cluster.evidence.verdict import (
-    CONTROLLER_SIDE,
     NO_NODE_ANSWERED,
-    TOOL_ERROR,
-    cluster_failures,
-    cluster_verdict,
     controller_reason,
-    cut_reason,
-    decisive,
-    drain_command,
-    drain_line,
     node_verdicts,
     said_once,
-    taint_line,
-    to_drain,
 )
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 from pytest_cluster.spec import parse_spec

@@ -17,6 +17,7 @@ import html
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from pytest_cluster.evidence.cluster_verdict import INCOMPLETE, cluster_verdict, decisive
 from pytest_cluster.evidence.gathered import NEAR, Gathered, Matrix, PassedRow, PassedRows
 from pytest_cluster.evidence.tally import (
     SIMULATED_BANNER,
@@ -24,14 +25,7 @@ from pytest_cluster.evidence.tally import (
     is_simulated,
     margin_text,
 )
-from pytest_cluster.evidence.verdict import (
-    ACCEPTED,
-    INCOMPLETE,
-    NodeVerdict,
-    by_verdict,
-    cluster_verdict,
-    decisive,
-)
+from pytest_cluster.evidence.verdict import ACCEPTED, NodeVerdict, by_verdict
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.sinks.results import EndLine

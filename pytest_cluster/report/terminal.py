@@ -10,7 +10,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pytest_cluster.evidence.baseline.compare import signature_said
+from pytest_cluster.evidence.baseline.accepted import signature_said
+from pytest_cluster.evidence.cluster_verdict import (
+    INCOMPLETE,
+    incomplete_why,
+    soak_stopped,
+    unmade,
+)
+from pytest_cluster.evidence.drain import drain_line, taint_line, to_drain
 from pytest_cluster.evidence.plan import DESELECTED, NOT_AT_THIS_LEVEL, LeftOut, why_left_out
 from pytest_cluster.evidence.sinks.results import (
     COMPLETE,
@@ -22,24 +29,17 @@ from pytest_cluster.evidence.sinks.results import (
 from pytest_cluster.evidence.tally import is_simulated, not_a_node
 from pytest_cluster.evidence.verdict import (
     ERROR,
-    INCOMPLETE,
     NOT_CHECKED,
     NodeVerdict,
     by_verdict,
-    drain_line,
-    incomplete_why,
     outcome_of,
     said_once,
-    soak_stopped,
-    taint_line,
-    to_drain,
-    unmade,
 )
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.spec.promised import ACROSS
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.baseline.compare import Baseline
+    from pytest_cluster.evidence.baseline.accepted import Baseline
     from pytest_cluster.spec import Spec
 
 MAX_LISTED = 20  # nodes and drain lines listed in the terminal; verdict.json has all

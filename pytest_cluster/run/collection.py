@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_cluster.errors import ProbeFailed
+from pytest_cluster.evidence.blame import TOOL_FAULT
 from pytest_cluster.evidence.check import Place
 from pytest_cluster.evidence.plan import (
     CASE_KEY,
@@ -30,7 +31,6 @@ from pytest_cluster.evidence.plan import (
     opt_in,
 )
 from pytest_cluster.evidence.tally import is_simulated
-from pytest_cluster.evidence.verdict import TOOL_FAULT
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
 from pytest_cluster.run.suite import acceptance_dir
 from pytest_cluster.spec.clauses import declared

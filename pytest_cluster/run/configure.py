@@ -22,7 +22,7 @@ import pytest
 from pytest_cluster import hookspecs, internals
 from pytest_cluster.errors import LaunchError, SpecError, head
 from pytest_cluster.evidence import sealing
-from pytest_cluster.evidence.baseline import compare as baseline
+from pytest_cluster.evidence.baseline import accepted as baseline
 from pytest_cluster.evidence.rundir import create_run_dir
 from pytest_cluster.launchers import launcher_class
 from pytest_cluster.run import lifecycle
@@ -46,7 +46,7 @@ from pytest_cluster.spec import Spec, extensions, guarded, load_spec, narrow
 from pytest_cluster.spec.declaration import ACCEPTANCE, SANITY, STRESS
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.baseline.compare import Baseline
+    from pytest_cluster.evidence.baseline.accepted import Baseline
     from pytest_cluster.evidence.bundle.keys import Signer
     from pytest_cluster.spec.model import SpecNote
 

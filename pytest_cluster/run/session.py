@@ -70,7 +70,7 @@ from pytest_cluster.run.junit_spool import (
 from pytest_cluster.run.lifecycle import run_launcher
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.baseline.compare import Baseline
+    from pytest_cluster.evidence.baseline.accepted import Baseline
     from pytest_cluster.evidence.bundle.keys import Signer
     from pytest_cluster.evidence.derived_cases import Case
     from pytest_cluster.evidence.verdict import NodeVerdict

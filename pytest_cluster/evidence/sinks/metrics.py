@@ -54,9 +54,10 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 
+from pytest_cluster.evidence.blame import culprits, judged, no_answer
 from pytest_cluster.evidence.sinks.results import ResultLine, clause_of, is_result, outcome
 from pytest_cluster.evidence.tally import margin
-from pytest_cluster.evidence.verdict import culprits, judged, no_answer, outcome_of
+from pytest_cluster.evidence.verdict import outcome_of
 from pytest_cluster.units import UNITS, Dim, finite
 
 #: The base unit of each dimension, as the metric name's suffix ('' for a count).
