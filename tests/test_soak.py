@@ -29,7 +29,7 @@ from pytest_cluster.evidence.sla import FAILED, HEALTHY, UNREACHABLE, Span
 from pytest_cluster.evidence.timelines import Round, Timelines, ranges, timelines
 from pytest_cluster.evidence.verdict import ERROR, PASS
 from pytest_cluster.sim import round as round_env
-from pytest_cluster.soak import driver as soak_driver
+from pytest_cluster.soak import round_process
 from pytest_cluster.soak import rounds as soak
 from pytest_cluster.soak import tally as soak_tally
 from pytest_cluster.soak.rounds import round_argv
@@ -688,7 +688,7 @@ def test_a_signal_while_a_round_is_started_is_noted_and_raised_once_the_soak_hol
     before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
-        with soak_driver.noting_signals() as noted:
+        with round_process.noting_signals() as noted:
             signal.raise_signal(signal.SIGINT)  # its handler runs before this returns
             signal.raise_signal(signal.SIGTERM)
         assert noted == [signal.SIGINT]
