@@ -4,27 +4,25 @@ promise (a share of theoretical like '80%', or a rate like '360 GB/s')."""
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster.errors import UnitError, head
+from pytest_cluster.spec.clause_parsers import as_declared, share_or
 from pytest_cluster.spec.clauses import declared
 from pytest_cluster.spec.fields import (
-    Ctx,
-    Map,
-    as_declared,
     boolean,
     field,
-    kind,
     one_of,
     or_default,
     positive_int,
-    share_or,
     size_between,
     text,
     time_between,
     whole,
 )
+from pytest_cluster.spec.mapping import Map
 from pytest_cluster.spec.model import (
     Clause,
     ClusterSpec,
@@ -35,7 +33,11 @@ from pytest_cluster.spec.model import (
     TransportSpec,
 )
 from pytest_cluster.spec.requirement import Requirement, parse_requirement
+from pytest_cluster.spec.yaml_nodes import kind
 from pytest_cluster.units import Dim, parse_bytes
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.located_errors import Ctx
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 BACKENDS = ("nccl", "gloo")

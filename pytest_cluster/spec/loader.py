@@ -18,32 +18,26 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pytest_cluster.errors import SpecError, UnitError
 from pytest_cluster.hostlist import MAX_NODES, expand_hostlist
+from pytest_cluster.spec.clause_parsers import flag, promises
 from pytest_cluster.spec.clauses import declared, keys
 from pytest_cluster.spec.compose import compose
 from pytest_cluster.spec.extensions import added_sections, adds_to, free
 from pytest_cluster.spec.fabric import parse_fabric
 from pytest_cluster.spec.fields import (
-    Ctx,
-    Map,
-    closest,
     field,
-    flag,
     interpreter,
-    kind,
     or_default,
     positive_int,
-    promises,
-    section_map,
     shown_name,
     size_between,
     text,
     time_between,
-    written,
-    written_with,
 )
 from pytest_cluster.spec.gpus import parse_gpus
 from pytest_cluster.spec.interconnect import parse_interconnect
 from pytest_cluster.spec.launchers import KINDS
+from pytest_cluster.spec.located_errors import Ctx
+from pytest_cluster.spec.mapping import Map, section_map
 from pytest_cluster.spec.model import (
     SECTION_FIELDS,
     BaselineSpec,
@@ -63,9 +57,11 @@ from pytest_cluster.spec.requirement import (
 from pytest_cluster.spec.sim import parse_sim
 from pytest_cluster.spec.sla import parse_sla
 from pytest_cluster.spec.slurm import allocation_nodes, parse_slurm, wants_allocation
+from pytest_cluster.spec.spelling import closest, written_with
 from pytest_cluster.spec.ssh import parse_ssh
 from pytest_cluster.spec.storage import parse_storage
 from pytest_cluster.spec.training import parse_training
+from pytest_cluster.spec.yaml_nodes import kind, written
 from pytest_cluster.units import Dim, parse_quantity
 
 MAX_SPEC_BYTES = 4 * 2**20

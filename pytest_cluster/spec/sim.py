@@ -10,29 +10,27 @@ from typing import TYPE_CHECKING, TypeVar
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster.errors import UnitError, head
+from pytest_cluster.spec.clause_parsers import as_declared
 from pytest_cluster.spec.clauses import declared
 from pytest_cluster.spec.fields import (
-    Ctx,
-    Map,
-    as_declared,
     boolean,
     field,
-    for_launcher,
-    kind,
     one_of,
     or_default,
     positive_int,
-    scalar,
     text,
     time_between,
     whole,
 )
 from pytest_cluster.spec.gpus import gpu_model
 from pytest_cluster.spec.launchers import KINDS
+from pytest_cluster.spec.mapping import Map, for_launcher
 from pytest_cluster.spec.sim_records import SimFault, SimSpec
+from pytest_cluster.spec.yaml_nodes import kind, scalar
 from pytest_cluster.units import Dim, parse_bytes, parse_quantity
 
 if TYPE_CHECKING:
+    from pytest_cluster.spec.located_errors import Ctx
     from pytest_cluster.spec.model import ClusterSpec
 
 

@@ -14,22 +14,19 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster import money
-from pytest_cluster.spec.fields import (
-    Ctx,
-    Map,
-    field,
-    kind,
-    or_default,
-    section_map,
-    time_between,
-    written,
-)
+from pytest_cluster.spec.fields import field, or_default, time_between
+from pytest_cluster.spec.mapping import Map, section_map
 from pytest_cluster.spec.model import CreditTier, SlaSpec
+from pytest_cluster.spec.yaml_nodes import kind, written
 from pytest_cluster.units import Dim, parse_quantity
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.located_errors import Ctx
 
 
 def share(raw: object) -> Decimal:

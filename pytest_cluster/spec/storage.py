@@ -24,28 +24,27 @@ from typing import TYPE_CHECKING, TypeVar
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster.errors import UnitError, head
+from pytest_cluster.spec.clause_parsers import flag, promises
 from pytest_cluster.spec.clauses import declared, keys
 from pytest_cluster.spec.fields import (
-    Ctx,
-    Map,
     boolean,
     field,
-    flag,
     interpreter,
-    kind,
     or_default,
-    promises,
     shown_name,
     size_between,
     time_between,
     whole,
 )
 from pytest_cluster.spec.launchers import KINDS
+from pytest_cluster.spec.mapping import Map
 from pytest_cluster.spec.model import CheckpointSpec, Clause, DataloaderSpec, Rule, StorageSpec
 from pytest_cluster.spec.requirement import Requirement, parse_requirement
+from pytest_cluster.spec.yaml_nodes import kind
 from pytest_cluster.units import Dim, parse_quantity
 
 if TYPE_CHECKING:
+    from pytest_cluster.spec.located_errors import Ctx
     from pytest_cluster.spec.model import ClusterSpec
 
 T = TypeVar("T")

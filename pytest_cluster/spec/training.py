@@ -12,21 +12,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from yaml.nodes import MappingNode, Node
 
+from pytest_cluster.spec.clause_parsers import promises
 from pytest_cluster.spec.clauses import keys
-from pytest_cluster.spec.fields import (
-    Ctx,
-    Map,
-    field,
-    or_default,
-    promises,
-    time_between,
-    whole,
-)
+from pytest_cluster.spec.fields import field, or_default, time_between, whole
 from pytest_cluster.spec.interconnect import MAX_RANKS, backend
 from pytest_cluster.spec.launchers import KINDS
+from pytest_cluster.spec.mapping import Map
 from pytest_cluster.spec.model import ClusterSpec, GpuSpec, TrainingSpec
+
+if TYPE_CHECKING:
+    from pytest_cluster.spec.located_errors import Ctx
 
 
 def parse_training(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
