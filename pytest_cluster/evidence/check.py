@@ -170,7 +170,7 @@ class Evidence:
         slow-node search with no known-good node to compare with, a job of several nodes
         that failed on none of them in particular): fail with error kind UNDECIDED, a
         cluster failure without a culprit that leaves the node NOT CHECKED, never REJECTED
-        or drained (verdict.NO_CULPRIT)."""
+        or drained (blame.NO_CULPRIT)."""
         self.cannot_measure(clause, reason, raw=raw, kind=UNDECIDED, node=node)
 
     def check(self, clause: Clause, measured: float, *, result: ProbeResult | None,

@@ -78,7 +78,7 @@ class Matrix:
 
     def add(self, record: ResultLine) -> None:
         """A record's cell on its node; a check of several nodes that blames some
-        (verdict.culprits) puts its failure in each of their cells too, as their verdicts
+        (blame.culprits) puts its failure in each of their cells too, as their verdicts
         count it."""
         node = str(record.get("node"))
         if node in self._names:
