@@ -1,12 +1,12 @@
-"""The clauses of the sections installed extensions add (spec/extensions.py), per node:
+"""The clauses of the sections installed extensions add (contract/extensions.py), per node:
 each a field of its probe's payload compared with the clause, as its declaration reads it
 (`test_<section>_<key>[node01]`). Nothing here names an extension: the tests follow from
 what is installed."""
 
 from __future__ import annotations
 
+from pytest_cluster.contract.extensions import added_sections
 from pytest_cluster.run.contract_tests import node_reading, table_tests
-from pytest_cluster.spec.extensions import added_sections
 
 for _section in added_sections():
     globals().update(table_tests(_section.name, node_reading))

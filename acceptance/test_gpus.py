@@ -13,19 +13,19 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.contract.gpu_models import MODELS, model_of_nvml_name
+from pytest_cluster.contract.model import Clause, GpuSpec, Rule, Spec
 from pytest_cluster.evidence import untrusted_json
 from pytest_cluster.measure.gpu_facts import gib, nvml_gpu, p2p_for, perf_gpu, xids_for
 from pytest_cluster.measure.reference import for_gpu
 from pytest_cluster.run.contract_tests import checks, table_tests
-from pytest_cluster.spec.gpu_models import MODELS, model_of_nvml_name
-from pytest_cluster.spec.model import Clause, GpuSpec, Rule, Spec
 from pytest_cluster.units import Dim, finite
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.declaration import Declaration
     from pytest_cluster.evidence.check import Evidence, Promise
     from pytest_cluster.launchers.result import ProbeResult
     from pytest_cluster.measure.cluster import Cluster
-    from pytest_cluster.spec.declaration import Declaration
 
 
 def _gpus(spec: Spec) -> GpuSpec:

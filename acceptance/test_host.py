@@ -1,5 +1,5 @@
 """Host clauses, per node: CPU cores and threads, memory. Each is a field of the host
-probe's payload compared with the clause, as its declaration (spec/clauses.py) reads it:
+probe's payload compared with the clause, as its declaration (contract/clauses.py) reads it:
 a test per declared clause, `test_cpu_cores[node01]`."""
 
 from __future__ import annotations

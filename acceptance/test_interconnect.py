@@ -9,6 +9,9 @@ import math
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.contract.busbw import CollectiveRun, gbs, required_busbw
+from pytest_cluster.contract.clauses import declared
+from pytest_cluster.contract.model import Clause, InterconnectSpec, Rule
 from pytest_cluster.evidence.blame import TOOL_FAULT
 from pytest_cluster.evidence.latency_map import MATRIX_UP_TO
 from pytest_cluster.hostlist import compress_hostlist
@@ -24,9 +27,6 @@ from pytest_cluster.measure.node_search import (
 )
 from pytest_cluster.measure.reference import Reference, for_busbw
 from pytest_cluster.run.contract_tests import checks
-from pytest_cluster.spec.busbw import CollectiveRun, gbs, required_busbw
-from pytest_cluster.spec.clauses import declared
-from pytest_cluster.spec.model import Clause, InterconnectSpec, Rule
 from pytest_cluster.units import format_size, size_id
 
 if TYPE_CHECKING:

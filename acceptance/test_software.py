@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pytest_cluster.contract.clauses import declared
 from pytest_cluster.run.contract_tests import checks
-from pytest_cluster.spec.clauses import declared
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import VersionClause
     from pytest_cluster.evidence.check import Evidence
     from pytest_cluster.launchers.result import ProbeResult
     from pytest_cluster.measure.cluster import Cluster
-    from pytest_cluster.spec.model import VersionClause
 
 
 @checks("host.software")

@@ -22,6 +22,8 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.contract.clauses import declared
+from pytest_cluster.contract.storage import Share, shared_over
 from pytest_cluster.evidence.blame import NO_ANSWER_HOST
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure.at_once import SILENT_KINDS
@@ -29,18 +31,16 @@ from pytest_cluster.measure.checkpoint import BAD_OUTPUT, PHASES
 from pytest_cluster.measure.dataloader import CPU_BOUND, JUDGED
 from pytest_cluster.measure.reference import for_checkpoint
 from pytest_cluster.run.contract_tests import check_reading, checks, table_tests
-from pytest_cluster.spec.clauses import declared
-from pytest_cluster.spec.storage import Share, shared_over
 from pytest_cluster.units import Dim, format_size, format_value
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.declaration import Declaration
+    from pytest_cluster.contract.model import Clause, Rule, StorageSpec
     from pytest_cluster.evidence.check import Evidence
     from pytest_cluster.launchers.result import ProbeResult
     from pytest_cluster.measure.checkpoint import CheckpointRun
     from pytest_cluster.measure.cluster import Cluster
     from pytest_cluster.measure.dataloader import DataloaderRun
-    from pytest_cluster.spec.declaration import Declaration
-    from pytest_cluster.spec.model import Clause, Rule, StorageSpec
 
 
 class LeftoverWarning(UserWarning):

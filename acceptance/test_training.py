@@ -6,18 +6,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.contract.clauses import declared
+from pytest_cluster.contract.model import Clause
+from pytest_cluster.contract.requirement import parse_requirement
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.run.contract_tests import checks
-from pytest_cluster.spec.clauses import declared
-from pytest_cluster.spec.model import Clause
-from pytest_cluster.spec.requirement import parse_requirement
 from pytest_cluster.units import Dim
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import TrainingSpec
     from pytest_cluster.evidence.check import Evidence
     from pytest_cluster.measure.cluster import Cluster
     from pytest_cluster.measure.training import TrainingRun
-    from pytest_cluster.spec.model import TrainingSpec
 
 METHOD = ("torch.nn TransformerEncoder trained with DistributedDataParallel ({backend}) on "
           "synthetic tokens, {steps} steps after {warmup} warm-up; a step's time is its "

@@ -20,11 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from pytest_cluster.contract.model import ClusterSpec, SshSpec
+from pytest_cluster.contract.sim_records import SimSpec
 from pytest_cluster.launchers.local import LocalLauncher
 from pytest_cluster.launchers.sim import SimLauncher
 from pytest_cluster.probes import ProbeCall
-from pytest_cluster.spec.model import ClusterSpec, SshSpec
-from pytest_cluster.spec.sim_records import SimSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = ProbeCall("host")

@@ -40,10 +40,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from pytest_cluster.contract import load_spec
 from pytest_cluster.measure import inventory
 from pytest_cluster.measure.calls import import_call, storage_call
 from pytest_cluster.measure.cluster import Cluster
-from pytest_cluster.spec import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 

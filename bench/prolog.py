@@ -3,7 +3,7 @@
 On tests/netns_cluster.py's cluster (root, iproute2, openssh-server, slurm-wlm), with
 examples/slurm/pytest-cluster-prolog.sh installed as slurm.conf's Prolog (its three paths
 set, nothing else edited) and a contract of every section that runs on those nodes (host,
-software, storage, fabric, interconnect, training: tests/test_prolog.py's). Side by side
+software, storage, fabric, interconnect, training: tests/real/test_prolog.py's). Side by side
 in one run, each the prolog as slurmd runs it (in node1's namespaces, `env -i` with
 SLURM_SCRIPT_CONTEXT=prolog_slurmd, SLURMD_NODENAME and SLURM_JOB_ID), timed wall clock:
 
@@ -49,8 +49,8 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     from tests.netns_cluster import NetnsCluster, Unavailable  # noqa: PLC0415
+    from tests.real.test_prolog import CONTRACT  # noqa: PLC0415
     from tests.slurm_scripts import PROLOG, installed  # noqa: PLC0415
-    from tests.test_prolog import CONTRACT  # noqa: PLC0415
 
     try:
         cluster = NetnsCluster(4)

@@ -1,4 +1,4 @@
-"""What one run's node limit (spec/narrow.MAX_RUN_NODES) must allow: a simulated N-node x 8-GPU
+"""What one run's node limit (contract/narrow.MAX_RUN_NODES) must allow: a simulated N-node x 8-GPU
 cluster (examples/sim-h100.yaml's host and gpus sections) collected and run at the sanity
 level, the level a SLURM prolog runs (issue 38, item 5).
 
@@ -8,7 +8,7 @@ each in a fresh process from a scratch directory, serially; the time is start to
 the peak RSS the process's own (wait4). Prints per size and kind: seconds, peak RSS
 (MiB), exit code. A size a run refuses is said as such, with how long refusing took.
 
-The aim: what one run accepts (spec/narrow.MAX_RUN_NODES; more nodes are a usage error
+The aim: what one run accepts (contract/narrow.MAX_RUN_NODES; more nodes are a usage error
 naming the first part, --cluster-node=...) collects at the sanity level within 30 s and
 1.5 GiB. Prints `sanity_run_at_limit_s=<the real sanity run at the largest size one run
 accepts>`, then ends with `sanity_collect_at_limit_s=<its collection>` (nan when it

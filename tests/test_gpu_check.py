@@ -17,7 +17,7 @@ sys.path.insert(0, str(BENCH))
 
 import gpu_check  # noqa: E402 - bench/gpu_check.py
 
-from pytest_cluster.spec import load_spec  # noqa: E402
+from pytest_cluster.contract import load_spec  # noqa: E402
 
 
 def check(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -109,7 +109,7 @@ def test_a_row_sets_ours_beside_the_torch_loop_and_the_published_figure() -> Non
 def test_nccl_tests_runs_through_our_probe_and_parser(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """With -g 1, on a stand-in binary that prints a published table (no GPU here)."""
-    from tests.test_nccl_tests import CAPTURES, STAND_IN
+    from tests.measure.test_nccl_tests import CAPTURES, STAND_IN
 
     binary = tmp_path / "all_reduce_perf"
     binary.write_text(STAND_IN)

@@ -109,16 +109,16 @@ def within(module: str, prefix: str) -> bool:
 #: guarded import counts too: a type is a dependency as well.
 MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "pytest_cluster.launchers": ("pytest_cluster.launchers", "pytest_cluster.probes",
-                                 "pytest_cluster.sim", "pytest_cluster.spec",
+                                 "pytest_cluster.sim", "pytest_cluster.contract",
                                  "pytest_cluster.errors", "pytest_cluster.hostlist",
                                  "pytest_cluster.units"),
     "pytest_cluster.launchers.jobs": ("pytest_cluster.launchers", "pytest_cluster.probes",
                                       "pytest_cluster.errors"),
     # nccl-tests' formulas: pure, no launcher, no job
-    "pytest_cluster.spec.busbw": ("pytest_cluster.spec", "pytest_cluster.units"),
+    "pytest_cluster.contract.busbw": ("pytest_cluster.contract", "pytest_cluster.units"),
     # benchmark jobs: busbw's numbers from jobs run through a launcher, and what NCCL said
     # it used (its log's reader: pure)
-    "pytest_cluster.measure.benchmark": ("pytest_cluster.spec", "pytest_cluster.launchers",
+    "pytest_cluster.measure.benchmark": ("pytest_cluster.contract", "pytest_cluster.launchers",
                                          "pytest_cluster.probes", "pytest_cluster.errors",
                                          "pytest_cluster.measure.nccl_log"),
     # the evidence bundle and `verify`: read where only the evidence is
@@ -127,7 +127,7 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     # the simulated cluster: formulas and descriptions, never the job runner; it reads
     # which soak round it is in (a leaf: the environment only)
     "pytest_cluster.sim": ("pytest_cluster.sim", "pytest_cluster.probes",
-                           "pytest_cluster.spec", "pytest_cluster.units"),
+                           "pytest_cluster.contract", "pytest_cluster.units"),
 }
 #: The top of the package: nothing below it may import these.
 UPPER = ("pytest_cluster.measure.cluster", "pytest_cluster.run.fixtures",
@@ -140,7 +140,7 @@ UPPER = ("pytest_cluster.measure.cluster", "pytest_cluster.run.fixtures",
 #: The folders of the package from the bottom up: each imports only itself and those
 #: below it. Under them the plain values at the top level (BASE); above them the
 #: entry points, the re-exports of old import paths and the acceptance suites (TOP).
-FOLDERS = ("spec", "probes", "sim", "launchers", "measure", "evidence", "report", "soak",
+FOLDERS = ("contract", "probes", "sim", "launchers", "measure", "evidence", "report", "soak",
            "run")
 BASE = ("errors", "units", "hostlist", "money", "hookspecs", "internals")
 TOP = ("plugin", "cli", "acceptance")
@@ -229,7 +229,7 @@ def test_the_import_reader_resolves_what_a_module_imports(tmp_path: Path) -> Non
                       "from pytest_cluster.probes import ProbeCall, gpu_perf\n"
                       "from . import base\n"
                       "if TYPE_CHECKING:\n"
-                      "    from pytest_cluster.spec.model import Spec\n"
+                      "    from pytest_cluster.contract.model import Spec\n"
                       "def f():\n"
                       "    import pytest_cluster.measure.cluster\n")
     known = {"pytest_cluster.probes", "pytest_cluster.probes.gpu_perf",
@@ -237,7 +237,7 @@ def test_the_import_reader_resolves_what_a_module_imports(tmp_path: Path) -> Non
     assert [(i.target, i.line, i.guarded) for i in imports_of(
         "pytest_cluster.launchers.mod", source, known)] == [
         ("pytest_cluster.probes", 2, False), ("pytest_cluster.probes.gpu_perf", 2, False),
-        ("pytest_cluster.launchers.base", 3, False), ("pytest_cluster.spec.model", 5, True),
+        ("pytest_cluster.launchers.base", 3, False), ("pytest_cluster.contract.model", 5, True),
         ("pytest_cluster.measure.cluster", 7, False)]
 
 
@@ -247,7 +247,7 @@ def test_probes_import_nothing_of_ours() -> None:
     extensions' probes, and nothing else of ours."""
     imports = all_imports()
     assert "pytest_cluster.probes.job_node" in sources()
-    registry = ("pytest_cluster.probes", "pytest_cluster.spec.extensions")
+    registry = ("pytest_cluster.probes", "pytest_cluster.contract.extensions")
     wrong = [str(i) for i in imports if within(i.module, "pytest_cluster.probes")
              and not i.guarded and (i.module, i.target) != registry]
     assert wrong == []
@@ -314,30 +314,30 @@ def test_the_branch_finder_finds_branches_on_a_launcher() -> None:
 
 def test_nothing_outside_launchers_branches_on_which_launcher_runs() -> None:
     """Launchers expose capabilities (Launcher.simulated, one_host, master_address,
-    master_port); the rest of the code asks those. spec/ validates the spec's own
+    master_port); the rest of the code asks those. contract/ validates the spec's own
     `launcher:` key and is checked by its own test."""
     found = [f"{name}:{line}" for name, path in sources().items()
              if not within(name, "pytest_cluster.launchers")
-             and not within(name, "pytest_cluster.spec")
+             and not within(name, "pytest_cluster.contract")
              for line in launcher_branches(path.read_text(encoding="utf-8"))]
     assert found == []
 
 
 # -- the spec: the bottom of the package ----------------------------------------------------
 
-#: What spec/ may import of ours: itself, and the plain values a spec is made of (which
+#: What contract/ may import of ours: itself, and the plain values a spec is made of (which
 #: import only each other).
-SPEC_MAY_IMPORT = ("pytest_cluster.spec", "pytest_cluster.errors", "pytest_cluster.hostlist",
-                   "pytest_cluster.spec.requirement", "pytest_cluster.units",
-                   "pytest_cluster.spec.gpu_models", "pytest_cluster.money")
+SPEC_MAY_IMPORT = ("pytest_cluster.contract", "pytest_cluster.errors", "pytest_cluster.hostlist",
+                   "pytest_cluster.contract.requirement", "pytest_cluster.units",
+                   "pytest_cluster.contract.gpu_models", "pytest_cluster.money")
 
 
 def test_the_spec_imports_no_launcher_probe_or_anything_above() -> None:
-    """spec/ knows no launcher, probe, cluster, fixture, evidence or suite: what it needs of
-    them it keeps itself (spec/launchers.py, spec/gpus.THROTTLES), and test_spec checks
+    """contract/ knows no launcher, probe, cluster, fixture, evidence or suite: what it needs of
+    them it keeps itself (contract/launchers.py, contract/gpus.THROTTLES), and test_spec checks
     that against the launcher registry and the GPU probe."""
-    imports = [i for i in all_imports() if within(i.module, "pytest_cluster.spec")]
-    assert any(i.target == "pytest_cluster.spec.clauses" for i in imports)
+    imports = [i for i in all_imports() if within(i.module, "pytest_cluster.contract")]
+    assert any(i.target == "pytest_cluster.contract.clauses" for i in imports)
     wrong = [str(i) for i in imports
              if not any(within(i.target, allowed) for allowed in SPEC_MAY_IMPORT)]
     assert wrong == []
@@ -352,10 +352,10 @@ def test_what_the_spec_is_made_of_imports_nothing_above_it() -> None:
 
 
 def test_the_spec_asks_its_table_of_launcher_kinds_not_their_names() -> None:
-    """The spec's own `launcher:` key is read through spec/launchers.KINDS (its section, its
+    """The spec's own `launcher:` key is read through contract/launchers.KINDS (its section, its
     interpreter, whether it tests filesystems), never compared with a launcher's name."""
     found = [f"{name}:{line}" for name, path in sources().items()
-             if within(name, "pytest_cluster.spec")
+             if within(name, "pytest_cluster.contract")
              for line in launcher_branches(path.read_text(encoding="utf-8"))]
     assert found == []
 

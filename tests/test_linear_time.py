@@ -20,14 +20,14 @@ from types import ModuleType
 import pytest
 
 from pytest_cluster import hostlist, units
+from pytest_cluster.contract import requirement
+from pytest_cluster.contract.busbw import CollectiveRun
 from pytest_cluster.errors import BundleError, InputError, UnitError
 from pytest_cluster.evidence import untrusted_json
 from pytest_cluster.evidence.bundle import bounds
 from pytest_cluster.launchers import jobs, slurm_commands
 from pytest_cluster.measure import nccl_log, nccl_tests, perftest
 from pytest_cluster.probes import collective
-from pytest_cluster.spec import requirement
-from pytest_cluster.spec.busbw import CollectiveRun
 
 #: The CPU one parser may take on one 1 MB input.
 LIMIT_S = 1.0
@@ -171,8 +171,8 @@ def test_the_depth_scan_is_linear_where_the_old_pattern_was_not() -> None:
 def test_a_spec_value_of_1_mb_is_refused_in_linear_time(tmp_path: Path, value: str) -> None:
     """The error echoing a value as written found it with a pattern made of it: a 1 MB
     value made a 1 MB pattern (3.4 s of CPU)."""
+    from pytest_cluster.contract import load_spec
     from pytest_cluster.errors import SpecError
-    from pytest_cluster.spec import load_spec
 
     (tmp_path / "spec.yaml").write_text("cluster: {name: x, nodes: n1, launcher: sim}\n"
                                         f"host: {{cpu_cores: {value}}}\n")

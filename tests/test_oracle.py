@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.contract.test_interconnect import DEAD_AND_FAR
+from tests.evidence.sinks.test_metrics import SLOWDOWN as METRICS_SLOWDOWN
 from tests.oracle import check, read_views
-from tests.test_interconnect import DEAD_AND_FAR
-from tests.test_metrics import SLOWDOWN as METRICS_SLOWDOWN
 from tests.truth import SHARED_STORAGE
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from pytest_cluster.contract.launcher_kind import LauncherKind
+from pytest_cluster.contract.launchers import KINDS
+from pytest_cluster.contract.sections import SECTIONS
 from pytest_cluster.evidence.gate import gate
-from pytest_cluster.spec.launcher_kind import LauncherKind
-from pytest_cluster.spec.launchers import KINDS
-from pytest_cluster.spec.loader import SECTIONS
 from tests.conftest import has_torch
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
@@ -149,7 +149,7 @@ def test_impossible_requirement_fails_with_the_numbers(pytester: pytest.Pytester
 @pytest.mark.slow
 def test_a_host_clause_is_a_declaration_and_a_probe_field(pytester: pytest.Pytester,
                                                            fs: Path) -> None:
-    """host.memory_available is one declaration (spec/clauses.py) of a field the host probe
+    """host.memory_available is one declaration (contract/clauses.py) of a field the host probe
     reads: the spec takes it, a test per node checks it, named and measured as declared."""
     pytester.makefile(".yaml", trial=spec_text(
         fs, nodes="node[1-2]", host='  memory_available: ">= 1 MiB"\n  cpu_cores: 1\n',

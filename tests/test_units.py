@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pytest_cluster.contract.requirement import parse_requirement
 from pytest_cluster.errors import UnitError
-from pytest_cluster.spec.requirement import parse_requirement
 from pytest_cluster.units import (
     Dim,
     format_number,
@@ -86,7 +86,7 @@ def test_a_number_not_in_decimal_digits_is_refused_as_written(raw: str, dim: Dim
                                                                message: str) -> None:
     """Only 0-9 in decimal: a full-width or Arabic-Indic digit (which float() reads) read
     '>= \uff11 TiB' as 1 TiB; 010, 0x70, 1:52 and 1_000, which YAML 1.1 read as numbers,
-    reach here as written (spec/compose.py) and are refused, not read as 10 or 1000."""
+    reach here as written (contract/compose.py) and are refused, not read as 10 or 1000."""
     with pytest.raises(UnitError) as info:
         parse_quantity(raw, dim)
     assert str(info.value) == message
@@ -104,7 +104,7 @@ def test_a_number_a_double_holds_is_read_and_shown_as_written(raw: object, dim: 
                                                                shown: str) -> None:
     """Up to 15 significant digits, below 1e15 as written before the unit: what a double
     holds exactly, so the bound a failure shows is the number written (38 nines showed as
-    99999999999999997748809823456034029568; now refused, test_clauses.py)."""
+    99999999999999997748809823456034029568; now refused, contract/test_clauses.py)."""
     requirement = parse_requirement(raw, dim)
     assert requirement.show(requirement.bound.value) == shown
 

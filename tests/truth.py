@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pytest_cluster.spec.clauses import declared
+from pytest_cluster.contract.clauses import declared
 from tests.oracle import check
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -79,7 +79,7 @@ _LOADER_KEEPS_UP = "storage.dataloader.keeps_up"
 #: every clause of the GPUs (a node short of a GPU, or with another model, fails them)
 _GPUS = "gpus.*"
 #: Every fault a scenario may inject on the richest example, and its truth. The faults'
-#: own keys are the simulator's (spec/sim.py); the clauses are the contract's.
+#: own keys are the simulator's (contract/sim.py); the clauses are the contract's.
 FAULTS: dict[str, Truth] = {
     "bandwidth_factor: 0.7": Truth(("gpus.memory_bandwidth",),
                                    ("gpus.p2p", _INTRA, _NODE_NETWORK)),

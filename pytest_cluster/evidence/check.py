@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 import pytest
 
+from pytest_cluster.contract.model import Clause, Rule, VersionClause
+from pytest_cluster.contract.requirement import Verdict
 from pytest_cluster.evidence import node_groups
 from pytest_cluster.evidence.blame import UNDECIDED
 from pytest_cluster.evidence.sinks.results import strict_json
@@ -24,8 +26,6 @@ from pytest_cluster.evidence.untrusted_json import found
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import plausible
 from pytest_cluster.measure.reference import Reference, properties
-from pytest_cluster.spec.model import Clause, Rule, VersionClause
-from pytest_cluster.spec.requirement import Verdict
 from pytest_cluster.units import UNITS, finite
 
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ from typing import Any, TypedDict
 
 import pytest
 
-from pytest_cluster.spec.declaration import ACCEPTANCE
-from pytest_cluster.spec.levels import plain_level
+from pytest_cluster.contract.declaration import ACCEPTANCE
+from pytest_cluster.contract.levels import plain_level
 
 PLAN_FILE = "plan.json"
 #: The plan a process wrote to PLAN_FILE, kept by that process (the controller reads it

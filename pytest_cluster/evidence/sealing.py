@@ -20,7 +20,7 @@ from pytest_cluster.evidence.bundle.manifest import MANIFEST, digest, seal
 from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec.model import Spec
+    from pytest_cluster.contract.model import Spec
 
 _SOURCE = Path(__file__).resolve().parents[2]  # the checkout: pytest_cluster/evidence/..
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from pytest_cluster import money
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec.model import CreditTier, SlaSpec
+    from pytest_cluster.contract.model import CreditTier, SlaSpec
 
 HEALTHY, FAILED, UNREACHABLE = "healthy", "failed", "unreachable"
 #: Node-hours are counted to 6 places (3.6 ms).

@@ -10,12 +10,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.spec.launchers import KINDS
+from pytest_cluster.contract.launchers import KINDS
 from pytest_cluster.units import format_number
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import Spec
     from pytest_cluster.evidence.sinks.results import ResultLine
-    from pytest_cluster.spec.model import Spec
 
 MAX_SHOWN = 5
 

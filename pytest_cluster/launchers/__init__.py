@@ -1,6 +1,6 @@
-"""Launchers by name, from the one registry (spec/launchers.py's KINDS), imported lazily;
+"""Launchers by name, from the one registry (contract/launchers.py's KINDS), imported lazily;
 an unknown name is an error listing the known ones. An installed extension's launcher is
-imported guarded (spec/guarded.py: what it raises or prints at import is caught, a loop is
+imported guarded (contract/guarded.py: what it raises or prints at import is caught, a loop is
 stopped) and its answers checked (checked.py); a class that is not there is a LaunchError
 naming the extension."""
 
@@ -9,16 +9,16 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+from pytest_cluster.contract import guarded
+from pytest_cluster.contract.extensions import described, said
+from pytest_cluster.contract.launchers import KINDS
 from pytest_cluster.errors import LaunchError
 from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.checked import checked
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
-from pytest_cluster.spec import guarded
-from pytest_cluster.spec.extensions import described, said
-from pytest_cluster.spec.launchers import KINDS
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec.model import Spec
+    from pytest_cluster.contract.model import Spec
 
 
 #: How long an extension's launcher module may take to import (s)

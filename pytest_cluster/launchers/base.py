@@ -12,14 +12,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from pytest_cluster.contract.launchers import KINDS
 from pytest_cluster.errors import JobFailed
 from pytest_cluster.launchers.process import stop_on_interrupt
 from pytest_cluster.probes import ProbeCall
-from pytest_cluster.spec.launchers import KINDS
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import ClusterSpec, Spec
     from pytest_cluster.launchers.result import ProbeResult, ProgramRun
-    from pytest_cluster.spec.model import ClusterSpec, Spec
 
 #: The master address of a job whose ranks all run on this machine.
 LOOPBACK = "127.0.0.1"
@@ -43,7 +43,7 @@ class Launcher(ABC):
       messages, not to branch on.
     - `simulated`: every result comes from the spec's description of the cluster, not
       from hardware (the sim); its results are marked simulated, and so is the run
-      (report.is_simulated). Declared in KINDS (spec/launchers.py).
+      (report.is_simulated). Declared in KINDS (contract/launchers.py).
     - `one_host`: every "node" is this machine (local): distributed jobs run one at a
       time (they would share its CPUs and network), their master is 127.0.0.1 and their
       port one that is free here. Declared in KINDS.
@@ -57,7 +57,7 @@ class Launcher(ABC):
     one_host: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A registered kind's capabilities are its declaration's (spec/launchers.KINDS,
+        """A registered kind's capabilities are its declaration's (contract/launchers.KINDS,
         the one place they are said); a class outside the registry sets its own."""
         super().__init_subclass__(**kwargs)
         kind = KINDS.get(getattr(cls, "name", ""))

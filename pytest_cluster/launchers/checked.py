@@ -19,9 +19,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from pytest_cluster.contract import guarded
+from pytest_cluster.contract.extensions import described, said
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
-from pytest_cluster.spec import guarded
-from pytest_cluster.spec.extensions import described, said
 
 if TYPE_CHECKING:
     from pytest_cluster.launchers.base import Launcher

@@ -37,11 +37,11 @@ from pytest_cluster.sim.job_node import (
 )
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import ClusterSpec, InterconnectSpec, Spec
+    from pytest_cluster.contract.sim_records import SimSpec
     from pytest_cluster.probes import ProbeCall
     from pytest_cluster.probes.job_node import JobNodeData, WhereAmI
     from pytest_cluster.sim.cluster import SimNode
-    from pytest_cluster.spec.model import ClusterSpec, InterconnectSpec, Spec
-    from pytest_cluster.spec.sim_records import SimSpec
 
 RankEntries = list[RankEntry]
 

@@ -54,6 +54,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from pytest_cluster.contract.model import ClusterSpec, SlurmSpec, Spec
 from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.fanout import fan_out
 from pytest_cluster.launchers.process import Finished, execute, probe_result
@@ -80,7 +81,6 @@ from pytest_cluster.launchers.slurm_nodes import (
     sinfo_command,
     squeue_command,
 )
-from pytest_cluster.spec.model import ClusterSpec, SlurmSpec, Spec
 from pytest_cluster.units import format_size
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ from pytest_cluster.launchers.remote import runner_argv
 from pytest_cluster.launchers.slurm_nodes import IMMEDIATE_S
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import SlurmSpec
     from pytest_cluster.probes import ProbeCall
-    from pytest_cluster.spec.model import SlurmSpec
 
 def srun_command(slurm: SlurmSpec, nodes: Sequence[str], python: str, call: ProbeCall,
                  timeout_s: float, job_name: str,

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_cluster.contract.model import ClusterSpec, Spec, SshSpec
 from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.fanout import fan_out, in_parallel
 from pytest_cluster.launchers.process import INTERRUPTED_MESSAGE, launched, run_process
@@ -46,7 +47,6 @@ from pytest_cluster.launchers.remote import (
     runner_payload,
 )
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
-from pytest_cluster.spec.model import ClusterSpec, Spec, SshSpec
 
 if TYPE_CHECKING:
     from pytest_cluster.probes import ProbeCall

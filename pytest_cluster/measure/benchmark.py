@@ -10,15 +10,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.contract.busbw import CollectiveRun, aggregate, bus_factor
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, run_job
 from pytest_cluster.measure import nccl_log
 from pytest_cluster.probes import probe_source
-from pytest_cluster.spec.busbw import CollectiveRun, aggregate, bus_factor
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import InterconnectSpec
     from pytest_cluster.launchers.base import Launcher
-    from pytest_cluster.spec.model import InterconnectSpec
 
 
 def collective_job(spec: InterconnectSpec, collective: str, nodes: Sequence[str],

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pytest_cluster.contract.clauses import readers
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.probes.gpu_perf import PARTS as PERF_PARTS
-from pytest_cluster.spec.clauses import readers
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec.model import GpuSpec, StorageSpec
+    from pytest_cluster.contract.model import GpuSpec, StorageSpec
 
 STORAGE_PARTS = ("write", "read", "metadata")  # what the storage probe measures under load
 
@@ -46,7 +46,7 @@ def gpu_call(gpus: GpuSpec) -> ProbeCall:
 def gpu_perf_call(gpus: GpuSpec) -> ProbeCall | None:
     """The torch probe's arguments: only the measurements the contract has; None if none.
 
-    Which clauses read which part of its payload is declared (spec/clauses.py): a part no
+    Which clauses read which part of its payload is declared (contract/clauses.py): a part no
     clause of the contract reads is skipped. Throttling, the PCIe link and temperature
     read its `load` part: judged under load, they need the load this probe creates."""
     args = ["--dtypes", ",".join(dtype for dtype, _ in gpus.matmul),

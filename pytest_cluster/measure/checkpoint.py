@@ -66,9 +66,9 @@ from pytest_cluster.probes.checkpoint import expected_digest, writer_of
 from pytest_cluster.units import finite
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import CheckpointSpec, StorageSpec
     from pytest_cluster.launchers.base import Launcher
     from pytest_cluster.probes.checkpoint import RankData
-    from pytest_cluster.spec.model import CheckpointSpec, StorageSpec
 
 PHASES = ("write", "read")
 #: What a filesystem's size may be (plausible.FACTS: statvfs's, whole bytes).

@@ -14,6 +14,7 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.contract.busbw import CollectiveRun, required_busbw, theoretical
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers import ErrorKind, Launcher, ProbeResult, get_launcher
 from pytest_cluster.measure import nccl_tests, plausible, rails
@@ -35,10 +36,9 @@ from pytest_cluster.measure.storage_claims import node_ceiling
 from pytest_cluster.measure.training import TrainingRun, run_training, step_bound
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.probes import nccl_tests as nccl_tests_probe
-from pytest_cluster.spec.busbw import CollectiveRun, required_busbw, theoretical
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec.model import GpuSpec, InterconnectSpec, Spec, StorageSpec
+    from pytest_cluster.contract.model import GpuSpec, InterconnectSpec, Spec, StorageSpec
 
 #: The error kind of a job not started because a node of it did not answer its host probe
 #: (the verdict's NOT_ESTABLISHED: that node's own verdict says why).

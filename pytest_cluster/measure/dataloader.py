@@ -65,9 +65,9 @@ from pytest_cluster.probes import probe_source
 from pytest_cluster.units import finite
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import StorageSpec
     from pytest_cluster.launchers.base import Launcher
     from pytest_cluster.probes.dataloader import RankData
-    from pytest_cluster.spec.model import StorageSpec
 
 #: The phases that are judged (the write before them only makes the file set).
 JUDGED = ("read", "metadata")

@@ -39,10 +39,10 @@ from pytest_cluster.probes import ProbeCall
 from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import Spec
     from pytest_cluster.launchers import ProbeResult
     from pytest_cluster.measure.cluster import Cluster
     from pytest_cluster.probes.nic import NicData, Port
-    from pytest_cluster.spec.model import Spec
 
 def inventory_call(spec: Spec) -> ProbeCall:
     """The inventory probe with every filesystem of the contract."""

@@ -41,9 +41,9 @@ from pytest_cluster.probes.pingpong import rounds_of
 from pytest_cluster.units import finite
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import InterconnectSpec
     from pytest_cluster.launchers.base import Launcher
     from pytest_cluster.measure.node_search import Recheck
-    from pytest_cluster.spec.model import InterconnectSpec
 
 #: Up to this many nodes, every pair is measured (the whole tournament).
 FULL_UP_TO = 64

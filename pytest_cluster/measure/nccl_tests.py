@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pytest_cluster.contract.busbw import CollectiveRun, SizePoint
 from pytest_cluster.probes.nccl_tests import COLLECTIVE_BINARY
-from pytest_cluster.spec.busbw import CollectiveRun, SizePoint
 
 #: The most text read of one run, and the most rows kept.
 MAX_TEXT = 4 * 2**20

@@ -25,10 +25,10 @@ from pytest_cluster.probes import probe_source
 from pytest_cluster.units import format_size
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import Spec
     from pytest_cluster.launchers import ProbeResult
     from pytest_cluster.measure.cluster import Cluster
     from pytest_cluster.probes.nic import Port
-    from pytest_cluster.spec.model import Spec
 
 
 #: How a group of nodes is measured on one rail: (bytes/s or NaN, why it failed).

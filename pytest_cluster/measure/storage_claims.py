@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 from pytest_cluster.units import Dim, format_value
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec.model import Spec
+    from pytest_cluster.contract.model import Spec
 
 #: Above any node's memory bandwidth (bytes/s): no filesystem client moves more.
 MOST_NODE_BYTES_PER_S = 10e12

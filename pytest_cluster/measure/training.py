@@ -44,8 +44,8 @@ from pytest_cluster.measure.stragglers import (
 from pytest_cluster.probes import probe_source
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import TrainingSpec
     from pytest_cluster.launchers.base import Launcher
-    from pytest_cluster.spec.model import TrainingSpec
 
 #: A rank's heartbeat comes every 0.5 s at most; its node kills it after this much
 #: silence at the least (the step bound when that is longer).

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from importlib import resources
 
-from pytest_cluster.spec.extensions import added_probes, adds_to, free
+from pytest_cluster.contract.extensions import added_probes, adds_to, free
 
 #: Programs in this folder that are not probes: a job's rank program, sent by job_node
 #: (measure/benchmark.py, measure/training.py, the rails' perftest in measure/cluster.py).
@@ -28,7 +28,7 @@ def _ours() -> tuple[str, ...]:
 
 _OURS = _ours()
 #: The installed extensions' probes and their text, read when they are loaded
-#: (spec/extensions.py): a name of ours, a probe's or a job program's, is not theirs to take.
+#: (contract/extensions.py): a name of ours, a probe's or a job program's, is not theirs to take.
 _ADDED: dict[str, str] = {}
 #: The probes, by the names of their files: ours, then the extensions' once they are loaded.
 PROBES: list[str] = list(_OURS)

@@ -364,7 +364,7 @@ def _run_ranks(args: argparse.Namespace, files: contextlib.ExitStack) -> JobNode
 
 
 #: What a job may set in its ranks' environment (launchers/jobs.py JOB_ENV, ENV_VALUE: a
-#: probe imports nothing of the package; tests/test_probes.py checks they are the same).
+#: probe imports nothing of the package; tests/probes/test_probes.py checks they are the same).
 JOB_ENV = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_DISABLE")
 ENV_VALUE = re.compile(r"[=^]?[A-Za-z0-9_.:,\-]{1,128}")
 

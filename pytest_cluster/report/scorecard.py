@@ -28,8 +28,8 @@ from pytest_cluster.evidence.tally import (
 from pytest_cluster.evidence.verdict import ACCEPTED, NodeVerdict, by_verdict
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract import Spec
     from pytest_cluster.evidence.sinks.results import EndLine
-    from pytest_cluster.spec import Spec
 
 esc = html.escape
 #: Where the passed lists go in the scorecard's text (an HTML comment, read by no browser

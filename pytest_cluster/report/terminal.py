@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pytest_cluster.contract.promised import ACROSS
 from pytest_cluster.evidence.baseline.accepted import signature_said
 from pytest_cluster.evidence.cluster_verdict import (
     INCOMPLETE,
@@ -36,11 +37,10 @@ from pytest_cluster.evidence.verdict import (
     said_once,
 )
 from pytest_cluster.hostlist import compress_hostlist
-from pytest_cluster.spec.promised import ACROSS
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract import Spec
     from pytest_cluster.evidence.baseline.accepted import Baseline
-    from pytest_cluster.spec import Spec
 
 MAX_LISTED = 20  # nodes and drain lines listed in the terminal; verdict.json has all
 #: Why the sla: section of a run that is no soak is not checked.

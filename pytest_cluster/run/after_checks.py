@@ -19,10 +19,10 @@ from pytest_cluster.measure.cluster import Cluster
 from pytest_cluster.report.sections import inventory_html
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract import ClusterSpec, Spec
     from pytest_cluster.evidence.baseline.accepted import Baseline
     from pytest_cluster.launchers import Launcher
     from pytest_cluster.measure.inventory_file import InventoryDocument
-    from pytest_cluster.spec import ClusterSpec, Spec
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """pytest hooks of collection: the contract's parameters (nodes, filesystems, GPUs, ...),
-the checks of clauses the spec does not have left out (spec/promised.py decides, from
+the checks of clauses the spec does not have left out (contract/promised.py decides, from
 the declarations), and the plan of what this run set out to check (plan.py).
 
 pytest-xdist workers write the plan into the run's probes/ folder; the controller reads it
@@ -18,6 +18,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_cluster.contract.clauses import declared
+from pytest_cluster.contract.declaration import ACCEPTANCE, LEVELS, STRESS
+from pytest_cluster.contract.levels import ladder_markers
+from pytest_cluster.contract.promised import TOO_FEW_NODES, Promised, promised
 from pytest_cluster.errors import ProbeFailed
 from pytest_cluster.evidence.blame import TOOL_FAULT
 from pytest_cluster.evidence.check import Place
@@ -33,14 +37,10 @@ from pytest_cluster.evidence.plan import (
 from pytest_cluster.evidence.tally import is_simulated
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
 from pytest_cluster.run.suite import acceptance_dir
-from pytest_cluster.spec.clauses import declared
-from pytest_cluster.spec.declaration import ACCEPTANCE, LEVELS, STRESS
-from pytest_cluster.spec.levels import ladder_markers
-from pytest_cluster.spec.promised import TOO_FEW_NODES, Promised, promised
 from pytest_cluster.units import size_id
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec import Spec
+    from pytest_cluster.contract import Spec
 
 #: Contract cases collected, before the selection (-k, -m, --lf) chose among them.
 PLANNED_KEY = pytest.StashKey[Plan]()

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_cluster import hookspecs, internals
+from pytest_cluster.contract import Spec, extensions, guarded, load_spec, narrow
+from pytest_cluster.contract.declaration import ACCEPTANCE, SANITY, STRESS
 from pytest_cluster.errors import LaunchError, SpecError, head
 from pytest_cluster.evidence import sealing
 from pytest_cluster.evidence.baseline import accepted as baseline
@@ -42,13 +44,11 @@ from pytest_cluster.run.suite import acceptance_dir
 from pytest_cluster.run.workers import cut_note, fit_workers, usable_cpus
 from pytest_cluster.soak import driver as soak_driver
 from pytest_cluster.soak import rounds as soak
-from pytest_cluster.spec import Spec, extensions, guarded, load_spec, narrow
-from pytest_cluster.spec.declaration import ACCEPTANCE, SANITY, STRESS
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import SpecNote
     from pytest_cluster.evidence.baseline.accepted import Baseline
     from pytest_cluster.evidence.bundle.keys import Signer
-    from pytest_cluster.spec.model import SpecNote
 
 class SpecWarning(UserWarning):
     """A spec value that is valid but probably not what was meant (e.g. GB/s for Gb/s)."""

@@ -1,4 +1,4 @@
-"""The acceptance suite's tests, from the clause declarations (spec/clauses.py).
+"""The acceptance suite's tests, from the clause declarations (contract/clauses.py).
 
 - `checks('gpus.memory')` marks a test written by hand as the check of a declared clause
   (an undeclared name fails at import).
@@ -16,18 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_cluster.contract.clauses import clauses, declared
+from pytest_cluster.contract.model import Promises
 from pytest_cluster.evidence.untrusted_json import found
 from pytest_cluster.probes import ProbeCall
-from pytest_cluster.spec.clauses import clauses, declared
-from pytest_cluster.spec.model import Promises
 from pytest_cluster.units import finite
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.declaration import Declaration
+    from pytest_cluster.contract.model import Clause, Spec
     from pytest_cluster.evidence.check import Evidence
     from pytest_cluster.launchers.result import ProbeResult
     from pytest_cluster.measure.cluster import Cluster
-    from pytest_cluster.spec.declaration import Declaration
-    from pytest_cluster.spec.model import Clause, Spec
 
 
 def checks(name: str) -> pytest.MarkDecorator:

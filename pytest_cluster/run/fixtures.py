@@ -15,8 +15,8 @@ from pytest_cluster.run.lifecycle import run_launcher
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import Spec, StorageSpec
     from pytest_cluster.launchers.result import ProbeResult
-    from pytest_cluster.spec.model import Spec, StorageSpec
 
 NEEDS_SPEC = "this test needs a contract spec: run pytest --cluster=trial.yaml"
 

@@ -20,11 +20,11 @@ if TYPE_CHECKING:
 
     import pytest
 
+    from pytest_cluster.contract import Spec
     from pytest_cluster.evidence.baseline.accepted import Baseline
     from pytest_cluster.evidence.plan import PlannedCase
     from pytest_cluster.evidence.sinks.results import EndLine
     from pytest_cluster.evidence.verdict import NodeVerdict
-    from pytest_cluster.spec import Spec
 
 
 class JunitCases:

@@ -1,4 +1,4 @@
-"""The -m selection read over the level ladder (spec/levels.py): while pytest's own -m
+"""The -m selection read over the level ladder (contract/levels.py): while pytest's own -m
 chooses among the collected cases, it evaluates the expression with each level's name
 under `not` read as that level's own cases; the option keeps what was given (the
 evidence's `selection` quotes it)."""
@@ -9,8 +9,8 @@ from collections.abc import Generator
 
 import pytest
 
+from pytest_cluster.contract.levels import ladder_expression
 from pytest_cluster.run.stash import SPEC_KEY
-from pytest_cluster.spec.levels import ladder_expression
 
 
 @pytest.hookimpl(wrapper=True)

@@ -31,7 +31,7 @@ from pytest_cluster.launchers import Launcher, get_launcher
 from pytest_cluster.launchers.process import as_ctrl_c
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec.model import Spec
+    from pytest_cluster.contract.model import Spec
 
 #: What a run asks for its launcher (absent without --cluster).
 LAUNCHER_KEY = pytest.StashKey["RunLauncher"]()

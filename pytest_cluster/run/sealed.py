@@ -18,10 +18,10 @@ if TYPE_CHECKING:
 
     import pytest
 
+    from pytest_cluster.contract import Spec
     from pytest_cluster.evidence.bundle.keys import Signer
     from pytest_cluster.evidence.sinks.results import EndLine
     from pytest_cluster.evidence.verdict import NodeVerdict
-    from pytest_cluster.spec import Spec
 
 
 def seal_and_say(config: pytest.Config, spec: Spec, run_dir: Path, times: tuple[float, float],

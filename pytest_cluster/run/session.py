@@ -63,12 +63,12 @@ from pytest_cluster.run.lifecycle import run_launcher
 from pytest_cluster.run.sealed import seal_and_say
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract import Spec
     from pytest_cluster.evidence.baseline.accepted import Baseline
     from pytest_cluster.evidence.bundle.keys import Signer
     from pytest_cluster.evidence.derived_cases import Case
     from pytest_cluster.evidence.verdict import NodeVerdict
     from pytest_cluster.run.after_checks import AfterChecks
-    from pytest_cluster.spec import Spec
 
 SESSION_PLUGIN = "pytest-cluster-session"
 _UNKNOWN = object()

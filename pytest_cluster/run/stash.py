@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec.model import Spec
+    from pytest_cluster.contract.model import Spec
 
 #: The validated spec, in `config.stash` (absent without --cluster).
 SPEC_KEY: pytest.StashKey[Spec] = pytest.StashKey()

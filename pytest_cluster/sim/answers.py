@@ -9,6 +9,7 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from pytest_cluster.contract.extensions import added_sim_answers, adds_to, free
 from pytest_cluster.probes import JOB_PROGRAMS, probe_source
 from pytest_cluster.probes.gpu_perf import parse_options
 from pytest_cluster.sim.cluster import gpu_perf_payload, host_payload, inventory_payload
@@ -16,13 +17,12 @@ from pytest_cluster.sim.collectives import Benchmark, job_ranks, nccl_tests_payl
 from pytest_cluster.sim.nics import nic_payload, perftest_ranks
 from pytest_cluster.sim.pingpong import pingpong_ranks
 from pytest_cluster.sim.storage import checkpoint_ranks, dataloader_ranks, shared_fs_payload
-from pytest_cluster.spec.extensions import added_sim_answers, adds_to, free
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import InterconnectSpec
+    from pytest_cluster.contract.sim_records import SimSpec
     from pytest_cluster.probes.job_node import RankEntry
     from pytest_cluster.sim.job_node import NodePart
-    from pytest_cluster.spec.model import InterconnectSpec
-    from pytest_cluster.spec.sim_records import SimSpec
 
 #: A probe's answer: (the description, the spec's links, the node, the call's arguments);
 #: the payload of whichever probe it answers for (its TypedDict, or an extension's dict).
@@ -32,7 +32,7 @@ ProbeAnswer = Callable[["SimSpec", "InterconnectSpec | None", str, Sequence[str]
 JobAnswer = Callable[["SimSpec", "InterconnectSpec | None", Sequence[str], "NodePart"],
                      list[list["RankEntry"]]]
 
-#: Each probe the sim answers: ours, then the installed extensions' (spec/extensions.py).
+#: Each probe the sim answers: ours, then the installed extensions' (contract/extensions.py).
 _OURS: dict[str, ProbeAnswer] = {
     "host": lambda sim, _ic, node, _args: host_payload(sim, node),
     "inventory": lambda sim, _ic, node, args: inventory_payload(sim, node, list(args[1::2])),
@@ -47,7 +47,7 @@ PROBES: dict[str, ProbeAnswer] = dict(_OURS)
 
 @adds_to
 def _add_extensions() -> None:
-    """The extensions' answers, each checked (spec/extensions.checked_answer)."""
+    """The extensions' answers, each checked (contract/extensions.checked_answer)."""
     PROBES.update(free(added_sim_answers(), PROBES, "the sim's answers"))
 
 

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.contract.busbw import bus_factor, theoretical
+from pytest_cluster.contract.gpu_models import MODELS
 from pytest_cluster.probes.nccl_tests import COLLECTIVE_BINARY
 from pytest_cluster.sim.cluster import (
     NICS_PER_NODE,
@@ -26,15 +28,13 @@ from pytest_cluster.sim.cluster import (
     link_factor,
 )
 from pytest_cluster.sim.nics import network_share, port_gbit, rail_of
-from pytest_cluster.spec.busbw import bus_factor, theoretical
-from pytest_cluster.spec.gpu_models import MODELS
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import InterconnectSpec
+    from pytest_cluster.contract.sim_records import SimSpec
     from pytest_cluster.probes.collective import CollectiveData, SizeResult
     from pytest_cluster.probes.job_node import RankEntry
     from pytest_cluster.probes.nccl_tests import NcclTestsData
-    from pytest_cluster.spec.model import InterconnectSpec
-    from pytest_cluster.spec.sim_records import SimSpec
 
 #: What NCCL reaches of the wire (shared/GUIDE.md): ring over NVLink ~370 of 450 GB/s,
 #: 46-48 of 50 GB/s per NDR NIC.

@@ -24,10 +24,10 @@ from pytest_cluster.probes.nic import MAX_ENTRIES, Reader, read_ports
 from pytest_cluster.sim.cluster import IB_SPEEDS, NICS_PER_NODE, faults_on, lies, link_factor
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import InterconnectSpec
+    from pytest_cluster.contract.sim_records import SimSpec
     from pytest_cluster.probes.job_node import RankEntry
     from pytest_cluster.probes.nic import NicData
-    from pytest_cluster.spec.model import InterconnectSpec
-    from pytest_cluster.spec.sim_records import SimSpec
 
 ROOT = "/sim/sys"
 FIRMWARE = "28.39.1002"

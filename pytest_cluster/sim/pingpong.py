@@ -15,10 +15,10 @@ from pytest_cluster.probes.pingpong import pairs_of_round, rounds_of
 from pytest_cluster.sim.cluster import jitter, latency_factor, link_factor
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import InterconnectSpec
+    from pytest_cluster.contract.sim_records import SimSpec
     from pytest_cluster.probes.job_node import RankEntry
     from pytest_cluster.probes.pingpong import Pair, RoundTrips
-    from pytest_cluster.spec.model import InterconnectSpec
-    from pytest_cluster.spec.sim_records import SimSpec
 
 #: One-way start-up latency of a small message, by backend (seconds).
 BASE_S = {"nccl": 3e-6, "gloo": 25e-6}

@@ -22,15 +22,15 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from pytest_cluster.contract.sim import STORAGE_ERRORS
 from pytest_cluster.probes.checkpoint import expected_digest, writer_of
 from pytest_cluster.sim.cluster import LIE_FACTOR, faults_on, floored, jitter, lies
-from pytest_cluster.spec.sim import STORAGE_ERRORS
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.sim_records import SimSpec
     from pytest_cluster.probes import checkpoint, dataloader
     from pytest_cluster.probes.job_node import RankEntry
     from pytest_cluster.probes.shared_fs import SharedData
-    from pytest_cluster.spec.sim_records import SimSpec
 
 #: One node's client of the shared filesystem (bytes/s): two 200 Gb/s storage NICs.
 CLIENT_WRITE = 20e9

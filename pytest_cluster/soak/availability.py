@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from pytest_cluster import money
+from pytest_cluster.contract.model import SlaSpec
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.sla import (
     NodeAvailability,
@@ -17,11 +18,10 @@ from pytest_cluster.evidence.sla import (
     hours_text,
 )
 from pytest_cluster.evidence.timelines import clock
-from pytest_cluster.spec.model import SlaSpec
 from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec import Spec
+    from pytest_cluster.contract import Spec
 
 #: Without an `sla:` section: every failed or unreachable round counts as down, and a
 #: node is available as promised only at 100 %.

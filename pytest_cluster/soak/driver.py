@@ -63,8 +63,8 @@ from pytest_cluster.soak.round_process import noting_signals, stop_round
 from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract import Spec
     from pytest_cluster.evidence.derived_cases import Case
-    from pytest_cluster.spec import Spec
 
 SOAK_PLUGIN = "pytest-cluster-soak"
 

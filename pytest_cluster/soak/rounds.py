@@ -123,7 +123,7 @@ def round_argv(python: str, args: Sequence[str], rounds_dir: Path, number: int,
             f"--cluster-reports={rounds_dir}", f"--cluster-soak-round={number}"]
 
 
-#: The largest spec file read (spec/loader.py's MAX_SPEC_BYTES; not imported from there,
+#: The largest spec file read (contract/loader.py's MAX_SPEC_BYTES; not imported from there,
 #: which would put the whole spec parser under the soak's pure functions).
 MAX_SPEC_BYTES = 4 * 2**20
 

@@ -32,8 +32,8 @@ from pytest_cluster.soak.rounds import (
 from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import SoakSpec
     from pytest_cluster.probes.nic import Port
-    from pytest_cluster.spec.model import SoakSpec
 
 
 def span(first: int, last: int) -> str:

@@ -22,8 +22,8 @@ from pytest_cluster.measure.inventory_file import INVENTORY, InventoryDocument, 
 from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import Spec
     from pytest_cluster.evidence.sinks.results import ResultLine
-    from pytest_cluster.spec.model import Spec
 
 HIGHER_BETTER = (">=", ">")
 LOWER_BETTER = ("<=", "<")

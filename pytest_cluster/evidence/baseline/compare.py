@@ -28,9 +28,9 @@ from pytest_cluster.evidence.baseline.performance import not_worse
 from pytest_cluster.evidence.sinks.results import read_results
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import ClusterSpec
     from pytest_cluster.evidence.derived_cases import Case
     from pytest_cluster.measure.inventory_file import InventoryDocument
-    from pytest_cluster.spec.model import ClusterSpec
 
 
 def compare(baseline: Baseline, inventory: InventoryDocument, results: Path,

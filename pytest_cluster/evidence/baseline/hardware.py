@@ -18,7 +18,7 @@ from pytest_cluster.measure.inventory_file import (
 )
 
 if TYPE_CHECKING:
-    from pytest_cluster.spec.model import ClusterSpec
+    from pytest_cluster.contract.model import ClusterSpec
 
 MAX_NAMED = 20  # nodes named in a message; the rest are counted
 

@@ -92,7 +92,7 @@ class ResultLine(TypedDict, total=False):
     #: known good: the slowest bounds it, so it is the group's, not the node's alone
     bounded_by: str
     # a figure of what every node does at once (storage's aggregates): what its bound
-    # counts (spec/storage.py BASES: cluster, node, gpu) and what the total was shared by
+    # counts (contract/storage.py BASES: cluster, node, gpu) and what the total was shared by
     basis: str
     basis_nodes: int
     basis_gpus: int
@@ -200,7 +200,7 @@ class _EndLine(TypedDict):
     nodes_covered: list[str]
     nodes_in_spec: int
     level: str
-    levels: list[str]  # the level and every level below it (spec/levels.py)
+    levels: list[str]  # the level and every level below it (contract/levels.py)
     not_checked: list[NotChecked]
     verdicts: dict[str, int]  # nodes per verdict
     started_at: float

@@ -1,0 +1,340 @@
+"""Every clause of the contract, declared once.
+
+A declaration says what a clause is: its section and key, the kind of value written
+(`Value`) with its unit dimension and default comparison, what it requires when it is a
+rule, the probe field it reads and how that is measured (`Reads`), and when the contract has
+it. The rest derives from it: the spec loader's known keys and the parsing of each value,
+the names in errors and evidence, the `clause` markers, "not in contract", the tests of the
+clauses that compare a probe field (`Reads`), and the clause names of the report.
+
+One name per clause: the family `storage.write` (its marker) and each instance
+`storage[/data].write` (errors, evidence, reports) are the same name with the filesystem
+filled in; members of a family add their own (`host.software.torch`, `gpus.matmul.bf16`).
+
+A section's keys are listed here in the order error messages list them, settings included
+(`Value.SETTING`: how a clause is measured, e.g. `io_size`; their parsing stays with the
+section's parser). Clauses not written in the spec (`Value.IMPLIED`, e.g. `gpus.uniform`)
+are always promised with their section, or when `when` says so.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pytest_cluster.contract.declaration import (
+    ACCEPTANCE,
+    SANITY,
+    STRESS,
+    Declaration,
+    Reads,
+    Value,
+)
+from pytest_cluster.contract.extensions import added_clauses, adds_to, free, problem
+from pytest_cluster.units import Dim
+
+if TYPE_CHECKING:
+    from pytest_cluster.contract.model import Spec
+
+
+SOFTWARE = ("kernel", "python", "torch", "cuda", "nccl", "driver")
+DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")
+
+
+def _quantity(section: str, key: str, dim: Dim, op: str = ">=", *,
+              reads: Reads | None = None, default: str | None = None,
+              level: str = ACCEPTANCE, last: bool = False, link: bool = False) -> Declaration:
+    return Declaration(section, key, Value.QUANTITY, dim, op, default=default, reads=reads,
+                       level=level, last=last, link=link)
+
+
+def _setting(section: str, key: str) -> Declaration:
+    return Declaration(section, key, Value.SETTING)
+
+
+#: What the torch probe measures under load: throttling, the PCIe link, the temperature.
+_LOAD = Reads("gpu_perf", "load")
+
+
+def _rule(key: str, text: str, *on: object, reads: Reads | None = None,
+          level: str = ACCEPTANCE) -> Declaration:
+    return Declaration("gpus", key, Value.RULE, text=text, on=(True, *on), reads=reads,
+                       level=level)
+
+
+def _several(spec: Spec) -> bool:
+    return len(spec.cluster.nodes) > 1
+
+
+def _intra(spec: Spec) -> bool:
+    return spec.interconnect is not None and spec.interconnect.ranks_per_node > 1
+
+
+def _inter(spec: Spec) -> bool:
+    return spec.interconnect is not None and bool(spec.interconnect.node_counts)
+
+
+def _stress_loop(spec: Spec) -> bool:
+    ic = spec.interconnect
+    return ic is not None and (ic.ranks_per_node > 1 or _several(spec))
+
+
+def _transport(spec: Spec) -> bool:
+    return _inter(spec) and spec.interconnect is not None \
+        and spec.interconnect.transport is not None
+
+
+def _training(spec: Spec) -> bool:
+    return spec.training is not None
+
+
+def _latency(spec: Spec) -> bool:
+    return spec.interconnect is not None and spec.interconnect.latency is not None
+
+
+def _colocation(spec: Spec) -> bool:
+    return spec.interconnect is not None and spec.interconnect.colocation is not None
+
+
+def _search(spec: Spec) -> bool:
+    return spec.interconnect is not None and spec.interconnect.node_network and _several(spec)
+
+
+_BUILTIN: tuple[Declaration, ...] = (
+    # -- host: per node, from the host probe ------------------------------------------------
+    _quantity("host", "cpu_cores", Dim.COUNT, level=SANITY,
+              reads=Reads("host", "cpu", "cores", method_field="cores_source")),
+    _quantity("host", "cpu_threads", Dim.COUNT, level=SANITY,
+              reads=Reads("host", "cpu", "threads", method="logical CPUs (os.cpu_count)")),
+    _quantity("host", "memory", Dim.SIZE, level=SANITY,
+              reads=Reads("host", "memory", "total_bytes", method_field="source")),
+    _quantity("host", "memory_available", Dim.SIZE, level=SANITY,
+              reads=Reads("host", "memory", "available_bytes",
+                          "/proc/meminfo MemAvailable (what new jobs can have without "
+                          "swapping)")),
+    Declaration("host", "software", Value.VERSIONS, members=SOFTWARE, level=SANITY),
+    Declaration("host", "same_software", Value.FLAG, members=SOFTWARE, needs_nodes=2,
+                text="the same versions on every node", level=SANITY),
+    # -- storage: per node and filesystem ---------------------------------------------------
+    _setting("storage", "path"),
+    Declaration("storage", "shared", Value.FLAG,
+                text="a file written on one node is seen with the same content on every "
+                     "node"),
+    _quantity("storage", "capacity", Dim.SIZE, level=SANITY,
+              reads=Reads("storage", "capacity", "total_bytes", "statvfs total size")),
+    _quantity("storage", "free", Dim.SIZE, level=SANITY,
+              reads=Reads("storage", "capacity", "free_bytes",
+                          "statvfs f_bavail (space a non-root user can still write)",
+                          method_field="free_source")),
+    _quantity("storage", "write", Dim.RATE, reads=Reads("storage", "write", "bytes_per_s")),
+    _quantity("storage", "read", Dim.RATE, reads=Reads("storage", "read", "bytes_per_s")),
+    _quantity("storage", "metadata", Dim.OPS,
+              reads=Reads("storage", "metadata", "ops_per_s")),
+    _quantity("storage", "import_torch", Dim.TIME, "<=", reads=Reads("import_latency")),
+    _setting("storage", "python"),
+    _setting("storage", "io_size"),
+    _setting("storage", "metadata_files"),
+    _setting("storage", "import_repeats"),
+    _setting("storage", "cold_cache"),
+    # -- storage as the cluster uses it (a shared filesystem, every node at once): a
+    # checkpoint written by every node's writers (one per GPU) at once, fsync'ed, then each
+    # read back by the next node (storage[].checkpoint: size, bounds, keeps_up) ----------
+    _setting("storage", "checkpoint"),
+    Declaration("storage", "checkpoint.write", Value.QUANTITY, Dim.RATE, within="checkpoint"),
+    Declaration("storage", "checkpoint.read", Value.QUANTITY, Dim.RATE, within="checkpoint"),
+    Declaration("storage", "checkpoint.keeps_up", Value.RULE, within="checkpoint",
+                needs_nodes=2,
+                text="every node writes its share of the checkpoint and reads another's "
+                     "back, every block as written, at no less than keeps_up (80%) of the "
+                     "nodes' median rate (none holds the burst back)"),
+    *(Declaration("storage", f"checkpoint.{key}", Value.SETTING, within="checkpoint")
+      for key in ("size_per_gpu", "size_per_node", "block_size", "timeout")),
+    # the data loader's reads (storage[].dataloader): every node's workers at once, small
+    # random reads over a file set every node wrote (IO500's), and small-file metadata
+    # (mdtest-hard's 3,901-byte files)
+    _setting("storage", "dataloader"),
+    Declaration("storage", "dataloader.iops", Value.QUANTITY, Dim.OPS, within="dataloader"),
+    Declaration("storage", "dataloader.read", Value.QUANTITY, Dim.RATE, within="dataloader"),
+    Declaration("storage", "dataloader.metadata", Value.QUANTITY, Dim.OPS,
+                within="dataloader"),
+    Declaration("storage", "dataloader.keeps_up", Value.RULE, within="dataloader",
+                needs_nodes=2,
+                text="every node's random reads and metadata operations at no less than "
+                     "keeps_up (80%) of the nodes' median rate (none slows the others' "
+                     "data loaders)"),
+    *(Declaration("storage", f"dataloader.{key}", Value.SETTING, within="dataloader")
+      for key in ("read_size", "size_per_node", "duration", "workers", "metadata_files",
+                  "timeout")),
+    # -- gpus: per node, and per GPU of each node ---------------------------------------------
+    _quantity("gpus", "count", Dim.COUNT, "==", level=SANITY),
+    Declaration("gpus", "model", Value.NAME, level=SANITY),
+    _quantity("gpus", "memory", Dim.SIZE, level=SANITY),
+    Declaration("gpus", "usable_memory", Value.SHARE, Dim.SIZE,
+                expected="a share of total like '95%' or a size like '76 GiB'",
+                reads=Reads("gpu_perf", "usable_memory")),
+    _quantity("gpus", "temperature", Dim.TEMPERATURE, "<=", default="<= 85 C", reads=_LOAD),
+    _quantity("gpus", "ecc_uncorrected", Dim.COUNT, "<=", default="<= 0", level=SANITY),
+    _quantity("gpus", "ecc_corrected", Dim.COUNT, "<=", level=SANITY),
+    _rule("row_remap", "no pending or failed row remaps", level=SANITY),
+    _rule("pcie", "PCIe link at its maximum generation and width", "max", reads=_LOAD),
+    Declaration("gpus", "nvlink", Value.RULE, Dim.COUNT, text="every NVLink link up",
+                on=(True, "all"), level=SANITY),
+    _rule("throttle", "no HW slowdown, thermal or power-brake throttling under load", "none",
+          reads=_LOAD),
+    _rule("xid", "no critical XID errors", "none", level=SANITY),
+    Declaration("gpus", "matmul", Value.MEMBERS, Dim.FLOPS, members=DTYPES,
+                reads=Reads("gpu_perf", "matmul")),
+    _setting("gpus", "matmul_size"),
+    _quantity("gpus", "memory_bandwidth", Dim.RATE,
+              reads=Reads("gpu_perf", "copy", "bytes_per_s")),
+    _quantity("gpus", "h2d", Dim.RATE, reads=Reads("gpu_perf", "h2d", "bytes_per_s")),
+    _quantity("gpus", "d2h", Dim.RATE, reads=Reads("gpu_perf", "d2h", "bytes_per_s")),
+    _quantity("gpus", "p2p", Dim.RATE, reads=Reads("gpu_perf", "p2p")),
+    _setting("gpus", "xid_window"),
+    _quantity("gpus", "power_limit", Dim.POWER, level=SANITY),
+    _setting("gpus", "load_time"),
+    # -- gpus under stress (-m stress, opt-in): every GPU of a node loaded at once for
+    # stress_time, NVML sampled throughout, then the same matmul on every GPU compared ------
+    _rule("stress_throttle", "no HW slowdown, thermal or power-brake throttling during the "
+          "stress", "none", level=STRESS),
+    _rule("sdc", "the same matmul result on every GPU of a node, every time (no silent data "
+          "corruption)", level=STRESS),
+    _setting("gpus", "stress_time"),
+    Declaration("gpus", "uniform", Value.IMPLIED,
+                text="every GPU of a node is the same model", level=SANITY),
+    Declaration("gpus", "same_driver", Value.IMPLIED, needs_nodes=2,
+                text="the same NVIDIA driver on every node", level=SANITY),
+    # -- interconnect: the busbw promise, tested three ways (its scopes); the spec writes it
+    # once, `interconnect.busbw`, and each scope is an instance of it ------------------------
+    Declaration("interconnect", "busbw[intra_node]", Value.IMPLIED, when=_intra),
+    Declaration("interconnect", "busbw[inter_node]", Value.IMPLIED, when=_inter),
+    Declaration("interconnect", "busbw[node_network]", Value.IMPLIED, when=_search),
+    # the stress level: all_reduce over every node, back to back for stress_time, every
+    # result checked (-m stress, opt-in)
+    Declaration("interconnect", "stress_loop", Value.IMPLIED, when=_stress_loop,
+                text="all_reduce over every node back to back for stress_time, every "
+                     "result correct", level=STRESS),
+    _setting("interconnect", "stress_time"),
+    _setting("interconnect", "engine"),  # torch, or nccl-tests inside one node
+    _setting("interconnect", "nccl_tests"),  # the folder of nccl-tests' binaries
+    # what NCCL used between nodes, from its log (interconnect.transport): each inter-node
+    # job, whatever its busbw
+    Declaration("interconnect", "transport", Value.IMPLIED, when=_transport,
+                text="the network, GPUDirect RDMA and NVLS the contract names, on every "
+                     "rank"),
+    # small-message latency between node pairs (a ping-pong, one rank per node): each
+    # node's median one-way latency to its peers at latency_size, and the colocation rule
+    # (no node much farther from its peers than the rest: another spine or switch)
+    Declaration("interconnect", "latency", Value.QUANTITY, Dim.TIME, "<=", when=_latency,
+                needs_nodes=2),
+    Declaration("interconnect", "colocation", Value.RULE, when=_colocation, needs_nodes=3,
+                text="no node's median latency to its peers above colocation_factor x the "
+                     "median between the other nodes (a node on another spine or switch)"),
+    _setting("interconnect", "latency_size"),
+    _setting("interconnect", "colocation_factor"),
+    # the theoretical rates busbw's share is of: a GPU's link in a node (NVLink: GB/s),
+    # each NIC between nodes (a NIC's rate, stated in bits: 400 Gb/s)
+    Declaration("interconnect", "intra_node.rate", Value.SETTING, Dim.RATE,
+                within="intra_node"),
+    Declaration("interconnect", "inter_node.rate_per_nic", Value.SETTING, Dim.RATE,
+                within="inter_node", link=True),
+    # -- fabric: every network port of a node as the kernel shows it (the NIC probe reads
+    # sysfs), counted among `devices` (default: the RDMA ports, or with none the network
+    # interfaces that are devices); each failure names the node and the port -------------
+    _setting("fabric", "devices"),
+    _quantity("fabric", "ports", Dim.COUNT, level=SANITY, reads=Reads("nic")),
+    _quantity("fabric", "rate", Dim.RATE, level=SANITY, reads=Reads("nic"), link=True),
+    Declaration("fabric", "link_layer", Value.NAME, level=SANITY, reads=Reads("nic")),
+    _quantity("fabric", "mtu", Dim.COUNT, level=SANITY, reads=Reads("nic")),
+    Declaration("fabric", "same_firmware", Value.IMPLIED, needs_nodes=2,
+                text="the same NIC firmware on every node", level=SANITY, reads=Reads("nic")),
+    Declaration("fabric", "counters", Value.RULE, reads=Reads("nic"), last=True,
+                text="no counted port's error counters grow during the run (read before "
+                     "the first case and after the last)"),
+    # symbol errors: a healthy link sees a few, so their rate over the run has a bound
+    _quantity("fabric", "symbol_errors", Dim.EVENTS, "<=", reads=Reads("nic"), last=True),
+    _setting("fabric", "flap"),  # in a soak: a port down this long fails its node (30 s)
+    # each rail alone: the slow-node search's all_reduce with every job bound to one port
+    # (NCCL_IB_HCA, NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME), one rail after another
+    Declaration("fabric", "rail_busbw", Value.QUANTITY, Dim.RATE, needs_nodes=2),
+    _setting("fabric", "rail_tool"),  # all_reduce (the default) or ib_write_bw
+    _setting("fabric", "rail_cuda"),  # ib_write_bw --use_cuda (GPUDirect RDMA)
+    # -- sim: a simulated NIC's rate (a fault of faults[]: the rate its port runs at) ------
+    Declaration("sim", "faults.nic_rate", Value.SETTING, Dim.RATE, within="faults",
+                link=True),
+    # -- baseline: how a run is compared with an accepted one (--cluster-baseline); its
+    # cases (baseline.nodes, .hardware, .performance) are derived after the run ----------
+    _setting("baseline", "tolerance"),
+    # -- sla: availability over a soak and the credit owed for falling short --------------
+    _setting("sla", "uptime"),
+    _setting("sla", "down_after"),
+    _setting("sla", "price_per_node_hour"),
+    _setting("sla", "currency"),
+    _setting("sla", "credits"),
+    # -- training: a small transformer trained with DistributedDataParallel on every node;
+    # the step-time bound is also how a hang is found ----------------------------------------
+    _quantity("training", "step_time", Dim.TIME, "<=", default="<= 60 s"),
+    _quantity("training", "spread", Dim.FRACTION, "<=", default="<= 25%"),
+    _quantity("training", "tokens_per_s", Dim.COUNT),
+    # per node: its ranks kept giving signs of life (a rank silent past the watchdog's
+    # limit is stopped or frozen: its node is rejected, the figure the silence measured)
+    Declaration("training", "ranks", Value.IMPLIED, Dim.TIME, "<=", when=_training,
+                text="every rank of the node gives a sign of life within the watchdog's "
+                     "limit (the step bound, at least 2 s), from its start to its end"),
+    _setting("training", "steps"),
+    _setting("training", "ranks_per_node"),
+    _setting("training", "backend"),
+    _setting("training", "timeout"),
+    # -- soak: how steady figures must stay over a soak's rounds (--cluster-soak) ---------
+    _setting("soak", "spread"),
+    _setting("soak", "drop"),
+)
+
+
+
+#: Every clause and setting, in the order error messages list a section's keys: ours, then
+#: those of the installed extensions once they are loaded (contract/extensions.py).
+CLAUSES: list[Declaration] = list(_BUILTIN)
+_BY_ID = {declaration.id: declaration for declaration in CLAUSES}
+
+
+@adds_to
+def _add_extensions() -> None:
+    """The extensions' clauses: each a clause whose test compares a probe's field (`Reads`
+    with a field), or a setting; another is left out and said."""
+    added = []
+    for declaration in added_clauses():
+        if declaration.is_clause and not declaration.table:
+            problem(f"extension clause {declaration.id}: an extension's clause is tested by "
+                    "comparing one field of a probe's payload; declare it with "
+                    "reads=Reads(probe, part, field)")
+        else:
+            added.append(declaration)
+    new = free(((d.id, d) for d in added), _BY_ID, "the clauses")
+    CLAUSES.extend(new.values())
+    _BY_ID.update(new)
+
+
+def declared(name: str) -> Declaration:
+    """The declaration of a clause by its family name ('storage.write'); KeyError if none."""
+    return _BY_ID[name]
+
+
+def clauses(section: str) -> tuple[Declaration, ...]:
+    """The clauses of a section, in their declared order (settings left out)."""
+    return tuple(d for d in CLAUSES if d.section == section and d.is_clause)
+
+
+def keys(section: str, within: str = "") -> tuple[str, ...]:
+    """The keys a section of the spec may have (of its map `within`: 'checkpoint'), in the
+    order errors list them."""
+    return tuple(d.written_as for d in CLAUSES
+                 if d.section == section and d.written and d.within == within)
+
+
+def readers(probe: str) -> dict[str, tuple[str, ...]]:
+    """Each part of `probe`'s payload and the keys of the clauses that read it."""
+    found: dict[str, tuple[str, ...]] = {}
+    for d in CLAUSES:
+        if d.reads is not None and d.reads.probe == probe:
+            found[d.reads.part] = (*found.get(d.reads.part, ()), d.key)
+    return found

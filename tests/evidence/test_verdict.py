@@ -1,0 +1,616 @@
+"""The per-node verdict, margins, the results reader, run directories, and [SIMULATED]
+following from the results a test read."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from jsonschema import Draft202012Validator, ValidationError
+
+from pytest_cluster.contract import parse_spec
+from pytest_cluster.contract.model import Rule
+from pytest_cluster.contract.promised import ACROSS, TOO_FEW_NODES, across
+from pytest_cluster.evidence.blame import CONTROLLER_SIDE, TOOL_ERROR
+from pytest_cluster.evidence.check import Evidence, Place
+from pytest_cluster.evidence.cluster_verdict import cluster_failures, cluster_verdict, decisive
+from pytest_cluster.evidence.drain import (
+    cut_reason,
+    drain_command,
+    drain_line,
+    taint_line,
+    to_drain,
+)
+from pytest_cluster.evidence.gathered import cell_of, matrix
+from pytest_cluster.evidence.plan import (
+    NOT_AT_THIS_LEVEL,
+    LeftOut,
+    Plan,
+    PlannedCase,
+    level_of_run,
+    not_checked,
+    opt_in,
+    why_left_out,
+)
+from pytest_cluster.evidence.rundir import create_run_dir, point_latest, run_dir_name
+from pytest_cluster.evidence.sinks.results import ResultLine, read_results, run_status
+from pytest_cluster.evidence.tally import ClauseTally, margin, margin_text
+from pytest_cluster.evidence.verdict import (
+    NO_NODE_ANSWERED,
+    controller_reason,
+    node_verdicts,
+    said_once,
+)
+from pytest_cluster.launchers.result import ErrorKind, ProbeResult
+
+PLAN = Plan((PlannedCase("a::t[n1]", "gpus.count", "n1"),
+             PlannedCase("a::t[n2]", "gpus.count", "n2"),
+             PlannedCase("a::t[n3]", "gpus.count", "n3"),
+             PlannedCase("a::u[n1]", "host.memory", "n1"),
+             PlannedCase("a::u[n2]", "host.memory", "n2"),
+             PlannedCase("a::u[n3]", "host.memory", "n3"),
+             PlannedCase("a::all", "host.same_software.kernel", None)),
+            frozenset({"a::t[n1]", "a::t[n2]", "a::t[n3]", "a::u[n1]", "a::u[n2]",
+                       "a::all"}))
+
+
+def result(case: str, node: str | None, outcome: str = "passed", **more: Any) -> ResultLine:
+    clause = PLAN.by_id[case].clause
+    return cast("ResultLine", {"type": "result", "case": case, "clause": clause,
+                               "spec_key": clause, "node": node, "outcome": outcome,
+                               "phase": "call", **more})
+
+
+def test_a_check_without_a_culprit_fails_the_cluster_not_the_node() -> None:
+    """The slow-node search could not decide (no known-good partner): the failure is the
+    fabric's; the node is NOT CHECKED (never drained for it), the cluster has a failure."""
+    undecided = ("Failed: n1 busbw[node_network]: the slow-node search could not decide: "
+                 "no group reached the bar")
+    records = [result("a::t[n1]", "n1", "failed", message=undecided,
+                      error_kind="undecided"), result("a::u[n1]", "n1")]
+    (n1,) = node_verdicts(["n1"], PLAN, records)
+    assert (n1.verdict, n1.reason) == (
+        "NOT CHECKED", "1 could not be decided (n1 busbw[node_network]: the slow-node "
+        "search could not decide: no group reached the bar); none failed")
+    assert n1.to_json()["checks_undecided"] == 1 and n1.failed_clauses == []
+    assert to_drain([n1]) == []
+    assert cluster_failures(records, ["n1"]) == [
+        {"clause": "gpus.count", "where": "n1", "message": undecided[len("Failed: "):],
+         "kind": "undecided"}]
+
+
+def test_each_node_gets_one_verdict_with_its_reason() -> None:
+    unreachable = "Failed: n2: host probe unreachable: ssh: connect to host n2 port 22: refused"
+    records = [
+        result("a::t[n1]", "n1"), result("a::u[n1]", "n1", "failed",
+                                         message="Failed: n1 memory: measured 1 GiB < 2 GiB"),
+        result("a::t[n2]", "n2", "failed", message=unreachable, error_kind="unreachable",
+               probe="host"),
+        result("a::u[n2]", "n2", "failed", message=unreachable, error_kind="unreachable",
+               probe="host"),
+        result("a::t[n3]", "n3"),
+        result("a::all", None, "failed", message="Failed: kernel differs"),
+    ]
+    n1, n2, n3 = node_verdicts(["n1", "n2", "n3"], PLAN, records)
+    assert (n1.verdict, n1.reason) == ("REJECTED", "1 clause(s) failed: host.memory")
+    assert n1.failures == [{"clause": "host.memory", "case": "a::u[n1]",
+                            "message": "n1 memory: measured 1 GiB < 2 GiB"}]
+    assert (n2.verdict, n2.reason) == (
+        "UNREACHABLE", "n2: host probe unreachable: ssh: connect to host n2 port 22: refused")
+    # n3's host.memory is not selected: it is judged on the check the run selected
+    assert (n3.verdict, n3.reason) == ("ACCEPTED", "all 1 checks passed; 1 more deselected")
+    assert (n3.planned, n3.not_selected, n3.outcome) == (1, 1, "PASS")
+    everything = [result(c.case_id, c.node) for c in PLAN.cases if c.node == "n3"]
+    assert node_verdicts(["n3"], PLAN, everything)[0].verdict == "ACCEPTED"
+    assert (n1.outcome, n2.outcome) == ("FAIL", "FAIL")
+    assert drain_line(n1) == ("scontrol update NodeName=n1 State=DRAIN "
+                              "'Reason=pytest-cluster rejected: 1 clause(s) failed: "
+                              "host.memory'")
+
+
+def test_a_timeout_is_unreachable_only_for_the_host_probe() -> None:
+    busy = [result("a::t[n1]", "n1", "failed", message="Failed: n1: gpu_perf probe timeout",
+                   error_kind="timeout", probe="gpu_perf")]
+    assert node_verdicts(["n1"], PLAN, busy)[0].verdict == "REJECTED"
+    silent: list[ResultLine] = [{**busy[0], "probe": "host"}, result("a::t[n2]", "n2")]
+    assert node_verdicts(["n1", "n2"], PLAN, silent)[0].verdict == "UNREACHABLE"
+
+
+def _failed_host(node: str, kind: str, said: str) -> ResultLine:
+    """A case of `node` failed because its host probe failed with `kind`: the launcher's
+    words in raw (as Evidence.require records them), the node's name in the message."""
+    return result(f"a::t[{node}]", node, "failed", error_kind=kind, probe="host",
+                  message=f"Failed: {node}: host probe {kind}: {said}",
+                  raw={"message": said, "exit_code": 255, "stderr_tail": "",
+                       "duration_s": 0.1})
+
+
+def test_a_node_whose_address_refused_while_another_answered_is_unreachable() -> None:
+    refused = "ssh: connection refused (no sshd?)"
+    n1, n2 = node_verdicts(["n1", "n2"], PLAN, [_failed_host("n1", "unreachable", refused),
+                                                result("a::t[n2]", "n2")])
+    assert (n1.verdict, n1.outcome, n1.controller_fault) == ("UNREACHABLE", "FAIL", "")
+    assert to_drain([n1, n2]) == [n1]
+
+
+@pytest.mark.parametrize("kind", ["unreachable", "timeout"])
+def test_when_no_node_answered_none_is_blamed_and_the_cause_is_said(kind: str) -> None:
+    """Every node silent: the fault they share is this machine's or its link's; each is
+    NOT CHECKED (ERROR) with the same controller fault, none drained."""
+    said = "ssh: node not reachable"
+    nodes = ["n1", "n2", "n3"]
+    verdicts = node_verdicts(nodes, PLAN, [_failed_host(n, kind, said) for n in nodes])
+    assert {(v.verdict, v.outcome) for v in verdicts} == {("NOT CHECKED", "ERROR")}
+    assert {v.controller_fault for v in verdicts} == {f"{NO_NODE_ANSWERED} ({said})"}
+    assert all(v.reason == controller_reason(v.controller_fault) for v in verdicts)
+    assert all(not v.failed_clauses and not v.failures for v in verdicts)
+    assert to_drain(verdicts) == []
+    assert cluster_verdict("complete", verdicts, 0) == "INCOMPLETE"
+
+
+@pytest.mark.parametrize(("kind", "said"), [
+    ("controller", "this machine cannot resolve the name (ssh: Could not resolve hostname): "
+                   "check cluster.nodes, the ssh config and DNS here"),
+    ("auth_refused", "ssh refused: check the user, key and known_hosts")])
+def test_a_controller_side_fault_is_not_checked_even_where_other_nodes_answered(
+        kind: str, said: str) -> None:
+    n1, n2, n3 = node_verdicts(["n1", "n2", "n3"], PLAN, [
+        _failed_host("n1", kind, said), _failed_host("n2", kind, said),
+        result("a::t[n3]", "n3")])
+    assert (n1.verdict, n1.outcome, n1.controller_fault) == ("NOT CHECKED", "ERROR", said)
+    assert n1.reason == f"this machine could not check it: {said}"
+    assert to_drain([n1, n2, n3]) == []
+    # the terminal and the gate say the fault once for both nodes
+    assert said_once([n1, n2, n3]) == [
+        ("NOT CHECKED", ["n1", "n2"], f"this machine could not check them: {said}")]
+
+
+def test_the_verdicts_controller_side_kinds_are_the_launchers() -> None:
+    assert {kind.value for kind in ErrorKind if kind.controller_side} == CONTROLLER_SIDE
+    assert ProbeResult("n1", "host", None, ErrorKind.CONTROLLER).controller_side
+    assert not ProbeResult("n1", "host", None, ErrorKind.UNREACHABLE).controller_side
+
+
+def test_not_checked_says_why_per_clause() -> None:
+    ran = {"a::t[n1]", "a::t[n2]"}
+    left_out = (LeftOut("storage"), opt_in("gpus.sdc", "stress"),
+                LeftOut("interconnect.latency", ACROSS, across(1, 4)),
+                LeftOut("interconnect.node_counts 8", TOO_FEW_NODES, "the cluster has 4 nodes"))
+    rows = not_checked(Plan(PLAN.cases, PLAN.selected, left_out), ran)
+    # each says why as it is: in the contract but not at this level, not across the nodes
+    # of this run or of this cluster, or not in the contract at all
+    assert rows == [
+        {"clause": "gpus.sdc", "why": NOT_AT_THIS_LEVEL},
+        {"clause": "interconnect.latency", "why": ACROSS},
+        {"clause": "interconnect.node_counts 8", "why": TOO_FEW_NODES},
+        {"clause": "storage", "why": "not in contract"},
+        {"clause": "host.memory", "why": "deselected", "cases": 1, "of": 3},
+        {"clause": "gpus.count", "why": "not reached", "cases": 1, "of": 3},
+        {"clause": "host.memory", "why": "not reached", "cases": 2, "of": 3},
+        {"clause": "host.same_software.kernel", "why": "not reached", "cases": 1, "of": 1},
+    ]
+
+
+@pytest.mark.parametrize(("measured", "op", "required", "expected", "text"), [
+    (7, "==", 8, -12.5, "-12.5 % off required"),
+    (341.2, ">=", 360, -5.222, "-5.2 % below required"),
+    (400, ">=", 360, 11.111, "+11.1 % above required"),
+    (25, "<=", 20, -25.0, "-25.0 % over the limit"),
+    (8, "==", 8, 0.0, "as required"),
+])
+def test_margin_in_percent_of_the_requirement(measured: float, op: str, required: float,
+                                              expected: float, text: str) -> None:
+    record: ResultLine = {"measured": measured, "comparison": op, "required": required}
+    found = margin(record)
+    assert found == pytest.approx(expected, abs=1e-3)
+    assert found is not None and margin_text(found, op) == text
+
+
+def test_no_margin_without_two_numbers() -> None:
+    assert margin({"measured": "none", "required": 0, "comparison": "=="}) is None
+    assert margin({"measured": 3, "required": 0, "comparison": "<="}) is None
+
+
+def test_the_worst_count_is_the_one_off_the_requirement() -> None:
+    tally = ClauseTally("gpus.count")
+    for node, count in (("n1", 8), ("n2", 7), ("n3", 8)):
+        tally.add({"node": node, "outcome": "passed" if count == 8 else "failed",
+                   "measured": count, "required": 8, "comparison": "==", "requirement": "== 8"})
+    assert tally.worst_text() == "7 (n2)"
+    assert tally.worst_margin == pytest.approx(-12.5)
+
+
+def test_matrix_cells_colour_by_margin() -> None:
+    near: ResultLine = {"node": "n1", "outcome": "failed", "measured": 341.2, "required": 360,
+                        "comparison": ">=", "message": "Failed: slow"}
+    assert (cell_of(near).css, cell_of(near).text) == ("m-short", "-5")
+    far: ResultLine = {**near, "measured": 100}
+    assert cell_of(far).css == "m-fail"
+    broken: ResultLine = {**near, "measured": None, "error_kind": "unreachable"}
+    assert cell_of(broken).css == "m-error"
+    assert cell_of({**near, "outcome": "passed", "measured": 400}).css == "m-pass"
+    assert cell_of({**near, "outcome": "passed", "measured": 370}).css == "m-near"
+    assert cell_of({**near, "outcome": "not_run"}).css == "m-notrun"
+    # a miss by less than half a percent never reads "0", a pass's text for the same
+    close: ResultLine = {**near, "measured": 358.4}  # -0.44 %
+    assert (cell_of(close).css, cell_of(close).text) == ("m-short", "-0.44")
+    assert cell_of({**close, "outcome": "passed", "measured": 360.5}).text == "0"
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)], ids=["worst last", "worst first"])
+def test_the_matrix_hover_names_the_worst_case_when_rounded_margins_tie(
+        order: tuple[int, int]) -> None:
+    """Two GPUs of a node at +3.4 % and +2.6 % both read "+3": the cell's hover names the
+    one with the lower exact margin, in whichever order they came (it named the first)."""
+    cases: list[ResultLine] = [
+        {"node": "n1", "gpu": gpu, "clause": "gpus.matmul.bf16", "outcome": "passed",
+         "measured": measured, "required": 100.0, "comparison": ">="}
+        for gpu, measured in ((0, 103.4), (1, 102.6))]
+    found = matrix(["n1"], [cases[i] for i in order])
+    cell = found.cells[("n1", "gpus.matmul.bf16")]
+    assert cell.text == "+3" and cell.title.startswith("n1 gpu1: ")
+    # a tie on the exact margin keeps the first, as before
+    same = matrix(["n1"], [cases[0], {**cases[0], "gpu": 2}])
+    assert same.cells[("n1", "gpus.matmul.bf16")].title.startswith("n1 gpu0: ")
+
+
+def test_a_results_file_without_an_end_line_was_interrupted(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    lines = [{"type": "run", "cluster": "c"}, {"type": "result", "outcome": "passed"}]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"type": "resu',
+                    encoding="utf-8")
+    cut = read_results(path)
+    assert (cut.status, cut.complete, len(cut.results)) == ("interrupted", False, 1)
+    path.write_text("".join(json.dumps(x) + "\n" for x in
+                            [*lines, {"type": "end", "status": "complete"}]),
+                    encoding="utf-8")
+    assert read_results(path).complete
+
+
+def test_run_status() -> None:
+    assert run_status(0, 10, 10, 10) == "complete"
+    assert run_status(1, 10, 4, 4) == "partial"
+    assert run_status(2, 10, 10, 3) == "interrupted"
+    assert run_status(1, 10, 10, 3) == "interrupted"  # -x: selected checks not reached
+    assert run_status(3, 10, 10, 10) == "internal_error"
+
+
+def test_run_directories_never_collide_and_latest_follows(tmp_path: Path) -> None:
+    started = 1795395060.0  # 2026-11-23 00:51:00 UTC
+    assert run_dir_name("gpu cluster/../x", started) == "20261123T005100Z-gpu_cluster_.._x"
+    first = create_run_dir(tmp_path, "c", started)
+    second = create_run_dir(tmp_path, "c", started)
+    assert (first.name, second.name) == ("20261123T005100Z-c", "20261123T005100Z-c-2")
+    point_latest(first)
+    point_latest(second)
+    assert os.readlink(tmp_path / "latest") == second.name
+    (tmp_path / "latest").unlink()
+    (tmp_path / "latest").mkdir()  # not ours: left alone
+    point_latest(first)
+    assert (tmp_path / "latest").is_dir() and not (tmp_path / "latest").is_symlink()
+
+
+class FakeItem:
+    def __init__(self) -> None:
+        self.user_properties: list[tuple[str, object]] = []
+        self.callspec: FakeCallSpec | None = None
+
+
+def test_simulated_follows_from_the_result_not_the_caller() -> None:
+    evidence = Evidence(FakeItem(), Place("n1", gpu=0))  # type: ignore[arg-type]
+    sim = ProbeResult("n1", "gpu", {"count": 0}, simulated=True)
+    evidence.require(sim, Rule("gpus.xid", 3, "no XID errors"))
+    with pytest.raises(pytest.fail.Exception, match=r"^\[SIMULATED\] n1 gpu0 xid: cannot"):
+        evidence.cannot_measure(Rule("gpus.xid", 3, "no XID errors"), "no events")
+    real = Evidence(FakeItem())  # type: ignore[arg-type]
+    down = ProbeResult("n1", "host", None, error=ErrorKind.UNREACHABLE, message="refused")
+    with pytest.raises(pytest.fail.Exception, match=r"^n1: host probe unreachable: refused"):
+        real.require(down, Rule("gpus.xid", 3, "no XID errors"))
+    assert ("probe", "host") in real.item.user_properties
+
+
+class FakeCallSpec:
+    def __init__(self, params: dict[str, Any]) -> None:
+        self.params = params
+
+
+def test_the_evidence_knows_where_from_the_tests_parameters() -> None:
+    """Node, filesystem and GPU come from the test's own parameters: no call says them."""
+    spec = parse_spec("cluster: {name: x, nodes: n2}\nstorage:\n  - {path: /data, "
+                      "write: 1 GB/s}\n", "t.yaml")
+    item = FakeItem()
+    item.callspec = FakeCallSpec({"node": "n2", "filesystem": spec.storage[0], "gpu": 3})
+    evidence = Evidence(item)  # type: ignore[arg-type]
+    assert evidence.place == Place("n2", "/data", 3)
+    write = spec.storage[0].clause("write")
+    assert write is not None
+    result = ProbeResult("n2", "storage", {}, simulated=True)
+    with pytest.raises(pytest.fail.Exception, match=r"^\[SIMULATED\] n2 /data gpu3 write: "
+                       r"measured 0.5 GB/s < required 1 GB/s \(50% of required\)$"):
+        evidence.check(write, 5e8, result=result)
+    recorded = dict(item.user_properties)
+    assert (recorded["node"], recorded["filesystem"], recorded["spec_key"]) == (
+        "n2", "/data", "storage[/data].write")
+    assert Evidence(FakeItem()).place == Place()  # type: ignore[arg-type]
+
+
+def test_a_case_that_fails_early_still_says_what_tells_it_apart() -> None:
+    """collective, payload and node count come from the parameters into the result, even
+    when the node did not answer before the test recorded them: every view can tell the
+    1 GiB case from the 16 GiB one."""
+    spec = parse_spec("cluster: {name: x, nodes: n2}\nhost: {cpu_cores: 8}\n", "t.yaml")
+    cores = spec.host.clause("cpu_cores") if spec.host is not None else None
+    assert cores is not None
+    item = FakeItem()
+    item.callspec = FakeCallSpec({"node": "n2", "collective": "all_reduce",
+                                  "payload": 2**30, "node_count": 1, "flag": True})
+    evidence = Evidence(item)  # type: ignore[arg-type]
+    down = ProbeResult("n2", "host", None, error=ErrorKind.UNREACHABLE, message="gone")
+    with pytest.raises(pytest.fail.Exception):
+        evidence.require(down, cores)
+    recorded = dict(item.user_properties)
+    assert (recorded["collective"], recorded["payload"], recorded["node_count"]) == (
+        "all_reduce", 2**30, 1)
+    assert "flag" not in recorded
+    names = [name for name, _ in item.user_properties]
+    assert names.count("payload") == 1
+
+
+def test_a_clause_failing_without_a_number_says_so_not_its_best_value() -> None:
+    tally = ClauseTally("gpus.memory")
+    tally.add({"node": "n1", "gpu": 0, "outcome": "passed", "measured": 85.5, "required": 80,
+               "comparison": ">="})
+    tally.add({"node": "n1", "gpu": 7, "outcome": "failed", "error_kind": "missing_gpu"})
+    tally.add({"node": "n2", "gpu": 1, "outcome": "passed", "measured": 81.0, "required": 80,
+               "comparison": ">="})
+    # the failure without a number first, then what the measured ones were at worst
+    assert tally.worst_text() == "could not measure: n1 gpu7; worst measured 81 (n2 gpu1)"
+    alone = ClauseTally("gpus.memory")
+    alone.add({"node": "n1", "gpu": 7, "outcome": "failed", "error_kind": "missing_gpu"})
+    assert alone.worst_text() == "could not measure: n1 gpu7"
+
+
+def test_drain_lines_of_a_simulated_cluster_are_comments() -> None:
+    verdict = node_verdicts(["n1"], PLAN, [result("a::t[n1]", "n1", "failed",
+                                                  message="Failed: [SIMULATED] n1 count")])[0]
+    assert verdict.failures[0]["message"] == "[SIMULATED] n1 count"
+    assert drain_line(verdict, "SIMULATED, not a real node").startswith(
+        "# SIMULATED, not a real node: scontrol update NodeName=n1 State=DRAIN")
+
+
+@pytest.mark.parametrize("mark", ["\n", "\r", "\u2028", "\x1b", "\u202e"])
+def test_a_drain_line_is_one_line_whatever_its_reason_holds(mark: str) -> None:
+    """A reason with a line break (a clause name, a node's message) made the line a shell
+    reads two, the second no comment: `sh` ran it from a simulated run's verdict.json."""
+    verdict = node_verdicts(["n1"], PLAN, [result("a::t[n1]", "n1", "failed",
+                                                  message="Failed: x")])[0]
+    verdict = replace(verdict, reason=f"1 clause(s) failed: storage[/x{mark}touch /tmp/p #]")
+    for why in ("SIMULATED, not a real node", None):
+        line = drain_line(verdict, why)
+        assert line.isprintable() and "touch /tmp/p" in line
+        assert shlex.split(line, comments=True) == ([] if why else drain_command(verdict))
+
+
+def test_a_check_not_established_rejects_only_through_the_silent_node() -> None:
+    """'The same on every node' with a busy node is not established: listed with its kind,
+    but the cluster is INCOMPLETE (the busy node is NOT CHECKED), not REJECTED."""
+    records = [result("a::t[n1]", "n1"), result("a::u[n1]", "n1"),
+               result("a::t[n2]", "n2", "failed", message="Failed: n2: gpu probe busy",
+                      error_kind="busy", probe="gpu"),
+               result("a::all", None, "failed", error_kind="not_all_nodes",
+                      message="Failed: kernel: 6.8 on n1; 1 of 2 node(s) did not answer (n2)")]
+    verdicts = node_verdicts(["n1", "n2"], PLAN, records)
+    failures = cluster_failures(records, ["n1", "n2"])
+    assert [f["kind"] for f in failures] == ["not_all_nodes"] and decisive(failures) == []
+    end = {"status": "complete"}
+    assert cluster_verdict(end["status"], verdicts, len(decisive(failures))) == "INCOMPLETE"
+    unreachable: list[ResultLine] = [*records[:2], {**records[2], "error_kind": "unreachable"},
+                                     records[3]]
+    verdicts = node_verdicts(["n1", "n2"], PLAN, unreachable)
+    assert cluster_verdict(end["status"], verdicts, 0) == "REJECTED"
+
+
+def test_drain_lines_of_this_machine_standing_for_the_nodes_are_comments() -> None:
+    """In a local run every node is this machine: its drain line is no command to run."""
+    from pytest_cluster.contract import parse_spec
+    from pytest_cluster.evidence.tally import not_a_node
+
+    local = parse_spec("cluster: {name: c, nodes: [localhost], launcher: local}\n"
+                       "host: {cpu_cores: 1}\n", "t.yaml")
+    ssh = parse_spec("cluster: {name: c, nodes: [n1], launcher: ssh}\nhost: {cpu_cores: 1}\n",
+                     "t.yaml")
+    verdict = node_verdicts(["n1"], PLAN, [result("a::t[n1]", "n1", "failed",
+                                                  message="Failed: x")])[0]
+    assert drain_line(verdict, not_a_node(local)).startswith(
+        "# this machine stands for every node here, not a SLURM node: scontrol update "
+        "NodeName=n1 State=DRAIN")
+    assert not_a_node(ssh) is None
+    # a prolog's run of its own node: the local launcher reaches it, but it is a real node
+    from pytest_cluster.contract.narrow import narrow
+
+    here = narrow(ssh, ["n1"], here=True)
+    assert here.cluster.launcher == "local" and not_a_node(here) is None
+    assert taint_line(verdict) == ("kubectl taint nodes n1 "
+                                   "pytest-cluster/verdict=rejected:NoSchedule --overwrite")
+    assert taint_line(verdict, not_a_node(local)).startswith("# this machine stands for ")
+
+
+def _verdict(pytester: pytest.Pytester, *args: str) -> dict[str, Any]:
+    from pytest_cluster.evidence.end import verdict_schema
+
+    pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", *args)
+    document: dict[str, Any] = json.loads(
+        (pytester.path / "reports" / "latest" / "verdict.json").read_text())
+    Draft202012Validator(verdict_schema()).validate(document)
+    return document
+
+
+def _end(pytester: pytest.Pytester) -> dict[str, Any]:
+    lines = (pytester.path / "reports" / "latest" / "results.jsonl").read_text().splitlines()
+    end: dict[str, Any] = json.loads(lines[-1])
+    return end
+
+
+def test_nodes_in_spec_and_nodes_checked_are_the_same_in_every_view(
+        pytester: pytest.Pytester) -> None:
+    """`nodes_in_spec` is the spec's nodes in verdict.json and the end record alike with
+    --cluster-node (the end record said the nodes chosen); `nodes_checked` counts the nodes
+    at least one case of which ran (it counted the nodes in scope: a --maxfail=1 run that
+    stopped on the first node said every node was checked)."""
+    (pytester.path / "trial.yaml").write_text(
+        "cluster: {name: c, nodes: 'n[1-3]', launcher: sim}\nhost: {cpu_cores: 96}\n"
+        "sim:\n  faults:\n    - {node: n1, down: true}\n")
+    chosen = _verdict(pytester, "--cluster-node=n[1,3]")
+    assert _end(pytester)["nodes_in_spec"] == chosen["nodes_in_spec"] == 3
+    assert chosen["nodes_checked"] == len(_end(pytester)["nodes_covered"]) == 2
+    stopped = _verdict(pytester, "--maxfail=1")
+    end = _end(pytester)
+    assert end["status"] == "interrupted" and end["nodes_covered"] == ["n1"]
+    assert (stopped["nodes_in_spec"], stopped["nodes_checked"]) == (3, 1)
+
+
+@pytest.mark.slow
+def test_verdict_json_has_the_clusters_verdict_and_follows_its_schema(
+        pytester: pytest.Pytester) -> None:
+    """A pipeline reads the cluster's verdict, the run's id and UTC times, and the lines
+    that take nodes out; verdict.schema.json (shipped in the package, Draft 2020-12)
+    describes every key, checked with jsonschema on a rejected, an accepted, a partial
+    and a one-node run."""
+    from pytest_cluster.evidence.end import VERDICT_SCHEMA, verdict_schema
+
+    Draft202012Validator.check_schema(verdict_schema())
+    (pytester.path / "trial.yaml").write_text(
+        "cluster: {name: c, nodes: 'n[1-3]', launcher: sim}\nhost: {cpu_cores: 96}\n"
+        "sim:\n  faults:\n    - {node: n2, down: true}\n")
+    rejected = _verdict(pytester)
+    assert rejected["verdict"] == "REJECTED" and rejected["status"] == "complete"
+    assert rejected["run_id"] == os.readlink(pytester.path / "reports" / "latest")
+    assert rejected["started_at"].endswith("Z") and rejected["schema"] == \
+        VERDICT_SCHEMA
+    assert rejected["taint"] == [
+        "# SIMULATED, not a real node: kubectl taint nodes n2 "
+        "pytest-cluster/verdict=unreachable:NoSchedule --overwrite"]
+    assert (rejected["nodes_in_spec"], rejected["nodes_checked"]) == (3, 3)
+    accepted = _verdict(pytester, "--cluster-node=n[1,3]")
+    assert accepted["verdict"] == "ACCEPTED" and accepted["drain"] == []
+    assert (accepted["nodes_in_spec"], accepted["nodes_checked"]) == (3, 2)
+    partial = _verdict(pytester, "-k", "n1")
+    assert (partial["verdict"], partial["status"]) == ("INCOMPLETE", "partial")
+    with pytest.raises(ValidationError):
+        Draft202012Validator(verdict_schema()).validate({**accepted, "verdict": "MAYBE"})
+
+
+@pytest.mark.parametrize("kind", sorted(TOOL_ERROR))
+def test_a_tool_error_is_no_nodes_failure(kind: str) -> None:
+    """The tool could not make the check (cluster.python not found, another namespace's
+    /sys read), on the host probe too: the node is NOT CHECKED, an ERROR, never drained."""
+    records = [result("a::t[n1]", "n1", "failed", message=f"Failed: n1: {kind}",
+                      error_kind=kind, probe="host"), result("a::u[n1]", "n1")]
+    (n1,) = node_verdicts(["n1"], PLAN, records)
+    assert (n1.verdict, n1.outcome) == ("NOT CHECKED", "ERROR")
+    assert to_drain([n1]) == []
+    assert cluster_verdict("complete", [n1], 0) == "INCOMPLETE"
+
+
+def test_a_level_judges_its_checks_and_names_what_it_left_out() -> None:
+    """A sanity run: the checks of other levels are 'not at this level', the node is
+    ACCEPTED at it, the cluster too; a selected check that did not run leaves it INCOMPLETE."""
+    assert why_left_out({"-m": "sanity"}) == "not at this level"
+    assert why_left_out({"-m": "sanity", "-k": "n1"}) == "deselected"
+    assert level_of_run({"-m": "sanity"}) == "sanity" and level_of_run({}) == "acceptance"
+    records = [result(c.case_id, c.node) for c in PLAN.cases if c.case_id in PLAN.selected]
+    verdicts = node_verdicts(["n1", "n2", "n3"], PLAN, records)
+    assert [v.verdict for v in verdicts] == ["ACCEPTED"] * 3
+    assert cluster_verdict("partial", verdicts, 0) == "ACCEPTED"
+    assert {"clause": "host.memory", "why": "not at this level", "cases": 1, "of": 3} in \
+        not_checked(PLAN, {r["case"] for r in records}, why_left_out({"-m": "sanity"}))
+    short = node_verdicts(["n1", "n2", "n3"], PLAN, records[1:])
+    assert short[0].verdict == "NOT CHECKED" and cluster_verdict("interrupted", short, 0) == \
+        "INCOMPLETE"
+
+
+def test_a_cluster_check_fails_the_nodes_it_names_and_no_other() -> None:
+    """'The same kernel on every node' names n3 (the odd one): n3 is REJECTED with the
+    clause; n1 and n2, whose own checks passed, are ACCEPTED; a check not established
+    (a node did not answer) names no one."""
+    records = [result(case, node) for case, node in (
+        ("a::t[n1]", "n1"), ("a::t[n2]", "n2"), ("a::t[n3]", "n3"), ("a::u[n1]", "n1"),
+        ("a::u[n2]", "n2"))]
+    odd = result("a::all", "all", "failed", message="Failed: kernel differs between nodes",
+                 culprits="n3")
+    verdicts = {v.node: v for v in node_verdicts(["n1", "n2", "n3"], PLAN, [*records, odd])}
+    assert {n: v.verdict for n, v in verdicts.items()} == {
+        "n1": "ACCEPTED", "n2": "ACCEPTED", "n3": "REJECTED"}
+    assert verdicts["n3"].failed_clauses == ["host.same_software.kernel"]
+    assert verdicts["n3"].failures[0]["message"] == "kernel differs between nodes"
+    assert cluster_failures([odd], ["n1", "n2", "n3"])[0]["culprits"] == "n3"
+    silent: ResultLine = {**odd, "error_kind": "not_all_nodes", "culprits": "n[1-3]"}
+    assert [v.verdict for v in node_verdicts(["n1", "n2", "n3"], PLAN, [*records, silent])
+            ] == ["ACCEPTED"] * 3  # no one blamed
+
+
+def test_a_drain_reason_of_many_clauses_is_cut_joining_one_list() -> None:
+    """Issue 48: cutting tried every count of clauses, joining each (10,000 clauses took
+    4.7 s, 150,000 hung, the run's drain lines too); it now joins the one list it keeps,
+    counted here by the joins it makes (a profile hook: no clock)."""
+    clauses = [f"storage[/s{i}].capacity" for i in range(20_000)]
+    reason = f"{len(clauses)} clause(s) failed: {', '.join(clauses)}"
+    joins = []
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        if event == "c_call" and getattr(arg, "__name__", "") == "join":
+            joins.append(arg)
+
+    sys.setprofile(count)
+    try:
+        cut = cut_reason(reason, 180)
+    finally:
+        sys.setprofile(None)
+    assert len(joins) <= 1
+    kept = cut.removeprefix("20000 clause(s) failed: ").split(", and ")[0].split(", ")
+    assert kept == clauses[:len(kept)] and cut.endswith(f", and {20_000 - len(kept)} more")
+    assert len(cut) <= 180 < len(cut) + len(clauses[len(kept)]) + 2
+
+
+def test_a_drain_reason_is_cut_at_a_clause_saying_how_many_more() -> None:
+    clauses = [f"gpus.clause_number_{i}" for i in range(20)]
+    reason = f"{len(clauses)} clause(s) failed: {', '.join(clauses)}"
+    cut = cut_reason(reason, 120)
+    assert len(cut) <= 120 and cut.startswith("20 clause(s) failed: gpus.clause_number_0,")
+    kept = cut.removeprefix("20 clause(s) failed: ").split(", and ")[0].split(", ")
+    assert kept == clauses[:len(kept)] and cut.endswith(f", and {20 - len(kept)} more")
+    assert cut_reason(reason, 1000) == reason
+    words = "the host probe did not answer in time " * 10
+    assert cut_reason(words, 50).endswith("...") and len(cut_reason(words, 50)) <= 50
+    assert not cut_reason(words, 50).removesuffix("...").endswith(("th", "ho"))
+    verdict = node_verdicts(["n1"], PLAN, [result("a::t[n1]", "n1", "failed")])[0]
+    verdict.reason = reason
+    line = drain_line(verdict)
+    assert "Reason=pytest-cluster rejected: 20 clause(s) failed:" in line
+    assert line.rstrip("'").endswith(" more") and len(line.split("Reason=")[1]) <= 201
+
+
+def test_each_cluster_failure_says_where_and_which_check_it_is() -> None:
+    """A check across nodes names its collective and payload, its rail and round where the
+    record has them; two that would still read alike name their cases' parameters."""
+    def failed(case: str, **more: Any) -> ResultLine:
+        return cast("ResultLine", {"type": "result", "case": case,
+                                   "clause": "interconnect.busbw[inter_node]",
+                                   "node": "4 nodes (n1..n4)", "outcome": "failed",
+                                   "message": "Failed: slow", **more})
+
+    records = [failed("a::t[all_reduce-4GiB-4nodes]", collective="all_reduce",
+                      payload=4 * 2**30),
+               failed("a::t[all_reduce-16GiB-4nodes]", collective="all_reduce",
+                      payload=16 * 2**30, rail="mlx5_3", round=2),
+               failed("a::t[x-4nodes]"), failed("a::t[y-4nodes]")]
+    assert [f["where"] for f in cluster_failures(records, ["n1"])] == [
+        "4 nodes (n1..n4), all_reduce 4 GiB",
+        "4 nodes (n1..n4), all_reduce 16 GiB, rail mlx5_3, round 2",
+        "4 nodes (n1..n4) [x-4nodes]", "4 nodes (n1..n4) [y-4nodes]"]

@@ -1,0 +1,404 @@
+"""The GPU probes against the simulated NVML, the simulated NVML against the real
+nvidia-ml-py, the torch probe without CUDA, and reading the probes' payloads."""
+
+from __future__ import annotations
+
+import ast
+import getopt
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from pytest_cluster.contract.loader import parse_spec
+from pytest_cluster.contract.model import GpuSpec
+from pytest_cluster.contract.sim_records import SimFault, SimSpec
+from pytest_cluster.launchers.sim import SIM_NVML_DIR, gpu_probe_env
+from pytest_cluster.measure.calls import gpu_call, gpu_perf_call
+from pytest_cluster.measure.gpu_facts import nvml_gpu, p2p_for, perf_gpu, xids_for
+from pytest_cluster.probes import probe_source
+from pytest_cluster.probes.gpu_perf import parse_options
+from pytest_cluster.sim.cluster import (
+    SimNode,
+    describe_node,
+    gpu_count,
+    gpu_perf_payload,
+    merged,
+)
+
+SIM = SimSpec("H100-SXM-80GB", 8, faults=(
+    SimFault("n1", None, 3, gpus=7),
+    SimFault("n2", 2, 4, memory_held_bytes=5 * 2**30, xid=79),
+    SimFault("n2", 2, 5, pcie_gen=4),
+))
+
+
+def run_gpu_probe(description: SimNode | None, *args: str) -> dict[str, Any]:
+    env = dict(os.environ)
+    if description is not None:
+        env = gpu_probe_env(env, description)
+    else:
+        env["PYTHONPATH"] = str(SIM_NVML_DIR)
+    done = subprocess.run([sys.executable, "-", *args, "--no-kernel-log"],
+                          input=probe_source("gpu"), capture_output=True, text=True,
+                          env=env, timeout=60, check=True)
+    document = json.loads(done.stdout.splitlines()[-1])
+    assert document["probe"] == "gpu"
+    data: dict[str, Any] = document["data"]
+    return data
+
+
+def test_gpu_probe_reads_every_field_through_the_simulated_nvml() -> None:
+    data = run_gpu_probe(describe_node(SIM, "n2"), "--xid-window", "0.2")
+    assert data["simulated_nvml"] is True
+    assert data["count"] == 8
+    assert data["driver"] == "550.90.07"
+    assert data["cuda_driver"] == "12.4"
+    gpu = data["gpus"][2]
+    assert gpu["name"] == "NVIDIA H100 80GB HBM3"
+    assert gpu["uuid"].startswith("GPU-")
+    assert gpu["memory"]["used"] == 5 * 2**30
+    assert gpu["processes"] == [{"pid": 4242, "used_bytes": 5 * 2**30}]
+    assert gpu["pcie"] == {"gen": 1, "max_gen": 5, "width": 16, "max_width": 16, "replays": 0}
+    assert gpu["nvlink"]["total"] == 18
+    assert gpu["nvlink"]["up"] == 18
+    assert gpu["row_remap"]["pending"] is False
+    assert gpu["ecc"]["mode"] == {"current": 1, "pending": 1}
+    assert gpu["pci_bus_id"] == "00000000:3a:00.0"
+    assert gpu["power_limit_w"] == 700.0
+    assert data["xid"]["events"] == [{"gpu": 2, "xid": 79}]
+    assert "kernel_log" not in data["xid"]
+
+
+def test_gpu_probe_without_nvml_says_so() -> None:
+    data = run_gpu_probe(None)
+    assert data["error"] == "NVML not available: NVML Shared Library Not Found"
+    assert "gpus" not in data
+
+
+def test_gpu_probe_without_nvidia_ml_py_says_so(tmp_path: Path) -> None:
+    (tmp_path / "pynvml.py").write_text("raise ImportError('no module named pynvml')\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-"], input=probe_source("gpu"), env=env,
+                          capture_output=True, text=True, timeout=60, check=True)
+    data = json.loads(done.stdout)["data"]
+    assert data["error"].startswith("nvidia-ml-py is not installed")
+
+
+def _nvml_names(source: str) -> set[str]:
+    """Every `nvml.X` / `pynvml.X` the probe uses."""
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in ("nvml", "pynvml")):
+            names.add(node.attr)
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
+                and node.value.attr == "nvml"):
+            names.add(node.attr)
+    return names
+
+
+def _fake() -> ModuleType:
+    sys.path.insert(0, str(SIM_NVML_DIR))
+    try:
+        spec = importlib.util.spec_from_file_location("sim_pynvml", SIM_NVML_DIR / "pynvml.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["sim_pynvml"] = module  # dataclasses look their module up
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(SIM_NVML_DIR))
+
+
+@pytest.mark.parametrize("probe", ["gpu", "gpu_perf"])
+def test_simulated_nvml_answers_every_call_the_probes_make(probe: str) -> None:
+    used = _nvml_names(probe_source(probe)) - {"NVMLError", "SIMULATED", "__file__"}
+    assert {"nvmlInit", "nvmlDeviceGetName"} <= used or probe == "gpu_perf"
+    fake = _fake()
+    assert sorted(name for name in used if not hasattr(fake, name)) == []
+
+
+def test_simulated_nvml_matches_the_real_binding() -> None:
+    """Names and constants the probes use exist in nvidia-ml-py with the same values."""
+    real = pytest.importorskip("pynvml")
+    if getattr(real, "SIMULATED", False):
+        pytest.fail("the simulated pynvml shadows the real one on sys.path")
+    fake = _fake()
+    used = (_nvml_names(probe_source("gpu")) | _nvml_names(probe_source("gpu_perf"))) - {
+        "SIMULATED", "__file__"}
+    assert sorted(name for name in used if not hasattr(real, name)) == []
+    for name in dir(fake):
+        if name.startswith(("NVML_", "nvmlClocksEventReason", "nvmlEventType", "nvmlMemory_v")):
+            assert getattr(real, name) == getattr(fake, name), name
+    assert real.NVMLError_LibraryNotFound(12).value == fake.NVMLError_LibraryNotFound().value
+    assert issubclass(fake.NVMLError_Timeout, fake.NVMLError)
+
+
+def test_simulated_nvml_errors_like_the_real_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = _fake()
+    monkeypatch.delenv("PYTEST_CLUSTER_SIM_NODE", raising=False)
+    with pytest.raises(fake.NVMLError) as info:
+        fake.nvmlInit()
+    assert str(info.value) == "NVML Shared Library Not Found"
+    monkeypatch.setenv("PYTEST_CLUSTER_SIM_NODE", json.dumps(describe_node(SIM, "n1")))
+    fake.nvmlInit()
+    assert fake.nvmlDeviceGetCount() == 7
+    with pytest.raises(fake.NVMLError_InvalidArgument):
+        fake.nvmlDeviceGetHandleByIndex(7)
+    handle = fake.nvmlDeviceGetHandleByIndex(0)
+    with pytest.raises(fake.NVMLError_NotSupported):
+        fake.nvmlDeviceGetClockInfo(handle, 0)  # only the SM clock is simulated
+    assert fake.nvmlDeviceGetCurrentClocksEventReasons(handle) == 0x1
+    fake.simulate_load(True)
+    assert fake.nvmlDeviceGetCurrPcieLinkGeneration(handle) == 5
+    fake.simulate_load(False)
+    fake.nvmlShutdown()
+
+
+@pytest.mark.slow
+def test_gpu_perf_without_cuda_says_so() -> None:
+    done = subprocess.run([sys.executable, "-", "--load-time", "1"],
+                          input=probe_source("gpu_perf"), capture_output=True, text=True,
+                          timeout=300, check=True)
+    data = json.loads(done.stdout.splitlines()[-1])["data"]
+    try:
+        import torch
+    except ImportError:
+        assert data["error"].startswith("torch is not installed")
+        return
+    if torch.cuda.is_available():  # pragma: no cover - the accelerator machine
+        assert data["count"] == torch.cuda.device_count()
+        return
+    assert data["error"] == f"torch {torch.__version__} sees no CUDA GPU"
+    assert "gpus" not in data
+
+
+def test_gpu_perf_options() -> None:
+    assert parse_options([]) == {
+        "dtypes": ["bf16"], "shape": [8192, 8192, 8192], "warmup": 50, "warmup_time": 1.0,
+        "iterations": 100, "load_time": 10.0, "copy_bytes": 2 * 2**30,
+        "xfer_bytes": 256 * 2**20, "skip": [], "sdc": False}
+    opts = parse_options(["--dtypes", "", "--skip", "p2p", "--skip", "h2d", "--skip", "p2p"])
+    assert opts["dtypes"] == []
+    assert opts["skip"] == ["h2d", "p2p"]
+    assert parse_options(["--shape", "4096"])["shape"] == [4096, 4096, 4096]
+    assert parse_options(["--shape", "4096,8192,1024"])["shape"] == [4096, 8192, 1024]
+    with pytest.raises(SystemExit):
+        parse_options(["--shape", "1,2"])
+
+
+def test_matmul_shape_from_the_spec() -> None:
+    gpus = gpus_of("  count: 8\n  matmul: {bf16: '>= 1 TFLOPS'}\n"
+                   "  matmul_size: [4096, 8192, 1024]\n")
+    assert gpus.matmul_shape == (4096, 8192, 1024)
+    call = gpu_perf_call(gpus)
+    assert call is not None and call.args[2:4] == ("--shape", "4096,8192,1024")
+    assert gpus_of("  count: 8\n  matmul_size: 2048\n").matmul_shape == (2048, 2048, 2048)
+
+
+def gpus_of(text: str) -> GpuSpec:
+    spec = parse_spec("cluster: {name: x, nodes: a}\ngpus:\n" + text, "t.yaml")
+    assert spec.gpus is not None
+    return spec.gpus
+
+
+def test_probe_calls_are_exact_argument_lists() -> None:
+    gpus = gpus_of("  count: 8\n  matmul: {bf16: '>= 700 TFLOPS', fp8: '>= 1 PFLOPS'}\n"
+                   "  h2d: '>= 40 GB/s'\n  xid_window: 5 s\n  load_time: 30 s\n")
+    assert gpu_call(gpus).args == ("--xid-window", "5")
+    call = gpu_perf_call(gpus)
+    assert call is not None
+    assert call.args == ("--dtypes", "bf16,fp8", "--shape", "8192,8192,8192", "--load-time", "30",
+                         "--skip", "usable_memory", "--skip", "copy", "--skip", "d2h",
+                         "--skip", "p2p")
+
+
+def test_no_torch_probe_when_nothing_needs_load() -> None:
+    gpus = gpus_of("  count: 8\n  throttle: false\n  pcie: false\n")
+    assert gpus.temperature is not None  # the default ceiling, judged under load
+    assert gpu_perf_call(gpus) is not None
+    remap = gpus.rule("row_remap")
+    assert remap is not None
+    bare = GpuSpec(clauses=(gpus.count, remap))
+    assert gpu_perf_call(bare) is None
+
+
+def test_sim_faults_merge_per_gpu_and_node() -> None:
+    assert gpu_count(SIM, "n1") == 7
+    assert gpu_count(SIM, "n2") == 8
+    fault = merged(SIM, "n2", 2)
+    assert (fault.memory_held_bytes, fault.xid, fault.pcie_gen) == (5 * 2**30, 79, 4)
+    assert merged(SIM, "n2", 3) == SimFault("n2", 3, 0)
+
+
+def test_sim_numbers_are_deterministic_and_follow_faults() -> None:
+    one = gpu_perf_payload(SIM, "n2", parse_options(["--dtypes", "bf16"]))
+    two = gpu_perf_payload(SIM, "n2", parse_options(["--dtypes", "bf16"]))
+    assert one == two
+    assert one["simulated"] is True
+    healthy, slow = one["gpus"][1], one["gpus"][2]
+    assert 790 <= healthy["matmul"]["bf16"]["tflops_median"] <= 806
+    assert slow["h2d"]["bytes_per_s"] == pytest.approx(healthy["h2d"]["bytes_per_s"] / 2,
+                                                       rel=0.03)
+    assert slow["load"]["pcie_gen_max"] == 4
+    held = healthy["usable_memory"]["allocated_bytes"] - slow["usable_memory"][
+        "allocated_bytes"]
+    assert held == 5 * 2**30
+    assert len(one["p2p"]["pairs"]) == 8 * 7
+
+
+NVML = {"gpus": [{"index": 0, "uuid": "GPU-AAA", "pci_bus_id": "00000000:18:00.0"},
+                 {"index": 1, "uuid": "GPU-bbb", "pci_bus_id": "00000000:2A:00.0"}],
+        "xid": {"events": [{"gpu": 1, "xid": 79}, {"gpu": 0, "xid": 31}], "window_s": 2,
+                "kernel_log": {"events": [{"pci": "0000:2a:00", "xid": 48}],
+                               "source": "dmesg (since boot)"}}}
+
+
+def test_reading_payloads() -> None:
+    first = nvml_gpu(NVML, 1)
+    assert first is not None
+    assert nvml_gpu(NVML, 2) is None
+    found, unreadable = xids_for(NVML, first)
+    assert [(x.xid, x.source, x.critical) for x in found] == [
+        (79, "NVML events (2 s)", True), (48, "dmesg (since boot)", True)]
+    assert unreadable == []
+    zero = nvml_gpu(NVML, 0)
+    assert zero is not None
+    assert [x.critical for x in xids_for(NVML, zero)[0]] == [False]
+    # torch lists GPUs in another order (CUDA_VISIBLE_DEVICES): joined by UUID
+    perf = {"gpus": [{"index": 0, "uuid": "bbb"}, {"index": 1, "uuid": "aaa"}]}
+    assert perf_gpu(perf, first, 1) == {"index": 0, "uuid": "bbb"}
+    assert perf_gpu({"gpus": [{"index": 1}]}, first, 1) == {"index": 1}
+    pairs = {"p2p": {"pairs": [{"src": 0, "dst": 1, "bytes_per_s": 100.0},
+                               {"src": 1, "dst": 0, "bytes_per_s": 300.0},
+                               {"src": 0, "dst": 2, "bytes_per_s": 400.0},
+                               {"src": 1, "dst": 2, "bytes_per_s": 50.0}]}}
+    copies = p2p_for(pairs, 0)
+    assert copies is not None
+    assert (copies.median_bytes_per_s, copies.slowest_peer, copies.pairs) == (300.0, 1, 3)
+    assert p2p_for(pairs, 5) is None
+
+
+def test_unreadable_xid_sources_are_named() -> None:
+    payload = {"xid": {"error": "cannot listen for XID events: Not Supported",
+                       "kernel_log": {"error": "cannot read the kernel log: denied"}}}
+    found, unreadable = xids_for(payload, {"index": 0, "pci_bus_id": "0:1:0.0"})
+    assert found == []
+    assert unreadable == ["NVML events: cannot listen for XID events: Not Supported",
+                          "kernel log: cannot read the kernel log: denied"]
+
+
+FAKE_TORCH = Path(__file__).resolve().parent / "fakes"
+
+
+def run_gpu_perf(gpus: int, *args: str, die: int | None = None) -> dict[str, Any]:
+    """The real gpu_perf probe with the fake torch (no GPU here) and the simulated NVML."""
+    sim = SimSpec("H100-SXM-80GB", gpus)
+    env = gpu_probe_env(dict(os.environ), describe_node(sim, "n1"))
+    env["PYTHONPATH"] = f"{FAKE_TORCH}{os.pathsep}{env['PYTHONPATH']}"
+    env["FAKE_TORCH_GPUS"] = str(gpus)
+    if die is not None:
+        env["FAKE_TORCH_DIE"] = str(die)
+    done = subprocess.run([sys.executable, "-", "--iterations", "10", "--warmup", "2",
+                           "--warmup-time", "0", "--load-time", "0.3",
+                           "--copy-bytes", str(2**20), *args],
+                          input=probe_source("gpu_perf"), env=env, capture_output=True,
+                          text=True, timeout=120, check=True)
+    data: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])["data"]
+    return data
+
+
+def test_gpu_perf_runs_one_process_per_gpu_and_collects_all() -> None:
+    data = run_gpu_perf(3, "--dtypes", "bf16,fp16")
+    assert data["torch"] == "0.0+fake"
+    assert data["count"] == 3
+    assert [g["index"] for g in data["gpus"]] == [0, 1, 2]
+    for gpu in data["gpus"]:
+        assert "error" not in gpu, gpu
+        assert set(gpu["matmul"]) == {"bf16", "fp16"}
+        assert gpu["matmul"]["bf16"]["shape"] == [8192, 8192, 8192]
+        total = 3 * 2**30 + 100 * 2**20  # what the fake GPU has
+        assert total - 4 * 2**20 <= gpu["usable_memory"]["allocated_bytes"] <= total
+        for part in ("copy", "h2d", "d2h"):
+            assert gpu[part]["bytes_per_s"] > 0
+        assert gpu["sustained"]["matmuls"] > 0
+        # the sampler read the (simulated) NVML while the processes ran, joined by UUID
+        assert gpu["load"]["samples"] > 0
+        assert gpu["load"]["load_samples"] > 0
+        assert gpu["load"]["pcie_gen_max"] == 1  # the simulated GPUs idle at Gen1
+    assert len(data["p2p"]["pairs"]) == 3 * 2
+
+
+@pytest.mark.slow
+def test_gpu_perf_skips_parts_and_survives_a_dying_gpu_process() -> None:
+    data = run_gpu_perf(3, "--dtypes", "bf16", "--skip", "p2p", "--skip", "usable_memory",
+                        die=1)
+    assert "p2p" not in data
+    by_index = {g["index"]: g for g in data["gpus"]}
+    assert by_index[1]["error"] == "the process for GPU 1 died (exit code 3)"
+    for index in (0, 2):
+        assert "usable_memory" not in by_index[index]
+        assert by_index[index]["matmul"]["bf16"]["tflops_median"] > 0
+
+
+def test_an_xid_nvml_cannot_place_counts_against_every_gpu() -> None:
+    payload = {"xid": {"events": [{"gpu": None, "xid": 79}], "window_s": 2}}
+    for index in (0, 1):
+        found, _ = xids_for(payload, {"index": index, "pci_bus_id": "0:1:0.0"})
+        assert [(x.xid, x.source) for x in found] == [
+            (79, "NVML events (2 s, GPU not identified)")]
+
+
+def test_simulated_handles_are_like_ctypes_pointers() -> None:
+    """The real binding's handles are ctypes pointers: unhashable, equal only to
+    themselves (a probe that keyed a dict by handle crashed on a real H100)."""
+    import ctypes
+
+    with pytest.raises(TypeError):
+        hash(ctypes.pointer(ctypes.c_int(0)))
+    fake = _fake()
+    handle = fake._Handle(0)
+    with pytest.raises(TypeError):
+        hash(handle)
+    assert handle != type(handle)(0)
+
+
+def test_gpu_probe_options() -> None:
+    from pytest_cluster.probes.gpu import options
+
+    assert options([]) == (2.0, False)
+    assert options(["--xid-window", "5", "--no-kernel-log"]) == (5.0, True)
+    assert options(["--xid-window=0.5"]) == (0.5, False)
+    for bad in (["--bogus"], ["--xid-window", "x"], ["extra"], ["--xid-window"]):
+        with pytest.raises((ValueError, getopt.GetoptError)):
+            options(bad)
+
+
+def test_gpu_probe_refuses_unknown_options_with_usage() -> None:
+    done = subprocess.run([sys.executable, "-S", "-", "--bogus"], input=probe_source("gpu"),
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert "usage: gpu.py" in done.stderr and "--bogus" in done.stderr
+    assert done.stdout == ""
+
+
+def test_the_gpu_probe_starts_without_typing_or_argparse() -> None:
+    """On a simulated node the probe starts once per node: what it imports is its cost
+    (typing and argparse were a third of it)."""
+    env = gpu_probe_env(dict(os.environ), describe_node(SIM, "n1"))
+    done = subprocess.run([sys.executable, "-X", "importtime", "-S", "-", "--no-kernel-log",
+                           "--xid-window", "0"], input=probe_source("gpu"), env=env,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["data"]["simulated_nvml"] is True
+    imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:") and line.count("|") == 2}
+    assert "pynvml" in imported
+    assert not imported & {"typing", "argparse", "shutil", "dataclasses", "subprocess"}

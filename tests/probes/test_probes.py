@@ -1,0 +1,206 @@
+"""The probes run as single files on stdin, without this package, and never fake a number."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_cluster.launchers.result import parse_probe_output
+from pytest_cluster.probes import ProbeCall, probe_source
+from tests.conftest import has_torch
+
+
+def run_probe(name: str, *args: str, cwd: Path | None = None,
+              env: dict[str, str] | None = None) -> dict[str, Any]:
+    """As a node would: `python -I - ARGS`, source on stdin, no access to pytest_cluster."""
+    done = subprocess.run([sys.executable, "-I", "-", *args], input=probe_source(name),
+                          capture_output=True, text=True, timeout=120, cwd=cwd or "/",
+                          env=env, check=True)
+    return parse_probe_output(done.stdout, name)
+
+
+def test_probe_sources_import_nothing_of_ours() -> None:
+    for name in ("host", "storage", "import_latency"):
+        imports = [line for line in probe_source(name).splitlines()
+                   if line.startswith(("import ", "from "))]
+        assert imports, name
+        assert not [line for line in imports if "pytest_cluster" in line], name
+
+
+def test_host_probe() -> None:
+    data = run_probe("host")
+    assert data["cpu"]["threads"] == os.cpu_count()
+    assert data["cpu"]["cores"] >= 1
+    assert data["memory"]["total_bytes"] > 2**28
+    assert data["versions"]["kernel"] == os.uname().release
+    assert data["versions"]["python"] == ".".join(map(str, sys.version_info[:3]))
+    if has_torch():
+        import importlib.metadata
+
+        assert data["versions"]["torch"] == importlib.metadata.version("torch")
+
+
+def test_storage_probe_measures_and_cleans_up(scratch: Path) -> None:
+    data = run_probe("storage", "--path", str(scratch), "--io-size", str(8 * 2**20),
+                     "--files", "50")
+    assert data["capacity"]["total_bytes"] > 0
+    assert data["write"]["bytes"] == 8 * 2**20
+    assert data["write"]["bytes_per_s"] > 0
+    assert data["read"]["bytes"] == 8 * 2**20
+    assert "O_DIRECT" in data["read"]["method"] or "DONTNEED" in data["read"]["method"]
+    assert data["metadata"]["files"] == 50
+    assert data["metadata"]["ops_per_s"] > 0
+    assert data["cleaned_up"] is True
+    assert list(scratch.iterdir()) == []
+
+
+def test_storage_probe_skips_parts_not_in_contract(scratch: Path) -> None:
+    data = run_probe("storage", "--path", str(scratch), "--io-size", str(2**20),
+                     "--skip", "write", "--skip", "metadata")
+    assert data["write"] == {"skipped": "not in contract"}
+    assert data["metadata"] == {"skipped": "not in contract"}
+    assert data["read"]["bytes"] == 2**20
+
+
+def test_storage_probe_missing_path_is_an_error(tmp_path: Path) -> None:
+    data = run_probe("storage", "--path", str(tmp_path / "absent"))
+    assert data["error"] == f"{tmp_path / 'absent'} does not exist or is not a directory on " \
+                            "this node"
+    assert "write" not in data
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_storage_probe_read_only_path(scratch: Path) -> None:  # pragma: no cover - root here
+    scratch.chmod(0o500)
+    data = run_probe("storage", "--path", str(scratch))
+    assert data["write"]["error"].startswith("cannot create a file in")
+    assert data["metadata"]["error"].startswith("cannot create a directory in")
+
+
+def test_storage_probe_not_enough_space(scratch: Path) -> None:
+    data = run_probe("storage", "--path", str(scratch), "--io-size", str(2**62))
+    assert data["write"]["error"].startswith(f"not enough free space for a {2**62} byte")
+    assert data["read"]["error"].startswith("no test file to read: not enough free space")
+
+
+def test_import_latency_probe_times_a_fresh_interpreter() -> None:
+    data = run_probe("import_latency", "--python", sys.executable, "--module", "json",
+                     "--repeats", "2")
+    assert len(data["warm"]["runs_s"]) == 2
+    assert 0 < data["warm"]["min_s"] <= data["warm"]["median_s"] <= data["warm"]["max_s"]
+    assert data["command"] == [sys.executable, "-c", "import json"]
+    assert "cold" not in data
+
+
+def test_import_latency_failed_import_is_an_error() -> None:
+    data = run_probe("import_latency", "--python", sys.executable, "--module",
+                     "no_such_module_xyz", "--repeats", "1")
+    assert "warm" not in data
+    assert data["error"].endswith("ModuleNotFoundError: No module named 'no_such_module_xyz'")
+
+
+def test_import_latency_missing_interpreter() -> None:
+    data = run_probe("import_latency", "--python", "/nonexistent/python")
+    assert data["error"] == "interpreter '/nonexistent/python' not found on this node"
+
+
+def test_import_latency_failure_names_the_interpreter_path_resolved(tmp_path: Path) -> None:
+    """A bare name (python3) is reported as the interpreter the node's PATH gave it."""
+    (tmp_path / "python-x").symlink_to(sys.executable)
+    data = run_probe("import_latency", "--python", "python-x", "--module", "no_such_module_xyz",
+                     "--repeats", "1", env={**os.environ, "PATH": str(tmp_path)})
+    assert data["python_resolved"] == f"{tmp_path}/python-x"
+    assert data["error"] == (f"{tmp_path}/python-x -c 'import no_such_module_xyz' failed: "
+                             "ModuleNotFoundError: No module named 'no_such_module_xyz'")
+
+
+def test_import_latency_missing_bare_name_says_which_path(tmp_path: Path) -> None:
+    data = run_probe("import_latency", "--python", "no-such-python",
+                     env={**os.environ, "PATH": str(tmp_path)})
+    assert data["error"] == (f"interpreter 'no-such-python' not found on this node "
+                             f"(PATH={tmp_path})")
+
+
+def test_import_latency_cold_run_is_marked() -> None:
+    data = run_probe("import_latency", "--python", sys.executable, "--module", "json",
+                     "--repeats", "1", "--cold")
+    cold = data["cold"]
+    if os.geteuid() != 0:
+        assert cold == {"skipped": "not root: the page cache cannot be dropped, so no cold run"}
+    elif "skipped" in cold:
+        assert cold["skipped"].startswith("cannot drop the page cache")
+    else:
+        assert cold["seconds"] > 0
+        assert cold["method"].startswith("page cache dropped")
+
+
+@pytest.mark.realcomponents
+@pytest.mark.skipif(not has_torch(), reason="torch is not installed")
+def test_import_torch_for_real() -> None:
+    data = run_probe("import_latency", "--python", sys.executable, "--repeats", "1")
+    assert "error" not in data, data
+    assert data["warm"]["runs_s"][0] > 0.05
+
+
+def test_probe_call_key_is_stable_and_argument_sensitive() -> None:
+    assert ProbeCall("host").key() == ProbeCall("host").key()
+    assert ProbeCall("storage", ("--path", "/a")).key() != \
+        ProbeCall("storage", ("--path", "/b")).key()
+    with pytest.raises(ValueError, match="unknown probe 'nope'"):
+        ProbeCall("nope")
+
+
+def test_output_parsing() -> None:
+    assert parse_probe_output('noise\n{"probe": "host", "data": {"a": 1}}\n', "host") == {"a": 1}
+    for bad, message in [("", "the probe printed nothing"),
+                         ("{oops", "the probe's last line is not JSON"),
+                         ('{"probe": "host"}', "the probe's JSON has no 'data' object"),
+                         (json.dumps({"probe": "storage", "data": {}}),
+                          "expected output of probe 'host', got 'storage'")]:
+        with pytest.raises(ValueError, match=message):
+            parse_probe_output(bad, "host")
+
+
+# -- helpers copied between single-file programs -------------------------------------------
+
+#: A probe (and the node runner) is sent to a node as one file, so a helper two of them need
+#: is written in each: these copies must stay the same (docstrings and comments aside).
+COPIED_BETWEEN = {
+    ("probes/gpu.py", "probes/gpu_perf.py"): ("THROTTLE_BITS",),
+    ("probes/storage.py", "probes/shared_fs.py"): ("_ago",),
+    ("probes/job_node.py", "launchers/node_runner.py"): ("die_with_parent", "PR_SET_PDEATHSIG"),
+    ("probes/collective.py", "measure/nccl_log.py"): ("KEEP", "MAX_LINES", "MAX_LINE", "kept"),
+    ("probes/job_node.py", "launchers/jobs.py"): ("JOB_ENV", "ENV_VALUE"),
+    ("probes/nccl_tests.py", "probes/perftest.py"): ("run_command", "MAX_STDOUT"),
+}
+COPIED = {name: files for files, names in COPIED_BETWEEN.items() for name in names}
+
+
+def _top_level(path: Path, name: str) -> str:
+    """The source of a top-level function or assignment, as `ast` reads it, without its
+    docstring or its annotations (one file may spell a type as a string)."""
+    import ast
+
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                body = body[1:]
+            return ast.dump(ast.Module(body=body, type_ignores=[]))
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return ast.dump(node.value)
+    raise AssertionError(f"{path}: no top-level {name}")
+
+
+@pytest.mark.parametrize("name", sorted(COPIED))
+def test_a_helper_copied_into_single_file_programs_is_the_same_in_each(name: str) -> None:
+    package = Path(__file__).resolve().parents[2] / "pytest_cluster"
+    copies = {where: _top_level(package / where, name) for where in COPIED[name]}
+    assert len(set(copies.values())) == 1, f"{name} differs between {', '.join(copies)}"

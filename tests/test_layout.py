@@ -1,0 +1,213 @@
+"""The tests mirror the package: a module of pytest_cluster/ with logic of its own (a function
+or a class) has its tests in tests/<folder>/test_<module>.py (tests/test_<module>.py for the
+package's top level; `test_<module>_<aspect>.py` beside it for more), and the tests that
+start real components (network namespaces, SLURM) are in tests/real/ and nowhere else."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "pytest_cluster"
+TESTS = ROOT / "tests"
+#: The fixtures that start real components (tests/conftest.py).
+REAL_FIXTURES = {"netns", "slurm"}
+
+#: Modules whose tests are still elsewhere (in a test of a wider behaviour, a pytester run):
+#: each gets its own file as it is next worked on; the list only shrinks (a module named
+#: here that has its file, or no longer exists, fails the test below).
+WITHOUT_OWN_TEST = frozenset({
+    "__init__.py",
+    "cli.py",
+    "contract/__init__.py",
+    "contract/busbw.py",
+    "contract/clause_parsers.py",
+    "contract/cluster.py",
+    "contract/compose.py",
+    "contract/declaration.py",
+    "contract/fields.py",
+    "contract/gpu_models.py",
+    "contract/guarded.py",
+    "contract/host.py",
+    "contract/launcher_kind.py",
+    "contract/launchers.py",
+    "contract/located_errors.py",
+    "contract/mapping.py",
+    "contract/model.py",
+    "contract/narrow.py",
+    "contract/promised.py",
+    "contract/sections.py",
+    "contract/sim.py",
+    "contract/sim_records.py",
+    "contract/sla.py",
+    "contract/slurm.py",
+    "contract/spelling.py",
+    "contract/ssh.py",
+    "contract/storage.py",
+    "contract/tolerances.py",
+    "contract/training.py",
+    "contract/yaml_nodes.py",
+    "errors.py",
+    "evidence/__init__.py",
+    "evidence/baseline/accepted.py",
+    "evidence/baseline/hardware.py",
+    "evidence/baseline/performance.py",
+    "evidence/blame.py",
+    "evidence/bundle/bounds.py",
+    "evidence/bundle/dsse.py",
+    "evidence/bundle/keys.py",
+    "evidence/bundle/manifest.py",
+    "evidence/bundle/tree.py",
+    "evidence/check.py",
+    "evidence/cluster_verdict.py",
+    "evidence/derived_cases.py",
+    "evidence/drain.py",
+    "evidence/end.py",
+    "evidence/gathered.py",
+    "evidence/latency_map.py",
+    "evidence/node_groups.py",
+    "evidence/plan.py",
+    "evidence/regular_file.py",
+    "evidence/rundir.py",
+    "evidence/sealing.py",
+    "evidence/timelines.py",
+    "evidence/untrusted_json.py",
+    "launchers/__init__.py",
+    "launchers/base.py",
+    "launchers/capture.py",
+    "launchers/checked.py",
+    "launchers/fanout.py",
+    "launchers/local.py",
+    "launchers/node_runner.py",
+    "launchers/process.py",
+    "launchers/remote.py",
+    "launchers/result.py",
+    "launchers/sim.py",
+    "launchers/slurm_commands.py",
+    "launchers/slurm_nodes.py",
+    "measure/at_once.py",
+    "measure/benchmark.py",
+    "measure/cache.py",
+    "measure/calls.py",
+    "measure/cluster.py",
+    "measure/fabric.py",
+    "measure/gpu_facts.py",
+    "measure/inventory_file.py",
+    "measure/latency.py",
+    "measure/node_search.py",
+    "measure/perftest.py",
+    "measure/rails.py",
+    "money.py",
+    "probes/__init__.py",
+    "probes/checkpoint.py",
+    "probes/collective.py",
+    "probes/dataloader.py",
+    "probes/gpu_perf.py",
+    "probes/host.py",
+    "probes/import_latency.py",
+    "probes/inventory.py",
+    "probes/job_node.py",
+    "probes/nccl_tests.py",
+    "probes/perftest.py",
+    "probes/pingpong.py",
+    "probes/shared_fs.py",
+    "probes/train.py",
+    "report/heatmap.py",
+    "report/junit_properties.py",
+    "report/scorecard.py",
+    "report/sections.py",
+    "report/soak.py",
+    "report/splice.py",
+    "run/after_checks.py",
+    "run/collection.py",
+    "run/collector_gc.py",
+    "run/configure.py",
+    "run/contract_tests.py",
+    "run/fixtures.py",
+    "run/junit_cases.py",
+    "run/junit_spool.py",
+    "run/level_select.py",
+    "run/memory.py",
+    "run/metrics_sink.py",
+    "run/output_paths.py",
+    "run/sealed.py",
+    "run/session.py",
+    "run/suite.py",
+    "sim/answers.py",
+    "sim/cluster.py",
+    "sim/collectives.py",
+    "sim/job_node.py",
+    "sim/nics.py",
+    "sim/nvml/pynvml.py",
+    "sim/pingpong.py",
+    "sim/round.py",
+    "sim/storage.py",
+    "soak/availability.py",
+    "soak/case_reports.py",
+    "soak/round_process.py",
+    "soak/rounds.py",
+    "soak/tally.py",
+})
+
+
+def _has_logic(path: Path) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any(isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+               for node in tree.body)
+
+
+def modules_with_logic() -> dict[str, Path]:
+    """Each module with logic, by its path under pytest_cluster/, and where its tests go."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "__pycache__" in path.parts or not _has_logic(path):
+            continue
+        rel = path.relative_to(PACKAGE)
+        if rel.name == "__init__.py":  # a package's own logic: tests/<parent>/test_<package>.py
+            found[rel.as_posix()] = TESTS / rel.parent.parent / f"test_{rel.parent.name}.py"
+        else:
+            found[rel.as_posix()] = TESTS / rel.parent / f"test_{rel.stem}.py"
+    return found
+
+
+def test_every_module_with_logic_has_its_test_file() -> None:
+    modules = modules_with_logic()
+    missing = sorted(name for name, test in modules.items()
+                     if not test.exists() and name not in WITHOUT_OWN_TEST)
+    assert not missing, f"no tests/<folder>/test_<module>.py for: {', '.join(missing)}"
+    stale = sorted(name for name in WITHOUT_OWN_TEST
+                   if name not in modules or modules[name].exists())
+    assert not stale, f"WITHOUT_OWN_TEST names modules that have their file or are gone: {stale}"
+
+
+def _is_test_or_fixture(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return node.name.startswith("test_") or any(
+        "fixture" in ast.unparse(decorator) for decorator in node.decorator_list)
+
+
+def _uses_real_fixtures(path: Path) -> list[str]:
+    """The tests and fixtures of a file that ask for a real cluster (a helper that is handed
+    one is not one of them)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [node.name for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and _is_test_or_fixture(node)
+            and {arg.arg for arg in node.args.args + node.args.kwonlyargs} & REAL_FIXTURES]
+
+
+def test_the_tests_that_start_real_components_are_in_tests_real() -> None:
+    outside = {path.relative_to(ROOT).as_posix(): names
+               for path in sorted(TESTS.rglob("test_*.py"))
+               if (TESTS / "real") not in path.parents
+               for names in [_uses_real_fixtures(path)] if names}
+    assert not outside, f"real-component tests outside tests/real/: {outside}"
+    assert any(_uses_real_fixtures(path) for path in (TESTS / "real").glob("test_*.py"))
+
+
+def test_a_test_folder_is_a_folder_of_the_package() -> None:
+    """tests/<folder>/ mirrors pytest_cluster/<folder>/ (and tests/real/ is the real one)."""
+    folders = {path.parent.relative_to(TESTS) for path in TESTS.rglob("test_*.py")}
+    strays = sorted(str(folder) for folder in folders if folder != Path(".")
+                    and folder.parts[0] != "real" and not (PACKAGE / folder).is_dir())
+    assert not strays, f"test folders with no package folder of that name: {strays}"
