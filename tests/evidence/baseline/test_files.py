@@ -38,7 +38,8 @@ from pytest_cluster.evidence.untrusted_json import (
 )
 from pytest_cluster.measure.inventory_file import InventoryDocument
 from pytest_cluster.units import UNITS
-from tests.evidence.baseline.test_compare import NODE, SPEC, _reseal
+from tests.evidence.baseline.test_compare import SPEC, _reseal
+from tests.evidence.baseline.test_hardware import NODE
 
 ID = ('{"unreadable": WHY} or a string of at most 4096 characters, a number, true, false or '
       'null')
