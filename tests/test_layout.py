@@ -132,7 +132,6 @@ WITHOUT_OWN_TEST = frozenset({
     "sim/pingpong.py",
     "sim/round.py",
     "sim/storage.py",
-    "soak/availability.py",
     "soak/case_reports.py",
     "soak/rounds.py",
     "soak/tally.py",
