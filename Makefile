@@ -1,6 +1,8 @@
 # `make demo`: set up .venv and run the contract suite on this machine (one-node cluster).
 # `make test`: set up .venv and run the plugin's own tests.
 # `make test-fast`: the tests not marked slow, on 2 pytest-xdist workers (while you work).
+# `make docs`: rewrite the docs' generated tables (clauses, sections, launchers, error kinds,
+# sim faults, plausible ranges) from the registries; tests/test_docs_generated.py holds them.
 # `make gpu-check`: every GPU path on this machine's GPU beside plain torch loops (one line
 # and exit 0 without CUDA); GPU_PYTHON: a python with torch+CUDA and pytest-cluster.
 PYTHON ?= python3
@@ -14,7 +16,7 @@ STAMP := $(VENV)/.installed-stamp
 # .venv's python where it exists (CI: no CUDA), else the python3 that holds torch
 GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
 
-.PHONY: demo test test-fast lint bench gpu-check clean
+.PHONY: demo test test-fast lint docs bench gpu-check clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +40,9 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+
+docs: $(STAMP)
+	$(BIN)/python docs/generate.py
 
 gpu-check:
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(GPU_PYTHON) bench/gpu_check.py $(GPU_CHECK_ARGS)

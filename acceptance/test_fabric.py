@@ -11,6 +11,7 @@ from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import fabric
 from pytest_cluster.measure.fabric import NIC_END, NIC_START
 from pytest_cluster.measure.node_search import COULD_NOT_DECIDE, FAILED, OK, SLOW, UNDECIDED
+from pytest_cluster.measure.rails import searches as rail_searches
 from pytest_cluster.run.contract_tests import checks
 from pytest_cluster.units import Dim, format_number, format_value
 
@@ -256,7 +257,7 @@ def test_fabric_rail_busbw(cluster_spec: Spec, cluster: Cluster, node: str,
     interconnect.busbw[node_network] is."""
     spec = _fabric(cluster_spec)
     clause = _clause(spec, "rail_busbw")
-    rails = cluster.rail_searches()
+    rails = rail_searches(cluster)
     evidence.saw(cluster.probe_all(NIC_START).get(node))  # its rails are the ports read
     if node in rails.unread:
         evidence.cannot_measure(clause, f"its NIC or host probe failed: "

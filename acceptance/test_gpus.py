@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_cluster.contract.gpu_models import MODELS, model_of_nvml_name
 from pytest_cluster.contract.model import Clause, GpuSpec, Rule, Spec
 from pytest_cluster.evidence import untrusted_json
+from pytest_cluster.measure import gpus as gpu_probes
 from pytest_cluster.measure.gpu_facts import gib, nvml_gpu, p2p_for, perf_gpu, xids_for
 from pytest_cluster.measure.reference import for_gpu
 from pytest_cluster.run.contract_tests import checks, table_tests
@@ -139,7 +140,7 @@ def test_gpus_same_model(cluster_spec: Spec, gpu_result: ProbeResult,
 @checks("gpus.same_driver")
 def test_gpu_driver_same_on_all_nodes(cluster: Cluster, evidence: Evidence) -> None:
     rule = _rule(cluster.spec, "same_driver")
-    results = cluster.gpu_all()
+    results = gpu_probes.gpu_all(cluster)
     drivers: dict[str, list[str]] = {}
     unanswered: dict[str, str] = {}
     for name, result in results.items():
@@ -524,7 +525,7 @@ def test_gpu_p2p(cluster_spec: Spec, gpu: int, gpu_result: ProbeResult,
 # compares it across rounds too (pytest_cluster/soak/rounds.py) ---------------------------
 
 def _stressed(cluster: Cluster, node: str) -> ProbeResult:
-    return cluster.gpu_stress(node)
+    return gpu_probes.gpu_stress(cluster, node)
 
 
 @checks("gpus.stress_throttle")

@@ -15,8 +15,7 @@ from pytest_cluster.contract.model import Clause, InterconnectSpec, Rule
 from pytest_cluster.evidence.blame import TOOL_FAULT
 from pytest_cluster.evidence.latency_map import MATRIX_UP_TO
 from pytest_cluster.hostlist import compress_hostlist
-from pytest_cluster.measure import nccl_log, plausible
-from pytest_cluster.measure.latency import placement
+from pytest_cluster.measure import collectives, latency, nccl_log, node_search, plausible
 from pytest_cluster.measure.node_search import (
     COULD_NOT_DECIDE,
     FAILED,
@@ -25,6 +24,7 @@ from pytest_cluster.measure.node_search import (
     SLOW,
     UNDECIDED,
 )
+from pytest_cluster.measure.placement import placement
 from pytest_cluster.measure.reference import Reference, for_busbw
 from pytest_cluster.run.contract_tests import checks
 from pytest_cluster.units import format_size, size_id
@@ -32,7 +32,8 @@ from pytest_cluster.units import format_size, size_id
 if TYPE_CHECKING:
     from pytest_cluster.evidence.check import Evidence
     from pytest_cluster.measure.cluster import Cluster
-    from pytest_cluster.measure.latency import LatencyRun, Placement
+    from pytest_cluster.measure.latency import LatencyRun
+    from pytest_cluster.measure.placement import Placement
 
 METHOD = ("torch.distributed {backend}, nccl-tests definitions: time = mean over ranks of "
           "{iterations} back-to-back collectives / {iterations} after {warmup} warm-up; "
@@ -154,7 +155,7 @@ def test_collective_intra_node(cluster: Cluster, node: str, collective: str, pay
     spec = _spec(cluster)
     clause, _ = required_busbw(spec, 1, "intra_node")
     evidence.require(cluster.host(node), clause)  # a node that does not answer says so
-    _check(evidence, spec, cluster.intra_node(node, collective), payload, node, 1,
+    _check(evidence, spec, collectives.intra_node(cluster, node, collective), payload, node, 1,
            _references(cluster, "intra_node", collective))
 
 
@@ -163,7 +164,7 @@ def test_collective_inter_node(cluster: Cluster, node_count: int, collective: st
                                payload: int, evidence: Evidence) -> None:
     """The first `node_count` nodes of the spec in one job: the network between nodes."""
     spec = _spec(cluster)
-    run = cluster.inter_node(node_count, collective)
+    run = collectives.inter_node(cluster, node_count, collective)
     _check(evidence, spec, run, payload, _label(cluster, node_count), node_count,
            _references(cluster, "inter_node", collective))
 
@@ -211,7 +212,7 @@ def test_collective_transport(cluster: Cluster, node_count: int, collective: str
     promise = spec.transport
     assert promise is not None, "interconnect.transport is not in the contract"
     rule = Rule(declared("interconnect.transport").id, promise.line, promise.text)
-    run = cluster.inter_node(node_count, collective)
+    run = collectives.inter_node(cluster, node_count, collective)
     evidence.saw(run)
     label = _label(cluster, node_count)
     found: dict[str, Any] = run.details.get("transport") or {}
@@ -257,11 +258,11 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
     spec = _spec(cluster)
     clause, theory = required_busbw(spec, 2, "node_network")
     evidence.require(cluster.host(node), clause)  # a node that does not answer says so
-    search = cluster.node_search()
+    search = node_search.run(cluster)
     verdict = search.verdicts.get(node)
     # the search is recorded once per run (probes/<id>.json); each node's case keeps its
     # own verdict and refers to the search by id
-    search_id = cluster.search_id()
+    search_id = node_search.document_id(cluster)
     raw: dict[str, Any] = {
         "search": {"id": search_id, "file": f"probes/{search_id}.json",
                    "rounds": len(search.rounds), "bar_bytes_per_s": search.bar_bytes_per_s,
@@ -313,7 +314,7 @@ def test_collective_stress(cluster: Cluster, evidence: Evidence) -> None:
     interconnect.stress_time, every element of every result checked."""
     spec = _spec(cluster)
     rule = Rule("interconnect.stress_loop", 0, declared("interconnect.stress_loop").text)
-    loop = cluster.collective_stress()
+    loop = collectives.stress(cluster)
     evidence.saw(loop)
     label = f"{len(loop.nodes)} node(s) ({compress_hostlist(loop.nodes)})"
     raw: dict[str, Any] = {"nodes": compress_hostlist(loop.nodes),
@@ -358,11 +359,12 @@ def _latency(cluster: Cluster, node: str, evidence: Evidence,
     run or this node was not measured."""
     spec = _spec(cluster)
     evidence.require(cluster.host(node), clause)  # a node that does not answer says so
-    run = cluster.latency()
+    run = latency.run(cluster)
     evidence.saw(run)
     size = spec.latency_size
     raw: dict[str, Any] = {
-        "run": {"id": cluster.latency_id(), "file": f"probes/{cluster.latency_id()}.json",
+        "run": {"id": latency.document_id(cluster),
+                "file": f"probes/{latency.document_id(cluster)}.json",
                 "nodes": compress_hostlist(run.nodes), "rounds": len(run.rounds),
                 "of_rounds": run.of_rounds, "backend": run.backend,
                 "retested": compress_hostlist(run.retested) if run.retested else None,

@@ -26,9 +26,11 @@ from pytest_cluster.contract.clauses import declared
 from pytest_cluster.contract.storage import Share, shared_over
 from pytest_cluster.evidence.blame import NO_ANSWER_HOST
 from pytest_cluster.hostlist import compress_hostlist
+from pytest_cluster.measure import checkpoint, dataloader, storage
 from pytest_cluster.measure.at_once import SILENT_KINDS
 from pytest_cluster.measure.checkpoint import BAD_OUTPUT, PHASES
-from pytest_cluster.measure.dataloader import CPU_BOUND, JUDGED
+from pytest_cluster.measure.dataloader import CPU_BOUND
+from pytest_cluster.measure.dataloader_claims import JUDGED
 from pytest_cluster.measure.reference import for_checkpoint
 from pytest_cluster.run.contract_tests import check_reading, checks, table_tests
 from pytest_cluster.units import Dim, format_size, format_value
@@ -111,7 +113,7 @@ def _everywhere(cluster: Cluster, filesystem: StorageSpec, declaration: Declarat
     path missing everywhere, every write failing with ENOSPC or EIO; the one node of a
     one-node run): the filesystem's fault, not the node's, said as its case's reason."""
     answered = {n: r.data for n in cluster.nodes
-                if (r := cluster.storage(n, filesystem)).ok and r.data is not None}
+                if (r := storage.storage(cluster, n, filesystem)).ok and r.data is not None}
     why = {n: _failure(dict(data), declaration) for n, data in answered.items()}
     if node not in why or not all(why.values()):
         return ""
@@ -161,7 +163,7 @@ def test_import_torch(filesystem: StorageSpec, import_result: ProbeResult,
 def test_storage_shared(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence) -> None:
     """`shared: true` means it: a file written on one node is seen, byte for byte, on
     every other node."""
-    writer, write, reads = cluster.shared_check(filesystem)
+    writer, write, reads = storage.shared_check(cluster, filesystem)
     rule = filesystem.rule("shared")
     assert rule is not None, f"{filesystem.path} is not promised shared"
     data = evidence.require(write, rule)
@@ -217,7 +219,7 @@ CHECKPOINT_METHOD = (
 
 
 def _run(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence) -> CheckpointRun:
-    run = cluster.checkpoint(filesystem)
+    run = checkpoint.run(cluster, filesystem)
     evidence.saw(run)
     return run
 
@@ -228,8 +230,8 @@ def _checkpoint_raw(cluster: Cluster, filesystem: StorageSpec, run: CheckpointRu
     node's rate (GB/s, a small cluster's only)."""
     rates = {node: b / s for node, (b, s) in run.node_figures(phase).items()}
     raw: dict[str, Any] = {
-        "run": {"id": cluster.checkpoint_id(filesystem),
-                "file": f"probes/{cluster.checkpoint_id(filesystem)}.json",
+        "run": {"id": checkpoint.document_id(cluster, filesystem),
+                "file": f"probes/{checkpoint.document_id(cluster, filesystem)}.json",
                 "nodes": compress_hostlist(run.nodes) if run.nodes else None,
                 "writers_per_node": run.writers_per_node,
                 "bytes_per_writer": run.size_per_writer, "block_bytes": run.block_bytes},
@@ -364,8 +366,8 @@ def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
     """The burst's aggregate rate in `phase` as its bound counts it: the cluster's, or
     shared out per node or per GPU. Failing, it names the nodes that held it back."""
     clause = _clause(filesystem, f"checkpoint.{phase}")
-    checkpoint = filesystem.checkpoint
-    assert checkpoint is not None
+    promised = filesystem.checkpoint
+    assert promised is not None
     run = _run(cluster, filesystem, evidence)
     burst_leftovers(evidence, filesystem.path, "checkpoint burst",
                     run.details.get("leftovers") or [])
@@ -379,7 +381,7 @@ def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
     every_node(evidence, clause, cluster.nodes, run.node_figures(phase), run.node_error, raw,
                f"did not {phase} their share", wrong, readers)
     assert total is not None
-    basis = checkpoint.basis_of(f"checkpoint.{phase}")
+    basis = promised.basis_of(f"checkpoint.{phase}")
     share = _shared(cluster, evidence, basis, run.nodes)
     measured = total / share.count
     raw.update(aggregate_bytes_per_s=total, per=basis or "cluster", shared_over=share.count)
@@ -387,7 +389,7 @@ def _aggregate(cluster: Cluster, filesystem: StorageSpec, evidence: Evidence,
     # filesystem as a whole); data read back wrong, by the nodes that read it
     rates = {node: b / s for node, (b, s) in run.node_figures(phase).items()}
     slow = [] if clause.requirement.holds(measured) else held_back(
-        rates, checkpoint.keeps_up or 0.8,
+        rates, promised.keeps_up or 0.8,
         lambda fair: clause.requirement.holds(fair / share.count), fixed_work=True)
     blamed = [*readers, *(n for n in slow if n not in readers)]
     if blamed:
@@ -426,8 +428,8 @@ def test_storage_checkpoint_keeps_up(cluster: Cluster, node: str, filesystem: St
     """This node wrote its share and read another's back, every block as written, at no
     less than keeps_up of the nodes' median rate: it does not hold the burst back."""
     rule = filesystem.rule("checkpoint.keeps_up")
-    checkpoint = filesystem.checkpoint
-    assert rule is not None and checkpoint is not None, "no checkpoint.keeps_up promised"
+    promised = filesystem.checkpoint
+    assert rule is not None and promised is not None, "no checkpoint.keeps_up promised"
     evidence.require(cluster.host(node), rule)  # a node that does not answer says so
     run = _run(cluster, filesystem, evidence)
     raw = {phase: _checkpoint_raw(cluster, filesystem, run, phase) for phase in PHASES}
@@ -447,7 +449,7 @@ def test_storage_checkpoint_keeps_up(cluster: Cluster, node: str, filesystem: St
         text = f"{phase} {format_rate(rate)} ({rate / middle:.0%} of the median " \
                f"{format_rate(middle)})"
         shown.append(text)
-        if rate < checkpoint.keeps_up * middle:
+        if rate < promised.keeps_up * middle:
             problems.append(text)
     bad = run.bad(node)
     if bad:
@@ -457,7 +459,7 @@ def test_storage_checkpoint_keeps_up(cluster: Cluster, node: str, filesystem: St
     evidence.check_rule(rule, not problems, measured, result=None, node=node, raw=raw,
                         method=_method(run),
                         problem=f"holds the checkpoint burst back: {'; '.join(problems)} "
-                                f"(keeps_up {checkpoint.keeps_up:.0%} of the nodes' median)")
+                                f"(keeps_up {promised.keeps_up:.0%} of the nodes' median)")
 
 
 # -- the data loader's reads: every node at once on a shared filesystem ------------------
@@ -492,8 +494,8 @@ def _loader_raw(cluster: Cluster, fs: StorageSpec, run: DataloaderRun,
                 phase: str) -> dict[str, Any]:
     figures = run.node_figures(phase)
     raw: dict[str, Any] = {
-        "run": {"id": cluster.dataloader_id(fs),
-                "file": f"probes/{cluster.dataloader_id(fs)}.json",
+        "run": {"id": dataloader.document_id(cluster, fs),
+                "file": f"probes/{dataloader.document_id(cluster, fs)}.json",
                 "nodes": compress_hostlist(run.nodes) if run.nodes else None,
                 "workers_per_node": run.workers_per_node, "read_size": run.read_size,
                 "file_bytes_per_worker": run.file_bytes},
@@ -522,7 +524,7 @@ def _loader_aggregate(cluster: Cluster, fs: StorageSpec, evidence: Evidence,
     loader = fs.dataloader
     assert loader is not None
     phase, what = LOADER_CLAUSES[key]
-    run = cluster.dataloader(fs)
+    run = dataloader.run(cluster, fs)
     evidence.saw(run)
     burst_leftovers(evidence, fs.path, "data loader run", run.details.get("leftovers") or [])
     raw = _loader_raw(cluster, fs, run, phase)
@@ -586,7 +588,7 @@ def test_storage_dataloader_keeps_up(cluster: Cluster, node: str, filesystem: St
     loader = filesystem.dataloader
     assert rule is not None and loader is not None, "no dataloader.keeps_up promised"
     evidence.require(cluster.host(node), rule)
-    run = cluster.dataloader(filesystem)
+    run = dataloader.run(cluster, filesystem)
     evidence.saw(run)
     raw: dict[str, Any] = {phase: _loader_raw(cluster, filesystem, run, phase)
                            for phase in JUDGED}

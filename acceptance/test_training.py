@@ -10,6 +10,7 @@ from pytest_cluster.contract.clauses import declared
 from pytest_cluster.contract.model import Clause
 from pytest_cluster.contract.requirement import parse_requirement
 from pytest_cluster.hostlist import compress_hostlist
+from pytest_cluster.measure import training
 from pytest_cluster.run.contract_tests import checks
 from pytest_cluster.units import Dim
 
@@ -38,7 +39,7 @@ def _run(cluster: Cluster, evidence: Evidence, key: str) -> tuple[TrainingSpec, 
     spec = _spec(cluster)
     clause = spec.clause(key)
     assert clause is not None, f"training.{key} is not in the contract"
-    run = cluster.training()
+    run = training.run(cluster)
     evidence.saw(run)
     label = f"{len(run.nodes)} node(s) ({compress_hostlist(run.nodes)})"
     raw: dict[str, Any] = {"nodes": compress_hostlist(run.nodes),
@@ -120,7 +121,7 @@ def test_training_ranks(cluster: Cluster, node: str, evidence: Evidence) -> None
     wait for it, or are ended with the job, and pass), so the verdict rejects the node
     that hung or died, not the ones that found it."""
     spec = _spec(cluster)
-    run = cluster.training()
+    run = training.run(cluster)
     evidence.saw(run)
     clause = Clause(declared("training.ranks").id, spec.line,
                     parse_requirement(f"<= {run.stall_s:g} s", Dim.TIME, "<="))

@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 from pytest_cluster.contract import load_spec
-from pytest_cluster.measure import inventory
+from pytest_cluster.measure import collectives, gpus, inventory, node_search, storage
 from pytest_cluster.measure.calls import import_call, storage_call
 from pytest_cluster.measure.cluster import Cluster
 
@@ -65,19 +65,19 @@ def direct(spec_path: Path) -> float:
             if fs.import_torch is not None:
                 cluster.probe_all(import_call(fs))
             if fs.shared and len(nodes) >= 2:
-                cluster.shared_check(fs)
+                storage.shared_check(cluster, fs)
         if spec.gpus is not None:
-            cluster.gpu_all()
-            cluster.gpu_perf(nodes[0])
+            gpus.gpu_all(cluster)
+            gpus.gpu_perf(cluster, nodes[0])
         ic = spec.interconnect
         if ic is not None:
             for collective in ic.collectives:
                 for node in nodes:
-                    cluster.intra_node(node, collective)
+                    collectives.intra_node(cluster, node, collective)
                 for count in ic.node_counts:
-                    cluster.inter_node(count, collective)
+                    collectives.inter_node(cluster, count, collective)
             if ic.node_network and len(nodes) >= 2:
-                cluster.node_search()
+                node_search.run(cluster)
         inventory.take(cluster, may_probe=True)  # as the run ends: inventory.json
         return time.perf_counter() - start
 

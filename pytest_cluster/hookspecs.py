@@ -2,10 +2,11 @@
 exporter, a database, a chat channel) without touching our code.
 
 Registered with pluggy by `pytest_addhooks` (run/configure.py), as pytest-xdist's
-`newhooks.py` and pytest-html's `hooks.py` are. Implement them in a conftest.py or in a
-plugin of your own (`-p mysink`, or an entry point in group `pytest11`); every argument is
-keyword-only, and an implementation may take only the ones it needs. They are called on
-the controller only (never on a pytest-xdist worker), in this order in a run:
+`xdist/newhooks.py` and pytest-html's `pytest_html/hooks.py` are. Implement them in a
+conftest.py or in a plugin of your own (`-p mysink`, or an entry point in group
+`pytest11`); every argument is keyword-only, and an implementation may take only the ones
+it needs. They are called on the controller only (never on a pytest-xdist worker), in
+this order in a run:
 
 1. `pytest_cluster_result_line` for every line of results.jsonl as it is written (the run
    line, each case's result, a soak's round lines, the end record), also when
@@ -38,7 +39,7 @@ hookspec = pluggy.HookspecMarker("pytest")
 def pytest_cluster_result_line(config: pytest.Config, record: Mapping[str, Any]) -> None:
     """A line of results.jsonl, as it is written (`record["type"]` says which: run,
     result, round_result, round, derived cases' results, end); a result line's keys are
-    `pytest_cluster.evidence.results.ResultLine`'s."""
+    `pytest_cluster.evidence.sinks.results.ResultLine`'s."""
 
 
 @hookspec

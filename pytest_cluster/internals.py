@@ -5,7 +5,7 @@ there, by name, not somewhere in a run; pyproject.toml pins the versions so test
 
 - pytest's JUnit writer (`_pytest.junitxml`): its stash key is the one way to add
   `<testsuite>` properties and a testcase's classname; its reporters are spooled to disk
-  as each testcase finishes (evidence/junit_spool.py), so 100,000s of them are not held.
+  as each testcase finishes (run/junit_spool.py), so 100,000s of them are not held.
   A testcase the writer opened for a case that was then interrupted, never judged, is
   taken back out of its lists (no testcase for a case that did not run).
 - The terminal reporter's `stats` lists: a passed case's reports are dropped or replaced

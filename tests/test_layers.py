@@ -3,7 +3,8 @@ with `ast` (nothing is imported to check it).
 
 Launchers, jobs and the simulated cluster sit below the cluster, the fixtures, the
 evidence, the acceptance suites, the plugin and the session: none of them may import
-upward. Probes run on the nodes as one file each and import nothing of ours.
+upward. Probes run on the nodes as one program each and import nothing of ours but their
+own modules.
 """
 
 from __future__ import annotations
@@ -205,6 +206,53 @@ def test_the_import_graph_is_no_taller_than_it_was() -> None:
     assert len(found) <= MOST_LAYERS, " -> ".join(found)
 
 
+# -- measure/: one measurement, one module, on what every measurement shares -------------
+
+MEASURE = "pytest_cluster.measure"
+CLUSTER = "pytest_cluster.measure.cluster"
+
+
+def cycle(imports: list[Import]) -> list[str]:
+    """A circle of imports (guarded ones too: a type is a dependency as well), as the
+    modules around it, the first one again at its end; [] where there is none."""
+    below: dict[str, set[str]] = {}
+    for each in imports:
+        if each.module != each.target:
+            below.setdefault(each.module, set()).add(each.target)
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> list[str]:
+        if module in path:
+            return [*path[path.index(module):], module]
+        if module in done:
+            return []
+        for target in sorted(below.get(module, ())):
+            if found := visit(target, [*path, module]):
+                return found
+        done.add(module)
+        return []
+
+    return next((found for module in sorted(below) if (found := visit(module, []))), [])
+
+
+def test_the_circle_finder_finds_a_circle_through_a_guarded_import() -> None:
+    imports = [Import("m.a", "m.b", 1, False), Import("m.b", "m.c", 1, False),
+               Import("m.c", "m.a", 1, True), Import("m.c", "m.d", 2, False)]
+    assert cycle(imports) == ["m.a", "m.b", "m.c", "m.a"]
+    assert cycle(imports[:2] + imports[3:]) == []
+
+
+def test_the_measurements_import_each_other_in_no_circle() -> None:
+    """Each measurement is a module of functions taking a Prober (measure/prober.py): no
+    module of measure/ imports the Cluster (rails did, under TYPE_CHECKING, while the
+    Cluster imported rails), and no two import each other, even for a type."""
+    imports = [i for i in all_imports() if within(i.module, MEASURE)]
+    assert any(i.target == f"{MEASURE}.prober" for i in imports)
+    assert [str(i) for i in imports if i.target == CLUSTER and i.module != CLUSTER] == []
+    inside = [i for i in imports if within(i.target, MEASURE)]
+    assert cycle(inside) == []
+
+
 def test_the_public_api_is_declared_and_each_name_is_where_it_lives() -> None:
     """`from pytest_cluster import run_job, read_results`: each name of __all__ is the
     object of the module that holds it; the re-export shims are gone."""
@@ -242,14 +290,24 @@ def test_the_import_reader_resolves_what_a_module_imports(tmp_path: Path) -> Non
 
 
 def test_probes_import_nothing_of_ours() -> None:
-    """A probe is sent to a node as one file: it can import nothing of this package. The
-    package's own module (the registry of probes, never sent) reads the installed
-    extensions' probes, and nothing else of ours."""
+    """A probe is sent to a node as one program (probes/_shipping.py): it can import
+    nothing of this package but its own modules (a probe that is a package) and the
+    probes' shared helpers (probes/_lib). The package's own module (the registry of
+    probes, never sent) reads the installed extensions' probes and ships a program, and
+    imports nothing else of ours."""
     imports = all_imports()
     assert "pytest_cluster.probes.job_node" in sources()
-    registry = ("pytest_cluster.probes", "pytest_cluster.contract.extensions")
+    assert "pytest_cluster.probes.nic.sysfs" in sources()  # a probe that is a package
+    registry = {("pytest_cluster.probes", "pytest_cluster.contract.extensions"),
+                ("pytest_cluster.probes", "pytest_cluster.probes._shipping")}
+
+    def carried(imp: Import) -> bool:
+        program = ".".join(imp.module.split(".")[:3])  # pytest_cluster.probes.<name>
+        return imp.module != "pytest_cluster.probes" and (
+            within(imp.target, program) or within(imp.target, "pytest_cluster.probes._lib"))
+
     wrong = [str(i) for i in imports if within(i.module, "pytest_cluster.probes")
-             and not i.guarded and (i.module, i.target) != registry]
+             and not i.guarded and (i.module, i.target) not in registry and not carried(i)]
     assert wrong == []
 
 

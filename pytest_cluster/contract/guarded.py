@@ -30,7 +30,7 @@ UNKNOWN_STATUS (`_watched`): an error said, where the run hung.
 What it cannot be kept from: `os._exit` (the process ends there, with the status it
 gives: no handler runs), a signal it sends itself that cannot be caught (SIGKILL), a
 process it forks that never returns to here, memory it takes. An extension is installed
-code run with the run's rights (docs/extensions.md).
+code run with the run's rights (docs/development.md).
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ class JobSpec:
 #: How job_node says it ended its ranks at the job's wall clock.
 WALL_CLOCK = "wall-clock limit of "
 #: A log line, not a reason: torch's c10 log ('[W1127 10:00:00.1 ...] ...', '[I ...'),
-#: Python's warnings ('x.py:3: UserWarning: ...', the source line it quotes below it,
+#: Python's warnings ('/home/me/x.py:3: UserWarning: ...', the source line it quotes below it,
 #: indented). Matched at the start of a line without its leading blanks (a leading `\s*`
 #: in the pattern made a line of blanks quadratic: 20 kB took 3 s).
 _LOG_LINE = re.compile(r"\[[WI]\d*[ \]]|.*\wWarning: |warnings\.warn\(")

@@ -1,21 +1,24 @@
 """What the jobs every node runs at once on a shared filesystem (the checkpoint burst,
-the data loader's reads) share: when they start, the token their files carry, and how a
-node's numbers are read."""
+the data loader's reads) share: the run over the nodes that answer (`everywhere`), when
+they start, the token their files carry, and how a node's numbers are read."""
 
 from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import run_job
 from pytest_cluster.launchers.result import ErrorKind
+from pytest_cluster.measure.storage_claims import Ceiling, node_ceiling
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.model import StorageSpec
     from pytest_cluster.launchers.base import Launcher
     from pytest_cluster.launchers.jobs import JobResult, JobSpec
+    from pytest_cluster.measure.prober import Prober
 
 #: The placeholder master address of jobs whose ranks never meet (no rendezvous): no node
 #: is asked for its own before the job starts.
@@ -29,6 +32,38 @@ REMOVE_TRIES = 3
 #: How long before a phase starts the controller names its start time, by node count
 #: (every node's part is launched by then), in seconds.
 LEAD_S, LEAD_PER_NODE_S, LEAD_MOST_S = 3.0, 0.02, 60.0
+
+
+class Measured(Protocol):
+    """A run's record (checkpoint.CheckpointRun, dataloader.DataloaderRun)."""
+
+    @property
+    def simulated(self) -> bool: ...
+
+    def to_json(self) -> Mapping[str, object]: ...
+
+
+#: How a run is made: (launcher, filesystem, the nodes that answered, GPUs per node,
+#: the others and why, what no node's rate may pass).
+Runner = Callable[["Launcher", "StorageSpec", list[str], "int | None", dict[str, str],
+                   Ceiling], Measured]
+
+
+def everywhere(prober: Prober, key: str, fs: StorageSpec, run: Runner) -> dict[str, Any]:
+    """`run` over every node that answers its host probe (the others, named, are its
+    errors), no node's rate above storage_claims.node_ceiling, once per run: its
+    document under `key`."""
+    def compute() -> dict[str, object]:
+        answers = prober.host_all()
+        silent = {n: r.describe() for n, r in answers.items() if not r.ok}
+        gpus = prober.spec.gpus.slots if prober.spec.gpus is not None else None
+        nodes = [n for n in prober.nodes if n not in silent]
+        found = run(prober.launcher, fs, nodes, gpus, silent, node_ceiling(prober.spec))
+        simulated = found.simulated or any(r.simulated for r in answers.values())
+        return {**found.to_json(), "simulated": simulated}
+
+    prober.host_all()  # read before the measuring lock is taken (ProbeCache.alone)
+    return prober.cache.document(key, compute)
 
 
 def start_at(nodes: int) -> float:

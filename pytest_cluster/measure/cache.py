@@ -13,9 +13,9 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import IO, Any, TypeVar, cast
 
 from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.probes import ProbeCall
@@ -51,6 +51,7 @@ class ProbeCache:
         self.directory = directory
         self._memo: dict[str, dict[str, ProbeResult]] = {}
         self._documents: dict[str, dict[str, Any]] = {}  # read once per process
+        self._kept: dict[Hashable, object] = {}
 
     def _load(self, path: Path) -> dict[str, ProbeResult]:
         records = json.loads(path.read_text(encoding="utf-8"))
@@ -126,6 +127,14 @@ class ProbeCache:
 
         self._documents[key] = document = self._once(key, read, make)
         return document
+
+    def kept(self, key: Hashable, make: Callable[[], T]) -> T:
+        """What `make` returns, made once per process and kept under `key` (a document's
+        record read from its JSON, a key of the spec's sections): every case that asks
+        again, at a thousand nodes, gets it without making it again."""
+        if key not in self._kept:
+            self._kept[key] = make()
+        return cast("T", self._kept[key])
 
     def path(self, key: str) -> Path:
         """Where the document or probe results stored under `key` are."""

@@ -25,7 +25,8 @@ enters a median or an aggregate (each failure is its node's bad output, naming w
 wrong): its file set's bytes as asked; no more bytes read than its reads of `read_size`;
 a read phase no shorter than `duration`; a metadata test of exactly 4 x `metadata_files`
 operations; at most one operation a microsecond (storage_claims.MOST_WORKER_OPS_PER_S),
-and no node above its bytes ceiling (storage_claims.node_ceiling).
+and no node above its bytes ceiling (storage_claims.node_ceiling). Those checks are
+dataloader_claims.py's; `run` is the data loader on a cluster (a Prober).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from pytest_cluster.measure.at_once import (
     NOT_STARTED,
     SILENT_KINDS,
     Removal,
+    everywhere,
     failed_everywhere,
     pairs,
     part_errors,
@@ -53,45 +55,27 @@ from pytest_cluster.measure.at_once import (
     start_at,
     token,
 )
-from pytest_cluster.measure.plausible import CPU_GRAIN_S, ONE_THREAD_CPU
-from pytest_cluster.measure.storage_claims import (
-    Ceiling,
-    figure,
-    held_to_observed,
-    ops_above,
-    over_ceiling,
+from pytest_cluster.measure.cache import document_key
+from pytest_cluster.measure.dataloader_claims import (
+    BAD,
+    JUDGED,
+    Asked,
+    WorkerFigures,
+    worker_figures,
 )
+from pytest_cluster.measure.storage_claims import Ceiling, held_to_observed, over_ceiling
 from pytest_cluster.probes import probe_source
-from pytest_cluster.units import finite
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import StorageSpec
     from pytest_cluster.launchers.base import Launcher
+    from pytest_cluster.measure.prober import Prober
     from pytest_cluster.probes.dataloader import RankData
 
-#: The phases that are judged (the write before them only makes the file set).
-JUDGED = ("read", "metadata")
 #: A node whose workers' CPU time is this share of their wall time or more is CPU-bound.
 CPU_BOUND = 0.9
 #: The error kind of a node whose answer claimed what it could not have done.
 BAD_OUTPUT = "bad_output"
-#: How a worker's error starts where its answer is its node's bad output.
-BAD = "bad data loader output: "
-#: The bytes of each small file of the metadata test (probes/dataloader.py's).
-METADATA_FILE_BYTES = 3901
-
-
-@dataclass(frozen=True)
-class WorkerFigures:
-    node: str
-    rank: int
-    ops: int
-    bytes: int
-    seconds: float
-    cpu_s: float
-    late_s: float
-    error: str = ""
-    missing: int = 0  # read: the files other nodes wrote it did not find (not written here)
 
 
 @dataclass(frozen=True)
@@ -278,74 +262,6 @@ def phase_job(fs: StorageSpec, nodes: Sequence[str], workers: int, phase: str, t
                    wall_timeout_s=loader.timeout_s, master_addr=NO_RENDEZVOUS)
 
 
-_NUMBERS = ("ops", "bytes", "seconds", "cpu_s", "late_s")
-
-
-@dataclass(frozen=True)
-class Asked:
-    """What the controller asked of a phase's workers, which bounds what each may claim."""
-
-    size: int  # each worker's file of the set
-    read_size: int
-    duration_s: float
-    files: int  # metadata files per worker
-    ceiling: Ceiling = field(default_factory=Ceiling)
-
-
-def _worker(node: str, rank: int, data: RankData | None, why: str,
-            phase: str = "", asked: Asked | None = None) -> WorkerFigures:
-    """One worker's report, each number checked (a node's answer is not trusted), and,
-    where the controller says what it asked (`asked`), each claim against it."""
-    missing = data.get("missing") if data is not None else None
-    empty = WorkerFigures(node, rank, 0, 0, 0.0, 0.0, 0.0,
-                          missing=min(len(missing), 2**20) if isinstance(missing, list) else 0)
-    if data is None:
-        return replace(empty, error=why or "the worker printed no result")
-    if "error" in data:
-        return replace(empty, error=str(data["error"])[:300])
-    numbers = {}
-    for name in _NUMBERS:
-        value = finite(data.get(name))
-        if value is None or value < 0:
-            return replace(empty, error=f"{BAD}{name} is {str(data.get(name))[:40]!r}")
-        numbers[name] = value
-    found = replace(empty, ops=int(numbers["ops"]), bytes=int(numbers["bytes"]),
-                    seconds=numbers["seconds"], cpu_s=numbers["cpu_s"],
-                    late_s=numbers["late_s"])
-    wrong = _claimed(found, phase, asked) if asked is not None else ""
-    return replace(empty, error=wrong) if wrong else found
-
-
-def _claimed(worker: WorkerFigures, phase: str, asked: Asked) -> str:
-    """What is wrong with a worker's claims against what the controller asked ('')."""
-    ops, seconds = worker.ops, worker.seconds
-    if phase == "write":
-        return "" if worker.bytes == asked.size else \
-            f"{BAD}it claims {figure(worker.bytes)} bytes written, not the {asked.size} it was " \
-            "asked to"
-    if phase == "read":
-        if worker.bytes > ops * asked.read_size:
-            return (f"{BAD}it claims {figure(worker.bytes)} bytes in {figure(ops)} reads "
-                    f"of at most {asked.read_size} bytes")
-        if seconds < asked.duration_s - 0.001:
-            return (f"{BAD}it claims its reads took {seconds:.3g} s; it was to read for "
-                    f"{asked.duration_s:g} s")
-    if phase == "metadata" and (ops != 4 * asked.files
-                                or worker.bytes != asked.files * METADATA_FILE_BYTES):
-        return (f"{BAD}it claims {figure(ops)} operations on {figure(worker.bytes)} bytes; its "
-                f"{asked.files} files are {4 * asked.files} operations on "
-                f"{asked.files * METADATA_FILE_BYTES} bytes")
-    above = ops_above(ops, seconds) if phase in JUDGED else ""
-    if above:
-        return f"{BAD}{phase}: {above}"
-    if phase in JUDGED and worker.cpu_s > ONE_THREAD_CPU.high * seconds + CPU_GRAIN_S:
-        return (f"{BAD}it claims {worker.cpu_s:.3g} CPU seconds in its {seconds:.3g} s of "
-                f"one thread's calls (at most {ONE_THREAD_CPU.high:g} x them)")
-    return ""
-
-
-
-
 def _phase(launcher: Launcher, job: JobSpec, phase: str,
            details: DataloaderDetails, asked: Asked) -> tuple[
         tuple[WorkerFigures, ...], list[tuple[str, str]], list[tuple[str, str]], bool, str]:
@@ -363,7 +279,7 @@ def _phase(launcher: Launcher, job: JobSpec, phase: str,
         details["leftovers"] = leftovers[:100]
     errors = part_errors(result, phase)
     workers = over_ceiling(tuple(
-        _worker(r.node, r.rank,  # a worker's answer: _worker checks it
+        worker_figures(r.node, r.rank,  # a worker's answer: worker_figures checks it
                 cast("RankData | None", r.data if r.ok else None),
                 reason_line(r.stderr_tail) or how_ended(r.exit_code), phase, asked)
         for r in result.ranks), phase, asked.ceiling, BAD)
@@ -465,3 +381,17 @@ def run_dataloader(launcher: Launcher, fs: StorageSpec, nodes: Sequence[str],
         details = {**details, **removal}
     details["ended_at"] = time.time()
     return replace(run, details=details, simulated=simulated)
+
+
+def document_id(prober: Prober, fs: StorageSpec) -> str:
+    """The data loader run's document in the run's probes/ directory (`<id>.json`)."""
+    return prober.cache.kept(("dataloader_id", fs), lambda: document_key(
+        "dataloader", asdict(fs), prober.nodes))
+
+
+def run(prober: Prober, fs: StorageSpec) -> DataloaderRun:
+    """The data loader's reads on `fs` over every node that answers (at_once.everywhere),
+    run once per run, read once per process."""
+    key = document_id(prober, fs)
+    return prober.cache.kept(("record", key), lambda: DataloaderRun.from_json(
+        everywhere(prober, key, fs, run_dataloader)))

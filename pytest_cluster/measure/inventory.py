@@ -41,7 +41,7 @@ from pytest_cluster.units import utc
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import Spec
     from pytest_cluster.launchers import ProbeResult
-    from pytest_cluster.measure.cluster import Cluster
+    from pytest_cluster.measure.prober import Prober
     from pytest_cluster.probes.nic import NicData, Port
 
 def inventory_call(spec: Spec) -> ProbeCall:
@@ -226,7 +226,7 @@ def node_record(host_result: ProbeResult | None, gpu: ProbeResult | None,
     return record
 
 
-def take(cluster: Cluster, may_probe: bool) -> InventoryDocument:
+def take(cluster: Prober, may_probe: bool) -> InventoryDocument:
     """Every node's record. Results this run already has are used as they are; with
     `may_probe`, what is missing is asked for (the inventory probe only of the nodes that
     answered the host probe: an unreachable node is not waited for twice). Without (the

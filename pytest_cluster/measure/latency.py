@@ -12,7 +12,7 @@ meets as many peers in O(log N) rounds. A node on another spine or switch is far
 every peer: its median to its peers stands out of the latency between the other nodes (the
 pairs it is not in), while a near node's does not (`LatencyRun.ratio`); a node that stands
 out so (`far`) is counted in no near node's figure, since its distance is its own
-(`placement`): with three nodes, one far, the two near ones keep their latency to each
+(placement.py): with three nodes, one far, the two near ones keep their latency to each
 other. With two nodes nothing singles one out (no pair without either). A node that stands
 out is measured again before it is blamed (`run_latency`): a pair measured twice counts its
 smaller figure, since a busy host only adds to a round trip while a longer path adds to
@@ -29,6 +29,7 @@ import bisect
 import functools
 import math
 import statistics
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, run_job
 from pytest_cluster.measure import plausible
+from pytest_cluster.measure.collectives import key, section
 from pytest_cluster.probes import probe_source
 from pytest_cluster.probes.pingpong import rounds_of
 from pytest_cluster.units import finite
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from pytest_cluster.contract.model import InterconnectSpec
     from pytest_cluster.launchers.base import Launcher
     from pytest_cluster.measure.node_search import Recheck
+    from pytest_cluster.measure.prober import Prober
 
 #: Up to this many nodes, every pair is measured (the whole tournament).
 FULL_UP_TO = 64
@@ -377,63 +380,29 @@ def run_latency(launcher: Launcher, spec: InterconnectSpec, nodes: Sequence[str]
                    retested=tuple(far))
 
 
-@dataclass(frozen=True)
-class Placement:
-    """Where one node stands: its median to its peers against the median between the other
-    nodes (`ratio`, what colocation judges), and its own latency (`own_s`, what the latency
-    bound judges): its median to its peers but those that stand out (`far_peers`: their
-    distance is theirs)."""
-
-    node: str
-    median_s: float
-    others_median_s: float | None  # None: no pair without it (two nodes)
-    ratio: float | None  # None: nothing singles it out
-    peers: int
-    nearest: tuple[str, float]
-    farthest: tuple[str, float]
-    own_s: float = math.nan
-    far_peers: tuple[str, ...] = ()
-
-    def text(self) -> str:
-        """'median 9.1 us to its 2 peer(s), 3.00 x the median between the other nodes
-        3.0 us; nearest ..., farthest ...': what colocation judges."""
-        against = (f"{self.ratio:.2f} x the median between the other nodes "
-                   f"{us(self.others_median_s)}" if self.ratio is not None
-                   and self.others_median_s is not None else
-                   "no pair without it to compare with")
-        return (f"median {us(self.median_s)} to its {self.peers} peer(s), {against}; "
-                f"nearest {self.nearest[0]} {us(self.nearest[1])}, farthest "
-                f"{self.farthest[0]} {us(self.farthest[1])}")
-
-    def own_text(self) -> str:
-        """What the latency bound judges: its own median, and the far peers left out."""
-        if not self.far_peers:
-            return self.text()
-        kept = self.peers - len(self.far_peers)
-        return (f"median {us(self.own_s)} to its {kept} peer(s) that do not stand out "
-                f"({', '.join(self.far_peers)} left out: far from every peer, its distance "
-                f"is its own); with them {self.text()}")
+def document_id(prober: Prober) -> str:
+    """The ping-pong's document in the run's probes/ directory (`<id>.json`)."""
+    return key(prober, "latency")
 
 
-def us(seconds: float) -> str:
-    return f"{seconds * 1e6:.1f} us"
+def run(prober: Prober) -> LatencyRun:
+    """The ping-pong over every node of the spec that answers its host probe (one rank
+    each), as one job, run once per run, read once per process; the others are left out
+    (Prober.left_out), as the slow-node search leaves them out."""
+    spec = section(prober)
 
+    def compute() -> dict[str, object]:
+        hosts = prober.host_all()
+        started = time.time()
+        found = run_latency(prober.launcher, spec, prober.nodes, prober.left_out(),
+                            prober.stopped_answering)
+        return replace(found, simulated=found.simulated or any(
+            result.simulated for result in hosts.values()),
+            details={**found.details, "started_at": started,
+                     "ended_at": time.time()}).to_json()
 
-def placement(run: LatencyRun, node: str, size: int,
-              factor: float) -> Placement | None:
-    """`node`'s place at `size`: its median to its peers against the median between the
-    other nodes, and its own latency: its median to the peers that do not stand out above
-    `factor` (all of them where every one does, or where it stands out itself); None when
-    it met no peer."""
-    peers = run.peers(node, size)
-    if not peers:
-        return None
-    far = run.far(size, factor)
-    mine = statistics.median(peers.values())
-    left_out = () if node in far else tuple(sorted(p for p in peers if p in far))
-    kept = [seconds for peer, seconds in peers.items() if peer not in left_out]
-    own = statistics.median(kept) if kept else mine
-    return Placement(node, mine, run.others_median(node, size), run.ratio(node, size),
-                     len(peers), min(peers.items(), key=lambda p: (p[1], p[0])),
-                     max(peers.items(), key=lambda p: (p[1], p[0])), own,
-                     left_out if kept else ())
+    def read() -> LatencyRun:
+        prober.host_all()  # read before the measuring lock is taken (ProbeCache.alone)
+        return LatencyRun.from_json(prober.cache.document(document_id(prober), compute))
+
+    return prober.cache.kept(("record", document_id(prober)), read)

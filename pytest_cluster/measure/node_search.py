@@ -1,6 +1,8 @@
 """Finding the slow nodes of a fabric: pair the nodes, then test the suspects with
-known-good nodes, bisecting, in about log2(N) rounds instead of N^2 pairs. Pure: the
-caller's `measure` runs the groups (benchmark jobs, or a fake fabric in the tests).
+known-good nodes, bisecting, in about log2(N) rounds instead of N^2 pairs. The search
+(find_slow_nodes) is pure: the caller's `measure` runs the groups (benchmark jobs, or a
+fake fabric in the tests); `run` searches the cluster with all_reduce jobs
+(measure/collectives.py), once per run.
 
 A node is named slow only on evidence that holds: it ran alone with a node that reached
 the bar with others (a known-good partner) and the pair stayed below the bar. A group's
@@ -17,10 +19,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.contract.busbw import required_busbw, theoretical
+from pytest_cluster.measure import plausible
+from pytest_cluster.measure.collectives import collective, key, section
 from pytest_cluster.units import format_number
+
+if TYPE_CHECKING:
+    from pytest_cluster.measure.prober import Prober
 
 #: Runs groups of nodes at once (each group one job) and returns each group's busbw in
 #: bytes/s, or NaN where the job failed.
@@ -298,3 +307,55 @@ def find_slow_nodes(nodes: Sequence[str], measure: Measure, bar: float,
     for member in suspects:
         search.undecided(member, note)
     return result(search, note)
+
+
+def bar(prober: Prober) -> float:
+    """The busbw a group of nodes must reach in the slow-node search (bytes/s): the
+    node_network clause's bound."""
+    clause, _ = required_busbw(section(prober), 2, "node_network")
+    return clause.requirement.bound.value
+
+
+def ceiling(prober: Prober) -> float:
+    """The most busbw a pair of nodes can reach (bytes/s): plausible.CEILING_FACTOR x
+    the theoretical rate of the spec's links (no bound where it declares none)."""
+    theory = theoretical(section(prober), 2)
+    return plausible.CEILING_FACTOR * theory.bytes_per_s if theory else math.inf
+
+
+def document_id(prober: Prober) -> str:
+    """The slow-node search's id: it is stored once per run as `<id>.json` in the
+    run's probes/ directory, and each node's case refers to it by this id."""
+    return key(prober, "search", section(prober).search_payload)
+
+
+def run(prober: Prober) -> NodeSearch:
+    """Pairs, then suspects with known-good nodes (all_reduce at search_payload); run
+    once per run, read once per process."""
+    return prober.cache.kept(("record", document_id(prober)), lambda: _search(prober))
+
+
+def _search(prober: Prober) -> NodeSearch:
+    size = section(prober).search_payload
+    crashed: dict[frozenset[str], str] = {}  # a group whose job crashed in our code
+
+    def measure(groups: list[list[str]]) -> list[float]:
+        def one(group: list[str]) -> float:
+            found = collective(prober, "all_reduce", group, [size])
+            if found.crashed:
+                crashed[frozenset(group)] = found.error
+            point = found.at(size) if found.ok else None
+            return point.busbw if point is not None else math.nan
+        with ThreadPoolExecutor(max_workers=prober.jobs_at_once(len(groups))) as pool:
+            return list(pool.map(one, groups))
+
+    hosts = prober.host_all()
+    # a node whose host probe failed is left out: paired, it would fail its partner
+    simulated = any(result.simulated for result in hosts.values())
+    document = prober.cache.document(
+        document_id(prober),
+        lambda: replace(with_crashes(find_slow_nodes(
+            prober.nodes, measure, bar(prober), leave_out=prober.left_out(),
+            ceiling=ceiling(prober)), crashed),
+            simulated=simulated).to_json())
+    return NodeSearch.from_json(document)

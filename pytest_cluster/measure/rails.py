@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, run_job
-from pytest_cluster.measure import fabric, perftest, plausible
+from pytest_cluster.measure import collectives, fabric, perftest, plausible
 from pytest_cluster.measure.cache import document_key
 from pytest_cluster.measure.fabric import NIC_RECHECK, NIC_START
 from pytest_cluster.measure.node_search import NodeSearch, find_slow_nodes
@@ -27,7 +27,7 @@ from pytest_cluster.units import format_size
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import Spec
     from pytest_cluster.launchers import ProbeResult
-    from pytest_cluster.measure.cluster import Cluster
+    from pytest_cluster.measure.prober import Prober
     from pytest_cluster.probes.nic import Port
 
 
@@ -39,7 +39,7 @@ MAX_FAILED_JOBS = 64
 
 @dataclass(frozen=True)
 class RailSearches:
-    """The slow-node search of each rail (Cluster.rail_searches): per rail the search, or
+    """The slow-node search of each rail (rails.searches): per rail the search, or
     why the rail could not be measured; the nodes left out of every rail, with why."""
 
     searches: dict[str, NodeSearch]
@@ -116,7 +116,13 @@ def rail_ceiling(spec: Spec, port: Port) -> float:
     return plausible.CEILING_FACTOR * line if line else math.inf
 
 
-def search(cluster: Cluster) -> RailSearches:
+def searches(prober: Prober) -> RailSearches:
+    """The slow-node search on each rail alone (`search`), once per run, read once per
+    process."""
+    return prober.cache.kept("rails", lambda: search(prober))
+
+
+def search(prober: Prober) -> RailSearches:
     """The slow-node search on each rail alone (fabric.rail_busbw): every counted port
     name any node has, one rail after another, against the clause's bound. Each job
     is bound to that port: an all_reduce (fabric.rail_env, one rank per node, at
@@ -125,19 +131,19 @@ def search(cluster: Cluster) -> RailSearches:
     rail's search, named with why; so is a node whose port the NIC probe saw down, at the
     run's start or after a job on it failed (rails.recheck): a job on a port down would
     wait out its timeout, each round. Run once per run."""
-    fab = cluster.spec.fabric
+    fab = prober.spec.fabric
     assert fab is not None, "the spec has no fabric section"
     clause = fab.clause("rail_busbw")
     assert clause is not None, "fabric.rail_busbw is not in the contract"
     bar = clause.requirement.bound.value
-    size = cluster.interconnect_spec().search_payload if fab.rail_tool == "all_reduce" \
+    size = collectives.section(prober).search_payload if fab.rail_tool == "all_reduce" \
         else perftest.MESSAGE
-    nics, hosts = cluster.probe_all(NIC_START), cluster.host_all()
+    nics, hosts = prober.probe_all(NIC_START), prober.host_all()
 
     def compute() -> dict[str, object]:
         ports: dict[str, list[Port]] = {}
         unread: dict[str, str] = {}
-        for node in cluster.nodes:
+        for node in prober.nodes:
             why = _unread(nics[node], ports=True) or _unread(hosts[node])
             if why:
                 unread[node] = why
@@ -147,7 +153,7 @@ def search(cluster: Cluster) -> RailSearches:
         found: dict[str, object] = {}
         for index, (name, port) in enumerate(fabric.rails(ports).items()):
             try:
-                bound, one = runner(cluster, port, index, size)
+                bound, one = runner(prober, port, index, size)
             except ValueError as exc:
                 found[name] = {"error": str(exc)}
                 continue
@@ -160,7 +166,7 @@ def search(cluster: Cluster) -> RailSearches:
                     if why and len(failed) < MAX_FAILED_JOBS:
                         failed[",".join(sorted(group))] = why[:400]
                     return rate
-                with ThreadPoolExecutor(max_workers=cluster.jobs_at_once(len(groups))) \
+                with ThreadPoolExecutor(max_workers=prober.jobs_at_once(len(groups))) \
                         as pool:
                     return list(pool.map(each, groups))
 
@@ -168,10 +174,10 @@ def search(cluster: Cluster) -> RailSearches:
                                       ports.items() if name not in {str(p["name"])
                                                                      for p in mine}},
                          **fabric.down_on(ports, name)}
-            search = find_slow_nodes(cluster.nodes, measure, bar, leave_out=leave_out,
-                                     recheck=functools.partial(recheck, cluster, name),
-                                     ceiling=rail_ceiling(cluster.spec, port))
-            simulated = any(nics[node].simulated for node in cluster.nodes)
+            search = find_slow_nodes(prober.nodes, measure, bar, leave_out=leave_out,
+                                     recheck=functools.partial(recheck, prober, name),
+                                     ceiling=rail_ceiling(prober.spec, port))
+            simulated = any(nics[node].simulated for node in prober.nodes)
             found[name] = {**bound, "failed": failed,
                            "search": replace(search, simulated=simulated).to_json()}
         return {"rails": found, "unread": unread, "payload": size, "bar": bar,
@@ -179,20 +185,20 @@ def search(cluster: Cluster) -> RailSearches:
 
     key = document_key("rails", json.dumps(asdict(fab), sort_keys=True, default=str,
                                            allow_nan=False),
-                       json.dumps(asdict(cluster.spec.interconnect), sort_keys=True,
+                       json.dumps(asdict(prober.spec.interconnect), sort_keys=True,
                                   default=str, allow_nan=False)
-                       if cluster.spec.interconnect else "")
-    return RailSearches.from_json(cluster.cache.document(key, compute))
+                       if prober.spec.interconnect else "")
+    return RailSearches.from_json(prober.cache.document(key, compute))
 
 
-def recheck(cluster: Cluster, name: str, nodes: list[str]) -> dict[str, str]:
+def recheck(prober: Prober, name: str, nodes: list[str]) -> dict[str, str]:
     """Of `nodes`, whose job on rail `name` failed, those whose port `name` a fresh NIC
     reading finds down (fabric.down_on, AFTER_FAILURE): the search runs them on that rail
     no more. A node whose reading fails, or a launcher error, tells nothing: not down."""
-    fab = cluster.spec.fabric
+    fab = prober.spec.fabric
     assert fab is not None
     try:
-        fresh = cluster.launcher.run(NIC_RECHECK, nodes, cluster.spec.cluster.probe_timeout_s)
+        fresh = prober.launcher.run(NIC_RECHECK, nodes, prober.spec.cluster.probe_timeout_s)
     except (ClusterError, OSError, ValueError):
         return {}
     ports = {node: fabric.counted(fabric.ports_of(result.payload()), fab.devices)
@@ -201,19 +207,19 @@ def recheck(cluster: Cluster, name: str, nodes: list[str]) -> dict[str, str]:
     return fabric.down_on(ports, name, fabric.AFTER_FAILURE)
 
 
-def runner(cluster: Cluster, port: Port, index: int,
+def runner(prober: Prober, port: Port, index: int,
        size: int) -> tuple[dict[str, object], RailRunner]:
     """What binds a rail's jobs to `port` (recorded), and how a group of nodes is
     measured on it: (bytes/s or NaN, why it failed). ValueError when the port cannot
     carry the rail's tool."""
-    fab = cluster.spec.fabric
+    fab = prober.spec.fabric
     assert fab is not None
     if fab.rail_tool == "all_reduce":
-        spec = replace(cluster.interconnect_spec(), ranks_per_node=1)
+        spec = replace(collectives.section(prober), ranks_per_node=1)
         env = fabric.rail_env(port, spec.backend)
 
         def collective(group: list[str]) -> tuple[float, str]:
-            run = cluster.collective("all_reduce", group, [size], env, spec)
+            run = collectives.collective(prober, "all_reduce", group, [size], env, spec)
             point = run.at(size) if run.ok else None
             return (point.busbw, "") if point is not None else \
                 (math.nan, run.error or "no result")
@@ -221,11 +227,11 @@ def runner(cluster: Cluster, port: Port, index: int,
     if port.get("kind") != "rdma":
         raise ValueError(f"{port.get('name')} is not an RDMA port: {fab.rail_tool} "
                          f"needs one")
-    gpus = cluster.spec.gpus.slots if cluster.spec.gpus is not None else 1
+    gpus = prober.spec.gpus.slots if prober.spec.gpus is not None else 1
     base = perftest.command(fab.rail_tool, str(port.get("device")),
                             int(port.get("port") or 0),
                             index % max(1, gpus) if fab.rail_cuda else None)
-    wait_s = min(120.0, cluster.spec.cluster.probe_timeout_s)
+    wait_s = min(120.0, prober.spec.cluster.probe_timeout_s)
 
     def write_bw(group: list[str]) -> tuple[float, str]:
         job = JobSpec(tuple(group), probe_source("perftest"),
@@ -234,7 +240,7 @@ def runner(cluster: Cluster, port: Port, index: int,
                       init_timeout_s=wait_s, wall_timeout_s=(len(group) - 1) * (
                           perftest.SECONDS + wait_s + 30) + 60)
         try:
-            result = run_job(cluster.launcher, job)
+            result = run_job(prober.launcher, job)
         except (ClusterError, OSError, ValueError) as exc:
             return math.nan, str(exc)
         if result.errors:

@@ -21,6 +21,7 @@ wall clock says so, at which step, with the steps that ran and who was behind.
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,7 @@ from pytest_cluster.launchers.jobs import (
     reason_line,
     run_job,
 )
+from pytest_cluster.measure.cache import document_key
 from pytest_cluster.measure.stragglers import (
     PHASES,
     Progress,
@@ -46,6 +48,7 @@ from pytest_cluster.probes import probe_source
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import TrainingSpec
     from pytest_cluster.launchers.base import Launcher
+    from pytest_cluster.measure.prober import Prober
 
 #: A rank's heartbeat comes every 0.5 s at most; its node kills it after this much
 #: silence at the least (the step bound when that is longer).
@@ -282,3 +285,27 @@ def run_training(launcher: Launcher, spec: TrainingSpec, nodes: Sequence[str]) -
     except (ClusterError, OSError, ValueError) as exc:
         return TrainingRun(**{**asdict(base), "error": str(exc)})
     return summarise(base, result, spec.warmup + spec.steps)
+
+
+def run(prober: Prober) -> TrainingRun:
+    """The training loop over every node of the spec, as one job, run once per run.
+    A node whose host probe did not answer fails it at once, named (its ranks would
+    otherwise leave the others waiting out the rendezvous)."""
+    spec = prober.spec.training
+    if spec is None:
+        raise ValueError("the spec has no training section")
+
+    def compute() -> dict[str, object]:
+        host = prober.silent(prober.nodes)
+        if host is not None:
+            return TrainingRun(prober.nodes, spec.ranks_per_node, spec.backend,
+                               step_bound(spec), error=host.describe(),
+                               simulated=host.simulated).to_json()
+        started = time.time()
+        found = run_training(prober.launcher, spec, prober.nodes)
+        return replace(found, details={**found.details, "started_at": started,
+                                       "ended_at": time.time()}).to_json()
+
+    prober.host_all()  # read before the measuring lock is taken (see ProbeCache.alone)
+    document = prober.cache.document(document_key("training", asdict(spec)), compute)
+    return TrainingRun.from_json(document)

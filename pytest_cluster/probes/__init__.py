@@ -1,7 +1,8 @@
 """Probes: small stdlib-only programs that run ON a node and print one JSON document.
 
-Each probe is a single file so that a launcher can ship its text to a node that has
-python3 but not this package (`python3 - ARGS` with the source on stdin).
+A probe is a file, `<name>.py`, or a package, `<name>/` run by its `__main__.py`; either
+way a launcher ships it as ONE Python source to a node that has python3 but not this
+package (`python3 - ARGS` with the source on stdin): _shipping.program_source.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from pytest_cluster.contract.extensions import added_probes, adds_to, free
+from pytest_cluster.probes._shipping import program_modules, program_source
 
 #: Programs in this folder that are not probes: a job's rank program, sent by job_node
 #: (measure/benchmark.py, measure/training.py, the rails' perftest in measure/cluster.py).
@@ -20,9 +22,11 @@ JOB_PROGRAMS = ("collective", "train", "perftest", "pingpong", "checkpoint", "da
 
 def _ours() -> tuple[str, ...]:
     """Every program in this folder that is not a job's: a probe is added by adding its
-    file (`probes/<name>.py`), nothing else names it."""
+    file (`probes/<name>.py`) or its package (`probes/<name>/__main__.py`), nothing else
+    names it."""
     names = (entry.name.removesuffix(".py") for entry in resources.files(__package__).iterdir()
-             if entry.name.endswith(".py") and not entry.name.startswith("_"))
+             if not entry.name.startswith("_") and (
+                 entry.name.endswith(".py") or entry.joinpath("__main__.py").is_file()))
     return tuple(sorted(name for name in names if name not in JOB_PROGRAMS))
 
 
@@ -62,6 +66,13 @@ class ProbeCall:
 
 
 def probe_source(name: str) -> str:
+    """The one Python source that runs probe or job program `name` on a node."""
     if name in _ADDED:
         return _ADDED[name]
-    return resources.files(__package__).joinpath(f"{name}.py").read_text(encoding="utf-8")
+    return program_source(__name__, name)
+
+
+def probe_files(name: str) -> dict[str, str]:
+    """The sources of our probe or job program `name`, by file: what its shipped text
+    carries (one file, or its package's modules and the shared helpers they import)."""
+    return dict(program_modules(__name__, name).values())

@@ -12,6 +12,9 @@ import re
 import sys
 import time
 
+from ._lib.nvml import THROTTLE_BITS as THROTTLE_BITS  # noqa: PLC0414 - the sim reads it here
+from ._lib.nvml import text
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # not imported when it runs: typing and argparse double its start-up
     from collections.abc import Callable
@@ -129,14 +132,6 @@ if TYPE_CHECKING:  # not imported when it runs: typing and argparse double its s
         count: int
         gpus: list[Gpu]
         xid: Xids
-
-THROTTLE_BITS = {"hw_slowdown": 0x8, "sw_thermal": 0x20, "hw_thermal": 0x40,
-                 "power_brake": 0x80}
-
-
-def text(value: Any) -> str:
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-
 
 def call(nvml: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """fn(*args) or {"error": reason} for an NVML error (e.g. Not Supported)."""

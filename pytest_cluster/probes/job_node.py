@@ -120,7 +120,7 @@ class _Rank(TypedDict):
 def die_with_parent() -> Callable[[], None] | None:
     """A preexec_fn that makes the child get SIGKILL when this process dies (Linux
     prctl PR_SET_PDEATHSIG); None where prctl is not to be had. (The node runner has its
-    own copy: a probe is one file.)"""
+    own copy: the runner is a controller's program, not a probe.)"""
     parent = os.getpid()
     try:
         import ctypes  # noqa: PLC0415 - only where it is used, on Linux

@@ -2,11 +2,11 @@
 one process (`-g N`), and hands back what it printed (its table) and wrote (its `-J` JSON
 file, 2.17 on); the controller reads both (measure/nccl_tests.py).
 
-Runs ON a node with only the standard library; shipped as a single file. The binary is
-one of BINARIES in the folder `--dir` names; its arguments are built here from numbers,
-never from text. The JSON file's `env` (the whole environment, secrets included) is never
-sent back: the file is parsed here, `env` dropped, and a file that does not parse is left
-out (the table remains).
+Runs ON a node with only the standard library; shipped as one source (with
+probes/_lib/command.py). The binary is one of BINARIES in the folder `--dir` names; its
+arguments are built here from numbers, never from text. The JSON file's `env` (the whole
+environment, secrets included) is never sent back: the file is parsed here, `env` dropped,
+and a file that does not parse is left out (the table remains).
 
     python3 nccl_tests.py --dir /opt/nccl-tests/build --binary all_reduce_perf \\
         --sizes 1048576,4194304 --gpus 8 --warmup 5 --iterations 20 --timeout 600
@@ -23,26 +23,16 @@ import sys
 import tempfile
 from typing import TypedDict
 
+from ._lib.command import CommandRun, run_command
+
 #: The binaries nccl-tests builds that this probe runs.
 BINARIES = ("all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf",
             "broadcast_perf", "reduce_perf", "sendrecv_perf")
 #: The binary that measures each collective a spec may name.
 COLLECTIVE_BINARY = {"all_reduce": "all_reduce_perf", "all_gather": "all_gather_perf",
                      "reduce_scatter": "reduce_scatter_perf", "alltoall": "alltoall_perf"}
-#: How much of what a run printed is sent back (its table is at the end).
-MAX_STDOUT = 256 * 1024
 MAX_JSON = 4 * 2**20
 _BARE = re.compile(r"(?<=[:\[,])(\s*)(-?inf|-?nan)(?=\s*[,\]}])")
-
-
-class CommandRun(TypedDict):
-    """A program run: its command line, exit code (or "timeout", "not_found") and the
-    end of what it printed."""
-
-    argv: list[str]
-    exit_code: int | str
-    stdout: str
-    stderr_tail: str
 
 
 class Run(CommandRun):
@@ -104,23 +94,6 @@ def kept_json(path: str) -> str | None:
         return None
     data.pop("env", None)
     return json.dumps(data)
-
-
-def run_command(line: list[str], timeout_s: float) -> CommandRun:
-    """Run a program: its command line, exit code (or "timeout", "not_found") and the end
-    of what it printed."""
-    try:
-        done = subprocess.run(line, capture_output=True, timeout=timeout_s, check=False,
-                              stdin=subprocess.DEVNULL)
-        code: int | str = done.returncode
-        stdout, stderr = done.stdout, done.stderr
-    except subprocess.TimeoutExpired as exc:
-        code, stdout, stderr = "timeout", exc.stdout or b"", exc.stderr or b""
-    except OSError as exc:
-        code, stdout, stderr = "not_found", b"", str(exc).encode()
-    return {"argv": line, "exit_code": code,
-            "stdout": stdout.decode(errors="replace")[-MAX_STDOUT:],
-            "stderr_tail": stderr.decode(errors="replace")[-2000:]}
 
 
 def run_one(line: list[str], timeout_s: float, json_file: str | None) -> Run:

@@ -9,49 +9,21 @@ exit code and the end of its output; the controller reads the clients' bandwidth
 (measure/perftest.py). The command line comes from the controller (`--argv`, a JSON
 list without the server and port): its program must be a perftest bandwidth tool.
 
-Stdlib only; sent as a single file.
+Stdlib only; sent as one source (with probes/_lib/command.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
-from typing import TypedDict
+
+from ._lib.command import run_command
 
 TOOLS = ("ib_write_bw",)
 #: What a client says when its server does not listen yet (perftest_communication.c).
 NOT_YET = ("Couldn't connect to", "Unable to open file descriptor for socket connection")
-MAX_STDOUT = 256 * 1024
-
-
-class Run(TypedDict):
-    """One run of the tool: its command line, exit code (or "timeout", "not_found") and
-    the end of what it printed."""
-
-    argv: list[str]
-    exit_code: int | str
-    stdout: str
-    stderr_tail: str
-
-
-def run_command(line: list[str], timeout_s: float) -> Run:
-    """Run a program: its command line, exit code (or "timeout", "not_found") and the end
-    of what it printed."""
-    try:
-        done = subprocess.run(line, capture_output=True, timeout=timeout_s, check=False,
-                              stdin=subprocess.DEVNULL)
-        code: int | str = done.returncode
-        stdout, stderr = done.stdout, done.stderr
-    except subprocess.TimeoutExpired as exc:
-        code, stdout, stderr = "timeout", exc.stdout or b"", exc.stderr or b""
-    except OSError as exc:
-        code, stdout, stderr = "not_found", b"", str(exc).encode()
-    return {"argv": line, "exit_code": code,
-            "stdout": stdout.decode(errors="replace")[-MAX_STDOUT:],
-            "stderr_tail": stderr.decode(errors="replace")[-2000:]}
 
 
 def main(args: list[str]) -> int:

@@ -9,7 +9,7 @@ The file must outlive the write (other nodes read it), so unlike the storage pro
 file it has a name; nothing of it is left behind however a run ends:
 
 * The token is `<expires>-<12 hex digits>`: the controller's UNIX time after which no
-  read of this check can still be running (see Cluster.shared_check).
+  read of this check can still be running (see measure/storage.shared_check).
 * A write that fails, or is stopped by SIGTERM, SIGINT or SIGHUP (the node runner's
   SIGTERM at the timeout or when the connection drops), removes its partial file.
 * The controller removes the file when the check ends, also when it is interrupted.
@@ -34,6 +34,8 @@ import sys
 import time
 from types import FrameType
 from typing import TypedDict
+
+from ._lib.age import ago
 
 PREFIX = ".pytest-cluster-shared-"
 TOKEN = re.compile(r"^(?P<expires>\d{1,12})-[0-9a-f]{12}$")
@@ -65,15 +67,6 @@ class SharedData(TypedDict, total=False):
     removed: bool  # remove
 
 
-def _ago(seconds: float) -> str:
-    # storage.py has the same few lines: a probe is sent to the node as one file
-    if seconds >= 7200:
-        return f"{seconds / 3600:.0f} h"
-    if seconds >= 120:
-        return f"{seconds / 60:.0f} min"
-    return f"{max(seconds, 0):.0f} s"
-
-
 def sweep(path: str, now: float | None = None) -> list[Leftover]:
     """Remove the shared-check files under `path` that no check can still read; report
     them, and the ones left in place, as {path, bytes, removed, why}."""
@@ -98,7 +91,7 @@ def sweep(path: str, now: float | None = None) -> list[Leftover]:
                    "removing it")
         elif LEGACY_TOKEN.match(token):
             remove = age > SAFE_AGE_S
-            why = (f"written {_ago(age)} ago by a pytest-cluster older than the leftover "
+            why = (f"written {ago(age)} ago by a pytest-cluster older than the leftover "
                    "sweep, which records no expiry")
             why += "; older than 24 h" if remove else (
                 ": left in place; remove it by hand if no pytest-cluster run is checking this "

@@ -9,6 +9,7 @@ import pytest
 
 from pytest_cluster.evidence.check import Evidence
 from pytest_cluster.evidence.plan import Plan
+from pytest_cluster.measure import gpus, storage
 from pytest_cluster.measure.cluster import Cluster
 from pytest_cluster.measure.fabric import NIC_START
 from pytest_cluster.run.lifecycle import run_launcher
@@ -139,23 +140,23 @@ def host_result(request: pytest.FixtureRequest, node: str) -> ProbeResult:
 def storage_result(request: pytest.FixtureRequest, node: str,
                    filesystem: StorageSpec) -> ProbeResult:
     """The storage probe's result for `filesystem` on `node`, or its error."""
-    return _cluster(request).storage(node, filesystem)
+    return storage.storage(_cluster(request), node, filesystem)
 
 
 @pytest.fixture
 def import_result(request: pytest.FixtureRequest, node: str,
                   filesystem: StorageSpec) -> ProbeResult:
     """The import-latency probe's result for `filesystem`'s interpreter on `node`."""
-    return _cluster(request).import_latency(node, filesystem)
+    return storage.import_latency(_cluster(request), node, filesystem)
 
 
 @pytest.fixture
 def gpu_result(request: pytest.FixtureRequest, node: str) -> ProbeResult:
     """The NVML GPU probe's result on `node` (inventory and health), or its error."""
-    return _cluster(request).gpu(node)
+    return gpus.gpu(_cluster(request), node)
 
 
 @pytest.fixture
 def gpu_perf_result(request: pytest.FixtureRequest, node: str) -> ProbeResult | None:
     """The torch GPU probe's result on `node` (all GPUs at once), None if not needed."""
-    return _cluster(request).gpu_perf(node)
+    return gpus.gpu_perf(_cluster(request), node)

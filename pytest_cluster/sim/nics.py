@@ -1,5 +1,5 @@
 """A simulated node's network ports, as a sysfs tree in memory that the real NIC probe
-reads (probes/nic.py's reader over these files instead of /sys): the probe's own parsing
+reads (probes/nic/sysfs.py's reader over these files instead of /sys): the probe's own parsing
 runs on every simulated answer.
 
 Each node has NICS_PER_NODE InfiniBand HCAs (mlx5_0..7, one port each, 400 Gb/s NDR, its

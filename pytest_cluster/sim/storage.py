@@ -1,5 +1,5 @@
 """A shared filesystem on simulated nodes: what the shared-file check (probes/shared_fs.py)
-and the checkpoint burst's ranks (probes/checkpoint.py) would print.
+and the checkpoint burst's ranks (probes/checkpoint/__main__.py) would print.
 
 Each node's client writes at CLIENT_WRITE and reads at CLIENT_READ bytes/s, shared by its
 writers, times its `storage_factor` fault (a slow client); the filesystem gives every node

@@ -12,7 +12,7 @@ rounds together can say.
 
 Pure functions over the rounds' directories: which rounds there are, what each says per
 node (healthy, failed, unreachable), the nodes' timelines, the counters that grew, the
-figures that did not stay steady, and the command line of a round. soak_driver.py runs
+figures that did not stay steady, and the command line of a round. soak/driver.py runs
 the rounds and reports these as cases.
 """
 

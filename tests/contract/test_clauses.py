@@ -17,7 +17,6 @@ from pytest_cluster.contract import parse_spec
 from pytest_cluster.contract.clauses import CLAUSES, clauses, declared, keys
 from pytest_cluster.contract.declaration import TEST_PREFIX, Declaration, Value
 from pytest_cluster.contract.model import Clause, Rule
-from pytest_cluster.contract.promised import promised
 from pytest_cluster.contract.sim_records import SimSpec
 from pytest_cluster.errors import SpecError
 from pytest_cluster.probes import PROBES, probe_source
@@ -155,38 +154,6 @@ def test_a_filesystem_names_its_clauses_by_its_path() -> None:
                                            clauses("storage") if not d.within]
     assert isinstance(fs.item("shared"), Rule) and isinstance(fs.write, Clause)
     assert keys("storage")[:3] == ("path", "shared", "capacity")
-
-
-def test_what_a_case_checks_and_whether_it_is_promised() -> None:
-    spec = parse_spec("cluster: {name: x, nodes: a}\nhost: {cpu_cores: 8}\n"
-                      "storage:\n  - {path: /d, write: 1 GB/s}\ngpus: {count: 8, pcie: false}\n",
-                      "t.yaml")
-    fs = spec.storage[0]
-    cases = {
-        ("host.cpu_cores", None): ("host.cpu_cores", True, ""),
-        ("host.memory", None): ("host.memory", False, ""),
-        ("storage.write", fs): ("storage[/d].write", True, ""),
-        ("storage.read", fs): ("storage[/d].read", False, ""),
-        ("gpus.pcie", None): ("gpus.pcie", False, ""),
-        ("gpus.uniform", None): ("gpus.uniform", True, ""),
-        ("gpus.same_driver", None): ("gpus.same_driver", False, "needs 2+ nodes"),
-        ("interconnect.busbw[intra_node]", None): ("interconnect", False, ""),
-        ("mine.anything", None): ("mine.anything", True, ""),  # not declared: always
-    }
-    for (name, filesystem), expected in cases.items():
-        found = promised(spec, name, {"filesystem": filesystem} if filesystem else {})
-        assert (found.name, found.promised, found.why) == expected, name
-    assert promised(spec, "host.same_software", {"package": "torch"}).not_in_contract == (
-        "host.same_software (needs 2+ nodes)")
-    # the busbw promise is written once (interconnect.busbw); each scope is an instance of it
-    # under the name its evidence carries
-    two = parse_spec("cluster: {name: x, nodes: 'n[1-2]'}\ninterconnect:\n  busbw: '>= 1 GB/s'\n"
-                     "  payloads: [1 MiB]\n  ranks_per_node: 1\n", "t.yaml")
-    assert [(p.name, p.promised) for p in (
-        promised(two, f"interconnect.busbw[{scope}]", {})
-        for scope in ("intra_node", "inter_node", "node_network"))] == [
-        ("interconnect.busbw[intra_node]", False), ("interconnect.busbw[inter_node]", True),
-        ("interconnect.busbw[node_network]", True)]
 
 
 def test_a_marker_of_an_undeclared_clause_fails_at_import() -> None:

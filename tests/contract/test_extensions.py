@@ -11,7 +11,6 @@ import json
 import math
 import os
 import shutil
-import signal
 import site
 import subprocess
 import sys
@@ -131,33 +130,6 @@ def test_whatever_an_import_does_the_extension_is_left_out_in_one_line(
     assert message in found[0]
     assert "\n" not in found[0] and len(found[0]) <= 2 * extensions.MAX_SAID
     assert capfd.readouterr() == ("", "")
-
-
-def test_a_callers_alarm_is_put_back_after_a_guarded_import() -> None:
-    """The time limit borrows SIGALRM (pytest-timeout's, a test's): its handler and what was
-    left of its timer are put back, whether the code ended or was stopped."""
-    from pytest_cluster.contract import guarded
-
-    def theirs(_signum: int, _frame: object) -> None:
-        raise AssertionError("the caller's alarm went off during the guarded code")
-
-    def loops() -> None:
-        while True:
-            pass
-
-    before = signal.signal(signal.SIGALRM, theirs)
-    signal.setitimer(signal.ITIMER_REAL, 30.0)
-    try:
-        stopped = guarded.run(loops, 0.2)
-        ended = guarded.run(lambda: 7, 0.2)
-        assert signal.getsignal(signal.SIGALRM) is theirs
-        left = signal.getitimer(signal.ITIMER_REAL)[0]
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, before)
-    assert isinstance(stopped.failure, guarded.Overdue) and stopped.value is None
-    assert (ended.value, ended.failure) == (7, None)
-    assert 25 < left < 30
 
 
 def test_what_an_import_prints_is_counted_and_cut_never_shown(
@@ -612,40 +584,6 @@ def test_the_registry_driven_tests_pass_with_the_extension_installed(extended: P
 
 
 # -- what an import changes of the process, and an extension's launcher that never returns --
-
-
-def test_what_an_import_changes_of_the_process_is_put_back(tmp_path: Path) -> None:
-    """An import that ignored SIGINT and SIGTERM made the run deaf to Ctrl-C and to
-    `timeout`; one that changed directory moved the run's evidence."""
-    from pytest_cluster.contract import guarded
-
-    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM,
-                                                     signal.SIGUSR1)}
-    here = os.getcwd()
-
-    def hostile() -> None:
-        for sig in before:
-            signal.signal(sig, signal.SIG_IGN)
-        os.chdir(tmp_path)
-
-    outcome = guarded.run(hostile, 5.0)
-    assert outcome.failure is None
-    assert {sig: signal.getsignal(sig) for sig in before} == before
-    assert os.getcwd() == here
-
-
-def test_a_process_an_import_forks_ends_where_the_import_returns(tmp_path: Path) -> None:
-    """Before, the child went on as a second run, its lines mixed with the first's."""
-    from pytest_cluster.contract import guarded
-
-    forked: list[int] = []
-    outcome = guarded.run(lambda: forked.append(os.fork()), 5.0)
-    (tmp_path / f"went-on-{os.getpid()}").touch()  # only this process gets here
-    child, = forked
-    assert outcome.failure is None and child > 0
-    _, status = os.waitpid(child, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    assert [p.name for p in tmp_path.iterdir()] == [f"went-on-{os.getpid()}"]
 
 
 #: An extension module that leaves a thread running, no daemon: the interpreter's exit

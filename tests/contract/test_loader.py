@@ -311,47 +311,11 @@ def test_gpu_defaults_are_safe() -> None:
     assert links is not None and links.requirement.text == ">= 12"
 
 
-def test_one_registry_names_every_launcher_and_its_class() -> None:
-    """contract/launchers.py's KINDS is the one registry: each kind's implementation is a
-    Launcher subclass of that name, imported only when asked for."""
-    from pytest_cluster.contract.launchers import KINDS
-    from pytest_cluster.launchers import Launcher, launcher_class
-
-    assert list(KINDS)[:4] == ["local", "sim", "ssh", "slurm"]  # ours first, in this order
-    for name, kind in KINDS.items():
-        cls = launcher_class(name)
-        assert issubclass(cls, Launcher) and cls.name == name, kind.implementation
-
-
 def test_the_spec_knows_the_throttle_reasons_the_gpu_probe_reads() -> None:
     from pytest_cluster.contract.sim import THROTTLES
     from pytest_cluster.probes.gpu import THROTTLE_BITS
 
     assert tuple(THROTTLE_BITS) == THROTTLES
-
-
-def test_the_spec_sections_are_one_registry() -> None:
-    """SECTIONS declares each section once: every Spec field that is a section is parsed by
-    it, every clause's section is one of them, and the probes a section names are probes
-    (those its declared clauses read among them)."""
-    from pytest_cluster.contract.clauses import CLAUSES
-    from pytest_cluster.contract.model import Spec
-    from pytest_cluster.contract.sections import BY_NAME, LISTED, SECTIONS
-    from pytest_cluster.probes import PROBES
-
-    names = [section.name for section in SECTIONS]
-    fields = [f.name for f in dataclasses.fields(Spec)
-              if f.name not in ("file", "sha256", "others", "warnings", "text", "whole")]
-    typed = [section.name for section in SECTIONS if section.parse is not None]
-    assert sorted(typed) == sorted(fields) and names == list(LISTED)
-    assert names[0] == "cluster" and len(set(names)) == len(names)
-    assert {d.section for d in CLAUSES} <= set(BY_NAME)
-    for d in CLAUSES:
-        if d.reads is not None:
-            assert d.reads.probe in BY_NAME[d.section].probes, d.id
-    named = {probe for section in SECTIONS for probe in section.probes}
-    assert named <= set(PROBES)
-    assert set(PROBES) - named == set(), "a probe no section reads"
 
 
 def test_a_section_declared_without_a_parser_is_its_declared_clauses(

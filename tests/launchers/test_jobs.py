@@ -23,6 +23,7 @@ from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.jobs import JobFailed, JobSpec, node_call, run_job
 from pytest_cluster.launchers.local import LocalLauncher
 from pytest_cluster.launchers.result import ProbeResult
+from pytest_cluster.measure import collectives
 from pytest_cluster.measure.cluster import Cluster
 from pytest_cluster.probes import ProbeCall
 from tests.conftest import has_torch
@@ -148,7 +149,7 @@ def test_one_host_runs_its_benchmark_jobs_one_at_a_time(tmp_path: Path, launcher
     else all at once (the barrier makes the three jobs wait for each other)."""
     spec = parse_spec("cluster: {name: t, nodes: [a, b, c]}\n"
                       "interconnect: {payloads: [1 MiB], busbw: '>= 1 MB/s'}\n", "t.yaml")
-    Cluster(spec, tmp_path, launcher=launcher).intra_node("a", "all_reduce")
+    collectives.intra_node(Cluster(spec, tmp_path, launcher=launcher), "a", "all_reduce")
     assert sorted(node for node, args in launcher.calls if "--node-rank" in args) == [
         "a", "b", "c"]
     assert launcher.most_in_flight == at_once

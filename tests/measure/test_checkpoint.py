@@ -28,13 +28,8 @@ from pytest_cluster.launchers.sim import SimLauncher
 from pytest_cluster.measure import at_once
 from pytest_cluster.measure import checkpoint as checkpoint_module
 from pytest_cluster.measure.at_once import token
-from pytest_cluster.measure.checkpoint import (
-    CheckpointRun,
-    RankFigures,
-    _figures,
-    run_checkpoint,
-    size_per_writer,
-)
+from pytest_cluster.measure.checkpoint import CheckpointRun, run_checkpoint, size_per_writer
+from pytest_cluster.measure.checkpoint_claims import RankFigures
 from pytest_cluster.measure.storage_claims import (
     MOST_NODE_BYTES_PER_S,
     OBSERVED_SLACK_S,
@@ -44,13 +39,13 @@ from pytest_cluster.measure.storage_claims import (
 from pytest_cluster.probes import ProbeCall, job_node, probe_source
 from pytest_cluster.probes import checkpoint as probe
 from pytest_cluster.probes import dataloader as dataloader_probe
-from pytest_cluster.probes.checkpoint import RankData
 from pytest_cluster.sim import answers
 from pytest_cluster.sim.job_node import read_node_call
 from tests.test_plugin import jsonl
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-PROBE = Path(probe.__file__)
+#: A rank as job_node starts one: the program as it is shipped, `python -c` it.
+A_RANK = (sys.executable, "-c", probe_source("checkpoint"))
 SIM = "sim: {gpu_model: H100-SXM-80GB, gpus_per_node: 8%s}\n"
 GPUS = "gpus: {count: 8, model: H100-SXM-80GB}\n"
 
@@ -146,7 +141,7 @@ def test_an_unknown_checkpoint_key_lists_the_declared_ones() -> None:
 def run_rank(phase: str, folder: Path, tag: str, rank: int, world: int, *extra: str,
              size: int = 3 * 2**20 + 5000, block: int = 2**20) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, str(PROBE), "--phase", phase, "--path", str(folder), "--token", tag,
+        [*A_RANK, "--phase", phase, "--path", str(folder), "--token", tag,
          "--size", str(size), "--block", str(block), *extra],
         env={**os.environ, "RANK": str(rank), "WORLD_SIZE": str(world)},
         capture_output=True, text=True, timeout=60, check=True)
@@ -235,7 +230,7 @@ def wrote_token(folder: Path) -> str:
 def test_a_write_stopped_by_sigterm_removes_its_partial_file(tmp_path: Path) -> None:
     tag = token(60)
     process = subprocess.Popen(
-        [sys.executable, str(PROBE), "--phase", "write", "--path", str(tmp_path), "--token",
+        [*A_RANK, "--phase", "write", "--path", str(tmp_path), "--token",
          tag, "--size", str(2**40), "--block", str(2**20)],
         env={**os.environ, "RANK": "0", "WORLD_SIZE": "1"}, stdout=subprocess.PIPE)
     target = tmp_path / f"{probe.PREFIX}{tag}-0"
@@ -264,29 +259,6 @@ def test_a_nodes_rate_is_over_its_slowest_writer_and_the_aggregate_over_the_slow
     assert run.aggregate("read") is None  # no node read
     missing = CheckpointRun(("a", "b", "c"), 2, 100, 10, "/s", write=ranks)
     assert missing.aggregate("write") is None  # c measured nothing: not established
-
-
-@pytest.mark.parametrize("data", [
-    {"bytes": float("nan"), "seconds": 1.0},
-    {"bytes": True, "seconds": 1.0},
-    {"bytes": 10**400, "seconds": 1.0},
-    {"bytes": -5, "seconds": 1.0},
-    {"bytes": "10", "seconds": 1.0},
-])
-def test_a_ranks_hostile_numbers_are_its_error_never_a_figure(data: dict[str, Any]) -> None:
-    report = {"started_at": 0, "ended_at": 1, "late_s": 0, "cpu_s": 0, **data}
-    found = _figures("n1", 0, cast("RankData", report), "write", "")
-    assert found.error.startswith("bad checkpoint output: bytes is")
-
-
-def test_the_time_a_rank_waited_for_its_data_is_kept_and_checked() -> None:
-    report: RankData = {"bytes": 10, "seconds": 1.0, "started_at": 0, "ended_at": 1,
-                        "late_s": 0, "cpu_s": 0}
-    assert _figures("n1", 0, {**report, "wait_s": 0.25}, "write", "").wait_s == 0.25
-    assert _figures("n1", 0, report, "write", "").wait_s == 0.0  # an older probe's
-    assert _figures("n1", 0, cast("RankData", {**report, "wait_s": "x"}), "write",
-                    "").error == \
-        "bad checkpoint output: wait_s is 'x'"
 
 
 def test_a_runs_document_keeps_the_launchers_error_kinds_and_reads_without_them() -> None:

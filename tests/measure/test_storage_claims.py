@@ -15,7 +15,14 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.measure import dataloader, fabric, gpu_facts, latency, plausible, stragglers
+from pytest_cluster.measure import (
+    dataloader_claims,
+    fabric,
+    gpu_facts,
+    latency,
+    plausible,
+    stragglers,
+)
 from pytest_cluster.sim import answers as sim_answers
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -261,9 +268,9 @@ def test_a_worker_s_cpu_time_beyond_its_wall_time_is_its_bad_output(
     was believed: 'CPU-bound, not the filesystem', with a 300-digit percentage in the
     message. More CPU time than its wall time (a margin for the clocks) is its bad
     output now."""
-    asked = dataloader.Asked(size=2**20, read_size=2**16, duration_s=1.0, files=10)
+    asked = dataloader_claims.Asked(size=2**20, read_size=2**16, duration_s=1.0, files=10)
     data: Any = {"ops": 100, "bytes": 100 * 2**16, "seconds": 1.0, "cpu_s": cpu_s,
                  "late_s": 0.0}
-    worker = dataloader._worker("n2", 1, data, "", "read", asked)
-    assert worker.error.startswith(dataloader.BAD) is bad, worker.error
+    worker = dataloader_claims.worker_figures("n2", 1, data, "", "read", asked)
+    assert worker.error.startswith(dataloader_claims.BAD) is bad, worker.error
     assert len(worker.error) < 200

@@ -22,7 +22,7 @@ from pytest_cluster.contract.sim_records import SimFault, SimSpec
 from pytest_cluster.launchers.sim import SIM_NVML_DIR, gpu_probe_env
 from pytest_cluster.measure.calls import gpu_call, gpu_perf_call
 from pytest_cluster.measure.gpu_facts import nvml_gpu, p2p_for, perf_gpu, xids_for
-from pytest_cluster.probes import probe_source
+from pytest_cluster.probes import probe_files, probe_source
 from pytest_cluster.probes.gpu_perf import parse_options
 from pytest_cluster.sim.cluster import (
     SimNode,
@@ -91,10 +91,10 @@ def test_gpu_probe_without_nvidia_ml_py_says_so(tmp_path: Path) -> None:
     assert data["error"].startswith("nvidia-ml-py is not installed")
 
 
-def _nvml_names(source: str) -> set[str]:
-    """Every `nvml.X` / `pynvml.X` the probe uses."""
+def _nvml_names(*sources: str) -> set[str]:
+    """Every `nvml.X` / `pynvml.X` the probe's modules use."""
     names = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in (node for source in sources for node in ast.walk(ast.parse(source))):
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                 and node.value.id in ("nvml", "pynvml")):
             names.add(node.attr)
@@ -119,7 +119,7 @@ def _fake() -> ModuleType:
 
 @pytest.mark.parametrize("probe", ["gpu", "gpu_perf"])
 def test_simulated_nvml_answers_every_call_the_probes_make(probe: str) -> None:
-    used = _nvml_names(probe_source(probe)) - {"NVMLError", "SIMULATED", "__file__"}
+    used = _nvml_names(*probe_files(probe).values()) - {"NVMLError", "SIMULATED", "__file__"}
     assert {"nvmlInit", "nvmlDeviceGetName"} <= used or probe == "gpu_perf"
     fake = _fake()
     assert sorted(name for name in used if not hasattr(fake, name)) == []
@@ -131,7 +131,7 @@ def test_simulated_nvml_matches_the_real_binding() -> None:
     if getattr(real, "SIMULATED", False):
         pytest.fail("the simulated pynvml shadows the real one on sys.path")
     fake = _fake()
-    used = (_nvml_names(probe_source("gpu")) | _nvml_names(probe_source("gpu_perf"))) - {
+    used = _nvml_names(*probe_files("gpu").values(), *probe_files("gpu_perf").values()) - {
         "SIMULATED", "__file__"}
     assert sorted(name for name in used if not hasattr(real, name)) == []
     for name in dir(fake):

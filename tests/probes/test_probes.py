@@ -1,4 +1,4 @@
-"""The probes run as single files on stdin, without this package, and never fake a number."""
+"""The probes run as one program on stdin, without this package, and never fake a number."""
 
 from __future__ import annotations
 
@@ -167,17 +167,15 @@ def test_output_parsing() -> None:
             parse_probe_output(bad, "host")
 
 
-# -- helpers copied between single-file programs -------------------------------------------
+# -- helpers copied between a program on a node and the controller -----------------------
 
-#: A probe (and the node runner) is sent to a node as one file, so a helper two of them need
-#: is written in each: these copies must stay the same (docstrings and comments aside).
+#: A program run on a node and a module of the controller cannot share a helper (probes
+#: share theirs through probes/_lib, carried with them), so one the two need is written in
+#: each: these copies must stay the same (docstrings and comments aside).
 COPIED_BETWEEN = {
-    ("probes/gpu.py", "probes/gpu_perf.py"): ("THROTTLE_BITS",),
-    ("probes/storage.py", "probes/shared_fs.py"): ("_ago",),
     ("probes/job_node.py", "launchers/node_runner.py"): ("die_with_parent", "PR_SET_PDEATHSIG"),
     ("probes/collective.py", "measure/nccl_log.py"): ("KEEP", "MAX_LINES", "MAX_LINE", "kept"),
     ("probes/job_node.py", "launchers/jobs.py"): ("JOB_ENV", "ENV_VALUE"),
-    ("probes/nccl_tests.py", "probes/perftest.py"): ("run_command", "MAX_STDOUT"),
 }
 COPIED = {name: files for files, names in COPIED_BETWEEN.items() for name in names}
 

@@ -20,6 +20,7 @@ import pytest
 from pytest_cluster.contract import parse_spec
 from pytest_cluster.launchers.local import LocalLauncher
 from pytest_cluster.launchers.result import ProbeResult
+from pytest_cluster.measure import storage as measured_storage
 from pytest_cluster.measure.cluster import Cluster
 from pytest_cluster.probes import ProbeCall, probe_source
 from pytest_cluster.probes import storage as probe
@@ -390,7 +391,7 @@ def test_a_shared_check_cut_short_during_its_write_removes_the_file(scratch: Pat
     cluster = shared_cluster(scratch, tmp_path)
     before = time.time()
     with pytest.raises(KeyboardInterrupt):
-        cluster.shared_check(cluster.spec.storage[0])
+        measured_storage.shared_check(cluster, cluster.spec.storage[0])
     assert ours(scratch) == []
     calls = cluster.launcher.calls  # type: ignore[attr-defined]
     [write, remove] = calls

@@ -93,21 +93,21 @@ def test_a_crashed_job_is_a_tool_fault_of_its_own_cases_only(
 
 #: A plugin that makes the check of the 2-node all-reduce itself crash, outside any job.
 RAW = """\
-from pytest_cluster.measure.cluster import Cluster
+from pytest_cluster.measure import collectives
 
-_inter_node = Cluster.inter_node
+_inter_node = collectives.inter_node
 
 
-def _crashing(self, count, collective):
+def _crashing(prober, count, collective):
     raise ZeroDivisionError("float division by zero")
 
 
 def pytest_configure(config):
-    Cluster.inter_node = _crashing
+    collectives.inter_node = _crashing
 
 
 def pytest_unconfigure(config):
-    Cluster.inter_node = _inter_node
+    collectives.inter_node = _inter_node
 """
 
 

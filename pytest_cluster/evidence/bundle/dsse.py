@@ -1,4 +1,4 @@
-"""DSSE v1 envelopes (github.com/secure-systems-lab/dsse, envelope.md and protocol.md):
+"""DSSE v1 envelopes (github.com/secure-systems-lab/dsse: its envelope and protocol):
 what is signed is the pre-authentication encoding of the payload and its type, never the
 JSON around it."""
 

@@ -1,7 +1,8 @@
-"""The manifest of a run directory: an in-toto Statement v1 (github.com/in-toto/attestation,
-spec/v1/statement.md) whose subjects are every file of the run with its SHA-256 and size,
-and whose predicate says what run made them (the spec's text and hash, the command line,
-the tool's version, start and end in UTC, the controller). It is the payload of a DSSE
+"""The manifest of a run directory: an in-toto Statement v1
+(github.com/in-toto/attestation/blob/main/spec/v1/statement.md) whose subjects are every
+file of the run with its SHA-256 and size, and whose predicate says what run made them (the
+spec's text and hash, the command line, the tool's version, start and end in UTC, the
+controller). It is the payload of a DSSE
 envelope, signed by each signer given, written last, as `manifest.intoto.json`.
 """
 

@@ -36,7 +36,7 @@ _SHOWN = 50  # entries named per kind of difference; the rest are counted
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 #: A soak resumed moves its last session's evidence to SOAK/stops/stop-NN; what that
-#: session's manifest lists under these names stays in SOAK (soak.py's KEPT).
+#: session's manifest lists under these names stays in SOAK (soak/rounds.py's KEPT).
 SOAK_FILE = "soak.json"
 SOAK_KEPT = (SOAK_FILE, "spec.yaml", "rounds", "logs", "stops")
 _STOP = re.compile(r"stop-\d+")
