@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from pytest_cluster.evidence.baseline.compare import Baseline
+from pytest_cluster.evidence.baseline.accepted import Baseline
+from pytest_cluster.evidence.cluster_verdict import INCOMPLETE
 from pytest_cluster.evidence.records import EndLine
 from pytest_cluster.evidence.verdict import (
     ACCEPTED,
     FAIL,
-    INCOMPLETE,
     NOT_CHECKED,
     REJECTED,
     UNREACHABLE,

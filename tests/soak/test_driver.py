@@ -29,7 +29,6 @@ from pytest_cluster.evidence.sla import FAILED, HEALTHY, UNREACHABLE, Span
 from pytest_cluster.evidence.timelines import Round, timelines
 from pytest_cluster.evidence.verdict import ERROR, PASS
 from pytest_cluster.sim import round as round_env
-from pytest_cluster.soak import driver as soak_driver
 from pytest_cluster.soak import rounds as soak
 
 
@@ -535,27 +534,6 @@ def test_a_soak_whose_second_round_cannot_start_is_incomplete_and_the_gate_says_
     assert (soak_dir / "logs" / "round-0002.log").read_bytes() == log
     assert verify(soak_dir / "stops" / "stop-01", None).ok
     assert _gated(soak_dir, again.ret).outcome == PASS
-
-
-def test_a_signal_while_a_round_is_started_is_noted_and_raised_once_the_soak_holds_it(
-        ) -> None:
-    """Ctrl-C or SIGTERM inside Popen would lose the child it just forked (it would run
-    its round on alone): while a round is started they are noted, and raised after, where
-    the soak stops the round; their handlers are back, and one ignored stays ignored."""
-    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    try:
-        with soak_driver.noting_signals() as noted:
-            signal.raise_signal(signal.SIGINT)  # its handler runs before this returns
-            signal.raise_signal(signal.SIGTERM)
-        assert noted == [signal.SIGINT]
-        assert signal.getsignal(signal.SIGINT) is before[0]
-        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
-        with pytest.raises(KeyboardInterrupt):
-            for signum in noted:
-                signal.raise_signal(signum)
-    finally:
-        signal.signal(signal.SIGTERM, before[1])
 
 
 #: A round 2 whose start meets a Ctrl-C (or SIGTERM) to its soak: the round sends it to
