@@ -180,20 +180,6 @@ def test_gpu_perf_without_cuda_says_so() -> None:
     assert "gpus" not in data
 
 
-def test_gpu_perf_options() -> None:
-    assert parse_options([]) == {
-        "dtypes": ["bf16"], "shape": [8192, 8192, 8192], "warmup": 50, "warmup_time": 1.0,
-        "iterations": 100, "load_time": 10.0, "copy_bytes": 2 * 2**30,
-        "xfer_bytes": 256 * 2**20, "skip": [], "sdc": False}
-    opts = parse_options(["--dtypes", "", "--skip", "p2p", "--skip", "h2d", "--skip", "p2p"])
-    assert opts["dtypes"] == []
-    assert opts["skip"] == ["h2d", "p2p"]
-    assert parse_options(["--shape", "4096"])["shape"] == [4096, 4096, 4096]
-    assert parse_options(["--shape", "4096,8192,1024"])["shape"] == [4096, 8192, 1024]
-    with pytest.raises(SystemExit):
-        parse_options(["--shape", "1,2"])
-
-
 def test_matmul_shape_from_the_spec() -> None:
     gpus = gpus_of("  count: 8\n  matmul: {bf16: '>= 1 TFLOPS'}\n"
                    "  matmul_size: [4096, 8192, 1024]\n")
