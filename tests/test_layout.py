@@ -18,7 +18,6 @@ REAL_FIXTURES = {"netns", "slurm"}
 #: each gets its own file as it is next worked on; the list only shrinks (a module named
 #: here that has its file, or no longer exists, fails the test below).
 WITHOUT_OWN_TEST = frozenset({
-    "__init__.py",
     "contract/fields.py",
     "contract/sim.py",
     "evidence/__init__.py",
@@ -42,27 +41,6 @@ WITHOUT_OWN_TEST = frozenset({
     "launchers/result.py",
     "measure/cache.py",
     "measure/gpu_facts.py",
-    "probes/gpu_perf/__main__.py",
-    "probes/gpu_perf/bandwidth.py",
-    "probes/gpu_perf/compute.py",
-    "probes/gpu_perf/options.py",
-    "probes/gpu_perf/payload.py",
-    "probes/gpu_perf/processes.py",
-    "probes/gpu_perf/sampler.py",
-    "probes/gpu_perf/timing.py",
-    "probes/nic/__main__.py",
-    "probes/nic/ethtool.py",
-    "probes/nic/namespace.py",
-    "probes/nic/net.py",
-    "probes/nic/rdma.py",
-    "probes/nic/reading.py",
-    "probes/nic/sysfs.py",
-    "probes/storage/__main__.py",
-    "probes/storage/parts.py",
-    "probes/storage/payload.py",
-    "probes/storage/sweep.py",
-    "probes/storage/transfer.py",
-    "probes/storage/workspace.py",
     "run/after_checks.py",
     "run/collection.py",
     "run/collector_gc.py",
@@ -96,7 +74,8 @@ def modules_with_logic() -> dict[str, Path]:
             continue
         rel = path.relative_to(PACKAGE)
         if rel.name == "__init__.py":  # a package's own logic: tests/<parent>/test_<package>.py
-            found[rel.as_posix()] = TESTS / rel.parent.parent / f"test_{rel.parent.name}.py"
+            package = rel.parent.name or PACKAGE.name  # the top level's: test_pytest_cluster.py
+            found[rel.as_posix()] = TESTS / rel.parent.parent / f"test_{package}.py"
         else:
             found[rel.as_posix()] = TESTS / rel.parent / f"test_{rel.stem}.py"
     return found

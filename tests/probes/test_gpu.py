@@ -21,7 +21,6 @@ from pytest_cluster.launchers.sim import SIM_NVML_DIR, gpu_probe_env
 from pytest_cluster.measure.calls import gpu_perf_call
 from pytest_cluster.measure.gpu_facts import nvml_gpu, p2p_for, perf_gpu, xids_for
 from pytest_cluster.probes import probe_source
-from pytest_cluster.probes.gpu_perf import parse_options
 from pytest_cluster.sim.cluster import SimNode, describe_node
 from tests.sim.nvml.test_pynvml import simulated_pynvml
 from tests.sim.test_cluster import SIM
@@ -95,20 +94,6 @@ def test_gpu_perf_without_cuda_says_so() -> None:
         return
     assert data["error"] == f"torch {torch.__version__} sees no CUDA GPU"
     assert "gpus" not in data
-
-
-def test_gpu_perf_options() -> None:
-    assert parse_options([]) == {
-        "dtypes": ["bf16"], "shape": [8192, 8192, 8192], "warmup": 50, "warmup_time": 1.0,
-        "iterations": 100, "load_time": 10.0, "copy_bytes": 2 * 2**30,
-        "xfer_bytes": 256 * 2**20, "skip": [], "sdc": False}
-    opts = parse_options(["--dtypes", "", "--skip", "p2p", "--skip", "h2d", "--skip", "p2p"])
-    assert opts["dtypes"] == []
-    assert opts["skip"] == ["h2d", "p2p"]
-    assert parse_options(["--shape", "4096"])["shape"] == [4096, 4096, 4096]
-    assert parse_options(["--shape", "4096,8192,1024"])["shape"] == [4096, 8192, 1024]
-    with pytest.raises(SystemExit):
-        parse_options(["--shape", "1,2"])
 
 
 def test_matmul_shape_from_the_spec() -> None:
