@@ -17,7 +17,7 @@ from pytest_cluster.units import Dim, format_number, format_value
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import Clause, FabricSpec, Rule, Spec
-    from pytest_cluster.evidence.check import Evidence
+    from pytest_cluster.evidence.record.check import Evidence
     from pytest_cluster.launchers.result import ProbeResult
     from pytest_cluster.measure.cluster import Cluster
     from pytest_cluster.probes.nic import Port

@@ -24,7 +24,7 @@ from pytest_cluster.units import Dim, finite
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.declaration import Declaration
-    from pytest_cluster.evidence.check import Evidence, Promise
+    from pytest_cluster.evidence.record.check import Evidence, Promise
     from pytest_cluster.launchers.result import ProbeResult
     from pytest_cluster.measure.cluster import Cluster
 

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from pytest_cluster.contract.busbw import CollectiveRun, gbs, required_busbw
 from pytest_cluster.contract.clauses import declared
 from pytest_cluster.contract.model import Clause, InterconnectSpec, Rule
-from pytest_cluster.evidence.blame import TOOL_FAULT
-from pytest_cluster.evidence.latency_map import MATRIX_UP_TO
+from pytest_cluster.evidence.record.latency_map import MATRIX_UP_TO
+from pytest_cluster.evidence.verdict.blame import TOOL_FAULT
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import collectives, latency, nccl_log, node_search, plausible
 from pytest_cluster.measure.node_search import (
@@ -30,7 +30,7 @@ from pytest_cluster.run.contract_tests import checks
 from pytest_cluster.units import format_size, size_id
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.check import Evidence
+    from pytest_cluster.evidence.record.check import Evidence
     from pytest_cluster.measure.cluster import Cluster
     from pytest_cluster.measure.latency import LatencyRun
     from pytest_cluster.measure.placement import Placement

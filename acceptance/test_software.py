@@ -10,7 +10,7 @@ from pytest_cluster.run.contract_tests import checks
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import VersionClause
-    from pytest_cluster.evidence.check import Evidence
+    from pytest_cluster.evidence.record.check import Evidence
     from pytest_cluster.launchers.result import ProbeResult
     from pytest_cluster.measure.cluster import Cluster
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.contract.clauses import declared
 from pytest_cluster.contract.storage import Share, shared_over
-from pytest_cluster.evidence.blame import NO_ANSWER_HOST
+from pytest_cluster.evidence.verdict.blame import NO_ANSWER_HOST
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import checkpoint, dataloader, storage
 from pytest_cluster.measure.at_once import SILENT_KINDS
@@ -38,7 +38,7 @@ from pytest_cluster.units import Dim, format_size, format_value
 if TYPE_CHECKING:
     from pytest_cluster.contract.declaration import Declaration
     from pytest_cluster.contract.model import Clause, Rule, StorageSpec
-    from pytest_cluster.evidence.check import Evidence
+    from pytest_cluster.evidence.record.check import Evidence
     from pytest_cluster.launchers.result import ProbeResult
     from pytest_cluster.measure.checkpoint import CheckpointRun
     from pytest_cluster.measure.cluster import Cluster

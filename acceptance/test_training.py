@@ -16,7 +16,7 @@ from pytest_cluster.units import Dim
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import TrainingSpec
-    from pytest_cluster.evidence.check import Evidence
+    from pytest_cluster.evidence.record.check import Evidence
     from pytest_cluster.measure.cluster import Cluster
     from pytest_cluster.measure.training import TrainingRun
 

@@ -24,7 +24,7 @@ from pytest_cluster.contract.clauses import CLAUSES
 from pytest_cluster.contract.declaration import Declaration, Value
 from pytest_cluster.contract.launchers import KINDS
 from pytest_cluster.contract.sections import SECTIONS
-from pytest_cluster.evidence import blame
+from pytest_cluster.evidence.verdict import blame
 from pytest_cluster.launchers.result import ErrorKind
 from pytest_cluster.measure import plausible
 from pytest_cluster.units import format_number
@@ -119,9 +119,9 @@ def launchers_inline() -> str:
     return "".join(f"- `{k.name}`: {_what_it_is(k.implementation)}\n" for k in KINDS.values())
 
 
-# -- how a case fails without a number (launchers/result.py ErrorKind, evidence/blame.py) ----
+# -- how a case fails without a number (launchers/result.py ErrorKind, evidence/verdict/blame.py)
 
-#: What the verdict makes of each group of error kinds evidence/blame.py declares.
+#: What the verdict makes of each group of error kinds evidence/verdict/blame.py declares.
 _KIND_GROUPS: tuple[tuple[frozenset[str], str], ...] = (
     (blame.NO_ANSWER, "no answer: UNREACHABLE where another node of the run answered"),
     (blame.CONTROLLER_SIDE, "this machine's fault: NOT CHECKED, never drained"),

@@ -3,7 +3,7 @@
     pytest-cluster verify DIR [--key PUBKEY [--require-signature]]
     pytest-cluster gate DIR --exit-status N [--log FILE] [--since EPOCH] [--drain]
 
-`gate` says what a gate does with a run (evidence/gate.py): PASS (exit 0), FAIL (exit 1:
+`gate` says what a gate does with a run (evidence/verdict/gate.py): PASS (exit 0), FAIL (exit 1:
 take the failed nodes out; --drain drains them with scontrol) or ERROR (exit 2: the tool
 could not judge; never drains), one line per reason.
 
@@ -37,7 +37,7 @@ from pytest_cluster import __version__
 from pytest_cluster.errors import BundleError, InputError, log_line
 from pytest_cluster.evidence.bundle.keys import PublicKey
 from pytest_cluster.evidence.bundle.verify import verify
-from pytest_cluster.evidence.gate import drain_commands, gate
+from pytest_cluster.evidence.verdict.gate import drain_commands, gate
 
 #: The most characters of a message from elsewhere (scontrol's stderr) a gate's line says.
 MAX_SAID = 300

@@ -18,8 +18,8 @@ this order in a run:
    wrote evidence).
 
 The records are the JSON objects written to the evidence (plain dicts, lists, strings,
-numbers), typed as pytest_cluster/evidence/records.py declares them (a node's verdict:
-`pytest_cluster.evidence.verdict.NodeEntry`): a sink must not change them.
+numbers), typed as pytest_cluster/evidence/record/lines.py declares them (a node's verdict:
+`pytest_cluster.evidence.verdict.nodes.NodeEntry`): a sink must not change them.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ import pluggy
 if TYPE_CHECKING:
     import pytest
 
-    from pytest_cluster.evidence.records import EndLine, Line, RoundLine
-    from pytest_cluster.evidence.verdict import NodeEntry
+    from pytest_cluster.evidence.record.lines import EndLine, Line, RoundLine
+    from pytest_cluster.evidence.verdict.nodes import NodeEntry
 
 hookspec = pluggy.HookspecMarker("pytest")
 
@@ -42,7 +42,7 @@ hookspec = pluggy.HookspecMarker("pytest")
 def pytest_cluster_result_line(config: pytest.Config, record: Line) -> None:
     """A line of results.jsonl, as it is written (`record["type"]` says which: run,
     result, round_result, round, derived cases' results, end); a result line's keys are
-    `pytest_cluster.evidence.records.ResultLine`'s (`records.is_result` tells one)."""
+    `pytest_cluster.evidence.record.lines.ResultLine`'s (`records.is_result` tells one)."""
 
 
 @hookspec

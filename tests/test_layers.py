@@ -132,8 +132,8 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
 }
 #: The top of the package: nothing below it may import these.
 UPPER = ("pytest_cluster.measure.cluster", "pytest_cluster.run.fixtures",
-         "pytest_cluster.evidence.check", "pytest_cluster.acceptance", "pytest_cluster.plugin",
-         "pytest_cluster.run.session")
+         "pytest_cluster.evidence.record.check", "pytest_cluster.acceptance",
+         "pytest_cluster.plugin", "pytest_cluster.run.session")
 
 
 # -- the folders: the architecture, from the bottom up ---------------------------------------
@@ -145,7 +145,7 @@ FOLDERS = ("contract", "probes", "sim", "launchers", "measure", "evidence", "rep
            "run")
 BASE = ("errors", "units", "hostlist", "money", "internals")
 #: Top-level modules that stand with a folder: the hooks' declarations pass the run's
-#: records (evidence/records.py) and are registered by run/configure.py.
+#: records (evidence/record/lines.py) and are registered by run/configure.py.
 STANDS_WITH = {"hookspecs": "run"}
 TOP = ("plugin", "cli", "acceptance")
 #: How many modules may sit at the top of pytest_cluster/ (beside __init__).
@@ -272,7 +272,8 @@ def test_the_public_api_is_declared_and_each_name_is_where_it_lives() -> None:
         _ = pytest_cluster.no_such_name
     with pytest.raises(ImportError):
         importlib.import_module("pytest_cluster.jobs")
-    from pytest_cluster.evidence import Evidence, check
+    from pytest_cluster.evidence import Evidence
+    from pytest_cluster.evidence.record import check
     assert Evidence is check.Evidence
 
 
@@ -471,7 +472,7 @@ def _lines_saying(text: str) -> list[str]:
 @pytest.mark.parametrize(("text", "most"), [("dict[str, Any]", MOST_ANY_DICTS),
                                             ("type: ignore", MOST_TYPE_IGNORES)])
 def test_types_are_not_erased_past_the_targets(text: str, most: int) -> None:
-    """Records pass typed through the seams (evidence/records.py, payload_as): the lines
+    """Records pass typed through the seams (evidence/record/lines.py, payload_as): the lines
     of the package that erase a type or silence the checker stay at most `most`."""
     found = _lines_saying(text)
     assert len(found) <= most, f"{len(found)} lines say {text!r} (at most {most}): {found}"

@@ -15,7 +15,7 @@ from pytest_cluster.contract.clauses import declared
 from pytest_cluster.contract.launcher_kind import LauncherKind
 from pytest_cluster.contract.launchers import KINDS
 from pytest_cluster.contract.sections import SECTIONS
-from pytest_cluster.evidence.gate import gate
+from pytest_cluster.evidence.verdict.gate import gate
 from tests.conftest import has_torch, on, on_no_node, planned
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")

@@ -3,7 +3,7 @@ the plan, the ledger and its tallies, the verdicts, the derived cases, the basel
 untrusted input), the run directory, the JUnit spool and the sealed bundle.
 
 `from pytest_cluster.evidence import Evidence` (the import path of your own tests before
-the folders) still works: the names of evidence/check.py are looked up when asked for,
+the folders) still works: the names of evidence/record/check.py are looked up when asked for,
 so that importing another part of evidence/ (verify's bundle) does not load them.
 """
 
@@ -17,5 +17,5 @@ _CHECK = ("Evidence", "Place", "Promise")
 
 def __getattr__(name: str) -> Any:
     if name in _CHECK:
-        return getattr(importlib.import_module("pytest_cluster.evidence.check"), name)
+        return getattr(importlib.import_module("pytest_cluster.evidence.record.check"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """The latency heat map: one-way latency between node pairs at the latency size, rows and
 columns the nodes, the farthest node named (as the colocation cases judge it). Inline SVG
-from the latency cases' records (evidence/latency_map.py); renders records only, through
+from the latency cases' records (evidence/record/latency_map.py); renders records only, through
 heatmap.html.j2."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pytest_cluster.evidence.latency_map import MATRIX_UP_TO
+from pytest_cluster.evidence.record.latency_map import MATRIX_UP_TO
 from pytest_cluster.report.templates import render
 from pytest_cluster.units import format_number, format_size
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.latency_map import LatencyMap
+    from pytest_cluster.evidence.record.latency_map import LatencyMap
 
 
 #: The heat map's colours, low to high (viridis): a near pair dark, a far one bright.

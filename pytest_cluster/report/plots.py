@@ -13,13 +13,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pytest_cluster.evidence.gathered import is_benchmark
+from pytest_cluster.evidence.record.gathered import is_benchmark
 from pytest_cluster.report.heatmap import heat_map
 from pytest_cluster.report.templates import render
 from pytest_cluster.units import format_number, format_size
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.latency_map import LatencyMap
+    from pytest_cluster.evidence.record.latency_map import LatencyMap
     from pytest_cluster.evidence.sinks.results import ResultLine
 
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",

@@ -18,15 +18,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pytest_cluster.evidence.cluster_verdict import INCOMPLETE, cluster_verdict, decisive
-from pytest_cluster.evidence.gathered import NEAR, Cell, Gathered, Matrix, PassedRows
-from pytest_cluster.evidence.tally import (
+from pytest_cluster.evidence.record.gathered import NEAR, Cell, Gathered, Matrix, PassedRows
+from pytest_cluster.evidence.record.summary import (
     SIMULATED_BANNER,
     ClauseTally,
     is_simulated,
     margin_text,
 )
-from pytest_cluster.evidence.verdict import ACCEPTED, NodeVerdict, by_verdict
+from pytest_cluster.evidence.verdict.cluster_verdict import INCOMPLETE, cluster_verdict, decisive
+from pytest_cluster.evidence.verdict.nodes import ACCEPTED, NodeVerdict, by_verdict
 from pytest_cluster.report.templates import macros, render
 
 if TYPE_CHECKING:

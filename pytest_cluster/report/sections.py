@@ -15,7 +15,7 @@ from pytest_cluster.units import format_size
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.baseline.accepted import Baseline
-    from pytest_cluster.evidence.derived_cases import Case
+    from pytest_cluster.evidence.record.derived_cases import Case
     from pytest_cluster.measure.inventory_file import InventoryDocument, NodeRecord
 
 MAX_FAILED_SHOWN = 200  # baseline failures listed in full; JUnit and results.jsonl have all

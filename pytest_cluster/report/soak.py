@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from pytest_cluster.evidence.sla import (
+from pytest_cluster.evidence.verdict.sla import (
     FAILED,
     HEALTHY,
     UNREACHABLE,
@@ -19,7 +19,7 @@ from pytest_cluster.evidence.sla import (
     availability_text,
     hours_text,
 )
-from pytest_cluster.evidence.timelines import Round, Timelines, clock, ranges
+from pytest_cluster.evidence.verdict.timelines import Round, Timelines, clock, ranges
 from pytest_cluster.money import percent
 from pytest_cluster.report.templates import render
 from pytest_cluster.units import utc

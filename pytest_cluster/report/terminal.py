@@ -12,14 +12,8 @@ from typing import TYPE_CHECKING
 
 from pytest_cluster.contract.promised import ACROSS
 from pytest_cluster.evidence.baseline.accepted import signature_said
-from pytest_cluster.evidence.cluster_verdict import (
-    INCOMPLETE,
-    incomplete_why,
-    soak_stopped,
-    unmade,
-)
-from pytest_cluster.evidence.drain import drain_line, taint_line, to_drain
-from pytest_cluster.evidence.plan import DESELECTED, NOT_AT_THIS_LEVEL, LeftOut, why_left_out
+from pytest_cluster.evidence.record.plan import DESELECTED, NOT_AT_THIS_LEVEL, LeftOut, why_left_out
+from pytest_cluster.evidence.record.summary import is_simulated, not_a_node
 from pytest_cluster.evidence.sinks.results import (
     COMPLETE,
     INTERRUPTED,
@@ -27,8 +21,14 @@ from pytest_cluster.evidence.sinks.results import (
     BaselineSummary,
     EndLine,
 )
-from pytest_cluster.evidence.tally import is_simulated, not_a_node
-from pytest_cluster.evidence.verdict import (
+from pytest_cluster.evidence.verdict.cluster_verdict import (
+    INCOMPLETE,
+    incomplete_why,
+    soak_stopped,
+    unmade,
+)
+from pytest_cluster.evidence.verdict.drain import drain_line, taint_line, to_drain
+from pytest_cluster.evidence.verdict.nodes import (
     ERROR,
     NOT_CHECKED,
     NodeVerdict,

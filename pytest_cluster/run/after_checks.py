@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from pytest_cluster.errors import clip
 from pytest_cluster.evidence.baseline.compare import compare
-from pytest_cluster.evidence.derived_cases import Case
+from pytest_cluster.evidence.record.derived_cases import Case
 from pytest_cluster.measure import inventory
 from pytest_cluster.measure.cluster import Cluster
 from pytest_cluster.report.sections import inventory_html

@@ -23,9 +23,8 @@ from pytest_cluster.contract.declaration import ACCEPTANCE, LEVELS, STRESS
 from pytest_cluster.contract.levels import ladder_markers
 from pytest_cluster.contract.promised import TOO_FEW_NODES, Promised, promised
 from pytest_cluster.errors import ProbeFailed
-from pytest_cluster.evidence.blame import TOOL_FAULT
-from pytest_cluster.evidence.check import Place
-from pytest_cluster.evidence.plan import (
+from pytest_cluster.evidence.record.check import Place
+from pytest_cluster.evidence.record.plan import (
     CASE_KEY,
     NOT_IN_CONTRACT,
     PLAN_KEY,
@@ -34,8 +33,9 @@ from pytest_cluster.evidence.plan import (
     PlannedCase,
     opt_in,
 )
+from pytest_cluster.evidence.record.summary import is_simulated
 from pytest_cluster.evidence.sinks.results import carry_case
-from pytest_cluster.evidence.tally import is_simulated
+from pytest_cluster.evidence.verdict.blame import TOOL_FAULT
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
 from pytest_cluster.run.suite import acceptance_dir
 from pytest_cluster.units import size_id
@@ -220,7 +220,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return (yield)
 
 
-#: How a simulated case's message begins (evidence/check.py marks the others').
+#: How a simulated case's message begins (evidence/record/check.py marks the others').
 SIMULATED_MARK = "[SIMULATED] "
 
 #: What our checks end with when they judge: a verdict (pytest.fail), a skip, an xfail,

@@ -25,7 +25,7 @@ from pytest_cluster.units import finite
 if TYPE_CHECKING:
     from pytest_cluster.contract.declaration import Declaration
     from pytest_cluster.contract.model import Clause, Spec
-    from pytest_cluster.evidence.check import Evidence
+    from pytest_cluster.evidence.record.check import Evidence
     from pytest_cluster.launchers.result import ProbeResult
     from pytest_cluster.measure.cluster import Cluster
 

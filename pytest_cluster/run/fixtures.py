@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_cluster.evidence.check import Evidence
-from pytest_cluster.evidence.plan import Plan
+from pytest_cluster.evidence.record.check import Evidence
+from pytest_cluster.evidence.record.plan import Plan
 from pytest_cluster.measure import gpus, storage
 from pytest_cluster.measure.cluster import Cluster
 from pytest_cluster.measure.fabric import NIC_START

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_cluster import internals
-from pytest_cluster.evidence.tally import is_simulated, measured_text
+from pytest_cluster.evidence.record.summary import is_simulated, measured_text
 from pytest_cluster.report.plots import interconnect_charts
 from pytest_cluster.report.scorecard import PASSED_LISTS, passed_lists, scorecard_html
 from pytest_cluster.report.sections import baseline_html, sealing_html

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster import __version__, internals
-from pytest_cluster.evidence.tally import is_simulated
+from pytest_cluster.evidence.record.summary import is_simulated
 from pytest_cluster.report.junit_properties import suite_properties
 from pytest_cluster.run.junit_spool import JunitSpool, closing, junit_in_utc
 
@@ -22,9 +22,9 @@ if TYPE_CHECKING:
 
     from pytest_cluster.contract import Spec
     from pytest_cluster.evidence.baseline.accepted import Baseline
-    from pytest_cluster.evidence.plan import PlannedCase
+    from pytest_cluster.evidence.record.plan import PlannedCase
     from pytest_cluster.evidence.sinks.results import EndLine
-    from pytest_cluster.evidence.verdict import NodeVerdict
+    from pytest_cluster.evidence.verdict.nodes import NodeVerdict
 
 
 class JunitCases:

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from pytest_cluster import internals
-from pytest_cluster.evidence.plan import CASE_KEY
+from pytest_cluster.evidence.record.plan import CASE_KEY
 from pytest_cluster.evidence.sinks.results import makes_line
 from pytest_cluster.run.stash import SPEC_KEY
 

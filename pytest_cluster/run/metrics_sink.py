@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_cluster.evidence.plan import level_of_run, selection
+from pytest_cluster.evidence.record.plan import level_of_run, selection
 from pytest_cluster.evidence.sinks.metrics import Metrics
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.records import EndLine, Line
-    from pytest_cluster.evidence.verdict import NodeEntry
+    from pytest_cluster.evidence.record.lines import EndLine, Line
+    from pytest_cluster.evidence.verdict.nodes import NodeEntry
 
 METRICS_PLUGIN = "pytest-cluster-metrics"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from pytest_cluster.evidence.sealing import predicate, seal_run, sealed_line
+from pytest_cluster.evidence.bundle.sealing import predicate, seal_run, sealed_line
 from pytest_cluster.report.terminal import closing_line
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pytest_cluster.contract import Spec
     from pytest_cluster.evidence.bundle.keys import Signer
     from pytest_cluster.evidence.sinks.results import EndLine
-    from pytest_cluster.evidence.verdict import NodeVerdict
+    from pytest_cluster.evidence.verdict.nodes import NodeVerdict
 
 
 def seal_and_say(config: pytest.Config, spec: Spec, run_dir: Path, times: tuple[float, float],

@@ -19,10 +19,10 @@ import pytest
 
 from pytest_cluster import __version__, internals
 from pytest_cluster.errors import clip
-from pytest_cluster.evidence import derived_cases
-from pytest_cluster.evidence.end import RunFacts, end_record, verdict_document
-from pytest_cluster.evidence.ledger import Ledger
-from pytest_cluster.evidence.plan import (
+from pytest_cluster.evidence.record import derived_cases
+from pytest_cluster.evidence.record.end import RunFacts, end_record, verdict_document
+from pytest_cluster.evidence.record.ledger import Ledger
+from pytest_cluster.evidence.record.plan import (
     PLAN_FILE,
     PLAN_KEY,
     NotChecked,
@@ -30,12 +30,13 @@ from pytest_cluster.evidence.plan import (
     selection,
     why_left_out,
 )
-from pytest_cluster.evidence.rundir import (
+from pytest_cluster.evidence.record.rundir import (
     evidence_line,
     outside,
     point_latest,
     remove_if_empty,
 )
+from pytest_cluster.evidence.record.summary import SIMULATED_BANNER, is_simulated
 from pytest_cluster.evidence.sinks.results import (
     EndLine,
     ResultLine,
@@ -46,7 +47,6 @@ from pytest_cluster.evidence.sinks.results import (
     makes_line,
     report_record,
 )
-from pytest_cluster.evidence.tally import SIMULATED_BANNER, is_simulated
 from pytest_cluster.launchers.process import (
     hold_interrupts,
     release_interrupts,
@@ -66,8 +66,8 @@ if TYPE_CHECKING:
     from pytest_cluster.contract import Spec
     from pytest_cluster.evidence.baseline.accepted import Baseline
     from pytest_cluster.evidence.bundle.keys import Signer
-    from pytest_cluster.evidence.derived_cases import Case
-    from pytest_cluster.evidence.verdict import NodeVerdict
+    from pytest_cluster.evidence.record.derived_cases import Case
+    from pytest_cluster.evidence.verdict.nodes import NodeVerdict
     from pytest_cluster.run.after_checks import AfterChecks
 
 SESSION_PLUGIN = "pytest-cluster-session"

@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING
 
 from pytest_cluster import money
 from pytest_cluster.contract.model import SlaSpec
-from pytest_cluster.evidence.derived_cases import Case
-from pytest_cluster.evidence.sla import (
+from pytest_cluster.evidence.record.derived_cases import Case
+from pytest_cluster.evidence.verdict.sla import (
     NodeAvailability,
     Settlement,
     availability_text,
     cluster_availability,
     hours_text,
 )
-from pytest_cluster.evidence.timelines import clock
+from pytest_cluster.evidence.verdict.timelines import clock
 from pytest_cluster.units import utc
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
-from pytest_cluster.evidence import derived_cases
+from pytest_cluster.evidence.record import derived_cases
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.sinks.results import ResultLine

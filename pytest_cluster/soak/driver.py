@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
-from pytest_cluster.evidence.plan import CASE_KEY
+from pytest_cluster.evidence.record.plan import CASE_KEY
 from pytest_cluster.evidence.sinks.results import (
     COMPLETE,
     INTERRUPTED,
@@ -38,14 +38,14 @@ from pytest_cluster.evidence.sinks.results import (
     RoundLine,
     SoakEnd,
 )
-from pytest_cluster.evidence.sla import (
+from pytest_cluster.evidence.verdict.sla import (
     FAILED,
     UNREACHABLE,
     NodeAvailability,
     Settlement,
     settle,
 )
-from pytest_cluster.evidence.timelines import Round, Timelines, clock, timelines
+from pytest_cluster.evidence.verdict.timelines import Round, Timelines, clock, timelines
 from pytest_cluster.report.soak import soak_html
 from pytest_cluster.sim import round as round_env
 from pytest_cluster.soak import rounds as soak
@@ -64,7 +64,7 @@ from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
     from pytest_cluster.contract import Spec
-    from pytest_cluster.evidence.derived_cases import Case
+    from pytest_cluster.evidence.record.derived_cases import Case
 
 SOAK_PLUGIN = "pytest-cluster-soak"
 

@@ -32,10 +32,10 @@ from typing import TypedDict
 
 from pytest_cluster.errors import UnitError
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results
-from pytest_cluster.evidence.sla import FAILED, HEALTHY, UNREACHABLE
-from pytest_cluster.evidence.timelines import Round
-from pytest_cluster.evidence.verdict import ACCEPTED, REJECTED
-from pytest_cluster.evidence.verdict import UNREACHABLE as UNREACHABLE_VERDICT
+from pytest_cluster.evidence.verdict.nodes import ACCEPTED, REJECTED
+from pytest_cluster.evidence.verdict.nodes import UNREACHABLE as UNREACHABLE_VERDICT
+from pytest_cluster.evidence.verdict.sla import FAILED, HEALTHY, UNREACHABLE
+from pytest_cluster.evidence.verdict.timelines import Round
 from pytest_cluster.units import Dim, parse_quantity, utc
 
 SOAK_FILE = "soak.json"

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.evidence.baseline.accepted import figures, parts
 from pytest_cluster.evidence.baseline.performance import Figure
-from pytest_cluster.evidence.derived_cases import Case
+from pytest_cluster.evidence.record.derived_cases import Case
 from pytest_cluster.evidence.sinks.results import ResultLine
-from pytest_cluster.evidence.timelines import ranges
+from pytest_cluster.evidence.verdict.timelines import ranges
 from pytest_cluster.hostlist import spans_of
 from pytest_cluster.measure import fabric
 from pytest_cluster.soak import counters

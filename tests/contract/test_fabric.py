@@ -17,8 +17,8 @@ import pytest
 from pytest_cluster.contract import parse_spec
 from pytest_cluster.contract.model import FabricSpec
 from pytest_cluster.errors import SpecError
-from pytest_cluster.evidence.blame import UNDECIDED
-from pytest_cluster.evidence.verdict import NOT_CHECKED, REJECTED
+from pytest_cluster.evidence.verdict.blame import UNDECIDED
+from pytest_cluster.evidence.verdict.nodes import NOT_CHECKED, REJECTED
 from pytest_cluster.measure import fabric
 from pytest_cluster.measure.inventory_file import Unreadable
 from pytest_cluster.measure.node_search import COULD_NOT_DECIDE, NO_GOOD

@@ -11,7 +11,7 @@ import pytest
 from pytest_cluster.contract.clauses import CLAUSES
 from pytest_cluster.contract.declaration import ACCEPTANCE, LEVELS, SANITY, STRESS
 from pytest_cluster.contract.levels import ladder_expression
-from pytest_cluster.evidence.plan import NOT_AT_THIS_LEVEL
+from pytest_cluster.evidence.record.plan import NOT_AT_THIS_LEVEL
 from tests.conftest import added_promised
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from pytest_cluster.contract import load_spec, parse_spec
 from pytest_cluster.contract.launchers import KINDS
-from pytest_cluster.evidence.tally import is_simulated
+from pytest_cluster.evidence.record.summary import is_simulated
 from pytest_cluster.launchers import ErrorKind, ProbeResult
 from pytest_cluster.measure.cache import ProbeCache, write_by_node
 from pytest_cluster.probes import ProbeCall

@@ -12,11 +12,11 @@ import pytest
 
 from pytest_cluster.contract import parse_spec
 from pytest_cluster.errors import SpecError
-from pytest_cluster.evidence.cluster_verdict import cluster_failures
-from pytest_cluster.evidence.drain import to_drain
-from pytest_cluster.evidence.plan import Plan, PlannedCase
+from pytest_cluster.evidence.record.plan import Plan, PlannedCase
 from pytest_cluster.evidence.sinks.results import ResultLine
-from pytest_cluster.evidence.verdict import node_verdicts
+from pytest_cluster.evidence.verdict.cluster_verdict import cluster_failures
+from pytest_cluster.evidence.verdict.drain import to_drain
+from pytest_cluster.evidence.verdict.nodes import node_verdicts
 from pytest_cluster.launchers.slurm import _run_text
 from pytest_cluster.launchers.slurm_nodes import parse_sinfo
 from tests.launchers.test_ssh import spec_text

@@ -20,7 +20,7 @@ from pytest_cluster.contract import parse_spec
 from pytest_cluster.contract.clauses import declared, keys
 from pytest_cluster.contract.model import Clause, Rule
 from pytest_cluster.errors import ClusterError, SpecError
-from pytest_cluster.evidence.blame import NO_CULPRIT
+from pytest_cluster.evidence.verdict.blame import NO_CULPRIT
 from pytest_cluster.launchers import jobs
 from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult

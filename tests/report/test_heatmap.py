@@ -6,7 +6,7 @@ import statistics
 from typing import Any
 from xml.etree import ElementTree
 
-from pytest_cluster.evidence.latency_map import LatencyMap
+from pytest_cluster.evidence.record.latency_map import LatencyMap
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.report.heatmap import NOT_MEASURED, heat_color, latency_heatmap
 

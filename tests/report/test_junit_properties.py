@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from pytest_cluster.evidence.baseline.accepted import Baseline
-from pytest_cluster.evidence.cluster_verdict import INCOMPLETE
-from pytest_cluster.evidence.records import EndLine
-from pytest_cluster.evidence.verdict import (
+from pytest_cluster.evidence.record.lines import EndLine
+from pytest_cluster.evidence.verdict.cluster_verdict import INCOMPLETE
+from pytest_cluster.evidence.verdict.nodes import (
     ACCEPTED,
     FAIL,
     NOT_CHECKED,

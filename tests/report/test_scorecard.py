@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_cluster.evidence.tally import clause_tallies
-from tests.evidence.test_tally import rec
+from pytest_cluster.evidence.record.summary import clause_tallies
+from tests.evidence.record.test_summary import rec
 
 
 def test_the_clause_table_counts_cases_as_every_other_view() -> None:
@@ -38,7 +38,7 @@ def test_the_passed_lists_stream_every_row_in_order_per_clause(tmp_path: Path) -
     import html
     import tempfile
 
-    from pytest_cluster.evidence.gathered import PassedRow, PassedRows
+    from pytest_cluster.evidence.record.gathered import PassedRow, PassedRows
     from pytest_cluster.report.scorecard import passed_lists
 
     with tempfile.TemporaryFile() as spool:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_cluster.evidence.sla import FAILED, HEALTHY, Span
-from pytest_cluster.evidence.timelines import Timelines
+from pytest_cluster.evidence.verdict.sla import FAILED, HEALTHY, Span
+from pytest_cluster.evidence.verdict.timelines import Timelines
 
 
 def test_a_long_soak_draws_a_bar_per_spell_not_per_round() -> None:

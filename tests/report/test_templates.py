@@ -33,11 +33,11 @@ def test_every_rendered_section_shows_hostile_text_as_text(tmp_path: Path) -> No
 
     from pytest_cluster.contract import parse_spec
     from pytest_cluster.evidence.baseline.accepted import Baseline
-    from pytest_cluster.evidence.derived_cases import Case
-    from pytest_cluster.evidence.ledger import Ledger
-    from pytest_cluster.evidence.sla import HEALTHY, NodeAvailability, Span
-    from pytest_cluster.evidence.timelines import Round, Timelines
-    from pytest_cluster.evidence.verdict import NodeVerdict
+    from pytest_cluster.evidence.record.derived_cases import Case
+    from pytest_cluster.evidence.record.ledger import Ledger
+    from pytest_cluster.evidence.verdict.nodes import NodeVerdict
+    from pytest_cluster.evidence.verdict.sla import HEALTHY, NodeAvailability, Span
+    from pytest_cluster.evidence.verdict.timelines import Round, Timelines
     from pytest_cluster.report.plots import interconnect_charts
     from pytest_cluster.report.scorecard import passed_lists, scorecard_html
     from pytest_cluster.report.sections import baseline_html, sealing_html

@@ -13,8 +13,8 @@ from xml.etree import ElementTree
 import pytest
 
 from pytest_cluster.contract import parse_spec
-from pytest_cluster.evidence.plan import LeftOut
-from pytest_cluster.evidence.verdict import ACCEPTED, REJECTED, NodeVerdict
+from pytest_cluster.evidence.record.plan import LeftOut
+from pytest_cluster.evidence.verdict.nodes import ACCEPTED, REJECTED, NodeVerdict
 from pytest_cluster.report.terminal import (
     MAX_LISTED,
     NEEDS_A_SOAK,

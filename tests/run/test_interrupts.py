@@ -23,7 +23,7 @@ import pytest
 from pytest_cluster.cli import main
 from pytest_cluster.contract.model import ClusterSpec, SshSpec
 from pytest_cluster.evidence.bundle.verify import verify
-from pytest_cluster.evidence.plan import Plan
+from pytest_cluster.evidence.record.plan import Plan
 from pytest_cluster.launchers.process import (
     Finished,
     execute,

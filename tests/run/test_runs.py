@@ -368,7 +368,7 @@ def test_a_reports_root_that_cannot_be_written_is_a_usage_error(
 
 def test_the_evidence_line_names_the_files_the_link_and_what_is_elsewhere(
         tmp_path: Path) -> None:
-    from pytest_cluster.evidence.rundir import evidence_line, outside
+    from pytest_cluster.evidence.record.rundir import evidence_line, outside
 
     run = tmp_path / "reports" / "20261125T000000Z-c"
     (run / "probes").mkdir(parents=True)

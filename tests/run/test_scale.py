@@ -191,7 +191,7 @@ def test_the_terminal_s_times_progress_reads_finished_cases(
 
 
 def test_the_controller_holds_a_line_without_its_bulk() -> None:
-    from pytest_cluster.evidence.ledger import held
+    from pytest_cluster.evidence.record.ledger import held
 
     line = {"type": "result", "case": "acceptance/test_gpus.py::test_gpu_ecc[n1-gpu0]",
             "clause": "gpus.ecc", "node": "n1", "outcome": "failed", "phase": "call",

@@ -4,7 +4,7 @@ time and outages."""
 from __future__ import annotations
 
 from pytest_cluster.contract import parse_spec
-from pytest_cluster.evidence.sla import NodeAvailability, Settlement, credit, settle
+from pytest_cluster.evidence.verdict.sla import NodeAvailability, Settlement, credit, settle
 from pytest_cluster.soak.availability import (
     NOT_OBSERVED,
     SLA_NOT_JUDGED,

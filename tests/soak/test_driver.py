@@ -21,13 +21,13 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from pytest_cluster.evidence import gate
 from pytest_cluster.evidence.bundle.verify import verify
-from pytest_cluster.evidence.end import verdict_schema
+from pytest_cluster.evidence.record.end import verdict_schema
 from pytest_cluster.evidence.sinks.results import read_results
-from pytest_cluster.evidence.sla import FAILED, HEALTHY, UNREACHABLE, Span
-from pytest_cluster.evidence.timelines import Round, timelines
-from pytest_cluster.evidence.verdict import ERROR, PASS
+from pytest_cluster.evidence.verdict import gate
+from pytest_cluster.evidence.verdict.nodes import ERROR, PASS
+from pytest_cluster.evidence.verdict.sla import FAILED, HEALTHY, UNREACHABLE, Span
+from pytest_cluster.evidence.verdict.timelines import Round, timelines
 from pytest_cluster.sim import round as round_env
 from pytest_cluster.soak import rounds as soak
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_cluster.contract.loader import MAX_SPEC_BYTES
-from pytest_cluster.evidence.sla import FAILED, HEALTHY, UNREACHABLE
+from pytest_cluster.evidence.verdict.sla import FAILED, HEALTHY, UNREACHABLE
 from pytest_cluster.soak import rounds as soak
 from pytest_cluster.soak.rounds import round_argv
 

@@ -6,7 +6,7 @@ from typing import cast
 
 from pytest_cluster.contract.model import SoakSpec
 from pytest_cluster.evidence.sinks.results import ResultLine
-from pytest_cluster.evidence.timelines import ranges
+from pytest_cluster.evidence.verdict.timelines import ranges
 from pytest_cluster.soak import tally as soak_tally
 from pytest_cluster.soak.tally import aggregate
 

@@ -29,7 +29,7 @@ from pytest_cluster.evidence.sinks.results import read_results
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import ClusterSpec
-    from pytest_cluster.evidence.derived_cases import Case
+    from pytest_cluster.evidence.record.derived_cases import Case
     from pytest_cluster.measure.inventory_file import InventoryDocument
 
 

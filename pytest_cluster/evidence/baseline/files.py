@@ -139,7 +139,7 @@ INVENTORY_SHAPE = record(
 
 # -- results.jsonl -----------------------------------------------------------------------
 
-#: A figure's two numbers as a run writes them (evidence/check.py): measured in the line's
+#: A figure's two numbers as a run writes them (evidence/record/check.py): measured in the line's
 #: unit, measured_base that times the unit's factor (units.UNITS; none: a count or a
 #: fraction, 1), so they agree but for rounding.
 IN_BASE = ("a finite number, the figure in its unit's base (as a run writes it: measured x "

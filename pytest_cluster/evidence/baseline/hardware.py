@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.evidence.baseline.accepted import Baseline, shown
-from pytest_cluster.evidence.derived_cases import Case
+from pytest_cluster.evidence.record.derived_cases import Case
 from pytest_cluster.measure.inventory_file import (
     HcaRecord,
     InventoryDocument,

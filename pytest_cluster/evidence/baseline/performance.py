@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.contract.storage import BASES
 from pytest_cluster.evidence.baseline.accepted import HIGHER_BETTER, Baseline, parts, shown
-from pytest_cluster.evidence.blame import NOT_COMPARABLE, UNDECIDED
-from pytest_cluster.evidence.derived_cases import Case
+from pytest_cluster.evidence.record.derived_cases import Case
+from pytest_cluster.evidence.verdict.blame import NOT_COMPARABLE, UNDECIDED
 from pytest_cluster.units import UNITS, format_number
 
 if TYPE_CHECKING:

@@ -54,16 +54,16 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 
-from pytest_cluster.evidence.blame import culprits, judged, no_answer
-from pytest_cluster.evidence.records import is_result
+from pytest_cluster.evidence.record.lines import is_result
+from pytest_cluster.evidence.record.summary import margin
 from pytest_cluster.evidence.sinks.results import clause_of, outcome
-from pytest_cluster.evidence.tally import margin
-from pytest_cluster.evidence.verdict import outcome_of
+from pytest_cluster.evidence.verdict.blame import culprits, judged, no_answer
+from pytest_cluster.evidence.verdict.nodes import outcome_of
 from pytest_cluster.units import UNITS, Dim, finite
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.records import EndLine, Line, ResultLine
-    from pytest_cluster.evidence.verdict import NodeEntry
+    from pytest_cluster.evidence.record.lines import EndLine, Line, ResultLine
+    from pytest_cluster.evidence.verdict.nodes import NodeEntry
 
 #: The base unit of each dimension, as the metric name's suffix ('' for a count).
 BASE_UNIT = {Dim.SIZE: "bytes", Dim.RATE: "bytes_per_second", Dim.TIME: "seconds",

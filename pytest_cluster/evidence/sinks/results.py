@@ -22,7 +22,7 @@ from typing import IO, Any, cast
 
 import pytest
 
-from pytest_cluster.evidence.records import (
+from pytest_cluster.evidence.record.lines import (
     BaselineSummary,
     EndLine,
     Line,
@@ -34,8 +34,9 @@ from pytest_cluster.evidence.records import (
     is_result,
 )
 
+# declared in evidence/record/lines.py; read here too
 __all__ = ["BaselineSummary", "EndLine", "Line", "ResultLine", "RoundLine", "RunLine",
-           "SoakCredit", "SoakEnd", "is_result"]  # declared in evidence/records.py; read here too
+           "SoakCredit", "SoakEnd", "is_result"]
 
 #: How a run ended (the end record's `status`).
 COMPLETE = "complete"  # every contract check of the spec ran

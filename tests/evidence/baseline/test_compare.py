@@ -23,7 +23,7 @@ from pytest_cluster.evidence.baseline.accepted import (
     signature_said,
 )
 from pytest_cluster.evidence.bundle.manifest import MANIFEST, seal
-from pytest_cluster.evidence.end import verdict_schema
+from pytest_cluster.evidence.record.end import verdict_schema
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results
 from tests.evidence.bundle.test_bundle import ed25519_key
 

@@ -11,8 +11,8 @@ import pytest
 from pytest_cluster.contract.storage import BASES
 from pytest_cluster.evidence.baseline.accepted import figures
 from pytest_cluster.evidence.baseline.performance import SHARED_BY, compared
-from pytest_cluster.evidence.blame import NO_CULPRIT, NOT_COMPARABLE
 from pytest_cluster.evidence.sinks.results import ResultLine
+from pytest_cluster.evidence.verdict.blame import NO_CULPRIT, NOT_COMPARABLE
 from tests.evidence.baseline.test_compare import figure
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pytest_cluster.evidence.check import raw_text
+from pytest_cluster.evidence.record.check import raw_text
 from pytest_cluster.evidence.sinks.results import _Line, clause_of, line_text, strict_json
 
 

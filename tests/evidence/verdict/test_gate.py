@@ -1,4 +1,4 @@
-"""A gate's decision (evidence/gate.py, `pytest-cluster gate`): PASS, FAIL or ERROR from a
+"""A gate's decision (evidence/verdict/gate.py, `pytest-cluster gate`): PASS, FAIL or ERROR from a
 run's verdict.json and pytest's exit status. Only FAIL takes a node out; a run that could
 not judge (a spec with a typo, a crash, a time limit, a verdict not decided) is an ERROR
 that names why and drains nothing; a verdict.json that is not this run's, not as written or
@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.evidence.gate import (
+from pytest_cluster.evidence.bundle.sealing import Sealed, sealed_line
+from pytest_cluster.evidence.verdict.gate import (
     EXIT_MEANING,
     MAX_JSON_VALUES,
     MAX_VERDICT_BYTES,
@@ -27,8 +28,7 @@ from pytest_cluster.evidence.gate import (
     gate,
     log_reason,
 )
-from pytest_cluster.evidence.sealing import Sealed, sealed_line
-from pytest_cluster.evidence.verdict import (
+from pytest_cluster.evidence.verdict.nodes import (
     ACCEPTED,
     ERROR,
     FAIL,

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.evidence.drain import cut_reason, drain_command, drain_line, taint_line
-from pytest_cluster.evidence.verdict import node_verdicts
-from tests.evidence.test_verdict import PLAN, result
+from pytest_cluster.evidence.verdict.drain import cut_reason, drain_command, drain_line, taint_line
+from pytest_cluster.evidence.verdict.nodes import node_verdicts
+from tests.evidence.verdict.test_nodes import PLAN, result
 
 
 def test_drain_lines_of_a_simulated_cluster_are_comments() -> None:
@@ -39,7 +39,7 @@ def test_a_drain_line_is_one_line_whatever_its_reason_holds(mark: str) -> None:
 def test_drain_lines_of_this_machine_standing_for_the_nodes_are_comments() -> None:
     """In a local run every node is this machine: its drain line is no command to run."""
     from pytest_cluster.contract import parse_spec
-    from pytest_cluster.evidence.tally import not_a_node
+    from pytest_cluster.evidence.record.summary import not_a_node
 
     local = parse_spec("cluster: {name: c, nodes: [localhost], launcher: local}\n"
                        "host: {cpu_cores: 1}\n", "t.yaml")

@@ -21,8 +21,7 @@ import tempfile
 from collections import Counter
 from typing import TYPE_CHECKING, cast
 
-from pytest_cluster.evidence.cluster_verdict import cluster_failures
-from pytest_cluster.evidence.gathered import (
+from pytest_cluster.evidence.record.gathered import (
     Gathered,
     Matrix,
     PassedRows,
@@ -30,14 +29,15 @@ from pytest_cluster.evidence.gathered import (
     passed_row,
     reference_named,
 )
-from pytest_cluster.evidence.latency_map import LatencyMap
-from pytest_cluster.evidence.plan import DESELECTED
+from pytest_cluster.evidence.record.latency_map import LatencyMap
+from pytest_cluster.evidence.record.plan import DESELECTED
+from pytest_cluster.evidence.record.summary import ClauseTally, add_to_tally
 from pytest_cluster.evidence.sinks.results import ResultLine, clause_of, counted, outcome
-from pytest_cluster.evidence.tally import ClauseTally, add_to_tally
-from pytest_cluster.evidence.verdict import NodeVerdict, VerdictBuilder
+from pytest_cluster.evidence.verdict.cluster_verdict import cluster_failures
+from pytest_cluster.evidence.verdict.nodes import NodeVerdict, VerdictBuilder
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.plan import Plan
+    from pytest_cluster.evidence.record.plan import Plan
 
 #: Keys of a result line that only results.jsonl and JUnit need, not the controller's
 #: reports at the end (verdicts, scorecard, charts, the terminal).

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_cluster.evidence import node_groups
+from pytest_cluster.evidence.record.summary import clause_tallies
 from pytest_cluster.evidence.sinks.results import ResultLine
-from pytest_cluster.evidence.tally import clause_tallies
+from pytest_cluster.evidence.verdict import node_groups
 
 
 def rec(node: str, measured: Any, outcome: str = "passed", gpu: int | None = None,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable
 
-from pytest_cluster.evidence.verdict import REJECTED, UNREACHABLE, NodeVerdict
+from pytest_cluster.evidence.verdict.nodes import REJECTED, UNREACHABLE, NodeVerdict
 
 
 def to_drain(verdicts: Iterable[NodeVerdict]) -> list[NodeVerdict]:

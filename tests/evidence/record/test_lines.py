@@ -1,4 +1,4 @@
-"""The records a run writes, declared once (evidence/records.py): a result line told from
+"""The records a run writes, declared once (evidence/record/lines.py): a result line told from
 the other kinds of line, and every key a simulated run writes in each kind declared."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pytest_cluster.evidence.records import EndLine, ResultLine, RoundLine, RunLine, is_result
+from pytest_cluster.evidence.record.lines import EndLine, ResultLine, RoundLine, RunLine, is_result
 
 #: Each kind of line of results.jsonl and its declaration.
 DECLARED: dict[str, Any] = {"run": RunLine, "result": ResultLine, "round_result": ResultLine,

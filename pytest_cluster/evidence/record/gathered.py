@@ -13,9 +13,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, NamedTuple
 
-from pytest_cluster.evidence.blame import NOT_BLAMING, culprits
+from pytest_cluster.evidence.record.summary import ClauseTally, margin, margin_text, measured_text
 from pytest_cluster.evidence.sinks.results import ResultLine, clause_of, outcome
-from pytest_cluster.evidence.tally import ClauseTally, margin, margin_text, measured_text
+from pytest_cluster.evidence.verdict.blame import NOT_BLAMING, culprits
 
 NEAR = 10.0  # % of the requirement: a margin closer than this is shown as near the line
 

@@ -8,14 +8,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from pytest_cluster.evidence.blame import (
-    CONTROLLER_SIDE,
-    NO_ANSWER_HOST,
-    NO_CULPRIT,
-    NOT_ESTABLISHED,
-    clean_message,
-    culprits,
-)
 from pytest_cluster.evidence.sinks.results import (
     COMPLETE,
     PARTIAL,
@@ -24,7 +16,15 @@ from pytest_cluster.evidence.sinks.results import (
     clause_of,
     outcome,
 )
-from pytest_cluster.evidence.verdict import (
+from pytest_cluster.evidence.verdict.blame import (
+    CONTROLLER_SIDE,
+    NO_ANSWER_HOST,
+    NO_CULPRIT,
+    NOT_ESTABLISHED,
+    clean_message,
+    culprits,
+)
+from pytest_cluster.evidence.verdict.nodes import (
     ACCEPTED,
     NO_NODE_ANSWERED,
     REJECTED,

@@ -36,7 +36,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict
 
-from pytest_cluster.evidence.blame import (
+from pytest_cluster.evidence.sinks.results import (
+    BaselineSummary,
+    ResultLine,
+    clause_of,
+    outcome,
+)
+from pytest_cluster.evidence.verdict.blame import (
     CONTROLLER_SIDE,
     answered,
     clean_message,
@@ -45,15 +51,9 @@ from pytest_cluster.evidence.blame import (
     launcher_words,
     no_answer,
 )
-from pytest_cluster.evidence.sinks.results import (
-    BaselineSummary,
-    ResultLine,
-    clause_of,
-    outcome,
-)
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.plan import Plan, Selection
+    from pytest_cluster.evidence.record.plan import Plan, Selection
 
 ACCEPTED = "ACCEPTED"
 REJECTED = "REJECTED"

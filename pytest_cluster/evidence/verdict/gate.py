@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from pytest_cluster.errors import InputError, log_line
-from pytest_cluster.evidence.cluster_verdict import INCOMPLETE, incomplete_why, unmade
-from pytest_cluster.evidence.drain import drain_command
 from pytest_cluster.evidence.regular_file import read_regular, read_tail
-from pytest_cluster.evidence.verdict import (
+from pytest_cluster.evidence.verdict.cluster_verdict import INCOMPLETE, incomplete_why, unmade
+from pytest_cluster.evidence.verdict.drain import drain_command
+from pytest_cluster.evidence.verdict.nodes import (
     ERROR,
     FAIL,
     PASS,

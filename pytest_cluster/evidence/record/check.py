@@ -19,10 +19,10 @@ import pytest
 
 from pytest_cluster.contract.model import Clause, Rule, VersionClause
 from pytest_cluster.contract.requirement import Verdict
-from pytest_cluster.evidence import node_groups
-from pytest_cluster.evidence.blame import UNDECIDED
 from pytest_cluster.evidence.sinks.results import strict_json
 from pytest_cluster.evidence.untrusted_json import found
+from pytest_cluster.evidence.verdict import node_groups
+from pytest_cluster.evidence.verdict.blame import UNDECIDED
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import plausible
 from pytest_cluster.measure.reference import Reference, properties

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_cluster.evidence.blame import CONTROLLER_SIDE, NOT_BLAMING, culprits, judged
 from pytest_cluster.evidence.sinks.results import ResultLine
+from pytest_cluster.evidence.verdict.blame import CONTROLLER_SIDE, NOT_BLAMING, culprits, judged
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_cluster.evidence.sinks.results import INTERRUPTED
-from pytest_cluster.evidence.sla import Span
+from pytest_cluster.evidence.verdict.sla import Span
 from pytest_cluster.hostlist import spans_of
 
 

@@ -14,15 +14,9 @@ from jsonschema import Draft202012Validator, ValidationError
 from pytest_cluster.contract import parse_spec
 from pytest_cluster.contract.model import Rule
 from pytest_cluster.contract.promised import ACROSS, TOO_FEW_NODES, across
-from pytest_cluster.evidence.blame import TOOL_ERROR
-from pytest_cluster.evidence.check import Evidence, Place
-from pytest_cluster.evidence.cluster_verdict import cluster_failures, cluster_verdict
-from pytest_cluster.evidence.drain import (
-    drain_line,
-    to_drain,
-)
-from pytest_cluster.evidence.gathered import cell_of, matrix
-from pytest_cluster.evidence.plan import (
+from pytest_cluster.evidence.record.check import Evidence, Place
+from pytest_cluster.evidence.record.gathered import cell_of, matrix
+from pytest_cluster.evidence.record.plan import (
     NOT_AT_THIS_LEVEL,
     LeftOut,
     Plan,
@@ -32,10 +26,16 @@ from pytest_cluster.evidence.plan import (
     opt_in,
     why_left_out,
 )
-from pytest_cluster.evidence.rundir import create_run_dir, point_latest, run_dir_name
+from pytest_cluster.evidence.record.rundir import create_run_dir, point_latest, run_dir_name
+from pytest_cluster.evidence.record.summary import ClauseTally, margin, margin_text
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results, run_status
-from pytest_cluster.evidence.tally import ClauseTally, margin, margin_text
-from pytest_cluster.evidence.verdict import (
+from pytest_cluster.evidence.verdict.blame import TOOL_ERROR
+from pytest_cluster.evidence.verdict.cluster_verdict import cluster_failures, cluster_verdict
+from pytest_cluster.evidence.verdict.drain import (
+    drain_line,
+    to_drain,
+)
+from pytest_cluster.evidence.verdict.nodes import (
     NO_NODE_ANSWERED,
     controller_reason,
     node_verdicts,
@@ -365,7 +365,7 @@ def test_a_clause_failing_without_a_number_says_so_not_its_best_value() -> None:
 
 
 def _verdict(pytester: pytest.Pytester, *args: str) -> dict[str, Any]:
-    from pytest_cluster.evidence.end import verdict_schema
+    from pytest_cluster.evidence.record.end import verdict_schema
 
     pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", *args)
     document: dict[str, Any] = json.loads(
@@ -405,7 +405,7 @@ def test_verdict_json_has_the_clusters_verdict_and_follows_its_schema(
     that take nodes out; verdict.schema.json (shipped in the package, Draft 2020-12)
     describes every key, checked with jsonschema on a rejected, an accepted, a partial
     and a one-node run."""
-    from pytest_cluster.evidence.end import VERDICT_SCHEMA, verdict_schema
+    from pytest_cluster.evidence.record.end import VERDICT_SCHEMA, verdict_schema
 
     Draft202012Validator.check_schema(verdict_schema())
     (pytester.path / "trial.yaml").write_text(

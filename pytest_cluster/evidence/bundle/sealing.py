@@ -22,7 +22,7 @@ from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import Spec
-    from pytest_cluster.evidence.records import Predicate, SourceCommit, Tool
+    from pytest_cluster.evidence.record.lines import Predicate, SourceCommit, Tool
 
 _SOURCE = Path(__file__).resolve().parents[2]  # the checkout: pytest_cluster/evidence/..
 

@@ -3,7 +3,7 @@ result line, a soak's round line, the end line) and what they hold. evidence/sin
 writes and reads them, the hooks (hookspecs.py) pass them to every sink, the verdicts,
 tallies and reports read them. A node's verdict (verdict.json's entry, what
 `pytest_cluster_node_verdict` passes) is declared beside verdict.json's other parts:
-`pytest_cluster.evidence.verdict.NodeEntry`; the manifest's predicate is here, its
+`pytest_cluster.evidence.verdict.nodes.NodeEntry`; the manifest's predicate is here, its
 envelope and statement in evidence/bundle/ (which imports nothing else of the evidence)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, TypeGuard
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.plan import NotChecked, Selection
+    from pytest_cluster.evidence.record.plan import NotChecked, Selection
 
 
 class ResultLine(TypedDict, total=False):
@@ -70,7 +70,7 @@ class ResultLine(TypedDict, total=False):
     basis_nodes: int
     basis_gpus: int
     raw: Any  # the probe's payload or the check's own evidence
-    # a case derived from the whole run (evidence/derived_cases.py): the baseline's
+    # a case derived from the whole run (evidence/record/derived_cases.py): the baseline's
     compared_case: str  # the case id a figure's comparison is of
     changes: list[str]
     gpus_at_baseline: int | None
@@ -186,7 +186,7 @@ class _EndLine(TypedDict):
 
 class EndLine(_EndLine, total=False):
     """results.jsonl's last line: how the run ended and exactly what it covered
-    (evidence/end.py makes it)."""
+    (evidence/record/end.py makes it)."""
 
     baseline: BaselineSummary
     soak: SoakEnd

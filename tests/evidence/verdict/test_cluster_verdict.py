@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from pytest_cluster.evidence.cluster_verdict import cluster_failures, cluster_verdict, decisive
 from pytest_cluster.evidence.sinks.results import ResultLine
-from pytest_cluster.evidence.verdict import node_verdicts
-from tests.evidence.test_verdict import PLAN, result
+from pytest_cluster.evidence.verdict.cluster_verdict import (
+    cluster_failures,
+    cluster_verdict,
+    decisive,
+)
+from pytest_cluster.evidence.verdict.nodes import node_verdicts
+from tests.evidence.verdict.test_nodes import PLAN, result
 
 
 def test_a_check_not_established_rejects_only_through_the_silent_node() -> None:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pytest_cluster.contract import parse_spec
 from pytest_cluster.contract.model import CreditTier, SlaSpec
 from pytest_cluster.errors import SpecError
-from pytest_cluster.evidence.sla import (
+from pytest_cluster.evidence.verdict.sla import (
     FAILED,
     HEALTHY,
     UNREACHABLE,
