@@ -32,7 +32,8 @@ EXAMPLE = ROOT / "examples" / "extension"
 REGISTRY_DRIVEN = ("tests/contract/test_loader.py", "tests/contract/test_loader_slips.py",
                    "tests/contract/test_clauses.py", "tests/contract/test_levels.py",
                    "tests/test_layers.py", "tests/launchers/test_launchers.py",
-                   "tests/test_plugin.py", "tests/contract/test_gpus.py", "tests/run/test_scale.py")
+                   "tests/test_plugin.py", "tests/contract/test_gpus.py", "tests/run/test_scale.py",
+                   "tests/run/test_memory.py", "tests/run/test_level_select.py")
 
 # -- loading: what a broken or clashing extension says ---------------------------------------
 
