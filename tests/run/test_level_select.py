@@ -8,6 +8,7 @@ import json
 import pytest
 
 from pytest_cluster.contract.declaration import ACCEPTANCE, SANITY, STRESS
+from tests.conftest import added_promised
 from tests.contract.test_levels import SIM, _ran
 
 
@@ -21,7 +22,8 @@ def test_not_sanity_is_the_rest_of_the_suite(pytester: pytest.Pytester) -> None:
                                            "results.jsonl").read_text().splitlines()]
     # what is judged under the torch probe's load: matmul, and the default rules read then
     assert {r["clause"] for r in lines if r["type"] == "result"} == {
-        "gpus.matmul.bf16", "gpus.temperature", "gpus.throttle", "gpus.pcie"}
+        "gpus.matmul.bf16", "gpus.temperature", "gpus.throttle", "gpus.pcie",
+        *added_promised(SIM, ACCEPTANCE)}
 
 
 def test_a_level_under_not_is_its_own_cases(pytester: pytest.Pytester) -> None:
