@@ -175,29 +175,6 @@ def test_a_host_clause_is_a_declaration_and_a_probe_field(pytester: pytest.Pytes
                                  "(*% of required)*"])
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("", "ERROR: trial.yaml: the spec is empty; it needs at least a cluster section with name "
-         "and nodes"),
-    ("cluster: {name: x, nodes: a}\nstorage:\n  - path: /data\n    write: 10 gigs\n",
-     "ERROR: trial.yaml:4: storage[/data].write: expected a rate like '10 GB/s', got '10 gigs' "
-     "(unknown unit 'gigs'; known units: MB/s, GB/s, TB/s, MiB/s, GiB/s (bytes); Mb/s, Gb/s, "
-     "Gbps, Tb/s (bits))"),
-])
-def test_bad_spec_is_a_usage_error(pytester: pytest.Pytester, text: str, message: str) -> None:
-    pytester.makefile(".yaml", trial=text)
-    result = pytester.runpytest("--cluster=trial.yaml")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([message])
-    assert "Traceback" not in result.stderr.str() + result.stdout.str()
-    assert not (pytester.path / "reports").exists()
-
-
-def test_missing_spec_file_is_a_usage_error(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--cluster=nope.yaml")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: nope.yaml: no such file"])
-
-
 @pytest.mark.slow
 def test_select_a_node_with_k(pytester: pytest.Pytester, fs: Path) -> None:
     pytester.makefile(".yaml", trial=spec_text(fs, nodes="node[01-03]"))
@@ -321,37 +298,6 @@ def test_results_are_streamed_as_tests_finish(pytester: pytest.Pytester, fs: Pat
     assert inventory["nodes"]["nodeA"]["filesystems"] == {
         "unreadable": "not recorded: the run was interrupted before the inventory probe "
                       "ran on this node"}
-
-
-def test_own_tests_with_fixtures(pytester: pytest.Pytester, fs: Path) -> None:
-    pytester.makefile(".yaml", trial=spec_text(fs, nodes="n[1-2]"))
-    pytester.makepyfile(test_mine="""
-        def test_every_node_has_a_kernel(cluster, node):
-            assert cluster.host(node).payload()["versions"]["kernel"]
-
-        def test_filesystems(filesystem, node):
-            assert filesystem.path.endswith("fs")
-    """)
-    result = pytester.runpytest("--cluster=trial.yaml", "test_mine.py", "-v")
-    result.assert_outcomes(passed=4)
-    result.stdout.fnmatch_lines([f"*test_filesystems[[]n1-{fs}[]] PASSED*"])
-
-
-def test_fixtures_are_documented(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest("--fixtures")
-    result.stdout.fnmatch_lines([
-        "*cluster* -- *", "*The cluster under test*",
-        "node -- *", "*The name of the node under test*",
-        "filesystem -- *", "*The filesystem under test*",
-    ])
-
-
-def test_without_spec_the_fixtures_say_what_is_missing(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile("def test_x(node):\n    pass\n")
-    result = pytester.runpytest()
-    result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*this test needs a contract spec: run pytest "
-                                 "--cluster=trial.yaml*"])
 
 
 def test_no_reports_when_asked(pytester: pytest.Pytester, fs: Path) -> None:

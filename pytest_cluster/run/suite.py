@@ -16,7 +16,7 @@ def acceptance_dir() -> Path:
     if spec is not None and spec.submodule_search_locations:
         return Path(next(iter(spec.submodule_search_locations)))
     beside = Path(__file__).resolve().parents[2] / "acceptance"  # pytest_cluster/run/..
-    if (beside / "contract/test_gpus.py").is_file():
+    if (beside / "test_gpus.py").is_file():
         return beside
     raise pytest.UsageError(  # pragma: no cover - packaging bug
         f"pytest-cluster is installed without its acceptance suite (looked for the "

@@ -12,7 +12,6 @@ from pytest_cluster.contract.clauses import CLAUSES
 from pytest_cluster.contract.declaration import ACCEPTANCE, LEVELS, SANITY, STRESS
 from pytest_cluster.contract.levels import ladder_expression
 from pytest_cluster.evidence.record.plan import NOT_AT_THIS_LEVEL
-from tests.conftest import added_promised
 
 
 def test_every_clause_has_a_level_and_sanity_reads_nothing_that_loads() -> None:
@@ -84,20 +83,6 @@ def test_stress_is_opt_in(pytester: pytest.Pytester) -> None:
     markers.stdout.fnmatch_lines(["*@pytest.mark.sanity: no load*", "*@pytest.mark.stress:*"])
 
 
-def test_not_sanity_is_the_rest_of_the_suite(pytester: pytest.Pytester) -> None:
-    """`-m "not sanity"` runs the rest of the suite: the levels split it in two."""
-    (pytester.path / "trial.yaml").write_text(SIM)
-    rest = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
-                              "-m", "not sanity")
-    assert rest.ret == pytest.ExitCode.OK
-    lines = [json.loads(line) for line in (pytester.path / "reports" / "latest" /
-                                           "results.jsonl").read_text().splitlines()]
-    # what is judged under the torch probe's load: matmul, and the default rules read then
-    assert {r["clause"] for r in lines if r["type"] == "result"} == {
-        "gpus.matmul.bf16", "gpus.temperature", "gpus.throttle", "gpus.pcie",
-        *added_promised(SIM, ACCEPTANCE)}
-
-
 def test_stress_clauses_left_out_are_not_at_this_level_not_out_of_the_contract(
         pytester: pytest.Pytester) -> None:
     """`gpus:` promises the stress clauses by default; a run without -m stress leaves them
@@ -162,23 +147,6 @@ def test_levels_are_a_ladder_and_stress_runs_everything_harder(
                                 "-m", "stress")
     result.stdout.fnmatch_lines(["verdict: REJECTED at level stress (FAIL); level stress "
                                  "covers sanity, acceptance and stress"])
-
-
-def test_a_level_under_not_is_its_own_cases(pytester: pytest.Pytester) -> None:
-    """A level named covers the levels below it; under `not` it is that level's own
-    cases: `not stress` is the default suite, `acceptance and not sanity` the checks
-    under load, `sanity and not slow` the sanity checks."""
-    (pytester.path / "trial.yaml").write_text(SIM)
-    default, _ = _ran(pytester)
-    not_stress, verdict = _ran(pytester, "-m", "not stress")
-    assert not_stress == default and verdict["levels"] == []  # an expression: no level
-    under_load, _ = _ran(pytester, "-m", "acceptance and not sanity")
-    assert set(under_load.values()) == {ACCEPTANCE}
-    assert set(under_load) == {c for c, lv in default.items() if lv == ACCEPTANCE}
-    not_slow, _ = _ran(pytester, "-m", "sanity and not slow")
-    assert set(not_slow.values()) == {SANITY}
-    only_stress, _ = _ran(pytester, "-m", "stress and not (sanity or acceptance)")
-    assert set(only_stress.values()) == {STRESS}
 
 
 def test_the_ladder_expression_reads_a_level_under_not_as_its_own_cases() -> None:

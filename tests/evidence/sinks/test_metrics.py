@@ -2,8 +2,8 @@
 own parser and checked by promtool: one sample per case that can differ (payloads,
 collectives, node counts, GPUs), the worst case per clause and node, every clause's
 check_passed (rules included), each node's verdict, the run's status and the cluster's
-verdict; written atomically; a bad FILE is a usage error before any test runs; a soak
-rewrites it after each round with availability and the credit so far."""
+verdict; written atomically (the sink of a run, its FILE checked and rewritten after each
+round of a soak: tests/run/test_metrics_sink.py)."""
 
 from __future__ import annotations
 
@@ -264,44 +264,6 @@ def test_the_documented_node_alert_fires_on_exactly_the_failed_clauses_of_each_n
     checked = subprocess.run(["promtool", "test", "rules", "test.yaml"], cwd=tmp_path,
                              capture_output=True, text=True, check=False, timeout=120)
     assert checked.returncode == 0, (checked.stdout + checked.stderr)[-3000:]
-
-
-@pytest.mark.parametrize(("given", "said"), [
-    ("", "is empty: expected a file"),
-    ("{tmp}", "is a directory"),
-    ("{tmp}/missing/m.prom", "does not exist"),
-    ("/proc/version", "cannot be written"),
-])
-def test_a_bad_metrics_file_is_a_usage_error_before_any_test_runs(
-        pytester: pytest.Pytester, given: str, said: str) -> None:
-    (pytester.path / "trial.yaml").write_text(SPEC)
-    option = f"--cluster-metrics={given.format(tmp=pytester.path)}"
-    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
-                                "--cluster-reports=reports", option)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    error = result.stderr.str()
-    assert error.startswith(f"ERROR: {option} ") and said in error, error
-    assert not (pytester.path / "reports").exists()  # no run directory made for it
-
-
-@pytest.mark.slow
-def test_a_soak_rewrites_the_metrics_after_each_round(pytester: pytest.Pytester) -> None:
-    (pytester.path / "trial.yaml").write_text(
-        SPEC.replace("interconnect:", "sla: {uptime: 99%, price_per_node_hour: 1000000, "
-                     "down_after: 0 s, credits: [{below: 99%, credit: 10%}]}\n"
-                     "interconnect:"))
-    out = pytester.path / "soak.prom"
-    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
-                                "--cluster-reports=reports", "--cluster-soak-rounds=2",
-                                "-m", "sanity", f"--cluster-metrics={out}")
-    assert result.ret == pytest.ExitCode.TESTS_FAILED
-    found = samples(out)
-    assert found["pytest_cluster_soak_rounds"][0][1] == 2
-    availability = {labels["node"]: value
-                    for labels, value in found["pytest_cluster_soak_availability_ratio"]}
-    assert availability["n1"] == 1.0 and availability["n2"] < 1.0
-    (labels, credit), = found["pytest_cluster_soak_credit"]
-    assert labels["currency"] == "USD" and credit > 0
 
 
 def test_every_unit_has_a_base_unit_name() -> None:

@@ -151,41 +151,6 @@ def test_a_soak_to_resume_whose_soak_json_is_hostile_is_a_usage_error(
     result.stderr.fnmatch_lines([f"ERROR: --cluster-soak-resume=old: old/soak.json*{says}*"])
 
 
-@pytest.mark.parametrize(("option", "given", "says"), [
-    ("--html", "{tmp}", "is a directory: expected a file in it (e.g. {tmp}/report.html)"),
-    ("--junitxml", "{tmp}/trial.yaml/junit.xml", "cannot be made: {tmp}/trial.yaml is not a "
-                                                 "directory"),
-    ("--html", "{tmp}/trial.yaml/deeper/report.html", "cannot be made: {tmp}/trial.yaml is "
-                                                      "not a directory"),
-    ("--html", "{tmp}/fifo", "is not a regular file (expected a file to write the report "
-                             "to)"),
-    ("--junitxml", "/proc/junit.xml", "its directory /proc cannot be written: *"),
-])
-def test_a_report_path_that_cannot_be_written_is_a_usage_error(
-        pytester: pytest.Pytester, option: str, given: str, says: str) -> None:
-    """--junitxml and --html as given are checked at configure time, as --cluster-metrics
-    is: before, pytest-html raised from its own configure, JUnit after every check ran."""
-    import os
-    (pytester.path / "trial.yaml").write_text(SPEC)
-    os.mkfifo(pytester.path / "fifo")
-    tmp = str(pytester.path)
-    path = given.format(tmp=tmp)
-    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
-                                f"{option}={path}")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: {option}={path} {says.format(tmp=tmp)}"])
-    assert not (pytester.path / "reports").exists()
-    assert "passed" not in result.stdout.str()
-
-
-def test_a_report_path_in_a_folder_yet_to_be_made_is_written(pytester: pytest.Pytester) -> None:
-    (pytester.path / "trial.yaml").write_text(SPEC)
-    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", "-m",
-                                "sanity", "--junitxml=out/ci/junit.xml")
-    assert result.ret == pytest.ExitCode.OK
-    assert (pytester.path / "out" / "ci" / "junit.xml").is_file()
-
-
 @pytest.mark.parametrize(("value", "says"), [
     ("x" * 120_000, "ERROR: --cluster-node: 'xxxx*... (120000 characters)': 'xxx*... "
                     "(120000 characters)' is not a valid hostname*"),
