@@ -25,7 +25,7 @@ WITHOUT_OWN_TEST = frozenset({
     "evidence/bundle/dsse.py",
     "evidence/bundle/keys.py",
     "evidence/bundle/manifest.py",
-    "evidence/bundle/sealing.py",
+    "evidence/record/sealing.py",
     "evidence/bundle/tree.py",
     "evidence/record/check.py",
     "evidence/record/derived_cases.py",

@@ -24,7 +24,7 @@ from pytest_cluster.contract import Spec, extensions, guarded, load_spec, narrow
 from pytest_cluster.contract.declaration import ACCEPTANCE, SANITY, STRESS
 from pytest_cluster.errors import LaunchError, SpecError, head
 from pytest_cluster.evidence.baseline import accepted as baseline
-from pytest_cluster.evidence.bundle import sealing
+from pytest_cluster.evidence.record import sealing
 from pytest_cluster.evidence.record.rundir import create_run_dir
 from pytest_cluster.launchers import launcher_class
 from pytest_cluster.run import lifecycle

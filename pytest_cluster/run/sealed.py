@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from pytest_cluster.evidence.bundle.sealing import predicate, seal_run, sealed_line
+from pytest_cluster.evidence.record.sealing import predicate, seal_run, sealed_line
 from pytest_cluster.report.terminal import closing_line
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from pytest_cluster.contract.clauses import CLAUSES
 from pytest_cluster.contract.declaration import ACCEPTANCE, SANITY, STRESS
 from pytest_cluster.evidence.record.check import Place
 from pytest_cluster.evidence.record.plan import PlannedCase
-from pytest_cluster.evidence.verdict.nodes import TOOL_FAULT
+from pytest_cluster.evidence.verdict.blame import TOOL_FAULT
 from pytest_cluster.run.collection import (
     SUITE_PREFIX,
     level_of,

@@ -3,7 +3,7 @@ search undecided, a node busy, a tool error, this machine's fault), whether the 
 answered at all, and the nodes a check of several names as culprits.
 
 A check that failed with an error kind in NOT_BLAMING is not judged (judged): it fails,
-but rejects no node; one that names `culprits` fails those nodes too (verdict.py
+but rejects no node; one that names `culprits` fails those nodes too (nodes.py
 decides each node's verdict from these).
 """
 

@@ -1,7 +1,7 @@
 """The cluster's verdict: the failed checks of several nodes at once (cluster_failures,
 each with where it ran), those of them that reject the cluster (decisive), the run's
 verdict (ACCEPTED, REJECTED, INCOMPLETE) and, for an INCOMPLETE one, why (incomplete_why:
-stopped, a soak's round cut short, nodes not judged). verdict.py decides each node's."""
+stopped, a soak's round cut short, nodes not judged). nodes.py decides each node's."""
 
 from __future__ import annotations
 

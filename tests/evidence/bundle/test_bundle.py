@@ -20,8 +20,8 @@ from pytest_cluster.errors import BundleError
 from pytest_cluster.evidence.bundle.dsse import IN_TOTO, Envelope, Signature, pae
 from pytest_cluster.evidence.bundle.keys import Ed25519FileSigner, PublicKey, SshKeygenSigner
 from pytest_cluster.evidence.bundle.manifest import MANIFEST, PREDICATE_TYPE, seal
-from pytest_cluster.evidence.bundle.sealing import seal_run, sealed_line
 from pytest_cluster.evidence.bundle.verify import verify
+from pytest_cluster.evidence.record.sealing import seal_run, sealed_line
 
 PREDICATE = {"cluster": "c1", "started_at": "2026-11-23T10:00:00Z",
              "ended_at": "2026-11-23T10:05:00Z", "controller": "login1",

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.evidence.bundle.sealing import Sealed, sealed_line
+from pytest_cluster.evidence.record.sealing import Sealed, sealed_line
 from pytest_cluster.evidence.verdict.gate import (
     EXIT_MEANING,
     MAX_JSON_VALUES,

@@ -17,7 +17,7 @@ import pytest
 from pytest_cluster.contract import load_spec
 from tests.slurm_scripts import HEALTHCHECK, PROLOG, installed
 
-TRIAL = Path(__file__).resolve().parents[2] / "examples" / "trial-sim.yaml"
+TRIAL = Path(__file__).resolve().parents[3] / "examples" / "trial-sim.yaml"
 SPEC = load_spec(TRIAL)
 assert SPEC.sim is not None
 #: The nodes the example faults at the sanity level (a port down), and those it leaves be.
