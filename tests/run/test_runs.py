@@ -314,21 +314,3 @@ def test_not_in_contract_is_said_under_xdist(pytester: pytest.Pytester) -> None:
     end = lines(run_dirs(pytester)[0])[-1]
     assert end["status"] == "complete"
     assert {"clause": "gpus.matmul", "why": "not in contract"} in end["not_checked"]
-
-
-def test_the_evidence_line_names_the_files_the_link_and_what_is_elsewhere(
-        tmp_path: Path) -> None:
-    from pytest_cluster.evidence.record.rundir import evidence_line, outside
-
-    run = tmp_path / "reports" / "20261125T000000Z-c"
-    (run / "probes").mkdir(parents=True)
-    (run / "results.jsonl").write_text("", encoding="utf-8")
-    away = str(tmp_path / "junit.xml")
-    assert outside(run, (str(run / "junit.xml"), None, away, "")) == [away]
-    assert evidence_line(run, True, [away]) == (
-        f"evidence: {run}/ (probes/, results.jsonl, manifest.intoto.json); "
-        f"{tmp_path / 'reports' / 'latest'} -> 20261125T000000Z-c; also {away}")
-    assert evidence_line(run, False, []).endswith(
-        "latest left as it is (not a link pytest-cluster made)")
-
-
