@@ -20,13 +20,9 @@ REAL_FIXTURES = {"netns", "slurm"}
 WITHOUT_OWN_TEST = frozenset({
     "contract/fields.py",
     "contract/sim.py",
-    "evidence/__init__.py",
     "evidence/record/sealing.py",
     "evidence/record/derived_cases.py",
-    "evidence/record/end.py",
     "evidence/record/latency_map.py",
-    "evidence/regular_file.py",
-    "evidence/untrusted_json.py",
     "evidence/verdict/timelines.py",
     "launchers/result.py",
     "measure/cache.py",
