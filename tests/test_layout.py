@@ -20,9 +20,6 @@ REAL_FIXTURES = {"netns", "slurm"}
 WITHOUT_OWN_TEST = frozenset({
     "contract/fields.py",
     "contract/sim.py",
-    "evidence/record/derived_cases.py",
-    "evidence/record/latency_map.py",
-    "evidence/verdict/timelines.py",
     "launchers/result.py",
     "measure/cache.py",
     "measure/gpu_facts.py",

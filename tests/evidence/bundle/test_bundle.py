@@ -1,5 +1,5 @@
-"""The evidence bundle: DSSE envelope, in-toto manifest, Ed25519 and OpenSSH signatures,
-and `pytest-cluster verify` on changed, missing, added files, wrong keys and no signature."""
+"""The evidence bundle end to end: a run sealed with Ed25519 and OpenSSH signatures, and
+`pytest-cluster verify` on changed, missing, added files, wrong keys and no signature."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The per-node verdict, margins, the results reader, run directories, and [SIMULATED]
-following from the results a test read."""
+"""The per-node verdict, margins and the results reader."""
 
 from __future__ import annotations
 
