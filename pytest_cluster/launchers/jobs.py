@@ -13,6 +13,7 @@ import base64
 import math
 import re
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -256,7 +257,7 @@ def _number(value: object) -> float | None:
         and math.isfinite(value) else None
 
 
-def node_ranks(payload: dict[str, Any], node_rank: int,
+def node_ranks(payload: Mapping[str, object], node_rank: int,
                per_node: int) -> tuple[list[tuple[Any, ...]], str]:
     """A node's answer read as its ranks' records (RankResult's fields after the node),
     and '' ; or none and what is wrong with it: no `ranks` list, an entry that is no
