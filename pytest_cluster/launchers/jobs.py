@@ -148,12 +148,12 @@ class RankResult:
     stderr_tail: str = ""
     ended_at: float | None = None
     #: its last progress, when the job has a stall timeout (job_node.read_progress)
-    progress: dict[str, Any] | None = None
+    progress: Mapping[str, object] | None = None
     #: the longest its progress went unwritten, as its node saw (a stall timeout's job)
     longest_silent_s: float | None = None
     #: its measured steps' times as it last wrote them (probes/jobs/train.py's steps file):
     #: what is left of a rank killed before it printed its result
-    steps: dict[str, Any] | None = None
+    steps: Mapping[str, object] | None = None
 
     @property
     def ok(self) -> bool:

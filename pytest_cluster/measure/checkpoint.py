@@ -91,7 +91,7 @@ class CheckpointDetails(Removal, total=False):
 
     token: str
     started_at: float
-    leftovers: list[dict[str, Any]]
+    leftovers: list[dict[str, object]]
     capacity_bytes: float
     ended_at: float
 

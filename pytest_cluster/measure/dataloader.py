@@ -96,7 +96,7 @@ class DataloaderDetails(Removal, total=False):
     token: str
     started_at: float
     ended_at: float
-    leftovers: list[dict[str, Any]]  # what earlier runs left, as the write's sweep said
+    leftovers: list[dict[str, object]]  # what earlier runs left, as the write's sweep said
 
 
 @dataclass(frozen=True)

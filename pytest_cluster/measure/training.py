@@ -182,16 +182,17 @@ def _times(values: object) -> list[float] | None:
     return [float(v) for v in values]
 
 
-def steps_ran(result: JobResult) -> list[tuple[RankResult, dict[str, Any]]]:
+def steps_ran(result: JobResult) -> list[tuple[RankResult, dict[str, list[float]]]]:
     """Each rank's measured steps as its steps file had them (a run killed before the
     ranks printed their results), each list cut to the steps every rank completed."""
     found = []
     for r in result.ranks:
         times = {f"{name}_s": _times((r.steps or {}).get(f"{name}_s"))
                  for name in ("step", *PHASES)}
-        if any(v is None for v in times.values()):
+        kept = {name: values for name, values in times.items() if values is not None}
+        if len(kept) < len(times):
             return []
-        found.append((r, times))
+        found.append((r, kept))
     return found
 
 
