@@ -36,7 +36,7 @@ import statistics
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from pytest_cluster.contract.documents import record_of
 from pytest_cluster.errors import ClusterError
