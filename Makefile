@@ -1,6 +1,8 @@
 # `make demo`: set up .venv and run the contract suite on this machine (one-node cluster).
 # `make test`: set up .venv and run the plugin's own tests.
 # `make test-fast`: the tests not marked slow, on 2 pytest-xdist workers (while you work).
+# `make test-extra-clause`: the same with one more GPU clause installed through the extension
+# point (tests/extra_clause.py): no test counts cases or clauses by hand.
 # `make docs`: rewrite the docs' generated tables (clauses, sections, launchers, error kinds,
 # sim faults, plausible ranges) from the registries; tests/test_docs_generated.py holds them.
 # `make gpu-check`: every GPU path on this machine's GPU beside plain torch loops (one line
@@ -16,7 +18,7 @@ STAMP := $(VENV)/.installed-stamp
 # .venv's python where it exists (CI: no CUDA), else the python3 that holds torch
 GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
 
-.PHONY: demo test test-fast lint docs bench gpu-check clean
+.PHONY: demo test test-fast test-extra-clause lint docs bench gpu-check clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +38,10 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest -m "not slow" -n 2 -p no:cacheprovider $(PYTEST_ARGS)
+
+test-extra-clause: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" PYTEST_CLUSTER_TEST_EXTRA_CLAUSE=1 $(BIN)/pytest -m "not slow" \
+		-n 2 -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

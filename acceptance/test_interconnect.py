@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from pytest_cluster.contract.busbw import CollectiveRun, gbs, required_busbw
 from pytest_cluster.contract.clauses import declared
 from pytest_cluster.contract.model import Clause, InterconnectSpec, Rule
+from pytest_cluster.evidence.blame import TOOL_FAULT
 from pytest_cluster.evidence.latency_map import MATRIX_UP_TO
-from pytest_cluster.evidence.verdict import TOOL_FAULT
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import collectives, latency, nccl_log, node_search, plausible
 from pytest_cluster.measure.node_search import (

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.contract.clauses import declared
 from pytest_cluster.contract.storage import Share, shared_over
-from pytest_cluster.evidence.verdict import NO_ANSWER_HOST
+from pytest_cluster.evidence.blame import NO_ANSWER_HOST
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import checkpoint, dataloader, storage
 from pytest_cluster.measure.at_once import SILENT_KINDS

@@ -24,7 +24,7 @@ from pytest_cluster.contract.clauses import CLAUSES
 from pytest_cluster.contract.declaration import Declaration, Value
 from pytest_cluster.contract.launchers import KINDS
 from pytest_cluster.contract.sections import SECTIONS
-from pytest_cluster.evidence import verdict
+from pytest_cluster.evidence import blame
 from pytest_cluster.launchers.result import ErrorKind
 from pytest_cluster.measure import plausible
 from pytest_cluster.units import format_number
@@ -119,17 +119,17 @@ def launchers_inline() -> str:
     return "".join(f"- `{k.name}`: {_what_it_is(k.implementation)}\n" for k in KINDS.values())
 
 
-# -- how a case fails without a number (launchers/result.py ErrorKind, evidence/verdict.py) --
+# -- how a case fails without a number (launchers/result.py ErrorKind, evidence/blame.py) ----
 
-#: What the verdict makes of each group of error kinds evidence/verdict.py declares.
+#: What the verdict makes of each group of error kinds evidence/blame.py declares.
 _KIND_GROUPS: tuple[tuple[frozenset[str], str], ...] = (
-    (verdict.NO_ANSWER, "no answer: UNREACHABLE where another node of the run answered"),
-    (verdict.CONTROLLER_SIDE, "this machine's fault: NOT CHECKED, never drained"),
-    (verdict.TOOL_ERROR, "the tool's, or the spec's: no node's fault, none drained"),
-    (verdict.NOT_MEASURED, "not measured: NOT CHECKED, neither node nor cluster failed"),
-    (verdict.NO_CULPRIT, "no culprit: a cluster failure, no node rejected"),
-    (verdict.NOT_ESTABLISHED, "not established: fails; rejects only through the silent "
-                              "node's own verdict"),
+    (blame.NO_ANSWER, "no answer: UNREACHABLE where another node of the run answered"),
+    (blame.CONTROLLER_SIDE, "this machine's fault: NOT CHECKED, never drained"),
+    (blame.TOOL_ERROR, "the tool's, or the spec's: no node's fault, none drained"),
+    (blame.NOT_MEASURED, "not measured: NOT CHECKED, neither node nor cluster failed"),
+    (blame.NO_CULPRIT, "no culprit: a cluster failure, no node rejected"),
+    (blame.NOT_ESTABLISHED, "not established: fails; rejects only through the silent "
+                            "node's own verdict"),
 )
 
 

@@ -29,18 +29,13 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from pytest_cluster.evidence.baseline.compare import signature_said
+from pytest_cluster.evidence.baseline.accepted import signature_said
+from pytest_cluster.evidence.blame import NOT_BLAMING, answered, culprits, no_answer
 from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.derived_cases import TESTS
 from pytest_cluster.evidence.sinks.metrics import CASE_LABELS
 from pytest_cluster.evidence.sinks.results import ResultLine, outcome
-from pytest_cluster.evidence.verdict import (
-    NOT_BLAMING,
-    answered,
-    culprits,
-    no_answer,
-    outcome_of,
-)
+from pytest_cluster.evidence.verdict import outcome_of
 from pytest_cluster.units import Dim, parse_quantity, utc
 
 Record = dict[str, Any]

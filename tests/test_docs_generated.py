@@ -74,11 +74,15 @@ def test_the_check_names_a_stale_region(tmp_path: Path,
 
 
 def test_a_key_without_its_row_is_named() -> None:
+    from pytest_cluster.contract.extensions import added_clauses
+
     gen = generator()
     text = (ROOT / "docs" / "spec.md").read_text(encoding="utf-8")
-    assert gen.undescribed(text) == []
+    # the keys of installed extensions loaded in this process (their own docs describe them)
+    theirs = [d.id for d in added_clauses() if d.written]
+    assert gen.undescribed(text) == theirs
     without = text.replace("| `cpu_threads` |", "| threads |")
-    assert gen.undescribed(without) == ["host.cpu_threads"]
+    assert gen.undescribed(without) == ["host.cpu_threads", *theirs]
 
 
 _CELL = re.compile(r"(?<!\\)\|")

@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
+from pytest_cluster.contract.clauses import declared
 from pytest_cluster.contract.launcher_kind import LauncherKind
 from pytest_cluster.contract.launchers import KINDS
 from pytest_cluster.contract.sections import SECTIONS
 from pytest_cluster.evidence.gate import gate
-from tests.conftest import has_torch
+from tests.conftest import has_torch, on, on_no_node, planned
 
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 
@@ -83,11 +84,12 @@ def test_packaged_suite_passes_with_evidence(pytester: pytest.Pytester, fs: Path
             *(f"storage[[]{fs}].{key}" for key in ("checkpoint", "dataloader", "free",
                                                    "import_torch", "shared"))]
     not_written = sorted([*absent, *left], key=lambda item: item.replace("[[]", "["))
+    every = len(planned(pytester, spec_text(fs)))
     result = pytester.runpytest("--cluster=trial.yaml")
-    result.assert_outcomes(passed=8)
+    result.assert_outcomes(passed=every)
     result.stdout.fnmatch_lines([
-        "*cluster test-cluster: 8 of 8 contract check(s) ran, 0 failed; nodes covered: "
-        "all 1 node(s)*",
+        f"*cluster test-cluster: {every} of {every} contract check(s) ran, 0 failed; nodes "
+        "covered: all 1 node(s)*",
         "*nodes: 1 ACCEPTED, 0 REJECTED, 0 UNREACHABLE, 0 NOT CHECKED*",
         f"*not in contract, not tested: {', '.join(not_written)}",
         "*evidence: reports/2*Z-test-cluster/ (inventory.json, junit.xml, probes/, report.html, "
@@ -112,7 +114,7 @@ def test_packaged_suite_passes_with_evidence(pytester: pytest.Pytester, fs: Path
     assert records[0]["type"] == "run"
     assert records[0]["cluster"] == "test-cluster"
     results = [r for r in records if r["type"] == "result"]
-    assert len(results) == 8
+    assert len(results) == every
     assert {r["outcome"] for r in results} == {"passed"}
     kernel = next(r for r in results if r["spec_key"] == "host.software.kernel")
     assert kernel["measured"] == __import__("platform").release()
@@ -128,8 +130,9 @@ def test_impossible_requirement_fails_with_the_numbers(pytester: pytest.Pytester
         fs, host='  cpu_cores: ">= 100000"\n',
         storage='    write: ">= 1000 TB/s"\n    capacity: ">= 1 EB"\n'.replace(
             '    capacity: ">= 1 EB"\n', '    capacity: ">= 1000 PB"\n')))
+    every = len(planned(pytester, (pytester.path / "trial.yaml").read_text()))
     result = pytester.runpytest("--cluster=trial.yaml")
-    result.assert_outcomes(failed=3)
+    result.assert_outcomes(passed=every - 3, failed=3)  # the three out of reach
     result.stdout.fnmatch_lines([
         "*nodeA cpu_cores: measured * < required 100000 (0.00*% of required)*",
         f"*nodeA {fs} capacity: measured * PB < required 1000 PB (*% of required)*",
@@ -198,8 +201,10 @@ def test_missing_spec_file_is_a_usage_error(pytester: pytest.Pytester) -> None:
 @pytest.mark.slow
 def test_select_a_node_with_k(pytester: pytest.Pytester, fs: Path) -> None:
     pytester.makefile(".yaml", trial=spec_text(fs, nodes="node[01-03]"))
+    mine = planned(pytester, spec_text(fs, nodes="node[01-03]"), "-k", "node02")
+    assert mine == on(planned(pytester, spec_text(fs, nodes="node[01-03]")), "node02")
     result = pytester.runpytest("--cluster=trial.yaml", "-k", "node02", "-v")
-    result.assert_outcomes(passed=8)
+    result.assert_outcomes(passed=len(mine))
     result.stdout.fnmatch_lines(["*test_cpu_cores[[]node02[]] PASSED*",
                                  f"*test_storage_read[[]node02-{fs}[]] PASSED*"])
     assert "node01" not in "".join(r.get("node", "") for r in jsonl(pytester)[1:])
@@ -208,7 +213,7 @@ def test_select_a_node_with_k(pytester: pytest.Pytester, fs: Path) -> None:
 def test_same_software_on_several_nodes(pytester: pytest.Pytester, fs: Path) -> None:
     pytester.makefile(".yaml", trial=spec_text(fs, nodes="node[1-2]"))
     result = pytester.runpytest("--cluster=trial.yaml", "-v", "-k", "same_on_all")
-    result.assert_outcomes(passed=6)
+    result.assert_outcomes(passed=len(declared("host.same_software").members))
     result.stdout.fnmatch_lines(["*test_software_same_on_all_nodes[[]kernel[]] PASSED*"])
 
 
@@ -261,10 +266,12 @@ def test_hung_node_fails_only_its_own_tests(pytester: pytest.Pytester, fs: Path,
     add_launcher(pytester, monkeypatch, "hung", HUNG_LAUNCHER, "HungNode")
     pytester.makefile(".yaml", trial=spec_text(fs, nodes="[good, hung]", launcher="hung")
                       .replace("probe_timeout: 2 min", "probe_timeout: 6 s"))
+    cases = planned(pytester, (pytester.path / "trial.yaml").read_text())
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:randomly")
-    # "hung" fails its own 8; host.same_software (6 packages) is not established while
+    # "hung" fails its own; host.same_software (a case a package) is not established while
     # it does not answer: a cluster check that fails, never a pass on "good" alone
-    result.assert_outcomes(passed=8, failed=8 + 6)
+    result.assert_outcomes(passed=len(on(cases, "good")), failed=len(on(cases, "hung")) + len(
+        on_no_node(cases, ("good", "hung"))))
     result.stdout.fnmatch_lines(["*hung: host probe timeout: no answer within 6 s; killed*"])
     failed = [r for r in jsonl(pytester) if r.get("outcome") == "failed"]
     assert {r["node"] for r in failed} == {"hung", "all"}
@@ -350,8 +357,9 @@ def test_without_spec_the_fixtures_say_what_is_missing(pytester: pytest.Pytester
 def test_no_reports_when_asked(pytester: pytest.Pytester, fs: Path) -> None:
     pytester.makefile(".yaml", trial=spec_text(fs, host='  cpu_cores: ">= 1"\n',
                                                storage='    capacity: ">= 1 MiB"\n'))
+    every = len(planned(pytester, (pytester.path / "trial.yaml").read_text()))
     result = pytester.runpytest("--cluster=trial.yaml", "--cluster-reports=")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=every)
     assert not (pytester.path / "reports").exists()
 
 
@@ -360,7 +368,7 @@ def test_xdist_probes_each_node_once(pytester: pytest.Pytester, fs: Path) -> Non
     pytester.makefile(".yaml", trial=spec_text(fs, nodes="n[1-3]"))
     result = pytester.runpytest_subprocess("--cluster=trial.yaml", "--tx", "2*popen",
                                            "--dist", "load", "-p", "xdist")  # even on 2 CPUs
-    result.assert_outcomes(passed=24 + 6)
+    result.assert_outcomes(passed=len(planned(pytester, spec_text(fs, nodes="n[1-3]"))))
     results = [r for r in jsonl(pytester) if r["type"] == "result" and "probe_run" in r]
     runs: dict[tuple[str, str], set[str]] = {}
     for record in results:
@@ -414,8 +422,10 @@ def test_missing_filesystem_fails_its_clauses_with_the_reason_and_drains_no_node
     NOT CHECKED, an ERROR the gate never drains (it was a FAIL that drained it)."""
     gone = fs / "not-mounted"
     pytester.makefile(".yaml", trial=spec_text(gone, host='  cpu_cores: ">= 1"\n'))
+    cases = planned(pytester, spec_text(gone, host='  cpu_cores: ">= 1"\n'), *options)
+    on_it = on(cases, f"nodeA-{gone}")  # its storage clauses: undecided
     result = pytester.runpytest("--cluster=trial.yaml", *options)
-    result.assert_outcomes(passed=1, failed=4)
+    result.assert_outcomes(passed=len(cases) - len(on_it), failed=len(on_it))
     result.stdout.fnmatch_lines([
         f"*nodeA {gone} write: cannot measure: {gone} does not exist or is not a directory "
         "on this node, on the only node checked: a fault of the filesystem, not nodeA's*"])

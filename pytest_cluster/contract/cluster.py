@@ -3,12 +3,11 @@ they are reached (launcher, python, probe limits)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster.contract.fields import (
-    Ctx,
-    Map,
-    closest,
     field,
     interpreter,
     or_default,
@@ -17,14 +16,18 @@ from pytest_cluster.contract.fields import (
     size_between,
     text,
     time_between,
-    written_with,
 )
 from pytest_cluster.contract.launchers import KINDS
+from pytest_cluster.contract.mapping import Map
 from pytest_cluster.contract.model import (
     ClusterSpec,
 )
+from pytest_cluster.contract.spelling import closest, written_with
 from pytest_cluster.errors import UnitError
 from pytest_cluster.hostlist import MAX_NODES, expand_hostlist
+
+if TYPE_CHECKING:
+    from pytest_cluster.contract.located_errors import Ctx
 
 #: The longest cluster.name: it heads the terminal's summary, the reports and the run's
 #: directory name (which keeps its first 80 characters).

@@ -76,7 +76,7 @@ class Declaration:
     #: '' for a key of the section itself
     within: str = ""
     #: a NIC's or network link's rate, which the world states in bits (400 Gb/s NDR): one
-    #: faster than any NIC is warned of as bytes written for bits (fields.slips)
+    #: faster than any NIC is warned of as bytes written for bits (clause_parsers.slips)
     link: bool = False
 
     @property

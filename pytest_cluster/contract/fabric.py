@@ -19,23 +19,19 @@ the run) is on unless `counters: false`.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from yaml.nodes import Node, ScalarNode
 
+from pytest_cluster.contract.clause_parsers import promises
 from pytest_cluster.contract.clauses import declared
-from pytest_cluster.contract.fields import (
-    Ctx,
-    boolean,
-    field,
-    one_of,
-    or_default,
-    promises,
-    section_map,
-    text,
-    time_between,
-)
+from pytest_cluster.contract.fields import boolean, field, one_of, or_default, text, time_between
+from pytest_cluster.contract.mapping import section_map
 from pytest_cluster.contract.model import Clause, FabricSpec, Rule
 from pytest_cluster.errors import UnitError, head
+
+if TYPE_CHECKING:
+    from pytest_cluster.contract.located_errors import Ctx
 
 #: The link layers a port may have (sysfs link_layer), by the spelling users write.
 LINK_LAYERS = {"infiniband": "InfiniBand", "ib": "InfiniBand", "ethernet": "Ethernet",

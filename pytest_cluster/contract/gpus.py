@@ -3,33 +3,25 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from yaml.nodes import MappingNode, Node, SequenceNode
 
+from pytest_cluster.contract.clause_parsers import clause, promises, respelled, rule
 from pytest_cluster.contract.clauses import clauses, declared
 from pytest_cluster.contract.declaration import Value
-from pytest_cluster.contract.fields import (
-    Ctx,
-    Map,
-    clause,
-    closest,
-    field,
-    or_default,
-    promises,
-    respelled,
-    rule,
-    scalar,
-    section_map,
-    text,
-    time_between,
-    written_with,
-)
+from pytest_cluster.contract.fields import field, or_default, text, time_between
 from pytest_cluster.contract.gpu_models import MODELS, PEAK_TFLOPS, model_named
+from pytest_cluster.contract.mapping import Map, section_map
 from pytest_cluster.contract.model import Clause, GpuSpec, Rule
 from pytest_cluster.contract.requirement import parse_requirement
+from pytest_cluster.contract.spelling import closest, written_with
+from pytest_cluster.contract.yaml_nodes import scalar
 from pytest_cluster.errors import UnitError, head
 from pytest_cluster.units import Dim, format_value
+
+if TYPE_CHECKING:
+    from pytest_cluster.contract.located_errors import Ctx
 
 T = TypeVar("T")
 

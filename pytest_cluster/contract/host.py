@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from yaml.nodes import Node
 
+from pytest_cluster.contract.clause_parsers import flag, promises
 from pytest_cluster.contract.clauses import declared, keys
-from pytest_cluster.contract.fields import (
-    Ctx,
-    Map,
-    field,
-    flag,
-    promises,
-    written,
-)
+from pytest_cluster.contract.fields import field
+from pytest_cluster.contract.mapping import Map
 from pytest_cluster.contract.model import (
     HostSpec,
     VersionClause,
@@ -20,6 +17,10 @@ from pytest_cluster.contract.model import (
 from pytest_cluster.contract.requirement import (
     parse_version_requirement,
 )
+from pytest_cluster.contract.yaml_nodes import written
+
+if TYPE_CHECKING:
+    from pytest_cluster.contract.located_errors import Ctx
 
 
 def _software(ctx: Ctx, table: Map) -> tuple[VersionClause, ...]:

@@ -5,27 +5,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TypedDict, TypeVar
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 from yaml.nodes import MappingNode, Node, SequenceNode
 
+from pytest_cluster.contract.clause_parsers import as_declared, share_or
 from pytest_cluster.contract.clauses import declared
 from pytest_cluster.contract.fields import (
-    Ctx,
-    Map,
-    as_declared,
     boolean,
     field,
-    kind,
     one_of,
     or_default,
     positive_int,
-    share_or,
     size_between,
     text,
     time_between,
     whole,
 )
+from pytest_cluster.contract.mapping import Map
 from pytest_cluster.contract.model import (
     Clause,
     ClusterSpec,
@@ -36,10 +33,14 @@ from pytest_cluster.contract.model import (
     TransportSpec,
 )
 from pytest_cluster.contract.requirement import Requirement, parse_requirement
+from pytest_cluster.contract.yaml_nodes import kind
 from pytest_cluster.errors import UnitError, head
 from pytest_cluster.units import Dim, parse_bytes
 
 T = TypeVar("T")
+
+if TYPE_CHECKING:
+    from pytest_cluster.contract.located_errors import Ctx
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 BACKENDS = ("nccl", "gloo")

@@ -13,11 +13,8 @@ import stat
 from yaml.nodes import MappingNode, ScalarNode
 
 from pytest_cluster.contract.compose import compose
-from pytest_cluster.contract.fields import (
-    Ctx,
-    Map,
-    kind,
-)
+from pytest_cluster.contract.located_errors import Ctx
+from pytest_cluster.contract.mapping import Map
 from pytest_cluster.contract.model import (
     SECTION_FIELDS,
     Clause,
@@ -29,6 +26,7 @@ from pytest_cluster.contract.model import (
     StorageSpec,
 )
 from pytest_cluster.contract.sections import LISTED, SECTIONS, Sofar
+from pytest_cluster.contract.yaml_nodes import kind
 from pytest_cluster.errors import SpecError
 
 MAX_SPEC_BYTES = 4 * 2**20

@@ -6,23 +6,19 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from yaml.nodes import Node
 
+from pytest_cluster.contract.clause_parsers import promises
 from pytest_cluster.contract.cluster import parse_cluster
 from pytest_cluster.contract.extensions import added_sections, adds_to, free
 from pytest_cluster.contract.fabric import parse_fabric
-from pytest_cluster.contract.fields import (
-    Ctx,
-    Map,
-    promises,
-    section_map,
-)
 from pytest_cluster.contract.gpus import parse_gpus
 from pytest_cluster.contract.host import parse_host
 from pytest_cluster.contract.interconnect import parse_interconnect
 from pytest_cluster.contract.launchers import KINDS
+from pytest_cluster.contract.mapping import Map, section_map
 from pytest_cluster.contract.model import (
     ClusterSpec,
     SectionSpec,
@@ -35,6 +31,9 @@ from pytest_cluster.contract.ssh import parse_ssh
 from pytest_cluster.contract.storage import parse_storage
 from pytest_cluster.contract.tolerances import parse_baseline, parse_soak
 from pytest_cluster.contract.training import parse_training
+
+if TYPE_CHECKING:
+    from pytest_cluster.contract.located_errors import Ctx
 
 
 class Sofar:

@@ -11,30 +11,28 @@ from typing import TYPE_CHECKING, TypeVar
 
 from yaml.nodes import MappingNode, Node, SequenceNode
 
+from pytest_cluster.contract.clause_parsers import as_declared
 from pytest_cluster.contract.clauses import declared
 from pytest_cluster.contract.fields import (
-    Ctx,
-    Map,
-    as_declared,
     boolean,
     field,
-    for_launcher,
-    kind,
     one_of,
     or_default,
     positive_int,
-    scalar,
     text,
     time_between,
     whole,
 )
 from pytest_cluster.contract.gpus import gpu_model
 from pytest_cluster.contract.launchers import KINDS
+from pytest_cluster.contract.mapping import Map, for_launcher
 from pytest_cluster.contract.sim_records import SimFault, SimSpec
+from pytest_cluster.contract.yaml_nodes import kind, scalar
 from pytest_cluster.errors import UnitError, head
 from pytest_cluster.units import Dim, parse_bytes, parse_quantity
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.located_errors import Ctx
     from pytest_cluster.contract.model import ClusterSpec
 
 

@@ -15,25 +15,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from pytest_cluster import money
-from pytest_cluster.contract.fields import (
-    Ctx,
-    Map,
-    field,
-    kind,
-    or_default,
-    section_map,
-    time_between,
-    written,
-)
+from pytest_cluster.contract.fields import field, or_default, time_between
+from pytest_cluster.contract.mapping import Map, section_map
 from pytest_cluster.contract.model import CreditTier, SlaSpec
+from pytest_cluster.contract.yaml_nodes import kind, written
 from pytest_cluster.units import Dim, parse_quantity
 
 T = TypeVar("T")
+
+if TYPE_CHECKING:
+    from pytest_cluster.contract.located_errors import Ctx
 
 
 def share(raw: object) -> Decimal:

@@ -6,23 +6,20 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from yaml.nodes import MappingNode, Node
 
-from pytest_cluster.contract.fields import (
-    Ctx,
-    Map,
-    boolean,
-    field,
-    for_launcher,
-    or_default,
-    scalar,
-    time_between,
-)
+from pytest_cluster.contract.fields import boolean, field, or_default, time_between
 from pytest_cluster.contract.launchers import KINDS
+from pytest_cluster.contract.mapping import Map, for_launcher
 from pytest_cluster.contract.model import ClusterSpec, SlurmSpec
+from pytest_cluster.contract.yaml_nodes import scalar
 from pytest_cluster.errors import UnitError
 from pytest_cluster.hostlist import expand_hostlist
+
+if TYPE_CHECKING:
+    from pytest_cluster.contract.located_errors import Ctx
 
 KEYS = ("partition", "account", "reservation", "time_limit", "allocation", "mpi")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")

@@ -15,26 +15,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from yaml.nodes import MappingNode, Node
 
-from pytest_cluster.contract.fields import (
-    Ctx,
-    Map,
-    closest,
-    field,
-    for_launcher,
-    kind,
-    or_default,
-    positive_int,
-    scalar,
-    time_between,
-)
+from pytest_cluster.contract.fields import field, or_default, positive_int, time_between
 from pytest_cluster.contract.launchers import KINDS
+from pytest_cluster.contract.mapping import Map, for_launcher
 from pytest_cluster.contract.model import ClusterSpec, SshSpec
+from pytest_cluster.contract.spelling import closest
+from pytest_cluster.contract.yaml_nodes import kind, scalar
 from pytest_cluster.errors import UnitError
 from pytest_cluster.hostlist import is_valid_hostname
 from pytest_cluster.units import foreign_digits
+
+if TYPE_CHECKING:
+    from pytest_cluster.contract.located_errors import Ctx
 
 KEYS = ("user", "port", "identity_file", "config", "options", "connect_timeout")
 _USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")

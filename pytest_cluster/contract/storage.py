@@ -23,29 +23,28 @@ from typing import TYPE_CHECKING, TypeVar
 
 from yaml.nodes import MappingNode, Node, SequenceNode
 
+from pytest_cluster.contract.clause_parsers import flag, promises
 from pytest_cluster.contract.clauses import declared, keys
 from pytest_cluster.contract.fields import (
-    Ctx,
-    Map,
     boolean,
     field,
-    flag,
     interpreter,
-    kind,
     or_default,
-    promises,
     shown_name,
     size_between,
     time_between,
     whole,
 )
 from pytest_cluster.contract.launchers import KINDS
+from pytest_cluster.contract.mapping import Map
 from pytest_cluster.contract.model import CheckpointSpec, Clause, DataloaderSpec, Rule, StorageSpec
 from pytest_cluster.contract.requirement import Requirement, parse_requirement
+from pytest_cluster.contract.yaml_nodes import kind
 from pytest_cluster.errors import UnitError, head
 from pytest_cluster.units import Dim, parse_quantity
 
 if TYPE_CHECKING:
+    from pytest_cluster.contract.located_errors import Ctx
     from pytest_cluster.contract.model import ClusterSpec
 
 T = TypeVar("T")

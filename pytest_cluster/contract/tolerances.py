@@ -3,21 +3,22 @@ the baseline, or how unsteady over a soak, a figure may be."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from yaml.nodes import Node
 
 from pytest_cluster.contract.clauses import keys
-from pytest_cluster.contract.fields import (
-    Ctx,
-    field,
-    or_default,
-    section_map,
-)
+from pytest_cluster.contract.fields import field, or_default
+from pytest_cluster.contract.mapping import section_map
 from pytest_cluster.contract.model import (
     BaselineSpec,
     SoakSpec,
 )
 from pytest_cluster.errors import UnitError
 from pytest_cluster.units import Dim, parse_quantity
+
+if TYPE_CHECKING:
+    from pytest_cluster.contract.located_errors import Ctx
 
 
 def _below_one(raw: object) -> float:

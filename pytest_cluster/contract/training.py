@@ -12,21 +12,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from yaml.nodes import MappingNode, Node
 
+from pytest_cluster.contract.clause_parsers import promises
 from pytest_cluster.contract.clauses import keys
-from pytest_cluster.contract.fields import (
-    Ctx,
-    Map,
-    field,
-    or_default,
-    promises,
-    time_between,
-    whole,
-)
+from pytest_cluster.contract.fields import field, or_default, time_between, whole
 from pytest_cluster.contract.interconnect import MAX_RANKS, backend
 from pytest_cluster.contract.launchers import KINDS
+from pytest_cluster.contract.mapping import Map
 from pytest_cluster.contract.model import ClusterSpec, GpuSpec, TrainingSpec
+
+if TYPE_CHECKING:
+    from pytest_cluster.contract.located_errors import Ctx
 
 
 def parse_training(ctx: Ctx, node: Node | None, cluster: ClusterSpec,

@@ -20,9 +20,9 @@ import pytest
 from pytest_cluster.contract.model import Clause, Rule, VersionClause
 from pytest_cluster.contract.requirement import Verdict
 from pytest_cluster.evidence import node_groups
+from pytest_cluster.evidence.blame import UNDECIDED
 from pytest_cluster.evidence.sinks.results import strict_json
 from pytest_cluster.evidence.untrusted_json import found
-from pytest_cluster.evidence.verdict import UNDECIDED
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import plausible
 from pytest_cluster.measure.reference import Reference, properties
@@ -170,7 +170,7 @@ class Evidence:
         slow-node search with no known-good node to compare with, a job of several nodes
         that failed on none of them in particular): fail with error kind UNDECIDED, a
         cluster failure without a culprit that leaves the node NOT CHECKED, never REJECTED
-        or drained (verdict.NO_CULPRIT)."""
+        or drained (blame.NO_CULPRIT)."""
         self.cannot_measure(clause, reason, raw=raw, kind=UNDECIDED, node=node)
 
     def check(self, clause: Clause, measured: float, *, result: ProbeResult | None,

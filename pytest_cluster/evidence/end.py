@@ -14,25 +14,22 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster import __version__
 from pytest_cluster.contract.levels import covered as levels_covered
+from pytest_cluster.evidence.cluster_verdict import (
+    INCOMPLETE,
+    cluster_verdict,
+    decisive,
+    incomplete_why,
+)
+from pytest_cluster.evidence.drain import drain_line, taint_line, to_drain
 from pytest_cluster.evidence.plan import level_of_run, not_checked, why_left_out
 from pytest_cluster.evidence.sinks.results import EndLine, SoakEnd, run_status
 from pytest_cluster.evidence.tally import is_simulated, not_a_node
-from pytest_cluster.evidence.verdict import (
-    INCOMPLETE,
-    NOT_CHECKED,
-    cluster_verdict,
-    decisive,
-    drain_line,
-    incomplete_why,
-    outcome_of,
-    taint_line,
-    to_drain,
-)
+from pytest_cluster.evidence.verdict import NOT_CHECKED, outcome_of
 from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
     from pytest_cluster.contract import Spec
-    from pytest_cluster.evidence.baseline.compare import Baseline
+    from pytest_cluster.evidence.baseline.accepted import Baseline
     from pytest_cluster.evidence.derived_cases import Case
     from pytest_cluster.evidence.ledger import Ledger
     from pytest_cluster.evidence.plan import NotChecked, Plan, Selection

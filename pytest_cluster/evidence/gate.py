@@ -34,19 +34,17 @@ from pathlib import Path
 from typing import Any, cast
 
 from pytest_cluster.errors import InputError, log_line
+from pytest_cluster.evidence.cluster_verdict import INCOMPLETE, incomplete_why, unmade
+from pytest_cluster.evidence.drain import drain_command
 from pytest_cluster.evidence.regular_file import read_regular, read_tail
 from pytest_cluster.evidence.verdict import (
     ERROR,
     FAIL,
-    INCOMPLETE,
     PASS,
     NodeVerdict,
     VerdictDocument,
-    drain_command,
-    incomplete_why,
     outcome_of,
     said_once,
-    unmade,
 )
 from pytest_cluster.hostlist import MAX_NODES, compress_hostlist, is_valid_hostname
 

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, NamedTuple
 
+from pytest_cluster.evidence.blame import NOT_BLAMING, culprits
 from pytest_cluster.evidence.sinks.results import ResultLine, clause_of, outcome
 from pytest_cluster.evidence.tally import ClauseTally, margin, margin_text, measured_text
-from pytest_cluster.evidence.verdict import NOT_BLAMING, culprits
 
 NEAR = 10.0  # % of the requirement: a margin closer than this is shown as near the line
 
@@ -78,7 +78,7 @@ class Matrix:
 
     def add(self, record: ResultLine) -> None:
         """A record's cell on its node; a check of several nodes that blames some
-        (verdict.culprits) puts its failure in each of their cells too, as their verdicts
+        (blame.culprits) puts its failure in each of their cells too, as their verdicts
         count it."""
         node = str(record.get("node"))
         if node in self._names:

@@ -21,6 +21,7 @@ import tempfile
 from collections import Counter
 from typing import TYPE_CHECKING, cast
 
+from pytest_cluster.evidence.cluster_verdict import cluster_failures
 from pytest_cluster.evidence.gathered import (
     Gathered,
     Matrix,
@@ -33,7 +34,7 @@ from pytest_cluster.evidence.latency_map import LatencyMap
 from pytest_cluster.evidence.plan import DESELECTED
 from pytest_cluster.evidence.sinks.results import ResultLine, clause_of, counted, outcome
 from pytest_cluster.evidence.tally import ClauseTally, add_to_tally
-from pytest_cluster.evidence.verdict import NodeVerdict, VerdictBuilder, cluster_failures
+from pytest_cluster.evidence.verdict import NodeVerdict, VerdictBuilder
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.plan import Plan

@@ -190,7 +190,7 @@ class EndLine(_EndLine, total=False):
 
     baseline: BaselineSummary
     soak: SoakEnd
-    incomplete: str  # why the verdict is INCOMPLETE (verdict.incomplete_why)
+    incomplete: str  # why the verdict is INCOMPLETE (cluster_verdict.incomplete_why)
     #: the cases derived from the whole run (a soak's, a baseline's), by outcome: what
     #: pytest, JUnit and the terminal count beside `counts`
     derived_counts: dict[str, int]

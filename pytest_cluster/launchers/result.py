@@ -39,7 +39,7 @@ class ErrorKind(str, enum.Enum):
 
 
 #: The error kinds whose fault is the controller's, not the node's (ErrorKind.controller_side;
-#: evidence/verdict.py's CONTROLLER_SIDE is their values).
+#: evidence/blame.py's CONTROLLER_SIDE is their values).
 CONTROLLER_SIDE = frozenset({ErrorKind.CONTROLLER, ErrorKind.AUTH_REFUSED})
 
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from pytest_cluster.evidence.verdict import INCOMPLETE, NodeVerdict, by_verdict, outcome_of
+from pytest_cluster.evidence.cluster_verdict import INCOMPLETE
+from pytest_cluster.evidence.verdict import NodeVerdict, by_verdict, outcome_of
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.baseline.compare import Baseline
+    from pytest_cluster.evidence.baseline.accepted import Baseline
     from pytest_cluster.evidence.sinks.results import EndLine
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pytest_cluster.evidence.cluster_verdict import INCOMPLETE, cluster_verdict, decisive
 from pytest_cluster.evidence.gathered import NEAR, Cell, Gathered, Matrix, PassedRows
 from pytest_cluster.evidence.tally import (
     SIMULATED_BANNER,
@@ -25,14 +26,7 @@ from pytest_cluster.evidence.tally import (
     is_simulated,
     margin_text,
 )
-from pytest_cluster.evidence.verdict import (
-    ACCEPTED,
-    INCOMPLETE,
-    NodeVerdict,
-    by_verdict,
-    cluster_verdict,
-    decisive,
-)
+from pytest_cluster.evidence.verdict import ACCEPTED, NodeVerdict, by_verdict
 from pytest_cluster.report.templates import macros, render
 
 if TYPE_CHECKING:

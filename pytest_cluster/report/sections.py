@@ -14,7 +14,7 @@ from pytest_cluster.report.templates import render
 from pytest_cluster.units import format_size
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.baseline.compare import Baseline
+    from pytest_cluster.evidence.baseline.accepted import Baseline
     from pytest_cluster.evidence.derived_cases import Case
     from pytest_cluster.measure.inventory_file import InventoryDocument, NodeRecord
 

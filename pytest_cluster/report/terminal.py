@@ -11,7 +11,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pytest_cluster.contract.promised import ACROSS
-from pytest_cluster.evidence.baseline.compare import signature_said
+from pytest_cluster.evidence.baseline.accepted import signature_said
+from pytest_cluster.evidence.cluster_verdict import (
+    INCOMPLETE,
+    incomplete_why,
+    soak_stopped,
+    unmade,
+)
+from pytest_cluster.evidence.drain import drain_line, taint_line, to_drain
 from pytest_cluster.evidence.plan import DESELECTED, NOT_AT_THIS_LEVEL, LeftOut, why_left_out
 from pytest_cluster.evidence.sinks.results import (
     COMPLETE,
@@ -23,24 +30,17 @@ from pytest_cluster.evidence.sinks.results import (
 from pytest_cluster.evidence.tally import is_simulated, not_a_node
 from pytest_cluster.evidence.verdict import (
     ERROR,
-    INCOMPLETE,
     NOT_CHECKED,
     NodeVerdict,
     by_verdict,
-    drain_line,
-    incomplete_why,
     outcome_of,
     said_once,
-    soak_stopped,
-    taint_line,
-    to_drain,
-    unmade,
 )
 from pytest_cluster.hostlist import compress_hostlist
 
 if TYPE_CHECKING:
     from pytest_cluster.contract import Spec
-    from pytest_cluster.evidence.baseline.compare import Baseline
+    from pytest_cluster.evidence.baseline.accepted import Baseline
 
 MAX_LISTED = 20  # nodes and drain lines listed in the terminal; verdict.json has all
 #: Why the sla: section of a run that is no soak is not checked.

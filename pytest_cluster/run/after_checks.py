@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_cluster.errors import clip
-from pytest_cluster.evidence.baseline.compare import Baseline, compare
+from pytest_cluster.evidence.baseline.compare import compare
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.measure import inventory
 from pytest_cluster.measure.cluster import Cluster
@@ -20,6 +20,7 @@ from pytest_cluster.report.sections import inventory_html
 
 if TYPE_CHECKING:
     from pytest_cluster.contract import ClusterSpec, Spec
+    from pytest_cluster.evidence.baseline.accepted import Baseline
     from pytest_cluster.launchers import Launcher
     from pytest_cluster.measure.inventory_file import InventoryDocument
 

@@ -23,6 +23,7 @@ from pytest_cluster.contract.declaration import ACCEPTANCE, LEVELS, STRESS
 from pytest_cluster.contract.levels import ladder_markers
 from pytest_cluster.contract.promised import TOO_FEW_NODES, Promised, promised
 from pytest_cluster.errors import ProbeFailed
+from pytest_cluster.evidence.blame import TOOL_FAULT
 from pytest_cluster.evidence.check import Place
 from pytest_cluster.evidence.plan import (
     CASE_KEY,
@@ -35,7 +36,6 @@ from pytest_cluster.evidence.plan import (
 )
 from pytest_cluster.evidence.sinks.results import carry_case
 from pytest_cluster.evidence.tally import is_simulated
-from pytest_cluster.evidence.verdict import TOOL_FAULT
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
 from pytest_cluster.run.suite import acceptance_dir
 from pytest_cluster.units import size_id

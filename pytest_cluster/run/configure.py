@@ -24,7 +24,7 @@ from pytest_cluster.contract import Spec, extensions, guarded, load_spec, narrow
 from pytest_cluster.contract.declaration import ACCEPTANCE, SANITY, STRESS
 from pytest_cluster.errors import LaunchError, SpecError, head
 from pytest_cluster.evidence import sealing
-from pytest_cluster.evidence.baseline import compare as baseline
+from pytest_cluster.evidence.baseline import accepted as baseline
 from pytest_cluster.evidence.rundir import create_run_dir
 from pytest_cluster.launchers import launcher_class
 from pytest_cluster.run import lifecycle
@@ -47,7 +47,7 @@ from pytest_cluster.soak import rounds as soak
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import SpecNote
-    from pytest_cluster.evidence.baseline.compare import Baseline
+    from pytest_cluster.evidence.baseline.accepted import Baseline
     from pytest_cluster.evidence.bundle.keys import Signer
 
 class SpecWarning(UserWarning):

@@ -1,5 +1,6 @@
 """The controller's side of a run: results.jsonl as cases end, then the end record,
-verdict.json, the terminal section and the JUnit suite properties (its HTML: html_hooks.py).
+verdict.json, the terminal section and the JUnit suite properties (its HTML:
+html_hooks.py; junit.xml's testcases: junit_cases.py; the seal at the end: sealed.py).
 
 Registered only on the controller (never on pytest-xdist workers), only with --cluster.
 """
@@ -9,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import sys
 import time
 from collections.abc import Generator, Mapping
 from pathlib import Path
@@ -27,7 +27,6 @@ from pytest_cluster.evidence.plan import (
     PLAN_KEY,
     NotChecked,
     Plan,
-    PlannedCase,
     selection,
     why_left_out,
 )
@@ -37,7 +36,6 @@ from pytest_cluster.evidence.rundir import (
     point_latest,
     remove_if_empty,
 )
-from pytest_cluster.evidence.sealing import predicate, seal_run, sealed_line
 from pytest_cluster.evidence.sinks.results import (
     EndLine,
     ResultLine,
@@ -54,24 +52,19 @@ from pytest_cluster.launchers.process import (
     release_interrupts,
     stop_everything,
 )
-from pytest_cluster.report.junit_properties import suite_properties
 from pytest_cluster.report.terminal import (
     NEEDS_A_SOAK,
     RunSummary,
-    closing_line,
     coverage_line,
     terminal_lines,
 )
-from pytest_cluster.run.junit_spool import (
-    JunitSpool,
-    closing,
-    junit_in_utc,
-)
+from pytest_cluster.run.junit_cases import JunitCases
 from pytest_cluster.run.lifecycle import run_launcher
+from pytest_cluster.run.sealed import seal_and_say
 
 if TYPE_CHECKING:
     from pytest_cluster.contract import Spec
-    from pytest_cluster.evidence.baseline.compare import Baseline
+    from pytest_cluster.evidence.baseline.accepted import Baseline
     from pytest_cluster.evidence.bundle.keys import Signer
     from pytest_cluster.evidence.derived_cases import Case
     from pytest_cluster.evidence.verdict import NodeVerdict
@@ -127,9 +120,7 @@ class ClusterSession:
         self.collected_nothing = False
         self.latest_moved = False
         self._html: Any = _UNKNOWN
-        self._spool: JunitSpool | None = None  # JUnit testcases on disk as they finish
-        #: the cases begun and not yet torn down: case id -> its last report
-        self._begun: dict[str, pytest.TestReport] = {}
+        self.junit = JunitCases(config)  # junit.xml's testcases, spooled as they finish
         #: inventory.json and the baseline's cases, once every check has run
         self.after_checks = after_checks
         self.holding = False  # Ctrl-C and SIGTERM held while the evidence is written
@@ -137,14 +128,7 @@ class ClusterSession:
     # -- start ----------------------------------------------------------------------------
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        xml = internals.junit_writer(self.config)
-        if xml is not None:
-            xml.suite_name = self.spec.cluster.name
-            xml.add_global_property("cluster", self.spec.cluster.name)
-            xml.add_global_property("spec_sha256", self.spec.sha256)
-            xml.add_global_property("simulated", str(is_simulated(self.spec)).lower())
-            xml.add_global_property("tool_version", __version__)
-            self._spool = JunitSpool(xml)
+        self.junit.start(self.spec)
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         """Ctrl-C or SIGTERM: no probe or rank launched keeps running on any node (the
@@ -201,58 +185,17 @@ class ClusterSession:
         """Before every other reader (JUnit, pytest-html, the terminal): the JUnit names
         and the result line, written at once (memory.py drops the case's bulk after them
         all)."""
-        case = getattr(report, "pytest_cluster_case", None)
-        if case is not None and report.when == "setup":  # it opens the case's testcase
-            self._junit_names(report, str(case[0]))
-        if case is not None:
-            if report.when == "teardown":
-                self._begun.pop(str(case[0]), None)
-            else:
-                self._begun[str(case[0])] = report
+        self.junit.begin(report)
         if makes_line(report):
             record = report_record(report)
             if record is not None:
                 self._write(record)
                 self.ledger.add(record)
-        testcase = (self._spool.open_reporter(report)
-                    if self._spool is not None and report.when == "teardown" else None)
+        testcase = self.junit.opened(report)
         try:
             return (yield)
         finally:
-            if testcase is not None and self._spool is not None:
-                self._spool.spool(testcase)
-
-    def _junit_not_reached(self, case: PlannedCase) -> None:
-        """A case never reached is no testcase of junit.xml: JUnit counts the cases that
-        ran, as the terminal and report.html do (the suite's `not_run` property counts the
-        others, as results.jsonl's not_run lines); one Ctrl-C stopped inside, begun but
-        never judged, has its testcase taken back."""
-        begun = self._begun.pop(case.case_id, None)
-        xml = internals.junit_writer(self.config)
-        if begun is not None and xml is not None:
-            internals.junit_forget(xml, begun)
-
-    def _junit_log(self, reports: list[pytest.TestReport]) -> None:
-        """Reports no hook carried, to pytest's JUnit writer alone; each testcase closed
-        is spooled, as those that ran."""
-        xml = internals.junit_writer(self.config)
-        if xml is None:
-            return
-        for made in reports:
-            testcase = (self._spool.open_reporter(made)
-                        if self._spool is not None and made.when == "teardown" else None)
-            internals.junit_log(xml, made)
-            if testcase is not None and self._spool is not None:
-                self._spool.spool(testcase)
-
-    def _junit_names(self, report: pytest.TestReport, case_id: str) -> None:
-        """JUnit classname from the case id: the same from any directory."""
-        xml = internals.junit_writer(self.config)
-        if xml is None:
-            return
-        path = case_id.split("::", 1)[0]
-        reporter = internals.junit_reporter(xml, report)
-        reporter.add_attribute("classname", path.removesuffix(".py").replace("/", "."))
+            self.junit.spool(testcase)
 
     # -- after the checks: the inventory ------------------------------------------------------
 
@@ -343,10 +286,8 @@ class ClusterSession:
                           "message": "not reached: the run ended before this check"}
                 self.ledger.add(record)
                 self._write(record)
-                self._junit_not_reached(case)
-        for begun in list(self._begun.values()):  # ran, left in its teardown
-            self._junit_log([closing(begun, begun.user_properties)])
-        self._begun.clear()
+                self.junit.not_reached(case)
+        self.junit.close_begun()  # ran, left in its teardown
         self.verdicts = self.ledger.verdicts(self.plan, why_left_out(selection(self.config)))
         hook = self.config.hook
         try:
@@ -365,21 +306,15 @@ class ClusterSession:
             self.writer.close()
         if self.run_dir is not None:
             self._write_verdict()
-        self._junit_status()
+        if self.end is not None:
+            self.junit.status(self.end, self.baseline, self.coverage_line(), self.verdicts)
 
     @pytest.hookimpl(hookwrapper=True, specname="pytest_sessionfinish")
     def pytest_sessionfinish_junit(self, session: pytest.Session) -> Generator[None]:
         """After pytest's JUnit writer: the spooled testcases put back in junit.xml."""
         yield
-        xml = internals.junit_writer(self.config)
         try:
-            # its timestamp in UTC, as every other time of the run: before the testcases
-            # go back in, while the file is small (at 1,024 nodes it is 200 MB after)
-            if xml is not None:
-                junit_in_utc(Path(xml.logfile))
-            if self._spool is not None:
-                spool, self._spool = self._spool, None
-                spool.restore(Path(xml.logfile) if xml is not None else None)
+            self.junit.put_back()  # its timestamp in UTC too
         except Exception as exc:
             self.late_failure("junit.xml's testcases put back", exc, session)
 
@@ -424,14 +359,6 @@ class ClusterSession:
         path = self.run_dir / "verdict.json"
         path.write_text(json.dumps(document, indent=1, sort_keys=True, allow_nan=False),
                         encoding="utf-8")
-
-    def _junit_status(self) -> None:
-        xml = internals.junit_writer(self.config)
-        if xml is None or self.end is None:
-            return
-        for name, value in suite_properties(self.end, self.baseline, self.coverage_line(),
-                                            self.verdicts):
-            xml.add_global_property(name, value)
 
     def coverage_line(self) -> str:
         return coverage_line(self.end)
@@ -506,27 +433,9 @@ class ClusterSession:
                     release_interrupts()
 
     def _seal(self, run_dir: Path) -> None:
-        """Last: the manifest over every file of the run (reports written, JUnit's
-        testcases put back), signed by the keys given, with what failed late. A manifest
-        that cannot be written is said on stderr (nothing is left to record it in)."""
+        """Last: the run's directory sealed (sealed.py)."""
         end = self.end  # the run's times as every other view says them
-        facts = predicate(self.config, self.spec,
-                          end["started_at"] if end is not None else self.started,
-                          end["ended_at"] if end is not None else time.time(),
-                          self._elsewhere(run_dir), self.late_failures)
-        try:
-            sealed = seal_run(run_dir, facts, self.signers)
-        except OSError as exc:
-            sys.stderr.write(f"pytest-cluster: NOT SEALED: the manifest of {run_dir} cannot "
-                             f"be written: {exc.strerror or exc}\n")
-            return
-        text = sealed_line(sealed, tuple(self.late_failures))
-        if end is not None:
-            text = f"{closing_line(end, self.verdicts)}\n{text}"
-        self.config.hook.pytest_cluster_evidence_sealed(
-            config=self.config, run_dir=run_dir.resolve(), manifest=sealed.path.resolve())
-        terminal = self.config.pluginmanager.get_plugin("terminalreporter")
-        if terminal is not None:
-            terminal.write_line(text)
-        else:
-            print(text, file=sys.stderr)
+        times = ((end["started_at"], end["ended_at"]) if end is not None
+                 else (self.started, time.time()))
+        seal_and_say(self.config, self.spec, run_dir, times, end, self.verdicts,
+                     self._elsewhere(run_dir), self.late_failures, self.signers)

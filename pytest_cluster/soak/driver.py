@@ -9,9 +9,9 @@ round's number and UTC time, and a line is printed: round k, elapsed, time left,
 failing so far. Once the rounds end (their number, their time, or Ctrl-C or SIGTERM,
 which stop the round in progress as a run is stopped and keep it), every collected case
 is reported once over all rounds, then the cases only the rounds together decide: each
-node's availability (and the SLA credit), the counters that must not grow, the figures
-that must stay steady. A soak that ended before all its rounds ran (Ctrl-C, SIGTERM, a
-round that could not start) exits 2, INCOMPLETE.
+node's availability (and the SLA credit: availability.py), the counters that must not
+grow, the figures that must stay steady. A soak that ended before all its rounds ran
+(Ctrl-C, SIGTERM, a round that could not start) exits 2, INCOMPLETE.
 """
 
 from __future__ import annotations
@@ -23,17 +23,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Generator, Iterator
-from decimal import Decimal
+from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
-from pytest_cluster import money
-from pytest_cluster.contract.model import SlaSpec
-from pytest_cluster.evidence import derived_cases
-from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.plan import CASE_KEY
 from pytest_cluster.evidence.sinks.results import (
     COMPLETE,
@@ -48,9 +43,6 @@ from pytest_cluster.evidence.sla import (
     UNREACHABLE,
     NodeAvailability,
     Settlement,
-    availability_text,
-    cluster_availability,
-    hours_text,
     settle,
 )
 from pytest_cluster.evidence.timelines import Round, Timelines, clock, timelines
@@ -58,29 +50,23 @@ from pytest_cluster.report.soak import soak_html
 from pytest_cluster.sim import round as round_env
 from pytest_cluster.soak import rounds as soak
 from pytest_cluster.soak import tally
+from pytest_cluster.soak.availability import (
+    NO_SLA,
+    NOT_OBSERVED,
+    SLA_NOT_JUDGED,
+    availability_cases,
+    availability_lines,
+    observed,
+)
+from pytest_cluster.soak.case_reports import emit
+from pytest_cluster.soak.round_process import noting_signals, stop_round
 from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
     from pytest_cluster.contract import Spec
+    from pytest_cluster.evidence.derived_cases import Case
 
 SOAK_PLUGIN = "pytest-cluster-soak"
-#: How long a stopped round may take to write and seal its evidence, then how long after
-#: SIGTERM, before it is killed.
-STOP_GRACE_S = (120.0, 30.0)
-#: Without an `sla:` section: every failed or unreachable round counts as down, and a
-#: node is available as promised only at 100 %.
-NO_SLA = SlaSpec(uptime=Decimal(1), down_after_s=0.0, price_per_node_hour=Decimal(0),
-                 currency="USD", credits=())
-#: What a soak whose rounds judged no node (its only round stopped before any node's
-#: checks all ran) says of its availability and of its SLA: no figure, no verdict.
-NOT_OBSERVED = "not observed: no round judged a node"
-SLA_NOT_JUDGED = "not judged: no node was observed"
-
-
-def observed(availability: list[NodeAvailability]) -> bool:
-    """Whether the rounds observed any node for any time: else there is no availability
-    to state (not 100 %) and no credit to settle (not 'none owed')."""
-    return any(found.window_s > 0 for found in availability)
 
 
 class Session(Protocol):
@@ -230,7 +216,7 @@ class SoakDriver:
             except KeyboardInterrupt:
                 if child is None:
                     raise
-                _stop(child)
+                stop_round(child)
                 # a round stopped before it wrote anything (Ctrl-C as it started) is no
                 # round that could not start: the soak was interrupted, and says so
                 with contextlib.suppress(SoakStopped):
@@ -363,7 +349,7 @@ class SoakDriver:
             found = self.tally.cases.get(case.case_id) if case is not None else None
             if case is None or found is None:
                 continue  # never ran in any round: the end says not run
-            _emit(self.config, item, case.to_json(), tally.aggregate(found))
+            emit(self.config, item, case.to_json(), tally.aggregate(found))
 
     def derived(self) -> list[Case]:
         nodes = self.spec.cluster.nodes
@@ -377,46 +363,8 @@ class SoakDriver:
                        if node in lines.spans}, lines.window, self.spec.sla or NO_SLA)
 
     def _availability(self) -> list[Case]:
-        sla = self.spec.sla or NO_SLA
         self.availability, self.settlement = self._settle()
-        cases = []
-        for found, owed in zip(self.availability, self.settlement.credits, strict=True):
-            if found.window_s <= 0:
-                continue  # no time of it observed: no availability to judge
-            met = found.availability >= sla.uptime
-            shown = availability_text(found.availability, sla.uptime,
-                                      *(t.below for t in sla.credits))
-            text = owed.arithmetic if self.spec.sla is not None else (
-                f"{found.node}: down {hours_text(found.down_s)} h of "
-                f"{hours_text(found.window_s)} h = {shown} available "
-                "(no sla: section: every failed or unreachable round counts as down)")
-            props = {"measured": shown,
-                     "availability": float(round(found.availability, 6)),
-                     "down_s": round(found.down_s, 3), "observed_s": round(found.window_s, 3),
-                     "node_hours_lost": hours_text(found.down_s),
-                     "outages": [[utc(a), utc(b)] for a, b in found.outages],
-                     "outages_at": [[round(a, 3), round(b, 3)] for a, b in found.outages],
-                     "requirement": f">= {money.percent(sla.uptime)} available",
-                     "arithmetic": text}
-            if self.spec.sla is not None:
-                props.update(credit=str(owed.owed), currency=sla.currency)
-            cases.append(Case(found.node, "soak.availability", found.node, met,
-                              "" if met else text, props=props))
-        if self.spec.sla is not None and not observed(self.availability):
-            cases.append(Case("cluster", "soak.sla", "cluster", False, "",
-                              props={"measured": NOT_OBSERVED,
-                                     "requirement": "no credit owed"},
-                              not_judged=f"{SLA_NOT_JUDGED} (availability {NOT_OBSERVED})"))
-        elif self.spec.sla is not None:
-            total = self.settlement.total_line()
-            share = cluster_availability(self.availability)
-            owes = self.settlement.owes
-            cases.append(Case("cluster", "soak.sla", "cluster", not owes,
-                              total if owes else "",
-                              props={"measured": f"{self.settlement.owed} {sla.currency}",
-                                     "cluster_availability": float(round(share, 6)),
-                                     "requirement": "no credit owed", "arithmetic": total}))
-        return cases
+        return availability_cases(self.spec, self.availability, self.settlement)
 
     def summary_lines(self) -> list[str]:
         if not self.rounds:
@@ -433,24 +381,7 @@ class SoakDriver:
                     else "")]
         if self.stopped:
             found.append(f"  soak stopped: {self.stopped}")
-        if not observed(self.availability):
-            found.append(f"  availability: {NOT_OBSERVED}")
-            if self.spec.sla is not None:
-                found.append(f"  SLA: {SLA_NOT_JUDGED}")
-            return found
-        down = [a for a in self.availability if a.down_s > 0]
-        share = cluster_availability(self.availability)
-        lost = sum((a.node_hours_lost for a in down), Decimal(0))
-        found.append(f"  availability: cluster {availability_text(share)}; "
-                     f"{len(down)} node(s) down at some time, "
-                     f"{money.text(lost)} node-hours lost")
-        uptime = (self.spec.sla or NO_SLA).uptime
-        for each in sorted(down, key=lambda a: a.availability)[:8]:
-            found.append(f"    {each.node}: {availability_text(each.availability, uptime)} "
-                         f"available, down {clock(each.down_s)} "
-                         f"({hours_text(each.down_s)} node-hours)")
-        if self.settlement is not None and self.spec.sla is not None:
-            found.append(f"  SLA: {self.settlement.total_line()}")
+        found += availability_lines(self.spec, self.availability, self.settlement)
         return found
 
     def html(self, mark: str = "") -> str:
@@ -489,72 +420,6 @@ class SoakDriver:
             found["stopped"] = self.stopped.why
             found["stopped_log"] = self.stopped.log
         return found
-
-
-def _emit(config: pytest.Config, item: pytest.Item, case: list[Any],
-          record: ResultLine) -> None:
-    """One collected case's report over the soak, through pytest's report hooks."""
-    skip = {"type", "nodeid", "outcome", "phase", "duration_s", "finished_at", "message",
-            "case", "clause"}
-    props = [(k, v) for k, v in record.items() if k not in skip]
-    outcome = record["outcome"]
-    failed_at = record.get("phase") if outcome == "failed" else None
-    now = time.time()
-    reports = []
-    for when in derived_cases.WHEN:
-        if failed_at == "setup" and when == "call":
-            continue
-        this: Literal["passed", "failed", "skipped"] = "passed"
-        if when == (failed_at or "call") and outcome in ("failed", "skipped"):
-            this = "failed" if outcome == "failed" else "skipped"
-        longrepr: Any = None
-        if this == "failed":
-            longrepr = record.get("message", "")
-        elif this == "skipped":
-            longrepr = (str(item.path), None, str(record.get("message", "")))
-        report = pytest.TestReport(
-            nodeid=item.nodeid, location=item.location, keywords=dict(item.keywords),
-            outcome=this, longrepr=longrepr, when=when, sections=[],
-            duration=float(record.get("duration_s") or 0.0) if when == "call" else 0.0,
-            start=now, stop=now, user_properties=list(props))
-        report.pytest_cluster_case = case  # type: ignore[attr-defined]
-        reports.append(report)
-    derived_cases.log(config, item.nodeid, item.location, reports)
-
-
-@contextlib.contextmanager
-def noting_signals() -> Iterator[list[int]]:
-    """For the block, SIGINT and SIGTERM are noted (in the list yielded), not acted on;
-    their handlers are back after it, for the caller to raise what was noted
-    (signal.raise_signal). One ignored stays ignored. Main thread only, as handlers are."""
-    noted: list[int] = []
-    before: dict[int, Any] = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        handler = signal.getsignal(sig)
-        if handler in (signal.SIG_IGN, None):
-            continue
-        before[sig] = handler
-        signal.signal(sig, lambda signum, _frame: noted.append(signum))
-    try:
-        yield noted
-    finally:
-        for held, handler in before.items():
-            signal.signal(held, handler)
-
-
-def _stop(child: subprocess.Popen[bytes]) -> None:
-    """A round stopped the way a run is (SIGINT: it writes and seals what it has), then
-    SIGTERM, then killed, each after its grace; a further Ctrl-C or SIGTERM to the soak
-    meanwhile moves on to the next at once (the round never outlives the soak)."""
-    for sig, grace in ((signal.SIGINT, STOP_GRACE_S[0]), (signal.SIGTERM, STOP_GRACE_S[1]),
-                       (signal.SIGKILL, 10.0)):
-        if child.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            child.send_signal(sig)
-        with contextlib.suppress(subprocess.TimeoutExpired, KeyboardInterrupt):
-            child.wait(timeout=grace)
-            return
 
 
 def start(config: pytest.Config, spec: Spec, soak_dir: Path, duration_s: float | None,

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.evidence.baseline.compare import Figure, figures, parts
+from pytest_cluster.evidence.baseline.accepted import figures, parts
+from pytest_cluster.evidence.baseline.performance import Figure
 from pytest_cluster.evidence.derived_cases import Case
 from pytest_cluster.evidence.sinks.results import ResultLine
 from pytest_cluster.evidence.timelines import ranges

@@ -7,8 +7,8 @@ import pytest
 
 from pytest_cluster.contract.cluster import MAX_CLUSTER_NAME, parse_cluster, parse_nodes
 from pytest_cluster.contract.compose import compose
-from pytest_cluster.contract.fields import Ctx
 from pytest_cluster.contract.launchers import KINDS
+from pytest_cluster.contract.located_errors import Ctx
 from pytest_cluster.contract.model import ClusterSpec
 from pytest_cluster.hostlist import MAX_NODES
 

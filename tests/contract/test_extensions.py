@@ -32,6 +32,7 @@ EXAMPLE = ROOT / "examples" / "extension"
 REGISTRY_DRIVEN = ("tests/contract/test_loader.py", "tests/contract/test_loader_slips.py",
                    "tests/contract/test_clauses.py", "tests/contract/test_levels.py",
                    "tests/test_layers.py", "tests/launchers/test_launchers.py",
+                   "tests/test_launchers.py", "tests/launchers/test_base.py",
                    "tests/test_plugin.py", "tests/contract/test_gpus.py", "tests/run/test_scale.py")
 
 # -- loading: what a broken or clashing extension says ---------------------------------------
@@ -582,6 +583,48 @@ def test_the_registry_driven_tests_pass_with_the_extension_installed(extended: P
                              "-q", "-x", *REGISTRY_DRIVEN], capture_output=True, text=True,
                             cwd=ROOT, timeout=600, check=False)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-3000:]
+
+
+def test_the_extra_clause_reaches_a_run_through_its_entry_point(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests/extra_clause.py installed as tests/conftest.py installs it: a run started with
+    its folder on the PYTHONPATH loads it by its entry point and checks its clause on every
+    GPU of every node of a `gpus:` section that does not write it (its default)."""
+    from tests import extra_clause
+
+    site = pytester.path / "site"
+    extra_clause.install(site)
+    monkeypatch.setenv("PYTHONPATH", str(site))  # this one alone, whatever the session has
+    pytester.makefile(".yaml", trial="cluster: {name: t, nodes: 'n[1-2]', launcher: sim}\n"
+                                     "gpus: {count: 2}\nsim: {gpus_per_node: 2}\n")
+    result = pytester.runpytest_subprocess("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                           "-k", "extra_copy", "--cluster-reports=",
+                                           "-v", timeout=120)
+    result.assert_outcomes(passed=2 * 2)  # the spec's 2 nodes x 2 GPUs
+    result.stdout.fnmatch_lines(["*test_gpu_extra_copy[[]n2-gpu1[]] PASSED*"])
+    assert "left out" not in result.stdout.str() + result.stderr.str()
+
+
+@pytest.mark.slow
+def test_a_clause_added_through_the_extension_point_breaks_no_fast_test() -> None:
+    """Issue 49: a new clause (`gpus.ecc_mode`, by the recipe) broke 15 fast tests that
+    counted cases by hand, 12 of them about a run's mechanics. The fast suite, run with one
+    more GPU clause installed through the entry point group (tests/extra_clause.py: a case
+    for every GPU of every spec with a `gpus:` section; tests/conftest.py installs it for
+    every run of the session), passes: `make test-extra-clause`."""
+    from tests import extra_clause
+
+    env = {**os.environ, extra_clause.SWITCH: "1",
+           "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+    env.pop(extra_clause.SITE, None)  # the run installs its own
+    result = subprocess.run([sys.executable, "-m", "pytest", "-m", "not slow", "-n", "2",
+                             "-p", "no:cacheprovider", "tests"], capture_output=True,
+                            text=True, cwd=ROOT, env=env, timeout=3600, check=False)
+    said = result.stdout[-6000:] + result.stderr[-3000:]
+    assert f"{extra_clause.HEADER}: gpus.extra_copy" in result.stdout, said
+    assert result.returncode == 0, said
+    assert " passed" in result.stdout.splitlines()[-1] and "failed" not in \
+        result.stdout.splitlines()[-1], said
 
 
 # -- what an import changes of the process, and an extension's launcher that never returns --

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_cluster.contract.clauses import declared
+from pytest_cluster.contract.extensions import added_clauses
+from tests.conftest import on, on_no_node, planned
 from tests.test_plugin import jsonl, junit_props
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -34,12 +37,12 @@ sim:
   gpus_per_node: 2
   faults: [{faults}]
 """
-#: Per-GPU tests of SMALL, for each of its 2 GPUs on each of its 2 nodes.
-PER_GPU = ("test_gpu_model", "test_gpu_memory", "test_gpu_memory_usable", "test_gpu_ecc",
-           "test_gpu_ecc_corrected", "test_gpu_row_remap", "test_gpu_pcie", "test_gpu_nvlink",
-           "test_gpu_throttle", "test_gpu_temperature", "test_gpu_power_limit",
-           "test_gpu_xid", "test_gpu_memory_bandwidth", "test_gpu_h2d", "test_gpu_d2h",
-           "test_gpu_p2p")
+
+
+def small(pytester: pytest.Pytester) -> tuple[str, ...]:
+    """SMALL's cases (healthy) as its run collects them: each test derives what it counts
+    from these (a GPU clause more changes them, never the tests)."""
+    return planned(pytester, SMALL.format(faults=""))
 
 
 def run(pytester: pytest.Pytester, spec: str, *args: str) -> pytest.RunResult:
@@ -49,7 +52,7 @@ def run(pytester: pytest.Pytester, spec: str, *args: str) -> pytest.RunResult:
                               "no:randomly", *args)
 
 
-SOFTWARE = ("kernel", "python", "torch", "cuda", "nccl", "driver")
+SOFTWARE = declared("host.same_software").members
 
 
 def failed(pytester: pytest.Pytester) -> dict[str, str]:
@@ -59,11 +62,14 @@ def failed(pytester: pytest.Pytester) -> dict[str, str]:
 
 
 def test_healthy_small_cluster_passes_everything(pytester: pytest.Pytester) -> None:
+    cases = small(pytester)
     result = run(pytester, SMALL.format(faults=""))
-    # per GPU: 16 tests + matmul, 2 GPUs, 2 nodes; per node: count, same model; 1 driver;
-    # and host.same_software (on by default) for its 6 packages; every other collected
-    # case is of a clause not in contract: deselected, none failed or skipped
-    passed = (len(PER_GPU) + 1) * 4 + 2 * 2 + 1 + 6
+    # each of its cases passed (per GPU, per node, the same driver and software on every
+    # node); every other collected case is of a clause not in contract: deselected, none
+    # failed or skipped
+    passed = len(cases)
+    assert {"test_gpu_matmul[n2-gpu1-bf16]", "test_gpu_p2p[n1-gpu0]", "test_gpu_count[n1]",
+            "test_gpu_driver_same_on_all_nodes"} <= set(cases)
     collected = re.search(r"collected (\d+) items", result.stdout.str())
     assert collected is not None
     outcomes = {k: v for k, v in result.parseoutcomes().items() if not k.startswith("warn")}
@@ -168,13 +174,14 @@ def test_nvlinks_up_are_counted_out_of_the_links_the_message_names(
 
 
 def test_a_missing_gpu_fails_its_count_and_its_slot(pytester: pytest.Pytester) -> None:
+    gpu1 = on(small(pytester), "n2-gpu1")
     run(pytester, SMALL.format(faults="{node: n2, gpus: 1}"))
     found = failed(pytester)
     assert found.pop("test_gpu_count[n2]") == "Failed: [SIMULATED] n2 count: measured 1 != " \
                                               "required 2"
     # gpu0, alone on its node now, has no partner for GPU-to-GPU copies
-    assert sorted(found) == sorted([f"{t}[n2-gpu1]" for t in PER_GPU]
-                                   + ["test_gpu_matmul[n2-gpu1-bf16]", "test_gpu_p2p[n2-gpu0]"])
+    assert sorted(found) == sorted([*gpu1, "test_gpu_p2p[n2-gpu0]"])
+    assert "test_gpu_matmul[n2-gpu1-bf16]" in gpu1
     assert found["test_gpu_p2p[n2-gpu0]"] == (
         "Failed: [SIMULATED] n2 gpu0 p2p: cannot measure: no GPU-to-GPU copies with gpu0: "
         "torch sees 1 GPU(s) on the node")
@@ -183,6 +190,7 @@ def test_a_missing_gpu_fails_its_count_and_its_slot(pytester: pytest.Pytester) -
 
 
 def test_a_dead_node_fails_only_its_own_tests(pytester: pytest.Pytester) -> None:
+    cases = small(pytester)
     run(pytester, SMALL.format(faults="{node: n1, down: true}"))
     found = failed(pytester)
     # the cluster checks ("the same on every node") are not established without n1
@@ -191,7 +199,7 @@ def test_a_dead_node_fails_only_its_own_tests(pytester: pytest.Pytester) -> None
                     *(f"test_software_same_on_all_nodes[{p}]" for p in SOFTWARE)}
     assert {name.split("[")[1].split("-")[0].rstrip("]") for name in found
             if name not in same} == {"n1"}
-    assert len(found) == (len(PER_GPU) + 1) * 2 + 2 + 7
+    assert len(found) == len(on(cases, "n1")) + len(on_no_node(cases, ("n1", "n2")))
     assert found["test_gpu_driver_same_on_all_nodes"].startswith(
         "Failed: [SIMULATED] driver: driver ")
     assert "; 1 of 2 node(s) did not answer (n1), so the same driver on every node is not " \
@@ -245,11 +253,9 @@ def test_the_healthy_example_passes(pytester: pytest.Pytester) -> None:
 
 @pytest.mark.slow
 def test_the_faulty_example_fails_exactly_its_faults(pytester: pytest.Pytester) -> None:
-    run(pytester, (EXAMPLES / "sim-h100-faulty.yaml").read_text())
-    per_gpu = [*PER_GPU, "test_gpu_matmul"]
-    missing = {f"{t}[sim-gpu-02-gpu7{'-' + d if t == 'test_gpu_matmul' else ''}]"
-               for t in per_gpu if t not in ("test_gpu_ecc_corrected",)
-               for d in (("bf16", "fp16", "tf32") if t == "test_gpu_matmul" else ("",))}
+    spec = (EXAMPLES / "sim-h100-faulty.yaml").read_text()
+    missing = set(on(planned(pytester, spec), "sim-gpu-02-gpu7"))  # the GPU the node lacks
+    run(pytester, spec)
     expected = missing | {
         "test_gpu_count[sim-gpu-02]",
         "test_gpu_memory_usable[sim-gpu-01-gpu3]",
@@ -296,6 +302,13 @@ def test_the_simulated_trial_fails_exactly_its_two_faults(pytester: pytest.Pytes
     block = readme.split(".venv/bin/pytest --cluster=examples/trial-sim.yaml\n", 1)[1]
     shown = [line[2:] for line in block.split("```", 1)[0].splitlines()]
     assert len(shown) >= 5
+    # ...of our clauses: an installed extension's (their cases) add to its figure
+    added = {d.id for d in added_clauses()}
+    theirs = sum(1 for r in jsonl(pytester) if r.get("type") == "result"
+                 and r.get("clause") in added)
+    shown = [re.sub(r"\b(\d+) of (\d+) contract check",
+                    lambda m: f"{int(m[1]) + theirs} of {int(m[2]) + theirs} contract check",
+                    line) for line in shown]
     result.stdout.fnmatch_lines([line.replace("[", "[[]").replace("...", "*")
                                  for line in shown], consecutive=True)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pytest_cluster.contract.clauses import SOFTWARE
 from pytest_cluster.contract.compose import compose
-from pytest_cluster.contract.fields import Ctx
 from pytest_cluster.contract.host import parse_host
+from pytest_cluster.contract.located_errors import Ctx
 from pytest_cluster.contract.model import HostSpec
 
 

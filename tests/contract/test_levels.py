@@ -12,6 +12,7 @@ from pytest_cluster.contract.clauses import CLAUSES
 from pytest_cluster.contract.declaration import ACCEPTANCE, LEVELS, SANITY, STRESS
 from pytest_cluster.contract.levels import ladder_expression
 from pytest_cluster.evidence.plan import NOT_AT_THIS_LEVEL
+from tests.conftest import added_promised
 
 
 def test_every_clause_has_a_level_and_sanity_reads_nothing_that_loads() -> None:
@@ -93,7 +94,8 @@ def test_not_sanity_is_the_rest_of_the_suite(pytester: pytest.Pytester) -> None:
                                            "results.jsonl").read_text().splitlines()]
     # what is judged under the torch probe's load: matmul, and the default rules read then
     assert {r["clause"] for r in lines if r["type"] == "result"} == {
-        "gpus.matmul.bf16", "gpus.temperature", "gpus.throttle", "gpus.pcie"}
+        "gpus.matmul.bf16", "gpus.temperature", "gpus.throttle", "gpus.pcie",
+        *added_promised(SIM, ACCEPTANCE)}
 
 
 def test_stress_clauses_left_out_are_not_at_this_level_not_out_of_the_contract(

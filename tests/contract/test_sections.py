@@ -11,7 +11,8 @@ from pytest_cluster.contract import extensions
 from pytest_cluster.contract import sections as registry
 from pytest_cluster.contract.compose import compose
 from pytest_cluster.contract.extensions import ExtensionSection
-from pytest_cluster.contract.fields import Ctx, Map
+from pytest_cluster.contract.located_errors import Ctx
+from pytest_cluster.contract.mapping import Map
 from pytest_cluster.contract.model import SectionSpec
 from pytest_cluster.contract.sections import BY_NAME, LISTED, SECTIONS, Section, Sofar
 

@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from pytest_cluster.contract.compose import compose
-from pytest_cluster.contract.fields import Ctx
+from pytest_cluster.contract.located_errors import Ctx
 from pytest_cluster.contract.model import CreditTier, SlaSpec
 from pytest_cluster.contract.sla import parse_sla, share
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_cluster.contract.compose import compose
-from pytest_cluster.contract.fields import Ctx
 from pytest_cluster.contract.launchers import KINDS
+from pytest_cluster.contract.located_errors import Ctx
 from pytest_cluster.contract.model import ClusterSpec, StorageSpec
 from pytest_cluster.contract.storage import (
     AT_ONCE,

@@ -6,7 +6,7 @@ import pytest
 
 from pytest_cluster.contract.clauses import keys
 from pytest_cluster.contract.compose import compose
-from pytest_cluster.contract.fields import Ctx
+from pytest_cluster.contract.located_errors import Ctx
 from pytest_cluster.contract.model import BaselineSpec, SoakSpec
 from pytest_cluster.contract.tolerances import parse_baseline, parse_soak
 

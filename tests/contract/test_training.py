@@ -6,8 +6,8 @@ import pytest
 
 from pytest_cluster.contract.clauses import keys
 from pytest_cluster.contract.compose import compose
-from pytest_cluster.contract.fields import Ctx
 from pytest_cluster.contract.launchers import KINDS
+from pytest_cluster.contract.located_errors import Ctx
 from pytest_cluster.contract.model import ClusterSpec, GpuSpec, TrainingSpec
 from pytest_cluster.contract.training import parse_training
 

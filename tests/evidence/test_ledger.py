@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from pytest_cluster.evidence.cluster_verdict import cluster_failures
 from pytest_cluster.evidence.gathered import matrix, passed_row
 from pytest_cluster.evidence.ledger import Ledger
 from pytest_cluster.evidence.plan import Plan, PlannedCase
 from pytest_cluster.evidence.sinks.results import ResultLine, counts
 from pytest_cluster.evidence.tally import clause_tallies
-from pytest_cluster.evidence.verdict import cluster_failures, node_verdicts
+from pytest_cluster.evidence.verdict import node_verdicts
 
 NODES = ("n1", "n2", "n3")
 PLAN = Plan((*(PlannedCase(f"a::t[{n}-gpu{g}]", "gpus.memory", n) for n in NODES for g in (0, 1)),

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from pytest_cluster.contract import parse_spec
 from pytest_cluster.contract.model import CreditTier, SlaSpec
-from pytest_cluster.errors import SpecError, UnitError
+from pytest_cluster.errors import SpecError
 from pytest_cluster.evidence.sla import (
     FAILED,
     HEALTHY,
@@ -25,7 +25,6 @@ from pytest_cluster.evidence.sla import (
     settle,
     tier_for,
 )
-from pytest_cluster.money import price, rounded
 
 BASE = "cluster: {name: c, nodes: 'n[1-2]', launcher: sim}\nhost: {cpu_cores: 1}\nsim: {}\n"
 SLA = """\
@@ -244,23 +243,6 @@ def test_two_half_cents_are_each_a_cent_and_the_total_is_their_sum() -> None:
     assert settlement.credits[0].arithmetic.endswith(
         "below 99.9 %: 50 % of 1 node-hours x 0.03 EUR = 0.015, rounded to 0.02 EUR")
     assert settlement.total_line() == "credit owed: 0.02 + 0.02 = 0.04 EUR (2 of 2 node(s))"
-
-
-def test_a_currency_without_cents_is_rounded_to_its_own_unit() -> None:
-    assert rounded(Decimal("1234.5"), "JPY") == Decimal("1235")
-    assert str(rounded(Decimal("0.0005"), "KWD")) == "0.001"
-    assert str(rounded(Decimal("0.004"), "USD")) == "0.00"
-
-
-@pytest.mark.parametrize("raw", [True, None, [], "2,49", "1e3", float("inf"), -0.0, 0])
-def test_a_price_is_a_plain_positive_number(raw: object) -> None:
-    with pytest.raises(UnitError):
-        price(raw)
-
-
-def test_a_price_keeps_the_digits_it_was_written_with() -> None:
-    assert price(2.49) == Decimal("2.49") and price("0.1") == Decimal("0.1")
-    assert price(20000) == Decimal(20000)
 
 
 _PART = re.compile(r"^credit owed: (?P<parts>.+) = (?P<total>[0-9.]+) (?P<cur>[A-Z]{3}) ")

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
-import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -17,7 +14,13 @@ from jsonschema import Draft202012Validator, ValidationError
 from pytest_cluster.contract import parse_spec
 from pytest_cluster.contract.model import Rule
 from pytest_cluster.contract.promised import ACROSS, TOO_FEW_NODES, across
+from pytest_cluster.evidence.blame import TOOL_ERROR
 from pytest_cluster.evidence.check import Evidence, Place
+from pytest_cluster.evidence.cluster_verdict import cluster_failures, cluster_verdict
+from pytest_cluster.evidence.drain import (
+    drain_line,
+    to_drain,
+)
 from pytest_cluster.evidence.gathered import cell_of, matrix
 from pytest_cluster.evidence.plan import (
     NOT_AT_THIS_LEVEL,
@@ -33,20 +36,10 @@ from pytest_cluster.evidence.rundir import create_run_dir, point_latest, run_dir
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results, run_status
 from pytest_cluster.evidence.tally import ClauseTally, margin, margin_text
 from pytest_cluster.evidence.verdict import (
-    CONTROLLER_SIDE,
     NO_NODE_ANSWERED,
-    TOOL_ERROR,
-    cluster_failures,
-    cluster_verdict,
     controller_reason,
-    cut_reason,
-    decisive,
-    drain_command,
-    drain_line,
     node_verdicts,
     said_once,
-    taint_line,
-    to_drain,
 )
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 
@@ -170,12 +163,6 @@ def test_a_controller_side_fault_is_not_checked_even_where_other_nodes_answered(
     # the terminal and the gate say the fault once for both nodes
     assert said_once([n1, n2, n3]) == [
         ("NOT CHECKED", ["n1", "n2"], f"this machine could not check them: {said}")]
-
-
-def test_the_verdicts_controller_side_kinds_are_the_launchers() -> None:
-    assert {kind.value for kind in ErrorKind if kind.controller_side} == CONTROLLER_SIDE
-    assert ProbeResult("n1", "host", None, ErrorKind.CONTROLLER).controller_side
-    assert not ProbeResult("n1", "host", None, ErrorKind.UNREACHABLE).controller_side
 
 
 def test_not_checked_says_why_per_clause() -> None:
@@ -377,71 +364,6 @@ def test_a_clause_failing_without_a_number_says_so_not_its_best_value() -> None:
     assert alone.worst_text() == "could not measure: n1 gpu7"
 
 
-def test_drain_lines_of_a_simulated_cluster_are_comments() -> None:
-    verdict = node_verdicts(["n1"], PLAN, [result("a::t[n1]", "n1", "failed",
-                                                  message="Failed: [SIMULATED] n1 count")])[0]
-    assert verdict.failures[0]["message"] == "[SIMULATED] n1 count"
-    assert drain_line(verdict, "SIMULATED, not a real node").startswith(
-        "# SIMULATED, not a real node: scontrol update NodeName=n1 State=DRAIN")
-
-
-@pytest.mark.parametrize("mark", ["\n", "\r", "\u2028", "\x1b", "\u202e"])
-def test_a_drain_line_is_one_line_whatever_its_reason_holds(mark: str) -> None:
-    """A reason with a line break (a clause name, a node's message) made the line a shell
-    reads two, the second no comment: `sh` ran it from a simulated run's verdict.json."""
-    verdict = node_verdicts(["n1"], PLAN, [result("a::t[n1]", "n1", "failed",
-                                                  message="Failed: x")])[0]
-    verdict = replace(verdict, reason=f"1 clause(s) failed: storage[/x{mark}touch /tmp/p #]")
-    for why in ("SIMULATED, not a real node", None):
-        line = drain_line(verdict, why)
-        assert line.isprintable() and "touch /tmp/p" in line
-        assert shlex.split(line, comments=True) == ([] if why else drain_command(verdict))
-
-
-def test_a_check_not_established_rejects_only_through_the_silent_node() -> None:
-    """'The same on every node' with a busy node is not established: listed with its kind,
-    but the cluster is INCOMPLETE (the busy node is NOT CHECKED), not REJECTED."""
-    records = [result("a::t[n1]", "n1"), result("a::u[n1]", "n1"),
-               result("a::t[n2]", "n2", "failed", message="Failed: n2: gpu probe busy",
-                      error_kind="busy", probe="gpu"),
-               result("a::all", None, "failed", error_kind="not_all_nodes",
-                      message="Failed: kernel: 6.8 on n1; 1 of 2 node(s) did not answer (n2)")]
-    verdicts = node_verdicts(["n1", "n2"], PLAN, records)
-    failures = cluster_failures(records, ["n1", "n2"])
-    assert [f["kind"] for f in failures] == ["not_all_nodes"] and decisive(failures) == []
-    end = {"status": "complete"}
-    assert cluster_verdict(end["status"], verdicts, len(decisive(failures))) == "INCOMPLETE"
-    unreachable: list[ResultLine] = [*records[:2], {**records[2], "error_kind": "unreachable"},
-                                     records[3]]
-    verdicts = node_verdicts(["n1", "n2"], PLAN, unreachable)
-    assert cluster_verdict(end["status"], verdicts, 0) == "REJECTED"
-
-
-def test_drain_lines_of_this_machine_standing_for_the_nodes_are_comments() -> None:
-    """In a local run every node is this machine: its drain line is no command to run."""
-    from pytest_cluster.contract import parse_spec
-    from pytest_cluster.evidence.tally import not_a_node
-
-    local = parse_spec("cluster: {name: c, nodes: [localhost], launcher: local}\n"
-                       "host: {cpu_cores: 1}\n", "t.yaml")
-    ssh = parse_spec("cluster: {name: c, nodes: [n1], launcher: ssh}\nhost: {cpu_cores: 1}\n",
-                     "t.yaml")
-    verdict = node_verdicts(["n1"], PLAN, [result("a::t[n1]", "n1", "failed",
-                                                  message="Failed: x")])[0]
-    assert drain_line(verdict, not_a_node(local)).startswith(
-        "# this machine stands for every node here, not a SLURM node: scontrol update "
-        "NodeName=n1 State=DRAIN")
-    assert not_a_node(ssh) is None
-    # a prolog's run of its own node: the local launcher reaches it, but it is a real node
-    from pytest_cluster.contract.narrow import narrow
-
-    here = narrow(ssh, ["n1"], here=True)
-    assert here.cluster.launcher == "local" and not_a_node(here) is None
-    assert taint_line(verdict) == ("kubectl taint nodes n1 "
-                                   "pytest-cluster/verdict=rejected:NoSchedule --overwrite")
-    assert taint_line(verdict, not_a_node(local)).startswith("# this machine stands for ")
-
-
 def _verdict(pytester: pytest.Pytester, *args: str) -> dict[str, Any]:
     from pytest_cluster.evidence.end import verdict_schema
 
@@ -554,64 +476,3 @@ def test_a_cluster_check_fails_the_nodes_it_names_and_no_other() -> None:
     silent: ResultLine = {**odd, "error_kind": "not_all_nodes", "culprits": "n[1-3]"}
     assert [v.verdict for v in node_verdicts(["n1", "n2", "n3"], PLAN, [*records, silent])
             ] == ["ACCEPTED"] * 3  # no one blamed
-
-
-def test_a_drain_reason_of_many_clauses_is_cut_joining_one_list() -> None:
-    """Issue 48: cutting tried every count of clauses, joining each (10,000 clauses took
-    4.7 s, 150,000 hung, the run's drain lines too); it now joins the one list it keeps,
-    counted here by the joins it makes (a profile hook: no clock)."""
-    clauses = [f"storage[/s{i}].capacity" for i in range(20_000)]
-    reason = f"{len(clauses)} clause(s) failed: {', '.join(clauses)}"
-    joins = []
-
-    def count(frame: Any, event: str, arg: Any) -> None:
-        if event == "c_call" and getattr(arg, "__name__", "") == "join":
-            joins.append(arg)
-
-    sys.setprofile(count)
-    try:
-        cut = cut_reason(reason, 180)
-    finally:
-        sys.setprofile(None)
-    assert len(joins) <= 1
-    kept = cut.removeprefix("20000 clause(s) failed: ").split(", and ")[0].split(", ")
-    assert kept == clauses[:len(kept)] and cut.endswith(f", and {20_000 - len(kept)} more")
-    assert len(cut) <= 180 < len(cut) + len(clauses[len(kept)]) + 2
-
-
-def test_a_drain_reason_is_cut_at_a_clause_saying_how_many_more() -> None:
-    clauses = [f"gpus.clause_number_{i}" for i in range(20)]
-    reason = f"{len(clauses)} clause(s) failed: {', '.join(clauses)}"
-    cut = cut_reason(reason, 120)
-    assert len(cut) <= 120 and cut.startswith("20 clause(s) failed: gpus.clause_number_0,")
-    kept = cut.removeprefix("20 clause(s) failed: ").split(", and ")[0].split(", ")
-    assert kept == clauses[:len(kept)] and cut.endswith(f", and {20 - len(kept)} more")
-    assert cut_reason(reason, 1000) == reason
-    words = "the host probe did not answer in time " * 10
-    assert cut_reason(words, 50).endswith("...") and len(cut_reason(words, 50)) <= 50
-    assert not cut_reason(words, 50).removesuffix("...").endswith(("th", "ho"))
-    verdict = node_verdicts(["n1"], PLAN, [result("a::t[n1]", "n1", "failed")])[0]
-    verdict.reason = reason
-    line = drain_line(verdict)
-    assert "Reason=pytest-cluster rejected: 20 clause(s) failed:" in line
-    assert line.rstrip("'").endswith(" more") and len(line.split("Reason=")[1]) <= 201
-
-
-def test_each_cluster_failure_says_where_and_which_check_it_is() -> None:
-    """A check across nodes names its collective and payload, its rail and round where the
-    record has them; two that would still read alike name their cases' parameters."""
-    def failed(case: str, **more: Any) -> ResultLine:
-        return cast("ResultLine", {"type": "result", "case": case,
-                                   "clause": "interconnect.busbw[inter_node]",
-                                   "node": "4 nodes (n1..n4)", "outcome": "failed",
-                                   "message": "Failed: slow", **more})
-
-    records = [failed("a::t[all_reduce-4GiB-4nodes]", collective="all_reduce",
-                      payload=4 * 2**30),
-               failed("a::t[all_reduce-16GiB-4nodes]", collective="all_reduce",
-                      payload=16 * 2**30, rail="mlx5_3", round=2),
-               failed("a::t[x-4nodes]"), failed("a::t[y-4nodes]")]
-    assert [f["where"] for f in cluster_failures(records, ["n1"])] == [
-        "4 nodes (n1..n4), all_reduce 4 GiB",
-        "4 nodes (n1..n4), all_reduce 16 GiB, rail mlx5_3, round 2",
-        "4 nodes (n1..n4) [x-4nodes]", "4 nodes (n1..n4) [y-4nodes]"]

@@ -1,5 +1,5 @@
-"""storage[].checkpoint: the spec, the probe on this machine (real files, real fsync),
-the figures of a burst, and the sim's faults judged end to end."""
+"""storage[].checkpoint: the spec, the figures of a burst, and the sim's faults judged end
+to end (the job program on this machine: tests/probes/jobs/checkpoint/)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from pytest_cluster.contract import parse_spec
 from pytest_cluster.contract.clauses import declared, keys
 from pytest_cluster.contract.model import Clause, Rule
 from pytest_cluster.errors import ClusterError, SpecError
-from pytest_cluster.evidence.verdict import NO_CULPRIT
+from pytest_cluster.evidence.blame import NO_CULPRIT
 from pytest_cluster.launchers import jobs
 from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult
@@ -45,8 +45,6 @@ from pytest_cluster.sim.job_node import read_node_call
 from tests.test_plugin import jsonl
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-#: A rank as job_node starts one: the program as it is shipped, `python -c` it.
-A_RANK = (sys.executable, "-c", job_source("checkpoint"))
 SIM = "sim: {gpu_model: H100-SXM-80GB, gpus_per_node: 8%s}\n"
 GPUS = "gpus: {count: 8, model: H100-SXM-80GB}\n"
 
@@ -135,113 +133,6 @@ def test_an_unknown_checkpoint_key_lists_the_declared_ones() -> None:
                        f"mean 'write'? (known keys: {', '.join(keys('storage', 'checkpoint'))})")
     assert "checkpoint.write" not in keys("storage")  # a key of the map, not of storage
     assert declared("storage.checkpoint.write").written_as == "write"
-
-
-# -- the probe on this machine -----------------------------------------------------------
-
-def run_rank(phase: str, folder: Path, tag: str, rank: int, world: int, *extra: str,
-             size: int = 3 * 2**20 + 5000, block: int = 2**20) -> dict[str, Any]:
-    done = subprocess.run(
-        [*A_RANK, "--phase", phase, "--path", str(folder), "--token", tag,
-         "--size", str(size), "--block", str(block), *extra],
-        env={**os.environ, "RANK": str(rank), "WORLD_SIZE": str(world)},
-        capture_output=True, text=True, timeout=60, check=True)
-    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return found
-
-
-def test_each_rank_reads_back_the_next_nodes_file_every_block_checked(tmp_path: Path) -> None:
-    tag = token(60)
-    for rank in range(2):
-        wrote = run_rank("write", tmp_path, tag, rank, 2)
-        assert wrote["bytes"] == 3 * 2**20 + 5000 and wrote["seconds"] > 0
-    files = sorted(p.name for p in tmp_path.iterdir())
-    assert files == [f"{probe.PREFIX}{tag}-0", f"{probe.PREFIX}{tag}-1"]
-    read = run_rank("read", tmp_path, tag, 0, 2)
-    assert (read["writer"], read["bytes"], read["bad_blocks"]) == (1, 3 * 2**20 + 5000, 0)
-    assert not (tmp_path / f"{probe.PREFIX}{tag}-1").exists()  # the reader removes it
-    # a byte changed in the other file: its block is named, the others are not
-    other = tmp_path / f"{probe.PREFIX}{tag}-0"
-    data = bytearray(other.read_bytes())
-    data[2 * 2**20 + 77] ^= 0xFF
-    other.write_bytes(bytes(data))
-    read = run_rank("read", tmp_path, tag, 1, 2)
-    assert (read["writer"], read["bad_blocks"], read["first_bad_block"]) == (0, 1, 2)
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_a_short_file_is_read_to_its_end_and_its_missing_blocks_are_bad(
-        tmp_path: Path) -> None:
-    tag = token(60)
-    run_rank("write", tmp_path, tag, 1, 2, size=4 * 2**20, block=2**20)
-    written = tmp_path / f"{probe.PREFIX}{tag}-1"
-    with written.open("r+b") as f:  # its writer cut off in its third block
-        f.truncate(2 * 2**20 + 4096)
-    read = run_rank("read", tmp_path, tag, 0, 2, size=4 * 2**20, block=2**20)
-    assert (read["bytes"], read["file_bytes"]) == (2 * 2**20 + 4096, 2 * 2**20 + 4096)
-    assert (read["bad_blocks"], read["first_bad_block"]) == (2, 2)  # blocks 2 and 3
-    assert read["seconds"] > 0 and read["wait_s"] >= 0
-    assert list(tmp_path.iterdir()) == []
-
-
-@pytest.mark.parametrize(("rank", "world", "per_node", "write_nodes", "writer"), [
-    (0, 4, 1, None, 1), (3, 4, 1, None, 0),  # the next node, round
-    (5, 8, 2, None, 7), (7, 8, 2, None, 1),  # the same GPU of the next node
-    (1, 3, 1, [0, 1, 3], 3),  # the write job's node 2 did not write: the next that did
-    (2, 3, 1, [0, 1, 3], 0),
-    (3, 6, 2, [0, 2, 3], 7),  # node 1's GPU 1 reads the write job's node 3's GPU 1
-    (0, 1, 1, None, 0),  # one node: its own
-])
-def test_a_reader_reads_the_same_writer_of_the_next_node_that_wrote(
-        rank: int, world: int, per_node: int, write_nodes: list[int] | None,
-        writer: int) -> None:
-    assert probe.writer_of(rank, world, per_node, write_nodes) == writer
-
-
-def test_blocks_differ_at_every_page_and_from_each_other() -> None:
-    base = probe.base_block("1-abcdefabcdef", 3, 64 * 1024)
-    first, second = probe.block(base, 3, 0), probe.block(base, 3, 1)
-    pages = [bytes(first[at:at + 4096]) for at in range(0, len(first), 4096)]
-    assert len(set(pages)) == len(pages)
-    assert first[16:4096] != second[16:4096]  # turned, not only stamped
-    assert probe.block(probe.base_block("1-abcdefabcdef", 4, 64 * 1024), 4, 0) != first
-
-
-def test_a_stale_files_expiry_is_swept_and_a_running_bursts_is_said_not_swept(
-        tmp_path: Path) -> None:
-    old = tmp_path / f"{probe.PREFIX}{int(time.time()) - 5}-0123456789ab-3"
-    running = tmp_path / f"{probe.PREFIX}{int(time.time()) + 600}-0123456789ab-3"
-    other = tmp_path / "data.bin"
-    for path in (old, running, other):
-        path.write_bytes(b"x" * 10)
-    wrote = run_rank("write", tmp_path, token(60), 0, 1)
-    assert [(item["path"], item["bytes"], item["removed"]) for item in wrote["leftovers"]] \
-        == [(str(old), 10, True), (str(running), 10, False)]
-    assert "may still be running until" in wrote["leftovers"][1]["why"]
-    assert running.exists() and other.exists() and not old.exists()
-    run_rank("remove", tmp_path, wrote_token(tmp_path), 0, 1)
-
-
-def wrote_token(folder: Path) -> str:
-    name = next(p.name for p in folder.iterdir() if p.name.startswith(probe.PREFIX)
-                and "0123456789ab" not in p.name)
-    return name[len(probe.PREFIX):].rsplit("-", 1)[0]
-
-
-def test_a_write_stopped_by_sigterm_removes_its_partial_file(tmp_path: Path) -> None:
-    tag = token(60)
-    process = subprocess.Popen(
-        [*A_RANK, "--phase", "write", "--path", str(tmp_path), "--token",
-         tag, "--size", str(2**40), "--block", str(2**20)],
-        env={**os.environ, "RANK": "0", "WORLD_SIZE": "1"}, stdout=subprocess.PIPE)
-    target = tmp_path / f"{probe.PREFIX}{tag}-0"
-    deadline = time.monotonic() + 30
-    while not (target.exists() and target.stat().st_size > 0):
-        assert time.monotonic() < deadline, "the write did not start"
-        time.sleep(0.01)
-    process.terminate()
-    assert process.wait(30) == 128 + 15
-    assert list(tmp_path.iterdir()) == []
 
 
 # -- the figures of a burst ------------------------------------------------------------
@@ -882,23 +773,6 @@ def test_a_file_not_there_for_its_reader_disproves_a_writer_that_sees_the_others
     assert found == {"n1": "NOT CHECKED", "n2": "REJECTED"}, (found, liar["message"])
     assert "file was not there when n1 read it back, though n2 found the files it read " \
            "itself" in liar["message"]
-
-
-def test_the_read_back_digest_is_the_controllers_to_check() -> None:
-    """A reader's digest covers pages a challenge picks, made on the controller from two
-    pages of the writer's base: equal to what reading the whole file gives, and another
-    challenge, writer or size gives another digest."""
-    tag, size, block = "4000000000-0123456789ab", 3 * 2**20 + 5000, 2**20
-    base = probe.base_block(tag, 5, block)
-    whole = b"".join(bytes(probe.block(base, 5, i)) for i in range(4))[:size]
-    picked = probe.samples("ab" * 16, 5, size, block)
-    assert picked
-    read = probe.sample_digest("ab" * 16, size, [
-        (i, p, whole[i * block + p * 4096:i * block + (p + 1) * 4096]) for i, p in picked])
-    assert read == probe.expected_digest(tag, "ab" * 16, 5, size, block)
-    assert len({read, probe.expected_digest(tag, "cd" * 16, 5, size, block),
-                probe.expected_digest(tag, "ab" * 16, 6, size, block),
-                probe.expected_digest(tag, "ab" * 16, 5, size - 1, block)}) == 4
 
 
 def test_the_ceiling_is_the_declared_nics_line_rate_times_four_else_memory() -> None:

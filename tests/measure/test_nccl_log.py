@@ -92,20 +92,6 @@ def test_inside_a_node() -> None:
     assert (found.gdr, inter_node(found)) == (None, None)
 
 
-def test_only_the_lines_read_are_kept_and_bounded(tmp_path: Path) -> None:
-    """What a rank keeps of NCCL's log file (the collective probe's nccl_lines): the lines
-    this module reads, at most 400, the file removed."""
-    log = tmp_path / "nccl.log"
-    log.write_text(IB_GDR)
-    assert nccl_lines(str(log)) == [line.strip() for line in IB_GDR.splitlines()
-                                    if "ignored" not in line]
-    assert not log.exists()
-    log.write_text(IB_NO_GDR * 1000)
-    lines = nccl_lines(str(log))
-    assert lines is not None and len(lines) == 400
-    assert nccl_lines(None) is None and nccl_lines(str(log)) is None  # none, or gone
-
-
 def test_a_job_is_summarised_with_the_ranks_of_each_answer() -> None:
     from pytest_cluster.measure.nccl_log import describe, rank_ranges, summary
 

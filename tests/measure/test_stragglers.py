@@ -4,9 +4,6 @@ forward pass names its rank, a slow link its node; what cannot be told is said."
 
 from __future__ import annotations
 
-from hypothesis import given
-from hypothesis import strategies as st
-
 from pytest_cluster.measure.stragglers import (
     Progress,
     RankTimes,
@@ -15,7 +12,6 @@ from pytest_cluster.measure.stragglers import (
     rank_list,
     seconds,
 )
-from pytest_cluster.probes.jobs.train import pairings
 
 
 def _at(node: str, rank: int, step: int, phase: str, phase_s: float = 8.4,
@@ -201,14 +197,3 @@ def test_durations_and_rank_lists_read_well() -> None:
     assert rank_list([3, 0, 1, 7, 8, 9, 10, 12]) == "0, 1, 3, 7-10, 12"
 
 
-@given(st.integers(min_value=1, max_value=40))
-def test_every_rank_meets_every_other_once_in_disjoint_rounds(world: int) -> None:
-    """The link probe's rounds (probes/jobs/train.py): each pair once, no rank twice in a
-    round, so every exchange has its two links to itself."""
-    rounds = pairings(world)
-    met = [pair for pairs in rounds for pair in pairs]
-    assert sorted(met) == [(a, b) for a in range(world) for b in range(a + 1, world)]
-    for pairs in rounds:
-        ranks = [rank for pair in pairs for rank in pair]
-        assert len(ranks) == len(set(ranks))
-    assert len(rounds) == (world - 1 if world % 2 == 0 else world) if world > 1 else True

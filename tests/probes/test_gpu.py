@@ -1,42 +1,29 @@
-"""The GPU probes against the simulated NVML, the simulated NVML against the real
-nvidia-ml-py, the torch probe without CUDA, and reading the probes' payloads."""
+"""The GPU probes against the simulated NVML (which is itself checked against the real
+nvidia-ml-py in tests/sim/nvml/test_pynvml.py), the torch probe without CUDA, and reading
+the probes' payloads."""
 
 from __future__ import annotations
 
-import ast
 import getopt
-import importlib
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from pytest_cluster.contract.loader import parse_spec
 from pytest_cluster.contract.model import GpuSpec
-from pytest_cluster.contract.sim_records import SimFault, SimSpec
+from pytest_cluster.contract.sim_records import SimSpec
 from pytest_cluster.launchers.sim import SIM_NVML_DIR, gpu_probe_env
 from pytest_cluster.measure.calls import gpu_perf_call
 from pytest_cluster.measure.gpu_facts import nvml_gpu, p2p_for, perf_gpu, xids_for
-from pytest_cluster.probes import probe_files, probe_source
-from pytest_cluster.probes.gpu_perf import parse_options
-from pytest_cluster.sim.cluster import (
-    SimNode,
-    describe_node,
-    gpu_count,
-    gpu_perf_payload,
-    merged,
-)
-
-SIM = SimSpec("H100-SXM-80GB", 8, faults=(
-    SimFault("n1", None, 3, gpus=7),
-    SimFault("n2", 2, 4, memory_held_bytes=5 * 2**30, xid=79),
-    SimFault("n2", 2, 5, pcie_gen=4),
-))
+from pytest_cluster.probes import probe_source
+from pytest_cluster.sim.cluster import SimNode, describe_node
+from tests.sim.nvml.test_pynvml import simulated_pynvml
+from tests.sim.test_cluster import SIM
 
 
 def run_gpu_probe(description: SimNode | None, *args: str) -> dict[str, Any]:
@@ -91,77 +78,6 @@ def test_gpu_probe_without_nvidia_ml_py_says_so(tmp_path: Path) -> None:
     assert data["error"].startswith("nvidia-ml-py is not installed")
 
 
-def _nvml_names(*sources: str) -> set[str]:
-    """Every `nvml.X` / `pynvml.X` the probe's modules use."""
-    names = set()
-    for node in (node for source in sources for node in ast.walk(ast.parse(source))):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id in ("nvml", "pynvml")):
-            names.add(node.attr)
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
-                and node.value.attr == "nvml"):
-            names.add(node.attr)
-    return names
-
-
-def _fake() -> ModuleType:
-    sys.path.insert(0, str(SIM_NVML_DIR))
-    try:
-        spec = importlib.util.spec_from_file_location("sim_pynvml", SIM_NVML_DIR / "pynvml.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["sim_pynvml"] = module  # dataclasses look their module up
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(SIM_NVML_DIR))
-
-
-@pytest.mark.parametrize("probe", ["gpu", "gpu_perf"])
-def test_simulated_nvml_answers_every_call_the_probes_make(probe: str) -> None:
-    used = _nvml_names(*probe_files(probe).values()) - {"NVMLError", "SIMULATED", "__file__"}
-    assert {"nvmlInit", "nvmlDeviceGetName"} <= used or probe == "gpu_perf"
-    fake = _fake()
-    assert sorted(name for name in used if not hasattr(fake, name)) == []
-
-
-def test_simulated_nvml_matches_the_real_binding() -> None:
-    """Names and constants the probes use exist in nvidia-ml-py with the same values."""
-    real = pytest.importorskip("pynvml")
-    if getattr(real, "SIMULATED", False):
-        pytest.fail("the simulated pynvml shadows the real one on sys.path")
-    fake = _fake()
-    used = _nvml_names(*probe_files("gpu").values(), *probe_files("gpu_perf").values()) - {
-        "SIMULATED", "__file__"}
-    assert sorted(name for name in used if not hasattr(real, name)) == []
-    for name in dir(fake):
-        if name.startswith(("NVML_", "nvmlClocksEventReason", "nvmlEventType", "nvmlMemory_v")):
-            assert getattr(real, name) == getattr(fake, name), name
-    assert real.NVMLError_LibraryNotFound(12).value == fake.NVMLError_LibraryNotFound().value
-    assert issubclass(fake.NVMLError_Timeout, fake.NVMLError)
-
-
-def test_simulated_nvml_errors_like_the_real_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = _fake()
-    monkeypatch.delenv("PYTEST_CLUSTER_SIM_NODE", raising=False)
-    with pytest.raises(fake.NVMLError) as info:
-        fake.nvmlInit()
-    assert str(info.value) == "NVML Shared Library Not Found"
-    monkeypatch.setenv("PYTEST_CLUSTER_SIM_NODE", json.dumps(describe_node(SIM, "n1")))
-    fake.nvmlInit()
-    assert fake.nvmlDeviceGetCount() == 7
-    with pytest.raises(fake.NVMLError_InvalidArgument):
-        fake.nvmlDeviceGetHandleByIndex(7)
-    handle = fake.nvmlDeviceGetHandleByIndex(0)
-    with pytest.raises(fake.NVMLError_NotSupported):
-        fake.nvmlDeviceGetClockInfo(handle, 0)  # only the SM clock is simulated
-    assert fake.nvmlDeviceGetCurrentClocksEventReasons(handle) == 0x1
-    fake.simulate_load(True)
-    assert fake.nvmlDeviceGetCurrPcieLinkGeneration(handle) == 5
-    fake.simulate_load(False)
-    fake.nvmlShutdown()
-
-
 @pytest.mark.slow
 def test_gpu_perf_without_cuda_says_so() -> None:
     done = subprocess.run([sys.executable, "-", "--load-time", "1"],
@@ -180,20 +96,6 @@ def test_gpu_perf_without_cuda_says_so() -> None:
     assert "gpus" not in data
 
 
-def test_gpu_perf_options() -> None:
-    assert parse_options([]) == {
-        "dtypes": ["bf16"], "shape": [8192, 8192, 8192], "warmup": 50, "warmup_time": 1.0,
-        "iterations": 100, "load_time": 10.0, "copy_bytes": 2 * 2**30,
-        "xfer_bytes": 256 * 2**20, "skip": [], "sdc": False}
-    opts = parse_options(["--dtypes", "", "--skip", "p2p", "--skip", "h2d", "--skip", "p2p"])
-    assert opts["dtypes"] == []
-    assert opts["skip"] == ["h2d", "p2p"]
-    assert parse_options(["--shape", "4096"])["shape"] == [4096, 4096, 4096]
-    assert parse_options(["--shape", "4096,8192,1024"])["shape"] == [4096, 8192, 1024]
-    with pytest.raises(SystemExit):
-        parse_options(["--shape", "1,2"])
-
-
 def test_matmul_shape_from_the_spec() -> None:
     gpus = gpus_of("  count: 8\n  matmul: {bf16: '>= 1 TFLOPS'}\n"
                    "  matmul_size: [4096, 8192, 1024]\n")
@@ -207,30 +109,6 @@ def gpus_of(text: str) -> GpuSpec:
     spec = parse_spec("cluster: {name: x, nodes: a}\ngpus:\n" + text, "t.yaml")
     assert spec.gpus is not None
     return spec.gpus
-
-
-def test_sim_faults_merge_per_gpu_and_node() -> None:
-    assert gpu_count(SIM, "n1") == 7
-    assert gpu_count(SIM, "n2") == 8
-    fault = merged(SIM, "n2", 2)
-    assert (fault.memory_held_bytes, fault.xid, fault.pcie_gen) == (5 * 2**30, 79, 4)
-    assert merged(SIM, "n2", 3) == SimFault("n2", 3, 0)
-
-
-def test_sim_numbers_are_deterministic_and_follow_faults() -> None:
-    one = gpu_perf_payload(SIM, "n2", parse_options(["--dtypes", "bf16"]))
-    two = gpu_perf_payload(SIM, "n2", parse_options(["--dtypes", "bf16"]))
-    assert one == two
-    assert one["simulated"] is True
-    healthy, slow = one["gpus"][1], one["gpus"][2]
-    assert 790 <= healthy["matmul"]["bf16"]["tflops_median"] <= 806
-    assert slow["h2d"]["bytes_per_s"] == pytest.approx(healthy["h2d"]["bytes_per_s"] / 2,
-                                                       rel=0.03)
-    assert slow["load"]["pcie_gen_max"] == 4
-    held = healthy["usable_memory"]["allocated_bytes"] - slow["usable_memory"][
-        "allocated_bytes"]
-    assert held == 5 * 2**30
-    assert len(one["p2p"]["pairs"]) == 8 * 7
 
 
 NVML = {"gpus": [{"index": 0, "uuid": "GPU-AAA", "pci_bus_id": "00000000:18:00.0"},
@@ -342,7 +220,7 @@ def test_simulated_handles_are_like_ctypes_pointers() -> None:
 
     with pytest.raises(TypeError):
         hash(ctypes.pointer(ctypes.c_int(0)))
-    fake = _fake()
+    fake = simulated_pynvml()
     handle = fake._Handle(0)
     with pytest.raises(TypeError):
         hash(handle)

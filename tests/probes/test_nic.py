@@ -150,32 +150,6 @@ def test_this_machine(tmp_path: Path) -> None:
     assert all(port["kind"] in ("rdma", "net") for port in ports)
 
 
-def test_a_sysfs_of_another_namespace_is_said_naming_both_sides() -> None:
-    assert nic.namespace_mismatch(["lo", "eth0"], ["eth0", "lo"]) == ""
-    assert nic.namespace_mismatch(["eth0", "lo", "docker0"], ["lo", "rail1"]) == (
-        "/sys/class/net belongs to another network namespace: it shows docker0, eth0, lo; "
-        "this process's namespace has lo, rail1 (socket.if_nameindex()); no port read "
-        "(nsenter --net or unshare keep the /sys of the namespace they left: ip netns exec "
-        "remounts it)")
-    many = [f"veth{i}" for i in range(nic.MAX_NAMED + 3)]
-    assert nic.listed(set(many)) == ", ".join(sorted(many)[:nic.MAX_NAMED]) + " and 3 more"
-    assert nic.listed(set()) == "none"
-
-
-def test_only_the_directories_of_class_net_are_interfaces(tmp_path: Path) -> None:
-    """bonding_masters is a file of /sys/class/net, not an interface."""
-    root = tree(tmp_path)
-    (root / "class/net/bonding_masters").write_text("\n")
-    reader = nic.Reader(str(root))
-    assert reader.directories(reader.path("class", "net")) == ["eth0", "eth2", "lo", "veth1"]
-    own = ["eth0", "eth2", "lo", "veth1"]
-    assert "ports" in nic.read_ports(reader, ethtool=False, namespace=lambda: own)
-    other = nic.read_ports(reader, ethtool=False, namespace=lambda: ["lo"])
-    assert "ports" not in other
-    assert other["error"] == nic.namespace_mismatch(own, ["lo"])
-    assert other["interfaces"] == {"sysfs": own, "namespace": ["lo"]}
-
-
 # -- a hostile tree: every file is untrusted ----------------------------------------------
 
 def test_a_fifo_as_a_counter_or_operstate_is_unreadable_never_waited_on(
@@ -319,24 +293,6 @@ def test_an_entry_that_is_no_port_or_device_is_named_not_a_crash(tmp_path: Path)
     assert port["unreadable"][f"{ib}/mlx5_0/ports/1/gid_attrs/ndevs/0"] == (
         "not an interface name: '../../etc'")
     assert data["ports_left_out"] == 0
-
-
-def test_the_document_printed_is_bounded() -> None:
-    ports: list[nic.Port] = [{"name": f"p{i}", "unreadable": {"x" * 1000: "y"}}
-                             for i in range(5000)]
-    document: nic.Document = {"probe": "nic", "schema": 1,
-                              "data": {"ports": ports, "ports_left_out": 7}}
-    text = nic.bounded(document)
-    assert len(text) <= nic.MAX_OUTPUT
-    data = json.loads(text)["data"]
-    kept = len(data["ports"])
-    assert 1000 < kept < 5000
-    assert data["ports_left_out"] == 7 + 5000 - kept
-    assert data["output_cut"] == f"{5000 - kept} port(s) left out: more than " \
-                                 f"{nic.MAX_OUTPUT} bytes of output"
-    small: nic.Document = {"probe": "nic", "schema": 1,
-                           "data": {"ports": ports[:3], "ports_left_out": 0}}
-    assert nic.bounded(small) == json.dumps(small)
 
 
 def _in_namespace(*prefix: str) -> dict[str, Any]:

@@ -4,46 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pytest_cluster.launchers.result import parse_probe_output
-from pytest_cluster.probes import ProbeCall, probe_source
-from tests.conftest import has_torch
-
-
-def run_probe(name: str, *args: str, cwd: Path | None = None,
-              env: dict[str, str] | None = None) -> dict[str, Any]:
-    """As a node would: `python -I - ARGS`, source on stdin, no access to pytest_cluster."""
-    done = subprocess.run([sys.executable, "-I", "-", *args], input=probe_source(name),
-                          capture_output=True, text=True, timeout=120, cwd=cwd or "/",
-                          env=env, check=True)
-    return parse_probe_output(done.stdout, name)
-
-
-def test_probe_sources_import_nothing_of_ours() -> None:
-    for name in ("host", "storage", "import_latency"):
-        imports = [line for line in probe_source(name).splitlines()
-                   if line.startswith(("import ", "from "))]
-        assert imports, name
-        assert not [line for line in imports if "pytest_cluster" in line], name
-
-
-def test_host_probe() -> None:
-    data = run_probe("host")
-    assert data["cpu"]["threads"] == os.cpu_count()
-    assert data["cpu"]["cores"] >= 1
-    assert data["memory"]["total_bytes"] > 2**28
-    assert data["versions"]["kernel"] == os.uname().release
-    assert data["versions"]["python"] == ".".join(map(str, sys.version_info[:3]))
-    if has_torch():
-        import importlib.metadata
-
-        assert data["versions"]["torch"] == importlib.metadata.version("torch")
+from tests.shipped_probe import run_probe
 
 
 def test_storage_probe_measures_and_cleans_up(scratch: Path) -> None:
@@ -87,73 +53,6 @@ def test_storage_probe_not_enough_space(scratch: Path) -> None:
     data = run_probe("storage", "--path", str(scratch), "--io-size", str(2**62))
     assert data["write"]["error"].startswith(f"not enough free space for a {2**62} byte")
     assert data["read"]["error"].startswith("no test file to read: not enough free space")
-
-
-def test_import_latency_probe_times_a_fresh_interpreter() -> None:
-    data = run_probe("import_latency", "--python", sys.executable, "--module", "json",
-                     "--repeats", "2")
-    assert len(data["warm"]["runs_s"]) == 2
-    assert 0 < data["warm"]["min_s"] <= data["warm"]["median_s"] <= data["warm"]["max_s"]
-    assert data["command"] == [sys.executable, "-c", "import json"]
-    assert "cold" not in data
-
-
-def test_import_latency_failed_import_is_an_error() -> None:
-    data = run_probe("import_latency", "--python", sys.executable, "--module",
-                     "no_such_module_xyz", "--repeats", "1")
-    assert "warm" not in data
-    assert data["error"].endswith("ModuleNotFoundError: No module named 'no_such_module_xyz'")
-
-
-def test_import_latency_missing_interpreter() -> None:
-    data = run_probe("import_latency", "--python", "/nonexistent/python")
-    assert data["error"] == "interpreter '/nonexistent/python' not found on this node"
-
-
-def test_import_latency_failure_names_the_interpreter_path_resolved(tmp_path: Path) -> None:
-    """A bare name (python3) is reported as the interpreter the node's PATH gave it."""
-    (tmp_path / "python-x").symlink_to(sys.executable)
-    data = run_probe("import_latency", "--python", "python-x", "--module", "no_such_module_xyz",
-                     "--repeats", "1", env={**os.environ, "PATH": str(tmp_path)})
-    assert data["python_resolved"] == f"{tmp_path}/python-x"
-    assert data["error"] == (f"{tmp_path}/python-x -c 'import no_such_module_xyz' failed: "
-                             "ModuleNotFoundError: No module named 'no_such_module_xyz'")
-
-
-def test_import_latency_missing_bare_name_says_which_path(tmp_path: Path) -> None:
-    data = run_probe("import_latency", "--python", "no-such-python",
-                     env={**os.environ, "PATH": str(tmp_path)})
-    assert data["error"] == (f"interpreter 'no-such-python' not found on this node "
-                             f"(PATH={tmp_path})")
-
-
-def test_import_latency_cold_run_is_marked() -> None:
-    data = run_probe("import_latency", "--python", sys.executable, "--module", "json",
-                     "--repeats", "1", "--cold")
-    cold = data["cold"]
-    if os.geteuid() != 0:
-        assert cold == {"skipped": "not root: the page cache cannot be dropped, so no cold run"}
-    elif "skipped" in cold:
-        assert cold["skipped"].startswith("cannot drop the page cache")
-    else:
-        assert cold["seconds"] > 0
-        assert cold["method"].startswith("page cache dropped")
-
-
-@pytest.mark.realcomponents
-@pytest.mark.skipif(not has_torch(), reason="torch is not installed")
-def test_import_torch_for_real() -> None:
-    data = run_probe("import_latency", "--python", sys.executable, "--repeats", "1")
-    assert "error" not in data, data
-    assert data["warm"]["runs_s"][0] > 0.05
-
-
-def test_probe_call_key_is_stable_and_argument_sensitive() -> None:
-    assert ProbeCall("host").key() == ProbeCall("host").key()
-    assert ProbeCall("storage", ("--path", "/a")).key() != \
-        ProbeCall("storage", ("--path", "/b")).key()
-    with pytest.raises(ValueError, match="unknown probe 'nope'"):
-        ProbeCall("nope")
 
 
 def test_output_parsing() -> None:

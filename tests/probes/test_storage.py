@@ -3,15 +3,13 @@ what an earlier killed run left is found, removed when its owner is gone, and re
 
 from __future__ import annotations
 
-import ctypes
-import mmap
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +22,9 @@ from pytest_cluster.measure import storage as measured_storage
 from pytest_cluster.measure.cluster import Cluster
 from pytest_cluster.probes import ProbeCall, probe_source
 from pytest_cluster.probes import storage as probe
+from tests.conftest import planned
 from tests.netns_cluster import NetnsCluster
-from tests.probes.test_probes import run_probe
+from tests.shipped_probe import run_probe
 from tests.test_plugin import jsonl
 
 MiB = 2**20
@@ -164,7 +163,7 @@ def test_a_running_probes_directory_is_left_alone_and_not_reported(scratch: Path
     assert ours(scratch) == []
 
 
-# -- the sweep's rules --------------------------------------------------------------------
+# -- what a killed probe leaves (the sweep's tests: storage/test_sweep.py) ------------------
 
 def plant(directory: Path, size: int = 0, age_s: float = 0.0, lock: bool = True) -> Path:
     """A directory as a killed probe leaves it: owner lock, a metadata file of `size`."""
@@ -177,190 +176,6 @@ def plant(directory: Path, size: int = 0, age_s: float = 0.0, lock: bool = True)
         then = time.time() - age_s
         os.utime(directory, (then, then))
     return directory
-
-
-def test_directories_of_older_versions_are_reported_then_removed_after_a_day(
-        scratch: Path) -> None:
-    young = plant(scratch / ".pytest-cluster-abc_1234", size=MiB, lock=False, age_s=600)
-    old = plant(scratch / ".pytest-cluster-0ld12345", lock=False)
-    (old / "seq.bin").write_bytes(b"s" * 2 * MiB)
-    then = time.time() - 25 * 3600
-    os.utime(old, (then, then))
-    found = probe.sweep(str(scratch))
-    assert found == [
-        {"path": str(old), "bytes": 2 * MiB, "removed": True,
-         "why": "made 25 h ago by a pytest-cluster older than its leftover sweep, which "
-                "records no owner; older than 24 h"},
-        {"path": str(young), "bytes": MiB, "removed": False,
-         "why": "made 10 min ago by a pytest-cluster older than its leftover sweep, which "
-                "records no owner: left in place; remove it by hand if no pytest-cluster run "
-                "is using it (the sweep removes it once it is 24 h old)"}]
-    assert ours(scratch) == [young.name]
-
-
-def test_where_locks_fail_the_pid_on_this_host_and_the_age_decide(scratch: Path) -> None:
-    """An owner lock that cannot be opened (here: a directory in its place) leaves the
-    PID (this host, this PID namespace) and the age to decide."""
-    pid = dead_pid()
-    gone = plant(scratch / leftover_name(pid), lock=False)
-    (gone / probe.LOCK_NAME).mkdir()
-    elsewhere = plant(scratch / leftover_name(pid, host="other-host"), lock=False)
-    (elsewhere / probe.LOCK_NAME).mkdir()
-    then = time.time() - 600  # an age that reads the same during the test
-    os.utime(elsewhere, (then, then))
-    alive = plant(scratch / leftover_name(os.getpid(), suffix="a11ce000"), lock=False)
-    (alive / probe.LOCK_NAME).mkdir()
-    found = probe.sweep(str(scratch))
-    assert found == [
-        {"path": str(elsewhere), "bytes": 0, "removed": False,
-         "why": f"made by pid {pid} on other-host 10 min ago, and whether it still runs cannot "
-                "be told (cannot open its owner lock (Is a directory)): left in place; remove "
-                "it by hand if no pytest-cluster run is using it (the sweep removes it once "
-                "it is 24 h old)"},
-        {"path": str(gone), "bytes": 0, "removed": True,
-         "why": f"its probe (pid {pid} on {probe.host_tag()}) is no longer running"}]
-    assert ours(scratch) == sorted([elsewhere.name, alive.name])
-
-
-def test_unowned_entries_go_once_no_probe_can_be_making_them(scratch: Path) -> None:
-    """A directory without its lock, or a named test file, exists for microseconds in a
-    live probe; one older than ten minutes is a killed probe's."""
-    pid = dead_pid()
-    fresh = plant(scratch / leftover_name(pid, host="other-host"), lock=False)
-    stale = plant(scratch / leftover_name(pid, host="other-host", suffix="57a1e000"),
-                  lock=False, age_s=601)
-    data = scratch / (leftover_name(pid) + ".data")
-    data.write_bytes(b"y" * 100)
-    found = probe.sweep(str(scratch))
-    assert found == [
-        {"path": str(stale), "bytes": 0, "removed": True,
-         "why": f"its probe (pid {pid} on other-host) was killed before it locked it"},
-        {"path": str(data), "bytes": 100, "removed": True,
-         "why": f"a test file its probe (pid {pid} on {probe.host_tag()}) names only until it "
-                "is open; the probe was killed in between"}]
-    assert ours(scratch) == [fresh.name]
-
-
-def test_the_sweep_leaves_other_files_and_the_shared_checks_alone(scratch: Path) -> None:
-    for name in (".pytest-cluster-shared-1-0123456789ab", ".pytest-cluster-notes",
-                 "data.bin", ".pytest-cluster", ".pytest-cluster-settings"):
-        (scratch / name).write_text("x")
-    users = scratch / ".pytest-cluster-mine_123"  # named like an old run's, holding more
-    users.mkdir()
-    (users / "seq.bin").write_text("x")
-    (users / "notes.txt").write_text("x")
-    then = time.time() - 48 * 3600
-    os.utime(users, (then, then))
-    assert probe.sweep(str(scratch)) == []
-    assert len(ours(scratch)) == 6
-
-
-# -- the measurement through an unlinked file stays honest -----------------------------------
-
-def resident_pages(fd: int, size: int) -> int:
-    """Pages of the file behind `fd` in the page cache (mincore over a mapping of it)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                          ctypes.c_int, ctypes.c_long]
-    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
-    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-    address = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-    assert address not in (None, ctypes.c_void_p(-1).value), os.strerror(ctypes.get_errno())
-    try:
-        pages = (size + mmap.PAGESIZE - 1) // mmap.PAGESIZE
-        vector = (ctypes.c_ubyte * pages)()
-        assert libc.mincore(address, size, vector) == 0, os.strerror(ctypes.get_errno())
-        return sum(v & 1 for v in vector)
-    finally:
-        libc.munmap(address, size)
-
-
-@pytest.fixture
-def unlinked(scratch: Path) -> Iterator[tuple[int, str]]:
-    fd, how = probe.open_unlinked(probe.Workspace(str(scratch)))
-    try:
-        yield fd, how
-    finally:
-        os.close(fd)
-
-
-def test_the_test_file_has_no_name_and_its_pages_can_be_evicted(
-        scratch: Path, unlinked: tuple[int, str]) -> None:
-    """The uncached read's fallback (fadvise DONTNEED) works through the descriptor of a
-    file without a name: after it, none of the file is in the page cache."""
-    fd, how = unlinked
-    assert how == "O_TMPFILE: the file never had a name"
-    assert ours(scratch) == []
-    assert probe.write_file(fd, 32 * MiB)["bytes"] == 32 * MiB
-    assert resident_pages(fd, 32 * MiB) > 0  # just written: cached
-    method = probe.evict(fd, probe.fs_type(str(scratch)))
-    assert method == "posix_fadvise(DONTNEED) evicted the file from the page cache first"
-    assert resident_pages(fd, 32 * MiB) == 0
-    read = probe.read_file(fd, 32 * MiB, probe.fs_type(str(scratch)))
-    assert read["bytes"] == 32 * MiB
-    assert read["method"] == ("sequential 16 MiB reads; O_DIRECT; every block's stamp "
-                              "checked")
-
-
-def test_without_o_tmpfile_the_file_is_unlinked_at_once(scratch: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delattr(os, "O_TMPFILE")
-    workspace = probe.Workspace(str(scratch))
-    fd, how = probe.open_unlinked(workspace)
-    try:
-        assert how == "created and unlinked at once (O_TMPFILE refused: not on this platform)"
-        assert ours(scratch) == []
-        assert os.fstat(fd).st_nlink == 0
-        assert Path(workspace.named_data).name.endswith(".data")
-    finally:
-        os.close(fd)
-
-
-def test_a_block_read_back_with_other_bytes_is_an_error(unlinked: tuple[int, str]) -> None:
-    fd, _ = unlinked
-    probe.write_file(fd, 2 * probe.BLOCK)
-    os.pwrite(fd, b"\xff" * 8, probe.BLOCK)  # the second block's stamp
-    os.fsync(fd)
-    assert probe.read_file(fd, 2 * probe.BLOCK, "ext4") == {
-        "error": "read back other bytes than were written (the block at offset 16777216): "
-                 "the filesystem returned stale or wrong data"}
-
-
-# -- the shared check's file ------------------------------------------------------------------
-
-def test_the_shared_write_sweeps_expired_files_and_leaves_running_checks_alone(
-        scratch: Path) -> None:
-    now = int(time.time())
-    expired = scratch / f".pytest-cluster-shared-{now - 5}-0123456789ab"
-    running = scratch / f".pytest-cluster-shared-{now + 3600}-0123456789ab"
-    legacy = scratch / ".pytest-cluster-shared-abcdef012345"
-    for path in (expired, running, legacy):
-        path.write_bytes(b"z" * 1000)
-    os.utime(legacy, (now - 600, now - 600))  # an age that reads the same during the test
-    token = f"{now + 3600}-fedcba987654"
-    data = run_probe("shared_fs", "--path", str(scratch), "--token", token, "write")
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(now - 5))
-    assert data["leftovers"] == [
-        {"path": str(expired), "bytes": 1000, "removed": True,
-         "why": f"its shared check ended by {stamp}; the run was cut off before removing it"},
-        {"path": str(legacy), "bytes": 1000, "removed": False,
-         "why": "written 10 min ago by a pytest-cluster older than the leftover sweep, which "
-                "records no expiry: left in place; remove it by hand if no pytest-cluster run "
-                "is checking this filesystem (the sweep removes it once it is 24 h old)"}]
-    assert ours(scratch) == sorted([legacy.name, running.name,
-                                    f".pytest-cluster-shared-{token}"])
-    removed = run_probe("shared_fs", "--path", str(scratch), "--token", token, "remove")
-    assert removed["removed"] is True
-    again = run_probe("shared_fs", "--path", str(scratch), "--token", token, "remove")
-    assert again["removed"] is False
-    assert "error" not in again
-
-
-def test_a_shared_token_that_is_not_ours_is_refused(scratch: Path) -> None:
-    data = run_probe("shared_fs", "--path", str(scratch), "--token", "../../etc/x", "write")
-    assert data["error"].startswith("token '../../etc/x' is not <expires>-<12 hex digits>")
-    assert ours(scratch) == []
 
 
 class Interrupted(LocalLauncher):
@@ -421,7 +236,8 @@ def test_a_leftover_is_a_note_in_the_evidence_not_a_failure(pytester: pytest.Pyt
     left = plant(fs / leftover_name(pid), size=3 * MiB, age_s=600)  # an age that reads the same
     result = on_this_machine(pytester, fs, "    io_size: 4 MiB\n    metadata_files: 50\n"
                              "    write: '>= 1 MB/s'\n    metadata: '>= 10 ops/s'\n")
-    result.assert_outcomes(passed=2)
+    result.assert_outcomes(passed=len(planned(pytester, (pytester.path / "trial.yaml")
+                                              .read_text())))
     why = (f"its probe (pid {pid} on {probe.host_tag()}) ended without removing it (killed by "
            "SIGKILL, or its node went down); made 10 min ago")
     result.stdout.fnmatch_lines(["*warnings summary*", "*::test_storage_write[[]nodeA-*",
@@ -454,10 +270,6 @@ def netns_spec(netns: NetnsCluster, fs: Path) -> str:
             f"{netns.launcher_section('ssh')}\n"
             f"storage:\n  - path: {fs}\n    io_size: 8 GiB\n    write: '>= 1 MB/s'\n"
             "    read: '>= 1 MB/s'\n")
-
-
-
-
 
 
 def ssh_clients() -> list[int]:

@@ -32,7 +32,7 @@ def test_every_rendered_section_shows_hostile_text_as_text(tmp_path: Path) -> No
     from decimal import Decimal
 
     from pytest_cluster.contract import parse_spec
-    from pytest_cluster.evidence.baseline.compare import Baseline
+    from pytest_cluster.evidence.baseline.accepted import Baseline
     from pytest_cluster.evidence.derived_cases import Case
     from pytest_cluster.evidence.ledger import Ledger
     from pytest_cluster.evidence.sla import HEALTHY, NodeAvailability, Span

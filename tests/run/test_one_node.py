@@ -12,6 +12,7 @@ import pytest
 from pytest_cluster.contract import parse_spec
 from pytest_cluster.contract.narrow import chosen, in_slurm_script, narrow, this_host
 from pytest_cluster.contract.promised import promised
+from tests.conftest import planned
 from tests.contract.test_fabric import IB
 from tests.test_plugin import jsonl
 
@@ -121,14 +122,15 @@ sim:
 def test_a_run_of_one_node_collects_judges_and_reports_that_node_alone(
         pytester: pytest.Pytester) -> None:
     (pytester.path / "trial.yaml").write_text(SIM)
+    mine = len(planned(pytester, SIM, "--cluster-node=n3"))  # n3's cpu_cores
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
                                 "--cluster-node=n3")
-    result.assert_outcomes(passed=1)  # n3's cpu_cores
+    result.assert_outcomes(passed=mine)
     cases = [r["case"] for r in jsonl(pytester) if r.get("type") == "result"]
     assert all("n3" in case for case in cases), cases
     result.stdout.fnmatch_lines([
-        "cluster c: 1 of 1 contract check(s) ran, 0 failed; nodes covered: all 1 node(s) (a "
-        "run of 1 of the spec's 4 nodes: --cluster-node)",
+        f"cluster c: {mine} of {mine} contract check(s) ran, 0 failed; nodes covered: all 1 "
+        "node(s) (a run of 1 of the spec's 4 nodes: --cluster-node)",
         "*nodes: 1 ACCEPTED, 0 REJECTED, 0 UNREACHABLE, 0 NOT CHECKED*"])
     assert ("not tested here, across nodes (this run covers 1 of 4 nodes (--cluster-node)): "
             "host.same_software.cuda, ") in result.stdout.str()
@@ -159,5 +161,6 @@ def test_a_slurm_prolog_checks_its_own_node(pytester: pytest.Pytester,
     monkeypatch.setenv("SLURMD_NODENAME", "n4")
     result = pytester.runpytest_subprocess("--cluster=trial.yaml", "-p", "no:cacheprovider",
                                            "-m", "sanity")
-    result.assert_outcomes(passed=1)
+    result.assert_outcomes(passed=len(planned(pytester, SIM, "--cluster-node=n4", "-m",
+                                              "sanity")))
     assert {r["node"] for r in jsonl(pytester) if r.get("type") == "result"} == {"n4"}

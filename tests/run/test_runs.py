@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_cluster.evidence.bundle.verify import verify
+from tests.conftest import on, on_no_node, planned
 
 SPEC = """\
 cluster: {{name: small, nodes: "n[1-3]", launcher: sim}}
@@ -23,9 +24,23 @@ sim:
   gpus_per_node: 2
   faults: [{faults}]
 """
-#: Cases of SPEC per node: count, uniform, and 9 rules/clauses on each of 2 GPUs.
-PER_NODE = 2 + 2 * 8
-ALL = 3 * PER_NODE + 7  # and gpus.same_driver and host.same_software (6), cluster checks
+NODES = ("n1", "n2", "n3")
+
+
+def cases(pytester: pytest.Pytester) -> tuple[str, ...]:
+    """SPEC's cases as its run collects them: what these tests of a run's mechanics count
+    (a clause more or less changes them, never the tests)."""
+    return planned(pytester, SPEC.format(faults=""))
+
+
+def per_node(pytester: pytest.Pytester, node: str = "n1") -> int:
+    """How many of SPEC's cases are about `node` (its own and its GPUs')."""
+    return len(on(cases(pytester), node))
+
+
+def cluster_checks(pytester: pytest.Pytester) -> int:
+    """How many of SPEC's cases are about no one node ("the same on every node")."""
+    return len(on_no_node(cases(pytester), NODES))
 
 
 def run(pytester: pytest.Pytester, *args: str, faults: str = "") -> pytest.RunResult:
@@ -58,14 +73,14 @@ def suite_props(run_dir: Path) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_each_run_keeps_its_own_evidence(pytester: pytest.Pytester) -> None:
-    run(pytester).assert_outcomes(passed=ALL)
+    run(pytester).assert_outcomes(passed=len(cases(pytester)))
     first, = run_dirs(pytester)
     saved = {p.name: p.read_bytes() for p in first.iterdir() if p.is_file()}
     assert set(saved) == {"report.html", "junit.xml", "results.jsonl", "verdict.json",
                           "inventory.json", "manifest.intoto.json"}
     verdict = verify(first)  # sealed over every file, as the run left them
     assert verdict.ok and verdict.checked == len(list(first.rglob("*"))) - 2  # probes/, itself
-    run(pytester, "-k", "n2").assert_outcomes(passed=PER_NODE)
+    run(pytester, "-k", "n2").assert_outcomes(passed=per_node(pytester, "n2"))
     older, newer = run_dirs(pytester)
     assert older == first
     assert {p.name: p.read_bytes() for p in first.iterdir() if p.is_file()} == saved
@@ -78,7 +93,7 @@ def test_each_run_keeps_its_own_evidence(pytester: pytest.Pytester) -> None:
                                   ("--setup-plan",), ("--markers",)])
 def test_runs_that_run_nothing_write_nothing(pytester: pytest.Pytester,
                                              args: tuple[str, ...]) -> None:
-    run(pytester).assert_outcomes(passed=ALL)
+    run(pytester).assert_outcomes(passed=len(cases(pytester)))
     before = run_dirs(pytester)
     latest = os.readlink(pytester.path / "reports" / "latest")
     run(pytester, *args)
@@ -87,19 +102,19 @@ def test_runs_that_run_nothing_write_nothing(pytester: pytest.Pytester,
 
 
 def test_a_selected_run_says_what_it_left_out(pytester: pytest.Pytester) -> None:
+    mine, every = per_node(pytester), len(cases(pytester))
     result = run(pytester, "-k", "n1")
-    result.assert_outcomes(passed=PER_NODE)
-    planned = ALL
+    result.assert_outcomes(passed=mine)
     result.stdout.fnmatch_lines([
-        f"*cluster small: {PER_NODE} of {planned} contract check(s) ran, 0 failed; "
+        f"*cluster small: {mine} of {every} contract check(s) ran, 0 failed; "
         "nodes covered: n1 (1 of 3)*",
-        f"INCOMPLETE: {PER_NODE} of {planned} contract checks ran (the selection left the "
+        f"INCOMPLETE: {mine} of {every} contract checks ran (the selection left the "
         "others out)",
-        f"selection: -k n1; {planned - PER_NODE} check(s) deselected",
+        f"selection: -k n1; {every - mine} check(s) deselected",
         "verdict: INCOMPLETE at level acceptance (ERROR: not every node was judged; none is "
         "drained for it); level acceptance covers sanity and acceptance",
         "nodes: 1 ACCEPTED, 0 REJECTED, 0 UNREACHABLE, 2 NOT CHECKED",
-        f"  NOT CHECKED n2: none of its {PER_NODE} checks ran: deselected",
+        f"  NOT CHECKED n2: none of its {mine} checks ran: deselected",
         "deselected: gpus.count (2 of 3), gpus.ecc_corrected (4 of 6), *, gpus.same_driver "
         "(1 of 1), *",
     ])
@@ -108,7 +123,7 @@ def test_a_selected_run_says_what_it_left_out(pytester: pytest.Pytester) -> None
     assert end["type"] == "end"
     assert end["status"] == "partial"
     assert (end["checks_ran"], end["checks_planned"], end["deselected"]) == (
-        PER_NODE, planned, planned - PER_NODE)
+        mine, every, every - mine)
     assert end["selection"] == {"-k": "n1"}
     assert end["nodes_covered"] == ["n1"]
     assert {"clause": "gpus.count", "why": "deselected", "cases": 2, "of": 3} in \
@@ -116,13 +131,13 @@ def test_a_selected_run_says_what_it_left_out(pytester: pytest.Pytester) -> None
     assert {"clause": "gpus.power_limit", "why": "not in contract"} in end["not_checked"]
     props = suite_props(run_dir)
     assert props["status"] == "partial"
-    assert props["INCOMPLETE"] == (f"INCOMPLETE: {PER_NODE} of {planned} contract checks ran "
+    assert props["INCOMPLETE"] == (f"INCOMPLETE: {mine} of {every} contract checks ran "
                                    "(the selection left the others out)")
     assert props["nodes_accepted"] == "n1"
     assert props["nodes_not_checked"] == "n2,n3"
     html = (run_dir / "report.html").read_text(encoding="utf-8")
     assert "INCOMPLETE: " in html
-    assert f"{PER_NODE} Passed" in html  # pytest-html still counts the rows it leaves out
+    assert f"{mine} Passed" in html  # pytest-html still counts the rows it leaves out
     assert "<summary>gpus.count: 1 passed</summary>" in html  # listed, collapsed
     assert "pytest-cluster: passed lists" not in html  # written where their place was
     verdict = json.loads((run_dir / "verdict.json").read_text(encoding="utf-8"))
@@ -154,23 +169,23 @@ def interrupted_run(pytester: pytest.Pytester, interrupter: str) -> pytest.RunRe
 
 def test_an_interrupted_run_says_so_and_every_case_has_a_line(
         pytester: pytest.Pytester) -> None:
+    every = len(cases(pytester))
     result = interrupted_run(pytester, INTERRUPT_AFTER_3)
-    planned = ALL
-    result.stdout.fnmatch_lines([f"INCOMPLETE: 3 of {planned} contract checks ran "
+    result.stdout.fnmatch_lines([f"INCOMPLETE: 3 of {every} contract checks ran "
                                  "(interrupted)"])
     run_dir, = run_dirs(pytester)
     records = lines(run_dir)
     results = [r for r in records if r["type"] == "result"]
-    assert len(results) == planned  # every collected case has a line
-    assert [r["outcome"] for r in results].count("not_run") == planned - 3
+    assert len(results) == every  # every collected case has a line
+    assert [r["outcome"] for r in results].count("not_run") == every - 3
     assert records[-1]["status"] == "interrupted"
     assert records[-1]["counts"] == {"passed": 3, "failed": 0, "error": 0, "skipped": 0,
-                                     "not_run": planned - 3}
+                                     "not_run": every - 3}
     assert {"clause": "gpus.ecc_corrected", "why": "not reached", "cases": 6, "of": 6} in \
         records[-1]["not_checked"]
     assert suite_props(run_dir)["status"] == "interrupted"
     html = (run_dir / "report.html").read_text(encoding="utf-8")
-    assert f"INCOMPLETE: 3 of {planned} contract checks ran (interrupted)" in html
+    assert f"INCOMPLETE: 3 of {every} contract checks ran (interrupted)" in html
     assert "small: INCOMPLETE - " in html
 
 
@@ -195,6 +210,7 @@ def test_an_interrupted_runs_junit_counts_what_ran_as_the_terminal(
     others as results.jsonl's not_run lines, and the oracle finds no view that disagrees."""
     from tests.oracle import check
 
+    every = len(cases(pytester))
     result = interrupted_run(pytester, interrupter)
     run_dir, = run_dirs(pytester)
     results = [r for r in lines(run_dir) if r["type"] == "result"]
@@ -203,7 +219,7 @@ def test_an_interrupted_runs_junit_counts_what_ran_as_the_terminal(
     testcases = list(suite(run_dir).iter("testcase"))
     names = [str(tc.get("name")) for tc in testcases]
     assert len(names) == len(set(names)) and set(names) == ran
-    assert len(not_run) >= ALL - 3 and len(ran) + len(not_run) == ALL
+    assert len(not_run) >= every - 3 and len(ran) + len(not_run) == every
     assert int(suite(run_dir).get("tests", 0)) == len(ran)
     assert int(suite(run_dir).get("skipped", 0)) == 0
     assert suite_props(run_dir)["not_run"] == str(len(not_run))
@@ -216,9 +232,11 @@ def test_an_interrupted_runs_junit_counts_what_ran_as_the_terminal(
 
 def test_an_unreachable_node_is_one_line_and_the_others_are_judged(
         pytester: pytest.Pytester) -> None:
+    every, n2_cases, same = len(cases(pytester)), per_node(pytester, "n2"), \
+        cluster_checks(pytester)
     result = run(pytester, faults="{node: n2, down: true}")
-    # the 7 "same on every node" checks are not established without n2: cluster failures
-    result.assert_outcomes(passed=ALL - PER_NODE - 7, failed=PER_NODE + 7)
+    # the "same on every node" checks are not established without n2: cluster failures
+    result.assert_outcomes(passed=every - n2_cases - same, failed=n2_cases + same)
     reason = ("n2: gpu probe unreachable: simulated: the node does not answer (sim fault at "
               "spec line 7)")
     result.stdout.fnmatch_lines([
@@ -234,7 +252,7 @@ def test_an_unreachable_node_is_one_line_and_the_others_are_judged(
     n2 = verdict["nodes"][1]
     assert (n2["node"], n2["verdict"], n2["reason"]) == ("n2", "UNREACHABLE",
                                                          f"[SIMULATED] {reason}")
-    assert len(n2["failures"]) == PER_NODE
+    assert len(n2["failures"]) == n2_cases
     assert {f["message"].split(": cannot measure")[0].split(" gpu")[0]
             for f in n2["failures"]} >= {"n2"} or all(
         reason in f["message"] for f in n2["failures"])
@@ -247,14 +265,15 @@ def test_with_every_node_down_every_case_has_a_line_and_nothing_passes(
         pytester: pytest.Pytester) -> None:
     """No node answers: the per-node cases fail as unreachable, and the cluster checks
     ("the same on every node") fail as not established - none crashes, none passes."""
-    down = ", ".join(f"{{node: n{i}, down: true}}" for i in (1, 2, 3))
+    every, checks = len(cases(pytester)), cluster_checks(pytester)
+    down = ", ".join(f"{{node: {node}, down: true}}" for node in NODES)
     result = run(pytester, faults=down)
-    result.assert_outcomes(failed=ALL)
+    result.assert_outcomes(failed=every)
     run_dir, = run_dirs(pytester)
     results = [r for r in lines(run_dir) if r["type"] == "result"]
-    assert len(results) == ALL and {r["outcome"] for r in results} == {"failed"}
+    assert len(results) == every and {r["outcome"] for r in results} == {"failed"}
     same = {r["case"].split("::")[1]: r for r in results if r["node"] == "all"}
-    assert len(same) == 7 and {r["error_kind"] for r in same.values()} == {"not_all_nodes"}
+    assert len(same) == checks and {r["error_kind"] for r in same.values()} == {"not_all_nodes"}
     assert same["test_software_same_on_all_nodes[kernel]"]["message"] == (
         "Failed: [SIMULATED] kernel: no node answered; 3 of 3 node(s) did not answer (n1, "
         "n2, n3), so the same kernel on every node is not established (first: n1: host "
@@ -264,6 +283,7 @@ def test_with_every_node_down_every_case_has_a_line_and_nothing_passes(
 
 
 def test_junit_names_are_the_same_from_any_directory(pytester: pytest.Pytester) -> None:
+    mine = per_node(pytester)
     run(pytester, "-k", "n1")
     elsewhere = pytester.path / "elsewhere"
     elsewhere.mkdir()
@@ -279,8 +299,8 @@ def test_junit_names_are_the_same_from_any_directory(pytester: pytest.Pytester) 
     assert names(first) == names(second)
     assert ("acceptance.test_gpus", "test_gpu_count[n1]") in names(first)
     assert suite(first).get("name") == "small"
-    cases = list(suite(first).iter("testcase"))
-    assert len(cases) == int(suite(first).get("tests", "0")) == PER_NODE  # one per check
+    testcases = list(suite(first).iter("testcase"))
+    assert len(testcases) == int(suite(first).get("tests", "0")) == mine  # one per check
 
 
 @pytest.mark.slow
@@ -288,7 +308,7 @@ def test_not_in_contract_is_said_under_xdist(pytester: pytest.Pytester) -> None:
     (pytester.path / "trial.yaml").write_text(SPEC.format(faults=""), encoding="utf-8")
     result = pytester.runpytest_subprocess("--cluster=trial.yaml", "-p", "no:cacheprovider",
                                            "--tx", "2*popen", "--dist", "load")  # on 2 CPUs too
-    result.assert_outcomes(passed=ALL)
+    result.assert_outcomes(passed=len(cases(pytester)))
     result.stdout.fnmatch_lines(["not in contract, not tested: fabric, gpus.d2h, *gpus.matmul, *"])
     assert "NotSet" not in result.stdout.str()
     end = lines(run_dirs(pytester)[0])[-1]
@@ -386,6 +406,7 @@ def test_a_project_that_makes_warnings_errors_gets_the_same_verdicts(
         pytester: pytest.Pytester) -> None:
     """`filterwarnings = error` (a project's own setting, or -W error): a warning during
     a check of ours is shown, and judges nothing."""
+    every = len(cases(pytester))  # collected before the project's setting is written
     pytester.makepyfile(warner=WARNER)
     pytester.syspathinsert()
     pytester.makeini("[pytest]\nfilterwarnings = error\n")
@@ -394,7 +415,7 @@ def test_a_project_that_makes_warnings_errors_gets_the_same_verdicts(
     # warns of (it cannot rewrite its asserts), an error too under filterwarnings = error
     result = pytester.runpytest_subprocess("--cluster=trial.yaml", "-p", "no:cacheprovider",
                                            "-p", "warner")
-    result.assert_outcomes(passed=ALL, warnings=ALL)  # one a check
+    result.assert_outcomes(passed=every, warnings=every)  # one a check
     result.stdout.fnmatch_lines(["*ResourceWarning: a file left open by someone's code"])
     assert verdicts(pytester) == dict.fromkeys(("n1", "n2", "n3"), "ACCEPTED")
 
@@ -406,8 +427,9 @@ def test_a_check_of_ours_that_ends_with_an_exception_blames_no_node(
     line; the node is NOT CHECKED (an ERROR to a gate), never REJECTED or drained."""
     pytester.makepyfile(boom=BOOM)
     pytester.syspathinsert()
+    every = len(cases(pytester))
     result = run(pytester, "-p", "boom")
-    result.assert_outcomes(passed=ALL - 1, failed=1)
+    result.assert_outcomes(passed=every - 1, failed=1)
     assert "DRAIN" not in result.stdout.str()
     assert verdicts(pytester) == {"n1": "ACCEPTED", "n2": "NOT CHECKED", "n3": "ACCEPTED"}
     (line,) = [record for record in lines(run_dirs(pytester)[0])

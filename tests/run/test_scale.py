@@ -15,6 +15,7 @@ from typing import Any, cast
 import pytest
 
 from pytest_cluster.evidence.sinks.results import ResultLine
+from tests.conftest import planned
 
 SPEC = """\
 cluster: {{name: scale, nodes: "n[01-{nodes:02d}]", launcher: sim}}
@@ -153,21 +154,24 @@ def test_a_case_lets_go_of_its_bulk_once_written(pytester: pytest.Pytester) -> N
 
 
 def test_deselected_cases_are_counted_not_held(pytester: pytest.Pytester) -> None:
+    every = planned(pytester, SPEC.format(nodes=4))
+    chosen = planned(pytester, SPEC.format(nodes=4), "-k", "n01 or n02")
     pytester.makeconftest(CONFTEST)
     (pytester.path / "trial.yaml").write_text(SPEC.format(nodes=4), encoding="utf-8")
     result = pytester.runpytest_subprocess("--cluster=trial.yaml", "-p", "no:cacheprovider",
                                            "-k", "n01 or n02")
     held = json.loads((pytester.path / "held.json").read_text(encoding="utf-8"))
     assert held["deselected_items"] == 0
-    # still counted: the cases of clauses the spec lacks, and 13 more by -k: every
-    # collected case is selected or deselected, and 6 are selected
+    # still counted: the cases of clauses the spec lacks, and those -k leaves out: every
+    # collected case is selected or deselected
     counts = re.search(r"collected (\d+) items / (\d+) deselected / (\d+) selected",
                        result.stdout.str())
     assert counts is not None
     collected, deselected, selected = map(int, counts.groups())
-    assert (selected, deselected) == (6, collected - 6)
+    assert (selected, deselected) == (len(chosen), collected - len(chosen))
     result.stdout.fnmatch_lines([f"* {deselected} deselected*",
-                                 "selection: -k n01 or n02; 13 check(s) deselected"])
+                                 f"selection: -k n01 or n02; {len(every) - len(chosen)} "
+                                 "check(s) deselected"])
     assert held["items_alive"] == 0
 
 
@@ -176,9 +180,11 @@ def test_the_terminal_s_times_progress_reads_finished_cases(
     """pytest's "times" progress reads every item's location and every report: finished
     cases' stand-ins answer it, and their reports are kept for it."""
     (pytester.path / "trial.yaml").write_text(SPEC.format(nodes=2), encoding="utf-8")
+    every = planned(pytester, SPEC.format(nodes=2))
     result = pytester.runpytest_subprocess("--cluster=trial.yaml", "-p", "no:cacheprovider",
                                            "-o", "console_output_style=times")
-    result.assert_outcomes(passed=10, failed=3)  # n02's half-rate link: no node known good
+    result.assert_outcomes(passed=len(every) - 3, failed=3)  # n02's half-rate link: no node
+    # known good
     # each file's time, once all its cases have run (the items' locations counted them)
     result.stdout.fnmatch_lines(["test_host.py .. *[0-9]ms*", "test_software.py ...... *ms*"])
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()

@@ -16,54 +16,20 @@ import xml.etree.ElementTree as ET
 from decimal import Decimal
 from html import escape
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from jsonschema import Draft202012Validator
 
-from pytest_cluster.contract.loader import MAX_SPEC_BYTES
-from pytest_cluster.contract.model import SoakSpec
 from pytest_cluster.evidence import gate
 from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.end import verdict_schema
-from pytest_cluster.evidence.sinks.results import ResultLine, read_results
+from pytest_cluster.evidence.sinks.results import read_results
 from pytest_cluster.evidence.sla import FAILED, HEALTHY, UNREACHABLE, Span
-from pytest_cluster.evidence.timelines import Round, Timelines, ranges, timelines
+from pytest_cluster.evidence.timelines import Round, timelines
 from pytest_cluster.evidence.verdict import ERROR, PASS
 from pytest_cluster.sim import round as round_env
-from pytest_cluster.soak import driver as soak_driver
 from pytest_cluster.soak import rounds as soak
-from pytest_cluster.soak import tally as soak_tally
-from pytest_cluster.soak.rounds import round_argv
-from pytest_cluster.soak.tally import aggregate
-
-
-def test_a_round_runs_the_soaks_command_line_without_the_soaks_options() -> None:
-    args = ["--cluster=trial.yaml", "--cluster-soak", "48h", "-m", "sanity", "-n", "2",
-            "--junitxml=out.xml", "--html", "r.html", "--self-contained-html",
-            "--cluster-soak-rounds=5", "--cluster-reports", "reports", "tests/mine.py"]
-    assert soak.MAX_SPEC_BYTES == MAX_SPEC_BYTES  # a pinned spec is read as the spec is
-    assert round_argv("/py", args, Path("reports/x/rounds"), 7, Path("reports/x/spec.yaml")) == [
-        "/py", "-m", "pytest", "-m", "sanity", "-n", "2", "tests/mine.py",
-        "--cluster=reports/x/spec.yaml", "--cluster-reports=reports/x/rounds",
-        "--cluster-soak-round=7"]
-    # the spec is the soak's pinned copy, however the user's was given
-    resumed = ["--cluster", "t.yaml", "--cluster-soak-resume=/r/soak", "-k", "ecc"]
-    assert round_argv("/py", resumed, Path("/r/soak/rounds"), 12, Path("/r/soak/spec.yaml")) == [
-        "/py", "-m", "pytest", "-k", "ecc", "--cluster=/r/soak/spec.yaml",
-        "--cluster-reports=/r/soak/rounds", "--cluster-soak-round=12"]
-
-
-@pytest.mark.parametrize(("raw", "seconds"), [("48h", 172800.0), ("90 min", 5400.0),
-                                              ("30s", 30.0)])
-def test_a_soaks_time_is_a_time(raw: str, seconds: float) -> None:
-    assert soak.parse_duration(raw) == seconds
-
-
-@pytest.mark.parametrize("raw", ["2d", "forever", "0 s", "-1h"])
-def test_a_soaks_time_that_is_no_time_is_refused(raw: str) -> None:
-    with pytest.raises(soak.SoakError, match="expected"):
-        soak.parse_duration(raw)
 
 
 def _round(number: int, start: float, end: float, **states: str) -> Round:
@@ -94,105 +60,6 @@ def test_the_pause_before_a_resumed_session_or_after_a_stopped_round_is_not_obse
                         firsts={2})
     assert resumed.spans["a"] == [Span(0, 95, HEALTHY), Span(98, 150, HEALTHY)]
     assert resumed.unobserved_s == 3
-
-
-def _verdict(verdict: str, planned: int, ran: int, passed: int) -> dict[str, Any]:
-    return {"node": "n1", "verdict": verdict, "checks_planned": planned,
-            "checks_ran": ran, "checks_passed": passed}
-
-
-def test_a_node_is_healthy_in_a_round_only_when_every_check_of_it_ran_and_passed() -> None:
-    """A round stopped before a node's every check ran did not judge it: not healthy (not
-    observed in that round), however many of its checks passed; a failure it saw counts."""
-    assert soak.node_state(_verdict("ACCEPTED", 40, 40, 40)) == HEALTHY
-    assert soak.node_state(_verdict("NOT CHECKED", 40, 12, 12)) is None
-    assert soak.node_state(_verdict("NOT CHECKED", 40, 0, 0)) is None
-    assert soak.node_state(_verdict("REJECTED", 40, 12, 11)) == FAILED
-    assert soak.node_state(_verdict("UNREACHABLE", 40, 40, 0)) == UNREACHABLE
-
-
-def _tallied(*rounds: ResultLine) -> soak_tally.CaseTally:
-    tally = soak_tally.Tally()
-    for number, record in enumerate(rounds, 1):
-        tally.add(number, 0.0, [record], {})
-    return tally.cases["c"]
-
-
-def test_a_case_over_the_rounds_fails_naming_the_rounds_it_failed_in() -> None:
-    ok: ResultLine = {"case": "c", "outcome": "passed", "measured": 1}
-    bad = cast("ResultLine", {"case": "c", "outcome": "failed",
-                              "message": "Failed: gpu3 ecc 4 > 0", "error_kind": None})
-    over = aggregate(_tallied(ok, ok, bad, bad))
-    assert over["outcome"] == "failed"
-    assert over["rounds_failed"] == [[3, 4]]
-    assert over["message"] == "failed in 2 of 4 round(s) (rounds 3-4); rounds 3-4: gpu3 ecc 4 > 0"
-    down: ResultLine = {"case": "c", "outcome": "failed", "message": "n3 unreachable"}
-    spells = [ok] * 4 + [bad] * 14 + [ok] * 3 + [down] + [ok] * 2
-    over = aggregate(_tallied(*spells))
-    assert over["rounds_failed"] == [[5, 18], [22, 22]]
-    assert over["message"] == ("failed in 15 of 24 round(s) (rounds 5-18, 22); rounds 5-18: "
-                               "gpu3 ecc 4 > 0; round 22: n3 unreachable")
-    flapping = aggregate(_tallied(*[bad, ok] * 30))
-    assert flapping["message"].startswith("failed in 30 of 60 round(s) (rounds 1, 3, 5, 7, ")
-    assert flapping["message"].endswith("; round 9: gpu3 ecc 4 > 0; and 25 more spell(s)")
-    assert "and 0 more" not in aggregate(_tallied(bad))["message"]
-    assert ranges(range(1, 200, 2), most=3) == "1, 3, 5 and 97 more range(s)"
-    assert aggregate(_tallied(ok, ok))["outcome"] == "passed"
-    skipped: ResultLine = {"case": "c", "outcome": "skipped", "message": "busy"}
-    assert aggregate(_tallied(skipped))["outcome"] == "skipped"
-    assert aggregate(_tallied(skipped, ok))["outcome"] == "passed"
-
-
-def _reading(at: float, *states: bool) -> soak_tally.NicReading:
-    return soak_tally.NicReading(at, [{"name": f"mlx5_{i}/1", "active": up, "state": "ACTIVE"
-                                 if up else "DOWN", "phys_state": "LinkUp" if up else
-                                 "Polling", "counters": {}} for i, up in enumerate(states)])
-
-
-def test_a_port_down_for_the_flap_time_fails_its_node_at_the_round_it_was_seen() -> None:
-    """A port not active in readings `flap` apart (and in none between) fails the node,
-    named with the round its spell began; a shorter spell, or one broken by a reading
-    that saw it up, does not; a port gone from the reading is down; each port once."""
-    tally = soak_tally.Tally(flap_s=30.0)
-    rounds: list[list[soak_tally.NicReading]] = [
-        [_reading(0, True, True, True), _reading(10, True, True, True)],
-        [_reading(100, False, True, False), _reading(120, True, True, False)],  # 20 s
-        [_reading(200, True, False, False), _reading(229, True, False, False)],
-        [_reading(300, True, True, False), _reading(310, True, True)],  # mlx5_2 gone
-        [_reading(400, True, True), _reading(500, True, True)],
-    ]
-    for number, readings in enumerate(rounds, 1):
-        tally.add(number, readings[0].at, [], {}, nics={"n1": readings})
-    assert tally.growth["n1"] == [
-        "mlx5_2/1: down (DOWN, Polling) for at least 100 s, from round 2 "
-        "(1970-01-01T00:01:40Z) to round 3 (1970-01-01T00:03:20Z): fabric.flap is 30 s"]
-    # mlx5_0 down for 20 s, mlx5_1 for 29 s then up: shorter than the flap time
-    (case,) = tally.counter_cases(["n1"])
-    assert not case.passed and case.props["rounds_compared"] == 5
-    gone = soak_tally.Tally(flap_s=0.0)
-    gone.add(1, 0.0, [], {}, nics={"n1": [_reading(0, True, True)]})
-    gone.add(2, 9.0, [], {}, nics={"n1": [_reading(9, True)]})
-    assert gone.growth["n1"] == [
-        "mlx5_1/1: down (gone from the reading) for at least 0 s, from round 2 "
-        "(1970-01-01T00:00:09Z) to round 2 (1970-01-01T00:00:09Z): fabric.flap is 0 s"]
-
-
-def test_a_figure_that_sags_in_one_round_is_named_with_that_round() -> None:
-    tally = soak_tally.Tally()
-    for number, tflops in enumerate((700.0, 702.0, 560.0, 699.0), 1):
-        tally.add(number, 0.0, [{"case": "acceptance/test_gpus.py::test_gpu_matmul[n1-gpu3-bf16]",
-                                 "clause": "gpus.matmul.bf16", "node": "n1", "gpu": 3,
-                                 "outcome": "passed", "comparison": ">=", "unit": "TFLOPS",
-                                 "measured": tflops, "measured_base": tflops * 1e12}], {})
-    (case,) = tally.stability_cases(SoakSpec())
-    assert not case.passed
-    assert case.param == "test_gpu_matmul[n1-gpu3-bf16]"
-    assert case.message == (
-        "n1 gpu3 gpus.matmul.bf16: worst round 3 560 TFLOPS is 20.0 % below round 1's 700; "
-        "spread 9.1 % over 4 rounds (coefficient of variation): beyond worst round at most "
-        "10 % worse than the first, spread at most 5 %")
-    assert case.props["measured"] == "spread 9.14 %, worst round 3 -20.0 % against round 1"
-    assert soak_tally.Tally().stability_cases(SoakSpec()) == []  # no figure, no case
 
 
 # -- whole soaks of the sim cluster ---------------------------------------------------------
@@ -519,17 +386,6 @@ def test_ctrl_c_ends_the_soak_with_every_finished_round_kept(tmp_path: Path) -> 
     assert left.stdout.strip() == ""
 
 
-def test_a_long_soak_draws_a_bar_per_spell_not_per_round() -> None:
-    from pytest_cluster.report.soak import timeline_svg
-
-    spans = [Span(k * 10.0, (k + 1) * 10.0, FAILED if 120 <= k <= 170 else HEALTHY)
-             for k in range(300)]
-    lines = Timelines({"n1": spans}, (0.0, 3000.0), 0.0)
-    svg = timeline_svg(lines, ["n1"])
-    assert svg.count("<rect") == 3
-    assert "n1 failed 1970-01-01T00:20:00Z to 1970-01-01T00:28:30Z" in svg
-
-
 @pytest.mark.slow
 def test_a_port_that_goes_down_from_round_2_is_named_at_round_2(
         pytester: pytest.Pytester) -> None:
@@ -678,27 +534,6 @@ def test_a_soak_whose_second_round_cannot_start_is_incomplete_and_the_gate_says_
     assert (soak_dir / "logs" / "round-0002.log").read_bytes() == log
     assert verify(soak_dir / "stops" / "stop-01", None).ok
     assert _gated(soak_dir, again.ret).outcome == PASS
-
-
-def test_a_signal_while_a_round_is_started_is_noted_and_raised_once_the_soak_holds_it(
-        ) -> None:
-    """Ctrl-C or SIGTERM inside Popen would lose the child it just forked (it would run
-    its round on alone): while a round is started they are noted, and raised after, where
-    the soak stops the round; their handlers are back, and one ignored stays ignored."""
-    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    try:
-        with soak_driver.noting_signals() as noted:
-            signal.raise_signal(signal.SIGINT)  # its handler runs before this returns
-            signal.raise_signal(signal.SIGTERM)
-        assert noted == [signal.SIGINT]
-        assert signal.getsignal(signal.SIGINT) is before[0]
-        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
-        with pytest.raises(KeyboardInterrupt):
-            for signum in noted:
-                signal.raise_signal(signum)
-    finally:
-        signal.signal(signal.SIGTERM, before[1])
 
 
 #: A round 2 whose start meets a Ctrl-C (or SIGTERM) to its soak: the round sends it to

@@ -19,7 +19,7 @@ collective, payload, node count and rail, and the run's level:
     pytest_cluster_check_passed{CASE_LABELS} 1 or 0     (every case, rules included)
     pytest_cluster_check_judged{CASE_LABELS} 1 or 0     0: it could not be judged (an error
                                                          kind that blames no node:
-                                                         verdict.judged), so its 0 passed
+                                                         blame.judged), so its 0 passed
                                                          is no fault of the node
     pytest_cluster_check_measured_<unit>{CASE_LABELS}   the measured value, in base units
     pytest_cluster_check_required_<unit>{CASE_LABELS}   the bound
@@ -29,7 +29,7 @@ collective, payload, node count and rail, and the run's level:
 and one sample per clause and node, the worst of its cases (a failed one first, one that
 judged the node before one that could not, then the least margin) - CLAUSE_LABELS:
 cluster, level, clause, node, simulated. A check of several nodes that names culprits
-(verdict.culprits) counts as failed for each of them too:
+(blame.culprits) counts as failed for each of them too:
 
     pytest_cluster_clause_passed{CLAUSE_LABELS} 1 when every case passed
     pytest_cluster_clause_judged{CLAUSE_LABELS} 0 when its cases failed only where they
@@ -54,10 +54,11 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 
+from pytest_cluster.evidence.blame import culprits, judged, no_answer
 from pytest_cluster.evidence.records import is_result
 from pytest_cluster.evidence.sinks.results import clause_of, outcome
 from pytest_cluster.evidence.tally import margin
-from pytest_cluster.evidence.verdict import culprits, judged, no_answer, outcome_of
+from pytest_cluster.evidence.verdict import outcome_of
 from pytest_cluster.units import UNITS, Dim, finite
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def base_unit(unit: str) -> str:
 
 @dataclass(frozen=True)
 class Sample:
-    """A case's figures: passed or not; whether it judged its node (verdict.judged);
+    """A case's figures: passed or not; whether it judged its node (blame.judged);
     measured, bound and margin where it has numbers (base units; margin as a share of the
     bound)."""
 

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from pytest_cluster.errors import InputError
 from pytest_cluster.evidence.baseline import files as baseline_files
-from pytest_cluster.evidence.baseline.compare import Baseline, compare, figures, load
+from pytest_cluster.evidence.baseline.accepted import Baseline, figures, load
+from pytest_cluster.evidence.baseline.compare import compare
 from pytest_cluster.evidence.baseline.files import read_inventory, read_results
 from pytest_cluster.evidence.sinks.results import read_results as read_run_results
 from pytest_cluster.evidence.untrusted_json import (
@@ -37,7 +38,8 @@ from pytest_cluster.evidence.untrusted_json import (
 )
 from pytest_cluster.measure.inventory_file import InventoryDocument
 from pytest_cluster.units import UNITS
-from tests.evidence.baseline.test_compare import NODE, SPEC, _reseal
+from tests.evidence.baseline.test_compare import SPEC, _reseal
+from tests.evidence.baseline.test_hardware import NODE
 
 ID = ('{"unreadable": WHY} or a string of at most 4096 characters, a number, true, false or '
       'null')

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from pytest_cluster.evidence.blame import NOT_BLAMING, UNDECIDED
 from pytest_cluster.evidence.sinks.metrics import CASE_LABELS, CLAUSE_LABELS, JUDGED, base_unit
 from pytest_cluster.evidence.sinks.results import ResultLine, outcome
-from pytest_cluster.evidence.verdict import NOT_BLAMING, UNDECIDED
 from pytest_cluster.units import UNITS
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

@@ -18,11 +18,14 @@ backends = types.SimpleNamespace(cuda=types.SimpleNamespace(
     matmul=types.SimpleNamespace(allow_tf32=False)))
 _TOTAL = 3 * 2**30 + 100 * 2**20
 _used = [0]
+#: Bytes per element of each dtype (torch's default, float32, when none is given).
+_ITEMSIZE = {uint8: 1, float32: 4, bfloat16: 2, float16: 2, float8_e4m3fn: 1, None: 4}
 
 
 class Tensor:
-    def __init__(self, nbytes: int, device: str) -> None:
+    def __init__(self, nbytes: int, device: str, itemsize: int = 4) -> None:
         self.nbytes, self.device, self.counted = nbytes, device, False
+        self.itemsize = itemsize
         if device.startswith("cuda"):
             if _used[0] + nbytes > _TOTAL:
                 raise cuda.OutOfMemoryError("CUDA out of memory (fake)")
@@ -44,7 +47,7 @@ class Tensor:
         return self
 
     def numel(self) -> int:
-        return self.nbytes // 4
+        return self.nbytes // self.itemsize
 
     def to(self, dtype: Any) -> Tensor:
         return self
@@ -61,11 +64,11 @@ def _size(shape: tuple[Any, ...]) -> int:
 
 
 def empty(*shape: Any, dtype: Any = None, device: str = "cpu", pin_memory: bool = False) -> Tensor:
-    return Tensor(_size(shape), device)
+    return Tensor(_size(shape) * _ITEMSIZE[dtype], device, _ITEMSIZE[dtype])
 
 
 def empty_like(other: Tensor) -> Tensor:
-    return Tensor(other.nbytes, other.device)
+    return Tensor(other.nbytes, other.device, other.itemsize)
 
 
 def randn(*shape: Any, device: str = "cpu", dtype: Any = None) -> Tensor:

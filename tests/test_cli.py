@@ -103,7 +103,7 @@ def test_verify_help_lists_every_exit_code(capsys: pytest.CaptureFixture[str]) -
 
 
 def test_the_docs_list_every_exit_code_of_verify() -> None:
-    text = (Path(__file__).parents[3] / "docs" / "running.md").read_text(encoding="utf-8")
+    text = (Path(__file__).parents[1] / "docs" / "running.md").read_text(encoding="utf-8")
     listed = text.split("`verify`'s exit codes", 1)[1].split("\n\n", 2)[1]
     codes = [int(code) for code in re.findall(r"^- `(\d+)`: ", listed, re.M)]
     assert codes == [code.value for code in VerifyExit]
@@ -146,3 +146,28 @@ def test_an_empty_path_is_a_usage_error_not_the_current_directory(
         main(args)
     assert stopped.value.code == 2
     assert "expected a path, got an empty value (an unset variable?)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["gate", "d", "--exit-status", "256"],
+     "argument --exit-status: expected an exit status from 0 to 255 (the shell's $?), "
+     "got '256'"),
+    (["gate", "d", "--exit-status", "-1"],
+     "argument --exit-status: expected an exit status from 0 to 255 (the shell's $?), "
+     "got '-1'"),
+    (["gate", "d", "--exit-status", "\u0663"],
+     "argument --exit-status: expected an exit status from 0 to 255 (the shell's $?), "
+     "got '\u0663'"),
+    (["gate", "d", "--exit-status", "0", "--since", "nan"],
+     "argument --since: expected seconds since the epoch (date +%s), got 'nan'"),
+    (["gate", "d", "--exit-status", "0", "--since", "-5"],
+     "argument --since: expected seconds since the epoch (date +%s), got '-5'"),
+    (["gate", "d"], "the following arguments are required: --exit-status"),
+    ([], "the following arguments are required: command"),
+])
+def test_a_gate_asked_wrongly_is_a_usage_error_saying_what_was_expected(
+        args: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(args)
+    assert stopped.value.code == VerifyExit.ERROR
+    assert capsys.readouterr().err.splitlines()[-1].endswith(f"error: {says}")

@@ -1,0 +1,57 @@
+"""soak/rounds.py: a round's command line, a soak's time, and what a round's verdict says of a
+node's state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_cluster.contract.loader import MAX_SPEC_BYTES
+from pytest_cluster.evidence.sla import FAILED, HEALTHY, UNREACHABLE
+from pytest_cluster.soak import rounds as soak
+from pytest_cluster.soak.rounds import round_argv
+
+
+def test_a_round_runs_the_soaks_command_line_without_the_soaks_options() -> None:
+    args = ["--cluster=trial.yaml", "--cluster-soak", "48h", "-m", "sanity", "-n", "2",
+            "--junitxml=out.xml", "--html", "r.html", "--self-contained-html",
+            "--cluster-soak-rounds=5", "--cluster-reports", "reports", "tests/mine.py"]
+    assert soak.MAX_SPEC_BYTES == MAX_SPEC_BYTES  # a pinned spec is read as the spec is
+    assert round_argv("/py", args, Path("reports/x/rounds"), 7, Path("reports/x/spec.yaml")) == [
+        "/py", "-m", "pytest", "-m", "sanity", "-n", "2", "tests/mine.py",
+        "--cluster=reports/x/spec.yaml", "--cluster-reports=reports/x/rounds",
+        "--cluster-soak-round=7"]
+    # the spec is the soak's pinned copy, however the user's was given
+    resumed = ["--cluster", "t.yaml", "--cluster-soak-resume=/r/soak", "-k", "ecc"]
+    assert round_argv("/py", resumed, Path("/r/soak/rounds"), 12, Path("/r/soak/spec.yaml")) == [
+        "/py", "-m", "pytest", "-k", "ecc", "--cluster=/r/soak/spec.yaml",
+        "--cluster-reports=/r/soak/rounds", "--cluster-soak-round=12"]
+
+
+@pytest.mark.parametrize(("raw", "seconds"), [("48h", 172800.0), ("90 min", 5400.0),
+                                              ("30s", 30.0)])
+def test_a_soaks_time_is_a_time(raw: str, seconds: float) -> None:
+    assert soak.parse_duration(raw) == seconds
+
+
+@pytest.mark.parametrize("raw", ["2d", "forever", "0 s", "-1h"])
+def test_a_soaks_time_that_is_no_time_is_refused(raw: str) -> None:
+    with pytest.raises(soak.SoakError, match="expected"):
+        soak.parse_duration(raw)
+
+
+def _verdict(verdict: str, planned: int, ran: int, passed: int) -> dict[str, Any]:
+    return {"node": "n1", "verdict": verdict, "checks_planned": planned,
+            "checks_ran": ran, "checks_passed": passed}
+
+
+def test_a_node_is_healthy_in_a_round_only_when_every_check_of_it_ran_and_passed() -> None:
+    """A round stopped before a node's every check ran did not judge it: not healthy (not
+    observed in that round), however many of its checks passed; a failure it saw counts."""
+    assert soak.node_state(_verdict("ACCEPTED", 40, 40, 40)) == HEALTHY
+    assert soak.node_state(_verdict("NOT CHECKED", 40, 12, 12)) is None
+    assert soak.node_state(_verdict("NOT CHECKED", 40, 0, 0)) is None
+    assert soak.node_state(_verdict("REJECTED", 40, 12, 11)) == FAILED
+    assert soak.node_state(_verdict("UNREACHABLE", 40, 40, 0)) == UNREACHABLE
