@@ -62,9 +62,9 @@ def test_a_plan_no_process_wrote_whole_is_unknown(tmp_path: Path) -> None:
 
 
 def test_the_nodes_checked_are_those_of_the_selected_cases() -> None:
-    assert PLAN.checked_nodes() == {"n1", "n2", "n3"}
+    assert PLAN.checked_nodes() == frozenset({"n1", "n2", "n3"})
     only = Plan(PLAN.cases, frozenset({"a::t[n2]", "a::all"}))
-    assert only.checked_nodes() == {"n2"}
+    assert only.checked_nodes() == frozenset({"n2"})
     assert [case.case_id for case in only.deselected] == [
         "a::t[n1]", "a::t[n3]", "a::u[n1]", "a::u[n2]", "a::u[n3]"]
 
