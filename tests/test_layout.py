@@ -20,9 +20,6 @@ REAL_FIXTURES = {"netns", "slurm"}
 WITHOUT_OWN_TEST = frozenset({
     "contract/fields.py",
     "contract/sim.py",
-    "launchers/result.py",
-    "measure/cache.py",
-    "measure/gpu_facts.py",
     "run/junit_cases.py",
     "run/sealed.py",
     "run/session.py",
