@@ -39,7 +39,6 @@ WITHOUT_OWN_TEST = frozenset({
     "launchers/result.py",
     "measure/cache.py",
     "measure/gpu_facts.py",
-    "soak/case_reports.py",
 })
 
 
