@@ -10,10 +10,11 @@ whole array); time is the mean over ranks of each rank's back-to-back loop / ite
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from pytest_cluster.contract.documents import record_of
 from pytest_cluster.contract.model import Clause, InterconnectSpec
 from pytest_cluster.contract.requirement import Requirement
 from pytest_cluster.units import Dim, Quantity, format_number
@@ -133,17 +134,12 @@ class CollectiveRun:
             return None
         return best
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> CollectiveRun:
-        points = tuple(SizePoint(**{**p, "busbw_iterations": tuple(p["busbw_iterations"])})
-                       for p in data.get("points", ()))
-        return cls(data["collective"], data["backend"], tuple(data["nodes"]),
-                   data["ranks_per_node"], points, data.get("error", ""),
-                   bool(data.get("simulated")), dict(data.get("details", {})),
-                   str(data.get("error_kind", "")), bool(data.get("crashed")))
+    def from_json(cls, data: Mapping[str, object]) -> CollectiveRun:
+        return record_of(cls, data)
 
 
 def slowest_rank(ranks: Sequence[dict[str, Any]], sizes: Sequence[dict[str, Any]]) -> int | None:

@@ -370,14 +370,15 @@ def _finite(value: object) -> bool:
 
 
 def checked_answer(owner: str, probe: str,
-                   answer: Callable[..., Mapping[str, object]]) -> Callable[..., dict[str, Any]]:
+                   answer: Callable[..., Mapping[str, object]]
+                   ) -> Callable[..., dict[str, object]]:
     """An extension's sim answer whose payload is checked: a map that is strict JSON (finite
     numbers, at most MAX_ANSWER_BYTES), given back as a copy; BadAnswer (bad output of the
     simulated node) names the extension; what the answer raises (KeyboardInterrupt too),
     ValueError naming it, and so where it has not answered within SIM_ANSWER_LIMIT_S (it
     runs in a thread of its own, guarded.within: left running past it)."""
 
-    def run(*args: Any) -> dict[str, Any]:
+    def run(*args: Any) -> dict[str, object]:
         copy, failure = guarded.within(lambda: checked(*args), SIM_ANSWER_LIMIT_S)
         if isinstance(failure, guarded.Overdue):
             raise ValueError(f"{owner}: its sim answer to probe {probe} did not return "
@@ -387,7 +388,7 @@ def checked_answer(owner: str, probe: str,
         assert copy is not None  # within gives back one of the two
         return copy
 
-    def checked(*args: Any) -> dict[str, Any]:
+    def checked(*args: Any) -> dict[str, object]:
         try:
             data = answer(*args)
         except BaseException as exc:  # another party's code: KeyboardInterrupt too
@@ -404,7 +405,7 @@ def checked_answer(owner: str, probe: str,
         if len(text) > MAX_ANSWER_BYTES:
             raise BadAnswer(f"{owner}: its sim answer to probe {probe} is {len(text)} bytes "
                             f"of JSON, more than {MAX_ANSWER_BYTES}")
-        copy: dict[str, Any] = json.loads(text)
+        copy: dict[str, object] = json.loads(text)  # a map, as dumped from one
         if not _finite(copy):  # json.dumps let through a float subclass's text
             raise BadAnswer(f"{owner}: its sim answer to probe {probe} has a number that "
                             "is not finite")
@@ -413,7 +414,7 @@ def checked_answer(owner: str, probe: str,
     return run
 
 
-def added_sim_answers() -> list[tuple[str, Callable[..., dict[str, Any]]]]:
+def added_sim_answers() -> list[tuple[str, Callable[..., dict[str, object]]]]:
     """Each extension's sim answers, by probe, checked (`checked_answer`)."""
     return [(name, checked_answer(where(e), name, answer))
             for e in extensions() for name, answer in e.sim.items()]

@@ -13,6 +13,7 @@ import base64
 import math
 import re
 import signal
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -147,12 +148,12 @@ class RankResult:
     stderr_tail: str = ""
     ended_at: float | None = None
     #: its last progress, when the job has a stall timeout (job_node.read_progress)
-    progress: dict[str, Any] | None = None
+    progress: Mapping[str, object] | None = None
     #: the longest its progress went unwritten, as its node saw (a stall timeout's job)
     longest_silent_s: float | None = None
     #: its measured steps' times as it last wrote them (probes/jobs/train.py's steps file):
     #: what is left of a rank killed before it printed its result
-    steps: dict[str, Any] | None = None
+    steps: Mapping[str, object] | None = None
 
     @property
     def ok(self) -> bool:
@@ -256,7 +257,7 @@ def _number(value: object) -> float | None:
         and math.isfinite(value) else None
 
 
-def node_ranks(payload: dict[str, Any], node_rank: int,
+def node_ranks(payload: Mapping[str, object], node_rank: int,
                per_node: int) -> tuple[list[tuple[Any, ...]], str]:
     """A node's answer read as its ranks' records (RankResult's fields after the node),
     and '' ; or none and what is wrong with it: no `ranks` list, an entry that is no

@@ -95,7 +95,7 @@ class ProbeResult:
             text += " | stderr: " + " / ".join(tail)
         return text
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         record = asdict(self)
         record["error"] = self.error.value if self.error else None
         return record

@@ -49,7 +49,8 @@ Runner = Callable[["Launcher", "StorageSpec", list[str], "int | None", dict[str,
                    Ceiling], Measured]
 
 
-def everywhere(prober: Prober, key: str, fs: StorageSpec, run: Runner) -> dict[str, Any]:
+def everywhere(prober: Prober, key: str, fs: StorageSpec, run: Runner
+               ) -> Mapping[str, object]:
     """`run` over every node that answers its host probe (the others, named, are its
     errors), no node's rate above storage_claims.node_ceiling, once per run: its
     document under `key`."""
@@ -82,6 +83,15 @@ class Removed(TypedDict):
     files: Any  # what its rank said it removed
 
 
+class Elsewhere(TypedDict, total=False):
+    """What the other nodes removed of their own: how many files, on how many nodes, or
+    why not (all of them)."""
+
+    files: int
+    nodes: int
+    error: str
+
+
 class Removal(TypedDict, total=False):
     """What removing a run's files did: what was removed, or why nothing could be; where
     some node did not find the files it was to read (the path not the same filesystem
@@ -89,7 +99,7 @@ class Removal(TypedDict, total=False):
 
     removed: Removed
     remove_error: str
-    removed_elsewhere: dict[str, Any]
+    removed_elsewhere: Elsewhere
 
 
 def remove_left(launcher: Launcher, nodes: Sequence[str], job: Callable[[str], JobSpec]
@@ -125,17 +135,12 @@ def remove_elsewhere(launcher: Launcher, nodes: Sequence[str],
         return {"removed_elsewhere": {"error": str(exc)[:200]}}
     said = {r.node: r.data.get("removed") for r in result.ranks
             if r.ok and r.data and "error" not in r.data}
-    found: dict[str, Any] = {"files": sum(n for n in said.values() if isinstance(n, int)
-                                          and not isinstance(n, bool) and n > 0),
-                             "nodes": len(said)}
+    found: Elsewhere = {"files": sum(n for n in said.values() if isinstance(n, int)
+                                     and not isinstance(n, bool) and n > 0),
+                        "nodes": len(said)}
     if result.errors or len(said) < len(nodes):
         found["error"] = (result.first_failure() or "; ".join(result.errors))[:200]
     return {"removed_elsewhere": found}
-
-
-def pairs(record: dict[str, Any], key: str) -> tuple[tuple[str, str], ...]:
-    """A run document's (node, text) pairs under `key` (errors, error kinds), as text."""
-    return tuple((str(a), str(b)) for a, b in record.get(key) or ())
 
 
 def said_of(found: Sequence[tuple[str, str]], node: str) -> str:

@@ -6,11 +6,12 @@ numbers (busbw.aggregate). Every launcher answers the same job the same way, the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_cluster.contract.busbw import CollectiveRun, aggregate, bus_factor
+from pytest_cluster.contract.documents import record_of
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, run_job
 from pytest_cluster.measure import nccl_log
@@ -48,7 +49,7 @@ def run_collective(launcher: Launcher, spec: InterconnectSpec, collective: str,
         return replace(base, error=result.first_failure())
     data = [r.data for r in result.ranks if r.data is not None]
     first = data[0]
-    details: dict[str, Any] = {k: first[k] for k in ("torch", "nccl", "device", "simulated")
+    details: dict[str, object] = {k: first[k] for k in ("torch", "nccl", "device", "simulated")
                                if k in first}
     hosts = sorted({str(d["host"]) for d in data if "host" in d})  # none on simulated ranks
     if hosts:
@@ -88,13 +89,12 @@ class StressLoop:
     #: '' otherwise (the job ran and failed)
     error_kind: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, record: dict[str, Any]) -> StressLoop:
-        return cls(**{**record, "nodes": tuple(record["nodes"]),
-                      "busbw_windows": tuple(record["busbw_windows"])})
+    def from_json(cls, record: Mapping[str, object]) -> StressLoop:
+        return record_of(cls, record)
 
 
 def stress_job(spec: InterconnectSpec, nodes: Sequence[str]) -> JobSpec:

@@ -13,7 +13,7 @@ import hashlib
 import json
 import math
 import os
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar, cast
 
@@ -21,6 +21,8 @@ from pytest_cluster.launchers.result import ProbeResult
 from pytest_cluster.probes import ProbeCall
 
 T = TypeVar("T")
+#: A document of ours (ProbeCache.document): what its computation returned.
+D = TypeVar("D", bound=Mapping[str, object])
 Runner = Callable[[ProbeCall, Sequence[str]], dict[str, ProbeResult]]
 
 
@@ -50,7 +52,7 @@ class ProbeCache:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self._memo: dict[str, dict[str, ProbeResult]] = {}
-        self._documents: dict[str, dict[str, Any]] = {}  # read once per process
+        self._documents: dict[str, Mapping[str, object]] = {}  # read once per process
         self._kept: dict[Hashable, object] = {}
 
     def _load(self, path: Path) -> dict[str, ProbeResult]:
@@ -104,19 +106,22 @@ class ProbeCache:
             fcntl.flock(lock, fcntl.LOCK_EX)
             yield
 
-    def document(self, key: str, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    def document(self, key: str, compute: Callable[[], D]) -> D:
         """A JSON document computed once per run (e.g. a benchmark job over many nodes),
         under the same lock discipline as probe results. Read (or computed) once per
-        process: later calls return the same document, whatever the cluster's size."""
+        process: later calls return the same document, whatever the cluster's size. A
+        process that reads it gets what `compute` returned in the one that made it, as
+        JSON gives it back (its tuples as lists)."""
         if key in self._documents:
-            return self._documents[key]
+            return cast("D", self._documents[key])
 
-        def read(target: Path) -> dict[str, Any]:
-            found: dict[str, Any] = json.loads(target.read_text(encoding="utf-8"),
-                                               object_hook=_decoded)
-            return found
+        def read(target: Path) -> D:
+            found = json.loads(target.read_text(encoding="utf-8"), object_hook=_decoded)
+            if not isinstance(found, dict):
+                raise ValueError(f"{target}: not a JSON object")
+            return cast("D", found)  # as `compute` made it, in the process that did
 
-        def make(target: Path) -> dict[str, Any]:
+        def make(target: Path) -> D:
             with self.alone():
                 document = compute()
             partial = target.with_suffix(".tmp")
@@ -163,7 +168,8 @@ def _encoded(value: Any) -> Any:
     return value
 
 
-def _decoded(found: dict[str, Any]) -> Any:
+def _decoded(found: dict[str, object]) -> object:
     if len(found) == 1 and found.get(NON_FINITE) in ("nan", "inf", "-inf"):
-        return float(found[NON_FINITE])
+        return float(str(found[NON_FINITE]))
     return found
+

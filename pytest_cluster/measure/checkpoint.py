@@ -35,10 +35,11 @@ import functools
 import secrets
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
+from pytest_cluster.contract.documents import record_of
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, how_ended, reason_line, run_job
 from pytest_cluster.measure.at_once import (
@@ -49,7 +50,6 @@ from pytest_cluster.measure.at_once import (
     everywhere,
     failed_everywhere,
     not_shared,
-    pairs,
     part_errors,
     remove_elsewhere,
     remove_left,
@@ -91,7 +91,7 @@ class CheckpointDetails(Removal, total=False):
 
     token: str
     started_at: float
-    leftovers: list[dict[str, Any]]
+    leftovers: list[dict[str, object]]
     capacity_bytes: float
     ended_at: float
 
@@ -247,17 +247,12 @@ class CheckpointRun:
                                  "proven")
         return found
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, record: dict[str, Any]) -> CheckpointRun:
-        return cls(**{**record, "nodes": tuple(record["nodes"]),
-                      "write": tuple(RankFigures(**r) for r in record["write"]),
-                      "read": tuple(RankFigures(**r) for r in record["read"]),
-                      "errors": pairs(record, "errors"),
-                      "error_kinds": pairs(record, "error_kinds"),
-                      "disproved": tuple(map(str, record.get("disproved") or ()))})
+    def from_json(cls, record: Mapping[str, object]) -> CheckpointRun:
+        return record_of(cls, record)
 
 
 def writers_per_node(checkpoint: CheckpointSpec, gpus: int | None) -> int:

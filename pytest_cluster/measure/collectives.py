@@ -13,6 +13,7 @@ from dataclasses import asdict, replace
 from typing import TYPE_CHECKING
 
 from pytest_cluster.contract.busbw import CollectiveRun
+from pytest_cluster.contract.documents import record_of
 from pytest_cluster.measure import nccl_tests
 from pytest_cluster.measure.benchmark import StressLoop, run_collective, run_collective_stress
 from pytest_cluster.measure.cache import document_key
@@ -134,7 +135,7 @@ def intra_node(prober: Prober, node: str, name: str) -> CollectiveRun:
 
     prober.host_all()  # read before the measuring lock is taken (see ProbeCache.alone)
     document = prober.cache.document(key(prober, "intra", name), compute)
-    return CollectiveRun.from_json(document[node])
+    return record_of(CollectiveRun, document[node])
 
 
 def inter_node(prober: Prober, count: int, name: str) -> CollectiveRun:

@@ -34,10 +34,11 @@ from __future__ import annotations
 import functools
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
+from pytest_cluster.contract.documents import record_of
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, how_ended, reason_line, run_job
 from pytest_cluster.measure.at_once import (
@@ -47,7 +48,6 @@ from pytest_cluster.measure.at_once import (
     Removal,
     everywhere,
     failed_everywhere,
-    pairs,
     part_errors,
     remove_elsewhere,
     remove_left,
@@ -96,7 +96,7 @@ class DataloaderDetails(Removal, total=False):
     token: str
     started_at: float
     ended_at: float
-    leftovers: list[dict[str, Any]]  # what earlier runs left, as the write's sweep said
+    leftovers: list[dict[str, object]]  # what earlier runs left, as the write's sweep said
 
 
 @dataclass(frozen=True)
@@ -214,19 +214,12 @@ class DataloaderRun:
         second = self.again_figure(phase, node, what)
         return second is None or second[0] < keeps_up * second[1]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, record: dict[str, Any]) -> DataloaderRun:
-        again = record.get("again")
-        return cls(**{**record, "nodes": tuple(record["nodes"]),
-                      "read": tuple(WorkerFigures(**w) for w in record["read"]),
-                      "metadata": tuple(WorkerFigures(**w) for w in record["metadata"]),
-                      "errors": pairs(record, "errors"),
-                      "error_kinds": pairs(record, "error_kinds"),
-                      "retested": tuple(record.get("retested") or ()),
-                      "again": cls.from_json(again) if isinstance(again, dict) else None})
+    def from_json(cls, record: Mapping[str, object]) -> DataloaderRun:
+        return record_of(cls, record)
 
 
 def workers_per_node(fs: StorageSpec, gpus: int | None) -> int:

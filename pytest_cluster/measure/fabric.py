@@ -8,6 +8,7 @@ port as the kernel does (`mlx5_3/1`, `eth0`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any, cast
@@ -60,13 +61,14 @@ def ports_of(payload: Any) -> list[Port]:
     return cast("list[Port]", ports)
 
 
-def _implausible(port: dict[str, Any]) -> str | None:
+def _implausible(port: Mapping[str, object]) -> str | None:
     """Why a port's numbers are none a real port has (plausible.PORT_FIELDS, COUNTER: a
     rate, an MTU, an error counter of -5), or None."""
     for limit in plausible.PORT_FIELDS:
         if port.get(limit.field) is not None and not limit.holds(port[limit.field]):
             return limit.refused(port[limit.field])
-    for name, value in (port.get("counters") or {}).items():
+    counters = port.get("counters")  # a map or none (ports_of checked)
+    for name, value in counters.items() if isinstance(counters, dict) else ():
         if value is not None and not COUNTER.holds(value):
             return replace(COUNTER, field=f"counters.{str(name)[:60]}").refused(value)
     return None

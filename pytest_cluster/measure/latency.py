@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.contract.documents import record_of
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import JobSpec, run_job
 from pytest_cluster.measure import plausible
@@ -99,7 +100,7 @@ class LatencyRun:
     #: it claimed, plausible.MIN_ROUND_TRIP_S): bad output, their figures in no median
     implausible: dict[str, str] = field(default_factory=dict)
     error: str = ""
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, object] = field(default_factory=dict)
     simulated: bool = False
 
     @property
@@ -183,23 +184,12 @@ class LatencyRun:
                     rows[index[a]][index[b]] = round(seconds * 1e6, 3)
         return rows
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, record: dict[str, Any]) -> LatencyRun:
-        return cls(**{**record, "nodes": tuple(record["nodes"]),
-                      "sizes": tuple(record["sizes"]), "rounds": tuple(record["rounds"]),
-                      "retested": tuple(record.get("retested") or ()),
-                      "left_out": {str(n): str(why) for n, why
-                                   in (record.get("left_out") or {}).items()},
-                      "implausible": {str(n): str(why) for n, why
-                                      in (record.get("implausible") or {}).items()},
-                      "links": tuple((str(a), str(b), int(s), float(t))
-                                     for a, b, s, t in record["links"]),
-                      "round_trips": tuple((str(a), str(b), int(s), float(m), float(lo),
-                                            float(hi)) for a, b, s, m, lo, hi
-                                           in record.get("round_trips") or ())})
+    def from_json(cls, record: Mapping[str, object]) -> LatencyRun:
+        return record_of(cls, record)
 
 
 def round_trips_of(nodes: Sequence[str], data: Sequence[dict[str, Any]]) -> list[
@@ -281,7 +271,7 @@ def _one_job(launcher: Launcher, spec: InterconnectSpec, nodes: Sequence[str],
     # node saying it is rank 0 would put its pairs and its bad output on rank 0's node)
     data = [{**r.data, "rank": r.rank} for r in result.ranks if r.data is not None]
     kept = ("torch", "device", "warmup", "iterations")
-    details: dict[str, Any] = {k: data[0][k] for k in kept if k in data[0]}
+    details: dict[str, object] = {k: data[0][k] for k in kept if k in data[0]}
     refused: dict[str, str] = {}
     try:
         links = links_of(nodes, data, refused)

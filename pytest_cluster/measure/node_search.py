@@ -21,9 +21,10 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_cluster.contract.busbw import required_busbw, theoretical
+from pytest_cluster.contract.documents import record_of
 from pytest_cluster.measure import plausible
 from pytest_cluster.measure.collectives import collective, key, section
 from pytest_cluster.units import format_number
@@ -87,7 +88,7 @@ class NodeSearch:
     def named(self, status: str) -> list[str]:
         return [n for n, v in self.verdicts.items() if v.status == status]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"verdicts": {n: asdict(v) for n, v in self.verdicts.items()},
                 "rounds": [[[list(g), bw] for g, bw in r] for r in self.rounds],
                 "bar_bytes_per_s": self.bar_bytes_per_s, "note": self.note,
@@ -95,15 +96,8 @@ class NodeSearch:
                 "crashed": self.crashed}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> NodeSearch:
-        verdicts = {n: SearchVerdict(v["node"], v["status"], v["busbw"], tuple(v["partners"]),
-                                   v["round"], v.get("why", ""),
-                                   tuple(v.get("bounded_by") or ()))
-                    for n, v in data["verdicts"].items()}
-        rounds = tuple(tuple((tuple(g), float(bw)) for g, bw in r) for r in data["rounds"])
-        return cls(verdicts, rounds, float(data["bar_bytes_per_s"]), data.get("note", ""),
-                   bool(data.get("simulated")), dict(data.get("not_searched", {})),
-                   dict(data.get("crashed", {})))
+    def from_json(cls, data: Mapping[str, object]) -> NodeSearch:
+        return record_of(cls, data)
 
 
 def with_crashes(search: NodeSearch, crashed: Mapping[frozenset[str], str]) -> NodeSearch:

@@ -44,7 +44,7 @@ class RailSearches:
 
     searches: dict[str, NodeSearch]
     errors: dict[str, str]
-    bound: dict[str, dict[str, Any]]  # per rail what binds its jobs: env, or command
+    bound: dict[str, dict[str, object]]  # per rail what binds its jobs: env, or command
     unread: dict[str, str]
     payload: int
     bar: float

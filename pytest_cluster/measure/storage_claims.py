@@ -26,7 +26,7 @@ MOST_WORKER_OPS_PER_S (1,000,000: one a microsecond) a second.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import Field, dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from pytest_cluster.units import Dim, format_value
@@ -47,7 +47,7 @@ OBSERVED_SLACK_S = 1.0
 class Claimed(Protocol):
     """A rank's or a worker's figures: whose, how long it says it took, what was wrong."""
 
-    __dataclass_fields__: ClassVar[dict[str, Any]]
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # a dataclass's figures
 
     @property
     def node(self) -> str: ...

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.contract.documents import record_of
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.jobs import (
     JobResult,
@@ -81,7 +82,7 @@ class TrainingRun:
     #: error, while the others were healthy), what became of it: its training.ranks case
     #: fails with it; the nodes whose ranks were torn down with the job are not in it
     died: dict[str, str] = field(default_factory=dict)
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, object] = field(default_factory=dict)
     simulated: bool = False
 
     @property
@@ -100,15 +101,12 @@ class TrainingRun:
         mean = statistics.fmean(self.step_s)
         return statistics.pstdev(self.step_s) / mean if mean else 0.0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, record: dict[str, Any]) -> TrainingRun:
-        return cls(**{**record, "nodes": tuple(record["nodes"]),
-                      "step_s": tuple(record["step_s"]),
-                      "silence": dict(record.get("silence") or {}),
-                      "died": dict(record.get("died") or {})})
+    def from_json(cls, record: Mapping[str, object]) -> TrainingRun:
+        return record_of(cls, record)
 
 
 def step_bound(spec: TrainingSpec) -> float:
@@ -184,16 +182,17 @@ def _times(values: object) -> list[float] | None:
     return [float(v) for v in values]
 
 
-def steps_ran(result: JobResult) -> list[tuple[RankResult, dict[str, Any]]]:
+def steps_ran(result: JobResult) -> list[tuple[RankResult, dict[str, list[float]]]]:
     """Each rank's measured steps as its steps file had them (a run killed before the
     ranks printed their results), each list cut to the steps every rank completed."""
     found = []
     for r in result.ranks:
         times = {f"{name}_s": _times((r.steps or {}).get(f"{name}_s"))
                  for name in ("step", *PHASES)}
-        if any(v is None for v in times.values()):
+        kept = {name: values for name, values in times.items() if values is not None}
+        if len(kept) < len(times):
             return []
-        found.append((r, times))
+        found.append((r, kept))
     return found
 
 

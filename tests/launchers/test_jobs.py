@@ -319,6 +319,7 @@ def test_a_rank_that_stops_beating_is_killed_by_its_node_with_its_progress() -> 
     assert [r.exit_code for r in result.ranks] == [3, "stalled"]
     beating, stopped = (r.progress or {} for r in result.ranks)
     assert (stopped["step"], stopped["phase"]) == (4, "forward")
+    assert isinstance(stopped["silent_s"], float) and isinstance(beating["silent_s"], float)
     assert stopped["silent_s"] > 1.0 and beating["silent_s"] < 1.0
     assert result.first_failure() == ("b rank 1 gave no sign of life and was killed (1 other "
                                       "rank(s) failed too)")

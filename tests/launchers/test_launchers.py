@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,12 +112,12 @@ def test_a_document_with_numbers_that_are_not_finite_is_kept_as_strict_json(
         tmp_path: Path) -> None:
     """A search's busbw where no job ran is NaN: the run's file of it is strict JSON (no
     NaN token), and another process reads the same numbers back."""
-    document = {"busbw": math.nan, "rounds": [[["n1"], math.inf]], "ok": 1.5}
+    document: dict[str, Any] = {"busbw": math.nan, "rounds": [[["n1"], math.inf]], "ok": 1.5}
     made = ProbeCache(tmp_path).document("search-x", lambda: document)
     assert made is document
     (written,) = [p for p in tmp_path.rglob("*.json") if "search-x" in p.name]
     text = written.read_text()
     assert "NaN" not in text and "Infinity" not in text
-    again = ProbeCache(tmp_path).document("search-x", lambda: {"computed": "again"})
+    again = ProbeCache(tmp_path).document("search-x", lambda: {**document, "computed": 1})
     assert math.isnan(again["busbw"]) and again["rounds"] == [[["n1"], math.inf]]
     assert again["ok"] == 1.5

@@ -53,11 +53,8 @@ def test_no_node_reached_shares_no_fault() -> None:
                                      kinds) == ""
 
 
-def test_a_nodes_errors_are_read_as_pairs_and_said_of_it_joined() -> None:
-    record = {"errors": [["n1", "write: a"], ["n2", 7], ["n1", "read: b"]]}
-    found = at_once.pairs(record, "errors")
-    assert found == (("n1", "write: a"), ("n2", "7"), ("n1", "read: b"))
-    assert at_once.pairs({"errors": None}, "errors") == at_once.pairs({}, "errors") == ()
+def test_what_a_nodes_errors_say_of_it_is_joined() -> None:
+    found = (("n1", "write: a"), ("n2", "7"), ("n1", "read: b"))
     assert at_once.said_of(found, "n1") == "write: a; read: b"
     assert at_once.said_of(found, "n3") == ""
 

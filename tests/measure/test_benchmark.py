@@ -12,7 +12,7 @@ from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.sim import SimLauncher
 from pytest_cluster.measure import benchmark
 from pytest_cluster.measure.benchmark import collective_job, run_collective, stress_job
-from pytest_cluster.probes import probe_source
+from pytest_cluster.probes.jobs import job_source
 from tests.contract.test_interconnect import sim_cluster
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -51,7 +51,7 @@ def test_a_benchmark_job_is_the_collective_probe_with_the_sections_settings() ->
     env = (("NCCL_IB_HCA", "=mlx5_0:1"),)
     job = collective_job(spec, "all_gather", ("n1", "n3"), [2**20, 2**30], env)
     assert (job.nodes, job.program, job.env, job.ranks_per_node) == (
-        ("n1", "n3"), probe_source("collective"), env, spec.ranks_per_node)
+        ("n1", "n3"), job_source("collective"), env, spec.ranks_per_node)
     assert job.args == ("--collective", "all_gather", "--sizes", f"{2**20},{2**30}",
                         "--warmup", str(spec.warmup), "--iterations", str(spec.iterations),
                         "--backend", "gloo")
