@@ -36,9 +36,6 @@ WITHOUT_OWN_TEST = frozenset({
     "evidence/untrusted_json.py",
     "evidence/verdict/node_groups.py",
     "evidence/verdict/timelines.py",
-    "launchers/result.py",
-    "measure/cache.py",
-    "measure/gpu_facts.py",
 })
 
 

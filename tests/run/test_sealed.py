@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_cluster.evidence.bundle.keys import Ed25519FileSigner
-from pytest_cluster.evidence.record.sealing import MANIFEST
+from pytest_cluster.evidence.bundle.manifest import MANIFEST
 from tests.evidence.bundle.test_bundle import ed25519_key
 
 SPEC = """\
