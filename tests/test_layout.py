@@ -18,12 +18,6 @@ REAL_FIXTURES = {"netns", "slurm"}
 #: each gets its own file as it is next worked on; the list only shrinks (a module named
 #: here that has its file, or no longer exists, fails the test below).
 WITHOUT_OWN_TEST = frozenset({
-    "contract/fields.py",
-    "contract/sim.py",
-    "run/junit_cases.py",
-    "run/sealed.py",
-    "run/session.py",
-    "soak/case_reports.py",
 })
 
 
