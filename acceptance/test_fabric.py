@@ -1,6 +1,6 @@
 """Fabric clauses, per node: how many ports are active, at which rate, link layer and MTU,
 and the same NIC firmware on every node. The NIC probe reads the kernel's sysfs; the ports
-counted are the spec's `fabric.devices` (measure/fabric.py). A failure names the node and
+counted are the spec's `fabric.devices` (measure/network/fabric.py). A failure names the node and
 each port at fault (`mlx5_3/1`)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, cast
 
 from pytest_cluster.hostlist import compress_hostlist
-from pytest_cluster.measure import fabric
-from pytest_cluster.measure.fabric import NIC_END, NIC_START
-from pytest_cluster.measure.node_search import COULD_NOT_DECIDE, FAILED, OK, SLOW, UNDECIDED
-from pytest_cluster.measure.rails import searches as rail_searches
+from pytest_cluster.measure.network import fabric
+from pytest_cluster.measure.network.fabric import NIC_END, NIC_START
+from pytest_cluster.measure.network.node_search import COULD_NOT_DECIDE, FAILED, OK, SLOW, UNDECIDED
+from pytest_cluster.measure.network.rails import searches as rail_searches
 from pytest_cluster.run.contract_tests import checks
 from pytest_cluster.units import Dim, format_number, format_value
 

@@ -13,8 +13,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.contract.gpu_models import MODELS, model_of_nvml_name
 from pytest_cluster.contract.model import Clause, GpuSpec, Rule, Spec
+from pytest_cluster.contract.sections.gpu_models import MODELS, model_of_nvml_name
 from pytest_cluster.evidence import untrusted_json
 from pytest_cluster.measure import gpus as gpu_probes
 from pytest_cluster.measure.gpu_facts import gib, nvml_gpu, p2p_for, perf_gpu, xids_for

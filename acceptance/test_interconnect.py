@@ -9,14 +9,15 @@ import math
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.contract.busbw import CollectiveRun, gbs, required_busbw
 from pytest_cluster.contract.clauses import declared
 from pytest_cluster.contract.model import Clause, InterconnectSpec, Rule
+from pytest_cluster.contract.sections.busbw import CollectiveRun, gbs, required_busbw
 from pytest_cluster.evidence.record.latency_map import MATRIX_UP_TO
 from pytest_cluster.evidence.verdict.blame import TOOL_FAULT
 from pytest_cluster.hostlist import compress_hostlist
-from pytest_cluster.measure import collectives, latency, nccl_log, node_search, plausible
-from pytest_cluster.measure.node_search import (
+from pytest_cluster.measure import plausible
+from pytest_cluster.measure.network import collectives, latency, nccl_log, node_search
+from pytest_cluster.measure.network.node_search import (
     COULD_NOT_DECIDE,
     FAILED,
     IMPLAUSIBLE,
@@ -24,7 +25,7 @@ from pytest_cluster.measure.node_search import (
     SLOW,
     UNDECIDED,
 )
-from pytest_cluster.measure.placement import placement
+from pytest_cluster.measure.network.placement import placement
 from pytest_cluster.measure.reference import Reference, for_busbw
 from pytest_cluster.run.contract_tests import checks
 from pytest_cluster.units import format_size, size_id
@@ -32,8 +33,8 @@ from pytest_cluster.units import format_size, size_id
 if TYPE_CHECKING:
     from pytest_cluster.evidence.record.check import Evidence
     from pytest_cluster.measure.cluster import Cluster
-    from pytest_cluster.measure.latency import LatencyRun
-    from pytest_cluster.measure.placement import Placement
+    from pytest_cluster.measure.network.latency import LatencyRun
+    from pytest_cluster.measure.network.placement import Placement
 
 METHOD = ("torch.distributed {backend}, nccl-tests definitions: time = mean over ranks of "
           "{iterations} back-to-back collectives / {iterations} after {warmup} warm-up; "

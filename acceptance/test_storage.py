@@ -23,15 +23,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.contract.clauses import declared
-from pytest_cluster.contract.storage import Share, shared_over
+from pytest_cluster.contract.sections.storage import Share, shared_over
 from pytest_cluster.evidence.verdict.blame import NO_ANSWER_HOST
 from pytest_cluster.hostlist import compress_hostlist
-from pytest_cluster.measure import checkpoint, dataloader, storage
-from pytest_cluster.measure.at_once import SILENT_KINDS
-from pytest_cluster.measure.checkpoint import BAD_OUTPUT, PHASES
-from pytest_cluster.measure.dataloader import CPU_BOUND
-from pytest_cluster.measure.dataloader_claims import JUDGED
+from pytest_cluster.measure import storage
 from pytest_cluster.measure.reference import for_checkpoint
+from pytest_cluster.measure.storage import checkpoint, dataloader
+from pytest_cluster.measure.storage.at_once import SILENT_KINDS
+from pytest_cluster.measure.storage.checkpoint import BAD_OUTPUT, PHASES
+from pytest_cluster.measure.storage.dataloader import CPU_BOUND
+from pytest_cluster.measure.storage.dataloader_claims import JUDGED
 from pytest_cluster.run.contract_tests import check_reading, checks, table_tests
 from pytest_cluster.units import Dim, format_size, format_value
 
@@ -40,9 +41,9 @@ if TYPE_CHECKING:
     from pytest_cluster.contract.model import Clause, Rule, StorageSpec
     from pytest_cluster.evidence.record.check import Evidence
     from pytest_cluster.launchers.result import ProbeResult
-    from pytest_cluster.measure.checkpoint import CheckpointRun
     from pytest_cluster.measure.cluster import Cluster
-    from pytest_cluster.measure.dataloader import DataloaderRun
+    from pytest_cluster.measure.storage.checkpoint import CheckpointRun
+    from pytest_cluster.measure.storage.dataloader import DataloaderRun
 
 
 class LeftoverWarning(UserWarning):

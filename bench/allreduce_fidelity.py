@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pytest_cluster.contract.loader import parse_spec
 from pytest_cluster.contract.model import ClusterSpec, InterconnectSpec, SshSpec
 from pytest_cluster.launchers.ssh import SshLauncher
-from pytest_cluster.measure.benchmark import run_collective
-from pytest_cluster.measure.node_search import find_slow_nodes
+from pytest_cluster.measure.network.benchmark import run_collective
+from pytest_cluster.measure.network.node_search import find_slow_nodes
 
 RATE_BITS = 1e9
 PAYLOAD = 16 * 2**20

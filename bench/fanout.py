@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from pytest_cluster.contract.model import ClusterSpec, SshSpec
-from pytest_cluster.contract.sim_records import SimSpec
+from pytest_cluster.contract.sections.sim_records import SimSpec
 from pytest_cluster.launchers.local import LocalLauncher
 from pytest_cluster.launchers.sim import SimLauncher
 from pytest_cluster.probes import ProbeCall

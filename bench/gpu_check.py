@@ -81,7 +81,7 @@ def detect() -> Gpus:
     """This machine's GPUs, through NVML (the first one's name)."""
     import pynvml  # type: ignore[import-untyped]  # noqa: PLC0415
 
-    from pytest_cluster.contract.gpu_models import model_of_nvml_name  # noqa: PLC0415
+    from pytest_cluster.contract.sections.gpu_models import model_of_nvml_name  # noqa: PLC0415
 
     pynvml.nvmlInit()
     try:

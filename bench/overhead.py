@@ -41,9 +41,10 @@ import time
 from pathlib import Path
 
 from pytest_cluster.contract import load_spec
-from pytest_cluster.measure import collectives, gpus, inventory, node_search, storage
+from pytest_cluster.measure import gpus, inventory, storage
 from pytest_cluster.measure.calls import import_call, storage_call
 from pytest_cluster.measure.cluster import Cluster
+from pytest_cluster.measure.network import collectives, node_search
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -19,11 +19,10 @@ import textwrap
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from pytest_cluster.contract import sim
 from pytest_cluster.contract.clauses import CLAUSES
 from pytest_cluster.contract.declaration import Declaration, Value
 from pytest_cluster.contract.launchers import KINDS
-from pytest_cluster.contract.sections import SECTIONS
+from pytest_cluster.contract.sections import SECTIONS, sim
 from pytest_cluster.evidence.verdict import blame
 from pytest_cluster.launchers.result import ErrorKind
 from pytest_cluster.measure import plausible
@@ -55,7 +54,7 @@ def codes(texts: Iterable[str]) -> str:
     return ", ".join(map(code, texts)) or "-"
 
 
-# -- the spec: sections and clauses (contract/sections.py SECTIONS, contract/clauses.py) ---
+# -- the spec: sections and clauses (contract/sections/__init__.py SECTIONS, contract/clauses.py)
 
 def sections() -> str:
     return table(
@@ -142,7 +141,7 @@ def error_kinds() -> str:
           or "the node's: its case fails, the node is REJECTED"] for kind in kinds))
 
 
-# -- the simulated cluster's faults (contract/sim.py) ---------------------------------------
+# -- the simulated cluster's faults (contract/sections/sim.py)
 
 def sim_faults() -> str:
     return textwrap.fill(f"Every key of a fault: {codes(sim.FAULT_KEYS)}.", 92,

@@ -85,7 +85,7 @@ DEFAULT_UNIT = {Dim.SIZE: "GiB", Dim.RATE: "GB/s", Dim.TIME: "s", Dim.FLOPS: "TF
 
 #: A number of the spec: decimal, in the digits 0-9 (a full-width or Arabic-Indic digit,
 #: which float() reads, is not one), no leading 0 (010: YAML 1.1's 8 or YAML 1.2's 10?), no
-#: '_' (1_000) or ':' (1:30, YAML 1.1's sexagesimal 90), as contract/compose.py's CORE reads
+#: '_' (1_000) or ':' (1:30, YAML 1.1's sexagesimal 90), as contract/reading/compose.py's CORE reads
 #: a YAML number.
 _NUMBER = r"[+-]?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 #: The start of a number written another way than decimal: 010, 0x70, 0o10, 1_000, 1:52.

@@ -4,12 +4,13 @@ exists, found by scanning them (which files are checked and what they name is de
 never listed by hand).
 
 The conventions, one each:
-- a file of this repository is named by its path, whole (`pytest_cluster/contract/sim.py`,
-  `examples/sim.yaml`) or from a folder of the package (`contract/sim.py`, `run/html_hooks.py`),
+- a file of this repository is named by its path, whole (`pytest_cluster/contract/sections/sim.py`,
+  `examples/sim.yaml`) or from a folder of the package (`contract/sections/sim.py`,
+  `run/html_hooks.py`),
   or by its bare name beside the file that names it (`clauses.py` in pytest_cluster/contract/);
 - a place in a file is named by a symbol, never a line number (lines move):
   `hookspecs.py:pytest_cluster_result_line`, `measure/plausible.py:FACTS` (a constant
-  may follow its file in words, `contract/sections.py's SECTIONS`),
+  may follow its file in words, `contract/sections/__init__.py's SECTIONS`),
   `launchers/result.py:ErrorKind.controller_side`; a module as imported,
   `pytest_cluster.launchers.local:LocalLauncher` or `pytest_cluster.measure.plausible.FACTS`;
 - a file of another project is written with its project or as a URL (`torch/version.py`,
@@ -52,8 +53,8 @@ _PATH = re.compile(
 #: A module as imported, with an attribute after `:` or `.`, if any.
 _MODULE = re.compile(rf"(?<![\w/.])({PACKAGE}(?:\.\w+)+)(?::(\w+(?:\.\w+)*))?")
 _CHECKED_ALWAYS = (".py", ".md")
-#: A module's constant named after its path, `contract/sections.py's SECTIONS` or
-#: `contract/clauses.py CLAUSES`: checked as `contract/sections.py:SECTIONS` is.
+#: A module's constant named after its path, `contract/sections/__init__.py's SECTIONS` or
+#: `contract/clauses.py CLAUSES`: checked as `contract/sections/__init__.py:SECTIONS` is.
 _CONSTANT = re.compile(r"`?(?:'s|\u2019s)? `?([A-Z][A-Z0-9]*_[A-Z0-9_]+|[A-Z]{3,}[A-Z0-9]*)\b")
 
 
@@ -170,7 +171,8 @@ def references(document: str) -> Iterator[Reference]:
             path, symbol = match[1], match[2] or ""
             named = _CONSTANT.match(text, match.end())
             if not symbol and named and path.endswith(".py"):
-                symbol = named[1]  # 'contract/sections.py's SECTIONS': a constant of the file
+                # 'contract/sections/__init__.py's SECTIONS': a constant of the file
+                symbol = named[1]
             if _checked(path):
                 yield Reference(where, match[0], _resolve(path, document), symbol)
         for match in _MODULE.finditer(text):
@@ -257,7 +259,7 @@ def test_every_reference_names_what_exists() -> None:
     ("see pytest_cluster.nosuch", "defines no nosuch"),
     ("see `launchers/result.py:ErrorKind.no_such`", "has no no_such"),
     ("see docs/nosuch.md", "no such file"),
-    ("see contract/sections.py's NO_SUCH_TABLE", "defines no NO_SUCH_TABLE"),
+    ("see contract/sections/__init__.py's NO_SUCH_TABLE", "defines no NO_SUCH_TABLE"),
 ])
 def test_a_stale_reference_is_named(text: str, wrong: str,
                                     monkeypatch: pytest.MonkeyPatch) -> None:
@@ -272,8 +274,8 @@ def test_a_stale_reference_is_named(text: str, wrong: str,
 @pytest.mark.parametrize("text", [
     "see `hookspecs.py:pytest_cluster_result_line`",
     "see `launchers/result.py:ErrorKind.controller_side`",
-    "see pytest_cluster.launchers.local:LocalLauncher and contract/sim.py",
-    "`contract/sections.py`'s `SECTIONS` and contract/clauses.py CLAUSES",
+    "see pytest_cluster.launchers.local:LocalLauncher and contract/sections/sim.py",
+    "`contract/sections/__init__.py`'s `SECTIONS` and contract/clauses.py CLAUSES",
     "`torch/version.py`, `reports/latest/verdict.json`, https://x.org/a/b.md, ~/x/y.md",
 ])
 def test_a_good_reference_passes(text: str, monkeypatch: pytest.MonkeyPatch) -> None:

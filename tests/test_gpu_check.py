@@ -109,7 +109,7 @@ def test_a_row_sets_ours_beside_the_torch_loop_and_the_published_figure() -> Non
 def test_nccl_tests_runs_through_our_probe_and_parser(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """With -g 1, on a stand-in binary that prints a published table (no GPU here)."""
-    from tests.measure.test_nccl_tests import CAPTURES, STAND_IN
+    from tests.measure.network.test_nccl_tests import CAPTURES, STAND_IN
 
     binary = tmp_path / "all_reduce_perf"
     binary.write_text(STAND_IN)

@@ -116,12 +116,12 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
     "pytest_cluster.launchers.jobs": ("pytest_cluster.launchers", "pytest_cluster.probes",
                                       "pytest_cluster.errors"),
     # nccl-tests' formulas: pure, no launcher, no job
-    "pytest_cluster.contract.busbw": ("pytest_cluster.contract", "pytest_cluster.units"),
+    "pytest_cluster.contract.sections.busbw": ("pytest_cluster.contract", "pytest_cluster.units"),
     # benchmark jobs: busbw's numbers from jobs run through a launcher, and what NCCL said
     # it used (its log's reader: pure)
-    "pytest_cluster.measure.benchmark": ("pytest_cluster.contract", "pytest_cluster.launchers",
-                                         "pytest_cluster.probes", "pytest_cluster.errors",
-                                         "pytest_cluster.measure.nccl_log"),
+    "pytest_cluster.measure.network.benchmark": (
+        "pytest_cluster.contract", "pytest_cluster.launchers", "pytest_cluster.probes",
+        "pytest_cluster.errors", "pytest_cluster.measure.network.nccl_log"),
     # the evidence bundle and `verify`: read where only the evidence is
     "pytest_cluster.evidence.bundle": ("pytest_cluster.evidence.bundle",
                                        "pytest_cluster.errors"),
@@ -399,12 +399,13 @@ def test_nothing_outside_launchers_branches_on_which_launcher_runs() -> None:
 #: import only each other).
 SPEC_MAY_IMPORT = ("pytest_cluster.contract", "pytest_cluster.errors", "pytest_cluster.hostlist",
                    "pytest_cluster.contract.requirement", "pytest_cluster.units",
-                   "pytest_cluster.contract.gpu_models", "pytest_cluster.money")
+                   "pytest_cluster.contract.sections.gpu_models", "pytest_cluster.money")
 
 
 def test_the_spec_imports_no_launcher_probe_or_anything_above() -> None:
     """contract/ knows no launcher, probe, cluster, fixture, evidence or suite: what it needs of
-    them it keeps itself (contract/launchers.py, contract/gpus.THROTTLES), and test_spec checks
+    them it keeps itself (contract/launchers.py, contract/sections/gpus.THROTTLES), and test_spec
+    checks
     that against the launcher registry and the GPU probe."""
     imports = [i for i in all_imports() if within(i.module, "pytest_cluster.contract")]
     assert any(i.target == "pytest_cluster.contract.clauses" for i in imports)

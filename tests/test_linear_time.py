@@ -21,12 +21,12 @@ import pytest
 
 from pytest_cluster import hostlist, units
 from pytest_cluster.contract import requirement
-from pytest_cluster.contract.busbw import CollectiveRun
+from pytest_cluster.contract.sections.busbw import CollectiveRun
 from pytest_cluster.errors import BundleError, InputError, UnitError
 from pytest_cluster.evidence import untrusted_json
 from pytest_cluster.evidence.bundle import bounds
 from pytest_cluster.launchers import jobs, slurm_commands
-from pytest_cluster.measure import nccl_log, nccl_tests, perftest
+from pytest_cluster.measure.network import nccl_log, nccl_tests, perftest
 from pytest_cluster.probes.jobs import collective
 
 #: The CPU one parser may take on one 1 MB input.

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.contract.test_interconnect import DEAD_AND_FAR
+from tests.contract.sections.test_interconnect import DEAD_AND_FAR
 from tests.evidence.sinks.test_metrics import SLOWDOWN as METRICS_SLOWDOWN
 from tests.oracle import check, read_views
 from tests.truth import SHARED_STORAGE

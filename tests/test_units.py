@@ -86,7 +86,7 @@ def test_a_number_not_in_decimal_digits_is_refused_as_written(raw: str, dim: Dim
                                                                message: str) -> None:
     """Only 0-9 in decimal: a full-width or Arabic-Indic digit (which float() reads) read
     '>= \uff11 TiB' as 1 TiB; 010, 0x70, 1:52 and 1_000, which YAML 1.1 read as numbers,
-    reach here as written (contract/compose.py) and are refused, not read as 10 or 1000."""
+    reach here as written (contract/reading/compose.py) and are refused, not read as 10 or 1000."""
     with pytest.raises(UnitError) as info:
         parse_quantity(raw, dim)
     assert str(info.value) == message

@@ -79,7 +79,7 @@ _LOADER_KEEPS_UP = "storage.dataloader.keeps_up"
 #: every clause of the GPUs (a node short of a GPU, or with another model, fails them)
 _GPUS = "gpus.*"
 #: Every fault a scenario may inject on the richest example, and its truth. The faults'
-#: own keys are the simulator's (contract/sim.py); the clauses are the contract's.
+#: own keys are the simulator's (contract/sections/sim.py); the clauses are the contract's.
 FAULTS: dict[str, Truth] = {
     "bandwidth_factor: 0.7": Truth(("gpus.memory_bandwidth",),
                                    ("gpus.p2p", _INTRA, _NODE_NETWORK)),

@@ -9,7 +9,8 @@ change here. A package names an `Extension` in the entry point group
 Extensions are loaded by `load`, which a run with `--cluster` asks for before it reads the
 spec: a plain pytest run in the same environment never imports one. Each registry holds
 ours from its import on and adds the extensions' entries in place once they are loaded
-(`adds_to`: contract/clauses.py CLAUSES, contract/launchers.py KINDS, contract/sections.py SECTIONS,
+(`adds_to`: contract/clauses.py CLAUSES, contract/launchers.py KINDS, contract/sections/__init__.py
+SECTIONS,
 probes PROBES, sim/answers.py PROBES), so everything that derives from a registry derives
 from them too: the spec's keys and errors, the tests made from the clauses
 (acceptance/test_extensions.py), the selection, the evidence and the reports.

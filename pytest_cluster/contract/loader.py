@@ -12,9 +12,6 @@ import stat
 
 from yaml.nodes import MappingNode, ScalarNode
 
-from pytest_cluster.contract.compose import compose
-from pytest_cluster.contract.located_errors import Ctx
-from pytest_cluster.contract.mapping import Map
 from pytest_cluster.contract.model import (
     SECTION_FIELDS,
     Clause,
@@ -25,8 +22,11 @@ from pytest_cluster.contract.model import (
     SpecNote,
     StorageSpec,
 )
+from pytest_cluster.contract.reading.compose import compose
+from pytest_cluster.contract.reading.located_errors import Ctx
+from pytest_cluster.contract.reading.mapping import Map
+from pytest_cluster.contract.reading.yaml_nodes import kind
 from pytest_cluster.contract.sections import LISTED, SECTIONS, Sofar
-from pytest_cluster.contract.yaml_nodes import kind
 from pytest_cluster.errors import SpecError
 
 MAX_SPEC_BYTES = 4 * 2**20

@@ -14,7 +14,7 @@ from pytest_cluster.units import Dim
 if TYPE_CHECKING:
     from pytest_cluster.contract.declaration import Declaration
     from pytest_cluster.contract.requirement import Requirement, VersionRequirement
-    from pytest_cluster.contract.sim_records import SimSpec
+    from pytest_cluster.contract.sections.sim_records import SimSpec
 
 #: The ids of every clause (the installed extensions' added once they are loaded).
 DECLARED: set[str] = set()
@@ -101,7 +101,8 @@ class Promises:
 
 @dataclass(frozen=True)
 class SectionSpec(Promises):
-    """The record of a section declared without one of its own (contract/sections.py's SECTIONS,
+    """The record of a section declared without one of its own (contract/sections/__init__.py's
+    SECTIONS,
     no parser): the clauses it promises, parsed as declared."""
 
     name: str  # the section's key, e.g. "nics"

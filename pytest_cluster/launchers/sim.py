@@ -38,7 +38,7 @@ from pytest_cluster.sim.job_node import (
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import ClusterSpec, InterconnectSpec, Spec
-    from pytest_cluster.contract.sim_records import SimSpec
+    from pytest_cluster.contract.sections.sim_records import SimSpec
     from pytest_cluster.probes import ProbeCall
     from pytest_cluster.probes.job_node import JobNodeData, WhereAmI
     from pytest_cluster.sim.cluster import SimNode

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers import ErrorKind, Launcher, ProbeResult, get_launcher
 from pytest_cluster.measure.cache import ProbeCache
-from pytest_cluster.measure.fabric import NIC_END
+from pytest_cluster.measure.network.fabric import NIC_END
 from pytest_cluster.probes import ProbeCall
 
 if TYPE_CHECKING:

@@ -17,10 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
-from pytest_cluster.measure import fabric
 from pytest_cluster.measure.cache import write_object
 from pytest_cluster.measure.calls import gpu_call, gpu_perf_call
-from pytest_cluster.measure.fabric import NIC_START
 from pytest_cluster.measure.inventory_file import (
     GPU_FIELDS,
     INVENTORY,
@@ -36,6 +34,8 @@ from pytest_cluster.measure.inventory_file import (
     is_unreadable,
     unreadable,
 )
+from pytest_cluster.measure.network import fabric
+from pytest_cluster.measure.network.fabric import NIC_START
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.units import utc
 

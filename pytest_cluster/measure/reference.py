@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_cluster.contract.gpu_models import model_of_nvml_name
-from pytest_cluster.contract.storage import shared_over
+from pytest_cluster.contract.sections.gpu_models import model_of_nvml_name
+from pytest_cluster.contract.sections.storage import shared_over
 from pytest_cluster.units import format_number
 
 # Sources, as each case records them (short: they repeat on every case).

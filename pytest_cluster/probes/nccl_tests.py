@@ -1,6 +1,6 @@
 """nccl-tests probe: runs one of nccl-tests' binaries on this node, every GPU of the job in
 one process (`-g N`), and hands back what it printed (its table) and wrote (its `-J` JSON
-file, 2.17 on); the controller reads both (measure/nccl_tests.py).
+file, 2.17 on); the controller reads both (measure/network/nccl_tests.py).
 
 Runs ON a node with only the standard library; shipped as one source (with
 probes/_lib/command.py). The binary is one of BINARIES in the folder `--dir` names; its

@@ -9,7 +9,7 @@ The file must outlive the write (other nodes read it), so unlike the storage pro
 file it has a name; nothing of it is left behind however a run ends:
 
 * The token is `<expires>-<12 hex digits>`: the controller's UNIX time after which no
-  read of this check can still be running (see measure/storage.shared_check).
+  read of this check can still be running (see measure/storage/__init__.shared_check).
 * A write that fails, or is stopped by SIGTERM, SIGINT or SIGHUP (the node runner's
   SIGTERM at the timeout or when the connection drops), removes its partial file.
 * The controller removes the file when the check ends, also when it is interrupted.

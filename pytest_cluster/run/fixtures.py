@@ -11,7 +11,7 @@ from pytest_cluster.evidence.record.check import Evidence
 from pytest_cluster.evidence.record.plan import Plan
 from pytest_cluster.measure import gpus, storage
 from pytest_cluster.measure.cluster import Cluster
-from pytest_cluster.measure.fabric import NIC_START
+from pytest_cluster.measure.network.fabric import NIC_START
 from pytest_cluster.run.lifecycle import run_launcher
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
 

@@ -20,7 +20,7 @@ from pytest_cluster.sim.storage import checkpoint_ranks, dataloader_ranks, share
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import InterconnectSpec
-    from pytest_cluster.contract.sim_records import SimSpec
+    from pytest_cluster.contract.sections.sim_records import SimSpec
     from pytest_cluster.probes.job_node import RankEntry
     from pytest_cluster.sim.job_node import NodePart
 

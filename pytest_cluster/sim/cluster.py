@@ -10,8 +10,8 @@ import hashlib
 import uuid
 from typing import TYPE_CHECKING, Literal, TypedDict
 
-from pytest_cluster.contract.gpu_models import MODELS, GpuModel
-from pytest_cluster.contract.sim_records import SimFault, SimSpec
+from pytest_cluster.contract.sections.gpu_models import MODELS, GpuModel
+from pytest_cluster.contract.sections.sim_records import SimFault, SimSpec
 from pytest_cluster.probes.gpu import THROTTLE_BITS, throttle_names
 from pytest_cluster.sim import round as rounds
 
@@ -87,7 +87,7 @@ def latency_factor(sim: SimSpec, node: str) -> float:
 
 
 def lies(sim: SimSpec, node: str) -> frozenset[str]:
-    """What `node` claims instead of what it measured (its `lies` faults, contract/sim.py's
+    """What `node` claims instead of what it measured (its `lies` faults, contract/sections/sim.py's
     LIES): the sim reports each figure the lie names as the lie says."""
     return frozenset(f.lies for f in faults_on(sim, node) if f.lies is not None)
 

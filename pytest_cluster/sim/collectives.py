@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.contract.busbw import bus_factor, theoretical
-from pytest_cluster.contract.gpu_models import MODELS
+from pytest_cluster.contract.sections.busbw import bus_factor, theoretical
+from pytest_cluster.contract.sections.gpu_models import MODELS
 from pytest_cluster.probes.nccl_tests import COLLECTIVE_BINARY
 from pytest_cluster.sim.cluster import (
     NICS_PER_NODE,
@@ -31,7 +31,7 @@ from pytest_cluster.sim.nics import network_share, port_gbit, rail_of
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import InterconnectSpec
-    from pytest_cluster.contract.sim_records import SimSpec
+    from pytest_cluster.contract.sections.sim_records import SimSpec
     from pytest_cluster.probes.job_node import RankEntry
     from pytest_cluster.probes.jobs.collective import CollectiveData, SizeResult
     from pytest_cluster.probes.nccl_tests import NcclTestsData
@@ -190,7 +190,7 @@ def rank_sizes(sizes: list[SizeResult], lags: Sequence[float]) -> list[list[Size
 
 def nccl_lines(sim: SimSpec, nodes: Sequence[str], index: int, local: int,
                ranks_per_node: int) -> list[str]:
-    """What NCCL's INFO log says on a simulated rank (measure/nccl_log.py reads it): IB
+    """What NCCL's INFO log says on a simulated rank (measure/network/nccl_log.py reads it): IB
     with GPUDirect RDMA over the node's NICs between nodes (the node's `transport:
     socket` fault: a fallback to sockets; `gdr: false`: no GPUDirect), P2P inside the
     node, and NVLS where the GPU model has NVLink."""

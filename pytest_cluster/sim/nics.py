@@ -25,7 +25,7 @@ from pytest_cluster.sim.cluster import IB_SPEEDS, NICS_PER_NODE, faults_on, lies
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import InterconnectSpec
-    from pytest_cluster.contract.sim_records import SimSpec
+    from pytest_cluster.contract.sections.sim_records import SimSpec
     from pytest_cluster.probes.job_node import RankEntry
     from pytest_cluster.probes.nic import NicData
 

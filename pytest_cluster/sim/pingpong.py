@@ -16,7 +16,7 @@ from pytest_cluster.sim.cluster import jitter, latency_factor, link_factor
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import InterconnectSpec
-    from pytest_cluster.contract.sim_records import SimSpec
+    from pytest_cluster.contract.sections.sim_records import SimSpec
     from pytest_cluster.probes.job_node import RankEntry
     from pytest_cluster.probes.jobs.pingpong import Pair, RoundTrips
 

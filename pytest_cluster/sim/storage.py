@@ -22,12 +22,12 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pytest_cluster.contract.sim import STORAGE_ERRORS
+from pytest_cluster.contract.sections.sim import STORAGE_ERRORS
 from pytest_cluster.probes.jobs.checkpoint import expected_digest, writer_of
 from pytest_cluster.sim.cluster import LIE_FACTOR, faults_on, floored, jitter, lies
 
 if TYPE_CHECKING:
-    from pytest_cluster.contract.sim_records import SimSpec
+    from pytest_cluster.contract.sections.sim_records import SimSpec
     from pytest_cluster.probes.job_node import RankEntry
     from pytest_cluster.probes.jobs import checkpoint, dataloader
     from pytest_cluster.probes.shared_fs import SharedData

@@ -21,7 +21,7 @@ from pytest_cluster.evidence.record.derived_cases import Case
 from pytest_cluster.evidence.sinks.results import ResultLine
 from pytest_cluster.evidence.verdict.timelines import ranges
 from pytest_cluster.hostlist import spans_of
-from pytest_cluster.measure import fabric
+from pytest_cluster.measure.network import fabric
 from pytest_cluster.soak import counters
 from pytest_cluster.soak.rounds import (
     MAX_SAID,

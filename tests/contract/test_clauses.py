@@ -17,7 +17,7 @@ from pytest_cluster.contract import parse_spec
 from pytest_cluster.contract.clauses import CLAUSES, clauses, declared, keys
 from pytest_cluster.contract.declaration import TEST_PREFIX, Declaration, Value
 from pytest_cluster.contract.model import Clause, Rule
-from pytest_cluster.contract.sim_records import SimSpec
+from pytest_cluster.contract.sections.sim_records import SimSpec
 from pytest_cluster.errors import SpecError
 from pytest_cluster.probes import PROBES, probe_source
 from pytest_cluster.sim.cluster import host_payload

@@ -33,7 +33,8 @@ REGISTRY_DRIVEN = ("tests/contract/test_loader.py", "tests/contract/test_loader_
                    "tests/contract/test_clauses.py", "tests/contract/test_levels.py",
                    "tests/test_layers.py", "tests/launchers/test_launchers.py",
                    "tests/test_launchers.py", "tests/launchers/test_base.py",
-                   "tests/test_plugin.py", "tests/contract/test_gpus.py", "tests/run/test_scale.py",
+                   "tests/test_plugin.py", "tests/contract/sections/test_gpus.py",
+                   "tests/run/test_scale.py",
                    "tests/run/test_memory.py", "tests/run/test_level_select.py")
 
 # -- loading: what a broken or clashing extension says ---------------------------------------

@@ -14,7 +14,7 @@ from pytest_cluster.contract.clauses import keys
 from pytest_cluster.contract.launchers import KINDS
 from pytest_cluster.contract.model import Rule
 from pytest_cluster.contract.sections import LISTED
-from pytest_cluster.contract.storage import AT_ONCE
+from pytest_cluster.contract.sections.storage import AT_ONCE
 from pytest_cluster.errors import SpecError
 
 GOOD = """\

@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 
 from pytest_cluster.contract import Spec, parse_spec
 from pytest_cluster.contract.clauses import DTYPES, SOFTWARE, keys
-from pytest_cluster.contract.interconnect import KEYS as INTERCONNECT_KEYS
-from pytest_cluster.contract.sim import FAULT_KEYS
-from pytest_cluster.contract.slurm import KEYS as SLURM_KEYS
-from pytest_cluster.contract.ssh import ALLOWED, REFUSED
-from pytest_cluster.contract.ssh import KEYS as SSH_KEYS
+from pytest_cluster.contract.sections.interconnect import KEYS as INTERCONNECT_KEYS
+from pytest_cluster.contract.sections.sim import FAULT_KEYS
+from pytest_cluster.contract.sections.slurm import KEYS as SLURM_KEYS
+from pytest_cluster.contract.sections.ssh import ALLOWED, REFUSED
+from pytest_cluster.contract.sections.ssh import KEYS as SSH_KEYS
 from pytest_cluster.errors import MAX_LINE, MAX_SHOWN, SpecError
 
 #: the keys of each map the validators read, so generated maps reach deep into each one

@@ -1,4 +1,4 @@
-"""contract/sections.py: the one registry of the spec's sections, in the order they are
+"""contract/sections/__init__.py: the one registry of the spec's sections, in the order they are
 parsed, ours then the installed extensions'."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ import pytest
 
 from pytest_cluster.contract import extensions
 from pytest_cluster.contract import sections as registry
-from pytest_cluster.contract.compose import compose
 from pytest_cluster.contract.extensions import ExtensionSection
-from pytest_cluster.contract.located_errors import Ctx
-from pytest_cluster.contract.mapping import Map
 from pytest_cluster.contract.model import SectionSpec
+from pytest_cluster.contract.reading.compose import compose
+from pytest_cluster.contract.reading.located_errors import Ctx
+from pytest_cluster.contract.reading.mapping import Map
 from pytest_cluster.contract.sections import BY_NAME, LISTED, SECTIONS, Section, Sofar
 
 

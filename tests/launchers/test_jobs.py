@@ -23,8 +23,8 @@ from pytest_cluster.launchers.base import Launcher
 from pytest_cluster.launchers.jobs import JobFailed, JobSpec, node_call, run_job
 from pytest_cluster.launchers.local import LocalLauncher
 from pytest_cluster.launchers.result import ProbeResult
-from pytest_cluster.measure import collectives
 from pytest_cluster.measure.cluster import Cluster
+from pytest_cluster.measure.network import collectives
 from pytest_cluster.probes import ProbeCall
 from tests.conftest import has_torch
 from tests.run.test_interrupts import alive

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_cluster.contract import parse_spec
 from pytest_cluster.contract.model import ClusterSpec, SshSpec
-from pytest_cluster.contract.ssh import ALLOWED
+from pytest_cluster.contract.sections.ssh import ALLOWED
 from pytest_cluster.errors import SpecError
 from pytest_cluster.launchers.remote import RUNNER_SOURCE, runner_payload
 from pytest_cluster.launchers.result import ErrorKind, ProbeResult

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.contract.sim_records import SimFault, SimSpec
+from pytest_cluster.contract.sections.sim_records import SimFault, SimSpec
 from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.launchers import ProbeResult
 from pytest_cluster.launchers.result import ErrorKind

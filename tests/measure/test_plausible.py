@@ -13,8 +13,9 @@ import pytest
 
 from pytest_cluster.contract.clauses import declared
 from pytest_cluster.contract.model import InterconnectSpec
-from pytest_cluster.contract.sim_records import SimSpec
-from pytest_cluster.measure import fabric, latency, node_search, plausible, stragglers
+from pytest_cluster.contract.sections.sim_records import SimSpec
+from pytest_cluster.measure import plausible, stragglers
+from pytest_cluster.measure.network import fabric, latency, node_search
 from pytest_cluster.sim import answers as sim_answers
 from pytest_cluster.sim import cluster as sim_cluster
 from pytest_cluster.sim import collectives

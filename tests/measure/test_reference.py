@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pytest_cluster.contract.gpu_models import MODELS
+from pytest_cluster.contract.sections.gpu_models import MODELS
 from pytest_cluster.measure.reference import (
     GPU_FIGURES,
     for_busbw,

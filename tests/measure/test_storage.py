@@ -1,4 +1,4 @@
-"""The storage probes a run reads of each filesystem (measure/storage.py)."""
+"""The storage probes a run reads of each filesystem (measure/storage/__init__.py)."""
 
 from __future__ import annotations
 

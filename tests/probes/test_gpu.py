@@ -16,7 +16,7 @@ import pytest
 
 from pytest_cluster.contract.loader import parse_spec
 from pytest_cluster.contract.model import GpuSpec
-from pytest_cluster.contract.sim_records import SimSpec
+from pytest_cluster.contract.sections.sim_records import SimSpec
 from pytest_cluster.launchers.sim import SIM_NVML_DIR, gpu_probe_env
 from pytest_cluster.measure.calls import gpu_perf_call
 from pytest_cluster.probes import probe_source

@@ -1,6 +1,6 @@
 """The nccl-tests probe's own parts: its runs and command lines, the JSON file it keeps
 without the environment, a binary that knows -J; and, as shipped, what it cannot measure
-said (the binary run end to end: tests/measure/test_nccl_tests.py)."""
+said (the binary run end to end: tests/measure/network/test_nccl_tests.py)."""
 
 from __future__ import annotations
 

@@ -60,7 +60,8 @@ def test_storage_probe_not_enough_space(scratch: Path) -> None:
 #: each: these copies must stay the same (docstrings and comments aside).
 COPIED_BETWEEN = {
     ("probes/job_node.py", "launchers/node_runner.py"): ("die_with_parent", "PR_SET_PDEATHSIG"),
-    ("probes/jobs/collective.py", "measure/nccl_log.py"): ("KEEP", "MAX_LINES", "MAX_LINE", "kept"),
+    ("probes/jobs/collective.py", "measure/network/nccl_log.py"): (
+        "KEEP", "MAX_LINES", "MAX_LINE", "kept"),
     ("probes/job_node.py", "launchers/jobs.py"): ("JOB_ENV", "ENV_VALUE"),
 }
 COPIED = {name: files for files, names in COPIED_BETWEEN.items() for name in names}

@@ -1,4 +1,4 @@
-"""Real components (network namespaces with sshd, SLURM) for tests/contract/test_fabric.py:
+"""Real components (network namespaces with sshd, SLURM) for tests/contract/sections/test_fabric.py:
 the same checks on real parts; its unit tests stay there."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import has_torch
-from tests.contract.test_fabric import RAIL_TIMEOUT_S, _ip, failures, one_rail_failure
+from tests.contract.sections.test_fabric import RAIL_TIMEOUT_S, _ip, failures, one_rail_failure
 from tests.netns_cluster import NetnsCluster
 from tests.test_plugin import jsonl
 

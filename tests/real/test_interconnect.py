@@ -1,4 +1,5 @@
-"""Real components (network namespaces with sshd, SLURM) for tests/contract/test_interconnect.py:
+"""Real components (network namespaces with sshd, SLURM) for
+tests/contract/sections/test_interconnect.py:
 the same checks on real parts; its unit tests stay there."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import has_torch
-from tests.contract.test_interconnect import (
+from tests.contract.sections.test_interconnect import (
     LATENCY_ON_NETNS,
     _latency_cases,
     jsonl,

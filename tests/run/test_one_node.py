@@ -13,7 +13,7 @@ from pytest_cluster.contract import parse_spec
 from pytest_cluster.contract.narrow import chosen, in_slurm_script, narrow, this_host
 from pytest_cluster.contract.promised import promised
 from tests.conftest import planned
-from tests.contract.test_fabric import IB
+from tests.contract.sections.test_fabric import IB
 from tests.test_plugin import jsonl
 
 NODES = tuple(f"gpu-{i:03d}" for i in range(1, 1025))

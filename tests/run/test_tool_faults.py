@@ -93,7 +93,7 @@ def test_a_crashed_job_is_a_tool_fault_of_its_own_cases_only(
 
 #: A plugin that makes the check of the 2-node all-reduce itself crash, outside any job.
 RAW = """\
-from pytest_cluster.measure import collectives
+from pytest_cluster.measure.network import collectives
 
 _inter_node = collectives.inter_node
 

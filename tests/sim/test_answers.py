@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from pytest_cluster.contract.sim_records import SimFault, SimSpec
+from pytest_cluster.contract.sections.sim_records import SimFault, SimSpec
 from pytest_cluster.probes.jobs import JOB_PROGRAMS, job_source
 from pytest_cluster.sim.answers import JOBS, PROBES, job_named
 from pytest_cluster.sim.cluster import host_payload

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_cluster.contract.sim_records import SimFault, SimSpec
+from pytest_cluster.contract.sections.sim_records import SimFault, SimSpec
 from pytest_cluster.probes.gpu_perf import parse_options
 from pytest_cluster.sim import round as rounds
 from pytest_cluster.sim.cluster import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_cluster.contract.sim_records import SimFault, SimSpec
+from pytest_cluster.contract.sections.sim_records import SimFault, SimSpec
 from pytest_cluster.sim.collectives import Benchmark, doubling, job_ranks, missing_gpu
 
 NODES = ("n1", "n2", "n3")

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pytest_cluster.contract.sim_records import SimFault, SimSpec
+from pytest_cluster.contract.sections.sim_records import SimFault, SimSpec
 from pytest_cluster.sim.cluster import NICS_PER_NODE
 from pytest_cluster.sim.nics import guid, network_share, perftest_ranks, port_gbit, rail_of, tree
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_cluster.contract.sim_records import SimFault, SimSpec
+from pytest_cluster.contract.sections.sim_records import SimFault, SimSpec
 from pytest_cluster.sim.pingpong import BASE_S, one_way, pingpong_ranks, read_args
 
 NODES = ("n1", "n2", "n3", "n4")

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_cluster.contract.loader import parse_spec
-from pytest_cluster.contract.sim import LIES
-from pytest_cluster.contract.sim_records import SimFault, SimSpec
+from pytest_cluster.contract.sections.sim import LIES
+from pytest_cluster.contract.sections.sim_records import SimFault, SimSpec
 from pytest_cluster.probes.gpu_perf import parse_options
 from pytest_cluster.sim.cluster import describe_node, gpu_perf_payload
 from pytest_cluster.sim.collectives import Benchmark, job_ranks, nccl_tests_run

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_cluster.contract.sim import STORAGE_ERRORS
-from pytest_cluster.contract.sim_records import SimFault, SimSpec
+from pytest_cluster.contract.sections.sim import STORAGE_ERRORS
+from pytest_cluster.contract.sections.sim_records import SimFault, SimSpec
 from pytest_cluster.sim import storage
 
 if TYPE_CHECKING:

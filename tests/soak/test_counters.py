@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_cluster.contract.model import ClusterSpec
-from pytest_cluster.contract.sim_records import SimFault, SimSpec
+from pytest_cluster.contract.sections.sim_records import SimFault, SimSpec
 from pytest_cluster.launchers.sim import SimLauncher
 from pytest_cluster.probes import ProbeCall
 from pytest_cluster.soak.counters import counts, growth

@@ -62,7 +62,7 @@ MAX_TEXT = 4096  # characters of an identifier, a reason, a case id
 MAX_NODE_NAME = 253  # characters of a host name
 LAST_SECOND = 253402300799  # 9999-12-31T23:59:59Z: a time units.utc can write
 
-#: The most GPUs per node a spec may name (contract/gpus.py: gpus.count from 1 to 64).
+#: The most GPUs per node a spec may name (contract/sections/gpus.py: gpus.count from 1 to 64).
 MAX_GPUS = 64
 #: What a node may add to a baseline's files: its inventory record (a node of many NICs,
 #: HCAs and disks writes tens of kB) and its result lines (a run of every clause about

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.contract.storage import BASES
+from pytest_cluster.contract.sections.storage import BASES
 from pytest_cluster.evidence.baseline.accepted import HIGHER_BETTER, Baseline, parts, shown
 from pytest_cluster.evidence.record.derived_cases import Case
 from pytest_cluster.evidence.verdict.blame import NOT_COMPARABLE, UNDECIDED
@@ -21,7 +21,7 @@ from pytest_cluster.units import UNITS, format_number
 if TYPE_CHECKING:
     from pytest_cluster.evidence.sinks.results import ResultLine
 
-#: Per basis of a figure (contract/storage.py BASES), the count its line records that the
+#: Per basis of a figure (contract/sections/storage.py BASES), the count its line records that the
 #: total was shared out by, and what it counts (none: the total itself).
 SHARED_BY: dict[str, tuple[str, str] | None] = {
     "cluster": None, "node": ("basis_nodes", "node(s)"), "gpu": ("basis_gpus", "GPU(s)")}

@@ -65,7 +65,8 @@ class ResultLine(TypedDict, total=False):
     #: known good: the slowest bounds it, so it is the group's, not the node's alone
     bounded_by: str
     # a figure of what every node does at once (storage's aggregates): what its bound
-    # counts (contract/storage.py BASES: cluster, node, gpu) and what the total was shared by
+    # counts (contract/sections/storage.py BASES: cluster, node, gpu) and what the total was shared
+    # by
     basis: str
     basis_nodes: int
     basis_gpus: int

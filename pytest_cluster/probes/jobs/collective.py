@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any, TypedDict
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
-#: NCCL's INFO lines that say what it used (measure/nccl_log.py reads them; this is its
+#: NCCL's INFO lines that say what it used (measure/network/nccl_log.py reads them; this is its
 #: KEEP, MAX_LINES, MAX_LINE and `kept`, copied: this file is sent alone)
 KEEP = re.compile(r"Using network |NET/\S{1,64} : Using |(Channel) \d{1,6}(?:/\d{1,6})? : |"
                   r"NVLS multicast support|Connected all rings|Connected NVLS|NET/Plugin")

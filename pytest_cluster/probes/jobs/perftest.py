@@ -6,7 +6,7 @@ Rank 0 serves: one server after another, one for each other rank, on TCP port
 MASTER_PORT + rank. Every other rank is a client of rank 0 (MASTER_ADDR) and tries until
 its server listens (they take turns). Each rank prints one JSON line: its command line,
 exit code and the end of its output; the controller reads the clients' bandwidth
-(measure/perftest.py). The command line comes from the controller (`--argv`, a JSON
+(measure/network/perftest.py). The command line comes from the controller (`--argv`, a JSON
 list without the server and port): its program must be a perftest bandwidth tool.
 
 Stdlib only; sent as one source (with probes/_lib/command.py).

@@ -14,7 +14,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from pytest_cluster import cli
-from pytest_cluster.contract.storage import BASES
+from pytest_cluster.contract.sections.storage import BASES
 from pytest_cluster.evidence.baseline.accepted import (
     NOT_CHECKED,
     UNSIGNED,

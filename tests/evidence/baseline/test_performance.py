@@ -8,7 +8,7 @@ from typing import Any, cast
 
 import pytest
 
-from pytest_cluster.contract.storage import BASES
+from pytest_cluster.contract.sections.storage import BASES
 from pytest_cluster.evidence.baseline.accepted import figures
 from pytest_cluster.evidence.baseline.performance import SHARED_BY, compared
 from pytest_cluster.evidence.sinks.results import ResultLine

@@ -1,4 +1,4 @@
-"""What a collective rank keeps of NCCL's log: the lines measure/nccl_log.py reads, bounded,
+"""What a collective rank keeps of NCCL's log: the lines measure/network/nccl_log.py reads, bounded,
 the file removed; and the log it asks NCCL for, unless the environment already directs it."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from pytest_cluster.probes.jobs import collective
 from pytest_cluster.probes.jobs.collective import nccl_lines
-from tests.measure.test_nccl_log import IB_GDR, IB_NO_GDR
+from tests.measure.network.test_nccl_log import IB_GDR, IB_NO_GDR
 
 
 def test_only_the_lines_read_are_kept_and_bounded(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pytest_cluster.measure.at_once import token
+from pytest_cluster.measure.storage.at_once import token
 from pytest_cluster.probes.jobs import dataloader as probe
 
 PROBE = Path(probe.__file__)

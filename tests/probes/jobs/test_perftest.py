@@ -1,6 +1,6 @@
 """The perftest job program as it is shipped: a command line not of a perftest tool refused,
 and a tool this node lacks said as not found, by the server and by a client; never a
-bandwidth (the tool run end to end: tests/contract/test_fabric.py)."""
+bandwidth (the tool run end to end: tests/contract/sections/test_fabric.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The ping-pong job program's own arithmetic: its round-robin rounds and a pair's typical
-round trip (the rounds as the controller schedules them: tests/measure/test_latency.py)."""
+round trip (the rounds as the controller schedules them: tests/measure/network/test_latency.py)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.measure.at_once import token
+from pytest_cluster.measure.storage.at_once import token
 from pytest_cluster.probes.jobs import job_source
 from pytest_cluster.probes.jobs.checkpoint.__main__ import _indexes
 

@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from pytest_cluster.measure.at_once import token
+from pytest_cluster.measure.storage.at_once import token
 from pytest_cluster.probes.jobs import checkpoint as probe
 from tests.probes.jobs.checkpoint.test___main__ import A_RANK, run_rank
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cluster.measure.at_once import token
+from pytest_cluster.measure.storage.at_once import token
 from pytest_cluster.probes.jobs.checkpoint import files as probe
 from tests.probes.jobs.checkpoint.test___main__ import run_rank
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from pytest_cluster.measure.at_once import token
+from pytest_cluster.measure.storage.at_once import token
 from pytest_cluster.probes.jobs.checkpoint import PREFIX
 from pytest_cluster.probes.jobs.checkpoint.payload import Leftover, RankData
 from tests.probes.jobs.checkpoint.test___main__ import run_rank

@@ -1,0 +1,47 @@
+"""contract/sections/host.py: the `host:` section, its clauses and the software versions
+promised."""
+
+from __future__ import annotations
+
+from pytest_cluster.contract.clauses import SOFTWARE
+from pytest_cluster.contract.model import HostSpec
+from pytest_cluster.contract.reading.compose import compose
+from pytest_cluster.contract.reading.located_errors import Ctx
+from pytest_cluster.contract.sections.host import parse_host
+
+
+def parsed(text: str | None) -> tuple[HostSpec, list[str]]:
+    ctx = Ctx("t.yaml")
+    host = parse_host(ctx, None if text is None else compose(text, "t.yaml"))
+    return host, [str(error) for error in ctx.errors]
+
+
+def test_a_spec_without_host_promises_nothing_but_the_same_software() -> None:
+    assert parsed(None) == (HostSpec(), [])
+    assert HostSpec().same_software and HostSpec().clauses == ()
+
+
+def test_each_version_is_read_as_written_and_named_by_its_package() -> None:
+    host, errors = parsed("{cpu_cores: 8,\n software: {torch: 2.10, cuda: '>= 12.4'},\n"
+                          " same_software: false}")
+    assert errors == []
+    assert [(v.key, v.line, v.name, v.requirement.text) for v in host.software] == [
+        ("host.software.torch", 2, "torch", ">= 2.10"),  # 2.10, never the float 2.1
+        ("host.software.cuda", 2, "cuda", ">= 12.4")]
+    assert host.software[0].requirement.version == (2, 10)
+    assert not host.same_software
+    cores = host.clause("cpu_cores")
+    assert cores is not None and cores.requirement.text == ">= 8"
+
+
+def test_the_versions_keep_the_declared_order_not_the_written_one() -> None:
+    host, _ = parsed("{software: {" + ", ".join(f"{name}: 1" for name in reversed(SOFTWARE))
+                     + "}}")
+    assert tuple(v.name for v in host.software) == SOFTWARE
+
+
+def test_an_unknown_package_is_named_with_the_closest_known() -> None:
+    host, errors = parsed("{software: {torhc: 1}}")
+    assert host.software == ()
+    assert errors == [f"t.yaml:1: host.software.torhc: unknown key; did you mean 'torch'? "
+                      f"(known keys: {', '.join(SOFTWARE)})"]

@@ -1,0 +1,81 @@
+"""measure/network/fabric.py: which ports a node's NIC answer counts, what grew or went down
+between two readings, and the environment that binds a rail's jobs to one port."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, cast
+
+import pytest
+
+from pytest_cluster.measure.network import fabric
+
+if TYPE_CHECKING:
+    from pytest_cluster.probes.nic import Port
+
+
+def port(name: str, kind: str = "rdma", **fields: Any) -> Port:
+    return cast("Port", {"name": name, "device": name.split("/", maxsplit=1)[0], "kind": kind,
+                         "virtual": False, "active": True, **fields})
+
+
+def test_the_counted_ports_are_rdma_else_devices_else_the_glob() -> None:
+    ib = [port("mlx5_0/1"), port("mlx5_1/1")]
+    eth = [port("eno1", "net"), port("veth3", "net", virtual=True)]
+    assert [p["name"] for p in fabric.counted(ib + eth, None)] == ["mlx5_0/1", "mlx5_1/1"]
+    assert [p["name"] for p in fabric.counted(eth, None)] == ["eno1"]
+    assert [p["name"] for p in fabric.counted(ib + eth, "veth*")] == ["veth3"]
+    assert [p["name"] for p in fabric.counted(ib + eth, "mlx5_1")] == ["mlx5_1/1"]
+    assert fabric.inactive([port("mlx5_3/1", active=False, state="DOWN",
+                                 phys_state="Polling")]) == ["mlx5_3/1 (DOWN, Polling)"]
+    assert fabric.grown([port("mlx5_0/1", counters={"link_downed": 1, "symbol_error": 3}),
+                         port("eno1", "net", counters={"carrier_changes": 4})],
+                        [port("mlx5_0/1", counters={"link_downed": 3, "symbol_error": 90}),
+                         port("eno1", "net", counters={"carrier_changes": 2}),
+                         port("mlx5_9/1", counters={"link_downed": 5})]) == [
+        "mlx5_0/1: link_downed 1 -> 3"]  # symbol errors recorded; a reset or a new port
+    assert fabric.symbol_rates(
+        [port("a/1", counters={"symbol_error": 3}), port("b/1", counters={"symbol_error": 50}),
+         port("c/1", counters={}), port("d/1", counters={"symbol_error": 1})],
+        [port("a/1", counters={"symbol_error": 93}), port("b/1", counters={"symbol_error": 4}),
+         port("c/1", counters={"symbol_error": 7}), port("e/1", counters={"symbol_error": 2})],
+        60.0) == {"a/1": (90, 1.5), "b/1": (4, 4 / 60)}  # b/1 was reset: counts from 0
+    assert fabric.firmware([port("mlx5_0/1", firmware="1.2"), port("mlx5_1/1", firmware="1.3"),
+                            port("mlx5_2/1", firmware="1.3")]) == \
+        "1.2 (mlx5_0), 1.3 (mlx5_[1-2])"
+
+
+def test_a_rail_is_bound_by_the_environment_its_backend_reads() -> None:
+    """NCCL over an HCA port: that port alone (exact match); NCCL over an interface: that
+    socket interface with IB off; gloo: the port's interface, or why it has none."""
+    hca = port("mlx5_3/1", port=1, netdev="ibp3s0")
+    assert fabric.rail_env(hca, "nccl") == (("NCCL_IB_HCA", "=mlx5_3:1"),)
+    assert fabric.rail_env(hca, "gloo") == (("GLOO_SOCKET_IFNAME", "ibp3s0"),)
+    eth = port("rail2", "net", netdev="rail2")
+    assert fabric.rail_env(eth, "nccl") == (("NCCL_SOCKET_IFNAME", "=rail2"),
+                                            ("NCCL_IB_DISABLE", "1"))
+    assert fabric.rail_env(eth, "gloo") == (("GLOO_SOCKET_IFNAME", "rail2"),)
+    with pytest.raises(ValueError, match="mlx5_0/1 has no network interface for gloo"):
+        fabric.rail_env(port("mlx5_0/1", port=1, netdev=None), "gloo")
+    # every port name any node has, in the order first seen, with the first node's port
+    found = fabric.rails({"a": [port("mlx5_1/1"), port("mlx5_0/1")],
+                          "b": [port("mlx5_0/1", netdev="x"), port("mlx5_2/1")]})
+    assert list(found) == ["mlx5_1/1", "mlx5_0/1", "mlx5_2/1"]
+    assert "netdev" not in found["mlx5_0/1"]
+
+
+def test_a_port_seen_down_is_named_with_its_node_and_who_saw_it() -> None:
+    """The rail search's reason for running no job on a port down (fabric.down_on): per
+    node whose port of that name is not active; a node without the port is not down."""
+    ports = {"a": [port("mlx5_0/1"), port("mlx5_1/1", active=False, state="DOWN",
+                                          phys_state="Disabled")],
+             "b": [port("mlx5_1/1")], "c": [port("mlx5_0/1")],
+             "d": [port("rail2", "net", active=False, state="down")]}
+    assert fabric.down_on(ports, "mlx5_1/1") == {
+        "a": "port mlx5_1/1 on a is down (DOWN, Disabled), seen by the NIC probe at the "
+             "run's start (fabric.ports): not run on it"}
+    assert fabric.down_on(ports, "rail2", fabric.AFTER_FAILURE) == {
+        "d": "port rail2 on d is down (down), seen by the NIC probe after a job on it "
+             "failed: not run on it again"}
+    assert fabric.down_on(ports, "mlx5_0/1") == {}
+    # the port that binds a rail's jobs: an active one, where a node has one
+    assert fabric.rails(ports)["mlx5_1/1"] is ports["b"][0]
