@@ -18,7 +18,6 @@ import pytest
 from pytest_cluster.measure import (
     dataloader_claims,
     fabric,
-    gpu_facts,
     latency,
     plausible,
     stragglers,
@@ -234,15 +233,6 @@ def test_a_counter_beyond_64_bits_is_refused_as_the_integer_given(value: int) ->
     with pytest.raises(ValueError, match=f"counters.link_downed = {value}, "):
         fabric.ports_of({"ports": [port]})
     assert fabric.ports_of({"ports": [{**port, "counters": {"link_downed": 2**64 - 1}}]})
-
-
-@pytest.mark.parametrize("gpus", [{"0": {"index": 0}}, ["gpu0", 7], [{"index": True}]])
-def test_a_gpu_list_that_is_no_list_of_entries_names_no_gpu(gpus: object) -> None:
-    """A probe's `gpus` given as a map, entries that are no records, or an index of true
-    (== 1 in Python): a traceback (AttributeError) or GPU 1's entry; now no GPU's, and
-    its tests say the node has no such GPU."""
-    assert gpu_facts.nvml_gpu({"gpus": gpus}, 1) is None
-    assert gpu_facts.perf_gpu({"gpus": gpus}, None, 1) is None
 
 
 @pytest.mark.parametrize("capacity", [5e-324, 0.5, "1e15", -1])

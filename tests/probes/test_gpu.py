@@ -1,6 +1,6 @@
 """The GPU probes against the simulated NVML (which is itself checked against the real
-nvidia-ml-py in tests/sim/nvml/test_pynvml.py), the torch probe without CUDA, and reading
-the probes' payloads."""
+nvidia-ml-py in tests/sim/nvml/test_pynvml.py) and the torch probe without CUDA (reading
+their payloads: tests/measure/test_gpu_facts.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from pytest_cluster.contract.model import GpuSpec
 from pytest_cluster.contract.sim_records import SimSpec
 from pytest_cluster.launchers.sim import SIM_NVML_DIR, gpu_probe_env
 from pytest_cluster.measure.calls import gpu_perf_call
-from pytest_cluster.measure.gpu_facts import nvml_gpu, p2p_for, perf_gpu, xids_for
 from pytest_cluster.probes import probe_source
 from pytest_cluster.sim.cluster import SimNode, describe_node
 from tests.sim.nvml.test_pynvml import simulated_pynvml
@@ -111,47 +110,6 @@ def gpus_of(text: str) -> GpuSpec:
     return spec.gpus
 
 
-NVML = {"gpus": [{"index": 0, "uuid": "GPU-AAA", "pci_bus_id": "00000000:18:00.0"},
-                 {"index": 1, "uuid": "GPU-bbb", "pci_bus_id": "00000000:2A:00.0"}],
-        "xid": {"events": [{"gpu": 1, "xid": 79}, {"gpu": 0, "xid": 31}], "window_s": 2,
-                "kernel_log": {"events": [{"pci": "0000:2a:00", "xid": 48}],
-                               "source": "dmesg (since boot)"}}}
-
-
-def test_reading_payloads() -> None:
-    first = nvml_gpu(NVML, 1)
-    assert first is not None
-    assert nvml_gpu(NVML, 2) is None
-    found, unreadable = xids_for(NVML, first)
-    assert [(x.xid, x.source, x.critical) for x in found] == [
-        (79, "NVML events (2 s)", True), (48, "dmesg (since boot)", True)]
-    assert unreadable == []
-    zero = nvml_gpu(NVML, 0)
-    assert zero is not None
-    assert [x.critical for x in xids_for(NVML, zero)[0]] == [False]
-    # torch lists GPUs in another order (CUDA_VISIBLE_DEVICES): joined by UUID
-    perf = {"gpus": [{"index": 0, "uuid": "bbb"}, {"index": 1, "uuid": "aaa"}]}
-    assert perf_gpu(perf, first, 1) == {"index": 0, "uuid": "bbb"}
-    assert perf_gpu({"gpus": [{"index": 1}]}, first, 1) == {"index": 1}
-    pairs = {"p2p": {"pairs": [{"src": 0, "dst": 1, "bytes_per_s": 100.0},
-                               {"src": 1, "dst": 0, "bytes_per_s": 300.0},
-                               {"src": 0, "dst": 2, "bytes_per_s": 400.0},
-                               {"src": 1, "dst": 2, "bytes_per_s": 50.0}]}}
-    copies = p2p_for(pairs, 0)
-    assert copies is not None
-    assert (copies.median_bytes_per_s, copies.slowest_peer, copies.pairs) == (300.0, 1, 3)
-    assert p2p_for(pairs, 5) is None
-
-
-def test_unreadable_xid_sources_are_named() -> None:
-    payload = {"xid": {"error": "cannot listen for XID events: Not Supported",
-                       "kernel_log": {"error": "cannot read the kernel log: denied"}}}
-    found, unreadable = xids_for(payload, {"index": 0, "pci_bus_id": "0:1:0.0"})
-    assert found == []
-    assert unreadable == ["NVML events: cannot listen for XID events: Not Supported",
-                          "kernel log: cannot read the kernel log: denied"]
-
-
 FAKE_TORCH = Path(__file__).resolve().parent / "fakes"
 
 
@@ -203,14 +161,6 @@ def test_gpu_perf_skips_parts_and_survives_a_dying_gpu_process() -> None:
     for index in (0, 2):
         assert "usable_memory" not in by_index[index]
         assert by_index[index]["matmul"]["bf16"]["tflops_median"] > 0
-
-
-def test_an_xid_nvml_cannot_place_counts_against_every_gpu() -> None:
-    payload = {"xid": {"events": [{"gpu": None, "xid": 79}], "window_s": 2}}
-    for index in (0, 1):
-        found, _ = xids_for(payload, {"index": index, "pci_bus_id": "0:1:0.0"})
-        assert [(x.xid, x.source) for x in found] == [
-            (79, "NVML events (2 s, GPU not identified)")]
 
 
 def test_simulated_handles_are_like_ctypes_pointers() -> None:

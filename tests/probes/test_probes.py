@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
 
-from pytest_cluster.launchers.result import parse_probe_output
 from tests.shipped_probe import run_probe
 
 
@@ -53,17 +51,6 @@ def test_storage_probe_not_enough_space(scratch: Path) -> None:
     data = run_probe("storage", "--path", str(scratch), "--io-size", str(2**62))
     assert data["write"]["error"].startswith(f"not enough free space for a {2**62} byte")
     assert data["read"]["error"].startswith("no test file to read: not enough free space")
-
-
-def test_output_parsing() -> None:
-    assert parse_probe_output('noise\n{"probe": "host", "data": {"a": 1}}\n', "host") == {"a": 1}
-    for bad, message in [("", "the probe printed nothing"),
-                         ("{oops", "the probe's last line is not JSON"),
-                         ('{"probe": "host"}', "the probe's JSON has no 'data' object"),
-                         (json.dumps({"probe": "storage", "data": {}}),
-                          "expected output of probe 'host', got 'storage'")]:
-        with pytest.raises(ValueError, match=message):
-            parse_probe_output(bad, "host")
 
 
 # -- helpers copied between a program on a node and the controller -----------------------

@@ -14,7 +14,7 @@ from pytest_cluster.measure.inventory_file import INVENTORY
 from pytest_cluster.run.after_checks import AfterChecks
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.baseline.compare import Baseline
+    from pytest_cluster.evidence.baseline.accepted import Baseline
     from pytest_cluster.measure.inventory_file import InventoryDocument
 
 SPEC = "cluster: {name: after, nodes: 'n[1-2]', launcher: sim}\ngpus: {count: 8}\nsim: {}\n"
