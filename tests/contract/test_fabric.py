@@ -180,10 +180,10 @@ def test_a_rail_search_that_cannot_decide_blames_no_node(pytester: pytest.Pytest
     cases = planned(pytester, text, "-k", "rail_busbw or ports")
     # every rail case of the nodes at half rate (all of them), and the ports of the node
     # whose port is down
-    rails = tuple(c for c in cases if "rail_busbw" in c)
-    ports = tuple(c for c in cases if "ports" in c)
-    failing = (on_nodes(rails, faulted(text, "link_factor"))
-               + on_nodes(ports, faulted(text, "nic_down")))
+    rail_cases = tuple(c for c in cases if "rail_busbw" in c)
+    port_cases = tuple(c for c in cases if "ports" in c)
+    failing = (on_nodes(rail_cases, faulted(text, "link_factor"))
+               + on_nodes(port_cases, faulted(text, "nic_down")))
     result.assert_outcomes(passed=len(cases) - len(failing), failed=len(failing))
     lines = {r["node"]: r for r in jsonl(pytester) if r.get("clause") == "fabric.rail_busbw"}
     assert {n: r["error_kind"] for n, r in lines.items()} == {

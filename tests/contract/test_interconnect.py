@@ -564,9 +564,9 @@ def test_at_scale_a_far_node_of_the_sample_is_tested_again_with_good_peers(
     result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k",
                                 "test_colocation")
     cases = planned(pytester, text, "-k", "test_colocation")
-    far = on_nodes(cases, faulted(text, "latency_factor"))
-    assert far == ("test_colocation[sim-gpu-100]",)
-    result.assert_outcomes(passed=len(cases) - len(far), failed=len(far))
+    farther = on_nodes(cases, faulted(text, "latency_factor"))
+    assert farther == ("test_colocation[sim-gpu-100]",)
+    result.assert_outcomes(passed=len(cases) - len(farther), failed=len(farther))
     records = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)}
     far = records["test_colocation[sim-gpu-100]"]
     assert far["outcome"] == "failed"
