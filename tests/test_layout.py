@@ -14,36 +14,6 @@ TESTS = ROOT / "tests"
 #: The fixtures that start real components (tests/conftest.py).
 REAL_FIXTURES = {"netns", "slurm"}
 
-#: Modules whose tests are still elsewhere (in a test of a wider behaviour, a pytester run):
-#: each gets its own file as it is next worked on; the list only shrinks (a module named
-#: here that has its file, or no longer exists, fails the test below).
-WITHOUT_OWN_TEST = frozenset({
-    "contract/fields.py",
-    "contract/sim.py",
-    "evidence/__init__.py",
-    "evidence/bundle/bounds.py",
-    "evidence/bundle/dsse.py",
-    "evidence/bundle/keys.py",
-    "evidence/bundle/manifest.py",
-    "evidence/record/sealing.py",
-    "evidence/bundle/tree.py",
-    "evidence/record/check.py",
-    "evidence/record/derived_cases.py",
-    "evidence/record/end.py",
-    "evidence/record/gathered.py",
-    "evidence/record/latency_map.py",
-    "evidence/record/plan.py",
-    "evidence/record/rundir.py",
-    "evidence/regular_file.py",
-    "evidence/untrusted_json.py",
-    "evidence/verdict/node_groups.py",
-    "evidence/verdict/timelines.py",
-    "run/junit_cases.py",
-    "run/sealed.py",
-    "run/session.py",
-    "soak/case_reports.py",
-})
-
 
 def _has_logic(path: Path) -> bool:
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -68,12 +38,8 @@ def modules_with_logic() -> dict[str, Path]:
 
 def test_every_module_with_logic_has_its_test_file() -> None:
     modules = modules_with_logic()
-    missing = sorted(name for name, test in modules.items()
-                     if not test.exists() and name not in WITHOUT_OWN_TEST)
+    missing = sorted(name for name, test in modules.items() if not test.exists())
     assert not missing, f"no tests/<folder>/test_<module>.py for: {', '.join(missing)}"
-    stale = sorted(name for name in WITHOUT_OWN_TEST
-                   if name not in modules or modules[name].exists())
-    assert not stale, f"WITHOUT_OWN_TEST names modules that have their file or are gone: {stale}"
 
 
 def _is_test_or_fixture(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

@@ -48,7 +48,7 @@ FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen",
 #: What a simulated node's NCCL may fall back to (its `transport` fault).
 SIM_TRANSPORTS = ("socket",)
 #: The clocks event reasons that count as throttling (the GPU probe's THROTTLE_BITS: the spec
-#: imports no probe; tests/contract/test_loader.py asserts both name the same).
+#: imports no probe; tests/contract/test_sim.py asserts both name the same).
 THROTTLES = ("hw_slowdown", "sw_thermal", "hw_thermal", "power_brake")
 #: Faults of a whole node, and what they change; the simulator applies them per node only.
 NODE_FAULTS = {"gpus": "the node's GPU count", "down": "the whole node",

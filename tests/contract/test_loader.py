@@ -221,14 +221,6 @@ def test_several_nodes_promise_the_same_software_by_default() -> None:
     assert spec.host.same_software is True
 
 
-@pytest.mark.parametrize("python", ["-c", "python3 -c 'import os'", "py$(id)", ""])
-def test_interpreter_must_be_a_path(python: str) -> None:
-    message = error_of(f"cluster: {{name: x, nodes: a, python: {python!r}}}\n"
-                       "host: {cpu_cores: 1}\n")
-    assert message == ("trial.yaml:1: cluster.python: expected an interpreter path like "
-                       f"/shared/venv/bin/python, got {python!r}")
-
-
 SIM_BASE = "cluster: {name: x, nodes: 'n[1-2]', launcher: sim}\n"
 
 
@@ -309,13 +301,6 @@ def test_gpu_defaults_are_safe() -> None:
     assert off is not None and off.xid is None
     links = off.clause("nvlink")  # a number of links instead of the rule
     assert links is not None and links.requirement.text == ">= 12"
-
-
-def test_the_spec_knows_the_throttle_reasons_the_gpu_probe_reads() -> None:
-    from pytest_cluster.contract.sim import THROTTLES
-    from pytest_cluster.probes.gpu import THROTTLE_BITS
-
-    assert tuple(THROTTLE_BITS) == THROTTLES
 
 
 def test_a_section_declared_without_a_parser_is_its_declared_clauses(

@@ -13,8 +13,6 @@ from pytest_cluster.contract.declaration import Declaration
 from pytest_cluster.contract.launchers import KINDS
 from pytest_cluster.contract.model import Spec
 from pytest_cluster.contract.sections import LISTED
-from pytest_cluster.contract.sim import LIES
-from pytest_cluster.contract.sim_records import SimSpec
 from tests.contract.test_loader import error_of as spec_error
 
 SIM_BASE = "cluster: {name: x, nodes: 'n[1-2]', launcher: sim}\ngpus: {count: 8}\n"
@@ -30,56 +28,6 @@ def said(spec: Spec) -> tuple[str, ...]:
 
 def error_of(text: str) -> str:
     return spec_error(text, "t.yaml")
-
-
-@pytest.mark.parametrize(("fault", "what"), [
-    ("link_factor: 0.5", "link_factor is a node fault (the node's network)"),
-    ("gpus: 7", "gpus is a node fault (the node's GPU count)"),
-    ("down: true", "down is a node fault (the whole node)"),
-    ("lies: gpu_figures", "lies is a node fault (what the node reports)"),
-])
-def test_a_node_fault_on_a_gpu_is_refused(fault: str, what: str) -> None:
-    text = SIM_BASE + f"sim:\n  faults:\n    - {{node: n1, gpu: 2, {fault}}}\n"
-    key = fault.split(":", maxsplit=1)[0]
-    assert error_of(text) == (f"t.yaml:5: sim.faults[0].{key}: {what}, not a GPU's: give it "
-                              "without gpu")
-
-
-def test_a_lie_is_one_the_sim_knows() -> None:
-    """`lies:` names a claim the simulated node makes instead of what it measured, one of
-    LIES; another word is refused naming them all."""
-    text = SIM_BASE + "sim:\n  faults:\n    - {node: n1, lies: everything}\n"
-    assert error_of(text) == (f"t.yaml:5: sim.faults[0].lies: expected one of "
-                              f"{', '.join(LIES)} (what the node claims instead of what it "
-                              "measured), got 'everything'")
-    spec = parse_spec(text.replace("everything", "cores"), "t.yaml")
-    assert spec.sim is not None
-    assert [f.lies for f in spec.sim.faults] == ["cores"]
-
-
-@pytest.mark.parametrize(("per_node", "fault", "shown"), [
-    ("", "{node: n1, gpu: 9, memory_held: 5 GiB}", "from 0 to 7 (sim.gpus_per_node: 8), got 9"),
-    ("", "{node: n1, gpu: 9, matmul_factor: 0.8}", "from 0 to 7 (sim.gpus_per_node: 8), got 9"),
-    ("  gpus_per_node: 4\n", "{node: n1, gpu: 4, throttle: hw_slowdown}",
-     "from 0 to 3 (sim.gpus_per_node: 4), got 4"),
-])
-def test_a_gpu_index_out_of_range_is_one_error(per_node: str, fault: str, shown: str) -> None:
-    text = SIM_BASE + f"sim:\n{per_node}  faults:\n    - {fault}\n"
-    line = 5 + bool(per_node)
-    assert error_of(text) == f"t.yaml:{line}: sim.faults[0].gpu: expected a GPU index {shown}"
-
-
-@pytest.mark.parametrize(("rounds", "message"), [
-    ("from_round: 3, until_round: 2", "expected the last round the fault is on, from "
-     "from_round (3) on, got 2"),
-    ("until_round: 0", "expected a whole number >= 1, got 0"),
-])
-def test_a_fault_repaired_before_it_starts_is_refused(rounds: str, message: str) -> None:
-    text = SIM_BASE + f"sim:\n  faults:\n    - {{node: n1, down: true, {rounds}}}\n"
-    assert error_of(text) == f"t.yaml:5: sim.faults[0].until_round: {message}"
-    spec = parse_spec(text.replace(rounds, "from_round: 2, until_round: 3"), "t.yaml")
-    assert spec.sim is not None
-    assert [(f.from_round, f.until_round) for f in spec.sim.faults] == [(2, 3)]
 
 
 @pytest.mark.parametrize(("written", "bound"), [
@@ -129,12 +77,6 @@ def test_more_nccl_ranks_than_gpus_is_refused_at_load_time() -> None:
 def test_more_gloo_ranks_than_gpus_is_accepted() -> None:
     spec = parse_spec(INTERCONNECT + "  backend: gloo\n", "t.yaml")
     assert spec.interconnect is not None and spec.interconnect.ranks_per_node == 16
-
-
-@pytest.mark.parametrize("sim", ["sim:\n", "sim: {}\n", "sim: ~\n"])
-def test_an_empty_sim_section_takes_every_default(sim: str) -> None:
-    spec = parse_spec(SIM_BASE + sim, "t.yaml")
-    assert spec.sim == SimSpec(gpu_model="H100-SXM-80GB", gpus_per_node=8)
 
 
 def test_an_empty_sim_section_still_needs_the_sim_launcher() -> None:

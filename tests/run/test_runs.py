@@ -189,47 +189,6 @@ def test_an_interrupted_run_says_so_and_every_case_has_a_line(
     assert "small: INCOMPLETE - " in html
 
 
-INTERRUPT_IN_CALL_3 = """  # a plugin: the third case begun (set up), then Ctrl-C
-count = 0
-
-def pytest_runtest_call(item):
-    global count
-    count += 1
-    if count == 3:
-        raise KeyboardInterrupt
-"""
-
-
-@pytest.mark.parametrize("interrupter", [INTERRUPT_AFTER_3, INTERRUPT_IN_CALL_3],
-                         ids=["between cases", "inside a case"])
-def test_an_interrupted_runs_junit_counts_what_ran_as_the_terminal(
-        pytester: pytest.Pytester, interrupter: str) -> None:
-    """The cases not reached are no testcases of junit.xml (they were listed as skipped,
-    which the terminal and report.html never said): JUnit has one testcase per case that
-    ran (not the case Ctrl-C stopped inside), its suite's `not_run` property counts the
-    others as results.jsonl's not_run lines, and the oracle finds no view that disagrees."""
-    from tests.oracle import check
-
-    every = len(cases(pytester))
-    result = interrupted_run(pytester, interrupter)
-    run_dir, = run_dirs(pytester)
-    results = [r for r in lines(run_dir) if r["type"] == "result"]
-    not_run = {r["case"].rpartition("::")[2] for r in results if r["outcome"] == "not_run"}
-    ran = {r["case"].rpartition("::")[2] for r in results} - not_run
-    testcases = list(suite(run_dir).iter("testcase"))
-    names = [str(tc.get("name")) for tc in testcases]
-    assert len(names) == len(set(names)) and set(names) == ran
-    assert len(not_run) >= every - 3 and len(ran) + len(not_run) == every
-    assert int(suite(run_dir).get("tests", 0)) == len(ran)
-    assert int(suite(run_dir).get("skipped", 0)) == 0
-    assert suite_props(run_dir)["not_run"] == str(len(not_run))
-    # named as the cases that ran: the module of each case id, wherever pytest ran
-    assert {str(tc.get("classname")) for tc in testcases} == {
-        r["case"].partition(".py::")[0].replace("/", ".") for r in results
-        if r["outcome"] != "not_run"}
-    assert check(run_dir, result.stdout.str()) == []
-
-
 def test_an_unreachable_node_is_one_line_and_the_others_are_judged(
         pytester: pytest.Pytester) -> None:
     every, n2_cases, same = len(cases(pytester)), per_node(pytester, "n2"), \
@@ -282,27 +241,6 @@ def test_with_every_node_down_every_case_has_a_line_and_nothing_passes(
     assert "INTERNALERROR" not in result.stdout.str()
 
 
-def test_junit_names_are_the_same_from_any_directory(pytester: pytest.Pytester) -> None:
-    mine = per_node(pytester)
-    run(pytester, "-k", "n1")
-    elsewhere = pytester.path / "elsewhere"
-    elsewhere.mkdir()
-    os.chdir(elsewhere)
-    pytester.runpytest(f"--cluster={pytester.path / 'trial.yaml'}", "-p", "no:cacheprovider",
-                       "-k", "n1", f"--cluster-reports={pytester.path / 'reports'}")
-    first, second = run_dirs(pytester)
-
-    def names(run_dir: Path) -> set[tuple[str, str]]:
-        return {(c.get("classname", ""), c.get("name", ""))
-                for c in suite(run_dir).iter("testcase")}
-
-    assert names(first) == names(second)
-    assert ("acceptance.test_gpus", "test_gpu_count[n1]") in names(first)
-    assert suite(first).get("name") == "small"
-    testcases = list(suite(first).iter("testcase"))
-    assert len(testcases) == int(suite(first).get("tests", "0")) == mine  # one per check
-
-
 @pytest.mark.slow
 def test_not_in_contract_is_said_under_xdist(pytester: pytest.Pytester) -> None:
     (pytester.path / "trial.yaml").write_text(SPEC.format(faults=""), encoding="utf-8")
@@ -314,21 +252,3 @@ def test_not_in_contract_is_said_under_xdist(pytester: pytest.Pytester) -> None:
     end = lines(run_dirs(pytester)[0])[-1]
     assert end["status"] == "complete"
     assert {"clause": "gpus.matmul", "why": "not in contract"} in end["not_checked"]
-
-
-def test_the_evidence_line_names_the_files_the_link_and_what_is_elsewhere(
-        tmp_path: Path) -> None:
-    from pytest_cluster.evidence.record.rundir import evidence_line, outside
-
-    run = tmp_path / "reports" / "20261125T000000Z-c"
-    (run / "probes").mkdir(parents=True)
-    (run / "results.jsonl").write_text("", encoding="utf-8")
-    away = str(tmp_path / "junit.xml")
-    assert outside(run, (str(run / "junit.xml"), None, away, "")) == [away]
-    assert evidence_line(run, True, [away]) == (
-        f"evidence: {run}/ (probes/, results.jsonl, manifest.intoto.json); "
-        f"{tmp_path / 'reports' / 'latest'} -> 20261125T000000Z-c; also {away}")
-    assert evidence_line(run, False, []).endswith(
-        "latest left as it is (not a link pytest-cluster made)")
-
-

@@ -1,4 +1,4 @@
-"""--cluster-soak: the suite in rounds. A round's command line, the nodes' timelines and a
+"""--cluster-soak: the suite in rounds. A round's command line and a
 case over the rounds as pure functions; then whole soaks of the sim cluster: a fault that
 starts at round 3 is named at round 3, a dead node's downtime and the SLA credit come out
 of the rounds, Ctrl-C keeps every finished round, and a stopped soak goes on."""
@@ -26,41 +26,8 @@ from pytest_cluster.evidence.record.end import verdict_schema
 from pytest_cluster.evidence.sinks.results import read_results
 from pytest_cluster.evidence.verdict import gate
 from pytest_cluster.evidence.verdict.nodes import ERROR, PASS
-from pytest_cluster.evidence.verdict.sla import FAILED, HEALTHY, UNREACHABLE, Span
-from pytest_cluster.evidence.verdict.timelines import Round, timelines
 from pytest_cluster.sim import round as round_env
 from pytest_cluster.soak import rounds as soak
-
-
-def _round(number: int, start: float, end: float, **states: str) -> Round:
-    return Round(number, Path(f"r{number}"), start, end, "complete", dict(states))
-
-
-def test_a_rounds_state_lasts_until_the_next_round_and_a_stop_is_not_observed() -> None:
-    found = timelines([_round(1, 0, 95, a=HEALTHY, b=HEALTHY),
-                       _round(2, 100, 190, a=HEALTHY, b=UNREACHABLE),
-                       _round(3, 1000, 1100, a=FAILED, b=HEALTHY)], join_s=60)
-    assert found.spans["b"] == [Span(0, 100, HEALTHY), Span(100, 190, UNREACHABLE),
-                                Span(1000, 1100, HEALTHY)]
-    assert found.window == (0, 1100)
-    assert found.unobserved_s == 810  # 190 to 1000: the soak was stopped
-    assert found.observed_s == 290
-
-
-def test_the_pause_before_a_resumed_session_or_after_a_stopped_round_is_not_observed(
-        ) -> None:
-    """Within `join_s`, yet no pause between rounds of one session: after a round that was
-    interrupted (Ctrl-C), and before the first round of a resumed session."""
-    stopped = Round(2, Path("r2"), 100, 150, "interrupted", {"a": FAILED})
-    found = timelines([_round(1, 0, 95, a=HEALTHY), stopped, _round(3, 156, 200, a=FAILED)])
-    assert found.spans["a"] == [Span(0, 100, HEALTHY), Span(100, 150, FAILED),
-                                Span(156, 200, FAILED)]
-    assert (found.unobserved_s, found.observed_s) == (6, 194)
-    resumed = timelines([_round(1, 0, 95, a=HEALTHY), _round(2, 98, 150, a=HEALTHY)],
-                        firsts={2})
-    assert resumed.spans["a"] == [Span(0, 95, HEALTHY), Span(98, 150, HEALTHY)]
-    assert resumed.unobserved_s == 3
-
 
 # -- whole soaks of the sim cluster ---------------------------------------------------------
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pytest_cluster.contract.model import Spec
     from pytest_cluster.evidence.record.lines import Predicate, SourceCommit, Tool
 
-_SOURCE = Path(__file__).resolve().parents[2]  # the checkout: pytest_cluster/evidence/..
+_SOURCE = Path(__file__).resolve().parents[3]  # the checkout: pytest_cluster/evidence/record/..
 
 
 def add_options(group: Any) -> None:

@@ -26,15 +26,7 @@ from pytest_cluster.evidence.baseline.compare import compare
 from pytest_cluster.evidence.baseline.files import read_inventory, read_results
 from pytest_cluster.evidence.sinks.results import read_results as read_run_results
 from pytest_cluster.evidence.untrusted_json import (
-    check,
     cut,
-    either,
-    json_path,
-    list_of,
-    null,
-    parse,
-    record,
-    text,
 )
 from pytest_cluster.measure.inventory_file import InventoryDocument
 from pytest_cluster.units import UNITS
@@ -43,52 +35,6 @@ from tests.evidence.baseline.test_hardware import NODE
 
 ID = ('{"unreadable": WHY} or a string of at most 4096 characters, a number, true, false or '
       'null')
-
-
-# -- the strict reader and the shapes ------------------------------------------------------
-
-def _refused(data: bytes) -> str:
-    with pytest.raises(InputError) as caught:
-        parse(data, "f.json")
-    return str(caught.value)
-
-
-def test_parse_refuses_what_json_loads_would_take_or_crash_on() -> None:
-    assert parse(b'{"a": [1, 2.5, "x", null]}', "f.json") == {"a": [1, 2.5, "x", None]}
-    assert _refused(b'{"a": NaN}') == ("f.json: NaN (expected a finite number: JSON has no "
-                                       "NaN or Infinity)")
-    assert _refused(b"[-Infinity]") == ("f.json: -Infinity (expected a finite number: JSON "
-                                        "has no NaN or Infinity)")
-    assert _refused(b"[1e400]") == ("f.json: the number '1e400' is beyond a float (expected "
-                                    "a finite number)")
-    assert _refused(b'{"a": 1, "a": 2}') == ("f.json: the key 'a' twice in one object "
-                                             "(expected each key once)")
-    assert _refused(b'{"a": "\xff"}') == ("f.json: byte 7 is not UTF-8 (expected JSON text "
-                                          "in UTF-8)")
-    assert _refused(b"[" * 200_000) == ("f.json: nested too deeply to be read (expected the "
-                                        "few levels of [ and { that pytest-cluster writes)")
-    assert _refused(b'{"a": 1,\n "b": }') == ("f.json: not JSON at line 2 column 7: "
-                                              "Expecting value")
-    assert _refused(b"1" * 5000).startswith("f.json: not JSON pytest-cluster writes: ")
-
-
-def test_a_mismatch_names_the_path_what_was_expected_and_a_cut_printable_value() -> None:
-    shape = record({"nodes": record({"n1": list_of(record({"serial": text(8)}))})})
-    value = {"nodes": {"n1": [{"serial": "ok"}, {"serial": "\x1b[31m" * 30}]}}
-    with pytest.raises(InputError) as caught:
-        check(shape, value)
-    assert str(caught.value) == (
-        "nodes.n1[1].serial: expected a string of at most 8 characters, found a string of "
-        "150 characters, " + repr("\x1b[31m" * 12 + "…") + "")
-    assert "\x1b" not in str(caught.value)
-    assert check(shape, {"nodes": {"n1": [{"serial": "ok", "other": [[[]]]}]}, "x": 1}) == {
-        "nodes": {"n1": [{"serial": "ok"}]}}  # only what the shape declares is kept
-    assert json_path(["nodes", "gpu-1.example.com", "gpus", 3]) == \
-        "nodes['gpu-1.example.com'].gpus[3]"
-    assert cut("a" * 61) == repr("a" * 60 + "…")
-    with pytest.raises(InputError, match=r"^the document: expected a string of at most 4 "
-                                         r"characters or null, found true$"):
-        check(either(text(4), null()), True)
 
 
 def _write(path: Path, lines: list[dict[str, Any]]) -> Path:

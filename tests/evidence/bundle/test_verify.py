@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from pytest_cluster.cli import main
 from pytest_cluster.evidence.bundle import verify as verify_module
-from pytest_cluster.evidence.bundle.bounds import MAX_DEPTH, depth, shown
+from pytest_cluster.evidence.bundle.bounds import MAX_DEPTH
 from pytest_cluster.evidence.bundle.keys import Ed25519FileSigner, PublicKey
 from pytest_cluster.evidence.bundle.manifest import MANIFEST, PREDICATE_TYPE, seal
 from pytest_cluster.evidence.bundle.verify import verify
@@ -365,26 +365,6 @@ def test_huge_and_hostile_fields_are_echoed_cut_and_printable(
     assert "ADDED: new\\nline\\x1b" in lines
     assert lines[-2] == "signature: by k\\x07\\u202e" + "k" * 66 + "...; NOT CHECKED (give " \
         "--key PUBKEY to check it)"
-
-
-def test_shown_and_depth() -> None:
-    assert shown("plain name.json") == "plain name.json"
-    assert shown("a\tb\\c\u00e9") == "a\\tb\\\\c\\xe9"
-    assert shown("x" * 10, 8) == "xxxxx..."
-    assert shown("\x00" * 10, 8) == "\\x00\\..."
-    assert depth(b"1") == 0 and depth(b"[]") == 1 and depth(b"][") == 0  # json stops at the ']'
-    assert depth(b'{"a": [1, {"b": "]]]["}], "c\\"[[": {}}') == 3
-
-
-@pytest.mark.parametrize(("text", "levels"), [
-    (b'["\\\\", ["\\\\\\"[", [[]]]]', 4),  # an escaped backslash ends no string early
-    (b'["a""[" , [["b"]]]', 3),  # two strings side by side, a bracket in the second
-    (b'[["", "", "]"], {"k": "{"}]', 2),  # empty strings, brackets inside strings
-    (b'[[ "[[[[' + b'\\"' * 1000, 2),  # unterminated: what follows the quote is not counted
-    (b'[\\"[[', 3),  # a backslash outside a string: JSON refuses it; still a count
-])
-def test_depth_counts_only_the_brackets_outside_strings(text: bytes, levels: int) -> None:
-    assert depth(text) == levels
 
 
 def test_the_soaks_kept_names_are_the_soaks() -> None:

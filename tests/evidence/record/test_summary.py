@@ -6,7 +6,6 @@ from typing import Any
 
 from pytest_cluster.evidence.record.summary import clause_tallies
 from pytest_cluster.evidence.sinks.results import ResultLine
-from pytest_cluster.evidence.verdict import node_groups
 
 
 def rec(node: str, measured: Any, outcome: str = "passed", gpu: int | None = None,
@@ -57,37 +56,3 @@ def test_many_text_values_show_the_failing_ones() -> None:
         "hw_slowdown (max 70 C) (n2 gpu0); hw_slowdown (max 71 C) (n2 gpu1); hw_slowdown "
         "(max 72 C) (n2 gpu2); hw_slowdown (max 73 C) (n2 gpu3); hw_slowdown (max 74 C) "
         "(n2 gpu4); and 2 more")
-
-
-def test_version_summaries_stay_short_on_big_clusters() -> None:
-    many = [f"n{i:02d}" for i in range(64)]
-    assert node_groups.summary({"2.4.0": many}) == "2.4.0 on all 64 node(s)"
-    assert node_groups.summary({"2.4.0": ["a", "b"]}) == "2.4.0 on a, b"
-    assert node_groups.summary({"2.4.0": many[:63], "2.3.1": ["n63"]}) == (
-        "2.4.0 on n[00-62]; 2.3.1 on n63")
-    scattered = [f"gpu-{i:04d}" for i in range(0, 1024, 2)]
-    odd = [f"gpu-{i:04d}" for i in range(1, 1024, 2)]
-    assert node_groups.summary({"6.8": scattered, "6.9": odd}) == (
-        "6.8 on 512 nodes (gpu-0000, gpu-0002, ...); 6.9 on 512 nodes (gpu-0001, gpu-0003, "
-        "...)")
-    each = {f"6.{i}": [f"gpu-{i:04d}"] for i in range(1024)}
-    assert node_groups.summary(each) == (
-        "6.0 on gpu-0000; 6.1 on gpu-0001; 6.2 on gpu-0002; 6.3 on gpu-0003; 6.4 on gpu-0004; "
-        "6.5 on gpu-0005; and 1018 more values")
-
-
-def test_same_on_all_nodes_evidence_names_nodes_as_hostlists() -> None:
-    nodes = [f"gpu-{i:04d}" for i in range(1, 1025)]
-    groups = {"2.21.5": [n for n in nodes if n not in ("gpu-0128", "gpu-0500")],
-              "2.19.3": ["gpu-0500"]}
-    raw = node_groups.evidence(groups, {"gpu-0128": "gpu-0128: host probe unreachable: down",
-                                        "gpu-0129": "gpu-0129: host probe timeout"})
-    assert raw == {"values": {"2.21.5": "gpu-[0001-0127,0129-0499,0501-1024]",
-                              "2.19.3": "gpu-0500"},
-                   "unanswered": {"host probe unreachable: down": "gpu-0128",
-                                  "host probe timeout": "gpu-0129"}}
-    dead = {n: f"{n}: host probe unreachable: down" for n in nodes[:512]}
-    assert node_groups.evidence({}, dead) == {
-        "values": {}, "unanswered": {"host probe unreachable: down": "gpu-[0001-0512]"}}
-
-

@@ -1,5 +1,4 @@
-"""The per-node verdict, margins, the results reader, run directories, and [SIMULATED]
-following from the results a test read."""
+"""The per-node verdict, margins and the results reader."""
 
 from __future__ import annotations
 
@@ -11,22 +10,13 @@ from typing import Any, cast
 import pytest
 from jsonschema import Draft202012Validator, ValidationError
 
-from pytest_cluster.contract import parse_spec
-from pytest_cluster.contract.model import Rule
-from pytest_cluster.contract.promised import ACROSS, TOO_FEW_NODES, across
-from pytest_cluster.evidence.record.check import Evidence, Place
-from pytest_cluster.evidence.record.gathered import cell_of, matrix
 from pytest_cluster.evidence.record.plan import (
-    NOT_AT_THIS_LEVEL,
-    LeftOut,
     Plan,
     PlannedCase,
     level_of_run,
     not_checked,
-    opt_in,
     why_left_out,
 )
-from pytest_cluster.evidence.record.rundir import create_run_dir, point_latest, run_dir_name
 from pytest_cluster.evidence.record.summary import ClauseTally, margin, margin_text
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results, run_status
 from pytest_cluster.evidence.verdict.blame import TOOL_ERROR
@@ -41,7 +31,6 @@ from pytest_cluster.evidence.verdict.nodes import (
     node_verdicts,
     said_once,
 )
-from pytest_cluster.launchers.result import ErrorKind, ProbeResult
 
 PLAN = Plan((PlannedCase("a::t[n1]", "gpus.count", "n1"),
              PlannedCase("a::t[n2]", "gpus.count", "n2"),
@@ -165,26 +154,6 @@ def test_a_controller_side_fault_is_not_checked_even_where_other_nodes_answered(
         ("NOT CHECKED", ["n1", "n2"], f"this machine could not check them: {said}")]
 
 
-def test_not_checked_says_why_per_clause() -> None:
-    ran = {"a::t[n1]", "a::t[n2]"}
-    left_out = (LeftOut("storage"), opt_in("gpus.sdc", "stress"),
-                LeftOut("interconnect.latency", ACROSS, across(1, 4)),
-                LeftOut("interconnect.node_counts 8", TOO_FEW_NODES, "the cluster has 4 nodes"))
-    rows = not_checked(Plan(PLAN.cases, PLAN.selected, left_out), ran)
-    # each says why as it is: in the contract but not at this level, not across the nodes
-    # of this run or of this cluster, or not in the contract at all
-    assert rows == [
-        {"clause": "gpus.sdc", "why": NOT_AT_THIS_LEVEL},
-        {"clause": "interconnect.latency", "why": ACROSS},
-        {"clause": "interconnect.node_counts 8", "why": TOO_FEW_NODES},
-        {"clause": "storage", "why": "not in contract"},
-        {"clause": "host.memory", "why": "deselected", "cases": 1, "of": 3},
-        {"clause": "gpus.count", "why": "not reached", "cases": 1, "of": 3},
-        {"clause": "host.memory", "why": "not reached", "cases": 2, "of": 3},
-        {"clause": "host.same_software.kernel", "why": "not reached", "cases": 1, "of": 1},
-    ]
-
-
 @pytest.mark.parametrize(("measured", "op", "required", "expected", "text"), [
     (7, "==", 8, -12.5, "-12.5 % off required"),
     (341.2, ">=", 360, -5.222, "-5.2 % below required"),
@@ -214,40 +183,6 @@ def test_the_worst_count_is_the_one_off_the_requirement() -> None:
     assert tally.worst_margin == pytest.approx(-12.5)
 
 
-def test_matrix_cells_colour_by_margin() -> None:
-    near: ResultLine = {"node": "n1", "outcome": "failed", "measured": 341.2, "required": 360,
-                        "comparison": ">=", "message": "Failed: slow"}
-    assert (cell_of(near).css, cell_of(near).text) == ("m-short", "-5")
-    far: ResultLine = {**near, "measured": 100}
-    assert cell_of(far).css == "m-fail"
-    broken: ResultLine = {**near, "measured": None, "error_kind": "unreachable"}
-    assert cell_of(broken).css == "m-error"
-    assert cell_of({**near, "outcome": "passed", "measured": 400}).css == "m-pass"
-    assert cell_of({**near, "outcome": "passed", "measured": 370}).css == "m-near"
-    assert cell_of({**near, "outcome": "not_run"}).css == "m-notrun"
-    # a miss by less than half a percent never reads "0", a pass's text for the same
-    close: ResultLine = {**near, "measured": 358.4}  # -0.44 %
-    assert (cell_of(close).css, cell_of(close).text) == ("m-short", "-0.44")
-    assert cell_of({**close, "outcome": "passed", "measured": 360.5}).text == "0"
-
-
-@pytest.mark.parametrize("order", [(0, 1), (1, 0)], ids=["worst last", "worst first"])
-def test_the_matrix_hover_names_the_worst_case_when_rounded_margins_tie(
-        order: tuple[int, int]) -> None:
-    """Two GPUs of a node at +3.4 % and +2.6 % both read "+3": the cell's hover names the
-    one with the lower exact margin, in whichever order they came (it named the first)."""
-    cases: list[ResultLine] = [
-        {"node": "n1", "gpu": gpu, "clause": "gpus.matmul.bf16", "outcome": "passed",
-         "measured": measured, "required": 100.0, "comparison": ">="}
-        for gpu, measured in ((0, 103.4), (1, 102.6))]
-    found = matrix(["n1"], [cases[i] for i in order])
-    cell = found.cells[("n1", "gpus.matmul.bf16")]
-    assert cell.text == "+3" and cell.title.startswith("n1 gpu1: ")
-    # a tie on the exact margin keeps the first, as before
-    same = matrix(["n1"], [cases[0], {**cases[0], "gpu": 2}])
-    assert same.cells[("n1", "gpus.matmul.bf16")].title.startswith("n1 gpu0: ")
-
-
 def test_a_results_file_without_an_end_line_was_interrupted(tmp_path: Path) -> None:
     path = tmp_path / "results.jsonl"
     lines = [{"type": "run", "cluster": "c"}, {"type": "result", "outcome": "passed"}]
@@ -267,87 +202,6 @@ def test_run_status() -> None:
     assert run_status(2, 10, 10, 3) == "interrupted"
     assert run_status(1, 10, 10, 3) == "interrupted"  # -x: selected checks not reached
     assert run_status(3, 10, 10, 10) == "internal_error"
-
-
-def test_run_directories_never_collide_and_latest_follows(tmp_path: Path) -> None:
-    started = 1795395060.0  # 2026-11-23 00:51:00 UTC
-    assert run_dir_name("gpu cluster/../x", started) == "20261123T005100Z-gpu_cluster_.._x"
-    first = create_run_dir(tmp_path, "c", started)
-    second = create_run_dir(tmp_path, "c", started)
-    assert (first.name, second.name) == ("20261123T005100Z-c", "20261123T005100Z-c-2")
-    point_latest(first)
-    point_latest(second)
-    assert os.readlink(tmp_path / "latest") == second.name
-    (tmp_path / "latest").unlink()
-    (tmp_path / "latest").mkdir()  # not ours: left alone
-    point_latest(first)
-    assert (tmp_path / "latest").is_dir() and not (tmp_path / "latest").is_symlink()
-
-
-class FakeItem:
-    def __init__(self) -> None:
-        self.user_properties: list[tuple[str, object]] = []
-        self.callspec: FakeCallSpec | None = None
-
-
-def test_simulated_follows_from_the_result_not_the_caller() -> None:
-    evidence = Evidence(FakeItem(), Place("n1", gpu=0))  # type: ignore[arg-type]
-    sim = ProbeResult("n1", "gpu", {"count": 0}, simulated=True)
-    evidence.require(sim, Rule("gpus.xid", 3, "no XID errors"))
-    with pytest.raises(pytest.fail.Exception, match=r"^\[SIMULATED\] n1 gpu0 xid: cannot"):
-        evidence.cannot_measure(Rule("gpus.xid", 3, "no XID errors"), "no events")
-    real = Evidence(FakeItem())  # type: ignore[arg-type]
-    down = ProbeResult("n1", "host", None, error=ErrorKind.UNREACHABLE, message="refused")
-    with pytest.raises(pytest.fail.Exception, match=r"^n1: host probe unreachable: refused"):
-        real.require(down, Rule("gpus.xid", 3, "no XID errors"))
-    assert ("probe", "host") in real.item.user_properties
-
-
-class FakeCallSpec:
-    def __init__(self, params: dict[str, Any]) -> None:
-        self.params = params
-
-
-def test_the_evidence_knows_where_from_the_tests_parameters() -> None:
-    """Node, filesystem and GPU come from the test's own parameters: no call says them."""
-    spec = parse_spec("cluster: {name: x, nodes: n2}\nstorage:\n  - {path: /data, "
-                      "write: 1 GB/s}\n", "t.yaml")
-    item = FakeItem()
-    item.callspec = FakeCallSpec({"node": "n2", "filesystem": spec.storage[0], "gpu": 3})
-    evidence = Evidence(item)  # type: ignore[arg-type]
-    assert evidence.place == Place("n2", "/data", 3)
-    write = spec.storage[0].clause("write")
-    assert write is not None
-    result = ProbeResult("n2", "storage", {}, simulated=True)
-    with pytest.raises(pytest.fail.Exception, match=r"^\[SIMULATED\] n2 /data gpu3 write: "
-                       r"measured 0.5 GB/s < required 1 GB/s \(50% of required\)$"):
-        evidence.check(write, 5e8, result=result)
-    recorded = dict(item.user_properties)
-    assert (recorded["node"], recorded["filesystem"], recorded["spec_key"]) == (
-        "n2", "/data", "storage[/data].write")
-    assert Evidence(FakeItem()).place == Place()  # type: ignore[arg-type]
-
-
-def test_a_case_that_fails_early_still_says_what_tells_it_apart() -> None:
-    """collective, payload and node count come from the parameters into the result, even
-    when the node did not answer before the test recorded them: every view can tell the
-    1 GiB case from the 16 GiB one."""
-    spec = parse_spec("cluster: {name: x, nodes: n2}\nhost: {cpu_cores: 8}\n", "t.yaml")
-    cores = spec.host.clause("cpu_cores") if spec.host is not None else None
-    assert cores is not None
-    item = FakeItem()
-    item.callspec = FakeCallSpec({"node": "n2", "collective": "all_reduce",
-                                  "payload": 2**30, "node_count": 1, "flag": True})
-    evidence = Evidence(item)  # type: ignore[arg-type]
-    down = ProbeResult("n2", "host", None, error=ErrorKind.UNREACHABLE, message="gone")
-    with pytest.raises(pytest.fail.Exception):
-        evidence.require(down, cores)
-    recorded = dict(item.user_properties)
-    assert (recorded["collective"], recorded["payload"], recorded["node_count"]) == (
-        "all_reduce", 2**30, 1)
-    assert "flag" not in recorded
-    names = [name for name, _ in item.user_properties]
-    assert names.count("payload") == 1
 
 
 def test_a_clause_failing_without_a_number_says_so_not_its_best_value() -> None:
