@@ -102,6 +102,31 @@ def on_no_node(cases: tuple[str, ...], nodes: tuple[str, ...]) -> tuple[str, ...
     return tuple(case for case in cases if case not in about_one)
 
 
+def on_nodes(cases: tuple[str, ...], nodes: tuple[str, ...]) -> tuple[str, ...]:
+    """The cases about any one of `nodes` (see `on`), in the order they run."""
+    about = {case for node in nodes for case in on(cases, node)}
+    return tuple(case for case in cases if case in about)
+
+
+def faulted(spec: str, fault: str | None = None) -> tuple[str, ...]:
+    """The nodes the sim faults of `spec` (its text) name, those whose field `fault`
+    (`latency_factor`, `nic_down`, ...) differs from its default when given, in the order
+    named: the nodes a scenario breaks, read from the spec a test wrote, never listed by
+    hand beside it."""
+    from dataclasses import MISSING, fields
+
+    from pytest_cluster.contract import parse_spec
+    from pytest_cluster.contract.sections.sim_records import SimFault
+
+    sim = parse_spec(spec, "faulted.yaml").sim
+    assert sim is not None, "the spec has no sim section"
+    default = {f.name: f.default for f in fields(SimFault) if f.default is not MISSING}
+    assert fault is None or fault in default, f"no sim fault {fault!r}"
+    return tuple(dict.fromkeys(
+        f.node for f in sim.faults
+        if fault is None or getattr(f, fault) != default[fault]))
+
+
 def added_promised(spec: str, level: str | None = None) -> set[str]:
     """The clauses that installed extensions declared and `spec` (its text) promises (at
     `level`): what a test that names the clauses of a spec by hand adds to its set, so

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cluster.contract import extensions
+from pytest_cluster.contract import extensions, parse_spec
 from pytest_cluster.contract.extensions import GROUP, Extension, unique
 from pytest_cluster.errors import BadAnswer
 
@@ -597,12 +597,15 @@ def test_the_extra_clause_reaches_a_run_through_its_entry_point(
     site = pytester.path / "site"
     extra_clause.install(site)
     monkeypatch.setenv("PYTHONPATH", str(site))  # this one alone, whatever the session has
-    pytester.makefile(".yaml", trial="cluster: {name: t, nodes: 'n[1-2]', launcher: sim}\n"
-                                     "gpus: {count: 2}\nsim: {gpus_per_node: 2}\n")
+    text = ("cluster: {name: t, nodes: 'n[1-2]', launcher: sim}\n"
+            "gpus: {count: 2}\nsim: {gpus_per_node: 2}\n")
+    pytester.makefile(".yaml", trial=text)
     result = pytester.runpytest_subprocess("--cluster=trial.yaml", "-p", "no:cacheprovider",
                                            "-k", "extra_copy", "--cluster-reports=",
                                            "-v", timeout=120)
-    result.assert_outcomes(passed=2 * 2)  # the spec's 2 nodes x 2 GPUs
+    spec = parse_spec(text, "trial.yaml")  # a case on every GPU of every node of the spec
+    assert spec.sim is not None
+    result.assert_outcomes(passed=len(spec.cluster.nodes) * spec.sim.gpus_per_node)
     result.stdout.fnmatch_lines(["*test_gpu_extra_copy[[]n2-gpu1[]] PASSED*"])
     assert "left out" not in result.stdout.str() + result.stderr.str()
 

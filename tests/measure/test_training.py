@@ -19,7 +19,7 @@ from pytest_cluster.contract import parse_spec
 from pytest_cluster.contract.model import TrainingSpec
 from pytest_cluster.launchers.jobs import JobResult, RankResult
 from pytest_cluster.measure.training import TrainingRun, summarise, training_job
-from tests.conftest import has_torch
+from tests.conftest import has_torch, on, on_no_node, planned
 from tests.netns_cluster import NetnsCluster
 from tests.test_plugin import jsonl
 
@@ -292,7 +292,8 @@ def test_ddp_on_gloo_trains_and_a_step_over_the_bound_is_a_hang(
         pytest.skip("needs torch")
     (pytester.path / "t.yaml").write_text(LOCAL.format(bound="<= 30 s"))
     result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=4)  # steps, spread, throughput; and this node's ranks
+    cases = planned(pytester, LOCAL.format(bound="<= 30 s"))
+    result.assert_outcomes(passed=len(cases))
     records = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)
                if r.get("type") == "result"}
     steps = records["test_training_steps"]
@@ -303,8 +304,12 @@ def test_ddp_on_gloo_trains_and_a_step_over_the_bound_is_a_hang(
     # a bound no step can keep: the watchdog stops the job at the first step, named
     (pytester.path / "t.yaml").write_text(LOCAL.format(bound="<= 1 ms"))
     result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider")
-    # its ranks kept their heartbeats (slow, not silent): this node's ranks case passes
-    result.assert_outcomes(failed=3, passed=1)
+    # its ranks kept their heartbeats (slow, not silent): this node's ranks case passes,
+    # the job's own cases (about no one node) fail
+    cases = planned(pytester, LOCAL.format(bound="<= 1 ms"))
+    job = on_no_node(cases, ("localhost",))
+    assert job and on(cases, "localhost")
+    result.assert_outcomes(failed=len(job), passed=len(cases) - len(job))
     failed = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)
               if r.get("type") == "result"}
     message = failed["test_training_steps"]["message"]

@@ -22,7 +22,7 @@ from pytest_cluster.evidence.verdict.nodes import NOT_CHECKED, REJECTED
 from pytest_cluster.measure.inventory_file import Unreadable
 from pytest_cluster.measure.network import fabric
 from pytest_cluster.measure.network.node_search import COULD_NOT_DECIDE, NO_GOOD
-from tests.conftest import planned
+from tests.conftest import faulted, on, on_nodes, planned
 from tests.netns_cluster import NetnsCluster
 from tests.test_plugin import jsonl
 
@@ -125,11 +125,11 @@ sim:
 
 def test_no_rail_to_measure_in_the_sim_is_marked_simulated(pytester: pytest.Pytester) -> None:
     """Before: the one message of the rail case that read no search lacked [SIMULATED]."""
-    (pytester.path / "trial.yaml").write_text(RAILS.replace(
-        "{rail_busbw: 40 GB/s}", "{rail_busbw: 40 GB/s, devices: 'nothing*'}"))
+    text = RAILS.replace("{rail_busbw: 40 GB/s}", "{rail_busbw: 40 GB/s, devices: 'nothing*'}")
+    (pytester.path / "trial.yaml").write_text(text)
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
                                 "-k", "rail_busbw")
-    result.assert_outcomes(failed=4)
+    result.assert_outcomes(failed=len(planned(pytester, text, "-k", "rail_busbw")))
     assert failures(pytester)["test_fabric_rail_busbw[n1]"] == (
         "[SIMULATED] n1 rail_busbw: cannot measure: no rail to measure")
     lines = [r for r in jsonl(pytester) if r.get("clause") == "fabric.rail_busbw"]
@@ -144,7 +144,9 @@ def test_each_rail_alone_names_the_slow_port_and_its_node(pytester: pytest.Pytes
     (pytester.path / "trial.yaml").write_text(RAILS)
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
                                 "-k", "rail_busbw")
-    result.assert_outcomes(passed=2, failed=2)
+    cases = planned(pytester, RAILS, "-k", "rail_busbw")
+    broken = on_nodes(cases, faulted(RAILS))  # n3's slow port, n2's port down
+    result.assert_outcomes(passed=len(cases) - len(broken), failed=len(broken))
     found = failures(pytester)
     assert re.fullmatch(
         r"\[SIMULATED\] n3 rail_busbw: measured 2\d\.\d+ GB/s < required 40 GB/s "
@@ -170,13 +172,19 @@ def test_a_rail_search_that_cannot_decide_blames_no_node(pytester: pytest.Pytest
     CHECKED and never drained; n2's own port down still rejects n2 (fabric.ports, and its
     rail that ran no job). Before: every node REJECTED and drained for rail_busbw."""
     faults = "".join(f"    - {{node: n{i}, link_factor: 0.5}}\n" for i in range(1, 5))
-    (pytester.path / "trial.yaml").write_text(
-        RAILS.split("sim:")[0].replace("{rail_busbw", "{ports: 8, rail_busbw")
-        + "sim:\n  faults:\n" + faults
-        + "    - {node: n2, nic: 1, nic_down: true}\n")
+    text = (RAILS.split("sim:")[0].replace("{rail_busbw", "{ports: 8, rail_busbw")
+            + "sim:\n  faults:\n" + faults + "    - {node: n2, nic: 1, nic_down: true}\n")
+    (pytester.path / "trial.yaml").write_text(text)
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
                                 "-k", "rail_busbw or ports")
-    result.assert_outcomes(passed=3, failed=5)
+    cases = planned(pytester, text, "-k", "rail_busbw or ports")
+    # every rail case of the nodes at half rate (all of them), and the ports of the node
+    # whose port is down
+    rail_cases = tuple(c for c in cases if "rail_busbw" in c)
+    port_cases = tuple(c for c in cases if "ports" in c)
+    failing = (on_nodes(rail_cases, faulted(text, "link_factor"))
+               + on_nodes(port_cases, faulted(text, "nic_down")))
+    result.assert_outcomes(passed=len(cases) - len(failing), failed=len(failing))
     lines = {r["node"]: r for r in jsonl(pytester) if r.get("clause") == "fabric.rail_busbw"}
     assert {n: r["error_kind"] for n, r in lines.items()} == {
         "n1": UNDECIDED, "n2": "cannot_measure", "n3": UNDECIDED, "n4": UNDECIDED}
@@ -223,12 +231,13 @@ def test_each_rail_by_ib_write_bw_names_the_slow_port_and_its_node(
     """rail_tool: ib_write_bw: the perftest rank program on each pair (rank 0 serves, the
     others are its clients in turn), one HCA port at a time, read from perftest's own
     table; no interconnect section needed. The sim answers as ib_write_bw prints."""
-    (pytester.path / "trial.yaml").write_text(
-        "cluster: {name: rails, nodes: 'n[1-4]', launcher: sim}\n"
-        "fabric: {rail_busbw: 350 Gb/s, rail_tool: ib_write_bw, rail_cuda: true}\n"
-        "gpus: {model: H100-SXM-80GB, count: 8}\n"
-        "sim:\n  gpus_per_node: 8\n  faults:\n    - {node: n3, nic: 5, nic_rate: 200 Gb/s}\n")
-    message = one_rail_failure(pytester)
+    text = ("cluster: {name: rails, nodes: 'n[1-4]', launcher: sim}\n"
+            "fabric: {rail_busbw: 350 Gb/s, rail_tool: ib_write_bw, rail_cuda: true}\n"
+            "gpus: {model: H100-SXM-80GB, count: 8}\n"
+            "sim:\n  gpus_per_node: 8\n  faults:\n    - {node: n3, nic: 5, nic_rate: 200 Gb/s}\n")
+    (pytester.path / "trial.yaml").write_text(text)
+    (slow,) = faulted(text)
+    message = one_rail_failure(pytester, slow)
     assert re.fullmatch(r"\[SIMULATED\] n3 rail_busbw: measured 194 Gb/s < required 350 "
                         r"Gb/s \(55.43% of required\); slow rail mlx5_5/1 194 Gb/s with n\d "
                         r"\(round 2 of 2; n\d reached the bar on mlx5_5/1 with other nodes\)",
@@ -240,12 +249,17 @@ def test_each_rail_by_ib_write_bw_names_the_slow_port_and_its_node(
     assert lines["n1"]["method"].startswith("ib_write_bw")
 
 
-def one_rail_failure(pytester: pytest.Pytester) -> str:
-    """The message of the one node whose rails fail, of four (trial.yaml, -k rail_busbw)."""
+def one_rail_failure(pytester: pytest.Pytester, node: str) -> str:
+    """The message of `node`'s rail case, the one that fails (trial.yaml, -k rail_busbw):
+    every other node's passes."""
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
                                 "-k", "rail_busbw")
-    result.assert_outcomes(passed=3, failed=1)
-    (message,) = failures(pytester).values()
+    cases = planned(pytester, (pytester.path / "trial.yaml").read_text(), "-k", "rail_busbw")
+    slow = on(cases, node)
+    result.assert_outcomes(passed=len(cases) - len(slow), failed=len(slow))
+    found = failures(pytester)
+    assert set(found) == set(slow), found
+    (message,) = found.values()
     return message
 
 
@@ -351,11 +365,12 @@ def test_the_fabric_is_checked_at_the_sanity_level(pytester: pytest.Pytester) ->
 
 def test_a_port_the_spec_names_that_no_node_has_cannot_be_measured(
         pytester: pytest.Pytester) -> None:
-    (pytester.path / "trial.yaml").write_text(
-        "cluster: {name: c, nodes: [a], launcher: sim}\nsim: {}\n"
-        "fabric: {devices: 'bnxt_re*', ports: 1}\n")
+    text = ("cluster: {name: c, nodes: [a], launcher: sim}\nsim: {}\n"
+            "fabric: {devices: 'bnxt_re*', ports: 1}\n")
+    (pytester.path / "trial.yaml").write_text(text)
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
-    result.assert_outcomes(failed=2)  # ports and counters (on by default)
+    # every case reads the ports (ports, and counters: on by default)
+    result.assert_outcomes(failed=len(planned(pytester, text)))
     message = failures(pytester)["test_fabric_ports[a]"]
     assert message.startswith("[SIMULATED] a ports: cannot measure: no port among the ports "
                               "matching 'bnxt_re*' (the node has: mlx5_0/1, mlx5_1/1,")

@@ -39,7 +39,7 @@ from pytest_cluster.sim import answers as sim_answers
 from pytest_cluster.sim.cluster import jitter
 from pytest_cluster.sim.job_node import NodePart, Rendezvous, read_node_call
 from pytest_cluster.units import size_id
-from tests.conftest import has_torch, planned
+from tests.conftest import faulted, has_torch, on_nodes, planned
 from tests.netns_cluster import NetnsCluster
 
 H100 = """\
@@ -373,11 +373,11 @@ interconnect:
 def test_the_stress_loop_checks_every_all_reduce_over_gloo(pytester: pytest.Pytester) -> None:
     """The stress level's own cases (-m stress runs the levels below it too): all_reduce
     over both nodes (4 gloo ranks) for 3 s, every result checked."""
-    (pytester.path / "t.yaml").write_text(LOCAL.format(python=sys.executable, rate="1 Mb/s")
-                                          + "  stress_time: 3 s\n")
-    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-m",
-                                "stress and not (sanity or acceptance)")
-    result.assert_outcomes(passed=1)
+    text = LOCAL.format(python=sys.executable, rate="1 Mb/s") + "  stress_time: 3 s\n"
+    (pytester.path / "t.yaml").write_text(text)
+    level = ("-m", "stress and not (sanity or acceptance)")
+    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", *level)
+    result.assert_outcomes(passed=len(planned(pytester, text, *level)))
     (record,) = [r for r in jsonl(pytester) if r.get("clause") == "interconnect.stress_loop"]
     raw = record["raw"]
     assert raw["iterations"] > 10 and raw["wrong"] == 0 and raw["wrong_iterations"] == 0
@@ -556,14 +556,18 @@ def test_at_scale_a_far_node_of_the_sample_is_tested_again_with_good_peers(
     """128 nodes: 14 of the tournament's 127 rounds; sim-gpu-100, three times farther, is
     the sample's one suspect, tested again with a node nearest the cluster's median; it
     alone fails colocation."""
-    (pytester.path / "t.yaml").write_text(
-        (EXAMPLES / "sim-h100-storage-faulty.yaml").read_text()
-        .replace("sim-gpu-[01-04]", "sim-gpu-[001-128]").replace("node_counts: [4]", "")
-        .replace("{node: sim-gpu-04, latency_factor: 3}", "{node: sim-gpu-100, latency_factor: 3}")
-        .replace("{node: sim-gpu-03,", "{node: sim-gpu-003,"))
+    text = ((EXAMPLES / "sim-h100-storage-faulty.yaml").read_text()
+            .replace("sim-gpu-[01-04]", "sim-gpu-[001-128]").replace("node_counts: [4]", "")
+            .replace("{node: sim-gpu-04, latency_factor: 3}",
+                     "{node: sim-gpu-100, latency_factor: 3}")
+            .replace("{node: sim-gpu-03,", "{node: sim-gpu-003,"))
+    (pytester.path / "t.yaml").write_text(text)
     result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k",
                                 "test_colocation")
-    result.assert_outcomes(passed=127, failed=1)
+    cases = planned(pytester, text, "-k", "test_colocation")
+    farther = on_nodes(cases, faulted(text, "latency_factor"))
+    assert farther == ("test_colocation[sim-gpu-100]",)
+    result.assert_outcomes(passed=len(cases) - len(farther), failed=len(farther))
     records = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)}
     far = records["test_colocation[sim-gpu-100]"]
     assert far["outcome"] == "failed"
@@ -579,15 +583,17 @@ def test_the_far_node_of_the_example_alone_fails_latency_and_colocation(
     """Of four nodes and of three (one far): the far node alone fails both, the near ones
     pass both (with three, each near node's mean over a near and the far peer was above
     the bound, while the far node's 1.5 x their median passed colocation)."""
-    (pytester.path / "t.yaml").write_text(
-        (EXAMPLES / "sim-h100-storage-faulty.yaml").read_text())
-    result = pytester.runpytest("--cluster=t.yaml", f"--cluster-node={nodes}", "-p",
-                                "no:cacheprovider", "-k", "test_latency or test_colocation")
+    text = (EXAMPLES / "sim-h100-storage-faulty.yaml").read_text()
+    (pytester.path / "t.yaml").write_text(text)
+    selection = (f"--cluster-node={nodes}", "-k", "test_latency or test_colocation")
+    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", *selection)
     records = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)}
     count = len(expand_hostlist(nodes))
-    result.assert_outcomes(passed=2 * count - 2, failed=2)
+    cases = planned(pytester, text, *selection)
+    far = on_nodes(cases, faulted(text, "latency_factor"))
+    result.assert_outcomes(passed=len(cases) - len(far), failed=len(far))
     failed = sorted(name for name, r in records.items() if r["outcome"] == "failed")
-    assert failed == ["test_colocation[sim-gpu-04]", "test_latency[sim-gpu-04]"]
+    assert failed == sorted(far) == ["test_colocation[sim-gpu-04]", "test_latency[sim-gpu-04]"]
     message = records["test_colocation[sim-gpu-04]"]["message"]
     assert message.startswith("Failed: [SIMULATED] sim-gpu-04 colocation: farther from its "
                               "peers than the rest (another spine or switch?): 8 B: median ")
@@ -606,11 +612,11 @@ def test_of_two_nodes_a_latency_above_the_bound_blames_neither(
         pytester: pytest.Pytester) -> None:
     """Two nodes, one far: their one pair is above the bound, but nothing singles either
     out: both cases undecided (no culprit), neither node rejected."""
-    (pytester.path / "t.yaml").write_text(
-        (EXAMPLES / "sim-h100-storage-faulty.yaml").read_text())
-    result = pytester.runpytest("--cluster=t.yaml", "--cluster-node=sim-gpu-0[3-4]", "-p",
-                                "no:cacheprovider", "-k", "test_latency")
-    result.assert_outcomes(failed=2)
+    text = (EXAMPLES / "sim-h100-storage-faulty.yaml").read_text()
+    (pytester.path / "t.yaml").write_text(text)
+    selection = ("--cluster-node=sim-gpu-0[3-4]", "-k", "test_latency")
+    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", *selection)
+    result.assert_outcomes(failed=len(planned(pytester, text, *selection)))  # both nodes'
     records = [r for r in jsonl(pytester) if r["clause"] == "interconnect.latency"]
     assert {r["error_kind"] for r in records} == {"undecided"}
     assert all("nothing singles out either node" in r["message"] for r in records)
@@ -635,17 +641,19 @@ sim:
 
 def latency_of_six(pytester: pytest.Pytester, spec: str,
                    lost: str) -> tuple[pytest.RunResult, dict[str, dict[str, Any]]]:
-    """The latency and colocation cases of a six-node spec whose n-4 is far and `lost`
-    does not take part: each case's result line by its name; only n-4's and `lost`'s
-    fail."""
+    """The latency and colocation cases of a six-node spec whose far node (its
+    latency_factor fault: n-4) and `lost` (which does not take part) fail, and only theirs:
+    each case's result line by its name."""
     (pytester.path / "t.yaml").write_text(spec)
     result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider", "-k",
                                 "test_latency or test_colocation")
-    result.assert_outcomes(passed=8, failed=4)
+    cases = planned(pytester, spec, "-k", "test_latency or test_colocation")
+    failing = on_nodes(cases, (*faulted(spec, "latency_factor"), lost))
+    result.assert_outcomes(passed=len(cases) - len(failing), failed=len(failing))
     records = {r["nodeid"].split("::")[1]: r for r in jsonl(pytester)}
     failed = sorted(name for name, r in records.items() if r["outcome"] == "failed")
-    assert failed == sorted(f"test_{case}[{node}]" for case in ("latency", "colocation")
-                            for node in ("n-4", lost))
+    assert failed == sorted(failing) == sorted(
+        f"test_{case}[{node}]" for case in ("latency", "colocation") for node in ("n-4", lost))
     return result, records
 
 
