@@ -255,7 +255,7 @@ def plain_allocation(torch: Any) -> float:
 def nccl_tests_row(folder: Path, timeout_s: float) -> dict[str, Any]:
     """all_reduce_perf with -g 1 through our probe and parser: its largest payload's
     figures, or why not."""
-    from pytest_cluster.measure import nccl_tests  # noqa: PLC0415
+    from pytest_cluster.measure.network import nccl_tests  # noqa: PLC0415
     from pytest_cluster.probes import nccl_tests as probe  # noqa: PLC0415
 
     words = nccl_tests.probe_args(str(folder), "all_reduce", [2**20, 2**30], 1, 5, 20,
