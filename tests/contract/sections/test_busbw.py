@@ -9,8 +9,6 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.contract.loader import parse_spec
-from pytest_cluster.contract.model import InterconnectSpec
 from pytest_cluster.contract.sections.busbw import (
     CollectiveRun,
     SizePoint,
@@ -20,24 +18,7 @@ from pytest_cluster.contract.sections.busbw import (
     slowest_rank,
     theoretical,
 )
-
-H100 = """\
-cluster: {name: x, nodes: 'n[1-4]'}
-gpus: {count: 8}
-interconnect:
-  intra_node: {kind: nvlink, rate: 450 GB/s}
-  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}
-  collectives: [all_reduce, all_gather]
-  payloads: [16 GiB, 4 GiB]
-  node_counts: [1, 2, 4, 8, 16]
-  busbw: ">= 80%"
-"""
-
-
-def ic(text: str = H100) -> InterconnectSpec:
-    spec = parse_spec(text, "t.yaml").interconnect
-    assert spec is not None
-    return spec
+from tests.contract.sections.test_interconnect import H100, ic
 
 
 def test_bus_factors_are_nccl_tests() -> None:
