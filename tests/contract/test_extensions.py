@@ -552,7 +552,7 @@ def test_a_contract_runs_through_an_installed_launcher_section_and_probe(
         "gpus_per_node: 8}\nbmc: {fans: '>= 6'}\n")
     simulated = run_in(extended, tmp_path, "--cluster=t.yaml", env=env)
     assert simulated.returncode == 0, simulated.stdout[-3000:] + simulated.stderr[-3000:]
-    assert "contract/test_extensions.py .." in simulated.stdout and "SIMULATED" in simulated.stdout
+    assert "test_extensions.py .." in simulated.stdout and "SIMULATED" in simulated.stdout
     (tmp_path / "t.yaml").write_text(SPEC.replace("fans", "fnas") % ">= 4")
     slip = run_in(extended, tmp_path, "--cluster=t.yaml", env=env)
     assert slip.returncode == 4, slip.stdout[-2000:] + slip.stderr[-2000:]
