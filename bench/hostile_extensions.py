@@ -56,8 +56,8 @@ GARBAGE = "cluster: {name: x, nodes: localhost, launcher: garbage}\nhost: {cpu_c
 #: (ANSWER) and a launcher kind `garbage` whose class is CLASS
 EXTENSION = """\
 from pathlib import Path
-from pytest_cluster import (Declaration, Dim, Extension, ExtensionSection, LauncherKind,
-                            Reads, Value)
+from pytest_cluster import (Actor, Declaration, Dim, Extension, ExtensionSection, Fault,
+                            LauncherKind, Reads, Value)
 from pytest_cluster.launchers.local import LocalLauncher
 
 
@@ -78,7 +78,8 @@ class Interrupting(LocalLauncher):
 EXTENSION = Extension(
     name="bmc",
     clauses=(Declaration("bmc", "fans", Value.QUANTITY, Dim.COUNT,
-                         reads=Reads("bmc", "sensors", "fans")),),
+                         reads=Reads("bmc", "sensors", "fans"),
+                         fault=Fault("PC-BMC-FANS", "replace the fan", Actor.PROVIDER_HARDWARE)),),
     sections=(ExtensionSection("bmc", probes=("bmc",)),),
     launchers=(LauncherKind("garbage", "hostile_ext:{cls}", python=None, one_host=True),),
     probes={{"bmc": {probe}}},

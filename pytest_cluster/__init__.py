@@ -7,9 +7,10 @@ so that the plugin's start imports nothing it does not need):
   (docs/development.md);
 - `read_results`, `RunResults` and the run statuses `COMPLETE`, `PARTIAL`, `INTERRUPTED`,
   `INTERNAL_ERROR`: a run's results.jsonl, read back (docs/evidence.md);
-- `Extension`, `ExtensionSection`, `Declaration`, `Reads`, `Value`, `Dim`, `LauncherKind`,
-  `Launcher`: what an installed package adds - launchers, spec sections, clauses, probes -
-  through the entry point group `pytest_cluster.extensions` (docs/development.md).
+- `Extension`, `ExtensionSection`, `Declaration`, `Reads`, `Value`, `Fault`, `Actor`, `Dim`,
+  `LauncherKind`, `Launcher`: what an installed package adds - launchers, spec sections,
+  clauses, probes - through the entry point group `pytest_cluster.extensions`
+  (docs/development.md).
 """
 
 from __future__ import annotations
@@ -36,15 +37,17 @@ _PUBLIC = {
     "Declaration": "pytest_cluster.contract.declaration",
     "Reads": "pytest_cluster.contract.declaration",
     "Value": "pytest_cluster.contract.declaration",
+    "Fault": "pytest_cluster.contract.declaration",
+    "Actor": "pytest_cluster.contract.declaration",
     "Dim": "pytest_cluster.units",
     "LauncherKind": "pytest_cluster.contract.launcher_kind",
     "Launcher": "pytest_cluster.launchers.base",
 }
 
-__all__ = ["COMPLETE", "INTERNAL_ERROR", "INTERRUPTED", "PARTIAL", "Declaration", "Dim",
-           "Extension", "ExtensionSection", "JobResult", "JobSpec", "Launcher", "LauncherKind",
-           "RankResult", "Reads", "RunResults", "Value", "__version__", "read_results",
-           "run_job"]
+__all__ = ["COMPLETE", "INTERNAL_ERROR", "INTERRUPTED", "PARTIAL", "Actor", "Declaration",
+           "Dim", "Extension", "ExtensionSection", "Fault", "JobResult", "JobSpec", "Launcher",
+           "LauncherKind", "RankResult", "Reads", "RunResults", "Value", "__version__",
+           "read_results", "run_job"]
 
 
 def __getattr__(name: str) -> Any:

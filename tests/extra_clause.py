@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pytest_cluster import Declaration, Dim, Extension, Reads, Value
+from pytest_cluster import Actor, Declaration, Dim, Extension, Fault, Reads, Value
 
 #: The switch: 1 runs the session with the extra clause installed
 SWITCH = "PYTEST_CLUSTER_TEST_EXTRA_CLAUSE"
@@ -31,7 +31,9 @@ EXTENSION = Extension(
     clauses=(Declaration("gpus", "extra_copy", Value.QUANTITY, Dim.RATE, ">=",
                          default=">= 1 MB/s",
                          reads=Reads("gpu_perf", "copy", "bytes_per_s",
-                                     method="the extra clause of the test extension")),),
+                                     method="the extra clause of the test extension"),
+                         fault=Fault("PC-TEST-EXTRA-COPY", "nothing: a test's clause",
+                                     Actor.TOOL)),),
 )
 
 

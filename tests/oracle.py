@@ -338,9 +338,14 @@ def _check_verdicts(views: Views) -> Iterator[str]:
                                          for n, line in zip(drained, lines, strict=False)):
         yield f"verdict.json: drain lines {lines} for the failed nodes {drained}"
     for node, line in zip(drained, lines, strict=False):
-        reason = next(n["reason"] for n in document["nodes"] if n["node"] == node)
-        said = re.search(r"Reason=pytest-cluster [a-z ]+: (.*?)'?$", line)
-        text = said.group(1) if said else ""
+        entry = next(n for n in document["nodes"] if n["node"] == node)
+        reason = entry["reason"]
+        # the reason starts with the code of the node's first failure, where it has one
+        said = re.search(r"Reason=(?:(PC-[A-Z0-9-]+) )?pytest-cluster [a-z ]+: (.*?)'?$", line)
+        if said and (said.group(1) or "") != entry.get("code", ""):
+            yield (f"verdict.json: {node}'s drain reason starts with {said.group(1)!r}, its "
+                   f"first failure's code is {entry.get('code')!r}")
+        text = said.group(2) if said else ""
         if not (reason.startswith(text.removesuffix("...")) or (", and " in text
                 and reason.startswith(text.split(", and ")[0]))):
             yield f"verdict.json: {node}'s drain reason {text!r} is not its reason {reason!r}"

@@ -1,11 +1,14 @@
 """What a clause of the contract is, as one record: `Declaration` (its section and key, the
 kind of value written, its unit and comparison, the probe field it reads: `Reads`), and the
-levels a check runs at. The table of every clause is contract/clauses.py; an installed
-extension declares its own with these records (contract/extensions.py)."""
+levels a check runs at, and what its failure means to the people who fix it: `Fault` (a
+stable code, the action to take, who takes it: `Actor`). The table of every clause is
+contract/clauses.py; an installed extension declares its own with these records
+(contract/extensions.py)."""
 
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -34,6 +37,47 @@ class Value(enum.Enum):
     NAME = "name"  # a name the section's parser knows (a GPU model)
     IMPLIED = "implied"  # not written: promised with its section (or when `when` says)
     SETTING = "setting"  # how clauses are measured (io_size); not a clause
+
+
+class Actor(str, enum.Enum):
+    """Who acts on a failure: the provider's hardware team (the node: its parts, firmware
+    and image), its network team (NICs, cables, transceivers, switches), the storage team,
+    the buyer (the contract's spec asks what cannot be, or changed), or the tool itself
+    (its own fault or this machine's: no node's)."""
+
+    PROVIDER_HARDWARE = "provider-hardware"
+    PROVIDER_NETWORK = "provider-network"
+    STORAGE = "storage"
+    BUYER_SPEC = "buyer-spec"
+    TOOL = "tool"
+
+
+#: A fault code: `PC-` and upper-case words joined by '-' ('PC-GPU-ROWREMAP').
+CODE = re.compile(r"PC(-[A-Z0-9]+)+")
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What a failure means to whoever is paged: a stable `code` (`PC-GPU-ROWREMAP`: what
+    `sinfo -R` groups drained nodes by; it never changes its meaning,
+    tests/contract/fault_codes.txt), the `action` a technician takes ('reset the GPU;
+    RMA it if a remap failed') and who takes it (`actor`). ValueError for a code not of
+    the form `PC-WORD(-WORD)*`, an empty action or an actor that is not an Actor."""
+
+    code: str
+    action: str
+    actor: Actor
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.code, str) or not CODE.fullmatch(self.code):
+            raise ValueError(f"fault code {self.code!r}: expected PC- and upper-case words "
+                             "joined by '-', e.g. 'PC-GPU-ROWREMAP'")
+        if not isinstance(self.action, str) or not self.action.strip():
+            raise ValueError(f"fault {self.code}: its action is empty (say what a "
+                             "technician does)")
+        if not isinstance(self.actor, Actor):
+            raise ValueError(f"fault {self.code}: its actor {self.actor!r} is not an Actor "
+                             f"({', '.join(a.value for a in Actor)})")
 
 
 @dataclass(frozen=True)
@@ -78,6 +122,18 @@ class Declaration:
     #: a NIC's or network link's rate, which the world states in bits (400 Gb/s NDR): one
     #: faster than any NIC is warned of as bytes written for bits (clause_parsers.slips)
     link: bool = False
+    #: what its failure means to whoever fixes it: its code, action and actor. Every clause
+    #: declares one (a setting none); a family's members share it (`host.software.torch`
+    #: is PC-HOST-SOFTWARE, the member named in the failure's clause)
+    fault: Fault | None = None
+
+    def __post_init__(self) -> None:
+        if self.is_clause and not isinstance(self.fault, Fault):
+            raise ValueError(f"clause {self.id}: declare its fault, fault=Fault(code, "
+                             "action, actor) (docs/faults.md)")
+        if not self.is_clause and self.fault is not None:
+            raise ValueError(f"setting {self.id}: a setting is no clause and fails nothing: "
+                             "it has no fault")
 
     @property
     def id(self) -> str:

@@ -36,6 +36,7 @@ from pytest_cluster.evidence.record.plan import (
 from pytest_cluster.evidence.record.summary import is_simulated
 from pytest_cluster.evidence.sinks.results import carry_case
 from pytest_cluster.evidence.verdict.blame import TOOL_FAULT
+from pytest_cluster.evidence.verdict.faults import fault_properties
 from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY
 from pytest_cluster.run.suite import acceptance_dir
 from pytest_cluster.units import size_id
@@ -235,7 +236,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
     A check of our suite that ends with any other exception (a bug of ours, a warning made
     an error) judged nothing: it says `error_kind: tool_fault`, which fails no node, with
-    what the case is about (tool_fault_properties), in its line and its JUnit case alike."""
+    what the case is about (tool_fault_properties), in its line and its JUnit case alike.
+    A case that failed says its fault (code, action, actor: evidence/verdict/faults.py),
+    in its line and its JUnit case alike."""
     report = yield
     case = item.stash.get(CASE_KEY, None)
     if case is not None:
@@ -256,6 +259,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                     and not crash.message.startswith(SIMULATED_MARK):
                 # its message says so first in every view, as every simulated case's
                 crash.message = f"{SIMULATED_MARK}{crash.message}"
+        if report.failed:
+            fault = fault_properties(case.clause, dict(report.user_properties))
+            report.user_properties.extend(fault)
+            item.user_properties.extend(fault)
     return report
 
 

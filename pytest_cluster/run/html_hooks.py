@@ -1,8 +1,8 @@
 """pytest-html's hooks of a contract run (registered beside the session, on the controller):
 the report's title; above pytest-html's table, a soak's account, the scorecard, the
 baseline, the busbw charts and the latency heat map, and the evidence itself (each rendered
-by its template in report/templates/); the table's Measured, Required and Reference columns
-(results_table.html.j2); a passed contract check left out of the table (it
+by its template in report/templates/); the table's Measured, Required, Reference and Fault
+columns (results_table.html.j2); a passed contract check left out of the table (it
 is a line of the scorecard's collapsed lists instead) but counted. The scorecard's passed
 lists are written into report.html once pytest-html has written it, a piece at a time
 (report/splice.py), and pytest-html's "Report generated on" line (local time, no zone; no
@@ -20,6 +20,7 @@ import pytest
 
 from pytest_cluster import internals
 from pytest_cluster.evidence.record.summary import is_simulated, measured_text
+from pytest_cluster.evidence.verdict.faults import FAULT_KEYS
 from pytest_cluster.report.plots import interconnect_charts
 from pytest_cluster.report.scorecard import PASSED_LISTS, passed_lists, scorecard_html
 from pytest_cluster.report.sections import baseline_html, sealing_html
@@ -81,8 +82,9 @@ def generated_in_utc(match: re.Match[bytes]) -> Iterator[bytes]:
 #: None for no section). A new section is a function here and its line below.
 SECTIONS: tuple[Callable[[ClusterSession], str | None], ...] = (
     _soak, _scorecard, _baseline, _charts, _inventory, _sealing)
-#: The columns added to pytest-html's results table, after its Result and Test columns.
-COLUMNS = ("Measured", "Required", "Reference")
+#: The columns added to pytest-html's results table, after its Result and Test columns
+#: (Fault: a failed case's code, what to do and who acts: evidence/verdict/faults.py).
+COLUMNS = ("Measured", "Required", "Reference", "Fault")
 
 
 class HtmlHooks:
@@ -150,4 +152,5 @@ class HtmlHooks:
         table = macros("results_table.html.j2")
         cells[2:2] = [str(table.cell(measured_text(props), bool(props.get("simulated")))),
                       str(table.cell(str(props.get("requirement", "")))),
-                      str(table.cell(str(props.get("reference", ""))))]
+                      str(table.cell(str(props.get("reference", "")))),
+                      str(table.fault(*(str(props.get(key, "")) for key in FAULT_KEYS)))]

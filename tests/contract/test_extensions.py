@@ -410,8 +410,8 @@ def test_a_spec_that_needs_what_a_left_out_extension_declares_names_it(
 #: read by the `bmc` probe and the sim's answer to it (ANSWER)
 LAUNCHING = """\
 from pathlib import Path
-from pytest_cluster import (Declaration, Dim, Extension, ExtensionSection, LauncherKind,
-                            Reads, Value)
+from pytest_cluster import (Actor, Declaration, Dim, Extension, ExtensionSection, Fault,
+                            LauncherKind, Reads, Value)
 from pytest_cluster.launchers.local import LocalLauncher
 
 
@@ -425,7 +425,8 @@ class Garbage(LocalLauncher):
 EXTENSION = Extension(
     name="bmc",
     clauses=(Declaration("bmc", "fans", Value.QUANTITY, Dim.COUNT,
-                         reads=Reads("bmc", "sensors", "fans")),),
+                         reads=Reads("bmc", "sensors", "fans"),
+                         fault=Fault("PC-BMC-FANS", "replace the fan", Actor.PROVIDER_HARDWARE)),),
     sections=(ExtensionSection("bmc", probes=("bmc",)),),
     launchers=(LauncherKind("garbage", "launching_ext:CLASS", python=None, one_host=True),),
     probes={"bmc": Path(__file__)},

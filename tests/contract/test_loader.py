@@ -311,13 +311,15 @@ def test_a_section_declared_without_a_parser_is_its_declared_clauses(
     a case of its clause is promised, or not in contract when the section is left out."""
     from pytest_cluster.contract import clauses, loader
     from pytest_cluster.contract import sections as registry
-    from pytest_cluster.contract.declaration import Declaration, Reads, Value
+    from pytest_cluster.contract.declaration import Actor, Declaration, Fault, Reads, Value
     from pytest_cluster.contract.model import SectionSpec
     from pytest_cluster.contract.promised import promised
     from pytest_cluster.units import Dim
 
     outlets = Declaration("pdu", "outlets", Value.QUANTITY, Dim.COUNT,
-                       reads=Reads("host", "sensors", "outlets"))
+                          reads=Reads("host", "sensors", "outlets"),
+                          fault=Fault("PC-PDU-OUTLETS", "wire the outlets",
+                                      Actor.PROVIDER_HARDWARE))
     monkeypatch.setattr(clauses, "CLAUSES", (*clauses.CLAUSES, outlets))
     monkeypatch.setattr(clauses, "_BY_ID", {**clauses._BY_ID, outlets.id: outlets})
     sections = (*registry.SECTIONS, registry.Section("pdu", probes=("host",), checked=True))

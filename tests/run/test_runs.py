@@ -203,7 +203,7 @@ def test_an_unreachable_node_is_one_line_and_the_others_are_judged(
         f"  UNREACHABLE n2: [SIMULATED] {reason}",
         "to drain them in SLURM (printed, never run):",
         f"  # SIMULATED, not a real node: scontrol update NodeName=n2 State=DRAIN "
-        f"'Reason=pytest-cluster unreachable: [SIMULATED] {reason}'",
+        f"'Reason=PC-NODE-UNREACHABLE pytest-cluster unreachable: [SIMULATED] {reason}'",
     ])
     assert result.stdout.str().count("UNREACHABLE n2") == 1
     run_dir, = run_dirs(pytester)
@@ -212,11 +212,14 @@ def test_an_unreachable_node_is_one_line_and_the_others_are_judged(
     assert (n2["node"], n2["verdict"], n2["reason"]) == ("n2", "UNREACHABLE",
                                                          f"[SIMULATED] {reason}")
     assert len(n2["failures"]) == n2_cases
+    # the fault its drain reason starts with: its no answer's
+    assert (n2["code"], n2["actor"]) == ("PC-NODE-UNREACHABLE", "provider-hardware")
     assert {f["message"].split(": cannot measure")[0].split(" gpu")[0]
             for f in n2["failures"]} >= {"n2"} or all(
         reason in f["message"] for f in n2["failures"])
     assert verdict["drain"] == [f"# SIMULATED, not a real node: scontrol update NodeName=n2 "
-                                f"State=DRAIN 'Reason=pytest-cluster unreachable: "
+                                f"State=DRAIN 'Reason=PC-NODE-UNREACHABLE pytest-cluster "
+                                f"unreachable: "
                                 f"[SIMULATED] {reason}'"]
 
 

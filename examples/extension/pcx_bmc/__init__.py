@@ -8,12 +8,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_cluster import Declaration, Dim, Extension, ExtensionSection, LauncherKind, Reads, Value
+from pytest_cluster import (
+    Actor,
+    Declaration,
+    Dim,
+    Extension,
+    ExtensionSection,
+    Fault,
+    LauncherKind,
+    Reads,
+    Value,
+)
 
 EXTENSION = Extension(
     name="bmc",
     clauses=(Declaration("bmc", "fans", Value.QUANTITY, Dim.COUNT,
-                         reads=Reads("bmc", "sensors", "fans", method="the BMC's fan sensors")),),
+                         reads=Reads("bmc", "sensors", "fans", method="the BMC's fan sensors"),
+                         fault=Fault("PC-BMC-FANS", "replace the failed fan (the BMC's sensor "
+                                     "list names it)", Actor.PROVIDER_HARDWARE)),),
     sections=(ExtensionSection("bmc", probes=("bmc",)),),
     launchers=(LauncherKind("here", "pcx_bmc.launcher:HereLauncher", python=None,
                             one_host=True),),

@@ -19,6 +19,7 @@ import pytest
 
 from pytest_cluster import internals
 from pytest_cluster.evidence.sinks.results import carry_case
+from pytest_cluster.evidence.verdict.faults import fault_properties
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,8 @@ def report(case: Case, when: Literal["setup", "call", "teardown"], now: float,
     skipped = when == "setup" and bool(case.not_judged)
     props = {"spec_key": case.clause, "node": case.node, "simulated": simulated,
              **({"gpu": case.gpu} if case.gpu is not None else {}), **case.props}
+    if case.failed:  # its fault in every phase's report: JUnit writes the teardown's
+        props.update(fault_properties(case.clause, props))
     longrepr: Any = None
     if failed:
         longrepr = f"{mark}{case.message}"

@@ -46,7 +46,7 @@ NOT_HELD = frozenset({"method", "gpu_uuid", "gpu_serial", "probe_run", "finished
 #: Keys whose values repeat across thousands of cases: one string each, shared.
 SHARED = frozenset({"clause", "spec_key", "requirement", "comparison", "unit", "node",
                     "outcome", "phase", "verdict", "collective", "derivation", "error_kind",
-                    "filesystem", "type"})
+                    "filesystem", "type", "code", "action", "actor"})
 
 
 def held(record: ResultLine) -> ResultLine:

@@ -52,6 +52,12 @@ class ResultLine(TypedDict, total=False):
     simulated: bool
     method: str
     error_kind: str
+    # a failed case's fault (evidence/verdict/faults.py): its stable code ('PC-GPU-ROWREMAP'),
+    # what to do, who acts (contract/declaration.py Actor's values); absent where it passed,
+    # or where nothing declares one (a test of your own): readers take them as optional
+    code: str
+    action: str
+    actor: str
     probe: str
     probe_run: str
     verdict: str

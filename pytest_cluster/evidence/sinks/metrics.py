@@ -11,6 +11,10 @@ The run and its nodes:
     pytest_cluster_run_end_timestamp_seconds{cluster,level} T
     pytest_cluster_node_verdict{cluster,level,node,verdict,outcome} 1  (one per node)
     pytest_cluster_node_accepted{cluster,level,node} 1 or 0
+    pytest_cluster_node_fault{cluster,level,node,code,first} 1  one per fault code of the
+                                                 node's failures (verdict.json `codes`;
+                                                 first="true": its first failure's, the
+                                                 code its drain reason starts with)
 
 One sample per case that the run judged (passed, failed or could not start), labelled
 with what tells the cases apart - CASE_LABELS: the clause, node, GPU, filesystem,
@@ -39,7 +43,8 @@ cluster, level, clause, node, simulated. A check of several nodes that names cul
 
 <unit> is the base unit of the clause's dimension (BASE_UNIT; a count has none). The
 cardinality: one check sample per contract case (the run's plan, at most the cases it
-collected), one clause sample per clause and node; rounds of a soak never become series
+collected), one clause sample per clause and node, one fault sample per node and code of
+its failures (the codes are declared: docs/faults.md); rounds of a soak never become series
 (a soak rewrites the file after every round with pytest_cluster_soak_*: rounds finished,
 availability so far, the credit owed so far).
 """
@@ -138,6 +143,7 @@ class Metrics:
         self.cases: dict[tuple[str, ...], Sample] = {}
         self.clauses: dict[tuple[str, ...], Sample] = {}
         self.verdicts: dict[str, str] = {}
+        self.codes: dict[str, list[str]] = {}  # per node: its failures' codes, first first
         self.end: EndLine | None = None
         self.progress: tuple[int, Mapping[str, float], str, str] | None = None
         self.unblamed: set[str] = set()  # nodes this machine could not check
@@ -164,6 +170,10 @@ class Metrics:
 
     def verdict(self, verdict: NodeEntry) -> None:
         self.verdicts[verdict["node"]] = verdict["verdict"]
+        first = verdict.get("code", "")
+        codes = [str(c) for c in verdict.get("codes", ())]
+        self.codes[verdict["node"]] = [first, *(c for c in codes if c != first)] \
+            if first else codes
         if verdict["controller_fault"]:
             self.unblamed.add(verdict["node"])
 
@@ -203,9 +213,14 @@ class Metrics:
                                              "outcome"), registry=found)
         accepted = Gauge("pytest_cluster_node_accepted", "1 when the node was accepted",
                          ("cluster", "level", "node"), registry=found)
+        faults = Gauge("pytest_cluster_node_fault", "1 for each fault code of the node's "
+                       "failures (first: its first failure's, its drain reason's)",
+                       ("cluster", "level", "node", "code", "first"), registry=found)
         for node, said in self.verdicts.items():
             verdicts.labels(cluster, level, node, said, outcome_of(said)).set(1)
             accepted.labels(cluster, level, node).set(1 if said == "ACCEPTED" else 0)
+            for index, code in enumerate(self.codes.get(node, ())):
+                faults.labels(cluster, level, node, code, str(index == 0).lower()).set(1)
         if self.end is None:
             return
         end = self.end

@@ -1,13 +1,16 @@
 """What a provider does with the nodes not accepted: the SLURM line that drains a
 rejected or unreachable node and the Kubernetes line that taints it (printed, never run),
 each one shell command with its reason cut at a clause; a comment where the node is no
-real one (a simulated cluster)."""
+real one (a simulated cluster). A drain reason starts with the fault code of the node's
+first failure, `<CODE> pytest-cluster <verdict>: <reason>`, so `sinfo -R` groups the
+drained nodes by what is wrong with them."""
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable
 
+from pytest_cluster.contract.declaration import CODE
 from pytest_cluster.evidence.verdict.nodes import REJECTED, UNREACHABLE, NodeVerdict
 
 
@@ -46,11 +49,24 @@ def cut_reason(text: str, limit: int) -> str:
 
 def drain_command(verdict: NodeVerdict) -> list[str]:
     """The scontrol line that drains a rejected or unreachable node (printed, never run);
-    its reason cut at a clause (`cut_reason`) to MAX_DRAIN_REASON characters."""
-    prefix = f"pytest-cluster {verdict.verdict.lower()}: "
+    its reason, `<CODE> pytest-cluster <verdict>: <why>` (the code of its first failure,
+    where it has one: `fault_code`), cut at a clause (`cut_reason`) to MAX_DRAIN_REASON
+    characters."""
+    code = fault_code(verdict.code)
+    prefix = f"{code + ' ' if code else ''}pytest-cluster {verdict.verdict.lower()}: "
     reason = prefix + cut_reason(one_line(verdict.reason), MAX_DRAIN_REASON - len(prefix))
     return ["scontrol", "update", f"NodeName={verdict.node}", "State=DRAIN",
             f"Reason={reason}"]
+
+
+def fault_code(code: str) -> str:
+    """`code` where it is a fault code (`PC-GPU-ROWREMAP`), else '' (a verdict.json from
+    elsewhere may say anything there: it never reaches a drain line)."""
+    return code if CODE.fullmatch(code) and len(code) <= MAX_CODE else ""
+
+
+#: The longest fault code a drain reason starts with (ours are under 40 characters).
+MAX_CODE = 60
 
 
 def one_line(text: str) -> str:

@@ -36,7 +36,7 @@ from typing import Any, cast
 from pytest_cluster.errors import InputError, log_line
 from pytest_cluster.evidence.regular_file import read_regular, read_tail
 from pytest_cluster.evidence.verdict.cluster_verdict import INCOMPLETE, incomplete_why, unmade
-from pytest_cluster.evidence.verdict.drain import drain_command
+from pytest_cluster.evidence.verdict.drain import drain_command, fault_code
 from pytest_cluster.evidence.verdict.nodes import (
     ERROR,
     FAIL,
@@ -220,9 +220,10 @@ def _nodes(document: Mapping[str, Any]) -> list[NodeVerdict]:
             raise ValueError(f"node {entry['node']} is listed twice (one run writes each "
                              "node once; a host name's case does not matter)")
         seen.add(entry["node"].lower())
-        fault = entry.get("controller_fault")
+        fault, code = entry.get("controller_fault"), entry.get("code")
         nodes.append(NodeVerdict(entry["node"], entry["verdict"], entry["reason"],
-                                 controller_fault=fault if isinstance(fault, str) else ""))
+                                 controller_fault=fault if isinstance(fault, str) else "",
+                                 code=fault_code(code) if isinstance(code, str) else ""))
     if not nodes:
         raise ValueError("it lists no node (a run writes each node it covered)")
     for key in ("nodes_checked", "nodes_in_spec"):

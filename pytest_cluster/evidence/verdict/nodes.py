@@ -88,8 +88,15 @@ class NodeEntry(TypedDict):
     checks_passed: int
     checks_undecided: int
     failed_clauses: list[str]
-    failures: list[dict[str, str]]  # clause, case, message
+    failures: list[dict[str, str]]  # clause, case, message; code where the line says one
     controller_fault: str  # why this machine could not check the node ('' when it could)
+    #: the fault codes of its failures, each once, in order (evidence/verdict/faults.py)
+    codes: list[str]
+    #: its first failure's fault (an unreachable node's: its no answer's), what a drain
+    #: reason starts with; '' where none failed or nothing declares one
+    code: str
+    action: str
+    actor: str
 
 
 class _VerdictDocument(TypedDict):
@@ -141,6 +148,12 @@ class NodeVerdict:
     #: every node it hit: a name it cannot resolve, credentials refused, ssh or srun
     #: missing, no node answering at all ('' when none)
     controller_fault: str = ""
+    #: the fault codes of its failures, each once; its first failure's code, action and
+    #: actor (an unreachable node's: its no answer's): what its drain reason starts with
+    codes: list[str] = field(default_factory=list)
+    code: str = ""
+    action: str = ""
+    actor: str = ""
 
     @property
     def outcome(self) -> str:
@@ -153,7 +166,9 @@ class NodeVerdict:
                 "checks_not_selected": self.not_selected, "checks_ran": self.ran,
                 "checks_passed": self.passed, "checks_undecided": len(self.undecided),
                 "failed_clauses": self.failed_clauses,
-                "failures": self.failures, "controller_fault": self.controller_fault}
+                "failures": self.failures, "controller_fault": self.controller_fault,
+                "codes": self.codes, "code": self.code, "action": self.action,
+                "actor": self.actor}
 
 
 class VerdictBuilder:
@@ -164,6 +179,7 @@ class VerdictBuilder:
         self._verdicts = {name: NodeVerdict(name) for name in nodes}
         self._unreachable: dict[str, str] = {}
         self._why_unreachable: dict[str, str] = {}  # ... in the launcher's words
+        self._unreachable_fault: dict[str, tuple[str, str, str]] = {}  # ... its fault
         self._controller: dict[str, str] = {}  # node -> its controller-side fault
         self._answered = False  # some node answered some probe of this run
 
@@ -190,6 +206,7 @@ class VerdictBuilder:
             if no_answer(record):
                 self._unreachable.setdefault(found.node, message)
                 self._why_unreachable.setdefault(found.node, launcher_words(record))
+                self._unreachable_fault.setdefault(found.node, _fault(record))
 
     @staticmethod
     def _fail(found: NodeVerdict, record: ResultLine) -> str:
@@ -198,8 +215,13 @@ class VerdictBuilder:
         if clause not in found.failed_clauses:
             found.failed_clauses.append(clause)
         message = clean_message(str(record.get("message", "")))
+        code, action, actor = _fault(record)
         found.failures.append({"clause": clause, "case": str(record.get("case", "")),
-                               "message": message})
+                               "message": message, **({"code": code} if code else {})})
+        if code and code not in found.codes:
+            found.codes.append(code)
+        if code and not found.code:
+            found.code, found.action, found.actor = code, action, actor
         return message
 
     def finish(self, plan: Plan, extra: Mapping[str, int],
@@ -225,12 +247,25 @@ class VerdictBuilder:
                 verdict.controller_fault = f"{NO_NODE_ANSWERED} ({why})"
                 verdict.undecided += [f["message"] for f in verdict.failures]
                 verdict.failed_clauses, verdict.failures = [], []
+                verdict.codes, verdict.code, verdict.action, verdict.actor = [], "", "", ""
             self._unreachable.clear()
+        for node, (code, action, actor) in self._unreachable_fault.items():
+            if node in self._unreachable and code:  # it is UNREACHABLE: its no answer's
+                verdicts[node].code, verdicts[node].action, verdicts[node].actor = \
+                    code, action, actor
         for verdict in verdicts.values():
             _decide(verdict, self._unreachable.get(verdict.node), left_out)
             if verdict.verdict != NOT_CHECKED:  # judged on what the node did say
                 verdict.controller_fault = ""
         return list(verdicts.values())
+
+
+def _fault(record: ResultLine) -> tuple[str, str, str]:
+    """A failed line's code, action and actor, as it says them ('' for each it does not)."""
+    code, action, actor = (value if isinstance(value, str) else ""
+                           for value in (record.get("code"), record.get("action"),
+                                         record.get("actor")))
+    return code, action, actor
 
 
 def node_verdicts(nodes: Sequence[str], plan: Plan,

@@ -79,6 +79,20 @@ def test_a_failed_node_is_a_fail_naming_it_and_only_it_is_drained() -> None:
          "Reason=pytest-cluster unreachable: n3: host probe unreachable"]]
 
 
+def test_the_drain_reason_starts_with_the_nodes_code_and_only_with_a_code() -> None:
+    """verdict.json's code of a node's first failure leads its drain reason (`sinfo -R`
+    groups by it); a code that is not one (a verdict.json from elsewhere) never reaches
+    the line."""
+    rejected = {**node("n2", REJECTED, "1 clause(s) failed: gpus.row_remap"),
+                "code": "PC-GPU-ROWREMAP"}
+    forged = {**node("n3", REJECTED, "1 clause(s) failed: gpus.xid"),
+              "code": "PC-X State=RESUME"}
+    decided = decide(document(rejected, forged, verdict=REJECTED), 1)
+    assert [command[4] for command in drain_commands(decided)] == [
+        "Reason=PC-GPU-ROWREMAP pytest-cluster rejected: 1 clause(s) failed: gpus.row_remap",
+        "Reason=pytest-cluster rejected: 1 clause(s) failed: gpus.xid"]
+
+
 def test_a_fail_also_says_what_it_could_not_judge_and_drains_only_the_failed() -> None:
     """A run stopped by -x: one node failed, the others NOT CHECKED, a check across nodes
     without a culprit; the gate fails the one, and says each of the rest (it said none)."""

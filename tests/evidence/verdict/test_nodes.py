@@ -97,6 +97,40 @@ def test_each_node_gets_one_verdict_with_its_reason() -> None:
                               "host.memory'")
 
 
+def _fault(code: str, actor: str = "provider-hardware") -> dict[str, str]:
+    return {"code": code, "action": f"fix {code}", "actor": actor}
+
+
+def test_a_nodes_codes_are_its_failures_and_its_drain_reason_starts_with_the_first() -> None:
+    """verdict.json says each node's failures' codes once each, and its first failure's
+    code, action and actor; its drain reason starts with that code (`sinfo -R` groups by
+    it); an unreachable node's is its no answer's, whatever failed before."""
+    silent = "Failed: n2: host probe unreachable: refused"
+    records = [
+        result("a::t[n1]", "n1", "failed", message="Failed: n1 count", **_fault("PC-GPU-COUNT")),
+        result("a::u[n1]", "n1", "failed", message="Failed: n1 memory",
+               **_fault("PC-HOST-MEMORY")),
+        # a check of several nodes naming n2 before n2's own silence
+        result("a::all", None, "failed", message="Failed: kernel differs", culprits="n2",
+               **_fault("PC-HOST-SOFTWARE-DRIFT")),
+        result("a::t[n2]", "n2", "failed", message=silent, error_kind="unreachable",
+               probe="host", **_fault("PC-NODE-UNREACHABLE")),
+        result("a::t[n3]", "n3"), result("a::u[n3]", "n3"),
+    ]
+    n1, n2, n3 = node_verdicts(["n1", "n2", "n3"], PLAN, records)
+    assert (n1.codes, n1.code, n1.action, n1.actor) == (
+        ["PC-GPU-COUNT", "PC-HOST-MEMORY"], "PC-GPU-COUNT", "fix PC-GPU-COUNT",
+        "provider-hardware")
+    assert [f["code"] for f in n1.failures] == ["PC-GPU-COUNT", "PC-HOST-MEMORY"]
+    assert n2.verdict == "UNREACHABLE" and n2.code == "PC-NODE-UNREACHABLE"
+    assert n2.codes == ["PC-HOST-SOFTWARE-DRIFT", "PC-NODE-UNREACHABLE"]
+    assert (n3.codes, n3.code, n3.to_json()["code"]) == ([], "", "")
+    assert drain_line(n1) == ("scontrol update NodeName=n1 State=DRAIN "
+                              "'Reason=PC-GPU-COUNT pytest-cluster rejected: 2 clause(s) "
+                              "failed: gpus.count, host.memory'")
+    assert "'Reason=PC-NODE-UNREACHABLE pytest-cluster unreachable: n2: " in drain_line(n2)
+
+
 def test_a_timeout_is_unreachable_only_for_the_host_probe() -> None:
     busy = [result("a::t[n1]", "n1", "failed", message="Failed: n1: gpu_perf probe timeout",
                    error_kind="timeout", probe="gpu_perf")]

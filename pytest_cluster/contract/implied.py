@@ -1,0 +1,48 @@
+"""When the contract promises a clause that is not written in the spec (`Value.IMPLIED`, or
+one written only with its section): each a predicate of the spec, named by contract/clauses.py
+(`Declaration.when`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_cluster.contract.model import Spec
+
+
+def several(spec: Spec) -> bool:
+    return len(spec.cluster.nodes) > 1
+
+
+def intra(spec: Spec) -> bool:
+    return spec.interconnect is not None and spec.interconnect.ranks_per_node > 1
+
+
+def inter(spec: Spec) -> bool:
+    return spec.interconnect is not None and bool(spec.interconnect.node_counts)
+
+
+def stress_loop(spec: Spec) -> bool:
+    ic = spec.interconnect
+    return ic is not None and (ic.ranks_per_node > 1 or several(spec))
+
+
+def transport(spec: Spec) -> bool:
+    return inter(spec) and spec.interconnect is not None \
+        and spec.interconnect.transport is not None
+
+
+def training(spec: Spec) -> bool:
+    return spec.training is not None
+
+
+def latency(spec: Spec) -> bool:
+    return spec.interconnect is not None and spec.interconnect.latency is not None
+
+
+def colocation(spec: Spec) -> bool:
+    return spec.interconnect is not None and spec.interconnect.colocation is not None
+
+
+def search(spec: Spec) -> bool:
+    return spec.interconnect is not None and spec.interconnect.node_network and several(spec)
