@@ -4,7 +4,8 @@
 # `make test-extra-clause`: the same with one more GPU clause installed through the extension
 # point (tests/extra_clause.py): no test counts cases or clauses by hand.
 # `make docs`: rewrite the docs' generated tables (clauses, sections, launchers, error kinds,
-# sim faults, plausible ranges) from the registries; tests/test_docs_generated.py holds them.
+# fault codes, sim faults, plausible ranges) from the registries;
+# tests/test_docs_generated.py holds them.
 # `make gpu-check`: every GPU path on this machine's GPU beside plain torch loops (one line
 # and exit 0 without CUDA); GPU_PYTHON: a python with torch+CUDA and pytest-cluster.
 PYTHON ?= python3

@@ -23,7 +23,7 @@ from pytest_cluster.contract.clauses import CLAUSES
 from pytest_cluster.contract.declaration import Declaration, Value
 from pytest_cluster.contract.launchers import KINDS
 from pytest_cluster.contract.sections import SECTIONS, sim
-from pytest_cluster.evidence.verdict import blame
+from pytest_cluster.evidence.verdict import blame, faults
 from pytest_cluster.launchers.result import ErrorKind
 from pytest_cluster.measure import plausible
 from pytest_cluster.units import format_number
@@ -136,9 +136,40 @@ def error_kinds() -> str:
     kinds = [kind.value for kind in ErrorKind]
     kinds += sorted({kind for group, _ in _KIND_GROUPS for kind in group} - set(kinds))
     return table(
-        ["`error_kind`", "What the verdict makes of it"],
+        ["`error_kind`", "What the verdict makes of it", "Fault code"],
         ([code(kind), "; ".join(said for group, said in _KIND_GROUPS if kind in group)
-          or "the node's: its case fails, the node is REJECTED"] for kind in kinds))
+          or "the node's: its case fails, the node is REJECTED",
+          ", ".join(code(f.fault.code) for name, f in faults.KINDS.items()
+                    if name.partition("[")[0] == kind) or "its clause's"]
+         for kind in kinds))
+
+
+# -- fault codes (contract/clauses.py's faults, evidence/verdict/faults.py KINDS, DERIVED) --
+
+_BELOW = {">=": "below", ">": "not above", "<=": "above", "<": "not below", "==": "not"}
+
+
+def _means(d: Declaration) -> str:
+    """What a clause's failure means, in words, from its declaration."""
+    if d.text:
+        return f"not held: {d.text}"
+    if d.value is Value.VERSIONS:
+        return "a version outside the promised bounds (the member names the package)"
+    if d.value is Value.NAME:
+        return f"not the promised {d.written_as}"
+    what = d.key.replace("[", " (").replace("]", ")").replace("_", " ").replace(".", " ")
+    return f"{what} {_BELOW.get(d.op, 'not')} the promise" + (
+        " (each member)" if d.members else "")
+
+
+def fault_codes() -> str:
+    rows = [[code(d.fault.code), code(d.id), _means(d), d.fault.action, d.fault.actor.value]
+            for d in CLAUSES if d.fault is not None]
+    rows += [[code(f.fault.code), f"error kind {code(name)}", f.means, f.fault.action,
+              f.fault.actor.value] for name, f in faults.KINDS.items()]
+    rows += [[code(f.fault.code), code(name), f.means, f.fault.action, f.fault.actor.value]
+             for name, f in faults.DERIVED.items()]
+    return table(["Code", "Clause", "What it means", "Action", "Who acts"], rows)
 
 
 # -- the simulated cluster's faults (contract/sections/sim.py)
@@ -206,6 +237,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "launchers": launchers,
     "launchers-inline": launchers_inline,
     "error-kinds": error_kinds,
+    "fault-codes": fault_codes,
     "sim-faults": sim_faults,
     "sim-node-faults": sim_node_faults,
     "sim-lies": sim_lies,

@@ -13,8 +13,9 @@
 #   PASS   every sanity check of this node passed: nothing is done.
 #   FAIL   a check of this node failed, or the node did not answer its own probes: the node
 #          is drained with pytest-cluster's reason, as LBNL NHC does (scontrol update
-#          NodeName=<node> State=DRAIN Reason="pytest-cluster rejected: 1 clause(s) failed:
-#          storage[/scratch].capacity"). Why: this run's evidence under REPORTS
+#          NodeName=<node> State=DRAIN Reason="PC-STORAGE-CAPACITY pytest-cluster rejected:
+#          1 clause(s) failed: storage[/scratch].capacity"), its fault code first (sinfo -R
+#          groups by it; docs/faults.md says what to do). Why: this run's evidence under REPORTS
 #          (<host>-<time>/latest/verdict.json, report.html). Put it back once fixed:
 #          scontrol update NodeName=<node> State=RESUME
 #   ERROR  the tool could not judge the node: the spec or an option is not valid (a typo in

@@ -147,7 +147,9 @@ def test_the_health_check_drains_with_pytest_clusters_reason(
                        check=True, timeout=120)
     assert "drain" not in netns.node_state("node4")
     shown = netns.scontrol("show", "node", "node3")
-    assert "Reason=pytest-cluster rejected: 1 clause(s) failed: storage[" in shown, shown
+    # the reason starts with the failure's fault code, so `sinfo -R` groups by it
+    assert "Reason=PC-STORAGE-CAPACITY pytest-cluster rejected: 1 clause(s) failed: " \
+        "storage[" in shown, shown
 
 
 def test_a_typo_in_the_contract_drains_no_node(gate: tuple[NetnsCluster, Path, Path]) -> None:
