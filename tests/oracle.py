@@ -35,6 +35,7 @@ from pytest_cluster.evidence.record.derived_cases import TESTS
 from pytest_cluster.evidence.sinks.metrics import CASE_LABELS
 from pytest_cluster.evidence.sinks.results import ResultLine, outcome
 from pytest_cluster.evidence.verdict.blame import NOT_BLAMING, answered, culprits, no_answer
+from pytest_cluster.evidence.verdict.faults import fault_of
 from pytest_cluster.evidence.verdict.nodes import outcome_of
 from pytest_cluster.units import Dim, parse_quantity, utc
 
@@ -142,6 +143,16 @@ def _check_results(views: Views) -> Iterator[str]:
         if named is not None and record.get("filesystem") != named[1]:
             yield (f"results.jsonl: {_nodeid(record)} has filesystem "
                    f"{record.get('filesystem')!r}, its spec_key {named[1]!r}")
+        # a contract case that failed says its fault (code, action, who acts); one that
+        # passed says none
+        found = fault_of(str(record.get("clause") or ""), record) if "case" in record \
+            else None
+        failed = outcome(record) in ("failed", "error")
+        said = tuple(record.get(key) for key in ("code", "action", "actor"))
+        wanted = (found[1].code, found[1].action, found[1].actor.value) \
+            if failed and found is not None else (None, None, None)
+        if said != wanted:
+            yield f"results.jsonl: {_nodeid(record)} ({outcome(record)}) says fault {said}"
     if views.end is None:
         yield "results.jsonl: no end record"
         return
@@ -190,7 +201,7 @@ def _check_junit(views: Views) -> Iterator[str]:
             yield f"junit.xml: {_nodeid(record)} is {said}, results.jsonl {kind}"
         props = {p.get("name"): p.get("value") for p in tc.iter("property")}
         for name in ("node", "gpu", "unit", "measured_base", "required_base",
-                     "collective", "payload", "node_count"):
+                     "collective", "payload", "node_count", "code", "actor"):
             if name in record and record[name] is not None and name in props \
                     and not _same_number(props[name], record[name]):
                 yield (f"junit.xml: {_nodeid(record)} {name} {props[name]!r}, "
@@ -318,6 +329,14 @@ def _failed_against(views: Views, node: str) -> set[str]:
     return found
 
 
+def _codes_against(views: Views, node: str) -> set[str]:
+    """The fault codes of the failures results.jsonl counts against `node`."""
+    someone = _someone_answered(views)
+    return {str(r["code"]) for r in _judged(views) if outcome(r) != "passed"
+            and _blames(r, someone) and "code" in r
+            and (r.get("node") == node or node in culprits(r))}
+
+
 def _check_verdicts(views: Views) -> Iterator[str]:
     """verdict.json against results.jsonl and the end record: each node's failed clauses
     are exactly the ones its cases (and the culprits named) failed; the drain lines are
@@ -330,6 +349,13 @@ def _check_verdicts(views: Views) -> Iterator[str]:
                    f"results.jsonl {sorted(failed)}")
         if node["verdict"] in ("ACCEPTED", "NOT CHECKED") and failed:
             yield f"verdict.json: {node['node']} is {node['verdict']} but failed {sorted(failed)}"
+        codes = _codes_against(views, node["node"])
+        if node["verdict"] == "REJECTED" and set(node.get("codes", [])) != codes:
+            yield (f"verdict.json: {node['node']} has codes {node.get('codes')}, "
+                   f"results.jsonl {sorted(codes)}")
+        if node["verdict"] in ("REJECTED", "UNREACHABLE") and \
+                node.get("code") not in {*codes, None}:
+            yield f"verdict.json: {node['node']} code {node.get('code')}, none of {codes}"
         if node["outcome"] != outcome_of(node["verdict"]):
             yield f"verdict.json: {node['node']} outcome {node['outcome']} for {node['verdict']}"
     drained = [n["node"] for n in document["nodes"] if n["outcome"] == "FAIL"]
@@ -459,6 +485,20 @@ def _check_metrics(views: Views) -> Iterator[str]:
         if isinstance(number, (int, float)) and not isinstance(number, bool) \
                 and "required_base" in r and not _same_number(figures.get(key), number):
             yield f"metrics: measured {figures.get(key)} for {r['nodeid']}, results {number}"
+    codes: dict[str, set[str]] = {}  # each node's fault codes
+    firsts: dict[str, list[str]] = {}  # ... and those labelled its first failure's
+    for labels, _ in found.get("pytest_cluster_node_fault", []):
+        codes.setdefault(labels["node"], set()).add(labels["code"])
+        if labels["first"] == "true":
+            firsts.setdefault(labels["node"], []).append(labels["code"])
+    for node in views.verdict["nodes"]:
+        first = node.get("code", "")
+        wanted_codes = set(node.get("codes", [])) | ({first} if first else set())
+        if codes.get(node["node"], set()) != wanted_codes or \
+                firsts.get(node["node"], []) != ([first] if first else []):
+            yield (f"metrics: node_fault {sorted(codes.get(node['node'], ()))} on "
+                   f"{node['node']} (first {firsts.get(node['node'])}), verdict.json "
+                   f"{sorted(wanted_codes)} (first {first!r})")
     nodes = {labels["node"]: labels["verdict"]
              for labels, _ in found.get("pytest_cluster_node_verdict", [])}
     wanted = {n["node"]: n["verdict"] for n in views.verdict["nodes"]}

@@ -94,6 +94,39 @@ def test_the_oracle_finds_a_view_that_disagrees(pytester: pytest.Pytester) -> No
             f"({every[0] - 1}, {every[1]}), the terminal {every}") in found
 
 
+def test_the_oracle_finds_a_fault_code_that_disagrees(pytester: pytest.Pytester) -> None:
+    """A failed line without its code, a node's codes or drain reason not its failures',
+    a metrics' first fault not verdict.json's: each is named."""
+    (pytester.path / "trial.yaml").write_text(
+        (EXAMPLES / "sim-h100-faulty.yaml").read_text())
+    metrics = pytester.path / "metrics.prom"
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "--cluster-reports=reports", f"--cluster-metrics={metrics}")
+    views = read_views((pytester.path / "reports" / "latest").resolve(),
+                       result.stdout.str(), metrics)
+    from tests.oracle import disagreements
+    assert disagreements(views) == []
+    line = next(r for r in views.results if r.get("outcome") == "failed")
+    del line["code"]
+    node = next(n for n in views.verdict["nodes"] if n["node"] == "sim-gpu-04")
+    node["codes"] = ["PC-GPU-XID"]
+    views.verdict["drain"] = [d.replace("Reason=PC-GPU-COUNT ", "Reason=PC-GPU-XID ")
+                              for d in views.verdict["drain"]]
+    assert views.metrics is not None
+    views.metrics["pytest_cluster_node_fault"] = [
+        ({**labels, "first": "false"}, value)
+        for labels, value in views.metrics["pytest_cluster_node_fault"]]
+    found = "\n".join(disagreements(views))
+    assert f"results.jsonl: {line['nodeid']} (failed) says fault (None, " in found
+    assert "verdict.json: sim-gpu-04 has codes ['PC-GPU-XID'], results.jsonl " in found
+    assert ("verdict.json: sim-gpu-02's drain reason starts with 'PC-GPU-XID', its first "
+            "failure's code is 'PC-GPU-COUNT'") in found
+    assert ("metrics: node_fault ['PC-GPU-D2H', 'PC-GPU-H2D', 'PC-GPU-PCIE', "
+            "'PC-GPU-USABLE-MEMORY'] on sim-gpu-01 (first None), verdict.json ['PC-GPU-D2H', "
+            "'PC-GPU-H2D', 'PC-GPU-PCIE', 'PC-GPU-USABLE-MEMORY'] (first "
+            "'PC-GPU-USABLE-MEMORY')") in found
+
+
 @pytest.mark.slow
 def test_the_oracle_finds_a_heat_map_that_names_the_wrong_node(
         pytester: pytest.Pytester) -> None:

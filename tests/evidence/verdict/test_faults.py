@@ -147,3 +147,52 @@ def test_the_section_of_a_derived_case_is_its_compared_clauses() -> None:
     assert section_of("baseline.performance[gpus.matmul.bf16]") == "gpus"
     assert section_of("storage[/data].write") == "storage"
     assert section_of("interconnect.busbw[inter_node]") == "interconnect"
+
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def test_a_faulty_run_says_each_failures_fault_in_every_view(
+        pytester: pytest.Pytester) -> None:
+    """examples/sim-h100-faulty.yaml: each failed case's line and JUnit case say its code,
+    action and actor (its clause's); verdict.json each rejected node's codes and first
+    failure's fault; its drain line starts with that code; the metrics label it."""
+    import json
+    import xml.etree.ElementTree as ET
+
+    (pytester.path / "trial.yaml").write_text((EXAMPLES / "sim-h100-faulty.yaml").read_text())
+    pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                       "--cluster-reports=reports", "--cluster-metrics=m.prom",
+                       "--junitxml=junit.xml")
+    run = (pytester.path / "reports" / "latest").resolve()
+    lines = [json.loads(line) for line in
+             (run / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    failed = [r for r in lines if r.get("type") == "result" and r["outcome"] == "failed"]
+    assert failed
+    for record in failed:
+        fault = declaration_of(record["clause"]).fault  # type: ignore[union-attr]
+        assert fault is not None
+        assert (record["code"], record["action"], record["actor"]) == (
+            fault.code, fault.action, fault.actor.value), record["case"]
+    assert not any("code" in r for r in lines if r.get("outcome") == "passed")
+    verdict = json.loads((run / "verdict.json").read_text(encoding="utf-8"))
+    rejected = [n for n in verdict["nodes"] if n["verdict"] == "REJECTED"]
+    assert rejected
+    for node, drain in zip(rejected, verdict["drain"], strict=True):
+        mine = [r for r in failed if r["node"] == node["node"]]
+        assert node["code"] == mine[0]["code"] and node["actor"] == mine[0]["actor"]
+        assert node["codes"] == list(dict.fromkeys(r["code"] for r in mine))
+        assert f"'Reason={node['code']} pytest-cluster rejected: " in drain
+    # a GPU with a pending row remap: reset it, RMA it if a remap failed
+    assert "PC-GPU-ROWREMAP" in next(n for n in rejected if n["node"] == "sim-gpu-03")["codes"]
+    junit = {(tc.get("name"), p.get("name")): p.get("value")
+             for tc in ET.parse(pytester.path / "junit.xml").iter("testcase")
+             for p in tc.iter("property")}
+    for record in failed:
+        name = record["nodeid"].rpartition("::")[2]
+        assert junit[(name, "code")] == record["code"]
+        assert junit[(name, "actor")] == record["actor"]
+    metrics = (pytester.path / "m.prom").read_text(encoding="utf-8")
+    for node in rejected:
+        assert (f'pytest_cluster_node_fault{{cluster="sim-h100-faulty",code="{node["code"]}",'
+                f'first="true",level="acceptance",node="{node["node"]}"}} 1.0') in metrics
