@@ -145,14 +145,14 @@ def _check_results(views: Views) -> Iterator[str]:
                    f"{record.get('filesystem')!r}, its spec_key {named[1]!r}")
         # a contract case that failed says its fault (code, action, who acts); one that
         # passed says none
-        found = fault_of(str(record.get("clause") or ""), record) if "case" in record \
+        declared = fault_of(str(record.get("clause") or ""), record) if "case" in record \
             else None
         failed = outcome(record) in ("failed", "error")
-        said = tuple(record.get(key) for key in ("code", "action", "actor"))
-        wanted = (found[1].code, found[1].action, found[1].actor.value) \
-            if failed and found is not None else (None, None, None)
-        if said != wanted:
-            yield f"results.jsonl: {_nodeid(record)} ({outcome(record)}) says fault {said}"
+        fault = tuple(record.get(key) for key in ("code", "action", "actor"))
+        wanted = (declared[1].code, declared[1].action, declared[1].actor.value) \
+            if failed and declared is not None else (None, None, None)
+        if fault != wanted:
+            yield f"results.jsonl: {_nodeid(record)} ({outcome(record)}) says fault {fault}"
     if views.end is None:
         yield "results.jsonl: no end record"
         return

@@ -28,8 +28,9 @@ FAULT = Fault("PC-TEST", "nothing: a test's clause", Actor.TOOL)
 
 def _declared(section: str, key: str, value: Value, *args: Any, **kwargs: Any) -> Declaration:
     """A declaration as the table would make it: a clause with its fault, a setting none."""
-    fault = None if value is Value.SETTING else FAULT
-    return Declaration(section, key, value, *args, fault=fault, **kwargs)
+    kwargs.setdefault("fault", None if value is Value.SETTING else FAULT)
+    return Declaration(section, key, value, *args, **kwargs)
+
 
 def test_an_instances_name_fills_in_its_place_and_its_member() -> None:
     write = _declared("storage", "write", Value.QUANTITY, Dim.RATE)

@@ -104,6 +104,12 @@ HOSTILE = {
     "sleeps": ("import time\ntime.sleep(3600)\n", f"did not finish loading within {LIMIT_S:g} s"),
     "raises": ("raise RuntimeError('first line\\n' + 'x' * 100000)\n",
                "cannot be loaded: RuntimeError: first line\\nxxx"),
+    # a clause declared without its fault (code, action, who acts) is no clause
+    "faultless": ("from pytest_cluster import Declaration, Dim, Extension, Reads, Value\n"
+                  "EXTENSION = Extension('faultless', clauses=(Declaration('bmc', 'fans', "
+                  "Value.QUANTITY, Dim.COUNT, reads=Reads('bmc', 'sensors', 'fans')),))\n",
+                  "cannot be loaded: ValueError: clause bmc.fans: declare its fault, "
+                  "fault=Fault(code, action, actor) (docs/faults.md): left out"),
 }
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from pytest_cluster.evidence.record.derived_cases import TESTS, WHEN, Case, case_id, emit, report
 from pytest_cluster.evidence.sinks.results import CASE_ATTRIBUTE
+from pytest_cluster.evidence.verdict.faults import DERIVED
 
 FAILED = Case("gpus.matmul.bf16", "baseline.performance[gpus.matmul.bf16]", "n1", False,
               "n1: 610 TFLOPS, 12 % below the baseline's 693", gpu=0,
@@ -39,9 +40,15 @@ def test_a_failed_case_fails_at_its_call_only_and_carries_its_evidence() -> None
     assert made["call"].longrepr == (
         "[SIMULATED] n1: 610 TFLOPS, 12 % below the baseline's 693")
     assert made["call"].nodeid == case_id(FAILED)
+    # with its fault (a figure worse than at the baseline: its own code), in every phase
+    # (JUnit writes the teardown's properties)
+    fault = DERIVED["baseline.performance"].fault
     assert dict(made["call"].user_properties) == {
         "spec_key": FAILED.clause, "node": "n1", "simulated": True, "gpu": 0,
-        "measured": 610.0}
+        "measured": 610.0, "code": "PC-BASELINE-PERF", "action": fault.action,
+        "actor": "provider-hardware"}
+    assert made["teardown"].user_properties == made["call"].user_properties
+    assert "code" not in dict(report(NOT_JUDGED, "setup", 0.0, False).user_properties)
     assert getattr(made["call"], CASE_ATTRIBUTE) == (case_id(FAILED), FAILED.clause, "n1")
     assert made["call"].keywords == {"test_not_worse": 1, "baseline": 1}
 
