@@ -28,6 +28,7 @@ from pytest_cluster.evidence.baseline.replacements import (
 from pytest_cluster.evidence.record.end import verdict_schema
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results
 from tests.evidence.baseline.test_hardware import NODE, _baseline
+from tests.oracle import check
 
 
 def _copy(node: Any) -> Any:
@@ -199,6 +200,7 @@ def test_a_gpu_replaced_under_rma_is_accepted_by_its_new_serial(
         "accepted but not seen: 1654000000000")
     assert {n["node"]: n["verdict"] for n in verdict["nodes"]} == {
         "n1": "ACCEPTED", "n2": "ACCEPTED"}
+    assert check(run_dir, out) == []  # every view says the same
 
     # a second board replaced, not accepted; the accepted one at 70 % of the old one
     slower = "{node: n2, gpu: 6, replaced: true, matmul_factor: 0.7}, " \
