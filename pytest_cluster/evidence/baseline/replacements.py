@@ -97,7 +97,7 @@ def _serial(text: str, where: str) -> str:
     if not text:
         raise AcceptError(f"{where}: an empty serial")
     if len(text) > MAX_SERIAL:
-        raise AcceptError(f"{where}: {printable(head(text, 40))}... is longer than "
+        raise AcceptError(f"{where}: {printable(head(text, 40))} is longer than "
                           f"{MAX_SERIAL} characters: no serial")
     if not _SERIAL.fullmatch(text):
         raise AcceptError(f"{where}: {printable(head(text, 40))!r} is no serial (expected "
@@ -114,15 +114,16 @@ def _entry(text: str, where: str) -> Accepted:
 
 
 def _file_entries(path: str, read: Callable[[Path], bytes]) -> list[tuple[str, str]]:
-    """(text, where) of each serial in the file: one a line, `#` to the end of a line
-    a comment, blank lines skipped."""
+    """(text, where) of each serial in the file: one a line (or several, as the option
+    takes them: SERIAL,SERIAL), `#` to the end of a line a comment, blank lines skipped."""
     if not path:
         raise AcceptError("@: expected a file's path after @")
     try:
         data = read(Path(path))
-    except (InputError, OSError) as exc:
-        said = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise AcceptError(f"{printable(head(path, 200))}: {said}") from None
+    except InputError as exc:  # names the file
+        raise AcceptError(printable(str(exc))) from None
+    except OSError as exc:
+        raise AcceptError(f"{printable(head(path, 200))}: {exc.strerror or exc}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -131,7 +132,8 @@ def _file_entries(path: str, read: Callable[[Path], bytes]) -> list[tuple[str, s
     for number, line in enumerate(text.splitlines(), 1):
         kept = line.split("#", 1)[0].strip()
         if kept:
-            found.append((kept, f"{printable(head(path, 200))}:{number}"))
+            found += [(each, f"{printable(head(path, 200))}:{number}")
+                      for each in kept.split(",")]
     return found
 
 
@@ -146,15 +148,15 @@ def parse(values: Sequence[str], read: Callable[[Path], bytes] = _read) -> tuple
     for value in values:
         if value.startswith("@"):
             items += _file_entries(value[1:], read)
-            continue
-        if not value.strip():
+        elif not value.strip():
             raise AcceptError("an empty value: expected SERIAL[,SERIAL...] or @FILE")
-        items += [(part, f"item {number}") for number, part in enumerate(value.split(","), 1)]
+        else:
+            of = f" of {printable(head(value, 60))}" if len(values) > 1 else ""
+            items += [(part, f"item {number}{of}")
+                      for number, part in enumerate(value.split(","), 1)]
         if len(items) > MAX_ACCEPTED:
-            break
-    if len(items) > MAX_ACCEPTED:
-        raise AcceptError(f"more than {MAX_ACCEPTED} serials: no RMA is that large; "
-                          "re-baseline instead")
+            raise AcceptError(f"more than {MAX_ACCEPTED} serials: no RMA is that large; "
+                              "make a new baseline instead")
     accepted: dict[tuple[str, str | None], Accepted] = {}
     for text, where in items:
         each = _entry(text, where)

@@ -38,10 +38,11 @@ def _copy(node: Any) -> Any:
 def test_values_and_files_name_serials() -> None:
     """SERIAL[,SERIAL...], OLD=NEW, @FILE (one a line, # comments), repeatable; the same
     serial twice is kept once."""
-    files = {"rma.txt": b"# RMA 4711, n3\n1654000000001   # gpu6\n\n  OLD9=NEW9\n1654000000001\n"}
+    files = {"rma.txt": b"# RMA 4711, n3\n1654000000001   # gpu6\n\n  OLD9=NEW9\n"
+                        b"1654000000001\r\nD7, D8\n"}
     got = parse(["A1,B2", "@rma.txt", " c3 "], lambda path: files[str(path)])
     assert got == (Accepted("A1"), Accepted("B2"), Accepted("1654000000001"),
-                   Accepted("NEW9", "OLD9"), Accepted("c3"))
+                   Accepted("NEW9", "OLD9"), Accepted("D7"), Accepted("D8"), Accepted("c3"))
     assert [each.given for each in got[2:4]] == ["1654000000001", "OLD9=NEW9"]
     # a label's upper case is sysfs' lower case
     assert Accepted("AA:BB").covers("x", "aa:bb") and not Accepted("AA:BB").covers("x", "aa")
@@ -58,6 +59,7 @@ def test_values_and_files_name_serials() -> None:
     (["X" * (MAX_SERIAL + 1)], f"longer than {MAX_SERIAL} characters"),
     ([",".join(f"S{i}" for i in range(MAX_ACCEPTED + 1))], f"more than {MAX_ACCEPTED}"),
     (["@"], "expected a file's path after @"),
+    (["A1", "B2,C 3"], "item 2 of B2,C 3: 'C 3' is no serial"),
 ])
 def test_a_value_that_names_no_serial_is_refused(values: list[str], said: str) -> None:
     with pytest.raises(AcceptError) as caught:
@@ -72,12 +74,14 @@ def test_a_file_of_serials_is_read_as_untrusted(tmp_path: Path) -> None:
     (tmp_path / "big").write_bytes(b"A1\n" * (MAX_FILE // 3 + 1))
     (tmp_path / "latin").write_bytes(b"S\xe91\n")
     (tmp_path / "bad").write_text("A1\n# fine\nB 2\n")
-    for name, said in (("none", "No such file"), ("fifo", "a fifo, not a regular file"),
+    for name, said in (("none", f"{tmp_path / 'none'}: No such file"),
+                       ("fifo", f"{tmp_path / 'fifo'}: a fifo, not a regular file"),
                        ("big", f"larger than {MAX_FILE} bytes"), ("latin", "not UTF-8"),
                        ("bad", f"{tmp_path / 'bad'}:3: 'B 2' is no serial")):
         with pytest.raises(AcceptError) as caught:
             parse([f"@{tmp_path / name}"])
-        assert said in str(caught.value), caught.value
+        assert str(caught.value).startswith(str(tmp_path)), caught.value
+        assert said in str(caught.value) and str(caught.value).count(str(tmp_path)) == 1
 
 
 def test_an_accepted_replacement_is_said_and_other_changes_still_fail() -> None:
