@@ -50,22 +50,40 @@ def is_ours(reason: str) -> bool:
     return OURS.match(reason) is not None
 
 
+#: A state's words (sinfo's %T, '+'-joined, flag characters after) that say an admin
+#: marked the node failing (State=FAIL: drained, and expected to fail): held out as a
+#: drain is, never resumed by a gate.
+FAILING = frozenset({"fail", "failing", "failg"})
+
+
 @dataclass(frozen=True)
 class NodeState:
     """A node as SLURM holds it: its state (sinfo's %T, lower case: 'drained',
-    'draining', 'idle', 'mixed+drain', 'drained*') and drain reason ('' where none)."""
+    'draining', 'idle', 'mixed+drain', 'drained*', 'failing') and drain reason ('' where
+    none)."""
 
     state: str
     reason: str
 
     @property
+    def words(self) -> frozenset[str]:
+        """The state's words, its flag characters left out ('drained*' -> {'drained'})."""
+        return frozenset(word.rstrip("*~#!%$@^-+") for word in self.state.split("+"))
+
+    @property
+    def failing(self) -> bool:
+        return bool(self.words & FAILING)
+
+    @property
     def drained(self) -> bool:
-        """Drained or draining: taken out of service by someone (DRAIN)."""
-        return "drain" in self.state
+        """Taken out of service by someone: drained, draining, or marked failing."""
+        return self.failing or any(word.startswith(("drain", "drng")) for word in self.words)
 
     @property
     def ours(self) -> bool:
-        return is_ours(self.reason)
+        """Drained by pytest-cluster, and so for a gate to put back: a drain (never an
+        admin's State=FAIL) with our reason."""
+        return not self.failing and is_ours(self.reason)
 
 
 def states_commands(names: Sequence[str]) -> list[list[str]]:
@@ -148,7 +166,8 @@ def steps(decision: Decision, states: Mapping[str, NodeState | None] | None, dra
         if state is not None and state.drained and not state.ours:
             failure = command[-1].removeprefix("Reason=")
             done.append(Step(f"kept drained {node.node}: drained by someone else: "
-                             f"{said(state.reason)}; its failure: {said(failure)}"))
+                             f"{said(state.reason or state.state)}; its failure: "
+                             f"{said(failure)}"))
         else:
             done.append(Step("", tuple(command), "drain"))
     if not resume or states is None or not node_commands(decision):
@@ -167,7 +186,7 @@ def steps(decision: Decision, states: Mapping[str, NodeState | None] | None, dra
                              tuple(resume_command(name)), "resume"))
         elif state.drained:
             done.append(Step(f"not resumed {name}: drained by someone else: "
-                             f"{said(state.reason)}"))
+                             f"{said(state.reason or state.state)}"))
     if unlisted:
         done.append(Step(f"not resumed {said(compress_hostlist(unlisted))}: sinfo lists no "
                          "such node"))

@@ -93,9 +93,13 @@ def test_a_node_whose_lines_disagree_has_no_known_state() -> None:
 
 @pytest.mark.parametrize(("state", "drained"), [
     ("drained", True), ("draining", True), ("drained*", True), ("mixed+drain", True),
-    ("idle", False), ("down*", False), ("allocated", False), ("mixed", False)])
-def test_drained_is_any_drain_state(state: str, drained: bool) -> None:
-    assert NodeState(state, "x").drained is drained
+    ("drng", True), ("idle+drain~", True), ("failing", True), ("fail*", True),
+    ("idle", False), ("down*", False), ("allocated", False), ("mixed", False),
+    ("maint", False)])
+def test_drained_is_any_drain_or_failing_state(state: str, drained: bool) -> None:
+    assert NodeState(state, OURS_REASON).drained is drained
+    # an admin's State=FAIL is never ours to undo, whatever its reason
+    assert NodeState(state, OURS_REASON).ours is ("fail" not in state)
 
 
 def failed(name: str, reason: str = "1 clause(s) failed: fabric.ports") -> NodeVerdict:
@@ -130,10 +134,11 @@ def test_a_node_drained_by_us_that_passed_is_resumed() -> None:
 
 
 def test_a_node_drained_by_someone_else_stays_drained_and_is_said() -> None:
-    states = {"n1": NodeState("drained", "maintenance"), "n2": NodeState("idle", ""),
+    states = {"n1": NodeState("drained", "maintenance"), "n2": NodeState("failing", OURS_REASON),
               "n3": NodeState("drained", "Prolog error")}
     assert steps(PASSED, states, drain=False, resume=True) == [
         Step("not resumed n1: drained by someone else: maintenance"),
+        Step(f"not resumed n2: drained by someone else: {OURS_REASON}"),
         Step("not resumed n3: drained by someone else: Prolog error")]
 
 
