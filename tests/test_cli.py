@@ -181,7 +181,7 @@ Nodes = dict[str, tuple[str, str]]
 
 
 @pytest.fixture
-def slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def fake_slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fake sinfo and scontrol on PATH, each recording its arguments, one call a line
     (sinfo.calls, scontrol.calls); sinfo prints sinfo.out (write it), scontrol exits with
     scontrol.exit's number where that file is there, saying 'refused' on stderr. The
@@ -200,17 +200,17 @@ def slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def calls(slurm: Path, name: str) -> list[str]:
-    path = slurm / f"{name}.calls"
+def calls(fake_slurm: Path, name: str) -> list[str]:
+    path = fake_slurm / f"{name}.calls"
     return path.read_text().splitlines() if path.exists() else []
 
 
-def gate_run(slurm: Path, nodes: Nodes, *options: str, simulated: bool = False,
+def gate_run(fake_slurm: Path, nodes: Nodes, *options: str, simulated: bool = False,
              status: int | None = None) -> tuple[int, list[str]]:
     """`pytest-cluster gate RUN --exit-status N *options` on a verdict of `nodes`: (its
     exit, its lines); N is 0 where every node was accepted, else 1."""
     from pytest_cluster.evidence.verdict.nodes import ACCEPTED, outcome_of
-    run = slurm / "run"
+    run = fake_slurm / "run"
     run.mkdir(exist_ok=True)
     verdict = next((v for v, _ in nodes.values() if v != ACCEPTED), ACCEPTED)
     (run / "verdict.json").write_text(json.dumps({
@@ -225,7 +225,7 @@ def gate_run(slurm: Path, nodes: Nodes, *options: str, simulated: bool = False,
     return code, _lines
 
 
-#: The gate's lines, as said (cli._say) where `slurm` is used.
+#: The gate's lines, as said (cli._say) where `fake_slurm` is used.
 _lines: list[str] = []
 
 
@@ -234,37 +234,37 @@ ACCEPT, REJECT = ("ACCEPTED", ""), ("REJECTED", "1 clause(s) failed: fabric.port
 
 
 def test_gate_resume_resumes_a_node_drained_by_us_and_not_one_drained_by_an_admin(
-        slurm: Path) -> None:
-    (slurm / "sinfo.out").write_text(f"n1|drained|{OURS}\n"
+        fake_slurm: Path) -> None:
+    (fake_slurm / "sinfo.out").write_text(f"n1|drained|{OURS}\n"
                                      "n2|drained|maintenance | new DIMMs\n"
                                      "n3|idle|none\n")
-    code, said = gate_run(slurm, {"n1": ACCEPT, "n2": ACCEPT, "n3": ACCEPT}, "--resume")
+    code, said = gate_run(fake_slurm, {"n1": ACCEPT, "n2": ACCEPT, "n3": ACCEPT}, "--resume")
     assert code == 0
     assert said == [
         "pytest-cluster PASS: 3 node(s) passed every check at level sanity: n[1-3]",
         "pytest-cluster resumed: scontrol update NodeName=n1 State=RESUME (it passed; its "
         f"drain was ours: {OURS})",
         "pytest-cluster not resumed n2: drained by someone else: maintenance | new DIMMs"]
-    assert calls(slurm, "sinfo") == ["--noheader --all --Node --nodes=n[1-3] "
+    assert calls(fake_slurm, "sinfo") == ["--noheader --all --Node --nodes=n[1-3] "
                                      "--format=%N|%T|%E"]
-    assert calls(slurm, "scontrol") == ["update NodeName=n1 State=RESUME"]
+    assert calls(fake_slurm, "scontrol") == ["update NodeName=n1 State=RESUME"]
 
 
-def test_gate_without_resume_resumes_nothing(slurm: Path) -> None:
-    (slurm / "sinfo.out").write_text(f"n1|drained|{OURS}\n")
-    assert gate_run(slurm, {"n1": ACCEPT}, "--drain")[0] == 0
-    assert calls(slurm, "sinfo") == calls(slurm, "scontrol") == []
+def test_gate_without_resume_resumes_nothing(fake_slurm: Path) -> None:
+    (fake_slurm / "sinfo.out").write_text(f"n1|drained|{OURS}\n")
+    assert gate_run(fake_slurm, {"n1": ACCEPT}, "--drain")[0] == 0
+    assert calls(fake_slurm, "sinfo") == calls(fake_slurm, "scontrol") == []
 
 
 def test_a_fail_again_gets_the_new_reason_and_an_admins_drain_keeps_theirs(
-        slurm: Path) -> None:
+        fake_slurm: Path) -> None:
     """One sinfo for every node, failed and accepted: n1 (drained by us, fails again) gets
     this run's reason, n2 (an admin's) keeps theirs, n3 (accepted, drained by us) is
     resumed beside them; the exit is FAIL's."""
-    (slurm / "sinfo.out").write_text(
+    (fake_slurm / "sinfo.out").write_text(
         "n1|drained|PC-OLD pytest-cluster rejected: 1 clause(s) failed: host.memory\n"
         "n2|draining|maintenance\nn3|drained*|pytest-cluster unreachable: no answer\n")
-    code, said = gate_run(slurm, {"n1": REJECT, "n2": REJECT, "n3": ACCEPT},
+    code, said = gate_run(fake_slurm, {"n1": REJECT, "n2": REJECT, "n3": ACCEPT},
                           "--drain", "--resume")
     assert code == 1
     assert said[2:] == [
@@ -274,78 +274,78 @@ def test_a_fail_again_gets_the_new_reason_and_an_admins_drain_keeps_theirs(
         "pytest-cluster rejected: 1 clause(s) failed: fabric.ports",
         "pytest-cluster resumed: scontrol update NodeName=n3 State=RESUME (it passed; its "
         "drain was ours: pytest-cluster unreachable: no answer)"]
-    assert len(calls(slurm, "sinfo")) == 1
-    assert calls(slurm, "scontrol") == [
+    assert len(calls(fake_slurm, "sinfo")) == 1
+    assert calls(fake_slurm, "scontrol") == [
         "update NodeName=n1 State=DRAIN Reason=pytest-cluster rejected: 1 clause(s) failed: "
         "fabric.ports", "update NodeName=n3 State=RESUME"]
 
 
-def test_an_error_resumes_and_drains_nothing_and_reads_no_state(slurm: Path) -> None:
-    (slurm / "sinfo.out").write_text(f"n1|drained|{OURS}\nn2|drained|{OURS}\n")
-    code, said = gate_run(slurm, {"n1": ACCEPT, "n2": ("NOT CHECKED", "no answer")},
+def test_an_error_resumes_and_drains_nothing_and_reads_no_state(fake_slurm: Path) -> None:
+    (fake_slurm / "sinfo.out").write_text(f"n1|drained|{OURS}\nn2|drained|{OURS}\n")
+    code, said = gate_run(fake_slurm, {"n1": ACCEPT, "n2": ("NOT CHECKED", "no answer")},
                           "--drain", "--resume", status=1)
     assert code == 2 and said[-1] == "pytest-cluster no node is drained for it"
-    code, said = gate_run(slurm, {"n1": ACCEPT, "n2": ACCEPT}, "--drain", "--resume",
+    code, said = gate_run(fake_slurm, {"n1": ACCEPT, "n2": ACCEPT}, "--drain", "--resume",
                           status=4)  # pytest did not end well, though every node passed
     assert code == 2
-    assert calls(slurm, "sinfo") == calls(slurm, "scontrol") == []
+    assert calls(fake_slurm, "sinfo") == calls(fake_slurm, "scontrol") == []
 
 
-def test_a_simulated_run_resumes_and_drains_nothing(slurm: Path) -> None:
-    (slurm / "sinfo.out").write_text(f"n1|drained|{OURS}\nn2|drained|{OURS}\n")
-    assert gate_run(slurm, {"n1": ACCEPT, "n2": ACCEPT}, "--drain", "--resume",
+def test_a_simulated_run_resumes_and_drains_nothing(fake_slurm: Path) -> None:
+    (fake_slurm / "sinfo.out").write_text(f"n1|drained|{OURS}\nn2|drained|{OURS}\n")
+    assert gate_run(fake_slurm, {"n1": ACCEPT, "n2": ACCEPT}, "--drain", "--resume",
                     simulated=True)[0] == 0
-    code, said = gate_run(slurm, {"n1": ACCEPT, "n2": REJECT}, "--drain", "--resume",
+    code, said = gate_run(fake_slurm, {"n1": ACCEPT, "n2": REJECT}, "--drain", "--resume",
                           simulated=True)
     assert code == 1
     assert said[-1] == ("pytest-cluster not drained: a simulated cluster's nodes are no "
                         "SLURM nodes")
-    assert calls(slurm, "sinfo") == calls(slurm, "scontrol") == []
+    assert calls(fake_slurm, "sinfo") == calls(fake_slurm, "scontrol") == []
 
 
 def test_a_state_not_read_resumes_nothing_and_drains_as_always_in_one_line(
-        slurm: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (slurm / "bin" / "sinfo").write_text("#!/bin/sh\necho 'slurm_load_partitions: Unable to "
-                                         "contact slurm controller' >&2\nexit 1\n")
-    code, said = gate_run(slurm, {"n1": REJECT, "n2": ACCEPT}, "--drain", "--resume")
+        fake_slurm: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (fake_slurm / "bin" / "sinfo").write_text("#!/bin/sh\necho 'slurm_load_partitions: Unable to "
+                                         "contact fake_slurm controller' >&2\nexit 1\n")
+    code, said = gate_run(fake_slurm, {"n1": REJECT, "n2": ACCEPT}, "--drain", "--resume")
     assert code == 1
     assert said[1:] == [
         "pytest-cluster could not read the nodes' state in SLURM: sinfo: exit 1: "
-        "slurm_load_partitions: Unable to contact slurm controller; no node is resumed, and "
+        "slurm_load_partitions: Unable to contact fake_slurm controller; no node is resumed, and "
         "the failed nodes are drained whatever their drain reason",
         "pytest-cluster drained: scontrol update NodeName=n1 State=DRAIN "
         "'Reason=pytest-cluster rejected: 1 clause(s) failed: fabric.ports'"]
-    (slurm / "bin" / "sinfo").unlink()
-    (slurm / "scontrol.calls").unlink()
-    monkeypatch.setenv("PATH", str(slurm / "bin"))  # no sinfo (this machine's neither)
-    code, said = gate_run(slurm, {"n2": ACCEPT}, "--resume")
+    (fake_slurm / "bin" / "sinfo").unlink()
+    (fake_slurm / "scontrol.calls").unlink()
+    monkeypatch.setenv("PATH", str(fake_slurm / "bin"))  # no sinfo (this machine's neither)
+    code, said = gate_run(fake_slurm, {"n2": ACCEPT}, "--resume")
     assert code == 0
     assert said[1:] == ["pytest-cluster could not read the nodes' state in SLURM: sinfo: "
                         "cannot be run: No such file or directory; no node is resumed"]
-    assert calls(slurm, "scontrol") == []
+    assert calls(fake_slurm, "scontrol") == []
 
 
 def test_a_sinfo_that_hangs_or_floods_is_stopped_and_said(
-        slurm: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        fake_slurm: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_cluster import cli
     monkeypatch.setattr(cli, "SLURM_TIMEOUT_S", 1)
-    (slurm / "bin" / "sinfo").write_text("#!/bin/sh\nexec sleep 60\n")
-    code, said = gate_run(slurm, {"n1": ACCEPT}, "--resume")
+    (fake_slurm / "bin" / "sinfo").write_text("#!/bin/sh\nexec sleep 60\n")
+    code, said = gate_run(fake_slurm, {"n1": ACCEPT}, "--resume")
     assert (code, said[1:]) == (0, ["pytest-cluster could not read the nodes' state in "
                                     "SLURM: sinfo: no answer within 1 s; no node is resumed"])
     monkeypatch.setattr(cli, "MAX_STATE_BYTES", 1000)
-    (slurm / "bin" / "sinfo").write_text("#!/bin/sh\nexec yes n1\\|drained\\|x\n")
-    code, said = gate_run(slurm, {"n1": ACCEPT}, "--resume")
+    (fake_slurm / "bin" / "sinfo").write_text("#!/bin/sh\nexec yes n1\\|drained\\|x\n")
+    code, said = gate_run(fake_slurm, {"n1": ACCEPT}, "--resume")
     assert (code, said[1:]) == (0, ["pytest-cluster could not read the nodes' state in "
                                     "SLURM: sinfo: printed more than 1000 bytes; no node is "
                                     "resumed"])
-    assert calls(slurm, "scontrol") == []
+    assert calls(fake_slurm, "scontrol") == []
 
 
-def test_scontrol_refusing_is_one_line_and_the_exit_stays_the_decisions(slurm: Path) -> None:
-    (slurm / "sinfo.out").write_text(f"n1|drained|{OURS}\nn2|idle|none\n")
-    (slurm / "scontrol.exit").write_text("1")
-    code, said = gate_run(slurm, {"n1": ACCEPT, "n2": REJECT}, "--drain", "--resume")
+def test_scontrol_refusing_is_one_line_and_the_exit_stays_the_decisions(fake_slurm: Path) -> None:
+    (fake_slurm / "sinfo.out").write_text(f"n1|drained|{OURS}\nn2|idle|none\n")
+    (fake_slurm / "scontrol.exit").write_text("1")
+    code, said = gate_run(fake_slurm, {"n1": ACCEPT, "n2": REJECT}, "--drain", "--resume")
     assert code == 1
     assert said[1:] == [
         "pytest-cluster drain failed (exit 1): scontrol update NodeName=n2 State=DRAIN "
