@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_cluster.evidence.verdict.age import EXPECTED_DURATION, parse_utc
+
 SPEC = "cluster: {name: opts, nodes: [n1], launcher: sim}\ngpus: {count: 8}\nsim: {}\n"
 
 
@@ -57,6 +59,13 @@ SPEC = "cluster: {name: opts, nodes: [n1], launcher: sim}\ngpus: {count: 8}\nsim
     (["--cluster-soak-resume="],
      "ERROR: --cluster-soak-resume=: expected the directory of a stopped soak, got an empty "
      "value"),
+    (["--cluster-valid-for="], f"ERROR: --cluster-valid-for=: {EXPECTED_DURATION}, got an "
+                               "empty value"),
+    (["--cluster-valid-for=0"], f"ERROR: --cluster-valid-for=0: {EXPECTED_DURATION}, got '0'"),
+    (["--cluster-valid-for=1 d"], f"ERROR: --cluster-valid-for=1 d: {EXPECTED_DURATION}, got "
+                                  "'1 d' (unknown unit 'd'; known units: ms, s, min, h)"),
+    (["--cluster-valid-for=9000h"], f"ERROR: --cluster-valid-for=9000h: {EXPECTED_DURATION}, "
+                                    "got '9000h'"),
 ])
 def test_an_empty_or_absurd_option_is_a_usage_error(pytester: pytest.Pytester,
                                                     args: list[str], says: str) -> None:
@@ -227,3 +236,18 @@ def test_more_nodes_than_one_run_checks_are_refused_naming_the_first_part(
     part = pytester.runpytest("--cluster=trial.yaml", "-m", "sanity", "-p", "no:cacheprovider",
                               "--cluster-node=gpu-[00001-00002]")
     assert part.ret == pytest.ExitCode.OK
+
+
+def test_the_verdict_holds_for_cluster_valid_for_from_the_runs_end(
+        pytester: pytest.Pytester) -> None:
+    """verdict.json's made_at is the run's end (ended_at), its valid_until that plus
+    --cluster-valid-for (30 min here; a day by default: tests/evidence/record/test_end.py)."""
+    (pytester.path / "trial.yaml").write_text(SPEC)
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "--cluster-valid-for=30min")
+    assert result.ret == pytest.ExitCode.OK
+    verdict = json.loads((pytester.path / "reports" / "latest" / "verdict.json").read_text())
+    assert verdict["made_at"] == verdict["ended_at"]
+    held = parse_utc(verdict["valid_until"], "valid_until") - parse_utc(verdict["made_at"],
+                                                                        "made_at")
+    assert held == 1800
