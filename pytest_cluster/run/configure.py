@@ -26,9 +26,8 @@ from pytest_cluster.errors import LaunchError, SpecError, head
 from pytest_cluster.evidence.baseline import accepted as baseline
 from pytest_cluster.evidence.record import sealing
 from pytest_cluster.evidence.record.rundir import create_run_dir
-from pytest_cluster.evidence.verdict import age
 from pytest_cluster.launchers import launcher_class
-from pytest_cluster.run import lifecycle
+from pytest_cluster.run import lifecycle, validity
 from pytest_cluster.run.after_checks import AfterChecks
 from pytest_cluster.run.html_hooks import HTML_PLUGIN, HtmlHooks
 from pytest_cluster.run.memory import MEMORY_PLUGIN, CaseMemory
@@ -113,26 +112,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="how long an installed extension's module may take to load before it is "
              f"left out (default {extensions.LOAD_LIMIT_S:g}; a loop at import is stopped "
              "there)")
-    group.addoption(
-        "--cluster-valid-for", metavar="DURATION", default=None,
-        help="how long the verdict holds (verdict.json's valid_until, after its made_at): "
-             "e.g. 24h, 30min or seconds (default 24h, a fleet's daily acceptance run: a "
-             "health check reruns far more often, so a verdict older than a day means the "
-             "loop that renews it stopped); `pytest-cluster gate` refuses it after that as "
-             "stale, an ERROR that drains nothing")
+    validity.add_options(group)
     sealing.add_options(group)
-
-
-def valid_for(config: pytest.Config) -> float:
-    """How long this run's verdict holds (--cluster-valid-for), in seconds; a usage error
-    where it is no duration."""
-    raw = config.getoption("cluster_valid_for")
-    if raw is None:
-        return age.DEFAULT_VALID_FOR_S
-    try:
-        return age.parse_duration(raw)
-    except ValueError as exc:
-        raise pytest.UsageError(f"--cluster-valid-for={head(str(raw), 40)}: {exc}") from None
 
 
 def chosen_spec(config: pytest.Config, spec: Spec) -> Spec:
@@ -411,7 +392,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[CACHE_DIR_KEY] = Path(workerinput["cluster_cache_dir"])
     else:
         soaking = soak_options(config)
-        config.stash[VALID_FOR_KEY] = valid_for(config)
+        config.stash[VALID_FOR_KEY] = validity.valid_for(config)
         fit_xdist_workers(config)
         for warning in spec.warnings:
             _warn(config, warning)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_cluster.evidence.verdict.age import EXPECTED_DURATION, parse_utc
+from pytest_cluster.evidence.verdict.age import EXPECTED_DURATION
 
 SPEC = "cluster: {name: opts, nodes: [n1], launcher: sim}\ngpus: {count: 8}\nsim: {}\n"
 
@@ -236,18 +236,3 @@ def test_more_nodes_than_one_run_checks_are_refused_naming_the_first_part(
     part = pytester.runpytest("--cluster=trial.yaml", "-m", "sanity", "-p", "no:cacheprovider",
                               "--cluster-node=gpu-[00001-00002]")
     assert part.ret == pytest.ExitCode.OK
-
-
-def test_the_verdict_holds_for_cluster_valid_for_from_the_runs_end(
-        pytester: pytest.Pytester) -> None:
-    """verdict.json's made_at is the run's end (ended_at), its valid_until that plus
-    --cluster-valid-for (30 min here; a day by default: tests/evidence/record/test_end.py)."""
-    (pytester.path / "trial.yaml").write_text(SPEC)
-    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
-                                "--cluster-valid-for=30min")
-    assert result.ret == pytest.ExitCode.OK
-    verdict = json.loads((pytester.path / "reports" / "latest" / "verdict.json").read_text())
-    assert verdict["made_at"] == verdict["ended_at"]
-    held = parse_utc(verdict["valid_until"], "valid_until") - parse_utc(verdict["made_at"],
-                                                                        "made_at")
-    assert held == 1800

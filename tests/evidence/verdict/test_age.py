@@ -45,7 +45,7 @@ def test_a_duration_is_a_time_with_its_unit_or_plain_seconds(raw: str, seconds: 
     ("1e400 s", "too large"), ("\x1b[2J5 s", "\\x1b"),
 ])
 def test_a_duration_that_is_none_says_what_was_expected(raw: str, why: str) -> None:
-    with pytest.raises(ValueError, match="^expected a duration") as caught:
+    with pytest.raises(ValueError, match=r"^expected a duration") as caught:
         parse_duration(raw)
     said = str(caught.value)
     assert said.startswith(EXPECTED_DURATION) and why in said
@@ -81,7 +81,7 @@ def test_a_run_writes_its_times_as_the_gate_reads_them() -> None:
 ])
 def test_a_time_not_as_a_run_writes_it_is_refused_naming_the_key(value: object,
                                                                   said: str) -> None:
-    with pytest.raises(ValueError, match="^'made_at' is not") as caught:
+    with pytest.raises(ValueError, match=r"^'made_at' is not") as caught:
         parse_utc(value, "made_at")
     assert said in str(caught.value) and len(str(caught.value)) < 200
 
