@@ -370,6 +370,10 @@ def _check_verdicts(views: Views) -> Iterator[str]:
         yield from _accepted_replacements(views, accepted or [])
         if document["ended_at"] != utc(views.end["ended_at"]):
             yield f"verdict.json: ended_at {document['ended_at']}, end record's differs"
+        if document.get("made_at") != document["ended_at"] \
+                or not document.get("valid_until", "") > document["ended_at"]:
+            yield (f"verdict.json: made at {document.get('made_at')}, held until "
+                   f"{document.get('valid_until')}: not the run's end and a time after it")
 
 
 def _accepted_replacements(views: Views, accepted: list[dict[str, Any]]) -> Iterator[str]:
