@@ -43,7 +43,7 @@ def _soak(run: ClusterSession) -> str | None:
 
 def _scorecard(run: ClusterSession) -> str:
     return scorecard_html(run.spec, run.end, run.verdicts, run.ledger.gathered(),
-                          run.coverage_line())
+                          run.coverage_line(), run.ledger.kept)
 
 
 def _baseline(run: ClusterSession) -> str:
