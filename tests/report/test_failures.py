@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_cluster.evidence.sinks.results import ResultLine
 from pytest_cluster.evidence.record.plan import Plan, PlannedCase
+from pytest_cluster.evidence.sinks.results import ResultLine
 from pytest_cluster.evidence.verdict.nodes import NodeVerdict, node_verdicts
 from pytest_cluster.report import failures
 from pytest_cluster.report.failures import node_rows, what_failed
