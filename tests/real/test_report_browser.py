@@ -45,6 +45,8 @@ LAYOUT = """() => {
   return {pageWidth: document.documentElement.scrollWidth, innerWidth, innerHeight,
           failedTop: box(failed).top + scrollY, failedBottom: box(failed).bottom + scrollY,
           failedItems: failed.querySelectorAll('li').length,
+          footer: document.getElementById('level-ran').innerText,
+          footerBottom: box(document.getElementById('level-ran')).bottom,
           scrollRight: box(scroll).right, scrollWidth: scroll.scrollWidth,
           clientWidth: scroll.clientWidth, overflowX: getComputedStyle(scroll).overflowX,
           before, after, failing};
@@ -92,6 +94,9 @@ def test_the_report_opens_on_what_failed_and_its_matrix_fits_the_window(
         # what failed: listed, and on the first screen
         assert found["failedItems"] >= 1, found
         assert found["failedBottom"] <= found["innerHeight"], found
+        # the footer, at the window's foot, names the level that ran
+        assert "level acceptance (no -m)" in found["footer"], found
+        assert found["footerBottom"] == pytest.approx(found["innerHeight"], abs=1), found
         # the page itself never scrolls sideways; the matrix's box ends inside the window
         assert found["pageWidth"] <= found["innerWidth"], found
         assert found["scrollRight"] <= found["innerWidth"], found
