@@ -235,11 +235,11 @@ def _why_agrees(why: str, node: dict[str, Any]) -> bool:
     their count and the first of them in its order, each with its figures (cut at a
     clause, 'and N more clause(s)' for the rest); any other node its reason."""
     if not node["failed_clauses"] or node["verdict"] != "REJECTED":
-        return html.unescape(why) == node["reason"]
+        return html.unescape(why) == str(node["reason"])
     count = re.match(r"(\d+) clause\(s\) failed:", why)
     named = [html.unescape(n) for n in re.findall(r"<li><b>([^<]*)</b>", why)]
     more = re.search(r"<li>and (\d+) more clause\(s\)</li>", why)
-    clauses = node["failed_clauses"]
+    clauses = [str(clause) for clause in node["failed_clauses"]]
     return (count is not None and int(count.group(1)) == len(clauses)
             and named == clauses[:len(named)] and bool(named)
             and len(named) + (int(more.group(1)) if more else 0) == len(clauses))
