@@ -381,7 +381,8 @@ class ClusterSession:
             write(f"spec warning: {warning}", yellow=True)
         for line in self.summary_lines():
             red = line.startswith(("INCOMPLETE", "  REJECTED", "  UNREACHABLE"))
-            write(line, red=red, bold=line.startswith("INCOMPLETE"))
+            write(line, red=red, bold=line.startswith("INCOMPLETE"),
+                  yellow=line.startswith("  baseline warning"))
 
     def summary_lines(self) -> list[str]:
         """The terminal's section (report/terminal.py writes it from these facts)."""

@@ -53,6 +53,7 @@ from pytest_cluster.evidence.verdict.blame import (
 )
 
 if TYPE_CHECKING:
+    from pytest_cluster.evidence.record.lines import AcceptedEntry
     from pytest_cluster.evidence.record.plan import Plan, Selection
 
 ACCEPTED = "ACCEPTED"
@@ -122,6 +123,7 @@ class VerdictDocument(_VerdictDocument, total=False):
     """verdict.json, as the run writes it (end.verdict_document; verdict.schema.json)."""
 
     baseline: BaselineSummary  # the run compared with (--cluster-baseline), as the end record
+    baseline_accepted: list[AcceptedEntry]  # --cluster-baseline-accept's (end record's)
     incomplete: str  # why the verdict is INCOMPLETE (incomplete_why), as the terminal says
 
 
