@@ -1,11 +1,13 @@
 """The `pytest-cluster` command: what is done with a run's evidence after the run.
 
     pytest-cluster verify DIR [--key PUBKEY [--require-signature]]
-    pytest-cluster gate DIR --exit-status N [--log FILE] [--since EPOCH] [--drain] [--resume]
+    pytest-cluster gate DIR --exit-status N [--log FILE] [--since EPOCH] [--max-age DURATION]
+                        [--drain] [--resume]
 
 `gate` says what a gate does with a run (evidence/verdict/gate.py): PASS (exit 0), FAIL (exit 1:
 take the failed nodes out; --drain drains them with scontrol) or ERROR (exit 2: the tool
-could not judge; never drains), one line per reason. --resume puts back the nodes the run
+could not judge; never drains), one line per reason. A verdict past its valid_until, or
+made longer ago than --max-age, is stale: an ERROR. --resume puts back the nodes the run
 accepted that pytest-cluster drained; a node drained by someone else keeps its drain and
 its reason (evidence/verdict/resume.py). What SLURM did or refused never changes the exit.
 
@@ -42,6 +44,7 @@ from pytest_cluster import __version__
 from pytest_cluster.errors import BundleError, InputError, log_line
 from pytest_cluster.evidence.bundle.keys import PublicKey
 from pytest_cluster.evidence.bundle.verify import verify
+from pytest_cluster.evidence.verdict.age import parse_duration
 from pytest_cluster.evidence.verdict.gate import Decision, gate
 from pytest_cluster.evidence.verdict.resume import (
     MAX_STATE_BYTES,
@@ -137,6 +140,11 @@ def parser() -> argparse.ArgumentParser:
                         help="the run's output, for why it ended without a verdict")
     decide.add_argument("--since", type=epoch, metavar="EPOCH",
                         help="when the run started: an older verdict.json is not its own")
+    decide.add_argument("--max-age", type=duration, metavar="DURATION",
+                        help="refuse a verdict made longer ago than this (e.g. 30min, 24h, "
+                             "or seconds) as stale, an ERROR, even where its valid_until "
+                             "is later; for a gate reading a verdict made elsewhere (the "
+                             "latest run under DIR); one without made_at is an ERROR then")
     decide.add_argument("--drain", action="store_true",
                         help="on FAIL, drain the failed nodes (scontrol update ... "
                              "State=DRAIN Reason='pytest-cluster ...'); never on ERROR, "
@@ -158,7 +166,7 @@ GATE_CRASHED = 2
 
 def _gate(args: argparse.Namespace) -> int:
     try:
-        decision = gate(args.run_dir, args.exit_status, args.log, args.since)
+        decision = gate(args.run_dir, args.exit_status, args.log, args.since, args.max_age)
     except InputError as exc:  # --log is no regular file (a FIFO): refused, not waited on
         args.usage_error(f"--log {log_line(str(exc), MAX_SAID)}")
     except Exception as exc:  # the gate's own failure: an ERROR, never a FAIL (exit 1)
@@ -283,6 +291,14 @@ def epoch(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected seconds since the epoch (date +%s), "
                                          f"got {log_line(text, 40)!r}")
     return value
+
+
+def duration(text: str) -> float:
+    """A duration ('30 min', '24h', or seconds: age.parse_duration)."""
+    try:
+        return parse_duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -241,6 +241,45 @@ def _report_blob(report: str) -> dict[str, Any]:
     return json.loads(html.unescape(found.group(1))) if found else {}
 
 
+def _why_agrees(why: str, node: dict[str, Any]) -> bool:
+    """The Nodes table's "why" against verdict.json: a node with failed clauses shows
+    their count and the first of them in its order, each with its figures (cut at a
+    clause, 'and N more clause(s)' for the rest); any other node its reason."""
+    if not node["failed_clauses"] or node["verdict"] != "REJECTED":
+        return html.unescape(why) == str(node["reason"])
+    count = re.match(r"(\d+) clause\(s\) failed:", why)
+    named = [html.unescape(n) for n in re.findall(r"<li><b>([^<]*)</b>", why)]
+    more = re.search(r"<li>and (\d+) more clause\(s\)</li>", why)
+    clauses = [str(clause) for clause in node["failed_clauses"]]
+    return (count is not None and int(count.group(1)) == len(clauses)
+            and named == clauses[:len(named)] and bool(named)
+            and len(named) + (int(more.group(1)) if more else 0) == len(clauses))
+
+
+def _check_what_failed(views: Views) -> Iterator[str]:
+    """report.html's "What failed": each failed node (REJECTED, UNREACHABLE) in the spec's
+    order with the clause of its first failure (verdict.json's first), those beyond the
+    block's bound counted; a run where nothing failed says so."""
+    block = re.search(r'<div id="what-failed">(.*?)</div>', views.report, re.S)
+    if block is None:
+        yield "report.html: no What failed block"
+        return
+    listed = [tuple(map(html.unescape, found)) for found in re.findall(
+        r'<li><a href="#[^"]*">([^<]*)</a> <span[^>]*>([^<]*)</span>: <b>([^<]*)</b>',
+        block.group(1))]
+    failed = [(n["node"], n["verdict"], n["failures"][0]["clause"])
+              for n in views.verdict["nodes"]
+              if n["verdict"] in ("REJECTED", "UNREACHABLE") and n["failures"]]
+    more = re.search(r"and (\d+) more node\(s\) failed", block.group(1))
+    if listed != failed[:len(listed)] or len(listed) + (
+            int(more.group(1)) if more else 0) != len(failed):
+        yield f"report.html: What failed lists {listed}, verdict.json {failed}"
+    nothing = "Nothing failed" in block.group(1)
+    if nothing != (not failed and not views.verdict["cluster_checks_failed"]):
+        yield (f"report.html: What failed says nothing failed: {nothing}, verdict.json "
+               f"{len(failed)} failed node(s)")
+
+
 def _check_report(views: Views) -> Iterator[str]:
     """report.html: pytest-html's row of each case that did not pass; the scorecard's
     node table; the matrix's failed cells."""
@@ -254,18 +293,19 @@ def _check_report(views: Views) -> Iterator[str]:
         if kind == "passed" and shown & {"failed", "error"}:
             yield f"report.html: {_nodeid(record)} shown failed, passed in results.jsonl"
     table = re.search(r'<table id="nodes">(.*?)</table>', views.report, re.S)
-    rows = re.findall(r"<tr><td>([^<]*)</td><td[^>]*>([^<]*)</td><td>([^<]*)</td></tr>",
-                      table.group(1)) if table else []
-    shown_nodes = {html.unescape(node): (html.unescape(v), html.unescape(why))
-                   for node, v, why in rows}
+    rows = re.findall(r'<tr id="[^"]*"><td>([^<]*)</td><td[^>]*>([^<]*)</td><td>(.*?)</td></tr>',
+                      table.group(1), re.S) if table else []
+    shown_nodes = {html.unescape(node): (html.unescape(v), why) for node, v, why in rows}
     for node in views.verdict["nodes"]:
         if node["verdict"] == "ACCEPTED":
             if node["node"] in shown_nodes:
                 yield f"report.html: {node['node']} listed as not accepted"
             continue
-        if shown_nodes.get(node["node"]) != (node["verdict"], node["reason"]):
-            yield (f"report.html: {node['node']} shown {shown_nodes.get(node['node'])}, "
+        verdict, why = shown_nodes.get(node["node"], ("", ""))
+        if verdict != node["verdict"] or not _why_agrees(why, node):
+            yield (f"report.html: {node['node']} shown {(verdict, why)}, "
                    f"verdict.json {(node['verdict'], node['reason'])}")
+    yield from _check_what_failed(views)
     matrix = re.search(r'<table id="matrix">(.*?)</table>', views.report, re.S)
     if matrix:
         accepted = {n["node"] for n in views.verdict["nodes"] if n["verdict"] == "ACCEPTED"}
@@ -401,6 +441,10 @@ def _check_verdicts(views: Views) -> Iterator[str]:
         yield from _accepted_replacements(views, accepted or [])
         if document["ended_at"] != utc(views.end["ended_at"]):
             yield f"verdict.json: ended_at {document['ended_at']}, end record's differs"
+        if document.get("made_at") != document["ended_at"] \
+                or not document.get("valid_until", "") > document["ended_at"]:
+            yield (f"verdict.json: made at {document.get('made_at')}, held until "
+                   f"{document.get('valid_until')}: not the run's end and a time after it")
 
 
 def _accepted_replacements(views: Views, accepted: list[dict[str, Any]]) -> Iterator[str]:

@@ -61,8 +61,9 @@ def test_a_run_stopped_by_maxfail_agrees_in_every_view(pytester: pytest.Pytester
 
 @pytest.mark.slow
 def test_the_oracle_finds_a_view_that_disagrees(pytester: pytest.Pytester) -> None:
-    """It can fail: a verdict.json edited to accept a rejected node, a metrics sample, a
-    JUnit outcome and the clause table's counts changed are each named."""
+    """It can fail: a verdict.json edited to accept a rejected node or to hold until it was
+    made, a metrics sample, a JUnit outcome and the clause table's counts changed are each
+    named."""
     (pytester.path / "trial.yaml").write_text((EXAMPLES / "trial-sim.yaml").read_text())
     metrics = pytester.path / "metrics.prom"
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
@@ -73,6 +74,7 @@ def test_the_oracle_finds_a_view_that_disagrees(pytester: pytest.Pytester) -> No
     assert disagreements(views) == []
     rejected = next(n for n in views.verdict["nodes"] if n["verdict"] == "REJECTED")
     rejected["verdict"] = "ACCEPTED"
+    views.verdict["valid_until"] = views.verdict["made_at"]  # a verdict that never held
     assert views.metrics is not None
     labels, _ = views.metrics["pytest_cluster_check_passed"][0]
     views.metrics["pytest_cluster_check_passed"][0] = (labels, 0.5)
@@ -87,6 +89,7 @@ def test_the_oracle_finds_a_view_that_disagrees(pytester: pytest.Pytester) -> No
     assert "junit.xml: nodes_rejected" in found or "terminal" in found
     assert f"{rejected['node']} is ACCEPTED but failed" in found
     assert "metrics: check_passed 0.5" in found
+    assert f"held until {views.verdict['made_at']}: not the run's end and a time after" in found
     assert "junit.xml: test_" in found and " is failed, results.jsonl passed" in found
     assert ("the clause table shows interconnect.busbw[intra_node] (passed, failed) "
             "(3, 1), results.jsonl (12, 4)") in found

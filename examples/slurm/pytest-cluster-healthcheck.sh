@@ -99,6 +99,8 @@ timeout -k 5 "$LIMIT" "$PYTHON" -m pytest --cluster="$SPEC" -m sanity -q -p no:c
 STATUS=$?
 # on FAIL the gate drains the failed node, on PASS it resumes it where the drain was
 # ours (a simulated one never)
+# no --max-age: the verdict gated on is this run's own, made seconds ago (--since says
+# it is); a gate on a verdict made elsewhere (the latest daily run) adds --max-age 24h
 timeout -k 5 "$GATE_LIMIT" "$PYTHON" -m pytest_cluster.cli gate "$RUN" --exit-status "$STATUS" \
     --log "$RUN/pytest.log" --since "$STARTED" --drain --resume >"$RUN/gate.log" 2>&1
 case $? in

@@ -27,11 +27,12 @@ from pytest_cluster.evidence.record.summary import (
 )
 from pytest_cluster.evidence.verdict.cluster_verdict import INCOMPLETE, cluster_verdict, decisive
 from pytest_cluster.evidence.verdict.nodes import ACCEPTED, NodeVerdict, by_verdict
+from pytest_cluster.report.failures import node_rows, what_failed
 from pytest_cluster.report.templates import macros, render
 
 if TYPE_CHECKING:
     from pytest_cluster.contract import Spec
-    from pytest_cluster.evidence.sinks.results import EndLine
+    from pytest_cluster.evidence.sinks.results import EndLine, ResultLine
 
 #: Where the passed lists go in the scorecard's text (an HTML comment, read by no browser
 #: if it stays); scorecard.html.j2 writes it.
@@ -68,7 +69,10 @@ class ClauseRow:
 
 
 def scorecard_html(spec: Spec, end: EndLine | None, verdicts: Sequence[NodeVerdict],
-                   gathered: Gathered, coverage: str) -> str:
+                   gathered: Gathered, coverage: str,
+                   not_passed: Sequence[ResultLine] = ()) -> str:
+    """The scorecard; `not_passed`: the run's lines that did not pass, in the run's order
+    (the ledger's), whose figures the nodes' first failures show."""
     cluster_failed = gathered.cluster_failed
     tallies = gathered.tallies
     # the end record's, as verdict.json says it; decided here only before the run's end
@@ -83,13 +87,27 @@ def scorecard_html(spec: Spec, end: EndLine | None, verdicts: Sequence[NodeVerdi
         failing=len([t for t in tallies if t.failed]),
         spec_file=spec.file, spec_sha256=spec.sha256[:12], launcher=spec.cluster.launcher,
         checks={"ran": end["checks_ran"], "planned": end["checks_planned"]} if end else None,
-        not_accepted=[v for v in verdicts if v.verdict != ACCEPTED],
+        what_failed=what_failed(verdicts, not_passed),
+        not_accepted=node_rows(verdicts, not_passed),
         accepted=[v.node for v in verdicts if v.verdict == ACCEPTED],
         cluster_failed=cluster_failed, findings=gathered.findings,
         matrix=matrix_view(gathered.matrix), near=NEAR,
         clauses=clause_rows(tallies),
         not_checked=end["not_checked"] if end is not None else [],
-        passed_lists=bool(gathered.passed.counts))
+        passed_lists=bool(gathered.passed.counts),
+        level=level_text(end))
+
+
+def level_text(end: EndLine | None) -> str:
+    """Which level ran, for the scorecard's last line: 'level sanity (-m sanity), covering
+    sanity'; '' before the run's end."""
+    if end is None:
+        return ""
+    chosen = end["selection"].get("-m")
+    text = f"level {end['level']}" + (f" (-m {chosen})" if chosen else " (no -m)")
+    if end.get("levels"):
+        text += f", covering {', '.join(end['levels'])}"
+    return text
 
 
 def matrix_view(found: Matrix) -> MatrixView:

@@ -29,7 +29,7 @@ from pytest_cluster.evidence.baseline import replacements
 from pytest_cluster.evidence.record import sealing
 from pytest_cluster.evidence.record.rundir import create_run_dir
 from pytest_cluster.launchers import launcher_class
-from pytest_cluster.run import lifecycle
+from pytest_cluster.run import lifecycle, validity
 from pytest_cluster.run.after_checks import AfterChecks
 from pytest_cluster.run.html_hooks import HTML_PLUGIN, HtmlHooks
 from pytest_cluster.run.memory import MEMORY_PLUGIN, CaseMemory
@@ -41,7 +41,7 @@ from pytest_cluster.run.metrics_sink import (
 )
 from pytest_cluster.run.output_paths import check_reports
 from pytest_cluster.run.session import SESSION_PLUGIN, ClusterSession
-from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY, WORKERS_CUT_KEY
+from pytest_cluster.run.stash import CACHE_DIR_KEY, SPEC_KEY, VALID_FOR_KEY, WORKERS_CUT_KEY
 from pytest_cluster.run.suite import acceptance_dir
 from pytest_cluster.run.workers import cut_note, fit_workers, usable_cpus
 from pytest_cluster.soak import driver as soak_driver
@@ -121,6 +121,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="how long an installed extension's module may take to load before it is "
              f"left out (default {extensions.LOAD_LIMIT_S:g}; a loop at import is stopped "
              "there)")
+    validity.add_options(group)
     sealing.add_options(group)
 
 
@@ -408,6 +409,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[CACHE_DIR_KEY] = Path(workerinput["cluster_cache_dir"])
     else:
         soaking = soak_options(config)
+        config.stash[VALID_FOR_KEY] = validity.valid_for(config)
         fit_xdist_workers(config)
         for warning in spec.warnings:
             _warn(config, warning)

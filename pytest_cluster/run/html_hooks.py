@@ -1,6 +1,7 @@
 """pytest-html's hooks of a contract run (registered beside the session, on the controller):
 the report's title; above pytest-html's table, a soak's account, the scorecard, the
-baseline, the busbw charts and the latency heat map, and the evidence itself (each rendered
+baseline, the busbw charts and the latency heat map, each node's storage and latency
+figures charted, and the evidence itself (each rendered
 by its template in report/templates/); the table's Measured, Required, Reference and Fault
 columns (results_table.html.j2); a passed contract check left out of the table (it
 is a line of the scorecard's collapsed lists instead) but counted. The scorecard's passed
@@ -21,6 +22,7 @@ import pytest
 from pytest_cluster import internals
 from pytest_cluster.evidence.record.summary import is_simulated, measured_text
 from pytest_cluster.evidence.verdict.faults import FAULT_KEYS
+from pytest_cluster.report.bars import figures_html
 from pytest_cluster.report.plots import interconnect_charts
 from pytest_cluster.report.scorecard import PASSED_LISTS, passed_lists, scorecard_html
 from pytest_cluster.report.sections import baseline_html, sealing_html
@@ -44,7 +46,7 @@ def _soak(run: ClusterSession) -> str | None:
 
 def _scorecard(run: ClusterSession) -> str:
     return scorecard_html(run.spec, run.end, run.verdicts, run.ledger.gathered(),
-                          run.coverage_line())
+                          run.coverage_line(), run.ledger.kept)
 
 
 def _baseline(run: ClusterSession) -> str:
@@ -55,6 +57,11 @@ def _baseline(run: ClusterSession) -> str:
 
 def _charts(run: ClusterSession) -> str:
     return interconnect_charts(run.ledger.kept, run.ledger.latency)
+
+
+def _figures(run: ClusterSession) -> str:
+    """Each node's storage and latency figures against their requirement, charted."""
+    return figures_html(run.ledger.figures)
 
 
 def _inventory(run: ClusterSession) -> str:
@@ -81,7 +88,7 @@ def generated_in_utc(match: re.Match[bytes]) -> Iterator[bytes]:
 #: each renders from the run's records through its template (report/templates/: HTML, or
 #: None for no section). A new section is a function here and its line below.
 SECTIONS: tuple[Callable[[ClusterSession], str | None], ...] = (
-    _soak, _scorecard, _baseline, _charts, _inventory, _sealing)
+    _soak, _scorecard, _baseline, _charts, _figures, _inventory, _sealing)
 #: The columns added to pytest-html's results table, after its Result and Test columns
 #: (Fault: a failed case's code, what to do and who acts: evidence/verdict/faults.py).
 COLUMNS = ("Measured", "Required", "Reference", "Fault")

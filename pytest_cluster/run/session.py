@@ -47,6 +47,7 @@ from pytest_cluster.evidence.sinks.results import (
     makes_line,
     report_record,
 )
+from pytest_cluster.evidence.verdict.age import DEFAULT_VALID_FOR_S
 from pytest_cluster.launchers.process import (
     hold_interrupts,
     release_interrupts,
@@ -61,6 +62,7 @@ from pytest_cluster.report.terminal import (
 from pytest_cluster.run.junit_cases import JunitCases
 from pytest_cluster.run.lifecycle import run_launcher
 from pytest_cluster.run.sealed import seal_and_say
+from pytest_cluster.run.stash import VALID_FOR_KEY
 
 if TYPE_CHECKING:
     from pytest_cluster.contract import Spec
@@ -355,7 +357,8 @@ class ClusterSession:
     def _write_verdict(self) -> None:
         assert self.run_dir is not None and self.end is not None
         document = verdict_document(self.spec, self.end, self.verdicts, self.ledger,
-                                    self.run_dir.name)
+                                    self.run_dir.name,
+                                    self.config.stash.get(VALID_FOR_KEY, DEFAULT_VALID_FOR_S))
         path = self.run_dir / "verdict.json"
         path.write_text(json.dumps(document, indent=1, sort_keys=True, allow_nan=False),
                         encoding="utf-8")

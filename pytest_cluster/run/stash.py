@@ -18,3 +18,6 @@ SPEC_KEY: pytest.StashKey[Spec] = pytest.StashKey()
 CACHE_DIR_KEY = pytest.StashKey[Path]()
 #: Why fewer pytest-xdist workers run than `-n` asked for (absent where none were cut).
 WORKERS_CUT_KEY = pytest.StashKey[str]()
+#: How long this run's verdict holds, in seconds (--cluster-valid-for, checked at configure
+#: time; absent: age.DEFAULT_VALID_FOR_S).
+VALID_FOR_KEY = pytest.StashKey[float]()

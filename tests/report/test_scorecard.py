@@ -64,3 +64,19 @@ def test_the_passed_lists_stream_every_row_in_order_per_clause(tmp_path: Path) -
         assert list(passed_lists(PassedRows(empty))) == []
 
 
+
+
+def test_the_footer_names_the_level_that_ran() -> None:
+    """-m sanity: its level and what it covers; no -m: acceptance, said so; before the
+    run's end: nothing."""
+    from typing import Any, cast
+
+    from pytest_cluster.report.scorecard import level_text
+
+    end: dict[str, Any] = {"selection": {"-m": "sanity"}, "level": "sanity",
+                           "levels": ["sanity"]}
+    assert level_text(cast("Any", end)) == "level sanity (-m sanity), covering sanity"
+    end = {"selection": {}, "level": "acceptance", "levels": ["sanity", "acceptance"]}
+    assert level_text(cast("Any", end)) == \
+        "level acceptance (no -m), covering sanity, acceptance"
+    assert level_text(None) == ""

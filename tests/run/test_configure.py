@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_cluster.evidence.verdict.age import EXPECTED_DURATION
+
 SPEC = "cluster: {name: opts, nodes: [n1], launcher: sim}\ngpus: {count: 8}\nsim: {}\n"
 
 
@@ -57,6 +59,13 @@ SPEC = "cluster: {name: opts, nodes: [n1], launcher: sim}\ngpus: {count: 8}\nsim
     (["--cluster-soak-resume="],
      "ERROR: --cluster-soak-resume=: expected the directory of a stopped soak, got an empty "
      "value"),
+    (["--cluster-valid-for="], f"ERROR: --cluster-valid-for=: {EXPECTED_DURATION}, got an "
+                               "empty value"),
+    (["--cluster-valid-for=0"], f"ERROR: --cluster-valid-for=0: {EXPECTED_DURATION}, got '0'"),
+    (["--cluster-valid-for=1 d"], f"ERROR: --cluster-valid-for=1 d: {EXPECTED_DURATION}, got "
+                                  "'1 d' (unknown unit 'd'; known units: ms, s, min, h)"),
+    (["--cluster-valid-for=9000h"], f"ERROR: --cluster-valid-for=9000h: {EXPECTED_DURATION}, "
+                                    "got '9000h'"),
 ])
 def test_an_empty_or_absurd_option_is_a_usage_error(pytester: pytest.Pytester,
                                                     args: list[str], says: str) -> None:

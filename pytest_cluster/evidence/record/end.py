@@ -18,6 +18,7 @@ from pytest_cluster.evidence.baseline import replacements
 from pytest_cluster.evidence.record.plan import level_of_run, not_checked, why_left_out
 from pytest_cluster.evidence.record.summary import is_simulated, not_a_node
 from pytest_cluster.evidence.sinks.results import EndLine, SoakEnd, run_status
+from pytest_cluster.evidence.verdict.age import DEFAULT_VALID_FOR_S, MADE_AT, VALID_UNTIL, validity
 from pytest_cluster.evidence.verdict.cluster_verdict import (
     INCOMPLETE,
     cluster_verdict,
@@ -117,7 +118,7 @@ def end_record(facts: RunFacts) -> EndLine:
 
 
 #: The verdict.json shape this version writes (verdict.schema.json, shipped beside this).
-VERDICT_SCHEMA = "pytest-cluster/verdict/4"
+VERDICT_SCHEMA = "pytest-cluster/verdict/5"
 
 
 def verdict_schema() -> dict[str, Any]:
@@ -128,15 +129,18 @@ def verdict_schema() -> dict[str, Any]:
 
 
 def verdict_document(spec: Spec, end: EndLine, verdicts: Sequence[NodeVerdict],
-                     ledger: Ledger, run_id: str = "") -> VerdictDocument:
+                     ledger: Ledger, run_id: str = "",
+                     valid_for: float = DEFAULT_VALID_FOR_S) -> VerdictDocument:
     """verdict.json: the cluster's verdict and outcome (PASS, FAIL, ERROR) at the level
     that ran, each node's, the failed checks about no one node, and the lines that take
     the nodes that failed out of service (SLURM drain, Kubernetes taint; printed, never
-    run), and the baseline it was compared with (how its signature stood). Its shape:
+    run), and the baseline it was compared with (how its signature stood); made at the
+    run's end and holding for `valid_for` seconds (--cluster-valid-for). Its shape:
     verdict.schema.json."""
     failed = ledger.cluster_failures()
     why_not = not_a_node(spec)
     out = to_drain(verdicts)
+    held = validity(end["ended_at"], valid_for)
     document: VerdictDocument = {
         "schema": VERDICT_SCHEMA, "run_id": run_id, "tool_version": __version__,
         "cluster": spec.cluster.name, "spec_sha256": spec.sha256,
@@ -145,6 +149,7 @@ def verdict_document(spec: Spec, end: EndLine, verdicts: Sequence[NodeVerdict],
         "level": end["level"], "levels": end["levels"], "selection": end["selection"],
         "checks_not_selected": end["deselected"],
         "started_at": utc(end["started_at"]), "ended_at": utc(end["ended_at"]),
+        "made_at": held[MADE_AT], "valid_until": held[VALID_UNTIL],
         "checks": f"{end['checks_ran']} of {end['checks_planned']}",
         "nodes_in_spec": end["nodes_in_spec"],
         # checked: at least one of its cases ran (not the nodes in scope: a --maxfail=1

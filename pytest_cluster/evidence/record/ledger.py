@@ -10,6 +10,8 @@ The lines themselves go to results.jsonl and are not held: at 1,024 nodes a run 
 - in full (without their raw payloads, see `held`), the lines that did not pass and the
   benchmark runs the charts draw; a run where everything fails holds them all;
 - the latency cases' matrix and each node's median (latency_map.LatencyMap: the heat map);
+- each node's figure of the storage clauses and of interconnect.latency, with the
+  requirement (figures.NodeFigures: the report's bar charts);
 - the rows of the HTML's passed lists, in an unnamed temporary file (gone when closed or
   when the process ends), read back a row at a time as the report is written.
 """
@@ -21,6 +23,7 @@ import tempfile
 from collections import Counter
 from typing import TYPE_CHECKING, cast
 
+from pytest_cluster.evidence.record.figures import NodeFigures
 from pytest_cluster.evidence.record.gathered import (
     Gathered,
     Matrix,
@@ -87,6 +90,7 @@ class Ledger:
         self.passed = PassedRows(self._spool)
         self.findings: list[str] = []  # what a check found beside its figure (a straggler)
         self.latency = LatencyMap()  # the latency heat map's figures
+        self.figures = NodeFigures()  # the bar charts' figures (storage, latency)
 
     def add(self, record: ResultLine) -> None:
         """Count one result line, as it is written."""
@@ -102,6 +106,7 @@ class Ledger:
         add_to_tally(self._tallies, record)
         self._matrix.add(record)
         self.latency.add(record)
+        self.figures.add(record)
         if kind == "passed":
             clause = clause_of(record)
             self.passed.add(clause, passed_row(record))

@@ -14,6 +14,10 @@ FAIL or ERROR, from the run's verdict.json and pytest's exit status.
 - PASS: every node the run covered passed every check at the level that ran, and pytest
   exited 0.
 
+A verdict holds until its `valid_until` (age.py): past it, or made longer ago than the
+gate's --max-age, or made in the future beyond a clock's skew, it is an ERROR ("stale")
+that decides nothing: never a PASS, and a FAIL in it drains no node.
+
 What the gate reads is read as regular files only, without waiting (regular_file: a FIFO
 in verdict.json's or the log's place is refused at once, naming it), to a bound; a verdict
 that lists a node twice or more nodes than one run writes (hostlist.MAX_NODES) is refused
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import gc
 import json
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,6 +40,7 @@ from typing import Any, cast
 
 from pytest_cluster.errors import InputError, log_line
 from pytest_cluster.evidence.regular_file import read_regular, read_tail
+from pytest_cluster.evidence.verdict.age import age_problem, age_said
 from pytest_cluster.evidence.verdict.cluster_verdict import INCOMPLETE, incomplete_why, unmade
 from pytest_cluster.evidence.verdict.drain import drain_command, fault_code
 from pytest_cluster.evidence.verdict.nodes import (
@@ -240,18 +246,24 @@ def _nodes(document: Mapping[str, Any]) -> list[NodeVerdict]:
 
 
 def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: str = "",
-           log_line: str = "") -> Decision:
+           log_line: str = "", now: float | None = None,
+           max_age: float | None = None) -> Decision:
     """The gate's decision from verdict.json (`document`; None: the run wrote none for
-    this run, `why_missing` says why) and pytest's exit status."""
+    this run, `why_missing` says why) and pytest's exit status, at `now` (epoch seconds;
+    None: the clock's, read once) for a verdict made at most `max_age` seconds before
+    (None: any age its valid_until allows)."""
     if document is None:
         parts = [exit_meaning(exit_status), why_missing, log_line]
         why = "; ".join(part for part in parts if part)  # each one line (gate: the path)
         return Decision(ERROR, (f"ERROR: the check did not finish ({why}); no node is "
                                 "drained for it",))
-    try:
+    try:  # a stale verdict decides nothing: refused before its nodes are looked at
+        stale = age_problem(document, time.time() if now is None else now, max_age)
         nodes = _nodes(document)
     except ValueError as exc:
         return Decision(ERROR, (f"ERROR: verdict.json cannot be read: {exc}",))
+    if stale is not None:
+        return Decision(ERROR, (f"ERROR: {_printable(stale)}; no node is drained for it",))
     simulated = document.get("simulated") is True
     level = _printable(str(document.get("level", "")))
     failed = tuple(n for n in nodes if n.outcome == FAIL)
@@ -296,7 +308,8 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
     if lines:
         return Decision(ERROR, (*lines, "no node is drained for it"), simulated=simulated)
     return Decision(PASS, (f"PASS: {len(nodes)} node(s) passed every check at level "
-                           f"{level}: {_printable(compress_hostlist(n.node for n in nodes))}",),
+                           f"{level}: {_printable(compress_hostlist(n.node for n in nodes))}"
+                           f"{age_said(document)}",),
                     simulated=simulated, accepted=tuple(n.node for n in nodes))
 
 
@@ -307,10 +320,12 @@ def verdict_path(run: Path) -> Path:
 
 
 def gate(run: Path, exit_status: int, log: Path | None = None,
-         since: float | None = None) -> Decision:
+         since: float | None = None, max_age: float | None = None) -> Decision:
     """The decision for the run under `run` (a run directory or --cluster-reports'), which
     exited `exit_status`; a verdict.json older than `since` (epoch seconds: when this
-    gate's run started) is another run's, and so none."""
+    gate's run started) is another run's, and so none; one made more than `max_age`
+    seconds ago, or past its valid_until, is stale (the clock read once, now)."""
+    now = time.time()
     why_missing = ""
     document: VerdictDocument | None = None
     path = run / "verdict.json"
@@ -327,7 +342,7 @@ def gate(run: Path, exit_status: int, log: Path | None = None,
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         why_missing = f"{_printable(str(path))} cannot be read: {_printable(str(exc))}"
     with uncollected():
-        return decide(document, exit_status, why_missing, log_reason(log))
+        return decide(document, exit_status, why_missing, log_reason(log), now, max_age)
 
 
 def drain_commands(decision: Decision) -> list[list[str]]:

@@ -131,6 +131,8 @@ class VerdictDocument(_VerdictDocument, total=False):
 
     baseline: BaselineSummary  # the run compared with (--cluster-baseline), as the end record
     baseline_accepted: list[AcceptedEntry]  # --cluster-baseline-accept's (end record's)
+    made_at: str  # UTC: the run's end (age.py); an earlier version's verdict.json has none
+    valid_until: str  # UTC: made_at + --cluster-valid-for
     incomplete: str  # why the verdict is INCOMPLETE (incomplete_why), as the terminal says
 
 

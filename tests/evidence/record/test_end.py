@@ -20,7 +20,9 @@ from pytest_cluster.evidence.record.end import (
 )
 from pytest_cluster.evidence.record.ledger import Ledger
 from pytest_cluster.evidence.sinks.results import ResultLine, counts
+from pytest_cluster.evidence.verdict.age import DEFAULT_VALID_FOR_S
 from pytest_cluster.evidence.verdict.cluster_verdict import NOT_ALL_JUDGED, STOPPED
+from pytest_cluster.units import utc
 from tests.evidence.verdict.test_nodes import PLAN, result
 
 NODES = ("n1", "n2", "n3")
@@ -93,3 +95,8 @@ def test_verdict_json_follows_its_schema_and_drains_the_rejected_node(
     assert [node["node"] for node in document["nodes"]] == list(NODES)
     assert len(document["drain"]) == 1 and "n2" in document["drain"][0]
     assert "incomplete" not in document and "baseline" not in document
+    # made at the run's end, holding a day unless --cluster-valid-for says otherwise
+    assert document["made_at"] == document["ended_at"]
+    assert document["valid_until"] == utc(end["ended_at"] + DEFAULT_VALID_FOR_S)
+    held = verdict_document(spec, end, run.verdicts, ledger, "run-1", valid_for=1800)
+    assert held["valid_until"] == utc(end["ended_at"] + 1800)

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from pytest_cluster.evidence.record.sealing import Sealed, sealed_line
+from pytest_cluster.evidence.verdict.age import DEFAULT_VALID_FOR_S, validity
 from pytest_cluster.evidence.verdict.gate import (
     EXIT_MEANING,
     MAX_JSON_VALUES,
@@ -39,6 +40,7 @@ from pytest_cluster.evidence.verdict.nodes import (
     outcome_of,
 )
 from pytest_cluster.hostlist import MAX_NODES
+from pytest_cluster.units import utc
 
 
 def node(name: str, verdict: str, reason: str = "") -> dict[str, Any]:
@@ -531,3 +533,103 @@ def test_the_gates_own_failure_is_an_error_never_a_fail(
     assert capsys.readouterr().out == ("pytest-cluster ERROR: the gate could not decide: "
                                        "MemoryError: no memory left; no node is drained for "
                                        "it\n")
+
+
+#: A verdict's times as a run writes them (age.validity): made at MADE, holding a day.
+MADE = 1795932000.0  # 2026-11-29T06:00:00Z
+AGED = validity(MADE, DEFAULT_VALID_FOR_S)
+
+
+def test_a_fresh_pass_is_a_pass_saying_its_age() -> None:
+    decided = decide(document(node("n1", ACCEPTED), **AGED), 0, now=MADE + 60)
+    assert decided.outcome == PASS
+    assert decided.lines == ("PASS: 1 node(s) passed every check at level sanity: n1 (made "
+                             "at 2026-11-29T06:00:00Z, holds until 2026-11-30T06:00:00Z)",)
+
+
+def test_a_stale_pass_is_an_error_saying_stale() -> None:
+    now = MADE + DEFAULT_VALID_FOR_S + 1
+    decided = decide(document(node("n1", ACCEPTED), **AGED), 0, now=now)
+    assert (decided.outcome, decided.exit_code) == (ERROR, 2)
+    assert decided.accepted == ()  # --resume puts back no node on a stale pass
+    assert decided.lines == (f"ERROR: the verdict is stale: made at 2026-11-29T06:00:00Z, held "
+                             f"until 2026-11-30T06:00:00Z, now {utc(now)}; no node is drained "
+                             "for it",)
+
+
+def test_a_stale_fail_drains_no_node() -> None:
+    """A stale verdict decides nothing: the node may have been fixed since (or failed in
+    another way): it is not drained on last week's evidence."""
+    failed = document(node("n1", REJECTED, "1 clause(s) failed: gpus.count"), verdict=REJECTED,
+                      **AGED)
+    assert drain_commands(decide(failed, 1, now=MADE + 60)) != []  # fresh: drained
+    decided = decide(failed, 1, now=MADE + DEFAULT_VALID_FOR_S + 1)
+    assert decided.outcome == ERROR and "stale" in decided.lines[0]
+    assert decided.failed == () and drain_commands(decided) == []
+
+
+def test_max_age_refuses_a_verdict_its_valid_until_still_holds() -> None:
+    passed = document(node("n1", ACCEPTED), **AGED)
+    now = MADE + 2 * 3600
+    assert decide(passed, 0, now=now).outcome == PASS
+    for max_age in (1800.0, 3600.0):
+        decided = decide(passed, 0, now=now, max_age=max_age)
+        assert decided.outcome == ERROR
+        assert decided.lines[0].startswith("ERROR: the verdict is stale: made at "
+                                           "2026-11-29T06:00:00Z, 2 h ago, more than --max-age")
+    assert decide(passed, 0, now=now, max_age=3 * 3600).outcome == PASS
+
+
+def test_a_verdict_of_unknown_age_is_an_error_only_where_max_age_asks_it() -> None:
+    earlier = document(node("n1", ACCEPTED))  # an earlier version's: no made_at
+    assert decide(earlier, 0, now=MADE).outcome == PASS
+    decided = decide(earlier, 0, now=MADE, max_age=86400)
+    assert decided.outcome == ERROR and "its age is not recorded" in decided.lines[0]
+
+
+def test_a_verdict_made_in_the_future_is_an_error() -> None:
+    failed = document(node("n1", REJECTED, "x"), verdict=REJECTED, **AGED)
+    assert decide(failed, 1, now=MADE - 60).outcome == FAIL  # within a clock's skew
+    decided = decide(failed, 1, now=MADE - 3600)
+    assert decided.outcome == ERROR and drain_commands(decided) == []
+    assert "cannot be trusted" in decided.lines[0] and "no node is drained" in decided.lines[0]
+
+
+@pytest.mark.parametrize(("times", "key"), [
+    ({"made_at": 1795932000, "valid_until": AGED["valid_until"]}, "'made_at'"),
+    ({"made_at": "2026-11-29T06:00Z", "valid_until": AGED["valid_until"]}, "'made_at'"),
+    ({"made_at": AGED["made_at"], "valid_until": None}, "'valid_until'"),
+    ({"made_at": "2026-11-29T06:00:00Z\x1b[2J", "valid_until": AGED["valid_until"]},
+     "'made_at'"),
+])
+def test_a_malformed_time_is_one_error_line_naming_the_key(times: dict[str, Any],
+                                                           key: str) -> None:
+    failed = document(node("n1", REJECTED, "x"), verdict=REJECTED, **times)
+    decided = decide(failed, 1, now=MADE)
+    assert decided.outcome == ERROR and drain_commands(decided) == []
+    assert len(decided.lines) == 1 and decided.lines[0].isprintable()
+    assert decided.lines[0].startswith(f"ERROR: verdict.json cannot be read: {key} is not")
+
+
+def test_the_command_refuses_a_stale_verdict_by_max_age_and_drains_nothing(
+        tmp_path: Path) -> None:
+    """The clock is read once, now: a verdict made two hours ago that holds a day is a PASS
+    without --max-age, and stale under --max-age 1h (as '1h', '1 h' and 3600)."""
+    made = time.time() - 2 * 3600
+    (tmp_path / "verdict.json").write_text(json.dumps(document(
+        node("n1", REJECTED, "x"), verdict=REJECTED, **validity(made, DEFAULT_VALID_FOR_S))))
+    assert _gate_command(tmp_path).returncode == 1  # FAIL: fresh enough without --max-age
+    for given in ("1h", "1 h", "3600"):
+        done = _gate_command(tmp_path, "--max-age", given, "--drain")
+        assert done.returncode == 2, done.stderr
+        assert done.stdout.startswith("pytest-cluster ERROR: the verdict is stale: made at ")
+        assert "more than --max-age 60 min" in done.stdout and "drained:" not in done.stdout
+    assert _gate_command(tmp_path, "--max-age", "3h").returncode == 1
+
+
+@pytest.mark.parametrize("given", ["0", "1 d", "-5", "soon", ""])
+def test_a_max_age_that_is_no_duration_is_a_usage_error(tmp_path: Path, given: str) -> None:
+    done = _gate_command(tmp_path, f"--max-age={given}")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines()[-1].startswith(
+        "pytest-cluster gate: error: argument --max-age: expected a duration like '24 h'")
