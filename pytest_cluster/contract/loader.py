@@ -88,25 +88,27 @@ def _not_a_file(mode: int) -> str | None:
     return None if stat.S_ISREG(mode) else "not a regular file"
 
 
-def _read(name: str) -> bytes:
-    """The spec file's bytes: a regular file only (a FIFO, /dev/zero or a directory is
-    refused before it is read), and never more than MAX_SPEC_BYTES + 1 of them."""
-    what = _not_a_file(os.stat(name).st_mode)
-    if what is None:
+def _read(name: str, limit: int, what: str) -> bytes:
+    """The file's bytes: a regular file only (a FIFO, /dev/zero or a directory is refused
+    before it is read), and never more than `limit` + 1 of them."""
+    kind = _not_a_file(os.stat(name).st_mode)
+    if kind is None:
         # O_NONBLOCK: if the path was swapped for a FIFO since, opening does not wait
         fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as handle:
-            what = _not_a_file(os.fstat(fd).st_mode)
-            if what is None:
-                return handle.read(MAX_SPEC_BYTES + 1)
-    raise SpecError(f"is {what}, expected a YAML spec file", file=name)
+            kind = _not_a_file(os.fstat(fd).st_mode)
+            if kind is None:
+                return handle.read(limit + 1)
+    raise SpecError(f"is {kind}, expected a YAML {what} file", file=name)
 
 
-def load_spec(path: str | os.PathLike[str]) -> Spec:
-    """Read and validate the spec file at `path`."""
+def read_text(path: str | os.PathLike[str], limit: int = MAX_SPEC_BYTES,
+              what: str = "spec") -> str:
+    """The UTF-8 text of the YAML file at `path` (a spec, or a disable file: `what`), read
+    as a regular file only, to `limit` bytes; SpecError naming the file where it cannot."""
     name = str(path)
     try:
-        data = _read(name)
+        data = _read(name, limit, what)
     except FileNotFoundError:
         raise SpecError("no such file", file=name) from None
     except PermissionError:
@@ -114,10 +116,15 @@ def load_spec(path: str | os.PathLike[str]) -> Spec:
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise SpecError(f"cannot read: {reason}", file=name) from None
-    if len(data) > MAX_SPEC_BYTES:
-        raise SpecError("is larger than 4 MiB; is this really a spec?", file=name)
+    if len(data) > limit:
+        size = f"{limit // 2**20} MiB" if limit >= 2**20 else f"{limit // 2**10} KiB"
+        raise SpecError(f"is larger than {size}; is this really a {what}?", file=name)
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SpecError(f"not UTF-8 text (byte {exc.start})", file=name) from None
-    return parse_spec(text, name)
+
+
+def load_spec(path: str | os.PathLike[str]) -> Spec:
+    """Read and validate the spec file at `path`."""
+    return parse_spec(read_text(path), str(path))

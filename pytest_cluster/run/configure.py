@@ -27,7 +27,7 @@ from pytest_cluster.evidence.baseline import accepted as baseline
 from pytest_cluster.evidence.record import sealing
 from pytest_cluster.evidence.record.rundir import create_run_dir
 from pytest_cluster.launchers import launcher_class
-from pytest_cluster.run import lifecycle
+from pytest_cluster.run import disabling, lifecycle
 from pytest_cluster.run.after_checks import AfterChecks
 from pytest_cluster.run.html_hooks import HTML_PLUGIN, HtmlHooks
 from pytest_cluster.run.memory import MEMORY_PLUGIN, CaseMemory
@@ -113,6 +113,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              f"left out (default {extensions.LOAD_LIMIT_S:g}; a loop at import is stopped "
              "there)")
     sealing.add_options(group)
+    disabling.add_option(group)
 
 
 def chosen_spec(config: pytest.Config, spec: Spec) -> Spec:
@@ -385,6 +386,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _load_extensions(config)
     spec = chosen_spec(config, _read_spec(spec_path))
     config.stash[SPEC_KEY] = spec
+    disabling.configure(config)  # the kill switch: a bad file stops the run here
     lifecycle.open_run(config, spec, bool(config.getoption("cluster_soak_round")))
     workerinput = internals.worker_input(config)
     if workerinput is not None:

@@ -12,7 +12,8 @@ FAIL or ERROR, from the run's verdict.json and pytest's exit status.
   (INCOMPLETE: a node NOT CHECKED), or a check across nodes failed with no node to blame.
   An ERROR never drains a node: it says why, loudly.
 - PASS: every node the run covered passed every check at the level that ran, and pytest
-  exited 0.
+  exited 0; the checks the kill switch turned off (verdict.json's `disabled`) are named
+  on its line, never counted as passed.
 
 What the gate reads is read as regular files only, without waiting (regular_file: a FIFO
 in verdict.json's or the log's place is refused at once, naming it), to a bound; a verdict
@@ -292,8 +293,20 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
     if lines:
         return Decision(ERROR, (*lines, "no node is drained for it"), simulated=simulated)
     return Decision(PASS, (f"PASS: {len(nodes)} node(s) passed every check at level "
-                           f"{level}: {_printable(compress_hostlist(n.node for n in nodes))}",),
-                    simulated=simulated)
+                           f"{level}: {_printable(compress_hostlist(n.node for n in nodes))}"
+                           + disabled_said(document),), simulated=simulated)
+
+
+def disabled_said(document: Mapping[str, Any]) -> str:
+    """' (1 clause(s) disabled: gpus.row_remap until 2026-12-31)' where the run's kill
+    switch turned clauses off (verdict.json's `disabled`; a verdict of an earlier version
+    has none): a PASS says what it did not check; '' where none was."""
+    found = document.get("disabled")
+    if not isinstance(found, list) or not found:
+        return ""
+    named = ", ".join(f"{entry.get('clause')} until {entry.get('until')}"
+                      for entry in found[:20] if isinstance(entry, dict))
+    return f" ({len(found)} clause(s) disabled: {_printable(named)})"
 
 
 def verdict_path(run: Path) -> Path:
