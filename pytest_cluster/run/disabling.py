@@ -21,6 +21,7 @@ from pytest_cluster import internals
 from pytest_cluster.contract import disable_file
 from pytest_cluster.contract.disable_file import Disabled
 from pytest_cluster.errors import SpecError, head
+from pytest_cluster.evidence.record.check import Place
 from pytest_cluster.evidence.record.plan import CASE_KEY
 from pytest_cluster.evidence.sinks.results import DISABLED
 
@@ -108,7 +109,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                  and CASE_KEY in item.stash else None)
         if entry is not None:
             item.add_marker(pytest.mark.skip(reason=entry.said))
-            item.user_properties += [(DISABLED, entry.clause), (UNTIL, entry.until)]
+            item.user_properties += [(DISABLED, entry.clause), (UNTIL, entry.until),
+                                     *_place(item)]
+
+
+def _place(item: pytest.Item) -> list[tuple[str, object]]:
+    """What a case is about (its node, filesystem, GPU, what tells it apart), as a case
+    that ran records it: a skipped one's JUnit testcase says it too."""
+    callspec = getattr(item, "callspec", None)
+    place = Place.of(callspec.params if callspec is not None else {})
+    found = [("node", place.node), ("filesystem", place.filesystem), ("gpu", place.gpu),
+             *place.apart]
+    return [(key, value) for key, value in found if value is not None]
 
 
 def entries(config: pytest.Config, cases: Mapping[str, int]) -> tuple[
