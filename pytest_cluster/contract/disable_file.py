@@ -19,14 +19,13 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pytest_cluster.contract.clauses import CLAUSES
-from pytest_cluster.contract.loader import read_text
-from pytest_cluster.contract.reading.compose import compose
+from pytest_cluster.contract.reading.compose import compose, read_text
 from pytest_cluster.contract.reading.located_errors import Ctx
 from pytest_cluster.contract.reading.mapping import Map
 from pytest_cluster.contract.reading.spelling import closest
@@ -44,8 +43,7 @@ MAX_ENTRIES = 200
 MAX_REASON = 300
 KEYS = ("clause", "reason", "until")
 #: What `until` may be: a date, or a time on a date (seconds and an offset optional).
-_WHEN = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?"
-                   r"(?:Z|[+-]\d{2}:\d{2})?)?")
+_WHEN = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:Z|[+-]\d{2}:\d{2})?)?")
 _EXPECTED_WHEN = ("a date (2026-12-31: through that day, UTC) or a UTC time "
                   "(2026-12-31T18:00:00Z)")
 
@@ -210,10 +208,12 @@ def _until(ctx: Ctx, node: Node | None, path: str) -> tuple[str, float] | None:
         try:
             if len(text) == 10:
                 day = date.fromisoformat(text)
-                ends = datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(days=1)
-                return day.isoformat(), ends.timestamp()
-            when = datetime.fromisoformat(text)
-            when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+                midnight = datetime(day.year, day.month, day.day, tzinfo=timezone.utc)
+                return day.isoformat(), (midnight + timedelta(days=1)).timestamp()
+            # Python 3.10's fromisoformat reads no Z
+            when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+            when = (when.replace(tzinfo=timezone.utc) if when.tzinfo is None
+                    else when.astimezone(timezone.utc))
             return when.isoformat().replace("+00:00", "Z"), when.timestamp()
         except ValueError:
             pass

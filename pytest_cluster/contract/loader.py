@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 
 from yaml.nodes import MappingNode, ScalarNode
 
@@ -22,7 +21,7 @@ from pytest_cluster.contract.model import (
     SpecNote,
     StorageSpec,
 )
-from pytest_cluster.contract.reading.compose import compose
+from pytest_cluster.contract.reading.compose import compose, read_text
 from pytest_cluster.contract.reading.located_errors import Ctx
 from pytest_cluster.contract.reading.mapping import Map
 from pytest_cluster.contract.reading.yaml_nodes import kind
@@ -75,56 +74,6 @@ def parse_spec(text: str, file: str) -> Spec:
     return Spec(file=file, sha256=sha, warnings=warnings, text=text, others=others, **fields)
 
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-          (stat.S_ISSOCK, "a socket"))
-
-
-def _not_a_file(mode: int) -> str | None:
-    """What a file of `mode` is, if it is not a regular file."""
-    for test, what in _KINDS:
-        if test(mode):
-            return what
-    return None if stat.S_ISREG(mode) else "not a regular file"
-
-
-def _read(name: str, limit: int, what: str) -> bytes:
-    """The file's bytes: a regular file only (a FIFO, /dev/zero or a directory is refused
-    before it is read), and never more than `limit` + 1 of them."""
-    kind = _not_a_file(os.stat(name).st_mode)
-    if kind is None:
-        # O_NONBLOCK: if the path was swapped for a FIFO since, opening does not wait
-        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as handle:
-            kind = _not_a_file(os.fstat(fd).st_mode)
-            if kind is None:
-                return handle.read(limit + 1)
-    raise SpecError(f"is {kind}, expected a YAML {what} file", file=name)
-
-
-def read_text(path: str | os.PathLike[str], limit: int = MAX_SPEC_BYTES,
-              what: str = "spec") -> str:
-    """The UTF-8 text of the YAML file at `path` (a spec, or a disable file: `what`), read
-    as a regular file only, to `limit` bytes; SpecError naming the file where it cannot."""
-    name = str(path)
-    try:
-        data = _read(name, limit, what)
-    except FileNotFoundError:
-        raise SpecError("no such file", file=name) from None
-    except PermissionError:
-        raise SpecError("permission denied", file=name) from None
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise SpecError(f"cannot read: {reason}", file=name) from None
-    if len(data) > limit:
-        size = f"{limit // 2**20} MiB" if limit >= 2**20 else f"{limit // 2**10} KiB"
-        raise SpecError(f"is larger than {size}; is this really a {what}?", file=name)
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"not UTF-8 text (byte {exc.start})", file=name) from None
-
-
 def load_spec(path: str | os.PathLike[str]) -> Spec:
     """Read and validate the spec file at `path`."""
-    return parse_spec(read_text(path), str(path))
+    return parse_spec(read_text(path, MAX_SPEC_BYTES), str(path))

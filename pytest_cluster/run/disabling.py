@@ -2,7 +2,8 @@
 (or PYTEST_CLUSTER_DISABLE; the option wins) read at configure, before anything is made (a
 bad file is a usage error, exit 4); each case of a clause in force is skipped, saying
 "disabled: <reason>, until <date>" (its result line and JUnit properties carry
-`disabled`, the clause, and `disabled_until`), so that it is never passed; an expired entry is ignored, and said.
+`disabled`, the clause, and `disabled_until`), so that it is never passed; an expired
+entry is ignored, and said.
 
 The controller decides which entries are in force, once; pytest-xdist workers are handed
 them (workerinput), so that every process skips the same cases."""
@@ -21,7 +22,6 @@ from pytest_cluster import internals
 from pytest_cluster.contract import disable_file
 from pytest_cluster.contract.disable_file import Disabled
 from pytest_cluster.errors import SpecError, head
-from pytest_cluster.evidence.record.check import Place
 from pytest_cluster.evidence.record.plan import CASE_KEY
 from pytest_cluster.evidence.sinks.results import DISABLED
 
@@ -114,12 +114,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _place(item: pytest.Item) -> list[tuple[str, object]]:
-    """What a case is about (its node, filesystem, GPU, what tells it apart), as a case
-    that ran records it: a skipped one's JUnit testcase says it too."""
+    """What a case is about (its node, filesystem, GPU), as a case that ran records it: a
+    skipped one's JUnit testcase says it too."""
     callspec = getattr(item, "callspec", None)
-    place = Place.of(callspec.params if callspec is not None else {})
-    found = [("node", place.node), ("filesystem", place.filesystem), ("gpu", place.gpu),
-             *place.apart]
+    params = callspec.params if callspec is not None else {}
+    node, fs, gpu = params.get("node"), params.get("filesystem"), params.get("gpu")
+    found = [("node", node if isinstance(node, str) else None),
+             ("filesystem", getattr(fs, "path", None)),
+             ("gpu", gpu if isinstance(gpu, int) and not isinstance(gpu, bool) else None)]
     return [(key, value) for key, value in found if value is not None]
 
 

@@ -4,7 +4,7 @@ empty is nothing disabled; a file that is no disable file refused, bounded."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,7 @@ disabled:
 
 
 def _at(text: str) -> float:
-    return datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc).timestamp()
 
 
 def test_a_valid_file_is_read_with_each_entry_and_its_line() -> None:

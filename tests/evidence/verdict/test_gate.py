@@ -513,3 +513,15 @@ def test_the_gates_own_failure_is_an_error_never_a_fail(
     assert capsys.readouterr().out == ("pytest-cluster ERROR: the gate could not decide: "
                                        "MemoryError: no memory left; no node is drained for "
                                        "it\n")
+
+
+def test_a_pass_names_the_clauses_the_kill_switch_turned_off() -> None:
+    off = [{"clause": "gpus.row_remap", "reason": "misfires", "until": "2099-12-31",
+            "cases": 16}]
+    decided = decide(document(node("n1", ACCEPTED, "all 69 checks passed; 1 disabled"),
+                              disabled=off), 0)
+    assert (decided.outcome, decided.lines) == (PASS, (
+        "PASS: 1 node(s) passed every check at level sanity: n1 (1 clause(s) disabled: "
+        "gpus.row_remap until 2099-12-31)",))
+    assert decide(document(node("n1", ACCEPTED), disabled="nonsense"), 0).lines == (
+        "PASS: 1 node(s) passed every check at level sanity: n1",)
