@@ -21,7 +21,8 @@ empty, after a PASS (json keeps the last: it passed), one listing n2 and N2 (one
 socket in its place; the prolog given a name of 253 characters (mkdir said so on a line of
 its own) and a run folder that is a link; a run path of 5,000 characters (a traceback,
 exit 1: FAIL's code). The gate's --drain runs a scontrol of the bench's
-that counts its calls.
+that counts its calls, and a sinfo of the bench's that lists no node (each failed one is
+drained as before).
 
 Prints per case: exit code (expected), seconds (and CPU seconds: on a loaded machine the
 wall clock says more of the others' load than of the case's), peak RSS in MiB, lines and
@@ -221,12 +222,15 @@ CASES = [
 
 
 def scontrol(where: Path) -> tuple[dict[str, str], Path]:
-    """A scontrol on PATH that counts its calls (one line each): (env, the count's file)."""
+    """A scontrol on PATH that counts its calls (one line each), and a sinfo that lists no
+    node (this machine's may be a real one): (env, the count's file)."""
     (where / "bin").mkdir()
     calls = where / "scontrol.calls"
     fake = where / "bin" / "scontrol"
     fake.write_text(f"#!/bin/sh\necho x >>{calls}\n")
     fake.chmod(0o755)
+    (where / "bin" / "sinfo").write_text("#!/bin/sh\nexit 0\n")
+    (where / "bin" / "sinfo").chmod(0o755)
     return {**os.environ, "PATH": f"{where / 'bin'}:{os.environ['PATH']}",
             "PYTHONPATH": str(ROOT)}, calls
 

@@ -1,7 +1,7 @@
 """The `pytest-cluster` command: what is done with a run's evidence after the run.
 
     pytest-cluster verify DIR [--key PUBKEY [--require-signature]]
-    pytest-cluster gate DIR --exit-status N [--log FILE] [--since EPOCH] [--drain]
+    pytest-cluster gate DIR --exit-status N [--log FILE] [--since EPOCH] [--drain] [--resume]
     pytest-cluster check SPEC [--disable FILE]
 
 `check` validates a contract (and a disable file, --cluster-disable's) as a run reads them,
@@ -11,7 +11,9 @@ be read (missing, a FIFO, too large, not UTF-8) is such a problem.
 
 `gate` says what a gate does with a run (evidence/verdict/gate.py): PASS (exit 0), FAIL (exit 1:
 take the failed nodes out; --drain drains them with scontrol) or ERROR (exit 2: the tool
-could not judge; never drains), one line per reason.
+could not judge; never drains), one line per reason. --resume puts back the nodes the run
+accepted that pytest-cluster drained; a node drained by someone else keeps its drain and
+its reason (evidence/verdict/resume.py). What SLURM did or refused never changes the exit.
 
 `verify`:
 Its last line states the files (FILES MATCH / FILES CHANGED) and the signature (SIGNED BY
@@ -32,11 +34,13 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import selectors
 import shlex
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Sequence
 from enum import IntEnum
 from pathlib import Path
 
@@ -44,10 +48,22 @@ from pytest_cluster import __version__
 from pytest_cluster.errors import BundleError, InputError, LaunchError, SpecError, log_line
 from pytest_cluster.evidence.bundle.keys import PublicKey
 from pytest_cluster.evidence.bundle.verify import verify
-from pytest_cluster.evidence.verdict.gate import drain_commands, gate
+from pytest_cluster.evidence.verdict.gate import Decision, gate
+from pytest_cluster.evidence.verdict.resume import (
+    MAX_STATE_BYTES,
+    SLURM_TIMEOUT_S,
+    NodeState,
+    looked_up,
+    parse_states,
+    states_commands,
+    steps,
+    unread_line,
+)
 
 #: The most characters of a message from elsewhere (scontrol's stderr) a gate's line says.
 MAX_SAID = 300
+#: The most of a SLURM command's stderr kept (and of scontrol's stdout: it prints nothing).
+MAX_ERR_BYTES = 64 * 2**10
 
 
 class VerifyExit(IntEnum):
@@ -130,7 +146,13 @@ def parser() -> argparse.ArgumentParser:
     decide.add_argument("--drain", action="store_true",
                         help="on FAIL, drain the failed nodes (scontrol update ... "
                              "State=DRAIN Reason='pytest-cluster ...'); never on ERROR, "
-                             "never a simulated node")
+                             "never a simulated node; a node drained by someone else keeps "
+                             "its reason")
+    decide.add_argument("--resume", action="store_true",
+                        help="on PASS or FAIL, resume (scontrol update ... State=RESUME) "
+                             "each node the run accepted whose drain reason is "
+                             "pytest-cluster's; a node drained for another reason stays "
+                             "drained, said; never on ERROR, never a simulated node")
     decide.set_defaults(usage_error=decide.error)
     lint = commands.add_parser(
         "check", help="validate a contract (and a disable file) without running anything",
@@ -164,19 +186,89 @@ def _gate(args: argparse.Namespace) -> int:
     _say("\n".join(f"pytest-cluster {line}" for line in decision.lines))
     if args.drain and decision.simulated and decision.failed:
         _say("pytest-cluster not drained: a simulated cluster's nodes are no SLURM nodes")
-    if args.drain:
-        for command in drain_commands(decision):
-            text = shlex.join(command)
-            try:
-                done = subprocess.run(command, capture_output=True, text=True, timeout=30,
-                                      check=False)
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                _say(f"pytest-cluster drain failed: {text}: {log_line(str(exc), MAX_SAID)}")
-                continue
-            _say(f"pytest-cluster drained: {text}" if done.returncode == 0 else
-                  f"pytest-cluster drain failed (exit {done.returncode}): {text}: "
-                  f"{log_line(done.stderr.strip(), MAX_SAID)}")
+    if args.drain or args.resume:
+        _act(decision, args.drain, args.resume)
     return decision.exit_code
+
+
+#: What a gate's scontrol did, by its verb.
+DONE = {"drain": "drained", "resume": "resumed"}
+
+
+def _act(decision: Decision, drain: bool, resume: bool) -> None:
+    """Drain and resume as the decision and the nodes' states (read once, with sinfo) say,
+    each outcome in one line; SLURM's refusal is said, never raised."""
+    names = looked_up(decision, drain, resume)
+    states: dict[str, NodeState | None] | None = {}
+    if names:
+        states, why = _read_states(names)
+        if why:
+            _say("pytest-cluster " + unread_line(why, drain and bool(decision.failed),
+                                                 resume and bool(decision.accepted)))
+    for step in steps(decision, states, drain, resume):
+        if not step.command:
+            _say(f"pytest-cluster {step.line}")
+            continue
+        text = shlex.join(step.command)
+        code, _, err, why = _run(step.command, MAX_ERR_BYTES)
+        if why or code != 0:
+            _say(f"pytest-cluster {step.verb} failed" + (f" (exit {code})" if not why else "")
+                 + f": {text}: {log_line(why or err.strip(), MAX_SAID)}")
+        else:
+            _say(f"pytest-cluster {DONE[step.verb]}: {text}"
+                 + (f" ({step.line})" if step.line else ""))
+
+
+def _read_states(names: Sequence[str]) -> tuple[dict[str, NodeState | None] | None, str]:
+    """The nodes' states from sinfo (states_commands), or None and why not."""
+    text = []
+    for command in states_commands(names):
+        code, out, err, why = _run(command, MAX_STATE_BYTES)
+        if why or code != 0:
+            return None, f"{command[0]}: " + (
+                why or f"exit {code}: {err.strip() or 'it said nothing'}")
+        text.append(out)
+    return parse_states("\n".join(text)), ""
+
+
+def _run(command: Sequence[str], limit: int) -> tuple[int | None, str, str, str]:
+    """`command` run within SLURM_TIMEOUT_S, its stdout read up to `limit` bytes and its
+    stderr's first MAX_ERR_BYTES: (exit code, stdout, stderr, why it did not end by
+    itself: '' where it did; killed where it ran out of time or printed more than
+    `limit`)."""
+    try:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)
+    except OSError as exc:  # not found, not executable
+        return None, "", "", f"cannot be run: {exc.strerror or exc}"
+    deadline = time.monotonic() + SLURM_TIMEOUT_S
+    out, err = bytearray(), bytearray()
+    why = ""
+    with process, selectors.DefaultSelector() as selector:
+        selector.register(process.stdout, selectors.EVENT_READ, out)  # type: ignore[arg-type]
+        selector.register(process.stderr, selectors.EVENT_READ, err)  # type: ignore[arg-type]
+        while selector.get_map() and not why:
+            ready = selector.select(max(deadline - time.monotonic(), 0))
+            if not ready:
+                why = f"no answer within {SLURM_TIMEOUT_S} s"
+            for key, _ in ready:
+                chunk = os.read(key.fd, 2**16)
+                if not chunk:
+                    selector.unregister(key.fileobj)
+                elif key.data is out:
+                    out += chunk
+                    why = why or (f"printed more than {limit} bytes" if len(out) > limit
+                                  else "")
+                else:
+                    err += chunk[:max(MAX_ERR_BYTES - len(err), 0)]
+        if why:
+            process.kill()
+        try:
+            code = process.wait(max(deadline - time.monotonic(), 1))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            code, why = process.wait(), f"no answer within {SLURM_TIMEOUT_S} s"
+    return code, out[:limit].decode("utf-8", "replace"), err.decode("utf-8", "replace"), why
 
 
 def _say(text: str) -> None:

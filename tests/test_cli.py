@@ -1,9 +1,12 @@
 """`pytest-cluster verify`'s exit codes on bundles a run sealed: --require-signature on a
 signed run, an unsigned one, a wrong key and a changed file, without --key; and every exit
-code listed in `verify --help`; Ctrl-C during verify."""
+code listed in `verify --help`; Ctrl-C during verify. `pytest-cluster gate --drain --resume`
+on a fake sinfo and scontrol: what it runs, what it says, and that its exit stays the
+decision's."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -262,3 +265,181 @@ def test_check_without_a_spec_is_argparse_s_usage_error(
         main(["check", ""])
     assert stopped.value.code == 2
     assert "expected a path, got an empty value" in capsys.readouterr().err
+
+
+#: A gate's run directory's verdict, by node: (verdict, reason).
+Nodes = dict[str, tuple[str, str]]
+
+
+@pytest.fixture
+def fake_slurm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fake sinfo and scontrol on PATH, each recording its arguments, one call a line
+    (sinfo.calls, scontrol.calls); sinfo prints sinfo.out (write it), scontrol exits with
+    scontrol.exit's number where that file is there, saying 'refused' on stderr. The
+    gate's lines are kept (gate_run returns them)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in (("sinfo", f'cat {tmp_path}/sinfo.out\n'),
+                       ("scontrol", f'[ -f {tmp_path}/scontrol.exit ] && {{ echo refused >&2; '
+                                    f'exit "$(cat {tmp_path}/scontrol.exit)"; }}\nexit 0\n')):
+        fake = bin_dir / name
+        fake.write_text(f'#!/bin/sh\necho "$*" >>{tmp_path}/{name}.calls\n{body}')
+        fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    from pytest_cluster import cli
+    monkeypatch.setattr(cli, "_say", lambda text: _lines.extend(text.splitlines()))
+    return tmp_path
+
+
+def calls(fake_slurm: Path, name: str) -> list[str]:
+    path = fake_slurm / f"{name}.calls"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def gate_run(fake_slurm: Path, nodes: Nodes, *options: str, simulated: bool = False,
+             status: int | None = None) -> tuple[int, list[str]]:
+    """`pytest-cluster gate RUN --exit-status N *options` on a verdict of `nodes`: (its
+    exit, its lines); N is 0 where every node was accepted, else 1."""
+    from pytest_cluster.evidence.verdict.nodes import ACCEPTED, outcome_of
+    run = fake_slurm / "run"
+    run.mkdir(exist_ok=True)
+    verdict = next((v for v, _ in nodes.values() if v != ACCEPTED), ACCEPTED)
+    (run / "verdict.json").write_text(json.dumps({
+        "verdict": verdict, "outcome": outcome_of(verdict), "level": "sanity",
+        "simulated": simulated, "cluster_checks_failed": [],
+        "nodes": [{"node": n, "verdict": v, "outcome": outcome_of(v), "reason": r}
+                  for n, (v, r) in nodes.items()]}))
+    if status is None:
+        status = 0 if verdict == ACCEPTED else 1
+    _lines.clear()
+    code = main(["gate", str(run), "--exit-status", str(status), *options])
+    return code, _lines
+
+
+#: The gate's lines, as said (cli._say) where `fake_slurm` is used.
+_lines: list[str] = []
+
+
+OURS = "pytest-cluster rejected: 1 clause(s) failed: storage[/scratch].capacity"
+ACCEPT, REJECT = ("ACCEPTED", ""), ("REJECTED", "1 clause(s) failed: fabric.ports")
+
+
+def test_gate_resume_resumes_a_node_drained_by_us_and_not_one_drained_by_an_admin(
+        fake_slurm: Path) -> None:
+    (fake_slurm / "sinfo.out").write_text(f"n1|drained|{OURS}\n"
+                                     "n2|drained|maintenance | new DIMMs\n"
+                                     "n3|idle|none\n")
+    code, said = gate_run(fake_slurm, {"n1": ACCEPT, "n2": ACCEPT, "n3": ACCEPT}, "--resume")
+    assert code == 0
+    assert said == [
+        "pytest-cluster PASS: 3 node(s) passed every check at level sanity: n[1-3]",
+        "pytest-cluster resumed: scontrol update NodeName=n1 State=RESUME (it passed; its "
+        f"drain was ours: {OURS})",
+        "pytest-cluster not resumed n2: drained by someone else: maintenance | new DIMMs"]
+    assert calls(fake_slurm, "sinfo") == ["--noheader --all --Node --nodes=n[1-3] "
+                                     "--format=%N|%T|%E"]
+    assert calls(fake_slurm, "scontrol") == ["update NodeName=n1 State=RESUME"]
+
+
+def test_gate_without_resume_resumes_nothing(fake_slurm: Path) -> None:
+    (fake_slurm / "sinfo.out").write_text(f"n1|drained|{OURS}\n")
+    assert gate_run(fake_slurm, {"n1": ACCEPT}, "--drain")[0] == 0
+    assert calls(fake_slurm, "sinfo") == calls(fake_slurm, "scontrol") == []
+
+
+def test_a_fail_again_gets_the_new_reason_and_an_admins_drain_keeps_theirs(
+        fake_slurm: Path) -> None:
+    """One sinfo for every node, failed and accepted: n1 (drained by us, fails again) gets
+    this run's reason, n2 (an admin's) keeps theirs, n3 (accepted, drained by us) is
+    resumed beside them; the exit is FAIL's."""
+    (fake_slurm / "sinfo.out").write_text(
+        "n1|drained|PC-OLD pytest-cluster rejected: 1 clause(s) failed: host.memory\n"
+        "n2|draining|maintenance\nn3|drained*|pytest-cluster unreachable: no answer\n")
+    code, said = gate_run(fake_slurm, {"n1": REJECT, "n2": REJECT, "n3": ACCEPT},
+                          "--drain", "--resume")
+    assert code == 1
+    assert said[2:] == [
+        "pytest-cluster drained: scontrol update NodeName=n1 State=DRAIN "
+        "'Reason=pytest-cluster rejected: 1 clause(s) failed: fabric.ports'",
+        "pytest-cluster kept drained n2: drained by someone else: maintenance; its failure: "
+        "pytest-cluster rejected: 1 clause(s) failed: fabric.ports",
+        "pytest-cluster resumed: scontrol update NodeName=n3 State=RESUME (it passed; its "
+        "drain was ours: pytest-cluster unreachable: no answer)"]
+    assert len(calls(fake_slurm, "sinfo")) == 1
+    assert calls(fake_slurm, "scontrol") == [
+        "update NodeName=n1 State=DRAIN Reason=pytest-cluster rejected: 1 clause(s) failed: "
+        "fabric.ports", "update NodeName=n3 State=RESUME"]
+
+
+def test_an_error_resumes_and_drains_nothing_and_reads_no_state(fake_slurm: Path) -> None:
+    (fake_slurm / "sinfo.out").write_text(f"n1|drained|{OURS}\nn2|drained|{OURS}\n")
+    code, said = gate_run(fake_slurm, {"n1": ACCEPT, "n2": ("NOT CHECKED", "no answer")},
+                          "--drain", "--resume", status=1)
+    assert code == 2 and said[-1] == "pytest-cluster no node is drained for it"
+    code, said = gate_run(fake_slurm, {"n1": ACCEPT, "n2": ACCEPT}, "--drain", "--resume",
+                          status=4)  # pytest did not end well, though every node passed
+    assert code == 2
+    assert calls(fake_slurm, "sinfo") == calls(fake_slurm, "scontrol") == []
+
+
+def test_a_simulated_run_resumes_and_drains_nothing(fake_slurm: Path) -> None:
+    (fake_slurm / "sinfo.out").write_text(f"n1|drained|{OURS}\nn2|drained|{OURS}\n")
+    assert gate_run(fake_slurm, {"n1": ACCEPT, "n2": ACCEPT}, "--drain", "--resume",
+                    simulated=True)[0] == 0
+    code, said = gate_run(fake_slurm, {"n1": ACCEPT, "n2": REJECT}, "--drain", "--resume",
+                          simulated=True)
+    assert code == 1
+    assert said[-1] == ("pytest-cluster not drained: a simulated cluster's nodes are no "
+                        "SLURM nodes")
+    assert calls(fake_slurm, "sinfo") == calls(fake_slurm, "scontrol") == []
+
+
+def test_a_state_not_read_resumes_nothing_and_drains_as_always_in_one_line(
+        fake_slurm: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (fake_slurm / "bin" / "sinfo").write_text("#!/bin/sh\necho 'slurm_load_partitions: Unable to "
+                                         "contact fake_slurm controller' >&2\nexit 1\n")
+    code, said = gate_run(fake_slurm, {"n1": REJECT, "n2": ACCEPT}, "--drain", "--resume")
+    assert code == 1
+    assert said[1:] == [
+        "pytest-cluster could not read the nodes' state in SLURM: sinfo: exit 1: "
+        "slurm_load_partitions: Unable to contact fake_slurm controller; no node is resumed, and "
+        "the failed nodes are drained whatever their drain reason",
+        "pytest-cluster drained: scontrol update NodeName=n1 State=DRAIN "
+        "'Reason=pytest-cluster rejected: 1 clause(s) failed: fabric.ports'"]
+    (fake_slurm / "bin" / "sinfo").unlink()
+    (fake_slurm / "scontrol.calls").unlink()
+    monkeypatch.setenv("PATH", str(fake_slurm / "bin"))  # no sinfo (this machine's neither)
+    code, said = gate_run(fake_slurm, {"n2": ACCEPT}, "--resume")
+    assert code == 0
+    assert said[1:] == ["pytest-cluster could not read the nodes' state in SLURM: sinfo: "
+                        "cannot be run: No such file or directory; no node is resumed"]
+    assert calls(fake_slurm, "scontrol") == []
+
+
+def test_a_sinfo_that_hangs_or_floods_is_stopped_and_said(
+        fake_slurm: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_cluster import cli
+    monkeypatch.setattr(cli, "SLURM_TIMEOUT_S", 1)
+    (fake_slurm / "bin" / "sinfo").write_text("#!/bin/sh\nexec sleep 60\n")
+    code, said = gate_run(fake_slurm, {"n1": ACCEPT}, "--resume")
+    assert (code, said[1:]) == (0, ["pytest-cluster could not read the nodes' state in "
+                                    "SLURM: sinfo: no answer within 1 s; no node is resumed"])
+    monkeypatch.setattr(cli, "MAX_STATE_BYTES", 1000)
+    (fake_slurm / "bin" / "sinfo").write_text("#!/bin/sh\nexec yes n1\\|drained\\|x\n")
+    code, said = gate_run(fake_slurm, {"n1": ACCEPT}, "--resume")
+    assert (code, said[1:]) == (0, ["pytest-cluster could not read the nodes' state in "
+                                    "SLURM: sinfo: printed more than 1000 bytes; no node is "
+                                    "resumed"])
+    assert calls(fake_slurm, "scontrol") == []
+
+
+def test_scontrol_refusing_is_one_line_and_the_exit_stays_the_decisions(fake_slurm: Path) -> None:
+    (fake_slurm / "sinfo.out").write_text(f"n1|drained|{OURS}\nn2|idle|none\n")
+    (fake_slurm / "scontrol.exit").write_text("1")
+    code, said = gate_run(fake_slurm, {"n1": ACCEPT, "n2": REJECT}, "--drain", "--resume")
+    assert code == 1
+    assert said[1:] == [
+        "pytest-cluster drain failed (exit 1): scontrol update NodeName=n2 State=DRAIN "
+        "'Reason=pytest-cluster rejected: 1 clause(s) failed: fabric.ports': refused",
+        "pytest-cluster resume failed (exit 1): scontrol update NodeName=n1 State=RESUME: "
+        "refused"]

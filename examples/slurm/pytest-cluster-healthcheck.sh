@@ -4,26 +4,37 @@
 #
 #   HealthCheckProgram=/etc/slurm/pytest-cluster-healthcheck.sh
 #   HealthCheckInterval=3600
-#   HealthCheckNodeState=IDLE
+#   HealthCheckNodeState=IDLE    # idle nodes, drained ones too (not NONDRAINED_IDLE: a
+#                                # node drained by us would never be checked, nor resumed)
 #
 # slurmd kills a health check that has not ended within 60 seconds: LIMIT + GATE_LIMIT
 # below, plus 5 s each for `timeout` to end them, stay under that.
 #
-# What it does with the node (`pytest-cluster gate` decides; one line per reason):
-#   PASS   every sanity check of this node passed: nothing is done.
+# What it does with the node (`pytest-cluster gate --drain --resume` decides; one line per
+# reason). A drain reason is "ours" when pytest-cluster wrote it: it starts with
+# "pytest-cluster " (or a fault code and that: "PC-GPU-ROWREMAP pytest-cluster ..."). The
+# gate reads the node's state and reason first (sinfo) and never undoes anyone else's.
+#   PASS   every sanity check of this node passed. A node drained by us (an earlier check
+#          failed) is resumed: it was fixed (scontrol update NodeName=<node> State=RESUME,
+#          said to syslog, priority daemon.notice). A node drained for any other reason
+#          (an admin's "maintenance", slurmd's "Prolog error") stays drained, said once
+#          a check: "not resumed <node>: drained by someone else: <their reason>".
 #   FAIL   a check of this node failed, or the node did not answer its own probes: the node
 #          is drained with pytest-cluster's reason, as LBNL NHC does (scontrol update
 #          NodeName=<node> State=DRAIN Reason="pytest-cluster rejected: 1 clause(s) failed:
-#          storage[/scratch].capacity"). Why: this run's evidence under REPORTS
-#          (<host>-<time>/latest/verdict.json, report.html). Put it back once fixed:
-#          scontrol update NodeName=<node> State=RESUME
+#          storage[/scratch].capacity"); one drained by us already gets this check's reason;
+#          one drained by someone else keeps theirs ("kept drained <node>: drained by someone
+#          else: <their reason>; its failure: ..."). Why: this run's evidence under REPORTS
+#          (<host>-<time>/latest/verdict.json, report.html). Once fixed, the next check
+#          that passes resumes it (or by hand: scontrol update NodeName=<node> State=RESUME).
 #   ERROR  the tool could not judge the node: the spec or an option is not valid (a typo in
 #          the contract), the interpreter is missing, pytest-cluster crashed, LIMIT or
 #          GATE_LIMIT was reached, a check could not be decided, the node's name is not
-#          a host name (nothing is written then). The node is NOT drained (a health check
-#          that drains the fleet for its own fault is worse than none); it is said loudly
-#          instead, on stderr and to syslog (`logger -t pytest-cluster`, priority
-#          daemon.err): alert on it (journalctl -t pytest-cluster -p err).
+#          a host name (nothing is written then). The node is NOT drained, and NOT resumed
+#          (a health check that drains the fleet for its own fault is worse than none); it
+#          is said loudly instead, on stderr and to syslog (`logger -t pytest-cluster`,
+#          priority daemon.err): alert on it (journalctl -t pytest-cluster -p err).
+# What SLURM refused (sinfo or scontrol failing) is said in one line; the outcome stays.
 # It always exits 0 (slurmd does nothing with a health check's exit code).
 #
 # Before deploying a changed contract (or disable file), check it where you edit it; it runs
@@ -91,11 +102,15 @@ find "$REPORTS" -mindepth 1 -maxdepth 1 -type d -mtime +"$KEEP_DAYS" -exec rm -r
 timeout -k 5 "$LIMIT" "$PYTHON" -m pytest --cluster="$SPEC" -m sanity -q -p no:cacheprovider \
     --cluster-reports="$RUN" --cluster-node=. >"$RUN/pytest.log" 2>&1
 STATUS=$?
-# on FAIL the gate drains the failed node (a simulated one never)
+# on FAIL the gate drains the failed node, on PASS it resumes it where the drain was
+# ours (a simulated one never)
 timeout -k 5 "$GATE_LIMIT" "$PYTHON" -m pytest_cluster.cli gate "$RUN" --exit-status "$STATUS" \
-    --log "$RUN/pytest.log" --since "$STARTED" --drain >"$RUN/gate.log" 2>&1
+    --log "$RUN/pytest.log" --since "$STARTED" --drain --resume >"$RUN/gate.log" 2>&1
 case $? in
-    0) ;;
+    0) # a pass is silent, but for what it did or could not do in SLURM (resumed, not)
+       if grep -v -q '^pytest-cluster PASS' "$RUN/gate.log"; then
+           say daemon.notice "$(one_line "$RUN/gate.log") (evidence: $RUN)"
+       fi ;;
     1) if grep -q '^pytest-cluster FAIL ' "$RUN/gate.log"; then
            say daemon.warning "$(one_line "$RUN/gate.log") (evidence: $RUN)"
        else  # Python exits 1 too where the gate cannot start (no pytest-cluster there)

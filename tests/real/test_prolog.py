@@ -6,7 +6,11 @@ which are not at the sanity level). node3's scratch filesystem is a 1 MiB tmpfs 
 mount namespace, which its slurmd, prolog and jobs share): the contract's capacity clause
 fails there alone. 20 consecutive jobs on the healthy nodes run and drain none; on node3
 slurmd drains the node and the job does not run; the health check drains it with the
-clause in the reason; a typo in the contract drains no node and says so."""
+clause in the reason, but keeps a drain by someone else (an admin's reason) as it is; a
+typo in the contract drains no node and says so. The health check's gate resumes
+(--resume): node3 drained by it and fixed (a contract its 1 MiB scratch meets) is put
+back by its next pass; node4 drained by an admin for 'maintenance' stays drained after a
+pass; node3 drained by us and failing again stays drained with the new reason."""
 
 from __future__ import annotations
 
@@ -135,19 +139,50 @@ def test_the_prolog_lets_healthy_nodes_run_and_drains_an_unhealthy_one(
     assert "capacity" in found[-1] and '"outcome": "FAIL"' in found[-1]
 
 
+def _health_check(netns: NetnsCluster, script: Path, node: str,
+                  ) -> subprocess.CompletedProcess[str]:
+    """The health check as slurmd runs it: in the node's namespaces (its slurmd's: node3's
+    has its 1 MiB scratch), with no search path; it always exits 0."""
+    done = subprocess.run(["nsenter", "-t", str(netns.slurmd[node].pid), "--all", "env", "-i",
+                           f"SLURM_CONF={os.environ['SLURM_CONF']}", str(script)],
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def _drained_by_hand(netns: NetnsCluster, node: str, reason: str) -> None:
+    netns.scontrol("update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}")
+    netns.wait_for(lambda: "drain" in netns.node_state(node), f"{node} drained", 60)
+
+
+def _resumed_by_hand(netns: NetnsCluster, node: str) -> None:
+    """`node` back in service, whatever drained it (an earlier test, a failed one)."""
+    if "drain" in netns.node_state(node):
+        netns.scontrol("update", f"NodeName={node}", "State=RESUME")
+    netns.wait_for(lambda: "drain" not in netns.node_state(node), f"{node} back", 60)
+
+
+#: The start of the reason the health check drains node3 with (its scratch: 1 MiB).
+OUR_REASON = "Reason=pytest-cluster rejected: 1 clause(s) failed: storage["
+
+
 def test_the_health_check_drains_with_pytest_clusters_reason(
         gate: tuple[NetnsCluster, Path, Path]) -> None:
+    """An admin's drain of the failing node3 is kept, reason and all (said); once it is
+    resumed by hand, the health check drains node3 with pytest-cluster's reason."""
     netns, spec, where = gate
     health = installed(HEALTHCHECK, where, spec, where)
-    # as slurmd runs it: in the node's namespaces (its slurmd's: node3's has its 1 MiB
-    # scratch), with no search path; node4 is healthy
-    for node in ("node4", "node3"):
-        subprocess.run(["nsenter", "-t", str(netns.slurmd[node].pid), "--all", "env", "-i",
-                        f"SLURM_CONF={os.environ['SLURM_CONF']}", str(health)],
-                       check=True, timeout=120)
+    _drained_by_hand(netns, "node3", "maintenance")
+    said = _health_check(netns, health, "node3").stderr
+    assert "kept drained node3: drained by someone else: maintenance; its failure: " \
+        "pytest-cluster rejected: 1 clause(s) failed: storage[" in said, said
+    assert "Reason=maintenance" in netns.scontrol("show", "node", "node3")
+    _resumed_by_hand(netns, "node3")
+    for node in ("node4", "node3"):  # node4 is healthy
+        _health_check(netns, health, node)
     assert "drain" not in netns.node_state("node4")
     shown = netns.scontrol("show", "node", "node3")
-    assert "Reason=pytest-cluster rejected: 1 clause(s) failed: storage[" in shown, shown
+    assert OUR_REASON in shown, shown
 
 
 def test_a_typo_in_the_contract_drains_no_node(gate: tuple[NetnsCluster, Path, Path]) -> None:
@@ -176,3 +211,53 @@ def test_a_typo_in_the_contract_drains_no_node(gate: tuple[NetnsCluster, Path, P
         assert all("exit 4: the spec or an option is not valid" in g for g in gates)
     finally:
         spec.write_text(good, encoding="utf-8")
+
+
+def test_the_health_check_resumes_a_node_it_drained_once_it_passes(
+        gate: tuple[NetnsCluster, Path, Path]) -> None:
+    """node3 fails and is drained by the health check; fixed (here: a contract whose
+    capacity its 1 MiB scratch meets), the next check passes and resumes it."""
+    netns, spec, where = gate
+    _resumed_by_hand(netns, "node3")
+    _health_check(netns, installed(HEALTHCHECK, where, spec, where), "node3")
+    assert "drain" in netns.node_state("node3")
+    assert OUR_REASON in netns.scontrol("show", "node", "node3")
+    fixed = where / "fixed"
+    fixed.mkdir(exist_ok=True)
+    text = spec.read_text(encoding="utf-8")
+    assert 'capacity: ">= 64 MiB"' in text
+    (fixed / "contract.yaml").write_text(
+        text.replace('capacity: ">= 64 MiB"', 'capacity: ">= 256 KiB"'), encoding="utf-8")
+    health = installed(HEALTHCHECK, fixed, fixed / "contract.yaml", where)
+    said = _health_check(netns, health, "node3").stderr
+    assert "resumed: scontrol update NodeName=node3 State=RESUME (it passed; its drain " \
+        "was ours: pytest-cluster rejected: 1 clause(s) failed: storage[" in said, said
+    netns.wait_for(lambda: "drain" not in netns.node_state("node3"), "node3 resumed", 60)
+
+
+def test_a_pass_leaves_a_node_an_admin_drained_drained(
+        gate: tuple[NetnsCluster, Path, Path]) -> None:
+    netns, spec, where = gate
+    health = installed(HEALTHCHECK, where, spec, where)
+    _drained_by_hand(netns, "node4", "maintenance")
+    try:
+        said = _health_check(netns, health, "node4").stderr
+        assert "PASS" in said, said
+        assert "not resumed node4: drained by someone else: maintenance" in said, said
+        assert "drain" in netns.node_state("node4")
+        assert "Reason=maintenance" in netns.scontrol("show", "node", "node4")
+    finally:
+        _resumed_by_hand(netns, "node4")
+
+
+def test_a_node_drained_by_us_that_fails_again_stays_drained_with_the_new_reason(
+        gate: tuple[NetnsCluster, Path, Path]) -> None:
+    netns, spec, where = gate
+    health = installed(HEALTHCHECK, where, spec, where)
+    _resumed_by_hand(netns, "node3")
+    _drained_by_hand(netns, "node3", "PC-OLD pytest-cluster rejected: an earlier check")
+    said = _health_check(netns, health, "node3").stderr
+    assert "FAIL node3: rejected: 1 clause(s) failed: storage[" in said, said
+    assert "drain" in netns.node_state("node3")
+    shown = netns.scontrol("show", "node", "node3")
+    assert OUR_REASON in shown and "an earlier check" not in shown, shown

@@ -78,12 +78,15 @@ EXIT_MEANING = {
 
 @dataclass(frozen=True)
 class Decision:
-    """A gate's decision: the outcome, one line per reason, and the nodes to take out."""
+    """A gate's decision: the outcome, one line per reason, the nodes to take out and, on
+    PASS or FAIL, the nodes this run accepted (each passed every check of its own: those a
+    gate may put back, resume.py)."""
 
     outcome: str  # PASS, FAIL, ERROR
     lines: tuple[str, ...]
     failed: tuple[NodeVerdict, ...] = ()
     simulated: bool = False
+    accepted: tuple[str, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -275,7 +278,7 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
         return Decision(FAIL, (*(f"FAIL {_printable(n.node)}: {n.verdict.lower()}: "
                                  f"{_printable(n.reason)}" for n in failed),
                                *(f"{line} (not drained)" for line in lines)),
-                        failed, simulated)
+                        failed, simulated, tuple(n.node for n in nodes if n.outcome == PASS))
     if document.get("outcome") != PASS and not lines:  # every node judged: the run stopped
         given = document.get("incomplete")  # a verdict.json of an earlier version: none
         why = given if isinstance(given, str) and given else \
@@ -294,7 +297,8 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
         return Decision(ERROR, (*lines, "no node is drained for it"), simulated=simulated)
     return Decision(PASS, (f"PASS: {len(nodes)} node(s) passed every check at level "
                            f"{level}: {_printable(compress_hostlist(n.node for n in nodes))}"
-                           + disabled_said(document),), simulated=simulated)
+                           + disabled_said(document),),
+                    simulated=simulated, accepted=tuple(n.node for n in nodes))
 
 
 def disabled_said(document: Mapping[str, Any]) -> str:

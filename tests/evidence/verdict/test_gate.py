@@ -335,13 +335,17 @@ def test_a_log_that_is_a_fifo_is_a_usage_error_naming_it(tmp_path: Path) -> None
 
 @pytest.fixture
 def scontrol(tmp_path: Path) -> tuple[dict[str, str], Path]:
-    """A scontrol on PATH that records each call, one line each: (env, the record)."""
+    """A scontrol on PATH that records each call, one line each, and a sinfo that lists no
+    node (--drain reads the nodes' state first; this machine's may be a real one): (env,
+    the record)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     calls = tmp_path / "scontrol.calls"
     fake = bin_dir / "scontrol"
     fake.write_text(f'#!/bin/sh\necho "$*" >>{calls}\n')
     fake.chmod(0o755)
+    (bin_dir / "sinfo").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "sinfo").chmod(0o755)
     return {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}, calls
 
 
