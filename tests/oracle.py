@@ -366,8 +366,33 @@ def _check_verdicts(views: Views) -> Iterator[str]:
         if document.get("baseline") != views.end.get("baseline"):
             yield (f"verdict.json: baseline {document.get('baseline')}, end record "
                    f"{views.end.get('baseline')}")
+        accepted = (views.end.get("baseline") or {}).get("accepted")
+        if document.get("baseline_accepted") != accepted:
+            yield (f"verdict.json: baseline_accepted {document.get('baseline_accepted')}, "
+                   f"end record {accepted}")
+        yield from _accepted_replacements(views, accepted or [])
         if document["ended_at"] != utc(views.end["ended_at"]):
             yield f"verdict.json: ended_at {document['ended_at']}, end record's differs"
+
+
+def _accepted_replacements(views: Views, accepted: list[dict[str, Any]]) -> Iterator[str]:
+    """Each part --cluster-baseline-accept accepted is on its node's hardware line and the
+    terminal, each seen nowhere is warned there, and no line lists one the end record
+    does not."""
+    listed = sorted((str(r.get("node")), part["part"], part["old"], part["new"])
+                    for r in views.results if _family(r) == "baseline.hardware"
+                    for part in r.get("accepted_replacements") or [])
+    seen = sorted((s["node"], s["part"], s["old"], s["new"]) for each in accepted
+                  for s in each["seen"])
+    if listed != seen:
+        yield f"results.jsonl: accepted replacements {listed}, the end record {seen}"
+    for node, part, old, new in seen:
+        words = f"  baseline: {node}: accepted replacement: {part} {old} -> {new} ("
+        if words not in views.terminal:
+            yield f"terminal: no line {words!r}"
+    for each in accepted:
+        if not each["seen"] and f"  baseline warning: {each['said']}" not in views.terminal:
+            yield f"terminal: no warning {each['said']!r}"
 
 
 def _check_terminal(views: Views) -> Iterator[str]:

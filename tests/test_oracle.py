@@ -237,12 +237,15 @@ def test_a_soak_agrees_in_every_view(pytester: pytest.Pytester,
 def test_a_run_against_a_baseline_agrees_in_every_view(pytester: pytest.Pytester,
                                                        name: str) -> None:
     """trial-sim: two collectives of a node each compared with its baseline are two
-    metrics samples (their comparisons' labels were alike, found by the truth oracle)."""
+    metrics samples (their comparisons' labels were alike, found by the truth oracle).
+    A replacement accepted and seen nowhere (--cluster-baseline-accept) is said alike in
+    every view."""
     spec = (EXAMPLES / name).read_text()
     assert run_and_check(pytester, spec) == []
     shutil.move(pytester.path / "reports", pytester.path / "accepted")
     accepted = (pytester.path / "accepted" / "latest").resolve()
-    assert run_and_check(pytester, spec, f"--cluster-baseline={accepted}") == []
+    assert run_and_check(pytester, spec, f"--cluster-baseline={accepted}",
+                         "--cluster-baseline-accept=NOT-SEEN-0001") == []
 
 
 NODES = [f"gpu-00{i}" for i in range(1, 5)]

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.evidence.baseline import replacements
 from pytest_cluster.measure.inventory_file import is_unreadable
 from pytest_cluster.report.templates import render
 from pytest_cluster.units import format_size
@@ -177,4 +178,6 @@ def baseline_html(baseline: Baseline | None, cases: Sequence[Case], tolerance: f
         tolerance_percent=tolerance * 100,
         counts=[f"{clause}: {sum(c.passed for c in found)} of {len(found)} as at baseline"
                 for clause, found in by_clause.items()],
-        failed=failed[:MAX_FAILED_SHOWN], more=max(len(failed) - MAX_FAILED_SHOWN, 0))
+        failed=failed[:MAX_FAILED_SHOWN], more=max(len(failed) - MAX_FAILED_SHOWN, 0),
+        accepted=[(each["said"], bool(each["seen"])) for each in
+                  replacements.summary(baseline.accept, cases)])

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from pytest_cluster.contract.promised import ACROSS
 from pytest_cluster.evidence.baseline.accepted import signature_said
+from pytest_cluster.evidence.baseline.replacements import replaced
 from pytest_cluster.evidence.record.plan import DESELECTED, NOT_AT_THIS_LEVEL, LeftOut, why_left_out
 from pytest_cluster.evidence.record.summary import is_simulated, not_a_node
 from pytest_cluster.evidence.sinks.results import (
@@ -225,6 +226,10 @@ def _baseline_lines(accepted: Baseline, counted: BaselineSummary, spec: Spec) ->
              f"{accepted.manifest_sha256[:16]}...; {signature}): {counted['cases']} "
              f"case(s), {counted['failed']} failed"]
     lines += [f"  baseline note: {note}" for note in accepted.notes(spec)]
+    for each in counted.get("accepted", []):  # --cluster-baseline-accept's, seen or not
+        lines += [f"  baseline: {seen['node']}: {replaced(seen)}" for seen in each["seen"]]
+        if not each["seen"]:
+            lines.append(f"  baseline warning: {each['said']}")
     return lines
 
 

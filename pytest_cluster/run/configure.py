@@ -9,6 +9,7 @@ tests may use our fixtures).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import stat
@@ -24,6 +25,7 @@ from pytest_cluster.contract import Spec, extensions, guarded, load_spec, narrow
 from pytest_cluster.contract.declaration import ACCEPTANCE, SANITY, STRESS
 from pytest_cluster.errors import LaunchError, SpecError, head
 from pytest_cluster.evidence.baseline import accepted as baseline
+from pytest_cluster.evidence.baseline import replacements
 from pytest_cluster.evidence.record import sealing
 from pytest_cluster.evidence.record.rundir import create_run_dir
 from pytest_cluster.launchers import launcher_class
@@ -78,6 +80,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--cluster-baseline-key", metavar="PUBKEY", default=None,
         help="the baseline must be signed by this public key (PEM or OpenSSH), as "
              "`pytest-cluster verify --key` checks it")
+    group.addoption(
+        "--cluster-baseline-accept", metavar="SERIALS", action="append", default=None,
+        help="SERIAL[,SERIAL...] or @FILE (one a line, # comments; repeatable): replaced "
+             "parts (an RMA) accepted against the baseline: a GPU, disk, NIC or HCA whose "
+             "serial (MAC, GUID) is now one of these (the new part's; OLD=NEW: only in "
+             "place of OLD) is said, not failed, by baseline.hardware; its figures are "
+             "still compared")
     group.addoption(
         "--cluster-soak", metavar="DURATION", default=None,
         help="soak: repeat the selected checks in rounds until DURATION (e.g. 48h) is up "
@@ -218,16 +227,24 @@ def load_baseline(config: pytest.Config) -> Baseline | None:
     if key == "":
         raise pytest.UsageError("--cluster-baseline-key= is empty: expected a public key "
                                 "file (PEM or OpenSSH) the baseline must be signed by")
+    accept = config.getoption("cluster_baseline_accept")
     if where is None:
-        if key is not None:
-            raise pytest.UsageError("--cluster-baseline-key needs --cluster-baseline=DIR")
+        for given, option in ((key, "--cluster-baseline-key"),
+                              (accept, replacements.OPTION)):
+            if given is not None:
+                raise pytest.UsageError(f"{option} needs --cluster-baseline=DIR")
         return None
     _not_a_soak(Path(where))
     try:
-        return baseline.load(Path(where), Path(key) if key else None,
-                             baseline.limits(config.stash[SPEC_KEY]))
+        accepted = replacements.parse(accept or [])
+    except replacements.AcceptError as exc:
+        raise pytest.UsageError(f"{replacements.OPTION}: {exc}") from None
+    try:
+        loaded = baseline.load(Path(where), Path(key) if key else None,
+                               baseline.limits(config.stash[SPEC_KEY]))
     except baseline.BaselineError as exc:
         raise pytest.UsageError(f"--cluster-baseline={where}: {exc}") from None
+    return dataclasses.replace(loaded, accept=accepted)
 
 
 #: The levels a contract case has (its clause's declaration says which), as -m selects.

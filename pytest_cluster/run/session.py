@@ -385,7 +385,7 @@ class ClusterSession:
         for line in self.summary_lines():
             red = line.startswith(("INCOMPLETE", "  REJECTED", "  UNREACHABLE"))
             write(line, red=red, bold=line.startswith("INCOMPLETE"),
-                  yellow=line.startswith(("disabled", "warning")))
+                  yellow=line.startswith(("disabled", "warning", "  baseline warning")))
 
     def summary_lines(self) -> list[str]:
         """The terminal's section (report/terminal.py writes it from these facts)."""

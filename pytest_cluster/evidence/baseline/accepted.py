@@ -23,6 +23,7 @@ from pytest_cluster.units import utc
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import Spec
+    from pytest_cluster.evidence.baseline.replacements import Accepted
     from pytest_cluster.evidence.sinks.results import ResultLine
 
 HIGHER_BETTER = (">=", ">")
@@ -85,6 +86,8 @@ class Baseline:
     cluster: str = ""
     spec_sha256: str = ""
     status: str = ""  # how the baseline run ended: complete, partial, interrupted
+    #: the replaced parts this run accepts against it (--cluster-baseline-accept)
+    accept: tuple[Accepted, ...] = ()
 
     def notes(self, spec: Spec) -> list[str]:
         """What makes this baseline a weaker one to compare with, in words."""

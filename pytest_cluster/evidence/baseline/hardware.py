@@ -1,14 +1,25 @@
 """This run's nodes and machines against the baseline's: `baseline.nodes` (the same
 nodes, missing and new ones named; those this run was not asked to check named apart)
 and `baseline.hardware`, per node (the same machine, GPUs (a swapped GPU named with both
-serials), NICs and HCAs (address or GUID, firmware, rate), block devices, driver)."""
+serials), NICs and HCAs (address or GUID, firmware, rate), block devices, driver). A part
+whose identity (serial, MAC, GUID) changed to one --cluster-baseline-accept names is an
+accepted replacement (replacements.py): said and recorded, its other fields compared."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.evidence.baseline.accepted import Baseline, shown
+from pytest_cluster.evidence.baseline.replacements import (
+    KEY,
+    OPTION,
+    Accepted,
+    Replacement,
+    covering,
+    nameable,
+)
 from pytest_cluster.evidence.record.derived_cases import Case
 from pytest_cluster.measure.inventory_file import (
     HcaRecord,
@@ -21,6 +32,18 @@ if TYPE_CHECKING:
     from pytest_cluster.contract.model import ClusterSpec
 
 MAX_NAMED = 20  # nodes named in a message; the rest are counted
+
+
+@dataclass(frozen=True)
+class Swapped:
+    """A part whose identity changed, not accepted: the change in words, and its identity
+    now (what --cluster-baseline-accept would name)."""
+
+    said: str
+    new: Any
+
+
+Found = str | Swapped | Replacement  # a difference in words; a part replaced (accepted)
 
 
 def _named(nodes: list[str]) -> str:
@@ -68,12 +91,17 @@ def same_nodes(baseline: Baseline, now: InventoryDocument,
                 if parts else "", props=props)
 
 
+def _differs(before: Any, after: Any) -> bool:
+    """Whether a value readable at baseline changed (unreadable then: nothing to
+    compare)."""
+    return not (is_unreadable(before) or before in (None, "") or before == after)
+
+
 def _changed(what: str, before: Any, after: Any) -> Iterator[str]:
     """'WHAT X at baseline, now Y' when a readable value changed (unreadable at baseline:
     nothing to compare)."""
-    if is_unreadable(before) or before in (None, "") or before == after:
-        return
-    yield f"{what} {shown(before)} at baseline, now {shown(after)}"
+    if _differs(before, after):
+        yield f"{what} {shown(before)} at baseline, now {shown(after)}"
 
 
 def _by(items: Any, key: str) -> dict[str, dict[str, Any]]:
@@ -82,9 +110,11 @@ def _by(items: Any, key: str) -> dict[str, dict[str, Any]]:
     return {str(item.get(key)): item for item in items if isinstance(item, dict)}
 
 
-def _listed(what: str, before: Any, after: Any, key: str,
-            fields: tuple[str, ...]) -> Iterator[str]:
-    """Differences between two lists of devices matched by `key`."""
+def _listed(what: str, before: Any, after: Any, key: str, fields: tuple[str, ...],
+            accept: Sequence[Accepted] = ()) -> Iterator[Found]:
+    """Differences between two lists of devices matched by `key`; the first of `fields`
+    is the device's identity (a MAC, a GUID, a serial): changed to one `accept`ed, the
+    device is an accepted replacement."""
     if not isinstance(before, list):
         return
     if not isinstance(after, list):
@@ -96,14 +126,21 @@ def _listed(what: str, before: Any, after: Any, key: str,
         if name not in new:
             yield f"{what} {said} missing (was {', '.join(shown(item.get(f)) for f in fields)})"
             continue
-        for each in fields:
+        identity, now = item.get(fields[0]), new[name].get(fields[0])
+        taken = covering(accept, identity, now) if _differs(identity, now) else None
+        if taken is not None:
+            yield Replacement(f"{what} {said}", shown(identity), shown(now), taken.given)
+        else:
+            yield from (Swapped(change, now) for change in
+                        _changed(f"{what} {said} {fields[0]}", identity, now))
+        for each in fields[1:]:
             yield from _changed(f"{what} {said} {each}", item.get(each), new[name].get(each))
     for name in new:
         if name not in old:
             yield f"{what} {shown(name)} new"
 
 
-def _gpus(before: Any, after: Any) -> Iterator[str]:
+def _gpus(before: Any, after: Any, accept: Sequence[Accepted]) -> Iterator[Found]:
     if not isinstance(before, list):
         return
     if not isinstance(after, list):
@@ -114,14 +151,25 @@ def _gpus(before: Any, after: Any) -> Iterator[str]:
         now = new.get(index)
         if now is None:
             yield f"gpu{shown(index)} missing (serial {shown(gpu.get('serial'))} at baseline)"
-        elif gpu.get("serial") != now.get("serial") or gpu.get("uuid") != now.get("uuid"):
-            yield (f"gpu{shown(index)} swapped: serial {shown(gpu.get('serial'))} "
-                   f"({shown(gpu.get('uuid'))}{_model(gpu, now)}) at baseline, now serial "
-                   f"{shown(now.get('serial'))} ({shown(now.get('uuid'))}"
-                   f"{_model(now, gpu)})")
-        else:
-            for each in ("board_part", "vbios", "pci_bus_id"):
-                yield from _changed(f"gpu{shown(index)} {each}", gpu.get(each), now.get(each))
+            continue
+        serial, taken = gpu.get("serial"), None
+        if serial != now.get("serial"):
+            taken = covering(accept, serial, now.get("serial"))
+        if taken is not None:  # another board, accepted: the same model in the same slot
+            yield Replacement(f"gpu{shown(index)}", shown(serial), shown(now.get("serial")),
+                              taken.given)
+        elif serial != now.get("serial") or gpu.get("uuid") != now.get("uuid"):
+            yield Swapped(f"gpu{shown(index)} swapped: serial {shown(serial)} "
+                          f"({shown(gpu.get('uuid'))}{_model(gpu, now)}) at baseline, now "
+                          f"serial {shown(now.get('serial'))} ({shown(now.get('uuid'))}"
+                          f"{_model(now, gpu)})",
+                          now.get("serial") if serial != now.get("serial") else None)
+            continue
+        # an accepted board is compared as the one it replaced, its model too
+        fields = ("board_part", "vbios", "pci_bus_id") if taken is None else \
+            ("name", "board_part", "vbios", "pci_bus_id")
+        for each in fields:
+            yield from _changed(f"gpu{shown(index)} {each}", gpu.get(each), now.get(each))
     for index, gpu in new.items():
         if index not in old:
             yield f"gpu{shown(index)} new (serial {shown(gpu.get('serial'))})"
@@ -137,59 +185,96 @@ def _ports(hca: HcaRecord) -> str:
                      for p in hca.get("ports", []) if isinstance(p, dict))
 
 
-def hardware_changes(before: NodeRecord, after: NodeRecord) -> list[str]:
-    """What differs in one node's inventory from its baseline, in words."""
+def hardware_changes(before: NodeRecord, after: NodeRecord,
+                     accept: Sequence[Accepted] = ()) -> list[str]:
+    """What differs in one node's inventory from its baseline, in words (a replacement
+    `accept`ed is no difference: node_changes)."""
+    return node_changes(before, after, accept).changes
+
+
+@dataclass(frozen=True)
+class NodeChanges:
+    """What differs in one node's inventory from its baseline (in words), the parts found
+    replaced by one accepted (--cluster-baseline-accept), and the identities now of the
+    parts replaced and not accepted, as that option would name them."""
+
+    changes: list[str]
+    replaced: list[Replacement]
+    not_accepted: list[str]
+
+
+def node_changes(before: NodeRecord, after: NodeRecord, accept: Sequence[Accepted] = ()
+                 ) -> NodeChanges:
+    """What differs in one node's inventory from its baseline (NodeChanges)."""
     if is_unreadable(after):
-        return [f"no inventory this run: {after['unreadable']}"]
+        return NodeChanges([f"no inventory this run: {after['unreadable']}"], [], [])
     if is_unreadable(before):
-        return []
-    found: list[str] = []
+        return NodeChanges([], [], [])
+    found: list[Found] = []
     old_dmi, new_dmi = before.get("dmi"), after.get("dmi")
     for key in ("product_serial", "product_uuid"):
         if isinstance(old_dmi, dict):
             found += _changed(f"system {key}", old_dmi.get(key),
                               new_dmi.get(key) if isinstance(new_dmi, dict) else new_dmi)
     found += _changed("machine id", before.get("machine_id"), after.get("machine_id"))
-    found += _gpus(before.get("gpus"), after.get("gpus"))
+    found += _gpus(before.get("gpus"), after.get("gpus"), accept)
     found += _listed("NIC", before.get("interfaces"), after.get("interfaces"), "name",
-                     ("address", "firmware", "rate_gbps", "link_layer"))
+                     ("address", "firmware", "rate_gbps", "link_layer"), accept)
     old_hcas = [{**h, "rate": _ports(h)} for h in before.get("infiniband") or []
                 if isinstance(h, dict)] if isinstance(before.get("infiniband"), list) else None
     new_hcas = [{**h, "rate": _ports(h)} for h in after.get("infiniband") or []
                 if isinstance(h, dict)] if isinstance(after.get("infiniband"), list) else \
         after.get("infiniband")
-    found += _listed("HCA", old_hcas, new_hcas, "name", ("node_guid", "firmware", "rate"))
+    found += _listed("HCA", old_hcas, new_hcas, "name", ("node_guid", "firmware", "rate"),
+                     accept)
     old_fs, new_fs = _by(before.get("filesystems"), "path"), _by(after.get("filesystems"),
                                                                   "path")
     for path, fs in old_fs.items():
         if path in new_fs:
             found += _listed(f"disk under {path}", fs.get("block_devices"),
-                             new_fs[path].get("block_devices"), "name", ("serial", "model"))
+                             new_fs[path].get("block_devices"), "name", ("serial", "model"),
+                             accept)
     found += _changed("driver", before.get("software", {}).get("driver"),
                       after.get("software", {}).get("driver"))
-    return found
+    return NodeChanges(
+        [each.said if isinstance(each, Swapped) else each for each in found
+         if not isinstance(each, Replacement)],
+        [each for each in found if isinstance(each, Replacement)],
+        [each.new for each in found if isinstance(each, Swapped) and nameable(each.new)])
+
+
+def _how_to_accept(identities: list[str]) -> str:
+    """What accepts the parts replaced on purpose (an RMA), where some were."""
+    if not identities:
+        return ""
+    return (f"; parts replaced on purpose (an RMA) are accepted with "
+            f"{OPTION}={','.join(identities[:MAX_NAMED])}")
 
 
 def same_hardware(baseline: Baseline, now: InventoryDocument,
                   asked: set[str] | None = None) -> list[Case]:
     """Each node's machine against the baseline's: the nodes this run was `asked` to check
-    (None: all); a node it was not is no case (it would judge a node nothing else did)."""
+    (None: all); a node it was not is no case (it would judge a node nothing else did).
+    A part replaced by one the baseline's `accept` names is said, not failed."""
     cases = []
     for node, before in baseline.inventory["nodes"].items():
         after = now["nodes"].get(node)
         if after is None or (asked is not None and node not in asked):
             continue  # named by same_nodes
-        changes = hardware_changes(before, after)
+        found = node_changes(before, after, baseline.accept)
+        changes, replaced = found.changes, found.replaced
         gpus = before.get("gpus") if isinstance(before, dict) else None
         measured = "as at baseline" if not changes else f"{len(changes)} change(s)"
         more = len(changes) - MAX_NAMED
         changes = changes[:MAX_NAMED] + ([f"and {more} more change(s)"] if more > 0 else [])
+        accepted = "".join(f"; {each.said}" for each in replaced)
+        listed = {KEY: [each.to_json() for each in replaced]} if replaced else {}
         cases.append(Case(node, "baseline.hardware", node, not changes,
-                          f"{node}: " + "; ".join(changes) + f" ({baseline.label})"
-                          if changes else "",
-                          props={"measured": measured, "changes": changes,
+                          f"{node}: " + "; ".join(changes) + f" ({baseline.label})" + accepted
+                          + _how_to_accept(found.not_accepted) if changes else "",
+                          props={"measured": measured + accepted, "changes": changes,
                                  "requirement": "the machine, GPUs, NICs, disks and driver "
                                                 "of the baseline",
                                  "gpus_at_baseline": len(gpus) if isinstance(gpus, list)
-                                 else None}))
+                                 else None, **listed}))
     return cases

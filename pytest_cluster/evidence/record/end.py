@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster import __version__
 from pytest_cluster.contract.levels import covered as levels_covered
+from pytest_cluster.evidence.baseline import replacements
 from pytest_cluster.evidence.record.plan import level_of_run, not_checked, why_left_out
 from pytest_cluster.evidence.record.summary import is_simulated, not_a_node
 from pytest_cluster.evidence.sinks.results import EndLine, SoakEnd, run_status
@@ -110,6 +111,9 @@ def end_record(facts: RunFacts) -> EndLine:
                            "signature_key": facts.baseline.checked_key,
                            "cases": len(compared),
                            "failed": sum(case.failed for case in compared)}
+        if facts.baseline.accept:  # each replacement accepted, and where it was seen
+            end["baseline"]["accepted"] = replacements.summary(facts.baseline.accept,
+                                                               compared)
     if facts.soak is not None:
         end["soak"] = facts.soak
     if facts.disabled:
@@ -160,6 +164,8 @@ def verdict_document(spec: Spec, end: EndLine, verdicts: Sequence[NodeVerdict],
     }
     if "baseline" in end:  # the run compared with, its signature, its cases (end record's)
         document["baseline"] = end["baseline"]
+        if "accepted" in end["baseline"]:  # --cluster-baseline-accept's, where jq finds it
+            document["baseline_accepted"] = end["baseline"]["accepted"]
     if "incomplete" in end:  # why the verdict is INCOMPLETE (end record's)
         document["incomplete"] = end["incomplete"]
     if "disabled" in end:  # the clauses the kill switch turned off (end record's)

@@ -74,6 +74,8 @@ class ResultLine(TypedDict, total=False):
     # a case derived from the whole run (evidence/record/derived_cases.py): the baseline's
     compared_case: str  # the case id a figure's comparison is of
     changes: list[str]
+    #: the parts --cluster-baseline-accept accepted as replaced: part, old, new, accepted
+    accepted_replacements: list[dict[str, str]]
     gpus_at_baseline: int | None
     baseline_value: str
     change_pct: float | None  # None: beyond any share of the baseline (from 0)
@@ -119,7 +121,26 @@ class RunLine(TypedDict, total=False):
     run_dir: str
 
 
-class BaselineSummary(TypedDict):
+class SeenReplacement(TypedDict):
+    """A part this run found replaced, as --cluster-baseline-accept accepted it."""
+
+    node: str
+    part: str  # gpu6, NIC eth0, HCA mlx5_0, disk under /data nvme0n1
+    old: str  # its identity (serial, MAC, GUID) at baseline
+    new: str  # ... and now
+
+
+class AcceptedEntry(TypedDict):
+    """One value of --cluster-baseline-accept and what this run found of it (the end
+    record's `baseline.accepted`, verdict.json's `baseline_accepted`)."""
+
+    serial: str  # the new part's serial
+    old: str | None  # the part it replaces, where OLD=NEW named it
+    seen: list[SeenReplacement]  # none: accepted but not seen
+    said: str  # 'N: accepted replacement: ...', or 'accepted but not seen: SERIAL ...'
+
+
+class _BaselineSummary(TypedDict):
     """The end record's `baseline`: the run compared with, and its cases."""
 
     path: str
@@ -129,6 +150,10 @@ class BaselineSummary(TypedDict):
     signature_key: str | None  # the fingerprint it was verified with; None: not checked
     cases: int
     failed: int
+
+
+class BaselineSummary(_BaselineSummary, total=False):
+    accepted: list[AcceptedEntry]  # with --cluster-baseline-accept: each value, and where
 
 
 class SoakCredit(TypedDict):

@@ -54,7 +54,7 @@ from pytest_cluster.evidence.verdict.blame import (
 )
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.record.lines import DisabledEntry
+    from pytest_cluster.evidence.record.lines import AcceptedEntry, DisabledEntry
     from pytest_cluster.evidence.record.plan import Plan, Selection
 
 ACCEPTED = "ACCEPTED"
@@ -127,6 +127,7 @@ class VerdictDocument(_VerdictDocument, total=False):
     baseline: BaselineSummary  # the run compared with (--cluster-baseline), as the end record
     disabled: list[DisabledEntry]  # the kill switch's entries in force (--cluster-disable)
     disabled_expired: list[DisabledEntry]  # ... and those expired, ignored
+    baseline_accepted: list[AcceptedEntry]  # --cluster-baseline-accept's (end record's)
     incomplete: str  # why the verdict is INCOMPLETE (incomplete_why), as the terminal says
 
 

@@ -93,7 +93,8 @@ def test_a_swapped_gpu_and_a_slowed_link_are_both_named(pytester: pytest.Pyteste
         if r["outcome"] == "failed" and r["clause"].startswith("baseline.")}
     swapped = failed.pop("pytest_cluster/baseline.py::test_same_hardware[n3]")
     assert "gpu6 swapped: serial 1654" in swapped and swapped.endswith(
-        f"({load(base).label})")
+        f"({load(base).label}); parts replaced on purpose (an RMA) are accepted with "
+        f"--cluster-baseline-accept={swapped.split('now serial ')[1].split(' ')[0]}")
     slowed = failed.pop("pytest_cluster/baseline.py::test_same_hardware[n2]")
     assert "HCA mlx5_0 rate port 1 400 Gb/sec (4X NDR) at baseline, now port 1 200 Gb/sec" \
         in slowed
