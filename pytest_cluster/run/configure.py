@@ -122,7 +122,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              f"left out (default {extensions.LOAD_LIMIT_S:g}; a loop at import is stopped "
              "there)")
     sealing.add_options(group)
-    disabling.add_option(group)
 
 
 def chosen_spec(config: pytest.Config, spec: Spec) -> Spec:

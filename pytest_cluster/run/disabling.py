@@ -54,8 +54,9 @@ class Disabling:
                 for entry in self.expired]
 
 
-def add_option(group: pytest.OptionGroup) -> None:
-    group.addoption(
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """In configure's group (this plugin is registered first: its title said here too)."""
+    parser.getgroup("cluster", "pytest-cluster: contract acceptance tests").addoption(
         "--cluster-disable", metavar="FILE", default=None,
         help="turn clauses off fleet-wide: a YAML file of `disabled:` entries (clause, "
              "reason, until); their cases are skipped as 'disabled: <reason>, until "
