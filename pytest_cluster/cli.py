@@ -3,6 +3,12 @@
     pytest-cluster verify DIR [--key PUBKEY [--require-signature]]
     pytest-cluster gate DIR --exit-status N [--log FILE] [--since EPOCH] [--max-age DURATION]
                         [--drain] [--resume]
+    pytest-cluster check SPEC [--disable FILE]
+
+`check` validates a contract (and a disable file, --cluster-disable's) as a run reads them,
+without running anything or contacting a node: exit 0 and a line each saying so, or
+CHECK_INVALID (4, a run's usage error) with every problem at FILE:LINE; a file that cannot
+be read (missing, a FIFO, too large, not UTF-8) is such a problem.
 
 `gate` says what a gate does with a run (evidence/verdict/gate.py): PASS (exit 0), FAIL (exit 1:
 take the failed nodes out; --drain drains them with scontrol) or ERROR (exit 2: the tool
@@ -41,7 +47,7 @@ from enum import IntEnum
 from pathlib import Path
 
 from pytest_cluster import __version__
-from pytest_cluster.errors import BundleError, InputError, log_line
+from pytest_cluster.errors import BundleError, InputError, LaunchError, SpecError, log_line
 from pytest_cluster.evidence.bundle.keys import PublicKey
 from pytest_cluster.evidence.bundle.verify import verify
 from pytest_cluster.evidence.verdict.age import parse_duration
@@ -156,6 +162,18 @@ def parser() -> argparse.ArgumentParser:
                              "pytest-cluster's; a node drained for another reason stays "
                              "drained, said; never on ERROR, never a simulated node")
     decide.set_defaults(usage_error=decide.error)
+    lint = commands.add_parser(
+        "check", help="validate a contract (and a disable file) without running anything",
+        description="Read SPEC as `pytest --cluster=SPEC` reads it, and the disable file "
+                    "as --cluster-disable reads it, saying every problem at FILE:LINE; "
+                    "nothing is run and no node is contacted. Run it before deploying a "
+                    "contract or a disable file to a fleet's prolog.",
+        epilog=f"Exit 0: valid; {CHECK_INVALID}: not valid (a problem each at FILE:LINE, "
+               "as a run's usage error says it, which exits 4 too); 2: this command's "
+               "own usage error.")
+    lint.add_argument("spec", metavar="SPEC", type=given_path, help="a contract spec (YAML)")
+    lint.add_argument("--disable", metavar="FILE", type=given_path,
+                      help="a disable file (--cluster-disable's, PYTEST_CLUSTER_DISABLE's)")
     return top
 
 
@@ -305,7 +323,60 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.command == "gate":
         return _gate(args)
+    if args.command == "check":
+        return _check(args.spec, args.disable)
     return _verify(args)
+
+
+#: What `check` exits with for a contract or disable file that is not valid: pytest's
+#: usage error, which a run of it exits with.
+CHECK_INVALID = 4
+
+
+def _check(spec_path: Path, disable: Path | None) -> int:
+    """The contract at `spec_path` (and the disable file) validated as a run reads them,
+    a line each (its problems, one a line), nothing run; 0 or CHECK_INVALID."""
+    # here, not at the top: the gate a prolog runs imports none of the contract's reading
+    from pytest_cluster.contract import (  # noqa: PLC0415
+        disable_file,
+        extensions,
+        load_spec,
+        narrow,
+    )
+    from pytest_cluster.contract.promised import clause_count  # noqa: PLC0415
+    from pytest_cluster.launchers import launcher_class  # noqa: PLC0415
+
+    lines = [f"warning: {text}" for text in extensions.load()]  # as a run: their clauses
+    valid = True
+    try:
+        spec = load_spec(spec_path)
+        narrow.run_size(spec.cluster.nodes)
+        launcher_class(spec.cluster.launcher)
+    except SpecError as exc:
+        valid, lines = False, [*lines, str(exc)]
+    except (ValueError, LaunchError) as exc:
+        valid, lines = False, [*lines, f"{spec_path}: cluster: {exc}"]
+    else:
+        lines += [f"{spec_path}: valid: {clause_count(spec)} clause(s) on "
+                  f"{len(spec.cluster.nodes)} node(s) (cluster {spec.cluster.name}, "
+                  f"launcher {spec.cluster.launcher})",
+                  *(f"warning: {note}" for note in spec.warnings)]
+    if disable is not None:
+        try:
+            read = disable_file.load(disable)
+        except SpecError as exc:
+            valid, lines = False, [*lines, str(exc)]
+        else:
+            now = time.time()
+            count = len(read.entries)
+            lines.append(f"{disable}: valid: {count} entr{'y' if count == 1 else 'ies'}; "
+                         "in force: "
+                         + (", ".join(f"{e.clause} until {e.until}" for e in read.in_force(now))
+                            or "none")
+                         + "".join(f"; expired (ignored): {e.clause} until {e.until}"
+                                   for e in read.expired(now)))
+    _say("\n".join(log_line(line) for text in lines for line in text.splitlines()))
+    return 0 if valid else CHECK_INVALID
 
 
 def _verify(args: argparse.Namespace) -> VerifyExit:

@@ -62,15 +62,16 @@ class SpecError(ClusterError):
         super().__init__(clip(self.render()))
 
     @classmethod
-    def listing(cls, errors: list[SpecError], file: str, count: int = 0) -> SpecError:
+    def listing(cls, errors: list[SpecError], file: str, count: int = 0,
+                of: str = "the spec") -> SpecError:
         """One error for `count` (default: as many as `errors`), in line order: the first
-        MAX_SHOWN, then how many more."""
+        MAX_SHOWN, then how many more; `of`: what they are problems of."""
         count = count or len(errors)
         ordered = sorted(errors, key=lambda error: error.line or 0)
         lines = [f"  {error}" for error in ordered[:MAX_SHOWN]]  # each line already clipped
         if count > MAX_SHOWN:
             lines.append(f"  ... and {count - MAX_SHOWN} more")
-        listed = cls(f"{count} problems in the spec:", file=file)
+        listed = cls(f"{count} problems in {of}:", file=file)
         listed.detail = "\n".join([listed.detail, *lines])
         listed.args = (clip(listed.render(), MAX_LINE + 2),)  # the indent
         return listed

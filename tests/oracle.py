@@ -101,7 +101,7 @@ def disagreements(views: Views) -> list[str]:
             *_check_verdicts(views), *_check_terminal(views), *_check_metrics(views),
             *_check_clause_metrics(views),
             *_check_manifest(views), *_check_legends(views), *_check_heatmap(views),
-            *_check_clause_table(views)]
+            *_check_clause_table(views), *_check_disabled(views)]
 
 
 def _same_number(a: object, b: object) -> bool:
@@ -325,6 +325,9 @@ def _check_clause_table(views: Views) -> Iterator[str]:
         wanted[str(r["spec_key"])] = ((passed + 1, failed) if outcome(r) == "passed"
                                       else (passed, failed + 1))
     shown = {k: v for k, v in views.clauses.items() if k != EVERY_CLAUSE}
+    for r in views.results:  # a clause every case of which was skipped (disabled): none
+        if outcome(r) == "skipped":
+            wanted.setdefault(str(r["spec_key"]), (0, 0))
     for clause in sorted(set(wanted) | set(shown)):
         if shown.get(clause) != wanted.get(clause):
             yield (f"report.html: the clause table shows {clause} (passed, failed) "
@@ -753,6 +756,54 @@ def _check_heatmap(views: Views) -> Iterator[str]:
         if wanted is None or not math.isclose(float(value), wanted, rel_tol=1e-3):
             yield (f"report.html: the latency heat map shows {a} to {b} {value} us, the "
                    f"matrix {wanted}")
+
+
+def _check_disabled(views: Views) -> Iterator[str]:
+    """The kill switch (--cluster-disable): each case it turned off is skipped in every
+    view, saying "disabled: <reason>, until <until>", never passed; verdict.json's
+    `disabled` (the end record's) counts its clauses' cases as results.jsonl has them and
+    the terminal names each; the entries that expired are said on the terminal."""
+    listed = {str(e["clause"]): e for e in views.verdict.get("disabled", [])}
+    junit = _junit_cases(views)
+    counted: Counter[str] = Counter()
+    for record in views.results:
+        clause = record.get("disabled")
+        if clause is None:
+            continue
+        counted[str(clause)] += 1
+        entry = listed.get(str(clause))
+        if outcome(record) != "skipped":
+            yield f"results.jsonl: {_nodeid(record)} is disabled but {outcome(record)}"
+        if entry is None:
+            yield f"verdict.json: {clause} is not listed disabled, {_nodeid(record)} is"
+            continue
+        said = f"disabled: {entry['reason']}, until {entry['until']}"
+        if said not in str(record.get("message")):
+            yield f"results.jsonl: {_nodeid(record)} does not say {said!r}"
+        tc = junit.get(_key(_nodeid(record)))
+        skipped = tc.find("skipped") if tc is not None else None
+        if skipped is None or said not in str(skipped.get("message")):
+            yield f"junit.xml: {_nodeid(record)} is not skipped saying {said!r}"
+    for clause, entry in listed.items():
+        if entry.get("cases") != counted[clause]:
+            yield (f"verdict.json: {clause} disabled {entry.get('cases')} cases, "
+                   f"results.jsonl {counted[clause]}")
+        if f"disabled (--cluster-disable): {clause} until {entry['until']}" not in \
+                views.terminal:
+            yield f"terminal: no line saying {clause} is disabled"
+    for entry in views.verdict.get("disabled_expired", []):
+        if f"the disable entry of {entry['clause']} expired" not in views.terminal:
+            yield f"terminal: no warning that {entry['clause']}'s disable entry expired"
+    if views.end is not None:
+        for name in ("disabled", "disabled_expired"):
+            if views.verdict.get(name) != views.end.get(name):
+                yield f"verdict.json: {name} {views.verdict.get(name)}, end record's differs"
+    for node in views.verdict["nodes"]:
+        ran = sum(1 for r in views.results if r.get("node") == node["node"]
+                  and r.get("disabled") is not None)
+        if node.get("checks_disabled", 0) != ran:
+            yield (f"verdict.json: {node['node']} checks_disabled "
+                   f"{node.get('checks_disabled')}, results.jsonl {ran}")
 
 
 def check(run: Path, terminal: str, metrics: Path | None = None) -> list[str]:

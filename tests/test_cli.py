@@ -176,6 +176,97 @@ def test_a_gate_asked_wrongly_is_a_usage_error_saying_what_was_expected(
     assert capsys.readouterr().err.splitlines()[-1].endswith(f"error: {says}")
 
 
+# -- pytest-cluster check: a contract and a disable file validated, nothing run ----------------
+
+TWO_PROBLEMS = """\
+cluster:
+  name: x
+  nodes: n[1-2]
+  launcher: sim
+sim:
+  gpu_model: H100-SXM-80GB
+  gpus_per_node: 2
+gpus:
+  count: many
+  modle: H100-SXM-80GB
+"""
+
+
+def test_check_says_a_valid_spec_and_disable_file_are_valid_running_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_cluster.contract import load_spec
+    from pytest_cluster.contract.promised import clause_count
+
+    spec = tmp_path / "trial.yaml"
+    spec.write_text(SIM_SPEC)
+    off = tmp_path / "off.yaml"
+    off.write_text("disabled:\n - {clause: gpus.xid, reason: noisy, until: 2099-12-31}\n"
+                   " - {clause: gpus.pcie, reason: old, until: 2020-01-01}\n")
+    loaded = load_spec(spec)
+    assert main(["check", str(spec), "--disable", str(off)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"{spec}: valid: {clause_count(loaded)} clause(s) on {len(loaded.cluster.nodes)} "
+        f"node(s) (cluster {loaded.cluster.name}, launcher sim)",
+        f"{off}: valid: 2 entries; in force: gpus.xid until 2099-12-31; expired (ignored): "
+        "gpus.pcie until 2020-01-01"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["off.yaml", "trial.yaml"]
+
+
+def test_check_lists_every_problem_of_the_spec_at_its_line_and_exits_4(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(TWO_PROBLEMS)
+    assert main(["check", str(spec)]) == 4
+    out = capsys.readouterr().out
+    assert out.startswith(f"{spec}: 2 problems in the spec:")
+    assert f"{spec}:9: gpus.count: expected a count like 192, got 'many'" in out
+    assert f"{spec}:10: gpus.modle: unknown key; did you mean 'model'?" in out
+
+
+def test_check_names_a_disable_file_s_bad_date_at_its_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "trial.yaml"
+    spec.write_text(SIM_SPEC)
+    off = tmp_path / "off.yaml"
+    off.write_text("disabled:\n  - clause: gpus.xid\n    reason: noisy\n"
+                   "    until: 2026-13-01\n")
+    assert main(["check", str(spec), "--disable", str(off)]) == 4
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{spec}: valid: ")
+    assert out[1].startswith(f"{off}:4: disabled[0].until: expected a date (2026-12-31")
+    assert out[1].endswith("got '2026-13-01'")
+
+
+def test_check_of_a_missing_huge_or_binary_file_is_4_in_a_few_bounded_lines(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    huge = tmp_path / "huge.yaml"
+    huge.write_bytes(b"a: " + b"x" * (8 * 2**20))
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(bytes(range(256)) * 64)
+    for spec, said in ((tmp_path / "none.yaml", "no such file"),
+                       (huge, "is larger than 4 MiB; is this really a spec?"),
+                       (binary, "not UTF-8 text")):
+        assert main(["check", str(spec), "--disable", str(binary)]) == 4
+        out = capsys.readouterr().out.splitlines()
+        assert out[0].startswith(f"{spec}: {said}")
+        assert out[1].startswith(f"{binary}: ") and len(out) == 2
+    # a spec of many problems: at most 20 said, the rest counted, each line bounded
+    many = tmp_path / "many.yaml"
+    many.write_text(TWO_PROBLEMS + "".join(f"  bogus{i}: {'y' * 5000}\n" for i in range(50)))
+    assert main(["check", str(many)]) == 4
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "  ... and 32 more" and len(out) == 22
+    assert max(map(len, out)) <= 1002
+
+
+def test_check_without_a_spec_is_argparse_s_usage_error(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["check", ""])
+    assert stopped.value.code == 2
+    assert "expected a path, got an empty value" in capsys.readouterr().err
+
+
 #: A gate's run directory's verdict, by node: (verdict, reason).
 Nodes = dict[str, tuple[str, str]]
 

@@ -59,6 +59,41 @@ def test_a_run_stopped_by_maxfail_agrees_in_every_view(pytester: pytest.Pytester
         views.verdict["nodes_in_spec"]
 
 
+def test_a_run_with_clauses_disabled_agrees_in_every_view_and_the_oracle_checks_them(
+        pytester: pytest.Pytester) -> None:
+    """The trial with the kill switch (--cluster-disable): a node's clause (fabric.ports,
+    which fails gpu-002), a check across nodes (busbw[inter_node], which fails the
+    cluster) and an expired entry (gpus.p2p, which still fails gpu-003). Every view agrees;
+    a verdict.json that counts another number of disabled cases, and a JUnit testcase of a
+    disabled case that does not say so, are each named."""
+    off = pytester.path / "off.yaml"
+    off.write_text("disabled:\n"
+                   "  - {clause: fabric.ports, reason: misreported (OPS-7), until: 2099-01-01}\n"
+                   "  - clause: interconnect.busbw[inter_node]\n"
+                   "    reason: spine maintenance (NET-42)\n    until: 2099-01-01\n"
+                   "  - {clause: gpus.p2p, reason: old, until: 2001-01-01}\n")
+    (pytester.path / "trial.yaml").write_text((EXAMPLES / "trial-sim.yaml").read_text())
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "--cluster-reports=reports", f"--cluster-disable={off}")
+    views = read_views((pytester.path / "reports" / "latest").resolve(), result.stdout.str())
+    from tests.oracle import disagreements
+    assert disagreements(views) == []
+    assert [(e["clause"], e["cases"] > 0) for e in views.verdict["disabled"]] == [
+        ("fabric.ports", True), ("interconnect.busbw[inter_node]", True)]
+    assert [e["clause"] for e in views.verdict["disabled_expired"]] == ["gpus.p2p"]
+    failed = {c["clause"] for c in views.verdict["cluster_checks_failed"]} | {
+        c for n in views.verdict["nodes"] for c in n["failed_clauses"]}
+    assert "gpus.p2p" in failed and not failed & {"fabric.ports",
+                                                  "interconnect.busbw[inter_node]"}
+    views.verdict["disabled"][0]["cases"] += 1
+    case, skipped = next((tc, mark) for tc in views.junit.iter("testcase")
+                         if (mark := tc.find("skipped")) is not None)
+    case.remove(skipped)
+    found = "\n".join(disagreements(views))
+    assert "verdict.json: fabric.ports disabled" in found
+    assert f"::{case.get('name')} is not skipped saying 'disabled: " in found
+
+
 @pytest.mark.slow
 def test_the_oracle_finds_a_view_that_disagrees(pytester: pytest.Pytester) -> None:
     """It can fail: a verdict.json edited to accept a rejected node or to hold until it was

@@ -38,8 +38,14 @@
 # What SLURM refused (sinfo or scontrol failing) is said in one line; the outcome stays.
 # It always exits 0 (slurmd does nothing with a health check's exit code).
 #
-# Before deploying a changed contract, check it where you edit it:
-#   pytest --cluster=contract.yaml --collect-only -q    # exit 4 names the file, line and key
+# Before deploying a changed contract (or disable file), check it where you edit it; it runs
+# nothing and contacts no node; exit 0 valid, 4 with every problem at FILE:LINE:
+#   pytest-cluster check contract.yaml --disable disable.yaml
+# A clause that misfires across the fleet is turned off without touching the contract by
+# a disable file (docs/running.md, "Turning a clause off fleet-wide"): entries of clause,
+# reason and until; its cases are skipped as "disabled: <reason>, until <date>", never
+# passed, and an entry past its date is ignored (said). Name it to the run here:
+#   PYTEST_CLUSTER_DISABLE=/etc/pytest-cluster/disable.yaml; export PYTEST_CLUSTER_DISABLE
 SPEC=/etc/pytest-cluster/contract.yaml
 PYTHON=/opt/pytest-cluster/bin/python
 REPORTS=/var/lib/pytest-cluster/healthcheck

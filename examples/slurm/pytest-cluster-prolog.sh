@@ -23,8 +23,14 @@
 #          pytest-cluster -p err). Every line said is one line: a name shown with each
 #          character but letters, digits, '.', '_', '-' a '?', a cut marked.
 #
-# Before deploying a changed contract, check it where you edit it:
-#   pytest --cluster=contract.yaml --collect-only -q    # exit 4 names the file, line and key
+# Before deploying a changed contract (or disable file), check it where you edit it; it runs
+# nothing and contacts no node; exit 0 valid, 4 with every problem at FILE:LINE:
+#   pytest-cluster check contract.yaml --disable disable.yaml
+# A clause that misfires across the fleet is turned off without touching the contract by
+# a disable file (docs/running.md, "Turning a clause off fleet-wide"): entries of clause,
+# reason and until; its cases are skipped as "disabled: <reason>, until <date>", never
+# passed, and an entry past its date is ignored (said). Name it to the run here:
+#   PYTEST_CLUSTER_DISABLE=/etc/pytest-cluster/disable.yaml; export PYTEST_CLUSTER_DISABLE
 # The run covers this node alone (SLURM_SCRIPT_CONTEXT=prolog_slurmd; SLURMD_NODENAME names
 # it) with the local launcher: no ssh, no srun inside a prolog. Time: ~1-2 s warm for the
 # sanity level of host, GPU (NVML) and NIC clauses; the first run after boot imports cold.

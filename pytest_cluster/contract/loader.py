@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 
 from yaml.nodes import MappingNode, ScalarNode
 
@@ -22,7 +21,7 @@ from pytest_cluster.contract.model import (
     SpecNote,
     StorageSpec,
 )
-from pytest_cluster.contract.reading.compose import compose
+from pytest_cluster.contract.reading.compose import compose, read_text
 from pytest_cluster.contract.reading.located_errors import Ctx
 from pytest_cluster.contract.reading.mapping import Map
 from pytest_cluster.contract.reading.yaml_nodes import kind
@@ -75,49 +74,6 @@ def parse_spec(text: str, file: str) -> Spec:
     return Spec(file=file, sha256=sha, warnings=warnings, text=text, others=others, **fields)
 
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-          (stat.S_ISSOCK, "a socket"))
-
-
-def _not_a_file(mode: int) -> str | None:
-    """What a file of `mode` is, if it is not a regular file."""
-    for test, what in _KINDS:
-        if test(mode):
-            return what
-    return None if stat.S_ISREG(mode) else "not a regular file"
-
-
-def _read(name: str) -> bytes:
-    """The spec file's bytes: a regular file only (a FIFO, /dev/zero or a directory is
-    refused before it is read), and never more than MAX_SPEC_BYTES + 1 of them."""
-    what = _not_a_file(os.stat(name).st_mode)
-    if what is None:
-        # O_NONBLOCK: if the path was swapped for a FIFO since, opening does not wait
-        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as handle:
-            what = _not_a_file(os.fstat(fd).st_mode)
-            if what is None:
-                return handle.read(MAX_SPEC_BYTES + 1)
-    raise SpecError(f"is {what}, expected a YAML spec file", file=name)
-
-
 def load_spec(path: str | os.PathLike[str]) -> Spec:
     """Read and validate the spec file at `path`."""
-    name = str(path)
-    try:
-        data = _read(name)
-    except FileNotFoundError:
-        raise SpecError("no such file", file=name) from None
-    except PermissionError:
-        raise SpecError("permission denied", file=name) from None
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise SpecError(f"cannot read: {reason}", file=name) from None
-    if len(data) > MAX_SPEC_BYTES:
-        raise SpecError("is larger than 4 MiB; is this really a spec?", file=name)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"not UTF-8 text (byte {exc.start})", file=name) from None
-    return parse_spec(text, name)
+    return parse_spec(read_text(path, MAX_SPEC_BYTES), str(path))

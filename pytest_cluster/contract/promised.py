@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pytest_cluster.contract.clauses import declared
+from pytest_cluster.contract.clauses import CLAUSES, declared
 from pytest_cluster.contract.declaration import Declaration, Value
 from pytest_cluster.contract.model import (
     Promises,
@@ -123,3 +123,15 @@ def _promised(spec: Spec, name: str, params: Mapping[str, object]) -> Promised:
         return Promised(declaration.id, False, f"needs {declaration.needs_nodes}+ nodes",
                         TOO_FEW_NODES)
     return found
+
+
+def clause_count(spec: Spec) -> int:
+    """How many clauses the spec holds (each filesystem's apart; the rules on unless turned
+    off, and the defaults, counted): what `pytest-cluster check` says of a valid spec."""
+    total = 0
+    for name in dict.fromkeys(d.section for d in CLAUSES):
+        record = spec.section(name)
+        for each in record if isinstance(record, tuple) else (record,):
+            if isinstance(each, Promises):
+                total += len(each.clauses)
+    return total

@@ -114,6 +114,7 @@ def terminal_lines(run: RunSummary) -> list[str]:
                           for k, v in end["selection"].items())
         lines.append(f"selection: {chosen}; {end['deselected']} check(s) deselected")
     lines.append(verdict_line(end))
+    lines += disabled_lines(end)
     counted = by_verdict(run.verdicts)
     lines.append("nodes: " + ", ".join(f"{len(v)} {k}" for k, v in counted.items()))
     lines += node_lines(run.verdicts)
@@ -155,6 +156,20 @@ def terminal_lines(run: RunSummary) -> list[str]:
     if run.evidence is not None:
         lines.append(run.evidence)
     return lines
+
+
+def disabled_lines(end: EndLine) -> list[str]:
+    """The clauses the kill switch turned off (--cluster-disable), a line each with why,
+    until when and the cases it skipped; then a warning line per entry that had expired
+    and was ignored (the clause ran)."""
+    lines = at_most([f"disabled (--cluster-disable): {e['clause']} until {e['until']}: "
+                     f"{e['reason']} ({e.get('cases', 0)} case(s) skipped, none passed)"
+                     for e in end.get("disabled", [])],
+                    "disabled: {} more clauses (verdict.json lists all)")
+    return lines + at_most([f"warning: the disable entry of {e['clause']} expired (until "
+                            f"{e['until']}: {e['reason']}): ignored, the clause ran"
+                            for e in end.get("disabled_expired", [])],
+                           "warning: {} more disable entries expired (verdict.json)")
 
 
 def node_lines(verdicts: Sequence[NodeVerdict]) -> list[str]:

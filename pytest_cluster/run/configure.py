@@ -8,11 +8,8 @@ tests may use our fixtures).
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import math
 import os
-import stat
 import tempfile
 import time
 from pathlib import Path
@@ -24,12 +21,10 @@ from pytest_cluster import hookspecs, internals
 from pytest_cluster.contract import Spec, extensions, guarded, load_spec, narrow
 from pytest_cluster.contract.declaration import ACCEPTANCE, SANITY, STRESS
 from pytest_cluster.errors import LaunchError, SpecError, head
-from pytest_cluster.evidence.baseline import accepted as baseline
-from pytest_cluster.evidence.baseline import replacements
 from pytest_cluster.evidence.record import sealing
 from pytest_cluster.evidence.record.rundir import create_run_dir
 from pytest_cluster.launchers import launcher_class
-from pytest_cluster.run import lifecycle, validity
+from pytest_cluster.run import baseline_option, disabling, lifecycle, validity
 from pytest_cluster.run.after_checks import AfterChecks
 from pytest_cluster.run.html_hooks import HTML_PLUGIN, HtmlHooks
 from pytest_cluster.run.memory import MEMORY_PLUGIN, CaseMemory
@@ -49,7 +44,6 @@ from pytest_cluster.soak import rounds as soak
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import SpecNote
-    from pytest_cluster.evidence.baseline.accepted import Baseline
     from pytest_cluster.evidence.bundle.keys import Signer
 
 class SpecWarning(UserWarning):
@@ -202,51 +196,6 @@ def evidence_dir(config: pytest.Config, spec: Spec, reports: Path,
     return create_run_dir(reports, spec.cluster.name, time.time())
 
 
-def _not_a_soak(where: Path) -> None:
-    """A soak's directory is no baseline (its results are the rounds', and its own): a
-    usage error pointing at its last round, the run it most likely means."""
-    with contextlib.suppress(OSError):
-        if stat.S_ISREG(os.lstat(where / soak.SOAK_FILE).st_mode):
-            numbers = soak.round_numbers(where)
-            last = (f"; its last round is {where / soak.ROUNDS_DIR / soak.round_name(numbers[-1])}"
-                    if numbers else "; it holds no round")
-            raise pytest.UsageError(
-                f"--cluster-baseline={head(str(where))}: is a soak's directory (it holds "
-                f"{soak.SOAK_FILE}): a baseline is one run's evidence; compare with one of "
-                f"its rounds (--cluster-baseline=SOAK/{soak.ROUNDS_DIR}/round-NNNN){last}")
-
-
-def load_baseline(config: pytest.Config) -> Baseline | None:
-    """The baseline --cluster-baseline names, verified now: one that cannot serve is a
-    usage error before any test runs."""
-    where = config.getoption("cluster_baseline")
-    key = config.getoption("cluster_baseline_key")
-    if where == "":
-        raise pytest.UsageError("--cluster-baseline= is empty: expected a run's evidence "
-                                "directory (one that passes pytest-cluster verify)")
-    if key == "":
-        raise pytest.UsageError("--cluster-baseline-key= is empty: expected a public key "
-                                "file (PEM or OpenSSH) the baseline must be signed by")
-    accept = config.getoption("cluster_baseline_accept")
-    if where is None:
-        for given, option in ((key, "--cluster-baseline-key"),
-                              (accept, replacements.OPTION)):
-            if given is not None:
-                raise pytest.UsageError(f"{option} needs --cluster-baseline=DIR")
-        return None
-    _not_a_soak(Path(where))
-    try:
-        accepted = replacements.parse(accept or [])
-    except replacements.AcceptError as exc:
-        raise pytest.UsageError(f"{replacements.OPTION}: {exc}") from None
-    try:
-        loaded = baseline.load(Path(where), Path(key) if key else None,
-                               baseline.limits(config.stash[SPEC_KEY]))
-    except baseline.BaselineError as exc:
-        raise pytest.UsageError(f"--cluster-baseline={where}: {exc}") from None
-    return dataclasses.replace(loaded, accept=accepted)
-
-
 #: The levels a contract case has (its clause's declaration says which), as -m selects.
 LEVEL_MARKERS = {
     SANITY: "no load: counts, models, NVML health, versions, reachability (seconds; a "
@@ -386,13 +335,18 @@ def _warn(config: pytest.Config, warning: SpecNote) -> None:
                                 "warning filters)") from None
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_configure(config: pytest.Config) -> None:
+def _declare_markers(config: pytest.Config) -> None:
+    """The `clause` marker and a marker per level (-m sanity), as `pytest --markers` lists."""
     config.addinivalue_line(
         "markers", "clause(name): the contract clause a test checks, e.g. 'storage.write'; "
                    "tests of clauses absent from the spec are not collected")
     for level, what in LEVEL_MARKERS.items():
         config.addinivalue_line("markers", f"{level}: {what}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    _declare_markers(config)
     spec_path = config.getoption("cluster")
     if spec_path is None:
         return
@@ -403,6 +357,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _load_extensions(config)
     spec = chosen_spec(config, _read_spec(spec_path))
     config.stash[SPEC_KEY] = spec
+    disabling.configure(config)  # the kill switch: a bad file stops the run here
     lifecycle.open_run(config, spec, bool(config.getoption("cluster_soak_round")))
     workerinput = internals.worker_input(config)
     if workerinput is not None:
@@ -420,7 +375,7 @@ def pytest_configure(config: pytest.Config) -> None:
         accepted = None
         if reports and writes_evidence(config):
             signers = sealing.signers(config)  # before the run's directory is made
-            accepted = load_baseline(config)
+            accepted = baseline_option.load_baseline(config)
             try:
                 run_dir = evidence_dir(config, spec, Path(reports), soaking)
             except OSError as exc:

@@ -59,6 +59,7 @@ from pytest_cluster.report.terminal import (
     coverage_line,
     terminal_lines,
 )
+from pytest_cluster.run import disabling
 from pytest_cluster.run.junit_cases import JunitCases
 from pytest_cluster.run.lifecycle import run_launcher
 from pytest_cluster.run.sealed import seal_and_say
@@ -346,13 +347,15 @@ class ClusterSession:
         self.run_dir = None
 
     def _end_record(self, exit_code: int, ran: set[str]) -> EndLine:
+        disabled, expired = disabling.entries(self.config, self.ledger.disabled)
         return end_record(RunFacts(
             spec=self.spec, plan=self.plan, ledger=self.ledger, ran=ran,
             verdicts=self.verdicts, exit_code=exit_code, started=self.started,
             selection=selection(self.config), derived=self.derived,
             not_checked=self._needs_a_soak(), baseline=self.baseline,
             baseline_cases=self.after_checks.baseline_cases,
-            soak=self.soak.end_record() if self.soak is not None else None))
+            soak=self.soak.end_record() if self.soak is not None else None,
+            disabled=disabled, disabled_expired=expired))
 
     def _write_verdict(self) -> None:
         assert self.run_dir is not None and self.end is not None
@@ -385,7 +388,7 @@ class ClusterSession:
         for line in self.summary_lines():
             red = line.startswith(("INCOMPLETE", "  REJECTED", "  UNREACHABLE"))
             write(line, red=red, bold=line.startswith("INCOMPLETE"),
-                  yellow=line.startswith("  baseline warning"))
+                  yellow=line.startswith(("disabled", "warning", "  baseline warning")))
 
     def summary_lines(self) -> list[str]:
         """The terminal's section (report/terminal.py writes it from these facts)."""

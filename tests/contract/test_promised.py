@@ -74,3 +74,12 @@ def test_a_version_and_a_dtype_are_named_by_their_member() -> None:
                                                                         True)
     assert promised(spec, "gpus.matmul", {"dtype": "fp8"}) == Promised("gpus.matmul.fp8",
                                                                        False)
+
+
+def test_clause_count_counts_each_clause_the_spec_holds() -> None:
+    from pytest_cluster.contract import parse_spec
+    from pytest_cluster.contract.promised import clause_count
+
+    base = "cluster:\n  name: x\n  nodes: [n1]\nhost:\n  cpu_cores: 8\n"
+    assert clause_count(parse_spec(base, "a.yaml")) == 1
+    assert clause_count(parse_spec(base + "  memory: 1 GiB\n", "b.yaml")) == 2

@@ -1,4 +1,5 @@
-"""YAML text to nodes, bounded: a spec is a small tree of plain data, so composing stops
+"""A YAML file read (read_text: a regular file only, to a bound, as UTF-8) and its text to
+nodes, bounded: a spec is a small tree of plain data, so composing stops
 with a SpecError (file and line) at the first sign of something else, before anything walks
 the tree:
 
@@ -21,7 +22,9 @@ syntax errors are read again with PyYAML's own parser, whose messages say more.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import cast
@@ -264,3 +267,52 @@ def compose(text: str, file: str) -> Node | None:
     except yaml.YAMLError as exc:
         raise _syntax_error(exc, file, text) from None
     raise error from None  # only libyaml found it
+
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISSOCK, "a socket"))
+
+
+def _not_a_file(mode: int) -> str | None:
+    """What a file of `mode` is, if it is not a regular file."""
+    for test, what in _KINDS:
+        if test(mode):
+            return what
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def _read(name: str, limit: int, what: str) -> bytes:
+    """The file's bytes: a regular file only (a FIFO, /dev/zero or a directory is refused
+    before it is read), and never more than `limit` + 1 of them."""
+    kind = _not_a_file(os.stat(name).st_mode)
+    if kind is None:
+        # O_NONBLOCK: if the path was swapped for a FIFO since, opening does not wait
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            kind = _not_a_file(os.fstat(fd).st_mode)
+            if kind is None:
+                return handle.read(limit + 1)
+    raise SpecError(f"is {kind}, expected a YAML {what} file", file=name)
+
+
+def read_text(path: str | os.PathLike[str], limit: int, what: str = "spec") -> str:
+    """The UTF-8 text of the YAML file at `path` (a spec, or a disable file: `what`), read
+    as a regular file only, to `limit` bytes; SpecError naming the file where it cannot."""
+    name = str(path)
+    try:
+        data = _read(name, limit, what)
+    except FileNotFoundError:
+        raise SpecError("no such file", file=name) from None
+    except PermissionError:
+        raise SpecError("permission denied", file=name) from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the path
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise SpecError(f"cannot read: {reason}", file=name) from None
+    if len(data) > limit:
+        size = f"{limit // 2**20} MiB" if limit >= 2**20 else f"{limit // 2**10} KiB"
+        raise SpecError(f"is larger than {size}; is this really a {what}?", file=name)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"not UTF-8 text (byte {exc.start})", file=name) from None

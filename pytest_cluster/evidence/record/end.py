@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from pytest_cluster.evidence.baseline.accepted import Baseline
     from pytest_cluster.evidence.record.derived_cases import Case
     from pytest_cluster.evidence.record.ledger import Ledger
+    from pytest_cluster.evidence.record.lines import DisabledEntry
     from pytest_cluster.evidence.record.plan import NotChecked, Plan, Selection
     from pytest_cluster.evidence.verdict.nodes import NodeVerdict, VerdictDocument
 
@@ -55,6 +56,8 @@ class RunFacts:
     baseline: Baseline | None = None
     baseline_cases: Sequence[Case] = ()
     soak: SoakEnd | None = None  # a soak's own end record
+    disabled: Sequence[DisabledEntry] = ()  # the kill switch's entries in force
+    disabled_expired: Sequence[DisabledEntry] = ()  # ... and those expired (ignored)
 
 
 def end_record(facts: RunFacts) -> EndLine:
@@ -114,6 +117,10 @@ def end_record(facts: RunFacts) -> EndLine:
                                                                compared)
     if facts.soak is not None:
         end["soak"] = facts.soak
+    if facts.disabled:
+        end["disabled"] = list(facts.disabled)
+    if facts.disabled_expired:
+        end["disabled_expired"] = list(facts.disabled_expired)
     return end
 
 
@@ -166,4 +173,8 @@ def verdict_document(spec: Spec, end: EndLine, verdicts: Sequence[NodeVerdict],
             document["baseline_accepted"] = end["baseline"]["accepted"]
     if "incomplete" in end:  # why the verdict is INCOMPLETE (end record's)
         document["incomplete"] = end["incomplete"]
+    if "disabled" in end:  # the clauses the kill switch turned off (end record's)
+        document["disabled"] = end["disabled"]
+    if "disabled_expired" in end:
+        document["disabled_expired"] = end["disabled_expired"]
     return document

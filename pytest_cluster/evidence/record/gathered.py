@@ -46,8 +46,9 @@ def cell_of(record: ResultLine) -> Cell:
     text = "" if found is None else "0" if abs(found) < 0.5 else f"{found:+.0f}"
     if kind == "not_run":
         return Cell("m-notrun", "", f"{where}: not reached")
-    if kind == "skipped":
-        return Cell("m-notrun", "s", f"{where}: skipped")
+    if kind == "skipped":  # the kill switch's (--cluster-disable) says why, until when
+        said = str(record.get("message", "")).removeprefix("Skipped: ")[:300]
+        return Cell("m-notrun", "s", f"{where}: {said or 'skipped'}")
     if kind in ("failed", "error"):
         message = str(record.get("message", "")).removeprefix("Failed: ")[:300]
         if record.get("error_kind") or (found is None and record.get("measured") is None):

@@ -35,7 +35,13 @@ from pytest_cluster.evidence.record.gathered import (
 from pytest_cluster.evidence.record.latency_map import LatencyMap
 from pytest_cluster.evidence.record.plan import DESELECTED
 from pytest_cluster.evidence.record.summary import ClauseTally, add_to_tally
-from pytest_cluster.evidence.sinks.results import ResultLine, clause_of, counted, outcome
+from pytest_cluster.evidence.sinks.results import (
+    ResultLine,
+    clause_of,
+    counted,
+    disabled_clause,
+    outcome,
+)
 from pytest_cluster.evidence.verdict.cluster_verdict import cluster_failures
 from pytest_cluster.evidence.verdict.nodes import NodeVerdict, VerdictBuilder
 
@@ -91,6 +97,7 @@ class Ledger:
         self.findings: list[str] = []  # what a check found beside its figure (a straggler)
         self.latency = LatencyMap()  # the latency heat map's figures
         self.figures = NodeFigures()  # the bar charts' figures (storage, latency)
+        self.disabled: Counter[str] = Counter()  # per clause turned off: its cases skipped
 
     def add(self, record: ResultLine) -> None:
         """Count one result line, as it is written."""
@@ -103,6 +110,9 @@ class Ledger:
         else:
             self._caseless[node] += 1
         self._verdicts.add(record)
+        turned_off = disabled_clause(record)
+        if turned_off is not None:
+            self.disabled[turned_off] += 1
         add_to_tally(self._tallies, record)
         self._matrix.add(record)
         self.latency.add(record)

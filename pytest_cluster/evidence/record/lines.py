@@ -216,11 +216,26 @@ class _EndLine(TypedDict):
     verdict: str  # the cluster's
 
 
+class _DisabledEntry(TypedDict):
+    clause: str  # the clause's id, as its `clause` marker names it
+    reason: str
+    until: str  # '2026-12-31' (through that day, UTC) or '2026-12-31T18:00:00Z'
+
+
+class DisabledEntry(_DisabledEntry, total=False):
+    """An entry of the kill switch's file (--cluster-disable), as the end record and
+    verdict.json list it."""
+
+    cases: int  # in force: the cases of this run it skipped
+
+
 class EndLine(_EndLine, total=False):
     """results.jsonl's last line: how the run ended and exactly what it covered
     (evidence/record/end.py makes it)."""
 
     baseline: BaselineSummary
+    disabled: list[DisabledEntry]  # the kill switch's entries in force (--cluster-disable)
+    disabled_expired: list[DisabledEntry]  # ... and those expired: ignored, the clause ran
     soak: SoakEnd
     incomplete: str  # why the verdict is INCOMPLETE (cluster_verdict.incomplete_why)
     #: the cases derived from the whole run (a soak's, a baseline's), by outcome: what

@@ -70,6 +70,16 @@ def outcome(record: ResultLine) -> str:
 
 OUTCOMES = ("passed", "failed", "error", "skipped", "not_run")
 
+#: The key of a case's result line (and JUnit property) that says the kill switch skipped
+#: it: the clause it turned off (run/disabling.py); `disabled_until` says until when.
+DISABLED = "disabled"
+
+
+def disabled_clause(record: Mapping[str, object]) -> str | None:
+    """The clause a skipped case's line says the kill switch turned off, or None."""
+    clause = record.get(DISABLED)
+    return clause if isinstance(clause, str) and record.get("outcome") == "skipped" else None
+
 
 def counts(records: Iterable[ResultLine]) -> dict[str, int]:
     return counted(Counter(outcome(r) for r in records))

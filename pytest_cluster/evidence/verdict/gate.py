@@ -12,7 +12,8 @@ FAIL or ERROR, from the run's verdict.json and pytest's exit status.
   (INCOMPLETE: a node NOT CHECKED), or a check across nodes failed with no node to blame.
   An ERROR never drains a node: it says why, loudly.
 - PASS: every node the run covered passed every check at the level that ran, and pytest
-  exited 0.
+  exited 0; the checks the kill switch turned off (verdict.json's `disabled`) are named
+  on its line, never counted as passed.
 
 A verdict holds until its `valid_until` (age.py): past it, or made longer ago than the
 gate's --max-age, or made in the future beyond a clock's skew, it is an ERROR ("stale")
@@ -309,8 +310,21 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
         return Decision(ERROR, (*lines, "no node is drained for it"), simulated=simulated)
     return Decision(PASS, (f"PASS: {len(nodes)} node(s) passed every check at level "
                            f"{level}: {_printable(compress_hostlist(n.node for n in nodes))}"
-                           f"{age_said(document)}",),
+                           f"{age_said(document)}"
+                           + disabled_said(document),),
                     simulated=simulated, accepted=tuple(n.node for n in nodes))
+
+
+def disabled_said(document: Mapping[str, Any]) -> str:
+    """' (1 clause(s) disabled: gpus.row_remap until 2026-12-31)' where the run's kill
+    switch turned clauses off (verdict.json's `disabled`; a verdict of an earlier version
+    has none): a PASS says what it did not check; '' where none was."""
+    found = document.get("disabled")
+    if not isinstance(found, list) or not found:
+        return ""
+    named = ", ".join(f"{entry.get('clause')} until {entry.get('until')}"
+                      for entry in found[:20] if isinstance(entry, dict))
+    return f" ({len(found)} clause(s) disabled: {_printable(named)})"
 
 
 def verdict_path(run: Path) -> Path:

@@ -40,6 +40,7 @@ from pytest_cluster.evidence.sinks.results import (
     BaselineSummary,
     ResultLine,
     clause_of,
+    disabled_clause,
     outcome,
 )
 from pytest_cluster.evidence.verdict.blame import (
@@ -53,7 +54,7 @@ from pytest_cluster.evidence.verdict.blame import (
 )
 
 if TYPE_CHECKING:
-    from pytest_cluster.evidence.record.lines import AcceptedEntry
+    from pytest_cluster.evidence.record.lines import AcceptedEntry, DisabledEntry
     from pytest_cluster.evidence.record.plan import Plan, Selection
 
 ACCEPTED = "ACCEPTED"
@@ -91,6 +92,7 @@ class NodeEntry(TypedDict):
     failed_clauses: list[str]
     failures: list[dict[str, str]]  # clause, case, message; code where the line says one
     controller_fault: str  # why this machine could not check the node ('' when it could)
+    checks_disabled: int  # skipped by the kill switch (--cluster-disable): in checks_ran
     #: the fault codes of its failures, each once, in order (evidence/verdict/faults.py)
     codes: list[str]
     #: its first failure's fault (an unreachable node's: its no answer's), what a drain
@@ -130,6 +132,8 @@ class VerdictDocument(_VerdictDocument, total=False):
     """verdict.json, as the run writes it (end.verdict_document; verdict.schema.json)."""
 
     baseline: BaselineSummary  # the run compared with (--cluster-baseline), as the end record
+    disabled: list[DisabledEntry]  # the kill switch's entries in force (--cluster-disable)
+    disabled_expired: list[DisabledEntry]  # ... and those expired, ignored
     baseline_accepted: list[AcceptedEntry]  # --cluster-baseline-accept's (end record's)
     made_at: str  # UTC: the run's end (age.py); an earlier version's verdict.json has none
     valid_until: str  # UTC: made_at + --cluster-valid-for
@@ -148,6 +152,7 @@ class NodeVerdict:
     failed_clauses: list[str] = field(default_factory=list)
     failures: list[dict[str, str]] = field(default_factory=list)
     undecided: list[str] = field(default_factory=list)  # NO_CULPRIT failures' messages
+    disabled: int = 0  # of `ran`: skipped by the kill switch (never passed, never failed)
     #: why this machine (the controller) could not check the node, the same words for
     #: every node it hit: a name it cannot resolve, credentials refused, ssh or srun
     #: missing, no node answering at all ('' when none)
@@ -171,6 +176,7 @@ class NodeVerdict:
                 "checks_passed": self.passed, "checks_undecided": len(self.undecided),
                 "failed_clauses": self.failed_clauses,
                 "failures": self.failures, "controller_fault": self.controller_fault,
+                "checks_disabled": self.disabled,
                 "codes": self.codes, "code": self.code, "action": self.action,
                 "actor": self.actor}
 
@@ -201,6 +207,8 @@ class VerdictBuilder:
             self._answered = True
         if outcome(record) == "passed":
             found.passed += 1
+        elif disabled_clause(record) is not None:
+            found.disabled += 1
         elif failed and not judged(record):
             found.undecided.append(clean_message(str(record.get("message", ""))))
             if record.get("error_kind") in CONTROLLER_SIDE:
@@ -293,9 +301,12 @@ def _decide(verdict: NodeVerdict, no_answer: str | None, left_out: str) -> None:
                           f"{', '.join(verdict.failed_clauses)}")
     elif verdict.controller_fault:
         verdict.reason = controller_reason(verdict.controller_fault)
-    elif verdict.planned and verdict.ran >= verdict.planned \
-            and verdict.passed == verdict.ran:
-        verdict.verdict, verdict.reason = ACCEPTED, f"all {verdict.ran} checks passed"
+    elif verdict.planned and verdict.ran >= verdict.planned and verdict.passed \
+            and verdict.passed + verdict.disabled == verdict.ran:
+        # a check the kill switch turned off is said, never counted as passed
+        verdict.verdict, verdict.reason = ACCEPTED, f"all {verdict.passed} checks passed"
+        if verdict.disabled:
+            verdict.reason += f"; {verdict.disabled} disabled (--cluster-disable)"
         if verdict.not_selected:
             verdict.reason += f"; {verdict.not_selected} more {left_out}"
     elif verdict.ran == 0:
@@ -307,12 +318,14 @@ def _decide(verdict: NodeVerdict, no_answer: str | None, left_out: str) -> None:
         if verdict.ran < verdict.planned:
             parts.append(f"{verdict.planned - verdict.ran} of {verdict.planned} checks did "
                          "not run")
-        skipped = verdict.ran - verdict.passed - len(verdict.undecided)
+        skipped = verdict.ran - verdict.passed - len(verdict.undecided) - verdict.disabled
         if verdict.undecided:
             parts.append(f"{len(verdict.undecided)} could not be decided ("
                          f"{verdict.undecided[0]})")
         if skipped:
             parts.append(f"{skipped} skipped")
+        if verdict.disabled:
+            parts.append(f"{verdict.disabled} disabled (--cluster-disable)")
         verdict.reason = "; ".join([*parts, "none failed"])
 
 

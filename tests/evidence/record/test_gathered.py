@@ -3,6 +3,8 @@ a passed check's row, a clause's reference named once, a benchmark's record told
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 
 from pytest_cluster.evidence.record.gathered import (
@@ -82,3 +84,15 @@ def test_a_cell_without_a_node_is_not_in_the_matrix(outcome: str) -> None:
     found = matrix(["n1"], [{"node": None, "clause": "host.same_software.kernel",
                              "outcome": outcome}])
     assert found.cells == {}
+
+
+def test_a_skipped_cell_says_why_as_its_case_does() -> None:
+    """A case the kill switch skipped (--cluster-disable) is grey, its title why and until
+    when; a skip that says nothing is 'skipped'."""
+    disabled = cell_of(cast("ResultLine", {
+        "node": "n1", "gpu": 0, "outcome": "skipped", "disabled": "gpus.row_remap",
+        "message": "Skipped: disabled: misfires (OPS-1), until 2099-12-31"}))
+    assert (disabled.css, disabled.text, disabled.title) == (
+        "m-notrun", "s", "n1 gpu0: disabled: misfires (OPS-1), until 2099-12-31")
+    assert cell_of(cast("ResultLine", {"node": "n1", "outcome": "skipped"})).title == \
+        "n1: skipped"

@@ -633,3 +633,15 @@ def test_a_max_age_that_is_no_duration_is_a_usage_error(tmp_path: Path, given: s
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.splitlines()[-1].startswith(
         "pytest-cluster gate: error: argument --max-age: expected a duration like '24 h'")
+
+
+def test_a_pass_names_the_clauses_the_kill_switch_turned_off() -> None:
+    off = [{"clause": "gpus.row_remap", "reason": "misfires", "until": "2099-12-31",
+            "cases": 16}]
+    decided = decide(document(node("n1", ACCEPTED, "all 69 checks passed; 1 disabled"),
+                              disabled=off), 0)
+    assert (decided.outcome, decided.lines) == (PASS, (
+        "PASS: 1 node(s) passed every check at level sanity: n1 (1 clause(s) disabled: "
+        "gpus.row_remap until 2099-12-31)",))
+    assert decide(document(node("n1", ACCEPTED), disabled="nonsense"), 0).lines == (
+        "PASS: 1 node(s) passed every check at level sanity: n1",)

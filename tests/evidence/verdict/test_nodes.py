@@ -364,3 +364,25 @@ def test_a_cluster_check_fails_the_nodes_it_names_and_no_other() -> None:
     silent: ResultLine = {**odd, "error_kind": "not_all_nodes", "culprits": "n[1-3]"}
     assert [v.verdict for v in node_verdicts(["n1", "n2", "n3"], PLAN, [*records, silent])
             ] == ["ACCEPTED"] * 3  # no one blamed
+
+
+def _disabled(case: str, node: str) -> ResultLine:
+    return result(case, node, "skipped", phase="setup", disabled=PLAN.by_id[case].clause,
+                  disabled_until="2099-12-31",
+                  message="Skipped: disabled: misfires, until 2099-12-31")
+
+
+def test_a_case_the_kill_switch_skipped_is_said_never_passed_and_never_failed() -> None:
+    """n1's gpus.count disabled, its host.memory passed: ACCEPTED on what was checked,
+    saying one is disabled (not counted passed); n2's every check disabled: nothing was
+    measured, so NOT CHECKED; n3's a skip of another kind: NOT CHECKED as before."""
+    n1, n2, n3 = node_verdicts(["n1", "n2", "n3"], PLAN, [
+        _disabled("a::t[n1]", "n1"), result("a::u[n1]", "n1"),
+        _disabled("a::t[n2]", "n2"), _disabled("a::u[n2]", "n2"),
+        result("a::t[n3]", "n3", "skipped", phase="setup", message="Skipped: no GPU")])
+    assert (n1.verdict, n1.reason) == (
+        "ACCEPTED", "all 1 checks passed; 1 disabled (--cluster-disable)")
+    assert (n1.to_json()["checks_passed"], n1.to_json()["checks_disabled"]) == (1, 1)
+    assert (n2.verdict, n2.reason) == ("NOT CHECKED",
+                                       "2 disabled (--cluster-disable); none failed")
+    assert (n3.verdict, n3.reason) == ("NOT CHECKED", "1 skipped; none failed")
