@@ -161,9 +161,11 @@ def test_a_faulty_run_says_each_failures_fault_in_every_view(
     import xml.etree.ElementTree as ET
 
     (pytester.path / "trial.yaml").write_text((EXAMPLES / "sim-h100-faulty.yaml").read_text())
-    pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
-                       "--cluster-reports=reports", "--cluster-metrics=m.prom",
-                       "--junitxml=junit.xml")
+    # in a process of its own: an inline run would import (and then drop) the modules
+    # this test process has not imported yet
+    pytester.runpytest_subprocess("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                  "--cluster-reports=reports", "--cluster-metrics=m.prom",
+                                  "--junitxml=junit.xml")
     run = (pytester.path / "reports" / "latest").resolve()
     lines = [json.loads(line) for line in
              (run / "results.jsonl").read_text(encoding="utf-8").splitlines()]
