@@ -218,6 +218,13 @@ def _check_junit(views: Views) -> Iterator[str]:
         wanted = [n for n, v in verdicts.items() if v == verdict]
         if name in props and listed != wanted:
             yield f"junit.xml: {name} {listed}, verdict.json {wanted}"
+    by_code: dict[str, list[str]] = {}  # the failed nodes by their first failure's code
+    for entry in views.verdict["nodes"]:
+        if entry.get("code") and entry["outcome"] == "FAIL":
+            by_code.setdefault(entry["code"], []).append(entry["node"])
+    wanted_codes = "; ".join(f"{code}: {','.join(nodes)}" for code, nodes in by_code.items())
+    if props.get("fault_codes", "") != wanted_codes:
+        yield f"junit.xml: fault_codes {props.get('fault_codes')!r}, verdict.json {wanted_codes!r}"
     if props.get("outcome") != views.verdict["outcome"]:
         yield (f"junit.xml: outcome {props.get('outcome')}, verdict.json "
                f"{views.verdict['outcome']}")

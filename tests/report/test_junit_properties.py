@@ -54,3 +54,16 @@ def test_a_soak_a_baseline_checks_not_run_and_the_coverage_are_listed() -> None:
              if name.startswith("nodes_")]
     assert nodes == [f"nodes_{v.lower().replace(' ', '_')}"
                      for v in (ACCEPTED, REJECTED, UNREACHABLE, NOT_CHECKED)]
+
+
+def test_the_failed_nodes_are_listed_by_their_first_failures_code() -> None:
+    """As `sinfo -R` groups the drained nodes: by the code their drain reasons start
+    with; a node not failed (NOT CHECKED) is in none."""
+    verdicts = [NodeVerdict("n2", REJECTED, code="PC-GPU-COUNT"),
+                NodeVerdict("n3", REJECTED, code="PC-GPU-ROWREMAP"),
+                NodeVerdict("n5", UNREACHABLE, code="PC-GPU-ROWREMAP"),
+                NodeVerdict("n6", NOT_CHECKED, code="PC-TOOL-FAULT"),
+                NodeVerdict("n7", ACCEPTED)]
+    found = dict(suite_properties(_end(), None, "", verdicts))
+    assert found["fault_codes"] == "PC-GPU-COUNT: n2; PC-GPU-ROWREMAP: n3,n5"
+    assert "fault_codes" not in dict(suite_properties(_end(), None, "", verdicts[3:]))
