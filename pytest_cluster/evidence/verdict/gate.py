@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from pytest_cluster.contract.declaration import Actor
 from pytest_cluster.errors import InputError, log_line
 from pytest_cluster.evidence.regular_file import read_regular, read_tail
 from pytest_cluster.evidence.verdict.age import age_problem, age_said
@@ -68,6 +69,10 @@ MAX_JSON_VALUES = MAX_VERDICT_BYTES // 16
 LOG_TAIL_BYTES = 64 * 2**10
 MAX_WHY = 300
 OUTCOMES = frozenset({PASS, FAIL, ERROR})
+#: Who acts on a failure, as verdict.json may say it (any other word is not said).
+ACTORS = frozenset(actor.value for actor in Actor)
+#: The most characters of a node's first failure's action a FAIL line says.
+MAX_ACTION = 200
 #: Exit codes after which no verdict can be trusted to be the whole truth, and why.
 EXIT_MEANING = {
     2: "interrupted",
@@ -231,9 +236,13 @@ def _nodes(document: Mapping[str, Any]) -> list[NodeVerdict]:
                              "node once; a host name's case does not matter)")
         seen.add(entry["node"].lower())
         fault, code = entry.get("controller_fault"), entry.get("code")
-        nodes.append(NodeVerdict(entry["node"], entry["verdict"], entry["reason"],
-                                 controller_fault=fault if isinstance(fault, str) else "",
-                                 code=fault_code(code) if isinstance(code, str) else ""))
+        known = fault_code(code) if isinstance(code, str) else ""
+        action, actor = entry.get("action"), entry.get("actor")
+        nodes.append(NodeVerdict(
+            entry["node"], entry["verdict"], entry["reason"],
+            controller_fault=fault if isinstance(fault, str) else "", code=known,
+            action=log_line(action, MAX_ACTION) if known and isinstance(action, str) else "",
+            actor=actor if known and actor in ACTORS else ""))
     if not nodes:
         raise ValueError("it lists no node (a run writes each node it covered)")
     for key in ("nodes_checked", "nodes_in_spec"):
@@ -289,7 +298,7 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
                          f"{_printable(str(check.get('message', '')))}")
     if failed:  # the failed nodes are drained; what could not be judged is said, not drained
         return Decision(FAIL, (*(f"FAIL {_printable(n.node)}: {n.verdict.lower()}: "
-                                 f"{_printable(n.reason)}" for n in failed),
+                                 f"{_printable(n.reason)}{n.fault_said}" for n in failed),
                                *(f"{line} (not drained)" for line in lines)),
                         failed, simulated, tuple(n.node for n in nodes if n.outcome == PASS))
     if document.get("outcome") != PASS and not lines:  # every node judged: the run stopped

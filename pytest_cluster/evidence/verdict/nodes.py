@@ -165,6 +165,16 @@ class NodeVerdict:
     actor: str = ""
 
     @property
+    def fault_said(self) -> str:
+        """'; PC-GPU-ROWREMAP (provider-hardware): <action>' for a node with a first
+        failure's fault, as its terminal and gate lines end (what to do, and who); ''
+        where none is known (accepted, a verdict.json of an earlier version)."""
+        if not self.code:
+            return ""
+        who = f" ({self.actor})" if self.actor else ""
+        return f"; {self.code}{who}" + (f": {self.action}" if self.action else "")
+
+    @property
     def outcome(self) -> str:
         """PASS, FAIL or ERROR: what a gate does with this node."""
         return outcome_of(self.verdict)
@@ -357,7 +367,8 @@ def said_once(verdicts: Iterable[NodeVerdict]) -> list[tuple[str, list[str], str
             shared[fault] = [verdict]
             order.append((fault, shared[fault]))
     return [(group[0].verdict, [v.node for v in group],
-             controller_reason(fault, len(group)) if len(group) > 1 else group[0].reason)
+             controller_reason(fault, len(group)) if len(group) > 1
+             else group[0].reason + group[0].fault_said)
             for fault, group in order]
 
 
