@@ -93,6 +93,12 @@ def test_the_drain_reason_starts_with_the_nodes_code_and_only_with_a_code() -> N
     assert [command[4] for command in drain_commands(decided)] == [
         "Reason=PC-GPU-ROWREMAP pytest-cluster rejected: 1 clause(s) failed: gpus.row_remap",
         "Reason=pytest-cluster rejected: 1 clause(s) failed: gpus.xid"]
+    # the FAIL line names it too (a simulated run's gate, a prolog's stderr drain nothing)
+    assert decided.lines == (
+        "FAIL n2: rejected: 1 clause(s) failed: gpus.row_remap (PC-GPU-ROWREMAP)",
+        "FAIL n3: rejected: 1 clause(s) failed: gpus.xid")
+    assert decide(document(rejected, verdict=REJECTED, simulated=True), 1).lines == (
+        "FAIL n2: rejected: 1 clause(s) failed: gpus.row_remap (PC-GPU-ROWREMAP)",)
 
 
 def test_a_fail_also_says_what_it_could_not_judge_and_drains_only_the_failed() -> None:

@@ -64,7 +64,8 @@ def test_the_prolog_passes_a_healthy_gpu_node_and_fails_a_port_down(
         done = slurmd_runs(prolog, node, job)
         assert done.returncode == 1, (node, done.stderr)
         assert done.stderr.splitlines() == [
-            f"pytest-cluster FAIL {node}: rejected: 1 clause(s) failed: fabric.ports"]
+            f"pytest-cluster FAIL {node}: rejected: 1 clause(s) failed: fabric.ports "
+            "(PC-NET-PORTS)"]
 
 
 @pytest.mark.slow
