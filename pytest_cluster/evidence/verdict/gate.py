@@ -255,6 +255,16 @@ def _nodes(document: Mapping[str, Any]) -> list[NodeVerdict]:
     return nodes
 
 
+def _fail_line(node: NodeVerdict) -> str:
+    """A failed node's line: its verdict and reason, then its first failure's fault code,
+    who acts and what to do where verdict.json gives them (`fault_said`: the code its drain
+    reason starts with, which a simulated run's gate drains nothing under and a prolog's
+    stderr shows only here; `_nodes` kept only a code that is one, a known actor and a
+    bounded one-line action)."""
+    return (f"FAIL {_printable(node.node)}: {node.verdict.lower()}: "
+            f"{_printable(node.reason)}{node.fault_said}")
+
+
 def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: str = "",
            log_line: str = "", now: float | None = None,
            max_age: float | None = None) -> Decision:
@@ -297,8 +307,7 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
                          f"{_printable(str(check.get('clause', '')))}: "
                          f"{_printable(str(check.get('message', '')))}")
     if failed:  # the failed nodes are drained; what could not be judged is said, not drained
-        return Decision(FAIL, (*(f"FAIL {_printable(n.node)}: {n.verdict.lower()}: "
-                                 f"{_printable(n.reason)}{n.fault_said}" for n in failed),
+        return Decision(FAIL, (*(_fail_line(n) for n in failed),
                                *(f"{line} (not drained)" for line in lines)),
                         failed, simulated, tuple(n.node for n in nodes if n.outcome == PASS))
     if document.get("outcome") != PASS and not lines:  # every node judged: the run stopped

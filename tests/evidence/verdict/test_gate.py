@@ -86,13 +86,27 @@ def test_the_drain_reason_starts_with_the_nodes_code_and_only_with_a_code() -> N
     groups by it); a code that is not one (a verdict.json from elsewhere) never reaches
     the line."""
     rejected = {**node("n2", REJECTED, "1 clause(s) failed: gpus.row_remap"),
-                "code": "PC-GPU-ROWREMAP"}
+                "code": "PC-GPU-ROWREMAP", "actor": "provider-hardware",
+                "action": "reset the GPU\nthen RMA it"}
     forged = {**node("n3", REJECTED, "1 clause(s) failed: gpus.xid"),
-              "code": "PC-X State=RESUME"}
+              "code": "PC-X State=RESUME", "actor": "provider-hardware", "action": "x"}
     decided = decide(document(rejected, forged, verdict=REJECTED), 1)
     assert [command[4] for command in drain_commands(decided)] == [
         "Reason=PC-GPU-ROWREMAP pytest-cluster rejected: 1 clause(s) failed: gpus.row_remap",
         "Reason=pytest-cluster rejected: 1 clause(s) failed: gpus.xid"]
+    # the FAIL line names it too (a simulated run's gate, a prolog's stderr drain nothing)
+    # with who acts and what to do, in one line; a forged code says neither
+    assert decided.lines == (
+        "FAIL n2: rejected: 1 clause(s) failed: gpus.row_remap; PC-GPU-ROWREMAP "
+        "(provider-hardware): reset the GPU\\nthen RMA it",
+        "FAIL n3: rejected: 1 clause(s) failed: gpus.xid")
+    assert decide(document(rejected, verdict=REJECTED, simulated=True), 1).lines[0] == \
+        decided.lines[0]
+    unknown = {**rejected, "actor": "the janitor", "action": "x" * 1000}
+    line = decide(document(unknown, verdict=REJECTED), 1).lines[0]
+    assert line.startswith("FAIL n2: rejected: 1 clause(s) failed: gpus.row_remap; "
+                           "PC-GPU-ROWREMAP: xxx") and "janitor" not in line
+    assert len(line) < 300
 
 
 def test_a_fail_also_says_what_it_could_not_judge_and_drains_only_the_failed() -> None:
