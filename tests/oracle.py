@@ -496,7 +496,11 @@ def _check_terminal(views: Views) -> Iterator[str]:
     listed = dict(re.findall(r"^  (?:REJECTED|UNREACHABLE|NOT CHECKED) (\S+): (.*)$", text,
                              re.M))
     for node in document["nodes"]:
-        if node["node"] in listed and listed[node["node"]] != node["reason"]:
+        # the reason, then the first failure's code, who acts and what to do (as verdict.json)
+        fault = (f"; {node['code']}" + (f" ({node['actor']})" if node.get("actor") else "")
+                 + (f": {node['action']}" if node.get("action") else "")
+                 if node.get("code") else "")
+        if node["node"] in listed and listed[node["node"]] != node["reason"] + fault:
             yield (f"terminal: {node['node']}: {listed[node['node']]!r}, verdict.json "
                    f"{node['reason']!r}")
     baseline = views.end.get("baseline") if views.end is not None else None

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_cluster.evidence.bundle.verify import verify
+from pytest_cluster.evidence.verdict.faults import KINDS
 from tests.conftest import on, on_no_node, planned
 
 SPEC = """\
@@ -200,7 +201,8 @@ def test_an_unreachable_node_is_one_line_and_the_others_are_judged(
               "spec line 7)")
     result.stdout.fnmatch_lines([
         "nodes: 2 ACCEPTED, 0 REJECTED, 1 UNREACHABLE, 0 NOT CHECKED",
-        f"  UNREACHABLE n2: [SIMULATED] {reason}",
+        f"  UNREACHABLE n2: [SIMULATED] {reason}; PC-NODE-UNREACHABLE (provider-hardware): "
+        f"{KINDS['unreachable'].fault.action}",
         "to drain them in SLURM (printed, never run):",
         f"  # SIMULATED, not a real node: scontrol update NodeName=n2 State=DRAIN "
         f"'Reason=PC-NODE-UNREACHABLE pytest-cluster unreachable: [SIMULATED] {reason}'",
