@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from tests.contract.sections.test_interconnect import DEAD_AND_FAR
 from tests.evidence.sinks.test_metrics import SLOWDOWN as METRICS_SLOWDOWN
-from tests.oracle import check, read_views
+from tests.oracle import Views, check, read_views
 from tests.truth import SHARED_STORAGE
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -99,14 +99,8 @@ def test_the_oracle_finds_a_view_that_disagrees(pytester: pytest.Pytester) -> No
     """It can fail: a verdict.json edited to accept a rejected node or to hold until it was
     made, a metrics sample, a JUnit outcome and the clause table's counts changed are each
     named."""
-    (pytester.path / "trial.yaml").write_text((EXAMPLES / "trial-sim.yaml").read_text())
-    metrics = pytester.path / "metrics.prom"
-    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
-                                "--cluster-reports=reports", f"--cluster-metrics={metrics}")
-    views = read_views((pytester.path / "reports" / "latest").resolve(),
-                       result.stdout.str(), metrics)
+    views = _agreeing_views(pytester, "trial-sim.yaml")
     from tests.oracle import disagreements
-    assert disagreements(views) == []
     rejected = next(n for n in views.verdict["nodes"] if n["verdict"] == "REJECTED")
     rejected["verdict"] = "ACCEPTED"
     views.verdict["valid_until"] = views.verdict["made_at"]  # a verdict that never held
@@ -135,15 +129,8 @@ def test_the_oracle_finds_a_view_that_disagrees(pytester: pytest.Pytester) -> No
 def test_the_oracle_finds_a_fault_code_that_disagrees(pytester: pytest.Pytester) -> None:
     """A failed line without its code, a node's codes or drain reason not its failures',
     a metrics' first fault not verdict.json's: each is named."""
-    (pytester.path / "trial.yaml").write_text(
-        (EXAMPLES / "sim-h100-faulty.yaml").read_text())
-    metrics = pytester.path / "metrics.prom"
-    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
-                                "--cluster-reports=reports", f"--cluster-metrics={metrics}")
-    views = read_views((pytester.path / "reports" / "latest").resolve(),
-                       result.stdout.str(), metrics)
+    views = _agreeing_views(pytester, "sim-h100-faulty.yaml")
     from tests.oracle import disagreements
-    assert disagreements(views) == []
     line = next(r for r in views.results if r.get("outcome") == "failed")
     del line["code"]
     node = next(n for n in views.verdict["nodes"] if n["node"] == "sim-gpu-04")
@@ -370,3 +357,17 @@ def test_every_node_down_agrees_in_every_view(pytester: pytest.Pytester) -> None
     assert 'pytest_cluster_clause_judged{' in metrics
     assert not [line for line in metrics.splitlines()
                 if line.startswith("pytest_cluster_clause_judged{") and line.endswith(" 1.0")]
+
+
+def _agreeing_views(pytester: pytest.Pytester, example: str) -> Views:
+    """The views of a run of examples/`example` with metrics, which agree (the oracle finds
+    nothing), for a test to break one of them."""
+    (pytester.path / "trial.yaml").write_text((EXAMPLES / example).read_text())
+    metrics = pytester.path / "metrics.prom"
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "--cluster-reports=reports", f"--cluster-metrics={metrics}")
+    views = read_views((pytester.path / "reports" / "latest").resolve(),
+                       result.stdout.str(), metrics)
+    from tests.oracle import disagreements
+    assert disagreements(views) == []
+    return views
