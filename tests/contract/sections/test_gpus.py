@@ -11,6 +11,7 @@ import pytest
 
 from pytest_cluster.contract.clauses import declared
 from pytest_cluster.contract.extensions import added_clauses
+from pytest_cluster.evidence.verdict.faults import declaration_of
 from tests.conftest import on, on_no_node, planned
 from tests.test_plugin import jsonl, junit_props
 
@@ -294,9 +295,12 @@ def test_the_simulated_trial_fails_exactly_its_two_faults(pytester: pytest.Pytes
     assert all(message.endswith("; the node that holds it back is named by "
                                 "busbw[node_network] (pairs of nodes)")
                for case, message in failed(pytester).items() if "inter_node" in case)
+    ports = declaration_of("fabric.ports")
+    assert ports is not None and ports.fault is not None
     result.stdout.fnmatch_lines(["nodes: 2 ACCEPTED, 2 REJECTED, 0 UNREACHABLE, 0 NOT CHECKED",
                                  "  REJECTED gpu-002: 2 clause(s) failed: fabric.ports, "
-                                 "interconnect.busbw[node_network]"])
+                                 "interconnect.busbw[node_network]; PC-NET-PORTS "
+                                 f"(provider-network): {ports.fault.action}"])
     # the README shows this run's lines as they are printed ('...': the rest of a line)
     readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
     block = readme.split(".venv/bin/pytest --cluster=examples/trial-sim.yaml\n", 1)[1]
