@@ -33,8 +33,11 @@ class Clause:
     """One promise of the contract: where it is written and what it requires."""
 
     key: str  # e.g. "storage[/data].write"
-    line: int
+    line: int  # 0: not written in the spec (a default, or its profile's)
     requirement: Requirement
+    #: where the bound came from when the spec's profile supplied it ('profile NAME: URL
+    #: (what it says)', contract/reading/profiles.py); '' when the spec wrote it
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -298,6 +301,8 @@ class Spec:
     #: in the spec, in SECTIONS' order.
     others: tuple[SectionSpec, ...] = ()
     warnings: tuple[SpecNote, ...] = ()  # likely slips, in line order
+    #: the shipped profile the spec extends ('' for none)
+    extends: str = ""
     text: str = field(default="", repr=False, compare=False)  # as read: the evidence keeps it
     #: In a run of some nodes (contract/narrow.py): the spec of the whole cluster
     whole: Spec | None = field(default=None, repr=False, compare=False)
@@ -310,8 +315,8 @@ class Spec:
 
 
 #: The fields of Spec that are sections of the spec.
-SECTION_FIELDS = frozenset(f.name for f in fields(Spec)) - {"file", "sha256", "others",
-                                                             "warnings", "text", "whole"}
+SECTION_FIELDS = frozenset(f.name for f in fields(Spec)) - {
+    "file", "sha256", "others", "warnings", "text", "whole", "extends"}
 
 
 @dataclass(frozen=True)
@@ -319,8 +324,10 @@ class Rule:
     """A health rule with a safe default (e.g. PCIe at max gen and width); off if absent."""
 
     key: str  # e.g. "gpus.pcie"
-    line: int  # 0: the default, not written in the spec
+    line: int  # 0: the default (or its profile's), not written in the spec
     text: str  # what it requires, e.g. "at its maximum generation and width"
+    #: where the rule came from when the spec's profile wrote it (as Clause.source)
+    source: str = ""
 
 
 @dataclass(frozen=True)

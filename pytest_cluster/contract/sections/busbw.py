@@ -79,8 +79,8 @@ def required_busbw(spec: InterconnectSpec, nodes: int,
     value = req.bound.value * theory.bytes_per_s
     share = f"{format_number(100 * req.bound.value)}%"
     text = f"{req.op} {share} of {gbs(theory.bytes_per_s)} = {gbs(value)}"
-    return Clause(clause.key, clause.line,
-                  Requirement(req.op, Quantity(value, Dim.RATE, "GB/s"), text)), theory
+    return replace(clause, requirement=Requirement(req.op, Quantity(value, Dim.RATE, "GB/s"),
+                                                   text)), theory
 
 
 @dataclass(frozen=True)

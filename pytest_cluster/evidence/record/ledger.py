@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 NOT_HELD = frozenset({"method", "gpu_uuid", "gpu_serial", "probe_run", "finished_at",
                       "duration_s", "spec_line"})
 #: Keys whose values repeat across thousands of cases: one string each, shared.
-SHARED = frozenset({"clause", "spec_key", "requirement", "comparison", "unit", "node",
+SHARED = frozenset({"clause", "spec_key", "requirement", "bound_source", "comparison", "unit", "node",
                     "outcome", "phase", "verdict", "collective", "derivation", "error_kind",
                     "filesystem", "type", "code", "action", "actor"})
 
