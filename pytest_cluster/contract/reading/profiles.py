@@ -87,6 +87,17 @@ class Profile:
         return f"profile {self.name}{said}"
 
 
+def leaves(node: Node, path: str = "") -> list[tuple[str, str]]:
+    """Each value of a profile's tree (a map's keys followed down; a list is one value) by
+    its path ('interconnect.payloads'), as written ('[16 GiB]')."""
+    if isinstance(node, MappingNode):
+        return [leaf for key, value in node.value
+                for leaf in leaves(value, f"{path}.{scalar(key)}" if path else str(scalar(key)))]
+    if isinstance(node, SequenceNode):
+        return [(path, "[" + ", ".join(str(item.value) for item in node.value) + "]")]
+    return [(path, str(node.value))]
+
+
 def _text(node: Node, file: str, what: str) -> str:
     value = scalar(node) if isinstance(node, ScalarNode) else None
     if not isinstance(value, str) or not value.strip():
