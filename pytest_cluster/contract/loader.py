@@ -74,7 +74,7 @@ def parse_spec(text: str, file: str) -> Spec:
         raise SpecError(f"the spec must be a map of its sections ({', '.join(LISTED)}); got "
                         f"{got} (is this file a spec?)", file=file, line=root.start_mark.line + 1)
     root, extends = _extended(ctx, root)
-    top = Map(ctx, root, "", (*LISTED, profiles.EXTENDS))
+    top = Map(ctx, root, "", tuple(LISTED))  # `extends` taken (_extended)
     sofar = Sofar(top)
     for section in SECTIONS:
         sofar.records[section.name] = section.read(

@@ -126,7 +126,7 @@ def _marked(node: Node, file: str) -> None:
     for mark in ("start_mark", "end_mark"):
         old = getattr(node, mark)
         if old is not None:
-            setattr(node, mark, Mark(file, old.index, old.line, old.column, None, None))
+            setattr(node, mark, Mark(file, old.index, old.line, old.column, "", 0))
     if isinstance(node, MappingNode):
         for key, value in node.value:
             _marked(key, file)

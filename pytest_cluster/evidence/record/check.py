@@ -141,7 +141,8 @@ class Evidence:
         self._record_apart()
         self.record(node=result.node, filesystem=self.place.filesystem, spec_key=clause.key,
                     spec_line=clause.line, requirement=promise_text(clause),
-                    bound_source=bound_source(clause), error_kind=result.error.value if result.error else "failed",
+                    bound_source=bound_source(clause),
+                    error_kind=result.error.value if result.error else "failed",
                     probe=result.probe, simulated=result.simulated,
                     raw={"message": result.message, "exit_code": result.exit_code,
                          "stderr_tail": result.stderr_tail, "duration_s": result.duration_s})
