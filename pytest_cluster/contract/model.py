@@ -35,9 +35,7 @@ class Clause:
     key: str  # e.g. "storage[/data].write"
     line: int  # 0: not written in the spec (a default, or its profile's)
     requirement: Requirement
-    #: where the bound came from when the spec's profile supplied it ('profile NAME: URL
-    #: (what it says)', contract/reading/profiles.py); '' when the spec wrote it
-    source: str = ""
+    source: str = ""  # its profile's citation (contract/reading/profiles.py); '': the spec's
 
 
 @dataclass(frozen=True)
@@ -301,8 +299,7 @@ class Spec:
     #: in the spec, in SECTIONS' order.
     others: tuple[SectionSpec, ...] = ()
     warnings: tuple[SpecNote, ...] = ()  # likely slips, in line order
-    #: the shipped profile the spec extends ('' for none)
-    extends: str = ""
+    extends: str = ""  # the shipped profile the spec extends ('' for none)
     text: str = field(default="", repr=False, compare=False)  # as read: the evidence keeps it
     #: In a run of some nodes (contract/narrow.py): the spec of the whole cluster
     whole: Spec | None = field(default=None, repr=False, compare=False)
@@ -326,8 +323,7 @@ class Rule:
     key: str  # e.g. "gpus.pcie"
     line: int  # 0: the default (or its profile's), not written in the spec
     text: str  # what it requires, e.g. "at its maximum generation and width"
-    #: where the rule came from when the spec's profile wrote it (as Clause.source)
-    source: str = ""
+    source: str = ""  # as Clause.source
 
 
 @dataclass(frozen=True)
