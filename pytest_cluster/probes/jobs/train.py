@@ -192,13 +192,18 @@ class Monitor:
                 step, phase, limit = self.step, self.phase, self.limit_s
                 in_phase = time.monotonic() - self.since
             if limit is not None and waited > limit:
-                print(json.dumps({"rank": self.rank, "host": socket.gethostname(),
-                                  "hang": {"step": step, "phase": phase,
-                                           "waited_s": round(waited, 3),
-                                           "phase_s": round(in_phase, 3),
-                                           "bound_s": limit},
-                                  "ras": hang_status(self.backend)}), flush=True)
+                print(json.dumps(self.hang_line(step, phase, waited, in_phase, limit)),
+                      flush=True)
                 os._exit(HANG_EXIT)
+
+    def hang_line(self, step: int, phase: str, waited: float, in_phase: float,
+                  limit: float) -> dict[str, Any]:
+        """What this rank prints when its step runs past the bound: where it hung, for how
+        long, and what NCCL's RAS says of the job's ranks (or why it cannot say)."""
+        return {"rank": self.rank, "host": socket.gethostname(),
+                "hang": {"step": step, "phase": phase, "waited_s": round(waited, 3),
+                         "phase_s": round(in_phase, 3), "bound_s": limit},
+                "ras": hang_status(self.backend)}
 
 
 def settle(torch: Any, device: Any) -> None:
