@@ -92,6 +92,11 @@ FAULTS: dict[str, Truth] = {
     "throttle: hw_slowdown": Truth(("gpus.throttle", "gpus.stress_throttle"),
                                    ("gpus.matmul", "gpus.memory_bandwidth")),
     "sdc: true": Truth(("gpus.sdc",)),
+    # a dead rank (NCCL RAS names it DEAD): every collective job over its node hangs, its
+    # node named by RAS; what those jobs would have measured of its other faults is lost
+    "nccl_dead: true": Truth((_INTRA,), ("interconnect.busbw[inter_node]", _NODE_NETWORK,
+                                         "interconnect.transport",
+                                         "interconnect.stress_loop"), masks=True),
     "row_remap_pending: true": Truth(("gpus.row_remap",)),
     "model: H100-PCIe-80GB": Truth(("gpus.model",), (_GPUS, _INTRA, _NODE_NETWORK)),
     "memory_held: 9 GiB": Truth(("gpus.usable_memory",)),
