@@ -68,7 +68,8 @@ def test_a_rounds_ras_summary_is_what_its_hung_jobs_ranks_asked() -> None:
         {"nodeid": "t::d", "node": "gpu-002"}]
     assert soak.ras_summaries(lines) == [{"nodeid": "t::a", "node": "6 nodes", "ras": said}]
     assert soak.ras_summaries(lines[2:]) == []
-    many = [{"nodeid": f"t::{i}", "node": "n", "message": f"NCCL RAS: {i} " + "x" * 900}
+    many: list[Any] = [{"nodeid": f"t::{i}", "node": "n",
+                        "message": f"NCCL RAS: {i} " + "x" * 900}
             for i in range(100)]
     found = soak.ras_summaries(many)
     assert len(found) == soak.MAX_RAS_CASES

@@ -246,7 +246,8 @@ def parse_json(text: str) -> RasReport:
         for entry in missing:
             if not isinstance(entry, dict) or _whole(entry.get("rank")) is None:
                 raise RasError("a missing rank of RAS's JSON has no rank number")
-            status = entry.get("status") if isinstance(entry.get("status"), dict) else {}
+            given = entry.get("status")
+            status: dict[str, Any] = given if isinstance(given, dict) else {}
             ref: RankRef = {"rank": int(entry["rank"]), "size": size,
                             "host": _short(entry.get("host")), "pid": _whole(entry.get("pid")),
                             "gpu": str(_whole(entry.get("cuda_dev")))}
@@ -297,7 +298,7 @@ def parse_text(text: str) -> RasReport:
     """The text report read line by line (each pattern anchored and bounded: linear)."""
     report: RasReport = {"available": True, "format": "text", "nccl": "", "communicators": 0,
                          "dead": [], "missing": [], "dead_processes": [], "mismatched": []}
-    section, missing = "", []
+    section, missing = "", list[RankRef]()
     mismatch: Mismatch | None = None
     for raw in text.splitlines():
         line = raw.strip()[:600]
@@ -359,7 +360,7 @@ def _bounded(report: RasReport) -> RasReport:
     for key in ("dead", "missing", "dead_processes", "mismatched"):
         values = report.get(key)
         if isinstance(values, list) and len(values) > MAX_KEPT:
-            report[key] = values[:MAX_KEPT]  # type: ignore[literal-required]
+            report[key] = values[:MAX_KEPT]
             report["truncated"] = True
     return report
 
