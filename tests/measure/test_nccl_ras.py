@@ -5,6 +5,7 @@ and the collective run's and the training run's error names the dead rank's node
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -110,7 +111,7 @@ def test_the_hang_path_a_collective_rank_asks_RAS_and_its_job_names_the_dead_nod
     text, found = hang_failure(result, NODES, PER_NODE)
     assert found is not None and found.culprits == ("gpu-003",)
     assert text.startswith("the job hung: rank 0 (gpu-001) was still at all_gather of "
-                           "1048576 bytes after 570.5 s (bound 570.0 s), as were 30 other "
+                           "1048576 bytes after 570.5 s (bound 570 s), as were 30 other "
                            "rank(s); no line from rank 17 (gpu-003); NCCL RAS: rank 17 "
                            "(gpu-003, GPU 1) DEAD")
     fields = failed_run(result, NODES, PER_NODE)
@@ -149,3 +150,54 @@ def test_the_hang_path_of_training_names_the_dead_node(
                    progress=found.progress), stuck), "a"))
     assert without.culprits == () and without.hang.endswith("NCCL RAS not available: r "
                                                             "(asked on a by rank 0)")
+
+
+def test_a_rank_that_died_on_its_own_first_is_the_error_with_RASs_words() -> None:
+    """Rank 17 crashed (a signal): the ranks left hung waiting for it. Its own end is the
+    job's error (JobResult.own_failure), RAS's words after it; a hang line's figures that
+    are no numbers are not repeated."""
+    report = dict(hang_report("nccl", NODES, PER_NODE, {17}, "all_gather"))
+    ranks = [RankResult(r.node, r.rank, r.local_rank, -9, None, "Killed", ended_at=1.0)
+             if r.rank == 17 else r for r in job(report, {17}).ranks]
+    fields = failed_run(JobResult(tuple(ranks), "gpu-001"), NODES, PER_NODE)
+    assert fields["error"].startswith("gpu-003 rank 17 was killed by SIGKILL (signal 9)")
+    assert fields["error"].endswith("NCCL RAS: rank 17 (gpu-003, GPU 1) DEAD (asked on "
+                                    "gpu-001 by rank 0)")
+    assert fields["culprits"] == ("gpu-003",)
+    odd = RankResult("gpu-001", 0, 0, HANG_EXIT, {"hang": {"phase": "x", "waited_s": "1e999",
+                                                           "bound_s": float("nan")}})
+    text, _ = hang_failure(JobResult((odd,), "gpu-001"), NODES[:1], 1)
+    assert text == "the job hung: rank 0 (gpu-001) was still at x after ? s (bound ? s)"
+
+
+CONFTEST = '''
+from pytest_cluster.measure import training
+
+RUN = training.TrainingRun(("a", "b"), 1, "nccl", 5.0, hang="HANG; NCCL RAS: rank 1 (b, GPU 0)"
+                           " DEAD (asked on a by rank 0)", hang_s=5.3, stall_s=5.0,
+                           silence={"a": 0.1, "b": 0.2}, culprits=CULPRITS)
+training.run = lambda prober: RUN
+'''
+
+
+@pytest.mark.parametrize("culprits", [("b",), ()])
+def test_a_training_hangs_dead_node_fails_its_ranks_case(pytester: pytest.Pytester,
+                                                          culprits: tuple[str, ...]) -> None:
+    """The node NCCL's RAS singles out in a training hang fails its training.ranks case
+    with the hang's words; the other node's passes; with none singled out, neither
+    fails (their ranks were not silent)."""
+    pytester.makeconftest(CONFTEST.replace("CULPRITS", repr(culprits)))
+    (pytester.path / "t.yaml").write_text(
+        "cluster: {name: t, nodes: [a, b], launcher: local}\ntraining: {step_time: '<= 5 s'}\n")
+    result = pytester.runpytest_inprocess("--cluster=t.yaml", "-p", "no:cacheprovider",
+                                          "--cluster-reports=reports", "-k", "ranks")
+    lines = [json.loads(line) for line in
+             (pytester.path / "reports" / "latest" / "results.jsonl").read_text().splitlines()]
+    ranks = {r["node"]: r for r in lines if "training_ranks" in str(r.get("nodeid"))}
+    assert set(ranks) == {"a", "b"}, result.stdout.str()
+    assert ranks["a"]["outcome"] == "passed"
+    if culprits:
+        assert ranks["b"]["outcome"] == "failed"
+        assert "NCCL RAS: rank 1 (b, GPU 0) DEAD" in ranks["b"]["message"]
+    else:
+        assert ranks["b"]["outcome"] == "passed"

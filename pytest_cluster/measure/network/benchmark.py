@@ -6,6 +6,7 @@ numbers (busbw.aggregate). Every launcher answers the same job the same way, the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -65,20 +66,30 @@ def hang_failure(result: JobResult, nodes: Sequence[str],
             nccl_ras.MAX_NAMED else ""
         silent = f"; no line from {named}{more}"
     text = (f"the job hung: rank {first.rank} ({first.node}) was still at "
-            f"{str(hang.get('phase'))[:80]} after {hang.get('waited_s')} s (bound "
-            f"{hang.get('bound_s')} s){others}{silent}")
+            f"{str(hang.get('phase'))[:80]} after {_seconds(hang.get('waited_s'))} s (bound "
+            f"{_seconds(hang.get('bound_s'))} s){others}{silent}")
     found = nccl_ras.finding(result.ranks, nodes, ranks_per_node)
     return (f"{text}; {found.text}" if found is not None else text), found
+
+
+def _seconds(value: object) -> str:
+    """A rank's figure as it said it, where it is a finite number ('?' otherwise)."""
+    return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) else "?"
 
 
 def failed_run(result: JobResult, nodes: Sequence[str],
                ranks_per_node: int) -> dict[str, Any]:
     """A failed job's fields of its run: its error (a hang said as hang_failure says it,
-    else the first failure), the nodes RAS singles out, RAS's answer in `details`."""
+    unless a rank's own end failed the job first, JobResult.own_failure: then the first
+    failure, with RAS's words), the nodes RAS singles out, RAS's answer in `details`."""
     hung, ras = hang_failure(result, nodes, ranks_per_node)
+    error = hung
+    if not hung or result.own_failure() is not None:
+        error = result.first_failure() + (f"; {ras.text}" if ras is not None else "")
     if ras is None:
-        return {"error": hung or result.first_failure()}
-    return {"error": hung, "culprits": ras.culprits, "details": {"nccl_ras": ras.report}}
+        return {"error": error}
+    return {"error": error, "culprits": ras.culprits, "details": {"nccl_ras": ras.report}}
 
 
 def run_collective(launcher: Launcher, spec: InterconnectSpec, collective: str,
