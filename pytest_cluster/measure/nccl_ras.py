@@ -32,7 +32,7 @@ class RasFinding:
 
     text: str
     culprits: tuple[str, ...] = ()
-    report: dict[str, Any] = field(default_factory=dict)
+    report: dict[str, object] = field(default_factory=dict)
 
 
 def _whole(value: object) -> int | None:

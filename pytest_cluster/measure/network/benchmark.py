@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from pytest_cluster.contract.reading.documents import record_of
 from pytest_cluster.contract.sections.busbw import CollectiveRun, aggregate, bus_factor
@@ -78,8 +78,15 @@ def _seconds(value: object) -> str:
         and math.isfinite(value) else "?"
 
 
-def failed_run(result: JobResult, nodes: Sequence[str],
-               ranks_per_node: int) -> dict[str, Any]:
+class Failed(TypedDict, total=False):
+    """The fields of a run whose job failed (failed_run)."""
+
+    error: str
+    culprits: tuple[str, ...]
+    details: dict[str, object]
+
+
+def failed_run(result: JobResult, nodes: Sequence[str], ranks_per_node: int) -> Failed:
     """A failed job's fields of its run: its error (a hang said as hang_failure says it,
     unless a rank's own end failed the job first, JobResult.own_failure: then the first
     failure, with RAS's words), the nodes RAS singles out, RAS's answer in `details`."""
@@ -150,7 +157,7 @@ class StressLoop:
     error_kind: str = ""
     #: the nodes a hung loop's evidence singles out (CollectiveRun.culprits)
     culprits: tuple[str, ...] = ()
-    details: dict[str, Any] = field(default_factory=dict)  # a hang's: NCCL RAS's answer
+    details: dict[str, object] = field(default_factory=dict)  # a hang's: NCCL RAS's answer
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)

@@ -45,7 +45,7 @@ import os
 import re
 import socket
 import time
-from typing import Any, TypedDict
+from typing import TypedDict
 
 DEFAULT_ADDR = "localhost:28028"
 PROTOCOL = 2
@@ -67,13 +67,30 @@ class RankRef(TypedDict, total=False):
     gpu: str
 
 
+class CountGroup(TypedDict):
+    """The ranks of a communicator at one operation count: how many, and which (RAS lists
+    only the outliers' ranks; `ranks` may be empty)."""
+
+    count: int
+    ranks_count: int
+    ranks: list[int]
+
+
 class Mismatch(TypedDict):
     """A collective whose operation counts differ among a communicator's ranks: each count
-    with the ranks at it (RAS lists only the outliers' ranks; `ranks` may be empty)."""
+    with the ranks at it."""
 
     collective: str
     size: int | None
-    groups: list[dict[str, Any]]  # {"count": int, "ranks_count": int, "ranks": [int]}
+    groups: list[CountGroup]
+
+
+class DeadProcess(TypedDict):
+    """A process the text report's DEAD section names (it names no rank)."""
+
+    host: str
+    pid: int
+    gpus: str
 
 
 class RasReport(TypedDict, total=False):
@@ -87,7 +104,7 @@ class RasReport(TypedDict, total=False):
     communicators: int
     dead: list[RankRef]
     missing: list[RankRef]  # missing, not (yet) considered dead
-    dead_processes: list[dict[str, Any]]  # {"host", "pid", "gpus"}: the text's DEAD list
+    dead_processes: list[DeadProcess]  # the text's DEAD list
     mismatched: list[Mismatch]
     truncated: bool
 
@@ -247,17 +264,16 @@ def parse_json(text: str) -> RasReport:
             if not isinstance(entry, dict) or _whole(entry.get("rank")) is None:
                 raise RasError("a missing rank of RAS's JSON has no rank number")
             given = entry.get("status")
-            status: dict[str, Any] = given if isinstance(given, dict) else {}
+            dead = isinstance(given, dict) and given.get("considered_dead") is True
             ref: RankRef = {"rank": int(entry["rank"]), "size": size,
                             "host": _short(entry.get("host")), "pid": _whole(entry.get("pid")),
                             "gpu": str(_whole(entry.get("cuda_dev")))}
-            (report["dead"] if status.get("considered_dead") is True
-             else report["missing"]).append(ref)
+            (report["dead"] if dead else report["missing"]).append(ref)
         report["mismatched"] += _json_mismatches(ranks, size)
     return _bounded(report)
 
 
-def _json_mismatches(ranks: list[Any], size: int | None) -> list[Mismatch]:
+def _json_mismatches(ranks: list[object], size: int | None) -> list[Mismatch]:
     """The collectives whose counts differ among a communicator's ranks."""
     counts: dict[str, dict[int, list[int]]] = {}
     for entry in ranks:
@@ -273,10 +289,11 @@ def _json_mismatches(ranks: list[Any], size: int | None) -> list[Mismatch]:
     found: list[Mismatch] = []
     for name, by_count in counts.items():
         if len(by_count) > 1:
-            groups = [{"count": count, "ranks_count": len(members),
-                       "ranks": sorted(members)[:MAX_KEPT]}
-                      for count, members in sorted(by_count.items(),
-                                                   key=lambda kv: (-len(kv[1]), kv[0]))]
+            groups: list[CountGroup] = [
+                {"count": count, "ranks_count": len(members),
+                 "ranks": sorted(members)[:MAX_KEPT]}
+                for count, members in sorted(by_count.items(),
+                                             key=lambda kv: (-len(kv[1]), kv[0]))]
             found.append({"collective": name, "size": size, "groups": groups})
     return found
 

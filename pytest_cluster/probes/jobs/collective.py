@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypedDict
 
-from .._lib.nccl_ras import hang_status
+from .._lib.nccl_ras import RasReport, hang_status
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 #: NCCL's INFO lines that say what it used (measure/network/nccl_log.py reads them; this is its
@@ -307,6 +307,26 @@ def sustained(torch: Any, dist: Any, nbytes: int, seconds: float, warmup: int, r
             "first_wrong": first_wrong}
 
 
+class Hang(TypedDict):
+    """Where a hung rank was (what it was doing), how long it waited, its bound."""
+
+    phase: str
+    waited_s: float
+    bound_s: float
+
+
+class HangLine(TypedDict):
+    """What a rank its watchdog ends prints: who it is, where it hung, what RAS said."""
+
+    rank: int
+    world: int
+    host: str
+    backend: str
+    collective: str
+    hang: Hang
+    ras: RasReport
+
+
 class Watchdog:
     """Ends this rank when it is still measuring `bound_s` after it started, saying where
     (`doing`) and what NCCL's RAS says of the job's ranks (probes/_lib/nccl_ras.py)."""
@@ -314,19 +334,20 @@ class Watchdog:
     def __init__(self, bound_s: float, rank: int, world: int, backend: str,
                  collective: str) -> None:
         self.bound_s, self.began = bound_s, time.monotonic()
-        self.head = {"rank": rank, "world": world, "host": socket.gethostname(),
-                     "backend": backend, "collective": collective}
+        self.rank, self.world, self.backend, self.collective = rank, world, backend, collective
         self.doing = "start"
         self.done = threading.Event()
         if bound_s > 0:
             threading.Thread(target=self._watch, daemon=True).start()
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> HangLine:
         """The line a hung rank prints: where it was, for how long, and RAS's answer."""
         waited = time.monotonic() - self.began
-        return {**self.head, "hang": {"phase": self.doing, "waited_s": round(waited, 3),
-                                      "bound_s": self.bound_s},
-                "ras": hang_status(str(self.head["backend"]))}
+        return {"rank": self.rank, "world": self.world, "host": socket.gethostname(),
+                "backend": self.backend, "collective": self.collective,
+                "hang": {"phase": self.doing, "waited_s": round(waited, 3),
+                         "bound_s": self.bound_s},
+                "ras": hang_status(self.backend)}
 
     def _watch(self) -> None:
         if self.done.wait(self.bound_s):

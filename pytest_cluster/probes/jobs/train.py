@@ -64,7 +64,7 @@ import threading
 import time
 from typing import Any, TypedDict
 
-from .._lib.nccl_ras import hang_status
+from .._lib.nccl_ras import RasReport, hang_status
 
 #: Model sizes: (layers, width, heads, sequence, batch, vocabulary).
 SIZES = {"cpu": (2, 128, 4, 64, 8, 512), "gpu": (4, 1024, 16, 512, 8, 32000)}
@@ -110,6 +110,26 @@ class TrainData(TypedDict, total=False):
     model: Model
     parameters: int
     device: str
+class Hang(TypedDict):
+    """The step and phase a rank hung in, how long it waited (in all, in the phase), and
+    the bound it passed."""
+
+    step: int
+    phase: str
+    waited_s: float
+    phase_s: float
+    bound_s: float
+
+
+class HangLine(TypedDict):
+    """What a rank its watchdog ends prints: who, where it hung, what NCCL's RAS said."""
+
+    rank: int
+    host: str
+    hang: Hang
+    ras: RasReport
+
+
 #: The most measured steps' times the steps file keeps (the latest).
 MAX_KEPT = 4096
 
@@ -197,7 +217,7 @@ class Monitor:
                 os._exit(HANG_EXIT)
 
     def hang_line(self, step: int, phase: str, waited: float, in_phase: float,
-                  limit: float) -> dict[str, Any]:
+                  limit: float) -> HangLine:
         """What this rank prints when its step runs past the bound: where it hung, for how
         long, and what NCCL's RAS says of the job's ranks (or why it cannot say)."""
         return {"rank": self.rank, "host": socket.gethostname(),
