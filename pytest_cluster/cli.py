@@ -366,7 +366,8 @@ def _check(spec_path: Path, disable: Path | None) -> int:
     else:
         lines += [f"{spec_path}: valid: {clause_count(spec)} clause(s) on "
                   f"{len(spec.cluster.nodes)} node(s) (cluster {spec.cluster.name}, "
-                  f"launcher {spec.cluster.launcher})",
+                  f"launcher {spec.cluster.launcher}"
+                  + (f", extends profile {spec.extends}" if spec.extends else "") + ")",
                   *(f"warning: {note}" for note in spec.warnings)]
     if disable is not None:
         try:
