@@ -113,11 +113,28 @@ class SectionSpec(Promises):
 
 
 @dataclass(frozen=True)
+class Golden:
+    """What host.golden compares each node with: the cluster's strict majority (`node`
+    and `file` None), a node of the cluster, or the values of a file (an inventory.json a
+    run wrote, or a YAML of expected values), as written (relative to the spec's folder)."""
+
+    node: str | None = None
+    file: str | None = None
+
+    @property
+    def said(self) -> str:
+        if self.node is not None:
+            return f"golden node {self.node}"
+        return f"golden file {self.file}" if self.file is not None else "the nodes' majority"
+
+
+@dataclass(frozen=True)
 class HostSpec(Promises):
     section: ClassVar[str] = "host"
     clauses: tuple[Clause | Rule, ...] = ()
     software: tuple[VersionClause, ...] = ()
     same_software: bool = True
+    golden: Golden | None = None
 
 
 @dataclass(frozen=True)

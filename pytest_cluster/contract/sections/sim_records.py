@@ -57,6 +57,8 @@ class SimFault:
     #: the
     #: product must find out as the node's bad output)
     lies: str | None = None
+    #: the GPU's VBIOS (another than its model's: a board flashed apart from the fleet's)
+    vbios: str | None = None
 
 
 @dataclass(frozen=True)
