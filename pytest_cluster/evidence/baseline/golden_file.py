@@ -72,7 +72,9 @@ def load(path: Path, shown: str) -> GoldenValues:
             return _inventory(path, shown)
         return _yaml(path, shown)
     except ClusterError as exc:
-        raise GoldenFileError(f"{shown}: {head(str(exc), 400)}") from None
+        said = head(str(exc), 400)
+        named = said.startswith((f"{path.name}:", f"{path}:"))
+        raise GoldenFileError(said if named else f"{shown}: {said}") from None
 
 
 def _inventory(path: Path, shown: str) -> GoldenValues:
@@ -97,10 +99,12 @@ def inventory_config(record: Mapping[str, Any]) -> Config:
     its HCAs' ports' and interfaces' firmware."""
     config = Config()
     software = record.get("software") if isinstance(record.get("software"), dict) else {}
-    for name in SOFTWARE:
-        found = record.get("kernel") if name == "kernel" else software.get(name)
-        config.values[Field(HOST, "", name)] = "not installed" if found is None \
-            else _value(found)
+    for name in SOFTWARE:  # one the record lacks (its run read no versions): not compared
+        held = record if name == "kernel" else software
+        if name in held:
+            found = held[name]
+            config.values[Field(HOST, "", name)] = "not installed" if found is None \
+                else _value(found)
     gpus = record.get("gpus")
     for gpu in gpus if isinstance(gpus, list) else ():
         if isinstance(gpu, dict) and isinstance(gpu.get("index"), int):
