@@ -73,7 +73,7 @@ def test_what_nvml_could_not_read_is_unread_never_a_value() -> None:
 
 
 def _port(name: str, **more: Any) -> dict[str, Any]:
-    return {"name": name, "device": name.split("/")[0], "kind": "rdma", "active": True,
+    return {"name": name, "device": name.partition("/")[0], "kind": "rdma", "active": True,
             "firmware": "28.39.1002", "counters": {}, **more}
 
 

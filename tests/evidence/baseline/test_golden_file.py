@@ -34,13 +34,13 @@ def test_a_yaml_value_holds_for_every_gpu_and_port_the_node_has(tmp_path: Path) 
 def test_a_yaml_that_is_not_one_says_why(tmp_path: Path, text: str, said: str) -> None:
     path = tmp_path / "g.yaml"
     path.write_text(text, encoding="utf-8")
-    with pytest.raises(GoldenFileError, match="^g.yaml: ") as caught:
+    with pytest.raises(GoldenFileError, match=r"^g\.yaml: ") as caught:
         load(path, "g.yaml")
     assert said in str(caught.value)
 
 
 def test_a_missing_file_says_so(tmp_path: Path) -> None:
-    with pytest.raises(GoldenFileError, match="^none.json: cannot be read: No such file"):
+    with pytest.raises(GoldenFileError, match=r"^none\.json: cannot be read: No such file"):
         load(tmp_path / "none.json", "none.json")
 
 
