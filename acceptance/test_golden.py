@@ -46,7 +46,7 @@ def _references(evidence: Evidence, rule: Rule, spec: Spec, cluster: Cluster,
             evidence.undecided(rule, f"the golden node {chosen.node} did not answer, so "
                                f"there is nothing to compare with: {why}")
         return golden.of_node(config, chosen.node)
-    return golden.majority(reading.configs)
+    return cluster.cache.kept(("golden", "majority"), lambda: golden.majority(reading.configs))
 
 
 @checks("host.golden")

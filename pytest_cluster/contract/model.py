@@ -14,6 +14,7 @@ from pytest_cluster.units import Dim
 if TYPE_CHECKING:
     from pytest_cluster.contract.declaration import Declaration
     from pytest_cluster.contract.requirement import Requirement, VersionRequirement
+    from pytest_cluster.contract.sections.host_records import Golden
     from pytest_cluster.contract.sections.sim_records import SimSpec
 
 #: The ids of every clause (the installed extensions' added once they are loaded).
@@ -110,22 +111,6 @@ class SectionSpec(Promises):
 
     def _section(self) -> str:
         return self.name
-
-
-@dataclass(frozen=True)
-class Golden:
-    """What host.golden compares each node with: the cluster's strict majority (`node`
-    and `file` None), a node of the cluster, or the values of a file (an inventory.json a
-    run wrote, or a YAML of expected values), as written (relative to the spec's folder)."""
-
-    node: str | None = None
-    file: str | None = None
-
-    @property
-    def said(self) -> str:
-        if self.node is not None:
-            return f"golden node {self.node}"
-        return f"golden file {self.file}" if self.file is not None else "the nodes' majority"
 
 
 @dataclass(frozen=True)

@@ -192,7 +192,7 @@ def _why(result: ProbeResult) -> str:
     return result.describe().split(": ", 1)[-1]
 
 
-def _payload(result: ProbeResult | None) -> dict[str, Any]:
+def _payload(result: ProbeResult | None) -> Mapping[str, Any]:
     if result is None:
         return {"error": "the probe did not run"}
     if not result.ok:
@@ -236,7 +236,7 @@ def _read(prober: Prober) -> Reading:
         config = Config()
         host_fields(config, _payload(host))
         if spec.gpus is not None:
-            perf: dict[str, Any] | str | None = None
+            perf: Mapping[str, Any] | str | None = None
             if perf_call is not None:
                 loaded = _payload(perfs.get(node))
                 perf = str(loaded["error"]) if "error" in loaded else loaded

@@ -9,7 +9,6 @@ from yaml.nodes import Node
 
 from pytest_cluster.contract.clauses import declared, keys
 from pytest_cluster.contract.model import (
-    Golden,
     HostSpec,
     Rule,
     VersionClause,
@@ -21,6 +20,7 @@ from pytest_cluster.contract.reading.yaml_nodes import written
 from pytest_cluster.contract.requirement import (
     parse_version_requirement,
 )
+from pytest_cluster.contract.sections.host_records import Golden
 from pytest_cluster.errors import UnitError, head
 from pytest_cluster.hostlist import compress_hostlist
 

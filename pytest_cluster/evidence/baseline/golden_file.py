@@ -98,9 +98,10 @@ def inventory_config(record: Mapping[str, Any]) -> Config:
     """A node's fields as inventory.json recorded them: its versions, its GPUs' VBIOS,
     its HCAs' ports' and interfaces' firmware."""
     config = Config()
-    software = record.get("software") if isinstance(record.get("software"), dict) else {}
+    listed = record.get("software")
+    software: Mapping[str, Any] = listed if isinstance(listed, dict) else {}
     for name in SOFTWARE:  # one the record lacks (its run read no versions): not compared
-        held = record if name == "kernel" else software
+        held: Mapping[str, Any] = record if name == "kernel" else software
         if name in held:
             found = held[name]
             config.values[Field(HOST, "", name)] = "not installed" if found is None \

@@ -4,10 +4,11 @@ promised."""
 from __future__ import annotations
 
 from pytest_cluster.contract.clauses import SOFTWARE
-from pytest_cluster.contract.model import Golden, HostSpec
+from pytest_cluster.contract.model import HostSpec
 from pytest_cluster.contract.reading.compose import compose
 from pytest_cluster.contract.reading.located_errors import Ctx
 from pytest_cluster.contract.sections.host import parse_host
+from pytest_cluster.contract.sections.host_records import Golden
 
 
 def parsed(text: str | None) -> tuple[HostSpec, list[str]]:
