@@ -124,3 +124,12 @@ def test_the_fleets_faulty_example_fails_its_drifted_node_alone(
     assert failed(cases) == set(faulted(text, "vbios")) == {"gpu-004"}
     assert on(tuple(f"{CASE}[{node}]" for node in failed(cases)), "gpu-004")
     result.stdout.fnmatch_lines([f"*gpu-004 GPU 3 vbios {DRIFTED}, golden *(majority 5 of 6)*"])
+
+
+def test_a_run_of_some_nodes_compares_against_a_file_only(pytester: pytest.Pytester) -> None:
+    """The nodes' majority and a golden node are of the whole cluster: a run of some
+    nodes (--cluster-node) lists host.golden as not checked; a file it compares with."""
+    assert not [c for c in planned(pytester, spec("majority", ""), "--cluster-node=n1")
+                if c.startswith(CASE)]
+    assert [c for c in planned(pytester, spec("golden.yaml", ""), "--cluster-node=n1")
+            if c.startswith(CASE)] == [f"{CASE}[n1]"]
