@@ -6,8 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from pytest_cluster.contract.loader import MAX_SPEC_BYTES
 from pytest_cluster.evidence.verdict.sla import FAILED, HEALTHY, UNREACHABLE
 from pytest_cluster.soak import rounds as soak
@@ -28,18 +26,6 @@ def test_a_round_runs_the_soaks_command_line_without_the_soaks_options() -> None
     assert round_argv("/py", resumed, Path("/r/soak/rounds"), 12, Path("/r/soak/spec.yaml")) == [
         "/py", "-m", "pytest", "-k", "ecc", "--cluster=/r/soak/spec.yaml",
         "--cluster-reports=/r/soak/rounds", "--cluster-soak-round=12"]
-
-
-@pytest.mark.parametrize(("raw", "seconds"), [("48h", 172800.0), ("90 min", 5400.0),
-                                              ("30s", 30.0)])
-def test_a_soaks_time_is_a_time(raw: str, seconds: float) -> None:
-    assert soak.parse_duration(raw) == seconds
-
-
-@pytest.mark.parametrize("raw", ["2d", "forever", "0 s", "-1h"])
-def test_a_soaks_time_that_is_no_time_is_refused(raw: str) -> None:
-    with pytest.raises(soak.SoakError, match="expected"):
-        soak.parse_duration(raw)
 
 
 def _verdict(verdict: str, planned: int, ran: int, passed: int) -> dict[str, Any]:
