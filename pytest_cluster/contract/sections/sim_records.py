@@ -61,6 +61,8 @@ class SimFault:
     #: process wedged): the job hangs past its bound, and NCCL's RAS, asked by the other
     #: ranks, names it DEAD (sim/nccl_ras.py)
     nccl_dead: bool = False
+    #: the GPU's VBIOS (another than its model's: a board flashed apart from the fleet's)
+    vbios: str | None = None
 
 
 @dataclass(frozen=True)
