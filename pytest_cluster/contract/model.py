@@ -13,6 +13,7 @@ from pytest_cluster.errors import clip, located
 if TYPE_CHECKING:
     from pytest_cluster.contract.declaration import Declaration
     from pytest_cluster.contract.requirement import Requirement, VersionRequirement
+    from pytest_cluster.contract.sections.host_records import Golden
     from pytest_cluster.contract.sections.sim_records import SimSpec
 
 #: The ids of every clause (the installed extensions' added once they are loaded).
@@ -118,6 +119,7 @@ class HostSpec(Promises):
     clauses: tuple[Clause | Rule, ...] = ()
     software: tuple[VersionClause, ...] = ()
     same_software: bool = True
+    golden: Golden | None = None
 
 
 @dataclass(frozen=True)

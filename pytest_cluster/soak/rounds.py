@@ -305,3 +305,34 @@ def read_round(path: Path, number: int) -> tuple[Round, list[ResultLine]] | None
 #: What a file a killed round left half-written raises as it is read: nothing is taken
 #: from it.
 UNREADABLE = (OSError, ValueError, TypeError)
+
+
+#: Where a hang's message says what NCCL's RAS said (measure/nccl_ras.py), and the most
+#: of it a round line keeps, and the most cases.
+RAS_MARK = "NCCL RAS"
+MAX_RAS_TEXT = 600
+MAX_RAS_CASES = 32
+
+
+def ras_summaries(results: Sequence[ResultLine]) -> list[dict[str, str]]:
+    """What NCCL's RAS said in a round's hung jobs: per case whose message carries it (a
+    collective or training job that hung past its bound; its ranks asked RAS while it
+    hung), the case, its node and RAS's words, each text once. RAS answers only while a
+    job runs on the node, so a round's summary is what its hung jobs' ranks asked, never
+    a query of the controller's between jobs (nothing listens then)."""
+    found: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for record in results:
+        message = str(record.get("message") or "")
+        at = message.find(RAS_MARK)
+        if at < 0:
+            continue
+        text = message[at:at + MAX_RAS_TEXT]
+        if text in seen:
+            continue
+        seen.add(text)
+        found.append({"nodeid": str(record.get("nodeid", ""))[:300],
+                      "node": str(record.get("node", ""))[:200], "ras": text})
+        if len(found) == MAX_RAS_CASES:
+            break
+    return found

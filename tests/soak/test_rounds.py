@@ -41,3 +41,22 @@ def test_a_node_is_healthy_in_a_round_only_when_every_check_of_it_ran_and_passed
     assert soak.node_state(_verdict("NOT CHECKED", 40, 0, 0)) is None
     assert soak.node_state(_verdict("REJECTED", 40, 12, 11)) == FAILED
     assert soak.node_state(_verdict("UNREACHABLE", 40, 40, 0)) == UNREACHABLE
+
+
+def test_a_rounds_ras_summary_is_what_its_hung_jobs_ranks_asked() -> None:
+    """Each case whose message carries NCCL RAS's words, once per text, bounded; a round
+    with no hang has none."""
+    said = "NCCL RAS: rank 17 (gpu-003, GPU 1) DEAD (asked on gpu-001 by rank 0)"
+    lines: list[Any] = [
+        {"nodeid": "t::a", "node": "6 nodes", "message": f"[SIMULATED] hung; {said}"},
+        {"nodeid": "t::b", "node": "gpu-003", "message": f"hung; {said}"},
+        {"nodeid": "t::c", "node": "gpu-001", "message": "measured 4 > allowed 0"},
+        {"nodeid": "t::d", "node": "gpu-002"}]
+    assert soak.ras_summaries(lines) == [{"nodeid": "t::a", "node": "6 nodes", "ras": said}]
+    assert soak.ras_summaries(lines[2:]) == []
+    many: list[Any] = [{"nodeid": f"t::{i}", "node": "n",
+                        "message": f"NCCL RAS: {i} " + "x" * 900}
+            for i in range(100)]
+    found = soak.ras_summaries(many)
+    assert len(found) == soak.MAX_RAS_CASES
+    assert all(len(f["ras"]) == soak.MAX_RAS_TEXT for f in found)

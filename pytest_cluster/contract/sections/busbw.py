@@ -140,6 +140,9 @@ class CollectiveRun:
     #: the job's measurement ended with an exception in our own code (`error` says which):
     #: a fault of the tool, no node's
     crashed: bool = False
+    #: the nodes a hung job's evidence singles out (NCCL RAS's dead ranks' nodes,
+    #: measure/nccl_ras.py): its failure fails them too; none where nothing singles one out
+    culprits: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:

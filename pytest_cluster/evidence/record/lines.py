@@ -263,6 +263,9 @@ class RoundLine(TypedDict):
     counts: dict[str, int]
     nodes: dict[str, list[str]]  # by state: healthy, failed, unreachable
     run_dir: str  # the round's, relative to the soak's
+    #: what NCCL's RAS said in the round's hung jobs, per case (soak/rounds.ras_summaries):
+    #: {nodeid, node, ras}; empty when no job of the round hung
+    nccl_ras: list[dict[str, str]]
 
 
 #: A line of results.jsonl, any of its kinds (its `type` says which: run, result,
