@@ -21,6 +21,7 @@ from pytest_cluster.evidence.record.latency_map import MATRIX_UP_TO
 from pytest_cluster.evidence.verdict.blame import TOOL_FAULT
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure import plausible
+from pytest_cluster.measure.nccl_ras import RANK_DEAD
 from pytest_cluster.measure.network import collectives, latency, nccl_log, node_search
 from pytest_cluster.measure.network.node_search import (
     COULD_NOT_DECIDE,
@@ -307,9 +308,13 @@ def test_node_network(cluster: Cluster, node: str, evidence: Evidence) -> None:
         evidence.cannot_measure(clause, f"{verdict.why} (round {verdict.round} of the "
                                 "search)", raw=raw, kind="bad_output")
     if verdict.status == FAILED or math.isnan(verdict.busbw):
+        said = search.ras.get(node)  # the job hung, and its ranks asked NCCL's RAS
+        if said is not None:
+            raw["nccl_ras"] = said.text
         evidence.cannot_measure(
             clause, f"{verdict.why or 'the all_reduce failed'} (round {verdict.round}"
-            f" of the search)", raw=raw, kind="job_failed")
+            f" of the search)" + (f"; {said.text}" if said is not None else ""), raw=raw,
+            kind=RANK_DEAD if said is not None and said.rank_dead else "job_failed")
     partners = ", ".join(verdict.partners)
     why = (f"all_reduce {format_size(spec.search_payload)} with {partners} (round "
            f"{verdict.round} of {len(search.rounds)} of the slow-node search)")

@@ -130,6 +130,8 @@ _KIND_GROUPS: tuple[tuple[frozenset[str], str], ...] = (
     (blame.NO_CULPRIT, "no culprit: a cluster failure, no node rejected"),
     (blame.NOT_ESTABLISHED, "not established: fails; rejects only through the silent "
                             "node's own verdict"),
+    (blame.RAS_BLAMED, "the node's, as NCCL's RAS says (a rank DEAD): its case fails, and "
+                       "the nodes it names (`culprits`); REJECTED"),
 )
 
 

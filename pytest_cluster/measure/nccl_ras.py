@@ -10,6 +10,11 @@ of the dead ranks left are the hang's culprits, unless they are every node of th
 fault every node shares singles none out). Missing (INCOMPLETE) ranks and operation
 counts that differ (a MISMATCH) are said, never blamed: RAS's own documentation calls
 both transient while a job runs.
+
+Where the dead ranks single out the job's nodes (its culprits, or a one-node job's own
+node), the hang is that node's fault of its own, not its clause's (the job was not slow,
+a rank died or wedged): the finding's error kind is RANK_DEAD, whose fault
+evidence/verdict/faults.py declares.
 """
 
 from __future__ import annotations
@@ -23,6 +28,9 @@ if TYPE_CHECKING:
 
 #: The most ranks a message names of each kind.
 MAX_NAMED = 8
+#: The error kind of a hung job whose blame comes from RAS: the ranks it calls DEAD single
+#: out their nodes (RasFinding.error_kind).
+RANK_DEAD = "rank_dead"
 
 
 @dataclass(frozen=True)
@@ -33,6 +41,10 @@ class RasFinding:
     text: str
     culprits: tuple[str, ...] = ()
     report: dict[str, object] = field(default_factory=dict)
+    #: RANK_DEAD where the dead ranks single out the job's nodes: its culprits, or the
+    #: node of a one-node job (its case is that node's); '' where RAS names no dead rank
+    #: of the job, or ranks on every node of several (a fault they share)
+    error_kind: str = ""
 
 
 def _whole(value: object) -> int | None:
@@ -137,9 +149,12 @@ def read(report: Mapping[str, Any], job: _Job) -> RasFinding:
         parts.append("no rank dead, missing or behind")
     blamed = sorted({node for ref in dead if (node := job.node_of(ref)) is not None},
                     key=job.nodes.index)
+    # a one-node job's dead rank singles its node out: the case is that node's own
+    kind = RANK_DEAD if blamed and (len(job.nodes) == 1 or set(blamed) < set(job.nodes)) \
+        else ""
     if set(blamed) >= set(job.nodes):
         blamed = []  # every node of the job: a fault they share, no node singled out
-    return RasFinding("NCCL RAS: " + "; ".join(parts), tuple(blamed), dict(report))
+    return RasFinding("NCCL RAS: " + "; ".join(parts), tuple(blamed), dict(report), kind)
 
 
 def finding(ranks: Sequence[RankResult], nodes: Sequence[str],
@@ -158,4 +173,5 @@ def finding(ranks: Sequence[RankResult], nodes: Sequence[str],
     found = read(report, job)
     where = f" (asked on {rank.node} by rank {rank.rank})"
     return RasFinding(found.text + where, found.culprits,
-                      {**found.report, "asked_by": {"node": rank.node, "rank": rank.rank}})
+                      {**found.report, "asked_by": {"node": rank.node, "rank": rank.rank}},
+                      found.error_kind)

@@ -44,6 +44,7 @@ def test_a_dead_rank_names_its_node_and_blames_it() -> None:
     assert found.text == ("NCCL RAS: rank 17 (gpu-003, GPU 1) DEAD (asked on gpu-001 by "
                           "rank 0)")
     assert found.culprits == ("gpu-003",)
+    assert found.error_kind == nccl_ras.RANK_DEAD  # the node's own fault, not a slow job
 
 
 def test_a_dead_rank_on_every_node_blames_none() -> None:
@@ -52,6 +53,24 @@ def test_a_dead_rank_on_every_node_blames_none() -> None:
                                  dead).ranks, NODES, PER_NODE)
     assert found is not None and found.culprits == ()
     assert "rank 25 (gpu-004, GPU 1) DEAD" in found.text
+    assert found.error_kind == ""  # a fault every node shares: no dead rank's fault
+
+
+def test_a_one_node_jobs_dead_rank_is_its_nodes_own_fault() -> None:
+    """Inside one node the dead rank's node is the job's only one: no culprit to name
+    (the case is that node's), but the hang is a dead rank's, not a slow NVLink's."""
+    nodes = NODES[2:3]
+    report = dict(hang_report("nccl", nodes, PER_NODE, {1}, "all_reduce"))
+    ranks = [RankResult(nodes[0], r, r, "killed", None) if r == 1 else
+             RankResult(nodes[0], r, r, HANG_EXIT, {"rank": r, "ras": report})
+             for r in range(PER_NODE)]
+    found = nccl_ras.finding(ranks, nodes, PER_NODE)
+    assert found is not None and found.culprits == ()
+    assert found.error_kind == nccl_ras.RANK_DEAD
+    assert "rank 1 (gpu-003, GPU 1) DEAD" in found.text
+    alive = nccl_ras.finding([RankResult(nodes[0], r, r, HANG_EXIT, {"rank": r, "ras": report})
+                              for r in range(PER_NODE)], nodes, PER_NODE)
+    assert alive is not None and alive.error_kind == ""  # the claim was dropped
 
 
 def test_a_rank_called_dead_that_reported_for_itself_is_not_blamed() -> None:
@@ -89,7 +108,7 @@ def test_missing_and_behind_ranks_are_said_never_blamed() -> None:
 def test_no_answer_or_a_hostile_one_says_RAS_was_not_available(
         report: dict[str, Any]) -> None:
     found = nccl_ras.finding(job(report, set()).ranks, NODES, PER_NODE)
-    assert found is not None and found.culprits == ()
+    assert found is not None and found.culprits == () and found.error_kind == ""
     assert found.text.startswith("NCCL RAS not available: ")
 
 
@@ -117,6 +136,8 @@ def test_the_hang_path_a_collective_rank_asks_RAS_and_its_job_names_the_dead_nod
                            "(gpu-003, GPU 1) DEAD")
     fields = failed_run(result, NODES, PER_NODE)
     assert fields["culprits"] == ("gpu-003",) and fields["details"]["nccl_ras"]
+    assert fields["error_kind"] == nccl_ras.RANK_DEAD
+    assert fields["ras"] == found.text and fields["error"].endswith(found.text)
 
 
 def test_the_hang_path_without_RAS_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,6 +145,7 @@ def test_the_hang_path_without_RAS_says_why(monkeypatch: pytest.MonkeyPatch) -> 
     line = Watchdog(0, 0, 2, "nccl", "all_reduce").report()
     text, found = hang_failure(job(dict(line["ras"]), set()), NODES, PER_NODE)
     assert found is not None and found.culprits == ()
+    assert failed_run(job(dict(line["ras"]), set()), NODES, PER_NODE)["error_kind"] == ""
     assert text.endswith("NCCL RAS not available: NCCL_RAS_ENABLE=0: RAS is disabled "
                          "(asked on gpu-001 by rank 0)")
 

@@ -133,9 +133,10 @@ class CollectiveRun:
     error: str = ""
     simulated: bool = False
     details: dict[str, Any] = field(default_factory=dict)  # torch/nccl versions, devices
-    #: why it did not run, as an error kind: 'not_all_nodes' where a node of it did not
-    #: answer its host probe (the job was not started: that node's verdict says why);
-    #: '' otherwise (the job ran and failed)
+    #: why it failed, as an error kind: 'not_all_nodes' where a node of it did not answer
+    #: its host probe (the job was not started: that node's verdict says why); 'rank_dead'
+    #: where it hung and NCCL's RAS named ranks DEAD that single out its nodes
+    #: (measure/nccl_ras.py RANK_DEAD); '' otherwise (the job ran and failed)
     error_kind: str = ""
     #: the job's measurement ended with an exception in our own code (`error` says which):
     #: a fault of the tool, no node's
@@ -143,6 +144,9 @@ class CollectiveRun:
     #: the nodes a hung job's evidence singles out (NCCL RAS's dead ranks' nodes,
     #: measure/nccl_ras.py): its failure fails them too; none where nothing singles one out
     culprits: tuple[str, ...] = ()
+    #: what NCCL's RAS said of its hang, as its error ends with it ('NCCL RAS: rank 9
+    #: (gpu-003, GPU 1) DEAD (asked on gpu-001 by rank 0)'); '' where no rank asked
+    ras: str = ""
 
     @property
     def ok(self) -> bool:

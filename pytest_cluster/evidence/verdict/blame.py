@@ -12,6 +12,7 @@ from __future__ import annotations
 from pytest_cluster.errors import UnitError
 from pytest_cluster.evidence.sinks.results import ResultLine, outcome
 from pytest_cluster.hostlist import expand_hostlist
+from pytest_cluster.measure.nccl_ras import RANK_DEAD
 
 #: Error kinds that mean the node did not answer at all: its address refused or stayed
 #: silent. The node's own fault only where another node answered in the same run.
@@ -52,6 +53,11 @@ CONTROLLER_SIDE = frozenset({"controller", "auth_refused"})
 #: Error kinds after which a check blames no node: neither its own (NOT CHECKED for it,
 #: never drained) nor, for a check of several nodes, those it names.
 NOT_BLAMING = NO_CULPRIT | NOT_MEASURED | TOOL_ERROR | NOT_ESTABLISHED | CONTROLLER_SIDE
+#: Error kinds of a job that hung because a rank of it died or wedged, as NCCL's RAS says
+#: (RANK_DEAD: the ranks it calls DEAD single out their nodes, measure/nccl_ras.py). Judged
+#: as any job that failed: the case's node fails, and the culprits it names, the nodes of
+#: those ranks; its fault is the kind's (faults.py), not the clause's: nothing was slow.
+RAS_BLAMED = frozenset({RANK_DEAD})
 #: The most characters of a failure message a verdict keeps (clean_message).
 MAX_REASON = 300
 

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, cast
 from pytest_cluster.contract.clauses import CLAUSES, declared
 from pytest_cluster.contract.declaration import Actor, Declaration, Fault
 from pytest_cluster.evidence.verdict import blame
+from pytest_cluster.measure.nccl_ras import RANK_DEAD
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.sinks.results import ResultLine
@@ -46,8 +47,8 @@ def _failure(means: str, code: str, actor: Actor, action: str) -> Failure:
 
 #: The error kinds after which a case judged nothing of its clause, each with its fault
 #: (evidence/verdict/blame.py groups them: NO_ANSWER, CONTROLLER_SIDE, TOOL_ERROR,
-#: NOT_MEASURED, NO_CULPRIT, NOT_ESTABLISHED; launchers/result.py ErrorKind). A timeout
-#: of the host probe, the first thing asked, is `unreachable` (blame.no_answer).
+#: NOT_MEASURED, NO_CULPRIT, NOT_ESTABLISHED, RAS_BLAMED; launchers/result.py ErrorKind). A
+#: timeout of the host probe, the first thing asked, is `unreachable` (blame.no_answer).
 KINDS: dict[str, Failure] = {
     "unreachable": _failure(
         "the node did not answer: its address refused or stayed silent",
@@ -75,6 +76,12 @@ KINDS: dict[str, Failure] = {
         "a check of pytest-cluster ended with an exception that is no verdict (its bug)",
         "PC-TOOL-FAULT", TOOL,
         "report it with the case's traceback; the node is not at fault"),
+    RANK_DEAD: _failure(
+        "the job hung because a rank on the node stopped answering: NCCL's RAS, asked "
+        "by the ranks still waiting, named it DEAD (nothing was measured slow)",
+        "PC-NODE-RANK-DEAD", HW,
+        "a rank on this node stopped answering NCCL (RAS: DEAD): read the node's XIDs and "
+        "kernel log (nvidia-smi -q, dmesg), reset its GPUs or reboot it"),
     "busy": _failure(
         "another job held the node: not measured",
         "PC-NODE-BUSY", TOOL, "run the check when the node is free (a prolog, a reservation)"),

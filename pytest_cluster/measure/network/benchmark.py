@@ -84,19 +84,24 @@ class Failed(TypedDict, total=False):
     error: str
     culprits: tuple[str, ...]
     details: dict[str, object]
+    error_kind: str
+    ras: str
 
 
 def failed_run(result: JobResult, nodes: Sequence[str], ranks_per_node: int) -> Failed:
     """A failed job's fields of its run: its error (a hang said as hang_failure says it,
     unless a rank's own end failed the job first, JobResult.own_failure: then the first
-    failure, with RAS's words), the nodes RAS singles out, RAS's answer in `details`."""
+    failure, with RAS's words), the nodes RAS singles out, RAS's answer in `details` and
+    its words in `ras`, and the error kind RANK_DEAD where RAS's dead ranks single out
+    the job's nodes (measure/nccl_ras.py)."""
     hung, ras = hang_failure(result, nodes, ranks_per_node)
     error = hung
     if not hung or result.own_failure() is not None:
         error = result.first_failure() + (f"; {ras.text}" if ras is not None else "")
     if ras is None:
         return {"error": error}
-    return {"error": error, "culprits": ras.culprits, "details": {"nccl_ras": ras.report}}
+    return {"error": error, "culprits": ras.culprits, "details": {"nccl_ras": ras.report},
+            "error_kind": ras.error_kind, "ras": ras.text}
 
 
 def run_collective(launcher: Launcher, spec: InterconnectSpec, collective: str,
@@ -151,12 +156,12 @@ class StressLoop:
     first_wrong: str = ""  # 'rank 3 at iteration 1234'
     error: str = ""
     simulated: bool = False
-    #: why it did not run, as an error kind: 'not_all_nodes' where a node of it did not
-    #: answer its host probe (the job was not started: that node's verdict says why);
-    #: '' otherwise (the job ran and failed)
+    #: why it failed, as an error kind (CollectiveRun.error_kind)
     error_kind: str = ""
     #: the nodes a hung loop's evidence singles out (CollectiveRun.culprits)
     culprits: tuple[str, ...] = ()
+    #: what NCCL's RAS said of its hang (CollectiveRun.ras)
+    ras: str = ""
     details: dict[str, object] = field(default_factory=dict)  # a hang's: NCCL RAS's answer
 
     def to_json(self) -> dict[str, object]:

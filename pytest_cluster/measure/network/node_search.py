@@ -11,8 +11,10 @@ were known good when it ran (a slow node's, a suspect cleared with a good partne
 they were not (the first round's pairs), the verdict names them (`bounded_by`), and the
 figure speaks for the group, not for the node alone. Nodes the
 caller already knows cannot take part (their probes failed) are left out and listed with
-why; a node whose job failed with a known-good partner is "failed", not slow; when no
-group reaches the bar, no node is known good and the nodes left are "undecided".
+why; a node whose job failed with a known-good partner is "failed", not slow (where
+that job hung and NCCL's RAS was asked, its words go with it, and whether the dead
+ranks it named single the node out: `ras`); when no group reaches the bar, no node is
+known good and the nodes left are "undecided".
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from pytest_cluster.contract.reading.documents import record_of
-from pytest_cluster.contract.sections.busbw import required_busbw, theoretical
+from pytest_cluster.contract.sections.busbw import CollectiveRun, required_busbw, theoretical
 from pytest_cluster.measure import plausible
+from pytest_cluster.measure.nccl_ras import RANK_DEAD
 from pytest_cluster.measure.network.collectives import collective, key, section
 from pytest_cluster.units import format_number
 
@@ -74,6 +77,19 @@ class SearchVerdict:
 
 
 @dataclass(frozen=True)
+class RasSaid:
+    """What NCCL's RAS said of the hung job that failed a node with its known-good
+    partner (measure/nccl_ras.py)."""
+
+    #: its words, as the job's error ends with them ('NCCL RAS: rank 9 (gpu-003, GPU 1)
+    #: DEAD (asked on gpu-001 by rank 0)')
+    text: str
+    #: the ranks it calls DEAD single this node out (RANK_DEAD, the node among the job's
+    #: culprits): the node's failure is a dead rank's, not a failed measurement's
+    rank_dead: bool = False
+
+
+@dataclass(frozen=True)
 class NodeSearch:
     verdicts: dict[str, SearchVerdict]
     rounds: tuple[tuple[tuple[tuple[str, ...], float], ...], ...]  # per round: (group, busbw)
@@ -84,6 +100,9 @@ class NodeSearch:
     #: node -> why, for a node the search left FAILED or UNDECIDED after the job that
     #: decided it ended with an exception in our own code: a fault of the tool, no node's
     crashed: dict[str, str] = field(default_factory=dict)
+    #: node -> what NCCL's RAS said, for a node the search left FAILED after the job that
+    #: decided it hung and its ranks asked RAS (with_ras)
+    ras: dict[str, RasSaid] = field(default_factory=dict)
 
     def named(self, status: str) -> list[str]:
         return [n for n, v in self.verdicts.items() if v.status == status]
@@ -93,7 +112,8 @@ class NodeSearch:
                 "rounds": [[[list(g), bw] for g, bw in r] for r in self.rounds],
                 "bar_bytes_per_s": self.bar_bytes_per_s, "note": self.note,
                 "simulated": self.simulated, "not_searched": self.not_searched,
-                "crashed": self.crashed}
+                "crashed": self.crashed,
+                "ras": {n: asdict(said) for n, said in self.ras.items()}}
 
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> NodeSearch:
@@ -107,6 +127,16 @@ def with_crashes(search: NodeSearch, crashed: Mapping[frozenset[str], str]) -> N
              if verdict.status in (FAILED, UNDECIDED)
              and (group := frozenset((node, *verdict.partners))) in crashed}
     return replace(search, crashed=named)
+
+
+def with_ras(search: NodeSearch, hung: Mapping[frozenset[str], CollectiveRun]) -> NodeSearch:
+    """`search` with what NCCL's RAS said for each node left FAILED by a job that hung
+    and asked it (`hung`: group -> its failed run, CollectiveRun.ras): its words, and
+    whether its dead ranks single the node out (RANK_DEAD, the node among its culprits)."""
+    said = {node: RasSaid(run.ras, run.error_kind == RANK_DEAD and node in run.culprits)
+            for node, verdict in search.verdicts.items() if verdict.status == FAILED
+            and (run := hung.get(frozenset((node, *verdict.partners)))) is not None}
+    return replace(search, ras=said)
 
 
 def _chunks(items: list[str], count: int) -> list[list[str]]:
@@ -332,12 +362,15 @@ def run(prober: Prober) -> NodeSearch:
 def _search(prober: Prober) -> NodeSearch:
     size = section(prober).search_payload
     crashed: dict[frozenset[str], str] = {}  # a group whose job crashed in our code
+    hung: dict[frozenset[str], CollectiveRun] = {}  # ... whose hung job asked NCCL's RAS
 
     def measure(groups: list[list[str]]) -> list[float]:
         def one(group: list[str]) -> float:
             found = collective(prober, "all_reduce", group, [size])
             if found.crashed:
                 crashed[frozenset(group)] = found.error
+            if found.ras:
+                hung[frozenset(group)] = found
             point = found.at(size) if found.ok else None
             return point.busbw if point is not None else math.nan
         with ThreadPoolExecutor(max_workers=prober.jobs_at_once(len(groups))) as pool:
@@ -348,8 +381,8 @@ def _search(prober: Prober) -> NodeSearch:
     simulated = any(result.simulated for result in hosts.values())
     document = prober.cache.document(
         document_id(prober),
-        lambda: replace(with_crashes(find_slow_nodes(
+        lambda: replace(with_ras(with_crashes(find_slow_nodes(
             prober.nodes, measure, bar(prober), leave_out=prober.left_out(),
-            ceiling=ceiling(prober)), crashed),
+            ceiling=ceiling(prober)), crashed), hung),
             simulated=simulated).to_json())
     return NodeSearch.from_json(document)

@@ -31,7 +31,7 @@ PINNED = Path(__file__).resolve().parents[2] / "contract" / "fault_codes.txt"
 
 def test_every_error_kind_has_a_fault_of_its_own_or_its_clauses() -> None:
     groups = (blame.NO_ANSWER, blame.CONTROLLER_SIDE, blame.TOOL_ERROR, blame.NOT_MEASURED,
-              blame.NO_CULPRIT, blame.NOT_ESTABLISHED)
+              blame.NO_CULPRIT, blame.NOT_ESTABLISHED, blame.RAS_BLAMED)
     known = {kind.value for kind in ErrorKind} | {kind for group in groups for kind in group}
     assert known - THE_CLAUSES <= set(KINDS), sorted(known - THE_CLAUSES - set(KINDS))
     assert not THE_CLAUSES & set(KINDS)

@@ -25,12 +25,14 @@ from pytest_cluster.evidence.verdict.drain import (
     drain_line,
     to_drain,
 )
+from pytest_cluster.evidence.verdict.faults import fault_properties
 from pytest_cluster.evidence.verdict.nodes import (
     NO_NODE_ANSWERED,
     controller_reason,
     node_verdicts,
     said_once,
 )
+from pytest_cluster.measure.nccl_ras import RANK_DEAD
 
 PLAN = Plan((PlannedCase("a::t[n1]", "gpus.count", "n1"),
              PlannedCase("a::t[n2]", "gpus.count", "n2"),
@@ -386,3 +388,27 @@ def test_a_case_the_kill_switch_skipped_is_said_never_passed_and_never_failed() 
     assert (n2.verdict, n2.reason) == ("NOT CHECKED",
                                        "2 disabled (--cluster-disable); none failed")
     assert (n3.verdict, n3.reason) == ("NOT CHECKED", "1 skipped; none failed")
+
+
+@pytest.mark.parametrize("culprits", ["n2", None])
+def test_a_dead_ranks_hang_blames_as_a_failed_job_with_its_own_fault(
+        culprits: str | None) -> None:
+    """A job RAS explains (rank_dead) fails the case's node and the culprits it names,
+    exactly as a failed job (job_failed) does; only the fault differs: the dead rank's."""
+    def failed(case: str, node: str | None, kind: str, **more: Any) -> ResultLine:
+        clause = PLAN.by_id[case].clause
+        return result(case, node, "failed", message="Failed: the job hung", error_kind=kind,
+                      **dict(fault_properties(clause, {"error_kind": kind})), **more)
+
+    def verdicts(kind: str) -> list[tuple[str, list[str], list[str]]]:
+        named = {"culprits": culprits} if culprits else {}
+        records = [failed("a::all", None, kind, **named), failed("a::t[n1]", "n1", kind)]
+        return [(v.verdict, v.failed_clauses, v.codes)
+                for v in node_verdicts(["n1", "n2", "n3"], PLAN, records)]
+    dead, was = verdicts(RANK_DEAD), verdicts("job_failed")
+    assert [v[:2] for v in dead] == [v[:2] for v in was]
+    assert (dead[0][0], dead[0][2]) == ("REJECTED", ["PC-NODE-RANK-DEAD"])
+    assert dead[1][0] == ("REJECTED" if culprits else "NOT CHECKED")
+    assert dead[1][2] == (["PC-NODE-RANK-DEAD"] if culprits else [])
+    assert was[0][2] == ["PC-GPU-COUNT"]  # before: the clause's
+    assert dead[2][0] == "NOT CHECKED"  # never named: not blamed (its cases did not run)

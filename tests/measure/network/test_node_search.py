@@ -11,6 +11,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_cluster.contract.sections.busbw import CollectiveRun
+from pytest_cluster.measure.nccl_ras import RANK_DEAD
 from pytest_cluster.measure.network.node_search import (
     FAILED,
     NO_GOOD,
@@ -19,8 +21,10 @@ from pytest_cluster.measure.network.node_search import (
     SLOW,
     UNDECIDED,
     NodeSearch,
+    RasSaid,
     SearchVerdict,
     find_slow_nodes,
+    with_ras,
 )
 
 
@@ -82,6 +86,28 @@ def test_a_dead_node_and_an_odd_count() -> None:
     assert math.isnan(search.verdicts["c"].busbw)
     assert search.verdicts["c"].why == "the all_reduce with a, known good, failed"
     assert search.rounds[0][1][0] == ("c", "d", "e")  # the odd one joins the last pair
+
+
+def test_a_failed_nodes_hung_job_says_what_nccl_ras_said_of_it() -> None:
+    """c failed with a (known good): that job hung and RAS named a rank of c DEAD, so c's
+    verdict carries RAS's words and the dead rank's fault; words that single out no node
+    (RAS not available, the partner's rank) are carried, not blamed; a job that did not
+    decide a FAILED node (the first round's) adds nothing."""
+    rates = {"a": 100.0, "b": 100.0, "c": 0.0, "d": 100.0, "e": 100.0}
+    search = find_slow_nodes(list(rates), network(rates, []), bar=80.0)
+    said = "NCCL RAS: rank 9 (c, GPU 1) DEAD (asked on a by rank 0)"
+
+    def hung(group: tuple[str, ...], culprits: tuple[str, ...], kind: str) -> Any:
+        return (frozenset(group), CollectiveRun("all_reduce", "nccl", group, 8, error="hung",
+                                                error_kind=kind, culprits=culprits, ras=said))
+    dead = with_ras(search, dict([hung(("c", "a"), ("c",), RANK_DEAD),
+                                  hung(("c", "d", "e"), ("c",), RANK_DEAD)]))
+    assert dead.ras == {"c": RasSaid(said, rank_dead=True)}
+    assert NodeSearch.from_json(json.loads(json.dumps(dead.to_json()))).ras == dead.ras
+    assert with_ras(search, dict([hung(("c", "a"), (), "")])).ras == {"c": RasSaid(said)}
+    assert with_ras(search, dict([hung(("c", "a"), ("a",), RANK_DEAD)])).ras == {
+        "c": RasSaid(said)}
+    assert with_ras(search, {}).ras == {}
 
 
 def test_when_no_node_reaches_the_bar_no_node_is_named() -> None:
