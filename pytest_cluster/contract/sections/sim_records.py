@@ -40,6 +40,8 @@ class SimFault:
     nic_firmware: str | None = None  # its firmware
     nic_link_downed: int = 0  # its port went down this many times during the run
     nic_symbol_errors: int = 0  # its port took this many symbol errors during the run
+    nic_pcie_gen: int | None = None  # its PCIe link trained at this generation (of 5)
+    nic_pcie_width: int | None = None  # ... and this many lanes (of 16)
     transport: str | None = None  # the node's NCCL used this network ("socket": fell back)
     gdr: bool | None = None  # False: the node's NCCL had no GPUDirect RDMA
     #: the node sits this many times farther from its peers (another spine): the
