@@ -8,8 +8,8 @@ interconnect.inter_node (nics_per_node, rate_per_nic, kind roce/ethernet) change
 Faults: `nic: 3` with `nic_down`, `nic_rate`, `nic_firmware`, `nic_link_downed` or
 `nic_symbol_errors` (from a soak round with `from_round`; the counters grow between a run's
 first and last reading), `nic_pcie_gen` or `nic_pcie_width` (its card's PCIe link, Gen5
-x16 at best, trained lower: a Gen4 slot, a x8 riser), and a node's `link_factor` slows every port; a node that
-`lies: counters` gives its first port a receive error count of -5.
+x16 at best, trained lower: a Gen4 slot, a x8 riser), and a node's `link_factor` slows
+every port; a node that `lies: counters` gives its first port a receive error count of -5.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pytest_cluster.contract.sections.sim import NIC_PCIE
+from pytest_cluster.contract.sections.sim_records import NIC_PCIE
 from pytest_cluster.probes.nic import MAX_ENTRIES, Reader, read_ports
 from pytest_cluster.sim.cluster import IB_SPEEDS, NICS_PER_NODE, faults_on, lies, link_factor
 

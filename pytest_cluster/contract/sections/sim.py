@@ -27,7 +27,12 @@ from pytest_cluster.contract.reading.fields import (
 from pytest_cluster.contract.reading.mapping import Map, for_launcher
 from pytest_cluster.contract.reading.yaml_nodes import kind, scalar
 from pytest_cluster.contract.sections.gpus import gpu_model
-from pytest_cluster.contract.sections.sim_records import SimFault, SimSpec
+from pytest_cluster.contract.sections.sim_records import (
+    NIC_PCIE,
+    NIC_PCIE_WIDTHS,
+    SimFault,
+    SimSpec,
+)
 from pytest_cluster.errors import UnitError, head
 from pytest_cluster.units import Dim, parse_bytes, parse_quantity
 
@@ -176,12 +181,6 @@ def _nic_rate(fields: _Fields) -> float | None:
         ctx.error(rate_node, path, f"expected a rate above 0 like '200 Gb/s', got "
                   f"{scalar(rate_node) if rate_node is not None else None!r}")
     return rate.value * 8 / 1e9 if rate is not None and rate.value > 0 else None
-
-
-#: A simulated NIC's PCIe link at its best (a ConnectX-7: Gen5 x16), and the widths its
-#: link may train to (nic_pcie_width).
-NIC_PCIE = (5, 16)
-NIC_PCIE_WIDTHS = (1, 2, 4, 8, 16)
 
 
 def _nic_width(raw: object) -> int:

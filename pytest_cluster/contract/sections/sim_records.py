@@ -61,6 +61,12 @@ class SimFault:
     lies: str | None = None
 
 
+#: A simulated NIC's PCIe link at its best (a ConnectX-7: Gen5 x16), and the widths its
+#: link may train to (a fault's nic_pcie_width).
+NIC_PCIE = (5, 16)
+NIC_PCIE_WIDTHS = (1, 2, 4, 8, 16)
+
+
 @dataclass(frozen=True)
 class SimSpec:
     gpu_model: str

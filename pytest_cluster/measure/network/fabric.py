@@ -185,9 +185,9 @@ def pcie_links(ports: list[Port]) -> PcieLinks:
         names = ", ".join(str(p["name"]) for p in group)
         link = port.get("pcie")
         if not isinstance(link, dict):
-            unread.append(unreadable(port, "PCI Express device (a virtual port has none)"
-                                     if link is None else f"PCIe link (the node reported {str(link)[:40]!r})",
-                                     ("device",), names))
+            what = "PCI Express device (a virtual port has none)" if link is None \
+                else f"PCIe link (the node reported {str(link)[:40]!r})"
+            unread.append(unreadable(port, what, ("device",), names))
             continue
         found = {key: _figure(link, key) for key in PCIE_FIELDS}
         gen, best_gen, width, best_width = found.values()

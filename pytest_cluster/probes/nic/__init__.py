@@ -29,9 +29,9 @@ entry that is no device or port (a port directory named `x`) is named in the rea
 `skipped`. The document printed is at most MAX_OUTPUT bytes.
 Runs ON a node with only the standard library; shipped as one program (probes/_shipping.py)
 of these modules: sysfs (the tree, read as untrusted), rdma and net (each kind of port),
-pcie (a port's PCI Express link), ethtool, namespace, reading (the whole reading, the document bounded), payload (its types);
-__main__ runs it. Prints one JSON document: {"probe": "nic", "schema": 1, "data":
-{"ports": [...], ...}}.
+pcie (a port's PCI Express link), ethtool, namespace, reading (the whole reading, the
+document bounded), payload (its types); __main__ runs it. Prints one JSON document:
+{"probe": "nic", "schema": 1, "data": {"ports": [...], ...}}.
 """
 
 from __future__ import annotations

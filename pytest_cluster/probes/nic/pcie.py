@@ -6,8 +6,8 @@ lanes, 0 for a link that did not train).
 
 A NIC's link trains once, at boot or hot-plug, to the widest and fastest both ends allow,
 and stays there: unlike a GPU's (whose driver lowers the speed while idle), a NIC's
-LnkSta does not move with load (ASPM's L0s and L1 idle the link without retraining it), so
-the link read at rest is the link the card runs at.
+LnkSta does not move with load (ASPM's L0s and L1 idle the link and bring it back at the
+speed and width it trained to), so the link read at rest is the link the card runs at.
 """
 
 from __future__ import annotations

@@ -455,6 +455,27 @@ def test_a_nic_link_not_read_cannot_be_measured_never_passes(
     assert records["n3"].get("error_kind") is None
 
 
+def test_the_fleet_example_rejects_gpu_005_for_its_nic_at_x8(
+        pytester: pytest.Pytester) -> None:
+    """examples/sim-h100-fleet-faulty.yaml: gpu-005's mlx5_4 trained at x8 fails
+    fabric.pcie there, naming the port and both links; no other node's fabric.pcie fails,
+    and the healthy gpu-006 is accepted."""
+    text = (EXAMPLES / "sim-h100-fleet-faulty.yaml").read_text()
+    (pytester.path / "fleet.yaml").write_text(text)
+    pytester.runpytest("--cluster=fleet.yaml", "-p", "no:cacheprovider")
+    found = {case: message for case, message in failures(pytester).items()
+             if case.startswith("test_fabric_pcie")}
+    assert list(faulted(text, "nic_pcie_width")) == ["gpu-005"]
+    assert found == {"test_fabric_pcie[gpu-005]": (
+        "[SIMULATED] gpu-005 pcie: 1 of 8 NIC(s) below their maximum PCIe link: mlx5_4/1 "
+        "PCIe Gen5 x8, can do Gen5 x16")}
+    verdict = json.loads((pytester.path / "reports" / "latest" / "verdict.json").read_text())
+    nodes = {n["node"]: n for n in verdict["nodes"]}
+    assert nodes["gpu-005"]["verdict"] == REJECTED
+    assert "fabric.pcie" in nodes["gpu-005"]["failed_clauses"]
+    assert nodes["gpu-006"]["verdict"] == "ACCEPTED"
+
+
 def test_the_fabric_is_checked_at_the_sanity_level(pytester: pytest.Pytester) -> None:
     """State, rate and count need no load: `-m sanity` checks every fabric clause."""
     (pytester.path / "trial.yaml").write_text(
