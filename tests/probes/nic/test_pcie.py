@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_cluster.probes.nic import pcie
 from pytest_cluster.probes.nic.sysfs import MAX_FILE_BYTES, Reader
+
+if TYPE_CHECKING:
+    from pytest_cluster.probes.nic.payload import PcieLink
 
 DEVICE = "devices/pci0000:00/0000:3a:00.0"
 
@@ -22,7 +26,7 @@ def reader_of(root: Path, files: dict[str, str]) -> Reader:
     return Reader(str(root))
 
 
-def link(root: Path, **files: str) -> tuple[pcie.PcieLink | None, dict[str, str]]:
+def link(root: Path, **files: str) -> tuple[PcieLink | None, dict[str, str]]:
     """The link read of a device with `files` (the four of a Gen5 x16 link, those given
     replaced; one given as None is left out), and what was not read, by file name."""
     written = {"current_link_speed": "32.0 GT/s PCIe", "max_link_speed": "32.0 GT/s PCIe",
