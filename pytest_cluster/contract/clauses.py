@@ -102,6 +102,14 @@ _BUILTIN: tuple[Declaration, ...] = (
                 text="the same versions on every node", level=SANITY,
                 fault=_hw("PC-HOST-SOFTWARE-DRIFT", "reimage the odd node(s) with the "
                           "image the others run")),
+    # golden-config drift: each node's driver, CUDA, NCCL, kernel, GPUs' VBIOS and InfoROM,
+    # NIC ports' firmware and every GPU's and NIC's PCIe link the same as the golden's (the
+    # cluster's strict majority, a node of it, or a file's values): the odd node named
+    Declaration("host", "golden", Value.NAME, level=SANITY, when=implied.golden,
+                text="the node's driver, CUDA, NCCL, kernel, VBIOS, GPU and NIC firmware "
+                     "and PCIe links the same as the golden configuration's",
+                fault=_hw("PC-NODE-DRIFT", "flash the golden VBIOS/firmware or reimage the "
+                          "node (the case names each field, its value and the golden one)")),
     # -- storage: per node and filesystem ---------------------------------------------------
     _setting("storage", "path"),
     Declaration("storage", "shared", Value.FLAG,

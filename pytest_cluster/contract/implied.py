@@ -46,3 +46,10 @@ def colocation(spec: Spec) -> bool:
 
 def search(spec: Spec) -> bool:
     return spec.interconnect is not None and spec.interconnect.node_network and several(spec)
+
+
+def golden(spec: Spec) -> bool:
+    """host.golden is written, and the run can judge it: against a file on any run,
+    against the cluster (its majority, a node of it) only on a run of the whole cluster."""
+    golden = spec.host.golden
+    return golden is not None and (golden.file is not None or spec.whole is None)

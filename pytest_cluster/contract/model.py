@@ -14,6 +14,7 @@ from pytest_cluster.units import Dim
 if TYPE_CHECKING:
     from pytest_cluster.contract.declaration import Declaration
     from pytest_cluster.contract.requirement import Requirement, VersionRequirement
+    from pytest_cluster.contract.sections.host_records import Golden
     from pytest_cluster.contract.sections.sim_records import SimSpec
 
 #: The ids of every clause (the installed extensions' added once they are loaded).
@@ -33,8 +34,9 @@ class Clause:
     """One promise of the contract: where it is written and what it requires."""
 
     key: str  # e.g. "storage[/data].write"
-    line: int
+    line: int  # 0: not written in the spec (a default, or its profile's)
     requirement: Requirement
+    source: str = ""  # its profile's citation (contract/reading/profiles.py); '': the spec's
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,7 @@ class HostSpec(Promises):
     clauses: tuple[Clause | Rule, ...] = ()
     software: tuple[VersionClause, ...] = ()
     same_software: bool = True
+    golden: Golden | None = None
 
 
 @dataclass(frozen=True)
@@ -298,6 +301,7 @@ class Spec:
     #: in the spec, in SECTIONS' order.
     others: tuple[SectionSpec, ...] = ()
     warnings: tuple[SpecNote, ...] = ()  # likely slips, in line order
+    extends: str = ""  # the shipped profile the spec extends ('' for none)
     text: str = field(default="", repr=False, compare=False)  # as read: the evidence keeps it
     #: In a run of some nodes (contract/narrow.py): the spec of the whole cluster
     whole: Spec | None = field(default=None, repr=False, compare=False)
@@ -310,8 +314,8 @@ class Spec:
 
 
 #: The fields of Spec that are sections of the spec.
-SECTION_FIELDS = frozenset(f.name for f in fields(Spec)) - {"file", "sha256", "others",
-                                                             "warnings", "text", "whole"}
+SECTION_FIELDS = frozenset(f.name for f in fields(Spec)) - {
+    "file", "sha256", "others", "warnings", "text", "whole", "extends"}
 
 
 @dataclass(frozen=True)
@@ -319,8 +323,9 @@ class Rule:
     """A health rule with a safe default (e.g. PCIe at max gen and width); off if absent."""
 
     key: str  # e.g. "gpus.pcie"
-    line: int  # 0: the default, not written in the spec
+    line: int  # 0: the default (or its profile's), not written in the spec
     text: str  # what it requires, e.g. "at its maximum generation and width"
+    source: str = ""  # as Clause.source
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,14 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.contract.model import Clause, InterconnectSpec
 from pytest_cluster.contract.reading.documents import record_of
 from pytest_cluster.contract.requirement import Requirement
 from pytest_cluster.units import Dim, Quantity, format_number
+
+if TYPE_CHECKING:
+    from pytest_cluster.contract.model import Clause, InterconnectSpec
 
 
 def bus_factor(collective: str, ranks: int) -> float:
@@ -79,8 +81,8 @@ def required_busbw(spec: InterconnectSpec, nodes: int,
     value = req.bound.value * theory.bytes_per_s
     share = f"{format_number(100 * req.bound.value)}%"
     text = f"{req.op} {share} of {gbs(theory.bytes_per_s)} = {gbs(value)}"
-    return Clause(clause.key, clause.line,
-                  Requirement(req.op, Quantity(value, Dim.RATE, "GB/s"), text)), theory
+    return replace(clause, requirement=Requirement(req.op, Quantity(value, Dim.RATE, "GB/s"),
+                                                   text)), theory
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,9 @@ class CollectiveRun:
     #: the job's measurement ended with an exception in our own code (`error` says which):
     #: a fault of the tool, no node's
     crashed: bool = False
+    #: the nodes a hung job's evidence singles out (NCCL RAS's dead ranks' nodes,
+    #: measure/nccl_ras.py): its failure fails them too; none where nothing singles one out
+    culprits: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:

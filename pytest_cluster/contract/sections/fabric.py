@@ -25,7 +25,7 @@ from yaml.nodes import Node, ScalarNode
 
 from pytest_cluster.contract.clauses import declared
 from pytest_cluster.contract.model import Clause, FabricSpec, Rule
-from pytest_cluster.contract.reading.clause_parsers import promises
+from pytest_cluster.contract.reading.clause_parsers import promises, written_rule
 from pytest_cluster.contract.reading.fields import (
     boolean,
     field,
@@ -108,8 +108,9 @@ def parse_fabric(ctx: Ctx, node: Node | None, interconnect: bool = False) -> Fab
     layer = field(ctx, layer_node, "fabric.link_layer", link_layer)
     rules: list[Rule] = []
     if layer is not None and layer_node is not None:
-        rules.append(Rule(declared("fabric.link_layer").id, layer_node.start_mark.line + 1,
-                          f"{layer} on every counted port"))
+        rules.append(written_rule(ctx, layer_node, "fabric.link_layer",
+                                  declared("fabric.link_layer").id,
+                                  f"{layer} on every counted port"))
     firmware = declared("fabric.same_firmware")
     rules.append(Rule(firmware.id, 0, firmware.text))
     written = {f"fabric.{key}": table.items[key][1] for key in ("ports", "mtu")

@@ -50,7 +50,7 @@ FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen",
               "nic_rate", "nic_firmware", "nic_link_downed", "nic_symbol_errors", "nic_pcie_gen",
               "nic_pcie_width", "transport",
               "gdr", "latency_factor", "storage_factor", "storage_corrupt", "storage_error",
-              "storage_unmounted", "lies")
+              "storage_unmounted", "lies", "nccl_dead", "vbios")
 #: What a simulated node's NCCL may fall back to (its `transport` fault).
 SIM_TRANSPORTS = ("socket",)
 #: The clocks event reasons that count as throttling (the GPU probe's THROTTLE_BITS: the spec
@@ -124,6 +124,7 @@ _lie = one_of(tuple(LIES), f"one of {', '.join(LIES)} (what the node claims inst
 _sim_transport = one_of(SIM_TRANSPORTS, f"{' or '.join(SIM_TRANSPORTS)} (the network NCCL "
                         "falls back to)")
 _firmware = text("a firmware version like '28.39.1002'")
+_vbios = text("a VBIOS version as NVML prints it, like '96.00.89.00.01'")
 
 
 def _node_name(nodes: frozenset[str]) -> Callable[[object], str]:
@@ -235,6 +236,8 @@ def _read(fields: _Fields, name: str, gpu: int | None, line: int,
         storage_error=fields.one("storage_error", _storage_error),
         storage_unmounted=fields.flag("storage_unmounted"),
         lies=fields.one("lies", _lie),
+        nccl_dead=fields.flag("nccl_dead"),
+        vbios=fields.one("vbios", _vbios),
     )
 
 
@@ -257,7 +260,7 @@ def _check(fields: _Fields, node: Node, fault: SimFault) -> None:
                fault.row_remap_pending, fault.row_remap_failure, fault.ecc_uncorrected,
                fault.nvlinks_down, fault.throttle, fault.xid, fault.temperature_c,
                fault.matmul_factor != 1.0, fault.bandwidth_factor != 1.0, fault.replaced,
-               fault.sdc)
+               fault.sdc, fault.nccl_dead, fault.vbios)
     if fields.node("gpu") is None and any(per_gpu):
         ctx.error(node, f"{path}.gpu", "missing: a GPU fault needs the GPU index (gpu: 3)")
 

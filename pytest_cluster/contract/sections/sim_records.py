@@ -59,6 +59,12 @@ class SimFault:
     #: the
     #: product must find out as the node's bad output)
     lies: str | None = None
+    #: the rank on this GPU stops answering in every collective job over its node (its
+    #: process wedged): the job hangs past its bound, and NCCL's RAS, asked by the other
+    #: ranks, names it DEAD (sim/nccl_ras.py)
+    nccl_dead: bool = False
+    #: the GPU's VBIOS (another than its model's: a board flashed apart from the fleet's)
+    vbios: str | None = None
 
 
 #: A simulated NIC's PCIe link at its best (a ConnectX-7: Gen5 x16), and the widths its

@@ -35,7 +35,8 @@ EXAMPLES = {
     "transport": SIM_TRANSPORTS[0], "gdr": "false",
     "latency_factor": "3", "storage_factor": "0.5", "storage_corrupt": "true",
     "storage_error": next(iter(STORAGE_ERRORS)), "storage_unmounted": "true",
-    "lies": next(iter(LIES)),
+    "lies": next(iter(LIES)), "nccl_dead": "true",
+    "vbios": "'96.00.89.00.01'",
 }
 
 
