@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.contract.clauses import declared
 from pytest_cluster.contract.model import Clause, InterconnectSpec, Rule
-from pytest_cluster.contract.sections.busbw import CollectiveRun, gbs, required_busbw
+from pytest_cluster.contract.sections.busbw import (
+    CollectiveRun,
+    gbs,
+    is_share,
+    required_busbw,
+)
 from pytest_cluster.evidence.record.latency_map import MATRIX_UP_TO
 from pytest_cluster.evidence.verdict.blame import TOOL_FAULT
 from pytest_cluster.hostlist import compress_hostlist
@@ -113,7 +118,7 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
         evidence.cannot_measure(clause, f"{what}: {run.error}", raw=raw,
                                 kind=TOOL_FAULT if run.crashed
                                 else run.error_kind or "job_failed", node=label)
-    if spec.is_share and theory is None:
+    if is_share(clause):  # still a share: no link rate to take it of
         evidence.cannot_measure(clause, f"{what}: no link rate in the spec to take the "
                                 "share of", raw=raw, node=label)
     point = run.at(payload)

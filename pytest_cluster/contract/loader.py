@@ -56,7 +56,7 @@ def _extended(ctx: Ctx, root: MappingNode) -> tuple[MappingNode, str]:
     name = field(ctx, given[0], profiles.EXTENDS, profiles.named)
     if name is None:
         return own, ""
-    ctx.profile = profiles.load(name)
+    ctx.profile, ctx.extends = profiles.load(name), given[0]
     top: Node = profiles.merged(ctx.profile.root, own)
     assert isinstance(top, MappingNode)
     return top, name

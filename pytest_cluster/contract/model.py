@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, ClassVar
 from pytest_cluster.contract.clauses import CLAUSES, declared
 from pytest_cluster.contract.extensions import adds_to
 from pytest_cluster.errors import clip, located
-from pytest_cluster.units import Dim
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.declaration import Declaration
@@ -404,7 +403,7 @@ class InterconnectSpec:
     """Collective bandwidth promises: busbw (nccl-tests' definition) at contract payloads,
     inside one node and across node counts, against the links' theoretical rate."""
 
-    busbw: Clause  # a share of theoretical (Dim.FRACTION) or a rate
+    busbw: tuple[Clause, ...]  # per scope run, keyed interconnect.busbw[SCOPE]: a share or a rate
     payloads: tuple[int, ...]  # bytes, the sizes the contract names
     intra_node: LinkSpec | None = None
     inter_node: LinkSpec | None = None
@@ -430,10 +429,6 @@ class InterconnectSpec:
     #: no node's median latency above colocation_factor x the median between the others
     colocation: Rule | None = None
     colocation_factor: float = 1.5
-
-    @property
-    def is_share(self) -> bool:
-        return self.busbw.requirement.bound.dim is Dim.FRACTION
 
     def latency_sizes(self) -> tuple[int, ...]:
         """The ping-pong's message sizes: 8 B, 64 KiB and latency_size."""

@@ -31,6 +31,7 @@ class Ctx:
         self.paths: set[str] = set()  # of all errors
         #: the profile the spec extends (its nodes are marked with its file)
         self.profile: Profile | None = None
+        self.extends: Node | None = None  # the spec's `extends` value (its line)
 
     def file_of(self, node: Node | None) -> str:
         """The file `node` was written in: the spec's, or its profile's."""
@@ -38,6 +39,12 @@ class Ctx:
         if self.profile is not None and name == self.profile.file:
             return self.profile.file
         return self.file
+
+    def in_spec(self, *nodes: Node | None) -> Node | None:
+        """The first of `nodes` the spec itself wrote, else its `extends` line: where an
+        error about what the profile leaves out is the spec's to fix."""
+        return next((node for node in nodes if node is not None
+                     and self.file_of(node) == self.file), self.extends)
 
     def cited(self, node: Node | None, path: str) -> str:
         """Where the bound at `path` came from when the profile wrote it ('profile NAME:

@@ -67,15 +67,31 @@ def theoretical(spec: InterconnectSpec, nodes: int) -> Theory | None:
     return Theory(total, text)
 
 
+def bound(spec: InterconnectSpec, scope: str) -> Clause:
+    """The busbw clause of `scope` (intra_node, inter_node or node_network, its key
+    'interconnect.busbw[scope]') as the spec wrote it: a share of theoretical or a rate.
+    The parser refuses a spec that runs a scope without one: none here is our bug."""
+    key = f"interconnect.busbw[{scope}]"
+    found = next((clause for clause in spec.busbw if clause.key == key), None)
+    if found is None:
+        raise ValueError(f"the spec promises no busbw for {scope}")
+    return found
+
+
+def is_share(clause: Clause) -> bool:
+    """Whether a busbw bound is a share of theoretical ('>= 80%'), not a rate."""
+    return clause.requirement.bound.dim is Dim.FRACTION
+
+
 def required_busbw(spec: InterconnectSpec, nodes: int,
                    scope: str) -> tuple[Clause, Theory | None]:
     """The busbw clause for one kind of test (`scope`: intra_node, inter_node or
-    node_network, its key 'interconnect.busbw[scope]') as a rate: a share of theoretical
-    becomes share x theoretical, its text saying both ('>= 80% of 450 GB/s = 360 GB/s').
-    The theory is None when none is derivable (no link given for this case)."""
-    clause = replace(spec.busbw, key=f"interconnect.busbw[{scope}]")
+    node_network, each with its own bound) as a rate: a share of theoretical becomes
+    share x theoretical, its text saying both ('>= 80% of 450 GB/s = 360 GB/s'). The theory
+    is None when none is derivable (no link given for this case)."""
+    clause = bound(spec, scope)
     theory = theoretical(spec, nodes)
-    if not spec.is_share or theory is None:
+    if not is_share(clause) or theory is None:
         return clause, theory
     req = clause.requirement
     value = req.bound.value * theory.bytes_per_s

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[3]
 CLUSTER = """\
 cluster:
   name: t
-  nodes: gpu-[001-002]
+  nodes: gpu-001
   launcher: sim
 sim:
   gpu_model: H100-SXM-80GB
@@ -34,14 +34,14 @@ def _promises(spec: Spec) -> list[Clause | Rule]:
     for name in profiles.SECTIONS:
         record = spec.section(name)
         found += list(getattr(record, "clauses", ()))
-        busbw = getattr(record, "busbw", None)
-        if busbw is not None:
-            found.append(busbw)
+        found += list(getattr(record, "busbw", ()))
     return found
 
 
 def _family(key: str) -> str:
-    return re.sub(r"\[[^]]*\]", "", key)
+    """A clause's path in the spec: its instance in brackets is a key of its map
+    ('interconnect.busbw[intra_node]' is written at interconnect.busbw.intra_node)."""
+    return re.sub(r"\[([^]]*)\]", r".\1", key)
 
 
 @pytest.mark.parametrize("name", profiles.names())
@@ -61,7 +61,7 @@ def test_every_shipped_profile_loads_and_cites_each_value_it_supplies(name: str)
     assert {_family(p.key) for p in from_profile} == {
         key for key in supplied if key in {_family(p.key) for p in _promises(spec)}}
     for promise in from_profile:  # each bound says its profile's citation, at no spec line
-        assert promise.source == f"profile {name}: {profile.citation(promise.key)}"
+        assert promise.source == f"profile {name}: {profile.citation(_family(promise.key))}"
         assert promise.line == 0
 
 
@@ -76,8 +76,50 @@ def test_the_spec_overrides_a_profile_key_by_key_and_keeps_its_lines() -> None:
     assert h2d.source.startswith("profile azure-nd-h100-v5: https://github.com/Azure/")
     # a map in both is merged: the spec's payloads, the profile's busbw beside them
     assert spec.interconnect.payloads == (4 * 2**30,)
-    assert spec.interconnect.busbw.requirement.text == ">= 460 GB/s"
-    assert "460" in spec.interconnect.busbw.source
+    (busbw,) = spec.interconnect.busbw  # one node: inside it, the profile's figure
+    assert (busbw.key, busbw.requirement.text) == ("interconnect.busbw[intra_node]",
+                                                   ">= 460 GB/s")
+    assert "460" in busbw.source
+
+
+SEVERAL = CLUSTER.replace("gpu-001", "gpu-[001-004]")
+
+
+def test_a_spec_of_several_nodes_writes_its_own_busbw_across_nodes() -> None:
+    """A profile's busbw is one node's figure (Azure's all_reduce on one node's GPUs): a
+    spec whose jobs cross nodes says what they must reach, at the spec's own line."""
+    with pytest.raises(SpecError) as caught:
+        parse_spec("extends: azure-nd-h100-v5\n" + SEVERAL, "t.yaml")
+    said = str(caught.value)
+    assert said.startswith("t.yaml:1: interconnect.busbw.inter_node: missing: the busbw "
+                           "promised across nodes")
+    assert "profile azure-nd-h100-v5 promises busbw inside one node only (one node's " \
+           "figure, never the network's)" in said
+    assert 'write it under interconnect, e.g. busbw: {inter_node: ">= 320 GB/s"}' in said
+    with pytest.raises(SpecError) as caught:  # at the spec's interconnect, where it goes
+        parse_spec("extends: azure-nd-h100-v5\n" + SEVERAL + "interconnect:\n"
+                   "  payloads: [4 GiB]\n", "t.yaml")
+    assert str(caught.value).startswith("t.yaml:10: interconnect.busbw.inter_node: missing: ")
+    spec = parse_spec("extends: azure-nd-h100-v5\n" + SEVERAL + "interconnect:\n"
+                      "  busbw: {inter_node: \">= 300 GB/s\"}\n", "t.yaml")
+    assert spec.interconnect is not None
+    profile = profiles.load("azure-nd-h100-v5")
+    cited = f"profile azure-nd-h100-v5: {profile.citation('interconnect.busbw.intra_node')}"
+    assert [(c.key, c.requirement.text, c.line, c.source) for c in spec.interconnect.busbw] == [
+        ("interconnect.busbw[intra_node]", ">= 460 GB/s", 0, cited),
+        ("interconnect.busbw[inter_node]", ">= 300 GB/s", 10, ""),
+        ("interconnect.busbw[node_network]", ">= 300 GB/s", 10, "")]
+
+
+@pytest.mark.parametrize("name", profiles.names())
+def test_a_profile_alone_serves_a_spec_with_no_job_across_nodes(name: str) -> None:
+    """One node, or several with no node count to test and no slow-node search: every
+    busbw case is inside one node, the profile's own figure."""
+    for text in (CLUSTER, SEVERAL + "interconnect:\n  node_counts: [8]\n"
+                 "  node_network: false\n"):
+        spec = parse_spec(f"extends: {name}\n{text}", "t.yaml")
+        assert spec.interconnect is not None and spec.interconnect.node_counts == ()
+        assert [c.key for c in spec.interconnect.busbw] == ["interconnect.busbw[intra_node]"]
 
 
 def test_an_error_in_a_value_the_spec_wrote_keeps_its_file_and_line() -> None:

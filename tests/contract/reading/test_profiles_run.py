@@ -18,6 +18,8 @@ cluster:
   launcher: sim
 gpus:
   p2p: ">= 300 GB/s"
+interconnect:
+  busbw: {inter_node: ">= 300 GB/s"}
 sim:
   gpu_model: H100-SXM-80GB
   gpus_per_node: 8
@@ -42,10 +44,16 @@ def test_a_run_shows_each_bound_from_its_profile_in_every_view(
     # the simulator's NVLink ring reaches ~370 GB/s: the profile's 460 fails, saying whence
     busbw = next(r for r in views.results
                  if r["spec_key"] == "interconnect.busbw[intra_node]" and r["node"] == "gpu-001")
-    source = f"profile h100-sxm-8x400g-ib: {profile.citation('interconnect.busbw')}"
+    source = f"profile h100-sxm-8x400g-ib: {profile.citation('interconnect.busbw.intra_node')}"
     assert busbw["outcome"] == "failed" and busbw["bound_source"] == source
     assert busbw["message"].endswith(f"; 460 GB/s from {source}")
     assert views.sources["interconnect.busbw[intra_node]"] == source
+    # the profile's busbw is one node's figure: across nodes the spec's own bound judges
+    across = [r for r in views.results if r["spec_key"] in (
+        "interconnect.busbw[inter_node]", "interconnect.busbw[node_network]")]
+    assert across and {(r.get("bound_source"), r["required"], r["outcome"])
+                        for r in across} == {(None, 300.0, "passed")}
+    assert "interconnect.busbw[inter_node]" not in views.sources
     assert "gpus.p2p" not in views.sources and "gpus.p2p" in views.clauses
     # the oracle names a clause table that shows another source
     views.sources["gpus.h2d"] = "profile elsewhere"
