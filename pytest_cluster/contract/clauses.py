@@ -336,6 +336,14 @@ _BUILTIN: tuple[Declaration, ...] = (
     _quantity("fabric", "mtu", Dim.COUNT, level=SANITY, reads=Reads("nic"),
               fault=_net("PC-NET-MTU", "set the port's MTU to the fabric's (the interface, "
                          "or the subnet manager's partition)")),
+    # a NIC's PCIe link trains once (boot, hot-plug) and keeps its speed idle or loaded
+    # (unlike a GPU's): read at rest, on every counted port's PCI device, once per device
+    Declaration("fabric", "pcie", Value.RULE, on=(True, "max"), level=SANITY,
+                reads=Reads("nic"),
+                text="every counted port's NIC at its maximum PCIe generation and width",
+                fault=_hw("PC-NET-PCIE", "reseat the NIC in a x16 Gen5 slot (or the slot "
+                          "its card is made for) and check its riser; replace the card if "
+                          "its link stays narrow or slow")),
     Declaration("fabric", "same_firmware", Value.IMPLIED, needs_nodes=2,
                 text="the same NIC firmware on every node", level=SANITY, reads=Reads("nic"),
                 fault=_net("PC-NET-FIRMWARE-DRIFT", "flash the NIC firmware the other nodes "

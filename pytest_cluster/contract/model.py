@@ -355,7 +355,7 @@ class GpuSpec(Promises):
 
 @dataclass(frozen=True)
 class FabricSpec(Promises):
-    """The fabric's promises (ports, rate, link_layer, mtu, same_firmware), each by its
+    """The fabric's promises (ports, rate, link_layer, mtu, pcie, same_firmware), each by its
     key, and which ports they count."""
 
     section: ClassVar[str] = "fabric"

@@ -27,7 +27,12 @@ from pytest_cluster.contract.reading.fields import (
 from pytest_cluster.contract.reading.mapping import Map, for_launcher
 from pytest_cluster.contract.reading.yaml_nodes import kind, scalar
 from pytest_cluster.contract.sections.gpus import gpu_model
-from pytest_cluster.contract.sections.sim_records import SimFault, SimSpec
+from pytest_cluster.contract.sections.sim_records import (
+    NIC_PCIE,
+    NIC_PCIE_WIDTHS,
+    SimFault,
+    SimSpec,
+)
 from pytest_cluster.errors import UnitError, head
 from pytest_cluster.units import Dim, parse_bytes, parse_quantity
 
@@ -42,7 +47,8 @@ FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen",
               "row_remap_pending", "row_remap_failure", "ecc_uncorrected", "nvlinks_down",
               "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor",
               "link_factor", "replaced", "from_round", "until_round", "sdc", "nic", "nic_down",
-              "nic_rate", "nic_firmware", "nic_link_downed", "nic_symbol_errors", "transport",
+              "nic_rate", "nic_firmware", "nic_link_downed", "nic_symbol_errors", "nic_pcie_gen",
+              "nic_pcie_width", "transport",
               "gdr", "latency_factor", "storage_factor", "storage_corrupt", "storage_error",
               "storage_unmounted", "lies", "nccl_dead", "vbios")
 #: What a simulated node's NCCL may fall back to (its `transport` fault).
@@ -178,6 +184,13 @@ def _nic_rate(fields: _Fields) -> float | None:
     return rate.value * 8 / 1e9 if rate is not None and rate.value > 0 else None
 
 
+def _nic_width(raw: object) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw not in NIC_PCIE_WIDTHS:
+        raise UnitError(f"expected the lanes a NIC's PCIe link trained to: "
+                        f"{', '.join(map(str, NIC_PCIE_WIDTHS))}; got {head(str(raw), 40)!r}")
+    return raw
+
+
 def _read(fields: _Fields, name: str, gpu: int | None, line: int,
           nic_rate: float | None) -> SimFault:
     """The fault's every other key, in the order they were always read (the errors kept
@@ -213,6 +226,8 @@ def _read(fields: _Fields, name: str, gpu: int | None, line: int,
         nic_firmware=fields.one("nic_firmware", _firmware),
         nic_link_downed=fields.or_("nic_link_downed", _count, 0),
         nic_symbol_errors=fields.or_("nic_symbol_errors", _count, 0),
+        nic_pcie_gen=fields.one("nic_pcie_gen", whole(1, NIC_PCIE[0])),
+        nic_pcie_width=fields.one("nic_pcie_width", _nic_width),
         transport=fields.one("transport", _sim_transport),
         gdr=fields.one("gdr", boolean),
         latency_factor=fields.or_("latency_factor", _far, 1.0),
@@ -237,7 +252,7 @@ def _check(fields: _Fields, node: Node, fault: SimFault) -> None:
                   f"expected the last round the fault is on, from from_round "
                   f"({fault.from_round}) on, got {fault.until_round}")
     per_nic = (fault.nic_down, fault.nic_rate_gbit, fault.nic_firmware, fault.nic_link_downed,
-               fault.nic_symbol_errors)
+               fault.nic_symbol_errors, fault.nic_pcie_gen, fault.nic_pcie_width)
     if fault.nic is None and any(per_nic) and not ctx.failed(f"{path}.nic"):
         ctx.error(node, f"{path}.nic", "missing: a NIC fault needs the NIC's index (nic: 3, "
                   "for mlx5_3)")
