@@ -115,6 +115,9 @@ class Declaration:
     needs_nodes: int = 1  # checked only on a cluster of this many nodes or more
     when: Callable[[Spec], bool] | None = None  # promised when; None: when written
     level: str = ACCEPTANCE  # SANITY: checked without loading anything
+    #: the level the spec's value puts it at, where that depends on the value (gpus.dcgm_diag:
+    #: r1 and r2 acceptance, r3 and r4 stress); None: `level`. `level` is then the lowest
+    level_when: Callable[[Spec], str] | None = None
     last: bool = False  # its cases run after every other case (what the run did to a node)
     #: the key of the section's map that holds it ('checkpoint': storage[].checkpoint.write);
     #: '' for a key of the section itself
@@ -134,6 +137,12 @@ class Declaration:
         if not self.is_clause and self.fault is not None:
             raise ValueError(f"setting {self.id}: a setting is no clause and fails nothing: "
                              "it has no fault")
+
+    def level_in(self, spec: Spec | None) -> str:
+        """Its level in `spec` (level_when's, where the value decides it; else `level`)."""
+        if spec is None or self.level_when is None:
+            return self.level
+        return self.level_when(spec)
 
     @property
     def id(self) -> str:
