@@ -78,8 +78,8 @@ def measure(level: int, timeout_s: float) -> DcgmData:
                       "stderr_tail": run["stderr_tail"]}
     code = run["exit_code"]
     if code == "not_found":
-        data.update(missing="dcgmi", error=f"dcgmi could not be started: "
-                    f"{run['stderr_tail'][:200]}")
+        data["missing"] = "dcgmi"
+        data["error"] = f"dcgmi could not be started: {run['stderr_tail'][:200]}"
         return data
     if code == "timeout":
         data["error"] = (f"dcgmi diag -r {level} did not finish within {timeout_s:g} s "
