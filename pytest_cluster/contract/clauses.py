@@ -23,8 +23,6 @@ are always promised with their section, or when `when` says so.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pytest_cluster.contract import implied
 from pytest_cluster.contract.declaration import (
     ACCEPTANCE,
@@ -39,9 +37,6 @@ from pytest_cluster.contract.declaration import (
 from pytest_cluster.contract.extensions import added_clauses, adds_to, free, problem
 from pytest_cluster.units import Dim
 
-if TYPE_CHECKING:
-    from pytest_cluster.contract.model import Spec
-
 SOFTWARE = ("kernel", "python", "torch", "cuda", "nccl", "driver")
 DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")
 
@@ -51,17 +46,6 @@ def _quantity(section: str, key: str, dim: Dim, op: str = ">=", *, fault: Fault,
               level: str = ACCEPTANCE, last: bool = False, link: bool = False) -> Declaration:
     return Declaration(section, key, Value.QUANTITY, dim, op, default=default, reads=reads,
                        level=level, last=last, link=link, fault=fault)
-
-
-#: DCGM's diagnostic levels run under load at the stress level (-m stress) from this one:
-#: r3 (~15-30 min) and r4 (an hour or more); r1 (seconds) and r2 (~2 min) at acceptance.
-DCGM_STRESS_FROM = 3
-
-
-def _dcgm_level(spec: Spec) -> str:
-    """gpus.dcgm_diag's level in `spec`: stress for r3 and r4, else acceptance."""
-    level = spec.gpus.dcgm_level if spec.gpus is not None else None
-    return STRESS if level is not None and level >= DCGM_STRESS_FROM else ACCEPTANCE
 
 
 def _setting(section: str, key: str) -> Declaration:
@@ -271,11 +255,8 @@ _BUILTIN: tuple[Declaration, ...] = (
           fault=_hw("PC-GPU-SDC", "silent data corruption: take the GPU out of service and "
                     "RMA it")),
     _setting("gpus", "stress_time"),
-    # DCGM's own diagnostic (dcgmi diag -r N -j): a hardware finding fails the GPU; a
-    # configuration finding (persistence mode off), a skipped test, the tool's error is an
-    # ERROR (error kinds dcgm_config, dcgm_error); no dcgmi on the node: NOT CHECKED
-    # (tool_missing). measure/dcgm_diag.py classifies; docs/internals.md says how
-    Declaration("gpus", "dcgm_diag", Value.NAME, level=ACCEPTANCE, level_when=_dcgm_level,
+    # DCGM's own diagnostic, dcgmi diag -r N -j (r3, r4: stress); measure/dcgm_diag.py
+    Declaration("gpus", "dcgm_diag", Value.NAME, level_when=implied.dcgm_level,
                 reads=Reads("dcgm"),
                 text="every test of DCGM's diagnostic at the level passes on every GPU",
                 fault=_hw("PC-GPU-DCGM", "DCGM's diagnostic found a hardware fault on the "

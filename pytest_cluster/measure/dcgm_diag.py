@@ -22,8 +22,8 @@ gets wrong, never taken as a verdict either way.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 #: The top-level keys of the two shapes (DCGM's changelog, 4.0 "breaking changes":
 #: https://docs.nvidia.com/datacenter/dcgm/latest/release-notes/changelog.html).
@@ -135,7 +135,7 @@ class _Bad(Exception):
     """The document is not DCGM's (a wrong type, too big): what was wrong."""
 
 
-def _items(value: object, where: str) -> list[Any]:
+def _items(value: object, where: str) -> list[object]:
     if value is None:
         return []
     if not isinstance(value, list):
@@ -145,7 +145,7 @@ def _items(value: object, where: str) -> list[Any]:
     return value
 
 
-def _map(value: object, where: str) -> dict[str, Any]:
+def _map(value: object, where: str) -> Mapping[str, object]:
     if not isinstance(value, dict):
         raise _Bad(f"{where} is {found(value)}, not a map")
     return value
@@ -185,7 +185,7 @@ class _Warning:
     severity: int | None
 
 
-def _warnings(result: dict[str, Any], where: str) -> list[_Warning]:
+def _warnings(result: Mapping[str, object], where: str) -> list[_Warning]:
     found_: list[_Warning] = []
     for i, given in enumerate(_items(result.get("warnings"), f"{where}.warnings")):
         at = f"{where}.warnings[{i}]"
@@ -220,7 +220,7 @@ def _classify(test: str, status: str, warnings: list[_Warning]) -> tuple[str, _W
     return "not_run", warnings[0] if warnings else None
 
 
-def _serials(root: dict[str, Any], document: dict[str, Any]) -> dict[int, str]:
+def _serials(root: Mapping[str, object], document: Mapping[str, object]) -> dict[int, str]:
     """GPU index -> serial, where the document gives them (best effort: a wrong type is
     no serial, not a bad document)."""
     serials: dict[int, str] = {}
@@ -244,7 +244,7 @@ def _serials(root: dict[str, Any], document: dict[str, Any]) -> dict[int, str]:
     return serials
 
 
-def _entity(result: dict[str, Any], where: str) -> tuple[str, int | None]:
+def _entity(result: Mapping[str, object], where: str) -> tuple[str, int | None]:
     group = result.get("entity_group", "GPU")
     index = _number(result.get("entity_id", result.get("gpu_id")), f"{where}.entity_id")
     if not isinstance(group, str):
@@ -254,7 +254,7 @@ def _entity(result: dict[str, Any], where: str) -> tuple[str, int | None]:
     return f"{group[:32]} {index}", index if group == "GPU" else None
 
 
-def _read(root: dict[str, Any], document: dict[str, Any]) -> tuple[list[str], int,
+def _read(root: Mapping[str, object], document: Mapping[str, object]) -> tuple[list[str], int,
                                                                   list[Finding]]:
     serials = _serials(root, document)
     tests: list[str] = []
@@ -319,7 +319,7 @@ def diagnose(document: object) -> Diagnosis:
     return Diagnosis(shape, version, tuple(tests), passed, tuple(findings), runtime)
 
 
-def _version(document: dict[str, Any], root: object) -> str | None:
+def _version(document: Mapping[str, object], root: object) -> str | None:
     for holder in (document.get("metadata"), root, document):
         if isinstance(holder, dict):
             for key in ("version", "Version"):

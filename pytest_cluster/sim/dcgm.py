@@ -11,7 +11,7 @@ each); the probe's payload is probes/dcgm.py's.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 from pytest_cluster.sim.cluster import describe_gpu, faults_on, gpu_count, merged
 
@@ -43,34 +43,45 @@ CONFIGS = {"persistence_mode": (29, 8, 5, "Persistence mode for GPU {gpu} is dis
 ISOLATE = 2
 
 
-def _result(sim: SimSpec, node: str, test: str, gpu: int) -> dict[str, Any]:
-    """One GPU's result of one test, as 4.x writes it."""
-    config = next((f.dcgm_config for f in faults_on(sim, node) if f.dcgm_config), None)
-    warnings = []
+class _Warning(TypedDict):
+    """A finding as DCGM 4.x writes it in a result's `warnings`."""
+
+    error_category: int
+    error_id: int
+    error_severity: int
+    warning: str
+
+
+def _warnings(sim: SimSpec, node: str, test: str, gpu: int) -> list[_Warning]:
+    """What DCGM finds on one GPU in one test: its GPU's fault, its node's setup."""
+    found: list[_Warning] = []
     if merged(sim, node, gpu).dcgm_fail == test:
         error, category, words = TESTS[test][3]
-        warnings.append({"error_category": category, "error_id": error,
-                         "error_severity": ISOLATE, "warning": f"{words} on GPU {gpu}."})
+        found.append({"error_category": category, "error_id": error,
+                      "error_severity": ISOLATE, "warning": f"{words} on GPU {gpu}."})
+    config = next((f.dcgm_config for f in faults_on(sim, node) if f.dcgm_config), None)
     if config is not None and test == "software":
         error, category, severity, words = CONFIGS[config]
-        warnings.append({"error_category": category, "error_id": error,
-                         "error_severity": severity, "warning": words.format(gpu=gpu)})
-    found: dict[str, Any] = {"entity_group": "GPU", "entity_group_id": 1, "entity_id": gpu,
-                             "status": "Fail" if warnings else "Pass"}
-    if warnings:
-        found["warnings"] = warnings
+        found.append({"error_category": category, "error_id": error,
+                      "error_severity": severity, "warning": words.format(gpu=gpu)})
     return found
 
 
-def _v4(sim: SimSpec, node: str, level: int, gpus: range) -> dict[str, Any]:
-    categories: dict[str, list[dict[str, Any]]] = {}
+def _status(found: list[_Warning]) -> str:
+    return "Fail" if found else "Pass"
+
+
+def _v4(sim: SimSpec, node: str, level: int, gpus: range) -> dict[str, object]:
+    categories: dict[str, list[object]] = {}
     for test, (category, _, first, _) in TESTS.items():
         if first <= level:
-            results = [_result(sim, node, test, gpu) for gpu in gpus]
-            failed = any(r["status"] == "Fail" for r in results)
+            found = [_warnings(sim, node, test, gpu) for gpu in gpus]
+            results = [{"entity_group": "GPU", "entity_group_id": 1, "entity_id": gpu,
+                        "status": _status(w), **({"warnings": w} if w else {})}
+                       for gpu, w in zip(gpus, found, strict=True)]
             categories.setdefault(category, []).append(
                 {"name": test, "results": results,
-                 "test_summary": {"status": "Fail" if failed else "Pass"}})
+                 "test_summary": {"status": _status([x for w in found for x in w])}})
     return {"DCGM Diagnostic": {"test_categories": [{"category": c, "tests": t}
                                                     for c, t in categories.items()]},
             "entity_groups": [{"entity_group": "GPU", "entity_group_id": 1, "entities": [
@@ -79,23 +90,22 @@ def _v4(sim: SimSpec, node: str, level: int, gpus: range) -> dict[str, Any]:
             "metadata": {"version": "4.2.3", "Driver Version Detected": "550.54.15"}}
 
 
-def _v3(sim: SimSpec, node: str, level: int, gpus: range) -> dict[str, Any]:
-    """3.x's shape: its test names, GPU ids as text, warnings with an id and words only."""
-    categories: dict[str, list[dict[str, Any]]] = {}
+def _v3(sim: SimSpec, node: str, level: int, gpus: range) -> dict[str, object]:
+    """3.x's shape: its test names, GPU ids as text, warnings with an id and words only;
+    the software test's persistence check is a test of its own there."""
+    categories: dict[str, list[object]] = {}
     for test, (category, name, first, _) in TESTS.items():
         if first > level:
             continue
-        names = [name] if test != "software" else ["Persistence Mode", name]
-        for shown in names:
+        for shown in [name] if test != "software" else ["Persistence Mode", name]:
             results = []
             for gpu in gpus:
-                found = _result(sim, node, test, gpu)
-                mine = [w for w in found.get("warnings", [])
-                        if (w["error_id"] == 29) == (shown == "Persistence Mode")]
+                mine = [{"warning": w["warning"], "error_id": w["error_id"]}
+                        for w in _warnings(sim, node, test, gpu)
+                        if (w["error_id"] == CONFIGS["persistence_mode"][0])
+                        == (shown == "Persistence Mode")]
                 results.append({"gpu_id": str(gpu), "status": "Fail" if mine else "Pass",
-                                **({"warnings": [{"warning": w["warning"],
-                                                  "error_id": w["error_id"]} for w in mine]}
-                                   if mine else {})})
+                                **({"warnings": mine} if mine else {})})
             categories.setdefault(category, []).append({"name": shown, "results": results})
     return {"DCGM GPU Diagnostic": {
         "test_categories": [{"category": c, "tests": t} for c, t in categories.items()],
@@ -113,8 +123,8 @@ def dcgm_payload(sim: SimSpec, node: str, args: Sequence[str]) -> DcgmData:
                 "error": "dcgmi not installed (DCGM, datacenter-gpu-manager): not on PATH"}
     gpus = range(gpu_count(sim, node))
     report = (_v4 if sim.dcgm == 4 else _v3)(sim, node, level, gpus)
-    failed = any(r.get("status") == "Fail" for c in report[next(iter(report))][
-        "test_categories"] for t in c["tests"] for r in t["results"])
+    failed = any(_warnings(sim, node, test, gpu) for test, (_, _, first, _) in TESTS.items()
+                 if first <= level for gpu in gpus)
     return {"level": level, "argv": ["dcgmi", "diag", "-r", str(level), "-j"],
             "exit_code": 226 if failed else 0, "seconds": 0.0, "stderr_tail": "",
             "report": report}

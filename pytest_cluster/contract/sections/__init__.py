@@ -108,7 +108,7 @@ _BUILTIN: tuple[Section, ...] = (
     Section("cluster", _cluster_section, ("inventory",)),
     Section("host", lambda ctx, node, _: parse_host(ctx, node), ("host",)),
     Section("storage", _storage_section, ("storage", "import_latency", "shared_fs")),
-    Section("gpus", lambda ctx, node, _: parse_gpus(ctx, node), ("gpu", "gpu_perf"),
+    Section("gpus", lambda ctx, node, _: parse_gpus(ctx, node), ("gpu", "gpu_perf", "dcgm"),
             checked=True),
     Section("interconnect", lambda ctx, node, sofar: parse_interconnect(
         ctx, node, sofar.cluster, sofar.record("gpus")), ("job_node", "nccl_tests"),
