@@ -152,6 +152,33 @@ def test_fabric_mtu(cluster_spec: Spec, cluster: Cluster, node: str,
                    note=f"below it: {', '.join(low)}" if low else "")
 
 
+@checks("fabric.pcie")
+def test_fabric_pcie(cluster_spec: Spec, cluster: Cluster, node: str,
+                     evidence: Evidence) -> None:
+    """Each counted port's NIC at its maximum PCIe generation and width, a port down
+    included (its card's link is up), each PCI device once. Read at rest: a NIC's link
+    keeps the speed it trained to (a GPU's drops while idle). A link that could not be
+    read is said, never passed."""
+    spec = _fabric(cluster_spec)
+    rule = spec.rule("pcie")
+    assert rule is not None
+    result = cluster.probe(NIC_START, node)
+    ports = _ports(evidence, result, rule, spec)
+    links = fabric.pcie_links(ports)
+    raw = _raw(ports, "pci", "pcie")
+    unread = "; ".join(links.unread[:4]) + (f" and {len(links.unread) - 4} more"
+                                             if len(links.unread) > 4 else "")
+    if links.unread and not links.below:
+        evidence.cannot_measure(rule, unread, raw=raw)
+    evidence.check_rule(rule, not links.below, links.measured, result=result,
+                        problem=f"{len(links.below)} of {links.devices} NIC(s) below their "
+                                f"maximum PCIe link: {'; '.join(links.below)}"
+                                + (f"; not read: {unread}" if unread else ""),
+                        method=f"each counted port's PCI device, once: device/"
+                               f"current_link_speed, max_link_speed, current_link_width, "
+                               f"max_link_width at the run's start: {METHOD}", raw=raw)
+
+
 @checks("fabric.same_firmware")
 def test_fabric_same_firmware(cluster_spec: Spec, cluster: Cluster,
                               evidence: Evidence) -> None:

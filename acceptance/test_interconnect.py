@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.contract.clauses import declared
 from pytest_cluster.contract.model import Clause, InterconnectSpec, Rule
-from pytest_cluster.contract.sections.busbw import CollectiveRun, gbs, required_busbw
+from pytest_cluster.contract.sections.busbw import (
+    CollectiveRun,
+    gbs,
+    is_share,
+    required_busbw,
+)
 from pytest_cluster.evidence.record.latency_map import MATRIX_UP_TO
 from pytest_cluster.evidence.verdict.blame import TOOL_FAULT
 from pytest_cluster.hostlist import compress_hostlist
@@ -31,6 +36,8 @@ from pytest_cluster.run.contract_tests import checks
 from pytest_cluster.units import format_size, size_id
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from pytest_cluster.evidence.record.check import Evidence
     from pytest_cluster.measure.cluster import Cluster
     from pytest_cluster.measure.network.latency import LatencyRun
@@ -50,6 +57,13 @@ def _spec(cluster: Cluster) -> InterconnectSpec:
     spec = cluster.spec.interconnect
     assert spec is not None, "the spec has no interconnect section"
     return spec
+
+
+def _blame(evidence: Evidence, culprits: Sequence[str]) -> None:
+    """A failed job's culprits (NCCL RAS's dead ranks' nodes, measure/nccl_ras.py): the
+    case's failure fails them too (blame.culprits); none, no one."""
+    if culprits:
+        evidence.record(culprits=compress_hostlist(list(culprits)))
 
 
 def _node_of_rank(run: CollectiveRun, rank: int) -> str | None:
@@ -100,10 +114,11 @@ def _check(evidence: Evidence, spec: InterconnectSpec, run: CollectiveRun, paylo
         evidence.record(**{f"busbw_GBps[{size_id(p.bytes)}]": p.busbw / 1e9})
     what = f"{run.collective} {format_size(payload)}"  # the case's, in every message
     if not run.ok:
+        _blame(evidence, run.culprits)
         evidence.cannot_measure(clause, f"{what}: {run.error}", raw=raw,
                                 kind=TOOL_FAULT if run.crashed
                                 else run.error_kind or "job_failed", node=label)
-    if spec.is_share and theory is None:
+    if is_share(clause):  # still a share: no link rate to take it of
         evidence.cannot_measure(clause, f"{what}: no link rate in the spec to take the "
                                 "share of", raw=raw, node=label)
     point = run.at(payload)
@@ -219,6 +234,7 @@ def test_collective_transport(cluster: Cluster, node_count: int, collective: str
     found: dict[str, Any] = run.details.get("transport") or {}
     raw = {"transport": found, "nccl_log_first_rank": run.details.get("nccl_log_first_rank")}
     if not run.ok:
+        _blame(evidence, run.culprits)
         evidence.cannot_measure(rule, run.error, raw=raw,
                                 kind=TOOL_FAULT if run.crashed
                                 else run.error_kind or "job_failed", node=label)
@@ -323,8 +339,10 @@ def test_collective_stress(cluster: Cluster, evidence: Evidence) -> None:
                            "bytes": loop.bytes, "iterations": loop.iterations,
                            "seconds": loop.seconds, "busbw_windows": list(loop.busbw_windows),
                            "wrong": loop.wrong, "wrong_iterations": loop.wrong_iterations,
-                           "first_wrong": loop.first_wrong}
+                           "first_wrong": loop.first_wrong,
+                           "nccl_ras": loop.details.get("nccl_ras")}
     if loop.error:
+        _blame(evidence, loop.culprits)
         evidence.cannot_measure(rule, loop.error, raw=raw,
                                 kind=loop.error_kind or "job_failed", node=label)
     speeds = sorted(loop.busbw_windows)

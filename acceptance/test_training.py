@@ -116,7 +116,8 @@ RANKS_METHOD = ("each rank's progress file, written at its start by its node and
 def test_training_ranks(cluster: Cluster, node: str, evidence: Evidence) -> None:
     """This node's ranks took their steps: none went silent (stopped, frozen) past the
     watchdog's limit, from its start (rendezvous, setup) to its end, and none died on its
-    own (a signal, an error) while the others were healthy (TrainingRun.died). The figure
+    own (a signal, an error) while the others were healthy (TrainingRun.died), nor did
+    NCCL's RAS, asked in a hang, call one dead (TrainingRun.culprits). The figure
     is the longest silence the node saw; a hung or dead rank's node fails it (the others
     wait for it, or are ended with the job, and pass), so the verdict rejects the node
     that hung or died, not the ones that found it."""
@@ -135,6 +136,8 @@ def test_training_ranks(cluster: Cluster, node: str, evidence: Evidence) -> None
         evidence.undecided(clause, said, raw=raw, node=node)
     silent = run.silence[node]
     died = run.died.get(node, "")
+    if not died and node in run.culprits:  # NCCL RAS named its rank(s) dead in the hang
+        died = run.hang
     if died:
         raw["died"] = died
     evidence.check(clause, silent, node=node, result=None, method=RANKS_METHOD, raw=raw,

@@ -22,6 +22,7 @@ from pathlib import Path
 from pytest_cluster.contract.clauses import CLAUSES
 from pytest_cluster.contract.declaration import Declaration, Value
 from pytest_cluster.contract.launchers import KINDS
+from pytest_cluster.contract.reading import profiles as shipped_profiles
 from pytest_cluster.contract.sections import SECTIONS, sim
 from pytest_cluster.evidence.verdict import blame, faults
 from pytest_cluster.launchers.result import ErrorKind
@@ -233,6 +234,18 @@ def plausible_facts() -> str:
     return table(["Clause", "Field the node reports", "Plausible"], rows)
 
 
+def profiles() -> str:
+    """The shipped profiles (contract/profiles/*.yaml): each name, what it is, and the
+    values it supplies as written (each cited in its file's `sources:`)."""
+    found = []
+    for name in shipped_profiles.names():
+        profile = shipped_profiles.load(name)
+        values = ", ".join(f"`{path}: {value}`"
+                           for path, value in shipped_profiles.leaves(profile.root))
+        found.append(f"- `{name}`: {profile.about}. Supplies {values}.")
+    return "\n".join(found)
+
+
 REGIONS: dict[str, Callable[[], str]] = {
     "sections": sections,
     "clauses": clauses,
@@ -245,6 +258,7 @@ REGIONS: dict[str, Callable[[], str]] = {
     "sim-lies": sim_lies,
     "sim-storage-errors": sim_storage_errors,
     "plausible": plausible_facts,
+    "profiles": profiles,
 }
 
 

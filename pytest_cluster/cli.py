@@ -47,10 +47,16 @@ from enum import IntEnum
 from pathlib import Path
 
 from pytest_cluster import __version__
-from pytest_cluster.errors import BundleError, InputError, LaunchError, SpecError, log_line
+from pytest_cluster.errors import (
+    BundleError,
+    InputError,
+    LaunchError,
+    SpecError,
+    UnitError,
+    log_line,
+)
 from pytest_cluster.evidence.bundle.keys import PublicKey
 from pytest_cluster.evidence.bundle.verify import verify
-from pytest_cluster.evidence.verdict.age import parse_duration
 from pytest_cluster.evidence.verdict.gate import Decision, gate
 from pytest_cluster.evidence.verdict.resume import (
     MAX_STATE_BYTES,
@@ -62,6 +68,7 @@ from pytest_cluster.evidence.verdict.resume import (
     steps,
     unread_line,
 )
+from pytest_cluster.units import parse_duration
 
 #: The most characters of a message from elsewhere (scontrol's stderr) a gate's line says.
 MAX_SAID = 300
@@ -312,10 +319,10 @@ def epoch(text: str) -> float:
 
 
 def duration(text: str) -> float:
-    """A duration ('30 min', '24h', or seconds: age.parse_duration)."""
+    """A duration ('30 min', '24h', or seconds: units.parse_duration)."""
     try:
         return parse_duration(text)
-    except ValueError as exc:
+    except UnitError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
@@ -359,7 +366,8 @@ def _check(spec_path: Path, disable: Path | None) -> int:
     else:
         lines += [f"{spec_path}: valid: {clause_count(spec)} clause(s) on "
                   f"{len(spec.cluster.nodes)} node(s) (cluster {spec.cluster.name}, "
-                  f"launcher {spec.cluster.launcher})",
+                  f"launcher {spec.cluster.launcher}"
+                  + (f", extends profile {spec.extends}" if spec.extends else "") + ")",
                   *(f"warning: {note}" for note in spec.warnings)]
     if disable is not None:
         try:

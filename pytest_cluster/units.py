@@ -15,7 +15,7 @@ import unicodedata
 from dataclasses import dataclass
 from fractions import Fraction
 
-from pytest_cluster.errors import UnitError
+from pytest_cluster.errors import UnitError, log_line
 
 
 class Dim(enum.Enum):
@@ -203,6 +203,34 @@ def parse_quantity(raw: object, dim: Dim) -> Quantity:
     if dim is Dim.FRACTION and not 0.0 <= value <= 1.0:
         raise UnitError(f"{expected} (between 0% and 100%), got {raw!r}")
     return _checked(Quantity(value, dim, unit), raw, expected)
+
+
+#: The longest duration an option takes (--cluster-soak, --cluster-valid-for, the gate's
+#: --max-age): beyond a year a value is a slip.
+MAX_DURATION_S = 366 * 86400.0
+EXPECTED_DURATION = ("expected a duration like '24 h', '30 min' or seconds (3600), above 0 "
+                     "and at most 366 days")
+
+
+def parse_duration(raw: str) -> float:
+    """A duration in seconds, written with a unit as the spec writes one ('24h', '30 min',
+    '2 h', '90 s': parse_quantity) or as plain seconds ('3600'); above 0 and at most
+    MAX_DURATION_S. The one reader of an option's duration; UnitError says what was
+    expected and what was given, in one printable line."""
+    text = raw.strip()
+    if not text:
+        raise UnitError(f"{EXPECTED_DURATION}, got an empty value")
+    written = f"{text} s" if text[-1].isdigit() or text.endswith(".") else text
+    try:
+        seconds = parse_quantity(written, Dim.TIME).value
+    except UnitError as exc:
+        said = str(exc)
+        why = said[said.find(" (", said.find(", got")):] if " (" in said else ""
+        raise UnitError(f"{EXPECTED_DURATION}, got {log_line(text, 40)!r}"
+                        f"{log_line(why, 200)}") from None
+    if not 0 < seconds <= MAX_DURATION_S:
+        raise UnitError(f"{EXPECTED_DURATION}, got {log_line(text, 40)!r}")
+    return seconds
 
 
 def parse_bytes(raw: object) -> int:

@@ -23,7 +23,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,9 @@ class Views:
     #: the scorecard's clause table: each clause's cases passed and failed, and its
     #: "Every clause" row under EVERY_CLAUSE
     clauses: dict[str, tuple[int, int]]
+    #: the clause table's bound sources: each clause whose bound came from the spec's
+    #: profile, and the citation it shows ('from profile NAME: URL (what it says)')
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 def read_views(run: Path, terminal: str, metrics: Path | None = None) -> Views:
@@ -76,7 +79,7 @@ def read_views(run: Path, terminal: str, metrics: Path | None = None) -> Views:
     return Views(run, terminal, [r for r in lines if r.get("type") == "result"],
                  ends[-1] if ends else None, ET.parse(run / "junit.xml").getroot(),
                  json.loads((run / "verdict.json").read_text(encoding="utf-8")),
-                 report, found, clause_table(report))
+                 report, found, clause_table(report), bound_sources(report))
 
 
 EVERY_CLAUSE = "Every clause"
@@ -95,13 +98,29 @@ def clause_table(report: str) -> dict[str, tuple[int, int]]:
     return found
 
 
+def bound_sources(report: str) -> dict[str, str]:
+    """The clause table's bound sources: per clause, the citation its Required cell shows
+    for a bound its profile supplied."""
+    table = re.search(r'<table id="clauses">(.*?)</table>', report, re.S)
+    found = {}
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table.group(1) if table else "", re.S):
+        cells = re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.S)
+        source = re.search(r'<span class="bound-source">from (.*?)</span>', cells[1]) \
+            if len(cells) >= 2 else None
+        if source is not None:
+            name = html.unescape(re.sub(r"<span[^>]*>.*?</span>", "", cells[0])).strip()
+            found[name] = html.unescape(source.group(1))
+    return found
+
+
 def disagreements(views: Views) -> list[str]:
     """Every fact two views show differently, one sentence each."""
     return [*_check_results(views), *_check_junit(views), *_check_report(views),
             *_check_verdicts(views), *_check_terminal(views), *_check_metrics(views),
             *_check_clause_metrics(views),
             *_check_manifest(views), *_check_legends(views), *_check_heatmap(views),
-            *_check_clause_table(views), *_check_disabled(views)]
+            *_check_clause_table(views), *_check_bound_sources(views),
+            *_check_disabled(views)]
 
 
 def _same_number(a: object, b: object) -> bool:
@@ -201,7 +220,7 @@ def _check_junit(views: Views) -> Iterator[str]:
             yield f"junit.xml: {_nodeid(record)} is {said}, results.jsonl {kind}"
         props = {p.get("name"): p.get("value") for p in tc.iter("property")}
         for name in ("node", "gpu", "unit", "measured_base", "required_base",
-                     "collective", "payload", "node_count", "code", "actor"):
+                     "collective", "payload", "node_count", "code", "actor", "bound_source"):
             if name in record and record[name] is not None and name in props \
                     and not _same_number(props[name], record[name]):
                 yield (f"junit.xml: {_nodeid(record)} {name} {props[name]!r}, "
@@ -349,6 +368,22 @@ def _check_clause_table(views: Views) -> Iterator[str]:
     if final and total != (said["passed"], said["failed"]):
         yield (f"report.html: the clause table's {EVERY_CLAUSE} row shows (passed, failed) "
                f"{total}, the terminal {(said['passed'], said['failed'])}")
+
+
+def _check_bound_sources(views: Views) -> Iterator[str]:
+    """Where a bound came from (the spec's profile): each clause's cases in results.jsonl
+    say one source or none, and the clause table shows that one."""
+    wanted: dict[str, set[str]] = {}
+    for r in _judged(views):
+        if "requirement" in r:  # a case that recorded its bound (a case may fail before)
+            wanted.setdefault(str(r["spec_key"]), set()).add(str(r.get("bound_source") or ""))
+    for clause in sorted(set(wanted) | set(views.sources)):
+        said = wanted.get(clause, {""})
+        if len(said) > 1:
+            yield f"results.jsonl: the cases of {clause} say different bound sources {said}"
+        elif views.sources.get(clause, "") != next(iter(said)):
+            yield (f"report.html: the clause table shows {clause}'s bound from "
+                   f"{views.sources.get(clause)!r}, results.jsonl {next(iter(said))!r}")
 
 
 def _someone_answered(views: Views) -> bool:

@@ -117,11 +117,12 @@ MAY_IMPORT: dict[str, tuple[str, ...]] = {
                                       "pytest_cluster.errors"),
     # nccl-tests' formulas: pure, no launcher, no job
     "pytest_cluster.contract.sections.busbw": ("pytest_cluster.contract", "pytest_cluster.units"),
-    # benchmark jobs: busbw's numbers from jobs run through a launcher, and what NCCL said
-    # it used (its log's reader: pure)
+    # benchmark jobs: busbw's numbers from jobs run through a launcher, what NCCL said it
+    # used (its log's reader: pure) and what its RAS said of a hang (its reader: pure)
     "pytest_cluster.measure.network.benchmark": (
         "pytest_cluster.contract", "pytest_cluster.launchers", "pytest_cluster.probes",
-        "pytest_cluster.errors", "pytest_cluster.measure.network.nccl_log"),
+        "pytest_cluster.errors", "pytest_cluster.measure.network.nccl_log",
+        "pytest_cluster.measure.nccl_ras"),
     # the evidence bundle and `verify`: read where only the evidence is
     "pytest_cluster.evidence.bundle": ("pytest_cluster.evidence.bundle",
                                        "pytest_cluster.errors"),

@@ -76,6 +76,8 @@ _NODE_NETWORK = "interconnect.busbw[node_network]"
 _INTRA = "interconnect.busbw[intra_node]"
 _KEEPS_UP = "storage.checkpoint.keeps_up"
 _LOADER_KEEPS_UP = "storage.dataloader.keeps_up"
+#: golden-config drift: a node's VBIOS, firmware, PCIe links against the nodes' majority
+_GOLDEN = "host.golden"
 #: every clause of the GPUs (a node short of a GPU, or with another model, fails them)
 _GPUS = "gpus.*"
 #: Every fault a scenario may inject on the richest example, and its truth. The faults'
@@ -92,14 +94,21 @@ FAULTS: dict[str, Truth] = {
     "throttle: hw_slowdown": Truth(("gpus.throttle", "gpus.stress_throttle"),
                                    ("gpus.matmul", "gpus.memory_bandwidth")),
     "sdc: true": Truth(("gpus.sdc",)),
+    # a dead rank (NCCL RAS names it DEAD): every collective job over its node hangs, its
+    # node named by RAS; what those jobs would have measured of its other faults is lost
+    "nccl_dead: true": Truth((_INTRA,), ("interconnect.busbw[inter_node]", _NODE_NETWORK,
+                                         "interconnect.transport",
+                                         "interconnect.stress_loop"), masks=True),
     "row_remap_pending: true": Truth(("gpus.row_remap",)),
-    "model: H100-PCIe-80GB": Truth(("gpus.model",), (_GPUS, _INTRA, _NODE_NETWORK)),
+    "model: H100-PCIe-80GB": Truth(("gpus.model",), (_GPUS, _INTRA, _NODE_NETWORK, _GOLDEN)),
     "memory_held: 9 GiB": Truth(("gpus.usable_memory",)),
-    "pcie_gen: 4": Truth(("gpus.pcie",), ("gpus.h2d", "gpus.d2h")),
+    "pcie_gen: 4": Truth(("gpus.pcie",), ("gpus.h2d", "gpus.d2h", _GOLDEN)),
+    # another VBIOS than the other nodes' GPUs: only the nodes' majority says which is odd
+    "vbios: 96.00.89.00.01": Truth((_GOLDEN,), relative=True),
     # DCGM's diagnostic (trial-sim: dcgm_diag r1, whose software test reads the InfoROM)
     "dcgm_fail: software": Truth(("gpus.dcgm_diag",)),
     "down: true": Truth((), down=True, per_gpu=False),
-    "gpus: 7": Truth(("gpus.count",), (_GPUS, _INTRA, _NODE_NETWORK), per_gpu=False,
+    "gpus: 7": Truth(("gpus.count",), (_GPUS, _INTRA, _NODE_NETWORK, _GOLDEN), per_gpu=False,
                      masks=True),
     "link_factor: 0.5": Truth((_NODE_NETWORK,), ("fabric.rate",), relative=True,
                               per_gpu=False),
@@ -107,9 +116,14 @@ FAULTS: dict[str, Truth] = {
     "nic: 5, nic_rate: 200 Gb/s": Truth(("fabric.rate",), (_NODE_NETWORK,),
                                         per_gpu=False),
     # the same firmware on every node: of two nodes, nothing says which one differs
-    "nic: 0, nic_firmware: 28.36.1010": Truth(("fabric.same_firmware",), relative=True,
-                                              per_gpu=False),
+    "nic: 0, nic_firmware: 28.36.1010": Truth(("fabric.same_firmware",), (_GOLDEN,),
+                                              relative=True, per_gpu=False),
     "nic: 1, nic_link_downed: 3": Truth(("fabric.counters",), per_gpu=False),
+    # a card at x8, or in a Gen4 slot: its PCIe link below its maximum (the sim keeps the
+    # port's rate: a narrow link is found by its link, not by a slower all_reduce), and
+    # unlike the other nodes' links (the golden configuration's)
+    "nic: 4, nic_pcie_width: 8": Truth(("fabric.pcie",), (_GOLDEN,), per_gpu=False),
+    "nic: 7, nic_pcie_gen: 4": Truth(("fabric.pcie",), (_GOLDEN,), per_gpu=False),
     "latency_factor: 3": Truth(("interconnect.colocation",), ("interconnect.latency",),
                                relative=True, per_gpu=False),
     "storage_factor: 0.5": Truth(("storage.checkpoint.write", "storage.checkpoint.keeps_up",

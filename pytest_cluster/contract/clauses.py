@@ -102,6 +102,14 @@ _BUILTIN: tuple[Declaration, ...] = (
                 text="the same versions on every node", level=SANITY,
                 fault=_hw("PC-HOST-SOFTWARE-DRIFT", "reimage the odd node(s) with the "
                           "image the others run")),
+    # golden-config drift: each node's driver, CUDA, NCCL, kernel, GPUs' VBIOS and InfoROM,
+    # NIC ports' firmware and every GPU's and NIC's PCIe link the same as the golden's (the
+    # cluster's strict majority, a node of it, or a file's values): the odd node named
+    Declaration("host", "golden", Value.NAME, level=SANITY, when=implied.golden,
+                text="the node's driver, CUDA, NCCL, kernel, VBIOS, GPU and NIC firmware "
+                     "and PCIe links the same as the golden configuration's",
+                fault=_hw("PC-NODE-DRIFT", "flash the golden VBIOS/firmware or reimage the "
+                          "node (the case names each field, its value and the golden one)")),
     # -- storage: per node and filesystem ---------------------------------------------------
     _setting("storage", "path"),
     Declaration("storage", "shared", Value.FLAG,
@@ -335,6 +343,14 @@ _BUILTIN: tuple[Declaration, ...] = (
     _quantity("fabric", "mtu", Dim.COUNT, level=SANITY, reads=Reads("nic"),
               fault=_net("PC-NET-MTU", "set the port's MTU to the fabric's (the interface, "
                          "or the subnet manager's partition)")),
+    # a NIC's PCIe link trains once (boot, hot-plug) and keeps its speed idle or loaded
+    # (unlike a GPU's): read at rest, on every counted port's PCI device, once per device
+    Declaration("fabric", "pcie", Value.RULE, on=(True, "max"), level=SANITY,
+                reads=Reads("nic"),
+                text="every counted port's NIC at its maximum PCIe generation and width",
+                fault=_hw("PC-NET-PCIE", "reseat the NIC in a x16 Gen5 slot (or the slot "
+                          "its card is made for) and check its riser; replace the card if "
+                          "its link stays narrow or slow")),
     Declaration("fabric", "same_firmware", Value.IMPLIED, needs_nodes=2,
                 text="the same NIC firmware on every node", level=SANITY, reads=Reads("nic"),
                 fault=_net("PC-NET-FIRMWARE-DRIFT", "flash the NIC firmware the other nodes "

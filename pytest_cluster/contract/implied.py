@@ -60,3 +60,10 @@ def dcgm_level(spec: Spec) -> str:
     """gpus.dcgm_diag's level in `spec`: stress for r3 and r4, else acceptance."""
     level = spec.gpus.dcgm_level if spec.gpus is not None else None
     return STRESS if level is not None and level >= DCGM_STRESS_FROM else ACCEPTANCE
+
+
+def golden(spec: Spec) -> bool:
+    """host.golden is written, and the run can judge it: against a file on any run,
+    against the cluster (its majority, a node of it) only on a run of the whole cluster."""
+    golden = spec.host.golden
+    return golden is not None and (golden.file is not None or spec.whole is None)

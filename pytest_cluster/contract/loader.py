@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from yaml.nodes import MappingNode, ScalarNode
+from yaml.nodes import MappingNode, Node, ScalarNode
 
 from pytest_cluster.contract.model import (
     SECTION_FIELDS,
@@ -21,10 +21,12 @@ from pytest_cluster.contract.model import (
     SpecNote,
     StorageSpec,
 )
+from pytest_cluster.contract.reading import profiles
 from pytest_cluster.contract.reading.compose import compose, read_text
+from pytest_cluster.contract.reading.fields import field
 from pytest_cluster.contract.reading.located_errors import Ctx
 from pytest_cluster.contract.reading.mapping import Map
-from pytest_cluster.contract.reading.yaml_nodes import kind
+from pytest_cluster.contract.reading.yaml_nodes import kind, scalar
 from pytest_cluster.contract.sections import LISTED, SECTIONS, Sofar
 from pytest_cluster.errors import SpecError
 
@@ -38,6 +40,27 @@ def _has_clauses(cluster: ClusterSpec, host: HostSpec,
     return same or bool(host.clauses or host.software or measured)
 
 
+def _extended(ctx: Ctx, root: MappingNode) -> tuple[MappingNode, str]:
+    """The spec's top-level map with the profile its `extends` names under it
+    (profiles.merged), and that name ('' without one, or when the name is wrong: said as
+    the spec's error, at its line)."""
+    pairs = [(key, value) for key, value in root.value
+             if not (isinstance(key, ScalarNode) and scalar(key) == profiles.EXTENDS)]
+    given = [value for key, value in root.value if len(pairs) < len(root.value)
+             and isinstance(key, ScalarNode) and scalar(key) == profiles.EXTENDS]
+    own = MappingNode(root.tag, pairs, root.start_mark, root.end_mark)
+    if not given:
+        return own, ""
+    if len(given) > 1:
+        ctx.error(given[1], profiles.EXTENDS, "given twice: a spec extends one profile")
+    name = field(ctx, given[0], profiles.EXTENDS, profiles.named)
+    if name is None:
+        return own, ""
+    ctx.profile, ctx.extends = profiles.load(name), given[0]
+    top: Node = profiles.merged(ctx.profile.root, own)
+    assert isinstance(top, MappingNode)
+    return top, name
+
 
 def parse_spec(text: str, file: str) -> Spec:
     """Validate spec text; raise SpecError listing every problem found."""
@@ -50,7 +73,8 @@ def parse_spec(text: str, file: str) -> Spec:
         got = kind(root) if not isinstance(root, ScalarNode) else "a scalar"
         raise SpecError(f"the spec must be a map of its sections ({', '.join(LISTED)}); got "
                         f"{got} (is this file a spec?)", file=file, line=root.start_mark.line + 1)
-    top = Map(ctx, root, "", tuple(LISTED))
+    root, extends = _extended(ctx, root)
+    top = Map(ctx, root, "", tuple(LISTED))  # `extends` taken (_extended)
     sofar = Sofar(top)
     for section in SECTIONS:
         sofar.records[section.name] = section.read(
@@ -71,7 +95,8 @@ def parse_spec(text: str, file: str) -> Spec:
     others = tuple(record for name, record in records.items()
                    if name not in SECTION_FIELDS and isinstance(record, SectionSpec))
     fields = {name: record for name, record in records.items() if name in SECTION_FIELDS}
-    return Spec(file=file, sha256=sha, warnings=warnings, text=text, others=others, **fields)
+    return Spec(file=file, sha256=sha, warnings=warnings, text=text, others=others,
+                extends=extends, **fields)
 
 
 def load_spec(path: str | os.PathLike[str]) -> Spec:

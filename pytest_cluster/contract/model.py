@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, ClassVar
 from pytest_cluster.contract.clauses import CLAUSES, declared
 from pytest_cluster.contract.extensions import adds_to
 from pytest_cluster.errors import clip, located
-from pytest_cluster.units import Dim
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.declaration import Declaration
     from pytest_cluster.contract.requirement import Requirement, VersionRequirement
+    from pytest_cluster.contract.sections.host_records import Golden
     from pytest_cluster.contract.sections.sim_records import SimSpec
 
 #: The ids of every clause (the installed extensions' added once they are loaded).
@@ -33,8 +33,9 @@ class Clause:
     """One promise of the contract: where it is written and what it requires."""
 
     key: str  # e.g. "storage[/data].write"
-    line: int
+    line: int  # 0: not written in the spec (a default, or its profile's)
     requirement: Requirement
+    source: str = ""  # its profile's citation (contract/reading/profiles.py); '': the spec's
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,7 @@ class HostSpec(Promises):
     clauses: tuple[Clause | Rule, ...] = ()
     software: tuple[VersionClause, ...] = ()
     same_software: bool = True
+    golden: Golden | None = None
 
 
 @dataclass(frozen=True)
@@ -298,6 +300,7 @@ class Spec:
     #: in the spec, in SECTIONS' order.
     others: tuple[SectionSpec, ...] = ()
     warnings: tuple[SpecNote, ...] = ()  # likely slips, in line order
+    extends: str = ""  # the shipped profile the spec extends ('' for none)
     text: str = field(default="", repr=False, compare=False)  # as read: the evidence keeps it
     #: In a run of some nodes (contract/narrow.py): the spec of the whole cluster
     whole: Spec | None = field(default=None, repr=False, compare=False)
@@ -310,8 +313,8 @@ class Spec:
 
 
 #: The fields of Spec that are sections of the spec.
-SECTION_FIELDS = frozenset(f.name for f in fields(Spec)) - {"file", "sha256", "others",
-                                                             "warnings", "text", "whole"}
+SECTION_FIELDS = frozenset(f.name for f in fields(Spec)) - {
+    "file", "sha256", "others", "warnings", "text", "whole", "extends"}
 
 
 @dataclass(frozen=True)
@@ -319,8 +322,9 @@ class Rule:
     """A health rule with a safe default (e.g. PCIe at max gen and width); off if absent."""
 
     key: str  # e.g. "gpus.pcie"
-    line: int  # 0: the default, not written in the spec
+    line: int  # 0: the default (or its profile's), not written in the spec
     text: str  # what it requires, e.g. "at its maximum generation and width"
+    source: str = ""  # as Clause.source
 
 
 @dataclass(frozen=True)
@@ -352,7 +356,7 @@ class GpuSpec(Promises):
 
 @dataclass(frozen=True)
 class FabricSpec(Promises):
-    """The fabric's promises (ports, rate, link_layer, mtu, same_firmware), each by its
+    """The fabric's promises (ports, rate, link_layer, mtu, pcie, same_firmware), each by its
     key, and which ports they count."""
 
     section: ClassVar[str] = "fabric"
@@ -400,7 +404,7 @@ class InterconnectSpec:
     """Collective bandwidth promises: busbw (nccl-tests' definition) at contract payloads,
     inside one node and across node counts, against the links' theoretical rate."""
 
-    busbw: Clause  # a share of theoretical (Dim.FRACTION) or a rate
+    busbw: tuple[Clause, ...]  # per scope run, keyed interconnect.busbw[SCOPE]: a share or a rate
     payloads: tuple[int, ...]  # bytes, the sizes the contract names
     intra_node: LinkSpec | None = None
     inter_node: LinkSpec | None = None
@@ -426,10 +430,6 @@ class InterconnectSpec:
     #: no node's median latency above colocation_factor x the median between the others
     colocation: Rule | None = None
     colocation_factor: float = 1.5
-
-    @property
-    def is_share(self) -> bool:
-        return self.busbw.requirement.bound.dim is Dim.FRACTION
 
     def latency_sizes(self) -> tuple[int, ...]:
         """The ping-pong's message sizes: 8 B, 64 KiB and latency_size."""

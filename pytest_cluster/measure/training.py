@@ -15,7 +15,9 @@ rendezvous store would have timed out. Each node's longest rank silence is kept
 (`silence`): the figure of its `training.ranks` case. A rank that died first on its own
 (a signal, an error: JobResult.own_failure) is kept with its node (`died`): that node's
 case fails, not those of the nodes whose ranks were ended with the job. A run ended by its
-wall clock says so, at which step, with the steps that ran and who was behind.
+wall clock says so, at which step, with the steps that ran and who was behind. A hang's
+message ends with what NCCL's RAS said to the ranks that hung (measure/nccl_ras.py), or
+why it could not be asked; the nodes of the ranks RAS calls dead are its `culprits`.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pytest_cluster.launchers.jobs import (
     reason_line,
     run_job,
 )
+from pytest_cluster.measure import nccl_ras
 from pytest_cluster.measure.cache import document_key
 from pytest_cluster.measure.stragglers import (
     PHASES,
@@ -82,6 +85,9 @@ class TrainingRun:
     #: error, while the others were healthy), what became of it: its training.ranks case
     #: fails with it; the nodes whose ranks were torn down with the job are not in it
     died: dict[str, str] = field(default_factory=dict)
+    #: the nodes a hang's NCCL RAS answer singles out (its dead ranks' nodes,
+    #: measure/nccl_ras.py): their training.ranks case fails with the hang
+    culprits: tuple[str, ...] = ()
     details: dict[str, object] = field(default_factory=dict)
     simulated: bool = False
 
@@ -240,6 +246,11 @@ def summarise(base: TrainingRun, result: JobResult, spec_steps: int = 0) -> Trai
                        died={own.node: died_text(own, spec_steps)})
     hang = hang_text(base, result)
     if hang:
+        ras = nccl_ras.finding(result.ranks, base.nodes, base.ranks_per_node)
+        if ras is not None:
+            return replace(base, hang=f"{hang}; {ras.text}", culprits=ras.culprits,
+                           hang_s=round(hang_seconds(result), 3),
+                           details={**base.details, "nccl_ras": ras.report})
         return TrainingRun(**{**asdict(base), "hang": hang,
                               "hang_s": round(hang_seconds(result), 3)})
     if not result.ok and result.wall_clock and not result.errors:

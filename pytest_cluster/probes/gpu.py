@@ -85,6 +85,7 @@ if TYPE_CHECKING:  # not imported when it runs: typing and argparse double its s
         serial: str
         board_part: str
         vbios: str
+        inforom: str | NvmlError  # the infoROM image version, flashed like the VBIOS
         pci_bus_id: str | NvmlError
         memory: Memory | NvmlError
         ecc: Ecc
@@ -204,6 +205,17 @@ def memory(nvml: Any, handle: Any) -> Memory | NvmlError:
         return {"total": info.total, "free": info.free, "used": info.used, "reserved": None}
 
 
+def inforom(nvml: Any, handle: Any) -> str | NvmlError:
+    """The infoROM image version ('G520.0200.00.05'): like the VBIOS version it names
+    exactly what is flashed on the board (NVML's nvmlDeviceGetInforomImageVersion,
+    https://docs.nvidia.com/deploy/nvml-api/: "for all products with an inforom")."""
+    fn = getattr(nvml, "nvmlDeviceGetInforomImageVersion", None)
+    if fn is None:
+        return {"error": "nvmlDeviceGetInforomImageVersion: not in this nvidia-ml-py"}
+    found = call(nvml, fn, handle)
+    return found if failed(found) else text(found)
+
+
 def gpu_info(nvml: Any, index: int) -> Gpu:
     h = nvml.nvmlDeviceGetHandleByIndex(index)
     ecc: Ecc = {}
@@ -239,6 +251,7 @@ def gpu_info(nvml: Any, index: int) -> Gpu:
         "serial": text(call(nvml, nvml.nvmlDeviceGetSerial, h)),
         "board_part": text(call(nvml, nvml.nvmlDeviceGetBoardPartNumber, h)),
         "vbios": text(call(nvml, nvml.nvmlDeviceGetVbiosVersion, h)),
+        "inforom": inforom(nvml, h),
         "pci_bus_id": pci if failed(pci) else text(pci.busId),
         "memory": memory(nvml, h),
         "ecc": ecc,

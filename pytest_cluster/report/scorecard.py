@@ -66,6 +66,7 @@ class ClauseRow:
     margin: str
     failed: bool
     simulated: bool
+    source: str = ""  # where the bound came from: its profile's citation; '' the spec
 
 
 def scorecard_html(spec: Spec, end: EndLine | None, verdicts: Sequence[NodeVerdict],
@@ -130,7 +131,8 @@ def clause_rows(tallies: Sequence[ClauseTally]) -> list[ClauseRow]:
         shown_margin = (margin_text(t.worst_margin, t.comparison)
                         if t.worst_margin is not None and not t.worst_unmeasured else "-")
         rows.append(ClauseRow(t.key, t.required, t.passed_cases, t.failed_cases, failed_on,
-                              t.worst_text(), shown_margin, bool(t.failed), t.simulated))
+                              t.worst_text(), shown_margin, bool(t.failed), t.simulated,
+                              t.source))
     return rows
 
 

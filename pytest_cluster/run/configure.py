@@ -20,7 +20,7 @@ import pytest
 from pytest_cluster import hookspecs, internals
 from pytest_cluster.contract import Spec, extensions, guarded, load_spec, narrow
 from pytest_cluster.contract.declaration import ACCEPTANCE, SANITY, STRESS
-from pytest_cluster.errors import LaunchError, SpecError, head
+from pytest_cluster.errors import LaunchError, SpecError, UnitError, head
 from pytest_cluster.evidence.record import sealing
 from pytest_cluster.evidence.record.rundir import create_run_dir
 from pytest_cluster.launchers import launcher_class
@@ -41,6 +41,7 @@ from pytest_cluster.run.suite import acceptance_dir
 from pytest_cluster.run.workers import cut_note, fit_workers, usable_cpus
 from pytest_cluster.soak import driver as soak_driver
 from pytest_cluster.soak import rounds as soak
+from pytest_cluster.units import parse_duration
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import SpecNote
@@ -160,8 +161,8 @@ def soak_options(config: pytest.Config) -> tuple[float | None, int | None] | Non
         raise pytest.UsageError("--cluster-soak-resume=: expected the directory of a "
                                 "stopped soak, got an empty value")
     try:
-        duration = soak.parse_duration(raw) if raw is not None else None
-    except soak.SoakError as exc:
+        duration = parse_duration(raw) if raw is not None else None
+    except UnitError as exc:
         raise pytest.UsageError(f"--cluster-soak={raw[:40]}: {exc}") from None
     try:
         most = soak.parse_rounds(rounds) if rounds is not None else None

@@ -181,7 +181,8 @@ class ClusterSession:
                 "nodes": list(spec.cluster.nodes), "launcher": spec.cluster.launcher,
                 "simulated": is_simulated(spec), "started_at": self.started,
                 "spec_warnings": [str(warning) for warning in spec.warnings],
-                "run_dir": str(self.run_dir)}
+                "run_dir": str(self.run_dir),
+                **({"extends": spec.extends} if spec.extends else {})}
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from pytest_cluster.errors import head
+from pytest_cluster.errors import UnitError, head
 from pytest_cluster.evidence.verdict import age
+from pytest_cluster.units import parse_duration
 
 
 def add_options(group: Any) -> None:
@@ -29,6 +30,6 @@ def valid_for(config: pytest.Config) -> float:
     if raw is None:
         return age.DEFAULT_VALID_FOR_S
     try:
-        return age.parse_duration(raw)
-    except ValueError as exc:
+        return parse_duration(raw)
+    except UnitError as exc:
         raise pytest.UsageError(f"--cluster-valid-for={head(str(raw), 40)}: {exc}") from None

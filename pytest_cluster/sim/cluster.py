@@ -137,6 +137,7 @@ class SimGpu(TypedDict):
     serial: str
     board_part: str
     vbios: str
+    inforom: str
     pci_bus_id: str
     memory_total: int
     memory_reserved: int
@@ -192,7 +193,8 @@ def describe_gpu(sim: SimSpec, node: str, index: int) -> SimGpu:
         "serial": f"1654{int(jitter(*board, 'serial', spread=0.5) * 10**9) % 10**9:09d}",
         "board_part": "692-2G520-0200-000" if model.form_factor.startswith("SXM")
         else "900-21010-0000-000",
-        "vbios": VBIOS.get(model.form_factor[:3], "96.00.99.00.01"),
+        "vbios": fault.vbios or VBIOS.get(model.form_factor[:3], "96.00.99.00.01"),
+        "inforom": "G520.0200.00.05",  # an H100 SXM's infoROM image (nvidia-smi -q)
         "pci_bus_id": f"00000000:{bus}:00.0",
         "memory_total": model.memory_bytes,
         "memory_reserved": 512 * MIB,

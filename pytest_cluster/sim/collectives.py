@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.contract.sections.busbw import bus_factor, theoretical
 from pytest_cluster.contract.sections.gpu_models import MODELS
+from pytest_cluster.probes.jobs.collective import HANG_EXIT
 from pytest_cluster.probes.nccl_tests import COLLECTIVE_BINARY
 from pytest_cluster.sim.cluster import (
     NICS_PER_NODE,
@@ -27,6 +28,7 @@ from pytest_cluster.sim.cluster import (
     lies,
     link_factor,
 )
+from pytest_cluster.sim.nccl_ras import hang_report
 from pytest_cluster.sim.nics import network_share, port_gbit, rail_of
 
 if TYPE_CHECKING:
@@ -55,6 +57,7 @@ class Benchmark:
     iterations: int = 20
     backend: str = "gloo"
     seconds: float = 0.0  # the stress level's sustained loop (collective.py --seconds)
+    hang_bound: float = 0.0  # a rank still measuring after this is a hang (--hang-bound)
 
     @classmethod
     def from_args(cls, args: Sequence[str]) -> Benchmark:
@@ -63,13 +66,14 @@ class Benchmark:
             raise ValueError(f"not the collective benchmark's arguments: {list(args)}")
         given = dict(zip(args[::2], args[1::2], strict=True))
         unknown = set(given) - {"--collective", "--sizes", "--warmup", "--iterations",
-                                "--backend", "--seconds"}
+                                "--backend", "--seconds", "--hang-bound"}
         if unknown or "--sizes" not in given:
             raise ValueError(f"not the collective benchmark's arguments: {list(args)}")
         return cls(given.get("--collective", "all_reduce"),
                    tuple(int(s) for s in given["--sizes"].split(",") if s),
                    int(given.get("--warmup", 5)), int(given.get("--iterations", 20)),
-                   given.get("--backend", "gloo"), float(given.get("--seconds", 0.0)))
+                   given.get("--backend", "gloo"), float(given.get("--seconds", 0.0)),
+                   float(given.get("--hang-bound", 0.0)))
 
 
 def _gpu_links(sim: SimSpec, node: str) -> float:
@@ -98,6 +102,46 @@ def missing_gpu(sim: SimSpec, benchmark: Benchmark, nodes: Sequence[str],
         if have < ranks_per_node:
             return index, have, f"LOCAL_RANK {have} but {node} has {have} GPU(s)"
     return None
+
+
+def dead_ranks(sim: SimSpec, nodes: Sequence[str], ranks_per_node: int) -> set[int]:
+    """The job's ranks whose GPU has the `nccl_dead` fault (LOCAL_RANK is its GPU)."""
+    return {index * ranks_per_node + local for index, node in enumerate(nodes)
+            for local in range(ranks_per_node)
+            if any(f.nccl_dead for f in faults_on(sim, node, local))}
+
+
+def hung_ranks(benchmark: Benchmark, nodes: Sequence[str], ranks_per_node: int,
+               dead: set[int]) -> list[list[RankEntry]]:
+    """A job that hangs on its `dead` ranks: they print nothing and are killed by their
+    node at the wall clock; every other rank's watchdog ends it past the hang bound,
+    printing where it was and what NCCL's RAS says (sim/nccl_ras.py), as collective.py
+    does."""
+    world = len(nodes) * ranks_per_node
+    bound = benchmark.hang_bound or 60.0
+    size = benchmark.sizes[0] if benchmark.sizes else 0
+    doing = (f"the sustained all_reduce of {size} bytes" if benchmark.seconds > 0
+             else f"{benchmark.collective} of {size} bytes")
+    report = hang_report(benchmark.backend, nodes, ranks_per_node, dead,
+                         benchmark.collective)
+    ranks: list[list[RankEntry]] = []
+    for index, node in enumerate(nodes):
+        mine: list[RankEntry] = []
+        for local in range(ranks_per_node):
+            rank = index * ranks_per_node + local
+            if rank in dead:
+                mine.append({"rank": rank, "local_rank": local, "exit_code": "killed",
+                             "ended_at": None, "data": None, "stderr_tail": ""})
+                continue
+            line = {"rank": rank, "world": world, "host": node, "backend": benchmark.backend,
+                    "collective": benchmark.collective, "simulated": True,
+                    "hang": {"phase": doing, "waited_s": round(bound + 0.5, 3),
+                             "bound_s": bound}, "ras": report}
+            mine.append({"rank": rank, "local_rank": local, "exit_code": HANG_EXIT,
+                         "ended_at": None, "data": line,
+                         "stderr_tail": ""})
+        ranks.append(mine)
+    return ranks
 
 
 def size_results(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchmark,
@@ -248,6 +292,9 @@ def job_ranks(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchmark,
     a job bound to a rail (`env`) whose port is down on a node, at that node's first
     rank."""
     world = len(nodes) * ranks_per_node
+    dead = dead_ranks(sim, nodes, ranks_per_node)
+    if dead:
+        return hung_ranks(benchmark, nodes, ranks_per_node, dead)
     missing = missing_gpu(sim, benchmark, nodes, ranks_per_node)
     rail = missing_rail(sim, spec, nodes, rail_of(env))
     if isinstance(rail, tuple) and missing is None:

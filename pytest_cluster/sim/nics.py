@@ -7,8 +7,9 @@ IPoIB interface ibp<i>s0) and a management Ethernet interface eno1; the spec's
 interconnect.inter_node (nics_per_node, rate_per_nic, kind roce/ethernet) changes them.
 Faults: `nic: 3` with `nic_down`, `nic_rate`, `nic_firmware`, `nic_link_downed` or
 `nic_symbol_errors` (from a soak round with `from_round`; the counters grow between a run's
-first and last reading), and a node's `link_factor` slows every port; a node that
-`lies: counters` gives its first port a receive error count of -5.
+first and last reading), `nic_pcie_gen` or `nic_pcie_width` (its card's PCIe link, Gen5
+x16 at best, trained lower: a Gen4 slot, a x8 riser), and a node's `link_factor` slows
+every port; a node that `lies: counters` gives its first port a receive error count of -5.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from pytest_cluster.contract.sections.sim_records import NIC_PCIE
 from pytest_cluster.probes.nic import MAX_ENTRIES, Reader, read_ports
 from pytest_cluster.sim.cluster import IB_SPEEDS, NICS_PER_NODE, faults_on, lies, link_factor
 
@@ -158,6 +160,11 @@ def tree(sim: SimSpec, node: str, ic: InterconnectSpec | None,
             f"{ROOT}/class/net/{netdev}/mtu": "4092" if layer == "InfiniBand" else "9000",
             f"{ROOT}/class/net/{netdev}/device/vendor": "0x15b3",
         })
+        gen = fault.nic_pcie_gen if fault is not None and fault.nic_pcie_gen else NIC_PCIE[0]
+        lanes = fault.nic_pcie_width if fault is not None and fault.nic_pcie_width \
+            else NIC_PCIE[1]
+        for device in (f"{base}/device", f"{ROOT}/class/net/{netdev}/device"):  # one card
+            files.update(pcie_files(device, gen, lanes, NIC_PCIE))
         for counter in ("link_downed", "link_error_recovery", "symbol_error",
                         "port_rcv_errors", "port_xmit_discards"):
             files[f"{port}/counters/{counter}"] = "0"
@@ -170,8 +177,22 @@ def tree(sim: SimSpec, node: str, ic: InterconnectSpec | None,
     files.update({f"{eno}/address": ":".join(digest[i:i + 2] for i in range(0, 12, 2)),
                   f"{eno}/type": "1", f"{eno}/operstate": "up", f"{eno}/carrier": "1",
                   f"{eno}/speed": "25000", f"{eno}/mtu": "9000", f"{eno}/carrier_changes": "1",
-                  f"{eno}/device/vendor": "0x15b3", f"{ROOT}/class/net/lo/type": "772"})
+                  f"{eno}/device/vendor": "0x15b3", f"{ROOT}/class/net/lo/type": "772",
+                  **pcie_files(f"{eno}/device", 4, 16, (4, 16))})  # a Gen4 x16 card
     return files
+
+
+#: A PCIe link's speed by generation, as the kernel writes it (pci_speed_string).
+PCIE_SPEEDS = {1: "2.5 GT/s PCIe", 2: "5.0 GT/s PCIe", 3: "8.0 GT/s PCIe",
+               4: "16.0 GT/s PCIe", 5: "32.0 GT/s PCIe", 6: "64.0 GT/s PCIe"}
+
+
+def pcie_files(device: str, gen: int, width: int, best: tuple[int, int]) -> dict[str, str]:
+    """A PCI device's link files: trained at `gen` x`width`, able to run at `best`."""
+    return {f"{device}/current_link_speed": PCIE_SPEEDS[gen],
+            f"{device}/max_link_speed": PCIE_SPEEDS[best[0]],
+            f"{device}/current_link_width": str(width),
+            f"{device}/max_link_width": str(best[1])}
 
 
 def guid(digest: str, index: int) -> str:

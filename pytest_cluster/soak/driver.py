@@ -290,7 +290,8 @@ class SoakDriver:
                            "started_at": found.started, "ended_at": found.ended,
                            "started_utc": utc(found.started), "ended_utc": utc(found.ended),
                            "counts": found.counts, "nodes": by_state,
-                           "run_dir": str(found.path.relative_to(self.soak_dir))}
+                           "run_dir": str(found.path.relative_to(self.soak_dir)),
+                           "nccl_ras": soak.ras_summaries(results)}
         write(line)
         self.config.hook.pytest_cluster_soak_round(config=self.config, record=line)
 

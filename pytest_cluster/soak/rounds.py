@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import math
 import os
 import re
 import stat
@@ -30,13 +29,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TypedDict
 
-from pytest_cluster.errors import UnitError
 from pytest_cluster.evidence.sinks.results import ResultLine, read_results
 from pytest_cluster.evidence.verdict.nodes import ACCEPTED, REJECTED
 from pytest_cluster.evidence.verdict.nodes import UNREACHABLE as UNREACHABLE_VERDICT
 from pytest_cluster.evidence.verdict.sla import FAILED, HEALTHY, UNREACHABLE
 from pytest_cluster.evidence.verdict.timelines import Round
-from pytest_cluster.units import Dim, parse_quantity, utc
+from pytest_cluster.units import MAX_DURATION_S, utc
 
 SOAK_FILE = "soak.json"
 SPEC_FILE = "spec.yaml"
@@ -63,26 +61,9 @@ class SoakError(Exception):
     """A soak that cannot go on as asked (a bad duration, a directory that is no soak)."""
 
 
-#: The longest soak and the most rounds one may ask for: beyond them a value is a slip.
-MAX_DURATION_S = 366 * 86400.0
+#: The most rounds one may ask for (the longest soak: units.MAX_DURATION_S): beyond it a
+#: value is a slip.
 MAX_ROUNDS = 1_000_000
-
-
-def parse_duration(raw: str) -> float:
-    """'48h', '90 min', '600 s' in seconds (above 0, at most a year)."""
-    shown = raw[:40]
-    if not raw.strip():
-        raise SoakError("expected a duration like '48h', got an empty value")
-    try:
-        seconds = parse_quantity(raw, Dim.TIME).value
-    except UnitError as exc:
-        raise SoakError(str(exc)[:300]) from None
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise SoakError(f"expected a time above 0 like '48h', got {shown!r}")
-    if seconds > MAX_DURATION_S:
-        raise SoakError(f"expected at most a year (366 days) like '48h', got {shown!r} "
-                        f"({seconds / 86400:.0f} days)")
-    return seconds
 
 
 def parse_rounds(raw: str) -> int:
@@ -324,3 +305,34 @@ def read_round(path: Path, number: int) -> tuple[Round, list[ResultLine]] | None
 #: What a file a killed round left half-written raises as it is read: nothing is taken
 #: from it.
 UNREADABLE = (OSError, ValueError, TypeError)
+
+
+#: Where a hang's message says what NCCL's RAS said (measure/nccl_ras.py), and the most
+#: of it a round line keeps, and the most cases.
+RAS_MARK = "NCCL RAS"
+MAX_RAS_TEXT = 600
+MAX_RAS_CASES = 32
+
+
+def ras_summaries(results: Sequence[ResultLine]) -> list[dict[str, str]]:
+    """What NCCL's RAS said in a round's hung jobs: per case whose message carries it (a
+    collective or training job that hung past its bound; its ranks asked RAS while it
+    hung), the case, its node and RAS's words, each text once. RAS answers only while a
+    job runs on the node, so a round's summary is what its hung jobs' ranks asked, never
+    a query of the controller's between jobs (nothing listens then)."""
+    found: list[dict[str, str]] = []
+    seen: set[str] = set()
+    for record in results:
+        message = str(record.get("message") or "")
+        at = message.find(RAS_MARK)
+        if at < 0:
+            continue
+        text = message[at:at + MAX_RAS_TEXT]
+        if text in seen:
+            continue
+        seen.add(text)
+        found.append({"nodeid": str(record.get("nodeid", ""))[:300],
+                      "node": str(record.get("node", ""))[:200], "ras": text})
+        if len(found) == MAX_RAS_CASES:
+            break
+    return found

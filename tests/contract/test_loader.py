@@ -154,7 +154,7 @@ def test_all_problems_are_listed_in_line_order() -> None:
     assert error_of(text) == (
         "trial.yaml: 3 problems in the spec:\n"
         "  trial.yaml:3: host.memroy: unknown key; did you mean 'memory'? (known keys: "
-        "cpu_cores, cpu_threads, memory, memory_available, software, same_software)\n"
+        "cpu_cores, cpu_threads, memory, memory_available, software, same_software, golden)\n"
         "  trial.yaml:4: host.cpu_cores: expected a count like 192, got 'many'\n"
         "  trial.yaml:6: storage[0].path: expected an absolute path like /data, got 'rel'")
 

@@ -20,6 +20,7 @@ from pytest_cluster.contract.model import (
     SpecNote,
     TransportSpec,
 )
+from pytest_cluster.contract.sections.busbw import is_share
 
 SPEC = ("cluster: {name: x, nodes: a}\nhost: {cpu_cores: 8}\n"
         "storage:\n  - {path: /d, write: 1 GB/s}\n")
@@ -46,7 +47,7 @@ def test_a_promise_is_found_by_its_key_or_as_an_attribute() -> None:
 def test_a_spec_knows_each_section_by_name_its_fields_and_others() -> None:
     spec = parse_spec(SPEC, "t.yaml")
     assert {f.name for f in dataclasses.fields(Spec)} - {
-        "file", "sha256", "others", "warnings", "text", "whole"} == SECTION_FIELDS
+        "file", "sha256", "others", "warnings", "text", "whole", "extends"} == SECTION_FIELDS
     assert spec.section("host") is spec.host and spec.section("gpus") is None
     other = SectionSpec("pdu")
     assert dataclasses.replace(spec, others=(other,)).section("pdu") is other
@@ -73,7 +74,7 @@ def test_the_sweep_steps_by_four_up_to_the_largest_payload_and_keeps_the_contrac
     assert busbw.latency_sizes() == (8, 64 * 2**10)  # latency_size 8: once
     assert dataclasses.replace(busbw, latency_size=2**20).latency_sizes() == (8, 64 * 2**10,
                                                                                2**20)
-    assert not busbw.is_share
+    assert not any(map(is_share, busbw.busbw))  # a rate, for every scope
 
 
 def test_the_records_are_frozen() -> None:

@@ -57,6 +57,7 @@ def test_gpu_probe_reads_every_field_through_the_simulated_nvml() -> None:
     assert gpu["row_remap"]["pending"] is False
     assert gpu["ecc"]["mode"] == {"current": 1, "pending": 1}
     assert gpu["pci_bus_id"] == "00000000:3a:00.0"
+    assert (gpu["vbios"], gpu["inforom"]) == ("96.00.74.00.0F", "G520.0200.00.05")
     assert gpu["power_limit_w"] == 700.0
     assert data["xid"]["events"] == [{"gpu": 2, "xid": 79}]
     assert "kernel_log" not in data["xid"]
@@ -209,3 +210,20 @@ def test_the_gpu_probe_starts_without_typing_or_argparse() -> None:
                 if line.startswith("import time:") and line.count("|") == 2}
     assert "pynvml" in imported
     assert not imported & {"typing", "argparse", "shutil", "dataclasses", "subprocess"}
+
+
+def test_an_inforom_nvml_cannot_read_is_its_error_never_a_version() -> None:
+    from pytest_cluster.probes import gpu as probe
+
+    class Nvml:
+        class NVMLError(Exception):
+            pass
+
+        @staticmethod
+        def nvmlDeviceGetInforomImageVersion(handle: object) -> str:
+            raise Nvml.NVMLError("Not Supported")
+
+    assert probe.inforom(Nvml, None) == {
+        "error": "nvmlDeviceGetInforomImageVersion: Not Supported"}
+    assert probe.inforom(object(), None) == {
+        "error": "nvmlDeviceGetInforomImageVersion: not in this nvidia-ml-py"}

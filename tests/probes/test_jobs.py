@@ -35,6 +35,12 @@ def test_a_job_program_importing_a_shared_helper_carries_an_empty_jobs_package()
 
 
 def test_a_single_file_job_program_importing_nothing_of_ours_is_sent_as_it_is() -> None:
-    (file, source), = job_files("collective").items()
-    assert file == "pytest_cluster/probes/jobs/collective.py"
-    assert job_source("collective") == source
+    (file, source), = job_files("pingpong").items()
+    assert file == "pytest_cluster/probes/jobs/pingpong.py"
+    assert job_source("pingpong") == source
+
+
+def test_the_collective_and_training_ranks_carry_the_nccl_ras_client() -> None:
+    """A rank past its bound asks NCCL's RAS: the client goes with the program."""
+    for name in ("collective", "train"):
+        assert "pytest_cluster/probes/_lib/nccl_ras.py" in job_files(name)

@@ -48,6 +48,11 @@ def tree(root: Path) -> Path:
         **ib_port("mlx5_0", 1, "4: ACTIVE", "5: LinkUp", "400 Gb/sec (4X NDR)", symbol_error=3),
         "class/infiniband/mlx5_0/ports/1/hw_counters/out_of_buffer": "5",
         "class/infiniband/mlx5_0/ports/1/hw_counters/lifespan": "10",
+        # the device's PCIe link (a link to ../../../0000:3a:00.0 in a real tree)
+        "class/infiniband/mlx5_0/device/current_link_speed": "32.0 GT/s PCIe",
+        "class/infiniband/mlx5_0/device/max_link_speed": "32.0 GT/s PCIe",
+        "class/infiniband/mlx5_0/device/current_link_width": "16",
+        "class/infiniband/mlx5_0/device/max_link_width": "16",
         "class/infiniband/mlx5_1/fw_ver": "28.39.1002",
         **ib_port("mlx5_1", 1, "1: DOWN", "2: Polling", "10 Gb/sec (4X SDR)", link_downed=2),
         # no subnet manager has given it an address: GID 0 all zero
@@ -67,6 +72,11 @@ def tree(root: Path) -> Path:
         "class/net/eth0/mtu": "9000", "class/net/eth0/carrier_changes": "4",
         "class/net/eth0/statistics/rx_errors": "1", "class/net/eth0/statistics/tx_errors": "0",
         "class/net/eth0/device/vendor": "0x15b3",
+        # a Gen5 card in a Gen4 slot, at x8; its link's width garbage when read again
+        "class/net/eth0/device/current_link_speed": "16.0 GT/s PCIe",
+        "class/net/eth0/device/max_link_speed": "32.0 GT/s PCIe",
+        "class/net/eth0/device/current_link_width": "8",
+        "class/net/eth0/device/max_link_width": "16",
         "class/net/eth2/type": "1", "class/net/eth2/operstate": "up",
         "class/net/eth2/speed": "200000", "class/net/eth2/mtu": "4200",
         "class/net/eth2/device/vendor": "0x15b3",
@@ -120,6 +130,12 @@ def test_every_rdma_port_and_interface_is_read_as_the_abi_writes_it(tmp_path: Pa
     assert (eth["kind"], eth["active"], eth["rate_gbit"], eth["mtu"], eth["virtual"]) == (
         "net", True, 100.0, 9000, False)
     assert eth["counters"] == {"rx_errors": 1, "tx_errors": 0, "carrier_changes": 4}
+    assert up["pcie"] == {"gen": 5, "max_gen": 5, "width": 16, "max_width": 16,
+                          "speed": "32.0 GT/s PCIe", "max_speed": "32.0 GT/s PCIe"}
+    assert eth["pcie"] == {"gen": 4, "max_gen": 5, "width": 8, "max_width": 16,
+                           "speed": "16.0 GT/s PCIe", "max_speed": "32.0 GT/s PCIe"}
+    # no PCI device: none (mlx5_1 has no device/; veth1 is virtual; eth2's has no link)
+    assert [ports[name]["pcie"] for name in ("mlx5_1/1", "veth1", "eth2")] == [None] * 3
     veth = ports["veth1"]
     assert (veth["active"], veth["rate_gbit"], veth["virtual"]) == (True, None, True)
     assert veth["unreadable"][
@@ -134,6 +150,26 @@ def test_a_file_the_tree_lacks_is_named_never_guessed(tmp_path: Path) -> None:
     assert port["rate_gbit"] is None and port["active"] is False
     assert port["unreadable"] == {str(root / "class/infiniband/mlx5_0/ports/1/rate"):
                                   "not present"}
+
+
+def test_a_pcie_link_the_kernel_cannot_tell_is_named_on_every_port_of_it(
+        tmp_path: Path) -> None:
+    root = tree(tmp_path)
+    device = root / "class/infiniband/mlx5_0/device"
+    (device / "current_link_speed").write_text("Unknown\n")
+    (device / "current_link_width").write_text("0\n")
+    (device / "max_link_width").unlink()
+    write(root, ib_port("mlx5_0", 2, "4: ACTIVE", "5: LinkUp", "400 Gb/sec (4X NDR)"))
+    ports = by_name(run("--sysfs", str(root)))
+    for name in ("mlx5_0/1", "mlx5_0/2"):  # one device, its link on each of its ports
+        assert ports[name]["pcie"] == {"gen": None, "max_gen": 5, "width": None,
+                                       "max_width": None, "speed": "Unknown",
+                                       "max_speed": "32.0 GT/s PCIe"}
+        unread = ports[name]["unreadable"]
+        assert unread[str(device / "current_link_width")] == \
+            "0 lanes: no link trained (or a virtual function's link)"
+        assert unread[str(device / "max_link_width")] == "not present"
+        assert unread[str(device / "current_link_speed")].startswith("'Unknown': ")
 
 
 def test_no_sysfs_is_an_error_with_the_reason(tmp_path: Path) -> None:
@@ -195,8 +231,10 @@ def test_a_link_out_of_the_tree_is_named_never_followed(tmp_path: Path) -> None:
     assert "SECRET" not in stdout and "31337" not in stdout and "outside" not in stdout
     ports = by_name(parsed(stdout))
     why = f"a link out of {root}: not followed"
-    assert ports["eth0"]["unreadable"] == {str(mtu): why}
+    assert ports["eth0"]["unreadable"] == {
+        str(mtu): why, str(root / "class/net/eth0/device"): f"{why} (its PCIe link not read)"}
     assert ports["eth0"]["address"] is None and ports["eth0"]["pci"] is None
+    assert ports["eth0"]["pcie"] is None
     assert ports["eth0"]["mtu"] is None
     assert ports["eth0"]["virtual"] is True  # its device is not in the tree
     assert ports["mlx5_0/1"]["unreadable"] == {str(lid): why}

@@ -9,7 +9,15 @@ import pytest
 
 from pytest_cluster.contract.sections.sim_records import SimFault, SimSpec
 from pytest_cluster.sim.cluster import NICS_PER_NODE
-from pytest_cluster.sim.nics import guid, network_share, perftest_ranks, port_gbit, rail_of, tree
+from pytest_cluster.sim.nics import (
+    guid,
+    network_share,
+    nic_payload,
+    perftest_ranks,
+    port_gbit,
+    rail_of,
+    tree,
+)
 
 NODES = ("n1", "n2", "n3")
 SIM = SimSpec("H100-SXM-80GB", 8, faults=(
@@ -39,6 +47,26 @@ def test_the_down_port_reads_down_in_its_nodes_tree_only() -> None:
             for node in NODES}
     assert down == {"n1": [], "n2": [path for path in tree(SIM, "n2", None)
                                       if path.endswith("mlx5_3/ports/1/state")], "n3": []}
+
+
+def test_a_narrow_or_slow_pcie_link_is_on_that_card_of_that_node_alone() -> None:
+    """A healthy card's link is Gen5 x16 on its RDMA port and its interface; a fault
+    trains one card's link narrower or slower, read by the probe's own parser."""
+    sim = SimSpec("H100-SXM-80GB", 8, faults=(
+        SimFault("n2", None, 1, nic=4, nic_pcie_width=8),
+        SimFault("n3", None, 2, nic=6, nic_pcie_gen=4)))
+    links = {(node, port["name"]): port["pcie"] for node in NODES
+             for port in nic_payload(sim, node, None).get("ports", [])}
+    best = {"gen": 5, "max_gen": 5, "width": 16, "max_width": 16,
+            "speed": "32.0 GT/s PCIe", "max_speed": "32.0 GT/s PCIe"}
+    odd = {key: link for key, link in links.items() if link != best}
+    assert odd == {
+        **{(node, "eno1"): {"gen": 4, "max_gen": 4, "width": 16, "max_width": 16,
+                            "speed": "16.0 GT/s PCIe", "max_speed": "16.0 GT/s PCIe"}
+           for node in NODES},
+        **{("n2", name): {**best, "width": 8} for name in ("mlx5_4/1", "ibp4s0")},
+        **{("n3", name): {**best, "gen": 4, "speed": "16.0 GT/s PCIe"}
+           for name in ("mlx5_6/1", "ibp6s0")}}
 
 
 @pytest.mark.parametrize(("env", "rail"), [

@@ -586,3 +586,35 @@ def test_a_spec_edited_mid_soak_is_said_and_never_used(pytester: pytest.Pytester
     assert soak.round_numbers(soak_dir) == [1, 2, 3]
     end = read_results(soak_dir / "results.jsonl").end
     assert end is not None and end["soak"]["spec_changed"] == said[0].removeprefix("soak: ")
+
+
+RAS_SPEC = """\
+cluster: {name: soak, nodes: "n[1-3]", launcher: sim}
+gpus: {count: 8}
+interconnect:
+  intra_node: {kind: nvlink, rate: 450 GB/s}
+  inter_node: {kind: infiniband, nics_per_node: 8, rate_per_nic: 400 Gb/s}
+  payloads: [4 GiB]
+  node_counts: [3]
+  busbw: ">= 80%"
+  node_network: false
+sim:
+  gpus_per_node: 8
+  faults: [{node: n2, gpu: 1, nccl_dead: true, from_round: 2}]
+"""
+
+
+@pytest.mark.slow
+def test_a_rounds_line_says_what_nccl_ras_said_in_its_hung_jobs(
+        pytester: pytest.Pytester) -> None:
+    """Round 1 has no hang (no RAS words); from round 2, n2's rank on GPU 1 is dead: the
+    round's line carries RAS's naming of it, per hung case."""
+    (pytester.path / "trial.yaml").write_text(RAS_SPEC)
+    pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                       "--cluster-reports=reports", "--cluster-soak-rounds=2",
+                       "-k", "collective")
+    rounds = _lines(pytester.path / "reports" / "latest" / "results.jsonl", "round")
+    assert [r["round"] for r in rounds] == [1, 2]
+    assert rounds[0]["nccl_ras"] == []
+    assert {r["node"] for r in rounds[1]["nccl_ras"]} == {"n2", "3 nodes (n1..n3)"}
+    assert all("(n2, GPU 1) DEAD" in r["ras"] for r in rounds[1]["nccl_ras"])

@@ -6,8 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from pytest_cluster.contract.loader import MAX_SPEC_BYTES
 from pytest_cluster.evidence.verdict.sla import FAILED, HEALTHY, UNREACHABLE
 from pytest_cluster.soak import rounds as soak
@@ -30,18 +28,6 @@ def test_a_round_runs_the_soaks_command_line_without_the_soaks_options() -> None
         "--cluster-reports=/r/soak/rounds", "--cluster-soak-round=12"]
 
 
-@pytest.mark.parametrize(("raw", "seconds"), [("48h", 172800.0), ("90 min", 5400.0),
-                                              ("30s", 30.0)])
-def test_a_soaks_time_is_a_time(raw: str, seconds: float) -> None:
-    assert soak.parse_duration(raw) == seconds
-
-
-@pytest.mark.parametrize("raw", ["2d", "forever", "0 s", "-1h"])
-def test_a_soaks_time_that_is_no_time_is_refused(raw: str) -> None:
-    with pytest.raises(soak.SoakError, match="expected"):
-        soak.parse_duration(raw)
-
-
 def _verdict(verdict: str, planned: int, ran: int, passed: int) -> dict[str, Any]:
     return {"node": "n1", "verdict": verdict, "checks_planned": planned,
             "checks_ran": ran, "checks_passed": passed}
@@ -55,3 +41,22 @@ def test_a_node_is_healthy_in_a_round_only_when_every_check_of_it_ran_and_passed
     assert soak.node_state(_verdict("NOT CHECKED", 40, 0, 0)) is None
     assert soak.node_state(_verdict("REJECTED", 40, 12, 11)) == FAILED
     assert soak.node_state(_verdict("UNREACHABLE", 40, 40, 0)) == UNREACHABLE
+
+
+def test_a_rounds_ras_summary_is_what_its_hung_jobs_ranks_asked() -> None:
+    """Each case whose message carries NCCL RAS's words, once per text, bounded; a round
+    with no hang has none."""
+    said = "NCCL RAS: rank 17 (gpu-003, GPU 1) DEAD (asked on gpu-001 by rank 0)"
+    lines: list[Any] = [
+        {"nodeid": "t::a", "node": "6 nodes", "message": f"[SIMULATED] hung; {said}"},
+        {"nodeid": "t::b", "node": "gpu-003", "message": f"hung; {said}"},
+        {"nodeid": "t::c", "node": "gpu-001", "message": "measured 4 > allowed 0"},
+        {"nodeid": "t::d", "node": "gpu-002"}]
+    assert soak.ras_summaries(lines) == [{"nodeid": "t::a", "node": "6 nodes", "ras": said}]
+    assert soak.ras_summaries(lines[2:]) == []
+    many: list[Any] = [{"nodeid": f"t::{i}", "node": "n",
+                        "message": f"NCCL RAS: {i} " + "x" * 900}
+            for i in range(100)]
+    found = soak.ras_summaries(many)
+    assert len(found) == soak.MAX_RAS_CASES
+    assert all(len(f["ras"]) == soak.MAX_RAS_TEXT for f in found)

@@ -76,7 +76,14 @@ def clause(ctx: Ctx, table: Map, declaration: Declaration, where: str | None = N
     if req is None or node is None:
         return None
     slips(ctx, node.start_mark.line + 1, table.sub(key), declaration, req.bound)
-    return Clause(declaration.name(where, member), node.start_mark.line + 1, req)
+    return written(ctx, node, table.sub(key), declaration.name(where, member), req)
+
+
+def written(ctx: Ctx, node: Node, path: str, key: str, req: Requirement) -> Clause:
+    """The clause `key` the spec wrote at `node` (`path`), or its profile did: then at line
+    0 (not in the spec), with the profile's citation (Clause.source)."""
+    source = ctx.cited(node, path)
+    return Clause(key, 0 if source else node.start_mark.line + 1, req, source)
 
 
 def default(declaration: Declaration, where: str | None = None) -> Clause | None:
@@ -103,7 +110,7 @@ def share_or(ctx: Ctx, table: Map, key: str, name: str, dim: Dim,
                 req = parse_requirement(raw, dim)
             except UnitError:
                 raise UnitError(f"expected {expected}, got {raw!r}") from None
-        return Clause(f"{key}.{name}", node.start_mark.line + 1, req)
+        return written(ctx, node, table.sub(name), f"{key}.{name}", req)
 
     return field(ctx, node, table.sub(name), parse)
 
@@ -125,7 +132,14 @@ def rule(ctx: Ctx, table: Map, declaration: Declaration) -> Rule | None:
         raise UnitError(f"expected {shown} (the default), or false to leave it out, got {raw!r}")
 
     on = field(ctx, node, declaration.id, parse)
-    return Rule(declaration.id, node.start_mark.line + 1, declaration.text) if on else None
+    return written_rule(ctx, node, table.sub(declaration.key), declaration.id,
+                        declaration.text) if on else None
+
+
+def written_rule(ctx: Ctx, node: Node, path: str, key: str, text: str) -> Rule:
+    """The rule `key` the spec wrote at `node` (`path`), or its profile did (as `written`)."""
+    source = ctx.cited(node, path)
+    return Rule(key, 0 if source else node.start_mark.line + 1, text, source)
 
 
 def flag(ctx: Ctx, table: Map, declaration: Declaration,
@@ -136,7 +150,8 @@ def flag(ctx: Ctx, table: Map, declaration: Declaration,
     on = field(ctx, node, table.sub(declaration.key), boolean)
     if not on or node is None:
         return on, None
-    return on, Rule(declaration.name(where), node.start_mark.line + 1, declaration.text)
+    return on, written_rule(ctx, node, table.sub(declaration.key), declaration.name(where),
+                            declaration.text)
 
 
 def promises(ctx: Ctx, table: Map, section: str, where: str | None = None,

@@ -4,10 +4,15 @@ slips that do not stop the run)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from yaml.nodes import Node, ScalarNode
 
 from pytest_cluster.contract.reading.yaml_nodes import NUMBER_TAGS, scalar
 from pytest_cluster.errors import SpecError, head
+
+if TYPE_CHECKING:
+    from pytest_cluster.contract.reading.profiles import Profile
 
 #: Errors kept with their text; later ones are counted (a SpecError shows 20 anyway).
 MAX_KEPT = 200
@@ -24,6 +29,29 @@ class Ctx:
         self.count = 0  # of all errors
         self.warnings: list[SpecError] = []  # located and rendered like errors
         self.paths: set[str] = set()  # of all errors
+        #: the profile the spec extends (its nodes are marked with its file)
+        self.profile: Profile | None = None
+        self.extends: Node | None = None  # the spec's `extends` value (its line)
+
+    def file_of(self, node: Node | None) -> str:
+        """The file `node` was written in: the spec's, or its profile's."""
+        name = getattr(node.start_mark, "name", None) if node is not None else None
+        if self.profile is not None and name == self.profile.file:
+            return self.profile.file
+        return self.file
+
+    def in_spec(self, *nodes: Node | None) -> Node | None:
+        """The first of `nodes` the spec itself wrote, else its `extends` line: where an
+        error about what the profile leaves out is the spec's to fix."""
+        return next((node for node in nodes if node is not None
+                     and self.file_of(node) == self.file), self.extends)
+
+    def cited(self, node: Node | None, path: str) -> str:
+        """Where the bound at `path` came from when the profile wrote it ('profile NAME:
+        URL (what it says)'); '' when the spec did."""
+        if self.profile is None or node is None or self.file_of(node) == self.file:
+            return ""
+        return self.profile.cites(path)
 
     @property
     def full(self) -> bool:
@@ -35,7 +63,7 @@ class Ctx:
         self.paths.add(path)
         if len(self.errors) < MAX_KEPT:
             line = node.start_mark.line + 1 if node is not None else None
-            self.errors.append(SpecError(as_written(node, message), file=self.file,
+            self.errors.append(SpecError(as_written(node, message), file=self.file_of(node),
                                          line=line, path=path))
             self.where.append((line or 0, node.start_mark.column if node is not None else 0))
 

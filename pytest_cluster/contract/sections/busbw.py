@@ -12,12 +12,14 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_cluster.contract.model import Clause, InterconnectSpec
 from pytest_cluster.contract.reading.documents import record_of
 from pytest_cluster.contract.requirement import Requirement
 from pytest_cluster.units import Dim, Quantity, format_number
+
+if TYPE_CHECKING:
+    from pytest_cluster.contract.model import Clause, InterconnectSpec
 
 
 def bus_factor(collective: str, ranks: int) -> float:
@@ -65,22 +67,38 @@ def theoretical(spec: InterconnectSpec, nodes: int) -> Theory | None:
     return Theory(total, text)
 
 
+def bound(spec: InterconnectSpec, scope: str) -> Clause:
+    """The busbw clause of `scope` (intra_node, inter_node or node_network, its key
+    'interconnect.busbw[scope]') as the spec wrote it: a share of theoretical or a rate.
+    The parser refuses a spec that runs a scope without one: none here is our bug."""
+    key = f"interconnect.busbw[{scope}]"
+    found = next((clause for clause in spec.busbw if clause.key == key), None)
+    if found is None:
+        raise ValueError(f"the spec promises no busbw for {scope}")
+    return found
+
+
+def is_share(clause: Clause) -> bool:
+    """Whether a busbw bound is a share of theoretical ('>= 80%'), not a rate."""
+    return clause.requirement.bound.dim is Dim.FRACTION
+
+
 def required_busbw(spec: InterconnectSpec, nodes: int,
                    scope: str) -> tuple[Clause, Theory | None]:
     """The busbw clause for one kind of test (`scope`: intra_node, inter_node or
-    node_network, its key 'interconnect.busbw[scope]') as a rate: a share of theoretical
-    becomes share x theoretical, its text saying both ('>= 80% of 450 GB/s = 360 GB/s').
-    The theory is None when none is derivable (no link given for this case)."""
-    clause = replace(spec.busbw, key=f"interconnect.busbw[{scope}]")
+    node_network, each with its own bound) as a rate: a share of theoretical becomes
+    share x theoretical, its text saying both ('>= 80% of 450 GB/s = 360 GB/s'). The theory
+    is None when none is derivable (no link given for this case)."""
+    clause = bound(spec, scope)
     theory = theoretical(spec, nodes)
-    if not spec.is_share or theory is None:
+    if not is_share(clause) or theory is None:
         return clause, theory
     req = clause.requirement
     value = req.bound.value * theory.bytes_per_s
     share = f"{format_number(100 * req.bound.value)}%"
     text = f"{req.op} {share} of {gbs(theory.bytes_per_s)} = {gbs(value)}"
-    return Clause(clause.key, clause.line,
-                  Requirement(req.op, Quantity(value, Dim.RATE, "GB/s"), text)), theory
+    return replace(clause, requirement=Requirement(req.op, Quantity(value, Dim.RATE, "GB/s"),
+                                                   text)), theory
 
 
 @dataclass(frozen=True)
@@ -122,6 +140,9 @@ class CollectiveRun:
     #: the job's measurement ended with an exception in our own code (`error` says which):
     #: a fault of the tool, no node's
     crashed: bool = False
+    #: the nodes a hung job's evidence singles out (NCCL RAS's dead ranks' nodes,
+    #: measure/nccl_ras.py): its failure fails them too; none where nothing singles one out
+    culprits: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:

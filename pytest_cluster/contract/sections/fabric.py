@@ -6,6 +6,7 @@
       rate: 400 Gb/s           # each counted active port's rate, at least
       link_layer: InfiniBand   # each counted port's (InfiniBand or Ethernet: RoCE)
       mtu: 4096                # each counted active port's interface MTU, at least
+      pcie: max                # (the default) each counted port's NIC at its best PCIe link
       symbol_errors: 10 /h     # each counted port's symbol errors over the run, at most
       rail_busbw: 40 GB/s      # all_reduce busbw over each rail alone, pairs of nodes
       rail_tool: ib_write_bw   # or measure each rail with perftest (RDMA ports)
@@ -13,7 +14,8 @@
       flap: 30 s               # in a soak: a port seen down this long fails its node
 
 `same_firmware` is implied on two nodes or more; `counters` (no error counter grows during
-the run) is on unless `counters: false`.
+the run) and `pcie` (each NIC's PCIe link at its maximum generation and width) are on
+unless `false`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from yaml.nodes import Node, ScalarNode
 
 from pytest_cluster.contract.clauses import declared
 from pytest_cluster.contract.model import Clause, FabricSpec, Rule
-from pytest_cluster.contract.reading.clause_parsers import promises
+from pytest_cluster.contract.reading.clause_parsers import promises, written_rule
 from pytest_cluster.contract.reading.fields import (
     boolean,
     field,
@@ -108,8 +110,9 @@ def parse_fabric(ctx: Ctx, node: Node | None, interconnect: bool = False) -> Fab
     layer = field(ctx, layer_node, "fabric.link_layer", link_layer)
     rules: list[Rule] = []
     if layer is not None and layer_node is not None:
-        rules.append(Rule(declared("fabric.link_layer").id, layer_node.start_mark.line + 1,
-                          f"{layer} on every counted port"))
+        rules.append(written_rule(ctx, layer_node, "fabric.link_layer",
+                                  declared("fabric.link_layer").id,
+                                  f"{layer} on every counted port"))
     firmware = declared("fabric.same_firmware")
     rules.append(Rule(firmware.id, 0, firmware.text))
     written = {f"fabric.{key}": table.items[key][1] for key in ("ports", "mtu")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from yaml.nodes import Node
@@ -9,6 +10,7 @@ from yaml.nodes import Node
 from pytest_cluster.contract.clauses import declared, keys
 from pytest_cluster.contract.model import (
     HostSpec,
+    Rule,
     VersionClause,
 )
 from pytest_cluster.contract.reading.clause_parsers import flag, promises
@@ -18,6 +20,9 @@ from pytest_cluster.contract.reading.yaml_nodes import written
 from pytest_cluster.contract.requirement import (
     parse_version_requirement,
 )
+from pytest_cluster.contract.sections.host_records import Golden
+from pytest_cluster.errors import UnitError, head
+from pytest_cluster.hostlist import compress_hostlist
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.reading.located_errors import Ctx
@@ -41,13 +46,52 @@ def _software(ctx: Ctx, table: Map) -> tuple[VersionClause, ...]:
     return tuple(found)
 
 
-def parse_host(ctx: Ctx, node: Node | None) -> HostSpec:
+#: `host.golden: majority` (or true): each node against the cluster's strict majority.
+MAJORITY = "majority"
+#: How a file of golden values is named: an inventory.json a run wrote, or a YAML.
+GOLDEN_FILES = (".json", ".yaml", ".yml")
+
+
+def golden_of(nodes: tuple[str, ...]) -> Callable[[object], Golden]:
+    """The parser of host.golden: `majority` (or true), a node of `nodes` (a host name's
+    case does not matter: the cluster's spelling is kept), or a file of golden values;
+    anything else is a usage error (a golden node that is not in the cluster)."""
+    by_lower = {name.lower(): name for name in nodes}
+
+    def parse(raw: object) -> Golden:
+        if raw is True or raw == MAJORITY:
+            return Golden()
+        if isinstance(raw, str) and raw.strip().lower() in by_lower:
+            return Golden(node=by_lower[raw.strip().lower()])
+        if isinstance(raw, str) and raw.strip().lower().endswith(GOLDEN_FILES):
+            return Golden(file=raw.strip())
+        listed = head(compress_hostlist(list(nodes)), 120) if nodes else "none"
+        raise UnitError(f"expected {MAJORITY} (the nodes' strict majority), a node of the "
+                        f"cluster ({listed}) or a file of golden values (an inventory.json "
+                        f"a run wrote, or a .yaml), got {head(str(raw), 64)!r}")
+    return parse
+
+
+def _golden(ctx: Ctx, table: Map, nodes: tuple[str, ...]) -> tuple[Golden | None, Rule | None]:
+    declaration = declared("host.golden")
+    node = table.take(declaration.key)
+    golden = field(ctx, node, declaration.id, golden_of(nodes))
+    if golden is None or node is None:
+        return None, None
+    return golden, Rule(declaration.id, node.start_mark.line + 1,
+                        f"{declaration.text} ({golden.said})")
+
+
+def parse_host(ctx: Ctx, node: Node | None, nodes: tuple[str, ...] = ()) -> HostSpec:
+    """The host section; `nodes`: the cluster's (what host.golden may name)."""
     if node is None:
         return HostSpec()
     table = Map(ctx, node, "host", keys("host"))
     software = _software(ctx, table)
     same, _ = flag(ctx, table, declared("host.same_software"))
-    result = HostSpec(clauses=promises(ctx, table, "host"), software=software,
-                      same_software=True if same is None else same)
+    golden, rule = _golden(ctx, table, nodes)
+    result = HostSpec(clauses=promises(ctx, table, "host") + ((rule,) if rule else ()),
+                      software=software, same_software=True if same is None else same,
+                      golden=golden)
     table.finish()
     return result

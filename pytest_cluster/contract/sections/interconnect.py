@@ -1,5 +1,6 @@
 """The `interconnect:` section: links, collectives, payloads, node counts and the busbw
-promise (a share of theoretical like '80%', or a rate like '360 GB/s')."""
+promise (a share of theoretical like '80%', or a rate like '360 GB/s'; once, or per scope:
+busbw_bounds.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from pytest_cluster.contract.model import (
     Rule,
     TransportSpec,
 )
-from pytest_cluster.contract.reading.clause_parsers import as_declared, share_or
+from pytest_cluster.contract.reading.clause_parsers import as_declared
 from pytest_cluster.contract.reading.fields import (
     boolean,
     field,
@@ -34,6 +35,12 @@ from pytest_cluster.contract.reading.fields import (
 from pytest_cluster.contract.reading.mapping import Map
 from pytest_cluster.contract.reading.yaml_nodes import kind
 from pytest_cluster.contract.requirement import Requirement, parse_requirement
+from pytest_cluster.contract.sections.busbw_bounds import (
+    EXPECTED,
+    PATH,
+    check_bounds,
+    parse_busbw,
+)
 from pytest_cluster.errors import UnitError, head
 from pytest_cluster.units import Dim, parse_bytes
 
@@ -270,11 +277,10 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
               or [] if isinstance(v, int)]
     if counts_node is None:
         counts = [len(cluster.nodes)] if len(cluster.nodes) > 1 else []
-    busbw = share_or(ctx, table, path, "busbw", Dim.RATE, "a share of theoretical like "
-                     "'>= 80%' or a bus bandwidth like '>= 360 GB/s'")
-    if busbw is None and not ctx.failed(f"{path}.busbw"):
-        ctx.error(node, f"{path}.busbw", "missing: the promise, a share of theoretical like "
-                  "'>= 80%' or a bus bandwidth like '>= 360 GB/s'")
+    busbw = parse_busbw(ctx, table)
+    if not busbw and not any(p.startswith(PATH) for p in ctx.paths):
+        ctx.error(node, PATH, f"missing: the promise, {EXPECTED} (or one per scope: "
+                  f"{{intra_node: \">= 360 GB/s\", inter_node: \">= 80%\"}})")
 
     ranks_node = table.take("ranks_per_node")
     ranks = field(ctx, ranks_node, f"{path}.ranks_per_node", whole(1, MAX_RANKS))
@@ -297,7 +303,7 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
     folder = field(ctx, folder_node, f"{path}.nccl_tests", _folder)
     latency = _latency(ctx, table, path)
     table.finish()
-    if busbw is None or not payloads:
+    if not busbw or not payloads:
         return None
     result = InterconnectSpec(
         busbw=busbw, payloads=tuple(sorted(set(payloads))),
@@ -322,13 +328,5 @@ def parse_interconnect(ctx: Ctx, node: Node | None, cluster: ClusterSpec,
         ctx.error(node, f"{path}.ranks_per_node", "nothing to measure: one node with one "
                   "rank has no one to talk to; set ranks_per_node to 2 or more (one per "
                   "GPU), or test several nodes")
-    if result.is_share:
-        if result.ranks_per_node > 1 and not given["intra_node"]:
-            ctx.error(node, f"{path}.intra_node", "missing: a share of theoretical needs the "
-                      "intra-node link's rate (intra_node: {kind: nvlink, rate: 450 GB/s}), "
-                      "or give busbw as a rate")
-        if len(cluster.nodes) > 1 and not given["inter_node"]:
-            ctx.error(node, f"{path}.inter_node", "missing: a share of theoretical needs the "
-                      "network's rate (inter_node: {kind: infiniband, nics_per_node: 8, "
-                      "rate_per_nic: 400 Gb/s}), or give busbw as a rate")
+    check_bounds(ctx, node, result, len(cluster.nodes), given)
     return result

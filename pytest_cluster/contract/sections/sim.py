@@ -27,7 +27,12 @@ from pytest_cluster.contract.reading.fields import (
 from pytest_cluster.contract.reading.mapping import Map, for_launcher
 from pytest_cluster.contract.reading.yaml_nodes import kind, scalar
 from pytest_cluster.contract.sections.gpus import gpu_model
-from pytest_cluster.contract.sections.sim_records import SimFault, SimSpec
+from pytest_cluster.contract.sections.sim_records import (
+    NIC_PCIE,
+    NIC_PCIE_WIDTHS,
+    SimFault,
+    SimSpec,
+)
 from pytest_cluster.errors import UnitError, head
 from pytest_cluster.units import Dim, parse_bytes, parse_quantity
 
@@ -42,9 +47,11 @@ FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen",
               "row_remap_pending", "row_remap_failure", "ecc_uncorrected", "nvlinks_down",
               "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor",
               "link_factor", "replaced", "from_round", "until_round", "sdc", "nic", "nic_down",
-              "nic_rate", "nic_firmware", "nic_link_downed", "nic_symbol_errors", "transport",
+              "nic_rate", "nic_firmware", "nic_link_downed", "nic_symbol_errors", "nic_pcie_gen",
+              "nic_pcie_width", "transport",
               "gdr", "latency_factor", "storage_factor", "storage_corrupt", "storage_error",
-              "storage_unmounted", "lies", "dcgm_fail", "dcgm_config")
+              "storage_unmounted", "lies", "nccl_dead", "vbios", "dcgm_fail",
+              "dcgm_config")
 #: What a simulated node's NCCL may fall back to (its `transport` fault).
 SIM_TRANSPORTS = ("socket",)
 #: The clocks event reasons that count as throttling (the GPU probe's THROTTLE_BITS: the spec
@@ -119,6 +126,7 @@ _lie = one_of(tuple(LIES), f"one of {', '.join(LIES)} (what the node claims inst
 _sim_transport = one_of(SIM_TRANSPORTS, f"{' or '.join(SIM_TRANSPORTS)} (the network NCCL "
                         "falls back to)")
 _firmware = text("a firmware version like '28.39.1002'")
+_vbios = text("a VBIOS version as NVML prints it, like '96.00.89.00.01'")
 #: DCGM's diagnostic tests a simulated GPU can fail (DCGM 4.x's names; the sim plays each
 #: at the levels DCGM runs it: sim/dcgm.py), and the configuration findings it can make.
 DCGM_TESTS = ("software", "pcie", "memory", "diagnostic", "targeted_stress",
@@ -196,6 +204,13 @@ def _nic_rate(fields: _Fields) -> float | None:
     return rate.value * 8 / 1e9 if rate is not None and rate.value > 0 else None
 
 
+def _nic_width(raw: object) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw not in NIC_PCIE_WIDTHS:
+        raise UnitError(f"expected the lanes a NIC's PCIe link trained to: "
+                        f"{', '.join(map(str, NIC_PCIE_WIDTHS))}; got {head(str(raw), 40)!r}")
+    return raw
+
+
 def _read(fields: _Fields, name: str, gpu: int | None, line: int,
           nic_rate: float | None) -> SimFault:
     """The fault's every other key, in the order they were always read (the errors kept
@@ -231,6 +246,8 @@ def _read(fields: _Fields, name: str, gpu: int | None, line: int,
         nic_firmware=fields.one("nic_firmware", _firmware),
         nic_link_downed=fields.or_("nic_link_downed", _count, 0),
         nic_symbol_errors=fields.or_("nic_symbol_errors", _count, 0),
+        nic_pcie_gen=fields.one("nic_pcie_gen", whole(1, NIC_PCIE[0])),
+        nic_pcie_width=fields.one("nic_pcie_width", _nic_width),
         transport=fields.one("transport", _sim_transport),
         gdr=fields.one("gdr", boolean),
         latency_factor=fields.or_("latency_factor", _far, 1.0),
@@ -239,6 +256,8 @@ def _read(fields: _Fields, name: str, gpu: int | None, line: int,
         storage_error=fields.one("storage_error", _storage_error),
         storage_unmounted=fields.flag("storage_unmounted"),
         lies=fields.one("lies", _lie),
+        nccl_dead=fields.flag("nccl_dead"),
+        vbios=fields.one("vbios", _vbios),
         dcgm_fail=fields.one("dcgm_fail", _dcgm_test),
         dcgm_config=fields.one("dcgm_config", _dcgm_config),
     )
@@ -255,7 +274,7 @@ def _check(fields: _Fields, node: Node, fault: SimFault) -> None:
                   f"expected the last round the fault is on, from from_round "
                   f"({fault.from_round}) on, got {fault.until_round}")
     per_nic = (fault.nic_down, fault.nic_rate_gbit, fault.nic_firmware, fault.nic_link_downed,
-               fault.nic_symbol_errors)
+               fault.nic_symbol_errors, fault.nic_pcie_gen, fault.nic_pcie_width)
     if fault.nic is None and any(per_nic) and not ctx.failed(f"{path}.nic"):
         ctx.error(node, f"{path}.nic", "missing: a NIC fault needs the NIC's index (nic: 3, "
                   "for mlx5_3)")
@@ -263,7 +282,7 @@ def _check(fields: _Fields, node: Node, fault: SimFault) -> None:
                fault.row_remap_pending, fault.row_remap_failure, fault.ecc_uncorrected,
                fault.nvlinks_down, fault.throttle, fault.xid, fault.temperature_c,
                fault.matmul_factor != 1.0, fault.bandwidth_factor != 1.0, fault.replaced,
-               fault.sdc, fault.dcgm_fail)
+               fault.sdc, fault.nccl_dead, fault.vbios, fault.dcgm_fail)
     if fields.node("gpu") is None and any(per_gpu):
         ctx.error(node, f"{path}.gpu", "missing: a GPU fault needs the GPU index (gpu: 3)")
 

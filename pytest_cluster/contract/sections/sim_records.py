@@ -40,6 +40,8 @@ class SimFault:
     nic_firmware: str | None = None  # its firmware
     nic_link_downed: int = 0  # its port went down this many times during the run
     nic_symbol_errors: int = 0  # its port took this many symbol errors during the run
+    nic_pcie_gen: int | None = None  # its PCIe link trained at this generation (of 5)
+    nic_pcie_width: int | None = None  # ... and this many lanes (of 16)
     transport: str | None = None  # the node's NCCL used this network ("socket": fell back)
     gdr: bool | None = None  # False: the node's NCCL had no GPUDirect RDMA
     #: the node sits this many times farther from its peers (another spine): the
@@ -62,6 +64,18 @@ class SimFault:
     #: DCGM's diagnostic finds this configuration problem on the node ('persistence_mode':
     #: error id 29 on every GPU)
     dcgm_config: str | None = None
+    #: the rank on this GPU stops answering in every collective job over its node (its
+    #: process wedged): the job hangs past its bound, and NCCL's RAS, asked by the other
+    #: ranks, names it DEAD (sim/nccl_ras.py)
+    nccl_dead: bool = False
+    #: the GPU's VBIOS (another than its model's: a board flashed apart from the fleet's)
+    vbios: str | None = None
+
+
+#: A simulated NIC's PCIe link at its best (a ConnectX-7: Gen5 x16), and the widths its
+#: link may train to (a fault's nic_pcie_width).
+NIC_PCIE = (5, 16)
+NIC_PCIE_WIDTHS = (1, 2, 4, 8, 16)
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,22 @@ def promise_text(promise: Promise) -> str:
     return promise.text if isinstance(promise, Rule) else promise.requirement.text
 
 
+def bound_source(promise: Promise) -> str | None:
+    """Where the promise's bound came from when the spec's profile supplied it ('profile
+    NAME: URL (what it says)', recorded as `bound_source`); None when the spec wrote it."""
+    return getattr(promise, "source", "") or None
+
+
+def from_profile(promise: Clause | Rule) -> str:
+    """What a failure adds when the bound came from the spec's profile: '; 460 GB/s from
+    profile azure-nd-h100-v5: URL (what it says)'; '' when the spec wrote it."""
+    if not promise.source:
+        return ""
+    bound = promise.text if isinstance(promise, Rule) else promise.requirement.show(
+        promise.requirement.bound.value)
+    return f"; {bound} from {promise.source}"
+
+
 def where(node: str, filesystem: str | None = None, gpu: int | None = None) -> str:
     """How a message names what was tested: 'node01', 'node01 /data', 'node01 gpu3'."""
     text = f"{node} {filesystem}" if filesystem else node
@@ -125,6 +141,7 @@ class Evidence:
         self._record_apart()
         self.record(node=result.node, filesystem=self.place.filesystem, spec_key=clause.key,
                     spec_line=clause.line, requirement=promise_text(clause),
+                    bound_source=bound_source(clause),
                     error_kind=result.error.value if result.error else "failed",
                     probe=result.probe, simulated=result.simulated,
                     raw={"message": result.message, "exit_code": result.exit_code,
@@ -142,7 +159,8 @@ class Evidence:
         self._record_apart()
         self.record(node=node, filesystem=place.filesystem, spec_key=clause.key,
                     spec_line=clause.line, requirement=promise_text(clause),
-                    error_kind=kind, raw=raw, simulated=self.simulated or None)
+                    bound_source=bound_source(clause), error_kind=kind, raw=raw,
+                    simulated=self.simulated or None)
         name = clause.key.rsplit(".", 1)[-1]
         text = f"{where(node, place.filesystem, place.gpu)} {name}: cannot measure: {reason}"
         if kind != "cannot_measure":
@@ -202,7 +220,7 @@ class Evidence:
         self._record_apart()
         self.record(node=node, filesystem=place.filesystem, spec_key=clause.key,
                     spec_line=clause.line, requirement=req.text,
-                    measured=measured / unit_factor,
+                    bound_source=bound_source(clause), measured=measured / unit_factor,
                     required=req.bound.value / unit_factor, comparison=req.op,
                     unit=req.unit, measured_base=measured, required_base=req.bound.value,
                     simulated=simulated, method=method,
@@ -212,6 +230,8 @@ class Evidence:
         verdict = req.check(measured, label)
         if not verdict.ok and note:
             verdict = Verdict(False, f"{verdict.message}; {note}")
+        if not verdict.ok:
+            verdict = Verdict(False, verdict.message + from_profile(clause))
         if wrong:  # what was wrong first; the number too, where it missed its bound
             missed = f"; {verdict.message.removeprefix(f'{label}: ')}" if not verdict.ok else ""
             verdict = Verdict(False, f"{label}: {wrong}{missed}")
@@ -231,11 +251,13 @@ class Evidence:
         self._record_apart()
         self.record(node=node, filesystem=self.place.filesystem, spec_key=rule.key,
                     spec_line=rule.line, requirement=rule.text,
-                    measured=measured, simulated=simulated, method=method,
+                    bound_source=bound_source(rule), measured=measured, simulated=simulated,
+                    method=method,
                     probe_run=result.run_id if result is not None else None, raw=raw)
         name = rule.key.rsplit(".", 1)[-1]
         self._assert(Verdict(ok, f"{where(node, self.place.filesystem, self.place.gpu)} "
-                                 f"{name}: {problem}"), simulated)
+                                 f"{name}: {problem}{'' if ok else from_profile(rule)}"),
+                     simulated)
 
     def check_version(self, clause: VersionClause, found: str | None, *,
                       result: ProbeResult, source: str | None, asked: str | None = None,

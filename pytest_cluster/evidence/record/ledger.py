@@ -53,9 +53,9 @@ if TYPE_CHECKING:
 NOT_HELD = frozenset({"method", "gpu_uuid", "gpu_serial", "probe_run", "finished_at",
                       "duration_s", "spec_line"})
 #: Keys whose values repeat across thousands of cases: one string each, shared.
-SHARED = frozenset({"clause", "spec_key", "requirement", "comparison", "unit", "node",
-                    "outcome", "phase", "verdict", "collective", "derivation", "error_kind",
-                    "filesystem", "type", "code", "action", "actor"})
+SHARED = frozenset({"clause", "spec_key", "requirement", "bound_source", "comparison", "unit",
+                    "node", "outcome", "phase", "verdict", "collective", "derivation",
+                    "error_kind", "filesystem", "type", "code", "action", "actor"})
 
 
 def held(record: ResultLine) -> ResultLine:

@@ -41,6 +41,9 @@ class ResultLine(TypedDict, total=False):
     node_count: int
     spec_line: int
     requirement: str
+    #: where the bound came from when the spec's profile supplied it ('profile NAME: URL
+    #: (what it says)', contract/reading/profiles.py); absent where the spec wrote it
+    bound_source: str
     theoretical: str
     derivation: str
     measured: Any  # in the clause's unit
@@ -119,6 +122,8 @@ class RunLine(TypedDict, total=False):
     cluster: str
     spec: str  # the spec's file
     spec_sha256: str
+    #: the shipped profile the spec extends (contract/reading/profiles.py); absent for none
+    extends: str
     nodes: list[str]
     launcher: str
     simulated: bool
@@ -258,6 +263,9 @@ class RoundLine(TypedDict):
     counts: dict[str, int]
     nodes: dict[str, list[str]]  # by state: healthy, failed, unreachable
     run_dir: str  # the round's, relative to the soak's
+    #: what NCCL's RAS said in the round's hung jobs, per case (soak/rounds.ras_summaries):
+    #: {nodeid, node, ras}; empty when no job of the round hung
+    nccl_ras: list[dict[str, str]]
 
 
 #: A line of results.jsonl, any of its kinds (its `type` says which: run, result,

@@ -83,6 +83,8 @@ class ClauseTally:
     worst_node: str = ""
     worst_margin: float | None = None
     simulated: bool = False
+    #: where the bound came from when the spec's profile supplied it (bound_source)
+    source: str = ""
     found: dict[str, list[str]] = field(default_factory=dict)  # text values -> nodes
     found_failed: dict[str, list[str]] = field(default_factory=dict)
     unmeasured: list[str] = field(default_factory=list)  # failed with no number to show
@@ -100,6 +102,7 @@ class ClauseTally:
             self.failed.add(node)
             self.failed_cases += 1
         self.required = str(record.get("requirement", self.required))
+        self.source = str(record.get("bound_source", self.source) or "")
         self.unit = str(record.get("unit", self.unit) or "")
         self.comparison = str(record.get("comparison", self.comparison) or "")
         self.simulated = self.simulated or bool(record.get("simulated"))

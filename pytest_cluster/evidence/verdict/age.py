@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from pytest_cluster.errors import UnitError, log_line
-from pytest_cluster.units import Dim, format_value, parse_quantity, utc
+from pytest_cluster.errors import log_line
+from pytest_cluster.units import MAX_DURATION_S, Dim, format_value, utc
 
 MADE_AT = "made_at"
 VALID_UNTIL = "valid_until"
@@ -27,38 +27,13 @@ VALID_UNTIL = "valid_until"
 #: that should have renewed it stopped, and whatever reads it (a scheduler plugin reading
 #: the latest run) must not go on trusting it.
 DEFAULT_VALID_FOR_S = 24 * 3600.0
-#: The longest --cluster-valid-for and --max-age: beyond a year a value is a slip, and a
-#: verdict.json that says it holds longer was not written by a run.
-MAX_DURATION_S = 366 * 86400.0
 #: How far in the future a verdict's made_at may be (two machines' clocks differ a little);
 #: beyond it, one of the clocks cannot be trusted, and neither can the verdict's age.
 CLOCK_SKEW_S = 300.0
-EXPECTED_DURATION = ("expected a duration like '24 h', '30 min' or seconds (3600), above 0 "
-                     "and at most 366 days")
 _UTC = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z")
 _UTC_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 _JSON_TYPES = {bool: "true or false", int: "a number", float: "a number", list: "a list",
                dict: "an object", type(None): "null"}
-
-
-def parse_duration(raw: str) -> float:
-    """A duration in seconds, written with a unit as the spec writes one ('24h', '30 min',
-    '2 h', '90 s': units.parse_quantity) or as plain seconds ('3600'); above 0 and at
-    most MAX_DURATION_S. ValueError says what was expected and what was given."""
-    text = raw.strip()
-    if not text:
-        raise ValueError(f"{EXPECTED_DURATION}, got an empty value")
-    written = f"{text} s" if text[-1].isdigit() or text.endswith(".") else text
-    try:
-        seconds = parse_quantity(written, Dim.TIME).value
-    except UnitError as exc:
-        said = str(exc)
-        why = said[said.find(" (", said.find(", got")):] if " (" in said else ""
-        raise ValueError(f"{EXPECTED_DURATION}, got {log_line(text, 40)!r}"
-                         f"{log_line(why, 200)}") from None
-    if not 0 < seconds <= MAX_DURATION_S:
-        raise ValueError(f"{EXPECTED_DURATION}, got {log_line(text, 40)!r}")
-    return seconds
 
 
 def format_duration(seconds: float) -> str:

@@ -6,14 +6,16 @@ numbers (busbw.aggregate). Every launcher answers the same job the same way, the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, TypedDict
 
 from pytest_cluster.contract.reading.documents import record_of
 from pytest_cluster.contract.sections.busbw import CollectiveRun, aggregate, bus_factor
 from pytest_cluster.errors import ClusterError
-from pytest_cluster.launchers.jobs import JobSpec, run_job
+from pytest_cluster.launchers.jobs import JobResult, JobSpec, run_job
+from pytest_cluster.measure import nccl_ras
 from pytest_cluster.measure.network import nccl_log
 from pytest_cluster.probes.jobs import job_source
 
@@ -22,14 +24,79 @@ if TYPE_CHECKING:
     from pytest_cluster.launchers.base import Launcher
 
 
+#: How long before the job's wall clock a rank still measuring is a hang: time for its
+#: watchdog to ask NCCL's RAS (probes/_lib/nccl_ras.HANG_QUERY_S) and say so.
+HANG_MARGIN_S = 30.0
+
+
+def hang_bound(wall_timeout_s: float) -> float:
+    """A rank's hang bound in a job of this wall clock: HANG_MARGIN_S before it (at least
+    half of it)."""
+    return max(wall_timeout_s / 2, wall_timeout_s - HANG_MARGIN_S)
+
+
 def collective_job(spec: InterconnectSpec, collective: str, nodes: Sequence[str],
                    sizes: Sequence[int], env: tuple[tuple[str, str], ...] = ()) -> JobSpec:
     return JobSpec(nodes=tuple(nodes), program=job_source("collective"), env=env,
                    ranks_per_node=spec.ranks_per_node,
                    args=("--collective", collective, "--sizes", ",".join(map(str, sizes)),
                          "--warmup", str(spec.warmup), "--iterations", str(spec.iterations),
-                         "--backend", spec.backend),
+                         "--backend", spec.backend,
+                         "--hang-bound", f"{hang_bound(spec.timeout_s):g}"),
                    init_timeout_s=min(120.0, spec.timeout_s), wall_timeout_s=spec.timeout_s)
+
+
+def hang_failure(result: JobResult, nodes: Sequence[str],
+                 ranks_per_node: int) -> tuple[str, nccl_ras.RasFinding | None]:
+    """('the job hung: ...; NCCL RAS: ...', what RAS said: the nodes its dead ranks single
+    out, its answer) when ranks' watchdogs ended them past their bound
+    (probes/jobs/collective.py); ('', None) otherwise."""
+    hung = [r for r in result.ranks if r.data is not None
+            and isinstance(r.data.get("hang"), dict)]
+    if not hung:
+        return "", None
+    first = hung[0]
+    hang = first.data["hang"] if first.data is not None else {}
+    others = f", as were {len(hung) - 1} other rank(s)" if len(hung) > 1 else ""
+    quiet = [r for r in result.ranks if r.data is None]
+    silent = ""
+    if quiet:
+        named = ", ".join(f"rank {r.rank} ({r.node})" for r in quiet[:nccl_ras.MAX_NAMED])
+        more = f" and {len(quiet) - nccl_ras.MAX_NAMED} more" if len(quiet) > \
+            nccl_ras.MAX_NAMED else ""
+        silent = f"; no line from {named}{more}"
+    text = (f"the job hung: rank {first.rank} ({first.node}) was still at "
+            f"{str(hang.get('phase'))[:80]} after {_seconds(hang.get('waited_s'))} s (bound "
+            f"{_seconds(hang.get('bound_s'))} s){others}{silent}")
+    found = nccl_ras.finding(result.ranks, nodes, ranks_per_node)
+    return (f"{text}; {found.text}" if found is not None else text), found
+
+
+def _seconds(value: object) -> str:
+    """A rank's figure as it said it, where it is a finite number ('?' otherwise)."""
+    return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and math.isfinite(value) else "?"
+
+
+class Failed(TypedDict, total=False):
+    """The fields of a run whose job failed (failed_run)."""
+
+    error: str
+    culprits: tuple[str, ...]
+    details: dict[str, object]
+
+
+def failed_run(result: JobResult, nodes: Sequence[str], ranks_per_node: int) -> Failed:
+    """A failed job's fields of its run: its error (a hang said as hang_failure says it,
+    unless a rank's own end failed the job first, JobResult.own_failure: then the first
+    failure, with RAS's words), the nodes RAS singles out, RAS's answer in `details`."""
+    hung, ras = hang_failure(result, nodes, ranks_per_node)
+    error = hung
+    if not hung or result.own_failure() is not None:
+        error = result.first_failure() + (f"; {ras.text}" if ras is not None else "")
+    if ras is None:
+        return {"error": error}
+    return {"error": error, "culprits": ras.culprits, "details": {"nccl_ras": ras.report}}
 
 
 def run_collective(launcher: Launcher, spec: InterconnectSpec, collective: str,
@@ -46,7 +113,7 @@ def run_collective(launcher: Launcher, spec: InterconnectSpec, collective: str,
         return replace(base, error=str(exc))
     base = replace(base, simulated=result.simulated)
     if not result.ok:
-        return replace(base, error=result.first_failure())
+        return replace(base, **failed_run(result, nodes, spec.ranks_per_node))
     data = [r.data for r in result.ranks if r.data is not None]
     first = data[0]
     details: dict[str, object] = {k: first[k] for k in ("torch", "nccl", "device", "simulated")
@@ -88,6 +155,9 @@ class StressLoop:
     #: answer its host probe (the job was not started: that node's verdict says why);
     #: '' otherwise (the job ran and failed)
     error_kind: str = ""
+    #: the nodes a hung loop's evidence singles out (CollectiveRun.culprits)
+    culprits: tuple[str, ...] = ()
+    details: dict[str, object] = field(default_factory=dict)  # a hang's: NCCL RAS's answer
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -102,9 +172,15 @@ def stress_job(spec: InterconnectSpec, nodes: Sequence[str]) -> JobSpec:
                    ranks_per_node=spec.ranks_per_node,
                    args=("--collective", "all_reduce", "--sizes", str(spec.search_payload),
                          "--warmup", str(spec.warmup), "--iterations", "1",
-                         "--backend", spec.backend, "--seconds", f"{spec.stress_time_s:g}"),
+                         "--backend", spec.backend, "--seconds", f"{spec.stress_time_s:g}",
+                         "--hang-bound", f"{hang_bound(stress_wall(spec)):g}"),
                    init_timeout_s=min(120.0, spec.timeout_s),
-                   wall_timeout_s=spec.stress_time_s * 1.5 + min(120.0, spec.timeout_s) + 120)
+                   wall_timeout_s=stress_wall(spec))
+
+
+def stress_wall(spec: InterconnectSpec) -> float:
+    """The stress loop's wall clock: its time and a half, its init timeout, 120 s."""
+    return spec.stress_time_s * 1.5 + min(120.0, spec.timeout_s) + 120
 
 
 def run_collective_stress(launcher: Launcher, spec: InterconnectSpec,
@@ -116,7 +192,7 @@ def run_collective_stress(launcher: Launcher, spec: InterconnectSpec,
         return replace(base, error=str(exc))
     base = replace(base, simulated=result.simulated)
     if not result.ok:
-        return replace(base, error=result.first_failure())
+        return replace(base, **failed_run(result, nodes, spec.ranks_per_node))
     try:
         loops = [(r.rank, r.data["sizes"][0]) for r in result.ranks if r.data is not None]
         world = len(loops)

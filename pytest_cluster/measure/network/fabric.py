@@ -9,7 +9,7 @@ port as the kernel does (`mlx5_3/1`, `eth0`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any, cast
 
@@ -124,13 +124,83 @@ def rate_bytes(port: Port) -> float | None:
     return None if gbit is None else float(gbit) * GBIT
 
 
-def unreadable(port: Port, field: str, files: tuple[str, ...]) -> str:
+def unreadable(port: Port, field: str, files: tuple[str, ...], name: str = "") -> str:
     """Why a port's field could not be read: what the probe says of `files`, the sysfs
-    files the field is read from."""
+    files the field is read from; `name`: the port's, or its device's ports'."""
     reasons = {path: why for path, why in (port.get("unreadable") or {}).items()
                if path.rsplit("/", 1)[-1] in files}
     shown = "; ".join(f"{path}: {why}" for path, why in list(reasons.items())[:2])
-    return f"{port['name']}: no {field}" + (f" ({shown})" if shown else "")
+    return f"{name or port['name']}: no {field}" + (f" ({shown})" if shown else "")
+
+
+#: A port's PCIe link (the NIC probe's `pcie`): each figure, the sysfs file it is read
+#: from, and the values a PCIe link can have (Gen1 to Gen6, x1 to x32).
+PCIE_FIELDS = {"gen": ("current_link_speed", range(1, 7)),
+               "max_gen": ("max_link_speed", range(1, 7)),
+               "width": ("current_link_width", range(1, 33)),
+               "max_width": ("max_link_width", range(1, 33))}
+
+
+@dataclass(frozen=True)
+class PcieLinks:
+    """The PCIe links of a node's counted ports, one per PCI device (its ports named
+    together): those below their maximum ('mlx5_4/1 PCIe Gen5 x8, can do Gen5 x16'),
+    those not read (why), every device's link read ('Gen5 x16 of Gen5 x16') by its
+    name, and how many devices there are."""
+
+    below: tuple[str, ...]
+    unread: tuple[str, ...]
+    links: dict[str, str]
+    devices: int
+
+    @property
+    def measured(self) -> str:
+        """Each link and the devices that have it: 'Gen5 x16 of Gen5 x16 (mlx5_[0-7])'."""
+        devices: dict[str, list[str]] = {}
+        for names, link in self.links.items():
+            devices.setdefault(link, []).append(names)
+        return ", ".join(f"{link} ({compress_hostlist(names)})"
+                         for link, names in devices.items()) or "no PCIe link read"
+
+
+def _figure(link: Mapping[str, object], key: str) -> int | None:
+    value = link.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) \
+        and value in PCIE_FIELDS[key][1] else None
+
+
+def pcie_links(ports: list[Port]) -> PcieLinks:
+    """The counted ports' PCIe links, each PCI device's once (the ports of one device share
+    its link): a link below its maximum generation or width is `below`; a device whose
+    link, or part of it, was not read (no PCI Express device, 'Unknown', a figure no
+    link has) is `unread`, never at its maximum."""
+    devices: dict[str, list[Port]] = {}
+    for port in ports:
+        devices.setdefault(str(port.get("pci") or port["name"]), []).append(port)
+    below: list[str] = []
+    unread: list[str] = []
+    links: dict[str, str] = {}
+    for group in devices.values():
+        port = group[0]
+        names = ", ".join(str(p["name"]) for p in group)
+        link = port.get("pcie")
+        if not isinstance(link, dict):
+            what = "PCI Express device (a virtual port has none)" if link is None \
+                else f"PCIe link (the node reported {str(link)[:40]!r})"
+            unread.append(unreadable(port, what, ("device",), names))
+            continue
+        found = {key: _figure(link, key) for key in PCIE_FIELDS}
+        gen, best_gen, width, best_width = found.values()
+        now = f"Gen{gen or '?'} x{width or '?'}"
+        best = f"Gen{best_gen or '?'} x{best_width or '?'}"
+        links[str(port.get("device") or names)] = f"{now} of {best}"
+        if (gen and best_gen and gen < best_gen) or (width and best_width and width < best_width):
+            below.append(f"{names} PCIe {now}, can do {best}")
+        elif None in found.values():
+            gone = [key for key, value in found.items() if value is None]
+            unread.append(unreadable(port, f"PCIe {', '.join(gone)}",
+                                     tuple(PCIE_FIELDS[key][0] for key in gone), names))
+    return PcieLinks(tuple(below), tuple(unread), links, len(devices))
 
 
 #: The counters that must not grow during a run: a link that went down or retrained,

@@ -9,6 +9,13 @@ result ("wrong", as nccl-tests counts). Prints one JSON line with this rank's ti
 controller turns them into algbw and busbw. With `--seconds`, the stress level's loop
 instead: all_reduce back to back for that long, every result checked (`sustained`).
 
+With `--hang-bound S`, a watchdog thread ends this rank when it is still measuring S
+seconds after it started (a collective that does not complete): over NCCL it first asks
+the RAS service of the job's processes on this node (probes/_lib/nccl_ras.py) which ranks
+are dead, missing or behind, then prints one JSON line with the payload it hung in and
+RAS's answer (or why there is none) and exits with HANG_EXIT, before its node would kill
+it at the job's wall clock.
+
 Environment from job_node: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR/PORT,
 PYTEST_CLUSTER_INIT_TIMEOUT. Needs torch.
 """
@@ -24,9 +31,12 @@ import re
 import socket
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypedDict
+
+from .._lib.nccl_ras import RasReport, hang_status
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "alltoall")
 #: NCCL's INFO lines that say what it used (measure/network/nccl_log.py reads them; this is its
@@ -35,6 +45,8 @@ KEEP = re.compile(r"Using network |NET/\S{1,64} : Using |(Channel) \d{1,6}(?:/\d
                   r"NVLS multicast support|Connected all rings|Connected NVLS|NET/Plugin")
 MAX_LINES = 400
 MAX_LINE = 2048
+#: The exit code of a rank its watchdog ended (train.py's too).
+HANG_EXIT = 3
 
 
 def kept(line: str) -> bool:
@@ -295,6 +307,75 @@ def sustained(torch: Any, dist: Any, nbytes: int, seconds: float, warmup: int, r
             "first_wrong": first_wrong}
 
 
+class Hang(TypedDict):
+    """Where a hung rank was (what it was doing), how long it waited, its bound."""
+
+    phase: str
+    waited_s: float
+    bound_s: float
+
+
+class HangLine(TypedDict):
+    """What a rank its watchdog ends prints: who it is, where it hung, what RAS said."""
+
+    rank: int
+    world: int
+    host: str
+    backend: str
+    collective: str
+    hang: Hang
+    ras: RasReport
+
+
+class Watchdog:
+    """Ends this rank when it is still measuring `bound_s` after it started, saying where
+    (`doing`) and what NCCL's RAS says of the job's ranks (probes/_lib/nccl_ras.py)."""
+
+    def __init__(self, bound_s: float, rank: int, world: int, backend: str,
+                 collective: str) -> None:
+        self.bound_s, self.began = bound_s, time.monotonic()
+        self.rank, self.world, self.backend, self.collective = rank, world, backend, collective
+        self.doing = "start"
+        self.done = threading.Event()
+        if bound_s > 0:
+            threading.Thread(target=self._watch, daemon=True).start()
+
+    def report(self) -> HangLine:
+        """The line a hung rank prints: where it was, for how long, and RAS's answer."""
+        waited = time.monotonic() - self.began
+        return {"rank": self.rank, "world": self.world, "host": socket.gethostname(),
+                "backend": self.backend, "collective": self.collective,
+                "hang": {"phase": self.doing, "waited_s": round(waited, 3),
+                         "bound_s": self.bound_s},
+                "ras": hang_status(self.backend)}
+
+    def _watch(self) -> None:
+        if self.done.wait(self.bound_s):
+            return
+        print(json.dumps(self.report()), flush=True)
+        os._exit(HANG_EXIT)
+
+
+def join(torch: Any, dist: Any, backend: str) -> Any:
+    """This rank's device, its process group joined (exits where NCCL has no GPU)."""
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    timeout = datetime.timedelta(seconds=float(os.environ.get("PYTEST_CLUSTER_INIT_TIMEOUT",
+                                                              "60")))
+    if backend != "nccl":
+        dist.init_process_group("gloo", timeout=timeout)
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        sys.exit(f"nccl needs CUDA: torch {torch.__version__} sees no GPU on "
+                 f"{socket.gethostname()}")
+    if local >= torch.cuda.device_count():
+        sys.exit(f"LOCAL_RANK {local} but {socket.gethostname()} has "
+                 f"{torch.cuda.device_count()} GPU(s)")
+    device = torch.device("cuda", local)
+    torch.cuda.set_device(device)
+    dist.init_process_group("nccl", timeout=timeout, device_id=device)
+    return device
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--collective", choices=COLLECTIVES, default="all_reduce")
@@ -305,40 +386,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=0.0,
                         help="all_reduce of the first size for this long, every result "
                              "checked (the stress level), instead of the benchmark")
+    parser.add_argument("--hang-bound", type=float, default=0.0,
+                        help="seconds after which a rank still measuring is a hang (0: none)")
     args = parser.parse_args(argv)
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    watchdog = Watchdog(args.hang_bound, rank, world, args.backend, args.collective)
+    watchdog.doing = "import torch"
     import torch  # noqa: PLC0415 - a node without torch fails here, named by job_node
     import torch.distributed as dist  # noqa: PLC0415
 
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    timeout = datetime.timedelta(seconds=float(os.environ.get("PYTEST_CLUSTER_INIT_TIMEOUT",
-                                                              "60")))
     log = nccl_debug() if args.backend == "nccl" else None
-    if args.backend == "nccl":
-        if not torch.cuda.is_available():
-            sys.exit(f"nccl needs CUDA: torch {torch.__version__} sees no GPU on "
-                     f"{socket.gethostname()}")
-        if local >= torch.cuda.device_count():
-            sys.exit(f"LOCAL_RANK {local} but {socket.gethostname()} has "
-                     f"{torch.cuda.device_count()} GPU(s)")
-        device = torch.device("cuda", local)
-        torch.cuda.set_device(device)
-        dist.init_process_group("nccl", timeout=timeout, device_id=device)
-    else:
-        device = torch.device("cpu")
-        dist.init_process_group("gloo", timeout=timeout)
+    watchdog.doing = "rendezvous"
+    device = join(torch, dist, args.backend)
     results: list[SizeResult] = []
     try:
         sizes = [int(s) for s in args.sizes.split(",") if s]
         if args.seconds > 0:
+            watchdog.doing = f"the sustained all_reduce of {sizes[0]} bytes"
             results.append(sustained(torch, dist, sizes[0], args.seconds, args.warmup,
                                      rank, world, device))
             sizes = []
         for size in sizes:
+            watchdog.doing = f"{args.collective} of {size} bytes"
             results.append(measure(torch, dist, args.collective, size, args.warmup,
                                    args.iterations, rank, world, device))
+        watchdog.doing = "the process group's end"
     finally:
         dist.destroy_process_group()
+    watchdog.done.set()
     info: CollectiveData = {"rank": rank, "world": world, "host": socket.gethostname(),
                             "backend": args.backend, "collective": args.collective,
                             "torch": torch.__version__, "sizes": results}

@@ -39,7 +39,9 @@ thread also writes the measured steps' times to the same path + ".steps", so a r
 by its wall clock keeps the steps that ran. A watchdog thread ends this rank when a step
 (or link round) runs past `--step-bound` seconds, or the rendezvous and setup past
 `--start-bound`: a hang is found by the bound (and a rank frozen before its first step
-by its node), never by a store's timeout. On NCCL,
+by its node), never by a store's timeout; over NCCL it first asks the job's RAS service on
+this node (probes/_lib/nccl_ras.py) which ranks are dead, missing or behind, and its hang
+line carries the answer (`ras`), or why there is none. On NCCL,
 TORCH_NCCL_ASYNC_ERROR_HANDLING=1 (unless set) lets a broken communicator end the
 process rather than leave it blocked. Prints one JSON line: this rank's step and phase
 times, its link exchanges, tokens per step, first and last loss; or, on a hang, the step
@@ -61,6 +63,8 @@ import sys
 import threading
 import time
 from typing import Any, TypedDict
+
+from .._lib.nccl_ras import RasReport, hang_status
 
 #: Model sizes: (layers, width, heads, sequence, batch, vocabulary).
 SIZES = {"cpu": (2, 128, 4, 64, 8, 512), "gpu": (4, 1024, 16, 512, 8, 32000)}
@@ -106,6 +110,26 @@ class TrainData(TypedDict, total=False):
     model: Model
     parameters: int
     device: str
+class Hang(TypedDict):
+    """The step and phase a rank hung in, how long it waited (in all, in the phase), and
+    the bound it passed."""
+
+    step: int
+    phase: str
+    waited_s: float
+    phase_s: float
+    bound_s: float
+
+
+class HangLine(TypedDict):
+    """What a rank its watchdog ends prints: who, where it hung, what NCCL's RAS said."""
+
+    rank: int
+    host: str
+    hang: Hang
+    ras: RasReport
+
+
 #: The most measured steps' times the steps file keeps (the latest).
 MAX_KEPT = 4096
 
@@ -114,9 +138,11 @@ class Monitor:
     """This rank's progress (written to its file, with a heartbeat) and its watchdog,
     which ends the process when the step under way runs past the bound."""
 
-    def __init__(self, bound_s: float, rank: int, path: str | None) -> None:
+    def __init__(self, bound_s: float, rank: int, path: str | None,
+                 backend: str = "gloo") -> None:
         self.bound_s = bound_s
         self.rank = rank
+        self.backend = backend  # over NCCL a hang asks its RAS which ranks are dead
         self.path = path
         self.lock = threading.Lock()
         self.step, self.phase = -1, "start"
@@ -186,12 +212,18 @@ class Monitor:
                 step, phase, limit = self.step, self.phase, self.limit_s
                 in_phase = time.monotonic() - self.since
             if limit is not None and waited > limit:
-                print(json.dumps({"rank": self.rank, "host": socket.gethostname(),
-                                  "hang": {"step": step, "phase": phase,
-                                           "waited_s": round(waited, 3),
-                                           "phase_s": round(in_phase, 3),
-                                           "bound_s": limit}}), flush=True)
+                print(json.dumps(self.hang_line(step, phase, waited, in_phase, limit)),
+                      flush=True)
                 os._exit(HANG_EXIT)
+
+    def hang_line(self, step: int, phase: str, waited: float, in_phase: float,
+                  limit: float) -> HangLine:
+        """What this rank prints when its step runs past the bound: where it hung, for how
+        long, and what NCCL's RAS says of the job's ranks (or why it cannot say)."""
+        return {"rank": self.rank, "host": socket.gethostname(),
+                "hang": {"step": step, "phase": phase, "waited_s": round(waited, 3),
+                         "phase_s": round(in_phase, 3), "bound_s": limit},
+                "ras": hang_status(self.backend)}
 
 
 def settle(torch: Any, device: Any) -> None:
@@ -353,7 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     # beating from here on: a rank frozen before its first step is found by its node
-    monitor = Monitor(args.step_bound, rank, os.environ.get("PYTEST_CLUSTER_PROGRESS"))
+    monitor = Monitor(args.step_bound, rank, os.environ.get("PYTEST_CLUSTER_PROGRESS"),
+                      args.backend)
     monitor.enter("import torch")
     import torch  # noqa: PLC0415 - a node without torch fails here, named by job_node
     import torch.distributed as dist  # noqa: PLC0415

@@ -8,6 +8,10 @@ the driver has them). For each network interface but the loopback, `<sysfs>/clas
 (Documentation/ABI/testing/sysfs-class-net): operstate, carrier, speed, mtu,
 carrier_changes, the error statistics, whether it is a device (or virtual: a veth, a
 bridge), and its driver and firmware (ETHTOOL_GDRVINFO, what `ethtool -i` prints).
+For each port its PCI device's PCI Express link (`device/current_link_speed`,
+`max_link_speed`, `current_link_width`, `max_link_width`: Documentation/ABI/testing/
+sysfs-bus-pci) as `pcie`: generation and width now and at most, the speeds as written;
+`pcie` is null for a port with no PCI Express device (a virtual interface).
 
 Reading this machine's /sys, it first checks that /sys/class/net lists the interfaces of
 its own network namespace (socket.if_nameindex()): a process that entered a namespace with
@@ -25,9 +29,9 @@ entry that is no device or port (a port directory named `x`) is named in the rea
 `skipped`. The document printed is at most MAX_OUTPUT bytes.
 Runs ON a node with only the standard library; shipped as one program (probes/_shipping.py)
 of these modules: sysfs (the tree, read as untrusted), rdma and net (each kind of port),
-ethtool, namespace, reading (the whole reading, the document bounded), payload (its types);
-__main__ runs it. Prints one JSON document: {"probe": "nic", "schema": 1, "data":
-{"ports": [...], ...}}.
+pcie (a port's PCI Express link), ethtool, namespace, reading (the whole reading, the
+document bounded), payload (its types); __main__ runs it. Prints one JSON document:
+{"probe": "nic", "schema": 1, "data": {"ports": [...], ...}}.
 """
 
 from __future__ import annotations

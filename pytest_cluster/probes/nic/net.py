@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from .pcie import pcie_link
 from .sysfs import MAX_PORTS, shown, valid_name
 
 TYPE_CHECKING = False
@@ -55,6 +56,7 @@ def net_port(reader: Reader, name: str, ethtool: bool) -> Port | None:
         "ethtool_error": info.get("error"),
         "address": reader.text(os.path.join(base, "address"), {}),
         "pci": reader.target(os.path.join(base, "device")),
+        "pcie": pcie_link(reader, os.path.join(base, "device"), missing),
         "virtual": not reader.exists(os.path.join(base, "device")),
         "counters": counters, "unreadable": missing}
 

@@ -6,6 +6,18 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # not imported when it runs: its start-up stays short
     from typing import TypedDict
 
+    class PcieLink(TypedDict):
+        """A port's PCI device's link (probes/nic/pcie.py): its generation and width now
+        and at most, and the speeds as the kernel wrote them; None: not read (why: the
+        port's `unreadable`)."""
+
+        gen: int | None
+        max_gen: int | None
+        width: int | None
+        max_width: int | None
+        speed: str | None
+        max_speed: str | None
+
     class DeviceFacts(TypedDict):
         """What an RDMA device has once, the same on each of its ports."""
 
@@ -15,6 +27,7 @@ if TYPE_CHECKING:  # not imported when it runs: its start-up stays short
         node_guid: str | None
         sys_image_guid: str | None
         pci: str | None
+        pcie: PcieLink | None
         netdevs: list[str]
 
     class Port(TypedDict, total=False):
@@ -47,6 +60,7 @@ if TYPE_CHECKING:  # not imported when it runs: its start-up stays short
         ethtool_error: str | None
         address: str | None
         pci: str | None
+        pcie: PcieLink | None  # None: no PCI Express device (a virtual interface)
         virtual: bool
         counters: dict[str, int]  # error counters by the kernel's name
         unreadable: dict[str, str]  # why, by the file not read

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 
+from .pcie import pcie_link
 from .sysfs import MAX_PORTS, shown, valid_name
 
 TYPE_CHECKING = False
@@ -104,7 +105,7 @@ def rdma_port(reader: Reader, device: str, port: str,
         "netdev": netdev, "mtu": mtu, "firmware": facts["firmware"],
         "board_id": facts["board_id"], "hca_type": facts["hca_type"],
         "node_guid": facts["node_guid"], "sys_image_guid": facts["sys_image_guid"],
-        "pci": facts["pci"], "netdevs": facts["netdevs"],
+        "pci": facts["pci"], "pcie": facts["pcie"], "netdevs": facts["netdevs"],
         "virtual": False, "counters": {**counters, **hw}, "unreadable": missing}
 
 
@@ -116,7 +117,9 @@ def device_facts(reader: Reader, where: str, unread: dict[str, str]) -> DeviceFa
     facts: DeviceFacts = {"firmware": text("fw_ver"), "board_id": text("board_id"),
                           "hca_type": text("hca_type"), "node_guid": text("node_guid"),
                           "sys_image_guid": text("sys_image_guid"),
-                          "pci": reader.target(os.path.join(where, "device")), "netdevs": []}
+                          "pci": reader.target(os.path.join(where, "device")),
+                          "pcie": pcie_link(reader, os.path.join(where, "device"), unread),
+                          "netdevs": []}
     netdevs = [name for name in reader.names(os.path.join(where, "device", "net"))
                if valid_name(name)]
     facts["netdevs"] = netdevs[:MAX_NETDEVS]

@@ -197,6 +197,10 @@ def nvmlDeviceGetVbiosVersion(handle: _Handle) -> str:
     return str(_gpu(handle)["vbios"])
 
 
+def nvmlDeviceGetInforomImageVersion(handle: _Handle) -> str:
+    return str(_gpu(handle)["inforom"])
+
+
 def nvmlDeviceGetMemoryInfo(handle: _Handle, version: int | None = None) -> Any:
     gpu = _gpu(handle)
     total, reserved, used = gpu["memory_total"], gpu["memory_reserved"], gpu["memory_used"]

@@ -347,6 +347,135 @@ def test_the_simulated_fabric_faults_fail_exactly_their_cases(
         "interconnect.busbw[inter_node]": None}  # no search here (node_network: false)
 
 
+def test_pcie_is_promised_with_the_section_unless_false() -> None:
+    rule = fabric_of("fabric: {ports: 8}\n").rule("pcie")
+    assert rule is not None and rule.line == 0
+    assert rule.text == "every counted port's NIC at its maximum PCIe generation and width"
+    assert fabric_of("fabric:\n  ports: 8\n  pcie: false\n").rule("pcie") is None
+    written = fabric_of("fabric:\n  ports: 8\n  pcie: max\n").rule("pcie")
+    assert written is not None and written.line == 5
+    with pytest.raises(SpecError, match=r"fabric\.pcie: expected true or 'max' \(the "
+                                        r"default\), or false to leave it out, got 'x8'"):
+        fabric_of("fabric:\n  pcie: x8\n")
+
+
+PCIE = """\
+cluster: {name: pcie, nodes: "n[1-4]", launcher: sim}
+fabric: {ports: 8}
+sim:
+  faults:
+    - {node: n2, nic: 4, nic_pcie_width: 8}
+    - {node: n3, nic: 6, nic_pcie_gen: 4}
+    - {node: n3, nic: 1, nic_pcie_width: 4, nic_pcie_gen: 3}
+"""
+
+
+def test_a_nic_below_its_pcie_link_fails_its_node_naming_the_port(
+        pytester: pytest.Pytester) -> None:
+    """A card at x8 of x16, one in a Gen4 slot, one at both: each named with what its link
+    runs at and what it can do; the other nodes' links pass; the node is rejected for the
+    provider's hardware team, with the action."""
+    (pytester.path / "trial.yaml").write_text(PCIE)
+    every = planned(pytester, PCIE)
+    failing = {f"test_fabric_pcie[{node}]" for node in faulted(PCIE, "nic")}
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=len(every) - len(failing), failed=len(failing))
+    found = failures(pytester)
+    assert found == {
+        "test_fabric_pcie[n2]": "[SIMULATED] n2 pcie: 1 of 8 NIC(s) below their maximum "
+                                "PCIe link: mlx5_4/1 PCIe Gen5 x8, can do Gen5 x16",
+        "test_fabric_pcie[n3]": "[SIMULATED] n3 pcie: 2 of 8 NIC(s) below their maximum "
+                                "PCIe link: mlx5_1/1 PCIe Gen3 x4, can do Gen5 x16; "
+                                "mlx5_6/1 PCIe Gen4 x16, can do Gen5 x16"}
+    passed = [r for r in jsonl(pytester) if r.get("clause") == "fabric.pcie"
+              and r.get("outcome") == "passed"]
+    assert sorted(r["node"] for r in passed) == ["n1", "n4"]
+    assert {r["measured"] for r in passed} == {"Gen5 x16 of Gen5 x16 (mlx5_[0-7])"}
+    verdict = json.loads((pytester.path / "reports" / "latest" / "verdict.json").read_text())
+    rejected = {n["node"]: n for n in verdict["nodes"] if n["verdict"] == REJECTED}
+    assert sorted(rejected) == ["n2", "n3"]
+    assert all(n["failed_clauses"] == ["fabric.pcie"] for n in rejected.values())
+    faults = [r for r in jsonl(pytester) if r.get("code") == "PC-NET-PCIE"]
+    assert {(r["node"], r["actor"]) for r in faults} == {("n2", "provider-hardware"),
+                                                         ("n3", "provider-hardware")}
+
+
+#: Makes the simulated node n2's mlx5_3 a card whose link the kernel cannot tell, and
+#: n3's mlx5_5 a port with no PCI Express device (its link files gone).
+UNREADABLE_LINK = """\
+import pytest_cluster.sim.nics as nics
+
+_tree = nics.tree
+
+
+def odd(sim, node, ic, when=None):
+    files = _tree(sim, node, ic, when)
+    card = f"{nics.ROOT}/class/infiniband/mlx5_3/device"
+    if node == "n2":
+        files[f"{card}/current_link_speed"] = "Unknown"
+        files[f"{card}/current_link_width"] = "0"
+    if node == "n3":
+        gone = f"{nics.ROOT}/class/infiniband/mlx5_5/device/"
+        for path in [p for p in files if p.startswith(gone) and "link_" in p]:
+            del files[path]
+    return files
+
+
+def pytest_configure(config):
+    nics.tree = odd
+
+
+def pytest_unconfigure(config):
+    nics.tree = _tree
+"""
+
+
+def test_a_nic_link_not_read_cannot_be_measured_never_passes(
+        pytester: pytest.Pytester) -> None:
+    text = "\n".join(line for line in PCIE.splitlines() if "n3, nic: 6" in line
+                     or "nic_pcie" not in line) + "\n"  # n3's Gen4 card alone
+    (pytester.path / "trial.yaml").write_text(text)
+    pytester.makeconftest(UNREADABLE_LINK)
+    pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider", "-k", "pcie")
+    found = failures(pytester)
+    card = "/sim/sys/class/infiniband/mlx5_3/device"
+    assert found == {
+        "test_fabric_pcie[n2]": (
+            f"[SIMULATED] n2 pcie: cannot measure: mlx5_3/1: no PCIe gen, width "
+            f"({card}/current_link_speed: 'Unknown': the kernel cannot tell the link's speed "
+            f"(no link trained, or a virtual function's link); {card}/current_link_width: 0 "
+            "lanes: no link trained (or a virtual function's link))"),
+        # n3's mlx5_6 is below its maximum: a finding, with the port not read beside it
+        "test_fabric_pcie[n3]": (
+            "[SIMULATED] n3 pcie: 1 of 8 NIC(s) below their maximum PCIe link: mlx5_6/1 "
+            "PCIe Gen4 x16, can do Gen5 x16; not read: mlx5_5/1: no PCI Express device (a "
+            "virtual port has none)")}
+    records = {r["node"]: r for r in jsonl(pytester) if r.get("clause") == "fabric.pcie"}
+    assert records["n2"]["error_kind"] == "cannot_measure"
+    assert records["n3"].get("error_kind") is None
+
+
+def test_the_fleet_example_rejects_gpu_005_for_its_nic_at_x8(
+        pytester: pytest.Pytester) -> None:
+    """examples/sim-h100-fleet-faulty.yaml: gpu-005's mlx5_4 trained at x8 fails
+    fabric.pcie there, naming the port and both links; no other node's fabric.pcie fails,
+    and the healthy gpu-006 is accepted."""
+    text = (EXAMPLES / "sim-h100-fleet-faulty.yaml").read_text()
+    (pytester.path / "fleet.yaml").write_text(text)
+    pytester.runpytest("--cluster=fleet.yaml", "-p", "no:cacheprovider")
+    found = {case: message for case, message in failures(pytester).items()
+             if case.startswith("test_fabric_pcie")}
+    assert list(faulted(text, "nic_pcie_width")) == ["gpu-005"]
+    assert found == {"test_fabric_pcie[gpu-005]": (
+        "[SIMULATED] gpu-005 pcie: 1 of 8 NIC(s) below their maximum PCIe link: mlx5_4/1 "
+        "PCIe Gen5 x8, can do Gen5 x16")}
+    verdict = json.loads((pytester.path / "reports" / "latest" / "verdict.json").read_text())
+    nodes = {n["node"]: n for n in verdict["nodes"]}
+    assert nodes["gpu-005"]["verdict"] == REJECTED
+    assert "fabric.pcie" in nodes["gpu-005"]["failed_clauses"]
+    assert nodes["gpu-006"]["verdict"] == "ACCEPTED"
+
+
 def test_the_fabric_is_checked_at_the_sanity_level(pytester: pytest.Pytester) -> None:
     """State, rate and count need no load: `-m sanity` checks every fabric clause."""
     (pytester.path / "trial.yaml").write_text(

@@ -8,6 +8,7 @@ from pytest_cluster.contract.model import HostSpec
 from pytest_cluster.contract.reading.compose import compose
 from pytest_cluster.contract.reading.located_errors import Ctx
 from pytest_cluster.contract.sections.host import parse_host
+from pytest_cluster.contract.sections.host_records import Golden
 
 
 def parsed(text: str | None) -> tuple[HostSpec, list[str]]:
@@ -45,3 +46,33 @@ def test_an_unknown_package_is_named_with_the_closest_known() -> None:
     assert host.software == ()
     assert errors == [f"t.yaml:1: host.software.torhc: unknown key; did you mean 'torch'? "
                       f"(known keys: {', '.join(SOFTWARE)})"]
+
+
+NODES = ("gpu-001", "gpu-002", "gpu-003")
+
+
+def golden(text: str) -> tuple[HostSpec, list[str]]:
+    ctx = Ctx("t.yaml")
+    host = parse_host(ctx, compose(text, "t.yaml"), NODES)
+    return host, [str(error) for error in ctx.errors]
+
+
+def test_golden_is_the_majority_a_node_of_the_cluster_or_a_file_and_a_rule_at_its_line() -> None:
+    for written, chosen in (("majority", Golden()), ("true", Golden()),
+                            ("GPU-002", Golden(node="gpu-002")),
+                            ("golden/h100.yaml", Golden(file="golden/h100.yaml")),
+                            ("runs/inventory.json", Golden(file="runs/inventory.json"))):
+        host, errors = golden(f"{{cpu_cores: 8,\n golden: {written}}}")
+        assert (host.golden, errors) == (chosen, [])
+        rule = host.rule("golden")
+        assert rule is not None and (rule.key, rule.line) == ("host.golden", 2)
+        assert rule.text.endswith(f"({chosen.said})")
+    assert golden("{cpu_cores: 8}")[0].golden is None
+
+
+def test_a_golden_node_not_in_the_cluster_is_an_error_at_its_line() -> None:
+    host, errors = golden("{cpu_cores: 8,\n golden: gpu-009}")
+    assert host.golden is None and host.rule("golden") is None
+    assert errors == ["t.yaml:2: host.golden: expected majority (the nodes' strict "
+                      "majority), a node of the cluster (gpu-[001-003]) or a file of golden "
+                      "values (an inventory.json a run wrote, or a .yaml), got 'gpu-009'"]

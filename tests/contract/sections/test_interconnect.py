@@ -73,7 +73,9 @@ def test_the_spec_section_and_its_defaults() -> None:
     assert spec.payloads == (4 * 2**30, 16 * 2**30)
     assert (spec.node_counts, spec.node_counts_dropped) == ((2, 4), (8, 16))
     assert spec.collectives == ("all_reduce", "all_gather")
-    assert spec.is_share and spec.busbw.requirement.bound.value == 0.8
+    assert [(c.key, c.requirement.bound.value, c.line) for c in spec.busbw] == [
+        (f"interconnect.busbw[{scope}]", 0.8, 9)
+        for scope in ("intra_node", "inter_node", "node_network")]
     assert spec.sweep()[:3] == (2**20, 4 * 2**20, 16 * 2**20)
     assert spec.sweep()[-2:] == (4 * 2**30, 16 * 2**30)
     assert spec.search_payload == 4 * 2**30

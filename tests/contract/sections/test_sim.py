@@ -33,10 +33,13 @@ EXAMPLES = {
     "bandwidth_factor": "0.5", "link_factor": "0.5", "replaced": "true", "from_round": "2",
     "until_round": "3", "sdc": "true", "nic": "1", "nic_down": "true",
     "nic_rate": "'100 Gb/s'", "nic_firmware": "'28.39.1002'", "nic_link_downed": "3",
-    "nic_symbol_errors": "9", "transport": SIM_TRANSPORTS[0], "gdr": "false",
+    "nic_symbol_errors": "9", "nic_pcie_gen": "4", "nic_pcie_width": "8",
+    "transport": SIM_TRANSPORTS[0], "gdr": "false",
     "latency_factor": "3", "storage_factor": "0.5", "storage_corrupt": "true",
     "storage_error": next(iter(STORAGE_ERRORS)), "storage_unmounted": "true",
-    "lies": next(iter(LIES)), "dcgm_fail": DCGM_TESTS[2], "dcgm_config": DCGM_CONFIGS[0],
+    "lies": next(iter(LIES)), "nccl_dead": "true",
+    "vbios": "'96.00.89.00.01'", "dcgm_fail": DCGM_TESTS[2],
+    "dcgm_config": DCGM_CONFIGS[0],
 }
 
 
@@ -124,6 +127,14 @@ def test_a_fault_read_keeps_its_line_and_its_defaults() -> None:
     ("{node: n1, gpus: -1}", "gpus", "expected a whole number >= 0, got -1"),
     ("{node: n1, nic: 0, nic_firmware: ' '}", "nic_firmware", "expected a firmware version "
      "like '28.39.1002', got ' '"),
+    ("{node: n1, nic_pcie_width: 8}", "nic", "missing: a NIC fault needs the NIC's index "
+     "(nic: 3, for mlx5_3)"),
+    ("{node: n1, nic: 0, nic_pcie_gen: 6}", "nic_pcie_gen", "expected a whole number from 1 "
+     "to 5, got 6"),
+    ("{node: n1, nic: 0, nic_pcie_width: 3}", "nic_pcie_width", "expected the lanes a NIC's "
+     "PCIe link trained to: 1, 2, 4, 8, 16; got '3'"),
+    ("{node: n1, nic: 0, nic_pcie_width: '8'}", "nic_pcie_width", "expected the lanes a "
+     "NIC's PCIe link trained to: 1, 2, 4, 8, 16; got '8'"),
 ])
 def test_a_fault_missing_where_it_is_or_out_of_range_is_one_exact_error(
         fault: str, path: str, message: str) -> None:

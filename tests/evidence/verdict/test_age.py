@@ -12,44 +12,15 @@ import pytest
 from pytest_cluster.evidence.verdict.age import (
     CLOCK_SKEW_S,
     DEFAULT_VALID_FOR_S,
-    EXPECTED_DURATION,
-    MAX_DURATION_S,
     age_problem,
     age_said,
     format_duration,
-    parse_duration,
     parse_utc,
     validity,
 )
 from pytest_cluster.units import utc
 
 MADE = 1795932000.0  # 2026-11-29T06:00:00Z
-
-
-@pytest.mark.parametrize(("raw", "seconds"), [
-    ("24h", 86400.0), ("24 h", 86400.0), ("30 min", 1800.0), ("30min", 1800.0),
-    ("90 s", 90.0), ("3600", 3600.0), (" 1e3 ", 1000.0), ("2.5 h", 9000.0),
-    ("366 h", 366 * 3600.0),
-])
-def test_a_duration_is_a_time_with_its_unit_or_plain_seconds(raw: str, seconds: float) -> None:
-    assert parse_duration(raw) == seconds
-
-
-@pytest.mark.parametrize(("raw", "why"), [
-    ("", "got an empty value"), ("  ", "got an empty value"), ("0", "got '0'"),
-    ("0 s", "got '0 s'"), ("-5 min", "(a time cannot be negative)"),
-    ("24 d", "(unknown unit 'd'; known units: ms, s, min, h)"),
-    ("2 H", "did you mean 'h'?"), ("nan", "got 'nan'"), ("inf", "got 'inf'"),
-    ("1:30", "not a decimal number"), ("367 days", "unknown unit 'days'"),
-    (f"{MAX_DURATION_S + 1:.0f}", f"got '{MAX_DURATION_S + 1:.0f}'"),
-    ("1e400 s", "too large"), ("\x1b[2J5 s", "\\x1b"),
-])
-def test_a_duration_that_is_none_says_what_was_expected(raw: str, why: str) -> None:
-    with pytest.raises(ValueError, match=r"^expected a duration") as caught:
-        parse_duration(raw)
-    said = str(caught.value)
-    assert said.startswith(EXPECTED_DURATION) and why in said
-    assert said.isprintable() and len(said) < 400
 
 
 def test_durations_are_said_in_the_unit_that_reads_best() -> None:

@@ -11,7 +11,12 @@ from pytest_cluster.contract.loader import load_spec
 from pytest_cluster.errors import ClusterError
 from pytest_cluster.launchers.sim import SimLauncher
 from pytest_cluster.measure.network import benchmark
-from pytest_cluster.measure.network.benchmark import collective_job, run_collective, stress_job
+from pytest_cluster.measure.network.benchmark import (
+    HANG_MARGIN_S,
+    collective_job,
+    run_collective,
+    stress_job,
+)
 from pytest_cluster.probes.jobs import job_source
 from tests.contract.sections.test_interconnect import sim_cluster
 
@@ -54,13 +59,15 @@ def test_a_benchmark_job_is_the_collective_probe_with_the_sections_settings() ->
         ("n1", "n3"), job_source("collective"), env, spec.ranks_per_node)
     assert job.args == ("--collective", "all_gather", "--sizes", f"{2**20},{2**30}",
                         "--warmup", str(spec.warmup), "--iterations", str(spec.iterations),
-                        "--backend", "gloo")
+                        "--backend", "gloo", "--hang-bound",
+                        f"{max(spec.timeout_s / 2, spec.timeout_s - HANG_MARGIN_S):g}")
     assert (job.init_timeout_s, job.wall_timeout_s) == (min(120.0, spec.timeout_s),
                                                         spec.timeout_s)
     stress = stress_job(spec, ["n1"])
     assert stress.args == ("--collective", "all_reduce", "--sizes", str(spec.search_payload),
                            "--warmup", str(spec.warmup), "--iterations", "1",
-                           "--backend", "gloo", "--seconds", f"{spec.stress_time_s:g}")
+                           "--backend", "gloo", "--seconds", f"{spec.stress_time_s:g}",
+                           "--hang-bound", f"{stress.wall_timeout_s - HANG_MARGIN_S:g}")
     assert stress.wall_timeout_s > spec.stress_time_s  # the loop's time and its start
 
 

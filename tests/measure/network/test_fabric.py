@@ -79,3 +79,43 @@ def test_a_port_seen_down_is_named_with_its_node_and_who_saw_it() -> None:
     assert fabric.down_on(ports, "mlx5_0/1") == {}
     # the port that binds a rail's jobs: an active one, where a node has one
     assert fabric.rails(ports)["mlx5_1/1"] is ports["b"][0]
+
+
+def link(gen: object, width: object, max_gen: object = 5, max_width: object = 16) -> Any:
+    return {"gen": gen, "max_gen": max_gen, "width": width, "max_width": max_width,
+            "speed": None, "max_speed": None}
+
+
+def test_a_pcie_link_below_its_maximum_is_named_with_both_each_device_once() -> None:
+    found = fabric.pcie_links([
+        port("mlx5_0/1", pci="0000:1a:00.0", pcie=link(5, 16)),
+        port("mlx5_0/2", pci="0000:1a:00.0", pcie=link(5, 16)),  # the same card
+        port("mlx5_4/1", pci="0000:4a:00.0", pcie=link(5, 8)),
+        port("mlx5_6/1", pci="0000:6a:00.0", pcie=link(4, 16)),
+        port("mlx5_7/1", pcie=link(3, 4, 3, 4))])  # no address: a device of its own
+    assert found.below == ("mlx5_4/1 PCIe Gen5 x8, can do Gen5 x16",
+                           "mlx5_6/1 PCIe Gen4 x16, can do Gen5 x16")
+    assert (found.unread, found.devices) == ((), 4)
+    assert found.measured == ("Gen5 x16 of Gen5 x16 (mlx5_0), Gen5 x8 of Gen5 x16 (mlx5_4), "
+                              "Gen4 x16 of Gen5 x16 (mlx5_6), Gen3 x4 of Gen3 x4 (mlx5_7)")
+    assert fabric.pcie_links([port("mlx5_0/1", pcie=link(5, 16))]).below == ()
+
+
+def test_a_pcie_link_not_read_is_said_with_why_never_at_its_maximum() -> None:
+    speed = "/sys/class/infiniband/mlx5_1/device/current_link_speed"
+    found = fabric.pcie_links([
+        port("mlx5_0/1", pcie=None),  # no PCI Express device
+        port("mlx5_1/1", pcie=link(None, 16), unreadable={
+            speed: "'Unknown': the kernel cannot tell the link's speed"}),
+        port("mlx5_2/1", pcie=link(5, 99)),  # no link has 99 lanes: the node's claim
+        port("mlx5_3/1", pcie=link(True, 16)),  # a bool is no generation
+        port("mlx5_4/1", pcie="Gen5"),  # not a link
+        port("mlx5_5/1", pcie=link(None, 8))])  # narrow: below, whatever its speed
+    assert found.unread == (
+        "mlx5_0/1: no PCI Express device (a virtual port has none)",
+        f"mlx5_1/1: no PCIe gen ({speed}: 'Unknown': the kernel cannot tell the link's "
+        "speed)",
+        "mlx5_2/1: no PCIe width", "mlx5_3/1: no PCIe gen",
+        "mlx5_4/1: no PCIe link (the node reported 'Gen5')")
+    assert found.below == ("mlx5_5/1 PCIe Gen? x8, can do Gen5 x16",)
+    assert fabric.pcie_links([]).measured == "no PCIe link read"

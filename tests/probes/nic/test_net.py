@@ -50,7 +50,7 @@ def test_an_interface_is_read_as_the_abi_writes_it(tmp_path: Path) -> None:
         "lid": None, "gid": None, "netdev": "eth0", "mtu": 9000, "firmware": "28.39.1002",
         "driver": "mlx5_core", "driver_version": "24.04", "bus": "0000:3a:00.0",
         "ethtool_error": None, "address": "0c:42:a1:00:00:01", "pci": "0000:3a:00.0",
-        "virtual": False, "counters": {"rx_errors": 1, "carrier_changes": 4},
+        "pcie": None, "virtual": False, "counters": {"rx_errors": 1, "carrier_changes": 4},
         "unreadable": {crc: f"not a number: {str(2**70)!r} (expected a whole number of at "
                             "most 20 digits, or 0x and 16)"}}
 

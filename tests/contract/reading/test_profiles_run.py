@@ -1,0 +1,60 @@
+"""A run of a spec that extends a profile, on the simulator: every view says where each
+bound the profile supplied came from, and a bound the spec wrote says nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_cluster.contract.reading import profiles
+from tests.oracle import disagreements, read_views
+
+SPEC = """\
+extends: h100-sxm-8x400g-ib
+cluster:
+  name: t
+  nodes: gpu-[001-002]
+  launcher: sim
+gpus:
+  p2p: ">= 300 GB/s"
+interconnect:
+  busbw: {inter_node: ">= 300 GB/s"}
+sim:
+  gpu_model: H100-SXM-80GB
+  gpus_per_node: 8
+"""
+
+
+@pytest.mark.slow
+def test_a_run_shows_each_bound_from_its_profile_in_every_view(
+        pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", trial=SPEC)
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "--cluster-reports=reports")
+    run = (pytester.path / "reports" / "latest").resolve()
+    views = read_views(run, result.stdout.str())
+    assert disagreements(views) == []
+    profile = profiles.load("h100-sxm-8x400g-ib")
+    lines = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    assert lines[0]["extends"] == "h100-sxm-8x400g-ib"
+    said = {r["spec_key"]: r.get("bound_source") for r in views.results if "requirement" in r}
+    assert said["gpus.p2p"] is None  # the spec's own bound
+    assert said["gpus.h2d"] == f"profile h100-sxm-8x400g-ib: {profile.citation('gpus.h2d')}"
+    # the simulator's NVLink ring reaches ~370 GB/s: the profile's 460 fails, saying whence
+    busbw = next(r for r in views.results
+                 if r["spec_key"] == "interconnect.busbw[intra_node]" and r["node"] == "gpu-001")
+    source = f"profile h100-sxm-8x400g-ib: {profile.citation('interconnect.busbw.intra_node')}"
+    assert busbw["outcome"] == "failed" and busbw["bound_source"] == source
+    assert busbw["message"].endswith(f"; 460 GB/s from {source}")
+    assert views.sources["interconnect.busbw[intra_node]"] == source
+    # the profile's busbw is one node's figure: across nodes the spec's own bound judges
+    across = [r for r in views.results if r["spec_key"] in (
+        "interconnect.busbw[inter_node]", "interconnect.busbw[node_network]")]
+    assert across and {(r.get("bound_source"), r["required"], r["outcome"])
+                        for r in across} == {(None, 300.0, "passed")}
+    assert "interconnect.busbw[inter_node]" not in views.sources
+    assert "gpus.p2p" not in views.sources and "gpus.p2p" in views.clauses
+    # the oracle names a clause table that shows another source
+    views.sources["gpus.h2d"] = "profile elsewhere"
+    assert any("gpus.h2d's bound from 'profile elsewhere'" in d for d in disagreements(views))
