@@ -80,6 +80,21 @@ class Fault:
                              f"({', '.join(a.value for a in Actor)})")
 
 
+def hardware(code: str, action: str) -> Fault:
+    """A fault the provider's hardware team acts on (the node: parts, firmware, image)."""
+    return Fault(code, action, Actor.PROVIDER_HARDWARE)
+
+
+def network(code: str, action: str) -> Fault:
+    """A fault the provider's network team acts on (NICs, cables, switches)."""
+    return Fault(code, action, Actor.PROVIDER_NETWORK)
+
+
+def storage(code: str, action: str) -> Fault:
+    """A fault the storage team acts on."""
+    return Fault(code, action, Actor.STORAGE)
+
+
 @dataclass(frozen=True)
 class Reads:
     """Which probe measures a clause, where in its payload the number is, and how it was
