@@ -1,7 +1,7 @@
 """GPU clauses: per node (count, one model, one driver) and per GPU (model and form factor,
 memory, usable memory, ECC, row remaps, PCIe, NVLink, throttling, temperature, power,
 XID errors, matmul TFLOPS, memory, host<->device and GPU<->GPU bandwidth; under stress,
-throttling and silent data corruption).
+throttling and silent data corruption); per node, DCGM's own diagnostic.
 
 Every per-GPU case records the GPU's index, UUID and serial with its evidence. The node
 and GPU a case is about are its own parameters: the evidence knows them.
@@ -17,6 +17,7 @@ from pytest_cluster.contract.model import Clause, GpuSpec, Rule, Spec
 from pytest_cluster.contract.sections.gpu_models import MODELS, model_of_nvml_name
 from pytest_cluster.evidence import untrusted_json
 from pytest_cluster.measure import gpus as gpu_probes
+from pytest_cluster.measure.dcgm_diag import Finding, diagnose
 from pytest_cluster.measure.gpu_facts import gib, nvml_gpu, p2p_for, perf_gpu, xids_for
 from pytest_cluster.measure.reference import for_gpu
 from pytest_cluster.run.contract_tests import checks, table_tests
@@ -590,3 +591,53 @@ def test_gpu_sdc(cluster_spec: Spec, cluster: Cluster, node: str, gpu: int,
     evidence.check_rule(rule, not problems, shown, result=stressed,
                         problem="silent data corruption: " + "; ".join(problems),
                         method=str(sdc.get("method", "")), raw=sdc)
+
+
+# -- DCGM's own diagnostic (dcgmi diag -r N -j), per node: r1 and r2 at acceptance, r3 and
+# r4 at the stress level (gpus.dcgm_diag's declaration says); measure/dcgm_diag.py
+# classifies each result (docs/internals.md, "DCGM's diagnostic") ---------------------------
+
+def _findings(found: tuple[Finding, ...], most: int = 4) -> str:
+    shown = "; ".join(f.text() for f in found[:most])
+    return shown + (f"; and {len(found) - most} more" if len(found) > most else "")
+
+
+@checks("gpus.dcgm_diag")
+def test_gpu_dcgm_diag(cluster_spec: Spec, cluster: Cluster, node: str,
+                       evidence: Evidence) -> None:
+    """Every test of DCGM's diagnostic at the contract's level passes on every GPU: a
+    hardware finding fails, naming the GPU and the test; a configuration finding, a
+    skipped test, the tool's own error is an ERROR; no dcgmi on the node, NOT CHECKED."""
+    rule = _rule(cluster_spec, "dcgm_diag")
+    result = gpu_probes.dcgm(cluster, node)
+    payload = evidence.require(result, rule)
+    level = payload.get("level")
+    ran = f"dcgmi diag -r {level} -j"
+    raw = {k: payload.get(k) for k in ("level", "argv", "exit_code", "seconds",
+                                       "stderr_tail", "error", "missing")}
+    if payload.get("missing"):
+        evidence.cannot_measure(rule, f"cannot measure: {payload.get('error')}", raw=raw,
+                                kind="tool_missing")
+    if "error" in payload:
+        evidence.cannot_measure(rule, f"{ran}: {payload['error']}", raw=raw, kind="dcgm_error")
+    found = diagnose(payload.get("report"))
+    raw = {**raw, "shape": found.shape, "version": found.version, "tests": found.tests,
+           "passed": found.passed, "findings": [f.__dict__ for f in found.findings]}
+    method = f"{ran} ({found.shape}{f' {found.version}' if found.version else ''})"
+    outcome = found.outcome
+    if outcome == "config":
+        evidence.cannot_measure(rule, f"{method}: a configuration finding, no hardware "
+                                f"verdict: {_findings(found.of('config'))}", raw=raw,
+                                kind="dcgm_config")
+    if outcome == "error":
+        why = (found.bad and f"dcgmi's document: {found.bad}") or (
+            found.runtime_error and f"DCGM's runtime error: {found.runtime_error}") or (
+            _findings(found.findings) and f"no verdict: {_findings(found.findings)}") or (
+            "DCGM reported no test result")
+        evidence.cannot_measure(rule, f"{method}: {why}", raw=raw, kind="dcgm_error")
+    hardware = found.of("hardware")
+    evidence.check_rule(rule, not hardware,
+                        f"{found.passed} result(s) passed over {len(found.tests)} test(s): "
+                        f"{', '.join(found.tests)}", result=result,
+                        problem=f"DCGM's diagnostic failed: {_findings(hardware)}",
+                        method=method, raw=raw)

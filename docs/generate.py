@@ -76,6 +76,8 @@ def _written(d: Declaration) -> str:
 
 def _when(d: Declaration) -> str:
     notes = [d.level] if d.is_clause else []
+    if d.is_clause and d.level_when is not None:  # the value written decides (dcgm_diag)
+        notes = [f"{d.level} or above, by the value written"]
     if d.needs_nodes > 1:
         notes.append(f"{d.needs_nodes}+ nodes")
     if d.last:

@@ -105,6 +105,8 @@ FAULTS: dict[str, Truth] = {
     "pcie_gen: 4": Truth(("gpus.pcie",), ("gpus.h2d", "gpus.d2h", _GOLDEN)),
     # another VBIOS than the other nodes' GPUs: only the nodes' majority says which is odd
     "vbios: 96.00.89.00.01": Truth((_GOLDEN,), relative=True),
+    # DCGM's diagnostic (trial-sim: dcgm_diag r1, whose software test reads the InfoROM)
+    "dcgm_fail: software": Truth(("gpus.dcgm_diag",)),
     "down: true": Truth((), down=True, per_gpu=False),
     "gpus: 7": Truth(("gpus.count",), (_GPUS, _INTRA, _NODE_NETWORK, _GOLDEN), per_gpu=False,
                      masks=True),
@@ -149,6 +151,10 @@ FAULTS: dict[str, Truth] = {
     "gdr: false": Truth((), per_gpu=False),
     "nic: 6, nic_symbol_errors: 5000": Truth((), per_gpu=False),
     "replaced: true": Truth(()),
+    # a configuration finding of DCGM's (persistence mode off): its case is an ERROR, the
+    # node never REJECTED nor drained for it (nothing it must fail; failing gpus.dcgm_diag
+    # is no clause it explains)
+    "dcgm_config: persistence_mode": Truth((), per_gpu=False),
 }
 #: The contract: the richest example (trial-sim: hosts, 8 H100 per node, NVLink and
 #: InfiniBand, the NICs) with a latency bound and colocation, and a shared filesystem's

@@ -28,12 +28,16 @@ from pytest_cluster.contract.declaration import (
     ACCEPTANCE,
     SANITY,
     STRESS,
-    Actor,
     Declaration,
     Fault,
     Reads,
     Value,
 )
+
+# Who acts on a clause's failure (its Fault): one of these, with its code and action
+from pytest_cluster.contract.declaration import hardware as _hw
+from pytest_cluster.contract.declaration import network as _net
+from pytest_cluster.contract.declaration import storage as _sto
 from pytest_cluster.contract.extensions import added_clauses, adds_to, free, problem
 from pytest_cluster.units import Dim
 
@@ -60,19 +64,6 @@ def _rule(key: str, text: str, *on: object, fault: Fault, reads: Reads | None = 
           level: str = ACCEPTANCE) -> Declaration:
     return Declaration("gpus", key, Value.RULE, text=text, on=(True, *on), reads=reads,
                        level=level, fault=fault)
-
-
-# Who acts on a clause's failure (its Fault): one of these, with its code and action.
-def _hw(code: str, action: str) -> Fault:
-    return Fault(code, action, Actor.PROVIDER_HARDWARE)
-
-
-def _net(code: str, action: str) -> Fault:
-    return Fault(code, action, Actor.PROVIDER_NETWORK)
-
-
-def _sto(code: str, action: str) -> Fault:
-    return Fault(code, action, Actor.STORAGE)
 
 
 _BUILTIN: tuple[Declaration, ...] = (
@@ -263,6 +254,11 @@ _BUILTIN: tuple[Declaration, ...] = (
           fault=_hw("PC-GPU-SDC", "silent data corruption: take the GPU out of service and "
                     "RMA it")),
     _setting("gpus", "stress_time"),
+    # DCGM's own diagnostic, dcgmi diag -r N -j (r3, r4: stress); measure/dcgm_diag.py
+    Declaration("gpus", "dcgm_diag", Value.NAME, level_when=implied.dcgm_level, reads=Reads(
+        "dcgm"), text="every test of DCGM's diagnostic at the level passes on every GPU",
+        fault=_hw("PC-GPU-DCGM", "DCGM's diagnostic found a hardware fault on the named GPU "
+                  "and test: reset the GPU, run the level again; RMA it if it fails again")),
     Declaration("gpus", "uniform", Value.IMPLIED,
                 text="every GPU of a node is the same model", level=SANITY,
                 fault=_hw("PC-GPU-MIXED", "the node mixes GPU models: install matching "

@@ -80,6 +80,21 @@ class Fault:
                              f"({', '.join(a.value for a in Actor)})")
 
 
+def hardware(code: str, action: str) -> Fault:
+    """A fault the provider's hardware team acts on (the node: parts, firmware, image)."""
+    return Fault(code, action, Actor.PROVIDER_HARDWARE)
+
+
+def network(code: str, action: str) -> Fault:
+    """A fault the provider's network team acts on (NICs, cables, switches)."""
+    return Fault(code, action, Actor.PROVIDER_NETWORK)
+
+
+def storage(code: str, action: str) -> Fault:
+    """A fault the storage team acts on."""
+    return Fault(code, action, Actor.STORAGE)
+
+
 @dataclass(frozen=True)
 class Reads:
     """Which probe measures a clause, where in its payload the number is, and how it was
@@ -115,6 +130,9 @@ class Declaration:
     needs_nodes: int = 1  # checked only on a cluster of this many nodes or more
     when: Callable[[Spec], bool] | None = None  # promised when; None: when written
     level: str = ACCEPTANCE  # SANITY: checked without loading anything
+    #: the level the spec's value puts it at, where that depends on the value (gpus.dcgm_diag:
+    #: r1 and r2 acceptance, r3 and r4 stress); None: `level`. `level` is then the lowest
+    level_when: Callable[[Spec], str] | None = None
     last: bool = False  # its cases run after every other case (what the run did to a node)
     #: the key of the section's map that holds it ('checkpoint': storage[].checkpoint.write);
     #: '' for a key of the section itself
@@ -134,6 +152,12 @@ class Declaration:
         if not self.is_clause and self.fault is not None:
             raise ValueError(f"setting {self.id}: a setting is no clause and fails nothing: "
                              "it has no fault")
+
+    def level_in(self, spec: Spec | None) -> str:
+        """Its level in `spec` (level_when's, where the value decides it; else `level`)."""
+        if spec is None or self.level_when is None:
+            return self.level
+        return self.level_when(spec)
 
     @property
     def id(self) -> str:

@@ -1,10 +1,13 @@
 """When the contract promises a clause that is not written in the spec (`Value.IMPLIED`, or
 one written only with its section): each a predicate of the spec, named by contract/clauses.py
-(`Declaration.when`)."""
+(`Declaration.when`); and the level of a clause whose value decides it
+(`Declaration.level_when`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from pytest_cluster.contract.declaration import ACCEPTANCE, STRESS
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import Spec
@@ -46,6 +49,17 @@ def colocation(spec: Spec) -> bool:
 
 def search(spec: Spec) -> bool:
     return spec.interconnect is not None and spec.interconnect.node_network and several(spec)
+
+
+#: DCGM's diagnostic levels that run at the stress level (-m stress) from this one: r3
+#: (about 15-30 min) and r4 (an hour or more); r1 (seconds) and r2 (~2 min) at acceptance.
+DCGM_STRESS_FROM = 3
+
+
+def dcgm_level(spec: Spec) -> str:
+    """gpus.dcgm_diag's level in `spec`: stress for r3 and r4, else acceptance."""
+    level = spec.gpus.dcgm_level if spec.gpus is not None else None
+    return STRESS if level is not None and level >= DCGM_STRESS_FROM else ACCEPTANCE
 
 
 def golden(spec: Spec) -> bool:

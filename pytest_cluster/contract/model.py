@@ -340,6 +340,7 @@ class GpuSpec(Promises):
     xid_window_s: float = 2.0
     load_time_s: float = 10.0  # matmul load while clocks and throttle reasons are sampled
     stress_time_s: float = 300.0  # the stress level's sustained load, every GPU at once
+    dcgm_level: int | None = None  # gpus.dcgm_diag: dcgmi diag -r 1..4; None: not promised
 
     @property
     def count(self) -> Clause:

@@ -73,3 +73,16 @@ def gpu_stress_call(gpus: GpuSpec) -> ProbeCall:
     for part in PERF_PARTS:
         args += ["--skip", part]
     return ProbeCall("gpu_perf", tuple(args))
+
+
+#: Each DCGM diagnostic level's time limit, with margin over what DCGM's user guide says it
+#: takes ("Run Levels": r1 seconds, r2 about 2 min, r3 about 15-30 min, r4 one to two hours
+#: and more on 8 GPUs): past it, dcgmi is stopped and the case says so (an ERROR).
+DCGM_LIMITS_S = {1: 300.0, 2: 900.0, 3: 3600.0, 4: 4 * 3600.0}
+
+
+def dcgm_call(gpus: GpuSpec) -> ProbeCall:
+    """The DCGM probe: `dcgmi diag -r N -j` at the contract's level, within its limit."""
+    level = gpus.dcgm_level
+    assert level is not None, "gpus.dcgm_diag is not in the contract"
+    return ProbeCall("dcgm", ("--level", str(level), "--timeout", f"{DCGM_LIMITS_S[level]:g}"))

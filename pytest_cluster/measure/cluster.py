@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from pytest_cluster.contract.model import Spec
 
 #: Probes that load the nodes (GPUs, disks): one at a time across xdist workers.
-LOADING_PROBES = ("gpu_perf", "storage", "import_latency")
+LOADING_PROBES = ("gpu_perf", "storage", "import_latency", "dcgm")
 
 
 def _why(result: ProbeResult) -> str:

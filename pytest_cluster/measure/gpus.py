@@ -6,7 +6,13 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from pytest_cluster.measure.calls import gpu_call, gpu_perf_call, gpu_stress_call
+from pytest_cluster.measure.calls import (
+    DCGM_LIMITS_S,
+    dcgm_call,
+    gpu_call,
+    gpu_perf_call,
+    gpu_stress_call,
+)
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import GpuSpec
@@ -43,3 +49,12 @@ def gpu_stress(prober: Prober, node: str) -> ProbeResult:
     # its timeout: the stress itself, and 10 minutes for starting up and the check
     longer = functools.partial(prober.run, at_least_s=gpus.stress_time_s + 600)
     return prober.cache.get(gpu_stress_call(gpus), prober.nodes, longer)[node]
+
+
+def dcgm(prober: Prober, node: str) -> ProbeResult:
+    """DCGM's diagnostic on `node` (dcgmi diag -r N -j), run once per run on every node at
+    once, within the level's time limit and a minute more for the probe itself."""
+    gpus = section(prober)
+    assert gpus.dcgm_level is not None, "gpus.dcgm_diag is not in the contract"
+    longer = functools.partial(prober.run, at_least_s=DCGM_LIMITS_S[gpus.dcgm_level] + 60)
+    return prober.cache.get(dcgm_call(gpus), prober.nodes, longer)[node]

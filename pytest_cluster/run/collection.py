@@ -91,13 +91,14 @@ def _interconnect_params(metafunc: pytest.Metafunc, spec: Spec) -> None:
                              ids=[f"{n}nodes" for n in ic.node_counts], indirect=True)
 
 
-def level_of(item: pytest.Item, marker: pytest.Mark | None) -> str:
-    """The level of a contract case (its clause's declaration says; `marker`: its clause
-    marker), or of your own test (the lowest level it is marked with, `@pytest.mark.sanity`
+def level_of(item: pytest.Item, marker: pytest.Mark | None, spec: Spec | None = None) -> str:
+    """The level of a contract case (its clause's declaration says, in `spec` where the
+    value written decides it: gpus.dcgm_diag r3 is stress; `marker`: its clause marker),
+    or of your own test (the lowest level it is marked with, `@pytest.mark.sanity`
     or `stress`; otherwise it is of the full acceptance suite)."""
     if marker is not None and marker.args:
         with contextlib.suppress(KeyError):  # your own clause marker: as your own test
-            return declared(str(marker.args[0])).level
+            return declared(str(marker.args[0])).level_in(spec)
     marked = {mark.name for mark in item.iter_markers()}
     return next((level for level in LEVELS if level in marked), ACCEPTANCE)
 
@@ -142,7 +143,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             drop.append(item)
             absent.append(LeftOut(found.name, found.kind or NOT_IN_CONTRACT, found.why))
             continue
-        level = level_of(item, marker)
+        level = level_of(item, marker, spec)
         if level == STRESS and not stress:  # opt-in: only when -m names it
             drop.append(item)
             absent.append(opt_in(found.name if found else item.nodeid, STRESS))

@@ -14,6 +14,7 @@ from pytest_cluster.probes.gpu_perf import parse_options
 from pytest_cluster.probes.jobs import JOB_PROGRAMS, job_source
 from pytest_cluster.sim.cluster import gpu_perf_payload, host_payload, inventory_payload
 from pytest_cluster.sim.collectives import Benchmark, job_ranks, nccl_tests_payload
+from pytest_cluster.sim.dcgm import dcgm_payload
 from pytest_cluster.sim.nics import nic_payload, perftest_ranks
 from pytest_cluster.sim.pingpong import pingpong_ranks
 from pytest_cluster.sim.storage import checkpoint_ranks, dataloader_ranks, shared_fs_payload
@@ -41,6 +42,7 @@ _OURS: dict[str, ProbeAnswer] = {
     "nic": lambda sim, ic, node, args: nic_payload(sim, node, ic, tuple(args)),
     "nccl_tests": nccl_tests_payload,
     "shared_fs": lambda sim, _ic, node, args: shared_fs_payload(sim, node, args),
+    "dcgm": lambda sim, _ic, node, args: dcgm_payload(sim, node, args),
 }
 PROBES: dict[str, ProbeAnswer] = dict(_OURS)
 

@@ -109,7 +109,7 @@ _BUILTIN: tuple[Section, ...] = (
     Section("host", lambda ctx, node, sofar: parse_host(ctx, node, sofar.cluster.nodes),
             ("host",)),
     Section("storage", _storage_section, ("storage", "import_latency", "shared_fs")),
-    Section("gpus", lambda ctx, node, _: parse_gpus(ctx, node), ("gpu", "gpu_perf"),
+    Section("gpus", lambda ctx, node, _: parse_gpus(ctx, node), ("gpu", "gpu_perf", "dcgm"),
             checked=True),
     Section("interconnect", lambda ctx, node, sofar: parse_interconnect(
         ctx, node, sofar.cluster, sofar.record("gpus")), ("job_node", "nccl_tests"),

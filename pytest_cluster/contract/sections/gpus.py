@@ -109,6 +109,35 @@ def _nvlink(ctx: Ctx, table: Map) -> Clause | Rule | None:
     return rule(ctx, table, declaration)
 
 
+#: What DCGM's diagnostic levels are, as `dcgmi diag -r N` runs them (the DCGM user
+#: guide, "Run Levels": https://docs.nvidia.com/datacenter/dcgm/latest/user-guide/dcgm-diagnostics.html).
+DCGM_LEVELS = {1: "seconds: the deployment checks", 2: "about 2 min: adds PCIe and memory",
+               3: "about 15-30 min: adds the stress tests", 4: "an hour or more: adds "
+               "memtest and the pulse test"}
+
+
+def dcgm_level(raw: object) -> int:
+    """A DCGM diagnostic level: r1..r4 (as DCGM's docs write them) or 1..4."""
+    if isinstance(raw, int) and not isinstance(raw, bool) and raw in DCGM_LEVELS:
+        return raw
+    if isinstance(raw, str) and raw.strip().lower() in {f"r{n}" for n in DCGM_LEVELS}:
+        return int(raw.strip()[1:])
+    raise UnitError(f"expected a DCGM diagnostic level, r1, r2, r3 or r4 (dcgmi diag -r N; "
+                    f"r3 and r4 run at the stress level), got {head(str(raw), 64)!r}")
+
+
+def _dcgm(ctx: Ctx, table: Map) -> tuple[Rule | None, int | None]:
+    """gpus.dcgm_diag: the rule and its level (None, None when absent or wrong)."""
+    declaration = declared("gpus.dcgm_diag")
+    node = table.take(declaration.key)
+    level = field(ctx, node, declaration.id, dcgm_level)
+    if node is None or level is None:
+        return None, None
+    return Rule(declaration.id, node.start_mark.line + 1,
+                f"dcgmi diag -r {level} ({DCGM_LEVELS[level]}): {declaration.text}; a "
+                "skipped or not-run test is no pass"), level
+
+
 def _implied(section: str) -> tuple[Rule, ...]:
     return tuple(Rule(d.id, 0, d.text) for d in clauses(section)
                  if d.value is Value.IMPLIED)
@@ -126,6 +155,7 @@ def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
     model_node = table.take("model")
     model = field(ctx, model_node, "gpus.model", gpu_model)
     nvlink = _nvlink(ctx, table)
+    dcgm, level = _dcgm(ctx, table)
 
     def size(raw: object) -> int:
         if isinstance(raw, bool) or not isinstance(raw, int) or not 16 <= raw <= 65536:
@@ -155,7 +185,7 @@ def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
         _model_rule(model, model_node.start_mark.line + 1),)
     result = GpuSpec(
         clauses=(count or _one_gpu(), *model_rule, *found, *((nvlink,) if nvlink else ()),
-                 *_implied("gpus")),
+                 *((dcgm,) if dcgm else ()), *_implied("gpus")),
         model=model,
         matmul=matmul,
         matmul_shape=shape(table.take("matmul_size")),
@@ -166,6 +196,7 @@ def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
         stress_time_s=or_default(field(ctx, table.take("stress_time"), "gpus.stress_time",
                                        time_between(1, 7 * 86400, "from 1 s to 7 days")),
                                  300.0),
+        dcgm_level=level,
     )
     table.finish()
     _memory_slip(ctx, result.clause("memory"), result.model)

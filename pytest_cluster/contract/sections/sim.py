@@ -50,7 +50,8 @@ FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen",
               "nic_rate", "nic_firmware", "nic_link_downed", "nic_symbol_errors", "nic_pcie_gen",
               "nic_pcie_width", "transport",
               "gdr", "latency_factor", "storage_factor", "storage_corrupt", "storage_error",
-              "storage_unmounted", "lies", "nccl_dead", "vbios")
+              "storage_unmounted", "lies", "nccl_dead", "vbios", "dcgm_fail",
+              "dcgm_config")
 #: What a simulated node's NCCL may fall back to (its `transport` fault).
 SIM_TRANSPORTS = ("socket",)
 #: The clocks event reasons that count as throttling (the GPU probe's THROTTLE_BITS: the spec
@@ -65,7 +66,8 @@ NODE_FAULTS = {"gpus": "the node's GPU count", "down": "the whole node",
                "storage_corrupt": "what the node reads of the shared filesystem",
                "storage_error": "the node's client of the shared filesystem",
                "storage_unmounted": "the node's mount of the shared filesystem",
-               "lies": "what the node reports"}
+               "lies": "what the node reports",
+               "dcgm_config": "the node's setup DCGM's diagnostic checks"}
 #: What a lying node reports instead of what it measured (its `lies` fault), each a claim
 #: the product checks against what the node does not control: a figure read back by
 #: another node, the physics the spec implies, a plausible range.
@@ -125,6 +127,24 @@ _sim_transport = one_of(SIM_TRANSPORTS, f"{' or '.join(SIM_TRANSPORTS)} (the net
                         "falls back to)")
 _firmware = text("a firmware version like '28.39.1002'")
 _vbios = text("a VBIOS version as NVML prints it, like '96.00.89.00.01'")
+#: DCGM's diagnostic tests a simulated GPU can fail (DCGM 4.x's names; the sim plays each
+#: at the levels DCGM runs it: sim/dcgm.py), and the configuration findings it can make.
+DCGM_TESTS = ("software", "pcie", "memory", "diagnostic", "targeted_stress",
+              "targeted_power", "memory_bandwidth", "memtest", "pulse_test")
+DCGM_CONFIGS = ("persistence_mode",)
+_dcgm_test = one_of(DCGM_TESTS, f"one of DCGM's tests: {', '.join(DCGM_TESTS)}")
+_dcgm_config = one_of(DCGM_CONFIGS, f"{' or '.join(DCGM_CONFIGS)} (what DCGM's diagnostic "
+                      "finds wrong with the node's setup)")
+
+
+def _dcgm_version(raw: object) -> int | None:
+    """The DCGM a simulated node has: 3 or 4 (its JSON's shape), or none (not installed)."""
+    if isinstance(raw, int) and not isinstance(raw, bool) and raw in (3, 4):
+        return raw
+    if raw == "none":
+        return None
+    raise UnitError(f"expected 3 or 4 (the DCGM whose JSON the node prints) or none (no "
+                    f"dcgmi), got {head(str(raw), 64)!r}")
 
 
 def _node_name(nodes: frozenset[str]) -> Callable[[object], str]:
@@ -238,6 +258,8 @@ def _read(fields: _Fields, name: str, gpu: int | None, line: int,
         lies=fields.one("lies", _lie),
         nccl_dead=fields.flag("nccl_dead"),
         vbios=fields.one("vbios", _vbios),
+        dcgm_fail=fields.one("dcgm_fail", _dcgm_test),
+        dcgm_config=fields.one("dcgm_config", _dcgm_config),
     )
 
 
@@ -260,7 +282,7 @@ def _check(fields: _Fields, node: Node, fault: SimFault) -> None:
                fault.row_remap_pending, fault.row_remap_failure, fault.ecc_uncorrected,
                fault.nvlinks_down, fault.throttle, fault.xid, fault.temperature_c,
                fault.matmul_factor != 1.0, fault.bandwidth_factor != 1.0, fault.replaced,
-               fault.sdc, fault.nccl_dead, fault.vbios)
+               fault.sdc, fault.nccl_dead, fault.vbios, fault.dcgm_fail)
     if fields.node("gpu") is None and any(per_gpu):
         ctx.error(node, f"{path}.gpu", "missing: a GPU fault needs the GPU index (gpu: 3)")
 
@@ -304,7 +326,7 @@ def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | No
     if node.tag.endswith(":null"):  # `sim:` alone: every default
         node = MappingNode("tag:yaml.org,2002:map", [], node.start_mark, node.end_mark)
     table = Map(ctx, node, "sim", ("gpu_model", "gpus_per_node", "cpu_cores", "cpu_threads",
-                                   "memory", "faults", "latency", "storage_rate"))
+                                   "memory", "faults", "latency", "storage_rate", "dcgm"))
     if not isinstance(node, MappingNode):
         return None
     def memory_size(raw: object) -> int:
@@ -323,6 +345,8 @@ def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | No
     memory = one("memory", memory_size, 2 * 2**40)
     wait = one("latency", time_between(0, 60, "from 0 to 1 min"), 0.0)
     storage_rate = one("storage_rate", rate_above_zero, 0.0)
+    dcgm_node = table.take("dcgm")
+    dcgm = field(ctx, dcgm_node, "sim.dcgm", _dcgm_version) if dcgm_node is not None else 4
     faults: list[SimFault] = []
     faults_node = table.take("faults")
     if faults_node is not None:
@@ -336,4 +360,5 @@ def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | No
                 if fault is not None:
                     faults.append(fault)
     table.finish()
-    return SimSpec(model, per_node, cores, threads, memory, tuple(faults), wait, storage_rate)
+    return SimSpec(model, per_node, cores, threads, memory, tuple(faults), wait, storage_rate,
+                   dcgm)

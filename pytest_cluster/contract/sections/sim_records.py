@@ -59,6 +59,11 @@ class SimFault:
     #: the
     #: product must find out as the node's bad output)
     lies: str | None = None
+    #: DCGM's diagnostic fails this GPU in this test (a hardware finding: 'memory')
+    dcgm_fail: str | None = None
+    #: DCGM's diagnostic finds this configuration problem on the node ('persistence_mode':
+    #: error id 29 on every GPU)
+    dcgm_config: str | None = None
     #: the rank on this GPU stops answering in every collective job over its node (its
     #: process wedged): the job hangs past its bound, and NCCL's RAS, asked by the other
     #: ranks, names it DEAD (sim/nccl_ras.py)
@@ -85,3 +90,5 @@ class SimSpec:
     #: the shared filesystem's aggregate rate (bytes/s) every node shares; 0: no limit
     #: beyond each node's client
     storage_rate: float = 0.0
+    #: the DCGM a simulated node has: 4 (4.x's JSON), 3 (3.x's), None (no dcgmi installed)
+    dcgm: int | None = 4

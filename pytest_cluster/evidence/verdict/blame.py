@@ -31,9 +31,10 @@ UNDECIDED = "undecided"
 #: a figure not comparable with the baseline's (the contract changed between the runs). A
 #: cluster failure; the node is not rejected for it.
 NO_CULPRIT = frozenset({UNDECIDED, NOT_COMPARABLE})
-#: Error kinds of a check not made because another job held the node (SLURM: busy): the
-#: node is NOT CHECKED, saying so; neither it nor the cluster failed.
-NOT_MEASURED = frozenset({"busy"})
+#: Error kinds of a check not made because another job held the node (SLURM: busy), or
+#: because the tool it runs is not installed there (tool_missing: no dcgmi): the node is
+#: NOT CHECKED, saying so; neither it nor the cluster failed.
+NOT_MEASURED = frozenset({"busy", "tool_missing"})
 #: Error kinds of a cluster check that could not be established because some node did not
 #: answer ("the same on every node"): it fails, but it rejects the cluster only through
 #: that node's own verdict (UNREACHABLE rejects; busy leaves it INCOMPLETE).
@@ -42,9 +43,13 @@ NOT_ESTABLISHED = frozenset({"not_all_nodes"})
 TOOL_FAULT = "tool_fault"
 #: Error kinds of a check the tool itself could not make: the interpreter the spec names
 #: (cluster.python) is not there; the NIC probe read another network namespace's /sys; a
-#: check of ours ended with an exception that is no verdict (TOOL_FAULT). A spec's slip, a
-#: wrong vantage point or a fault of the tool is no node's fault: it drains none.
-TOOL_ERROR = frozenset({"interpreter_missing", "wrong_namespace", TOOL_FAULT})
+#: check of ours ended with an exception that is no verdict (TOOL_FAULT); DCGM's diagnostic
+#: could not test the GPUs as the node is set up (dcgm_config: persistence mode off, error
+#: id 29) or did not give a verdict (dcgm_error: it timed out, printed no JSON, skipped a
+#: test of the level). A spec's slip, a wrong vantage point, a fault of the tool or of the
+#: node's setup its diagnostic reports is no node's hardware fault: it drains none.
+TOOL_ERROR = frozenset({"interpreter_missing", "wrong_namespace", TOOL_FAULT, "dcgm_config",
+                        "dcgm_error"})
 #: Error kinds whose fault is this machine's, the controller's, not the node's (the
 #: launchers' ErrorKind.controller_side): a node name it cannot resolve, its ssh
 #: credentials refused, ssh or srun not installed here, no SLURM controller answering.

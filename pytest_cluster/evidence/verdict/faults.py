@@ -82,6 +82,23 @@ KINDS: dict[str, Failure] = {
         "PC-NODE-RANK-DEAD", HW,
         "a rank on this node stopped answering NCCL (RAS: DEAD): read the node's XIDs and "
         "kernel log (nvidia-smi -q, dmesg), reset its GPUs or reboot it"),
+    "dcgm_config": _failure(
+        "DCGM's diagnostic could not test the GPUs as the node is set up (a configuration "
+        "finding: persistence mode off, error id 29; no hardware was found at fault)",
+        "PC-DCGM-CONFIG", HW,
+        "fix the node's setup DCGM names (persistence mode: nvidia-persistenced or "
+        "nvidia-smi -pm 1; graphics processes; CUDA environment), then run the check again"),
+    "dcgm_error": _failure(
+        "DCGM's diagnostic gave no verdict: it timed out, printed no JSON, failed to start, "
+        "or skipped a test of the level",
+        "PC-DCGM-ERROR", TOOL,
+        "read the case's raw (dcgmi's exit code, stderr, skipped tests): restart "
+        "nv-hostengine, free the GPUs, and run the check again"),
+    "tool_missing": _failure(
+        "the tool the check runs is not installed on the node (DCGM's dcgmi): not checked",
+        "PC-TOOL-MISSING", TOOL,
+        "install the tool on the node (DCGM: datacenter-gpu-manager, nv-hostengine "
+        "running) or leave its clause out of the contract"),
     "busy": _failure(
         "another job held the node: not measured",
         "PC-NODE-BUSY", TOOL, "run the check when the node is free (a prolog, a reservation)"),

@@ -11,6 +11,8 @@ import pytest
 
 from pytest_cluster.contract import parse_spec
 from pytest_cluster.contract.sections.sim import (
+    DCGM_CONFIGS,
+    DCGM_TESTS,
     FAULT_KEYS,
     LIES,
     NODE_FAULTS,
@@ -36,7 +38,8 @@ EXAMPLES = {
     "latency_factor": "3", "storage_factor": "0.5", "storage_corrupt": "true",
     "storage_error": next(iter(STORAGE_ERRORS)), "storage_unmounted": "true",
     "lies": next(iter(LIES)), "nccl_dead": "true",
-    "vbios": "'96.00.89.00.01'",
+    "vbios": "'96.00.89.00.01'", "dcgm_fail": DCGM_TESTS[2],
+    "dcgm_config": DCGM_CONFIGS[0],
 }
 
 
@@ -85,6 +88,8 @@ def test_a_list_for_any_fault_kind_is_one_error_at_its_key(key: str) -> None:
 @pytest.mark.parametrize(("key", "choices"), [("throttle", THROTTLES),
                                               ("storage_error", tuple(STORAGE_ERRORS)),
                                               ("lies", tuple(LIES)),
+                                              ("dcgm_fail", DCGM_TESTS),
+                                              ("dcgm_config", DCGM_CONFIGS),
                                               ("transport", SIM_TRANSPORTS)])
 def test_every_choice_of_a_named_fault_is_read_as_written(key: str,
                                                           choices: tuple[str, ...]) -> None:
@@ -146,6 +151,8 @@ def test_a_fault_missing_where_it_is_or_out_of_range_is_one_exact_error(
      "like '400 GB/s', got '0 GB/s'"),
     ("sim: {gpus_per_node: 65}\n", "t.yaml:3: sim.gpus_per_node: expected a whole number "
      "from 1 to 64, got 65"),
+    ("sim: {dcgm: 5}\n", "t.yaml:3: sim.dcgm: expected 3 or 4 (the DCGM whose JSON the node "
+     "prints) or none (no dcgmi), got '5'"),
 ])
 def test_the_sections_own_keys_are_refused_exactly(sim: str, message: str) -> None:
     assert error_of(SIM_BASE + sim) == message
@@ -218,3 +225,11 @@ def test_the_spec_knows_the_throttle_reasons_the_gpu_probe_reads() -> None:
     from pytest_cluster.probes.gpu import THROTTLE_BITS
 
     assert tuple(THROTTLE_BITS) == THROTTLES
+
+
+@pytest.mark.parametrize(("sim", "version"), [("sim: {dcgm: 3}\n", 3), ("sim: {dcgm: 4}\n", 4),
+                                              ("sim: {dcgm: none}\n", None), ("sim:\n", 4)])
+def test_the_dcgm_a_simulated_node_has_is_read(sim: str, version: int | None) -> None:
+    """DCGM 4.x by default; 3.x prints the other shape; none has no dcgmi."""
+    spec = parse_spec(SIM_BASE + sim, "t.yaml")
+    assert spec.sim is not None and spec.sim.dcgm == version
