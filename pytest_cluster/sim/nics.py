@@ -8,7 +8,9 @@ interconnect.inter_node (nics_per_node, rate_per_nic, kind roce/ethernet) change
 Faults: `nic: 3` with `nic_down`, `nic_rate`, `nic_firmware`, `nic_link_downed` or
 `nic_symbol_errors` (from a soak round with `from_round`; the counters grow between a run's
 first and last reading), `nic_pcie_gen` or `nic_pcie_width` (its card's PCIe link, Gen5
-x16 at best, trained lower: a Gen4 slot, a x8 riser), and a node's `link_factor` slows
+x16 at best, trained lower: a Gen4 slot, a x8 riser), `nic_virtual` (the node's NICs, or
+with `nic:` that one, are SR-IOV virtual functions as a cloud VM sees them: a ConnectX VF's
+PCI ID and a link the kernel calls 'Unknown' x0), and a node's `link_factor` slows
 every port; a node that `lies: counters` gives its first port a receive error count of -5.
 """
 
@@ -130,6 +132,7 @@ def tree(sim: SimSpec, node: str, ic: InterconnectSpec | None,
     nic_link_downed fault has gone down that many times."""
     count, _, layer = _layout(ic)
     faults = {f.nic: f for f in faults_on(sim, node) if f.nic is not None}
+    virtual = {f.nic for f in faults_on(sim, node) if f.nic_virtual}
     digest = hashlib.sha256(node.encode()).hexdigest()
     files: dict[str, str] = {}
     for index in range(count):
@@ -163,8 +166,11 @@ def tree(sim: SimSpec, node: str, ic: InterconnectSpec | None,
         gen = fault.nic_pcie_gen if fault is not None and fault.nic_pcie_gen else NIC_PCIE[0]
         lanes = fault.nic_pcie_width if fault is not None and fault.nic_pcie_width \
             else NIC_PCIE[1]
+        vf = None in virtual or index in virtual
         for device in (f"{base}/device", f"{ROOT}/class/net/{netdev}/device"):  # one card
-            files.update(pcie_files(device, gen, lanes, NIC_PCIE))
+            files.update(vf_files(device) if vf else pcie_files(device, gen, lanes, NIC_PCIE))
+            files.update({f"{device}/vendor": "0x15b3",
+                          f"{device}/device": VF_DEVICE if vf else PF_DEVICE})
         for counter in ("link_downed", "link_error_recovery", "symbol_error",
                         "port_rcv_errors", "port_xmit_discards"):
             files[f"{port}/counters/{counter}"] = "0"
@@ -193,6 +199,19 @@ def pcie_files(device: str, gen: int, width: int, best: tuple[int, int]) -> dict
             f"{device}/max_link_speed": PCIE_SPEEDS[best[0]],
             f"{device}/current_link_width": str(width),
             f"{device}/max_link_width": str(best[1])}
+
+
+#: The PCI device IDs of a ConnectX-7 and of its virtual function (the kernel's mlx5
+#: driver's table: 0x1021 ConnectX-7, 0x101e ConnectX Family mlx5Gen Virtual Function).
+PF_DEVICE, VF_DEVICE = "0x1021", "0x101e"
+
+
+def vf_files(device: str) -> dict[str, str]:
+    """A virtual function's PCI device as a VM sees it: a Mellanox VF whose link registers
+    are reserved (the kernel writes 'Unknown' and 0 lanes)."""
+    return {f"{device}/current_link_speed": "Unknown",
+            f"{device}/max_link_speed": "Unknown", f"{device}/current_link_width": "0",
+            f"{device}/max_link_width": "0"}
 
 
 def guid(digest: str, index: int) -> str:

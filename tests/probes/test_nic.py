@@ -131,9 +131,11 @@ def test_every_rdma_port_and_interface_is_read_as_the_abi_writes_it(tmp_path: Pa
         "net", True, 100.0, 9000, False)
     assert eth["counters"] == {"rx_errors": 1, "tx_errors": 0, "carrier_changes": 4}
     assert up["pcie"] == {"gen": 5, "max_gen": 5, "width": 16, "max_width": 16,
-                          "speed": "32.0 GT/s PCIe", "max_speed": "32.0 GT/s PCIe"}
+                          "speed": "32.0 GT/s PCIe", "max_speed": "32.0 GT/s PCIe",
+                          "virtual_function": False}
     assert eth["pcie"] == {"gen": 4, "max_gen": 5, "width": 8, "max_width": 16,
-                           "speed": "16.0 GT/s PCIe", "max_speed": "32.0 GT/s PCIe"}
+                           "speed": "16.0 GT/s PCIe", "max_speed": "32.0 GT/s PCIe",
+                           "virtual_function": False}
     # no PCI device: none (mlx5_1 has no device/; veth1 is virtual; eth2's has no link)
     assert [ports[name]["pcie"] for name in ("mlx5_1/1", "veth1", "eth2")] == [None] * 3
     veth = ports["veth1"]
@@ -164,7 +166,8 @@ def test_a_pcie_link_the_kernel_cannot_tell_is_named_on_every_port_of_it(
     for name in ("mlx5_0/1", "mlx5_0/2"):  # one device, its link on each of its ports
         assert ports[name]["pcie"] == {"gen": None, "max_gen": 5, "width": None,
                                        "max_width": None, "speed": "Unknown",
-                                       "max_speed": "32.0 GT/s PCIe"}
+                                       "max_speed": "32.0 GT/s PCIe",
+                                       "virtual_function": False}
         unread = ports[name]["unreadable"]
         assert unread[str(device / "current_link_width")] == \
             "0 lanes: no link trained (or a virtual function's link)"

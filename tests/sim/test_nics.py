@@ -58,11 +58,13 @@ def test_a_narrow_or_slow_pcie_link_is_on_that_card_of_that_node_alone() -> None
     links = {(node, port["name"]): port["pcie"] for node in NODES
              for port in nic_payload(sim, node, None).get("ports", [])}
     best = {"gen": 5, "max_gen": 5, "width": 16, "max_width": 16,
-            "speed": "32.0 GT/s PCIe", "max_speed": "32.0 GT/s PCIe"}
+            "speed": "32.0 GT/s PCIe", "max_speed": "32.0 GT/s PCIe",
+            "virtual_function": False}
     odd = {key: link for key, link in links.items() if link != best}
     assert odd == {
         **{(node, "eno1"): {"gen": 4, "max_gen": 4, "width": 16, "max_width": 16,
-                            "speed": "16.0 GT/s PCIe", "max_speed": "16.0 GT/s PCIe"}
+                            "speed": "16.0 GT/s PCIe", "max_speed": "16.0 GT/s PCIe",
+                            "virtual_function": False}
            for node in NODES},
         **{("n2", name): {**best, "width": 8} for name in ("mlx5_4/1", "ibp4s0")},
         **{("n3", name): {**best, "gen": 4, "speed": "16.0 GT/s PCIe"}
@@ -91,3 +93,22 @@ def test_a_client_whose_port_is_down_cannot_reach_the_server() -> None:
     failed = [NODES[index] for index, (entry,) in enumerate(ranks)
               if entry["data"] is not None and entry["data"].get("exit_code") == 1]
     assert failed == ["n2"]
+
+
+def test_a_virtual_nic_is_a_vf_as_a_vm_sees_it_on_that_node_alone() -> None:
+    """`nic_virtual` makes a node's NICs (with `nic`, that one) SR-IOV virtual functions as
+    a VM sees them, read by the probe's own parser: a VF's PCI ID, a link 'Unknown' x0."""
+    sim = SimSpec("H100-SXM-80GB", 8, faults=(
+        SimFault("n1", None, 1, nic_virtual=True),
+        SimFault("n2", None, 2, nic=3, nic_virtual=True)))
+    vfs = {(node, port["name"]) for node in NODES
+           for port in nic_payload(sim, node, None).get("ports", [])
+           if (port["pcie"] or {}).get("virtual_function")}
+    every = {("n1", f"mlx5_{i}/1") for i in range(NICS_PER_NODE)} | {
+        ("n1", f"ibp{i}s0") for i in range(NICS_PER_NODE)}
+    assert vfs == every | {("n2", "mlx5_3/1"), ("n2", "ibp3s0")}
+    port = next(p for p in nic_payload(sim, "n1", None).get("ports", [])
+                if p["name"] == "mlx5_0/1")
+    assert port["pcie"] == {"gen": None, "max_gen": None, "width": None, "max_width": None,
+                            "speed": "Unknown", "max_speed": "Unknown",
+                            "virtual_function": True}

@@ -48,7 +48,7 @@ FAULT_KEYS = ("node", "gpu", "gpus", "down", "model", "memory_held", "pcie_gen",
               "throttle", "xid", "temperature", "matmul_factor", "bandwidth_factor",
               "link_factor", "replaced", "from_round", "until_round", "sdc", "nic", "nic_down",
               "nic_rate", "nic_firmware", "nic_link_downed", "nic_symbol_errors", "nic_pcie_gen",
-              "nic_pcie_width", "transport",
+              "nic_pcie_width", "nic_virtual", "transport",
               "gdr", "latency_factor", "storage_factor", "storage_corrupt", "storage_error",
               "storage_unmounted", "lies", "nccl_dead", "vbios", "dcgm_fail",
               "dcgm_config")
@@ -67,7 +67,8 @@ NODE_FAULTS = {"gpus": "the node's GPU count", "down": "the whole node",
                "storage_error": "the node's client of the shared filesystem",
                "storage_unmounted": "the node's mount of the shared filesystem",
                "lies": "what the node reports",
-               "dcgm_config": "the node's setup DCGM's diagnostic checks"}
+               "dcgm_config": "the node's setup DCGM's diagnostic checks",
+               "nic_virtual": "the node's NICs (with nic, that one) as a VM sees them"}
 #: What a lying node reports instead of what it measured (its `lies` fault), each a claim
 #: the product checks against what the node does not control: a figure read back by
 #: another node, the physics the spec implies, a plausible range.
@@ -248,6 +249,7 @@ def _read(fields: _Fields, name: str, gpu: int | None, line: int,
         nic_symbol_errors=fields.or_("nic_symbol_errors", _count, 0),
         nic_pcie_gen=fields.one("nic_pcie_gen", whole(1, NIC_PCIE[0])),
         nic_pcie_width=fields.one("nic_pcie_width", _nic_width),
+        nic_virtual=fields.flag("nic_virtual"),
         transport=fields.one("transport", _sim_transport),
         gdr=fields.one("gdr", boolean),
         latency_factor=fields.or_("latency_factor", _far, 1.0),

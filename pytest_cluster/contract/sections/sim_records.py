@@ -42,6 +42,9 @@ class SimFault:
     nic_symbol_errors: int = 0  # its port took this many symbol errors during the run
     nic_pcie_gen: int | None = None  # its PCIe link trained at this generation (of 5)
     nic_pcie_width: int | None = None  # ... and this many lanes (of 16)
+    #: the node's NICs (with `nic`, that one) are SR-IOV virtual functions, as a cloud VM
+    #: sees them: a VF's PCI ID, its link 'Unknown' x0 (the host's, which a VM cannot read)
+    nic_virtual: bool = False
     transport: str | None = None  # the node's NCCL used this network ("socket": fell back)
     gdr: bool | None = None  # False: the node's NCCL had no GPUDirect RDMA
     #: the node sits this many times farther from its peers (another spine): the

@@ -133,6 +133,11 @@ def unreadable(port: Port, field: str, files: tuple[str, ...], name: str = "") -
     return f"{name or port['name']}: no {field}" + (f" ({shown})" if shown else "")
 
 
+#: The error kind of a node's fabric.pcie whose every counted port is an SR-IOV virtual
+#: function (a cloud VM's): not measured, the node NOT CHECKED (evidence/verdict/blame.py
+#: NOT_MEASURED), neither passed nor failed.
+VIRTUAL_FUNCTION = "virtual_function"
+
 #: A port's PCIe link (the NIC probe's `pcie`): each figure, the sysfs file it is read
 #: from, and the values a PCIe link can have (Gen1 to Gen6, x1 to x32).
 PCIE_FIELDS = {"gen": ("current_link_speed", range(1, 7)),
@@ -146,12 +151,30 @@ class PcieLinks:
     """The PCIe links of a node's counted ports, one per PCI device (its ports named
     together): those below their maximum ('mlx5_4/1 PCIe Gen5 x8, can do Gen5 x16'),
     those not read (why), every device's link read ('Gen5 x16 of Gen5 x16') by its
-    name, and how many devices there are."""
+    name, how many devices there are, and the devices that are SR-IOV virtual functions
+    (`virtual`, by name: left out, neither passed nor failed)."""
 
     below: tuple[str, ...]
     unread: tuple[str, ...]
     links: dict[str, str]
     devices: int
+    virtual: tuple[str, ...] = ()
+
+    @property
+    def judged(self) -> int:
+        """How many devices were judged: those that are no virtual function."""
+        return self.devices - len(self.virtual)
+
+    @property
+    def left_out(self) -> str:
+        """Why the virtual functions' links were not judged, '' when there are none:
+        'mlx5_ib[0-7]/1 are SR-IOV virtual functions: ...'."""
+        if not self.virtual:
+            return ""
+        names = compress_hostlist(self.virtual)
+        verb = "is an SR-IOV virtual function: its" if len(self.virtual) == 1 \
+            else "are SR-IOV virtual functions: their"
+        return f"{names} {verb} PCIe link is the host's, which a VM cannot read"
 
     @property
     def measured(self) -> str:
@@ -173,17 +196,23 @@ def pcie_links(ports: list[Port]) -> PcieLinks:
     """The counted ports' PCIe links, each PCI device's once (the ports of one device share
     its link): a link below its maximum generation or width is `below`; a device whose
     link, or part of it, was not read (no PCI Express device, 'Unknown', a figure no
-    link has) is `unread`, never at its maximum."""
+    link has) is `unread`, never at its maximum; an SR-IOV virtual function's
+    (`virtual_function`: its link registers are reserved, the link is its host's) is
+    `virtual`, neither."""
     devices: dict[str, list[Port]] = {}
     for port in ports:
         devices.setdefault(str(port.get("pci") or port["name"]), []).append(port)
     below: list[str] = []
     unread: list[str] = []
     links: dict[str, str] = {}
+    virtual: list[str] = []
     for group in devices.values():
         port = group[0]
         names = ", ".join(str(p["name"]) for p in group)
         link = port.get("pcie")
+        if isinstance(link, dict) and link.get("virtual_function") is True:
+            virtual.append(str(port.get("device") or names))  # its figures: the host's
+            continue
         if not isinstance(link, dict):
             what = "PCI Express device (a virtual port has none)" if link is None \
                 else f"PCIe link (the node reported {str(link)[:40]!r})"
@@ -200,7 +229,7 @@ def pcie_links(ports: list[Port]) -> PcieLinks:
             gone = [key for key, value in found.items() if value is None]
             unread.append(unreadable(port, f"PCIe {', '.join(gone)}",
                                      tuple(PCIE_FIELDS[key][0] for key in gone), names))
-    return PcieLinks(tuple(below), tuple(unread), links, len(devices))
+    return PcieLinks(tuple(below), tuple(unread), links, len(devices), tuple(virtual))
 
 
 #: The counters that must not grow during a run: a link that went down or retrained,

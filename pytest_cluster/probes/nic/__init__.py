@@ -11,7 +11,9 @@ bridge), and its driver and firmware (ETHTOOL_GDRVINFO, what `ethtool -i` prints
 For each port its PCI device's PCI Express link (`device/current_link_speed`,
 `max_link_speed`, `current_link_width`, `max_link_width`: Documentation/ABI/testing/
 sysfs-bus-pci) as `pcie`: generation and width now and at most, the speeds as written;
-`pcie` is null for a port with no PCI Express device (a virtual interface).
+and whether the device is an SR-IOV virtual function (`virtual_function`: its `physfn`
+link, or a VF's PCI ID; its link is then the host's); `pcie` is null for a port with no
+PCI Express device (a virtual interface).
 
 Reading this machine's /sys, it first checks that /sys/class/net lists the interfaces of
 its own network namespace (socket.if_nameindex()): a process that entered a namespace with

@@ -17,6 +17,9 @@ if TYPE_CHECKING:  # not imported when it runs: its start-up stays short
         max_width: int | None
         speed: str | None
         max_speed: str | None
+        #: an SR-IOV virtual function's link (its `physfn`, or a VF's PCI ID): its
+        #: figures are none of its own; None: its physfn is no link in the tree
+        virtual_function: bool | None
 
     class DeviceFacts(TypedDict):
         """What an RDMA device has once, the same on each of its ports."""

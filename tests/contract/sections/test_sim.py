@@ -34,6 +34,7 @@ EXAMPLES = {
     "until_round": "3", "sdc": "true", "nic": "1", "nic_down": "true",
     "nic_rate": "'100 Gb/s'", "nic_firmware": "'28.39.1002'", "nic_link_downed": "3",
     "nic_symbol_errors": "9", "nic_pcie_gen": "4", "nic_pcie_width": "8",
+    "nic_virtual": "true",
     "transport": SIM_TRANSPORTS[0], "gdr": "false",
     "latency_factor": "3", "storage_factor": "0.5", "storage_corrupt": "true",
     "storage_error": next(iter(STORAGE_ERRORS)), "storage_unmounted": "true",

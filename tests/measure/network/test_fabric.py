@@ -119,3 +119,21 @@ def test_a_pcie_link_not_read_is_said_with_why_never_at_its_maximum() -> None:
         "mlx5_4/1: no PCIe link (the node reported 'Gen5')")
     assert found.below == ("mlx5_5/1 PCIe Gen? x8, can do Gen5 x16",)
     assert fabric.pcie_links([]).measured == "no PCIe link read"
+
+
+def test_a_virtual_functions_link_is_left_out_neither_passed_nor_failed() -> None:
+    vf = {**link(None, None, None, None), "virtual_function": True}
+    every = fabric.pcie_links([port(f"mlx5_ib{i}/1", pcie=vf) for i in range(8)])
+    assert (every.below, every.unread, every.links, every.judged) == ((), (), {}, 0)
+    assert every.left_out == ("mlx5_ib[0-7] are SR-IOV virtual functions: their PCIe link is "
+                              "the host's, which a VM cannot read")
+    # mixed: the physical ones judged, the VF said; a VF's narrow figures blame nothing
+    mixed = fabric.pcie_links([
+        port("mlx5_0/1", pcie=link(5, 8)), port("mlx5_1/1", pcie=link(5, 16)),
+        port("mlx5_2/1", pcie={**link(5, 4), "virtual_function": True}),
+        port("mlx5_3/1", pcie={**link(5, 16), "virtual_function": None})])  # physfn odd
+    assert mixed.below == ("mlx5_0/1 PCIe Gen5 x8, can do Gen5 x16",)
+    assert (mixed.virtual, mixed.judged, mixed.devices) == (("mlx5_2",), 3, 4)
+    assert mixed.left_out == ("mlx5_2 is an SR-IOV virtual function: its PCIe link is the "
+                              "host's, which a VM cannot read")
+    assert fabric.pcie_links([port("mlx5_0/1", pcie=link(5, 16))]).left_out == ""

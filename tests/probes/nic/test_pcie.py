@@ -40,7 +40,7 @@ def link(root: Path, **files: str) -> tuple[PcieLink | None, dict[str, str]]:
 def test_a_link_is_read_as_the_kernel_writes_it(tmp_path: Path) -> None:
     assert link(tmp_path, current_link_width="8") == (
         {"gen": 5, "max_gen": 5, "width": 8, "max_width": 16, "speed": "32.0 GT/s PCIe",
-         "max_speed": "32.0 GT/s PCIe"}, {})
+         "max_speed": "32.0 GT/s PCIe", "virtual_function": False}, {})
 
 
 @pytest.mark.parametrize(("raw", "gen"), [
@@ -93,7 +93,8 @@ def test_a_width_that_is_none_is_named_never_guessed(tmp_path: Path, raw: str,
 def test_a_missing_file_is_named_the_others_read(tmp_path: Path) -> None:
     found, missing = link(tmp_path, max_link_width="-", current_link_speed="-")
     assert found == {"gen": None, "max_gen": 5, "width": 16, "max_width": None,
-                     "speed": None, "max_speed": "32.0 GT/s PCIe"}
+                     "speed": None, "max_speed": "32.0 GT/s PCIe",
+                     "virtual_function": False}
     assert missing == {"current_link_speed": "not present", "max_link_width": "not present"}
 
 
@@ -134,3 +135,56 @@ def test_a_device_linked_out_of_the_tree_is_named_not_followed(tmp_path: Path) -
     assert pcie.pcie_link(reader, device, missing) is None
     assert missing == {device: f"a link out of {root}: not followed (its PCIe link not "
                                "read)"}
+
+
+#: A VF's link as its kernel writes it: the SR-IOV chapter reserves its link registers.
+VF_LINK = {"current_link_speed": "Unknown", "max_link_speed": "Unknown",
+           "current_link_width": "0", "max_link_width": "0"}
+
+
+def test_a_device_whose_physfn_links_into_the_tree_is_a_virtual_function(
+        tmp_path: Path) -> None:
+    # the host's view: drivers/pci/iov.c links the VF's physfn to its PF
+    reader = reader_of(tmp_path, VF_LINK)
+    (tmp_path / "devices/pci0000:00/0000:3a:00.1").mkdir(parents=True)
+    (tmp_path / DEVICE / "physfn").symlink_to("../0000:3a:00.1")
+    found = pcie.pcie_link(reader, reader.path(DEVICE), {})
+    assert found is not None and found["virtual_function"] is True
+    assert (found["gen"], found["width"]) == (None, None)
+
+
+@pytest.mark.parametrize(("device", "vf"), [
+    ("0x101e", True),  # ConnectX Family mlx5Gen Virtual Function (a ConnectX-7's VF)
+    ("0x101c", True),  # ConnectX-6 VF
+    ("0x1021", False),  # ConnectX-7 (its physical function)
+    ("0x1017", False)])  # ConnectX-5
+def test_a_guest_sees_a_virtual_function_by_its_pci_id(tmp_path: Path, device: str,
+                                                       vf: bool) -> None:
+    # a VM's view: the hypervisor made the VF, the guest's kernel has no physfn
+    found, missing = link(tmp_path, vendor="0x15b3", device=device)
+    assert found is not None and found["virtual_function"] is vf
+    assert missing == {}
+
+
+def test_another_vendors_device_of_the_same_id_is_no_virtual_function(
+        tmp_path: Path) -> None:
+    found, _ = link(tmp_path, vendor="0x8086", device="0x101e")
+    assert found is not None and found["virtual_function"] is False
+
+
+def test_a_physfn_linked_out_of_the_tree_is_named_not_followed(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "sys"
+    reader = reader_of(root, VF_LINK)
+    (root / DEVICE / "physfn").symlink_to(outside)
+    missing: dict[str, str] = {}
+    found = pcie.pcie_link(reader, reader.path(DEVICE), missing)
+    assert found is not None and found["virtual_function"] is None
+    assert missing[reader.path(DEVICE, "physfn")] == f"a link out of {root}: not followed"
+
+
+def test_a_physfn_that_is_a_file_is_named_not_taken_as_a_link(tmp_path: Path) -> None:
+    found, missing = link(tmp_path, physfn="0000:3a:00.1", **VF_LINK)
+    assert found is not None and found["virtual_function"] is None
+    assert missing["physfn"].startswith("not a link")
