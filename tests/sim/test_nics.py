@@ -103,7 +103,7 @@ def test_a_virtual_nic_is_a_vf_as_a_vm_sees_it_on_that_node_alone() -> None:
         SimFault("n2", None, 2, nic=3, nic_virtual=True)))
     vfs = {(node, port["name"]) for node in NODES
            for port in nic_payload(sim, node, None).get("ports", [])
-           if (port["pcie"] or {}).get("virtual_function")}
+           if port["pcie"] is not None and port["pcie"]["virtual_function"]}
     every = {("n1", f"mlx5_{i}/1") for i in range(NICS_PER_NODE)} | {
         ("n1", f"ibp{i}s0") for i in range(NICS_PER_NODE)}
     assert vfs == every | {("n2", "mlx5_3/1"), ("n2", "ibp3s0")}

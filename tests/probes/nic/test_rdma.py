@@ -63,7 +63,8 @@ def test_a_port_is_read_as_the_abi_writes_it(tmp_path: Path) -> None:
         "firmware": "28.39.1002", "board_id": "MT_0000000838", "hca_type": "MT4129",
         "node_guid": "a088:c203:0012:3456", "sys_image_guid": None, "pci": "0000:3a:00.0",
         "pcie": {"gen": 5, "max_gen": 5, "width": 16, "max_width": 16,
-                 "speed": "32.0 GT/s PCIe", "max_speed": "32.0 GT/s PCIe"},
+                 "speed": "32.0 GT/s PCIe", "max_speed": "32.0 GT/s PCIe",
+                 "virtual_function": False},
         "netdevs": ["ib0"]}
     port = rdma.rdma_port(reader, "mlx5_0", "1", facts)
     assert port == {
