@@ -159,7 +159,8 @@ def test_fabric_pcie(cluster_spec: Spec, cluster: Cluster, node: str,
     included (its card's link is up), each PCI device once. Read at rest: a NIC's link
     keeps the speed it trained to (a GPU's drops while idle). A link that could not be
     read is said, never passed. An SR-IOV virtual function's link (a cloud VM's port) is
-    its host's: left out, said; a node whose every counted port is one is NOT CHECKED."""
+    its host's, and a virtual interface (a veth, a bond) has none: left out, said; a node
+    whose every counted port is one is NOT CHECKED."""
     spec = _fabric(cluster_spec)
     rule = spec.rule("pcie")
     assert rule is not None
@@ -167,12 +168,14 @@ def test_fabric_pcie(cluster_spec: Spec, cluster: Cluster, node: str,
     ports = _ports(evidence, result, rule, spec)
     links = fabric.pcie_links(ports)
     raw = _raw(ports, "pci", "pcie")
-    if links.virtual and not links.judged:  # a VM's: nothing it can read was measured
+    if links.left_out and not links.judged:  # a VM's: nothing it can read was measured
+        which = "a VM" if not links.no_device else "virtual interfaces" \
+            if not links.virtual else "ports with no PCIe link of their own"
         evidence.cannot_measure(rule, f"not checked: {links.left_out} (write fabric.pcie: "
-                                "false for a VM)", raw=raw, kind=fabric.VIRTUAL_FUNCTION)
+                                f"false for {which})", raw=raw, kind=fabric.VIRTUAL_PORT)
     unread = "; ".join(links.unread[:4]) + (f" and {len(links.unread) - 4} more"
                                              if len(links.unread) > 4 else "")
-    left_out = f"; left out: {links.left_out}" if links.virtual else ""
+    left_out = f"; left out: {links.left_out}" if links.left_out else ""
     if links.unread and not links.below:
         evidence.cannot_measure(rule, unread + left_out, raw=raw)
     evidence.check_rule(rule, not links.below, links.measured + left_out, result=result,

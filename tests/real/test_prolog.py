@@ -47,6 +47,7 @@ fabric:
   devices: "eth*"
   ports: 1
   link_layer: Ethernet
+  pcie: false                   # a veth has no PCI device, so no PCIe link to judge
 interconnect:
   inter_node: {{kind: veth, nics_per_node: 1, rate_per_nic: 1 Gb/s}}
   payloads: [16 MiB]

@@ -13,7 +13,7 @@ from pytest_cluster.errors import UnitError
 from pytest_cluster.evidence.sinks.results import ResultLine, outcome
 from pytest_cluster.hostlist import expand_hostlist
 from pytest_cluster.measure.nccl_ras import RANK_DEAD
-from pytest_cluster.measure.network.fabric import VIRTUAL_FUNCTION
+from pytest_cluster.measure.network.fabric import VIRTUAL_PORT
 
 #: Error kinds that mean the node did not answer at all: its address refused or stayed
 #: silent. The node's own fault only where another node answered in the same run.
@@ -37,7 +37,7 @@ NO_CULPRIT = frozenset({UNDECIDED, NOT_COMPARABLE})
 #: what it reads is not the node's to read (virtual_function: a VM's NICs are SR-IOV
 #: virtual functions, whose PCIe link is the host's): the node is NOT CHECKED, saying
 #: so; neither it nor the cluster failed.
-NOT_MEASURED = frozenset({"busy", "tool_missing", VIRTUAL_FUNCTION})
+NOT_MEASURED = frozenset({"busy", "tool_missing", VIRTUAL_PORT})
 #: Error kinds of a cluster check that could not be established because some node did not
 #: answer ("the same on every node"): it fails, but it rejects the cluster only through
 #: that node's own verdict (UNREACHABLE rejects; busy leaves it INCOMPLETE).

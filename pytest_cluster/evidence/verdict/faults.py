@@ -25,7 +25,7 @@ from pytest_cluster.contract.clauses import CLAUSES, declared
 from pytest_cluster.contract.declaration import Actor, Declaration, Fault
 from pytest_cluster.evidence.verdict import blame
 from pytest_cluster.measure.nccl_ras import RANK_DEAD
-from pytest_cluster.measure.network.fabric import VIRTUAL_FUNCTION
+from pytest_cluster.measure.network.fabric import VIRTUAL_PORT
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.sinks.results import ResultLine
@@ -100,12 +100,13 @@ KINDS: dict[str, Failure] = {
         "PC-TOOL-MISSING", TOOL,
         "install the tool on the node (DCGM: datacenter-gpu-manager, nv-hostengine "
         "running) or leave its clause out of the contract"),
-    VIRTUAL_FUNCTION: _failure(
-        "every counted port is an SR-IOV virtual function (a cloud VM's): its PCIe link "
-        "is the host's, which the VM cannot read: not checked",
-        "PC-SPEC-PCIE-VF", SPEC,
-        "write fabric.pcie: false for a VM (its provider checks the host's link), or run "
-        "the check on the host, where the physical function's link can be read"),
+    VIRTUAL_PORT: _failure(
+        "no counted port has a PCIe link of its own: SR-IOV virtual functions (a cloud "
+        "VM's), whose link is the host's, or interfaces with no PCI device (a veth, a "
+        "bond): not checked",
+        "PC-SPEC-PCIE-VIRTUAL", SPEC,
+        "write fabric.pcie: false for a VM (its provider checks the host's link) or for "
+        "virtual interfaces, or count the physical ports (fabric.devices)"),
     "busy": _failure(
         "another job held the node: not measured",
         "PC-NODE-BUSY", TOOL, "run the check when the node is free (a prolog, a reservation)"),

@@ -133,10 +133,11 @@ def unreadable(port: Port, field: str, files: tuple[str, ...], name: str = "") -
     return f"{name or port['name']}: no {field}" + (f" ({shown})" if shown else "")
 
 
-#: The error kind of a node's fabric.pcie whose every counted port is an SR-IOV virtual
-#: function (a cloud VM's): not measured, the node NOT CHECKED (evidence/verdict/blame.py
+#: The error kind of a node's fabric.pcie whose every counted port has no PCIe link of its
+#: own: an SR-IOV virtual function (a cloud VM's), or an interface with no PCI device (a
+#: veth, a bond, a VLAN): not measured, the node NOT CHECKED (evidence/verdict/blame.py
 #: NOT_MEASURED), neither passed nor failed.
-VIRTUAL_FUNCTION = "virtual_function"
+VIRTUAL_PORT = "virtual_port"
 
 #: A port's PCIe link (the NIC probe's `pcie`): each figure, the sysfs file it is read
 #: from, and the values a PCIe link can have (Gen1 to Gen6, x1 to x32).
@@ -159,22 +160,32 @@ class PcieLinks:
     links: dict[str, str]
     devices: int
     virtual: tuple[str, ...] = ()
+    #: the interfaces with no PCI device (a veth, a bond, a VLAN: no link of their own)
+    no_device: tuple[str, ...] = ()
 
     @property
     def judged(self) -> int:
-        """How many devices were judged: those that are no virtual function."""
-        return self.devices - len(self.virtual)
+        """How many devices were judged: those that are no virtual function, and have a PCI
+        device."""
+        return self.devices - len(self.virtual) - len(self.no_device)
 
     @property
     def left_out(self) -> str:
-        """Why the virtual functions' links were not judged, '' when there are none:
-        'mlx5_ib[0-7]/1 are SR-IOV virtual functions: ...'."""
-        if not self.virtual:
-            return ""
-        names = compress_hostlist(self.virtual)
-        verb = "is an SR-IOV virtual function: its" if len(self.virtual) == 1 \
-            else "are SR-IOV virtual functions: their"
-        return f"{names} {verb} PCIe link is the host's, which a VM cannot read"
+        """Why some links were not judged, '' when all were: 'mlx5_ib[0-7] are SR-IOV
+        virtual functions: ...', 'eth0 has no PCI device: ...'."""
+        said = []
+        if self.virtual:
+            names = compress_hostlist(self.virtual)
+            verb = "is an SR-IOV virtual function: its" if len(self.virtual) == 1 \
+                else "are SR-IOV virtual functions: their"
+            said.append(f"{names} {verb} PCIe link is the host's, which a VM cannot read")
+        if self.no_device:
+            names = compress_hostlist(self.no_device)
+            verb = "has no PCI device (a virtual interface" if len(self.no_device) == 1 \
+                else "have no PCI device (virtual interfaces"
+            said.append(f"{names} {verb}: a veth, a bond, a VLAN): no PCIe link of "
+                        f"{'its' if len(self.no_device) == 1 else 'their'} own")
+        return "; ".join(said)
 
     @property
     def measured(self) -> str:
@@ -198,7 +209,8 @@ def pcie_links(ports: list[Port]) -> PcieLinks:
     link, or part of it, was not read (no PCI Express device, 'Unknown', a figure no
     link has) is `unread`, never at its maximum; an SR-IOV virtual function's
     (`virtual_function`: its link registers are reserved, the link is its host's) is
-    `virtual`, neither."""
+    `virtual`, neither; so is an interface with no PCI device (`no_device`: a veth, a bond,
+    a VLAN). An RDMA port with no PCI device is `unread`: every RDMA device is a card's."""
     devices: dict[str, list[Port]] = {}
     for port in ports:
         devices.setdefault(str(port.get("pci") or port["name"]), []).append(port)
@@ -206,12 +218,16 @@ def pcie_links(ports: list[Port]) -> PcieLinks:
     unread: list[str] = []
     links: dict[str, str] = {}
     virtual: list[str] = []
+    no_device: list[str] = []
     for group in devices.values():
         port = group[0]
         names = ", ".join(str(p["name"]) for p in group)
         link = port.get("pcie")
         if isinstance(link, dict) and link.get("virtual_function") is True:
             virtual.append(str(port.get("device") or names))  # its figures: the host's
+            continue
+        if link is None and port.get("kind") == "net":
+            no_device.append(names)
             continue
         if not isinstance(link, dict):
             what = "PCI Express device (a virtual port has none)" if link is None \
@@ -229,7 +245,8 @@ def pcie_links(ports: list[Port]) -> PcieLinks:
             gone = [key for key, value in found.items() if value is None]
             unread.append(unreadable(port, f"PCIe {', '.join(gone)}",
                                      tuple(PCIE_FIELDS[key][0] for key in gone), names))
-    return PcieLinks(tuple(below), tuple(unread), links, len(devices), tuple(virtual))
+    return PcieLinks(tuple(below), tuple(unread), links, len(devices), tuple(virtual),
+                     tuple(no_device))
 
 
 #: The counters that must not grow during a run: a link that went down or retrained,

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_cluster.contract import parse_spec
 from pytest_cluster.evidence.verdict.nodes import ACCEPTED, NOT_CHECKED
-from pytest_cluster.measure.network.fabric import VIRTUAL_FUNCTION
+from pytest_cluster.measure.network.fabric import VIRTUAL_PORT
 from tests.conftest import planned
 from tests.contract.sections.test_fabric import failures
 from tests.test_plugin import jsonl
@@ -66,12 +66,12 @@ def test_a_vms_virtual_functions_are_not_checked_and_mixed_ports_judge_the_physi
                                 "is the host's, which a VM cannot read"}
     records = {r["node"]: r for r in jsonl(pytester) if r.get("clause") == "fabric.pcie"}
     assert {node: records[node].get("error_kind") for node in records} == {
-        "n1": VIRTUAL_FUNCTION, "n2": VIRTUAL_FUNCTION, "n3": None, "n4": None}
+        "n1": VIRTUAL_PORT, "n2": VIRTUAL_PORT, "n3": None, "n4": None}
     assert records["n3"]["measured"] == (
         "Gen5 x16 of Gen5 x16 (mlx5_[0-2,4-7]); left out: mlx5_3 is an SR-IOV virtual "
         "function: its PCIe link is the host's, which a VM cannot read")
     assert {(r["node"], r["actor"]) for r in jsonl(pytester)
-            if r.get("code") == "PC-SPEC-PCIE-VF"} == {(node, "buyer-spec") for node in vms}
+            if r.get("code") == "PC-SPEC-PCIE-VIRTUAL"} == {(node, "buyer-spec") for node in vms}
     nodes = verdict_of(pytester)
     assert {node: nodes[node]["verdict"] for node in nodes} == {
         "n1": NOT_CHECKED, "n2": NOT_CHECKED, "n3": ACCEPTED, "n4": "REJECTED"}

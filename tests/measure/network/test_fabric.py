@@ -121,6 +121,23 @@ def test_a_pcie_link_not_read_is_said_with_why_never_at_its_maximum() -> None:
     assert fabric.pcie_links([]).measured == "no PCIe link read"
 
 
+def test_an_interface_with_no_pci_device_is_left_out_an_rdma_port_without_one_is_not_read(
+        ) -> None:
+    """A veth, a bond, a VLAN (a net port with no PCI device) has no PCIe link of its own:
+    left out, neither passed nor failed, as a VF; an RDMA port with none is not read (every
+    RDMA device is a card's: its tree is odd)."""
+    veths = fabric.pcie_links([port(f"eth{i}", "net", pcie=None) for i in range(2)])
+    assert (veths.below, veths.unread, veths.judged, veths.no_device) == (
+        (), (), 0, ("eth0", "eth1"))
+    assert veths.left_out == ("eth[0-1] have no PCI device (virtual interfaces: a veth, a "
+                              "bond, a VLAN): no PCIe link of their own")
+    mixed = fabric.pcie_links([port("eno1", "net", pcie=link(4, 16, 4, 16)),
+                               port("bond0", "net", pcie=None),
+                               port("mlx5_0/1", pcie=None)])
+    assert mixed.judged == 2 and mixed.no_device == ("bond0",)  # eno1, and mlx5_0 unread
+    assert mixed.unread == ("mlx5_0/1: no PCI Express device (a virtual port has none)",)
+
+
 def test_a_virtual_functions_link_is_left_out_neither_passed_nor_failed() -> None:
     vf = {**link(None, None, None, None), "virtual_function": True}
     every = fabric.pcie_links([port(f"mlx5_ib{i}/1", pcie=vf) for i in range(8)])
