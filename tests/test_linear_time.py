@@ -98,6 +98,7 @@ PARSERS: dict[str, tuple[Parser, tuple[type[Exception], ...]]] = {
                                               (UnitError,)),
     "requirement.version_tuple": (requirement.version_tuple, ()),
     "units.parse_bytes": (units.parse_bytes, (UnitError,)),
+    "units.parse_duration": (units.parse_duration, (UnitError,)),
     "units.parse_number": (units.parse_number, (UnitError,)),
     "units.parse_quantity": (lambda text: units.parse_quantity(text, units.Dim.RATE),
                              (UnitError,)),

@@ -47,7 +47,7 @@ def status_json(nodes: Sequence[str], ranks_per_node: int, dead: set[int],
         "communicators": [{"hash": "0x5111ad", "secondary_hash": "0x1:0x2", "size": world,
                            "ranks_count": len(ranks), "missing_ranks_count": len(missing),
                            "ranks": ranks, "missing_ranks": missing}],
-        "ras": {"collection_time_sec": 0.5, "timeouts_count": 0}}, indent=2)
+        "ras": {"collection_time_sec": 0.5, "timeouts_count": 0}}, indent=2, allow_nan=False)
 
 
 def hang_report(backend: str, nodes: Sequence[str], ranks_per_node: int, dead: set[int],

@@ -301,7 +301,7 @@ def test_a_soak_whose_first_round_cannot_start_checked_nothing_and_says_so(
 
 
 @pytest.mark.parametrize(("args", "says"), [
-    (["--cluster-soak=2d"], "--cluster-soak=2d: expected a time like*"),
+    (["--cluster-soak=2d"], "--cluster-soak=2d: expected a duration like*"),
     (["--cluster-soak-rounds=0"], "--cluster-soak-rounds=0: expected a whole number of rounds "
                                   "from 1 to 1,000,000, got 0"),
     (["--cluster-soak=1h", "--cluster-reports="], "*it needs --cluster-reports=DIR*"),
