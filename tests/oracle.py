@@ -272,7 +272,11 @@ def _why_agrees(why: str, node: dict[str, Any]) -> bool:
     their count and the first of them in its order, each with its figures (cut at a
     clause, 'and N more clause(s)' for the rest); any other node its reason."""
     if not node["failed_clauses"] or node["verdict"] != "REJECTED":
-        return html.unescape(why) == str(node["reason"])
+        # its reason, then its fault (a NOT CHECKED node's: what kept it undecided)
+        fault = "".join(said for key, said in (
+            ("code", f" {node.get('code')}"), ("action", f" action: {node.get('action')}"),
+            ("actor", f" (by {node.get('actor')})")) if node.get(key))
+        return html.unescape(re.sub(r"<[^>]*>", "", why)) == str(node["reason"]) + fault
     count = re.match(r"(\d+) clause\(s\) failed:", why)
     named = [html.unescape(n) for n in re.findall(r"<li><b>([^<]*)</b>", why)]
     more = re.search(r"<li>and (\d+) more clause\(s\)</li>", why)
@@ -422,6 +426,18 @@ def _codes_against(views: Views, node: str) -> set[str]:
             and (r.get("node") == node or node in culprits(r))}
 
 
+def _undecided_codes(views: Views, node: str) -> list[str]:
+    """The fault codes of `node`'s own cases that failed without blaming it (an error kind
+    NOT_BLAMING: DCGM's configuration finding, a busy node, this machine's fault), each
+    once, in order: a NOT CHECKED node's codes, the first its code."""
+    found: list[str] = []
+    for r in _judged(views):
+        if r.get("node") == node and outcome(r) != "passed" and \
+                r.get("error_kind") in NOT_BLAMING and r.get("code") not in (None, *found):
+            found.append(str(r["code"]))
+    return found
+
+
 def _check_verdicts(views: Views) -> Iterator[str]:
     """verdict.json against results.jsonl and the end record: each node's failed clauses
     are exactly the ones its cases (and the culprits named) failed; the drain lines are
@@ -441,6 +457,12 @@ def _check_verdicts(views: Views) -> Iterator[str]:
         if node["verdict"] in ("REJECTED", "UNREACHABLE") and \
                 node.get("code") not in {*codes, None}:
             yield f"verdict.json: {node['node']} code {node.get('code')}, none of {codes}"
+        # a NOT CHECKED node carries what kept it undecided: its undecided cases' codes
+        undecided = _undecided_codes(views, node["node"])
+        if node["verdict"] == "NOT CHECKED" and "codes" in node and (
+                node["codes"] != undecided or node["code"] != (undecided or [""])[0]):
+            yield (f"verdict.json: NOT CHECKED {node['node']} has codes {node['codes']} "
+                   f"(first {node['code']!r}), its undecided cases {undecided}")
         if node["outcome"] != outcome_of(node["verdict"]):
             yield f"verdict.json: {node['node']} outcome {node['outcome']} for {node['verdict']}"
     drained = [n["node"] for n in document["nodes"] if n["outcome"] == "FAIL"]

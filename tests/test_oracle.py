@@ -359,6 +359,24 @@ def test_every_node_down_agrees_in_every_view(pytester: pytest.Pytester) -> None
                 if line.startswith("pytest_cluster_clause_judged{") and line.endswith(" 1.0")]
 
 
+def test_the_oracle_finds_a_not_checked_nodes_fault_that_disagrees(
+        pytester: pytest.Pytester) -> None:
+    """A NOT CHECKED node (the fleet example's gpu-002: DCGM found persistence mode off)
+    whose verdict.json says no code, or another first code, than its undecided cases:
+    named; so is its Nodes row without the fault."""
+    views = _agreeing_views(pytester, "sim-h100-fleet-faulty.yaml")
+    from tests.oracle import disagreements
+    node = next(n for n in views.verdict["nodes"] if n["verdict"] == "NOT CHECKED")
+    said = (node["node"], node["codes"], node["code"])
+    assert said == ("gpu-002", ["PC-DCGM-CONFIG"], "PC-DCGM-CONFIG")
+    node["codes"], node["code"] = [], ""
+    found = "\n".join(disagreements(views))
+    assert ("verdict.json: NOT CHECKED gpu-002 has codes [] (first ''), its undecided cases "
+            "['PC-DCGM-CONFIG']") in found
+    # the report still shows the fault verdict.json no longer says
+    assert "report.html: gpu-002 shown ('NOT CHECKED', " in found
+
+
 def _agreeing_views(pytester: pytest.Pytester, example: str) -> Views:
     """The views of a run of examples/`example` with metrics, which agree (the oracle finds
     nothing), for a test to break one of them."""

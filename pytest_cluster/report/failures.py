@@ -123,12 +123,17 @@ class NodeRow:
     reason: str  # the verdict's reason (for a node without failed clauses)
     failed: tuple[Failure, ...]  # its failed clauses, the first failure of each
     more: int  # failed clauses beyond those
+    #: a node without failed clauses shown (UNREACHABLE, NOT CHECKED): its verdict's fault
+    #: (what kept a NOT CHECKED node undecided), as its reason is followed by
+    code: str = ""
+    action: str = ""
+    actor: str = ""
 
 
 def node_rows(verdicts: Sequence[NodeVerdict], records: Iterable[ResultLine]) -> list[NodeRow]:
     """The nodes not accepted, in the spec's order: a REJECTED node's first MAX_CLAUSES
     failed clauses (the first failure of each, with its figures), an UNREACHABLE or NOT
-    CHECKED node's reason."""
+    CHECKED node's reason and its fault (a NOT CHECKED node's: what kept it undecided)."""
     lines = failed_lines(records)
     rows = []
     for index, verdict in enumerate(verdicts):
@@ -145,6 +150,7 @@ def node_rows(verdicts: Sequence[NodeVerdict], records: Iterable[ResultLine]) ->
             if len(shown) == MAX_CLAUSES:
                 break
         more = len(verdict.failed_clauses) - len(shown) if shown else 0
+        fault = ("", "", "") if shown else (verdict.code, verdict.action, verdict.actor)
         rows.append(NodeRow(verdict.node, verdict.verdict, anchor(index), verdict.reason,
-                            tuple(shown), more))
+                            tuple(shown), more, *fault))
     return rows

@@ -177,10 +177,10 @@ def node_lines(verdicts: Sequence[NodeVerdict]) -> list[str]:
     for the same fault in one line, as a hostlist (said_once); the first MAX_LISTED lines,
     then how many nodes more."""
     rows = said_once(verdicts)
-    lines = [f"  {verdict} {compress_hostlist(nodes)}: {reason}"
-             for verdict, nodes, reason in rows[:MAX_LISTED]]
+    lines = [f"  {verdict} {compress_hostlist(nodes)}: {reason}{fault}"
+             for verdict, nodes, reason, fault in rows[:MAX_LISTED]]
     if len(rows) > MAX_LISTED:
-        lines.append(f"  and {sum(len(nodes) for _, nodes, _ in rows[MAX_LISTED:])} more "
+        lines.append(f"  and {sum(len(row[1]) for row in rows[MAX_LISTED:])} more "
                      "nodes (verdict.json lists all)")
     return lines
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from pytest_cluster.evidence.verdict.faults import KINDS
 from pytest_cluster.hostlist import compress_hostlist, expand_hostlist
 from pytest_cluster.launchers.ssh import MISSING_SSH
 
@@ -98,14 +99,21 @@ def controller_lines(result: pytest.RunResult) -> list[str]:
     return [line for line in result.outlines if line.startswith("  NOT CHECKED ")]
 
 
-@pytest.mark.parametrize(("fault", "cause"), [
+def fault_said(kind: str) -> str:
+    """How a line ends for nodes an error kind of this machine's kept undecided: its
+    fault (faults.py KINDS), this machine's to fix."""
+    fault = KINDS[kind].fault
+    return f"; {fault.code} ({fault.actor.value}): {fault.action}"
+
+
+@pytest.mark.parametrize(("fault", "cause", "kind"), [
     ("unresolved", "this machine cannot resolve the name (ssh: Could not resolve hostname): "
-                   "check cluster.nodes, the ssh config and DNS here"),
-    ("denied", "ssh refused: check the user, key and known_hosts"),
+                   "check cluster.nodes, the ssh config and DNS here", "controller"),
+    ("denied", "ssh refused: check the user, key and known_hosts", "auth_refused"),
 ])
 def test_a_controller_side_ssh_fault_is_an_error_said_once_and_drains_nothing(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, fault: str,
-        cause: str) -> None:
+        cause: str, kind: str) -> None:
     bin_dir = fake_ssh(pytester.path / "bin", dict.fromkeys(ALL, fault))
     result, verdict = run(pytester, monkeypatch, bin_dir)
     assert {(n["verdict"], n["outcome"], n["controller_fault"]) for n in verdict["nodes"]} \
@@ -113,11 +121,12 @@ def test_a_controller_side_ssh_fault_is_an_error_said_once_and_drains_nothing(
     assert (verdict["verdict"], verdict["outcome"], verdict["drain"]) == (
         "INCOMPLETE", "ERROR", [])
     assert controller_lines(result) == [
-        f"  NOT CHECKED {compress_hostlist(ALL)}: this machine could not check them: {cause}"]
+        f"  NOT CHECKED {compress_hostlist(ALL)}: this machine could not check them: {cause}"
+        f"{fault_said(kind)}"]
     status, calls, said = gate_drain(pytester, result.ret)
     assert (status, calls) == (2, [])
     assert f"ERROR {compress_hostlist(ALL)}: not checked: this machine could not check " \
-           f"them: {cause}" in said
+           f"them: {cause}{fault_said(kind)}" in said
 
 
 def test_ssh_missing_on_this_machine_is_an_error_that_drains_nothing(
@@ -133,7 +142,7 @@ def test_ssh_missing_on_this_machine_is_an_error_that_drains_nothing(
     assert verdict["outcome"] == "ERROR" and verdict["drain"] == []
     assert controller_lines(result) == [
         f"  NOT CHECKED {compress_hostlist(ALL)}: this machine could not check them: "
-        f"{MISSING_SSH}"]
+        f"{MISSING_SSH}{fault_said('controller')}"]
     monkeypatch.undo()
     status, calls, _ = gate_drain(pytester, result.ret)
     assert (status, calls) == (2, [])

@@ -81,6 +81,25 @@ def test_a_run_where_nothing_failed_lists_none_and_why_keeps_other_reasons() -> 
         "n2", "NOT CHECKED", "no check is about this node alone", ())
 
 
+def test_a_not_checked_nodes_row_says_what_kept_it_undecided() -> None:
+    """A node whose only failure could not be decided (DCGM's configuration finding) is
+    not in What failed; its Nodes row shows its reason, then that case's fault code,
+    action and actor (verdict.json's), escaped."""
+    from pytest_cluster.report.templates import render
+
+    records = [line("n1", "gpus.dcgm_diag", None, error_kind="dcgm_config",
+                    code="PC-DCGM-CONFIG", action="<enable> persistence mode",
+                    actor="provider-hardware")]
+    verdicts = verdicts_of(["n1"], records)
+    assert what_failed(verdicts, records) == failures.WhatFailed((), 0)
+    [row] = node_rows(verdicts, records)
+    assert (row.verdict, row.failed, row.code, row.action, row.actor) == (
+        "NOT CHECKED", (), "PC-DCGM-CONFIG", "<enable> persistence mode", "provider-hardware")
+    page = render("scorecard.html.j2", **_scorecard_data(verdicts, records))
+    assert ('<span class="code">PC-DCGM-CONFIG</span> action: &lt;enable&gt; persistence '
+            "mode (by provider-hardware)") in page
+
+
 def test_the_scorecard_renders_what_failed_first_and_escapes_it() -> None:
     """In the scorecard, What failed comes right after the headline, each node linked to
     its row; a hostile action is escaped; a passed run says so in one line."""

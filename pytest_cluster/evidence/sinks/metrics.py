@@ -13,6 +13,8 @@ The run and its nodes:
     pytest_cluster_node_accepted{cluster,level,node} 1 or 0
     pytest_cluster_node_fault{cluster,level,node,code,first} 1  one per fault code of the
                                                  node's failures (verdict.json `codes`;
+                                                 a NOT CHECKED node's: what kept it
+                                                 undecided, never drained;
                                                  first="true": its first failure's, the
                                                  code its drain reason starts with)
 
@@ -214,7 +216,8 @@ class Metrics:
         accepted = Gauge("pytest_cluster_node_accepted", "1 when the node was accepted",
                          ("cluster", "level", "node"), registry=found)
         faults = Gauge("pytest_cluster_node_fault", "1 for each fault code of the node's "
-                       "failures (first: its first failure's, its drain reason's)",
+                       "failures (first: its first failure's, its drain reason's; a node "
+                       "not checked: what kept it undecided)",
                        ("cluster", "level", "node", "code", "first"), registry=found)
         for node, said in self.verdicts.items():
             verdicts.labels(cluster, level, node, said, outcome_of(said)).set(1)

@@ -287,9 +287,11 @@ def decide(document: Mapping[str, Any] | None, exit_status: int, why_missing: st
     simulated = document.get("simulated") is True
     level = _printable(str(document.get("level", "")))
     failed = tuple(n for n in nodes if n.outcome == FAIL)
-    # the nodes this machine could not check for one fault are one line (said_once)
+    # the nodes this machine could not check for one fault are one line (said_once); its
+    # reason may be cut, never the fault it ends with (bounded by _nodes, as _fail_line's)
     lines = [f"ERROR {_printable(compress_hostlist(names))}: not checked: {_printable(why)}"
-             for verdict, names, why in said_once(nodes) if outcome_of(verdict) == ERROR]
+             f"{fault}" for verdict, names, why, fault in said_once(nodes)
+             if outcome_of(verdict) == ERROR]
     said = {n.node for n in nodes if n.outcome == ERROR}
     # where this machine could not check nodes, the checks across them it could not make
     # are said by those nodes' line

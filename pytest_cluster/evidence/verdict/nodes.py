@@ -11,7 +11,9 @@ and the outcome a gate acts on (PASS, FAIL, ERROR).
   sanity`; `-k`; `--cluster-node`) ran, and all passed. The checks the selection left out
   are counted apart (`checks_not_selected`): a sanity run accepts at the sanity level.
 - NOT CHECKED: nothing failed, but a selected check about it did not run (not reached,
-  skipped, busy, undecided, the tool could not run its probes) or none was selected.
+  skipped, busy, undecided, the tool could not run its probes) or none was selected. It
+  carries the fault of what kept it undecided: its first undecided case's (PC-DCGM-CONFIG
+  for DCGM's configuration finding), what its lines end with; it is never drained.
 
 The outcome (the taxonomy of Nebius' soperator and NVIDIA's readiness engine): PASS
 (ACCEPTED), FAIL (REJECTED, UNREACHABLE: take the node out) and ERROR (NOT CHECKED: the tool
@@ -52,6 +54,7 @@ from pytest_cluster.evidence.verdict.blame import (
     launcher_words,
     no_answer,
 )
+from pytest_cluster.evidence.verdict.faults import fault_of
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.record.lines import AcceptedEntry, DisabledEntry
@@ -93,10 +96,12 @@ class NodeEntry(TypedDict):
     failures: list[dict[str, str]]  # clause, case, message; code where the line says one
     controller_fault: str  # why this machine could not check the node ('' when it could)
     checks_disabled: int  # skipped by the kill switch (--cluster-disable): in checks_ran
-    #: the fault codes of its failures, each once, in order (evidence/verdict/faults.py)
+    #: the fault codes of its failures, each once, in order (evidence/verdict/faults.py); a
+    #: NOT CHECKED node's: those of its undecided cases
     codes: list[str]
-    #: its first failure's fault (an unreachable node's: its no answer's), what a drain
-    #: reason starts with; '' where none failed or nothing declares one
+    #: its first failure's fault (an unreachable node's: its no answer's; a NOT CHECKED
+    #: node's: its first undecided case's, never drained), what a drain reason starts
+    #: with; '' where none failed or nothing declares one
     code: str
     action: str
     actor: str
@@ -158,7 +163,8 @@ class NodeVerdict:
     #: missing, no node answering at all ('' when none)
     controller_fault: str = ""
     #: the fault codes of its failures, each once; its first failure's code, action and
-    #: actor (an unreachable node's: its no answer's): what its drain reason starts with
+    #: actor (an unreachable node's: its no answer's): what its drain reason starts with;
+    #: a NOT CHECKED node's: those of its undecided cases, the first one's (undecided_fault)
     codes: list[str] = field(default_factory=list)
     code: str = ""
     action: str = ""
@@ -167,8 +173,9 @@ class NodeVerdict:
     @property
     def fault_said(self) -> str:
         """'; PC-GPU-ROWREMAP (provider-hardware): <action>' for a node with a first
-        failure's fault, as its terminal and gate lines end (what to do, and who); ''
-        where none is known (accepted, a verdict.json of an earlier version)."""
+        failure's fault (a NOT CHECKED node: its first undecided case's), as its terminal
+        and gate lines end (what to do, and who); '' where none is known (accepted, a
+        verdict.json of an earlier version)."""
         if not self.code:
             return ""
         who = f" ({self.actor})" if self.actor else ""
@@ -201,6 +208,8 @@ class VerdictBuilder:
         self._why_unreachable: dict[str, str] = {}  # ... in the launcher's words
         self._unreachable_fault: dict[str, tuple[str, str, str]] = {}  # ... its fault
         self._controller: dict[str, str] = {}  # node -> its controller-side fault
+        #: node -> the faults of its undecided cases, in order (undecided_fault)
+        self._undecided: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
         self._answered = False  # some node answered some probe of this run
 
     def add(self, record: ResultLine) -> None:
@@ -221,6 +230,7 @@ class VerdictBuilder:
             found.disabled += 1
         elif failed and not judged(record):
             found.undecided.append(clean_message(str(record.get("message", ""))))
+            self._undecided[found.node].append(undecided_fault(record))
             if record.get("error_kind") in CONTROLLER_SIDE:
                 self._controller.setdefault(found.node, launcher_words(record))
         elif failed:
@@ -279,6 +289,8 @@ class VerdictBuilder:
             _decide(verdict, self._unreachable.get(verdict.node), left_out)
             if verdict.verdict != NOT_CHECKED:  # judged on what the node did say
                 verdict.controller_fault = ""
+            elif not verdict.code:  # what kept it undecided: never drained for it
+                _carry_undecided(verdict, self._undecided.get(verdict.node, []))
         return list(verdicts.values())
 
 
@@ -288,6 +300,30 @@ def _fault(record: ResultLine) -> tuple[str, str, str]:
                            for value in (record.get("code"), record.get("action"),
                                          record.get("actor")))
     return code, action, actor
+
+
+def undecided_fault(record: ResultLine) -> tuple[str, str, str]:
+    """An undecided case's fault, what kept its node undecided: the one its line says,
+    else the one its error kind declares (faults.fault_of: a line of an earlier version);
+    '' for each where neither says one."""
+    said = _fault(record)
+    if said[0]:
+        return said
+    found = fault_of(clause_of(record), record)
+    if found is None:
+        return said
+    fault = found[1]
+    return fault.code, fault.action, fault.actor.value
+
+
+def _carry_undecided(verdict: NodeVerdict, faults: Sequence[tuple[str, str, str]]) -> None:
+    """A NOT CHECKED node's codes: its undecided cases', each once; its code, action and
+    actor: the first of them's."""
+    for code, action, actor in faults:
+        if code and code not in verdict.codes:
+            verdict.codes.append(code)
+        if code and not verdict.code:
+            verdict.code, verdict.action, verdict.actor = code, action, actor
 
 
 def node_verdicts(nodes: Sequence[str], plan: Plan,
@@ -348,11 +384,13 @@ def outcome_of(verdict: str) -> str:
     return FAIL if verdict in (REJECTED, UNREACHABLE) else ERROR
 
 
-def said_once(verdicts: Iterable[NodeVerdict]) -> list[tuple[str, list[str], str]]:
-    """(verdict, nodes, reason) for the nodes not accepted, in the spec's order, one node
-    each; but the nodes this machine could not check for the same fault are one entry,
-    saying the fault once: ('NOT CHECKED', [gpu-001, ..., gpu-004], 'this machine could not
-    check them: this machine cannot resolve the name ...')."""
+def said_once(verdicts: Iterable[NodeVerdict]) -> list[tuple[str, list[str], str, str]]:
+    """(verdict, nodes, reason, fault) for the nodes not accepted, in the spec's order, one
+    node each, `fault` its `fault_said` (what its line ends with, after its reason: a
+    reason may be cut, its fault never); but the nodes this machine could not check for
+    the same fault are one entry, saying the fault once: ('NOT CHECKED', [gpu-001, ...,
+    gpu-004], 'this machine could not check them: this machine cannot resolve the name
+    ...', their fault_said where they all have the same)."""
     order: list[tuple[str, list[NodeVerdict]]] = []
     shared: dict[str, list[NodeVerdict]] = {}
     for verdict in verdicts:
@@ -367,8 +405,8 @@ def said_once(verdicts: Iterable[NodeVerdict]) -> list[tuple[str, list[str], str
             shared[fault] = [verdict]
             order.append((fault, shared[fault]))
     return [(group[0].verdict, [v.node for v in group],
-             controller_reason(fault, len(group)) if len(group) > 1
-             else group[0].reason + group[0].fault_said)
+             controller_reason(fault, len(group)) if len(group) > 1 else group[0].reason,
+             group[0].fault_said if len({v.fault_said for v in group}) == 1 else "")
             for fault, group in order]
 
 

@@ -125,6 +125,22 @@ def test_a_fail_also_says_what_it_could_not_judge_and_drains_only_the_failed() -
     assert [command[2] for command in drain_commands(decided)] == ["NodeName=n1"]
 
 
+def test_a_not_checked_node_ends_with_what_kept_it_undecided_never_cut_never_drained() -> None:
+    """A NOT CHECKED node's line ends with its fault (verdict.json's code, actor, action:
+    what kept it undecided), after its reason cut to the gate's bound, and '(not
+    drained)'; the node drains nothing."""
+    action = "fix the node's setup DCGM names (persistence mode: nvidia-smi -pm 1)"
+    config = {**node("n2", NOT_CHECKED, "1 could not be decided (DCGM: " + "x" * 500 + ")"),
+              "code": "PC-DCGM-CONFIG", "actor": "provider-hardware", "action": action}
+    decided = decide(document(node("n1", REJECTED, "1 clause(s) failed: gpus.count"),
+                              config, verdict=REJECTED), 1)
+    assert [command[2] for command in drain_commands(decided)] == ["NodeName=n1"]
+    said = decided.lines[1]
+    assert said.startswith("ERROR n2: not checked: 1 could not be decided (DCGM: xxx")
+    assert "characters cut" in said
+    assert said.endswith(f"; PC-DCGM-CONFIG (provider-hardware): {action} (not drained)")
+
+
 def test_a_simulated_failure_drains_nothing() -> None:
     decided = decide(document(node("n2", REJECTED, "x"), verdict=REJECTED, simulated=True), 1)
     assert decided.outcome == FAIL and drain_commands(decided) == []

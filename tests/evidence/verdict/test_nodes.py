@@ -25,7 +25,7 @@ from pytest_cluster.evidence.verdict.drain import (
     drain_line,
     to_drain,
 )
-from pytest_cluster.evidence.verdict.faults import fault_properties
+from pytest_cluster.evidence.verdict.faults import KINDS, fault_properties
 from pytest_cluster.evidence.verdict.nodes import (
     NO_NODE_ANSWERED,
     controller_reason,
@@ -169,6 +169,8 @@ def test_when_no_node_answered_none_is_blamed_and_the_cause_is_said(kind: str) -
     assert {v.controller_fault for v in verdicts} == {f"{NO_NODE_ANSWERED} ({said})"}
     assert all(v.reason == controller_reason(v.controller_fault) for v in verdicts)
     assert all(not v.failed_clauses and not v.failures for v in verdicts)
+    # no node's fault: none carries the silence's PC-NODE-UNREACHABLE (check its power)
+    assert {(tuple(v.codes), v.code) for v in verdicts} == {((), "")}
     assert to_drain(verdicts) == []
     assert cluster_verdict("complete", verdicts, 0) == "INCOMPLETE"
 
@@ -185,9 +187,42 @@ def test_a_controller_side_fault_is_not_checked_even_where_other_nodes_answered(
     assert (n1.verdict, n1.outcome, n1.controller_fault) == ("NOT CHECKED", "ERROR", said)
     assert n1.reason == f"this machine could not check it: {said}"
     assert to_drain([n1, n2, n3]) == []
-    # the terminal and the gate say the fault once for both nodes
+    # what kept them undecided: their kind's fault (declared in faults.py KINDS, derived
+    # where the line says none), this machine's to fix
+    fault = KINDS[kind].fault
+    assert (n1.codes, n1.code, n1.action, n1.actor) == (
+        [fault.code], fault.code, fault.action, "tool")
+    # the terminal and the gate say the fault once for both nodes, and what to do
     assert said_once([n1, n2, n3]) == [
-        ("NOT CHECKED", ["n1", "n2"], f"this machine could not check them: {said}")]
+        ("NOT CHECKED", ["n1", "n2"], f"this machine could not check them: {said}",
+         f"; {fault.code} (tool): {fault.action}")]
+
+
+def test_a_not_checked_node_carries_its_first_undecided_cases_fault() -> None:
+    """A node none of whose checks failed, but one could not be decided (DCGM's
+    configuration finding, a busy node), carries that case's fault: the codes of its
+    undecided cases, each once, the first one's code, action and actor, as its line
+    ends; it is still NOT CHECKED and never drained. A rejected node keeps its
+    failures' codes, whatever could not be decided beside them."""
+    config, busy = KINDS["dcgm_config"].fault, KINDS["busy"].fault
+    records = [
+        result("a::t[n1]", "n1", "failed", message="Failed: n1 persistence mode off",
+               error_kind="dcgm_config", **_fault(config.code, config.actor.value)),
+        result("a::u[n1]", "n1", "failed", message="Failed: n1 busy", error_kind="busy"),
+        result("a::t[n2]", "n2", "failed", message="Failed: n2 count", **_fault("PC-GPU-COUNT")),
+        result("a::u[n2]", "n2", "failed", message="Failed: n2 busy", error_kind="busy"),
+        result("a::t[n3]", "n3"), result("a::u[n3]", "n3"),
+    ]
+    n1, n2, n3 = node_verdicts(["n1", "n2", "n3"], PLAN, records)
+    assert (n1.verdict, n1.outcome) == ("NOT CHECKED", "ERROR")
+    assert (n1.codes, n1.code, n1.action, n1.actor) == (
+        [config.code, busy.code], config.code, f"fix {config.code}", "provider-hardware")
+    assert n1.to_json()["code"] == config.code and to_drain([n1, n2, n3]) == [n2]
+    assert (n2.codes, n2.code) == (["PC-GPU-COUNT"], "PC-GPU-COUNT")
+    assert (n3.verdict, n3.codes, n3.code) == ("ACCEPTED", [], "")
+    assert said_once([n1, n2, n3])[0] == (
+        "NOT CHECKED", ["n1"], n1.reason,
+        f"; {config.code} (provider-hardware): fix {config.code}")
 
 
 @pytest.mark.parametrize(("measured", "op", "required", "expected", "text"), [
