@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
+from pytest_cluster.evidence.verdict.blame import VIRTUAL_PORT
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure.network import fabric
 from pytest_cluster.measure.network.fabric import NIC_END, NIC_START
@@ -172,7 +173,7 @@ def test_fabric_pcie(cluster_spec: Spec, cluster: Cluster, node: str,
         which = "a VM" if not links.no_device else "virtual interfaces" \
             if not links.virtual else "ports with no PCIe link of their own"
         evidence.cannot_measure(rule, f"not checked: {links.left_out} (write fabric.pcie: "
-                                f"false for {which})", raw=raw, kind=fabric.VIRTUAL_PORT)
+                                f"false for {which})", raw=raw, kind=VIRTUAL_PORT)
     unread = "; ".join(links.unread[:4]) + (f" and {len(links.unread) - 4} more"
                                              if len(links.unread) > 4 else "")
     left_out = f"; left out: {links.left_out}" if links.left_out else ""

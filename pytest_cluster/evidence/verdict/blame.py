@@ -13,7 +13,6 @@ from pytest_cluster.errors import UnitError
 from pytest_cluster.evidence.sinks.results import ResultLine, outcome
 from pytest_cluster.hostlist import expand_hostlist
 from pytest_cluster.measure.nccl_ras import RANK_DEAD
-from pytest_cluster.measure.network.fabric import VIRTUAL_PORT
 
 #: Error kinds that mean the node did not answer at all: its address refused or stayed
 #: silent. The node's own fault only where another node answered in the same run.
@@ -32,6 +31,11 @@ UNDECIDED = "undecided"
 #: a figure not comparable with the baseline's (the contract changed between the runs). A
 #: cluster failure; the node is not rejected for it.
 NO_CULPRIT = frozenset({UNDECIDED, NOT_COMPARABLE})
+#: The error kind of a node's fabric.pcie whose every counted port has no PCIe link of its
+#: own: an SR-IOV virtual function (a cloud VM's), or an interface with no PCI device (a
+#: veth, a bond, a VLAN): not measured, the node NOT CHECKED (NOT_MEASURED), neither
+#: passed nor failed.
+VIRTUAL_PORT = "virtual_port"
 #: Error kinds of a check not made because another job held the node (SLURM: busy),
 #: because the tool it runs is not installed there (tool_missing: no dcgmi), or because
 #: what it reads is not the node's to read (virtual_function: a VM's NICs are SR-IOV

@@ -25,7 +25,6 @@ from pytest_cluster.contract.clauses import CLAUSES, declared
 from pytest_cluster.contract.declaration import Actor, Declaration, Fault
 from pytest_cluster.evidence.verdict import blame
 from pytest_cluster.measure.nccl_ras import RANK_DEAD
-from pytest_cluster.measure.network.fabric import VIRTUAL_PORT
 
 if TYPE_CHECKING:
     from pytest_cluster.evidence.sinks.results import ResultLine
@@ -100,7 +99,7 @@ KINDS: dict[str, Failure] = {
         "PC-TOOL-MISSING", TOOL,
         "install the tool on the node (DCGM: datacenter-gpu-manager, nv-hostengine "
         "running) or leave its clause out of the contract"),
-    VIRTUAL_PORT: _failure(
+    blame.VIRTUAL_PORT: _failure(
         "no counted port has a PCIe link of its own: SR-IOV virtual functions (a cloud "
         "VM's), whose link is the host's, or interfaces with no PCI device (a veth, a "
         "bond): not checked",

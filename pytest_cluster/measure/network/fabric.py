@@ -133,12 +133,6 @@ def unreadable(port: Port, field: str, files: tuple[str, ...], name: str = "") -
     return f"{name or port['name']}: no {field}" + (f" ({shown})" if shown else "")
 
 
-#: The error kind of a node's fabric.pcie whose every counted port has no PCIe link of its
-#: own: an SR-IOV virtual function (a cloud VM's), or an interface with no PCI device (a
-#: veth, a bond, a VLAN): not measured, the node NOT CHECKED (evidence/verdict/blame.py
-#: NOT_MEASURED), neither passed nor failed.
-VIRTUAL_PORT = "virtual_port"
-
 #: A port's PCIe link (the NIC probe's `pcie`): each figure, the sysfs file it is read
 #: from, and the values a PCIe link can have (Gen1 to Gen6, x1 to x32).
 PCIE_FIELDS = {"gen": ("current_link_speed", range(1, 7)),

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from pytest_cluster.contract import parse_spec
+from pytest_cluster.evidence.verdict.blame import VIRTUAL_PORT
 from pytest_cluster.evidence.verdict.nodes import ACCEPTED, NOT_CHECKED
-from pytest_cluster.measure.network.fabric import VIRTUAL_PORT
 from tests.conftest import planned
 from tests.contract.sections.test_fabric import failures
 from tests.test_plugin import jsonl
