@@ -146,7 +146,10 @@ FAULTS: dict[str, Truth] = {
                              lie=True),
     "lies: cores": Truth(("host.cpu_cores",), per_gpu=False, lie=True),
     # one port's answer refused: the node's every port clause with it
-    "lies: counters": Truth(("fabric.counters",), ("fabric.*",), per_gpu=False, lie=True),
+    # its NIC probe's answer is refused whole: the ports' firmware and links golden compares
+    # with too
+    "lies: counters": Truth(("fabric.counters",), ("fabric.*", "host.golden"), per_gpu=False,
+                            lie=True),
     "lies: busbw": Truth((_INTRA,), per_gpu=False, lie=True),
     "lies: gpu_figures": Truth(("gpus.matmul",), per_gpu=False, lie=True),
     # faults this contract does not cover: their node must not be rejected for them
