@@ -6,7 +6,9 @@ that failed; every view agrees (tests/oracle.py)."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +19,7 @@ import pytest
 from pytest_cluster.contract import parse_spec
 from pytest_cluster.evidence.verdict.gate import decide
 from pytest_cluster.evidence.verdict.nodes import ACCEPTED, NOT_CHECKED, REJECTED, outcome_of
+from pytest_cluster.report import failures
 from tests.oracle import check
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "sim-h100-fleet-faulty.yaml"
@@ -74,3 +77,50 @@ def test_the_faulty_fleet_example_fails_each_faulted_node_as_its_fault_calls_for
     for node in unchecked:
         [line] = [line for line in lines if line.startswith(f"pytest-cluster ERROR {node}: ")]
         assert line.endswith(_fault_said(nodes[node]) + " (not drained)"), line
+
+
+
+def _text(html_part: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", html_part))
+
+
+def test_the_faulty_fleet_s_views_name_what_failed_and_say_apart_what_was_not_decided(
+        pytester: pytest.Pytester) -> None:
+    """report.html's What failed names each node's failed GPU, test or field (the case's
+    message where its measurement is words, '1 of 60 field(s) differ'); its Clauses table
+    says gpu-002's DCGM configuration ERROR not decided, not failed on; the terminal's
+    count of failed checks says how many of them were not decided, as the nodes' lines."""
+    shutil.copy(EXAMPLE, pytester.path / "faulty.yaml")
+    result = pytester.runpytest("--cluster=faulty.yaml", "-p", "no:cacheprovider",
+                                "--cluster-reports=reports")
+    run = (pytester.path / "reports" / "latest").resolve()
+    report = (run / "report.html").read_text(encoding="utf-8")
+    block = report[report.index('id="what-failed"'):report.index("<h2>Nodes</h2>")]
+    said = {line.split()[0]: line for line in _text(block).splitlines()
+            if line.startswith("gpu-")}
+    assert "GPU 3" in said["gpu-001"] and "test 'memory'" in said["gpu-001"], said
+    assert "GPU 3 vbios 96.00.89.00.01" in said["gpu-004"], said
+    assert "result(s) passed" not in block and "field(s) differ" not in block
+    assert all(len(line) < failures.MAX_MESSAGE + 1000 for line in said.values())
+    table = report[report.index('<table id="clauses">'):]
+    [dcgm] = [_text(row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)
+              if "gpus.dcgm_diag" in row][:1]
+    assert "gpu-001; not decided: gpu-002" in dcgm, dcgm
+    document = json.loads((run / "verdict.json").read_text(encoding="utf-8"))
+    undecided = sum(n["checks_undecided"] for n in document["nodes"])
+    assert undecided == sum(EXPECTED[n][0] == NOT_CHECKED for n in EXPECTED)
+    result.stdout.fnmatch_lines([f"cluster sim-h100-fleet-faulty: * contract check(s) ran, "
+                                 f"* failed, {undecided} of them not decided; nodes covered:*"])
+
+
+def test_the_faulty_fleet_example_s_header_says_each_node_s_fault_and_no_note_to_developers(
+        ) -> None:
+    """Its opening comment names every node (what fails on it, or that it has no fault), as
+    the other examples' do, and keeps no note on how the file was written."""
+    text = EXAMPLE.read_text(encoding="utf-8")
+    header = text[:text.index("\ncluster:")].splitlines()
+    spec = parse_spec(text, EXAMPLE.name)
+    named = {line.split()[1].rstrip(":").removesuffix("'s") for line in header
+             if re.match(r"#   gpu-\d+", line)}
+    assert named == set(spec.cluster.nodes), named
+    assert not [line for line in header if "added below" in line or "the change" in line]

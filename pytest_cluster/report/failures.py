@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 MAX_NODES = 50  # nodes in "What failed"; then "and N more"
 MAX_CLAUSES = 4  # failed clauses in a node's "why"; then "and N more clause(s)"
+MAX_MESSAGE = 400  # characters of a failure's message shown in place of a text measurement
 
 
 @dataclass(frozen=True)
@@ -71,17 +72,23 @@ def _text(record: ResultLine | None, key: str) -> str:
 
 def failure_of(entry: dict[str, str], record: ResultLine | None) -> Failure:
     """A failure as the node's verdict counted it (clause, case, message), with the figures
-    of its result line (`record`, None when the ledger did not keep it)."""
+    of its result line (`record`, None when the ledger did not keep it). A measurement in
+    words ('1 of 60 field(s) differ', '23 result(s) passed') does not say what failed: the
+    case's message does (the GPU, the test, the field), its first MAX_MESSAGE characters."""
     measured = required = shown_margin = ""
+    message = entry.get("message", "")
     if record is not None:
-        if record.get("measured") is not None:
+        if isinstance(record.get("measured"), str) and message:
+            message = message if len(message) <= MAX_MESSAGE else \
+                message[:MAX_MESSAGE - 3] + "..."
+        elif record.get("measured") is not None:
             measured = measured_text(record)
         required = _text(record, "requirement")
         found = margin(record)
         if found is not None:
             shown_margin = margin_text(found, str(record.get("comparison", ">=")))
     return Failure(entry.get("clause", ""), entry.get("case", "").split("::")[-1], measured,
-                   required, shown_margin, entry.get("message", ""), _text(record, "code"),
+                   required, shown_margin, message, _text(record, "code"),
                    _text(record, "action"), _text(record, "actor"))
 
 

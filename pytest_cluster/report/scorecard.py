@@ -61,7 +61,8 @@ class ClauseRow:
     required: str
     passed_cases: int
     failed_cases: int
-    failed_on: str  # the places that failed (a node, or a node's GPU), or "-"
+    #: the places that failed (a node, or a node's GPU), then those not decided, or "-"
+    failed_on: str
     worst: str
     margin: str
     failed: bool
@@ -124,16 +125,23 @@ def clause_rows(tallies: Sequence[ClauseTally]) -> list[ClauseRow]:
     verdict.json count them; failed with errors), the places that failed (a node, or a
     node's GPU), the worst value and its margin; the failing clauses first."""
     rows = []
-    for t in sorted(tallies, key=lambda t: (not t.failed, t.key)):
-        failed_on = ", ".join(sorted(t.failed)[:FAILED_SHOWN]) or "-"
-        if len(t.failed) > FAILED_SHOWN:
-            failed_on += f" and {len(t.failed) - FAILED_SHOWN} more"
+    for t in sorted(tallies, key=lambda t: (not (t.failed or t.undecided), t.key)):
+        failed_on = "; ".join(text for text in (
+            _places(t.failed), _places(t.undecided) and f"not decided: "
+            f"{_places(t.undecided)}") if text) or "-"
         shown_margin = (margin_text(t.worst_margin, t.comparison)
                         if t.worst_margin is not None and not t.worst_unmeasured else "-")
         rows.append(ClauseRow(t.key, t.required, t.passed_cases, t.failed_cases, failed_on,
-                              t.worst_text(), shown_margin, bool(t.failed), t.simulated,
-                              t.source))
+                              t.worst_text(), shown_margin, bool(t.failed or t.undecided),
+                              t.simulated, t.source))
     return rows
+
+
+def _places(places: set[str]) -> str:
+    """'gpu-001, gpu-002' (the first FAILED_SHOWN, then a count); '' for none."""
+    shown = ", ".join(sorted(places)[:FAILED_SHOWN])
+    return shown + (f" and {len(places) - FAILED_SHOWN} more" if len(places) > FAILED_SHOWN
+                    else "")
 
 
 def clause_table(tallies: Sequence[ClauseTally]) -> str:

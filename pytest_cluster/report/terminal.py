@@ -101,7 +101,8 @@ def terminal_lines(run: RunSummary) -> list[str]:
     if run.soak_lines is not None:  # a soak's availability and credit come first
         lines.extend(_marked(mark, run.soak_lines))
     lines.append(f"cluster {spec.cluster.name}: {end['checks_ran']} of "
-                 f"{end['checks_planned']} contract check(s) ran, {failed} failed; "
+                 f"{end['checks_planned']} contract check(s) ran, {failed} failed"
+                 f"{_not_decided(run.verdicts)}; "
                  f"nodes covered: {_covered(end['nodes_covered'], len(nodes))}"
                  + (f" (a run of {len(nodes)} of the spec's {len(spec.cluster.chosen_from)} "
                     f"nodes: --cluster-node)" if spec.cluster.chosen_from else ""))
@@ -244,6 +245,14 @@ def _not_in_contract(run: RunSummary) -> list[str]:
         names = ", ".join(entry.clause for entry in spanning)
         lines.append(f"not tested here, {ACROSS} ({why}): {names}")
     return lines
+
+
+def _not_decided(verdicts: Sequence[NodeVerdict]) -> str:
+    """', 2 of them not decided': the failed checks of a node that judged nothing of it (a
+    missing tool, a configuration error, blame.judged), as its verdict counts them ('could
+    not be decided'); '' when none."""
+    count = sum(len(verdict.undecided) for verdict in verdicts)
+    return f", {count} of them not decided" if count else ""
 
 
 def _covered(covered: list[str], total: int) -> str:

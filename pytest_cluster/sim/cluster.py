@@ -38,7 +38,6 @@ DTYPE_RATIO = {"bf16": 1.0, "fp16": 1.0, "tf32": 0.47, "fp32": 0.066, "fp8": 1.6
 SIMULATED_BY = "simulated from the spec's sim section, no hardware measured"
 #: VBIOS versions as NVML prints them, by form factor (SXM, PCI)
 VBIOS = {"SXM": "96.00.74.00.0F", "PCI": "96.00.5E.00.03"}
-NICS_PER_NODE = 8
 IB_SPEEDS = {400: "NDR", 200: "HDR", 100: "EDR"}  # 4X link rate (Gb/s) -> its name
 #: The smallest share of its rate the sim plays a factor fault at (the spec takes any
 #: factor above 0): below a millionth a link is as good as stopped, and its times stay

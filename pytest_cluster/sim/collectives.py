@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.contract.sections.busbw import bus_factor, theoretical
 from pytest_cluster.contract.sections.gpu_models import MODELS
-from pytest_cluster.probes.jobs.collective import HANG_EXIT
+from pytest_cluster.contract.sections.sim_records import NICS_PER_NODE
+from pytest_cluster.probes.jobs.collective import HANG_EXIT, sweep_phase
 from pytest_cluster.probes.nccl_tests import COLLECTIVE_BINARY
 from pytest_cluster.sim.cluster import (
-    NICS_PER_NODE,
     PEAK_LIE_FACTOR,
     describe_node,
     faults_on,
@@ -121,7 +121,7 @@ def hung_ranks(benchmark: Benchmark, nodes: Sequence[str], ranks_per_node: int,
     bound = benchmark.hang_bound or 60.0
     size = benchmark.sizes[0] if benchmark.sizes else 0
     doing = (f"the sustained all_reduce of {size} bytes" if benchmark.seconds > 0
-             else f"{benchmark.collective} of {size} bytes")
+             else sweep_phase(benchmark.collective, size, 0, len(benchmark.sizes)))
     report = hang_report(benchmark.backend, nodes, ranks_per_node, dead,
                          benchmark.collective)
     ranks: list[list[RankEntry]] = []

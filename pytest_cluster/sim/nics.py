@@ -23,9 +23,9 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pytest_cluster.contract.sections.sim_records import NIC_PCIE
+from pytest_cluster.contract.sections.sim_records import NIC_PCIE, NICS_PER_NODE
 from pytest_cluster.probes.nic import MAX_ENTRIES, Reader, read_ports
-from pytest_cluster.sim.cluster import IB_SPEEDS, NICS_PER_NODE, faults_on, lies, link_factor
+from pytest_cluster.sim.cluster import IB_SPEEDS, faults_on, lies, link_factor
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import InterconnectSpec

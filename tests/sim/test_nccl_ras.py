@@ -8,6 +8,7 @@ node of the job) keeps its clause's fault."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -64,6 +65,14 @@ def test_the_faulty_examples_dead_rank_fails_gpu_003_only(pytester: pytest.Pytes
     result.stdout.fnmatch_lines([f"*NodeName=gpu-003 State=DRAIN 'Reason={DEAD} "
                                  "pytest-cluster rejected: *"])
     assert "PC-NET-" not in result.stdout.str()
+    # where the ranks hung is the sweep's first payload, said as such (not the case's 4 GiB)
+    assert all("was still at the sweep's 1 MiB all_reduce (payload 1 of " in r["message"]
+               for r in failed if "the job hung" in r["message"]), failed
+    # the report's matrix: a dead rank rejected gpu-003, a failure cell ('x'), never '!'
+    report = (run / "report.html").read_text(encoding="utf-8")
+    [row] = re.findall(r"<tr><th>gpu-003</th>(.*?)</tr>", report)
+    dead = re.findall(r'<td class="(m-[a-z]+)" title="[^"]*DEAD[^"]*">([^<]*)</td>', row)
+    assert len(dead) == len({r["clause"] for r in failed}) and set(dead) == {("m-fail", "x")}
 
 
 SPEC = """\

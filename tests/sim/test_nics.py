@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from pytest_cluster.contract.sections.sim_records import SimFault, SimSpec
-from pytest_cluster.sim.cluster import NICS_PER_NODE
+from pytest_cluster.contract.sections.sim_records import NICS_PER_NODE, SimFault, SimSpec
 from pytest_cluster.sim.nics import (
     guid,
     network_share,

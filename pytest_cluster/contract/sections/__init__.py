@@ -114,7 +114,8 @@ _BUILTIN: tuple[Section, ...] = (
     Section("interconnect", lambda ctx, node, sofar: parse_interconnect(
         ctx, node, sofar.cluster, sofar.record("gpus")), ("job_node", "nccl_tests"),
         checked=True),
-    Section("sim", lambda ctx, node, sofar: parse_sim(ctx, node, sofar.cluster),
+    Section("sim", lambda ctx, node, sofar: parse_sim(
+        ctx, node, sofar.cluster, sofar.record("gpus"), sofar.record("interconnect")),
             keep_null=True),
     Section("ssh", lambda ctx, node, sofar: parse_ssh(ctx, node, sofar.cluster)),
     Section("slurm", lambda ctx, node, sofar: parse_slurm(ctx, node, sofar.cluster)),

@@ -117,13 +117,15 @@ DCGM_LEVELS = {1: "seconds: the deployment checks", 2: "about 2 min: adds PCIe a
 
 
 def dcgm_level(raw: object) -> int:
-    """A DCGM diagnostic level: r1..r4 (as DCGM's docs write them) or 1..4."""
+    """A DCGM diagnostic level: r1..r4 (as DCGM's docs write them) or 1..4 (quoted or
+    not: "2" is 2)."""
     if isinstance(raw, int) and not isinstance(raw, bool) and raw in DCGM_LEVELS:
         return raw
-    if isinstance(raw, str) and raw.strip().lower() in {f"r{n}" for n in DCGM_LEVELS}:
-        return int(raw.strip()[1:])
-    raise UnitError(f"expected a DCGM diagnostic level, r1, r2, r3 or r4 (dcgmi diag -r N; "
-                    f"r3 and r4 run at the stress level), got {head(str(raw), 64)!r}")
+    text = raw.strip().lower() if isinstance(raw, str) else ""
+    if text in {f"r{n}" for n in DCGM_LEVELS} | {str(n) for n in DCGM_LEVELS}:
+        return int(text.removeprefix("r"))
+    raise UnitError(f"expected a DCGM diagnostic level, r1, r2, r3, r4 or 1-4 (dcgmi diag "
+                    f"-r N; r3 and r4 run at the stress level), got {head(str(raw), 64)!r}")
 
 
 def _dcgm(ctx: Ctx, table: Map) -> tuple[Rule | None, int | None]:

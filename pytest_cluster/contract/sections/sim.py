@@ -30,6 +30,7 @@ from pytest_cluster.contract.sections.gpus import gpu_model
 from pytest_cluster.contract.sections.sim_records import (
     NIC_PCIE,
     NIC_PCIE_WIDTHS,
+    NICS_PER_NODE,
     SimFault,
     SimSpec,
 )
@@ -37,7 +38,7 @@ from pytest_cluster.errors import UnitError, head
 from pytest_cluster.units import Dim, parse_bytes, parse_quantity
 
 if TYPE_CHECKING:
-    from pytest_cluster.contract.model import ClusterSpec
+    from pytest_cluster.contract.model import ClusterSpec, GpuSpec, InterconnectSpec
     from pytest_cluster.contract.reading.located_errors import Ctx
 
 
@@ -290,7 +291,7 @@ def _check(fields: _Fields, node: Node, fault: SimFault) -> None:
 
 
 def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
-           gpus_per_node: int) -> SimFault | None:
+           gpus_per_node: int, plays: _Plays) -> SimFault | None:
     path = f"sim.faults[{index}]"
     table = Map(ctx, node, path, FAULT_KEYS)
     if not isinstance(node, MappingNode):
@@ -305,7 +306,35 @@ def _fault(ctx: Ctx, node: Node, index: int, nodes: frozenset[str],
     fault = _read(fields, name or "", gpu, node.start_mark.line + 1, nic_rate)
     table.finish()
     _check(fields, node, fault)
+    _plays(fields, fault, plays)
     return fault
+
+
+@dataclass(frozen=True)
+class _Plays:
+    """What of the spec a fault must be on to play: the simulated node's NICs, whether
+    the spec runs DCGM's diagnostic (None: the gpus section failed, nothing said)."""
+
+    nics: int
+    dcgm: bool | None
+
+
+def _plays(fields: _Fields, fault: SimFault, plays: _Plays) -> None:
+    """A fault the run would never play is a slip at its line: a NIC beyond the node's
+    (the sim's nodes have interconnect.inter_node.nics_per_node, else NICS_PER_NODE), a
+    DCGM finding where the spec runs no gpus.dcgm_diag."""
+    ctx, path = fields.ctx, fields.path
+    nic = fields.node("nic")
+    if fault.nic is not None and fault.nic >= plays.nics and nic is not None:
+        ctx.error(nic, f"{path}.nic", f"expected a NIC index from 0 to {plays.nics - 1} (the "
+                  f"simulated nodes have {plays.nics} NICs: interconnect.inter_node."
+                  f"nics_per_node, {NICS_PER_NODE} without it), got {fault.nic}: the fault "
+                  "would never play")
+    for key in ("dcgm_fail", "dcgm_config"):
+        found = fields.node(key)
+        if found is not None and plays.dcgm is False and not ctx.failed(f"{path}.{key}"):
+            ctx.error(found, f"{path}.{key}", "never plays: the spec runs no DCGM diagnostic "
+                      "(add gpus.dcgm_diag: r1, r2, r3 or r4)")
 
 
 def rate_above_zero(raw: object) -> float:
@@ -316,7 +345,10 @@ def rate_above_zero(raw: object) -> float:
     return value
 
 
-def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | None:
+def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec, gpus: GpuSpec | None = None,
+              interconnect: InterconnectSpec | None = None) -> SimSpec | None:
+    """The sim section; its faults checked against the spec's `gpus` and `interconnect`
+    (a fault on a NIC the nodes lack, a DCGM finding no diagnostic reads, is an error)."""
     if node is None:
         launcher = KINDS[cluster.launcher]
         if launcher.section == "sim" and launcher.needs_section:
@@ -357,8 +389,12 @@ def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec) -> SimSpec | No
                       f"{kind(faults_node)}")
         else:
             nodes = frozenset(cluster.nodes)
+            link = interconnect.inter_node if interconnect is not None else None
+            plays = _Plays(link.count if link is not None else NICS_PER_NODE,
+                           None if ctx.failed("gpus") or ctx.failed("gpus.dcgm_diag")
+                           else gpus is not None and gpus.dcgm_level is not None)
             for index, item in enumerate(faults_node.value):
-                fault = _fault(ctx, item, index, nodes, per_node)
+                fault = _fault(ctx, item, index, nodes, per_node, plays)
                 if fault is not None:
                     faults.append(fault)
     table.finish()

@@ -77,6 +77,8 @@ class SimFault:
 
 #: A simulated NIC's PCIe link at its best (a ConnectX-7: Gen5 x16), and the widths its
 #: link may train to (a fault's nic_pcie_width).
+#: The simulated node's NICs where the spec says no interconnect.inter_node.nics_per_node.
+NICS_PER_NODE = 8
 NIC_PCIE = (5, 16)
 NIC_PCIE_WIDTHS = (1, 2, 4, 8, 16)
 

@@ -15,7 +15,7 @@ from typing import IO, NamedTuple
 
 from pytest_cluster.evidence.record.summary import ClauseTally, margin, margin_text, measured_text
 from pytest_cluster.evidence.sinks.results import ResultLine, clause_of, outcome
-from pytest_cluster.evidence.verdict.blame import NOT_BLAMING, culprits
+from pytest_cluster.evidence.verdict.blame import NOT_BLAMING, RAS_BLAMED, culprits
 
 NEAR = 10.0  # % of the requirement: a margin closer than this is shown as near the line
 
@@ -51,7 +51,11 @@ def cell_of(record: ResultLine) -> Cell:
         return Cell("m-notrun", "s", f"{where}: {said or 'skipped'}")
     if kind in ("failed", "error"):
         message = str(record.get("message", "")).removeprefix("Failed: ")[:300]
-        if record.get("error_kind") or (found is None and record.get("measured") is None):
+        # a job that hung on a rank NCCL's RAS calls DEAD failed its node (RAS_BLAMED, its
+        # verdict REJECTED): a failure, not a figure that could not be measured
+        dead = record.get("error_kind") in RAS_BLAMED
+        if not dead and (record.get("error_kind")
+                         or (found is None and record.get("measured") is None)):
             return Cell("m-error", "!", f"{where}: {message}")
         css = "m-short" if found is not None and found > -NEAR else "m-fail"
         if found is not None and abs(found) < 0.5:  # a miss never shows as a pass's "0"

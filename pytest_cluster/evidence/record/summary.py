@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pytest_cluster.contract.launchers import KINDS
+from pytest_cluster.evidence.verdict.blame import judged
 from pytest_cluster.units import format_number
 
 if TYPE_CHECKING:
@@ -74,7 +75,10 @@ class ClauseTally:
     unit: str = ""
     comparison: str = ""
     passed: set[str] = field(default_factory=set)  # where: a node, or "node gpuN"
-    failed: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)  # judged: the node's own failure
+    #: failed without a verdict on the place (blame.judged: a DCGM configuration error, a
+    #: missing tool, a search that could not decide): not decided, as the node verdicts say
+    undecided: set[str] = field(default_factory=set)
     #: cases, as every other view counts them (the terminal, JUnit, verdict.json): a
     #: place with several cases (payloads, collectives) counts each; failed counts errors
     passed_cases: int = 0
@@ -99,7 +103,7 @@ class ClauseTally:
             self.passed.add(node)
             self.passed_cases += 1
         else:
-            self.failed.add(node)
+            (self.failed if judged(record) else self.undecided).add(node)
             self.failed_cases += 1
         self.required = str(record.get("requirement", self.required))
         self.source = str(record.get("bound_source", self.source) or "")

@@ -307,6 +307,21 @@ def sustained(torch: Any, dist: Any, nbytes: int, seconds: float, warmup: int, r
             "first_wrong": first_wrong}
 
 
+def _payload(nbytes: int) -> str:
+    """A payload as people write it: '4 GiB', '1 MiB', '1536 B' (exact multiples only)."""
+    for unit, factor in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= factor and nbytes % factor == 0:
+            return f"{nbytes // factor} {unit}"
+    return f"{nbytes} B"
+
+
+def sweep_phase(collective: str, size: int, index: int, count: int) -> str:
+    """Where a rank of a sweep is, as its hang line says it: "the sweep's 1 MiB all_reduce
+    (payload 1 of 3)" (a job of the 4 GiB case sweeps from smaller payloads first: the
+    payload is the sweep's, not the case's)."""
+    return f"the sweep's {_payload(size)} {collective} (payload {index + 1} of {count})"
+
+
 class Hang(TypedDict):
     """Where a hung rank was (what it was doing), how long it waited, its bound."""
 
@@ -406,8 +421,8 @@ def main(argv: list[str] | None = None) -> int:
             results.append(sustained(torch, dist, sizes[0], args.seconds, args.warmup,
                                      rank, world, device))
             sizes = []
-        for size in sizes:
-            watchdog.doing = f"{args.collective} of {size} bytes"
+        for index, size in enumerate(sizes):
+            watchdog.doing = sweep_phase(args.collective, size, index, len(sizes))
             results.append(measure(torch, dist, args.collective, size, args.warmup,
                                    args.iterations, rank, world, device))
         watchdog.doing = "the process group's end"

@@ -36,7 +36,8 @@ def _spec(level: str = "r1", faults: str = "", sim: str = "") -> str:
     return SPEC.format(level=level, faults=faults, sim=sim)
 
 
-@pytest.mark.parametrize(("written", "level"), [("r1", 1), ("r2", 2), ("R3", 3), ("4", 4)])
+@pytest.mark.parametrize(("written", "level"), [("r1", 1), ("r2", 2), ("R3", 3), ("4", 4),
+                                                  ('"2"', 2), ("' r4'", 4)])
 def test_the_level_is_written_r1_to_r4_or_1_to_4(written: str, level: int) -> None:
     gpus = parse_spec(_spec(written), "t.yaml").gpus
     assert gpus is not None and gpus.dcgm_level == level
@@ -44,11 +45,21 @@ def test_the_level_is_written_r1_to_r4_or_1_to_4(written: str, level: int) -> No
     assert rule is not None and f"dcgmi diag -r {level} " in getattr(rule, "text", "")
 
 
-@pytest.mark.parametrize("written", ["r5", "0", "true", "short", "[1]"])
+@pytest.mark.parametrize("written", ["r5", "0", "true", "short", "[1]", '"5"', '"r"'])
 def test_any_other_level_is_one_exact_error(written: str) -> None:
     assert error_of(_spec(written)).startswith(
-        "t.yaml:4: gpus.dcgm_diag: expected a DCGM diagnostic level, r1, r2, r3 or r4 "
+        "t.yaml:4: gpus.dcgm_diag: expected a DCGM diagnostic level, r1, r2, r3, r4 or 1-4 "
         "(dcgmi diag -r N; r3 and r4 run at the stress level), got ")
+
+
+def test_r3_left_out_of_a_run_without_m_stress_is_said_as_a_stress_clause(
+        pytester: pytest.Pytester) -> None:
+    """dcgm_diag: r3 in a run of the acceptance level: the terminal says it is of the
+    stress level and how to run it, as it says the other stress clauses."""
+    (pytester.path / "t.yaml").write_text(_spec("r3"), encoding="utf-8")
+    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider")
+    [line] = [line for line in result.outlines if line.startswith("not in contract, ")]
+    assert "gpus.dcgm_diag (level stress: run it with -m stress)" in line, line
 
 
 @pytest.mark.parametrize(("level", "stress"), [("r1", False), ("r2", False), ("r3", True),

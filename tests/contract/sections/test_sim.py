@@ -21,7 +21,13 @@ from pytest_cluster.contract.sections.sim import (
     THROTTLES,
 )
 from pytest_cluster.contract.sections.sim_records import SimFault, SimSpec
-from tests.contract.test_loader_slips import SIM_BASE, error_of
+from tests.contract.test_loader_slips import SIM_BASE as NO_DCGM
+from tests.contract.test_loader_slips import error_of
+
+#: The specs' head: two nodes, eight GPUs and DCGM's diagnostic (which dcgm_fail and
+#: dcgm_config play in).
+SIM_BASE = NO_DCGM.replace("gpus: {count: 8}", "gpus: {count: 8, dcgm_diag: r1}")
+assert SIM_BASE != NO_DCGM
 
 #: A value of each fault kind that changes the fault (a hand table, checked against
 #: FAULT_KEYS below: a kind added to the parser and not here fails the test).
@@ -141,6 +147,34 @@ def test_a_fault_missing_where_it_is_or_out_of_range_is_one_exact_error(
         fault: str, path: str, message: str) -> None:
     text = SIM_BASE + f"sim:\n  faults:\n    - {fault}\n"
     assert error_of(text) == f"t.yaml:5: sim.faults[0].{path}: {message}"
+
+
+def _nics(count: int) -> str:
+    return (f"interconnect:\n  inter_node: {{kind: infiniband, nics_per_node: {count}, "
+            "rate_per_nic: 400 Gb/s}\n  payloads: [1 GiB]\n  busbw: '>= 300 GB/s'\n")
+
+
+@pytest.mark.parametrize(("head", "fault", "path", "message"), [
+    (SIM_BASE, "{node: n2, nic: 9, nic_pcie_width: 8}", "nic", "expected a NIC index from 0 "
+     "to 7 (the simulated nodes have 8 NICs: interconnect.inter_node.nics_per_node, 8 "
+     "without it), got 9: the fault would never play"),
+    (SIM_BASE + _nics(4), "{node: n2, nic: 4, nic_down: true}", "nic",
+     "expected a NIC index from 0 to 3 (the simulated nodes have 4 NICs: interconnect."
+     "inter_node.nics_per_node, 8 without it), got 4: the fault would never play"),
+    (NO_DCGM, "{node: n2, gpu: 4, dcgm_fail: memory}", "dcgm_fail", "never plays: the spec "
+     "runs no DCGM diagnostic (add gpus.dcgm_diag: r1, r2, r3 or r4)"),
+    (NO_DCGM, "{node: n1, dcgm_config: persistence_mode}", "dcgm_config", "never plays: "
+     "the spec runs no DCGM diagnostic (add gpus.dcgm_diag: r1, r2, r3 or r4)"),
+])
+def test_a_fault_that_would_never_play_is_one_error_at_its_key(
+        head: str, fault: str, path: str, message: str) -> None:
+    """A NIC beyond the simulated nodes' (n2 was ACCEPTED), a DCGM finding in a spec that
+    runs no DCGM diagnostic: the fault's line, not a run that plays nothing."""
+    text = head + f"sim:\n  faults:\n    - {fault}\n"
+    line = text.count("\n")
+    assert error_of(text) == f"t.yaml:{line}: sim.faults[0].{path}: {message}"
+    sized = SIM_BASE + _nics(16) + "sim:\n  faults:\n    - {node: n2, nic: 9, nic_down: true}\n"
+    assert [f.nic for f in parse_spec(sized, "t.yaml").sim.faults] == [9]  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(("sim", "message"), [

@@ -47,3 +47,13 @@ def test_nccl_is_asked_for_its_log_unless_the_environment_directs_it(
     assert (os.environ["NCCL_DEBUG"], os.environ["NCCL_DEBUG_SUBSYS"],
             os.environ["NCCL_DEBUG_FILE"]) == ("INFO", "INIT,NET", path)
     assert nccl_lines(path) == [] and not Path(path).exists()
+
+
+def test_a_rank_hung_in_a_sweep_says_the_sweep_s_payload_not_the_case_s() -> None:
+    """A job of the 4 GiB case sweeps from 1 MiB: a rank hung there says so."""
+    sweep_phase = collective.sweep_phase
+    assert sweep_phase("all_reduce", 2**20, 0, 7) == \
+        "the sweep's 1 MiB all_reduce (payload 1 of 7)"
+    assert sweep_phase("all_gather", 4 * 2**30, 6, 7) == \
+        "the sweep's 4 GiB all_gather (payload 7 of 7)"
+    assert sweep_phase("all_reduce", 1536, 0, 1).startswith("the sweep's 1536 B all_reduce")
