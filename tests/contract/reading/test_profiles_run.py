@@ -4,10 +4,12 @@ bound the profile supplied came from, and a bound the spec wrote says nothing.""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
 from pytest_cluster.contract.reading import profiles
+from pytest_cluster.evidence.record.lines import ResultLine
 from tests.oracle import disagreements, read_views
 
 SPEC = """\
@@ -77,7 +79,7 @@ sim: {{gpu_model: {model}{sim}}}
 
 
 def _run(pytester: pytest.Pytester, profile: str, model: str, sim: str = ""
-         ) -> tuple[dict[str, object], list[dict[str, object]], str]:
+         ) -> tuple[dict[str, Any], list[ResultLine], str]:
     pytester.makefile(".yaml", trial=ONE_NODE.format(profile=profile, model=model, sim=sim))
     result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
                                 "--cluster-reports=reports")
@@ -98,7 +100,7 @@ def test_a_profile_promises_its_gpu_model_and_another_part_is_rejected_for_it(
     said = [r for r in results if r["spec_key"] == "gpus.model"]
     assert said and {(r["outcome"], r.get("bound_source")) for r in said} == {
         ("failed", cited)}
-    (node,) = verdict["nodes"]  # type: ignore[misc]
+    (node,) = verdict["nodes"]
     assert (node["verdict"], node["code"]) == ("REJECTED", "PC-GPU-MODEL")
     assert "another GPU model than ordered" in node["action"]
 
@@ -107,7 +109,7 @@ def test_an_azure_profile_runs_on_the_sim_naming_its_devices_as_azure_does(
         pytester: pytest.Pytester) -> None:
     verdict, results, terminal = _run(pytester, "azure-nd-h100-v5", "H100-SXM-80GB",
                             ", nic_prefix: mlx5_ib")
-    (node,) = verdict["nodes"]  # type: ignore[misc]
+    (node,) = verdict["nodes"]
     assert node["verdict"] == "ACCEPTED", node
     ports = [r for r in results if str(r["spec_key"]).startswith("fabric.")]
     assert ports and all(r["outcome"] == "passed" for r in ports)
