@@ -7,10 +7,10 @@ naming the nodes of each version (measure/golden.py reads the fields)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_cluster.evidence.baseline.golden_file import GoldenFileError, load
+from pytest_cluster.evidence.baseline.golden_file import GoldenFileError, load, path_of
+from pytest_cluster.evidence.verdict.blame import GOLDEN_FILE, NO_GOLDEN
 from pytest_cluster.measure import golden
 from pytest_cluster.run.contract_tests import checks
 
@@ -30,21 +30,21 @@ def _references(evidence: Evidence, rule: Rule, spec: Spec, cluster: Cluster,
     chosen = spec.host.golden
     assert chosen is not None
     if chosen.file is not None:
-        path = Path(chosen.file)
-        if not path.is_absolute():
-            path = Path(spec.file).parent / path
+        path = path_of(spec, chosen.file)
         try:
             values = cluster.cache.kept(("golden", "file"),
                                         lambda: load(path, chosen.file or ""))
         except GoldenFileError as exc:  # the spec's file, no node's fault: none blamed
-            evidence.undecided(rule, f"the golden file cannot be read: {exc}")
+            evidence.cannot_measure(rule, f"the golden file cannot be read: {exc}",
+                                    kind=GOLDEN_FILE)
         return values.reference(reading.configs.get(node))
     if chosen.node is not None:
         config = reading.configs.get(chosen.node)
         if config is None:
             why = reading.unanswered.get(chosen.node, "not in this run")
-            evidence.undecided(rule, f"the golden node {chosen.node} did not answer, so "
-                               f"there is nothing to compare with: {why}")
+            evidence.cannot_measure(rule, f"the golden node {chosen.node} did not answer, "
+                                    f"so there is nothing to compare with: {why}",
+                                    kind=NO_GOLDEN)
         return golden.of_node(config, chosen.node)
     return cluster.cache.kept(("golden", "majority"), lambda: golden.majority(reading.configs))
 
@@ -54,7 +54,9 @@ def test_golden_config(cluster_spec: Spec, cluster: Cluster, node: str,
                        host_result: ProbeResult, evidence: Evidence) -> None:
     """Every field of the node the same as the golden one; a field the node could not
     read is said (never a pass of it), and one without a golden value is not compared
-    (the golden node could not read it; no strict majority: undecided, no node blamed)."""
+    (the golden node could not read it). With no golden value to decide by (no strict
+    majority, the golden node silent, the golden file unreadable) the node is NOT CHECKED,
+    no node blamed and the cluster not failed (error kinds no_golden, golden_file)."""
     rule = cluster_spec.host.rule("golden")
     assert rule is not None, "host.golden is not in the contract"
     evidence.require(host_result, rule)  # an unreachable node fails once, as unreachable
@@ -74,8 +76,8 @@ def test_golden_config(cluster_spec: Spec, cluster: Cluster, node: str,
     if not drift.differ and drift.unread:
         evidence.cannot_measure(rule, "; ".join(drift.unread[:8]), raw=raw)
     if not drift.differ and drift.undecided:
-        evidence.undecided(rule, "no node singled out: " + "; ".join(drift.undecided[:8]),
-                           raw=raw)
+        evidence.cannot_measure(rule, "no golden value, no node singled out: "
+                                + "; ".join(drift.undecided[:8]), raw=raw, kind=NO_GOLDEN)
     evidence.check_rule(rule, not drift.differ,
                         "; ".join([measured, *said[:12]]), result=host_result,
                         problem="; ".join([*drift.differ[:12], *said[:len(drift.unread)

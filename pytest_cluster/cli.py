@@ -351,6 +351,7 @@ def _check(spec_path: Path, disable: Path | None) -> int:
         narrow,
     )
     from pytest_cluster.contract.promised import clause_count  # noqa: PLC0415
+    from pytest_cluster.evidence.baseline.golden_file import check_spec  # noqa: PLC0415
     from pytest_cluster.launchers import launcher_class  # noqa: PLC0415
 
     lines = [f"warning: {text}" for text in extensions.load()]  # as a run: their clauses
@@ -359,6 +360,7 @@ def _check(spec_path: Path, disable: Path | None) -> int:
         spec = load_spec(spec_path)
         narrow.run_size(spec.cluster.nodes)
         launcher_class(spec.cluster.launcher)
+        check_spec(spec)  # the golden file it names, as a run reads it
     except SpecError as exc:
         valid, lines = False, [*lines, str(exc)]
     except (ValueError, LaunchError) as exc:

@@ -61,6 +61,8 @@ class Views:
     #: the clause table's bound sources: each clause whose bound came from the spec's
     #: profile, and the citation it shows ('from profile NAME: URL (what it says)')
     sources: dict[str, str] = field(default_factory=dict)
+    #: the profile the spec extends, as results.jsonl's run line says it ('' for none)
+    extends: str = ""
 
 
 def read_views(run: Path, terminal: str, metrics: Path | None = None) -> Views:
@@ -79,7 +81,8 @@ def read_views(run: Path, terminal: str, metrics: Path | None = None) -> Views:
     return Views(run, terminal, [r for r in lines if r.get("type") == "result"],
                  ends[-1] if ends else None, ET.parse(run / "junit.xml").getroot(),
                  json.loads((run / "verdict.json").read_text(encoding="utf-8")),
-                 report, found, clause_table(report), bound_sources(report))
+                 report, found, clause_table(report), bound_sources(report),
+                 next((str(r.get("extends", "")) for r in lines if r.get("type") == "run"), ""))
 
 
 EVERY_CLAUSE = "Every clause"
@@ -120,7 +123,7 @@ def disagreements(views: Views) -> list[str]:
             *_check_clause_metrics(views),
             *_check_manifest(views), *_check_legends(views), *_check_heatmap(views),
             *_check_clause_table(views), *_check_bound_sources(views),
-            *_check_disabled(views)]
+            *_check_disabled(views), *_check_profile(views)]
 
 
 def _same_number(a: object, b: object) -> bool:
@@ -372,6 +375,18 @@ def _check_clause_table(views: Views) -> Iterator[str]:
     if final and total != (said["passed"], said["failed"]):
         yield (f"report.html: the clause table's {EVERY_CLAUSE} row shows (passed, failed) "
                f"{total}, the terminal {(said['passed'], said['failed'])}")
+
+
+def _check_profile(views: Views) -> Iterator[str]:
+    """The profile the spec extends: results.jsonl's run line, verdict.json's `extends` and
+    the report's header name the same one, or none."""
+    verdict = str(views.verdict.get("extends", ""))
+    shown = re.search(r'extends profile <span class="extends">(.*?)</span>', views.report)
+    report = html.unescape(shown.group(1)) if shown else ""
+    if verdict != views.extends:
+        yield f"verdict.json: extends {verdict!r}, results.jsonl {views.extends!r}"
+    if report != views.extends:
+        yield f"report.html: extends profile {report!r}, results.jsonl {views.extends!r}"
 
 
 def _check_bound_sources(views: Views) -> Iterator[str]:

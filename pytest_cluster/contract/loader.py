@@ -96,7 +96,7 @@ def parse_spec(text: str, file: str) -> Spec:
                    if name not in SECTION_FIELDS and isinstance(record, SectionSpec))
     fields = {name: record for name, record in records.items() if name in SECTION_FIELDS}
     return Spec(file=file, sha256=sha, warnings=warnings, text=text, others=others,
-                extends=extends, **fields)
+                extends=extends, off=tuple(sorted(ctx.off.items())), **fields)
 
 
 def load_spec(path: str | os.PathLike[str]) -> Spec:

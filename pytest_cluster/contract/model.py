@@ -301,6 +301,9 @@ class Spec:
     others: tuple[SectionSpec, ...] = ()
     warnings: tuple[SpecNote, ...] = ()  # likely slips, in line order
     extends: str = ""  # the shipped profile the spec extends ('' for none)
+    #: the rules the spec (or its profile) turned off on purpose: id -> as said
+    #: ('fabric.pcie' -> 'pcie: false'); not in the contract, and said to be off
+    off: tuple[tuple[str, str], ...] = ()
     text: str = field(default="", repr=False, compare=False)  # as read: the evidence keeps it
     #: In a run of some nodes (contract/narrow.py): the spec of the whole cluster
     whole: Spec | None = field(default=None, repr=False, compare=False)
@@ -314,7 +317,7 @@ class Spec:
 
 #: The fields of Spec that are sections of the spec.
 SECTION_FIELDS = frozenset(f.name for f in fields(Spec)) - {
-    "file", "sha256", "others", "warnings", "text", "whole", "extends"}
+    "file", "sha256", "others", "warnings", "text", "whole", "extends", "off"}
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,8 @@ from pytest_cluster.contract.model import (
 #: spans more nodes than a run of some nodes has (--cluster-node), or more than the
 #: cluster has (a slow-node search of one node).
 ACROSS, TOO_FEW_NODES = "across nodes", "too few nodes"
+#: Why a rule is not checked: the spec (or its profile) turned it off (`pcie: false`).
+OFF = "off"
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,9 @@ def _promised(spec: Spec, name: str, params: Mapping[str, object]) -> Promised:
             # the map is not written: it is what the contract lacks (storage[/d].checkpoint)
             base = declaration.section if where is None else f"{declaration.section}[{where}]"
             return Promised(f"{base}.{declaration.within}", False)
+    off = dict(spec.off).get(declaration.id)
+    if not found.promised and off is not None:
+        return Promised(found.name, False, f"{OFF}: {off}", OFF)
     if found.promised and len(spec.cluster.nodes) < declaration.needs_nodes:
         return Promised(declaration.id, False, f"needs {declaration.needs_nodes}+ nodes",
                         TOO_FEW_NODES)

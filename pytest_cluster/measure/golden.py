@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pytest_cluster.errors import printable
 from pytest_cluster.hostlist import compress_hostlist
 from pytest_cluster.measure.calls import gpu_call, gpu_perf_call
 from pytest_cluster.measure.gpu_facts import perf_gpu
@@ -97,12 +98,14 @@ class Reading:
 
 
 def _text(value: object) -> str | Unread:
-    """A version or firmware as a node gave it; an NVML error or nothing as unread."""
+    """A version or firmware as a node gave it, every control character escaped (a
+    hostile node's ESC or bidi override is shown, never acted on: `printable`); an NVML
+    error or nothing as unread."""
     if isinstance(value, dict) and "error" in value:
-        return Unread(str(value["error"])[:200])
+        return Unread(printable(str(value["error"])[:200]))
     if isinstance(value, str) and value.strip() and not value.startswith("{'error'"):
-        return value.strip()[:200]
-    return Unread(f"not reported ({str(value)[:80]})")
+        return printable(value.strip()[:200])
+    return Unread(printable(f"not reported ({str(value)[:80]})"))
 
 
 def _link(gen: object, width: object) -> str | Unread:
@@ -111,8 +114,9 @@ def _link(gen: object, width: object) -> str | Unread:
             and not isinstance(gen, bool) and not isinstance(width, bool):
         return f"Gen{gen} x{width}"
     said = gen if isinstance(gen, dict) else width
-    return Unread(str(said.get("error")) if isinstance(said, dict) and "error" in said
-                  else f"not reported (gen {str(gen)[:40]}, width {str(width)[:40]})")
+    return Unread(printable(str(said.get("error"))[:200] if isinstance(said, dict)
+                            and "error" in said else
+                            f"not reported (gen {str(gen)[:40]}, width {str(width)[:40]})"))
 
 
 def host_fields(config: Config, payload: Mapping[str, Any]) -> None:
@@ -171,7 +175,7 @@ def nic_fields(config: Config, payload: Mapping[str, Any], devices: str | None) 
         return False
     said = False
     for port in ports:
-        where = str(port["name"])
+        where = printable(str(port["name"])[:80])
         firmware = port.get("firmware")
         config.values[Field(NIC, where, "firmware")] = _text(firmware) if firmware \
             else Unread("no firmware version (a virtual NIC has none)")

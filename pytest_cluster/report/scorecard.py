@@ -88,6 +88,7 @@ def scorecard_html(spec: Spec, end: EndLine | None, verdicts: Sequence[NodeVerdi
         counted=[f"{len(v)} {k.lower()}" for k, v in by_verdict(verdicts).items()],
         failing=len([t for t in tallies if t.failed]),
         spec_file=spec.file, spec_sha256=spec.sha256[:12], launcher=spec.cluster.launcher,
+        extends=spec.extends,
         checks={"ran": end["checks_ran"], "planned": end["checks_planned"]} if end else None,
         what_failed=what_failed(verdicts, not_passed),
         not_accepted=node_rows(verdicts, not_passed),

@@ -21,6 +21,7 @@ from pytest_cluster import hookspecs, internals
 from pytest_cluster.contract import Spec, extensions, guarded, load_spec, narrow
 from pytest_cluster.contract.declaration import ACCEPTANCE, SANITY, STRESS
 from pytest_cluster.errors import LaunchError, SpecError, UnitError, head
+from pytest_cluster.evidence.baseline import golden_file
 from pytest_cluster.evidence.record import sealing
 from pytest_cluster.evidence.record.rundir import create_run_dir
 from pytest_cluster.launchers import launcher_class
@@ -321,6 +322,10 @@ def _read_spec(path: str) -> Spec:
         launcher_class(spec.cluster.launcher)
     except LaunchError as exc:
         raise pytest.UsageError(f"{spec.file}: cluster.launcher: {exc}") from None
+    try:
+        golden_file.check_spec(spec)  # a file the spec names, read before any test runs
+    except SpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
     return spec
 
 

@@ -29,7 +29,7 @@ from pytest_cluster.sim.cluster import (
     link_factor,
 )
 from pytest_cluster.sim.nccl_ras import hang_report
-from pytest_cluster.sim.nics import network_share, port_gbit, rail_of
+from pytest_cluster.sim.nics import device, network_share, port_gbit, rail_of
 
 if TYPE_CHECKING:
     from pytest_cluster.contract.model import InterconnectSpec
@@ -249,7 +249,7 @@ def nccl_lines(sim: SimSpec, nodes: Sequence[str], index: int, local: int,
         lines = [f"{head} NET/Socket : Using [0]eno1:10.0.0.{index + 1}<0>",
                  f"{head} Using network Socket"]
     else:
-        devices = " ".join(f"[{i}]mlx5_{i}:1/IB" for i in range(nics))
+        devices = " ".join(f"[{i}]{device(sim, i)}:1/IB" for i in range(nics))
         lines = [f"{head} NET/IB : Using {devices} ; OOB eno1:10.0.0.{index + 1}<0>",
                  f"{head} Using network IB"]
     if MODELS[sim.gpu_model].nvlinks and ranks_per_node > 1:
@@ -278,7 +278,7 @@ def missing_rail(sim: SimSpec, spec: InterconnectSpec | None, nodes: Sequence[st
     for index, node in enumerate(nodes):
         gbit = port_gbit(sim, node, spec, rail)
         if gbit is None:
-            return index, f"simulated: {node}'s mlx5_{rail} is down: no route to the peers"
+            return index, f"simulated: {node}'s {device(sim, rail)} is down: no route to the peers"
         rates.append(gbit)
     return min(rates)
 
@@ -296,7 +296,7 @@ def job_ranks(sim: SimSpec, spec: InterconnectSpec | None, benchmark: Benchmark,
     if dead:
         return hung_ranks(benchmark, nodes, ranks_per_node, dead)
     missing = missing_gpu(sim, benchmark, nodes, ranks_per_node)
-    rail = missing_rail(sim, spec, nodes, rail_of(env))
+    rail = missing_rail(sim, spec, nodes, rail_of(sim, env))
     if isinstance(rail, tuple) and missing is None:
         missing = (rail[0], 0, rail[1])
     sizes = size_results(sim, spec, benchmark, nodes, ranks_per_node,

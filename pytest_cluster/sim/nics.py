@@ -111,16 +111,26 @@ def network_share(sim: SimSpec, ic: InterconnectSpec | None, node: str) -> float
     return sum(port_gbit(sim, node, ic, i) or 0.0 for i in range(count)) / (count * rate)
 
 
-#: Which NIC a job's environment binds it to (a rail): NCCL_IB_HCA=mlx5_3..., or an
-#: interface of it (ibp3s0, enp3s0np0).
-_RAIL = re.compile(r"^=?mlx5_(\d+)(?::\d+)?$|^=?(?:ibp|enp)(\d+)s0(?:np0)?$")
+def device(sim: SimSpec, index: int) -> str:
+    """The RDMA device name of NIC `index` (sim.nic_prefix: mlx5_3, or mlx5_ib3 as Azure's
+    ND VMs name theirs)."""
+    return f"{sim.nic_prefix}{index}"
 
 
-def rail_of(env: Sequence[tuple[str, str]]) -> int | None:
-    """The NIC index a job's environment binds its ranks to; None: no rail (every NIC)."""
+def device_index(sim: SimSpec, name: str) -> int | None:
+    """The NIC index of an RDMA device name (`device`'s inverse); None: not one of ours."""
+    found = re.match(rf"^{re.escape(sim.nic_prefix)}(\d+)$", name)
+    return int(found.group(1)) if found else None
+
+
+def rail_of(sim: SimSpec, env: Sequence[tuple[str, str]]) -> int | None:
+    """The NIC index a job's environment binds its ranks to (NCCL_IB_HCA=mlx5_3..., or an
+    interface of it: ibp3s0, enp3s0np0); None: no rail (every NIC)."""
+    rail = re.compile(rf"^=?{re.escape(sim.nic_prefix)}(\d+)(?::\d+)?$"
+                      r"|^=?(?:ibp|enp)(\d+)s0(?:np0)?$")
     for name, value in env:
         if name in ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
-            found = _RAIL.match(value)
+            found = rail.match(value)
             if found:
                 return int(found.group(1) or found.group(2))
     return None
@@ -137,9 +147,9 @@ def tree(sim: SimSpec, node: str, ic: InterconnectSpec | None,
     files: dict[str, str] = {}
     for index in range(count):
         fault = faults.get(index)
-        device, netdev = f"mlx5_{index}", f"ibp{index}s0" if layer == "InfiniBand" \
+        name, netdev = device(sim, index), f"ibp{index}s0" if layer == "InfiniBand" \
             else f"enp{index}s0np0"
-        base = f"{ROOT}/class/infiniband/{device}"
+        base = f"{ROOT}/class/infiniband/{name}"
         port = f"{base}/ports/1"
         gbit = port_gbit(sim, node, ic, index)
         down = gbit is None
@@ -167,10 +177,10 @@ def tree(sim: SimSpec, node: str, ic: InterconnectSpec | None,
         lanes = fault.nic_pcie_width if fault is not None and fault.nic_pcie_width \
             else NIC_PCIE[1]
         vf = None in virtual or index in virtual
-        for device in (f"{base}/device", f"{ROOT}/class/net/{netdev}/device"):  # one card
-            files.update(vf_files(device) if vf else pcie_files(device, gen, lanes, NIC_PCIE))
-            files.update({f"{device}/vendor": "0x15b3",
-                          f"{device}/device": VF_DEVICE if vf else PF_DEVICE})
+        for card in (f"{base}/device", f"{ROOT}/class/net/{netdev}/device"):  # one card
+            files.update(vf_files(card) if vf else pcie_files(card, gen, lanes, NIC_PCIE))
+            files.update({f"{card}/vendor": "0x15b3",
+                          f"{card}/device": VF_DEVICE if vf else PF_DEVICE})
         for counter in ("link_downed", "link_error_recovery", "symbol_error",
                         "port_rcv_errors", "port_xmit_discards"):
             files[f"{port}/counters/{counter}"] = "0"
@@ -256,9 +266,8 @@ def perftest_ranks(sim: SimSpec, ic: InterconnectSpec | None, nodes: Sequence[st
     says)."""
     options = dict(zip(args[::2], args[1::2], strict=False))
     base = [str(a) for a in json.loads(options.get("--argv", "[]"))]
-    device = base[base.index("-d") + 1] if "-d" in base else ""
-    found = re.match(r"^mlx5_(\d+)$", device)
-    index = int(found.group(1)) if found else -1
+    named = device_index(sim, base[base.index("-d") + 1]) if "-d" in base else None
+    index = -1 if named is None else named
     size = int(base[base.index("-s") + 1]) if "-s" in base else 65536
     seconds = float(base[base.index("-D") + 1]) if "-D" in base else 5.0
     server = port_gbit(sim, nodes[0], ic, index)

@@ -7,6 +7,7 @@ from pytest_cluster.contract import parse_spec
 from pytest_cluster.contract.clauses import CLAUSES
 from pytest_cluster.contract.promised import (
     ACROSS,
+    OFF,
     TOO_FEW_NODES,
     Promised,
     absent,
@@ -25,7 +26,7 @@ def test_what_a_case_checks_and_whether_it_is_promised() -> None:
         ("host.memory", None): ("host.memory", False, ""),
         ("storage.write", fs): ("storage[/d].write", True, ""),
         ("storage.read", fs): ("storage[/d].read", False, ""),
-        ("gpus.pcie", None): ("gpus.pcie", False, ""),
+        ("gpus.pcie", None): ("gpus.pcie", False, "off: pcie: false"),  # turned off
         ("gpus.uniform", None): ("gpus.uniform", True, ""),
         ("gpus.same_driver", None): ("gpus.same_driver", False, "needs 2+ nodes"),
         ("interconnect.busbw[intra_node]", None): ("interconnect", False, ""),
@@ -83,3 +84,20 @@ def test_clause_count_counts_each_clause_the_spec_holds() -> None:
     base = "cluster:\n  name: x\n  nodes: [n1]\nhost:\n  cpu_cores: 8\n"
     assert clause_count(parse_spec(base, "a.yaml")) == 1
     assert clause_count(parse_spec(base + "  memory: 1 GiB\n", "b.yaml")) == 2
+
+
+def test_a_rule_turned_off_on_purpose_says_it_is_off_and_where() -> None:
+    base = "cluster: {name: t, nodes: n1, launcher: sim}\nsim: {}\n"
+    own = parse_spec(base + "fabric: {ports: 8, pcie: false}\n", "t.yaml")
+    assert own.off == (("fabric.pcie", "pcie: false"),)
+    assert promised(own, "fabric.pcie", {}) == Promised("fabric.pcie", False,
+                                                        "off: pcie: false", OFF)
+    assert promised(own, "fabric.pcie", {}).not_in_contract == "fabric.pcie (off: pcie: false)"
+    azure = parse_spec("extends: azure-nd-h100-v5\n" + base, "t.yaml")
+    assert promised(azure, "fabric.pcie", {}).why == \
+        "off: pcie: false in profile azure-nd-h100-v5"
+    # a rule left on, or a section left out, is not 'off'
+    on = parse_spec(base + "fabric: {ports: 8}\n", "t.yaml")
+    assert on.off == () and promised(on, "fabric.pcie", {}).promised
+    assert promised(parse_spec(base + "gpus: {count: 8}\n", "t.yaml"), "fabric.pcie",
+                    {}) == Promised("fabric", False)

@@ -6,13 +6,17 @@ unreachable; the fleet's faulty example fails gpu-004 alone for its drifted VBIO
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_cluster.evidence.verdict.blame import NO_GOLDEN
 from pytest_cluster.sim.cluster import DRIVER
 from tests.conftest import faulted, planned
+from tests.oracle import check
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CASE = "test_golden_config"
@@ -70,15 +74,47 @@ def test_against_a_golden_node_every_other_node_differs_from_it(
                                  "(golden node n4)*"])
 
 
+def _verdict(pytester: pytest.Pytester) -> dict[str, Any]:
+    return dict(json.loads((pytester.path / "reports" / "latest" / "verdict.json")
+                           .read_text()))
+
+
 def test_without_a_strict_majority_no_node_is_blamed_and_each_value_is_said(
         pytester: pytest.Pytester) -> None:
     text = spec("majority", f"{{node: n2, gpu: 0, vbios: {DRIFTED}}}", nodes="n[1-2]")
     result, cases = run(pytester, text)
     assert failed(cases) == {"n1", "n2"}
-    assert {line["error_kind"] for line in cases.values()} == {"undecided"}
+    assert {line["error_kind"] for line in cases.values()} == {NO_GOLDEN}
     result.stdout.fnmatch_lines([f"*GPU 0 vbios: no strict majority: *{DRIFTED} on n2*"])
-    verdict = json.loads((pytester.path / "reports" / "latest" / "verdict.json").read_text())
-    assert {v["verdict"] for v in verdict["nodes"]} == {"NOT CHECKED"}
+    assert {v["verdict"] for v in _verdict(pytester)["nodes"]} == {"NOT CHECKED"}
+
+
+def test_an_undecided_comparison_leaves_every_view_incomplete_and_drains_none(
+        pytester: pytest.Pytester) -> None:
+    """Three nodes, three VBIOS versions of GPU 2 (a new user's u.yaml): nothing singles a
+    node out, so each is NOT CHECKED with golden's own fault (never the network's
+    'look at a leaf or spine switch'), the run INCOMPLETE (ERROR, exit 2), no cluster
+    check failed, and verdict.json, the gate and every other view agree (pytest exits 1
+    for its failed cases, as for any case not judged: docs/running.md)."""
+    text = spec("majority", f"{{node: n3, gpu: 1, vbios: {DRIFTED}}}, "
+                "{node: n2, gpu: 1, vbios: 96.00.99.00.01}", nodes="n[1-3]")
+    (pytester.path / "trial.yaml").write_text(text)
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider",
+                                "--cluster-reports=reports")
+    run_dir = (pytester.path / "reports" / "latest").resolve()
+    assert check(run_dir, result.stdout.str()) == []
+    verdict = _verdict(pytester)
+    assert (verdict["verdict"], verdict["outcome"]) == ("INCOMPLETE", "ERROR")
+    assert verdict["cluster_checks_failed"] == []
+    assert {(v["verdict"], v["code"]) for v in verdict["nodes"]} == {
+        ("NOT CHECKED", "PC-GOLDEN-UNDECIDED")}
+    assert "cluster check failed" not in result.stdout.str()
+    assert "leaf or spine" not in result.stdout.str()
+    gate = subprocess.run([sys.executable, "-m", "pytest_cluster.cli", "gate", str(run_dir),
+                           "--exit-status", str(int(result.ret))],
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert gate.returncode == 2, gate.stdout + gate.stderr
+    assert "DRAIN" not in gate.stdout
 
 
 def test_an_unreachable_node_fails_once_as_unreachable_and_the_others_pass(
@@ -110,11 +146,30 @@ def test_against_the_inventory_a_healthy_run_wrote(pytester: pytest.Pytester) ->
                                  "file golden.json, majority 5 of 5)*"])
 
 
-def test_a_golden_file_that_is_not_one_blames_no_node(pytester: pytest.Pytester) -> None:
+def test_a_golden_file_that_is_not_one_is_a_usage_error_before_any_test_runs(
+        pytester: pytest.Pytester) -> None:
+    """A golden file with a key it may not have (a new user's gf/s.yaml) failed every
+    node's case and the cluster: it is the spec's slip, refused before anything runs."""
     pytester.makefile(".yaml", golden="vbios: 1\n")
-    _, cases = run(pytester, spec("golden.yaml", ""))
-    assert failed(cases) == set(cases)
-    assert {line["error_kind"] for line in cases.values()} == {"undecided"}
+    pytester.makefile(".yaml", trial=spec("golden.yaml", ""))
+    result = pytester.runpytest("--cluster=trial.yaml", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*trial.yaml:2: host.golden: the golden file cannot be "
+                                 "read: *vbios*"])
+    assert not (pytester.path / "reports").exists()
+
+
+def test_a_hostile_vbios_is_shown_escaped_in_every_line(pytester: pytest.Pytester) -> None:
+    """A node's VBIOS with ESC, a bidi override and a NUL (the sim's vbios fault plays a
+    hostile node) is never printed raw: not in the summary, not in pytest's FAILED lines,
+    not in the record."""
+    text = spec("majority", '{node: n4, gpu: 1, vbios: "\\e[2J\\u202eEVIL\\x00"}')
+    result, cases = run(pytester, text)
+    assert failed(cases) == {"n4"}
+    out = result.stdout.str()
+    assert not {"\x1b", "\u202e", "\x00"} & set(out)
+    assert "\\x1b[2J\\u202eEVIL\\x00" in out
+    assert not {"\x1b", "\u202e", "\x00"} & set(cases["n4"]["message"])
 
 
 def test_the_fleets_faulty_example_fails_its_drifted_node_alone(
@@ -136,5 +191,6 @@ def test_a_run_of_some_nodes_compares_against_a_file_only(pytester: pytest.Pytes
     nodes (--cluster-node) lists host.golden as not checked; a file it compares with."""
     assert not [c for c in planned(pytester, spec("majority", ""), "--cluster-node=n1")
                 if c.startswith(CASE)]
+    pytester.makefile(".yaml", golden=f"driver: {DRIVER}\n")
     assert [c for c in planned(pytester, spec("golden.yaml", ""), "--cluster-node=n1")
             if c.startswith(CASE)] == [f"{CASE}[n1]"]

@@ -76,7 +76,16 @@ def test_a_narrow_or_slow_pcie_link_is_on_that_card_of_that_node_alone() -> None
     ((("NCCL_IB_HCA", "mlx5_1,mlx5_2"),), None), ((("OTHER", "mlx5_3"),), None), ((), None)])
 def test_a_rail_is_the_nic_the_environment_binds(env: tuple[tuple[str, str], ...],
                                                  rail: int | None) -> None:
-    assert rail_of(env) == rail
+    assert rail_of(SimSpec("H100-SXM-80GB", 8), env) == rail
+
+
+def test_a_node_named_as_azure_names_its_devices_binds_and_lists_those_names() -> None:
+    azure = SimSpec("H100-SXM-80GB", 8, nic_prefix="mlx5_ib")
+    assert rail_of(azure, (("NCCL_IB_HCA", "=mlx5_ib3:1"),)) == 3
+    assert rail_of(azure, (("NCCL_IB_HCA", "=mlx5_3:1"),)) is None
+    devices = {path.split("/")[5] for path in tree(azure, "n1", None)
+               if path.startswith("/sim/sys/class/infiniband/")}
+    assert devices == {f"mlx5_ib{i}" for i in range(NICS_PER_NODE)}
 
 
 def test_each_nic_of_a_node_has_its_own_guid() -> None:

@@ -132,6 +132,10 @@ def rule(ctx: Ctx, table: Map, declaration: Declaration) -> Rule | None:
         raise UnitError(f"expected {shown} (the default), or false to leave it out, got {raw!r}")
 
     on = field(ctx, node, declaration.id, parse)
+    if on is False:
+        whose = ctx.cited(node, table.sub(declaration.key))
+        ctx.off[declaration.id] = f"{declaration.key}: false" + (
+            f" in profile {ctx.profile.name}" if whose and ctx.profile is not None else "")
     return written_rule(ctx, node, table.sub(declaration.key), declaration.id,
                         declaration.text) if on else None
 

@@ -32,6 +32,8 @@ class Ctx:
         #: the profile the spec extends (its nodes are marked with its file)
         self.profile: Profile | None = None
         self.extends: Node | None = None  # the spec's `extends` value (its line)
+        #: the rules turned off on purpose (`pcie: false`): each id and how it was said
+        self.off: dict[str, str] = {}
 
     def file_of(self, node: Node | None) -> str:
         """The file `node` was written in: the spec's, or its profile's."""

@@ -178,6 +178,9 @@ def named(raw: object) -> str:
     known = names()
     if isinstance(raw, str) and raw.strip() in known:
         return raw.strip()
+    if raw is None:  # `extends: [a, b]` (field adds what it got instead) or `extends:`
+        raise ValueError(f"expected a single profile name (a spec extends one profile: "
+                         f"{', '.join(known)}), got nothing")
     shown = repr(head(str(raw), 64))
     close = closest(str(raw), known, cutoff=0.5) if isinstance(raw, str) else None
     hint = f"; did you mean {close!r}?" if close else ""

@@ -106,8 +106,8 @@ def _storage_section(ctx: Ctx, node: Node | None, sofar: Sofar) -> tuple[Storage
 #: before it gave) and error messages list them. Each is a field of Spec of the same name.
 _BUILTIN: tuple[Section, ...] = (
     Section("cluster", _cluster_section, ("inventory",)),
-    Section("host", lambda ctx, node, sofar: parse_host(ctx, node, sofar.cluster.nodes),
-            ("host",)),
+    Section("host", lambda ctx, node, sofar: parse_host(ctx, node, sofar.cluster.nodes,
+                                                        sofar.written), ("host",)),
     Section("storage", _storage_section, ("storage", "import_latency", "shared_fs")),
     Section("gpus", lambda ctx, node, _: parse_gpus(ctx, node), ("gpu", "gpu_perf", "dcgm"),
             checked=True),

@@ -86,9 +86,11 @@ def _missing(ctx: Ctx, spec: InterconnectSpec, scope: str) -> str:
                    "node's figure, never the network's)" if given == ["intra_node"] else
                    f"; profile {ctx.profile.name} promises busbw {promised} only")
     rate = "360 GB/s" if scope == "intra_node" else "320 GB/s"
+    link = "intra_node: {kind, rate}" if scope == "intra_node" else \
+        "inter_node: {kind, nics_per_node, rate_per_nic}"
     return (f"missing: the busbw promised {WORDS[scope]}{covers}{profile}; write it under "
-            f"interconnect, e.g. busbw: {{{scope}: \">= {rate}\"}}, or {{{scope}: \">= 80%\"}} "
-            f"(a share of theoretical: with the {scope} link's rate)")
+            f"interconnect, e.g. busbw: {{{scope}: \">= {rate}\"}}; a share of theoretical "
+            f"({{{scope}: \">= 80%\"}}) needs the link's rate too (interconnect.{link})")
 
 
 def check_bounds(ctx: Ctx, node: Node, spec: InterconnectSpec, nodes: int,

@@ -10,7 +10,13 @@ from yaml.nodes import MappingNode, Node, SequenceNode
 from pytest_cluster.contract.clauses import clauses, declared
 from pytest_cluster.contract.declaration import Value
 from pytest_cluster.contract.model import Clause, GpuSpec, Rule
-from pytest_cluster.contract.reading.clause_parsers import clause, promises, respelled, rule
+from pytest_cluster.contract.reading.clause_parsers import (
+    clause,
+    promises,
+    respelled,
+    rule,
+    written_rule,
+)
 from pytest_cluster.contract.reading.fields import field, or_default, text, time_between
 from pytest_cluster.contract.reading.mapping import Map, section_map
 from pytest_cluster.contract.reading.spelling import closest, written_with
@@ -91,12 +97,13 @@ def _matmul(ctx: Ctx, table: Map) -> tuple[tuple[str, Clause], ...]:
     return tuple(found)
 
 
-def _model_rule(model: str, line: int) -> Rule:
-    """The promised model and form factor, as a rule (an H100 PCIe is not an H100 SXM)."""
+def _model_rule(ctx: Ctx, model: str, node: Node) -> Rule:
+    """The promised model and form factor, as a rule (an H100 PCIe is not an H100 SXM),
+    written by the spec or its profile (written_rule: then cited)."""
     promised = MODELS[model]
-    return Rule(declared("gpus.model").id, line,
-                f"{promised.key} ({promised.form_factor}, NVML name "
-                f"{' or '.join(promised.nvml_names)})")
+    return written_rule(ctx, node, "gpus.model", declared("gpus.model").id,
+                        f"{promised.key} ({promised.form_factor}, NVML name "
+                        f"{' or '.join(promised.nvml_names)})")
 
 
 def _nvlink(ctx: Ctx, table: Map) -> Clause | Rule | None:
@@ -184,7 +191,7 @@ def parse_gpus(ctx: Ctx, node: Node | None) -> GpuSpec | None:
     found = promises(ctx, table, "gpus", skip=("count", "nvlink"))
     matmul = _matmul(ctx, table)
     model_rule = () if model is None or model_node is None else (
-        _model_rule(model, model_node.start_mark.line + 1),)
+        _model_rule(ctx, model, model_node),)
     result = GpuSpec(
         clauses=(count or _one_gpu(), *model_rule, *found, *((nvlink,) if nvlink else ()),
                  *((dcgm,) if dcgm else ()), *_implied("gpus")),

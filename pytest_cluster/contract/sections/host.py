@@ -64,6 +64,9 @@ def golden_of(nodes: tuple[str, ...]) -> Callable[[object], Golden]:
         if isinstance(raw, str) and raw.strip().lower() in by_lower:
             return Golden(node=by_lower[raw.strip().lower()])
         if isinstance(raw, str) and raw.strip().lower().endswith(GOLDEN_FILES):
+            if not raw.strip().isprintable():  # shown in every view: never raw controls
+                raise UnitError(f"a golden file's name may not hold control characters "
+                                f"(ESC, NUL, a bidi override), got {head(raw, 64)!r}")
             return Golden(file=raw.strip())
         listed = head(compress_hostlist(list(nodes)), 120) if nodes else "none"
         raise UnitError(f"expected {MAJORITY} (the nodes' strict majority), a node of the "
@@ -72,24 +75,39 @@ def golden_of(nodes: tuple[str, ...]) -> Callable[[object], Golden]:
     return parse
 
 
-def _golden(ctx: Ctx, table: Map, nodes: tuple[str, ...]) -> tuple[Golden | None, Rule | None]:
+def golden_text(gpus: bool, fabric: bool) -> str:
+    """host.golden's requirement, saying only what it compares: the host's versions, and
+    the GPUs' VBIOS and PCIe link where the spec has a gpus section (the GPU probe runs),
+    the NIC ports' firmware and PCIe link where it has a fabric section (the NIC probe)."""
+    parts = ["the node's driver, CUDA, NCCL and kernel versions",
+             *(["its GPUs' VBIOS and PCIe link"] if gpus else []),
+             *(["its NIC ports' firmware and PCIe link"] if fabric else [])]
+    listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"{listed} the same as the golden configuration's"
+
+
+def _golden(ctx: Ctx, table: Map, nodes: tuple[str, ...],
+            sections: frozenset[str]) -> tuple[Golden | None, Rule | None]:
     declaration = declared("host.golden")
     node = table.take(declaration.key)
     golden = field(ctx, node, declaration.id, golden_of(nodes))
     if golden is None or node is None:
         return None, None
-    return golden, Rule(declaration.id, node.start_mark.line + 1,
-                        f"{declaration.text} ({golden.said})")
+    text = golden_text("gpus" in sections, "fabric" in sections)
+    return golden, Rule(declaration.id, node.start_mark.line + 1, f"{text} ({golden.said})")
 
 
-def parse_host(ctx: Ctx, node: Node | None, nodes: tuple[str, ...] = ()) -> HostSpec:
-    """The host section; `nodes`: the cluster's (what host.golden may name)."""
+def parse_host(ctx: Ctx, node: Node | None, nodes: tuple[str, ...] = (),
+               sections: frozenset[str] = frozenset()) -> HostSpec:
+    """The host section; `nodes`: the cluster's (what host.golden may name); `sections`:
+    those the spec has (what host.golden compares: the GPUs' fields with gpus, the NIC
+    ports' with fabric)."""
     if node is None:
         return HostSpec()
     table = Map(ctx, node, "host", keys("host"))
     software = _software(ctx, table)
     same, _ = flag(ctx, table, declared("host.same_software"))
-    golden, rule = _golden(ctx, table, nodes)
+    golden, rule = _golden(ctx, table, nodes, sections)
     result = HostSpec(clauses=promises(ctx, table, "host") + ((rule,) if rule else ()),
                       software=software, same_software=True if same is None else same,
                       golden=golden)

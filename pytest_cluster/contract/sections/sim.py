@@ -4,6 +4,7 @@ SimSpec and SimFault records (contract/sections/sim_records.py; pytest_cluster/s
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
@@ -345,6 +346,20 @@ def rate_above_zero(raw: object) -> float:
     return value
 
 
+#: An RDMA device's name before its index, as a kernel names one (mlx5_, mlx5_ib).
+_PREFIX = re.compile(r"^[a-z][a-z0-9_]{0,15}$")
+
+
+def _nic_prefix(raw: object) -> str:
+    """sim.nic_prefix: what the simulated node's RDMA devices are named before their
+    index ('mlx5_': mlx5_0..7; 'mlx5_ib': mlx5_ib0..7, as Azure's ND VMs name them)."""
+    if isinstance(raw, str) and _PREFIX.match(raw) and not raw[-1].isdigit():
+        return raw
+    raise UnitError(f"expected a device name's start like 'mlx5_' or 'mlx5_ib' (lowercase "
+                    f"letters, digits and _, not ending in a digit), got "
+                    f"{head(str(raw), 64)!r}")
+
+
 def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec, gpus: GpuSpec | None = None,
               interconnect: InterconnectSpec | None = None) -> SimSpec | None:
     """The sim section; its faults checked against the spec's `gpus` and `interconnect`
@@ -360,7 +375,8 @@ def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec, gpus: GpuSpec |
     if node.tag.endswith(":null"):  # `sim:` alone: every default
         node = MappingNode("tag:yaml.org,2002:map", [], node.start_mark, node.end_mark)
     table = Map(ctx, node, "sim", ("gpu_model", "gpus_per_node", "cpu_cores", "cpu_threads",
-                                   "memory", "faults", "latency", "storage_rate", "dcgm"))
+                                   "memory", "faults", "latency", "storage_rate", "dcgm",
+                                   "nic_prefix"))
     if not isinstance(node, MappingNode):
         return None
     def memory_size(raw: object) -> int:
@@ -379,6 +395,7 @@ def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec, gpus: GpuSpec |
     memory = one("memory", memory_size, 2 * 2**40)
     wait = one("latency", time_between(0, 60, "from 0 to 1 min"), 0.0)
     storage_rate = one("storage_rate", rate_above_zero, 0.0)
+    nic_prefix = one("nic_prefix", _nic_prefix, "mlx5_")
     dcgm_node = table.take("dcgm")
     dcgm = field(ctx, dcgm_node, "sim.dcgm", _dcgm_version) if dcgm_node is not None else 4
     faults: list[SimFault] = []
@@ -399,4 +416,4 @@ def parse_sim(ctx: Ctx, node: Node | None, cluster: ClusterSpec, gpus: GpuSpec |
                     faults.append(fault)
     table.finish()
     return SimSpec(model, per_node, cores, threads, memory, tuple(faults), wait, storage_rate,
-                   dcgm)
+                   dcgm, nic_prefix)

@@ -97,3 +97,6 @@ class SimSpec:
     storage_rate: float = 0.0
     #: the DCGM a simulated node has: 4 (4.x's JSON), 3 (3.x's), None (no dcgmi installed)
     dcgm: int | None = 4
+    #: how the node names its RDMA devices: mlx5_0..7 (bare metal), mlx5_ib0..7 (Azure's
+    #: ND VMs, whose mlx5_an0 is the host network)
+    nic_prefix: str = "mlx5_"

@@ -8,19 +8,22 @@ each read through the bounded readers (read_inventory; the spec's read_text and 
     nic: {firmware: 28.39.1002, pcie: Gen5 x16, pcie_max: Gen5 x16}
 
 A key of `gpu` holds for every GPU of a node, one of `nic` for every counted port. A
-field the file does not give is not compared (an inventory has no PCIe link)."""
+field the file does not give is not compared (an inventory has no PCIe link).
+
+The file is read once as the spec is (check_spec: `pytest-cluster check` and a run, before
+any test): one that cannot be read or is not one is a usage error at host.golden's line."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from yaml.nodes import MappingNode, Node, ScalarNode
 
 from pytest_cluster.contract.reading.compose import compose, read_text
-from pytest_cluster.errors import ClusterError, head
+from pytest_cluster.errors import ClusterError, SpecError, head, printable
 from pytest_cluster.evidence.baseline.files import read_inventory
 from pytest_cluster.measure.golden import (
     GPU,
@@ -34,6 +37,9 @@ from pytest_cluster.measure.golden import (
     majority,
 )
 from pytest_cluster.measure.inventory_file import is_unreadable
+
+if TYPE_CHECKING:
+    from pytest_cluster.contract.model import Spec
 
 #: The most bytes of a YAML of golden values.
 MAX_YAML = 64 * 2**10
@@ -65,6 +71,28 @@ class GoldenValues:
                 for name in have if (name.group, name.what) in kinds}
 
 
+def path_of(spec: Spec, file: str) -> Path:
+    """The golden file `file` as host.golden writes it: relative to the spec's folder."""
+    path = Path(file)
+    return path if path.is_absolute() else Path(spec.file).parent / path
+
+
+def check_spec(spec: Spec) -> None:
+    """The spec's golden file (host.golden), read and validated as a run would before any
+    test runs: a SpecError at host.golden's line saying what is wrong with it (missing,
+    not a regular file, too big, a key it may not have); nothing where there is none."""
+    chosen = spec.host.golden
+    if chosen is None or chosen.file is None:
+        return
+    try:
+        load(path_of(spec, chosen.file), chosen.file)
+    except GoldenFileError as exc:
+        rule = spec.host.rule("golden")
+        raise SpecError(f"the golden file cannot be read: {exc}", file=spec.file,
+                        line=rule.line if rule is not None else None,
+                        path="host.golden") from None
+
+
 def load(path: Path, shown: str) -> GoldenValues:
     """The golden values of the file at `path` (`shown`: as the spec writes it)."""
     try:
@@ -72,7 +100,7 @@ def load(path: Path, shown: str) -> GoldenValues:
             return _inventory(path, shown)
         return _yaml(path, shown)
     except ClusterError as exc:
-        said = head(str(exc), 400)
+        said = printable(head(str(exc), 400))
         named = said.startswith((f"{path.name}:", f"{path}:"))
         raise GoldenFileError(said if named else f"{shown}: {said}") from None
 
@@ -90,7 +118,7 @@ def _inventory(path: Path, shown: str) -> GoldenValues:
 def _value(value: object) -> str | Unread:
     if is_unreadable(value):
         return Unread(str(value["unreadable"]))
-    return str(value) if isinstance(value, (str, int, float)) and str(value) \
+    return printable(str(value)[:200]) if isinstance(value, (str, int, float)) and str(value) \
         else Unread("not recorded")
 
 
@@ -154,4 +182,4 @@ def _scalar(node: Node, where: str) -> str:
     if not isinstance(node, ScalarNode) or not str(node.value).strip():
         raise GoldenFileError(f"{where} (line {node.start_mark.line + 1}): expected a "
                               "version or a link like 'Gen5 x16'")
-    return str(node.value).strip()
+    return printable(str(node.value).strip()[:200])

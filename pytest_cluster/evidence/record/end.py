@@ -167,6 +167,8 @@ def verdict_document(spec: Spec, end: EndLine, verdicts: Sequence[NodeVerdict],
         "drain": [drain_line(v, why_not) for v in out],
         "taint": [taint_line(v, why_not) for v in out],
     }
+    if spec.extends:  # the shipped profile the spec extends (each bound says its own)
+        document["extends"] = spec.extends
     if "baseline" in end:  # the run compared with, its signature, its cases (end record's)
         document["baseline"] = end["baseline"]
         if "accepted" in end["baseline"]:  # --cluster-baseline-accept's, where jq finds it

@@ -36,12 +36,21 @@ NO_CULPRIT = frozenset({UNDECIDED, NOT_COMPARABLE})
 #: veth, a bond, a VLAN): not measured, the node NOT CHECKED (NOT_MEASURED), neither
 #: passed nor failed.
 VIRTUAL_PORT = "virtual_port"
+#: The error kind of a host.golden case with no golden value to compare the node with: no
+#: value of a field held by a strict majority of the nodes (three VBIOS versions on three
+#: nodes; two nodes that differ), or the golden node did not answer. Nothing is singled
+#: out: the node is NOT CHECKED (NOT_MEASURED), neither it nor the cluster failed.
+NO_GOLDEN = "no_golden"
+#: The error kind of a host.golden case whose golden file (the spec's) cannot be read or
+#: is not one: a slip of the spec's (TOOL_ERROR), no node's fault.
+GOLDEN_FILE = "golden_file"
 #: Error kinds of a check not made because another job held the node (SLURM: busy),
 #: because the tool it runs is not installed there (tool_missing: no dcgmi), or because
 #: what it reads is not the node's to read (virtual_function: a VM's NICs are SR-IOV
-#: virtual functions, whose PCIe link is the host's): the node is NOT CHECKED, saying
+#: virtual functions, whose PCIe link is the host's), or because host.golden has nothing to
+#: compare it with (NO_GOLDEN): the node is NOT CHECKED, saying
 #: so; neither it nor the cluster failed.
-NOT_MEASURED = frozenset({"busy", "tool_missing", VIRTUAL_PORT})
+NOT_MEASURED = frozenset({"busy", "tool_missing", VIRTUAL_PORT, NO_GOLDEN})
 #: Error kinds of a cluster check that could not be established because some node did not
 #: answer ("the same on every node"): it fails, but it rejects the cluster only through
 #: that node's own verdict (UNREACHABLE rejects; busy leaves it INCOMPLETE).
@@ -53,10 +62,11 @@ TOOL_FAULT = "tool_fault"
 #: check of ours ended with an exception that is no verdict (TOOL_FAULT); DCGM's diagnostic
 #: could not test the GPUs as the node is set up (dcgm_config: persistence mode off, error
 #: id 29) or did not give a verdict (dcgm_error: it timed out, printed no JSON, skipped a
-#: test of the level). A spec's slip, a wrong vantage point, a fault of the tool or of the
-#: node's setup its diagnostic reports is no node's hardware fault: it drains none.
+#: test of the level); the spec's golden file cannot be read (GOLDEN_FILE). A spec's slip,
+#: a wrong vantage point, a fault of the tool or of the node's setup its diagnostic reports
+#: is no node's hardware fault: it drains none.
 TOOL_ERROR = frozenset({"interpreter_missing", "wrong_namespace", TOOL_FAULT, "dcgm_config",
-                        "dcgm_error"})
+                        "dcgm_error", GOLDEN_FILE})
 #: Error kinds whose fault is this machine's, the controller's, not the node's (the
 #: launchers' ErrorKind.controller_side): a node name it cannot resolve, its ssh
 #: credentials refused, ssh or srun not installed here, no SLURM controller answering.

@@ -106,6 +106,18 @@ KINDS: dict[str, Failure] = {
         "PC-SPEC-PCIE-VIRTUAL", SPEC,
         "write fabric.pcie: false for a VM (its provider checks the host's link) or for "
         "virtual interfaces, or count the physical ports (fabric.devices)"),
+    blame.NO_GOLDEN: _failure(
+        "host.golden had no golden value to compare the node with (no value held by a "
+        "strict majority of the nodes, or the golden node did not answer): not checked",
+        "PC-GOLDEN-UNDECIDED", HW,
+        "no golden: name a golden node or file (host.golden), or fix the nodes until a "
+        "strict majority agrees (the case says each value and its nodes)"),
+    blame.GOLDEN_FILE: _failure(
+        "the spec's golden file (host.golden) cannot be read or is not a file of golden "
+        "values: not checked",
+        "PC-SPEC-GOLDEN-FILE", SPEC,
+        "fix host.golden's file (the case says what is wrong with it), or name a golden "
+        "node or majority"),
     "busy": _failure(
         "another job held the node: not measured",
         "PC-NODE-BUSY", TOOL, "run the check when the node is free (a prolog, a reservation)"),

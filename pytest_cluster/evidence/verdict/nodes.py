@@ -143,6 +143,7 @@ class VerdictDocument(_VerdictDocument, total=False):
     made_at: str  # UTC: the run's end (age.py); an earlier version's verdict.json has none
     valid_until: str  # UTC: made_at + --cluster-valid-for
     incomplete: str  # why the verdict is INCOMPLETE (incomplete_why), as the terminal says
+    extends: str  # the shipped profile the spec extends (docs/spec.md: extends); absent: none
 
 
 @dataclass

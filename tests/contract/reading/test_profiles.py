@@ -137,7 +137,7 @@ def test_the_spec_merge_keys_stay_its_own() -> None:
     assert p2p is not None and p2p.requirement.text == ">= 100 GB/s" and not p2p.source
 
 
-@pytest.mark.parametrize("written", ["azure-nd-h100v5", "./mine.yaml", "/etc/passwd", "[a, b]"])
+@pytest.mark.parametrize("written", ["azure-nd-h100v5", "./mine.yaml", "/etc/passwd"])
 def test_an_unknown_profile_is_an_error_at_the_extends_line_naming_the_known_ones(
         written: str) -> None:
     with pytest.raises(SpecError) as caught:
@@ -147,6 +147,16 @@ def test_an_unknown_profile_is_an_error_at_the_extends_line_naming_the_known_one
     assert "never a file: " + ", ".join(profiles.names()) in said
     if written == "azure-nd-h100v5":
         assert "unknown profile 'azure-nd-h100v5'; did you mean 'azure-nd-h100-v5'?" in said
+
+
+@pytest.mark.parametrize(("written", "got"), [("[a, b]", "a list"), ("{a: 1}", "a map"),
+                                             ("null", "nothing"), ("", "nothing")])
+def test_extends_takes_a_single_profile_name(written: str, got: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        parse_spec(CLUSTER + f"extends: {written}\n", "t.yaml")
+    assert str(caught.value) == (
+        f"t.yaml:8: extends: expected a single profile name (a spec extends one profile: "
+        f"{', '.join(profiles.names())}), got {got}")
 
 
 def test_check_refuses_an_unknown_profile_and_names_a_valid_one(

@@ -62,7 +62,10 @@ def test_a_scope_the_cluster_runs_without_a_bound_is_refused_saying_what_to_writ
     assert said.startswith("t.yaml:9: interconnect.busbw.inter_node: missing: the busbw "
                            "promised across nodes (the jobs of node_counts, and the "
                            "slow-node search unless node_network has its own); write it")
-    assert 'busbw: {inter_node: ">= 320 GB/s"}, or {inter_node: ">= 80%"}' in said
+    # a rate works alone; a share needs the network's rate too, and says so
+    assert said.endswith('e.g. busbw: {inter_node: ">= 320 GB/s"}; a share of theoretical '
+                         '({inter_node: ">= 80%"}) needs the link\'s rate too '
+                         '(interconnect.inter_node: {kind, nics_per_node, rate_per_nic})')
     # the slow-node search alone (no node count to test) needs it as well: it is its bound
     search_only = H100.replace("[1, 2, 4, 8, 16]", "[8, 16]")
     assert ic(search_only).node_counts == ()

@@ -215,8 +215,9 @@ def test_rules_can_be_left_out(pytester: pytest.Pytester) -> None:
         "  load_time: 2 s\n", "  load_time: 2 s\n  throttle: false\n  pcie: false\n")
     result = run(pytester, spec)
     assert failed(pytester) == {}
-    result.stdout.fnmatch_lines(["*not in contract, not tested: *gpus.pcie, gpus.sdc (level "
-                                 "stress: run it with -m stress), *, gpus.throttle, *"])
+    result.stdout.fnmatch_lines(["*not in contract, not tested: *gpus.pcie (off: pcie: "
+                                 "false), gpus.sdc (level stress: run it with -m stress), *, "
+                                 "gpus.throttle (off: throttle: false), *"])
 
 
 def test_evidence_names_the_gpu_and_says_simulated(pytester: pytest.Pytester) -> None:

@@ -76,3 +76,32 @@ def test_a_golden_node_not_in_the_cluster_is_an_error_at_its_line() -> None:
     assert errors == ["t.yaml:2: host.golden: expected majority (the nodes' strict "
                       "majority), a node of the cluster (gpu-[001-003]) or a file of golden "
                       "values (an inventory.json a run wrote, or a .yaml), got 'gpu-009'"]
+
+
+def test_a_golden_file_named_with_control_characters_is_an_error_at_its_line() -> None:
+    """A name shown in every view: an ESC, a NUL or a bidi override in it is refused at
+    spec time, echoed escaped (a new user's h.yaml)."""
+    for written in ('"n1\\u202e\\e[2J.yaml"', '"gold\\x00en.yaml"'):
+        host, errors = golden(f"{{cpu_cores: 8,\n golden: {written}}}")
+        assert host.golden is None and len(errors) == 1
+        assert errors[0].startswith("t.yaml:2: host.golden: a golden file's name may not "
+                                    "hold control characters")
+        assert errors[0].isprintable()
+
+
+def test_golden_says_only_the_fields_it_compares() -> None:
+    """Without a gpus section no GPU field is read, without fabric no NIC port's: the
+    requirement names neither (it claimed VBIOS, firmware and PCIe links on any spec)."""
+    def text(sections: frozenset[str]) -> str:
+        ctx = Ctx("t.yaml")
+        host = parse_host(ctx, compose("{golden: majority}", "t.yaml"), NODES, sections)
+        rule = host.rule("golden")
+        assert rule is not None and not ctx.errors
+        return rule.text
+    bare = text(frozenset({"host"}))
+    assert "driver" in bare and not {"VBIOS", "GPU", "firmware", "PCIe"} & set(
+        bare.replace("'", " ").split())
+    gpus = text(frozenset({"host", "gpus"}))
+    assert "VBIOS" in gpus and "NIC" not in gpus
+    both = text(frozenset({"host", "gpus", "fabric"}))
+    assert "VBIOS" in both and "NIC ports' firmware" in both

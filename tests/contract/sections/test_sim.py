@@ -268,3 +268,16 @@ def test_the_dcgm_a_simulated_node_has_is_read(sim: str, version: int | None) ->
     """DCGM 4.x by default; 3.x prints the other shape; none has no dcgmi."""
     spec = parse_spec(SIM_BASE + sim, "t.yaml")
     assert spec.sim is not None and spec.sim.dcgm == version
+
+
+@pytest.mark.parametrize("prefix", ["MLX5_", "mlx5_ib0", "mlx5/ib", "''", "[mlx5_]"])
+def test_a_nic_prefix_is_a_device_name_start(prefix: str) -> None:
+    said = error_of(SIM_BASE + f"sim: {{nic_prefix: {prefix}}}\n")
+    assert said.startswith("t.yaml:3: sim.nic_prefix: expected a device name's start like "
+                           "'mlx5_' or 'mlx5_ib'"), said
+
+
+def test_a_nic_prefix_names_the_simulated_devices() -> None:
+    spec = parse_spec(SIM_BASE + "sim: {nic_prefix: mlx5_ib}\n", "t.yaml")
+    assert spec.sim is not None and spec.sim.nic_prefix == "mlx5_ib"
+    assert parse_spec(SIM_BASE + "sim: {}\n", "t.yaml").sim == SimSpec("H100-SXM-80GB", 8)

@@ -53,3 +53,52 @@ def test_an_inventory_record_gives_versions_vbios_and_firmware_and_what_it_could
     assert {str(k): v for k, v in config.values.items()} == {
         "driver": "550", "nccl": Unread("no torch"), "kernel": "5.15", "GPU 0 vbios": "A",
         "mlx5_0/1 firmware": "28.39"}  # cuda: not recorded, not compared
+
+
+SPEC = ("cluster: {name: gfile, nodes: 'n[1-2]', launcher: sim}\n"
+        "gpus: {count: 2}\n"
+        "host:\n  golden: GOLDEN\n"
+        "sim: {gpus_per_node: 2}\n")
+
+
+@pytest.mark.parametrize(("golden", "text", "said"), [
+    ("missing.yaml", None, "missing.yaml"),
+    ("../../etc/passwd.yaml", None, "passwd.yaml"),
+    ("bad.yaml", "driver: 550.90.07\nbogus_key: 1\n", "bogus_key"),
+    ("bad.yaml", "driver: [1, 2]\ngpu: 5\n", "driver"),
+])
+def test_check_reads_the_golden_file_and_names_its_problem_at_the_spec_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], golden: str, text: str | None,
+        said: str) -> None:
+    """`pytest-cluster check` opens the golden file as a run would (a new user's missing,
+    traversing and bad-keyed files all came back valid): an error at host.golden's line
+    naming the file's problem, exit 4 (a usage error before any test runs)."""
+    from pytest_cluster.cli import main
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text(SPEC.replace("GOLDEN", golden))
+    if text is not None:
+        (tmp_path / golden).write_text(text)
+    assert main(["check", str(spec)]) == 4
+    out = capsys.readouterr().out
+    assert f"{spec}:4: host.golden: the golden file cannot be read: " in out
+    assert said in out.split("host.golden:", 1)[1]
+
+
+def test_check_passes_a_good_golden_file(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_cluster.cli import main
+
+    spec = tmp_path / "s.yaml"
+    spec.write_text(SPEC.replace("GOLDEN", "good.yaml"))
+    (tmp_path / "good.yaml").write_text("driver: 550.90.07\ngpu: {vbios: 96.00.74.00.0F}\n")
+    assert main(["check", str(spec)]) == 0
+    assert f"{spec}: valid:" in capsys.readouterr().out
+
+
+def test_a_golden_value_with_control_characters_is_kept_escaped(tmp_path: Path) -> None:
+    path = tmp_path / "g.yaml"
+    path.write_text('gpu: {vbios: "96\\e[2J\\u202e"}\n')
+    values = load(path, "g.yaml")
+    assert values.kinds is not None
+    assert values.kinds[(GPU, "vbios")] == "96\\x1b[2J\\u202e"
