@@ -47,7 +47,8 @@ def test_a_promise_is_found_by_its_key_or_as_an_attribute() -> None:
 def test_a_spec_knows_each_section_by_name_its_fields_and_others() -> None:
     spec = parse_spec(SPEC, "t.yaml")
     assert {f.name for f in dataclasses.fields(Spec)} - {
-        "file", "sha256", "others", "warnings", "text", "whole", "extends"} == SECTION_FIELDS
+        "file", "sha256", "others", "warnings", "text", "whole", "extends",
+        "off"} == SECTION_FIELDS
     assert spec.section("host") is spec.host and spec.section("gpus") is None
     other = SectionSpec("pdu")
     assert dataclasses.replace(spec, others=(other,)).section("pdu") is other

@@ -123,7 +123,7 @@ def _scorecard_data(verdicts: list[NodeVerdict], records: list[ResultLine]) -> d
     return {"simulated": False, "simulated_banner": "", "coverage": "",
             "coverage_incomplete": False, "overall": "REJECTED", "cluster": "c",
             "node_count": len(verdicts), "counted": [], "failing": 0, "spec_file": "s",
-            "spec_sha256": "0", "launcher": "sim", "checks": None,
+            "spec_sha256": "0", "extends": None, "launcher": "sim", "checks": None,
             "what_failed": what_failed(verdicts, records),
             "not_accepted": node_rows(verdicts, records), "accepted": [],
             "cluster_failed": [], "findings": [], "matrix": MatrixView((), ()), "near": 10.0,

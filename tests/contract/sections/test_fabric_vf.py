@@ -83,20 +83,22 @@ cluster: {{name: vm, nodes: "n[1-2]", launcher: sim}}
 interconnect: {{busbw: {{intra_node: ">= 100 GB/s", inter_node: ">= 100 GB/s"}}}}
 fabric: {{devices: "mlx5_*"{pcie}}}
 sim:
+  gpu_model: {model}
   faults:
     - {{node: n1, nic_virtual: true}}
     - {{node: n2, nic_virtual: true}}
 """
 
 
-@pytest.mark.parametrize("profile", ["azure-nd-h100-v5", "azure-nd-h200-v5"])
+@pytest.mark.parametrize(("profile", "model"), [("azure-nd-h100-v5", "H100-SXM-80GB"),
+                                               ("azure-nd-h200-v5", "H200-SXM-141GB")])
 def test_a_vm_cluster_of_an_azure_profile_passes_without_fabric_pcie(
-        pytester: pytest.Pytester, profile: str) -> None:
+        pytester: pytest.Pytester, profile: str, model: str) -> None:
     """The profile leaves fabric.pcie out (its ports are VFs, cited): every node of a VM
     cluster with a fabric section is ACCEPTED, the run PASSes; written back on, the same
     cluster is NOT CHECKED, saying why, never REJECTED. (The sim's devices are mlx5_N,
     Azure's mlx5_ibN; its figures below Azure's: both overridden.)"""
-    spec = AZURE_VMS.format(profile=profile, pcie="")
+    spec = AZURE_VMS.format(profile=profile, pcie="", model=model)
     (pytester.path / "vm.yaml").write_text(spec)
     assert not [case for case in planned(pytester, spec) if "fabric_pcie" in case]
     result = pytester.runpytest("--cluster=vm.yaml", "-p", "no:cacheprovider")
@@ -104,7 +106,7 @@ def test_a_vm_cluster_of_an_azure_profile_passes_without_fabric_pcie(
     assert {n["verdict"] for n in verdict_of(pytester).values()} == {ACCEPTED}
     assert any("fabric.pcie" in line and "not in contract" in line
                for line in result.stdout.lines)
-    on = AZURE_VMS.format(profile=profile, pcie=", pcie: max")
+    on = AZURE_VMS.format(profile=profile, pcie=", pcie: max", model=model)
     (pytester.path / "on.yaml").write_text(on)
     again = pytester.runpytest("--cluster=on.yaml", "-p", "no:cacheprovider", "-k",
                                "fabric_pcie")
