@@ -199,7 +199,14 @@ from pytest_cluster.measure import training
 RUN = training.TrainingRun(("a", "b"), 1, "nccl", 5.0, hang="HANG; NCCL RAS: rank 1 (b, GPU 0)"
                            " DEAD (asked on a by rank 0)", hang_s=5.3, stall_s=5.0,
                            silence={"a": 0.1, "b": 0.2}, culprits=CULPRITS)
+# the run is in this process (runpytest_inprocess): the real one is put back at its end,
+# or every later test of the worker would train into this hang
+REAL = training.run
 training.run = lambda prober: RUN
+
+
+def pytest_unconfigure(config):
+    training.run = REAL
 '''
 
 
