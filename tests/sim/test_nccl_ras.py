@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,15 +33,23 @@ def test_the_status_reads_back_as_the_dead_ranks() -> None:
     assert hang_report("gloo", ("a",), 1, {0}, "all_reduce")["available"] is False
 
 
-def test_the_faulty_examples_dead_rank_fails_gpu_003_only(pytester: pytest.Pytester) -> None:
-    shutil.copy(EXAMPLE, pytester.path / "faulty.yaml")
+def checked_run(pytester: pytest.Pytester, spec: str, selected: str,
+                ) -> tuple[pytest.RunResult, Path, list[dict[str, Any]]]:
+    """The run of `spec`'s cases `-k selected`, its evidence directory and its
+    results.jsonl lines; every view of it agreeing (the consistency oracle)."""
+    (pytester.path / "t.yaml").write_text(spec)
     metrics = pytester.path / "metrics.prom"
-    result = pytester.runpytest("--cluster=faulty.yaml", "-p", "no:cacheprovider",
+    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider",
                                 "--cluster-reports=reports", f"--cluster-metrics={metrics}",
-                                "-k", "interconnect")
+                                "-k", selected)
     run = (pytester.path / "reports" / "latest").resolve()
     assert check(run, result.stdout.str(), metrics) == []
-    lines = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    return result, run, [json.loads(line)
+                         for line in (run / "results.jsonl").read_text().splitlines()]
+
+
+def test_the_faulty_examples_dead_rank_fails_gpu_003_only(pytester: pytest.Pytester) -> None:
+    result, run, lines = checked_run(pytester, EXAMPLE.read_text(), "interconnect")
     ras = [r for r in lines if "NCCL RAS" in str(r.get("message", ""))]
     assert ras and all(r["outcome"] == "failed" for r in ras)
     assert all("gpu-003, GPU 1) DEAD" in r["message"] for r in ras)
@@ -93,14 +101,7 @@ sim:
 
 
 def run_lines(pytester: pytest.Pytester, spec: str) -> list[dict[str, object]]:
-    (pytester.path / "t.yaml").write_text(spec)
-    metrics = pytester.path / "metrics.prom"
-    result = pytester.runpytest("--cluster=t.yaml", "-p", "no:cacheprovider",
-                                "--cluster-reports=reports", f"--cluster-metrics={metrics}",
-                                "-k", "collective")
-    run = (pytester.path / "reports" / "latest").resolve()
-    assert check(run, result.stdout.str(), metrics) == []
-    lines = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    _, _, lines = checked_run(pytester, spec, "collective")
     return [r for r in lines if r.get("type") == "result" and r.get("outcome") == "failed"]
 
 
